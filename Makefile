@@ -1,0 +1,72 @@
+# where-postgres-ends: one Makefile for the whole workspace.
+# `make help` lists the targets. Every target that touches Go code iterates
+# the workspace's modules (go list -m), so a new module is picked up by
+# adding it to go.work.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+GO          ?= go
+MODULES     := $(shell $(GO) list -m -f '{{.Path}}' 2>/dev/null)
+MODULE_DIRS := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
+PACKAGES    := $(addsuffix /...,$(MODULES))
+SERVICES    := $(notdir $(filter-out %/kit,$(wildcard services/*)))
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+TESTFLAGS   ?= -race -count=1 -timeout 20m
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | \
+		awk -F'\t' '{printf "  %-16s %s\n", $$1, $$2}'
+	@echo "  services:        $(SERVICES)"
+
+.PHONY: deps
+deps: ## install the native stack's servers (apt, Maven Central, Go) and download Go modules
+	bash scripts/stack.sh deps
+	@for d in $(MODULE_DIRS); do (cd $$d && $(GO) mod download) || exit 1; done
+
+.PHONY: up
+up: ## start the stack: docker compose if a Docker engine answers, else native servers on the same ports
+	bash scripts/stack.sh up
+
+.PHONY: down
+down: ## stop the stack
+	bash scripts/stack.sh down
+
+.PHONY: status
+status: ## show each server of the stack, its port and whether it answers
+	bash scripts/stack.sh status
+
+.PHONY: test
+test: ## run every module's tests against the running stack (make up first)
+	$(GO) test $(TESTFLAGS) $(PACKAGES)
+
+.PHONY: test-short
+test-short: ## run the tests that need no server (the others skip)
+	$(GO) test -short -count=1 $(PACKAGES)
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck over every module
+	@out=$$(gofmt -l $(MODULE_DIRS) scripts/ferretdb); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PACKAGES)
+	$(GO) run $(STATICCHECK) $(PACKAGES)
+
+.PHONY: tidy
+tidy: ## go mod tidy in every module
+	@for d in $(MODULE_DIRS); do echo "tidy $$d"; (cd $$d && GOWORK=off $(GO) mod tidy) || exit 1; done
+
+.PHONY: build
+build: ## compile every module
+	$(GO) build $(PACKAGES)
+
+.PHONY: migrate
+migrate: ## apply every pair's migrations to DATABASE_URL (each pair in its own schema)
+	$(GO) run ./migrations/cmd/migrate up
+
+.PHONY: check
+check: ## ask every service on its port for /healthz and /stats
+	$(GO) run ./loadtests check
+
+.PHONY: $(addprefix run-,$(SERVICES))
+run-%: ## run one service in the foreground, e.g. make run-no-kafka
+	$(GO) run ./services/$*

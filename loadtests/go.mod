@@ -1,0 +1,3 @@
+module github.com/where-postgres-ends/where-postgres-ends/loadtests
+
+go 1.26

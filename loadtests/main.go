@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// Target is one service of the pair table.
+type Target struct {
+	// Name is the service's directory under services/.
+	Name string
+	// Pair is the comparison it belongs to.
+	Pair string
+	// Port is its default HTTP port.
+	Port int
+}
+
+// Targets is the pair table: every service and its default port.
+var Targets = []Target{
+	{"rabbitmq", "queue", 8081}, {"no-rabbitmq", "queue", 8082},
+	{"kafka", "log", 8083}, {"no-kafka", "log", 8084},
+	{"mongodb", "documents", 8085}, {"no-mongodb", "documents", 8086},
+	{"kurrentdb", "eventstore", 8089}, {"no-kurrentdb", "eventstore", 8090}, {"kafka-eventstore", "eventstore", 8091},
+}
+
+// Status is what check learned about one service.
+type Status struct {
+	Target
+	// Up is true when /healthz answered 200 and /stats named the service.
+	Up bool
+	// Backend is /stats' backend field.
+	Backend string
+	// Err says why the service is not up.
+	Err string
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "check":
+		fs := flag.NewFlagSet("check", flag.ExitOnError)
+		host := fs.String("host", "localhost", "host the services listen on")
+		timeout := fs.Duration("timeout", 2*time.Second, "timeout per request")
+		_ = fs.Parse(os.Args[2:])
+		statuses := Check(context.Background(), *host, *timeout, Targets)
+		Print(os.Stdout, statuses)
+	case "-h", "--help", "help":
+		usage(os.Stdout)
+	default:
+		fmt.Fprintf(os.Stderr, "unknown command %q\n\n", os.Args[1])
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: go run ./loadtests check [-host localhost] [-timeout 2s]")
+	fmt.Fprintln(w, "\ncheck  asks every service for /healthz and /stats and prints which are up")
+}
+
+// Check asks each target for /healthz and /stats, concurrently.
+func Check(ctx context.Context, host string, timeout time.Duration, targets []Target) []Status {
+	client := &http.Client{Timeout: timeout}
+	out := make([]Status, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Go(func() { out[i] = checkOne(ctx, client, host, t) })
+	}
+	wg.Wait()
+	return out
+}
+
+func checkOne(ctx context.Context, client *http.Client, host string, t Target) Status {
+	s := Status{Target: t}
+	base := fmt.Sprintf("http://%s:%d", host, t.Port)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		s.Err = "not running (" + err.Error() + ")"
+		return s
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		s.Err = fmt.Sprintf("/healthz answered %d", resp.StatusCode)
+		return s
+	}
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+"/stats", nil)
+	resp, err = client.Do(req)
+	if err != nil {
+		s.Err = "/stats: " + err.Error()
+		return s
+	}
+	defer resp.Body.Close()
+	var st struct{ Service, Pair, Backend string }
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		s.Err = "/stats is not the shared JSON shape: " + err.Error()
+		return s
+	}
+	if st.Service != t.Name {
+		s.Err = fmt.Sprintf("port %d is served by %q, not %q", t.Port, st.Service, t.Name)
+		return s
+	}
+	s.Up, s.Backend = true, st.Backend
+	return s
+}
+
+// Print writes one line per service.
+func Print(w io.Writer, statuses []Status) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE\tPAIR\tPORT\tSTATUS\tBACKEND")
+	for _, s := range statuses {
+		state := "up"
+		if !s.Up {
+			state = s.Err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Name, s.Pair, s.Port, state, s.Backend)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheckTellsUpFromDownAndWrongService(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"status":"ok"}`)) })
+	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"service":"no-kafka","pair":"log","backend":"postgres"}`))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	port, _ := strconv.Atoi(portStr)
+	free := freePort(t)
+
+	got := Check(context.Background(), "127.0.0.1", time.Second, []Target{
+		{"no-kafka", "log", port}, {"kafka", "log", port}, {"rabbitmq", "queue", free},
+	})
+	if !got[0].Up || got[0].Backend != "postgres" {
+		t.Errorf("no-kafka: %+v", got[0])
+	}
+	if got[1].Up || !strings.Contains(got[1].Err, `served by "no-kafka"`) {
+		t.Errorf("a port served by another service passed: %+v", got[1])
+	}
+	if got[2].Up || !strings.Contains(got[2].Err, "not running") {
+		t.Errorf("a closed port passed: %+v", got[2])
+	}
+	var b strings.Builder
+	Print(&b, got)
+	if !strings.Contains(b.String(), "SERVICE") || strings.Count(b.String(), "\n") != 4 {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}

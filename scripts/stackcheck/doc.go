@@ -1,0 +1,17 @@
+// Package stackcheck holds checks of the stack itself, the servers the
+// services are measured against, rather than of any one service.
+//
+// It checks that docker-compose.yml (repo root) is a well-formed Compose
+// project, loaded with the same compose-go loader Docker Compose uses, so no
+// Docker engine is needed; that every server in it has a healthcheck, a
+// restart policy and the settings the comparisons depend on (logical
+// decoding with wal2json on Postgres, transaction pooling on PgBouncer); and
+// that the ports in scripts/ports.env agree with both docker-compose.yml and
+// the native stack, scripts/stack.sh. Smoke tests that each real server
+// answers on its port are to be added here as well.
+//
+// It is its own Go module, so the compose-go dependency stays out of the
+// services. Run it with:
+//
+//	cd scripts/stackcheck && go test ./...
+package stackcheck

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+)
+
+func TestConfigDefaultsAndErrors(t *testing.T) {
+	t.Parallel()
+	c, err := readConfig(config.FromMap(nil))
+	if err != nil || c.HTTP.Addr != ":8083" || len(c.Brokers) != 1 || c.Brokers[0] != kittest.DefaultKafkaBrokers || c.Postgres.Schema != "log" {
+		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+	_, err = readConfig(config.FromMap(map[string]string{"KAFKA_BROKERS": "localhost", "KAFKA_DIAL_TIMEOUT": "0s"}))
+	for _, name := range []string{"KAFKA_BROKERS:", "KAFKA_DIAL_TIMEOUT:"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s: %v", name, err)
+		}
+	}
+}
+
+func TestStartsAndServesSharedEndpoints(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	cfg, err := readConfig(config.FromMap(map[string]string{
+		"ADDR": "127.0.0.1:0", "DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
+		"KAFKA_BROKERS": kittest.Server(t, "KAFKA_BROKERS", kittest.DefaultKafkaBrokers),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kittest.CheckShared(t, kittest.Serve(t, svc), info.Service, info.Pair, info.Backend)
+}
+
+func TestUnreachableBrokerFailsAtStartNamingTheVariable(t *testing.T) {
+	t.Parallel()
+	cfg, err := readConfig(config.FromMap(map[string]string{"KAFKA_BROKERS": "127.0.0.1:1", "KAFKA_DIAL_TIMEOUT": "1s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "KAFKA_BROKERS") {
+		t.Fatalf("build = %v, want an error naming KAFKA_BROKERS", err)
+	}
+}

@@ -1,0 +1,19 @@
+// Package kit is the shared service kit of where-postgres-ends: every
+// service of every pair is built from the same parts, so that the two sides
+// of a comparison differ only in their backend.
+//
+// The parts live in sub-packages named for their purpose:
+//
+//   - config:   environment variables into one Config struct per service,
+//     with errors that name the variable.
+//   - httpapi:  chi router, middleware (slog request log, recovery, body
+//     limit), strict JSON decoding, and the one place where errors become
+//     HTTP status codes and {"error": "..."} bodies.
+//   - stats:    HdrHistogram latency summaries and counters behind GET /stats
+//     (one JSON shape for every service), mirrored to Prometheus on /metrics.
+//   - postgres: the pgx pool, per-pair schema and goose migrations.
+//   - service:  the lifecycle (serve, then drain HTTP, stop consumers, close
+//     pools) and the probes /healthz and /readyz.
+//   - kittest:  test helpers that find the real servers through environment
+//     variables with defaults at the stack's ports.
+package kit

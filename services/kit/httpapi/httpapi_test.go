@@ -1,0 +1,136 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+)
+
+type task struct {
+	Kind      string         `json:"kind"`
+	Payload   map[string]any `json:"payload"`
+	FailTimes int            `json:"fail_times"`
+}
+
+func newRouter(t testing.TB) http.Handler {
+	t.Helper()
+	r := httpapi.NewRouter(httpapi.RouterOptions{BodyLimit: 1024})
+	r.Method(http.MethodPost, "/tasks", httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		var in task
+		if err := httpapi.DecodeJSON(r, &in); err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, http.StatusAccepted, in)
+		return nil
+	}))
+	r.Method(http.MethodGet, "/tasks/{id}", httpapi.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		switch id := r.PathValue("id"); id {
+		case "conflict":
+			return fmt.Errorf("stream s: %w", httpapi.ErrConflict)
+		case "down":
+			return fmt.Errorf("rabbitmq: %w", httpapi.ErrUnavailable)
+		case "kafka":
+			return fmt.Errorf("conditional append: %w", httpapi.ErrUnsupported)
+		case "version":
+			return &httpapi.Error{Status: 409, Message: "wrong expected version", Fields: map[string]any{"actual_version": 7}}
+		case "bug":
+			return errors.New("pq: secret detail")
+		case "panic":
+			panic("boom")
+		default:
+			return fmt.Errorf("task %s: %w", id, httpapi.ErrNotFound)
+		}
+	}))
+	return r
+}
+
+func do(t testing.TB, h http.Handler, method, path, ctype, body string) (int, map[string]any) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("%s %s: Content-Type %q, want application/json", method, path, ct)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+		t.Fatalf("%s %s: body is not JSON: %q", method, path, rec.Body.String())
+	}
+	return rec.Code, out
+}
+
+func TestBadRequestsGetJSON4xx(t *testing.T) {
+	t.Parallel()
+	h := newRouter(t)
+	cases := []struct {
+		name, ctype, body string
+		status            int
+		contains          string
+	}{
+		{"malformed", "application/json", `{"kind": `, 400, "malformed JSON"},
+		{"syntax", "application/json", `{"kind" "x"}`, 400, "malformed JSON at byte"},
+		{"wrong type", "application/json", `{"kind": 5}`, 400, `field "kind" must be a string`},
+		{"wrong type int", "application/json", `{"kind": "a", "fail_times": "2"}`, 400, `field "fail_times" must be an integer`},
+		{"not object", "application/json", `[1,2]`, 400, "must be an object"},
+		{"unknown field", "application/json", `{"kind": "a", "colour": 1}`, 400, `unknown field "colour"`},
+		{"empty", "application/json", ``, 400, "empty"},
+		{"trailing", "application/json", `{"kind": "a"} {"kind": "b"}`, 400, "single JSON value"},
+		{"oversize", "application/json", `{"kind": "` + strings.Repeat("x", 2000) + `"}`, 413, "limit of 1024 bytes"},
+		{"content type", "text/plain", `{"kind": "a"}`, 415, "Content-Type"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			status, body := do(t, h, http.MethodPost, "/tasks", c.ctype, c.body)
+			if status != c.status {
+				t.Errorf("status %d, want %d (%v)", status, c.status, body)
+			}
+			if msg, _ := body["error"].(string); !strings.Contains(msg, c.contains) {
+				t.Errorf("error %q does not contain %q", msg, c.contains)
+			}
+		})
+	}
+}
+
+func TestGoodRequestDecodes(t *testing.T) {
+	t.Parallel()
+	status, body := do(t, newRouter(t), http.MethodPost, "/tasks", "application/json; charset=utf-8", `{"kind":"email","payload":{"to":"a"},"fail_times":2}`)
+	if status != 202 || body["kind"] != "email" || body["fail_times"] != float64(2) {
+		t.Fatalf("got %d %v", status, body)
+	}
+}
+
+func TestErrorsMapToStatusInOnePlace(t *testing.T) {
+	t.Parallel()
+	h := newRouter(t)
+	for path, want := range map[string]int{
+		"/tasks/abc": 404, "/tasks/conflict": 409, "/tasks/down": 503, "/tasks/kafka": 422,
+		"/tasks/version": 409, "/tasks/bug": 500, "/tasks/panic": 500, "/nowhere": 404,
+	} {
+		status, body := do(t, h, http.MethodGet, path, "", "")
+		if status != want {
+			t.Errorf("GET %s: status %d, want %d", path, status, want)
+		}
+		if body["error"] == nil || body["error"] == "" {
+			t.Errorf("GET %s: no error message: %v", path, body)
+		}
+	}
+	if _, body := do(t, h, http.MethodGet, "/tasks/version", "", ""); body["actual_version"] != float64(7) {
+		t.Errorf("extra fields lost: %v", body)
+	}
+	if _, body := do(t, h, http.MethodGet, "/tasks/bug", "", ""); body["error"] != "internal error" {
+		t.Errorf("an unmapped error leaked its detail: %v", body)
+	}
+	if status, _ := do(t, h, http.MethodDelete, "/tasks", "", ""); status != 405 {
+		t.Errorf("DELETE /tasks: %d, want 405", status)
+	}
+}

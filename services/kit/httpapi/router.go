@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+type loggerKey struct{}
+
+// Logger returns the request's logger (set by the router's logging
+// middleware), or slog.Default.
+func Logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
+// RouterOptions configures NewRouter.
+type RouterOptions struct {
+	// Logger receives one line per request; nil means slog.Default.
+	Logger *slog.Logger
+	// BodyLimit caps every request body in bytes; larger bodies fail with
+	// 413. Zero or less means 1 MiB.
+	BodyLimit int64
+	// Observe, if set, is called after every request with chi's route
+	// pattern ("/tasks/{id}"), the status and the handler time; stats uses
+	// it for Prometheus request metrics.
+	Observe func(method, route string, status int, d time.Duration)
+}
+
+// quietPaths are logged at debug level: probes and scrapes would drown the
+// log otherwise.
+var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/stats": true}
+
+// NewRouter returns a chi router with the shared middleware: request id,
+// recovery (a panic becomes a 500 JSON body and an error log with the
+// stack), the body limit, request logging, and JSON bodies for unknown
+// routes (404) and wrong methods (405).
+func NewRouter(o RouterOptions) chi.Router {
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	limit := o.BodyLimit
+	if limit <= 0 {
+		limit = 1 << 20
+	}
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID)
+	r.Use(logRequests(logger, o.Observe))
+	r.Use(recoverPanics)
+	r.Use(bodyLimit(limit))
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+	})
+	return r
+}
+
+func bodyLimit(n int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ContentLength > n {
+				WriteError(w, r, Errorf(http.StatusRequestEntityTooLarge, "request body exceeds the limit of %d bytes", n))
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, n)
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				Logger(r.Context()).Error("panic in handler", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func logRequests(logger *slog.Logger, observe func(string, string, int, time.Duration)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			l := logger.With(slog.String("request_id", middleware.GetReqID(r.Context())))
+			r = r.WithContext(context.WithValue(r.Context(), loggerKey{}, l))
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r)
+			d := time.Since(start)
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK
+			}
+			route := "unmatched"
+			if rc := chi.RouteContext(r.Context()); rc != nil {
+				if p := rc.RoutePattern(); p != "" {
+					route = strings.TrimSuffix(p, "/*")
+				}
+			}
+			if observe != nil {
+				observe(r.Method, route, status, d)
+			}
+			level := slog.LevelInfo
+			switch {
+			case status >= 500:
+				level = slog.LevelError
+			case quietPaths[r.URL.Path] && status < 400:
+				level = slog.LevelDebug
+			}
+			l.LogAttrs(r.Context(), level, "http request",
+				slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.Int("status", status), slog.Int("bytes", ww.BytesWritten()),
+				slog.Float64("ms", float64(d.Microseconds())/1000))
+		})
+	}
+}

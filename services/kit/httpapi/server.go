@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// ServerConfig holds the HTTP server's settings. Every service embeds it in
+// its Config and reads it with the same variable names.
+type ServerConfig struct {
+	// Addr is the listen address. Env ADDR; the default is the service's
+	// port from the pair table (":8082" for no-rabbitmq, ...).
+	Addr string
+	// BodyLimit caps request bodies in bytes. Env BODY_LIMIT; default 1MiB
+	// (the documents pair raises it for 2 MB profiles).
+	BodyLimit int64
+	// ReadHeaderTimeout bounds reading the request headers. Env
+	// READ_HEADER_TIMEOUT; default 5s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request. Env READ_TIMEOUT; default
+	// 30s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a handler and its response, long polls included.
+	// Env WRITE_TIMEOUT; default 90s (a /wait long poll may last 60s).
+	WriteTimeout time.Duration
+	// IdleTimeout closes idle keep-alive connections. Env IDLE_TIMEOUT;
+	// default 120s.
+	IdleTimeout time.Duration
+	// ShutdownTimeout bounds the drain of in-flight requests on shutdown.
+	// Env SHUTDOWN_TIMEOUT; default 20s.
+	ShutdownTimeout time.Duration
+}
+
+// ServerEnv is the interface of config.Reader that ReadServerConfig needs.
+type ServerEnv interface {
+	String(name, def string) string
+	Bytes(name string, def int64) int64
+	Duration(name string, def time.Duration) time.Duration
+	Fail(name, format string, args ...any)
+}
+
+// ReadServerConfig reads ServerConfig from env with defaultAddr and
+// defaultBodyLimit, and validates it, naming the bad variable.
+func ReadServerConfig(env ServerEnv, defaultAddr string, defaultBodyLimit int64) ServerConfig {
+	c := ServerConfig{
+		Addr:              env.String("ADDR", defaultAddr),
+		BodyLimit:         env.Bytes("BODY_LIMIT", defaultBodyLimit),
+		ReadHeaderTimeout: env.Duration("READ_HEADER_TIMEOUT", 5*time.Second),
+		ReadTimeout:       env.Duration("READ_TIMEOUT", 30*time.Second),
+		WriteTimeout:      env.Duration("WRITE_TIMEOUT", 90*time.Second),
+		IdleTimeout:       env.Duration("IDLE_TIMEOUT", 120*time.Second),
+		ShutdownTimeout:   env.Duration("SHUTDOWN_TIMEOUT", 20*time.Second),
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		env.Fail("ADDR", "%q is not host:port (example :8082)", c.Addr)
+	}
+	if c.BodyLimit < 1024 {
+		env.Fail("BODY_LIMIT", "must be at least 1KiB, got %d bytes", c.BodyLimit)
+	}
+	for name, d := range map[string]time.Duration{
+		"READ_HEADER_TIMEOUT": c.ReadHeaderTimeout, "READ_TIMEOUT": c.ReadTimeout,
+		"WRITE_TIMEOUT": c.WriteTimeout, "IDLE_TIMEOUT": c.IdleTimeout, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout,
+	} {
+		if d <= 0 {
+			env.Fail(name, "must be positive, got %v", d)
+		}
+	}
+	return c
+}
+
+// Server is an http.Server with the timeouts of a ServerConfig and a
+// graceful Serve. Serve may be called once.
+type Server struct {
+	cfg      ServerConfig
+	srv      *http.Server
+	ln       net.Listener
+	stopping chan struct{}
+}
+
+// Listen binds the address now, so that a port already in use fails at
+// start and tests can learn the port (Addr) before serving.
+func Listen(cfg ServerConfig, h http.Handler) (*Server, error) {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (ADDR): %w", cfg.Addr, err)
+	}
+	s := &Server{cfg: cfg, ln: ln, stopping: make(chan struct{}), srv: &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+	}}
+	s.srv.RegisterOnShutdown(func() { close(s.stopping) })
+	return s, nil
+}
+
+// Stopping is closed when the drain begins. Long-poll handlers select on it
+// to answer early, so that they do not hold the drain for their whole
+// timeout.
+func (s *Server) Stopping() <-chan struct{} { return s.stopping }
+
+// Addr returns the bound address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve serves until ctx is done, then stops accepting connections and
+// waits up to ShutdownTimeout for in-flight requests to finish. Long polls
+// learn that the drain began from Stopping. It returns nil after a clean
+// drain.
+func (s *Server) Serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := s.srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		_ = s.srv.Close()
+		return fmt.Errorf("http drain did not finish within %v (SHUTDOWN_TIMEOUT): in-flight requests were cut", s.cfg.ShutdownTimeout)
+	}
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	return err
+}

@@ -1,0 +1,18 @@
+// Package postgres opens the pgx pool every Postgres-backed service uses
+// and applies a pair's goose migrations through goose's Provider API.
+//
+// Each pair lives in its own Postgres schema (DATABASE_SCHEMA, default the
+// pair's name), set as the pool's search_path, so that migrations and
+// queries use unqualified names. Tests exploit this: each test migrates a
+// schema of its own and runs in parallel with the others.
+//
+// Connection notes that matter for the comparisons:
+//   - Through pgbouncer in transaction mode, pgx's default statement cache
+//     breaks ("prepared statement already exists"): add
+//     default_query_exec_mode=exec (or simple_protocol) to the URL.
+//     pgbouncer also drops the search_path startup parameter, so use
+//     DATABASE_SCHEMA=public there or set the role's search_path.
+//   - LISTEN/NOTIFY and logical replication need a direct connection to
+//     Postgres, never one through pgbouncer in transaction mode: LISTEN
+//     "works" there and then silently receives nothing.
+package postgres

@@ -1,0 +1,223 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// DefaultURL is the stack's Postgres (native `make up` and compose alike).
+const DefaultURL = "postgres://postgres:postgres@localhost:5432/wpe?sslmode=disable"
+
+// Config holds the pool's settings; services embed it in their Config.
+type Config struct {
+	// URL is the connection string. Env DATABASE_URL; default DefaultURL.
+	URL string
+	// Schema is the pair's schema, created if missing and used as the
+	// pool's search_path. Env DATABASE_SCHEMA; default the pair's name.
+	// Empty means the server's default search_path.
+	Schema string
+	// MaxConns caps the pool (pgxpool pool_max_conns). Env
+	// DATABASE_MAX_CONNS; default 16.
+	MaxConns int
+	// ConnectTimeout bounds each connection attempt (libpq
+	// connect_timeout). Env DATABASE_CONNECT_TIMEOUT; default 5s.
+	ConnectTimeout time.Duration
+}
+
+// Env is the interface of config.Reader that ReadConfig needs.
+type Env interface {
+	URL(name, def string, schemes ...string) string
+	String(name, def string) string
+	Int(name string, def int) int
+	Duration(name string, def time.Duration) time.Duration
+	Fail(name, format string, args ...any)
+}
+
+var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// ReadConfig reads Config from env, with defaultSchema, and validates it.
+func ReadConfig(env Env, defaultSchema string) Config {
+	c := Config{
+		URL:            env.URL("DATABASE_URL", DefaultURL, "postgres", "postgresql"),
+		Schema:         env.String("DATABASE_SCHEMA", defaultSchema),
+		MaxConns:       env.Int("DATABASE_MAX_CONNS", 16),
+		ConnectTimeout: env.Duration("DATABASE_CONNECT_TIMEOUT", 5*time.Second),
+	}
+	if c.Schema != "" && !identRE.MatchString(c.Schema) {
+		env.Fail("DATABASE_SCHEMA", "%q is not a plain lower-case identifier", c.Schema)
+	}
+	if c.MaxConns < 1 || c.MaxConns > 1000 {
+		env.Fail("DATABASE_MAX_CONNS", "must be between 1 and 1000, got %d", c.MaxConns)
+	}
+	if c.ConnectTimeout <= 0 {
+		env.Fail("DATABASE_CONNECT_TIMEOUT", "must be positive, got %v", c.ConnectTimeout)
+	}
+	return c
+}
+
+// Open creates the schema if missing, opens a pool whose connections use it
+// as search_path, and pings it. The caller closes the pool.
+func Open(ctx context.Context, c Config) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(c.URL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if c.MaxConns > 0 {
+		pc.MaxConns = int32(c.MaxConns)
+	}
+	if c.ConnectTimeout > 0 {
+		pc.ConnConfig.ConnectTimeout = c.ConnectTimeout
+	}
+	if c.Schema != "" {
+		if err := EnsureSchema(ctx, c.URL, c.Schema, c.ConnectTimeout); err != nil {
+			return nil, err
+		}
+		pc.ConnConfig.RuntimeParams["search_path"] = c.Schema
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres pool: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, max(c.ConnectTimeout, time.Second))
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres unreachable (DATABASE_URL): %w", err)
+	}
+	return pool, nil
+}
+
+// EnsureSchema creates the schema if it does not exist.
+func EnsureSchema(ctx context.Context, url, schema string, timeout time.Duration) error {
+	if !identRE.MatchString(schema) {
+		return fmt.Errorf("schema %q is not a plain lower-case identifier", schema)
+	}
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if timeout > 0 {
+		cc.ConnectTimeout = timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, max(timeout, time.Second)*2)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return fmt.Errorf("postgres unreachable (DATABASE_URL): %w", err)
+	}
+	defer conn.Close(context.Background())
+	// Simple protocol: this works through pgbouncer in transaction mode too.
+	_, err = conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize(), pgx.QueryExecModeSimpleProtocol)
+	// Two creators racing on IF NOT EXISTS can still collide on the catalog's
+	// unique index; the schema exists either way.
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	return nil
+}
+
+// Ping checks that the pool reaches Postgres; services register it as their
+// readiness check.
+func Ping(pool *pgxpool.Pool) func(context.Context) error {
+	return func(ctx context.Context) error { return pool.Ping(ctx) }
+}
+
+// provider builds a goose Provider over the pool, with a session lock so
+// that two instances migrating the same schema at once do not race. The
+// lock id is derived from the schema: different schemas (parallel tests)
+// do not wait on each other.
+func provider(pool *pgxpool.Pool, migrations fs.FS) (*goose.Provider, func() error, error) {
+	db := stdlib.OpenDBFromPool(pool)
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("goose:" + pool.Config().ConnConfig.RuntimeParams["search_path"]))
+	// Retry the lock every second for up to two minutes (goose: 5 s, 5 min).
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64()>>1)), lock.WithLockTimeout(1, 120))
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations, goose.WithSessionLocker(locker))
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("load migrations: %w", err)
+	}
+	return p, db.Close, nil
+}
+
+// Migrate applies every pending migration of the FS (files NNNN_name.sql
+// at its root) in the pool's schema, and logs what it applied.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, migrations fs.FS, logger *slog.Logger) error {
+	p, closeDB, err := provider(pool, migrations)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	results, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("read migration version: %w", err)
+	}
+	if logger != nil {
+		logger.Info("migrations applied", "applied_now", len(results), "version", v)
+	}
+	return nil
+}
+
+// MigrateDown rolls back every migration of the FS in the pool's schema.
+func MigrateDown(ctx context.Context, pool *pgxpool.Pool, migrations fs.FS) error {
+	p, closeDB, err := provider(pool, migrations)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	if _, err := p.DownTo(ctx, 0); err != nil {
+		return fmt.Errorf("roll back migrations: %w", err)
+	}
+	return nil
+}
+
+// Status returns, per migration of the FS, its version and whether it is
+// applied in the pool's schema.
+func Status(ctx context.Context, pool *pgxpool.Pool, migrations fs.FS) ([]*goose.MigrationStatus, error) {
+	p, closeDB, err := provider(pool, migrations)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDB()
+	return p.Status(ctx)
+}
+
+// OpenMigrated opens the pool (Open) and applies the migrations (Migrate),
+// closing the pool again if they fail. It is what every Postgres-backed
+// service does at start.
+func OpenMigrated(ctx context.Context, c Config, migrations fs.FS, logger *slog.Logger) (*pgxpool.Pool, error) {
+	pool, err := Open(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := Migrate(ctx, pool, migrations, logger); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}

@@ -1,0 +1,256 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+// Common is the part of every service's Config that the kit reads.
+type Common struct {
+	// HTTP holds ADDR, BODY_LIMIT and the server timeouts.
+	HTTP httpapi.ServerConfig
+	// LogLevel is the minimum level logged. Env LOG_LEVEL (debug, info,
+	// warn, error); default info. Requests are logged at info, probes and
+	// scrapes at debug; load runs use warn.
+	LogLevel slog.Level
+	// LogFormat is text or json. Env LOG_FORMAT; default text.
+	LogFormat string
+}
+
+// ReadCommon reads Common from r with the service's default address and
+// body limit.
+func ReadCommon(r *config.Reader, defaultAddr string, defaultBodyLimit int64) Common {
+	return Common{
+		HTTP:      httpapi.ReadServerConfig(r, defaultAddr, defaultBodyLimit),
+		LogLevel:  r.LogLevel("LOG_LEVEL", slog.LevelInfo),
+		LogFormat: r.Enum("LOG_FORMAT", "text", "text", "json"),
+	}
+}
+
+// NewLogger returns the logger Common describes, writing to w.
+func (c Common) NewLogger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+type hook struct {
+	name string
+	fn   func(context.Context) error
+}
+
+// Service is one HTTP service: the shared endpoints (/healthz, /readyz,
+// /metrics, /stats, /stats/reset), the business routes mounted on Router,
+// and the lifecycle. Register everything before Run; Ready, OnStop and
+// Router are not safe to call concurrently with Run.
+type Service struct {
+	// Router is where the service mounts its business routes.
+	Router chi.Router
+	// Stats records the service's latencies and counters.
+	Stats *stats.Recorder
+	// Logger is the service's logger.
+	Logger *slog.Logger
+
+	cfg    httpapi.ServerConfig
+	checks []hook
+	stops  []hook
+	srv    *httpapi.Server
+
+	stopOnce sync.Once
+	stopErr  error
+	stopping chan struct{}
+}
+
+// New returns a Service named by info whose /stats lists the given latency
+// and counter names from the start.
+func New(info stats.Info, cfg httpapi.ServerConfig, logger *slog.Logger, latencies, counters []string) *Service {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = logger.With("service", info.Service)
+	rec := stats.New(info, latencies, counters)
+	s := &Service{
+		Stats:    rec,
+		Logger:   logger,
+		cfg:      cfg,
+		stopping: make(chan struct{}),
+	}
+	r := httpapi.NewRouter(httpapi.RouterOptions{Logger: logger, BodyLimit: cfg.BodyLimit, Observe: rec.ObserveHTTP})
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "service": info.Service})
+	})
+	r.Get("/readyz", s.readyz)
+	r.Method(http.MethodGet, "/metrics", rec.MetricsHandler())
+	r.Method(http.MethodGet, "/stats", rec.StatsHandler())
+	r.Method(http.MethodPost, "/stats/reset", rec.ResetHandler())
+	s.Router = r
+	return s
+}
+
+// Ready registers a readiness check: /readyz answers 200 only while every
+// check returns nil within 2 s. Checks run concurrently.
+func (s *Service) Ready(name string, check func(context.Context) error) {
+	s.checks = append(s.checks, hook{name, check})
+}
+
+// OnStop registers a hook run at shutdown after the HTTP drain, in reverse
+// order of registration, with a context bounded by SHUTDOWN_TIMEOUT.
+func (s *Service) OnStop(name string, fn func(context.Context) error) {
+	s.stops = append(s.stops, hook{name, fn})
+}
+
+// Stopping is closed when shutdown begins; long-poll handlers select on it
+// to answer early instead of holding the drain.
+func (s *Service) Stopping() <-chan struct{} { return s.stopping }
+
+// Handler returns the service's HTTP handler, for tests with httptest.
+func (s *Service) Handler() http.Handler { return s.Router }
+
+func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	results := make([]error, len(s.checks))
+	var wg sync.WaitGroup
+	for i, c := range s.checks {
+		wg.Go(func() { results[i] = c.fn(ctx) })
+	}
+	wg.Wait()
+	checks := map[string]string{}
+	var failed []error
+	for i, c := range s.checks {
+		if results[i] != nil {
+			checks[c.name] = results[i].Error()
+			failed = append(failed, fmt.Errorf("%s: %w", c.name, results[i]))
+		} else {
+			checks[c.name] = "ok"
+		}
+	}
+	if len(failed) > 0 {
+		httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{
+			"error": "not ready: " + errors.Join(failed...).Error(), "checks": checks})
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+}
+
+// Listen binds the HTTP address now (a busy port fails here, at start).
+// Run calls it if it was not called.
+func (s *Service) Listen() error {
+	if s.srv != nil {
+		return nil
+	}
+	srv, err := httpapi.Listen(s.cfg, s.Router)
+	if err != nil {
+		return err
+	}
+	s.srv = srv
+	return nil
+}
+
+// Addr returns the bound address after Listen.
+func (s *Service) Addr() net.Addr {
+	if s.srv == nil {
+		return nil
+	}
+	return s.srv.Addr()
+}
+
+// Run serves until ctx is done, then drains HTTP and runs the OnStop hooks
+// (see the package doc for the order). It returns the first error of the
+// serve, the drain or the hooks.
+func (s *Service) Run(ctx context.Context) error {
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	s.Logger.Info("listening", "addr", s.srv.Addr().String())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.srv.Stopping():
+		}
+		s.markStopping()
+	}()
+	serveErr := s.srv.Serve(ctx)
+	s.Logger.Info("http drained; stopping", "err", serveErr)
+	stopErr := s.Stop(context.Background())
+	return errors.Join(serveErr, stopErr)
+}
+
+func (s *Service) markStopping() {
+	select {
+	case <-s.stopping:
+	default:
+		close(s.stopping)
+	}
+}
+
+// Stop runs the OnStop hooks in reverse order, each bounded by
+// SHUTDOWN_TIMEOUT. It is safe to call more than once and from several
+// goroutines: the hooks run once, later calls return the same error.
+func (s *Service) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.markStopping()
+		var errs []error
+		for i := len(s.stops) - 1; i >= 0; i-- {
+			h := s.stops[i]
+			hctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+			start := time.Now()
+			err := h.fn(hctx)
+			cancel()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("stop %s: %w", h.name, err))
+				s.Logger.Error("stop failed", "hook", h.name, "err", err)
+			} else {
+				s.Logger.Info("stopped", "hook", h.name, "ms", time.Since(start).Milliseconds())
+			}
+		}
+		s.stopErr = errors.Join(errs...)
+	})
+	return s.stopErr
+}
+
+// Main is the body of every service's main: it cancels its context on
+// SIGINT or SIGTERM, calls build to assemble the service, runs it, and
+// exits with status 1 on any error (configuration included), printed on
+// stderr.
+func Main(build func(ctx context.Context) (*Service, error)) {
+	ctx, stop := SignalContext()
+	defer stop()
+	if err := run(ctx, build); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+// SignalContext returns a context cancelled by SIGINT or SIGTERM.
+func SignalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func run(ctx context.Context, build func(ctx context.Context) (*Service, error)) error {
+	svc, err := build(ctx)
+	if err != nil {
+		return err
+	}
+	return svc.Run(ctx)
+}

@@ -1,0 +1,174 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+func testService(t testing.TB) *Service {
+	t.Helper()
+	c := ReadCommon(config.FromMap(map[string]string{"ADDR": "127.0.0.1:0", "SHUTDOWN_TIMEOUT": "5s"}), ":0", 1<<20)
+	svc := New(stats.Info{Service: "test", Pair: "none", Backend: "none"}, c.HTTP, slog.New(slog.DiscardHandler), []string{"work"}, nil)
+	if err := svc.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// TestShutdownDrainsThenStopsInOrder sends SIGTERM to the test process
+// while a request is in flight: the request must complete, new connections
+// must be refused, and the hooks must run after the drain, consumer before
+// pool.
+func TestShutdownDrainsThenStopsInOrder(t *testing.T) {
+	svc := testService(t)
+	started := make(chan struct{})
+	svc.Router.Get("/slow", func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		time.Sleep(300 * time.Millisecond)
+		w.Write([]byte(`{"done":true}`))
+	})
+	var mu sync.Mutex
+	var order []string
+	record := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, s)
+	}
+	svc.OnStop("pool", func(context.Context) error { record("pool closed"); return nil })
+	svc.OnStop("consumer", func(context.Context) error { record("consumer stopped"); return nil })
+
+	ctx, stop := SignalContext()
+	defer stop()
+	runErr := make(chan error, 1)
+	go func() { runErr <- svc.Run(ctx) }()
+
+	base := "http://" + svc.Addr().String()
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	slow := make(chan result, 1)
+	go func() {
+		resp, err := http.Get(base + "/slow")
+		if err != nil {
+			slow <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		record("request finished")
+		slow <- result{status: resp.StatusCode, body: string(b)}
+	}()
+	<-started
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-svc.Stopping():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stopping was not closed after SIGTERM")
+	}
+	r := <-slow
+	if r.err != nil || r.status != 200 || r.body != `{"done":true}` {
+		t.Fatalf("in-flight request was not drained: %+v", r)
+	}
+	if err := <-runErr; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	mu.Lock()
+	got := append([]string(nil), order...)
+	mu.Unlock()
+	want := []string{"request finished", "consumer stopped", "pool closed"}
+	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Fatal("server still accepts connections after shutdown")
+	}
+	if err := svc.Stop(context.Background()); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+func TestStopIsSafeTwiceAndReportsHookErrors(t *testing.T) {
+	t.Parallel()
+	svc := testService(t)
+	calls := 0
+	svc.OnStop("consumer", func(context.Context) error { calls++; return errors.New("lost connection") })
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Go(func() { errs[i] = svc.Stop(context.Background()) })
+	}
+	wg.Wait()
+	if calls != 1 {
+		t.Fatalf("hook ran %d times", calls)
+	}
+	for _, err := range errs {
+		if err == nil || err.Error() != "stop consumer: lost connection" {
+			t.Fatalf("Stop = %v", err)
+		}
+	}
+}
+
+func TestProbes(t *testing.T) {
+	t.Parallel()
+	svc := testService(t)
+	var healthy sync.Map
+	healthy.Store("v", true)
+	svc.Ready("postgres", func(context.Context) error {
+		if v, _ := healthy.Load("v"); v.(bool) {
+			return nil
+		}
+		return errors.New("connection refused")
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	base := "http://" + svc.Addr().String()
+
+	get := func(path string) (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return resp.StatusCode, m
+	}
+	if s, _ := get("/healthz"); s != 200 {
+		t.Errorf("/healthz %d", s)
+	}
+	if s, m := get("/readyz"); s != 200 || m["checks"].(map[string]any)["postgres"] != "ok" {
+		t.Errorf("/readyz %d %v", s, m)
+	}
+	healthy.Store("v", false)
+	if s, m := get("/readyz"); s != 503 || m["error"] == nil {
+		t.Errorf("/readyz with a dead backend: %d %v", s, m)
+	}
+	if s, m := get("/stats"); s != 200 || m["service"] != "test" {
+		t.Errorf("/stats %d %v", s, m)
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/metrics %v %v", resp, err)
+	}
+	resp.Body.Close()
+}

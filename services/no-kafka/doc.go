@@ -1,0 +1,15 @@
+// Command no-kafka is the log pair's Postgres side: an event log whose transport is the WAL, read through a logical replication slot with wal2json.
+//
+// It serves the log pair's REST contract on :8084, beside
+// kafka, which serves the same contract on the other side of the
+// comparison. Settings come from environment variables (see Config); with
+// none set it uses the stack started by `make up` or `docker compose up -d`.
+//
+// This is the service's skeleton from the foundation: configuration, its
+// backends (connected, migrated, watched by /readyz, closed in order at
+// shutdown) and the endpoints every service shares (/healthz, /readyz,
+// /metrics, /stats, /stats/reset). The pair's business endpoints are built
+// in the pair's own issue; until then other routes answer a JSON 404.
+//
+//	go run ./services/no-kafka
+package main

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+)
+
+func TestConfigDefaultsAndErrors(t *testing.T) {
+	t.Parallel()
+	c, err := readConfig(config.FromMap(nil))
+	if err != nil || c.HTTP.Addr != ":8084" || c.Postgres.Schema != "log" {
+		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+	_, err = readConfig(config.FromMap(map[string]string{"ADDR": "8084", "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name"}))
+	for _, name := range []string{"ADDR:", "DATABASE_MAX_CONNS:", "DATABASE_SCHEMA:"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s: %v", name, err)
+		}
+	}
+}
+
+func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	cfg, err := readConfig(config.FromMap(map[string]string{
+		"ADDR": "127.0.0.1:0", "DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kittest.CheckShared(t, kittest.Serve(t, svc), info.Service, info.Pair, info.Backend)
+}
