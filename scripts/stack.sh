@@ -2,7 +2,7 @@
 # Native dev stack: real servers on this machine, no Docker needed.
 #
 #   bash scripts/stack.sh deps     install/fetch/build what the stack needs (idempotent)
-#   bash scripts/stack.sh up       start everything (or `docker compose up -d` if a Docker engine answers)
+#   bash scripts/stack.sh up       start everything (or `docker compose up -d --wait` if a Docker engine answers)
 #   bash scripts/stack.sh down     stop everything this script started (safe to run twice)
 #   bash scripts/stack.sh status   one line per server; exit 0 when all are up, 3 otherwise
 #   bash scripts/stack.sh urls     print the connection URLs
@@ -15,6 +15,7 @@
 # Servers: PostgreSQL (>= 15, wal2json, logical replication), pgbouncer (transaction
 # pooling), RabbitMQ (+ management), Redis, Apache Kafka (KRaft, single node, jars from
 # Maven Central), FerretDB (MongoDB wire protocol on SQLite, built from scripts/ferretdb).
+# KurrentDB is docker compose only (no native package); status just reports its port.
 # Ports come from scripts/ports.env (shared with docker-compose.yml).
 # Everything (data, logs, pid files, jars, binaries) lives under .stack/ at the repo root.
 #
@@ -368,7 +369,11 @@ EOF
   own "$PG_USER" "$PGB_DIR" "$PGB_DIR/pgbouncer.ini" "$PGB_DIR/userlist.txt" "$LOG/pgbouncer.log"
   rm -f "$PGB_PID"
   say "pgbouncer: starting on 127.0.0.1:$PGBOUNCER_PORT (transaction pooling -> :$PG_PORT)"
-  as_user "$PG_USER" pgbouncer -d -q "$PGB_DIR/pgbouncer.ini" || fail_with_log "pgbouncer failed to start" "$LOG/pgbouncer.log"
+  # runuser's PAM session resets the fd limit to 1024: raise it again for max_client_conn
+  # shellcheck disable=SC2016
+  as_user "$PG_USER" bash -c 'h="$(ulimit -Hn)"; if [ "$h" = unlimited ] || [ "$h" -gt 65536 ]; then h=65536; fi
+      ulimit -Sn "$h" 2>/dev/null; exec pgbouncer -d -q "$1"' _ "$PGB_DIR/pgbouncer.ini" ||
+    fail_with_log "pgbouncer failed to start" "$LOG/pgbouncer.log"
   wait_until pgbouncer 15 "$LOG/pgbouncer.log" "" "" \
     "$(pg_bindir)/psql" -X -q -h 127.0.0.1 -p "$PGBOUNCER_PORT" -U postgres -d "$PG_DB" -c 'SELECT 1'
 }
@@ -770,6 +775,9 @@ print_table() {
     fi
     printf '%-17s %-6s %s\n' "$name" "$port" "$state"
   done
+  # KurrentDB has no Debian/Maven/PyPI/npm package: docker compose only; not counted here
+  if port_open "$KURRENTDB_PORT"; then state="up (not managed by this script)"; else state="not run natively (docker compose only)"; fi
+  printf '%-17s %-6s %s\n' kurrentdb "$KURRENTDB_PORT" "$state"
   return "$not_up"
 }
 
@@ -801,10 +809,29 @@ preflight() {
   fi
 }
 
+# preflight_ports: before starting anything, every port of a server that is not already
+# ours and running must be free.
+preflight_ports() {
+  local row name portvar check port conflicts=()
+  for row in "${SERVERS[@]}"; do
+    IFS=: read -r name portvar check <<<"$row"
+    port="${!portvar}"
+    if ! $check 2>/dev/null && port_open "$port"; then
+      conflicts+=("  $name: port $port is in use by $(port_holder "$port")")
+    fi
+  done
+  [ "${#conflicts[@]}" -eq 0 ] && return 0
+  printf 'error: ports needed by the native stack are taken by processes that are not this stack'"'"'s:\n' >&2
+  printf '%s\n' "${conflicts[@]}" >&2
+  printf '%s\n' "Stop those servers (distro services: e.g. 'sudo systemctl disable --now postgresql pgbouncer" \
+    "rabbitmq-server redis-server') or free the ports, then retry. Nothing was started." >&2
+  exit 1
+}
+
 cmd_up() {
   if docker_ok; then
-    say "a Docker engine answers: the stack runs with 'docker compose up -d' (STACK_NATIVE=1 forces the native stack)"
-    cd "$ROOT" && exec docker compose up -d
+    say "a Docker engine answers: the stack runs with 'docker compose up -d --wait' (STACK_NATIVE=1 forces the native stack)"
+    cd "$ROOT" && exec docker compose up -d --wait
   fi
   local t0=$SECONDS
   mkdir -p "$STACK" "$LOG" "$STACK/run"
@@ -814,6 +841,7 @@ cmd_up() {
   hard="$(ulimit -Hn)"
   if [ "$hard" = unlimited ] || [ "$hard" -gt 65536 ]; then hard=65536; fi
   ulimit -Sn "$hard" 2>/dev/null || true
+  preflight_ports
   start_postgres
   start_pgbouncer
   start_redis
