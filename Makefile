@@ -70,3 +70,17 @@ check: ## ask every service on its port for /healthz and /stats
 .PHONY: $(addprefix run-,$(SERVICES))
 run-%: ## run one service in the foreground, e.g. make run-no-kafka
 	$(GO) run ./services/$*
+
+# ---------------------------------------------------------------------------
+# load tests (issue 7): loadtests/, docs/loadtests.md
+
+RESULTS_FLAGS ?=
+
+.PHONY: results
+results: ## run every pair's scenarios (2-core size, <= 20 min) and regenerate RESULTS.md + docs/results/*.svg (make up first; RESULTS_FLAGS="-duration 30s" for longer)
+	$(GO) run ./loadtests results $(RESULTS_FLAGS)
+
+.PHONY: demo
+demo: ## bring the stack up, start every service, drive each pair briefly and print a side-by-side table per pair
+	bash scripts/stack.sh up
+	$(GO) run ./loadtests demo

@@ -1,11 +1,18 @@
 // Command loadtests drives the services of where-postgres-ends from the
 // outside, the same way for both sides of a pair.
 //
-// This first version has one subcommand, check: it asks every service of
-// the pair table for /healthz and /stats and prints which are up, so that a
-// load run fails early and clearly when a service is not running. The load
-// scenarios (queue, log, documents, eventstore) and the RESULTS.md writer
-// are tracked in their own issues.
+// check asks every service of the pair table for /healthz and /stats and
+// prints which are up; the load commands use the same check before a run,
+// so that it fails early and clearly when a service is not running.
 //
 //	go run ./loadtests check [-host localhost] [-timeout 2s]
+//	go run ./loadtests queue|log|documents [flags]   one pair, results/<id>.json
+//	go run ./loadtests results [flags]              every pair, then RESULTS.md
+//	go run ./loadtests demo                         every pair briefly, one table each
+//	go run ./loadtests report [-in a.json,b.json]   RESULTS.md from results files
+//
+// The load commands live in commands.go and the packages driver (pacing,
+// rounds, results files), scenario (the pairs' scenarios), launch (services
+// as child processes), versions (server versions) and report (tables,
+// RESULTS.md, charts); docs/loadtests.md explains them.
 package main

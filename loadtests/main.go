@@ -11,6 +11,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 )
 
 // Target is one service of the pair table.
@@ -55,6 +57,10 @@ func main() {
 		_ = fs.Parse(os.Args[2:])
 		statuses := Check(context.Background(), *host, *timeout, Targets)
 		Print(os.Stdout, statuses)
+	case "queue", "log", "documents", "results", "demo", "report":
+		os.Exit(loadMain(os.Args[1], os.Args[2:]))
+	case "eventstore":
+		os.Exit(eventstore.Main(os.Args[2:], os.Stdout, os.Stderr))
 	case "-h", "--help", "help":
 		usage(os.Stdout)
 	default:
@@ -66,7 +72,10 @@ func main() {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: go run ./loadtests check [-host localhost] [-timeout 2s]")
-	fmt.Fprintln(w, "\ncheck  asks every service for /healthz and /stats and prints which are up")
+	fmt.Fprintln(w, "       go run ./loadtests eventstore <append|point-read|catch-up> [flags]")
+	fmt.Fprintln(w, "\ncheck       asks every service for /healthz and /stats and prints which are up")
+	fmt.Fprintln(w, "eventstore  benches the event store trio (see loadtests/eventstore)")
+	loadUsage(w)
 }
 
 // Check asks each target for /healthz and /stats, concurrently.

@@ -5,11 +5,14 @@
 // comparison. Settings come from environment variables (see Config); with
 // none set it uses the stack started by `make up` or `docker compose up -d`.
 //
-// This is the service's skeleton from the foundation: configuration, its
-// backends (connected, migrated, watched by /readyz, closed in order at
-// shutdown) and the endpoints every service shares (/healthz, /readyz,
-// /metrics, /stats, /stats/reset). The pair's business endpoints are built
-// in the pair's own issue; until then other routes answer a JSON 404.
+// POST /events is a dual write: the event is INSERTed into the messages
+// table (committed), then produced to the topic with acks=all; the answer
+// comes after both, and a failed produce answers 503 with the row left
+// behind in Postgres (the dual-write gap, see docs/log.md). A consumer-group
+// reader records each batch in the deliveries table (dedup by id) and then
+// commits its offsets: at-least-once delivery, each event observed once.
+// The HTTP handlers, types and conformance suite are shared with no-kafka
+// in services/kit/contract/log.
 //
 //	go run ./services/kafka
 package main

@@ -13,11 +13,12 @@ import (
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
 	c, err := readConfig(config.FromMap(nil))
-	if err != nil || c.HTTP.Addr != ":8083" || len(c.Brokers) != 1 || c.Brokers[0] != kittest.DefaultKafkaBrokers || c.Postgres.Schema != "log" {
+	if err != nil || c.HTTP.Addr != ":8083" || len(c.Brokers) != 1 || c.Brokers[0] != kittest.DefaultKafkaBrokers || c.Postgres.Schema != "log_kafka" {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
-	_, err = readConfig(config.FromMap(map[string]string{"KAFKA_BROKERS": "localhost", "KAFKA_DIAL_TIMEOUT": "0s"}))
-	for _, name := range []string{"KAFKA_BROKERS:", "KAFKA_DIAL_TIMEOUT:"} {
+	_, err = readConfig(config.FromMap(map[string]string{"KAFKA_BROKERS": "localhost", "KAFKA_DIAL_TIMEOUT": "0s",
+		"KAFKA_TOPIC": "bad topic", "KAFKA_PARTITIONS": "0", "SYNCHRONOUS_COMMIT": "maybe", "KAFKA_WRITE_TIMEOUT": "-1s"}))
+	for _, name := range []string{"KAFKA_BROKERS:", "KAFKA_DIAL_TIMEOUT:", "KAFKA_TOPIC:", "KAFKA_PARTITIONS:", "SYNCHRONOUS_COMMIT:", "KAFKA_WRITE_TIMEOUT:"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("error does not name %s: %v", name, err)
 		}
@@ -26,19 +27,8 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 
 func TestStartsAndServesSharedEndpoints(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
-	cfg, err := readConfig(config.FromMap(map[string]string{
-		"ADDR": "127.0.0.1:0", "DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
-		"KAFKA_BROKERS": kittest.Server(t, "KAFKA_BROKERS", kittest.DefaultKafkaBrokers),
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kittest.CheckShared(t, kittest.Serve(t, svc), info.Service, info.Pair, info.Backend)
+	tg := newTarget(t, nil)
+	kittest.CheckShared(t, tg.URL(), info.Service, info.Pair, info.Backend)
 }
 
 func TestUnreachableBrokerFailsAtStartNamingTheVariable(t *testing.T) {

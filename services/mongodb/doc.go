@@ -5,11 +5,15 @@
 // comparison. Settings come from environment variables (see Config); with
 // none set it uses the stack started by `make up` or `docker compose up -d`.
 //
-// This is the service's skeleton from the foundation: configuration, its
-// backends (connected, migrated, watched by /readyz, closed in order at
-// shutdown) and the endpoints every service shares (/healthz, /readyz,
-// /metrics, /stats, /stats/reset). The pair's business endpoints are built
-// in the pair's own issue; until then other routes answer a JSON 404.
+// Every endpoint of the contract (package contract/documents) is served by
+// the shared handlers over store, the MongoDB adapter (mongo-driver v2):
+// $set/$unset of profile.<key> for merges, and containment search by a
+// recursive translation of the query into a filter (filter.go) whose
+// candidates are re-checked with documents.Contains. At start it identifies
+// the server (buildInfo: MongoDB or FerretDB), creates the unique email
+// index and the wildcard index profile.$**, and logs the fallback when the
+// server cannot have it (FerretDB on SQLite); see setup.go and
+// docs/documents.md.
 //
 //	go run ./services/mongodb
 package main

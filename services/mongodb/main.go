@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -12,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
@@ -89,9 +91,18 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	if err != nil {
 		return nil, err
 	}
-	svc := service.New(info, cfg.HTTP, logger, nil, nil)
+	svc := service.New(info, cfg.HTTP, logger, documents.Latencies, documents.Counters)
 	svc.OnStop("mongodb client", client.Disconnect)
 	svc.Ready("mongodb", func(ctx context.Context) error { return client.Ping(ctx, readpref.Primary()) })
+	users := client.Database(cfg.Database).Collection("users")
+	backend, err := prepare(ctx, client.Database(cfg.Database), users, cfg.Timeout, logger)
+	if err != nil {
+		_ = client.Disconnect(context.Background())
+		return nil, err
+	}
+	documents.Mount(svc.Router, &store{users: users, rec: svc.Stats, ferret: strings.HasPrefix(backend.Server, "FerretDB")}, svc.Stats, documents.Options{
+		Timeout: cfg.Timeout, Backend: backend,
+	})
 	return svc, nil
 }
 

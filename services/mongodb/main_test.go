@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -40,4 +42,51 @@ func TestStartsAndServesSharedEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	kittest.CheckShared(t, kittest.Serve(t, svc), info.Service, info.Pair, info.Backend)
+}
+
+// TestConformance runs the documents pair's one suite against this
+// service, on a database of its own (dropped at the end): real MongoDB
+// when MONGO_URL points at one, FerretDB on the native stack.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	documents.Run(t, func(t *testing.T) documents.Target {
+		url := kittest.Server(t, "MONGO_URL", kittest.DefaultMongoURL)
+		db := kittest.UniqueName(t, "t")
+		cfg, err := readConfig(config.FromMap(map[string]string{
+			"ADDR": "127.0.0.1:0", "MONGO_URL": url, "MONGO_DATABASE": db, "MONGO_TIMEOUT": "60s",
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dropDatabase(t, cfg)
+		// Warnings (the index fallback) and errors go to the test's output.
+		logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		svc, err := build(kittest.Context(t, 60*time.Second), cfg, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := kittest.Serve(t, svc)
+		_, backend := kittest.GetJSON(t, base+"/backend")
+		server, _ := backend["server"].(string)
+		return documents.Target{BaseURL: base, BodyLimit: cfg.HTTP.BodyLimit,
+			Features: documents.Features{NestedArrays: !strings.HasPrefix(server, "FerretDB")}}
+	})
+}
+
+// dropDatabase drops the test's database when the test ends.
+func dropDatabase(t *testing.T, cfg Config) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		client, err := connect(ctx, cfg)
+		if err != nil {
+			t.Errorf("drop database %s: %v", cfg.Database, err)
+			return
+		}
+		defer client.Disconnect(context.Background())
+		if err := client.Database(cfg.Database).Drop(ctx); err != nil {
+			t.Errorf("drop database %s: %v", cfg.Database, err)
+		}
+	})
 }

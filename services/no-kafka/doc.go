@@ -5,11 +5,15 @@
 // comparison. Settings come from environment variables (see Config); with
 // none set it uses the stack started by `make up` or `docker compose up -d`.
 //
-// This is the service's skeleton from the foundation: configuration, its
-// backends (connected, migrated, watched by /readyz, closed in order at
-// shutdown) and the endpoints every service shares (/healthz, /readyz,
-// /metrics, /stats, /stats/reset). The pair's business endpoints are built
-// in the pair's own issue; until then other routes answer a JSON 404.
+// POST /events only INSERTs into the messages table. A consumer streams a
+// persistent logical replication slot (wal2json format-version 2, filtered
+// to that table) over the replication protocol (pglogrepl), records each
+// batch in the deliveries table (dedup by id) and only then confirms the
+// LSN in a standby status update: at-least-once delivery, each event
+// observed once, resumed from confirmed_flush_lsn after a restart or a
+// dropped connection. GET /consumer shows the slot, including the WAL it
+// retains. The HTTP handlers, types and conformance suite are shared with
+// kafka in services/kit/contract/log.
 //
 //	go run ./services/no-kafka
 package main

@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
+	"regexp"
+	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -22,31 +28,143 @@ type Config struct {
 	// DATABASE_SCHEMA (default "log"), DATABASE_MAX_CONNS (16) and
 	// DATABASE_CONNECT_TIMEOUT (5s).
 	Postgres postgres.Config
+	// ReplicationURL is where the consumer opens its replication
+	// connection (the service adds replication=database). It must reach
+	// Postgres directly, never through pgbouncer. Env REPLICATION_URL;
+	// default DATABASE_URL. Server options may ride along, e.g.
+	// ?options=-c%20wal_sender_timeout%3D10s.
+	ReplicationURL string
+	// Slot is the logical replication slot (created with wal2json if
+	// missing, persistent). One slot serves one consumer. Env SLOT_NAME;
+	// default no_kafka.
+	Slot string
+	// StatusInterval is how often the consumer sends a standby status
+	// update (its confirmed position), besides answering the server's
+	// keepalive requests at once; it must be well below the server's
+	// wal_sender_timeout (default 60s). Env STANDBY_STATUS_INTERVAL;
+	// default 1s (pg_recvlogical --status-interval).
+	StatusInterval time.Duration
+	// SynchronousCommit is the write path's synchronous_commit (SET LOCAL
+	// per transaction): off acknowledges before the WAL is flushed, and
+	// logical decoding only sees flushed WAL, so delivery then waits for
+	// the WAL writer (wal_writer_delay). Env SYNCHRONOUS_COMMIT (on, off,
+	// local, remote_write, remote_apply); default on.
+	SynchronousCommit string
+	// MaxBatch caps the events the consumer records in one deliveries
+	// INSERT. Env CONSUMER_MAX_BATCH; default 5000.
+	MaxBatch int
+	// SlotCreateTimeout bounds creating the slot at start (it waits for
+	// transactions running at that moment to end). Env
+	// SLOT_CREATE_TIMEOUT; default 30s.
+	SlotCreateTimeout time.Duration
 }
+
+var slotRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
 
 // readConfig reads and validates Config; the error names every bad
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:   service.ReadCommon(r, ":8084", 1<<20),
-		Postgres: postgres.ReadConfig(r, "log"),
+		Common:            service.ReadCommon(r, ":8084", 1<<20),
+		Postgres:          postgres.ReadConfig(r, "log"),
+		Slot:              r.String("SLOT_NAME", "no_kafka"),
+		StatusInterval:    r.Duration("STANDBY_STATUS_INTERVAL", time.Second),
+		SynchronousCommit: r.Enum("SYNCHRONOUS_COMMIT", "on", logc.SynchronousCommits...),
+		MaxBatch:          r.Int("CONSUMER_MAX_BATCH", 5000),
+		SlotCreateTimeout: r.Duration("SLOT_CREATE_TIMEOUT", 30*time.Second),
 	}
+	c.ReplicationURL = r.URL("REPLICATION_URL", c.Postgres.URL, "postgres", "postgresql")
+	c.validate(r)
 	return c, r.Err()
+}
+
+func (c Config) validate(r *config.Reader) {
+	if !slotRE.MatchString(c.Slot) {
+		r.Fail("SLOT_NAME", "%q must be 1-63 characters of a-z, 0-9 and _", c.Slot)
+	}
+	if c.StatusInterval <= 0 {
+		r.Fail("STANDBY_STATUS_INTERVAL", "must be positive, got %v", c.StatusInterval)
+	}
+	if c.MaxBatch < 1 || c.MaxBatch > 100000 {
+		r.Fail("CONSUMER_MAX_BATCH", "must be between 1 and 100000, got %d", c.MaxBatch)
+	}
+	if c.SlotCreateTimeout <= 0 {
+		r.Fail("SLOT_CREATE_TIMEOUT", "must be positive, got %v", c.SlotCreateTimeout)
+	}
+	if u, err := url.Parse(c.ReplicationURL); err == nil && u.Port() == "6432" {
+		r.Fail("REPLICATION_URL", "port 6432 is pgbouncer, which cannot carry replication: point it at Postgres")
+	}
 }
 
 // info names the service in /stats and /metrics.
 var info = stats.Info{Service: "no-kafka", Pair: "log", Backend: "postgres"}
 
+// backend appends with a plain INSERT: the WAL is the transport.
+type backend struct {
+	store    *logc.Store
+	consumer *consumer
+}
+
+// Append implements logc.Backend.
+func (b *backend) Append(ctx context.Context, events []logc.NewEvent) ([]logc.Created, error) {
+	return b.store.Insert(ctx, events)
+}
+
+// Consumer implements logc.Backend.
+func (b *backend) Consumer(ctx context.Context) (logc.ConsumerStatus, error) {
+	return b.consumer.status(ctx)
+}
+
+// app is the assembled service with its parts, for tests.
+type app struct {
+	svc      *service.Service
+	consumer *consumer
+}
+
 // build connects and migrates the backend and assembles the service.
 func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
+	a, err := assemble(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	return a.svc, nil
+}
+
+func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error) {
 	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("log"), logger)
 	if err != nil {
 		return nil, err
 	}
-	svc := service.New(info, cfg.HTTP, logger, nil, nil)
+	if err := ensureSlot(ctx, cfg, pool, logger.With("service", info.Service)); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	svc := service.New(info, cfg.HTTP, logger, logc.Latencies, logc.Counters)
+	store := logc.NewStore(pool, cfg.SynchronousCommit)
+	hub := new(waiter.Hub)
+	cons := &consumer{
+		cfg:     cfg,
+		table:   tableFilter(cfg.Postgres.Schema),
+		pool:    pool,
+		deliver: &logc.Deliverer{Store: store, Hub: hub, Stats: svc.Stats},
+		stats:   svc.Stats,
+		logger:  svc.Logger,
+	}
+	h := &logc.Handler{Backend: &backend{store: store, consumer: cons}, Store: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping()}
+	h.Mount(svc.Router)
+	// OnStop runs LIFO: the consumer stops (recording and confirming what
+	// it read) before the pool it records with closes.
 	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
+	svc.OnStop("replication consumer", cons.Stop)
 	svc.Ready("postgres", postgres.Ping(pool))
-	return svc, nil
+	svc.Ready("replication", func(context.Context) error {
+		if !cons.running.Load() {
+			return fmt.Errorf("not streaming slot %s", cfg.Slot)
+		}
+		return nil
+	})
+	cons.Start()
+	return &app{svc: svc, consumer: cons}, nil
 }
 
 func main() {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +15,14 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	if err != nil || c.HTTP.Addr != ":8084" || c.Postgres.Schema != "log" {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
-	_, err = readConfig(config.FromMap(map[string]string{"ADDR": "8084", "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name"}))
-	for _, name := range []string{"ADDR:", "DATABASE_MAX_CONNS:", "DATABASE_SCHEMA:"} {
+	if c.Slot != "no_kafka" || c.SynchronousCommit != "on" || c.StatusInterval != time.Second || c.ReplicationURL != c.Postgres.URL {
+		t.Fatalf("defaults: %+v", c)
+	}
+	_, err = readConfig(config.FromMap(map[string]string{"ADDR": "8084", "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name",
+		"SLOT_NAME": "Bad-Slot", "SYNCHRONOUS_COMMIT": "maybe", "STANDBY_STATUS_INTERVAL": "0s", "CONSUMER_MAX_BATCH": "0",
+		"REPLICATION_URL": "postgres://localhost:6432/wpe"}))
+	for _, name := range []string{"ADDR:", "DATABASE_MAX_CONNS:", "DATABASE_SCHEMA:", "SLOT_NAME:", "SYNCHRONOUS_COMMIT:",
+		"STANDBY_STATUS_INTERVAL:", "CONSUMER_MAX_BATCH:", "REPLICATION_URL:"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("error does not name %s: %v", name, err)
 		}
@@ -26,16 +31,6 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 
 func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
-	cfg, err := readConfig(config.FromMap(map[string]string{
-		"ADDR": "127.0.0.1:0", "DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kittest.CheckShared(t, kittest.Serve(t, svc), info.Service, info.Pair, info.Backend)
+	tg := newTarget(t, nil)
+	kittest.CheckShared(t, tg.URL(), info.Service, info.Pair, info.Backend)
 }

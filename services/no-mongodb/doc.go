@@ -5,11 +5,11 @@
 // comparison. Settings come from environment variables (see Config); with
 // none set it uses the stack started by `make up` or `docker compose up -d`.
 //
-// This is the service's skeleton from the foundation: configuration, its
-// backends (connected, migrated, watched by /readyz, closed in order at
-// shutdown) and the endpoints every service shares (/healthz, /readyz,
-// /metrics, /stats, /stats/reset). The pair's business endpoints are built
-// in the pair's own issue; until then other routes answer a JSON 404.
+// Every endpoint of the contract (package contract/documents) is served by
+// the shared handlers over store, the Postgres adapter: a users row with
+// fixed columns and a jsonb profile; PATCH /users/{id}/profile is
+// profile || patch minus the keys given as null; search is profile @> query
+// with keyset pagination on the primary key.
 //
 //	go run ./services/no-mongodb
 package main

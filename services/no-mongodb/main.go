@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
@@ -22,6 +25,10 @@ type Config struct {
 	// DATABASE_SCHEMA (default "documents"), DATABASE_MAX_CONNS (16) and
 	// DATABASE_CONNECT_TIMEOUT (5s).
 	Postgres postgres.Config
+	// Timeout bounds each store call (context.WithTimeout around every
+	// query; pgx cancels the query on the server when it expires). Env
+	// DATABASE_TIMEOUT; default 10s.
+	Timeout time.Duration
 }
 
 // readConfig reads and validates Config; the error names every bad
@@ -30,6 +37,10 @@ func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
 		Common:   service.ReadCommon(r, ":8086", 4<<20),
 		Postgres: postgres.ReadConfig(r, "documents"),
+		Timeout:  r.Duration("DATABASE_TIMEOUT", 10*time.Second),
+	}
+	if c.Timeout <= 0 {
+		r.Fail("DATABASE_TIMEOUT", "must be positive, got %v", c.Timeout)
 	}
 	return c, r.Err()
 }
@@ -43,9 +54,19 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	if err != nil {
 		return nil, err
 	}
-	svc := service.New(info, cfg.HTTP, logger, nil, nil)
+	var version string
+	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	logger.Info("backend", "server", "PostgreSQL "+version, "index", "users_profile_path_ops (GIN jsonb_path_ops)")
+	svc := service.New(info, cfg.HTTP, logger, documents.Latencies, documents.Counters)
 	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
 	svc.Ready("postgres", postgres.Ping(pool))
+	documents.Mount(svc.Router, &store{pool: pool}, svc.Stats, documents.Options{
+		Timeout: cfg.Timeout,
+		Backend: documents.Backend{Backend: info.Backend, Server: "PostgreSQL " + version},
+	})
 	return svc, nil
 }
 

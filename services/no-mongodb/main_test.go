@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -38,4 +39,25 @@ func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	kittest.CheckShared(t, kittest.Serve(t, svc), info.Service, info.Pair, info.Backend)
+}
+
+// TestConformance runs the documents pair's one suite against this
+// service, on a schema of its own.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	documents.Run(t, func(t *testing.T) documents.Target {
+		url := kittest.PostgresURL(t)
+		cfg, err := readConfig(config.FromMap(map[string]string{
+			"ADDR": "127.0.0.1:0", "DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := build(kittest.Context(t, 60*time.Second), cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return documents.Target{BaseURL: kittest.Serve(t, svc), BodyLimit: cfg.HTTP.BodyLimit,
+			Features: documents.Features{NestedArrays: true}}
+	})
 }

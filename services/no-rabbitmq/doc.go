@@ -1,15 +1,19 @@
-// Command no-rabbitmq is the queue pair's Postgres side: a task queue on a table claimed with FOR UPDATE SKIP LOCKED and woken by LISTEN/NOTIFY.
+// Command no-rabbitmq is the queue pair's Postgres side: a task queue in a
+// Postgres table, with no broker.
 //
-// It serves the queue pair's REST contract on :8082, beside
-// rabbitmq, which serves the same contract on the other side of the
-// comparison. Settings come from environment variables (see Config); with
-// none set it uses the stack started by `make up` or `docker compose up -d`.
-//
-// This is the service's skeleton from the foundation: configuration, its
-// backends (connected, migrated, watched by /readyz, closed in order at
-// shutdown) and the endpoints every service shares (/healthz, /readyz,
-// /metrics, /stats, /stats/reset). The pair's business endpoints are built
-// in the pair's own issue; until then other routes answer a JSON 404.
+// It serves the queue pair's REST contract (package
+// services/kit/contract/queue, also at GET /openapi.yaml) on :8082, beside
+// rabbitmq, which serves the same contract on RabbitMQ. POST /tasks
+// writes the task's record and its queue row in one statement (the
+// transactional outbox for free) and NOTIFYs. In-process workers
+// (WORKERS) claim due rows in batches with FOR UPDATE SKIP LOCKED under a
+// renewed lease (an expired lease is rescued), are woken by LISTEN on a
+// dedicated, reconnecting connection (LISTEN_DATABASE_URL) with a sweep
+// after every reconnect and a fallback poll, retry with exponential backoff
+// (run_at) and mark tasks dead after MAX_ATTEMPTS. Finished rows leave the
+// queue table so that it stays the size of the backlog. Settings come from
+// environment variables (see Config); with none set it uses the stack
+// started by `make up` or `docker compose up -d`.
 //
 //	go run ./services/no-rabbitmq
 package main

@@ -1,15 +1,19 @@
-// Command rabbitmq is the queue pair's specialist side: the same task queue on RabbitMQ, with each task's business record in Postgres.
+// Command rabbitmq is the queue pair's specialist side: the same task queue
+// on RabbitMQ, with each task's business record in Postgres.
 //
-// It serves the queue pair's REST contract on :8081, beside
-// no-rabbitmq, which serves the same contract on the other side of the
-// comparison. Settings come from environment variables (see Config); with
-// none set it uses the stack started by `make up` or `docker compose up -d`.
-//
-// This is the service's skeleton from the foundation: configuration, its
-// backends (connected, migrated, watched by /readyz, closed in order at
-// shutdown) and the endpoints every service shares (/healthz, /readyz,
-// /metrics, /stats, /stats/reset). The pair's business endpoints are built
-// in the pair's own issue; until then other routes answer a JSON 404.
+// It serves the queue pair's REST contract (package
+// services/kit/contract/queue, also at GET /openapi.yaml) on :8081, beside
+// no-rabbitmq, which serves the same contract on Postgres alone. POST
+// /tasks commits the task's record, then publishes a persistent message
+// with publisher confirms (the dual write: a crash between the two leaves a
+// recorded task that was never published). In-process workers (WORKERS)
+// consume with manual acknowledgements and a prefetch (PREFETCH), record
+// the outcome in Postgres, retry through per-step delay queues (RETRY_BASE,
+// doubling, capped at 30s) and dead-letter through the work queue's
+// dead-letter exchange after MAX_ATTEMPTS. amqp091-go does not reconnect:
+// the service does, re-declaring its topology and consuming again.
+// Settings come from environment variables (see Config); with none set it
+// uses the stack started by `make up` or `docker compose up -d`.
 //
 //	go run ./services/rabbitmq
 package main

@@ -13,7 +13,7 @@ import (
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
 	c, err := readConfig(config.FromMap(nil))
-	if err != nil || c.HTTP.Addr != ":8081" || c.RabbitMQURL != kittest.DefaultRabbitMQURL || c.Postgres.Schema != "queue" {
+	if err != nil || c.HTTP.Addr != ":8081" || c.RabbitMQURL != kittest.DefaultRabbitMQURL || c.Postgres.Schema != "queue_rabbitmq" {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
 	_, err = readConfig(config.FromMap(map[string]string{"RABBITMQ_URL": "http://x", "RABBITMQ_HEARTBEAT": "10ms"}))

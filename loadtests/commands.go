@@ -1,0 +1,439 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
+)
+
+// loadCommands are the subcommands of this file, dispatched by main.
+var loadCommands = map[string]string{
+	"queue":     "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
+	"log":       "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
+	"documents": "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
+	"results":   "run queue, log and documents at the make-results size, then write RESULTS.md",
+	"demo":      "drive every pair briefly and print one side-by-side table per pair",
+	"report":    "regenerate RESULTS.md and the charts from results/*.json",
+}
+
+// common holds the flags every load command takes.
+type common struct {
+	host, start, resultsDir, logDir, pgURL string
+	portOffset, rounds                     int
+	duration, settle                       time.Duration
+	maxWorkers                             uint64
+	progress                               bool
+	out, chartsDir                         string
+}
+
+func (c *common) register(fs *flag.FlagSet, rounds int, duration time.Duration) {
+	fs.StringVar(&c.host, "host", "localhost", "host the services listen on")
+	fs.IntVar(&c.portOffset, "port-offset", 0, "added to every service's default port (to run beside services of your own)")
+	fs.StringVar(&c.start, "start", scenario.StartAuto, "auto: use services already up and start the others; always: start every service; never: only use running ones")
+	fs.StringVar(&c.resultsDir, "results", "results", "folder for the results JSON files")
+	fs.StringVar(&c.logDir, "logs", filepath.Join(os.TempDir(), "wpe-loadtests-logs"), "folder for the logs of services the driver starts")
+	fs.StringVar(&c.pgURL, "database-url", envOr("DATABASE_URL", versions.DefaultPostgresURL), "Postgres, for the server version and the WAL measurements")
+	fs.IntVar(&c.rounds, "rounds", rounds, "rounds per point (each side once per round, order rotated; at least 3 for published numbers)")
+	fs.DurationVar(&c.duration, "duration", duration, "duration of each attack")
+	fs.DurationVar(&c.settle, "settle", 20*time.Second, "longest wait for a backlog to drain after an attack")
+	fs.Uint64Var(&c.maxWorkers, "max-workers", 2000, "most concurrent requests per attack (beyond it, waits still count: latency is from the intended send time)")
+	fs.BoolVar(&c.progress, "progress", true, "show a progress bar")
+	fs.StringVar(&c.out, "out", "RESULTS.md", "report: the Markdown file to write")
+	fs.StringVar(&c.chartsDir, "charts", "docs/results", "report: the folder for the SVG charts")
+}
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+// rateFlags registers the flags of a rate scenario with its defaults.
+func rateFlags(fs *flag.FlagSet, o *scenario.RateOptions, rates string, variantName string, variantRate float64, c scenario.CeilingOptions) *string {
+	r := fs.String("rates", rates, "fixed rates per second, comma-separated")
+	fs.BoolVar(&o.Ceiling, "ceiling", true, "run the ceiling search")
+	fs.Float64Var(&o.CeilingOpts.Start, "ceiling-start", c.Start, "ceiling: first rate")
+	fs.Float64Var(&o.CeilingOpts.Factor, "ceiling-factor", c.Factor, "ceiling: rate multiplier while steps pass")
+	fs.Float64Var(&o.CeilingOpts.Max, "ceiling-max", c.Max, "ceiling: highest rate tried")
+	fs.IntVar(&o.CeilingOpts.Bisect, "ceiling-bisect", c.Bisect, "ceiling: bisection steps after the first failure")
+	fs.DurationVar(&o.CeilingOpts.Step, "ceiling-step", c.Step, "ceiling: duration of each step")
+	fs.IntVar(&o.CeilingOpts.Rounds, "ceiling-rounds", c.Rounds, "ceiling: searches per side")
+	fs.DurationVar(&o.CeilingOpts.P99, "ceiling-p99", c.P99, "ceiling: server-side latency p99 limit")
+	fs.BoolVar(&o.Variant, variantName, true, "run the "+variantName+" variant (restarts the services with another environment)")
+	fs.Float64Var(&o.VariantRate, variantName+"-rate", variantRate, "rate of the "+variantName+" variant")
+	return r
+}
+
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("bad rate %q", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		mult := 1
+		switch {
+		case strings.HasSuffix(f, "KiB"), strings.HasSuffix(f, "KB"):
+			mult, f = 1<<10, strings.TrimRight(f, "KiB")
+		case strings.HasSuffix(f, "MiB"), strings.HasSuffix(f, "MB"):
+			mult, f = 1<<20, strings.TrimRight(f, "MiB")
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("bad size %q (e.g. 512KiB, 2MiB)", f)
+		}
+		out = append(out, v*mult)
+	}
+	return out, nil
+}
+
+var (
+	queueCeiling = scenario.CeilingOptions{Start: 1000, Factor: 2, Max: 16000, Bisect: 2, Step: 4 * time.Second, Rounds: 3, P99: 100 * time.Millisecond}
+	logCeiling   = scenario.CeilingOptions{Start: 500, Factor: 2, Max: 32000, Bisect: 2, Step: 4 * time.Second, Rounds: 3, P99: 100 * time.Millisecond}
+)
+
+// loadMain runs one of loadCommands and returns the exit code.
+func loadMain(cmd string, args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runLoad(ctx, cmd, args); err != nil {
+		fmt.Fprintln(os.Stderr, "loadtests "+cmd+":", err)
+		return 1
+	}
+	return 0
+}
+
+func runLoad(ctx context.Context, cmd string, args []string) error {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	var c common
+	dur := 10 * time.Second
+	switch cmd {
+	case "results":
+		dur = 5 * time.Second
+	case "demo":
+		dur = 10 * time.Second
+	}
+	rounds := 3
+	if cmd == "demo" {
+		rounds = 1
+	}
+	c.register(fs, rounds, dur)
+	var qo, lo scenario.RateOptions
+	var qRates, lRates *string
+	switch cmd {
+	case "queue":
+		qRates = rateFlags(fs, &qo, "500,1000,2000,5000", "durable", 1000, queueCeiling)
+	case "results":
+		// Sized to fit a 2-core machine in about 20 minutes: shorter
+		// ceiling steps and one bisection (the log pair takes the same).
+		qc := queueCeiling
+		qc.Step, qc.Bisect = 3*time.Second, 1
+		qRates = rateFlags(fs, &qo, "500,1000,2000,5000", "durable", 1000, qc)
+	}
+	if cmd == "log" {
+		lRates = rateFlags(fs, &lo, "100,150,200", "sync-off", 200, logCeiling)
+	}
+	var do scenario.DocumentsOptions
+	var sizes, rwRates *string
+	if cmd == "documents" || cmd == "results" || cmd == "demo" {
+		users := 2000
+		if cmd == "demo" {
+			users = 500
+		}
+		fs.IntVar(&do.Users, "users", users, "documents: users in the generated data set (created on both sides)")
+		fs.Uint64Var(&do.Seed, "seed", 1, "documents: data set seed")
+		fs.Float64Var(&do.SearchRate, "search-rate", 5, "documents: containment searches per second")
+		sizes = fs.String("sizes", "512KiB,2MiB", "documents: profile sizes rewritten")
+		rwRates = fs.String("rewrite-rates", "10,4", "documents: rewrites (then neighbour patches) per second, per size")
+		fs.IntVar(&do.RewriteUsers, "rewrite-users", 4, "documents: users of each size rewritten in turn")
+	}
+	var inputs *string
+	if cmd == "report" {
+		inputs = fs.String("in", "", "results files (comma-separated); default the newest of each pair in -results")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if cmd == "report" {
+		return writeReport(c, *inputs)
+	}
+	if c.rounds < 1 {
+		return errors.New("-rounds must be at least 1")
+	}
+	var err error
+	if qRates != nil {
+		if qo.Rates, err = parseRates(*qRates); err != nil {
+			return err
+		}
+		qo.Duration, qo.Rounds = c.duration, c.rounds
+	}
+	if lRates != nil {
+		if lo.Rates, err = parseRates(*lRates); err != nil {
+			return err
+		}
+		lo.Duration, lo.Rounds = c.duration, c.rounds
+	}
+	if sizes != nil {
+		if do.Sizes, err = parseSizes(*sizes); err != nil {
+			return err
+		}
+		if rr, err := parseRates(*rwRates); err != nil || len(rr) == 0 {
+			return fmt.Errorf("-rewrite-rates: %v", err)
+		} else {
+			do.RewriteRates = rr
+		}
+		do.Duration, do.Rounds = c.duration, c.rounds
+	}
+
+	root, err := launch.Root()
+	if err != nil {
+		return err
+	}
+	env, cleanup, err := newEnv(c, root)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	switch cmd {
+	case "queue":
+		return runPair(ctx, c, env, root, "queue", args, func(run *driver.Run) error { return scenario.Queue(ctx, env, run, qo) })
+	case "log":
+		return runPair(ctx, c, env, root, "log", args, func(run *driver.Run) error { return scenario.Log(ctx, env, run, lo) })
+	case "documents":
+		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) })
+	case "results":
+		return runResults(ctx, c, env, root, args, qo, do)
+	case "demo":
+		return runDemo(ctx, c, env, root, do)
+	}
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// newEnv assembles the scenario environment; cleanup stops every service
+// the driver started.
+func newEnv(c common, root string) (*scenario.Env, func(), error) {
+	env := &scenario.Env{
+		Host: c.host, PortOffset: c.portOffset, Start: c.start, Out: os.Stdout,
+		Settle: c.settle, MaxWorkers: c.maxWorkers, PostgresURL: c.pgURL,
+	}
+	if c.progress {
+		env.Progress = os.Stderr
+	}
+	client := &http.Client{Timeout: 3 * time.Second}
+	env.Probe = func(ctx context.Context, name string, port int) error {
+		s := checkOne(ctx, client, c.host, Target{Name: name, Port: port})
+		if !s.Up {
+			return errors.New(s.Err)
+		}
+		return nil
+	}
+	cleanup := func() {}
+	switch c.start {
+	case scenario.StartAuto, scenario.StartAlways:
+		l, err := launch.New(root, c.logDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		env.Launcher = l
+		cleanup = func() {
+			if err := l.StopAll(30 * time.Second); err != nil {
+				fmt.Fprintln(os.Stderr, "stopping services:", err)
+			}
+		}
+	case scenario.StartNever:
+	default:
+		return nil, nil, fmt.Errorf("-start %q: want auto, always or never", c.start)
+	}
+	return env, cleanup, nil
+}
+
+// runPair runs one pair's scenario, writes its results file and prints
+// its table. The file is written even when the scenario fails midway.
+func runPair(ctx context.Context, c common, env *scenario.Env, root, pair string, args []string, fn func(*driver.Run) error) error {
+	run := driver.NewRun(pair, args, time.Now())
+	run.Versions = versions.Collect(ctx, versionsConfig(c, root))
+	run.Settings["host"] = c.host
+	run.Settings["port_offset"] = c.portOffset
+	err := fn(run)
+	if err != nil {
+		run.Note("run ended early: %v", err)
+	}
+	run.FinishedAt = time.Now().UTC()
+	if len(run.Points) > 0 || len(run.Ceilings) > 0 {
+		path, werr := driver.WriteRun(c.resultsDir, run)
+		if werr != nil {
+			return errors.Join(err, werr)
+		}
+		report.Table(os.Stdout, run)
+		fmt.Printf("\nresults: %s\n", path)
+	}
+	return err
+}
+
+func versionsConfig(c common, root string) versions.Config {
+	v := versions.FromEnv(root)
+	v.PostgresURL = c.pgURL
+	return v
+}
+
+// stopPair stops the pair's services the driver started, to leave the CPU
+// to the next pair.
+func stopPair(env *scenario.Env, p scenario.Pair) {
+	if env.Launcher == nil {
+		return
+	}
+	for _, s := range p.Services() {
+		_ = env.Launcher.Stop(s.Name, 30*time.Second)
+	}
+}
+
+func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo scenario.RateOptions, do scenario.DocumentsOptions) error {
+	// The log pair runs with the queue flags' shape but its own points.
+	lo := qo
+	lo.Rates = []float64{100, 150, 200}
+	lo.CeilingOpts = logCeiling
+	lo.CeilingOpts.Step, lo.CeilingOpts.Rounds, lo.CeilingOpts.Bisect = qo.CeilingOpts.Step, qo.CeilingOpts.Rounds, qo.CeilingOpts.Bisect
+	lo.VariantRate = 200
+	var files []string
+	for _, step := range []struct {
+		pair string
+		p    scenario.Pair
+		fn   func(*driver.Run) error
+	}{
+		{"queue", scenario.QueuePair, func(run *driver.Run) error { return scenario.Queue(ctx, env, run, qo) }},
+		{"log", scenario.LogPair, func(run *driver.Run) error { return scenario.Log(ctx, env, run, lo) }},
+		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) }},
+	} {
+		before := newest(c.resultsDir, step.pair)
+		err := runPair(ctx, c, env, root, step.pair, args, step.fn)
+		stopPair(env, step.p)
+		if f := newest(c.resultsDir, step.pair); f != "" && f != before {
+			files = append(files, f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v (the report will say what is missing)\n", step.pair, err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return writeReport(c, strings.Join(files, ","))
+}
+
+func runDemo(ctx context.Context, c common, env *scenario.Env, root string, do scenario.DocumentsOptions) error {
+	do.Sizes, do.RewriteRates, do.RewriteUsers = []int{512 << 10}, []float64{5}, 2
+	short := scenario.RateOptions{Duration: c.duration, Rounds: c.rounds}
+	steps := []struct {
+		p  scenario.Pair
+		fn func(*driver.Run) error
+	}{
+		{scenario.QueuePair, func(run *driver.Run) error {
+			o := short
+			o.Rates = []float64{500}
+			return scenario.Queue(ctx, env, run, o)
+		}},
+		{scenario.LogPair, func(run *driver.Run) error {
+			o := short
+			o.Rates = []float64{200}
+			return scenario.Log(ctx, env, run, o)
+		}},
+		{scenario.DocumentsPair, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) }},
+	}
+	var errs []error
+	var runs []*driver.Run
+	for _, s := range steps {
+		run := driver.NewRun(s.p.Name, nil, time.Now())
+		run.Versions = versions.Collect(ctx, versionsConfig(c, root))
+		err := s.fn(run)
+		stopPair(env, s.p)
+		runs = append(runs, run)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.p.Name, err))
+			fmt.Fprintf(os.Stderr, "%s: %v\n", s.p.Name, err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Println()
+	for _, run := range runs {
+		report.Demo(os.Stdout, run)
+	}
+	return errors.Join(errs...)
+}
+
+// newest returns the newest results file of pair in dir, or "".
+func newest(dir, pair string) string {
+	m, _ := filepath.Glob(filepath.Join(dir, "*-"+pair+".json"))
+	if len(m) == 0 {
+		return ""
+	}
+	return m[len(m)-1] // names start with a sortable UTC timestamp
+}
+
+func writeReport(c common, inputs string) error {
+	var files []string
+	if inputs != "" {
+		files = strings.Split(inputs, ",")
+	} else {
+		for _, p := range []string{"queue", "log", "documents"} {
+			if f := newest(c.resultsDir, p); f != "" {
+				files = append(files, f)
+			}
+		}
+	}
+	var runs []*driver.Run
+	for _, f := range files {
+		r, err := driver.ReadRun(f)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	if err := report.Write(c.out, c.chartsDir, runs, time.Now()); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s and charts in %s from %d results files\n", c.out, c.chartsDir, len(runs))
+	return nil
+}
+
+// loadUsage lists the load commands.
+func loadUsage(w io.Writer) {
+	for _, k := range []string{"queue", "log", "documents", "results", "demo", "report"} {
+		fmt.Fprintf(w, "%-10s %s\n", k, loadCommands[k])
+	}
+	fmt.Fprintln(w, "\nrun `go run ./loadtests <command> -h` for a command's flags")
+}

@@ -1,0 +1,281 @@
+package driver
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SchemaVersion is the version of the results file's shape; it changes
+// when a field changes meaning or disappears.
+const SchemaVersion = 1
+
+// Run is one results file: every point one command measured.
+type Run struct {
+	// Schema is SchemaVersion.
+	Schema int `json:"schema"`
+	// ID names the run and its file: "20260102T150405Z-queue".
+	ID string `json:"id"`
+	// Command is the pair or command that ran: queue, log, documents.
+	Command string `json:"command"`
+	// Args are the command-line arguments.
+	Args []string `json:"args"`
+	// StartedAt and FinishedAt bound the run.
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	// Machine is where it ran.
+	Machine Machine `json:"machine"`
+	// Versions are the servers' versions.
+	Versions Versions `json:"versions"`
+	// Settings are the run's parameters (durations, rounds, rates, the
+	// services' environment overrides).
+	Settings map[string]any `json:"settings"`
+	// Points are the fixed measurements, each over several rounds.
+	Points []Point `json:"points"`
+	// Ceilings are the ceiling searches.
+	Ceilings []Ceiling `json:"ceilings"`
+	// Notes are things the reader must know (a variant skipped, and why).
+	Notes []string `json:"notes"`
+}
+
+// Machine describes the host the driver (and, on the native stack, every
+// server) ran on.
+type Machine struct {
+	Hostname    string `json:"hostname"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	CPUModel    string `json:"cpu_model"`
+	CPUs        int    `json:"cpus"`
+	MemoryBytes int64  `json:"memory_bytes"`
+	GoVersion   string `json:"go_version"`
+}
+
+// Versions are the servers' versions as they reported them. A field is
+// empty when the server could not be asked; Errors says why.
+type Versions struct {
+	// Postgres is SHOW server_version.
+	Postgres string `json:"postgres"`
+	// RabbitMQ and Erlang come from the management API's /api/overview.
+	RabbitMQ string `json:"rabbitmq"`
+	Erlang   string `json:"erlang"`
+	// Kafka is the broker's version and where it was learned.
+	Kafka string `json:"kafka"`
+	// Mongo is buildInfo's version; MongoFlavor is "MongoDB" or
+	// "FerretDB" (FerretDB answers buildInfo with ferretdb* fields);
+	// FerretDB is FerretDB's own version when it is FerretDB.
+	Mongo       string `json:"mongo"`
+	MongoFlavor string `json:"mongo_flavor"`
+	FerretDB    string `json:"ferretdb,omitempty"`
+	// Errors maps a server to the reason its version is missing.
+	Errors map[string]string `json:"errors,omitempty"`
+}
+
+// Point is one measurement of a pair, over several rounds.
+type Point struct {
+	// Scenario groups points: "queue.rate", "queue.durable", "log.rate",
+	// "log.sync_off", "documents.search", "documents.rewrite".
+	Scenario string `json:"scenario"`
+	// Name labels the point within the scenario ("1000/s", "512KB").
+	Name string `json:"name"`
+	// Rate is the arrival rate per second (0 when not rate-based).
+	Rate float64 `json:"rate"`
+	// DurationS is each attack's duration in seconds.
+	DurationS float64 `json:"duration_s"`
+	// Sides are the services compared, A first: ratios are A/B.
+	Sides []string `json:"sides"`
+	// Env holds each side's environment overrides for this point.
+	Env map[string]map[string]string `json:"env,omitempty"`
+	// Rounds are every round, in order.
+	Rounds []Round `json:"rounds"`
+	// Metrics summarizes the rounds (Summarize).
+	Metrics []Metric `json:"metrics"`
+}
+
+// Round is one round of a point: each side once, in Order.
+type Round struct {
+	// Index counts rounds from 0.
+	Index int `json:"index"`
+	// Order is the order the sides ran in.
+	Order []string `json:"order"`
+	// Sides maps a service to what it measured.
+	Sides map[string]*SideResult `json:"sides"`
+}
+
+// SideResult is one side's part of a round.
+type SideResult struct {
+	// Service is the service's name.
+	Service string `json:"service"`
+	// StartedAt is when its stats were reset.
+	StartedAt time.Time `json:"started_at"`
+	// Phases are its attacks, in order (one for most points; "rewrite"
+	// then "patch" for the documents rewrite point).
+	Phases []Phase `json:"phases"`
+	// Stats is GET /stats at the end of the round (after the settle
+	// wait), covering the whole round.
+	Stats *ServerStats `json:"stats,omitempty"`
+	// ProgressAtEnd is GET /queue or /consumer right after the last
+	// attack; Progress the same after the settle wait.
+	ProgressAtEnd json.RawMessage `json:"progress_at_end,omitempty"`
+	Progress      json.RawMessage `json:"progress,omitempty"`
+	// Metrics are the flat numbers compared across sides and rounds
+	// ("client.p99_ms", "server.delivery.p99_ms", "backlog_end", ...).
+	Metrics map[string]float64 `json:"metrics"`
+	// Error is set when the side could not be measured.
+	Error string `json:"error,omitempty"`
+}
+
+// Phase is one attack of a side.
+type Phase struct {
+	// Name is the phase ("send", "write", "search", "rewrite", "patch").
+	Name string `json:"name"`
+	// Client is what the driver saw.
+	Client ClientResult `json:"client"`
+	// WALBytes is pg_current_wal_lsn()'s advance over the phase (whole
+	// cluster), when measured.
+	WALBytes *int64 `json:"wal_bytes,omitempty"`
+}
+
+// ServerStats is a service's GET /stats body.
+type ServerStats struct {
+	Service           string             `json:"service"`
+	Pair              string             `json:"pair"`
+	Backend           string             `json:"backend"`
+	SinceResetSeconds float64            `json:"since_reset_s"`
+	Counters          map[string]int64   `json:"counters"`
+	Latencies         map[string]Summary `json:"latencies"`
+}
+
+// Metric is one number summarized over a point's rounds.
+type Metric struct {
+	// Name is the metric's key in SideResult.Metrics.
+	Name string `json:"name"`
+	// Sides maps a service to its median, min and max across rounds.
+	Sides map[string]Agg `json:"sides"`
+	// Ratios holds A/B per round (null where B was 0 or a side missing).
+	Ratios []*float64 `json:"ratios"`
+	// Ratio is the median of Ratios.
+	Ratio *float64 `json:"ratio"`
+}
+
+// Agg is a median with its range.
+type Agg struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	N      int     `json:"n"`
+}
+
+// Ceiling is one side's ceiling search, over several rounds.
+type Ceiling struct {
+	// Scenario is "queue.ceiling" or "log.ceiling".
+	Scenario string `json:"scenario"`
+	// Service is the side searched.
+	Service string `json:"service"`
+	// Criteria says what a passing step is.
+	Criteria string `json:"criteria"`
+	// Rounds are every search.
+	Rounds []CeilingRound `json:"rounds"`
+	// Rate is the median ceiling with its range.
+	Rate Agg `json:"rate"`
+}
+
+// CeilingRound is one search: the steps tried and the highest passing
+// rate.
+type CeilingRound struct {
+	Index int           `json:"index"`
+	Steps []CeilingStep `json:"steps"`
+	// Rate is the highest passing rate (0 if none passed).
+	Rate float64 `json:"rate"`
+	// Capped is true when the search stopped at its maximum rate.
+	Capped bool `json:"capped"`
+}
+
+// CeilingStep is one rate tried.
+type CeilingStep struct {
+	Rate    float64            `json:"rate"`
+	Pass    bool               `json:"pass"`
+	Why     string             `json:"why"`
+	Metrics map[string]float64 `json:"metrics"`
+}
+
+// NewRun starts a Run for command at now.
+func NewRun(command string, args []string, now time.Time) *Run {
+	now = now.UTC()
+	return &Run{
+		Schema: SchemaVersion, ID: now.Format("20060102T150405Z") + "-" + command, Command: command,
+		Args: args, StartedAt: now, Machine: ThisMachine(), Settings: map[string]any{},
+		Points: []Point{}, Ceilings: []Ceiling{}, Notes: []string{},
+	}
+}
+
+// Note records something the reader must know.
+func (r *Run) Note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+// WriteRun writes run to dir/<id>.json and returns the path.
+func WriteRun(dir string, run *Run) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(run, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, run.ID+".json")
+	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadRun reads a results file, refusing unknown fields and other schema
+// versions.
+func ReadRun(path string) (*Run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	var r Run
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Schema != SchemaVersion {
+		return nil, fmt.Errorf("%s: schema %d, this driver reads %d", path, r.Schema, SchemaVersion)
+	}
+	return &r, nil
+}
+
+// ThisMachine describes the host.
+func ThisMachine() Machine {
+	m := Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	m.Hostname, _ = os.Hostname()
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "MemTotal:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				m.MemoryBytes = kb * 1024
+				break
+			}
+		}
+		f.Close()
+	}
+	return m
+}

@@ -1,0 +1,185 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Order returns the order the sides run in during round r: the sides
+// rotated left by r, so with two sides A B, B A, A B, ...; with three
+// A B C, B C A, C A B, ...
+func Order(sides []string, round int) []string {
+	n := len(sides)
+	out := make([]string, n)
+	for i := range sides {
+		out[i] = sides[(i+round)%n]
+	}
+	return out
+}
+
+// SideFunc measures one side for one round of a point.
+type SideFunc func(ctx context.Context, service string, round int) (*SideResult, error)
+
+// RunPoint runs rounds rounds of p over p.Sides, in the rotated order,
+// then summarizes them. A side's error is recorded in its SideResult and
+// does not stop the other rounds; a cancelled ctx does.
+func RunPoint(ctx context.Context, p *Point, rounds int, fn SideFunc) error {
+	for r := range rounds {
+		round := Round{Index: r, Order: Order(p.Sides, r), Sides: map[string]*SideResult{}}
+		for _, s := range round.Order {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			started := time.Now().UTC()
+			res, err := fn(ctx, s, r)
+			if res == nil {
+				res = &SideResult{Metrics: map[string]float64{}}
+			}
+			res.Service, res.StartedAt = s, started
+			if err != nil {
+				res.Error = err.Error()
+			}
+			round.Sides[s] = res
+		}
+		p.Rounds = append(p.Rounds, round)
+	}
+	Summarize(p)
+	return ctx.Err()
+}
+
+// Summarize fills p.Metrics from its rounds: for every metric any side
+// reported, each side's median and range across rounds, and the A/B ratio
+// of every round (A = p.Sides[0], B = p.Sides[1]).
+func Summarize(p *Point) {
+	names := map[string]bool{}
+	for _, r := range p.Rounds {
+		for _, s := range r.Sides {
+			for n := range s.Metrics {
+				names[n] = true
+			}
+		}
+	}
+	p.Metrics = p.Metrics[:0]
+	for _, n := range slices.Sorted(func(yield func(string) bool) {
+		for k := range names {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		m := Metric{Name: n, Sides: map[string]Agg{}, Ratios: []*float64{}}
+		for _, side := range p.Sides {
+			var vs []float64
+			for _, r := range p.Rounds {
+				if s := r.Sides[side]; s != nil && s.Error == "" {
+					if v, ok := s.Metrics[n]; ok {
+						vs = append(vs, v)
+					}
+				}
+			}
+			if len(vs) > 0 {
+				m.Sides[side] = Aggregate(vs)
+			}
+		}
+		if len(p.Sides) >= 2 {
+			var rs []float64
+			for _, r := range p.Rounds {
+				a, b := r.Sides[p.Sides[0]], r.Sides[p.Sides[1]]
+				var ratio *float64
+				if a != nil && b != nil && a.Error == "" && b.Error == "" {
+					va, okA := a.Metrics[n]
+					vb, okB := b.Metrics[n]
+					if okA && okB && vb != 0 {
+						x := round3(va / vb)
+						ratio = &x
+						rs = append(rs, x)
+					}
+				}
+				m.Ratios = append(m.Ratios, ratio)
+			}
+			if len(rs) > 0 {
+				x := Median(rs)
+				m.Ratio = &x
+			}
+		}
+		p.Metrics = append(p.Metrics, m)
+	}
+}
+
+// Find returns the metric named name, or nil.
+func (p *Point) Find(name string) *Metric {
+	for i := range p.Metrics {
+		if p.Metrics[i].Name == name {
+			return &p.Metrics[i]
+		}
+	}
+	return nil
+}
+
+// Aggregate returns the median, min and max of vs (not empty).
+func Aggregate(vs []float64) Agg {
+	s := slices.Clone(vs)
+	sort.Float64s(s)
+	return Agg{Median: Median(s), Min: s[0], Max: s[len(s)-1], N: len(s)}
+}
+
+// Median returns the median of vs (the mean of the middle two for an even
+// count), rounded to 3 decimals; 0 for none.
+func Median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Clone(vs)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return round3(s[n/2])
+	}
+	return round3((s[n/2-1] + s[n/2]) / 2)
+}
+
+// FlattenClient adds a ClientResult's numbers to m under prefix
+// ("client." or "client.rewrite.").
+func FlattenClient(m map[string]float64, prefix string, c ClientResult) {
+	m[prefix+"p50_ms"] = c.Latency.P50MS
+	m[prefix+"p95_ms"] = c.Latency.P95MS
+	m[prefix+"p99_ms"] = c.Latency.P99MS
+	m[prefix+"max_ms"] = c.Latency.MaxMS
+	m[prefix+"errors"] = float64(c.Errors)
+	m[prefix+"sent_rate"] = c.SentRate
+	m[prefix+"ok_rate"] = c.Throughput
+}
+
+// FlattenServer adds every latency of a /stats body to m as
+// "server.<name>.p50_ms" etc.; latencies with no observation are left out.
+func FlattenServer(m map[string]float64, s *ServerStats) {
+	if s == nil {
+		return
+	}
+	for n, l := range s.Latencies {
+		if l.Count == 0 {
+			continue
+		}
+		p := "server." + n + "."
+		m[p+"count"] = float64(l.Count)
+		m[p+"p50_ms"] = l.P50MS
+		m[p+"p95_ms"] = l.P95MS
+		m[p+"p99_ms"] = l.P99MS
+		m[p+"max_ms"] = l.MaxMS
+	}
+}
+
+// Ratio returns a/b rounded, or NaN when b is 0.
+func Ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return round3(a / b)
+}
+
+// Label formats a rate as a point name: "1000/s".
+func Label(rate float64) string { return fmt.Sprintf("%g/s", rate) }

@@ -1,0 +1,12 @@
+// Package report turns results files (package driver's Run) into what a
+// reader sees: the terminal table printed after a run (Table), the demo's
+// side-by-side tables (Demo), and RESULTS.md with its SVG charts (Write,
+// charts drawn with gonum.org/v1/plot) and the claims table: every numeric
+// claim of the reference measurements, what was measured here, and a
+// verdict (holds / does not hold / not measurable here, with why).
+//
+// Numbers measured against FerretDB are labelled FerretDB, never MongoDB:
+// the documents pair's B side is named "mongodb (FerretDB …)" whenever the
+// run's buildInfo said FerretDB, and the claims that compare with MongoDB
+// are "not measurable here" on such runs.
+package report

@@ -1,0 +1,195 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.json from the synthetic fixture")
+
+// fixture builds one synthetic run per pair with every scenario the
+// report reads. values gives each side's metrics for a point.
+func fixture() []*driver.Run {
+	at := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	vs := driver.Versions{Postgres: "15.20", RabbitMQ: "3.10.8", Erlang: "25.2.3", Kafka: "4.3.1 (native stack jars)", Mongo: "7.0.42", MongoFlavor: "FerretDB", FerretDB: "v1.24.2"}
+	machine := driver.Machine{Hostname: "fixture", OS: "linux", Arch: "amd64", CPUModel: "Test CPU", CPUs: 2, MemoryBytes: 4 << 30, GoVersion: "go1.26"}
+	point := func(scenario, name string, rate float64, sides []string, m func(side string, round int) map[string]float64) driver.Point {
+		p := driver.Point{Scenario: scenario, Name: name, Rate: rate, DurationS: 5, Sides: sides}
+		_ = driver.RunPoint(context.Background(), &p, 3, func(_ context.Context, s string, r int) (*driver.SideResult, error) {
+			return &driver.SideResult{Metrics: m(s, r)}, nil
+		})
+		return p
+	}
+	ceil := func(scenario, svc string, rates ...float64) driver.Ceiling {
+		c := driver.Ceiling{Scenario: scenario, Service: svc, Criteria: "fixture criteria"}
+		for i, r := range rates {
+			c.Rounds = append(c.Rounds, driver.CeilingRound{Index: i, Rate: r, Steps: []driver.CeilingStep{{Rate: r, Pass: true, Metrics: map[string]float64{}}}})
+		}
+		c.Rate = driver.Aggregate(rates)
+		return c
+	}
+	newRun := func(cmd string, offset time.Duration) *driver.Run {
+		r := driver.NewRun(cmd, nil, at.Add(offset))
+		r.Machine, r.Versions, r.FinishedAt = machine, vs, at.Add(offset+5*time.Minute)
+		r.Settings["rounds"] = 3
+		return r
+	}
+	q := newRun("queue", 0)
+	qs := []string{"no-rabbitmq", "rabbitmq"}
+	for _, rate := range []float64{500, 1000} {
+		q.Points = append(q.Points, point("queue.rate", driver.Label(rate), rate, qs, func(s string, r int) map[string]float64 {
+			k := map[string]float64{"no-rabbitmq": 1, "rabbitmq": 1.25}[s]
+			return map[string]float64{"client.p50_ms": 2 * k, "client.p99_ms": 6 * k, "client.errors": 0, "throughput": rate,
+				"server.delivery.p99_ms": (4 + float64(r)) * k, "server.processing.p99_ms": (5 + float64(r)) * k}
+		}))
+	}
+	q.Points = append(q.Points,
+		point("queue.default", "1000/s", 1000, qs, func(s string, r int) map[string]float64 {
+			return map[string]float64{"server.processing.p99_ms": 4}
+		}),
+		point("queue.durable", "1000/s", 1000, qs, func(s string, r int) map[string]float64 {
+			return map[string]float64{"server.processing.p99_ms": 11}
+		}))
+	q.Ceilings = []driver.Ceiling{ceil("queue.ceiling", "no-rabbitmq", 6000, 7000, 6500), ceil("queue.ceiling", "rabbitmq", 4000, 4000, 4500)}
+
+	l := newRun("log", 10*time.Minute)
+	ls := []string{"no-kafka", "kafka"}
+	for _, rate := range []float64{100, 200} {
+		l.Points = append(l.Points, point("log.rate", driver.Label(rate), rate, ls, func(s string, r int) map[string]float64 {
+			if s == "kafka" {
+				return map[string]float64{"server.write.p99_ms": 16, "server.delivery.p95_ms": 1.5}
+			}
+			return map[string]float64{"server.write.p99_ms": 6, "server.delivery.p95_ms": 1.2}
+		}))
+	}
+	l.Points = append(l.Points, point("log.sync_off", "200/s", 200, ls, func(string, int) map[string]float64 {
+		return map[string]float64{"server.delivery.p50_ms": 170}
+	}))
+	l.Ceilings = []driver.Ceiling{ceil("log.ceiling", "no-kafka", 16000, 8000, 16000), ceil("log.ceiling", "kafka", 8000, 8000, 8000)}
+
+	d := newRun("documents", 20*time.Minute)
+	ds := []string{"no-mongodb", "mongodb"}
+	d.Points = append(d.Points, point("documents.search", "5000 users", 20, ds, func(s string, _ int) map[string]float64 {
+		return map[string]float64{"server.search.p95_ms": map[string]float64{"no-mongodb": 30, "mongodb": 90}[s]}
+	}))
+	for _, size := range []string{"512KB", "2MB"} {
+		d.Points = append(d.Points, point("documents.rewrite", size, 5, ds, func(s string, _ int) map[string]float64 {
+			return map[string]float64{"client.rewrite.p50_ms": 40, "client.patch.p50_ms": 10, "client.rewrite.p99_ms": 80,
+				"cost_ratio.p50": map[string]float64{"no-mongodb": 4, "mongodb": 2}[s], "wal_per_op.rewrite": 600000}
+		}))
+	}
+	d.Note("fixture note")
+	return []*driver.Run{q, l, d}
+}
+
+// TestReportFromFixture regenerates RESULTS.md and the charts from the
+// fixture JSON files and checks what a reader relies on: the machine and
+// versions, FerretDB labelling, per-pair tables with ratios, the claims
+// and their verdicts, and SVG charts referenced by relative paths.
+func TestReportFromFixture(t *testing.T) {
+	if *update {
+		for _, r := range fixture() {
+			if _, err := driver.WriteRun("testdata", r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	files, _ := filepath.Glob("testdata/*.json")
+	if len(files) != 3 {
+		t.Fatalf("fixtures %v (run go test -update)", files)
+	}
+	var runs []*driver.Run
+	for _, f := range files {
+		r, err := driver.ReadRun(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "RESULTS.md")
+	if err := Write(out, filepath.Join(dir, "docs", "results"), runs, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	if os.Getenv("SHOW_REPORT") != "" {
+		t.Log(md)
+	}
+	for _, want := range []string{
+		"# Results", "2 CPUs (Test CPU)", "| PostgreSQL | 15.20 |", "**FerretDB** v1.24.2", "NOT MongoDB",
+		"## Queue: rabbitmq vs no-rabbitmq", "## Log: kafka vs no-kafka", "## Documents: mongodb vs no-mongodb",
+		"| 1000/s | send→processed p99 ms |", "0.80× [0.80 0.80 0.80]", "mongodb (on FerretDB)",
+		"| no-rabbitmq | 6500 (6000–7000) | 6000 7000 6500 |",
+		"![queue](docs/results/queue-latency.svg)", "![log](docs/results/log-latency.svg)",
+		"![documents](docs/results/documents-cost-ratio.svg)", "![ceilings](docs/results/ceilings.svg)",
+		"- Note: fixture note",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("RESULTS.md lacks %q", want)
+		}
+	}
+	// Claims: one row per claim, with the expected verdicts.
+	verdicts := map[string]string{
+		"≥ 10,000 tasks/s":              "**does not hold**",
+		"within 1.5× of RabbitMQ":       "**holds**",
+		"from 4 ms to 11 ms":            "**holds**",
+		"Delivery p95 ≤ 2 ms":           "**holds**",
+		"Kafka write p99 16 ms":         "**holds**",
+		"synchronous_commit=off":        "**holds**",
+		"≥ 15,000 events/s":             "**holds**",
+		"33 ms on Postgres":             "**not measurable here**",
+		"3.6–4.7× a neighbour":          "**holds**",
+		"1.9–2.4× a patch on MongoDB":   "**not measurable here**",
+		"rewrite p99 is 2.6× MongoDB's": "**not measurable here**",
+	}
+	for claim, verdict := range verdicts {
+		var line string
+		for _, l := range strings.Split(md, "\n") {
+			if strings.Contains(l, claim) && strings.HasPrefix(l, "| ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, verdict) {
+			t.Errorf("claim %q: want %s in %q", claim, verdict, line)
+		}
+	}
+	if n := len(Claims(runs)); n != len(verdicts) {
+		t.Errorf("%d claims, the test knows %d", n, len(verdicts))
+	}
+	for _, f := range []string{"queue-latency.svg", "log-latency.svg", "documents-cost-ratio.svg", "ceilings.svg"} {
+		svg, err := os.ReadFile(filepath.Join(dir, "docs", "results", f))
+		if err != nil || !bytes.Contains(svg, []byte("<svg")) {
+			t.Errorf("%s: %v (%d bytes)", f, err, len(svg))
+		}
+	}
+	// The terminal tables render the same runs.
+	var tb bytes.Buffer
+	for _, r := range runs {
+		Table(&tb, r)
+		Demo(&tb, r)
+	}
+	if !strings.Contains(tb.String(), "A/B [per round]") || !strings.Contains(tb.String(), "queue pair: no-rabbitmq vs rabbitmq") {
+		t.Errorf("terminal tables:\n%s", tb.String())
+	}
+}
+
+// TestClaimsWithoutResults says "not measurable here" for everything.
+func TestClaimsWithoutResults(t *testing.T) {
+	for _, c := range Claims(nil) {
+		if c.Verdict != NotMeasurable || c.Why == "" {
+			t.Errorf("%+v", c)
+		}
+	}
+}

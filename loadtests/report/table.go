@@ -1,0 +1,218 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// row is one metric shown in a table, with its label.
+type row struct{ metric, label string }
+
+// keyMetrics lists, per scenario, the metrics tables show.
+func keyMetrics(scenario string) []row {
+	client := []row{{"client.p50_ms", "client p50 ms"}, {"client.p99_ms", "client p99 ms"}, {"client.errors", "errors"}}
+	switch {
+	case strings.HasPrefix(scenario, "queue."):
+		return append(client,
+			row{"throughput", "processed/s"}, row{"backlog_end", "backlog at end"},
+			row{"server.send.p50_ms", "send p50 ms"}, row{"server.send.p99_ms", "send p99 ms"},
+			row{"server.delivery.p50_ms", "delivery p50 ms"}, row{"server.delivery.p99_ms", "delivery p99 ms"},
+			row{"server.processing.p50_ms", "send→processed p50 ms"}, row{"server.processing.p99_ms", "send→processed p99 ms"})
+	case strings.HasPrefix(scenario, "log."):
+		return append(client,
+			row{"throughput", "delivered/s"}, row{"backlog_end", "backlog at end"},
+			row{"server.write.p50_ms", "write p50 ms"}, row{"server.write.p99_ms", "write p99 ms"},
+			row{"server.delivery.p50_ms", "delivery p50 ms"}, row{"server.delivery.p95_ms", "delivery p95 ms"},
+			row{"server.delivery.p99_ms", "delivery p99 ms"})
+	case scenario == "documents.search":
+		return []row{{"client.p50_ms", "client p50 ms"}, {"client.p95_ms", "client p95 ms"}, {"client.p99_ms", "client p99 ms"},
+			{"client.errors", "errors"}, {"server.search.p50_ms", "search p50 ms"}, {"server.search.p95_ms", "search p95 ms"},
+			{"server.search.p99_ms", "search p99 ms"}}
+	case scenario == "documents.rewrite":
+		return []row{{"client.rewrite.p50_ms", "rewrite p50 ms"}, {"client.rewrite.p99_ms", "rewrite p99 ms"},
+			{"client.patch.p50_ms", "neighbour patch p50 ms"}, {"client.patch.p99_ms", "neighbour patch p99 ms"},
+			{"cost_ratio.p50", "rewrite ÷ patch (p50)"}, {"cost_ratio.p99", "rewrite ÷ patch (p99)"},
+			{"server.replace_profile.p50_ms", "server rewrite p50 ms"}, {"server.patch_fields.p50_ms", "server patch p50 ms"},
+			{"server_cost_ratio.p50", "server rewrite ÷ patch (p50)"},
+			{"wal_per_op.rewrite", "WAL bytes per rewrite"}, {"wal_per_op.patch", "WAL bytes per patch"},
+			{"client.rewrite.errors", "rewrite errors"}, {"client.patch.errors", "patch errors"}}
+	}
+	return client
+}
+
+// SideLabel names a side for the reader: the mongodb service is labelled
+// with FerretDB when the run's buildInfo said FerretDB.
+func SideLabel(run *driver.Run, service string) string {
+	if service == "mongodb" && run.Versions.MongoFlavor == "FerretDB" {
+		return "mongodb (on FerretDB)"
+	}
+	return service
+}
+
+// num formats a number compactly.
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case v == math.Trunc(v) && math.Abs(v) < 1e9:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// cell formats an aggregate: "median (min–max)", or the median alone for
+// one round.
+func cell(a driver.Agg, ok bool) string {
+	if !ok {
+		return "–"
+	}
+	if a.N <= 1 || a.Min == a.Max {
+		return num(a.Median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", num(a.Median), num(a.Min), num(a.Max))
+}
+
+// ratioCell formats the median ratio and every round's.
+func ratioCell(m *driver.Metric) string {
+	if m == nil || m.Ratio == nil {
+		return "–"
+	}
+	var rs []string
+	for _, r := range m.Ratios {
+		if r == nil {
+			rs = append(rs, "–")
+		} else {
+			rs = append(rs, num(*r))
+		}
+	}
+	if len(rs) <= 1 {
+		return num(*m.Ratio) + "×"
+	}
+	return fmt.Sprintf("%s× [%s]", num(*m.Ratio), strings.Join(rs, " "))
+}
+
+// pointRows returns the table rows of a point: label, A, B, A/B.
+func pointRows(p *driver.Point) [][4]string {
+	var out [][4]string
+	for _, km := range keyMetrics(p.Scenario) {
+		m := p.Find(km.metric)
+		if m == nil {
+			continue
+		}
+		a, okA := m.Sides[p.Sides[0]]
+		b, okB := m.Sides[p.Sides[1]]
+		out = append(out, [4]string{km.label, cell(a, okA), cell(b, okB), ratioCell(m)})
+	}
+	return out
+}
+
+// sideErrors lists the errors of a point's sides.
+func sideErrors(p *driver.Point) []string {
+	var out []string
+	for _, r := range p.Rounds {
+		for _, s := range r.Order {
+			if sr := r.Sides[s]; sr != nil && sr.Error != "" {
+				out = append(out, fmt.Sprintf("round %d %s: %s", r.Index, s, sr.Error))
+			}
+		}
+	}
+	return out
+}
+
+// Table prints a run's points and ceilings as aligned text tables.
+func Table(w io.Writer, run *driver.Run) {
+	for i := range run.Points {
+		p := &run.Points[i]
+		fmt.Fprintf(w, "\n== %s %s (%g s per attack, %d rounds; A/B = %s ÷ %s)\n", p.Scenario, p.Name, p.DurationS, len(p.Rounds),
+			SideLabel(run, p.Sides[0]), SideLabel(run, p.Sides[1]))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "metric\t%s\t%s\tA/B [per round]\n", SideLabel(run, p.Sides[0]), SideLabel(run, p.Sides[1]))
+		for _, r := range pointRows(p) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r[0], r[1], r[2], r[3])
+		}
+		tw.Flush()
+		for _, e := range sideErrors(p) {
+			fmt.Fprintln(w, "  error:", e)
+		}
+	}
+	if len(run.Ceilings) > 0 {
+		fmt.Fprintln(w, "\n== ceilings")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "scenario\tservice\tceiling/s median (min–max)\tper round")
+		for _, c := range run.Ceilings {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Scenario, SideLabel(run, c.Service), cell(c.Rate, len(c.Rounds) > 0), ceilingRounds(c))
+		}
+		tw.Flush()
+	}
+	for _, n := range run.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+}
+
+func ceilingRounds(c driver.Ceiling) string {
+	var rs []string
+	for _, r := range c.Rounds {
+		s := num(r.Rate)
+		if r.Capped {
+			s += "+"
+		}
+		rs = append(rs, s)
+	}
+	return strings.Join(rs, " ")
+}
+
+// demoMetrics are the few numbers the demo shows per pair.
+var demoMetrics = map[string][]row{
+	"queue": {{"throughput", "processed/s"}, {"client.p50_ms", "POST /tasks p50 ms"}, {"client.p99_ms", "POST /tasks p99 ms"},
+		{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p99_ms", "delivery p99 ms"},
+		{"server.processing.p50_ms", "send→processed p50 ms"}, {"server.processing.p99_ms", "send→processed p99 ms"}, {"client.errors", "errors"}},
+	"log": {{"throughput", "delivered/s"}, {"server.write.p50_ms", "write p50 ms"}, {"server.write.p99_ms", "write p99 ms"},
+		{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p99_ms", "delivery p99 ms"}, {"client.errors", "errors"}},
+	"documents.search": {{"client.ok_rate", "searches/s"}, {"server.search.p50_ms", "search p50 ms"}, {"server.search.p99_ms", "search p99 ms"}, {"client.errors", "errors"}},
+	"documents.rewrite": {{"client.rewrite.p50_ms", "rewrite p50 ms"}, {"client.rewrite.p99_ms", "rewrite p99 ms"},
+		{"client.patch.p50_ms", "neighbour patch p50 ms"}, {"cost_ratio.p50", "rewrite ÷ patch"}, {"wal_per_op.rewrite", "WAL bytes per rewrite"}},
+}
+
+// Demo prints one side-by-side table for a pair's run: throughput, the
+// key latencies' p50/p99, errors and the A/B ratio.
+func Demo(w io.Writer, run *driver.Run) {
+	if len(run.Points) == 0 {
+		fmt.Fprintf(w, "%s: no measurement (%s)\n\n", run.Command, strings.Join(run.Notes, "; "))
+		return
+	}
+	p0 := run.Points[0]
+	fmt.Fprintf(w, "%s pair: %s vs %s\n", run.Command, SideLabel(run, p0.Sides[0]), SideLabel(run, p0.Sides[1]))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "  \t%s\t%s\tratio\n", SideLabel(run, p0.Sides[0]), SideLabel(run, p0.Sides[1]))
+	for i := range run.Points {
+		p := &run.Points[i]
+		rows := demoMetrics[run.Command]
+		if rows == nil {
+			rows = demoMetrics[p.Scenario]
+		}
+		fmt.Fprintf(tw, "  %s %s\t\t\t\n", p.Scenario, p.Name)
+		for _, r := range rows {
+			m := p.Find(r.metric)
+			if m == nil {
+				continue
+			}
+			a, okA := m.Sides[p.Sides[0]]
+			b, okB := m.Sides[p.Sides[1]]
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.label, cell(a, okA), cell(b, okB), ratioCell(m))
+		}
+		for _, e := range sideErrors(p) {
+			fmt.Fprintf(tw, "  error: %s\t\t\t\n", e)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,13 @@
+// Package scenario holds the load scenarios of the three pairs (queue,
+// log, documents) and what they share: an Env that makes sure both
+// services of a pair answer (starting them as child processes with
+// package launch when they are not running, or when a variant needs a
+// different environment), and the side function every rate point uses:
+// POST /stats/reset, a constant-rate attack (package driver), GET /stats
+// and the pair's progress endpoint (/queue or /consumer) right after the
+// attack, a settle wait until the backlog drains, then GET /stats and the
+// progress endpoint again.
+//
+// Side A of every pair is the Postgres service (no-rabbitmq, no-kafka,
+// no-mongodb), side B the other, so every ratio reads "Postgres ÷ X".
+package scenario

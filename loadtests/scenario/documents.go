@@ -1,0 +1,393 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// DocumentsOptions parameterize the documents scenario.
+type DocumentsOptions struct {
+	// Users is the size of the generated data set created on both sides.
+	Users int
+	// Seed makes the data set reproducible.
+	Seed uint64
+	// SearchRate and Duration drive the containment search point.
+	SearchRate float64
+	Duration   time.Duration
+	Rounds     int
+	// Sizes are the profile sizes of the rewrite points (bytes), and
+	// RewriteRates the rate of each (rewrites, then as many neighbour
+	// patches, per second).
+	Sizes        []int
+	RewriteRates []float64
+	// RewriteUsers is how many users of each size are rewritten in turn.
+	RewriteUsers int
+}
+
+// SearchQueries are the containment queries the search point rotates
+// through: nested objects, arrays, several keys, numbers and booleans.
+var SearchQueries = []string{
+	`{"address":{"city":"Lyon"}}`,
+	`{"tags":["go"]}`,
+	`{"tags":["go","postgres"]}`,
+	`{"prefs":{"lang":"de","newsletter":true}}`,
+	`{"devices":[{"os":"android"}]}`,
+	`{"score":42}`,
+	`{"company":{"size":"large"}}`,
+	`{"address":{"country":"FR"},"prefs":{"theme":"dark"}}`,
+}
+
+var (
+	cities    = []string{"Lyon", "Paris", "Berlin", "Munich", "Madrid", "Lisbon", "Rome", "Oslo", "Vienna", "Prague", "Warsaw", "Dublin"}
+	countries = []string{"FR", "DE", "ES", "PT", "IT", "NO", "AT", "CZ", "PL", "IE"}
+	tagWords  = []string{"go", "postgres", "kafka", "rust", "java", "python", "k8s", "linux", "sql", "ml", "web", "ops", "data", "cloud", "mobile", "ui"}
+	langs     = []string{"en", "de", "fr", "es", "it", "pt"}
+	themes    = []string{"dark", "light", "auto"}
+	oses      = []string{"android", "ios", "linux", "windows", "macos"}
+	sizes     = []string{"small", "medium", "large"}
+	words     = strings.Fields("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud exercitation ullamco laboris nisi aliquip ex ea commodo consequat duis aute irure in reprehenderit voluptate velit esse cillum fugiat nulla pariatur excepteur sint occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est laborum")
+)
+
+func text(r *rand.Rand, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(words[r.IntN(len(words))])
+	}
+	return b.String()
+}
+
+// SeedProfile returns the i-th profile of the data set (about 1 KB).
+func SeedProfile(r *rand.Rand) map[string]any {
+	tags := map[string]bool{}
+	for range 1 + r.IntN(4) {
+		tags[tagWords[r.IntN(len(tagWords))]] = true
+	}
+	tagList := []string{}
+	for _, t := range tagWords {
+		if tags[t] {
+			tagList = append(tagList, t)
+		}
+	}
+	devices := []any{}
+	for range r.IntN(3) {
+		devices = append(devices, map[string]any{"os": oses[r.IntN(len(oses))], "model": "m" + strconv.Itoa(r.IntN(50))})
+	}
+	p := map[string]any{
+		"address": map[string]any{"city": cities[r.IntN(len(cities))], "country": countries[r.IntN(len(countries))], "zip": fmt.Sprintf("%05d", r.IntN(99999))},
+		"tags":    tagList,
+		"prefs":   map[string]any{"lang": langs[r.IntN(len(langs))], "newsletter": r.IntN(2) == 0, "theme": themes[r.IntN(len(themes))]},
+		"score":   r.IntN(100),
+		"devices": devices,
+		"bio":     text(r, 40+r.IntN(80)),
+	}
+	if r.IntN(3) > 0 {
+		p["company"] = map[string]any{"name": "c" + strconv.Itoa(r.IntN(500)), "size": sizes[r.IntN(len(sizes))]}
+	}
+	return p
+}
+
+// LargeProfile returns a profile of about size bytes of JSON text: a list
+// of sections of prose (compressible like real text). variant changes the
+// content.
+func LargeProfile(size, variant int) []byte {
+	r := rand.New(rand.NewPCG(uint64(size), uint64(variant)))
+	var b strings.Builder
+	b.WriteString(`{"kind":"large","variant":` + strconv.Itoa(variant) + `,"sections":[`)
+	for i := 0; b.Len() < size-200; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"title":%q,"text":%q}`, i, text(r, 4), text(r, 150))
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// Documents runs the documents pair: the containment search on the same
+// generated data set on both sides, then for each size a rewrite of the
+// whole profile against a patch of a neighbour column, with the WAL each
+// mutation wrote (Postgres side).
+func Documents(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions) error {
+	pair := DocumentsPair
+	run.Settings["users"] = o.Users
+	run.Settings["seed"] = o.Seed
+	run.Settings["search_rate"] = o.SearchRate
+	run.Settings["duration_s"] = o.Duration.Seconds()
+	run.Settings["rounds"] = o.Rounds
+	run.Settings["sizes"] = o.Sizes
+	run.Settings["rewrite_rates"] = o.RewriteRates
+	run.Settings["rewrite_users"] = o.RewriteUsers
+	run.Settings["search_queries"] = SearchQueries
+	if err := e.Ensure(ctx, pair.Services(), nil, nil); err != nil {
+		return err
+	}
+	tag := strings.ToLower(strings.ReplaceAll(run.ID, "-", ""))
+	created := map[string][]string{}
+	var mu sync.Mutex
+	defer func() {
+		// Leave the services' tables as they were: delete what was created.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		for svc, ids := range created {
+			e.logf("deleting %d users from %s", len(ids), svc)
+			parallel(cctx, len(ids), 8, func(i int) error {
+				_, _, err := driver.Do(cctx, http.MethodDelete, e.URL(svc)+"/users/"+ids[i], nil)
+				return err
+			})
+		}
+	}()
+	create := func(ctx context.Context, svc string, n int, body func(i int) []byte) ([]string, error) {
+		ids := make([]string, n)
+		err := parallel(ctx, n, 8, func(i int) error {
+			code, b, err := driver.Do(ctx, http.MethodPost, e.URL(svc)+"/users", body(i))
+			if err != nil {
+				return err
+			}
+			if code != http.StatusCreated {
+				return fmt.Errorf("%s POST /users: %d %s", svc, code, b)
+			}
+			var u struct{ ID string }
+			if err := json.Unmarshal(b, &u); err != nil {
+				return err
+			}
+			ids[i] = u.ID
+			return nil
+		})
+		mu.Lock()
+		for _, id := range ids {
+			if id != "" {
+				created[svc] = append(created[svc], id)
+			}
+		}
+		mu.Unlock()
+		return ids, err
+	}
+
+	// The data set: the same users, generated from one seed, on both sides.
+	bodies := make([][]byte, o.Users)
+	r := rand.New(rand.NewPCG(o.Seed, 7))
+	for i := range bodies {
+		bodies[i], _ = json.Marshal(map[string]any{
+			"email": fmt.Sprintf("u%d-%s@load.test", i, tag), "name": "user " + strconv.Itoa(i),
+			"plan": []string{"free", "pro", "team"}[i%3], "profile": SeedProfile(r),
+		})
+	}
+	for _, svc := range pair.Sides() {
+		t0 := time.Now()
+		if _, err := create(ctx, svc, o.Users, func(i int) []byte { return bodies[i] }); err != nil {
+			return err
+		}
+		e.logf("created %d users on %s in %s", o.Users, svc, time.Since(t0).Round(time.Millisecond))
+	}
+
+	// Containment search.
+	e.logf("documents search: %g/s for %s, %d rounds", o.SearchRate, o.Duration, o.Rounds)
+	sp := driver.Point{Scenario: "documents.search", Name: fmt.Sprintf("%d users", o.Users), Rate: o.SearchRate, DurationS: o.Duration.Seconds(), Sides: pair.Sides()}
+	queries := make([][]byte, len(SearchQueries))
+	for i, q := range SearchQueries {
+		queries[i] = []byte(`{"profile":` + q + `,"limit":50}`)
+	}
+	err := driver.RunPoint(ctx, &sp, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+		res := &driver.SideResult{Metrics: map[string]float64{}}
+		base := e.URL(svc)
+		if err := driver.ResetStats(ctx, base); err != nil {
+			return res, err
+		}
+		c := driver.Attack(ctx, driver.AttackSpec{
+			Name: fmt.Sprintf("%-12s search %g/s", svc, o.SearchRate), Rate: o.SearchRate, Duration: o.Duration,
+			MaxWorkers: e.MaxWorkers, Progress: e.Progress,
+			Next: func(n uint64) driver.Request {
+				return driver.Request{Method: http.MethodPost, URL: base + "/users/search", Body: queries[n%uint64(len(queries))]}
+			},
+		})
+		res.Phases = append(res.Phases, driver.Phase{Name: "search", Client: c})
+		driver.FlattenClient(res.Metrics, "client.", c)
+		st, err := driver.GetStats(ctx, base)
+		res.Stats = st
+		driver.FlattenServer(res.Metrics, st)
+		return res, err
+	})
+	run.Points = append(run.Points, sp)
+	if err != nil {
+		return err
+	}
+
+	// Rewrite of a large profile versus a patch of a neighbour column.
+	wal := e.walMeter(ctx)
+	if wal == nil {
+		run.Note("WAL per mutation not measured: cannot connect to Postgres at %s", redact(e.PostgresURL))
+	} else {
+		defer wal.Close(context.Background())
+		run.Note("WAL bytes are pg_current_wal_lsn() deltas over each phase: cluster-wide, so other activity on the server counts too (the MongoDB side's figure is that background)")
+	}
+	for si, size := range o.Sizes {
+		rate := o.RewriteRates[min(si, len(o.RewriteRates)-1)]
+		variants := [][]byte{LargeProfile(size, 1), LargeProfile(size, 2)}
+		ids := map[string][]string{}
+		for _, svc := range pair.Sides() {
+			got, err := create(ctx, svc, o.RewriteUsers, func(i int) []byte {
+				b, _ := json.Marshal(map[string]any{"email": fmt.Sprintf("big%d-%d-%s@load.test", size, i, tag), "name": "big", "plan": "pro", "profile": json.RawMessage(variants[0])})
+				return b
+			})
+			if err != nil {
+				return err
+			}
+			ids[svc] = got
+		}
+		label := sizeLabel(size)
+		e.logf("documents rewrite %s: %g/s rewrites then %g/s patches for %s each, %d rounds", label, rate, rate, o.Duration, o.Rounds)
+		p := driver.Point{Scenario: "documents.rewrite", Name: label, Rate: rate, DurationS: o.Duration.Seconds(), Sides: pair.Sides()}
+		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+			res := &driver.SideResult{Metrics: map[string]float64{}}
+			base := e.URL(svc)
+			if err := driver.ResetStats(ctx, base); err != nil {
+				return res, err
+			}
+			us := ids[svc]
+			phases := []struct {
+				name string
+				req  func(n uint64) driver.Request
+			}{
+				{"rewrite", func(n uint64) driver.Request {
+					return driver.Request{Method: http.MethodPut, URL: base + "/users/" + us[n%uint64(len(us))] + "/profile", Body: variants[(n/uint64(len(us))+1)%2]}
+				}},
+				{"patch", func(n uint64) driver.Request {
+					return driver.Request{Method: http.MethodPatch, URL: base + "/users/" + us[n%uint64(len(us))], Body: []byte(`{"name":"n` + strconv.FormatUint(n, 10) + `"}`)}
+				}},
+			}
+			for _, ph := range phases {
+				before := wal.LSN(ctx)
+				c := driver.Attack(ctx, driver.AttackSpec{
+					Name: fmt.Sprintf("%-12s %s %s %g/s", svc, ph.name, label, rate), Rate: rate, Duration: o.Duration,
+					MaxWorkers: e.MaxWorkers, Progress: e.Progress, Timeout: 30 * time.Second, Next: ph.req,
+				})
+				phase := driver.Phase{Name: ph.name, Client: c}
+				if after := wal.LSN(ctx); before >= 0 && after >= before {
+					d := after - before
+					phase.WALBytes = &d
+					if c.OK > 0 {
+						res.Metrics["wal_per_op."+ph.name] = math.Round(float64(d) / float64(c.OK))
+					}
+				}
+				res.Phases = append(res.Phases, phase)
+				driver.FlattenClient(res.Metrics, "client."+ph.name+".", c)
+			}
+			m := res.Metrics
+			for _, q := range []string{"p50_ms", "p99_ms"} {
+				if v := driver.Ratio(m["client.rewrite."+q], m["client.patch."+q]); !math.IsNaN(v) {
+					m["cost_ratio."+strings.TrimSuffix(q, "_ms")] = v
+				}
+			}
+			st, err := driver.GetStats(ctx, base)
+			res.Stats = st
+			driver.FlattenServer(m, st)
+			if v := driver.Ratio(m["server.replace_profile.p50_ms"], m["server.patch_fields.p50_ms"]); !math.IsNaN(v) {
+				m["server_cost_ratio.p50"] = v
+			}
+			return res, err
+		})
+		run.Points = append(run.Points, p)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sizeLabel(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%dMB", n>>20)
+	}
+	return fmt.Sprintf("%dKB", n>>10)
+}
+
+// parallel runs fn(0..n-1) on workers goroutines and returns the first
+// error.
+func parallel(ctx context.Context, n, workers int, fn func(i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// walMeter reads pg_current_wal_lsn() over one connection.
+type walMeter struct{ conn *pgx.Conn }
+
+func (e *Env) walMeter(ctx context.Context) *walMeter {
+	if e.PostgresURL == "" {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, e.PostgresURL)
+	if err != nil {
+		return nil
+	}
+	return &walMeter{conn: conn}
+}
+
+// LSN returns the current WAL position in bytes, or -1.
+func (w *walMeter) LSN(ctx context.Context) int64 {
+	if w == nil {
+		return -1
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var n int64
+	if err := w.conn.QueryRow(ctx, "SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint").Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// Close closes the connection.
+func (w *walMeter) Close(ctx context.Context) {
+	if w != nil {
+		_ = w.conn.Close(ctx)
+	}
+}
+
+// redact hides a URL's password.
+func redact(u string) string {
+	if at := strings.LastIndex(u, "@"); at > 0 {
+		if i := strings.Index(u, "://"); i > 0 && i < at {
+			return u[:i+3] + "…" + u[at:]
+		}
+	}
+	return u
+}

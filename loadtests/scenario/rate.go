@@ -1,0 +1,285 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// Load is what one rate point sends.
+type Load struct {
+	// Phase names the attack in the results ("send", "write").
+	Phase string
+	// Path is the endpoint POSTed to ("/tasks").
+	Path string
+	// Body returns the n-th request's JSON body.
+	Body func(n uint64) []byte
+}
+
+// rateSide measures one side at rate for dur: reset, attack, read, settle,
+// read.
+func (e *Env) rateSide(ctx context.Context, pair Pair, svc string, load Load, rate float64, dur, settle time.Duration) (*driver.SideResult, error) {
+	base := e.URL(svc)
+	res := &driver.SideResult{Metrics: map[string]float64{}}
+	if err := driver.ResetStats(ctx, base); err != nil {
+		return res, err
+	}
+	url := base + load.Path
+	c := driver.Attack(ctx, driver.AttackSpec{
+		Name: fmt.Sprintf("%-12s %6g/s", svc, rate), Rate: rate, Duration: dur,
+		MaxWorkers: e.MaxWorkers, Progress: e.Progress,
+		Next: func(n uint64) driver.Request {
+			return driver.Request{Method: http.MethodPost, URL: url, Body: load.Body(n)}
+		},
+	})
+	res.Phases = append(res.Phases, driver.Phase{Name: load.Phase, Client: c})
+	driver.FlattenClient(res.Metrics, "client.", c)
+
+	atEnd, err := driver.GetStats(ctx, base)
+	if err != nil {
+		return res, err
+	}
+	res.ProgressAtEnd, _ = driver.GetRaw(ctx, base+pair.Progress)
+	backlog := counterSum(atEnd, pair.In) - counterSum(atEnd, pair.Out)
+	res.Metrics["backlog_end"] = float64(max(backlog, 0))
+	res.Metrics["throughput"] = math.Round(float64(counterSum(atEnd, pair.Out))/dur.Seconds()*10) / 10
+
+	// Settle: wait for what was sent to be processed, so that the
+	// server-side latencies cover every request and the next round starts
+	// from an empty backlog.
+	t0 := time.Now()
+	final := atEnd
+	drained := backlog <= 0
+	for !drained && time.Since(t0) < settle {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if final, err = driver.GetStats(ctx, base); err != nil {
+			return res, err
+		}
+		drained = counterSum(final, pair.In)-counterSum(final, pair.Out) <= 0
+	}
+	if !drained {
+		final, _ = driver.GetStats(ctx, base)
+	}
+	res.Metrics["settle_s"] = math.Round(time.Since(t0).Seconds()*100) / 100
+	res.Metrics["drained"] = b2f(drained)
+	res.Stats = final
+	res.Progress, _ = driver.GetRaw(ctx, base+pair.Progress)
+	driver.FlattenServer(res.Metrics, final)
+	return res, nil
+}
+
+// warmup sends 2 s at 50/s to each side and waits for it to drain,
+// recording nothing: a freshly started service (a Kafka consumer joining
+// its group, pools filling) should not weigh on the first round.
+func (e *Env) warmup(ctx context.Context, pair Pair, load Load) {
+	progress := e.Progress
+	e.Progress = nil
+	defer func() { e.Progress = progress }()
+	for _, s := range pair.Sides() {
+		if _, err := e.rateSide(ctx, pair, s, load, 50, 2*time.Second, e.settle()); err != nil {
+			e.logf("warm-up of %s: %v", s, err)
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ratePoint measures pair at rate over rounds and appends the point to
+// run.
+func (e *Env) ratePoint(ctx context.Context, run *driver.Run, pair Pair, scenario string, load Load, rate float64, dur time.Duration, rounds int, env map[string]map[string]string) error {
+	e.logf("%s %s: %g/s for %s, %d rounds", pair.Name, scenario, rate, dur, rounds)
+	p := driver.Point{Scenario: scenario, Name: driver.Label(rate), Rate: rate, DurationS: dur.Seconds(), Sides: pair.Sides(), Env: env}
+	err := driver.RunPoint(ctx, &p, rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+		return e.rateSide(ctx, pair, svc, load, rate, dur, e.settle())
+	})
+	run.Points = append(run.Points, p)
+	return err
+}
+
+func (e *Env) settle() time.Duration {
+	if e.Settle == 0 {
+		return 20 * time.Second
+	}
+	return e.Settle
+}
+
+// CeilingOptions parameterize a ceiling search.
+type CeilingOptions struct {
+	// Start is the first rate tried; each passing step multiplies it by
+	// Factor until a step fails or Max is passed.
+	Start, Factor, Max float64
+	// Bisect is how many bisection steps refine the ceiling between the
+	// last pass and the first failure.
+	Bisect int
+	// Step is each step's duration.
+	Step time.Duration
+	// Rounds is how many searches per side (alternating sides, order
+	// rotated).
+	Rounds int
+	// P99 is the server-side latency p99 a step must stay under.
+	P99 time.Duration
+}
+
+// ceilingCriteria says whether a step passed: errors under 1%, the driver
+// sent at least 95% of the rate, the backlog at the end of the attack at
+// most 0.2 s of arrivals (at least 100), and the server-side latency p99
+// under o.P99.
+func ceilingCriteria(latency string, o CeilingOptions) (string, func(m map[string]float64, rate float64) (bool, string)) {
+	desc := fmt.Sprintf("errors < 1%%, sent >= 95%% of the rate, backlog at the end of each %s step <= max(100, 0.2 s of arrivals) (flat), server %s p99 < %s",
+		o.Step, latency, o.P99)
+	return desc, func(m map[string]float64, rate float64) (bool, string) {
+		sent := m["client.sent_rate"]
+		switch {
+		case sent == 0:
+			return false, "nothing sent"
+		case m["client.errors"] > 0.01*sent*o.Step.Seconds():
+			return false, fmt.Sprintf("errors %.0f", m["client.errors"])
+		case sent < 0.95*rate:
+			return false, fmt.Sprintf("driver sent only %.0f/s", sent)
+		case m["backlog_end"] > math.Max(100, 0.2*rate):
+			return false, fmt.Sprintf("backlog %.0f at the end", m["backlog_end"])
+		case m["server."+latency+".p99_ms"] >= float64(o.P99.Milliseconds()):
+			return false, fmt.Sprintf("%s p99 %.1f ms", latency, m["server."+latency+".p99_ms"])
+		}
+		return true, fmt.Sprintf("%s p99 %.1f ms, backlog %.0f", latency, m["server."+latency+".p99_ms"], m["backlog_end"])
+	}
+}
+
+// ceiling runs the ceiling search on both sides of pair, o.Rounds times,
+// alternating sides with the order rotated, and appends one Ceiling per
+// side to run.
+func (e *Env) ceiling(ctx context.Context, run *driver.Run, pair Pair, scenario, latency string, load Load, o CeilingOptions) error {
+	desc, pass := ceilingCriteria(latency, o)
+	e.logf("%s %s: search from %g/s (x%g, max %g/s), %s steps, %d rounds", pair.Name, scenario, o.Start, o.Factor, o.Max, o.Step, o.Rounds)
+	byside := map[string]*driver.Ceiling{}
+	for _, s := range pair.Sides() {
+		byside[s] = &driver.Ceiling{Scenario: scenario, Service: s, Criteria: desc}
+	}
+	step := func(ctx context.Context, svc string, rate float64) (driver.CeilingStep, error) {
+		res, err := e.rateSide(ctx, pair, svc, load, rate, o.Step, 3*e.settle()/2)
+		st := driver.CeilingStep{Rate: rate}
+		if res != nil {
+			st.Metrics = res.Metrics
+		}
+		if err != nil {
+			st.Why = err.Error()
+			return st, err
+		}
+		st.Pass, st.Why = pass(res.Metrics, rate)
+		e.logf("  %s %g/s: pass=%v (%s)", svc, rate, st.Pass, st.Why)
+		return st, nil
+	}
+	var err error
+	for r := range o.Rounds {
+		for _, svc := range driver.Order(pair.Sides(), r) {
+			var cr driver.CeilingRound
+			cr, err = search(ctx, svc, o, step)
+			cr.Index = r
+			byside[svc].Rounds = append(byside[svc].Rounds, cr)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	for _, s := range pair.Sides() {
+		c := byside[s]
+		var rates []float64
+		for _, r := range c.Rounds {
+			rates = append(rates, r.Rate)
+		}
+		if len(rates) > 0 {
+			c.Rate = driver.Aggregate(rates)
+		}
+		run.Ceilings = append(run.Ceilings, *c)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// search finds the highest passing rate: geometric steps up from o.Start
+// until a failure (or o.Max), then o.Bisect bisections. If the first step
+// fails, it halves the rate up to three times.
+func search(ctx context.Context, svc string, o CeilingOptions, step func(context.Context, string, float64) (driver.CeilingStep, error)) (driver.CeilingRound, error) {
+	var cr driver.CeilingRound
+	try := func(rate float64) (bool, error) {
+		st, err := step(ctx, svc, rate)
+		cr.Steps = append(cr.Steps, st)
+		if st.Pass && rate > cr.Rate {
+			cr.Rate = rate
+		}
+		return st.Pass, err
+	}
+	lo, hi := 0.0, 0.0
+	for rate := o.Start; ; rate = math.Round(rate * o.Factor) {
+		if rate > o.Max {
+			cr.Capped = true
+			return cr, nil
+		}
+		ok, err := try(rate)
+		if err != nil {
+			return cr, err
+		}
+		if !ok {
+			hi = rate
+			break
+		}
+		lo = rate
+	}
+	if lo == 0 {
+		for range 3 {
+			hi = math.Round(hi / 2)
+			ok, err := try(hi)
+			if err != nil || ok {
+				lo = hi
+				hi *= 2
+				if err != nil {
+					return cr, err
+				}
+				break
+			}
+		}
+		if lo == 0 {
+			return cr, nil
+		}
+	}
+	for range o.Bisect {
+		mid := roundRate((lo + hi) / 2)
+		if mid <= lo || mid >= hi {
+			break
+		}
+		ok, err := try(mid)
+		if err != nil {
+			return cr, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return cr, nil
+}
+
+// roundRate rounds to two significant digits.
+func roundRate(r float64) float64 {
+	if r <= 0 {
+		return 0
+	}
+	p := math.Pow(10, math.Floor(math.Log10(r))-1)
+	return math.Round(r/p) * p
+}

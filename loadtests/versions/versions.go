@@ -1,0 +1,193 @@
+package versions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// Config says where the servers are.
+type Config struct {
+	// PostgresURL defaults to DATABASE_URL or the stack's Postgres.
+	PostgresURL string
+	// RabbitMQManagementURL defaults to http://guest:guest@localhost:15672.
+	RabbitMQManagementURL string
+	// MongoURL defaults to MONGO_URL or mongodb://localhost:27017/.
+	MongoURL string
+	// Root is the repository root, to find .stack/kafka/libs (or
+	// STACK_DIR) and docker-compose.yml.
+	Root string
+}
+
+// DefaultPostgresURL is the stack's Postgres.
+const DefaultPostgresURL = "postgres://postgres:postgres@localhost:5432/wpe?sslmode=disable"
+
+// FromEnv fills a Config from DATABASE_URL, RABBITMQ_MANAGEMENT_URL and
+// MONGO_URL, with the stack's defaults.
+func FromEnv(root string) Config {
+	c := Config{
+		PostgresURL:           os.Getenv("DATABASE_URL"),
+		RabbitMQManagementURL: os.Getenv("RABBITMQ_MANAGEMENT_URL"),
+		MongoURL:              os.Getenv("MONGO_URL"),
+		Root:                  root,
+	}
+	if c.PostgresURL == "" {
+		c.PostgresURL = DefaultPostgresURL
+	}
+	if c.RabbitMQManagementURL == "" {
+		c.RabbitMQManagementURL = "http://guest:guest@localhost:15672"
+	}
+	if c.MongoURL == "" {
+		c.MongoURL = "mongodb://localhost:27017/"
+	}
+	return c
+}
+
+// Collect asks every server, each within a few seconds.
+func Collect(ctx context.Context, c Config) driver.Versions {
+	v := driver.Versions{Errors: map[string]string{}}
+	fail := func(server string, err error) { v.Errors[server] = err.Error() }
+	if s, err := Postgres(ctx, c.PostgresURL); err != nil {
+		fail("postgres", err)
+	} else {
+		v.Postgres = s
+	}
+	if r, e, err := RabbitMQ(ctx, c.RabbitMQManagementURL); err != nil {
+		fail("rabbitmq", err)
+	} else {
+		v.RabbitMQ, v.Erlang = r, e
+	}
+	if k, err := Kafka(c.Root); err != nil {
+		fail("kafka", err)
+	} else {
+		v.Kafka = k
+	}
+	if m, flavor, ferret, err := Mongo(ctx, c.MongoURL); err != nil {
+		fail("mongo", err)
+	} else {
+		v.Mongo, v.MongoFlavor, v.FerretDB = m, flavor, ferret
+	}
+	if len(v.Errors) == 0 {
+		v.Errors = nil
+	}
+	return v
+}
+
+// Postgres returns SHOW server_version.
+func Postgres(ctx context.Context, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.Background())
+	var s string
+	err = conn.QueryRow(ctx, "SHOW server_version").Scan(&s)
+	return s, err
+}
+
+// RabbitMQ returns rabbitmq_version and erlang_version from
+// GET <mgmt>/api/overview (credentials in the URL's user info).
+func RabbitMQ(ctx context.Context, mgmt string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(mgmt, "/")+"/api/overview", nil)
+	if err != nil {
+		return "", "", err
+	}
+	if u := req.URL.User; u != nil {
+		pw, _ := u.Password()
+		req.SetBasicAuth(u.Username(), pw)
+		req.URL.User = nil
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", "", fmt.Errorf("/api/overview answered %d", resp.StatusCode)
+	}
+	var o struct {
+		RabbitMQ string `json:"rabbitmq_version"`
+		Erlang   string `json:"erlang_version"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+		return "", "", err
+	}
+	return o.RabbitMQ, o.Erlang, nil
+}
+
+var (
+	kafkaJar   = regexp.MustCompile(`^kafka-server-(\d[\w.\-]*)\.jar$`)
+	kafkaImage = regexp.MustCompile(`(?m)image:\s*["']?(\S*kafka\S*):([\w.\-]+)`)
+)
+
+// Kafka learns the broker's version from the native stack's jars
+// (STACK_DIR or <root>/.stack, kafka/libs/kafka-server-X.jar), else from
+// docker-compose.yml's Kafka image tag. (The Kafka protocol has no
+// "version" request: ApiVersions lists API ranges, not a release.)
+func Kafka(root string) (string, error) {
+	stack := os.Getenv("STACK_DIR")
+	if stack == "" {
+		stack = filepath.Join(root, ".stack")
+	}
+	if es, err := os.ReadDir(filepath.Join(stack, "kafka", "libs")); err == nil {
+		for _, e := range es {
+			if m := kafkaJar.FindStringSubmatch(e.Name()); m != nil {
+				return m[1] + " (native stack jars)", nil
+			}
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "docker-compose.yml")); err == nil {
+		if m := kafkaImage.FindSubmatch(b); m != nil {
+			return fmt.Sprintf("%s (docker image %s)", m[2], m[1]), nil
+		}
+	}
+	return "", fmt.Errorf("no kafka-server jar under %s/kafka/libs and no Kafka image in docker-compose.yml", stack)
+}
+
+// Mongo runs buildInfo and returns the version, the flavor ("FerretDB" or
+// "MongoDB") and FerretDB's own version.
+func Mongo(ctx context.Context, url string) (version, flavor, ferret string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	client, err := mongo.Connect(options.Client().ApplyURI(url).SetServerSelectionTimeout(4 * time.Second))
+	if err != nil {
+		return "", "", "", err
+	}
+	defer func() { _ = client.Disconnect(context.Background()) }()
+	var info bson.M
+	if err := client.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
+		return "", "", "", err
+	}
+	version, _ = info["version"].(string)
+	flavor, ferret = Flavor(info)
+	return version, flavor, ferret, nil
+}
+
+// Flavor tells FerretDB from MongoDB by buildInfo's fields: FerretDB adds
+// "ferretdbVersion" (and "ferretdbFeatures").
+func Flavor(info map[string]any) (flavor, ferretVersion string) {
+	for k := range info {
+		if strings.HasPrefix(strings.ToLower(k), "ferretdb") {
+			s, _ := info["ferretdbVersion"].(string)
+			return "FerretDB", s
+		}
+	}
+	return "MongoDB", ""
+}

@@ -1,0 +1,35 @@
+package versions
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestFlavorTellsFerretDBFromMongoDB(t *testing.T) {
+	if f, v := Flavor(map[string]any{"version": "7.0.42", "ferretdbVersion": "v1.24.2"}); f != "FerretDB" || v != "v1.24.2" {
+		t.Errorf("FerretDB buildInfo: %s %s", f, v)
+	}
+	if f, _ := Flavor(map[string]any{"version": "7.0.12", "gitVersion": "abc"}); f != "MongoDB" {
+		t.Errorf("MongoDB buildInfo: %s", f)
+	}
+}
+
+func TestKafkaVersionFromJarsThenCompose(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("STACK_DIR", filepath.Join(root, "stack"))
+	if _, err := Kafka(root); err == nil {
+		t.Error("no jars, no compose file: want an error")
+	}
+	_ = os.WriteFile(filepath.Join(root, "docker-compose.yml"), []byte("services:\n  kafka:\n    image: apache/kafka:4.1.0\n"), 0o644)
+	if v, err := Kafka(root); err != nil || v != "4.1.0 (docker image apache/kafka)" {
+		t.Errorf("compose: %q %v", v, err)
+	}
+	libs := filepath.Join(root, "stack", "kafka", "libs")
+	_ = os.MkdirAll(libs, 0o755)
+	_ = os.WriteFile(filepath.Join(libs, "kafka-server-4.3.1.jar"), nil, 0o644)
+	_ = os.WriteFile(filepath.Join(libs, "kafka-clients-4.3.1.jar"), nil, 0o644)
+	if v, err := Kafka(root); err != nil || v != "4.3.1 (native stack jars)" {
+		t.Errorf("jars: %q %v", v, err)
+	}
+}

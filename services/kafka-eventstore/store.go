@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+)
+
+// store is the Kafka eventstore.Store over one partition of one topic. It
+// is safe for concurrent use: kafka.Client is, and the store keeps no other
+// state. close releases the client's idle connections.
+type store struct {
+	client    *kafka.Client
+	transport *kafka.Transport
+	cfg       Config
+	logger    *slog.Logger
+}
+
+// envelope is a record's value; the key is the stream id.
+type envelope struct {
+	Type     string          `json:"type"`
+	Data     json.RawMessage `json:"data"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// openStore creates the topic with one partition if it is missing, refuses
+// one with more partitions, and waits until its partition has a leader.
+func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (*store, error) {
+	tr := &kafka.Transport{DialTimeout: cfg.BackendTimeout, IdleTimeout: 30 * time.Second}
+	s := &store{client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.BackendTimeout, Transport: tr}, transport: tr, cfg: cfg, logger: logger}
+	cctx, cancel := context.WithTimeout(ctx, cfg.BackendTimeout)
+	resp, err := s.client.CreateTopics(cctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+		Topic: cfg.Topic, NumPartitions: 1, ReplicationFactor: cfg.ReplicationFactor,
+	}}})
+	cancel()
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("kafka unreachable (KAFKA_BROKERS): %w", err)
+	}
+	if err := resp.Errors[cfg.Topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+		s.close()
+		return nil, fmt.Errorf("create topic %s (KAFKA_TOPIC): %w", cfg.Topic, err)
+	}
+	// A new topic needs a moment before its partition has a leader.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := s.checkTopic(ctx)
+		if err == nil {
+			return s, nil
+		}
+		var fatal *fatalTopicError
+		if errors.As(err, &fatal) || time.Now().After(deadline) || ctx.Err() != nil {
+			s.close()
+			return nil, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+type fatalTopicError struct{ msg string }
+
+func (e *fatalTopicError) Error() string { return e.msg }
+
+func (s *store) checkTopic(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
+	defer cancel()
+	md, err := s.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{s.cfg.Topic}})
+	if err != nil {
+		return fmt.Errorf("topic %s metadata: %w", s.cfg.Topic, err)
+	}
+	if len(md.Topics) != 1 || md.Topics[0].Error != nil {
+		return fmt.Errorf("topic %s is not ready: %v", s.cfg.Topic, md.Topics)
+	}
+	if n := len(md.Topics[0].Partitions); n != 1 {
+		return &fatalTopicError{fmt.Sprintf("topic %s (KAFKA_TOPIC) has %d partitions; the event store needs exactly one, because only within one partition is the offset a global order", s.cfg.Topic, n)}
+	}
+	_, _, err = s.bounds(ctx)
+	return err
+}
+
+func (s *store) close() { s.transport.CloseIdleConnections() }
+
+func (s *store) ping(ctx context.Context) error {
+	_, _, err := s.bounds(ctx)
+	return err
+}
+
+// Capabilities implements eventstore.Store.
+func (s *store) Capabilities() eventstore.Capabilities {
+	return eventstore.Capabilities{ConditionalAppend: false, ServerSideStreamRead: false, PushSubscription: false}
+}
+
+// Append implements eventstore.Store. The records of one append go in one
+// produce request, hence one record batch, which the partition appends
+// atomically. There is no version check to make: Kafka's produce request
+// has no expected-version parameter, and checking in the service (read,
+// then produce) would race with every other producer.
+func (s *store) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (eventstore.AppendResult, error) {
+	if !expected.IsAny() {
+		return eventstore.AppendResult{}, fmt.Errorf(`expected_version %s needs the conditional_append capability, which Kafka lacks: its producer API has no expected-version parameter, so this service accepts only "any" and refuses the condition rather than ignore it: %w`, expected, httpapi.ErrUnsupported)
+	}
+	now := time.Now()
+	records := make([]kafka.Record, len(events))
+	for i, e := range events {
+		v, err := json.Marshal(envelope{Type: e.Type, Data: e.Data, Metadata: e.Metadata})
+		if err != nil {
+			return eventstore.AppendResult{}, httpapi.BadRequest("events[%d]: %v", i, err)
+		}
+		records[i] = kafka.Record{Time: now, Key: kafka.NewBytes([]byte(stream)), Value: kafka.NewBytes(v)}
+	}
+	resp, err := s.client.Produce(ctx, &kafka.ProduceRequest{
+		Topic: s.cfg.Topic, Partition: 0, RequiredAcks: kafka.RequireAll, Records: kafka.NewRecordReader(records...),
+	})
+	if err == nil {
+		err = resp.Error
+	}
+	if err != nil {
+		return eventstore.AppendResult{}, fmt.Errorf("kafka produce: %w (%w)", httpapi.ErrUnavailable, err)
+	}
+	last := resp.BaseOffset + int64(len(events)) - 1
+	return eventstore.AppendResult{Position: strconv.FormatInt(last, 10), GlobalPosition: last}, nil
+}
+
+// bounds returns the partition's log start offset and high watermark.
+func (s *store) bounds(ctx context.Context) (first, hwm int64, err error) {
+	resp, err := s.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
+		s.cfg.Topic: {kafka.FirstOffsetOf(0), kafka.LastOffsetOf(0)},
+	}})
+	if err != nil {
+		return 0, 0, fmt.Errorf("kafka list offsets: %w (%w)", httpapi.ErrUnavailable, err)
+	}
+	ps := resp.Topics[s.cfg.Topic]
+	if len(ps) != 1 || ps[0].Error != nil {
+		return 0, 0, fmt.Errorf("kafka list offsets of %s: %w (%v)", s.cfg.Topic, httpapi.ErrUnavailable, ps)
+	}
+	return ps[0].FirstOffset, ps[0].LastOffset, nil
+}
+
+// record is one consumed record; key and value are copies.
+type record struct {
+	offset int64
+	time   time.Time
+	key    []byte
+	value  []byte
+}
+
+// fetch returns the records at offset >= off that one fetch answers, and
+// the high watermark. maxWait > 0 makes it a long poll.
+func (s *store) fetch(ctx context.Context, off int64, maxWait time.Duration) ([]record, int64, error) {
+	resp, err := s.client.Fetch(ctx, &kafka.FetchRequest{
+		Topic: s.cfg.Topic, Partition: 0, Offset: off, MinBytes: 1, MaxBytes: s.cfg.FetchMaxBytes, MaxWait: maxWait,
+	})
+	if err == nil {
+		err = resp.Error
+	}
+	if err != nil {
+		if errors.Is(err, kafka.OffsetOutOfRange) {
+			return nil, 0, err
+		}
+		return nil, 0, fmt.Errorf("kafka fetch: %w (%w)", httpapi.ErrUnavailable, err)
+	}
+	var out []record
+	for {
+		r, err := resp.Records.ReadRecord()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("kafka fetch: %w (%w)", httpapi.ErrUnavailable, err)
+		}
+		// A fetch may start at the batch holding off, before it.
+		if r.Offset < off {
+			continue
+		}
+		rec := record{offset: r.Offset, time: r.Time}
+		if r.Key != nil {
+			rec.key, _ = kafka.ReadAll(r.Key)
+		}
+		if r.Value != nil {
+			rec.value, _ = kafka.ReadAll(r.Value)
+		}
+		out = append(out, rec)
+	}
+	return out, resp.HighWatermark, nil
+}
+
+func (s *store) event(rec record, stream string, version *int64) (eventstore.RecordedEvent, error) {
+	var env envelope
+	if err := json.Unmarshal(rec.value, &env); err != nil {
+		return eventstore.RecordedEvent{}, fmt.Errorf("offset %d is not an event envelope: %w", rec.offset, err)
+	}
+	if len(env.Metadata) == 0 || string(env.Metadata) == "null" {
+		env.Metadata = json.RawMessage("{}")
+	}
+	return eventstore.RecordedEvent{
+		Stream: stream, Version: version, Position: strconv.FormatInt(rec.offset, 10), GlobalPosition: rec.offset,
+		Type: env.Type, Data: env.Data, Metadata: env.Metadata, CreatedAt: rec.time.UTC(),
+	}, nil
+}
+
+// Read implements eventstore.Store. Kafka has no index by key: the service
+// consumes the whole partition from its log start to the high watermark
+// taken at the start, and keeps the stream's records. A stream version is
+// the count of the stream's records before it (from the log start: if
+// retention deleted old records, versions shift). records_scanned counts
+// every record consumed.
+func (s *store) Read(ctx context.Context, stream string, from int64, limit int) (eventstore.ReadResult, error) {
+	first, hwm, err := s.bounds(ctx)
+	if err != nil {
+		return eventstore.ReadResult{}, err
+	}
+	res := eventstore.ReadResult{Stream: stream, Events: []eventstore.RecordedEvent{}}
+	var scanned, count int64
+	for off := first; off < hwm; {
+		recs, _, err := s.fetch(ctx, off, 0)
+		if err != nil {
+			return res, err
+		}
+		if len(recs) == 0 {
+			return res, fmt.Errorf("kafka fetch at offset %d below the high watermark %d returned nothing: %w", off, hwm, httpapi.ErrUnavailable)
+		}
+		for _, r := range recs {
+			if r.offset >= hwm {
+				break
+			}
+			off = r.offset + 1
+			scanned++
+			if string(r.key) != stream {
+				continue
+			}
+			v := count
+			count++
+			if v >= from && len(res.Events) < limit {
+				e, err := s.event(r, stream, &v)
+				if err != nil {
+					return res, err
+				}
+				res.Events = append(res.Events, e)
+			}
+		}
+	}
+	if count > 0 {
+		last := count - 1
+		res.LastVersion = &last
+	}
+	res.RecordsScanned = &scanned
+	return res, nil
+}
+
+// Subscribe implements eventstore.Store: fetch from the offset after from
+// up to the high watermark seen at the start (catch-up), then long-poll
+// fetches (KAFKA_FETCH_MAX_WAIT) for live records. Kafka pushes nothing:
+// a live event waits for the next fetch answer. Versions are null: a
+// reader resumed mid-partition cannot count a stream's earlier records.
+// A failed fetch is retried: the subscription survives a broker restart.
+func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subscriber) error {
+	bctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
+	first, target, err := s.bounds(bctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	off := first
+	if from != "" {
+		p, err := strconv.ParseInt(from, 10, 64)
+		if err != nil || p < 0 {
+			return httpapi.BadRequest("from %q is not a position of this service (want a partition offset, as events and appends report it)", from)
+		}
+		if p+1 > target {
+			return httpapi.Errorf(http.StatusBadRequest, "from %d is beyond the end of the partition (next offset %d): not a position of this topic", p, target)
+		}
+		if p+1 < first {
+			return httpapi.Errorf(http.StatusGone, "from %d was deleted by retention (log start offset %d): events after it are gone", p, first)
+		}
+		off = p + 1
+	}
+	caughtUp := false
+	for {
+		if !caughtUp && off >= target {
+			caughtUp = true
+			if err := sub.CaughtUp(); err != nil {
+				return err
+			}
+		}
+		wait := 100 * time.Millisecond
+		if caughtUp {
+			wait = s.cfg.LongPoll
+		}
+		fctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
+		recs, _, err := s.fetch(fctx, off, wait)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, kafka.OffsetOutOfRange) {
+				return fmt.Errorf("subscription at offset %d: %w", off, err)
+			}
+			s.logger.Warn("subscription fetch failed; retrying", "err", err)
+			if err := sleep(ctx, time.Second); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, r := range recs {
+			e, err := s.event(r, string(r.key), nil)
+			if err != nil {
+				return err
+			}
+			if err := sub.Event(e); err != nil {
+				return err
+			}
+			off = r.offset + 1
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+var _ eventstore.Store = (*store)(nil)

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+// wireEvent is the Kafka record's value (its key is the event's key).
+type wireEvent struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	Key       string          `json:"key"`
+	Payload   json.RawMessage `json:"payload"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// backend is the dual write: INSERT into messages (committed), then
+// produce to the topic with acks=all. Safe for concurrent use.
+type backend struct {
+	cfg    Config
+	store  *logc.Store
+	writer atomic.Pointer[kafkago.Writer]
+	client *kafkago.Client
+	cons   *consumer
+}
+
+func newWriter(cfg Config, brokers []string) *kafkago.Writer {
+	return &kafkago.Writer{
+		Addr:  kafkago.TCP(brokers...),
+		Topic: cfg.Topic,
+		// Same key, same partition: per-key order.
+		Balancer: &kafkago.Hash{},
+		// acks=all: answered only once every in-sync replica has it.
+		RequiredAcks: kafkago.RequireAll,
+		BatchSize:    logc.MaxBatch,
+		BatchTimeout: cfg.BatchTimeout,
+		MaxAttempts:  3,
+		WriteTimeout: cfg.WriteTimeout,
+		ReadTimeout:  cfg.WriteTimeout,
+		Transport:    &kafkago.Transport{DialTimeout: cfg.DialTimeout, ClientID: info.Service},
+	}
+}
+
+// Append implements logc.Backend: the dual write. When the produce fails
+// the Postgres row is already committed: it stays, and is never delivered
+// (the dual-write gap); the 503 says so and names the ids.
+func (b *backend) Append(ctx context.Context, events []logc.NewEvent) ([]logc.Created, error) {
+	created, err := b.store.Insert(ctx, events)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]kafkago.Message, len(events))
+	ids := make([]string, len(events))
+	for i, e := range events {
+		v, err := json.Marshal(wireEvent{ID: e.ID, Type: e.Type, Key: e.Key, Payload: e.Payload, CreatedAt: created[i].CreatedAt})
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = kafkago.Message{Key: []byte(e.Key), Value: v}
+		ids[i] = e.ID
+	}
+	wctx, cancel := context.WithTimeout(ctx, b.cfg.WriteTimeout)
+	defer cancel()
+	if err := b.writer.Load().WriteMessages(wctx, msgs...); err != nil {
+		return nil, &httpapi.Error{
+			Status: 503,
+			Message: fmt.Sprintf("kafka produce failed (%v); the %d event(s) are committed in Postgres but not in Kafka, "+
+				"so they will not be delivered (the dual-write gap)", err, len(events)),
+			Fields: map[string]any{"ids": ids, "in_postgres": true, "in_kafka": false},
+			Cause:  err,
+		}
+	}
+	return created, nil
+}
+
+// Consumer implements logc.Backend: the group's committed offsets against
+// the partitions' ends.
+func (b *backend) Consumer(ctx context.Context) (logc.ConsumerStatus, error) {
+	addr := kafkago.TCP(b.cfg.Brokers...)
+	meta, err := b.client.Metadata(ctx, &kafkago.MetadataRequest{Addr: addr, Topics: []string{b.cfg.Topic}})
+	if err != nil || len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
+		return logc.ConsumerStatus{}, fmt.Errorf("kafka metadata: %v %w", err, httpapi.ErrUnavailable)
+	}
+	var parts []int
+	var reqs []kafkago.OffsetRequest
+	for _, p := range meta.Topics[0].Partitions {
+		parts = append(parts, p.ID)
+		reqs = append(reqs, kafkago.LastOffsetOf(p.ID))
+	}
+	committed, err := b.client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{Addr: addr, GroupID: b.cfg.Group, Topics: map[string][]int{b.cfg.Topic: parts}})
+	if err != nil {
+		return logc.ConsumerStatus{}, fmt.Errorf("kafka offset fetch: %v %w", err, httpapi.ErrUnavailable)
+	}
+	ends, err := b.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Addr: addr, Topics: map[string][]kafkago.OffsetRequest{b.cfg.Topic: reqs}})
+	if err != nil {
+		return logc.ConsumerStatus{}, fmt.Errorf("kafka list offsets: %v %w", err, httpapi.ErrUnavailable)
+	}
+	st := logc.ConsumerStatus{Backend: "kafka", Running: b.cons.running.Load(), LagUnit: "records",
+		Kafka: &logc.KafkaStatus{Topic: b.cfg.Topic, Group: b.cfg.Group}}
+	end := map[int]int64{}
+	for _, p := range ends.Topics[b.cfg.Topic] {
+		end[p.Partition] = p.LastOffset
+	}
+	var pos int64
+	for _, p := range committed.Topics[b.cfg.Topic] {
+		ps := logc.PartitionStatus{Partition: p.Partition, Committed: p.CommittedOffset, End: end[p.Partition]}
+		st.Kafka.Partitions = append(st.Kafka.Partitions, ps)
+		c := max(p.CommittedOffset, 0)
+		pos += c
+		st.Lag += max(ps.End-c, 0)
+	}
+	st.Position = strconv.FormatInt(pos, 10)
+	return st, nil
+}
+
+// ensureTopic creates the topic if missing and waits until its partitions
+// have leaders.
+func ensureTopic(ctx context.Context, cfg Config, client *kafkago.Client, logger *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	addr := kafkago.TCP(cfg.Brokers...)
+	res, err := client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Addr: addr, Topics: []kafkago.TopicConfig{{
+		Topic: cfg.Topic, NumPartitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor}}})
+	if err != nil {
+		return fmt.Errorf("create topic %s (KAFKA_BROKERS): %w", cfg.Topic, err)
+	}
+	switch terr := res.Errors[cfg.Topic]; {
+	case terr == nil:
+		logger.Info("created topic", "topic", cfg.Topic, "partitions", cfg.Partitions)
+	case errors.Is(terr, kafkago.TopicAlreadyExists):
+	default:
+		return fmt.Errorf("create topic %s (KAFKA_TOPIC): %w", cfg.Topic, terr)
+	}
+	for {
+		meta, err := client.Metadata(ctx, &kafkago.MetadataRequest{Addr: addr, Topics: []string{cfg.Topic}})
+		if err == nil && len(meta.Topics) == 1 && meta.Topics[0].Error == nil && len(meta.Topics[0].Partitions) > 0 {
+			ready := true
+			for _, p := range meta.Topics[0].Partitions {
+				ready = ready && p.Leader.Host != ""
+			}
+			if ready {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s has no leaders yet: %v", cfg.Topic, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// consumer reads the topic in a consumer group and commits offsets after
+// the Deliverer recorded each batch: at-least-once, duplicates absorbed.
+// Start once; Stop is safe twice.
+type consumer struct {
+	cfg     Config
+	deliver *logc.Deliverer
+	stats   *stats.Recorder
+	logger  *slog.Logger
+	reader  *kafkago.Reader
+
+	running atomic.Bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	once    sync.Once
+}
+
+func newReader(cfg Config) *kafkago.Reader {
+	return kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers: cfg.Brokers,
+		GroupID: cfg.Group,
+		Topic:   cfg.Topic,
+		Dialer:  &kafkago.Dialer{Timeout: cfg.DialTimeout, ClientID: info.Service, DualStack: true},
+		// A fetch returns as soon as one record is there.
+		MinBytes: 1,
+		MaxBytes: 10 << 20,
+		MaxWait:  500 * time.Millisecond,
+		// A new group starts at the beginning: nothing written before the
+		// first join is skipped.
+		StartOffset: kafkago.FirstOffset,
+		// Commit synchronously, after handling (CommitMessages).
+		CommitInterval:    0,
+		HeartbeatInterval: time.Second,
+		SessionTimeout:    10 * time.Second,
+		RebalanceTimeout:  10 * time.Second,
+		ReadBackoffMin:    10 * time.Millisecond,
+		ReadBackoffMax:    500 * time.Millisecond,
+	})
+}
+
+// Start begins consuming in the background.
+func (c *consumer) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel, c.done = cancel, make(chan struct{})
+	c.running.Store(true)
+	msgs := make(chan kafkago.Message, 4*logc.MaxBatch)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(msgs)
+		for {
+			m, err := c.reader.FetchMessage(ctx)
+			if err != nil {
+				if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+					return
+				}
+				c.stats.Inc(logc.StatReconnects)
+				c.logger.Warn("kafka fetch failed; retrying", "err", err)
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	go func() {
+		defer close(c.done)
+		defer c.running.Store(false)
+		c.handle(msgs)
+		wg.Wait()
+	}()
+}
+
+// handle records batches until msgs closes; each batch is recorded, then
+// committed.
+func (c *consumer) handle(msgs <-chan kafkago.Message) {
+	batch := make([]kafkago.Message, 0, c.cfg.MaxBatch)
+	for m := range msgs {
+		batch = append(batch[:0], m)
+	drain:
+		for len(batch) < c.cfg.MaxBatch {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, m)
+			default:
+				break drain
+			}
+		}
+		deliveries := make([]logc.Delivery, 0, len(batch))
+		for _, m := range batch {
+			var e wireEvent
+			if err := json.Unmarshal(m.Value, &e); err != nil || e.ID == "" {
+				c.logger.Error("skipping a record that is not an event", "partition", m.Partition, "offset", m.Offset, "err", err)
+				continue
+			}
+			deliveries = append(deliveries, logc.Delivery{ID: e.ID, CreatedAt: e.CreatedAt})
+		}
+		// Record, retrying while Postgres is unreachable: a batch is
+		// committed only once recorded. Handling continues after Stop
+		// was requested until this batch is done (bounded).
+		backoff := 50 * time.Millisecond
+		deadline := time.Now().Add(time.Minute)
+		for {
+			err := c.deliver.Deliver(context.Background(), deliveries)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.logger.Error("giving up on a batch without committing it; it will be redelivered", "err", err)
+				return
+			}
+			c.logger.Warn("recording deliveries failed; retrying", "err", err)
+			time.Sleep(backoff)
+			backoff = min(backoff*2, 2*time.Second)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.WriteTimeout)
+		if err := c.reader.CommitMessages(ctx, batch...); err != nil {
+			c.logger.Warn("offset commit failed; the batch will be redelivered", "err", err)
+		}
+		cancel()
+	}
+}
+
+// Stop stops fetching, finishes and commits the batch in hand, and leaves
+// the group.
+func (c *consumer) Stop(ctx context.Context) error {
+	var err error
+	c.once.Do(func() {
+		c.cancel()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			err = fmt.Errorf("consumer did not stop: %w", ctx.Err())
+		}
+		if cerr := c.reader.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	})
+	return err
+}

@@ -1,0 +1,181 @@
+package documents
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// OpenAPI is the pair's REST contract, served by both services at
+// GET /openapi.yaml.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// Latency names recorded by both services (GET /stats).
+const (
+	StatCreate         = "create"
+	StatGet            = "get"
+	StatPatchFields    = "patch_fields"
+	StatPatchProfile   = "patch_profile"
+	StatReplaceProfile = "replace_profile"
+	StatSearch         = "search"
+	StatDelete         = "delete"
+)
+
+// Latencies lists every latency name, for service.New.
+var Latencies = []string{StatCreate, StatGet, StatPatchFields, StatPatchProfile, StatReplaceProfile, StatSearch, StatDelete}
+
+// CounterRecheckDropped counts search candidates that a backend's own
+// filter returned but the containment re-check rejected (MongoDB side; the
+// Postgres side's @> is exact and leaves it at 0).
+const CounterRecheckDropped = "search_recheck_dropped"
+
+// Counters lists every counter name, for service.New.
+var Counters = []string{CounterRecheckDropped}
+
+// User is a user as the API returns it. Profile is omitted from the answers
+// of PATCH and PUT, which must not read a multi-megabyte document back.
+type User struct {
+	// ID is a UUID (version 7, so ids sort by creation time).
+	ID string `json:"id"`
+	// Email is unique among users.
+	Email string `json:"email"`
+	// Name is the user's display name.
+	Name string `json:"name"`
+	// Plan is the user's plan.
+	Plan string `json:"plan"`
+	// Profile is the free-form JSON object.
+	Profile json.RawMessage `json:"profile,omitempty"`
+	// CreatedAt is when the user was created.
+	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is when the user was last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// CreateRequest is the body of POST /users.
+type CreateRequest struct {
+	Email   string          `json:"email"`
+	Name    string          `json:"name"`
+	Plan    string          `json:"plan"`
+	Profile json.RawMessage `json:"profile,omitempty"`
+}
+
+// FieldsPatch is the body of PATCH /users/{id}: the fixed fields to set
+// (nil leaves a field as it is).
+type FieldsPatch struct {
+	Name *string `json:"name,omitempty"`
+	Plan *string `json:"plan,omitempty"`
+}
+
+// SearchRequest is the body of POST /users/search.
+type SearchRequest struct {
+	Profile json.RawMessage `json:"profile,omitempty"`
+	Limit   int             `json:"limit,omitempty"`
+	After   string          `json:"after,omitempty"`
+}
+
+// SearchResponse is the answer of POST /users/search.
+type SearchResponse struct {
+	Users []User `json:"users"`
+	// Next is the cursor of the next page, nil on the last page.
+	Next *string `json:"next"`
+}
+
+// Search limits.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 1000
+)
+
+// Backend describes the server behind a service (GET /backend).
+type Backend struct {
+	// Backend is "postgres" or "mongodb".
+	Backend string `json:"backend"`
+	// Server identifies the server: "PostgreSQL 15.x", "MongoDB 7.0.x",
+	// "FerretDB v1.24.2 (MongoDB 7.0.77 wire protocol)".
+	Server string `json:"server"`
+	// Notes lists fallbacks taken at start (an index the server refused).
+	Notes []string `json:"notes"`
+}
+
+// ProfilePatch is a shallow merge: Set's keys replace the profile's, and
+// Unset's keys (those given as null) are removed.
+type ProfilePatch struct {
+	// Set holds the keys to set, in request order.
+	Set Object
+	// Unset holds the keys to remove.
+	Unset []string
+}
+
+// NewUser is a validated user to insert.
+type NewUser struct {
+	ID, Email, Name, Plan string
+	Profile               Object
+}
+
+// Store is a backend adapter. Every method is safe for concurrent use and
+// honours ctx (the handler bounds each call with the operation timeout).
+// Missing users fail with an error wrapping httpapi.ErrNotFound, a
+// duplicate email with httpapi.ErrConflict, an unreachable backend with
+// httpapi.ErrUnavailable. Users returned by the mutation methods (except
+// Create) carry no Profile. The service closes the backend itself; Store
+// has no Close.
+type Store interface {
+	// Create inserts the user and returns it as stored.
+	Create(ctx context.Context, u NewUser) (User, error)
+	// Get returns the user with its profile.
+	Get(ctx context.Context, id string) (User, error)
+	// PatchFields sets the non-nil fixed fields.
+	PatchFields(ctx context.Context, id string, p FieldsPatch) (User, error)
+	// PatchProfile merges p into the profile (top level only).
+	PatchProfile(ctx context.Context, id string, p ProfilePatch) (User, error)
+	// ReplaceProfile replaces the whole profile.
+	ReplaceProfile(ctx context.Context, id string, profile Object) (User, error)
+	// Search returns at most n users, with profiles, whose profile
+	// contains query (see Contains) and whose id sorts after the id
+	// after ("" for the start), in ascending id order.
+	Search(ctx context.Context, query Object, after string, n int) ([]User, error)
+	// Delete removes the user.
+	Delete(ctx context.Context, id string) error
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// ValidID reports whether id is a lower-case canonical UUID, the only form
+// the services issue (both sides then sort ids the same: Postgres uuid
+// order is byte order, which is the order of the lower-case hex text).
+func ValidID(id string) bool { return uuidRE.MatchString(id) }
+
+// NewID returns a UUID version 7 (RFC 9562): 48 bits of Unix milliseconds
+// then random bits, so ids sort by creation time.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	ms := uint64(time.Now().UnixMilli())
+	binary.BigEndian.PutUint16(b[0:2], uint16(ms>>32))
+	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
+	b[6] = 0x70 | b[6]&0x0f
+	b[8] = 0x80 | b[8]&0x3f
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// EncodeCursor makes the opaque cursor that resumes after id.
+func EncodeCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("u:" + id))
+}
+
+// DecodeCursor returns the id a cursor resumes after.
+func DecodeCursor(c string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) < 2 || string(b[:2]) != "u:" || !ValidID(string(b[2:])) {
+		return "", fmt.Errorf("invalid cursor %q: use the \"next\" value of a previous answer", c)
+	}
+	return string(b[2:]), nil
+}

@@ -1,0 +1,300 @@
+package documents
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+// Options configures Mount.
+type Options struct {
+	// Timeout bounds every Store call (context.WithTimeout). Zero means
+	// 10s.
+	Timeout time.Duration
+	// Backend is served at GET /backend.
+	Backend Backend
+}
+
+// Mount registers the contract's routes on r, served by store, recording
+// latencies in rec. Both services call it, so their HTTP behaviour is the
+// same by construction.
+func Mount(r chi.Router, store Store, rec *stats.Recorder, o Options) {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Backend.Notes == nil {
+		o.Backend.Notes = []string{}
+	}
+	h := &handlers{store: store, rec: rec, timeout: o.Timeout}
+	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	})
+	r.Get("/backend", func(w http.ResponseWriter, _ *http.Request) { httpapi.WriteJSON(w, http.StatusOK, o.Backend) })
+	r.Method(http.MethodPost, "/users", httpapi.HandlerFunc(h.create))
+	r.Method(http.MethodPost, "/users/search", httpapi.HandlerFunc(h.search))
+	r.Method(http.MethodGet, "/users/{id}", httpapi.HandlerFunc(h.get))
+	r.Method(http.MethodPatch, "/users/{id}", httpapi.HandlerFunc(h.patchFields))
+	r.Method(http.MethodDelete, "/users/{id}", httpapi.HandlerFunc(h.delete))
+	r.Method(http.MethodPatch, "/users/{id}/profile", httpapi.HandlerFunc(h.patchProfile))
+	r.Method(http.MethodPut, "/users/{id}/profile", httpapi.HandlerFunc(h.replaceProfile))
+}
+
+type handlers struct {
+	store   Store
+	rec     *stats.Recorder
+	timeout time.Duration
+}
+
+// call runs fn with the operation timeout and records its latency under
+// name when it succeeds.
+func (h *handlers) call(r *http.Request, name string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	defer cancel()
+	start := time.Now()
+	if err := fn(ctx); err != nil {
+		return err
+	}
+	h.rec.Since(name, start)
+	return nil
+}
+
+func pathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !ValidID(id) {
+		return "", httpapi.BadRequest("id %q is not a lower-case UUID", id)
+	}
+	return id, nil
+}
+
+// parseObject parses and validates a profile (or a search document); nil
+// raw means an empty object.
+func parseObject(raw json.RawMessage, field string) (Object, error) {
+	if len(raw) == 0 {
+		return Object{}, nil
+	}
+	v, err := Parse(raw)
+	if err != nil {
+		return nil, httpapi.BadRequest("%s: %v", field, err)
+	}
+	obj, ok := v.(Object)
+	if !ok {
+		return nil, httpapi.BadRequest("%s must be a JSON object", field)
+	}
+	if err := validate(obj, field); err != nil {
+		return nil, httpapi.BadRequest("%v", err)
+	}
+	return obj, nil
+}
+
+func checkField(name, v string, max int) error {
+	if strings.TrimSpace(v) == "" {
+		return httpapi.BadRequest("%s is required and must not be blank", name)
+	}
+	if len(v) > max {
+		return httpapi.BadRequest("%s is longer than %d bytes", name, max)
+	}
+	if strings.ContainsRune(v, 0) {
+		return httpapi.BadRequest("%s may not contain U+0000", name)
+	}
+	return nil
+}
+
+func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
+	var in CreateRequest
+	if err := httpapi.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	if err := checkField("email", in.Email, 320); err != nil {
+		return err
+	}
+	if !strings.Contains(in.Email, "@") {
+		return httpapi.BadRequest("email %q has no '@'", in.Email)
+	}
+	if err := checkField("name", in.Name, 1000); err != nil {
+		return err
+	}
+	if err := checkField("plan", in.Plan, 100); err != nil {
+		return err
+	}
+	profile, err := parseObject(in.Profile, "profile")
+	if err != nil {
+		return err
+	}
+	var u User
+	err = h.call(r, StatCreate, func(ctx context.Context) (err error) {
+		u, err = h.store.Create(ctx, NewUser{ID: NewID(), Email: in.Email, Name: in.Name, Plan: in.Plan, Profile: profile})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusCreated, u)
+	return nil
+}
+
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var u User
+	if err := h.call(r, StatGet, func(ctx context.Context) (err error) { u, err = h.store.Get(ctx, id); return err }); err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, u)
+	return nil
+}
+
+func (h *handlers) patchFields(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var p FieldsPatch
+	if err := httpapi.DecodeJSON(r, &p); err != nil {
+		return err
+	}
+	if p.Name == nil && p.Plan == nil {
+		return httpapi.BadRequest("nothing to update: give name and/or plan")
+	}
+	if p.Name != nil {
+		if err := checkField("name", *p.Name, 1000); err != nil {
+			return err
+		}
+	}
+	if p.Plan != nil {
+		if err := checkField("plan", *p.Plan, 100); err != nil {
+			return err
+		}
+	}
+	var u User
+	if err := h.call(r, StatPatchFields, func(ctx context.Context) (err error) { u, err = h.store.PatchFields(ctx, id, p); return err }); err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, u)
+	return nil
+}
+
+func (h *handlers) patchProfile(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := httpapi.DecodeJSON(r, &raw); err != nil {
+		return err
+	}
+	obj, err := parseObject(raw, "profile")
+	if err != nil {
+		return err
+	}
+	var p ProfilePatch
+	p.Set = Object{}
+	for _, m := range obj {
+		if m.Value == nil {
+			p.Unset = append(p.Unset, m.Key)
+		} else {
+			p.Set = append(p.Set, m)
+		}
+	}
+	var u User
+	if err := h.call(r, StatPatchProfile, func(ctx context.Context) (err error) { u, err = h.store.PatchProfile(ctx, id, p); return err }); err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, u)
+	return nil
+}
+
+func (h *handlers) replaceProfile(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := httpapi.DecodeJSON(r, &raw); err != nil {
+		return err
+	}
+	obj, err := parseObject(raw, "profile")
+	if err != nil {
+		return err
+	}
+	var u User
+	if err := h.call(r, StatReplaceProfile, func(ctx context.Context) (err error) { u, err = h.store.ReplaceProfile(ctx, id, obj); return err }); err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, u)
+	return nil
+}
+
+func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
+	var in SearchRequest
+	if err := httpapi.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	if in.Limit == 0 {
+		in.Limit = DefaultLimit
+	}
+	if in.Limit < 1 || in.Limit > MaxLimit {
+		return httpapi.BadRequest("limit must be between 1 and %d, got %d", MaxLimit, in.Limit)
+	}
+	after := ""
+	if in.After != "" {
+		var err error
+		if after, err = DecodeCursor(in.After); err != nil {
+			return httpapi.BadRequest("after: %v", err)
+		}
+	}
+	query, err := parseObject(in.Profile, "profile")
+	if err != nil {
+		return err
+	}
+	var users []User
+	// One more than asked tells whether a next page exists.
+	err = h.call(r, StatSearch, func(ctx context.Context) (err error) {
+		users, err = h.store.Search(ctx, query, after, in.Limit+1)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	out := SearchResponse{Users: users}
+	if len(users) > in.Limit {
+		out.Users = users[:in.Limit]
+		next := EncodeCursor(out.Users[in.Limit-1].ID)
+		out.Next = &next
+	}
+	if out.Users == nil {
+		out.Users = []User{}
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if err := h.call(r, StatDelete, func(ctx context.Context) error { return h.store.Delete(ctx, id) }); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// NotFound returns the error a Store returns for a missing user.
+func NotFound(id string) error { return fmt.Errorf("user %s: %w", id, httpapi.ErrNotFound) }
+
+// Conflict returns the error a Store returns for a duplicate email.
+func Conflict(email string) error {
+	return fmt.Errorf("a user with email %q already exists: %w", email, httpapi.ErrConflict)
+}

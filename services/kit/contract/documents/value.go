@@ -1,0 +1,332 @@
+package documents
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// A profile value is one of: nil (JSON null), bool, json.Number, string,
+// []any (array) or Object. Parse produces these; Encode writes them.
+
+// Member is one key of an Object.
+type Member struct {
+	// Key is the member's name.
+	Key string
+	// Value is nil, bool, json.Number, string, []any or Object.
+	Value any
+}
+
+// Object is a JSON object with its keys in document order and unique (a
+// repeated key keeps its last value, as jsonb does).
+type Object []Member
+
+// Get returns the value of key and whether it is present.
+func (o Object) Get(key string) (any, bool) {
+	for _, m := range o {
+		if m.Key == key {
+			return m.Value, true
+		}
+	}
+	return nil, false
+}
+
+// MarshalJSON implements json.Marshaler, keeping the key order.
+func (o Object) MarshalJSON() ([]byte, error) { return Encode(o), nil }
+
+// MaxDepth is the deepest nesting a profile may have (objects and arrays,
+// the profile itself being depth 1). MongoDB refuses documents nested more
+// than 100 levels; the user document wraps the profile, so the contract
+// stays well below on both sides.
+const MaxDepth = 64
+
+// Parse decodes one JSON value into the profile value types, numbers kept
+// exact as json.Number.
+func Parse(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	v, err := parseValue(dec, 1)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+func parseValue(dec *json.Decoder, depth int) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		if depth > MaxDepth {
+			return nil, fmt.Errorf("nested deeper than %d levels", MaxDepth)
+		}
+		switch t {
+		case '{':
+			obj := Object{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				key, _ := kt.(string)
+				v, err := parseValue(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				obj = obj.set(key, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return obj, nil
+		case '[':
+			arr := []any{}
+			for dec.More() {
+				v, err := parseValue(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				arr = append(arr, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return arr, nil
+		}
+		return nil, fmt.Errorf("unexpected %v", t)
+	default:
+		return t, nil
+	}
+}
+
+func (o Object) set(key string, v any) Object {
+	for i := range o {
+		if o[i].Key == key {
+			o[i].Value = v
+			return o
+		}
+	}
+	return append(o, Member{key, v})
+}
+
+// Validate enforces the profile rules of the contract on every key and
+// value, at every depth, so that both backends accept exactly the same
+// documents:
+//   - keys must be non-empty, must not start with '$' and must not contain
+//     '.' (MongoDB reserves both: operators and dotted paths);
+//   - neither keys nor strings may contain U+0000 (Postgres jsonb and BSON
+//     keys cannot store it);
+//   - numbers must be finite 64-bit floats (MongoDB stores int64 or
+//     double; Postgres numeric would accept more).
+//
+// The error names the offending path.
+func Validate(v any) error { return validate(v, "profile") }
+
+func validate(v any, path string) error {
+	switch t := v.(type) {
+	case Object:
+		for _, m := range t {
+			p := path + "." + m.Key
+			switch {
+			case m.Key == "":
+				return fmt.Errorf("%s: empty keys are not allowed", path)
+			case strings.HasPrefix(m.Key, "$"):
+				return fmt.Errorf("%s: key %q starts with '$' (reserved for operators)", path, m.Key)
+			case strings.Contains(m.Key, "."):
+				return fmt.Errorf("%s: key %q contains '.' (reserved for paths)", path, m.Key)
+			case strings.ContainsRune(m.Key, 0):
+				return fmt.Errorf("%s: key %q contains U+0000", path, m.Key)
+			}
+			if err := validate(m.Value, p); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range t {
+			if err := validate(e, path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	case string:
+		if strings.ContainsRune(t, 0) {
+			return fmt.Errorf("%s: strings may not contain U+0000", path)
+		}
+	case json.Number:
+		f, err := strconv.ParseFloat(string(t), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return fmt.Errorf("%s: number %s is out of the 64-bit float range", path, t)
+		}
+	}
+	return nil
+}
+
+// Encode writes v as compact JSON, objects in key order.
+func Encode(v any) []byte { return appendValue(nil, v) }
+
+func appendValue(b []byte, v any) []byte {
+	switch t := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case bool:
+		return strconv.AppendBool(b, t)
+	case json.Number:
+		return append(b, t...)
+	case string:
+		return appendString(b, t)
+	case []any:
+		b = append(b, '[')
+		for i, e := range t {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendValue(b, e)
+		}
+		return append(b, ']')
+	case Object:
+		b = append(b, '{')
+		for i, m := range t {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, m.Key)
+			b = append(b, ':')
+			b = appendValue(b, m.Value)
+		}
+		return append(b, '}')
+	default:
+		panic(fmt.Sprintf("documents: cannot encode %T", v))
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// Contains reports whether doc contains query with the semantics of
+// Postgres jsonb @> (https://www.postgresql.org/docs/current/datatype-json.html#JSON-CONTAINMENT):
+//   - an object contains another when every key of the latter is present
+//     and its value contains the latter's value;
+//   - an array contains another when every element of the latter is
+//     contained in some element of the former (scalars by equality,
+//     objects and arrays recursively, order and duplicates ignored);
+//   - scalars contain only equal scalars of the same JSON type: numbers by
+//     numeric value (1 equals 1.0), so 1 and "1" differ, and null equals
+//     only null;
+//   - an object never contains an array nor the reverse, and (below the top
+//     level) an array does not contain a bare scalar.
+//
+// It is the reference both backends are checked against, and the MongoDB
+// side re-checks its candidates with it.
+func Contains(doc, query any) bool {
+	switch q := query.(type) {
+	case Object:
+		d, ok := doc.(Object)
+		if !ok {
+			return false
+		}
+		for _, m := range q {
+			dv, ok := d.Get(m.Key)
+			if !ok || !Contains(dv, m.Value) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		d, ok := doc.([]any)
+		if !ok {
+			return false
+		}
+	next:
+		for _, qe := range q {
+			for _, de := range d {
+				if isContainer(qe) {
+					if isContainer(de) && Contains(de, qe) {
+						continue next
+					}
+				} else if scalarEqual(de, qe) {
+					continue next
+				}
+			}
+			return false
+		}
+		return true
+	default:
+		return scalarEqual(doc, query)
+	}
+}
+
+func isContainer(v any) bool {
+	switch v.(type) {
+	case Object, []any:
+		return true
+	}
+	return false
+}
+
+func scalarEqual(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		rx, ok1 := new(big.Rat).SetString(string(x))
+		ry, ok2 := new(big.Rat).SetString(string(y))
+		return ok1 && ok2 && rx.Cmp(ry) == 0
+	}
+	return false
+}

@@ -1,0 +1,388 @@
+package eventstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+// Limits of the contract.
+const (
+	// MaxEventsPerAppend caps one append.
+	MaxEventsPerAppend = 1000
+	// DefaultReadLimit is limit's default on GET /streams/{stream}.
+	DefaultReadLimit = 1000
+	// MaxReadLimit caps limit.
+	MaxReadLimit = 10000
+	// MaxStateEvents caps the events GET /streams/{stream}/state folds.
+	MaxStateEvents = 100000
+)
+
+// Stats names recorded by the shared handlers; services pass them to
+// service.New so that /stats lists them from the start.
+var (
+	LatencyNames = []string{"append", "read", "state"}
+	CounterNames = []string{"events_appended", "conflicts", "unsupported", "events_streamed", "subscriptions"}
+)
+
+// streamRE: stream ids are plain names; "$" is KurrentDB's system prefix.
+var streamRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$`)
+
+// Options configures Mount.
+type Options struct {
+	// Stats records latencies and counters; nil records nothing.
+	Stats *stats.Recorder
+	// Stopping ends open subscriptions when shutdown begins (pass
+	// service.Stopping()), so that they do not hold the HTTP drain.
+	Stopping <-chan struct{}
+	// Timeout bounds each backend call of append, read and state; zero
+	// means 10 s.
+	Timeout time.Duration
+	// Heartbeat is the interval of SSE comment lines that keep idle
+	// subscriptions open through proxies; zero means 15 s.
+	Heartbeat time.Duration
+}
+
+// Mount registers the contract's routes on r, served by store.
+func Mount(r chi.Router, store Store, o Options) {
+	if o.Stats == nil {
+		o.Stats = stats.New(stats.Info{}, nil, nil)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 15 * time.Second
+	}
+	h := &handlers{store: store, o: o}
+	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	})
+	r.Get("/capabilities", func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.WriteJSON(w, http.StatusOK, store.Capabilities())
+	})
+	r.Method(http.MethodPost, "/streams/{stream}/events", httpapi.HandlerFunc(h.append))
+	r.Method(http.MethodGet, "/streams/{stream}", httpapi.HandlerFunc(h.read))
+	r.Method(http.MethodGet, "/streams/{stream}/state", httpapi.HandlerFunc(h.state))
+	r.Method(http.MethodGet, "/subscribe", httpapi.HandlerFunc(h.subscribe))
+}
+
+type handlers struct {
+	store Store
+	o     Options
+}
+
+func streamParam(r *http.Request) (string, error) {
+	s := chi.URLParam(r, "stream")
+	if !streamRE.MatchString(s) {
+		return "", httpapi.BadRequest("stream %q is not a valid stream id: 1-200 characters of A-Z a-z 0-9 _ . : -, starting with a letter or digit", s)
+	}
+	return s, nil
+}
+
+// ValidateEvents checks an append's events as the handler does; stores
+// may rely on it having run.
+func ValidateEvents(events []EventData) error {
+	if len(events) == 0 {
+		return httpapi.BadRequest("events must hold at least one event")
+	}
+	if len(events) > MaxEventsPerAppend {
+		return httpapi.BadRequest("events holds %d events; the limit is %d per append", len(events), MaxEventsPerAppend)
+	}
+	for i, e := range events {
+		if e.Type == "" || len(e.Type) > 200 {
+			return httpapi.BadRequest("events[%d].type is required (1-200 characters)", i)
+		}
+		if e.Type[0] == '$' {
+			return httpapi.BadRequest("events[%d].type must not start with $ (reserved for system events)", i)
+		}
+		if len(e.Data) == 0 || string(e.Data) == "null" {
+			return httpapi.BadRequest("events[%d].data is required (any JSON value but null)", i)
+		}
+		if len(e.Metadata) > 0 && string(e.Metadata) != "null" {
+			var m map[string]any
+			if err := json.Unmarshal(e.Metadata, &m); err != nil {
+				return httpapi.BadRequest("events[%d].metadata must be a JSON object", i)
+			}
+		}
+	}
+	return nil
+}
+
+func (h *handlers) append(w http.ResponseWriter, r *http.Request) error {
+	stream, err := streamParam(r)
+	if err != nil {
+		return err
+	}
+	var req AppendRequest
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	if err := ValidateEvents(req.Events); err != nil {
+		return err
+	}
+	for i := range req.Events {
+		if len(req.Events[i].Metadata) == 0 || string(req.Events[i].Metadata) == "null" {
+			req.Events[i].Metadata = json.RawMessage("{}")
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.o.Timeout)
+	defer cancel()
+	start := time.Now()
+	res, err := h.store.Append(ctx, stream, req.ExpectedVersion, req.Events)
+	if err != nil {
+		var wrong *WrongExpectedVersionError
+		switch {
+		case errors.As(err, &wrong):
+			h.o.Stats.Inc("conflicts")
+			return &httpapi.Error{Status: http.StatusConflict, Message: wrong.Error(), Cause: err,
+				Fields: map[string]any{"actual_version": wrong.Actual, "expected_version": wrong.Expected}}
+		case errors.Is(err, httpapi.ErrUnsupported):
+			h.o.Stats.Inc("unsupported")
+		}
+		return err
+	}
+	h.o.Stats.Since("append", start)
+	h.o.Stats.Add("events_appended", int64(len(req.Events)))
+	httpapi.WriteJSON(w, http.StatusCreated, res)
+	return nil
+}
+
+func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, httpapi.BadRequest("query parameter %s must be an integer between %d and %d, got %q", name, lo, hi, v)
+	}
+	return n, nil
+}
+
+func (h *handlers) read(w http.ResponseWriter, r *http.Request) error {
+	stream, err := streamParam(r)
+	if err != nil {
+		return err
+	}
+	from, err := intParam(r, "from", 0, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(r, "limit", DefaultReadLimit, 1, MaxReadLimit)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.o.Timeout)
+	defer cancel()
+	start := time.Now()
+	res, err := h.store.Read(ctx, stream, from, int(limit))
+	if err != nil {
+		return err
+	}
+	h.o.Stats.Since("read", start)
+	if res.Events == nil {
+		res.Events = []RecordedEvent{}
+	}
+	res.Stream = stream
+	httpapi.WriteJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (h *handlers) state(w http.ResponseWriter, r *http.Request) error {
+	stream, err := streamParam(r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.o.Timeout)
+	defer cancel()
+	start := time.Now()
+	st := State{Stream: stream}
+	var scanned int64
+	measured := true
+	for from := int64(0); ; {
+		res, err := h.store.Read(ctx, stream, from, MaxReadLimit)
+		if err != nil {
+			return err
+		}
+		if res.RecordsScanned == nil {
+			measured = false
+		} else {
+			scanned += *res.RecordsScanned
+		}
+		for _, e := range res.Events {
+			Fold(&st, e)
+		}
+		if len(res.Events) < MaxReadLimit {
+			break
+		}
+		if st.Events >= MaxStateEvents {
+			return httpapi.Errorf(http.StatusUnprocessableEntity, "stream %q holds more than %d events; fold it with a snapshot instead", stream, MaxStateEvents)
+		}
+		from = *res.Events[len(res.Events)-1].Version + 1
+	}
+	if measured {
+		st.RecordsScanned = &scanned
+	}
+	h.o.Stats.Since("state", start)
+	httpapi.WriteJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// Fold applies one event to a tank's state: TankRegistered sets the
+// capacity, OxygenAdded and OxygenConsumed move the balance by their
+// "liters"; other types only advance the version.
+func Fold(st *State, e RecordedEvent) {
+	st.Events++
+	if e.Version != nil {
+		v := *e.Version
+		st.Version = &v
+	}
+	var body struct {
+		Liters         float64 `json:"liters"`
+		CapacityLiters float64 `json:"capacity_liters"`
+	}
+	_ = json.Unmarshal(e.Data, &body)
+	switch e.Type {
+	case "TankRegistered":
+		st.Registered = true
+		st.CapacityLiters = body.CapacityLiters
+	case "OxygenAdded":
+		st.BalanceLiters += body.Liters
+	case "OxygenConsumed":
+		st.BalanceLiters -= body.Liters
+	}
+}
+
+// sseWriter writes Server-Sent Events; the heartbeat goroutine and the
+// subscription share it, hence the mutex. Headers are written lazily, so
+// that an invalid start position still gets a JSON 400.
+type sseWriter struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+}
+
+func (s *sseWriter) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	// A subscription outlives WRITE_TIMEOUT by design.
+	_ = s.rc.SetWriteDeadline(time.Time{})
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	s.w.WriteHeader(http.StatusOK)
+}
+
+func (s *sseWriter) send(event, id string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start()
+	if id != "" {
+		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *sseWriter) comment(text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		return nil
+	}
+	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (h *handlers) subscribe(w http.ResponseWriter, r *http.Request) error {
+	from := r.URL.Query().Get("from")
+	if from == "" {
+		from = r.Header.Get("Last-Event-ID")
+	}
+	if len(from) > 100 {
+		return httpapi.BadRequest("from is not a position")
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-h.o.Stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	h.o.Stats.Inc("subscriptions")
+	last := from
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		t := time.NewTicker(h.o.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if sw.comment("heartbeat") != nil {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	defer func() { cancel(); <-hbDone }()
+	err := h.store.Subscribe(ctx, from, Subscriber{
+		Event: func(e RecordedEvent) error {
+			last = e.Position
+			h.o.Stats.Inc("events_streamed")
+			return sw.send("event", e.Position, e)
+		},
+		CaughtUp: func() error {
+			return sw.send("caught-up", "", map[string]string{"position": last})
+		},
+	})
+	sw.mu.Lock()
+	started := sw.started
+	sw.mu.Unlock()
+	if !started {
+		if err == nil || ctx.Err() != nil {
+			// Shutdown (or a gone client) before anything was sent.
+			return fmt.Errorf("subscription ended before it started: %w", httpapi.ErrUnavailable)
+		}
+		return err
+	}
+	if err != nil && ctx.Err() == nil {
+		// The stream is open: report the failure in-band; the client
+		// resumes from the last id it saw.
+		httpapi.Logger(r.Context()).Error("subscription failed", "err", err)
+		_ = sw.send("error", "", map[string]string{"error": "subscription failed; resume from the last event id"})
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
+)
+
+// OpenAPI is the pair's contract, served by both services at
+// GET /openapi.yaml.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// Backend is what differs between the two services. Implementations are
+// safe for concurrent use; ctx bounds each call (the handler gives it a
+// timeout); neither method retains its arguments.
+type Backend interface {
+	// Append durably records the validated events (their IDs already set)
+	// in one transaction and, on kafka, produces them to the topic; it
+	// returns only when both are done, with each event's created_at in
+	// order. A backend that cannot be reached yields an error wrapping
+	// httpapi.ErrUnavailable (503).
+	Append(ctx context.Context, events []NewEvent) ([]Created, error)
+	// Consumer reports the consumer's position, lag and counters.
+	Consumer(ctx context.Context) (ConsumerStatus, error)
+}
+
+// Handler serves the pair's REST contract over a Backend and the shared
+// Store. Fill every field, then Mount it.
+type Handler struct {
+	// Backend appends events and reports the consumer.
+	Backend Backend
+	// Store reads events and their deliveries.
+	Store *Store
+	// Hub wakes wait requests; the consumer's Deliverer notifies it.
+	Hub *waiter.Hub
+	// Stats receives the write histogram and the written counter.
+	Stats *stats.Recorder
+	// Stopping, when closed, makes waits answer at once (503) instead of
+	// holding the HTTP drain.
+	Stopping <-chan struct{}
+	// Timeout bounds each backend call (default 10s).
+	Timeout time.Duration
+}
+
+// MaxWait caps GET /events/{id}/wait's timeout.
+const MaxWait = time.Minute
+
+// Mount adds the contract's routes to r.
+func (h *Handler) Mount(r chi.Router) {
+	r.Method(http.MethodPost, "/events", httpapi.HandlerFunc(h.postEvent))
+	r.Method(http.MethodPost, "/events/batch", httpapi.HandlerFunc(h.postBatch))
+	r.Method(http.MethodGet, "/events/{id}", httpapi.HandlerFunc(h.getEvent))
+	r.Method(http.MethodGet, "/events/{id}/wait", httpapi.HandlerFunc(h.waitEvent))
+	r.Method(http.MethodGet, "/consumer", httpapi.HandlerFunc(h.consumer))
+	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	})
+}
+
+func (h *Handler) timeout() time.Duration {
+	if h.Timeout > 0 {
+		return h.Timeout
+	}
+	return 10 * time.Second
+}
+
+const maxText = 200
+
+// validate checks one event and fills in its id and default payload; the
+// prefix names the element in a batch.
+func validate(e *NewEvent, prefix string) error {
+	e.Type = strings.TrimSpace(e.Type)
+	e.Key = strings.TrimSpace(e.Key)
+	switch {
+	case e.Type == "":
+		return httpapi.BadRequest("%stype is required", prefix)
+	case e.Key == "":
+		return httpapi.BadRequest("%skey is required", prefix)
+	case len(e.Type) > maxText:
+		return httpapi.BadRequest("%stype is longer than %d bytes", prefix, maxText)
+	case len(e.Key) > maxText:
+		return httpapi.BadRequest("%skey is longer than %d bytes", prefix, maxText)
+	}
+	p := bytes.TrimSpace(e.Payload)
+	if len(p) == 0 || bytes.Equal(p, []byte("null")) {
+		p = []byte("{}")
+	}
+	if p[0] != '{' {
+		return httpapi.BadRequest("%spayload must be a JSON object", prefix)
+	}
+	if bytes.Contains(p, []byte(`\u0000`)) {
+		return httpapi.BadRequest("%spayload must not contain \\u0000 (Postgres jsonb rejects it)", prefix)
+	}
+	e.Payload = p
+	e.ID = NewID()
+	return nil
+}
+
+func (h *Handler) append(r *http.Request, events []NewEvent) ([]Created, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
+	defer cancel()
+	created, err := h.Backend.Append(ctx, events)
+	if err != nil {
+		return nil, err
+	}
+	h.Stats.Add(StatWritten, int64(len(created)))
+	return created, nil
+}
+
+func (h *Handler) postEvent(w http.ResponseWriter, r *http.Request) error {
+	defer h.Stats.Since(StatWrite, time.Now())
+	var e NewEvent
+	if err := httpapi.DecodeJSON(r, &e); err != nil {
+		return err
+	}
+	if err := validate(&e, ""); err != nil {
+		return err
+	}
+	created, err := h.append(r, []NewEvent{e})
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusCreated, created[0])
+	return nil
+}
+
+func (h *Handler) postBatch(w http.ResponseWriter, r *http.Request) error {
+	defer h.Stats.Since(StatWrite, time.Now())
+	var b Batch
+	if err := httpapi.DecodeJSON(r, &b); err != nil {
+		return err
+	}
+	switch {
+	case len(b.Events) == 0:
+		return httpapi.BadRequest("events must hold 1 to %d events", MaxBatch)
+	case len(b.Events) > MaxBatch:
+		return httpapi.BadRequest("events holds %d events; at most %d are accepted", len(b.Events), MaxBatch)
+	}
+	for i := range b.Events {
+		if err := validate(&b.Events[i], fmt.Sprintf("events[%d].", i)); err != nil {
+			return err
+		}
+	}
+	created, err := h.append(r, b.Events)
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusCreated, BatchCreated{Events: created})
+	return nil
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// eventID returns the path's id; a malformed one is unknown (404).
+func eventID(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "id")
+	if !uuidRE.MatchString(id) {
+		return "", fmt.Errorf("event %q (ids are UUIDs): %w", id, httpapi.ErrNotFound)
+	}
+	return strings.ToLower(id), nil
+}
+
+func (h *Handler) get(r *http.Request, id string) (Event, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
+	defer cancel()
+	return h.Store.Get(ctx, id)
+}
+
+func (h *Handler) getEvent(w http.ResponseWriter, r *http.Request) error {
+	id, err := eventID(r)
+	if err != nil {
+		return err
+	}
+	e, err := h.get(r, id)
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, e)
+	return nil
+}
+
+func (h *Handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
+	id, err := eventID(r)
+	if err != nil {
+		return err
+	}
+	timeout := 5 * time.Second
+	if v := r.URL.Query().Get("timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > MaxWait {
+			return httpapi.BadRequest("timeout must be a duration between 1ms and %v (e.g. 5s), got %q", MaxWait, v)
+		}
+		timeout = d
+	}
+	// Register first, then read: a delivery between the two is either
+	// seen by the read or wakes the channel.
+	woken, done := h.Hub.Wait(id)
+	defer done()
+	e, err := h.get(r, id)
+	if err != nil {
+		return err
+	}
+	if e.DeliveredAt != nil {
+		httpapi.WriteJSON(w, http.StatusOK, e)
+		return nil
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-woken:
+	case <-timer.C:
+		return &httpapi.Error{Status: http.StatusRequestTimeout,
+			Message: fmt.Sprintf("event %s was not delivered within %v", id, timeout),
+			Fields:  map[string]any{"id": id}}
+	case <-h.Stopping:
+		return fmt.Errorf("service is shutting down: %w", httpapi.ErrUnavailable)
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+	if e, err = h.get(r, id); err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, e)
+	return nil
+}
+
+func (h *Handler) consumer(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
+	defer cancel()
+	st, err := h.Backend.Consumer(ctx)
+	if err != nil {
+		return err
+	}
+	snap := h.Stats.Snapshot()
+	st.Delivered = snap.Counters[StatDelivered]
+	st.Duplicates = snap.Counters[StatDuplicates]
+	st.Reconnects = snap.Counters[StatReconnects]
+	httpapi.WriteJSON(w, http.StatusOK, st)
+	return nil
+}

@@ -1,0 +1,242 @@
+package log
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
+)
+
+// SynchronousCommits are the accepted values of SYNCHRONOUS_COMMIT.
+var SynchronousCommits = []string{"on", "off", "local", "remote_write", "remote_apply"}
+
+// Store is the Postgres side both services share: the messages table (the
+// events) and the deliveries table (what the consumer observed). It is
+// safe for concurrent use; it does not own the pool.
+type Store struct {
+	pool *pgxpool.Pool
+	// syncCommit is applied with SET LOCAL to every write transaction.
+	syncCommit string
+}
+
+// NewStore returns a Store over pool whose writes commit with the given
+// synchronous_commit ("on", "off", ...; empty means the server's setting).
+func NewStore(pool *pgxpool.Pool, synchronousCommit string) *Store {
+	return &Store{pool: pool, syncCommit: synchronousCommit}
+}
+
+// Pool returns the pool the store uses.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// insertSQL inserts a batch in request order (WITH ORDINALITY + ORDER BY,
+// so rows get ascending created_at and WAL positions in that order, which
+// is what per-key ordering rests on) and returns each row's created_at.
+const insertSQL = `
+INSERT INTO messages (id, type, key, payload)
+SELECT u.id, u.type, u.key, u.payload
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS u(id, type, key, payload, n)
+ORDER BY u.n
+RETURNING id::text, created_at`
+
+// Insert writes the events in one transaction and returns them with their
+// created_at, in order. ctx bounds the whole transaction.
+func (s *Store) Insert(ctx context.Context, events []NewEvent) ([]Created, error) {
+	ids := make([]string, len(events))
+	types := make([]string, len(events))
+	keys := make([]string, len(events))
+	payloads := make([]string, len(events))
+	for i, e := range events {
+		ids[i], types[i], keys[i], payloads[i] = e.ID, e.Type, e.Key, string(e.Payload)
+	}
+	var out []Created
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		if s.syncCommit != "" {
+			// SET LOCAL: only this transaction's commit is affected.
+			b.Queue("SELECT set_config('synchronous_commit', $1, true)", s.syncCommit)
+		}
+		b.Queue(insertSQL, ids, types, keys, payloads)
+		br := tx.SendBatch(ctx, b)
+		if s.syncCommit != "" {
+			if _, err := br.Exec(); err != nil {
+				_ = br.Close()
+				return err
+			}
+		}
+		rows, err := br.Query()
+		if err != nil {
+			_ = br.Close()
+			return err
+		}
+		byID := make(map[string]time.Time, len(events))
+		for rows.Next() {
+			var id string
+			var at time.Time
+			if err := rows.Scan(&id, &at); err != nil {
+				rows.Close()
+				_ = br.Close()
+				return err
+			}
+			byID[id] = at
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			_ = br.Close()
+			return err
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		out = make([]Created, len(events))
+		for i, e := range events {
+			out[i] = Created{ID: e.ID, CreatedAt: byID[e.ID]}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, unavailable("insert events", err)
+	}
+	return out, nil
+}
+
+// getSQL reads one event and, once the consumer saw it, its delivery.
+const getSQL = `
+SELECT m.id::text, m.type, m.key, m.payload, m.created_at, d.delivered_at, d.seq
+FROM messages m LEFT JOIN deliveries d ON d.id = m.id
+WHERE m.id = $1`
+
+// Get returns the event with the id, or an error wrapping
+// httpapi.ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (Event, error) {
+	var e Event
+	var payload []byte
+	err := s.pool.QueryRow(ctx, getSQL, id).Scan(&e.ID, &e.Type, &e.Key, &payload, &e.CreatedAt, &e.DeliveredAt, &e.DeliverySeq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Event{}, fmt.Errorf("event %s: %w", id, httpapi.ErrNotFound)
+	}
+	if err != nil {
+		return Event{}, unavailable("read event", err)
+	}
+	e.Payload = payload
+	if e.DeliveredAt != nil {
+		ms := float64(e.DeliveredAt.Sub(e.CreatedAt).Microseconds()) / 1000
+		e.DeliveryMS = &ms
+	}
+	return e, nil
+}
+
+// deliverSQL records a consumer batch in arrival order. ON CONFLICT DO
+// NOTHING is the dedup: a redelivered id (at-least-once) inserts nothing,
+// and RETURNING names only the first-time deliveries.
+const deliverSQL = `
+INSERT INTO deliveries (id, delivered_at)
+SELECT u.id, $2 FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, n)
+ORDER BY u.n
+ON CONFLICT (id) DO NOTHING
+RETURNING id::text`
+
+// Deliver records that the consumer observed the batch at time at, and
+// returns the ids observed for the first time (the others are duplicates).
+// It commits before returning, so a consumer may confirm its position
+// afterwards.
+func (s *Store) Deliver(ctx context.Context, batch []Delivery, at time.Time) (map[string]bool, error) {
+	ids := make([]string, len(batch))
+	for i, d := range batch {
+		ids[i] = d.ID
+	}
+	rows, err := s.pool.Query(ctx, deliverSQL, ids, at)
+	if err != nil {
+		return nil, err
+	}
+	fresh := make(map[string]bool, len(batch))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		fresh[id] = true
+	}
+	rows.Close()
+	return fresh, rows.Err()
+}
+
+func unavailable(what string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %v: %w", what, err, httpapi.ErrUnavailable)
+}
+
+// Deliverer is what a consumer calls with each batch it reads: it records
+// the deliveries (dedup by id), counts delivered and duplicates, observes
+// the delivery latency and wakes waiters. Safe for concurrent use.
+type Deliverer struct {
+	Store *Store
+	Hub   *waiter.Hub
+	Stats *stats.Recorder
+	// Timeout bounds each Deliver call's database round trip.
+	Timeout time.Duration
+}
+
+// Deliver handles one batch, in the order read. When it returns nil the
+// batch is durably recorded and the consumer may confirm its position; on
+// an error the consumer must not confirm and should retry the batch.
+func (d *Deliverer) Deliver(ctx context.Context, batch []Delivery) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	now := time.Now()
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	fresh, err := d.Store.Deliver(ctx, batch, now)
+	if err != nil {
+		return fmt.Errorf("record deliveries: %w", err)
+	}
+	for _, e := range batch {
+		if fresh[e.ID] {
+			d.Stats.Observe(StatDelivery, now.Sub(e.CreatedAt))
+		}
+	}
+	d.Stats.Add(StatDelivered, int64(len(fresh)))
+	if dup := len(batch) - len(fresh); dup > 0 {
+		d.Stats.Add(StatDuplicates, int64(dup))
+	}
+	d.Hub.Wake(keys(fresh)...)
+	return nil
+}
+
+// NewID returns a random UUIDv7 (time-ordered, so the primary key index
+// grows at its right edge).
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	ms := uint64(time.Now().UnixMilli())
+	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
+	b[6] = b[6]&0x0f | 0x70
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// keys returns the ids of a set.
+func keys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,428 @@
+package log
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Target is one running instance of a service under the suite, with hooks
+// to restart it. Each NewTarget call gets state of its own (a schema, a
+// slot or a topic and group), so subtests run in parallel.
+type Target interface {
+	// URL is the running instance's base URL (it changes on restart).
+	URL() string
+	// Restart stops the instance gracefully (HTTP drain, consumer stop
+	// with its position confirmed) and starts a new one on the same
+	// schema and slot or topic/group.
+	Restart(t testing.TB)
+	// Crash stops the instance as a consumer killed before it confirmed
+	// its position would (no-kafka: the replication connection closed
+	// without a final standby status; kafka: the group's committed
+	// offsets rewound to the start, as if never committed), then starts a
+	// new one: everything since the last confirmation is redelivered.
+	Crash(t testing.TB)
+}
+
+// NewTarget starts a fresh instance for one test and stops it when the
+// test ends.
+type NewTarget func(t testing.TB) Target
+
+// waitTimeout bounds each wait in the suite: generous, for a loaded
+// 2-core machine.
+const waitTimeout = 60 * time.Second
+
+// Run is the pair's conformance suite. Both services' tests call it with
+// their own NewTarget.
+func Run(t *testing.T, newTarget NewTarget) {
+	t.Run("WriteGetWait", func(t *testing.T) { t.Parallel(); testWriteGetWait(t, newTarget(t)) })
+	t.Run("BadInput", func(t *testing.T) { t.Parallel(); testBadInput(t, newTarget(t)) })
+	t.Run("Batch1000ArrivesWhole", func(t *testing.T) { t.Parallel(); testBatch(t, newTarget(t)) })
+	t.Run("OrderingPerKey", func(t *testing.T) { t.Parallel(); testOrdering(t, newTarget(t)) })
+	t.Run("CrashRedeliversObservedOnce", func(t *testing.T) { t.Parallel(); testCrash(t, newTarget(t)) })
+	t.Run("RestartMidStreamLosesNothing", func(t *testing.T) { t.Parallel(); testRestart(t, newTarget(t)) })
+}
+
+var client = &http.Client{Timeout: 2 * waitTimeout}
+
+// Do sends a request with an optional JSON body and decodes a JSON answer
+// into out (if non-nil). It returns the status.
+func Do(t testing.TB, method, url string, body any, out any) int {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		switch b := body.(type) {
+		case string:
+			r = strings.NewReader(b)
+		default:
+			buf, err := json.Marshal(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r = bytes.NewReader(buf)
+		}
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, url, err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %d, body is not the expected JSON: %v: %s", method, url, resp.StatusCode, err, raw)
+		}
+	}
+	return resp.StatusCode
+}
+
+// Post writes one event and returns it.
+func Post(t testing.TB, base string, e NewEvent) Created {
+	t.Helper()
+	var c Created
+	if s := Do(t, http.MethodPost, base+"/events", e, &c); s != http.StatusCreated || c.ID == "" || c.CreatedAt.IsZero() {
+		t.Fatalf("POST /events: %d %+v", s, c)
+	}
+	return c
+}
+
+// PostBatch writes a batch and returns its events in order.
+func PostBatch(t testing.TB, base string, events []NewEvent) []Created {
+	t.Helper()
+	var c BatchCreated
+	if s := Do(t, http.MethodPost, base+"/events/batch", Batch{Events: events}, &c); s != http.StatusCreated || len(c.Events) != len(events) {
+		t.Fatalf("POST /events/batch: %d, %d events back, want %d", s, len(c.Events), len(events))
+	}
+	return c.Events
+}
+
+// WaitDelivered waits until the event is delivered and returns it.
+func WaitDelivered(t testing.TB, base, id string) Event {
+	t.Helper()
+	var e Event
+	s := Do(t, http.MethodGet, base+"/events/"+id+"/wait?timeout="+waitTimeout.String(), nil, &e)
+	if s != http.StatusOK || e.DeliveredAt == nil || e.DeliveryMS == nil || e.DeliverySeq == nil {
+		t.Fatalf("wait %s: %d %+v (not delivered within %v)", id, s, e, waitTimeout)
+	}
+	return e
+}
+
+// Get reads an event.
+func Get(t testing.TB, base, id string) Event {
+	t.Helper()
+	var e Event
+	if s := Do(t, http.MethodGet, base+"/events/"+id, nil, &e); s != http.StatusOK {
+		t.Fatalf("GET /events/%s: %d", id, s)
+	}
+	return e
+}
+
+// Consumer reads GET /consumer.
+func Consumer(t testing.TB, base string) ConsumerStatus {
+	t.Helper()
+	var c ConsumerStatus
+	if s := Do(t, http.MethodGet, base+"/consumer", nil, &c); s != http.StatusOK {
+		t.Fatalf("GET /consumer: %d %+v", s, c)
+	}
+	return c
+}
+
+func events(n int, keys ...string) []NewEvent {
+	out := make([]NewEvent, n)
+	for i := range out {
+		out[i] = NewEvent{Type: "test.event", Key: keys[i%len(keys)], Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}
+	}
+	return out
+}
+
+func testWriteGetWait(t *testing.T, tg Target) {
+	base := tg.URL()
+	c := Post(t, base, NewEvent{Type: "order.created", Key: "order-42", Payload: json.RawMessage(`{"total": 12.5, "items": ["a"]}`)})
+	got := Get(t, base, c.ID)
+	if got.ID != c.ID || got.Type != "order.created" || got.Key != "order-42" || !got.CreatedAt.Equal(c.CreatedAt) {
+		t.Fatalf("GET returned %+v for %+v", got, c)
+	}
+	var payload map[string]any
+	if err := json.Unmarshal(got.Payload, &payload); err != nil || payload["total"] != 12.5 {
+		t.Fatalf("payload %s: %v", got.Payload, err)
+	}
+	e := WaitDelivered(t, base, c.ID)
+	if *e.DeliveryMS < 0 || e.DeliveredAt.Before(e.CreatedAt) {
+		t.Errorf("delivered before created: %+v", e)
+	}
+	if again := Get(t, base, c.ID); again.DeliveredAt == nil || !again.DeliveredAt.Equal(*e.DeliveredAt) {
+		t.Errorf("GET after delivery: %+v", again)
+	}
+	// A payload-less event gets {}.
+	bare := Post(t, base, NewEvent{Type: "ping", Key: "k"})
+	if e := WaitDelivered(t, base, bare.ID); string(e.Payload) != "{}" {
+		t.Errorf("default payload %s, want {}", e.Payload)
+	}
+
+	var raw map[string]any
+	if s := Do(t, http.MethodGet, base+"/stats", nil, &raw); s != 200 {
+		t.Fatalf("/stats: %d", s)
+	}
+	counters, _ := raw["counters"].(map[string]any)
+	latencies, _ := raw["latencies"].(map[string]any)
+	for _, n := range Counters {
+		if _, ok := counters[n]; !ok {
+			t.Errorf("/stats counters lack %q: %v", n, counters)
+		}
+	}
+	if counters[StatWritten].(float64) < 2 || counters[StatDelivered].(float64) < 2 {
+		t.Errorf("/stats counters %v, want written and delivered ≥ 2", counters)
+	}
+	for _, n := range Latencies {
+		if l, _ := latencies[n].(map[string]any); l == nil || l["count"].(float64) < 1 {
+			t.Errorf("/stats latency %q missing or empty: %v", n, latencies[n])
+		}
+	}
+	st := Consumer(t, base)
+	if !st.Running || st.Position == "" || st.Delivered < 2 || (st.LagUnit != "records" && st.LagUnit != "bytes") {
+		t.Errorf("/consumer: %+v", st)
+	}
+	resp, err := client.Get(base + "/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(doc, []byte("openapi: 3.1")) {
+		t.Errorf("/openapi.yaml: %d", resp.StatusCode)
+	}
+}
+
+func testBadInput(t *testing.T, tg Target) {
+	base := tg.URL()
+	cases := []struct {
+		name, method, path, ctype, body string
+		status                          int
+		contains                        string
+	}{
+		{"no type", "POST", "/events", "", `{"key": "k"}`, 400, "type is required"},
+		{"no key", "POST", "/events", "", `{"type": "t"}`, 400, "key is required"},
+		{"payload array", "POST", "/events", "", `{"type": "t", "key": "k", "payload": [1]}`, 400, "payload must be a JSON object"},
+		{"payload string", "POST", "/events", "", `{"type": "t", "key": "k", "payload": "x"}`, 400, "payload must be a JSON object"},
+		{"id from client", "POST", "/events", "", `{"type": "t", "key": "k", "id": "x"}`, 400, "unknown field"},
+		{"type not string", "POST", "/events", "", `{"type": 5, "key": "k"}`, 400, "must be a string"},
+		{"long key", "POST", "/events", "", `{"type": "t", "key": "` + strings.Repeat("k", 201) + `"}`, 400, "longer than 200"},
+		{"malformed", "POST", "/events", "", `{"type": `, 400, "malformed JSON"},
+		{"empty body", "POST", "/events", "", ``, 400, "empty"},
+		{"content type", "POST", "/events", "text/plain", `{"type": "t", "key": "k"}`, 415, "Content-Type"},
+		{"oversize", "POST", "/events", "", `{"type": "t", "key": "k", "payload": {"x": "` + strings.Repeat("x", 2<<20) + `"}}`, 413, "limit"},
+		{"empty batch", "POST", "/events/batch", "", `{"events": []}`, 400, "1 to 1000"},
+		{"no events", "POST", "/events/batch", "", `{}`, 400, "1 to 1000"},
+		{"bad element", "POST", "/events/batch", "", `{"events": [{"type": "t", "key": "k"}, {"type": "t"}]}`, 400, "events[1].key is required"},
+		{"malformed id", "GET", "/events/nope", "", ``, 404, "nope"},
+		{"unknown id", "GET", "/events/01890000-0000-7000-8000-000000000000", "", ``, 404, "not found"},
+		{"wait unknown id", "GET", "/events/01890000-0000-7000-8000-000000000000/wait?timeout=1s", "", ``, 404, "not found"},
+		{"wait bad timeout", "GET", "/events/01890000-0000-7000-8000-000000000000/wait?timeout=abc", "", ``, 400, "timeout"},
+		{"wait too long", "GET", "/events/01890000-0000-7000-8000-000000000000/wait?timeout=2h", "", ``, 400, "timeout"},
+		{"wrong method", "DELETE", "/events", "", ``, 405, "not allowed"},
+	}
+	var big strings.Builder
+	big.WriteString(`{"events": [`)
+	for i := range MaxBatch + 1 {
+		if i > 0 {
+			big.WriteString(",")
+		}
+		big.WriteString(`{"type": "t", "key": "k"}`)
+	}
+	big.WriteString(`]}`)
+	cases = append(cases, struct {
+		name, method, path, ctype, body string
+		status                          int
+		contains                        string
+	}{"batch too big", "POST", "/events/batch", "", big.String(), 400, "at most 1000"})
+	for _, c := range cases {
+		req, err := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctype := c.ctype
+		if ctype == "" && c.body != "" {
+			ctype = "application/json"
+		}
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var body map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		msg, _ := body["error"].(string)
+		if err != nil || resp.StatusCode != c.status || !strings.Contains(msg, c.contains) {
+			t.Errorf("%s: %d %v (decode err %v), want %d with an error containing %q", c.name, resp.StatusCode, body, err, c.status, c.contains)
+		}
+	}
+	// 408: an event not yet delivered when the wait gives up. Delivery
+	// usually takes longer than 1 ms, but nothing guarantees it, so try a
+	// few times; every answer must be 200 or 408.
+	saw408 := false
+	for i := 0; i < 100 && !saw408; i++ {
+		c := Post(t, base, NewEvent{Type: "t", Key: "k"})
+		var body map[string]any
+		switch s := Do(t, http.MethodGet, base+"/events/"+c.ID+"/wait?timeout=1ms", nil, &body); s {
+		case http.StatusRequestTimeout:
+			saw408 = true
+			if msg, _ := body["error"].(string); !strings.Contains(msg, "not delivered within") {
+				t.Errorf("408 body: %v", body)
+			}
+		case http.StatusOK:
+		default:
+			t.Fatalf("wait?timeout=1ms: %d %v", s, body)
+		}
+	}
+	if !saw408 {
+		t.Error("100 waits of 1ms never timed out: is the wait timeout applied?")
+	}
+}
+
+func testBatch(t *testing.T, tg Target) {
+	base := tg.URL()
+	created := PostBatch(t, base, events(MaxBatch, "a", "b", "c", "d"))
+	seen := map[string]bool{}
+	for i, c := range created {
+		if seen[c.ID] {
+			t.Fatalf("duplicate id %s in the batch answer", c.ID)
+		}
+		seen[c.ID] = true
+		if i > 0 && c.CreatedAt.Before(created[i-1].CreatedAt) {
+			t.Errorf("created_at not in request order at %d", i)
+		}
+	}
+	WaitDelivered(t, base, created[len(created)-1].ID)
+	// The whole transaction arrives: every event, once.
+	seqs := map[int64]bool{}
+	for _, c := range created {
+		e := WaitDelivered(t, base, c.ID)
+		if seqs[*e.DeliverySeq] {
+			t.Fatalf("delivery_seq %d seen twice", *e.DeliverySeq)
+		}
+		seqs[*e.DeliverySeq] = true
+	}
+	if st := Consumer(t, base); st.Delivered < MaxBatch {
+		t.Errorf("/consumer delivered %d, want ≥ %d", st.Delivered, MaxBatch)
+	}
+}
+
+// checkOrder checks that, per key, events were observed in write order.
+func checkOrder(t testing.TB, base string, written []Created, keys []string) {
+	t.Helper()
+	last := map[string]int64{}
+	for i, c := range written {
+		e := WaitDelivered(t, base, c.ID)
+		k := keys[i]
+		if prev, ok := last[k]; ok && *e.DeliverySeq <= prev {
+			t.Errorf("key %s: event %d (%s) observed at seq %d, after an earlier write observed at %d", k, i, c.ID, *e.DeliverySeq, prev)
+		}
+		last[k] = *e.DeliverySeq
+	}
+}
+
+func testOrdering(t *testing.T, tg Target) {
+	base := tg.URL()
+	keyset := []string{"order-1", "order-2", "order-3"}
+	var written []Created
+	var keys []string
+	for i := range 30 {
+		k := keyset[i%3]
+		written = append(written, Post(t, base, NewEvent{Type: "step", Key: k, Payload: json.RawMessage(fmt.Sprintf(`{"i": %d}`, i))}))
+		keys = append(keys, k)
+	}
+	batch := events(60, keyset...)
+	written = append(written, PostBatch(t, base, batch)...)
+	for _, e := range batch {
+		keys = append(keys, e.Key)
+	}
+	checkOrder(t, base, written, keys)
+}
+
+func testCrash(t *testing.T, tg Target) {
+	// One key: on Kafka one partition, so the redelivered events come
+	// back before the event written after the crash.
+	created := PostBatch(t, tg.URL(), events(20, "crash"))
+	before := map[string]Event{}
+	for _, c := range created {
+		before[c.ID] = WaitDelivered(t, tg.URL(), c.ID)
+	}
+	tg.Crash(t)
+	base := tg.URL()
+	after := Post(t, base, NewEvent{Type: "after.crash", Key: "crash"})
+	WaitDelivered(t, base, after.ID)
+	st := Consumer(t, base)
+	if st.Duplicates < 1 {
+		t.Errorf("after the crash nothing was redelivered (duplicates %d): the test proves nothing", st.Duplicates)
+	}
+	if st.Delivered != 1 {
+		t.Errorf("the new instance delivered %d events for the first time, want 1 (only the event written after the crash)", st.Delivered)
+	}
+	t.Logf("redelivered after crash: %d duplicates absorbed", st.Duplicates)
+	for id, b := range before {
+		a := Get(t, base, id)
+		if a.DeliveredAt == nil || !a.DeliveredAt.Equal(*b.DeliveredAt) || *a.DeliverySeq != *b.DeliverySeq {
+			t.Errorf("event %s applied twice: delivered %v seq %d before, %v seq %v after", id, b.DeliveredAt, *b.DeliverySeq, a.DeliveredAt, a.DeliverySeq)
+		}
+	}
+}
+
+func testRestart(t *testing.T, tg Target) {
+	var written []Created
+	var keys []string
+	batch := events(500, "r1", "r2")
+	written = append(written, PostBatch(t, tg.URL(), batch)...)
+	for _, e := range batch {
+		keys = append(keys, e.Key)
+	}
+	// Restart while the consumer is (most likely) still reading the batch.
+	tg.Restart(t)
+	for i := range 20 {
+		k := []string{"r1", "r2"}[i%2]
+		written = append(written, Post(t, tg.URL(), NewEvent{Type: "after.restart", Key: k}))
+		keys = append(keys, k)
+	}
+	tg.Restart(t)
+	checkOrder(t, tg.URL(), written, keys)
+}
+
+// MeasureDelivery is the benchmark body both services share: b.N times,
+// write one event and wait until the consumer observed it, one at a time
+// (the reference's "wait for completion"). It reports the delivery
+// latency (created_at → observed) percentiles as ms metrics.
+func MeasureDelivery(b *testing.B, base string) {
+	b.Helper()
+	var ms []float64
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		c := Post(b, base, NewEvent{Type: "bench", Key: fmt.Sprintf("k%d", i%16)})
+		e := WaitDelivered(b, base, c.ID)
+		ms = append(ms, *e.DeliveryMS)
+	}
+	b.StopTimer()
+	if len(ms) == 0 {
+		return
+	}
+	slices.Sort(ms)
+	b.ReportMetric(ms[len(ms)/2], "p50-delivery-ms")
+	b.ReportMetric(ms[len(ms)*95/100], "p95-delivery-ms")
+}

@@ -1,0 +1,338 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
+)
+
+// Limits of the contract.
+const (
+	// MaxBatch is the most tasks one POST /tasks/batch may hold.
+	MaxBatch = 1000
+	// MaxKind is the longest kind, in bytes.
+	MaxKind = 100
+	// MaxFailTimes caps fail_times.
+	MaxFailTimes = 100
+	// DefaultWait and MaxWait bound GET /tasks/{id}/wait?timeout=.
+	DefaultWait = 30 * time.Second
+	MaxWait     = 60 * time.Second
+	// DefaultPayloadLimit is the default PAYLOAD_LIMIT.
+	DefaultPayloadLimit = 64 << 10
+)
+
+// ErrFaultInjected is what Backend.Pay returns when asked to crash between
+// its two steps; the handler answers 500 and names the payment.
+var ErrFaultInjected = errors.New("fault injected between writing the payment and enqueueing its task")
+
+// Backend is what each service implements: the transport of tasks. Every
+// method is called concurrently by many requests; ctx bounds the call (the
+// handler sets a timeout). Errors that mean "a backend could not be
+// reached" wrap httpapi.ErrUnavailable; an unknown task id wraps
+// httpapi.ErrNotFound. A Backend is closed by its service, never by the
+// handlers.
+type Backend interface {
+	// Enqueue records the tasks (status queued) and hands them to the
+	// transport. no-rabbitmq does both in one transaction; rabbitmq commits
+	// the records, then publishes with confirms. It returns once the tasks
+	// are durable (committed, or confirmed by the broker).
+	Enqueue(ctx context.Context, tasks []NewTask) error
+	// Pay writes the payment row and enqueues p.Task. With fault set it
+	// stops between the two steps as a crash would (whatever that leaves
+	// committed stays committed) and returns ErrFaultInjected.
+	Pay(ctx context.Context, p NewPayment, fault bool) error
+	// Get returns the task's record.
+	Get(ctx context.Context, id string) (Task, error)
+	// Depth returns the queue's depth by status.
+	Depth(ctx context.Context) (Depth, error)
+}
+
+// HandlerOptions configures Mount.
+type HandlerOptions struct {
+	// Stats receives the "send" latency and the "enqueued" counter.
+	Stats *stats.Recorder
+	// Hub wakes long polls; required.
+	Hub *waiter.Hub
+	// Stopping, when closed, makes long polls answer at once (the
+	// service's Stopping channel).
+	Stopping <-chan struct{}
+	// PayloadLimit caps one task's payload in bytes (env PAYLOAD_LIMIT);
+	// zero means DefaultPayloadLimit.
+	PayloadLimit int
+	// Faults allows the ?fault= switch of POST /payments (env FAULTS,
+	// default false: a production service must not crash on request).
+	Faults bool
+	// Timeout bounds every backend call; zero means 10s.
+	Timeout time.Duration
+}
+
+type handler struct {
+	b Backend
+	o HandlerOptions
+}
+
+// Mount adds the contract's routes to r: POST /tasks, POST /tasks/batch,
+// GET /tasks/{id}, GET /tasks/{id}/wait, POST /payments, GET /queue and
+// GET /openapi.yaml.
+func Mount(r chi.Router, b Backend, o HandlerOptions) {
+	if o.PayloadLimit <= 0 {
+		o.PayloadLimit = DefaultPayloadLimit
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Hub == nil {
+		o.Hub = new(waiter.Hub)
+	}
+	h := &handler{b: b, o: o}
+	r.Method(http.MethodPost, "/tasks", httpapi.HandlerFunc(h.enqueue))
+	r.Method(http.MethodPost, "/tasks/batch", httpapi.HandlerFunc(h.batch))
+	r.Method(http.MethodGet, "/tasks/{id}", httpapi.HandlerFunc(h.get))
+	r.Method(http.MethodGet, "/tasks/{id}/wait", httpapi.HandlerFunc(h.wait))
+	r.Method(http.MethodPost, "/payments", httpapi.HandlerFunc(h.pay))
+	r.Method(http.MethodGet, "/queue", httpapi.HandlerFunc(h.depth))
+	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	})
+}
+
+func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), h.o.Timeout)
+}
+
+// validate checks one task and builds its NewTask; where prefixes messages
+// ("tasks[3]: ") in a batch.
+func (h *handler) validate(in TaskRequest, where string, now time.Time) (NewTask, error) {
+	kind := strings.TrimSpace(in.Kind)
+	switch {
+	case kind == "":
+		return NewTask{}, httpapi.BadRequest("%skind is required (for example \"email\")", where)
+	case len(kind) > MaxKind:
+		return NewTask{}, httpapi.BadRequest("%skind is %d bytes, over the limit of %d", where, len(kind), MaxKind)
+	case in.FailTimes < 0 || in.FailTimes > MaxFailTimes:
+		return NewTask{}, httpapi.BadRequest("%sfail_times must be between 0 and %d, got %d", where, MaxFailTimes, in.FailTimes)
+	}
+	payload := bytes.TrimSpace(in.Payload)
+	if len(payload) == 0 || bytes.Equal(payload, []byte("null")) {
+		payload = []byte("{}")
+	}
+	if len(payload) > h.o.PayloadLimit {
+		return NewTask{}, httpapi.Errorf(http.StatusRequestEntityTooLarge,
+			"%spayload is %d bytes, over the limit of %d (PAYLOAD_LIMIT)", where, len(payload), h.o.PayloadLimit)
+	}
+	if payload[0] != '{' {
+		return NewTask{}, httpapi.BadRequest("%spayload must be a JSON object", where)
+	}
+	return NewTask{ID: NewID(), Kind: kind, Payload: payload, FailTimes: in.FailTimes, EnqueuedAt: now}, nil
+}
+
+func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) error {
+	start := time.Now()
+	var in TaskRequest
+	if err := httpapi.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	t, err := h.validate(in, "", time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	if err := h.b.Enqueue(ctx, []NewTask{t}); err != nil {
+		return err
+	}
+	h.o.Stats.Inc(CounterEnqueued)
+	h.o.Stats.Since(LatencySend, start)
+	httpapi.WriteJSON(w, http.StatusAccepted, Enqueued{ID: t.ID, Status: StatusQueued, EnqueuedAt: t.EnqueuedAt})
+	return nil
+}
+
+func (h *handler) batch(w http.ResponseWriter, r *http.Request) error {
+	var in BatchRequest
+	if err := httpapi.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	if len(in.Tasks) == 0 || len(in.Tasks) > MaxBatch {
+		return httpapi.BadRequest("tasks must hold 1 to %d tasks, got %d", MaxBatch, len(in.Tasks))
+	}
+	now := time.Now().UTC()
+	tasks := make([]NewTask, len(in.Tasks))
+	ids := make([]string, len(in.Tasks))
+	for i, tr := range in.Tasks {
+		t, err := h.validate(tr, fmt.Sprintf("tasks[%d]: ", i), now)
+		if err != nil {
+			return err
+		}
+		tasks[i], ids[i] = t, t.ID
+	}
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	if err := h.b.Enqueue(ctx, tasks); err != nil {
+		return err
+	}
+	h.o.Stats.Add(CounterEnqueued, int64(len(tasks)))
+	httpapi.WriteJSON(w, http.StatusAccepted, BatchEnqueued{IDs: ids, Status: StatusQueued, EnqueuedAt: now})
+	return nil
+}
+
+func taskID(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "id")
+	if !ValidID(id) {
+		return "", fmt.Errorf("task %q: %w", id, httpapi.ErrNotFound)
+	}
+	return strings.ToLower(id), nil
+}
+
+func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
+	id, err := taskID(r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	t, err := h.b.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// WaitTimeout is the 408 body of GET /tasks/{id}/wait: the task as it is
+// now, plus an error message.
+type WaitTimeout struct {
+	Task
+	Error string `json:"error"`
+}
+
+// parseWait reads ?timeout= as a Go duration ("5s", "250ms") or a number
+// of seconds.
+func parseWait(s string) (time.Duration, error) {
+	if s == "" {
+		return DefaultWait, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		n, nerr := strconv.ParseFloat(s, 64)
+		if nerr != nil {
+			return 0, httpapi.BadRequest("timeout %q is not a duration (examples: 5s, 500ms)", s)
+		}
+		d = time.Duration(n * float64(time.Second))
+	}
+	if d <= 0 || d > MaxWait {
+		return 0, httpapi.BadRequest("timeout must be between 1ms and %v, got %v", MaxWait, d)
+	}
+	return d, nil
+}
+
+func (h *handler) wait(w http.ResponseWriter, r *http.Request) error {
+	id, err := taskID(r)
+	if err != nil {
+		return err
+	}
+	timeout, err := parseWait(r.URL.Query().Get("timeout"))
+	if err != nil {
+		return err
+	}
+	// Subscribe before the first read: a finish between the read and the
+	// subscription would otherwise be missed until the next poll.
+	finished, unsubscribe := h.o.Hub.Wait(id)
+	defer unsubscribe()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	// The poll catches tasks finished by another instance of the service.
+	poll := time.NewTicker(250 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		ctx, cancel := h.ctx(r)
+		t, err := h.b.Get(ctx, id)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if t.Terminal() {
+			httpapi.WriteJSON(w, http.StatusOK, t)
+			return nil
+		}
+		select {
+		case <-finished:
+			finished = nil
+		case <-poll.C:
+		case <-deadline.C:
+			httpapi.WriteJSON(w, http.StatusRequestTimeout, WaitTimeout{Task: t,
+				Error: fmt.Sprintf("task not done or dead within %v", timeout)})
+			return nil
+		case <-h.o.Stopping:
+			return fmt.Errorf("service is shutting down; retry the wait: %w", httpapi.ErrUnavailable)
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+}
+
+var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
+
+func (h *handler) pay(w http.ResponseWriter, r *http.Request) error {
+	fault := false
+	switch f := r.URL.Query().Get("fault"); f {
+	case "":
+	case "between":
+		if !h.o.Faults {
+			return httpapi.BadRequest("fault injection is off; start the service with FAULTS=true to use ?fault=between")
+		}
+		fault = true
+	default:
+		return httpapi.BadRequest("unknown fault %q (the only one is \"between\": crash between the payment insert and the enqueue)", f)
+	}
+	var in PaymentRequest
+	if err := httpapi.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	if in.Amount <= 0 {
+		return httpapi.BadRequest("amount must be a positive integer in minor units (1200 = 12.00), got %d", in.Amount)
+	}
+	if !currencyRE.MatchString(in.Currency) {
+		return httpapi.BadRequest("currency must be three upper-case letters (EUR), got %q", in.Currency)
+	}
+	now := time.Now().UTC()
+	p := NewPayment{ID: NewID(), Amount: in.Amount, Currency: in.Currency, Task: NewTask{
+		ID: NewID(), Kind: "payment", FailTimes: 0, EnqueuedAt: now,
+		Payload: fmt.Appendf(nil, `{"amount":%d,"currency":%q}`, in.Amount, in.Currency),
+	}}
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	if err := h.b.Pay(ctx, p, fault); err != nil {
+		if errors.Is(err, ErrFaultInjected) {
+			return &httpapi.Error{Status: http.StatusInternalServerError, Message: err.Error(),
+				Fields: map[string]any{"payment_id": p.ID, "task_id": p.Task.ID}}
+		}
+		return err
+	}
+	h.o.Stats.Inc(CounterEnqueued)
+	httpapi.WriteJSON(w, http.StatusCreated, Payment{ID: p.ID, Amount: p.Amount, Currency: p.Currency, TaskID: p.Task.ID, CreatedAt: now})
+	return nil
+}
+
+func (h *handler) depth(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	d, err := h.b.Depth(ctx)
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, d)
+	return nil
+}

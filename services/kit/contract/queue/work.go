@@ -1,0 +1,51 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Defaults shared by both sides.
+const (
+	// DefaultRetryBase is RETRY_BASE: the first retry's delay.
+	DefaultRetryBase = 200 * time.Millisecond
+	// MaxRetryDelay caps the exponential backoff.
+	MaxRetryDelay = 30 * time.Second
+	// DefaultMaxAttempts is MAX_ATTEMPTS: deliveries before a task is dead.
+	DefaultMaxAttempts = 5
+	// DefaultWorkers is WORKERS.
+	DefaultWorkers = 8
+)
+
+// Backoff returns the delay before the retry that follows failed attempt
+// number attempt (1-based): base, 2·base, 4·base, ... capped at
+// MaxRetryDelay.
+func Backoff(base time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < MaxRetryDelay; i++ {
+		d *= 2
+	}
+	return min(d, MaxRetryDelay)
+}
+
+// Work is the simulated task both sides run: it sleeps work (WORK_MS), then
+// fails if this attempt is within the task's fail_times. It returns
+// ctx.Err() if ctx ends first (the worker is crashing or stopping).
+func Work(ctx context.Context, work time.Duration, attempt, failTimes int) error {
+	if work > 0 {
+		t := time.NewTimer(work)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	} else if err := ctx.Err(); err != nil {
+		return err
+	}
+	if attempt <= failTimes {
+		return fmt.Errorf("simulated failure: attempt %d of the %d the task asked to fail", attempt, failTimes)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/kurrent-io/KurrentDB-Client-Go/kurrentdb"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+// DefaultURL is the compose stack's KurrentDB (insecure single node).
+const DefaultURL = "kurrentdb://localhost:2113?tls=false"
+
+// Config is the service's configuration, read from the environment in main
+// and nowhere else.
+type Config struct {
+	// Common holds ADDR (default :8089), BODY_LIMIT (default 1MiB), the
+	// HTTP timeouts, LOG_LEVEL (info) and LOG_FORMAT (text).
+	service.Common
+	// URL is the client's connection string (kurrentdb:// or
+	// kurrentdb+discover://, with tls=false for the insecure dev node).
+	// Env KURRENTDB_URL; default DefaultURL.
+	URL string
+	// PageSize is how many $all events one catch-up read asks for (the
+	// read's maxCount). Env SUBSCRIBE_PAGE_SIZE; default 500.
+	PageSize int
+	// BackendTimeout bounds each KurrentDB call but a live subscription.
+	// Env BACKEND_TIMEOUT; default 10s.
+	BackendTimeout time.Duration
+}
+
+// readConfig reads and validates Config; the error names every bad
+// variable.
+func readConfig(r *config.Reader) (Config, error) {
+	c := Config{
+		Common:         service.ReadCommon(r, ":8089", 1<<20),
+		URL:            r.URL("KURRENTDB_URL", DefaultURL, "kurrentdb", "kurrentdb+discover", "esdb", "esdb+discover"),
+		PageSize:       r.Int("SUBSCRIBE_PAGE_SIZE", 500),
+		BackendTimeout: r.Duration("BACKEND_TIMEOUT", 10*time.Second),
+	}
+	if _, err := kurrentdb.ParseConnectionString(c.URL); err != nil {
+		r.Fail("KURRENTDB_URL", "not a KurrentDB connection string")
+	}
+	if c.PageSize < 1 || c.PageSize > 10000 {
+		r.Fail("SUBSCRIBE_PAGE_SIZE", "must be between 1 and 10000, got %d", c.PageSize)
+	}
+	if c.BackendTimeout <= 0 {
+		r.Fail("BACKEND_TIMEOUT", "must be positive, got %v", c.BackendTimeout)
+	}
+	return c, r.Err()
+}
+
+// info names the service in /stats and /metrics.
+var info = stats.Info{Service: "kurrentdb", Pair: "eventstore", Backend: "kurrentdb"}
+
+// build creates the client (it connects lazily; /readyz tells whether the
+// server answers) and assembles the service.
+func build(_ context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
+	kc, err := kurrentdb.ParseConnectionString(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("KURRENTDB_URL: %w", err)
+	}
+	client, err := kurrentdb.NewClient(kc)
+	if err != nil {
+		return nil, fmt.Errorf("kurrentdb client (KURRENTDB_URL): %w", err)
+	}
+	st := &store{client: client, cfg: cfg, logger: logger}
+	svc := service.New(info, cfg.HTTP, logger, eventstore.LatencyNames, eventstore.CounterNames)
+	svc.OnStop("kurrentdb client", func(context.Context) error { return client.Close() })
+	svc.Ready("kurrentdb", st.ping)
+	eventstore.Mount(svc.Router, st, eventstore.Options{Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
+	return svc, nil
+}
+
+func main() {
+	service.Main(func(ctx context.Context) (*service.Service, error) {
+		cfg, err := readConfig(config.FromEnv())
+		if err != nil {
+			return nil, err
+		}
+		return build(ctx, cfg, cfg.NewLogger(os.Stderr))
+	})
+}

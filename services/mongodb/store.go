@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+// store is the MongoDB documents.Store: one document per user in the users
+// collection, {_id: "<uuid>", email, name, plan, profile: {...},
+// created_at, updated_at}. _id is the UUID as lower-case text, so ids sort
+// as Postgres sorts uuid. Safe for concurrent use; the client is
+// disconnected by the service, not by the store.
+type store struct {
+	users *mongo.Collection
+	rec   *stats.Recorder
+	// ferret is set on FerretDB v1, which lacks two things MongoDB has:
+	// arrays nested in arrays (refused with a 422 here, before the write),
+	// a projection on findAndModify (replaced by an update then a find),
+	// and field conditions inside $elemMatch (left to the re-check).
+	ferret bool
+}
+
+// checkStorable refuses, on FerretDB, a profile it cannot store.
+func (s *store) checkStorable(v any) error {
+	if s.ferret && hasNestedArray(v, false) {
+		return fmt.Errorf("arrays inside arrays (nested arrays) are not supported by FerretDB: %w", httpapi.ErrUnsupported)
+	}
+	return nil
+}
+
+func hasNestedArray(v any, inArray bool) bool {
+	switch t := v.(type) {
+	case []any:
+		if inArray {
+			return true
+		}
+		for _, e := range t {
+			if hasNestedArray(e, true) {
+				return true
+			}
+		}
+	case documents.Object:
+		for _, m := range t {
+			if hasNestedArray(m.Value, false) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var _ documents.Store = (*store)(nil)
+
+// mongoUser is the stored shape.
+type mongoUser struct {
+	ID        string    `bson:"_id"`
+	Email     string    `bson:"email"`
+	Name      string    `bson:"name"`
+	Plan      string    `bson:"plan"`
+	Profile   bson.Raw  `bson:"profile,omitempty"`
+	CreatedAt time.Time `bson:"created_at"`
+	UpdatedAt time.Time `bson:"updated_at"`
+}
+
+func (m mongoUser) user() (documents.User, error) {
+	u := documents.User{ID: m.ID, Email: m.Email, Name: m.Name, Plan: m.Plan, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+	if m.Profile != nil {
+		v, err := fromBSON(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: m.Profile})
+		if err != nil {
+			return u, err
+		}
+		u.Profile = documents.Encode(v)
+	}
+	return u, nil
+}
+
+// mapErr turns driver errors into the contract's: no document is a 404, a
+// duplicate key a 409, a network error or timeout a 503.
+func mapErr(err error, id string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return documents.NotFound(id)
+	case mongo.IsDuplicateKeyError(err):
+		return documents.Conflict(id)
+	case mongo.IsTimeout(err), mongo.IsNetworkError(err), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("mongodb: %w: %v", httpapi.ErrUnavailable, err)
+	}
+	return fmt.Errorf("mongodb: %w", err)
+}
+
+// toBSON converts a validated profile value: objects keep their key order,
+// integers that fit become int64, other numbers double (MongoDB has no
+// arbitrary-precision number; Validate rejects what a double cannot hold).
+func toBSON(v any) any {
+	switch t := v.(type) {
+	case documents.Object:
+		d := make(bson.D, len(t))
+		for i, m := range t {
+			d[i] = bson.E{Key: m.Key, Value: toBSON(m.Value)}
+		}
+		return d
+	case []any:
+		a := make(bson.A, len(t))
+		for i, e := range t {
+			a[i] = toBSON(e)
+		}
+		return a
+	case json.Number:
+		if n, err := strconv.ParseInt(string(t), 10, 64); err == nil {
+			return n
+		}
+		f, _ := strconv.ParseFloat(string(t), 64)
+		return f
+	default: // nil, bool, string
+		return t
+	}
+}
+
+// fromBSON converts a stored value back to a profile value.
+func fromBSON(rv bson.RawValue) (any, error) {
+	switch rv.Type {
+	case bson.TypeEmbeddedDocument:
+		elems, err := rv.Document().Elements()
+		if err != nil {
+			return nil, err
+		}
+		obj := make(documents.Object, 0, len(elems))
+		for _, e := range elems {
+			v, err := fromBSON(e.Value())
+			if err != nil {
+				return nil, err
+			}
+			obj = append(obj, documents.Member{Key: e.Key(), Value: v})
+		}
+		return obj, nil
+	case bson.TypeArray:
+		vals, err := rv.Array().Values()
+		if err != nil {
+			return nil, err
+		}
+		arr := make([]any, 0, len(vals))
+		for _, e := range vals {
+			v, err := fromBSON(e)
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, v)
+		}
+		return arr, nil
+	case bson.TypeString:
+		return rv.StringValue(), nil
+	case bson.TypeBoolean:
+		return rv.Boolean(), nil
+	case bson.TypeNull:
+		return nil, nil
+	case bson.TypeInt32:
+		return json.Number(strconv.FormatInt(int64(rv.Int32()), 10)), nil
+	case bson.TypeInt64:
+		return json.Number(strconv.FormatInt(rv.Int64(), 10)), nil
+	case bson.TypeDouble:
+		f := rv.Double()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("profile holds a non-finite double")
+		}
+		return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+	}
+	return nil, fmt.Errorf("profile holds a BSON %v, which has no JSON form in this contract", rv.Type)
+}
+
+func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) } // BSON dates are milliseconds
+
+func (s *store) Create(ctx context.Context, u documents.NewUser) (documents.User, error) {
+	if err := s.checkStorable(u.Profile); err != nil {
+		return documents.User{}, err
+	}
+	t := now()
+	_, err := s.users.InsertOne(ctx, bson.D{
+		{Key: "_id", Value: u.ID}, {Key: "email", Value: u.Email}, {Key: "name", Value: u.Name},
+		{Key: "plan", Value: u.Plan}, {Key: "profile", Value: toBSON(u.Profile)},
+		{Key: "created_at", Value: t}, {Key: "updated_at", Value: t},
+	})
+	if err != nil {
+		return documents.User{}, mapErr(err, u.Email)
+	}
+	return documents.User{ID: u.ID, Email: u.Email, Name: u.Name, Plan: u.Plan,
+		Profile: documents.Encode(u.Profile), CreatedAt: t, UpdatedAt: t}, nil
+}
+
+func (s *store) Get(ctx context.Context, id string) (documents.User, error) {
+	var m mongoUser
+	if err := s.users.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&m); err != nil {
+		return documents.User{}, mapErr(err, id)
+	}
+	return m.user()
+}
+
+// update applies upd and returns the user without its profile (the
+// projection keeps the server from shipping the document back).
+func (s *store) update(ctx context.Context, id string, upd bson.D) (documents.User, error) {
+	var m mongoUser
+	noProfile := bson.D{{Key: "profile", Value: 0}}
+	if s.ferret {
+		res, err := s.users.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, upd)
+		if err != nil {
+			return documents.User{}, mapErr(err, id)
+		}
+		if res.MatchedCount == 0 {
+			return documents.User{}, documents.NotFound(id)
+		}
+		err = s.users.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(noProfile)).Decode(&m)
+		if err != nil {
+			return documents.User{}, mapErr(err, id)
+		}
+		m.Profile = nil
+		return m.user()
+	}
+	err := s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}}, upd,
+		options.FindOneAndUpdate().SetReturnDocument(options.After).SetProjection(noProfile),
+	).Decode(&m)
+	if err != nil {
+		return documents.User{}, mapErr(err, id)
+	}
+	m.Profile = nil
+	return m.user()
+}
+
+func (s *store) PatchFields(ctx context.Context, id string, p documents.FieldsPatch) (documents.User, error) {
+	set := bson.D{{Key: "updated_at", Value: now()}}
+	if p.Name != nil {
+		set = append(set, bson.E{Key: "name", Value: *p.Name})
+	}
+	if p.Plan != nil {
+		set = append(set, bson.E{Key: "plan", Value: *p.Plan})
+	}
+	return s.update(ctx, id, bson.D{{Key: "$set", Value: set}})
+}
+
+func (s *store) PatchProfile(ctx context.Context, id string, p documents.ProfilePatch) (documents.User, error) {
+	// $set of profile.<key> per top-level key, $unset of the keys given as
+	// null: the shallow merge of Postgres' (profile || set) - unset. Keys
+	// are validated (no '$', no '.'), so each path names exactly one key.
+	if err := s.checkStorable(p.Set); err != nil {
+		return documents.User{}, err
+	}
+	set := bson.D{{Key: "updated_at", Value: now()}}
+	for _, m := range p.Set {
+		set = append(set, bson.E{Key: "profile." + m.Key, Value: toBSON(m.Value)})
+	}
+	upd := bson.D{{Key: "$set", Value: set}}
+	if len(p.Unset) > 0 {
+		unset := bson.D{}
+		for _, k := range p.Unset {
+			unset = append(unset, bson.E{Key: "profile." + k, Value: ""})
+		}
+		upd = append(upd, bson.E{Key: "$unset", Value: unset})
+	}
+	return s.update(ctx, id, upd)
+}
+
+func (s *store) ReplaceProfile(ctx context.Context, id string, profile documents.Object) (documents.User, error) {
+	if err := s.checkStorable(profile); err != nil {
+		return documents.User{}, err
+	}
+	return s.update(ctx, id, bson.D{{Key: "$set", Value: bson.D{
+		{Key: "profile", Value: toBSON(profile)}, {Key: "updated_at", Value: now()},
+	}}})
+}
+
+func (s *store) Delete(ctx context.Context, id string) error {
+	res, err := s.users.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
+	if err != nil {
+		return mapErr(err, id)
+	}
+	if res.DeletedCount == 0 {
+		return documents.NotFound(id)
+	}
+	return nil
+}
+
+// Search runs the translated filter (see containsFilter) in _id order and
+// re-checks each candidate with documents.Contains, the reference jsonb
+// @> semantics. The filter is exact for all but a few shapes (arrays
+// directly inside arrays, objects inside arrays matched against array
+// elements), where it is a superset; the re-check makes the answer exact
+// in every case, and the search_recheck_dropped counter shows how often
+// it had to.
+func (s *store) Search(ctx context.Context, query documents.Object, after string, n int) ([]documents.User, error) {
+	conds := containsFilter("profile", query, !s.ferret)
+	var users []documents.User
+	for {
+		filter := bson.D{{Key: "$and", Value: append(bson.A{bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: after}}}}}, conds...)}}
+		cur, err := s.users.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n)))
+		if err != nil {
+			return nil, mapErr(err, "")
+		}
+		var batch []mongoUser
+		if err := cur.All(ctx, &batch); err != nil {
+			return nil, mapErr(err, "")
+		}
+		for _, m := range batch {
+			after = m.ID
+			u, err := m.user()
+			if err != nil {
+				return nil, err
+			}
+			doc, err := documents.Parse(u.Profile)
+			if err != nil {
+				return nil, err
+			}
+			if !documents.Contains(doc, query) {
+				s.rec.Inc(documents.CounterRecheckDropped)
+				continue
+			}
+			if users = append(users, u); len(users) == n {
+				return users, nil
+			}
+		}
+		if len(batch) < n {
+			return users, nil
+		}
+	}
+}

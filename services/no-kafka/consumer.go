@@ -1,0 +1,463 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+// consumer streams the slot with wal2json and hands each insert into the
+// messages table to the Deliverer. It confirms (standby status update) only
+// positions whose events are recorded: at-least-once, duplicates absorbed
+// by the Deliverer. Start once, Stop or Abort once; Running is safe from
+// any goroutine.
+type consumer struct {
+	cfg     Config
+	table   string // schema.messages, the add-tables filter
+	pool    *pgxpool.Pool
+	deliver *logc.Deliverer
+	stats   *stats.Recorder
+	logger  *slog.Logger
+
+	running atomic.Bool
+	aborted atomic.Bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	// pid is the walsender's backend pid of the current connection.
+	pid atomic.Uint32
+}
+
+// item is one message from the server, decoded by the reader goroutine.
+type item struct {
+	err       error
+	keepalive bool
+	reply     bool
+	lsn       pglogrepl.LSN // XLogData start, or the keepalive's server WAL end
+	action    string        // wal2json: B, C, I, U, D, ...
+	event     logc.Delivery // for I on the messages table
+}
+
+// wal2json format-version 2: one JSON object per change, plus B and C for
+// each transaction.
+type walMessage struct {
+	Action  string `json:"action"`
+	Schema  string `json:"schema"`
+	Table   string `json:"table"`
+	Columns []struct {
+		Name  string          `json:"name"`
+		Value json.RawMessage `json:"value"`
+	} `json:"columns"`
+}
+
+// pgTimestamp is how Postgres prints a timestamptz in a UTC session.
+const pgTimestamp = "2006-01-02 15:04:05.999999-07"
+
+// ensureSlot creates the persistent slot if it is missing (and says so),
+// and refuses one that cannot be used.
+func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, cfg.SlotCreateTimeout)
+	defer cancel()
+	var plugin, database, walStatus string
+	err := pool.QueryRow(ctx, `SELECT coalesce(plugin, ''), coalesce(database, ''), coalesce(wal_status, '')
+		FROM pg_replication_slots WHERE slot_name = $1`, cfg.Slot).Scan(&plugin, &database, &walStatus)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("read slot %s: %w", cfg.Slot, err)
+	case plugin != "wal2json":
+		return fmt.Errorf("SLOT_NAME: slot %s exists with plugin %q, not wal2json", cfg.Slot, plugin)
+	case walStatus == "lost":
+		return fmt.Errorf("SLOT_NAME: slot %s is lost (max_slot_wal_keep_size removed WAL it needed; the events in it are gone): "+
+			"drop it with SELECT pg_drop_replication_slot('%s') and restart to create a new one", cfg.Slot, cfg.Slot)
+	default:
+		logger.Info("resuming replication slot", "slot", cfg.Slot, "database", database, "wal_status", walStatus)
+		return nil
+	}
+	conn, err := connectReplication(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	// Persistent (not TEMPORARY): a restarted service resumes from its
+	// confirmed_flush_lsn. NOEXPORT_SNAPSHOT: no initial table copy; the
+	// log starts at the slot's creation, before the service accepts writes.
+	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, cfg.Slot, "wal2json",
+		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42710" { // created meanwhile by another instance
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create replication slot %s: %w", cfg.Slot, err)
+	}
+	logger.Info("created replication slot (it was missing)", "slot", cfg.Slot, "plugin", "wal2json", "consistent_point", res.ConsistentPoint)
+	return nil
+}
+
+func connectReplication(ctx context.Context, cfg Config) (*pgconn.PgConn, error) {
+	pc, err := pgconn.ParseConfig(cfg.ReplicationURL)
+	if err != nil {
+		return nil, fmt.Errorf("REPLICATION_URL: %w", err)
+	}
+	pc.RuntimeParams["replication"] = "database"
+	// wal2json prints timestamptz in the session's time zone.
+	pc.RuntimeParams["timezone"] = "UTC"
+	pc.RuntimeParams["application_name"] = "no-kafka:" + cfg.Slot
+	pc.ConnectTimeout = cfg.Postgres.ConnectTimeout
+	conn, err := pgconn.ConnectConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("replication connection (REPLICATION_URL): %w", err)
+	}
+	return conn, nil
+}
+
+// Start begins streaming in the background until Stop or Abort.
+func (c *consumer) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.done = make(chan struct{})
+	go c.run(ctx)
+}
+
+// Stop ends the stream after recording what was read and confirming it
+// (a final standby status update). Safe to call twice.
+func (c *consumer) Stop(ctx context.Context) error {
+	c.cancel()
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("consumer did not stop: %w", ctx.Err())
+	}
+}
+
+// Abort ends the stream as a crash would: nothing more is confirmed, so a
+// new consumer gets everything since the last standby status again.
+func (c *consumer) Abort() {
+	c.aborted.Store(true)
+	c.cancel()
+	<-c.done
+}
+
+func (c *consumer) run(ctx context.Context) {
+	defer close(c.done)
+	backoff := 50 * time.Millisecond
+	for {
+		started := time.Now()
+		err := c.stream(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > 10*time.Second {
+			backoff = 50 * time.Millisecond
+		}
+		c.stats.Inc(logc.StatReconnects)
+		c.logger.Warn("replication stream ended; reconnecting", "slot", c.cfg.Slot, "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// stream runs one replication connection until an error or ctx ends.
+func (c *consumer) stream(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.Postgres.ConnectTimeout*2)
+	conn, err := connectReplication(cctx, c.cfg)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	c.pid.Store(conn.PID())
+	args := []string{
+		`"format-version" '2'`,
+		// Only the messages table of this service's schema: the consumer's
+		// own writes (deliveries) and every other table stay out of the
+		// stream, so nothing loops back.
+		`"add-tables" '` + c.table + `'`,
+		`"actions" 'insert'`,
+		`"include-transaction" 'true'`,
+		`"include-types" 'false'`,
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.Postgres.ConnectTimeout*2)
+	// Start at 0/0: the server resumes from the slot's confirmed_flush_lsn.
+	err = pglogrepl.StartReplication(sctx, conn, c.cfg.Slot, 0, pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: args})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("start replication on slot %s: %w", c.cfg.Slot, err)
+	}
+	c.running.Store(true)
+	defer c.running.Store(false)
+	c.logger.Info("streaming replication slot", "slot", c.cfg.Slot, "table", c.table, "walsender_pid", conn.PID())
+
+	items := make(chan item, 8192)
+	rctx, stopReader := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { c.read(rctx, conn, items) })
+	defer func() { stopReader(); wg.Wait() }()
+
+	var (
+		pending   []logc.Delivery
+		inTx      bool
+		candidate pglogrepl.LSN // confirmable once pending is recorded
+		confirmed pglogrepl.LSN // recorded: sent in standby status updates
+		reply     bool
+	)
+	status := func() error {
+		// Flush = apply = write: everything up to confirmed is handled.
+		return pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: confirmed})
+	}
+	process := func(it item) error {
+		switch {
+		case it.err != nil:
+			return it.err
+		case it.keepalive:
+			// Outside a transaction everything the server sent is handled:
+			// confirm its WAL end, so the slot does not hold WAL written by
+			// other tables.
+			if !inTx && len(pending) == 0 {
+				candidate = max(candidate, it.lsn)
+			}
+			reply = reply || it.reply
+		case it.action == "B":
+			inTx = true
+		case it.action == "C":
+			inTx = false
+			candidate = max(candidate, it.lsn) // the commit's end
+		case it.action == "I" && it.event.ID != "":
+			pending = append(pending, it.event)
+		}
+		return nil
+	}
+	// finish ends the stream once the reader has stopped: on a graceful
+	// stop it records what was read and confirms it.
+	finish := func() error {
+		stopReader()
+		wg.Wait()
+		if ctx.Err() == nil {
+			return errors.New("replication reader stopped")
+		}
+		if c.aborted.Load() {
+			return ctx.Err()
+		}
+		for it := range items {
+			if process(it) != nil {
+				break
+			}
+		}
+		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c.flush(fctx, pending) == nil {
+			confirmed = max(confirmed, candidate)
+		}
+		_ = status()
+		return ctx.Err()
+	}
+	ticker := time.NewTicker(c.cfg.StatusInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return finish()
+		case <-ticker.C:
+			if err := status(); err != nil {
+				return fmt.Errorf("standby status update: %w", err)
+			}
+		case it, ok := <-items:
+			if !ok {
+				return finish()
+			}
+			if err := process(it); err != nil {
+				return err
+			}
+		drain:
+			for len(pending) < c.cfg.MaxBatch {
+				select {
+				case it, ok := <-items:
+					if !ok {
+						return finish()
+					}
+					if err := process(it); err != nil {
+						return err
+					}
+				default:
+					break drain
+				}
+			}
+			if err := c.flush(ctx, pending); err != nil {
+				return err
+			}
+			pending = pending[:0]
+			confirmed = candidate
+			if reply {
+				reply = false
+				if err := status(); err != nil {
+					return fmt.Errorf("standby status update: %w", err)
+				}
+			}
+		}
+	}
+}
+
+// flush records a batch, retrying while the database is unreachable: an
+// event is never skipped.
+func (c *consumer) flush(ctx context.Context, batch []logc.Delivery) error {
+	backoff := 50 * time.Millisecond
+	for {
+		err := c.deliver.Deliver(ctx, batch)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		c.logger.Warn("recording deliveries failed; retrying", "err", err, "events", len(batch))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// read receives and decodes the server's messages until ctx ends or the
+// connection fails, then sends the error (if any) and closes items.
+func (c *consumer) read(ctx context.Context, conn *pgconn.PgConn, items chan<- item) {
+	defer close(items)
+	send := func(it item) bool {
+		select {
+		case items <- it:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		msg, err := conn.ReceiveMessage(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				send(item{err: fmt.Errorf("receive: %w", err)})
+			}
+			return
+		}
+		switch m := msg.(type) {
+		case *pgproto3.CopyData:
+			it, err := c.decode(m.Data)
+			if err != nil {
+				send(item{err: err})
+				return
+			}
+			if !send(it) {
+				return
+			}
+		case *pgproto3.ErrorResponse:
+			send(item{err: pgconn.ErrorResponseToPgError(m)})
+			return
+		default:
+			// Notices and the like: nothing to do.
+		}
+	}
+}
+
+func (c *consumer) decode(data []byte) (item, error) {
+	if len(data) == 0 {
+		return item{}, errors.New("empty CopyData")
+	}
+	switch data[0] {
+	case pglogrepl.PrimaryKeepaliveMessageByteID:
+		k, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
+		if err != nil {
+			return item{}, err
+		}
+		return item{keepalive: true, reply: k.ReplyRequested, lsn: k.ServerWALEnd}, nil
+	case pglogrepl.XLogDataByteID:
+		x, err := pglogrepl.ParseXLogData(data[1:])
+		if err != nil {
+			return item{}, err
+		}
+		var m walMessage
+		if err := json.Unmarshal(x.WALData, &m); err != nil {
+			return item{}, fmt.Errorf("decode wal2json at %s: %w", x.WALStart, err)
+		}
+		it := item{lsn: x.WALStart, action: m.Action}
+		if m.Action == "I" && m.Table == "messages" {
+			for _, col := range m.Columns {
+				switch col.Name {
+				case "id":
+					_ = json.Unmarshal(col.Value, &it.event.ID)
+				case "created_at":
+					var s string
+					_ = json.Unmarshal(col.Value, &s)
+					if at, err := time.Parse(pgTimestamp, s); err == nil {
+						it.event.CreatedAt = at
+					}
+				}
+			}
+			if it.event.CreatedAt.IsZero() {
+				it.event.CreatedAt = time.Now()
+			}
+		}
+		return it, nil
+	default:
+		return item{}, fmt.Errorf("unknown replication message %q", data[0])
+	}
+}
+
+// slotSQL reads the slot's position and what it costs: the WAL it makes
+// Postgres retain (from restart_lsn) and how far the confirmed position
+// is behind the current WAL.
+const slotSQL = `
+SELECT slot_name::text, coalesce(plugin, ''), active, coalesce(active_pid, 0),
+       coalesce(restart_lsn::text, ''), coalesce(confirmed_flush_lsn::text, ''),
+       coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint,
+       coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0)::bigint,
+       coalesce(wal_status, ''), safe_wal_size
+FROM pg_replication_slots WHERE slot_name = $1`
+
+// status reports the slot as GET /consumer shows it.
+func (c *consumer) status(ctx context.Context) (logc.ConsumerStatus, error) {
+	var s logc.SlotStatus
+	var lag int64
+	err := c.pool.QueryRow(ctx, slotSQL, c.cfg.Slot).Scan(&s.Name, &s.Plugin, &s.Active, &s.ActivePID,
+		&s.RestartLSN, &s.ConfirmedFlushLSN, &s.RetainedWALBytes, &lag, &s.WALStatus, &s.SafeWALSize)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return logc.ConsumerStatus{}, fmt.Errorf("replication slot %s does not exist (dropped?)", c.cfg.Slot)
+	}
+	if err != nil {
+		return logc.ConsumerStatus{}, fmt.Errorf("read slot: %w", err)
+	}
+	return logc.ConsumerStatus{
+		Backend:  "postgres",
+		Running:  c.running.Load(),
+		Position: s.ConfirmedFlushLSN,
+		Lag:      lag,
+		LagUnit:  "bytes",
+		Slot:     &s,
+	}, nil
+}
+
+// tableFilter is wal2json's add-tables value for schema.messages (its
+// separators escaped).
+func tableFilter(schema string) string {
+	r := strings.NewReplacer(`,`, `\,`, `.`, `\.`, ` `, `\ `, `'`, `''`)
+	if schema == "" {
+		schema = "public"
+	}
+	return r.Replace(schema) + ".messages"
+}

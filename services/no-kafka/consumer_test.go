@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+)
+
+func ev(key string) logc.NewEvent {
+	return logc.NewEvent{Type: "test", Key: key, Payload: json.RawMessage(`{"a": 1}`)}
+}
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The walsender is terminated (as a failover, an admin or a network cut
+// would): the consumer reconnects, resumes from the slot's confirmed
+// position, and delivers everything, including events written while it
+// was away.
+func TestWalsenderTerminatedReconnectsAndResumes(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, map[string]string{"STANDBY_STATUS_INTERVAL": "100ms"})
+	first := logc.Post(t, tg.URL(), ev("k"))
+	logc.WaitDelivered(t, tg.URL(), first.ID)
+	before := logc.Consumer(t, tg.URL())
+	if before.Slot == nil || !before.Slot.Active || before.Slot.ActivePID == 0 {
+		t.Fatalf("slot not active: %+v", before.Slot)
+	}
+	pool := kittest.Pool(t, kittest.PostgresURL(t), "")
+	var ok bool
+	if err := pool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT pg_terminate_backend($1)`, before.Slot.ActivePID).Scan(&ok); err != nil || !ok {
+		t.Fatalf("terminate walsender %d: %v %v", before.Slot.ActivePID, ok, err)
+	}
+	var written []logc.Created
+	for range 20 {
+		written = append(written, logc.Post(t, tg.URL(), ev("k")))
+	}
+	for _, c := range written {
+		logc.WaitDelivered(t, tg.URL(), c.ID)
+	}
+	after := logc.Consumer(t, tg.URL())
+	if after.Reconnects < 1 || after.Slot.ActivePID == before.Slot.ActivePID || !after.Running {
+		t.Errorf("after terminating walsender %d: reconnects %d, walsender %d, running %v",
+			before.Slot.ActivePID, after.Reconnects, after.Slot.ActivePID, after.Running)
+	}
+	if after.Delivered != 21 {
+		t.Errorf("delivered %d for the first time, want 21", after.Delivered)
+	}
+}
+
+// The server drops a replication connection that stays silent longer
+// than wal_sender_timeout. With the timeout set to 1s for this
+// connection, an idle period of 4s outlives it several times: the stream
+// survives only because standby status updates go out on time.
+func TestStandbyStatusKeepsIdleStreamAlive(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(kittest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("options", "-c wal_sender_timeout=1s")
+	// libpq-style options: a space must be %20 here, not +.
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	replURL := u.String()
+
+	// The setting really applies to such a connection.
+	cfg, err := pgconn.ParseConfig(replURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["replication"] = "database"
+	conn, err := pgconn.ConnectConfig(kittest.Context(t, 10*time.Second), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := conn.Exec(kittest.Context(t, 10*time.Second), "SHOW wal_sender_timeout").ReadAll()
+	_ = conn.Close(context.Background())
+	if err != nil || len(res) != 1 || len(res[0].Rows) != 1 || string(res[0].Rows[0][0]) != "1s" {
+		t.Fatalf("SHOW wal_sender_timeout on a replication connection: %v %v", res, err)
+	}
+
+	tg := newTarget(t, map[string]string{"REPLICATION_URL": replURL, "STANDBY_STATUS_INTERVAL": "250ms"})
+	c := logc.Post(t, tg.URL(), ev("idle"))
+	logc.WaitDelivered(t, tg.URL(), c.ID)
+	before := logc.Consumer(t, tg.URL())
+	// The idle period is the subject of this test, not a synchronisation.
+	time.Sleep(4 * time.Second)
+	after := logc.Consumer(t, tg.URL())
+	if after.Reconnects != 0 || after.Slot.ActivePID != before.Slot.ActivePID || !after.Slot.Active {
+		t.Fatalf("the idle stream was dropped: reconnects %d, walsender %d -> %d, active %v",
+			after.Reconnects, before.Slot.ActivePID, after.Slot.ActivePID, after.Slot.Active)
+	}
+	c = logc.Post(t, tg.URL(), ev("idle"))
+	logc.WaitDelivered(t, tg.URL(), c.ID)
+}
+
+// A stopped consumer is what makes a slot dangerous: Postgres keeps all
+// WAL from the slot's restart_lsn. GET /consumer shows it, and a consumer
+// that comes back delivers what was written while it was away, even rows
+// inserted behind the service's back.
+func TestSlotRetainsWALWhileConsumerDownAndCatchesUp(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, map[string]string{"STANDBY_STATUS_INTERVAL": "100ms"})
+	c := logc.Post(t, tg.URL(), ev("k"))
+	logc.WaitDelivered(t, tg.URL(), c.ID)
+	st := logc.Consumer(t, tg.URL())
+	s := st.Slot
+	if s == nil || s.Name != tg.env["SLOT_NAME"] || s.Plugin != "wal2json" || !s.Active || s.WALStatus == "" || s.WALStatus == "lost" ||
+		s.ConfirmedFlushLSN == "" || s.RestartLSN == "" || st.Position != s.ConfirmedFlushLSN || st.LagUnit != "bytes" {
+		t.Fatalf("/consumer: %+v slot %+v", st, s)
+	}
+	tg.stop(t, false)
+
+	pool := kittest.Pool(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	ctx := kittest.Context(t, time.Minute)
+	slotSQL := `SELECT active, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = $1`
+	var active bool
+	var retained0, retained1 int64
+	// The walsender exits shortly after the consumer's connection closes.
+	waitFor(t, "the slot to become inactive", func() bool {
+		if err := pool.QueryRow(ctx, slotSQL, s.Name).Scan(&active, &retained0); err != nil {
+			t.Fatal(err)
+		}
+		return !active
+	})
+	var ids []string
+	for i := range 200 {
+		id := logc.NewID()
+		ids = append(ids, id)
+		if _, err := pool.Exec(ctx, `INSERT INTO messages (id, type, key, payload) VALUES ($1, 'behind.the.back', 'k', $2)`,
+			id, fmt.Sprintf(`{"i": %d, "pad": "%s"}`, i, strings.Repeat("x", 500))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pool.QueryRow(ctx, slotSQL, s.Name).Scan(&active, &retained1); err != nil {
+		t.Fatal(err)
+	}
+	if retained1 <= retained0 {
+		t.Errorf("retained WAL did not grow while the consumer was down: %d -> %d bytes", retained0, retained1)
+	}
+	tg.start(t)
+	for _, id := range ids {
+		logc.WaitDelivered(t, tg.URL(), id)
+	}
+	if st := logc.Consumer(t, tg.URL()); st.Delivered != 200 || st.Duplicates != 0 {
+		t.Errorf("after catching up: delivered %d duplicates %d, want 200 and 0 (the graceful stop confirmed everything)", st.Delivered, st.Duplicates)
+	}
+}
+
+// BenchmarkDeliverySynchronousCommit shows what SYNCHRONOUS_COMMIT=off
+// costs the log: the commit returns before its WAL is flushed, and
+// logical decoding only reads flushed WAL, so each event waits for the WAL
+// writer (wal_writer_delay, 200ms by default) before the slot sees it.
+//
+//	go test -run '^$' -bench DeliverySynchronousCommit -benchtime 20x ./services/no-kafka
+func BenchmarkDeliverySynchronousCommit(b *testing.B) {
+	for _, mode := range []string{"on", "off"} {
+		b.Run(mode, func(b *testing.B) {
+			tg := newTarget(b, map[string]string{"SYNCHRONOUS_COMMIT": mode})
+			logc.MeasureDelivery(b, tg.URL())
+		})
+	}
+}

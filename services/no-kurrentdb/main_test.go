@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+)
+
+func testConfig(t testing.TB, schema string, poll time.Duration) Config {
+	t.Helper()
+	cfg, err := readConfig(config.FromMap(map[string]string{
+		"ADDR": "127.0.0.1:0", "DATABASE_URL": kittest.PostgresURL(t), "DATABASE_SCHEMA": schema,
+		"DATABASE_MAX_CONNS": "8", "POLL_INTERVAL": poll.String(), "SHUTDOWN_TIMEOUT": "10s",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// running is one in-process service; stop is idempotent and also runs at
+// the test's end.
+type running struct {
+	st   *store
+	base string
+	stop func()
+}
+
+func start(t testing.TB, cfg Config) *running {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, st, err := build(context.Background(), cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	stop := sync.OnceFunc(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("shutdown: %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Errorf("service did not stop within 60s")
+		}
+	})
+	t.Cleanup(stop)
+	return &running{st: st, base: "http://" + svc.Addr().String(), stop: stop}
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	eventstore.Run(t, func(t *testing.T) *eventstore.Target {
+		cfg := testConfig(t, kittest.Schema(t, kittest.PostgresURL(t)), time.Second)
+		r := start(t, cfg)
+		tg := &eventstore.Target{
+			BaseURL: r.base, Service: "no-kurrentdb", Backend: "postgres",
+			Features: eventstore.Features{ConditionalAppend: true, ServerSideStreamRead: true, PushSubscription: true},
+		}
+		tg.Restart = func(t testing.TB) string {
+			r.stop()
+			r = start(t, cfg)
+			return r.base
+		}
+		return tg
+	})
+}
+
+// sse opens GET /subscribe and returns a channel of its messages.
+func sse(t testing.TB, base, from string) <-chan eventstore.SSEMessage {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/subscribe?from="+from, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("subscribe: %v %v", resp, err)
+	}
+	ch := make(chan eventstore.SSEMessage, 100)
+	go func() {
+		defer resp.Body.Close()
+		defer close(ch)
+		r := eventstore.NewSSEReader(resp.Body)
+		for {
+			m, err := r.Next()
+			if err != nil {
+				return
+			}
+			ch <- m
+		}
+	}()
+	return ch
+}
+
+func nextMsg(t testing.TB, ch <-chan eventstore.SSEMessage, what string) eventstore.SSEMessage {
+	t.Helper()
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			t.Fatalf("%s: subscription ended", what)
+		}
+		return m
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s: nothing within 60s", what)
+	}
+	return eventstore.SSEMessage{}
+}
+
+// TestGapLoss makes two transactions commit out of order. Transaction A
+// inserts first (lower global_pos) but commits after B. A reader moving a
+// naive "global_pos > checkpoint" cursor reads B, moves past A's number,
+// and never sees A: the event is lost. The service's (xid, global_pos)
+// cursor below the xid watermark delivers neither until A ends, then both.
+func TestGapLoss(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	schema := kittest.Schema(t, url)
+	r := start(t, testConfig(t, schema, time.Second))
+	pool := kittest.Pool(t, url, schema)
+	ctx := kittest.Context(t, 2*time.Minute)
+
+	sub := sse(t, r.base, "")
+	if m := nextMsg(t, sub, "catch-up of an empty store"); m.Event != "caught-up" {
+		t.Fatalf("first message %+v, want caught-up", m)
+	}
+
+	const ins = `INSERT INTO events (stream_id, version, event_type, data) VALUES ($1, 0, 'OxygenAdded', '{"liters":1}') RETURNING global_pos`
+	txA, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txA.Rollback(context.Background())
+	var posA, posB int64
+	if err := txA.QueryRow(ctx, ins, "tank-gap-a").Scan(&posA); err != nil {
+		t.Fatal(err)
+	}
+	txB, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txB.QueryRow(ctx, ins, "tank-gap-b").Scan(&posB); err != nil {
+		t.Fatal(err)
+	}
+	if err := txB.Commit(ctx); err != nil { // B commits first...
+		t.Fatal(err)
+	}
+	if posA >= posB {
+		t.Fatalf("setup: A got global_pos %d, B %d; want A < B", posA, posB)
+	}
+
+	// The naive reader polls now: it sees B (A is not visible yet) and
+	// moves its checkpoint to B's number.
+	naive := func(after int64) []int64 {
+		rows, err := pool.Query(ctx, `SELECT global_pos FROM events WHERE global_pos > $1 ORDER BY global_pos`, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []int64
+		for rows.Next() {
+			var p int64
+			_ = rows.Scan(&p)
+			out = append(out, p)
+		}
+		return out
+	}
+	naiveSeen := naive(0)
+	if len(naiveSeen) != 1 || naiveSeen[0] != posB {
+		t.Fatalf("naive first poll saw %v, want only B (%d)", naiveSeen, posB)
+	}
+	checkpoint := naiveSeen[0]
+
+	// The service's cursor sees nothing yet: B's xid is above the
+	// watermark that open transaction A holds down.
+	evs, _, err := r.st.page(ctx, cursor{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 0 {
+		t.Fatalf("the watermark cursor read %d events while an older transaction was open; want 0", len(evs))
+	}
+
+	if err := txA.Commit(ctx); err != nil { // ...A commits second.
+		t.Fatal(err)
+	}
+
+	// The naive reader polls again from its checkpoint: A is gone for good.
+	after := naive(checkpoint)
+	naiveSeen = append(naiveSeen, after...)
+	lost := true
+	for _, p := range naiveSeen {
+		if p == posA {
+			lost = false
+		}
+	}
+	if !lost {
+		t.Fatalf("the naive cursor saw A (%d): the gap did not occur (%v)", posA, naiveSeen)
+	}
+	t.Logf("naive global_pos cursor delivered %v and lost global_pos %d forever", naiveSeen, posA)
+
+	// The service delivers both, live, through the SSE subscription.
+	got := map[int64]bool{}
+	for len(got) < 2 {
+		m := nextMsg(t, sub, "live events after the gap")
+		if m.Event != "event" {
+			continue
+		}
+		var e eventstore.RecordedEvent
+		if err := json.Unmarshal([]byte(m.Data), &e); err != nil {
+			t.Fatal(err)
+		}
+		if got[e.GlobalPosition] {
+			t.Fatalf("global_pos %d delivered twice", e.GlobalPosition)
+		}
+		got[e.GlobalPosition] = true
+	}
+	if !got[posA] || !got[posB] {
+		t.Fatalf("the service delivered %v, want A (%d) and B (%d)", got, posA, posB)
+	}
+}
+
+// TestListenerReconnects kills the LISTEN connection with
+// pg_terminate_backend. The fallback poll is set to an hour, so a live
+// event can only arrive through a notification on the listener's new
+// connection.
+func TestListenerReconnects(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	schema := kittest.Schema(t, url)
+	r := start(t, testConfig(t, schema, time.Hour))
+	pool := kittest.Pool(t, url, schema)
+	ctx := kittest.Context(t, 2*time.Minute)
+
+	sub := sse(t, r.base, "")
+	if m := nextMsg(t, sub, "catch-up"); m.Event != "caught-up" {
+		t.Fatalf("first message %+v", m)
+	}
+	pidOf := func() int {
+		var pid int
+		err := pool.QueryRow(ctx, `SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE application_name = $1`, r.st.listener.appName).Scan(&pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	old := pidOf()
+	if old == 0 {
+		t.Fatal("no listener connection in pg_stat_activity")
+	}
+	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, old); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if p := pidOf(); p != 0 && p != old {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the listener did not reconnect within 60s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	body := `{"expected_version":"no_stream","events":[{"type":"OxygenAdded","data":{"liters":7}}]}`
+	resp, err := http.Post(r.base+"/streams/tank-reconnect-1/events", "application/json", strings.NewReader(body))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("append: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for {
+		m := nextMsg(t, sub, "live event after the listener reconnected")
+		if m.Event == "event" && strings.Contains(m.Data, "tank-reconnect-1") {
+			return
+		}
+	}
+}
+
+func TestConfigNamesBadVariables(t *testing.T) {
+	t.Parallel()
+	_, err := readConfig(config.FromMap(map[string]string{
+		"POLL_INTERVAL": "1ms", "SUBSCRIBE_PAGE_SIZE": "0", "BACKEND_TIMEOUT": "soon", "DATABASE_LISTEN_URL": "mysql://x",
+	}))
+	for _, name := range []string{"POLL_INTERVAL", "SUBSCRIBE_PAGE_SIZE", "BACKEND_TIMEOUT", "DATABASE_LISTEN_URL"} {
+		if err == nil || !strings.Contains(err.Error(), name+":") {
+			t.Errorf("error does not name %s: %v", name, err)
+		}
+	}
+	cfg, err := readConfig(config.FromMap(nil))
+	if err != nil || cfg.HTTP.Addr != ":8090" || cfg.Postgres.Schema != "eventstore" || cfg.ListenURL != cfg.Postgres.URL {
+		t.Errorf("defaults: %+v %v", cfg, err)
+	}
+}

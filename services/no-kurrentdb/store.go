@@ -1,0 +1,409 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+)
+
+// store is the Postgres eventstore.Store. It is safe for concurrent use;
+// the listener goroutine is started by startListener and stopped by
+// stopListener, before the pool is closed.
+type store struct {
+	pool     *pgxpool.Pool
+	cfg      Config
+	logger   *slog.Logger
+	schema   string
+	hub      hub
+	listener *listener
+}
+
+func newStore(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *store {
+	schema := cfg.Postgres.Schema
+	if schema == "" {
+		schema = "public"
+	}
+	return &store{pool: pool, cfg: cfg, logger: logger, schema: schema, hub: hub{ch: make(chan struct{})}}
+}
+
+// Capabilities implements eventstore.Store.
+func (s *store) Capabilities() eventstore.Capabilities {
+	return eventstore.Capabilities{ConditionalAppend: true, ServerSideStreamRead: true, PushSubscription: true}
+}
+
+// appendSQL appends a batch in ONE statement, so no explicit transaction is
+// needed: cur reads the stream's last version through the primary key, the
+// WHERE applies the expected version ($5: NULL for "any", -1 for
+// "no_stream"), and the new rows take versions cur+1, cur+2, ... in request
+// order. Two concurrent appends that read the same cur insert the same
+// (stream_id, version): the second waits on the primary key until the first
+// commits, then fails with unique_violation (23505). That is the optimistic
+// lock; no row lock is taken on read.
+const appendSQL = `
+WITH cur AS (
+    SELECT coalesce(max(version), -1) AS v FROM events WHERE stream_id = $1
+)
+INSERT INTO events (stream_id, version, event_type, data, metadata)
+SELECT $1, cur.v + e.n, e.t, e.d::jsonb, e.m::jsonb
+FROM cur, unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS e(t, d, m, n)
+WHERE $5::bigint IS NULL OR cur.v = $5::bigint
+ORDER BY e.n
+RETURNING version, global_pos, xid::text`
+
+// anyRetries bounds how often an "any" append retries after losing a race
+// for the next version to a concurrent append.
+const anyRetries = 50
+
+// Append implements eventstore.Store.
+func (s *store) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (eventstore.AppendResult, error) {
+	types := make([]string, len(events))
+	data := make([]string, len(events))
+	meta := make([]string, len(events))
+	for i, e := range events {
+		types[i], data[i], meta[i] = e.Type, string(e.Data), string(e.Metadata)
+	}
+	var cond *int64
+	if v, ok := expected.Version(); ok {
+		cond = &v
+	} else if expected.IsNoStream() {
+		none := int64(-1)
+		cond = &none
+	}
+	for attempt := 0; ; attempt++ {
+		res, n, err := s.tryAppend(ctx, stream, types, data, meta, cond)
+		var pgErr *pgconn.PgError
+		lostRace := errors.As(err, &pgErr) && pgErr.Code == "23505"
+		if lostRace && expected.IsAny() && attempt < anyRetries {
+			continue
+		}
+		if err != nil && !lostRace {
+			return eventstore.AppendResult{}, backendError("append", err)
+		}
+		if lostRace || n == 0 {
+			actual, aerr := s.lastVersion(ctx, stream)
+			if aerr != nil {
+				return eventstore.AppendResult{}, backendError("read the actual version", aerr)
+			}
+			return eventstore.AppendResult{}, &eventstore.WrongExpectedVersionError{Stream: stream, Expected: expected, Actual: actual}
+		}
+		return res, nil
+	}
+}
+
+func (s *store) tryAppend(ctx context.Context, stream string, types, data, meta []string, cond *int64) (eventstore.AppendResult, int, error) {
+	rows, err := s.pool.Query(ctx, appendSQL, stream, types, data, meta, cond)
+	if err != nil {
+		return eventstore.AppendResult{}, 0, err
+	}
+	defer rows.Close()
+	var res eventstore.AppendResult
+	n := 0
+	for rows.Next() {
+		var v, gp int64
+		var xid string
+		if err := rows.Scan(&v, &gp, &xid); err != nil {
+			return res, 0, err
+		}
+		if n == 0 {
+			first := v
+			res.FirstVersion = &first
+		}
+		last := v
+		res.LastVersion = &last
+		if gp >= res.GlobalPosition {
+			res.GlobalPosition = gp
+			res.Position = xid + ":" + strconv.FormatInt(gp, 10)
+		}
+		n++
+	}
+	return res, n, rows.Err()
+}
+
+func (s *store) lastVersion(ctx context.Context, stream string) (int64, error) {
+	var v int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), -1) FROM events WHERE stream_id = $1`, stream).Scan(&v)
+	return v, err
+}
+
+// readSQL reads a page of one stream and its last version in one
+// statement (one snapshot): the LEFT JOIN keeps the row with the last
+// version when the page is empty. Both parts use the primary key.
+const readSQL = `
+SELECT m.last, e.version, e.global_pos, e.xid::text, e.event_type, e.data, e.metadata, e.created_at
+FROM (SELECT max(version) AS last FROM events WHERE stream_id = $1) m
+LEFT JOIN LATERAL (
+    SELECT version, global_pos, xid, event_type, data, metadata, created_at
+    FROM events
+    WHERE stream_id = $1 AND version >= $2
+    ORDER BY version
+    LIMIT $3
+) e ON true
+ORDER BY e.version`
+
+// Read implements eventstore.Store. records_scanned is null: Postgres does
+// not report per query how many tuples an index scan visited (dead ones
+// included) without EXPLAIN ANALYZE, and the service does not pretend that
+// it read exactly what it returned.
+func (s *store) Read(ctx context.Context, stream string, from int64, limit int) (eventstore.ReadResult, error) {
+	rows, err := s.pool.Query(ctx, readSQL, stream, from, limit)
+	if err != nil {
+		return eventstore.ReadResult{}, backendError("read", err)
+	}
+	defer rows.Close()
+	res := eventstore.ReadResult{Stream: stream, Events: []eventstore.RecordedEvent{}}
+	for rows.Next() {
+		var (
+			last, version, gp *int64
+			xid, typ          *string
+			data, meta        []byte
+			created           *time.Time
+		)
+		if err := rows.Scan(&last, &version, &gp, &xid, &typ, &data, &meta, &created); err != nil {
+			return res, backendError("read", err)
+		}
+		res.LastVersion = last
+		if version == nil {
+			continue
+		}
+		res.Events = append(res.Events, eventstore.RecordedEvent{
+			Stream: stream, Version: version, Position: *xid + ":" + strconv.FormatInt(*gp, 10), GlobalPosition: *gp,
+			Type: *typ, Data: json.RawMessage(data), Metadata: json.RawMessage(meta), CreatedAt: *created,
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return res, backendError("read", err)
+	}
+	return res, nil
+}
+
+// cursor is a subscription's position: the last delivered (xid, global_pos).
+type cursor struct {
+	xid uint64
+	pos int64
+}
+
+func (c cursor) String() string {
+	return strconv.FormatUint(c.xid, 10) + ":" + strconv.FormatInt(c.pos, 10)
+}
+
+// parsePosition parses "<xid>:<global_pos>"; "" is the beginning.
+func parsePosition(s string) (cursor, error) {
+	if s == "" {
+		return cursor{}, nil
+	}
+	x, p, ok := strings.Cut(s, ":")
+	xid, err1 := strconv.ParseUint(x, 10, 64)
+	pos, err2 := strconv.ParseInt(p, 10, 64)
+	if !ok || err1 != nil || err2 != nil || pos < 0 {
+		return cursor{}, httpapi.BadRequest("from %q is not a position of this service (want <xid>:<global_pos>, as events and appends report it)", s)
+	}
+	return cursor{xid, pos}, nil
+}
+
+// pageSQL is the subscription's read. A bigserial is handed out at INSERT
+// but becomes visible at COMMIT, so global_pos alone is not a safe cursor:
+// a transaction holding a lower number can commit after a higher one was
+// read. Instead the cursor is (xid, global_pos), and only rows of
+// transactions below the watermark pg_snapshot_xmin(pg_current_snapshot())
+// are read: every transaction with a smaller xid has committed or aborted,
+// so no row can ever appear behind the cursor. The row comparison uses the
+// (xid, global_pos) index.
+const pageSQL = `
+SELECT stream_id, version, global_pos, xid::text, event_type, data, metadata, created_at
+FROM events
+WHERE (xid, global_pos) > ($1::text::xid8, $2::bigint)
+  AND xid < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY xid, global_pos
+LIMIT $3`
+
+// pendingSQL tells whether committed rows exist above the watermark: the
+// watermark is held back by an older transaction still open, so the
+// subscription should look again soon rather than wait for the next
+// notification. $3, if not null, limits the question to transactions that
+// started before the subscription (xid below the snapshot's xmax taken
+// then): caught-up is sent only once those are delivered, so that it
+// covers every event committed before the subscription began, even with a
+// long transaction open elsewhere, without waiting for later appends.
+const pendingSQL = `
+SELECT EXISTS (
+    SELECT 1 FROM events
+    WHERE (xid, global_pos) > ($1::text::xid8, $2::bigint)
+      AND xid >= pg_snapshot_xmin(pg_current_snapshot())
+      AND ($3::text IS NULL OR xid < $3::text::xid8)
+)`
+
+// page reads the next page after c; it does not hold a connection while
+// the caller delivers.
+func (s *store) page(ctx context.Context, c cursor, limit int) ([]eventstore.RecordedEvent, []cursor, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, pageSQL, strconv.FormatUint(c.xid, 10), c.pos, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var evs []eventstore.RecordedEvent
+	var curs []cursor
+	for rows.Next() {
+		var (
+			e   eventstore.RecordedEvent
+			v   int64
+			xid string
+		)
+		if err := rows.Scan(&e.Stream, &v, &e.GlobalPosition, &xid, &e.Type, &e.Data, &e.Metadata, &e.CreatedAt); err != nil {
+			return nil, nil, err
+		}
+		x, err := strconv.ParseUint(xid, 10, 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("xid %q: %w", xid, err)
+		}
+		e.Version = &v
+		cur := cursor{x, e.GlobalPosition}
+		e.Position = cur.String()
+		evs = append(evs, e)
+		curs = append(curs, cur)
+	}
+	return evs, curs, rows.Err()
+}
+
+func (s *store) pending(ctx context.Context, c cursor, before *string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
+	defer cancel()
+	var p bool
+	err := s.pool.QueryRow(ctx, pendingSQL, strconv.FormatUint(c.xid, 10), c.pos, before).Scan(&p)
+	return p, err
+}
+
+// horizon returns the xmax of a snapshot taken now: every transaction that
+// committed before now has a smaller xid.
+func (s *store) horizon(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
+	defer cancel()
+	var x string
+	err := s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text`).Scan(&x)
+	return x, err
+}
+
+// Subscribe implements eventstore.Store: page through the backlog below
+// the watermark, report caught-up, then wait for a notification (or the
+// fallback poll, or a short retry while the watermark is held back) and
+// read again. A failed query is retried after the poll interval: the
+// subscription survives a Postgres restart.
+func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subscriber) error {
+	cur, err := parsePosition(from)
+	if err != nil {
+		return err
+	}
+	start, err := s.horizon(ctx)
+	if err != nil {
+		return backendError("subscribe", err)
+	}
+	caughtUp := false
+	heldBack := 20 * time.Millisecond
+	for {
+		wake := s.hub.wait() // taken before the read: a wake-up during it is not lost
+		evs, curs, err := s.page(ctx, cur, s.cfg.PageSize)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.logger.Warn("subscription read failed; retrying", "err", err)
+			if err := sleep(ctx, s.cfg.PollInterval); err != nil {
+				return err
+			}
+			continue
+		}
+		for i, e := range evs {
+			if err := sub.Event(e); err != nil {
+				return err
+			}
+			cur = curs[i]
+		}
+		if len(evs) == s.cfg.PageSize {
+			continue
+		}
+		// Committed rows above the watermark: during catch-up only those of
+		// transactions older than the subscription count.
+		var before *string
+		if !caughtUp {
+			before = &start
+		}
+		pending, perr := s.pending(ctx, cur, before)
+		if perr == nil && !pending && !caughtUp {
+			caughtUp = true
+			if err := sub.CaughtUp(); err != nil {
+				return err
+			}
+		}
+		wait := s.cfg.PollInterval
+		if perr == nil && pending {
+			wait = min(heldBack, wait)
+			heldBack = min(heldBack*2, time.Second)
+		} else {
+			heldBack = 20 * time.Millisecond
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// backendError maps a Postgres failure: a timeout or a lost connection is
+// 503 (retryable), anything else stays a 500.
+func backendError(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || pgconn.SafeToRetry(err) || !errors.As(err, &pgErr) {
+		return fmt.Errorf("postgres %s: %w (%w)", op, httpapi.ErrUnavailable, err)
+	}
+	return fmt.Errorf("postgres %s: %w", op, err)
+}
+
+// hub wakes every waiting subscription at once: wait returns a channel
+// that wake closes (and replaces).
+type hub struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (h *hub) wait() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ch
+}
+
+func (h *hub) wake() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	close(h.ch)
+	h.ch = make(chan struct{})
+}
+
+var _ eventstore.Store = (*store)(nil)

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+)
+
+// store is the Postgres documents.Store: one row per user, the profile in
+// a jsonb column indexed by GIN (jsonb_path_ops), see
+// migrations/documents. Safe for concurrent use; the pool is closed by the
+// service, not by the store.
+type store struct {
+	pool *pgxpool.Pool
+}
+
+var _ documents.Store = (*store)(nil)
+
+// Columns returned with the profile, and without it (mutations must not
+// detoast and ship a multi-megabyte document back).
+const (
+	fullCols    = `id::text, email, name, plan, profile, created_at, updated_at`
+	summaryCols = `id::text, email, name, plan, created_at, updated_at`
+)
+
+func scanFull(row pgx.Row) (documents.User, error) {
+	var u documents.User
+	var profile []byte
+	err := row.Scan(&u.ID, &u.Email, &u.Name, &u.Plan, &profile, &u.CreatedAt, &u.UpdatedAt)
+	u.Profile = profile
+	return u, err
+}
+
+func scanSummary(row pgx.Row) (documents.User, error) {
+	var u documents.User
+	err := row.Scan(&u.ID, &u.Email, &u.Name, &u.Plan, &u.CreatedAt, &u.UpdatedAt)
+	return u, err
+}
+
+// mapErr turns driver errors into the contract's: no row is a 404, a
+// unique violation a 409, a connection failure or timeout a 503.
+func mapErr(err error, id string) error {
+	var pgErr *pgconn.PgError
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return documents.NotFound(id)
+	case errors.As(err, &pgErr) && pgErr.Code == "23505":
+		return documents.Conflict(id)
+	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err):
+		return fmt.Errorf("postgres: %w: %v", httpapi.ErrUnavailable, err)
+	case errors.As(err, &netErr), pgconn.SafeToRetry(err):
+		return fmt.Errorf("postgres: %w: %v", httpapi.ErrUnavailable, err)
+	}
+	return fmt.Errorf("postgres: %w", err)
+}
+
+func (s *store) Create(ctx context.Context, u documents.NewUser) (documents.User, error) {
+	user, err := scanFull(s.pool.QueryRow(ctx,
+		`INSERT INTO users (id, email, name, plan, profile) VALUES ($1, $2, $3, $4, $5::jsonb)
+		 RETURNING `+fullCols,
+		u.ID, u.Email, u.Name, u.Plan, string(documents.Encode(u.Profile))))
+	return user, mapErr(err, u.Email)
+}
+
+func (s *store) Get(ctx context.Context, id string) (documents.User, error) {
+	u, err := scanFull(s.pool.QueryRow(ctx, `SELECT `+fullCols+` FROM users WHERE id = $1`, id))
+	return u, mapErr(err, id)
+}
+
+func (s *store) PatchFields(ctx context.Context, id string, p documents.FieldsPatch) (documents.User, error) {
+	// Only the fixed columns change, but MVCC still writes a new row
+	// version: the profile's TOAST pointer is copied, its chunks are not.
+	u, err := scanSummary(s.pool.QueryRow(ctx,
+		`UPDATE users SET name = COALESCE($2, name), plan = COALESCE($3, plan), updated_at = clock_timestamp()
+		 WHERE id = $1 RETURNING `+summaryCols, id, p.Name, p.Plan))
+	return u, mapErr(err, id)
+}
+
+func (s *store) PatchProfile(ctx context.Context, id string, p documents.ProfilePatch) (documents.User, error) {
+	// || is a shallow merge (right side wins per top-level key); "- text[]"
+	// then drops the keys the patch gave as null. The whole jsonb value is
+	// rewritten (and re-TOASTed) however small the patch.
+	unset := p.Unset
+	if unset == nil {
+		unset = []string{}
+	}
+	u, err := scanSummary(s.pool.QueryRow(ctx,
+		`UPDATE users SET profile = (profile || $2::jsonb) - $3::text[], updated_at = clock_timestamp()
+		 WHERE id = $1 RETURNING `+summaryCols, id, string(documents.Encode(p.Set)), unset))
+	return u, mapErr(err, id)
+}
+
+func (s *store) ReplaceProfile(ctx context.Context, id string, profile documents.Object) (documents.User, error) {
+	u, err := scanSummary(s.pool.QueryRow(ctx,
+		`UPDATE users SET profile = $2::jsonb, updated_at = clock_timestamp()
+		 WHERE id = $1 RETURNING `+summaryCols, id, string(documents.Encode(profile))))
+	return u, mapErr(err, id)
+}
+
+// searchSQL is keyset pagination over the primary key: @> can use the GIN
+// (jsonb_path_ops) index, "id > $2 ORDER BY id" the primary key; the
+// planner picks (a bitmap scan of the GIN index then a sort of the
+// matches, or a walk of the primary key filtering rows when the match is
+// not selective). The zero UUID starts from the beginning.
+const searchSQL = `SELECT ` + fullCols + ` FROM users
+	WHERE profile @> $1::jsonb AND id > $2::uuid
+	ORDER BY id LIMIT $3`
+
+func (s *store) Search(ctx context.Context, query documents.Object, after string, n int) ([]documents.User, error) {
+	if after == "" {
+		after = "00000000-0000-0000-0000-000000000000"
+	}
+	rows, err := s.pool.Query(ctx, searchSQL, string(documents.Encode(query)), after, n)
+	if err != nil {
+		return nil, mapErr(err, "")
+	}
+	users, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (documents.User, error) { return scanFull(r) })
+	return users, mapErr(err, "")
+}
+
+func (s *store) Delete(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM users WHERE id = $1`, id)
+	if err != nil {
+		return mapErr(err, id)
+	}
+	if tag.RowsAffected() == 0 {
+		return documents.NotFound(id)
+	}
+	return nil
+}

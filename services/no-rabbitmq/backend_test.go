@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+)
+
+// post enqueues n tasks in one batch.
+func post(t testing.TB, base string, n int) {
+	t.Helper()
+	b := queue.BatchRequest{Tasks: make([]queue.TaskRequest, n)}
+	for i := range b.Tasks {
+		b.Tasks[i] = queue.TaskRequest{Kind: "t"}
+	}
+	body, _ := json.Marshal(b)
+	resp, err := http.Post(base+"/tasks/batch", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /tasks/batch: %d", resp.StatusCode)
+	}
+}
+
+func scalar[T any](t testing.TB, pool *pgxpool.Pool, sql string, args ...any) T {
+	t.Helper()
+	var v T
+	if err := pool.QueryRow(kittest.Context(t, 30*time.Second), sql, args...).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
+func until(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func doneCount(t testing.TB, pool *pgxpool.Pool) int {
+	return scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status = 'done'`)
+}
+
+// TestListenReconnectAfterTerminate kills the LISTEN connection's backend
+// with pg_terminate_backend mid-load. The tasks are enqueued by an API-only
+// instance, and the worker instance's fallback poll is a minute, so only
+// notifications (and the sweep after re-LISTEN) can wake it within the
+// test's deadline: every task still completes.
+func TestListenReconnectAfterTerminate(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	schema := kittest.Schema(t, url)
+	pool := kittest.Pool(t, url, schema)
+	api := start(t, url, schema, queue.Options{}, map[string]string{"WORKERS": "0"})
+	worker := start(t, url, schema, queue.Options{Workers: 4, Work: 2 * time.Millisecond}, map[string]string{"POLL_INTERVAL": "1m"})
+	until(t, 30*time.Second, "the listener", worker.q.listening.Load)
+	post(t, api.base, 300)
+	post(t, api.base, 300)
+	n := scalar[int](t, pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, listenerName(schema))
+	if n != 1 {
+		t.Fatalf("terminated %d listener backends, want 1", n)
+	}
+	t.Logf("listener terminated with %d of 600 tasks done", doneCount(t, pool))
+	post(t, api.base, 200) // may land while the listener is away: the sweep finds it
+	until(t, 30*time.Second, "the listener back", func() bool {
+		return worker.q.listening.Load() && worker.svc.Stats.Snapshot().Counters[queue.CounterReconnects] >= 1
+	})
+	until(t, 40*time.Second, "800 tasks done", func() bool { return doneCount(t, pool) == 800 })
+	// After the reconnect, a new task is woken by a notification, not by
+	// the minute-long poll.
+	post(t, api.base, 1)
+	until(t, 40*time.Second, "801 tasks done", func() bool { return doneCount(t, pool) == 801 })
+}
+
+// TestLeaseRescue claims tasks as a worker that then dies would (the claim
+// statement, never completed): once the lease expires another instance
+// rescues them and they complete, counted as a second delivery.
+func TestLeaseRescue(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	schema := kittest.Schema(t, url)
+	pool := kittest.Pool(t, url, schema)
+	api := start(t, url, schema, queue.Options{}, map[string]string{"WORKERS": "0"})
+	post(t, api.base, 3)
+	// The dead worker's claim: a one-second lease, never renewed.
+	rows, err := pool.Query(kittest.Context(t, 10*time.Second), claimSQL, 10, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if n := scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status = 'running'`); n != 3 {
+		t.Fatalf("%d tasks running after the claim, want 3", n)
+	}
+	start(t, url, schema, queue.Options{Workers: 2}, nil)
+	until(t, 40*time.Second, "the rescued tasks done", func() bool { return doneCount(t, pool) == 3 })
+	if n := scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE attempts = 2`); n != 3 {
+		t.Errorf("%d of 3 rescued tasks show 2 deliveries", n)
+	}
+}
+
+// TestQueueTableModeAndRebuild switches QUEUE_TABLE both ways and empties
+// the queue table as crash recovery empties an unlogged one: the next
+// start re-queues the open tasks from their (logged) records. Finished
+// tasks leave the hot table.
+func TestQueueTableModeAndRebuild(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	schema := kittest.Schema(t, url)
+	pool := kittest.Pool(t, url, schema)
+	persistence := func() string {
+		return scalar[string](t, pool, `SELECT relpersistence::text FROM pg_class WHERE oid = 'queue_jobs'::regclass`)
+	}
+	api := start(t, url, schema, queue.Options{}, map[string]string{"WORKERS": "0", "QUEUE_TABLE": "logged"})
+	if p := persistence(); p != "p" {
+		t.Errorf("QUEUE_TABLE=logged: relpersistence %q", p)
+	}
+	post(t, api.base, 5)
+	api.stop()
+	if _, err := pool.Exec(kittest.Context(t, 10*time.Second), `TRUNCATE queue_jobs`); err != nil {
+		t.Fatal(err)
+	}
+	start(t, url, schema, queue.Options{Workers: 2}, nil) // QUEUE_TABLE defaults to unlogged
+	if p := persistence(); p != "u" {
+		t.Errorf("QUEUE_TABLE=unlogged: relpersistence %q", p)
+	}
+	until(t, 30*time.Second, "the re-queued tasks done", func() bool { return doneCount(t, pool) == 5 })
+	if n := scalar[int](t, pool, `SELECT count(*) FROM queue_jobs`); n != 0 {
+		t.Errorf("queue_jobs keeps %d rows of finished tasks", n)
+	}
+}

@@ -1,0 +1,573 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
+)
+
+// enqueueSQL records the tasks and queues them in ONE statement, hence one
+// implicit transaction: the record and its queue entry commit together
+// (the transactional outbox, for free). pg_notify is transactional too: the
+// listeners hear it only if the statement commits.
+const enqueueSQL = `
+WITH t AS (
+    INSERT INTO tasks (id, kind, payload, fail_times, status, enqueued_at)
+    SELECT id, kind, payload, fail_times, 'queued', enqueued_at
+      FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[])
+           AS t(id, kind, payload, fail_times, enqueued_at)
+    RETURNING id, fail_times, enqueued_at
+), q AS (
+    INSERT INTO queue_jobs (task_id, run_at, fail_times, enqueued_at)
+    SELECT id, now(), fail_times, enqueued_at FROM t
+)
+SELECT pg_notify($6, '')`
+
+// claimSQL takes up to $1 due rows in one round trip. FOR UPDATE SKIP
+// LOCKED makes concurrent claimers (other workers, other instances) skip
+// the rows a claim in flight has locked instead of waiting for it: no two
+// claims return the same row, and none blocks. Claimed rows get a lease of
+// $2 ms: run_at moves to the lease's end, so an expired lease (a dead
+// worker) is simply due again, and the next claim rescues it. The task
+// records are marked running in the same statement.
+const claimSQL = `
+WITH picked AS (
+    SELECT task_id FROM queue_jobs
+     WHERE run_at <= now()
+     ORDER BY run_at
+     LIMIT $1
+       FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE queue_jobs q
+       SET attempts = q.attempts + 1,
+           run_at = now() + $2 * interval '1 millisecond',
+           locked_until = now() + $2 * interval '1 millisecond'
+      FROM picked
+     WHERE q.task_id = picked.task_id
+    RETURNING q.task_id, q.attempts, q.fail_times, q.enqueued_at
+), rec AS (
+    UPDATE tasks t
+       SET status = 'running', attempts = c.attempts,
+           delivered_at = coalesce(t.delivered_at, clock_timestamp())
+      FROM claimed c
+     WHERE t.id = c.task_id AND t.status IN ('queued', 'running')
+)
+SELECT task_id::text, attempts, fail_times, enqueued_at FROM claimed`
+
+// doneSQL deletes finished rows from the queue (the hot table keeps only
+// the backlog; the history stays in tasks) and marks their records done,
+// in one statement. RETURNING lists the tasks this completion finished; a
+// duplicate (a task another worker already finished) is not listed.
+const doneSQL = `
+WITH d AS (
+    DELETE FROM queue_jobs WHERE task_id = ANY($1::uuid[])
+)
+UPDATE tasks SET status = 'done', processed_at = clock_timestamp()
+ WHERE id = ANY($1::uuid[]) AND status IN ('queued', 'running')
+RETURNING id::text`
+
+// retrySQL releases failed rows with a backoff: run_at is the retry time.
+const retrySQL = `
+WITH r AS (
+    SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[]) AS r(id, delay_ms, err)
+), q AS (
+    UPDATE queue_jobs q SET run_at = now() + r.delay_ms * interval '1 millisecond', locked_until = NULL
+      FROM r WHERE q.task_id = r.id
+)
+UPDATE tasks t SET status = 'queued', last_error = r.err
+  FROM r WHERE t.id = r.id AND t.status IN ('queued', 'running')`
+
+// deadSQL moves rows that failed MAX_ATTEMPTS times to the dead state: the
+// queue row goes, the record (status dead, last_error) is the dead letter.
+const deadSQL = `
+WITH r AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[]) AS r(id, err)
+), d AS (
+    DELETE FROM queue_jobs WHERE task_id IN (SELECT id FROM r)
+)
+UPDATE tasks t SET status = 'dead', last_error = r.err
+  FROM r WHERE t.id = r.id AND t.status IN ('queued', 'running')
+RETURNING t.id::text`
+
+// renewSQL extends the leases of the rows this instance still holds.
+const renewSQL = `
+UPDATE queue_jobs SET run_at = now() + $2 * interval '1 millisecond', locked_until = now() + $2 * interval '1 millisecond'
+ WHERE task_id = ANY($1::uuid[]) AND locked_until IS NOT NULL`
+
+// rebuildSQL re-queues every open task whose queue row is missing: after a
+// crash, recovery empties an UNLOGGED queue_jobs, while the logged records
+// survive.
+const rebuildSQL = `
+INSERT INTO queue_jobs (task_id, run_at, attempts, fail_times, enqueued_at)
+SELECT id, now(), attempts, fail_times, enqueued_at FROM tasks WHERE status IN ('queued', 'running')
+ON CONFLICT (task_id) DO NOTHING`
+
+// job is a claimed task in memory.
+type job struct {
+	id         string
+	attempts   int
+	failTimes  int
+	enqueuedAt time.Time
+}
+
+// result is a job's outcome, for the completer.
+type result struct {
+	job
+	err error
+}
+
+// pgQueue is the Postgres-side queue: the queue.Backend for the handlers,
+// and the in-process workers. Its Backend methods are safe for concurrent
+// use. Start it once; Stop (graceful) or Crash ends it, once.
+type pgQueue struct {
+	records.Store
+	pool    *pgxpool.Pool
+	cfg     Config
+	stats   *stats.Recorder
+	log     *slog.Logger
+	hub     *waiter.Hub
+	channel string // NOTIFY channel, per schema
+
+	wake      chan struct{} // pokes the fetcher; capacity 1
+	capacity  int64
+	inflight  atomic.Int64
+	listening atomic.Bool
+
+	mu   sync.Mutex
+	held map[string]struct{} // claimed, not yet completed: leases to renew
+
+	jobs    chan job
+	results chan result
+
+	// fetchCtx ends the fetcher and the listener; hardCtx ends everything
+	// at once (a crash, or a graceful stop past its deadline).
+	fetchCtx, hardCtx       context.Context
+	fetchCancel, hardCancel context.CancelFunc
+	fetchers, workers       sync.WaitGroup
+	completerDone           chan struct{}
+	stopOnce                sync.Once
+}
+
+func newPGQueue(pool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Logger) *pgQueue {
+	capacity := int64(cfg.Worker.Workers + cfg.ClaimBatch)
+	q := &pgQueue{
+		Store: records.Store{Pool: pool}, pool: pool, cfg: cfg, stats: st, log: log,
+		hub:           new(waiter.Hub),
+		channel:       notifyChannel(cfg.Postgres.Schema),
+		wake:          make(chan struct{}, 1),
+		capacity:      capacity,
+		held:          map[string]struct{}{},
+		jobs:          make(chan job, capacity),
+		results:       make(chan result, capacity),
+		completerDone: make(chan struct{}),
+	}
+	q.fetchCtx, q.fetchCancel = context.WithCancel(context.Background())
+	q.hardCtx, q.hardCancel = context.WithCancel(context.Background())
+	return q
+}
+
+// notifyChannel names the NOTIFY channel after the schema, so that
+// services on different schemas do not wake each other.
+func notifyChannel(schema string) string {
+	ch := "queue_jobs"
+	if schema != "" {
+		ch += "." + schema
+	}
+	if len(ch) > 63 {
+		ch = ch[:63]
+	}
+	return ch
+}
+
+// prepare applies QUEUE_TABLE and rebuilds missing queue rows.
+func (q *pgQueue) prepare(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var persistence string
+	if err := q.pool.QueryRow(ctx, `SELECT relpersistence::text FROM pg_class WHERE oid = 'queue_jobs'::regclass`).Scan(&persistence); err != nil {
+		return fmt.Errorf("inspect queue_jobs: %w", err)
+	}
+	want := map[string]string{"unlogged": "u", "logged": "p"}[q.cfg.QueueTable]
+	if persistence != want {
+		// Rewrites the table under an exclusive lock: cheap, the table
+		// holds only the backlog.
+		if _, err := q.pool.Exec(ctx, "ALTER TABLE queue_jobs SET "+map[string]string{"u": "UNLOGGED", "p": "LOGGED"}[want]); err != nil {
+			return fmt.Errorf("QUEUE_TABLE=%s: %w", q.cfg.QueueTable, err)
+		}
+		q.log.Info("queue table durability changed", "queue_table", q.cfg.QueueTable)
+	}
+	tag, err := q.pool.Exec(ctx, rebuildSQL)
+	if err != nil {
+		return fmt.Errorf("rebuild queue_jobs from tasks: %w", err)
+	}
+	if n := tag.RowsAffected(); n > 0 {
+		q.log.Warn("re-queued open tasks missing from queue_jobs (crash recovery emptied the unlogged table?)", "tasks", n)
+	}
+	return nil
+}
+
+// Start starts the listener, the fetcher, the workers, the completer and
+// the lease keeper. With WORKERS=0 it starts nothing: an API-only instance.
+func (q *pgQueue) Start() {
+	if q.cfg.Worker.Workers == 0 {
+		close(q.completerDone)
+		return
+	}
+	q.fetchers.Add(2)
+	go func() { defer q.fetchers.Done(); q.listen(q.fetchCtx) }()
+	go func() { defer q.fetchers.Done(); q.fetch(q.fetchCtx) }()
+	for range q.cfg.Worker.Workers {
+		q.workers.Go(q.work)
+	}
+	go q.complete()
+	go q.renewLeases()
+}
+
+// Stop stops gracefully: no more claims, the workers finish what they hold
+// and the completions are flushed. If ctx ends first, the remaining tasks
+// are abandoned as in a crash: their leases expire and another instance
+// rescues them.
+func (q *pgQueue) Stop(ctx context.Context) error {
+	q.stopOnce.Do(func() {
+		q.fetchCancel()
+		q.fetchers.Wait()
+		close(q.jobs)
+		workersDone := make(chan struct{})
+		go func() { q.workers.Wait(); close(workersDone) }()
+		select {
+		case <-workersDone:
+		case <-ctx.Done():
+			q.hardCancel()
+			<-workersDone
+		}
+		close(q.results)
+		select {
+		case <-q.completerDone:
+		case <-ctx.Done():
+			q.hardCancel()
+			<-q.completerDone
+		}
+		q.hardCancel()
+	})
+	return nil
+}
+
+// Crash stops as a crash would: tasks in hand are neither completed nor
+// released. For tests.
+func (q *pgQueue) Crash() {
+	q.hardCancel()
+	_ = q.Stop(context.Background())
+}
+
+func (q *pgQueue) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Enqueue implements queue.Backend: one statement records and queues.
+func (q *pgQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
+	ids, kinds, payloads, fails, at := records.TaskColumns(tasks)
+	if _, err := q.pool.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel); err != nil {
+		return records.Unavailable("enqueue", err)
+	}
+	q.poke() // this instance's fetcher need not wait for the notification
+	return nil
+}
+
+// Pay implements queue.Backend: the payment, the task record and the queue
+// row commit in one transaction. The fault rolls back after the payment
+// insert, as a crash before COMMIT would: neither survives.
+func (q *pgQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error {
+	tx, err := q.pool.Begin(ctx)
+	if err != nil {
+		return records.Unavailable("begin", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := records.InsertPayment(ctx, tx, p); err != nil {
+		return records.Unavailable("insert payment", err)
+	}
+	if fault {
+		return queue.ErrFaultInjected
+	}
+	ids, kinds, payloads, fails, at := records.TaskColumns([]queue.NewTask{p.Task})
+	if _, err := tx.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel); err != nil {
+		return records.Unavailable("enqueue payment task", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return records.Unavailable("commit payment", err)
+	}
+	q.poke()
+	return nil
+}
+
+// fetch claims due rows while there is capacity, and otherwise sleeps until
+// a notification, a completion, the next due row or the fallback poll.
+func (q *pgQueue) fetch(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		wait := q.cfg.PollInterval
+		if free := q.capacity - q.inflight.Load(); free > 0 {
+			want := min(free, int64(q.cfg.ClaimBatch))
+			got, err := q.claim(want)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				q.log.Warn("claim failed; retrying", "err", err)
+				wait = 500 * time.Millisecond
+			case got == want:
+				continue // more may be due
+			default:
+				if next, ok := q.nextDue(ctx); ok && next < wait {
+					wait = max(next, 5*time.Millisecond)
+				}
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.wake:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (q *pgQueue) claim(n int64) (int64, error) {
+	// Not the fetcher's context: a claim cancelled at shutdown after its
+	// commit would strand its rows until their leases expired.
+	ctx, cancel := context.WithTimeout(q.hardCtx, 10*time.Second)
+	defer cancel()
+	rows, err := q.pool.Query(ctx, claimSQL, n, q.cfg.Lease.Milliseconds())
+	if err != nil {
+		return 0, err
+	}
+	var claimed []job
+	for rows.Next() {
+		var j job
+		if err := rows.Scan(&j.id, &j.attempts, &j.failTimes, &j.enqueuedAt); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		claimed = append(claimed, j)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	q.mu.Lock()
+	for _, j := range claimed {
+		q.held[j.id] = struct{}{}
+	}
+	q.mu.Unlock()
+	q.inflight.Add(int64(len(claimed)))
+	for _, j := range claimed {
+		q.stats.Inc(queue.CounterDelivered)
+		if j.attempts == 1 { // first delivery: a retry's backoff is not delivery latency
+			q.stats.Since(queue.LatencyDelivery, j.enqueuedAt)
+		}
+		q.jobs <- j // never blocks: capacity bounds the claims
+	}
+	return int64(len(claimed)), nil
+}
+
+// nextDue returns how long until the earliest row is due (a retry's
+// backoff, a lease's end); ok is false for an empty queue.
+func (q *pgQueue) nextDue(ctx context.Context) (time.Duration, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var ms *float64
+	if err := q.pool.QueryRow(ctx, `SELECT extract(epoch FROM min(run_at) - now()) * 1000 FROM queue_jobs`).Scan(&ms); err != nil || ms == nil {
+		return 0, false
+	}
+	return time.Duration(*ms * float64(time.Millisecond)), true
+}
+
+func (q *pgQueue) work() {
+	for j := range q.jobs {
+		err := queue.Work(q.hardCtx, q.cfg.Worker.Work, j.attempts, j.failTimes)
+		if q.hardCtx.Err() != nil {
+			continue // crashing: drop the task, its lease will expire
+		}
+		q.results <- result{j, err}
+	}
+}
+
+// complete flushes outcomes in batches: whatever has accumulated while the
+// previous flush ran goes in the next, so completions cost a few
+// statements per batch rather than per task.
+func (q *pgQueue) complete() {
+	defer close(q.completerDone)
+	for r := range q.results {
+		batch := []result{r}
+	drain:
+		for len(batch) < 1000 {
+			select {
+			case r, ok := <-q.results:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		if q.hardCtx.Err() != nil {
+			continue // crashing: nothing more reaches the database
+		}
+		q.flush(batch)
+	}
+}
+
+func (q *pgQueue) flush(batch []result) {
+	var doneIDs, retryIDs, retryErrs, deadIDs, deadErrs []string
+	var retryDelays []int64
+	enqueued := make(map[string]time.Time, len(batch))
+	for _, r := range batch {
+		enqueued[r.id] = r.enqueuedAt
+		switch {
+		case r.err == nil:
+			doneIDs = append(doneIDs, r.id)
+		case r.attempts >= q.cfg.Worker.MaxAttempts:
+			deadIDs, deadErrs = append(deadIDs, r.id), append(deadErrs, r.err.Error())
+		default:
+			retryIDs, retryErrs = append(retryIDs, r.id), append(retryErrs, r.err.Error())
+			retryDelays = append(retryDelays, queue.Backoff(q.cfg.Worker.RetryBase, r.attempts).Milliseconds())
+		}
+	}
+	var done, dead []string
+	err := retry(q.hardCtx, func(ctx context.Context) error {
+		b := &pgx.Batch{}
+		if len(doneIDs) > 0 {
+			b.Queue(doneSQL, doneIDs)
+		}
+		if len(retryIDs) > 0 {
+			b.Queue(retrySQL, retryIDs, retryDelays, retryErrs)
+		}
+		if len(deadIDs) > 0 {
+			b.Queue(deadSQL, deadIDs, deadErrs)
+		}
+		br := q.pool.SendBatch(ctx, b)
+		defer br.Close()
+		var err error
+		if len(doneIDs) > 0 {
+			if done, err = collectIDs(br); err != nil {
+				return err
+			}
+		}
+		if len(retryIDs) > 0 {
+			if _, err = br.Exec(); err != nil {
+				return err
+			}
+		}
+		if len(deadIDs) > 0 {
+			if dead, err = collectIDs(br); err != nil {
+				return err
+			}
+		}
+		return br.Close()
+	})
+	if err != nil {
+		// The leases are no longer renewed: the tasks come back when they
+		// expire (at-least-once).
+		q.log.Error("recording task outcomes failed; their leases will expire and they will be retried", "tasks", len(batch), "err", err)
+	} else {
+		for _, id := range done {
+			q.stats.Inc(queue.CounterProcessed)
+			q.stats.Since(queue.LatencyProcessing, enqueued[id])
+			q.hub.Wake(id)
+		}
+		for _, id := range dead {
+			q.stats.Inc(queue.CounterDead)
+			q.hub.Wake(id)
+		}
+		q.stats.Add(queue.CounterRetried, int64(len(retryIDs)))
+	}
+	q.mu.Lock()
+	for _, r := range batch {
+		delete(q.held, r.id)
+	}
+	q.mu.Unlock()
+	q.inflight.Add(-int64(len(batch)))
+	q.poke() // capacity freed, and a retry may be due soon
+}
+
+func collectIDs(br pgx.BatchResults) ([]string, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// retry runs fn with a 10s timeout up to three times, 200 ms apart.
+func retry(ctx context.Context, fn func(context.Context) error) error {
+	var err error
+	for i := range 3 {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = fn(cctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// renewLeases extends the leases of held tasks every Lease/3 until the
+// completer has finished (or a crash).
+func (q *pgQueue) renewLeases() {
+	t := time.NewTicker(q.cfg.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-q.completerDone:
+			return
+		case <-q.hardCtx.Done():
+			return
+		case <-t.C:
+		}
+		q.mu.Lock()
+		ids := make([]string, 0, len(q.held))
+		for id := range q.held {
+			ids = append(ids, id)
+		}
+		q.mu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(q.hardCtx, q.cfg.Lease/3)
+		_, err := q.pool.Exec(ctx, renewSQL, ids, q.cfg.Lease.Milliseconds())
+		cancel()
+		if err != nil && q.hardCtx.Err() == nil {
+			q.log.Warn("renewing leases failed", "tasks", len(ids), "err", err)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+)
+
+// post enqueues n tasks in one batch.
+func post(t testing.TB, base string, n int, failTimes int) {
+	t.Helper()
+	b := queue.BatchRequest{Tasks: make([]queue.TaskRequest, n)}
+	for i := range b.Tasks {
+		b.Tasks[i] = queue.TaskRequest{Kind: "t", FailTimes: failTimes}
+	}
+	body, _ := json.Marshal(b)
+	resp, err := http.Post(base+"/tasks/batch", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /tasks/batch: %d", resp.StatusCode)
+	}
+}
+
+func waitDone(t testing.TB, tg *target, n int, d time.Duration) {
+	t.Helper()
+	ctx := kittest.Context(t, d+10*time.Second)
+	deadline := time.Now().Add(d)
+	for {
+		var done int
+		if err := tg.pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE status = 'done'`).Scan(&done); err != nil {
+			t.Fatal(err)
+		}
+		if done == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d tasks done after %v", done, n, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// brokerConnection waits until the management API lists the AMQP
+// connection called name and returns a function that force-closes it, as a
+// broker restart or a network cut would (the client sees
+// CONNECTION_FORCED, not its own Close).
+func brokerConnection(t testing.TB, name string) (closeIt func()) {
+	t.Helper()
+	mgmt := kittest.Server(t, "RABBITMQ_MGMT_URL", "http://guest:guest@localhost:15672")
+	client := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(45 * time.Second) // the management API lists new connections after its stats interval
+	for {
+		resp, err := client.Get(mgmt + "/api/connections?columns=name,client_properties.connection_name")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conns []struct {
+			Name  string `json:"name"`
+			Props struct {
+				ConnectionName string `json:"connection_name"`
+			} `json:"client_properties"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&conns)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("management API: %v", err)
+		}
+		for _, c := range conns {
+			if c.Props.ConnectionName == name {
+				return func() { deleteConnection(t, client, mgmt, c.Name) }
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connection %q not listed by the management API", name)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func deleteConnection(t testing.TB, client *http.Client, mgmt, name string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, mgmt+"/api/connections/"+url.PathEscape(name), nil)
+	req.Header.Set("X-Reason", "test: connection loss")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("close connection: %d", resp.StatusCode)
+	}
+}
+
+// TestConnectionLossReconnectsWithoutLoss cuts the AMQP connection from the
+// broker's side mid-load: the service reconnects, re-declares, consumes
+// again, and every task (published before, during and after) completes.
+func TestConnectionLossReconnectsWithoutLoss(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema)}
+	tg.cur = start(t, e, queue.Options{Workers: 4, Work: 10 * time.Millisecond}, nil)
+	cut := brokerConnection(t, tg.cur.q.connectionName())
+	post(t, tg.URL(), 400, 0)
+	cut()
+	var done int
+	_ = tg.pool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT count(*) FROM tasks WHERE status = 'done'`).Scan(&done)
+	t.Logf("connection cut with %d of 400 tasks done", done)
+	post(t, tg.URL(), 100, 0) // waits for the new connection if needed
+	waitDone(t, tg, 500, 2*time.Minute)
+	if n := tg.cur.svc.Stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
+		t.Errorf("reconnects = %d, want at least 1", n)
+	}
+}
+
+// TestQuorumQueue runs tasks, a retry included, on QUEUE_TYPE=quorum.
+func TestQuorumQueue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema)}
+	tg.cur = start(t, e, queue.Options{RetryBase: 50 * time.Millisecond}, map[string]string{"QUEUE_TYPE": "quorum"})
+	post(t, tg.URL(), 20, 0)
+	post(t, tg.URL(), 1, 1)
+	waitDone(t, tg, 21, time.Minute)
+	// The queue exists as a quorum queue: redeclaring it classic fails
+	// with PRECONDITION_FAILED.
+	conn, err := amqp.Dial(e.amqpURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ch.QueueDeclare(e.queue, true, false, false, false, amqp.Table{"x-queue-type": "classic", "x-dead-letter-exchange": e.queue + ".dlx"})
+	if err == nil {
+		t.Errorf("queue %s redeclared as classic: it is not a quorum queue", e.queue)
+	}
+}

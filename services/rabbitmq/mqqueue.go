@@ -1,0 +1,498 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
+)
+
+// message is the body of a task's AMQP message: the task's record lives in
+// Postgres, the message only points at it.
+type message struct {
+	ID         string    `json:"id"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
+}
+
+// session is one live connection with its publishing channel (confirm
+// mode).
+type session struct {
+	conn *amqp.Connection
+	pub  *amqp.Channel
+}
+
+// mqQueue is the RabbitMQ side: the queue.Backend for the handlers (records
+// in Postgres, then a confirmed persistent publish) and the in-process
+// consumers. amqp091 does not reconnect: maintain does, re-declaring the
+// topology and re-consuming after any connection or channel loss. Its
+// Backend methods are safe for concurrent use. Start once; Stop or Crash
+// once.
+type mqQueue struct {
+	records.Store
+	pool  *pgxpool.Pool
+	cfg   Config
+	stats *stats.Recorder
+	log   *slog.Logger
+	hub   *waiter.Hub
+
+	mu    sync.Mutex
+	cur   *session      // nil while disconnected
+	ready chan struct{} // closed when cur is set; replaced on loss
+
+	deliveries chan amqp.Delivery // consumer → workers
+
+	stopCtx, hardCtx       context.Context
+	stopCancel, hardCancel context.CancelFunc
+	maintainDone           chan struct{}
+	workers                sync.WaitGroup
+	stopOnce               sync.Once
+}
+
+func newMQQueue(pool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Logger) *mqQueue {
+	q := &mqQueue{
+		Store: records.Store{Pool: pool}, pool: pool, cfg: cfg, stats: st, log: log,
+		hub:          new(waiter.Hub),
+		ready:        make(chan struct{}),
+		deliveries:   make(chan amqp.Delivery),
+		maintainDone: make(chan struct{}),
+	}
+	q.stopCtx, q.stopCancel = context.WithCancel(context.Background())
+	q.hardCtx, q.hardCancel = context.WithCancel(context.Background())
+	return q
+}
+
+func (q *mqQueue) deadExchange() string { return q.cfg.Queue + ".dlx" }
+func (q *mqQueue) deadQueue() string    { return q.cfg.Queue + ".dead" }
+
+// retryQueue is the delay queue for the retry after failed attempt n. Each
+// backoff step has its own queue with a queue-wide TTL: per-message TTLs in
+// one queue would expire only at its head (a 30 s message would hold back
+// a 200 ms one). Expired messages are dead-lettered back to the work queue.
+func (q *mqQueue) retryQueue(n int) (string, time.Duration) {
+	d := queue.Backoff(q.cfg.Worker.RetryBase, n)
+	return q.cfg.Queue + ".retry." + strconv.FormatInt(d.Milliseconds(), 10), d
+}
+
+// connectionName is the AMQP connection_name (shown by the management UI;
+// the tests find the connection by it).
+func (q *mqQueue) connectionName() string { return info.Service + " " + q.cfg.Queue }
+
+func (q *mqQueue) dial() (*amqp.Connection, error) {
+	conn, err := amqp.DialConfig(q.cfg.RabbitMQURL, amqp.Config{
+		Dial:       amqp.DefaultDial(q.cfg.DialTimeout),
+		Heartbeat:  q.cfg.Heartbeat,
+		Properties: amqp.Table{"connection_name": q.connectionName()},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rabbitmq unreachable (RABBITMQ_URL): %w", err)
+	}
+	return conn, nil
+}
+
+// declare creates the topology (idempotent): the work queue, whose rejected
+// messages go to the dead-letter exchange; the dead-letter exchange and
+// queue; a delay queue per retry step.
+func (q *mqQueue) declare(ch *amqp.Channel) error {
+	typ := amqp.Table{"x-queue-type": q.cfg.QueueType}
+	with := func(extra amqp.Table) amqp.Table {
+		t := amqp.Table{}
+		for k, v := range typ {
+			t[k] = v
+		}
+		for k, v := range extra {
+			t[k] = v
+		}
+		return t
+	}
+	if err := ch.ExchangeDeclare(q.deadExchange(), amqp.ExchangeFanout, true, false, false, false, nil); err != nil {
+		return fmt.Errorf("declare exchange %s: %w", q.deadExchange(), err)
+	}
+	if _, err := ch.QueueDeclare(q.deadQueue(), true, false, false, false, with(nil)); err != nil {
+		return fmt.Errorf("declare queue %s: %w", q.deadQueue(), err)
+	}
+	if err := ch.QueueBind(q.deadQueue(), "", q.deadExchange(), false, nil); err != nil {
+		return fmt.Errorf("bind %s: %w", q.deadQueue(), err)
+	}
+	if _, err := ch.QueueDeclare(q.cfg.Queue, true, false, false, false, with(amqp.Table{"x-dead-letter-exchange": q.deadExchange()})); err != nil {
+		return fmt.Errorf("declare queue %s: %w", q.cfg.Queue, err)
+	}
+	for n := 1; n < q.cfg.Worker.MaxAttempts; n++ {
+		name, d := q.retryQueue(n)
+		if _, err := ch.QueueDeclare(name, true, false, false, false, with(amqp.Table{
+			"x-message-ttl":             d.Milliseconds(),
+			"x-dead-letter-exchange":    "",
+			"x-dead-letter-routing-key": q.cfg.Queue,
+		})); err != nil {
+			return fmt.Errorf("declare queue %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// connect dials, declares, opens the confirm-mode publishing channel and,
+// with workers, the consuming channel. It returns the session and the
+// consumer's delivery channel (nil without workers).
+func (q *mqQueue) connect() (*session, <-chan amqp.Delivery, error) {
+	conn, err := q.dial()
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(what string, err error) (*session, <-chan amqp.Delivery, error) {
+		_ = conn.Close()
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		return fail("open channel", err)
+	}
+	if err := q.declare(ch); err != nil {
+		return fail("declare topology", err)
+	}
+	_ = ch.Close()
+	pub, err := conn.Channel()
+	if err != nil {
+		return fail("open publishing channel", err)
+	}
+	if err := pub.Confirm(false); err != nil {
+		return fail("enable publisher confirms", err)
+	}
+	var dl <-chan amqp.Delivery
+	if q.cfg.Worker.Workers > 0 {
+		cons, err := conn.Channel()
+		if err != nil {
+			return fail("open consuming channel", err)
+		}
+		if err := cons.Qos(q.cfg.Prefetch, 0, false); err != nil {
+			return fail("set prefetch (PREFETCH)", err)
+		}
+		if dl, err = cons.Consume(q.cfg.Queue, "", false, false, false, false, nil); err != nil {
+			return fail("consume "+q.cfg.Queue, err)
+		}
+	}
+	return &session{conn: conn, pub: pub}, dl, nil
+}
+
+// Start connects once (an unreachable broker fails the start, naming
+// RABBITMQ_URL), then keeps the connection alive and starts the workers.
+func (q *mqQueue) Start(ctx context.Context) error {
+	s, dl, err := q.connect()
+	if err != nil {
+		return err
+	}
+	for range q.cfg.Worker.Workers {
+		q.workers.Go(q.work)
+	}
+	go q.maintain(s, dl)
+	return nil
+}
+
+func (q *mqQueue) connected() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.cur != nil && !q.cur.conn.IsClosed()
+}
+
+// maintain serves one session at a time: it forwards deliveries to the
+// workers until the connection or the consumer channel is lost, then
+// reconnects with backoff. On stop it stops forwarding and closes the
+// connection: deliveries the workers have not taken go back to the queue.
+func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
+	defer close(q.maintainDone)
+	backoff := 100 * time.Millisecond
+	for {
+		q.mu.Lock()
+		q.cur = s
+		close(q.ready)
+		q.mu.Unlock()
+		lost := s.conn.NotifyClose(make(chan *amqp.Error, 1))
+		err := q.forward(dl, lost)
+		q.mu.Lock()
+		q.cur = nil
+		q.ready = make(chan struct{})
+		q.mu.Unlock()
+		if q.stopCtx.Err() != nil {
+			// Stop: the workers finish what they hold (and ack it) first.
+			close(q.deliveries)
+			q.waitWorkers()
+			_ = s.conn.Close()
+			return
+		}
+		_ = s.conn.Close()
+		q.log.Warn("rabbitmq connection lost; reconnecting", "err", err)
+		for {
+			select {
+			case <-q.stopCtx.Done():
+				close(q.deliveries)
+				q.waitWorkers()
+				return
+			case <-time.After(backoff):
+			}
+			q.stats.Inc(queue.CounterReconnects)
+			if s, dl, err = q.connect(); err == nil {
+				q.log.Info("rabbitmq reconnected")
+				backoff = 100 * time.Millisecond
+				break
+			}
+			q.log.Warn("rabbitmq reconnect failed", "err", err)
+			backoff = min(backoff*2, 5*time.Second)
+		}
+	}
+}
+
+// forward passes deliveries to the workers until stop or loss.
+func (q *mqQueue) forward(dl <-chan amqp.Delivery, lost chan *amqp.Error) error {
+	for {
+		var d amqp.Delivery
+		var ok bool
+		select {
+		case <-q.stopCtx.Done():
+			return nil
+		case e := <-lost:
+			return fmt.Errorf("connection closed: %v", e)
+		case d, ok = <-dl:
+			if !ok {
+				return errors.New("consumer channel closed")
+			}
+		}
+		select {
+		case q.deliveries <- d:
+		case <-q.stopCtx.Done():
+			return nil // unacked: the broker requeues it when the connection closes
+		}
+	}
+}
+
+// waitWorkers waits for the workers unless a crash or the stop deadline
+// cancels the hard context (then they abandon their tasks).
+func (q *mqQueue) waitWorkers() { q.workers.Wait() }
+
+// Stop stops gracefully: no more deliveries are taken, the workers finish
+// and acknowledge what they hold, the connection closes (the broker
+// requeues the prefetched rest). If ctx ends first the workers abandon
+// their tasks as in a crash: unacknowledged, they are redelivered.
+func (q *mqQueue) Stop(ctx context.Context) error {
+	q.stopOnce.Do(func() {
+		q.stopCancel()
+		select {
+		case <-q.maintainDone:
+		case <-ctx.Done():
+			q.hardCancel()
+			<-q.maintainDone
+		}
+		q.hardCancel()
+	})
+	return nil
+}
+
+// Crash stops as a crash would: the workers drop their tasks without
+// acknowledging them and the connection closes. For tests.
+func (q *mqQueue) Crash() {
+	q.hardCancel()
+	_ = q.Stop(context.Background())
+}
+
+// session waits for a live session, up to ctx.
+func (q *mqQueue) session(ctx context.Context) (*session, error) {
+	for {
+		q.mu.Lock()
+		s, ready := q.cur, q.ready
+		q.mu.Unlock()
+		if s != nil && !s.pub.IsClosed() {
+			return s, nil
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("rabbitmq connection down: %w", httpapi.ErrUnavailable)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// publish sends persistent messages to the queue named key and returns once
+// the broker has confirmed every one. Messages that are nacked or whose
+// channel dies before the confirm are published again on the next session:
+// a confirmed message is on disk (persistent, durable queue), an
+// unconfirmed one may be duplicated, never lost silently.
+func (q *mqQueue) publish(ctx context.Context, key string, msgs []message) error {
+	pending := msgs
+	for len(pending) > 0 {
+		s, err := q.session(ctx)
+		if err != nil {
+			return err
+		}
+		confirms := make([]*amqp.DeferredConfirmation, 0, len(pending))
+		var failed []message
+		for i, m := range pending {
+			body, _ := json.Marshal(m)
+			c, err := s.pub.PublishWithDeferredConfirmWithContext(ctx, "", key, false, false, amqp.Publishing{
+				DeliveryMode: amqp.Persistent, ContentType: "application/json", MessageId: m.ID, Body: body,
+			})
+			if err != nil {
+				failed = append(failed, pending[i:]...)
+				break
+			}
+			confirms = append(confirms, c)
+		}
+		for i, c := range confirms {
+			ok, err := c.WaitContext(ctx)
+			if err != nil {
+				return fmt.Errorf("publish not confirmed in time: %w (%w)", httpapi.ErrUnavailable, err)
+			}
+			if !ok {
+				failed = append(failed, pending[i])
+			}
+		}
+		if len(failed) > 0 {
+			q.log.Warn("messages not confirmed; publishing again", "messages", len(failed))
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("publish: %w (%w)", httpapi.ErrUnavailable, err)
+			}
+		}
+		pending = failed
+	}
+	return nil
+}
+
+func messages(tasks []queue.NewTask) []message {
+	m := make([]message, len(tasks))
+	for i, t := range tasks {
+		m[i] = message{ID: t.ID, EnqueuedAt: t.EnqueuedAt}
+	}
+	return m
+}
+
+// Enqueue implements queue.Backend: the dual write. The records commit,
+// then the messages are published; if the publish fails the records stay
+// queued with no message (the client got a 503 and may retry).
+func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
+	if err := records.InsertTasks(ctx, q.pool, tasks); err != nil {
+		return records.Unavailable("record tasks", err)
+	}
+	return q.publish(ctx, q.cfg.Queue, messages(tasks))
+}
+
+// Pay implements queue.Backend: insert the payment (and its task's record),
+// commit, then publish. The fault returns between the commit and the
+// publish, as a crash there would: the payment is orphaned.
+func (q *mqQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error {
+	tx, err := q.pool.Begin(ctx)
+	if err != nil {
+		return records.Unavailable("begin", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := records.InsertPayment(ctx, tx, p); err != nil {
+		return records.Unavailable("insert payment", err)
+	}
+	if err := records.InsertTasks(ctx, tx, []queue.NewTask{p.Task}); err != nil {
+		return records.Unavailable("record payment task", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return records.Unavailable("commit payment", err)
+	}
+	if fault {
+		return queue.ErrFaultInjected
+	}
+	return q.publish(ctx, q.cfg.Queue, messages([]queue.NewTask{p.Task}))
+}
+
+func (q *mqQueue) work() {
+	for d := range q.deliveries {
+		q.handle(d)
+	}
+}
+
+// handle processes one delivery. The record in Postgres decides: a task
+// already done or dead is a duplicate, acknowledged and dropped. A failure
+// before the outcome is recorded leaves the delivery unacknowledged or
+// requeued: at-least-once.
+func (q *mqQueue) handle(d amqp.Delivery) {
+	var m message
+	if err := json.Unmarshal(d.Body, &m); err != nil || !queue.ValidID(m.ID) {
+		q.log.Error("undecodable message dead-lettered", "body", string(d.Body))
+		_ = d.Nack(false, false)
+		return
+	}
+	q.stats.Inc(queue.CounterDelivered)
+	received := time.Now()
+	ctx, cancel := context.WithTimeout(q.hardCtx, 10*time.Second)
+	rec, ok, err := q.Deliver(ctx, m.ID)
+	cancel()
+	switch {
+	case q.hardCtx.Err() != nil:
+		return
+	case err != nil:
+		q.log.Warn("recording a delivery failed; requeued", "task", m.ID, "err", err)
+		_ = d.Nack(false, true)
+		return
+	case !ok:
+		_ = d.Ack(false) // duplicate of a finished task
+		return
+	}
+	if rec.Attempts == 1 { // first delivery: a retry's backoff is not delivery latency
+		q.stats.Observe(queue.LatencyDelivery, received.Sub(m.EnqueuedAt))
+	}
+	werr := queue.Work(q.hardCtx, q.cfg.Worker.Work, rec.Attempts, rec.FailTimes)
+	if q.hardCtx.Err() != nil {
+		return // crashing: unacknowledged, the broker redelivers it
+	}
+	ctx, cancel = context.WithTimeout(q.hardCtx, 10*time.Second)
+	defer cancel()
+	switch {
+	case werr == nil:
+		finished, err := q.Finish(ctx, m.ID, queue.StatusDone, nil)
+		if err != nil {
+			q.log.Warn("recording done failed; requeued", "task", m.ID, "err", err)
+			_ = d.Nack(false, true)
+			return
+		}
+		_ = d.Ack(false)
+		if finished {
+			q.stats.Inc(queue.CounterProcessed)
+			q.stats.Since(queue.LatencyProcessing, m.EnqueuedAt)
+			q.hub.Wake(m.ID)
+		}
+	case rec.Attempts >= q.cfg.Worker.MaxAttempts:
+		msg := werr.Error()
+		finished, err := q.Finish(ctx, m.ID, queue.StatusDead, &msg)
+		if err != nil {
+			q.log.Warn("recording dead failed; requeued", "task", m.ID, "err", err)
+			_ = d.Nack(false, true)
+			return
+		}
+		// Rejected without requeue: the work queue's dead-letter exchange
+		// routes it to <queue>.dead.
+		_ = d.Nack(false, false)
+		if finished {
+			q.stats.Inc(queue.CounterDead)
+			q.hub.Wake(m.ID)
+		}
+	default:
+		if err := q.Requeue(ctx, m.ID, werr.Error()); err != nil {
+			q.log.Warn("recording a retry failed; requeued", "task", m.ID, "err", err)
+			_ = d.Nack(false, true)
+			return
+		}
+		name, _ := q.retryQueue(rec.Attempts)
+		if err := q.publish(ctx, name, []message{m}); err != nil {
+			q.log.Warn("publishing a retry failed; requeued at once", "task", m.ID, "err", err)
+			_ = d.Nack(false, true)
+			return
+		}
+		_ = d.Ack(false)
+		q.stats.Inc(queue.CounterRetried)
+	}
+}
