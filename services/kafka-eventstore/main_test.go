@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,13 +19,10 @@ func testConfig(t testing.TB) Config {
 	t.Helper()
 	brokers := kittest.Server(t, "KAFKA_BROKERS", kittest.DefaultKafkaBrokers)
 	topic := kittest.UniqueName(t, "es")
-	cfg, err := readConfig(config.FromMap(map[string]string{
-		"ADDR": "127.0.0.1:0", "KAFKA_BROKERS": brokers, "KAFKA_TOPIC": topic,
+	cfg := kittest.ReadConfig(t, readConfig, map[string]string{
+		"KAFKA_BROKERS": brokers, "KAFKA_TOPIC": topic,
 		"KAFKA_FETCH_MAX_WAIT": "200ms", "SHUTDOWN_TIMEOUT": "10s",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -49,25 +45,8 @@ func start(t testing.TB, cfg Config) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	stop := sync.OnceFunc(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("shutdown: %v", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Errorf("service did not stop within 60s")
-		}
-	})
-	t.Cleanup(stop)
-	return &running{base: "http://" + svc.Addr().String(), stop: stop}
+	base, stop := kittest.Start(t, svc)
+	return &running{base: base, stop: stop}
 }
 
 func TestConformance(t *testing.T) {

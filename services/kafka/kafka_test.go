@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
 // The broker is unreachable when a POST arrives: the answer is 503, and
@@ -25,7 +26,7 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 		InPostgres bool     `json:"in_postgres"`
 		InKafka    bool     `json:"in_kafka"`
 	}
-	if s := logc.Do(t, http.MethodPost, tg.URL()+"/events", logc.NewEvent{Type: "t", Key: "k"}, &body); s != http.StatusServiceUnavailable {
+	if s, _ := kittest.Do(t, http.MethodPost, tg.URL()+"/events", logc.NewEvent{Type: "t", Key: "k"}, &body); s != http.StatusServiceUnavailable {
 		t.Fatalf("POST with the broker unreachable: %d %+v, want 503", s, body)
 	}
 	if len(body.IDs) != 1 || !body.InPostgres || body.InKafka || body.Error == "" {
@@ -40,11 +41,11 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 	b.writer.Store(good)
 	after := logc.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
 	logc.WaitDelivered(t, tg.URL(), after.ID)
-	if s := logc.Do(t, http.MethodGet, tg.URL()+"/events/"+lost.ID+"/wait?timeout=1s", nil, nil); s != http.StatusRequestTimeout {
+	if s, _ := kittest.Do(t, http.MethodGet, tg.URL()+"/events/"+lost.ID+"/wait?timeout=1s", nil, nil); s != http.StatusRequestTimeout {
 		t.Errorf("wait on the unproduced event: %d, want 408", s)
 	}
 	var st logc.ConsumerStatus
-	logc.Do(t, http.MethodGet, tg.URL()+"/consumer", nil, &st)
+	kittest.Do(t, http.MethodGet, tg.URL()+"/consumer", nil, &st)
 	if st.Delivered != 2 || st.Lag != 0 || st.Kafka == nil || len(st.Kafka.Partitions) != 3 {
 		t.Errorf("/consumer: %+v", st)
 	}

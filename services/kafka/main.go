@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -209,12 +208,4 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error
 	return &app{svc: svc, backend: b, consumer: cons}, nil
 }
 
-func main() {
-	service.Main(func(ctx context.Context) (*service.Service, error) {
-		cfg, err := readConfig(config.FromEnv())
-		if err != nil {
-			return nil, err
-		}
-		return build(ctx, cfg, cfg.NewLogger(os.Stderr))
-	})
-}
+func main() { service.Start(readConfig, build) }

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"maps"
-	"os"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
@@ -18,11 +15,10 @@ import (
 // target runs kafka instances on one schema, one topic and one group for
 // the conformance suite and the service's own tests.
 type target struct {
-	env    map[string]string
-	app    *app
-	url    string
-	cancel context.CancelFunc
-	done   chan error
+	env  map[string]string
+	app  *app
+	url  string
+	halt func() // stops the running instance; nil when none runs
 }
 
 // newTarget starts an instance on a fresh schema, topic and group; extra
@@ -33,7 +29,7 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 	brokers := kittest.Server(t, "KAFKA_BROKERS", kittest.DefaultKafkaBrokers)
 	topic := kittest.UniqueName(t, "t")
 	env := map[string]string{
-		"ADDR": "127.0.0.1:0", "DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
+		"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
 		"KAFKA_BROKERS": brokers, "KAFKA_TOPIC": topic, "KAFKA_GROUP": "g_" + topic,
 		"LOG_LEVEL": "warn",
 	}
@@ -48,47 +44,25 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 		}
 	})
 	tg.start(t)
-	t.Cleanup(func() { tg.stop(t) })
 	return tg
 }
 
 func (tg *target) start(t testing.TB) {
 	t.Helper()
-	cfg, err := readConfig(config.FromMap(tg.env))
+	cfg := kittest.ReadConfig(t, readConfig, tg.env)
+	a, err := assemble(kittest.Context(t, time.Minute), cfg, kittest.Logger(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.DiscardHandler)
-	if testing.Verbose() {
-		logger = cfg.NewLogger(os.Stderr)
-	}
-	a, err := assemble(kittest.Context(t, time.Minute), cfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.svc.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	tg.app, tg.cancel, tg.done = a, cancel, make(chan error, 1)
-	go func() { tg.done <- a.svc.Run(ctx) }()
-	tg.url = "http://" + a.svc.Addr().String()
+	tg.app = a
+	tg.url, tg.halt = kittest.Start(t, a.svc)
 }
 
 func (tg *target) stop(t testing.TB) {
 	t.Helper()
-	if tg.cancel == nil {
-		return
-	}
-	tg.cancel()
-	tg.cancel = nil
-	select {
-	case err := <-tg.done:
-		if err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Errorf("no shutdown within a minute")
+	if tg.halt != nil {
+		tg.halt()
+		tg.halt = nil
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/kurrent-io/KurrentDB-Client-Go/kurrentdb"
@@ -78,12 +77,4 @@ func build(_ context.Context, cfg Config, logger *slog.Logger) (*service.Service
 	return svc, nil
 }
 
-func main() {
-	service.Main(func(ctx context.Context) (*service.Service, error) {
-		cfg, err := readConfig(config.FromEnv())
-		if err != nil {
-			return nil, err
-		}
-		return build(ctx, cfg, cfg.NewLogger(os.Stderr))
-	})
-}
+func main() { service.Start(readConfig, build) }

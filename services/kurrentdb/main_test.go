@@ -6,12 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
 // kurrentURL returns KURRENTDB_URL or skips: KurrentDB cannot be installed
@@ -31,25 +30,7 @@ func start(t testing.TB, cfg Config) (string, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	stop := sync.OnceFunc(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("shutdown: %v", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Errorf("service did not stop within 60s")
-		}
-	})
-	t.Cleanup(stop)
-	return "http://" + svc.Addr().String(), stop
+	return kittest.Start(t, svc)
 }
 
 // TestConformance runs the shared suite against a real KurrentDB. Streams
@@ -58,10 +39,7 @@ func TestConformance(t *testing.T) {
 	url := kurrentURL(t)
 	t.Parallel()
 	eventstore.Run(t, func(t *testing.T) *eventstore.Target {
-		cfg, err := readConfig(config.FromMap(map[string]string{"ADDR": "127.0.0.1:0", "KURRENTDB_URL": url, "SHUTDOWN_TIMEOUT": "10s"}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := kittest.ReadConfig(t, readConfig, map[string]string{"KURRENTDB_URL": url, "SHUTDOWN_TIMEOUT": "10s"})
 		base, stop := start(t, cfg)
 		tg := &eventstore.Target{
 			BaseURL: base, Service: "kurrentdb", Backend: "kurrentdb",

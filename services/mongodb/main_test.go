@@ -30,13 +30,10 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 // under compose, FerretDB on the native stack.
 func TestStartsAndServesSharedEndpoints(t *testing.T) {
 	t.Parallel()
-	cfg, err := readConfig(config.FromMap(map[string]string{
-		"ADDR": "127.0.0.1:0", "MONGO_URL": kittest.Server(t, "MONGO_URL", kittest.DefaultMongoURL),
+	cfg := kittest.ReadConfig(t, readConfig, map[string]string{
+		"MONGO_URL":      kittest.Server(t, "MONGO_URL", kittest.DefaultMongoURL),
 		"MONGO_DATABASE": kittest.UniqueName(t, "t"),
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	svc, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -52,12 +49,9 @@ func TestConformance(t *testing.T) {
 	documents.Run(t, func(t *testing.T) documents.Target {
 		url := kittest.Server(t, "MONGO_URL", kittest.DefaultMongoURL)
 		db := kittest.UniqueName(t, "t")
-		cfg, err := readConfig(config.FromMap(map[string]string{
-			"ADDR": "127.0.0.1:0", "MONGO_URL": url, "MONGO_DATABASE": db, "MONGO_TIMEOUT": "60s",
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := kittest.ReadConfig(t, readConfig, map[string]string{
+			"MONGO_URL": url, "MONGO_DATABASE": db, "MONGO_TIMEOUT": "60s",
+		})
 		dropDatabase(t, cfg)
 		// Warnings (the index fallback) and errors go to the test's output.
 		logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -19,18 +19,6 @@ func ev(key string) logc.NewEvent {
 	return logc.NewEvent{Type: "test", Key: key, Payload: json.RawMessage(`{"a": 1}`)}
 }
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // The walsender is terminated (as a failover, an admin or a network cut
 // would): the consumer reconnects, resumes from the slot's confirmed
 // position, and delivers everything, including events written while it
@@ -136,7 +124,7 @@ func TestSlotRetainsWALWhileConsumerDownAndCatchesUp(t *testing.T) {
 	var active bool
 	var retained0, retained1 int64
 	// The walsender exits shortly after the consumer's connection closes.
-	waitFor(t, "the slot to become inactive", func() bool {
+	kittest.Eventually(t, time.Minute, "the slot to become inactive", func() bool {
 		if err := pool.QueryRow(ctx, slotSQL, s.Name).Scan(&active, &retained0); err != nil {
 			t.Fatal(err)
 		}

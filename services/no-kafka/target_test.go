@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"maps"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
@@ -16,11 +13,10 @@ import (
 // target runs no-kafka instances on one schema and one slot for the
 // conformance suite and the service's own tests.
 type target struct {
-	env    map[string]string
-	app    *app
-	url    string
-	cancel context.CancelFunc
-	done   chan error
+	env  map[string]string
+	app  *app
+	url  string
+	halt func() // stops the running instance; nil when none runs
 }
 
 // newTarget starts an instance on a fresh schema and slot; extra
@@ -31,7 +27,7 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 	schema := kittest.Schema(t, url)
 	slot := kittest.UniqueName(t, "s")
 	env := map[string]string{
-		"ADDR": "127.0.0.1:0", "DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SLOT_NAME": slot,
+		"DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SLOT_NAME": slot,
 		// Long: the suite's crash test relies on nothing being confirmed
 		// before it crashes (keepalive requests still get answers).
 		"STANDBY_STATUS_INTERVAL": "1h",
@@ -41,7 +37,6 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 	tg := &target{env: env}
 	t.Cleanup(func() { dropSlot(t, url, slot) })
 	tg.start(t)
-	t.Cleanup(func() { tg.stop(t, false) })
 	return tg
 }
 
@@ -65,53 +60,27 @@ func dropSlot(t testing.TB, url, slot string) {
 
 func (tg *target) start(t testing.TB) {
 	t.Helper()
-	cfg, err := readConfig(config.FromMap(tg.env))
+	cfg := kittest.ReadConfig(t, readConfig, tg.env)
+	a, err := assemble(kittest.Context(t, time.Minute), cfg, kittest.Logger(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.DiscardHandler)
-	if testing.Verbose() {
-		logger = cfg.NewLogger(os.Stderr)
-	}
-	a, err := assemble(kittest.Context(t, time.Minute), cfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.svc.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	tg.app, tg.cancel, tg.done = a, cancel, make(chan error, 1)
-	go func() { tg.done <- a.svc.Run(ctx) }()
-	tg.url = "http://" + a.svc.Addr().String()
+	tg.app = a
+	tg.url, tg.halt = kittest.Start(t, a.svc)
 	// Streaming before the test writes: /readyz and the tests expect it.
-	deadline := time.Now().Add(30 * time.Second)
-	for !a.consumer.running.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the consumer did not start streaming within 30s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	kittest.Eventually(t, 30*time.Second, "the consumer to start streaming", a.consumer.running.Load)
 }
 
 func (tg *target) stop(t testing.TB, crash bool) {
 	t.Helper()
-	if tg.cancel == nil {
+	if tg.halt == nil {
 		return
 	}
 	if crash {
 		tg.app.consumer.Abort()
 	}
-	tg.cancel()
-	tg.cancel = nil
-	select {
-	case err := <-tg.done:
-		if err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Errorf("no shutdown within a minute")
-	}
+	tg.halt()
+	tg.halt = nil
 }
 
 func (tg *target) URL() string { return tg.url }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
@@ -92,12 +91,8 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 }
 
 func main() {
-	service.Main(func(ctx context.Context) (*service.Service, error) {
-		cfg, err := readConfig(config.FromEnv())
-		if err != nil {
-			return nil, err
-		}
-		svc, _, err := build(ctx, cfg, cfg.NewLogger(os.Stderr))
+	service.Start(readConfig, func(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
+		svc, _, err := build(ctx, cfg, logger)
 		return svc, err
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,14 +17,10 @@ import (
 
 func testConfig(t testing.TB, schema string, poll time.Duration) Config {
 	t.Helper()
-	cfg, err := readConfig(config.FromMap(map[string]string{
-		"ADDR": "127.0.0.1:0", "DATABASE_URL": kittest.PostgresURL(t), "DATABASE_SCHEMA": schema,
+	return kittest.ReadConfig(t, readConfig, map[string]string{
+		"DATABASE_URL": kittest.PostgresURL(t), "DATABASE_SCHEMA": schema,
 		"DATABASE_MAX_CONNS": "8", "POLL_INTERVAL": poll.String(), "SHUTDOWN_TIMEOUT": "10s",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	})
 }
 
 // running is one in-process service; stop is idempotent and also runs at
@@ -43,25 +38,8 @@ func start(t testing.TB, cfg Config) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	stop := sync.OnceFunc(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("shutdown: %v", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Errorf("service did not stop within 60s")
-		}
-	})
-	t.Cleanup(stop)
-	return &running{st: st, base: "http://" + svc.Addr().String(), stop: stop}
+	base, stop := kittest.Start(t, svc)
+	return &running{st: st, base: base, stop: stop}
 }
 
 func TestConformance(t *testing.T) {
@@ -277,11 +255,9 @@ func TestListenerReconnects(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	body := `{"expected_version":"no_stream","events":[{"type":"OxygenAdded","data":{"liters":7}}]}`
-	resp, err := http.Post(r.base+"/streams/tank-reconnect-1/events", "application/json", strings.NewReader(body))
-	if err != nil || resp.StatusCode != 201 {
-		t.Fatalf("append: %v %v", resp, err)
+	if s, raw := kittest.Do(t, http.MethodPost, r.base+"/streams/tank-reconnect-1/events", body, nil); s != 201 {
+		t.Fatalf("append: %d %s", s, raw)
 	}
-	resp.Body.Close()
 	for {
 		m := nextMsg(t, sub, "live event after the listener reconnected")
 		if m.Event == "event" && strings.Contains(m.Data, "tank-reconnect-1") {

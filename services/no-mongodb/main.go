@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
@@ -70,12 +69,4 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	return svc, nil
 }
 
-func main() {
-	service.Main(func(ctx context.Context) (*service.Service, error) {
-		cfg, err := readConfig(config.FromEnv())
-		if err != nil {
-			return nil, err
-		}
-		return build(ctx, cfg, cfg.NewLogger(os.Stderr))
-	})
-}
+func main() { service.Start(readConfig, build) }

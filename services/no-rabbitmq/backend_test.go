@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -20,14 +18,8 @@ func post(t testing.TB, base string, n int) {
 	for i := range b.Tasks {
 		b.Tasks[i] = queue.TaskRequest{Kind: "t"}
 	}
-	body, _ := json.Marshal(b)
-	resp, err := http.Post(base+"/tasks/batch", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST /tasks/batch: %d", resp.StatusCode)
+	if s, raw := kittest.Do(t, http.MethodPost, base+"/tasks/batch", b, nil); s != http.StatusAccepted {
+		t.Fatalf("POST /tasks/batch: %d %s", s, raw)
 	}
 }
 
@@ -38,17 +30,6 @@ func scalar[T any](t testing.TB, pool *pgxpool.Pool, sql string, args ...any) T 
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return v
-}
-
-func until(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func doneCount(t testing.TB, pool *pgxpool.Pool) int {
@@ -67,7 +48,7 @@ func TestListenReconnectAfterTerminate(t *testing.T) {
 	pool := kittest.Pool(t, url, schema)
 	api := start(t, url, schema, queue.Options{}, map[string]string{"WORKERS": "0"})
 	worker := start(t, url, schema, queue.Options{Workers: 4, Work: 2 * time.Millisecond}, map[string]string{"POLL_INTERVAL": "1m"})
-	until(t, 30*time.Second, "the listener", worker.q.listening.Load)
+	kittest.Eventually(t, 30*time.Second, "the listener", worker.q.listening.Load)
 	post(t, api.base, 300)
 	post(t, api.base, 300)
 	n := scalar[int](t, pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, listenerName(schema))
@@ -76,14 +57,14 @@ func TestListenReconnectAfterTerminate(t *testing.T) {
 	}
 	t.Logf("listener terminated with %d of 600 tasks done", doneCount(t, pool))
 	post(t, api.base, 200) // may land while the listener is away: the sweep finds it
-	until(t, 30*time.Second, "the listener back", func() bool {
+	kittest.Eventually(t, 30*time.Second, "the listener back", func() bool {
 		return worker.q.listening.Load() && worker.svc.Stats.Snapshot().Counters[queue.CounterReconnects] >= 1
 	})
-	until(t, 40*time.Second, "800 tasks done", func() bool { return doneCount(t, pool) == 800 })
+	kittest.Eventually(t, 40*time.Second, "800 tasks done", func() bool { return doneCount(t, pool) == 800 })
 	// After the reconnect, a new task is woken by a notification, not by
 	// the minute-long poll.
 	post(t, api.base, 1)
-	until(t, 40*time.Second, "801 tasks done", func() bool { return doneCount(t, pool) == 801 })
+	kittest.Eventually(t, 40*time.Second, "801 tasks done", func() bool { return doneCount(t, pool) == 801 })
 }
 
 // TestLeaseRescue claims tasks as a worker that then dies would (the claim
@@ -106,7 +87,7 @@ func TestLeaseRescue(t *testing.T) {
 		t.Fatalf("%d tasks running after the claim, want 3", n)
 	}
 	start(t, url, schema, queue.Options{Workers: 2}, nil)
-	until(t, 40*time.Second, "the rescued tasks done", func() bool { return doneCount(t, pool) == 3 })
+	kittest.Eventually(t, 40*time.Second, "the rescued tasks done", func() bool { return doneCount(t, pool) == 3 })
 	if n := scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE attempts = 2`); n != 3 {
 		t.Errorf("%d of 3 rescued tasks show 2 deliveries", n)
 	}
@@ -137,7 +118,7 @@ func TestQueueTableModeAndRebuild(t *testing.T) {
 	if p := persistence(); p != "u" {
 		t.Errorf("QUEUE_TABLE=unlogged: relpersistence %q", p)
 	}
-	until(t, 30*time.Second, "the re-queued tasks done", func() bool { return doneCount(t, pool) == 5 })
+	kittest.Eventually(t, 30*time.Second, "the re-queued tasks done", func() bool { return doneCount(t, pool) == 5 })
 	if n := scalar[int](t, pool, `SELECT count(*) FROM queue_jobs`); n != 0 {
 		t.Errorf("queue_jobs keeps %d rows of finished tasks", n)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -134,12 +133,4 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	return svc, q, nil
 }
 
-func main() {
-	service.Main(func(ctx context.Context) (*service.Service, error) {
-		cfg, err := readConfig(config.FromEnv())
-		if err != nil {
-			return nil, err
-		}
-		return build(ctx, cfg, cfg.NewLogger(os.Stderr))
-	})
-}
+func main() { service.Start(readConfig, build) }

@@ -27,12 +27,9 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
 	t.Parallel()
 	url := kittest.PostgresURL(t)
-	cfg, err := readConfig(config.FromMap(map[string]string{
-		"ADDR": "127.0.0.1:0", "DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := kittest.ReadConfig(t, readConfig, map[string]string{
+		"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
+	})
 	svc, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -292,23 +292,16 @@ func (q *pgQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 // row commit in one transaction. The fault rolls back after the payment
 // insert, as a crash before COMMIT would: neither survives.
 func (q *pgQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error {
-	tx, err := q.pool.Begin(ctx)
-	if err != nil {
-		return records.Unavailable("begin", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := records.InsertPayment(ctx, tx, p); err != nil {
-		return records.Unavailable("insert payment", err)
-	}
-	if fault {
-		return queue.ErrFaultInjected
-	}
-	ids, kinds, payloads, fails, at := records.TaskColumns([]queue.NewTask{p.Task})
-	if _, err := tx.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel); err != nil {
+	err := q.RecordPayment(ctx, p, func(tx pgx.Tx) error {
+		if fault {
+			return queue.ErrFaultInjected
+		}
+		ids, kinds, payloads, fails, at := records.TaskColumns([]queue.NewTask{p.Task})
+		_, err := tx.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel)
 		return records.Unavailable("enqueue payment task", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return records.Unavailable("commit payment", err)
+	})
+	if err != nil {
+		return err
 	}
 	q.poke()
 	return nil
@@ -445,12 +438,12 @@ func (q *pgQueue) flush(batch []result) {
 	enqueued := make(map[string]time.Time, len(batch))
 	for _, r := range batch {
 		enqueued[r.id] = r.enqueuedAt
-		switch {
-		case r.err == nil:
+		switch queue.Decide(r.err, r.attempts, q.cfg.Worker.MaxAttempts) {
+		case queue.OutcomeDone:
 			doneIDs = append(doneIDs, r.id)
-		case r.attempts >= q.cfg.Worker.MaxAttempts:
+		case queue.OutcomeDead:
 			deadIDs, deadErrs = append(deadIDs, r.id), append(deadErrs, r.err.Error())
-		default:
+		case queue.OutcomeRetry:
 			retryIDs, retryErrs = append(retryIDs, r.id), append(retryErrs, r.err.Error())
 			retryDelays = append(retryDelays, queue.Backoff(q.cfg.Worker.RetryBase, r.attempts).Milliseconds())
 		}

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"log/slog"
-	"maps"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
@@ -27,39 +23,14 @@ type instance struct {
 // start builds and serves an instance on schema with env on top of o.
 func start(t testing.TB, url, schema string, o queue.Options, env map[string]string) *instance {
 	t.Helper()
-	m := map[string]string{"ADDR": "127.0.0.1:0", "DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SHUTDOWN_TIMEOUT": "10s"}
-	maps.Copy(m, o.Env())
-	maps.Copy(m, env)
-	cfg, err := readConfig(config.FromMap(m))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := kittest.ReadConfig(t, readConfig,
+		map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SHUTDOWN_TIMEOUT": "10s"}, o.Env(), env)
 	svc, q, err := assemble(kittest.Context(t, time.Minute), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	var once sync.Once
-	in := &instance{svc: svc, q: q, base: "http://" + svc.Addr().String()}
-	in.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("shutdown: %v", err)
-				}
-			case <-time.After(time.Minute):
-				t.Errorf("no shutdown within a minute")
-			}
-		})
-	}
-	t.Cleanup(in.stop)
+	in := &instance{svc: svc, q: q}
+	in.base, in.stop = kittest.Start(t, svc)
 	return in
 }
 

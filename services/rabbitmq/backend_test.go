@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -21,14 +20,8 @@ func post(t testing.TB, base string, n int, failTimes int) {
 	for i := range b.Tasks {
 		b.Tasks[i] = queue.TaskRequest{Kind: "t", FailTimes: failTimes}
 	}
-	body, _ := json.Marshal(b)
-	resp, err := http.Post(base+"/tasks/batch", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST /tasks/batch: %d", resp.StatusCode)
+	if s, raw := kittest.Do(t, http.MethodPost, base+"/tasks/batch", b, nil); s != http.StatusAccepted {
+		t.Fatalf("POST /tasks/batch: %d %s", s, raw)
 	}
 }
 

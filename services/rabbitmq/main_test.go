@@ -27,13 +27,10 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 func TestStartsAndServesSharedEndpoints(t *testing.T) {
 	t.Parallel()
 	url := kittest.PostgresURL(t)
-	cfg, err := readConfig(config.FromMap(map[string]string{
-		"ADDR": "127.0.0.1:0", "DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
+	cfg := kittest.ReadConfig(t, readConfig, map[string]string{
+		"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
 		"RABBITMQ_URL": kittest.Server(t, "RABBITMQ_URL", kittest.DefaultRabbitMQURL),
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	svc, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -44,13 +41,10 @@ func TestStartsAndServesSharedEndpoints(t *testing.T) {
 func TestUnreachableBrokerFailsAtStartNamingTheVariable(t *testing.T) {
 	t.Parallel()
 	url := kittest.PostgresURL(t)
-	cfg, err := readConfig(config.FromMap(map[string]string{
-		"ADDR": "127.0.0.1:0", "DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
+	cfg := kittest.ReadConfig(t, readConfig, map[string]string{
+		"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
 		"RABBITMQ_URL": "amqp://guest:guest@127.0.0.1:1/", "RABBITMQ_DIAL_TIMEOUT": "1s",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	if _, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "RABBITMQ_URL") {
 		t.Fatalf("build = %v, want an error naming RABBITMQ_URL", err)
 	}

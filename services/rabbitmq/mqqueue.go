@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -389,19 +390,11 @@ func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 // commit, then publish. The fault returns between the commit and the
 // publish, as a crash there would: the payment is orphaned.
 func (q *mqQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error {
-	tx, err := q.pool.Begin(ctx)
+	err := q.RecordPayment(ctx, p, func(tx pgx.Tx) error {
+		return records.Unavailable("record payment task", records.InsertTasks(ctx, tx, []queue.NewTask{p.Task}))
+	})
 	if err != nil {
-		return records.Unavailable("begin", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := records.InsertPayment(ctx, tx, p); err != nil {
-		return records.Unavailable("insert payment", err)
-	}
-	if err := records.InsertTasks(ctx, tx, []queue.NewTask{p.Task}); err != nil {
-		return records.Unavailable("record payment task", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return records.Unavailable("commit payment", err)
+		return err
 	}
 	if fault {
 		return queue.ErrFaultInjected
@@ -451,8 +444,8 @@ func (q *mqQueue) handle(d amqp.Delivery) {
 	}
 	ctx, cancel = context.WithTimeout(q.hardCtx, 10*time.Second)
 	defer cancel()
-	switch {
-	case werr == nil:
+	switch queue.Decide(werr, rec.Attempts, q.cfg.Worker.MaxAttempts) {
+	case queue.OutcomeDone:
 		finished, err := q.Finish(ctx, m.ID, queue.StatusDone, nil)
 		if err != nil {
 			q.log.Warn("recording done failed; requeued", "task", m.ID, "err", err)
@@ -465,7 +458,7 @@ func (q *mqQueue) handle(d amqp.Delivery) {
 			q.stats.Since(queue.LatencyProcessing, m.EnqueuedAt)
 			q.hub.Wake(m.ID)
 		}
-	case rec.Attempts >= q.cfg.Worker.MaxAttempts:
+	case queue.OutcomeDead:
 		msg := werr.Error()
 		finished, err := q.Finish(ctx, m.ID, queue.StatusDead, &msg)
 		if err != nil {
@@ -480,7 +473,7 @@ func (q *mqQueue) handle(d amqp.Delivery) {
 			q.stats.Inc(queue.CounterDead)
 			q.hub.Wake(m.ID)
 		}
-	default:
+	case queue.OutcomeRetry:
 		if err := q.Requeue(ctx, m.ID, werr.Error()); err != nil {
 			q.log.Warn("recording a retry failed; requeued", "task", m.ID, "err", err)
 			_ = d.Nack(false, true)

@@ -5,4 +5,9 @@
 //
 // A server that does not answer fails the test with a message naming the
 // variable to set, except in a -short run, where the test is skipped.
+//
+// The other helpers run a service in the test's process (ReadConfig,
+// Start, Serve, Logger), talk HTTP and JSON to it (Do, NewRequest, Send,
+// GetJSON, CheckShared) and poll with a deadline (Eventually). Each takes
+// the test, calls t.Helper and registers its cleanup with t.Cleanup.
 package kittest

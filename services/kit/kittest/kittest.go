@@ -181,3 +181,17 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// Eventually polls cond every 50 ms until it holds, and fails the test,
+// naming what it waited for, if it still does not after d. Use generous
+// values of d: it bounds a hang, it does not assert a speed.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

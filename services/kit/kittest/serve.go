@@ -3,12 +3,35 @@ package kittest
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"maps"
 	"net/http"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
+
+// ReadConfig reads a service's Config with read (its readConfig) from the
+// variables ADDR=127.0.0.1:0 (a free port, for Serve and Start) and those
+// of env, later maps overriding earlier ones. A refused Config fails the
+// test.
+func ReadConfig[C any](t testing.TB, read func(*config.Reader) (C, error), env ...map[string]string) C {
+	t.Helper()
+	m := map[string]string{"ADDR": "127.0.0.1:0"}
+	for _, e := range env {
+		maps.Copy(m, e)
+	}
+	cfg, err := read(config.FromMap(m))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
 
 // Serve runs svc (which must have been built with ADDR 127.0.0.1:0 or
 // another free address) until the test ends, then shuts it down as a
@@ -16,37 +39,55 @@ import (
 // base URL.
 func Serve(t testing.TB, svc *service.Service) string {
 	t.Helper()
+	base, _ := Start(t, svc)
+	return base
+}
+
+// Start is Serve that also returns stop, which shuts svc down as a signal
+// would (HTTP drain, then the OnStop hooks) and waits up to a minute for
+// it, failing the test if the shutdown fails or takes longer. stop is safe
+// to call more than once, and runs when the test ends if it was not called
+// before: a test restarts a service by calling stop, then building and
+// starting a new one on the same schema, queue or topic.
+func Start(t testing.TB, svc *service.Service) (base string, stop func()) {
+	t.Helper()
 	if err := svc.Listen(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		select {
 		case err := <-done:
 			if err != nil {
 				t.Errorf("service shutdown: %v", err)
 			}
-		case <-time.After(60 * time.Second):
-			t.Errorf("service did not shut down within 60s")
+		case <-time.After(time.Minute):
+			t.Errorf("service did not shut down within a minute")
 		}
 	})
-	return "http://" + svc.Addr().String()
+	t.Cleanup(stop)
+	return "http://" + svc.Addr().String(), stop
 }
 
-// GetJSON issues GET base+path and decodes the JSON answer into a map.
+// Logger returns the logger a service under test logs with: none, or in
+// a -v run the one cfg (the service's Config, which embeds
+// service.Common) describes, on stderr.
+func Logger(cfg interface{ NewLogger(io.Writer) *slog.Logger }) *slog.Logger {
+	if testing.Verbose() {
+		return cfg.NewLogger(os.Stderr)
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// GetJSON issues GET url and decodes the JSON answer into a map.
 func GetJSON(t testing.TB, url string) (int, map[string]any) {
 	t.Helper()
-	client := &http.Client{Timeout: 30 * time.Second}
-	resp, err := client.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
+	resp, raw := Send(t, NewRequest(t, http.MethodGet, url, nil))
 	var m map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatalf("GET %s: body is not a JSON object: %v", url, err)
 	}
 	return resp.StatusCode, m

@@ -229,10 +229,10 @@ func (s *Service) Stop(ctx context.Context) error {
 	return s.stopErr
 }
 
-// Main is the body of every service's main: it cancels its context on
-// SIGINT or SIGTERM, calls build to assemble the service, runs it, and
-// exits with status 1 on any error (configuration included), printed on
-// stderr.
+// Main runs a service as a process (Start, every service's main, calls
+// it): it cancels its context on SIGINT or SIGTERM, calls build to
+// assemble the service, runs it, and exits with status 1 on any error
+// (configuration included), printed on stderr.
 func Main(build func(ctx context.Context) (*Service, error)) {
 	ctx, stop := SignalContext()
 	defer stop()
@@ -240,6 +240,24 @@ func Main(build func(ctx context.Context) (*Service, error)) {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+// Start is the whole of a service's main: under Main, it reads the
+// service's Config from the environment with read, makes the logger the
+// Config describes (on stderr), and passes both to build, which assembles
+// the service that Main then runs. C is the service's Config, which embeds
+// Common for NewLogger.
+func Start[C interface{ NewLogger(io.Writer) *slog.Logger }](
+	read func(*config.Reader) (C, error),
+	build func(ctx context.Context, cfg C, logger *slog.Logger) (*Service, error),
+) {
+	Main(func(ctx context.Context) (*Service, error) {
+		cfg, err := read(config.FromEnv())
+		if err != nil {
+			return nil, err
+		}
+		return build(ctx, cfg, cfg.NewLogger(os.Stderr))
+	})
 }
 
 // SignalContext returns a context cancelled by SIGINT or SIGTERM.

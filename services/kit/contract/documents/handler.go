@@ -67,12 +67,41 @@ func (h *handlers) call(r *http.Request, name string, fn func(ctx context.Contex
 	return nil
 }
 
+// respondUser runs op as call does and answers the user it returns with
+// status.
+func (h *handlers) respondUser(w http.ResponseWriter, r *http.Request, name string, status int, op func(ctx context.Context) (User, error)) error {
+	var u User
+	if err := h.call(r, name, func(ctx context.Context) (err error) { u, err = op(ctx); return err }); err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, status, u)
+	return nil
+}
+
 func pathID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if !ValidID(id) {
 		return "", httpapi.BadRequest("id %q is not a lower-case UUID", id)
 	}
 	return id, nil
+}
+
+// idAndProfile reads the path's id and a body that is a profile object
+// (PATCH and PUT /users/{id}/profile).
+func idAndProfile(r *http.Request) (string, Object, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return "", nil, err
+	}
+	var raw json.RawMessage
+	if err := httpapi.DecodeJSON(r, &raw); err != nil {
+		return "", nil, err
+	}
+	obj, err := parseObject(raw, "profile")
+	if err != nil {
+		return "", nil, err
+	}
+	return id, obj, nil
 }
 
 // parseObject parses and validates a profile (or a search document); nil
@@ -129,16 +158,9 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var u User
-	err = h.call(r, StatCreate, func(ctx context.Context) (err error) {
-		u, err = h.store.Create(ctx, NewUser{ID: NewID(), Email: in.Email, Name: in.Name, Plan: in.Plan, Profile: profile})
-		return err
+	return h.respondUser(w, r, StatCreate, http.StatusCreated, func(ctx context.Context) (User, error) {
+		return h.store.Create(ctx, NewUser{ID: NewID(), Email: in.Email, Name: in.Name, Plan: in.Plan, Profile: profile})
 	})
-	if err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusCreated, u)
-	return nil
 }
 
 func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
@@ -146,12 +168,7 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var u User
-	if err := h.call(r, StatGet, func(ctx context.Context) (err error) { u, err = h.store.Get(ctx, id); return err }); err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusOK, u)
-	return nil
+	return h.respondUser(w, r, StatGet, http.StatusOK, func(ctx context.Context) (User, error) { return h.store.Get(ctx, id) })
 }
 
 func (h *handlers) patchFields(w http.ResponseWriter, r *http.Request) error {
@@ -176,24 +193,11 @@ func (h *handlers) patchFields(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	var u User
-	if err := h.call(r, StatPatchFields, func(ctx context.Context) (err error) { u, err = h.store.PatchFields(ctx, id, p); return err }); err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusOK, u)
-	return nil
+	return h.respondUser(w, r, StatPatchFields, http.StatusOK, func(ctx context.Context) (User, error) { return h.store.PatchFields(ctx, id, p) })
 }
 
 func (h *handlers) patchProfile(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	var raw json.RawMessage
-	if err := httpapi.DecodeJSON(r, &raw); err != nil {
-		return err
-	}
-	obj, err := parseObject(raw, "profile")
+	id, obj, err := idAndProfile(r)
 	if err != nil {
 		return err
 	}
@@ -206,33 +210,15 @@ func (h *handlers) patchProfile(w http.ResponseWriter, r *http.Request) error {
 			p.Set = append(p.Set, m)
 		}
 	}
-	var u User
-	if err := h.call(r, StatPatchProfile, func(ctx context.Context) (err error) { u, err = h.store.PatchProfile(ctx, id, p); return err }); err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusOK, u)
-	return nil
+	return h.respondUser(w, r, StatPatchProfile, http.StatusOK, func(ctx context.Context) (User, error) { return h.store.PatchProfile(ctx, id, p) })
 }
 
 func (h *handlers) replaceProfile(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
+	id, obj, err := idAndProfile(r)
 	if err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if err := httpapi.DecodeJSON(r, &raw); err != nil {
-		return err
-	}
-	obj, err := parseObject(raw, "profile")
-	if err != nil {
-		return err
-	}
-	var u User
-	if err := h.call(r, StatReplaceProfile, func(ctx context.Context) (err error) { u, err = h.store.ReplaceProfile(ctx, id, obj); return err }); err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusOK, u)
-	return nil
+	return h.respondUser(w, r, StatReplaceProfile, http.StatusOK, func(ctx context.Context) (User, error) { return h.store.ReplaceProfile(ctx, id, obj) })
 }
 
 func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -49,11 +47,10 @@ type NewTarget func(t *testing.T) Target
 func Run(t *testing.T, newTarget NewTarget) {
 	tg := newTarget(t)
 	searchTarget := newTarget(t)
-	httpClient := &http.Client{Timeout: 120 * time.Second}
-	c := &client{t: t, base: tg.BaseURL, http: httpClient}
+	c := &client{t: t, base: tg.BaseURL}
 	t.Run("SearchMatchesJSONBContainment", func(t *testing.T) {
 		t.Parallel()
-		testSearchEquivalence(t, &client{t: t, base: searchTarget.BaseURL, http: httpClient}, searchTarget)
+		testSearchEquivalence(t, &client{t: t, base: searchTarget.BaseURL}, searchTarget)
 	})
 	tests := []struct {
 		name string
@@ -81,46 +78,15 @@ func Run(t *testing.T, newTarget NewTarget) {
 type client struct {
 	t    testing.TB
 	base string
-	http *http.Client
 }
 
-func (c *client) with(t testing.TB) *client { return &client{t: t, base: c.base, http: c.http} }
+func (c *client) with(t testing.TB) *client { return &client{t: t, base: c.base} }
 
-// do sends body (a string or []byte as is, anything else as JSON) and
-// returns the status and the raw answer.
+// do sends body (encoded as kittest.NewRequest does: a string or []byte
+// as is, anything else as JSON) and returns the status and the raw answer.
 func (c *client) do(method, path string, body any) (int, []byte) {
 	c.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		js, err := json.Marshal(b)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		rd = bytes.NewReader(js)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatalf("%s %s: read: %v", method, path, err)
-	}
-	return resp.StatusCode, out
+	return kittest.Do(c.t, method, c.base+path, body, nil)
 }
 
 // must sends the request and fails the test unless the status is want;
@@ -300,12 +266,10 @@ func testBadInput(t *testing.T, c *client, _ Target) {
 			t.Errorf("%s: %d %s, want 400 with an error", tc.name, status, raw)
 		}
 	}
-	req, _ := http.NewRequest("POST", c.base+"/users", strings.NewReader(user(`{}`)))
+	req := kittest.NewRequest(t, "POST", c.base+"/users", user(`{}`))
 	req.Header.Set("Content-Type", "text/plain")
-	if resp, err := c.http.Do(req); err != nil || resp.StatusCode != 415 {
-		t.Errorf("text/plain body: %v %v, want 415", resp, err)
-	} else {
-		resp.Body.Close()
+	if resp, raw := kittest.Send(t, req); resp.StatusCode != 415 {
+		t.Errorf("text/plain body: %d %s, want 415", resp.StatusCode, raw)
 	}
 	// Nothing above changed the user.
 	sameJSON(t, "profile after rejected writes", c.profile(id), map[string]any{"keep": 1})

@@ -91,29 +91,6 @@ func runPrefix(t testing.TB) string {
 	return p.(string)
 }
 
-var client = &http.Client{Timeout: suiteTimeout}
-
-func call(t testing.TB, method, u, ctype, body string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, u, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, u, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, u, err)
-	}
-	return resp.StatusCode, b
-}
-
 func decode(t testing.TB, b []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(b, v); err != nil {
@@ -128,8 +105,7 @@ func appendEvents(t testing.TB, base, stream string, expected any, events ...Eve
 	if expected != nil {
 		body["expected_version"] = expected
 	}
-	b, _ := json.Marshal(body)
-	return call(t, http.MethodPost, base+"/streams/"+stream+"/events", "application/json", string(b))
+	return kittest.Do(t, http.MethodPost, base+"/streams/"+stream+"/events", body, nil)
 }
 
 func mustAppend(t testing.TB, base, stream string, expected any, events ...EventData) AppendResult {
@@ -148,7 +124,7 @@ func mustAppend(t testing.TB, base, stream string, expected any, events ...Event
 
 func readStream(t testing.TB, base, stream, query string) (ReadResult, map[string]any) {
 	t.Helper()
-	status, b := call(t, http.MethodGet, base+"/streams/"+stream+query, "", "")
+	status, b := kittest.Do(t, http.MethodGet, base+"/streams/"+stream+query, nil, nil)
 	if status != http.StatusOK {
 		t.Fatalf("read %s%s: %d %s", stream, query, status, b)
 	}
@@ -190,11 +166,11 @@ func jsonEqual(a, b json.RawMessage) bool {
 
 func testShared(t *testing.T, tg *Target) {
 	kittest.CheckShared(t, tg.BaseURL, tg.Service, "eventstore", tg.Backend)
-	status, b := call(t, http.MethodGet, tg.BaseURL+"/openapi.yaml", "", "")
+	status, b := kittest.Do(t, http.MethodGet, tg.BaseURL+"/openapi.yaml", nil, nil)
 	if status != 200 || !bytes.Equal(b, OpenAPI) {
 		t.Errorf("/openapi.yaml: %d, %d bytes; want the contract's %d bytes", status, len(b), len(OpenAPI))
 	}
-	status, b = call(t, http.MethodGet, tg.BaseURL+"/capabilities", "", "")
+	status, b = kittest.Do(t, http.MethodGet, tg.BaseURL+"/capabilities", nil, nil)
 	var c Capabilities
 	decode(t, b, &c)
 	if status != 200 || c != tg.Features {
@@ -267,13 +243,13 @@ func testState(t *testing.T, tg *Target) {
 	s := streamName(t, 1)
 	mustAppend(t, tg.BaseURL, s, firstExpected(tg), registered(), added(300))
 	mustAppend(t, tg.BaseURL, s, "any", consumed(120.5), added(50))
-	status, b := call(t, http.MethodGet, tg.BaseURL+"/streams/"+s+"/state", "", "")
+	status, b := kittest.Do(t, http.MethodGet, tg.BaseURL+"/streams/"+s+"/state", nil, nil)
 	var st State
 	decode(t, b, &st)
 	if status != 200 || !st.Registered || st.CapacityLiters != 1000 || st.BalanceLiters != 229.5 || st.Events != 4 || st.Version == nil || *st.Version != 3 {
 		t.Errorf("state: %d %s; want registered, capacity 1000, balance 229.5, 4 events, version 3", status, b)
 	}
-	status, b = call(t, http.MethodGet, tg.BaseURL+"/streams/"+streamName(t, 2)+"/state", "", "")
+	status, b = kittest.Do(t, http.MethodGet, tg.BaseURL+"/streams/"+streamName(t, 2)+"/state", nil, nil)
 	decode(t, b, &st)
 	if status != 200 || st.Events != 0 || st.Version != nil || st.Registered {
 		t.Errorf("state of an empty stream: %d %s", status, b)
@@ -304,7 +280,16 @@ func testBadInput(t *testing.T, tg *Target) {
 		{"bad position", "GET", "/subscribe?from=not-a-position", "", "", 400, "position"},
 	}
 	for _, c := range cases {
-		status, b := call(t, c.method, tg.BaseURL+c.path, c.ctype, c.body)
+		var body any // no body at all when c.body is empty
+		if c.body != "" {
+			body = c.body
+		}
+		req := kittest.NewRequest(t, c.method, tg.BaseURL+c.path, body)
+		if c.ctype != "" {
+			req.Header.Set("Content-Type", c.ctype)
+		}
+		resp, b := kittest.Send(t, req)
+		status := resp.StatusCode
 		var e struct{ Error string }
 		if err := json.Unmarshal(b, &e); err != nil || status != c.status || !strings.Contains(e.Error, c.contains) {
 			t.Errorf("%s: %d %s; want %d with an error containing %q", c.name, status, b, c.status, c.contains)

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
 // Target is one running instance of a service under the suite, with hooks
@@ -49,54 +50,11 @@ func Run(t *testing.T, newTarget NewTarget) {
 	t.Run("RestartMidStreamLosesNothing", func(t *testing.T) { t.Parallel(); testRestart(t, newTarget(t)) })
 }
 
-var client = &http.Client{Timeout: 2 * waitTimeout}
-
-// Do sends a request with an optional JSON body and decodes a JSON answer
-// into out (if non-nil). It returns the status.
-func Do(t testing.TB, method, url string, body any, out any) int {
-	t.Helper()
-	var r io.Reader
-	if body != nil {
-		switch b := body.(type) {
-		case string:
-			r = strings.NewReader(b)
-		default:
-			buf, err := json.Marshal(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r = bytes.NewReader(buf)
-		}
-	}
-	req, err := http.NewRequest(method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, url, err)
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: %d, body is not the expected JSON: %v: %s", method, url, resp.StatusCode, err, raw)
-		}
-	}
-	return resp.StatusCode
-}
-
 // Post writes one event and returns it.
 func Post(t testing.TB, base string, e NewEvent) Created {
 	t.Helper()
 	var c Created
-	if s := Do(t, http.MethodPost, base+"/events", e, &c); s != http.StatusCreated || c.ID == "" || c.CreatedAt.IsZero() {
+	if s, _ := kittest.Do(t, http.MethodPost, base+"/events", e, &c); s != http.StatusCreated || c.ID == "" || c.CreatedAt.IsZero() {
 		t.Fatalf("POST /events: %d %+v", s, c)
 	}
 	return c
@@ -106,7 +64,7 @@ func Post(t testing.TB, base string, e NewEvent) Created {
 func PostBatch(t testing.TB, base string, events []NewEvent) []Created {
 	t.Helper()
 	var c BatchCreated
-	if s := Do(t, http.MethodPost, base+"/events/batch", Batch{Events: events}, &c); s != http.StatusCreated || len(c.Events) != len(events) {
+	if s, _ := kittest.Do(t, http.MethodPost, base+"/events/batch", Batch{Events: events}, &c); s != http.StatusCreated || len(c.Events) != len(events) {
 		t.Fatalf("POST /events/batch: %d, %d events back, want %d", s, len(c.Events), len(events))
 	}
 	return c.Events
@@ -116,7 +74,7 @@ func PostBatch(t testing.TB, base string, events []NewEvent) []Created {
 func WaitDelivered(t testing.TB, base, id string) Event {
 	t.Helper()
 	var e Event
-	s := Do(t, http.MethodGet, base+"/events/"+id+"/wait?timeout="+waitTimeout.String(), nil, &e)
+	s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+id+"/wait?timeout="+waitTimeout.String(), nil, &e)
 	if s != http.StatusOK || e.DeliveredAt == nil || e.DeliveryMS == nil || e.DeliverySeq == nil {
 		t.Fatalf("wait %s: %d %+v (not delivered within %v)", id, s, e, waitTimeout)
 	}
@@ -127,7 +85,7 @@ func WaitDelivered(t testing.TB, base, id string) Event {
 func Get(t testing.TB, base, id string) Event {
 	t.Helper()
 	var e Event
-	if s := Do(t, http.MethodGet, base+"/events/"+id, nil, &e); s != http.StatusOK {
+	if s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+id, nil, &e); s != http.StatusOK {
 		t.Fatalf("GET /events/%s: %d", id, s)
 	}
 	return e
@@ -137,7 +95,7 @@ func Get(t testing.TB, base, id string) Event {
 func Consumer(t testing.TB, base string) ConsumerStatus {
 	t.Helper()
 	var c ConsumerStatus
-	if s := Do(t, http.MethodGet, base+"/consumer", nil, &c); s != http.StatusOK {
+	if s, _ := kittest.Do(t, http.MethodGet, base+"/consumer", nil, &c); s != http.StatusOK {
 		t.Fatalf("GET /consumer: %d %+v", s, c)
 	}
 	return c
@@ -176,7 +134,7 @@ func testWriteGetWait(t *testing.T, tg Target) {
 	}
 
 	var raw map[string]any
-	if s := Do(t, http.MethodGet, base+"/stats", nil, &raw); s != 200 {
+	if s, _ := kittest.Do(t, http.MethodGet, base+"/stats", nil, &raw); s != 200 {
 		t.Fatalf("/stats: %d", s)
 	}
 	counters, _ := raw["counters"].(map[string]any)
@@ -198,14 +156,9 @@ func testWriteGetWait(t *testing.T, tg Target) {
 	if !st.Running || st.Position == "" || st.Delivered < 2 || (st.LagUnit != "records" && st.LagUnit != "bytes") {
 		t.Errorf("/consumer: %+v", st)
 	}
-	resp, err := client.Get(base + "/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !bytes.Contains(doc, []byte("openapi: 3.1")) {
-		t.Errorf("/openapi.yaml: %d", resp.StatusCode)
+	status, doc := kittest.Do(t, http.MethodGet, base+"/openapi.yaml", nil, nil)
+	if status != 200 || !bytes.Contains(doc, []byte("openapi: 3.1")) {
+		t.Errorf("/openapi.yaml: %d", status)
 	}
 }
 
@@ -252,24 +205,17 @@ func testBadInput(t *testing.T, tg Target) {
 		contains                        string
 	}{"batch too big", "POST", "/events/batch", "", big.String(), 400, "at most 1000"})
 	for _, c := range cases {
-		req, err := http.NewRequest(c.method, base+c.path, strings.NewReader(c.body))
-		if err != nil {
-			t.Fatal(err)
+		var send any // no body at all when c.body is empty
+		if c.body != "" {
+			send = c.body
 		}
-		ctype := c.ctype
-		if ctype == "" && c.body != "" {
-			ctype = "application/json"
+		req := kittest.NewRequest(t, c.method, base+c.path, send)
+		if c.ctype != "" {
+			req.Header.Set("Content-Type", c.ctype)
 		}
-		if ctype != "" {
-			req.Header.Set("Content-Type", ctype)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
+		resp, raw := kittest.Send(t, req)
 		var body map[string]any
-		err = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
+		err := json.Unmarshal(raw, &body)
 		msg, _ := body["error"].(string)
 		if err != nil || resp.StatusCode != c.status || !strings.Contains(msg, c.contains) {
 			t.Errorf("%s: %d %v (decode err %v), want %d with an error containing %q", c.name, resp.StatusCode, body, err, c.status, c.contains)
@@ -282,7 +228,7 @@ func testBadInput(t *testing.T, tg Target) {
 	for i := 0; i < 100 && !saw408; i++ {
 		c := Post(t, base, NewEvent{Type: "t", Key: "k"})
 		var body map[string]any
-		switch s := Do(t, http.MethodGet, base+"/events/"+c.ID+"/wait?timeout=1ms", nil, &body); s {
+		switch s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+c.ID+"/wait?timeout=1ms", nil, &body); s {
 		case http.StatusRequestTimeout:
 			saw408 = true
 			if msg, _ := body["error"].(string); !strings.Contains(msg, "not delivered within") {

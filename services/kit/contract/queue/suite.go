@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
 // Features declares what a side can do; a test of a capability the side
@@ -94,48 +95,13 @@ func Run(t *testing.T, newTarget NewTarget) {
 	}
 }
 
-var client = &http.Client{Timeout: 90 * time.Second}
-
-// call sends a request (body marshalled unless it is a string) and decodes
-// the JSON answer into out (if non-nil); it returns the status and the raw
-// body.
+// call is kittest.Do that also checks the answer is JSON (or the YAML of
+// /openapi.yaml), as the contract says every answer is.
 func call(t testing.TB, method, url string, body any, out any) (int, []byte) {
 	t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		r = strings.NewReader(b)
-	default:
-		buf, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(buf)
-	}
-	req, err := http.NewRequest(method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, url, err)
-	}
+	resp, raw := kittest.DoResponse(t, method, url, body, out)
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "application/yaml") {
 		t.Errorf("%s %s: Content-Type %q", method, url, ct)
-	}
-	if out != nil && len(raw) > 0 {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: %d %q is not the expected JSON: %v", method, url, resp.StatusCode, raw, err)
-		}
 	}
 	return resp.StatusCode, raw
 }
@@ -183,18 +149,6 @@ func waitTask(t testing.TB, base, id string) Task {
 	}
 	t.Fatalf("task %s not finished after 90s: %+v", id, task)
 	return task
-}
-
-// eventually polls cond every 50 ms until it is true or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func count(t testing.TB, db *pgxpool.Pool, sql string, args ...any) int {
@@ -402,7 +356,7 @@ func testBadRequests(t *testing.T, newTarget NewTarget) {
 // them open.
 func waitAllFinished(t testing.TB, tg Target, n int, d time.Duration) {
 	t.Helper()
-	eventually(t, d, fmt.Sprintf("%d tasks finished", n), func() bool {
+	kittest.Eventually(t, d, fmt.Sprintf("%d tasks finished", n), func() bool {
 		return count(t, tg.DB(), `SELECT count(*) FROM tasks WHERE status IN ('done', 'dead')`) >= n
 	})
 }
@@ -446,7 +400,7 @@ func testRestart(t *testing.T, newTarget NewTarget) {
 	o := Options{Workers: 4, Work: 20 * time.Millisecond}
 	tg := newTarget(t, o)
 	enqueueBatch(t, tg.URL(), n, TaskRequest{Kind: "restart"})
-	eventually(t, time.Minute, "the first tasks done", func() bool {
+	kittest.Eventually(t, time.Minute, "the first tasks done", func() bool {
 		return count(t, tg.DB(), `SELECT count(*) FROM tasks WHERE status = 'done'`) >= 20
 	})
 	tg.Restart(t, o)
@@ -469,7 +423,7 @@ func testCrash(t *testing.T, newTarget NewTarget) {
 	tg := newTarget(t, Options{Workers: 2, Work: time.Minute, Lease: 2 * time.Second})
 	a := enqueue(t, tg.URL(), TaskRequest{Kind: "crash"})
 	b := enqueue(t, tg.URL(), TaskRequest{Kind: "crash"})
-	eventually(t, time.Minute, "both tasks running", func() bool {
+	kittest.Eventually(t, time.Minute, "both tasks running", func() bool {
 		return count(t, tg.DB(), `SELECT count(*) FROM tasks WHERE id = ANY($1::uuid[]) AND status = 'running'`, []string{a.ID, b.ID}) == 2
 	})
 	tg.Crash(t, Options{Workers: 2, Lease: 2 * time.Second})

@@ -49,3 +49,31 @@ func Work(ctx context.Context, work time.Duration, attempt, failTimes int) error
 	}
 	return nil
 }
+
+// Outcome is what the result of an attempt makes of a task.
+type Outcome int
+
+const (
+	// OutcomeDone: the attempt succeeded; the task is done.
+	OutcomeDone Outcome = iota
+	// OutcomeRetry: the attempt failed and the task has attempts left; it
+	// runs again after Backoff(RETRY_BASE, attempt).
+	OutcomeRetry
+	// OutcomeDead: the attempt failed and was the last the task gets
+	// (MAX_ATTEMPTS); the task is dead.
+	OutcomeDead
+)
+
+// Decide returns the outcome of attempt number attempt (1-based, as
+// recorded in the task's attempts) that ended with err (Work's answer),
+// when a task gets maxAttempts deliveries. Both sides decide with it.
+func Decide(err error, attempt, maxAttempts int) Outcome {
+	switch {
+	case err == nil:
+		return OutcomeDone
+	case attempt >= maxAttempts:
+		return OutcomeDead
+	default:
+		return OutcomeRetry
+	}
+}

@@ -62,8 +62,8 @@ func InsertPayment(ctx context.Context, db Execer, p queue.NewPayment) error {
 	return err
 }
 
-// Store reads records through a pool. It is safe for concurrent use and
-// does not own the pool.
+// Store reads and writes records through a pool. It is safe for
+// concurrent use and does not own the pool.
 type Store struct {
 	Pool *pgxpool.Pool
 }
@@ -138,4 +138,26 @@ UPDATE tasks SET status = $2, processed_at = CASE WHEN $2 = 'done' THEN clock_ti
 func (s Store) Requeue(ctx context.Context, id, lastError string) error {
 	_, err := s.Pool.Exec(ctx, `UPDATE tasks SET status = 'queued', last_error = $2 WHERE id = $1 AND status IN ('queued', 'running')`, id, lastError)
 	return err
+}
+
+// RecordPayment writes p's payment and runs queueTask, the side's way of
+// recording and queueing p.Task, in one transaction, then commits. An
+// error of queueTask is returned as is, after the rollback; those of the
+// begin, the payment insert and the commit are wrapped by Unavailable.
+func (s Store) RecordPayment(ctx context.Context, p queue.NewPayment, queueTask func(tx pgx.Tx) error) error {
+	tx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		return Unavailable("begin", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := InsertPayment(ctx, tx, p); err != nil {
+		return Unavailable("insert payment", err)
+	}
+	if err := queueTask(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return Unavailable("commit payment", err)
+	}
+	return nil
 }
