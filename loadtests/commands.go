@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
@@ -27,7 +28,7 @@ var loadCommands = map[string]string{
 	"queue":     "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
 	"log":       "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
 	"documents": "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
-	"results":   "run queue, log and documents at the make-results size, then write RESULTS.md",
+	"results":   "run queue, log, documents and the event-store bench at the make-results size, then write RESULTS.md",
 	"demo":      "drive every pair briefly and print one side-by-side table per pair",
 	"report":    "regenerate RESULTS.md and the charts from results/*.json",
 }
@@ -350,7 +351,48 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 			return ctx.Err()
 		}
 	}
+	if err := runEventStoreBench(ctx, c, env); err != nil {
+		fmt.Fprintf(os.Stderr, "eventstore: %v (the report will say what is missing)\n", err)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	return writeReport(c, strings.Join(files, ","))
+}
+
+// eventStoreServices are the trio's services the driver can start here;
+// KurrentDB cannot be installed on these machines, so the bench reports it
+// as "not measured here" unless one answers on its port.
+var eventStoreServices = []scenario.Service{{Name: "no-kurrentdb", Port: 8090}, {Name: "kafka-eventstore", Port: 8091}}
+
+// runEventStoreBench runs the event-store bench (append, point-read,
+// catch-up) at the results size: 5 s append rounds instead of 30 s, every
+// other setting at the issue's defaults. Its JSON goes to the results
+// folder, from which writeReport adds its section to RESULTS.md.
+func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error {
+	if err := env.Ensure(ctx, eventStoreServices, nil, nil); err != nil {
+		return err
+	}
+	defer func() {
+		if env.Launcher != nil {
+			for _, s := range eventStoreServices {
+				_ = env.Launcher.Stop(s.Name, 30*time.Second)
+			}
+		}
+	}()
+	url := func(port int) string { return fmt.Sprintf("http://%s:%d", c.host, port+c.portOffset) }
+	targets := fmt.Sprintf("no-kurrentdb=%s,kurrentdb=%s,kafka-eventstore=%s", url(8090), url(8089), url(8091))
+	common := []string{"-targets", targets, "-out", c.resultsDir, "-md", filepath.Join(c.resultsDir, "eventstore.md")}
+	for _, scenarioArgs := range [][]string{{"append", "-duration", "5s"}, {"point-read"}, {"catch-up"}} {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		args := append(append([]string{}, scenarioArgs...), common...)
+		if code := eventstore.Main(args, io.Discard, os.Stderr); code != 0 {
+			return fmt.Errorf("eventstore %s exited %d", scenarioArgs[0], code)
+		}
+	}
+	return nil
 }
 
 func runDemo(ctx context.Context, c common, env *scenario.Env, root string, do scenario.DocumentsOptions) error {
@@ -425,6 +467,18 @@ func writeReport(c common, inputs string) error {
 	}
 	if err := report.Write(c.out, c.chartsDir, runs, time.Now()); err != nil {
 		return err
+	}
+	// The event-store bench keeps its own JSON files and renders its own
+	// section; append it when the bench has run.
+	if m, _ := filepath.Glob(filepath.Join(c.resultsDir, "eventstore-*.json")); len(m) > 0 {
+		f, err := os.OpenFile(c.out, os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		_, werr := io.WriteString(f, "\n"+eventstore.Markdown(c.resultsDir))
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("wrote %s and charts in %s from %d results files\n", c.out, c.chartsDir, len(runs))
 	return nil
