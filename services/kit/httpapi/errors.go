@@ -52,6 +52,11 @@ func BadRequest(format string, args ...any) *Error {
 	return Errorf(http.StatusBadRequest, format, args...)
 }
 
+// StatusClientClosedRequest is the status (nginx's 499) recorded when the
+// client went away before the answer: nobody reads it, but logs and
+// /metrics must not count the client's hang-up as a server failure.
+const StatusClientClosedRequest = 499
+
 // StatusOf returns the HTTP status an error maps to.
 func StatusOf(err error) int {
 	var e *Error
@@ -60,6 +65,8 @@ func StatusOf(err error) int {
 		return http.StatusOK
 	case errors.As(err, &e):
 		return e.Status
+	case errors.Is(err, context.Canceled):
+		return StatusClientClosedRequest
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, ErrConflict):
@@ -89,7 +96,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		msg = "internal error"
 	}
 	body["error"] = msg
-	if status >= 500 {
+	switch {
+	case status == StatusClientClosedRequest:
+		Logger(r.Context()).LogAttrs(r.Context(), slog.LevelDebug, "client went away",
+			slog.String("err", err.Error()))
+	case status >= 500:
 		Logger(r.Context()).LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.Int("status", status), slog.String("err", err.Error()))
 	}

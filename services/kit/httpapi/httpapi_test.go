@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,5 +133,12 @@ func TestErrorsMapToStatusInOnePlace(t *testing.T) {
 	}
 	if status, _ := do(t, h, http.MethodDelete, "/tasks", "", ""); status != 405 {
 		t.Errorf("DELETE /tasks: %d, want 405", status)
+	}
+}
+
+func TestClientGoneIsNot5xx(t *testing.T) {
+	t.Parallel()
+	if got := httpapi.StatusOf(fmt.Errorf("wait: %w", context.Canceled)); got != httpapi.StatusClientClosedRequest {
+		t.Fatalf("StatusOf(canceled) = %d, want 499", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -220,4 +221,14 @@ func OpenMigrated(ctx context.Context, c Config, migrations fs.FS, logger *slog.
 		return nil, err
 	}
 	return pool, nil
+}
+
+// IsDataError reports whether err is Postgres refusing a value (SQLSTATE
+// class 22, data exception: a NUL byte in text, an invalid Unicode escape
+// in jsonb, a number out of range, ...). Such an error is the client's
+// input, not a server failure: services answer it with 400. Validation
+// should catch these first; this is the backstop.
+func IsDataError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22")
 }

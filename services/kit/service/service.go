@@ -74,9 +74,10 @@ type Service struct {
 	stops  []hook
 	srv    *httpapi.Server
 
-	stopOnce sync.Once
-	stopErr  error
-	stopping chan struct{}
+	stopOnce     sync.Once
+	stopErr      error
+	stoppingOnce sync.Once
+	stopping     chan struct{}
 }
 
 // New returns a Service named by info whose /stats lists the given latency
@@ -197,11 +198,8 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 func (s *Service) markStopping() {
-	select {
-	case <-s.stopping:
-	default:
-		close(s.stopping)
-	}
+	// Run's watcher and Stop can both get here at once: close exactly once.
+	s.stoppingOnce.Do(func() { close(s.stopping) })
 }
 
 // Stop runs the OnStop hooks in reverse order, each bounded by

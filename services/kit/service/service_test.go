@@ -172,3 +172,20 @@ func TestProbes(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestRunThenCancelNeverPanics runs and cancels many services: Run's
+// watcher and Stop both mark the service stopping, and used to race into
+// closing the channel twice.
+func TestRunThenCancelNeverPanics(t *testing.T) {
+	t.Parallel()
+	for range 300 {
+		svc := testService(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(ctx) }()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
