@@ -12,7 +12,8 @@
 -- for the queue's churn (insert, lease, delete), at the price that crash
 -- recovery empties it and it is neither replicated nor in base backups. The
 -- service runs ALTER TABLE ... SET LOGGED / SET UNLOGGED at start to match
--- QUEUE_TABLE, and after any start it re-inserts a row for every task whose
+-- QUEUE_TABLE, and after any start (and after every reconnect of its LISTEN
+-- connection, which a Postgres restart always breaks) it re-inserts a row for every task whose
 -- (logged) record is still queued or running, so an emptied queue is
 -- rebuilt from the business records.
 

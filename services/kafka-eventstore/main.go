@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,7 +92,8 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	if err != nil {
 		return nil, err
 	}
-	svc := service.New(info, cfg.HTTP, logger, eventstore.LatencyNames, eventstore.CounterNames)
+	svc := service.New(info, cfg.HTTP, logger, eventstore.LatencyNames, slices.Concat(eventstore.CounterNames, []string{SkippedCounter}))
+	st.stats = svc.Stats
 	svc.OnStop("kafka client", func(context.Context) error { st.close(); return nil })
 	svc.Ready("kafka", st.ping)
 	eventstore.Mount(svc.Router, st, eventstore.Options{Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})

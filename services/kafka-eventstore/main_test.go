@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +67,75 @@ func TestConformance(t *testing.T) {
 		}
 		return tg
 	})
+}
+
+// TestSkipsRecordsThatAreNotEvents: a record some other producer wrote
+// to the topic (not JSON, or JSON without type and data) is logged,
+// counted and skipped; it breaks neither reads nor subscriptions, and takes
+// no stream version.
+func TestSkipsRecordsThatAreNotEvents(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	r := start(t, cfg)
+	ctx := kittest.Context(t, time.Minute)
+	stream := "tank-" + kittest.UniqueName(t, "s")
+	c := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second}
+	var err error
+	// A fresh client may not see the new topic in its first metadata.
+	kittest.Eventually(t, 30*time.Second, "producing garbage records", func() bool {
+		var resp *kafka.ProduceResponse
+		resp, err = c.Produce(ctx, &kafka.ProduceRequest{
+			Topic: cfg.Topic, Partition: 0, RequiredAcks: kafka.RequireAll,
+			Records: kafka.NewRecordReader(
+				kafka.Record{Key: kafka.NewBytes([]byte(stream)), Value: kafka.NewBytes([]byte("not json at all"))},
+				kafka.Record{Key: kafka.NewBytes([]byte(stream)), Value: kafka.NewBytes([]byte(`{"x":1}`))},
+				kafka.Record{Value: kafka.NewBytes([]byte{0xff, 0x00})},
+			),
+		})
+		if err == nil {
+			err = resp.Error
+		}
+		if err != nil {
+			t.Logf("produce garbage: %v", err)
+		}
+		return err == nil
+	})
+	status, b := kittest.Do(t, "POST", r.base+"/streams/"+stream+"/events",
+		map[string]any{"events": []map[string]any{{"type": "TankRegistered", "data": map[string]any{"capacity_liters": 1000}}}}, nil)
+	if status != 201 {
+		t.Fatalf("append: %d %s", status, b)
+	}
+	var read eventstore.ReadResult
+	if status, b := kittest.Do(t, "GET", r.base+"/streams/"+stream, nil, &read); status != 200 {
+		t.Fatalf("read: %d %s", status, b)
+	}
+	if len(read.Events) != 1 || read.Events[0].Type != "TankRegistered" || read.Events[0].Version == nil || *read.Events[0].Version != 0 {
+		t.Fatalf("read after garbage: %+v, want the one event at version 0", read.Events)
+	}
+	if status, b := kittest.Do(t, "GET", r.base+"/streams/"+stream+"/state", nil, nil); status != 200 {
+		t.Errorf("state after garbage: %d %s", status, b)
+	}
+	// A subscription from the start passes the garbage and delivers the event.
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req := kittest.NewRequest(t, "GET", r.base+"/subscribe", nil).WithContext(sctx)
+	sresp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sresp.Body.Close()
+	sc := bufio.NewScanner(sresp.Body)
+	found := false
+	for !found && sc.Scan() {
+		found = strings.Contains(sc.Text(), `"TankRegistered"`)
+	}
+	if !found {
+		t.Errorf("the subscription did not deliver the event past the garbage (status %d, err %v)", sresp.StatusCode, sc.Err())
+	}
+	var st struct{ Counters map[string]int64 }
+	if status, b := kittest.Do(t, "GET", r.base+"/stats", nil, &st); status != 200 || st.Counters[SkippedCounter] < 3 {
+		t.Errorf("/stats: %d %s, want %s >= 3", status, b, SkippedCounter)
+	}
 }
 
 // TestRefusesAMultiPartitionTopic: offsets order records only within a

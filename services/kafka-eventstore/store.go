@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
 // store is the Kafka eventstore.Store over one partition of one topic. It
@@ -24,7 +25,15 @@ type store struct {
 	transport *kafka.Transport
 	cfg       Config
 	logger    *slog.Logger
+	// stats, if set, counts records_skipped; build sets it once the
+	// service exists, before the handlers are mounted.
+	stats *stats.Recorder
 }
+
+// SkippedCounter counts the records of the topic that are not event
+// envelopes (written by something other than this service) and that
+// reads and subscriptions skip.
+const SkippedCounter = "records_skipped"
 
 // envelope is a record's value; the key is the stream id.
 type envelope struct {
@@ -194,10 +203,21 @@ func (s *store) fetch(ctx context.Context, off int64, maxWait time.Duration) ([]
 	return out, resp.HighWatermark, nil
 }
 
-func (s *store) event(rec record, stream string, version *int64) (eventstore.RecordedEvent, error) {
+// event decodes rec. A record that is not an event envelope (not a JSON
+// object, or without a type or data) is logged, counted and reported with
+// ok false: one foreign record must not break every read and subscription.
+func (s *store) event(rec record, stream string, version *int64) (eventstore.RecordedEvent, bool) {
 	var env envelope
-	if err := json.Unmarshal(rec.value, &env); err != nil {
-		return eventstore.RecordedEvent{}, fmt.Errorf("offset %d is not an event envelope: %w", rec.offset, err)
+	err := json.Unmarshal(rec.value, &env)
+	if err == nil && (env.Type == "" || len(env.Data) == 0 || string(env.Data) == "null") {
+		err = errors.New("no type or no data")
+	}
+	if err != nil {
+		s.logger.Warn("skipping a record that is not an event envelope", "topic", s.cfg.Topic, "offset", rec.offset, "key", string(rec.key), "err", err)
+		if s.stats != nil {
+			s.stats.Inc(SkippedCounter)
+		}
+		return eventstore.RecordedEvent{}, false
 	}
 	if len(env.Metadata) == 0 || string(env.Metadata) == "null" {
 		env.Metadata = json.RawMessage("{}")
@@ -205,7 +225,7 @@ func (s *store) event(rec record, stream string, version *int64) (eventstore.Rec
 	return eventstore.RecordedEvent{
 		Stream: stream, Version: version, Position: strconv.FormatInt(rec.offset, 10), GlobalPosition: rec.offset,
 		Type: env.Type, Data: env.Data, Metadata: env.Metadata, CreatedAt: rec.time.UTC(),
-	}, nil
+	}, true
 }
 
 // Read implements eventstore.Store. Kafka has no index by key: the service
@@ -238,13 +258,14 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 			if string(r.key) != stream {
 				continue
 			}
+			// A skipped record takes no version: decode before counting.
 			v := count
+			e, ok := s.event(r, stream, &v)
+			if !ok {
+				continue
+			}
 			count++
 			if v >= from && len(res.Events) < limit {
-				e, err := s.event(r, stream, &v)
-				if err != nil {
-					return res, err
-				}
 				res.Events = append(res.Events, e)
 			}
 		}
@@ -313,12 +334,10 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 			continue
 		}
 		for _, r := range recs {
-			e, err := s.event(r, string(r.key), nil)
-			if err != nil {
-				return err
-			}
-			if err := sub.Event(e); err != nil {
-				return err
+			if e, ok := s.event(r, string(r.key), nil); ok {
+				if err := sub.Event(e); err != nil {
+					return err
+				}
 			}
 			off = r.offset + 1
 		}

@@ -76,15 +76,36 @@ func (b *backend) Append(ctx context.Context, events []logc.NewEvent) ([]logc.Cr
 	wctx, cancel := context.WithTimeout(ctx, b.cfg.WriteTimeout)
 	defer cancel()
 	if err := b.writer.Load().WriteMessages(wctx, msgs...); err != nil {
-		return nil, &httpapi.Error{
-			Status: 503,
-			Message: fmt.Sprintf("kafka produce failed (%v); the %d event(s) are committed in Postgres but not in Kafka, "+
-				"so they will not be delivered (the dual-write gap)", err, len(events)),
-			Fields: map[string]any{"ids": ids, "in_postgres": true, "in_kafka": false},
-			Cause:  err,
-		}
+		return nil, produceError(err, ids)
 	}
 	return created, nil
+}
+
+// produceError is the 503 for a failed produce. The rows are committed in
+// Postgres; the events kafka-go did not write are never delivered (the
+// dual-write gap). kafka-go can write part of a batch (kafka.WriteErrors,
+// one entry per message): then "ids" names only the events missing from
+// Kafka and "ids_in_kafka" those that made it, which will be delivered.
+func produceError(err error, ids []string) error {
+	missing, written := ids, []string{}
+	var werrs kafkago.WriteErrors
+	if errors.As(err, &werrs) && len(werrs) == len(ids) {
+		missing = []string{}
+		for i, werr := range werrs {
+			if werr != nil {
+				missing = append(missing, ids[i])
+			} else {
+				written = append(written, ids[i])
+			}
+		}
+	}
+	return &httpapi.Error{
+		Status: 503,
+		Message: fmt.Sprintf("kafka produce failed (%v); %d of the %d event(s) are committed in Postgres but not in Kafka, "+
+			"so they will not be delivered (the dual-write gap)", err, len(missing), len(ids)),
+		Fields: map[string]any{"ids": missing, "ids_in_kafka": written, "in_postgres": true, "in_kafka": false},
+		Cause:  err,
+	}
 }
 
 // Consumer implements logc.Backend: the group's committed offsets against
@@ -175,7 +196,8 @@ type consumer struct {
 	reader  *kafkago.Reader
 
 	running atomic.Bool
-	cancel  context.CancelFunc
+	cancel  context.CancelFunc // stops fetching
+	giveUp  context.CancelFunc // abandons the batch in hand (Stop's deadline)
 	done    chan struct{}
 	once    sync.Once
 }
@@ -206,7 +228,8 @@ func newReader(cfg Config) *kafkago.Reader {
 // Start begins consuming in the background.
 func (c *consumer) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel, c.done = cancel, make(chan struct{})
+	abort, giveUp := context.WithCancel(context.Background())
+	c.cancel, c.giveUp, c.done = cancel, giveUp, make(chan struct{})
 	c.running.Store(true)
 	msgs := make(chan kafkago.Message, 4*logc.MaxBatch)
 	var wg sync.WaitGroup
@@ -233,14 +256,23 @@ func (c *consumer) Start() {
 	go func() {
 		defer close(c.done)
 		defer c.running.Store(false)
-		c.handle(msgs)
+		c.handle(abort, msgs)
+		// handle returns early only when Stop gave up on the batch in
+		// hand; the fetcher is cancelled by then (Stop cancelled it
+		// first), and draining lets it exit even if it is blocked on a
+		// full msgs.
+		for range msgs {
+		}
 		wg.Wait()
 	}()
 }
 
 // handle records batches until msgs closes; each batch is recorded, then
-// committed.
-func (c *consumer) handle(msgs <-chan kafkago.Message) {
+// committed. While Postgres is unreachable it retries the batch in hand
+// without limit: a consumer never drops out on its own, however long the
+// outage. It gives up (without committing, so the batch is redelivered)
+// only when abort ends, which Stop does when its own deadline passes.
+func (c *consumer) handle(abort context.Context, msgs <-chan kafkago.Message) {
 	batch := make([]kafkago.Message, 0, c.cfg.MaxBatch)
 	for m := range msgs {
 		batch = append(batch[:0], m)
@@ -266,21 +298,22 @@ func (c *consumer) handle(msgs <-chan kafkago.Message) {
 			deliveries = append(deliveries, logc.Delivery{ID: e.ID, CreatedAt: e.CreatedAt})
 		}
 		// Record, retrying while Postgres is unreachable: a batch is
-		// committed only once recorded. Handling continues after Stop
-		// was requested until this batch is done (bounded).
+		// committed only once recorded.
 		backoff := 50 * time.Millisecond
-		deadline := time.Now().Add(time.Minute)
 		for {
-			err := c.deliver.Deliver(context.Background(), deliveries)
+			err := c.deliver.Deliver(abort, deliveries)
 			if err == nil {
 				break
 			}
-			if time.Now().After(deadline) {
-				c.logger.Error("giving up on a batch without committing it; it will be redelivered", "err", err)
+			if abort.Err() != nil {
+				c.logger.Error("stopping: giving up on a batch without committing it; it will be redelivered", "err", err)
 				return
 			}
-			c.logger.Warn("recording deliveries failed; retrying", "err", err)
-			time.Sleep(backoff)
+			c.logger.Warn("recording deliveries failed; retrying", "err", err, "backoff", backoff)
+			select {
+			case <-abort.Done():
+			case <-time.After(backoff):
+			}
 			backoff = min(backoff*2, 2*time.Second)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.WriteTimeout)
@@ -292,7 +325,8 @@ func (c *consumer) handle(msgs <-chan kafkago.Message) {
 }
 
 // Stop stops fetching, finishes and commits the batch in hand, and leaves
-// the group.
+// the group. When ctx ends first it gives up on the batch (uncommitted,
+// so it is redelivered) and returns ctx's error.
 func (c *consumer) Stop(ctx context.Context) error {
 	var err error
 	c.once.Do(func() {
@@ -301,7 +335,10 @@ func (c *consumer) Stop(ctx context.Context) error {
 		case <-c.done:
 		case <-ctx.Done():
 			err = fmt.Errorf("consumer did not stop: %w", ctx.Err())
+			c.giveUp()
+			<-c.done
 		}
+		c.giveUp()
 		if cerr := c.reader.Close(); cerr != nil {
 			err = errors.Join(err, cerr)
 		}

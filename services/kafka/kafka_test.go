@@ -1,10 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
 
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -62,5 +70,67 @@ func BenchmarkDeliverySynchronousCommit(b *testing.B) {
 			tg := newTarget(b, map[string]string{"SYNCHRONOUS_COMMIT": mode})
 			logc.MeasureDelivery(b, tg.URL())
 		})
+	}
+}
+
+// While Postgres does not take the deliveries the consumer retries the
+// batch in hand without limit; only Stop ends that, and only once its own
+// deadline passes: then the consumer has really stopped (not running, the
+// group left) and the uncommitted batch goes to the next instance.
+func TestStopGivesUpOnABlockedBatchAtItsDeadline(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, nil)
+	first := logc.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
+	logc.WaitDelivered(t, tg.URL(), first.ID)
+
+	block := logc.BlockDeliveries(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	inHand := logc.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
+	block.WaitForWaiter(time.Minute, "the consumer to wait on the deliveries lock", logc.Waiter{})
+	c := tg.app.consumer
+	if !c.running.Load() {
+		t.Fatal("the consumer is not running while it retries")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := c.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stop with Postgres blocked: %v, want the deadline's error", err)
+	}
+	if c.running.Load() {
+		t.Fatal("Stop returned but the consumer still runs (it did not give up on the blocked batch)")
+	}
+	select {
+	case <-c.done:
+	default:
+		t.Fatal("Stop returned before the consumer's goroutines ended")
+	}
+	tg.stop(t)
+	block.Release()
+	tg.start(t)
+	logc.WaitDelivered(t, tg.URL(), inHand.ID)
+}
+
+// A partly written batch (kafka.WriteErrors) names, per id, what is
+// missing from Kafka and what is there.
+func TestProduceErrorNamesEachID(t *testing.T) {
+	werr := kafkago.WriteErrors{nil, errors.New("leader not available"), nil}
+	err := produceError(werr, []string{"a", "b", "c"})
+	var he *httpapi.Error
+	if !errors.As(err, &he) || he.Status != http.StatusServiceUnavailable {
+		t.Fatalf("%#v", err)
+	}
+	if got := he.Fields["ids"]; !slices.Equal(got.([]string), []string{"b"}) {
+		t.Errorf("ids %v, want [b]", got)
+	}
+	if got := he.Fields["ids_in_kafka"]; !slices.Equal(got.([]string), []string{"a", "c"}) {
+		t.Errorf("ids_in_kafka %v, want [a c]", got)
+	}
+	if !strings.Contains(he.Message, "1 of the 3") {
+		t.Errorf("message %q", he.Message)
+	}
+	// Any other error: none of them made it.
+	he = nil
+	if !errors.As(produceError(errors.New("dial: refused"), []string{"a", "b"}), &he) ||
+		!slices.Equal(he.Fields["ids"].([]string), []string{"a", "b"}) || len(he.Fields["ids_in_kafka"].([]string)) != 0 {
+		t.Errorf("%#v", he)
 	}
 }

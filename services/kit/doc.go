@@ -14,6 +14,11 @@
 //   - postgres: the pgx pool, per-pair schema and goose migrations.
 //   - service:  the lifecycle (serve, then drain HTTP, stop consumers, close
 //     pools) and the probes /healthz and /readyz.
+//   - waiter:   wakes long polls in this process when their outcome is in.
+//   - jsontext: refuses in JSON what Postgres jsonb cannot store (\u0000,
+//     lone surrogates), so both sides of a pair answer it with 400.
+//   - contract: one package per pair: its OpenAPI document, shared types
+//     and handlers, and the pair's one conformance suite.
 //   - kittest:  test helpers that find the real servers through environment
 //     variables with defaults at the stack's ports.
 package kit

@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
 )
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
@@ -83,4 +89,26 @@ func dropDatabase(t *testing.T, cfg Config) {
 			t.Errorf("drop database %s: %v", cfg.Database, err)
 		}
 	})
+}
+
+// TestDocumentTooLargeIs422: MongoDB refuses a document past 16 MiB (a
+// profile grown by PATCHes, or an insert the driver checks itself); the
+// client gets a 422 naming the limit, not a 500. Errors are built here:
+// FerretDB accepts such documents, so the real server cannot produce them.
+func TestDocumentTooLargeIs422(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		mongo.CommandError{Code: 17419, Message: "Resulting document after update is larger than 16777216"},
+		mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: 10334, Message: "BSONObjectTooLarge"}}},
+		fmt.Errorf("insert: %w", driver.ErrDocumentTooLarge),
+	} {
+		var he *httpapi.Error
+		if got := mapErr(err, "id"); !errors.As(got, &he) || he.Status != http.StatusUnprocessableEntity || !strings.Contains(he.Message, "16 MiB") {
+			t.Errorf("mapErr(%v) = %v, want a 422 naming the 16 MiB limit", err, got)
+		}
+	}
+	var he *httpapi.Error
+	if got := mapErr(mongo.CommandError{Code: 2, Message: "BadValue"}, "id"); errors.As(got, &he) && he.Status == http.StatusUnprocessableEntity {
+		t.Errorf("an unrelated server error mapped to %v", got)
+	}
 }

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
@@ -88,7 +90,8 @@ func (m mongoUser) user() (documents.User, error) {
 }
 
 // mapErr turns driver errors into the contract's: no document is a 404, a
-// duplicate key a 409, a network error or timeout a 503.
+// duplicate key a 409, a document past BSON's 16 MiB limit a 422, a
+// network error or timeout a 503.
 func mapErr(err error, id string) error {
 	switch {
 	case err == nil:
@@ -97,10 +100,35 @@ func mapErr(err error, id string) error {
 		return documents.NotFound(id)
 	case mongo.IsDuplicateKeyError(err):
 		return documents.Conflict(id)
+	case tooLarge(err):
+		return &httpapi.Error{Status: http.StatusUnprocessableEntity, Cause: err,
+			Message: "the user document would exceed MongoDB's 16 MiB document limit (BSON); it was not changed"}
 	case mongo.IsTimeout(err), mongo.IsNetworkError(err), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("mongodb: %w: %v", httpapi.ErrUnavailable, err)
 	}
 	return fmt.Errorf("mongodb: %w", err)
+}
+
+// Server error codes of a document past the BSON size limit: 10334
+// BSONObjectTooLarge, 17419 "resulting document after update is larger
+// than 16777216", 17420 "document to upsert is larger than ...".
+var tooLargeCodes = []int{10334, 17419, 17420}
+
+// tooLarge reports whether err says a document exceeds MongoDB's maximum
+// size, from the server or from the driver's own check before an insert.
+func tooLarge(err error) bool {
+	if errors.Is(err, driver.ErrDocumentTooLarge) {
+		return true
+	}
+	var se mongo.ServerError
+	if errors.As(err, &se) {
+		for _, c := range tooLargeCodes {
+			if se.HasErrorCode(c) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // toBSON converts a validated profile value: objects keep their key order,

@@ -72,15 +72,22 @@ const pgTimestamp = "2006-01-02 15:04:05.999999-07"
 func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, cfg.SlotCreateTimeout)
 	defer cancel()
-	var plugin, database, walStatus string
-	err := pool.QueryRow(ctx, `SELECT coalesce(plugin, ''), coalesce(database, ''), coalesce(wal_status, '')
-		FROM pg_replication_slots WHERE slot_name = $1`, cfg.Slot).Scan(&plugin, &database, &walStatus)
+	var plugin, database, current, walStatus string
+	var logical bool
+	err := pool.QueryRow(ctx, `SELECT coalesce(plugin, ''), coalesce(database, ''), current_database(),
+		slot_type = 'logical', coalesce(wal_status, '')
+		FROM pg_replication_slots WHERE slot_name = $1`, cfg.Slot).Scan(&plugin, &database, &current, &logical, &walStatus)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
 		return fmt.Errorf("read slot %s: %w", cfg.Slot, err)
-	case plugin != "wal2json":
-		return fmt.Errorf("SLOT_NAME: slot %s exists with plugin %q, not wal2json", cfg.Slot, plugin)
+	case !logical || plugin != "wal2json":
+		return fmt.Errorf("SLOT_NAME: slot %s exists with plugin %q, not a logical wal2json slot", cfg.Slot, plugin)
+	case database != current:
+		// A logical slot decodes one database only; START_REPLICATION on
+		// a connection to another database fails forever.
+		return fmt.Errorf("SLOT_NAME: slot %s belongs to database %q, not %q (DATABASE_URL / REPLICATION_URL); "+
+			"choose another SLOT_NAME", cfg.Slot, database, current)
 	case walStatus == "lost":
 		return fmt.Errorf("SLOT_NAME: slot %s is lost (max_slot_wal_keep_size removed WAL it needed; the events in it are gone): "+
 			"drop it with SELECT pg_drop_replication_slot('%s') and restart to create a new one", cfg.Slot, cfg.Slot)
@@ -303,6 +310,12 @@ func (c *consumer) stream(ctx context.Context) error {
 				}
 			}
 			if err := c.flush(ctx, pending); err != nil {
+				if ctx.Err() != nil {
+					// Stop or Abort interrupted the batch: pending is
+					// intact, and finish records and confirms it on a
+					// graceful stop.
+					return finish()
+				}
 				return err
 			}
 			pending = pending[:0]
@@ -318,7 +331,8 @@ func (c *consumer) stream(ctx context.Context) error {
 }
 
 // flush records a batch, retrying while the database is unreachable: an
-// event is never skipped.
+// event is never skipped. It returns an error only when ctx ends; the
+// caller keeps the batch then.
 func (c *consumer) flush(ctx context.Context, batch []logc.Delivery) error {
 	backoff := 50 * time.Millisecond
 	for {

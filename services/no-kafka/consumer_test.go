@@ -168,3 +168,81 @@ func BenchmarkDeliverySynchronousCommit(b *testing.B) {
 		})
 	}
 }
+
+// A graceful stop that interrupts the recording of a batch (Postgres is
+// slow or away) still records it and confirms it: deliveries has the
+// event once Stop returns, and a new instance does not get it again.
+func TestStopRecordsAndConfirmsTheBatchInHand(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, nil)
+	first := logc.Post(t, tg.URL(), ev("k"))
+	logc.WaitDelivered(t, tg.URL(), first.ID)
+	before := logc.Consumer(t, tg.URL()).Position
+
+	block := logc.BlockDeliveries(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	inHand := logc.Post(t, tg.URL(), ev("k"))
+	w := block.WaitForWaiter(time.Minute, "the consumer to wait on the deliveries lock", logc.Waiter{})
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); tg.stop(t, false) }()
+	// Stop cancels the attempt in flight; the fix makes the consumer try
+	// again (with a context of its own) before it confirms and exits.
+	block.WaitForWaiter(time.Minute, "a final recording attempt after Stop", w)
+	block.Release()
+	select {
+	case <-stopped:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the service did not stop")
+	}
+
+	pool := kittest.Pool(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	ctx := kittest.Context(t, time.Minute)
+	var recorded bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = $1)`, inHand.ID).Scan(&recorded); err != nil || !recorded {
+		t.Fatalf("the batch in hand was not recorded by the graceful stop: %v %v", recorded, err)
+	}
+	var advanced bool
+	if err := pool.QueryRow(ctx, `SELECT confirmed_flush_lsn > $2::pg_lsn FROM pg_replication_slots WHERE slot_name = $1`,
+		tg.env["SLOT_NAME"], before).Scan(&advanced); err != nil || !advanced {
+		t.Fatalf("confirmed_flush_lsn did not advance past %s at the graceful stop: %v %v", before, advanced, err)
+	}
+	tg.start(t)
+	next := logc.Post(t, tg.URL(), ev("k"))
+	logc.WaitDelivered(t, tg.URL(), next.ID)
+	if st := logc.Consumer(t, tg.URL()); st.Delivered != 1 || st.Duplicates != 0 {
+		t.Errorf("after the restart: delivered %d duplicates %d, want 1 and 0 (the stop confirmed the batch in hand)", st.Delivered, st.Duplicates)
+	}
+}
+
+// A slot of the same name in another database cannot serve this one
+// (logical decoding is per database): the service refuses it at start,
+// naming SLOT_NAME, instead of failing START_REPLICATION forever.
+func TestSlotOfAnotherDatabaseIsRefused(t *testing.T) {
+	t.Parallel()
+	base := kittest.PostgresURL(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/postgres"
+	other := kittest.Pool(t, u.String(), "")
+	slot := kittest.UniqueName(t, "s")
+	ctx := kittest.Context(t, time.Minute)
+	if _, err := other.Exec(ctx, `SELECT pg_create_logical_replication_slot($1, 'wal2json')`, slot); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dropSlot(t, base, slot) })
+	var db string
+	if err := other.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	pool := kittest.Pool(t, base, "")
+	var current string
+	if err := pool.QueryRow(ctx, `SELECT current_database()`).Scan(&current); err != nil || current == db {
+		t.Skipf("the test database is %q (%v): no other database to put the slot in", current, err)
+	}
+	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": base, "SLOT_NAME": slot})
+	err = ensureSlot(ctx, cfg, pool, kittest.Logger(cfg))
+	if err == nil || !strings.Contains(err.Error(), "SLOT_NAME") || !strings.Contains(err.Error(), db) {
+		t.Fatalf("ensureSlot with a slot of database %q: %v, want an error naming SLOT_NAME and the database", db, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
 // store is the Postgres eventstore.Store. It is safe for concurrent use;
@@ -376,9 +378,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// backendError maps a Postgres failure: a timeout or a lost connection is
-// 503 (retryable), anything else stays a 500.
+// backendError maps a Postgres failure: a refused value (SQLSTATE class
+// 22, a backstop: eventstore.ValidateEvents should have refused it) is
+// 400, a timeout or a lost connection is 503 (retryable), anything else
+// stays a 500.
 func backendError(op string, err error) error {
+	if postgres.IsDataError(err) {
+		return &httpapi.Error{Status: http.StatusBadRequest, Message: "the database refused a value: " + err.Error(), Cause: err}
+	}
 	var pgErr *pgconn.PgError
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || pgconn.SafeToRetry(err) || !errors.As(err, &pgErr) {
 		return fmt.Errorf("postgres %s: %w (%w)", op, httpapi.ErrUnavailable, err)

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -54,4 +58,19 @@ func TestConformance(t *testing.T) {
 		return documents.Target{BaseURL: kittest.Serve(t, svc), BodyLimit: cfg.HTTP.BodyLimit,
 			Features: documents.Features{NestedArrays: true}}
 	})
+}
+
+// TestMapErrDataAndSizeErrors: what Postgres refuses as a value is a 400
+// (the backstop behind the shared validation), a jsonb past its size limit
+// a 422 as on the MongoDB side; neither is a 500. The errors are built
+// here: producing a 255 MiB jsonb in a test is not cheap.
+func TestMapErrDataAndSizeErrors(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[string]int{"22P05": 400, "22003": 400, "54000": 422} {
+		var he *httpapi.Error
+		got := mapErr(fmt.Errorf("update: %w", &pgconn.PgError{Code: code, Message: "refused"}), "id")
+		if !errors.As(got, &he) || he.Status != want {
+			t.Errorf("SQLSTATE %s: %v, want %d", code, got, want)
+		}
+	}
 }

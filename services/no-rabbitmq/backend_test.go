@@ -123,3 +123,39 @@ func TestQueueTableModeAndRebuild(t *testing.T) {
 		t.Errorf("queue_jobs keeps %d rows of finished tasks", n)
 	}
 }
+
+// TestRebuildAfterListenReconnect empties queue_jobs while the service runs,
+// as crash recovery empties the unlogged table when Postgres restarts
+// under a running service, then terminates the LISTEN backend, as that
+// restart would: the reconnect rebuilds the queue from the open records
+// and every task completes. The poll interval is a minute, and the worker
+// holds one task at the truncation: its row comes back leased, not due.
+func TestRebuildAfterListenReconnect(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	schema := kittest.Schema(t, url)
+	pool := kittest.Pool(t, url, schema)
+	worker := start(t, url, schema, queue.Options{Workers: 1, Work: 200 * time.Millisecond},
+		map[string]string{"POLL_INTERVAL": "1m", "CLAIM_BATCH": "1"})
+	kittest.Eventually(t, 30*time.Second, "the listener", worker.q.listening.Load)
+	post(t, worker.base, 20)
+	kittest.Eventually(t, 30*time.Second, "a task running", func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status = 'running'`) >= 1
+	})
+	if _, err := pool.Exec(kittest.Context(t, 10*time.Second), `TRUNCATE queue_jobs`); err != nil {
+		t.Fatal(err)
+	}
+	open := scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')`)
+	if open == 0 {
+		t.Fatal("every task finished before the truncation; nothing to rebuild")
+	}
+	n := scalar[int](t, pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, listenerName(schema))
+	if n != 1 {
+		t.Fatalf("terminated %d listener backends, want 1", n)
+	}
+	t.Logf("queue emptied with %d of 20 tasks open; listener terminated", open)
+	kittest.Eventually(t, 60*time.Second, "20 tasks done", func() bool { return doneCount(t, pool) == 20 })
+	if n := scalar[int](t, pool, `SELECT count(*) FROM queue_jobs`); n != 0 {
+		t.Errorf("queue_jobs keeps %d rows of finished tasks", n)
+	}
+}

@@ -17,20 +17,27 @@ import (
 // the fetcher once, which sweeps the table: notifications sent while it was
 // away are lost, the rows are not. The fetcher's fallback poll covers the
 // rest, so a missed notification delays a task but never strands it.
+//
+// Every re-LISTEN after the first also rebuilds queue_jobs from the open
+// task records (rebuildSQL): a Postgres crash and recovery empties the
+// UNLOGGED queue table while this service stays up, and a Postgres restart
+// always drops this connection, so the reconnect is the moment to notice.
+// The first LISTEN skips it: prepare has just done it at start.
 func (q *pgQueue) listen(ctx context.Context) {
 	backoff := 100 * time.Millisecond
-	first := true
+	first, everConnected := true, false
 	for ctx.Err() == nil {
 		if !first {
 			q.stats.Inc(queue.CounterReconnects)
 		}
 		first = false
-		connected, err := q.listenOnce(ctx)
+		connected, err := q.listenOnce(ctx, everConnected)
 		q.listening.Store(false)
 		if ctx.Err() != nil {
 			return
 		}
 		if connected {
+			everConnected = true
 			backoff = 100 * time.Millisecond
 		}
 		q.log.Warn("LISTEN connection lost; reconnecting", "err", err, "in", backoff)
@@ -44,8 +51,11 @@ func (q *pgQueue) listen(ctx context.Context) {
 }
 
 // listenOnce connects, listens and waits for notifications until the
-// connection fails or ctx ends. connected reports whether LISTEN succeeded.
-func (q *pgQueue) listenOnce(ctx context.Context) (connected bool, err error) {
+// connection fails or ctx ends; with rebuild it first re-queues open tasks
+// missing from queue_jobs. connected reports whether LISTEN (and the
+// rebuild) succeeded; a failed rebuild drops the connection, so that the
+// next reconnect tries again.
+func (q *pgQueue) listenOnce(ctx context.Context, rebuild bool) (connected bool, err error) {
 	cc, err := pgx.ParseConfig(q.cfg.ListenURL)
 	if err != nil {
 		return false, err
@@ -63,6 +73,13 @@ func (q *pgQueue) listenOnce(ctx context.Context) (connected bool, err error) {
 	cancel()
 	if err != nil {
 		return false, fmt.Errorf("LISTEN: %w", err)
+	}
+	// After LISTEN: a task enqueued from here on is either in queue_jobs
+	// already (enqueueSQL writes both in one statement) or notified.
+	if rebuild {
+		if err := q.rebuild(ctx); err != nil {
+			return false, err
+		}
 	}
 	q.listening.Store(true)
 	q.poke() // sweep: rows queued while nobody listened

@@ -108,10 +108,17 @@ UPDATE queue_jobs SET run_at = now() + $2 * interval '1 millisecond', locked_unt
 
 // rebuildSQL re-queues every open task whose queue row is missing: after a
 // crash, recovery empties an UNLOGGED queue_jobs, while the logged records
-// survive.
+// survive. The tasks in $1 are held by this instance's workers (a rebuild
+// while the service runs): their rows come back under a lease of $2 ms, as
+// a claim would leave them, so that the lease keeper renews them, a retry
+// finds its row, and no other worker takes them meanwhile.
 const rebuildSQL = `
-INSERT INTO queue_jobs (task_id, run_at, attempts, fail_times, enqueued_at)
-SELECT id, now(), attempts, fail_times, enqueued_at FROM tasks WHERE status IN ('queued', 'running')
+INSERT INTO queue_jobs (task_id, run_at, locked_until, attempts, fail_times, enqueued_at)
+SELECT id,
+       CASE WHEN held THEN now() + $2 * interval '1 millisecond' ELSE now() END,
+       CASE WHEN held THEN now() + $2 * interval '1 millisecond' END,
+       attempts, fail_times, enqueued_at
+  FROM (SELECT *, id = ANY($1::uuid[]) AS held FROM tasks WHERE status IN ('queued', 'running')) t
 ON CONFLICT (task_id) DO NOTHING`
 
 // job is a claimed task in memory.
@@ -208,7 +215,24 @@ func (q *pgQueue) prepare(ctx context.Context) error {
 		}
 		q.log.Info("queue table durability changed", "queue_table", q.cfg.QueueTable)
 	}
-	tag, err := q.pool.Exec(ctx, rebuildSQL)
+	return q.rebuild(ctx)
+}
+
+// rebuild re-queues the open tasks missing from queue_jobs (rebuildSQL).
+// It runs at start and after every LISTEN reconnect; the tasks this
+// instance holds come back leased to it. (Another instance's held tasks
+// come back due and may be delivered twice: at-least-once, and the records
+// keep the outcome idempotent.)
+func (q *pgQueue) rebuild(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	q.mu.Lock()
+	held := make([]string, 0, len(q.held))
+	for id := range q.held {
+		held = append(held, id)
+	}
+	q.mu.Unlock()
+	tag, err := q.pool.Exec(ctx, rebuildSQL, held, q.cfg.Lease.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("rebuild queue_jobs from tasks: %w", err)
 	}

@@ -141,3 +141,98 @@ func TestQuorumQueue(t *testing.T) {
 		t.Errorf("queue %s redeclared as classic: it is not a quorum queue", e.queue)
 	}
 }
+
+// TestPublishingChannelLossReconnects kills only the publishing channel
+// (a channel-level error: publishing to a missing exchange makes the
+// broker close it with NOT_FOUND; the connection stays up). The service
+// treats it as a lost session and reconnects: the next enqueue succeeds
+// instead of waiting out its timeout for a channel nobody reopens.
+func TestPublishingChannelLossReconnects(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema)}
+	tg.cur = start(t, e, queue.Options{Workers: 2}, nil)
+	s, err := tg.cur.q.session(kittest.Context(t, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := s.pub.NotifyClose(make(chan *amqp.Error, 1))
+	_ = s.pub.PublishWithContext(kittest.Context(t, 10*time.Second), kittest.UniqueName(t, "no-such-exchange"), "", false, false, amqp.Publishing{})
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the broker did not close the publishing channel")
+	}
+	if !s.conn.IsClosed() {
+		t.Log("publishing channel closed, connection still open")
+	}
+	post(t, tg.URL(), 5, 0)
+	waitDone(t, tg, 5, time.Minute)
+	if n := tg.cur.svc.Stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
+		t.Errorf("reconnects = %d, want at least 1", n)
+	}
+}
+
+// TestGracefulStopPublishesInFlightRetry stops the service while a worker
+// runs an attempt that fails: the worker publishes the retry to its delay
+// queue on the still-open session, so the backoff is kept (the message
+// waits in the retry queue, not back at the head of the work queue).
+func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema)}
+	tg.cur = start(t, e, queue.Options{Workers: 1, Work: 2 * time.Second, RetryBase: 30 * time.Second, MaxAttempts: 3}, nil)
+	// The cleanup of newEnv knows only the default-range retry queues.
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(e.amqpURL)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for n := 1; n < 3; n++ {
+			if ch, err := conn.Channel(); err == nil {
+				name, _ := tg.cur.q.retryQueue(n)
+				_, _ = ch.QueueDelete(name, false, false, false)
+				_ = ch.Close()
+			}
+		}
+	})
+	post(t, tg.URL(), 1, 1)
+	kittest.Eventually(t, 30*time.Second, "the task running", func() bool {
+		var n int
+		_ = tg.pool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT count(*) FROM tasks WHERE status = 'running'`).Scan(&n)
+		return n == 1
+	})
+	begin := time.Now()
+	tg.cur.stop()
+	t.Logf("graceful stop with a failing attempt in flight took %v", time.Since(begin))
+	var status string
+	var attempts int
+	if err := tg.pool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT status, attempts FROM tasks`).Scan(&status, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	if status != queue.StatusQueued || attempts != 1 {
+		t.Errorf("task after the stop: status %s, attempts %d; want queued after 1 attempt", status, attempts)
+	}
+	conn, err := amqp.Dial(e.amqpURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	depth := func(name string) int {
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		q, err := ch.QueueDeclarePassive(name, true, false, false, false, amqp.Table{"x-queue-type": "classic"})
+		if err != nil {
+			t.Fatalf("inspect %s: %v", name, err)
+		}
+		return q.Messages
+	}
+	retryName, _ := tg.cur.q.retryQueue(1)
+	if r, w := depth(retryName), depth(e.queue); r != 1 || w != 0 {
+		t.Errorf("after the stop: %d messages in the retry queue %s, %d in the work queue; want 1 and 0 (backoff kept)", r, retryName, w)
+	}
+}

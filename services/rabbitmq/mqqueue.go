@@ -207,30 +207,39 @@ func (q *mqQueue) connected() bool {
 }
 
 // maintain serves one session at a time: it forwards deliveries to the
-// workers until the connection or the consumer channel is lost, then
-// reconnects with backoff. On stop it stops forwarding and closes the
-// connection: deliveries the workers have not taken go back to the queue.
+// workers until the connection, the consumer channel or the publishing
+// channel is lost, then reconnects with backoff. On stop it stops
+// forwarding, lets the workers finish on the still-current session (a
+// retry they publish needs it) and closes the connection: deliveries the
+// workers have not taken go back to the queue.
 func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 	defer close(q.maintainDone)
 	backoff := 100 * time.Millisecond
+	drop := func() {
+		q.mu.Lock()
+		q.cur = nil
+		q.ready = make(chan struct{})
+		q.mu.Unlock()
+	}
 	for {
 		q.mu.Lock()
 		q.cur = s
 		close(q.ready)
 		q.mu.Unlock()
 		lost := s.conn.NotifyClose(make(chan *amqp.Error, 1))
-		err := q.forward(dl, lost)
-		q.mu.Lock()
-		q.cur = nil
-		q.ready = make(chan struct{})
-		q.mu.Unlock()
+		pubLost := s.pub.NotifyClose(make(chan *amqp.Error, 1))
+		err := q.forward(dl, lost, pubLost)
 		if q.stopCtx.Err() != nil {
-			// Stop: the workers finish what they hold (and ack it) first.
+			// Stop: the workers finish what they hold (and ack it, or
+			// publish its retry) first, on this session; only then does
+			// it go.
 			close(q.deliveries)
 			q.waitWorkers()
+			drop()
 			_ = s.conn.Close()
 			return
 		}
+		drop()
 		_ = s.conn.Close()
 		q.log.Warn("rabbitmq connection lost; reconnecting", "err", err)
 		for {
@@ -253,8 +262,11 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 	}
 }
 
-// forward passes deliveries to the workers until stop or loss.
-func (q *mqQueue) forward(dl <-chan amqp.Delivery, lost chan *amqp.Error) error {
+// forward passes deliveries to the workers until stop or loss: of the
+// connection, of the consumer channel, or of the publishing channel alone
+// (a channel-level error closes only that channel; nothing would reopen
+// it, and every publish would wait for a session that never comes).
+func (q *mqQueue) forward(dl <-chan amqp.Delivery, lost, pubLost chan *amqp.Error) error {
 	for {
 		var d amqp.Delivery
 		var ok bool
@@ -263,6 +275,8 @@ func (q *mqQueue) forward(dl <-chan amqp.Delivery, lost chan *amqp.Error) error 
 			return nil
 		case e := <-lost:
 			return fmt.Errorf("connection closed: %v", e)
+		case e := <-pubLost:
+			return fmt.Errorf("publishing channel closed: %v", e)
 		case d, ok = <-dl:
 			if !ok {
 				return errors.New("consumer channel closed")
@@ -305,7 +319,9 @@ func (q *mqQueue) Crash() {
 	_ = q.Stop(context.Background())
 }
 
-// session waits for a live session, up to ctx.
+// session waits for a live session, up to ctx. Once Stop has begun without
+// a live session, none will come (maintain no longer reconnects): it fails
+// at once instead of holding a stopping worker until ctx ends.
 func (q *mqQueue) session(ctx context.Context) (*session, error) {
 	for {
 		q.mu.Lock()
@@ -314,8 +330,16 @@ func (q *mqQueue) session(ctx context.Context) (*session, error) {
 		if s != nil && !s.pub.IsClosed() {
 			return s, nil
 		}
+		if s != nil {
+			// The current session's channel is dead but maintain has not
+			// dropped it yet (ready is still the closed one): wait on the
+			// timer, not on ready, so as not to spin.
+			ready = nil
+		}
 		select {
 		case <-ready:
+		case <-q.stopCtx.Done():
+			return nil, fmt.Errorf("rabbitmq connection down and the service is stopping: %w", httpapi.ErrUnavailable)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("rabbitmq connection down: %w", httpapi.ErrUnavailable)
 		case <-time.After(50 * time.Millisecond):

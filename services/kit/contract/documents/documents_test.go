@@ -95,13 +95,27 @@ func TestValidateAndEncode(t *testing.T) {
 	if got := string(Encode(v)); got != want {
 		t.Errorf("Encode:\n got %s\nwant %s", got, want)
 	}
-	for _, bad := range []string{`{"$a":1}`, `{"a.b":1}`, `{"":1}`, `{"a":[{"$b":1}]}`, `{"a":"\u0000"}`, `{"a":1e999}`} {
+	for _, bad := range []string{`{"$a":1}`, `{"a.b":1}`, `{"":1}`, `{"a":[{"$b":1}]}`, `{"a":"\u0000"}`, `{"a":1e999}`,
+		`{"a":1e-400}`, `{"a":1e-999999999}`, `{"a":123456789012345678901234567890}`, `{"a":0.10000000000000000001}`,
+		`{"a":9007199254740993.0}`, `{"a":-18446744073709551616}`} {
 		v, err := Parse([]byte(bad))
 		if err == nil {
 			err = Validate(v)
 		}
 		if err == nil {
 			t.Errorf("%s: accepted", bad)
+		}
+	}
+	// Numbers that survive the float64 round trip (or fit an int64) pass,
+	// however they are spelled.
+	for _, n := range []string{"0", "-0", "0.0", "0.1", "1.10", "-1.5e3", "15E-1", "1e308", "5e-324", "1e+2",
+		"9223372036854775807", "-9223372036854775808", "9007199254740993", "1.7976931348623157e308", "0.30000000000000004"} {
+		v, err := Parse([]byte(`{"a":` + n + `}`))
+		if err == nil {
+			err = Validate(v)
+		}
+		if err != nil {
+			t.Errorf("number %s refused: %v", n, err)
 		}
 	}
 	if _, err := Parse([]byte(strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1))); err == nil {

@@ -224,6 +224,10 @@ func testBadInput(t *testing.T, c *client, _ Target) {
 	forbidden := []string{
 		`{"$x":1}`, `{"a.b":1}`, `{"":1}`, `{"ok":{"$where":"1"}}`, `{"ok":{"x.y":{}}}`,
 		`{"ok":[{"$x":1}]}`, `{"ok":[[{"a.b":1}]]}`, `{"k\u0000":1}`, `{"s":"a\u0000b"}`, `{"n":1e400}`,
+		// Numbers a float64 would change: MongoDB would store 0 or a
+		// rounded value where Postgres keeps them exactly.
+		`{"n":1e-400}`, `{"n":123456789012345678901234567890}`, `{"n":[0.10000000000000000001]}`,
+		`{"n":{"m":9007199254740993.0}}`,
 		`{"deep":` + strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1) + `}`,
 	}
 	cases := []struct{ name, method, path, body string }{

@@ -128,8 +128,11 @@ func (o Object) set(key string, v any) Object {
 //     '.' (MongoDB reserves both: operators and dotted paths);
 //   - neither keys nor strings may contain U+0000 (Postgres jsonb and BSON
 //     keys cannot store it);
-//   - numbers must be finite 64-bit floats (MongoDB stores int64 or
-//     double; Postgres numeric would accept more).
+//   - numbers must be int64 integers or decimals that a 64-bit float
+//     holds exactly, i.e. that survive the round trip through float64
+//     (MongoDB stores int64 or double; Postgres numeric would keep
+//     1e-400 or a 30-digit integer exactly while MongoDB stored 0 or a
+//     rounded value, and the sides would then disagree on search).
 //
 // The error names the offending path.
 func Validate(v any) error { return validate(v, "profile") }
@@ -164,12 +167,51 @@ func validate(v any, path string) error {
 			return fmt.Errorf("%s: strings may not contain U+0000", path)
 		}
 	case json.Number:
+		if _, err := strconv.ParseInt(string(t), 10, 64); err == nil {
+			return nil // an int64: exact on both sides (BSON int64, numeric)
+		}
 		f, err := strconv.ParseFloat(string(t), 64)
 		if err != nil || math.IsInf(f, 0) {
 			return fmt.Errorf("%s: number %s is out of the 64-bit float range", path, t)
 		}
+		if !sameDecimal(string(t), strconv.FormatFloat(f, 'e', -1, 64)) {
+			return fmt.Errorf("%s: number %s cannot be stored exactly as a 64-bit float (it would become %s); send fewer significant digits or a string", path, t, strconv.FormatFloat(f, 'g', -1, 64))
+		}
 	}
 	return nil
+}
+
+// sameDecimal reports whether two JSON numbers have the same decimal value
+// (so "1.50" and "15e-1" do), without big arithmetic: an exponent like
+// 1e-999999999 must not cost anything.
+func sameDecimal(a, b string) bool {
+	na, da, ea, oka := decimalParts(a)
+	nb, db, eb, okb := decimalParts(b)
+	return oka && okb && da == db && (da == "" || na == nb && ea == eb)
+}
+
+// decimalParts splits a JSON number into sign, significant digits without
+// leading or trailing zeros ("" for zero) and the exponent of the last
+// digit, so that the value is ±digits×10^exp.
+func decimalParts(s string) (neg bool, digits string, exp int64, ok bool) {
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	mant := s
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		e, err := strconv.ParseInt(strings.TrimPrefix(s[i+1:], "+"), 10, 64)
+		if err != nil || e > 1<<40 || e < -(1<<40) {
+			return false, "", 0, false
+		}
+		exp = e
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	exp -= int64(len(frac))
+	digits = strings.TrimLeft(intPart+frac, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	exp += int64(len(digits) - len(trimmed))
+	return neg, trimmed, exp, true
 }
 
 // Encode writes v as compact JSON, objects in key order.

@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -107,13 +109,22 @@ func ValidateEvents(events []EventData) error {
 		if e.Type[0] == '$' {
 			return httpapi.BadRequest("events[%d].type must not start with $ (reserved for system events)", i)
 		}
+		if strings.ContainsRune(e.Type, 0) {
+			return httpapi.BadRequest("events[%d].type must not contain U+0000", i)
+		}
 		if len(e.Data) == 0 || string(e.Data) == "null" {
 			return httpapi.BadRequest("events[%d].data is required (any JSON value but null)", i)
+		}
+		if err := jsontext.Check(e.Data); err != nil {
+			return httpapi.BadRequest("events[%d].data: %v", i, err)
 		}
 		if len(e.Metadata) > 0 && string(e.Metadata) != "null" {
 			var m map[string]any
 			if err := json.Unmarshal(e.Metadata, &m); err != nil {
 				return httpapi.BadRequest("events[%d].metadata must be a JSON object", i)
+			}
+			if err := jsontext.Check(e.Metadata); err != nil {
+				return httpapi.BadRequest("events[%d].metadata: %v", i, err)
 			}
 		}
 	}

@@ -278,6 +278,15 @@ func testBadInput(t *testing.T, tg *Target) {
 		{"limit word", "GET", "/streams/" + s + "?limit=abc", "", "", 400, "limit"},
 		{"from negative", "GET", "/streams/" + s + "?from=-1", "", "", 400, "from"},
 		{"bad position", "GET", "/subscribe?from=not-a-position", "", "", 400, "position"},
+		// What Postgres cannot store (U+0000, lone surrogates) is refused
+		// by the shared validation on every backend, never a 5xx.
+		{"NUL in type", "POST", "/streams/" + s + "/events", "application/json", `{"events":[{"type":"a\u0000b","data":{}}]}`, 400, "type"},
+		{"NUL in data", "POST", "/streams/" + s + "/events", "application/json", `{"events":[{"type":"A","data":{"x":"a\u0000"}}]}`, 400, "U+0000"},
+		{"NUL in a data key", "POST", "/streams/" + s + "/events", "application/json", `{"events":[{"type":"A","data":{"\u0000":1}}]}`, 400, "U+0000"},
+		{"lone high surrogate in data", "POST", "/streams/" + s + "/events", "application/json", `{"events":[{"type":"A","data":{"x":"\ud800"}}]}`, 400, "surrogate"},
+		{"lone low surrogate in data", "POST", "/streams/" + s + "/events", "application/json", `{"events":[{"type":"A","data":["\udc00x"]}]}`, 400, "surrogate"},
+		{"NUL in metadata", "POST", "/streams/" + s + "/events", "application/json", `{"events":[{"type":"A","data":1,"metadata":{"m":"\u0000"}}]}`, 400, "metadata"},
+		{"lone surrogate in metadata", "POST", "/streams/" + s + "/events", "application/json", `{"events":[{"type":"A","data":1,"metadata":{"m":"\ud800\u0041"}}]}`, 400, "surrogate"},
 	}
 	for _, c := range cases {
 		var body any // no body at all when c.body is empty
@@ -297,6 +306,16 @@ func testBadInput(t *testing.T, tg *Target) {
 	}
 	if r, _ := readStream(t, tg.BaseURL, s, ""); len(r.Events) != 0 {
 		t.Errorf("a refused request appended %d events", len(r.Events))
+	}
+	// Look-alikes of the refused inputs are legal and stored as sent: an
+	// escaped backslash before "u0000", and a surrogate pair.
+	s2 := streamName(t, 2)
+	legal := ev("Legal", `{"path":"C:\\u0000","smile":"\ud83d\ude00"}`)
+	legal.Metadata = json.RawMessage(`{"note":"\\ud800"}`)
+	mustAppend(t, tg.BaseURL, s2, "any", legal)
+	r, _ := readStream(t, tg.BaseURL, s2, "")
+	if len(r.Events) != 1 || !jsonEqual(r.Events[0].Data, legal.Data) || !jsonEqual(r.Events[0].Metadata, legal.Metadata) {
+		t.Errorf("legal escapes: read %+v, want data %s metadata %s", r.Events, legal.Data, legal.Metadata)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -94,6 +95,10 @@ func validate(e *NewEvent, prefix string) error {
 		return httpapi.BadRequest("%stype is longer than %d bytes", prefix, maxText)
 	case len(e.Key) > maxText:
 		return httpapi.BadRequest("%skey is longer than %d bytes", prefix, maxText)
+	case strings.ContainsRune(e.Type, 0):
+		return httpapi.BadRequest("%stype must not contain U+0000 (Postgres text rejects it)", prefix)
+	case strings.ContainsRune(e.Key, 0):
+		return httpapi.BadRequest("%skey must not contain U+0000 (Postgres text rejects it)", prefix)
 	}
 	p := bytes.TrimSpace(e.Payload)
 	if len(p) == 0 || bytes.Equal(p, []byte("null")) {
@@ -102,8 +107,8 @@ func validate(e *NewEvent, prefix string) error {
 	if p[0] != '{' {
 		return httpapi.BadRequest("%spayload must be a JSON object", prefix)
 	}
-	if bytes.Contains(p, []byte(`\u0000`)) {
-		return httpapi.BadRequest("%spayload must not contain \\u0000 (Postgres jsonb rejects it)", prefix)
+	if err := jsontext.Check(p); err != nil {
+		return httpapi.BadRequest("%spayload %v", prefix, err)
 	}
 	e.Payload = p
 	e.ID = NewID()

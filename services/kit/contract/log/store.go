@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -170,9 +171,16 @@ func (s *Store) Deliver(ctx context.Context, batch []Delivery, at time.Time) (ma
 	return fresh, rows.Err()
 }
 
+// unavailable maps a database error for the handlers: a cancelled request
+// stays context.Canceled (499), a value Postgres refuses (SQLSTATE class
+// 22, e.g. text it cannot store) is the client's 400 — a backstop behind
+// validate — and anything else is a 503.
 func unavailable(what string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", what, err)
+	}
+	if postgres.IsDataError(err) {
+		return &httpapi.Error{Status: 400, Message: fmt.Sprintf("%s: Postgres rejected a value: %v", what, err), Cause: err}
 	}
 	return fmt.Errorf("%s: %v: %w", what, err, httpapi.ErrUnavailable)
 }

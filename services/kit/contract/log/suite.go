@@ -2,13 +2,19 @@ package log
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
@@ -189,6 +195,15 @@ func testBadInput(t *testing.T, tg Target) {
 		{"wait bad timeout", "GET", "/events/01890000-0000-7000-8000-000000000000/wait?timeout=abc", "", ``, 400, "timeout"},
 		{"wait too long", "GET", "/events/01890000-0000-7000-8000-000000000000/wait?timeout=2h", "", ``, 400, "timeout"},
 		{"wrong method", "DELETE", "/events", "", ``, 405, "not allowed"},
+		// What Postgres text/jsonb cannot store is the client's 400, not a 5xx.
+		{"NUL in type", "POST", "/events", "", `{"type": "a\u0000b", "key": "k"}`, 400, "type must not contain U+0000"},
+		{"NUL in key", "POST", "/events", "", `{"type": "t", "key": "k\u0000"}`, 400, "key must not contain U+0000"},
+		{"NUL in payload", "POST", "/events", "", `{"type": "t", "key": "k", "payload": {"x": "a\u0000"}}`, 400, "\\u0000"},
+		{"NUL in payload key", "POST", "/events", "", `{"type": "t", "key": "k", "payload": {"\u0000": 1}}`, 400, "\\u0000"},
+		{"lone high surrogate", "POST", "/events", "", `{"type": "t", "key": "k", "payload": {"x": "\ud800"}}`, 400, "unpaired UTF-16 surrogate"},
+		{"high surrogate then letter", "POST", "/events", "", `{"type": "t", "key": "k", "payload": {"x": "\ud800\u0041"}}`, 400, "unpaired UTF-16 surrogate"},
+		{"lone low surrogate", "POST", "/events", "", `{"type": "t", "key": "k", "payload": {"x": "a\uDC00"}}`, 400, "unpaired UTF-16 surrogate"},
+		{"surrogate in batch", "POST", "/events/batch", "", `{"events": [{"type": "t", "key": "k"}, {"type": "t", "key": "k", "payload": {"\ud83d": 1}}]}`, 400, "events[1].payload has an unpaired"},
 	}
 	var big strings.Builder
 	big.WriteString(`{"events": [`)
@@ -221,12 +236,23 @@ func testBadInput(t *testing.T, tg Target) {
 			t.Errorf("%s: %d %v (decode err %v), want %d with an error containing %q", c.name, resp.StatusCode, body, err, c.status, c.contains)
 		}
 	}
-	// 408: an event not yet delivered when the wait gives up. Delivery
-	// usually takes longer than 1 ms, but nothing guarantees it, so try a
-	// few times; every answer must be 200 or 408.
+	// Escapes that only look like the refused ones are accepted and kept:
+	// an escaped backslash before "u0000" is the six characters \u0000,
+	// and a surrogate pair is one character.
+	odd := Post(t, base, NewEvent{Type: "t", Key: "k", Payload: json.RawMessage(`{"x": "\\u0000", "y": "\\\\\ud83d\ude00"}`)})
+	var got struct{ X, Y string }
+	if err := json.Unmarshal(Get(t, base, odd.ID).Payload, &got); err != nil || got.X != `\u0000` || got.Y != "\\\\\U0001F600" {
+		t.Errorf("escaped backslash / surrogate pair payload came back as %+v (%v)", got, err)
+	}
+	// 408: an event not yet delivered when the wait gives up. The last
+	// event of a 200-event batch usually takes longer than 1 ms to be
+	// delivered (a single event can take less on an idle machine), but
+	// nothing guarantees it, so try a few times; every answer must be 200
+	// or 408.
 	saw408 := false
 	for i := 0; i < 100 && !saw408; i++ {
-		c := Post(t, base, NewEvent{Type: "t", Key: "k"})
+		batch := PostBatch(t, base, events(200, "k"))
+		c := batch[len(batch)-1]
 		var body map[string]any
 		switch s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+c.ID+"/wait?timeout=1ms", nil, &body); s {
 		case http.StatusRequestTimeout:
@@ -371,4 +397,63 @@ func MeasureDelivery(b *testing.B, base string) {
 	slices.Sort(ms)
 	b.ReportMetric(ms[len(ms)/2], "p50-delivery-ms")
 	b.ReportMetric(ms[len(ms)*95/100], "p95-delivery-ms")
+}
+
+// Blocked is a Postgres-side outage for a consumer that is cheap to start
+// and end: a transaction holding an ACCESS EXCLUSIVE lock on the schema's
+// deliveries table, so every Deliver waits until Release (or fails on its
+// own timeout). Reads of messages are not blocked.
+type Blocked struct {
+	t       testing.TB
+	pool    *pgxpool.Pool
+	tx      pgx.Tx
+	release func()
+}
+
+// BlockDeliveries starts the outage on schema; it ends at Release or when
+// the test ends.
+func BlockDeliveries(t testing.TB, url, schema string) *Blocked {
+	t.Helper()
+	pool := kittest.Pool(t, url, schema)
+	ctx := kittest.Context(t, 30*time.Second)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	b := &Blocked{t: t, pool: pool, tx: tx}
+	b.release = sync.OnceFunc(func() { _ = tx.Rollback(context.Background()) })
+	t.Cleanup(b.release)
+	return b
+}
+
+// Release ends the outage. Safe to call twice.
+func (b *Blocked) Release() { b.release() }
+
+// Waiter identifies one statement waiting for the lock.
+type Waiter struct {
+	PID   int
+	Start time.Time
+}
+
+// WaitForWaiter waits until a statement other than not waits for the lock
+// (a consumer's Deliver attempt) and returns it.
+func (b *Blocked) WaitForWaiter(d time.Duration, what string, not Waiter) Waiter {
+	b.t.Helper()
+	var w Waiter
+	kittest.Eventually(b.t, d, what, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := b.pool.QueryRow(ctx, `
+			SELECT a.pid, a.query_start FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE NOT l.granted AND l.relation = 'deliveries'::regclass
+			ORDER BY a.query_start DESC LIMIT 1`).Scan(&w.PID, &w.Start)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			b.t.Fatal(err)
+		}
+		return err == nil && w != not
+	})
+	return w
 }

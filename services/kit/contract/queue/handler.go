@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -122,6 +123,8 @@ func (h *handler) validate(in TaskRequest, where string, now time.Time) (NewTask
 		return NewTask{}, httpapi.BadRequest("%skind is required (for example \"email\")", where)
 	case len(kind) > MaxKind:
 		return NewTask{}, httpapi.BadRequest("%skind is %d bytes, over the limit of %d", where, len(kind), MaxKind)
+	case strings.ContainsRune(kind, 0):
+		return NewTask{}, httpapi.BadRequest("%skind may not contain U+0000 (Postgres text cannot store it)", where)
 	case in.FailTimes < 0 || in.FailTimes > MaxFailTimes:
 		return NewTask{}, httpapi.BadRequest("%sfail_times must be between 0 and %d, got %d", where, MaxFailTimes, in.FailTimes)
 	}
@@ -135,6 +138,9 @@ func (h *handler) validate(in TaskRequest, where string, now time.Time) (NewTask
 	}
 	if payload[0] != '{' {
 		return NewTask{}, httpapi.BadRequest("%spayload must be a JSON object", where)
+	}
+	if err := jsontext.Check(payload); err != nil {
+		return NewTask{}, httpapi.BadRequest("%spayload: %v", where, err)
 	}
 	return NewTask{ID: NewID(), Kind: kind, Payload: payload, FailTimes: in.FailTimes, EnqueuedAt: now}, nil
 }

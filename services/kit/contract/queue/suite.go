@@ -319,6 +319,14 @@ func testBadRequests(t *testing.T, newTarget NewTarget) {
 		{"unknown field", "POST", "/tasks", `{"kind":"a","colour":"red"}`, 400},
 		{"payload not object", "POST", "/tasks", `{"kind":"a","payload":[1]}`, 400},
 		{"payload over limit", "POST", "/tasks", big, 413},
+		// Valid JSON that Postgres text/jsonb cannot store (SQLSTATE 22P05):
+		// the client's input, so 400, never a 5xx.
+		{"NUL in kind", "POST", "/tasks", `{"kind":"a\u0000b"}`, 400},
+		{"NUL in payload", "POST", "/tasks", `{"kind":"a","payload":{"x":"\u0000"}}`, 400},
+		{"NUL in payload key", "POST", "/tasks", `{"kind":"a","payload":{"\u0000":1}}`, 400},
+		{"lone surrogate in payload", "POST", "/tasks", `{"kind":"a","payload":{"x":"\ud800"}}`, 400},
+		{"NUL in batch payload", "POST", "/tasks/batch", `{"tasks":[{"kind":"a"},{"kind":"b","payload":{"x":"\u0000"}}]}`, 400},
+		{"lone surrogate in batch", "POST", "/tasks/batch", `{"tasks":[{"kind":"a","payload":{"x":"\udc00"}}]}`, 400},
 		{"negative fail_times", "POST", "/tasks", `{"kind":"a","fail_times":-1}`, 400},
 		{"fail_times wrong type", "POST", "/tasks", `{"kind":"a","fail_times":"2"}`, 400},
 		{"empty batch", "POST", "/tasks/batch", `{"tasks":[]}`, 400},
@@ -349,6 +357,12 @@ func testBadRequests(t *testing.T, newTarget NewTarget) {
 	}
 	if n := count(t, tg.DB(), `SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM payments)`); n != 0 {
 		t.Errorf("rejected requests recorded %d rows", n)
+	}
+	// Look-alikes that are legal: an escaped backslash before "u0000", a
+	// surrogate pair.
+	e := enqueue(t, base, TaskRequest{Kind: "legal", Payload: json.RawMessage(`{"x":"\\u0000","y":"\ud83d\ude00"}`)})
+	if task := waitTask(t, base, e.ID); task.Status != StatusDone {
+		t.Errorf("task with a legal look-alike payload: %+v", task)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
 // Execer is what the insert functions need: a pool, a connection or a
@@ -21,10 +22,21 @@ type Execer interface {
 }
 
 // Unavailable wraps a database error as httpapi.ErrUnavailable (503), keeping
-// the cause for the log; context.Canceled passes through.
+// the cause for the log; context.Canceled passes through (the client went
+// away: 499). Postgres refusing a value (SQLSTATE class 22, data
+// exception) is the client's input, not an outage: 400 naming the cause.
+// The handlers reject such input first; this is the backstop.
 func Unavailable(what string, err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
+	}
+	if postgres.IsDataError(err) {
+		msg := err.Error()
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			msg = pgErr.Message
+		}
+		return httpapi.BadRequest("%s: the database refused a value: %s", what, msg)
 	}
 	return fmt.Errorf("%s: %w: %w", what, httpapi.ErrUnavailable, err)
 }
