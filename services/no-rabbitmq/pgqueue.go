@@ -270,19 +270,9 @@ func (q *pgQueue) Stop(ctx context.Context) error {
 		close(q.jobs)
 		workersDone := make(chan struct{})
 		go func() { q.workers.Wait(); close(workersDone) }()
-		select {
-		case <-workersDone:
-		case <-ctx.Done():
-			q.hardCancel()
-			<-workersDone
-		}
+		queue.AwaitOrAbort(ctx, workersDone, q.hardCancel)
 		close(q.results)
-		select {
-		case <-q.completerDone:
-		case <-ctx.Done():
-			q.hardCancel()
-			<-q.completerDone
-		}
+		queue.AwaitOrAbort(ctx, q.completerDone, q.hardCancel)
 		q.hardCancel()
 	})
 	return nil

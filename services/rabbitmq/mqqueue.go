@@ -301,12 +301,7 @@ func (q *mqQueue) waitWorkers() { q.workers.Wait() }
 func (q *mqQueue) Stop(ctx context.Context) error {
 	q.stopOnce.Do(func() {
 		q.stopCancel()
-		select {
-		case <-q.maintainDone:
-		case <-ctx.Done():
-			q.hardCancel()
-			<-q.maintainDone
-		}
+		queue.AwaitOrAbort(ctx, q.maintainDone, q.hardCancel)
 		q.hardCancel()
 	})
 	return nil

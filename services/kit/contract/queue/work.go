@@ -77,3 +77,16 @@ func Decide(err error, attempt, maxAttempts int) Outcome {
 		return OutcomeRetry
 	}
 }
+
+// AwaitOrAbort waits until done is closed. If ctx ends first it calls
+// abort, which makes whatever closes done give up the tasks it holds (as
+// in a crash), and still waits for done, so that a Stop never returns
+// while its workers run. Both services' Stop use it.
+func AwaitOrAbort(ctx context.Context, done <-chan struct{}, abort func()) {
+	select {
+	case <-done:
+	case <-ctx.Done():
+		abort()
+		<-done
+	}
+}
