@@ -13,9 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/schollz/progressbar/v3"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
 // Request is one HTTP request of an attack.
@@ -78,42 +79,9 @@ type ClientResult struct {
 	ServiceTime Summary `json:"service_time"`
 }
 
-// Summary is a latency distribution in milliseconds, the same shape as a
-// service's GET /stats entries.
-type Summary struct {
-	Count  int64   `json:"count"`
-	MeanMS float64 `json:"mean_ms"`
-	P50MS  float64 `json:"p50_ms"`
-	P90MS  float64 `json:"p90_ms"`
-	P95MS  float64 `json:"p95_ms"`
-	P99MS  float64 `json:"p99_ms"`
-	P999MS float64 `json:"p999_ms"`
-	MaxMS  float64 `json:"max_ms"`
-}
-
-// NewHistogram returns the histogram Attack uses: microseconds, 1 µs to
-// 1 h, 3 significant digits.
-func NewHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
-}
-
-// SummarizeHistogram returns h's distribution in milliseconds (h in microseconds).
-func SummarizeHistogram(h *hdrhistogram.Histogram) Summary {
-	if h.TotalCount() == 0 {
-		return Summary{}
-	}
-	ms := func(us int64) float64 { return round3(float64(us) / 1000) }
-	return Summary{
-		Count:  h.TotalCount(),
-		MeanMS: round3(h.Mean() / 1000),
-		P50MS:  ms(h.ValueAtQuantile(50)),
-		P90MS:  ms(h.ValueAtQuantile(90)),
-		P95MS:  ms(h.ValueAtQuantile(95)),
-		P99MS:  ms(h.ValueAtQuantile(99)),
-		P999MS: ms(h.ValueAtQuantile(99.9)),
-		MaxMS:  ms(h.Max()),
-	}
-}
+// Summary is one latency distribution in milliseconds, the same shape as a
+// service's /stats latencies (it is the kit's type).
+type Summary = stats.Summary
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
@@ -186,7 +154,7 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 		)
 	}
 
-	lat, svc := NewHistogram(), NewHistogram()
+	lat, svc := stats.NewHistogram(), stats.NewHistogram()
 	res := ClientResult{TargetRate: spec.Rate, DurationS: spec.Duration.Seconds(), Codes: map[string]int64{}}
 	samples := map[string]bool{}
 	var lastEnd time.Time
@@ -237,6 +205,6 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 	if b := p.began.Load(); b != 0 && lastEnd.After(time.Unix(0, b)) {
 		res.Throughput = round3(float64(res.OK) / lastEnd.Sub(time.Unix(0, b)).Seconds())
 	}
-	res.Latency, res.ServiceTime = SummarizeHistogram(lat), SummarizeHistogram(svc)
+	res.Latency, res.ServiceTime = stats.Summarize(lat), stats.Summarize(svc)
 	return res
 }

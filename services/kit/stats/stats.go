@@ -109,7 +109,7 @@ func (r *Recorder) histogram(name string) *hist {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if h = r.hists[name]; h == nil {
-		h = &hist{h: hdrhistogram.New(minMicros, maxMicros, sigFigs)}
+		h = &hist{h: NewHistogram()}
 		r.hists[name] = h
 	}
 	return h
@@ -222,13 +222,23 @@ func (r *Recorder) Snapshot() Snapshot {
 	}
 	for n, h := range r.hists {
 		h.mu.Lock()
-		s.Latencies[n] = summarize(h.h)
+		s.Latencies[n] = Summarize(h.h)
 		h.mu.Unlock()
 	}
 	return s
 }
 
-func summarize(h *hdrhistogram.Histogram) Summary {
+// NewHistogram returns a histogram of the shape every latency here uses:
+// microseconds, 1 µs to 1 h, 3 significant digits. The load driver records
+// its client-side latencies in the same shape, so that both ends of a
+// measurement are summarized alike.
+func NewHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(minMicros, maxMicros, sigFigs)
+}
+
+// Summarize returns h's distribution (recorded in microseconds) in
+// milliseconds, rounded to the microsecond; all zero when h is empty.
+func Summarize(h *hdrhistogram.Histogram) Summary {
 	if h.TotalCount() == 0 {
 		return Summary{}
 	}
