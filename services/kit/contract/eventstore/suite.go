@@ -636,7 +636,7 @@ func testSubscribe(t *testing.T, tg *Target) {
 
 func testRestart(t *testing.T, tg *Target) {
 	if tg.Restart == nil {
-		t.Skip("the target has no Restart hook (the service's backend cannot be started fresh on the same state here)")
+		t.Skip("Target.Restart is nil: this target cannot restart its service on the same state")
 	}
 	prefix := runPrefix(t)
 	s := streamName(t, 1)
