@@ -29,7 +29,24 @@
 # as the `rabbitmq` user (initdb and pgbouncer refuse root); otherwise everything runs
 # as the invoking user.
 # shellcheck source-path=SCRIPTDIR
-set -euo pipefail
+set -Eeuo pipefail
+
+# Any command that fails outside die() lands here: say which command, where, and what to
+# do, instead of make's bare "Error N". (die() exits on purpose and does not pass here.)
+on_error() {
+  local rc=$1 line=$2 cmd=$3
+  printf '\nerror: scripts/stack.sh %s: `%s` failed with exit status %s (line %s).\n' \
+    "${STACK_CMD:-}" "$cmd" "$rc" "$line" >&2
+  case "${STACK_CMD:-}" in
+    deps) printf '%s\n' "What to do: the logs of each step are in ${LOG:-.stack/log}; check that the Debian" \
+      "mirror, Maven Central and the Go module proxy answer, then run 'make deps' again (it is idempotent)." >&2 ;;
+    up) printf '%s\n' "What to do: 'make status' shows which server is down and the logs are in ${LOG:-.stack/log};" \
+      "run 'make deps' if something is missing, 'make down' to stop what started, then 'make up' again." >&2 ;;
+    *) printf '%s\n' "What to do: the logs are in ${LOG:-.stack/log}; 'make status' shows the servers." >&2 ;;
+  esac
+  exit "$rc"
+}
+trap 'on_error $? $LINENO "$BASH_COMMAND"' ERR
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SCRIPTS="$ROOT/scripts"
@@ -46,9 +63,6 @@ PGB_DIR="$STACK/pgbouncer"
 REDIS_DIR="$STACK/redis"
 RMQ_DIR="$STACK/rabbitmq"
 RMQ_NODE="rabbit@localhost"
-# HOME of the RabbitMQ node and CLI, where the Erlang cookie lives: as root, the rabbitmq
-# user's home (so the distro's `rabbitmqctl -n rabbit@localhost ...` wrapper can talk to
-# the node); otherwise the invoking user's home.
 KAFKA_DIR="$STACK/kafka"
 KAFKA_LIBS="$KAFKA_DIR/libs"
 FERRET_DIR="$STACK/ferretdb"
@@ -67,12 +81,24 @@ is_root() { [ "$(id -u)" -eq 0 ]; }
 if is_root; then
   PG_USER=postgres
   RMQ_USER=rabbitmq
-  RMQ_HOME="$(getent passwd rabbitmq 2>/dev/null | cut -d: -f6)"
 else
   PG_USER="$(id -un)"
   RMQ_USER="$(id -un)"
-  RMQ_HOME="$HOME"
 fi
+
+# rmq_home: the HOME of the RabbitMQ node and CLI, where the Erlang cookie lives. As root,
+# the rabbitmq user's home (so the distro's `rabbitmqctl -n rabbit@localhost ...` wrapper
+# can talk to the node); otherwise the invoking user's home. Asked only when RabbitMQ runs:
+# before `deps` has installed rabbitmq-server the user does not exist, and getent exits 2.
+rmq_home() {
+  local home=""
+  if is_root; then
+    home="$(getent passwd "$RMQ_USER" 2>/dev/null | cut -d: -f6)" || home=""
+  else
+    home="${HOME:-}"
+  fi
+  printf '%s' "${home:-$RMQ_DIR}"
+}
 
 # as_user USER CMD...: run CMD as USER (only switches user when we are root).
 as_user() {
@@ -438,7 +464,7 @@ rmq_bindir() {
 rmq() {
   local tool=$1; shift
   local cmd=(env \
-    HOME="${RMQ_HOME:-$RMQ_DIR}" \
+    HOME="$(rmq_home)" \
     RABBITMQ_NODENAME="$RMQ_NODE" \
     RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
     RABBITMQ_NODE_PORT="$RABBITMQ_PORT" \
@@ -890,6 +916,7 @@ usage() {
 main() {
   [ $# -ge 1 ] || usage
   local sub=$1; shift
+  STACK_CMD=$sub
   case "$sub" in
     deps) cmd_deps ;;
     up) cmd_up ;;
