@@ -28,9 +28,9 @@ var loadCommands = map[string]string{
 	"queue":     "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
 	"log":       "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
 	"documents": "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
-	"results":   "run queue, log, documents and the event-store bench at the make-results size, then write RESULTS.md",
+	"results":   "run queue, log, documents and the event-store bench at the make-results size, then write RESULTS.md and README.md's findings",
 	"demo":      "drive every pair briefly and print one side-by-side table per pair",
-	"report":    "regenerate RESULTS.md and the charts from results/*.json",
+	"report":    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
 }
 
 // common holds the flags every load command takes.
@@ -40,7 +40,7 @@ type common struct {
 	duration, settle                       time.Duration
 	maxWorkers                             uint64
 	progress                               bool
-	out, chartsDir                         string
+	out, chartsDir, readme                 string
 }
 
 func (c *common) register(fs *flag.FlagSet, rounds int, duration time.Duration) {
@@ -57,6 +57,7 @@ func (c *common) register(fs *flag.FlagSet, rounds int, duration time.Duration) 
 	fs.BoolVar(&c.progress, "progress", true, "show a progress bar")
 	fs.StringVar(&c.out, "out", "RESULTS.md", "report: the Markdown file to write")
 	fs.StringVar(&c.chartsDir, "charts", "docs/results", "report: the folder for the SVG charts")
+	fs.StringVar(&c.readme, "readme", "README.md", "report: the file whose generated findings block (between its marker comments) is rewritten; empty for none")
 }
 
 func envOr(k, d string) string {
@@ -465,6 +466,13 @@ func writeReport(c common, inputs string) error {
 		}
 		runs = append(runs, r)
 	}
+	// The README's findings read the same runs and the event-store
+	// bench's files; loading those first fails before anything is written
+	// when one of them does not parse.
+	es, err := eventstore.Load(c.resultsDir)
+	if err != nil {
+		return err
+	}
 	if err := report.Write(c.out, c.chartsDir, runs, time.Now()); err != nil {
 		return err
 	}
@@ -479,6 +487,12 @@ func writeReport(c common, inputs string) error {
 		if err := errors.Join(werr, f.Close()); err != nil {
 			return err
 		}
+	}
+	if c.readme != "" {
+		if err := report.WriteREADME(c.readme, runs, es); err != nil {
+			return err
+		}
+		fmt.Printf("rewrote the findings of %s\n", c.readme)
 	}
 	fmt.Printf("wrote %s and charts in %s from %d results files\n", c.out, c.chartsDir, len(runs))
 	return nil

@@ -20,6 +20,8 @@ type Claim struct {
 	Pair string
 	// Claim is the reference's claim, with its figure.
 	Claim string
+	// Short names the claim without figures, for the README's summary.
+	Short string
 	// Rule is how the verdict is decided.
 	Rule string
 	// Measured is what this run measured.
@@ -113,7 +115,7 @@ func Claims(all []*driver.Run) []Claim {
 	var out []Claim
 
 	// queue
-	c := Claim{Pair: "queue", Claim: "The Postgres queue reaches ≥ 10,000 tasks/s send→processed on a 2-core machine (design target)",
+	c := Claim{Pair: "queue", Short: "design-target ceiling", Claim: "The Postgres queue reaches ≥ 10,000 tasks/s send→processed on a 2-core machine (design target)",
 		Rule: "no-rabbitmq's median ceiling ≥ 10,000/s"}
 	if ce := rs.ceiling("queue", "no-rabbitmq"); ce != nil {
 		c.Measured = fmt.Sprintf("ceiling %s/s (rounds: %s; the driver shares the 2 cores)", cell(ce.Rate, true), ceilingRounds(*ce))
@@ -123,7 +125,7 @@ func Claims(all []*driver.Run) []Claim {
 	}
 	out = append(out, c)
 
-	c = Claim{Pair: "queue", Claim: "Delivery p99 on Postgres within 1.5× of RabbitMQ's at 1,000 tasks/s (design target)",
+	c = Claim{Pair: "queue", Short: "delivery p99 close to RabbitMQ's", Claim: "Delivery p99 on Postgres within 1.5× of RabbitMQ's at 1,000 tasks/s (design target)",
 		Rule: "median per-round ratio no-rabbitmq ÷ rabbitmq of server delivery p99 ≤ 1.5"}
 	if p := rs.point("queue", "queue.rate", "1000/s"); p != nil {
 		a, _ := median(p, "server.delivery.p99_ms", "no-rabbitmq")
@@ -139,7 +141,7 @@ func Claims(all []*driver.Run) []Claim {
 	}
 	out = append(out, c)
 
-	c = Claim{Pair: "queue", Claim: "p99 send→processed goes from 4 ms to 11 ms when the queue tables become logged",
+	c = Claim{Pair: "queue", Short: "cost of a logged queue table", Claim: "p99 send→processed goes from 4 ms to 11 ms when the queue tables become logged",
 		Rule: "no-rabbitmq's send→processed p99 with QUEUE_TABLE=logged ≥ 1.5× the unlogged one, same rate, same run"}
 	def, dur := rs.point("queue", "queue.default", ""), rs.point("queue", "queue.durable", "")
 	if def != nil && dur != nil {
@@ -157,7 +159,7 @@ func Claims(all []*driver.Run) []Claim {
 	out = append(out, c)
 
 	// log
-	c = Claim{Pair: "log", Claim: "Delivery p95 ≤ 2 ms on both sides at 100, 150 and 200 events/s",
+	c = Claim{Pair: "log", Short: "low delivery p95 on both sides", Claim: "Delivery p95 ≤ 2 ms on both sides at 100, 150 and 200 events/s",
 		Rule: "every side's median delivery p95 ≤ 2 ms at every one of those rates"}
 	if ps := rs.points("log", "log.rate"); len(ps) > 0 {
 		ok := true
@@ -175,7 +177,7 @@ func Claims(all []*driver.Run) []Claim {
 	}
 	out = append(out, c)
 
-	c = Claim{Pair: "log", Claim: "Kafka write p99 16 ms versus 5–7 ms on Postgres",
+	c = Claim{Pair: "log", Short: "Kafka's write p99 above Postgres'", Claim: "Kafka write p99 16 ms versus 5–7 ms on Postgres",
 		Rule: "kafka's median write p99 above no-kafka's at every fixed rate"}
 	if ps := rs.points("log", "log.rate"); len(ps) > 0 {
 		ok := true
@@ -193,7 +195,7 @@ func Claims(all []*driver.Run) []Claim {
 	}
 	out = append(out, c)
 
-	c = Claim{Pair: "log", Claim: "With synchronous_commit=off, logical delivery p50 ≈ 160 ms (the WAL writer's flush delay)",
+	c = Claim{Pair: "log", Short: "synchronous_commit=off delays delivery", Claim: "With synchronous_commit=off, logical delivery p50 ≈ 160 ms (the WAL writer's flush delay)",
 		Rule: "no-kafka's delivery p50 with SYNCHRONOUS_COMMIT=off between 80 and 320 ms (within 2×)"}
 	if p := rs.point("log", "log.sync_off", ""); p != nil {
 		v, ok := median(p, "server.delivery.p50_ms", "no-kafka")
@@ -212,7 +214,7 @@ func Claims(all []*driver.Run) []Claim {
 	}
 	out = append(out, c)
 
-	c = Claim{Pair: "log", Claim: "One slot keeps up with ≥ 15,000 events/s (design target)",
+	c = Claim{Pair: "log", Short: "design-target ceiling", Claim: "One slot keeps up with ≥ 15,000 events/s (design target)",
 		Rule: "no-kafka's median ceiling ≥ 15,000/s"}
 	if ce := rs.ceiling("log", "no-kafka"); ce != nil {
 		c.Measured = fmt.Sprintf("ceiling %s/s (rounds: %s; the driver shares the 2 cores)", cell(ce.Rate, true), ceilingRounds(*ce))
@@ -226,7 +228,7 @@ func Claims(all []*driver.Run) []Claim {
 	docs := rs["documents"]
 	ferret := docs != nil && docs.Versions.MongoFlavor == "FerretDB"
 	ferretWhy := "the MongoDB side ran on FerretDB (SQLite backend, no wildcard index, full scans), not MongoDB: its numbers say nothing about MongoDB"
-	c = Claim{Pair: "documents", Claim: "Containment search p95: 33 ms on Postgres vs 48 ms on MongoDB",
+	c = Claim{Pair: "documents", Short: "search p95 vs MongoDB", Claim: "Containment search p95: 33 ms on Postgres vs 48 ms on MongoDB",
 		Rule: "Postgres' search p95 below MongoDB's, same data set"}
 	if p := rs.point("documents", "documents.search", ""); p != nil {
 		a, _ := median(p, "server.search.p95_ms", "no-mongodb")
@@ -243,7 +245,7 @@ func Claims(all []*driver.Run) []Claim {
 	}
 	out = append(out, c)
 
-	c = Claim{Pair: "documents", Claim: "Rewriting a 512 KB–2 MB profile costs 3.6–4.7× a neighbour-column patch on Postgres",
+	c = Claim{Pair: "documents", Short: "rewrite ÷ patch on Postgres", Claim: "Rewriting a 512 KB–2 MB profile costs 3.6–4.7× a neighbour-column patch on Postgres",
 		Rule: "no-mongodb's rewrite ÷ patch p50 within 2× of the range (1.8–9.4×) at every size"}
 	if ps := rs.points("documents", "documents.rewrite"); len(ps) > 0 {
 		ok := true
@@ -260,7 +262,7 @@ func Claims(all []*driver.Run) []Claim {
 	}
 	out = append(out, c)
 
-	c = Claim{Pair: "documents", Claim: "The same rewrite costs 1.9–2.4× a patch on MongoDB",
+	c = Claim{Pair: "documents", Short: "rewrite ÷ patch on MongoDB", Claim: "The same rewrite costs 1.9–2.4× a patch on MongoDB",
 		Rule: "mongodb's rewrite ÷ patch p50 within 2× of the range (0.95–4.8×) at every size"}
 	if ps := rs.points("documents", "documents.rewrite"); len(ps) > 0 {
 		ok := true
@@ -281,7 +283,7 @@ func Claims(all []*driver.Run) []Claim {
 	}
 	out = append(out, c)
 
-	c = Claim{Pair: "documents", Claim: "At 2 MB, Postgres' rewrite p99 is 2.6× MongoDB's",
+	c = Claim{Pair: "documents", Short: "large rewrite p99 vs MongoDB", Claim: "At 2 MB, Postgres' rewrite p99 is 2.6× MongoDB's",
 		Rule: "median per-round ratio no-mongodb ÷ mongodb of rewrite p99 at 2MB within 2× of 2.6 (1.3–5.2)"}
 	if p := rs.point("documents", "documents.rewrite", "2MB"); p != nil {
 		r, ok := ratio(p, "client.rewrite.p99_ms")

@@ -91,13 +91,8 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 		w("| %s | %s | %s | %s | %s |\n", c.Pair, md(c.Claim), md(c.Rule), md(c.Measured), md(verdict))
 	}
 
-	titles := map[string]string{
-		"queue":     "Queue: rabbitmq vs no-rabbitmq",
-		"log":       "Log: kafka vs no-kafka",
-		"documents": "Documents: mongodb vs no-mongodb",
-	}
 	for _, r := range rs {
-		w("\n## %s\n\n", titles[r.Command])
+		w("\n## %s\n\n", pairTitles[r.Command])
 		if settings := settingsLine(r); settings != "" {
 			w("Settings: %s.\n\n", settings)
 		}
@@ -145,6 +140,14 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	if f, ok := charts["ceilings"]; ok {
 		w("\n## Ceilings of every pair\n\n![ceilings](%s/%s)\n", chartsRel, f)
 	}
+}
+
+// pairTitles are the headings of the pairs' RESULTS.md sections; the
+// README's findings link to them.
+var pairTitles = map[string]string{
+	"queue":     "Queue: rabbitmq vs no-rabbitmq",
+	"log":       "Log: kafka vs no-kafka",
+	"documents": "Documents: mongodb vs no-mongodb",
 }
 
 func scenarioTitle(sc string, p *driver.Point) string {

@@ -1,0 +1,339 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+)
+
+// readRuns reads the newest results file of each pair in dir, as
+// `go run ./loadtests report` picks them.
+func readRuns(t testing.TB, dir string) []*driver.Run {
+	t.Helper()
+	var out []*driver.Run
+	for _, pair := range []string{"queue", "log", "documents"} {
+		m, err := filepath.Glob(filepath.Join(dir, "*Z-"+pair+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		r, err := driver.ReadRun(m[len(m)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// fixtureInputs are the synthetic runs and event-store results of testdata.
+func fixtureInputs(t testing.TB) ([]*driver.Run, eventstore.Results) {
+	t.Helper()
+	runs := readRuns(t, "testdata")
+	if len(runs) != 3 {
+		t.Fatalf("%d fixture runs, want 3", len(runs))
+	}
+	es, err := eventstore.Load(filepath.Join("testdata", "eventstore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es.Append == nil || es.PointRead == nil || es.CatchUp == nil {
+		t.Fatalf("event-store fixture incomplete: %+v", es)
+	}
+	return runs, es
+}
+
+// tableRow returns the findings table's row of a pair.
+func tableRow(t testing.TB, block, pair string) string {
+	t.Helper()
+	for l := range strings.SplitSeq(block, "\n") {
+		if strings.HasPrefix(l, "| **"+pair+"**") {
+			return l
+		}
+	}
+	return ""
+}
+
+// answer returns a pair's bullet under question number n.
+func answer(t testing.TB, block string, n int, pair string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(block, "\n### "+string(rune('0'+n))+". ")
+	if !ok {
+		t.Fatalf("no question %d in:\n%s", n, block)
+	}
+	if i := strings.Index(after, "\n### "); i >= 0 {
+		after = after[:i]
+	}
+	for l := range strings.SplitSeq(after, "\n") {
+		if strings.HasPrefix(l, "- **"+pair+"**: ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestFindingsFromFixture renders the README block from testdata and
+// checks that each pair's verdict carries the fixture's own figures, the
+// server caveats, the claims and the links into RESULTS.md.
+func TestFindingsFromFixture(t *testing.T) {
+	runs, es := fixtureInputs(t)
+	f := Findings(runs, es)
+	if os.Getenv("SHOW_REPORT") != "" {
+		t.Log(f)
+	}
+	rows := map[string][]string{
+		"queue": {
+			// ceilings: medians 6500 and 4000 of the fixture's searches
+			"Postgres 6500/s, RabbitMQ 4000/s (1.62×)",
+			// both sides processed their rate at 500 and 1000/s: the
+			// highest is 1000/s, delivery p99 medians 5 and 6.25 ms
+			"At 1000/s, the highest fixed rate both kept up with, delivery p99 was 5 ms on Postgres vs 6.25 ms on RabbitMQ (0.80×)",
+			"holds: delivery p99 close to RabbitMQ's, cost of a logged queue table; does not hold: design-target ceiling",
+			"RabbitMQ 3.10.8 (Erlang 25.2.3)",
+			"[results](RESULTS.md#queue-rabbitmq-vs-no-rabbitmq), [how it works](docs/queue.md)",
+		},
+		"log": {
+			"Postgres 16000/s, Kafka 8000/s (2×)",
+			"At 100/s, 200/s write p99 was 0.38× Kafka's dual write, delivery p95 1.20 ms on Postgres vs 1.50 ms on Kafka",
+			"`synchronous_commit=off` made Postgres' delivery p50 170 ms at 200/s",
+			"Kafka 4.3.1 (native stack jars)",
+		},
+		"documents": {
+			"Containment search p95 on Postgres: 30 ms (5000 users)",
+			"rewriting a large profile cost 4× (512KB) and 4× (2MB) a patch of a neighbour column",
+			"No comparison with MongoDB: the Mongo side ran on FerretDB",
+			"**FerretDB (v1.24.2), not MongoDB**",
+			"not measurable here: search p95 vs MongoDB",
+		},
+		"event store": {
+			"Postgres appended 160–220 events/s across rounds (8 workers, 32 streams), refusing 20% of append attempts as version conflicts",
+			"Kafka appended 10–12 events/s",
+			"could not check that version",
+			"Kafka scanned 400 records for 4 (100×, 40 ms)",
+			"none checked for this pair",
+			"**KurrentDB not run here**",
+			"(RESULTS.md#event-store-postgres-vs-kurrentdb-vs-kafka)",
+		},
+	}
+	for pair, wants := range rows {
+		row := tableRow(t, f, pair)
+		if row == "" {
+			t.Errorf("no row for %s in:\n%s", pair, f)
+			continue
+		}
+		for _, w := range wants {
+			if !strings.Contains(row, w) {
+				t.Errorf("%s row lacks %q:\n%s", pair, w, row)
+			}
+		}
+	}
+	if strings.Contains(tableRow(t, f, "documents"), "on MongoDB (") {
+		t.Errorf("FerretDB figures compared as MongoDB's: %s", tableRow(t, f, "documents"))
+	}
+
+	// The five questions, in order, each answered from the fixture.
+	var titles []string
+	for _, m := range regexp.MustCompile(`(?m)^### \d\. (.*)$`).FindAllStringSubmatch(f, -1) {
+		titles = append(titles, m[1])
+	}
+	if want := []string{"What semantics do you need?", "How much load, now and in two years?", "Who will run it? (team size, operational burden)",
+		"Transactional integrity or the lowest latency?", "What shape and size is the data?"}; !slices.Equal(titles, want) {
+		t.Errorf("questions %q, want %q", titles, want)
+	}
+	answers := []struct {
+		n          int
+		pair, want string
+	}{
+		{1, "event store", "Postgres yes, Kafka no"},
+		{2, "queue", "on 2 CPUs Postgres passed every check up to 6500 tasks/s (median ceiling; RabbitMQ: 4000/s). A step passed when fixture criteria."},
+		{2, "queue", "The reference's design target: **does not hold** here."},
+		{2, "log", "The reference's design target: **holds** here."},
+		{2, "documents", "searches ran at 20/s on 5000 users"},
+		{2, "event store", "changed by -20% from round 1 to 2 on streams that grew to 80 events, by +10% on fresh streams"},
+		{3, "log", "max_slot_wal_keep_size"},
+		{4, "queue", "Durable settings at 1000/s, send→processed p99: Postgres unlogged 4 ms, logged 11 ms"},
+		{4, "event store", "Live delivery to a caught-up subscriber, p50 per run: Postgres 3–4 ms, Kafka 2–5 ms."},
+		{5, "documents", "512KB: rewrite ÷ patch p50 4×, WAL 586 KiB per rewrite"},
+		{5, "event store", "(80 events in 2.50 ms); on Kafka it scans the whole partition (400 records for 4, 40 ms)"},
+	}
+	for _, a := range answers {
+		if got := answer(t, f, a.n, a.pair); !strings.Contains(got, a.want) {
+			t.Errorf("question %d, %s: want %q in %q", a.n, a.pair, a.want, got)
+		}
+	}
+	// The fixture's log run has no log.default point: the log's answer to
+	// question 4 says no synchronous_commit figure rather than invent one.
+	if got := answer(t, f, 4, "log"); strings.Contains(got, "synchronous_commit=off") {
+		t.Errorf("log integrity quotes a variant the fixture lacks: %q", got)
+	}
+}
+
+// TestFindingsLinkToRealHeadings checks every table link against the
+// headings RESULTS.md really has.
+func TestFindingsLinkToRealHeadings(t *testing.T) {
+	runs, es := fixtureInputs(t)
+	var b bytes.Buffer
+	Markdown(&b, runs, map[string]string{}, "docs/results", time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
+	b.WriteString(eventstore.Markdown(filepath.Join("testdata", "eventstore")))
+	headings := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^## (.*)$`).FindAllStringSubmatch(b.String(), -1) {
+		headings[anchor(m[1])] = true
+	}
+	links := regexp.MustCompile(`\(RESULTS\.md#([^)]*)\)`).FindAllStringSubmatch(Findings(runs, es), -1)
+	if len(links) < 5 {
+		t.Fatalf("%d links into RESULTS.md", len(links))
+	}
+	for _, l := range links {
+		if !headings[l[1]] {
+			t.Errorf("link #%s names no heading of RESULTS.md (have %v)", l[1], headings)
+		}
+	}
+}
+
+// TestFindingsSayWhatIsNotMeasured renders with one pair only: the other
+// pairs have no row, a question no pair answers says so, and with no
+// results at all the block holds no figure at all.
+func TestFindingsSayWhatIsNotMeasured(t *testing.T) {
+	runs, _ := fixtureInputs(t)
+	var queue []*driver.Run
+	for _, r := range runs {
+		if r.Command == "queue" {
+			queue = append(queue, r)
+		}
+	}
+	f := Findings(queue, eventstore.Results{})
+	if tableRow(t, f, "queue") == "" {
+		t.Fatalf("no queue row:\n%s", f)
+	}
+	for _, p := range []string{"log", "documents", "event store"} {
+		if tableRow(t, f, p) != "" || answer(t, f, 1, p) != "" {
+			t.Errorf("%s appears without results:\n%s", p, f)
+		}
+	}
+	if _, shape, _ := strings.Cut(f, "### 5. "); !strings.Contains(shape, "- Not measured in these results.") {
+		t.Errorf("question 5 has no answer and does not say so:\n%s", shape)
+	}
+
+	empty := Findings(nil, eventstore.Results{})
+	if !strings.Contains(empty, "No results yet") || strings.ContainsAny(empty, "0123456789") {
+		t.Errorf("without results the block must say so and hold no figure:\n%s", empty)
+	}
+}
+
+// TestFindingsTakeNewPairsAsData adds a pair as one more spec: its row
+// and its answers appear when its results exist, and nothing when not.
+func TestFindingsTakeNewPairsAsData(t *testing.T) {
+	runs, es := fixtureInputs(t)
+	specs := append(slices.Clone(pairSpecs), pairSpec{
+		name: "cache", question: "Redis, or an unlogged table?", section: "Cache: redis vs no-redis", doc: "docs/cache.md",
+		has:      func(in *inputs) bool { return in.rs["cache"] != nil },
+		headline: func(in *inputs) string { return "cache headline " + in.rs["cache"].ID },
+		servers:  func(*inputs) string { return "Redis" },
+		answers:  map[string]func(*inputs) string{"load": func(*inputs) string { return "cache load answer" }},
+	})
+	without := findings(specs, runs, es)
+	if strings.Contains(without, "cache") {
+		t.Errorf("a pair without results rendered:\n%s", without)
+	}
+	cache := driver.NewRun("cache", nil, time.Date(2026, 1, 2, 5, 0, 0, 0, time.UTC))
+	with := findings(specs, append(slices.Clone(runs), cache), es)
+	if row := tableRow(t, with, "cache"); !strings.Contains(row, "cache headline 20260102T050000Z-cache") || !strings.Contains(row, "(RESULTS.md#cache-redis-vs-no-redis)") {
+		t.Errorf("cache row %q", row)
+	}
+	if a := answer(t, with, 2, "cache"); a != "- **cache**: cache load answer" {
+		t.Errorf("cache load answer %q", a)
+	}
+	if tableRow(t, with, "queue") != tableRow(t, without, "queue") {
+		t.Error("adding a pair changed another pair's row")
+	}
+}
+
+func TestReplaceBlock(t *testing.T) {
+	doc := "# Title\n\nintro\n\n" + ReadmeBegin + "\nold findings\n" + ReadmeEnd + "\n\n## Quick start\n"
+	got, err := ReplaceBlock(doc, "\nnew findings\n\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Title\n\nintro\n\n" + ReadmeBegin + "\nnew findings\n" + ReadmeEnd + "\n\n## Quick start\n"
+	if got != want {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+	if again, _ := ReplaceBlock(got, "new findings"); again != got {
+		t.Errorf("not idempotent:\n%q", again)
+	}
+	if b, err := Block(got); err != nil || b != "new findings" {
+		t.Errorf("Block = %q, %v", b, err)
+	}
+	for name, bad := range map[string]string{
+		"no markers":  "# Title\n",
+		"no end":      ReadmeBegin + "\nx\n",
+		"twice":       ReadmeBegin + ReadmeEnd + ReadmeBegin + ReadmeEnd,
+		"end first":   ReadmeEnd + "\nx\n" + ReadmeBegin,
+		"begin alone": "x " + ReadmeBegin,
+	} {
+		if _, err := ReplaceBlock(bad, "y"); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestWriteREADMEFailsWithoutMarkers leaves a README without markers as
+// it was and says which marker is missing.
+func TestWriteREADMEFailsWithoutMarkers(t *testing.T) {
+	runs, es := fixtureInputs(t)
+	path := filepath.Join(t.TempDir(), "README.md")
+	const doc = "# A README whose block was deleted\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteREADME(path, runs, es)
+	if err == nil || !strings.Contains(err.Error(), "BEGIN generated by make results") {
+		t.Errorf("err = %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != doc {
+		t.Errorf("README changed: %q", b)
+	}
+	if err := os.WriteFile(path, []byte("top\n"+ReadmeBegin+"\n"+ReadmeEnd+"\nbottom\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteREADME(path, runs, es); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(b), "top\n"+ReadmeBegin+"\n") || !strings.HasSuffix(string(b), ReadmeEnd+"\nbottom\n") || !strings.Contains(string(b), "## What we found") {
+		t.Errorf("README:\n%s", b)
+	}
+}
+
+// TestCommittedREADMEMatchesResults fails when README.md's findings are
+// not what the committed results render: after a `make results` whose
+// README was not committed, or a hand edit inside the block.
+func TestCommittedREADMEMatchesResults(t *testing.T) {
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Block(string(readme))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := eventstore.Load(filepath.Join(root, "results"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSpace(Findings(readRuns(t, filepath.Join(root, "results")), es))
+	if got != want {
+		t.Errorf("README.md's generated block differs from what results/*.json render; run `go run ./loadtests report` and commit README.md.\ngot:\n%s\nwant:\n%s", got, want)
+	}
+}
