@@ -37,6 +37,10 @@ down: ## stop the stack
 status: ## show each server of the stack, its port and whether it answers
 	bash scripts/stack.sh status
 
+.PHONY: fresh-check
+fresh-check: ## prove `make deps`, `make up` and `make test` on a clean Debian root (debootstrap; own network namespace; root only; ~10 min, base cached in .stack/fresh)
+	bash scripts/fresh-check.sh
+
 .PHONY: test
 test: ## run every module's tests against the running stack (make up first)
 	$(GO) test $(TESTFLAGS) $(PACKAGES)
