@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Step is one part of a command's plan (a pair's scenarios, the
@@ -141,9 +142,17 @@ func Outcome(spec AttackSpec, r ClientResult) string {
 		s += fmt.Sprintf(", %s ok, p99 %s ms", percent(r.OK, r.Requests), fmtMS(r.Latency.P99MS))
 	}
 	if r.Errors > 0 && len(r.ErrorSamples) > 0 {
-		s += ", e.g. " + r.ErrorSamples[0]
+		s += ", e.g. " + clip(r.ErrorSamples[0], 100)
 	}
 	return s
+}
+
+// clip shortens s to at most n runes, marking the cut with "…".
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 func percent(a, b int64) string {

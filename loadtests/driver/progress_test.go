@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestProgressWritesOneLinePerAttackWithoutBars runs two short attacks
@@ -84,5 +85,18 @@ func TestHumanRoundsForAReader(t *testing.T) {
 		if got := Human(d); got != want {
 			t.Errorf("Human(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestOutcomeClipsLongErrors keeps an attack's line short when the server
+// answers with a long error body.
+func TestOutcomeClipsLongErrors(t *testing.T) {
+	r := ClientResult{Requests: 10, OK: 4, Errors: 6, ErrorSamples: []string{"503 Service Unavailable: " + strings.Repeat("x", 300)}}
+	got := Outcome(AttackSpec{Name: "mongodb  search 5/s", Duration: 10 * time.Second}, r)
+	if !strings.HasPrefix(got, "mongodb search 5/s 10s: 10 sent, 40% ok, p99 0.0 ms, e.g. 503 Service Unavailable: xx") || !strings.HasSuffix(got, "x…") {
+		t.Errorf("outcome %q", got)
+	}
+	if n := utf8.RuneCountInString(got); n > 160 {
+		t.Errorf("outcome is %d runes long", n)
 	}
 }
