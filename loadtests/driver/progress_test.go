@@ -100,3 +100,23 @@ func TestOutcomeClipsLongErrors(t *testing.T) {
 		t.Errorf("outcome is %d runes long", n)
 	}
 }
+
+// TestProgressDrawsBarsOnATerminal checks the terminal mode: the bar is
+// labelled with the step and the attack's number, and no outcome line is
+// written.
+func TestProgressDrawsBarsOnATerminal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
+	defer srv.Close()
+	var out bytes.Buffer
+	p := NewProgress(&out, true, []Step{{Name: "log", Attacks: 1, Planned: time.Second}})
+	p.Begin("log")
+	Attack(context.Background(), AttackSpec{Name: "kafka 50/s", Rate: 50, Duration: 500 * time.Millisecond, Progress: p,
+		Next: func(uint64) Request { return Request{URL: srv.URL} }})
+	s := out.String()
+	if !strings.Contains(s, "\r") || !strings.Contains(s, "[log 1/1 · ~") {
+		t.Errorf("no labelled bar in %q", s)
+	}
+	if strings.Contains(s, "sent, ") {
+		t.Errorf("an outcome line was written under a bar: %q", s)
+	}
+}
