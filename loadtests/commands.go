@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
@@ -54,7 +56,7 @@ func (c *common) register(fs *flag.FlagSet, rounds int, duration time.Duration) 
 	fs.DurationVar(&c.duration, "duration", duration, "duration of each attack")
 	fs.DurationVar(&c.settle, "settle", 20*time.Second, "longest wait for a backlog to drain after an attack")
 	fs.Uint64Var(&c.maxWorkers, "max-workers", 2000, "most concurrent requests per attack (beyond it, waits still count: latency is from the intended send time)")
-	fs.BoolVar(&c.progress, "progress", true, "show a progress bar")
+	fs.BoolVar(&c.progress, "progress", true, "report progress on stderr: the estimated duration, then a bar per attack on a terminal or one line per attack elsewhere")
 	fs.StringVar(&c.out, "out", "RESULTS.md", "report: the Markdown file to write")
 	fs.StringVar(&c.chartsDir, "charts", "docs/results", "report: the folder for the SVG charts")
 	fs.StringVar(&c.readme, "readme", "README.md", "report: the file whose generated findings block (between its marker comments) is rewritten; empty for none")
@@ -219,6 +221,14 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		do.Duration, do.Rounds = c.duration, c.rounds
 	}
 
+	var qd, ld scenario.RateOptions
+	switch cmd {
+	case "results":
+		lo = resultsLog(qo)
+	case "demo":
+		qd, ld, do = demoOptions(c, do)
+	}
+
 	root, err := launch.Root()
 	if err != nil {
 		return err
@@ -228,6 +238,22 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		return err
 	}
 	defer cleanup()
+	if c.progress {
+		var steps []step
+		switch cmd {
+		case "queue":
+			steps = []step{{"queue", qo.Estimate(c.settle)}}
+		case "log":
+			steps = []step{{"log", lo.Estimate(c.settle)}}
+		case "documents":
+			steps = []step{{"documents", do.Estimate()}}
+		case "results":
+			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"eventstore", eventStoreEstimate}}
+		case "demo":
+			steps = []step{{"queue", qd.Estimate(c.settle)}, {"log", ld.Estimate(c.settle)}, {"documents", do.Estimate()}}
+		}
+		env.Progress = newProgress(os.Stderr, cmd, c.settle, steps)
+	}
 
 	switch cmd {
 	case "queue":
@@ -237,11 +263,59 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	case "documents":
 		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) })
 	case "results":
-		return runResults(ctx, c, env, root, args, qo, do)
+		return runResults(ctx, c, env, root, args, qo, lo, do)
 	case "demo":
-		return runDemo(ctx, c, env, root, do)
+		return runDemo(ctx, c, env, root, qd, ld, do)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// step is one part of a command's plan and its estimate.
+type step struct {
+	name string
+	est  scenario.Estimate
+}
+
+// eventStoreEstimate is the event-store bench at the results size: 5 s
+// append rounds (3 rounds × 2 series × 2 engines) plus the point reads
+// and the catch-up runs.
+var eventStoreEstimate = scenario.Estimate{Typical: 2 * time.Minute, Bound: 4 * time.Minute}
+
+// newProgress returns the progress reporter of cmd, bars when w is a
+// terminal and one line per attack otherwise, after writing the plan's
+// estimate to w.
+func newProgress(w *os.File, cmd string, settle time.Duration, steps []step) *driver.Progress {
+	var ds []driver.Step
+	var total scenario.Estimate
+	var parts []string
+	for _, s := range steps {
+		ds = append(ds, driver.Step{Name: s.name, Attacks: s.est.Attacks, Planned: s.est.Typical})
+		total = total.Add(s.est)
+		parts = append(parts, fmt.Sprintf("%s ~%s", s.name, driver.Human(s.est.Typical)))
+	}
+	fmt.Fprintf(w, "%s: estimated ~%s (%s); up to ~%s if every backlog takes the whole %s settle bound and every ceiling search climbs its whole ladder\n",
+		cmd, driver.Human(total.Typical), strings.Join(parts, ", "), driver.Human(total.Bound), settle)
+	return driver.NewProgress(w, term.IsTerminal(int(w.Fd())), ds)
+}
+
+// resultsLog is the log pair's options in the results command: the queue
+// flags' shape with the log pair's own points.
+func resultsLog(qo scenario.RateOptions) scenario.RateOptions {
+	lo := qo
+	lo.Rates = []float64{100, 150, 200}
+	lo.CeilingOpts = logCeiling
+	lo.CeilingOpts.Step, lo.CeilingOpts.Rounds, lo.CeilingOpts.Bisect = qo.CeilingOpts.Step, qo.CeilingOpts.Rounds, qo.CeilingOpts.Bisect
+	lo.VariantRate = 200
+	return lo
+}
+
+// demoOptions returns the demo's short queue, log and documents options:
+// one rate per pair, one size of rewrite.
+func demoOptions(c common, do scenario.DocumentsOptions) (q, l scenario.RateOptions, d scenario.DocumentsOptions) {
+	q = scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{500}}
+	l = scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{200}}
+	do.Sizes, do.RewriteRates, do.RewriteUsers = []int{512 << 10}, []float64{5}, 2
+	return q, l, do
 }
 
 // newEnv assembles the scenario environment; cleanup stops every service
@@ -250,9 +324,6 @@ func newEnv(c common, root string) (*scenario.Env, func(), error) {
 	env := &scenario.Env{
 		Host: c.host, PortOffset: c.portOffset, Start: c.start, Out: os.Stdout,
 		Settle: c.settle, MaxWorkers: c.maxWorkers, PostgresURL: c.pgURL,
-	}
-	if c.progress {
-		env.Progress = os.Stderr
 	}
 	client := &http.Client{Timeout: 3 * time.Second}
 	env.Probe = func(ctx context.Context, name string, port int) error {
@@ -285,6 +356,7 @@ func newEnv(c common, root string) (*scenario.Env, func(), error) {
 // runPair runs one pair's scenario, writes its results file and prints
 // its table. The file is written even when the scenario fails midway.
 func runPair(ctx context.Context, c common, env *scenario.Env, root, pair string, args []string, fn func(*driver.Run) error) error {
+	env.Progress.Begin(pair)
 	run := driver.NewRun(pair, args, time.Now())
 	run.Versions = versions.Collect(ctx, versionsConfig(c, root))
 	run.Settings["host"] = c.host
@@ -322,13 +394,7 @@ func stopPair(env *scenario.Env, p scenario.Pair) {
 	}
 }
 
-func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo scenario.RateOptions, do scenario.DocumentsOptions) error {
-	// The log pair runs with the queue flags' shape but its own points.
-	lo := qo
-	lo.Rates = []float64{100, 150, 200}
-	lo.CeilingOpts = logCeiling
-	lo.CeilingOpts.Step, lo.CeilingOpts.Rounds, lo.CeilingOpts.Bisect = qo.CeilingOpts.Step, qo.CeilingOpts.Rounds, qo.CeilingOpts.Bisect
-	lo.VariantRate = 200
+func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions) error {
 	var files []string
 	for _, step := range []struct {
 		pair string
@@ -352,6 +418,7 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 			return ctx.Err()
 		}
 	}
+	env.Progress.Begin("eventstore")
 	if err := runEventStoreBench(ctx, c, env); err != nil {
 		fmt.Fprintf(os.Stderr, "eventstore: %v (the report will say what is missing)\n", err)
 	}
@@ -396,28 +463,19 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 	return nil
 }
 
-func runDemo(ctx context.Context, c common, env *scenario.Env, root string, do scenario.DocumentsOptions) error {
-	do.Sizes, do.RewriteRates, do.RewriteUsers = []int{512 << 10}, []float64{5}, 2
-	short := scenario.RateOptions{Duration: c.duration, Rounds: c.rounds}
+func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l scenario.RateOptions, do scenario.DocumentsOptions) error {
 	steps := []struct {
 		p  scenario.Pair
 		fn func(*driver.Run) error
 	}{
-		{scenario.QueuePair, func(run *driver.Run) error {
-			o := short
-			o.Rates = []float64{500}
-			return scenario.Queue(ctx, env, run, o)
-		}},
-		{scenario.LogPair, func(run *driver.Run) error {
-			o := short
-			o.Rates = []float64{200}
-			return scenario.Log(ctx, env, run, o)
-		}},
+		{scenario.QueuePair, func(run *driver.Run) error { return scenario.Queue(ctx, env, run, q) }},
+		{scenario.LogPair, func(run *driver.Run) error { return scenario.Log(ctx, env, run, l) }},
 		{scenario.DocumentsPair, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) }},
 	}
 	var errs []error
 	var runs []*driver.Run
 	for _, s := range steps {
+		env.Progress.Begin(s.p.Name)
 		run := driver.NewRun(s.p.Name, nil, time.Now())
 		run.Versions = versions.Collect(ctx, versionsConfig(c, root))
 		err := s.fn(run)

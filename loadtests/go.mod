@@ -9,6 +9,7 @@ require (
 	github.com/tsenart/vegeta/v12 v12.13.0
 	github.com/where-postgres-ends/where-postgres-ends/services/kit v0.0.0
 	go.mongodb.org/mongo-driver/v2 v2.10.0
+	golang.org/x/term v0.46.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -47,7 +48,6 @@ require (
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/term v0.46.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"sort"
@@ -46,9 +45,9 @@ type AttackSpec struct {
 	// Next returns the n-th request (n from 0). It is called from many
 	// goroutines at once and must be safe for that.
 	Next func(n uint64) Request
-	// Progress receives a progress bar (rate, errors, elapsed); nil for
-	// none.
-	Progress io.Writer
+	// Progress reports the attack: a progress bar (rate, errors, elapsed)
+	// on a terminal, else one line with its outcome; nil for none.
+	Progress *Progress
 }
 
 // ClientResult is what the driver saw of one attack.
@@ -142,10 +141,14 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 	defer stop()
 
 	var bar *progressbar.ProgressBar
+	var label string
 	if spec.Progress != nil {
+		label = spec.Progress.attackStarted()
+	}
+	if spec.Progress.Bars() {
 		bar = progressbar.NewOptions64(int64(spec.Rate*spec.Duration.Seconds()),
-			progressbar.OptionSetWriter(spec.Progress),
-			progressbar.OptionSetDescription(spec.Name),
+			progressbar.OptionSetWriter(spec.Progress.w),
+			progressbar.OptionSetDescription(label+" "+spec.Name),
 			progressbar.OptionSetWidth(20),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetPredictTime(false),
@@ -191,7 +194,7 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 			if now := time.Now(); now.Sub(lastDescribe) > 250*time.Millisecond {
 				lastDescribe = now
 				el := now.Sub(start).Seconds()
-				bar.Describe(fmt.Sprintf("%s  rate %.0f/s  errors %d  elapsed %.1fs", spec.Name, float64(res.Requests)/el, res.Errors, el))
+				bar.Describe(fmt.Sprintf("%s %s  rate %.0f/s  errors %d  elapsed %.1fs", label, spec.Name, float64(res.Requests)/el, res.Errors, el))
 			}
 		}
 	}
@@ -206,5 +209,8 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 		res.Throughput = round3(float64(res.OK) / lastEnd.Sub(time.Unix(0, b)).Seconds())
 	}
 	res.Latency, res.ServiceTime = stats.Summarize(lat), stats.Summarize(svc)
+	if spec.Progress != nil {
+		spec.Progress.attackEnded(label, spec, res)
+	}
 	return res
 }

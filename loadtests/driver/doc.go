@@ -29,4 +29,11 @@
 // side and the A/B ratio of every round. A Run (every point of one command,
 // plus the machine, the server versions and the settings) is written as
 // one JSON file under the results folder (WriteRun).
+//
+// # Progress
+//
+// A Progress, given to every AttackSpec of a command, reports the attacks:
+// a progress bar on a terminal, one line with the outcome of each attack
+// elsewhere (no carriage-return redraws in a log), each labelled with its
+// step of the command's plan and the time left.
 package driver

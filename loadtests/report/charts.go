@@ -1,32 +1,112 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
+	"math"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"unicode/utf8"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 var sideColors = []color.Color{color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}, color.RGBA{R: 0xdd, G: 0x66, B: 0x22, A: 0xff}}
 
-// series is one line: a metric of one side over the points' rates.
-type series struct {
-	side, metric, label string
-	dashed              bool
-	color               int
+// Chart sizes: two panels side by side for the latency charts.
+const (
+	chartWidth  = 17 * vg.Centimeter
+	chartHeight = 9 * vg.Centimeter
+	titleSize   = 12
+	legendSize  = 11
+)
+
+// charWidth is the advance per character, in font sizes, the layout
+// reserves: a viewer substituting a wider font than the metrics gonum/plot
+// measures with (Liberation) still fits. The charts test checks with it.
+const charWidth = 0.6
+
+// frame is a chart's canvas with its title at the top and a one-row
+// legend at the bottom; body is what remains for the panels.
+type frame struct {
+	svg  *vgsvg.Canvas
+	body draw.Canvas
 }
 
-// latencyChart draws median latencies per rate, one line per side and
-// metric, with the min–max of the rounds as error bars omitted for
-// legibility (the tables give them).
-func latencyChart(run *driver.Run, scenario, title string, ss []series, path string) (bool, error) {
+// legendEntry is one entry of a frame's legend.
+type legendEntry struct {
+	label  string
+	thumbs []plot.Thumbnailer
+}
+
+// newFrame draws the title (left-aligned: gonum/plot centres text with
+// its own font metrics, so a wider substitute font would push a centred
+// title off the right edge) and the legend (one row, centred), and returns
+// the frame.
+func newFrame(title string, legend []legendEntry) frame {
+	svg := vgsvg.New(chartWidth, chartHeight)
+	dc := draw.New(svg)
+	sty := text.Style{Font: font.From(plot.DefaultFont, titleSize), Handler: plot.DefaultTextHandler}
+	dc.FillText(sty, vg.Point{X: dc.Min.X + vg.Points(8), Y: dc.Max.Y - vg.Points(titleSize*1.2)}, title)
+
+	// Legend entries: a thumbnail, a space and the label, entries
+	// separated by two em.
+	thumbW, gap := vg.Points(20), vg.Points(2*legendSize)
+	widths := make([]vg.Length, len(legend))
+	var total vg.Length
+	for i, e := range legend {
+		widths[i] = thumbW + vg.Points(charWidth*legendSize*float64(utf8.RuneCountInString(" "+e.label)))
+		total += widths[i]
+		if i > 0 {
+			total += gap
+		}
+	}
+	x := (dc.Min.X + dc.Max.X - total) / 2
+	bottom := dc.Min.Y + vg.Points(4)
+	for i, e := range legend {
+		l := plot.NewLegend()
+		l.TextStyle.Font.Size = vg.Points(legendSize)
+		l.Left, l.Top = true, false
+		l.Add(e.label, e.thumbs...)
+		c := draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x, Y: bottom}, Max: vg.Point{X: x + widths[i], Y: bottom + vg.Points(legendSize*1.5)}}}
+		l.Draw(c)
+		x += widths[i] + gap
+	}
+	body := draw.Crop(dc, vg.Points(4), -vg.Points(8), vg.Points(legendSize*2.5), -vg.Points(titleSize*2))
+	return frame{svg: svg, body: body}
+}
+
+// save writes the frame to path.
+func (f frame) save(path string) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, werr := f.svg.WriteTo(out)
+	return errors.Join(werr, out.Close())
+}
+
+// panel is one metric of a latency chart.
+type panel struct {
+	title, metric string
+}
+
+// latencyChart draws one panel per metric, with the median latency of the
+// rounds per rate, one line per side. Both axes are logarithmic: the low
+// rates, where the two sides are a few milliseconds apart, get as much
+// room as the high ones where a backlog takes seconds to drain.
+func latencyChart(run *driver.Run, scenario, title string, sides [2]string, panels []panel, path string) (bool, error) {
 	var pts []*driver.Point
 	for i := range run.Points {
 		if run.Points[i].Scenario == scenario {
@@ -37,41 +117,137 @@ func latencyChart(run *driver.Run, scenario, title string, ss []series, path str
 	if len(pts) == 0 {
 		return false, nil
 	}
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "arrival rate (per second)"
-	p.Y.Label.Text = "milliseconds (median of rounds)"
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Add(plotter.NewGrid())
-	drawn := false
-	for _, s := range ss {
-		var xys plotter.XYs
-		for _, pt := range pts {
-			if v, ok := median(pt, s.metric, s.side); ok {
-				xys = append(xys, plotter.XY{X: pt.Rate, Y: v})
+	var ticks []plot.Tick
+	for _, pt := range pts {
+		ticks = append(ticks, plot.Tick{Value: pt.Rate, Label: fmt.Sprintf("%g", pt.Rate)})
+	}
+	var plots []*plot.Plot
+	var legend []legendEntry
+	for _, pn := range panels {
+		p := plot.New()
+		p.Title.Text = pn.title
+		p.Title.TextStyle.Font.Size = vg.Points(11)
+		p.X.Label.Text = "arrival rate (/s)"
+		p.Y.Label.Text = "ms"
+		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+		p.X.Tick.Marker = plot.ConstantTicks(ticks)
+		p.Y.Tick.Marker = logTicks{}
+		p.Add(plotter.NewGrid())
+		lo, hi := math.Inf(1), math.Inf(-1)
+		drawn := false
+		for i, side := range sides {
+			var xys plotter.XYs
+			for _, pt := range pts {
+				if v, ok := median(pt, pn.metric, side); ok {
+					v = math.Max(v, 0.01) // a log axis has no zero
+					xys = append(xys, plotter.XY{X: pt.Rate, Y: v})
+					lo, hi = math.Min(lo, v), math.Max(hi, v)
+				}
 			}
+			if len(xys) == 0 {
+				continue
+			}
+			l, sc, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return false, err
+			}
+			l.Color, sc.Color = sideColors[i], sideColors[i]
+			l.Width = vg.Points(1.5)
+			if i == 1 {
+				sc.Shape = draw.BoxGlyph{}
+			}
+			p.Add(l, sc)
+			if len(legend) < len(sides) && len(plots) == 0 {
+				legend = append(legend, legendEntry{SideLabel(run, side), []plot.Thumbnailer{l, sc}})
+			}
+			drawn = true
 		}
-		if len(xys) == 0 {
+		if !drawn {
 			continue
 		}
-		l, sc, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return false, err
-		}
-		l.Color, sc.Color = sideColors[s.color], sideColors[s.color]
-		if s.dashed {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			sc.Shape = draw.BoxGlyph{}
-		}
-		p.Add(l, sc)
-		p.Legend.Add(SideLabel(run, s.side)+" "+s.label, l, sc)
-		drawn = true
+		// Room around the data: the first and last rate labels stay
+		// inside the panel, and the y range spans at least one decade
+		// so the log ticks have labels.
+		p.X.Min, p.X.Max = pts[0].Rate/1.3, pts[len(pts)-1].Rate*1.3
+		p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
+		p.Y.Max = math.Max(math.Pow(10, math.Ceil(math.Log10(hi))), p.Y.Min*10)
+		plots = append(plots, p)
 	}
-	if !drawn {
+	if len(plots) == 0 {
 		return false, nil
 	}
-	return true, p.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+	f := newFrame(title, legend)
+	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Points(14)}
+	canvases := plot.Align([][]*plot.Plot{plots}, tiles, f.body)
+	for i, p := range plots {
+		p.Draw(canvases[0][i])
+	}
+	return true, f.save(path)
+}
+
+// logTicks marks a log axis: 1, 2 and 5 of every decade labelled when the
+// axis spans at most two decades, only the powers of ten otherwise, and
+// the other integers of each decade as minor ticks.
+type logTicks struct{}
+
+// Ticks returns the ticks between lo and hi (both > 0).
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	labelled := map[int]bool{1: true, 2: true, 5: true}
+	if hi/lo > 100 {
+		labelled = map[int]bool{1: true}
+	}
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for i := 1; i < 10; i++ {
+			v := float64(i) * math.Pow(10, e)
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if labelled[i] {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+// plainTicks are gonum/plot's default ticks labelled without trailing
+// zeros ("50", not "50.00").
+type plainTicks struct{}
+
+// Ticks returns the default ticks between lo and hi, relabelled.
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', -1, 64)
+		}
+	}
+	return ticks
+}
+
+// Caption says what to read from the chart of key (queue, log, documents,
+// ceilings); RESULTS.md prints it under the chart.
+func Caption(key string) string {
+	switch key {
+	case "queue":
+		return "Lower is better; both axes are logarithmic, so the low rates get as much room as the high ones. " +
+			"Where the two lines run close, the sides are about as fast; where a line climbs by orders of magnitude, " +
+			"that side has stopped keeping up and its latency is the age of a growing backlog, not its service time."
+	case "log":
+		return "Lower is better; both axes are logarithmic, so the vertical gap between the lines is the ratio of the sides' latencies: " +
+			"a steady gap means one side is slower by a constant factor, a gap that widens with the rate means it degrades under load."
+	case "documents":
+		return "Each bar is a side's rewrite p50 divided by its neighbour-patch p50 in the same rounds. " +
+			"The higher the bar, the more a profile's size costs that side; compare how each side's bar grows from the smaller size to the larger."
+	case "ceilings":
+		return "Higher is better: the highest arrival rate each side sustained with errors under 1%, a flat backlog and the server-side p99 under the limit " +
+			"(the criteria are under each pair's Ceilings table), median of the rounds. Compare the two bars of a pair, not one pair with another: " +
+			"their requests do different work."
+	}
+	return ""
 }
 
 // bar is one bar group entry.
@@ -80,20 +256,22 @@ type bar struct {
 	vals  [2]float64
 }
 
-// barChart draws grouped bars, one bar per side in each group.
+// barChart draws grouped bars, one bar per side in each group, each bar
+// labelled with its value.
 func barChart(title, ylabel string, sides [2]string, bars []bar, path string) (bool, error) {
 	if len(bars) == 0 {
 		return false, nil
 	}
 	p := plot.New()
-	p.Title.Text = title
 	p.Y.Label.Text = ylabel
-	p.Legend.Top = true
-	w := vg.Points(18)
+	w := vg.Points(28)
 	var names []string
+	top := 0.0
 	for _, b := range bars {
 		names = append(names, b.group)
+		top = math.Max(top, math.Max(b.vals[0], b.vals[1]))
 	}
+	var legend []legendEntry
 	for i := range 2 {
 		var vs plotter.Values
 		for _, b := range bars {
@@ -107,10 +285,31 @@ func barChart(title, ylabel string, sides [2]string, bars []bar, path string) (b
 		bc.LineStyle.Width = 0
 		bc.Offset = vg.Length(float64(i)-0.5) * w
 		p.Add(bc)
-		p.Legend.Add(sides[i], bc)
+		legend = append(legend, legendEntry{sides[i], []plot.Thumbnailer{bc}})
+		// The value above each bar.
+		var xys plotter.XYLabels
+		for j, v := range vs {
+			xys.XYs = append(xys.XYs, plotter.XY{X: float64(j), Y: v})
+			xys.Labels = append(xys.Labels, num(v))
+		}
+		labels, err := plotter.NewLabels(xys)
+		if err != nil {
+			return false, err
+		}
+		for j := range labels.TextStyle {
+			labels.TextStyle[j].XAlign = draw.XCenter
+			labels.TextStyle[j].Font.Size = vg.Points(9)
+		}
+		labels.Offset = vg.Point{X: vg.Length(float64(i)-0.5) * w, Y: vg.Points(3)}
+		p.Add(labels)
 	}
 	p.NominalX(names...)
-	return true, p.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+	p.X.Min, p.X.Max = -0.6, float64(len(bars))-0.4
+	p.Y.Tick.Marker = plainTicks{}
+	p.Y.Min, p.Y.Max = 0, top*1.15
+	f := newFrame(title, legend)
+	p.Draw(f.body)
+	return true, f.save(path)
 }
 
 // Charts draws the SVG charts of the runs into dir and returns their
@@ -120,11 +319,9 @@ func Charts(all []*driver.Run, dir string) (map[string]string, error) {
 	for _, run := range all {
 		switch run.Command {
 		case "queue":
-			ok, err := latencyChart(run, "queue.rate", "queue: send→processed and delivery p99 per rate", []series{
-				{"no-rabbitmq", "server.processing.p99_ms", "send→processed p99", false, 0},
-				{"rabbitmq", "server.processing.p99_ms", "send→processed p99", false, 1},
-				{"no-rabbitmq", "server.delivery.p99_ms", "delivery p99", true, 0},
-				{"rabbitmq", "server.delivery.p99_ms", "delivery p99", true, 1},
+			ok, err := latencyChart(run, "queue.rate", "queue: latency p99 per arrival rate (log scales)", [2]string{"no-rabbitmq", "rabbitmq"}, []panel{
+				{"send → processed p99", "server.processing.p99_ms"},
+				{"delivery p99", "server.delivery.p99_ms"},
 			}, filepath.Join(dir, "queue-latency.svg"))
 			if err != nil {
 				return nil, err
@@ -133,11 +330,9 @@ func Charts(all []*driver.Run, dir string) (map[string]string, error) {
 				out["queue"] = "queue-latency.svg"
 			}
 		case "log":
-			ok, err := latencyChart(run, "log.rate", "log: delivery p95 and write p99 per rate", []series{
-				{"no-kafka", "server.delivery.p95_ms", "delivery p95", false, 0},
-				{"kafka", "server.delivery.p95_ms", "delivery p95", false, 1},
-				{"no-kafka", "server.write.p99_ms", "write p99", true, 0},
-				{"kafka", "server.write.p99_ms", "write p99", true, 1},
+			ok, err := latencyChart(run, "log.rate", "log: latency per arrival rate (log scales)", [2]string{"no-kafka", "kafka"}, []panel{
+				{"delivery p95", "server.delivery.p95_ms"},
+				{"write p99", "server.write.p99_ms"},
 			}, filepath.Join(dir, "log-latency.svg"))
 			if err != nil {
 				return nil, err
@@ -156,7 +351,7 @@ func Charts(all []*driver.Run, dir string) (map[string]string, error) {
 				b, _ := median(p, "cost_ratio.p50", p.Sides[1])
 				bars = append(bars, bar{p.Name, [2]float64{a, b}})
 			}
-			ok, err := barChart("documents: rewrite ÷ neighbour patch (p50)", "cost ratio (×)",
+			ok, err := barChart("documents: rewrite cost ÷ neighbour-patch cost (p50)", "rewrite ÷ patch",
 				[2]string{SideLabel(run, "no-mongodb"), SideLabel(run, "mongodb")}, bars, filepath.Join(dir, "documents-cost-ratio.svg"))
 			if err != nil {
 				return nil, err
@@ -182,7 +377,7 @@ func Charts(all []*driver.Run, dir string) (map[string]string, error) {
 		}
 		bars = append(bars, bar{run.Command, v})
 	}
-	ok, err := barChart("ceilings: highest rate with a flat backlog and p99 under the limit", "per second (median of rounds)",
+	ok, err := barChart("ceilings: highest rate that keeps up (median of rounds)", "per second",
 		[2]string{"Postgres side", "RabbitMQ / Kafka side"}, bars, filepath.Join(dir, "ceilings.svg"))
 	if err != nil {
 		return nil, fmt.Errorf("ceilings chart: %w", err)

@@ -131,14 +131,14 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 			w("\n")
 		}
 		if f, ok := charts[r.Command]; ok {
-			w("![%s](%s/%s)\n\n", r.Command, chartsRel, f)
+			w("![%s](%s/%s)\n\n*%s*\n\n", r.Command, chartsRel, f, Caption(r.Command))
 		}
 		for _, n := range r.Notes {
 			w("- Note: %s\n", md(n))
 		}
 	}
 	if f, ok := charts["ceilings"]; ok {
-		w("\n## Ceilings of every pair\n\n![ceilings](%s/%s)\n", chartsRel, f)
+		w("\n## Ceilings of every pair\n\n![ceilings](%s/%s)\n\n*%s*\n", chartsRel, f, Caption("ceilings"))
 	}
 }
 

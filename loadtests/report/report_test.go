@@ -135,6 +135,8 @@ func TestReportFromFixture(t *testing.T) {
 		"![queue](docs/results/queue-latency.svg)", "![log](docs/results/log-latency.svg)",
 		"![documents](docs/results/documents-cost-ratio.svg)", "![ceilings](docs/results/ceilings.svg)",
 		"- Note: fixture note",
+		"![queue](docs/results/queue-latency.svg)\n\n*Lower is better; both axes are logarithmic",
+		"![ceilings](docs/results/ceilings.svg)\n\n*Higher is better",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("RESULTS.md lacks %q", want)

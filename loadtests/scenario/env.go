@@ -72,9 +72,11 @@ type Env struct {
 	// Probe reports whether the named service answers on port (nil when
 	// it does): the check subcommand's logic.
 	Probe func(ctx context.Context, name string, port int) error
-	// Out receives log lines and tables; Progress the progress bars (nil
-	// for none).
-	Out, Progress io.Writer
+	// Out receives log lines and tables.
+	Out io.Writer
+	// Progress reports every attack (a bar on a terminal, a line
+	// elsewhere); nil for none.
+	Progress *driver.Progress
 	// Settle bounds the wait for a backlog to drain after an attack.
 	Settle time.Duration
 	// ReadyTimeout bounds a started service's wait for /readyz.

@@ -77,3 +77,25 @@ func TestLargeProfileSizeAndVariants(t *testing.T) {
 		t.Errorf("sizes %d %d, equal %v", len(a), len(b), string(a) == string(b))
 	}
 }
+
+// TestEstimateCountsTheScenariosAttacks checks the plan the progress
+// report starts from: the fixed-rate attacks of both sides, the ceiling
+// searches half-way (typical) or all the way (bound) up their ladder.
+func TestEstimateCountsTheScenariosAttacks(t *testing.T) {
+	o := RateOptions{Rates: []float64{500}, Duration: 10 * time.Second, Rounds: 1}
+	e := o.Estimate(20 * time.Second)
+	if e.Attacks != 2 || e.Typical != 48*time.Second || e.Bound != 88*time.Second {
+		t.Errorf("one rate, one round: %+v, want 2 attacks, 48s typical, 1m28s bound", e)
+	}
+	o.Ceiling = true
+	o.CeilingOpts = CeilingOptions{Start: 1000, Factor: 2, Max: 16000, Bisect: 2, Step: 4 * time.Second, Rounds: 3}
+	c := o.Estimate(20 * time.Second)
+	// Ladder 1000…16000 is 5 steps: 3 up then 2 bisections typically, 7
+	// at most, for 6 searches (3 rounds × 2 sides).
+	if got := c.Attacks - e.Attacks; got != 30 {
+		t.Errorf("ceiling attacks %d, want 30", got)
+	}
+	if got, want := c.Bound-e.Bound, time.Duration(6*7)*(5*time.Second+30*time.Second); got != want {
+		t.Errorf("ceiling bound %s, want %s", got, want)
+	}
+}

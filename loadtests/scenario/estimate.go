@@ -1,0 +1,84 @@
+package scenario
+
+import (
+	"math"
+	"time"
+)
+
+// Estimate is how long a scenario is expected to take, computed from its
+// options before it runs. It is an estimate: a ceiling search stops at the
+// first failing step, which is not known in advance, and a backlog may
+// drain at once or take the whole settle bound.
+type Estimate struct {
+	// Attacks is how many attacks the scenario reports (warm-ups are not
+	// reported).
+	Attacks int
+	// Typical assumes backlogs drain at once and ceiling searches fail
+	// half-way up their ladder.
+	Typical time.Duration
+	// Bound assumes every settle wait runs to its bound and every ceiling
+	// search climbs its whole ladder.
+	Bound time.Duration
+}
+
+// Add returns the sum of e and o.
+func (e Estimate) Add(o Estimate) Estimate {
+	return Estimate{Attacks: e.Attacks + o.Attacks, Typical: e.Typical + o.Typical, Bound: e.Bound + o.Bound}
+}
+
+// Fixed costs the estimates add to the attacks' own durations.
+const (
+	// attackOverhead is the stats reset and reads around each attack.
+	attackOverhead = time.Second
+	// serviceStart is one service started (or restarted) by the driver.
+	serviceStart = 10 * time.Second
+)
+
+// warmupTime is one warm-up of a pair (2 s per side plus its overhead).
+const warmupTime = 2 * (2*time.Second + attackOverhead)
+
+// attacks returns n attacks of d each, with their overhead.
+func attacks(n int, d, settle time.Duration) Estimate {
+	t := time.Duration(n) * (d + attackOverhead)
+	return Estimate{Attacks: n, Typical: t, Bound: t + time.Duration(n)*settle}
+}
+
+// Estimate returns the expected duration of Queue or Log run with o, when
+// each settle wait is bounded by settle.
+func (o RateOptions) Estimate(settle time.Duration) Estimate {
+	sides := 2
+	e := Estimate{Typical: 2*serviceStart + warmupTime, Bound: 2*serviceStart + warmupTime}
+	e = e.Add(attacks(len(o.Rates)*o.Rounds*sides, o.Duration, settle))
+	if o.Ceiling {
+		c := o.CeilingOpts
+		ladder := 1
+		if c.Factor > 1 && c.Max > c.Start && c.Start > 0 {
+			ladder += int(math.Floor(math.Log(c.Max/c.Start) / math.Log(c.Factor)))
+		}
+		searches := c.Rounds * sides
+		typical := attacks(searches*((ladder+1)/2+c.Bisect), c.Step, 3*settle/2)
+		bound := attacks(searches*(ladder+c.Bisect), c.Step, 3*settle/2)
+		e = e.Add(Estimate{Attacks: typical.Attacks, Typical: typical.Typical, Bound: bound.Bound})
+	}
+	if o.Variant {
+		// The default mode and the variant at one rate, each after a
+		// restart of both services and a warm-up, then back to the
+		// defaults.
+		restarts := time.Duration(3*sides) * serviceStart
+		e = e.Add(Estimate{Typical: restarts + 2*warmupTime, Bound: restarts + 2*warmupTime})
+		e = e.Add(attacks(2*o.Rounds*sides, o.Duration, settle))
+	}
+	return e
+}
+
+// Estimate returns the expected duration of Documents run with o.
+func (o DocumentsOptions) Estimate() Estimate {
+	const sides = 2
+	// Creating and deleting the data set: a few milliseconds per user
+	// and side on a small machine.
+	data := time.Duration(o.Users*sides*2) * 2 * time.Millisecond
+	e := Estimate{Typical: 2*serviceStart + data, Bound: 2*serviceStart + 3*data}
+	e = e.Add(attacks(o.Rounds*sides, o.Duration, 0))
+	e = e.Add(attacks(len(o.Sizes)*o.Rounds*sides*2, o.Duration, 0))
+	return e
+}
