@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -115,7 +115,7 @@ func ValidateEvents(events []EventData) error {
 		if len(e.Data) == 0 || string(e.Data) == "null" {
 			return httpapi.BadRequest("events[%d].data is required (any JSON value but null)", i)
 		}
-		if err := jsontext.Check(e.Data); err != nil {
+		if err := jsonbtext.Check(e.Data); err != nil {
 			return httpapi.BadRequest("events[%d].data: %v", i, err)
 		}
 		if len(e.Metadata) > 0 && string(e.Metadata) != "null" {
@@ -123,7 +123,7 @@ func ValidateEvents(events []EventData) error {
 			if err := json.Unmarshal(e.Metadata, &m); err != nil {
 				return httpapi.BadRequest("events[%d].metadata must be a JSON object", i)
 			}
-			if err := jsontext.Check(e.Metadata); err != nil {
+			if err := jsonbtext.Check(e.Metadata); err != nil {
 				return httpapi.BadRequest("events[%d].metadata: %v", i, err)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -91,7 +91,7 @@ func validate(e *NewEvent, prefix string) error {
 	if p[0] != '{' {
 		return httpapi.BadRequest("%spayload must be a JSON object", prefix)
 	}
-	if err := jsontext.Check(p); err != nil {
+	if err := jsonbtext.Check(p); err != nil {
 		return httpapi.BadRequest("%spayload %v", prefix, err)
 	}
 	e.Payload = p

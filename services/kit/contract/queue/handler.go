@@ -14,7 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -113,7 +113,7 @@ func (h *handler) validate(in TaskRequest, where string, now time.Time) (NewTask
 	if payload[0] != '{' {
 		return NewTask{}, httpapi.BadRequest("%spayload must be a JSON object", where)
 	}
-	if err := jsontext.Check(payload); err != nil {
+	if err := jsonbtext.Check(payload); err != nil {
 		return NewTask{}, httpapi.BadRequest("%spayload: %v", where, err)
 	}
 	return NewTask{ID: NewID(), Kind: kind, Payload: payload, FailTimes: in.FailTimes, EnqueuedAt: now}, nil
