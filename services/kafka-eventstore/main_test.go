@@ -13,7 +13,9 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
 
 // testConfig uses a topic of the test's own, deleted when it ends.
@@ -36,38 +38,39 @@ func testConfig(t testing.TB) Config {
 	return cfg
 }
 
-type running struct {
-	base string
-	stop func()
-}
-
-func start(t testing.TB, cfg Config) *running {
+// start builds and starts the service with cfg (again on each Restart);
+// it is stopped at the test's end.
+func start(t testing.TB, cfg Config) *kittest.Instance[struct{}] {
 	t.Helper()
-	svc, err := build(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, stop := kittest.Start(t, svc)
-	return &running{base: base, stop: stop}
-}
-
-func TestConformance(t *testing.T) {
-	t.Parallel()
-	eventstore.Run(t, func(t *testing.T) *eventstore.Target {
-		cfg := testConfig(t)
-		r := start(t, cfg)
-		tg := &eventstore.Target{
-			BaseURL: r.base, Service: "kafka-eventstore", Backend: "kafka",
-			Features: eventstore.Features{ConditionalAppend: false, ServerSideStreamRead: false, PushSubscription: false},
+	return kittest.StartInstance(t, func(t testing.TB) (struct{}, *service.Service) {
+		svc, err := build(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
 		}
-		tg.Restart = func(t testing.TB) string {
-			r.stop()
-			r = start(t, cfg)
-			return r.base
-		}
-		return tg
+		return struct{}{}, svc
 	})
 }
+
+// TestConformance runs the event store suite against kafka-eventstore.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	features := conformance.Features{ConditionalAppend: false, ServerSideStreamRead: false, PushSubscription: false}
+	conformance.Run(t, features, func(t testing.TB) conformance.Target {
+		return &target[struct{}]{service: "kafka-eventstore", backend: "kafka", Instance: start(t, testConfig(t))}
+	})
+}
+
+// target implements conformance.Target.
+type target[A any] struct {
+	service, backend string
+	*kittest.Instance[A]
+}
+
+func (tg *target[A]) Names() (service, backend string) { return tg.service, tg.backend }
+
+// Crash is a Restart: an append is answered once the engine has it, so the
+// process holds nothing a crash could lose.
+func (tg *target[A]) Crash(t testing.TB) { tg.Restart(t) }
 
 // TestSkipsRecordsThatAreNotEvents: a record some other producer wrote
 // to the topic (not JSON, or JSON without type and data) is logged,
@@ -100,25 +103,25 @@ func TestSkipsRecordsThatAreNotEvents(t *testing.T) {
 		}
 		return err == nil
 	})
-	status, b := kittest.Do(t, "POST", r.base+"/streams/"+stream+"/events",
+	status, b := kittest.Do(t, "POST", r.URL()+"/streams/"+stream+"/events",
 		map[string]any{"events": []map[string]any{{"type": "TankRegistered", "data": map[string]any{"capacity_liters": 1000}}}}, nil)
 	if status != 201 {
 		t.Fatalf("append: %d %s", status, b)
 	}
 	var read eventstore.ReadResult
-	if status, b := kittest.Do(t, "GET", r.base+"/streams/"+stream, nil, &read); status != 200 {
+	if status, b := kittest.Do(t, "GET", r.URL()+"/streams/"+stream, nil, &read); status != 200 {
 		t.Fatalf("read: %d %s", status, b)
 	}
 	if len(read.Events) != 1 || read.Events[0].Type != "TankRegistered" || read.Events[0].Version == nil || *read.Events[0].Version != 0 {
 		t.Fatalf("read after garbage: %+v, want the one event at version 0", read.Events)
 	}
-	if status, b := kittest.Do(t, "GET", r.base+"/streams/"+stream+"/state", nil, nil); status != 200 {
+	if status, b := kittest.Do(t, "GET", r.URL()+"/streams/"+stream+"/state", nil, nil); status != 200 {
 		t.Errorf("state after garbage: %d %s", status, b)
 	}
 	// A subscription from the start passes the garbage and delivers the event.
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req := kittest.NewRequest(t, "GET", r.base+"/subscribe", nil).WithContext(sctx)
+	req := kittest.NewRequest(t, "GET", r.URL()+"/subscribe", nil).WithContext(sctx)
 	sresp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +136,7 @@ func TestSkipsRecordsThatAreNotEvents(t *testing.T) {
 		t.Errorf("the subscription did not deliver the event past the garbage (status %d, err %v)", sresp.StatusCode, sc.Err())
 	}
 	var st struct{ Counters map[string]int64 }
-	if status, b := kittest.Do(t, "GET", r.base+"/stats", nil, &st); status != 200 || st.Counters[SkippedCounter] < 3 {
+	if status, b := kittest.Do(t, "GET", r.URL()+"/stats", nil, &st); status != 200 || st.Counters[SkippedCounter] < 3 {
 		t.Errorf("/stats: %d %s, want %s >= 3", status, b, SkippedCounter)
 	}
 }

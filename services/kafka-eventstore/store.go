@@ -17,7 +17,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
-// store is the Kafka eventstore.Store over one partition of one topic. It
+// store is the Kafka eventstore.Backend over one partition of one topic. It
 // is safe for concurrent use: kafka.Client is, and the store keeps no other
 // state. close releases the client's idle connections.
 type store struct {
@@ -104,12 +104,12 @@ func (s *store) ping(ctx context.Context) error {
 	return err
 }
 
-// Capabilities implements eventstore.Store.
+// Capabilities implements eventstore.Backend.
 func (s *store) Capabilities() eventstore.Capabilities {
 	return eventstore.Capabilities{ConditionalAppend: false, ServerSideStreamRead: false, PushSubscription: false}
 }
 
-// Append implements eventstore.Store. The records of one append go in one
+// Append implements eventstore.Backend. The records of one append go in one
 // produce request, hence one record batch, which the partition appends
 // atomically. There is no version check to make: Kafka's produce request
 // has no expected-version parameter, and checking in the service (read,
@@ -228,7 +228,7 @@ func (s *store) event(rec record, stream string, version *int64) (eventstore.Rec
 	}, true
 }
 
-// Read implements eventstore.Store. Kafka has no index by key: the service
+// Read implements eventstore.Backend. Kafka has no index by key: the service
 // consumes the whole partition from its log start to the high watermark
 // taken at the start, and keeps the stream's records. A stream version is
 // the count of the stream's records before it (from the log start: if
@@ -278,7 +278,7 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 	return res, nil
 }
 
-// Subscribe implements eventstore.Store: fetch from the offset after from
+// Subscribe implements eventstore.Backend: fetch from the offset after from
 // up to the high watermark seen at the start (catch-up), then long-poll
 // fetches (KAFKA_FETCH_MAX_WAIT) for live records. Kafka pushes nothing:
 // a live event waits for the next fetch answer. Versions are null: a
@@ -355,4 +355,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-var _ eventstore.Store = (*store)(nil)
+var _ eventstore.Backend = (*store)(nil)

@@ -32,7 +32,7 @@ type wireEvent struct {
 // produce to the topic with acks=all. Safe for concurrent use.
 type backend struct {
 	cfg    Config
-	store  *logc.Store
+	store  *logc.Records
 	writer atomic.Pointer[kafkago.Writer]
 	client *kafkago.Client
 	cons   *consumer

@@ -12,6 +12,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
@@ -22,10 +23,10 @@ import (
 func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, map[string]string{"KAFKA_WRITE_TIMEOUT": "3s", "KAFKA_DIAL_TIMEOUT": "1s"})
-	ok := logc.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
-	logc.WaitDelivered(t, tg.URL(), ok.ID)
+	ok := conformance.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
+	conformance.WaitDelivered(t, tg.URL(), ok.ID)
 
-	b := tg.app.backend
+	b := tg.App().backend
 	good := b.writer.Swap(newWriter(b.cfg, []string{"127.0.0.1:1"}))
 	t.Cleanup(func() { _ = good.Close() })
 	var body struct {
@@ -41,14 +42,14 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 		t.Fatalf("503 body: %+v", body)
 	}
 	t.Logf("503: %s", body.Error)
-	lost := logc.Get(t, tg.URL(), body.IDs[0])
+	lost := conformance.Get(t, tg.URL(), body.IDs[0])
 	if lost.DeliveredAt != nil {
 		t.Fatalf("the unproduced event was delivered: %+v", lost)
 	}
 	// The broker comes back: new events flow again, the gap stays.
 	b.writer.Store(good)
-	after := logc.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
-	logc.WaitDelivered(t, tg.URL(), after.ID)
+	after := conformance.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
+	conformance.WaitDelivered(t, tg.URL(), after.ID)
 	if s, _ := kittest.Do(t, http.MethodGet, tg.URL()+"/events/"+lost.ID+"/wait?timeout=1s", nil, nil); s != http.StatusRequestTimeout {
 		t.Errorf("wait on the unproduced event: %d, want 408", s)
 	}
@@ -68,7 +69,7 @@ func BenchmarkDeliverySynchronousCommit(b *testing.B) {
 	for _, mode := range []string{"on", "off"} {
 		b.Run(mode, func(b *testing.B) {
 			tg := newTarget(b, map[string]string{"SYNCHRONOUS_COMMIT": mode})
-			logc.MeasureDelivery(b, tg.URL())
+			conformance.MeasureDelivery(b, tg.URL())
 		})
 	}
 }
@@ -80,13 +81,13 @@ func BenchmarkDeliverySynchronousCommit(b *testing.B) {
 func TestStopGivesUpOnABlockedBatchAtItsDeadline(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, nil)
-	first := logc.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
-	logc.WaitDelivered(t, tg.URL(), first.ID)
+	first := conformance.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
+	conformance.WaitDelivered(t, tg.URL(), first.ID)
 
-	block := logc.BlockDeliveries(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
-	inHand := logc.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
-	block.WaitForWaiter(time.Minute, "the consumer to wait on the deliveries lock", logc.Waiter{})
-	c := tg.app.consumer
+	block := conformance.BlockDeliveries(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	inHand := conformance.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
+	block.WaitForWaiter(time.Minute, "the consumer to wait on the deliveries lock", conformance.Waiter{})
+	c := tg.App().consumer
 	if !c.running.Load() {
 		t.Fatal("the consumer is not running while it retries")
 	}
@@ -103,10 +104,10 @@ func TestStopGivesUpOnABlockedBatchAtItsDeadline(t *testing.T) {
 	default:
 		t.Fatal("Stop returned before the consumer's goroutines ended")
 	}
-	tg.stop(t)
+	tg.Stop()
 	block.Release()
-	tg.start(t)
-	logc.WaitDelivered(t, tg.URL(), inHand.ID)
+	tg.Start(t)
+	conformance.WaitDelivered(t, tg.URL(), inHand.ID)
 }
 
 // A partly written batch (kafka.WriteErrors) names, per id, what is

@@ -184,19 +184,18 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error
 		return nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, logc.Latencies, logc.Counters)
-	store := logc.NewStore(pool, cfg.SynchronousCommit)
+	store := logc.NewRecords(pool, cfg.SynchronousCommit)
 	hub := new(waiter.Hub)
 	cons := &consumer{
 		cfg:     cfg,
-		deliver: &logc.Deliverer{Store: store, Hub: hub, Stats: svc.Stats},
+		deliver: &logc.Deliverer{Records: store, Hub: hub, Stats: svc.Stats},
 		stats:   svc.Stats,
 		logger:  svc.Logger,
 		reader:  newReader(cfg),
 	}
 	b := &backend{cfg: cfg, store: store, client: client, cons: cons}
 	b.writer.Store(newWriter(cfg, cfg.Brokers))
-	h := &logc.Handler{Backend: b, Store: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping()}
-	h.Mount(svc.Router)
+	logc.Mount(svc.Router, b, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping()})
 	// OnStop runs LIFO: the consumer (finishing and committing its batch,
 	// leaving the group) and the producer stop before the pool closes.
 	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })

@@ -8,17 +8,16 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
-	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
 
 // target runs kafka instances on one schema, one topic and one group for
 // the conformance suite and the service's own tests.
 type target struct {
-	env  map[string]string
-	app  *app
-	url  string
-	halt func() // stops the running instance; nil when none runs
+	env map[string]string
+	*kittest.Instance[*app]
 }
 
 // newTarget starts an instance on a fresh schema, topic and group; extra
@@ -43,35 +42,19 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 			t.Logf("delete topic %s: %v", topic, err)
 		}
 	})
-	tg.start(t)
+	tg.Instance = kittest.StartInstance(t, tg.build)
 	return tg
 }
 
-func (tg *target) start(t testing.TB) {
+// build assembles an instance from the target's environment.
+func (tg *target) build(t testing.TB) (*app, *service.Service) {
 	t.Helper()
 	cfg := kittest.ReadConfig(t, readConfig, tg.env)
 	a, err := assemble(kittest.Context(t, time.Minute), cfg, kittest.Logger(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg.app = a
-	tg.url, tg.halt = kittest.Start(t, a.svc)
-}
-
-func (tg *target) stop(t testing.TB) {
-	t.Helper()
-	if tg.halt != nil {
-		tg.halt()
-		tg.halt = nil
-	}
-}
-
-func (tg *target) URL() string { return tg.url }
-
-func (tg *target) Restart(t testing.TB) {
-	t.Helper()
-	tg.stop(t)
-	tg.start(t)
+	return a, a.svc
 }
 
 // Crash stops the instance (which leaves the group), then rewinds the
@@ -79,8 +62,8 @@ func (tg *target) Restart(t testing.TB) {
 // consumer had died before committing anything.
 func (tg *target) Crash(t testing.TB) {
 	t.Helper()
-	tg.stop(t)
-	cfg := tg.app.backend.cfg
+	tg.Stop()
+	cfg := tg.App().backend.cfg
 	client := &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: 10 * time.Second}
 	var commits []kafkago.OffsetCommit
 	for p := range cfg.Partitions {
@@ -110,10 +93,11 @@ func (tg *target) Crash(t testing.TB) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	tg.start(t)
+	tg.Start(t)
 }
 
+// TestConformance runs the log pair's one suite against kafka.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	logc.Run(t, func(t testing.TB) logc.Target { return newTarget(t, nil) })
+	conformance.Run(t, conformance.Features{}, func(t testing.TB) conformance.Target { return newTarget(t, nil) })
 }

@@ -4,21 +4,57 @@
 //
 // The parts live in sub-packages named for their purpose:
 //
-//   - config:   environment variables into one Config struct per service,
+//   - config:    environment variables into one Config struct per service,
 //     with errors that name the variable.
-//   - httpapi:  chi router, middleware (slog request log, recovery, body
+//   - httpapi:   chi router, middleware (slog request log, recovery, body
 //     limit), strict JSON decoding, and the one place where errors become
 //     HTTP status codes and {"error": "..."} bodies.
-//   - stats:    HdrHistogram latency summaries and counters behind GET /stats
+//   - stats:     HdrHistogram latency summaries and counters behind GET /stats
 //     (one JSON shape for every service), mirrored to Prometheus on /metrics.
-//   - postgres: the pgx pool, per-pair schema and goose migrations.
-//   - service:  the lifecycle (serve, then drain HTTP, stop consumers, close
+//   - postgres:  the pgx pool, per-pair schema and goose migrations.
+//   - service:   the lifecycle (serve, then drain HTTP, stop consumers, close
 //     pools) and the probes /healthz and /readyz.
-//   - waiter:   wakes long polls in this process when their outcome is in.
-//   - jsontext: refuses in JSON what Postgres jsonb cannot store (\u0000,
+//   - waiter:    wakes long polls in this process when their outcome is in.
+//   - jsonbtext: refuses in JSON what Postgres jsonb cannot store (\u0000,
 //     lone surrogates), so both sides of a pair answer it with 400.
-//   - contract: one package per pair: its OpenAPI document, shared types
-//     and handlers, and the pair's one conformance suite.
-//   - kittest:  test helpers that find the real servers through environment
-//     variables with defaults at the stack's ports.
+//   - contract:  one package per pair (queue, log, documents, eventstore):
+//     its OpenAPI document, shared types, Backend interface and handlers;
+//     each has a conformance sub-package holding the pair's one suite.
+//   - kittest:   test helpers that find the real servers through environment
+//     variables with defaults at the stack's ports, and run services in the
+//     test's process.
+//
+// # Glossary
+//
+// Every pair uses these words with one meaning:
+//
+//   - Pair: one comparison, a specialist and its Postgres replacement
+//     behind one REST contract (the event store is a trio: two
+//     specialists). A side is one of its services.
+//   - Contract: the package contract/<pair>. Every one has the same files:
+//     doc.go, openapi.go (OpenAPI, the embedded openapi.yaml), types.go
+//     (the wire types and /stats names), backend.go (Backend) and
+//     handler.go (Mount, Options).
+//   - Backend: the interface a side implements, its adapter to its
+//     database or broker (contract/<pair>.Backend). Nothing else is called
+//     Backend, except BackendInfo, the description of the server a
+//     documents side serves at GET /backend, and the "backend" name in
+//     /stats.
+//   - Mount: the function Mount(r chi.Router, b Backend, o Options) that
+//     adds the contract's routes to a service's router; Options holds the
+//     rest (stats recorder, timeouts, wake-up hub).
+//   - Records: the Postgres tables a pair's sides both keep whatever
+//     transports their work (queue/records, log.Records).
+//   - Conformance suite: contract/<pair>/conformance, entered by
+//     conformance.Run(t, Features, NewTarget) from every side's tests. It
+//     is a separate package so that no service binary links testing.
+//   - Features: what a side declares it can do, passed to Run; a test
+//     that needs a flag the side lacks checks the honest opposite or
+//     skips, naming the flag.
+//   - Target: one running side under the suite: kittest.Target (URL,
+//     Restart, Crash) plus the pair's extras; NewTarget starts one on
+//     state of its own. A service's target embeds kittest.Instance, which
+//     runs one instance at a time.
+//   - Settings: a queue target's per-instance settings (workers, retries),
+//     the variables they stand for (Settings.Env).
 package kit

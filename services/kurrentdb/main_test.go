@@ -9,8 +9,9 @@ import (
 	"testing"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
 
 // kurrentURL returns KURRENTDB_URL or skips: KurrentDB cannot be installed
@@ -24,13 +25,17 @@ func kurrentURL(t testing.TB) string {
 	return u
 }
 
-func start(t testing.TB, cfg Config) (string, func()) {
+// start builds and starts the service with cfg (again on each Restart);
+// it is stopped at the test's end.
+func start(t testing.TB, cfg Config) *kittest.Instance[struct{}] {
 	t.Helper()
-	svc, err := build(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kittest.Start(t, svc)
+	return kittest.StartInstance(t, func(t testing.TB) (struct{}, *service.Service) {
+		svc, err := build(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return struct{}{}, svc
+	})
 }
 
 // TestConformance runs the shared suite against a real KurrentDB. Streams
@@ -38,21 +43,24 @@ func start(t testing.TB, cfg Config) (string, func()) {
 func TestConformance(t *testing.T) {
 	url := kurrentURL(t)
 	t.Parallel()
-	eventstore.Run(t, func(t *testing.T) *eventstore.Target {
+	features := conformance.Features{ConditionalAppend: true, ServerSideStreamRead: true, PushSubscription: true}
+	conformance.Run(t, features, func(t testing.TB) conformance.Target {
 		cfg := kittest.ReadConfig(t, readConfig, map[string]string{"KURRENTDB_URL": url, "SHUTDOWN_TIMEOUT": "10s"})
-		base, stop := start(t, cfg)
-		tg := &eventstore.Target{
-			BaseURL: base, Service: "kurrentdb", Backend: "kurrentdb",
-			Features: eventstore.Features{ConditionalAppend: true, ServerSideStreamRead: true, PushSubscription: true},
-		}
-		tg.Restart = func(t testing.TB) string {
-			stop()
-			base, stop = start(t, cfg)
-			return base
-		}
-		return tg
+		return &target[struct{}]{service: "kurrentdb", backend: "kurrentdb", Instance: start(t, cfg)}
 	})
 }
+
+// target implements conformance.Target.
+type target[A any] struct {
+	service, backend string
+	*kittest.Instance[A]
+}
+
+func (tg *target[A]) Names() (service, backend string) { return tg.service, tg.backend }
+
+// Crash is a Restart: an append is answered once the engine has it, so the
+// process holds nothing a crash could lose.
+func (tg *target[A]) Crash(t testing.TB) { tg.Restart(t) }
 
 func TestConfigNamesBadVariables(t *testing.T) {
 	t.Parallel()

@@ -15,7 +15,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 )
 
-// store is the KurrentDB eventstore.Store. It is safe for concurrent use
+// store is the KurrentDB eventstore.Backend. It is safe for concurrent use
 // (the client multiplexes gRPC calls); the service closes the client on
 // stop.
 type store struct {
@@ -24,7 +24,7 @@ type store struct {
 	logger *slog.Logger
 }
 
-// Capabilities implements eventstore.Store.
+// Capabilities implements eventstore.Backend.
 func (s *store) Capabilities() eventstore.Capabilities {
 	return eventstore.Capabilities{ConditionalAppend: true, ServerSideStreamRead: true, PushSubscription: true}
 }
@@ -50,7 +50,7 @@ func unavailable(op string, err error) error {
 	return fmt.Errorf("kurrentdb %s: %w (%w)", op, httpapi.ErrUnavailable, err)
 }
 
-// Append implements eventstore.Store: the expected version travels to the
+// Append implements eventstore.Backend: the expected version travels to the
 // server as the append's StreamState, which checks it atomically.
 func (s *store) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (eventstore.AppendResult, error) {
 	var state kurrentdb.StreamState = kurrentdb.Any{}
@@ -131,7 +131,7 @@ func recorded(r *kurrentdb.RecordedEvent) eventstore.RecordedEvent {
 	}
 }
 
-// Read implements eventstore.Store through the server's stream index.
+// Read implements eventstore.Backend through the server's stream index.
 // records_scanned is null: the server does not report what it read.
 func (s *store) Read(ctx context.Context, stream string, from int64, limit int) (eventstore.ReadResult, error) {
 	res := eventstore.ReadResult{Stream: stream, Events: []eventstore.RecordedEvent{}}
@@ -171,7 +171,7 @@ func after(a, b kurrentdb.Position) bool {
 	return a.Commit > b.Commit || a.Commit == b.Commit && a.Prepare > b.Prepare
 }
 
-// Subscribe implements eventstore.Store: read $all forwards in pages from
+// Subscribe implements eventstore.Backend: read $all forwards in pages from
 // the position (catch-up), report caught-up, then subscribe to $all from
 // the last position read, system events filtered out.
 func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subscriber) error {
@@ -269,4 +269,4 @@ func (s *store) catchUpPage(ctx context.Context, cur *kurrentdb.Position, starte
 	return n, nil
 }
 
-var _ eventstore.Store = (*store)(nil)
+var _ eventstore.Backend = (*store)(nil)

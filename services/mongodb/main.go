@@ -99,8 +99,8 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 		_ = client.Disconnect(context.Background())
 		return nil, err
 	}
-	documents.Mount(svc.Router, &store{users: users, rec: svc.Stats, ferret: strings.HasPrefix(backend.Server, "FerretDB")}, svc.Stats, documents.Options{
-		Timeout: cfg.Timeout, Backend: backend,
+	documents.Mount(svc.Router, &store{users: users, rec: svc.Stats, ferret: strings.HasPrefix(backend.Server, "FerretDB")}, documents.Options{
+		Stats: svc.Stats, Timeout: cfg.Timeout, Info: backend,
 	})
 	return svc, nil
 }

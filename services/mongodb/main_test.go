@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
 )
@@ -52,29 +54,58 @@ func TestStartsAndServesSharedEndpoints(t *testing.T) {
 // when MONGO_URL points at one, FerretDB on the native stack.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	documents.Run(t, func(t *testing.T) documents.Target {
-		url := kittest.Server(t, "MONGO_URL", kittest.DefaultMongoURL)
+	url := kittest.Server(t, "MONGO_URL", kittest.DefaultMongoURL)
+	// FerretDB v1 cannot store arrays inside arrays; MongoDB can.
+	features := conformance.Features{NestedArrays: !isFerretDB(t, url)}
+	conformance.Run(t, features, func(t testing.TB) conformance.Target {
 		db := kittest.UniqueName(t, "t")
 		cfg := kittest.ReadConfig(t, readConfig, map[string]string{
 			"MONGO_URL": url, "MONGO_DATABASE": db, "MONGO_TIMEOUT": "60s",
 		})
 		dropDatabase(t, cfg)
-		// Warnings (the index fallback) and errors go to the test's output.
-		logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-		svc, err := build(kittest.Context(t, 60*time.Second), cfg, logger)
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := kittest.Serve(t, svc)
-		_, backend := kittest.GetJSON(t, base+"/backend")
-		server, _ := backend["server"].(string)
-		return documents.Target{BaseURL: base, BodyLimit: cfg.HTTP.BodyLimit,
-			Features: documents.Features{NestedArrays: !strings.HasPrefix(server, "FerretDB")}}
+		return &target{cfg: cfg, Instance: kittest.StartInstance(t, func(t testing.TB) (struct{}, *service.Service) {
+			// Warnings (the index fallback) and errors go to the test's output.
+			logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			svc, err := build(kittest.Context(t, 60*time.Second), cfg, logger)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return struct{}{}, svc
+		})}
 	})
 }
 
+// target implements conformance.Target on one database.
+type target struct {
+	cfg Config
+	*kittest.Instance[struct{}]
+}
+
+func (tg *target) BodyLimit() int64 { return tg.cfg.HTTP.BodyLimit }
+
+// Crash is a Restart: a write is answered once the server acknowledged
+// it, so the process holds nothing a crash could lose.
+func (tg *target) Crash(t testing.TB) { tg.Restart(t) }
+
+// isFerretDB asks the server at url whether it is FerretDB (its buildInfo
+// answer names a ferretdbVersion).
+func isFerretDB(t testing.TB, url string) bool {
+	t.Helper()
+	ctx := kittest.Context(t, 30*time.Second)
+	client, err := connect(ctx, kittest.ReadConfig(t, readConfig, map[string]string{"MONGO_URL": url}))
+	if err != nil {
+		t.Fatalf("connect to MONGO_URL: %v", err)
+	}
+	defer client.Disconnect(context.Background())
+	var bi buildInfo
+	if err := client.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&bi); err != nil {
+		t.Fatalf("buildInfo: %v", err)
+	}
+	return bi.FerretDBVersion != ""
+}
+
 // dropDatabase drops the test's database when the test ends.
-func dropDatabase(t *testing.T, cfg Config) {
+func dropDatabase(t testing.TB, cfg Config) {
 	t.Helper()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

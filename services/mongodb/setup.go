@@ -52,10 +52,10 @@ func probeWildcard(ctx context.Context, db *mongo.Database) error {
 // (FerretDB v1 on SQLite, see probeWildcard) is a logged fallback, not an
 // error: searches then scan the collection, with exactly the same results,
 // since the index never changes what a query matches.
-func prepare(ctx context.Context, db *mongo.Database, users *mongo.Collection, timeout time.Duration, logger *slog.Logger) (documents.Backend, error) {
+func prepare(ctx context.Context, db *mongo.Database, users *mongo.Collection, timeout time.Duration, logger *slog.Logger) (documents.BackendInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*timeout)
 	defer cancel()
-	b := documents.Backend{Backend: info.Backend, Notes: []string{}}
+	b := documents.BackendInfo{Backend: info.Backend, Notes: []string{}}
 	var bi buildInfo
 	if err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&bi); err != nil {
 		return b, fmt.Errorf("mongodb buildInfo: %w", err)

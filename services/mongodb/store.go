@@ -20,7 +20,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
-// store is the MongoDB documents.Store: one document per user in the users
+// store is the MongoDB documents.Backend: one document per user in the users
 // collection, {_id: "<uuid>", email, name, plan, profile: {...},
 // created_at, updated_at}. _id is the UUID as lower-case text, so ids sort
 // as Postgres sorts uuid. Safe for concurrent use; the client is
@@ -64,7 +64,7 @@ func hasNestedArray(v any, inArray bool) bool {
 	return false
 }
 
-var _ documents.Store = (*store)(nil)
+var _ documents.Backend = (*store)(nil)
 
 // mongoUser is the stored shape.
 type mongoUser struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -26,9 +27,9 @@ func ev(key string) logc.NewEvent {
 func TestWalsenderTerminatedReconnectsAndResumes(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, map[string]string{"STANDBY_STATUS_INTERVAL": "100ms"})
-	first := logc.Post(t, tg.URL(), ev("k"))
-	logc.WaitDelivered(t, tg.URL(), first.ID)
-	before := logc.Consumer(t, tg.URL())
+	first := conformance.Post(t, tg.URL(), ev("k"))
+	conformance.WaitDelivered(t, tg.URL(), first.ID)
+	before := conformance.Consumer(t, tg.URL())
 	if before.Slot == nil || !before.Slot.Active || before.Slot.ActivePID == 0 {
 		t.Fatalf("slot not active: %+v", before.Slot)
 	}
@@ -39,12 +40,12 @@ func TestWalsenderTerminatedReconnectsAndResumes(t *testing.T) {
 	}
 	var written []logc.Created
 	for range 20 {
-		written = append(written, logc.Post(t, tg.URL(), ev("k")))
+		written = append(written, conformance.Post(t, tg.URL(), ev("k")))
 	}
 	for _, c := range written {
-		logc.WaitDelivered(t, tg.URL(), c.ID)
+		conformance.WaitDelivered(t, tg.URL(), c.ID)
 	}
-	after := logc.Consumer(t, tg.URL())
+	after := conformance.Consumer(t, tg.URL())
 	if after.Reconnects < 1 || after.Slot.ActivePID == before.Slot.ActivePID || !after.Running {
 		t.Errorf("after terminating walsender %d: reconnects %d, walsender %d, running %v",
 			before.Slot.ActivePID, after.Reconnects, after.Slot.ActivePID, after.Running)
@@ -87,18 +88,18 @@ func TestStandbyStatusKeepsIdleStreamAlive(t *testing.T) {
 	}
 
 	tg := newTarget(t, map[string]string{"REPLICATION_URL": replURL, "STANDBY_STATUS_INTERVAL": "250ms"})
-	c := logc.Post(t, tg.URL(), ev("idle"))
-	logc.WaitDelivered(t, tg.URL(), c.ID)
-	before := logc.Consumer(t, tg.URL())
+	c := conformance.Post(t, tg.URL(), ev("idle"))
+	conformance.WaitDelivered(t, tg.URL(), c.ID)
+	before := conformance.Consumer(t, tg.URL())
 	// The idle period is the subject of this test, not a synchronisation.
 	time.Sleep(4 * time.Second)
-	after := logc.Consumer(t, tg.URL())
+	after := conformance.Consumer(t, tg.URL())
 	if after.Reconnects != 0 || after.Slot.ActivePID != before.Slot.ActivePID || !after.Slot.Active {
 		t.Fatalf("the idle stream was dropped: reconnects %d, walsender %d -> %d, active %v",
 			after.Reconnects, before.Slot.ActivePID, after.Slot.ActivePID, after.Slot.Active)
 	}
-	c = logc.Post(t, tg.URL(), ev("idle"))
-	logc.WaitDelivered(t, tg.URL(), c.ID)
+	c = conformance.Post(t, tg.URL(), ev("idle"))
+	conformance.WaitDelivered(t, tg.URL(), c.ID)
 }
 
 // A stopped consumer is what makes a slot dangerous: Postgres keeps all
@@ -108,15 +109,15 @@ func TestStandbyStatusKeepsIdleStreamAlive(t *testing.T) {
 func TestSlotRetainsWALWhileConsumerDownAndCatchesUp(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, map[string]string{"STANDBY_STATUS_INTERVAL": "100ms"})
-	c := logc.Post(t, tg.URL(), ev("k"))
-	logc.WaitDelivered(t, tg.URL(), c.ID)
-	st := logc.Consumer(t, tg.URL())
+	c := conformance.Post(t, tg.URL(), ev("k"))
+	conformance.WaitDelivered(t, tg.URL(), c.ID)
+	st := conformance.Consumer(t, tg.URL())
 	s := st.Slot
 	if s == nil || s.Name != tg.env["SLOT_NAME"] || s.Plugin != "wal2json" || !s.Active || s.WALStatus == "" || s.WALStatus == "lost" ||
 		s.ConfirmedFlushLSN == "" || s.RestartLSN == "" || st.Position != s.ConfirmedFlushLSN || st.LagUnit != "bytes" {
 		t.Fatalf("/consumer: %+v slot %+v", st, s)
 	}
-	tg.stop(t, false)
+	tg.Stop()
 
 	pool := kittest.Pool(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
 	ctx := kittest.Context(t, time.Minute)
@@ -145,11 +146,11 @@ func TestSlotRetainsWALWhileConsumerDownAndCatchesUp(t *testing.T) {
 	if retained1 <= retained0 {
 		t.Errorf("retained WAL did not grow while the consumer was down: %d -> %d bytes", retained0, retained1)
 	}
-	tg.start(t)
+	tg.Start(t)
 	for _, id := range ids {
-		logc.WaitDelivered(t, tg.URL(), id)
+		conformance.WaitDelivered(t, tg.URL(), id)
 	}
-	if st := logc.Consumer(t, tg.URL()); st.Delivered != 200 || st.Duplicates != 0 {
+	if st := conformance.Consumer(t, tg.URL()); st.Delivered != 200 || st.Duplicates != 0 {
 		t.Errorf("after catching up: delivered %d duplicates %d, want 200 and 0 (the graceful stop confirmed everything)", st.Delivered, st.Duplicates)
 	}
 }
@@ -164,7 +165,7 @@ func BenchmarkDeliverySynchronousCommit(b *testing.B) {
 	for _, mode := range []string{"on", "off"} {
 		b.Run(mode, func(b *testing.B) {
 			tg := newTarget(b, map[string]string{"SYNCHRONOUS_COMMIT": mode})
-			logc.MeasureDelivery(b, tg.URL())
+			conformance.MeasureDelivery(b, tg.URL())
 		})
 	}
 }
@@ -175,15 +176,15 @@ func BenchmarkDeliverySynchronousCommit(b *testing.B) {
 func TestStopRecordsAndConfirmsTheBatchInHand(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, nil)
-	first := logc.Post(t, tg.URL(), ev("k"))
-	logc.WaitDelivered(t, tg.URL(), first.ID)
-	before := logc.Consumer(t, tg.URL()).Position
+	first := conformance.Post(t, tg.URL(), ev("k"))
+	conformance.WaitDelivered(t, tg.URL(), first.ID)
+	before := conformance.Consumer(t, tg.URL()).Position
 
-	block := logc.BlockDeliveries(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
-	inHand := logc.Post(t, tg.URL(), ev("k"))
-	w := block.WaitForWaiter(time.Minute, "the consumer to wait on the deliveries lock", logc.Waiter{})
+	block := conformance.BlockDeliveries(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	inHand := conformance.Post(t, tg.URL(), ev("k"))
+	w := block.WaitForWaiter(time.Minute, "the consumer to wait on the deliveries lock", conformance.Waiter{})
 	stopped := make(chan struct{})
-	go func() { defer close(stopped); tg.stop(t, false) }()
+	go func() { defer close(stopped); tg.Stop() }()
 	// Stop cancels the attempt in flight; the fix makes the consumer try
 	// again (with a context of its own) before it confirms and exits.
 	block.WaitForWaiter(time.Minute, "a final recording attempt after Stop", w)
@@ -205,10 +206,10 @@ func TestStopRecordsAndConfirmsTheBatchInHand(t *testing.T) {
 		tg.env["SLOT_NAME"], before).Scan(&advanced); err != nil || !advanced {
 		t.Fatalf("confirmed_flush_lsn did not advance past %s at the graceful stop: %v %v", before, advanced, err)
 	}
-	tg.start(t)
-	next := logc.Post(t, tg.URL(), ev("k"))
-	logc.WaitDelivered(t, tg.URL(), next.ID)
-	if st := logc.Consumer(t, tg.URL()); st.Delivered != 1 || st.Duplicates != 0 {
+	tg.Start(t)
+	next := conformance.Post(t, tg.URL(), ev("k"))
+	conformance.WaitDelivered(t, tg.URL(), next.ID)
+	if st := conformance.Consumer(t, tg.URL()); st.Delivered != 1 || st.Duplicates != 0 {
 		t.Errorf("after the restart: delivered %d duplicates %d, want 1 and 0 (the stop confirmed the batch in hand)", st.Delivered, st.Duplicates)
 	}
 }

@@ -100,7 +100,7 @@ var info = stats.Info{Service: "no-kafka", Pair: "log", Backend: "postgres"}
 
 // backend appends with a plain INSERT: the WAL is the transport.
 type backend struct {
-	store    *logc.Store
+	store    *logc.Records
 	consumer *consumer
 }
 
@@ -139,18 +139,17 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error
 		return nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, logc.Latencies, logc.Counters)
-	store := logc.NewStore(pool, cfg.SynchronousCommit)
+	store := logc.NewRecords(pool, cfg.SynchronousCommit)
 	hub := new(waiter.Hub)
 	cons := &consumer{
 		cfg:     cfg,
 		table:   tableFilter(cfg.Postgres.Schema),
 		pool:    pool,
-		deliver: &logc.Deliverer{Store: store, Hub: hub, Stats: svc.Stats},
+		deliver: &logc.Deliverer{Records: store, Hub: hub, Stats: svc.Stats},
 		stats:   svc.Stats,
 		logger:  svc.Logger,
 	}
-	h := &logc.Handler{Backend: &backend{store: store, consumer: cons}, Store: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping()}
-	h.Mount(svc.Router)
+	logc.Mount(svc.Router, &backend{store: store, consumer: cons}, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping()})
 	// OnStop runs LIFO: the consumer stops (recording and confirming what
 	// it read) before the pool it records with closes.
 	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })

@@ -6,17 +6,16 @@ import (
 	"testing"
 	"time"
 
-	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
 
 // target runs no-kafka instances on one schema and one slot for the
 // conformance suite and the service's own tests.
 type target struct {
-	env  map[string]string
-	app  *app
-	url  string
-	halt func() // stops the running instance; nil when none runs
+	env map[string]string
+	*kittest.Instance[*app]
 }
 
 // newTarget starts an instance on a fresh schema and slot; extra
@@ -36,7 +35,12 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 	maps.Copy(env, extra)
 	tg := &target{env: env}
 	t.Cleanup(func() { dropSlot(t, url, slot) })
-	tg.start(t)
+	tg.Instance = kittest.NewInstance(tg.build)
+	// Streaming before the test writes: /readyz and the tests expect it.
+	tg.Ready = func(t testing.TB, a *app) {
+		kittest.Eventually(t, 30*time.Second, "the consumer to start streaming", a.consumer.running.Load)
+	}
+	tg.Start(t)
 	return tg
 }
 
@@ -58,46 +62,28 @@ func dropSlot(t testing.TB, url, slot string) {
 	}
 }
 
-func (tg *target) start(t testing.TB) {
+// build assembles an instance from the target's environment.
+func (tg *target) build(t testing.TB) (*app, *service.Service) {
 	t.Helper()
 	cfg := kittest.ReadConfig(t, readConfig, tg.env)
 	a, err := assemble(kittest.Context(t, time.Minute), cfg, kittest.Logger(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg.app = a
-	tg.url, tg.halt = kittest.Start(t, a.svc)
-	// Streaming before the test writes: /readyz and the tests expect it.
-	kittest.Eventually(t, 30*time.Second, "the consumer to start streaming", a.consumer.running.Load)
+	return a, a.svc
 }
 
-func (tg *target) stop(t testing.TB, crash bool) {
-	t.Helper()
-	if tg.halt == nil {
-		return
-	}
-	if crash {
-		tg.app.consumer.Abort()
-	}
-	tg.halt()
-	tg.halt = nil
-}
-
-func (tg *target) URL() string { return tg.url }
-
-func (tg *target) Restart(t testing.TB) {
-	t.Helper()
-	tg.stop(t, false)
-	tg.start(t)
-}
-
+// Crash closes the replication connection without a final standby status
+// (nothing read since the last confirmation is confirmed), then starts a
+// new instance.
 func (tg *target) Crash(t testing.TB) {
 	t.Helper()
-	tg.stop(t, true)
-	tg.start(t)
+	tg.App().consumer.Abort()
+	tg.Restart(t)
 }
 
+// TestConformance runs the log pair's one suite against no-kafka.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	logc.Run(t, func(t testing.TB) logc.Target { return newTarget(t, nil) })
+	conformance.Run(t, conformance.Features{}, func(t testing.TB) conformance.Target { return newTarget(t, nil) })
 }

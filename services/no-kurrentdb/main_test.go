@@ -12,7 +12,9 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
 
 func testConfig(t testing.TB, schema string, poll time.Duration) Config {
@@ -23,42 +25,43 @@ func testConfig(t testing.TB, schema string, poll time.Duration) Config {
 	})
 }
 
-// running is one in-process service; stop is idempotent and also runs at
-// the test's end.
-type running struct {
-	st   *store
-	base string
-	stop func()
-}
+// running is one in-process service, stopped at the test's end.
+type running = kittest.Instance[*store]
 
+// start builds and starts the service with cfg (again on each Restart).
 func start(t testing.TB, cfg Config) *running {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, st, err := build(context.Background(), cfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, stop := kittest.Start(t, svc)
-	return &running{st: st, base: base, stop: stop}
-}
-
-func TestConformance(t *testing.T) {
-	t.Parallel()
-	eventstore.Run(t, func(t *testing.T) *eventstore.Target {
-		cfg := testConfig(t, kittest.Schema(t, kittest.PostgresURL(t)), time.Second)
-		r := start(t, cfg)
-		tg := &eventstore.Target{
-			BaseURL: r.base, Service: "no-kurrentdb", Backend: "postgres",
-			Features: eventstore.Features{ConditionalAppend: true, ServerSideStreamRead: true, PushSubscription: true},
+	return kittest.StartInstance(t, func(t testing.TB) (*store, *service.Service) {
+		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+		svc, st, err := build(context.Background(), cfg, logger)
+		if err != nil {
+			t.Fatal(err)
 		}
-		tg.Restart = func(t testing.TB) string {
-			r.stop()
-			r = start(t, cfg)
-			return r.base
-		}
-		return tg
+		return st, svc
 	})
 }
+
+// TestConformance runs the event store suite against no-kurrentdb.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	features := conformance.Features{ConditionalAppend: true, ServerSideStreamRead: true, PushSubscription: true}
+	conformance.Run(t, features, func(t testing.TB) conformance.Target {
+		cfg := testConfig(t, kittest.Schema(t, kittest.PostgresURL(t)), time.Second)
+		return &target[*store]{service: "no-kurrentdb", backend: "postgres", Instance: start(t, cfg)}
+	})
+}
+
+// target implements conformance.Target.
+type target[A any] struct {
+	service, backend string
+	*kittest.Instance[A]
+}
+
+func (tg *target[A]) Names() (service, backend string) { return tg.service, tg.backend }
+
+// Crash is a Restart: an append is answered once the engine has it, so the
+// process holds nothing a crash could lose.
+func (tg *target[A]) Crash(t testing.TB) { tg.Restart(t) }
 
 // sse opens GET /subscribe and returns a channel of its messages.
 func sse(t testing.TB, base, from string) <-chan eventstore.SSEMessage {
@@ -113,7 +116,7 @@ func TestGapLoss(t *testing.T) {
 	pool := kittest.Pool(t, url, schema)
 	ctx := kittest.Context(t, 2*time.Minute)
 
-	sub := sse(t, r.base, "")
+	sub := sse(t, r.URL(), "")
 	if m := nextMsg(t, sub, "catch-up of an empty store"); m.Event != "caught-up" {
 		t.Fatalf("first message %+v, want caught-up", m)
 	}
@@ -166,7 +169,7 @@ func TestGapLoss(t *testing.T) {
 
 	// The service's cursor sees nothing yet: B's xid is above the
 	// watermark that open transaction A holds down.
-	evs, _, err := r.st.page(ctx, cursor{}, 100)
+	evs, _, err := r.App().page(ctx, cursor{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,13 +228,13 @@ func TestListenerReconnects(t *testing.T) {
 	pool := kittest.Pool(t, url, schema)
 	ctx := kittest.Context(t, 2*time.Minute)
 
-	sub := sse(t, r.base, "")
+	sub := sse(t, r.URL(), "")
 	if m := nextMsg(t, sub, "catch-up"); m.Event != "caught-up" {
 		t.Fatalf("first message %+v", m)
 	}
 	pidOf := func() int {
 		var pid int
-		err := pool.QueryRow(ctx, `SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE application_name = $1`, r.st.listener.appName).Scan(&pid)
+		err := pool.QueryRow(ctx, `SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE application_name = $1`, r.App().listener.appName).Scan(&pid)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +258,7 @@ func TestListenerReconnects(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	body := `{"expected_version":"no_stream","events":[{"type":"OxygenAdded","data":{"liters":7}}]}`
-	if s, raw := kittest.Do(t, http.MethodPost, r.base+"/streams/tank-reconnect-1/events", body, nil); s != 201 {
+	if s, raw := kittest.Do(t, http.MethodPost, r.URL()+"/streams/tank-reconnect-1/events", body, nil); s != 201 {
 		t.Fatalf("append: %d %s", s, raw)
 	}
 	for {

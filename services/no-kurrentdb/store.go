@@ -19,7 +19,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
-// store is the Postgres eventstore.Store. It is safe for concurrent use;
+// store is the Postgres eventstore.Backend. It is safe for concurrent use;
 // the listener goroutine is started by startListener and stopped by
 // stopListener, before the pool is closed.
 type store struct {
@@ -39,7 +39,7 @@ func newStore(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *store {
 	return &store{pool: pool, cfg: cfg, logger: logger, schema: schema, hub: hub{ch: make(chan struct{})}}
 }
 
-// Capabilities implements eventstore.Store.
+// Capabilities implements eventstore.Backend.
 func (s *store) Capabilities() eventstore.Capabilities {
 	return eventstore.Capabilities{ConditionalAppend: true, ServerSideStreamRead: true, PushSubscription: true}
 }
@@ -67,7 +67,7 @@ RETURNING version, global_pos, xid::text`
 // for the next version to a concurrent append.
 const anyRetries = 50
 
-// Append implements eventstore.Store.
+// Append implements eventstore.Backend.
 func (s *store) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (eventstore.AppendResult, error) {
 	types := make([]string, len(events))
 	data := make([]string, len(events))
@@ -153,7 +153,7 @@ LEFT JOIN LATERAL (
 ) e ON true
 ORDER BY e.version`
 
-// Read implements eventstore.Store. records_scanned is null: Postgres does
+// Read implements eventstore.Backend. records_scanned is null: Postgres does
 // not report per query how many tuples an index scan visited (dead ones
 // included) without EXPLAIN ANALYZE, and the service does not pretend that
 // it read exactly what it returned.
@@ -297,7 +297,7 @@ func (s *store) horizon(ctx context.Context) (string, error) {
 	return x, err
 }
 
-// Subscribe implements eventstore.Store: page through the backlog below
+// Subscribe implements eventstore.Backend: page through the backlog below
 // the watermark, report caught-up, then wait for a notification (or the
 // fallback poll, or a short retry while the watermark is held back) and
 // read again. A failed query is retried after the poll interval: the
@@ -413,4 +413,4 @@ func (h *hub) wake() {
 	h.ch = make(chan struct{})
 }
 
-var _ eventstore.Store = (*store)(nil)
+var _ eventstore.Backend = (*store)(nil)

@@ -62,9 +62,10 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	svc := service.New(info, cfg.HTTP, logger, documents.Latencies, documents.Counters)
 	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
 	svc.Ready("postgres", postgres.Ping(pool))
-	documents.Mount(svc.Router, &store{pool: pool}, svc.Stats, documents.Options{
+	documents.Mount(svc.Router, &store{pool: pool}, documents.Options{
+		Stats:   svc.Stats,
 		Timeout: cfg.Timeout,
-		Backend: documents.Backend{Backend: info.Backend, Server: "PostgreSQL " + version},
+		Info:    documents.BackendInfo{Backend: info.Backend, Server: "PostgreSQL " + version},
 	})
 	return svc, nil
 }

@@ -10,9 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
@@ -46,19 +47,32 @@ func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
 // service, on a schema of its own.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	documents.Run(t, func(t *testing.T) documents.Target {
+	conformance.Run(t, conformance.Features{NestedArrays: true}, func(t testing.TB) conformance.Target {
 		url := kittest.PostgresURL(t)
 		cfg := kittest.ReadConfig(t, readConfig, map[string]string{
 			"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
 		})
-		svc, err := build(kittest.Context(t, 60*time.Second), cfg, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return documents.Target{BaseURL: kittest.Serve(t, svc), BodyLimit: cfg.HTTP.BodyLimit,
-			Features: documents.Features{NestedArrays: true}}
+		return &target{cfg: cfg, Instance: kittest.StartInstance(t, func(t testing.TB) (struct{}, *service.Service) {
+			svc, err := build(kittest.Context(t, 60*time.Second), cfg, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return struct{}{}, svc
+		})}
 	})
 }
+
+// target implements conformance.Target on one schema.
+type target struct {
+	cfg Config
+	*kittest.Instance[struct{}]
+}
+
+func (tg *target) BodyLimit() int64 { return tg.cfg.HTTP.BodyLimit }
+
+// Crash is a Restart: a write is answered once Postgres committed it, so
+// the process holds nothing a crash could lose.
+func (tg *target) Crash(t testing.TB) { tg.Restart(t) }
 
 // TestMapErrDataAndSizeErrors: what Postgres refuses as a value is a 400
 // (the backstop behind the shared validation), a jsonb past its size limit

@@ -16,7 +16,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
-// store is the Postgres documents.Store: one row per user, the profile in
+// store is the Postgres documents.Backend: one row per user, the profile in
 // a jsonb column indexed by GIN (jsonb_path_ops), see
 // migrations/documents. Safe for concurrent use; the pool is closed by the
 // service, not by the store.
@@ -24,7 +24,7 @@ type store struct {
 	pool *pgxpool.Pool
 }
 
-var _ documents.Store = (*store)(nil)
+var _ documents.Backend = (*store)(nil)
 
 // Columns returned with the profile, and without it (mutations must not
 // detoast and ship a multi-megabyte document back).

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -46,24 +47,24 @@ func TestListenReconnectAfterTerminate(t *testing.T) {
 	url := kittest.PostgresURL(t)
 	schema := kittest.Schema(t, url)
 	pool := kittest.Pool(t, url, schema)
-	api := start(t, url, schema, queue.Options{}, map[string]string{"WORKERS": "0"})
-	worker := start(t, url, schema, queue.Options{Workers: 4, Work: 2 * time.Millisecond}, map[string]string{"POLL_INTERVAL": "1m"})
-	kittest.Eventually(t, 30*time.Second, "the listener", worker.q.listening.Load)
-	post(t, api.base, 300)
-	post(t, api.base, 300)
+	api := start(t, url, schema, conformance.Settings{}, map[string]string{"WORKERS": "0"})
+	worker := start(t, url, schema, conformance.Settings{Workers: 4, Work: 2 * time.Millisecond}, map[string]string{"POLL_INTERVAL": "1m"})
+	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().q.listening.Load)
+	post(t, api.URL(), 300)
+	post(t, api.URL(), 300)
 	n := scalar[int](t, pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, listenerName(schema))
 	if n != 1 {
 		t.Fatalf("terminated %d listener backends, want 1", n)
 	}
 	t.Logf("listener terminated with %d of 600 tasks done", doneCount(t, pool))
-	post(t, api.base, 200) // may land while the listener is away: the sweep finds it
+	post(t, api.URL(), 200) // may land while the listener is away: the sweep finds it
 	kittest.Eventually(t, 30*time.Second, "the listener back", func() bool {
-		return worker.q.listening.Load() && worker.svc.Stats.Snapshot().Counters[queue.CounterReconnects] >= 1
+		return worker.App().q.listening.Load() && worker.App().svc.Stats.Snapshot().Counters[queue.CounterReconnects] >= 1
 	})
 	kittest.Eventually(t, 40*time.Second, "800 tasks done", func() bool { return doneCount(t, pool) == 800 })
 	// After the reconnect, a new task is woken by a notification, not by
 	// the minute-long poll.
-	post(t, api.base, 1)
+	post(t, api.URL(), 1)
 	kittest.Eventually(t, 40*time.Second, "801 tasks done", func() bool { return doneCount(t, pool) == 801 })
 }
 
@@ -75,8 +76,8 @@ func TestLeaseRescue(t *testing.T) {
 	url := kittest.PostgresURL(t)
 	schema := kittest.Schema(t, url)
 	pool := kittest.Pool(t, url, schema)
-	api := start(t, url, schema, queue.Options{}, map[string]string{"WORKERS": "0"})
-	post(t, api.base, 3)
+	api := start(t, url, schema, conformance.Settings{}, map[string]string{"WORKERS": "0"})
+	post(t, api.URL(), 3)
 	// The dead worker's claim: a one-second lease, never renewed.
 	rows, err := pool.Query(kittest.Context(t, 10*time.Second), claimSQL, 10, 1000)
 	if err != nil {
@@ -86,7 +87,7 @@ func TestLeaseRescue(t *testing.T) {
 	if n := scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status = 'running'`); n != 3 {
 		t.Fatalf("%d tasks running after the claim, want 3", n)
 	}
-	start(t, url, schema, queue.Options{Workers: 2}, nil)
+	start(t, url, schema, conformance.Settings{Workers: 2}, nil)
 	kittest.Eventually(t, 40*time.Second, "the rescued tasks done", func() bool { return doneCount(t, pool) == 3 })
 	if n := scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE attempts = 2`); n != 3 {
 		t.Errorf("%d of 3 rescued tasks show 2 deliveries", n)
@@ -105,16 +106,16 @@ func TestQueueTableModeAndRebuild(t *testing.T) {
 	persistence := func() string {
 		return scalar[string](t, pool, `SELECT relpersistence::text FROM pg_class WHERE oid = 'queue_jobs'::regclass`)
 	}
-	api := start(t, url, schema, queue.Options{}, map[string]string{"WORKERS": "0", "QUEUE_TABLE": "logged"})
+	api := start(t, url, schema, conformance.Settings{}, map[string]string{"WORKERS": "0", "QUEUE_TABLE": "logged"})
 	if p := persistence(); p != "p" {
 		t.Errorf("QUEUE_TABLE=logged: relpersistence %q", p)
 	}
-	post(t, api.base, 5)
-	api.stop()
+	post(t, api.URL(), 5)
+	api.Stop()
 	if _, err := pool.Exec(kittest.Context(t, 10*time.Second), `TRUNCATE queue_jobs`); err != nil {
 		t.Fatal(err)
 	}
-	start(t, url, schema, queue.Options{Workers: 2}, nil) // QUEUE_TABLE defaults to unlogged
+	start(t, url, schema, conformance.Settings{Workers: 2}, nil) // QUEUE_TABLE defaults to unlogged
 	if p := persistence(); p != "u" {
 		t.Errorf("QUEUE_TABLE=unlogged: relpersistence %q", p)
 	}
@@ -135,10 +136,10 @@ func TestRebuildAfterListenReconnect(t *testing.T) {
 	url := kittest.PostgresURL(t)
 	schema := kittest.Schema(t, url)
 	pool := kittest.Pool(t, url, schema)
-	worker := start(t, url, schema, queue.Options{Workers: 1, Work: 200 * time.Millisecond},
+	worker := start(t, url, schema, conformance.Settings{Workers: 1, Work: 200 * time.Millisecond},
 		map[string]string{"POLL_INTERVAL": "1m", "CLAIM_BATCH": "1"})
-	kittest.Eventually(t, 30*time.Second, "the listener", worker.q.listening.Load)
-	post(t, worker.base, 20)
+	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().q.listening.Load)
+	post(t, worker.URL(), 20)
 	kittest.Eventually(t, 30*time.Second, "a task running", func() bool {
 		return scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status = 'running'`) >= 1
 	})

@@ -120,7 +120,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		}
 		return nil
 	})
-	queue.Mount(svc.Router, q, queue.HandlerOptions{
+	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,
 	})

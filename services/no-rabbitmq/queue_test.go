@@ -7,66 +7,74 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
 
-// instance is one running service.
-type instance struct {
-	svc  *service.Service
-	q    *pgQueue
-	base string
-	stop func() // graceful; safe to call twice
+// app is what assemble builds: the service and its queue.
+type app struct {
+	svc *service.Service
+	q   *pgQueue
 }
 
-// start builds and serves an instance on schema with env on top of o.
-func start(t testing.TB, url, schema string, o queue.Options, env map[string]string) *instance {
+// instance is one running service.
+type instance = kittest.Instance[app]
+
+// start builds and serves an instance on schema with env on top of s.
+func start(t testing.TB, url, schema string, s conformance.Settings, env map[string]string) *instance {
+	t.Helper()
+	return kittest.StartInstance(t, func(t testing.TB) (app, *service.Service) {
+		return buildApp(t, url, schema, s, env)
+	})
+}
+
+// buildApp assembles an instance on schema with env on top of s.
+func buildApp(t testing.TB, url, schema string, s conformance.Settings, env map[string]string) (app, *service.Service) {
 	t.Helper()
 	cfg := kittest.ReadConfig(t, readConfig,
-		map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SHUTDOWN_TIMEOUT": "10s"}, o.Env(), env)
+		map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SHUTDOWN_TIMEOUT": "10s"}, s.Env(), env)
 	svc, q, err := assemble(kittest.Context(t, time.Minute), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &instance{svc: svc, q: q}
-	in.base, in.stop = kittest.Start(t, svc)
-	return in
+	return app{svc: svc, q: q}, svc
 }
 
-// target implements queue.Target.
+// target implements conformance.Target: one instance at a time on one
+// schema, started with the settings it holds.
 type target struct {
 	url, schema string
 	pool        *pgxpool.Pool
-	cur         *instance
+	settings    conformance.Settings
+	*instance
 }
 
-func (tg *target) URL() string              { return tg.cur.base }
-func (tg *target) DB() *pgxpool.Pool        { return tg.pool }
-func (tg *target) Features() queue.Features { return queue.Features{AtomicOutbox: true} }
+func (tg *target) DB() *pgxpool.Pool                { return tg.pool }
+func (tg *target) Configure(s conformance.Settings) { tg.settings = s }
 
-func (tg *target) Restart(t *testing.T, o queue.Options) {
-	tg.cur.stop()
-	tg.cur = start(t, tg.url, tg.schema, o, nil)
+// Crash stops the workers as a crash would (their claimed rows stay
+// running until the lease expires), then starts a new instance.
+func (tg *target) Crash(t testing.TB) {
+	t.Helper()
+	tg.App().q.Crash()
+	tg.Restart(t)
 }
 
-func (tg *target) Crash(t *testing.T, o queue.Options) {
-	tg.cur.q.Crash()
-	tg.cur.stop()
-	tg.cur = start(t, tg.url, tg.schema, o, nil)
-}
-
-func newTarget(t *testing.T, o queue.Options) queue.Target {
+func newTarget(t testing.TB, s conformance.Settings) conformance.Target {
 	url := kittest.PostgresURL(t)
 	schema := kittest.Schema(t, url)
-	tg := &target{url: url, schema: schema}
-	tg.cur = start(t, url, schema, o, nil)
+	tg := &target{url: url, schema: schema, settings: s}
+	tg.instance = kittest.StartInstance(t, func(t testing.TB) (app, *service.Service) {
+		return buildApp(t, tg.url, tg.schema, tg.settings, nil)
+	})
 	tg.pool = kittest.Pool(t, url, schema)
 	return tg
 }
 
-// TestConformance runs the pair's one suite against no-rabbitmq.
+// TestConformance runs the pair's one suite against no-rabbitmq: the
+// payment and its task commit in one transaction.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	queue.Run(t, newTarget)
+	conformance.Run(t, conformance.Features{AtomicOutbox: true}, newTarget)
 }

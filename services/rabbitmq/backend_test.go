@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -101,9 +102,8 @@ func deleteConnection(t testing.TB, client *http.Client, mgmt, name string) {
 func TestConnectionLossReconnectsWithoutLoss(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema)}
-	tg.cur = start(t, e, queue.Options{Workers: 4, Work: 10 * time.Millisecond}, nil)
-	cut := brokerConnection(t, tg.cur.q.connectionName())
+	tg := startTarget(t, e, conformance.Settings{Workers: 4, Work: 10 * time.Millisecond}, nil)
+	cut := brokerConnection(t, tg.App().q.connectionName())
 	post(t, tg.URL(), 400, 0)
 	cut()
 	var done int
@@ -111,7 +111,7 @@ func TestConnectionLossReconnectsWithoutLoss(t *testing.T) {
 	t.Logf("connection cut with %d of 400 tasks done", done)
 	post(t, tg.URL(), 100, 0) // waits for the new connection if needed
 	waitDone(t, tg, 500, 2*time.Minute)
-	if n := tg.cur.svc.Stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
+	if n := tg.App().svc.Stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
 		t.Errorf("reconnects = %d, want at least 1", n)
 	}
 }
@@ -120,8 +120,7 @@ func TestConnectionLossReconnectsWithoutLoss(t *testing.T) {
 func TestQuorumQueue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema)}
-	tg.cur = start(t, e, queue.Options{RetryBase: 50 * time.Millisecond}, map[string]string{"QUEUE_TYPE": "quorum"})
+	tg := startTarget(t, e, conformance.Settings{RetryBase: 50 * time.Millisecond}, map[string]string{"QUEUE_TYPE": "quorum"})
 	post(t, tg.URL(), 20, 0)
 	post(t, tg.URL(), 1, 1)
 	waitDone(t, tg, 21, time.Minute)
@@ -150,9 +149,8 @@ func TestQuorumQueue(t *testing.T) {
 func TestPublishingChannelLossReconnects(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema)}
-	tg.cur = start(t, e, queue.Options{Workers: 2}, nil)
-	s, err := tg.cur.q.session(kittest.Context(t, 30*time.Second))
+	tg := startTarget(t, e, conformance.Settings{Workers: 2}, nil)
+	s, err := tg.App().q.session(kittest.Context(t, 30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +166,7 @@ func TestPublishingChannelLossReconnects(t *testing.T) {
 	}
 	post(t, tg.URL(), 5, 0)
 	waitDone(t, tg, 5, time.Minute)
-	if n := tg.cur.svc.Stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
+	if n := tg.App().svc.Stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
 		t.Errorf("reconnects = %d, want at least 1", n)
 	}
 }
@@ -180,8 +178,7 @@ func TestPublishingChannelLossReconnects(t *testing.T) {
 func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema)}
-	tg.cur = start(t, e, queue.Options{Workers: 1, Work: 2 * time.Second, RetryBase: 30 * time.Second, MaxAttempts: 3}, nil)
+	tg := startTarget(t, e, conformance.Settings{Workers: 1, Work: 2 * time.Second, RetryBase: 30 * time.Second, MaxAttempts: 3}, nil)
 	// The cleanup of newEnv knows only the default-range retry queues.
 	t.Cleanup(func() {
 		conn, err := amqp.Dial(e.amqpURL)
@@ -191,7 +188,7 @@ func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
 		defer conn.Close()
 		for n := 1; n < 3; n++ {
 			if ch, err := conn.Channel(); err == nil {
-				name, _ := tg.cur.q.retryQueue(n)
+				name, _ := tg.App().q.retryQueue(n)
 				_, _ = ch.QueueDelete(name, false, false, false)
 				_ = ch.Close()
 			}
@@ -204,7 +201,7 @@ func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
 		return n == 1
 	})
 	begin := time.Now()
-	tg.cur.stop()
+	tg.Stop()
 	t.Logf("graceful stop with a failing attempt in flight took %v", time.Since(begin))
 	var status string
 	var attempts int
@@ -231,7 +228,7 @@ func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
 		}
 		return q.Messages
 	}
-	retryName, _ := tg.cur.q.retryQueue(1)
+	retryName, _ := tg.App().q.retryQueue(1)
 	if r, w := depth(retryName), depth(e.queue); r != 1 || w != 0 {
 		t.Errorf("after the stop: %d messages in the retry queue %s, %d in the work queue; want 1 and 0 (backoff kept)", r, retryName, w)
 	}

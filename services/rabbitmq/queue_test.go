@@ -10,17 +10,10 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
-
-// instance is one running service.
-type instance struct {
-	svc  *service.Service
-	q    *mqQueue
-	base string
-	stop func() // graceful; safe to call twice
-}
 
 // env is where one target lives: its schema and its queue.
 type env struct {
@@ -67,52 +60,58 @@ func deleteTopology(t testing.TB, url, name string) {
 	del(func(ch *amqp.Channel) error { return ch.ExchangeDelete(name+".dlx", false, false) })
 }
 
-// start builds and serves an instance in e with env on top of o.
-func start(t testing.TB, e env, o queue.Options, extra map[string]string) *instance {
+// app is what assemble builds: the service and its queue.
+type app struct {
+	svc *service.Service
+	q   *mqQueue
+}
+
+// target implements conformance.Target: one instance at a time in env,
+// started with settings and extra on top of them.
+type target struct {
+	env
+	pool     *pgxpool.Pool
+	settings conformance.Settings
+	extra    map[string]string
+	*kittest.Instance[app]
+}
+
+// startTarget starts an instance in e with extra on top of s.
+func startTarget(t testing.TB, e env, s conformance.Settings, extra map[string]string) *target {
 	t.Helper()
-	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": e.pgURL, "DATABASE_SCHEMA": e.schema,
-		"RABBITMQ_URL": e.amqpURL, "RABBITMQ_QUEUE": e.queue, "SHUTDOWN_TIMEOUT": "10s"}, o.Env(), extra)
+	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema), settings: s, extra: extra}
+	tg.Instance = kittest.StartInstance(t, tg.build)
+	return tg
+}
+
+// build assembles an instance from the target's current settings.
+func (tg *target) build(t testing.TB) (app, *service.Service) {
+	t.Helper()
+	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": tg.pgURL, "DATABASE_SCHEMA": tg.schema,
+		"RABBITMQ_URL": tg.amqpURL, "RABBITMQ_QUEUE": tg.queue, "SHUTDOWN_TIMEOUT": "10s"}, tg.settings.Env(), tg.extra)
 	svc, q, err := assemble(kittest.Context(t, time.Minute), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &instance{svc: svc, q: q}
-	in.base, in.stop = kittest.Start(t, svc)
-	return in
+	return app{svc: svc, q: q}, svc
 }
 
-// target implements queue.Target.
-type target struct {
-	env
-	pool *pgxpool.Pool
-	cur  *instance
+func (tg *target) DB() *pgxpool.Pool                { return tg.pool }
+func (tg *target) Configure(s conformance.Settings) { tg.settings = s }
+
+// Crash leaves the tasks the workers hold unacknowledged (their channel
+// closes with them), then starts a new instance.
+func (tg *target) Crash(t testing.TB) {
+	t.Helper()
+	tg.App().q.Crash()
+	tg.Restart(t)
 }
 
-func (tg *target) URL() string              { return tg.cur.base }
-func (tg *target) DB() *pgxpool.Pool        { return tg.pool }
-func (tg *target) Features() queue.Features { return queue.Features{AtomicOutbox: false} }
-
-func (tg *target) Restart(t *testing.T, o queue.Options) {
-	tg.cur.stop()
-	tg.cur = start(t, tg.env, o, nil)
-}
-
-func (tg *target) Crash(t *testing.T, o queue.Options) {
-	tg.cur.q.Crash()
-	tg.cur.stop()
-	tg.cur = start(t, tg.env, o, nil)
-}
-
-func newTarget(t *testing.T, o queue.Options) queue.Target {
-	e := newEnv(t)
-	tg := &target{env: e}
-	tg.cur = start(t, e, o, nil)
-	tg.pool = kittest.Pool(t, e.pgURL, e.schema)
-	return tg
-}
-
-// TestConformance runs the pair's one suite against rabbitmq.
+// TestConformance runs the pair's one suite against rabbitmq: no atomic
+// outbox (the payment commits, then its task is published).
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	queue.Run(t, newTarget)
+	conformance.Run(t, conformance.Features{AtomicOutbox: false}, func(t testing.TB, s conformance.Settings) conformance.Target {
+		return startTarget(t, newEnv(t), s, nil)
+	})
 }

@@ -16,29 +16,33 @@ import (
 
 // Options configures Mount.
 type Options struct {
-	// Timeout bounds every Store call (context.WithTimeout). Zero means
+	// Stats receives the latencies (Latencies); nil records nothing.
+	Stats *stats.Recorder
+	// Timeout bounds every Backend call (context.WithTimeout). Zero means
 	// 10s.
 	Timeout time.Duration
-	// Backend is served at GET /backend.
-	Backend Backend
+	// Info is served at GET /backend.
+	Info BackendInfo
 }
 
-// Mount registers the contract's routes on r, served by store, recording
-// latencies in rec. Both services call it, so their HTTP behaviour is the
-// same by construction.
-func Mount(r chi.Router, store Store, rec *stats.Recorder, o Options) {
+// Mount registers the contract's routes on r, served by b. Both services
+// call it, so their HTTP behaviour is the same by construction.
+func Mount(r chi.Router, b Backend, o Options) {
+	if o.Stats == nil {
+		o.Stats = stats.New(stats.Info{}, nil, nil)
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
-	if o.Backend.Notes == nil {
-		o.Backend.Notes = []string{}
+	if o.Info.Notes == nil {
+		o.Info.Notes = []string{}
 	}
-	h := &handlers{store: store, rec: rec, timeout: o.Timeout}
+	h := &handlers{store: b, rec: o.Stats, timeout: o.Timeout}
 	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)
 	})
-	r.Get("/backend", func(w http.ResponseWriter, _ *http.Request) { httpapi.WriteJSON(w, http.StatusOK, o.Backend) })
+	r.Get("/backend", func(w http.ResponseWriter, _ *http.Request) { httpapi.WriteJSON(w, http.StatusOK, o.Info) })
 	r.Method(http.MethodPost, "/users", httpapi.HandlerFunc(h.create))
 	r.Method(http.MethodPost, "/users/search", httpapi.HandlerFunc(h.search))
 	r.Method(http.MethodGet, "/users/{id}", httpapi.HandlerFunc(h.get))
@@ -49,7 +53,7 @@ func Mount(r chi.Router, store Store, rec *stats.Recorder, o Options) {
 }
 
 type handlers struct {
-	store   Store
+	store   Backend
 	rec     *stats.Recorder
 	timeout time.Duration
 }

@@ -1,10 +1,10 @@
 // Package eventstore is the event store trio's contract, written once for
 // the three services (kurrentdb on :8089, no-kurrentdb on :8090,
 // kafka-eventstore on :8091): the OpenAPI document they serve (OpenAPI),
-// the request and response types they encode, the HTTP handlers they all
-// mount (Mount) over a small Store interface that each side implements,
-// and the one conformance suite (Run) that every service's tests call
-// against its real backend.
+// the request and response types they encode, the Backend interface each
+// side implements, and the HTTP handlers they all mount (Mount) over it.
+// The one conformance suite every service's tests run against its real
+// backend is in the sub-package conformance.
 //
 // Two coordinates locate an event. Its stream version (0, 1, 2, ... within
 // one stream) is what optimistic concurrency checks: an append says which

@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -55,8 +55,8 @@ type Options struct {
 	Heartbeat time.Duration
 }
 
-// Mount registers the contract's routes on r, served by store.
-func Mount(r chi.Router, store Store, o Options) {
+// Mount registers the contract's routes on r, served by b.
+func Mount(r chi.Router, b Backend, o Options) {
 	if o.Stats == nil {
 		o.Stats = stats.New(stats.Info{}, nil, nil)
 	}
@@ -66,13 +66,13 @@ func Mount(r chi.Router, store Store, o Options) {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 15 * time.Second
 	}
-	h := &handlers{store: store, o: o}
+	h := &handlers{store: b, o: o}
 	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)
 	})
 	r.Get("/capabilities", func(w http.ResponseWriter, _ *http.Request) {
-		httpapi.WriteJSON(w, http.StatusOK, store.Capabilities())
+		httpapi.WriteJSON(w, http.StatusOK, b.Capabilities())
 	})
 	r.Method(http.MethodPost, "/streams/{stream}/events", httpapi.HandlerFunc(h.append))
 	r.Method(http.MethodGet, "/streams/{stream}", httpapi.HandlerFunc(h.read))
@@ -81,7 +81,7 @@ func Mount(r chi.Router, store Store, o Options) {
 }
 
 type handlers struct {
-	store Store
+	store Backend
 	o     Options
 }
 
@@ -115,7 +115,7 @@ func ValidateEvents(events []EventData) error {
 		if len(e.Data) == 0 || string(e.Data) == "null" {
 			return httpapi.BadRequest("events[%d].data is required (any JSON value but null)", i)
 		}
-		if err := jsontext.Check(e.Data); err != nil {
+		if err := jsonbtext.Check(e.Data); err != nil {
 			return httpapi.BadRequest("events[%d].data: %v", i, err)
 		}
 		if len(e.Metadata) > 0 && string(e.Metadata) != "null" {
@@ -123,7 +123,7 @@ func ValidateEvents(events []EventData) error {
 			if err := json.Unmarshal(e.Metadata, &m); err != nil {
 				return httpapi.BadRequest("events[%d].metadata must be a JSON object", i)
 			}
-			if err := jsontext.Check(e.Metadata); err != nil {
+			if err := jsonbtext.Check(e.Metadata); err != nil {
 				return httpapi.BadRequest("events[%d].metadata: %v", i, err)
 			}
 		}

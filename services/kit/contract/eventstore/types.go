@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -207,7 +206,7 @@ type Capabilities struct {
 	PushSubscription bool `json:"push_subscription"`
 }
 
-// WrongExpectedVersionError is the error a Store returns when an append's
+// WrongExpectedVersionError is the error a Backend returns when an append's
 // condition fails; the handler answers 409 with actual_version.
 type WrongExpectedVersionError struct {
 	// Stream is the stream id.
@@ -233,26 +232,4 @@ type Subscriber struct {
 	// event that existed when the subscription started; live events
 	// follow.
 	CaughtUp func() error
-}
-
-// Store is the backend adapter each service implements. Its methods are
-// safe for concurrent use; every call is bounded by its ctx (the handlers
-// set a timeout on all but Subscribe). Close rules are the implementation's
-// (the service closes its pools on stop).
-type Store interface {
-	// Capabilities says what the engine can do.
-	Capabilities() Capabilities
-	// Append stores events at the end of stream atomically if expected
-	// holds; otherwise it returns *WrongExpectedVersionError, or an error
-	// wrapping httpapi.ErrUnsupported if the engine cannot check the
-	// condition.
-	Append(ctx context.Context, stream string, expected ExpectedVersion, events []EventData) (AppendResult, error)
-	// Read returns up to limit events of stream with version >= from.
-	Read(ctx context.Context, stream string, from int64, limit int) (ReadResult, error)
-	// Subscribe delivers every event after position from ("" = the
-	// beginning) to sub, calls sub.CaughtUp once the backlog is delivered,
-	// then delivers live events until ctx ends (returning ctx's error) or a
-	// delivery fails. An invalid from must be reported (as a 400
-	// *httpapi.Error) before anything is delivered.
-	Subscribe(ctx context.Context, from string, sub Subscriber) error
 }

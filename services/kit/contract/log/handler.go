@@ -3,7 +3,6 @@ package log
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -13,38 +12,15 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
 
-// OpenAPI is the pair's contract, served by both services at
-// GET /openapi.yaml.
-//
-//go:embed openapi.yaml
-var OpenAPI []byte
-
-// Backend is what differs between the two services. Implementations are
-// safe for concurrent use; ctx bounds each call (the handler gives it a
-// timeout); neither method retains its arguments.
-type Backend interface {
-	// Append durably records the validated events (their IDs already set)
-	// in one transaction and, on kafka, produces them to the topic; it
-	// returns only when both are done, with each event's created_at in
-	// order. A backend that cannot be reached yields an error wrapping
-	// httpapi.ErrUnavailable (503).
-	Append(ctx context.Context, events []NewEvent) ([]Created, error)
-	// Consumer reports the consumer's position, lag and counters.
-	Consumer(ctx context.Context) (ConsumerStatus, error)
-}
-
-// Handler serves the pair's REST contract over a Backend and the shared
-// Store. Fill every field, then Mount it.
-type Handler struct {
-	// Backend appends events and reports the consumer.
-	Backend Backend
-	// Store reads events and their deliveries.
-	Store *Store
+// Options configures Mount. Fill Records, Hub and Stats.
+type Options struct {
+	// Records reads events and their deliveries.
+	Records *Records
 	// Hub wakes wait requests; the consumer's Deliverer notifies it.
 	Hub *waiter.Hub
 	// Stats receives the write histogram and the written counter.
@@ -56,11 +32,19 @@ type Handler struct {
 	Timeout time.Duration
 }
 
+// handler serves the routes Mount adds.
+type handler struct {
+	Options
+	b Backend
+}
+
 // MaxWait caps GET /events/{id}/wait's timeout.
 const MaxWait = time.Minute
 
-// Mount adds the contract's routes to r.
-func (h *Handler) Mount(r chi.Router) {
+// Mount adds the contract's routes to r, served by b and o.Records. Both
+// services call it, so their HTTP behaviour is the same by construction.
+func Mount(r chi.Router, b Backend, o Options) {
+	h := &handler{Options: o, b: b}
 	r.Method(http.MethodPost, "/events", httpapi.HandlerFunc(h.postEvent))
 	r.Method(http.MethodPost, "/events/batch", httpapi.HandlerFunc(h.postBatch))
 	r.Method(http.MethodGet, "/events/{id}", httpapi.HandlerFunc(h.getEvent))
@@ -72,7 +56,7 @@ func (h *Handler) Mount(r chi.Router) {
 	})
 }
 
-func (h *Handler) timeout() time.Duration {
+func (h *handler) timeout() time.Duration {
 	if h.Timeout > 0 {
 		return h.Timeout
 	}
@@ -107,7 +91,7 @@ func validate(e *NewEvent, prefix string) error {
 	if p[0] != '{' {
 		return httpapi.BadRequest("%spayload must be a JSON object", prefix)
 	}
-	if err := jsontext.Check(p); err != nil {
+	if err := jsonbtext.Check(p); err != nil {
 		return httpapi.BadRequest("%spayload %v", prefix, err)
 	}
 	e.Payload = p
@@ -115,10 +99,10 @@ func validate(e *NewEvent, prefix string) error {
 	return nil
 }
 
-func (h *Handler) append(r *http.Request, events []NewEvent) ([]Created, error) {
+func (h *handler) append(r *http.Request, events []NewEvent) ([]Created, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
-	created, err := h.Backend.Append(ctx, events)
+	created, err := h.b.Append(ctx, events)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +110,7 @@ func (h *Handler) append(r *http.Request, events []NewEvent) ([]Created, error) 
 	return created, nil
 }
 
-func (h *Handler) postEvent(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) postEvent(w http.ResponseWriter, r *http.Request) error {
 	defer h.Stats.Since(StatWrite, time.Now())
 	var e NewEvent
 	if err := httpapi.DecodeJSON(r, &e); err != nil {
@@ -143,7 +127,7 @@ func (h *Handler) postEvent(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *Handler) postBatch(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) postBatch(w http.ResponseWriter, r *http.Request) error {
 	defer h.Stats.Since(StatWrite, time.Now())
 	var b Batch
 	if err := httpapi.DecodeJSON(r, &b); err != nil {
@@ -179,13 +163,13 @@ func eventID(r *http.Request) (string, error) {
 	return strings.ToLower(id), nil
 }
 
-func (h *Handler) get(r *http.Request, id string) (Event, error) {
+func (h *handler) get(r *http.Request, id string) (Event, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
-	return h.Store.Get(ctx, id)
+	return h.Records.Get(ctx, id)
 }
 
-func (h *Handler) getEvent(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) getEvent(w http.ResponseWriter, r *http.Request) error {
 	id, err := eventID(r)
 	if err != nil {
 		return err
@@ -198,7 +182,7 @@ func (h *Handler) getEvent(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *Handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
 	id, err := eventID(r)
 	if err != nil {
 		return err
@@ -243,10 +227,10 @@ func (h *Handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *Handler) consumer(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) consumer(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
-	st, err := h.Backend.Consumer(ctx)
+	st, err := h.b.Consumer(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
@@ -58,29 +57,4 @@ func ReadWorkerConfig(r *config.Reader) WorkerConfig {
 		r.Fail("PAYLOAD_LIMIT", "must be between 2 bytes and 16MiB, got %d", c.PayloadLimit)
 	}
 	return c
-}
-
-// Env returns the environment variables that set o, for a test that builds
-// a service from a config map.
-func (o Options) Env() map[string]string {
-	m := map[string]string{}
-	if o.Workers > 0 {
-		m["WORKERS"] = strconv.Itoa(o.Workers)
-	}
-	if o.Work > 0 {
-		m["WORK_MS"] = strconv.Itoa(int(o.Work / time.Millisecond))
-	}
-	if o.MaxAttempts > 0 {
-		m["MAX_ATTEMPTS"] = strconv.Itoa(o.MaxAttempts)
-	}
-	if o.RetryBase > 0 {
-		m["RETRY_BASE"] = o.RetryBase.String()
-	}
-	if o.Lease > 0 {
-		m["LEASE"] = o.Lease.String()
-	}
-	if o.Faults {
-		m["FAULTS"] = "true"
-	}
-	return m
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -34,34 +34,8 @@ const (
 	DefaultPayloadLimit = 64 << 10
 )
 
-// ErrFaultInjected is what Backend.Pay returns when asked to crash between
-// its two steps; the handler answers 500 and names the payment.
-var ErrFaultInjected = errors.New("fault injected between writing the payment and enqueueing its task")
-
-// Backend is what each service implements: the transport of tasks. Every
-// method is called concurrently by many requests; ctx bounds the call (the
-// handler sets a timeout). Errors that mean "a backend could not be
-// reached" wrap httpapi.ErrUnavailable; an unknown task id wraps
-// httpapi.ErrNotFound. A Backend is closed by its service, never by the
-// handlers.
-type Backend interface {
-	// Enqueue records the tasks (status queued) and hands them to the
-	// transport. no-rabbitmq does both in one transaction; rabbitmq commits
-	// the records, then publishes with confirms. It returns once the tasks
-	// are durable (committed, or confirmed by the broker).
-	Enqueue(ctx context.Context, tasks []NewTask) error
-	// Pay writes the payment row and enqueues p.Task. With fault set it
-	// stops between the two steps as a crash would (whatever that leaves
-	// committed stays committed) and returns ErrFaultInjected.
-	Pay(ctx context.Context, p NewPayment, fault bool) error
-	// Get returns the task's record.
-	Get(ctx context.Context, id string) (Task, error)
-	// Depth returns the queue's depth by status.
-	Depth(ctx context.Context) (Depth, error)
-}
-
-// HandlerOptions configures Mount.
-type HandlerOptions struct {
+// Options configures Mount.
+type Options struct {
 	// Stats receives the "send" latency and the "enqueued" counter.
 	Stats *stats.Recorder
 	// Hub wakes long polls; required.
@@ -81,13 +55,13 @@ type HandlerOptions struct {
 
 type handler struct {
 	b Backend
-	o HandlerOptions
+	o Options
 }
 
 // Mount adds the contract's routes to r: POST /tasks, POST /tasks/batch,
 // GET /tasks/{id}, GET /tasks/{id}/wait, POST /payments, GET /queue and
 // GET /openapi.yaml.
-func Mount(r chi.Router, b Backend, o HandlerOptions) {
+func Mount(r chi.Router, b Backend, o Options) {
 	if o.PayloadLimit <= 0 {
 		o.PayloadLimit = DefaultPayloadLimit
 	}
@@ -139,7 +113,7 @@ func (h *handler) validate(in TaskRequest, where string, now time.Time) (NewTask
 	if payload[0] != '{' {
 		return NewTask{}, httpapi.BadRequest("%spayload must be a JSON object", where)
 	}
-	if err := jsontext.Check(payload); err != nil {
+	if err := jsonbtext.Check(payload); err != nil {
 		return NewTask{}, httpapi.BadRequest("%spayload: %v", where, err)
 	}
 	return NewTask{ID: NewID(), Kind: kind, Payload: payload, FailTimes: in.FailTimes, EnqueuedAt: now}, nil

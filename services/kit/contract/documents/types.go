@@ -1,9 +1,7 @@
 package documents
 
 import (
-	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -11,12 +9,6 @@ import (
 	"regexp"
 	"time"
 )
-
-// OpenAPI is the pair's REST contract, served by both services at
-// GET /openapi.yaml.
-//
-//go:embed openapi.yaml
-var OpenAPI []byte
 
 // Latency names recorded by both services (GET /stats).
 const (
@@ -94,8 +86,8 @@ const (
 	MaxLimit     = 1000
 )
 
-// Backend describes the server behind a service (GET /backend).
-type Backend struct {
+// BackendInfo describes the server behind a service (GET /backend).
+type BackendInfo struct {
 	// Backend is "postgres" or "mongodb".
 	Backend string `json:"backend"`
 	// Server identifies the server: "PostgreSQL 15.x", "MongoDB 7.0.x",
@@ -118,32 +110,6 @@ type ProfilePatch struct {
 type NewUser struct {
 	ID, Email, Name, Plan string
 	Profile               Object
-}
-
-// Store is a backend adapter. Every method is safe for concurrent use and
-// honours ctx (the handler bounds each call with the operation timeout).
-// Missing users fail with an error wrapping httpapi.ErrNotFound, a
-// duplicate email with httpapi.ErrConflict, an unreachable backend with
-// httpapi.ErrUnavailable. Users returned by the mutation methods (except
-// Create) carry no Profile. The service closes the backend itself; Store
-// has no Close.
-type Store interface {
-	// Create inserts the user and returns it as stored.
-	Create(ctx context.Context, u NewUser) (User, error)
-	// Get returns the user with its profile.
-	Get(ctx context.Context, id string) (User, error)
-	// PatchFields sets the non-nil fixed fields.
-	PatchFields(ctx context.Context, id string, p FieldsPatch) (User, error)
-	// PatchProfile merges p into the profile (top level only).
-	PatchProfile(ctx context.Context, id string, p ProfilePatch) (User, error)
-	// ReplaceProfile replaces the whole profile.
-	ReplaceProfile(ctx context.Context, id string, profile Object) (User, error)
-	// Search returns at most n users, with profiles, whose profile
-	// contains query (see Contains) and whose id sorts after the id
-	// after ("" for the start), in ascending id order.
-	Search(ctx context.Context, query Object, after string, n int) ([]User, error)
-	// Delete removes the user.
-	Delete(ctx context.Context, id string) error
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

@@ -1,4 +1,4 @@
-package log
+package conformance
 
 import (
 	"bytes"
@@ -16,25 +16,28 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
-// Target is one running instance of a service under the suite, with hooks
-// to restart it. Each NewTarget call gets state of its own (a schema, a
+// Features declares what a side of the log pair cannot do. Both sides
+// pass every test today, so it has no flags yet; a gap found later becomes
+// a field here, and the tests that need it skip naming the field.
+type Features struct{}
+
+// Target is one running instance of a service under the suite (see
+// kittest.Target). Each NewTarget call gets state of its own (a schema, a
 // slot or a topic and group), so subtests run in parallel.
+//
+// Restart stops the instance gracefully (HTTP drain, consumer stop with
+// its position confirmed) and starts a new one on the same schema and
+// slot or topic/group. Crash stops it as a consumer killed before it
+// confirmed its position would (no-kafka: the replication connection
+// closed without a final standby status; kafka: the group's committed
+// offsets rewound to the start, as if never committed), then starts a new
+// one: everything since the last confirmation is redelivered.
 type Target interface {
-	// URL is the running instance's base URL (it changes on restart).
-	URL() string
-	// Restart stops the instance gracefully (HTTP drain, consumer stop
-	// with its position confirmed) and starts a new one on the same
-	// schema and slot or topic/group.
-	Restart(t testing.TB)
-	// Crash stops the instance as a consumer killed before it confirmed
-	// its position would (no-kafka: the replication connection closed
-	// without a final standby status; kafka: the group's committed
-	// offsets rewound to the start, as if never committed), then starts a
-	// new one: everything since the last confirmation is redelivered.
-	Crash(t testing.TB)
+	kittest.Target
 }
 
 // NewTarget starts a fresh instance for one test and stops it when the
@@ -45,9 +48,10 @@ type NewTarget func(t testing.TB) Target
 // 2-core machine.
 const waitTimeout = 60 * time.Second
 
-// Run is the pair's conformance suite. Both services' tests call it with
-// their own NewTarget.
-func Run(t *testing.T, newTarget NewTarget) {
+// Run is the log pair's conformance suite. Both services' tests call it
+// with their side's Features and NewTarget. Every subtest runs in parallel
+// on its own target.
+func Run(t *testing.T, _ Features, newTarget NewTarget) {
 	t.Run("WriteGetWait", func(t *testing.T) { t.Parallel(); testWriteGetWait(t, newTarget(t)) })
 	t.Run("BadInput", func(t *testing.T) { t.Parallel(); testBadInput(t, newTarget(t)) })
 	t.Run("Batch1000ArrivesWhole", func(t *testing.T) { t.Parallel(); testBatch(t, newTarget(t)) })
@@ -57,9 +61,9 @@ func Run(t *testing.T, newTarget NewTarget) {
 }
 
 // Post writes one event and returns it.
-func Post(t testing.TB, base string, e NewEvent) Created {
+func Post(t testing.TB, base string, e logc.NewEvent) logc.Created {
 	t.Helper()
-	var c Created
+	var c logc.Created
 	if s, _ := kittest.Do(t, http.MethodPost, base+"/events", e, &c); s != http.StatusCreated || c.ID == "" || c.CreatedAt.IsZero() {
 		t.Fatalf("POST /events: %d %+v", s, c)
 	}
@@ -67,19 +71,19 @@ func Post(t testing.TB, base string, e NewEvent) Created {
 }
 
 // PostBatch writes a batch and returns its events in order.
-func PostBatch(t testing.TB, base string, events []NewEvent) []Created {
+func PostBatch(t testing.TB, base string, events []logc.NewEvent) []logc.Created {
 	t.Helper()
-	var c BatchCreated
-	if s, _ := kittest.Do(t, http.MethodPost, base+"/events/batch", Batch{Events: events}, &c); s != http.StatusCreated || len(c.Events) != len(events) {
+	var c logc.BatchCreated
+	if s, _ := kittest.Do(t, http.MethodPost, base+"/events/batch", logc.Batch{Events: events}, &c); s != http.StatusCreated || len(c.Events) != len(events) {
 		t.Fatalf("POST /events/batch: %d, %d events back, want %d", s, len(c.Events), len(events))
 	}
 	return c.Events
 }
 
 // WaitDelivered waits until the event is delivered and returns it.
-func WaitDelivered(t testing.TB, base, id string) Event {
+func WaitDelivered(t testing.TB, base, id string) logc.Event {
 	t.Helper()
-	var e Event
+	var e logc.Event
 	s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+id+"/wait?timeout="+waitTimeout.String(), nil, &e)
 	if s != http.StatusOK || e.DeliveredAt == nil || e.DeliveryMS == nil || e.DeliverySeq == nil {
 		t.Fatalf("wait %s: %d %+v (not delivered within %v)", id, s, e, waitTimeout)
@@ -88,9 +92,9 @@ func WaitDelivered(t testing.TB, base, id string) Event {
 }
 
 // Get reads an event.
-func Get(t testing.TB, base, id string) Event {
+func Get(t testing.TB, base, id string) logc.Event {
 	t.Helper()
-	var e Event
+	var e logc.Event
 	if s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+id, nil, &e); s != http.StatusOK {
 		t.Fatalf("GET /events/%s: %d", id, s)
 	}
@@ -98,26 +102,26 @@ func Get(t testing.TB, base, id string) Event {
 }
 
 // Consumer reads GET /consumer.
-func Consumer(t testing.TB, base string) ConsumerStatus {
+func Consumer(t testing.TB, base string) logc.ConsumerStatus {
 	t.Helper()
-	var c ConsumerStatus
+	var c logc.ConsumerStatus
 	if s, _ := kittest.Do(t, http.MethodGet, base+"/consumer", nil, &c); s != http.StatusOK {
 		t.Fatalf("GET /consumer: %d %+v", s, c)
 	}
 	return c
 }
 
-func events(n int, keys ...string) []NewEvent {
-	out := make([]NewEvent, n)
+func events(n int, keys ...string) []logc.NewEvent {
+	out := make([]logc.NewEvent, n)
 	for i := range out {
-		out[i] = NewEvent{Type: "test.event", Key: keys[i%len(keys)], Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}
+		out[i] = logc.NewEvent{Type: "test.event", Key: keys[i%len(keys)], Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}
 	}
 	return out
 }
 
 func testWriteGetWait(t *testing.T, tg Target) {
 	base := tg.URL()
-	c := Post(t, base, NewEvent{Type: "order.created", Key: "order-42", Payload: json.RawMessage(`{"total": 12.5, "items": ["a"]}`)})
+	c := Post(t, base, logc.NewEvent{Type: "order.created", Key: "order-42", Payload: json.RawMessage(`{"total": 12.5, "items": ["a"]}`)})
 	got := Get(t, base, c.ID)
 	if got.ID != c.ID || got.Type != "order.created" || got.Key != "order-42" || !got.CreatedAt.Equal(c.CreatedAt) {
 		t.Fatalf("GET returned %+v for %+v", got, c)
@@ -134,7 +138,7 @@ func testWriteGetWait(t *testing.T, tg Target) {
 		t.Errorf("GET after delivery: %+v", again)
 	}
 	// A payload-less event gets {}.
-	bare := Post(t, base, NewEvent{Type: "ping", Key: "k"})
+	bare := Post(t, base, logc.NewEvent{Type: "ping", Key: "k"})
 	if e := WaitDelivered(t, base, bare.ID); string(e.Payload) != "{}" {
 		t.Errorf("default payload %s, want {}", e.Payload)
 	}
@@ -145,15 +149,15 @@ func testWriteGetWait(t *testing.T, tg Target) {
 	}
 	counters, _ := raw["counters"].(map[string]any)
 	latencies, _ := raw["latencies"].(map[string]any)
-	for _, n := range Counters {
+	for _, n := range logc.Counters {
 		if _, ok := counters[n]; !ok {
 			t.Errorf("/stats counters lack %q: %v", n, counters)
 		}
 	}
-	if counters[StatWritten].(float64) < 2 || counters[StatDelivered].(float64) < 2 {
+	if counters[logc.StatWritten].(float64) < 2 || counters[logc.StatDelivered].(float64) < 2 {
 		t.Errorf("/stats counters %v, want written and delivered ≥ 2", counters)
 	}
-	for _, n := range Latencies {
+	for _, n := range logc.Latencies {
 		if l, _ := latencies[n].(map[string]any); l == nil || l["count"].(float64) < 1 {
 			t.Errorf("/stats latency %q missing or empty: %v", n, latencies[n])
 		}
@@ -207,7 +211,7 @@ func testBadInput(t *testing.T, tg Target) {
 	}
 	var big strings.Builder
 	big.WriteString(`{"events": [`)
-	for i := range MaxBatch + 1 {
+	for i := range logc.MaxBatch + 1 {
 		if i > 0 {
 			big.WriteString(",")
 		}
@@ -239,7 +243,7 @@ func testBadInput(t *testing.T, tg Target) {
 	// Escapes that only look like the refused ones are accepted and kept:
 	// an escaped backslash before "u0000" is the six characters \u0000,
 	// and a surrogate pair is one character.
-	odd := Post(t, base, NewEvent{Type: "t", Key: "k", Payload: json.RawMessage(`{"x": "\\u0000", "y": "\\\\\ud83d\ude00"}`)})
+	odd := Post(t, base, logc.NewEvent{Type: "t", Key: "k", Payload: json.RawMessage(`{"x": "\\u0000", "y": "\\\\\ud83d\ude00"}`)})
 	var got struct{ X, Y string }
 	if err := json.Unmarshal(Get(t, base, odd.ID).Payload, &got); err != nil || got.X != `\u0000` || got.Y != "\\\\\U0001F600" {
 		t.Errorf("escaped backslash / surrogate pair payload came back as %+v (%v)", got, err)
@@ -272,7 +276,7 @@ func testBadInput(t *testing.T, tg Target) {
 
 func testBatch(t *testing.T, tg Target) {
 	base := tg.URL()
-	created := PostBatch(t, base, events(MaxBatch, "a", "b", "c", "d"))
+	created := PostBatch(t, base, events(logc.MaxBatch, "a", "b", "c", "d"))
 	seen := map[string]bool{}
 	for i, c := range created {
 		if seen[c.ID] {
@@ -293,13 +297,13 @@ func testBatch(t *testing.T, tg Target) {
 		}
 		seqs[*e.DeliverySeq] = true
 	}
-	if st := Consumer(t, base); st.Delivered < MaxBatch {
-		t.Errorf("/consumer delivered %d, want ≥ %d", st.Delivered, MaxBatch)
+	if st := Consumer(t, base); st.Delivered < logc.MaxBatch {
+		t.Errorf("/consumer delivered %d, want ≥ %d", st.Delivered, logc.MaxBatch)
 	}
 }
 
 // checkOrder checks that, per key, events were observed in write order.
-func checkOrder(t testing.TB, base string, written []Created, keys []string) {
+func checkOrder(t testing.TB, base string, written []logc.Created, keys []string) {
 	t.Helper()
 	last := map[string]int64{}
 	for i, c := range written {
@@ -315,11 +319,11 @@ func checkOrder(t testing.TB, base string, written []Created, keys []string) {
 func testOrdering(t *testing.T, tg Target) {
 	base := tg.URL()
 	keyset := []string{"order-1", "order-2", "order-3"}
-	var written []Created
+	var written []logc.Created
 	var keys []string
 	for i := range 30 {
 		k := keyset[i%3]
-		written = append(written, Post(t, base, NewEvent{Type: "step", Key: k, Payload: json.RawMessage(fmt.Sprintf(`{"i": %d}`, i))}))
+		written = append(written, Post(t, base, logc.NewEvent{Type: "step", Key: k, Payload: json.RawMessage(fmt.Sprintf(`{"i": %d}`, i))}))
 		keys = append(keys, k)
 	}
 	batch := events(60, keyset...)
@@ -334,13 +338,13 @@ func testCrash(t *testing.T, tg Target) {
 	// One key: on Kafka one partition, so the redelivered events come
 	// back before the event written after the crash.
 	created := PostBatch(t, tg.URL(), events(20, "crash"))
-	before := map[string]Event{}
+	before := map[string]logc.Event{}
 	for _, c := range created {
 		before[c.ID] = WaitDelivered(t, tg.URL(), c.ID)
 	}
 	tg.Crash(t)
 	base := tg.URL()
-	after := Post(t, base, NewEvent{Type: "after.crash", Key: "crash"})
+	after := Post(t, base, logc.NewEvent{Type: "after.crash", Key: "crash"})
 	WaitDelivered(t, base, after.ID)
 	st := Consumer(t, base)
 	if st.Duplicates < 1 {
@@ -359,7 +363,7 @@ func testCrash(t *testing.T, tg Target) {
 }
 
 func testRestart(t *testing.T, tg Target) {
-	var written []Created
+	var written []logc.Created
 	var keys []string
 	batch := events(500, "r1", "r2")
 	written = append(written, PostBatch(t, tg.URL(), batch)...)
@@ -370,7 +374,7 @@ func testRestart(t *testing.T, tg Target) {
 	tg.Restart(t)
 	for i := range 20 {
 		k := []string{"r1", "r2"}[i%2]
-		written = append(written, Post(t, tg.URL(), NewEvent{Type: "after.restart", Key: k}))
+		written = append(written, Post(t, tg.URL(), logc.NewEvent{Type: "after.restart", Key: k}))
 		keys = append(keys, k)
 	}
 	tg.Restart(t)
@@ -386,7 +390,7 @@ func MeasureDelivery(b *testing.B, base string) {
 	var ms []float64
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		c := Post(b, base, NewEvent{Type: "bench", Key: fmt.Sprintf("k%d", i%16)})
+		c := Post(b, base, logc.NewEvent{Type: "bench", Key: fmt.Sprintf("k%d", i%16)})
 		e := WaitDelivered(b, base, c.ID)
 		ms = append(ms, *e.DeliveryMS)
 	}

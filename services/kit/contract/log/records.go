@@ -20,23 +20,24 @@ import (
 // SynchronousCommits are the accepted values of SYNCHRONOUS_COMMIT.
 var SynchronousCommits = []string{"on", "off", "local", "remote_write", "remote_apply"}
 
-// Store is the Postgres side both services share: the messages table (the
-// events) and the deliveries table (what the consumer observed). It is
-// safe for concurrent use; it does not own the pool.
-type Store struct {
+// Records are the Postgres tables both services share whatever transports
+// their events: the messages table (the events) and the deliveries table
+// (what the consumer observed). Safe for concurrent use; it does not own
+// the pool.
+type Records struct {
 	pool *pgxpool.Pool
 	// syncCommit is applied with SET LOCAL to every write transaction.
 	syncCommit string
 }
 
-// NewStore returns a Store over pool whose writes commit with the given
+// NewRecords returns Records over pool whose writes commit with the given
 // synchronous_commit ("on", "off", ...; empty means the server's setting).
-func NewStore(pool *pgxpool.Pool, synchronousCommit string) *Store {
-	return &Store{pool: pool, syncCommit: synchronousCommit}
+func NewRecords(pool *pgxpool.Pool, synchronousCommit string) *Records {
+	return &Records{pool: pool, syncCommit: synchronousCommit}
 }
 
-// Pool returns the pool the store uses.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+// Pool returns the pool the records are read and written through.
+func (s *Records) Pool() *pgxpool.Pool { return s.pool }
 
 // insertSQL inserts a batch in request order (WITH ORDINALITY + ORDER BY,
 // so rows get ascending created_at and WAL positions in that order, which
@@ -50,7 +51,7 @@ RETURNING id::text, created_at`
 
 // Insert writes the events in one transaction and returns them with their
 // created_at, in order. ctx bounds the whole transaction.
-func (s *Store) Insert(ctx context.Context, events []NewEvent) ([]Created, error) {
+func (s *Records) Insert(ctx context.Context, events []NewEvent) ([]Created, error) {
 	ids := make([]string, len(events))
 	types := make([]string, len(events))
 	keys := make([]string, len(events))
@@ -117,7 +118,7 @@ WHERE m.id = $1`
 
 // Get returns the event with the id, or an error wrapping
 // httpapi.ErrNotFound.
-func (s *Store) Get(ctx context.Context, id string) (Event, error) {
+func (s *Records) Get(ctx context.Context, id string) (Event, error) {
 	var e Event
 	var payload []byte
 	err := s.pool.QueryRow(ctx, getSQL, id).Scan(&e.ID, &e.Type, &e.Key, &payload, &e.CreatedAt, &e.DeliveredAt, &e.DeliverySeq)
@@ -149,7 +150,7 @@ RETURNING id::text`
 // returns the ids observed for the first time (the others are duplicates).
 // It commits before returning, so a consumer may confirm its position
 // afterwards.
-func (s *Store) Deliver(ctx context.Context, batch []Delivery, at time.Time) (map[string]bool, error) {
+func (s *Records) Deliver(ctx context.Context, batch []Delivery, at time.Time) (map[string]bool, error) {
 	ids := make([]string, len(batch))
 	for i, d := range batch {
 		ids[i] = d.ID
@@ -189,9 +190,9 @@ func unavailable(what string, err error) error {
 // the deliveries (dedup by id), counts delivered and duplicates, observes
 // the delivery latency and wakes waiters. Safe for concurrent use.
 type Deliverer struct {
-	Store *Store
-	Hub   *waiter.Hub
-	Stats *stats.Recorder
+	Records *Records
+	Hub     *waiter.Hub
+	Stats   *stats.Recorder
 	// Timeout bounds each Deliver call's database round trip.
 	Timeout time.Duration
 }
@@ -210,7 +211,7 @@ func (d *Deliverer) Deliver(ctx context.Context, batch []Delivery) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	fresh, err := d.Store.Deliver(ctx, batch, now)
+	fresh, err := d.Records.Deliver(ctx, batch, now)
 	if err != nil {
 		return fmt.Errorf("record deliveries: %w", err)
 	}

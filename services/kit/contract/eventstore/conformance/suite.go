@@ -1,4 +1,4 @@
-package eventstore
+package conformance
 
 import (
 	"bytes"
@@ -17,41 +17,50 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
-// Features are the capability flags a target declares; they must equal
+// Features are the capability flags a side declares; they must equal
 // what its GET /capabilities answers, and the suite skips the tests that
-// need a capability the target lacks, saying why.
-type Features = Capabilities
+// need a capability the side lacks, naming the flag.
+type Features = eventstore.Capabilities
 
-// Target is one running service under test.
-type Target struct {
-	// BaseURL is the service's root, e.g. http://127.0.0.1:41234.
-	BaseURL string
-	// Service and Backend are the names /stats must report.
-	Service, Backend string
-	// Features must match GET /capabilities.
-	Features Features
-	// Restart, if set, stops the service and starts a new one on the same
-	// backend state (schema, topic), returning its base URL. Tests that
-	// need it skip when it is nil.
-	Restart func(t testing.TB) string
+// Target is one running service under test (see kittest.Target).
+//
+// Restart stops the service gracefully (open subscriptions end) and
+// starts a new one on the same backend state (schema, topic, server).
+// No side holds anything unconfirmed in the process (an append is
+// answered once the engine has it), so a side's Crash may be a Restart;
+// the suite checks that every answered append survives both and that a
+// subscription resumes from a position taken before.
+type Target interface {
+	kittest.Target
+	// Names are the service and backend names /stats must report.
+	Names() (service, backend string)
 }
 
 // NewTarget starts a fresh service with backend state of its own (a
 // schema, a topic) for one test, stopped when that test ends.
-type NewTarget func(t *testing.T) *Target
+type NewTarget func(t testing.TB) Target
+
+// side is what each test gets: a target and the side's Features.
+type side struct {
+	Target
+	Features Features
+}
 
 // Timeout bounds each wait of the suite; generous because the machines
 // running it are small and shared.
 const suiteTimeout = 60 * time.Second
 
-// Run is the one conformance suite every event store service runs.
-func Run(t *testing.T, newTarget NewTarget) {
+// Run is the one conformance suite every event store service runs, with
+// its side's Features and NewTarget. Every subtest runs in parallel on its
+// own target.
+func Run(t *testing.T, f Features, newTarget NewTarget) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, tg *Target)
+		fn   func(t *testing.T, tg side)
 	}{
 		{"SharedEndpointsOpenAPIAndCapabilities", testShared},
 		{"AppendThenReadVersionsAndPositions", testAppendRead},
@@ -63,12 +72,12 @@ func Run(t *testing.T, newTarget NewTarget) {
 		{"ConcurrentAnyAppendsLoseNothing", testAnyRace},
 		{"RecordsScannedIsHonest", testRecordsScanned},
 		{"SubscribeCatchUpLiveAndResume", testSubscribe},
-		{"RestartLosesNothingAndSubscriptionResumes", testRestart},
+		{"RestartAndCrashLoseNothingAndSubscriptionResumes", testRestart},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.fn(t, newTarget(t))
+			tc.fn(t, side{Target: newTarget(t), Features: f})
 		})
 	}
 }
@@ -99,7 +108,7 @@ func decode(t testing.TB, b []byte, v any) {
 }
 
 // appendEvents posts events and returns the status and the raw body.
-func appendEvents(t testing.TB, base, stream string, expected any, events ...EventData) (int, []byte) {
+func appendEvents(t testing.TB, base, stream string, expected any, events ...eventstore.EventData) (int, []byte) {
 	t.Helper()
 	body := map[string]any{"events": events}
 	if expected != nil {
@@ -108,13 +117,13 @@ func appendEvents(t testing.TB, base, stream string, expected any, events ...Eve
 	return kittest.Do(t, http.MethodPost, base+"/streams/"+stream+"/events", body, nil)
 }
 
-func mustAppend(t testing.TB, base, stream string, expected any, events ...EventData) AppendResult {
+func mustAppend(t testing.TB, base, stream string, expected any, events ...eventstore.EventData) eventstore.AppendResult {
 	t.Helper()
 	status, b := appendEvents(t, base, stream, expected, events...)
 	if status != http.StatusCreated {
 		t.Fatalf("append to %s (expected %v): %d %s", stream, expected, status, b)
 	}
-	var r AppendResult
+	var r eventstore.AppendResult
 	decode(t, b, &r)
 	if r.Position == "" {
 		t.Fatalf("append answered no position: %s", b)
@@ -122,34 +131,34 @@ func mustAppend(t testing.TB, base, stream string, expected any, events ...Event
 	return r
 }
 
-func readStream(t testing.TB, base, stream, query string) (ReadResult, map[string]any) {
+func readStream(t testing.TB, base, stream, query string) (eventstore.ReadResult, map[string]any) {
 	t.Helper()
 	status, b := kittest.Do(t, http.MethodGet, base+"/streams/"+stream+query, nil, nil)
 	if status != http.StatusOK {
 		t.Fatalf("read %s%s: %d %s", stream, query, status, b)
 	}
-	var r ReadResult
+	var r eventstore.ReadResult
 	decode(t, b, &r)
 	var raw map[string]any
 	decode(t, b, &raw)
 	return r, raw
 }
 
-func ev(typ string, data string) EventData {
-	return EventData{Type: typ, Data: json.RawMessage(data)}
+func ev(typ string, data string) eventstore.EventData {
+	return eventstore.EventData{Type: typ, Data: json.RawMessage(data)}
 }
 
-func registered() EventData { return ev("TankRegistered", `{"capacity_liters":1000}`) }
-func added(l float64) EventData {
+func registered() eventstore.EventData { return ev("TankRegistered", `{"capacity_liters":1000}`) }
+func added(l float64) eventstore.EventData {
 	return ev("OxygenAdded", fmt.Sprintf(`{"liters":%g}`, l))
 }
-func consumed(l float64) EventData {
+func consumed(l float64) eventstore.EventData {
 	return ev("OxygenConsumed", fmt.Sprintf(`{"liters":%g}`, l))
 }
 
 // firstExpected is the expected version for a new stream: "no_stream"
 // where the engine checks it, "any" elsewhere.
-func firstExpected(tg *Target) any {
+func firstExpected(tg side) any {
 	if tg.Features.ConditionalAppend {
 		return "no_stream"
 	}
@@ -164,14 +173,15 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-func testShared(t *testing.T, tg *Target) {
-	kittest.CheckShared(t, tg.BaseURL, tg.Service, "eventstore", tg.Backend)
-	status, b := kittest.Do(t, http.MethodGet, tg.BaseURL+"/openapi.yaml", nil, nil)
-	if status != 200 || !bytes.Equal(b, OpenAPI) {
-		t.Errorf("/openapi.yaml: %d, %d bytes; want the contract's %d bytes", status, len(b), len(OpenAPI))
+func testShared(t *testing.T, tg side) {
+	service, backend := tg.Names()
+	kittest.CheckShared(t, tg.URL(), service, "eventstore", backend)
+	status, b := kittest.Do(t, http.MethodGet, tg.URL()+"/openapi.yaml", nil, nil)
+	if status != 200 || !bytes.Equal(b, eventstore.OpenAPI) {
+		t.Errorf("/openapi.yaml: %d, %d bytes; want the contract's %d bytes", status, len(b), len(eventstore.OpenAPI))
 	}
-	status, b = kittest.Do(t, http.MethodGet, tg.BaseURL+"/capabilities", nil, nil)
-	var c Capabilities
+	status, b = kittest.Do(t, http.MethodGet, tg.URL()+"/capabilities", nil, nil)
+	var c eventstore.Capabilities
 	decode(t, b, &c)
 	if status != 200 || c != tg.Features {
 		t.Errorf("/capabilities: %d %+v; the target declares %+v", status, c, tg.Features)
@@ -185,24 +195,24 @@ func testShared(t *testing.T, tg *Target) {
 	}
 }
 
-func testAppendRead(t *testing.T, tg *Target) {
+func testAppendRead(t *testing.T, tg side) {
 	s := streamName(t, 1)
-	meta := EventData{Type: "OxygenAdded", Data: json.RawMessage(`{"liters":5}`), Metadata: json.RawMessage(`{"operator":"aldrin"}`)}
-	res := mustAppend(t, tg.BaseURL, s, firstExpected(tg), registered(), added(300), meta)
+	meta := eventstore.EventData{Type: "OxygenAdded", Data: json.RawMessage(`{"liters":5}`), Metadata: json.RawMessage(`{"operator":"aldrin"}`)}
+	res := mustAppend(t, tg.URL(), s, firstExpected(tg), registered(), added(300), meta)
 	if res.FirstVersion != nil && (*res.FirstVersion != 0 || res.LastVersion == nil || *res.LastVersion != 2) {
 		t.Errorf("append versions %v..%v, want 0..2", *res.FirstVersion, res.LastVersion)
 	}
 	if !tg.Features.ConditionalAppend && res.FirstVersion == nil {
 		t.Log("append answered null versions: this engine assigns no stream versions")
 	}
-	r, raw := readStream(t, tg.BaseURL, s, "")
+	r, raw := readStream(t, tg.URL(), s, "")
 	if _, ok := raw["records_scanned"]; !ok {
 		t.Errorf("read lacks records_scanned (null where not measurable): %v", raw)
 	}
 	if r.Stream != s || len(r.Events) != 3 {
 		t.Fatalf("read %s: stream %q, %d events, want 3", s, r.Stream, len(r.Events))
 	}
-	want := []EventData{registered(), added(300), meta}
+	want := []eventstore.EventData{registered(), added(300), meta}
 	for i, e := range r.Events {
 		if e.Version == nil || *e.Version != int64(i) {
 			t.Errorf("event %d: version %v", i, e.Version)
@@ -226,11 +236,11 @@ func testAppendRead(t *testing.T, tg *Target) {
 	if r.Events[2].Position != res.Position || r.Events[2].GlobalPosition != res.GlobalPosition {
 		t.Errorf("append said position %s/%d, the read says %s/%d", res.Position, res.GlobalPosition, r.Events[2].Position, r.Events[2].GlobalPosition)
 	}
-	page, _ := readStream(t, tg.BaseURL, s, "?from=1&limit=1")
+	page, _ := readStream(t, tg.URL(), s, "?from=1&limit=1")
 	if len(page.Events) != 1 || *page.Events[0].Version != 1 || page.LastVersion == nil || *page.LastVersion != 2 {
 		t.Errorf("from=1&limit=1: %+v", page)
 	}
-	empty, raw := readStream(t, tg.BaseURL, streamName(t, 99), "")
+	empty, raw := readStream(t, tg.URL(), streamName(t, 99), "")
 	if len(empty.Events) != 0 || empty.LastVersion != nil {
 		t.Errorf("a stream without events must read empty: %+v", empty)
 	}
@@ -239,24 +249,24 @@ func testAppendRead(t *testing.T, tg *Target) {
 	}
 }
 
-func testState(t *testing.T, tg *Target) {
+func testState(t *testing.T, tg side) {
 	s := streamName(t, 1)
-	mustAppend(t, tg.BaseURL, s, firstExpected(tg), registered(), added(300))
-	mustAppend(t, tg.BaseURL, s, "any", consumed(120.5), added(50))
-	status, b := kittest.Do(t, http.MethodGet, tg.BaseURL+"/streams/"+s+"/state", nil, nil)
-	var st State
+	mustAppend(t, tg.URL(), s, firstExpected(tg), registered(), added(300))
+	mustAppend(t, tg.URL(), s, "any", consumed(120.5), added(50))
+	status, b := kittest.Do(t, http.MethodGet, tg.URL()+"/streams/"+s+"/state", nil, nil)
+	var st eventstore.State
 	decode(t, b, &st)
 	if status != 200 || !st.Registered || st.CapacityLiters != 1000 || st.BalanceLiters != 229.5 || st.Events != 4 || st.Version == nil || *st.Version != 3 {
 		t.Errorf("state: %d %s; want registered, capacity 1000, balance 229.5, 4 events, version 3", status, b)
 	}
-	status, b = kittest.Do(t, http.MethodGet, tg.BaseURL+"/streams/"+streamName(t, 2)+"/state", nil, nil)
+	status, b = kittest.Do(t, http.MethodGet, tg.URL()+"/streams/"+streamName(t, 2)+"/state", nil, nil)
 	decode(t, b, &st)
 	if status != 200 || st.Events != 0 || st.Version != nil || st.Registered {
 		t.Errorf("state of an empty stream: %d %s", status, b)
 	}
 }
 
-func testBadInput(t *testing.T, tg *Target) {
+func testBadInput(t *testing.T, tg side) {
 	s := streamName(t, 1)
 	good := `{"type":"OxygenAdded","data":{"liters":1}}`
 	cases := []struct {
@@ -293,7 +303,7 @@ func testBadInput(t *testing.T, tg *Target) {
 		if c.body != "" {
 			body = c.body
 		}
-		req := kittest.NewRequest(t, c.method, tg.BaseURL+c.path, body)
+		req := kittest.NewRequest(t, c.method, tg.URL()+c.path, body)
 		if c.ctype != "" {
 			req.Header.Set("Content-Type", c.ctype)
 		}
@@ -304,7 +314,7 @@ func testBadInput(t *testing.T, tg *Target) {
 			t.Errorf("%s: %d %s; want %d with an error containing %q", c.name, status, b, c.status, c.contains)
 		}
 	}
-	if r, _ := readStream(t, tg.BaseURL, s, ""); len(r.Events) != 0 {
+	if r, _ := readStream(t, tg.URL(), s, ""); len(r.Events) != 0 {
 		t.Errorf("a refused request appended %d events", len(r.Events))
 	}
 	// Look-alikes of the refused inputs are legal and stored as sent: an
@@ -312,8 +322,8 @@ func testBadInput(t *testing.T, tg *Target) {
 	s2 := streamName(t, 2)
 	legal := ev("Legal", `{"path":"C:\\u0000","smile":"\ud83d\ude00"}`)
 	legal.Metadata = json.RawMessage(`{"note":"\\ud800"}`)
-	mustAppend(t, tg.BaseURL, s2, "any", legal)
-	r, _ := readStream(t, tg.BaseURL, s2, "")
+	mustAppend(t, tg.URL(), s2, "any", legal)
+	r, _ := readStream(t, tg.URL(), s2, "")
 	if len(r.Events) != 1 || !jsonEqual(r.Events[0].Data, legal.Data) || !jsonEqual(r.Events[0].Metadata, legal.Metadata) {
 		t.Errorf("legal escapes: read %+v, want data %s metadata %s", r.Events, legal.Data, legal.Metadata)
 	}
@@ -336,53 +346,53 @@ func conflictBody(t testing.TB, status int, b []byte) (int64, bool) {
 	return *e.ActualVersion, true
 }
 
-func testExpectedVersion(t *testing.T, tg *Target) {
+func testExpectedVersion(t *testing.T, tg side) {
 	if !tg.Features.ConditionalAppend {
 		t.Skip("capability conditional_append is false: this engine cannot refuse an append on a wrong expected version (see ConditionalAppendRefusedWith422)")
 	}
 	s := streamName(t, 1)
-	if status, b := appendEvents(t, tg.BaseURL, s, 0, added(1)); status != 409 {
+	if status, b := appendEvents(t, tg.URL(), s, 0, added(1)); status != 409 {
 		t.Errorf("expected 0 on a stream without events: %d %s, want 409", status, b)
 	} else if a, _ := conflictBody(t, status, b); a != -1 {
 		t.Errorf("actual_version %d for a stream without events, want -1", a)
 	}
-	r := mustAppend(t, tg.BaseURL, s, "no_stream", registered())
+	r := mustAppend(t, tg.URL(), s, "no_stream", registered())
 	if r.FirstVersion == nil || *r.FirstVersion != 0 || *r.LastVersion != 0 {
 		t.Errorf("first append: versions %v..%v, want 0..0", r.FirstVersion, r.LastVersion)
 	}
 	for _, exp := range []any{"no_stream", 5} {
-		status, b := appendEvents(t, tg.BaseURL, s, exp, added(1))
+		status, b := appendEvents(t, tg.URL(), s, exp, added(1))
 		if a, ok := conflictBody(t, status, b); !ok || a != 0 {
 			t.Errorf("expected %v on a stream at version 0: %d %s, want 409 actual_version 0", exp, status, b)
 		}
 	}
-	r = mustAppend(t, tg.BaseURL, s, 0, added(10), consumed(2))
+	r = mustAppend(t, tg.URL(), s, 0, added(10), consumed(2))
 	if *r.FirstVersion != 1 || *r.LastVersion != 2 {
 		t.Errorf("append at 0: versions %d..%d, want 1..2", *r.FirstVersion, *r.LastVersion)
 	}
-	r = mustAppend(t, tg.BaseURL, s, "any", added(1))
+	r = mustAppend(t, tg.URL(), s, "any", added(1))
 	if *r.FirstVersion != 3 {
 		t.Errorf("append any: first version %d, want 3", *r.FirstVersion)
 	}
-	got, _ := readStream(t, tg.BaseURL, s, "")
+	got, _ := readStream(t, tg.URL(), s, "")
 	if len(got.Events) != 4 {
 		t.Errorf("stream holds %d events, want 4 (refused appends must write nothing)", len(got.Events))
 	}
 }
 
-func testConditionalRace(t *testing.T, tg *Target) {
+func testConditionalRace(t *testing.T, tg side) {
 	if !tg.Features.ConditionalAppend {
 		t.Skip("capability conditional_append is false: concurrent writers cannot be serialized by expected version on this engine")
 	}
 	s := streamName(t, 1)
-	mustAppend(t, tg.BaseURL, s, "no_stream", registered(), added(100))
+	mustAppend(t, tg.URL(), s, "no_stream", registered(), added(100))
 	const writers = 8
 	statuses := make([]int, writers)
 	actual := make([]int64, writers)
 	var wg sync.WaitGroup
 	for i := range writers {
 		wg.Go(func() {
-			status, b := appendEvents(t, tg.BaseURL, s, 1, consumed(float64(i+1)))
+			status, b := appendEvents(t, tg.URL(), s, 1, consumed(float64(i+1)))
 			statuses[i] = status
 			if a, ok := conflictBody(t, status, b); ok {
 				actual[i] = a
@@ -406,44 +416,44 @@ func testConditionalRace(t *testing.T, tg *Target) {
 	if wins != 1 {
 		t.Errorf("%d writers with expected_version 1 succeeded, want exactly 1", wins)
 	}
-	if r, _ := readStream(t, tg.BaseURL, s, ""); len(r.Events) != 3 {
+	if r, _ := readStream(t, tg.URL(), s, ""); len(r.Events) != 3 {
 		t.Errorf("stream holds %d events, want 3", len(r.Events))
 	}
 }
 
-func testConditionalRefused(t *testing.T, tg *Target) {
+func testConditionalRefused(t *testing.T, tg side) {
 	if tg.Features.ConditionalAppend {
 		t.Skip("capability conditional_append is true: the engine checks expected versions (see WrongExpectedVersionIs409WithActualVersion)")
 	}
 	s := streamName(t, 1)
 	for _, exp := range []any{0, 7, "no_stream"} {
-		status, b := appendEvents(t, tg.BaseURL, s, exp, added(1))
+		status, b := appendEvents(t, tg.URL(), s, exp, added(1))
 		var e struct{ Error string }
 		decode(t, b, &e)
 		if status != http.StatusUnprocessableEntity || !strings.Contains(e.Error, "conditional_append") {
 			t.Errorf("expected_version %v: %d %s; want 422 naming conditional_append", exp, status, b)
 		}
 	}
-	if r, _ := readStream(t, tg.BaseURL, s, ""); len(r.Events) != 0 {
+	if r, _ := readStream(t, tg.URL(), s, ""); len(r.Events) != 0 {
 		t.Errorf("a refused conditional append wrote %d events", len(r.Events))
 	}
-	r := mustAppend(t, tg.BaseURL, s, "any", registered())
+	r := mustAppend(t, tg.URL(), s, "any", registered())
 	if r.FirstVersion != nil && *r.FirstVersion != 0 {
 		t.Errorf("first version %d", *r.FirstVersion)
 	}
-	if r := mustAppend(t, tg.BaseURL, s, nil, added(1)); r.Position == "" {
+	if r := mustAppend(t, tg.URL(), s, nil, added(1)); r.Position == "" {
 		t.Error("an append without expected_version (default any) failed")
 	}
 }
 
-func testAnyRace(t *testing.T, tg *Target) {
+func testAnyRace(t *testing.T, tg side) {
 	s := streamName(t, 1)
 	const writers, each = 8, 5
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
-				status, b := appendEvents(t, tg.BaseURL, s, "any", ev("OxygenAdded", fmt.Sprintf(`{"liters":1,"writer":%d,"i":%d}`, w, i)))
+				status, b := appendEvents(t, tg.URL(), s, "any", ev("OxygenAdded", fmt.Sprintf(`{"liters":1,"writer":%d,"i":%d}`, w, i)))
 				if status != http.StatusCreated {
 					t.Errorf("writer %d append %d: %d %s", w, i, status, b)
 				}
@@ -451,7 +461,7 @@ func testAnyRace(t *testing.T, tg *Target) {
 		})
 	}
 	wg.Wait()
-	r, _ := readStream(t, tg.BaseURL, s, "")
+	r, _ := readStream(t, tg.URL(), s, "")
 	if len(r.Events) != writers*each {
 		t.Fatalf("stream holds %d events, want %d", len(r.Events), writers*each)
 	}
@@ -467,18 +477,18 @@ func testAnyRace(t *testing.T, tg *Target) {
 	}
 }
 
-func testRecordsScanned(t *testing.T, tg *Target) {
+func testRecordsScanned(t *testing.T, tg side) {
 	target := streamName(t, 0)
 	total := 0
-	mustAppend(t, tg.BaseURL, target, firstExpected(tg), registered())
+	mustAppend(t, tg.URL(), target, firstExpected(tg), registered())
 	total++
 	for n := 1; n <= 4; n++ {
-		mustAppend(t, tg.BaseURL, streamName(t, n), firstExpected(tg), registered(), added(1), added(2))
+		mustAppend(t, tg.URL(), streamName(t, n), firstExpected(tg), registered(), added(1), added(2))
 		total += 3
-		mustAppend(t, tg.BaseURL, target, "any", added(float64(n)))
+		mustAppend(t, tg.URL(), target, "any", added(float64(n)))
 		total++
 	}
-	r, raw := readStream(t, tg.BaseURL, target, "")
+	r, raw := readStream(t, tg.URL(), target, "")
 	if len(r.Events) != 5 {
 		t.Fatalf("read %d events, want 5", len(r.Events))
 	}
@@ -498,7 +508,7 @@ func testRecordsScanned(t *testing.T, tg *Target) {
 
 // subscription is an open GET /subscribe read by a goroutine.
 type subscription struct {
-	msgs   chan SSEMessage
+	msgs   chan eventstore.SSEMessage
 	done   chan error
 	cancel context.CancelFunc
 }
@@ -522,10 +532,10 @@ func openSubscription(t testing.TB, base, from string) *subscription {
 		cancel()
 		t.Fatalf("GET %s: %d %s %s", u, resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
-	s := &subscription{msgs: make(chan SSEMessage, 1024), done: make(chan error, 1), cancel: cancel}
+	s := &subscription{msgs: make(chan eventstore.SSEMessage, 1024), done: make(chan error, 1), cancel: cancel}
 	go func() {
 		defer resp.Body.Close()
-		r := NewSSEReader(resp.Body)
+		r := eventstore.NewSSEReader(resp.Body)
 		for {
 			m, err := r.Next()
 			if err != nil {
@@ -541,22 +551,22 @@ func openSubscription(t testing.TB, base, from string) *subscription {
 }
 
 // next returns the next message or fails after the suite timeout.
-func (s *subscription) next(t testing.TB) (SSEMessage, bool) {
+func (s *subscription) next(t testing.TB) (eventstore.SSEMessage, bool) {
 	t.Helper()
 	select {
 	case m, ok := <-s.msgs:
 		return m, ok
 	case <-time.After(suiteTimeout):
 		t.Fatalf("no subscription message within %v", suiteTimeout)
-		return SSEMessage{}, false
+		return eventstore.SSEMessage{}, false
 	}
 }
 
 // collect reads until caught-up (n < 0) or until n events of ours arrived,
 // returning our events (streams with this test's prefix).
-func (s *subscription) collect(t testing.TB, prefix string, n int) []RecordedEvent {
+func (s *subscription) collect(t testing.TB, prefix string, n int) []eventstore.RecordedEvent {
 	t.Helper()
-	var out []RecordedEvent
+	var out []eventstore.RecordedEvent
 	for n < 0 || len(out) < n {
 		m, ok := s.next(t)
 		if !ok {
@@ -568,7 +578,7 @@ func (s *subscription) collect(t testing.TB, prefix string, n int) []RecordedEve
 				return out
 			}
 		case "event":
-			var e RecordedEvent
+			var e eventstore.RecordedEvent
 			decode(t, []byte(m.Data), &e)
 			if m.ID != e.Position {
 				t.Errorf("SSE id %q differs from the event's position %q", m.ID, e.Position)
@@ -583,7 +593,7 @@ func (s *subscription) collect(t testing.TB, prefix string, n int) []RecordedEve
 	return out
 }
 
-func wantEvents(t testing.TB, what string, got []RecordedEvent, want []string) {
+func wantEvents(t testing.TB, what string, got []eventstore.RecordedEvent, want []string) {
 	t.Helper()
 	var g []string
 	for _, e := range got {
@@ -607,12 +617,12 @@ func wantEvents(t testing.TB, what string, got []RecordedEvent, want []string) {
 	}
 }
 
-func testSubscribe(t *testing.T, tg *Target) {
+func testSubscribe(t *testing.T, tg side) {
 	prefix := runPrefix(t)
 	a, b := streamName(t, 1), streamName(t, 2)
-	mustAppend(t, tg.BaseURL, a, firstExpected(tg), ev("OxygenAdded", `{"liters":1}`), ev("OxygenAdded", `{"liters":2}`))
-	mustAppend(t, tg.BaseURL, b, firstExpected(tg), ev("OxygenAdded", `{"liters":3}`))
-	sub := openSubscription(t, tg.BaseURL, "")
+	mustAppend(t, tg.URL(), a, firstExpected(tg), ev("OxygenAdded", `{"liters":1}`), ev("OxygenAdded", `{"liters":2}`))
+	mustAppend(t, tg.URL(), b, firstExpected(tg), ev("OxygenAdded", `{"liters":3}`))
+	sub := openSubscription(t, tg.URL(), "")
 	backlog := sub.collect(t, prefix, -1)
 	wantEvents(t, "catch-up", backlog, []string{`{"liters":1}`, `{"liters":2}`, `{"liters":3}`})
 	for i := 1; i < len(backlog); i++ {
@@ -621,33 +631,31 @@ func testSubscribe(t *testing.T, tg *Target) {
 		}
 	}
 	// Live: the subscriber is already listening when these are written.
-	mustAppend(t, tg.BaseURL, a, "any", ev("OxygenConsumed", `{"liters":4}`))
-	mustAppend(t, tg.BaseURL, b, "any", ev("OxygenConsumed", `{"liters":5}`))
+	mustAppend(t, tg.URL(), a, "any", ev("OxygenConsumed", `{"liters":4}`))
+	mustAppend(t, tg.URL(), b, "any", ev("OxygenConsumed", `{"liters":5}`))
 	live := sub.collect(t, prefix, 2)
 	wantEvents(t, "live", live, []string{`{"liters":4}`, `{"liters":5}`})
 	sub.cancel()
 
 	// Resume from the third event's position: exactly the two after it.
 	if len(backlog) == 3 {
-		resumed := openSubscription(t, tg.BaseURL, backlog[2].Position)
+		resumed := openSubscription(t, tg.URL(), backlog[2].Position)
 		wantEvents(t, "resumed", resumed.collect(t, prefix, -1), []string{`{"liters":4}`, `{"liters":5}`})
 	}
 }
 
-func testRestart(t *testing.T, tg *Target) {
-	if tg.Restart == nil {
-		t.Skip("Target.Restart is nil: this target cannot restart its service on the same state")
-	}
+func testRestart(t *testing.T, tg side) {
 	prefix := runPrefix(t)
 	s := streamName(t, 1)
-	mustAppend(t, tg.BaseURL, s, firstExpected(tg), registered(), added(10))
-	sub := openSubscription(t, tg.BaseURL, "")
+	mustAppend(t, tg.URL(), s, firstExpected(tg), registered(), added(10))
+	sub := openSubscription(t, tg.URL(), "")
 	seen := sub.collect(t, prefix, -1)
 	if len(seen) != 2 {
 		t.Fatalf("catch-up delivered %d events, want 2", len(seen))
 	}
 	last := seen[1].Position
-	base := tg.Restart(t)
+	tg.Restart(t)
+	base := tg.URL()
 	// The old service's subscription ended with the shutdown.
 	for {
 		if _, ok := sub.next(t); !ok {
@@ -664,4 +672,13 @@ func testRestart(t *testing.T, tg *Target) {
 	}
 	resumed := openSubscription(t, base, last)
 	wantEvents(t, "resumed after restart", resumed.collect(t, prefix, -1), []string{`{"liters":3}`})
+
+	tg.Crash(t)
+	base = tg.URL()
+	mustAppend(t, base, s, "any", added(7))
+	if r, _ := readStream(t, base, s, ""); len(r.Events) != 4 {
+		t.Fatalf("after a crash the stream holds %d events, want 4", len(r.Events))
+	}
+	resumed = openSubscription(t, base, last)
+	wantEvents(t, "resumed after a crash", resumed.collect(t, prefix, -1), []string{`{"liters":3}`, `{"liters":7}`})
 }

@@ -1,4 +1,4 @@
-package documents
+package conformance
 
 import (
 	"bytes"
@@ -12,49 +12,65 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
-// Target is one running service under test.
-type Target struct {
-	// BaseURL is the service's address, "http://127.0.0.1:port".
-	BaseURL string
-	// BodyLimit is the service's BODY_LIMIT in bytes (at least 3 MiB, for
-	// the 2 MB documents).
-	BodyLimit int64
-	// Features declares what the backend can do.
-	Features Features
-}
-
 // Features are capabilities one backend may lack; the suite skips what a
-// target does not declare, after checking it fails cleanly (a 422).
+// side does not declare, after checking it fails cleanly (a 422), and the
+// skip names the flag.
 type Features struct {
 	// NestedArrays: arrays directly inside arrays ([[1,2],[3]]) can be
 	// stored. Postgres and MongoDB can; FerretDB v1 cannot.
 	NestedArrays bool
 }
 
+// Target is one running service under test (see kittest.Target).
+//
+// Restart stops the instance gracefully and starts a new one on the same
+// database or schema. Neither side holds anything unconfirmed in the
+// process (a write is answered once the database has it), so a side's
+// Crash may be a Restart; the suite checks that every answered write
+// survives both.
+type Target interface {
+	kittest.Target
+	// BodyLimit is the service's BODY_LIMIT in bytes (at least 3 MiB, for
+	// the 2 MB documents).
+	BodyLimit() int64
+}
+
 // NewTarget starts a service on fresh storage (a unique Postgres schema, a
 // unique MongoDB database) that the test's cleanup removes.
-type NewTarget func(t *testing.T) Target
+type NewTarget func(t testing.TB) Target
+
+// side is what each test gets: a target and the side's Features.
+type side struct {
+	Target
+	Features Features
+}
 
 // Run is the conformance suite of the documents pair: both services' tests
-// call it, and both must pass it unchanged. It starts two targets: one for
-// the search-equivalence data set alone (so that its scans never meet the
-// 2 MB documents: FerretDB scans every document), one shared by the other
-// subtests. Subtests run in parallel; each uses its own emails and dataset
-// tag, so they do not see each other's users.
-func Run(t *testing.T, newTarget NewTarget) {
-	tg := newTarget(t)
-	searchTarget := newTarget(t)
-	c := &client{t: t, base: tg.BaseURL}
+// call it with their side's Features and NewTarget, and both must pass it
+// unchanged. It starts two targets: one for the search-equivalence data
+// set alone (so that its scans never meet the 2 MB documents: FerretDB
+// scans every document), one shared by the other subtests; the restart
+// test starts its own. Subtests run in parallel; each uses its own emails
+// and dataset tag, so they do not see each other's users.
+func Run(t *testing.T, f Features, newTarget NewTarget) {
+	tg := side{Target: newTarget(t), Features: f}
+	searchTarget := side{Target: newTarget(t), Features: f}
+	c := &client{t: t, base: tg.URL()}
 	t.Run("SearchMatchesJSONBContainment", func(t *testing.T) {
 		t.Parallel()
-		testSearchEquivalence(t, &client{t: t, base: searchTarget.BaseURL}, searchTarget)
+		testSearchEquivalence(t, &client{t: t, base: searchTarget.URL()}, searchTarget)
+	})
+	t.Run("WritesSurviveRestartAndCrash", func(t *testing.T) {
+		t.Parallel()
+		testRestartCrash(t, side{Target: newTarget(t), Features: f})
 	})
 	tests := []struct {
 		name string
-		fn   func(*testing.T, *client, Target)
+		fn   func(*testing.T, *client, side)
 	}{
 		{"OpenAPIAndBackend", testOpenAPIAndBackend},
 		{"CRUD", testCRUD},
@@ -104,16 +120,16 @@ func (c *client) must(want int, method, path string, body, out any) {
 	}
 }
 
-func (c *client) create(email string, profile any) User {
+func (c *client) create(email string, profile any) documents.User {
 	c.t.Helper()
-	var u User
+	var u documents.User
 	c.must(201, "POST", "/users", map[string]any{"email": email, "name": "N " + email, "plan": "free", "profile": profile}, &u)
 	return u
 }
 
 func (c *client) profile(id string) any {
 	c.t.Helper()
-	var u User
+	var u documents.User
 	c.must(200, "GET", "/users/"+id, nil, &u)
 	return generic(c.t, u.Profile)
 }
@@ -145,12 +161,12 @@ func uniqueEmail(t testing.TB, tag string) string {
 	return kittest.UniqueName(t, tag) + "@example.com"
 }
 
-func testOpenAPIAndBackend(t *testing.T, c *client, _ Target) {
+func testOpenAPIAndBackend(t *testing.T, c *client, _ side) {
 	status, body := c.do("GET", "/openapi.yaml", nil)
-	if status != 200 || !bytes.Equal(body, OpenAPI) {
+	if status != 200 || !bytes.Equal(body, documents.OpenAPI) {
 		t.Errorf("GET /openapi.yaml: %d, %d bytes; want the embedded contract", status, len(body))
 	}
-	var b Backend
+	var b documents.BackendInfo
 	c.must(200, "GET", "/backend", nil, &b)
 	if (b.Backend != "postgres" && b.Backend != "mongodb") || b.Server == "" || b.Notes == nil {
 		t.Errorf("GET /backend: %+v", b)
@@ -158,22 +174,22 @@ func testOpenAPIAndBackend(t *testing.T, c *client, _ Target) {
 	t.Logf("backend %s: %s, notes %q", b.Backend, b.Server, b.Notes)
 }
 
-func testCRUD(t *testing.T, c *client, _ Target) {
+func testCRUD(t *testing.T, c *client, _ side) {
 	email := uniqueEmail(t, "crud")
 	profile := map[string]any{"lang": "en", "tags": []any{"a", 1, nil, true}, "address": map[string]any{"city": "Oslo", "zip": "0150"}}
 	u := c.create(email, profile)
-	if !ValidID(u.ID) || u.Email != email || u.Plan != "free" || u.CreatedAt.IsZero() || u.UpdatedAt.IsZero() {
+	if !documents.ValidID(u.ID) || u.Email != email || u.Plan != "free" || u.CreatedAt.IsZero() || u.UpdatedAt.IsZero() {
 		t.Fatalf("created %+v", u)
 	}
 	sameJSON(t, "created profile", generic(t, u.Profile), profile)
-	var got User
+	var got documents.User
 	c.must(200, "GET", "/users/"+u.ID, nil, &got)
 	if got.ID != u.ID || got.Email != email || got.Name != "N "+email {
 		t.Errorf("GET: %+v", got)
 	}
 	sameJSON(t, "GET profile", generic(t, got.Profile), profile)
 
-	var patched User
+	var patched documents.User
 	c.must(200, "PATCH", "/users/"+u.ID, map[string]any{"plan": "pro"}, &patched)
 	if patched.Plan != "pro" || patched.Name != u.Name || patched.Profile != nil || patched.UpdatedAt.Before(u.UpdatedAt) {
 		t.Errorf("PATCH plan: %+v", patched)
@@ -205,7 +221,7 @@ func testCRUD(t *testing.T, c *client, _ Target) {
 	c.create(email, map[string]any{})
 }
 
-func testDuplicateEmail(t *testing.T, c *client, _ Target) {
+func testDuplicateEmail(t *testing.T, c *client, _ side) {
 	email := uniqueEmail(t, "dup")
 	first := c.create(email, map[string]any{"a": 1})
 	status, raw := c.do("POST", "/users", map[string]any{"email": email, "name": "other", "plan": "free"})
@@ -215,7 +231,7 @@ func testDuplicateEmail(t *testing.T, c *client, _ Target) {
 	sameJSON(t, "first user unchanged", c.profile(first.ID), map[string]any{"a": 1})
 }
 
-func testBadInput(t *testing.T, c *client, _ Target) {
+func testBadInput(t *testing.T, c *client, _ side) {
 	u := c.create(uniqueEmail(t, "bad"), map[string]any{"keep": 1})
 	id := u.ID
 	user := func(profile string) string {
@@ -228,7 +244,7 @@ func testBadInput(t *testing.T, c *client, _ Target) {
 		// rounded value where Postgres keeps them exactly.
 		`{"n":1e-400}`, `{"n":123456789012345678901234567890}`, `{"n":[0.10000000000000000001]}`,
 		`{"n":{"m":9007199254740993.0}}`,
-		`{"deep":` + strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1) + `}`,
+		`{"deep":` + strings.Repeat("[", documents.MaxDepth+1) + strings.Repeat("]", documents.MaxDepth+1) + `}`,
 	}
 	cases := []struct{ name, method, path, body string }{
 		{"create missing email", "POST", "/users", `{"name":"n","plan":"p"}`},
@@ -279,11 +295,11 @@ func testBadInput(t *testing.T, c *client, _ Target) {
 	sameJSON(t, "profile after rejected writes", c.profile(id), map[string]any{"keep": 1})
 }
 
-func testMerge(t *testing.T, c *client, _ Target) {
+func testMerge(t *testing.T, c *client, _ side) {
 	u := c.create(uniqueEmail(t, "merge"), map[string]any{
 		"a": 1, "b": map[string]any{"c": 1, "d": 2}, "drop": []any{1}, "n": nil,
 	})
-	var s User
+	var s documents.User
 	c.must(200, "PATCH", "/users/"+u.ID+"/profile",
 		`{"b":{"x":2,"y":null},"drop":null,"absent":null,"e":"new","a":1.5}`, &s)
 	if s.ID != u.ID || s.Profile != nil {
@@ -301,9 +317,9 @@ func testMerge(t *testing.T, c *client, _ Target) {
 	sameJSON(t, "set on empty", c.profile(u.ID), map[string]any{"z": []any{1, map[string]any{"k": "v"}}})
 }
 
-func testReplace(t *testing.T, c *client, _ Target) {
+func testReplace(t *testing.T, c *client, _ side) {
 	u := c.create(uniqueEmail(t, "replace"), map[string]any{"a": 1, "b": 2})
-	var s User
+	var s documents.User
 	c.must(200, "PUT", "/users/"+u.ID+"/profile", `{"c":{"d":[null,false]},"b":"2"}`, &s)
 	if s.Profile != nil || s.Email != u.Email {
 		t.Errorf("PUT answer: %+v", s)
@@ -331,9 +347,9 @@ func bigProfile(size int, seed uint64) map[string]any {
 	return map[string]any{"items": items, "count": len(items)}
 }
 
-func testLarge(t *testing.T, c *client, tg Target) {
-	if tg.BodyLimit < 3<<20 {
-		t.Fatalf("BodyLimit %d: the suite needs at least 3 MiB for 2 MB profiles", tg.BodyLimit)
+func testLarge(t *testing.T, c *client, tg side) {
+	if tg.BodyLimit() < 3<<20 {
+		t.Fatalf("BodyLimit %d: the suite needs at least 3 MiB for 2 MB profiles", tg.BodyLimit())
 	}
 	p1 := bigProfile(2<<20, 1)
 	u := c.create(uniqueEmail(t, "large"), p1)
@@ -345,7 +361,7 @@ func testLarge(t *testing.T, c *client, tg Target) {
 	c.must(200, "PATCH", "/users/"+u.ID, map[string]any{"plan": "big"}, nil)
 	sameJSON(t, "2 MB profile after neighbour write", c.profile(u.ID), p2)
 
-	over := []byte(`{"pad":"` + strings.Repeat("x", int(tg.BodyLimit)) + `"}`)
+	over := []byte(`{"pad":"` + strings.Repeat("x", int(tg.BodyLimit())) + `"}`)
 	status, raw := c.do("PUT", "/users/"+u.ID+"/profile", over)
 	if status != 413 || !strings.Contains(string(raw), "limit") {
 		t.Errorf("body above BODY_LIMIT: %d %.200s, want 413", status, raw)
@@ -429,7 +445,7 @@ var searchQueries = []string{
 	`{"tier":"gold","tags":["a"]}`, `{"nope":1}`,
 }
 
-func testSearchEquivalence(t *testing.T, c *client, tg Target) {
+func testSearchEquivalence(t *testing.T, c *client, tg side) {
 	ds := kittest.UniqueName(t, "ds")
 	r := rand.New(rand.NewPCG(42, 7))
 	const n = 300
@@ -454,12 +470,12 @@ func testSearchEquivalence(t *testing.T, c *client, tg Target) {
 				// goroutine.
 				body := map[string]any{"email": fmt.Sprintf("%s-%d@example.com", ds, i), "name": "n", "plan": "free", "profile": profiles[i]}
 				status, raw := c.do("POST", "/users", body)
-				var u User
+				var u documents.User
 				if status != 201 || json.Unmarshal(raw, &u) != nil {
 					t.Errorf("POST /users: %d %.300s", status, raw)
 					continue
 				}
-				v, err := Parse(u.Profile)
+				v, err := documents.Parse(u.Profile)
 				if err != nil {
 					t.Error(err)
 					continue
@@ -491,14 +507,14 @@ func testSearchEquivalence(t *testing.T, c *client, tg Target) {
 	}
 	total := 0
 	for _, qs := range queries {
-		qv, err := Parse([]byte(qs))
+		qv, err := documents.Parse([]byte(qs))
 		if err != nil {
 			t.Fatalf("query %s: %v", qs, err)
 		}
-		q := append(Object{{Key: "ds", Value: ds}}, qv.(Object)...)
+		q := append(documents.Object{{Key: "ds", Value: ds}}, qv.(documents.Object)...)
 		var want []string
 		for id, p := range stored {
-			if Contains(p, q) {
+			if documents.Contains(p, q) {
 				want = append(want, id)
 			}
 		}
@@ -517,7 +533,7 @@ func testSearchEquivalence(t *testing.T, c *client, tg Target) {
 
 // searchAll pages through every match, checking order and cursors, and
 // returns the ids.
-func searchAll(c *client, q Object, limit int) []string {
+func searchAll(c *client, q documents.Object, limit int) []string {
 	c.t.Helper()
 	var ids []string
 	after := ""
@@ -526,11 +542,11 @@ func searchAll(c *client, q Object, limit int) []string {
 		if after != "" {
 			body["after"] = after
 		}
-		var res SearchResponse
+		var res documents.SearchResponse
 		c.must(200, "POST", "/users/search", body, &res)
 		for _, u := range res.Users {
 			if len(ids) > 0 && u.ID <= ids[len(ids)-1] {
-				c.t.Fatalf("search %s: id %s after %s: not ascending", Encode(q), u.ID, ids[len(ids)-1])
+				c.t.Fatalf("search %s: id %s after %s: not ascending", documents.Encode(q), u.ID, ids[len(ids)-1])
 			}
 			if len(u.Profile) == 0 {
 				c.t.Fatalf("search result without profile")
@@ -547,20 +563,20 @@ func searchAll(c *client, q Object, limit int) []string {
 	}
 }
 
-func testPagination(t *testing.T, c *client, _ Target) {
+func testPagination(t *testing.T, c *client, _ side) {
 	ds := kittest.UniqueName(t, "pg")
 	var ids []string
 	for i := range 7 {
 		ids = append(ids, c.create(fmt.Sprintf("%s-%d@example.com", ds, i), map[string]any{"ds": ds, "i": i}).ID)
 	}
 	slices.Sort(ids)
-	q := Object{{Key: "ds", Value: ds}}
+	q := documents.Object{{Key: "ds", Value: ds}}
 	for _, limit := range []int{1, 3, 7, 8, 1000} {
 		if got := searchAll(c, q, limit); !slices.Equal(got, ids) {
 			t.Errorf("limit %d: %v, want %v", limit, got, ids)
 		}
 	}
-	var res SearchResponse
+	var res documents.SearchResponse
 	c.must(200, "POST", "/users/search", map[string]any{"profile": q, "limit": 7}, &res)
 	if len(res.Users) != 7 || res.Next != nil {
 		t.Errorf("exact page: %d users, next %v; want 7 and null", len(res.Users), res.Next)
@@ -568,7 +584,7 @@ func testPagination(t *testing.T, c *client, _ Target) {
 	// A cursor stays valid when its user is deleted (keyset, not offset).
 	c.must(200, "POST", "/users/search", map[string]any{"profile": q, "limit": 2}, &res)
 	c.must(204, "DELETE", "/users/"+res.Users[1].ID, nil, nil)
-	var rest SearchResponse
+	var rest documents.SearchResponse
 	c.must(200, "POST", "/users/search", map[string]any{"profile": q, "limit": 10, "after": *res.Next}, &rest)
 	if len(rest.Users) != 5 || rest.Users[0].ID != ids[2] {
 		t.Errorf("after a deleted cursor user: %d users", len(rest.Users))
@@ -580,7 +596,7 @@ func testPagination(t *testing.T, c *client, _ Target) {
 	}
 }
 
-func testStats(t *testing.T, c *client, _ Target) {
+func testStats(t *testing.T, c *client, _ side) {
 	u := c.create(uniqueEmail(t, "stats"), map[string]any{})
 	c.must(200, "GET", "/users/"+u.ID, nil, nil)
 	var s struct {
@@ -588,19 +604,19 @@ func testStats(t *testing.T, c *client, _ Target) {
 		Counters  map[string]any `json:"counters"`
 	}
 	c.must(200, "GET", "/stats", nil, &s)
-	for _, n := range Latencies {
+	for _, n := range documents.Latencies {
 		if _, ok := s.Latencies[n]; !ok {
 			t.Errorf("/stats lacks latency %q: %v", n, s.Latencies)
 		}
 	}
-	for _, n := range Counters {
+	for _, n := range documents.Counters {
 		if _, ok := s.Counters[n]; !ok {
 			t.Errorf("/stats lacks counter %q", n)
 		}
 	}
 }
 
-func testNestedArrays(t *testing.T, c *client, tg Target) {
+func testNestedArrays(t *testing.T, c *client, tg side) {
 	profile := map[string]any{"matrix": []any{[]any{1, 2}, []any{[]any{"deep"}}}}
 	if !tg.Features.NestedArrays {
 		status, raw := c.do("POST", "/users", map[string]any{"email": uniqueEmail(t, "nested"), "name": "n", "plan": "p", "profile": profile})
@@ -611,9 +627,35 @@ func testNestedArrays(t *testing.T, c *client, tg Target) {
 	}
 	u := c.create(uniqueEmail(t, "nested"), profile)
 	sameJSON(t, "nested arrays", c.profile(u.ID), profile)
-	var res SearchResponse
+	var res documents.SearchResponse
 	c.must(200, "POST", "/users/search", map[string]any{"profile": map[string]any{"matrix": []any{[]any{2}, []any{[]any{}}}}}, &res)
-	if !slices.ContainsFunc(res.Users, func(x User) bool { return x.ID == u.ID }) {
+	if !slices.ContainsFunc(res.Users, func(x documents.User) bool { return x.ID == u.ID }) {
 		t.Errorf("nested array containment did not find the user")
 	}
+}
+
+// testRestartCrash checks that what a side answered survives a graceful
+// restart and a crash: users created, patched and deleted before are
+// found (or not found) as answered after.
+func testRestartCrash(t *testing.T, tg side) {
+	c := &client{t: t, base: tg.URL()}
+	kept := c.create(uniqueEmail(t, "kept"), map[string]any{"n": 1})
+	c.must(200, "PATCH", "/users/"+kept.ID+"/profile", map[string]any{"n": 2, "tag": "patched"}, nil)
+	gone := c.create(uniqueEmail(t, "gone"), map[string]any{"n": 3})
+	c.must(204, "DELETE", "/users/"+gone.ID, nil, nil)
+	check := func(after string) {
+		t.Helper()
+		c := &client{t: t, base: tg.URL()}
+		sameJSON(t, "profile after "+after, c.profile(kept.ID), map[string]any{"n": 2, "tag": "patched"})
+		if status, raw := c.do("GET", "/users/"+gone.ID, nil); status != 404 {
+			t.Errorf("deleted user after %s: %d %s, want 404", after, status, raw)
+		}
+		if status, raw := c.do("POST", "/users", map[string]any{"email": kept.Email, "name": "n", "plan": "p"}); status != 409 {
+			t.Errorf("duplicate email after %s: %d %s, want 409 (the unique index survived)", after, status, raw)
+		}
+	}
+	tg.Restart(t)
+	check("a restart")
+	tg.Crash(t)
+	check("a crash")
 }

@@ -1,9 +1,9 @@
-package jsontext_test
+package jsonbtext_test
 
 import (
 	"testing"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 )
 
 func TestCheck(t *testing.T) {
@@ -18,7 +18,7 @@ func TestCheck(t *testing.T) {
 		`{"a":"é"}`,
 	}
 	for _, p := range ok {
-		if err := jsontext.Check([]byte(p)); err != nil {
+		if err := jsonbtext.Check([]byte(p)); err != nil {
 			t.Errorf("Check(%s) = %v, want nil", p, err)
 		}
 	}
@@ -34,7 +34,7 @@ func TestCheck(t *testing.T) {
 		"{\"a\":\"\xff\"}",
 	}
 	for _, p := range bad {
-		if err := jsontext.Check([]byte(p)); err == nil {
+		if err := jsonbtext.Check([]byte(p)); err == nil {
 			t.Errorf("Check(%s) = nil, want an error", p)
 		}
 	}

@@ -1,4 +1,4 @@
-package queue
+package conformance
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,11 +14,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
 // Features declares what a side can do; a test of a capability the side
-// lacks checks the honest opposite or skips, saying why.
+// lacks checks the honest opposite or skips, naming the flag.
 type Features struct {
 	// AtomicOutbox is true when a payment row and its task commit in one
 	// transaction (no-rabbitmq). Without it (rabbitmq) a crash between the
@@ -26,9 +28,9 @@ type Features struct {
 	AtomicOutbox bool
 }
 
-// Options configures a service instance under test. Zero values mean the
+// Settings configures a service instance under test. Zero values mean the
 // service's defaults, except where noted.
-type Options struct {
+type Settings struct {
 	// Workers is WORKERS.
 	Workers int
 	// Work is WORK_MS, the simulated work per attempt.
@@ -44,36 +46,59 @@ type Options struct {
 	Faults bool
 }
 
-// Target is one service under test, on its own schema (and broker queues).
-// Its methods are called from the test goroutine only.
-type Target interface {
-	// URL is the current instance's base URL (it changes on restart).
-	URL() string
-	// DB is a pool on the target's schema, to check the business records.
-	DB() *pgxpool.Pool
-	// Features declares the side's capabilities.
-	Features() Features
-	// Restart stops the instance gracefully (HTTP drain, workers finish,
-	// connections closed) and starts a new one with o on the same schema
-	// and queues.
-	Restart(t *testing.T, o Options)
-	// Crash stops the instance as a crash would: tasks its workers hold are
-	// neither completed nor acknowledged nor released; then it starts a new
-	// instance with o on the same schema and queues.
-	Crash(t *testing.T, o Options)
+// Env returns the environment variables that set s, for a test that
+// builds a service from a config map.
+func (s Settings) Env() map[string]string {
+	m := map[string]string{}
+	if s.Workers > 0 {
+		m["WORKERS"] = strconv.Itoa(s.Workers)
+	}
+	if s.Work > 0 {
+		m["WORK_MS"] = strconv.Itoa(int(s.Work / time.Millisecond))
+	}
+	if s.MaxAttempts > 0 {
+		m["MAX_ATTEMPTS"] = strconv.Itoa(s.MaxAttempts)
+	}
+	if s.RetryBase > 0 {
+		m["RETRY_BASE"] = s.RetryBase.String()
+	}
+	if s.Lease > 0 {
+		m["LEASE"] = s.Lease.String()
+	}
+	if s.Faults {
+		m["FAULTS"] = "true"
+	}
+	return m
 }
 
-// NewTarget starts a fresh target (unique schema and queues) with o; it
+// Target is one service under test, on its own schema (and broker
+// queues). Its methods are called from the test goroutine only.
+//
+// Restart stops the instance gracefully (HTTP drain, workers finish,
+// connections closed). Crash stops it as a crash would: tasks its workers
+// hold are neither completed nor acknowledged nor released. Both then
+// start a new instance on the same schema and queues, with the Settings
+// last given to NewTarget or Configure.
+type Target interface {
+	kittest.Target
+	// DB is a pool on the target's schema, to check the business records.
+	DB() *pgxpool.Pool
+	// Configure sets the Settings the next Restart or Crash starts the
+	// new instance with.
+	Configure(s Settings)
+}
+
+// NewTarget starts a fresh target (unique schema and queues) with s; it
 // registers its own cleanup.
-type NewTarget func(t *testing.T, o Options) Target
+type NewTarget func(t testing.TB, s Settings) Target
 
 // Run is the queue pair's conformance suite. Both services' tests call it
-// with their own NewTarget, against real Postgres and RabbitMQ. Every
-// subtest runs in parallel on its own target.
-func Run(t *testing.T, newTarget NewTarget) {
+// with their side's Features and NewTarget, against real Postgres and
+// RabbitMQ. Every subtest runs in parallel on its own target.
+func Run(t *testing.T, f Features, newTarget NewTarget) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, newTarget NewTarget)
+		fn   func(t *testing.T, f Features, newTarget NewTarget)
 	}{
 		{"SharedEndpointsAndStats", testShared},
 		{"EnqueueGetWait", testEnqueueGetWait},
@@ -90,7 +115,7 @@ func Run(t *testing.T, newTarget NewTarget) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.fn(t, newTarget)
+			tc.fn(t, f, newTarget)
 		})
 	}
 }
@@ -106,22 +131,22 @@ func call(t testing.TB, method, url string, body any, out any) (int, []byte) {
 	return resp.StatusCode, raw
 }
 
-func enqueue(t testing.TB, base string, req TaskRequest) Enqueued {
+func enqueue(t testing.TB, base string, req queue.TaskRequest) queue.Enqueued {
 	t.Helper()
-	var e Enqueued
+	var e queue.Enqueued
 	if s, raw := call(t, http.MethodPost, base+"/tasks", req, &e); s != http.StatusAccepted {
 		t.Fatalf("POST /tasks: %d %s", s, raw)
 	}
 	return e
 }
 
-func enqueueBatch(t testing.TB, base string, n int, req TaskRequest) []string {
+func enqueueBatch(t testing.TB, base string, n int, req queue.TaskRequest) []string {
 	t.Helper()
-	b := BatchRequest{Tasks: make([]TaskRequest, n)}
+	b := queue.BatchRequest{Tasks: make([]queue.TaskRequest, n)}
 	for i := range b.Tasks {
 		b.Tasks[i] = req
 	}
-	var e BatchEnqueued
+	var e queue.BatchEnqueued
 	if s, raw := call(t, http.MethodPost, base+"/tasks/batch", b, &e); s != http.StatusAccepted {
 		t.Fatalf("POST /tasks/batch: %d %s", s, raw)
 	}
@@ -133,9 +158,9 @@ func enqueueBatch(t testing.TB, base string, n int, req TaskRequest) []string {
 
 // waitTask long-polls until the task is done or dead, failing the test
 // after about a minute.
-func waitTask(t testing.TB, base, id string) Task {
+func waitTask(t testing.TB, base, id string) queue.Task {
 	t.Helper()
-	var task Task
+	var task queue.Task
 	for range 3 {
 		s, raw := call(t, http.MethodGet, base+"/tasks/"+id+"/wait?timeout=30s", nil, &task)
 		switch s {
@@ -174,49 +199,49 @@ func getStats(t testing.TB, base string) (counters map[string]int64, latencies m
 	return s.Counters, s.Latencies
 }
 
-func testShared(t *testing.T, newTarget NewTarget) {
-	tg := newTarget(t, Options{})
+func testShared(t *testing.T, _ Features, newTarget NewTarget) {
+	tg := newTarget(t, Settings{})
 	base := tg.URL()
 	s, raw := call(t, http.MethodGet, base+"/openapi.yaml", nil, nil)
-	if s != http.StatusOK || !bytes.Equal(raw, OpenAPI) {
-		t.Errorf("/openapi.yaml: %d, %d bytes, want the contract's %d", s, len(raw), len(OpenAPI))
+	if s != http.StatusOK || !bytes.Equal(raw, queue.OpenAPI) {
+		t.Errorf("/openapi.yaml: %d, %d bytes, want the contract's %d", s, len(raw), len(queue.OpenAPI))
 	}
-	e := enqueue(t, base, TaskRequest{Kind: "email"})
+	e := enqueue(t, base, queue.TaskRequest{Kind: "email"})
 	waitTask(t, base, e.ID)
 	counters, lat := getStats(t, base)
-	for _, n := range Latencies {
+	for _, n := range queue.Latencies {
 		if lat[n]["count"] < 1 {
 			t.Errorf("/stats latency %q has no observation: %v", n, lat[n])
 		}
 	}
-	for _, n := range Counters {
+	for _, n := range queue.Counters {
 		if _, ok := counters[n]; !ok {
 			t.Errorf("/stats lacks counter %q", n)
 		}
 	}
-	if counters[CounterEnqueued] != 1 || counters[CounterDelivered] != 1 || counters[CounterProcessed] != 1 {
+	if counters[queue.CounterEnqueued] != 1 || counters[queue.CounterDelivered] != 1 || counters[queue.CounterProcessed] != 1 {
 		t.Errorf("counters after one task: %v", counters)
 	}
-	var d Depth
+	var d queue.Depth
 	if s, raw := call(t, http.MethodGet, base+"/queue", nil, &d); s != http.StatusOK || d.Queued != 0 || d.Running != 0 || d.Dead != 0 {
 		t.Errorf("/queue after the task finished: %d %s", s, raw)
 	}
 }
 
-func testEnqueueGetWait(t *testing.T, newTarget NewTarget) {
-	tg := newTarget(t, Options{})
+func testEnqueueGetWait(t *testing.T, _ Features, newTarget NewTarget) {
+	tg := newTarget(t, Settings{})
 	base := tg.URL()
 	before := time.Now().Add(-time.Minute)
-	e := enqueue(t, base, TaskRequest{Kind: "email", Payload: json.RawMessage(`{"to":"ada@example.com"}`)})
-	if !ValidID(e.ID) || e.Status != StatusQueued || e.EnqueuedAt.Before(before) {
+	e := enqueue(t, base, queue.TaskRequest{Kind: "email", Payload: json.RawMessage(`{"to":"ada@example.com"}`)})
+	if !queue.ValidID(e.ID) || e.Status != queue.StatusQueued || e.EnqueuedAt.Before(before) {
 		t.Fatalf("POST /tasks answered %+v", e)
 	}
-	var got Task
+	var got queue.Task
 	if s, raw := call(t, http.MethodGet, base+"/tasks/"+e.ID, nil, &got); s != http.StatusOK || got.ID != e.ID || got.Kind != "email" {
 		t.Fatalf("GET /tasks/%s: %d %s", e.ID, s, raw)
 	}
 	task := waitTask(t, base, e.ID)
-	if task.Status != StatusDone || task.Attempts != 1 || task.DeliveredAt == nil || task.ProcessedAt == nil || task.LastError != nil {
+	if task.Status != queue.StatusDone || task.Attempts != 1 || task.DeliveredAt == nil || task.ProcessedAt == nil || task.LastError != nil {
 		t.Fatalf("finished task: %+v", task)
 	}
 	if task.DeliveredAt.Before(task.EnqueuedAt.Add(-time.Second)) || task.ProcessedAt.Before(*task.DeliveredAt) {
@@ -234,26 +259,26 @@ func testEnqueueGetWait(t *testing.T, newTarget NewTarget) {
 	}
 }
 
-func testBatch(t *testing.T, newTarget NewTarget) {
-	tg := newTarget(t, Options{})
+func testBatch(t *testing.T, _ Features, newTarget NewTarget) {
+	tg := newTarget(t, Settings{})
 	base := tg.URL()
-	ids := enqueueBatch(t, base, 50, TaskRequest{Kind: "thumbnail", Payload: json.RawMessage(`{"w":64}`)})
+	ids := enqueueBatch(t, base, 50, queue.TaskRequest{Kind: "thumbnail", Payload: json.RawMessage(`{"w":64}`)})
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if !ValidID(id) || seen[id] {
+		if !queue.ValidID(id) || seen[id] {
 			t.Fatalf("bad or duplicate id %q", id)
 		}
 		seen[id] = true
 	}
 	for _, id := range ids {
-		if task := waitTask(t, base, id); task.Status != StatusDone || task.Attempts != 1 {
+		if task := waitTask(t, base, id); task.Status != queue.StatusDone || task.Attempts != 1 {
 			t.Fatalf("task %s: %+v", id, task)
 		}
 	}
 	// One transaction or one confirmed publish: a bad element rejects the
 	// whole batch and nothing is recorded.
 	before := count(t, tg.DB(), `SELECT count(*) FROM tasks`)
-	bad := BatchRequest{Tasks: []TaskRequest{{Kind: "ok"}, {Kind: ""}}}
+	bad := queue.BatchRequest{Tasks: []queue.TaskRequest{{Kind: "ok"}, {Kind: ""}}}
 	var body map[string]any
 	if s, raw := call(t, http.MethodPost, base+"/tasks/batch", bad, &body); s != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), "tasks[1]") {
 		t.Errorf("batch with a bad element: %d %s", s, raw)
@@ -263,52 +288,52 @@ func testBatch(t *testing.T, newTarget NewTarget) {
 	}
 }
 
-func testRetries(t *testing.T, newTarget NewTarget) {
-	tg := newTarget(t, Options{MaxAttempts: 5, RetryBase: 50 * time.Millisecond})
+func testRetries(t *testing.T, _ Features, newTarget NewTarget) {
+	tg := newTarget(t, Settings{MaxAttempts: 5, RetryBase: 50 * time.Millisecond})
 	base := tg.URL()
-	e := enqueue(t, base, TaskRequest{Kind: "flaky", FailTimes: 2})
-	slow := enqueue(t, base, TaskRequest{Kind: "flaky", FailTimes: 4}) // backoff 50+100+200+400 ms
+	e := enqueue(t, base, queue.TaskRequest{Kind: "flaky", FailTimes: 2})
+	slow := enqueue(t, base, queue.TaskRequest{Kind: "flaky", FailTimes: 4}) // backoff 50+100+200+400 ms
 	// The wait times out while the task is still being retried: 408 with
 	// the current status.
-	var wt WaitTimeout
+	var wt queue.WaitTimeout
 	if s, raw := call(t, http.MethodGet, base+"/tasks/"+slow.ID+"/wait?timeout=10ms", nil, &wt); s != http.StatusRequestTimeout ||
 		wt.ID != slow.ID || wt.Terminal() || wt.Error == "" {
 		t.Errorf("short wait: %d %s, want 408 with the current status", s, raw)
 	}
 	task := waitTask(t, base, e.ID)
-	if task.Status != StatusDone || task.Attempts != 3 || task.LastError == nil || !strings.Contains(*task.LastError, "simulated failure") {
+	if task.Status != queue.StatusDone || task.Attempts != 3 || task.LastError == nil || !strings.Contains(*task.LastError, "simulated failure") {
 		t.Fatalf("retried task: %+v", task)
 	}
-	if task := waitTask(t, base, slow.ID); task.Status != StatusDone || task.Attempts != 5 {
+	if task := waitTask(t, base, slow.ID); task.Status != queue.StatusDone || task.Attempts != 5 {
 		t.Fatalf("task failing 4 times of 5 allowed: %+v", task)
 	}
-	if c, _ := getStats(t, base); c[CounterRetried] != 6 || c[CounterProcessed] != 2 || c[CounterDead] != 0 {
+	if c, _ := getStats(t, base); c[queue.CounterRetried] != 6 || c[queue.CounterProcessed] != 2 || c[queue.CounterDead] != 0 {
 		t.Errorf("counters: %v, want retried 6, processed 2, dead 0", c)
 	}
 }
 
-func testDead(t *testing.T, newTarget NewTarget) {
-	tg := newTarget(t, Options{MaxAttempts: 3, RetryBase: 20 * time.Millisecond})
+func testDead(t *testing.T, _ Features, newTarget NewTarget) {
+	tg := newTarget(t, Settings{MaxAttempts: 3, RetryBase: 20 * time.Millisecond})
 	base := tg.URL()
-	e := enqueue(t, base, TaskRequest{Kind: "poison", FailTimes: 10})
+	e := enqueue(t, base, queue.TaskRequest{Kind: "poison", FailTimes: 10})
 	task := waitTask(t, base, e.ID)
-	if task.Status != StatusDead || task.Attempts != 3 || task.LastError == nil || task.ProcessedAt != nil {
+	if task.Status != queue.StatusDead || task.Attempts != 3 || task.LastError == nil || task.ProcessedAt != nil {
 		t.Fatalf("poison task: %+v", task)
 	}
-	var d Depth
+	var d queue.Depth
 	if s, raw := call(t, http.MethodGet, base+"/queue", nil, &d); s != http.StatusOK || d.Dead != 1 || d.Queued != 0 || d.Running != 0 {
 		t.Errorf("/queue: %d %s, want dead 1", s, raw)
 	}
-	if c, _ := getStats(t, base); c[CounterDead] != 1 || c[CounterRetried] != 2 || c[CounterProcessed] != 0 {
+	if c, _ := getStats(t, base); c[queue.CounterDead] != 1 || c[queue.CounterRetried] != 2 || c[queue.CounterProcessed] != 0 {
 		t.Errorf("counters: %v, want dead 1, retried 2, processed 0", c)
 	}
 }
 
-func testBadRequests(t *testing.T, newTarget NewTarget) {
-	tg := newTarget(t, Options{})
+func testBadRequests(t *testing.T, _ Features, newTarget NewTarget) {
+	tg := newTarget(t, Settings{})
 	base := tg.URL()
-	big := `{"kind":"big","payload":{"x":"` + strings.Repeat("x", DefaultPayloadLimit) + `"}}`
-	many := `{"tasks":[` + strings.TrimSuffix(strings.Repeat(`{"kind":"a"},`, MaxBatch+1), ",") + `]}`
+	big := `{"kind":"big","payload":{"x":"` + strings.Repeat("x", queue.DefaultPayloadLimit) + `"}}`
+	many := `{"tasks":[` + strings.TrimSuffix(strings.Repeat(`{"kind":"a"},`, queue.MaxBatch+1), ",") + `]}`
 	cases := []struct {
 		name, method, path, body string
 		status                   int
@@ -360,8 +385,8 @@ func testBadRequests(t *testing.T, newTarget NewTarget) {
 	}
 	// Look-alikes that are legal: an escaped backslash before "u0000", a
 	// surrogate pair.
-	e := enqueue(t, base, TaskRequest{Kind: "legal", Payload: json.RawMessage(`{"x":"\\u0000","y":"\ud83d\ude00"}`)})
-	if task := waitTask(t, base, e.ID); task.Status != StatusDone {
+	e := enqueue(t, base, queue.TaskRequest{Kind: "legal", Payload: json.RawMessage(`{"x":"\\u0000","y":"\ud83d\ude00"}`)})
+	if task := waitTask(t, base, e.ID); task.Status != queue.StatusDone {
 		t.Errorf("task with a legal look-alike payload: %+v", task)
 	}
 }
@@ -375,9 +400,9 @@ func waitAllFinished(t testing.TB, tg Target, n int, d time.Duration) {
 	})
 }
 
-func testConcurrent(t *testing.T, newTarget NewTarget) {
+func testConcurrent(t *testing.T, _ Features, newTarget NewTarget) {
 	const n, clients = 1000, 32
-	tg := newTarget(t, Options{Workers: 8})
+	tg := newTarget(t, Settings{Workers: 8})
 	base := tg.URL()
 	var wg sync.WaitGroup
 	next := make(chan int)
@@ -390,7 +415,7 @@ func testConcurrent(t *testing.T, newTarget NewTarget) {
 	for range clients {
 		wg.Go(func() {
 			for i := range next {
-				enqueue(t, base, TaskRequest{Kind: "fanin", Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+				enqueue(t, base, queue.TaskRequest{Kind: "fanin", Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
 			}
 		})
 	}
@@ -404,26 +429,26 @@ func testConcurrent(t *testing.T, newTarget NewTarget) {
 		t.Errorf("%d distinct tasks recorded, want %d", distinct, n)
 	}
 	c, _ := getStats(t, base)
-	if c[CounterEnqueued] != n || c[CounterDelivered] != n || c[CounterProcessed] != n || c[CounterRetried] != 0 {
+	if c[queue.CounterEnqueued] != n || c[queue.CounterDelivered] != n || c[queue.CounterProcessed] != n || c[queue.CounterRetried] != 0 {
 		t.Errorf("counters %v: want enqueued = delivered = processed = %d (no task lost, none processed twice)", c, n)
 	}
 }
 
-func testRestart(t *testing.T, newTarget NewTarget) {
+func testRestart(t *testing.T, _ Features, newTarget NewTarget) {
 	const n = 300
-	o := Options{Workers: 4, Work: 20 * time.Millisecond}
+	o := Settings{Workers: 4, Work: 20 * time.Millisecond}
 	tg := newTarget(t, o)
-	enqueueBatch(t, tg.URL(), n, TaskRequest{Kind: "restart"})
+	enqueueBatch(t, tg.URL(), n, queue.TaskRequest{Kind: "restart"})
 	kittest.Eventually(t, time.Minute, "the first tasks done", func() bool {
 		return count(t, tg.DB(), `SELECT count(*) FROM tasks WHERE status = 'done'`) >= 20
 	})
-	tg.Restart(t, o)
+	tg.Restart(t)
 	mid := count(t, tg.DB(), `SELECT count(*) FROM tasks WHERE status = 'done'`)
 	if mid >= n {
 		t.Logf("all %d tasks were done before the restart finished; the restart still had to lose nothing", n)
 	}
 	// Enqueue more on the new instance too.
-	enqueueBatch(t, tg.URL(), 20, TaskRequest{Kind: "after-restart"})
+	enqueueBatch(t, tg.URL(), 20, queue.TaskRequest{Kind: "after-restart"})
 	waitAllFinished(t, tg, n+20, 2*time.Minute)
 	if done := count(t, tg.DB(), `SELECT count(*) FROM tasks WHERE status = 'done'`); done != n+20 {
 		t.Fatalf("%d of %d tasks done after the restart", done, n+20)
@@ -432,31 +457,32 @@ func testRestart(t *testing.T, newTarget NewTarget) {
 	t.Logf("restart at %d/%d done; %d tasks delivered more than once (allowed: at-least-once)", mid, n, redelivered)
 }
 
-func testCrash(t *testing.T, newTarget NewTarget) {
+func testCrash(t *testing.T, _ Features, newTarget NewTarget) {
 	// Two workers each hold a task for a minute; the instance crashes.
-	tg := newTarget(t, Options{Workers: 2, Work: time.Minute, Lease: 2 * time.Second})
-	a := enqueue(t, tg.URL(), TaskRequest{Kind: "crash"})
-	b := enqueue(t, tg.URL(), TaskRequest{Kind: "crash"})
+	tg := newTarget(t, Settings{Workers: 2, Work: time.Minute, Lease: 2 * time.Second})
+	a := enqueue(t, tg.URL(), queue.TaskRequest{Kind: "crash"})
+	b := enqueue(t, tg.URL(), queue.TaskRequest{Kind: "crash"})
 	kittest.Eventually(t, time.Minute, "both tasks running", func() bool {
 		return count(t, tg.DB(), `SELECT count(*) FROM tasks WHERE id = ANY($1::uuid[]) AND status = 'running'`, []string{a.ID, b.ID}) == 2
 	})
-	tg.Crash(t, Options{Workers: 2, Lease: 2 * time.Second})
+	tg.Configure(Settings{Workers: 2, Lease: 2 * time.Second})
+	tg.Crash(t)
 	for _, id := range []string{a.ID, b.ID} {
 		task := waitTask(t, tg.URL(), id)
-		if task.Status != StatusDone || task.Attempts != 2 {
+		if task.Status != queue.StatusDone || task.Attempts != 2 {
 			t.Errorf("task held by the crashed worker: %+v, want done after 2 deliveries", task)
 		}
 	}
 }
 
-func testPayments(t *testing.T, newTarget NewTarget) {
-	tg := newTarget(t, Options{})
-	var p Payment
-	if s, raw := call(t, http.MethodPost, tg.URL()+"/payments", PaymentRequest{Amount: 1200, Currency: "EUR"}, &p); s != http.StatusCreated ||
-		!ValidID(p.ID) || !ValidID(p.TaskID) || p.Amount != 1200 || p.Currency != "EUR" {
+func testPayments(t *testing.T, _ Features, newTarget NewTarget) {
+	tg := newTarget(t, Settings{})
+	var p queue.Payment
+	if s, raw := call(t, http.MethodPost, tg.URL()+"/payments", queue.PaymentRequest{Amount: 1200, Currency: "EUR"}, &p); s != http.StatusCreated ||
+		!queue.ValidID(p.ID) || !queue.ValidID(p.TaskID) || p.Amount != 1200 || p.Currency != "EUR" {
 		t.Fatalf("POST /payments: %d %s", s, raw)
 	}
-	if task := waitTask(t, tg.URL(), p.TaskID); task.Status != StatusDone || task.Kind != "payment" {
+	if task := waitTask(t, tg.URL(), p.TaskID); task.Status != queue.StatusDone || task.Kind != "payment" {
 		t.Fatalf("payment task: %+v", task)
 	}
 	if n := count(t, tg.DB(), `SELECT count(*) FROM payments WHERE id = $1 AND task_id = $2 AND amount = 1200`, p.ID, p.TaskID); n != 1 {
@@ -464,26 +490,26 @@ func testPayments(t *testing.T, newTarget NewTarget) {
 	}
 }
 
-func testPaymentFault(t *testing.T, newTarget NewTarget) {
-	tg := newTarget(t, Options{Faults: true})
+func testPaymentFault(t *testing.T, f Features, newTarget NewTarget) {
+	tg := newTarget(t, Settings{Faults: true})
 	var fault map[string]any
-	s, raw := call(t, http.MethodPost, tg.URL()+"/payments?fault=between", PaymentRequest{Amount: 500, Currency: "USD"}, &fault)
+	s, raw := call(t, http.MethodPost, tg.URL()+"/payments?fault=between", queue.PaymentRequest{Amount: 500, Currency: "USD"}, &fault)
 	pid, _ := fault["payment_id"].(string)
 	tid, _ := fault["task_id"].(string)
-	if s != http.StatusInternalServerError || !ValidID(pid) || !ValidID(tid) {
+	if s != http.StatusInternalServerError || !queue.ValidID(pid) || !queue.ValidID(tid) {
 		t.Fatalf("faulted POST /payments: %d %s, want 500 naming payment_id and task_id", s, raw)
 	}
 	// A later payment goes through; once its task is done, the queue has
 	// moved past the point where the faulted one would have been handled.
-	var p Payment
-	if s, raw := call(t, http.MethodPost, tg.URL()+"/payments", PaymentRequest{Amount: 700, Currency: "USD"}, &p); s != http.StatusCreated {
+	var p queue.Payment
+	if s, raw := call(t, http.MethodPost, tg.URL()+"/payments", queue.PaymentRequest{Amount: 700, Currency: "USD"}, &p); s != http.StatusCreated {
 		t.Fatalf("POST /payments: %d %s", s, raw)
 	}
 	waitTask(t, tg.URL(), p.TaskID)
 	db := tg.DB()
 	payments := count(t, db, `SELECT count(*) FROM payments WHERE id = $1`, pid)
 	delivered := count(t, db, `SELECT count(*) FROM tasks WHERE id = $1 AND (delivered_at IS NOT NULL OR status <> 'queued')`, tid)
-	if tg.Features().AtomicOutbox {
+	if f.AtomicOutbox {
 		tasks := count(t, db, `SELECT count(*) FROM tasks WHERE id = $1`, tid)
 		if payments != 0 || tasks != 0 {
 			t.Fatalf("atomic outbox left payment=%d task=%d after a crash between the steps, want neither", payments, tasks)
@@ -495,8 +521,8 @@ func testPaymentFault(t *testing.T, newTarget NewTarget) {
 	if payments != 1 || delivered != 0 {
 		t.Fatalf("dual write: payment=%d task delivered=%d, want the orphan (payment 1, never delivered)", payments, delivered)
 	}
-	var task Task
-	if s, _ := call(t, http.MethodGet, tg.URL()+"/tasks/"+tid, nil, &task); s != http.StatusOK || task.Status != StatusQueued {
+	var task queue.Task
+	if s, _ := call(t, http.MethodGet, tg.URL()+"/tasks/"+tid, nil, &task); s != http.StatusOK || task.Status != queue.StatusQueued {
 		t.Errorf("orphaned payment's task: %d %+v, want queued forever", s, task)
 	}
 	t.Logf("orphaned payment %s: committed, its task %s recorded but never published", pid, tid)

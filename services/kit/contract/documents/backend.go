@@ -1,0 +1,30 @@
+package documents
+
+import "context"
+
+// Backend is what each service implements: its adapter to the database.
+// Every method is safe for concurrent use and
+// honours ctx (the handler bounds each call with the operation timeout).
+// Missing users fail with an error wrapping httpapi.ErrNotFound, a
+// duplicate email with httpapi.ErrConflict, an unreachable backend with
+// httpapi.ErrUnavailable. Users returned by the mutation methods (except
+// Create) carry no Profile. The service closes its database itself; Backend
+// has no Close.
+type Backend interface {
+	// Create inserts the user and returns it as stored.
+	Create(ctx context.Context, u NewUser) (User, error)
+	// Get returns the user with its profile.
+	Get(ctx context.Context, id string) (User, error)
+	// PatchFields sets the non-nil fixed fields.
+	PatchFields(ctx context.Context, id string, p FieldsPatch) (User, error)
+	// PatchProfile merges p into the profile (top level only).
+	PatchProfile(ctx context.Context, id string, p ProfilePatch) (User, error)
+	// ReplaceProfile replaces the whole profile.
+	ReplaceProfile(ctx context.Context, id string, profile Object) (User, error)
+	// Search returns at most n users, with profiles, whose profile
+	// contains query (see Contains) and whose id sorts after the id
+	// after ("" for the start), in ascending id order.
+	Search(ctx context.Context, query Object, after string, n int) ([]User, error)
+	// Delete removes the user.
+	Delete(ctx context.Context, id string) error
+}

@@ -1,0 +1,32 @@
+package queue
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrFaultInjected is what Backend.Pay returns when asked to crash between
+// its two steps; the handler answers 500 and names the payment.
+var ErrFaultInjected = errors.New("fault injected between writing the payment and enqueueing its task")
+
+// Backend is what each service implements: the transport of tasks. Every
+// method is called concurrently by many requests; ctx bounds the call (the
+// handler sets a timeout). Errors that mean "a backend could not be
+// reached" wrap httpapi.ErrUnavailable; an unknown task id wraps
+// httpapi.ErrNotFound. A Backend is closed by its service, never by the
+// handlers.
+type Backend interface {
+	// Enqueue records the tasks (status queued) and hands them to the
+	// transport. no-rabbitmq does both in one transaction; rabbitmq commits
+	// the records, then publishes with confirms. It returns once the tasks
+	// are durable (committed, or confirmed by the broker).
+	Enqueue(ctx context.Context, tasks []NewTask) error
+	// Pay writes the payment row and enqueues p.Task. With fault set it
+	// stops between the two steps as a crash would (whatever that leaves
+	// committed stays committed) and returns ErrFaultInjected.
+	Pay(ctx context.Context, p NewPayment, fault bool) error
+	// Get returns the task's record.
+	Get(ctx context.Context, id string) (Task, error)
+	// Depth returns the queue's depth by status.
+	Depth(ctx context.Context) (Depth, error)
+}

@@ -1,0 +1,59 @@
+package kit_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServiceBinariesLinkNoTestCode runs go list -deps over every service's
+// main package (services/* except kit) and fails if one of them links the
+// testing package, kittest or a conformance suite: test code belongs in
+// _test.go files and the contract/<pair>/conformance packages, never in
+// what a service binary is built from.
+func TestServiceBinariesLinkNoTestCode(t *testing.T) {
+	t.Parallel()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the services' imports: %v", err)
+	}
+	mains, err := filepath.Glob("../*/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []string
+	for _, m := range mains {
+		if dir := filepath.Dir(m); filepath.Base(dir) != "kit" {
+			pkgs = append(pkgs, "./"+filepath.Base(dir))
+		}
+	}
+	if len(pkgs) < 9 {
+		t.Fatalf("found %d service main packages (%v), want the 9 services", len(pkgs), pkgs)
+	}
+	out := map[string][]string{}
+	for _, p := range pkgs {
+		// Listed from services/, where the workspace's go.work is found
+		// above, so every service resolves the kit to this checkout.
+		cmd := exec.Command(goBin, "list", "-deps", "-f", "{{.ImportPath}}", p)
+		cmd.Dir = ".."
+		raw, err := cmd.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("go list -deps %s: %v\n%s", p, err, stderr)
+		}
+		for _, dep := range strings.Fields(string(raw)) {
+			if dep == "testing" || strings.HasSuffix(dep, "/kit/kittest") || strings.HasSuffix(dep, "/conformance") {
+				out[p] = append(out[p], dep)
+			}
+		}
+	}
+	for _, p := range pkgs {
+		if bad := out[p]; len(bad) > 0 {
+			t.Errorf("%s links test code: %s", p, strings.Join(bad, ", "))
+		}
+	}
+}
