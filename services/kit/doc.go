@@ -5,7 +5,10 @@
 // The parts live in sub-packages named for their purpose:
 //
 //   - config:   environment variables into one Config struct per service,
-//     with errors that name the variable.
+//     with errors that name the variable, old names accepted with a
+//     warning; configtest checks the docs' env tables against it.
+//   - pairs:    the pair table (service, pair, side, backend, port) and the
+//     stack's backends with their default URLs, written once.
 //   - httpapi:  chi router, middleware (slog request log, recovery, body
 //     limit), strict JSON decoding, and the one place where errors become
 //     HTTP status codes and {"error": "..."} bodies.
