@@ -32,6 +32,22 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 }
 
+func TestConfigOldTimeoutNameStillWorks(t *testing.T) {
+	t.Parallel()
+	r := config.FromMap(map[string]string{"MONGO_TIMEOUT": "3s"})
+	c, err := readConfig(r)
+	if err != nil || c.BackendTimeout != 3*time.Second {
+		t.Fatalf("BackendTimeout %v, err %v: want 3s from MONGO_TIMEOUT", c.BackendTimeout, err)
+	}
+	if d := r.Deprecations(); len(d) != 1 || d[0].Old != "MONGO_TIMEOUT" || d[0].New != "BACKEND_TIMEOUT" {
+		t.Errorf("Deprecations = %v, want one for MONGO_TIMEOUT", d)
+	}
+	_, err = readConfig(config.FromMap(map[string]string{"MONGO_TIMEOUT": "0s"}))
+	if err == nil || !strings.Contains(err.Error(), "BACKEND_TIMEOUT (set as MONGO_TIMEOUT):") {
+		t.Errorf("error does not name both names: %v", err)
+	}
+}
+
 // TestStartsAndServesSharedEndpoints runs against MONGO_URL: real MongoDB
 // under compose, FerretDB on the native stack.
 func TestStartsAndServesSharedEndpoints(t *testing.T) {
@@ -56,7 +72,7 @@ func TestConformance(t *testing.T) {
 		url := kittest.Server(t, "MONGO_URL", kittest.DefaultMongoURL)
 		db := kittest.UniqueName(t, "t")
 		cfg := kittest.ReadConfig(t, readConfig, map[string]string{
-			"MONGO_URL": url, "MONGO_DATABASE": db, "MONGO_TIMEOUT": "60s",
+			"MONGO_URL": url, "MONGO_DATABASE": db, "BACKEND_TIMEOUT": "60s",
 		})
 		dropDatabase(t, cfg)
 		// Warnings (the index fallback) and errors go to the test's output.

@@ -130,29 +130,41 @@ func isSeparator(line string) bool {
 
 // Compare returns the problems between the variables a service reads and
 // the docs' rows: a variable without a row, a default that differs, a row
-// naming the service for a variable it does not read. A row naming the
-// service takes precedence over rows for every service.
+// naming the service for a variable it does not read. Rows are given in
+// the order of their files, most specific file first (the pair's doc, then
+// the README): for each variable, the rows of the first file that has one
+// are used, and within a file a row naming the service takes precedence
+// over rows for every service.
 func Compare(service string, vars []config.Var, rows []Row) []string {
 	var problems []string
+	files := map[string]int{} // file -> its rank, in the order given
+	for _, r := range rows {
+		if _, ok := files[r.File]; !ok {
+			files[r.File] = len(files)
+		}
+	}
 	byName := map[string]config.Var{}
 	for _, v := range vars {
 		byName[v.Name] = v
 	}
 	for _, v := range vars {
-		var named, general []Row
+		var use []Row
+		best := -1
 		for _, r := range rows {
-			if r.Var != v.Name {
+			applies, named := r.appliesTo(service)
+			if r.Var != v.Name || !applies {
 				continue
 			}
-			if applies, n := r.appliesTo(service); n {
-				named = append(named, r)
-			} else if applies {
-				general = append(general, r)
+			p := 2 * files[r.File]
+			if !named {
+				p++
 			}
-		}
-		use := named
-		if len(use) == 0 {
-			use = general
+			switch {
+			case best < 0 || p < best:
+				use, best = []Row{r}, p
+			case p == best:
+				use = append(use, r)
+			}
 		}
 		if len(use) == 0 {
 			problems = append(problems, fmt.Sprintf("%s reads %s (default %q), which no env table documents", service, v.Name, v.Default))

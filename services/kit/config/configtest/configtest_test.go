@@ -92,6 +92,19 @@ func TestCompareFindsEveryProblem(t *testing.T) {
 	}
 }
 
+func TestEarlierFileOverridesLater(t *testing.T) {
+	t.Parallel()
+	pair, _ := ParseTables("pair.md", "| Variable | Service | Default |\n|---|---|---|\n| `BODY_LIMIT` | both | 4MiB |\n")
+	readme, _ := ParseTables("README.md", "| Variable | Default |\n|---|---|\n| `BODY_LIMIT` | 1MiB |\n")
+	four := func(r *config.Reader) (struct{}, error) { r.Bytes("BODY_LIMIT", 4<<20); return struct{}{}, nil }
+	if p := Compare("mongodb", vars(t, four), append(pair, readme...)); len(p) != 0 {
+		t.Errorf("problems: %v", p)
+	}
+	if p := Compare("mongodb", vars(t, four), append(readme, pair...)); len(p) != 1 {
+		t.Errorf("README first: want its 1MiB row to disagree, got %v", p)
+	}
+}
+
 func TestNamedRowOverridesGeneral(t *testing.T) {
 	t.Parallel()
 	rows, _ := ParseTables("x.md", sample+"\n| Variable | Service | Default |\n|---|---|---|\n| `BODY_LIMIT` | mongodb | 4MiB |\n")
