@@ -256,3 +256,8 @@ type Store interface {
 	// *httpapi.Error) before anything is delivered.
 	Subscribe(ctx context.Context, from string, sub Subscriber) error
 }
+
+// DefaultPageSize is SUBSCRIBE_PAGE_SIZE's default in the services that
+// read it (events per catch-up read); MaxPageSize its largest accepted
+// value.
+const DefaultPageSize, MaxPageSize = 500, 10000
