@@ -23,6 +23,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // loadCommands are the subcommands of this file, dispatched by main.
@@ -431,7 +432,7 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 // eventStoreServices are the trio's services the driver can start here;
 // KurrentDB cannot be installed on these machines, so the bench reports it
 // as "not measured here" unless one answers on its port.
-var eventStoreServices = []scenario.Service{{Name: "no-kurrentdb", Port: 8090}, {Name: "kafka-eventstore", Port: 8091}}
+var eventStoreServices = []scenario.Service{scenario.ServiceOf("no-kurrentdb"), scenario.ServiceOf("kafka-eventstore")}
 
 // runEventStoreBench runs the event-store bench (append, point-read,
 // catch-up) at the results size: 5 s append rounds instead of 30 s, every
@@ -448,8 +449,11 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 			}
 		}
 	}()
-	url := func(port int) string { return fmt.Sprintf("http://%s:%d", c.host, port+c.portOffset) }
-	targets := fmt.Sprintf("no-kurrentdb=%s,kurrentdb=%s,kafka-eventstore=%s", url(8090), url(8089), url(8091))
+	var named []string
+	for _, s := range pairs.Pair("eventstore") {
+		named = append(named, s.Name+"="+s.URL(c.host, c.portOffset))
+	}
+	targets := strings.Join(named, ",")
 	common := []string{"-targets", targets, "-out", c.resultsDir, "-md", filepath.Join(c.resultsDir, "eventstore.md")}
 	for _, scenarioArgs := range [][]string{{"append", "-duration", "5s"}, {"point-read"}, {"catch-up"}} {
 		if ctx.Err() != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // Target is one service of the pair table.
@@ -25,12 +26,16 @@ type Target struct {
 	Port int
 }
 
-// Targets is the pair table: every service and its default port.
-var Targets = []Target{
-	{"rabbitmq", "queue", 8081}, {"no-rabbitmq", "queue", 8082},
-	{"kafka", "log", 8083}, {"no-kafka", "log", 8084},
-	{"mongodb", "documents", 8085}, {"no-mongodb", "documents", 8086},
-	{"kurrentdb", "eventstore", 8089}, {"no-kurrentdb", "eventstore", 8090}, {"kafka-eventstore", "eventstore", 8091},
+// Targets are the built services of the pair table (services/kit/pairs)
+// and their default ports; planned services are left out.
+var Targets = targets()
+
+func targets() []Target {
+	var ts []Target
+	for _, s := range pairs.Built() {
+		ts = append(ts, Target{Name: s.Name, Pair: s.Pair, Port: s.Port})
+	}
+	return ts
 }
 
 // Status is what check learned about one service.

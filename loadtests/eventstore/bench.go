@@ -18,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // Options are the bench's flags; the defaults are the sizes.
@@ -58,7 +60,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("eventstore "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o Options
-	fs.StringVar(&o.Targets, "targets", "no-kurrentdb=http://localhost:8090,kurrentdb=http://localhost:8089,kafka-eventstore=http://localhost:8091", "name=url of each engine")
+	fs.StringVar(&o.Targets, "targets", DefaultTargets(), "name=url of each engine")
 	fs.IntVar(&o.Workers, "workers", 16, "append: concurrent workers per engine")
 	fs.IntVar(&o.Streams, "streams", 64, "append: streams the workers share")
 	fs.DurationVar(&o.Duration, "duration", 30*time.Second, "append: duration of one round per engine")
@@ -512,4 +514,14 @@ func catchUpRun(ctx context.Context, o Options, e *Engine) (catchUp, p50, pmax f
 	}
 	slices.Sort(lat)
 	return round2(catchUp), round2(lat[len(lat)/2]), round2(lat[len(lat)-1]), nil
+}
+
+// DefaultTargets names the event store trio at their pair-table ports on
+// localhost, the Postgres side first.
+func DefaultTargets() string {
+	var named []string
+	for _, s := range pairs.Pair("eventstore") {
+		named = append(named, s.Name+"="+s.URL("localhost", 0))
+	}
+	return strings.Join(named, ",")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // Service is one service of a pair and its default port.
@@ -37,13 +38,20 @@ func (p Pair) Sides() []string { return []string{p.A.Name, p.B.Name} }
 // Services returns A and B.
 func (p Pair) Services() []Service { return []Service{p.A, p.B} }
 
-// The pairs.
+// ServiceOf returns the named service with its port from the pair table
+// (services/kit/pairs).
+func ServiceOf(name string) Service {
+	s := pairs.Get(name)
+	return Service{Name: s.Name, Port: s.Port}
+}
+
+// The pairs; names and ports come from the pair table.
 var (
-	QueuePair = Pair{Name: "queue", A: Service{"no-rabbitmq", 8082}, B: Service{"rabbitmq", 8081},
+	QueuePair = Pair{Name: "queue", A: ServiceOf("no-rabbitmq"), B: ServiceOf("rabbitmq"),
 		Progress: "/queue", In: []string{"enqueued"}, Out: []string{"processed", "dead"}}
-	LogPair = Pair{Name: "log", A: Service{"no-kafka", 8084}, B: Service{"kafka", 8083},
+	LogPair = Pair{Name: "log", A: ServiceOf("no-kafka"), B: ServiceOf("kafka"),
 		Progress: "/consumer", In: []string{"written"}, Out: []string{"delivered"}}
-	DocumentsPair = Pair{Name: "documents", A: Service{"no-mongodb", 8086}, B: Service{"mongodb", 8085}}
+	DocumentsPair = Pair{Name: "documents", A: ServiceOf("no-mongodb"), B: ServiceOf("mongodb")}
 )
 
 // Start modes of Env.Start.

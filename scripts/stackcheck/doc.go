@@ -7,7 +7,10 @@
 // restart policy and the settings the comparisons depend on (logical
 // decoding with wal2json on Postgres, transaction pooling on PgBouncer); and
 // that the ports in scripts/ports.env agree with both docker-compose.yml and
-// the native stack, scripts/stack.sh. Smoke tests that each real server
+// the native stack, scripts/stack.sh. It also checks the kit's pair table
+// (services/kit/pairs): each backend's default URL uses its ports.env port
+// and compose publishes it, each built service has its directory, and no
+// service's HTTP port collides with the stack's. Smoke tests that each real server
 // answers on its port are to be added here as well.
 //
 // It is its own Go module, so the compose-go dependency stays out of the

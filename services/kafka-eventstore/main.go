@@ -9,50 +9,73 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+// self is the service's row in the pair table.
+var self = pairs.Get("kafka-eventstore")
+
+// Defaults and limits of Config; the docs' env table (docs/eventstore.md)
+// is checked against them.
+const (
+	// DefaultBrokers is KAFKA_BROKERS' default, the stack's broker.
+	DefaultBrokers = pairs.DefaultKafkaBrokers
+	// DefaultTopic is KAFKA_TOPIC's default.
+	DefaultTopic = "eventstore"
+	// DefaultReplicationFactor is KAFKA_REPLICATION_FACTOR's default.
+	DefaultReplicationFactor = 1
+	// DefaultFetchMaxBytes is KAFKA_FETCH_MAX_BYTES' default;
+	// MinFetchMaxBytes its smallest accepted value.
+	DefaultFetchMaxBytes, MinFetchMaxBytes = 4 << 20, 64 << 10
+	// DefaultLongPoll is KAFKA_FETCH_MAX_WAIT's default; MinLongPoll and
+	// MaxLongPoll bound it.
+	DefaultLongPoll, MinLongPoll, MaxLongPoll = 500 * time.Millisecond, 10 * time.Millisecond, 30 * time.Second
 )
 
 // Config is the service's configuration, read from the environment in main
 // and nowhere else.
 type Config struct {
-	// Common holds ADDR (default :8091), BODY_LIMIT (default 1MiB), the
-	// HTTP timeouts, LOG_LEVEL (info) and LOG_FORMAT (text).
+	// Common holds ADDR (default the pair table's port, :8091),
+	// BODY_LIMIT, the HTTP timeouts, LOG_LEVEL, LOG_FORMAT and
+	// BACKEND_TIMEOUT, which bounds each Kafka request and must exceed
+	// KAFKA_FETCH_MAX_WAIT.
 	service.Common
 	// Brokers are the bootstrap brokers. Env KAFKA_BROKERS
-	// (comma-separated); default localhost:9092.
+	// (comma-separated); default DefaultBrokers.
 	Brokers []string
 	// Topic holds every event; it is created with ONE partition if missing
 	// (a topic with more partitions is refused: only within one partition
-	// is the offset a global order). Env KAFKA_TOPIC; default "eventstore".
+	// is the offset a global order). Env KAFKA_TOPIC; default
+	// DefaultTopic.
 	Topic string
 	// ReplicationFactor is used when creating the topic (topic setting
-	// replication.factor). Env KAFKA_REPLICATION_FACTOR; default 1.
+	// replication.factor). Env KAFKA_REPLICATION_FACTOR; default
+	// DefaultReplicationFactor.
 	ReplicationFactor int
 	// FetchMaxBytes caps one fetch response (fetch.max.bytes). Env
-	// KAFKA_FETCH_MAX_BYTES; default 4MiB.
+	// KAFKA_FETCH_MAX_BYTES; default DefaultFetchMaxBytes, at least
+	// MinFetchMaxBytes.
 	FetchMaxBytes int64
 	// LongPoll is how long a live subscription's fetch waits on the broker
 	// for new records (fetch.max.wait.ms). Env KAFKA_FETCH_MAX_WAIT;
-	// default 500ms.
+	// default DefaultLongPoll, between MinLongPoll and MaxLongPoll.
 	LongPoll time.Duration
-	// BackendTimeout bounds each Kafka request. Env BACKEND_TIMEOUT;
-	// default 10s.
-	BackendTimeout time.Duration
 }
 
 // readConfig reads and validates Config; the error names every bad
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:            service.ReadCommon(r, ":8091", 1<<20),
-		Topic:             r.String("KAFKA_TOPIC", "eventstore"),
-		ReplicationFactor: r.Int("KAFKA_REPLICATION_FACTOR", 1),
-		FetchMaxBytes:     r.Bytes("KAFKA_FETCH_MAX_BYTES", 4<<20),
-		LongPoll:          r.Duration("KAFKA_FETCH_MAX_WAIT", 500*time.Millisecond),
-		BackendTimeout:    r.Duration("BACKEND_TIMEOUT", 10*time.Second),
+		Common:            service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
+		Topic:             r.String("KAFKA_TOPIC", DefaultTopic),
+		ReplicationFactor: r.Int("KAFKA_REPLICATION_FACTOR", DefaultReplicationFactor),
+		FetchMaxBytes:     r.Bytes("KAFKA_FETCH_MAX_BYTES", DefaultFetchMaxBytes),
+		LongPoll:          r.Duration("KAFKA_FETCH_MAX_WAIT", DefaultLongPoll),
 	}
-	for _, b := range strings.Split(r.String("KAFKA_BROKERS", "localhost:9092"), ",") {
+	for _, b := range strings.Split(r.String("KAFKA_BROKERS", DefaultBrokers), ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			c.Brokers = append(c.Brokers, b)
 		}
@@ -72,11 +95,11 @@ func validate(r *config.Reader, c Config) {
 	if c.ReplicationFactor < 1 {
 		r.Fail("KAFKA_REPLICATION_FACTOR", "must be at least 1, got %d", c.ReplicationFactor)
 	}
-	if c.FetchMaxBytes < 64<<10 {
-		r.Fail("KAFKA_FETCH_MAX_BYTES", "must be at least 64KiB, got %d", c.FetchMaxBytes)
+	if c.FetchMaxBytes < MinFetchMaxBytes {
+		r.Fail("KAFKA_FETCH_MAX_BYTES", "must be at least %d bytes, got %d", MinFetchMaxBytes, c.FetchMaxBytes)
 	}
-	if c.LongPoll < 10*time.Millisecond || c.LongPoll > 30*time.Second {
-		r.Fail("KAFKA_FETCH_MAX_WAIT", "must be between 10ms and 30s, got %v", c.LongPoll)
+	if c.LongPoll < MinLongPoll || c.LongPoll > MaxLongPoll {
+		r.Fail("KAFKA_FETCH_MAX_WAIT", "must be between %v and %v, got %v", MinLongPoll, MaxLongPoll, c.LongPoll)
 	}
 	if c.BackendTimeout <= c.LongPoll {
 		r.Fail("BACKEND_TIMEOUT", "must exceed KAFKA_FETCH_MAX_WAIT (%v), got %v", c.LongPoll, c.BackendTimeout)
@@ -84,7 +107,7 @@ func validate(r *config.Reader, c Config) {
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: "kafka-eventstore", Pair: "eventstore", Backend: "kafka"}
+var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // build connects to Kafka, ensures the topic and assembles the service.
 func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {

@@ -14,55 +14,88 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
 
+// self is the service's row in the pair table.
+var self = pairs.Get("kafka")
+
+// Defaults and limits of Config; the docs' env table (docs/log.md) is
+// checked against them.
+const (
+	// DefaultSchema is DATABASE_SCHEMA's default: a schema of its own so
+	// that no-kafka's slot, which decodes log.messages, never sees this
+	// service's rows when both run side by side.
+	DefaultSchema = "log_kafka"
+	// DefaultBrokers is KAFKA_BROKERS' default, the stack's broker.
+	DefaultBrokers = pairs.DefaultKafkaBrokers
+	// DefaultDialTimeout is KAFKA_DIAL_TIMEOUT's default.
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultTopic is KAFKA_TOPIC's default.
+	DefaultTopic = "log-events"
+	// DefaultGroup is KAFKA_GROUP's default.
+	DefaultGroup = "kafka-log"
+	// DefaultPartitions is KAFKA_PARTITIONS' default; MaxPartitions its
+	// largest accepted value.
+	DefaultPartitions, MaxPartitions = 3, 1000
+	// DefaultReplicationFactor is KAFKA_REPLICATION_FACTOR's default (the
+	// stack has one broker).
+	DefaultReplicationFactor = 1
+	// DefaultWriteTimeout is KAFKA_WRITE_TIMEOUT's default.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultBatchTimeout is KAFKA_BATCH_TIMEOUT's default.
+	DefaultBatchTimeout = time.Millisecond
+)
+
 // Config is the service's configuration, read from the environment in main
 // and nowhere else.
 type Config struct {
-	// Common holds ADDR (default :8083), BODY_LIMIT (default 1MiB), the
-	// HTTP timeouts, LOG_LEVEL (info) and LOG_FORMAT (text).
+	// Common holds ADDR (default the pair table's port, :8083),
+	// BODY_LIMIT, the HTTP timeouts, BACKEND_TIMEOUT (each backend call
+	// of a request), LOG_LEVEL and LOG_FORMAT.
 	service.Common
-	// Postgres holds DATABASE_URL (default the stack's Postgres),
-	// DATABASE_SCHEMA (default "log_kafka": the events are recorded there
-	// too, in a schema of its own so that no-kafka's slot, which decodes
-	// log.messages, never sees this service's rows when both run side by
-	// side), DATABASE_MAX_CONNS (16) and DATABASE_CONNECT_TIMEOUT (5s).
+	// Postgres holds DATABASE_URL, DATABASE_SCHEMA (default
+	// DefaultSchema: the events are recorded there too),
+	// DATABASE_MAX_CONNS and DATABASE_CONNECT_TIMEOUT.
 	Postgres postgres.Config
 	// Brokers are the Kafka bootstrap servers. Env KAFKA_BROKERS, comma
-	// separated; default localhost:9092 (the stack's broker).
+	// separated; default DefaultBrokers.
 	Brokers []string
 	// DialTimeout bounds each broker connection (kafka-go Dialer.Timeout).
-	// Env KAFKA_DIAL_TIMEOUT; default 5s.
+	// Env KAFKA_DIAL_TIMEOUT; default DefaultDialTimeout.
 	DialTimeout time.Duration
 	// Topic is the event log (created at start if missing). Env
-	// KAFKA_TOPIC; default log-events.
+	// KAFKA_TOPIC; default DefaultTopic.
 	Topic string
 	// Group is the consumer group id; the group's committed offsets are
-	// the consumer's position. Env KAFKA_GROUP; default kafka-log.
+	// the consumer's position. Env KAFKA_GROUP; default DefaultGroup.
 	Group string
 	// Partitions is the topic's partition count when this service creates
-	// it (num.partitions). Env KAFKA_PARTITIONS; default 3.
+	// it (num.partitions). Env KAFKA_PARTITIONS; default
+	// DefaultPartitions, at most MaxPartitions.
 	Partitions int
 	// ReplicationFactor is the topic's replication factor when created.
-	// Env KAFKA_REPLICATION_FACTOR; default 1 (the stack has one broker).
+	// Env KAFKA_REPLICATION_FACTOR; default DefaultReplicationFactor.
 	ReplicationFactor int
 	// WriteTimeout bounds each produce (all attempts) and each offset
-	// commit. Env KAFKA_WRITE_TIMEOUT; default 10s.
+	// commit. Env KAFKA_WRITE_TIMEOUT; default DefaultWriteTimeout.
 	WriteTimeout time.Duration
 	// BatchTimeout is how long the producer waits to fill a batch
 	// (kafka-go Writer.BatchTimeout, linger.ms). Env KAFKA_BATCH_TIMEOUT;
-	// default 1ms.
+	// default DefaultBatchTimeout.
 	BatchTimeout time.Duration
 	// SynchronousCommit is the Postgres write's synchronous_commit (SET
 	// LOCAL per transaction). Env SYNCHRONOUS_COMMIT (on, off, local,
-	// remote_write, remote_apply); default on.
+	// remote_write, remote_apply); default logc.DefaultSynchronousCommit.
 	SynchronousCommit string
 	// MaxBatch caps the records the consumer records and commits at once.
-	// Env CONSUMER_MAX_BATCH; default 5000.
+	// Env CONSUMER_MAX_BATCH; default logc.DefaultMaxBatch, at most
+	// logc.MaxMaxBatch.
 	MaxBatch int
 }
 
@@ -70,19 +103,19 @@ type Config struct {
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:      service.ReadCommon(r, ":8083", 1<<20),
-		Postgres:    postgres.ReadConfig(r, "log_kafka"),
-		Brokers:     strings.Split(r.String("KAFKA_BROKERS", "localhost:9092"), ","),
-		DialTimeout: r.Duration("KAFKA_DIAL_TIMEOUT", 5*time.Second),
-		Topic:       r.String("KAFKA_TOPIC", "log-events"),
-		Group:       r.String("KAFKA_GROUP", "kafka-log"),
-		Partitions:  r.Int("KAFKA_PARTITIONS", 3),
+		Common:      service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
+		Postgres:    postgres.ReadConfig(r, DefaultSchema),
+		Brokers:     strings.Split(r.String("KAFKA_BROKERS", DefaultBrokers), ","),
+		DialTimeout: r.Duration("KAFKA_DIAL_TIMEOUT", DefaultDialTimeout),
+		Topic:       r.String("KAFKA_TOPIC", DefaultTopic),
+		Group:       r.String("KAFKA_GROUP", DefaultGroup),
+		Partitions:  r.Int("KAFKA_PARTITIONS", DefaultPartitions),
 		// Named so for the test: the one broker of the stack.
-		ReplicationFactor: r.Int("KAFKA_REPLICATION_FACTOR", 1),
-		WriteTimeout:      r.Duration("KAFKA_WRITE_TIMEOUT", 10*time.Second),
-		BatchTimeout:      r.Duration("KAFKA_BATCH_TIMEOUT", time.Millisecond),
-		SynchronousCommit: r.Enum("SYNCHRONOUS_COMMIT", "on", logc.SynchronousCommits...),
-		MaxBatch:          r.Int("CONSUMER_MAX_BATCH", 5000),
+		ReplicationFactor: r.Int("KAFKA_REPLICATION_FACTOR", DefaultReplicationFactor),
+		WriteTimeout:      r.Duration("KAFKA_WRITE_TIMEOUT", DefaultWriteTimeout),
+		BatchTimeout:      r.Duration("KAFKA_BATCH_TIMEOUT", DefaultBatchTimeout),
+		SynchronousCommit: r.Enum("SYNCHRONOUS_COMMIT", logc.DefaultSynchronousCommit, logc.SynchronousCommits...),
+		MaxBatch:          r.Int("CONSUMER_MAX_BATCH", logc.DefaultMaxBatch),
 	}
 	for i, b := range c.Brokers {
 		c.Brokers[i] = strings.TrimSpace(b)
@@ -106,8 +139,8 @@ func (c Config) validate(r *config.Reader) {
 	if c.Group == "" {
 		r.Fail("KAFKA_GROUP", "must not be empty")
 	}
-	if c.Partitions < 1 || c.Partitions > 1000 {
-		r.Fail("KAFKA_PARTITIONS", "must be between 1 and 1000, got %d", c.Partitions)
+	if c.Partitions < 1 || c.Partitions > MaxPartitions {
+		r.Fail("KAFKA_PARTITIONS", "must be between 1 and %d, got %d", MaxPartitions, c.Partitions)
 	}
 	if c.ReplicationFactor < 1 {
 		r.Fail("KAFKA_REPLICATION_FACTOR", "must be at least 1, got %d", c.ReplicationFactor)
@@ -118,15 +151,15 @@ func (c Config) validate(r *config.Reader) {
 	if c.BatchTimeout <= 0 {
 		r.Fail("KAFKA_BATCH_TIMEOUT", "must be positive, got %v", c.BatchTimeout)
 	}
-	if c.MaxBatch < 1 || c.MaxBatch > 100000 {
-		r.Fail("CONSUMER_MAX_BATCH", "must be between 1 and 100000, got %d", c.MaxBatch)
+	if c.MaxBatch < 1 || c.MaxBatch > logc.MaxMaxBatch {
+		r.Fail("CONSUMER_MAX_BATCH", "must be between 1 and %d, got %d", logc.MaxMaxBatch, c.MaxBatch)
 	}
 }
 
 var topicRE = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: "kafka", Pair: "log", Backend: "kafka"}
+var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // ping asks the first broker that answers for the cluster's brokers: a
 // real metadata round trip, not just an open port.
@@ -195,7 +228,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error
 	}
 	b := &backend{cfg: cfg, store: store, client: client, cons: cons}
 	b.writer.Store(newWriter(cfg, cfg.Brokers))
-	logc.Mount(svc.Router, b, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping()})
+	logc.Mount(svc.Router, b, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer (finishing and committing its batch,
 	// leaving the group) and the producer stop before the pool closes.
 	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })

@@ -4,23 +4,26 @@
 //
 // The parts live in sub-packages named for their purpose:
 //
-//   - config:    environment variables into one Config struct per service,
-//     with errors that name the variable.
-//   - httpapi:   chi router, middleware (slog request log, recovery, body
+//   - config:   environment variables into one Config struct per service,
+//     with errors that name the variable, old names accepted with a
+//     warning; configtest checks the docs' env tables against it.
+//   - pairs:    the pair table (service, pair, side, backend, port) and the
+//     stack's backends with their default URLs, written once.
+//   - httpapi:  chi router, middleware (slog request log, recovery, body
 //     limit), strict JSON decoding, and the one place where errors become
 //     HTTP status codes and {"error": "..."} bodies.
-//   - stats:     HdrHistogram latency summaries and counters behind GET /stats
+//   - stats:    HdrHistogram latency summaries and counters behind GET /stats
 //     (one JSON shape for every service), mirrored to Prometheus on /metrics.
-//   - postgres:  the pgx pool, per-pair schema and goose migrations.
-//   - service:   the lifecycle (serve, then drain HTTP, stop consumers, close
+//   - postgres: the pgx pool, per-pair schema and goose migrations.
+//   - service:  the lifecycle (serve, then drain HTTP, stop consumers, close
 //     pools) and the probes /healthz and /readyz.
-//   - waiter:    wakes long polls in this process when their outcome is in.
+//   - waiter:   wakes long polls in this process when their outcome is in.
 //   - jsonbtext: refuses in JSON what Postgres jsonb cannot store (\u0000,
 //     lone surrogates), so both sides of a pair answer it with 400.
-//   - contract:  one package per pair (queue, log, documents, eventstore):
+//   - contract: one package per pair (queue, log, documents, eventstore):
 //     its OpenAPI document, shared types, Backend interface and handlers;
 //     each has a conformance sub-package holding the pair's one suite.
-//   - kittest:   test helpers that find the real servers through environment
+//   - kittest:  test helpers that find the real servers through environment
 //     variables with defaults at the stack's ports, and run services in the
 //     test's process.
 //

@@ -4,59 +4,60 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/kurrent-io/KurrentDB-Client-Go/kurrentdb"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
-// DefaultURL is the compose stack's KurrentDB (insecure single node).
-const DefaultURL = "kurrentdb://localhost:2113?tls=false"
+// self is the service's row in the pair table.
+var self = pairs.Get("kurrentdb")
+
+// DefaultURL is KURRENTDB_URL's default, the compose stack's KurrentDB
+// (insecure single node).
+const DefaultURL = pairs.DefaultKurrentDBURL
 
 // Config is the service's configuration, read from the environment in main
 // and nowhere else.
 type Config struct {
-	// Common holds ADDR (default :8089), BODY_LIMIT (default 1MiB), the
-	// HTTP timeouts, LOG_LEVEL (info) and LOG_FORMAT (text).
+	// Common holds ADDR (default the pair table's port, :8089),
+	// BODY_LIMIT, the HTTP timeouts, LOG_LEVEL, LOG_FORMAT and
+	// BACKEND_TIMEOUT, which bounds each KurrentDB call but a live
+	// subscription.
 	service.Common
 	// URL is the client's connection string (kurrentdb:// or
 	// kurrentdb+discover://, with tls=false for the insecure dev node).
 	// Env KURRENTDB_URL; default DefaultURL.
 	URL string
 	// PageSize is how many $all events one catch-up read asks for (the
-	// read's maxCount). Env SUBSCRIBE_PAGE_SIZE; default 500.
+	// read's maxCount). Env SUBSCRIBE_PAGE_SIZE; default
+	// eventstore.DefaultPageSize, at most eventstore.MaxPageSize.
 	PageSize int
-	// BackendTimeout bounds each KurrentDB call but a live subscription.
-	// Env BACKEND_TIMEOUT; default 10s.
-	BackendTimeout time.Duration
 }
 
 // readConfig reads and validates Config; the error names every bad
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:         service.ReadCommon(r, ":8089", 1<<20),
-		URL:            r.URL("KURRENTDB_URL", DefaultURL, "kurrentdb", "kurrentdb+discover", "esdb", "esdb+discover"),
-		PageSize:       r.Int("SUBSCRIBE_PAGE_SIZE", 500),
-		BackendTimeout: r.Duration("BACKEND_TIMEOUT", 10*time.Second),
+		Common:   service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
+		URL:      r.URL("KURRENTDB_URL", DefaultURL, "kurrentdb", "kurrentdb+discover", "esdb", "esdb+discover"),
+		PageSize: r.Int("SUBSCRIBE_PAGE_SIZE", eventstore.DefaultPageSize),
 	}
 	if _, err := kurrentdb.ParseConnectionString(c.URL); err != nil {
 		r.Fail("KURRENTDB_URL", "not a KurrentDB connection string")
 	}
-	if c.PageSize < 1 || c.PageSize > 10000 {
-		r.Fail("SUBSCRIBE_PAGE_SIZE", "must be between 1 and 10000, got %d", c.PageSize)
-	}
-	if c.BackendTimeout <= 0 {
-		r.Fail("BACKEND_TIMEOUT", "must be positive, got %v", c.BackendTimeout)
+	if c.PageSize < 1 || c.PageSize > eventstore.MaxPageSize {
+		r.Fail("SUBSCRIBE_PAGE_SIZE", "must be between 1 and %d, got %d", eventstore.MaxPageSize, c.PageSize)
 	}
 	return c, r.Err()
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: "kurrentdb", Pair: "eventstore", Backend: "kurrentdb"}
+var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // build creates the client (it connects lazily; /readyz tells whether the
 // server answers) and assembles the service.

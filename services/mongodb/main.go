@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -13,30 +12,45 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+// self is the service's row in the pair table.
+var self = pairs.Get("mongodb")
+
+// Defaults and limits of Config; the docs' env table (docs/documents.md)
+// is checked against them.
+const (
+	// DefaultMongoURL is MONGO_URL's default: real MongoDB under compose,
+	// FerretDB on the native stack.
+	DefaultMongoURL = pairs.DefaultMongoURL
+	// DefaultDatabase is MONGO_DATABASE's default.
+	DefaultDatabase = "wpe"
+	// DefaultMaxPoolSize is MONGO_MAX_POOL_SIZE's default, the same as the
+	// Postgres side's pool (postgres.DefaultMaxConns).
+	DefaultMaxPoolSize = 16
 )
 
 // Config is the service's configuration, read from the environment in main
 // and nowhere else.
 type Config struct {
-	// Common holds ADDR (default :8085), BODY_LIMIT (default 4MiB: the
-	// documents pair stores profiles of several MB), the HTTP timeouts,
-	// LOG_LEVEL (info) and LOG_FORMAT (text).
+	// Common holds ADDR (default the pair table's port, :8085),
+	// BODY_LIMIT (default documents.DefaultBodyLimit), the HTTP timeouts,
+	// LOG_LEVEL, LOG_FORMAT and BACKEND_TIMEOUT, which bounds server
+	// selection, connecting, and each operation (mongo-driver
+	// ServerSelectionTimeout, ConnectTimeout, Timeout) and each store
+	// call. BACKEND_TIMEOUT was MONGO_TIMEOUT, still read with a warning.
 	service.Common
 	// MongoURL is the MongoDB connection string. Env MONGO_URL; default
-	// mongodb://localhost:27017/ (real MongoDB under compose, FerretDB on
-	// the native stack).
+	// DefaultMongoURL.
 	MongoURL string
 	// Database is the database holding the users collection. Env
-	// MONGO_DATABASE; default wpe.
+	// MONGO_DATABASE; default DefaultDatabase.
 	Database string
-	// Timeout bounds server selection, connecting, and each operation
-	// (mongo-driver ServerSelectionTimeout, ConnectTimeout, Timeout). Env
-	// MONGO_TIMEOUT; default 10s.
-	Timeout time.Duration
 	// MaxPoolSize caps the driver's connection pool (maxPoolSize). Env
-	// MONGO_MAX_POOL_SIZE; default 16, the same as the Postgres side.
+	// MONGO_MAX_POOL_SIZE; default DefaultMaxPoolSize.
 	MaxPoolSize int
 }
 
@@ -44,35 +58,37 @@ type Config struct {
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:      service.ReadCommon(r, ":8085", 4<<20),
-		MongoURL:    r.URL("MONGO_URL", "mongodb://localhost:27017/", "mongodb", "mongodb+srv"),
-		Database:    r.String("MONGO_DATABASE", "wpe"),
-		Timeout:     r.Duration("MONGO_TIMEOUT", 10*time.Second),
-		MaxPoolSize: r.Int("MONGO_MAX_POOL_SIZE", 16),
+		Common:      readCommon(r),
+		MongoURL:    r.URL("MONGO_URL", DefaultMongoURL, "mongodb", "mongodb+srv"),
+		Database:    r.String("MONGO_DATABASE", DefaultDatabase),
+		MaxPoolSize: r.Int("MONGO_MAX_POOL_SIZE", DefaultMaxPoolSize),
 	}
 	c.validate(r)
 	return c, r.Err()
 }
 
+// readCommon reads Common, accepting BACKEND_TIMEOUT's old name.
+func readCommon(r *config.Reader) service.Common {
+	r.Rename("MONGO_TIMEOUT", "BACKEND_TIMEOUT")
+	return service.ReadCommon(r, self.Addr(), documents.DefaultBodyLimit)
+}
+
 func (c Config) validate(r *config.Reader) {
-	if c.Timeout <= 0 {
-		r.Fail("MONGO_TIMEOUT", "must be positive, got %v", c.Timeout)
-	}
 	if c.MaxPoolSize < 1 {
 		r.Fail("MONGO_MAX_POOL_SIZE", "must be at least 1, got %d", c.MaxPoolSize)
 	}
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: "mongodb", Pair: "documents", Backend: "mongodb"}
+var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // connect opens the driver's pool and pings the primary.
 func connect(ctx context.Context, c Config) (*mongo.Client, error) {
 	client, err := mongo.Connect(options.Client().ApplyURI(c.MongoURL).
 		SetAppName(info.Service).
-		SetServerSelectionTimeout(c.Timeout).
-		SetConnectTimeout(c.Timeout).
-		SetTimeout(c.Timeout).
+		SetServerSelectionTimeout(c.BackendTimeout).
+		SetConnectTimeout(c.BackendTimeout).
+		SetTimeout(c.BackendTimeout).
 		SetMaxPoolSize(uint64(c.MaxPoolSize)))
 	if err != nil {
 		return nil, fmt.Errorf("MONGO_URL: %w", err)
@@ -94,13 +110,13 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	svc.OnStop("mongodb client", client.Disconnect)
 	svc.Ready("mongodb", func(ctx context.Context) error { return client.Ping(ctx, readpref.Primary()) })
 	users := client.Database(cfg.Database).Collection("users")
-	backend, err := prepare(ctx, client.Database(cfg.Database), users, cfg.Timeout, logger)
+	backend, err := prepare(ctx, client.Database(cfg.Database), users, cfg.BackendTimeout, logger)
 	if err != nil {
 		_ = client.Disconnect(context.Background())
 		return nil, err
 	}
 	documents.Mount(svc.Router, &store{users: users, rec: svc.Stats, ferret: strings.HasPrefix(backend.Server, "FerretDB")}, documents.Options{
-		Stats: svc.Stats, Timeout: cfg.Timeout, Info: backend,
+		Stats: svc.Stats, Timeout: cfg.BackendTimeout, Info: backend,
 	})
 	return svc, nil
 }

@@ -34,6 +34,22 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 }
 
+func TestConfigOldTimeoutNameStillWorks(t *testing.T) {
+	t.Parallel()
+	r := config.FromMap(map[string]string{"MONGO_TIMEOUT": "3s"})
+	c, err := readConfig(r)
+	if err != nil || c.BackendTimeout != 3*time.Second {
+		t.Fatalf("BackendTimeout %v, err %v: want 3s from MONGO_TIMEOUT", c.BackendTimeout, err)
+	}
+	if d := r.Deprecations(); len(d) != 1 || d[0].Old != "MONGO_TIMEOUT" || d[0].New != "BACKEND_TIMEOUT" {
+		t.Errorf("Deprecations = %v, want one for MONGO_TIMEOUT", d)
+	}
+	_, err = readConfig(config.FromMap(map[string]string{"MONGO_TIMEOUT": "0s"}))
+	if err == nil || !strings.Contains(err.Error(), "BACKEND_TIMEOUT (set as MONGO_TIMEOUT):") {
+		t.Errorf("error does not name both names: %v", err)
+	}
+}
+
 // TestStartsAndServesSharedEndpoints runs against MONGO_URL: real MongoDB
 // under compose, FerretDB on the native stack.
 func TestStartsAndServesSharedEndpoints(t *testing.T) {
@@ -60,7 +76,7 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, features, func(t testing.TB) conformance.Target {
 		db := kittest.UniqueName(t, "t")
 		cfg := kittest.ReadConfig(t, readConfig, map[string]string{
-			"MONGO_URL": url, "MONGO_DATABASE": db, "MONGO_TIMEOUT": "60s",
+			"MONGO_URL": url, "MONGO_DATABASE": db, "BACKEND_TIMEOUT": "60s",
 		})
 		dropDatabase(t, cfg)
 		return &target{cfg: cfg, Instance: kittest.StartInstance(t, func(t testing.TB) (struct{}, *service.Service) {

@@ -11,21 +11,40 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
 
+// self is the service's row in the pair table.
+var self = pairs.Get("no-kafka")
+
+// Defaults and limits of Config; the docs' env table (docs/log.md) is
+// checked against them.
+const (
+	// DefaultSchema is DATABASE_SCHEMA's default.
+	DefaultSchema = "log"
+	// DefaultSlot is SLOT_NAME's default.
+	DefaultSlot = "no_kafka"
+	// DefaultStatusInterval is STANDBY_STATUS_INTERVAL's default
+	// (pg_recvlogical --status-interval).
+	DefaultStatusInterval = time.Second
+	// DefaultSlotCreateTimeout is SLOT_CREATE_TIMEOUT's default.
+	DefaultSlotCreateTimeout = 30 * time.Second
+)
+
 // Config is the service's configuration, read from the environment in main
 // and nowhere else.
 type Config struct {
-	// Common holds ADDR (default :8084), BODY_LIMIT (default 1MiB),
-	// the HTTP timeouts, LOG_LEVEL (info) and LOG_FORMAT (text).
+	// Common holds ADDR (default the pair table's port, :8084),
+	// BODY_LIMIT, the HTTP timeouts, BACKEND_TIMEOUT (each backend call
+	// of a request), LOG_LEVEL and LOG_FORMAT.
 	service.Common
-	// Postgres holds DATABASE_URL (default the stack's Postgres),
-	// DATABASE_SCHEMA (default "log"), DATABASE_MAX_CONNS (16) and
-	// DATABASE_CONNECT_TIMEOUT (5s).
+	// Postgres holds DATABASE_URL, DATABASE_SCHEMA (default
+	// DefaultSchema), DATABASE_MAX_CONNS and DATABASE_CONNECT_TIMEOUT.
 	Postgres postgres.Config
 	// ReplicationURL is where the consumer opens its replication
 	// connection (the service adds replication=database). It must reach
@@ -35,26 +54,28 @@ type Config struct {
 	ReplicationURL string
 	// Slot is the logical replication slot (created with wal2json if
 	// missing, persistent). One slot serves one consumer. Env SLOT_NAME;
-	// default no_kafka.
+	// default DefaultSlot.
 	Slot string
 	// StatusInterval is how often the consumer sends a standby status
 	// update (its confirmed position), besides answering the server's
 	// keepalive requests at once; it must be well below the server's
 	// wal_sender_timeout (default 60s). Env STANDBY_STATUS_INTERVAL;
-	// default 1s (pg_recvlogical --status-interval).
+	// default DefaultStatusInterval.
 	StatusInterval time.Duration
 	// SynchronousCommit is the write path's synchronous_commit (SET LOCAL
 	// per transaction): off acknowledges before the WAL is flushed, and
 	// logical decoding only sees flushed WAL, so delivery then waits for
 	// the WAL writer (wal_writer_delay). Env SYNCHRONOUS_COMMIT (on, off,
-	// local, remote_write, remote_apply); default on.
+	// local, remote_write, remote_apply); default
+	// logc.DefaultSynchronousCommit.
 	SynchronousCommit string
 	// MaxBatch caps the events the consumer records in one deliveries
-	// INSERT. Env CONSUMER_MAX_BATCH; default 5000.
+	// INSERT. Env CONSUMER_MAX_BATCH; default logc.DefaultMaxBatch, at
+	// most logc.MaxMaxBatch.
 	MaxBatch int
 	// SlotCreateTimeout bounds creating the slot at start (it waits for
 	// transactions running at that moment to end). Env
-	// SLOT_CREATE_TIMEOUT; default 30s.
+	// SLOT_CREATE_TIMEOUT; default DefaultSlotCreateTimeout.
 	SlotCreateTimeout time.Duration
 }
 
@@ -64,13 +85,13 @@ var slotRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:            service.ReadCommon(r, ":8084", 1<<20),
-		Postgres:          postgres.ReadConfig(r, "log"),
-		Slot:              r.String("SLOT_NAME", "no_kafka"),
-		StatusInterval:    r.Duration("STANDBY_STATUS_INTERVAL", time.Second),
-		SynchronousCommit: r.Enum("SYNCHRONOUS_COMMIT", "on", logc.SynchronousCommits...),
-		MaxBatch:          r.Int("CONSUMER_MAX_BATCH", 5000),
-		SlotCreateTimeout: r.Duration("SLOT_CREATE_TIMEOUT", 30*time.Second),
+		Common:            service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
+		Postgres:          postgres.ReadConfig(r, DefaultSchema),
+		Slot:              r.String("SLOT_NAME", DefaultSlot),
+		StatusInterval:    r.Duration("STANDBY_STATUS_INTERVAL", DefaultStatusInterval),
+		SynchronousCommit: r.Enum("SYNCHRONOUS_COMMIT", logc.DefaultSynchronousCommit, logc.SynchronousCommits...),
+		MaxBatch:          r.Int("CONSUMER_MAX_BATCH", logc.DefaultMaxBatch),
+		SlotCreateTimeout: r.Duration("SLOT_CREATE_TIMEOUT", DefaultSlotCreateTimeout),
 	}
 	c.ReplicationURL = r.URL("REPLICATION_URL", c.Postgres.URL, "postgres", "postgresql")
 	c.validate(r)
@@ -84,8 +105,8 @@ func (c Config) validate(r *config.Reader) {
 	if c.StatusInterval <= 0 {
 		r.Fail("STANDBY_STATUS_INTERVAL", "must be positive, got %v", c.StatusInterval)
 	}
-	if c.MaxBatch < 1 || c.MaxBatch > 100000 {
-		r.Fail("CONSUMER_MAX_BATCH", "must be between 1 and 100000, got %d", c.MaxBatch)
+	if c.MaxBatch < 1 || c.MaxBatch > logc.MaxMaxBatch {
+		r.Fail("CONSUMER_MAX_BATCH", "must be between 1 and %d, got %d", logc.MaxMaxBatch, c.MaxBatch)
 	}
 	if c.SlotCreateTimeout <= 0 {
 		r.Fail("SLOT_CREATE_TIMEOUT", "must be positive, got %v", c.SlotCreateTimeout)
@@ -96,7 +117,7 @@ func (c Config) validate(r *config.Reader) {
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: "no-kafka", Pair: "log", Backend: "postgres"}
+var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // backend appends with a plain INSERT: the WAL is the transport.
 type backend struct {
@@ -149,7 +170,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error
 		stats:   svc.Stats,
 		logger:  svc.Logger,
 	}
-	logc.Mount(svc.Router, &backend{store: store, consumer: cons}, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping()})
+	logc.Mount(svc.Router, &backend{store: store, consumer: cons}, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer stops (recording and confirming what
 	// it read) before the pool it records with closes.
 	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })

@@ -8,20 +8,35 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
+// self is the service's row in the pair table.
+var self = pairs.Get("no-kurrentdb")
+
+// Defaults and limits of Config; the docs' env table (docs/eventstore.md)
+// is checked against them.
+const (
+	// DefaultSchema is DATABASE_SCHEMA's default.
+	DefaultSchema = "eventstore"
+	// DefaultPollInterval is POLL_INTERVAL's default; MinPollInterval and
+	// MaxPollInterval bound it.
+	DefaultPollInterval, MinPollInterval, MaxPollInterval = time.Second, 10 * time.Millisecond, time.Hour
+)
+
 // Config is the service's configuration, read from the environment in main
 // and nowhere else.
 type Config struct {
-	// Common holds ADDR (default :8090), BODY_LIMIT (default 1MiB), the
-	// HTTP timeouts, LOG_LEVEL (info) and LOG_FORMAT (text).
+	// Common holds ADDR (default the pair table's port, :8090),
+	// BODY_LIMIT, the HTTP timeouts, LOG_LEVEL, LOG_FORMAT and
+	// BACKEND_TIMEOUT, which bounds each query.
 	service.Common
-	// Postgres holds DATABASE_URL (default the stack's Postgres),
-	// DATABASE_SCHEMA (default "eventstore"), DATABASE_MAX_CONNS (16) and
-	// DATABASE_CONNECT_TIMEOUT (5s).
+	// Postgres holds DATABASE_URL, DATABASE_SCHEMA (default
+	// DefaultSchema), DATABASE_MAX_CONNS and DATABASE_CONNECT_TIMEOUT.
 	Postgres postgres.Config
 	// ListenURL is the connection LISTEN uses. It must reach Postgres
 	// directly: through pgbouncer in transaction mode LISTEN "works" and
@@ -29,24 +44,23 @@ type Config struct {
 	ListenURL string
 	// PollInterval is the fallback poll of live subscriptions, for wake-ups
 	// a notification cannot give (a listener reconnecting, a watermark held
-	// back by an unrelated transaction). Env POLL_INTERVAL; default 1s.
+	// back by an unrelated transaction). Env POLL_INTERVAL; default
+	// DefaultPollInterval, between MinPollInterval and MaxPollInterval.
 	PollInterval time.Duration
 	// PageSize is how many events a subscription reads per query. Env
-	// SUBSCRIBE_PAGE_SIZE; default 500.
+	// SUBSCRIBE_PAGE_SIZE; default eventstore.DefaultPageSize, at most
+	// eventstore.MaxPageSize.
 	PageSize int
-	// BackendTimeout bounds each query. Env BACKEND_TIMEOUT; default 10s.
-	BackendTimeout time.Duration
 }
 
 // readConfig reads and validates Config; the error names every bad
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:         service.ReadCommon(r, ":8090", 1<<20),
-		Postgres:       postgres.ReadConfig(r, "eventstore"),
-		PollInterval:   r.Duration("POLL_INTERVAL", time.Second),
-		PageSize:       r.Int("SUBSCRIBE_PAGE_SIZE", 500),
-		BackendTimeout: r.Duration("BACKEND_TIMEOUT", 10*time.Second),
+		Common:       service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
+		Postgres:     postgres.ReadConfig(r, DefaultSchema),
+		PollInterval: r.Duration("POLL_INTERVAL", DefaultPollInterval),
+		PageSize:     r.Int("SUBSCRIBE_PAGE_SIZE", eventstore.DefaultPageSize),
 	}
 	c.ListenURL = r.URL("DATABASE_LISTEN_URL", c.Postgres.URL, "postgres", "postgresql")
 	validate(r, c)
@@ -55,19 +69,16 @@ func readConfig(r *config.Reader) (Config, error) {
 
 // validate records out-of-range values, naming the variable.
 func validate(r *config.Reader, c Config) {
-	if c.PollInterval < 10*time.Millisecond || c.PollInterval > time.Hour {
-		r.Fail("POLL_INTERVAL", "must be between 10ms and 1h, got %v", c.PollInterval)
+	if c.PollInterval < MinPollInterval || c.PollInterval > MaxPollInterval {
+		r.Fail("POLL_INTERVAL", "must be between %v and %v, got %v", MinPollInterval, MaxPollInterval, c.PollInterval)
 	}
-	if c.PageSize < 1 || c.PageSize > 10000 {
-		r.Fail("SUBSCRIBE_PAGE_SIZE", "must be between 1 and 10000, got %d", c.PageSize)
-	}
-	if c.BackendTimeout <= 0 {
-		r.Fail("BACKEND_TIMEOUT", "must be positive, got %v", c.BackendTimeout)
+	if c.PageSize < 1 || c.PageSize > eventstore.MaxPageSize {
+		r.Fail("SUBSCRIBE_PAGE_SIZE", "must be between 1 and %d, got %d", eventstore.MaxPageSize, c.PageSize)
 	}
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: "no-kurrentdb", Pair: "eventstore", Backend: "postgres"}
+var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // build connects and migrates the backend, starts the listener and
 // assembles the service.

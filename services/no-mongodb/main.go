@@ -4,48 +4,55 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
+// self is the service's row in the pair table.
+var self = pairs.Get("no-mongodb")
+
+// DefaultSchema is DATABASE_SCHEMA's default.
+const DefaultSchema = "documents"
+
 // Config is the service's configuration, read from the environment in main
 // and nowhere else.
 type Config struct {
-	// Common holds ADDR (default :8086), BODY_LIMIT (default 4MiB (the documents pair stores profiles of several MB)),
-	// the HTTP timeouts, LOG_LEVEL (info) and LOG_FORMAT (text).
+	// Common holds ADDR (default the pair table's port, :8086),
+	// BODY_LIMIT (default documents.DefaultBodyLimit), the HTTP timeouts,
+	// LOG_LEVEL, LOG_FORMAT and BACKEND_TIMEOUT, which bounds each store
+	// call (context.WithTimeout around every query; pgx cancels the query
+	// on the server when it expires). BACKEND_TIMEOUT was
+	// DATABASE_TIMEOUT, still read with a warning.
 	service.Common
-	// Postgres holds DATABASE_URL (default the stack's Postgres),
-	// DATABASE_SCHEMA (default "documents"), DATABASE_MAX_CONNS (16) and
-	// DATABASE_CONNECT_TIMEOUT (5s).
+	// Postgres holds DATABASE_URL, DATABASE_SCHEMA (default
+	// DefaultSchema), DATABASE_MAX_CONNS and DATABASE_CONNECT_TIMEOUT.
 	Postgres postgres.Config
-	// Timeout bounds each store call (context.WithTimeout around every
-	// query; pgx cancels the query on the server when it expires). Env
-	// DATABASE_TIMEOUT; default 10s.
-	Timeout time.Duration
 }
 
 // readConfig reads and validates Config; the error names every bad
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:   service.ReadCommon(r, ":8086", 4<<20),
-		Postgres: postgres.ReadConfig(r, "documents"),
-		Timeout:  r.Duration("DATABASE_TIMEOUT", 10*time.Second),
-	}
-	if c.Timeout <= 0 {
-		r.Fail("DATABASE_TIMEOUT", "must be positive, got %v", c.Timeout)
+		Common:   readCommon(r),
+		Postgres: postgres.ReadConfig(r, DefaultSchema),
 	}
 	return c, r.Err()
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: "no-mongodb", Pair: "documents", Backend: "postgres"}
+// readCommon reads Common, accepting BACKEND_TIMEOUT's old name.
+func readCommon(r *config.Reader) service.Common {
+	r.Rename("DATABASE_TIMEOUT", "BACKEND_TIMEOUT")
+	return service.ReadCommon(r, self.Addr(), documents.DefaultBodyLimit)
+}
+
+var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // build connects and migrates the backend and assembles the service.
 func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
@@ -64,7 +71,7 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	svc.Ready("postgres", postgres.Ping(pool))
 	documents.Mount(svc.Router, &store{pool: pool}, documents.Options{
 		Stats:   svc.Stats,
-		Timeout: cfg.Timeout,
+		Timeout: cfg.BackendTimeout,
 		Info:    documents.BackendInfo{Backend: info.Backend, Server: "PostgreSQL " + version},
 	})
 	return svc, nil

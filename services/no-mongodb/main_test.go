@@ -30,6 +30,22 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 }
 
+func TestConfigOldTimeoutNameStillWorks(t *testing.T) {
+	t.Parallel()
+	r := config.FromMap(map[string]string{"DATABASE_TIMEOUT": "3s"})
+	c, err := readConfig(r)
+	if err != nil || c.BackendTimeout != 3*time.Second {
+		t.Fatalf("BackendTimeout %v, err %v: want 3s from DATABASE_TIMEOUT", c.BackendTimeout, err)
+	}
+	if d := r.Deprecations(); len(d) != 1 || d[0].Old != "DATABASE_TIMEOUT" || d[0].New != "BACKEND_TIMEOUT" {
+		t.Errorf("Deprecations = %v, want one for DATABASE_TIMEOUT", d)
+	}
+	_, err = readConfig(config.FromMap(map[string]string{"DATABASE_TIMEOUT": "0s"}))
+	if err == nil || !strings.Contains(err.Error(), "BACKEND_TIMEOUT (set as DATABASE_TIMEOUT):") {
+		t.Errorf("error does not name both names: %v", err)
+	}
+}
+
 func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
 	t.Parallel()
 	url := kittest.PostgresURL(t)

@@ -8,7 +8,7 @@
 // transactional outbox for free) and NOTIFYs. In-process workers
 // (WORKERS) claim due rows in batches with FOR UPDATE SKIP LOCKED under a
 // renewed lease (an expired lease is rescued), are woken by LISTEN on a
-// dedicated, reconnecting connection (LISTEN_DATABASE_URL) with a sweep
+// dedicated, reconnecting connection (DATABASE_LISTEN_URL) with a sweep
 // after every reconnect and a fallback poll, retry with exponential backoff
 // (run_at) and mark tasks dead after MAX_ATTEMPTS. Finished rows leave the
 // queue table so that it stays the size of the backlog. Settings come from

@@ -66,7 +66,7 @@ func (q *pgQueue) listenOnce(ctx context.Context, rebuild bool) (connected bool,
 	conn, err := pgx.ConnectConfig(cctx, cc)
 	if err != nil {
 		cancel()
-		return false, fmt.Errorf("connect (LISTEN_DATABASE_URL): %w", err)
+		return false, fmt.Errorf("connect (DATABASE_LISTEN_URL): %w", err)
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
 	_, err = conn.Exec(cctx, "LISTEN "+pgx.Identifier{q.channel}.Sanitize())
@@ -102,7 +102,7 @@ func listenerName(schema string) string {
 }
 
 // awaitListening waits for the first LISTEN, so that a wrong
-// LISTEN_DATABASE_URL fails the start and /readyz is green once started.
+// DATABASE_LISTEN_URL fails the start and /readyz is green once started.
 func (q *pgQueue) awaitListening(ctx context.Context, d time.Duration) error {
 	if q.cfg.Worker.Workers == 0 {
 		return nil
@@ -110,7 +110,7 @@ func (q *pgQueue) awaitListening(ctx context.Context, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for !q.listening.Load() {
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("no LISTEN connection within %v (LISTEN_DATABASE_URL)", d)
+			return fmt.Errorf("no LISTEN connection within %v (DATABASE_LISTEN_URL)", d)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -11,48 +11,74 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
+// self is the service's row in the pair table.
+var self = pairs.Get("no-rabbitmq")
+
+// Defaults and limits of Config; the docs' env table (docs/queue.md) is
+// checked against them.
+const (
+	// DefaultSchema is DATABASE_SCHEMA's default.
+	DefaultSchema = "queue"
+	// DefaultClaimBatch is CLAIM_BATCH's default; MaxClaimBatch its
+	// largest accepted value.
+	DefaultClaimBatch, MaxClaimBatch = 64, 10000
+	// DefaultLease is LEASE's default; MinLease its smallest accepted
+	// value.
+	DefaultLease, MinLease = 30 * time.Second, 300 * time.Millisecond
+	// DefaultPollInterval is POLL_INTERVAL's default; MinPollInterval its
+	// smallest accepted value.
+	DefaultPollInterval, MinPollInterval = time.Second, 10 * time.Millisecond
+	// DefaultQueueTable is QUEUE_TABLE's default.
+	DefaultQueueTable = "unlogged"
+)
+
 // Config is the service's configuration, read from the environment in main
 // and nowhere else.
 type Config struct {
-	// Common holds ADDR (default :8082), BODY_LIMIT (default 1MiB),
-	// the HTTP timeouts, LOG_LEVEL (info) and LOG_FORMAT (text).
+	// Common holds ADDR (default the pair table's port, :8082),
+	// BODY_LIMIT, the HTTP timeouts, BACKEND_TIMEOUT (each backend call
+	// of a request), LOG_LEVEL and LOG_FORMAT.
 	service.Common
-	// Postgres holds DATABASE_URL (default the stack's Postgres),
-	// DATABASE_SCHEMA (default "queue"), DATABASE_MAX_CONNS (16) and
-	// DATABASE_CONNECT_TIMEOUT (5s).
+	// Postgres holds DATABASE_URL, DATABASE_SCHEMA (default
+	// DefaultSchema), DATABASE_MAX_CONNS and DATABASE_CONNECT_TIMEOUT.
 	Postgres postgres.Config
-	// Worker holds WORKERS (8), WORK_MS (0), RETRY_BASE (200ms),
-	// MAX_ATTEMPTS (5), PAYLOAD_LIMIT (64KiB) and FAULTS (false), shared
-	// with the rabbitmq side.
+	// Worker holds WORKERS, WORK_MS, RETRY_BASE, MAX_ATTEMPTS,
+	// PAYLOAD_LIMIT and FAULTS, shared with the rabbitmq side (defaults in
+	// package queue).
 	Worker queue.WorkerConfig
 	// ListenURL is the connection string of the dedicated LISTEN
 	// connection. It must reach Postgres directly: through pgbouncer in
 	// transaction mode LISTEN succeeds and then silently receives nothing.
-	// Env LISTEN_DATABASE_URL; default DATABASE_URL.
+	// Env DATABASE_LISTEN_URL (formerly LISTEN_DATABASE_URL, still read
+	// with a warning); default DATABASE_URL.
 	ListenURL string
 	// ClaimBatch is the most rows one claim statement takes (LIMIT of the
-	// SKIP LOCKED select). Env CLAIM_BATCH; default 64. The service holds
+	// SKIP LOCKED select). Env CLAIM_BATCH; default DefaultClaimBatch, at
+	// most MaxClaimBatch. The service holds
 	// at most WORKERS + CLAIM_BATCH tasks at once.
 	ClaimBatch int
 	// Lease is how long a claimed task stays locked (queue_jobs.locked_until)
 	// before another worker may rescue it; the service renews the leases of
 	// the tasks it holds every Lease/3, so only a dead worker's lease
-	// expires. Env LEASE; default 30s.
+	// expires. Env LEASE; default DefaultLease, at least MinLease.
 	Lease time.Duration
 	// PollInterval is the fallback poll: the longest a task waits if every
-	// notification is missed. Env POLL_INTERVAL; default 1s.
+	// notification is missed. Env POLL_INTERVAL; default
+	// DefaultPollInterval, at least MinPollInterval.
 	PollInterval time.Duration
 	// QueueTable is the queue table's durability, applied at start with
 	// ALTER TABLE queue_jobs SET UNLOGGED / SET LOGGED. unlogged: no WAL
 	// for the queue (faster), emptied by crash recovery, not replicated,
 	// not in base backups (the service rebuilds it from the logged task
 	// records at start). logged: an ordinary table. Env QUEUE_TABLE;
-	// default unlogged.
+	// default DefaultQueueTable.
 	QueueTable string
 }
 
@@ -60,36 +86,37 @@ type Config struct {
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:       service.ReadCommon(r, ":8082", 1<<20),
-		Postgres:     postgres.ReadConfig(r, "queue"),
+		Common:       service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
+		Postgres:     postgres.ReadConfig(r, DefaultSchema),
 		Worker:       queue.ReadWorkerConfig(r),
-		ClaimBatch:   r.Int("CLAIM_BATCH", 64),
-		Lease:        r.Duration("LEASE", 30*time.Second),
-		PollInterval: r.Duration("POLL_INTERVAL", time.Second),
-		QueueTable:   r.Enum("QUEUE_TABLE", "unlogged", "unlogged", "logged"),
+		ClaimBatch:   r.Int("CLAIM_BATCH", DefaultClaimBatch),
+		Lease:        r.Duration("LEASE", DefaultLease),
+		PollInterval: r.Duration("POLL_INTERVAL", DefaultPollInterval),
+		QueueTable:   r.Enum("QUEUE_TABLE", DefaultQueueTable, "unlogged", "logged"),
 	}
-	c.ListenURL = r.URL("LISTEN_DATABASE_URL", c.Postgres.URL, "postgres", "postgresql")
+	r.Rename("LISTEN_DATABASE_URL", "DATABASE_LISTEN_URL")
+	c.ListenURL = r.URL("DATABASE_LISTEN_URL", c.Postgres.URL, "postgres", "postgresql")
 	c.validate(r)
 	return c, r.Err()
 }
 
 func (c Config) validate(r *config.Reader) {
-	if c.ClaimBatch < 1 || c.ClaimBatch > 10000 {
-		r.Fail("CLAIM_BATCH", "must be between 1 and 10000, got %d", c.ClaimBatch)
+	if c.ClaimBatch < 1 || c.ClaimBatch > MaxClaimBatch {
+		r.Fail("CLAIM_BATCH", "must be between 1 and %d, got %d", MaxClaimBatch, c.ClaimBatch)
 	}
-	if c.Lease < 300*time.Millisecond {
-		r.Fail("LEASE", "must be at least 300ms, got %v", c.Lease)
+	if c.Lease < MinLease {
+		r.Fail("LEASE", "must be at least %v, got %v", MinLease, c.Lease)
 	}
-	if c.PollInterval < 10*time.Millisecond {
-		r.Fail("POLL_INTERVAL", "must be at least 10ms, got %v", c.PollInterval)
+	if c.PollInterval < MinPollInterval {
+		r.Fail("POLL_INTERVAL", "must be at least %v, got %v", MinPollInterval, c.PollInterval)
 	}
 	if _, err := pgx.ParseConfig(c.ListenURL); err != nil {
-		r.Fail("LISTEN_DATABASE_URL", "not a Postgres connection string")
+		r.Fail("DATABASE_LISTEN_URL", "not a Postgres connection string")
 	}
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: "no-rabbitmq", Pair: "queue", Backend: "postgres"}
+var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // build connects and migrates the backend and assembles the service.
 func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
@@ -123,6 +150,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,
+		Timeout: cfg.BackendTimeout,
 	})
 	q.Start()
 	if err := q.awaitListening(ctx, 2*cfg.Postgres.ConnectTimeout+time.Second); err != nil {

@@ -24,6 +24,19 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 }
 
+func TestConfigOldNamesStillWork(t *testing.T) {
+	t.Parallel()
+	r := config.FromMap(map[string]string{"LISTEN_DATABASE_URL": "postgres://direct:5432/wpe", "BACKEND_TIMEOUT": "3s"})
+	c, err := readConfig(r)
+	if err != nil || c.ListenURL != "postgres://direct:5432/wpe" || c.BackendTimeout != 3*time.Second {
+		t.Fatalf("ListenURL %q, BackendTimeout %v, err %v: want the old name's URL and 3s", c.ListenURL, c.BackendTimeout, err)
+	}
+	d := r.Deprecations()
+	if len(d) != 1 || d[0].Old != "LISTEN_DATABASE_URL" || d[0].New != "DATABASE_LISTEN_URL" {
+		t.Errorf("Deprecations = %v, want one for LISTEN_DATABASE_URL", d)
+	}
+}
+
 func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
 	t.Parallel()
 	url := kittest.PostgresURL(t)

@@ -10,45 +10,73 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
+// self is the service's row in the pair table.
+var self = pairs.Get("rabbitmq")
+
+// Defaults and limits of Config; the docs' env table (docs/queue.md) is
+// checked against them.
+const (
+	// DefaultSchema is DATABASE_SCHEMA's default: apart from no-rabbitmq's
+	// "queue", so that both can run on one database.
+	DefaultSchema = "queue_rabbitmq"
+	// DefaultRabbitMQURL is RABBITMQ_URL's default, the stack's broker.
+	DefaultRabbitMQURL = pairs.DefaultRabbitMQURL
+	// DefaultDialTimeout is RABBITMQ_DIAL_TIMEOUT's default.
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultHeartbeat is RABBITMQ_HEARTBEAT's default; MinHeartbeat its
+	// smallest accepted value.
+	DefaultHeartbeat, MinHeartbeat = 10 * time.Second, time.Second
+	// DefaultQueue is RABBITMQ_QUEUE's default.
+	DefaultQueue = "tasks"
+	// DefaultQueueType is QUEUE_TYPE's default.
+	DefaultQueueType = "classic"
+	// MaxPrefetch is PREFETCH's largest accepted value (AMQP's is 16 bits).
+	MaxPrefetch = 65535
+)
+
 // Config is the service's configuration, read from the environment in main
 // and nowhere else.
 type Config struct {
-	// Common holds ADDR (default :8081), BODY_LIMIT (default 1MiB), the
-	// HTTP timeouts, LOG_LEVEL (info) and LOG_FORMAT (text).
+	// Common holds ADDR (default the pair table's port, :8081),
+	// BODY_LIMIT, the HTTP timeouts, BACKEND_TIMEOUT (each backend call
+	// of a request), LOG_LEVEL and LOG_FORMAT.
 	service.Common
-	// Postgres holds DATABASE_URL (default the stack's Postgres),
-	// DATABASE_SCHEMA (default "queue_rabbitmq": the business records live
-	// there, apart from no-rabbitmq's "queue" so that both can run on one
-	// database), DATABASE_MAX_CONNS (16) and DATABASE_CONNECT_TIMEOUT (5s).
+	// Postgres holds DATABASE_URL, DATABASE_SCHEMA (default
+	// DefaultSchema: the business records live there),
+	// DATABASE_MAX_CONNS and DATABASE_CONNECT_TIMEOUT.
 	Postgres postgres.Config
-	// Worker holds WORKERS (8), WORK_MS (0), RETRY_BASE (200ms),
-	// MAX_ATTEMPTS (5), PAYLOAD_LIMIT (64KiB) and FAULTS (false), shared
-	// with the no-rabbitmq side.
+	// Worker holds WORKERS, WORK_MS, RETRY_BASE, MAX_ATTEMPTS,
+	// PAYLOAD_LIMIT and FAULTS, shared with the no-rabbitmq side (defaults
+	// in package queue).
 	Worker queue.WorkerConfig
 	// RabbitMQURL is the AMQP 0-9-1 URL. Env RABBITMQ_URL; default
-	// amqp://guest:guest@localhost:5672/ (the stack's broker).
+	// DefaultRabbitMQURL.
 	RabbitMQURL string
 	// DialTimeout bounds the AMQP connection handshake (amqp091
-	// Config.Dial). Env RABBITMQ_DIAL_TIMEOUT; default 5s.
+	// Config.Dial). Env RABBITMQ_DIAL_TIMEOUT; default DefaultDialTimeout.
 	DialTimeout time.Duration
 	// Heartbeat is the AMQP heartbeat interval, which detects a dead
-	// broker connection. Env RABBITMQ_HEARTBEAT; default 10s.
+	// broker connection. Env RABBITMQ_HEARTBEAT; default DefaultHeartbeat,
+	// at least MinHeartbeat.
 	Heartbeat time.Duration
 	// Queue names the work queue; the service also declares <queue>.dlx
 	// (the dead-letter exchange), <queue>.dead and one <queue>.retry.<ms>
-	// delay queue per backoff step. Env RABBITMQ_QUEUE; default "tasks".
+	// delay queue per backoff step. Env RABBITMQ_QUEUE; default
+	// DefaultQueue.
 	Queue string
 	// QueueType is the x-queue-type of every queue: classic (one node) or
-	// quorum (Raft-replicated). Env QUEUE_TYPE; default classic.
+	// quorum (Raft-replicated). Env QUEUE_TYPE; default DefaultQueueType.
 	QueueType string
 	// Prefetch is the channel's basic.qos prefetch count: unacknowledged
 	// deliveries the broker lets the service hold. Env PREFETCH; default
-	// WORKERS.
+	// WORKERS; at most MaxPrefetch.
 	Prefetch int
 }
 
@@ -58,14 +86,14 @@ var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:      service.ReadCommon(r, ":8081", 1<<20),
-		Postgres:    postgres.ReadConfig(r, "queue_rabbitmq"),
+		Common:      service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
+		Postgres:    postgres.ReadConfig(r, DefaultSchema),
 		Worker:      queue.ReadWorkerConfig(r),
-		RabbitMQURL: r.URL("RABBITMQ_URL", "amqp://guest:guest@localhost:5672/", "amqp", "amqps"),
-		DialTimeout: r.Duration("RABBITMQ_DIAL_TIMEOUT", 5*time.Second),
-		Heartbeat:   r.Duration("RABBITMQ_HEARTBEAT", 10*time.Second),
-		Queue:       r.String("RABBITMQ_QUEUE", "tasks"),
-		QueueType:   r.Enum("QUEUE_TYPE", "classic", "classic", "quorum"),
+		RabbitMQURL: r.URL("RABBITMQ_URL", DefaultRabbitMQURL, "amqp", "amqps"),
+		DialTimeout: r.Duration("RABBITMQ_DIAL_TIMEOUT", DefaultDialTimeout),
+		Heartbeat:   r.Duration("RABBITMQ_HEARTBEAT", DefaultHeartbeat),
+		Queue:       r.String("RABBITMQ_QUEUE", DefaultQueue),
+		QueueType:   r.Enum("QUEUE_TYPE", DefaultQueueType, "classic", "quorum"),
 	}
 	c.Prefetch = r.Int("PREFETCH", max(c.Worker.Workers, 1))
 	c.validate(r)
@@ -76,19 +104,19 @@ func (c Config) validate(r *config.Reader) {
 	if c.DialTimeout <= 0 {
 		r.Fail("RABBITMQ_DIAL_TIMEOUT", "must be positive, got %v", c.DialTimeout)
 	}
-	if c.Heartbeat < time.Second {
-		r.Fail("RABBITMQ_HEARTBEAT", "must be at least 1s, got %v", c.Heartbeat)
+	if c.Heartbeat < MinHeartbeat {
+		r.Fail("RABBITMQ_HEARTBEAT", "must be at least %v, got %v", MinHeartbeat, c.Heartbeat)
 	}
 	if !queueNameRE.MatchString(c.Queue) {
 		r.Fail("RABBITMQ_QUEUE", "%q is not a queue name (letters, digits, _ . : -)", c.Queue)
 	}
-	if c.Prefetch < 1 || c.Prefetch > 65535 {
-		r.Fail("PREFETCH", "must be between 1 and 65535, got %d", c.Prefetch)
+	if c.Prefetch < 1 || c.Prefetch > MaxPrefetch {
+		r.Fail("PREFETCH", "must be between 1 and %d, got %d", MaxPrefetch, c.Prefetch)
 	}
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: "rabbitmq", Pair: "queue", Backend: "rabbitmq"}
+var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // build connects the backends and assembles the service.
 func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
@@ -123,6 +151,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,
+		Timeout: cfg.BackendTimeout,
 	})
 	return svc, q, nil
 }

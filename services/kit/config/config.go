@@ -20,8 +20,41 @@ type LookupFunc func(name string) (string, bool)
 // names the variable when its value cannot be parsed. Call Err once after
 // reading every field. A Reader is not safe for concurrent use.
 type Reader struct {
-	lookup LookupFunc
-	errs   []error
+	lookup  LookupFunc
+	errs    []error
+	vars    []Var
+	renames map[string]string // new name -> old name
+	used    map[string]string // new name -> the old name its value came from
+	notes   []Deprecation
+}
+
+// Var is one variable a Reader was asked for: the config's description of
+// itself, which tests compare with the documentation.
+type Var struct {
+	// Name is the variable's (current) name.
+	Name string
+	// Kind is how the value is parsed: string, int, bytes, duration, bool,
+	// enum, url or loglevel.
+	Kind string
+	// Default is the default, formatted as the docs write it ("10s",
+	// "1MiB", "8").
+	Default string
+}
+
+// Deprecation reports a variable set under an old name.
+type Deprecation struct {
+	// Old is the name that was set; New is the name to use instead.
+	Old, New string
+	// Ignored is true when New was set too, so Old's value was not used.
+	Ignored bool
+}
+
+// String is the warning a service logs at start.
+func (d Deprecation) String() string {
+	if d.Ignored {
+		return fmt.Sprintf("%s is deprecated and ignored because %s is set; unset %s", d.Old, d.New, d.Old)
+	}
+	return fmt.Sprintf("%s is deprecated; rename it to %s", d.Old, d.New)
 }
 
 // FromEnv returns a Reader over the process environment.
@@ -35,21 +68,73 @@ func FromMap(m map[string]string) *Reader {
 // New returns a Reader over lookup.
 func New(lookup LookupFunc) *Reader { return &Reader{lookup: lookup} }
 
-func (r *Reader) raw(name string) (string, bool) {
+// Rename declares that the variable now called newName used to be called
+// oldName. Call it before reading newName: while newName is unset, a value
+// set under oldName is used; either way, setting oldName records a
+// Deprecation (see Deprecations), which the service logs once at start.
+func (r *Reader) Rename(oldName, newName string) {
+	if r.renames == nil {
+		r.renames = map[string]string{}
+	}
+	r.renames[newName] = oldName
+}
+
+// Deprecations returns the old names that were set, in the order read.
+func (r *Reader) Deprecations() []Deprecation { return slices.Clone(r.notes) }
+
+// Vars returns every variable read so far, with its kind and default, in
+// the order read; a variable read twice is listed once.
+func (r *Reader) Vars() []Var { return slices.Clone(r.vars) }
+
+func (r *Reader) get(name string) (string, bool) {
 	v, ok := r.lookup(name)
 	v = strings.TrimSpace(v)
 	return v, ok && v != ""
 }
 
+// raw returns the value of name, falling back to its old name, and records
+// the read under kind with the formatted default def.
+func (r *Reader) raw(name, kind, def string) (string, bool) {
+	if !slices.ContainsFunc(r.vars, func(v Var) bool { return v.Name == name }) {
+		r.vars = append(r.vars, Var{Name: name, Kind: kind, Default: def})
+	}
+	v, ok := r.get(name)
+	old, renamed := r.renames[name]
+	if !renamed {
+		return v, ok
+	}
+	ov, oldSet := r.get(old)
+	if !oldSet || slices.ContainsFunc(r.notes, func(d Deprecation) bool { return d.Old == old }) {
+		if !ok && oldSet {
+			return ov, true
+		}
+		return v, ok
+	}
+	r.notes = append(r.notes, Deprecation{Old: old, New: name, Ignored: ok})
+	if ok {
+		return v, true
+	}
+	if r.used == nil {
+		r.used = map[string]string{}
+	}
+	r.used[name] = old
+	return ov, true
+}
+
 // Fail records an error about the variable name; validate functions use it
-// for values that parse but are out of range.
+// for values that parse but are out of range. When the value came from
+// the variable's old name, the message names both.
 func (r *Reader) Fail(name, format string, args ...any) {
-	r.errs = append(r.errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	label := name
+	if old, ok := r.used[name]; ok {
+		label = fmt.Sprintf("%s (set as %s)", name, old)
+	}
+	r.errs = append(r.errs, fmt.Errorf("%s: %s", label, fmt.Sprintf(format, args...)))
 }
 
 // String returns the variable's value or def.
 func (r *Reader) String(name, def string) string {
-	if v, ok := r.raw(name); ok {
+	if v, ok := r.raw(name, "string", def); ok {
 		return v
 	}
 	return def
@@ -57,7 +142,7 @@ func (r *Reader) String(name, def string) string {
 
 // Int returns the variable parsed as a base-10 integer, or def.
 func (r *Reader) Int(name string, def int) int {
-	v, ok := r.raw(name)
+	v, ok := r.raw(name, "int", strconv.Itoa(def))
 	if !ok {
 		return def
 	}
@@ -71,7 +156,7 @@ func (r *Reader) Int(name string, def int) int {
 
 // Bytes returns a size such as 1048576, 512KiB, 2MiB or 2MB, or def.
 func (r *Reader) Bytes(name string, def int64) int64 {
-	v, ok := r.raw(name)
+	v, ok := r.raw(name, "bytes", FormatBytes(def))
 	if !ok {
 		return def
 	}
@@ -86,7 +171,7 @@ func (r *Reader) Bytes(name string, def int64) int64 {
 // Duration returns the variable parsed by time.ParseDuration ("200ms",
 // "5s"), or def.
 func (r *Reader) Duration(name string, def time.Duration) time.Duration {
-	v, ok := r.raw(name)
+	v, ok := r.raw(name, "duration", def.String())
 	if !ok {
 		return def
 	}
@@ -100,7 +185,7 @@ func (r *Reader) Duration(name string, def time.Duration) time.Duration {
 
 // Bool returns the variable parsed by strconv.ParseBool, or def.
 func (r *Reader) Bool(name string, def bool) bool {
-	v, ok := r.raw(name)
+	v, ok := r.raw(name, "bool", strconv.FormatBool(def))
 	if !ok {
 		return def
 	}
@@ -114,7 +199,7 @@ func (r *Reader) Bool(name string, def bool) bool {
 
 // Enum returns the variable's value if it is one of allowed, or def.
 func (r *Reader) Enum(name, def string, allowed ...string) string {
-	v, ok := r.raw(name)
+	v, ok := r.raw(name, "enum", def)
 	if !ok {
 		return def
 	}
@@ -129,7 +214,7 @@ func (r *Reader) Enum(name, def string, allowed ...string) string {
 // given schemes, or def. The error never echoes the value, which may hold a
 // password.
 func (r *Reader) URL(name, def string, schemes ...string) string {
-	v, ok := r.raw(name)
+	v, ok := r.raw(name, "url", def)
 	if !ok {
 		return def
 	}
@@ -148,7 +233,7 @@ func (r *Reader) URL(name, def string, schemes ...string) string {
 // LogLevel returns the variable parsed as a slog level (debug, info, warn,
 // error), or def.
 func (r *Reader) LogLevel(name string, def slog.Level) slog.Level {
-	v, ok := r.raw(name)
+	v, ok := r.raw(name, "loglevel", strings.ToLower(def.String()))
 	if !ok {
 		return def
 	}
@@ -189,4 +274,18 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q has an unknown unit %q (use B, KB, KiB, MB, MiB, GB, GiB)", s, unit)
 	}
 	return n * mult, nil
+}
+
+// FormatBytes formats n as ParseBytes reads it, in the largest binary unit
+// that divides it exactly: 1048576 is "1MiB", 65536 "64KiB", 1000 "1000".
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }

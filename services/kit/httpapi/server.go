@@ -9,29 +9,51 @@ import (
 	"time"
 )
 
+// Defaults and limits of ServerConfig. The default address and body limit
+// are the service's (its port in the pair table; the documents pair raises
+// the body limit).
+const (
+	// DefaultBodyLimit is BODY_LIMIT's default for most services.
+	DefaultBodyLimit = 1 << 20
+	// MinBodyLimit is BODY_LIMIT's smallest accepted value.
+	MinBodyLimit = 1 << 10
+	// DefaultReadHeaderTimeout is READ_HEADER_TIMEOUT's default.
+	DefaultReadHeaderTimeout = 5 * time.Second
+	// DefaultReadTimeout is READ_TIMEOUT's default.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout is WRITE_TIMEOUT's default (a /wait long poll
+	// may last 60s).
+	DefaultWriteTimeout = 90 * time.Second
+	// DefaultIdleTimeout is IDLE_TIMEOUT's default.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultShutdownTimeout is SHUTDOWN_TIMEOUT's default.
+	DefaultShutdownTimeout = 20 * time.Second
+)
+
 // ServerConfig holds the HTTP server's settings. Every service embeds it in
 // its Config and reads it with the same variable names.
 type ServerConfig struct {
 	// Addr is the listen address. Env ADDR; the default is the service's
 	// port from the pair table (":8082" for no-rabbitmq, ...).
 	Addr string
-	// BodyLimit caps request bodies in bytes. Env BODY_LIMIT; default 1MiB
-	// (the documents pair raises it for 2 MB profiles).
+	// BodyLimit caps request bodies in bytes. Env BODY_LIMIT; default
+	// DefaultBodyLimit (the documents pair raises it for 2 MB profiles);
+	// at least MinBodyLimit.
 	BodyLimit int64
 	// ReadHeaderTimeout bounds reading the request headers. Env
-	// READ_HEADER_TIMEOUT; default 5s.
+	// READ_HEADER_TIMEOUT; default DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request. Env READ_TIMEOUT; default
-	// 30s.
+	// DefaultReadTimeout.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds a handler and its response, long polls included.
-	// Env WRITE_TIMEOUT; default 90s (a /wait long poll may last 60s).
+	// Env WRITE_TIMEOUT; default DefaultWriteTimeout.
 	WriteTimeout time.Duration
 	// IdleTimeout closes idle keep-alive connections. Env IDLE_TIMEOUT;
-	// default 120s.
+	// default DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// ShutdownTimeout bounds the drain of in-flight requests on shutdown.
-	// Env SHUTDOWN_TIMEOUT; default 20s.
+	// Env SHUTDOWN_TIMEOUT; default DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 }
 
@@ -49,17 +71,17 @@ func ReadServerConfig(env ServerEnv, defaultAddr string, defaultBodyLimit int64)
 	c := ServerConfig{
 		Addr:              env.String("ADDR", defaultAddr),
 		BodyLimit:         env.Bytes("BODY_LIMIT", defaultBodyLimit),
-		ReadHeaderTimeout: env.Duration("READ_HEADER_TIMEOUT", 5*time.Second),
-		ReadTimeout:       env.Duration("READ_TIMEOUT", 30*time.Second),
-		WriteTimeout:      env.Duration("WRITE_TIMEOUT", 90*time.Second),
-		IdleTimeout:       env.Duration("IDLE_TIMEOUT", 120*time.Second),
-		ShutdownTimeout:   env.Duration("SHUTDOWN_TIMEOUT", 20*time.Second),
+		ReadHeaderTimeout: env.Duration("READ_HEADER_TIMEOUT", DefaultReadHeaderTimeout),
+		ReadTimeout:       env.Duration("READ_TIMEOUT", DefaultReadTimeout),
+		WriteTimeout:      env.Duration("WRITE_TIMEOUT", DefaultWriteTimeout),
+		IdleTimeout:       env.Duration("IDLE_TIMEOUT", DefaultIdleTimeout),
+		ShutdownTimeout:   env.Duration("SHUTDOWN_TIMEOUT", DefaultShutdownTimeout),
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		env.Fail("ADDR", "%q is not host:port (example :8082)", c.Addr)
 	}
-	if c.BodyLimit < 1024 {
-		env.Fail("BODY_LIMIT", "must be at least 1KiB, got %d bytes", c.BodyLimit)
+	if c.BodyLimit < MinBodyLimit {
+		env.Fail("BODY_LIMIT", "must be at least %d bytes, got %d", MinBodyLimit, c.BodyLimit)
 	}
 	for name, d := range map[string]time.Duration{
 		"READ_HEADER_TIMEOUT": c.ReadHeaderTimeout, "READ_TIMEOUT": c.ReadTimeout,

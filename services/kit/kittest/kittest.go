@@ -15,16 +15,27 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
-// Defaults at the stack's ports (scripts/ports.env).
+// Defaults at the stack's ports (scripts/ports.env), from the pair table's
+// backends (package pairs).
 const (
-	DefaultPostgresURL  = "postgres://postgres:postgres@localhost:5432/wpe?sslmode=disable"
-	DefaultPgBouncerURL = "postgres://postgres:postgres@localhost:6432/wpe?sslmode=disable&default_query_exec_mode=exec"
-	DefaultRabbitMQURL  = "amqp://guest:guest@localhost:5672/"
-	DefaultKafkaBrokers = "localhost:9092"
-	DefaultMongoURL     = "mongodb://localhost:27017/"
-	DefaultRedisURL     = "redis://localhost:6379/0"
+	// DefaultPostgresURL is DATABASE_URL's default.
+	DefaultPostgresURL = pairs.DefaultPostgresURL
+	// DefaultPgBouncerURL is PGBOUNCER_URL's default.
+	DefaultPgBouncerURL = pairs.DefaultPgBouncerURL
+	// DefaultRabbitMQURL is RABBITMQ_URL's default.
+	DefaultRabbitMQURL = pairs.DefaultRabbitMQURL
+	// DefaultKafkaBrokers is KAFKA_BROKERS' default.
+	DefaultKafkaBrokers = pairs.DefaultKafkaBrokers
+	// DefaultMongoURL is MONGO_URL's default.
+	DefaultMongoURL = pairs.DefaultMongoURL
+	// DefaultRedisURL is REDIS_URL's default.
+	DefaultRedisURL = pairs.DefaultRedisURL
+	// DefaultKurrentDBURL is KURRENTDB_URL's default.
+	DefaultKurrentDBURL = pairs.DefaultKurrentDBURL
 )
 
 // Env returns the variable's value, or def when it is unset or empty.

@@ -17,10 +17,23 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
-// DefaultURL is the stack's Postgres (native `make up` and compose alike).
-const DefaultURL = "postgres://postgres:postgres@localhost:5432/wpe?sslmode=disable"
+// DefaultURL is the stack's Postgres (native `make up` and compose alike),
+// from the pair table's backends.
+const DefaultURL = pairs.DefaultPostgresURL
+
+// Defaults and limits of Config.
+const (
+	// DefaultMaxConns is DATABASE_MAX_CONNS's default.
+	DefaultMaxConns = 16
+	// MinMaxConns and MaxMaxConns bound DATABASE_MAX_CONNS.
+	MinMaxConns, MaxMaxConns = 1, 1000
+	// DefaultConnectTimeout is DATABASE_CONNECT_TIMEOUT's default.
+	DefaultConnectTimeout = 5 * time.Second
+)
 
 // Config holds the pool's settings; services embed it in their Config.
 type Config struct {
@@ -31,10 +44,12 @@ type Config struct {
 	// Empty means the server's default search_path.
 	Schema string
 	// MaxConns caps the pool (pgxpool pool_max_conns). Env
-	// DATABASE_MAX_CONNS; default 16.
+	// DATABASE_MAX_CONNS; default DefaultMaxConns, between MinMaxConns and
+	// MaxMaxConns.
 	MaxConns int
 	// ConnectTimeout bounds each connection attempt (libpq
-	// connect_timeout). Env DATABASE_CONNECT_TIMEOUT; default 5s.
+	// connect_timeout). Env DATABASE_CONNECT_TIMEOUT; default
+	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 }
 
@@ -54,14 +69,14 @@ func ReadConfig(env Env, defaultSchema string) Config {
 	c := Config{
 		URL:            env.URL("DATABASE_URL", DefaultURL, "postgres", "postgresql"),
 		Schema:         env.String("DATABASE_SCHEMA", defaultSchema),
-		MaxConns:       env.Int("DATABASE_MAX_CONNS", 16),
-		ConnectTimeout: env.Duration("DATABASE_CONNECT_TIMEOUT", 5*time.Second),
+		MaxConns:       env.Int("DATABASE_MAX_CONNS", DefaultMaxConns),
+		ConnectTimeout: env.Duration("DATABASE_CONNECT_TIMEOUT", DefaultConnectTimeout),
 	}
 	if c.Schema != "" && !identRE.MatchString(c.Schema) {
 		env.Fail("DATABASE_SCHEMA", "%q is not a plain lower-case identifier", c.Schema)
 	}
-	if c.MaxConns < 1 || c.MaxConns > 1000 {
-		env.Fail("DATABASE_MAX_CONNS", "must be between 1 and 1000, got %d", c.MaxConns)
+	if c.MaxConns < MinMaxConns || c.MaxConns > MaxMaxConns {
+		env.Fail("DATABASE_MAX_CONNS", "must be between %d and %d, got %d", MinMaxConns, MaxMaxConns, c.MaxConns)
 	}
 	if c.ConnectTimeout <= 0 {
 		env.Fail("DATABASE_CONNECT_TIMEOUT", "must be positive, got %v", c.ConnectTimeout)

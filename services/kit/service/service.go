@@ -21,26 +21,48 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
+// Defaults of Common.
+const (
+	// DefaultBackendTimeout is BACKEND_TIMEOUT's default.
+	DefaultBackendTimeout = 10 * time.Second
+	// DefaultLogLevel is LOG_LEVEL's default.
+	DefaultLogLevel = slog.LevelInfo
+	// DefaultLogFormat is LOG_FORMAT's default.
+	DefaultLogFormat = "text"
+)
+
 // Common is the part of every service's Config that the kit reads.
 type Common struct {
 	// HTTP holds ADDR, BODY_LIMIT and the server timeouts.
 	HTTP httpapi.ServerConfig
+	// BackendTimeout bounds each call a request makes to the backend
+	// (context.WithTimeout around every store or broker call; the mongodb
+	// service also uses it as the driver's server-selection, connect and
+	// operation timeout). Env BACKEND_TIMEOUT; default
+	// DefaultBackendTimeout. Formerly DATABASE_TIMEOUT (no-mongodb)
+	// and MONGO_TIMEOUT (mongodb), which still work with a warning.
+	BackendTimeout time.Duration
 	// LogLevel is the minimum level logged. Env LOG_LEVEL (debug, info,
-	// warn, error); default info. Requests are logged at info, probes and
-	// scrapes at debug; load runs use warn.
+	// warn, error); default DefaultLogLevel. Requests are logged at
+	// info, probes and scrapes at debug; load runs use warn.
 	LogLevel slog.Level
-	// LogFormat is text or json. Env LOG_FORMAT; default text.
+	// LogFormat is text or json. Env LOG_FORMAT; default DefaultLogFormat.
 	LogFormat string
 }
 
 // ReadCommon reads Common from r with the service's default address and
-// body limit.
+// body limit, and validates it.
 func ReadCommon(r *config.Reader, defaultAddr string, defaultBodyLimit int64) Common {
-	return Common{
-		HTTP:      httpapi.ReadServerConfig(r, defaultAddr, defaultBodyLimit),
-		LogLevel:  r.LogLevel("LOG_LEVEL", slog.LevelInfo),
-		LogFormat: r.Enum("LOG_FORMAT", "text", "text", "json"),
+	c := Common{
+		HTTP:           httpapi.ReadServerConfig(r, defaultAddr, defaultBodyLimit),
+		BackendTimeout: r.Duration("BACKEND_TIMEOUT", DefaultBackendTimeout),
+		LogLevel:       r.LogLevel("LOG_LEVEL", DefaultLogLevel),
+		LogFormat:      r.Enum("LOG_FORMAT", DefaultLogFormat, "text", "json"),
 	}
+	if c.BackendTimeout <= 0 {
+		r.Fail("BACKEND_TIMEOUT", "must be positive, got %v", c.BackendTimeout)
+	}
+	return c
 }
 
 // NewLogger returns the logger Common describes, writing to w.
@@ -243,19 +265,31 @@ func Main(build func(ctx context.Context) (*Service, error)) {
 // Start is the whole of a service's main: under Main, it reads the
 // service's Config from the environment with read, makes the logger the
 // Config describes (on stderr), and passes both to build, which assembles
-// the service that Main then runs. C is the service's Config, which embeds
-// Common for NewLogger.
+// the service that Main then runs. Variables set under an old name (see
+// config.Reader.Rename) are logged once here, as warnings naming old and
+// new. C is the service's Config, which embeds Common for NewLogger.
 func Start[C interface{ NewLogger(io.Writer) *slog.Logger }](
 	read func(*config.Reader) (C, error),
 	build func(ctx context.Context, cfg C, logger *slog.Logger) (*Service, error),
 ) {
 	Main(func(ctx context.Context) (*Service, error) {
-		cfg, err := read(config.FromEnv())
+		r := config.FromEnv()
+		cfg, err := read(r)
 		if err != nil {
 			return nil, err
 		}
-		return build(ctx, cfg, cfg.NewLogger(os.Stderr))
+		logger := cfg.NewLogger(os.Stderr)
+		LogDeprecations(logger, r)
+		return build(ctx, cfg, logger)
 	})
+}
+
+// LogDeprecations logs one warning per variable r found set under an old
+// name.
+func LogDeprecations(logger *slog.Logger, r *config.Reader) {
+	for _, d := range r.Deprecations() {
+		logger.Warn("deprecated environment variable: "+d.String(), "old", d.Old, "new", d.New)
+	}
 }
 
 // SignalContext returns a context cancelled by SIGINT or SIGTERM.

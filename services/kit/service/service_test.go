@@ -1,12 +1,14 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -187,5 +189,25 @@ func TestRunThenCancelNeverPanics(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func TestReadCommonBackendTimeoutAndDeprecations(t *testing.T) {
+	t.Parallel()
+	r := config.FromMap(map[string]string{"MONGO_TIMEOUT": "3s"})
+	r.Rename("MONGO_TIMEOUT", "BACKEND_TIMEOUT")
+	c := ReadCommon(r, ":8085", 1<<20)
+	if err := r.Err(); err != nil || c.BackendTimeout != 3*time.Second {
+		t.Fatalf("BackendTimeout = %v, err %v; want 3s from the old name", c.BackendTimeout, err)
+	}
+	var buf bytes.Buffer
+	LogDeprecations(slog.New(slog.NewTextHandler(&buf, nil)), r)
+	if got := buf.String(); strings.Count(got, "level=WARN") != 1 || !strings.Contains(got, "old=MONGO_TIMEOUT new=BACKEND_TIMEOUT") {
+		t.Errorf("want one warning naming old and new, got %q", got)
+	}
+	r = config.FromMap(map[string]string{"BACKEND_TIMEOUT": "0s"})
+	ReadCommon(r, ":8085", 1<<20)
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "BACKEND_TIMEOUT:") {
+		t.Errorf("Err = %v, want BACKEND_TIMEOUT named", err)
 	}
 }

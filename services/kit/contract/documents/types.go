@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// DefaultBodyLimit is both services' BODY_LIMIT default: above the kit's
+// 1MiB, because the pair's load profiles store documents of several MB.
+const DefaultBodyLimit = 4 << 20
+
 // Latency names recorded by both services (GET /stats).
 const (
 	StatCreate         = "create"

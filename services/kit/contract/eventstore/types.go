@@ -233,3 +233,8 @@ type Subscriber struct {
 	// follow.
 	CaughtUp func() error
 }
+
+// DefaultPageSize is SUBSCRIBE_PAGE_SIZE's default in the services that
+// read it (events per catch-up read); MaxPageSize its largest accepted
+// value.
+const DefaultPageSize, MaxPageSize = 500, 10000

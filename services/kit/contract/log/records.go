@@ -20,6 +20,15 @@ import (
 // SynchronousCommits are the accepted values of SYNCHRONOUS_COMMIT.
 var SynchronousCommits = []string{"on", "off", "local", "remote_write", "remote_apply"}
 
+// Defaults and limits of the settings both services of the pair read.
+const (
+	// DefaultSynchronousCommit is SYNCHRONOUS_COMMIT's default.
+	DefaultSynchronousCommit = "on"
+	// DefaultMaxBatch is CONSUMER_MAX_BATCH's default; MaxMaxBatch its
+	// largest accepted value.
+	DefaultMaxBatch, MaxMaxBatch = 5000, 100000
+)
+
 // Records are the Postgres tables both services share whatever transports
 // their events: the messages table (the events) and the deliveries table
 // (what the consumer observed). Safe for concurrent use; it does not own

@@ -1,0 +1,17 @@
+// Package configtest checks that the docs describe a service's
+// configuration as its code reads it.
+//
+// The docs' env tables are markdown tables with a "Variable" and a
+// "Default" column, and optionally a "Service" column (a service name, a
+// comma-separated list, "all"/"both", or empty to repeat the row above;
+// without the column a row applies to every service). Each row names one
+// variable in backticks. A default is written as the docs want a reader to
+// type it: 10s, 1MiB, 8, true, a URL, or the name of another variable whose
+// default it takes (`DATABASE_URL`).
+//
+// CheckDocs reads the service's Config from an empty environment, so the
+// config.Reader learns every variable and its default (config.Reader.Vars),
+// and fails the test when a variable the code reads has no row, when a
+// row's default differs from the code's, or when a row names the service
+// explicitly for a variable it does not read.
+package configtest

@@ -1,0 +1,107 @@
+package pairs
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Side says which side of its pair a service is on.
+type Side string
+
+// The sides of a pair.
+const (
+	// Postgres is the side built on plain Postgres (the no-* services).
+	Postgres Side = "postgres"
+	// Specialist is the side built on the specialist system.
+	Specialist Side = "specialist"
+)
+
+// Service is one row of the pair table.
+type Service struct {
+	// Name is the service's directory under services/ and its name in
+	// /stats.
+	Name string
+	// Pair is the comparison it belongs to: queue, log, documents,
+	// eventstore, cache.
+	Pair string
+	// Side is Postgres or Specialist.
+	Side Side
+	// Backend is the system it is built on, as /stats reports it.
+	Backend string
+	// Port is its default HTTP port (ADDR defaults to ":<Port>").
+	Port int
+	// Planned marks a service that is not built yet: it has no directory
+	// under services/, and the load driver does not target it.
+	Planned bool
+}
+
+// Addr is the service's default listen address, ":<Port>".
+func (s Service) Addr() string { return ":" + strconv.Itoa(s.Port) }
+
+// URL is the service's base URL on host with its port shifted by offset.
+func (s Service) URL(host string, offset int) string {
+	return fmt.Sprintf("http://%s:%d", host, s.Port+offset)
+}
+
+// All is the pair table, planned services included, in port order.
+var All = []Service{
+	{Name: "rabbitmq", Pair: "queue", Side: Specialist, Backend: "rabbitmq", Port: 8081},
+	{Name: "no-rabbitmq", Pair: "queue", Side: Postgres, Backend: "postgres", Port: 8082},
+	{Name: "kafka", Pair: "log", Side: Specialist, Backend: "kafka", Port: 8083},
+	{Name: "no-kafka", Pair: "log", Side: Postgres, Backend: "postgres", Port: 8084},
+	{Name: "mongodb", Pair: "documents", Side: Specialist, Backend: "mongodb", Port: 8085},
+	{Name: "no-mongodb", Pair: "documents", Side: Postgres, Backend: "postgres", Port: 8086},
+	{Name: "redis", Pair: "cache", Side: Specialist, Backend: "redis", Port: 8087, Planned: true},
+	{Name: "no-redis", Pair: "cache", Side: Postgres, Backend: "postgres", Port: 8088, Planned: true},
+	{Name: "kurrentdb", Pair: "eventstore", Side: Specialist, Backend: "kurrentdb", Port: 8089},
+	{Name: "no-kurrentdb", Pair: "eventstore", Side: Postgres, Backend: "postgres", Port: 8090},
+	{Name: "kafka-eventstore", Pair: "eventstore", Side: Specialist, Backend: "kafka", Port: 8091},
+}
+
+// Built returns the services that exist, in table order.
+func Built() []Service {
+	var out []Service
+	for _, s := range All {
+		if !s.Planned {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Lookup returns the named service's row.
+func Lookup(name string) (Service, bool) {
+	for _, s := range All {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Service{}, false
+}
+
+// Get returns the named service's row and panics if there is none: a
+// service's main and the load driver name themselves with a constant, so
+// a miss is a programming error.
+func Get(name string) Service {
+	s, ok := Lookup(name)
+	if !ok {
+		panic(fmt.Sprintf("pairs: no service %q in the pair table", name))
+	}
+	return s
+}
+
+// Pair returns the built services of a pair, the Postgres side first, then
+// the specialists in table order.
+func Pair(pair string) []Service {
+	var pg, other []Service
+	for _, s := range Built() {
+		switch {
+		case s.Pair != pair:
+		case s.Side == Postgres:
+			pg = append(pg, s)
+		default:
+			other = append(other, s)
+		}
+	}
+	return append(pg, other...)
+}
