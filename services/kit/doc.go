@@ -14,6 +14,8 @@
 //   - postgres: the pgx pool, per-pair schema and goose migrations.
 //   - service:  the lifecycle (serve, then drain HTTP, stop consumers, close
 //     pools) and the probes /healthz and /readyz.
+//   - ids:      UUIDv7 ids (google/uuid) and the one rule on their case:
+//     any case accepted, lower case issued and stored.
 //   - waiter:   wakes long polls in this process when their outcome is in.
 //   - jsontext: refuses in JSON what Postgres jsonb cannot store (\u0000,
 //     lone surrogates), so both sides of a pair answer it with 400.

@@ -7,6 +7,8 @@ require (
 	github.com/where-postgres-ends/where-postgres-ends/services/kit v0.0.0
 )
 
+require github.com/google/uuid v1.6.0 // indirect
+
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

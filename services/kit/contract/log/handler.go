@@ -6,13 +6,13 @@ import (
 	_ "embed"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
@@ -111,7 +111,7 @@ func validate(e *NewEvent, prefix string) error {
 		return httpapi.BadRequest("%spayload %v", prefix, err)
 	}
 	e.Payload = p
-	e.ID = NewID()
+	e.ID = ids.New()
 	return nil
 }
 
@@ -168,15 +168,13 @@ func (h *Handler) postBatch(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
 // eventID returns the path's id; a malformed one is unknown (404).
 func eventID(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "id")
-	if !uuidRE.MatchString(id) {
-		return "", fmt.Errorf("event %q (ids are UUIDs): %w", id, httpapi.ErrNotFound)
+	id, ok := ids.Parse(chi.URLParam(r, "id"))
+	if !ok {
+		return "", fmt.Errorf("event %q (ids are UUIDs): %w", chi.URLParam(r, "id"), httpapi.ErrNotFound)
 	}
-	return strings.ToLower(id), nil
+	return id, nil
 }
 
 func (h *Handler) get(r *http.Request, id string) (Event, error) {

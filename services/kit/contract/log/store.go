@@ -2,8 +2,6 @@ package log
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -225,19 +223,6 @@ func (d *Deliverer) Deliver(ctx context.Context, batch []Delivery) error {
 	}
 	d.Hub.Wake(keys(fresh)...)
 	return nil
-}
-
-// NewID returns a random UUIDv7 (time-ordered, so the primary key index
-// grows at its right edge).
-func NewID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	ms := uint64(time.Now().UnixMilli())
-	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
-	b[6] = b[6]&0x0f | 0x70
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // keys returns the ids of a set.

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsontext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
@@ -142,7 +143,7 @@ func (h *handler) validate(in TaskRequest, where string, now time.Time) (NewTask
 	if err := jsontext.Check(payload); err != nil {
 		return NewTask{}, httpapi.BadRequest("%spayload: %v", where, err)
 	}
-	return NewTask{ID: NewID(), Kind: kind, Payload: payload, FailTimes: in.FailTimes, EnqueuedAt: now}, nil
+	return NewTask{ID: ids.New(), Kind: kind, Payload: payload, FailTimes: in.FailTimes, EnqueuedAt: now}, nil
 }
 
 func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) error {
@@ -195,11 +196,11 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) error {
 }
 
 func taskID(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "id")
-	if !ValidID(id) {
-		return "", fmt.Errorf("task %q: %w", id, httpapi.ErrNotFound)
+	id, ok := ids.Parse(chi.URLParam(r, "id"))
+	if !ok {
+		return "", fmt.Errorf("task %q: %w", chi.URLParam(r, "id"), httpapi.ErrNotFound)
 	}
-	return strings.ToLower(id), nil
+	return id, nil
 }
 
 func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
@@ -314,8 +315,8 @@ func (h *handler) pay(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.BadRequest("currency must be three upper-case letters (EUR), got %q", in.Currency)
 	}
 	now := time.Now().UTC()
-	p := NewPayment{ID: NewID(), Amount: in.Amount, Currency: in.Currency, Task: NewTask{
-		ID: NewID(), Kind: "payment", FailTimes: 0, EnqueuedAt: now,
+	p := NewPayment{ID: ids.New(), Amount: in.Amount, Currency: in.Currency, Task: NewTask{
+		ID: ids.New(), Kind: "payment", FailTimes: 0, EnqueuedAt: now,
 		Payload: fmt.Appendf(nil, `{"amount":%d,"currency":%q}`, in.Amount, in.Currency),
 	}}
 	ctx, cancel := h.ctx(r)
