@@ -11,7 +11,8 @@
 //     HTTP status codes and {"error": "..."} bodies.
 //   - stats:    HdrHistogram latency summaries and counters behind GET /stats
 //     (one JSON shape for every service), mirrored to Prometheus on /metrics.
-//   - postgres: the pgx pool, per-pair schema and goose migrations.
+//   - postgres: the pgx pool, per-pair schema and goose migrations, and the
+//     one mapping of Postgres errors to HTTP statuses.
 //   - service:  the lifecycle (serve, then drain HTTP, stop consumers, close
 //     pools) and the probes /healthz and /readyz.
 //   - ids:      UUIDv7 ids (google/uuid) and the one rule on their case:

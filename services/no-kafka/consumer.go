@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -18,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -105,8 +107,7 @@ func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slo
 	// log starts at the slot's creation, before the service accepts writes.
 	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, cfg.Slot, "wal2json",
 		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"})
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42710" { // created meanwhile by another instance
+	if postgres.SQLSTATE(err) == pgerrcode.DuplicateObject { // created meanwhile by another instance
 		return nil
 	}
 	if err != nil {

@@ -7,7 +7,10 @@ require (
 	github.com/where-postgres-ends/where-postgres-ends/services/kit v0.0.0
 )
 
-require github.com/google/uuid v1.6.0 // indirect
+require (
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/jackc/pgerrcode v0.0.0-20240316143900-6e2875d9b438 // indirect
+)
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect

@@ -17,6 +17,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -400,7 +401,7 @@ func messages(tasks []queue.NewTask) []message {
 // queued with no message (the client got a 503 and may retry).
 func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 	if err := records.InsertTasks(ctx, q.pool, tasks); err != nil {
-		return records.Unavailable("record tasks", err)
+		return postgres.MapError("record tasks", err)
 	}
 	return q.publish(ctx, q.cfg.Queue, messages(tasks))
 }
@@ -410,7 +411,7 @@ func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 // publish, as a crash there would: the payment is orphaned.
 func (q *mqQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error {
 	err := q.RecordPayment(ctx, p, func(tx pgx.Tx) error {
-		return records.Unavailable("record payment task", records.InsertTasks(ctx, tx, []queue.NewTask{p.Task}))
+		return postgres.MapError("record payment task", records.InsertTasks(ctx, tx, []queue.NewTask{p.Task}))
 	})
 	if err != nil {
 		return err

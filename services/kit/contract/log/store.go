@@ -102,7 +102,7 @@ func (s *Store) Insert(ctx context.Context, events []NewEvent) ([]Created, error
 		return nil
 	})
 	if err != nil {
-		return nil, unavailable("insert events", err)
+		return nil, postgres.MapError("insert events", err)
 	}
 	return out, nil
 }
@@ -123,7 +123,7 @@ func (s *Store) Get(ctx context.Context, id string) (Event, error) {
 		return Event{}, fmt.Errorf("event %s: %w", id, httpapi.ErrNotFound)
 	}
 	if err != nil {
-		return Event{}, unavailable("read event", err)
+		return Event{}, postgres.MapError("read event", err)
 	}
 	e.Payload = payload
 	if e.DeliveredAt != nil {
@@ -167,20 +167,6 @@ func (s *Store) Deliver(ctx context.Context, batch []Delivery, at time.Time) (ma
 	}
 	rows.Close()
 	return fresh, rows.Err()
-}
-
-// unavailable maps a database error for the handlers: a cancelled request
-// stays context.Canceled (499), a value Postgres refuses (SQLSTATE class
-// 22, e.g. text it cannot store) is the client's 400 — a backstop behind
-// validate — and anything else is a 503.
-func unavailable(what string, err error) error {
-	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if postgres.IsDataError(err) {
-		return &httpapi.Error{Status: 400, Message: fmt.Sprintf("%s: Postgres rejected a value: %v", what, err), Cause: err}
-	}
-	return fmt.Errorf("%s: %v: %w", what, err, httpapi.ErrUnavailable)
 }
 
 // Deliverer is what a consumer calls with each batch it reads: it records
