@@ -17,6 +17,8 @@
 //     pools) and the probes /healthz and /readyz.
 //   - ids:      UUIDv7 ids (google/uuid) and the one rule on their case:
 //     any case accepted, lower case issued and stored.
+//   - backoff:  ctx-aware capped exponential backoff with jitter, for every
+//     retry and reconnect loop.
 //   - waiter:   wakes long polls in this process when their outcome is in.
 //   - jsontext: refuses in JSON what Postgres jsonb cannot store (\u0000,
 //     lone surrogates), so both sides of a pair answer it with 400.

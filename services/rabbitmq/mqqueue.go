@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
@@ -215,7 +216,7 @@ func (q *mqQueue) connected() bool {
 // workers have not taken go back to the queue.
 func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 	defer close(q.maintainDone)
-	backoff := 100 * time.Millisecond
+	b := backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 	drop := func() {
 		q.mu.Lock()
 		q.cur = nil
@@ -244,21 +245,18 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 		_ = s.conn.Close()
 		q.log.Warn("rabbitmq connection lost; reconnecting", "err", err)
 		for {
-			select {
-			case <-q.stopCtx.Done():
+			if backoff.Sleep(q.stopCtx, b.Next()) != nil {
 				close(q.deliveries)
 				q.waitWorkers()
 				return
-			case <-time.After(backoff):
 			}
 			q.stats.Inc(queue.CounterReconnects)
 			if s, dl, err = q.connect(); err == nil {
 				q.log.Info("rabbitmq reconnected")
-				backoff = 100 * time.Millisecond
+				b.Reset()
 				break
 			}
 			q.log.Warn("rabbitmq reconnect failed", "err", err)
-			backoff = min(backoff*2, 5*time.Second)
 		}
 	}
 }
