@@ -19,6 +19,8 @@
 //     any case accepted, lower case issued and stored.
 //   - backoff:  ctx-aware capped exponential backoff with jitter, for every
 //     retry and reconnect loop.
+//   - pglisten: a LISTEN connection that reconnects with backoff and calls
+//     a hook after every (re)connect so callers re-read what they missed.
 //   - waiter:   wakes long polls in this process when their outcome is in.
 //   - jsontext: refuses in JSON what Postgres jsonb cannot store (\u0000,
 //     lone surrogates), so both sides of a pair answer it with 400.

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
@@ -319,7 +320,7 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 				return ctx.Err()
 			}
 			s.logger.Warn("subscription read failed; retrying", "err", err)
-			if err := sleep(ctx, s.cfg.PollInterval); err != nil {
+			if err := backoff.Sleep(ctx, s.cfg.PollInterval); err != nil {
 				return err
 			}
 			continue
@@ -362,17 +363,6 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 		case <-t.C:
 		}
 		t.Stop()
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
