@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -209,32 +210,23 @@ func (h *Handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
 		}
 		timeout = d
 	}
-	// Register first, then read: a delivery between the two is either
-	// seen by the read or wakes the channel.
-	woken, done := h.Hub.Wait(id)
-	defer done()
-	e, err := h.get(r, id)
-	if err != nil {
-		return err
-	}
-	if e.DeliveredAt != nil {
-		httpapi.WriteJSON(w, http.StatusOK, e)
-		return nil
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-woken:
-	case <-timer.C:
+	// Woken by this instance's consumer; the periodic re-read sees a
+	// delivery another instance's consumer recorded.
+	var e Event
+	err = h.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.Stopping},
+		func(context.Context) (bool, error) {
+			var err error
+			e, err = h.get(r, id)
+			return err == nil && e.DeliveredAt != nil, err
+		})
+	switch {
+	case errors.Is(err, waiter.ErrTimeout):
 		return &httpapi.Error{Status: http.StatusRequestTimeout,
 			Message: fmt.Sprintf("event %s was not delivered within %v", id, timeout),
 			Fields:  map[string]any{"id": id}}
-	case <-h.Stopping:
+	case errors.Is(err, waiter.ErrStopped):
 		return fmt.Errorf("service is shutting down: %w", httpapi.ErrUnavailable)
-	case <-r.Context().Done():
-		return r.Context().Err()
-	}
-	if e, err = h.get(r, id); err != nil {
+	case err != nil:
 		return err
 	}
 	httpapi.WriteJSON(w, http.StatusOK, e)

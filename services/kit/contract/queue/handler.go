@@ -254,40 +254,31 @@ func (h *handler) wait(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// Subscribe before the first read: a finish between the read and the
-	// subscription would otherwise be missed until the next poll.
-	finished, unsubscribe := h.o.Hub.Wait(id)
-	defer unsubscribe()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	// The poll catches tasks finished by another instance of the service.
-	poll := time.NewTicker(250 * time.Millisecond)
-	defer poll.Stop()
-	for {
-		ctx, cancel := h.ctx(r)
-		t, err := h.b.Get(ctx, id)
-		cancel()
-		if err != nil {
-			return err
-		}
-		if t.Terminal() {
-			httpapi.WriteJSON(w, http.StatusOK, t)
-			return nil
-		}
-		select {
-		case <-finished:
-			finished = nil
-		case <-poll.C:
-		case <-deadline.C:
-			httpapi.WriteJSON(w, http.StatusRequestTimeout, WaitTimeout{Task: t,
-				Error: fmt.Sprintf("task not done or dead within %v", timeout)})
-			return nil
-		case <-h.o.Stopping:
-			return fmt.Errorf("service is shutting down; retry the wait: %w", httpapi.ErrUnavailable)
-		case <-r.Context().Done():
-			return nil
-		}
+	// Woken by this instance's workers; the periodic re-read catches
+	// tasks finished by another instance of the service.
+	var t Task
+	err = h.o.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.o.Stopping},
+		func(context.Context) (bool, error) {
+			ctx, cancel := h.ctx(r)
+			defer cancel()
+			var err error
+			t, err = h.b.Get(ctx, id)
+			return err == nil && t.Terminal(), err
+		})
+	switch {
+	case err == nil:
+		httpapi.WriteJSON(w, http.StatusOK, t)
+		return nil
+	case errors.Is(err, waiter.ErrTimeout):
+		httpapi.WriteJSON(w, http.StatusRequestTimeout, WaitTimeout{Task: t,
+			Error: fmt.Sprintf("task not done or dead within %v", timeout)})
+		return nil
+	case errors.Is(err, waiter.ErrStopped):
+		return fmt.Errorf("service is shutting down; retry the wait: %w", httpapi.ErrUnavailable)
+	case r.Context().Err() != nil: // the client went away
+		return nil
 	}
+	return err
 }
 
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
