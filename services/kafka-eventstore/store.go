@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
@@ -72,7 +74,7 @@ func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (*store, er
 			s.close()
 			return nil, err
 		}
-		time.Sleep(200 * time.Millisecond)
+		_ = backoff.Sleep(ctx, 200*time.Millisecond) // the loop's check sees ctx end
 	}
 }
 
@@ -328,7 +330,7 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 				return fmt.Errorf("subscription at offset %d: %w", off, err)
 			}
 			s.logger.Warn("subscription fetch failed; retrying", "err", err)
-			if err := sleep(ctx, time.Second); err != nil {
+			if err := backoff.Sleep(ctx, time.Second); err != nil {
 				return err
 			}
 			continue
@@ -341,17 +343,6 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 			}
 			off = r.offset + 1
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

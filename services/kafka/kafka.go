@@ -14,6 +14,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
@@ -235,6 +236,7 @@ func (c *consumer) Start() {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(msgs)
+		b := backoff.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second}
 		for {
 			m, err := c.reader.FetchMessage(ctx)
 			if err != nil {
@@ -242,10 +244,14 @@ func (c *consumer) Start() {
 					return
 				}
 				c.stats.Inc(logc.StatReconnects)
-				c.logger.Warn("kafka fetch failed; retrying", "err", err)
-				time.Sleep(100 * time.Millisecond)
+				d := b.Next()
+				c.logger.Warn("kafka fetch failed; retrying", "err", err, "in", d)
+				if backoff.Sleep(ctx, d) != nil {
+					return
+				}
 				continue
 			}
+			b.Reset()
 			select {
 			case msgs <- m:
 			case <-ctx.Done():
@@ -299,22 +305,13 @@ func (c *consumer) handle(abort context.Context, msgs <-chan kafkago.Message) {
 		}
 		// Record, retrying while Postgres is unreachable: a batch is
 		// committed only once recorded.
-		backoff := 50 * time.Millisecond
-		for {
-			err := c.deliver.Deliver(abort, deliveries)
-			if err == nil {
-				break
-			}
-			if abort.Err() != nil {
-				c.logger.Error("stopping: giving up on a batch without committing it; it will be redelivered", "err", err)
-				return
-			}
-			c.logger.Warn("recording deliveries failed; retrying", "err", err, "backoff", backoff)
-			select {
-			case <-abort.Done():
-			case <-time.After(backoff):
-			}
-			backoff = min(backoff*2, 2*time.Second)
+		b := backoff.Backoff{Initial: 50 * time.Millisecond, Max: 2 * time.Second}
+		if err := backoff.Retry(abort, &b, func() error { return c.deliver.Deliver(abort, deliveries) },
+			func(err error, d time.Duration) {
+				c.logger.Warn("recording deliveries failed; retrying", "err", err, "backoff", d)
+			}); err != nil {
+			c.logger.Error("stopping: giving up on a batch without committing it; it will be redelivered", "err", err)
+			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.WriteTimeout)
 		if err := c.reader.CommitMessages(ctx, batch...); err != nil {

@@ -14,9 +14,16 @@
 //     HTTP status codes and {"error": "..."} bodies.
 //   - stats:    HdrHistogram latency summaries and counters behind GET /stats
 //     (one JSON shape for every service), mirrored to Prometheus on /metrics.
-//   - postgres: the pgx pool, per-pair schema and goose migrations.
+//   - postgres: the pgx pool, per-pair schema and goose migrations, and the
+//     one mapping of Postgres errors to HTTP statuses.
 //   - service:  the lifecycle (serve, then drain HTTP, stop consumers, close
 //     pools) and the probes /healthz and /readyz.
+//   - ids:      UUIDv7 ids (google/uuid) and the one rule on their case:
+//     any case accepted, lower case issued and stored.
+//   - backoff:  ctx-aware capped exponential backoff with jitter, for every
+//     retry and reconnect loop.
+//   - pglisten: a LISTEN connection that reconnects with backoff and calls
+//     a hook after every (re)connect so callers re-read what they missed.
 //   - waiter:   wakes long polls in this process when their outcome is in.
 //   - jsonbtext: refuses in JSON what Postgres jsonb cannot store (\u0000,
 //     lone surrogates), so both sides of a pair answer it with 400.

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 )
 
 // buildInfo is the part of the buildInfo command's answer that tells
@@ -37,7 +38,7 @@ func wildcardModel() mongo.IndexModel {
 // logic error: bad JSON path: '$**'"), so creating the index is not proof
 // enough: on the real collection that would break every write.
 func probeWildcard(ctx context.Context, db *mongo.Database) error {
-	probe := db.Collection("wpe_probe_" + documents.NewID()[24:])
+	probe := db.Collection("wpe_probe_" + ids.New()[24:])
 	defer func() { _ = probe.Drop(context.WithoutCancel(ctx)) }()
 	if _, err := probe.Indexes().CreateOne(ctx, wildcardModel()); err != nil {
 		return err

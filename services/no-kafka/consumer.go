@@ -11,13 +11,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -105,8 +108,7 @@ func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slo
 	// log starts at the slot's creation, before the service accepts writes.
 	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, cfg.Slot, "wal2json",
 		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"})
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42710" { // created meanwhile by another instance
+	if postgres.SQLSTATE(err) == pgerrcode.DuplicateObject { // created meanwhile by another instance
 		return nil
 	}
 	if err != nil {
@@ -163,7 +165,7 @@ func (c *consumer) Abort() {
 
 func (c *consumer) run(ctx context.Context) {
 	defer close(c.done)
-	backoff := 50 * time.Millisecond
+	b := backoff.Backoff{Initial: 50 * time.Millisecond, Max: 5 * time.Second}
 	for {
 		started := time.Now()
 		err := c.stream(ctx)
@@ -171,16 +173,14 @@ func (c *consumer) run(ctx context.Context) {
 			return
 		}
 		if time.Since(started) > 10*time.Second {
-			backoff = 50 * time.Millisecond
+			b.Reset()
 		}
 		c.stats.Inc(logc.StatReconnects)
-		c.logger.Warn("replication stream ended; reconnecting", "slot", c.cfg.Slot, "err", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
+		d := b.Next()
+		c.logger.Warn("replication stream ended; reconnecting", "slot", c.cfg.Slot, "err", err, "backoff", d)
+		if backoff.Sleep(ctx, d) != nil {
 			return
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 }
 
@@ -334,20 +334,11 @@ func (c *consumer) stream(ctx context.Context) error {
 // event is never skipped. It returns an error only when ctx ends; the
 // caller keeps the batch then.
 func (c *consumer) flush(ctx context.Context, batch []logc.Delivery) error {
-	backoff := 50 * time.Millisecond
-	for {
-		err := c.deliver.Deliver(ctx, batch)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		c.logger.Warn("recording deliveries failed; retrying", "err", err, "events", len(batch))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 2*time.Second)
-	}
+	b := backoff.Backoff{Initial: 50 * time.Millisecond, Max: 2 * time.Second}
+	return backoff.Retry(ctx, &b, func() error { return c.deliver.Deliver(ctx, batch) },
+		func(err error, d time.Duration) {
+			c.logger.Warn("recording deliveries failed; retrying", "err", err, "events", len(batch), "in", d)
+		})
 }
 
 // read receives and decodes the server's messages until ctx ends or the

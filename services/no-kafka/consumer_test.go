@@ -13,6 +13,7 @@ import (
 
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -131,10 +132,10 @@ func TestSlotRetainsWALWhileConsumerDownAndCatchesUp(t *testing.T) {
 		}
 		return !active
 	})
-	var ids []string
+	var written []string
 	for i := range 200 {
-		id := logc.NewID()
-		ids = append(ids, id)
+		id := ids.New()
+		written = append(written, id)
 		if _, err := pool.Exec(ctx, `INSERT INTO messages (id, type, key, payload) VALUES ($1, 'behind.the.back', 'k', $2)`,
 			id, fmt.Sprintf(`{"i": %d, "pad": "%s"}`, i, strings.Repeat("x", 500))); err != nil {
 			t.Fatal(err)
@@ -147,7 +148,7 @@ func TestSlotRetainsWALWhileConsumerDownAndCatchesUp(t *testing.T) {
 		t.Errorf("retained WAL did not grow while the consumer was down: %d -> %d bytes", retained0, retained1)
 	}
 	tg.Start(t)
-	for _, id := range ids {
+	for _, id := range written {
 		conformance.WaitDelivered(t, tg.URL(), id)
 	}
 	if st := conformance.Consumer(t, tg.URL()); st.Delivered != 200 || st.Duplicates != 0 {

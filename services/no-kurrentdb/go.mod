@@ -3,6 +3,7 @@ module github.com/where-postgres-ends/where-postgres-ends/services/no-kurrentdb
 go 1.26.0
 
 require (
+	github.com/jackc/pgerrcode v0.0.0-20240316143900-6e2875d9b438
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/where-postgres-ends/where-postgres-ends/migrations v0.0.0
 	github.com/where-postgres-ends/where-postgres-ends/services/kit v0.0.0

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 )
 
 // notifyChannel is the channel the events_notify trigger (migration 0002)
@@ -13,17 +17,17 @@ import (
 const notifyChannel = "eventstore_events"
 
 // listener holds a dedicated connection (never a pooled one, never through
-// pgbouncer) that LISTENs for appends and wakes the hub. It reconnects
-// after any failure, and wakes the hub after every (re)connect, because
-// notifications sent while it was away are lost.
+// pgbouncer) that LISTENs for appends and wakes the hub. pglisten
+// reconnects it after any failure, and it wakes the hub after every
+// (re)connect, because notifications sent while it was away are lost.
 type listener struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	appName string
 }
 
-// startListener connects once (a wrong DATABASE_LISTEN_URL fails the start)
-// and runs the listen loop until stopListener.
+// startListener runs the listener until stopListener, and waits for its
+// first connection: a wrong DATABASE_LISTEN_URL fails the start.
 func (s *store) startListener(ctx context.Context) error {
 	cc, err := pgx.ParseConfig(s.cfg.ListenURL)
 	if err != nil {
@@ -36,74 +40,50 @@ func (s *store) startListener(ctx context.Context) error {
 	// connection in pg_stat_activity; Postgres truncates it to 63 bytes.
 	l := &listener{done: make(chan struct{}), appName: truncate("eventstore-listener "+s.schema, 63)}
 	cc.RuntimeParams["application_name"] = l.appName
-	conn, err := s.listen(ctx, cc)
-	if err != nil {
-		return fmt.Errorf("LISTEN (DATABASE_LISTEN_URL): %w", err)
+	first := make(chan error, 1) // the first connection's outcome
+	var once sync.Once
+	pl := pglisten.Listener{
+		Connect:  func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cc) },
+		Channels: []string{notifyChannel},
+		// Wake every subscription: anything appended while no listener
+		// was connected is found by their next read.
+		OnConnect: func(_ context.Context, _ *pgx.Conn, reconnect bool) error {
+			s.hub.wake()
+			once.Do(func() { first <- nil })
+			if reconnect {
+				s.logger.Info("listener reconnected")
+			}
+			return nil
+		},
+		OnNotification: func(_ context.Context, n *pgconn.Notification) {
+			if n.Payload == s.schema {
+				s.hub.wake()
+			}
+		},
+		OnDisconnect: func(err error, retryIn time.Duration) {
+			once.Do(func() { first <- err })
+			s.logger.Warn("listener connection lost; reconnecting", "err", err, "retry_in", retryIn)
+		},
+		ConnectTimeout: s.cfg.BackendTimeout,
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
-	s.listener = l
 	go func() {
 		defer close(l.done)
-		backoff := 100 * time.Millisecond
-		for {
-			if conn != nil {
-				err := s.receive(lctx, conn)
-				_ = conn.Close(context.Background())
-				conn = nil
-				if lctx.Err() != nil {
-					return
-				}
-				s.logger.Warn("listener connection lost; reconnecting", "err", err)
-				backoff = 100 * time.Millisecond
-			}
-			if err := sleep(lctx, backoff); err != nil {
-				return
-			}
-			c, err := s.listen(lctx, cc)
-			if err != nil {
-				if lctx.Err() != nil {
-					return
-				}
-				s.logger.Warn("listener reconnect failed", "err", err, "retry_in", backoff)
-				backoff = min(backoff*2, 5*time.Second)
-				continue
-			}
-			s.logger.Info("listener reconnected")
-			conn = c
-		}
+		_ = pl.Run(lctx) // returns when lctx ends
 	}()
-	return nil
-}
-
-// listen connects and LISTENs, then wakes every subscription: anything
-// appended while no listener was connected is found by their next read.
-func (s *store) listen(ctx context.Context, cc *pgx.ConnConfig) (*pgx.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, cc)
+	select {
+	case err = <-first:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
 	if err != nil {
-		return nil, err
+		cancel()
+		<-l.done
+		return fmt.Errorf("LISTEN (DATABASE_LISTEN_URL): %w", err)
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		_ = conn.Close(context.Background())
-		return nil, err
-	}
-	s.hub.wake()
-	return conn, nil
-}
-
-// receive waits for notifications until the connection fails or ctx ends.
-func (s *store) receive(ctx context.Context, conn *pgx.Conn) error {
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		if n.Payload == s.schema {
-			s.hub.wake()
-		}
-	}
+	s.listener = l
+	return nil
 }
 
 // stopListener ends the listen loop and closes its connection.

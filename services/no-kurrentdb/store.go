@@ -3,17 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
@@ -84,18 +84,17 @@ func (s *store) Append(ctx context.Context, stream string, expected eventstore.E
 	}
 	for attempt := 0; ; attempt++ {
 		res, n, err := s.tryAppend(ctx, stream, types, data, meta, cond)
-		var pgErr *pgconn.PgError
-		lostRace := errors.As(err, &pgErr) && pgErr.Code == "23505"
+		lostRace := postgres.SQLSTATE(err) == pgerrcode.UniqueViolation
 		if lostRace && expected.IsAny() && attempt < anyRetries {
 			continue
 		}
 		if err != nil && !lostRace {
-			return eventstore.AppendResult{}, backendError("append", err)
+			return eventstore.AppendResult{}, postgres.MapError("postgres append", err)
 		}
 		if lostRace || n == 0 {
 			actual, aerr := s.lastVersion(ctx, stream)
 			if aerr != nil {
-				return eventstore.AppendResult{}, backendError("read the actual version", aerr)
+				return eventstore.AppendResult{}, postgres.MapError("postgres read the actual version", aerr)
 			}
 			return eventstore.AppendResult{}, &eventstore.WrongExpectedVersionError{Stream: stream, Expected: expected, Actual: actual}
 		}
@@ -160,7 +159,7 @@ ORDER BY e.version`
 func (s *store) Read(ctx context.Context, stream string, from int64, limit int) (eventstore.ReadResult, error) {
 	rows, err := s.pool.Query(ctx, readSQL, stream, from, limit)
 	if err != nil {
-		return eventstore.ReadResult{}, backendError("read", err)
+		return eventstore.ReadResult{}, postgres.MapError("postgres read", err)
 	}
 	defer rows.Close()
 	res := eventstore.ReadResult{Stream: stream, Events: []eventstore.RecordedEvent{}}
@@ -172,7 +171,7 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 			created           *time.Time
 		)
 		if err := rows.Scan(&last, &version, &gp, &xid, &typ, &data, &meta, &created); err != nil {
-			return res, backendError("read", err)
+			return res, postgres.MapError("postgres read", err)
 		}
 		res.LastVersion = last
 		if version == nil {
@@ -184,7 +183,7 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 		})
 	}
 	if err := rows.Err(); err != nil {
-		return res, backendError("read", err)
+		return res, postgres.MapError("postgres read", err)
 	}
 	return res, nil
 }
@@ -309,7 +308,7 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 	}
 	start, err := s.horizon(ctx)
 	if err != nil {
-		return backendError("subscribe", err)
+		return postgres.MapError("postgres subscribe", err)
 	}
 	caughtUp := false
 	heldBack := 20 * time.Millisecond
@@ -321,7 +320,7 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 				return ctx.Err()
 			}
 			s.logger.Warn("subscription read failed; retrying", "err", err)
-			if err := sleep(ctx, s.cfg.PollInterval); err != nil {
+			if err := backoff.Sleep(ctx, s.cfg.PollInterval); err != nil {
 				return err
 			}
 			continue
@@ -365,32 +364,6 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 		}
 		t.Stop()
 	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// backendError maps a Postgres failure: a refused value (SQLSTATE class
-// 22, a backstop: eventstore.ValidateEvents should have refused it) is
-// 400, a timeout or a lost connection is 503 (retryable), anything else
-// stays a 500.
-func backendError(op string, err error) error {
-	if postgres.IsDataError(err) {
-		return &httpapi.Error{Status: http.StatusBadRequest, Message: "the database refused a value: " + err.Error(), Cause: err}
-	}
-	var pgErr *pgconn.PgError
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || pgconn.SafeToRetry(err) || !errors.As(err, &pgErr) {
-		return fmt.Errorf("postgres %s: %w (%w)", op, httpapi.ErrUnavailable, err)
-	}
-	return fmt.Errorf("postgres %s: %w", op, err)
 }
 
 // hub wakes every waiting subscription at once: wait returns a channel

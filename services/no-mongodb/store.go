@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -48,31 +47,23 @@ func scanSummary(row pgx.Row) (documents.User, error) {
 }
 
 // mapErr turns driver errors into the contract's: no row is a 404, a
-// unique violation a 409, a value Postgres refuses (SQLSTATE class 22, a
-// backstop behind documents.Validate) a 400, a jsonb past its size limit
-// (54000 program_limit_exceeded: 255 MiB, where MongoDB stops at 16 MiB) a
-// 422, a connection failure or timeout a 503.
+// unique violation a 409 naming the id, a jsonb past its size limit (54000
+// program_limit_exceeded: 255 MiB, where MongoDB stops at 16 MiB) a 422;
+// the rest is postgres.MapError's (a refused value 400, a connection
+// failure or timeout 503).
 func mapErr(err error, id string) error {
 	var pgErr *pgconn.PgError
-	var netErr net.Error
-	isPg := errors.As(err, &pgErr)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, pgx.ErrNoRows):
 		return documents.NotFound(id)
-	case isPg && pgErr.Code == "23505":
+	case postgres.SQLSTATE(err) == pgerrcode.UniqueViolation:
 		return documents.Conflict(id)
-	case postgres.IsDataError(err):
-		return &httpapi.Error{Status: http.StatusBadRequest, Message: "the database refused a value: " + pgErr.Message, Cause: err}
-	case isPg && pgErr.Code == "54000":
+	case postgres.SQLSTATE(err) == pgerrcode.ProgramLimitExceeded && errors.As(err, &pgErr):
 		return &httpapi.Error{Status: http.StatusUnprocessableEntity, Message: "the user document would exceed a Postgres size limit: " + pgErr.Message + "; it was not changed", Cause: err}
-	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err):
-		return fmt.Errorf("postgres: %w: %v", httpapi.ErrUnavailable, err)
-	case errors.As(err, &netErr), pgconn.SafeToRetry(err):
-		return fmt.Errorf("postgres: %w: %v", httpapi.ErrUnavailable, err)
 	}
-	return fmt.Errorf("postgres: %w", err)
+	return postgres.MapError("postgres", err)
 }
 
 func (s *store) Create(ctx context.Context, u documents.NewUser) (documents.User, error) {

@@ -6,89 +6,72 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 )
 
 // listen keeps a dedicated connection (not from the pool: a pooled
 // connection is shared and LISTEN is per session) listening on the queue's
-// channel and pokes the fetcher on every notification. After any
-// connection loss it reconnects with backoff, re-LISTENs and then pokes
-// the fetcher once, which sweeps the table: notifications sent while it was
-// away are lost, the rows are not. The fetcher's fallback poll covers the
-// rest, so a missed notification delays a task but never strands it.
+// channel and pokes the fetcher on every notification, until ctx ends.
+// After any connection loss pglisten reconnects with backoff and re-LISTENs;
+// then onConnect pokes the fetcher once, which sweeps the table:
+// notifications sent while it was away are lost, the rows are not. The
+// fetcher's fallback poll covers the rest, so a missed notification delays
+// a task but never strands it.
 //
 // Every re-LISTEN after the first also rebuilds queue_jobs from the open
 // task records (rebuildSQL): a Postgres crash and recovery empties the
 // UNLOGGED queue table while this service stays up, and a Postgres restart
 // always drops this connection, so the reconnect is the moment to notice.
-// The first LISTEN skips it: prepare has just done it at start.
+// The first LISTEN skips it: prepare has just done it at start. A failed
+// rebuild drops the connection, so that the next reconnect tries again.
 func (q *pgQueue) listen(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	first, everConnected := true, false
-	for ctx.Err() == nil {
-		if !first {
-			q.stats.Inc(queue.CounterReconnects)
-		}
-		first = false
-		connected, err := q.listenOnce(ctx, everConnected)
-		q.listening.Store(false)
-		if ctx.Err() != nil {
-			return
-		}
-		if connected {
-			everConnected = true
-			backoff = 100 * time.Millisecond
-		}
-		q.log.Warn("LISTEN connection lost; reconnecting", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
-}
-
-// listenOnce connects, listens and waits for notifications until the
-// connection fails or ctx ends; with rebuild it first re-queues open tasks
-// missing from queue_jobs. connected reports whether LISTEN (and the
-// rebuild) succeeded; a failed rebuild drops the connection, so that the
-// next reconnect tries again.
-func (q *pgQueue) listenOnce(ctx context.Context, rebuild bool) (connected bool, err error) {
 	cc, err := pgx.ParseConfig(q.cfg.ListenURL)
-	if err != nil {
-		return false, err
+	if err != nil { // checked by readConfig already
+		q.log.Error("LISTEN_DATABASE_URL", "err", err)
+		return
 	}
 	cc.ConnectTimeout = q.cfg.Postgres.ConnectTimeout
 	cc.RuntimeParams["application_name"] = listenerName(q.cfg.Postgres.Schema)
-	cctx, cancel := context.WithTimeout(ctx, 2*q.cfg.Postgres.ConnectTimeout)
-	conn, err := pgx.ConnectConfig(cctx, cc)
-	if err != nil {
-		cancel()
-		return false, fmt.Errorf("connect (DATABASE_LISTEN_URL): %w", err)
+	attempts := 0
+	l := pglisten.Listener{
+		Connect: func(ctx context.Context) (*pgx.Conn, error) {
+			if attempts++; attempts > 1 {
+				q.stats.Inc(queue.CounterReconnects)
+			}
+			conn, err := pgx.ConnectConfig(ctx, cc)
+			if err != nil {
+				return nil, fmt.Errorf("DATABASE_LISTEN_URL: %w", err)
+			}
+			return conn, nil
+		},
+		Channels: []string{q.channel},
+		// After LISTEN: a task enqueued from here on is either in
+		// queue_jobs already (enqueueSQL writes both in one statement) or
+		// notified.
+		OnConnect: func(ctx context.Context, _ *pgx.Conn, reconnect bool) error {
+			if reconnect {
+				if err := q.rebuild(ctx); err != nil {
+					return err
+				}
+			}
+			q.listening.Store(true)
+			q.poke() // sweep: rows queued while nobody listened
+			return nil
+		},
+		OnNotification: func(context.Context, *pgconn.Notification) { q.poke() },
+		OnDisconnect: func(err error, retryIn time.Duration) {
+			q.listening.Store(false)
+			q.log.Warn("LISTEN connection lost; reconnecting", "err", err, "in", retryIn)
+		},
+		Backoff:        backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
+		ConnectTimeout: 2 * q.cfg.Postgres.ConnectTimeout,
 	}
-	defer func() { _ = conn.Close(context.Background()) }()
-	_, err = conn.Exec(cctx, "LISTEN "+pgx.Identifier{q.channel}.Sanitize())
-	cancel()
-	if err != nil {
-		return false, fmt.Errorf("LISTEN: %w", err)
-	}
-	// After LISTEN: a task enqueued from here on is either in queue_jobs
-	// already (enqueueSQL writes both in one statement) or notified.
-	if rebuild {
-		if err := q.rebuild(ctx); err != nil {
-			return false, err
-		}
-	}
-	q.listening.Store(true)
-	q.poke() // sweep: rows queued while nobody listened
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			return true, err
-		}
-		q.poke()
-	}
+	_ = l.Run(ctx) // returns when ctx ends
+	q.listening.Store(false)
 }
 
 // listenerName is the LISTEN connection's application_name, which shows in

@@ -14,6 +14,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -296,7 +297,7 @@ func (q *pgQueue) poke() {
 func (q *pgQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 	ids, kinds, payloads, fails, at := records.TaskColumns(tasks)
 	if _, err := q.pool.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel); err != nil {
-		return records.Unavailable("enqueue", err)
+		return postgres.MapError("enqueue", err)
 	}
 	q.poke() // this instance's fetcher need not wait for the notification
 	return nil
@@ -312,7 +313,7 @@ func (q *pgQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error
 		}
 		ids, kinds, payloads, fails, at := records.TaskColumns([]queue.NewTask{p.Task})
 		_, err := tx.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel)
-		return records.Unavailable("enqueue payment task", err)
+		return postgres.MapError("enqueue payment task", err)
 	})
 	if err != nil {
 		return err

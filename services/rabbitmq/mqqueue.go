@@ -14,9 +14,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -214,7 +216,7 @@ func (q *mqQueue) connected() bool {
 // workers have not taken go back to the queue.
 func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 	defer close(q.maintainDone)
-	backoff := 100 * time.Millisecond
+	b := backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 	drop := func() {
 		q.mu.Lock()
 		q.cur = nil
@@ -243,21 +245,18 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 		_ = s.conn.Close()
 		q.log.Warn("rabbitmq connection lost; reconnecting", "err", err)
 		for {
-			select {
-			case <-q.stopCtx.Done():
+			if backoff.Sleep(q.stopCtx, b.Next()) != nil {
 				close(q.deliveries)
 				q.waitWorkers()
 				return
-			case <-time.After(backoff):
 			}
 			q.stats.Inc(queue.CounterReconnects)
 			if s, dl, err = q.connect(); err == nil {
 				q.log.Info("rabbitmq reconnected")
-				backoff = 100 * time.Millisecond
+				b.Reset()
 				break
 			}
 			q.log.Warn("rabbitmq reconnect failed", "err", err)
-			backoff = min(backoff*2, 5*time.Second)
 		}
 	}
 }
@@ -400,7 +399,7 @@ func messages(tasks []queue.NewTask) []message {
 // queued with no message (the client got a 503 and may retry).
 func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 	if err := records.InsertTasks(ctx, q.pool, tasks); err != nil {
-		return records.Unavailable("record tasks", err)
+		return postgres.MapError("record tasks", err)
 	}
 	return q.publish(ctx, q.cfg.Queue, messages(tasks))
 }
@@ -410,7 +409,7 @@ func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 // publish, as a crash there would: the payment is orphaned.
 func (q *mqQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error {
 	err := q.RecordPayment(ctx, p, func(tx pgx.Tx) error {
-		return records.Unavailable("record payment task", records.InsertTasks(ctx, tx, []queue.NewTask{p.Task}))
+		return postgres.MapError("record payment task", records.InsertTasks(ctx, tx, []queue.NewTask{p.Task}))
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,12 @@
 // queries use unqualified names. Tests exploit this: each test migrates a
 // schema of its own and runs in parallel with the others.
 //
+// It is also the one place where a Postgres error becomes an HTTP one:
+// MapError (by SQLSTATE, through github.com/jackc/pgerrcode: 400 for a
+// refused value, 409 for a unique violation, 503 for an unreachable or
+// restarting server, 500 for the rest), with SQLSTATE, IsDataError and
+// IsUnavailable for callers that must tell cases apart.
+//
 // Connection notes that matter for the comparisons:
 //   - Through pgbouncer in transaction mode, pgx's default statement cache
 //     breaks ("prepared statement already exists"): add

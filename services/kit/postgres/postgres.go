@@ -2,17 +2,15 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
 	"log/slog"
 	"regexp"
-	"strings"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -139,8 +137,7 @@ func EnsureSchema(ctx context.Context, url, schema string, timeout time.Duration
 	_, err = conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize(), pgx.QueryExecModeSimpleProtocol)
 	// Two creators racing on IF NOT EXISTS can still collide on the catalog's
 	// unique index; the schema exists either way.
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+	if SQLSTATE(err) == pgerrcode.UniqueViolation {
 		return nil
 	}
 	if err != nil {
@@ -236,14 +233,4 @@ func OpenMigrated(ctx context.Context, c Config, migrations fs.FS, logger *slog.
 		return nil, err
 	}
 	return pool, nil
-}
-
-// IsDataError reports whether err is Postgres refusing a value (SQLSTATE
-// class 22, data exception: a NUL byte in text, an invalid Unicode escape
-// in jsonb, a number out of range, ...). Such an error is the client's
-// input, not a server failure: services answer it with 400. Validation
-// should catch these first; this is the backstop.
-func IsDataError(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22")
 }

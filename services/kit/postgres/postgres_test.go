@@ -72,18 +72,3 @@ func TestOpenFailsClearlyWhenUnreachable(t *testing.T) {
 		t.Fatalf("Open = %v, want an error naming DATABASE_URL", err)
 	}
 }
-
-func TestIsDataError(t *testing.T) {
-	t.Parallel()
-	url := kittest.PostgresURL(t)
-	pool := kittest.Pool(t, url, "")
-	ctx := kittest.Context(t, 30*time.Second)
-	_, err := pool.Exec(ctx, "SELECT $1::jsonb", `{"x": "\u0000"}`)
-	if !postgres.IsDataError(err) {
-		t.Fatalf("a NUL in jsonb: IsDataError(%v) = false", err)
-	}
-	_, err = pool.Exec(ctx, "SELECT * FROM no_such_table_here")
-	if err == nil || postgres.IsDataError(err) {
-		t.Fatalf("an unknown table counted as a data error: %v", err)
-	}
-}

@@ -4,5 +4,8 @@
 //
 // A Hub is only a shortcut for waiters in the same process; long polls
 // still re-read their backend now and then, so an outcome reached by
-// another instance is seen too, a little later.
+// another instance is seen too, a little later. Hub.Poll is that long
+// poll, the one both pairs use: it re-reads on every wake-up and at least
+// every PollOptions.Reread, until the outcome is in, the timeout passes,
+// the service stops or the request ends.
 package waiter

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 )
 
 func TestValidateAndEncode(t *testing.T) {
@@ -50,14 +52,19 @@ func TestValidateAndEncode(t *testing.T) {
 
 func TestIDsAndCursors(t *testing.T) {
 	t.Parallel()
-	a := NewID()
+	a := ids.New()
 	time.Sleep(2 * time.Millisecond)
-	b := NewID()
+	b := ids.New()
 	if !ValidID(a) || !ValidID(b) || a >= b || a[14] != '7' {
 		t.Errorf("ids %s %s", a, b)
 	}
 	if id, err := DecodeCursor(EncodeCursor(a)); err != nil || id != a {
 		t.Errorf("cursor round trip: %s %v", id, err)
+	}
+	// One rule on case for every pair: any case is accepted and
+	// normalised to lower case.
+	if id, err := DecodeCursor(EncodeCursor(strings.ToUpper(a))); err != nil || id != a {
+		t.Errorf("upper-case cursor: %s %v, want %s", id, err, a)
 	}
 	for _, c := range []string{"", "x", EncodeCursor("nope")} {
 		if _, err := DecodeCursor(c); err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -83,9 +84,9 @@ func (h *handlers) respondUser(w http.ResponseWriter, r *http.Request, name stri
 }
 
 func pathID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	if !ValidID(id) {
-		return "", httpapi.BadRequest("id %q is not a lower-case UUID", id)
+	id, ok := ids.Parse(r.PathValue("id"))
+	if !ok {
+		return "", httpapi.BadRequest("id %q is not a UUID", r.PathValue("id"))
 	}
 	return id, nil
 }
@@ -163,7 +164,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return h.respondUser(w, r, StatCreate, http.StatusCreated, func(ctx context.Context) (User, error) {
-		return h.store.Create(ctx, NewUser{ID: NewID(), Email: in.Email, Name: in.Name, Plan: in.Plan, Profile: profile})
+		return h.store.Create(ctx, NewUser{ID: ids.New(), Email: in.Email, Name: in.Name, Plan: in.Plan, Profile: profile})
 	})
 }
 

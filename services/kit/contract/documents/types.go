@@ -1,13 +1,12 @@
 package documents
 
 import (
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 )
 
 // DefaultBodyLimit is both services' BODY_LIMIT default: above the kit's
@@ -116,25 +115,11 @@ type NewUser struct {
 	Profile               Object
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-// ValidID reports whether id is a lower-case canonical UUID, the only form
-// the services issue (both sides then sort ids the same: Postgres uuid
-// order is byte order, which is the order of the lower-case hex text).
-func ValidID(id string) bool { return uuidRE.MatchString(id) }
-
-// NewID returns a UUID version 7 (RFC 9562): 48 bits of Unix milliseconds
-// then random bits, so ids sort by creation time.
-func NewID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	ms := uint64(time.Now().UnixMilli())
-	binary.BigEndian.PutUint16(b[0:2], uint16(ms>>32))
-	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
-	b[6] = 0x70 | b[6]&0x0f
-	b[8] = 0x80 | b[8]&0x3f
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+// ValidID reports whether id is a user id: a canonical UUID in any case
+// (ids.Valid). Handlers normalise ids to lower case with ids.Parse, the
+// form the services issue (both sides then sort ids the same: Postgres
+// uuid order is byte order, which is the order of the lower-case text).
+func ValidID(id string) bool { return ids.Valid(id) }
 
 // EncodeCursor makes the opaque cursor that resumes after id.
 func EncodeCursor(id string) string {
@@ -144,8 +129,12 @@ func EncodeCursor(id string) string {
 // DecodeCursor returns the id a cursor resumes after.
 func DecodeCursor(c string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) < 2 || string(b[:2]) != "u:" || !ValidID(string(b[2:])) {
+	if err != nil || len(b) < 2 || string(b[:2]) != "u:" {
 		return "", fmt.Errorf("invalid cursor %q: use the \"next\" value of a previous answer", c)
 	}
-	return string(b[2:]), nil
+	id, ok := ids.Parse(string(b[2:]))
+	if !ok {
+		return "", fmt.Errorf("invalid cursor %q: use the \"next\" value of a previous answer", c)
+	}
+	return id, nil
 }

@@ -3,15 +3,16 @@ package log
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
@@ -95,7 +96,7 @@ func validate(e *NewEvent, prefix string) error {
 		return httpapi.BadRequest("%spayload %v", prefix, err)
 	}
 	e.Payload = p
-	e.ID = NewID()
+	e.ID = ids.New()
 	return nil
 }
 
@@ -152,15 +153,13 @@ func (h *handler) postBatch(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
 // eventID returns the path's id; a malformed one is unknown (404).
 func eventID(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "id")
-	if !uuidRE.MatchString(id) {
-		return "", fmt.Errorf("event %q (ids are UUIDs): %w", id, httpapi.ErrNotFound)
+	id, ok := ids.Parse(chi.URLParam(r, "id"))
+	if !ok {
+		return "", fmt.Errorf("event %q (ids are UUIDs): %w", chi.URLParam(r, "id"), httpapi.ErrNotFound)
 	}
-	return strings.ToLower(id), nil
+	return id, nil
 }
 
 func (h *handler) get(r *http.Request, id string) (Event, error) {
@@ -195,32 +194,23 @@ func (h *handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
 		}
 		timeout = d
 	}
-	// Register first, then read: a delivery between the two is either
-	// seen by the read or wakes the channel.
-	woken, done := h.Hub.Wait(id)
-	defer done()
-	e, err := h.get(r, id)
-	if err != nil {
-		return err
-	}
-	if e.DeliveredAt != nil {
-		httpapi.WriteJSON(w, http.StatusOK, e)
-		return nil
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-woken:
-	case <-timer.C:
+	// Woken by this instance's consumer; the periodic re-read sees a
+	// delivery another instance's consumer recorded.
+	var e Event
+	err = h.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.Stopping},
+		func(context.Context) (bool, error) {
+			var err error
+			e, err = h.get(r, id)
+			return err == nil && e.DeliveredAt != nil, err
+		})
+	switch {
+	case errors.Is(err, waiter.ErrTimeout):
 		return &httpapi.Error{Status: http.StatusRequestTimeout,
 			Message: fmt.Sprintf("event %s was not delivered within %v", id, timeout),
 			Fields:  map[string]any{"id": id}}
-	case <-h.Stopping:
+	case errors.Is(err, waiter.ErrStopped):
 		return fmt.Errorf("service is shutting down: %w", httpapi.ErrUnavailable)
-	case <-r.Context().Done():
-		return r.Context().Err()
-	}
-	if e, err = h.get(r, id); err != nil {
+	case err != nil:
 		return err
 	}
 	httpapi.WriteJSON(w, http.StatusOK, e)

@@ -2,8 +2,6 @@ package log
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -114,7 +112,7 @@ func (s *Records) Insert(ctx context.Context, events []NewEvent) ([]Created, err
 		return nil
 	})
 	if err != nil {
-		return nil, unavailable("insert events", err)
+		return nil, postgres.MapError("insert events", err)
 	}
 	return out, nil
 }
@@ -135,7 +133,7 @@ func (s *Records) Get(ctx context.Context, id string) (Event, error) {
 		return Event{}, fmt.Errorf("event %s: %w", id, httpapi.ErrNotFound)
 	}
 	if err != nil {
-		return Event{}, unavailable("read event", err)
+		return Event{}, postgres.MapError("read event", err)
 	}
 	e.Payload = payload
 	if e.DeliveredAt != nil {
@@ -181,20 +179,6 @@ func (s *Records) Deliver(ctx context.Context, batch []Delivery, at time.Time) (
 	return fresh, rows.Err()
 }
 
-// unavailable maps a database error for the handlers: a cancelled request
-// stays context.Canceled (499), a value Postgres refuses (SQLSTATE class
-// 22, e.g. text it cannot store) is the client's 400 — a backstop behind
-// validate — and anything else is a 503.
-func unavailable(what string, err error) error {
-	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if postgres.IsDataError(err) {
-		return &httpapi.Error{Status: 400, Message: fmt.Sprintf("%s: Postgres rejected a value: %v", what, err), Cause: err}
-	}
-	return fmt.Errorf("%s: %v: %w", what, err, httpapi.ErrUnavailable)
-}
-
 // Deliverer is what a consumer calls with each batch it reads: it records
 // the deliveries (dedup by id), counts delivered and duplicates, observes
 // the delivery latency and wakes waiters. Safe for concurrent use.
@@ -235,19 +219,6 @@ func (d *Deliverer) Deliver(ctx context.Context, batch []Delivery) error {
 	}
 	d.Hub.Wake(keys(fresh)...)
 	return nil
-}
-
-// NewID returns a random UUIDv7 (time-ordered, so the primary key index
-// grows at its right edge).
-func NewID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	ms := uint64(time.Now().UnixMilli())
-	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
-	b[6] = b[6]&0x0f | 0x70
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // keys returns the ids of a set.

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
@@ -116,7 +117,7 @@ func (h *handler) validate(in TaskRequest, where string, now time.Time) (NewTask
 	if err := jsonbtext.Check(payload); err != nil {
 		return NewTask{}, httpapi.BadRequest("%spayload: %v", where, err)
 	}
-	return NewTask{ID: NewID(), Kind: kind, Payload: payload, FailTimes: in.FailTimes, EnqueuedAt: now}, nil
+	return NewTask{ID: ids.New(), Kind: kind, Payload: payload, FailTimes: in.FailTimes, EnqueuedAt: now}, nil
 }
 
 func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) error {
@@ -169,11 +170,11 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) error {
 }
 
 func taskID(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "id")
-	if !ValidID(id) {
-		return "", fmt.Errorf("task %q: %w", id, httpapi.ErrNotFound)
+	id, ok := ids.Parse(chi.URLParam(r, "id"))
+	if !ok {
+		return "", fmt.Errorf("task %q: %w", chi.URLParam(r, "id"), httpapi.ErrNotFound)
 	}
-	return strings.ToLower(id), nil
+	return id, nil
 }
 
 func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
@@ -227,40 +228,31 @@ func (h *handler) wait(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// Subscribe before the first read: a finish between the read and the
-	// subscription would otherwise be missed until the next poll.
-	finished, unsubscribe := h.o.Hub.Wait(id)
-	defer unsubscribe()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	// The poll catches tasks finished by another instance of the service.
-	poll := time.NewTicker(250 * time.Millisecond)
-	defer poll.Stop()
-	for {
-		ctx, cancel := h.ctx(r)
-		t, err := h.b.Get(ctx, id)
-		cancel()
-		if err != nil {
-			return err
-		}
-		if t.Terminal() {
-			httpapi.WriteJSON(w, http.StatusOK, t)
-			return nil
-		}
-		select {
-		case <-finished:
-			finished = nil
-		case <-poll.C:
-		case <-deadline.C:
-			httpapi.WriteJSON(w, http.StatusRequestTimeout, WaitTimeout{Task: t,
-				Error: fmt.Sprintf("task not done or dead within %v", timeout)})
-			return nil
-		case <-h.o.Stopping:
-			return fmt.Errorf("service is shutting down; retry the wait: %w", httpapi.ErrUnavailable)
-		case <-r.Context().Done():
-			return nil
-		}
+	// Woken by this instance's workers; the periodic re-read catches
+	// tasks finished by another instance of the service.
+	var t Task
+	err = h.o.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.o.Stopping},
+		func(context.Context) (bool, error) {
+			ctx, cancel := h.ctx(r)
+			defer cancel()
+			var err error
+			t, err = h.b.Get(ctx, id)
+			return err == nil && t.Terminal(), err
+		})
+	switch {
+	case err == nil:
+		httpapi.WriteJSON(w, http.StatusOK, t)
+		return nil
+	case errors.Is(err, waiter.ErrTimeout):
+		httpapi.WriteJSON(w, http.StatusRequestTimeout, WaitTimeout{Task: t,
+			Error: fmt.Sprintf("task not done or dead within %v", timeout)})
+		return nil
+	case errors.Is(err, waiter.ErrStopped):
+		return fmt.Errorf("service is shutting down; retry the wait: %w", httpapi.ErrUnavailable)
+	case r.Context().Err() != nil: // the client went away
+		return nil
 	}
+	return err
 }
 
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
@@ -288,8 +280,8 @@ func (h *handler) pay(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.BadRequest("currency must be three upper-case letters (EUR), got %q", in.Currency)
 	}
 	now := time.Now().UTC()
-	p := NewPayment{ID: NewID(), Amount: in.Amount, Currency: in.Currency, Task: NewTask{
-		ID: NewID(), Kind: "payment", FailTimes: 0, EnqueuedAt: now,
+	p := NewPayment{ID: ids.New(), Amount: in.Amount, Currency: in.Currency, Task: NewTask{
+		ID: ids.New(), Kind: "payment", FailTimes: 0, EnqueuedAt: now,
 		Payload: fmt.Appendf(nil, `{"amount":%d,"currency":%q}`, in.Amount, in.Currency),
 	}}
 	ctx, cancel := h.ctx(r)

@@ -21,26 +21,6 @@ type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Unavailable wraps a database error as httpapi.ErrUnavailable (503), keeping
-// the cause for the log; context.Canceled passes through (the client went
-// away: 499). Postgres refusing a value (SQLSTATE class 22, data
-// exception) is the client's input, not an outage: 400 naming the cause.
-// The handlers reject such input first; this is the backstop.
-func Unavailable(what string, err error) error {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return err
-	}
-	if postgres.IsDataError(err) {
-		msg := err.Error()
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) {
-			msg = pgErr.Message
-		}
-		return httpapi.BadRequest("%s: the database refused a value: %s", what, msg)
-	}
-	return fmt.Errorf("%s: %w: %w", what, httpapi.ErrUnavailable, err)
-}
-
 // insertTasks writes many task records in one statement: one round trip
 // per batch whatever its size.
 const insertTasks = `
@@ -90,7 +70,7 @@ SELECT id::text, kind, status, attempts, enqueued_at, delivered_at, processed_at
 		return queue.Task{}, fmt.Errorf("task %s: %w", id, httpapi.ErrNotFound)
 	}
 	if err != nil {
-		return queue.Task{}, Unavailable("read task", err)
+		return queue.Task{}, postgres.MapError("read task", err)
 	}
 	t.EnqueuedAt = t.EnqueuedAt.UTC()
 	return t, nil
@@ -107,7 +87,7 @@ SELECT count(*) FILTER (WHERE status = 'queued'),
        coalesce(extract(epoch FROM clock_timestamp() - min(enqueued_at) FILTER (WHERE status = 'queued')), 0)::float8
   FROM tasks WHERE status <> 'done'`).Scan(&d.Queued, &d.Running, &d.Dead, &d.OldestQueuedAgeSeconds)
 	if err != nil {
-		return queue.Depth{}, Unavailable("read queue depth", err)
+		return queue.Depth{}, postgres.MapError("read queue depth", err)
 	}
 	return d, nil
 }
@@ -155,21 +135,21 @@ func (s Store) Requeue(ctx context.Context, id, lastError string) error {
 // RecordPayment writes p's payment and runs queueTask, the side's way of
 // recording and queueing p.Task, in one transaction, then commits. An
 // error of queueTask is returned as is, after the rollback; those of the
-// begin, the payment insert and the commit are wrapped by Unavailable.
+// begin, the payment insert and the commit are mapped by postgres.MapError.
 func (s Store) RecordPayment(ctx context.Context, p queue.NewPayment, queueTask func(tx pgx.Tx) error) error {
 	tx, err := s.Pool.Begin(ctx)
 	if err != nil {
-		return Unavailable("begin", err)
+		return postgres.MapError("begin", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := InsertPayment(ctx, tx, p); err != nil {
-		return Unavailable("insert payment", err)
+		return postgres.MapError("insert payment", err)
 	}
 	if err := queueTask(tx); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return Unavailable("commit payment", err)
+		return postgres.MapError("commit payment", err)
 	}
 	return nil
 }

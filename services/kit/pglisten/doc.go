@@ -1,0 +1,16 @@
+// Package pglisten keeps a Postgres LISTEN connection alive: it connects,
+// LISTENs, hands out notifications and, whenever the connection fails or
+// is lost (a server restart, pg_terminate_backend, a network cut),
+// reconnects with a ctx-aware capped exponential backoff (package
+// backoff). It is shaped like github.com/jackc/pgxlisten.
+//
+// Notifications sent while no connection listens are lost for good, so
+// after every (re)connect, once LISTEN is in place, the Listener calls its
+// OnConnect hook: the caller re-reads there whatever a missed notification
+// would have announced. LISTEN first, then read: anything committed after
+// the read is notified, anything before it is read.
+//
+// The connection must be a direct session with Postgres: a pooled
+// connection is shared (LISTEN is per session), and through pgbouncer in
+// transaction mode LISTEN "works" and then silently receives nothing.
+package pglisten

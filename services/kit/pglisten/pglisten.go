@@ -1,0 +1,122 @@
+package pglisten
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
+)
+
+// DefaultConnectTimeout bounds connecting and LISTENing when
+// Listener.ConnectTimeout is zero.
+const DefaultConnectTimeout = 10 * time.Second
+
+// Listener LISTENs on Channels over a connection of its own and reconnects
+// whenever it is lost. Fill the fields, then call Run once; the fields must
+// not change while Run runs. Every hook is called on Run's goroutine, one
+// at a time, never concurrently: a hook that blocks stalls the listener
+// (and the delivery of notifications), so hand long work to another
+// goroutine. Run owns the connections it opens and closes each one when
+// it is lost and when Run returns; hooks must not keep or close them.
+type Listener struct {
+	// Connect opens a new dedicated connection; required. It is called for
+	// the first connection and each reconnect, with a context bounded by
+	// ConnectTimeout.
+	Connect func(ctx context.Context) (*pgx.Conn, error)
+	// Channels are the channels to LISTEN on; at least one.
+	Channels []string
+	// OnConnect, if set, is called after every (re)connect once LISTEN is
+	// in place and before the connection's first notification is handed
+	// out, with Run's ctx: the moment to re-read what notifications missed
+	// while no connection listened would have announced. reconnect is
+	// false the first time and true once an earlier connection of this Run
+	// got this far. An error drops the connection and retries, as a lost
+	// connection would.
+	OnConnect func(ctx context.Context, conn *pgx.Conn, reconnect bool) error
+	// OnNotification, if set, is called for every notification, with
+	// Run's ctx.
+	OnNotification func(ctx context.Context, n *pgconn.Notification)
+	// OnDisconnect, if set, is called when a connection attempt fails or a
+	// connection is lost (never when ctx ends), with the cause and the
+	// delay before the next attempt: for logs and readiness.
+	OnDisconnect func(err error, retryIn time.Duration)
+	// Backoff paces the reconnects; the zero value is backoff's defaults
+	// (from 100 ms up to 5 s). It is reset once a connection listens.
+	Backoff backoff.Backoff
+	// ConnectTimeout bounds Connect plus the LISTEN statements;
+	// DefaultConnectTimeout if zero.
+	ConnectTimeout time.Duration
+}
+
+// Run connects and listens until ctx ends, reconnecting after every
+// failure, and returns ctx's error then, once the connection is closed. It
+// returns early only if the Listener is unusable (no Connect, no
+// Channels).
+func (l *Listener) Run(ctx context.Context) error {
+	if l.Connect == nil || len(l.Channels) == 0 {
+		return errors.New("pglisten: Listener needs Connect and Channels")
+	}
+	b := l.Backoff
+	listened := false
+	for {
+		err := l.session(ctx, &b, &listened)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d := b.Next()
+		if l.OnDisconnect != nil {
+			l.OnDisconnect(err, d)
+		}
+		if backoff.Sleep(ctx, d) != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// session runs one connection: connect, LISTEN, OnConnect, then
+// notifications until it fails or ctx ends. listened records that a
+// connection of this Run reached OnConnect.
+func (l *Listener) session(ctx context.Context, b *backoff.Backoff, listened *bool) error {
+	timeout := l.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := l.Connect(cctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(closeCtx)
+	}()
+	for _, ch := range l.Channels {
+		if _, err := conn.Exec(cctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return fmt.Errorf("LISTEN %s: %w", ch, err)
+		}
+	}
+	reconnect := *listened
+	*listened = true
+	if l.OnConnect != nil {
+		if err := l.OnConnect(ctx, conn, reconnect); err != nil {
+			return fmt.Errorf("on connect: %w", err)
+		}
+	}
+	b.Reset()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if l.OnNotification != nil {
+			l.OnNotification(ctx, n)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package pglisten_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
+)
+
+// recorder collects what a Listener's hooks saw.
+type recorder struct {
+	connects, reconnects, disconnects atomic.Int32
+	payloads                          chan string
+}
+
+// newListener returns a Listener on channel whose connections carry
+// appName, with its hooks recording into a recorder.
+func newListener(t testing.TB, url, appName, channel string) (*pglisten.Listener, *recorder) {
+	t.Helper()
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.RuntimeParams["application_name"] = appName
+	rec := &recorder{payloads: make(chan string, 100)}
+	return &pglisten.Listener{
+		Connect:  func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cc) },
+		Channels: []string{channel},
+		OnConnect: func(_ context.Context, _ *pgx.Conn, reconnect bool) error {
+			rec.connects.Add(1)
+			if reconnect {
+				rec.reconnects.Add(1)
+			}
+			return nil
+		},
+		OnNotification: func(_ context.Context, n *pgconn.Notification) { rec.payloads <- n.Payload },
+		OnDisconnect:   func(error, time.Duration) { rec.disconnects.Add(1) },
+		Backoff:        backoff.Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond},
+	}, rec
+}
+
+// fixture is a listener on a channel of its own, in the stack's Postgres,
+// with a pool to notify and terminate through.
+type fixture struct {
+	l                *pglisten.Listener
+	rec              *recorder
+	pool             *pgxpool.Pool
+	ctx              context.Context
+	appName, channel string
+}
+
+func newFixture(t testing.TB) fixture {
+	t.Helper()
+	url := kittest.PostgresURL(t)
+	f := fixture{pool: kittest.Pool(t, url, ""), ctx: kittest.Context(t, time.Minute),
+		appName: kittest.UniqueName(t, "l"), channel: kittest.UniqueName(t, "c")}
+	f.l, f.rec = newListener(t, url, f.appName, f.channel)
+	return f
+}
+
+// run runs l until the test ends and fails the test if Run does not
+// return promptly with context.Canceled then.
+func run(t testing.TB, l *pglisten.Listener) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Run = %v, want context.Canceled", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return after its context ended")
+		}
+	})
+}
+
+// notifyUntilHeard sends payload on channel until the listener hands it
+// out: a NOTIFY sent before LISTEN took effect is lost, by design.
+func notifyUntilHeard(t testing.TB, ctx context.Context, exec func(context.Context, string, ...any) (pgconn.CommandTag, error), channel, payload string, rec *recorder) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		if _, err := exec(ctx, "SELECT pg_notify($1, $2)", channel, payload); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case p := <-rec.payloads:
+			if p == payload {
+				return
+			}
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("notification %q never arrived", payload)
+		}
+	}
+}
+
+// TestReconnectsAfterTerminateAndCallsTheHook kills the listening backend
+// with pg_terminate_backend: the listener must reconnect, call OnConnect
+// again (with reconnect set) and receive notifications again.
+func TestReconnectsAfterTerminateAndCallsTheHook(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	run(t, f.l)
+	pool, ctx, channel, rec := f.pool, f.ctx, f.channel, f.rec
+
+	kittest.Eventually(t, 20*time.Second, "the first connect", func() bool { return rec.connects.Load() == 1 })
+	if rec.reconnects.Load() != 0 {
+		t.Fatal("the first connect was reported as a reconnect")
+	}
+	notifyUntilHeard(t, ctx, pool.Exec, channel, "before", rec)
+
+	var killed int
+	if err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, f.appName).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminated %d listening backends (%v), want 1", killed, err)
+	}
+	kittest.Eventually(t, 20*time.Second, "the reconnect", func() bool { return rec.reconnects.Load() == 1 })
+	if rec.disconnects.Load() < 1 {
+		t.Error("OnDisconnect was not called for the lost connection")
+	}
+	notifyUntilHeard(t, ctx, pool.Exec, channel, "after", rec)
+}
+
+// TestOnConnectErrorRetries: a failing hook drops the connection and the
+// listener tries again, with reconnect set, until the hook succeeds.
+func TestOnConnectErrorRetries(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	l, pool, ctx, channel, rec := f.l, f.pool, f.ctx, f.channel, f.rec
+	var calls atomic.Int32
+	var sawReconnect atomic.Bool
+	l.OnConnect = func(_ context.Context, _ *pgx.Conn, reconnect bool) error {
+		if calls.Add(1) < 3 {
+			return errors.New("re-read failed")
+		}
+		sawReconnect.Store(reconnect)
+		rec.connects.Add(1)
+		return nil
+	}
+	run(t, l)
+	kittest.Eventually(t, 20*time.Second, "a successful hook", func() bool { return rec.connects.Load() == 1 })
+	if !sawReconnect.Load() || rec.disconnects.Load() != 2 {
+		t.Errorf("reconnect=%v after %d disconnects, want true after 2", sawReconnect.Load(), rec.disconnects.Load())
+	}
+	notifyUntilHeard(t, ctx, pool.Exec, channel, "x", rec)
+}
+
+// TestRunEndsWhileUnreachable: with the server unreachable Run keeps
+// retrying, and returns as soon as its context ends.
+func TestRunEndsWhileUnreachable(t *testing.T) {
+	t.Parallel()
+	l, rec := newListener(t, "postgres://postgres@127.0.0.1:1/wpe?sslmode=disable", "x", "c")
+	l.Backoff = backoff.Backoff{Initial: time.Millisecond, Max: time.Hour}
+	run(t, l)
+	kittest.Eventually(t, 20*time.Second, "failed attempts", func() bool { return rec.disconnects.Load() >= 3 })
+	// The cleanup of run checks that Run returns promptly though the
+	// backoff has grown.
+}
