@@ -169,7 +169,11 @@ func TestGapLoss(t *testing.T) {
 
 	// The service's cursor sees nothing yet: B's xid is above the
 	// watermark that open transaction A holds down.
-	evs, _, err := r.App().page(ctx, cursor{}, 100)
+	w, err := r.App().watermark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _, err := r.App().page(ctx, cursor{}, w, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +183,15 @@ func TestGapLoss(t *testing.T) {
 
 	if err := txA.Commit(ctx); err != nil { // ...A commits second.
 		t.Fatal(err)
+	}
+
+	// A's commit has lifted the watermark, but the subscription's question
+	// "is anything committed left behind?" must be asked with the watermark
+	// its read used: B was not read, so it is pending. (With a new snapshot
+	// B would sit below the new watermark, count as neither read nor
+	// pending, and caught-up would be sent before B.)
+	if p, err := r.App().pending(ctx, cursor{}, w, nil); err != nil || !p {
+		t.Fatalf("pending after A's commit with the read's watermark = %v, %v; want true", p, err)
 	}
 
 	// The naive reader polls again from its checkpoint: A is gone for good.

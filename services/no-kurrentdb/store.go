@@ -219,14 +219,20 @@ func parsePosition(s string) (cursor, error) {
 // transactions below the watermark pg_snapshot_xmin(pg_current_snapshot())
 // are read: every transaction with a smaller xid has committed or aborted,
 // so no row can ever appear behind the cursor. The row comparison uses the
-// (xid, global_pos) index.
+// (xid, global_pos) index. $4 is the watermark, taken by watermarkSQL
+// before the read, so that pendingSQL asks about exactly the rows this read
+// left out (see Subscribe).
 const pageSQL = `
 SELECT stream_id, version, global_pos, xid::text, event_type, data, metadata, created_at
 FROM events
 WHERE (xid, global_pos) > ($1::text::xid8, $2::bigint)
-  AND xid < pg_snapshot_xmin(pg_current_snapshot())
+  AND xid < $4::text::xid8
 ORDER BY xid, global_pos
 LIMIT $3`
+
+// watermarkSQL is the subscription's watermark: every transaction with a
+// smaller xid has committed or aborted.
+const watermarkSQL = `SELECT pg_snapshot_xmin(pg_current_snapshot())::text`
 
 // pendingSQL tells whether committed rows exist above the watermark: the
 // watermark is held back by an older transaction still open, so the
@@ -236,20 +242,27 @@ LIMIT $3`
 // then): caught-up is sent only once those are delivered, so that it
 // covers every event committed before the subscription began, even with a
 // long transaction open elsewhere, without waiting for later appends.
+//
+// $4 is the watermark the page read used, not a new one: with a new
+// snapshot here, a transaction that finished between the two queries would
+// lift the watermark above rows the page did not read, they would count as
+// neither read nor pending, and caught-up would be sent before them (seen in
+// the conformance suite under load, with parallel tests holding the
+// watermark back).
 const pendingSQL = `
 SELECT EXISTS (
     SELECT 1 FROM events
     WHERE (xid, global_pos) > ($1::text::xid8, $2::bigint)
-      AND xid >= pg_snapshot_xmin(pg_current_snapshot())
+      AND xid >= $4::text::xid8
       AND ($3::text IS NULL OR xid < $3::text::xid8)
 )`
 
 // page reads the next page after c; it does not hold a connection while
 // the caller delivers.
-func (s *store) page(ctx context.Context, c cursor, limit int) ([]eventstore.RecordedEvent, []cursor, error) {
+func (s *store) page(ctx context.Context, c cursor, watermark string, limit int) ([]eventstore.RecordedEvent, []cursor, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, pageSQL, strconv.FormatUint(c.xid, 10), c.pos, limit)
+	rows, err := s.pool.Query(ctx, pageSQL, strconv.FormatUint(c.xid, 10), c.pos, limit, watermark)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -278,12 +291,21 @@ func (s *store) page(ctx context.Context, c cursor, limit int) ([]eventstore.Rec
 	return evs, curs, rows.Err()
 }
 
-func (s *store) pending(ctx context.Context, c cursor, before *string) (bool, error) {
+func (s *store) pending(ctx context.Context, c cursor, watermark string, before *string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
 	defer cancel()
 	var p bool
-	err := s.pool.QueryRow(ctx, pendingSQL, strconv.FormatUint(c.xid, 10), c.pos, before).Scan(&p)
+	err := s.pool.QueryRow(ctx, pendingSQL, strconv.FormatUint(c.xid, 10), c.pos, before, watermark).Scan(&p)
 	return p, err
+}
+
+// watermark returns the xid below which every transaction has finished.
+func (s *store) watermark(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
+	defer cancel()
+	var w string
+	err := s.pool.QueryRow(ctx, watermarkSQL).Scan(&w)
+	return w, err
 }
 
 // horizon returns the xmax of a snapshot taken now: every transaction that
@@ -314,7 +336,15 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 	heldBack := 20 * time.Millisecond
 	for {
 		wake := s.hub.wait() // taken before the read: a wake-up during it is not lost
-		evs, curs, err := s.page(ctx, cur, s.cfg.PageSize)
+		// One watermark for the page and the pending question below.
+		w, err := s.watermark(ctx)
+		var (
+			evs  []eventstore.RecordedEvent
+			curs []cursor
+		)
+		if err == nil {
+			evs, curs, err = s.page(ctx, cur, w, s.cfg.PageSize)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -340,7 +370,7 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 		if !caughtUp {
 			before = &start
 		}
-		pending, perr := s.pending(ctx, cur, before)
+		pending, perr := s.pending(ctx, cur, w, before)
 		if perr == nil && !pending && !caughtUp {
 			caughtUp = true
 			if err := sub.CaughtUp(); err != nil {
