@@ -445,8 +445,9 @@ var eventStoreServices = []scenario.Service{scenario.ServiceOf("no-kurrentdb"), 
 
 // runEventStoreBench runs the event-store bench (append, point-read,
 // catch-up) at the results size: 5 s append rounds instead of 30 s, every
-// other setting at the issue's defaults. Its JSON goes to the results
-// folder, from which writeReport adds its section to RESULTS.md.
+// other setting at the issue's defaults, against the trio at -host and
+// -port-offset. Its JSON goes to the results folder, from which
+// writeReport renders its section of RESULTS.md.
 func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error {
 	if err := env.Ensure(ctx, eventStoreServices, nil, nil); err != nil {
 		return err
@@ -458,22 +459,71 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 			}
 		}
 	}()
+	o := eventStoreResultsOptions(c)
+	for _, sc := range eventstore.Scenarios {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if _, err := eventstore.Bench(ctx, sc, o, os.Stderr); err != nil {
+			return fmt.Errorf("eventstore %s: %w", sc, err)
+		}
+	}
+	return nil
+}
+
+// eventStoreResultsOptions are the bench's options in the results
+// command.
+func eventStoreResultsOptions(c common) eventstore.Options {
+	o := eventstore.DefaultOptions()
 	var named []string
 	for _, s := range pairs.Pair("eventstore") {
 		named = append(named, s.Name+"="+s.URL(c.host, c.portOffset))
 	}
-	targets := strings.Join(named, ",")
-	common := []string{"-targets", targets, "-out", c.resultsDir, "-md", filepath.Join(c.resultsDir, "eventstore.md")}
-	for _, scenarioArgs := range [][]string{{"append", "-duration", "5s"}, {"point-read"}, {"catch-up"}} {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		args := append(append([]string{}, scenarioArgs...), common...)
-		if code := eventstore.Main(args, io.Discard, os.Stderr); code != 0 {
-			return fmt.Errorf("eventstore %s exited %d", scenarioArgs[0], code)
-		}
+	o.Targets, o.Out, o.Duration = strings.Join(named, ","), c.resultsDir, 5*time.Second
+	return o
+}
+
+// eventStoreMain runs `eventstore <append|point-read|catch-up> [flags]`:
+// the bench's scenario, then its RESULTS.md section rendered by package
+// report from every JSON result present; it returns the exit status.
+func eventStoreMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprintln(stderr, "usage: go run ./loadtests eventstore <append|point-read|catch-up> [flags]  (-h for flags)")
+		return 2
 	}
-	return nil
+	fs := flag.NewFlagSet("eventstore "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := eventstore.DefaultOptions()
+	o.Register(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	path, err := eventstore.Bench(ctx, args[0], o, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		if errors.Is(err, eventstore.ErrUnknownScenario) {
+			return 2
+		}
+		return 1
+	}
+	es, err := eventstore.Load(o.Out)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	md := report.EventStoreSection(es)
+	wrote := path
+	if o.MD != "" {
+		if err := os.WriteFile(o.MD, []byte(md), 0o644); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		wrote += " and " + o.MD
+	}
+	fmt.Fprintf(stdout, "wrote %s\n\n%s", wrote, md)
+	return 0
 }
 
 func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l scenario.RateOptions, do scenario.DocumentsOptions) error {
@@ -544,20 +594,8 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.Write(c.out, c.chartsDir, runs, time.Now()); err != nil {
+	if err := report.Write(c.out, c.chartsDir, runs, es, time.Now()); err != nil {
 		return err
-	}
-	// The event-store bench keeps its own JSON files and renders its own
-	// section; append it when the bench has run.
-	if m, _ := filepath.Glob(filepath.Join(c.resultsDir, "eventstore-*.json")); len(m) > 0 {
-		f, err := os.OpenFile(c.out, os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		_, werr := io.WriteString(f, "\n"+eventstore.Markdown(c.resultsDir))
-		if err := errors.Join(werr, f.Close()); err != nil {
-			return err
-		}
 	}
 	if c.readme != "" {
 		if err := report.WriteREADME(c.readme, runs, es); err != nil {
