@@ -70,10 +70,13 @@ func envOr(k, d string) string {
 	return d
 }
 
-// rateFlags registers the flags of a rate scenario with its defaults.
-func rateFlags(fs *flag.FlagSet, o *scenario.RateOptions, rates string, variantName string, variantRate float64, c scenario.CeilingOptions) *string {
-	r := fs.String("rates", rates, "fixed rates per second, comma-separated")
-	fs.BoolVar(&o.Ceiling, "ceiling", true, "run the ceiling search")
+// rateFlags registers the flags of a rate scenario, their defaults from
+// the scenario's declared value with ceiling c (the results command
+// shortens it), and returns the -rates flag's value.
+func rateFlags(fs *flag.FlagSet, o *scenario.RateOptions, sc scenario.RateScenario, c scenario.CeilingOptions) *string {
+	d := sc.Defaults
+	r := fs.String("rates", formatRates(d.Rates), "fixed rates per second, comma-separated")
+	fs.BoolVar(&o.Ceiling, "ceiling", d.Ceiling, "run the ceiling search")
 	fs.Float64Var(&o.CeilingOpts.Start, "ceiling-start", c.Start, "ceiling: first rate")
 	fs.Float64Var(&o.CeilingOpts.Factor, "ceiling-factor", c.Factor, "ceiling: rate multiplier while steps pass")
 	fs.Float64Var(&o.CeilingOpts.Max, "ceiling-max", c.Max, "ceiling: highest rate tried")
@@ -81,9 +84,19 @@ func rateFlags(fs *flag.FlagSet, o *scenario.RateOptions, rates string, variantN
 	fs.DurationVar(&o.CeilingOpts.Step, "ceiling-step", c.Step, "ceiling: duration of each step")
 	fs.IntVar(&o.CeilingOpts.Rounds, "ceiling-rounds", c.Rounds, "ceiling: searches per side")
 	fs.DurationVar(&o.CeilingOpts.P99, "ceiling-p99", c.P99, "ceiling: server-side latency p99 limit")
-	fs.BoolVar(&o.Variant, variantName, true, "run the "+variantName+" variant (restarts the services with another environment)")
-	fs.Float64Var(&o.VariantRate, variantName+"-rate", variantRate, "rate of the "+variantName+" variant")
+	variant := sc.VariantFlag()
+	fs.BoolVar(&o.Variant, variant, d.Variant, "run the "+variant+" variant (restarts the services with another environment)")
+	fs.Float64Var(&o.VariantRate, variant+"-rate", d.VariantRate, "rate of the "+variant+" variant")
 	return r
+}
+
+// formatRates is the -rates spelling of rates.
+func formatRates(rates []float64) string {
+	var parts []string
+	for _, r := range rates {
+		parts = append(parts, strconv.FormatFloat(r, 'g', -1, 64))
+	}
+	return strings.Join(parts, ",")
 }
 
 func parseRates(s string) ([]float64, error) {
@@ -121,11 +134,6 @@ func parseSizes(s string) ([]int, error) {
 	return out, nil
 }
 
-var (
-	queueCeiling = scenario.CeilingOptions{Start: 1000, Factor: 2, Max: 16000, Bisect: 2, Step: 4 * time.Second, Rounds: 3, P99: 100 * time.Millisecond}
-	logCeiling   = scenario.CeilingOptions{Start: 500, Factor: 2, Max: 32000, Bisect: 2, Step: 4 * time.Second, Rounds: 3, P99: 100 * time.Millisecond}
-)
-
 // loadMain runs one of loadCommands and returns the exit code.
 func loadMain(cmd string, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -156,16 +164,16 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	var qRates, lRates *string
 	switch cmd {
 	case "queue":
-		qRates = rateFlags(fs, &qo, "500,1000,2000,5000", "durable", 1000, queueCeiling)
+		qRates = rateFlags(fs, &qo, scenario.QueueScenario, scenario.QueueScenario.Defaults.CeilingOpts)
 	case "results":
 		// Sized to fit a 2-core machine in about 20 minutes: shorter
 		// ceiling steps and one bisection (the log pair takes the same).
-		qc := queueCeiling
+		qc := scenario.QueueScenario.Defaults.CeilingOpts
 		qc.Step, qc.Bisect = 3*time.Second, 1
-		qRates = rateFlags(fs, &qo, "500,1000,2000,5000", "durable", 1000, qc)
+		qRates = rateFlags(fs, &qo, scenario.QueueScenario, qc)
 	}
 	if cmd == "log" {
-		lRates = rateFlags(fs, &lo, "100,150,200", "sync-off", 200, logCeiling)
+		lRates = rateFlags(fs, &lo, scenario.LogScenario, scenario.LogScenario.Defaults.CeilingOpts)
 	}
 	var do scenario.DocumentsOptions
 	var sizes, rwRates *string
@@ -258,9 +266,9 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 
 	switch cmd {
 	case "queue":
-		return runPair(ctx, c, env, root, "queue", args, func(run *driver.Run) error { return scenario.Queue(ctx, env, run, qo) })
+		return runPair(ctx, c, env, root, "queue", args, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, qo) })
 	case "log":
-		return runPair(ctx, c, env, root, "log", args, func(run *driver.Run) error { return scenario.Log(ctx, env, run, lo) })
+		return runPair(ctx, c, env, root, "log", args, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) })
 	case "documents":
 		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) })
 	case "results":
@@ -302,11 +310,12 @@ func newProgress(w *os.File, cmd string, settle time.Duration, steps []step) *dr
 // resultsLog is the log pair's options in the results command: the queue
 // flags' shape with the log pair's own points.
 func resultsLog(qo scenario.RateOptions) scenario.RateOptions {
+	d := scenario.LogScenario.Defaults
 	lo := qo
-	lo.Rates = []float64{100, 150, 200}
-	lo.CeilingOpts = logCeiling
+	lo.Rates = d.Rates
+	lo.CeilingOpts = d.CeilingOpts
 	lo.CeilingOpts.Step, lo.CeilingOpts.Rounds, lo.CeilingOpts.Bisect = qo.CeilingOpts.Step, qo.CeilingOpts.Rounds, qo.CeilingOpts.Bisect
-	lo.VariantRate = 200
+	lo.VariantRate = d.VariantRate
 	return lo
 }
 
@@ -402,8 +411,8 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 		p    scenario.Pair
 		fn   func(*driver.Run) error
 	}{
-		{"queue", scenario.QueuePair, func(run *driver.Run) error { return scenario.Queue(ctx, env, run, qo) }},
-		{"log", scenario.LogPair, func(run *driver.Run) error { return scenario.Log(ctx, env, run, lo) }},
+		{"queue", scenario.QueuePair, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, qo) }},
+		{"log", scenario.LogPair, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) }},
 		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) }},
 	} {
 		before := newest(c.resultsDir, step.pair)
@@ -436,8 +445,9 @@ var eventStoreServices = []scenario.Service{scenario.ServiceOf("no-kurrentdb"), 
 
 // runEventStoreBench runs the event-store bench (append, point-read,
 // catch-up) at the results size: 5 s append rounds instead of 30 s, every
-// other setting at the issue's defaults. Its JSON goes to the results
-// folder, from which writeReport adds its section to RESULTS.md.
+// other setting at the issue's defaults, against the trio at -host and
+// -port-offset. Its JSON goes to the results folder, from which
+// writeReport renders its section of RESULTS.md.
 func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error {
 	if err := env.Ensure(ctx, eventStoreServices, nil, nil); err != nil {
 		return err
@@ -449,22 +459,71 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 			}
 		}
 	}()
+	o := eventStoreResultsOptions(c)
+	for _, sc := range eventstore.Scenarios {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if _, err := eventstore.Bench(ctx, sc, o, os.Stderr); err != nil {
+			return fmt.Errorf("eventstore %s: %w", sc, err)
+		}
+	}
+	return nil
+}
+
+// eventStoreResultsOptions are the bench's options in the results
+// command.
+func eventStoreResultsOptions(c common) eventstore.Options {
+	o := eventstore.DefaultOptions()
 	var named []string
 	for _, s := range pairs.Pair("eventstore") {
 		named = append(named, s.Name+"="+s.URL(c.host, c.portOffset))
 	}
-	targets := strings.Join(named, ",")
-	common := []string{"-targets", targets, "-out", c.resultsDir, "-md", filepath.Join(c.resultsDir, "eventstore.md")}
-	for _, scenarioArgs := range [][]string{{"append", "-duration", "5s"}, {"point-read"}, {"catch-up"}} {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		args := append(append([]string{}, scenarioArgs...), common...)
-		if code := eventstore.Main(args, io.Discard, os.Stderr); code != 0 {
-			return fmt.Errorf("eventstore %s exited %d", scenarioArgs[0], code)
-		}
+	o.Targets, o.Out, o.Duration = strings.Join(named, ","), c.resultsDir, 5*time.Second
+	return o
+}
+
+// eventStoreMain runs `eventstore <append|point-read|catch-up> [flags]`:
+// the bench's scenario, then its RESULTS.md section rendered by package
+// report from every JSON result present; it returns the exit status.
+func eventStoreMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprintln(stderr, "usage: go run ./loadtests eventstore <append|point-read|catch-up> [flags]  (-h for flags)")
+		return 2
 	}
-	return nil
+	fs := flag.NewFlagSet("eventstore "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := eventstore.DefaultOptions()
+	o.Register(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	path, err := eventstore.Bench(ctx, args[0], o, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		if errors.Is(err, eventstore.ErrUnknownScenario) {
+			return 2
+		}
+		return 1
+	}
+	es, err := eventstore.Load(o.Out)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	md := report.EventStoreSection(es)
+	wrote := path
+	if o.MD != "" {
+		if err := os.WriteFile(o.MD, []byte(md), 0o644); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		wrote += " and " + o.MD
+	}
+	fmt.Fprintf(stdout, "wrote %s\n\n%s", wrote, md)
+	return 0
 }
 
 func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l scenario.RateOptions, do scenario.DocumentsOptions) error {
@@ -472,8 +531,8 @@ func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l
 		p  scenario.Pair
 		fn func(*driver.Run) error
 	}{
-		{scenario.QueuePair, func(run *driver.Run) error { return scenario.Queue(ctx, env, run, q) }},
-		{scenario.LogPair, func(run *driver.Run) error { return scenario.Log(ctx, env, run, l) }},
+		{scenario.QueuePair, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, q) }},
+		{scenario.LogPair, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, l) }},
 		{scenario.DocumentsPair, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) }},
 	}
 	var errs []error
@@ -535,20 +594,8 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.Write(c.out, c.chartsDir, runs, time.Now()); err != nil {
+	if err := report.Write(c.out, c.chartsDir, runs, es, time.Now()); err != nil {
 		return err
-	}
-	// The event-store bench keeps its own JSON files and renders its own
-	// section; append it when the bench has run.
-	if m, _ := filepath.Glob(filepath.Join(c.resultsDir, "eventstore-*.json")); len(m) > 0 {
-		f, err := os.OpenFile(c.out, os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		_, werr := io.WriteString(f, "\n"+eventstore.Markdown(c.resultsDir))
-		if err := errors.Join(werr, f.Close()); err != nil {
-			return err
-		}
 	}
 	if c.readme != "" {
 		if err := report.WriteREADME(c.readme, runs, es); err != nil {

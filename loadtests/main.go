@@ -12,7 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -65,7 +64,7 @@ func main() {
 	case "queue", "log", "documents", "results", "demo", "report":
 		os.Exit(loadMain(os.Args[1], os.Args[2:]))
 	case "eventstore":
-		os.Exit(eventstore.Main(os.Args[2:], os.Stdout, os.Stderr))
+		os.Exit(eventStoreMain(os.Args[2:], os.Stdout, os.Stderr))
 	case "-h", "--help", "help":
 		usage(os.Stdout)
 	default:

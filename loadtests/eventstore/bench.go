@@ -5,13 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	mrand "math/rand/v2"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,76 +49,67 @@ func defaultEngines(targets string) []*Engine {
 	return out
 }
 
-// Main runs `eventstore <append|point-read|catch-up> [flags]` and returns
-// the exit status.
-func Main(args []string, stdout, stderr io.Writer) int {
-	if len(args) < 1 {
-		fmt.Fprintln(stderr, "usage: go run ./loadtests eventstore <append|point-read|catch-up> [flags]  (-h for flags)")
-		return 2
+// Scenarios are the bench's scenarios, in the order `make results` runs
+// them (point-read reads a stream of the last append run).
+var Scenarios = []string{"append", "point-read", "catch-up"}
+
+// DefaultOptions are the issue's sizes, against the trio on localhost.
+func DefaultOptions() Options {
+	return Options{Targets: DefaultTargets(), Workers: 16, Streams: 64, Duration: 30 * time.Second, Rounds: 3,
+		Runs: 6, Events: 500, Reads: 5, Out: "results"}
+}
+
+// Register adds the bench's flags to fs, defaulting to o's values.
+func (o *Options) Register(fs *flag.FlagSet) {
+	fs.StringVar(&o.Targets, "targets", o.Targets, "name=url of each engine")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "append: concurrent workers per engine")
+	fs.IntVar(&o.Streams, "streams", o.Streams, "append: streams the workers share")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "append: duration of one round per engine")
+	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "append: rounds (engine order rotated)")
+	fs.IntVar(&o.Runs, "runs", o.Runs, "catch-up: runs per engine")
+	fs.IntVar(&o.Events, "events", o.Events, "catch-up: pre-filled events per run")
+	fs.IntVar(&o.Reads, "reads", o.Reads, "point-read: reads per engine (the median is reported)")
+	fs.StringVar(&o.Out, "out", o.Out, "directory of the JSON results")
+	fs.StringVar(&o.MD, "md", o.MD, "also write the RESULTS.md section, rendered from every JSON result present, to this file")
+}
+
+// ErrUnknownScenario is returned by Bench for a scenario not in
+// Scenarios.
+var ErrUnknownScenario = errors.New("unknown eventstore scenario (append, point-read, catch-up)")
+
+// Bench probes the engines of o.Targets, runs scenario against those that
+// answer (the others are "not measured here") and writes
+// <o.Out>/eventstore-<scenario>.json, whose path it returns.
+func Bench(ctx context.Context, scenario string, o Options, log io.Writer) (string, error) {
+	if !slices.Contains(Scenarios, scenario) {
+		return "", fmt.Errorf("%w: %q", ErrUnknownScenario, scenario)
 	}
-	cmd := args[0]
-	fs := flag.NewFlagSet("eventstore "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var o Options
-	fs.StringVar(&o.Targets, "targets", DefaultTargets(), "name=url of each engine")
-	fs.IntVar(&o.Workers, "workers", 16, "append: concurrent workers per engine")
-	fs.IntVar(&o.Streams, "streams", 64, "append: streams the workers share")
-	fs.DurationVar(&o.Duration, "duration", 30*time.Second, "append: duration of one round per engine")
-	fs.IntVar(&o.Rounds, "rounds", 3, "append: rounds (engine order rotated)")
-	fs.IntVar(&o.Runs, "runs", 6, "catch-up: runs per engine")
-	fs.IntVar(&o.Events, "events", 500, "catch-up: pre-filled events per run")
-	fs.IntVar(&o.Reads, "reads", 5, "point-read: reads per engine (the median is reported)")
-	fs.StringVar(&o.Out, "out", "results", "directory of the JSON results")
-	fs.StringVar(&o.MD, "md", "results/eventstore.md", "markdown section written from every JSON result present (for RESULTS.md)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	engines := defaultEngines(o.Targets)
 	for _, e := range engines {
 		probe(ctx, e)
 		if !e.Up {
-			fmt.Fprintf(stderr, "%s (%s): not measured here: %s\n", e.Name, e.URL, e.Why)
+			fmt.Fprintf(log, "%s (%s): not measured here: %s\n", e.Name, e.URL, e.Why)
 		}
 	}
 	var result any
 	var err error
-	switch cmd {
+	switch scenario {
 	case "append":
-		result, err = runAppend(ctx, o, engines, stderr)
+		result, err = runAppend(ctx, o, engines, log)
 	case "point-read":
 		result, err = runPointRead(ctx, o, engines)
 	case "catch-up":
-		result, err = runCatchUp(ctx, o, engines, stderr)
-	default:
-		fmt.Fprintf(stderr, "unknown eventstore scenario %q (append, point-read, catch-up)\n", cmd)
-		return 2
+		result, err = runCatchUp(ctx, o, engines, log)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return "", err
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return "", err
 	}
-	path := filepath.Join(o.Out, "eventstore-"+cmd+".json")
+	path := filepath.Join(o.Out, "eventstore-"+scenario+".json")
 	b, _ := json.MarshalIndent(result, "", "  ")
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
-	}
-	md := Markdown(o.Out)
-	if err := os.MkdirAll(filepath.Dir(o.MD), 0o755); err == nil {
-		err = os.WriteFile(o.MD, []byte(md), 0o644)
-		if err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return 1
-		}
-	}
-	fmt.Fprintf(stdout, "wrote %s and %s\n\n%s", path, o.MD, md)
-	return 0
+	return path, os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func runID() string {

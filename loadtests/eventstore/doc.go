@@ -3,10 +3,12 @@
 //	go run ./loadtests eventstore <append|point-read|catch-up> [flags]
 //
 // It drives the three services (no-kurrentdb :8090, kurrentdb :8089,
-// kafka-eventstore :8091) through the same REST contract over HTTP, writes
-// results/eventstore-<scenario>.json, and regenerates a markdown section
-// for RESULTS.md from every JSON result present (-md). A service that does
-// not answer is reported as "not measured here", never estimated.
+// kafka-eventstore :8091) through the same REST contract over HTTP
+// (Bench) and writes results/eventstore-<scenario>.json. `make results`
+// runs it with the other pairs, and package report renders its RESULTS.md
+// section from those files (Load) like every other section. A service
+// that does not answer is reported as "not measured here", never
+// estimated.
 //
 // The defaults are the issue's sizes (16 workers, 64 streams, 30 s per
 // engine and round, 3 rounds, 6 catch-up runs of 500 events); flags shrink

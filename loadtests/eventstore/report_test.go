@@ -30,7 +30,4 @@ func TestLoad(t *testing.T) {
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "eventstore-catch-up.json") {
 		t.Errorf("a broken file: err = %v", err)
 	}
-	if !strings.Contains(Markdown(dir), "## "+SectionTitle+"\n") {
-		t.Errorf("Markdown does not head its section with SectionTitle")
-	}
 }

@@ -312,33 +312,38 @@ func barChart(title, ylabel string, sides [2]string, bars []bar, path string) (b
 	return true, f.save(path)
 }
 
+// latencyCharts declares the latency chart of each rate pair: its title,
+// sides (A first), one panel per server-side metric, and file name.
+var latencyCharts = map[string]struct {
+	title  string
+	sides  [2]string
+	panels []panel
+	file   string
+}{
+	"queue": {"queue: latency p99 per arrival rate (log scales)", [2]string{"no-rabbitmq", "rabbitmq"}, []panel{
+		{"send → processed p99", "server.processing.p99_ms"},
+		{"delivery p99", "server.delivery.p99_ms"},
+	}, "queue-latency.svg"},
+	"log": {"log: latency per arrival rate (log scales)", [2]string{"no-kafka", "kafka"}, []panel{
+		{"delivery p95", "server.delivery.p95_ms"},
+		{"write p99", "server.write.p99_ms"},
+	}, "log-latency.svg"},
+}
+
 // Charts draws the SVG charts of the runs into dir and returns their
 // file names by key (queue, log, ceilings, documents).
 func Charts(all []*driver.Run, dir string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, run := range all {
 		switch run.Command {
-		case "queue":
-			ok, err := latencyChart(run, "queue.rate", "queue: latency p99 per arrival rate (log scales)", [2]string{"no-rabbitmq", "rabbitmq"}, []panel{
-				{"send → processed p99", "server.processing.p99_ms"},
-				{"delivery p99", "server.delivery.p99_ms"},
-			}, filepath.Join(dir, "queue-latency.svg"))
+		case "queue", "log":
+			lc := latencyCharts[run.Command]
+			ok, err := latencyChart(run, run.Command+".rate", lc.title, lc.sides, lc.panels, filepath.Join(dir, lc.file))
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				out["queue"] = "queue-latency.svg"
-			}
-		case "log":
-			ok, err := latencyChart(run, "log.rate", "log: latency per arrival rate (log scales)", [2]string{"no-kafka", "kafka"}, []panel{
-				{"delivery p95", "server.delivery.p95_ms"},
-				{"write p99", "server.write.p99_ms"},
-			}, filepath.Join(dir, "log-latency.svg"))
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out["log"] = "log-latency.svg"
+				out[run.Command] = lc.file
 			}
 		case "documents":
 			var bars []bar

@@ -99,206 +99,234 @@ func verdict(ok bool) string {
 	return DoesNotHold
 }
 
-func missing(c Claim, why string) Claim {
-	c.Verdict, c.Why, c.Measured = NotMeasurable, why, "–"
-	return c
+// claimSpec is one declared claim: the row's fixed text and evaluate,
+// which reads the runs and returns what was measured and whether the rule
+// holds.
+type claimSpec struct {
+	// pair, short, claim and rule are Claim's fields of the same names.
+	pair, short, claim, rule string
+	// mongo is set on the claims that compare with MongoDB: on runs whose
+	// MongoDB side was FerretDB their verdict is NotMeasurable.
+	mongo bool
+	// evaluate decides the claim on the runs.
+	evaluate func(in claimInputs) outcome
 }
 
-// Claims evaluates every numeric claim of the reference measurements
-// against the runs.
-func Claims(all []*driver.Run) []Claim {
-	rs := runs{}
-	for _, r := range all {
-		rs[r.Command] = r
-	}
-	notRun := func(cmd string) string { return "the " + cmd + " scenario is not in these results" }
-	var out []Claim
+// claimInputs is what a claim is evaluated on.
+type claimInputs struct {
+	rs runs
+	// ferret is true when the documents run's MongoDB side was FerretDB.
+	ferret bool
+}
 
-	// queue
-	c := Claim{Pair: "queue", Short: "design-target ceiling", Claim: "The Postgres queue reaches ≥ 10,000 tasks/s send→processed on a 2-core machine (design target)",
-		Rule: "no-rabbitmq's median ceiling ≥ 10,000/s"}
-	if ce := rs.ceiling("queue", "no-rabbitmq"); ce != nil {
-		c.Measured = fmt.Sprintf("ceiling %s/s (rounds: %s; the driver shares the 2 cores)", cell(ce.Rate, true), ceilingRounds(*ce))
-		c.Verdict = verdict(ce.Rate.Median >= 10000)
-	} else {
-		c = missing(c, notRun("queue ceiling"))
-	}
-	out = append(out, c)
+// outcome is a claim's evaluation: what was measured and whether the
+// rule holds, or, when missing is not empty, why nothing could be
+// measured.
+type outcome struct {
+	measured string
+	holds    bool
+	missing  string
+}
 
-	c = Claim{Pair: "queue", Short: "delivery p99 close to RabbitMQ's", Claim: "Delivery p99 on Postgres within 1.5× of RabbitMQ's at 1,000 tasks/s (design target)",
-		Rule: "median per-round ratio no-rabbitmq ÷ rabbitmq of server delivery p99 ≤ 1.5"}
-	if p := rs.point("queue", "queue.rate", "1000/s"); p != nil {
-		a, _ := median(p, "server.delivery.p99_ms", "no-rabbitmq")
-		b, _ := median(p, "server.delivery.p99_ms", "rabbitmq")
-		if r, ok := ratio(p, "server.delivery.p99_ms"); ok {
-			c.Measured = fmt.Sprintf("%s ms vs %s ms: %s×", num(a), num(b), num(r))
-			c.Verdict = verdict(r <= 1.5)
-		} else {
-			c = missing(c, "no delivery latency was recorded at 1000/s")
-		}
-	} else {
-		c = missing(c, notRun("queue 1000/s point"))
-	}
-	out = append(out, c)
+// notRun is the outcome when the runs lack what a claim reads.
+func notRun(what string) outcome {
+	return outcome{missing: "the " + what + " scenario is not in these results"}
+}
 
-	c = Claim{Pair: "queue", Short: "cost of a logged queue table", Claim: "p99 send→processed goes from 4 ms to 11 ms when the queue tables become logged",
-		Rule: "no-rabbitmq's send→processed p99 with QUEUE_TABLE=logged ≥ 1.5× the unlogged one, same rate, same run"}
-	def, dur := rs.point("queue", "queue.default", ""), rs.point("queue", "queue.durable", "")
-	if def != nil && dur != nil {
-		u, ok1 := median(def, "server.processing.p99_ms", "no-rabbitmq")
-		l, ok2 := median(dur, "server.processing.p99_ms", "no-rabbitmq")
-		if ok1 && ok2 && u > 0 {
-			c.Measured = fmt.Sprintf("%s ms unlogged → %s ms logged at %s (%s×)", num(u), num(l), def.Name, num(l/u))
-			c.Verdict = verdict(l/u >= 1.5)
-		} else {
-			c = missing(c, "send→processed was not recorded in both modes")
-		}
-	} else {
-		c = missing(c, notRun("queue durable variant"))
-	}
-	out = append(out, c)
+// ferretWhy is the reason a claim comparing with MongoDB is not
+// measurable on a FerretDB run.
+const ferretWhy = "the MongoDB side ran on FerretDB (SQLite backend, no wildcard index, full scans), not MongoDB: its numbers say nothing about MongoDB"
 
-	// log
-	c = Claim{Pair: "log", Short: "low delivery p95 on both sides", Claim: "Delivery p95 ≤ 2 ms on both sides at 100, 150 and 200 events/s",
-		Rule: "every side's median delivery p95 ≤ 2 ms at every one of those rates"}
-	if ps := rs.points("log", "log.rate"); len(ps) > 0 {
-		ok := true
-		var parts []string
-		for _, p := range ps {
-			a, okA := median(p, "server.delivery.p95_ms", "no-kafka")
-			b, okB := median(p, "server.delivery.p95_ms", "kafka")
-			ok = ok && okA && okB && a <= 2 && b <= 2
-			parts = append(parts, fmt.Sprintf("%s: %s / %s ms", p.Name, num(a), num(b)))
-		}
-		c.Measured = "no-kafka / kafka: " + strings.Join(parts, "; ")
-		c.Verdict = verdict(ok)
-	} else {
-		c = missing(c, notRun("log"))
-	}
-	out = append(out, c)
-
-	c = Claim{Pair: "log", Short: "Kafka's write p99 above Postgres'", Claim: "Kafka write p99 16 ms versus 5–7 ms on Postgres",
-		Rule: "kafka's median write p99 above no-kafka's at every fixed rate"}
-	if ps := rs.points("log", "log.rate"); len(ps) > 0 {
-		ok := true
-		var parts []string
-		for _, p := range ps {
-			a, okA := median(p, "server.write.p99_ms", "no-kafka")
-			b, okB := median(p, "server.write.p99_ms", "kafka")
-			ok = ok && okA && okB && b > a
-			parts = append(parts, fmt.Sprintf("%s: %s vs %s ms", p.Name, num(b), num(a)))
-		}
-		c.Measured = "kafka vs no-kafka: " + strings.Join(parts, "; ")
-		c.Verdict = verdict(ok)
-	} else {
-		c = missing(c, notRun("log"))
-	}
-	out = append(out, c)
-
-	c = Claim{Pair: "log", Short: "synchronous_commit=off delays delivery", Claim: "With synchronous_commit=off, logical delivery p50 ≈ 160 ms (the WAL writer's flush delay)",
-		Rule: "no-kafka's delivery p50 with SYNCHRONOUS_COMMIT=off between 80 and 320 ms (within 2×)"}
-	if p := rs.point("log", "log.sync_off", ""); p != nil {
-		v, ok := median(p, "server.delivery.p50_ms", "no-kafka")
-		d, okD := median(rs.point("log", "log.default", ""), "server.delivery.p50_ms", "no-kafka")
-		if ok {
-			c.Measured = fmt.Sprintf("%s ms at %s", num(v), p.Name)
-			if okD {
-				c.Measured += fmt.Sprintf(" (%s ms with synchronous_commit=on)", num(d))
+// claimTable holds every numeric claim of the reference measurements, in
+// the order of RESULTS.md's claims table.
+var claimTable = []claimSpec{
+	{pair: "queue", short: "design-target ceiling",
+		claim:    "The Postgres queue reaches ≥ 10,000 tasks/s send→processed on a 2-core machine (design target)",
+		rule:     "no-rabbitmq's median ceiling ≥ 10,000/s",
+		evaluate: ceilingAtLeast("queue", "no-rabbitmq", 10000)},
+	{pair: "queue", short: "delivery p99 close to RabbitMQ's",
+		claim: "Delivery p99 on Postgres within 1.5× of RabbitMQ's at 1,000 tasks/s (design target)",
+		rule:  "median per-round ratio no-rabbitmq ÷ rabbitmq of server delivery p99 ≤ 1.5",
+		evaluate: atPoint("queue", "queue.rate", "1000/s", "queue 1000/s point", func(_ claimInputs, p *driver.Point) outcome {
+			a, _ := median(p, "server.delivery.p99_ms", "no-rabbitmq")
+			b, _ := median(p, "server.delivery.p99_ms", "rabbitmq")
+			r, ok := ratio(p, "server.delivery.p99_ms")
+			if !ok {
+				return outcome{missing: "no delivery latency was recorded at 1000/s"}
 			}
-			c.Verdict = verdict(v >= 80 && v <= 320)
-		} else {
-			c = missing(c, "no delivery latency recorded")
+			return outcome{measured: fmt.Sprintf("%s ms vs %s ms: %s×", num(a), num(b), num(r)), holds: r <= 1.5}
+		})},
+	{pair: "queue", short: "cost of a logged queue table",
+		claim: "p99 send→processed goes from 4 ms to 11 ms when the queue tables become logged",
+		rule:  "no-rabbitmq's send→processed p99 with QUEUE_TABLE=logged ≥ 1.5× the unlogged one, same rate, same run",
+		evaluate: func(in claimInputs) outcome {
+			def, dur := in.rs.point("queue", "queue.default", ""), in.rs.point("queue", "queue.durable", "")
+			if def == nil || dur == nil {
+				return notRun("queue durable variant")
+			}
+			u, ok1 := median(def, "server.processing.p99_ms", "no-rabbitmq")
+			l, ok2 := median(dur, "server.processing.p99_ms", "no-rabbitmq")
+			if !ok1 || !ok2 || u <= 0 {
+				return outcome{missing: "send→processed was not recorded in both modes"}
+			}
+			return outcome{measured: fmt.Sprintf("%s ms unlogged → %s ms logged at %s (%s×)", num(u), num(l), def.Name, num(l/u)), holds: l/u >= 1.5}
+		}},
+	{pair: "log", short: "low delivery p95 on both sides",
+		claim: "Delivery p95 ≤ 2 ms on both sides at 100, 150 and 200 events/s",
+		rule:  "every side's median delivery p95 ≤ 2 ms at every one of those rates",
+		evaluate: everyLogRate("server.delivery.p95_ms", "no-kafka / kafka: ", func(rate string, pg, kafka float64) (string, bool) {
+			return fmt.Sprintf("%s: %s / %s ms", rate, num(pg), num(kafka)), pg <= 2 && kafka <= 2
+		})},
+	{pair: "log", short: "Kafka's write p99 above Postgres'",
+		claim: "Kafka write p99 16 ms versus 5–7 ms on Postgres",
+		rule:  "kafka's median write p99 above no-kafka's at every fixed rate",
+		evaluate: everyLogRate("server.write.p99_ms", "kafka vs no-kafka: ", func(rate string, pg, kafka float64) (string, bool) {
+			return fmt.Sprintf("%s: %s vs %s ms", rate, num(kafka), num(pg)), kafka > pg
+		})},
+	{pair: "log", short: "synchronous_commit=off delays delivery",
+		claim: "With synchronous_commit=off, logical delivery p50 ≈ 160 ms (the WAL writer's flush delay)",
+		rule:  "no-kafka's delivery p50 with SYNCHRONOUS_COMMIT=off between 80 and 320 ms (within 2×)",
+		evaluate: atPoint("log", "log.sync_off", "", "log sync-off variant", func(in claimInputs, p *driver.Point) outcome {
+			v, ok := median(p, "server.delivery.p50_ms", "no-kafka")
+			if !ok {
+				return outcome{missing: "no delivery latency recorded"}
+			}
+			o := outcome{measured: fmt.Sprintf("%s ms at %s", num(v), p.Name), holds: v >= 80 && v <= 320}
+			if d, ok := median(in.rs.point("log", "log.default", ""), "server.delivery.p50_ms", "no-kafka"); ok {
+				o.measured += fmt.Sprintf(" (%s ms with synchronous_commit=on)", num(d))
+			}
+			return o
+		})},
+	{pair: "log", short: "design-target ceiling",
+		claim:    "One slot keeps up with ≥ 15,000 events/s (design target)",
+		rule:     "no-kafka's median ceiling ≥ 15,000/s",
+		evaluate: ceilingAtLeast("log", "no-kafka", 15000)},
+	{pair: "documents", short: "search p95 vs MongoDB", mongo: true,
+		claim: "Containment search p95: 33 ms on Postgres vs 48 ms on MongoDB",
+		rule:  "Postgres' search p95 below MongoDB's, same data set",
+		evaluate: atPoint("documents", "documents.search", "", "documents", func(in claimInputs, p *driver.Point) outcome {
+			a, _ := median(p, "server.search.p95_ms", "no-mongodb")
+			b, _ := median(p, "server.search.p95_ms", "mongodb")
+			if in.ferret {
+				return outcome{measured: fmt.Sprintf("Postgres %s ms; FerretDB %s ms (%s)", num(a), num(b), p.Name)}
+			}
+			return outcome{measured: fmt.Sprintf("Postgres %s ms vs MongoDB %s ms (%s)", num(a), num(b), p.Name), holds: a < b}
+		})},
+	{pair: "documents", short: "rewrite ÷ patch on Postgres",
+		claim:    "Rewriting a 512 KB–2 MB profile costs 3.6–4.7× a neighbour-column patch on Postgres",
+		rule:     "no-mongodb's rewrite ÷ patch p50 within 2× of the range (1.8–9.4×) at every size",
+		evaluate: costRatioWithin("no-mongodb", 1.8, 9.4)},
+	{pair: "documents", short: "rewrite ÷ patch on MongoDB", mongo: true,
+		claim:    "The same rewrite costs 1.9–2.4× a patch on MongoDB",
+		rule:     "mongodb's rewrite ÷ patch p50 within 2× of the range (0.95–4.8×) at every size",
+		evaluate: costRatioWithin("mongodb", 0.95, 4.8)},
+	{pair: "documents", short: "large rewrite p99 vs MongoDB", mongo: true,
+		claim: "At 2 MB, Postgres' rewrite p99 is 2.6× MongoDB's",
+		rule:  "median per-round ratio no-mongodb ÷ mongodb of rewrite p99 at 2MB within 2× of 2.6 (1.3–5.2)",
+		evaluate: atPoint("documents", "documents.rewrite", "2MB", "documents 2MB rewrite point", func(in claimInputs, p *driver.Point) outcome {
+			r, ok := ratio(p, "client.rewrite.p99_ms")
+			switch {
+			case in.ferret:
+				return outcome{measured: fmt.Sprintf("Postgres ÷ FerretDB: %s×", num(r))}
+			case !ok:
+				return outcome{missing: "no 2MB rewrite latencies on both sides"}
+			}
+			return outcome{measured: fmt.Sprintf("%s×", num(r)), holds: r >= 1.3 && r <= 5.2}
+		})},
+}
+
+// atPoint evaluates a claim on one point (the first of scenario when
+// name is empty); what names the missing scenario when there is none.
+func atPoint(cmd, scenario, name, what string, f func(claimInputs, *driver.Point) outcome) func(claimInputs) outcome {
+	return func(in claimInputs) outcome {
+		p := in.rs.point(cmd, scenario, name)
+		if p == nil {
+			return notRun(what)
 		}
-	} else {
-		c = missing(c, notRun("log sync-off variant"))
+		return f(in, p)
 	}
-	out = append(out, c)
+}
 
-	c = Claim{Pair: "log", Short: "design-target ceiling", Claim: "One slot keeps up with ≥ 15,000 events/s (design target)",
-		Rule: "no-kafka's median ceiling ≥ 15,000/s"}
-	if ce := rs.ceiling("log", "no-kafka"); ce != nil {
-		c.Measured = fmt.Sprintf("ceiling %s/s (rounds: %s; the driver shares the 2 cores)", cell(ce.Rate, true), ceilingRounds(*ce))
-		c.Verdict = verdict(ce.Rate.Median >= 15000)
-	} else {
-		c = missing(c, notRun("log ceiling"))
-	}
-	out = append(out, c)
-
-	// documents
-	docs := rs["documents"]
-	ferret := docs != nil && docs.Versions.MongoFlavor == "FerretDB"
-	ferretWhy := "the MongoDB side ran on FerretDB (SQLite backend, no wildcard index, full scans), not MongoDB: its numbers say nothing about MongoDB"
-	c = Claim{Pair: "documents", Short: "search p95 vs MongoDB", Claim: "Containment search p95: 33 ms on Postgres vs 48 ms on MongoDB",
-		Rule: "Postgres' search p95 below MongoDB's, same data set"}
-	if p := rs.point("documents", "documents.search", ""); p != nil {
-		a, _ := median(p, "server.search.p95_ms", "no-mongodb")
-		b, _ := median(p, "server.search.p95_ms", "mongodb")
-		if ferret {
-			c.Verdict, c.Why = NotMeasurable, ferretWhy
-			c.Measured = fmt.Sprintf("Postgres %s ms; FerretDB %s ms (%s)", num(a), num(b), p.Name)
-		} else {
-			c.Measured = fmt.Sprintf("Postgres %s ms vs MongoDB %s ms (%s)", num(a), num(b), p.Name)
-			c.Verdict = verdict(a < b)
+// ceilingAtLeast evaluates "service's median ceiling in cmd is at least
+// target".
+func ceilingAtLeast(cmd, service string, target float64) func(claimInputs) outcome {
+	return func(in claimInputs) outcome {
+		ce := in.rs.ceiling(cmd, service)
+		if ce == nil {
+			return notRun(cmd + " ceiling")
 		}
-	} else {
-		c = missing(c, notRun("documents"))
+		return outcome{measured: fmt.Sprintf("ceiling %s/s (rounds: %s; the driver shares the 2 cores)", cell(ce.Rate, true), ceilingRounds(*ce)),
+			holds: ce.Rate.Median >= target}
 	}
-	out = append(out, c)
+}
 
-	c = Claim{Pair: "documents", Short: "rewrite ÷ patch on Postgres", Claim: "Rewriting a 512 KB–2 MB profile costs 3.6–4.7× a neighbour-column patch on Postgres",
-		Rule: "no-mongodb's rewrite ÷ patch p50 within 2× of the range (1.8–9.4×) at every size"}
-	if ps := rs.points("documents", "documents.rewrite"); len(ps) > 0 {
-		ok := true
+// atEveryPoint evaluates a rule that must hold at every point of a
+// scenario: each returns the point's part of the measured text and
+// whether the rule holds there; prefix heads the joined parts.
+func atEveryPoint(cmd, scenario, what string, prefix func(claimInputs) string, each func(*driver.Point) (string, bool)) func(claimInputs) outcome {
+	return func(in claimInputs) outcome {
+		ps := in.rs.points(cmd, scenario)
+		if len(ps) == 0 {
+			return notRun(what)
+		}
+		holds := true
 		var parts []string
 		for _, p := range ps {
-			v, okV := median(p, "cost_ratio.p50", "no-mongodb")
-			ok = ok && okV && v >= 1.8 && v <= 9.4
-			parts = append(parts, fmt.Sprintf("%s: %s×", p.Name, num(v)))
+			part, ok := each(p)
+			holds = holds && ok
+			parts = append(parts, part)
 		}
-		c.Measured = strings.Join(parts, "; ")
-		c.Verdict = verdict(ok)
-	} else {
-		c = missing(c, notRun("documents"))
+		return outcome{measured: prefix(in) + strings.Join(parts, "; "), holds: holds}
 	}
-	out = append(out, c)
+}
 
-	c = Claim{Pair: "documents", Short: "rewrite ÷ patch on MongoDB", Claim: "The same rewrite costs 1.9–2.4× a patch on MongoDB",
-		Rule: "mongodb's rewrite ÷ patch p50 within 2× of the range (0.95–4.8×) at every size"}
-	if ps := rs.points("documents", "documents.rewrite"); len(ps) > 0 {
-		ok := true
-		var parts []string
-		for _, p := range ps {
-			v, okV := median(p, "cost_ratio.p50", "mongodb")
-			ok = ok && okV && v >= 0.95 && v <= 4.8
-			parts = append(parts, fmt.Sprintf("%s: %s×", p.Name, num(v)))
-		}
-		if ferret {
-			c.Verdict, c.Why, c.Measured = NotMeasurable, ferretWhy, "FerretDB: "+strings.Join(parts, "; ")
-		} else {
-			c.Measured = strings.Join(parts, "; ")
-			c.Verdict = verdict(ok)
-		}
-	} else {
-		c = missing(c, notRun("documents"))
-	}
-	out = append(out, c)
+// everyLogRate evaluates a rule on both sides' medians of metric at every
+// fixed rate of the log pair; a side without the metric fails the rule.
+func everyLogRate(metric, prefix string, each func(rate string, pg, kafka float64) (string, bool)) func(claimInputs) outcome {
+	return atEveryPoint("log", "log.rate", "log", func(claimInputs) string { return prefix }, func(p *driver.Point) (string, bool) {
+		a, okA := median(p, metric, "no-kafka")
+		b, okB := median(p, metric, "kafka")
+		part, holds := each(p.Name, a, b)
+		return part, okA && okB && holds
+	})
+}
 
-	c = Claim{Pair: "documents", Short: "large rewrite p99 vs MongoDB", Claim: "At 2 MB, Postgres' rewrite p99 is 2.6× MongoDB's",
-		Rule: "median per-round ratio no-mongodb ÷ mongodb of rewrite p99 at 2MB within 2× of 2.6 (1.3–5.2)"}
-	if p := rs.point("documents", "documents.rewrite", "2MB"); p != nil {
-		r, ok := ratio(p, "client.rewrite.p99_ms")
-		if ferret {
-			c.Verdict, c.Why = NotMeasurable, ferretWhy
-			c.Measured = fmt.Sprintf("Postgres ÷ FerretDB: %s×", num(r))
-		} else if ok {
-			c.Measured = fmt.Sprintf("%s×", num(r))
-			c.Verdict = verdict(r >= 1.3 && r <= 5.2)
-		} else {
-			c = missing(c, "no 2MB rewrite latencies on both sides")
+// costRatioWithin evaluates "side's rewrite ÷ patch p50 is within
+// [lo, hi] at every size".
+func costRatioWithin(side string, lo, hi float64) func(claimInputs) outcome {
+	prefix := func(in claimInputs) string {
+		if in.ferret && side == "mongodb" {
+			return "FerretDB: "
 		}
-	} else {
-		c = missing(c, notRun("documents 2MB rewrite point"))
+		return ""
 	}
-	out = append(out, c)
+	return atEveryPoint("documents", "documents.rewrite", "documents", prefix, func(p *driver.Point) (string, bool) {
+		v, ok := median(p, "cost_ratio.p50", side)
+		return fmt.Sprintf("%s: %s×", p.Name, num(v)), ok && v >= lo && v <= hi
+	})
+}
+
+// Claims evaluates every claim of claimTable against the runs.
+func Claims(all []*driver.Run) []Claim {
+	in := claimInputs{rs: runs{}}
+	for _, r := range all {
+		in.rs[r.Command] = r
+	}
+	if docs := in.rs["documents"]; docs != nil {
+		in.ferret = docs.Versions.MongoFlavor == "FerretDB"
+	}
+	out := make([]Claim, 0, len(claimTable))
+	for _, s := range claimTable {
+		c := Claim{Pair: s.pair, Short: s.short, Claim: s.claim, Rule: s.rule}
+		switch o := s.evaluate(in); {
+		case o.missing != "":
+			c.Verdict, c.Why, c.Measured = NotMeasurable, o.missing, "–"
+		case s.mongo && in.ferret:
+			c.Verdict, c.Why, c.Measured = NotMeasurable, ferretWhy, o.measured
+		default:
+			c.Verdict, c.Measured = verdict(o.holds), o.measured
+		}
+		out = append(out, c)
+	}
 	return out
 }

@@ -3,7 +3,8 @@
 // side-by-side tables (Demo), and RESULTS.md with its SVG charts (Write,
 // charts drawn with gonum.org/v1/plot) and the claims table: every numeric
 // claim of the reference measurements, what was measured here, and a
-// verdict (holds / does not hold / not measurable here, with why). It
+// verdict (holds / does not hold / not measurable here, with why), and the
+// event-store bench's section (EventStoreSection) from its JSON. It
 // also renders the README's generated block (Findings, WriteREADME): one
 // measured verdict per pair and the decision questions answered with the
 // same numbers, between marker comments, so that the README cannot drift

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 )
 
 // Write regenerates the Markdown report at out and its charts in
 // chartsDir from runs (at most one per pair is expected; the last of a
-// command wins).
-func Write(out, chartsDir string, all []*driver.Run, now time.Time) error {
+// command wins) and, after them, the event-store bench's section.
+func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, now time.Time) error {
 	byCmd := map[string]*driver.Run{}
 	for _, r := range all {
 		byCmd[r.Command] = r
@@ -39,6 +40,9 @@ func Write(out, chartsDir string, all []*driver.Run, now time.Time) error {
 	}
 	var b bytes.Buffer
 	Markdown(&b, rs, charts, filepath.ToSlash(rel), now)
+	if section := EventStoreSection(es); section != "" {
+		b.WriteString("\n" + section)
+	}
 	return os.WriteFile(out, b.Bytes(), 0o644)
 }
 

@@ -565,14 +565,22 @@ func conflictShare(rows []eventstore.AppendRow) (float64, bool) {
 	return float64(conflicts) / float64(attempts), true
 }
 
+// first returns the first element of xs that match accepts, or nil.
+func first[T any](xs []T, match func(*T) bool) *T {
+	for i := range xs {
+		if match(&xs[i]) {
+			return &xs[i]
+		}
+	}
+	return nil
+}
+
 func engine(es eventstore.Results, name string) *eventstore.Engine {
 	if es.Append == nil {
 		return nil
 	}
-	for _, e := range es.Append.Engines {
-		if e.Name == name {
-			return e
-		}
+	if e := first(es.Append.Engines, func(e **eventstore.Engine) bool { return (*e).Name == name }); e != nil {
+		return *e
 	}
 	return nil
 }
@@ -581,24 +589,14 @@ func pointRead(es eventstore.Results, name string) *eventstore.PointReadRow {
 	if es.PointRead == nil {
 		return nil
 	}
-	for i := range es.PointRead.Rows {
-		if r := &es.PointRead.Rows[i]; r.Engine == name && r.Measured {
-			return r
-		}
-	}
-	return nil
+	return first(es.PointRead.Rows, func(r *eventstore.PointReadRow) bool { return r.Engine == name && r.Measured })
 }
 
 func catchUp(es eventstore.Results, name string) *eventstore.CatchUpRow {
 	if es.CatchUp == nil {
 		return nil
 	}
-	for i := range es.CatchUp.Rows {
-		if r := &es.CatchUp.Rows[i]; r.Engine == name && r.Measured {
-			return r
-		}
-	}
-	return nil
+	return first(es.CatchUp.Rows, func(r *eventstore.CatchUpRow) bool { return r.Engine == name && r.Measured })
 }
 
 func percent(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) }

@@ -184,7 +184,7 @@ func TestFindingsLinkToRealHeadings(t *testing.T) {
 	runs, es := fixtureInputs(t)
 	var b bytes.Buffer
 	Markdown(&b, runs, map[string]string{}, "docs/results", time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
-	b.WriteString(eventstore.Markdown(filepath.Join("testdata", "eventstore")))
+	b.WriteString(EventStoreSection(es))
 	headings := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^## (.*)$`).FindAllStringSubmatch(b.String(), -1) {
 		headings[anchor(m[1])] = true

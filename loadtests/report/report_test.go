@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.json from the synthetic fixture")
@@ -116,7 +117,7 @@ func TestReportFromFixture(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "RESULTS.md")
-	if err := Write(out, filepath.Join(dir, "docs", "results"), runs, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+	if err := Write(out, filepath.Join(dir, "docs", "results"), runs, eventstore.Results{}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)

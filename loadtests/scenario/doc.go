@@ -8,6 +8,11 @@
 // attack, a settle wait until the backlog drains, then GET /stats and the
 // progress endpoint again.
 //
+// The queue and log scenarios are declared values (QueueScenario,
+// LogScenario: pair, load shape, ceiling latency, variant environment and
+// default options) run by one RateScenario.Run; documents has its own
+// shape (Documents).
+//
 // Side A of every pair is the Postgres service (no-rabbitmq, no-kafka,
 // no-mongodb), side B the other, so every ratio reads "Postgres ÷ X".
 package scenario

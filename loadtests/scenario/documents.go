@@ -228,7 +228,7 @@ func Documents(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions)
 	}
 
 	// Rewrite of a large profile versus a patch of a neighbour column.
-	wal := e.walMeter(ctx)
+	wal := newWALMeter(ctx, e.PostgresURL)
 	if wal == nil {
 		run.Note("WAL per mutation not measured: cannot connect to Postgres at %s", redact(e.PostgresURL))
 	} else {
@@ -348,13 +348,14 @@ feed:
 // walMeter reads pg_current_wal_lsn() over one connection.
 type walMeter struct{ conn *pgx.Conn }
 
-func (e *Env) walMeter(ctx context.Context) *walMeter {
-	if e.PostgresURL == "" {
+// newWALMeter connects to url, or returns nil when it cannot.
+func newWALMeter(ctx context.Context, url string) *walMeter {
+	if url == "" {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, e.PostgresURL)
+	conn, err := pgx.Connect(cctx, url)
 	if err != nil {
 		return nil
 	}

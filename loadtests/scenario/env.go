@@ -114,6 +114,14 @@ func (e *Env) host() string {
 	return e.Host
 }
 
+// settle is the bound on a backlog's drain after an attack.
+func (e *Env) settle() time.Duration {
+	if e.Settle == 0 {
+		return 20 * time.Second
+	}
+	return e.Settle
+}
+
 func (e *Env) logf(format string, args ...any) {
 	if e.Out != nil {
 		fmt.Fprintf(e.Out, format+"\n", args...)

@@ -20,9 +20,76 @@ type Load struct {
 	Body func(n uint64) []byte
 }
 
-// rateSide measures one side at rate for dur: reset, attack, read, settle,
+// Run runs the scenario with o on e, recording every point and ceiling
+// in run: the fixed rates, then the ceiling search, then the variant.
+func (s RateScenario) Run(ctx context.Context, e *Env, run *driver.Run, o RateOptions) error {
+	run.Settings["rates"] = o.Rates
+	run.Settings["duration_s"] = o.Duration.Seconds()
+	run.Settings["rounds"] = o.Rounds
+	run.Settings["settle_s"] = e.settle().Seconds()
+	run.Settings["max_workers"] = e.MaxWorkers
+	if err := e.Ensure(ctx, s.Pair.Services(), nil, nil); err != nil {
+		return err
+	}
+	s.warmup(ctx, e)
+	for _, r := range o.Rates {
+		if err := s.point(ctx, e, run, "rate", r, o, nil); err != nil {
+			return err
+		}
+	}
+	if o.Ceiling {
+		run.Settings["ceiling"] = o.CeilingOpts
+		if err := s.ceiling(ctx, e, run, o.CeilingOpts); err != nil {
+			return err
+		}
+	}
+	if o.Variant {
+		run.Settings[s.Variant+"_env"] = s.VariantEnv
+		run.Settings[s.Variant+"_rate"] = o.VariantRate
+		if err := s.variant(ctx, e, run, o); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			run.Note("%s variant not measured: %v", s.Variant, err)
+			e.logf("%s variant not measured: %v", s.Variant, err)
+		}
+		// Back to the defaults for whatever runs next.
+		if err := e.Ensure(ctx, s.Pair.Services(), nil, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// variant measures the pair at o.VariantRate in the default mode, then
+// restarted with the variant's environment.
+func (s RateScenario) variant(ctx context.Context, e *Env, run *driver.Run, o RateOptions) error {
+	// Fail early, before measuring anything, when a service cannot be
+	// restarted by the driver.
+	if err := e.Ensure(ctx, s.Pair.Services(), s.VariantEnv, nil); err != nil {
+		return err
+	}
+	// The same rate in the default mode, so the two are compared within
+	// one run even when VariantRate is not one of Rates.
+	for _, mode := range []struct {
+		name string
+		env  map[string]map[string]string
+	}{{"default", nil}, {s.Variant, s.VariantEnv}} {
+		if err := e.Ensure(ctx, s.Pair.Services(), mode.env, nil); err != nil {
+			return err
+		}
+		s.warmup(ctx, e)
+		if err := s.point(ctx, e, run, mode.name, o.VariantRate, o, mode.env); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// side measures one side at rate for dur: reset, attack, read, settle,
 // read.
-func (e *Env) rateSide(ctx context.Context, pair Pair, svc string, load Load, rate float64, dur, settle time.Duration) (*driver.SideResult, error) {
+func (s RateScenario) side(ctx context.Context, e *Env, svc string, rate float64, dur, settle time.Duration) (*driver.SideResult, error) {
+	pair, load := s.Pair, s.Load
 	base := e.URL(svc)
 	res := &driver.SideResult{Metrics: map[string]float64{}}
 	if err := driver.ResetStats(ctx, base); err != nil {
@@ -38,7 +105,6 @@ func (e *Env) rateSide(ctx context.Context, pair Pair, svc string, load Load, ra
 	})
 	res.Phases = append(res.Phases, driver.Phase{Name: load.Phase, Client: c})
 	driver.FlattenClient(res.Metrics, "client.", c)
-
 	atEnd, err := driver.GetStats(ctx, base)
 	if err != nil {
 		return res, err
@@ -47,7 +113,6 @@ func (e *Env) rateSide(ctx context.Context, pair Pair, svc string, load Load, ra
 	backlog := counterSum(atEnd, pair.In) - counterSum(atEnd, pair.Out)
 	res.Metrics["backlog_end"] = float64(max(backlog, 0))
 	res.Metrics["throughput"] = math.Round(float64(counterSum(atEnd, pair.Out))/dur.Seconds()*10) / 10
-
 	// Settle: wait for what was sent to be processed, so that the
 	// server-side latencies cover every request and the next round starts
 	// from an empty backlog.
@@ -79,13 +144,13 @@ func (e *Env) rateSide(ctx context.Context, pair Pair, svc string, load Load, ra
 // warmup sends 2 s at 50/s to each side and waits for it to drain,
 // recording nothing: a freshly started service (a Kafka consumer joining
 // its group, pools filling) should not weigh on the first round.
-func (e *Env) warmup(ctx context.Context, pair Pair, load Load) {
+func (s RateScenario) warmup(ctx context.Context, e *Env) {
 	progress := e.Progress
 	e.Progress = nil
 	defer func() { e.Progress = progress }()
-	for _, s := range pair.Sides() {
-		if _, err := e.rateSide(ctx, pair, s, load, 50, 2*time.Second, e.settle()); err != nil {
-			e.logf("warm-up of %s: %v", s, err)
+	for _, svc := range s.Pair.Sides() {
+		if _, err := s.side(ctx, e, svc, 50, 2*time.Second, e.settle()); err != nil {
+			e.logf("warm-up of %s: %v", svc, err)
 		}
 	}
 }
@@ -97,23 +162,18 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// ratePoint measures pair at rate over rounds and appends the point to
-// run.
-func (e *Env) ratePoint(ctx context.Context, run *driver.Run, pair Pair, scenario string, load Load, rate float64, dur time.Duration, rounds int, env map[string]map[string]string) error {
-	e.logf("%s %s: %g/s for %s, %d rounds", pair.Name, scenario, rate, dur, rounds)
-	p := driver.Point{Scenario: scenario, Name: driver.Label(rate), Rate: rate, DurationS: dur.Seconds(), Sides: pair.Sides(), Env: env}
-	err := driver.RunPoint(ctx, &p, rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
-		return e.rateSide(ctx, pair, svc, load, rate, dur, e.settle())
+// point measures the pair at rate over o.Rounds rounds of o.Duration and
+// appends the point, named <pair>.<kind>, to run; env is the environment
+// the services run with (nil: the defaults).
+func (s RateScenario) point(ctx context.Context, e *Env, run *driver.Run, kind string, rate float64, o RateOptions, env map[string]map[string]string) error {
+	scenario := s.Pair.Name + "." + kind
+	e.logf("%s %s: %g/s for %s, %d rounds", s.Pair.Name, scenario, rate, o.Duration, o.Rounds)
+	p := driver.Point{Scenario: scenario, Name: driver.Label(rate), Rate: rate, DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides(), Env: env}
+	err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+		return s.side(ctx, e, svc, rate, o.Duration, e.settle())
 	})
 	run.Points = append(run.Points, p)
 	return err
-}
-
-func (e *Env) settle() time.Duration {
-	if e.Settle == 0 {
-		return 20 * time.Second
-	}
-	return e.Settle
 }
 
 // CeilingOptions parameterize a ceiling search.
@@ -161,15 +221,16 @@ func ceilingCriteria(latency string, o CeilingOptions) (string, func(m map[strin
 // ceiling runs the ceiling search on both sides of pair, o.Rounds times,
 // alternating sides with the order rotated, and appends one Ceiling per
 // side to run.
-func (e *Env) ceiling(ctx context.Context, run *driver.Run, pair Pair, scenario, latency string, load Load, o CeilingOptions) error {
-	desc, pass := ceilingCriteria(latency, o)
+func (s RateScenario) ceiling(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions) error {
+	pair, scenario := s.Pair, s.Pair.Name+".ceiling"
+	desc, pass := ceilingCriteria(s.CeilingLatency, o)
 	e.logf("%s %s: search from %g/s (x%g, max %g/s), %s steps, %d rounds", pair.Name, scenario, o.Start, o.Factor, o.Max, o.Step, o.Rounds)
 	byside := map[string]*driver.Ceiling{}
-	for _, s := range pair.Sides() {
-		byside[s] = &driver.Ceiling{Scenario: scenario, Service: s, Criteria: desc}
+	for _, svc := range pair.Sides() {
+		byside[svc] = &driver.Ceiling{Scenario: scenario, Service: svc, Criteria: desc}
 	}
 	step := func(ctx context.Context, svc string, rate float64) (driver.CeilingStep, error) {
-		res, err := e.rateSide(ctx, pair, svc, load, rate, o.Step, 3*e.settle()/2)
+		res, err := s.side(ctx, e, svc, rate, o.Step, 3*e.settle()/2)
 		st := driver.CeilingStep{Rate: rate}
 		if res != nil {
 			st.Metrics = res.Metrics
@@ -194,8 +255,8 @@ func (e *Env) ceiling(ctx context.Context, run *driver.Run, pair Pair, scenario,
 			}
 		}
 	}
-	for _, s := range pair.Sides() {
-		c := byside[s]
+	for _, svc := range pair.Sides() {
+		c := byside[svc]
 		var rates []float64
 		for _, r := range c.Rounds {
 			rates = append(rates, r.Rate)

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +98,25 @@ func TestEstimateCountsTheScenariosAttacks(t *testing.T) {
 	}
 	if got, want := c.Bound-e.Bound, time.Duration(6*7)*(5*time.Second+30*time.Second); got != want {
 		t.Errorf("ceiling bound %s, want %s", got, want)
+	}
+}
+
+// TestDeclaredScenariosAreValid checks every declared rate scenario, and
+// that Validate does catch a variant aimed at a service outside the pair
+// and a ceiling that cannot climb.
+func TestDeclaredScenariosAreValid(t *testing.T) {
+	for _, s := range []RateScenario{QueueScenario, LogScenario} {
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", s.Pair.Name, err)
+		}
+	}
+	bad := LogScenario
+	bad.VariantEnv = map[string]map[string]string{"rabbitmq": {"X": "1"}}
+	bad.Defaults.CeilingOpts.Factor = 1
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `"rabbitmq"`) || !strings.Contains(err.Error(), "cannot climb") {
+		t.Errorf("a broken scenario: %v", err)
+	}
+	if QueueScenario.VariantFlag() != "durable" || LogScenario.VariantFlag() != "sync-off" {
+		t.Errorf("variant flags %q %q", QueueScenario.VariantFlag(), LogScenario.VariantFlag())
 	}
 }

@@ -1,0 +1,62 @@
+package scenario
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// RateScenario declares a scenario of fixed rates, a ceiling search and
+// an environment variant (the queue and log pairs): what it sends, to
+// which pair, how a ceiling step is judged, which environment the
+// variant restarts the services with, and the options it runs with by
+// default.
+type RateScenario struct {
+	// Pair is the pair driven, Load what each request is.
+	Pair Pair
+	Load Load
+	// CeilingLatency names the server-side latency whose p99 bounds a
+	// ceiling step ("processing" is send→processed, "delivery").
+	CeilingLatency string
+	// Variant names the variant in scenarios and settings ("durable",
+	// "sync_off"; its flag spells _ as -), VariantEnv its environment per
+	// service.
+	Variant    string
+	VariantEnv map[string]map[string]string
+	// Defaults are the options the pair's command starts from.
+	Defaults RateOptions
+}
+
+// VariantFlag is the command-line flag that switches the variant on or
+// off ("durable", "sync-off").
+func (s RateScenario) VariantFlag() string { return strings.ReplaceAll(s.Variant, "_", "-") }
+
+// Validate says what is missing or inconsistent in a declared scenario.
+func (s RateScenario) Validate() error {
+	var errs []error
+	if s.Pair.Name == "" || s.Pair.A.Name == "" || s.Pair.B.Name == "" || s.Pair.Progress == "" || len(s.Pair.In) == 0 || len(s.Pair.Out) == 0 {
+		errs = append(errs, fmt.Errorf("pair %q: sides, progress endpoint and backlog counters are required", s.Pair.Name))
+	}
+	if s.Load.Phase == "" || !strings.HasPrefix(s.Load.Path, "/") || s.Load.Body == nil {
+		errs = append(errs, fmt.Errorf("%s: load needs a phase, a path and a body", s.Pair.Name))
+	} else if !json.Valid(s.Load.Body(0)) {
+		errs = append(errs, fmt.Errorf("%s: load body is not JSON: %s", s.Pair.Name, s.Load.Body(0)))
+	}
+	if s.CeilingLatency == "" || s.Variant == "" {
+		errs = append(errs, fmt.Errorf("%s: ceiling latency and variant name are required", s.Pair.Name))
+	}
+	for svc := range s.VariantEnv {
+		if svc != s.Pair.A.Name && svc != s.Pair.B.Name {
+			errs = append(errs, fmt.Errorf("%s: variant environment for %q, not a side of the pair", s.Pair.Name, svc))
+		}
+	}
+	d := s.Defaults
+	if len(d.Rates) == 0 || d.VariantRate <= 0 {
+		errs = append(errs, fmt.Errorf("%s: default rates and variant rate are required", s.Pair.Name))
+	}
+	if c := d.CeilingOpts; c.Start <= 0 || c.Factor <= 1 || c.Max < c.Start || c.Step <= 0 || c.Rounds < 1 || c.P99 <= 0 {
+		errs = append(errs, fmt.Errorf("%s: default ceiling %+v cannot climb", s.Pair.Name, c))
+	}
+	return errors.Join(errs...)
+}
