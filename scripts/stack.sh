@@ -35,6 +35,7 @@ set -Eeuo pipefail
 # do, instead of make's bare "Error N". (die() exits on purpose and does not pass here.)
 on_error() {
   local rc=$1 line=$2 cmd=$3
+  # shellcheck disable=SC2016 # the backquotes are literal
   printf '\nerror: scripts/stack.sh %s: `%s` failed with exit status %s (line %s).\n' \
     "${STACK_CMD:-}" "$cmd" "$rc" "$line" >&2
   case "${STACK_CMD:-}" in
