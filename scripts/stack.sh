@@ -849,7 +849,8 @@ cmd_status() {
     echo
     say "native stack:"
   fi
-  if print_table; then return 0; else return 3; fi
+  # exit, not return: a failing function would trip the ERR trap's "failed" report
+  print_table || exit 3
 }
 
 usage() {
