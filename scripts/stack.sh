@@ -35,6 +35,7 @@ set -Eeuo pipefail
 # do, instead of make's bare "Error N". (die() exits on purpose and does not pass here.)
 on_error() {
   local rc=$1 line=$2 cmd=$3
+  # shellcheck disable=SC2016 # the backquotes are literal
   printf '\nerror: scripts/stack.sh %s: `%s` failed with exit status %s (line %s).\n' \
     "${STACK_CMD:-}" "$cmd" "$rc" "$line" >&2
   case "${STACK_CMD:-}" in
@@ -154,49 +155,16 @@ wait_pid_gone() {
   return 1
 }
 
-# stop_pid NAME PIDFILE PATTERN SECONDS: SIGTERM, wait, SIGKILL as last resort.
-stop_pid() {
-  local name=$1 pidfile=$2 pattern=$3 secs=$4 pid
-  pid="$(read_pid "$pidfile")"
-  if ! pid_is "$pid" "$pattern"; then
-    info "$name: not running"
-    rm -f "$pidfile"
-    return 0
-  fi
-  say "stopping $name (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
-  if ! wait_pid_gone "$pid" "$secs"; then
-    warn "$name did not stop within ${secs}s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    wait_pid_gone "$pid" 5 || die "$name (pid $pid) would not die"
-  fi
-  rm -f "$pidfile"
-}
-
-# fail_with_log MESSAGE LOGFILE: die, showing the end of the log.
+# fail_with_log MESSAGE LOGFILE...: die, showing the end of each log that has something in it.
 fail_with_log() {
-  local msg=$1 logfile=$2
-  if [ -f "$logfile" ]; then
+  local msg=$1 logfile; shift
+  for logfile in "$@"; do
+    [ -s "$logfile" ] || continue
     printf -- '--- last lines of %s ---\n' "$logfile" >&2
     tail -n 25 "$logfile" >&2 || true
     printf -- '---\n' >&2
-  fi
-  die "$msg (log: $logfile)"
-}
-
-# wait_until NAME SECONDS LOGFILE PIDFILE PATTERN CMD...: poll CMD until it succeeds.
-# Fails early if the process in PIDFILE (when given) dies.
-wait_until() {
-  local name=$1 secs=$2 logfile=$3 pidfile=$4 pattern=$5; shift 5
-  local deadline=$((SECONDS + secs)) pid
-  until "$@" >/dev/null 2>&1; do
-    if [ -n "$pidfile" ]; then
-      pid="$(read_pid "$pidfile")"
-      pid_is "$pid" "$pattern" || fail_with_log "$name exited while starting" "$logfile"
-    fi
-    [ "$SECONDS" -lt "$deadline" ] || fail_with_log "$name did not answer within ${secs}s" "$logfile"
-    sleep 0.3
   done
+  die "$msg (log: $*)"
 }
 
 # check_port NAME PORT: die if PORT is taken by something that is not ours.
@@ -212,6 +180,102 @@ docker_ok() {
   [ "${STACK_NATIVE:-0}" != 1 ] || return 1
   command -v docker >/dev/null 2>&1 || return 1
   timeout 15 docker info >/dev/null 2>&1
+}
+
+# ---------------------------------------------------------------------------
+# The servers: one row each, in start order; down stops them in reverse order. A server runs
+# (and is ours) when the pid in PIDFILE is alive with MATCH in its command line or environment.
+# PORTS are ports.env variables (LABEL=VAR shows as name-LABEL); LOGS (under $LOG) are shown
+# when it fails. up checks every port first, then for each server that does not run: PREPARE
+# (config, initdb, storage format; - for none), START (daemonises or backgrounds it, leaving
+# its pid in PIDFILE); once all are launched, so that the slow ones boot in parallel, it polls
+# each READY check for READY_S seconds and runs SETUP. down runs STOP (- for SIGTERM), waits
+# STOP_S seconds, then sends SIGTERM, and SIGKILL as the last resort.
+S_NAME=() S_PORTS=() S_PIDFILE=() S_MATCH=() S_LOGS=() S_PREPARE=() S_START=() S_READY=()
+S_READY_S=() S_SETUP=() S_STOP=() S_STOP_S=()
+server() {
+  S_NAME+=("$1") S_PORTS+=("$2") S_PIDFILE+=("$3") S_MATCH+=("$4") S_LOGS+=("$5") S_PREPARE+=("$6")
+  S_START+=("$7") S_READY+=("$8") S_READY_S+=("$9") S_SETUP+=("${10}") S_STOP+=("${11}") S_STOP_S+=("${12}")
+}
+
+PGB_PID="$PGB_DIR/pgbouncer.pid"
+REDIS_PID="$REDIS_DIR/redis.pid"
+RMQ_PID="$RMQ_DIR/rabbitmq.pid"
+KAFKA_PID="$KAFKA_DIR/kafka.pid"
+KAFKA_PROPS="$KAFKA_DIR/server.properties"
+FERRET_PID="$FERRET_DIR/ferretdb.pid"
+
+#      NAME      PORTS                                         PIDFILE                  MATCH
+#        LOGS                                                 PREPARE       START        READY       READY_S SETUP    STOP       STOP_S
+server postgres  PG_PORT                                       "$PGDATA/postmaster.pid" "$PGDATA" \
+         "postgres.log"                                       pg_prepare    pg_start     pg_ping     30      pg_setup pg_stop    60
+server pgbouncer PGBOUNCER_PORT                                "$PGB_PID"               "$PGB_DIR/pgbouncer.ini" \
+         "pgbouncer.log"                                      pgb_prepare   pgb_start    pgb_ping    15      -        -          15
+server redis     REDIS_PORT                                    "$REDIS_PID"             redis-server \
+         "redis.log"                                          -             redis_start  redis_ping  15      -        redis_stop 10
+server rabbitmq  "RABBITMQ_PORT mgmt=RABBITMQ_MGMT_PORT"       "$RMQ_PID"               "RABBITMQ_PID_FILE=$RMQ_PID" \
+         "rabbitmq/$RMQ_NODE.log rabbitmq-wait.log rabbitmq-start.log" \
+                                                              rmq_prepare   rmq_start    rmq_ready   120     -        rmq_stop   30
+server kafka     "KAFKA_PORT controller=KAFKA_CONTROLLER_PORT" "$KAFKA_PID"             "$KAFKA_PROPS" \
+         "kafka/server.log kafka/kafka.out"                   kafka_prepare kafka_start  kafka_ready 120     -        -          60
+server ferretdb  MONGO_PORT                                    "$FERRET_PID"            "$FERRET_BIN" \
+         "ferretdb.log"                                       -             ferret_start ferret_ping 30      -        -          15
+
+server_running() { pid_is "$(read_pid "${S_PIDFILE[$1]}")" "${S_MATCH[$1]}"; }
+
+# server_ports I: one line "LABEL PORT" for each port of server I.
+server_ports() {
+  local var label
+  for var in ${S_PORTS[$1]}; do
+    label=${S_NAME[$1]}
+    if [[ $var == *=* ]]; then label+="-${var%%=*}" var=${var#*=}; fi
+    printf '%s %s\n' "$label" "${!var}"
+  done
+}
+
+# fail_server I MESSAGE: die, showing the end of server I's logs.
+fail_server() {
+  local log logs=()
+  for log in ${S_LOGS[$1]}; do logs+=("$LOG/$log"); done
+  fail_with_log "${S_NAME[$1]} $2" "${logs[@]}"
+}
+
+start_server() {
+  local i=$1 label port
+  if server_running "$i"; then
+    info "${S_NAME[i]}: already running (pid $(read_pid "${S_PIDFILE[i]}"))"
+    return
+  fi
+  while read -r label port; do check_port "$label" "$port"; done < <(server_ports "$i")
+  rm -f "${S_PIDFILE[i]}"
+  [ "${S_PREPARE[i]}" = - ] || "${S_PREPARE[i]}"
+  "${S_START[i]}" || fail_server "$i" "failed to start"
+}
+
+ready_server() {
+  local i=$1 deadline=$((SECONDS + S_READY_S[$1]))
+  until "${S_READY[i]}" >/dev/null 2>&1; do
+    # a daemon writes its pid file a moment after its launcher returns: no file yet is no death
+    if [ -s "${S_PIDFILE[i]}" ] && ! server_running "$i"; then fail_server "$i" "exited while starting"; fi
+    [ "$SECONDS" -lt "$deadline" ] || fail_server "$i" "did not answer within ${S_READY_S[i]}s"
+    sleep 0.3
+  done
+  [ "${S_SETUP[i]}" = - ] || "${S_SETUP[i]}"
+}
+
+stop_server() {
+  local i=$1 name=${S_NAME[$1]} pid
+  pid="$(read_pid "${S_PIDFILE[i]}")"
+  server_running "$i" || { info "$name: not running"; return; }
+  say "stopping $name (pid $pid)"
+  if [ "${S_STOP[i]}" = - ]; then kill -TERM "$pid" 2>/dev/null || true; else "${S_STOP[i]}" >/dev/null 2>&1 || true; fi
+  if ! wait_pid_gone "$pid" "${S_STOP_S[i]}"; then
+    warn "$name did not stop within ${S_STOP_S[i]}s; sending SIGTERM, then SIGKILL after 10s"
+    kill -TERM "$pid" 2>/dev/null || true
+    wait_pid_gone "$pid" 10 || kill -KILL "$pid" 2>/dev/null || true
+    wait_pid_gone "$pid" 5 || die "$name (pid $pid) would not die"
+  fi
+  rm -f "${S_PIDFILE[i]}"
 }
 
 # ---------------------------------------------------------------------------
@@ -250,11 +314,6 @@ pg_bindir() {
   fi
   [ -n "$best" ] || die "PostgreSQL >= 15 not found under /usr/lib/postgresql; run: bash scripts/stack.sh deps"
   printf '%s' "/usr/lib/postgresql/$best/bin"
-}
-
-pg_running() {
-  [ -s "$PGDATA/PG_VERSION" ] || return 1
-  as_user "$PG_USER" "$(pg_bindir)/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1
 }
 
 pg_psql() {
@@ -310,7 +369,30 @@ EOF
   own "$PG_USER" "$PGDATA/pg_hba.conf"
 }
 
-pg_ensure_db() {
+pg_prepare() {
+  local bin
+  bin="$(pg_bindir)"
+  [ -s "$PGDATA/PG_VERSION" ] || pg_init "$bin"
+  [ -f "$bin/../lib/wal2json.so" ] || [ -f "$("$bin/pg_config" --pkglibdir 2>/dev/null)/wal2json.so" ] ||
+    warn "wal2json not found for $bin; run: bash scripts/stack.sh deps"
+  pg_write_conf "$bin"
+  touch "$LOG/postgres.log" && own "$PG_USER" "$LOG/postgres.log"
+}
+
+pg_start() {
+  local bin
+  bin="$(pg_bindir)"
+  say "postgres: starting on 127.0.0.1:$PG_PORT ($(basename "$(dirname "$bin")"))"
+  as_user "$PG_USER" "$bin/pg_ctl" -D "$PGDATA" -l "$LOG/postgres.log" -w -t 60 start >/dev/null
+}
+
+pg_ping() { pg_psql -d postgres -c 'SELECT 1'; }
+
+# pg_setup: the server runs with the current stack.conf (reloadable settings apply now, the
+# others at the next restart) and the stack's database exists.
+pg_setup() {
+  pg_write_conf "$(pg_bindir)"
+  pg_psql -d postgres -tAc 'SELECT pg_reload_conf()' >/dev/null || true
   pg_psql -d postgres -c "ALTER ROLE postgres PASSWORD '$PG_PASSWORD'" >/dev/null
   if [ "$(pg_psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$PG_DB'")" != 1 ]; then
     info "postgres: creating database $PG_DB"
@@ -318,52 +400,13 @@ pg_ensure_db() {
   fi
 }
 
-start_postgres() {
-  local bin
-  bin="$(pg_bindir)"
-  if pg_running; then
-    info "postgres: already running ($PGDATA)"
-    # keep stack.conf current; reloadable settings apply now, the others at the next restart
-    pg_write_conf "$bin"
-    pg_psql -d postgres -tAc 'SELECT pg_reload_conf()' >/dev/null || true
-  else
-    check_port postgres "$PG_PORT"
-    [ -s "$PGDATA/PG_VERSION" ] || pg_init "$bin"
-    [ -f "$bin/../lib/wal2json.so" ] || [ -f "$("$bin/pg_config" --pkglibdir 2>/dev/null)/wal2json.so" ] ||
-      warn "wal2json not found for $bin; run: bash scripts/stack.sh deps"
-    pg_write_conf "$bin"
-    touch "$LOG/postgres.log" && own "$PG_USER" "$LOG/postgres.log"
-    say "postgres: starting on 127.0.0.1:$PG_PORT ($(basename "$(dirname "$bin")"))"
-    as_user "$PG_USER" "$bin/pg_ctl" -D "$PGDATA" -l "$LOG/postgres.log" -w -t 60 start >/dev/null ||
-      fail_with_log "postgres failed to start" "$LOG/postgres.log"
-  fi
-  wait_until postgres 30 "$LOG/postgres.log" "" "" pg_psql -d postgres -c 'SELECT 1'
-  pg_ensure_db
-}
-
-stop_postgres() {
-  if pg_running; then
-    say "stopping postgres"
-    as_user "$PG_USER" "$(pg_bindir)/pg_ctl" -D "$PGDATA" stop -m fast -w -t 60 >/dev/null
-  else
-    info "postgres: not running"
-  fi
-}
+# fast shutdown: SIGTERM would wait for every client to disconnect
+pg_stop() { as_user "$PG_USER" "$(pg_bindir)/pg_ctl" -D "$PGDATA" stop -m fast -w -t 60; }
 
 # ---------------------------------------------------------------------------
 # pgbouncer (transaction pooling in front of the stack's PostgreSQL)
 
-PGB_PID="$PGB_DIR/pgbouncer.pid"
-
-pgb_running() { pid_is "$(read_pid "$PGB_PID")" "$PGB_DIR/pgbouncer.ini"; }
-
-start_pgbouncer() {
-  if pgb_running; then
-    info "pgbouncer: already running (pid $(read_pid "$PGB_PID"))"
-    return
-  fi
-  check_port pgbouncer "$PGBOUNCER_PORT"
-  command -v pgbouncer >/dev/null || die "pgbouncer not installed; run: bash scripts/stack.sh deps"
+pgb_prepare() {
   mkdir -p "$PGB_DIR"
   cat >"$PGB_DIR/pgbouncer.ini" <<EOF
 ; Written by scripts/stack.sh at every start; edit the script, not this file.
@@ -393,61 +436,34 @@ EOF
   chmod 600 "$PGB_DIR/userlist.txt"
   touch "$LOG/pgbouncer.log"
   own "$PG_USER" "$PGB_DIR" "$PGB_DIR/pgbouncer.ini" "$PGB_DIR/userlist.txt" "$LOG/pgbouncer.log"
-  rm -f "$PGB_PID"
+}
+
+pgb_start() {
   say "pgbouncer: starting on 127.0.0.1:$PGBOUNCER_PORT (transaction pooling -> :$PG_PORT)"
   # runuser's PAM session resets the fd limit to 1024: raise it again for max_client_conn
   # shellcheck disable=SC2016
   as_user "$PG_USER" bash -c 'h="$(ulimit -Hn)"; if [ "$h" = unlimited ] || [ "$h" -gt 65536 ]; then h=65536; fi
-      ulimit -Sn "$h" 2>/dev/null; exec pgbouncer -d -q "$1"' _ "$PGB_DIR/pgbouncer.ini" ||
-    fail_with_log "pgbouncer failed to start" "$LOG/pgbouncer.log"
-  wait_until pgbouncer 15 "$LOG/pgbouncer.log" "" "" \
-    "$(pg_bindir)/psql" -X -q -h 127.0.0.1 -p "$PGBOUNCER_PORT" -U postgres -d "$PG_DB" -c 'SELECT 1'
+      ulimit -Sn "$h" 2>/dev/null; exec pgbouncer -d -q "$1"' _ "$PGB_DIR/pgbouncer.ini"
 }
 
-stop_pgbouncer() { stop_pid pgbouncer "$PGB_PID" "$PGB_DIR/pgbouncer.ini" 15; }
+pgb_ping() { "$(pg_bindir)/psql" -X -q -h 127.0.0.1 -p "$PGBOUNCER_PORT" -U postgres -d "$PG_DB" -c 'SELECT 1'; }
 
 # ---------------------------------------------------------------------------
 # Redis
 
-REDIS_PID="$REDIS_DIR/redis.pid"
-
-redis_running() { pid_is "$(read_pid "$REDIS_PID")" "redis-server"; }
-
-start_redis() {
-  if redis_running; then
-    info "redis: already running (pid $(read_pid "$REDIS_PID"))"
-    return
-  fi
-  check_port redis "$REDIS_PORT"
-  command -v redis-server >/dev/null || die "redis-server not installed; run: bash scripts/stack.sh deps"
+redis_start() {
   mkdir -p "$REDIS_DIR"
-  rm -f "$REDIS_PID"
   say "redis: starting on 127.0.0.1:$REDIS_PORT"
   redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --daemonize yes --save '' --appendonly no \
-    --dir "$REDIS_DIR" --pidfile "$REDIS_PID" --logfile "$LOG/redis.log" ||
-    fail_with_log "redis failed to start" "$LOG/redis.log"
-  wait_until redis 15 "$LOG/redis.log" "" "" redis_ping
+    --dir "$REDIS_DIR" --pidfile "$REDIS_PID" --logfile "$LOG/redis.log"
 }
 
 redis_ping() { [ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; }
 
-stop_redis() {
-  local pid
-  pid="$(read_pid "$REDIS_PID")"
-  if ! pid_is "$pid" redis-server; then
-    info "redis: not running"
-    return
-  fi
-  say "stopping redis (pid $pid)"
-  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
-  wait_pid_gone "$pid" 10 || stop_pid redis "$REDIS_PID" redis-server 5
-  rm -f "$REDIS_PID"
-}
+redis_stop() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave; }
 
 # ---------------------------------------------------------------------------
 # RabbitMQ (+ management plugin)
-
-RMQ_PID="$RMQ_DIR/rabbitmq.pid"
 
 rmq_bindir() {
   if [ -d /usr/lib/rabbitmq/bin ]; then
@@ -481,15 +497,7 @@ rmq() {
   ${RMQ_TIMEOUT:+timeout -k 5 "$RMQ_TIMEOUT"} "${cmd[@]}"
 }
 
-rmq_running() { pid_is "$(read_pid "$RMQ_PID")" "RABBITMQ_PID_FILE=$RMQ_PID"; }
-
-start_rabbitmq() {
-  if rmq_running; then
-    info "rabbitmq: already running (pid $(read_pid "$RMQ_PID"))"
-    return
-  fi
-  check_port rabbitmq "$RABBITMQ_PORT"
-  check_port rabbitmq-management "$RABBITMQ_MGMT_PORT"
+rmq_prepare() {
   mkdir -p "$RMQ_DIR/mnesia" "$LOG/rabbitmq"
   : >"$RMQ_DIR/rabbitmq-env.conf"
   cat >"$RMQ_DIR/rabbitmq.conf" <<EOF
@@ -506,35 +514,28 @@ EOF
   printf '[].\n' >"$RMQ_DIR/advanced.config"
   own "$RMQ_USER" "$RMQ_DIR" "$RMQ_DIR/mnesia" "$LOG/rabbitmq" "$RMQ_DIR"/rabbitmq-env.conf \
     "$RMQ_DIR/rabbitmq.conf" "$RMQ_DIR/enabled_plugins" "$RMQ_DIR/advanced.config"
-  rm -f "$RMQ_PID"
+  : >"$LOG/rabbitmq-wait.log"
+}
+
+rmq_start() {
   say "rabbitmq: starting on 127.0.0.1:$RABBITMQ_PORT (management :$RABBITMQ_MGMT_PORT)"
-  rmq rabbitmq-server -detached >"$LOG/rabbitmq-start.log" 2>&1 ||
-    fail_with_log "rabbitmq-server -detached failed" "$LOG/rabbitmq-start.log"
+  rmq rabbitmq-server -detached >"$LOG/rabbitmq-start.log" 2>&1
 }
 
-wait_rabbitmq() {
-  local log="$LOG/rabbitmq/$RMQ_NODE.log"
-  # `wait` blocks until the pid file appears and the broker app runs
-  RMQ_TIMEOUT=100 rmq rabbitmqctl -n "$RMQ_NODE" wait --timeout 90 "$RMQ_PID" >"$LOG/rabbitmq-wait.log" 2>&1 ||
-    fail_with_log "rabbitmq did not start within 90s (see also $LOG/rabbitmq-wait.log)" "$log"
-  wait_until rabbitmq-management 30 "$log" "$RMQ_PID" "RABBITMQ_PID_FILE=$RMQ_PID" port_open "$RABBITMQ_MGMT_PORT"
+# rmq_ready: `rabbitmqctl wait` blocks until the pid file appears and the broker app runs
+# (`await_startup` fails straight after -detached); then the management listener.
+rmq_ready() {
+  RMQ_TIMEOUT=100 rmq rabbitmqctl -n "$RMQ_NODE" wait --timeout 90 "$RMQ_PID" >"$LOG/rabbitmq-wait.log" 2>&1 &&
+    port_open "$RABBITMQ_MGMT_PORT"
 }
 
-stop_rabbitmq() {
-  local pid
-  pid="$(read_pid "$RMQ_PID")"
-  if pid_is "$pid" "RABBITMQ_PID_FILE=$RMQ_PID"; then
-    say "stopping rabbitmq (pid $pid)"
-    # `stop PIDFILE` waits for the OS process to exit; it can hang forever when the CLI
-    # cannot reach the node (e.g. Erlang cookie mismatch), hence the timeout + SIGTERM fallback
-    RMQ_TIMEOUT=45 rmq rabbitmqctl -n "$RMQ_NODE" stop "$RMQ_PID" >/dev/null 2>&1 || true
-    wait_pid_gone "$pid" 30 || stop_pid rabbitmq "$RMQ_PID" "RABBITMQ_PID_FILE=$RMQ_PID" 10
-  else
-    info "rabbitmq: not running"
-  fi
-  rm -f "$RMQ_PID"
-  # rabbitmqctl stop leaves the Erlang port mapper (epmd, :4369) behind; `epmd -kill`
-  # only stops it when no other Erlang node is registered with it.
+# `stop PIDFILE` waits for the OS process to exit; it can hang forever when the CLI cannot
+# reach the node (e.g. Erlang cookie mismatch), hence the timeout (then SIGTERM, SIGKILL).
+rmq_stop() { RMQ_TIMEOUT=45 rmq rabbitmqctl -n "$RMQ_NODE" stop "$RMQ_PID"; }
+
+# epmd_stop: rabbitmqctl stop leaves the Erlang port mapper (epmd, :4369) behind; `epmd -kill`
+# only stops it when no other Erlang node is registered with it.
+epmd_stop() {
   if command -v epmd >/dev/null && port_open 4369; then
     if ! epmd -names 2>/dev/null | grep '^name ' >/dev/null; then
       if epmd -kill >/dev/null 2>&1; then info "epmd stopped"; fi
@@ -547,11 +548,6 @@ stop_rabbitmq() {
 # ---------------------------------------------------------------------------
 # Apache Kafka (KRaft, broker+controller in one JVM)
 
-KAFKA_PID="$KAFKA_DIR/kafka.pid"
-KAFKA_PROPS="$KAFKA_DIR/server.properties"
-
-kafka_running() { pid_is "$(read_pid "$KAFKA_PID")" "$KAFKA_PROPS"; }
-
 # kafka_tool CLASS ARGS...: run a Kafka CLI class from the stack's jars.
 kafka_tool() {
   [ -d "$KAFKA_LIBS" ] || die "Kafka jars missing ($KAFKA_LIBS); run: bash scripts/stack.sh deps"
@@ -561,7 +557,8 @@ kafka_tool() {
     -cp "$KAFKA_LIBS/*" "$@"
 }
 
-kafka_write_props() {
+# kafka_prepare: write server.properties; format the storage before the very first start.
+kafka_prepare() {
   mkdir -p "$KAFKA_DIR/data" "$LOG/kafka"
   cat >"$KAFKA_PROPS" <<EOF
 # Written by scripts/stack.sh at every start; edit the script, not this file.
@@ -586,18 +583,6 @@ auto.create.topics.enable=true
 group.initial.rebalance.delay.ms=0
 log.retention.hours=24
 EOF
-}
-
-start_kafka() {
-  if kafka_running; then
-    info "kafka: already running (pid $(read_pid "$KAFKA_PID"))"
-    return
-  fi
-  check_port kafka "$KAFKA_PORT"
-  check_port kafka-controller "$KAFKA_CONTROLLER_PORT"
-  [ -f "$KAFKA_LIBS/.complete" ] || die "Kafka jars missing ($KAFKA_LIBS); run: bash scripts/stack.sh deps"
-  command -v java >/dev/null || die "java not found; run: bash scripts/stack.sh deps"
-  kafka_write_props
   if [ ! -f "$KAFKA_DIR/data/meta.properties" ]; then
     local cluster_id
     # a Kafka cluster id is 16 random bytes, base64url without padding
@@ -606,8 +591,10 @@ start_kafka() {
     kafka_tool kafka.tools.StorageTool format -t "$cluster_id" -c "$KAFKA_PROPS" >"$LOG/kafka-format.log" 2>&1 ||
       fail_with_log "kafka storage format failed" "$LOG/kafka-format.log"
   fi
+}
+
+kafka_start() {
   say "kafka: starting on localhost:$KAFKA_PORT (controller :$KAFKA_CONTROLLER_PORT)"
-  rm -f "$KAFKA_PID"
   # shellcheck disable=SC2086
   setsid nohup java ${KAFKA_HEAP_OPTS:--Xms512m -Xmx512m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
     -Djava.awt.headless=true \
@@ -618,48 +605,28 @@ start_kafka() {
   echo $! >"$KAFKA_PID"
 }
 
-# kafka_api_versions: an ApiVersions + Metadata round trip through the advertised listener.
-kafka_api_versions() {
+# kafka_ready: the port answering is not enough: an ApiVersions + Metadata round trip
+# through the advertised listener.
+kafka_ready() {
   local out
+  port_open "$KAFKA_PORT" || return 1
   out="$(KAFKA_TOOL_TIMEOUT=30 kafka_tool org.apache.kafka.tools.BrokerApiVersionsCommand \
     --bootstrap-server "localhost:$KAFKA_PORT" 2>/dev/null)" || return 1
   grep -q "(id: 1 " <<<"$out"
 }
 
-wait_kafka() {
-  local log="$LOG/kafka/server.log"
-  [ -f "$log" ] || log="$LOG/kafka/kafka.out"
-  wait_until kafka 90 "$log" "$KAFKA_PID" "$KAFKA_PROPS" port_open "$KAFKA_PORT"
-  # the port answering is not enough: ask the broker for its API versions and metadata
-  wait_until kafka 90 "$LOG/kafka/server.log" "$KAFKA_PID" "$KAFKA_PROPS" kafka_api_versions
-}
-
-stop_kafka() { stop_pid kafka "$KAFKA_PID" "$KAFKA_PROPS" 60; }
-
 # ---------------------------------------------------------------------------
 # FerretDB (MongoDB wire protocol, SQLite backend)
 
-FERRET_PID="$FERRET_DIR/ferretdb.pid"
-
-ferret_running() { pid_is "$(read_pid "$FERRET_PID")" "$FERRET_BIN"; }
-
-start_ferretdb() {
-  if ferret_running; then
-    info "ferretdb: already running (pid $(read_pid "$FERRET_PID"))"
-    return
-  fi
-  check_port ferretdb "$MONGO_PORT"
-  [ -x "$FERRET_BIN" ] || die "FerretDB binary missing ($FERRET_BIN); run: bash scripts/stack.sh deps"
+ferret_start() {
   mkdir -p "$FERRET_DIR/data"
-  rm -f "$FERRET_PID"
   say "ferretdb: starting on 127.0.0.1:$MONGO_PORT (SQLite in $FERRET_DIR/data)"
   setsid nohup "$FERRET_BIN" -listen "127.0.0.1:$MONGO_PORT" -data-dir "$FERRET_DIR/data" \
     >>"$LOG/ferretdb.log" 2>&1 </dev/null &
   echo $! >"$FERRET_PID"
-  wait_until ferretdb 30 "$LOG/ferretdb.log" "$FERRET_PID" "$FERRET_BIN" port_open "$MONGO_PORT"
 }
 
-stop_ferretdb() { stop_pid ferretdb "$FERRET_PID" "$FERRET_BIN" 15; }
+ferret_ping() { port_open "$MONGO_PORT"; }
 
 # ---------------------------------------------------------------------------
 # deps
@@ -772,34 +739,22 @@ cmd_deps() {
 # ---------------------------------------------------------------------------
 # up / down / status
 
-# name port check-function: check prints nothing, returns 0 when ours and running
-SERVERS=(
-  "postgres:PG_PORT:pg_running"
-  "pgbouncer:PGBOUNCER_PORT:pgb_running"
-  "rabbitmq:RABBITMQ_PORT:rmq_running"
-  "rabbitmq-mgmt:RABBITMQ_MGMT_PORT:rmq_running"
-  "redis:REDIS_PORT:redis_running"
-  "kafka:KAFKA_PORT:kafka_running"
-  "kafka-controller:KAFKA_CONTROLLER_PORT:kafka_running"
-  "ferretdb:MONGO_PORT:ferret_running"
-)
-
 print_table() {
-  local row name portvar check port state not_up=0
+  local i label port state not_up=0
   printf '%-17s %-6s %s\n' SERVER PORT STATUS
-  for row in "${SERVERS[@]}"; do
-    IFS=: read -r name portvar check <<<"$row"
-    port="${!portvar}"
-    if $check 2>/dev/null; then
-      if port_open "$port"; then state=up; else state="starting (process up, port closed)"; not_up=1; fi
-    elif port_open "$port"; then
-      state="port in use by another process ($(port_holder "$port"))"
-      not_up=1
-    else
-      state=down
-      not_up=1
-    fi
-    printf '%-17s %-6s %s\n' "$name" "$port" "$state"
+  for i in "${!S_NAME[@]}"; do
+    while read -r label port; do
+      if server_running "$i" 2>/dev/null; then
+        if port_open "$port"; then state=up; else state="starting (process up, port closed)"; not_up=1; fi
+      elif port_open "$port"; then
+        state="port in use by another process ($(port_holder "$port"))"
+        not_up=1
+      else
+        state=down
+        not_up=1
+      fi
+      printf '%-17s %-6s %s\n' "$label" "$port" "$state"
+    done < <(server_ports "$i")
   done
   # KurrentDB has no Debian/Maven/PyPI/npm package: docker compose only; not counted here
   if port_open "$KURRENTDB_PORT"; then state="up (not managed by this script)"; else state="not run natively (docker compose only)"; fi
@@ -838,13 +793,12 @@ preflight() {
 # preflight_ports: before starting anything, every port of a server that is not already
 # ours and running must be free.
 preflight_ports() {
-  local row name portvar check port conflicts=()
-  for row in "${SERVERS[@]}"; do
-    IFS=: read -r name portvar check <<<"$row"
-    port="${!portvar}"
-    if ! $check 2>/dev/null && port_open "$port"; then
-      conflicts+=("  $name: port $port is in use by $(port_holder "$port")")
-    fi
+  local i label port conflicts=()
+  for i in "${!S_NAME[@]}"; do
+    ! server_running "$i" 2>/dev/null || continue
+    while read -r label port; do
+      if port_open "$port"; then conflicts+=("  $label: port $port is in use by $(port_holder "$port")"); fi
+    done < <(server_ports "$i")
   done
   [ "${#conflicts[@]}" -eq 0 ] && return 0
   printf 'error: ports needed by the native stack are taken by processes that are not this stack'"'"'s:\n' >&2
@@ -859,7 +813,7 @@ cmd_up() {
     say "a Docker engine answers: the stack runs with 'docker compose up -d --wait' (STACK_NATIVE=1 forces the native stack)"
     cd "$ROOT" && exec docker compose up -d --wait
   fi
-  local t0=$SECONDS
+  local t0=$SECONDS i
   mkdir -p "$STACK" "$LOG" "$STACK/run"
   preflight
   # servers inherit this: pgbouncer (max_client_conn 1000) and redis want more than 1024 fds
@@ -868,15 +822,8 @@ cmd_up() {
   if [ "$hard" = unlimited ] || [ "$hard" -gt 65536 ]; then hard=65536; fi
   ulimit -Sn "$hard" 2>/dev/null || true
   preflight_ports
-  start_postgres
-  start_pgbouncer
-  start_redis
-  # the two slow starters boot in parallel
-  start_kafka
-  start_rabbitmq
-  start_ferretdb
-  wait_kafka
-  wait_rabbitmq
+  for i in "${!S_NAME[@]}"; do start_server "$i"; done
+  for i in "${!S_NAME[@]}"; do ready_server "$i"; done
   say "stack up in $((SECONDS - t0))s (logs in $LOG)"
   print_table || die "some servers are not up"
   echo
@@ -889,12 +836,9 @@ cmd_down() {
     (cd "$ROOT" && docker compose down) || warn "docker compose down failed"
   fi
   [ -d "$STACK" ] || { info "nothing to stop ($STACK does not exist)"; return; }
-  stop_ferretdb
-  stop_kafka
-  stop_rabbitmq
-  stop_redis
-  stop_pgbouncer
-  stop_postgres
+  local i
+  for ((i = ${#S_NAME[@]} - 1; i >= 0; i--)); do stop_server "$i"; done
+  epmd_stop
   say "stack down"
 }
 
@@ -905,7 +849,8 @@ cmd_status() {
     echo
     say "native stack:"
   fi
-  if print_table; then return 0; else return 3; fi
+  # exit, not return: a failing function would trip the ERR trap's "failed" report
+  print_table || exit 3
 }
 
 usage() {
