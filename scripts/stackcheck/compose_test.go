@@ -156,12 +156,8 @@ func TestComposePortsMatchPortsEnv(t *testing.T) {
 // and the controller listens on KAFKA_CONTROLLER_PORT without being published.
 func TestComposeKafkaListeners(t *testing.T) {
 	t.Parallel()
-	project := loadCompose(t)
 	ports := readPortsEnv(t)
-	svc, ok := project.Services["kafka"]
-	if !ok {
-		t.Fatal(`no service "kafka"`)
-	}
+	svc := composeService(t, "kafka")
 
 	if port, ok := ports["KAFKA_PORT"]; ok {
 		want := "localhost:" + strconv.Itoa(port)
@@ -194,11 +190,7 @@ func TestComposeKafkaListeners(t *testing.T) {
 
 func TestComposePostgresLogicalDecoding(t *testing.T) {
 	t.Parallel()
-	project := loadCompose(t)
-	svc, ok := project.Services["postgres"]
-	if !ok {
-		t.Fatal(`no service "postgres"`)
-	}
+	svc := composeService(t, "postgres")
 
 	command := strings.Join(svc.Command, " ")
 	for _, setting := range []string{
@@ -237,11 +229,7 @@ func TestComposePostgresLogicalDecoding(t *testing.T) {
 
 func TestComposePgbouncerTransactionMode(t *testing.T) {
 	t.Parallel()
-	project := loadCompose(t)
-	svc, ok := project.Services["pgbouncer"]
-	if !ok {
-		t.Fatal(`no service "pgbouncer"`)
-	}
+	svc := composeService(t, "pgbouncer")
 
 	// POOL_MODE is read by edoburu/pgbouncer, PGBOUNCER_POOL_MODE by
 	// bitnami/pgbouncer; either image may be used.
@@ -309,6 +297,17 @@ func loadCompose(tb testing.TB) *types.Project {
 	tb.Helper()
 	project, _ := loadComposeVars(tb)
 	return project
+}
+
+// composeService is the service name of docker-compose.yml (loadCompose);
+// it fails tb if there is none.
+func composeService(tb testing.TB, name string) types.ServiceConfig {
+	tb.Helper()
+	svc, ok := loadCompose(tb).Services[name]
+	if !ok {
+		tb.Fatalf("no service %q", name)
+	}
+	return svc
 }
 
 // loadComposeVars is loadCompose that also returns the names of the

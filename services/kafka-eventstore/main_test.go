@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,11 +10,11 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
 
 // testConfig uses a topic of the test's own, deleted when it ends.
@@ -38,39 +37,14 @@ func testConfig(t testing.TB) Config {
 	return cfg
 }
 
-// start builds and starts the service with cfg (again on each Restart);
-// it is stopped at the test's end.
-func start(t testing.TB, cfg Config) *kittest.Instance[struct{}] {
-	t.Helper()
-	return kittest.StartInstance(t, func(t testing.TB) (struct{}, *service.Service) {
-		svc, err := build(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return struct{}{}, svc
-	})
-}
-
 // TestConformance runs the event store suite against kafka-eventstore.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	features := conformance.Features{ConditionalAppend: false, ServerSideStreamRead: false, PushSubscription: false}
 	conformance.Run(t, features, func(t testing.TB) conformance.Target {
-		return &target[struct{}]{service: "kafka-eventstore", backend: "kafka", Instance: start(t, testConfig(t))}
+		return &servicetest.Target[struct{}]{Service: "kafka-eventstore", Backend: "kafka", Instance: servicetest.Start(t, build, testConfig(t))}
 	})
 }
-
-// target implements conformance.Target.
-type target[A any] struct {
-	service, backend string
-	*kittest.Instance[A]
-}
-
-func (tg *target[A]) Names() (service, backend string) { return tg.service, tg.backend }
-
-// Crash is a Restart: an append is answered once the engine has it, so the
-// process holds nothing a crash could lose.
-func (tg *target[A]) Crash(t testing.TB) { tg.Restart(t) }
 
 // TestSkipsRecordsThatAreNotEvents: a record some other producer wrote
 // to the topic (not JSON, or JSON without type and data) is logged,
@@ -79,7 +53,7 @@ func (tg *target[A]) Crash(t testing.TB) { tg.Restart(t) }
 func TestSkipsRecordsThatAreNotEvents(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
-	r := start(t, cfg)
+	r := servicetest.Start(t, build, cfg)
 	ctx := kittest.Context(t, time.Minute)
 	stream := "tank-" + kittest.UniqueName(t, "s")
 	c := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second}
@@ -151,7 +125,7 @@ func TestRefusesAMultiPartitionTopic(t *testing.T) {
 	if _, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: cfg.Topic, NumPartitions: 2, ReplicationFactor: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := build(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err := build(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "2 partitions") {
 		t.Fatalf("build on a 2-partition topic: %v, want a refusal", err)
 	}
@@ -159,17 +133,11 @@ func TestRefusesAMultiPartitionTopic(t *testing.T) {
 
 func TestConfigNamesBadVariables(t *testing.T) {
 	t.Parallel()
-	_, err := readConfig(config.FromMap(map[string]string{
+	configtest.NamesBadVariables(t, readConfig, map[string]string{
 		"KAFKA_BROKERS": " , ", "KAFKA_TOPIC": "bad topic", "KAFKA_REPLICATION_FACTOR": "0",
 		"KAFKA_FETCH_MAX_BYTES": "1KiB", "KAFKA_FETCH_MAX_WAIT": "1m",
-	}))
-	for _, name := range []string{"KAFKA_BROKERS", "KAFKA_TOPIC", "KAFKA_REPLICATION_FACTOR", "KAFKA_FETCH_MAX_BYTES", "KAFKA_FETCH_MAX_WAIT"} {
-		if err == nil || !strings.Contains(err.Error(), name+":") {
-			t.Errorf("error does not name %s: %v", name, err)
-		}
-	}
-	cfg, err := readConfig(config.FromMap(nil))
-	if err != nil || cfg.HTTP.Addr != ":8091" || cfg.Topic != "eventstore" || len(cfg.Brokers) != 1 {
-		t.Errorf("defaults: %+v %v", cfg, err)
+	}, "KAFKA_BROKERS", "KAFKA_TOPIC", "KAFKA_REPLICATION_FACTOR", "KAFKA_FETCH_MAX_BYTES", "KAFKA_FETCH_MAX_WAIT")
+	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != ":8091" || cfg.Topic != "eventstore" || len(cfg.Brokers) != 1 {
+		t.Errorf("defaults: %+v", cfg)
 	}
 }

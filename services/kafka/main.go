@@ -185,36 +185,30 @@ func ping(c Config) func(context.Context) error {
 	}
 }
 
-// app is the assembled service with its parts, for tests.
+// app is the assembled service's parts, for tests.
 type app struct {
-	svc      *service.Service
 	backend  *backend
 	consumer *consumer
 }
 
 // build connects the backends and assembles the service.
-func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
-	a, err := assemble(ctx, cfg, logger)
-	if err != nil {
-		return nil, err
-	}
-	return a.svc, nil
-}
+var build = service.WithoutParts(assemble)
 
-func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error) {
+// assemble is build, also returning the service's parts.
+func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, *app, error) {
 	pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout*2)
 	defer cancel()
 	if err := ping(cfg)(pctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	client := &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: cfg.WriteTimeout,
 		Transport: &kafkago.Transport{DialTimeout: cfg.DialTimeout, ClientID: info.Service}}
 	if err := ensureTopic(ctx, cfg, client, logger.With("service", info.Service)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("log"), logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, logc.Latencies, logc.Counters)
 	store := logc.NewRecords(pool, cfg.SynchronousCommit)
@@ -231,13 +225,12 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error
 	logc.Mount(svc.Router, b, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer (finishing and committing its batch,
 	// leaving the group) and the producer stop before the pool closes.
-	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
+	postgres.Register(svc, pool)
 	svc.OnStop("kafka producer", func(context.Context) error { return b.writer.Load().Close() })
 	svc.OnStop("kafka consumer", cons.Stop)
-	svc.Ready("postgres", postgres.Ping(pool))
 	svc.Ready("kafka", ping(cfg))
 	cons.Start()
-	return &app{svc: svc, backend: b, consumer: cons}, nil
+	return svc, &app{backend: b, consumer: cons}, nil
 }
 
 func main() { service.Start(readConfig, build) }

@@ -6,23 +6,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	c, err := readConfig(config.FromMap(nil))
-	if err != nil || c.HTTP.Addr != ":8083" || len(c.Brokers) != 1 || c.Brokers[0] != kittest.DefaultKafkaBrokers || c.Postgres.Schema != "log_kafka" {
-		t.Fatalf("defaults: %+v, %v", c, err)
+	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != ":8083" || len(c.Brokers) != 1 || c.Brokers[0] != kittest.DefaultKafkaBrokers || c.Postgres.Schema != "log_kafka" {
+		t.Fatalf("defaults: %+v", c)
 	}
-	_, err = readConfig(config.FromMap(map[string]string{"KAFKA_BROKERS": "localhost", "KAFKA_DIAL_TIMEOUT": "0s",
-		"KAFKA_TOPIC": "bad topic", "KAFKA_PARTITIONS": "0", "SYNCHRONOUS_COMMIT": "maybe", "KAFKA_WRITE_TIMEOUT": "-1s"}))
-	for _, name := range []string{"KAFKA_BROKERS:", "KAFKA_DIAL_TIMEOUT:", "KAFKA_TOPIC:", "KAFKA_PARTITIONS:", "SYNCHRONOUS_COMMIT:", "KAFKA_WRITE_TIMEOUT:"} {
-		if err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("error does not name %s: %v", name, err)
-		}
-	}
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"KAFKA_BROKERS": "localhost", "KAFKA_DIAL_TIMEOUT": "0s",
+		"KAFKA_TOPIC": "bad topic", "KAFKA_PARTITIONS": "0", "SYNCHRONOUS_COMMIT": "maybe", "KAFKA_WRITE_TIMEOUT": "-1s"},
+		"KAFKA_BROKERS", "KAFKA_DIAL_TIMEOUT", "KAFKA_TOPIC", "KAFKA_PARTITIONS", "SYNCHRONOUS_COMMIT", "KAFKA_WRITE_TIMEOUT")
 }
 
 func TestStartsAndServesSharedEndpoints(t *testing.T) {
@@ -33,10 +28,7 @@ func TestStartsAndServesSharedEndpoints(t *testing.T) {
 
 func TestUnreachableBrokerFailsAtStartNamingTheVariable(t *testing.T) {
 	t.Parallel()
-	cfg, err := readConfig(config.FromMap(map[string]string{"KAFKA_BROKERS": "127.0.0.1:1", "KAFKA_DIAL_TIMEOUT": "1s"}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"KAFKA_BROKERS": "127.0.0.1:1", "KAFKA_DIAL_TIMEOUT": "1s"})
 	if _, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "KAFKA_BROKERS") {
 		t.Fatalf("build = %v, want an error naming KAFKA_BROKERS", err)
 	}

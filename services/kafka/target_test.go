@@ -11,6 +11,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
 
 // target runs kafka instances on one schema, one topic and one group for
@@ -42,19 +43,10 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 			t.Logf("delete topic %s: %v", topic, err)
 		}
 	})
-	tg.Instance = kittest.StartInstance(t, tg.build)
+	tg.Instance = kittest.StartInstance(t, func(t testing.TB) (*app, *service.Service) {
+		return servicetest.Assembled(t, readConfig, assemble, env)
+	})
 	return tg
-}
-
-// build assembles an instance from the target's environment.
-func (tg *target) build(t testing.TB) (*app, *service.Service) {
-	t.Helper()
-	cfg := kittest.ReadConfig(t, readConfig, tg.env)
-	a, err := assemble(kittest.Context(t, time.Minute), cfg, kittest.Logger(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a, a.svc
 }
 
 // Crash stops the instance (which leaves the group), then rewinds the

@@ -17,7 +17,8 @@
 //   - postgres: the pgx pool, per-pair schema and goose migrations, and the
 //     one mapping of Postgres errors to HTTP statuses.
 //   - service:  the lifecycle (serve, then drain HTTP, stop consumers, close
-//     pools) and the probes /healthz and /readyz.
+//     pools) and the probes /healthz and /readyz; service/servicetest
+//     builds, serves and restarts a service in its own tests.
 //   - ids:      UUIDv7 ids (google/uuid) and the one rule on their case:
 //     any case accepted, lower case issued and stored.
 //   - backoff:  ctx-aware capped exponential backoff with jitter, for every

@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
@@ -22,32 +23,19 @@ import (
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	c, err := readConfig(config.FromMap(nil))
-	if err != nil || c.HTTP.Addr != ":8085" || c.MongoURL != kittest.DefaultMongoURL || c.HTTP.BodyLimit != 4<<20 {
-		t.Fatalf("defaults: %+v, %v", c, err)
+	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != ":8085" || c.MongoURL != kittest.DefaultMongoURL || c.HTTP.BodyLimit != 4<<20 {
+		t.Fatalf("defaults: %+v", c)
 	}
-	_, err = readConfig(config.FromMap(map[string]string{"MONGO_URL": "postgres://x", "MONGO_MAX_POOL_SIZE": "0"}))
-	for _, name := range []string{"MONGO_URL:", "MONGO_MAX_POOL_SIZE:"} {
-		if err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("error does not name %s: %v", name, err)
-		}
-	}
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"MONGO_URL": "postgres://x", "MONGO_MAX_POOL_SIZE": "0"},
+		"MONGO_URL", "MONGO_MAX_POOL_SIZE")
 }
 
 func TestConfigOldTimeoutNameStillWorks(t *testing.T) {
 	t.Parallel()
-	r := config.FromMap(map[string]string{"MONGO_TIMEOUT": "3s"})
-	c, err := readConfig(r)
-	if err != nil || c.BackendTimeout != 3*time.Second {
-		t.Fatalf("BackendTimeout %v, err %v: want 3s from MONGO_TIMEOUT", c.BackendTimeout, err)
+	if c := configtest.Renamed(t, readConfig, map[string]string{"MONGO_TIMEOUT": "3s"}, "MONGO_TIMEOUT", "BACKEND_TIMEOUT"); c.BackendTimeout != 3*time.Second {
+		t.Fatalf("BackendTimeout %v: want 3s from MONGO_TIMEOUT", c.BackendTimeout)
 	}
-	if d := r.Deprecations(); len(d) != 1 || d[0].Old != "MONGO_TIMEOUT" || d[0].New != "BACKEND_TIMEOUT" {
-		t.Errorf("Deprecations = %v, want one for MONGO_TIMEOUT", d)
-	}
-	_, err = readConfig(config.FromMap(map[string]string{"MONGO_TIMEOUT": "0s"}))
-	if err == nil || !strings.Contains(err.Error(), "BACKEND_TIMEOUT (set as MONGO_TIMEOUT):") {
-		t.Errorf("error does not name both names: %v", err)
-	}
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"MONGO_TIMEOUT": "0s"}, "BACKEND_TIMEOUT (set as MONGO_TIMEOUT)")
 }
 
 // TestStartsAndServesSharedEndpoints runs against MONGO_URL: real MongoDB
@@ -58,11 +46,7 @@ func TestStartsAndServesSharedEndpoints(t *testing.T) {
 		"MONGO_URL":      kittest.Server(t, "MONGO_URL", kittest.DefaultMongoURL),
 		"MONGO_DATABASE": kittest.UniqueName(t, "t"),
 	})
-	svc, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kittest.CheckShared(t, kittest.Serve(t, svc), info.Service, info.Pair, info.Backend)
+	servicetest.CheckShared(t, build, cfg, info)
 }
 
 // TestConformance runs the documents pair's one suite against this
@@ -79,29 +63,24 @@ func TestConformance(t *testing.T) {
 			"MONGO_URL": url, "MONGO_DATABASE": db, "BACKEND_TIMEOUT": "60s",
 		})
 		dropDatabase(t, cfg)
-		return &target{cfg: cfg, Instance: kittest.StartInstance(t, func(t testing.TB) (struct{}, *service.Service) {
-			// Warnings (the index fallback) and errors go to the test's output.
-			logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			svc, err := build(kittest.Context(t, 60*time.Second), cfg, logger)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return struct{}{}, svc
-		})}
+		// Warnings (the index fallback) and errors go to the test's output.
+		logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		logged := func(ctx context.Context, cfg Config, _ *slog.Logger) (*service.Service, error) {
+			return build(ctx, cfg, logger)
+		}
+		return &target{cfg: cfg, Target: servicetest.Target[struct{}]{Instance: servicetest.Start(t, logged, cfg)}}
 	})
 }
 
-// target implements conformance.Target on one database.
+// target implements conformance.Target on one database. Its Crash is a
+// Restart: a write is answered once the server acknowledged it, so the
+// process holds nothing a crash could lose.
 type target struct {
 	cfg Config
-	*kittest.Instance[struct{}]
+	servicetest.Target[struct{}]
 }
 
 func (tg *target) BodyLimit() int64 { return tg.cfg.HTTP.BodyLimit }
-
-// Crash is a Restart: a write is answered once the server acknowledged
-// it, so the process holds nothing a crash could lose.
-func (tg *target) Crash(t testing.TB) { tg.Restart(t) }
 
 // isFerretDB asks the server at url whether it is FerretDB (its buildInfo
 // answer names a ferretdbVersion).

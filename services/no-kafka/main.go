@@ -135,29 +135,18 @@ func (b *backend) Consumer(ctx context.Context) (logc.ConsumerStatus, error) {
 	return b.consumer.status(ctx)
 }
 
-// app is the assembled service with its parts, for tests.
-type app struct {
-	svc      *service.Service
-	consumer *consumer
-}
-
 // build connects and migrates the backend and assembles the service.
-func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
-	a, err := assemble(ctx, cfg, logger)
-	if err != nil {
-		return nil, err
-	}
-	return a.svc, nil
-}
+var build = service.WithoutParts(assemble)
 
-func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error) {
+// assemble is build, also returning the consumer, for tests.
+func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, *consumer, error) {
 	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("log"), logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := ensureSlot(ctx, cfg, pool, logger.With("service", info.Service)); err != nil {
 		pool.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, logc.Latencies, logc.Counters)
 	store := logc.NewRecords(pool, cfg.SynchronousCommit)
@@ -173,9 +162,8 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error
 	logc.Mount(svc.Router, &backend{store: store, consumer: cons}, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer stops (recording and confirming what
 	// it read) before the pool it records with closes.
-	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
+	postgres.Register(svc, pool)
 	svc.OnStop("replication consumer", cons.Stop)
-	svc.Ready("postgres", postgres.Ping(pool))
 	svc.Ready("replication", func(context.Context) error {
 		if !cons.running.Load() {
 			return fmt.Errorf("not streaming slot %s", cfg.Slot)
@@ -183,7 +171,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*app, error
 		return nil
 	})
 	cons.Start()
-	return &app{svc: svc, consumer: cons}, nil
+	return svc, cons, nil
 }
 
 func main() { service.Start(readConfig, build) }

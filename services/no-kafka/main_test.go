@@ -1,32 +1,24 @@
 package main
 
 import (
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	c, err := readConfig(config.FromMap(nil))
-	if err != nil || c.HTTP.Addr != ":8084" || c.Postgres.Schema != "log" {
-		t.Fatalf("defaults: %+v, %v", c, err)
-	}
-	if c.Slot != "no_kafka" || c.SynchronousCommit != "on" || c.StatusInterval != time.Second || c.ReplicationURL != c.Postgres.URL {
+	c := configtest.Defaults(t, readConfig)
+	if c.HTTP.Addr != ":8084" || c.Postgres.Schema != "log" || c.Slot != "no_kafka" || c.SynchronousCommit != "on" ||
+		c.StatusInterval != time.Second || c.ReplicationURL != c.Postgres.URL {
 		t.Fatalf("defaults: %+v", c)
 	}
-	_, err = readConfig(config.FromMap(map[string]string{"ADDR": "8084", "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name",
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"ADDR": "8084", "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name",
 		"SLOT_NAME": "Bad-Slot", "SYNCHRONOUS_COMMIT": "maybe", "STANDBY_STATUS_INTERVAL": "0s", "CONSUMER_MAX_BATCH": "0",
-		"REPLICATION_URL": "postgres://localhost:6432/wpe"}))
-	for _, name := range []string{"ADDR:", "DATABASE_MAX_CONNS:", "DATABASE_SCHEMA:", "SLOT_NAME:", "SYNCHRONOUS_COMMIT:",
-		"STANDBY_STATUS_INTERVAL:", "CONSUMER_MAX_BATCH:", "REPLICATION_URL:"} {
-		if err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("error does not name %s: %v", name, err)
-		}
-	}
+		"REPLICATION_URL": "postgres://localhost:6432/wpe"},
+		"ADDR", "DATABASE_MAX_CONNS", "DATABASE_SCHEMA", "SLOT_NAME", "SYNCHRONOUS_COMMIT", "STANDBY_STATUS_INTERVAL", "CONSUMER_MAX_BATCH", "REPLICATION_URL")
 }
 
 func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {

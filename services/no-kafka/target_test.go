@@ -9,13 +9,14 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
 
 // target runs no-kafka instances on one schema and one slot for the
 // conformance suite and the service's own tests.
 type target struct {
 	env map[string]string
-	*kittest.Instance[*app]
+	*kittest.Instance[*consumer]
 }
 
 // newTarget starts an instance on a fresh schema and slot; extra
@@ -35,10 +36,12 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 	maps.Copy(env, extra)
 	tg := &target{env: env}
 	t.Cleanup(func() { dropSlot(t, url, slot) })
-	tg.Instance = kittest.NewInstance(tg.build)
+	tg.Instance = kittest.NewInstance(func(t testing.TB) (*consumer, *service.Service) {
+		return servicetest.Assembled(t, readConfig, assemble, env)
+	})
 	// Streaming before the test writes: /readyz and the tests expect it.
-	tg.Ready = func(t testing.TB, a *app) {
-		kittest.Eventually(t, 30*time.Second, "the consumer to start streaming", a.consumer.running.Load)
+	tg.Ready = func(t testing.TB, c *consumer) {
+		kittest.Eventually(t, 30*time.Second, "the consumer to start streaming", c.running.Load)
 	}
 	tg.Start(t)
 	return tg
@@ -62,23 +65,12 @@ func dropSlot(t testing.TB, url, slot string) {
 	}
 }
 
-// build assembles an instance from the target's environment.
-func (tg *target) build(t testing.TB) (*app, *service.Service) {
-	t.Helper()
-	cfg := kittest.ReadConfig(t, readConfig, tg.env)
-	a, err := assemble(kittest.Context(t, time.Minute), cfg, kittest.Logger(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a, a.svc
-}
-
 // Crash closes the replication connection without a final standby status
 // (nothing read since the last confirmation is confirmed), then starts a
 // new instance.
 func (tg *target) Crash(t testing.TB) {
 	t.Helper()
-	tg.App().consumer.Abort()
+	tg.App().Abort()
 	tg.Restart(t)
 }
 

@@ -82,28 +82,25 @@ var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend
 
 // build connects and migrates the backend, starts the listener and
 // assembles the service.
-func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, *store, error) {
+var build = service.WithoutParts(assemble)
+
+// assemble is build, also returning the store (tests read through it).
+func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, *store, error) {
 	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("eventstore"), logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, eventstore.LatencyNames, eventstore.CounterNames)
 	// Registered first, so stopped last (OnStop hooks run LIFO).
-	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
+	postgres.Register(svc, pool)
 	st := newStore(pool, cfg, logger)
 	if err := st.startListener(ctx); err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
 	svc.OnStop("listener", st.stopListener)
-	svc.Ready("postgres", postgres.Ping(pool))
 	eventstore.Mount(svc.Router, st, eventstore.Options{Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	return svc, st, nil
 }
 
-func main() {
-	service.Start(readConfig, func(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
-		svc, _, err := build(ctx, cfg, logger)
-		return svc, err
-	})
-}
+func main() { service.Start(readConfig, build) }

@@ -3,42 +3,50 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
-
-func testConfig(t testing.TB, schema string, poll time.Duration) Config {
-	t.Helper()
-	return kittest.ReadConfig(t, readConfig, map[string]string{
-		"DATABASE_URL": kittest.PostgresURL(t), "DATABASE_SCHEMA": schema,
-		"DATABASE_MAX_CONNS": "8", "POLL_INTERVAL": poll.String(), "SHUTDOWN_TIMEOUT": "10s",
-	})
-}
 
 // running is one in-process service, stopped at the test's end.
 type running = kittest.Instance[*store]
 
-// start builds and starts the service with cfg (again on each Restart).
-func start(t testing.TB, cfg Config) *running {
+// start builds and starts the service on schema with a fallback poll of
+// poll (again on each Restart).
+func start(t testing.TB, schema string, poll time.Duration) *running {
 	t.Helper()
+	env := map[string]string{
+		"DATABASE_URL": kittest.PostgresURL(t), "DATABASE_SCHEMA": schema,
+		"DATABASE_MAX_CONNS": "8", "POLL_INTERVAL": poll.String(), "SHUTDOWN_TIMEOUT": "10s",
+	}
 	return kittest.StartInstance(t, func(t testing.TB) (*store, *service.Service) {
-		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-		svc, st, err := build(context.Background(), cfg, logger)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st, svc
+		return servicetest.Assembled(t, readConfig, assemble, env)
 	})
+}
+
+// subscribed starts the service on a schema of the test's own with a
+// fallback poll of poll, subscribes from the start and waits for the
+// empty store's caught-up. It returns the service, a pool on its schema
+// and the subscription.
+func subscribed(t testing.TB, poll time.Duration) (*running, *pgxpool.Pool, <-chan eventstore.SSEMessage) {
+	t.Helper()
+	url := kittest.PostgresURL(t)
+	schema := kittest.Schema(t, url)
+	r := start(t, schema, poll)
+	sub := sse(t, r.URL(), "")
+	if m := nextMsg(t, sub, "catch-up of an empty store"); m.Event != "caught-up" {
+		t.Fatalf("first message %+v, want caught-up", m)
+	}
+	return r, kittest.Pool(t, url, schema), sub
 }
 
 // TestConformance runs the event store suite against no-kurrentdb.
@@ -46,22 +54,10 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	features := conformance.Features{ConditionalAppend: true, ServerSideStreamRead: true, PushSubscription: true}
 	conformance.Run(t, features, func(t testing.TB) conformance.Target {
-		cfg := testConfig(t, kittest.Schema(t, kittest.PostgresURL(t)), time.Second)
-		return &target[*store]{service: "no-kurrentdb", backend: "postgres", Instance: start(t, cfg)}
+		r := start(t, kittest.Schema(t, kittest.PostgresURL(t)), time.Second)
+		return &servicetest.Target[*store]{Service: "no-kurrentdb", Backend: "postgres", Instance: r}
 	})
 }
-
-// target implements conformance.Target.
-type target[A any] struct {
-	service, backend string
-	*kittest.Instance[A]
-}
-
-func (tg *target[A]) Names() (service, backend string) { return tg.service, tg.backend }
-
-// Crash is a Restart: an append is answered once the engine has it, so the
-// process holds nothing a crash could lose.
-func (tg *target[A]) Crash(t testing.TB) { tg.Restart(t) }
 
 // sse opens GET /subscribe and returns a channel of its messages.
 func sse(t testing.TB, base, from string) <-chan eventstore.SSEMessage {
@@ -110,16 +106,8 @@ func nextMsg(t testing.TB, ch <-chan eventstore.SSEMessage, what string) eventst
 // cursor below the xid watermark delivers neither until A ends, then both.
 func TestGapLoss(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
-	r := start(t, testConfig(t, schema, time.Second))
-	pool := kittest.Pool(t, url, schema)
+	r, pool, sub := subscribed(t, time.Second)
 	ctx := kittest.Context(t, 2*time.Minute)
-
-	sub := sse(t, r.URL(), "")
-	if m := nextMsg(t, sub, "catch-up of an empty store"); m.Event != "caught-up" {
-		t.Fatalf("first message %+v, want caught-up", m)
-	}
 
 	const ins = `INSERT INTO events (stream_id, version, event_type, data) VALUES ($1, 0, 'OxygenAdded', '{"liters":1}') RETURNING global_pos`
 	txA, err := pool.Begin(ctx)
@@ -235,16 +223,8 @@ func TestGapLoss(t *testing.T) {
 // connection.
 func TestListenerReconnects(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
-	r := start(t, testConfig(t, schema, time.Hour))
-	pool := kittest.Pool(t, url, schema)
+	r, pool, sub := subscribed(t, time.Hour)
 	ctx := kittest.Context(t, 2*time.Minute)
-
-	sub := sse(t, r.URL(), "")
-	if m := nextMsg(t, sub, "catch-up"); m.Event != "caught-up" {
-		t.Fatalf("first message %+v", m)
-	}
 	pidOf := func() int {
 		var pid int
 		err := pool.QueryRow(ctx, `SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE application_name = $1`, r.App().listener.appName).Scan(&pid)
@@ -284,16 +264,10 @@ func TestListenerReconnects(t *testing.T) {
 
 func TestConfigNamesBadVariables(t *testing.T) {
 	t.Parallel()
-	_, err := readConfig(config.FromMap(map[string]string{
+	configtest.NamesBadVariables(t, readConfig, map[string]string{
 		"POLL_INTERVAL": "1ms", "SUBSCRIBE_PAGE_SIZE": "0", "BACKEND_TIMEOUT": "soon", "DATABASE_LISTEN_URL": "mysql://x",
-	}))
-	for _, name := range []string{"POLL_INTERVAL", "SUBSCRIBE_PAGE_SIZE", "BACKEND_TIMEOUT", "DATABASE_LISTEN_URL"} {
-		if err == nil || !strings.Contains(err.Error(), name+":") {
-			t.Errorf("error does not name %s: %v", name, err)
-		}
-	}
-	cfg, err := readConfig(config.FromMap(nil))
-	if err != nil || cfg.HTTP.Addr != ":8090" || cfg.Postgres.Schema != "eventstore" || cfg.ListenURL != cfg.Postgres.URL {
-		t.Errorf("defaults: %+v %v", cfg, err)
+	}, "POLL_INTERVAL", "SUBSCRIBE_PAGE_SIZE", "BACKEND_TIMEOUT", "DATABASE_LISTEN_URL")
+	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != ":8090" || cfg.Postgres.Schema != "eventstore" || cfg.ListenURL != cfg.Postgres.URL {
+		t.Errorf("defaults: %+v", cfg)
 	}
 }

@@ -45,13 +45,13 @@ func readConfig(r *config.Reader) (Config, error) {
 	return c, r.Err()
 }
 
-// info names the service in /stats and /metrics.
 // readCommon reads Common, accepting BACKEND_TIMEOUT's old name.
 func readCommon(r *config.Reader) service.Common {
 	r.Rename("DATABASE_TIMEOUT", "BACKEND_TIMEOUT")
 	return service.ReadCommon(r, self.Addr(), documents.DefaultBodyLimit)
 }
 
+// info names the service in /stats and /metrics.
 var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // build connects and migrates the backend and assembles the service.
@@ -67,8 +67,7 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	}
 	logger.Info("backend", "server", "PostgreSQL "+version, "index", "users_profile_path_ops (GIN jsonb_path_ops)")
 	svc := service.New(info, cfg.HTTP, logger, documents.Latencies, documents.Counters)
-	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
-	svc.Ready("postgres", postgres.Ping(pool))
+	postgres.Register(svc, pool)
 	documents.Mount(svc.Router, &store{pool: pool}, documents.Options{
 		Stats:   svc.Stats,
 		Timeout: cfg.BackendTimeout,

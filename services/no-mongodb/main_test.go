@@ -3,60 +3,44 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	c, err := readConfig(config.FromMap(nil))
-	if err != nil || c.HTTP.Addr != ":8086" || c.Postgres.Schema != "documents" {
-		t.Fatalf("defaults: %+v, %v", c, err)
+	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != ":8086" || c.Postgres.Schema != "documents" {
+		t.Fatalf("defaults: %+v", c)
 	}
-	_, err = readConfig(config.FromMap(map[string]string{"ADDR": "8086", "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name"}))
-	for _, name := range []string{"ADDR:", "DATABASE_MAX_CONNS:", "DATABASE_SCHEMA:"} {
-		if err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("error does not name %s: %v", name, err)
-		}
-	}
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"ADDR": "8086", "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name"},
+		"ADDR", "DATABASE_MAX_CONNS", "DATABASE_SCHEMA")
 }
 
 func TestConfigOldTimeoutNameStillWorks(t *testing.T) {
 	t.Parallel()
-	r := config.FromMap(map[string]string{"DATABASE_TIMEOUT": "3s"})
-	c, err := readConfig(r)
-	if err != nil || c.BackendTimeout != 3*time.Second {
-		t.Fatalf("BackendTimeout %v, err %v: want 3s from DATABASE_TIMEOUT", c.BackendTimeout, err)
+	if c := configtest.Renamed(t, readConfig, map[string]string{"DATABASE_TIMEOUT": "3s"}, "DATABASE_TIMEOUT", "BACKEND_TIMEOUT"); c.BackendTimeout != 3*time.Second {
+		t.Fatalf("BackendTimeout %v: want 3s from DATABASE_TIMEOUT", c.BackendTimeout)
 	}
-	if d := r.Deprecations(); len(d) != 1 || d[0].Old != "DATABASE_TIMEOUT" || d[0].New != "BACKEND_TIMEOUT" {
-		t.Errorf("Deprecations = %v, want one for DATABASE_TIMEOUT", d)
-	}
-	_, err = readConfig(config.FromMap(map[string]string{"DATABASE_TIMEOUT": "0s"}))
-	if err == nil || !strings.Contains(err.Error(), "BACKEND_TIMEOUT (set as DATABASE_TIMEOUT):") {
-		t.Errorf("error does not name both names: %v", err)
-	}
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"DATABASE_TIMEOUT": "0s"}, "BACKEND_TIMEOUT (set as DATABASE_TIMEOUT)")
 }
 
 func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
 	t.Parallel()
+	servicetest.CheckShared(t, build, schemaConfig(t), info)
+}
+
+// schemaConfig is the service's Config on a schema of the test's own.
+func schemaConfig(t testing.TB) Config {
+	t.Helper()
 	url := kittest.PostgresURL(t)
-	cfg := kittest.ReadConfig(t, readConfig, map[string]string{
-		"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
-	})
-	svc, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kittest.CheckShared(t, kittest.Serve(t, svc), info.Service, info.Pair, info.Backend)
+	return kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url)})
 }
 
 // TestConformance runs the documents pair's one suite against this
@@ -64,31 +48,20 @@ func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	conformance.Run(t, conformance.Features{NestedArrays: true}, func(t testing.TB) conformance.Target {
-		url := kittest.PostgresURL(t)
-		cfg := kittest.ReadConfig(t, readConfig, map[string]string{
-			"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
-		})
-		return &target{cfg: cfg, Instance: kittest.StartInstance(t, func(t testing.TB) (struct{}, *service.Service) {
-			svc, err := build(kittest.Context(t, 60*time.Second), cfg, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return struct{}{}, svc
-		})}
+		cfg := schemaConfig(t)
+		return &target{cfg: cfg, Target: servicetest.Target[struct{}]{Instance: servicetest.Start(t, build, cfg)}}
 	})
 }
 
-// target implements conformance.Target on one schema.
+// target implements conformance.Target on one schema. Its Crash is a
+// Restart: a write is answered once Postgres committed it, so the process
+// holds nothing a crash could lose.
 type target struct {
 	cfg Config
-	*kittest.Instance[struct{}]
+	servicetest.Target[struct{}]
 }
 
 func (tg *target) BodyLimit() int64 { return tg.cfg.HTTP.BodyLimit }
-
-// Crash is a Restart: a write is answered once Postgres committed it, so
-// the process holds nothing a crash could lose.
-func (tg *target) Crash(t testing.TB) { tg.Restart(t) }
 
 // TestMapErrDataAndSizeErrors: what Postgres refuses as a value is a 400
 // (the backstop behind the shared validation), a jsonb past its size limit

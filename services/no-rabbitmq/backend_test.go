@@ -37,6 +37,33 @@ func doneCount(t testing.TB, pool *pgxpool.Pool) int {
 	return scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status = 'done'`)
 }
 
+// terminateListener terminates the backend of the LISTEN connection of
+// the instance on the schema, as a Postgres restart would.
+func (sc schema) terminateListener(t testing.TB) {
+	t.Helper()
+	n := scalar[int](t, sc.pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, listenerName(sc.name))
+	if n != 1 {
+		t.Fatalf("terminated %d listener backends, want 1", n)
+	}
+}
+
+// truncateQueue empties queue_jobs as crash recovery empties an unlogged
+// table.
+func truncateQueue(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	if _, err := pool.Exec(kittest.Context(t, 10*time.Second), `TRUNCATE queue_jobs`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkQueueEmpty fails t unless finished tasks have left queue_jobs.
+func checkQueueEmpty(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	if n := scalar[int](t, pool, `SELECT count(*) FROM queue_jobs`); n != 0 {
+		t.Errorf("queue_jobs keeps %d rows of finished tasks", n)
+	}
+}
+
 // TestListenReconnectAfterTerminate kills the LISTEN connection's backend
 // with pg_terminate_backend mid-load. The tasks are enqueued by an API-only
 // instance, and the worker instance's fallback poll is a minute, so only
@@ -44,22 +71,18 @@ func doneCount(t testing.TB, pool *pgxpool.Pool) int {
 // test's deadline: every task still completes.
 func TestListenReconnectAfterTerminate(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
-	pool := kittest.Pool(t, url, schema)
-	api := start(t, url, schema, conformance.Settings{}, map[string]string{"WORKERS": "0"})
-	worker := start(t, url, schema, conformance.Settings{Workers: 4, Work: 2 * time.Millisecond}, map[string]string{"POLL_INTERVAL": "1m"})
-	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().q.listening.Load)
+	sc := newSchema(t)
+	pool := sc.pool
+	api := sc.start(t, conformance.Settings{}, map[string]string{"WORKERS": "0"})
+	worker := sc.start(t, conformance.Settings{Workers: 4, Work: 2 * time.Millisecond}, map[string]string{"POLL_INTERVAL": "1m"})
+	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().listening.Load)
 	post(t, api.URL(), 300)
 	post(t, api.URL(), 300)
-	n := scalar[int](t, pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, listenerName(schema))
-	if n != 1 {
-		t.Fatalf("terminated %d listener backends, want 1", n)
-	}
+	sc.terminateListener(t)
 	t.Logf("listener terminated with %d of 600 tasks done", doneCount(t, pool))
 	post(t, api.URL(), 200) // may land while the listener is away: the sweep finds it
 	kittest.Eventually(t, 30*time.Second, "the listener back", func() bool {
-		return worker.App().q.listening.Load() && worker.App().svc.Stats.Snapshot().Counters[queue.CounterReconnects] >= 1
+		return worker.App().listening.Load() && worker.App().stats.Snapshot().Counters[queue.CounterReconnects] >= 1
 	})
 	kittest.Eventually(t, 40*time.Second, "800 tasks done", func() bool { return doneCount(t, pool) == 800 })
 	// After the reconnect, a new task is woken by a notification, not by
@@ -73,10 +96,9 @@ func TestListenReconnectAfterTerminate(t *testing.T) {
 // rescues them and they complete, counted as a second delivery.
 func TestLeaseRescue(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
-	pool := kittest.Pool(t, url, schema)
-	api := start(t, url, schema, conformance.Settings{}, map[string]string{"WORKERS": "0"})
+	sc := newSchema(t)
+	pool := sc.pool
+	api := sc.start(t, conformance.Settings{}, map[string]string{"WORKERS": "0"})
 	post(t, api.URL(), 3)
 	// The dead worker's claim: a one-second lease, never renewed.
 	rows, err := pool.Query(kittest.Context(t, 10*time.Second), claimSQL, 10, 1000)
@@ -87,7 +109,7 @@ func TestLeaseRescue(t *testing.T) {
 	if n := scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status = 'running'`); n != 3 {
 		t.Fatalf("%d tasks running after the claim, want 3", n)
 	}
-	start(t, url, schema, conformance.Settings{Workers: 2}, nil)
+	sc.start(t, conformance.Settings{Workers: 2}, nil)
 	kittest.Eventually(t, 40*time.Second, "the rescued tasks done", func() bool { return doneCount(t, pool) == 3 })
 	if n := scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE attempts = 2`); n != 3 {
 		t.Errorf("%d of 3 rescued tasks show 2 deliveries", n)
@@ -100,29 +122,24 @@ func TestLeaseRescue(t *testing.T) {
 // tasks leave the hot table.
 func TestQueueTableModeAndRebuild(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
-	pool := kittest.Pool(t, url, schema)
+	sc := newSchema(t)
+	pool := sc.pool
 	persistence := func() string {
 		return scalar[string](t, pool, `SELECT relpersistence::text FROM pg_class WHERE oid = 'queue_jobs'::regclass`)
 	}
-	api := start(t, url, schema, conformance.Settings{}, map[string]string{"WORKERS": "0", "QUEUE_TABLE": "logged"})
+	api := sc.start(t, conformance.Settings{}, map[string]string{"WORKERS": "0", "QUEUE_TABLE": "logged"})
 	if p := persistence(); p != "p" {
 		t.Errorf("QUEUE_TABLE=logged: relpersistence %q", p)
 	}
 	post(t, api.URL(), 5)
 	api.Stop()
-	if _, err := pool.Exec(kittest.Context(t, 10*time.Second), `TRUNCATE queue_jobs`); err != nil {
-		t.Fatal(err)
-	}
-	start(t, url, schema, conformance.Settings{Workers: 2}, nil) // QUEUE_TABLE defaults to unlogged
+	truncateQueue(t, pool)
+	sc.start(t, conformance.Settings{Workers: 2}, nil) // QUEUE_TABLE defaults to unlogged
 	if p := persistence(); p != "u" {
 		t.Errorf("QUEUE_TABLE=unlogged: relpersistence %q", p)
 	}
 	kittest.Eventually(t, 30*time.Second, "the re-queued tasks done", func() bool { return doneCount(t, pool) == 5 })
-	if n := scalar[int](t, pool, `SELECT count(*) FROM queue_jobs`); n != 0 {
-		t.Errorf("queue_jobs keeps %d rows of finished tasks", n)
-	}
+	checkQueueEmpty(t, pool)
 }
 
 // TestRebuildAfterListenReconnect empties queue_jobs while the service runs,
@@ -133,30 +150,22 @@ func TestQueueTableModeAndRebuild(t *testing.T) {
 // holds one task at the truncation: its row comes back leased, not due.
 func TestRebuildAfterListenReconnect(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
-	pool := kittest.Pool(t, url, schema)
-	worker := start(t, url, schema, conformance.Settings{Workers: 1, Work: 200 * time.Millisecond},
+	sc := newSchema(t)
+	pool := sc.pool
+	worker := sc.start(t, conformance.Settings{Workers: 1, Work: 200 * time.Millisecond},
 		map[string]string{"POLL_INTERVAL": "1m", "CLAIM_BATCH": "1"})
-	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().q.listening.Load)
+	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().listening.Load)
 	post(t, worker.URL(), 20)
 	kittest.Eventually(t, 30*time.Second, "a task running", func() bool {
 		return scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status = 'running'`) >= 1
 	})
-	if _, err := pool.Exec(kittest.Context(t, 10*time.Second), `TRUNCATE queue_jobs`); err != nil {
-		t.Fatal(err)
-	}
+	truncateQueue(t, pool)
 	open := scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')`)
 	if open == 0 {
 		t.Fatal("every task finished before the truncation; nothing to rebuild")
 	}
-	n := scalar[int](t, pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, listenerName(schema))
-	if n != 1 {
-		t.Fatalf("terminated %d listener backends, want 1", n)
-	}
+	sc.terminateListener(t)
 	t.Logf("queue emptied with %d of 20 tasks open; listener terminated", open)
 	kittest.Eventually(t, 60*time.Second, "20 tasks done", func() bool { return doneCount(t, pool) == 20 })
-	if n := scalar[int](t, pool, `SELECT count(*) FROM queue_jobs`); n != 0 {
-		t.Errorf("queue_jobs keeps %d rows of finished tasks", n)
-	}
+	checkQueueEmpty(t, pool)
 }

@@ -119,10 +119,7 @@ func (c Config) validate(r *config.Reader) {
 var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // build connects and migrates the backend and assembles the service.
-func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
-	svc, _, err := assemble(ctx, cfg, logger)
-	return svc, err
-}
+var build = service.WithoutParts(assemble)
 
 // assemble is build, also returning the queue (tests crash it).
 func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, *pgQueue, error) {
@@ -138,9 +135,8 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	}
 	// OnStop hooks run in reverse: the queue stops (workers finish, the
 	// completions flush) before the pool closes.
-	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
+	postgres.Register(svc, pool)
 	svc.OnStop("queue workers", q.Stop)
-	svc.Ready("postgres", postgres.Ping(pool))
 	svc.Ready("listen", func(context.Context) error {
 		if cfg.Worker.Workers > 0 && !q.listening.Load() {
 			return fmt.Errorf("LISTEN connection is down (reconnecting)")

@@ -1,52 +1,50 @@
 package main
 
 import (
-	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
 
-// app is what assemble builds: the service and its queue.
-type app struct {
-	svc *service.Service
-	q   *pgQueue
+// instance is one running service; its App is its queue.
+type instance = kittest.Instance[*pgQueue]
+
+// schema is a schema of the test's own and a pool on it.
+type schema struct {
+	url, name string
+	pool      *pgxpool.Pool
 }
 
-// instance is one running service.
-type instance = kittest.Instance[app]
-
-// start builds and serves an instance on schema with env on top of s.
-func start(t testing.TB, url, schema string, s conformance.Settings, env map[string]string) *instance {
+func newSchema(t testing.TB) schema {
 	t.Helper()
-	return kittest.StartInstance(t, func(t testing.TB) (app, *service.Service) {
-		return buildApp(t, url, schema, s, env)
-	})
+	url := kittest.PostgresURL(t)
+	name := kittest.Schema(t, url)
+	return schema{url: url, name: name, pool: kittest.Pool(t, url, name)}
 }
 
-// buildApp assembles an instance on schema with env on top of s.
-func buildApp(t testing.TB, url, schema string, s conformance.Settings, env map[string]string) (app, *service.Service) {
+// start builds and serves an instance on the schema with env on top of s.
+func (sc schema) start(t testing.TB, s conformance.Settings, env map[string]string) *instance {
 	t.Helper()
-	cfg := kittest.ReadConfig(t, readConfig,
-		map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SHUTDOWN_TIMEOUT": "10s"}, s.Env(), env)
-	svc, q, err := assemble(kittest.Context(t, time.Minute), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return app{svc: svc, q: q}, svc
+	return kittest.StartInstance(t, func(t testing.TB) (*pgQueue, *service.Service) { return sc.assemble(t, s, env) })
+}
+
+// assemble assembles an instance on the schema with env on top of s.
+func (sc schema) assemble(t testing.TB, s conformance.Settings, env map[string]string) (*pgQueue, *service.Service) {
+	t.Helper()
+	return servicetest.Assembled(t, readConfig, assemble,
+		map[string]string{"DATABASE_URL": sc.url, "DATABASE_SCHEMA": sc.name, "SHUTDOWN_TIMEOUT": "10s"}, s.Env(), env)
 }
 
 // target implements conformance.Target: one instance at a time on one
 // schema, started with the settings it holds.
 type target struct {
-	url, schema string
-	pool        *pgxpool.Pool
-	settings    conformance.Settings
+	schema
+	settings conformance.Settings
 	*instance
 }
 
@@ -57,18 +55,15 @@ func (tg *target) Configure(s conformance.Settings) { tg.settings = s }
 // running until the lease expires), then starts a new instance.
 func (tg *target) Crash(t testing.TB) {
 	t.Helper()
-	tg.App().q.Crash()
+	tg.App().Crash()
 	tg.Restart(t)
 }
 
 func newTarget(t testing.TB, s conformance.Settings) conformance.Target {
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
-	tg := &target{url: url, schema: schema, settings: s}
-	tg.instance = kittest.StartInstance(t, func(t testing.TB) (app, *service.Service) {
-		return buildApp(t, tg.url, tg.schema, tg.settings, nil)
+	tg := &target{schema: newSchema(t), settings: s}
+	tg.instance = kittest.StartInstance(t, func(t testing.TB) (*pgQueue, *service.Service) {
+		return tg.assemble(t, tg.settings, nil)
 	})
-	tg.pool = kittest.Pool(t, url, schema)
 	return tg
 }
 

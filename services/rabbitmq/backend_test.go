@@ -103,7 +103,7 @@ func TestConnectionLossReconnectsWithoutLoss(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	tg := startTarget(t, e, conformance.Settings{Workers: 4, Work: 10 * time.Millisecond}, nil)
-	cut := brokerConnection(t, tg.App().q.connectionName())
+	cut := brokerConnection(t, tg.App().connectionName())
 	post(t, tg.URL(), 400, 0)
 	cut()
 	var done int
@@ -111,7 +111,7 @@ func TestConnectionLossReconnectsWithoutLoss(t *testing.T) {
 	t.Logf("connection cut with %d of 400 tasks done", done)
 	post(t, tg.URL(), 100, 0) // waits for the new connection if needed
 	waitDone(t, tg, 500, 2*time.Minute)
-	if n := tg.App().svc.Stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
+	if n := tg.App().stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
 		t.Errorf("reconnects = %d, want at least 1", n)
 	}
 }
@@ -150,7 +150,7 @@ func TestPublishingChannelLossReconnects(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	tg := startTarget(t, e, conformance.Settings{Workers: 2}, nil)
-	s, err := tg.App().q.session(kittest.Context(t, 30*time.Second))
+	s, err := tg.App().session(kittest.Context(t, 30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestPublishingChannelLossReconnects(t *testing.T) {
 	}
 	post(t, tg.URL(), 5, 0)
 	waitDone(t, tg, 5, time.Minute)
-	if n := tg.App().svc.Stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
+	if n := tg.App().stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
 		t.Errorf("reconnects = %d, want at least 1", n)
 	}
 }
@@ -188,7 +188,7 @@ func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
 		defer conn.Close()
 		for n := 1; n < 3; n++ {
 			if ch, err := conn.Channel(); err == nil {
-				name, _ := tg.App().q.retryQueue(n)
+				name, _ := tg.App().retryQueue(n)
 				_, _ = ch.QueueDelete(name, false, false, false)
 				_ = ch.Close()
 			}
@@ -228,7 +228,7 @@ func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
 		}
 		return q.Messages
 	}
-	retryName, _ := tg.App().q.retryQueue(1)
+	retryName, _ := tg.App().retryQueue(1)
 	if r, w := depth(retryName), depth(e.queue); r != 1 || w != 0 {
 		t.Errorf("after the stop: %d messages in the retry queue %s, %d in the work queue; want 1 and 0 (backoff kept)", r, retryName, w)
 	}

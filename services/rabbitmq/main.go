@@ -119,10 +119,7 @@ func (c Config) validate(r *config.Reader) {
 var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
 
 // build connects the backends and assembles the service.
-func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
-	svc, _, err := assemble(ctx, cfg, logger)
-	return svc, err
-}
+var build = service.WithoutParts(assemble)
 
 // assemble is build, also returning the queue (tests crash it and cut its
 // connection).
@@ -139,9 +136,8 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	}
 	// OnStop hooks run in reverse: the consumers stop and the connection
 	// closes before the pool does.
-	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
+	postgres.Register(svc, pool)
 	svc.OnStop("rabbitmq consumers and connection", q.Stop)
-	svc.Ready("postgres", postgres.Ping(pool))
 	svc.Ready("rabbitmq", func(context.Context) error {
 		if !q.connected() {
 			return fmt.Errorf("connection down (reconnecting)")

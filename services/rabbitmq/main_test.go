@@ -6,36 +6,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	c, err := readConfig(config.FromMap(nil))
-	if err != nil || c.HTTP.Addr != ":8081" || c.RabbitMQURL != kittest.DefaultRabbitMQURL || c.Postgres.Schema != "queue_rabbitmq" {
-		t.Fatalf("defaults: %+v, %v", c, err)
+	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != ":8081" || c.RabbitMQURL != kittest.DefaultRabbitMQURL || c.Postgres.Schema != "queue_rabbitmq" {
+		t.Fatalf("defaults: %+v", c)
 	}
-	_, err = readConfig(config.FromMap(map[string]string{"RABBITMQ_URL": "http://x", "RABBITMQ_HEARTBEAT": "10ms"}))
-	for _, name := range []string{"RABBITMQ_URL:", "RABBITMQ_HEARTBEAT:"} {
-		if err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("error does not name %s: %v", name, err)
-		}
-	}
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"RABBITMQ_URL": "http://x", "RABBITMQ_HEARTBEAT": "10ms"},
+		"RABBITMQ_URL", "RABBITMQ_HEARTBEAT")
 }
 
 func TestStartsAndServesSharedEndpoints(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
+	e := newEnv(t)
 	cfg := kittest.ReadConfig(t, readConfig, map[string]string{
-		"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
-		"RABBITMQ_URL": kittest.Server(t, "RABBITMQ_URL", kittest.DefaultRabbitMQURL),
+		"DATABASE_URL": e.pgURL, "DATABASE_SCHEMA": e.schema, "RABBITMQ_URL": e.amqpURL, "RABBITMQ_QUEUE": e.queue,
 	})
-	svc, err := build(kittest.Context(t, 30*time.Second), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kittest.CheckShared(t, kittest.Serve(t, svc), info.Service, info.Pair, info.Backend)
+	servicetest.CheckShared(t, build, cfg, info)
 }
 
 func TestUnreachableBrokerFailsAtStartNamingTheVariable(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
 
 // env is where one target lives: its schema and its queue.
@@ -60,12 +60,6 @@ func deleteTopology(t testing.TB, url, name string) {
 	del(func(ch *amqp.Channel) error { return ch.ExchangeDelete(name+".dlx", false, false) })
 }
 
-// app is what assemble builds: the service and its queue.
-type app struct {
-	svc *service.Service
-	q   *mqQueue
-}
-
 // target implements conformance.Target: one instance at a time in env,
 // started with settings and extra on top of them.
 type target struct {
@@ -73,27 +67,19 @@ type target struct {
 	pool     *pgxpool.Pool
 	settings conformance.Settings
 	extra    map[string]string
-	*kittest.Instance[app]
+	*kittest.Instance[*mqQueue]
 }
 
 // startTarget starts an instance in e with extra on top of s.
 func startTarget(t testing.TB, e env, s conformance.Settings, extra map[string]string) *target {
 	t.Helper()
 	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema), settings: s, extra: extra}
-	tg.Instance = kittest.StartInstance(t, tg.build)
+	tg.Instance = kittest.StartInstance(t, func(t testing.TB) (*mqQueue, *service.Service) {
+		// The target's current settings, changed by Configure.
+		return servicetest.Assembled(t, readConfig, assemble, map[string]string{"DATABASE_URL": tg.pgURL, "DATABASE_SCHEMA": tg.schema,
+			"RABBITMQ_URL": tg.amqpURL, "RABBITMQ_QUEUE": tg.queue, "SHUTDOWN_TIMEOUT": "10s"}, tg.settings.Env(), tg.extra)
+	})
 	return tg
-}
-
-// build assembles an instance from the target's current settings.
-func (tg *target) build(t testing.TB) (app, *service.Service) {
-	t.Helper()
-	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": tg.pgURL, "DATABASE_SCHEMA": tg.schema,
-		"RABBITMQ_URL": tg.amqpURL, "RABBITMQ_QUEUE": tg.queue, "SHUTDOWN_TIMEOUT": "10s"}, tg.settings.Env(), tg.extra)
-	svc, q, err := assemble(kittest.Context(t, time.Minute), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return app{svc: svc, q: q}, svc
 }
 
 func (tg *target) DB() *pgxpool.Pool                { return tg.pool }
@@ -103,7 +89,7 @@ func (tg *target) Configure(s conformance.Settings) { tg.settings = s }
 // closes with them), then starts a new instance.
 func (tg *target) Crash(t testing.TB) {
 	t.Helper()
-	tg.App().q.Crash()
+	tg.App().Crash()
 	tg.Restart(t)
 }
 

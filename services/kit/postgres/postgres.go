@@ -17,6 +17,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
 
 // DefaultURL is the stack's Postgres (native `make up` and compose alike),
@@ -150,6 +151,15 @@ func EnsureSchema(ctx context.Context, url, schema string, timeout time.Duration
 // readiness check.
 func Ping(pool *pgxpool.Pool) func(context.Context) error {
 	return func(ctx context.Context) error { return pool.Ping(ctx) }
+}
+
+// Register makes pool part of svc's lifecycle: /readyz pings it (check
+// "postgres"), and shutdown closes it after every OnStop hook registered
+// later (hooks run in reverse), so the consumers and workers a service
+// registers after it stop before their pool closes.
+func Register(svc *service.Service, pool *pgxpool.Pool) {
+	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
+	svc.Ready("postgres", Ping(pool))
 }
 
 // provider builds a goose Provider over the pool, with a session lock so

@@ -284,6 +284,18 @@ func Start[C interface{ NewLogger(io.Writer) *slog.Logger }](
 	})
 }
 
+// WithoutParts adapts assemble, a build that also returns the parts of
+// the service its tests reach into (its queue, consumer or store), to the
+// build Start takes: main drops the parts.
+func WithoutParts[C, P any](
+	assemble func(ctx context.Context, cfg C, logger *slog.Logger) (*Service, P, error),
+) func(ctx context.Context, cfg C, logger *slog.Logger) (*Service, error) {
+	return func(ctx context.Context, cfg C, logger *slog.Logger) (*Service, error) {
+		svc, _, err := assemble(ctx, cfg, logger)
+		return svc, err
+	}
+}
+
 // LogDeprecations logs one warning per variable r found set under an old
 // name.
 func LogDeprecations(logger *slog.Logger, r *config.Reader) {

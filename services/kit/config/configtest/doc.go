@@ -14,4 +14,9 @@
 // and fails the test when a variable the code reads has no row, when a
 // row's default differs from the code's, or when a row names the service
 // explicitly for a variable it does not read.
+//
+// Defaults, NamesBadVariables and Renamed are the steps of every service's
+// own config test: the defaults are accepted, each bad value is refused
+// naming its variable, and an old name still sets the new one with a
+// warning.
 package configtest
