@@ -58,6 +58,7 @@ const suiteTimeout = 60 * time.Second
 // its side's Features and NewTarget. Every subtest runs in parallel on its
 // own target.
 func Run(t *testing.T, f Features, newTarget NewTarget) {
+	kittest.ValidateOpenAPI(t, kittest.NewOpenAPI(t, eventstore.OpenAPI))
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, tg side)

@@ -96,6 +96,7 @@ type NewTarget func(t testing.TB, s Settings) Target
 // with their side's Features and NewTarget, against real Postgres and
 // RabbitMQ. Every subtest runs in parallel on its own target.
 func Run(t *testing.T, f Features, newTarget NewTarget) {
+	kittest.ValidateOpenAPI(t, kittest.NewOpenAPI(t, queue.OpenAPI, "DELETE /tasks"))
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, f Features, newTarget NewTarget)
