@@ -48,6 +48,7 @@ type OpenAPI struct {
 // document is an error, never skipped silently.
 func NewOpenAPI(t testing.TB, doc []byte, unvalidated ...string) *OpenAPI {
 	t.Helper()
+	registerDecoders()
 	spec, err := openapi3.NewLoader().LoadFromData(doc)
 	if err != nil {
 		t.Fatalf("OpenAPI document: %v", err)
@@ -141,6 +142,23 @@ func oneLine(err error) string {
 		parts = append(parts, l)
 	}
 	return strings.Join(parts, " | ")
+}
+
+// registerDecoders teaches kin-openapi the media types of the contracts
+// it does not know: an SSE stream is text, as CheckStream validates it.
+var registerDecoders = sync.OnceFunc(func() {
+	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
+})
+
+// CheckStream checks the head of a streamed answer (its status and
+// Content-Type; the body, read as it arrives, is validated as empty)
+// when ValidateOpenAPI holds for t. A suite calls it for the requests it
+// cannot make through Send, such as an SSE subscription.
+func CheckStream(t testing.TB, req *http.Request, resp *http.Response) {
+	t.Helper()
+	if o := validatorFor(t); o != nil {
+		o.Check(t, req, resp, nil)
+	}
 }
 
 // validating maps a test's name to the OpenAPI its exchanges (and those

@@ -527,6 +527,7 @@ func openSubscription(t testing.TB, base, from string) *subscription {
 		cancel()
 		t.Fatalf("GET %s: %v", u, err)
 	}
+	kittest.CheckStream(t, req, resp)
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
