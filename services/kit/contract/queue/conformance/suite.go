@@ -254,20 +254,19 @@ func (r pgRecords) Payments(t testing.TB) []PaymentRecord {
 // countTasks counts the target's task records for which keep holds.
 func countTasks(t testing.TB, tg Target, keep func(TaskRecord) bool) int {
 	t.Helper()
-	n := 0
-	for _, r := range records(tg).Tasks(t) {
-		if keep(r) {
-			n++
-		}
-	}
-	return n
+	return countOf(records(tg).Tasks(t), keep)
 }
 
 // countPayments counts the target's payment records for which keep holds.
 func countPayments(t testing.TB, tg Target, keep func(PaymentRecord) bool) int {
 	t.Helper()
+	return countOf(records(tg).Payments(t), keep)
+}
+
+// countOf counts the rows for which keep holds.
+func countOf[R any](rows []R, keep func(R) bool) int {
 	n := 0
-	for _, r := range records(tg).Payments(t) {
+	for _, r := range rows {
 		if keep(r) {
 			n++
 		}
