@@ -16,6 +16,14 @@ info: {title: kittest, version: "1"}
 servers:
   - url: http://localhost:9999
 paths:
+  /stream:
+    get:
+      responses:
+        "200":
+          description: events
+          content:
+            text/event-stream:
+              schema: {type: string}
   /things/{id}:
     put:
       parameters:
@@ -159,5 +167,32 @@ func TestNewOpenAPIRefusesABadDocument(t *testing.T) {
 	<-done
 	if !rec.failed {
 		t.Error("a malformed document was accepted")
+	}
+}
+
+func TestCheckStreamChecksTheHead(t *testing.T) {
+	t.Parallel()
+	o := NewOpenAPI(t, []byte(doc))
+	for ct, wantReport := range map[string]bool{"text/event-stream": false, "application/json": true} {
+		t.Run(ct, func(t *testing.T) {
+			t.Parallel()
+			ValidateOpenAPI(t, o)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", ct)
+				_, _ = w.Write([]byte("data: 1\n\n"))
+			}))
+			t.Cleanup(srv.Close)
+			req := NewRequest(t, http.MethodGet, srv.URL+"/stream", nil)
+			resp, err := Client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			rec := &recorder{TB: t}
+			CheckStream(rec, req, resp)
+			if got := len(rec.errors) > 0; got != wantReport {
+				t.Errorf("Content-Type %s: reports %v, want a report: %v", ct, rec.errors, wantReport)
+			}
+		})
 	}
 }
