@@ -9,9 +9,10 @@ import (
 
 // TestServiceBinariesLinkNoTestCode runs go list -deps over every service's
 // main package (services/* except kit) and fails if one of them links the
-// testing package, kittest or a conformance suite: test code belongs in
-// _test.go files and the contract/<pair>/conformance packages, never in
-// what a service binary is built from.
+// testing package, kittest, a conformance suite, a contract's in-memory
+// reference Backend (contract/<pair>/memory) or kin-openapi (the suites'
+// response validator): test code belongs in _test.go files and those
+// packages, never in what a service binary is built from.
 func TestServiceBinariesLinkNoTestCode(t *testing.T) {
 	t.Parallel()
 	goBin, err := exec.LookPath("go")
@@ -46,7 +47,7 @@ func TestServiceBinariesLinkNoTestCode(t *testing.T) {
 			t.Fatalf("go list -deps %s: %v\n%s", p, err, stderr)
 		}
 		for _, dep := range strings.Fields(string(raw)) {
-			if dep == "testing" || strings.HasSuffix(dep, "/kit/kittest") || strings.HasSuffix(dep, "/conformance") {
+			if testOnly(dep) {
 				out[p] = append(out[p], dep)
 			}
 		}
@@ -54,6 +55,36 @@ func TestServiceBinariesLinkNoTestCode(t *testing.T) {
 	for _, p := range pkgs {
 		if bad := out[p]; len(bad) > 0 {
 			t.Errorf("%s links test code: %s", p, strings.Join(bad, ", "))
+		}
+	}
+}
+
+// testOnly reports whether the import path dep is a package only tests
+// may link.
+func testOnly(dep string) bool {
+	return dep == "testing" ||
+		strings.HasSuffix(dep, "/kit/kittest") ||
+		strings.HasSuffix(dep, "/conformance") ||
+		strings.Contains(dep, "/kit/contract/") && strings.HasSuffix(dep, "/memory") ||
+		strings.HasPrefix(dep, "github.com/getkin/kin-openapi")
+}
+
+func TestTestOnly(t *testing.T) {
+	t.Parallel()
+	const kit = "github.com/where-postgres-ends/where-postgres-ends/services/kit"
+	for dep, want := range map[string]bool{
+		"testing":                                      true,
+		kit + "/kittest":                               true,
+		kit + "/contract/queue/conformance":            true,
+		kit + "/contract/log/memory":                   true,
+		"github.com/getkin/kin-openapi/openapi3filter": true,
+		kit + "/contract/queue":                        false,
+		kit + "/contract/queue/records":                false,
+		"github.com/hashicorp/golang-lru/v2/simplelru": false,
+		"net/http": false,
+	} {
+		if got := testOnly(dep); got != want {
+			t.Errorf("testOnly(%q) = %v, want %v", dep, got, want)
 		}
 	}
 }

@@ -30,10 +30,13 @@
 //     lone surrogates), so both sides of a pair answer it with 400.
 //   - contract: one package per pair (queue, log, documents, eventstore):
 //     its OpenAPI document, shared types, Backend interface and handlers;
-//     each has a conformance sub-package holding the pair's one suite.
+//     each has a conformance sub-package holding the pair's one suite, and
+//     a memory sub-package, an in-memory reference Backend that runs the
+//     suite without servers (never a substitute for the real-server runs).
 //   - kittest:  test helpers that find the real servers through environment
-//     variables with defaults at the stack's ports, and run services in the
-//     test's process.
+//     variables with defaults at the stack's ports, run services in the
+//     test's process, and validate the suites' traffic against the pair's
+//     OpenAPI document.
 //
 // # Glossary
 //

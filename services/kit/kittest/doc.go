@@ -7,7 +7,13 @@
 // variable to set, except in a -short run, where the test is skipped.
 //
 // The other helpers run a service in the test's process (ReadConfig,
-// Start, Serve, Logger), talk HTTP and JSON to it (Do, NewRequest, Send,
-// GetJSON, CheckShared) and poll with a deadline (Eventually). Each takes
-// the test, calls t.Helper and registers its cleanup with t.Cleanup.
+// Start, Serve, Logger, NewService), talk HTTP and JSON to it (Do,
+// NewRequest, Send, GetJSON, CheckShared) and poll with a deadline
+// (Eventually). Each takes the test, calls t.Helper and registers its
+// cleanup with t.Cleanup.
+//
+// ValidateOpenAPI makes every exchange Send makes for a test and its
+// subtests be checked against an OpenAPI document (NewOpenAPI, with
+// kin-openapi): each pair's conformance suite turns it on for its
+// contract's openapi.yaml, in the real-server and the in-memory runs.
 package kittest

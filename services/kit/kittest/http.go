@@ -47,7 +47,8 @@ func NewRequest(t testing.TB, method, url string, body any) *http.Request {
 
 // Send sends req with Client and reads the whole answer, failing the test
 // if either fails. The response's Body is already read (into raw) and
-// closed; use its status and headers.
+// closed; use its status and headers. When ValidateOpenAPI holds for t,
+// the exchange is checked against the document (OpenAPI.Check).
 func Send(t testing.TB, req *http.Request) (resp *http.Response, raw []byte) {
 	t.Helper()
 	resp, err := Client.Do(req)
@@ -58,6 +59,9 @@ func Send(t testing.TB, req *http.Request) (resp *http.Response, raw []byte) {
 	raw, err = io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatalf("%s %s: read body: %v", req.Method, req.URL, err)
+	}
+	if o := validatorFor(t); o != nil {
+		o.Check(t, req, resp, raw)
 	}
 	return resp, raw
 }

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
 // ReadConfig reads a service's Config with read (its readConfig) from the
@@ -116,4 +118,22 @@ func CheckShared(t testing.TB, base, service, pair, backend string) {
 	if s, m := GetJSON(t, base+"/no/such/route"); s != 404 || m["error"] == nil {
 		t.Errorf("unknown route: %d %v", s, m)
 	}
+}
+
+// NewService returns a service described by info, listening on a free
+// port with the kit's default HTTP settings (bodyLimit, when not zero,
+// replaces the default BODY_LIMIT) and the /stats names given, for a test
+// that mounts a contract on a backend of its own (the contracts' memory
+// packages). Start it with Start, Serve or an Instance.
+func NewService(t testing.TB, info stats.Info, bodyLimit int64, latencies, counters []string) *service.Service {
+	t.Helper()
+	if bodyLimit == 0 {
+		bodyLimit = httpapi.DefaultBodyLimit
+	}
+	r := config.FromMap(map[string]string{"ADDR": "127.0.0.1:0"})
+	c := service.ReadCommon(r, "127.0.0.1:0", bodyLimit)
+	if err := r.Err(); err != nil {
+		t.Fatalf("HTTP settings: %v", err)
+	}
+	return service.New(info, c.HTTP, Logger(c), latencies, counters)
 }

@@ -20,8 +20,9 @@ import (
 
 // Options configures Mount. Fill Records, Hub and Stats.
 type Options struct {
-	// Records reads events and their deliveries.
-	Records *Records
+	// Records reads events and their deliveries: the services' *Records
+	// on Postgres, or another EventReader (the memory package's).
+	Records EventReader
 	// Hub wakes wait requests; the consumer's Deliverer notifies it.
 	Hub *waiter.Hub
 	// Stats receives the write histogram and the written counter.
@@ -31,6 +32,13 @@ type Options struct {
 	Stopping <-chan struct{}
 	// Timeout bounds each backend call (default 10s).
 	Timeout time.Duration
+}
+
+// EventReader reads one event with its delivery, as GET /events/{id}
+// and its wait answer it; an unknown id is an error wrapping
+// httpapi.ErrNotFound. *Records is the one both services use.
+type EventReader interface {
+	Get(ctx context.Context, id string) (Event, error)
 }
 
 // handler serves the routes Mount adds.

@@ -179,11 +179,20 @@ func (s *Records) Deliver(ctx context.Context, batch []Delivery, at time.Time) (
 	return fresh, rows.Err()
 }
 
+// DeliveryRecorder records that a consumer observed a batch at a time and
+// returns the ids observed for the first time, durably, before the
+// consumer confirms its position. *Records is the one both services use.
+type DeliveryRecorder interface {
+	Deliver(ctx context.Context, batch []Delivery, at time.Time) (map[string]bool, error)
+}
+
 // Deliverer is what a consumer calls with each batch it reads: it records
 // the deliveries (dedup by id), counts delivered and duplicates, observes
 // the delivery latency and wakes waiters. Safe for concurrent use.
 type Deliverer struct {
-	Records *Records
+	// Records records the deliveries: the services' *Records, or another
+	// DeliveryRecorder (the memory package's).
+	Records DeliveryRecorder
 	Hub     *waiter.Hub
 	Stats   *stats.Recorder
 	// Timeout bounds each Deliver call's database round trip.

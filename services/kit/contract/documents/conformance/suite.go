@@ -57,6 +57,7 @@ type side struct {
 // test starts its own. Subtests run in parallel; each uses its own emails
 // and dataset tag, so they do not see each other's users.
 func Run(t *testing.T, f Features, newTarget NewTarget) {
+	kittest.ValidateOpenAPI(t, kittest.NewOpenAPI(t, documents.OpenAPI))
 	tg := side{Target: newTarget(t), Features: f}
 	searchTarget := side{Target: newTarget(t), Features: f}
 	c := &client{t: t, base: tg.URL()}

@@ -58,6 +58,7 @@ const suiteTimeout = 60 * time.Second
 // its side's Features and NewTarget. Every subtest runs in parallel on its
 // own target.
 func Run(t *testing.T, f Features, newTarget NewTarget) {
+	kittest.ValidateOpenAPI(t, kittest.NewOpenAPI(t, eventstore.OpenAPI))
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, tg side)
@@ -526,6 +527,7 @@ func openSubscription(t testing.TB, base, from string) *subscription {
 		cancel()
 		t.Fatalf("GET %s: %v", u, err)
 	}
+	kittest.CheckStream(t, req, resp)
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

@@ -52,6 +52,7 @@ const waitTimeout = 60 * time.Second
 // with their side's Features and NewTarget. Every subtest runs in parallel
 // on its own target.
 func Run(t *testing.T, _ Features, newTarget NewTarget) {
+	kittest.ValidateOpenAPI(t, kittest.NewOpenAPI(t, logc.OpenAPI, "DELETE /events"))
 	t.Run("WriteGetWait", func(t *testing.T) { t.Parallel(); testWriteGetWait(t, newTarget(t)) })
 	t.Run("BadInput", func(t *testing.T) { t.Parallel(); testBadInput(t, newTarget(t)) })
 	t.Run("Batch1000ArrivesWhole", func(t *testing.T) { t.Parallel(); testBatch(t, newTarget(t)) })

@@ -1,0 +1,143 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+)
+
+// Backend keeps users in memory. It is safe for concurrent use; the zero
+// value is empty and ready.
+type Backend struct {
+	mu    sync.Mutex
+	users map[string]*documents.User // by id; Profile holds the encoded profile
+	// profiles holds each user's profile as parsed values, for Search.
+	profiles map[string]documents.Object
+}
+
+var _ documents.Backend = (*Backend)(nil)
+
+// Create inserts the user; a taken email is a conflict.
+func (b *Backend) Create(_ context.Context, u documents.NewUser) (documents.User, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.users == nil {
+		b.users, b.profiles = map[string]*documents.User{}, map[string]documents.Object{}
+	}
+	for _, o := range b.users {
+		if o.Email == u.Email {
+			return documents.User{}, documents.Conflict(u.Email)
+		}
+	}
+	now := time.Now().UTC()
+	profile := u.Profile
+	if profile == nil {
+		profile = documents.Object{}
+	}
+	user := &documents.User{ID: u.ID, Email: u.Email, Name: u.Name, Plan: u.Plan, CreatedAt: now, UpdatedAt: now}
+	b.users[u.ID], b.profiles[u.ID] = user, profile
+	return b.full(u.ID), nil
+}
+
+// full returns a copy of the user with its profile; b.mu is held.
+func (b *Backend) full(id string) documents.User {
+	u := *b.users[id]
+	u.Profile = documents.Encode(b.profiles[id])
+	return u
+}
+
+// update applies fn to the user's record and profile and returns the
+// user without its profile, as the mutation methods must.
+func (b *Backend) update(id string, fn func(u *documents.User, p documents.Object) documents.Object) (documents.User, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u, ok := b.users[id]
+	if !ok {
+		return documents.User{}, documents.NotFound(id)
+	}
+	b.profiles[id] = fn(u, b.profiles[id])
+	u.UpdatedAt = time.Now().UTC()
+	return *u, nil
+}
+
+// Get returns the user with its profile.
+func (b *Backend) Get(_ context.Context, id string) (documents.User, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.users[id]; !ok {
+		return documents.User{}, documents.NotFound(id)
+	}
+	return b.full(id), nil
+}
+
+// PatchFields sets the non-nil fixed fields.
+func (b *Backend) PatchFields(_ context.Context, id string, p documents.FieldsPatch) (documents.User, error) {
+	return b.update(id, func(u *documents.User, prof documents.Object) documents.Object {
+		if p.Name != nil {
+			u.Name = *p.Name
+		}
+		if p.Plan != nil {
+			u.Plan = *p.Plan
+		}
+		return prof
+	})
+}
+
+// PatchProfile merges p into the top level of the profile: Set's keys
+// replace or join the profile's, Unset's keys leave it.
+func (b *Backend) PatchProfile(_ context.Context, id string, p documents.ProfilePatch) (documents.User, error) {
+	return b.update(id, func(_ *documents.User, prof documents.Object) documents.Object {
+		out := slices.Clone(prof)
+		for _, m := range p.Set {
+			if i := slices.IndexFunc(out, func(o documents.Member) bool { return o.Key == m.Key }); i >= 0 {
+				out[i].Value = m.Value
+			} else {
+				out = append(out, m)
+			}
+		}
+		return slices.DeleteFunc(out, func(o documents.Member) bool { return slices.Contains(p.Unset, o.Key) })
+	})
+}
+
+// ReplaceProfile replaces the whole profile.
+func (b *Backend) ReplaceProfile(_ context.Context, id string, profile documents.Object) (documents.User, error) {
+	if profile == nil {
+		profile = documents.Object{}
+	}
+	return b.update(id, func(*documents.User, documents.Object) documents.Object { return profile })
+}
+
+// Search returns at most n users whose profile contains query, after the
+// id after, in ascending id order.
+func (b *Backend) Search(_ context.Context, query documents.Object, after string, n int) ([]documents.User, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var ids []string
+	for id, prof := range b.profiles {
+		if id > after && documents.Contains(prof, query) {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, strings.Compare)
+	out := make([]documents.User, 0, min(n, len(ids)))
+	for _, id := range ids[:min(n, len(ids))] {
+		out = append(out, b.full(id))
+	}
+	return out, nil
+}
+
+// Delete removes the user.
+func (b *Backend) Delete(_ context.Context, id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.users[id]; !ok {
+		return documents.NotFound(id)
+	}
+	delete(b.users, id)
+	delete(b.profiles, id)
+	return nil
+}
