@@ -276,6 +276,7 @@ func (c *consumer) stream(ctx context.Context) error {
 			confirmed = max(confirmed, candidate)
 		}
 		_ = status()
+		endCopy(conn)
 		return ctx.Err()
 	}
 	ticker := time.NewTicker(c.cfg.StatusInterval)
@@ -328,6 +329,19 @@ func (c *consumer) stream(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// endCopy ends the replication stream as the protocol does (CopyDone, then
+// the server's CopyDone and CommandComplete), so that the walsender has read
+// the last standby status update before the connection closes. Closing at
+// once can reset the connection with that update still unread in the
+// server's socket, and the slot then keeps its old confirmed_flush_lsn:
+// the graceful stop's confirmation is lost and the next instance gets the
+// batch again (TestStopRecordsAndConfirmsTheBatchInHand caught it, now and
+// then). Bounded: the reader has stopped, so this is the only reader.
+func endCopy(conn *pgconn.PgConn) {
+	_ = conn.Conn().SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = pglogrepl.SendStandbyCopyDone(context.Background(), conn)
 }
 
 // flush records a batch, retrying while the database is unreachable: an
