@@ -39,14 +39,20 @@ func Do(ctx context.Context, method, url string, body []byte) (int, []byte, erro
 	return resp.StatusCode, b, err
 }
 
-// ResetStats sends POST base/stats/reset.
+// ResetStats sends POST base/stats/reset. A service refuses it (403,
+// or 404 from an older build) unless started with STATS_RESET=true, which
+// the driver sets on the services it starts; the error says so, since a
+// service the user started is the one that lacks it.
 func ResetStats(ctx context.Context, base string) error {
 	code, b, err := Do(ctx, http.MethodPost, base+"/stats/reset", nil)
 	if err != nil {
 		return err
 	}
-	if code/100 != 2 {
-		return fmt.Errorf("POST /stats/reset: %d %s", code, bytes.TrimSpace(b))
+	switch {
+	case code == http.StatusForbidden, code == http.StatusNotFound:
+		return fmt.Errorf("POST %s/stats/reset: %d %s: the service refuses to reset its stats; restart it with STATS_RESET=true (the driver sets it on the services it starts itself, not on ones already running)", base, code, bytes.TrimSpace(b))
+	case code/100 != 2:
+		return fmt.Errorf("POST %s/stats/reset: %d %s", base, code, bytes.TrimSpace(b))
 	}
 	return nil
 }

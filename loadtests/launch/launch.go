@@ -138,7 +138,9 @@ func (l *Launcher) Start(ctx context.Context, name string, port int, env map[str
 	fmt.Fprintf(logf, "\n=== %s start %s env %v\n", time.Now().Format(time.RFC3339), name, env)
 	cmd := exec.Command(filepath.Join(l.binDir, name))
 	cmd.Dir = l.root
-	cmd.Env = append(os.Environ(), fmt.Sprintf("ADDR=127.0.0.1:%d", port))
+	// STATS_RESET: every round starts with POST /stats/reset, which a
+	// service refuses without it. env may still override it.
+	cmd.Env = append(os.Environ(), fmt.Sprintf("ADDR=127.0.0.1:%d", port), "STATS_RESET=true")
 	for _, k := range sortedKeys(env) {
 		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}

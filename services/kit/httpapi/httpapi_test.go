@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -140,5 +142,24 @@ func TestClientGoneIsNot5xx(t *testing.T) {
 	t.Parallel()
 	if got := httpapi.StatusOf(fmt.Errorf("wait: %w", context.Canceled)); got != httpapi.StatusClientClosedRequest {
 		t.Fatalf("StatusOf(canceled) = %d, want 499", got)
+	}
+}
+
+// TestUnencodableResponseIs500 writes a value JSON cannot encode (+Inf):
+// the answer must be a 500 with a JSON error body and an error log line,
+// never the intended status with an empty body.
+func TestUnencodableResponseIs500(t *testing.T) {
+	t.Parallel()
+	var logs strings.Builder
+	r := httpapi.NewRouter(httpapi.RouterOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	r.Get("/inf", func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.WriteJSON(w, http.StatusOK, map[string]float64{"balance": math.Inf(1)})
+	})
+	code, body := do(t, r, http.MethodGet, "/inf", "", "")
+	if code != http.StatusInternalServerError || body["error"] == nil {
+		t.Fatalf("got %d %v, want 500 with a JSON error", code, body)
+	}
+	if !strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("no error logged: %s", logs.String())
 	}
 }

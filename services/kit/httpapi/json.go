@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
@@ -21,11 +23,23 @@ func (f HandlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// WriteJSON writes v as a JSON body with the status.
+// WriteJSON writes v as a JSON body with the status. It encodes v before
+// writing anything, so that a value JSON cannot hold (+Inf, NaN, a
+// channel) never goes out as the intended status with an empty body: it
+// is answered 500 with a JSON error instead, logged by slog.Default with
+// the encoder's error (and at ERROR by the router's request log).
+// Handlers should refuse such values before they get here.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		slog.Default().Error("response could not be encoded as JSON", "status", status, "type", fmt.Sprintf("%T", v), "err", err)
+		buf.Reset()
+		buf.WriteString(`{"error":"internal error: the response could not be encoded as JSON"}` + "\n")
+		status = http.StatusInternalServerError
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(buf.Bytes())
 }
 
 // DecodeJSON decodes the request body into v strictly: the body must be one

@@ -28,6 +28,9 @@ const (
 	DefaultIdleTimeout = 120 * time.Second
 	// DefaultShutdownTimeout is SHUTDOWN_TIMEOUT's default.
 	DefaultShutdownTimeout = 20 * time.Second
+	// DefaultStatsReset is STATS_RESET's default: POST /stats/reset is
+	// refused unless a load driver asks for it.
+	DefaultStatsReset = false
 )
 
 // ServerConfig holds the HTTP server's settings. Every service embeds it in
@@ -55,6 +58,10 @@ type ServerConfig struct {
 	// ShutdownTimeout bounds the drain of in-flight requests on shutdown.
 	// Env SHUTDOWN_TIMEOUT; default DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// StatsReset enables POST /stats/reset, which zeroes what /stats
+	// shows: the load driver needs it, nobody else should be able to wipe
+	// a service's numbers. Env STATS_RESET; default DefaultStatsReset.
+	StatsReset bool
 }
 
 // ServerEnv is the interface of config.Reader that ReadServerConfig needs.
@@ -62,6 +69,7 @@ type ServerEnv interface {
 	String(name, def string) string
 	Bytes(name string, def int64) int64
 	Duration(name string, def time.Duration) time.Duration
+	Bool(name string, def bool) bool
 	Fail(name, format string, args ...any)
 }
 
@@ -76,6 +84,7 @@ func ReadServerConfig(env ServerEnv, defaultAddr string, defaultBodyLimit int64)
 		WriteTimeout:      env.Duration("WRITE_TIMEOUT", DefaultWriteTimeout),
 		IdleTimeout:       env.Duration("IDLE_TIMEOUT", DefaultIdleTimeout),
 		ShutdownTimeout:   env.Duration("SHUTDOWN_TIMEOUT", DefaultShutdownTimeout),
+		StatsReset:        env.Bool("STATS_RESET", DefaultStatsReset),
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		env.Fail("ADDR", "%q is not host:port (example :8082)", c.Addr)

@@ -31,6 +31,10 @@ const (
 	DefaultLogFormat = "text"
 )
 
+// ResetDisabled is the error of POST /stats/reset (403) in a service
+// started without STATS_RESET=true.
+const ResetDisabled = "POST /stats/reset is disabled: start the service with STATS_RESET=true to allow it (the load driver sets it on the services it starts)"
+
 // Common is the part of every service's Config that the kit reads.
 type Common struct {
 	// HTTP holds ADDR, BODY_LIMIT and the server timeouts.
@@ -80,7 +84,8 @@ type hook struct {
 }
 
 // Service is one HTTP service: the shared endpoints (/healthz, /readyz,
-// /metrics, /stats, /stats/reset), the business routes mounted on Router,
+// /metrics, /stats, and /stats/reset when ServerConfig.StatsReset allows
+// it, else 403), the business routes mounted on Router,
 // and the lifecycle. Register everything before Run; Ready, OnStop and
 // Router are not safe to call concurrently with Run.
 type Service struct {
@@ -123,7 +128,13 @@ func New(info stats.Info, cfg httpapi.ServerConfig, logger *slog.Logger, latenci
 	r.Get("/readyz", s.readyz)
 	r.Method(http.MethodGet, "/metrics", rec.MetricsHandler())
 	r.Method(http.MethodGet, "/stats", rec.StatsHandler())
-	r.Method(http.MethodPost, "/stats/reset", rec.ResetHandler())
+	if cfg.StatsReset {
+		r.Method(http.MethodPost, "/stats/reset", rec.ResetHandler())
+	} else {
+		r.Post("/stats/reset", func(w http.ResponseWriter, _ *http.Request) {
+			httpapi.WriteJSON(w, http.StatusForbidden, map[string]string{"error": ResetDisabled})
+		})
+	}
 	s.Router = r
 	return s
 }

@@ -79,10 +79,10 @@ func New(info Info, latencies, counters []string) *Recorder {
 		}, []string{"name"}),
 		promHTTP: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:        "wpe_http_request_duration_seconds",
-			Help:        "HTTP handler time by method, route pattern and status.",
+			Help:        "HTTP handler time by method (RFC 9110's, else other), route pattern and status class (2xx).",
 			ConstLabels: labels,
 			Buckets:     prometheus.ExponentialBuckets(0.0001, 2, 18),
-		}, []string{"method", "route", "code"}),
+		}, []string{"method", "route", "class"}),
 	}
 	r.reset.Store(r.started.UnixNano())
 	r.reg.MustRegister(r.promLat, r.promCnt, r.promHTTP,
@@ -155,9 +155,39 @@ func (r *Recorder) Add(name string, n int64) {
 func (r *Recorder) Inc(name string) { r.Add(name, 1) }
 
 // ObserveHTTP records one HTTP request for /metrics; it matches the
-// RouterOptions.Observe signature of package httpapi.
+// RouterOptions.Observe signature of package httpapi. Every label value
+// comes from a closed set, so that no client can grow /metrics by
+// inventing values: the method is one of RFC 9110's or "other", the
+// status its class ("2xx"), and route must be a registered route pattern
+// (httpapi passes chi's pattern, or "unmatched"), never a raw path.
 func (r *Recorder) ObserveHTTP(method, route string, status int, d time.Duration) {
-	r.promHTTP.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+	r.promHTTP.WithLabelValues(MethodLabel(method), route, StatusClass(status)).Observe(d.Seconds())
+}
+
+// knownMethods are RFC 9110's methods plus PATCH: the method label's
+// values besides "other".
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true,
+	http.MethodPut: true, http.MethodPatch: true, http.MethodDelete: true,
+	http.MethodConnect: true, http.MethodOptions: true, http.MethodTrace: true,
+}
+
+// MethodLabel returns method if it is a standard HTTP method (GET, POST,
+// ...), else "other": the method label's closed set.
+func MethodLabel(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "other"
+}
+
+// StatusClass returns the status's class, "1xx" to "5xx", or "other"
+// outside 100-599 (a nonstandard 499 is "4xx").
+func StatusClass(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status/100) + "xx"
 }
 
 // Reset zeroes every histogram and counter shown by /stats (Prometheus

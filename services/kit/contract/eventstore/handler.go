@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -233,7 +234,9 @@ func (h *handlers) state(w http.ResponseWriter, r *http.Request) error {
 			scanned += *res.RecordsScanned
 		}
 		for _, e := range res.Events {
-			Fold(&st, e)
+			if err := Fold(&st, e); err != nil {
+				return err
+			}
 		}
 		if len(res.Events) < MaxReadLimit {
 			break
@@ -253,27 +256,53 @@ func (h *handlers) state(w http.ResponseWriter, r *http.Request) error {
 
 // Fold applies one event to a tank's state: TankRegistered sets the
 // capacity, OxygenAdded and OxygenConsumed move the balance by their
-// "liters"; other types only advance the version.
-func Fold(st *State, e RecordedEvent) {
-	st.Events++
-	if e.Version != nil {
-		v := *e.Version
-		st.Version = &v
-	}
+// "liters"; other types, and amounts that are not numbers, only advance
+// the version. An amount or a sum that leaves float64's range (two
+// OxygenAdded of 1e308, or a "liters" of 1e309, which JSON and the
+// engines hold but a float64 cannot) is an *httpapi.Error with status
+// 422 naming the event: the state has no value to report, and answering
+// +Inf would be a lie JSON cannot even carry. st is left as it was
+// before the event.
+func Fold(st *State, e RecordedEvent) error {
 	var body struct {
 		Liters         float64 `json:"liters"`
 		CapacityLiters float64 `json:"capacity_liters"`
 	}
-	_ = json.Unmarshal(e.Data, &body)
+	err := json.Unmarshal(e.Data, &body)
+	var typ *json.UnmarshalTypeError
+	overflow := errors.As(err, &typ) && strings.HasPrefix(typ.Value, "number") &&
+		(typ.Field == "liters" || typ.Field == "capacity_liters")
+	next := *st
+	next.Events++
+	if e.Version != nil {
+		v := *e.Version
+		next.Version = &v
+	}
 	switch e.Type {
 	case "TankRegistered":
-		st.Registered = true
-		st.CapacityLiters = body.CapacityLiters
+		next.Registered = true
+		next.CapacityLiters = body.CapacityLiters
+		overflow = overflow && typ.Field == "capacity_liters"
 	case "OxygenAdded":
-		st.BalanceLiters += body.Liters
+		next.BalanceLiters += body.Liters
+		overflow = overflow && typ.Field == "liters"
 	case "OxygenConsumed":
-		st.BalanceLiters -= body.Liters
+		next.BalanceLiters -= body.Liters
+		overflow = overflow && typ.Field == "liters"
+	default:
+		overflow = false
 	}
+	if overflow || math.IsInf(next.BalanceLiters, 0) || math.IsNaN(next.BalanceLiters) {
+		at := fmt.Sprintf("event %d", next.Events-1)
+		if e.Version != nil {
+			at = fmt.Sprintf("version %d", *e.Version)
+		}
+		return &httpapi.Error{Status: http.StatusUnprocessableEntity,
+			Message: fmt.Sprintf("stream %q has no state to report: its %s event at %s would overflow the state (a float64 reaches at most %g liters); the events are stored, but this stream cannot be folded", e.Stream, e.Type, at, math.MaxFloat64),
+			Fields:  map[string]any{"events_folded": st.Events}}
+	}
+	*st = next
+	return nil
 }
 
 // sseWriter writes Server-Sent Events; the heartbeat goroutine and the

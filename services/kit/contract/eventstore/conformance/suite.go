@@ -265,6 +265,16 @@ func testState(t *testing.T, tg side) {
 	if status != 200 || st.Events != 0 || st.Version != nil || st.Registered {
 		t.Errorf("state of an empty stream: %d %s", status, b)
 	}
+	// A balance past float64's range has no state to report: a JSON 422
+	// naming the overflow (docs/eventstore.md), not 200 with no body.
+	s = streamName(t, 3)
+	mustAppend(t, tg.URL(), s, "any", added(1e308), added(1e308))
+	status, b = kittest.Do(t, http.MethodGet, tg.URL()+"/streams/"+s+"/state", nil, nil)
+	var e struct{ Error string }
+	decode(t, b, &e)
+	if status != http.StatusUnprocessableEntity || !strings.Contains(e.Error, "overflow") {
+		t.Errorf("state of a stream whose balance overflows: %d %s; want 422 naming the overflow", status, b)
+	}
 }
 
 func testBadInput(t *testing.T, tg side) {
