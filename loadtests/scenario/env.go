@@ -185,7 +185,11 @@ func (e *Env) ensure(ctx context.Context, s Service, req, startEnv map[string]st
 }
 
 func (e *Env) start(ctx context.Context, s Service, port int, env map[string]string) error {
-	e.logf("starting %s on :%d %v", s.Name, port, env)
+	if len(env) == 0 {
+		e.logf("starting %s on :%d", s.Name, port)
+	} else {
+		e.logf("starting %s on :%d with %v", s.Name, port, env)
+	}
 	timeout := e.ReadyTimeout
 	if timeout == 0 {
 		timeout = 90 * time.Second
