@@ -114,6 +114,22 @@ func parseRates(s string) ([]float64, error) {
 	return out, nil
 }
 
+// formatSizes is the -sizes spelling of sizes ("512KiB,2MiB").
+func formatSizes(sizes []int) string {
+	var parts []string
+	for _, n := range sizes {
+		switch {
+		case n >= 1<<20 && n%(1<<20) == 0:
+			parts = append(parts, strconv.Itoa(n>>20)+"MiB")
+		case n >= 1<<10 && n%(1<<10) == 0:
+			parts = append(parts, strconv.Itoa(n>>10)+"KiB")
+		default:
+			parts = append(parts, strconv.Itoa(n))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
 func parseSizes(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
@@ -178,16 +194,16 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	var do scenario.DocumentsOptions
 	var sizes, rwRates *string
 	if cmd == "documents" || cmd == "results" || cmd == "demo" {
-		users := 2000
+		d := scenario.DocumentsScenario.Defaults
 		if cmd == "demo" {
-			users = 500
+			d.Users = 500
 		}
-		fs.IntVar(&do.Users, "users", users, "documents: users in the generated data set (created on both sides)")
-		fs.Uint64Var(&do.Seed, "seed", 1, "documents: data set seed")
-		fs.Float64Var(&do.SearchRate, "search-rate", 5, "documents: containment searches per second")
-		sizes = fs.String("sizes", "512KiB,2MiB", "documents: profile sizes rewritten")
-		rwRates = fs.String("rewrite-rates", "10,4", "documents: rewrites (then neighbour patches) per second, per size")
-		fs.IntVar(&do.RewriteUsers, "rewrite-users", 4, "documents: users of each size rewritten in turn")
+		fs.IntVar(&do.Users, "users", d.Users, "documents: users in the generated data set (created on both sides)")
+		fs.Uint64Var(&do.Seed, "seed", d.Seed, "documents: data set seed")
+		fs.Float64Var(&do.SearchRate, "search-rate", d.SearchRate, "documents: containment searches per second")
+		sizes = fs.String("sizes", formatSizes(d.Sizes), "documents: profile sizes rewritten")
+		rwRates = fs.String("rewrite-rates", formatRates(d.RewriteRates), "documents: rewrites (then neighbour patches) per second, per size")
+		fs.IntVar(&do.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")
 	}
 	var inputs *string
 	if cmd == "report" {
@@ -270,7 +286,7 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	case "log":
 		return runPair(ctx, c, env, root, "log", args, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) })
 	case "documents":
-		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) })
+		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) })
 	case "results":
 		return runResults(ctx, c, env, root, args, qo, lo, do)
 	case "demo":
@@ -413,7 +429,7 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 	}{
 		{"queue", scenario.QueuePair, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, qo) }},
 		{"log", scenario.LogPair, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) }},
-		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) }},
+		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
 	} {
 		before := newest(c.resultsDir, step.pair)
 		err := runPair(ctx, c, env, root, step.pair, args, step.fn)
@@ -533,7 +549,7 @@ func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l
 	}{
 		{scenario.QueuePair, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, q) }},
 		{scenario.LogPair, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, l) }},
-		{scenario.DocumentsPair, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) }},
+		{scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
 	}
 	var errs []error
 	var runs []*driver.Run
