@@ -273,7 +273,7 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		case "documents":
 			steps = []step{{"documents", do.Estimate()}}
 		case "results":
-			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"eventstore", eventStoreEstimate}}
+			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices))}}
 		case "demo":
 			steps = []step{{"queue", qd.Estimate(c.settle)}, {"log", ld.Estimate(c.settle)}, {"documents", do.Estimate()}}
 		}
@@ -300,11 +300,6 @@ type step struct {
 	name string
 	est  scenario.Estimate
 }
-
-// eventStoreEstimate is the event-store bench at the results size: 5 s
-// append rounds (3 rounds × 2 series × 2 engines) plus the point reads
-// and the catch-up runs.
-var eventStoreEstimate = scenario.Estimate{Typical: 2 * time.Minute, Bound: 4 * time.Minute}
 
 // newProgress returns the progress reporter of cmd, bars when w is a
 // terminal and one line per attack otherwise, after writing the plan's
@@ -480,7 +475,7 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if _, err := eventstore.Bench(ctx, sc, o, os.Stderr); err != nil {
+		if _, err := eventstore.Bench(ctx, sc, o, env.Progress, os.Stderr); err != nil {
 			return fmt.Errorf("eventstore %s: %w", sc, err)
 		}
 	}
@@ -516,7 +511,18 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	path, err := eventstore.Bench(ctx, args[0], o, stderr)
+	// One line per loop: the plan's estimate first, as the load commands
+	// write it.
+	est := eventstore.Append.Estimate(o, len(eventstore.Append.Sides))
+	if args[0] != "append" {
+		est = scenario.Estimate{}
+	}
+	progress := driver.NewProgress(stderr, false, []driver.Step{{Name: "eventstore " + args[0], Attacks: est.Attacks, Planned: est.Typical}})
+	if args[0] == "append" {
+		fmt.Fprintf(stderr, "eventstore append: estimated ~%s (at most ~%s) if every engine answers\n", driver.Human(est.Typical), driver.Human(est.Bound))
+	}
+	progress.Begin("eventstore " + args[0])
+	path, err := eventstore.Bench(ctx, args[0], o, progress, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		if errors.Is(err, eventstore.ErrUnknownScenario) {
