@@ -114,6 +114,22 @@ func parseRates(s string) ([]float64, error) {
 	return out, nil
 }
 
+// formatSizes is the -sizes spelling of sizes ("512KiB,2MiB").
+func formatSizes(sizes []int) string {
+	var parts []string
+	for _, n := range sizes {
+		switch {
+		case n >= 1<<20 && n%(1<<20) == 0:
+			parts = append(parts, strconv.Itoa(n>>20)+"MiB")
+		case n >= 1<<10 && n%(1<<10) == 0:
+			parts = append(parts, strconv.Itoa(n>>10)+"KiB")
+		default:
+			parts = append(parts, strconv.Itoa(n))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
 func parseSizes(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
@@ -178,16 +194,16 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	var do scenario.DocumentsOptions
 	var sizes, rwRates *string
 	if cmd == "documents" || cmd == "results" || cmd == "demo" {
-		users := 2000
+		d := scenario.DocumentsScenario.Defaults
 		if cmd == "demo" {
-			users = 500
+			d.Users = 500
 		}
-		fs.IntVar(&do.Users, "users", users, "documents: users in the generated data set (created on both sides)")
-		fs.Uint64Var(&do.Seed, "seed", 1, "documents: data set seed")
-		fs.Float64Var(&do.SearchRate, "search-rate", 5, "documents: containment searches per second")
-		sizes = fs.String("sizes", "512KiB,2MiB", "documents: profile sizes rewritten")
-		rwRates = fs.String("rewrite-rates", "10,4", "documents: rewrites (then neighbour patches) per second, per size")
-		fs.IntVar(&do.RewriteUsers, "rewrite-users", 4, "documents: users of each size rewritten in turn")
+		fs.IntVar(&do.Users, "users", d.Users, "documents: users in the generated data set (created on both sides)")
+		fs.Uint64Var(&do.Seed, "seed", d.Seed, "documents: data set seed")
+		fs.Float64Var(&do.SearchRate, "search-rate", d.SearchRate, "documents: containment searches per second")
+		sizes = fs.String("sizes", formatSizes(d.Sizes), "documents: profile sizes rewritten")
+		rwRates = fs.String("rewrite-rates", formatRates(d.RewriteRates), "documents: rewrites (then neighbour patches) per second, per size")
+		fs.IntVar(&do.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")
 	}
 	var inputs *string
 	if cmd == "report" {
@@ -257,7 +273,7 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		case "documents":
 			steps = []step{{"documents", do.Estimate()}}
 		case "results":
-			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"eventstore", eventStoreEstimate}}
+			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices))}}
 		case "demo":
 			steps = []step{{"queue", qd.Estimate(c.settle)}, {"log", ld.Estimate(c.settle)}, {"documents", do.Estimate()}}
 		}
@@ -270,7 +286,7 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	case "log":
 		return runPair(ctx, c, env, root, "log", args, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) })
 	case "documents":
-		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) })
+		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) })
 	case "results":
 		return runResults(ctx, c, env, root, args, qo, lo, do)
 	case "demo":
@@ -284,11 +300,6 @@ type step struct {
 	name string
 	est  scenario.Estimate
 }
-
-// eventStoreEstimate is the event-store bench at the results size: 5 s
-// append rounds (3 rounds × 2 series × 2 engines) plus the point reads
-// and the catch-up runs.
-var eventStoreEstimate = scenario.Estimate{Typical: 2 * time.Minute, Bound: 4 * time.Minute}
 
 // newProgress returns the progress reporter of cmd, bars when w is a
 // terminal and one line per attack otherwise, after writing the plan's
@@ -413,7 +424,7 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 	}{
 		{"queue", scenario.QueuePair, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, qo) }},
 		{"log", scenario.LogPair, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) }},
-		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) }},
+		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
 	} {
 		before := newest(c.resultsDir, step.pair)
 		err := runPair(ctx, c, env, root, step.pair, args, step.fn)
@@ -464,7 +475,7 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if _, err := eventstore.Bench(ctx, sc, o, os.Stderr); err != nil {
+		if _, err := eventstore.Bench(ctx, sc, o, env.Progress, os.Stderr); err != nil {
 			return fmt.Errorf("eventstore %s: %w", sc, err)
 		}
 	}
@@ -500,7 +511,18 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	path, err := eventstore.Bench(ctx, args[0], o, stderr)
+	// One line per loop: the plan's estimate first, as the load commands
+	// write it.
+	est := eventstore.Append.Estimate(o, len(eventstore.Append.Sides))
+	if args[0] != "append" {
+		est = scenario.Estimate{}
+	}
+	progress := driver.NewProgress(stderr, false, []driver.Step{{Name: "eventstore " + args[0], Attacks: est.Attacks, Planned: est.Typical}})
+	if args[0] == "append" {
+		fmt.Fprintf(stderr, "eventstore append: estimated ~%s (at most ~%s) if every engine answers\n", driver.Human(est.Typical), driver.Human(est.Bound))
+	}
+	progress.Begin("eventstore " + args[0])
+	path, err := eventstore.Bench(ctx, args[0], o, progress, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		if errors.Is(err, eventstore.ErrUnknownScenario) {
@@ -533,7 +555,7 @@ func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l
 	}{
 		{scenario.QueuePair, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, q) }},
 		{scenario.LogPair, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, l) }},
-		{scenario.DocumentsPair, func(run *driver.Run) error { return scenario.Documents(ctx, env, run, do) }},
+		{scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
 	}
 	var errs []error
 	var runs []*driver.Run

@@ -5,10 +5,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
 
 func TestCheckTellsUpFromDownAndWrongService(t *testing.T) {
@@ -51,4 +54,18 @@ func freePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestSizesFlagRoundTrips checks that the -sizes default written from the
+// declared documents scenario parses back to the same sizes.
+func TestSizesFlagRoundTrips(t *testing.T) {
+	want := scenario.DocumentsScenario.Defaults.Sizes
+	s := formatSizes(want)
+	got, err := parseSizes(s)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("formatSizes(%v) = %q, parsed back to %v, %v", want, s, got, err)
+	}
+	if s != "512KiB,2MiB" {
+		t.Errorf("formatSizes = %q, want 512KiB,2MiB", s)
+	}
 }

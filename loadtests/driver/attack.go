@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/schollz/progressbar/v3"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
@@ -157,60 +158,159 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 		)
 	}
 
-	lat, svc := stats.NewHistogram(), stats.NewHistogram()
-	res := ClientResult{TargetRate: spec.Rate, DurationS: spec.Duration.Seconds(), Codes: map[string]int64{}}
-	samples := map[string]bool{}
-	var lastEnd time.Time
+	t := newTally(spec.Rate, spec.Duration)
 	start := time.Now()
 	lastDescribe := start
 	for r := range atk.Attack(targeter, p, spec.Duration, spec.Name) {
-		res.Requests++
 		intended := time.Unix(0, p.began.Load()).Add(time.Duration(float64(r.Seq+1) * interval))
 		d := r.End().Sub(intended)
 		if d < r.Latency {
 			d = r.Latency // sent early (never less than the service time)
 		}
-		_ = lat.RecordValue(max(d.Microseconds(), 1))
-		_ = svc.RecordValue(max(r.Latency.Microseconds(), 1))
-		res.Codes[strconv.Itoa(int(r.Code))]++
-		if r.Code >= 200 && r.Code < 300 {
-			res.OK++
-		} else {
-			res.Errors++
-			msg := r.Error
-			if len(r.Body) > 0 {
-				msg += ": " + string(bytes.TrimSpace(r.Body))
-			}
-			if len(samples) < 5 && !samples[msg] {
-				samples[msg] = true
-				res.ErrorSamples = append(res.ErrorSamples, msg)
-			}
+		msg := r.Error
+		if len(r.Body) > 0 {
+			msg += ": " + string(bytes.TrimSpace(r.Body))
 		}
-		if e := r.End(); e.After(lastEnd) {
-			lastEnd = e
-		}
+		t.add(int(r.Code), msg, d, r.Latency, r.End())
 		if bar != nil {
 			_ = bar.Add(1)
 			if now := time.Now(); now.Sub(lastDescribe) > 250*time.Millisecond {
 				lastDescribe = now
 				el := now.Sub(start).Seconds()
-				bar.Describe(fmt.Sprintf("%s %s  rate %.0f/s  errors %d  elapsed %.1fs", label, spec.Name, float64(res.Requests)/el, res.Errors, el))
+				bar.Describe(fmt.Sprintf("%s %s  rate %.0f/s  errors %d  elapsed %.1fs", label, spec.Name, float64(t.res.Requests)/el, t.res.Errors, el))
 			}
 		}
 	}
 	if bar != nil {
 		_ = bar.Finish()
 	}
+	var began time.Time
+	if b := p.began.Load(); b != 0 {
+		began = time.Unix(0, b)
+	}
+	res := t.result(began)
+	if spec.Progress != nil {
+		spec.Progress.attackEnded(label, spec, res)
+	}
+	return res
+}
+
+// tally counts the answers of one attack or loop.
+type tally struct {
+	res      ClientResult
+	lat, svc *hdrhistogram.Histogram
+	samples  map[string]bool
+	lastEnd  time.Time
+}
+
+func newTally(rate float64, d time.Duration) *tally {
+	return &tally{
+		res:     ClientResult{TargetRate: rate, DurationS: d.Seconds(), Codes: map[string]int64{}},
+		lat:     stats.NewHistogram(),
+		svc:     stats.NewHistogram(),
+		samples: map[string]bool{},
+	}
+}
+
+// add counts one answer: its status (0 for a transport error), the error
+// message kept as a sample when it is not a 2xx, its latency and service
+// time, and when it ended.
+func (t *tally) add(code int, msg string, latency, service time.Duration, end time.Time) {
+	t.res.Requests++
+	_ = t.lat.RecordValue(max(latency.Microseconds(), 1))
+	_ = t.svc.RecordValue(max(service.Microseconds(), 1))
+	t.res.Codes[strconv.Itoa(code)]++
+	if code >= 200 && code < 300 {
+		t.res.OK++
+	} else {
+		t.res.Errors++
+		if len(t.samples) < 5 && !t.samples[msg] {
+			t.samples[msg] = true
+			t.res.ErrorSamples = append(t.res.ErrorSamples, msg)
+		}
+	}
+	if end.After(t.lastEnd) {
+		t.lastEnd = end
+	}
+}
+
+// result is the tally's ClientResult; throughput counts from began (zero:
+// not known) to the last answer.
+func (t *tally) result(began time.Time) ClientResult {
+	res := t.res
 	sort.Strings(res.ErrorSamples)
 	if res.DurationS > 0 {
 		res.SentRate = round3(float64(res.Requests) / res.DurationS)
 	}
-	if b := p.began.Load(); b != 0 && lastEnd.After(time.Unix(0, b)) {
-		res.Throughput = round3(float64(res.OK) / lastEnd.Sub(time.Unix(0, b)).Seconds())
+	if !began.IsZero() && t.lastEnd.After(began) {
+		res.Throughput = round3(float64(res.OK) / t.lastEnd.Sub(began).Seconds())
 	}
-	res.Latency, res.ServiceTime = stats.Summarize(lat), stats.Summarize(svc)
+	res.Latency, res.ServiceTime = stats.Summarize(t.lat), stats.Summarize(t.svc)
+	return res
+}
+
+// LoopSpec describes a closed-model load: Workers goroutines each run Op
+// again as soon as it returns, for Duration. Unlike an Attack's arrivals,
+// the load follows the service: a slower answer means fewer operations.
+// It is the shape of the event-store bench's appends, where each
+// operation may read the stream before it appends.
+type LoopSpec struct {
+	// Name labels the progress line ("no-kurrentdb append").
+	Name string
+	// Workers is how many operations run at once (> 0).
+	Workers int
+	// Duration is how long operations are started for (> 0).
+	Duration time.Duration
+	// Op performs one operation of worker w (n counts the worker's
+	// operations from 0) and returns the status that decides it (0 with
+	// err for a transport error); a 2xx counts as OK. ctx ends with the
+	// loop: an Op it interrupts is not counted.
+	Op func(ctx context.Context, w int, n uint64) (status int, err error)
+	// Progress reports the loop as one line once it ends; nil for none.
+	Progress *Progress
+}
+
+// Loop runs spec and returns what the client saw, as Attack does:
+// Requests counts operations, Latency and ServiceTime are both each
+// operation's own duration (a closed loop has no intended send time), and
+// Throughput is OK operations per second of the loop's wall time.
+func Loop(ctx context.Context, spec LoopSpec) ClientResult {
+	var label string
 	if spec.Progress != nil {
-		spec.Progress.attackEnded(label, spec, res)
+		label = spec.Progress.attackStarted()
+	}
+	t := newTally(0, spec.Duration)
+	var mu sync.Mutex
+	lctx, cancel := context.WithTimeout(ctx, spec.Duration)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range spec.Workers {
+		wg.Go(func() {
+			for n := uint64(0); lctx.Err() == nil; n++ {
+				t0 := time.Now()
+				code, err := spec.Op(lctx, w, n)
+				end := time.Now()
+				if lctx.Err() != nil {
+					return
+				}
+				msg := ""
+				if err != nil {
+					code, msg = 0, err.Error()
+				} else if code < 200 || code >= 300 {
+					msg = strconv.Itoa(code) + " " + http.StatusText(code)
+				}
+				mu.Lock()
+				t.add(code, msg, end.Sub(t0), end.Sub(t0), end)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	t.res.DurationS = round3(time.Since(start).Seconds())
+	res := t.result(start)
+	if spec.Progress != nil {
+		spec.Progress.loopEnded(label, AttackSpec{Name: spec.Name, Duration: spec.Duration}, res)
 	}
 	return res
 }

@@ -11,8 +11,13 @@ import (
 )
 
 // Client is the HTTP client for the driver's control calls (stats,
-// progress, seeding); every call has its own timeout.
-var Client = &http.Client{Timeout: 30 * time.Second}
+// progress, seeding) and for closed loops' operations; every call has its
+// own timeout. It keeps enough idle connections per host for a loop's
+// workers to reuse theirs instead of dialling again.
+var Client = &http.Client{
+	Timeout:   30 * time.Second,
+	Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 128, MaxConnsPerHost: 256, IdleConnTimeout: 30 * time.Second},
+}
 
 // Do sends method url with body (JSON, may be nil) and returns the status
 // and the body. A transport error is returned as err; any status is not.

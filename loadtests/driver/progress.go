@@ -133,6 +133,15 @@ func (p *Progress) attackEnded(label string, spec AttackSpec, r ClientResult) {
 	fmt.Fprintf(p.w, "%s %s\n", label, Outcome(spec, r))
 }
 
+// loopEnded counts a closed loop and writes its line, bars or not: a
+// loop has no bar.
+func (p *Progress) loopEnded(label string, spec AttackSpec, r ClientResult) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	fmt.Fprintf(p.w, "%s %s\n", label, Outcome(spec, r))
+}
+
 // Outcome is one attack in a line: "no-rabbitmq 500/s 5s: 2500 sent,
 // 100% ok, p99 3.1 ms".
 func Outcome(spec AttackSpec, r ClientResult) string {

@@ -28,26 +28,47 @@ type SideFunc func(ctx context.Context, service string, round int) (*SideResult,
 // then summarizes them. A side's error is recorded in its SideResult and
 // does not stop the other rounds; a cancelled ctx does.
 func RunPoint(ctx context.Context, p *Point, rounds int, fn SideFunc) error {
-	for r := range rounds {
-		round := Round{Index: r, Order: Order(p.Sides, r), Sides: map[string]*SideResult{}}
-		for _, s := range round.Order {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			started := time.Now().UTC()
-			res, err := fn(ctx, s, r)
-			if res == nil {
-				res = &SideResult{Metrics: map[string]float64{}}
-			}
-			res.Service, res.StartedAt = s, started
-			if err != nil {
-				res.Error = err.Error()
-			}
-			round.Sides[s] = res
+	return RunPoints(ctx, []*Point{p}, rounds, func(ctx context.Context, _ int, svc string, round int) (*SideResult, error) {
+		return fn(ctx, svc, round)
+	})
+}
+
+// PointsFunc measures one side for one round of the i-th point of
+// RunPoints.
+type PointsFunc func(ctx context.Context, i int, service string, round int) (*SideResult, error)
+
+// RunPoints runs points interleaved: in each round, every point in turn,
+// each over its sides in the order rotated for that round. Series that
+// must be told apart by what happened between them (streams that grow
+// across rounds against fresh ones) then see the same history. Each point
+// is summarized at the end; errors are handled as in RunPoint.
+func RunPoints(ctx context.Context, points []*Point, rounds int, fn PointsFunc) error {
+	defer func() {
+		for _, p := range points {
+			Summarize(p)
 		}
-		p.Rounds = append(p.Rounds, round)
+	}()
+	for r := range rounds {
+		for i, p := range points {
+			round := Round{Index: r, Order: Order(p.Sides, r), Sides: map[string]*SideResult{}}
+			for _, s := range round.Order {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				started := time.Now().UTC()
+				res, err := fn(ctx, i, s, r)
+				if res == nil {
+					res = &SideResult{Metrics: map[string]float64{}}
+				}
+				res.Service, res.StartedAt = s, started
+				if err != nil {
+					res.Error = err.Error()
+				}
+				round.Sides[s] = res
+			}
+			p.Rounds = append(p.Rounds, round)
+		}
 	}
-	Summarize(p)
 	return ctx.Err()
 }
 

@@ -11,18 +11,18 @@ import (
 	"io"
 	"math"
 	mrand "math/rand/v2"
-	"os"
-	"path/filepath"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
-// Options are the bench's flags; the defaults are the issue's sizes.
+// Options are the bench's flags; the defaults (Append.Defaults) are the
+// issue's sizes.
 type Options struct {
 	Targets  string
 	Workers  int
@@ -54,17 +54,14 @@ func defaultEngines(targets string) []*Engine {
 var Scenarios = []string{"append", "point-read", "catch-up"}
 
 // DefaultOptions are the issue's sizes, against the trio on localhost.
-func DefaultOptions() Options {
-	return Options{Targets: DefaultTargets(), Workers: 16, Streams: 64, Duration: 30 * time.Second, Rounds: 3,
-		Runs: 6, Events: 500, Reads: 5, Out: "results"}
-}
+func DefaultOptions() Options { return Append.Defaults }
 
 // Register adds the bench's flags to fs, defaulting to o's values.
 func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Targets, "targets", o.Targets, "name=url of each engine")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "append: concurrent workers per engine")
 	fs.IntVar(&o.Streams, "streams", o.Streams, "append: streams the workers share")
-	fs.DurationVar(&o.Duration, "duration", o.Duration, "append: duration of one round per engine")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "append: duration of one loop per engine, series and round")
 	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "append: rounds (engine order rotated)")
 	fs.IntVar(&o.Runs, "runs", o.Runs, "catch-up: runs per engine")
 	fs.IntVar(&o.Events, "events", o.Events, "catch-up: pre-filled events per run")
@@ -77,10 +74,16 @@ func (o *Options) Register(fs *flag.FlagSet) {
 // Scenarios.
 var ErrUnknownScenario = errors.New("unknown eventstore scenario (append, point-read, catch-up)")
 
+// Command is the results file's command of scenario:
+// "eventstore-append"; the file is <o.Out>/<UTC time>-<command>.json.
+func Command(scenario string) string { return "eventstore-" + scenario }
+
 // Bench probes the engines of o.Targets, runs scenario against those that
-// answer (the others are "not measured here") and writes
-// <o.Out>/eventstore-<scenario>.json, whose path it returns.
-func Bench(ctx context.Context, scenario string, o Options, log io.Writer) (string, error) {
+// answer (the others are "not measured here") through the driver's
+// rounds, and writes its results file, a driver.Run like every pair's,
+// whose path it returns. progress reports each loop (nil for none); log
+// receives the probes' outcome.
+func Bench(ctx context.Context, scenario string, o Options, progress *driver.Progress, log io.Writer) (string, error) {
 	if !slices.Contains(Scenarios, scenario) {
 		return "", fmt.Errorf("%w: %q", ErrUnknownScenario, scenario)
 	}
@@ -91,25 +94,23 @@ func Bench(ctx context.Context, scenario string, o Options, log io.Writer) (stri
 			fmt.Fprintf(log, "%s (%s): not measured here: %s\n", e.Name, e.URL, e.Why)
 		}
 	}
-	var result any
+	run := driver.NewRun(Command(scenario), nil, time.Now())
+	run.Settings["engines"] = engines
+	run.Settings["options"] = o
 	var err error
 	switch scenario {
 	case "append":
-		result, err = runAppend(ctx, o, engines, log)
+		err = Append.Run(ctx, run, o, engines, progress)
 	case "point-read":
-		result, err = runPointRead(ctx, o, engines)
+		err = runPointRead(ctx, run, o, engines)
 	case "catch-up":
-		result, err = runCatchUp(ctx, o, engines, log)
+		err = runCatchUp(ctx, run, o, engines, log)
 	}
+	run.FinishedAt = time.Now().UTC()
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return "", err
-	}
-	path := filepath.Join(o.Out, "eventstore-"+scenario+".json")
-	b, _ := json.MarshalIndent(result, "", "  ")
-	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+	return driver.WriteRun(o.Out, run)
 }
 
 func runID() string {
@@ -118,128 +119,124 @@ func runID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// AppendRow is one engine's round of one series.
-type AppendRow struct {
-	Engine string `json:"engine"`
-	// Series is "growing" (the same streams every round) or "reset"
-	// (fresh streams before every round).
-	Series          string  `json:"series"`
-	Round           int     `json:"round"`
-	Ops             int64   `json:"ops"`
-	Conflicts       int64   `json:"conflicts"`
-	Errors          int64   `json:"errors"`
-	Seconds         float64 `json:"seconds"`
-	OpsPerSec       float64 `json:"ops_per_sec"`
-	ConflictsPerOp  float64 `json:"conflicts_per_op"`
-	EventsPerStream float64 `json:"events_per_stream_at_end"`
-	Measured        bool    `json:"measured"`
+// Point scenarios of the bench's results files.
+const (
+	appendPrefix   = "eventstore.append."
+	pointReadPoint = "eventstore.point-read"
+	catchUpPoint   = "eventstore.catch-up"
+)
+
+// streamPrefix names the streams of a series: the read-then-append
+// growing series keeps the bench's historical "tank-<tag>-g", which
+// point-read reads.
+func streamPrefix(tag string, m Mode, series string, round int) string {
+	p := "tank-" + tag
+	if m.Name != ReadThenAppend.Name {
+		p += "-" + m.Name
+	}
+	if series == "reset" {
+		return fmt.Sprintf("%s-r%d", p, round+1)
+	}
+	return p + "-g"
 }
 
-// AppendResult is results/eventstore-append.json.
-type AppendResult struct {
-	RunID    string      `json:"run_id"`
-	At       time.Time   `json:"at"`
-	Options  Options     `json:"options"`
-	Engines  []*Engine   `json:"engines"`
-	Rows     []AppendRow `json:"rows"`
-	Verdicts []string    `json:"verdicts"`
-}
+// notMeasured is a side the bench could not reach.
+func notMeasured(e *Engine) error { return fmt.Errorf("not measured here: %s", e.Why) }
 
-// runAppend: per round, per series (growing, then reset — interleaved), per
-// engine in rotated order, workers loop: read the stream's state (its
-// current version), append one event expecting that version.
-func runAppend(ctx context.Context, o Options, engines []*Engine, log io.Writer) (*AppendResult, error) {
-	res := &AppendResult{RunID: runID(), At: time.Now().UTC(), Options: o, Engines: engines}
-	for round := 1; round <= o.Rounds; round++ {
-		order := slices.Clone(engines)
-		for i := 0; i < (round-1)%max(len(order), 1); i++ {
-			order = append(order[1:], order[0])
-		}
-		for _, series := range []string{"growing", "reset"} {
-			for _, e := range order {
-				row := AppendRow{Engine: e.Name, Series: series, Round: round}
-				if e.Up {
-					prefix := fmt.Sprintf("tank-%s-g", res.RunID)
-					if series == "reset" {
-						prefix = fmt.Sprintf("tank-%s-r%d", res.RunID, round)
-					}
-					row = appendRound(ctx, o, e, prefix)
-					row.Series, row.Round = series, round
-					fmt.Fprintf(log, "append %-16s %-7s round %d: %7.1f ops/s, conflicts/op %.3f, errors %d\n", e.Name, series, round, row.OpsPerSec, row.ConflictsPerOp, row.Errors)
-				}
-				res.Rows = append(res.Rows, row)
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-			}
+// Run runs the append scenario with o against engines, recording one
+// point per mode and series in run. In each round every point runs in
+// turn, the engines in rotated order; each engine's loop is o.Workers
+// workers appending to o.Streams streams for o.Duration.
+func (s AppendScenario) Run(ctx context.Context, run *driver.Run, o Options, engines []*Engine, progress *driver.Progress) error {
+	tag := runID()
+	run.Settings["run_tag"] = tag
+	byName := map[string]*Engine{}
+	var sides []string
+	for _, e := range engines {
+		byName[e.Name] = e
+		sides = append(sides, e.Name)
+	}
+	type series struct {
+		mode Mode
+		name string
+	}
+	var ps []*driver.Point
+	var ss []series
+	for _, m := range s.Modes {
+		for _, name := range s.Series {
+			ps = append(ps, &driver.Point{Scenario: appendPrefix + m.Name, Name: name, DurationS: o.Duration.Seconds(), Sides: sides})
+			ss = append(ss, series{m, name})
 		}
 	}
-	res.Verdicts = appendVerdicts(res)
-	return res, nil
+	err := driver.RunPoints(ctx, ps, o.Rounds, func(ctx context.Context, i int, svc string, round int) (*driver.SideResult, error) {
+		e := byName[svc]
+		if !e.Up {
+			return nil, notMeasured(e)
+		}
+		return appendLoop(ctx, o, e, ss[i].mode, streamPrefix(tag, ss[i].mode, ss[i].name, round), progress), nil
+	})
+	for _, p := range ps {
+		run.Points = append(run.Points, *p)
+	}
+	return err
 }
 
-func appendRound(ctx context.Context, o Options, e *Engine, prefix string) AppendRow {
-	var ops, conflicts, errs atomic.Int64
-	rctx, cancel := context.WithTimeout(ctx, o.Duration)
-	defer cancel()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range o.Workers {
-		wg.Go(func() {
-			rng := mrand.New(mrand.NewPCG(uint64(w), uint64(start.UnixNano())))
-			for rctx.Err() == nil {
-				stream := fmt.Sprintf("%s-%d", prefix, rng.IntN(o.Streams))
+// appendLoop is one engine's loop of one series and round.
+func appendLoop(ctx context.Context, o Options, e *Engine, m Mode, prefix string, progress *driver.Progress) *driver.SideResult {
+	var registered sync.Map
+	seed := uint64(time.Now().UnixNano())
+	c := driver.Loop(ctx, driver.LoopSpec{
+		Name: fmt.Sprintf("%-16s %s %s", e.Name, m.Name, prefix), Workers: o.Workers, Duration: o.Duration, Progress: progress,
+		Op: func(ctx context.Context, w int, n uint64) (int, error) {
+			rng := mrand.New(mrand.NewPCG(uint64(w), seed+n))
+			stream := fmt.Sprintf("%s-%d", prefix, rng.IntN(o.Streams))
+			var expected any = "any"
+			first := false
+			if m.ReadFirst {
 				var st struct {
 					Version *int64 `json:"version"`
 				}
-				status, err := getJSON(rctx, e.URL+"/streams/"+stream+"/state", &st)
-				if rctx.Err() != nil {
-					return
+				if status, err := getJSON(ctx, e.URL+"/streams/"+stream+"/state", &st); err != nil || status != http.StatusOK {
+					return status, err
 				}
-				if err != nil || status != 200 {
-					errs.Add(1)
-					continue
-				}
-				var expected any = "any"
+				first = st.Version == nil
 				if e.Conditional {
 					expected = "no_stream"
 					if st.Version != nil {
 						expected = *st.Version
 					}
 				}
-				ev := event{Type: "OxygenConsumed", Data: map[string]any{"liters": 1}}
-				if st.Version == nil {
-					ev = event{Type: "TankRegistered", Data: map[string]any{"capacity_liters": 1000}}
-				}
-				status, _, err = appendEvents(rctx, e.URL, stream, expected, ev)
-				if rctx.Err() != nil {
-					return
-				}
-				switch {
-				case err != nil:
-					errs.Add(1)
-				case status == 201:
-					ops.Add(1)
-				case status == 409:
-					conflicts.Add(1)
-				default:
-					errs.Add(1)
-				}
+			} else {
+				_, loaded := registered.LoadOrStore(stream, true)
+				first = !loaded
 			}
-		})
+			ev := event{Type: "OxygenConsumed", Data: map[string]any{"liters": 1}}
+			if first {
+				ev = event{Type: "TankRegistered", Data: map[string]any{"capacity_liters": 1000}}
+			}
+			status, _, err := appendEvents(ctx, e.URL, stream, expected, ev)
+			return status, err
+		},
+	})
+	res := &driver.SideResult{Metrics: map[string]float64{}, Phases: []driver.Phase{{Name: "append", Client: c}}}
+	driver.FlattenClient(res.Metrics, "client.", c)
+	conflicts := c.Codes["409"]
+	m2 := res.Metrics
+	m2["ops"] = float64(c.OK)
+	m2["conflicts"] = float64(conflicts)
+	m2["errors"] = float64(c.Errors - conflicts)
+	m2["seconds"] = round2(c.DurationS)
+	if c.DurationS > 0 {
+		m2["ops_per_sec"] = round2(float64(c.OK) / c.DurationS)
 	}
-	wg.Wait()
-	secs := time.Since(start).Seconds()
-	row := AppendRow{Engine: e.Name, Ops: ops.Load(), Conflicts: conflicts.Load(), Errors: errs.Load(), Seconds: round2(secs), Measured: true}
-	row.OpsPerSec = round2(float64(row.Ops) / secs)
-	if attempts := row.Ops + row.Conflicts; attempts > 0 {
-		row.ConflictsPerOp = math.Round(float64(row.Conflicts)/float64(attempts)*1000) / 1000
+	if attempts := c.OK + conflicts; attempts > 0 {
+		m2["conflicts_per_op"] = math.Round(float64(conflicts)/float64(attempts)*1000) / 1000
 	}
 	// Stream length at the end: sample a few streams' last versions.
 	var total, n float64
 	for i := 0; i < min(o.Streams, 8); i++ {
 		var r readResult
-		if status, err := getJSON(ctx, fmt.Sprintf("%s/streams/%s-%d?limit=1", e.URL, prefix, i), &r); err == nil && status == 200 {
+		if status, err := getJSON(ctx, fmt.Sprintf("%s/streams/%s-%d?limit=1", e.URL, prefix, i), &r); err == nil && status == http.StatusOK {
 			if r.LastVersion != nil {
 				total += float64(*r.LastVersion + 1)
 			}
@@ -247,190 +244,139 @@ func appendRound(ctx context.Context, o Options, e *Engine, prefix string) Appen
 		}
 	}
 	if n > 0 {
-		row.EventsPerStream = round2(total / n)
+		m2["events_per_stream_at_end"] = round2(total / n)
 	}
-	return row
+	return res
 }
 
 func round2(f float64) float64 { return math.Round(f*100) / 100 }
 
-// appendVerdicts says, per engine, whether throughput fell from the first
-// to the last round in each series, and what that tells.
-func appendVerdicts(res *AppendResult) []string {
-	var out []string
-	for _, e := range res.Engines {
-		if !e.Up {
-			continue
-		}
-		first, last := map[string]float64{}, map[string]float64{}
-		for _, r := range res.Rows {
-			if r.Engine != e.Name || !r.Measured {
+// lastAppendTag returns the run tag of the newest append results file in
+// dir, or "".
+func lastAppendTag(dir string) string {
+	run, err := newestRun(dir, "append")
+	if err != nil || run == nil {
+		return ""
+	}
+	tag, _ := run.Settings["run_tag"].(string)
+	return tag
+}
+
+// runPointRead reads one stream of the last append run (read-then-append
+// growing series) o.Reads times per engine, the engines rotated each
+// round, or, without one, a stream of a small pre-fill of its own.
+func runPointRead(ctx context.Context, run *driver.Run, o Options, engines []*Engine) error {
+	stream, source := "", ""
+	if tag := lastAppendTag(o.Out); tag != "" {
+		stream = streamPrefix(tag, ReadThenAppend, "growing", 0) + "-0"
+		source = "stream 0 of the read-then-append growing series of append run " + tag
+	} else {
+		id := runID()
+		stream = fmt.Sprintf("tank-%s-0", id)
+		source = fmt.Sprintf("own pre-fill: %d streams x 20 events, round-robin", o.Streams)
+		for _, e := range engines {
+			if !e.Up {
 				continue
 			}
-			if r.Round == 1 {
-				first[r.Series] = r.OpsPerSec
-			}
-			if r.Round == res.Options.Rounds {
-				last[r.Series] = r.OpsPerSec
+			for i := range 20 * o.Streams {
+				if _, _, err := appendEvents(ctx, e.URL, fmt.Sprintf("tank-%s-%d", id, i%o.Streams), "any", event{Type: "OxygenAdded", Data: map[string]any{"liters": 1}}); err != nil {
+					return err
+				}
 			}
 		}
-		change := func(s string) float64 {
-			if first[s] == 0 {
-				return 0
-			}
-			return (last[s] - first[s]) / first[s]
+	}
+	run.Settings["stream"], run.Settings["source"] = stream, source
+	p := driver.Point{Scenario: pointReadPoint, Name: stream, Sides: names(engines)}
+	err := driver.RunPoint(ctx, &p, max(o.Reads, 1), func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+		e := engineNamed(engines, svc)
+		if !e.Up {
+			return nil, notMeasured(e)
 		}
-		g, r := change("growing"), change("reset")
-		var why string
-		switch {
-		case res.Options.Rounds < 2:
-			why = "one round only: no trend to judge"
-		case g < -0.1 && r > -0.1:
-			why = "throughput fell only where streams grew: stream length explains the decline"
-		case g < -0.1 && r < -0.1:
-			why = "throughput fell in both series, with fresh streams too: the decline follows the store's total size or the machine, not stream length"
-		case g >= -0.1 && r >= -0.1:
-			why = "no decline of more than 10% in either series"
-		default:
-			why = "only the reset series fell: noise or store growth, not stream length"
+		var r readResult
+		t0 := time.Now()
+		status, err := getJSON(ctx, e.URL+"/streams/"+stream+"?limit=10000", &r)
+		if err != nil || status != http.StatusOK {
+			return nil, fmt.Errorf("%s: read %s: %d %v", e.Name, stream, status, err)
 		}
-		out = append(out, fmt.Sprintf("%s: growing streams %+.0f%%, reset streams %+.0f%% from round 1 to %d — %s.", e.Name, g*100, r*100, res.Options.Rounds, why))
+		m := map[string]float64{"read_ms": round2(float64(time.Since(t0).Microseconds()) / 1000), "matched": float64(len(r.Events))}
+		if r.RecordsScanned != nil {
+			m["records_scanned"] = float64(*r.RecordsScanned)
+		}
+		return &driver.SideResult{Metrics: m}, nil
+	})
+	run.Points = append(run.Points, p)
+	return err
+}
+
+func names(engines []*Engine) []string {
+	var out []string
+	for _, e := range engines {
+		out = append(out, e.Name)
 	}
 	return out
 }
 
-// PointReadRow is one engine's point read.
-type PointReadRow struct {
-	Engine         string  `json:"engine"`
-	Stream         string  `json:"stream"`
-	Matched        int     `json:"matched"`
-	RecordsScanned *int64  `json:"records_scanned"`
-	ScanRatio      float64 `json:"scanned_per_matched,omitempty"`
-	MedianMS       float64 `json:"median_ms"`
-	Measured       bool    `json:"measured"`
-}
-
-// PointReadResult is results/eventstore-point-read.json.
-type PointReadResult struct {
-	At      time.Time      `json:"at"`
-	Options Options        `json:"options"`
-	Source  string         `json:"source"`
-	Rows    []PointReadRow `json:"rows"`
-}
-
-// runPointRead reads one stream of the last append run (growing series),
-// or, without one, of a small pre-fill of its own.
-func runPointRead(ctx context.Context, o Options, engines []*Engine) (*PointReadResult, error) {
-	res := &PointReadResult{At: time.Now().UTC(), Options: o}
-	stream := ""
-	var prev AppendResult
-	if b, err := os.ReadFile(filepath.Join(o.Out, "eventstore-append.json")); err == nil && json.Unmarshal(b, &prev) == nil && prev.RunID != "" {
-		stream = fmt.Sprintf("tank-%s-g-0", prev.RunID)
-		res.Source = "stream 0 of the growing series of append run " + prev.RunID
-	}
+func engineNamed(engines []*Engine, name string) *Engine {
 	for _, e := range engines {
-		row := PointReadRow{Engine: e.Name}
-		if !e.Up {
-			res.Rows = append(res.Rows, row)
-			continue
+		if e.Name == name {
+			return e
 		}
-		s := stream
-		if s == "" {
-			// No append run: pre-fill streams round-robin, read one.
-			id := runID()
-			for i := range 20 * o.Streams {
-				if _, _, err := appendEvents(ctx, e.URL, fmt.Sprintf("tank-%s-%d", id, i%o.Streams), "any", event{Type: "OxygenAdded", Data: map[string]any{"liters": 1}}); err != nil {
-					return nil, err
-				}
-			}
-			s = fmt.Sprintf("tank-%s-0", id)
-			res.Source = fmt.Sprintf("own pre-fill: %d streams x 20 events, round-robin", o.Streams)
-		}
-		var times []float64
-		for range max(o.Reads, 1) {
-			var r readResult
-			t0 := time.Now()
-			status, err := getJSON(ctx, e.URL+"/streams/"+s+"?limit=10000", &r)
-			if err != nil || status != 200 {
-				return nil, fmt.Errorf("%s: read %s: %d %v", e.Name, s, status, err)
-			}
-			times = append(times, float64(time.Since(t0).Microseconds())/1000)
-			row.Matched, row.RecordsScanned = len(r.Events), r.RecordsScanned
-		}
-		slices.Sort(times)
-		row.Stream, row.MedianMS, row.Measured = s, round2(times[len(times)/2]), true
-		if row.RecordsScanned != nil && row.Matched > 0 {
-			row.ScanRatio = round2(float64(*row.RecordsScanned) / float64(row.Matched))
-		}
-		res.Rows = append(res.Rows, row)
 	}
-	return res, nil
+	return &Engine{Name: name, Why: "not a target"}
 }
 
-// CatchUpRow is one engine's runs.
-type CatchUpRow struct {
-	Engine string `json:"engine"`
-	// CatchUpMS is, per run, the time from opening the subscription at
-	// the position before the pre-fill to its caught-up event, with every
-	// pre-filled event received.
-	CatchUpMS []float64 `json:"catch_up_ms"`
-	// LiveP50MS is, per run, the median latency from the append request
-	// being sent to an independent, already caught-up subscriber receiving
-	// the event.
-	LiveP50MS []float64 `json:"live_p50_ms"`
-	LiveMaxMS []float64 `json:"live_max_ms"`
-	Measured  bool      `json:"measured"`
-}
-
-// CatchUpResult is results/eventstore-catch-up.json.
-type CatchUpResult struct {
-	At          time.Time    `json:"at"`
-	Options     Options      `json:"options"`
-	LivePerRun  int          `json:"live_events_per_run"`
-	Rows        []CatchUpRow `json:"rows"`
-	Description string       `json:"description"`
-}
-
+// livePerRun is how many live events each catch-up run sends.
 const livePerRun = 20
 
-func runCatchUp(ctx context.Context, o Options, engines []*Engine, log io.Writer) (*CatchUpResult, error) {
-	res := &CatchUpResult{At: time.Now().UTC(), Options: o, LivePerRun: livePerRun,
-		Description: "Per run: a marker append gives the start position; events are pre-filled in batches of 50; a subscriber opened at the marker must receive them all and caught-up (catch-up time); then an independent subscriber, already caught up, receives live appends sent 20 ms apart (live latency = receive time - send time, same clock)"}
-	for _, e := range engines {
-		row := CatchUpRow{Engine: e.Name}
-		if e.Up {
-			row.Measured = true
-			for run := 1; run <= o.Runs; run++ {
-				cu, p50, pmax, err := catchUpRun(ctx, o, e)
-				if err != nil {
-					return nil, fmt.Errorf("%s run %d: %w", e.Name, run, err)
-				}
-				fmt.Fprintf(log, "catch-up %-16s run %d: catch-up %.1f ms, live p50 %.1f ms (max %.1f)\n", e.Name, run, cu, p50, pmax)
-				row.CatchUpMS = append(row.CatchUpMS, cu)
-				row.LiveP50MS = append(row.LiveP50MS, p50)
-				row.LiveMaxMS = append(row.LiveMaxMS, pmax)
-			}
+// catchUpDescription says what a catch-up run measures.
+const catchUpDescription = "Per run: a marker append gives the start position; events are pre-filled in batches of 50; a subscriber opened at the marker must receive them all and caught-up (catch-up time); then an independent subscriber, already caught up, receives live appends sent 20 ms apart (live latency = receive time - send time, same clock)"
+
+// runCatchUp runs o.Runs catch-up runs per engine, as rounds of one
+// point, the engines rotated each round.
+func runCatchUp(ctx context.Context, run *driver.Run, o Options, engines []*Engine, log io.Writer) error {
+	run.Settings["live_events_per_run"] = livePerRun
+	run.Settings["description"] = catchUpDescription
+	p := driver.Point{Scenario: catchUpPoint, Name: fmt.Sprintf("%d events", o.Events), Sides: names(engines)}
+	err := driver.RunPoint(ctx, &p, o.Runs, func(ctx context.Context, svc string, round int) (*driver.SideResult, error) {
+		e := engineNamed(engines, svc)
+		if !e.Up {
+			return nil, notMeasured(e)
 		}
-		res.Rows = append(res.Rows, row)
+		cu, p50, pmax, err := catchUpRun(ctx, o, e)
+		if err != nil {
+			return nil, fmt.Errorf("%s run %d: %w", e.Name, round+1, err)
+		}
+		fmt.Fprintf(log, "catch-up %-16s run %d: catch-up %.1f ms, live p50 %.1f ms (max %.1f)\n", e.Name, round+1, cu, p50, pmax)
+		return &driver.SideResult{Metrics: map[string]float64{"catch_up_ms": cu, "live_p50_ms": p50, "live_max_ms": pmax}}, nil
+	})
+	run.Points = append(run.Points, p)
+	return err
+}
+
+// prefill appends n events to stream in batches of 50, the j-th event's
+// data from data(j).
+func prefill(ctx context.Context, base, stream string, n int, typ string, data func(j int) map[string]any) error {
+	for i := 0; i < n; i += 50 {
+		batch := make([]event, 0, 50)
+		for j := i; j < min(i+50, n); j++ {
+			batch = append(batch, event{Type: typ, Data: data(j)})
+		}
+		if status, r, err := appendEvents(ctx, base, stream, "any", batch...); err != nil || status != http.StatusCreated {
+			return fmt.Errorf("pre-fill: %d %v %s", status, err, r.Error)
+		}
 	}
-	return res, nil
+	return nil
 }
 
 func catchUpRun(ctx context.Context, o Options, e *Engine) (catchUp, p50, pmax float64, err error) {
 	id := runID()
 	stream := "tank-cu-" + id
 	status, marker, err := appendEvents(ctx, e.URL, stream+"-marker", "any", event{Type: "TankRegistered", Data: map[string]any{"capacity_liters": 1}})
-	if err != nil || status != 201 {
+	if err != nil || status != http.StatusCreated {
 		return 0, 0, 0, fmt.Errorf("marker append: %d %v %s", status, err, marker.Error)
 	}
-	for i := 0; i < o.Events; i += 50 {
-		batch := make([]event, 0, 50)
-		for j := i; j < min(i+50, o.Events); j++ {
-			batch = append(batch, event{Type: "OxygenAdded", Data: map[string]any{"liters": 1, "n": j}})
-		}
-		if status, r, err := appendEvents(ctx, e.URL, stream, "any", batch...); err != nil || status != 201 {
-			return 0, 0, 0, fmt.Errorf("pre-fill: %d %v %s", status, err, r.Error)
-		}
+	if err := prefill(ctx, e.URL, stream, o.Events, "OxygenAdded", func(j int) map[string]any { return map[string]any{"liters": 1, "n": j} }); err != nil {
+		return 0, 0, 0, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

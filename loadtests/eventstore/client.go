@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // Engine is one service of the trio as the bench reaches it.
@@ -30,11 +31,6 @@ type Engine struct {
 	Why string `json:"why,omitempty"`
 }
 
-var httpClient = &http.Client{
-	Timeout:   60 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 256, IdleConnTimeout: 30 * time.Second},
-}
-
 // probe fills Up and Conditional from GET /capabilities.
 func probe(ctx context.Context, e *Engine) {
 	var caps struct {
@@ -51,23 +47,17 @@ func probe(ctx context.Context, e *Engine) {
 	}
 }
 
+// getJSON reads GET u into v when it answers 200, and returns the
+// status.
 func getJSON(ctx context.Context, u string, v any) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	resp, err := httpClient.Do(req)
+	status, b, err := driver.Do(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return 0, err
+		return status, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, err
+	if status == http.StatusOK && v != nil {
+		return status, json.Unmarshal(b, v)
 	}
-	if resp.StatusCode == 200 && v != nil {
-		return resp.StatusCode, json.Unmarshal(b, v)
-	}
-	return resp.StatusCode, nil
+	return status, nil
 }
 
 // appendResult is the 201 body (and the 409 body's actual_version).
@@ -82,21 +72,16 @@ type event struct {
 	Data any    `json:"data"`
 }
 
+// appendEvents posts events to stream expecting expected ("any",
+// "no_stream" or a version) and returns the status and the answer.
 func appendEvents(ctx context.Context, base, stream string, expected any, events ...event) (int, appendResult, error) {
 	body, _ := json.Marshal(map[string]any{"expected_version": expected, "events": events})
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/streams/"+stream+"/events", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, appendResult{}, err
-	}
-	defer resp.Body.Close()
+	status, b, err := driver.Do(ctx, http.MethodPost, base+"/streams/"+stream+"/events", body)
 	var r appendResult
-	b, _ := io.ReadAll(resp.Body)
-	_ = json.Unmarshal(b, &r)
-	return resp.StatusCode, r, nil
+	if err == nil {
+		_ = json.Unmarshal(b, &r)
+	}
+	return status, r, err
 }
 
 // readResult is the body of GET /streams/{stream}.
@@ -118,7 +103,7 @@ type sseMsg struct {
 // with its arrival time, until ctx ends.
 func subscribe(ctx context.Context, base, from string) (<-chan sseMsg, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/subscribe?from="+url.QueryEscape(from), nil)
-	resp, err := (&http.Client{Transport: httpClient.Transport}).Do(req)
+	resp, err := (&http.Client{Transport: driver.Client.Transport}).Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,12 @@
 //
 // It drives the three services (no-kurrentdb :8090, kurrentdb :8089,
 // kafka-eventstore :8091) through the same REST contract over HTTP
-// (Bench) and writes results/eventstore-<scenario>.json. `make results`
+// (Bench) on the shared driver: the append scenario (Append, a declared
+// value: its modes read-then-append and blind, its growing and reset
+// series) is closed loops (driver.Loop) in interleaved rounds
+// (driver.RunPoints), and every scenario writes a driver.Run to
+// results/<UTC time>-eventstore-<scenario>.json. Load turns those, or the
+// older bench's results/eventstore-<scenario>.json, into Results. `make results`
 // runs it with the other pairs, and package report renders its RESULTS.md
 // section from those files (Load) like every other section. A service
 // that does not answer is reported as "not measured here", never

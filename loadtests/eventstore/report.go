@@ -7,49 +7,357 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // SectionTitle is the heading of the RESULTS.md section Markdown renders,
 // so that other reports can link to it.
 const SectionTitle = "Event store: Postgres vs KurrentDB vs Kafka"
 
-// Results are the bench's results files in one folder; a scenario that
-// has not run leaves its field nil.
+// Results are the bench's results as the report reads them, one field
+// per scenario; a scenario that has not run leaves its field nil. They
+// come from the bench's results files (driver.Run, FromRun), or from the
+// files of the bench before it ran on the driver
+// (results/eventstore-<scenario>.json, the same shape as these types).
 type Results struct {
 	Append    *AppendResult
 	PointRead *PointReadResult
 	CatchUp   *CatchUpResult
 }
 
-// Load reads results/eventstore-<scenario>.json from dir. A missing file
-// leaves its field nil; a file that does not parse is an error, so that a
-// report never silently drops a scenario that ran.
+// AppendRow is one engine's loop of one series and round.
+type AppendRow struct {
+	Engine string `json:"engine"`
+	// Mode is the Mode's name: "read-then-append" or "blind"; empty in the
+	// older files, whose appends were all read-then-append (ModeOf).
+	Mode string `json:"mode,omitempty"`
+	// Series is "growing" (the same streams every round) or "reset"
+	// (fresh streams before every round).
+	Series          string  `json:"series"`
+	Round           int     `json:"round"`
+	Ops             int64   `json:"ops"`
+	Conflicts       int64   `json:"conflicts"`
+	Errors          int64   `json:"errors"`
+	Seconds         float64 `json:"seconds"`
+	OpsPerSec       float64 `json:"ops_per_sec"`
+	ConflictsPerOp  float64 `json:"conflicts_per_op"`
+	EventsPerStream float64 `json:"events_per_stream_at_end"`
+	Measured        bool    `json:"measured"`
+}
+
+// AppendResult is the append scenario's results.
+type AppendResult struct {
+	RunID    string      `json:"run_id"`
+	At       time.Time   `json:"at"`
+	Options  Options     `json:"options"`
+	Engines  []*Engine   `json:"engines"`
+	Rows     []AppendRow `json:"rows"`
+	Verdicts []string    `json:"verdicts"`
+}
+
+// PointReadRow is one engine's point read.
+type PointReadRow struct {
+	Engine         string  `json:"engine"`
+	Stream         string  `json:"stream"`
+	Matched        int     `json:"matched"`
+	RecordsScanned *int64  `json:"records_scanned"`
+	ScanRatio      float64 `json:"scanned_per_matched,omitempty"`
+	MedianMS       float64 `json:"median_ms"`
+	Measured       bool    `json:"measured"`
+}
+
+// PointReadResult is the point-read scenario's results.
+type PointReadResult struct {
+	At      time.Time      `json:"at"`
+	Options Options        `json:"options"`
+	Source  string         `json:"source"`
+	Rows    []PointReadRow `json:"rows"`
+}
+
+// CatchUpRow is one engine's runs.
+type CatchUpRow struct {
+	Engine string `json:"engine"`
+	// CatchUpMS is, per run, the time from opening the subscription at
+	// the position before the pre-fill to its caught-up event, with every
+	// pre-filled event received.
+	CatchUpMS []float64 `json:"catch_up_ms"`
+	// LiveP50MS is, per run, the median latency from the append request
+	// being sent to an independent, already caught-up subscriber receiving
+	// the event.
+	LiveP50MS []float64 `json:"live_p50_ms"`
+	LiveMaxMS []float64 `json:"live_max_ms"`
+	Measured  bool      `json:"measured"`
+}
+
+// CatchUpResult is the catch-up scenario's results.
+type CatchUpResult struct {
+	At          time.Time    `json:"at"`
+	Options     Options      `json:"options"`
+	LivePerRun  int          `json:"live_events_per_run"`
+	Rows        []CatchUpRow `json:"rows"`
+	Description string       `json:"description"`
+}
+
+// Load reads the bench's results from dir: for each scenario the newest
+// <time>-eventstore-<scenario>.json, else the older
+// eventstore-<scenario>.json. A missing file leaves its field nil; a file
+// that does not parse is an error, so that a report never silently drops
+// a scenario that ran.
 func Load(dir string) (Results, error) {
 	var r Results
-	read := func(name string, v any) (bool, error) {
-		path := filepath.Join(dir, "eventstore-"+name+".json")
-		b, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if err := json.Unmarshal(b, v); err != nil {
-			return false, fmt.Errorf("%s: %w", path, err)
-		}
-		return true, nil
-	}
 	var errs []error
-	r.Append, r.PointRead, r.CatchUp = new(AppendResult), new(PointReadResult), new(CatchUpResult)
-	if ok, err := read("append", r.Append); !ok {
-		r.Append, errs = nil, append(errs, err)
-	}
-	if ok, err := read("point-read", r.PointRead); !ok {
-		r.PointRead, errs = nil, append(errs, err)
-	}
-	if ok, err := read("catch-up", r.CatchUp); !ok {
-		r.CatchUp, errs = nil, append(errs, err)
+	for _, sc := range Scenarios {
+		run, err := newestRun(dir, sc)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if run != nil {
+			if err := r.add(sc, run); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := r.addLegacy(dir, sc); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return r, errors.Join(errs...)
+}
+
+// newestRun reads the newest results file of scenario in dir; nil when
+// there is none.
+func newestRun(dir, scenario string) (*driver.Run, error) {
+	m, _ := filepath.Glob(filepath.Join(dir, "*-"+Command(scenario)+".json"))
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return driver.ReadRun(m[len(m)-1]) // names start with a sortable UTC timestamp
+}
+
+// addLegacy reads dir/eventstore-<scenario>.json, written by the bench
+// before it ran on the driver.
+func (r *Results) addLegacy(dir, scenario string) error {
+	path := filepath.Join(dir, "eventstore-"+scenario+".json")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var v any
+	switch scenario {
+	case "append":
+		r.Append = new(AppendResult)
+		v = r.Append
+	case "point-read":
+		r.PointRead = new(PointReadResult)
+		v = r.PointRead
+	case "catch-up":
+		r.CatchUp = new(CatchUpResult)
+		v = r.CatchUp
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		r.drop(scenario)
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// drop leaves the scenario's field nil.
+func (r *Results) drop(scenario string) {
+	switch scenario {
+	case "append":
+		r.Append = nil
+	case "point-read":
+		r.PointRead = nil
+	case "catch-up":
+		r.CatchUp = nil
+	}
+}
+
+// add fills the scenario's field from run.
+func (r *Results) add(scenario string, run *driver.Run) error {
+	var engines []*Engine
+	var o Options
+	if err := setting(run, "engines", &engines); err != nil {
+		return err
+	}
+	if err := setting(run, "options", &o); err != nil {
+		return err
+	}
+	switch scenario {
+	case "append":
+		r.Append = appendFromRun(run, o, engines)
+	case "point-read":
+		r.PointRead = pointReadFromRun(run, o)
+	case "catch-up":
+		r.CatchUp = catchUpFromRun(run, o)
+	}
+	return nil
+}
+
+// setting decodes run.Settings[key] into v.
+func setting(run *driver.Run, key string, v any) error {
+	b, err := json.Marshal(run.Settings[key])
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		return fmt.Errorf("results %s: setting %q: %w", run.ID, key, err)
+	}
+	return nil
+}
+
+// sides walks every point of scenario in run, round by round, each side
+// in the point's order (not the round's rotated one).
+func sides(run *driver.Run, scenario string, fn func(p *driver.Point, round int, svc string, s *driver.SideResult)) {
+	for i := range run.Points {
+		p := &run.Points[i]
+		if p.Scenario != scenario {
+			continue
+		}
+		for _, rd := range p.Rounds {
+			for _, svc := range p.Sides {
+				if s := rd.Sides[svc]; s != nil {
+					fn(p, rd.Index, svc, s)
+				}
+			}
+		}
+	}
+}
+
+func appendFromRun(run *driver.Run, o Options, engines []*Engine) *AppendResult {
+	tag, _ := run.Settings["run_tag"].(string)
+	res := &AppendResult{RunID: tag, At: run.StartedAt, Options: o, Engines: engines}
+	for _, m := range Append.Modes {
+		sides(run, appendPrefix+m.Name, func(p *driver.Point, round int, svc string, s *driver.SideResult) {
+			row := AppendRow{Engine: svc, Mode: m.Name, Series: p.Name, Round: round + 1}
+			if s.Error == "" {
+				mt := s.Metrics
+				row.Ops, row.Conflicts, row.Errors = int64(mt["ops"]), int64(mt["conflicts"]), int64(mt["errors"])
+				row.Seconds, row.OpsPerSec, row.ConflictsPerOp = mt["seconds"], mt["ops_per_sec"], mt["conflicts_per_op"]
+				row.EventsPerStream, row.Measured = mt["events_per_stream_at_end"], true
+			}
+			res.Rows = append(res.Rows, row)
+		})
+	}
+	for _, m := range Append.Modes {
+		res.Verdicts = append(res.Verdicts, appendVerdicts(res, m)...)
+	}
+	return res
+}
+
+func pointReadFromRun(run *driver.Run, o Options) *PointReadResult {
+	res := &PointReadResult{At: run.StartedAt, Options: o}
+	res.Source, _ = run.Settings["source"].(string)
+	stream, _ := run.Settings["stream"].(string)
+	for i := range run.Points {
+		p := &run.Points[i]
+		if p.Scenario != pointReadPoint {
+			continue
+		}
+		for _, svc := range p.Sides {
+			row := PointReadRow{Engine: svc}
+			if m := p.Find("read_ms"); m != nil {
+				if a, ok := m.Sides[svc]; ok {
+					row.Stream, row.MedianMS, row.Measured = stream, a.Median, true
+				}
+			}
+			if m := p.Find("matched"); m != nil {
+				row.Matched = int(m.Sides[svc].Max)
+			}
+			if m := p.Find("records_scanned"); m != nil {
+				if a, ok := m.Sides[svc]; ok {
+					n := int64(a.Max)
+					row.RecordsScanned = &n
+					if row.Matched > 0 {
+						row.ScanRatio = round2(a.Max / float64(row.Matched))
+					}
+				}
+			}
+			res.Rows = append(res.Rows, row)
+		}
+	}
+	return res
+}
+
+func catchUpFromRun(run *driver.Run, o Options) *CatchUpResult {
+	res := &CatchUpResult{At: run.StartedAt, Options: o}
+	if n, ok := run.Settings["live_events_per_run"].(float64); ok {
+		res.LivePerRun = int(n)
+	}
+	res.Description, _ = run.Settings["description"].(string)
+	rows := map[string]*CatchUpRow{}
+	var order []string
+	sides(run, catchUpPoint, func(_ *driver.Point, _ int, svc string, s *driver.SideResult) {
+		row := rows[svc]
+		if row == nil {
+			row = &CatchUpRow{Engine: svc}
+			rows[svc] = row
+			order = append(order, svc)
+		}
+		if s.Error == "" {
+			row.Measured = true
+			row.CatchUpMS = append(row.CatchUpMS, s.Metrics["catch_up_ms"])
+			row.LiveP50MS = append(row.LiveP50MS, s.Metrics["live_p50_ms"])
+			row.LiveMaxMS = append(row.LiveMaxMS, s.Metrics["live_max_ms"])
+		}
+	})
+	for _, svc := range order {
+		res.Rows = append(res.Rows, *rows[svc])
+	}
+	return res
+}
+
+// appendVerdicts says, per engine measured in mode m, whether throughput
+// fell from the first to the last round in each series, and what that
+// tells.
+func appendVerdicts(res *AppendResult, m Mode) []string {
+	var out []string
+	for _, e := range res.Engines {
+		if !e.Up {
+			continue
+		}
+		first, last := map[string]float64{}, map[string]float64{}
+		for _, r := range res.Rows {
+			if r.Engine != e.Name || !r.Measured || r.Mode != m.Name {
+				continue
+			}
+			if r.Round == 1 {
+				first[r.Series] = r.OpsPerSec
+			}
+			if r.Round == res.Options.Rounds {
+				last[r.Series] = r.OpsPerSec
+			}
+		}
+		if len(first) == 0 {
+			continue
+		}
+		change := func(s string) float64 {
+			if first[s] == 0 {
+				return 0
+			}
+			return (last[s] - first[s]) / first[s]
+		}
+		g, r := change("growing"), change("reset")
+		var why string
+		switch {
+		case res.Options.Rounds < 2:
+			why = "one round only: no trend to judge"
+		case g < -0.1 && r > -0.1:
+			why = "throughput fell only where streams grew: stream length explains the decline"
+		case g < -0.1 && r < -0.1:
+			why = "throughput fell in both series, with fresh streams too: the decline follows the store's total size or the machine, not stream length"
+		case g >= -0.1 && r >= -0.1:
+			why = "no decline of more than 10% in either series"
+		default:
+			why = "only the reset series fell: noise or store growth, not stream length"
+		}
+		out = append(out, fmt.Sprintf("%s, %s: growing streams %+.0f%%, reset streams %+.0f%% from round 1 to %d — %s.", e.Name, m.Name, g*100, r*100, res.Options.Rounds, why))
+	}
+	return out
 }

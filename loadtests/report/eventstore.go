@@ -34,15 +34,23 @@ func EventStoreSection(es eventstore.Results) string {
 	if a := es.Append; a != nil {
 		o := a.Options
 		fmt.Fprintf(&b, "### append (%s, run %s)\n\n", a.At.Format("2006-01-02 15:04 UTC"), a.RunID)
-		fmt.Fprintf(&b, "%d workers, %d streams, %v per engine and round, %d rounds, engine order rotated each round. Each operation reads the stream's state (its current version), then appends one event with expected_version = that version (Kafka: \"any\", it cannot check one). The growing series appends to the same streams every round; the reset series starts fresh streams before every round, interleaved with it, so that stream length and store size can be told apart.\n\n",
+		fmt.Fprintf(&b, "%d workers, %d streams, %v per engine and round, %d rounds, engine order rotated each round. The growing series appends to the same streams every round; the reset series starts fresh streams before every round, interleaved with it, so that stream length and store size can be told apart. Each mode is its own series, and no figure of one is compared with one of the other:\n\n",
 			o.Workers, o.Streams, o.Duration, o.Rounds)
-		b.WriteString("| engine | series | round | ops | ops/s | conflicts/op | errors | events per stream at end |\n|---|---|---|---|---|---|---|---|\n")
+		modes := appendModes(a)
+		for _, m := range modes {
+			b.WriteString("- **" + m.Label + "**\n")
+		}
+		b.WriteString("\n| engine | mode | series | round | ops | ops/s | conflicts/op | errors | events per stream at end |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range a.Rows {
+			m, _ := eventstore.ModeOf(r.Mode)
 			if !r.Measured {
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | | | | |\n", r.Engine, r.Series, r.Round, esNotMeasured)
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | | | | |\n", r.Engine, m.Name, r.Series, r.Round, esNotMeasured)
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %.1f | %.3f | %d | %.0f |\n", r.Engine, r.Series, r.Round, r.Ops, r.OpsPerSec, r.ConflictsPerOp, r.Errors, r.EventsPerStream)
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.1f | %.3f | %d | %.0f |\n", r.Engine, m.Name, r.Series, r.Round, r.Ops, r.OpsPerSec, r.ConflictsPerOp, r.Errors, r.EventsPerStream)
+		}
+		if len(modes) == 1 {
+			fmt.Fprintf(&b, "\nOnly the %s mode ran in this file.\n", modes[0].Name)
 		}
 		b.WriteString("\nWhat the data shows:\n\n")
 		for _, v := range a.Verdicts {
@@ -80,4 +88,21 @@ func EventStoreSection(es eventstore.Results) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// appendModes returns the modes of a's rows, in the bench's order.
+func appendModes(a *eventstore.AppendResult) []eventstore.Mode {
+	var out []eventstore.Mode
+	for _, m := range eventstore.Append.Modes {
+		if slices.ContainsFunc(a.Rows, func(r eventstore.AppendRow) bool { return modeOf(r) == m.Name }) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// modeOf is the name of r's mode (older files: read-then-append).
+func modeOf(r eventstore.AppendRow) string {
+	m, _ := eventstore.ModeOf(r.Mode)
+	return m.Name
 }

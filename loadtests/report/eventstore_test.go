@@ -30,3 +30,36 @@ func TestEventStoreSection(t *testing.T) {
 		t.Errorf("no bench results, yet a section: %q", md)
 	}
 }
+
+// TestBlindAndReadThenAppendAreLabelledApart renders results holding both
+// append modes: the table names each row's mode, both modes are
+// described, and the headline gives the blind figures in a sentence of
+// their own, never in the read-then-append one.
+func TestBlindAndReadThenAppendAreLabelledApart(t *testing.T) {
+	a := &eventstore.AppendResult{Options: eventstore.Options{Workers: 2, Streams: 2, Rounds: 1},
+		Engines: []*eventstore.Engine{{Name: "no-kurrentdb", Up: true, Conditional: true}, {Name: "kafka-eventstore", Up: true}}}
+	for _, r := range []eventstore.AppendRow{
+		{Engine: "no-kurrentdb", Mode: "read-then-append", OpsPerSec: 900},
+		{Engine: "kafka-eventstore", Mode: "read-then-append", OpsPerSec: 40},
+		{Engine: "no-kurrentdb", Mode: "blind", OpsPerSec: 1500},
+		{Engine: "kafka-eventstore", Mode: "blind", OpsPerSec: 7000},
+	} {
+		r.Series, r.Round, r.Ops, r.Measured = "growing", 1, 10, true
+		a.Rows = append(a.Rows, r)
+	}
+	es := eventstore.Results{Append: a}
+	md := EventStoreSection(es)
+	for _, want := range []string{"| kafka-eventstore | blind | growing |", "| kafka-eventstore | read-then-append | growing |", eventstore.Blind.Label, eventstore.ReadThenAppend.Label} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q", want)
+		}
+	}
+	h := eventStoreHeadline(&inputs{es: es})
+	rta, blind, ok := strings.Cut(h, "Blind appends")
+	if !ok || !strings.Contains(rta, "900") || !strings.Contains(rta, "40") || strings.Contains(rta, "7000") || strings.Contains(rta, "1500") {
+		t.Errorf("read-then-append part %q", rta)
+	}
+	if !strings.Contains(blind, "7000") || !strings.Contains(blind, "1500") || strings.Contains(blind, "900") {
+		t.Errorf("blind part %q", blind)
+	}
+}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -34,19 +35,6 @@ type DocumentsOptions struct {
 	RewriteRates []float64
 	// RewriteUsers is how many users of each size are rewritten in turn.
 	RewriteUsers int
-}
-
-// SearchQueries are the containment queries the search point rotates
-// through: nested objects, arrays, several keys, numbers and booleans.
-var SearchQueries = []string{
-	`{"address":{"city":"Lyon"}}`,
-	`{"tags":["go"]}`,
-	`{"tags":["go","postgres"]}`,
-	`{"prefs":{"lang":"de","newsletter":true}}`,
-	`{"devices":[{"os":"android"}]}`,
-	`{"score":42}`,
-	`{"company":{"size":"large"}}`,
-	`{"address":{"country":"FR"},"prefs":{"theme":"dark"}}`,
 }
 
 var (
@@ -118,12 +106,67 @@ func LargeProfile(size, variant int) []byte {
 	return []byte(b.String())
 }
 
-// Documents runs the documents pair: the containment search on the same
-// generated data set on both sides, then for each size a rewrite of the
-// whole profile against a patch of a neighbour column, with the WAL each
-// mutation wrote (Postgres side).
-func Documents(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions) error {
-	pair := DocumentsPair
+// SearchRewriteScenario declares the documents pair's scenario: a
+// containment search over a generated data set, then rewrites of a large
+// profile against patches of a neighbour column, with the WAL each
+// mutation wrote.
+type SearchRewriteScenario struct {
+	// Pair is the pair driven.
+	Pair Pair
+	// SearchQueries are the containment queries the search point rotates
+	// through.
+	SearchQueries []string
+	// Defaults are the options the documents command starts from.
+	Defaults DocumentsOptions
+}
+
+// DocumentsScenario is the documents pair's: eight containment queries
+// (nested objects, arrays, several keys, numbers, booleans) at a low rate
+// (FerretDB scans every document), then each profile size rewritten and
+// a neighbour column patched at the same rate.
+var DocumentsScenario = SearchRewriteScenario{
+	Pair: DocumentsPair,
+	SearchQueries: []string{
+		`{"address":{"city":"Lyon"}}`,
+		`{"tags":["go"]}`,
+		`{"tags":["go","postgres"]}`,
+		`{"prefs":{"lang":"de","newsletter":true}}`,
+		`{"devices":[{"os":"android"}]}`,
+		`{"score":42}`,
+		`{"company":{"size":"large"}}`,
+		`{"address":{"country":"FR"},"prefs":{"theme":"dark"}}`,
+	},
+	Defaults: DocumentsOptions{Users: 2000, Seed: 1, SearchRate: 5,
+		Sizes: []int{512 << 10, 2 << 20}, RewriteRates: []float64{10, 4}, RewriteUsers: 4},
+}
+
+// Validate says what is missing or inconsistent in a declared scenario.
+func (s SearchRewriteScenario) Validate() error {
+	var errs []error
+	if s.Pair.Name == "" || s.Pair.A.Name == "" || s.Pair.B.Name == "" {
+		errs = append(errs, fmt.Errorf("pair %q: both sides are required", s.Pair.Name))
+	}
+	if len(s.SearchQueries) == 0 {
+		errs = append(errs, fmt.Errorf("%s: no search query", s.Pair.Name))
+	}
+	for _, q := range s.SearchQueries {
+		if !json.Valid([]byte(q)) {
+			errs = append(errs, fmt.Errorf("%s: search query is not JSON: %s", s.Pair.Name, q))
+		}
+	}
+	d := s.Defaults
+	if d.Users < 1 || d.SearchRate <= 0 || d.RewriteUsers < 1 || len(d.Sizes) == 0 || len(d.RewriteRates) == 0 {
+		errs = append(errs, fmt.Errorf("%s: default users, search rate, sizes, rewrite rates and rewrite users are required", s.Pair.Name))
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs the scenario with o on e, recording every point in run: the
+// containment search on the same generated data set on both sides, then
+// for each size a rewrite of the whole profile against a patch of a
+// neighbour column, with the WAL each mutation wrote (Postgres side).
+func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions) error {
+	pair := s.Pair
 	run.Settings["users"] = o.Users
 	run.Settings["seed"] = o.Seed
 	run.Settings["search_rate"] = o.SearchRate
@@ -132,7 +175,7 @@ func Documents(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions)
 	run.Settings["sizes"] = o.Sizes
 	run.Settings["rewrite_rates"] = o.RewriteRates
 	run.Settings["rewrite_users"] = o.RewriteUsers
-	run.Settings["search_queries"] = SearchQueries
+	run.Settings["search_queries"] = s.SearchQueries
 	if err := e.Ensure(ctx, pair.Services(), nil, nil); err != nil {
 		return err
 	}
@@ -198,8 +241,8 @@ func Documents(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions)
 	// Containment search.
 	e.logf("documents search: %g/s for %s, %d rounds", o.SearchRate, o.Duration, o.Rounds)
 	sp := driver.Point{Scenario: "documents.search", Name: fmt.Sprintf("%d users", o.Users), Rate: o.SearchRate, DurationS: o.Duration.Seconds(), Sides: pair.Sides()}
-	queries := make([][]byte, len(SearchQueries))
-	for i, q := range SearchQueries {
+	queries := make([][]byte, len(s.SearchQueries))
+	for i, q := range s.SearchQueries {
 		queries[i] = []byte(`{"profile":` + q + `,"limit":50}`)
 	}
 	err := driver.RunPoint(ctx, &sp, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {

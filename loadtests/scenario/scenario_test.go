@@ -116,6 +116,14 @@ func TestDeclaredScenariosAreValid(t *testing.T) {
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `"rabbitmq"`) || !strings.Contains(err.Error(), "cannot climb") {
 		t.Errorf("a broken scenario: %v", err)
 	}
+	if err := DocumentsScenario.Validate(); err != nil {
+		t.Errorf("documents: %v", err)
+	}
+	docs := DocumentsScenario
+	docs.SearchQueries = []string{`{"a":`}
+	if err := docs.Validate(); err == nil || !strings.Contains(err.Error(), "not JSON") {
+		t.Errorf("a broken search query: %v", err)
+	}
 	if QueueScenario.VariantFlag() != "durable" || LogScenario.VariantFlag() != "sync-off" {
 		t.Errorf("variant flags %q %q", QueueScenario.VariantFlag(), LogScenario.VariantFlag())
 	}
