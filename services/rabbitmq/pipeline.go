@@ -249,6 +249,9 @@ func (q *mqQueue) finish(batch []result, b *backoff.Backoff) {
 		}
 		outcomes = append(outcomes, o)
 	}
+	if len(outcomes) == 0 {
+		return
+	}
 	slices.SortFunc(outcomes, func(a, b records.Outcome) int { return strings.Compare(a.ID, b.ID) })
 	ctx, cancel := context.WithTimeout(q.hardCtx, recordTimeout)
 	defer cancel()
