@@ -7,8 +7,10 @@
 // /tasks commits the task's record, then publishes a persistent message
 // with publisher confirms (the dual write: a crash between the two leaves a
 // recorded task that was never published). In-process workers (WORKERS)
-// consume with manual acknowledgements and a prefetch (PREFETCH), record
-// the outcome in Postgres, retry through per-step delay queues (RETRY_BASE,
+// consume with manual acknowledgements and a prefetch (PREFETCH); the
+// deliveries and their outcomes are recorded in Postgres in batches, one
+// statement per RECORD_BATCH, and acknowledged with multiple=true. Tasks
+// retry through per-step delay queues (RETRY_BASE,
 // doubling, capped at 30s) and dead-letter through the work queue's
 // dead-letter exchange after MAX_ATTEMPTS. amqp091-go does not reconnect:
 // the service does, re-declaring its topology and consuming again.

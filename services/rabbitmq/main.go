@@ -37,8 +37,19 @@ const (
 	DefaultQueue = "tasks"
 	// DefaultQueueType is QUEUE_TYPE's default.
 	DefaultQueueType = "classic"
+	// DefaultPrefetch is PREFETCH's default: within the 100–300 range
+	// RabbitMQ's consumer prefetch guide names for throughput, and four
+	// record batches, so the intake can fill a batch while one is in the
+	// workers and one is being completed.
+	DefaultPrefetch = 256
 	// MaxPrefetch is PREFETCH's largest accepted value (AMQP's is 16 bits).
 	MaxPrefetch = 65535
+	// DefaultRecordBatch is RECORD_BATCH's default, as no-rabbitmq's
+	// CLAIM_BATCH; MaxRecordBatch its largest accepted value.
+	DefaultRecordBatch, MaxRecordBatch = 64, 10000
+	// DefaultRecordLinger is RECORD_LINGER's default; MaxRecordLinger its
+	// largest accepted value.
+	DefaultRecordLinger, MaxRecordLinger = time.Millisecond, time.Second
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -76,8 +87,19 @@ type Config struct {
 	QueueType string
 	// Prefetch is the channel's basic.qos prefetch count: unacknowledged
 	// deliveries the broker lets the service hold. Env PREFETCH; default
-	// WORKERS; at most MaxPrefetch.
+	// DefaultPrefetch; at most MaxPrefetch. Below about 3×RecordBatch
+	// batches cannot fill and wait out RecordLinger.
 	Prefetch int
+	// RecordBatch is the most deliveries (or outcomes) one Postgres
+	// statement records: the consumer groups record writes across
+	// workers. Env RECORD_BATCH; default DefaultRecordBatch, 1 to
+	// MaxRecordBatch.
+	RecordBatch int
+	// RecordLinger is how long a batch waits to fill after its first
+	// delivery (or outcome) before it is written anyway; 0 takes only
+	// what is already there. Env RECORD_LINGER; default
+	// DefaultRecordLinger, at most MaxRecordLinger.
+	RecordLinger time.Duration
 }
 
 var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
@@ -95,7 +117,9 @@ func readConfig(r *config.Reader) (Config, error) {
 		Queue:       r.String("RABBITMQ_QUEUE", DefaultQueue),
 		QueueType:   r.Enum("QUEUE_TYPE", DefaultQueueType, "classic", "quorum"),
 	}
-	c.Prefetch = r.Int("PREFETCH", max(c.Worker.Workers, 1))
+	c.Prefetch = r.Int("PREFETCH", DefaultPrefetch)
+	c.RecordBatch = r.Int("RECORD_BATCH", DefaultRecordBatch)
+	c.RecordLinger = r.Duration("RECORD_LINGER", DefaultRecordLinger)
 	c.validate(r)
 	return c, r.Err()
 }
@@ -112,6 +136,12 @@ func (c Config) validate(r *config.Reader) {
 	}
 	if c.Prefetch < 1 || c.Prefetch > MaxPrefetch {
 		r.Fail("PREFETCH", "must be between 1 and %d, got %d", MaxPrefetch, c.Prefetch)
+	}
+	if c.RecordBatch < 1 || c.RecordBatch > MaxRecordBatch {
+		r.Fail("RECORD_BATCH", "must be between 1 and %d, got %d", MaxRecordBatch, c.RecordBatch)
+	}
+	if c.RecordLinger < 0 || c.RecordLinger > MaxRecordLinger {
+		r.Fail("RECORD_LINGER", "must be between 0 and %v, got %v", MaxRecordLinger, c.RecordLinger)
 	}
 }
 

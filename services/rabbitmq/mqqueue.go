@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,10 +32,18 @@ type message struct {
 }
 
 // session is one live connection with its publishing channel (confirm
-// mode).
+// mode) and, with workers, the acker of its consuming channel.
 type session struct {
 	conn *amqp.Connection
 	pub  *amqp.Channel
+	acks *acker
+}
+
+// outbound is a message to publish and its routing key (a queue name: the
+// default exchange routes by it).
+type outbound struct {
+	key string
+	msg message
 }
 
 // mqQueue is the RabbitMQ side: the queue.Backend for the handlers (records
@@ -55,7 +64,19 @@ type mqQueue struct {
 	cur   *session      // nil while disconnected
 	ready chan struct{} // closed when cur is set; replaced on loss
 
-	deliveries chan amqp.Delivery // consumer → workers
+	acks *acker // the current consumer channel's; kept after a loss until the next session
+
+	// The consumer pipeline (pipeline.go): maintain closes inbound on
+	// stop; each stage closes the next channel when its input is done;
+	// the completer closes pipelineDone last.
+	inbound      chan inbound
+	jobs         chan job
+	results      chan result
+	pipelineDone chan struct{}
+
+	// deliverStatements and finishStatements count the record statements
+	// of the pipeline (each writes a whole batch), for tests.
+	deliverStatements, finishStatements atomic.Int64
 
 	stopCtx, hardCtx       context.Context
 	stopCancel, hardCancel context.CancelFunc
@@ -69,7 +90,10 @@ func newMQQueue(pool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Lo
 		Store: records.Store{Pool: pool}, pool: pool, cfg: cfg, stats: st, log: log,
 		hub:          new(waiter.Hub),
 		ready:        make(chan struct{}),
-		deliveries:   make(chan amqp.Delivery),
+		inbound:      make(chan inbound, cfg.RecordBatch),
+		jobs:         make(chan job),
+		results:      make(chan result, cfg.RecordBatch),
+		pipelineDone: make(chan struct{}),
 		maintainDone: make(chan struct{}),
 	}
 	q.stopCtx, q.stopCancel = context.WithCancel(context.Background())
@@ -173,6 +197,7 @@ func (q *mqQueue) connect() (*session, <-chan amqp.Delivery, error) {
 		return fail("enable publisher confirms", err)
 	}
 	var dl <-chan amqp.Delivery
+	var acks *acker
 	if q.cfg.Worker.Workers > 0 {
 		cons, err := conn.Channel()
 		if err != nil {
@@ -184,20 +209,27 @@ func (q *mqQueue) connect() (*session, <-chan amqp.Delivery, error) {
 		if dl, err = cons.Consume(q.cfg.Queue, "", false, false, false, false, nil); err != nil {
 			return fail("consume "+q.cfg.Queue, err)
 		}
+		// Settled deliveries may wait behind a slow one for a multiple
+		// ack, but never more than half the window.
+		acks = newAcker(cons, q.cfg.Prefetch/2)
 	}
-	return &session{conn: conn, pub: pub}, dl, nil
+	return &session{conn: conn, pub: pub, acks: acks}, dl, nil
 }
 
 // Start connects once (an unreachable broker fails the start, naming
-// RABBITMQ_URL), then keeps the connection alive and starts the workers.
+// RABBITMQ_URL), then keeps the connection alive and starts the consumer
+// pipeline: intake, workers, completer.
 func (q *mqQueue) Start(ctx context.Context) error {
 	s, dl, err := q.connect()
 	if err != nil {
 		return err
 	}
+	go q.intake()
 	for range q.cfg.Worker.Workers {
 		q.workers.Go(q.work)
 	}
+	go func() { q.workers.Wait(); close(q.results) }()
+	go q.complete()
 	go q.maintain(s, dl)
 	return nil
 }
@@ -209,11 +241,13 @@ func (q *mqQueue) connected() bool {
 }
 
 // maintain serves one session at a time: it forwards deliveries to the
-// workers until the connection, the consumer channel or the publishing
+// pipeline until the connection, the consumer channel or the publishing
 // channel is lost, then reconnects with backoff. On stop it stops
-// forwarding, lets the workers finish on the still-current session (a
-// retry they publish needs it) and closes the connection: deliveries the
-// workers have not taken go back to the queue.
+// forwarding and lets the pipeline drain on the still-current session (a
+// retry needs it for its publish, every outcome for its ack): the intake
+// records what it holds, the workers finish, the completer flushes its
+// batch and acknowledges. Then the connection closes: deliveries the
+// pipeline did not take go back to the queue.
 func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 	defer close(q.maintainDone)
 	b := backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
@@ -226,17 +260,20 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 	for {
 		q.mu.Lock()
 		q.cur = s
+		if s.acks != nil {
+			q.acks = s.acks
+		}
 		close(q.ready)
 		q.mu.Unlock()
 		lost := s.conn.NotifyClose(make(chan *amqp.Error, 1))
 		pubLost := s.pub.NotifyClose(make(chan *amqp.Error, 1))
-		err := q.forward(dl, lost, pubLost)
+		err := q.forward(dl, s.acks, lost, pubLost)
 		if q.stopCtx.Err() != nil {
-			// Stop: the workers finish what they hold (and ack it, or
-			// publish its retry) first, on this session; only then does
-			// it go.
-			close(q.deliveries)
-			q.waitWorkers()
+			// Stop: the pipeline finishes what it holds (and acks it, or
+			// publishes its retry) first, on this session; only then
+			// does it go.
+			close(q.inbound)
+			q.waitPipeline()
 			drop()
 			_ = s.conn.Close()
 			return
@@ -246,8 +283,8 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 		q.log.Warn("rabbitmq connection lost; reconnecting", "err", err)
 		for {
 			if backoff.Sleep(q.stopCtx, b.Next()) != nil {
-				close(q.deliveries)
-				q.waitWorkers()
+				close(q.inbound)
+				q.waitPipeline()
 				return
 			}
 			q.stats.Inc(queue.CounterReconnects)
@@ -265,7 +302,7 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 // connection, of the consumer channel, or of the publishing channel alone
 // (a channel-level error closes only that channel; nothing would reopen
 // it, and every publish would wait for a session that never comes).
-func (q *mqQueue) forward(dl <-chan amqp.Delivery, lost, pubLost chan *amqp.Error) error {
+func (q *mqQueue) forward(dl <-chan amqp.Delivery, acks *acker, lost, pubLost chan *amqp.Error) error {
 	for {
 		var d amqp.Delivery
 		var ok bool
@@ -281,21 +318,24 @@ func (q *mqQueue) forward(dl <-chan amqp.Delivery, lost, pubLost chan *amqp.Erro
 				return errors.New("consumer channel closed")
 			}
 		}
+		acks.track(d.DeliveryTag) // in delivery order, before anything can settle it
 		select {
-		case q.deliveries <- d:
+		case q.inbound <- inbound{acks: acks, tag: d.DeliveryTag, body: d.Body, received: time.Now()}:
 		case <-q.stopCtx.Done():
 			return nil // unacked: the broker requeues it when the connection closes
 		}
 	}
 }
 
-// waitWorkers waits for the workers unless a crash or the stop deadline
-// cancels the hard context (then they abandon their tasks).
-func (q *mqQueue) waitWorkers() { q.workers.Wait() }
+// waitPipeline waits for the pipeline to drain; a crash or the stop
+// deadline cancels the hard context, and then it abandons its tasks
+// unacknowledged.
+func (q *mqQueue) waitPipeline() { <-q.pipelineDone }
 
-// Stop stops gracefully: no more deliveries are taken, the workers finish
-// and acknowledge what they hold, the connection closes (the broker
-// requeues the prefetched rest). If ctx ends first the workers abandon
+// Stop stops gracefully: no more deliveries are taken, the pipeline
+// records, works, flushes and acknowledges what it holds, the connection
+// closes (the broker requeues the prefetched rest). Safe to call twice:
+// the second call returns at once. If ctx ends first the workers abandon
 // their tasks as in a crash: unacknowledged, they are redelivered.
 func (q *mqQueue) Stop(ctx context.Context) error {
 	q.stopOnce.Do(func() {
@@ -346,7 +386,11 @@ func (q *mqQueue) session(ctx context.Context) (*session, error) {
 // channel dies before the confirm are published again on the next session:
 // a confirmed message is on disk (persistent, durable queue), an
 // unconfirmed one may be duplicated, never lost silently.
-func (q *mqQueue) publish(ctx context.Context, key string, msgs []message) error {
+//
+// The confirms are pipelined: every message of the batch is published
+// before the first confirm is awaited (RabbitMQ, "Publishers": publish in
+// batches and handle confirms asynchronously rather than one at a time).
+func (q *mqQueue) publish(ctx context.Context, msgs []outbound) error {
 	pending := msgs
 	for len(pending) > 0 {
 		s, err := q.session(ctx)
@@ -354,11 +398,11 @@ func (q *mqQueue) publish(ctx context.Context, key string, msgs []message) error
 			return err
 		}
 		confirms := make([]*amqp.DeferredConfirmation, 0, len(pending))
-		var failed []message
+		var failed []outbound
 		for i, m := range pending {
-			body, _ := json.Marshal(m)
-			c, err := s.pub.PublishWithDeferredConfirmWithContext(ctx, "", key, false, false, amqp.Publishing{
-				DeliveryMode: amqp.Persistent, ContentType: "application/json", MessageId: m.ID, Body: body,
+			body, _ := json.Marshal(m.msg)
+			c, err := s.pub.PublishWithDeferredConfirmWithContext(ctx, "", m.key, false, false, amqp.Publishing{
+				DeliveryMode: amqp.Persistent, ContentType: "application/json", MessageId: m.msg.ID, Body: body,
 			})
 			if err != nil {
 				failed = append(failed, pending[i:]...)
@@ -386,10 +430,11 @@ func (q *mqQueue) publish(ctx context.Context, key string, msgs []message) error
 	return nil
 }
 
-func messages(tasks []queue.NewTask) []message {
-	m := make([]message, len(tasks))
+// messages are the tasks' messages to the work queue.
+func (q *mqQueue) messages(tasks []queue.NewTask) []outbound {
+	m := make([]outbound, len(tasks))
 	for i, t := range tasks {
-		m[i] = message{ID: t.ID, EnqueuedAt: t.EnqueuedAt}
+		m[i] = outbound{key: q.cfg.Queue, msg: message{ID: t.ID, EnqueuedAt: t.EnqueuedAt}}
 	}
 	return m
 }
@@ -401,7 +446,7 @@ func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 	if err := records.InsertTasks(ctx, q.pool, tasks); err != nil {
 		return postgres.MapError("record tasks", err)
 	}
-	return q.publish(ctx, q.cfg.Queue, messages(tasks))
+	return q.publish(ctx, q.messages(tasks))
 }
 
 // Pay implements queue.Backend: insert the payment (and its task's record),
@@ -417,93 +462,5 @@ func (q *mqQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error
 	if fault {
 		return queue.ErrFaultInjected
 	}
-	return q.publish(ctx, q.cfg.Queue, messages([]queue.NewTask{p.Task}))
-}
-
-func (q *mqQueue) work() {
-	for d := range q.deliveries {
-		q.handle(d)
-	}
-}
-
-// handle processes one delivery. The record in Postgres decides: a task
-// already done or dead is a duplicate, acknowledged and dropped. A failure
-// before the outcome is recorded leaves the delivery unacknowledged or
-// requeued: at-least-once.
-func (q *mqQueue) handle(d amqp.Delivery) {
-	var m message
-	if err := json.Unmarshal(d.Body, &m); err != nil || !queue.ValidID(m.ID) {
-		q.log.Error("undecodable message dead-lettered", "body", string(d.Body))
-		_ = d.Nack(false, false)
-		return
-	}
-	q.stats.Inc(queue.CounterDelivered)
-	received := time.Now()
-	ctx, cancel := context.WithTimeout(q.hardCtx, 10*time.Second)
-	rec, ok, err := q.Deliver(ctx, m.ID)
-	cancel()
-	switch {
-	case q.hardCtx.Err() != nil:
-		return
-	case err != nil:
-		q.log.Warn("recording a delivery failed; requeued", "task", m.ID, "err", err)
-		_ = d.Nack(false, true)
-		return
-	case !ok:
-		_ = d.Ack(false) // duplicate of a finished task
-		return
-	}
-	if rec.Attempts == 1 { // first delivery: a retry's backoff is not delivery latency
-		q.stats.Observe(queue.LatencyDelivery, received.Sub(m.EnqueuedAt))
-	}
-	werr := queue.Work(q.hardCtx, q.cfg.Worker.Work, rec.Attempts, rec.FailTimes)
-	if q.hardCtx.Err() != nil {
-		return // crashing: unacknowledged, the broker redelivers it
-	}
-	ctx, cancel = context.WithTimeout(q.hardCtx, 10*time.Second)
-	defer cancel()
-	switch queue.Decide(werr, rec.Attempts, q.cfg.Worker.MaxAttempts) {
-	case queue.OutcomeDone:
-		finished, err := q.Finish(ctx, m.ID, queue.StatusDone, nil)
-		if err != nil {
-			q.log.Warn("recording done failed; requeued", "task", m.ID, "err", err)
-			_ = d.Nack(false, true)
-			return
-		}
-		_ = d.Ack(false)
-		if finished {
-			q.stats.Inc(queue.CounterProcessed)
-			q.stats.Since(queue.LatencyProcessing, m.EnqueuedAt)
-			q.hub.Wake(m.ID)
-		}
-	case queue.OutcomeDead:
-		msg := werr.Error()
-		finished, err := q.Finish(ctx, m.ID, queue.StatusDead, &msg)
-		if err != nil {
-			q.log.Warn("recording dead failed; requeued", "task", m.ID, "err", err)
-			_ = d.Nack(false, true)
-			return
-		}
-		// Rejected without requeue: the work queue's dead-letter exchange
-		// routes it to <queue>.dead.
-		_ = d.Nack(false, false)
-		if finished {
-			q.stats.Inc(queue.CounterDead)
-			q.hub.Wake(m.ID)
-		}
-	case queue.OutcomeRetry:
-		if err := q.Requeue(ctx, m.ID, werr.Error()); err != nil {
-			q.log.Warn("recording a retry failed; requeued", "task", m.ID, "err", err)
-			_ = d.Nack(false, true)
-			return
-		}
-		name, _ := q.retryQueue(rec.Attempts)
-		if err := q.publish(ctx, name, []message{m}); err != nil {
-			q.log.Warn("publishing a retry failed; requeued at once", "task", m.ID, "err", err)
-			_ = d.Nack(false, true)
-			return
-		}
-		_ = d.Ack(false)
-		q.stats.Inc(queue.CounterRetried)
-	}
+	return q.publish(ctx, q.messages([]queue.NewTask{p.Task}))
 }

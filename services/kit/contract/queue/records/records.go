@@ -153,3 +153,85 @@ func (s Store) RecordPayment(ctx context.Context, p queue.NewPayment, queueTask 
 	}
 	return nil
 }
+
+// deliverMany is Deliver for many tasks in one statement. Rows are locked
+// in index order (id = ANY uses the primary key), so concurrent batches
+// do not deadlock on each other.
+const deliverMany = `
+UPDATE tasks SET status = 'running', attempts = attempts + 1,
+       delivered_at = coalesce(delivered_at, clock_timestamp())
+ WHERE id = ANY($1::uuid[]) AND status IN ('queued', 'running')
+RETURNING id::text, attempts, fail_times`
+
+// DeliverMany records one delivery of each open task of ids in one
+// statement (one round trip, one commit), as Deliver does for one. The
+// answer holds the open tasks only: an id missing from it is done, dead or
+// unknown, a duplicate delivery to acknowledge and drop (the record
+// decides). An id given twice is recorded once.
+func (s Store) DeliverMany(ctx context.Context, ids []string) (map[string]Delivery, error) {
+	rows, err := s.Pool.Query(ctx, deliverMany, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	open := make(map[string]Delivery, len(ids))
+	for rows.Next() {
+		var id string
+		var d Delivery
+		if err := rows.Scan(&id, &d.Attempts, &d.FailTimes); err != nil {
+			return nil, err
+		}
+		open[id] = d
+	}
+	return open, rows.Err()
+}
+
+// Outcome is the recorded result of one attempt, for FinishMany.
+type Outcome struct {
+	// ID is the task's id.
+	ID string
+	// Status is queue.StatusDone, queue.StatusDead or, for a failed
+	// attempt that will be retried, queue.StatusQueued.
+	Status string
+	// LastError is the attempt's error (nil keeps the recorded one).
+	LastError *string
+}
+
+// finishMany is Finish and Requeue for many tasks in one statement. A
+// terminal task is left alone: the record decides.
+const finishMany = `
+UPDATE tasks t
+   SET status = o.status,
+       processed_at = CASE o.status WHEN 'done' THEN clock_timestamp()
+                                    WHEN 'dead' THEN NULL
+                                    ELSE t.processed_at END,
+       last_error = coalesce(o.err, t.last_error)
+  FROM unnest($1::uuid[], $2::text[], $3::text[]) AS o(id, status, err)
+ WHERE t.id = o.id AND t.status IN ('queued', 'running')
+RETURNING t.id::text`
+
+// FinishMany records the outcomes in one statement (one round trip, one
+// commit): done and dead as Finish does, queued (a retry) as Requeue does.
+// The answer holds the ids whose record changed; an id missing from it was
+// already done or dead (a duplicate finished first). Give each id once:
+// with an id twice, which outcome is recorded is undefined. Sorting the
+// outcomes by id keeps concurrent batches from deadlocking.
+func (s Store) FinishMany(ctx context.Context, outcomes []Outcome) (map[string]bool, error) {
+	ids, statuses, errs := make([]string, len(outcomes)), make([]string, len(outcomes)), make([]*string, len(outcomes))
+	for i, o := range outcomes {
+		ids[i], statuses[i], errs[i] = o.ID, o.Status, o.LastError
+	}
+	rows, err := s.Pool.Query(ctx, finishMany, ids, statuses, errs)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]bool, len(changed))
+	for _, id := range changed {
+		m[id] = true
+	}
+	return m, nil
+}
