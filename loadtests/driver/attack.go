@@ -56,10 +56,15 @@ type ClientResult struct {
 	TargetRate float64 `json:"target_rate"`
 	// DurationS is the attack's duration in seconds.
 	DurationS float64 `json:"duration_s"`
-	// Requests counts requests started; OK those answered 2xx; Errors
-	// the others (transport errors and non-2xx answers).
+	// Requests counts requests started; OK those answered 2xx; Shed those
+	// a service refused under overload (503 with Retry-After, see
+	// MAX_IN_FLIGHT: nothing of them was accepted, and they are not
+	// failures); Errors the others (transport errors and other non-2xx
+	// answers). Results written before sheds were counted load with Shed
+	// 0 and their sheds among Errors.
 	Requests int64 `json:"requests"`
 	OK       int64 `json:"ok"`
+	Shed     int64 `json:"shed"`
 	Errors   int64 `json:"errors"`
 	// Codes counts answers by HTTP status ("0" for transport errors).
 	Codes map[string]int64 `json:"codes"`
@@ -76,6 +81,13 @@ type ClientResult struct {
 	Latency Summary `json:"latency"`
 	// ServiceTime is vegeta's own latency: from the actual send.
 	ServiceTime Summary `json:"service_time"`
+}
+
+// IsShed reports whether an answer is a shed: 503 with a Retry-After
+// header, what a service answers when MAX_IN_FLIGHT requests are in
+// flight. A 503 without it (a backend timeout) is an error.
+func IsShed(code uint16, h http.Header) bool {
+	return code == http.StatusServiceUnavailable && h.Get("Retry-After") != ""
 }
 
 // Summary is one latency distribution in milliseconds, the same shape as a
@@ -173,9 +185,12 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 		_ = lat.RecordValue(max(d.Microseconds(), 1))
 		_ = svc.RecordValue(max(r.Latency.Microseconds(), 1))
 		res.Codes[strconv.Itoa(int(r.Code))]++
-		if r.Code >= 200 && r.Code < 300 {
+		switch {
+		case r.Code >= 200 && r.Code < 300:
 			res.OK++
-		} else {
+		case IsShed(r.Code, r.Headers):
+			res.Shed++
+		default:
 			res.Errors++
 			msg := r.Error
 			if len(r.Body) > 0 {
@@ -194,7 +209,7 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 			if now := time.Now(); now.Sub(lastDescribe) > 250*time.Millisecond {
 				lastDescribe = now
 				el := now.Sub(start).Seconds()
-				bar.Describe(fmt.Sprintf("%s %s  rate %.0f/s  errors %d  elapsed %.1fs", label, spec.Name, float64(res.Requests)/el, res.Errors, el))
+				bar.Describe(fmt.Sprintf("%s %s  rate %.0f/s  shed %d  errors %d  elapsed %.1fs", label, spec.Name, float64(res.Requests)/el, res.Shed, res.Errors, el))
 			}
 		}
 	}

@@ -135,12 +135,10 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	if err != nil {
 		return nil, nil, err
 	}
-	wcfg := cfg.Postgres
-	wcfg.MaxConns = WorkerConns
-	wpool, err := postgres.Open(ctx, wcfg)
+	wpool, err := postgres.OpenReserved(ctx, cfg.Postgres, WorkerConns)
 	if err != nil {
 		pool.Close()
-		return nil, nil, fmt.Errorf("the workers' pool: %w", err)
+		return nil, nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, queue.Latencies, queue.Counters)
 	q := newPGQueue(pool, wpool, cfg, svc.Stats, svc.Logger)
