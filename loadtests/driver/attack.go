@@ -57,10 +57,15 @@ type ClientResult struct {
 	TargetRate float64 `json:"target_rate"`
 	// DurationS is the attack's duration in seconds.
 	DurationS float64 `json:"duration_s"`
-	// Requests counts requests started; OK those answered 2xx; Errors
-	// the others (transport errors and non-2xx answers).
+	// Requests counts requests started; OK those answered 2xx; Shed those
+	// a service refused under overload (503 with Retry-After, see
+	// MAX_IN_FLIGHT: nothing of them was accepted, and they are not
+	// failures); Errors the others (transport errors and other non-2xx
+	// answers). Results written before sheds were counted load with Shed
+	// 0 and their sheds among Errors.
 	Requests int64 `json:"requests"`
 	OK       int64 `json:"ok"`
+	Shed     int64 `json:"shed"`
 	Errors   int64 `json:"errors"`
 	// Codes counts answers by HTTP status ("0" for transport errors).
 	Codes map[string]int64 `json:"codes"`
@@ -77,6 +82,13 @@ type ClientResult struct {
 	Latency Summary `json:"latency"`
 	// ServiceTime is vegeta's own latency: from the actual send.
 	ServiceTime Summary `json:"service_time"`
+}
+
+// IsShed reports whether an answer is a shed: 503 with a Retry-After
+// header, what a service answers when MAX_IN_FLIGHT requests are in
+// flight. A 503 without it (a backend timeout) is an error.
+func IsShed(code uint16, h http.Header) bool {
+	return code == http.StatusServiceUnavailable && h.Get("Retry-After") != ""
 }
 
 // Summary is one latency distribution in milliseconds, the same shape as a
@@ -171,13 +183,13 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 		if len(r.Body) > 0 {
 			msg += ": " + string(bytes.TrimSpace(r.Body))
 		}
-		t.add(int(r.Code), msg, d, r.Latency, r.End())
+		t.add(int(r.Code), IsShed(r.Code, r.Headers), msg, d, r.Latency, r.End())
 		if bar != nil {
 			_ = bar.Add(1)
 			if now := time.Now(); now.Sub(lastDescribe) > 250*time.Millisecond {
 				lastDescribe = now
 				el := now.Sub(start).Seconds()
-				bar.Describe(fmt.Sprintf("%s %s  rate %.0f/s  errors %d  elapsed %.1fs", label, spec.Name, float64(t.res.Requests)/el, t.res.Errors, el))
+				bar.Describe(fmt.Sprintf("%s %s  rate %.0f/s  shed %d  errors %d  elapsed %.1fs", label, spec.Name, float64(t.res.Requests)/el, t.res.Shed, t.res.Errors, el))
 			}
 		}
 	}
@@ -212,17 +224,21 @@ func newTally(rate float64, d time.Duration) *tally {
 	}
 }
 
-// add counts one answer: its status (0 for a transport error), the error
-// message kept as a sample when it is not a 2xx, its latency and service
-// time, and when it ended.
-func (t *tally) add(code int, msg string, latency, service time.Duration, end time.Time) {
+// add counts one answer: its status (0 for a transport error), whether it
+// was shed (a 503 with Retry-After: counted apart from errors), the error
+// message kept as a sample when it is neither a 2xx nor shed, its latency
+// and service time, and when it ended.
+func (t *tally) add(code int, shed bool, msg string, latency, service time.Duration, end time.Time) {
 	t.res.Requests++
 	_ = t.lat.RecordValue(max(latency.Microseconds(), 1))
 	_ = t.svc.RecordValue(max(service.Microseconds(), 1))
 	t.res.Codes[strconv.Itoa(code)]++
-	if code >= 200 && code < 300 {
+	switch {
+	case code >= 200 && code < 300:
 		t.res.OK++
-	} else {
+	case shed:
+		t.res.Shed++
+	default:
 		t.res.Errors++
 		if len(t.samples) < 5 && !t.samples[msg] {
 			t.samples[msg] = true
@@ -301,7 +317,7 @@ func Loop(ctx context.Context, spec LoopSpec) ClientResult {
 					msg = strconv.Itoa(code) + " " + http.StatusText(code)
 				}
 				mu.Lock()
-				t.add(code, msg, end.Sub(t0), end.Sub(t0), end)
+				t.add(code, false, msg, end.Sub(t0), end.Sub(t0), end)
 				mu.Unlock()
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,24 +65,34 @@ func TestAttackPacesAtTheRequestedRate(t *testing.T) {
 }
 
 // TestAttackCountsErrorsAndStatuses checks that non-2xx answers are
-// errors, counted by status, with a sample of the body.
+// errors, counted by status, with a sample of the body, except a 503 with
+// Retry-After: a shed, counted apart.
 func TestAttackCountsErrorsAndStatuses(t *testing.T) {
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n.Add(1)%2 == 0 {
+		switch n.Add(1) % 3 {
+		case 1:
 			http.Error(w, `{"error":"nope"}`, http.StatusServiceUnavailable)
-			return
+		case 2:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, `{"error":"overloaded"}`, http.StatusServiceUnavailable)
+		default:
+			w.WriteHeader(http.StatusCreated)
 		}
-		w.WriteHeader(http.StatusCreated)
 	}))
 	defer srv.Close()
-	res := Attack(context.Background(), AttackSpec{Rate: 50, Duration: time.Second,
+	res := Attack(context.Background(), AttackSpec{Rate: 60, Duration: time.Second,
 		Next: func(uint64) Request { return Request{URL: srv.URL} }})
-	if res.OK+res.Errors != res.Requests || res.Errors == 0 || res.Codes["201"] != res.OK || res.Codes["503"] != res.Errors {
+	if res.OK+res.Errors+res.Shed != res.Requests || res.Errors == 0 || res.Shed == 0 || res.Codes["201"] != res.OK || res.Codes["503"] != res.Errors+res.Shed {
 		t.Fatalf("%+v", res)
 	}
-	if len(res.ErrorSamples) != 1 || !slices.ContainsFunc(res.ErrorSamples, func(s string) bool { return len(s) > 0 }) {
-		t.Errorf("samples %q", res.ErrorSamples)
+	if len(res.ErrorSamples) != 1 || !slices.ContainsFunc(res.ErrorSamples, func(s string) bool { return strings.Contains(s, "nope") }) {
+		t.Errorf("samples %q: want the error only, not the shed", res.ErrorSamples)
+	}
+	m := map[string]float64{}
+	FlattenClient(m, "client.", res)
+	if m["client.shed"] != float64(res.Shed) || m["client.errors"] != float64(res.Errors) {
+		t.Errorf("flattened %v", m)
 	}
 }
 
@@ -213,7 +224,7 @@ func TestResultsFileSchema(t *testing.T) {
 		"round":    {"index", "order", "sides"},
 		"side":     {"metrics", "phases", "service", "started_at", "stats"},
 		"phase":    {"client", "name"},
-		"client":   {"codes", "duration_s", "errors", "latency", "ok", "requests", "sent_rate", "service_time", "target_rate", "throughput"},
+		"client":   {"codes", "duration_s", "errors", "latency", "ok", "requests", "sent_rate", "service_time", "shed", "target_rate", "throughput"},
 		"latency":  {"count", "max_ms", "mean_ms", "p50_ms", "p90_ms", "p95_ms", "p999_ms", "p99_ms"},
 		"metric":   {"name", "ratio", "ratios", "sides"},
 		"agg":      {"max", "median", "min", "n"},

@@ -150,6 +150,9 @@ func Outcome(spec AttackSpec, r ClientResult) string {
 	if r.Requests > 0 {
 		s += fmt.Sprintf(", %s ok, p99 %s ms", percent(r.OK, r.Requests), fmtMS(r.Latency.P99MS))
 	}
+	if r.Shed > 0 {
+		s += fmt.Sprintf(", %s shed (503 + Retry-After)", percent(r.Shed, r.Requests))
+	}
 	if r.Errors > 0 && len(r.ErrorSamples) > 0 {
 		s += ", e.g. " + clip(r.ErrorSamples[0], 100)
 	}

@@ -171,6 +171,7 @@ func FlattenClient(m map[string]float64, prefix string, c ClientResult) {
 	m[prefix+"p99_ms"] = c.Latency.P99MS
 	m[prefix+"max_ms"] = c.Latency.MaxMS
 	m[prefix+"errors"] = float64(c.Errors)
+	m[prefix+"shed"] = float64(c.Shed)
 	m[prefix+"sent_rate"] = c.SentRate
 	m[prefix+"ok_rate"] = c.Throughput
 }

@@ -15,7 +15,7 @@ type row struct{ metric, label string }
 
 // keyMetrics lists, per scenario, the metrics tables show.
 func keyMetrics(scenario string) []row {
-	client := []row{{"client.p50_ms", "client p50 ms"}, {"client.p99_ms", "client p99 ms"}, {"client.errors", "errors"}}
+	client := []row{{"client.p50_ms", "client p50 ms"}, {"client.p99_ms", "client p99 ms"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"}}
 	switch {
 	case strings.HasPrefix(scenario, "queue."):
 		return append(client,
@@ -174,9 +174,9 @@ func ceilingRounds(c driver.Ceiling) string {
 var demoMetrics = map[string][]row{
 	"queue": {{"throughput", "processed/s"}, {"client.p50_ms", "POST /tasks p50 ms"}, {"client.p99_ms", "POST /tasks p99 ms"},
 		{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p99_ms", "delivery p99 ms"},
-		{"server.processing.p50_ms", "send→processed p50 ms"}, {"server.processing.p99_ms", "send→processed p99 ms"}, {"client.errors", "errors"}},
+		{"server.processing.p50_ms", "send→processed p50 ms"}, {"server.processing.p99_ms", "send→processed p99 ms"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"}},
 	"log": {{"throughput", "delivered/s"}, {"server.write.p50_ms", "write p50 ms"}, {"server.write.p99_ms", "write p99 ms"},
-		{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p99_ms", "delivery p99 ms"}, {"client.errors", "errors"}},
+		{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p99_ms", "delivery p99 ms"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"}},
 	"documents.search": {{"client.ok_rate", "searches/s"}, {"server.search.p50_ms", "search p50 ms"}, {"server.search.p99_ms", "search p99 ms"}, {"client.errors", "errors"}},
 	"documents.rewrite": {{"client.rewrite.p50_ms", "rewrite p50 ms"}, {"client.rewrite.p99_ms", "rewrite p99 ms"},
 		{"client.patch.p50_ms", "neighbour patch p50 ms"}, {"cost_ratio.p50", "rewrite ÷ patch"}, {"wal_per_op.rewrite", "WAL bytes per rewrite"}},

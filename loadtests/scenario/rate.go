@@ -193,12 +193,13 @@ type CeilingOptions struct {
 	P99 time.Duration
 }
 
-// ceilingCriteria says whether a step passed: errors under 1%, the driver
+// ceilingCriteria says whether a step passed: errors under 1% and sheds
+// (503 + Retry-After: the service refused the excess) under 1%, the driver
 // sent at least 95% of the rate, the backlog at the end of the attack at
 // most 0.2 s of arrivals (at least 100), and the server-side latency p99
 // under o.P99.
 func ceilingCriteria(latency string, o CeilingOptions) (string, func(m map[string]float64, rate float64) (bool, string)) {
-	desc := fmt.Sprintf("errors < 1%%, sent >= 95%% of the rate, backlog at the end of each %s step <= max(100, 0.2 s of arrivals) (flat), server %s p99 < %s",
+	desc := fmt.Sprintf("errors < 1%%, shed < 1%%, sent >= 95%% of the rate, backlog at the end of each %s step <= max(100, 0.2 s of arrivals) (flat), server %s p99 < %s",
 		o.Step, latency, o.P99)
 	return desc, func(m map[string]float64, rate float64) (bool, string) {
 		sent := m["client.sent_rate"]
@@ -207,6 +208,8 @@ func ceilingCriteria(latency string, o CeilingOptions) (string, func(m map[strin
 			return false, "nothing sent"
 		case m["client.errors"] > 0.01*sent*o.Step.Seconds():
 			return false, fmt.Sprintf("errors %.0f", m["client.errors"])
+		case m["client.shed"] > 0.01*sent*o.Step.Seconds():
+			return false, fmt.Sprintf("shed %.0f (503 + Retry-After)", m["client.shed"])
 		case sent < 0.95*rate:
 			return false, fmt.Sprintf("driver sent only %.0f/s", sent)
 		case m["backlog_end"] > math.Max(100, 0.2*rate):

@@ -55,6 +55,7 @@ func TestCeilingCriteria(t *testing.T) {
 	}
 	for name, change := range map[string]map[string]float64{
 		"errors":   {"client.errors": 100},
+		"shed":     {"client.shed": 100},
 		"slow":     {"server.processing.p99_ms": 150},
 		"backlog":  {"backlog_end": 500},
 		"underrun": {"client.sent_rate": 800},

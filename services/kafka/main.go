@@ -28,6 +28,11 @@ var self = pairs.Get("kafka")
 // Defaults and limits of Config; the docs' env table (docs/log.md) is
 // checked against them.
 const (
+	// ConsumerConns is the size of the consumer's own pool, beside the
+	// requests' DATABASE_MAX_CONNS: the consumer records one batch of
+	// deliveries at a time, and under overload it must not wait for a
+	// connection behind the writes it is delivering.
+	ConsumerConns = 2
 	// DefaultSchema is DATABASE_SCHEMA's default: a schema of its own so
 	// that no-kafka's slot, which decodes log.messages, never sees this
 	// service's rows when both run side by side.
@@ -210,12 +215,17 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	if err != nil {
 		return nil, nil, err
 	}
+	cpool, err := postgres.OpenReserved(ctx, cfg.Postgres, ConsumerConns)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
 	svc := service.New(info, cfg.HTTP, logger, logc.Latencies, logc.Counters)
 	store := logc.NewRecords(pool, cfg.SynchronousCommit)
 	hub := new(waiter.Hub)
 	cons := &consumer{
 		cfg:     cfg,
-		deliver: &logc.Deliverer{Records: store, Hub: hub, Stats: svc.Stats},
+		deliver: &logc.Deliverer{Records: logc.NewRecords(cpool, cfg.SynchronousCommit), Hub: hub, Stats: svc.Stats},
 		stats:   svc.Stats,
 		logger:  svc.Logger,
 		reader:  newReader(cfg),
@@ -226,6 +236,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	// OnStop runs LIFO: the consumer (finishing and committing its batch,
 	// leaving the group) and the producer stop before the pool closes.
 	postgres.Register(svc, pool)
+	svc.OnStop("consumer's postgres pool", func(context.Context) error { cpool.Close(); return nil })
 	svc.OnStop("kafka producer", func(context.Context) error { return b.writer.Load().Close() })
 	svc.OnStop("kafka consumer", cons.Stop)
 	svc.Ready("kafka", ping(cfg))

@@ -25,6 +25,11 @@ var self = pairs.Get("no-kafka")
 // Defaults and limits of Config; the docs' env table (docs/log.md) is
 // checked against them.
 const (
+	// ConsumerConns is the size of the consumer's own pool, beside the
+	// requests' DATABASE_MAX_CONNS: the consumer records one batch of
+	// deliveries at a time, and under overload it must not wait for a
+	// connection behind the writes it is delivering.
+	ConsumerConns = 2
 	// DefaultSchema is DATABASE_SCHEMA's default.
 	DefaultSchema = "log"
 	// DefaultSlot is SLOT_NAME's default.
@@ -148,6 +153,11 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		pool.Close()
 		return nil, nil, err
 	}
+	cpool, err := postgres.OpenReserved(ctx, cfg.Postgres, ConsumerConns)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
 	svc := service.New(info, cfg.HTTP, logger, logc.Latencies, logc.Counters)
 	store := logc.NewRecords(pool, cfg.SynchronousCommit)
 	hub := new(waiter.Hub)
@@ -155,7 +165,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		cfg:     cfg,
 		table:   tableFilter(cfg.Postgres.Schema),
 		pool:    pool,
-		deliver: &logc.Deliverer{Records: store, Hub: hub, Stats: svc.Stats},
+		deliver: &logc.Deliverer{Records: logc.NewRecords(cpool, cfg.SynchronousCommit), Hub: hub, Stats: svc.Stats},
 		stats:   svc.Stats,
 		logger:  svc.Logger,
 	}
@@ -163,6 +173,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	// OnStop runs LIFO: the consumer stops (recording and confirming what
 	// it read) before the pool it records with closes.
 	postgres.Register(svc, pool)
+	svc.OnStop("consumer's postgres pool", func(context.Context) error { cpool.Close(); return nil })
 	svc.OnStop("replication consumer", cons.Stop)
 	svc.Ready("replication", func(context.Context) error {
 		if !cons.running.Load() {

@@ -141,12 +141,16 @@ type result struct {
 // use. Start it once; Stop (graceful) or Crash ends it, once.
 type pgQueue struct {
 	records.Store
-	pool    *pgxpool.Pool
-	cfg     Config
-	stats   *stats.Recorder
-	log     *slog.Logger
-	hub     *waiter.Hub
-	channel string // NOTIFY channel, per schema
+	// pool serves the HTTP requests (Enqueue, Pay, the records); wpool,
+	// of WorkerConns connections, serves the queue's own machinery
+	// (claims, completions, leases, rebuilds), so that no number of
+	// requests waiting for a connection can starve the workers.
+	pool, wpool *pgxpool.Pool
+	cfg         Config
+	stats       *stats.Recorder
+	log         *slog.Logger
+	hub         *waiter.Hub
+	channel     string // NOTIFY channel, per schema
 
 	wake      chan struct{} // pokes the fetcher; capacity 1
 	capacity  int64
@@ -168,10 +172,10 @@ type pgQueue struct {
 	stopOnce                sync.Once
 }
 
-func newPGQueue(pool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Logger) *pgQueue {
+func newPGQueue(pool, wpool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Logger) *pgQueue {
 	capacity := int64(cfg.Worker.Workers + cfg.ClaimBatch)
 	q := &pgQueue{
-		Store: records.Store{Pool: pool}, pool: pool, cfg: cfg, stats: st, log: log,
+		Store: records.Store{Pool: pool}, pool: pool, wpool: wpool, cfg: cfg, stats: st, log: log,
 		hub:           new(waiter.Hub),
 		channel:       notifyChannel(cfg.Postgres.Schema),
 		wake:          make(chan struct{}, 1),
@@ -204,14 +208,14 @@ func (q *pgQueue) prepare(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var persistence string
-	if err := q.pool.QueryRow(ctx, `SELECT relpersistence::text FROM pg_class WHERE oid = 'queue_jobs'::regclass`).Scan(&persistence); err != nil {
+	if err := q.wpool.QueryRow(ctx, `SELECT relpersistence::text FROM pg_class WHERE oid = 'queue_jobs'::regclass`).Scan(&persistence); err != nil {
 		return fmt.Errorf("inspect queue_jobs: %w", err)
 	}
 	want := map[string]string{"unlogged": "u", "logged": "p"}[q.cfg.QueueTable]
 	if persistence != want {
 		// Rewrites the table under an exclusive lock: cheap, the table
 		// holds only the backlog.
-		if _, err := q.pool.Exec(ctx, "ALTER TABLE queue_jobs SET "+map[string]string{"u": "UNLOGGED", "p": "LOGGED"}[want]); err != nil {
+		if _, err := q.wpool.Exec(ctx, "ALTER TABLE queue_jobs SET "+map[string]string{"u": "UNLOGGED", "p": "LOGGED"}[want]); err != nil {
 			return fmt.Errorf("QUEUE_TABLE=%s: %w", q.cfg.QueueTable, err)
 		}
 		q.log.Info("queue table durability changed", "queue_table", q.cfg.QueueTable)
@@ -233,7 +237,7 @@ func (q *pgQueue) rebuild(ctx context.Context) error {
 		held = append(held, id)
 	}
 	q.mu.Unlock()
-	tag, err := q.pool.Exec(ctx, rebuildSQL, held, q.cfg.Lease.Milliseconds())
+	tag, err := q.wpool.Exec(ctx, rebuildSQL, held, q.cfg.Lease.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("rebuild queue_jobs from tasks: %w", err)
 	}
@@ -367,7 +371,7 @@ func (q *pgQueue) claim(n int64) (int64, error) {
 	// commit would strand its rows until their leases expired.
 	ctx, cancel := context.WithTimeout(q.hardCtx, 10*time.Second)
 	defer cancel()
-	rows, err := q.pool.Query(ctx, claimSQL, n, q.cfg.Lease.Milliseconds())
+	rows, err := q.wpool.Query(ctx, claimSQL, n, q.cfg.Lease.Milliseconds())
 	if err != nil {
 		return 0, err
 	}
@@ -405,7 +409,7 @@ func (q *pgQueue) nextDue(ctx context.Context) (time.Duration, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var ms *float64
-	if err := q.pool.QueryRow(ctx, `SELECT extract(epoch FROM min(run_at) - now()) * 1000 FROM queue_jobs`).Scan(&ms); err != nil || ms == nil {
+	if err := q.wpool.QueryRow(ctx, `SELECT extract(epoch FROM min(run_at) - now()) * 1000 FROM queue_jobs`).Scan(&ms); err != nil || ms == nil {
 		return 0, false
 	}
 	return time.Duration(*ms * float64(time.Millisecond)), true
@@ -475,7 +479,7 @@ func (q *pgQueue) flush(batch []result) {
 		if len(deadIDs) > 0 {
 			b.Queue(deadSQL, deadIDs, deadErrs)
 		}
-		br := q.pool.SendBatch(ctx, b)
+		br := q.wpool.SendBatch(ctx, b)
 		defer br.Close()
 		var err error
 		if len(doneIDs) > 0 {
@@ -572,7 +576,7 @@ func (q *pgQueue) renewLeases() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(q.hardCtx, q.cfg.Lease/3)
-		_, err := q.pool.Exec(ctx, renewSQL, ids, q.cfg.Lease.Milliseconds())
+		_, err := q.wpool.Exec(ctx, renewSQL, ids, q.cfg.Lease.Milliseconds())
 		cancel()
 		if err != nil && q.hardCtx.Err() == nil {
 			q.log.Warn("renewing leases failed", "tasks", len(ids), "err", err)

@@ -35,6 +35,10 @@ type RouterOptions struct {
 	// pattern ("/tasks/{id}"), the status and the handler time; stats uses
 	// it for Prometheus request metrics.
 	Observe func(method, route string, status int, d time.Duration)
+	// Limiter, if set, bounds the requests in flight: it runs before the
+	// request log, so that a shed costs no log line (the Limiter warns
+	// once a second instead) and reaches no handler.
+	Limiter *Limiter
 }
 
 // quietPaths are logged at debug level: probes and scrapes would drown the
@@ -42,9 +46,9 @@ type RouterOptions struct {
 var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/stats": true}
 
 // NewRouter returns a chi router with the shared middleware: request id,
-// recovery (a panic becomes a 500 JSON body and an error log with the
-// stack), the body limit, request logging, and JSON bodies for unknown
-// routes (404) and wrong methods (405).
+// the in-flight bound if o.Limiter is set, request logging, recovery (a
+// panic becomes a 500 JSON body and an error log with the stack), the body
+// limit, and JSON bodies for unknown routes (404) and wrong methods (405).
 func NewRouter(o RouterOptions) chi.Router {
 	logger := o.Logger
 	if logger == nil {
@@ -56,6 +60,9 @@ func NewRouter(o RouterOptions) chi.Router {
 	}
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)
+	if o.Limiter != nil {
+		r.Use(o.Limiter.Middleware)
+	}
 	r.Use(logRequests(logger, o.Observe))
 	r.Use(recoverPanics)
 	r.Use(bodyLimit(limit))

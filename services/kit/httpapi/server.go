@@ -62,6 +62,15 @@ type ServerConfig struct {
 	// shows: the load driver needs it, nobody else should be able to wipe
 	// a service's numbers. Env STATS_RESET; default DefaultStatsReset.
 	StatsReset bool
+	// MaxInFlight bounds the requests handled at once; more are shed with
+	// 503 and Retry-After (see Limiter; probes, scrapes, long polls and
+	// streams are exempt, see Unbounded). Env MAX_IN_FLIGHT; default
+	// DefaultMaxInFlight, 0 for no bound, at most MaxMaxInFlight.
+	MaxInFlight int
+	// MaxInFlightWait is how long a request may wait for a free slot
+	// before it is shed. Env MAX_IN_FLIGHT_WAIT; default
+	// DefaultMaxInFlightWait, 0 for none.
+	MaxInFlightWait time.Duration
 }
 
 // ServerEnv is the interface of config.Reader that ReadServerConfig needs.
@@ -70,6 +79,7 @@ type ServerEnv interface {
 	Bytes(name string, def int64) int64
 	Duration(name string, def time.Duration) time.Duration
 	Bool(name string, def bool) bool
+	Int(name string, def int) int
 	Fail(name, format string, args ...any)
 }
 
@@ -85,6 +95,14 @@ func ReadServerConfig(env ServerEnv, defaultAddr string, defaultBodyLimit int64)
 		IdleTimeout:       env.Duration("IDLE_TIMEOUT", DefaultIdleTimeout),
 		ShutdownTimeout:   env.Duration("SHUTDOWN_TIMEOUT", DefaultShutdownTimeout),
 		StatsReset:        env.Bool("STATS_RESET", DefaultStatsReset),
+		MaxInFlight:       env.Int("MAX_IN_FLIGHT", DefaultMaxInFlight),
+		MaxInFlightWait:   env.Duration("MAX_IN_FLIGHT_WAIT", DefaultMaxInFlightWait),
+	}
+	if c.MaxInFlight < 0 || c.MaxInFlight > MaxMaxInFlight {
+		env.Fail("MAX_IN_FLIGHT", "must be between 0 (no bound) and %d, got %d", MaxMaxInFlight, c.MaxInFlight)
+	}
+	if c.MaxInFlightWait < 0 {
+		env.Fail("MAX_IN_FLIGHT_WAIT", "must not be negative, got %v", c.MaxInFlightWait)
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		env.Fail("ADDR", "%q is not host:port (example :8082)", c.Addr)

@@ -115,6 +115,21 @@ func Open(ctx context.Context, c Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// OpenReserved opens a second, small pool of conns connections on c's
+// database and schema for a service's own background work (queue
+// workers, a log consumer). Requests may hold every connection of the main
+// pool (DATABASE_MAX_CONNS) under overload, and a worker waiting behind
+// them stops the work the requests wait for; the reserved pool is theirs
+// alone. The caller closes it after the work stops.
+func OpenReserved(ctx context.Context, c Config, conns int) (*pgxpool.Pool, error) {
+	c.MaxConns = conns
+	pool, err := Open(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("reserved pool: %w", err)
+	}
+	return pool, nil
+}
+
 // EnsureSchema creates the schema if it does not exist.
 func EnsureSchema(ctx context.Context, url, schema string, timeout time.Duration) error {
 	if !identRE.MatchString(schema) {

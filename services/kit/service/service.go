@@ -31,6 +31,11 @@ const (
 	DefaultLogFormat = "text"
 )
 
+// CounterShed is the /stats counter (and wpe_events_total name) of the
+// requests shed with 503 because MAX_IN_FLIGHT requests were in flight.
+// Every service shows it, from zero.
+const CounterShed = "shed"
+
 // ResetDisabled is the error of POST /stats/reset (403) in a service
 // started without STATS_RESET=true.
 const ResetDisabled = "POST /stats/reset is disabled: start the service with STATS_RESET=true to allow it (the load driver sets it on the services it starts)"
@@ -85,8 +90,9 @@ type hook struct {
 
 // Service is one HTTP service: the shared endpoints (/healthz, /readyz,
 // /metrics, /stats, and /stats/reset when ServerConfig.StatsReset allows
-// it, else 403), the business routes mounted on Router,
-// and the lifecycle. Register everything before Run; Ready, OnStop and
+// it, else 403), the business routes mounted on Router, bounded by
+// MAX_IN_FLIGHT (excess requests are shed with 503 and Retry-After, and
+// counted as CounterShed), and the lifecycle. Register everything before Run; Ready, OnStop and
 // Router are not safe to call concurrently with Run.
 type Service struct {
 	// Router is where the service mounts its business routes.
@@ -114,14 +120,15 @@ func New(info stats.Info, cfg httpapi.ServerConfig, logger *slog.Logger, latenci
 		logger = slog.Default()
 	}
 	logger = logger.With("service", info.Service)
-	rec := stats.New(info, latencies, counters)
+	rec := stats.New(info, latencies, append(counters[:len(counters):len(counters)], CounterShed))
 	s := &Service{
 		Stats:    rec,
 		Logger:   logger,
 		cfg:      cfg,
 		stopping: make(chan struct{}),
 	}
-	r := httpapi.NewRouter(httpapi.RouterOptions{Logger: logger, BodyLimit: cfg.BodyLimit, Observe: rec.ObserveHTTP})
+	limiter := httpapi.NewLimiter(cfg.MaxInFlight, cfg.MaxInFlightWait, func() { rec.Inc(CounterShed) }, logger)
+	r := httpapi.NewRouter(httpapi.RouterOptions{Logger: logger, BodyLimit: cfg.BodyLimit, Observe: rec.ObserveHTTP, Limiter: limiter})
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "service": info.Service})
 	})
