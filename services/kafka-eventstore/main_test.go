@@ -141,3 +141,14 @@ func TestConfigNamesBadVariables(t *testing.T) {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }
+
+// TestSlowSubscriberIsDroppedAndResumes: a subscriber that stops reading
+// is dropped at WRITE_TIMEOUT, the fetch loop behind it ends, and
+// Last-Event-ID resumes exactly after the last event it received.
+func TestSlowSubscriberIsDroppedAndResumes(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.HTTP.WriteTimeout = 2 * time.Second
+	tg := &servicetest.Target[struct{}]{Service: "kafka-eventstore", Backend: "kafka", Instance: servicetest.Start(t, build, cfg)}
+	conformance.SlowSubscriberIsDroppedAndResumes(t, tg, cfg.HTTP.WriteTimeout)
+}
