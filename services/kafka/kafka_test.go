@@ -210,3 +210,27 @@ func TestTooLargeForKafkaIs413AndLeavesNoRow(t *testing.T) {
 	conformance.WaitDelivered(t, tg.URL(), created.ID)
 	t.Logf("largest accepted body: %d bytes (topic max.message.bytes %d)", lo, tg.App().backend.maxMessageBytes)
 }
+
+// POST /events/batch of 1000 events is produced in one produce request per
+// partition (the Writer's BatchSize and BatchBytes hold the whole batch; its
+// linger does not split it), not one per event; every event is delivered.
+func TestBatchIsFewProduceRequests(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, nil)
+	w := tg.App().backend.writer.Load()
+	_ = w.Stats() // Stats resets the counters: start from zero
+	events := make([]logc.NewEvent, logc.MaxBatch)
+	for i := range events {
+		events[i] = logc.NewEvent{Type: "t", Key: "k" + strings.Repeat("x", i%7)}
+	}
+	created := conformance.PostBatch(t, tg.URL(), events)
+	st := w.Stats()
+	partitions := tg.App().backend.cfg.Partitions
+	t.Logf("batch of %d: %d produce requests, %d messages, batch size avg %d", len(events), st.Writes, st.Messages, st.BatchSize.Avg)
+	if st.Messages != int64(len(events)) || st.Writes > int64(partitions) {
+		t.Fatalf("batch of %d events: %d produce requests for %d messages, want at most %d (one per partition)", len(events), st.Writes, st.Messages, partitions)
+	}
+	for _, c := range created {
+		conformance.WaitDelivered(t, tg.URL(), c.ID)
+	}
+}
