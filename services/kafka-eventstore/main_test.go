@@ -141,3 +141,49 @@ func TestConfigNamesBadVariables(t *testing.T) {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }
+
+// TestSlowSubscriberIsDroppedAndResumes: a subscriber that stops reading
+// is dropped at WRITE_TIMEOUT, the fetch loop behind it ends, and
+// Last-Event-ID resumes exactly after the last event it received.
+func TestSlowSubscriberIsDroppedAndResumes(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.HTTP.WriteTimeout = 2 * time.Second
+	tg := &servicetest.Target[struct{}]{Service: "kafka-eventstore", Backend: "kafka", Instance: servicetest.Start(t, build, cfg)}
+	conformance.SlowSubscriberIsDroppedAndResumes(t, tg, cfg.HTTP.WriteTimeout)
+}
+
+// An append whose record batch the broker would refuse (above the topic's
+// max.message.bytes) is a 413, not a 503 that invites retries that can
+// never succeed. The size check is exact: the binary search below meets
+// only 201 and 413, never a broker refusal, and the largest append taken
+// is one byte from the first refused.
+func TestTooLargeForKafkaIs413(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	r := servicetest.Start(t, build, cfg)
+	stream := "tank-" + kittest.UniqueName(t, "s")
+	body := func(n int) string {
+		return `{"events":[{"type":"OxygenAdded","data":"` + strings.Repeat("x", n) + `"}]}`
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	if s, raw := kittest.Do(t, "POST", r.URL()+"/streams/"+stream+"/events", body(1048500), &e); s != http.StatusRequestEntityTooLarge {
+		t.Fatalf("append of 1,048,500 data bytes (a body under BODY_LIMIT): %d %s, want 413", s, raw)
+	}
+	t.Logf("413: %s", e.Error)
+	lo, hi := 1040000, 1048500 // accepted, refused
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		switch s, raw := kittest.Do(t, "POST", r.URL()+"/streams/"+stream+"/events", body(mid), nil); s {
+		case http.StatusCreated:
+			lo = mid
+		case http.StatusRequestEntityTooLarge:
+			hi = mid
+		default:
+			t.Fatalf("append of %d data bytes: %d %s, want 201 or 413", mid, s, raw)
+		}
+	}
+	t.Logf("largest data accepted: %d bytes", lo)
+}

@@ -30,6 +30,9 @@ type store struct {
 	// stats, if set, counts records_skipped; build sets it once the
 	// service exists, before the handlers are mounted.
 	stats *stats.Recorder
+	// maxMessageBytes is the topic's max.message.bytes, read at start:
+	// the largest record batch the broker accepts.
+	maxMessageBytes int
 }
 
 // SkippedCounter counts the records of the topic that are not event
@@ -67,6 +70,10 @@ func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (*store, er
 	for {
 		err := s.checkTopic(ctx)
 		if err == nil {
+			if s.maxMessageBytes, err = s.topicMaxMessageBytes(ctx); err != nil {
+				s.close()
+				return nil, err
+			}
 			return s, nil
 		}
 		var fatal *fatalTopicError
@@ -106,6 +113,64 @@ func (s *store) ping(ctx context.Context) error {
 	return err
 }
 
+// topicMaxMessageBytes reads the topic's effective max.message.bytes (its
+// own setting, else the broker's message.max.bytes) with DescribeConfigs.
+func (s *store) topicMaxMessageBytes(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
+	defer cancel()
+	resp, err := s.client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: s.cfg.Topic, ConfigNames: []string{"max.message.bytes"}}}})
+	if err != nil {
+		return 0, fmt.Errorf("describe configs of topic %s (KAFKA_TOPIC): %w", s.cfg.Topic, err)
+	}
+	for _, r := range resp.Resources {
+		if r.Error != nil {
+			return 0, fmt.Errorf("describe configs of topic %s (KAFKA_TOPIC): %w", s.cfg.Topic, r.Error)
+		}
+		for _, c := range r.ConfigEntries {
+			if c.ConfigName == "max.message.bytes" {
+				n, err := strconv.Atoi(c.ConfigValue)
+				if err != nil || n <= recordBatchOverhead {
+					return 0, fmt.Errorf("topic %s has max.message.bytes %q: not a usable size", s.cfg.Topic, c.ConfigValue)
+				}
+				return n, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("topic %s: the broker did not report max.message.bytes", s.cfg.Topic)
+}
+
+// recordBatchOverhead is the fixed part of a v2 record batch (base offset
+// 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2, last offset
+// delta 4, base and max timestamp 16, producer id 8, epoch 2, base
+// sequence 4, record count 4).
+const recordBatchOverhead = 61
+
+// varintLen is the size of n as a zigzag varint (Kafka's record fields).
+func varintLen(n int64) int {
+	u := uint64((n << 1) ^ (n >> 63))
+	l := 1
+	for u >= 0x80 {
+		u >>= 7
+		l++
+	}
+	return l
+}
+
+// batchSize is the exact size of the uncompressed v2 record batch that
+// one produce of records (all with one timestamp, no headers) sends: what
+// the broker compares with max.message.bytes.
+func batchSize(records []kafka.Record, keyLen int, valueLens []int) int {
+	n := recordBatchOverhead
+	for i := range records {
+		body := 1 + varintLen(0) + varintLen(int64(i)) + // attributes, timestamp and offset deltas
+			varintLen(int64(keyLen)) + keyLen + varintLen(int64(valueLens[i])) + valueLens[i] +
+			varintLen(0) // no headers
+		n += varintLen(int64(body)) + body
+	}
+	return n
+}
+
 // Capabilities implements eventstore.Backend.
 func (s *store) Capabilities() eventstore.Capabilities {
 	return eventstore.Capabilities{ConditionalAppend: false, ServerSideStreamRead: false, PushSubscription: false}
@@ -122,18 +187,33 @@ func (s *store) Append(ctx context.Context, stream string, expected eventstore.E
 	}
 	now := time.Now()
 	records := make([]kafka.Record, len(events))
+	lens := make([]int, len(events))
 	for i, e := range events {
 		v, err := json.Marshal(envelope{Type: e.Type, Data: e.Data, Metadata: e.Metadata})
 		if err != nil {
 			return eventstore.AppendResult{}, httpapi.BadRequest("events[%d]: %v", i, err)
 		}
 		records[i] = kafka.Record{Time: now, Key: kafka.NewBytes([]byte(stream)), Value: kafka.NewBytes(v)}
+		lens[i] = len(v)
+	}
+	// The broker would refuse the batch whole ("Message Size Too Large"),
+	// at every retry: a 413, not a 503 that invites them.
+	if n := batchSize(records, len(stream), lens); n > s.maxMessageBytes {
+		return eventstore.AppendResult{}, &httpapi.Error{Status: http.StatusRequestEntityTooLarge,
+			Message: fmt.Sprintf("the append's %d event(s) make a Kafka record batch of %d bytes; topic %s accepts at most %d (max.message.bytes), and an append is one batch: nothing was written",
+				len(events), n, s.cfg.Topic, s.maxMessageBytes),
+			Fields: map[string]any{"max_message_bytes": s.maxMessageBytes}}
 	}
 	resp, err := s.client.Produce(ctx, &kafka.ProduceRequest{
 		Topic: s.cfg.Topic, Partition: 0, RequiredAcks: kafka.RequireAll, Records: kafka.NewRecordReader(records...),
 	})
 	if err == nil {
 		err = resp.Error
+	}
+	if errors.Is(err, kafka.MessageSizeTooLarge) {
+		// Backstop: the topic's limit changed since the start.
+		return eventstore.AppendResult{}, &httpapi.Error{Status: http.StatusRequestEntityTooLarge,
+			Message: fmt.Sprintf("kafka refused the append's record batch as too large (%v); nothing was written", err), Cause: err}
 	}
 	if err != nil {
 		return eventstore.AppendResult{}, fmt.Errorf("kafka produce: %w (%w)", httpapi.ErrUnavailable, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,29 +38,115 @@ type backend struct {
 	writer atomic.Pointer[kafkago.Writer]
 	client *kafkago.Client
 	cons   *consumer
+	// maxMessageBytes is the topic's max.message.bytes, read from the
+	// broker at start: the largest record batch it accepts.
+	maxMessageBytes int
 }
 
-func newWriter(cfg Config, brokers []string) *kafkago.Writer {
+// newWriter returns the producer for brokers (see docs/log.md, "Producer
+// tuning").
+func (b *backend) newWriter(brokers []string) *kafkago.Writer {
 	return &kafkago.Writer{
 		Addr:  kafkago.TCP(brokers...),
-		Topic: cfg.Topic,
+		Topic: b.cfg.Topic,
 		// Same key, same partition: per-key order.
 		Balancer: &kafkago.Hash{},
 		// acks=all: answered only once every in-sync replica has it.
 		RequiredAcks: kafkago.RequireAll,
 		BatchSize:    logc.MaxBatch,
-		BatchTimeout: cfg.BatchTimeout,
+		BatchBytes:   b.batchBytes(),
+		BatchTimeout: b.cfg.BatchTimeout,
 		MaxAttempts:  3,
-		WriteTimeout: cfg.WriteTimeout,
-		ReadTimeout:  cfg.WriteTimeout,
-		Transport:    &kafkago.Transport{DialTimeout: cfg.DialTimeout, ClientID: info.Service},
+		WriteTimeout: b.cfg.WriteTimeout,
+		ReadTimeout:  b.cfg.WriteTimeout,
+		Transport:    &kafkago.Transport{DialTimeout: b.cfg.DialTimeout, ClientID: info.Service},
 	}
+}
+
+// recordBatchOverhead is the fixed part of a v2 record batch (base offset
+// 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2, last offset
+// delta 4, base and max timestamp 16, producer id 8, epoch 2, base
+// sequence 4, record count 4): what the broker counts against
+// max.message.bytes besides the records.
+const recordBatchOverhead = 61
+
+// messageOverhead is what kafka-go's Writer counts per message besides
+// key and value (Message.totalSize: 4+1+1 + 4 + 4 + 8, and 1 for an empty
+// header array). A v2 record's real overhead (length, attributes,
+// timestamp and offset deltas, key and value lengths, header count as
+// varints) is at most 14 bytes for records under 2 MiB in a batch spanning
+// under 8 s, so a batch kafka-go sizes at n bytes is at most
+// recordBatchOverhead+n bytes on the wire (uncompressed).
+const messageOverhead = 23
+
+// batchBytes is Writer.BatchBytes: every batch kafka-go builds, a single
+// event's included, fits the topic's max.message.bytes.
+func (b *backend) batchBytes() int64 {
+	return int64(b.maxMessageBytes - recordBatchOverhead)
+}
+
+// maxCreatedAt is the longest created_at JSON can carry (nanoseconds and
+// a numeric offset): the size check encodes it in place of the time
+// Postgres will assign, so the check bounds the record that will be
+// produced.
+var maxCreatedAt = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(12*3600+59*60)))
+
+// checkSizes refuses, with 413 and before anything is written, events
+// whose record the broker would refuse: otherwise the row would be
+// committed, the produce refused ("Message Size Too Large"), and the row
+// left in Postgres, never delivered (one more at each retry).
+func (b *backend) checkSizes(events []logc.NewEvent) error {
+	limit := b.batchBytes()
+	for i, e := range events {
+		v, err := json.Marshal(wireEvent{ID: e.ID, Type: e.Type, Key: e.Key, Payload: e.Payload, CreatedAt: maxCreatedAt})
+		if err != nil {
+			return err
+		}
+		if n := int64(messageOverhead + len(e.Key) + len(v)); n > limit {
+			return &httpapi.Error{Status: http.StatusRequestEntityTooLarge,
+				Message: fmt.Sprintf("event %d (%s) would be a Kafka record of up to %d bytes; topic %s accepts record batches of at most %d bytes (max.message.bytes), i.e. records of at most %d bytes as the producer counts them; nothing was written",
+					i, e.ID, n, b.cfg.Topic, b.maxMessageBytes, limit),
+				Fields: map[string]any{"max_message_bytes": b.maxMessageBytes}}
+		}
+	}
+	return nil
+}
+
+// topicMaxMessageBytes reads the topic's effective max.message.bytes (its
+// own setting, else the broker's message.max.bytes) with DescribeConfigs.
+func topicMaxMessageBytes(ctx context.Context, client *kafkago.Client, topic string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, client.Timeout)
+	defer cancel()
+	resp, err := client.DescribeConfigs(ctx, &kafkago.DescribeConfigsRequest{Resources: []kafkago.DescribeConfigRequestResource{{
+		ResourceType: kafkago.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"max.message.bytes"}}}})
+	if err != nil {
+		return 0, fmt.Errorf("describe configs of topic %s (KAFKA_TOPIC): %w", topic, err)
+	}
+	for _, r := range resp.Resources {
+		if r.Error != nil {
+			return 0, fmt.Errorf("describe configs of topic %s (KAFKA_TOPIC): %w", topic, r.Error)
+		}
+		for _, c := range r.ConfigEntries {
+			if c.ConfigName == "max.message.bytes" {
+				n, err := strconv.Atoi(c.ConfigValue)
+				if err != nil || n <= recordBatchOverhead+messageOverhead {
+					return 0, fmt.Errorf("topic %s has max.message.bytes %q: not a usable size", topic, c.ConfigValue)
+				}
+				return n, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("topic %s: the broker did not report max.message.bytes", topic)
 }
 
 // Append implements logc.Backend: the dual write. When the produce fails
 // the Postgres row is already committed: it stays, and is never delivered
-// (the dual-write gap); the 503 says so and names the ids.
+// (the dual-write gap); the 503 says so and names the ids. An event too
+// large for the topic is refused (413) before the INSERT.
 func (b *backend) Append(ctx context.Context, events []logc.NewEvent) ([]logc.Created, error) {
+	if err := b.checkSizes(events); err != nil {
+		return nil, err
+	}
 	created, err := b.store.Insert(ctx, events)
 	if err != nil {
 		return nil, err

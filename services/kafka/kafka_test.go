@@ -27,7 +27,7 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 	conformance.WaitDelivered(t, tg.URL(), ok.ID)
 
 	b := tg.App().backend
-	good := b.writer.Swap(newWriter(b.cfg, []string{"127.0.0.1:1"}))
+	good := b.writer.Swap(b.newWriter([]string{"127.0.0.1:1"}))
 	t.Cleanup(func() { _ = good.Close() })
 	var body struct {
 		Error      string   `json:"error"`
@@ -133,5 +133,104 @@ func TestProduceErrorNamesEachID(t *testing.T) {
 	if !errors.As(produceError(errors.New("dial: refused"), []string{"a", "b"}), &he) ||
 		!slices.Equal(he.Fields["ids"].([]string), []string{"a", "b"}) || len(he.Fields["ids_in_kafka"].([]string)) != 0 {
 		t.Errorf("%#v", he)
+	}
+}
+
+// sizedEvent returns a POST /events body of exactly n bytes.
+func sizedEvent(t testing.TB, n int) string {
+	t.Helper()
+	const head, tail = `{"type":"t","key":"k","payload":{"p":"`, `"}}`
+	if n < len(head)+len(tail) {
+		t.Fatalf("a body of %d bytes is too small", n)
+	}
+	return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+}
+
+// rows counts the messages table's rows.
+func rows(t testing.TB, tg *target) int {
+	t.Helper()
+	pool := kittest.Pool(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	var n int
+	if err := pool.QueryRow(kittest.Context(t, 10*time.Second), "SELECT count(*) FROM messages").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// An event under BODY_LIMIT that the broker would refuse (above the
+// topic's max.message.bytes once encoded) is a 413 before anything is
+// written: no orphan row in Postgres, however often it is retried. The
+// largest event the service accepts is produced and delivered: nothing
+// between the service's bound and the broker's limit is accepted, then
+// refused.
+func TestTooLargeForKafkaIs413AndLeavesNoRow(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, nil)
+	before := rows(t, tg)
+	for i := range 3 {
+		var body struct {
+			Error string `json:"error"`
+		}
+		s, raw := kittest.Do(t, http.MethodPost, tg.URL()+"/events", sizedEvent(t, 1048447), &body)
+		if s != http.StatusRequestEntityTooLarge {
+			t.Fatalf("attempt %d: POST of a 1,048,447-byte event: %d %s, want 413", i, s, raw)
+		}
+		if i == 0 {
+			t.Logf("413: %s", body.Error)
+		}
+	}
+	// The same event in a batch is refused whole.
+	batch := `{"events":[{"type":"t","key":"k"},` + sizedEvent(t, 1048447) + `]}`
+	if s, raw := kittest.Do(t, http.MethodPost, tg.URL()+"/events/batch", batch, nil); s != http.StatusRequestEntityTooLarge {
+		t.Fatalf("batch holding a too-large event: %d %s, want 413", s, raw)
+	}
+	if n := rows(t, tg); n != before {
+		t.Fatalf("messages holds %d rows after the refusals, want %d: an orphan row was left", n, before)
+	}
+
+	// The largest accepted body is produced and delivered; one byte more is
+	// refused.
+	lo, hi := 1000, 1048447 // accepted, refused
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		s, _ := kittest.Do(t, http.MethodPost, tg.URL()+"/events", sizedEvent(t, mid), nil)
+		switch s {
+		case http.StatusCreated:
+			lo = mid
+		case http.StatusRequestEntityTooLarge:
+			hi = mid
+		default:
+			t.Fatalf("POST of %d bytes: %d, want 201 or 413 (accepted, then refused by the broker?)", mid, s)
+		}
+	}
+	var created logc.Created
+	if s, raw := kittest.Do(t, http.MethodPost, tg.URL()+"/events", sizedEvent(t, lo), &created); s != http.StatusCreated {
+		t.Fatalf("POST of the largest accepted size %d: %d %s", lo, s, raw)
+	}
+	conformance.WaitDelivered(t, tg.URL(), created.ID)
+	t.Logf("largest accepted body: %d bytes (topic max.message.bytes %d)", lo, tg.App().backend.maxMessageBytes)
+}
+
+// POST /events/batch of 1000 events is produced in one produce request per
+// partition (the Writer's BatchSize and BatchBytes hold the whole batch; its
+// linger does not split it), not one per event; every event is delivered.
+func TestBatchIsFewProduceRequests(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, nil)
+	w := tg.App().backend.writer.Load()
+	_ = w.Stats() // Stats resets the counters: start from zero
+	events := make([]logc.NewEvent, logc.MaxBatch)
+	for i := range events {
+		events[i] = logc.NewEvent{Type: "t", Key: "k" + strings.Repeat("x", i%7)}
+	}
+	created := conformance.PostBatch(t, tg.URL(), events)
+	st := w.Stats()
+	partitions := tg.App().backend.cfg.Partitions
+	t.Logf("batch of %d: %d produce requests, %d messages, batch size avg %d", len(events), st.Writes, st.Messages, st.BatchSize.Avg)
+	if st.Messages != int64(len(events)) || st.Writes > int64(partitions) {
+		t.Fatalf("batch of %d events: %d produce requests for %d messages, want at most %d (one per partition)", len(events), st.Writes, st.Messages, partitions)
+	}
+	for _, c := range created {
+		conformance.WaitDelivered(t, tg.URL(), c.ID)
 	}
 }

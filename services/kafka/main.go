@@ -211,6 +211,10 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	if err := ensureTopic(ctx, cfg, client, logger.With("service", info.Service)); err != nil {
 		return nil, nil, err
 	}
+	maxBytes, err := topicMaxMessageBytes(ctx, client, cfg.Topic)
+	if err != nil {
+		return nil, nil, err
+	}
 	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("log"), logger)
 	if err != nil {
 		return nil, nil, err
@@ -230,8 +234,8 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		logger:  svc.Logger,
 		reader:  newReader(cfg),
 	}
-	b := &backend{cfg: cfg, store: store, client: client, cons: cons}
-	b.writer.Store(newWriter(cfg, cfg.Brokers))
+	b := &backend{cfg: cfg, store: store, client: client, cons: cons, maxMessageBytes: maxBytes}
+	b.writer.Store(b.newWriter(cfg.Brokers))
 	logc.Mount(svc.Router, b, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer (finishing and committing its batch,
 	// leaving the group) and the producer stop before the pool closes.

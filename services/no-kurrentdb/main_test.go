@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,12 +22,15 @@ import (
 type running = kittest.Instance[*store]
 
 // start builds and starts the service on schema with a fallback poll of
-// poll (again on each Restart).
-func start(t testing.TB, schema string, poll time.Duration) *running {
+// poll (again on each Restart); extra variables override the defaults.
+func start(t testing.TB, schema string, poll time.Duration, extra ...map[string]string) *running {
 	t.Helper()
 	env := map[string]string{
 		"DATABASE_URL": kittest.PostgresURL(t), "DATABASE_SCHEMA": schema,
 		"DATABASE_MAX_CONNS": "8", "POLL_INTERVAL": poll.String(), "SHUTDOWN_TIMEOUT": "10s",
+	}
+	for _, e := range extra {
+		maps.Copy(env, e)
 	}
 	return kittest.StartInstance(t, func(t testing.TB) (*store, *service.Service) {
 		return servicetest.Assembled(t, readConfig, assemble, env)
@@ -57,6 +61,16 @@ func TestConformance(t *testing.T) {
 		r := start(t, kittest.Schema(t, kittest.PostgresURL(t)), time.Second)
 		return &servicetest.Target[*store]{Service: "no-kurrentdb", Backend: "postgres", Instance: r}
 	})
+}
+
+// TestSlowSubscriberIsDroppedAndResumes: a subscriber that stops reading
+// is dropped at WRITE_TIMEOUT and Last-Event-ID resumes exactly after the
+// last event it received.
+func TestSlowSubscriberIsDroppedAndResumes(t *testing.T) {
+	t.Parallel()
+	r := start(t, kittest.Schema(t, kittest.PostgresURL(t)), time.Second, map[string]string{"WRITE_TIMEOUT": "2s"})
+	tg := &servicetest.Target[*store]{Service: "no-kurrentdb", Backend: "postgres", Instance: r}
+	conformance.SlowSubscriberIsDroppedAndResumes(t, tg, 2*time.Second)
 }
 
 // sse opens GET /subscribe and returns a channel of its messages.

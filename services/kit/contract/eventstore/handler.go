@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -35,8 +36,13 @@ const (
 // service.New so that /stats lists them from the start.
 var (
 	LatencyNames = []string{"append", "read", "state"}
-	CounterNames = []string{"events_appended", "conflicts", "unsupported", "events_streamed", "subscriptions"}
+	CounterNames = []string{"events_appended", "conflicts", "unsupported", "events_streamed",
+		"subscriptions", "subscriptions_ended", "subscribers_dropped"}
 )
+
+// DefaultSendTimeout bounds each write to a subscriber when neither
+// Options.SendTimeout nor the serving http.Server's WriteTimeout is set.
+const DefaultSendTimeout = 30 * time.Second
 
 // streamRE: stream ids are plain names; "$" is KurrentDB's system prefix.
 var streamRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$`)
@@ -54,6 +60,14 @@ type Options struct {
 	// Heartbeat is the interval of SSE comment lines that keep idle
 	// subscriptions open through proxies; zero means 15 s.
 	Heartbeat time.Duration
+	// SendTimeout bounds each write of a subscription (an event, the
+	// caught-up message, a heartbeat): a client that does not take one
+	// within it is dropped (counted as subscribers_dropped) and resumes
+	// with Last-Event-ID. Zero means the serving http.Server's
+	// WriteTimeout (WRITE_TIMEOUT), which a subscription thus applies to
+	// each write instead of to its whole response, or DefaultSendTimeout
+	// if the server has none.
+	SendTimeout time.Duration
 }
 
 // Mount registers the contract's routes on r, served by b.
@@ -307,12 +321,30 @@ func Fold(st *State, e RecordedEvent) error {
 
 // sseWriter writes Server-Sent Events; the heartbeat goroutine and the
 // subscription share it, hence the mutex. Headers are written lazily, so
-// that an invalid start position still gets a JSON 400.
+// that an invalid start position still gets a JSON 400. Every write has
+// its own deadline (timeout from now): a client that stops reading fills
+// the socket buffers, the write fails at the deadline, and the first
+// failure (failed) ends the subscription, so that a stalled client holds
+// neither a goroutine nor the backend's resources beyond the deadline.
 type sseWriter struct {
 	mu      sync.Mutex
 	w       http.ResponseWriter
 	rc      *http.ResponseController
+	timeout time.Duration
 	started bool
+	failed  error
+}
+
+// sendTimeout is o.SendTimeout, else the serving http.Server's
+// WriteTimeout, else DefaultSendTimeout.
+func sendTimeout(r *http.Request, o Options) time.Duration {
+	if o.SendTimeout > 0 {
+		return o.SendTimeout
+	}
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.WriteTimeout > 0 {
+		return srv.WriteTimeout
+	}
+	return DefaultSendTimeout
 }
 
 func (s *sseWriter) start() {
@@ -320,8 +352,6 @@ func (s *sseWriter) start() {
 		return
 	}
 	s.started = true
-	// A subscription outlives WRITE_TIMEOUT by design.
-	_ = s.rc.SetWriteDeadline(time.Time{})
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -329,23 +359,43 @@ func (s *sseWriter) start() {
 	s.w.WriteHeader(http.StatusOK)
 }
 
+// write writes one SSE block under its own deadline and flushes it; the
+// first failure sticks.
+func (s *sseWriter) write(block []byte) error {
+	if s.failed != nil {
+		return s.failed
+	}
+	// A subscription outlives WRITE_TIMEOUT as a whole; each write
+	// gets its own deadline instead.
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.failed = err
+		return err
+	}
+	s.start()
+	if _, err := s.w.Write(block); err != nil {
+		s.failed = err
+		return err
+	}
+	if err := s.rc.Flush(); err != nil {
+		s.failed = err
+		return err
+	}
+	return nil
+}
+
 func (s *sseWriter) send(event, id string, data any) error {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return err
 	}
+	var block []byte
+	if id != "" {
+		block = fmt.Appendf(block, "id: %s\n", id)
+	}
+	block = fmt.Appendf(block, "event: %s\ndata: %s\n\n", event, b)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.start()
-	if id != "" {
-		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
-			return err
-		}
-	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, b); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	return s.write(block)
 }
 
 func (s *sseWriter) comment(text string) error {
@@ -354,16 +404,22 @@ func (s *sseWriter) comment(text string) error {
 	if !s.started {
 		return nil
 	}
-	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	return s.write([]byte(": " + text + "\n\n"))
+}
+
+// dropped reports the write failure that ended the subscription, if any.
+func (s *sseWriter) dropped() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
 }
 
 func (h *handlers) subscribe(w http.ResponseWriter, r *http.Request) error {
-	from := r.URL.Query().Get("from")
+	// Last-Event-ID wins over ?from=: an EventSource reconnects to the
+	// same URL (its original ?from=) with the last id it received.
+	from := r.Header.Get("Last-Event-ID")
 	if from == "" {
-		from = r.Header.Get("Last-Event-ID")
+		from = r.URL.Query().Get("from")
 	}
 	if len(from) > 100 {
 		return httpapi.BadRequest("from is not a position")
@@ -377,8 +433,11 @@ func (h *handlers) subscribe(w http.ResponseWriter, r *http.Request) error {
 		case <-ctx.Done():
 		}
 	}()
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: sendTimeout(r, h.o)}
 	h.o.Stats.Inc("subscriptions")
+	// Counted once the heartbeat has stopped and Subscribe has returned:
+	// subscriptions - subscriptions_ended is what is still held.
+	defer h.o.Stats.Inc("subscriptions_ended")
 	last := from
 	hbDone := make(chan struct{})
 	go func() {
@@ -411,6 +470,15 @@ func (h *handlers) subscribe(w http.ResponseWriter, r *http.Request) error {
 	sw.mu.Lock()
 	started := sw.started
 	sw.mu.Unlock()
+	if werr := sw.dropped(); werr != nil {
+		// The stream is broken: nothing more can be sent, in-band or not.
+		if errors.Is(werr, os.ErrDeadlineExceeded) {
+			h.o.Stats.Inc("subscribers_dropped")
+			httpapi.Logger(r.Context()).Warn("subscriber dropped: a write did not complete within the send timeout (a client that does not read); it resumes with Last-Event-ID",
+				"timeout", sw.timeout, "last_event_id", last, "err", werr)
+		}
+		return nil
+	}
 	if !started {
 		if err == nil || ctx.Err() != nil {
 			// Shutdown (or a gone client) before anything was sent.

@@ -526,12 +526,22 @@ type subscription struct {
 
 func openSubscription(t testing.TB, base, from string) *subscription {
 	t.Helper()
+	return openSubscriptionAfter(t, base, from, "")
+}
+
+// openSubscriptionAfter is openSubscription that also sends lastEventID,
+// when not empty, as the Last-Event-ID header.
+func openSubscriptionAfter(t testing.TB, base, from, lastEventID string) *subscription {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	u := base + "/subscribe"
 	if from != "" {
 		u += "?from=" + url.QueryEscape(from)
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		cancel()
