@@ -126,6 +126,10 @@ func (o Object) set(key string, v any) Object {
 // documents:
 //   - keys must be non-empty, must not start with '$' and must not contain
 //     '.' (MongoDB reserves both: operators and dotted paths);
+//   - keys must not start or end with white space (strings.TrimSpace):
+//     FerretDB stores such a key, then refuses every path naming it
+//     ("profile. a" has an empty field name to it), so the profile PATCH
+//     and the search of that key would fail on the MongoDB side only;
 //   - neither keys nor strings may contain U+0000 (Postgres jsonb and BSON
 //     keys cannot store it);
 //   - numbers must be int64 integers or decimals that a 64-bit float
@@ -151,6 +155,8 @@ func validate(v any, path string) error {
 				return fmt.Errorf("%s: key %q contains '.' (reserved for paths)", path, m.Key)
 			case strings.ContainsRune(m.Key, 0):
 				return fmt.Errorf("%s: key %q contains U+0000", path, m.Key)
+			case strings.TrimSpace(m.Key) != m.Key:
+				return fmt.Errorf("%s: key %q starts or ends with white space (not a valid path segment on MongoDB/FerretDB)", path, m.Key)
 			}
 			if err := validate(m.Value, p); err != nil {
 				return err
