@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -327,23 +326,77 @@ func Contains(doc, query any) bool {
 		if !ok {
 			return false
 		}
-	next:
-		for _, qe := range q {
-			for _, de := range d {
-				if isContainer(qe) {
-					if isContainer(de) && Contains(de, qe) {
-						continue next
-					}
-				} else if scalarEqual(de, qe) {
-					continue next
-				}
-			}
-			return false
-		}
-		return true
+		return arrayContains(d, q)
 	default:
 		return scalarEqual(doc, query)
 	}
+}
+
+// arrayContains is Contains for two arrays. Scalars of q are looked up in
+// a set of d's scalars when both arrays are more than a few elements long,
+// so that the work is linear in their sizes, not their product (the
+// MongoDB side re-checks every candidate with Contains: 20,000 elements
+// against 20,000 took 145 s when both were scanned pairwise). Container
+// elements of q are still matched against each container of d: the
+// search limits (MaxSearchArrayValues) bound their number.
+func arrayContains(d, q []any) bool {
+	var scalars map[string]struct{}
+	if len(q) > 4 && len(d) > 4 {
+		scalars = make(map[string]struct{}, len(d))
+		for _, de := range d {
+			if !isContainer(de) {
+				scalars[scalarKey(de)] = struct{}{}
+			}
+		}
+	}
+next:
+	for _, qe := range q {
+		if !isContainer(qe) && scalars != nil {
+			if _, ok := scalars[scalarKey(qe)]; !ok {
+				return false
+			}
+			continue
+		}
+		for _, de := range d {
+			if isContainer(qe) {
+				if isContainer(de) && Contains(de, qe) {
+					continue next
+				}
+			} else if scalarEqual(de, qe) {
+				continue next
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// scalarKey is a scalar's identity under scalarEqual: JSON type and value,
+// numbers by decimal value (1, 1.0 and 10e-1 share a key).
+func scalarKey(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "n"
+	case bool:
+		if t {
+			return "t"
+		}
+		return "f"
+	case string:
+		return "s" + t
+	case json.Number:
+		neg, digits, exp, ok := decimalParts(string(t))
+		switch {
+		case !ok:
+			return "x" + string(t) // equal only to the same spelling, as in scalarEqual
+		case digits == "":
+			return "0"
+		case neg:
+			return "-" + digits + "e" + strconv.FormatInt(exp, 10)
+		}
+		return "+" + digits + "e" + strconv.FormatInt(exp, 10)
+	}
+	return fmt.Sprintf("?%T", v)
 }
 
 func isContainer(v any) bool {
@@ -369,12 +422,8 @@ func scalarEqual(a, b any) bool {
 		if !ok {
 			return false
 		}
-		if x == y {
-			return true
-		}
-		rx, ok1 := new(big.Rat).SetString(string(x))
-		ry, ok2 := new(big.Rat).SetString(string(y))
-		return ok1 && ok2 && rx.Cmp(ry) == 0
+		// By decimal value, without big arithmetic (see sameDecimal).
+		return x == y || sameDecimal(string(x), string(y))
 	}
 	return false
 }
