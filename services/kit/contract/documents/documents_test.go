@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 )
 
@@ -107,5 +108,22 @@ func TestContainsIsLinearInArraySizes(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("Contains of %d elements in %d did not finish in 10s: quadratic", n, n)
+	}
+}
+
+// TestOpenAPIStatesTheSearchLimits: the contract document says the bounds
+// the handler enforces.
+func TestOpenAPIStatesTheSearchLimits(t *testing.T) {
+	t.Parallel()
+	doc := string(OpenAPI)
+	for _, want := range []string{
+		"maxItems: " + strconv.Itoa(MaxSearchArrayValues),
+		"at most " + strconv.Itoa(MaxSearchArrayValues) + " values inside arrays",
+		"at most " + strconv.Itoa(MaxSearchBytes) + " bytes",
+		"default " + config.FormatBytes(DefaultSearchMaxBytes),
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("openapi.yaml does not say %q", want)
+		}
 	}
 }

@@ -186,6 +186,42 @@ func validate(v any, path string) error {
 	return nil
 }
 
+// CheckSearchLimits refuses a search document that the backends could not
+// evaluate in bounded time: more than MaxSearchArrayValues values inside
+// arrays (every element and everything nested in one, at any depth), or
+// more than MaxSearchBytes of compact JSON. Postgres cannot cancel a
+// single jsonb @> evaluation, so the bound must hold before the query is
+// sent; the error names the limit.
+func CheckSearchLimits(q Object) error {
+	if n := arrayValues(q, false); n > MaxSearchArrayValues {
+		return fmt.Errorf("profile: the search document holds %d values inside arrays; the limit is %d (an array containment cannot be cancelled once the database evaluates it, so its size is bounded)", n, MaxSearchArrayValues)
+	}
+	if n := len(Encode(q)); n > MaxSearchBytes {
+		return fmt.Errorf("profile: the search document is %d bytes of JSON; the limit is %d bytes", n, MaxSearchBytes)
+	}
+	return nil
+}
+
+// arrayValues counts the values of v that are inside an array (inArray:
+// v itself is an array element or below one).
+func arrayValues(v any, inArray bool) int {
+	n := 0
+	if inArray {
+		n = 1
+	}
+	switch t := v.(type) {
+	case Object:
+		for _, m := range t {
+			n += arrayValues(m.Value, inArray)
+		}
+	case []any:
+		for _, e := range t {
+			n += arrayValues(e, true)
+		}
+	}
+	return n
+}
+
 // sameDecimal reports whether two JSON numbers have the same decimal value
 // (so "1.50" and "15e-1" do), without big arithmetic: an exponent like
 // 1e-999999999 must not cost anything.
