@@ -52,16 +52,21 @@ type Config struct {
 	// MaxPoolSize caps the driver's connection pool (maxPoolSize). Env
 	// MONGO_MAX_POOL_SIZE; default DefaultMaxPoolSize.
 	MaxPoolSize int
+	// SearchMaxBytes bounds one search page in bytes of JSON. Env
+	// SEARCH_MAX_BYTES; default documents.DefaultSearchMaxBytes, at least
+	// documents.MinSearchMaxBytes.
+	SearchMaxBytes int64
 }
 
 // readConfig reads and validates Config; the error names every bad
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:      readCommon(r),
-		MongoURL:    r.URL("MONGO_URL", DefaultMongoURL, "mongodb", "mongodb+srv"),
-		Database:    r.String("MONGO_DATABASE", DefaultDatabase),
-		MaxPoolSize: r.Int("MONGO_MAX_POOL_SIZE", DefaultMaxPoolSize),
+		Common:         readCommon(r),
+		MongoURL:       r.URL("MONGO_URL", DefaultMongoURL, "mongodb", "mongodb+srv"),
+		Database:       r.String("MONGO_DATABASE", DefaultDatabase),
+		MaxPoolSize:    r.Int("MONGO_MAX_POOL_SIZE", DefaultMaxPoolSize),
+		SearchMaxBytes: documents.ReadSearchMaxBytes(r),
 	}
 	c.validate(r)
 	return c, r.Err()
@@ -116,7 +121,7 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 		return nil, err
 	}
 	documents.Mount(svc.Router, &store{users: users, rec: svc.Stats, ferret: strings.HasPrefix(backend.Server, "FerretDB")}, documents.Options{
-		Stats: svc.Stats, Timeout: cfg.BackendTimeout, Info: backend,
+		Stats: svc.Stats, Timeout: cfg.BackendTimeout, Info: backend, SearchMaxBytes: cfg.SearchMaxBytes,
 	})
 	return svc, nil
 }

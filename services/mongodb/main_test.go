@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,11 +12,13 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
@@ -61,6 +64,9 @@ func TestConformance(t *testing.T) {
 		db := kittest.UniqueName(t, "t")
 		cfg := kittest.ReadConfig(t, readConfig, map[string]string{
 			"MONGO_URL": url, "MONGO_DATABASE": db, "BACKEND_TIMEOUT": "60s",
+			// A page bound below a third of BODY_LIMIT, for the suite's
+			// users larger than a page.
+			"SEARCH_MAX_BYTES": "1MiB",
 		})
 		dropDatabase(t, cfg)
 		// Warnings (the index fallback) and errors go to the test's output.
@@ -81,6 +87,8 @@ type target struct {
 }
 
 func (tg *target) BodyLimit() int64 { return tg.cfg.HTTP.BodyLimit }
+
+func (tg *target) SearchMaxBytes() int64 { return tg.cfg.SearchMaxBytes }
 
 // isFerretDB asks the server at url whether it is FerretDB (its buildInfo
 // answer names a ferretdbVersion).
@@ -136,5 +144,50 @@ func TestDocumentTooLargeIs422(t *testing.T) {
 	var he *httpapi.Error
 	if got := mapErr(mongo.CommandError{Code: 2, Message: "BadValue"}, "id"); errors.As(got, &he) && he.Status == http.StatusUnprocessableEntity {
 		t.Errorf("an unrelated server error mapped to %v", got)
+	}
+}
+
+// fakeCursor serves n candidates, each a user whose profile holds a
+// 2,000-element array, counting how many were read.
+type fakeCursor struct {
+	n, read int
+}
+
+func (c *fakeCursor) Next(context.Context) bool { return c.read < c.n }
+func (c *fakeCursor) Err() error                { return nil }
+func (c *fakeCursor) Decode(v any) error {
+	c.read++
+	arr := make(bson.A, 2000)
+	for i := range arr {
+		arr[i] = int64(i)
+	}
+	raw, err := bson.Marshal(bson.D{{Key: "_id", Value: fmt.Sprintf("%08d", c.read)}, {Key: "profile", Value: bson.D{{Key: "a", Value: arr}}}})
+	if err != nil {
+		return err
+	}
+	return bson.Unmarshal(raw, v)
+}
+
+// TestRecheckStopsWithTheRequest: the re-check is the service's own work,
+// which no database timeout bounds; once the request's context is done it
+// stops (a 503), instead of running on for a client that has gone.
+func TestRecheckStopsWithTheRequest(t *testing.T) {
+	t.Parallel()
+	s := &store{rec: stats.New(stats.Info{}, nil, documents.Counters)}
+	query := documents.Object{{Key: "a", Value: []any{json.Number("1999")}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cur := &fakeCursor{n: 1000}
+	p := page{query: query, n: 1001, maxBytes: 1 << 30}
+	_, _, err := s.recheck(ctx, cur, &p)
+	if !errors.Is(err, httpapi.ErrUnavailable) || cur.read != 0 {
+		t.Errorf("cancelled request: read %d candidates, err %v; want none read and ErrUnavailable", cur.read, err)
+	}
+	// Live: every candidate matches; the page stops at PageFull.
+	cur = &fakeCursor{n: 1000}
+	p = page{query: query, n: 1001, maxBytes: 50_000}
+	read, last, err := s.recheck(context.Background(), cur, &p)
+	if err != nil || len(p.users) != read || !p.full() || p.total <= 50_000 || read >= 1000 || last != p.users[read-1].ID {
+		t.Errorf("page by size: read %d, kept %d users of %d bytes, last %q, err %v", read, len(p.users), p.total, last, err)
 	}
 }

@@ -326,40 +326,84 @@ func (s *store) Delete(ctx context.Context, id string) error {
 // directly inside arrays, objects inside arrays matched against array
 // elements), where it is a superset; the re-check makes the answer exact
 // in every case, and the search_recheck_dropped counter shows how often
-// it had to.
-func (s *store) Search(ctx context.Context, query documents.Object, after string, n int) ([]documents.User, error) {
+// it had to. Candidates are read one by one from the cursor, and ctx is
+// checked before each re-check, so an expired request stops the work
+// (the handler answers 503) instead of running on for the client that
+// left; the page stops at documents.PageFull.
+func (s *store) Search(ctx context.Context, query documents.Object, after string, n int, maxBytes int64) ([]documents.User, error) {
 	conds := containsFilter("profile", query, !s.ferret)
-	var users []documents.User
+	p := page{query: query, n: n, maxBytes: maxBytes}
 	for {
 		filter := bson.D{{Key: "$and", Value: append(bson.A{bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: after}}}}}, conds...)}}
 		cur, err := s.users.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n)))
 		if err != nil {
 			return nil, mapErr(err, "")
 		}
-		var batch []mongoUser
-		if err := cur.All(ctx, &batch); err != nil {
-			return nil, mapErr(err, "")
+		read, last, err := s.recheck(ctx, cur, &p)
+		// Close kills the server cursor when the page filled before it
+		// was exhausted; it must run even when ctx has expired.
+		_ = cur.Close(context.WithoutCancel(ctx))
+		switch {
+		case err != nil:
+			return nil, err
+		case p.full() || read < n:
+			return p.users, nil
 		}
-		for _, m := range batch {
-			after = m.ID
-			u, err := m.user()
-			if err != nil {
-				return nil, err
-			}
-			doc, err := documents.Parse(u.Profile)
-			if err != nil {
-				return nil, err
-			}
-			if !documents.Contains(doc, query) {
-				s.rec.Inc(documents.CounterRecheckDropped)
-				continue
-			}
-			if users = append(users, u); len(users) == n {
-				return users, nil
-			}
-		}
-		if len(batch) < n {
-			return users, nil
-		}
+		after = last
 	}
+}
+
+// page is a search answer being built.
+type page struct {
+	query    documents.Object
+	n        int
+	maxBytes int64
+	users    []documents.User
+	total    int64 // documents.UserBytes of users
+}
+
+func (p *page) full() bool { return documents.PageFull(len(p.users), p.total, p.n, p.maxBytes) }
+
+// candidates is the part of *mongo.Cursor that recheck reads.
+type candidates interface {
+	Next(ctx context.Context) bool
+	Decode(v any) error
+	Err() error
+}
+
+// recheck reads cur's candidates one at a time into p until p is full,
+// keeping those that documents.Contains confirms, and returns how many
+// it read and the last id read. It checks ctx before each candidate: the
+// re-check is the service's own CPU work, which no database timeout
+// stops.
+func (s *store) recheck(ctx context.Context, cur candidates, p *page) (int, string, error) {
+	read, last := 0, ""
+	for !p.full() {
+		if err := ctx.Err(); err != nil {
+			return read, last, fmt.Errorf("mongodb: search re-check stopped: %w: %v", httpapi.ErrUnavailable, err)
+		}
+		if !cur.Next(ctx) {
+			return read, last, mapErr(cur.Err(), "")
+		}
+		var m mongoUser
+		if err := cur.Decode(&m); err != nil {
+			return read, last, mapErr(err, "")
+		}
+		read, last = read+1, m.ID
+		u, err := m.user()
+		if err != nil {
+			return read, last, err
+		}
+		doc, err := documents.Parse(u.Profile)
+		if err != nil {
+			return read, last, err
+		}
+		if !documents.Contains(doc, p.query) {
+			s.rec.Inc(documents.CounterRecheckDropped)
+			continue
+		}
+		p.users = append(p.users, u)
+		p.total += documents.UserBytes(u)
+	}
+	return read, last, nil
 }

@@ -33,14 +33,19 @@ type Config struct {
 	// Postgres holds DATABASE_URL, DATABASE_SCHEMA (default
 	// DefaultSchema), DATABASE_MAX_CONNS and DATABASE_CONNECT_TIMEOUT.
 	Postgres postgres.Config
+	// SearchMaxBytes bounds one search page in bytes of JSON. Env
+	// SEARCH_MAX_BYTES; default documents.DefaultSearchMaxBytes, at least
+	// documents.MinSearchMaxBytes.
+	SearchMaxBytes int64
 }
 
 // readConfig reads and validates Config; the error names every bad
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:   readCommon(r),
-		Postgres: postgres.ReadConfig(r, DefaultSchema),
+		Common:         readCommon(r),
+		Postgres:       postgres.ReadConfig(r, DefaultSchema),
+		SearchMaxBytes: documents.ReadSearchMaxBytes(r),
 	}
 	return c, r.Err()
 }
@@ -69,9 +74,10 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	svc := service.New(info, cfg.HTTP, logger, documents.Latencies, documents.Counters)
 	postgres.Register(svc, pool)
 	documents.Mount(svc.Router, &store{pool: pool}, documents.Options{
-		Stats:   svc.Stats,
-		Timeout: cfg.BackendTimeout,
-		Info:    documents.BackendInfo{Backend: info.Backend, Server: "PostgreSQL " + version},
+		Stats:          svc.Stats,
+		Timeout:        cfg.BackendTimeout,
+		Info:           documents.BackendInfo{Backend: info.Backend, Server: "PostgreSQL " + version},
+		SearchMaxBytes: cfg.SearchMaxBytes,
 	})
 	return svc, nil
 }

@@ -40,7 +40,9 @@ func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
 func schemaConfig(t testing.TB) Config {
 	t.Helper()
 	url := kittest.PostgresURL(t)
-	return kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url)})
+	// A page bound below a third of BODY_LIMIT, for the suite's users
+	// larger than a page.
+	return kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url), "SEARCH_MAX_BYTES": "1MiB"})
 }
 
 // TestConformance runs the documents pair's one suite against this
@@ -62,6 +64,8 @@ type target struct {
 }
 
 func (tg *target) BodyLimit() int64 { return tg.cfg.HTTP.BodyLimit }
+
+func (tg *target) SearchMaxBytes() int64 { return tg.cfg.SearchMaxBytes }
 
 // TestMapErrDataAndSizeErrors: what Postgres refuses as a value is a 400
 // (the backstop behind the shared validation), a jsonb past its size limit

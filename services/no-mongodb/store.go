@@ -118,7 +118,11 @@ const searchSQL = `SELECT ` + fullCols + ` FROM users
 	WHERE profile @> $1::jsonb AND id > $2::uuid
 	ORDER BY id LIMIT $3`
 
-func (s *store) Search(ctx context.Context, query documents.Object, after string, n int) ([]documents.User, error) {
+// Search streams the rows and stops reading at documents.PageFull, so a
+// page of multi-MB profiles is bounded in memory by SEARCH_MAX_BYTES, not
+// by limit × profile size: closing the rows early discards the rest of
+// the answer as it arrives, without keeping it.
+func (s *store) Search(ctx context.Context, query documents.Object, after string, n int, maxBytes int64) ([]documents.User, error) {
 	if after == "" {
 		after = "00000000-0000-0000-0000-000000000000"
 	}
@@ -126,8 +130,24 @@ func (s *store) Search(ctx context.Context, query documents.Object, after string
 	if err != nil {
 		return nil, mapErr(err, "")
 	}
-	users, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (documents.User, error) { return scanFull(r) })
-	return users, mapErr(err, "")
+	defer rows.Close()
+	var users []documents.User
+	var total int64
+	for rows.Next() {
+		u, err := scanFull(rows)
+		if err != nil {
+			return nil, mapErr(err, "")
+		}
+		users = append(users, u)
+		if total += documents.UserBytes(u); documents.PageFull(len(users), total, n, maxBytes) {
+			rows.Close()
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err, "")
+	}
+	return users, nil
 }
 
 func (s *store) Delete(ctx context.Context, id string) error {

@@ -21,10 +21,12 @@ type Backend interface {
 	PatchProfile(ctx context.Context, id string, p ProfilePatch) (User, error)
 	// ReplaceProfile replaces the whole profile.
 	ReplaceProfile(ctx context.Context, id string, profile Object) (User, error)
-	// Search returns at most n users, with profiles, whose profile
-	// contains query (see Contains) and whose id sorts after the id
-	// after ("" for the start), in ascending id order.
-	Search(ctx context.Context, query Object, after string, n int) ([]User, error)
+	// Search returns users, with profiles, whose profile contains query
+	// (see Contains) and whose id sorts after the id after ("" for the
+	// start), in ascending id order. It reads them one by one and stops
+	// as soon as PageFull(len(users), their total UserBytes, n,
+	// maxBytes), so that neither count nor size is unbounded.
+	Search(ctx context.Context, query Object, after string, n int, maxBytes int64) ([]User, error)
 	// Delete removes the user.
 	Delete(ctx context.Context, id string) error
 }

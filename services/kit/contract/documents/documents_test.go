@@ -1,10 +1,14 @@
 package documents
 
 import (
+	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 )
 
@@ -69,6 +73,57 @@ func TestIDsAndCursors(t *testing.T) {
 	for _, c := range []string{"", "x", EncodeCursor("nope")} {
 		if _, err := DecodeCursor(c); err == nil {
 			t.Errorf("cursor %q accepted", c)
+		}
+	}
+}
+
+// TestContainsIsLinearInArraySizes: the MongoDB side re-checks every
+// search candidate with Contains; comparing every query element with every
+// stored element (big.Rat for numbers) ran 145 s at 100% of a core for
+// 20,000 elements against 20,000, long after the client had gone.
+func TestContainsIsLinearInArraySizes(t *testing.T) {
+	t.Parallel()
+	const n = 20_000
+	doc, query, strs, strq := make([]any, n), make([]any, n), make([]any, n), make([]any, n)
+	for i := range n {
+		doc[i] = json.Number(strconv.Itoa(i))
+		query[i] = json.Number(strconv.Itoa(n-1-i) + ".0") // equal by value, last first
+		strs[i] = "s" + strconv.Itoa(i)
+		strq[i] = "s" + strconv.Itoa(n-1-i)
+	}
+	done := make(chan [3]bool, 1)
+	go func() {
+		d := Object{{Key: "a", Value: doc}, {Key: "b", Value: strs}}
+		missing := append(slices.Clone(query), json.Number("-1"))
+		done <- [3]bool{
+			Contains(d, Object{{Key: "a", Value: query}, {Key: "b", Value: strq}}),
+			Contains(d, Object{{Key: "a", Value: missing}}),
+			Contains(d, Object{{Key: "b", Value: query}}),
+		}
+	}()
+	select {
+	case got := <-done:
+		if got != [3]bool{true, false, false} {
+			t.Errorf("Contains: %v, want [true false false]", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Contains of %d elements in %d did not finish in 10s: quadratic", n, n)
+	}
+}
+
+// TestOpenAPIStatesTheSearchLimits: the contract document says the bounds
+// the handler enforces.
+func TestOpenAPIStatesTheSearchLimits(t *testing.T) {
+	t.Parallel()
+	doc := string(OpenAPI)
+	for _, want := range []string{
+		"maxItems: " + strconv.Itoa(MaxSearchArrayValues),
+		"at most " + strconv.Itoa(MaxSearchArrayValues) + " values inside arrays",
+		"at most " + strconv.Itoa(MaxSearchBytes) + " bytes",
+		"default " + config.FormatBytes(DefaultSearchMaxBytes),
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("openapi.yaml does not say %q", want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package documents
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +25,10 @@ type Options struct {
 	Timeout time.Duration
 	// Info is served at GET /backend.
 	Info BackendInfo
+	// SearchMaxBytes bounds the users of one search page in bytes of JSON
+	// (UserBytes); a page cut by it has a next cursor. Env
+	// SEARCH_MAX_BYTES; zero means DefaultSearchMaxBytes.
+	SearchMaxBytes int64
 }
 
 // Mount registers the contract's routes on r, served by b. Both services
@@ -38,7 +43,10 @@ func Mount(r chi.Router, b Backend, o Options) {
 	if o.Info.Notes == nil {
 		o.Info.Notes = []string{}
 	}
-	h := &handlers{store: b, rec: o.Stats, timeout: o.Timeout}
+	if o.SearchMaxBytes <= 0 {
+		o.SearchMaxBytes = DefaultSearchMaxBytes
+	}
+	h := &handlers{store: b, rec: o.Stats, timeout: o.Timeout, maxBytes: o.SearchMaxBytes}
 	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)
@@ -54,9 +62,10 @@ func Mount(r chi.Router, b Backend, o Options) {
 }
 
 type handlers struct {
-	store   Backend
-	rec     *stats.Recorder
-	timeout time.Duration
+	store    Backend
+	rec      *stats.Recorder
+	timeout  time.Duration
+	maxBytes int64
 }
 
 // call runs fn with the operation timeout and records its latency under
@@ -248,26 +257,61 @@ func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := CheckSearchLimits(query); err != nil {
+		return httpapi.BadRequest("%v", err)
+	}
 	var users []User
-	// One more than asked tells whether a next page exists.
+	// One more than asked tells whether a next page exists; the backend
+	// also stops once the page is full in bytes (PageFull).
 	err = h.call(r, StatSearch, func(ctx context.Context) (err error) {
-		users, err = h.store.Search(ctx, query, after, in.Limit+1)
+		users, err = h.store.Search(ctx, query, after, in.Limit+1, h.maxBytes)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	out := SearchResponse{Users: users}
-	if len(users) > in.Limit {
-		out.Users = users[:in.Limit]
-		next := EncodeCursor(out.Users[in.Limit-1].ID)
+	out := SearchResponse{Users: users[:pageLen(users, in.Limit, h.maxBytes)]}
+	if len(out.Users) < len(users) {
+		next := EncodeCursor(out.Users[len(out.Users)-1].ID)
 		out.Next = &next
 	}
 	if out.Users == nil {
 		out.Users = []User{}
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	writeSearch(w, out)
 	return nil
+}
+
+// pageLen is how many of users make the page: at most limit, and no more
+// than fit in maxBytes (UserBytes), but at least one.
+func pageLen(users []User, limit int, maxBytes int64) int {
+	var total int64
+	for i, u := range users {
+		if i == limit {
+			return i
+		}
+		total += UserBytes(u)
+		if i > 0 && total > maxBytes {
+			return i
+		}
+	}
+	return len(users)
+}
+
+// writeSearch answers a search page. Unlike httpapi.WriteJSON it does not
+// escape <, > and & in the profiles (six bytes each), so the answer stays
+// within the page's UserBytes.
+func writeSearch(w http.ResponseWriter, out SearchResponse) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		httpapi.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error: the search answer could not be encoded as JSON"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
 }
 
 func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {

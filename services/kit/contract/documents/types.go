@@ -85,9 +85,55 @@ type SearchResponse struct {
 
 // Search limits.
 const (
+	// DefaultLimit is the page size when a search gives no limit.
 	DefaultLimit = 50
-	MaxLimit     = 1000
+	// MaxLimit is the largest limit a search may ask for.
+	MaxLimit = 1000
+	// MaxSearchArrayValues bounds the values inside arrays of a search
+	// document, counted at every depth (each element, and everything
+	// nested in an element). Postgres evaluates an array containment by
+	// scanning the stored array once per element of the query array, and
+	// does not check for interrupts inside one @>: a 100,000-element
+	// query against the same stored array ran about 4 minutes after its
+	// request had timed out, and pg_cancel_backend could not stop it.
+	// Bounding the query's array values bounds that work to
+	// MaxSearchArrayValues scans of the largest stored array (see
+	// docs/documents.md for the figures).
+	MaxSearchArrayValues = 32
+	// MaxSearchBytes bounds a search document's size as compact JSON.
+	MaxSearchBytes = 16 << 10
+	// DefaultSearchMaxBytes is SEARCH_MAX_BYTES' default: the users of one
+	// search page total at most this many bytes of JSON (a single user
+	// above it is answered alone), so limit 1000 × multi-MB profiles
+	// cannot build a gigabyte answer.
+	DefaultSearchMaxBytes = 8 << 20
+	// MinSearchMaxBytes is SEARCH_MAX_BYTES' smallest accepted value.
+	MinSearchMaxBytes = 64 << 10
 )
+
+// UserBytes is the size of u's JSON in a search answer (the fixed fields
+// encoded, plus the profile as the backend returned it, which is at least
+// its compact form): the measure SEARCH_MAX_BYTES bounds.
+func UserBytes(u User) int64 {
+	p := u.Profile
+	u.Profile = nil
+	b, _ := json.Marshal(u)
+	n := int64(len(b))
+	if len(p) > 0 {
+		n += int64(len(p)) + int64(len(`,"profile":`))
+	}
+	return n
+}
+
+// PageFull reports whether a backend's Search has read enough: count
+// users totalling total bytes (UserBytes), for a search of n users within
+// maxBytes. It stops at n users, or once two or more users exceed
+// maxBytes: the last one read tells the handler that the page was cut
+// before it (and needs a next cursor), and a first user above the bound
+// is still answered, alone.
+func PageFull(count int, total int64, n int, maxBytes int64) bool {
+	return count >= n || count >= 2 && total > maxBytes
+}
 
 // BackendInfo describes the server behind a service (GET /backend).
 type BackendInfo struct {
@@ -137,4 +183,20 @@ func DecodeCursor(c string) (string, error) {
 		return "", fmt.Errorf("invalid cursor %q: use the \"next\" value of a previous answer", c)
 	}
 	return id, nil
+}
+
+// SearchEnv is the part of config.Reader that ReadSearchMaxBytes needs.
+type SearchEnv interface {
+	Bytes(name string, def int64) int64
+	Fail(name, format string, args ...any)
+}
+
+// ReadSearchMaxBytes reads SEARCH_MAX_BYTES (default
+// DefaultSearchMaxBytes, at least MinSearchMaxBytes), for both services.
+func ReadSearchMaxBytes(env SearchEnv) int64 {
+	n := env.Bytes("SEARCH_MAX_BYTES", DefaultSearchMaxBytes)
+	if n < MinSearchMaxBytes {
+		env.Fail("SEARCH_MAX_BYTES", "must be at least %d bytes, got %d", MinSearchMaxBytes, n)
+	}
+	return n
 }

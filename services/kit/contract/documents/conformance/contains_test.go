@@ -41,6 +41,10 @@ func TestContainsMatchesPostgres(t *testing.T) {
 	queries = append(queries, `{"a":[1,[2]]}`, `[]`, `1`)
 	docs = append(docs, `{"a":[1,[2,3]]}`, `[1,2]`, `{"n":1.0}`)
 	queries = append(queries, `{"n":1}`, `{"n":1.00}`, `{"n":"1"}`)
+	// Arrays long enough on both sides for Contains' set of scalars.
+	docs = append(docs, `{"h":[1,2.0,"3",null,true,false,{"k":1},[5],1e2,-0,"x",0.5]}`, `{"h":[1,2,3,4,5,6]}`)
+	queries = append(queries, `{"h":[2,1.0,"3",null,true,100,0,{"k":1},"x"]}`, `{"h":[2,1,3,null,true]}`,
+		`{"h":[false,true,null,"x",-0.0,10e1,5e-1]}`, `{"h":[[5],1,2,"3",true,"y"]}`, `{"h":[6,5,4,3,2,1.0]}`, `{"h":[6,5,4,3,2,"1"]}`)
 	rows, err := conn.Query(ctx, `
 		SELECT i, j, d::jsonb @> q::jsonb
 		FROM unnest($1::text[]) WITH ORDINALITY AS a(d, i),

@@ -37,6 +37,9 @@ type Target interface {
 	// BodyLimit is the service's BODY_LIMIT in bytes (at least 3 MiB, for
 	// the 2 MB documents).
 	BodyLimit() int64
+	// SearchMaxBytes is the service's SEARCH_MAX_BYTES (at most a third of
+	// BodyLimit, so the suite can store users larger than a page).
+	SearchMaxBytes() int64
 }
 
 // NewTarget starts a service on fresh storage (a unique Postgres schema, a
@@ -81,6 +84,8 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 		{"ReplaceProfile", testReplace},
 		{"LargeDocumentsRoundTrip", testLarge},
 		{"SearchPagination", testPagination},
+		{"SearchFilterLimits", testSearchLimits},
+		{"SearchPagesBoundedInBytes", testSearchBytes},
 		{"StatsNames", testStats},
 		{"NestedArrays", testNestedArrays},
 	}
@@ -246,6 +251,9 @@ func testBadInput(t *testing.T, c *client, _ side) {
 		`{"n":1e-400}`, `{"n":123456789012345678901234567890}`, `{"n":[0.10000000000000000001]}`,
 		`{"n":{"m":9007199254740993.0}}`,
 		`{"deep":` + strings.Repeat("[", documents.MaxDepth+1) + strings.Repeat("]", documents.MaxDepth+1) + `}`,
+		// White space around a key: FerretDB stored it, then failed every
+		// PATCH and search naming it (a 500); both sides refuse it.
+		`{" a":1}`, `{"a ":1}`, `{"ok":{"\tb":1}}`, `{"ok":[{"b\n":1}]}`, `{"\u00a0c":1}`, `{"d\u2003":1}`,
 	}
 	cases := []struct{ name, method, path, body string }{
 		{"create missing email", "POST", "/users", `{"name":"n","plan":"p"}`},
@@ -632,6 +640,103 @@ func testNestedArrays(t *testing.T, c *client, tg side) {
 	c.must(200, "POST", "/users/search", map[string]any{"profile": map[string]any{"matrix": []any{[]any{2}, []any{[]any{}}}}}, &res)
 	if !slices.ContainsFunc(res.Users, func(x documents.User) bool { return x.ID == u.ID }) {
 		t.Errorf("nested array containment did not find the user")
+	}
+}
+
+// numbers returns a JSON array of n distinct integers.
+func numbers(n int) []any {
+	a := make([]any, n)
+	for i := range a {
+		a[i] = i
+	}
+	return a
+}
+
+// testSearchLimits: a search document is bounded (values inside arrays,
+// bytes) so that no backend evaluates a containment it cannot cancel; a
+// document past a bound is a 400 naming it, before the backend sees it.
+func testSearchLimits(t *testing.T, c *client, _ side) {
+	ds := kittest.UniqueName(t, "lim")
+	u := c.create(uniqueEmail(t, "lim"), map[string]any{"ds": ds, "a": numbers(documents.MaxSearchArrayValues)})
+	var res documents.SearchResponse
+	c.must(200, "POST", "/users/search", map[string]any{"profile": map[string]any{"ds": ds, "a": numbers(documents.MaxSearchArrayValues)}}, &res)
+	if len(res.Users) != 1 || res.Users[0].ID != u.ID {
+		t.Errorf("search at the array limit: %d users, want the one stored", len(res.Users))
+	}
+	pets := []any{}
+	for range documents.MaxSearchArrayValues / 4 {
+		pets = append(pets, map[string]any{"toys": []any{"ball", "rope"}, "kind": "cat"}) // 5 values each
+	}
+	limit := fmt.Sprint(documents.MaxSearchArrayValues)
+	for _, tc := range []struct {
+		name  string
+		query any
+		limit string
+	}{
+		{"one array past the limit", map[string]any{"a": numbers(documents.MaxSearchArrayValues + 1)}, limit},
+		{"the issue's 100,000 elements", map[string]any{"a": numbers(100_000)}, limit},
+		{"values inside arrays in all", map[string]any{"a": numbers(documents.MaxSearchArrayValues / 2), "b": map[string]any{"c": numbers(documents.MaxSearchArrayValues/2 + 1)}}, limit},
+		{"objects inside arrays count their values", map[string]any{"pets": pets}, limit},
+		{"bytes", map[string]any{"s": strings.Repeat("x", documents.MaxSearchBytes)}, fmt.Sprint(documents.MaxSearchBytes)},
+	} {
+		status, raw := c.do("POST", "/users/search", map[string]any{"profile": tc.query})
+		var e struct{ Error string }
+		if status != 400 || json.Unmarshal(raw, &e) != nil || !strings.Contains(e.Error, "limit is "+tc.limit) {
+			t.Errorf("%s: %d %.300s, want 400 naming the limit %s", tc.name, status, raw, tc.limit)
+		}
+	}
+}
+
+// testSearchBytes: a search page is bounded in bytes as well as in count
+// (SEARCH_MAX_BYTES), with a next cursor where the bytes cut it; a user
+// larger than the bound comes alone.
+func testSearchBytes(t *testing.T, c *client, tg side) {
+	max := tg.SearchMaxBytes()
+	if max*3 > tg.BodyLimit() {
+		t.Fatalf("SearchMaxBytes %d, BodyLimit %d: the suite needs SEARCH_MAX_BYTES at most a third of BODY_LIMIT", max, tg.BodyLimit())
+	}
+	ds := kittest.UniqueName(t, "bytes")
+	sizes := []int64{max * 6 / 5, max * 2 / 5, max * 2 / 5, max * 2 / 5, 10}
+	var ids []string
+	for i, size := range sizes {
+		p := bigProfile(int(size), uint64(i))
+		p["ds"] = ds
+		ids = append(ids, c.create(fmt.Sprintf("%s-%d@example.com", ds, i), p).ID)
+	}
+	q := documents.Object{{Key: "ds", Value: ds}}
+	var pages [][]string
+	after := ""
+	for len(pages) < 10 {
+		body := map[string]any{"profile": q, "limit": documents.MaxLimit}
+		if after != "" {
+			body["after"] = after
+		}
+		status, raw := c.do("POST", "/users/search", body)
+		var res documents.SearchResponse
+		if status != 200 || json.Unmarshal(raw, &res) != nil {
+			t.Fatalf("search: %d %.300s", status, raw)
+		}
+		var page []string
+		var total int64
+		for _, u := range res.Users {
+			page = append(page, u.ID)
+			total += documents.UserBytes(u)
+		}
+		if len(page) > 1 && total > max {
+			t.Errorf("page %d: %d users, %d bytes: above SEARCH_MAX_BYTES %d (answer %d bytes)", len(pages), len(page), total, max, len(raw))
+		}
+		pages = append(pages, page)
+		if res.Next == nil {
+			break
+		}
+		after = *res.Next
+	}
+	want := [][]string{{ids[0]}, {ids[1], ids[2]}, {ids[3], ids[4]}}
+	if !reflect.DeepEqual(pages, want) {
+		t.Errorf("pages by size (SEARCH_MAX_BYTES %d, users of %v bytes):\n got %v\nwant %v", max, sizes, pages, want)
+	}
+	if got := searchAll(c, q, 1); !slices.Equal(got, ids) {
+		t.Errorf("limit 1: %v, want %v", got, ids)
 	}
 }
 

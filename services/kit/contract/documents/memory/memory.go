@@ -111,9 +111,10 @@ func (b *Backend) ReplaceProfile(_ context.Context, id string, profile documents
 	return b.update(id, func(*documents.User, documents.Object) documents.Object { return profile })
 }
 
-// Search returns at most n users whose profile contains query, after the
-// id after, in ascending id order.
-func (b *Backend) Search(_ context.Context, query documents.Object, after string, n int) ([]documents.User, error) {
+// Search returns the users whose profile contains query, after the id
+// after, in ascending id order, until documents.PageFull says the page
+// is full (n users, or more than maxBytes).
+func (b *Backend) Search(_ context.Context, query documents.Object, after string, n int, maxBytes int64) ([]documents.User, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var ids []string
@@ -123,9 +124,14 @@ func (b *Backend) Search(_ context.Context, query documents.Object, after string
 		}
 	}
 	slices.SortFunc(ids, strings.Compare)
-	out := make([]documents.User, 0, min(n, len(ids)))
-	for _, id := range ids[:min(n, len(ids))] {
-		out = append(out, b.full(id))
+	var out []documents.User
+	var total int64
+	for _, id := range ids {
+		u := b.full(id)
+		out = append(out, u)
+		if total += documents.UserBytes(u); documents.PageFull(len(out), total, n, maxBytes) {
+			break
+		}
 	}
 	return out, nil
 }

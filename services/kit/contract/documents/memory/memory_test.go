@@ -19,6 +19,12 @@ type target struct {
 
 func (target) BodyLimit() int64 { return documents.DefaultBodyLimit }
 
+// searchMaxBytes is below the default so that the suite's users larger
+// than a page fit in a body.
+const searchMaxBytes = 1 << 20
+
+func (target) SearchMaxBytes() int64 { return searchMaxBytes }
+
 // Crash is a Restart: the Backend holds nothing unconfirmed.
 func (tg target) Crash(t testing.TB) { tg.Restart(t) }
 
@@ -35,7 +41,7 @@ func TestConformance(t *testing.T) {
 			// one answers as the Postgres side, whose jsonb containment
 			// its search (documents.Contains) reproduces, and says what it
 			// is in Server.
-			documents.Mount(svc.Router, b, documents.Options{Stats: svc.Stats,
+			documents.Mount(svc.Router, b, documents.Options{Stats: svc.Stats, SearchMaxBytes: searchMaxBytes,
 				Info: documents.BackendInfo{Backend: "postgres", Server: "in-memory reference Backend (no server)", Notes: []string{}}})
 			return struct{}{}, svc
 		})}
