@@ -23,8 +23,7 @@ import (
 func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, map[string]string{"KAFKA_WRITE_TIMEOUT": "3s", "KAFKA_DIAL_TIMEOUT": "1s"})
-	ok := conformance.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
-	conformance.WaitDelivered(t, tg.URL(), ok.ID)
+	conformance.PostDelivered(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
 
 	b := tg.App().backend
 	good := b.writer.Swap(b.newWriter([]string{"127.0.0.1:1"}))
@@ -48,8 +47,7 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 	}
 	// The broker comes back: new events flow again, the gap stays.
 	b.writer.Store(good)
-	after := conformance.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
-	conformance.WaitDelivered(t, tg.URL(), after.ID)
+	conformance.PostDelivered(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
 	if s, _ := kittest.Do(t, http.MethodGet, tg.URL()+"/events/"+lost.ID+"/wait?timeout=1s", nil, nil); s != http.StatusRequestTimeout {
 		t.Errorf("wait on the unproduced event: %d, want 408", s)
 	}
@@ -66,12 +64,7 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 //
 //	go test -run '^$' -bench DeliverySynchronousCommit -benchtime 20x ./services/kafka
 func BenchmarkDeliverySynchronousCommit(b *testing.B) {
-	for _, mode := range []string{"on", "off"} {
-		b.Run(mode, func(b *testing.B) {
-			tg := newTarget(b, map[string]string{"SYNCHRONOUS_COMMIT": mode})
-			conformance.MeasureDelivery(b, tg.URL())
-		})
-	}
+	conformance.MeasureDeliveryPerSynchronousCommit(b, newTarget)
 }
 
 // While Postgres does not take the deliveries the consumer retries the
@@ -81,10 +74,9 @@ func BenchmarkDeliverySynchronousCommit(b *testing.B) {
 func TestStopGivesUpOnABlockedBatchAtItsDeadline(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, nil)
-	first := conformance.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
-	conformance.WaitDelivered(t, tg.URL(), first.ID)
+	conformance.PostDelivered(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
 
-	block := conformance.BlockDeliveries(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	block := conformance.BlockDeliveries(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
 	inHand := conformance.Post(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
 	block.WaitForWaiter(time.Minute, "the consumer to wait on the deliveries lock", conformance.Waiter{})
 	c := tg.App().consumer

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"maps"
 	"testing"
 	"time"
 
@@ -10,31 +9,23 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
 
 // target runs kafka instances on one schema, one topic and one group for
 // the conformance suite and the service's own tests.
 type target struct {
-	env map[string]string
-	*kittest.Instance[*app]
+	*conformance.ServiceTarget[*app]
 }
 
 // newTarget starts an instance on a fresh schema, topic and group; extra
 // overrides the environment. The topic is deleted when the test ends.
 func newTarget(t testing.TB, extra map[string]string) *target {
 	t.Helper()
-	url := kittest.PostgresURL(t)
 	brokers := kittest.Server(t, "KAFKA_BROKERS", kittest.DefaultKafkaBrokers)
 	topic := kittest.UniqueName(t, "t")
-	env := map[string]string{
-		"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url),
+	tg := &target{conformance.NewServiceTarget(t, readConfig, assemble, map[string]string{
 		"KAFKA_BROKERS": brokers, "KAFKA_TOPIC": topic, "KAFKA_GROUP": "g_" + topic,
-		"LOG_LEVEL": "warn",
-	}
-	maps.Copy(env, extra)
-	tg := &target{env: env}
+	}, extra)}
 	t.Cleanup(func() {
 		client := &kafkago.Client{Addr: kafkago.TCP(brokers), Timeout: 10 * time.Second}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -43,9 +34,7 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 			t.Logf("delete topic %s: %v", topic, err)
 		}
 	})
-	tg.Instance = kittest.StartInstance(t, func(t testing.TB) (*app, *service.Service) {
-		return servicetest.Assembled(t, readConfig, assemble, env)
-	})
+	tg.Start(t)
 	return tg
 }
 

@@ -279,6 +279,18 @@ func (c *consumer) stream(ctx context.Context) error {
 		endCopy(conn)
 		return ctx.Err()
 	}
+	// take handles one receive from items, the first of a batch or one
+	// drained after it: done when the loop must return err (finish's, once
+	// the reader has closed items, or process's).
+	take := func(it item, ok bool) (done bool, err error) {
+		if !ok {
+			return true, finish()
+		}
+		if err := process(it); err != nil {
+			return true, err
+		}
+		return false, nil
+	}
 	ticker := time.NewTicker(c.cfg.StatusInterval)
 	defer ticker.Stop()
 	for {
@@ -290,20 +302,14 @@ func (c *consumer) stream(ctx context.Context) error {
 				return fmt.Errorf("standby status update: %w", err)
 			}
 		case it, ok := <-items:
-			if !ok {
-				return finish()
-			}
-			if err := process(it); err != nil {
+			if done, err := take(it, ok); done {
 				return err
 			}
 		drain:
 			for len(pending) < c.cfg.MaxBatch {
 				select {
 				case it, ok := <-items:
-					if !ok {
-						return finish()
-					}
-					if err := process(it); err != nil {
+					if done, err := take(it, ok); done {
 						return err
 					}
 				default:

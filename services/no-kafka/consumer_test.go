@@ -28,8 +28,7 @@ func ev(key string) logc.NewEvent {
 func TestWalsenderTerminatedReconnectsAndResumes(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, map[string]string{"STANDBY_STATUS_INTERVAL": "100ms"})
-	first := conformance.Post(t, tg.URL(), ev("k"))
-	conformance.WaitDelivered(t, tg.URL(), first.ID)
+	conformance.PostDelivered(t, tg.URL(), ev("k"))
 	before := conformance.Consumer(t, tg.URL())
 	if before.Slot == nil || !before.Slot.Active || before.Slot.ActivePID == 0 {
 		t.Fatalf("slot not active: %+v", before.Slot)
@@ -89,8 +88,7 @@ func TestStandbyStatusKeepsIdleStreamAlive(t *testing.T) {
 	}
 
 	tg := newTarget(t, map[string]string{"REPLICATION_URL": replURL, "STANDBY_STATUS_INTERVAL": "250ms"})
-	c := conformance.Post(t, tg.URL(), ev("idle"))
-	conformance.WaitDelivered(t, tg.URL(), c.ID)
+	conformance.PostDelivered(t, tg.URL(), ev("idle"))
 	before := conformance.Consumer(t, tg.URL())
 	// The idle period is the subject of this test, not a synchronisation.
 	time.Sleep(4 * time.Second)
@@ -99,8 +97,7 @@ func TestStandbyStatusKeepsIdleStreamAlive(t *testing.T) {
 		t.Fatalf("the idle stream was dropped: reconnects %d, walsender %d -> %d, active %v",
 			after.Reconnects, before.Slot.ActivePID, after.Slot.ActivePID, after.Slot.Active)
 	}
-	c = conformance.Post(t, tg.URL(), ev("idle"))
-	conformance.WaitDelivered(t, tg.URL(), c.ID)
+	conformance.PostDelivered(t, tg.URL(), ev("idle"))
 }
 
 // A stopped consumer is what makes a slot dangerous: Postgres keeps all
@@ -110,17 +107,16 @@ func TestStandbyStatusKeepsIdleStreamAlive(t *testing.T) {
 func TestSlotRetainsWALWhileConsumerDownAndCatchesUp(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, map[string]string{"STANDBY_STATUS_INTERVAL": "100ms"})
-	c := conformance.Post(t, tg.URL(), ev("k"))
-	conformance.WaitDelivered(t, tg.URL(), c.ID)
+	conformance.PostDelivered(t, tg.URL(), ev("k"))
 	st := conformance.Consumer(t, tg.URL())
 	s := st.Slot
-	if s == nil || s.Name != tg.env["SLOT_NAME"] || s.Plugin != "wal2json" || !s.Active || s.WALStatus == "" || s.WALStatus == "lost" ||
+	if s == nil || s.Name != tg.Env["SLOT_NAME"] || s.Plugin != "wal2json" || !s.Active || s.WALStatus == "" || s.WALStatus == "lost" ||
 		s.ConfirmedFlushLSN == "" || s.RestartLSN == "" || st.Position != s.ConfirmedFlushLSN || st.LagUnit != "bytes" {
 		t.Fatalf("/consumer: %+v slot %+v", st, s)
 	}
 	tg.Stop()
 
-	pool := kittest.Pool(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
 	ctx := kittest.Context(t, time.Minute)
 	slotSQL := `SELECT active, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint FROM pg_replication_slots WHERE slot_name = $1`
 	var active bool
@@ -163,12 +159,7 @@ func TestSlotRetainsWALWhileConsumerDownAndCatchesUp(t *testing.T) {
 //
 //	go test -run '^$' -bench DeliverySynchronousCommit -benchtime 20x ./services/no-kafka
 func BenchmarkDeliverySynchronousCommit(b *testing.B) {
-	for _, mode := range []string{"on", "off"} {
-		b.Run(mode, func(b *testing.B) {
-			tg := newTarget(b, map[string]string{"SYNCHRONOUS_COMMIT": mode})
-			conformance.MeasureDelivery(b, tg.URL())
-		})
-	}
+	conformance.MeasureDeliveryPerSynchronousCommit(b, newTarget)
 }
 
 // A graceful stop that interrupts the recording of a batch (Postgres is
@@ -177,11 +168,10 @@ func BenchmarkDeliverySynchronousCommit(b *testing.B) {
 func TestStopRecordsAndConfirmsTheBatchInHand(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, nil)
-	first := conformance.Post(t, tg.URL(), ev("k"))
-	conformance.WaitDelivered(t, tg.URL(), first.ID)
+	conformance.PostDelivered(t, tg.URL(), ev("k"))
 	before := conformance.Consumer(t, tg.URL()).Position
 
-	block := conformance.BlockDeliveries(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	block := conformance.BlockDeliveries(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
 	inHand := conformance.Post(t, tg.URL(), ev("k"))
 	w := block.WaitForWaiter(time.Minute, "the consumer to wait on the deliveries lock", conformance.Waiter{})
 	stopped := make(chan struct{})
@@ -196,7 +186,7 @@ func TestStopRecordsAndConfirmsTheBatchInHand(t *testing.T) {
 		t.Fatal("the service did not stop")
 	}
 
-	pool := kittest.Pool(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
 	ctx := kittest.Context(t, time.Minute)
 	var recorded bool
 	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = $1)`, inHand.ID).Scan(&recorded); err != nil || !recorded {
@@ -204,12 +194,11 @@ func TestStopRecordsAndConfirmsTheBatchInHand(t *testing.T) {
 	}
 	var advanced bool
 	if err := pool.QueryRow(ctx, `SELECT confirmed_flush_lsn > $2::pg_lsn FROM pg_replication_slots WHERE slot_name = $1`,
-		tg.env["SLOT_NAME"], before).Scan(&advanced); err != nil || !advanced {
+		tg.Env["SLOT_NAME"], before).Scan(&advanced); err != nil || !advanced {
 		t.Fatalf("confirmed_flush_lsn did not advance past %s at the graceful stop: %v %v", before, advanced, err)
 	}
 	tg.Start(t)
-	next := conformance.Post(t, tg.URL(), ev("k"))
-	conformance.WaitDelivered(t, tg.URL(), next.ID)
+	conformance.PostDelivered(t, tg.URL(), ev("k"))
 	if st := conformance.Consumer(t, tg.URL()); st.Delivered != 1 || st.Duplicates != 0 {
 		t.Errorf("after the restart: delivered %d duplicates %d, want 1 and 0 (the stop confirmed the batch in hand)", st.Delivered, st.Duplicates)
 	}

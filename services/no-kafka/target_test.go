@@ -2,43 +2,31 @@ package main
 
 import (
 	"context"
-	"maps"
 	"testing"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
 
 // target runs no-kafka instances on one schema and one slot for the
 // conformance suite and the service's own tests.
 type target struct {
-	env map[string]string
-	*kittest.Instance[*consumer]
+	*conformance.ServiceTarget[*consumer]
 }
 
 // newTarget starts an instance on a fresh schema and slot; extra
 // overrides the environment. The slot is dropped when the test ends.
 func newTarget(t testing.TB, extra map[string]string) *target {
 	t.Helper()
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
 	slot := kittest.UniqueName(t, "s")
-	env := map[string]string{
-		"DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SLOT_NAME": slot,
+	tg := &target{conformance.NewServiceTarget(t, readConfig, assemble, map[string]string{
+		"SLOT_NAME": slot,
 		// Long: the suite's crash test relies on nothing being confirmed
 		// before it crashes (keepalive requests still get answers).
 		"STANDBY_STATUS_INTERVAL": "1h",
-		"LOG_LEVEL":               "warn",
-	}
-	maps.Copy(env, extra)
-	tg := &target{env: env}
-	t.Cleanup(func() { dropSlot(t, url, slot) })
-	tg.Instance = kittest.NewInstance(func(t testing.TB) (*consumer, *service.Service) {
-		return servicetest.Assembled(t, readConfig, assemble, env)
-	})
+	}, extra)}
+	t.Cleanup(func() { dropSlot(t, tg.Env["DATABASE_URL"], slot) })
 	// Streaming before the test writes: /readyz and the tests expect it.
 	tg.Ready = func(t testing.TB, c *consumer) {
 		kittest.Eventually(t, 30*time.Second, "the consumer to start streaming", c.running.Load)

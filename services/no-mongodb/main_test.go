@@ -16,19 +16,12 @@ import (
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != ":8086" || c.Postgres.Schema != "documents" {
-		t.Fatalf("defaults: %+v", c)
-	}
-	configtest.NamesBadVariables(t, readConfig, map[string]string{"ADDR": "8086", "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name"},
-		"ADDR", "DATABASE_MAX_CONNS", "DATABASE_SCHEMA")
+	configtest.PostgresDefaults(t, readConfig, ":8086", "documents", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
 }
 
 func TestConfigOldTimeoutNameStillWorks(t *testing.T) {
 	t.Parallel()
-	if c := configtest.Renamed(t, readConfig, map[string]string{"DATABASE_TIMEOUT": "3s"}, "DATABASE_TIMEOUT", "BACKEND_TIMEOUT"); c.BackendTimeout != 3*time.Second {
-		t.Fatalf("BackendTimeout %v: want 3s from DATABASE_TIMEOUT", c.BackendTimeout)
-	}
-	configtest.NamesBadVariables(t, readConfig, map[string]string{"DATABASE_TIMEOUT": "0s"}, "BACKEND_TIMEOUT (set as DATABASE_TIMEOUT)")
+	configtest.RenamedDuration(t, readConfig, "DATABASE_TIMEOUT", "BACKEND_TIMEOUT", func(c Config) time.Duration { return c.BackendTimeout })
 }
 
 func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {

@@ -11,11 +11,7 @@ import (
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != ":8082" || c.Postgres.Schema != "queue" {
-		t.Fatalf("defaults: %+v", c)
-	}
-	configtest.NamesBadVariables(t, readConfig, map[string]string{"ADDR": "8082", "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name"},
-		"ADDR", "DATABASE_MAX_CONNS", "DATABASE_SCHEMA")
+	configtest.PostgresDefaults(t, readConfig, ":8082", "queue", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
 }
 
 func TestConfigOldNamesStillWork(t *testing.T) {

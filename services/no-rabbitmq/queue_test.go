@@ -40,31 +40,15 @@ func (sc schema) assemble(t testing.TB, s conformance.Settings, env map[string]s
 		map[string]string{"DATABASE_URL": sc.url, "DATABASE_SCHEMA": sc.name, "SHUTDOWN_TIMEOUT": "10s"}, s.Env(), env)
 }
 
-// target implements conformance.Target: one instance at a time on one
-// schema, started with the settings it holds.
-type target struct {
-	schema
-	settings conformance.Settings
-	*instance
-}
-
-func (tg *target) DB() *pgxpool.Pool                { return tg.pool }
-func (tg *target) Configure(s conformance.Settings) { tg.settings = s }
-
-// Crash stops the workers as a crash would (their claimed rows stay
-// running until the lease expires), then starts a new instance.
-func (tg *target) Crash(t testing.TB) {
-	t.Helper()
-	tg.App().Crash()
-	tg.Restart(t)
-}
-
+// newTarget starts a conformance.Target: one instance at a time on one
+// schema, started with the settings it holds. Its Crash stops the workers
+// as a crash would (their claimed rows stay running until the lease
+// expires), then starts a new instance.
 func newTarget(t testing.TB, s conformance.Settings) conformance.Target {
-	tg := &target{schema: newSchema(t), settings: s}
-	tg.instance = kittest.StartInstance(t, func(t testing.TB) (*pgQueue, *service.Service) {
-		return tg.assemble(t, tg.settings, nil)
+	sc := newSchema(t)
+	return conformance.StartServiceTarget(t, sc.pool, s, func(t testing.TB, s conformance.Settings) (*pgQueue, *service.Service) {
+		return sc.assemble(t, s, nil)
 	})
-	return tg
 }
 
 // TestConformance runs the pair's one suite against no-rabbitmq: the

@@ -61,36 +61,24 @@ func deleteTopology(t testing.TB, url, name string) {
 }
 
 // target implements conformance.Target: one instance at a time in env,
-// started with settings and extra on top of them.
+// started with the settings it holds and extra on top of them. Its Crash
+// leaves the tasks the workers hold unacknowledged (their channel closes
+// with them), then starts a new instance.
 type target struct {
 	env
-	pool     *pgxpool.Pool
-	settings conformance.Settings
-	extra    map[string]string
-	*kittest.Instance[*mqQueue]
+	pool *pgxpool.Pool
+	*conformance.ServiceTarget[*mqQueue]
 }
 
 // startTarget starts an instance in e with extra on top of s.
 func startTarget(t testing.TB, e env, s conformance.Settings, extra map[string]string) *target {
 	t.Helper()
-	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema), settings: s, extra: extra}
-	tg.Instance = kittest.StartInstance(t, func(t testing.TB) (*mqQueue, *service.Service) {
-		// The target's current settings, changed by Configure.
-		return servicetest.Assembled(t, readConfig, assemble, map[string]string{"DATABASE_URL": tg.pgURL, "DATABASE_SCHEMA": tg.schema,
-			"RABBITMQ_URL": tg.amqpURL, "RABBITMQ_QUEUE": tg.queue, "SHUTDOWN_TIMEOUT": "10s"}, tg.settings.Env(), tg.extra)
+	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema)}
+	tg.ServiceTarget = conformance.StartServiceTarget(t, tg.pool, s, func(t testing.TB, s conformance.Settings) (*mqQueue, *service.Service) {
+		return servicetest.Assembled(t, readConfig, assemble, map[string]string{"DATABASE_URL": e.pgURL, "DATABASE_SCHEMA": e.schema,
+			"RABBITMQ_URL": e.amqpURL, "RABBITMQ_QUEUE": e.queue, "SHUTDOWN_TIMEOUT": "10s"}, s.Env(), extra)
 	})
 	return tg
-}
-
-func (tg *target) DB() *pgxpool.Pool                { return tg.pool }
-func (tg *target) Configure(s conformance.Settings) { tg.settings = s }
-
-// Crash leaves the tasks the workers hold unacknowledged (their channel
-// closes with them), then starts a new instance.
-func (tg *target) Crash(t testing.TB) {
-	t.Helper()
-	tg.App().Crash()
-	tg.Restart(t)
 }
 
 // TestConformance runs the pair's one suite against rabbitmq: no atomic

@@ -142,108 +142,85 @@ func (r *Reader) String(name, def string) string {
 
 // Int returns the variable parsed as a base-10 integer, or def.
 func (r *Reader) Int(name string, def int) int {
-	v, ok := r.raw(name, "int", strconv.Itoa(def))
-	if !ok {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		r.Fail(name, "%q is not an integer", v)
-		return def
-	}
-	return n
+	return parseVar(r, name, "int", def, strconv.Itoa, strconv.Atoi, "%q is not an integer")
 }
 
 // Bytes returns a size such as 1048576, 512KiB, 2MiB or 2MB, or def.
 func (r *Reader) Bytes(name string, def int64) int64 {
-	v, ok := r.raw(name, "bytes", FormatBytes(def))
-	if !ok {
-		return def
-	}
-	n, err := ParseBytes(v)
-	if err != nil {
-		r.Fail(name, "%v", err)
-		return def
-	}
-	return n
+	return parseVar(r, name, "bytes", def, FormatBytes, ParseBytes, "")
 }
 
 // Duration returns the variable parsed by time.ParseDuration ("200ms",
 // "5s"), or def.
 func (r *Reader) Duration(name string, def time.Duration) time.Duration {
-	v, ok := r.raw(name, "duration", def.String())
-	if !ok {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		r.Fail(name, "%q is not a duration (examples: 200ms, 5s, 1m)", v)
-		return def
-	}
-	return d
+	return parseVar(r, name, "duration", def, time.Duration.String, time.ParseDuration,
+		"%q is not a duration (examples: 200ms, 5s, 1m)")
 }
 
 // Bool returns the variable parsed by strconv.ParseBool, or def.
 func (r *Reader) Bool(name string, def bool) bool {
-	v, ok := r.raw(name, "bool", strconv.FormatBool(def))
-	if !ok {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		r.Fail(name, "%q is not a boolean (true or false)", v)
-		return def
-	}
-	return b
+	return parseVar(r, name, "bool", def, strconv.FormatBool, strconv.ParseBool,
+		"%q is not a boolean (true or false)")
 }
 
 // Enum returns the variable's value if it is one of allowed, or def.
 func (r *Reader) Enum(name, def string, allowed ...string) string {
-	v, ok := r.raw(name, "enum", def)
-	if !ok {
-		return def
-	}
-	if !slices.Contains(allowed, v) {
-		r.Fail(name, "%q is not one of %s", v, strings.Join(allowed, ", "))
-		return def
-	}
-	return v
+	return parseVar(r, name, "enum", def, identity, func(v string) (string, error) {
+		if !slices.Contains(allowed, v) {
+			return "", fmt.Errorf("%q is not one of %s", v, strings.Join(allowed, ", "))
+		}
+		return v, nil
+	}, "")
 }
 
 // URL returns the variable if it parses as an absolute URL with one of the
 // given schemes, or def. The error never echoes the value, which may hold a
 // password.
 func (r *Reader) URL(name, def string, schemes ...string) string {
-	v, ok := r.raw(name, "url", def)
-	if !ok {
-		return def
-	}
-	u, err := url.Parse(v)
-	if err != nil || u.Scheme == "" {
-		r.Fail(name, "not a URL")
-		return def
-	}
-	if len(schemes) > 0 && !slices.Contains(schemes, u.Scheme) {
-		r.Fail(name, "scheme %q is not one of %s", u.Scheme, strings.Join(schemes, ", "))
-		return def
-	}
-	return v
+	return parseVar(r, name, "url", def, identity, func(v string) (string, error) {
+		u, err := url.Parse(v)
+		if err != nil || u.Scheme == "" {
+			return "", errors.New("not a URL")
+		}
+		if len(schemes) > 0 && !slices.Contains(schemes, u.Scheme) {
+			return "", fmt.Errorf("scheme %q is not one of %s", u.Scheme, strings.Join(schemes, ", "))
+		}
+		return v, nil
+	}, "")
 }
 
 // LogLevel returns the variable parsed as a slog level (debug, info, warn,
 // error), or def.
 func (r *Reader) LogLevel(name string, def slog.Level) slog.Level {
-	v, ok := r.raw(name, "loglevel", strings.ToLower(def.String()))
+	format := func(l slog.Level) string { return strings.ToLower(l.String()) }
+	return parseVar(r, name, "loglevel", def, format, func(v string) (l slog.Level, err error) {
+		return l, l.UnmarshalText([]byte(v))
+	}, "%q is not a log level (debug, info, warn, error)")
+}
+
+// parseVar is every typed read: it records the read under kind with def
+// formatted by format, and returns def when the variable is unset or does
+// not parse. A value that does not parse fails with bad (its one verb the
+// value) or, where bad is empty, with parse's error, which must then not
+// echo a secret.
+func parseVar[T any](r *Reader, name, kind string, def T, format func(T) string, parse func(string) (T, error), bad string) T {
+	v, ok := r.raw(name, kind, format(def))
 	if !ok {
 		return def
 	}
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(v)); err != nil {
-		r.Fail(name, "%q is not a log level (debug, info, warn, error)", v)
-		return def
+	x, err := parse(v)
+	switch {
+	case err == nil:
+		return x
+	case bad == "":
+		r.Fail(name, "%v", err)
+	default:
+		r.Fail(name, bad, v)
 	}
-	return l
+	return def
 }
+
+func identity(s string) string { return s }
 
 // Err returns every recorded problem joined, or nil.
 func (r *Reader) Err() error {

@@ -100,35 +100,29 @@ func New(info Info, latencies, counters []string) *Recorder {
 func (r *Recorder) Info() Info { return r.info }
 
 func (r *Recorder) histogram(name string) *hist {
-	r.mu.RLock()
-	h := r.hists[name]
-	r.mu.RUnlock()
-	if h != nil {
-		return h
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if h = r.hists[name]; h == nil {
-		h = &hist{h: NewHistogram()}
-		r.hists[name] = h
-	}
-	return h
+	return getOrAdd(&r.mu, r.hists, name, func() *hist { return &hist{h: NewHistogram()} })
 }
 
 func (r *Recorder) counter(name string) *atomic.Int64 {
-	r.mu.RLock()
-	c := r.counters[name]
-	r.mu.RUnlock()
-	if c != nil {
-		return c
+	return getOrAdd(&r.mu, r.counters, name, func() *atomic.Int64 { return new(atomic.Int64) })
+}
+
+// getOrAdd returns m[name], adding newV() first if it is missing: a read
+// lock for the common case, the write lock only to add.
+func getOrAdd[V any](mu *sync.RWMutex, m map[string]*V, name string, newV func() *V) *V {
+	mu.RLock()
+	v := m[name]
+	mu.RUnlock()
+	if v != nil {
+		return v
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c = r.counters[name]; c == nil {
-		c = new(atomic.Int64)
-		r.counters[name] = c
+	mu.Lock()
+	defer mu.Unlock()
+	if v = m[name]; v == nil {
+		v = newV()
+		m[name] = v
 	}
-	return c
+	return v
 }
 
 // Observe records one latency under name. Values below 1 µs count as 1 µs

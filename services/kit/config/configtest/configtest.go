@@ -195,25 +195,24 @@ func sameDefault(v config.Var, doc string, vars map[string]config.Var) bool {
 	}
 	switch v.Kind {
 	case "duration":
-		a, err1 := time.ParseDuration(doc)
-		b, err2 := time.ParseDuration(v.Default)
-		return err1 == nil && err2 == nil && a == b
+		return sameParsed(doc, v.Default, time.ParseDuration)
 	case "bytes":
-		a, err1 := config.ParseBytes(doc)
-		b, err2 := config.ParseBytes(v.Default)
-		return err1 == nil && err2 == nil && a == b
+		return sameParsed(doc, v.Default, config.ParseBytes)
 	case "int":
-		a, err1 := strconv.Atoi(doc)
-		b, err2 := strconv.Atoi(v.Default)
-		return err1 == nil && err2 == nil && a == b
+		return sameParsed(doc, v.Default, strconv.Atoi)
 	case "bool":
-		a, err1 := strconv.ParseBool(doc)
-		b, err2 := strconv.ParseBool(v.Default)
-		return err1 == nil && err2 == nil && a == b
+		return sameParsed(doc, v.Default, strconv.ParseBool)
 	case "loglevel", "enum":
 		return strings.EqualFold(doc, v.Default)
 	}
 	return doc == "" && v.Default == ""
+}
+
+// sameParsed reports whether a and b both parse, to the same value.
+func sameParsed[T comparable](a, b string, parse func(string) (T, error)) bool {
+	x, err1 := parse(a)
+	y, err2 := parse(b)
+	return err1 == nil && err2 == nil && x == y
 }
 
 // CheckDocs reads service's Config with read from an empty environment and

@@ -3,6 +3,7 @@ package configtest
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 )
@@ -46,5 +47,33 @@ func Renamed[C any](tb testing.TB, read func(*config.Reader) (C, error), env map
 	if d := r.Deprecations(); len(d) != 1 || d[0].Old != old || d[0].New != new {
 		tb.Errorf("Deprecations = %v, want one, %s to %s", d, old, new)
 	}
+	return c
+}
+
+// RenamedDuration checks a duration variable that is still read under its
+// old name: old set to 3s reaches new (get reads it back from the
+// Config) with the one deprecation Renamed checks, and old set to a bad
+// value is named as "new (set as old)".
+func RenamedDuration[C any](tb testing.TB, read func(*config.Reader) (C, error), old, new string, get func(C) time.Duration) {
+	tb.Helper()
+	if d := get(Renamed(tb, read, map[string]string{old: "3s"}, old, new)); d != 3*time.Second {
+		tb.Fatalf("%s %v: want 3s from %s", new, d, old)
+	}
+	NamesBadVariables(tb, read, map[string]string{old: "0s"}, new+" (set as "+old+")")
+}
+
+// PostgresDefaults checks what every Postgres side reads alike: from an
+// empty environment ADDR defaults to addr and DATABASE_SCHEMA to schema
+// (get reads both back from the Config), and a bad ADDR,
+// DATABASE_MAX_CONNS or DATABASE_SCHEMA is named in the error. It returns
+// the defaults, for the caller's own checks.
+func PostgresDefaults[C any](tb testing.TB, read func(*config.Reader) (C, error), addr, schema string, get func(C) (addr, schema string)) C {
+	tb.Helper()
+	c := Defaults(tb, read)
+	if a, s := get(c); a != addr || s != schema {
+		tb.Fatalf("defaults: ADDR %q, DATABASE_SCHEMA %q; want %q, %q: %+v", a, s, addr, schema, c)
+	}
+	NamesBadVariables(tb, read, map[string]string{"ADDR": strings.TrimPrefix(addr, ":"), "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name"},
+		"ADDR", "DATABASE_MAX_CONNS", "DATABASE_SCHEMA")
 	return c
 }

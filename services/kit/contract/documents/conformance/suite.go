@@ -73,8 +73,8 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 		testRestartCrash(t, side{Target: newTarget(t), Features: f})
 	})
 	tests := []struct {
-		name string
-		fn   func(*testing.T, *client, side)
+		Name string
+		Fn   func(*testing.T, *client, side)
 	}{
 		{"OpenAPIAndBackend", testOpenAPIAndBackend},
 		{"CRUD", testCRUD},
@@ -89,12 +89,7 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 		{"StatsNames", testStats},
 		{"NestedArrays", testNestedArrays},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, c.with(t), tg)
-		})
-	}
+	kittest.RunParallel(t, tests, func(t *testing.T, fn func(*testing.T, *client, side)) { fn(t, c.with(t), tg) })
 }
 
 type client struct {

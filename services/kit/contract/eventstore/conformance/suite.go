@@ -60,8 +60,8 @@ const suiteTimeout = 60 * time.Second
 func Run(t *testing.T, f Features, newTarget NewTarget) {
 	kittest.ValidateOpenAPI(t, kittest.NewOpenAPI(t, eventstore.OpenAPI))
 	tests := []struct {
-		name string
-		fn   func(t *testing.T, tg side)
+		Name string
+		Fn   func(t *testing.T, tg side)
 	}{
 		{"SharedEndpointsOpenAPIAndCapabilities", testShared},
 		{"AppendThenReadVersionsAndPositions", testAppendRead},
@@ -75,12 +75,9 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 		{"SubscribeCatchUpLiveAndResume", testSubscribe},
 		{"RestartAndCrashLoseNothingAndSubscriptionResumes", testRestart},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, side{Target: newTarget(t), Features: f})
-		})
-	}
+	kittest.RunParallel(t, tests, func(t *testing.T, fn func(*testing.T, side)) {
+		fn(t, side{Target: newTarget(t), Features: f})
+	})
 }
 
 // streamName returns a stream id unique to this run: tank-<hex>-<n>.

@@ -71,6 +71,14 @@ func Post(t testing.TB, base string, e logc.NewEvent) logc.Created {
 	return c
 }
 
+// PostDelivered posts e, then waits until the consumer has delivered it.
+func PostDelivered(t testing.TB, base string, e logc.NewEvent) logc.Created {
+	t.Helper()
+	c := Post(t, base, e)
+	WaitDelivered(t, base, c.ID)
+	return c
+}
+
 // PostBatch writes a batch and returns its events in order.
 func PostBatch(t testing.TB, base string, events []logc.NewEvent) []logc.Created {
 	t.Helper()

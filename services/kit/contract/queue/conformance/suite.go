@@ -101,8 +101,8 @@ type NewTarget func(t testing.TB, s Settings) Target
 func Run(t *testing.T, f Features, newTarget NewTarget) {
 	kittest.ValidateOpenAPI(t, kittest.NewOpenAPI(t, queue.OpenAPI, "DELETE /tasks"))
 	tests := []struct {
-		name string
-		fn   func(t *testing.T, f Features, newTarget NewTarget)
+		Name string
+		Fn   func(t *testing.T, f Features, newTarget NewTarget)
 	}{
 		{"SharedEndpointsAndStats", testShared},
 		{"EnqueueGetWait", testEnqueueGetWait},
@@ -116,12 +116,7 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 		{"Payments", testPayments},
 		{"PaymentFaultBetweenInsertAndEnqueue", testPaymentFault},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, f, newTarget)
-		})
-	}
+	kittest.RunParallel(t, tests, func(t *testing.T, fn func(*testing.T, Features, NewTarget)) { fn(t, f, newTarget) })
 }
 
 // call is kittest.Do that also checks the answer is JSON (or the YAML of
