@@ -141,7 +141,7 @@ func sizedEvent(t testing.TB, n int) string {
 // rows counts the messages table's rows.
 func rows(t testing.TB, tg *target) int {
 	t.Helper()
-	pool := kittest.Pool(t, tg.env["DATABASE_URL"], tg.env["DATABASE_SCHEMA"])
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
 	var n int
 	if err := pool.QueryRow(kittest.Context(t, 10*time.Second), "SELECT count(*) FROM messages").Scan(&n); err != nil {
 		t.Fatal(err)
