@@ -25,7 +25,9 @@
 //   - backoff:  ctx-aware capped exponential backoff with jitter, for every
 //     retry and reconnect loop.
 //   - pglisten: a LISTEN connection that reconnects with backoff and calls
-//     a hook after every (re)connect so callers re-read what they missed.
+//     a hook after every (re)connect so callers re-read what they missed;
+//     and Debouncer, which coalesces wake-ups into at most one NOTIFY per
+//     interval sent outside the writers' transactions.
 //   - waiter:   wakes long polls in this process when their outcome is in.
 //   - jsonbtext: refuses in JSON what Postgres jsonb cannot store (\u0000,
 //     lone surrogates), so both sides of a pair answer it with 400.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,12 @@ func start(t testing.TB, schema string, poll time.Duration, extra ...map[string]
 	env := map[string]string{
 		"DATABASE_URL": kittest.PostgresURL(t), "DATABASE_SCHEMA": schema,
 		"DATABASE_MAX_CONNS": "8", "POLL_INTERVAL": poll.String(), "SHUTDOWN_TIMEOUT": "10s",
+	}
+	// NOTIFY_MODE in the test process's environment applies to every
+	// instance whose test does not set it: `NOTIFY_MODE=commit go test
+	// ./...` runs the suite in the other mode.
+	if mode := os.Getenv("NOTIFY_MODE"); mode != "" {
+		env["NOTIFY_MODE"] = mode
 	}
 	for _, e := range extra {
 		maps.Copy(env, e)

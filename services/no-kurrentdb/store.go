@@ -16,6 +16,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
@@ -29,14 +30,28 @@ type store struct {
 	schema   string
 	hub      hub
 	listener *listener
+	// notifier sends the debounced NOTIFYs (NOTIFY_MODE=debounced); nil
+	// in commit mode, where the events_notify trigger notifies.
+	notifier *pglisten.Debouncer
 }
 
-func newStore(pool *pgxpool.Pool, cfg Config, logger *slog.Logger) *store {
+// newStore returns a store on pool; npool, if not nil, carries the
+// debounced NOTIFYs.
+func newStore(pool, npool *pgxpool.Pool, cfg Config, logger *slog.Logger) *store {
 	schema := cfg.Postgres.Schema
 	if schema == "" {
 		schema = "public"
 	}
-	return &store{pool: pool, cfg: cfg, logger: logger, schema: schema, hub: hub{ch: make(chan struct{})}}
+	s := &store{pool: pool, cfg: cfg, logger: logger, schema: schema, hub: hub{ch: make(chan struct{})}}
+	if npool != nil {
+		// The trigger's channel and payload: listeners cannot tell the two
+		// modes apart.
+		s.notifier = &pglisten.Debouncer{
+			DB: npool, Channel: notifyChannel, Payload: schema, Interval: cfg.NotifyInterval, Timeout: cfg.BackendTimeout,
+			OnError: func(err error) { logger.Warn("debounced NOTIFY failed; retrying", "err", err) },
+		}
+	}
+	return s
 }
 
 // Capabilities implements eventstore.Backend.
@@ -52,9 +67,17 @@ func (s *store) Capabilities() eventstore.Capabilities {
 // (stream_id, version): the second waits on the primary key until the first
 // commits, then fails with unique_violation (23505). That is the optimistic
 // lock; no row lock is taken on read.
+//
+// $6 is eventstore.notify for this statement's transaction only
+// (set_config's is_local): 'on' lets the events_notify trigger NOTIFY at
+// commit (NOTIFY_MODE=commit), 'off' silences it (debounced: the store
+// pokes its Debouncer after the commit), so the transaction takes no
+// notify lock. cur is evaluated before the statement's AFTER trigger
+// fires, and, holding a volatile function, is neither inlined nor pruned.
 const appendSQL = `
 WITH cur AS (
-    SELECT coalesce(max(version), -1) AS v FROM events WHERE stream_id = $1
+    SELECT coalesce(max(version), -1) AS v, set_config('eventstore.notify', $6, true) AS notify
+      FROM events WHERE stream_id = $1
 )
 INSERT INTO events (stream_id, version, event_type, data, metadata)
 SELECT $1, cur.v + e.n, e.t, e.d::jsonb, e.m::jsonb
@@ -98,12 +121,27 @@ func (s *store) Append(ctx context.Context, stream string, expected eventstore.E
 			}
 			return eventstore.AppendResult{}, &eventstore.WrongExpectedVersionError{Stream: stream, Expected: expected, Actual: actual}
 		}
+		s.committed()
 		return res, nil
 	}
 }
 
+// committed wakes the subscriptions after an append committed, in
+// debounced mode: this instance's at once, every instance's through the
+// Debouncer's next NOTIFY. In commit mode the trigger's NOTIFY does both.
+func (s *store) committed() {
+	if s.notifier != nil {
+		s.hub.wake()
+		s.notifier.Poke()
+	}
+}
+
 func (s *store) tryAppend(ctx context.Context, stream string, types, data, meta []string, cond *int64) (eventstore.AppendResult, int, error) {
-	rows, err := s.pool.Query(ctx, appendSQL, stream, types, data, meta, cond)
+	notify := "on"
+	if s.notifier != nil {
+		notify = "off"
+	}
+	rows, err := s.pool.Query(ctx, appendSQL, stream, types, data, meta, cond, notify)
 	if err != nil {
 		return eventstore.AppendResult{}, 0, err
 	}

@@ -5,7 +5,10 @@
 // services/kit/contract/queue, also at GET /openapi.yaml) on :8082, beside
 // rabbitmq, which serves the same contract on RabbitMQ. POST /tasks
 // writes the task's record and its queue row in one statement (the
-// transactional outbox for free) and NOTIFYs. In-process workers
+// transactional outbox for free); a debouncer NOTIFYs after the commit, at
+// most once per NOTIFY_INTERVAL, because a pg_notify in every enqueue
+// transaction serializes commits (NOTIFY_MODE=commit keeps it there, for
+// comparison). In-process workers
 // (WORKERS) claim due rows in batches with FOR UPDATE SKIP LOCKED under a
 // renewed lease (an expired lease is rescued), are woken by LISTEN on a
 // dedicated, reconnecting connection (DATABASE_LISTEN_URL) with a sweep

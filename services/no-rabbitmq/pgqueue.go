@@ -14,6 +14,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
@@ -21,8 +22,13 @@ import (
 
 // enqueueSQL records the tasks and queues them in ONE statement, hence one
 // implicit transaction: the record and its queue entry commit together
-// (the transactional outbox, for free). pg_notify is transactional too: the
-// listeners hear it only if the statement commits.
+// (the transactional outbox, for free). With $7 true (NOTIFY_MODE=commit)
+// it also calls pg_notify, which is transactional: the listeners hear it
+// only if the statement commits, but every such commit takes Postgres's
+// database-wide notify lock, so enqueues serialize at commit. With $7
+// false (debounced) the one-time filter leaves pg_notify unevaluated, the
+// transaction queues no notification and takes no lock, and the caller
+// pokes the Debouncer after the commit.
 const enqueueSQL = `
 WITH t AS (
     INSERT INTO tasks (id, kind, payload, fail_times, status, enqueued_at)
@@ -34,7 +40,7 @@ WITH t AS (
     INSERT INTO queue_jobs (task_id, run_at, fail_times, enqueued_at)
     SELECT id, now(), fail_times, enqueued_at FROM t
 )
-SELECT pg_notify($6, '')`
+SELECT pg_notify($6, '') WHERE $7::boolean`
 
 // claimSQL takes up to $1 due rows in one round trip. FOR UPDATE SKIP
 // LOCKED makes concurrent claimers (other workers, other instances) skip
@@ -151,6 +157,9 @@ type pgQueue struct {
 	log         *slog.Logger
 	hub         *waiter.Hub
 	channel     string // NOTIFY channel, per schema
+	// notifier sends the debounced NOTIFYs (NOTIFY_MODE=debounced); nil
+	// in commit mode, where the enqueue statement notifies.
+	notifier *pglisten.Debouncer
 
 	wake      chan struct{} // pokes the fetcher; capacity 1
 	capacity  int64
@@ -172,7 +181,9 @@ type pgQueue struct {
 	stopOnce                sync.Once
 }
 
-func newPGQueue(pool, wpool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Logger) *pgQueue {
+// newPGQueue returns a stopped queue on pool (requests) and wpool (the
+// workers' machinery); npool, if not nil, carries the debounced NOTIFYs.
+func newPGQueue(pool, wpool, npool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Logger) *pgQueue {
 	capacity := int64(cfg.Worker.Workers + cfg.ClaimBatch)
 	q := &pgQueue{
 		Store: records.Store{Pool: pool}, pool: pool, wpool: wpool, cfg: cfg, stats: st, log: log,
@@ -184,6 +195,12 @@ func newPGQueue(pool, wpool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *
 		jobs:          make(chan job, capacity),
 		results:       make(chan result, capacity),
 		completerDone: make(chan struct{}),
+	}
+	if npool != nil {
+		q.notifier = &pglisten.Debouncer{
+			DB: npool, Channel: q.channel, Interval: cfg.NotifyInterval, Timeout: cfg.BackendTimeout,
+			OnError: func(err error) { log.Warn("debounced NOTIFY failed; retrying", "err", err) },
+		}
 	}
 	q.fetchCtx, q.fetchCancel = context.WithCancel(context.Background())
 	q.hardCtx, q.hardCancel = context.WithCancel(context.Background())
@@ -300,10 +317,10 @@ func (q *pgQueue) poke() {
 // Enqueue implements queue.Backend: one statement records and queues.
 func (q *pgQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 	ids, kinds, payloads, fails, at := records.TaskColumns(tasks)
-	if _, err := q.pool.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel); err != nil {
+	if _, err := q.pool.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel, q.notifier == nil); err != nil {
 		return postgres.MapError("enqueue", err)
 	}
-	q.poke() // this instance's fetcher need not wait for the notification
+	q.committed()
 	return nil
 }
 
@@ -316,14 +333,24 @@ func (q *pgQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error
 			return queue.ErrFaultInjected
 		}
 		ids, kinds, payloads, fails, at := records.TaskColumns([]queue.NewTask{p.Task})
-		_, err := tx.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel)
+		_, err := tx.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel, q.notifier == nil)
 		return postgres.MapError("enqueue payment task", err)
 	})
 	if err != nil {
 		return err
 	}
-	q.poke()
+	q.committed()
 	return nil
+}
+
+// committed wakes the workers after an enqueue committed: this instance's
+// fetcher directly (it need not wait for a notification) and, in debounced
+// mode, every instance's through the Debouncer's next NOTIFY.
+func (q *pgQueue) committed() {
+	q.poke()
+	if q.notifier != nil {
+		q.notifier.Poke()
+	}
 }
 
 // fetch claims due rows while there is capacity, and otherwise sleeps until

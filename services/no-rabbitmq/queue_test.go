@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,10 +35,16 @@ func (sc schema) start(t testing.TB, s conformance.Settings, env map[string]stri
 }
 
 // assemble assembles an instance on the schema with env on top of s.
+// NOTIFY_MODE in the test process's environment applies to every instance
+// whose test does not set it: `NOTIFY_MODE=commit go test ./...` runs the
+// suites in the other mode.
 func (sc schema) assemble(t testing.TB, s conformance.Settings, env map[string]string) (*pgQueue, *service.Service) {
 	t.Helper()
-	return servicetest.Assembled(t, readConfig, assemble,
-		map[string]string{"DATABASE_URL": sc.url, "DATABASE_SCHEMA": sc.name, "SHUTDOWN_TIMEOUT": "10s"}, s.Env(), env)
+	base := map[string]string{"DATABASE_URL": sc.url, "DATABASE_SCHEMA": sc.name, "SHUTDOWN_TIMEOUT": "10s"}
+	if mode := os.Getenv("NOTIFY_MODE"); mode != "" {
+		base["NOTIFY_MODE"] = mode
+	}
+	return servicetest.Assembled(t, readConfig, assemble, base, s.Env(), env)
 }
 
 // newTarget starts a conformance.Target: one instance at a time on one

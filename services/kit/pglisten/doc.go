@@ -13,4 +13,11 @@
 // The connection must be a direct session with Postgres: a pooled
 // connection is shared (LISTEN is per session), and through pgbouncer in
 // transaction mode LISTEN "works" and then silently receives nothing.
+//
+// The sending half is Debouncer: a pg_notify inside a committing
+// transaction takes a database-wide lock at commit and serializes every
+// such commit, so writers that commit fast commit without it and poke a
+// Debouncer, which sends at most one NOTIFY per interval, after the
+// commits it announces (NOTIFY_MODE=debounced in the services; "commit"
+// keeps the NOTIFY in the transaction).
 package pglisten
