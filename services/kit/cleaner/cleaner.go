@@ -9,6 +9,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -232,4 +233,15 @@ func (c *Cleaner) markRun(unix int64) {
 	if d := unix - cur; d > 0 {
 		c.stats.Add(StatLastRun, d)
 	}
+}
+
+// Attach creates the service's cleaner of jobs on its /stats, registers
+// Close as an OnStop hook and starts it. Call it last in a service's
+// assembly, after the pool the jobs use is registered, so that the hooks,
+// which run in reverse, stop the cleaner before that pool closes.
+func Attach(svc *service.Service, cfg Config, jobs ...Job) *Cleaner {
+	c := New(cfg, svc.Stats, svc.Logger, jobs...)
+	svc.OnStop("retention cleaner", c.Close)
+	c.Start()
+	return c
 }
