@@ -12,6 +12,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
@@ -102,6 +103,12 @@ type Config struct {
 	// Env CONSUMER_MAX_BATCH; default logc.DefaultMaxBatch, at most
 	// logc.MaxMaxBatch.
 	MaxBatch int
+	// Retention holds EVENT_RETENTION (default
+	// logc.DefaultEventRetention; 0 keeps every event),
+	// RETENTION_INTERVAL and RETENTION_BATCH: delivered events and then
+	// their deliveries rows are removed that long after delivery, as on
+	// the other side of the pair.
+	Retention cleaner.Config
 }
 
 // readConfig reads and validates Config; the error names every bad
@@ -121,6 +128,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		BatchTimeout:      r.Duration("KAFKA_BATCH_TIMEOUT", DefaultBatchTimeout),
 		SynchronousCommit: r.Enum("SYNCHRONOUS_COMMIT", logc.DefaultSynchronousCommit, logc.SynchronousCommits...),
 		MaxBatch:          r.Int("CONSUMER_MAX_BATCH", logc.DefaultMaxBatch),
+		Retention:         cleaner.ReadConfig(r, "EVENT_RETENTION", logc.DefaultEventRetention),
 	}
 	for i, b := range c.Brokers {
 		c.Brokers[i] = strings.TrimSpace(b)
@@ -245,6 +253,8 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	svc.OnStop("kafka consumer", cons.Stop)
 	svc.Ready("kafka", ping(cfg))
 	cons.Start()
+	// Last: its Close hook runs first, before the pools close.
+	cleaner.Attach(svc, cfg.Retention, store.CleanerJobs()...)
 	return svc, &app{backend: b, consumer: cons}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
@@ -78,6 +79,12 @@ type Config struct {
 	// INSERT. Env CONSUMER_MAX_BATCH; default logc.DefaultMaxBatch, at
 	// most logc.MaxMaxBatch.
 	MaxBatch int
+	// Retention holds EVENT_RETENTION (default
+	// logc.DefaultEventRetention; 0 keeps every event),
+	// RETENTION_INTERVAL and RETENTION_BATCH: delivered events and then
+	// their deliveries rows are removed that long after delivery, as on
+	// the other side of the pair.
+	Retention cleaner.Config
 	// SlotCreateTimeout bounds creating the slot at start (it waits for
 	// transactions running at that moment to end). Env
 	// SLOT_CREATE_TIMEOUT; default DefaultSlotCreateTimeout.
@@ -96,6 +103,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		StatusInterval:    r.Duration("STANDBY_STATUS_INTERVAL", DefaultStatusInterval),
 		SynchronousCommit: r.Enum("SYNCHRONOUS_COMMIT", logc.DefaultSynchronousCommit, logc.SynchronousCommits...),
 		MaxBatch:          r.Int("CONSUMER_MAX_BATCH", logc.DefaultMaxBatch),
+		Retention:         cleaner.ReadConfig(r, "EVENT_RETENTION", logc.DefaultEventRetention),
 		SlotCreateTimeout: r.Duration("SLOT_CREATE_TIMEOUT", DefaultSlotCreateTimeout),
 	}
 	c.ReplicationURL = r.URL("REPLICATION_URL", c.Postgres.URL, "postgres", "postgresql")
@@ -182,6 +190,8 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		return nil
 	})
 	cons.Start()
+	// Last: its Close hook runs first, before the pools close.
+	cleaner.Attach(svc, cfg.Retention, store.CleanerJobs()...)
 	return svc, cons, nil
 }
 

@@ -10,8 +10,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
@@ -71,6 +73,12 @@ type Config struct {
 	// PAYLOAD_LIMIT and FAULTS, shared with the rabbitmq side (defaults in
 	// package queue).
 	Worker queue.WorkerConfig
+	// Retention holds TASK_RETENTION (default
+	// records.DefaultTaskRetention; 0 keeps every record),
+	// RETENTION_INTERVAL and RETENTION_BATCH: done task records are
+	// removed that long after processing, as on the other side of the
+	// pair.
+	Retention cleaner.Config
 	// ListenURL is the connection string of the dedicated LISTEN
 	// connection. It must reach Postgres directly: through pgbouncer in
 	// transaction mode LISTEN succeeds and then silently receives nothing.
@@ -121,6 +129,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		Common:         service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
 		Postgres:       postgres.ReadConfig(r, DefaultSchema),
 		Worker:         queue.ReadWorkerConfig(r),
+		Retention:      cleaner.ReadConfig(r, "TASK_RETENTION", records.DefaultTaskRetention),
 		ClaimBatch:     r.Int("CLAIM_BATCH", DefaultClaimBatch),
 		Lease:          r.Duration("LEASE", DefaultLease),
 		PollInterval:   r.Duration("POLL_INTERVAL", DefaultPollInterval),
@@ -220,6 +229,8 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		closePools()
 		return nil, nil, err
 	}
+	// Last: its Close hook runs first, before the pools close.
+	cleaner.Attach(svc, cfg.Retention, records.Store{Pool: pool}.CleanerJob())
 	return svc, q, nil
 }
 

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
@@ -67,6 +69,12 @@ type Config struct {
 	// PAYLOAD_LIMIT and FAULTS, shared with the no-rabbitmq side (defaults
 	// in package queue).
 	Worker queue.WorkerConfig
+	// Retention holds TASK_RETENTION (default
+	// records.DefaultTaskRetention; 0 keeps every record),
+	// RETENTION_INTERVAL and RETENTION_BATCH: done task records are
+	// removed that long after processing, as on the other side of the
+	// pair.
+	Retention cleaner.Config
 	// RabbitMQURL is the AMQP 0-9-1 URL. Env RABBITMQ_URL; default
 	// DefaultRabbitMQURL.
 	RabbitMQURL string
@@ -111,6 +119,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		Common:      service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
 		Postgres:    postgres.ReadConfig(r, DefaultSchema),
 		Worker:      queue.ReadWorkerConfig(r),
+		Retention:   cleaner.ReadConfig(r, "TASK_RETENTION", records.DefaultTaskRetention),
 		RabbitMQURL: r.URL("RABBITMQ_URL", DefaultRabbitMQURL, "amqp", "amqps"),
 		DialTimeout: r.Duration("RABBITMQ_DIAL_TIMEOUT", DefaultDialTimeout),
 		Heartbeat:   r.Duration("RABBITMQ_HEARTBEAT", DefaultHeartbeat),
@@ -179,6 +188,8 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,
 		Timeout: cfg.BackendTimeout,
 	})
+	// Last: its Close hook runs first, before the pool closes.
+	cleaner.Attach(svc, cfg.Retention, records.Store{Pool: pool}.CleanerJob())
 	return svc, q, nil
 }
 

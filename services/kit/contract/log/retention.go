@@ -1,0 +1,68 @@
+package log
+
+import (
+	"context"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
+)
+
+// DefaultEventRetention is EVENT_RETENTION's default: how long an event
+// stays readable after the consumer observed it.
+const DefaultEventRetention = 24 * time.Hour
+
+// deleteDeliveredSQL removes up to $2 events the consumer observed more
+// than $1 microseconds ago, oldest delivery first, through the index
+// deliveries_delivered_at (migration 0003). An event without a deliveries
+// row was never delivered and is never picked, whatever its age. Its
+// deliveries row stays (see deleteDedupSQL), so a redelivery in between is
+// still a duplicate.
+const deleteDeliveredSQL = `
+DELETE FROM messages
+ WHERE id = ANY(ARRAY(
+        SELECT d.id FROM deliveries d
+         WHERE d.delivered_at < now() - $1 * interval '1 microsecond'
+           AND EXISTS (SELECT 1 FROM messages m WHERE m.id = d.id)
+         ORDER BY d.delivered_at
+         LIMIT $2))`
+
+// deleteDedupSQL removes up to $2 deliveries rows older than the retention
+// whose event is gone: the dedup record of events the cleaner already
+// removed (or of events redelivered after their removal, which the
+// consumer records again as new). Rows of events still present are left
+// for deleteDeliveredSQL, so GET /events/{id} never shows a delivered
+// event as undelivered.
+const deleteDedupSQL = `
+DELETE FROM deliveries
+ WHERE id = ANY(ARRAY(
+        SELECT d.id FROM deliveries d
+         WHERE d.delivered_at < now() - $1 * interval '1 microsecond'
+           AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.id)
+         ORDER BY d.delivered_at
+         LIMIT $2))`
+
+// DeleteDelivered removes at most limit events delivered more than
+// olderThan ago and returns how many it removed. Undelivered events are
+// never removed.
+func (s *Records) DeleteDelivered(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, deleteDeliveredSQL, olderThan.Microseconds(), limit)
+	return tag.RowsAffected(), err
+}
+
+// DeleteDedup removes at most limit deliveries rows older than olderThan
+// whose event is already removed, and returns how many it removed.
+func (s *Records) DeleteDedup(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, deleteDedupSQL, olderThan.Microseconds(), limit)
+	return tag.RowsAffected(), err
+}
+
+// CleanerJobs are the cleaner's jobs over the pair's records, in the
+// order a pass must run them: the events first, then their dedup rows
+// (counted in /stats as retention_removed_messages and
+// retention_removed_deliveries).
+func (s *Records) CleanerJobs() []cleaner.Job {
+	return []cleaner.Job{
+		{Name: "messages", Delete: s.DeleteDelivered},
+		{Name: "deliveries", Delete: s.DeleteDedup},
+	}
+}
