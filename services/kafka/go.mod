@@ -3,7 +3,6 @@ module github.com/where-postgres-ends/where-postgres-ends/services/kafka
 go 1.26.0
 
 require (
-	github.com/jackc/pgx/v5 v5.13.0
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/where-postgres-ends/where-postgres-ends/migrations v0.0.0
 	github.com/where-postgres-ends/where-postgres-ends/services/kit v0.0.0
@@ -21,6 +20,7 @@ require (
 	github.com/jackc/pgerrcode v0.0.0-20240316143900-6e2875d9b438 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.13.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/mfridman/interpolate v0.2.0 // indirect

@@ -1,125 +1,15 @@
 package main
 
 import (
-	"net/http"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
 )
 
-// TestRetentionRemovesOnlyDeliveredEventsPastIt is no-kafka's test of
-// the same name, on this side: it runs the cleaner on the real server (and
-// a real consumer group): an event delivered before EVENT_RETENTION is gone (404,
-// and its deliveries row), one delivered inside it reads back, and an
-// undelivered event stays whatever its age, also under a retention of
-// 1ms. Rows are backdated rather than waited for.
+// TestRetentionRemovesOnlyDeliveredEventsPastIt runs the log pair's
+// retention check (conformance.Retention) on this side.
 func TestRetentionRemovesOnlyDeliveredEventsPastIt(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, map[string]string{"EVENT_RETENTION": "1h", "RETENTION_INTERVAL": "20ms"})
-	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
-	ids := writeDelivered(t, tg.URL(), 3)
-	old, fresh, undelivered := ids[0], ids[1], ids[2]
-	exec(t, pool, `UPDATE deliveries SET delivered_at = now() - interval '2 hours' WHERE id = $1`, old)
-	// Undelivered, as a row whose produce failed (kafka) would be, and
-	// as old as can be.
-	exec(t, pool, `DELETE FROM deliveries WHERE id = $1`, undelivered)
-	exec(t, pool, `UPDATE messages SET created_at = now() - interval '30 days' WHERE id = $1`, undelivered)
-
-	kittest.Eventually(t, 10*time.Second, "the event delivered past retention and its deliveries row removed", func() bool {
-		return eventStatus(t, tg.URL(), old) == http.StatusNotFound && countRows(t, pool, `SELECT count(*) FROM deliveries WHERE id = $1`, old) == 0
-	})
-	for _, n := range []string{"messages", "deliveries"} {
-		if got := counter(t, tg.URL(), cleaner.StatRemovedPrefix+n); got < 1 {
-			t.Errorf("/stats %s%s = %d, want at least 1", cleaner.StatRemovedPrefix, n, got)
-		}
-	}
-	if last := counter(t, tg.URL(), cleaner.StatLastRun); time.Since(time.Unix(last, 0)) > time.Minute {
-		t.Errorf("/stats %s = %d, want about now", cleaner.StatLastRun, last)
-	}
-	if s := eventStatus(t, tg.URL(), fresh); s != http.StatusOK {
-		t.Errorf("GET /events/%s (delivered inside retention) = %d, want 200", fresh, s)
-	}
-	if s := eventStatus(t, tg.URL(), undelivered); s != http.StatusOK {
-		t.Errorf("GET /events/%s (undelivered) = %d, want 200", undelivered, s)
-	}
-
-	// A retention of 1ms: every delivered event goes, the undelivered one stays.
-	tg.Env["EVENT_RETENTION"] = "1ms"
-	tg.Restart(t)
-	kittest.Eventually(t, 10*time.Second, "the fresh event and its deliveries row removed at 1ms", func() bool {
-		return eventStatus(t, tg.URL(), fresh) == http.StatusNotFound && countRows(t, pool, `SELECT count(*) FROM deliveries WHERE id = $1`, fresh) == 0
-	})
-	passes := counter(t, tg.URL(), cleaner.StatPasses)
-	kittest.Eventually(t, 10*time.Second, "two more passes", func() bool { return counter(t, tg.URL(), cleaner.StatPasses) >= passes+2 })
-	if s := eventStatus(t, tg.URL(), undelivered); s != http.StatusOK {
-		t.Errorf("GET /events/%s (undelivered) = %d at a 1ms retention, want 200: an undelivered event was removed", undelivered, s)
-	}
-	if e := counter(t, tg.URL(), cleaner.StatErrors); e != 0 {
-		t.Errorf("/stats %s = %d", cleaner.StatErrors, e)
-	}
-}
-
-// writeDelivered writes n events in one batch, waits until each is
-// delivered, and returns their ids.
-func writeDelivered(t testing.TB, base string, n int) []string {
-	t.Helper()
-	events := make([]map[string]any, n)
-	for i := range events {
-		events[i] = map[string]any{"type": "retention", "key": "k"}
-	}
-	var out struct {
-		Events []struct {
-			ID string `json:"id"`
-		} `json:"events"`
-	}
-	if s, raw := kittest.Do(t, http.MethodPost, base+"/events/batch", map[string]any{"events": events}, &out); s != http.StatusCreated || len(out.Events) != n {
-		t.Fatalf("POST /events/batch = %d %s", s, raw)
-	}
-	ids := make([]string, n)
-	for i, e := range out.Events {
-		ids[i] = e.ID
-		if s, raw := kittest.Do(t, http.MethodGet, base+"/events/"+e.ID+"/wait?timeout=20s", nil, nil); s != http.StatusOK {
-			t.Fatalf("wait for %s: %d %s", e.ID, s, raw)
-		}
-	}
-	return ids
-}
-
-// exec runs one statement on the test's schema.
-func exec(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) {
-	t.Helper()
-	if _, err := pool.Exec(t.Context(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
-
-// countRows runs a count query.
-func countRows(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := pool.QueryRow(t.Context(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
-}
-
-// eventStatus is GET /events/{id}'s status code.
-func eventStatus(t testing.TB, base, id string) int {
-	t.Helper()
-	s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+id, nil, nil)
-	return s
-}
-
-// counter reads one /stats counter.
-func counter(t testing.TB, base, name string) int64 {
-	t.Helper()
-	var st struct {
-		Counters map[string]int64 `json:"counters"`
-	}
-	kittest.Do(t, http.MethodGet, base+"/stats", nil, &st)
-	return st.Counters[name]
+	conformance.Retention(t, tg, tg.Env)
 }
