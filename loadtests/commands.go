@@ -31,7 +31,7 @@ var loadCommands = map[string]string{
 	"queue":     "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
 	"log":       "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
 	"documents": "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
-	"results":   "run queue, log, documents and the event-store bench at the make-results size, then write RESULTS.md and README.md's findings",
+	"results":   "run queue, log, documents, the throughput scenario and the event-store bench at the make-results size, then write RESULTS.md and README.md's findings",
 	"demo":      "drive every pair briefly and print one side-by-side table per pair",
 	"report":    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
 }
@@ -170,10 +170,15 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		dur = 5 * time.Second
 	case "demo":
 		dur = 10 * time.Second
+	case "throughput":
+		dur = scenario.ThroughputDefaults.Duration
 	}
 	rounds := 3
-	if cmd == "demo" {
+	switch cmd {
+	case "demo":
 		rounds = 1
+	case "throughput":
+		rounds = scenario.ThroughputDefaults.Rounds
 	}
 	c.register(fs, rounds, dur)
 	var qo, lo scenario.RateOptions
@@ -204,6 +209,10 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		sizes = fs.String("sizes", formatSizes(d.Sizes), "documents: profile sizes rewritten")
 		rwRates = fs.String("rewrite-rates", formatRates(d.RewriteRates), "documents: rewrites (then neighbour patches) per second, per size")
 		fs.IntVar(&do.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")
+	}
+	var tf *throughputFlags
+	if cmd == "throughput" || cmd == "results" {
+		tf = registerThroughput(fs, cmd)
 	}
 	var inputs *string
 	if cmd == "report" {
@@ -258,6 +267,12 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	if err != nil {
 		return err
 	}
+	var to scenario.ThroughputOptions
+	if tf != nil {
+		if to, err = tf.options(c, root); err != nil {
+			return err
+		}
+	}
 	env, cleanup, err := newEnv(c, root)
 	if err != nil {
 		return err
@@ -273,7 +288,9 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		case "documents":
 			steps = []step{{"documents", do.Estimate()}}
 		case "results":
-			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices))}}
+			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"throughput", to.Estimate(c.settle)}, {"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices))}}
+		case "throughput":
+			steps = []step{{"throughput", to.Estimate(c.settle)}}
 		case "demo":
 			steps = []step{{"queue", qd.Estimate(c.settle)}, {"log", ld.Estimate(c.settle)}, {"documents", do.Estimate()}}
 		}
@@ -287,8 +304,10 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		return runPair(ctx, c, env, root, "log", args, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) })
 	case "documents":
 		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) })
+	case "throughput":
+		return runThroughput(ctx, c, env, root, args, to)
 	case "results":
-		return runResults(ctx, c, env, root, args, qo, lo, do)
+		return runResults(ctx, c, env, root, args, qo, lo, do, to)
 	case "demo":
 		return runDemo(ctx, c, env, root, qd, ld, do)
 	}
@@ -415,7 +434,7 @@ func stopPair(env *scenario.Env, p scenario.Pair) {
 	}
 }
 
-func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions) error {
+func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions, to scenario.ThroughputOptions) error {
 	var files []string
 	for _, step := range []struct {
 		pair string
@@ -425,6 +444,10 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 		{"queue", scenario.QueuePair, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, qo) }},
 		{"log", scenario.LogPair, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) }},
 		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
+		// Stops each pair's services itself; its Pair is empty.
+		{"throughput", scenario.Pair{}, func(run *driver.Run) error {
+			return scenario.RunThroughput(ctx, env, run, to, func(p scenario.Pair) { stopPair(env, p) })
+		}},
 	} {
 		before := newest(c.resultsDir, step.pair)
 		err := runPair(ctx, c, env, root, step.pair, args, step.fn)
@@ -595,7 +618,7 @@ func writeReport(c common, inputs string) error {
 	if inputs != "" {
 		files = strings.Split(inputs, ",")
 	} else {
-		for _, p := range []string{"queue", "log", "documents"} {
+		for _, p := range []string{"queue", "log", "documents", "throughput"} {
 			if f := newest(c.resultsDir, p); f != "" {
 				files = append(files, f)
 			}
@@ -631,7 +654,7 @@ func writeReport(c common, inputs string) error {
 
 // loadUsage lists the load commands.
 func loadUsage(w io.Writer) {
-	for _, k := range []string{"queue", "log", "documents", "results", "demo", "report"} {
+	for _, k := range []string{"queue", "log", "documents", "throughput", "results", "demo", "report"} {
 		fmt.Fprintf(w, "%-10s %s\n", k, loadCommands[k])
 	}
 	fmt.Fprintln(w, "\nrun `go run ./loadtests <command> -h` for a command's flags")

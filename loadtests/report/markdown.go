@@ -22,7 +22,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, now 
 		byCmd[r.Command] = r
 	}
 	var rs []*driver.Run
-	for _, c := range []string{"queue", "log", "documents"} {
+	for _, c := range []string{"queue", "log", "documents", "throughput"} {
 		if r := byCmd[c]; r != nil {
 			rs = append(rs, r)
 		}
@@ -96,6 +96,10 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	}
 
 	for _, r := range rs {
+		if r.Command == "throughput" {
+			b.WriteString(ThroughputSection(r))
+			continue
+		}
 		w("\n## %s\n\n", pairTitles[r.Command])
 		if settings := settingsLine(r); settings != "" {
 			w("Settings: %s.\n\n", settings)
