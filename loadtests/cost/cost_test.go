@@ -113,7 +113,8 @@ func TestPostgres(t *testing.T) {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		t.Fatalf("Postgres at %s: %v", url, err)
+		// go test ./loadtests/... runs without the stack (docs/loadtests.md).
+		t.Skipf("no Postgres at DATABASE_URL or the stack's default (make up): %v", err)
 	}
 	defer conn.Close(ctx)
 	var backend int

@@ -125,8 +125,9 @@ func throughputPoints(r *driver.Run, pair string) []*driver.Point {
 	return out
 }
 
-// costProcesses lists, per side, the process groups counted and how each
-// was found, from the run's cost_processes setting.
+// costProcesses lists the process groups counted and how each was
+// found, from the run's cost_processes setting: the servers once (every
+// side counts the same ones), then each side's service.
 func costProcesses(r *driver.Run) string {
 	raw, err := json.Marshal(r.Settings[scenario.CostProcessesSetting])
 	if err != nil {
@@ -140,23 +141,32 @@ func costProcesses(r *driver.Run) string {
 	if json.Unmarshal(raw, &by) != nil || len(by) == 0 {
 		return ""
 	}
-	var parts []string
+	describe := func(label string, pids []int, source string) string {
+		if len(pids) == 0 {
+			return label + " " + source
+		}
+		return fmt.Sprintf("%s pid %s (%s)", label, joinInts(pids), source)
+	}
+	var servers, services []string
+	seen := map[string]bool{}
 	for _, tp := range throughputPairs {
-		for _, p := range throughputPoints(r, tp.pair)[:min(1, len(throughputPoints(r, tp.pair)))] {
-			for _, side := range p.Sides {
-				var gs []string
-				for _, g := range by[side] {
-					if len(g.PIDs) == 0 {
-						gs = append(gs, fmt.Sprintf("%s %s", costLabels[g.Name], g.Source))
-						continue
-					}
-					gs = append(gs, fmt.Sprintf("%s pid %s (%s)", costLabels[g.Name], joinInts(g.PIDs), g.Source))
+		ps := throughputPoints(r, tp.pair)
+		if len(ps) == 0 {
+			continue
+		}
+		for _, side := range ps[0].Sides {
+			for _, g := range by[side] {
+				switch {
+				case g.Name == "service":
+					services = append(services, describe(side, g.PIDs, g.Source))
+				case !seen[g.Name]:
+					seen[g.Name] = true
+					servers = append(servers, describe(costLabels[g.Name], g.PIDs, g.Source))
 				}
-				parts = append(parts, side+": "+strings.Join(gs, ", "))
 			}
 		}
 	}
-	return md(strings.Join(parts, "; "))
+	return md(strings.Join(append(servers, services...), "; "))
 }
 
 func joinInts(v []int) string {

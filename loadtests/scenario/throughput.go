@@ -202,12 +202,6 @@ func (s ThroughputScenario) costSet(ctx context.Context, e *Env, svc, stackDir s
 	pg := cost.Postgres(stackDir, backendPID(ctx, e.PostgresURL))
 	rmq, kafka := cost.RabbitMQ(stackDir), cost.Kafka(stackDir)
 	rmq.Name, kafka.Name = "rabbitmq", "kafka"
-	if len(rmq.Roots) > 0 {
-		rmq.Source += " (beam.smp)"
-	}
-	if len(kafka.Roots) > 0 {
-		kafka.Source += " (java)"
-	}
 	return cost.Set{service, pg, rmq, kafka}
 }
 
