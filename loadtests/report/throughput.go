@@ -59,8 +59,8 @@ func ThroughputSection(r *driver.Run) string {
 	w("%v closed-loop senders per side post batches to the batch endpoints for %v s per point (%v round(s), sides interleaved); the next batch leaves as soon as the last one is answered. ",
 		r.Settings["senders"], r.Settings["duration_s"], r.Settings["rounds"])
 	w("**accepted/s** counts the items of 2xx answers over the loop; **end-to-end/s** is what the service processed or delivered (its /stats counters), the higher of two lower bounds: over the loop alone, and from the loop's start until the backlog drained. ")
-	w("End-to-end p50/p99 are the services' own HdrHistograms (send→processed, write→delivered); request p50/p99 is each batch request's round trip. ")
-	w("**CPU-s per 1,000 items** is utime+stime from /proc/<pid>/stat of each process tree (a root, its children, and the children it reaped), sampled before the loop and after the backlog drained, divided by the items the service accepted (by those that went through when it did not drain). The driver runs on the same machine; the Postgres figure counts every process of the server, so anything else using it at the time counts too.\n\n")
+	w("Rates show the median across rounds with the min–max; latencies and costs the median. End-to-end p50/p99 are the services' own HdrHistograms (send→processed, write→delivered); request p50/p99 is each batch request's round trip. ")
+	w("**CPU-s per 1,000 items** is utime+stime from /proc/<pid>/stat of each process tree (a root, its children, and the children it reaped), sampled before the loop and after the backlog drained, divided by the items the service accepted; on a row marked \"backlog left\" (the backlog did not drain within the settle bound), by the items that went through, an upper bound since the intake of the others counts too. The driver runs on the same machine; the Postgres figure counts every process of the server, so anything else using it at the time counts too.\n\n")
 	if procs := costProcesses(r); procs != "" {
 		w("Processes counted: %s.\n\n", procs)
 	}
@@ -87,8 +87,18 @@ func ThroughputSection(r *driver.Run) string {
 					a, ok := m.Sides[side]
 					return a, ok
 				}
+				// Rates with their range across rounds; latencies and
+				// costs as medians, to keep the table readable (the JSON
+				// has every round).
 				c := func(metric string) string { return cell(get(metric)) }
-				pair := func(m1, m2 string) string { return c(m1) + " / " + c(m2) }
+				med := func(metric string) string {
+					a, ok := get(metric)
+					if !ok {
+						return "–"
+					}
+					return num(a.Median)
+				}
+				pair := func(m1, m2 string) string { return med(m1) + " / " + med(m2) }
 				e2e := c(scenario.MetricEndToEnd)
 				if d, ok := get("drained"); ok && d.Min < 1 {
 					e2e += " (backlog left)"
@@ -96,7 +106,7 @@ func ThroughputSection(r *driver.Run) string {
 				w("| %s | %s | %s | %s | %s | %s |", strings.TrimPrefix(p.Name, "batch "), SideLabel(r, side), c(scenario.MetricAccepted), e2e,
 					pair(lat+".p50_ms", lat+".p99_ms"), pair("client.p50_ms", "client.p99_ms"))
 				for _, g := range groups {
-					w(" %s |", c("cpu."+g+".per_1k"))
+					w(" %s |", med("cpu."+g+".per_1k"))
 				}
 				w("\n")
 			}

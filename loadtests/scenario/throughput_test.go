@@ -43,8 +43,8 @@ func strict(b []byte, v any) error {
 // counting the drain of the two largest batches.
 func TestThroughputDefaultsFitTheBudget(t *testing.T) {
 	e := ThroughputDefaults.Estimate(20 * time.Second)
-	if want := 2 * 4 * 2; e.Attacks != want {
-		t.Errorf("attacks %d, want %d (2 pairs × 4 sizes × 2 sides)", e.Attacks, want)
+	if want := 2 * 4 * 2 * ThroughputDefaults.Rounds; e.Attacks != want {
+		t.Errorf("attacks %d, want %d (2 pairs × 4 sizes × 2 sides × rounds)", e.Attacks, want)
 	}
 	if e.Typical > 4*time.Minute {
 		t.Errorf("typical %s, over the 4-minute budget", e.Typical)
