@@ -204,6 +204,7 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		sizes = fs.String("sizes", formatSizes(d.Sizes), "documents: profile sizes rewritten")
 		rwRates = fs.String("rewrite-rates", formatRates(d.RewriteRates), "documents: rewrites (then neighbour patches) per second, per size")
 		fs.IntVar(&do.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")
+		fs.BoolVar(&do.LZ4, "lz4", d.LZ4, "documents: measure the rewrite points again with TOAST_COMPRESSION=lz4 on the Postgres side")
 	}
 	var inputs *string
 	if cmd == "report" {
@@ -335,7 +336,7 @@ func resultsLog(qo scenario.RateOptions) scenario.RateOptions {
 func demoOptions(c common, do scenario.DocumentsOptions) (q, l scenario.RateOptions, d scenario.DocumentsOptions) {
 	q = scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{500}}
 	l = scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{200}}
-	do.Sizes, do.RewriteRates, do.RewriteUsers = []int{512 << 10}, []float64{5}, 2
+	do.Sizes, do.RewriteRates, do.RewriteUsers, do.LZ4 = []int{512 << 10}, []float64{5}, 2, false
 	return q, l, do
 }
 

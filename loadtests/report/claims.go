@@ -216,6 +216,10 @@ var claimTable = []claimSpec{
 		claim:    "Rewriting a 512 KB–2 MB profile costs 3.6–4.7× a neighbour-column patch on Postgres",
 		rule:     "no-mongodb's rewrite ÷ patch p50 within 2× of the range (1.8–9.4×) at every size",
 		evaluate: costRatioWithin("no-mongodb", 1.8, 9.4)},
+	{pair: "documents", short: "lz4 TOAST compression vs pglz",
+		claim:    "lz4 TOAST compression (PostgreSQL 14+) makes a large jsonb rewrite cheaper than the default pglz",
+		rule:     "no-mongodb's rewrite p50 with TOAST_COMPRESSION=lz4 below its rewrite p50 with pglz, at every size, in the same run",
+		evaluate: lz4BeatsPglz},
 	{pair: "documents", short: "rewrite ÷ patch on MongoDB", mongo: true,
 		claim:    "The same rewrite costs 1.9–2.4× a patch on MongoDB",
 		rule:     "mongodb's rewrite ÷ patch p50 within 2× of the range (0.95–4.8×) at every size",
@@ -304,6 +308,34 @@ func costRatioWithin(side string, lo, hi float64) func(claimInputs) outcome {
 		v, ok := median(p, "cost_ratio.p50", side)
 		return fmt.Sprintf("%s: %s×", p.Name, num(v)), ok && v >= lo && v <= hi
 	})
+}
+
+// lz4BeatsPglz compares the Postgres side's rewrite p50 and rewrite ÷
+// patch at each size of documents.rewrite (pglz) and
+// documents.rewrite_lz4.
+func lz4BeatsPglz(in claimInputs) outcome {
+	pg := in.rs.points("documents", "documents.rewrite")
+	if len(pg) == 0 || len(in.rs.points("documents", "documents.rewrite_lz4")) == 0 {
+		return outcome{missing: "no rewrite points with both pglz and lz4 (documents scenario with -lz4)"}
+	}
+	var parts []string
+	holds := true
+	for _, p := range pg {
+		l := in.rs.point("documents", "documents.rewrite_lz4", p.Name)
+		a, okA := median(p, "client.rewrite.p50_ms", "no-mongodb")
+		ra, _ := median(p, "cost_ratio.p50", "no-mongodb")
+		if l == nil {
+			return outcome{missing: "no lz4 rewrite point at " + p.Name}
+		}
+		b, okB := median(l, "client.rewrite.p50_ms", "no-mongodb")
+		rb, _ := median(l, "cost_ratio.p50", "no-mongodb")
+		if !okA || !okB {
+			return outcome{missing: "no rewrite p50 at " + p.Name}
+		}
+		parts = append(parts, fmt.Sprintf("%s: rewrite p50 %s ms (pglz, %s× a patch) vs %s ms (lz4, %s×)", p.Name, num(a), num(ra), num(b), num(rb)))
+		holds = holds && b < a
+	}
+	return outcome{measured: strings.Join(parts, "; "), holds: holds}
 }
 
 // Claims evaluates every claim of claimTable against the runs.
