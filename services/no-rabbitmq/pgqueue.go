@@ -165,6 +165,9 @@ type pgQueue struct {
 	capacity  int64
 	inflight  atomic.Int64
 	listening atomic.Bool
+	// listenErr is why the LISTEN connection last went down (a string),
+	// for /readyz and a failed start.
+	listenErr atomic.Value
 
 	mu   sync.Mutex
 	held map[string]struct{} // claimed, not yet completed: leases to renew
