@@ -65,5 +65,9 @@ func (r Results) PercentCell(service string, rate float64) string {
 	if !ok || lim <= 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.0f%% of %.0f/s", 100*rate/lim, lim)
+	pct := 100 * rate / lim
+	if pct < 10 {
+		return fmt.Sprintf("%.1f%% of %.0f/s", pct, lim)
+	}
+	return fmt.Sprintf("%.0f%% of %.0f/s", pct, lim)
 }

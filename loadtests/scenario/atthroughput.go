@@ -65,7 +65,11 @@ func (s RateScenario) batchLoad(n int) Load {
 // side's delivery path near its ceiling. It is meant for the log pair,
 // whose load is an event and whose batch endpoint takes {"events":[...]}.
 func (s RateScenario) AtThroughput(ctx context.Context, e *Env, run *driver.Run, o AtThroughputOptions) error {
-	run.Settings["at_throughput"] = o
+	run.Settings["at_throughput_batch"] = o.Batch
+	run.Settings["at_throughput_senders"] = o.Senders
+	run.Settings["at_throughput_measure_s"] = o.Measure.Seconds()
+	run.Settings["at_throughput_fractions"] = o.Fractions
+	run.Settings["at_throughput_duration_s"] = o.Duration.Seconds()
 	if err := e.Ensure(ctx, s.Pair.Services(), nil, nil); err != nil {
 		return err
 	}

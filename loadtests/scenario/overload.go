@@ -62,7 +62,9 @@ func (s RateScenario) Overload(ctx context.Context, e *Env, run *driver.Run, o O
 	if len(sides) == 0 {
 		return nil
 	}
-	run.Settings["overload"] = o
+	run.Settings["overload_multiples"] = o.Multiples
+	run.Settings["overload_duration_s"] = o.Duration.Seconds()
+	run.Settings["overload_rounds"] = o.Rounds
 	if err := e.Ensure(ctx, s.Pair.Services(), nil, nil); err != nil {
 		return err
 	}
