@@ -134,10 +134,14 @@ func rawMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "duration of each loop")
 	fs.IntVar(&o.Conns, "conns", o.Conns, "connections of the Postgres loops")
 	dir := fs.String("results", "results", "folder for the results JSON file")
+	only := fs.String("only", "", "comma-separated engines to measure (postgres, rabbitmq, kafka); default all")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	o.KafkaBrokers = strings.Split(*brokers, ",")
+	if *only != "" {
+		o.Only = strings.Split(*only, ",")
+	}
 	o.Log = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,9 @@ type Options struct {
 	// Name makes the scratch schema, queue and topic unique
 	// ("wpe_raw_<name>").
 	Name string
+	// Only, when not empty, limits the loops to these engines
+	// ("postgres", "rabbitmq", "kafka").
+	Only []string
 	// Log receives one line per loop; nil for none.
 	Log func(format string, args ...any)
 }
@@ -163,6 +167,9 @@ func Measure(ctx context.Context, o Options) (Results, error) {
 	for _, l := range loops {
 		if err := ctx.Err(); err != nil {
 			return res, err
+		}
+		if len(o.Only) > 0 && !slices.Contains(o.Only, l.engine) {
+			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, 6*o.Duration+60*time.Second)
 		rs, err := l.run(lctx, o)
