@@ -176,6 +176,7 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		rounds = 1
 	}
 	c.register(fs, rounds, dur)
+	x := registerExtras(fs, cmd)
 	var qo, lo scenario.RateOptions
 	var qRates, lRates *string
 	switch cmd {
@@ -278,18 +279,23 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		case "demo":
 			steps = []step{{"queue", qd.Estimate(c.settle)}, {"log", ld.Estimate(c.settle)}, {"documents", do.Estimate()}}
 		}
+		steps = x.plan(steps, c.settle)
 		env.Progress = newProgress(os.Stderr, cmd, c.settle, steps)
 	}
 
 	switch cmd {
 	case "queue":
-		return runPair(ctx, c, env, root, "queue", args, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, qo) })
+		return runPair(ctx, c, env, root, "queue", args, func(run *driver.Run) error {
+			return errors.Join(scenario.QueueScenario.Run(ctx, env, run, qo), x.queue(ctx, env, run, qo))
+		})
 	case "log":
-		return runPair(ctx, c, env, root, "log", args, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) })
+		return runPair(ctx, c, env, root, "log", args, func(run *driver.Run) error {
+			return errors.Join(scenario.LogScenario.Run(ctx, env, run, lo), x.log(ctx, env, run, lo))
+		})
 	case "documents":
 		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) })
 	case "results":
-		return runResults(ctx, c, env, root, args, qo, lo, do)
+		return runResults(ctx, c, env, root, args, qo, lo, do, x)
 	case "demo":
 		return runDemo(ctx, c, env, root, qd, ld, do)
 	}
@@ -416,15 +422,25 @@ func stopPair(env *scenario.Env, p scenario.Pair) {
 	}
 }
 
-func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions) error {
+func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions, x *extras) error {
 	var files []string
+	if x.raw {
+		env.Progress.Begin("raw")
+		if err := measureRaw(ctx, c, x.rawDuration, os.Stderr); err != nil {
+			fmt.Fprintf(os.Stderr, "raw: %v (the report will say what is missing)\n", err)
+		}
+	}
 	for _, step := range []struct {
 		pair string
 		p    scenario.Pair
 		fn   func(*driver.Run) error
 	}{
-		{"queue", scenario.QueuePair, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, qo) }},
-		{"log", scenario.LogPair, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) }},
+		{"queue", scenario.QueuePair, func(run *driver.Run) error {
+			return errors.Join(scenario.QueueScenario.Run(ctx, env, run, qo), x.queue(ctx, env, run, qo))
+		}},
+		{"log", scenario.LogPair, func(run *driver.Run) error {
+			return errors.Join(scenario.LogScenario.Run(ctx, env, run, lo), x.log(ctx, env, run, lo))
+		}},
 		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
 	} {
 		before := newest(c.resultsDir, step.pair)
@@ -617,7 +633,11 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.Write(c.out, c.chartsDir, runs, es, time.Now()); err != nil {
+	rawMD, err := rawSection(c, runs)
+	if err != nil {
+		return err
+	}
+	if err := report.Write(c.out, c.chartsDir, runs, es, time.Now(), rawMD); err != nil {
 		return err
 	}
 	if c.readme != "" {

@@ -15,8 +15,9 @@ import (
 
 // Write regenerates the Markdown report at out and its charts in
 // chartsDir from runs (at most one per pair is expected; the last of a
-// command wins) and, after them, the event-store bench's section.
-func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, now time.Time) error {
+// command wins) and, after them, the event-store bench's section and any
+// extra sections (the raw limits).
+func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, now time.Time, extra ...string) error {
 	byCmd := map[string]*driver.Run{}
 	for _, r := range all {
 		byCmd[r.Command] = r
@@ -42,6 +43,11 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, now 
 	Markdown(&b, rs, charts, filepath.ToSlash(rel), now)
 	if section := EventStoreSection(es); section != "" {
 		b.WriteString("\n" + section)
+	}
+	for _, section := range extra {
+		if section != "" {
+			b.WriteString("\n" + section)
+		}
 	}
 	return os.WriteFile(out, b.Bytes(), 0o644)
 }
@@ -155,6 +161,9 @@ var pairTitles = map[string]string{
 }
 
 func scenarioTitle(sc string, p *driver.Point) string {
+	if t, ok := extraTitles[sc]; ok {
+		return t
+	}
 	switch sc {
 	case "queue.rate", "log.rate":
 		return "Fixed rates"

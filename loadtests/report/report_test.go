@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,17 @@ func fixture() []*driver.Run {
 			return map[string]float64{"server.processing.p99_ms": 11}
 		}))
 	q.Ceilings = []driver.Ceiling{ceil("queue.ceiling", "no-rabbitmq", 6000, 7000, 6500), ceil("queue.ceiling", "rabbitmq", 4000, 4000, 4500)}
+	overload := func(r *driver.Run, pair string, sides []string, pct map[string]float64, ceilings map[string]float64) {
+		for _, m := range []float64{2, 5} {
+			p := point(pair+".overload", fmt.Sprintf("%g× ceiling", m), 0, sides, func(s string, _ int) map[string]float64 {
+				c := ceilings[s]
+				return map[string]float64{"offered_rate": m * c, "ceiling_rate": c, "accepted_rate": 1.2 * c, "client.shed": 100 * m,
+					"client.errors": 0, "throughput": pct[s] / 100 * c, "pct_of_ceiling": pct[s], "backlog_end": 50}
+			})
+			r.Points = append(r.Points, p)
+		}
+	}
+	overload(q, "queue", qs, map[string]float64{"no-rabbitmq": 90, "rabbitmq": 70}, map[string]float64{"no-rabbitmq": 6500, "rabbitmq": 4000})
 
 	l := newRun("log", 10*time.Minute)
 	ls := []string{"no-kafka", "kafka"}
@@ -75,6 +87,18 @@ func fixture() []*driver.Run {
 		return map[string]float64{"server.delivery.p50_ms": 170}
 	}))
 	l.Ceilings = []driver.Ceiling{ceil("log.ceiling", "no-kafka", 16000, 8000, 16000), ceil("log.ceiling", "kafka", 8000, 8000, 8000)}
+	overload(l, "log", ls, map[string]float64{"no-kafka": 85, "kafka": 95}, map[string]float64{"no-kafka": 16000, "kafka": 8000})
+	l.Points = append(l.Points, point("log.batch_throughput", "4 senders × 100", 0, ls, func(s string, _ int) map[string]float64 {
+		v := map[string]float64{"no-kafka": 40000, "kafka": 60000}[s]
+		return map[string]float64{"accepted_rate": v * 1.2, "delivered_rate": v, "batch_throughput": v}
+	}))
+	for _, f := range []float64{0.25, 0.5, 0.75} {
+		l.Points = append(l.Points, point("log.at_throughput", fmt.Sprintf("%.0f%%", 100*f), 0, ls, func(s string, _ int) map[string]float64 {
+			v := map[string]float64{"no-kafka": 40000, "kafka": 60000}[s]
+			return map[string]float64{"offered_events": f * v, "batch_throughput": v, "throughput": f * v,
+				"server.delivery.p50_ms": 10 * f, "server.delivery.p99_ms": 40 * f}
+		}))
+	}
 
 	d := newRun("documents", 20*time.Minute)
 	ds := []string{"no-mongodb", "mongodb"}
@@ -162,6 +186,10 @@ func TestReportFromFixture(t *testing.T) {
 		"3.6–4.7× a neighbour":                "**holds**",
 		"1.9–2.4× a patch on MongoDB":         "**not measurable here**",
 		"rewrite p99 is 2.6× MongoDB's":       "**not measurable here**",
+		"ceiling, no-rabbitmq keeps":          "**holds**",
+		"ceiling, rabbitmq keeps":             "**does not hold**",
+		"ceiling, no-kafka keeps":             "**holds**",
+		"ceiling, kafka keeps":                "**holds**",
 		"makes a large jsonb rewrite cheaper": "**holds**",
 	}
 	for claim, verdict := range verdicts {

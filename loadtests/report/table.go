@@ -15,6 +15,9 @@ type row struct{ metric, label string }
 
 // keyMetrics lists, per scenario, the metrics tables show.
 func keyMetrics(scenario string) []row {
+	if rows, ok := extraMetrics[scenario]; ok {
+		return rows
+	}
 	client := []row{{"client.p50_ms", "client p50 ms"}, {"client.p99_ms", "client p99 ms"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"}}
 	switch {
 	case strings.HasPrefix(scenario, "queue."):
