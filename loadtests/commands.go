@@ -505,6 +505,7 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 		}
 	}()
 	o := eventStoreResultsOptions(c)
+	o.Before = eventStoreState(env)
 	for _, sc := range eventstore.Scenarios {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -107,6 +107,23 @@ func prepareStart(ctx context.Context, c common, env *scenario.Env, run *driver.
 	}
 }
 
+// eventStoreState returns the event-store bench's Before hook: it records
+// the trio's Postgres tables (no-kurrentdb's schema) as the run's starting
+// state. The event store keeps everything by design, so the state is
+// always "keep": the bench's own streams are fresh every round.
+func eventStoreState(env *scenario.Env) func(context.Context, *driver.Run) {
+	return func(ctx context.Context, run *driver.Run) {
+		st := &driver.StartState{Mode: driver.StateKeep, Tables: []driver.TableState{}}
+		tables, err := env.ReadState(ctx, env.SchemasOf(eventStoreServices))
+		if err != nil {
+			st.Error = err.Error()
+		} else {
+			st.Tables = tables
+		}
+		run.StartState = st
+	}
+}
+
 // longLivedOpts are the long-lived variant's options for the queue and
 // log pairs.
 type longLivedOpts struct{ q, l scenario.RateOptions }

@@ -16,18 +16,21 @@ const LongLivedTitle = "Long-lived tables: how each side ages"
 // the declared mode, then one row per table (rows, total size, dead
 // tuples). Runs written before the driver declared it say so.
 func StartStateSection(r *driver.Run) string {
+	if r.StartState == nil {
+		return "Starting state: not recorded (a results file from before runs declared it).\n\n"
+	}
+	return startState(r.StartState)
+}
+
+// startState renders st.
+func startState(st *driver.StartState) string {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	st := r.StartState
-	if st == nil {
-		w("Starting state: not recorded (a results file from before runs declared it).\n\n")
-		return b.String()
-	}
 	switch st.Mode {
 	case driver.StateFresh:
 		w("Starting state: **fresh**: the pair's tables were truncated before the run (`-state fresh`, the default); the schemas are as the services' migrations made them.")
 	case driver.StateKeep:
-		w("Starting state: **kept**: the run began on the history the tables held (`-state keep`).")
+		w("Starting state: **kept**: the run began on the history the tables held (`-state keep`; the event store always keeps its history).")
 	case driver.StateLongLived:
 		w("Starting state: **long-lived**: the tables were truncated, then given %s rows of history per table (finished tasks, delivered events, inside the 24-hour retention) and churn (a tenth more rows past retention, deleted as the cleaner deletes them; one task in twenty updated), then vacuumed once before the churn.", count(st.HistoryRows))
 	default:

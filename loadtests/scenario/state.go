@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 var DefaultSchemas = map[string]string{
 	"no-rabbitmq": "queue", "rabbitmq": "queue_rabbitmq",
 	"no-kafka": "log", "kafka": "log_kafka",
-	"no-mongodb": "documents",
+	"no-mongodb": "documents", "no-kurrentdb": "eventstore",
 }
 
 // stateTimeout bounds each statement of the state's preparation and
@@ -52,14 +53,17 @@ func (e *Env) ServiceVar(svc, key, def string) string {
 
 // Schemas returns the Postgres schemas of the pair's services, A's first,
 // each once (a service without one, the mongodb side, is skipped).
-func (e *Env) Schemas(p Pair) []string {
+func (e *Env) Schemas(p Pair) []string { return e.SchemasOf(p.Services()) }
+
+// SchemasOf returns the Postgres schemas of svcs, in order, each once.
+func (e *Env) SchemasOf(svcs []Service) []string {
 	var out []string
-	for _, s := range p.Services() {
+	for _, s := range svcs {
 		if DefaultSchemas[s.Name] == "" && e.ServiceEnv[s.Name]["DATABASE_SCHEMA"] == "" {
 			continue // not a Postgres service
 		}
 		sch := e.ServiceVar(s.Name, "DATABASE_SCHEMA", DefaultSchemas[s.Name])
-		if len(out) == 0 || out[0] != sch {
+		if !slices.Contains(out, sch) {
 			out = append(out, sch)
 		}
 	}
