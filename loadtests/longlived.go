@@ -49,7 +49,9 @@ func (s *stateFlags) register(fs *flag.FlagSet, cmd string) {
 	default:
 		return
 	}
-	fs.StringVar(&s.mode, "state", driver.StateFresh, "tables at the start of each pair's run: fresh (truncate the pair's tables first; the schemas stay as the services' migrations made them) or keep (run on the history they hold); either way the run records every table's rows, size and dead tuples")
+	if cmd != longLivedCommand { // which always starts from its own history
+		fs.StringVar(&s.mode, "state", driver.StateFresh, "tables at the start of each pair's run: fresh (truncate the pair's tables first; the schemas stay as the services' migrations made them) or keep (run on the history they hold); either way the run records every table's rows, size and dead tuples")
+	}
 	fs.StringVar(&s.schemas, "schemas", "", "service=schema,... for services keeping their tables outside their default schema (also set as their DATABASE_SCHEMA when the driver starts them)")
 	if cmd == "results" || cmd == longLivedCommand {
 		fs.Int64Var(&s.history, "history", defaultHistory, "long-lived variant: finished tasks and delivered events written into each side's tables before its run (plus a tenth more past retention, deleted as churn)")
