@@ -34,6 +34,7 @@ var loadCommands = map[string]string{
 	"results":   "run queue, log, documents and the event-store bench at the make-results size, then write RESULTS.md and README.md's findings",
 	"demo":      "drive every pair briefly and print one side-by-side table per pair",
 	"report":    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
+	"longlived": "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
 }
 
 // common holds the flags every load command takes.
@@ -44,6 +45,7 @@ type common struct {
 	maxWorkers                             uint64
 	progress                               bool
 	out, chartsDir, readme                 string
+	state                                  stateFlags
 }
 
 func (c *common) register(fs *flag.FlagSet, rounds int, duration time.Duration) {
@@ -177,6 +179,7 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	}
 	c.register(fs, rounds, dur)
 	x := registerExtras(fs, cmd)
+	c.state.register(fs, cmd)
 	var qo, lo scenario.RateOptions
 	var qRates, lRates *string
 	switch cmd {
@@ -222,6 +225,11 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	}
 	if c.rounds < 1 {
 		return errors.New("-rounds must be at least 1")
+	}
+	if c.state.mode != "" {
+		if err := c.state.validate(); err != nil {
+			return err
+		}
 	}
 	var err error
 	if qRates != nil {
@@ -275,7 +283,13 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		case "documents":
 			steps = []step{{"documents", do.Estimate()}}
 		case "results":
-			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices))}}
+			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}}
+			if c.state.longLived {
+				steps = append(steps, longLivedOptions(qo, lo, c).steps(c.settle, c.state.history)...)
+			}
+			steps = append(steps, step{"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices))})
+		case longLivedCommand:
+			steps = longLivedOptions(scenario.QueueScenario.Defaults, scenario.LogScenario.Defaults, c).steps(c.settle, c.state.history)
 		case "demo":
 			steps = []step{{"queue", qd.Estimate(c.settle)}, {"log", ld.Estimate(c.settle)}, {"documents", do.Estimate()}}
 		}
@@ -298,6 +312,9 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		return runResults(ctx, c, env, root, args, qo, lo, do, x)
 	case "demo":
 		return runDemo(ctx, c, env, root, qd, ld, do)
+	case longLivedCommand:
+		_, err := runLongLived(ctx, c, env, root, args, longLivedOptions(scenario.QueueScenario.Defaults, scenario.LogScenario.Defaults, c))
+		return err
 	}
 	return fmt.Errorf("unknown command %q", cmd)
 }
@@ -361,6 +378,10 @@ func newEnv(c common, root string) (*scenario.Env, func(), error) {
 		}
 		return nil
 	}
+	var err error
+	if env.ServiceEnv, err = c.state.serviceEnv(); err != nil {
+		return nil, nil, err
+	}
 	cleanup := func() {}
 	switch c.start {
 	case scenario.StartAuto, scenario.StartAlways:
@@ -389,6 +410,7 @@ func runPair(ctx context.Context, c common, env *scenario.Env, root, pair string
 	run.Versions = versions.Collect(ctx, versionsConfig(c, root))
 	run.Settings["host"] = c.host
 	run.Settings["port_offset"] = c.portOffset
+	prepareStart(ctx, c, env, run, pair)
 	err := fn(run)
 	if err != nil {
 		run.Note("run ended early: %v", err)
@@ -456,6 +478,18 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 			return ctx.Err()
 		}
 	}
+	if c.state.longLived {
+		f, err := runLongLived(ctx, c, env, root, args, longLivedOptions(qo, lo, c))
+		if f != "" {
+			files = append(files, f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "long-lived: %v (the report will say what is missing)\n", err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
 	env.Progress.Begin("eventstore")
 	if err := runEventStoreBench(ctx, c, env); err != nil {
 		fmt.Fprintf(os.Stderr, "eventstore: %v (the report will say what is missing)\n", err)
@@ -488,6 +522,7 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 		}
 	}()
 	o := eventStoreResultsOptions(c)
+	o.Before = eventStoreState(env)
 	for _, sc := range eventstore.Scenarios {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -612,7 +647,7 @@ func writeReport(c common, inputs string) error {
 	if inputs != "" {
 		files = strings.Split(inputs, ",")
 	} else {
-		for _, p := range []string{"queue", "log", "documents"} {
+		for _, p := range []string{"queue", "log", "documents", longLivedCommand} {
 			if f := newest(c.resultsDir, p); f != "" {
 				files = append(files, f)
 			}
@@ -652,7 +687,7 @@ func writeReport(c common, inputs string) error {
 
 // loadUsage lists the load commands.
 func loadUsage(w io.Writer) {
-	for _, k := range []string{"queue", "log", "documents", "results", "demo", "report"} {
+	for _, k := range []string{"queue", "log", "documents", "results", longLivedCommand, "demo", "report"} {
 		fmt.Fprintf(w, "%-10s %s\n", k, loadCommands[k])
 	}
 	fmt.Fprintln(w, "\nrun `go run ./loadtests <command> -h` for a command's flags")

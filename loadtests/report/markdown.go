@@ -23,7 +23,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, now 
 		byCmd[r.Command] = r
 	}
 	var rs []*driver.Run
-	for _, c := range []string{"queue", "log", "documents"} {
+	for _, c := range []string{"queue", "log", "documents", "longlived"} {
 		if r := byCmd[c]; r != nil {
 			rs = append(rs, r)
 		}
@@ -102,10 +102,14 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	}
 
 	for _, r := range rs {
+		if pairTitles[r.Command] == "" {
+			continue // the long-lived run has a section of its own
+		}
 		w("\n## %s\n\n", pairTitles[r.Command])
 		if settings := settingsLine(r); settings != "" {
 			w("Settings: %s.\n\n", settings)
 		}
+		b.WriteString(StartStateSection(r))
 		scenarios := map[string][]*driver.Point{}
 		var order []string
 		for i := range r.Points {
@@ -147,6 +151,7 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 			w("- Note: %s\n", md(n))
 		}
 	}
+	b.WriteString(LongLivedSection(rs))
 	if f, ok := charts["ceilings"]; ok {
 		w("\n## Ceilings of every pair\n\n![ceilings](%s/%s)\n\n*%s*\n", chartsRel, f, Caption("ceilings"))
 	}
