@@ -34,6 +34,7 @@ var loadCommands = map[string]string{
 	"results":   "run queue, log, documents, the throughput scenario and the event-store bench at the make-results size, then write RESULTS.md and README.md's findings",
 	"demo":      "drive every pair briefly and print one side-by-side table per pair",
 	"report":    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
+	"longlived": "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
 }
 
 // common holds the flags every load command takes.
@@ -44,6 +45,7 @@ type common struct {
 	maxWorkers                             uint64
 	progress                               bool
 	out, chartsDir, readme                 string
+	state                                  stateFlags
 }
 
 func (c *common) register(fs *flag.FlagSet, rounds int, duration time.Duration) {
@@ -181,6 +183,8 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		rounds = scenario.ThroughputDefaults.Rounds
 	}
 	c.register(fs, rounds, dur)
+	x := registerExtras(fs, cmd)
+	c.state.register(fs, cmd)
 	var qo, lo scenario.RateOptions
 	var qRates, lRates *string
 	switch cmd {
@@ -209,6 +213,7 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		sizes = fs.String("sizes", formatSizes(d.Sizes), "documents: profile sizes rewritten")
 		rwRates = fs.String("rewrite-rates", formatRates(d.RewriteRates), "documents: rewrites (then neighbour patches) per second, per size")
 		fs.IntVar(&do.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")
+		fs.BoolVar(&do.LZ4, "lz4", d.LZ4, "documents: measure the rewrite points again with TOAST_COMPRESSION=lz4 on the Postgres side")
 	}
 	var tf *throughputFlags
 	if cmd == "throughput" || cmd == "results" {
@@ -229,6 +234,11 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	}
 	if c.rounds < 1 {
 		return errors.New("-rounds must be at least 1")
+	}
+	if c.state.mode != "" {
+		if err := c.state.validate(); err != nil {
+			return err
+		}
 	}
 	var err error
 	if qRates != nil {
@@ -288,28 +298,42 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		case "documents":
 			steps = []step{{"documents", do.Estimate()}}
 		case "results":
-			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"throughput", to.Estimate(c.settle)}, {"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices))}}
+			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"throughput", to.Estimate(c.settle)}}
+			if c.state.longLived {
+				steps = append(steps, longLivedOptions(qo, lo, c).steps(c.settle, c.state.history)...)
+			}
+			steps = append(steps, step{"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices))})
+		case longLivedCommand:
+			steps = longLivedOptions(scenario.QueueScenario.Defaults, scenario.LogScenario.Defaults, c).steps(c.settle, c.state.history)
 		case "throughput":
 			steps = []step{{"throughput", to.Estimate(c.settle)}}
 		case "demo":
 			steps = []step{{"queue", qd.Estimate(c.settle)}, {"log", ld.Estimate(c.settle)}, {"documents", do.Estimate()}}
 		}
+		steps = x.plan(steps, c.settle)
 		env.Progress = newProgress(os.Stderr, cmd, c.settle, steps)
 	}
 
 	switch cmd {
 	case "queue":
-		return runPair(ctx, c, env, root, "queue", args, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, qo) })
+		return runPair(ctx, c, env, root, "queue", args, func(run *driver.Run) error {
+			return errors.Join(scenario.QueueScenario.Run(ctx, env, run, qo), x.queue(ctx, env, run, qo))
+		})
 	case "log":
-		return runPair(ctx, c, env, root, "log", args, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) })
+		return runPair(ctx, c, env, root, "log", args, func(run *driver.Run) error {
+			return errors.Join(scenario.LogScenario.Run(ctx, env, run, lo), x.log(ctx, env, run, lo))
+		})
 	case "documents":
 		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) })
 	case "throughput":
 		return runThroughput(ctx, c, env, root, args, to)
 	case "results":
-		return runResults(ctx, c, env, root, args, qo, lo, do, to)
+		return runResults(ctx, c, env, root, args, qo, lo, do, x, to)
 	case "demo":
 		return runDemo(ctx, c, env, root, qd, ld, do)
+	case longLivedCommand:
+		_, err := runLongLived(ctx, c, env, root, args, longLivedOptions(scenario.QueueScenario.Defaults, scenario.LogScenario.Defaults, c))
+		return err
 	}
 	return fmt.Errorf("unknown command %q", cmd)
 }
@@ -354,7 +378,7 @@ func resultsLog(qo scenario.RateOptions) scenario.RateOptions {
 func demoOptions(c common, do scenario.DocumentsOptions) (q, l scenario.RateOptions, d scenario.DocumentsOptions) {
 	q = scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{500}}
 	l = scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{200}}
-	do.Sizes, do.RewriteRates, do.RewriteUsers = []int{512 << 10}, []float64{5}, 2
+	do.Sizes, do.RewriteRates, do.RewriteUsers, do.LZ4 = []int{512 << 10}, []float64{5}, 2, false
 	return q, l, do
 }
 
@@ -372,6 +396,10 @@ func newEnv(c common, root string) (*scenario.Env, func(), error) {
 			return errors.New(s.Err)
 		}
 		return nil
+	}
+	var err error
+	if env.ServiceEnv, err = c.state.serviceEnv(); err != nil {
+		return nil, nil, err
 	}
 	cleanup := func() {}
 	switch c.start {
@@ -401,6 +429,7 @@ func runPair(ctx context.Context, c common, env *scenario.Env, root, pair string
 	run.Versions = versions.Collect(ctx, versionsConfig(c, root))
 	run.Settings["host"] = c.host
 	run.Settings["port_offset"] = c.portOffset
+	prepareStart(ctx, c, env, run, pair)
 	err := fn(run)
 	if err != nil {
 		run.Note("run ended early: %v", err)
@@ -434,15 +463,25 @@ func stopPair(env *scenario.Env, p scenario.Pair) {
 	}
 }
 
-func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions, to scenario.ThroughputOptions) error {
+func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions, x *extras, to scenario.ThroughputOptions) error {
 	var files []string
+	if x.raw {
+		env.Progress.Begin("raw")
+		if err := measureRaw(ctx, c, x.rawDuration, os.Stderr); err != nil {
+			fmt.Fprintf(os.Stderr, "raw: %v (the report will say what is missing)\n", err)
+		}
+	}
 	for _, step := range []struct {
 		pair string
 		p    scenario.Pair
 		fn   func(*driver.Run) error
 	}{
-		{"queue", scenario.QueuePair, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, qo) }},
-		{"log", scenario.LogPair, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, lo) }},
+		{"queue", scenario.QueuePair, func(run *driver.Run) error {
+			return errors.Join(scenario.QueueScenario.Run(ctx, env, run, qo), x.queue(ctx, env, run, qo))
+		}},
+		{"log", scenario.LogPair, func(run *driver.Run) error {
+			return errors.Join(scenario.LogScenario.Run(ctx, env, run, lo), x.log(ctx, env, run, lo))
+		}},
 		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
 		// Stops each pair's services itself; its Pair is empty.
 		{"throughput", scenario.Pair{}, func(run *driver.Run) error {
@@ -457,6 +496,18 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v (the report will say what is missing)\n", step.pair, err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if c.state.longLived {
+		f, err := runLongLived(ctx, c, env, root, args, longLivedOptions(qo, lo, c))
+		if f != "" {
+			files = append(files, f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "long-lived: %v (the report will say what is missing)\n", err)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -494,6 +545,7 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 		}
 	}()
 	o := eventStoreResultsOptions(c)
+	o.Before = eventStoreState(env)
 	for _, sc := range eventstore.Scenarios {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -618,7 +670,7 @@ func writeReport(c common, inputs string) error {
 	if inputs != "" {
 		files = strings.Split(inputs, ",")
 	} else {
-		for _, p := range []string{"queue", "log", "documents", "throughput"} {
+		for _, p := range []string{"queue", "log", "documents", longLivedCommand, "throughput"} {
 			if f := newest(c.resultsDir, p); f != "" {
 				files = append(files, f)
 			}
@@ -639,7 +691,11 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.Write(c.out, c.chartsDir, runs, es, time.Now()); err != nil {
+	rawMD, err := rawSection(c, runs)
+	if err != nil {
+		return err
+	}
+	if err := report.Write(c.out, c.chartsDir, runs, es, time.Now(), rawMD); err != nil {
 		return err
 	}
 	if c.readme != "" {
@@ -654,7 +710,7 @@ func writeReport(c common, inputs string) error {
 
 // loadUsage lists the load commands.
 func loadUsage(w io.Writer) {
-	for _, k := range []string{"queue", "log", "documents", "throughput", "results", "demo", "report"} {
+	for _, k := range []string{"queue", "log", "documents", "throughput", "results", longLivedCommand, "demo", "report"} {
 		fmt.Fprintf(w, "%-10s %s\n", k, loadCommands[k])
 	}
 	fmt.Fprintln(w, "\nrun `go run ./loadtests <command> -h` for a command's flags")

@@ -61,10 +61,12 @@ func main() {
 		_ = fs.Parse(os.Args[2:])
 		statuses := Check(context.Background(), *host, *timeout, Targets)
 		Print(os.Stdout, statuses)
-	case "queue", "log", "documents", "throughput", "results", "demo", "report":
+	case "queue", "log", "documents", "throughput", "results", "demo", "report", longLivedCommand:
 		os.Exit(loadMain(os.Args[1], os.Args[2:]))
 	case "eventstore":
 		os.Exit(eventStoreMain(os.Args[2:], os.Stdout, os.Stderr))
+	case "raw":
+		os.Exit(rawMain(os.Args[2:], os.Stdout, os.Stderr))
 	case "-h", "--help", "help":
 		usage(os.Stdout)
 	default:
@@ -79,6 +81,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "       go run ./loadtests eventstore <append|point-read|catch-up> [flags]")
 	fmt.Fprintln(w, "\ncheck       asks every service for /healthz and /stats and prints which are up")
 	fmt.Fprintln(w, "eventstore  benches the event store trio (see loadtests/eventstore)")
+	fmt.Fprintln(w, "raw         measures the engines' own limits without a service (see loadtests/raw)")
 	loadUsage(w)
 }
 

@@ -105,6 +105,9 @@ func TestListenerPID(t *testing.T) {
 // TestPostgres finds the stack's postmaster from a backend of the real
 // server, and by a /proc scan without one; both must agree.
 func TestPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs the stack's Postgres")
+	}
 	url := os.Getenv("DATABASE_URL")
 	if url == "" {
 		url = versions.DefaultPostgresURL
@@ -113,8 +116,7 @@ func TestPostgres(t *testing.T) {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		// go test ./loadtests/... runs without the stack (docs/loadtests.md).
-		t.Skipf("no Postgres at DATABASE_URL or the stack's default (make up): %v", err)
+		t.Fatalf("no Postgres: set DATABASE_URL, or make up (-short skips this test): %v", err)
 	}
 	defer conn.Close(ctx)
 	var backend int

@@ -42,6 +42,9 @@ type Run struct {
 	Ceilings []Ceiling `json:"ceilings"`
 	// Notes are things the reader must know (a variant skipped, and why).
 	Notes []string `json:"notes"`
+	// StartState is what the pair's tables held at the start (absent in
+	// files written before runs declared it).
+	StartState *StartState `json:"start_state,omitempty"`
 }
 
 // Machine describes the host the driver (and, on the native stack, every

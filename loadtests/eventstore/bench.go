@@ -34,6 +34,10 @@ type Options struct {
 	Reads    int
 	Out      string
 	MD       string
+	// Before, when set, is called with the results run before the
+	// scenario starts: the load commands record the event store's
+	// starting state (driver.StartState) there.
+	Before func(context.Context, *driver.Run) `json:"-"`
 }
 
 func defaultEngines(targets string) []*Engine {
@@ -97,6 +101,9 @@ func Bench(ctx context.Context, scenario string, o Options, progress *driver.Pro
 	run := driver.NewRun(Command(scenario), nil, time.Now())
 	run.Settings["engines"] = engines
 	run.Settings["options"] = o
+	if o.Before != nil {
+		o.Before(ctx, run)
+	}
 	var err error
 	switch scenario {
 	case "append":

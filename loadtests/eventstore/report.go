@@ -25,6 +25,9 @@ type Results struct {
 	Append    *AppendResult
 	PointRead *PointReadResult
 	CatchUp   *CatchUpResult
+	// StartState is the event store's tables at the start of the first
+	// scenario's run that recorded them (nil in older files).
+	StartState *driver.StartState
 }
 
 // AppendRow is one engine's loop of one series and round.
@@ -188,6 +191,9 @@ func (r *Results) add(scenario string, run *driver.Run) error {
 	}
 	if err := setting(run, "options", &o); err != nil {
 		return err
+	}
+	if r.StartState == nil {
+		r.StartState = run.StartState
 	}
 	switch scenario {
 	case "append":

@@ -1,6 +1,11 @@
 package report
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
 
 // TestEveryClaimEvaluatesOnTheFixture runs each row of claimTable on the
 // fixture, which has every scenario the claims read: none may come out
@@ -36,16 +41,49 @@ func TestEveryClaimEvaluatesOnTheFixture(t *testing.T) {
 }
 
 // TestClaimsMissOnlyWhatIsMissing gives the claims the queue run alone:
-// the queue's claims are decided, every other one (the throughput run's
-// queue claims too) says which scenario is missing.
+// the queue's claims are decided but those reading the long-lived and
+// throughput runs, every other one says which scenario is missing.
 func TestClaimsMissOnlyWhatIsMissing(t *testing.T) {
 	fromThroughput := map[string]bool{}
 	for _, s := range throughputClaims {
 		fromThroughput[s.short] = true
 	}
 	for _, c := range Claims(fixture()[:1]) {
-		if decided := c.Verdict != NotMeasurable; decided != (c.Pair == "queue" && !fromThroughput[c.Short]) {
+		if decided := c.Verdict != NotMeasurable; decided != (c.Pair == "queue" && c.Short != agedShort && !fromThroughput[c.Short]) {
 			t.Errorf("%s %q with the queue run only: %s (%s)", c.Pair, c.Short, c.Verdict, c.Why)
 		}
+	}
+}
+
+// TestAgedClaimNeedsAMillionRows: a long-lived run on a smaller history
+// (a smoke run's) leaves the claim "not measurable", saying why; over the
+// factor it does not hold.
+func TestAgedClaimNeedsAMillionRows(t *testing.T) {
+	aged := func(runs []*driver.Run) Claim {
+		for _, c := range Claims(runs) {
+			if c.Short == agedShort {
+				return c
+			}
+		}
+		t.Fatal("no aged claim")
+		return Claim{}
+	}
+	runs := fixture()
+	runs[3].StartState.HistoryRows = 10_000
+	if c := aged(runs); c.Verdict != NotMeasurable || !strings.Contains(c.Why, "10,000 rows of history") {
+		t.Errorf("small history: %+v", c)
+	}
+	runs = fixture()
+	for i := range runs[3].Points {
+		for j := range runs[3].Points[i].Metrics {
+			if m := &runs[3].Points[i].Metrics[j]; m.Name == "server.delivery.p99_ms" {
+				a := m.Sides["no-rabbitmq"]
+				a.Median *= 2
+				m.Sides["no-rabbitmq"] = a
+			}
+		}
+	}
+	if c := aged(runs); c.Verdict != DoesNotHold || !strings.Contains(c.Measured, "(3×)") {
+		t.Errorf("3× slower: %+v", c)
 	}
 }

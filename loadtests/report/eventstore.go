@@ -31,6 +31,9 @@ func EventStoreSection(es eventstore.Results) string {
 	b.WriteString("## " + eventstore.SectionTitle + "\n\n")
 	b.WriteString("Measured by `make results` (alone: `go run ./loadtests eventstore <append|point-read|catch-up>`), from the JSON in results/. ")
 	b.WriteString("KurrentDB cannot be installed on these machines: its rows say \"" + esNotMeasured + "\" unless the bench ran against a real KurrentDB.\n\n")
+	if es.StartState != nil {
+		b.WriteString(startState(es.StartState))
+	}
 	if a := es.Append; a != nil {
 		o := a.Options
 		fmt.Fprintf(&b, "### append (%s, run %s)\n\n", a.At.Format("2006-01-02 15:04 UTC"), a.RunID)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 )
 
@@ -28,6 +29,17 @@ func TestEventStoreSection(t *testing.T) {
 	}
 	if md := EventStoreSection(eventstore.Results{}); md != "" {
 		t.Errorf("no bench results, yet a section: %q", md)
+	}
+	// The event store's tables at the start, when the bench recorded them.
+	if strings.Contains(md, "Starting state") {
+		t.Errorf("the fixture has no starting state, yet the section shows one")
+	}
+	es.StartState = &driver.StartState{Mode: driver.StateKeep, Tables: []driver.TableState{{Schema: "eventstore", Table: "events", Rows: 192648, TotalBytes: 49 << 20}}}
+	md = EventStoreSection(es)
+	for _, want := range []string{"Starting state: **kept**", "the event store always keeps its history", "| eventstore.events | 192,648 | 49 MB | 0 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q", want)
+		}
 	}
 }
 

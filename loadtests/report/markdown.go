@@ -15,14 +15,15 @@ import (
 
 // Write regenerates the Markdown report at out and its charts in
 // chartsDir from runs (at most one per pair is expected; the last of a
-// command wins) and, after them, the event-store bench's section.
-func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, now time.Time) error {
+// command wins) and, after them, the event-store bench's section and any
+// extra sections (the raw limits).
+func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, now time.Time, extra ...string) error {
 	byCmd := map[string]*driver.Run{}
 	for _, r := range all {
 		byCmd[r.Command] = r
 	}
 	var rs []*driver.Run
-	for _, c := range []string{"queue", "log", "documents", "throughput"} {
+	for _, c := range []string{"queue", "log", "documents", "longlived", "throughput"} {
 		if r := byCmd[c]; r != nil {
 			rs = append(rs, r)
 		}
@@ -42,6 +43,11 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, now 
 	Markdown(&b, rs, charts, filepath.ToSlash(rel), now)
 	if section := EventStoreSection(es); section != "" {
 		b.WriteString("\n" + section)
+	}
+	for _, section := range extra {
+		if section != "" {
+			b.WriteString("\n" + section)
+		}
 	}
 	return os.WriteFile(out, b.Bytes(), 0o644)
 }
@@ -100,10 +106,14 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 			b.WriteString(ThroughputSection(r))
 			continue
 		}
+		if pairTitles[r.Command] == "" {
+			continue // the long-lived run has a section of its own
+		}
 		w("\n## %s\n\n", pairTitles[r.Command])
 		if settings := settingsLine(r); settings != "" {
 			w("Settings: %s.\n\n", settings)
 		}
+		b.WriteString(StartStateSection(r))
 		scenarios := map[string][]*driver.Point{}
 		var order []string
 		for i := range r.Points {
@@ -145,6 +155,7 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 			w("- Note: %s\n", md(n))
 		}
 	}
+	b.WriteString(LongLivedSection(rs))
 	if f, ok := charts["ceilings"]; ok {
 		w("\n## Ceilings of every pair\n\n![ceilings](%s/%s)\n\n*%s*\n", chartsRel, f, Caption("ceilings"))
 	}
@@ -159,6 +170,9 @@ var pairTitles = map[string]string{
 }
 
 func scenarioTitle(sc string, p *driver.Point) string {
+	if t, ok := extraTitles[sc]; ok {
+		return t
+	}
 	switch sc {
 	case "queue.rate", "log.rate":
 		return "Fixed rates"

@@ -15,6 +15,9 @@ type row struct{ metric, label string }
 
 // keyMetrics lists, per scenario, the metrics tables show.
 func keyMetrics(scenario string) []row {
+	if rows, ok := extraMetrics[scenario]; ok {
+		return rows
+	}
 	client := []row{{"client.p50_ms", "client p50 ms"}, {"client.p99_ms", "client p99 ms"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"}}
 	switch {
 	case strings.HasSuffix(scenario, ".throughput"):
@@ -35,7 +38,7 @@ func keyMetrics(scenario string) []row {
 		return []row{{"client.p50_ms", "client p50 ms"}, {"client.p95_ms", "client p95 ms"}, {"client.p99_ms", "client p99 ms"},
 			{"client.errors", "errors"}, {"server.search.p50_ms", "search p50 ms"}, {"server.search.p95_ms", "search p95 ms"},
 			{"server.search.p99_ms", "search p99 ms"}}
-	case scenario == "documents.rewrite":
+	case strings.HasPrefix(scenario, "documents.rewrite"):
 		return []row{{"client.rewrite.p50_ms", "rewrite p50 ms"}, {"client.rewrite.p99_ms", "rewrite p99 ms"},
 			{"client.patch.p50_ms", "neighbour patch p50 ms"}, {"client.patch.p99_ms", "neighbour patch p99 ms"},
 			{"cost_ratio.p50", "rewrite ÷ patch (p50)"}, {"cost_ratio.p99", "rewrite ÷ patch (p99)"},

@@ -35,6 +35,9 @@ type DocumentsOptions struct {
 	RewriteRates []float64
 	// RewriteUsers is how many users of each size are rewritten in turn.
 	RewriteUsers int
+	// LZ4 measures the rewrite points once more on the Postgres side
+	// with TOAST_COMPRESSION=lz4 (scenario "documents.rewrite_lz4").
+	LZ4 bool
 }
 
 var (
@@ -137,7 +140,7 @@ var DocumentsScenario = SearchRewriteScenario{
 		`{"address":{"country":"FR"},"prefs":{"theme":"dark"}}`,
 	},
 	Defaults: DocumentsOptions{Users: 2000, Seed: 1, SearchRate: 5,
-		Sizes: []int{512 << 10, 2 << 20}, RewriteRates: []float64{10, 4}, RewriteUsers: 4},
+		Sizes: []int{512 << 10, 2 << 20}, RewriteRates: []float64{10, 4}, RewriteUsers: 4, LZ4: true},
 }
 
 // Validate says what is missing or inconsistent in a declared scenario.
@@ -175,6 +178,8 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 	run.Settings["sizes"] = o.Sizes
 	run.Settings["rewrite_rates"] = o.RewriteRates
 	run.Settings["rewrite_users"] = o.RewriteUsers
+	run.Settings["toast_compression"] = "pglz"
+	run.Settings["lz4_variant"] = o.LZ4
 	run.Settings["search_queries"] = s.SearchQueries
 	if err := e.Ensure(ctx, pair.Services(), nil, nil); err != nil {
 		return err
@@ -278,78 +283,119 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 		defer wal.Close(context.Background())
 		run.Note("WAL bytes are pg_current_wal_lsn() deltas over each phase: cluster-wide, so other activity on the server counts too (the MongoDB side's figure is that background)")
 	}
+	rw := &rewriter{e: e, o: o, wal: wal, tag: tag, create: create}
 	for si, size := range o.Sizes {
-		rate := o.RewriteRates[min(si, len(o.RewriteRates)-1)]
-		variants := [][]byte{LargeProfile(size, 1), LargeProfile(size, 2)}
-		ids := map[string][]string{}
-		for _, svc := range pair.Sides() {
-			got, err := create(ctx, svc, o.RewriteUsers, func(i int) []byte {
-				b, _ := json.Marshal(map[string]any{"email": fmt.Sprintf("big%d-%d-%s@load.test", size, i, tag), "name": "big", "plan": "pro", "profile": json.RawMessage(variants[0])})
-				return b
-			})
-			if err != nil {
-				return err
-			}
-			ids[svc] = got
+		p, err := rw.point(ctx, "documents.rewrite", pair.Sides(), si, size)
+		run.Points = append(run.Points, p)
+		if err != nil {
+			return err
 		}
-		label := sizeLabel(size)
-		e.logf("documents rewrite %s: %g/s rewrites then %g/s patches for %s each, %d rounds", label, rate, rate, o.Duration, o.Rounds)
-		p := driver.Point{Scenario: "documents.rewrite", Name: label, Rate: rate, DurationS: o.Duration.Seconds(), Sides: pair.Sides()}
-		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
-			res := &driver.SideResult{Metrics: map[string]float64{}}
-			base := e.URL(svc)
-			if err := driver.ResetStats(ctx, base); err != nil {
-				return res, err
-			}
-			us := ids[svc]
-			phases := []struct {
-				name string
-				req  func(n uint64) driver.Request
-			}{
-				{"rewrite", func(n uint64) driver.Request {
-					return driver.Request{Method: http.MethodPut, URL: base + "/users/" + us[n%uint64(len(us))] + "/profile", Body: variants[(n/uint64(len(us))+1)%2]}
-				}},
-				{"patch", func(n uint64) driver.Request {
-					return driver.Request{Method: http.MethodPatch, URL: base + "/users/" + us[n%uint64(len(us))], Body: []byte(`{"name":"n` + strconv.FormatUint(n, 10) + `"}`)}
-				}},
-			}
-			for _, ph := range phases {
-				before := wal.LSN(ctx)
-				c := driver.Attack(ctx, driver.AttackSpec{
-					Name: fmt.Sprintf("%-12s %s %s %g/s", svc, ph.name, label, rate), Rate: rate, Duration: o.Duration,
-					MaxWorkers: e.MaxWorkers, Progress: e.Progress, Timeout: 30 * time.Second, Next: ph.req,
-				})
-				phase := driver.Phase{Name: ph.name, Client: c}
-				if after := wal.LSN(ctx); before >= 0 && after >= before {
-					d := after - before
-					phase.WALBytes = &d
-					if c.OK > 0 {
-						res.Metrics["wal_per_op."+ph.name] = math.Round(float64(d) / float64(c.OK))
-					}
-				}
-				res.Phases = append(res.Phases, phase)
-				driver.FlattenClient(res.Metrics, "client."+ph.name+".", c)
-			}
-			m := res.Metrics
-			for _, q := range []string{"p50_ms", "p99_ms"} {
-				if v := driver.Ratio(m["client.rewrite."+q], m["client.patch."+q]); !math.IsNaN(v) {
-					m["cost_ratio."+strings.TrimSuffix(q, "_ms")] = v
-				}
-			}
-			st, err := driver.GetStats(ctx, base)
-			res.Stats = st
-			driver.FlattenServer(m, st)
-			if v := driver.Ratio(m["server.replace_profile.p50_ms"], m["server.patch_fields.p50_ms"]); !math.IsNaN(v) {
-				m["server_cost_ratio.p50"] = v
-			}
-			return res, err
-		})
+	}
+	if !o.LZ4 {
+		return nil
+	}
+	// The Postgres side again with lz4 TOAST compression (restarted with
+	// TOAST_COMPRESSION=lz4, fresh users written with it), then back to
+	// its default for what runs next.
+	lz4 := map[string]map[string]string{pair.A.Name: {"TOAST_COMPRESSION": "lz4"}}
+	if err := e.Ensure(ctx, []Service{pair.A}, lz4, nil); err != nil {
+		run.Note("lz4 rewrite points not measured: %v", err)
+		return nil
+	}
+	defer func() {
+		if err := e.Ensure(context.WithoutCancel(ctx), []Service{pair.A}, nil, nil); err != nil {
+			e.logf("restarting %s with its default TOAST compression: %v", pair.A.Name, err)
+		}
+	}()
+	for si, size := range o.Sizes {
+		p, err := rw.point(ctx, "documents.rewrite_lz4", pair.Sides(), si, size)
 		run.Points = append(run.Points, p)
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// rewriter runs the rewrite points: a rewrite of a large profile versus a
+// patch of a neighbour column, with the WAL each phase wrote.
+type rewriter struct {
+	e      *Env
+	o      DocumentsOptions
+	wal    *walMeter
+	tag    string
+	create func(ctx context.Context, svc string, n int, body func(i int) []byte) ([]string, error)
+}
+
+// point measures the sizes[si] point of scenario on sides.
+func (rw *rewriter) point(ctx context.Context, scenario string, sides []string, si, size int) (driver.Point, error) {
+	e, o, wal, tag, create := rw.e, rw.o, rw.wal, rw.tag+strings.ReplaceAll(scenario, ".", ""), rw.create
+	rate := o.RewriteRates[min(si, len(o.RewriteRates)-1)]
+	variants := [][]byte{LargeProfile(size, 1), LargeProfile(size, 2)}
+	ids := map[string][]string{}
+	for _, svc := range sides {
+		got, err := create(ctx, svc, o.RewriteUsers, func(i int) []byte {
+			b, _ := json.Marshal(map[string]any{"email": fmt.Sprintf("big%d-%d-%s@load.test", size, i, tag), "name": "big", "plan": "pro", "profile": json.RawMessage(variants[0])})
+			return b
+		})
+		if err != nil {
+			return driver.Point{Scenario: scenario, Name: sizeLabel(size), Sides: sides}, err
+		}
+		ids[svc] = got
+	}
+	label := sizeLabel(size)
+	e.logf("%s %s: %g/s rewrites then %g/s patches for %s each, %d rounds", scenario, label, rate, rate, o.Duration, o.Rounds)
+	p := driver.Point{Scenario: scenario, Name: label, Rate: rate, DurationS: o.Duration.Seconds(), Sides: sides}
+	err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+		res := &driver.SideResult{Metrics: map[string]float64{}}
+		base := e.URL(svc)
+		if err := driver.ResetStats(ctx, base); err != nil {
+			return res, err
+		}
+		us := ids[svc]
+		phases := []struct {
+			name string
+			req  func(n uint64) driver.Request
+		}{
+			{"rewrite", func(n uint64) driver.Request {
+				return driver.Request{Method: http.MethodPut, URL: base + "/users/" + us[n%uint64(len(us))] + "/profile", Body: variants[(n/uint64(len(us))+1)%2]}
+			}},
+			{"patch", func(n uint64) driver.Request {
+				return driver.Request{Method: http.MethodPatch, URL: base + "/users/" + us[n%uint64(len(us))], Body: []byte(`{"name":"n` + strconv.FormatUint(n, 10) + `"}`)}
+			}},
+		}
+		for _, ph := range phases {
+			before := wal.LSN(ctx)
+			c := driver.Attack(ctx, driver.AttackSpec{
+				Name: fmt.Sprintf("%-12s %s %s %g/s", svc, ph.name, label, rate), Rate: rate, Duration: o.Duration,
+				MaxWorkers: e.MaxWorkers, Progress: e.Progress, Timeout: 30 * time.Second, Next: ph.req,
+			})
+			phase := driver.Phase{Name: ph.name, Client: c}
+			if after := wal.LSN(ctx); before >= 0 && after >= before {
+				d := after - before
+				phase.WALBytes = &d
+				if c.OK > 0 {
+					res.Metrics["wal_per_op."+ph.name] = math.Round(float64(d) / float64(c.OK))
+				}
+			}
+			res.Phases = append(res.Phases, phase)
+			driver.FlattenClient(res.Metrics, "client."+ph.name+".", c)
+		}
+		m := res.Metrics
+		for _, q := range []string{"p50_ms", "p99_ms"} {
+			if v := driver.Ratio(m["client.rewrite."+q], m["client.patch."+q]); !math.IsNaN(v) {
+				m["cost_ratio."+strings.TrimSuffix(q, "_ms")] = v
+			}
+		}
+		st, err := driver.GetStats(ctx, base)
+		res.Stats = st
+		driver.FlattenServer(m, st)
+		if v := driver.Ratio(m["server.replace_profile.p50_ms"], m["server.patch_fields.p50_ms"]); !math.IsNaN(v) {
+			m["server_cost_ratio.p50"] = v
+		}
+		return res, err
+	})
+	return p, err
 }
 
 func sizeLabel(n int) string {

@@ -91,8 +91,12 @@ type Env struct {
 	ReadyTimeout time.Duration
 	// MaxWorkers caps each attack's concurrent requests.
 	MaxWorkers uint64
-	// PostgresURL is used for WAL measurements.
+	// PostgresURL is used for WAL measurements and the tables' starting
+	// state (state.go).
 	PostgresURL string
+	// ServiceEnv is added, per service, to the environment of every
+	// service the driver starts (-schemas sets DATABASE_SCHEMA here).
+	ServiceEnv map[string]map[string]string
 }
 
 // URL returns the service's base URL.
@@ -149,10 +153,11 @@ func (e *Env) Ensure(ctx context.Context, svcs []Service, required map[string]ma
 
 func (e *Env) ensure(ctx context.Context, s Service, req, startEnv map[string]string) error {
 	port := s.Port + e.PortOffset
-	want := maps.Clone(startEnv)
+	want := maps.Clone(e.ServiceEnv[s.Name])
 	if want == nil {
 		want = map[string]string{}
 	}
+	maps.Copy(want, startEnv)
 	maps.Copy(want, req)
 	var p *launch.Proc
 	if e.Launcher != nil {

@@ -80,5 +80,10 @@ func (o DocumentsOptions) Estimate() Estimate {
 	e := Estimate{Typical: 2*serviceStart + data, Bound: 2*serviceStart + 3*data}
 	e = e.Add(attacks(o.Rounds*sides, o.Duration, 0))
 	e = e.Add(attacks(len(o.Sizes)*o.Rounds*sides*2, o.Duration, 0))
+	if o.LZ4 {
+		// The Postgres side again, after two restarts.
+		e = e.Add(Estimate{Typical: 2 * serviceStart, Bound: 2 * serviceStart})
+		e = e.Add(attacks(len(o.Sizes)*o.Rounds*2, o.Duration, 0))
+	}
 	return e
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -33,6 +32,9 @@ type store struct {
 	// maxMessageBytes is the topic's max.message.bytes, read at start:
 	// the largest record batch the broker accepts.
 	maxMessageBytes int
+	// conns are the connections reads fetch through (fetch.go says why
+	// not through client).
+	conns *connPool
 }
 
 // SkippedCounter counts the records of the topic that are not event
@@ -51,7 +53,8 @@ type envelope struct {
 // one with more partitions, and waits until its partition has a leader.
 func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (*store, error) {
 	tr := &kafka.Transport{DialTimeout: cfg.BackendTimeout, IdleTimeout: 30 * time.Second}
-	s := &store{client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.BackendTimeout, Transport: tr}, transport: tr, cfg: cfg, logger: logger}
+	s := &store{client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.BackendTimeout, Transport: tr}, transport: tr, cfg: cfg, logger: logger,
+		conns: newConnPool(cfg.Brokers, cfg.Topic, cfg.BackendTimeout, maxIdleConns)}
 	cctx, cancel := context.WithTimeout(ctx, cfg.BackendTimeout)
 	resp, err := s.client.CreateTopics(cctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
 		Topic: cfg.Topic, NumPartitions: 1, ReplicationFactor: cfg.ReplicationFactor,
@@ -106,7 +109,14 @@ func (s *store) checkTopic(ctx context.Context) error {
 	return err
 }
 
-func (s *store) close() { s.transport.CloseIdleConnections() }
+// maxIdleConns is how many idle fetch connections the store keeps: as
+// many as the bench's concurrent readers, so a steady load dials none.
+const maxIdleConns = 16
+
+func (s *store) close() {
+	s.transport.CloseIdleConnections()
+	s.conns.close()
+}
 
 func (s *store) ping(ctx context.Context) error {
 	_, _, err := s.bounds(ctx)
@@ -245,46 +255,6 @@ type record struct {
 	value  []byte
 }
 
-// fetch returns the records at offset >= off that one fetch answers, and
-// the high watermark. maxWait > 0 makes it a long poll.
-func (s *store) fetch(ctx context.Context, off int64, maxWait time.Duration) ([]record, int64, error) {
-	resp, err := s.client.Fetch(ctx, &kafka.FetchRequest{
-		Topic: s.cfg.Topic, Partition: 0, Offset: off, MinBytes: 1, MaxBytes: s.cfg.FetchMaxBytes, MaxWait: maxWait,
-	})
-	if err == nil {
-		err = resp.Error
-	}
-	if err != nil {
-		if errors.Is(err, kafka.OffsetOutOfRange) {
-			return nil, 0, err
-		}
-		return nil, 0, fmt.Errorf("kafka fetch: %w (%w)", httpapi.ErrUnavailable, err)
-	}
-	var out []record
-	for {
-		r, err := resp.Records.ReadRecord()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("kafka fetch: %w (%w)", httpapi.ErrUnavailable, err)
-		}
-		// A fetch may start at the batch holding off, before it.
-		if r.Offset < off {
-			continue
-		}
-		rec := record{offset: r.Offset, time: r.Time}
-		if r.Key != nil {
-			rec.key, _ = kafka.ReadAll(r.Key)
-		}
-		if r.Value != nil {
-			rec.value, _ = kafka.ReadAll(r.Value)
-		}
-		out = append(out, rec)
-	}
-	return out, resp.HighWatermark, nil
-}
-
 // event decodes rec. A record that is not an event envelope (not a JSON
 // object, or without a type or data) is logged, counted and reported with
 // ok false: one foreign record must not break every read and subscription.
@@ -322,9 +292,20 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 		return eventstore.ReadResult{}, err
 	}
 	res := eventstore.ReadResult{Stream: stream, Events: []eventstore.RecordedEvent{}}
+	if first >= hwm {
+		var zero int64
+		res.RecordsScanned = &zero
+		return res, nil
+	}
+	conn, err := s.conns.get(ctx)
+	if err != nil {
+		return res, err
+	}
+	healthy := false
+	defer func() { s.conns.put(conn, healthy) }()
 	var scanned, count int64
 	for off := first; off < hwm; {
-		recs, _, err := s.fetch(ctx, off, 0)
+		recs, _, err := s.fetchFrom(ctx, conn, off, 0)
 		if err != nil {
 			return res, err
 		}
@@ -352,6 +333,7 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 			}
 		}
 	}
+	healthy = true
 	if count > 0 {
 		last := count - 1
 		res.LastVersion = &last
@@ -387,6 +369,14 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 		}
 		off = p + 1
 	}
+	// A subscription holds its own connection for its life: its long
+	// polls would otherwise keep pool connections from the reads.
+	var conn *kafka.Conn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
 	caughtUp := false
 	for {
 		if !caughtUp && off >= target {
@@ -399,8 +389,18 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 		if caughtUp {
 			wait = s.cfg.LongPoll
 		}
-		fctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
-		recs, _, err := s.fetch(fctx, off, wait)
+		fctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout+wait)
+		if conn == nil {
+			conn, err = s.conns.dial(fctx)
+		}
+		var recs []record
+		if err == nil {
+			recs, _, err = s.fetchFrom(fctx, conn, off, wait)
+			if err != nil {
+				_ = conn.Close()
+				conn = nil
+			}
+		}
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {

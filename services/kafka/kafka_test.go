@@ -45,9 +45,36 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 	if lost.DeliveredAt != nil {
 		t.Fatalf("the unproduced event was delivered: %+v", lost)
 	}
-	// The broker comes back: new events flow again, the gap stays.
+	// Now the service knows the broker is down: the next write is
+	// refused before its row is written, so the gap does not grow.
+	var rows, rowsAfter int
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
+	count := func(n *int) {
+		if err := pool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT count(*) FROM messages`).Scan(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count(&rows)
+	var refused struct {
+		Error      string `json:"error"`
+		InPostgres bool   `json:"in_postgres"`
+	}
+	for range 3 {
+		if s, raw := kittest.Do(t, http.MethodPost, tg.URL()+"/events", logc.NewEvent{Type: "t", Key: "k"}, &refused); s != http.StatusServiceUnavailable || refused.InPostgres {
+			t.Fatalf("POST with the broker known down: %d %s, want 503 with nothing written", s, raw)
+		}
+	}
+	t.Logf("refused: %s", refused.Error)
+	if count(&rowsAfter); rowsAfter != rows {
+		t.Errorf("%d rows after the refused writes, want %d: each refused write left a row", rowsAfter, rows)
+	}
+	// The broker comes back: new events flow again (after a probe), the
+	// gap stays.
 	b.writer.Store(good)
-	conformance.PostDelivered(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
+	kittest.Eventually(t, 10*time.Second, "writes taken again", func() bool {
+		s, _ := kittest.Do(t, http.MethodPost, tg.URL()+"/events", logc.NewEvent{Type: "t", Key: "k"}, nil)
+		return s == http.StatusCreated
+	})
 	if s, _ := kittest.Do(t, http.MethodGet, tg.URL()+"/events/"+lost.ID+"/wait?timeout=1s", nil, nil); s != http.StatusRequestTimeout {
 		t.Errorf("wait on the unproduced event: %d, want 408", s)
 	}

@@ -43,6 +43,25 @@ type consumer struct {
 	done    chan struct{}
 	// pid is the walsender's backend pid of the current connection.
 	pid atomic.Uint32
+	// lastErr is why the stream last ended (a string), for /readyz.
+	lastErr atomic.Value
+}
+
+// streamError returns why the stream last ended, or "".
+func (c *consumer) streamError() string {
+	s, _ := c.lastErr.Load().(string)
+	return s
+}
+
+// explain adds the way out to a stream error that means the slot was
+// invalidated (wal_status lost: max_slot_wal_keep_size removed WAL it
+// needed), which no retry can cure.
+func explain(slot string, err error) error {
+	if postgres.SQLSTATE(err) == pgerrcode.ObjectNotInPrerequisiteState && strings.Contains(err.Error(), "can no longer get changes") {
+		return fmt.Errorf("slot %s is lost (max_slot_wal_keep_size removed WAL it needed): drop it with SELECT pg_drop_replication_slot('%s') and restart; "+
+			"the start creates a new slot and delivers the events written meanwhile from the messages table: %w", slot, slot, err)
+	}
+	return err
 }
 
 // item is one message from the server, decoded by the reader goroutine.
@@ -70,37 +89,37 @@ type walMessage struct {
 // pgTimestamp is how Postgres prints a timestamptz in a UTC session.
 const pgTimestamp = "2006-01-02 15:04:05.999999-07"
 
-// ensureSlot creates the persistent slot if it is missing (and says so),
-// and refuses one that cannot be used.
-func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slog.Logger) error {
+// ensureSlot creates the persistent slot if it is missing (and says so,
+// with created true), and refuses one that cannot be used.
+func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slog.Logger) (created bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.SlotCreateTimeout)
 	defer cancel()
 	var plugin, database, current, walStatus string
 	var logical bool
-	err := pool.QueryRow(ctx, `SELECT coalesce(plugin, ''), coalesce(database, ''), current_database(),
+	err = pool.QueryRow(ctx, `SELECT coalesce(plugin, ''), coalesce(database, ''), current_database(),
 		slot_type = 'logical', coalesce(wal_status, '')
 		FROM pg_replication_slots WHERE slot_name = $1`, cfg.Slot).Scan(&plugin, &database, &current, &logical, &walStatus)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
-		return fmt.Errorf("read slot %s: %w", cfg.Slot, err)
+		return false, fmt.Errorf("read slot %s: %w", cfg.Slot, err)
 	case !logical || plugin != "wal2json":
-		return fmt.Errorf("SLOT_NAME: slot %s exists with plugin %q, not a logical wal2json slot", cfg.Slot, plugin)
+		return false, fmt.Errorf("SLOT_NAME: slot %s exists with plugin %q, not a logical wal2json slot", cfg.Slot, plugin)
 	case database != current:
 		// A logical slot decodes one database only; START_REPLICATION on
 		// a connection to another database fails forever.
-		return fmt.Errorf("SLOT_NAME: slot %s belongs to database %q, not %q (DATABASE_URL / REPLICATION_URL); "+
+		return false, fmt.Errorf("SLOT_NAME: slot %s belongs to database %q, not %q (DATABASE_URL / REPLICATION_URL); "+
 			"choose another SLOT_NAME", cfg.Slot, database, current)
 	case walStatus == "lost":
-		return fmt.Errorf("SLOT_NAME: slot %s is lost (max_slot_wal_keep_size removed WAL it needed; the events in it are gone): "+
+		return false, fmt.Errorf("SLOT_NAME: slot %s is lost (max_slot_wal_keep_size removed WAL it needed; the events in it are gone): "+
 			"drop it with SELECT pg_drop_replication_slot('%s') and restart to create a new one", cfg.Slot, cfg.Slot)
 	default:
 		logger.Info("resuming replication slot", "slot", cfg.Slot, "database", database, "wal_status", walStatus)
-		return nil
+		return false, nil
 	}
 	conn, err := connectReplication(ctx, cfg)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Close(context.Background())
 	// Persistent (not TEMPORARY): a restarted service resumes from its
@@ -109,13 +128,51 @@ func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slo
 	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, cfg.Slot, "wal2json",
 		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"})
 	if postgres.SQLSTATE(err) == pgerrcode.DuplicateObject { // created meanwhile by another instance
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("create replication slot %s: %w", cfg.Slot, err)
+		return false, fmt.Errorf("create replication slot %s: %w", cfg.Slot, err)
 	}
 	logger.Info("created replication slot (it was missing)", "slot", cfg.Slot, "plugin", "wal2json", "consistent_point", res.ConsistentPoint)
-	return nil
+	return true, nil
+}
+
+// resyncBatch is how many events one resync round delivers.
+const resyncBatch = 1000
+
+// resync delivers every event of the messages table that has no delivery
+// yet, in created_at order, and returns how many it delivered. It is the
+// recovery after a slot was created while events existed: a new slot
+// streams only what commits after its consistent point, so an event
+// written while no slot existed (the old one lost to
+// max_slot_wal_keep_size and dropped, as the start's refusal says) would
+// otherwise never be delivered, and nothing would report it. Events that
+// commit after the new slot's creation come through the slot as well;
+// the Deliverer's dedup counts the second sighting as a duplicate.
+func resync(ctx context.Context, pool *pgxpool.Pool, d *logc.Deliverer) (int, error) {
+	total := 0
+	for {
+		rows, err := pool.Query(ctx, `SELECT m.id::text, m.created_at FROM messages m
+			WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = m.id)
+			ORDER BY m.created_at, m.id LIMIT $1`, resyncBatch)
+		if err != nil {
+			return total, fmt.Errorf("resync: read undelivered events: %w", err)
+		}
+		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (logc.Delivery, error) {
+			var e logc.Delivery
+			return e, r.Scan(&e.ID, &e.CreatedAt)
+		})
+		if err != nil {
+			return total, fmt.Errorf("resync: read undelivered events: %w", err)
+		}
+		if len(batch) == 0 {
+			return total, nil
+		}
+		if err := d.Deliver(ctx, batch); err != nil {
+			return total, fmt.Errorf("resync: %w", err)
+		}
+		total += len(batch)
+	}
 }
 
 func connectReplication(ctx context.Context, cfg Config) (*pgconn.PgConn, error) {
@@ -174,6 +231,10 @@ func (c *consumer) run(ctx context.Context) {
 		}
 		if time.Since(started) > 10*time.Second {
 			b.Reset()
+		}
+		err = explain(c.cfg.Slot, err)
+		if err != nil {
+			c.lastErr.Store(err.Error())
 		}
 		c.stats.Inc(logc.StatReconnects)
 		d := b.Next()

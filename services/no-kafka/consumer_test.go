@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -232,8 +233,61 @@ func TestSlotOfAnotherDatabaseIsRefused(t *testing.T) {
 		t.Skipf("the test database is %q (%v): no other database to put the slot in", current, err)
 	}
 	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": base, "SLOT_NAME": slot})
-	err = ensureSlot(ctx, cfg, pool, kittest.Logger(cfg))
+	_, err = ensureSlot(ctx, cfg, pool, kittest.Logger(cfg))
 	if err == nil || !strings.Contains(err.Error(), "SLOT_NAME") || !strings.Contains(err.Error(), db) {
 		t.Fatalf("ensureSlot with a slot of database %q: %v, want an error naming SLOT_NAME and the database", db, err)
+	}
+}
+
+// TestNewSlotResyncsUndeliveredEvents follows the service's own advice
+// after a slot was lost (drop it, restart): the events written while no
+// slot streamed them (here: while the service was stopped, the slot then
+// dropped) are not in the new slot's stream. The start finds them in the
+// messages table and delivers them: the recovery loses none, and events
+// delivered before are not delivered again.
+func TestNewSlotResyncsUndeliveredEvents(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, map[string]string{"STANDBY_STATUS_INTERVAL": "100ms"})
+	before := conformance.PostDelivered(t, tg.URL(), ev("r"))
+	tg.Stop()
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
+	ctx := kittest.Context(t, time.Minute)
+	var away []string
+	for range 100 {
+		id := ids.New()
+		if _, err := pool.Exec(ctx, `INSERT INTO messages (id, type, key, payload) VALUES ($1, 'test', 'r', '{}')`, id); err != nil {
+			t.Fatal(err)
+		}
+		away = append(away, id)
+	}
+	dropSlot(t, tg.Env["DATABASE_URL"], tg.Env["SLOT_NAME"])
+	tg.Start(t)
+	for _, id := range away {
+		conformance.WaitDelivered(t, tg.URL(), id)
+	}
+	c := conformance.Consumer(t, tg.URL())
+	if c.Delivered != 100 {
+		t.Errorf("delivered %d for the first time after the new slot, want the 100 written while it was away", c.Delivered)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE id = $1`, before.ID).Scan(&n); err != nil || n != 1 {
+		t.Errorf("the event delivered before has %d delivery rows (%v), want 1", n, err)
+	}
+}
+
+// TestExplainLostSlot: the error PostgreSQL 15 answers START_REPLICATION
+// with on an invalidated slot (logical.c, CreateDecodingContext) gets the
+// way out that /readyz shows; other errors pass unchanged.
+func TestExplainLostSlot(t *testing.T) {
+	t.Parallel()
+	lost := &pgconn.PgError{Code: "55000", Message: `can no longer get changes from replication slot "s1"`,
+		Detail: "This slot has been invalidated because it exceeded the maximum reserved size."}
+	got := explain("s1", fmt.Errorf("start replication: %w", lost))
+	if !strings.Contains(got.Error(), "pg_drop_replication_slot('s1')") || !errors.Is(got, lost) {
+		t.Errorf("explain(lost slot) = %v", got)
+	}
+	other := &pgconn.PgError{Code: "55000", Message: "replication slot \"s1\" is active for PID 42"}
+	if got := explain("s1", other); got != error(other) {
+		t.Errorf("explain(active slot) = %v, want it unchanged", got)
 	}
 }

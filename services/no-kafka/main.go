@@ -157,7 +157,8 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := ensureSlot(ctx, cfg, pool, logger.With("service", info.Service)); err != nil {
+	created, err := ensureSlot(ctx, cfg, pool, logger.With("service", info.Service))
+	if err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
@@ -185,10 +186,27 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	svc.OnStop("replication consumer", cons.Stop)
 	svc.Ready("replication", func(context.Context) error {
 		if !cons.running.Load() {
+			if why := cons.streamError(); why != "" {
+				return fmt.Errorf("not streaming slot %s: %s", cfg.Slot, why)
+			}
 			return fmt.Errorf("not streaming slot %s", cfg.Slot)
 		}
 		return nil
 	})
+	if created {
+		// A new slot streams nothing written before it: deliver what the
+		// messages table holds undelivered (resync says why).
+		n, err := resync(ctx, cpool, cons.deliver)
+		if err != nil {
+			cpool.Close()
+			pool.Close()
+			return nil, nil, err
+		}
+		if n > 0 {
+			svc.Logger.Warn("new replication slot: delivered the events written while no slot existed, from the messages table",
+				"slot", cfg.Slot, "events", n)
+		}
+	}
 	cons.Start()
 	// Last: its Close hook runs first, before the pools close.
 	cleaner.Attach(svc, cfg.Retention, store.CleanerJobs()...)

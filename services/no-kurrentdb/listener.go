@@ -65,6 +65,12 @@ func (s *store) startListener(ctx context.Context) error {
 			s.logger.Warn("listener connection lost; reconnecting", "err", err, "retry_in", retryIn)
 		},
 		ConnectTimeout: s.cfg.BackendTimeout,
+		// The probe's NOTIFY goes through the pool: sending a NOTIFY,
+		// unlike receiving one, works through any pooler.
+		Notify: func(ctx context.Context, channel, payload string) error {
+			_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+			return err
+		},
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel

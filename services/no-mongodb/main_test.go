@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,36 @@ func TestMapErrDataAndSizeErrors(t *testing.T) {
 		if !errors.As(got, &he) || he.Status != want {
 			t.Errorf("SQLSTATE %s: %v, want %d", code, got, want)
 		}
+	}
+}
+
+// TestToastCompression: TOAST_COMPRESSION reaches the server, so a large
+// profile written through the service is stored compressed with it; a
+// value outside pglz and lz4 is refused by name.
+func TestToastCompression(t *testing.T) {
+	t.Parallel()
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"TOAST_COMPRESSION": "zstd"}, "TOAST_COMPRESSION")
+	for _, method := range []string{"pglz", "lz4"} {
+		t.Run(method, func(t *testing.T) {
+			t.Parallel()
+			cfg := schemaConfig(t)
+			cfg.ToastCompression = method
+			cfg.Postgres.Params = map[string]string{"default_toast_compression": method}
+			r := servicetest.Start(t, build, cfg)
+			// Compressible text well over the ~2 kB TOAST threshold.
+			profile := map[string]any{"bio": strings.Repeat("where postgres ends ", 5000)}
+			var u struct{ ID string }
+			if status, b := kittest.Do(t, "POST", r.URL()+"/users", map[string]any{"email": method + "@toast.test", "name": "t", "plan": "free", "profile": profile}, &u); status != 201 {
+				t.Fatalf("create: %d %s", status, b)
+			}
+			var got string
+			db := kittest.Pool(t, cfg.Postgres.URL, cfg.Postgres.Schema)
+			if err := db.QueryRow(kittest.Context(t, 10*time.Second), "SELECT pg_column_compression(profile) FROM users WHERE id = $1", u.ID).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != method {
+				t.Errorf("profile stored with %q, want %q", got, method)
+			}
+		})
 	}
 }

@@ -169,3 +169,32 @@ func TestRebuildAfterListenReconnect(t *testing.T) {
 	kittest.Eventually(t, 60*time.Second, "20 tasks done", func() bool { return doneCount(t, pool) == 20 })
 	checkQueueEmpty(t, pool)
 }
+
+// TestClaimSkipsQueueRowsOfFinishedTasks: a rebuild whose snapshot still
+// saw a task open can re-insert its queue row after a completion deleted
+// it and finished the task. The record decides: a claim that meets such a
+// row neither runs the task again nor counts a delivery, and the row goes.
+func TestClaimSkipsQueueRowsOfFinishedTasks(t *testing.T) {
+	t.Parallel()
+	sc := newSchema(t)
+	pool := sc.pool
+	worker := sc.start(t, conformance.Settings{Workers: 2}, map[string]string{"POLL_INTERVAL": "100ms"})
+	post(t, worker.URL(), 3)
+	kittest.Eventually(t, 30*time.Second, "3 tasks done", func() bool { return doneCount(t, pool) == 3 })
+	delivered := worker.App().stats.Snapshot().Counters[queue.CounterDelivered]
+	ctx := kittest.Context(t, 10*time.Second)
+	// What the race leaves: a due queue row for each finished task.
+	if _, err := pool.Exec(ctx, `INSERT INTO queue_jobs (task_id, run_at, fail_times, enqueued_at)
+		SELECT id, now(), fail_times, enqueued_at FROM tasks`); err != nil {
+		t.Fatal(err)
+	}
+	kittest.Eventually(t, 30*time.Second, "the stale rows dropped", func() bool {
+		return scalar[int](t, pool, `SELECT count(*) FROM queue_jobs`) == 0
+	})
+	if got := worker.App().stats.Snapshot().Counters[queue.CounterDelivered]; got != delivered {
+		t.Errorf("delivered %d, want %d: a finished task ran again", got, delivered)
+	}
+	if n := scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status <> 'done' OR attempts <> 1`); n != 0 {
+		t.Errorf("%d task records changed by the stale rows", n)
+	}
+}

@@ -65,7 +65,14 @@ func (q *pgQueue) listen(ctx context.Context) {
 		OnNotification: func(context.Context, *pgconn.Notification) { q.poke() },
 		OnDisconnect: func(err error, retryIn time.Duration) {
 			q.listening.Store(false)
+			q.listenErr.Store(err.Error())
 			q.log.Warn("LISTEN connection lost; reconnecting", "err", err, "in", retryIn)
+		},
+		// The probe's NOTIFY goes through the workers' pool: sending a
+		// NOTIFY, unlike receiving one, works through any pooler.
+		Notify: func(ctx context.Context, channel, payload string) error {
+			_, err := q.wpool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+			return err
 		},
 		Backoff:        backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
 		ConnectTimeout: 2 * q.cfg.Postgres.ConnectTimeout,
@@ -93,9 +100,17 @@ func (q *pgQueue) awaitListening(ctx context.Context, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for !q.listening.Load() {
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("no LISTEN connection within %v (DATABASE_LISTEN_URL)", d)
+			return fmt.Errorf("no LISTEN connection within %v (DATABASE_LISTEN_URL): %s", d, q.lastListenErr())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
+}
+
+// lastListenErr says why the LISTEN connection last went down.
+func (q *pgQueue) lastListenErr() string {
+	if s, _ := q.listenErr.Load().(string); s != "" {
+		return s
+	}
+	return "no attempt finished yet"
 }

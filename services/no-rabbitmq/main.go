@@ -214,7 +214,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	svc.OnStop("queue workers", q.Stop)
 	svc.Ready("listen", func(context.Context) error {
 		if cfg.Worker.Workers > 0 && !q.listening.Load() {
-			return fmt.Errorf("LISTEN connection is down (reconnecting)")
+			return fmt.Errorf("LISTEN connection is down (reconnecting): %s", q.lastListenErr())
 		}
 		return nil
 	})

@@ -70,8 +70,18 @@ WITH picked AS (
            delivered_at = coalesce(t.delivered_at, clock_timestamp())
       FROM claimed c
      WHERE t.id = c.task_id AND t.status IN ('queued', 'running')
+    RETURNING t.id
 )
-SELECT task_id::text, attempts, fail_times, enqueued_at FROM claimed`
+SELECT task_id::text, attempts, fail_times, enqueued_at, task_id IN (SELECT id FROM rec) AS open FROM claimed`
+
+// staleSQL deletes queue rows whose task record is finished: a claim
+// returns them with open false. The record decides: such a row is left by
+// a rebuild whose snapshot still saw the task open while a completion
+// deleted its row and finished it (QUEUE_TABLE=logged re-queued 3 tasks
+// that way, and 1 ran twice, before the claim checked).
+const staleSQL = `
+DELETE FROM queue_jobs q WHERE q.task_id = ANY($1::uuid[])
+   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = q.task_id AND t.status IN ('queued', 'running'))`
 
 // doneSQL deletes finished rows from the queue (the hot table keeps only
 // the backlog; the history stays in tasks) and marks their records done,
@@ -165,6 +175,9 @@ type pgQueue struct {
 	capacity  int64
 	inflight  atomic.Int64
 	listening atomic.Bool
+	// listenErr is why the LISTEN connection last went down (a string),
+	// for /readyz and a failed start.
+	listenErr atomic.Value
 
 	mu   sync.Mutex
 	held map[string]struct{} // claimed, not yet completed: leases to renew
@@ -403,16 +416,32 @@ func (q *pgQueue) claim(n int64) (int64, error) {
 		return 0, err
 	}
 	var claimed []job
+	var stale []string
 	for rows.Next() {
 		var j job
-		if err := rows.Scan(&j.id, &j.attempts, &j.failTimes, &j.enqueuedAt); err != nil {
+		var open bool
+		if err := rows.Scan(&j.id, &j.attempts, &j.failTimes, &j.enqueuedAt, &open); err != nil {
 			rows.Close()
 			return 0, err
+		}
+		if !open {
+			stale = append(stale, j.id)
+			continue
 		}
 		claimed = append(claimed, j)
 	}
 	if err := rows.Err(); err != nil {
 		return 0, err
+	}
+	if len(stale) > 0 {
+		// Rare (a rebuild raced a completion): not run, not counted. A
+		// failed delete leaves the rows under their lease, to be dropped
+		// by the next claim that meets them.
+		if _, err := q.wpool.Exec(ctx, staleSQL, stale); err != nil {
+			q.log.Warn("could not drop queue rows of finished tasks", "tasks", len(stale), "err", err)
+		} else {
+			q.log.Info("dropped queue rows of finished tasks (a rebuild raced a completion); not run again", "tasks", len(stale))
+		}
 	}
 	q.mu.Lock()
 	for _, j := range claimed {

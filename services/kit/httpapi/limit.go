@@ -44,13 +44,13 @@ var unboundedPaths = map[string]bool{
 // probes and scrapes (/healthz, /readyz, /metrics, /stats), the progress
 // endpoints (/queue, /consumer), static documents, and every request that
 // mostly waits rather than works: long polls (a path ending in /wait) and
-// Server-Sent Events (/subscribe, or Accept: text/event-stream). A long
-// poll holds no backend resource while it waits, and counting it would
-// let idle waiters shed the work they wait for.
+// the Server-Sent Events stream (/subscribe). A long poll holds no
+// backend resource while it waits, and counting it would let idle waiters
+// shed the work they wait for. Only the path decides: a header (Accept:
+// text/event-stream on a POST, say) must not let a client past the bound.
 func Unbounded(r *http.Request) bool {
 	p := r.URL.Path
-	return unboundedPaths[p] || strings.HasSuffix(p, "/wait") ||
-		strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	return unboundedPaths[p] || strings.HasSuffix(p, "/wait")
 }
 
 // Limiter bounds the requests a service handles at once. A request that

@@ -153,9 +153,12 @@ func TestUnbounded(t *testing.T) {
 			t.Errorf("Unbounded(%s) = %v, want %v", path, got, want)
 		}
 	}
-	r := httptest.NewRequest(http.MethodGet, "/streams/s", nil)
-	r.Header.Set("Accept", "text/event-stream")
-	if !httpapi.Unbounded(r) {
-		t.Error("an SSE request is bounded")
+	// A header must not open the bound: only /subscribe streams events.
+	for _, path := range []string{"/tasks/batch", "/streams/s", "/users/search"} {
+		r := httptest.NewRequest(http.MethodPost, path, nil)
+		r.Header.Set("Accept", "text/event-stream")
+		if httpapi.Unbounded(r) {
+			t.Errorf("POST %s with Accept: text/event-stream bypasses the bound", path)
+		}
 	}
 }

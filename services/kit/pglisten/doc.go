@@ -12,7 +12,12 @@
 //
 // The connection must be a direct session with Postgres: a pooled
 // connection is shared (LISTEN is per session), and through pgbouncer in
-// transaction mode LISTEN "works" and then silently receives nothing.
+// transaction mode LISTEN "works" and then silently receives nothing. The
+// Listener checks it on every connection before OnConnect: it LISTENs on
+// a channel of its own, has a notification sent there from another
+// connection (Notify), and refuses the connection with ErrDeaf if it does
+// not arrive within ProbeTimeout. A service fails loudly instead of
+// running deaf on its fallback poll.
 //
 // The sending half is Debouncer: a pg_notify inside a committing
 // transaction takes a database-wide lock at commit and serializes every

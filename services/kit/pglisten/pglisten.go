@@ -2,6 +2,8 @@ package pglisten
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -15,6 +17,17 @@ import (
 // DefaultConnectTimeout bounds connecting and LISTENing when
 // Listener.ConnectTimeout is zero.
 const DefaultConnectTimeout = 10 * time.Second
+
+// DefaultProbeTimeout bounds the probe's round trip when
+// Listener.ProbeTimeout is zero.
+const DefaultProbeTimeout = 5 * time.Second
+
+// ErrDeaf is the probe's error: a notification sent on another connection
+// did not reach the listening one. The usual cause is a LISTEN connection
+// through a pooler in transaction mode (pgbouncer): LISTEN succeeds on
+// some server connection, which the pooler then hands to other clients,
+// and nothing ever arrives.
+var ErrDeaf = errors.New("pglisten: LISTEN receives no notifications (a connection pooler in transaction mode, such as pgbouncer, between the listener and Postgres? LISTEN needs a direct connection)")
 
 // Listener LISTENs on Channels over a connection of its own and reconnects
 // whenever it is lost. Fill the fields, then call Run once; the fields must
@@ -51,6 +64,12 @@ type Listener struct {
 	// ConnectTimeout bounds Connect plus the LISTEN statements;
 	// DefaultConnectTimeout if zero.
 	ConnectTimeout time.Duration
+	// Notify, if set, sends a notification on another connection than
+	// the listening one (a service passes its pool); the probe uses it.
+	// If nil, the probe opens a second connection with Connect.
+	Notify func(ctx context.Context, channel, payload string) error
+	// ProbeTimeout bounds the probe; DefaultProbeTimeout if zero.
+	ProbeTimeout time.Duration
 }
 
 // Run connects and listens until ctx ends, reconnecting after every
@@ -78,9 +97,16 @@ func (l *Listener) Run(ctx context.Context) error {
 	}
 }
 
-// session runs one connection: connect, LISTEN, OnConnect, then
-// notifications until it fails or ctx ends. listened records that a
+// session runs one connection: connect, LISTEN, the probe, OnConnect,
+// then notifications until it fails or ctx ends. listened records that a
 // connection of this Run reached OnConnect.
+//
+// The probe: after LISTEN, and before OnConnect, every connection
+// LISTENs on a channel of its own, has a notification sent there from
+// another connection, and waits for it. A connection that LISTENs
+// without error but would never receive anything (through pgbouncer in
+// transaction mode) fails here with ErrDeaf, loudly, instead of leaving
+// a service silently deaf: OnConnect is never called on it.
 func (l *Listener) session(ctx context.Context, b *backoff.Backoff, listened *bool) error {
 	timeout := l.ConnectTimeout
 	if timeout <= 0 {
@@ -102,6 +128,10 @@ func (l *Listener) session(ctx context.Context, b *backoff.Backoff, listened *bo
 			return fmt.Errorf("LISTEN %s: %w", ch, err)
 		}
 	}
+	early, err := l.probe(ctx, conn)
+	if err != nil {
+		return err
+	}
 	reconnect := *listened
 	*listened = true
 	if l.OnConnect != nil {
@@ -110,6 +140,11 @@ func (l *Listener) session(ctx context.Context, b *backoff.Backoff, listened *bo
 		}
 	}
 	b.Reset()
+	if l.OnNotification != nil {
+		for _, n := range early {
+			l.OnNotification(ctx, n)
+		}
+	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -119,4 +154,61 @@ func (l *Listener) session(ctx context.Context, b *backoff.Backoff, listened *bo
 			l.OnNotification(ctx, n)
 		}
 	}
+}
+
+// probe checks that conn receives notifications (see session) and returns
+// the notifications of the Channels that arrived meanwhile, in order.
+func (l *Listener) probe(ctx context.Context, conn *pgx.Conn) ([]*pgconn.Notification, error) {
+	timeout := l.ProbeTimeout
+	if timeout <= 0 {
+		timeout = DefaultProbeTimeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	channel := "pglisten_probe_" + hex.EncodeToString(id[:])
+	if _, err := conn.Exec(pctx, "LISTEN "+channel); err != nil {
+		return nil, fmt.Errorf("probe: LISTEN %s: %w", channel, err)
+	}
+	if err := l.notify(pctx, channel, "probe"); err != nil {
+		return nil, fmt.Errorf("probe: NOTIFY %s: %w", channel, err)
+	}
+	var early []*pgconn.Notification
+	for {
+		n, err := conn.WaitForNotification(pctx)
+		if err != nil {
+			if ctx.Err() == nil && pctx.Err() != nil {
+				return nil, fmt.Errorf("%w: the probe sent on another connection did not arrive within %v", ErrDeaf, timeout)
+			}
+			return nil, fmt.Errorf("probe: %w", err)
+		}
+		if n.Channel != channel {
+			early = append(early, n)
+			continue
+		}
+		if _, err := conn.Exec(pctx, "UNLISTEN "+channel); err != nil {
+			return nil, fmt.Errorf("probe: UNLISTEN %s: %w", channel, err)
+		}
+		return early, nil
+	}
+}
+
+// notify sends payload on channel through Notify, or else through a
+// connection of its own.
+func (l *Listener) notify(ctx context.Context, channel, payload string) error {
+	if l.Notify != nil {
+		return l.Notify(ctx, channel, payload)
+	}
+	conn, err := l.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	_, err = conn.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+	return err
 }

@@ -3,6 +3,7 @@ package pglisten_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -168,4 +169,82 @@ func TestRunEndsWhileUnreachable(t *testing.T) {
 	kittest.Eventually(t, 20*time.Second, "failed attempts", func() bool { return rec.disconnects.Load() >= 3 })
 	// The cleanup of run checks that Run returns promptly though the
 	// backoff has grown.
+}
+
+// TestProbeRefusesADeafConnection: through pgbouncer in transaction mode
+// LISTEN succeeds and then nothing ever arrives. The probe must catch it
+// on every connection, report ErrDeaf to OnDisconnect, and never call
+// OnConnect, so that a service built on the listener fails loudly
+// instead of running deaf.
+func TestProbeRefusesADeafConnection(t *testing.T) {
+	t.Parallel()
+	bouncer := kittest.Server(t, "PGBOUNCER_URL", kittest.DefaultPgBouncerURL)
+	f := newFixture(t)
+	l, rec := newListener(t, bouncer, f.appName, f.channel)
+	l.Notify = func(ctx context.Context, channel, payload string) error {
+		_, err := f.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+		return err
+	}
+	l.ProbeTimeout = time.Second
+	errs := make(chan error, 1)
+	l.OnDisconnect = func(err error, _ time.Duration) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	run(t, l)
+	select {
+	case err := <-errs:
+		if !errors.Is(err, pglisten.ErrDeaf) {
+			t.Fatalf("OnDisconnect(%v), want ErrDeaf", err)
+		}
+		t.Logf("refused: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no refusal within 20 s")
+	}
+	if n := rec.connects.Load(); n != 0 {
+		t.Errorf("OnConnect called %d times on a deaf connection", n)
+	}
+}
+
+// TestProbeDeliversEarlyNotifications: notifications of the listened
+// channels that arrive during the probe are handed out after OnConnect,
+// none lost.
+func TestProbeDeliversEarlyNotifications(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	l, rec := f.l, f.rec
+	// The probe's notification is sent after two of the channel's own.
+	l.Notify = func(ctx context.Context, channel, payload string) error {
+		for _, p := range []string{"early-1", "early-2"} {
+			if _, err := f.pool.Exec(ctx, "SELECT pg_notify($1, $2)", f.channel, p); err != nil {
+				return err
+			}
+		}
+		_, err := f.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+		return err
+	}
+	// Both hooks run on Run's goroutine; the test reads order after the
+	// second payload's channel send.
+	var order []string
+	l.OnConnect = func(context.Context, *pgx.Conn, bool) error {
+		order = append(order, "connect")
+		return nil
+	}
+	l.OnNotification = func(_ context.Context, n *pgconn.Notification) {
+		order = append(order, n.Payload)
+		rec.payloads <- n.Payload
+	}
+	run(t, l)
+	for range 2 {
+		select {
+		case <-rec.payloads:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the early notifications never arrived")
+		}
+	}
+	if got := strings.Join(order[:3], " "); got != "connect early-1 early-2" {
+		t.Errorf("hooks saw %q, want \"connect early-1 early-2\"", got)
+	}
 }

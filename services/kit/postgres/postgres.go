@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"regexp"
 	"time"
 
@@ -50,6 +51,10 @@ type Config struct {
 	// connect_timeout). Env DATABASE_CONNECT_TIMEOUT; default
 	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// Params are server settings sent at every connection's start (pgx
+	// RuntimeParams), such as default_toast_compression. A service sets
+	// them from its own variables; ReadConfig reads none.
+	Params map[string]string
 }
 
 // Env is the interface of config.Reader that ReadConfig needs.
@@ -96,6 +101,7 @@ func Open(ctx context.Context, c Config) (*pgxpool.Pool, error) {
 	if c.ConnectTimeout > 0 {
 		pc.ConnConfig.ConnectTimeout = c.ConnectTimeout
 	}
+	maps.Copy(pc.ConnConfig.RuntimeParams, c.Params)
 	if c.Schema != "" {
 		if err := EnsureSchema(ctx, c.URL, c.Schema, c.ConnectTimeout); err != nil {
 			return nil, err

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+)
+
+// extras are the parts of the queue, log and results commands added by
+// issue 15: overload points at multiples of each side's ceiling, the log
+// pair at fractions of its batch throughput, and the engines' raw limits.
+type extras struct {
+	overload, atThroughput, raw bool
+	rawDuration                 time.Duration
+	overloadOpts                scenario.OverloadOptions
+	atOpts                      scenario.AtThroughputOptions
+}
+
+// registerExtras registers the extras' flags for cmd and returns them.
+func registerExtras(fs *flag.FlagSet, cmd string) *extras {
+	x := &extras{overloadOpts: scenario.DefaultOverload, atOpts: scenario.DefaultAtThroughput}
+	if cmd == "queue" || cmd == "log" || cmd == "results" {
+		fs.BoolVar(&x.overload, "overload", true, "after the ceiling search, offer 2× and 5× each side's ceiling (needs -ceiling)")
+		fs.DurationVar(&x.overloadOpts.Duration, "overload-duration", x.overloadOpts.Duration, "duration of each overload attack")
+	}
+	if cmd == "log" || cmd == "results" {
+		fs.BoolVar(&x.atThroughput, "at-throughput", true, "log: measure each side's batch throughput, then delivery latency at 25/50/75% of it")
+		fs.DurationVar(&x.atOpts.Duration, "at-throughput-duration", x.atOpts.Duration, "log: duration of each point at a fraction of the batch throughput")
+	}
+	if cmd == "results" {
+		fs.BoolVar(&x.raw, "raw", true, "measure the engines' raw limits (no service) before the pairs")
+		fs.DurationVar(&x.rawDuration, "raw-duration", 3*time.Second, "duration of each raw loop")
+	}
+	return x
+}
+
+// plan adds the extras to a command's progress plan: the raw loops as
+// a first step, the overload and at-throughput points to the queue and
+// log steps' estimates.
+func (x *extras) plan(steps []step, settle time.Duration) []step {
+	var out []step
+	if x.raw {
+		o := raw.DefaultOptions()
+		o.Duration = x.rawDuration
+		out = append(out, step{"raw", scenario.Estimate{Typical: raw.Estimate(o), Bound: 2 * raw.Estimate(o)}})
+	}
+	for _, s := range steps {
+		if x.overload && (s.name == "queue" || s.name == "log") {
+			s.est = s.est.Add(x.overloadOpts.Estimate(settle))
+		}
+		if x.atThroughput && s.name == "log" {
+			s.est = s.est.Add(x.atOpts.Estimate(settle))
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// queue runs the queue pair's extras on run, after its scenario.
+func (x *extras) queue(ctx context.Context, env *scenario.Env, run *driver.Run, o scenario.RateOptions) error {
+	if ctx.Err() != nil {
+		return nil // the scenario before has said so
+	}
+	if x.overload && o.Ceiling {
+		return scenario.QueueScenario.Overload(ctx, env, run, x.overloadOpts)
+	}
+	return nil
+}
+
+// log runs the log pair's extras on run, after its scenario.
+func (x *extras) log(ctx context.Context, env *scenario.Env, run *driver.Run, o scenario.RateOptions) error {
+	if ctx.Err() != nil {
+		return nil // the scenario before has said so
+	}
+	if x.overload && o.Ceiling {
+		if err := scenario.LogScenario.Overload(ctx, env, run, x.overloadOpts); err != nil {
+			return err
+		}
+	}
+	if x.atThroughput {
+		return scenario.LogScenario.AtThroughput(ctx, env, run, x.atOpts)
+	}
+	return nil
+}
+
+// measureRaw runs the raw loops and writes their results file to c's
+// results folder.
+func measureRaw(ctx context.Context, c common, d time.Duration, log io.Writer) error {
+	o := raw.DefaultOptions()
+	o.PostgresURL, o.Duration = c.pgURL, d
+	o.Log = func(format string, args ...any) { fmt.Fprintf(log, format+"\n", args...) }
+	res, err := raw.Measure(ctx, o)
+	if len(res.Loops) > 0 {
+		path, werr := raw.Write(c.resultsDir, res)
+		if werr != nil {
+			return werr
+		}
+		fmt.Fprintf(log, "raw results: %s\n", path)
+	}
+	return err
+}
+
+// rawSection is RESULTS.md's raw-limits section from the newest raw
+// results file in c's results folder and runs, or "" when there is none.
+func rawSection(c common, runs []*driver.Run) (string, error) {
+	r, err := raw.Load(c.resultsDir)
+	if err != nil || len(r.Loops) == 0 {
+		return "", err
+	}
+	return report.RawSection(r, runs), nil
+}
+
+// rawMain runs `raw [flags]`: the engines' raw limits alone, written to
+// results/<id>-raw.json and printed as RESULTS.md's section would show
+// them.
+func rawMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("raw", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := raw.DefaultOptions()
+	fs.StringVar(&o.PostgresURL, "database-url", o.PostgresURL, "Postgres (a scratch schema and a temporary wal2json slot are created there)")
+	fs.StringVar(&o.RabbitMQURL, "rabbitmq-url", o.RabbitMQURL, "RabbitMQ (a scratch queue)")
+	brokers := fs.String("kafka-brokers", strings.Join(o.KafkaBrokers, ","), "Kafka bootstrap servers (a scratch topic)")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "duration of each loop")
+	fs.IntVar(&o.Conns, "conns", o.Conns, "connections of the Postgres loops")
+	dir := fs.String("results", "results", "folder for the results JSON file")
+	only := fs.String("only", "", "comma-separated engines to measure (postgres, rabbitmq, kafka); default all")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	o.KafkaBrokers = strings.Split(*brokers, ",")
+	if *only != "" {
+		o.Only = strings.Split(*only, ",")
+	}
+	o.Log = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stderr, "raw: estimated ~%s\n", driver.Human(raw.Estimate(o)))
+	res, err := raw.Measure(ctx, o)
+	if len(res.Loops) > 0 {
+		path, werr := raw.Write(*dir, res)
+		if werr != nil {
+			fmt.Fprintln(stderr, "error:", werr)
+			return 1
+		}
+		fmt.Fprintf(stdout, "wrote %s\n\n%s", path, report.RawSection(res, nil))
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	return 0
+}

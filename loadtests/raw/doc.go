@@ -1,0 +1,13 @@
+// Package raw measures the engines' own limits, without any service: raw
+// pgx loops on a scratch schema (one-row INSERT+COMMIT, batched INSERT,
+// SKIP LOCKED claim+delete in batches of 64, wal2json decoding through
+// one logical slot), raw amqp091 publish (pipelined publisher confirms)
+// and consume (prefetch, multiple acks), and raw kafka-go produce
+// (batched, acks=all) and fetch (Conn.ReadBatch).
+//
+// Each loop runs a few seconds; Measure runs them all and returns a
+// Results, written to results/<id>-raw.json by the raw and results
+// commands. Limit and PercentOfRaw turn a service's throughput into a
+// share of its engine's limit, measured in the same run, so that a
+// reader sees what the service costs on top of the engine.
+package raw

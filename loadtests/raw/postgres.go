@@ -1,0 +1,279 @@
+package raw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Loop sizes: the batched insert's rows per statement (the batch
+// endpoints' middle size), the claim batch (no-rabbitmq's
+// DefaultClaimBatch), and the rows written for the slot to decode.
+const (
+	insertBatchRows = 100
+	claimBatch      = 64
+	claimFill       = 200_000
+	slotRows        = 100_000
+)
+
+// schema is the loops' scratch schema.
+func (o Options) schema() string { return "wpe_raw_" + o.Name }
+
+// withSchema connects a pool to o.PostgresURL, creates the scratch schema
+// with setup (statements run in it), runs fn, and drops the schema.
+func withSchema(ctx context.Context, o Options, setup []string, fn func(*pgxpool.Pool) error) error {
+	cfg, err := pgxpool.ParseConfig(o.PostgresURL)
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = int32(max(o.Conns, 2)) + 1
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	cfg.ConnConfig.RuntimeParams["search_path"] = o.schema()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+o.schema()); err != nil {
+		return err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = pool.Exec(dctx, "DROP SCHEMA IF EXISTS "+o.schema()+" CASCADE")
+	}()
+	for _, s := range setup {
+		if _, err := pool.Exec(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return fn(pool)
+}
+
+// logTable is a log-like table: a logged table with an identity key, a
+// timestamp and a jsonb payload, as no-kafka's messages and the queue's
+// tasks records are.
+const logTable = `CREATE TABLE t (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now(), payload jsonb NOT NULL)`
+
+// workers runs n copies of fn until d has passed (or one fails) and
+// returns the items they counted and the wall time.
+func workers(ctx context.Context, n int, d time.Duration, fn func(ctx context.Context) (int64, error)) (int64, time.Duration, error) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var total atomic.Int64
+	var mu sync.Mutex
+	var first error
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for wctx.Err() == nil {
+				k, err := fn(wctx)
+				if err != nil {
+					if wctx.Err() == nil {
+						mu.Lock()
+						first = errors.Join(first, err)
+						mu.Unlock()
+						cancel()
+					}
+					return
+				}
+				total.Add(k)
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if ctx.Err() != nil {
+		return total.Load(), el, ctx.Err()
+	}
+	return total.Load(), el, first
+}
+
+// insertCommit inserts one row per transaction (an autocommitted INSERT)
+// from o.Conns connections: the engine's commit rate, what a
+// single-request enqueue or append costs Postgres at least.
+func insertCommit(ctx context.Context, o Options) (Result, error) {
+	r := Result{Desc: fmt.Sprintf("rows/s: one-row INSERT + COMMIT, %d connections, logged table", o.Conns)}
+	err := withSchema(ctx, o, []string{logTable}, func(pool *pgxpool.Pool) error {
+		n, d, err := workers(ctx, o.Conns, o.Duration, func(ctx context.Context) (int64, error) {
+			_, err := pool.Exec(ctx, `INSERT INTO t (payload) VALUES ($1)`, payload)
+			return 1, err
+		})
+		finish(&r, n, d)
+		return err
+	})
+	return r, err
+}
+
+// payloads returns n copies of payload as a jsonb[] parameter.
+func payloads(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = string(payload)
+	}
+	return out
+}
+
+// insertBatch inserts insertBatchRows rows per statement and transaction
+// (unnest of arrays, as the services' batch endpoints do) from o.Conns
+// connections.
+func insertBatch(ctx context.Context, o Options) (Result, error) {
+	r := Result{Desc: fmt.Sprintf("rows/s: %d-row INSERT per transaction, %d connections, logged table", insertBatchRows, o.Conns)}
+	rows := payloads(insertBatchRows)
+	err := withSchema(ctx, o, []string{logTable}, func(pool *pgxpool.Pool) error {
+		n, d, err := workers(ctx, o.Conns, o.Duration, func(ctx context.Context) (int64, error) {
+			_, err := pool.Exec(ctx, `INSERT INTO t (payload) SELECT unnest($1::jsonb[])`, rows)
+			return insertBatchRows, err
+		})
+		finish(&r, n, d)
+		return err
+	})
+	return r, err
+}
+
+// claimDelete fills an unlogged queue table shaped like queue_jobs with
+// claimFill rows, then o.Conns workers each claim claimBatch due rows
+// with FOR UPDATE SKIP LOCKED (moving run_at to a lease's end, as
+// no-rabbitmq's claim does) and delete them in a second statement (its
+// completion): the engine's part of a task's trip through the queue.
+func claimDelete(ctx context.Context, o Options) (Result, error) {
+	r := Result{Desc: fmt.Sprintf("rows/s: SKIP LOCKED claim of %d (lease UPDATE) then DELETE, %d workers, unlogged table", claimBatch, o.Conns)}
+	setup := []string{
+		`CREATE UNLOGGED TABLE q (id bigint PRIMARY KEY, run_at timestamptz NOT NULL, locked_until timestamptz, attempts int NOT NULL DEFAULT 0, payload jsonb NOT NULL)`,
+		`CREATE INDEX q_run_at ON q (run_at)`,
+		fmt.Sprintf(`INSERT INTO q (id, run_at, payload) SELECT g, now() - interval '1 hour' + g * interval '1 microsecond', '%s' FROM generate_series(1, %d) g`, payload, claimFill),
+		`ANALYZE q`,
+	}
+	const claim = `
+WITH picked AS (
+    SELECT id FROM q WHERE run_at <= now() ORDER BY run_at LIMIT $1 FOR UPDATE SKIP LOCKED
+)
+UPDATE q SET attempts = q.attempts + 1, run_at = now() + interval '30 seconds', locked_until = now() + interval '30 seconds'
+  FROM picked WHERE q.id = picked.id
+RETURNING q.id`
+	err := withSchema(ctx, o, setup, func(pool *pgxpool.Pool) error {
+		var empty atomic.Bool
+		n, d, err := workers(ctx, o.Conns, o.Duration, func(ctx context.Context) (int64, error) {
+			if empty.Load() {
+				<-ctx.Done()
+				return 0, nil
+			}
+			rows, err := pool.Query(ctx, claim, claimBatch)
+			if err != nil {
+				return 0, err
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return 0, err
+			}
+			if len(ids) == 0 {
+				empty.Store(true)
+				return 0, nil
+			}
+			tag, err := pool.Exec(ctx, `DELETE FROM q WHERE id = ANY($1)`, ids)
+			return tag.RowsAffected(), err
+		})
+		finish(&r, n, d)
+		if empty.Load() {
+			r.Desc += fmt.Sprintf(" (the %d rows ran out before the loop's end)", claimFill)
+		}
+		return err
+	})
+	return r, err
+}
+
+// wal2jsonDecode creates a temporary wal2json slot, writes slotRows rows
+// in 1000-row transactions, then streams the slot (format-version 2,
+// inserts of the scratch table only, as no-kafka's consumer asks) and
+// decodes each change's JSON until every row has come through: the rate
+// one slot decodes at when it has a backlog.
+func wal2jsonDecode(ctx context.Context, o Options) (Result, error) {
+	r := Result{Desc: fmt.Sprintf("rows/s: %d rows written first, then streamed through one temporary wal2json slot and decoded", slotRows)}
+	err := withSchema(ctx, o, []string{logTable}, func(pool *pgxpool.Pool) error {
+		cfg, err := pgconn.ParseConfig(o.PostgresURL)
+		if err != nil {
+			return err
+		}
+		cfg.RuntimeParams["replication"] = "database"
+		cfg.ConnectTimeout = 5 * time.Second
+		conn, err := pgconn.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("replication connection: %w", err)
+		}
+		defer conn.Close(context.Background())
+		slot := "wpe_raw_" + o.Name
+		if _, err := pglogrepl.CreateReplicationSlot(ctx, conn, slot, "wal2json",
+			pglogrepl.CreateReplicationSlotOptions{Temporary: true, Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"}); err != nil {
+			return fmt.Errorf("create temporary slot: %w", err)
+		}
+		rows := payloads(1000)
+		for i := 0; i < slotRows; i += 1000 {
+			if _, err := pool.Exec(ctx, `INSERT INTO t (payload) SELECT unnest($1::jsonb[])`, rows); err != nil {
+				return err
+			}
+		}
+		var end pglogrepl.LSN
+		args := []string{`"format-version" '2'`, `"add-tables" '` + o.schema() + `.t'`, `"actions" 'insert'`,
+			`"include-transaction" 'true'`, `"include-types" 'false'`}
+		start := time.Now()
+		if err := pglogrepl.StartReplication(ctx, conn, slot, 0, pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: args}); err != nil {
+			return fmt.Errorf("start replication: %w", err)
+		}
+		var got int64
+		for got < slotRows {
+			msg, err := conn.ReceiveMessage(ctx)
+			if err != nil {
+				finish(&r, got, time.Since(start))
+				return fmt.Errorf("receive after %d rows: %w", got, err)
+			}
+			cd, ok := msg.(*pgproto3.CopyData)
+			if !ok {
+				if e, ok := msg.(*pgproto3.ErrorResponse); ok {
+					return pgconn.ErrorResponseToPgError(e)
+				}
+				continue
+			}
+			switch cd.Data[0] {
+			case pglogrepl.PrimaryKeepaliveMessageByteID:
+				k, err := pglogrepl.ParsePrimaryKeepaliveMessage(cd.Data[1:])
+				if err == nil && k.ReplyRequested {
+					_ = pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: end})
+				}
+			case pglogrepl.XLogDataByteID:
+				x, err := pglogrepl.ParseXLogData(cd.Data[1:])
+				if err != nil {
+					return err
+				}
+				end = x.WALStart
+				var m struct {
+					Action  string `json:"action"`
+					Table   string `json:"table"`
+					Columns []struct {
+						Name  string          `json:"name"`
+						Value json.RawMessage `json:"value"`
+					} `json:"columns"`
+				}
+				if err := json.Unmarshal(x.WALData, &m); err != nil {
+					return fmt.Errorf("decode wal2json: %w", err)
+				}
+				if m.Action == "I" && m.Table == "t" {
+					got++
+				}
+			}
+		}
+		finish(&r, got, time.Since(start))
+		return nil
+	})
+	return r, err
+}

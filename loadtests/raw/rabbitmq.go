@@ -1,0 +1,151 @@
+package raw
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// AMQP loop settings: the prefetch (the 100–300 range RabbitMQ's
+// consumer prefetch guide names for throughput; rabbitmq's
+// DefaultPrefetch is in it), the confirms kept in flight per publishing
+// channel, the publishing channels, and the acknowledgement batch
+// (basic.ack with multiple).
+const (
+	amqpPrefetch   = 300
+	amqpWindow     = 512
+	amqpPublishers = 2
+	amqpAckEvery   = 64
+)
+
+// amqpPair publishes persistent messages to a scratch durable classic
+// queue for o.Duration, amqpPublishers channels in confirm mode each
+// keeping amqpWindow confirms in flight, then consumes them with a
+// prefetch and multiple acks until the queue is empty (or 2×o.Duration).
+// The queue is deleted at the end.
+func amqpPair(ctx context.Context, o Options) ([]Result, error) {
+	pub := Result{Desc: fmt.Sprintf("messages/s confirmed: persistent, durable classic queue, %d channels with %d confirms in flight each", amqpPublishers, amqpWindow)}
+	con := Result{Desc: fmt.Sprintf("messages/s: prefetch %d, ack with multiple every %d", amqpPrefetch, amqpAckEvery)}
+	conn, err := amqp.DialConfig(o.RabbitMQURL, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second), Heartbeat: 10 * time.Second})
+	if err != nil {
+		return []Result{pub, con}, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	queue := "wpe-raw-" + o.Name
+	ch, err := conn.Channel()
+	if err != nil {
+		return []Result{pub, con}, err
+	}
+	if _, err := ch.QueueDeclare(queue, true, false, false, false, nil); err != nil {
+		return []Result{pub, con}, err
+	}
+	defer func() {
+		if c, err := conn.Channel(); err == nil {
+			_, _ = c.QueueDelete(queue, false, false, false)
+			_ = c.Close()
+		}
+	}()
+
+	// Publish.
+	pctx, cancel := context.WithTimeout(ctx, o.Duration)
+	defer cancel()
+	var confirmed atomic.Int64
+	var mu sync.Mutex
+	var perr error
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range amqpPublishers {
+		wg.Go(func() {
+			c, err := conn.Channel()
+			if err == nil {
+				err = c.Confirm(false)
+			}
+			if err != nil {
+				mu.Lock()
+				perr = err
+				mu.Unlock()
+				return
+			}
+			defer c.Close()
+			inflight := make([]*amqp.DeferredConfirmation, 0, amqpWindow)
+			wait := func(dc *amqp.DeferredConfirmation) {
+				if ok, _ := dc.WaitContext(ctx); ok {
+					confirmed.Add(1)
+				}
+			}
+			for pctx.Err() == nil {
+				dc, err := c.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, amqp.Publishing{
+					DeliveryMode: amqp.Persistent, ContentType: "application/json", Body: payload})
+				if err != nil {
+					mu.Lock()
+					perr = err
+					mu.Unlock()
+					return
+				}
+				inflight = append(inflight, dc)
+				if len(inflight) >= amqpWindow {
+					wait(inflight[0])
+					inflight = inflight[1:]
+				}
+			}
+			for _, dc := range inflight {
+				wait(dc)
+			}
+		})
+	}
+	wg.Wait()
+	finish(&pub, confirmed.Load(), time.Since(start))
+	if perr != nil {
+		return []Result{pub, con}, perr
+	}
+
+	// Consume what was published.
+	total := confirmed.Load()
+	cc, err := conn.Channel()
+	if err != nil {
+		return []Result{pub, con}, err
+	}
+	defer cc.Close()
+	if err := cc.Qos(amqpPrefetch, 0, false); err != nil {
+		return []Result{pub, con}, err
+	}
+	deliveries, err := cc.ConsumeWithContext(ctx, queue, "", false, false, false, false, nil)
+	if err != nil {
+		return []Result{pub, con}, err
+	}
+	start = time.Now()
+	deadline := time.After(2 * o.Duration)
+	var got int64
+	var last uint64
+	for got < total {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				finish(&con, got, time.Since(start))
+				return []Result{pub, con}, fmt.Errorf("deliveries closed after %d of %d", got, total)
+			}
+			got++
+			last = d.DeliveryTag
+			if got%amqpAckEvery == 0 {
+				if err := cc.Ack(last, true); err != nil {
+					return []Result{pub, con}, err
+				}
+			}
+		case <-deadline:
+			total = got
+		case <-ctx.Done():
+			return []Result{pub, con}, ctx.Err()
+		}
+	}
+	if last != 0 {
+		_ = cc.Ack(last, true)
+	}
+	finish(&con, got, time.Since(start))
+	return []Result{pub, con}, nil
+}

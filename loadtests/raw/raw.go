@@ -1,0 +1,256 @@
+package raw
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// SchemaVersion is the version of the raw results file's shape.
+const SchemaVersion = 1
+
+// Engines measured, the Engine of a Result.
+const (
+	Postgres = "postgres"
+	RabbitMQ = "rabbitmq"
+	Kafka    = "kafka"
+)
+
+// Loops, the Loop of a Result.
+const (
+	// InsertCommit is one row per transaction from Options.Conns
+	// connections.
+	InsertCommit = "insert_commit"
+	// InsertBatch is a 100-row multi-row INSERT per transaction.
+	InsertBatch = "insert_batch"
+	// ClaimDelete is FOR UPDATE SKIP LOCKED claims of 64 rows, deleted in
+	// the same statement, on an unlogged table like queue_jobs.
+	ClaimDelete = "claim_delete"
+	// Wal2JSON is the decoding rate of inserted rows through one logical
+	// slot with wal2json (format-version 2, as no-kafka streams it).
+	Wal2JSON = "wal2json_decode"
+	// Publish is amqp091 publishing with pipelined publisher confirms.
+	Publish = "publish"
+	// Consume is amqp091 consuming with a prefetch and multiple acks.
+	Consume = "consume"
+	// Produce is kafka-go producing in batches with acks=all.
+	Produce = "produce"
+	// Fetch is kafka-go reading with Conn.ReadBatch.
+	Fetch = "fetch"
+)
+
+// Options say where the engines are and how long each loop runs.
+type Options struct {
+	// PostgresURL, RabbitMQURL and KafkaBrokers locate the engines.
+	PostgresURL, RabbitMQURL string
+	KafkaBrokers             []string
+	// Duration is each loop's duration.
+	Duration time.Duration
+	// Conns is the concurrency of the loops that have one (connections,
+	// channels, producers).
+	Conns int
+	// Name makes the scratch schema, queue and topic unique
+	// ("wpe_raw_<name>").
+	Name string
+	// Only, when not empty, limits the loops to these engines
+	// ("postgres", "rabbitmq", "kafka").
+	Only []string
+	// Log receives one line per loop; nil for none.
+	Log func(format string, args ...any)
+}
+
+// DefaultOptions are the stack's servers, 3 s per loop, 8 connections.
+func DefaultOptions() Options {
+	o := Options{
+		PostgresURL: envOr("DATABASE_URL", pairs.DefaultPostgresURL),
+		RabbitMQURL: envOr("RABBITMQ_URL", pairs.DefaultRabbitMQURL),
+		Duration:    3 * time.Second, Conns: 8,
+		Name: fmt.Sprintf("%d", time.Now().UnixNano()%1e9),
+	}
+	o.KafkaBrokers = strings.Split(envOr("KAFKA_BROKERS", pairs.DefaultKafkaBrokers), ",")
+	return o
+}
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+func (o Options) logf(format string, args ...any) {
+	if o.Log != nil {
+		o.Log(format, args...)
+	}
+}
+
+// Result is one loop's outcome.
+type Result struct {
+	// Engine and Loop name the loop.
+	Engine string `json:"engine"`
+	Loop   string `json:"loop"`
+	// Desc says what one item is and how the loop ran.
+	Desc string `json:"desc"`
+	// Items counts rows, messages or records; Seconds is the loop's
+	// wall time; Rate is Items / Seconds.
+	Items   int64   `json:"items"`
+	Seconds float64 `json:"seconds"`
+	Rate    float64 `json:"rate"`
+	// Error is set when the loop could not run (Rate is then 0).
+	Error string `json:"error,omitempty"`
+}
+
+// Results is one raw run: the results file.
+type Results struct {
+	Schema     int            `json:"schema"`
+	ID         string         `json:"id"`
+	StartedAt  time.Time      `json:"started_at"`
+	FinishedAt time.Time      `json:"finished_at"`
+	Machine    driver.Machine `json:"machine"`
+	// Settings are the loops' parameters.
+	Settings map[string]any `json:"settings"`
+	Loops    []Result       `json:"loops"`
+}
+
+// loop is one declared loop (or a pair of loops: the consuming loop
+// reads what its producing loop wrote, on one scratch queue or topic).
+type loop struct {
+	engine string
+	names  []string
+	run    func(ctx context.Context, o Options) ([]Result, error)
+}
+
+// one adapts a single loop to the loops table.
+func one(fn func(context.Context, Options) (Result, error)) func(context.Context, Options) ([]Result, error) {
+	return func(ctx context.Context, o Options) ([]Result, error) {
+		r, err := fn(ctx, o)
+		return []Result{r}, err
+	}
+}
+
+// loops are every loop, in the order they run and are reported.
+var loops = []loop{
+	{Postgres, []string{InsertCommit}, one(insertCommit)},
+	{Postgres, []string{InsertBatch}, one(insertBatch)},
+	{Postgres, []string{ClaimDelete}, one(claimDelete)},
+	{Postgres, []string{Wal2JSON}, one(wal2jsonDecode)},
+	{RabbitMQ, []string{Publish, Consume}, amqpPair},
+	{Kafka, []string{Produce, Fetch}, kafkaPair},
+}
+
+// Estimate is Measure's expected wall time with o: each loop's duration
+// plus its setup (filling a queue, writing rows for the slot, draining).
+func Estimate(o Options) time.Duration {
+	return 8*o.Duration + 20*time.Second
+}
+
+// Measure runs every loop in turn. A loop that fails is recorded with its
+// error and the others still run; only a cancelled ctx stops it early.
+func Measure(ctx context.Context, o Options) (Results, error) {
+	now := time.Now().UTC()
+	res := Results{
+		Schema: SchemaVersion, ID: now.Format("20060102T150405Z") + "-raw", StartedAt: now,
+		Machine: driver.ThisMachine(),
+		Settings: map[string]any{"duration_s": o.Duration.Seconds(), "conns": o.Conns, "batch_insert_rows": insertBatchRows,
+			"claim_batch": claimBatch, "amqp_prefetch": amqpPrefetch, "amqp_confirm_window": amqpWindow,
+			"kafka_batch": kafkaBatch, "kafka_partitions": kafkaPartitions, "payload_bytes": len(payload)},
+	}
+	for _, l := range loops {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if len(o.Only) > 0 && !slices.Contains(o.Only, l.engine) {
+			continue
+		}
+		lctx, cancel := context.WithTimeout(ctx, 6*o.Duration+60*time.Second)
+		rs, err := l.run(lctx, o)
+		cancel()
+		for i, name := range l.names {
+			var r Result
+			if i < len(rs) {
+				r = rs[i]
+			}
+			r.Engine, r.Loop = l.engine, name
+			if err != nil && (r.Rate == 0 || i == len(l.names)-1) {
+				r.Error, r.Rate = err.Error(), 0
+			}
+			if r.Error != "" {
+				o.logf("raw %s %s: %s", r.Engine, r.Loop, r.Error)
+			} else {
+				o.logf("raw %s %s: %.0f/s (%d in %.1fs)", r.Engine, r.Loop, r.Rate, r.Items, r.Seconds)
+			}
+			res.Loops = append(res.Loops, r)
+		}
+	}
+	res.FinishedAt = time.Now().UTC()
+	return res, ctx.Err()
+}
+
+// finish fills r's rate from n items over d.
+func finish(r *Result, n int64, d time.Duration) {
+	r.Items, r.Seconds = n, math.Round(d.Seconds()*1000)/1000
+	if d > 0 {
+		r.Rate = math.Round(float64(n)/d.Seconds()*10) / 10
+	}
+}
+
+// payload is every item's body, about the size of a queue task's or a log
+// event's JSON.
+var payload = []byte(`{"kind":"load","payload":{"n":12345,"note":"raw engine loop"},"fail_times":0}`)
+
+// Find returns the result of engine's loop, if measured.
+func (r Results) Find(engine, loop string) (Result, bool) {
+	for _, l := range r.Loops {
+		if l.Engine == engine && l.Loop == loop && l.Error == "" && l.Rate > 0 {
+			return l, true
+		}
+	}
+	return Result{}, false
+}
+
+// Write writes r to dir/<id>.json and returns the path.
+func Write(dir string, r Results) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, r.ID+".json")
+	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Load reads the newest dir/*-raw.json; a zero Results (no Loops) and no
+// error when there is none.
+func Load(dir string) (Results, error) {
+	m, _ := filepath.Glob(filepath.Join(dir, "*-raw.json"))
+	if len(m) == 0 {
+		return Results{}, nil
+	}
+	path := m[len(m)-1] // names start with a sortable UTC timestamp
+	f, err := os.Open(path)
+	if err != nil {
+		return Results{}, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	var r Results
+	if err := dec.Decode(&r); err != nil {
+		return Results{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Schema != SchemaVersion {
+		return Results{}, fmt.Errorf("%s: schema %d, this driver reads %d", path, r.Schema, SchemaVersion)
+	}
+	return r, nil
+}

@@ -1,0 +1,64 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// extraMetrics are the table rows of the scenarios added by issue 15
+// (overload, batch throughput, delivery at a fraction of it); keyMetrics
+// returns them before its own cases.
+var extraMetrics = map[string][]row{
+	"queue.overload": {{"offered_rate", "offered/s (single requests)"}, {"ceiling_rate", "ceiling/s"}, {"accepted_rate", "accepted/s"},
+		{"client.shed", "shed (503)"}, {"client.errors", "errors"}, {"throughput", "processed/s during the attack"},
+		{"pct_of_ceiling", "processed, % of ceiling"}, {"backlog_end", "backlog at end"}, {"server.processing.p99_ms", "send→processed p99 ms"}},
+	"log.overload": {{"offered_rate", "offered/s (single requests)"}, {"ceiling_rate", "ceiling/s"}, {"accepted_rate", "accepted/s"},
+		{"client.shed", "shed (503)"}, {"client.errors", "errors"}, {"throughput", "delivered/s during the attack"},
+		{"pct_of_ceiling", "delivered, % of ceiling"}, {"backlog_end", "backlog at end"}, {"server.delivery.p99_ms", "delivery p99 ms"}},
+	"log.batch_throughput": {{"accepted_rate", "events/s accepted"}, {"delivered_rate", "events/s delivered in the same window"},
+		{"batch_throughput", "batch throughput (the lower), events/s"}, {"client.errors", "errors"}},
+	"log.at_throughput": {{"offered_events", "events/s offered (open loop, batches)"}, {"batch_throughput", "batch throughput, events/s"},
+		{"throughput", "delivered/s"}, {"backlog_end", "backlog at end"},
+		{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p95_ms", "delivery p95 ms"},
+		{"server.delivery.p99_ms", "delivery p99 ms"}, {"server.write.p99_ms", "write p99 ms"}, {"client.shed", "shed (503)"}, {"client.errors", "errors"}},
+}
+
+// extraTitles are the headings of those scenarios' tables.
+var extraTitles = map[string]string{
+	"queue.overload":       "Overload: single requests at 2× and 5× each side's own ceiling",
+	"log.overload":         "Overload: single requests at 2× and 5× each side's own ceiling",
+	"log.batch_throughput": "Batch throughput: closed-loop senders on POST /events/batch",
+	"log.at_throughput":    "Delivery latency at 25%, 50% and 75% of each side's batch throughput (open loop, batches)",
+}
+
+// overloadClaims are the "no collapse" claims, appended to claimTable.
+var overloadClaims = []claimSpec{
+	overloadClaim("queue", "no-rabbitmq", "processed"),
+	overloadClaim("queue", "rabbitmq", "processed"),
+	overloadClaim("log", "no-kafka", "delivered"),
+	overloadClaim("log", "kafka", "delivered"),
+}
+
+func init() { claimTable = append(claimTable, overloadClaims...) }
+
+// overloadClaim is "side keeps ≥ 80% of its ceiling's throughput at 5×
+// its ceiling".
+func overloadClaim(pair, side, verb string) claimSpec {
+	return claimSpec{pair: pair, short: "no collapse at 5× overload (" + side + ")",
+		claim: fmt.Sprintf("No collapse: at 5× its single-request ceiling, %s keeps %s/s ≥ 80%% of its ceiling's rate (issue 15 goal)", side, verb),
+		rule:  fmt.Sprintf("%s's %s/s during the 5× attack ≥ 80%% of its median ceiling (median across rounds); sheds (503 + Retry-After) are not errors", side, verb),
+		evaluate: atPoint(pair, pair+".overload", "5× ceiling", pair+" 5× overload point", func(_ claimInputs, p *driver.Point) outcome {
+			pct, ok := median(p, "pct_of_ceiling", side)
+			if !ok {
+				return outcome{missing: side + " has no 5× overload measurement"}
+			}
+			tp, _ := median(p, "throughput", side)
+			ceil, _ := median(p, "ceiling_rate", side)
+			offered, _ := median(p, "offered_rate", side)
+			shed, _ := median(p, "client.shed", side)
+			errs, _ := median(p, "client.errors", side)
+			return outcome{measured: fmt.Sprintf("%s%% (%s %s/s of a %s/s ceiling; offered %s/s, shed %s, errors %s)",
+				num(pct), num(tp), verb, num(ceil), num(offered), num(shed), num(errs)), holds: pct >= 80}
+		})}
+}

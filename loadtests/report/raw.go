@@ -1,0 +1,74 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+)
+
+// RawTitle is the heading of RESULTS.md's raw-limits section.
+const RawTitle = "Engine limits without a service (raw loops)"
+
+// PercentOfRaw returns a service's rate (items per second) as a
+// percentage of its engine path's raw limit in r (see raw.Paths: the
+// Postgres queue is a batched insert then a claim+delete, the Postgres
+// log a batched insert then wal2json decoding, RabbitMQ publish then
+// consume, Kafka produce then fetch). ok is false when r lacks a loop of
+// the path or service has none.
+func PercentOfRaw(r raw.Results, service string, rate float64) (float64, bool) {
+	return r.PercentOfRaw(service, rate)
+}
+
+// RawSection renders the raw-limits section: every raw loop, then each
+// queue and log service's rates from runs (single-request ceiling, batch
+// throughput) as a share of its engine's raw limit.
+func RawSection(r raw.Results, runs []*driver.Run) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("## %s\n\n", RawTitle)
+	w("Measured by `make results` before the pairs (alone: `go run ./loadtests raw`), run `%s`: each loop %vs on a scratch schema, queue or topic, with no service in between, from the driver's machine (which shares the cores). ", r.ID, r.Settings["duration_s"])
+	w("They say what the engine itself sustains here, so a service's rate can be read as the engine's cost plus the service's.\n\n")
+	w("| engine | loop | what is counted, how | items | seconds | items/s |\n|---|---|---|---|---|---|\n")
+	for _, l := range r.Loops {
+		rate := num(l.Rate)
+		if l.Error != "" {
+			rate = "not measured: " + md(l.Error)
+		}
+		w("| %s | %s | %s | %d | %s | %s |\n", l.Engine, l.Loop, md(l.Desc), l.Items, num(l.Seconds), rate)
+	}
+	rs := runs2map(runs)
+	w("\n### Services as a share of their engine's raw limit\n\n")
+	w("A service's items pass through every loop of its engine path on the same machine, so the path's limit is 1 ÷ Σ(1 ÷ loop rate). The rabbitmq service also writes task records to Postgres; its limit here is RabbitMQ's own.\n\n")
+	w("| service | engine path | raw limit/s | single-request ceiling/s (share) | batch throughput/s (share) |\n|---|---|---|---|---|\n")
+	for _, svc := range []string{"no-rabbitmq", "rabbitmq", "no-kafka", "kafka"} {
+		lim, path, ok := r.Limit(svc)
+		if !ok {
+			w("| %s | %s | not measured | | |\n", svc, strings.Join(raw.Paths[svc].Loops, " → "))
+			continue
+		}
+		cmd := "queue"
+		if svc == "no-kafka" || svc == "kafka" {
+			cmd = "log"
+		}
+		ceilCell, tpCell := "–", "–"
+		if c := rs.ceiling(cmd, svc); c != nil && c.Rate.Median > 0 {
+			ceilCell = num(c.Rate.Median) + " (" + r.PercentCell(svc, c.Rate.Median) + ")"
+		}
+		if v, ok := median(rs.point(cmd, cmd+".batch_throughput", ""), "batch_throughput", svc); ok && v > 0 {
+			tpCell = num(v) + " (" + r.PercentCell(svc, v) + ")"
+		}
+		w("| %s | %s | %s | %s | %s |\n", svc, path, num(lim), ceilCell, tpCell)
+	}
+	w("\n")
+	return b.String()
+}
+
+func runs2map(all []*driver.Run) runs {
+	rs := runs{}
+	for _, r := range all {
+		rs[r.Command] = r
+	}
+	return rs
+}

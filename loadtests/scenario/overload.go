@@ -1,0 +1,99 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// OverloadOptions parameterize the overload points of a rate scenario:
+// single requests offered at multiples of each side's own ceiling.
+type OverloadOptions struct {
+	// Multiples of the ceiling offered (2, 5).
+	Multiples []float64
+	// Duration is each attack's duration; Rounds the rounds per point.
+	Duration time.Duration
+	Rounds   int
+}
+
+// DefaultOverload is 2× and 5× the ceiling, 3 s each, one round: the
+// points are about whether throughput holds, which a short attack shows,
+// and at 5× each attack leaves a backlog to drain.
+var DefaultOverload = OverloadOptions{Multiples: []float64{2, 5}, Duration: 3 * time.Second, Rounds: 1}
+
+// Estimate returns the expected duration of the overload points on a
+// pair, when each settle wait is bounded by settle.
+func (o OverloadOptions) Estimate(settle time.Duration) Estimate {
+	e := Estimate{Typical: warmupTime, Bound: warmupTime}
+	a := attacks(len(o.Multiples)*o.Rounds*2, o.Duration, settle)
+	// An overload attack leaves a backlog: count a few seconds of
+	// draining each.
+	a.Typical += time.Duration(a.Attacks) * 3 * time.Second
+	return e.Add(a)
+}
+
+// Overload offers each side single requests at o.Multiples of its own
+// median ceiling found earlier in run (the scenario's ceiling search), and
+// appends one point per multiple, named <pair>.overload. Each side
+// records its offered rate ("offered_rate"), its ceiling
+// ("ceiling_rate"), what it accepted ("accepted_rate": 2xx answers per
+// second), and what it processed or delivered during the attack as a
+// percentage of its ceiling ("pct_of_ceiling"); sheds (503 with
+// Retry-After) are counted apart from errors, as in every point. A side
+// without a ceiling is left out, with a note.
+func (s RateScenario) Overload(ctx context.Context, e *Env, run *driver.Run, o OverloadOptions) error {
+	ceil := map[string]float64{}
+	var sides []string
+	for _, c := range run.Ceilings {
+		if c.Scenario == s.Pair.Name+".ceiling" && c.Rate.Median > 0 {
+			ceil[c.Service] = c.Rate.Median
+		}
+	}
+	for _, svc := range s.Pair.Sides() {
+		if ceil[svc] > 0 {
+			sides = append(sides, svc)
+		} else {
+			run.Note("%s overload: %s has no ceiling in this run, so no overload point", s.Pair.Name, svc)
+		}
+	}
+	if len(sides) == 0 {
+		return nil
+	}
+	run.Settings["overload_multiples"] = o.Multiples
+	run.Settings["overload_duration_s"] = o.Duration.Seconds()
+	run.Settings["overload_rounds"] = o.Rounds
+	if err := e.Ensure(ctx, s.Pair.Services(), nil, nil); err != nil {
+		return err
+	}
+	s.warmup(ctx, e)
+	for _, m := range o.Multiples {
+		scenario := s.Pair.Name + ".overload"
+		e.logf("%s %s: %g× each side's ceiling for %s, %d rounds", s.Pair.Name, scenario, m, o.Duration, o.Rounds)
+		p := driver.Point{Scenario: scenario, Name: fmt.Sprintf("%g× ceiling", m), DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides()}
+		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+			c := ceil[svc]
+			if c == 0 {
+				return nil, fmt.Errorf("no ceiling measured")
+			}
+			rate := math.Round(m * c)
+			res, err := s.side(ctx, e, svc, rate, o.Duration, e.settle())
+			if res != nil {
+				res.Metrics["offered_rate"] = rate
+				res.Metrics["ceiling_rate"] = c
+				if cr := res.Phases; len(cr) > 0 {
+					res.Metrics["accepted_rate"] = math.Round(float64(cr[0].Client.OK)/o.Duration.Seconds()*10) / 10
+				}
+				res.Metrics["pct_of_ceiling"] = math.Round(1000*res.Metrics["throughput"]/c) / 10
+			}
+			return res, err
+		})
+		run.Points = append(run.Points, p)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
