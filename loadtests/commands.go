@@ -484,9 +484,7 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 		}},
 		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
 		// Stops each pair's services itself; its Pair is empty.
-		{"throughput", scenario.Pair{}, func(run *driver.Run) error {
-			return scenario.RunThroughput(ctx, env, run, to, func(p scenario.Pair) { stopPair(env, p) })
-		}},
+		{"throughput", scenario.Pair{}, throughputRun(ctx, c, env, to)},
 	} {
 		before := newest(c.resultsDir, step.pair)
 		err := runPair(ctx, c, env, root, step.pair, args, step.fn)

@@ -72,10 +72,33 @@ func formatInts(v []int) string {
 }
 
 // runThroughput runs the throughput scenario as one results file,
-// "<id>-throughput.json", stopping each pair's services the driver
-// started once its points are done.
+// "<id>-throughput.json".
 func runThroughput(ctx context.Context, c common, env *scenario.Env, root string, args []string, o scenario.ThroughputOptions) error {
-	return runPair(ctx, c, env, root, "throughput", args, func(run *driver.Run) error {
-		return scenario.RunThroughput(ctx, env, run, o, func(p scenario.Pair) { stopPair(env, p) })
-	})
+	return runPair(ctx, c, env, root, "throughput", args, throughputRun(ctx, c, env, o))
+}
+
+// throughputRun is the throughput scenario's part of a run (the
+// throughput and results commands): each pair's tables get the run's
+// starting state (-state: truncated when fresh) before its services
+// start, and its services the driver started are stopped once its points
+// are done.
+func throughputRun(ctx context.Context, c common, env *scenario.Env, o scenario.ThroughputOptions) func(*driver.Run) error {
+	return func(run *driver.Run) error {
+		tables := []driver.TableState{}
+		var errs []string
+		before := func(p scenario.Pair) {
+			if c.state.mode == "" {
+				return
+			}
+			err := env.PrepareStart(ctx, run, p, c.state.mode)
+			if err != nil {
+				run.Note("starting state (%s) of the %s pair not prepared: %v", c.state.mode, p.Name, err)
+				errs = append(errs, p.Name+": "+err.Error())
+			}
+			// One state for the run: both pairs' tables.
+			tables = append(tables, run.StartState.Tables...)
+			run.StartState.Tables, run.StartState.Error = tables, strings.Join(errs, "; ")
+		}
+		return scenario.RunThroughput(ctx, env, run, o, before, func(p scenario.Pair) { stopPair(env, p) })
+	}
 }

@@ -64,6 +64,7 @@ func ThroughputSection(r *driver.Run) string {
 	if procs := costProcesses(r); procs != "" {
 		w("Processes counted: %s.\n\n", procs)
 	}
+	b.WriteString(StartStateSection(r))
 	for _, tp := range throughputPairs {
 		ps := throughputPoints(r, tp.pair)
 		if len(ps) == 0 {

@@ -34,6 +34,7 @@ func throughputFixture() *driver.Run {
 		}
 	}
 	r.Settings[scenario.CostProcessesSetting] = procs
+	r.StartState = &driver.StartState{Mode: driver.StateFresh, Tables: []driver.TableState{}}
 	// e2e per side at batch 1, 100, 1000.
 	e2e := map[string][3]float64{
 		"no-rabbitmq": {800, 12000, 14000}, "rabbitmq": {700, 11000, 9000},
@@ -85,6 +86,7 @@ func TestThroughputSection(t *testing.T) {
 		"| 1000 | kafka | 100100 (100000–100200) | 50050 (50000–50100) | 7 / 70 |",
 		"Processes counted: Postgres (all) pid 4611 (parent of backend 4788 (pg_backend_pid)); RabbitMQ (beam.smp) pid 4681 (/proc scan for beam.smp running rabbit); " +
 			"Kafka (java) not found (no live pid in .stack/kafka/kafka.pid, no java process); no-rabbitmq pid 100 (listener on :8082); rabbitmq pid 100",
+		"Starting state: **fresh**",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("section lacks %q", want)

@@ -115,15 +115,19 @@ func (o ThroughputOptions) Estimate(settle time.Duration) Estimate {
 }
 
 // RunThroughput runs every pair's throughput points with o, recording
-// them in run; the pairs' services are stopped after their points (stop,
-// nil for none) to leave the CPU to the next pair.
-func RunThroughput(ctx context.Context, e *Env, run *driver.Run, o ThroughputOptions, stop func(Pair)) error {
+// them in run: before (nil for nothing) is called with each pair before
+// its services are started (to declare its tables' starting state), stop
+// (nil for nothing) after its points, to leave the CPU to the next pair.
+func RunThroughput(ctx context.Context, e *Env, run *driver.Run, o ThroughputOptions, before, stop func(Pair)) error {
 	run.Settings["batch_sizes"] = o.Sizes
 	run.Settings["senders"] = o.Senders
 	run.Settings["duration_s"] = o.Duration.Seconds()
 	run.Settings["rounds"] = o.Rounds
 	run.Settings["settle_s"] = e.settle().Seconds()
 	for _, s := range Throughputs {
+		if before != nil {
+			before(s.Pair)
+		}
 		err := s.Run(ctx, e, run, o)
 		if stop != nil {
 			stop(s.Pair)
