@@ -81,11 +81,15 @@ func startTarget(t testing.TB, e env, s conformance.Settings, extra map[string]s
 	return tg
 }
 
+// newTarget starts a target in an env of its own.
+func newTarget(t testing.TB, s conformance.Settings) conformance.Target {
+	t.Helper()
+	return startTarget(t, newEnv(t), s, nil)
+}
+
 // TestConformance runs the pair's one suite against rabbitmq: no atomic
 // outbox (the payment commits, then its task is published).
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, conformance.Features{AtomicOutbox: false}, func(t testing.TB, s conformance.Settings) conformance.Target {
-		return startTarget(t, newEnv(t), s, nil)
-	})
+	conformance.Run(t, conformance.Features{AtomicOutbox: false}, newTarget)
 }
