@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -19,16 +17,7 @@ import (
 // test's own, to count the NOTIFYs that reach Postgres.
 func listenEvents(t testing.TB) *pgx.Conn {
 	t.Helper()
-	ctx := kittest.Context(t, 10*time.Second)
-	conn, err := pgx.Connect(ctx, kittest.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{notifyChannel}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	return conn
+	return kittest.Listen(t, kittest.PostgresURL(t), notifyChannel)
 }
 
 // notificationsFor counts the notifications for schema conn receives
@@ -36,20 +25,12 @@ func listenEvents(t testing.TB) *pgx.Conn {
 func notificationsFor(t testing.TB, conn *pgx.Conn, schema string, quiet time.Duration) int {
 	t.Helper()
 	n := 0
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), quiet)
-		m, err := conn.WaitForNotification(ctx)
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			return n
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Payload == schema {
+	for _, p := range kittest.Notifications(t, conn, quiet) {
+		if p == schema {
 			n++
 		}
 	}
+	return n
 }
 
 // appendEach appends one event to each of n streams from 8 concurrent

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCountersReadsStatsOrFails(t *testing.T) {
@@ -35,5 +36,19 @@ func TestExecAndCountOnRealPostgres(t *testing.T) {
 	}
 	if failed, msg := fails(t, func(tb testing.TB) { Exec(tb, pool, `SELECT * FROM nowhere`) }); !failed || !strings.Contains(msg, "nowhere") {
 		t.Errorf("Exec of a bad statement: failed %v %q, want a failure naming it", failed, msg)
+	}
+}
+
+func TestListenCountsWhatReachesPostgres(t *testing.T) {
+	t.Parallel()
+	url := PostgresURL(t)
+	channel := UniqueName(t, "n")
+	conn := Listen(t, url, channel)
+	pool := Pool(t, url, "")
+	for _, p := range []string{"a", "b"} {
+		Exec(t, pool, `SELECT pg_notify($1, $2)`, channel, p)
+	}
+	if got := Notifications(t, conn, 300*time.Millisecond); strings.Join(got, ",") != "a,b" {
+		t.Errorf("Notifications = %q, want a, b", got)
 	}
 }
