@@ -31,6 +31,23 @@ func newEnv(t testing.TB) env {
 	return e
 }
 
+// channel opens a channel to the env's broker on a connection of its own
+// (dialled within 5 s), closed when the test ends. A failed declare
+// closes the channel: take a new one for each.
+func (e env) channel(t testing.TB) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.DialConfig(e.amqpURL, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
 // deleteTopology deletes every queue and the exchange the service declared
 // for name (retry queues are found by trying the names a default-range
 // backoff can produce).
