@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,10 +68,7 @@ func TestDebouncedNotifyCoalescesAndWakesOtherInstances(t *testing.T) {
 	schema := kittest.Schema(t, url)
 	writer := start(t, schema, time.Hour, map[string]string{"NOTIFY_MODE": "debounced", "NOTIFY_INTERVAL": "20ms"})
 	reader := start(t, schema, time.Hour)
-	sub := sse(t, reader.URL(), "")
-	if m := nextMsg(t, sub, "catch-up of an empty store"); m.Event != "caught-up" {
-		t.Fatalf("first message %+v, want caught-up", m)
-	}
+	sub := subscribeEmpty(t, reader.URL())
 	conn := listenEvents(t)
 
 	const n = 200
@@ -92,12 +88,7 @@ func TestDebouncedNotifyCoalescesAndWakesOtherInstances(t *testing.T) {
 		}
 	}
 	appendEach(t, writer.URL(), "tank-late", 1)
-	for {
-		m := nextMsg(t, sub, "the late event on the other instance")
-		if m.Event == "event" && strings.Contains(m.Data, "tank-late-0") {
-			break
-		}
-	}
+	awaitEvent(t, sub, "the late event on the other instance", "tank-late-0")
 }
 
 // TestCommitModeNotifiesEveryAppend: NOTIFY_MODE=commit leaves the
