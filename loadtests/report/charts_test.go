@@ -24,7 +24,7 @@ import (
 // labels, tick labels running into each other.
 func TestChartTextFitsAndDoesNotOverlap(t *testing.T) {
 	sets := map[string][]*driver.Run{"fixture": fixture()}
-	if runs := committedRuns(t); len(runs) > 0 {
+	if runs := readRuns(t, filepath.Join("..", "..", "results")); len(runs) > 0 {
 		sets["committed results"] = runs
 	}
 	for name, runs := range sets {
@@ -74,25 +74,6 @@ func TestTextProblemsCatchesOverflowAndOverlap(t *testing.T) {
 			t.Errorf("%s reported, but it fits:\n%s", ok, got)
 		}
 	}
-}
-
-// committedRuns reads the newest results file of each pair in the
-// repository's results folder, if any.
-func committedRuns(t testing.TB) []*driver.Run {
-	t.Helper()
-	var runs []*driver.Run
-	for _, pair := range []string{"queue", "log", "documents"} {
-		m, _ := filepath.Glob(filepath.Join("..", "..", "results", "*-"+pair+".json"))
-		if len(m) == 0 {
-			continue
-		}
-		r, err := driver.ReadRun(m[len(m)-1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		runs = append(runs, r)
-	}
-	return runs
 }
 
 // affine is the 2D transform [a c e; b d f].

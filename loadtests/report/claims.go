@@ -81,6 +81,26 @@ func median(p *driver.Point, metric, side string) (float64, bool) {
 	return a.Median, ok
 }
 
+// at names one side's median of a metric in a point, for medians.
+type at struct {
+	p            *driver.Point
+	metric, side string
+}
+
+// medians returns the medians qs name, in order, and whether every one
+// was measured.
+func medians(qs ...at) ([]float64, bool) {
+	vs := make([]float64, len(qs))
+	for i, q := range qs {
+		v, ok := median(q.p, q.metric, q.side)
+		if !ok {
+			return nil, false
+		}
+		vs[i] = v
+	}
+	return vs, true
+}
+
 func ratio(p *driver.Point, metric string) (float64, bool) {
 	if p == nil {
 		return 0, false

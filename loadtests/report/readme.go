@@ -768,12 +768,9 @@ func queueIntegrity(in *inputs) string {
 	}
 	def, dur := in.rs.point("queue", "queue.default", ""), in.rs.point("queue", "queue.durable", "")
 	if def != nil && dur != nil {
-		pu, ok1 := median(def, "server.processing.p99_ms", "no-rabbitmq")
-		pl, ok2 := median(dur, "server.processing.p99_ms", "no-rabbitmq")
-		rc, ok3 := median(def, "server.processing.p99_ms", "rabbitmq")
-		rq, ok4 := median(dur, "server.processing.p99_ms", "rabbitmq")
-		if ok1 && ok2 && ok3 && ok4 {
-			parts = append(parts, fmt.Sprintf("Durable settings at %s, send→processed p99: Postgres unlogged %s, logged %s; RabbitMQ classic %s, quorum %s.", def.Name, ms(pu), ms(pl), ms(rc), ms(rq)))
+		const p99 = "server.processing.p99_ms"
+		if v, ok := medians(at{def, p99, "no-rabbitmq"}, at{dur, p99, "no-rabbitmq"}, at{def, p99, "rabbitmq"}, at{dur, p99, "rabbitmq"}); ok {
+			parts = append(parts, fmt.Sprintf("Durable settings at %s, send→processed p99: Postgres unlogged %s, logged %s; RabbitMQ classic %s, quorum %s.", def.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])))
 		}
 	}
 	return strings.Join(parts, " ")
@@ -783,12 +780,9 @@ func logIntegrity(in *inputs) string {
 	parts := []string{"the Postgres write is one insert; the Kafka side inserts, then produces (a dual write: 503 and an undelivered row when the broker is down)."}
 	def, off := in.rs.point("log", "log.default", ""), in.rs.point("log", "log.sync_off", "")
 	if def != nil && off != nil {
-		wOn, ok1 := median(def, "server.write.p99_ms", "no-kafka")
-		wOff, ok2 := median(off, "server.write.p99_ms", "no-kafka")
-		dOn, ok3 := median(def, "server.delivery.p50_ms", "no-kafka")
-		dOff, ok4 := median(off, "server.delivery.p50_ms", "no-kafka")
-		if ok1 && ok2 && ok3 && ok4 {
-			parts = append(parts, fmt.Sprintf("Giving up durability with `synchronous_commit=off` at %s: write p99 %s (on: %s), delivery p50 %s (on: %s).", off.Name, ms(wOff), ms(wOn), ms(dOff), ms(dOn)))
+		const write, delivery = "server.write.p99_ms", "server.delivery.p50_ms"
+		if v, ok := medians(at{off, write, "no-kafka"}, at{def, write, "no-kafka"}, at{off, delivery, "no-kafka"}, at{def, delivery, "no-kafka"}); ok {
+			parts = append(parts, fmt.Sprintf("Giving up durability with `synchronous_commit=off` at %s: write p99 %s (on: %s), delivery p50 %s (on: %s).", off.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])))
 		}
 	}
 	return strings.Join(parts, " ")

@@ -20,7 +20,7 @@ func readRuns(t testing.TB, dir string) []*driver.Run {
 	t.Helper()
 	var out []*driver.Run
 	for _, pair := range []string{"queue", "log", "documents"} {
-		m, err := filepath.Glob(filepath.Join(dir, "*Z-"+pair+".json"))
+		m, err := filepath.Glob(filepath.Join(dir, "*-"+pair+".json"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -223,13 +223,13 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("log"), logger)
+	pools, err := postgres.OpenPools(ctx, cfg.Postgres, migrations.MustFS("log"), logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	cpool, err := postgres.OpenReserved(ctx, cfg.Postgres, ConsumerConns)
+	pool := pools.Main
+	cpool, err := pools.Reserve(ctx, "consumer's", ConsumerConns)
 	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, logc.Latencies, logc.Counters)
@@ -247,8 +247,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	logc.Mount(svc.Router, b, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer (finishing and committing its batch,
 	// leaving the group) and the producer stop before the pool closes.
-	postgres.Register(svc, pool)
-	svc.OnStop("consumer's postgres pool", func(context.Context) error { cpool.Close(); return nil })
+	pools.Register(svc)
 	svc.OnStop("kafka producer", func(context.Context) error { return b.writer.Load().Close() })
 	svc.OnStop("kafka consumer", cons.Stop)
 	svc.Ready("kafka", ping(cfg))

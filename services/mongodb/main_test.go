@@ -71,21 +71,9 @@ func TestConformance(t *testing.T) {
 		logged := func(ctx context.Context, cfg Config, _ *slog.Logger) (*service.Service, error) {
 			return build(ctx, cfg, logger)
 		}
-		return &target{cfg: cfg, Target: servicetest.Target[struct{}]{Instance: servicetest.Start(t, logged, cfg)}}
+		return conformance.StartServiceTarget(t, logged, cfg, cfg.HTTP.BodyLimit, cfg.SearchMaxBytes)
 	})
 }
-
-// target implements conformance.Target on one database. Its Crash is a
-// Restart: a write is answered once the server acknowledged it, so the
-// process holds nothing a crash could lose.
-type target struct {
-	cfg Config
-	servicetest.Target[struct{}]
-}
-
-func (tg *target) BodyLimit() int64 { return tg.cfg.HTTP.BodyLimit }
-
-func (tg *target) SearchMaxBytes() int64 { return tg.cfg.SearchMaxBytes }
 
 // isFerretDB asks the server at url whether it is FerretDB (its buildInfo
 // answer names a ferretdbVersion).

@@ -153,18 +153,18 @@ var build = service.WithoutParts(assemble)
 
 // assemble is build, also returning the consumer, for tests.
 func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, *consumer, error) {
-	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("log"), logger)
+	pools, err := postgres.OpenPools(ctx, cfg.Postgres, migrations.MustFS("log"), logger)
 	if err != nil {
 		return nil, nil, err
 	}
+	pool := pools.Main
 	created, err := ensureSlot(ctx, cfg, pool, logger.With("service", info.Service))
 	if err != nil {
-		pool.Close()
+		pools.Close()
 		return nil, nil, err
 	}
-	cpool, err := postgres.OpenReserved(ctx, cfg.Postgres, ConsumerConns)
+	cpool, err := pools.Reserve(ctx, "consumer's", ConsumerConns)
 	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, logc.Latencies, logc.Counters)
@@ -181,8 +181,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	logc.Mount(svc.Router, &backend{store: store, consumer: cons}, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer stops (recording and confirming what
 	// it read) before the pool it records with closes.
-	postgres.Register(svc, pool)
-	svc.OnStop("consumer's postgres pool", func(context.Context) error { cpool.Close(); return nil })
+	pools.Register(svc)
 	svc.OnStop("replication consumer", cons.Stop)
 	svc.Ready("replication", func(context.Context) error {
 		if !cons.running.Load() {
@@ -198,8 +197,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		// messages table holds undelivered (resync says why).
 		n, err := resync(ctx, cpool, cons.deliver)
 		if err != nil {
-			cpool.Close()
-			pool.Close()
+			pools.Close()
 			return nil, nil, err
 		}
 		if n > 0 {

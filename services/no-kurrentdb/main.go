@@ -29,14 +29,6 @@ const (
 	// DefaultPollInterval is POLL_INTERVAL's default; MinPollInterval and
 	// MaxPollInterval bound it.
 	DefaultPollInterval, MinPollInterval, MaxPollInterval = time.Second, 10 * time.Millisecond, time.Hour
-	// DefaultNotifyMode is NOTIFY_MODE's default: debounced, because a
-	// NOTIFY in every append transaction caps commits (issue 15) while the
-	// debounced wake-up adds at most NOTIFY_INTERVAL to live delivery under
-	// load and nothing measurable when idle (docs/eventstore.md).
-	DefaultNotifyMode = pglisten.ModeDebounced
-	// DefaultNotifyInterval is NOTIFY_INTERVAL's default; MinNotifyInterval
-	// and MaxNotifyInterval bound it.
-	DefaultNotifyInterval, MinNotifyInterval, MaxNotifyInterval = pglisten.DefaultInterval, pglisten.MinInterval, pglisten.MaxInterval
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -62,34 +54,24 @@ type Config struct {
 	// SUBSCRIBE_PAGE_SIZE; default eventstore.DefaultPageSize, at most
 	// eventstore.MaxPageSize.
 	PageSize int
-	// NotifyMode is how appends wake the subscriptions of every instance.
-	// commit: the events_notify trigger NOTIFYs in the append's
-	// transaction, which takes Postgres's database-wide notify lock at
-	// every commit. debounced: the append statement turns the trigger off
-	// for its own transaction (eventstore.notify, migration 0003), and a
-	// pglisten.Debouncer on a connection of its own sends at most one
-	// NOTIFY per NotifyInterval after the commits; this instance's
-	// subscriptions are woken directly. A service setting, not schema
-	// state: instances in different modes wake each other. Env
-	// NOTIFY_MODE; default DefaultNotifyMode.
-	NotifyMode string
-	// NotifyInterval is the least time between two debounced NOTIFYs (an
-	// append after a quiet spell is notified at once). Env
-	// NOTIFY_INTERVAL; default DefaultNotifyInterval, between
-	// MinNotifyInterval and MaxNotifyInterval; unused in commit mode.
-	NotifyInterval time.Duration
+	// Notify is how appends wake the subscriptions of every instance
+	// (NOTIFY_MODE, NOTIFY_INTERVAL): in commit mode, the events_notify
+	// trigger NOTIFYs in the append's transaction; debounced, the append
+	// statement turns the trigger off for its own transaction
+	// (eventstore.notify, migration 0003) and the Debouncer notifies after
+	// the commits, while this instance's subscriptions are woken directly.
+	Notify pglisten.NotifyConfig
 }
 
 // readConfig reads and validates Config; the error names every bad
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:         service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
-		Postgres:       postgres.ReadConfig(r, DefaultSchema),
-		PollInterval:   r.Duration("POLL_INTERVAL", DefaultPollInterval),
-		PageSize:       r.Int("SUBSCRIBE_PAGE_SIZE", eventstore.DefaultPageSize),
-		NotifyMode:     r.Enum("NOTIFY_MODE", DefaultNotifyMode, pglisten.ModeCommit, pglisten.ModeDebounced),
-		NotifyInterval: r.Duration("NOTIFY_INTERVAL", DefaultNotifyInterval),
+		Common:       service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
+		Postgres:     postgres.ReadConfig(r, DefaultSchema),
+		PollInterval: r.Duration("POLL_INTERVAL", DefaultPollInterval),
+		PageSize:     r.Int("SUBSCRIBE_PAGE_SIZE", eventstore.DefaultPageSize),
+		Notify:       pglisten.ReadNotifyConfig(r),
 	}
 	c.ListenURL = r.URL("DATABASE_LISTEN_URL", c.Postgres.URL, "postgres", "postgresql")
 	validate(r, c)
@@ -100,9 +82,6 @@ func readConfig(r *config.Reader) (Config, error) {
 func validate(r *config.Reader, c Config) {
 	if c.PollInterval < MinPollInterval || c.PollInterval > MaxPollInterval {
 		r.Fail("POLL_INTERVAL", "must be between %v and %v, got %v", MinPollInterval, MaxPollInterval, c.PollInterval)
-	}
-	if c.NotifyInterval < MinNotifyInterval || c.NotifyInterval > MaxNotifyInterval {
-		r.Fail("NOTIFY_INTERVAL", "must be between %v and %v, got %v", MinNotifyInterval, MaxNotifyInterval, c.NotifyInterval)
 	}
 	if c.PageSize < 1 || c.PageSize > eventstore.MaxPageSize {
 		r.Fail("SUBSCRIBE_PAGE_SIZE", "must be between 1 and %d, got %d", eventstore.MaxPageSize, c.PageSize)
@@ -118,16 +97,15 @@ var build = service.WithoutParts(assemble)
 
 // assemble is build, also returning the store (tests read through it).
 func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, *store, error) {
-	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("eventstore"), logger)
+	pools, err := postgres.OpenPools(ctx, cfg.Postgres, migrations.MustFS("eventstore"), logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	// The debounced NOTIFYs get a connection of their own: queued behind
 	// the appends they announce they would wake subscribers late.
 	var npool *pgxpool.Pool
-	if cfg.NotifyMode == pglisten.ModeDebounced {
-		if npool, err = postgres.OpenReserved(ctx, cfg.Postgres, 1); err != nil {
-			pool.Close()
+	if cfg.Notify.Debounced() {
+		if npool, err = pools.Reserve(ctx, "notify", 1); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -135,17 +113,13 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	// Registered first, so stopped last (OnStop hooks run LIFO, after the
 	// HTTP drain): the listener stops, the last appends' NOTIFY is
 	// flushed, then the pools close.
-	postgres.Register(svc, pool)
-	st := newStore(pool, npool, cfg, logger)
+	pools.Register(svc)
+	st := newStore(pools.Main, npool, cfg, logger)
 	if npool != nil {
-		svc.OnStop("notify postgres pool", func(context.Context) error { npool.Close(); return nil })
 		svc.OnStop("notifier", st.notifier.Close)
 	}
 	if err := st.startListener(ctx); err != nil {
-		if npool != nil {
-			npool.Close()
-		}
-		pool.Close()
+		pools.Close()
 		return nil, nil, err
 	}
 	svc.OnStop("listener", st.stopListener)

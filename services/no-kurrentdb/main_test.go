@@ -53,11 +53,18 @@ func subscribed(t testing.TB, poll time.Duration) (*running, *pgxpool.Pool, <-ch
 	url := kittest.PostgresURL(t)
 	schema := kittest.Schema(t, url)
 	r := start(t, schema, poll)
-	sub := sse(t, r.URL(), "")
+	return r, kittest.Pool(t, url, schema), subscribeEmpty(t, r.URL())
+}
+
+// subscribeEmpty subscribes to the empty store at base from the start and
+// waits for its caught-up.
+func subscribeEmpty(t testing.TB, base string) <-chan eventstore.SSEMessage {
+	t.Helper()
+	sub := sse(t, base, "")
 	if m := nextMsg(t, sub, "catch-up of an empty store"); m.Event != "caught-up" {
 		t.Fatalf("first message %+v, want caught-up", m)
 	}
-	return r, kittest.Pool(t, url, schema), sub
+	return sub
 }
 
 // TestConformance runs the event store suite against no-kurrentdb.
@@ -118,6 +125,18 @@ func nextMsg(t testing.TB, ch <-chan eventstore.SSEMessage, what string) eventst
 		t.Fatalf("%s: nothing within 60s", what)
 	}
 	return eventstore.SSEMessage{}
+}
+
+// awaitEvent reads the subscription until an event whose data contains
+// text arrives, skipping the rest, and fails the test (naming what) if
+// none arrives within 60 s of the previous message.
+func awaitEvent(t testing.TB, ch <-chan eventstore.SSEMessage, what, text string) {
+	t.Helper()
+	for {
+		if m := nextMsg(t, ch, what); m.Event == "event" && strings.Contains(m.Data, text) {
+			return
+		}
+	}
 }
 
 // TestGapLoss makes two transactions commit out of order. Transaction A
@@ -275,12 +294,7 @@ func TestListenerReconnects(t *testing.T) {
 	if s, raw := kittest.Do(t, http.MethodPost, r.URL()+"/streams/tank-reconnect-1/events", body, nil); s != 201 {
 		t.Fatalf("append: %d %s", s, raw)
 	}
-	for {
-		m := nextMsg(t, sub, "live event after the listener reconnected")
-		if m.Event == "event" && strings.Contains(m.Data, "tank-reconnect-1") {
-			return
-		}
-	}
+	awaitEvent(t, sub, "live event after the listener reconnected", "tank-reconnect-1")
 }
 
 func TestConfigNamesBadVariables(t *testing.T) {

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,16 +16,7 @@ import (
 // test's own, to count the NOTIFYs that reach Postgres.
 func listenEvents(t testing.TB) *pgx.Conn {
 	t.Helper()
-	ctx := kittest.Context(t, 10*time.Second)
-	conn, err := pgx.Connect(ctx, kittest.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{notifyChannel}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	return conn
+	return kittest.Listen(t, kittest.PostgresURL(t), notifyChannel)
 }
 
 // notificationsFor counts the notifications for schema conn receives
@@ -36,20 +24,12 @@ func listenEvents(t testing.TB) *pgx.Conn {
 func notificationsFor(t testing.TB, conn *pgx.Conn, schema string, quiet time.Duration) int {
 	t.Helper()
 	n := 0
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), quiet)
-		m, err := conn.WaitForNotification(ctx)
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			return n
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Payload == schema {
+	for _, p := range kittest.Notifications(t, conn, quiet) {
+		if p == schema {
 			n++
 		}
 	}
+	return n
 }
 
 // appendEach appends one event to each of n streams from 8 concurrent
@@ -88,10 +68,7 @@ func TestDebouncedNotifyCoalescesAndWakesOtherInstances(t *testing.T) {
 	schema := kittest.Schema(t, url)
 	writer := start(t, schema, time.Hour, map[string]string{"NOTIFY_MODE": "debounced", "NOTIFY_INTERVAL": "20ms"})
 	reader := start(t, schema, time.Hour)
-	sub := sse(t, reader.URL(), "")
-	if m := nextMsg(t, sub, "catch-up of an empty store"); m.Event != "caught-up" {
-		t.Fatalf("first message %+v, want caught-up", m)
-	}
+	sub := subscribeEmpty(t, reader.URL())
 	conn := listenEvents(t)
 
 	const n = 200
@@ -111,12 +88,7 @@ func TestDebouncedNotifyCoalescesAndWakesOtherInstances(t *testing.T) {
 		}
 	}
 	appendEach(t, writer.URL(), "tank-late", 1)
-	for {
-		m := nextMsg(t, sub, "the late event on the other instance")
-		if m.Event == "event" && strings.Contains(m.Data, "tank-late-0") {
-			break
-		}
-	}
+	awaitEvent(t, sub, "the late event on the other instance", "tank-late-0")
 }
 
 // TestCommitModeNotifiesEveryAppend: NOTIFY_MODE=commit leaves the

@@ -47,7 +47,7 @@ func newStore(pool, npool *pgxpool.Pool, cfg Config, logger *slog.Logger) *store
 		// The trigger's channel and payload: listeners cannot tell the two
 		// modes apart.
 		s.notifier = &pglisten.Debouncer{
-			DB: npool, Channel: notifyChannel, Payload: schema, Interval: cfg.NotifyInterval, Timeout: cfg.BackendTimeout,
+			DB: npool, Channel: notifyChannel, Payload: schema, Interval: cfg.Notify.Interval, Timeout: cfg.BackendTimeout,
 			OnError: func(err error) { logger.Warn("debounced NOTIFY failed; retrying", "err", err) },
 		}
 	}

@@ -45,21 +45,9 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	conformance.Run(t, conformance.Features{NestedArrays: true}, func(t testing.TB) conformance.Target {
 		cfg := schemaConfig(t)
-		return &target{cfg: cfg, Target: servicetest.Target[struct{}]{Instance: servicetest.Start(t, build, cfg)}}
+		return conformance.StartServiceTarget(t, build, cfg, cfg.HTTP.BodyLimit, cfg.SearchMaxBytes)
 	})
 }
-
-// target implements conformance.Target on one schema. Its Crash is a
-// Restart: a write is answered once Postgres committed it, so the process
-// holds nothing a crash could lose.
-type target struct {
-	cfg Config
-	servicetest.Target[struct{}]
-}
-
-func (tg *target) BodyLimit() int64 { return tg.cfg.HTTP.BodyLimit }
-
-func (tg *target) SearchMaxBytes() int64 { return tg.cfg.SearchMaxBytes }
 
 // TestMapErrDataAndSizeErrors: what Postgres refuses as a value is a 400
 // (the backstop behind the shared validation), a jsonb past its size limit

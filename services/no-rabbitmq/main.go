@@ -49,14 +49,6 @@ const (
 	// completion queued behind hundreds of enqueues waiting for the same
 	// 16 connections, and processing fell to a fifth of the accepted rate.
 	WorkerConns = 4
-	// DefaultNotifyMode is NOTIFY_MODE's default: debounced, because a
-	// pg_notify in every enqueue caps commits (issue 15) while the
-	// debounced wake-up adds at most NOTIFY_INTERVAL to delivery under
-	// load and nothing measurable when idle (docs/queue.md).
-	DefaultNotifyMode = pglisten.ModeDebounced
-	// DefaultNotifyInterval is NOTIFY_INTERVAL's default; MinNotifyInterval
-	// and MaxNotifyInterval bound it.
-	DefaultNotifyInterval, MinNotifyInterval, MaxNotifyInterval = pglisten.DefaultInterval, pglisten.MinInterval, pglisten.MaxInterval
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -106,36 +98,26 @@ type Config struct {
 	// records at start). logged: an ordinary table. Env QUEUE_TABLE;
 	// default DefaultQueueTable.
 	QueueTable string
-	// NotifyMode is how enqueues wake the workers of every instance.
-	// commit: pg_notify in the enqueue's transaction, which takes
-	// Postgres's database-wide notify lock at every commit. debounced: the
-	// enqueue commits without it, and a pglisten.Debouncer on a connection
-	// of its own sends at most one NOTIFY per NotifyInterval afterwards.
-	// Either way this instance's fetcher is poked directly. A service
-	// setting, not schema state: instances in different modes wake each
-	// other. Env NOTIFY_MODE; default DefaultNotifyMode.
-	NotifyMode string
-	// NotifyInterval is the least time between two debounced NOTIFYs (an
-	// enqueue after a quiet spell is notified at once). Env
-	// NOTIFY_INTERVAL; default DefaultNotifyInterval, between
-	// MinNotifyInterval and MaxNotifyInterval; unused in commit mode.
-	NotifyInterval time.Duration
+	// Notify is how enqueues wake the workers of every instance
+	// (NOTIFY_MODE, NOTIFY_INTERVAL): in commit mode, pg_notify in the
+	// enqueue's transaction; debounced, after it. Either way this
+	// instance's fetcher is poked directly.
+	Notify pglisten.NotifyConfig
 }
 
 // readConfig reads and validates Config; the error names every bad
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:         service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
-		Postgres:       postgres.ReadConfig(r, DefaultSchema),
-		Worker:         queue.ReadWorkerConfig(r),
-		Retention:      cleaner.ReadConfig(r, "TASK_RETENTION", records.DefaultTaskRetention),
-		ClaimBatch:     r.Int("CLAIM_BATCH", DefaultClaimBatch),
-		Lease:          r.Duration("LEASE", DefaultLease),
-		PollInterval:   r.Duration("POLL_INTERVAL", DefaultPollInterval),
-		QueueTable:     r.Enum("QUEUE_TABLE", DefaultQueueTable, "unlogged", "logged"),
-		NotifyMode:     r.Enum("NOTIFY_MODE", DefaultNotifyMode, pglisten.ModeCommit, pglisten.ModeDebounced),
-		NotifyInterval: r.Duration("NOTIFY_INTERVAL", DefaultNotifyInterval),
+		Common:       service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
+		Postgres:     postgres.ReadConfig(r, DefaultSchema),
+		Worker:       queue.ReadWorkerConfig(r),
+		Retention:    cleaner.ReadConfig(r, "TASK_RETENTION", records.DefaultTaskRetention),
+		ClaimBatch:   r.Int("CLAIM_BATCH", DefaultClaimBatch),
+		Lease:        r.Duration("LEASE", DefaultLease),
+		PollInterval: r.Duration("POLL_INTERVAL", DefaultPollInterval),
+		QueueTable:   r.Enum("QUEUE_TABLE", DefaultQueueTable, "unlogged", "logged"),
+		Notify:       pglisten.ReadNotifyConfig(r),
 	}
 	r.Rename("LISTEN_DATABASE_URL", "DATABASE_LISTEN_URL")
 	c.ListenURL = r.URL("DATABASE_LISTEN_URL", c.Postgres.URL, "postgres", "postgresql")
@@ -153,9 +135,6 @@ func (c Config) validate(r *config.Reader) {
 	if c.PollInterval < MinPollInterval {
 		r.Fail("POLL_INTERVAL", "must be at least %v, got %v", MinPollInterval, c.PollInterval)
 	}
-	if c.NotifyInterval < MinNotifyInterval || c.NotifyInterval > MaxNotifyInterval {
-		r.Fail("NOTIFY_INTERVAL", "must be between %v and %v, got %v", MinNotifyInterval, MaxNotifyInterval, c.NotifyInterval)
-	}
 	if _, err := pgx.ParseConfig(c.ListenURL); err != nil {
 		r.Fail("DATABASE_LISTEN_URL", "not a Postgres connection string")
 	}
@@ -169,48 +148,36 @@ var build = service.WithoutParts(assemble)
 
 // assemble is build, also returning the queue (tests crash it).
 func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, *pgQueue, error) {
-	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("queue"), logger)
+	pools, err := postgres.OpenPools(ctx, cfg.Postgres, migrations.MustFS("queue"), logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	pools := []*pgxpool.Pool{pool}
-	closePools := func() {
-		for _, p := range pools {
-			p.Close()
-		}
-	}
-	wpool, err := postgres.OpenReserved(ctx, cfg.Postgres, WorkerConns)
+	wpool, err := pools.Reserve(ctx, "workers'", WorkerConns)
 	if err != nil {
-		closePools()
 		return nil, nil, err
 	}
-	pools = append(pools, wpool)
 	// The debounced NOTIFYs get a connection of their own: queued behind
 	// the requests' enqueues they would wake the workers late, the more so
 	// the busier the service.
 	var npool *pgxpool.Pool
-	if cfg.NotifyMode == pglisten.ModeDebounced {
-		if npool, err = postgres.OpenReserved(ctx, cfg.Postgres, 1); err != nil {
-			closePools()
+	if cfg.Notify.Debounced() {
+		if npool, err = pools.Reserve(ctx, "notify", 1); err != nil {
 			return nil, nil, err
 		}
-		pools = append(pools, npool)
 	}
 	svc := service.New(info, cfg.HTTP, logger, queue.Latencies, queue.Counters)
-	q := newPGQueue(pool, wpool, npool, cfg, svc.Stats, svc.Logger)
+	q := newPGQueue(pools.Main, wpool, npool, cfg, svc.Stats, svc.Logger)
 	if err := q.prepare(ctx); err != nil {
-		closePools()
+		pools.Close()
 		return nil, nil, err
 	}
 	// OnStop hooks run in reverse, after the HTTP drain: the queue stops
 	// (workers finish, the completions flush), then the last enqueues'
 	// NOTIFY is flushed, then the pools close.
-	postgres.Register(svc, pool)
+	pools.Register(svc)
 	if npool != nil {
-		svc.OnStop("notify postgres pool", func(context.Context) error { npool.Close(); return nil })
 		svc.OnStop("notifier", q.notifier.Close)
 	}
-	svc.OnStop("workers' postgres pool", func(context.Context) error { wpool.Close(); return nil })
 	svc.OnStop("queue workers", q.Stop)
 	svc.Ready("listen", func(context.Context) error {
 		if cfg.Worker.Workers > 0 && !q.listening.Load() {
@@ -226,11 +193,11 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	q.Start()
 	if err := q.awaitListening(ctx, 2*cfg.Postgres.ConnectTimeout+time.Second); err != nil {
 		_ = q.Stop(ctx)
-		closePools()
+		pools.Close()
 		return nil, nil, err
 	}
 	// Last: its Close hook runs first, before the pools close.
-	cleaner.Attach(svc, cfg.Retention, records.Store{Pool: pool}.CleanerJob())
+	cleaner.Attach(svc, cfg.Retention, records.Store{Pool: pools.Main}.CleanerJob())
 	return svc, q, nil
 }
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"sync"
 	"testing"
@@ -20,34 +18,7 @@ import (
 // the test's own, to count the NOTIFYs that reach Postgres.
 func (sc schema) listenQueue(t testing.TB) *pgx.Conn {
 	t.Helper()
-	ctx := kittest.Context(t, 10*time.Second)
-	conn, err := pgx.Connect(ctx, sc.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{notifyChannel(sc.name)}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	return conn
-}
-
-// notifications counts what conn receives until none arrives for quiet.
-func notifications(t testing.TB, conn *pgx.Conn, quiet time.Duration) int {
-	t.Helper()
-	n := 0
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), quiet)
-		_, err := conn.WaitForNotification(ctx)
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			return n
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
+	return kittest.Listen(t, sc.url, notifyChannel(sc.name))
 }
 
 // postEach enqueues n single tasks from 8 concurrent clients: n commits.
@@ -90,7 +61,7 @@ func TestDebouncedNotifyCoalescesAndWakesOtherInstances(t *testing.T) {
 	start := time.Now()
 	postEach(t, api.URL(), n)
 	elapsed := time.Since(start)
-	got := notifications(t, conn, 500*time.Millisecond)
+	got := len(kittest.Notifications(t, conn, 500*time.Millisecond))
 	sent := api.App().notifier.Sent()
 	t.Logf("%d enqueue commits in %v: %d NOTIFYs received, %d sent", n, elapsed.Round(time.Millisecond), got, sent)
 	if got < 1 || got >= n/3 || int64(got) != sent {
@@ -116,7 +87,7 @@ func TestCommitModeNotifiesEveryCommit(t *testing.T) {
 	const n = 40
 	postEach(t, api.URL(), n)
 	post(t, api.URL(), 10) // a batch is one commit, one NOTIFY
-	if got := notifications(t, conn, 500*time.Millisecond); got != n+1 {
+	if got := len(kittest.Notifications(t, conn, 500*time.Millisecond)); got != n+1 {
 		t.Fatalf("%d NOTIFYs for %d commits, want one per commit", got, n+1)
 	}
 }

@@ -211,7 +211,7 @@ func newPGQueue(pool, wpool, npool *pgxpool.Pool, cfg Config, st *stats.Recorder
 	}
 	if npool != nil {
 		q.notifier = &pglisten.Debouncer{
-			DB: npool, Channel: q.channel, Interval: cfg.NotifyInterval, Timeout: cfg.BackendTimeout,
+			DB: npool, Channel: q.channel, Interval: cfg.Notify.Interval, Timeout: cfg.BackendTimeout,
 			OnError: func(err error) { log.Warn("debounced NOTIFY failed; retrying", "err", err) },
 		}
 	}

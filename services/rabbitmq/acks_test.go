@@ -39,16 +39,23 @@ func (f *fakeChannel) take(t testing.TB, want ...string) {
 	f.sent = nil
 }
 
+// trackedAcker returns an acker of limit on a fakeChannel, tracking the
+// deliveries tagged 1 to n.
+func trackedAcker(limit int, n uint64) (*acker, *fakeChannel) {
+	ch := &fakeChannel{}
+	a := newAcker(ch, limit)
+	for tag := uint64(1); tag <= n; tag++ {
+		a.track(tag)
+	}
+	return a, ch
+}
+
 // TestAckerMultiple: out-of-order settlements go out as one multiple ack
 // once the prefix is settled, never past a delivery still in work, never
 // to a tag already sent.
 func TestAckerMultiple(t *testing.T) {
 	t.Parallel()
-	ch := &fakeChannel{}
-	a := newAcker(ch, 100)
-	for tag := uint64(1); tag <= 6; tag++ {
-		a.track(tag)
-	}
+	a, ch := trackedAcker(100, 6)
 	a.ack(3, 2)
 	ch.take(t) // 1 still in work
 	a.ack(1)
@@ -67,11 +74,7 @@ func TestAckerMultiple(t *testing.T) {
 // one by one past the limit, and the later multiple ack skips them.
 func TestAckerLimit(t *testing.T) {
 	t.Parallel()
-	ch := &fakeChannel{}
-	a := newAcker(ch, 2)
-	for tag := uint64(1); tag <= 5; tag++ {
-		a.track(tag)
-	}
+	a, ch := trackedAcker(2, 5)
 	a.ack(2, 3)
 	ch.take(t)
 	a.ack(4)

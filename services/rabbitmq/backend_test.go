@@ -126,16 +126,7 @@ func TestQuorumQueue(t *testing.T) {
 	waitDone(t, tg, 21, time.Minute)
 	// The queue exists as a quorum queue: redeclaring it classic fails
 	// with PRECONDITION_FAILED.
-	conn, err := amqp.Dial(e.amqpURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = ch.QueueDeclare(e.queue, true, false, false, false, amqp.Table{"x-queue-type": "classic", "x-dead-letter-exchange": e.queue + ".dlx"})
+	_, err := e.channel(t).QueueDeclare(e.queue, true, false, false, false, amqp.Table{"x-queue-type": "classic", "x-dead-letter-exchange": e.queue + ".dlx"})
 	if err == nil {
 		t.Errorf("queue %s redeclared as classic: it is not a quorum queue", e.queue)
 	}
@@ -181,7 +172,7 @@ func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
 	tg := startTarget(t, e, conformance.Settings{Workers: 1, Work: 2 * time.Second, RetryBase: 30 * time.Second, MaxAttempts: 3}, nil)
 	// The cleanup of newEnv knows only the default-range retry queues.
 	t.Cleanup(func() {
-		conn, err := amqp.Dial(e.amqpURL)
+		conn, err := amqp.DialConfig(e.amqpURL, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
 		if err != nil {
 			return
 		}
@@ -211,25 +202,8 @@ func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
 	if status != queue.StatusQueued || attempts != 1 {
 		t.Errorf("task after the stop: status %s, attempts %d; want queued after 1 attempt", status, attempts)
 	}
-	conn, err := amqp.Dial(e.amqpURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	depth := func(name string) int {
-		ch, err := conn.Channel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ch.Close()
-		q, err := ch.QueueDeclarePassive(name, true, false, false, false, amqp.Table{"x-queue-type": "classic"})
-		if err != nil {
-			t.Fatalf("inspect %s: %v", name, err)
-		}
-		return q.Messages
-	}
 	retryName, _ := tg.App().retryQueue(1)
-	if r, w := depth(retryName), depth(e.queue); r != 1 || w != 0 {
+	if r, w := queueDepth(t, e, retryName), queueDepth(t, e, e.queue); r != 1 || w != 0 {
 		t.Errorf("after the stop: %d messages in the retry queue %s, %d in the work queue; want 1 and 0 (backoff kept)", r, retryName, w)
 	}
 }

@@ -23,17 +23,8 @@ func counter(t testing.TB, tg *target, name string) int64 {
 // as a duplicate publish or a redelivery would bring it.
 func publishRaw(t testing.TB, e env, m message) {
 	t.Helper()
-	conn, err := amqp.Dial(e.amqpURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
 	body, _ := json.Marshal(m)
-	if err := ch.PublishWithContext(kittest.Context(t, 10*time.Second), "", e.queue, false, false, amqp.Publishing{
+	if err := e.channel(t).PublishWithContext(kittest.Context(t, 10*time.Second), "", e.queue, false, false, amqp.Publishing{
 		DeliveryMode: amqp.Persistent, ContentType: "application/json", Body: body,
 	}); err != nil {
 		t.Fatal(err)
@@ -43,16 +34,7 @@ func publishRaw(t testing.TB, e env, m message) {
 // queueDepth returns the ready messages of queue name.
 func queueDepth(t testing.TB, e env, name string) int {
 	t.Helper()
-	conn, err := amqp.Dial(e.amqpURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := ch.QueueDeclarePassive(name, true, false, false, false, amqp.Table{"x-queue-type": "classic"})
+	q, err := e.channel(t).QueueDeclarePassive(name, true, false, false, false, amqp.Table{"x-queue-type": "classic"})
 	if err != nil {
 		t.Fatalf("inspect %s: %v", name, err)
 	}

@@ -100,20 +100,28 @@ func failureBackoff() backoff.Backoff {
 	return backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 }
 
-// intake records deliveries in batches until inbound is closed, then
-// closes jobs.
-func (q *mqQueue) intake() {
-	defer close(q.jobs)
+// recordBatches is a recording stage's loop: it collects batches from in
+// (RECORD_BATCH, RECORD_LINGER) until in is closed and records each with
+// record, which shares one failure backoff across the stage's batches.
+// Once the queue crashes, batches are dropped unrecorded.
+func recordBatches[T any](q *mqQueue, in <-chan T, record func(batch []T, b *backoff.Backoff)) {
 	b := failureBackoff()
 	for {
-		batch, ok := collect(q.inbound, q.cfg.RecordBatch, q.cfg.RecordLinger)
+		batch, ok := collect(in, q.cfg.RecordBatch, q.cfg.RecordLinger)
 		if len(batch) > 0 && q.hardCtx.Err() == nil {
-			q.deliver(batch, &b)
+			record(batch, &b)
 		}
 		if !ok {
 			return
 		}
 	}
+}
+
+// intake records deliveries in batches until inbound is closed, then
+// closes jobs.
+func (q *mqQueue) intake() {
+	defer close(q.jobs)
+	recordBatches(q, q.inbound, q.deliver)
 }
 
 // deliver records one batch of deliveries in one statement and hands the
@@ -202,16 +210,7 @@ func (q *mqQueue) work() {
 // sends every acknowledgement still waiting and closes pipelineDone.
 func (q *mqQueue) complete() {
 	defer close(q.pipelineDone)
-	b := failureBackoff()
-	for {
-		batch, ok := collect(q.results, q.cfg.RecordBatch, q.cfg.RecordLinger)
-		if len(batch) > 0 && q.hardCtx.Err() == nil {
-			q.finish(batch, &b)
-		}
-		if !ok {
-			break
-		}
-	}
+	recordBatches(q, q.results, q.finish)
 	if q.hardCtx.Err() == nil {
 		q.mu.Lock()
 		acks := q.acks

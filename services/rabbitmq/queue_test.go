@@ -31,6 +31,23 @@ func newEnv(t testing.TB) env {
 	return e
 }
 
+// channel opens a channel to the env's broker on a connection of its own
+// (dialled within 5 s), closed when the test ends. A failed declare
+// closes the channel: take a new one for each.
+func (e env) channel(t testing.TB) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.DialConfig(e.amqpURL, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
 // deleteTopology deletes every queue and the exchange the service declared
 // for name (retry queues are found by trying the names a default-range
 // backoff can produce).
@@ -81,11 +98,15 @@ func startTarget(t testing.TB, e env, s conformance.Settings, extra map[string]s
 	return tg
 }
 
+// newTarget starts a target in an env of its own.
+func newTarget(t testing.TB, s conformance.Settings) conformance.Target {
+	t.Helper()
+	return startTarget(t, newEnv(t), s, nil)
+}
+
 // TestConformance runs the pair's one suite against rabbitmq: no atomic
 // outbox (the payment commits, then its task is published).
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, conformance.Features{AtomicOutbox: false}, func(t testing.TB, s conformance.Settings) conformance.Target {
-		return startTarget(t, newEnv(t), s, nil)
-	})
+	conformance.Run(t, conformance.Features{AtomicOutbox: false}, newTarget)
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
@@ -85,6 +87,22 @@ type Job struct {
 	// that is not finished, whatever olderThan. ctx carries the
 	// statement's deadline.
 	Delete func(ctx context.Context, olderThan time.Duration, limit int) (int64, error)
+}
+
+// Execer runs one statement; *pgxpool.Pool satisfies it.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// SQLJob is the Job of a Postgres table: its Delete runs sql on db with
+// $1 the retention in microseconds (olderThan.Microseconds()) and $2 the
+// limit, and returns the rows it affected. sql must remove at most $2
+// finished rows older than $1, and never an unfinished one, whatever $1.
+func SQLJob(name string, db Execer, sql string) Job {
+	return Job{Name: name, Delete: func(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+		tag, err := db.Exec(ctx, sql, olderThan.Microseconds(), limit)
+		return tag.RowsAffected(), err
+	}}
 }
 
 // Cleaner runs its jobs' deletes in bounded batches, one pass per

@@ -13,6 +13,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -173,5 +174,32 @@ func TestReadConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("error %v does not name %s", err, name)
 		}
+	}
+}
+
+// TestSQLJobOnRealPostgres runs an SQLJob's Delete on a real table: the
+// retention reaches the statement in microseconds, the limit as $2, and
+// the count of removed rows comes back.
+func TestSQLJobOnRealPostgres(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	pool := kittest.Pool(t, url, kittest.Schema(t, url))
+	kittest.Exec(t, pool, `CREATE TABLE done (at timestamptz NOT NULL)`)
+	kittest.Exec(t, pool, `INSERT INTO done SELECT now() - interval '2 hours' FROM generate_series(1, 5)`)
+	kittest.Exec(t, pool, `INSERT INTO done VALUES (now())`)
+	job := cleaner.SQLJob("done", pool, `DELETE FROM done WHERE ctid = ANY(ARRAY(
+		SELECT ctid FROM done WHERE at < now() - $1 * interval '1 microsecond' LIMIT $2))`)
+	if job.Name != "done" {
+		t.Errorf("Name = %q", job.Name)
+	}
+	n, err := job.Delete(t.Context(), time.Hour, 3)
+	if err != nil || n != 3 {
+		t.Fatalf("Delete(1h, 3) = %d, %v; want 3 rows", n, err)
+	}
+	if n, err = job.Delete(t.Context(), time.Hour, 3); err != nil || n != 2 {
+		t.Fatalf("second Delete(1h, 3) = %d, %v; want the 2 left past the retention", n, err)
+	}
+	if left := kittest.Count(t, pool, `SELECT count(*) FROM done`); left != 1 {
+		t.Errorf("%d rows left, want the one inside the retention", left)
 	}
 }

@@ -163,3 +163,12 @@ func TestUnencodableResponseIs500(t *testing.T) {
 		t.Errorf("no error logged: %s", logs.String())
 	}
 }
+
+func TestServeYAMLAnswersTheDocument(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	httpapi.ServeYAML([]byte("openapi: 3.0.3\n"))(rec, httptest.NewRequest(http.MethodGet, "/openapi.yaml", nil))
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/yaml" || rec.Body.String() != "openapi: 3.0.3\n" {
+		t.Errorf("ServeYAML: %d %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+	}
+}

@@ -42,6 +42,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
+// ServeYAML returns a handler that answers 200 with doc as
+// application/yaml: a contract's GET /openapi.yaml.
+func ServeYAML(doc []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(doc)
+	}
+}
+
 // DecodeJSON decodes the request body into v strictly: the body must be one
 // JSON value of the right shape, with no unknown fields and nothing after
 // it. Every failure is an *Error with a 4xx status and a message a client

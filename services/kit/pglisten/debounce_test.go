@@ -2,7 +2,6 @@ package pglisten_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -13,41 +12,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 )
 
-// listenConn LISTENs on channel over a connection of the test's own, so
-// that the test counts the NOTIFYs that really reach Postgres.
-func listenConn(t testing.TB, url, channel string) *pgx.Conn {
-	t.Helper()
-	ctx := kittest.Context(t, 10*time.Second)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	return conn
-}
-
-// received counts the notifications conn receives until none arrives for
-// quiet.
-func received(t testing.TB, conn *pgx.Conn, quiet time.Duration) int {
-	t.Helper()
-	n := 0
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), quiet)
-		_, err := conn.WaitForNotification(ctx)
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			return n
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
-}
-
 // newDebouncer returns a Debouncer on a channel of the test's own, with a
 // connection listening on it.
 func newDebouncer(t testing.TB, interval time.Duration) (*pglisten.Debouncer, *pgx.Conn) {
@@ -57,7 +21,7 @@ func newDebouncer(t testing.TB, interval time.Duration) (*pglisten.Debouncer, *p
 	d := &pglisten.Debouncer{DB: kittest.Pool(t, url, ""), Channel: channel, Payload: "p", Interval: interval,
 		OnError: func(err error) { t.Errorf("NOTIFY failed: %v", err) }}
 	t.Cleanup(func() { _ = d.Close(context.Background()) })
-	return d, listenConn(t, url, channel)
+	return d, kittest.Listen(t, url, channel)
 }
 
 // TestDebouncerCoalescesABurst: 2,000 pokes from 8 goroutines within a
@@ -81,7 +45,7 @@ func TestDebouncerCoalescesABurst(t *testing.T) {
 	}
 	wg.Wait()
 	lastPoke := time.Now()
-	got := received(t, conn, time.Second)
+	got := len(kittest.Notifications(t, conn, time.Second))
 	elapsed := lastPoke.Sub(start)
 	// At most one per interval, plus the leading one and the trailing one.
 	most := int(elapsed/(20*time.Millisecond)) + 2
@@ -116,7 +80,7 @@ func TestDebouncerCloseFlushes(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Poke() // pending until the hour ends, or Close
-	if n := received(t, conn, 200*time.Millisecond); n != 0 {
+	if n := len(kittest.Notifications(t, conn, 200*time.Millisecond)); n != 0 {
 		t.Fatalf("%d NOTIFYs within the interval, want 0", n)
 	}
 	if err := d.Close(ctx); err != nil {
@@ -126,7 +90,7 @@ func TestDebouncerCloseFlushes(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	d.Poke()
-	if n := received(t, conn, 300*time.Millisecond); n != 1 || d.Sent() != 2 {
+	if n := len(kittest.Notifications(t, conn, 300*time.Millisecond)); n != 1 || d.Sent() != 2 {
 		t.Fatalf("after Close: %d NOTIFYs received, %d sent in all; want the flushed one, 2", n, d.Sent())
 	}
 }

@@ -24,5 +24,6 @@
 // such commit, so writers that commit fast commit without it and poke a
 // Debouncer, which sends at most one NOTIFY per interval, after the
 // commits it announces (NOTIFY_MODE=debounced in the services; "commit"
-// keeps the NOTIFY in the transaction).
+// keeps the NOTIFY in the transaction). NotifyConfig is that setting,
+// read once for every service that has it (ReadNotifyConfig).
 package pglisten

@@ -6,6 +6,11 @@
 // queries use unqualified names. Tests exploit this: each test migrates a
 // schema of its own and runs in parallel with the others.
 //
+// A service with background machinery opens its pools with OpenPools: the
+// migrated pool of its requests, then a reserved pool each for its
+// consumers, workers or notifier (Reserve), closed together after the
+// hooks that use them (Register).
+//
 // It is also the one place where a Postgres error becomes an HTTP one:
 // MapError (by SQLSTATE, through github.com/jackc/pgerrcode: 400 for a
 // refused value, 409 for a unique violation, 503 for an unreachable or

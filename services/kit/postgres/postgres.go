@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -181,6 +182,62 @@ func Ping(pool *pgxpool.Pool) func(context.Context) error {
 func Register(svc *service.Service, pool *pgxpool.Pool) {
 	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
 	svc.Ready("postgres", Ping(pool))
+}
+
+// Pools is a service's Postgres pools: Main, migrated, for its requests,
+// and the reserved pools its background machinery (consumers, workers, a
+// notifier) gets so that it never waits behind requests for a connection.
+// An assembly that fails after opening them calls Close; one that
+// succeeds calls Register.
+type Pools struct {
+	// Main is the requests' pool (DATABASE_MAX_CONNS).
+	Main *pgxpool.Pool
+
+	cfg      Config
+	reserved []*pgxpool.Pool
+	names    []string
+}
+
+// OpenPools opens and migrates Main (OpenMigrated).
+func OpenPools(ctx context.Context, c Config, migrations fs.FS, logger *slog.Logger) (*Pools, error) {
+	pool, err := OpenMigrated(ctx, c, migrations, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Pools{Main: pool, cfg: c}, nil
+}
+
+// Reserve opens a reserved pool of conns connections (OpenReserved) for
+// what name says (it names the pool's stop hook). If it fails, every pool
+// opened so far is closed.
+func (p *Pools) Reserve(ctx context.Context, name string, conns int) (*pgxpool.Pool, error) {
+	pool, err := OpenReserved(ctx, p.cfg, conns)
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p.reserved = append(p.reserved, pool)
+	p.names = append(p.names, name)
+	return pool, nil
+}
+
+// Close closes the reserved pools, last opened first, then Main.
+func (p *Pools) Close() {
+	for _, pool := range slices.Backward(p.reserved) {
+		pool.Close()
+	}
+	p.Main.Close()
+}
+
+// Register is Register(svc, Main) for every pool: /readyz pings Main, and
+// shutdown closes the reserved pools, then Main, after every OnStop hook
+// registered later (hooks run in reverse), so the consumers and workers a
+// service registers after it stop before their pools close.
+func (p *Pools) Register(svc *service.Service) {
+	Register(svc, p.Main)
+	for i, pool := range p.reserved {
+		svc.OnStop(p.names[i]+" postgres pool", func(context.Context) error { pool.Close(); return nil })
+	}
 }
 
 // provider builds a goose Provider over the pool, with a session lock so

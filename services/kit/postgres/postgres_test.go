@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -70,5 +71,50 @@ func TestOpenFailsClearlyWhenUnreachable(t *testing.T) {
 		URL: "postgres://postgres@127.0.0.1:1/wpe?sslmode=disable", Schema: "x", ConnectTimeout: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "DATABASE_URL") {
 		t.Fatalf("Open = %v, want an error naming DATABASE_URL", err)
+	}
+}
+
+// TestPoolsReserveAndClose opens a service's pools on a real server: the
+// reserved pools have their own size, Close closes every pool, and a
+// reserve that fails closes the pools opened before it.
+func TestPoolsReserveAndClose(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	schema := kittest.Schema(t, url)
+	ctx := kittest.Context(t, time.Minute)
+	c := postgres.Config{URL: url, Schema: schema, MaxConns: 3, ConnectTimeout: 5 * time.Second}
+	fsys := fstest.MapFS{"0001_things.sql": {Data: []byte("-- +goose Up\nCREATE TABLE things (id int);\n-- +goose Down\nDROP TABLE things;\n")}}
+	pools, err := postgres.OpenPools(ctx, c, fsys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pools.Reserve(ctx, "workers", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Config().MaxConns; got != 2 {
+		t.Errorf("reserved pool of %d connections, want 2", got)
+	}
+	if got := pools.Main.Config().MaxConns; got != 3 {
+		t.Errorf("main pool of %d connections, want 3", got)
+	}
+	pools.Close()
+	for name, p := range map[string]interface{ Ping(context.Context) error }{"main": pools.Main, "reserved": w} {
+		if err := p.Ping(ctx); err == nil {
+			t.Errorf("the %s pool answers after Close", name)
+		}
+	}
+
+	pools, err = postgres.OpenPools(ctx, c, fsys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := pools.Reserve(cancelled, "notifier", 1); err == nil || !strings.Contains(err.Error(), "notifier") {
+		t.Fatalf("Reserve on a cancelled context = %v, want an error naming the pool", err)
+	}
+	if err := pools.Main.Ping(ctx); err == nil {
+		t.Error("the main pool answers after a failed Reserve")
 	}
 }

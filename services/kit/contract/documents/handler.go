@@ -47,10 +47,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 		o.SearchMaxBytes = DefaultSearchMaxBytes
 	}
 	h := &handlers{store: b, rec: o.Stats, timeout: o.Timeout, maxBytes: o.SearchMaxBytes}
-	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		_, _ = w.Write(OpenAPI)
-	})
+	r.Get("/openapi.yaml", httpapi.ServeYAML(OpenAPI))
 	r.Get("/backend", func(w http.ResponseWriter, _ *http.Request) { httpapi.WriteJSON(w, http.StatusOK, o.Info) })
 	r.Method(http.MethodPost, "/users", httpapi.HandlerFunc(h.create))
 	r.Method(http.MethodPost, "/users/search", httpapi.HandlerFunc(h.search))

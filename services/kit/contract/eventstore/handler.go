@@ -82,10 +82,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 		o.Heartbeat = 15 * time.Second
 	}
 	h := &handlers{store: b, o: o}
-	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		_, _ = w.Write(OpenAPI)
-	})
+	r.Get("/openapi.yaml", httpapi.ServeYAML(OpenAPI))
 	r.Get("/capabilities", func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, b.Capabilities())
 	})

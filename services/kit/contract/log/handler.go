@@ -59,10 +59,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 	r.Method(http.MethodGet, "/events/{id}", httpapi.HandlerFunc(h.getEvent))
 	r.Method(http.MethodGet, "/events/{id}/wait", httpapi.HandlerFunc(h.waitEvent))
 	r.Method(http.MethodGet, "/consumer", httpapi.HandlerFunc(h.consumer))
-	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		_, _ = w.Write(OpenAPI)
-	})
+	r.Get("/openapi.yaml", httpapi.ServeYAML(OpenAPI))
 }
 
 func (h *handler) timeout() time.Duration {

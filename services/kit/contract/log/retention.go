@@ -1,7 +1,6 @@
 package log
 
 import (
-	"context"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
@@ -41,28 +40,13 @@ DELETE FROM deliveries
          ORDER BY d.delivered_at
          LIMIT $2))`
 
-// DeleteDelivered removes at most limit events delivered more than
-// olderThan ago and returns how many it removed. Undelivered events are
-// never removed.
-func (s *Records) DeleteDelivered(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, deleteDeliveredSQL, olderThan.Microseconds(), limit)
-	return tag.RowsAffected(), err
-}
-
-// DeleteDedup removes at most limit deliveries rows older than olderThan
-// whose event is already removed, and returns how many it removed.
-func (s *Records) DeleteDedup(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, deleteDedupSQL, olderThan.Microseconds(), limit)
-	return tag.RowsAffected(), err
-}
-
 // CleanerJobs are the cleaner's jobs over the pair's records, in the
 // order a pass must run them: the events first, then their dedup rows
 // (counted in /stats as retention_removed_messages and
 // retention_removed_deliveries).
 func (s *Records) CleanerJobs() []cleaner.Job {
 	return []cleaner.Job{
-		{Name: "messages", Delete: s.DeleteDelivered},
-		{Name: "deliveries", Delete: s.DeleteDedup},
+		cleaner.SQLJob("messages", s.pool, deleteDeliveredSQL),
+		cleaner.SQLJob("deliveries", s.pool, deleteDedupSQL),
 	}
 }

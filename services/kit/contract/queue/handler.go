@@ -79,10 +79,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 	r.Method(http.MethodGet, "/tasks/{id}/wait", httpapi.HandlerFunc(h.wait))
 	r.Method(http.MethodPost, "/payments", httpapi.HandlerFunc(h.pay))
 	r.Method(http.MethodGet, "/queue", httpapi.HandlerFunc(h.depth))
-	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		_, _ = w.Write(OpenAPI)
-	})
+	r.Get("/openapi.yaml", httpapi.ServeYAML(OpenAPI))
 }
 
 func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
@@ -23,27 +21,27 @@ func Retention(t *testing.T, tg kittest.Target, env map[string]string) {
 	pool := kittest.Pool(t, env["DATABASE_URL"], env["DATABASE_SCHEMA"])
 	ids := writeDelivered(t, tg.URL(), 3)
 	old, fresh, undelivered := ids[0], ids[1], ids[2]
-	exec(t, pool, `UPDATE deliveries SET delivered_at = now() - interval '2 hours' WHERE id = $1`, old)
+	kittest.Exec(t, pool, `UPDATE deliveries SET delivered_at = now() - interval '2 hours' WHERE id = $1`, old)
 	// Undelivered, as a row whose produce failed (kafka) would be, and
 	// as old as can be.
-	exec(t, pool, `DELETE FROM deliveries WHERE id = $1`, undelivered)
-	exec(t, pool, `UPDATE messages SET created_at = now() - interval '30 days' WHERE id = $1`, undelivered)
+	kittest.Exec(t, pool, `DELETE FROM deliveries WHERE id = $1`, undelivered)
+	kittest.Exec(t, pool, `UPDATE messages SET created_at = now() - interval '30 days' WHERE id = $1`, undelivered)
 
 	kittest.Eventually(t, 10*time.Second, "the event delivered past retention and its deliveries row removed", func() bool {
-		return eventStatus(t, tg.URL(), old) == http.StatusNotFound && countRows(t, pool, `SELECT count(*) FROM deliveries WHERE id = $1`, old) == 0
+		return kittest.Status(t, tg.URL()+"/events/"+old) == http.StatusNotFound && kittest.Count(t, pool, `SELECT count(*) FROM deliveries WHERE id = $1`, old) == 0
 	})
 	for _, n := range []string{"messages", "deliveries"} {
-		if got := counter(t, tg.URL(), cleaner.StatRemovedPrefix+n); got < 1 {
+		if got := kittest.Counter(t, tg.URL(), cleaner.StatRemovedPrefix+n); got < 1 {
 			t.Errorf("/stats %s%s = %d, want at least 1", cleaner.StatRemovedPrefix, n, got)
 		}
 	}
-	if last := counter(t, tg.URL(), cleaner.StatLastRun); time.Since(time.Unix(last, 0)) > time.Minute {
+	if last := kittest.Counter(t, tg.URL(), cleaner.StatLastRun); time.Since(time.Unix(last, 0)) > time.Minute {
 		t.Errorf("/stats %s = %d, want about now", cleaner.StatLastRun, last)
 	}
-	if s := eventStatus(t, tg.URL(), fresh); s != http.StatusOK {
+	if s := kittest.Status(t, tg.URL()+"/events/"+fresh); s != http.StatusOK {
 		t.Errorf("GET /events/%s (delivered inside retention) = %d, want 200", fresh, s)
 	}
-	if s := eventStatus(t, tg.URL(), undelivered); s != http.StatusOK {
+	if s := kittest.Status(t, tg.URL()+"/events/"+undelivered); s != http.StatusOK {
 		t.Errorf("GET /events/%s (undelivered) = %d, want 200", undelivered, s)
 	}
 
@@ -51,14 +49,14 @@ func Retention(t *testing.T, tg kittest.Target, env map[string]string) {
 	env["EVENT_RETENTION"] = "1ms"
 	tg.Restart(t)
 	kittest.Eventually(t, 10*time.Second, "the fresh event and its deliveries row removed at 1ms", func() bool {
-		return eventStatus(t, tg.URL(), fresh) == http.StatusNotFound && countRows(t, pool, `SELECT count(*) FROM deliveries WHERE id = $1`, fresh) == 0
+		return kittest.Status(t, tg.URL()+"/events/"+fresh) == http.StatusNotFound && kittest.Count(t, pool, `SELECT count(*) FROM deliveries WHERE id = $1`, fresh) == 0
 	})
-	passes := counter(t, tg.URL(), cleaner.StatPasses)
-	kittest.Eventually(t, 10*time.Second, "two more passes", func() bool { return counter(t, tg.URL(), cleaner.StatPasses) >= passes+2 })
-	if s := eventStatus(t, tg.URL(), undelivered); s != http.StatusOK {
+	passes := kittest.Counter(t, tg.URL(), cleaner.StatPasses)
+	kittest.Eventually(t, 10*time.Second, "two more passes", func() bool { return kittest.Counter(t, tg.URL(), cleaner.StatPasses) >= passes+2 })
+	if s := kittest.Status(t, tg.URL()+"/events/"+undelivered); s != http.StatusOK {
 		t.Errorf("GET /events/%s (undelivered) = %d at a 1ms retention, want 200: an undelivered event was removed", undelivered, s)
 	}
-	if e := counter(t, tg.URL(), cleaner.StatErrors); e != 0 {
+	if e := kittest.Counter(t, tg.URL(), cleaner.StatErrors); e != 0 {
 		t.Errorf("/stats %s = %d", cleaner.StatErrors, e)
 	}
 }
@@ -87,39 +85,4 @@ func writeDelivered(t testing.TB, base string, n int) []string {
 		}
 	}
 	return ids
-}
-
-// exec runs one statement on the test's schema.
-func exec(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) {
-	t.Helper()
-	if _, err := pool.Exec(t.Context(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
-
-// countRows runs a count query.
-func countRows(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := pool.QueryRow(t.Context(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
-}
-
-// eventStatus is GET /events/{id}'s status code.
-func eventStatus(t testing.TB, base, id string) int {
-	t.Helper()
-	s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+id, nil, nil)
-	return s
-}
-
-// counter reads one /stats counter.
-func counter(t testing.TB, base, name string) int64 {
-	t.Helper()
-	var st struct {
-		Counters map[string]int64 `json:"counters"`
-	}
-	kittest.Do(t, http.MethodGet, base+"/stats", nil, &st)
-	return st.Counters[name]
 }

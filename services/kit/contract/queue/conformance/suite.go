@@ -45,6 +45,13 @@ type Settings struct {
 	Lease time.Duration
 	// Faults is FAULTS: allow POST /payments?fault=between.
 	Faults bool
+	// APIOnly is WORKERS=0: no worker takes a task, so a test may set
+	// the tasks' states itself.
+	APIOnly bool
+	// TaskRetention is TASK_RETENTION.
+	TaskRetention time.Duration
+	// RetentionInterval is RETENTION_INTERVAL.
+	RetentionInterval time.Duration
 }
 
 // Env returns the environment variables that set s, for a test that
@@ -68,6 +75,15 @@ func (s Settings) Env() map[string]string {
 	}
 	if s.Faults {
 		m["FAULTS"] = "true"
+	}
+	if s.APIOnly {
+		m["WORKERS"] = "0"
+	}
+	if s.TaskRetention > 0 {
+		m["TASK_RETENTION"] = s.TaskRetention.String()
+	}
+	if s.RetentionInterval > 0 {
+		m["RETENTION_INTERVAL"] = s.RetentionInterval.String()
 	}
 	return m
 }

@@ -1,7 +1,6 @@
 package records
 
 import (
-	"context"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
@@ -29,16 +28,8 @@ DELETE FROM tasks
          LIMIT $2))
    AND status = 'done'`
 
-// DeleteDone removes at most limit done task records processed more than
-// olderThan ago and returns how many it removed. Queued, running and dead
-// records are never removed.
-func (s Store) DeleteDone(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
-	tag, err := s.Pool.Exec(ctx, deleteDone, olderThan.Microseconds(), limit)
-	return tag.RowsAffected(), err
-}
-
 // CleanerJob is the cleaner's job over the tasks table (counted in /stats
 // as retention_removed_tasks).
 func (s Store) CleanerJob() cleaner.Job {
-	return cleaner.Job{Name: "tasks", Delete: s.DeleteDone}
+	return cleaner.SQLJob("tasks", s.Pool, deleteDone)
 }
