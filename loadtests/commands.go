@@ -31,7 +31,7 @@ var loadCommands = map[string]string{
 	"queue":     "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
 	"log":       "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
 	"documents": "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
-	"results":   "run queue, log, documents and the event-store bench at the make-results size, then write RESULTS.md and README.md's findings",
+	"results":   "run queue, log, documents, the throughput scenario and the event-store bench at the make-results size, then write RESULTS.md and README.md's findings",
 	"demo":      "drive every pair briefly and print one side-by-side table per pair",
 	"report":    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
 	"longlived": "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
@@ -172,10 +172,15 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		dur = 5 * time.Second
 	case "demo":
 		dur = 10 * time.Second
+	case "throughput":
+		dur = scenario.ThroughputDefaults.Duration
 	}
 	rounds := 3
-	if cmd == "demo" {
+	switch cmd {
+	case "demo":
 		rounds = 1
+	case "throughput":
+		rounds = scenario.ThroughputDefaults.Rounds
 	}
 	c.register(fs, rounds, dur)
 	x := registerExtras(fs, cmd)
@@ -209,6 +214,10 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		rwRates = fs.String("rewrite-rates", formatRates(d.RewriteRates), "documents: rewrites (then neighbour patches) per second, per size")
 		fs.IntVar(&do.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")
 		fs.BoolVar(&do.LZ4, "lz4", d.LZ4, "documents: measure the rewrite points again with TOAST_COMPRESSION=lz4 on the Postgres side")
+	}
+	var tf *throughputFlags
+	if cmd == "throughput" || cmd == "results" {
+		tf = registerThroughput(fs, cmd)
 	}
 	var inputs *string
 	if cmd == "report" {
@@ -268,6 +277,12 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	if err != nil {
 		return err
 	}
+	var to scenario.ThroughputOptions
+	if tf != nil {
+		if to, err = tf.options(c, root); err != nil {
+			return err
+		}
+	}
 	env, cleanup, err := newEnv(c, root)
 	if err != nil {
 		return err
@@ -283,13 +298,15 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		case "documents":
 			steps = []step{{"documents", do.Estimate()}}
 		case "results":
-			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}}
+			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"throughput", to.Estimate(c.settle)}}
 			if c.state.longLived {
 				steps = append(steps, longLivedOptions(qo, lo, c).steps(c.settle, c.state.history)...)
 			}
 			steps = append(steps, step{"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices))})
 		case longLivedCommand:
 			steps = longLivedOptions(scenario.QueueScenario.Defaults, scenario.LogScenario.Defaults, c).steps(c.settle, c.state.history)
+		case "throughput":
+			steps = []step{{"throughput", to.Estimate(c.settle)}}
 		case "demo":
 			steps = []step{{"queue", qd.Estimate(c.settle)}, {"log", ld.Estimate(c.settle)}, {"documents", do.Estimate()}}
 		}
@@ -308,8 +325,10 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		})
 	case "documents":
 		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) })
+	case "throughput":
+		return runThroughput(ctx, c, env, root, args, to)
 	case "results":
-		return runResults(ctx, c, env, root, args, qo, lo, do, x)
+		return runResults(ctx, c, env, root, args, qo, lo, do, x, to)
 	case "demo":
 		return runDemo(ctx, c, env, root, qd, ld, do)
 	case longLivedCommand:
@@ -444,7 +463,7 @@ func stopPair(env *scenario.Env, p scenario.Pair) {
 	}
 }
 
-func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions, x *extras) error {
+func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions, x *extras, to scenario.ThroughputOptions) error {
 	var files []string
 	if x.raw {
 		env.Progress.Begin("raw")
@@ -464,6 +483,8 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 			return errors.Join(scenario.LogScenario.Run(ctx, env, run, lo), x.log(ctx, env, run, lo))
 		}},
 		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
+		// Stops each pair's services itself; its Pair is empty.
+		{"throughput", scenario.Pair{}, throughputRun(ctx, c, env, to)},
 	} {
 		before := newest(c.resultsDir, step.pair)
 		err := runPair(ctx, c, env, root, step.pair, args, step.fn)
@@ -647,7 +668,7 @@ func writeReport(c common, inputs string) error {
 	if inputs != "" {
 		files = strings.Split(inputs, ",")
 	} else {
-		for _, p := range []string{"queue", "log", "documents", longLivedCommand} {
+		for _, p := range []string{"queue", "log", "documents", longLivedCommand, "throughput"} {
 			if f := newest(c.resultsDir, p); f != "" {
 				files = append(files, f)
 			}
@@ -687,7 +708,7 @@ func writeReport(c common, inputs string) error {
 
 // loadUsage lists the load commands.
 func loadUsage(w io.Writer) {
-	for _, k := range []string{"queue", "log", "documents", "results", longLivedCommand, "demo", "report"} {
+	for _, k := range []string{"queue", "log", "documents", "throughput", "results", longLivedCommand, "demo", "report"} {
 		fmt.Fprintf(w, "%-10s %s\n", k, loadCommands[k])
 	}
 	fmt.Fprintln(w, "\nrun `go run ./loadtests <command> -h` for a command's flags")

@@ -45,7 +45,7 @@ type stateFlags struct {
 // register adds the state flags of cmd to fs.
 func (s *stateFlags) register(fs *flag.FlagSet, cmd string) {
 	switch cmd {
-	case "queue", "log", "documents", "results", longLivedCommand:
+	case "queue", "log", "documents", "results", longLivedCommand, "throughput":
 	default:
 		return
 	}

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/dop251/goja"
+
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 )
 
 // request is one call a script made through the k6/http stand-in.
@@ -26,6 +29,8 @@ type harness struct {
 	requests []request
 	checks   map[string]int
 	ids      int
+	// stats is GET /stats' answer ("{}" unless a test sets it).
+	stats string
 }
 
 var (
@@ -57,6 +62,17 @@ func commonJS(src string) string {
 
 func newHarness(t *testing.T, script string, env map[string]string) *harness {
 	t.Helper()
+	h, err := loadScript(t, script, env)
+	if err != nil {
+		t.Fatalf("%s does not load: %v", script, err)
+	}
+	return h
+}
+
+// loadScript runs script's top level with env under the stand-ins and
+// returns the error it threw, if any.
+func loadScript(t *testing.T, script string, env map[string]string) (*harness, error) {
+	t.Helper()
 	src, err := Scripts.ReadFile(script)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +80,7 @@ func newHarness(t *testing.T, script string, env map[string]string) *harness {
 	if bytes.Contains(src, []byte("require(")) {
 		t.Fatalf("%s uses require: k6 scripts use import", script)
 	}
-	h := &harness{t: t, vm: goja.New(), checks: map[string]int{}}
+	h := &harness{t: t, vm: goja.New(), checks: map[string]int{}, stats: "{}"}
 	vm := h.vm
 	vm.SetFieldNameMapper(goja.TagFieldNameMapper("json", true))
 	must := func(err error) {
@@ -88,10 +104,8 @@ func newHarness(t *testing.T, script string, env map[string]string) *harness {
 	}))
 	h.exports = vm.NewObject()
 	must(vm.Set("exports", h.exports))
-	if _, err := vm.RunScript(script, commonJS(string(src))); err != nil {
-		t.Fatalf("%s does not load: %v", script, err)
-	}
-	return h
+	_, err = vm.RunScript(script, commonJS(string(src)))
+	return h, err
 }
 
 // httpModule is the k6/http stand-in: it records each request and answers
@@ -122,6 +136,12 @@ func (h *harness) httpModule() *goja.Object {
 				status, respBody = 202, `{"id":"t1","status":"queued"}`
 			case method == "POST" && pu.Path == "/events":
 				status, respBody = 201, `{"id":"e1"}`
+			case method == "POST" && pu.Path == "/tasks/batch":
+				status, respBody = 202, `{"ids":["t1"],"status":"queued","enqueued_at":"2026-01-02T03:04:05Z"}`
+			case method == "POST" && pu.Path == "/events/batch":
+				status, respBody = 201, `{"events":[{"id":"e1"}]}`
+			case method == "GET" && pu.Path == "/stats":
+				respBody = h.stats
 			case method == "POST" && pu.Path == "/users":
 				h.ids++
 				status, respBody = 201, fmt.Sprintf(`{"id":"u%d"}`, h.ids)
@@ -218,8 +238,10 @@ func (h *harness) call(name string, iter int, args ...goja.Value) goja.Value {
 	return v
 }
 
-// scenarios checks options: every scenario uses constant-arrival-rate, and
-// thresholds exist. It returns each scenario's exec function name.
+// scenarios checks options: every scenario uses constant-arrival-rate (an
+// open model, as the Go driver's attacks) or constant-vus (a closed loop,
+// as its throughput senders), and thresholds exist. It returns each
+// scenario's exec function name.
 func (h *harness) scenarios() []string {
 	h.t.Helper()
 	var opts struct {
@@ -230,6 +252,7 @@ func (h *harness) scenarios() []string {
 			TimeUnit string
 			Duration string
 			MaxVUs   float64
+			VUs      float64
 		}
 		Thresholds map[string][]string
 	}
@@ -245,8 +268,17 @@ func (h *harness) scenarios() []string {
 	}
 	var execs []string
 	for name, s := range opts.Scenarios {
-		if s.Executor != "constant-arrival-rate" || s.Rate <= 0 || s.TimeUnit == "" || s.Duration == "" || s.MaxVUs <= 0 {
-			h.t.Errorf("scenario %s: %+v", name, s)
+		switch s.Executor {
+		case "constant-arrival-rate":
+			if s.Rate <= 0 || s.TimeUnit == "" || s.Duration == "" || s.MaxVUs <= 0 {
+				h.t.Errorf("scenario %s: %+v", name, s)
+			}
+		case "constant-vus":
+			if s.VUs <= 0 || s.Duration == "" {
+				h.t.Errorf("scenario %s: %+v", name, s)
+			}
+		default:
+			h.t.Errorf("scenario %s: executor %q", name, s.Executor)
 		}
 		if s.Exec == "" {
 			s.Exec = "default"
@@ -416,4 +448,75 @@ func TestDocumentsScript(t *testing.T) {
 		t.Errorf("patches %d rewrites %d deletes %d", patches, rewrites, deletes)
 	}
 	h.checkAllJSONAndHost()
+}
+
+// TestBatchScript runs batch.js for both pairs: a closed loop of SENDERS
+// VUs posting BATCH items to the pair's batch endpoint, bodies the
+// contract's batch request types take, accepted items counted, and a
+// teardown that reads /stats until the backlog drains.
+func TestBatchScript(t *testing.T) {
+	for _, tc := range []struct {
+		pair, path, progress string
+		decode               func(t *testing.T, body string) int
+	}{
+		{"queue", "/tasks/batch", "/queue", func(t *testing.T, body string) int {
+			var b queue.BatchRequest
+			strict(t, body, &b)
+			for i, task := range b.Tasks {
+				if task.Kind != "load" || string(task.Payload) != fmt.Sprintf(`{"n":%d}`, i) {
+					t.Errorf("task %d: %+v", i, task)
+				}
+			}
+			return len(b.Tasks)
+		}},
+		{"log", "/events/batch", "/consumer", func(t *testing.T, body string) int {
+			var b logc.Batch
+			strict(t, body, &b)
+			for i, e := range b.Events {
+				if e.Type != "load.tick" || e.Key != fmt.Sprintf("k%d", i%64) {
+					t.Errorf("event %d: %+v", i, e)
+				}
+			}
+			return len(b.Events)
+		}},
+	} {
+		t.Run(tc.pair, func(t *testing.T) {
+			h := newHarness(t, "batch.js", map[string]string{"BASE_URL": base, "PAIR": tc.pair, "BATCH": "70", "SENDERS": "3", "DRAIN": "1"})
+			if got := h.scenarios(); len(got) != 1 || got[0] != "default" {
+				t.Errorf("execs %v", got)
+			}
+			opts := h.exports.Get("options").Export().(map[string]any)
+			if vus := opts["scenarios"].(map[string]any)["batches"].(map[string]any)["vus"]; fmt.Sprint(vus) != "3" {
+				t.Errorf("SENDERS=3 gave %v VUs", vus)
+			}
+			h.call("setup", 0)
+			for i := range 2 {
+				h.call("default", i)
+			}
+			// A backlog that never drains: teardown gives up after DRAIN.
+			h.stats = `{"counters":{"enqueued":5,"written":5},"since_reset_s":2}`
+			h.call("teardown", 0)
+			posts := h.only("POST", tc.path)
+			if len(posts) != 2 {
+				t.Fatalf("POST %s %d times: %+v", tc.path, len(posts), h.requests)
+			}
+			for _, r := range posts {
+				if n := tc.decode(t, r.Body); n != 70 {
+					t.Errorf("batch of %d items, want 70", n)
+				}
+			}
+			if n := len(h.only("GET", "/stats")); n != 11 {
+				t.Errorf("teardown read /stats %d times, want 11 (10 per second of DRAIN, then give up)", n)
+			}
+			if len(h.only("POST", "/stats/reset")) != 1 || len(h.only("GET", tc.progress)) != 1 {
+				t.Errorf("setup/teardown requests: %+v", h.requests)
+			}
+			h.checkAllJSONAndHost()
+		})
+	}
+	for msg, env := range map[string]map[string]string{"want queue or log": {"PAIR": "cache"}, "want 1 to 1000": {"BATCH": "1001"}} {
+		if _, err := loadScript(t, "batch.js", env); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("batch.js with %v: %v, want an error saying %q", env, err, msg)
+		}
+	}
 }

@@ -23,7 +23,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, now 
 		byCmd[r.Command] = r
 	}
 	var rs []*driver.Run
-	for _, c := range []string{"queue", "log", "documents", "longlived"} {
+	for _, c := range []string{"queue", "log", "documents", "longlived", "throughput"} {
 		if r := byCmd[c]; r != nil {
 			rs = append(rs, r)
 		}
@@ -102,6 +102,10 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	}
 
 	for _, r := range rs {
+		if r.Command == "throughput" {
+			b.WriteString(ThroughputSection(r))
+			continue
+		}
 		if pairTitles[r.Command] == "" {
 			continue // the long-lived run has a section of its own
 		}

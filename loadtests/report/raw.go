@@ -23,7 +23,8 @@ func PercentOfRaw(r raw.Results, service string, rate float64) (float64, bool) {
 
 // RawSection renders the raw-limits section: every raw loop, then each
 // queue and log service's rates from runs (single-request ceiling, batch
-// throughput) as a share of its engine's raw limit.
+// throughput, the throughput scenario's best end-to-end rate) as a share
+// of its engine's raw limit.
 func RawSection(r raw.Results, runs []*driver.Run) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -41,11 +42,11 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 	rs := runs2map(runs)
 	w("\n### Services as a share of their engine's raw limit\n\n")
 	w("A service's items pass through every loop of its engine path on the same machine, so the path's limit is 1 ÷ Σ(1 ÷ loop rate). The rabbitmq service also writes task records to Postgres; its limit here is RabbitMQ's own.\n\n")
-	w("| service | engine path | raw limit/s | single-request ceiling/s (share) | batch throughput/s (share) |\n|---|---|---|---|---|\n")
+	w("| service | engine path | raw limit/s | single-request ceiling/s (share) | batch throughput/s (share) | throughput scenario: best end-to-end/s (share) |\n|---|---|---|---|---|---|\n")
 	for _, svc := range []string{"no-rabbitmq", "rabbitmq", "no-kafka", "kafka"} {
 		lim, path, ok := r.Limit(svc)
 		if !ok {
-			w("| %s | %s | not measured | | |\n", svc, strings.Join(raw.Paths[svc].Loops, " → "))
+			w("| %s | %s | not measured | | | |\n", svc, strings.Join(raw.Paths[svc].Loops, " → "))
 			continue
 		}
 		cmd := "queue"
@@ -59,7 +60,13 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		if v, ok := median(rs.point(cmd, cmd+".batch_throughput", ""), "batch_throughput", svc); ok && v > 0 {
 			tpCell = num(v) + " (" + r.PercentCell(svc, v) + ")"
 		}
-		w("| %s | %s | %s | %s | %s |\n", svc, path, num(lim), ceilCell, tpCell)
+		// The throughput scenario's end-to-end rate at its best batch size
+		// (processed or delivered: every stage of the path).
+		bestCell := "–"
+		if v, p := bestE2E(rs, cmd, svc, 0); p != nil && v > 0 {
+			bestCell = num(v) + " at " + p.Name + " (" + r.PercentCell(svc, v) + ")"
+		}
+		w("| %s | %s | %s | %s | %s | %s |\n", svc, path, num(lim), ceilCell, tpCell, bestCell)
 	}
 	w("\n")
 	return b.String()

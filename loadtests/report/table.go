@@ -20,6 +20,8 @@ func keyMetrics(scenario string) []row {
 	}
 	client := []row{{"client.p50_ms", "client p50 ms"}, {"client.p99_ms", "client p99 ms"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"}}
 	switch {
+	case strings.HasSuffix(scenario, ".throughput"):
+		return throughputRows()
 	case strings.HasPrefix(scenario, "queue."):
 		return append(client,
 			row{"throughput", "processed/s"}, row{"backlog_end", "backlog at end"},

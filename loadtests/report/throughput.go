@@ -1,0 +1,266 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+)
+
+// The throughput run's claims join the claims table after the pairs'
+// own rows; they read the "throughput" results file.
+func init() { claimTable = append(claimTable, throughputClaims...) }
+
+// ThroughputTitle is the heading of RESULTS.md's throughput section.
+const ThroughputTitle = "Throughput: batch endpoints, closed loop, with CPU cost"
+
+// throughputPairs are the pairs of the throughput run, in order, with
+// what their end-to-end figure is.
+var throughputPairs = []struct{ pair, title, e2e, unit string }{
+	{"queue", "Queue: rabbitmq vs no-rabbitmq, `POST /tasks/batch`", "send→processed", "tasks"},
+	{"log", "Log: kafka vs no-kafka, `POST /events/batch`", "write→delivered", "events"},
+}
+
+// costLabels name scenario.CostGroups for the reader.
+var costLabels = map[string]string{"service": "service", "postgres": "Postgres (all)", "rabbitmq": "RabbitMQ (beam.smp)", "kafka": "Kafka (java)", "total": "total"}
+
+// throughputRows are the terminal table's rows of a throughput point.
+func throughputRows() []row {
+	rows := []row{
+		{scenario.MetricAccepted, "accepted items/s"}, {scenario.MetricEndToEnd, "end-to-end items/s"},
+		{"client.p50_ms", "request p50 ms"}, {"client.p99_ms", "request p99 ms"}, {"client.errors", "errors"},
+		{"backlog_end", "backlog at end"}, {"drained", "drained (1 = yes)"},
+	}
+	for _, lat := range []string{"processing", "delivery"} {
+		rows = append(rows, row{"server." + lat + ".p50_ms", lat + " p50 ms"}, row{"server." + lat + ".p99_ms", lat + " p99 ms"})
+	}
+	for _, g := range append(slices.Clone(scenario.CostGroups), "total") {
+		rows = append(rows, row{"cpu." + g + ".per_1k", "CPU-s/1k " + costLabels[g]})
+	}
+	return rows
+}
+
+// ThroughputSection renders the throughput run as RESULTS.md's section:
+// how it was measured, which processes were counted, and one table per
+// pair (batch size × side → accepted/s, end-to-end/s, end-to-end and
+// request p50/p99, CPU-seconds per 1,000 items of every process group).
+// It returns "" for a nil run.
+func ThroughputSection(r *driver.Run) string {
+	if r == nil {
+		return ""
+	}
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("\n## %s\n\n", ThroughputTitle)
+	w("%v closed-loop senders per side post batches to the batch endpoints for %v s per point (%v round(s), sides interleaved); the next batch leaves as soon as the last one is answered. ",
+		r.Settings["senders"], r.Settings["duration_s"], r.Settings["rounds"])
+	w("**accepted/s** counts the items of 2xx answers over the loop; **end-to-end/s** is what the service processed or delivered (its /stats counters), the higher of two lower bounds: over the loop alone, and from the loop's start until the backlog drained. ")
+	w("Rates show the median across rounds with the min–max; latencies and costs the median. End-to-end p50/p99 are the services' own HdrHistograms (send→processed, write→delivered); request p50/p99 is each batch request's round trip. ")
+	w("**CPU-s per 1,000 items** is utime+stime from /proc/<pid>/stat of each process tree (a root, its children, and the children it reaped), sampled before the loop and after the backlog drained, divided by the items the service accepted; on a row marked \"backlog left\" (the backlog did not drain within the settle bound), by the items that went through, an upper bound since the intake of the others counts too. The driver runs on the same machine; the Postgres figure counts every process of the server, so anything else using it at the time counts too.\n\n")
+	if procs := costProcesses(r); procs != "" {
+		w("Processes counted: %s.\n\n", procs)
+	}
+	b.WriteString(StartStateSection(r))
+	for _, tp := range throughputPairs {
+		ps := throughputPoints(r, tp.pair)
+		if len(ps) == 0 {
+			continue
+		}
+		w("### %s\n\n", tp.title)
+		w("| batch | side | accepted %s/s | %s %s/s | %s p50 / p99 ms | request p50 / p99 ms |", tp.unit, tp.e2e, tp.unit, tp.e2e)
+		groups := append(slices.Clone(scenario.CostGroups), "total")
+		for _, g := range groups {
+			w(" CPU-s/1k: %s |", costLabels[g])
+		}
+		w("\n|---|---|---:|---:|---:|---:|%s\n", strings.Repeat("---:|", len(groups)))
+		lat := "server." + map[string]string{"queue": "processing", "log": "delivery"}[tp.pair]
+		for _, p := range ps {
+			for _, side := range p.Sides {
+				get := func(metric string) (driver.Agg, bool) {
+					m := p.Find(metric)
+					if m == nil {
+						return driver.Agg{}, false
+					}
+					a, ok := m.Sides[side]
+					return a, ok
+				}
+				// Rates with their range across rounds; latencies and
+				// costs as medians, to keep the table readable (the JSON
+				// has every round).
+				c := func(metric string) string { return cell(get(metric)) }
+				med := func(metric string) string {
+					a, ok := get(metric)
+					if !ok {
+						return "–"
+					}
+					return num(a.Median)
+				}
+				pair := func(m1, m2 string) string { return med(m1) + " / " + med(m2) }
+				e2e := c(scenario.MetricEndToEnd)
+				if d, ok := get("drained"); ok && d.Min < 1 {
+					e2e += " (backlog left)"
+				}
+				w("| %s | %s | %s | %s | %s | %s |", strings.TrimPrefix(p.Name, "batch "), SideLabel(r, side), c(scenario.MetricAccepted), e2e,
+					pair(lat+".p50_ms", lat+".p99_ms"), pair("client.p50_ms", "client.p99_ms"))
+				for _, g := range groups {
+					w(" %s |", med("cpu."+g+".per_1k"))
+				}
+				w("\n")
+			}
+		}
+		for _, p := range ps {
+			for _, e := range sideErrors(p) {
+				w("\nError, %s %s: %s\n", p.Scenario, p.Name, md(e))
+			}
+		}
+		w("\n")
+	}
+	for _, n := range r.Notes {
+		w("- Note: %s\n", md(n))
+	}
+	return b.String()
+}
+
+// throughputPoints returns the run's throughput points of pair.
+func throughputPoints(r *driver.Run, pair string) []*driver.Point {
+	var out []*driver.Point
+	for i := range r.Points {
+		if r.Points[i].Scenario == scenario.ThroughputScenarioName(pair) {
+			out = append(out, &r.Points[i])
+		}
+	}
+	return out
+}
+
+// costProcesses lists the process groups counted and how each was
+// found, from the run's cost_processes setting: the servers once (every
+// side counts the same ones), then each side's service.
+func costProcesses(r *driver.Run) string {
+	raw, err := json.Marshal(r.Settings[scenario.CostProcessesSetting])
+	if err != nil {
+		return ""
+	}
+	var by map[string][]struct {
+		Name   string `json:"name"`
+		PIDs   []int  `json:"pids"`
+		Source string `json:"source"`
+	}
+	if json.Unmarshal(raw, &by) != nil || len(by) == 0 {
+		return ""
+	}
+	describe := func(label string, pids []int, source string) string {
+		if len(pids) == 0 {
+			return label + " " + source
+		}
+		return fmt.Sprintf("%s pid %s (%s)", label, joinInts(pids), source)
+	}
+	var servers, services []string
+	seen := map[string]bool{}
+	for _, tp := range throughputPairs {
+		ps := throughputPoints(r, tp.pair)
+		if len(ps) == 0 {
+			continue
+		}
+		for _, side := range ps[0].Sides {
+			for _, g := range by[side] {
+				switch {
+				case g.Name == "service":
+					services = append(services, describe(side, g.PIDs, g.Source))
+				case !seen[g.Name]:
+					seen[g.Name] = true
+					servers = append(servers, describe(costLabels[g.Name], g.PIDs, g.Source))
+				}
+			}
+		}
+	}
+	return md(strings.Join(append(servers, services...), "; "))
+}
+
+func joinInts(v []int) string {
+	var s []string
+	for _, n := range v {
+		s = append(s, fmt.Sprint(n))
+	}
+	return strings.Join(s, ",")
+}
+
+// bestE2E returns side's highest median end-to-end rate over pair's
+// throughput points with a batch of at least minBatch, and that point.
+func bestE2E(rs runs, pair, side string, minBatch int) (float64, *driver.Point) {
+	best, at := math.Inf(-1), (*driver.Point)(nil)
+	for _, p := range rs.points("throughput", scenario.ThroughputScenarioName(pair)) {
+		if batchOf(p) < minBatch {
+			continue
+		}
+		if v, ok := median(p, scenario.MetricEndToEnd, side); ok && v > best {
+			best, at = v, p
+		}
+	}
+	return best, at
+}
+
+// batchOf is a throughput point's batch size (from its name, "batch 100").
+func batchOf(p *driver.Point) int {
+	var n int
+	_, _ = fmt.Sscanf(p.Name, "batch %d", &n)
+	return n
+}
+
+// throughputClaims are the claims the throughput run settles.
+var throughputClaims = []claimSpec{
+	{pair: "queue", short: "~5K msg/s without tuning",
+		claim: "A Postgres queue holds ~5K msg/s comfortably without tuning; tens of thousands need engineering",
+		rule:  "no-rabbitmq's highest median send→processed rate over the batch sizes ≥ 5,000 tasks/s (the service's own settings, none tuned for the run); the figure says where \"tens of thousands\" stands",
+		evaluate: func(in claimInputs) outcome {
+			if len(in.rs.points("throughput", "queue.throughput")) == 0 {
+				return notRun("throughput")
+			}
+			v, p := bestE2E(in.rs, "queue", "no-rabbitmq", 0)
+			if p == nil {
+				return outcome{missing: "no send→processed rate was recorded for no-rabbitmq"}
+			}
+			return outcome{measured: fmt.Sprintf("%s tasks/s send→processed at %s (%s senders)", num(v), p.Name, fmt.Sprint(in.rs["throughput"].Settings["senders"])), holds: v >= 5000}
+		}},
+	{pair: "log", short: "5–15K events/s per slot",
+		claim: "One logical decoding slot carries 5–15K events/s",
+		rule:  "no-kafka's highest median write→delivered rate at batch ≥ 100 within 2× of the range (2,500–30,000 events/s)",
+		evaluate: func(in claimInputs) outcome {
+			if len(in.rs.points("throughput", "log.throughput")) == 0 {
+				return notRun("throughput")
+			}
+			v, p := bestE2E(in.rs, "log", "no-kafka", 100)
+			if p == nil {
+				return outcome{missing: "no batch ≥ 100 point with a write→delivered rate for no-kafka"}
+			}
+			o := outcome{measured: fmt.Sprintf("%s events/s write→delivered at %s", num(v), p.Name), holds: v >= 2500 && v <= 30000}
+			if k, ok := median(p, scenario.MetricEndToEnd, "kafka"); ok {
+				o.measured += fmt.Sprintf(" (kafka %s events/s)", num(k))
+			}
+			return o
+		}},
+	{pair: "queue", short: "batch ≥ 100 at 10,000 tasks/s on both sides",
+		claim: "With batches of 100 or more, send→processed reaches 10,000 tasks/s or more on both sides (issue 15's goal)",
+		rule:  "at every batch size ≥ 100, both sides' median send→processed at least 10,000 tasks/s",
+		evaluate: func(in claimInputs) outcome {
+			var parts []string
+			holds, seen := true, false
+			for _, p := range in.rs.points("throughput", "queue.throughput") {
+				if batchOf(p) < 100 {
+					continue
+				}
+				seen = true
+				a, okA := median(p, scenario.MetricEndToEnd, "no-rabbitmq")
+				b, okB := median(p, scenario.MetricEndToEnd, "rabbitmq")
+				holds = holds && okA && okB && a >= 10000 && b >= 10000
+				parts = append(parts, fmt.Sprintf("%s: no-rabbitmq %s, rabbitmq %s tasks/s", p.Name, num(a), num(b)))
+			}
+			if !seen {
+				return notRun("throughput (batch ≥ 100)")
+			}
+			return outcome{measured: strings.Join(parts, "; "), holds: holds}
+		}},
+}

@@ -1,0 +1,376 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// ThroughputScenario declares one pair's throughput points: closed-loop
+// senders POSTing batches of Item to Path, wrapped as {"<Field>": [...]},
+// and the end-to-end latency (/stats) that goes with the pair's
+// processed or delivered counters.
+type ThroughputScenario struct {
+	// Pair is the pair driven (its In and Out counters give accepted and
+	// end-to-end items).
+	Pair Pair
+	// Phase names the loop in the results ("send", "write").
+	Phase string
+	// Path is the batch endpoint ("/tasks/batch"), Field the body's array
+	// ("tasks").
+	Path, Field string
+	// Item returns the n-th item's JSON (the rate scenarios' bodies).
+	Item func(n uint64) []byte
+	// Latency is the /stats latency that is end to end ("processing" is
+	// send→processed, "delivery" write→delivered).
+	Latency string
+	// EndToEnd says in words what Latency and the Out counters measure.
+	EndToEnd string
+}
+
+// The pairs' throughput scenarios: the same items as their rate
+// scenarios, through the batch endpoints.
+var (
+	QueueThroughput = ThroughputScenario{Pair: QueuePair, Phase: "send", Path: "/tasks/batch", Field: "tasks",
+		Item: QueueScenario.Load.Body, Latency: "processing", EndToEnd: "send→processed"}
+	LogThroughput = ThroughputScenario{Pair: LogPair, Phase: "write", Path: "/events/batch", Field: "events",
+		Item: LogScenario.Load.Body, Latency: "delivery", EndToEnd: "write→delivered"}
+	// Throughputs are the scenarios the throughput command runs, in order.
+	Throughputs = []ThroughputScenario{QueueThroughput, LogThroughput}
+)
+
+// ThroughputOptions parameterize the throughput scenario.
+type ThroughputOptions struct {
+	// Sizes are the batch sizes (items per request, 1 to 1000).
+	Sizes []int
+	// Senders is the number of closed-loop senders per side.
+	Senders int
+	// Duration is each loop's duration; Rounds the rounds per point.
+	Duration time.Duration
+	Rounds   int
+	// StackDir is where the stack keeps its pid files (.stack); the
+	// servers are found by a /proc scan when it holds none.
+	StackDir string
+}
+
+// ThroughputDefaults fit the whole scenario (2 pairs × 4 sizes × 2 sides
+// × 2 rounds, service starts, warm-ups and backlog drains) in about 4
+// minutes on a 2-core machine: two rounds give each median a range, a
+// third would take the scenario past its budget.
+var ThroughputDefaults = ThroughputOptions{Sizes: []int{1, 10, 100, 1000}, Senders: 4, Duration: 3 * time.Second, Rounds: 2}
+
+// ThroughputScenarioName is the Point.Scenario of a pair's throughput
+// points ("queue.throughput").
+func ThroughputScenarioName(pair string) string { return pair + ".throughput" }
+
+// BatchLabel names a throughput point ("batch 100").
+func BatchLabel(size int) string { return "batch " + strconv.Itoa(size) }
+
+// Throughput metric names, per side: items accepted per second (2xx
+// answers × batch size over the loop's wall time), items processed or
+// delivered per second over the same window, and the CPU-seconds each
+// process group used per 1,000 accepted items, from the loop's start to
+// the backlog's drain ("cpu.<group>.per_1k"; "cpu.total.per_1k" sums
+// them).
+const (
+	MetricAccepted = "accepted_per_s"
+	MetricEndToEnd = "e2e_per_s"
+)
+
+// CostProcessesSetting is the run setting that lists, per service, the
+// process groups whose CPU was counted: their pids and how each was found
+// (a map of service to cost.Set).
+const CostProcessesSetting = "cost_processes"
+
+// CostGroups are the process groups measured, in the report's order:
+// the side's own service process, every Postgres process, RabbitMQ's
+// Erlang VM and Kafka's JVM.
+var CostGroups = []string{"service", "postgres", "rabbitmq", "kafka"}
+
+// Estimate returns the expected duration of the throughput scenario: per
+// pair two service starts and a warm-up, then every loop with its
+// overhead; the drains after the largest batches are the unknown (Bound
+// lets each take the whole settle bound).
+func (o ThroughputOptions) Estimate(settle time.Duration) Estimate {
+	pairs, sides := len(Throughputs), 2
+	fixed := time.Duration(pairs) * (time.Duration(sides)*serviceStart + warmupTime)
+	n := pairs * len(o.Sizes) * o.Rounds * sides
+	e := attacks(n, o.Duration, settle)
+	// Typically the two largest sizes leave a backlog of a few seconds.
+	big := min(2, len(o.Sizes)) * pairs * o.Rounds * sides
+	e.Typical += fixed + time.Duration(big)*3*time.Second
+	e.Bound += fixed
+	return e
+}
+
+// RunThroughput runs every pair's throughput points with o, recording
+// them in run: before (nil for nothing) is called with each pair before
+// its services are started (to declare its tables' starting state), stop
+// (nil for nothing) after its points, to leave the CPU to the next pair.
+func RunThroughput(ctx context.Context, e *Env, run *driver.Run, o ThroughputOptions, before, stop func(Pair)) error {
+	run.Settings["batch_sizes"] = o.Sizes
+	run.Settings["senders"] = o.Senders
+	run.Settings["duration_s"] = o.Duration.Seconds()
+	run.Settings["rounds"] = o.Rounds
+	run.Settings["settle_s"] = e.settle().Seconds()
+	for _, s := range Throughputs {
+		if before != nil {
+			before(s.Pair)
+		}
+		err := s.Run(ctx, e, run, o)
+		if stop != nil {
+			stop(s.Pair)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Body returns a batch of size items, numbered from 0.
+func (s ThroughputScenario) Body(size int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"` + s.Field + `":[`)
+	for i := range size {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(s.Item(uint64(i)))
+	}
+	b.WriteString("]}")
+	return []byte(b.String())
+}
+
+// Run measures the pair at every batch size of o, sides interleaved
+// (each point runs both sides in rotated order, round after round), and
+// appends the points to run. The processes whose CPU is counted, and how
+// each was found, go to run.Settings["cost_processes"].
+func (s ThroughputScenario) Run(ctx context.Context, e *Env, run *driver.Run, o ThroughputOptions) error {
+	if err := e.Ensure(ctx, s.Pair.Services(), nil, nil); err != nil {
+		return err
+	}
+	groups := map[string]cost.Set{}
+	for _, svc := range s.Pair.Sides() {
+		groups[svc] = s.costSet(ctx, e, svc, o.StackDir)
+		all, _ := run.Settings[CostProcessesSetting].(map[string]cost.Set)
+		if all == nil {
+			all = map[string]cost.Set{}
+			run.Settings[CostProcessesSetting] = all
+		}
+		all[svc] = groups[svc]
+	}
+	s.warmup(ctx, e, o)
+	for _, size := range o.Sizes {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e.logf("%s throughput: batch %d, %d senders, %s, %d rounds", s.Pair.Name, size, o.Senders, o.Duration, o.Rounds)
+		body := s.Body(size)
+		p := driver.Point{Scenario: ThroughputScenarioName(s.Pair.Name), Name: BatchLabel(size), DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides()}
+		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+			return s.side(ctx, e, svc, size, body, o, groups[svc], true)
+		})
+		run.Points = append(run.Points, p)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// costSet finds the processes of one side: its service (the process
+// listening on its port), Postgres (the parent of a backend of
+// e.PostgresURL, else the pid file or a /proc scan), RabbitMQ and Kafka.
+func (s ThroughputScenario) costSet(ctx context.Context, e *Env, svc, stackDir string) cost.Set {
+	port := 0
+	for _, x := range s.Pair.Services() {
+		if x.Name == svc {
+			port = x.Port + e.PortOffset
+		}
+	}
+	if stackDir == "" {
+		stackDir = os.Getenv("STACK_DIR")
+	}
+	service := cost.Process("service", 0, port)
+	pg := cost.Postgres(stackDir, backendPID(ctx, e.PostgresURL))
+	rmq, kafka := cost.RabbitMQ(stackDir), cost.Kafka(stackDir)
+	rmq.Name, kafka.Name = "rabbitmq", "kafka"
+	return cost.Set{service, pg, rmq, kafka}
+}
+
+// StackDir is the stack's folder for a repository at root: $STACK_DIR, or
+// root/.stack.
+func StackDir(root string) string {
+	if d := os.Getenv("STACK_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(root, ".stack")
+}
+
+// backendPID returns the pid of a backend of the Postgres at url, or 0.
+func backendPID(ctx context.Context, url string) int {
+	if url == "" {
+		return 0
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, url)
+	if err != nil {
+		return 0
+	}
+	defer conn.Close(context.Background())
+	var pid int
+	if err := conn.QueryRow(cctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		return 0
+	}
+	return pid
+}
+
+// warmup runs one short loop per side at batch 10, recording nothing.
+func (s ThroughputScenario) warmup(ctx context.Context, e *Env, o ThroughputOptions) {
+	progress := e.Progress
+	e.Progress = nil
+	defer func() { e.Progress = progress }()
+	w := o
+	w.Duration = time.Second
+	for _, svc := range s.Pair.Sides() {
+		if _, err := s.side(ctx, e, svc, 10, s.Body(10), w, nil, false); err != nil {
+			e.logf("warm-up of %s: %v", svc, err)
+		}
+	}
+}
+
+// side measures one side at one batch size: reset its stats, sample the
+// CPU of groups, run o.Senders closed loops for o.Duration, read /stats,
+// wait for the backlog to drain (up to the settle bound), sample the CPU
+// again and read /stats once more.
+func (s ThroughputScenario) side(ctx context.Context, e *Env, svc string, size int, body []byte, o ThroughputOptions, groups cost.Set, report bool) (*driver.SideResult, error) {
+	base := e.URL(svc)
+	res := &driver.SideResult{Metrics: map[string]float64{}}
+	// A backlog the previous point left (its drain hit the settle bound)
+	// would be counted as this point's end-to-end items: let it drain
+	// first, within the same bound.
+	if left, err := s.waitDrained(ctx, base, e.settle()); err != nil {
+		return res, err
+	} else if left > 0 {
+		res.Metrics["backlog_before"] = float64(left)
+	}
+	if err := driver.ResetStats(ctx, base); err != nil {
+		return res, err
+	}
+	url := base + s.Path
+	spec := driver.LoopSpec{
+		Name: fmt.Sprintf("%-12s batch %d ×%d", svc, size, o.Senders), Workers: o.Senders, Duration: o.Duration,
+		Op: func(ctx context.Context, _ int, _ uint64) (int, error) {
+			code, _, err := driver.Do(ctx, http.MethodPost, url, body)
+			return code, err
+		},
+	}
+	if report {
+		spec.Progress = e.Progress
+	}
+	cpu0 := groups.Sample()
+	t0 := time.Now()
+	c := driver.Loop(ctx, spec)
+	window := time.Since(t0).Seconds()
+	res.Phases = append(res.Phases, driver.Phase{Name: s.Phase, Client: c})
+	driver.FlattenClient(res.Metrics, "client.", c)
+	atEnd, err := driver.GetStats(ctx, base)
+	if err != nil {
+		return res, err
+	}
+	accepted := c.OK * int64(size)
+	res.Metrics["batch"] = float64(size)
+	res.Metrics[MetricAccepted] = round1(float64(accepted) / window)
+	inWindow := float64(counterSum(atEnd, s.Pair.Out)) / window
+	backlog := counterSum(atEnd, s.Pair.In) - counterSum(atEnd, s.Pair.Out)
+	res.Metrics["backlog_end"] = float64(max(backlog, 0))
+	t1 := time.Now()
+	final := atEnd
+	drained := backlog <= 0
+	for !drained && time.Since(t1) < e.settle() {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if final, err = driver.GetStats(ctx, base); err != nil {
+			return res, err
+		}
+		drained = counterSum(final, s.Pair.In)-counterSum(final, s.Pair.Out) <= 0
+	}
+	used := groups.Sample().Sub(cpu0)
+	// The end-to-end rate is the higher of two lower bounds: what went
+	// through during the loop (short of the items still in flight when it
+	// ended), and what went through from the loop's start to the drain
+	// (short of the idle time the drain's polling adds). With a backlog
+	// the second is the sustained processing rate; without one, the first.
+	through := counterSum(final, s.Pair.Out)
+	res.Metrics[MetricEndToEnd] = round1(max(inWindow, float64(through)/time.Since(t0).Seconds()))
+	res.Metrics["items"] = float64(counterSum(final, s.Pair.In))
+	res.Metrics["settle_s"] = math.Round(time.Since(t1).Seconds()*100) / 100
+	res.Metrics["drained"] = b2f(drained)
+	// Every item the service took (the server's own count: a request cut
+	// off by the loop's end may still have been committed) was accepted
+	// and then processed or delivered within the sampled span when the
+	// backlog drained; otherwise the items that made it through are the
+	// fairer denominator.
+	items := counterSum(final, s.Pair.In)
+	if !drained {
+		items = through
+	}
+	var total float64
+	for _, g := range groups {
+		if v, ok := used[g.Name]; ok {
+			res.Metrics["cpu."+g.Name+".s"] = v
+			total += v
+			if pk := cost.PerThousand(v, items); !math.IsNaN(pk) {
+				res.Metrics["cpu."+g.Name+".per_1k"] = pk
+			}
+		}
+	}
+	if len(used) > 0 {
+		res.Metrics["cpu.total.s"] = math.Round(total*1000) / 1000
+		if pk := cost.PerThousand(total, items); !math.IsNaN(pk) {
+			res.Metrics["cpu.total.per_1k"] = pk
+		}
+	}
+	res.Stats = final
+	driver.FlattenServer(res.Metrics, final)
+	return res, nil
+}
+
+func round1(f float64) float64 { return math.Round(f*10) / 10 }
+
+// waitDrained waits, up to bound, until the service's counters since
+// its last reset show no backlog, and returns what is left.
+func (s ThroughputScenario) waitDrained(ctx context.Context, base string, bound time.Duration) (int64, error) {
+	deadline := time.Now().Add(bound)
+	for {
+		st, err := driver.GetStats(ctx, base)
+		if err != nil {
+			return 0, err
+		}
+		left := counterSum(st, s.Pair.In) - counterSum(st, s.Pair.Out)
+		if left <= 0 || time.Now().After(deadline) {
+			return max(left, 0), nil
+		}
+		select {
+		case <-ctx.Done():
+			return left, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

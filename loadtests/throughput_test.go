@@ -1,0 +1,60 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+)
+
+// TestThroughputFlags parses the throughput flags of both commands: the
+// defaults are the declared scenario's, the throughput command takes
+// -duration and -rounds, results its own -throughput-* flags, and bad
+// sizes or senders are refused.
+func TestThroughputFlags(t *testing.T) {
+	parse := func(cmd string, args ...string) (scenario.ThroughputOptions, error) {
+		t.Helper()
+		fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var c common
+		c.register(fs, scenario.ThroughputDefaults.Rounds, scenario.ThroughputDefaults.Duration)
+		tf := registerThroughput(fs, cmd)
+		if err := fs.Parse(args); err != nil {
+			return scenario.ThroughputOptions{}, err
+		}
+		return tf.options(c, "/repo")
+	}
+	d := scenario.ThroughputDefaults
+	t.Setenv("STACK_DIR", "")
+	o, err := parse("throughput")
+	if err != nil || !slices.Equal(o.Sizes, d.Sizes) || o.Senders != d.Senders || o.Duration != d.Duration || o.Rounds != d.Rounds {
+		t.Errorf("defaults: %+v, %v; want %+v", o, err, d)
+	}
+	if o.StackDir != filepath.Join("/repo", ".stack") {
+		t.Errorf("stack dir %q, want the repository's .stack", o.StackDir)
+	}
+	t.Setenv("STACK_DIR", "/elsewhere")
+	if o, _ = parse("throughput"); o.StackDir != "/elsewhere" {
+		t.Errorf("stack dir %q with STACK_DIR=/elsewhere", o.StackDir)
+	}
+	o, err = parse("throughput", "-batch-sizes", "5, 50", "-senders", "8", "-duration", "1s", "-rounds", "3")
+	if err != nil || !slices.Equal(o.Sizes, []int{5, 50}) || o.Senders != 8 || o.Duration != time.Second || o.Rounds != 3 {
+		t.Errorf("throughput flags: %+v, %v", o, err)
+	}
+	// results: -duration is the rate points', the throughput loops have
+	// their own.
+	o, err = parse("results", "-duration", "9s", "-throughput-duration", "2s", "-throughput-rounds", "4")
+	if err != nil || o.Duration != 2*time.Second || o.Rounds != 4 {
+		t.Errorf("results flags: %+v, %v", o, err)
+	}
+	for _, bad := range [][]string{{"-batch-sizes", "0"}, {"-batch-sizes", "1001"}, {"-batch-sizes", "1,x"}, {"-senders", "0"}} {
+		if _, err := parse("throughput", bad...); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(bad[0], "-")) {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}
