@@ -306,3 +306,11 @@ func TestConfigNamesBadVariables(t *testing.T) {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }
+
+// TestListenThroughPgBouncerFailsTheStart: live subscribers would wait for
+// the fallback poll through pgbouncer, so the start refuses it.
+func TestListenThroughPgBouncerFailsTheStart(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	servicetest.RefusesDeafListen(t, build, readConfig, map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url)})
+}

@@ -29,3 +29,13 @@ func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
 	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url)})
 	servicetest.CheckShared(t, build, cfg, info)
 }
+
+// TestListenThroughPgBouncerFailsTheStart: the workers' wake-ups would
+// never come through pgbouncer (enqueue-to-processed latency would become
+// the fallback poll), so the start refuses it.
+func TestListenThroughPgBouncerFailsTheStart(t *testing.T) {
+	t.Parallel()
+	sc := newSchema(t)
+	servicetest.RefusesDeafListen(t, build, readConfig, map[string]string{
+		"DATABASE_URL": sc.url, "DATABASE_SCHEMA": sc.name, "DATABASE_CONNECT_TIMEOUT": "3s"})
+}

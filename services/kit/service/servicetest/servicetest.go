@@ -11,11 +11,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
@@ -95,4 +97,25 @@ func (tg *Target[A]) Names() (service, backend string) { return tg.Service, tg.B
 func (tg *Target[A]) Crash(t testing.TB) {
 	t.Helper()
 	tg.Restart(t)
+}
+
+// RefusesDeafListen checks that a service whose DATABASE_LISTEN_URL points
+// at pgbouncer in transaction mode (PGBOUNCER_URL, the stack's) refuses to
+// start with the listener probe's refusal (pglisten.ErrDeaf): through such
+// a pooler LISTEN succeeds and then nothing ever arrives, and a service
+// that started anyway would run deaf on its fallback poll. env is the
+// rest of the service's environment (its database and schema).
+func RefusesDeafListen[C Config](tb testing.TB, build Build[C], read func(*config.Reader) (C, error), env map[string]string) {
+	tb.Helper()
+	bouncer := kittest.Server(tb, "PGBOUNCER_URL", kittest.DefaultPgBouncerURL)
+	cfg := kittest.ReadConfig(tb, read, env, map[string]string{"DATABASE_LISTEN_URL": bouncer})
+	svc, err := build(kittest.Context(tb, time.Minute), cfg, kittest.Logger(cfg))
+	if err == nil {
+		_ = svc.Stop(kittest.Context(tb, 30*time.Second))
+		tb.Fatal("started with a LISTEN connection through pgbouncer")
+	}
+	if !strings.Contains(err.Error(), pglisten.ErrDeaf.Error()) {
+		tb.Fatalf("start failed with %v, want the listener probe's refusal", err)
+	}
+	tb.Logf("refused: %v", err)
 }
