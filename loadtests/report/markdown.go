@@ -188,6 +188,8 @@ func scenarioTitle(sc string, p *driver.Point) string {
 		return "Containment search (same generated data set on both sides)"
 	case "documents.rewrite":
 		return "Rewrite of a large profile vs patch of a neighbour column"
+	case "documents.rewrite_lz4":
+		return "The same rewrite with lz4 TOAST compression on the Postgres side (TOAST_COMPRESSION=lz4; above: pglz, the default)"
 	}
 	return sc
 }
