@@ -119,6 +119,8 @@ type Results struct {
 	// Settings are the loops' parameters.
 	Settings map[string]any `json:"settings"`
 	Loops    []Result       `json:"loops"`
+	// Notify is the NOTIFY series (notify.go), when Postgres was measured.
+	Notify *NotifySeries `json:"notify,omitempty"`
 }
 
 // loop is one declared loop (or a pair of loops: the consuming loop
@@ -150,7 +152,7 @@ var loops = []loop{
 // Estimate is Measure's expected wall time with o: each loop's duration
 // plus its setup (filling a queue, writing rows for the slot, draining).
 func Estimate(o Options) time.Duration {
-	return 8*o.Duration + 20*time.Second
+	return 8*o.Duration + 20*time.Second + notifyEstimate(o)
 }
 
 // Measure runs every loop in turn. A loop that fails is recorded with its
@@ -190,6 +192,9 @@ func Measure(ctx context.Context, o Options) (Results, error) {
 			}
 			res.Loops = append(res.Loops, r)
 		}
+	}
+	if ctx.Err() == nil && (len(o.Only) == 0 || slices.Contains(o.Only, Postgres)) {
+		res.Notify = measureNotify(ctx, o)
 	}
 	res.FinishedAt = time.Now().UTC()
 	return res, ctx.Err()
