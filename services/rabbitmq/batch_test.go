@@ -10,6 +10,8 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/conformance"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -158,4 +160,36 @@ func TestUnrecordableDeliveryRequeuedWithBackoff(t *testing.T) {
 	if attempts != 1 {
 		t.Errorf("attempts = %d, want 1: the refused deliveries were never recorded", attempts)
 	}
+}
+
+// TestPipelineKeepsWorkingWithTheRequestPoolExhausted: under overload,
+// in-flight requests hold every connection of the main pool. The consumer
+// pipeline records through a pool of its own (PipelineConns), so tasks
+// already queued keep completing: a service never starves the workers
+// its clients wait for.
+func TestPipelineKeepsWorkingWithTheRequestPoolExhausted(t *testing.T) {
+	t.Parallel()
+	const n = 100
+	e := newEnv(t)
+	tg := startTarget(t, e, conformance.Settings{Workers: 4}, map[string]string{"DATABASE_MAX_CONNS": "2"})
+	ctx := kittest.Context(t, time.Minute)
+	main := tg.App().pool
+	for range int(main.Config().MaxConns) {
+		c, err := main.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Release)
+	}
+	tasks := make([]queue.NewTask, n)
+	for i := range tasks {
+		tasks[i] = queue.NewTask{ID: ids.New(), Kind: "t", Payload: json.RawMessage(`{}`), EnqueuedAt: time.Now()}
+	}
+	if err := records.InsertTasks(ctx, tg.pool, tasks); err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		publishRaw(t, e, message{ID: task.ID, EnqueuedAt: task.EnqueuedAt})
+	}
+	waitDone(t, tg, n, time.Minute)
 }

@@ -53,7 +53,12 @@ type outbound struct {
 // Backend methods are safe for concurrent use. Start once; Stop or Crash
 // once.
 type mqQueue struct {
+	// Store (the requests' pool) records enqueues, payments and reads;
+	// pipe (a reserved pool) records the consumer pipeline's deliveries
+	// and outcomes, so that requests holding every connection of the
+	// main pool under overload cannot stall the consumers they wait for.
 	records.Store
+	pipe  records.Store
 	pool  *pgxpool.Pool
 	cfg   Config
 	stats *stats.Recorder
@@ -85,9 +90,9 @@ type mqQueue struct {
 	stopOnce               sync.Once
 }
 
-func newMQQueue(pool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Logger) *mqQueue {
+func newMQQueue(pool, pipePool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Logger) *mqQueue {
 	q := &mqQueue{
-		Store: records.Store{Pool: pool}, pool: pool, cfg: cfg, stats: st, log: log,
+		Store: records.Store{Pool: pool}, pipe: records.Store{Pool: pipePool}, pool: pool, cfg: cfg, stats: st, log: log,
 		hub:          new(waiter.Hub),
 		ready:        make(chan struct{}),
 		inbound:      make(chan inbound, cfg.RecordBatch),

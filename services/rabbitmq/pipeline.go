@@ -154,7 +154,7 @@ func (q *mqQueue) deliver(batch []inbound, b *backoff.Backoff) {
 	}
 	slices.Sort(ids)
 	ctx, cancel := context.WithTimeout(q.hardCtx, recordTimeout)
-	recs, err := q.DeliverMany(ctx, ids)
+	recs, err := q.pipe.DeliverMany(ctx, ids)
 	cancel()
 	q.deliverStatements.Add(1)
 	if q.hardCtx.Err() != nil {
@@ -254,7 +254,7 @@ func (q *mqQueue) finish(batch []result, b *backoff.Backoff) {
 	slices.SortFunc(outcomes, func(a, b records.Outcome) int { return strings.Compare(a.ID, b.ID) })
 	ctx, cancel := context.WithTimeout(q.hardCtx, recordTimeout)
 	defer cancel()
-	changed, err := q.FinishMany(ctx, outcomes)
+	changed, err := q.pipe.FinishMany(ctx, outcomes)
 	q.finishStatements.Add(1)
 	if q.hardCtx.Err() != nil {
 		return
