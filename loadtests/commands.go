@@ -20,6 +20,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
@@ -693,11 +694,15 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.Write(c.out, c.chartsDir, runs, es, time.Now(), rawMD); err != nil {
+	rr, err := raw.Load(c.resultsDir)
+	if err != nil {
+		return err
+	}
+	if err := report.Write(c.out, c.chartsDir, runs, es, rr, time.Now(), rawMD); err != nil {
 		return err
 	}
 	if c.readme != "" {
-		if err := report.WriteREADME(c.readme, runs, es); err != nil {
+		if err := report.WriteREADME(c.readme, runs, es, rr); err != nil {
 			return err
 		}
 		fmt.Printf("rewrote the findings of %s\n", c.readme)

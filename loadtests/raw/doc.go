@@ -3,7 +3,10 @@
 // SKIP LOCKED claim+delete in batches of 64, wal2json decoding through
 // one logical slot), raw amqp091 publish (pipelined publisher confirms)
 // and consume (prefetch, multiple acks), and raw kafka-go produce
-// (batched, acks=all) and fetch (Conn.ReadBatch).
+// (batched, acks=all) and fetch (Conn.ReadBatch). The NOTIFY series
+// (notify.go) measures one-row commits from 1 to 16 committers plain,
+// with pg_notify in the transaction, and with a pglisten.Debouncer
+// notifying after them, while one connection LISTENs.
 //
 // Each loop runs a few seconds; Measure runs them all and returns a
 // Results, written to results/<id>-raw.json by the raw and results

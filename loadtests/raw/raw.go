@@ -122,6 +122,8 @@ type Results struct {
 	// Settings are the loops' parameters.
 	Settings map[string]any `json:"settings"`
 	Loops    []Result       `json:"loops"`
+	// Notify is the NOTIFY series (notify.go), when Postgres was measured.
+	Notify *NotifySeries `json:"notify,omitempty"`
 	// Retention is the retention measurement, when it ran.
 	Retention *Retention `json:"retention,omitempty"`
 }
@@ -155,7 +157,7 @@ var loops = []loop{
 // Estimate is Measure's expected wall time with o: each loop's duration
 // plus its setup (filling a queue, writing rows for the slot, draining).
 func Estimate(o Options) time.Duration {
-	return 8*o.Duration + 20*time.Second + RetentionEstimate(o)
+	return 8*o.Duration + 20*time.Second + notifyEstimate(o) + RetentionEstimate(o)
 }
 
 // Measure runs every loop in turn. A loop that fails is recorded with its
@@ -195,6 +197,9 @@ func Measure(ctx context.Context, o Options) (Results, error) {
 			}
 			res.Loops = append(res.Loops, r)
 		}
+	}
+	if ctx.Err() == nil && (len(o.Only) == 0 || slices.Contains(o.Only, Postgres)) {
+		res.Notify = measureNotify(ctx, o)
 	}
 	if o.RetentionRows > 0 && ctx.Err() == nil && (len(o.Only) == 0 || slices.Contains(o.Only, Postgres)) {
 		rctx, cancel := context.WithTimeout(ctx, 10*RetentionEstimate(o)+time.Minute)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
 // Verdicts.
@@ -137,6 +138,8 @@ type claimInputs struct {
 	rs runs
 	// ferret is true when the documents run's MongoDB side was FerretDB.
 	ferret bool
+	// raw is the raw loops' results (zero when there are none).
+	raw raw.Results
 }
 
 // outcome is a claim's evaluation: what was measured and whether the
@@ -405,9 +408,14 @@ func lz4BeatsPglz(in claimInputs) outcome {
 	return outcome{measured: strings.Join(parts, "; "), holds: holds}
 }
 
-// Claims evaluates every claim of claimTable against the runs.
-func Claims(all []*driver.Run) []Claim {
+// Claims evaluates every claim of claimTable against the runs and, for
+// the claims the raw loops settle, the raw results rr (the first, if
+// given).
+func Claims(all []*driver.Run, rr ...raw.Results) []Claim {
 	in := claimInputs{rs: runs{}}
+	if len(rr) > 0 {
+		in.raw = rr[0]
+	}
 	for _, r := range all {
 		in.rs[r.Command] = r
 	}

@@ -19,7 +19,7 @@ func TestEveryClaimEvaluatesOnTheFixture(t *testing.T) {
 		}
 	}
 	runs := append(fixture(), throughputFixture())
-	for _, c := range Claims(runs) {
+	for _, c := range Claims(runs, notifyFixture()) {
 		if c.Measured == "" || c.Measured == "–" {
 			t.Errorf("%s %q: nothing measured on the fixture (%s)", c.Pair, c.Short, c.Why)
 		}
@@ -30,7 +30,7 @@ func TestEveryClaimEvaluatesOnTheFixture(t *testing.T) {
 	for _, r := range runs {
 		r.Versions.MongoFlavor = ""
 	}
-	for i, c := range Claims(runs) {
+	for i, c := range Claims(runs, notifyFixture()) {
 		if c.Verdict != Holds && c.Verdict != DoesNotHold {
 			t.Errorf("%s %q with MongoDB: verdict %q (%s)", c.Pair, c.Short, c.Verdict, c.Why)
 		}
@@ -42,10 +42,11 @@ func TestEveryClaimEvaluatesOnTheFixture(t *testing.T) {
 
 // TestClaimsMissOnlyWhatIsMissing gives the claims the queue run alone:
 // the queue's claims are decided but those reading the long-lived and
-// throughput runs, every other one says which scenario is missing.
+// throughput runs or the raw results, every other one says which scenario
+// is missing.
 func TestClaimsMissOnlyWhatIsMissing(t *testing.T) {
 	fromThroughput := map[string]bool{}
-	for _, s := range throughputClaims {
+	for _, s := range append(throughputClaims, rawClaims...) {
 		fromThroughput[s.short] = true
 	}
 	for _, c := range Claims(fixture()[:1]) {

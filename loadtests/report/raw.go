@@ -69,6 +69,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		w("| %s | %s | %s | %s | %s | %s |\n", svc, path, num(lim), ceilCell, tpCell, bestCell)
 	}
 	w("\n")
+	b.WriteString(NotifySection(r))
 	b.WriteString(RetentionSection(r))
 	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
 // The markers around the README's generated block. Everything between
@@ -21,15 +22,16 @@ const (
 )
 
 // WriteREADME rewrites the findings block of the README at path from the
-// runs and the event-store results, leaving the rest of the file as it
+// runs, the event-store results and the raw loops' results (for the
+// claims they settle), leaving the rest of the file as it
 // is. It fails when the markers are missing, so that a README whose block
 // was deleted is noticed rather than silently left stale.
-func WriteREADME(path string, all []*driver.Run, es eventstore.Results) error {
+func WriteREADME(path string, all []*driver.Run, es eventstore.Results, rr ...raw.Results) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, err := ReplaceBlock(string(b), Findings(all, es))
+	out, err := ReplaceBlock(string(b), Findings(all, es, rr...))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -79,10 +81,10 @@ func blockBounds(doc string) (int, int, error) {
 // Findings renders the README's generated block: "What we found", one
 // line per pair with results, and "Should you just use Postgres?", the
 // decision questions answered with the measured numbers. Every figure in
-// it is read from the runs and the event-store results; where they hold
-// no number, it says what is not measured.
-func Findings(all []*driver.Run, es eventstore.Results) string {
-	return findings(pairSpecs, all, es)
+// it is read from the runs, the event-store results and the raw results
+// rr; where they hold no number, it says what is not measured.
+func Findings(all []*driver.Run, es eventstore.Results, rr ...raw.Results) string {
+	return findings(pairSpecs, all, es, rr...)
 }
 
 // inputs is what the pairs' summaries read.
@@ -210,8 +212,8 @@ var pairSpecs = []pairSpec{
 }
 
 // findings renders the block for specs.
-func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results) string {
-	in := &inputs{rs: runs{}, es: es, claims: Claims(all)}
+func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, rr ...raw.Results) string {
+	in := &inputs{rs: runs{}, es: es, claims: Claims(all, rr...)}
 	for _, r := range all {
 		in.rs[r.Command] = r
 	}

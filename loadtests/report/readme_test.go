@@ -12,6 +12,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
 // readRuns reads the newest results file of each pair in dir, as
@@ -332,7 +333,11 @@ func TestCommittedREADMEMatchesResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := strings.TrimSpace(Findings(readRuns(t, filepath.Join(root, "results")), es))
+	rr, err := raw.Load(filepath.Join(root, "results"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSpace(Findings(readRuns(t, filepath.Join(root, "results")), es, rr))
 	if got != want {
 		t.Errorf("README.md's generated block differs from what results/*.json render; run `go run ./loadtests report` and commit README.md.\ngot:\n%s\nwant:\n%s", got, want)
 	}

@@ -1,0 +1,308 @@
+package raw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
+)
+
+// NOTIFY modes, the Mode of a NotifyPoint.
+const (
+	// NotifyNone is a one-row INSERT committed alone (autocommit): the
+	// baseline.
+	NotifyNone = "insert_commit"
+	// NotifyInTx is the same INSERT with pg_notify in its transaction
+	// (one statement, so the round trips are the baseline's): what
+	// NOTIFY_MODE=commit does.
+	NotifyInTx = "notify_in_tx"
+	// NotifyDebounced commits like NotifyNone and pokes a
+	// pglisten.Debouncer after each commit, which sends at most one NOTIFY
+	// per pglisten.DefaultInterval in a transaction of its own: what
+	// NOTIFY_MODE=debounced does.
+	NotifyDebounced = "notify_debounced"
+)
+
+// NotifyModes are the modes in the order they are reported (and run, at
+// each concurrency).
+var NotifyModes = []string{NotifyNone, NotifyInTx, NotifyDebounced}
+
+// NotifyCommitters are the concurrent committers of each mode's points.
+var NotifyCommitters = []int{1, 2, 4, 8, 16}
+
+// NotifyPoint is one mode at one concurrency.
+type NotifyPoint struct {
+	// Mode is NotifyNone, NotifyInTx or NotifyDebounced; Committers the
+	// concurrent committing connections.
+	Mode       string `json:"mode"`
+	Committers int    `json:"committers"`
+	// Commits counts committed transactions in Seconds; TPS is their
+	// rate.
+	Commits int64   `json:"commits"`
+	Seconds float64 `json:"seconds"`
+	TPS     float64 `json:"tps"`
+	// P50Ms and P99Ms are the committing statement's latency (sent to
+	// committed, one round trip), from an HdrHistogram.
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+	// Sent counts the NOTIFYs committed (one per commit in NotifyInTx,
+	// the Debouncer's in NotifyDebounced); Received the notifications
+	// one LISTENing connection got for them.
+	Sent     int64 `json:"sent"`
+	Received int64 `json:"received"`
+	// Error is set when the point could not run.
+	Error string `json:"error,omitempty"`
+}
+
+// NotifySeries is the NOTIFY measurement: every mode at every
+// concurrency, on one scratch table, with one listener.
+type NotifySeries struct {
+	// Desc says how the series ran.
+	Desc string `json:"desc"`
+	// PointSeconds is each point's duration; IntervalMs the Debouncer's
+	// interval.
+	PointSeconds float64 `json:"point_s"`
+	IntervalMs   float64 `json:"interval_ms"`
+	// ServerVersion is the measured server's server_version.
+	ServerVersion string        `json:"server_version"`
+	Points        []NotifyPoint `json:"points"`
+	// Error is set when the series could not run at all.
+	Error string `json:"error,omitempty"`
+}
+
+// Find returns the point of mode at n committers, if measured.
+func (s *NotifySeries) Find(mode string, n int) (NotifyPoint, bool) {
+	if s == nil {
+		return NotifyPoint{}, false
+	}
+	for _, p := range s.Points {
+		if p.Mode == mode && p.Committers == n && p.Error == "" && p.TPS > 0 {
+			return p, true
+		}
+	}
+	return NotifyPoint{}, false
+}
+
+// statementTimeout bounds each committing statement.
+const statementTimeout = 10 * time.Second
+
+// notifyPoint is each point's duration: half a loop's, 1.5 s at the
+// default 3 s.
+func (o Options) notifyPoint() time.Duration { return o.Duration / 2 }
+
+// notifyEstimate is the series' expected wall time.
+func notifyEstimate(o Options) time.Duration {
+	return time.Duration(len(NotifyModes)*len(NotifyCommitters))*(o.notifyPoint()+300*time.Millisecond) + 3*time.Second
+}
+
+// measureNotify runs the NOTIFY series: for each count of committers and
+// each mode, o.notifyPoint() of one-row commits on a logged scratch
+// table, while one connection LISTENs on the channel notified.
+func measureNotify(ctx context.Context, o Options) *NotifySeries {
+	s := &NotifySeries{PointSeconds: o.notifyPoint().Seconds(), IntervalMs: float64(pglisten.DefaultInterval) / float64(time.Millisecond)}
+	s.Desc = fmt.Sprintf("one-row INSERT commits on a logged table, %v per point, one LISTENing connection; "+
+		"notify_in_tx: INSERT and pg_notify in one statement's transaction; notify_debounced: pglisten.Debouncer, at most one NOTIFY per %v after the commits",
+		o.notifyPoint(), pglisten.DefaultInterval)
+	wide := o
+	wide.Conns = NotifyCommitters[len(NotifyCommitters)-1] + 1 // the committers and the Debouncer
+	channel := "wpe_raw_" + o.Name + "_notify"
+	err := withSchema(ctx, wide, []string{logTable}, func(pool *pgxpool.Pool) error {
+		if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&s.ServerVersion); err != nil {
+			return err
+		}
+		l, err := listen(ctx, o.PostgresURL, channel)
+		if err != nil {
+			return err
+		}
+		defer l.close()
+		// Modes alternate at each concurrency, so that drift (a growing
+		// table, a neighbour's load) touches the three alike.
+		for _, n := range NotifyCommitters {
+			for _, mode := range NotifyModes {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				p, err := notifyPoint(ctx, pool, l, channel, mode, n, o.notifyPoint())
+				if err != nil {
+					p.Error = err.Error()
+					o.logf("raw postgres notify %s ×%d: %s", mode, n, err)
+				} else {
+					o.logf("raw postgres notify %s ×%d: %.0f tps, p99 %.2f ms, %d sent, %d received", mode, n, p.TPS, p.P99Ms, p.Sent, p.Received)
+				}
+				s.Points = append(s.Points, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.Error = err.Error()
+		o.logf("raw postgres notify: %s", err)
+	}
+	return s
+}
+
+// notifyPoint runs n committers in mode for d and returns the point.
+func notifyPoint(ctx context.Context, pool *pgxpool.Pool, l *listener, channel, mode string, n int, d time.Duration) (NotifyPoint, error) {
+	p := NotifyPoint{Mode: mode, Committers: n}
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return p, err
+		}
+		conns = append(conns, c)
+	}
+	var deb *pglisten.Debouncer
+	if mode == NotifyDebounced {
+		deb = &pglisten.Debouncer{DB: pool, Channel: channel}
+	}
+	stmt := `INSERT INTO t (payload) VALUES ($1)`
+	if mode == NotifyInTx {
+		stmt = `WITH i AS (INSERT INTO t (payload) VALUES ($1)) SELECT pg_notify($2, '')`
+	}
+	received := l.count.Load()
+	hists := make([]*hdrhistogram.Histogram, n)
+	// Committers stop starting statements at the deadline and finish the
+	// one in flight, so no connection is cut and every commit counts.
+	var stop atomic.Bool
+	var commits atomic.Int64
+	var mu sync.Mutex
+	var first error
+	start := time.Now()
+	end := start.Add(d)
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		h := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+		hists[i] = h
+		wg.Go(func() {
+			for !stop.Load() && time.Now().Before(end) {
+				t0 := time.Now()
+				sctx, cancel := context.WithTimeout(ctx, statementTimeout)
+				var err error
+				if mode == NotifyInTx {
+					_, err = c.Exec(sctx, stmt, payload, channel)
+				} else {
+					_, err = c.Exec(sctx, stmt, payload)
+				}
+				cancel()
+				if err != nil {
+					mu.Lock()
+					first = errors.Join(first, err)
+					mu.Unlock()
+					stop.Store(true)
+					return
+				}
+				_ = h.RecordValue(time.Since(t0).Microseconds())
+				commits.Add(1)
+				if deb != nil {
+					deb.Poke()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if deb != nil {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		_ = deb.Close(cctx)
+		ccancel()
+		p.Sent = deb.Sent()
+	} else if mode == NotifyInTx {
+		p.Sent = commits.Load()
+	}
+	if first != nil {
+		return p, first
+	}
+	all := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+	for _, h := range hists {
+		all.Merge(h)
+	}
+	p.Commits, p.Seconds = commits.Load(), math.Round(el.Seconds()*1000)/1000
+	if el > 0 {
+		p.TPS = math.Round(float64(p.Commits)/el.Seconds()*10) / 10
+	}
+	p.P50Ms = float64(all.ValueAtQuantile(50)) / 1000
+	p.P99Ms = float64(all.ValueAtQuantile(99)) / 1000
+	p.Received = l.settle(ctx, received, p.Sent) - received
+	return p, nil
+}
+
+// listener is one connection LISTENing on a channel, counting the
+// notifications it receives.
+type listener struct {
+	conn   *pgx.Conn
+	count  atomic.Int64
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// listen connects to url and LISTENs on channel until close.
+func listen(ctx context.Context, url, channel string) (*listener, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnectTimeout = 5 * time.Second
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("listener: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		_ = conn.Close(context.Background())
+		return nil, fmt.Errorf("listener: %w", err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	l := &listener{conn: conn, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for {
+			if _, err := conn.WaitForNotification(lctx); err != nil {
+				return
+			}
+			l.count.Add(1)
+		}
+	}()
+	return l, nil
+}
+
+// settle waits until the listener has received want notifications since
+// from, or until the count stops growing for 300 ms (at most 5 s), and
+// returns its count.
+func (l *listener) settle(ctx context.Context, from, want int64) int64 {
+	deadline := time.Now().Add(5 * time.Second)
+	last, still := l.count.Load(), time.Now()
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		c := l.count.Load()
+		if c-from >= want {
+			return c
+		}
+		if c != last {
+			last, still = c, time.Now()
+		} else if time.Since(still) > 300*time.Millisecond {
+			return c
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return l.count.Load()
+}
+
+// close stops the listener and closes its connection.
+func (l *listener) close() {
+	l.cancel()
+	<-l.done
+	_ = l.conn.Close(context.Background())
+}
