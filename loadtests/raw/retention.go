@@ -79,6 +79,10 @@ type Retention struct {
 	// Claims are the claim+delete rates with the dead head and after
 	// VACUUM.
 	Claims []ClaimState `json:"claims"`
+	// Notes say when another session's snapshot still saw the deleted
+	// rows after horizonWait, so that VACUUM could not remove them (nor
+	// claims skip them as dead to everyone).
+	Notes []string `json:"notes,omitempty"`
 	// Error is set when the measurement stopped early.
 	Error string `json:"error,omitempty"`
 }
@@ -167,6 +171,10 @@ func RetentionEstimate(o Options) time.Duration {
 //     then the due rows are topped up to o.RetentionRows again, a VACUUM
 //     runs, and the same claims for o.Duration again.
 //
+// Before each VACUUM, and before the claims over the dead head, it waits
+// (waitRemovable) until no other session can still see the deleted rows;
+// Notes say when one still could.
+//
 // The schema is dropped at the end, whatever happens.
 func MeasureRetention(ctx context.Context, o Options) (Retention, error) {
 	res := Retention{Rows: o.RetentionRows / retentionDays * retentionDays, Days: retentionDays,
@@ -190,7 +198,7 @@ func MeasureRetention(ctx context.Context, o Options) (Retention, error) {
 			return err
 		}
 		res.checkpoint(ctx, pool)
-		r, err := batchedDelete(ctx, one, cutoff)
+		r, err := batchedDelete(ctx, one, cutoff, &res.Notes)
 		res.Removals = append(res.Removals, r)
 		if err != nil {
 			return err
@@ -201,7 +209,7 @@ func MeasureRetention(ctx context.Context, o Options) (Retention, error) {
 		if err != nil {
 			return err
 		}
-		res.Claims, err = deadHeadClaims(ctx, o, pool, one)
+		res.Claims, err = deadHeadClaims(ctx, o, pool, one, &res.Notes)
 		return err
 	})
 	if err != nil {
@@ -326,6 +334,64 @@ func flushedState(ctx context.Context, one *pgxpool.Pool, table string, others .
 	return tableState(ctx, one, table)
 }
 
+// horizonWait bounds waitRemovable (a variable for its test).
+var horizonWait = 10 * time.Second
+
+// waitRemovable waits, up to horizonWait, until no other session of the
+// database (a snapshot, a transaction in progress), replication slot or
+// prepared transaction can still see rows deleted by transactions that
+// have committed by now: until then VACUUM cannot remove them and index
+// scans cannot mark their entries dead. On a shared server another
+// session's long transaction would otherwise make a VACUUM look free. It
+// returns a note naming what held the rows back when the wait ran out,
+// or "".
+func waitRemovable(ctx context.Context, db *pgxpool.Pool, what string) (string, error) {
+	var next string
+	if err := db.QueryRow(ctx, `SELECT (txid_snapshot_xmax(txid_current_snapshot()) % 4294967296)::text`).Scan(&next); err != nil {
+		return "", err
+	}
+	deadline := time.Now().Add(horizonWait)
+	for {
+		rows, err := db.Query(ctx, `
+WITH h (who, x) AS (
+    SELECT 'pid ' || pid || ' (' || coalesce(application_name, '') || ', ' || coalesce(state, '') || ')', coalesce(backend_xid, backend_xmin)
+      FROM pg_stat_activity
+     WHERE pid <> pg_backend_pid() AND datname = current_database()
+       AND coalesce(backend_xid, backend_xmin) IS NOT NULL
+    UNION ALL SELECT 'replication slot ' || slot_name, xmin FROM pg_replication_slots WHERE xmin IS NOT NULL
+    UNION ALL SELECT 'prepared transaction ' || gid, transaction FROM pg_prepared_xacts
+)
+SELECT who FROM h WHERE age(x) > age($1::xid) ORDER BY who`, next)
+		if err != nil {
+			return "", err
+		}
+		holders, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return "", err
+		}
+		if len(holders) == 0 {
+			return "", nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Sprintf("%s: after %v, %s still saw the deleted rows", what, horizonWait, strings.Join(holders, ", ")), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// removable is waitRemovable, its note added to notes.
+func removable(ctx context.Context, db *pgxpool.Pool, what string, notes *[]string) error {
+	note, err := waitRemovable(ctx, db, what)
+	if note != "" {
+		*notes = append(*notes, note)
+	}
+	return err
+}
+
 // walLSN is the server's current WAL insert position.
 func walLSN(ctx context.Context, db *pgxpool.Pool) (string, error) {
 	var lsn string
@@ -358,7 +424,7 @@ func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 10
 
 // batchedDelete removes the rows processed before cutoff from tasks with
 // the services' cleaner, then vacuums tasks.
-func batchedDelete(ctx context.Context, one *pgxpool.Pool, cutoff time.Time) (Removal, error) {
+func batchedDelete(ctx context.Context, one *pgxpool.Pool, cutoff time.Time, notes *[]string) (Removal, error) {
 	r := Removal{Method: BatchedDelete, Desc: fmt.Sprintf("the services' cleaner (records.Store.CleanerJob, cleaner.RunOnce): DELETE of at most %d done tasks per statement, oldest processed_at first through tasks_done, until a batch is short", cleaner.DefaultBatch)}
 	var err error
 	if r.BytesBefore, _, err = tableState(ctx, one, "tasks"); err != nil {
@@ -386,6 +452,9 @@ func batchedDelete(ctx context.Context, one *pgxpool.Pool, cutoff time.Time) (Re
 		return r, err
 	}
 	if r.BytesAfter, r.DeadTuples, err = flushedState(ctx, one, "tasks"); err != nil {
+		return r, err
+	}
+	if err := removable(ctx, one, "VACUUM of tasks", notes); err != nil {
 		return r, err
 	}
 	var v VacuumCost
@@ -465,7 +534,7 @@ RETURNING q.task_id`
 // deadHeadClaims fills queue_jobs, deletes its head in one statement,
 // and measures the claim+delete rate with the head's dead tuples and
 // after a VACUUM.
-func deadHeadClaims(ctx context.Context, o Options, pool, one *pgxpool.Pool) ([]ClaimState, error) {
+func deadHeadClaims(ctx context.Context, o Options, pool, one *pgxpool.Pool, notes *[]string) ([]ClaimState, error) {
 	head, live := o.RetentionRows, o.RetentionRows
 	for _, s := range []string{
 		`ALTER TABLE queue_jobs SET (autovacuum_enabled = false)`,
@@ -485,6 +554,9 @@ SELECT gen_random_uuid(), t, t FROM (SELECT now() - interval '1 hour' + g * inte
 	if _, err := one.Exec(ctx, `DELETE FROM queue_jobs WHERE run_at < now() - interval '90 minutes'`); err != nil {
 		return nil, err
 	}
+	if err := removable(ctx, one, "claims over the dead head", notes); err != nil {
+		return nil, err
+	}
 	var out []ClaimState
 	for _, state := range []string{DeadHead, Vacuumed} {
 		if state == Vacuumed {
@@ -494,6 +566,9 @@ SELECT gen_random_uuid(), t, t FROM (SELECT now() - interval '1 hour' + g * inte
 SELECT gen_random_uuid(), t, t
   FROM (SELECT now() - interval '30 minutes' + g * interval '1 millisecond' AS t
           FROM generate_series(1, $1 - (SELECT count(*) FROM queue_jobs WHERE run_at <= now())) g) s`, live); err != nil {
+				return out, err
+			}
+			if err := removable(ctx, one, "VACUUM of queue_jobs", notes); err != nil {
 				return out, err
 			}
 			if _, err := one.Exec(ctx, `VACUUM queue_jobs`); err != nil {

@@ -30,6 +30,12 @@ func RetentionSection(r raw.Results) string {
 	if m.Error != "" {
 		w("The measurement stopped early: %s\n\n", md(m.Error))
 	}
+	for _, n := range m.Notes {
+		w("- Another session held the deleted rows back (its snapshot could still see them, so VACUUM could not remove them nor claims skip them as dead): %s\n", md(n))
+	}
+	if len(m.Notes) > 0 {
+		w("\n")
+	}
 
 	w("### Removing the oldest half of the history: batched DELETE vs dropped partitions\n\n")
 	w("`tasks` holds %s done tasks processed over %d days, and a copy partitioned by day on `processed_at` (primary key `(id, processed_at)`) holds the same rows; both are vacuumed first, as old history is. The oldest %d days are removed. ", count(int64(m.Rows)), m.Days, m.Days/2)

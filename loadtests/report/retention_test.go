@@ -50,8 +50,10 @@ func TestRetentionSection(t *testing.T) {
 	r := retentionFixture()
 	r.Retention.Checkpoint, r.Retention.CheckpointError = false, "permission denied"
 	r.Retention.Claims[1].Error = "boom"
+	r.Retention.Notes = []string{"VACUUM of tasks: after 10s, pid 7 (psql, idle in transaction) still saw the deleted rows"}
 	md = RetentionSection(r)
-	for _, want := range []string{"No CHECKPOINT could run before the removals (permission denied)", "not measured: boom"} {
+	for _, want := range []string{"No CHECKPOINT could run before the removals (permission denied)", "not measured: boom",
+		"- Another session held the deleted rows back (its snapshot could still see them, so VACUUM could not remove them nor claims skip them as dead): VACUUM of tasks: after 10s, pid 7 (psql, idle in transaction) still saw the deleted rows\n"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("missing %q in\n%s", want, md)
 		}
