@@ -133,6 +133,7 @@ func rawMain(args []string, stdout, stderr io.Writer) int {
 	brokers := fs.String("kafka-brokers", strings.Join(o.KafkaBrokers, ","), "Kafka bootstrap servers (a scratch topic)")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "duration of each loop")
 	fs.IntVar(&o.Conns, "conns", o.Conns, "connections of the Postgres loops")
+	fs.IntVar(&o.RetentionRows, "retention-rows", o.RetentionRows, "rows of the retention measurement's history and queue tables (with the Postgres loops); 0 skips it")
 	dir := fs.String("results", "results", "folder for the results JSON file")
 	only := fs.String("only", "", "comma-separated engines to measure (postgres, rabbitmq, kafka); default all")
 	if err := fs.Parse(args); err != nil {

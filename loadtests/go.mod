@@ -11,6 +11,7 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/tsenart/vegeta/v12 v12.13.0
+	github.com/where-postgres-ends/where-postgres-ends/migrations v0.0.0
 	github.com/where-postgres-ends/where-postgres-ends/services/kit v0.0.0
 	go.mongodb.org/mongo-driver/v2 v2.10.0
 	golang.org/x/term v0.47.0
@@ -73,3 +74,5 @@ require (
 // The kit is not published: resolve it from the checkout (go mod tidy
 // ignores go.work, golang/go#50750).
 replace github.com/where-postgres-ends/where-postgres-ends/services/kit => ../services/kit
+
+replace github.com/where-postgres-ends/where-postgres-ends/migrations => ../migrations

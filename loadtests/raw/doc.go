@@ -13,4 +13,9 @@
 // commands. Limit and PercentOfRaw turn a service's throughput into a
 // share of its engine's limit, measured in the same run, so that a
 // reader sees what the service costs on top of the engine.
+//
+// With the Postgres loops, MeasureRetention (retention.go) compares the
+// two ways of removing old history, the services' batched cleaner and
+// dropped day partitions, and measures claims over a head of dead tuples
+// and after VACUUM (issue 16); its outcome is Results.Retention.
 package raw

@@ -66,6 +66,9 @@ type Options struct {
 	Only []string
 	// Log receives one line per loop; nil for none.
 	Log func(format string, args ...any)
+	// RetentionRows sizes the retention measurement (MeasureRetention,
+	// with the Postgres loops); 0 skips it.
+	RetentionRows int
 }
 
 // DefaultOptions are the stack's servers, 3 s per loop, 8 connections.
@@ -73,7 +76,7 @@ func DefaultOptions() Options {
 	o := Options{
 		PostgresURL: envOr("DATABASE_URL", pairs.DefaultPostgresURL),
 		RabbitMQURL: envOr("RABBITMQ_URL", pairs.DefaultRabbitMQURL),
-		Duration:    3 * time.Second, Conns: 8,
+		Duration:    3 * time.Second, Conns: 8, RetentionRows: DefaultRetentionRows,
 		Name: fmt.Sprintf("%d", time.Now().UnixNano()%1e9),
 	}
 	o.KafkaBrokers = strings.Split(envOr("KAFKA_BROKERS", pairs.DefaultKafkaBrokers), ",")
@@ -121,6 +124,8 @@ type Results struct {
 	Loops    []Result       `json:"loops"`
 	// Notify is the NOTIFY series (notify.go), when Postgres was measured.
 	Notify *NotifySeries `json:"notify,omitempty"`
+	// Retention is the retention measurement, when it ran.
+	Retention *Retention `json:"retention,omitempty"`
 }
 
 // loop is one declared loop (or a pair of loops: the consuming loop
@@ -152,7 +157,7 @@ var loops = []loop{
 // Estimate is Measure's expected wall time with o: each loop's duration
 // plus its setup (filling a queue, writing rows for the slot, draining).
 func Estimate(o Options) time.Duration {
-	return 8*o.Duration + 20*time.Second + notifyEstimate(o)
+	return 8*o.Duration + 20*time.Second + notifyEstimate(o) + RetentionEstimate(o)
 }
 
 // Measure runs every loop in turn. A loop that fails is recorded with its
@@ -195,6 +200,13 @@ func Measure(ctx context.Context, o Options) (Results, error) {
 	}
 	if ctx.Err() == nil && (len(o.Only) == 0 || slices.Contains(o.Only, Postgres)) {
 		res.Notify = measureNotify(ctx, o)
+	}
+	if o.RetentionRows > 0 && ctx.Err() == nil && (len(o.Only) == 0 || slices.Contains(o.Only, Postgres)) {
+		rctx, cancel := context.WithTimeout(ctx, 10*RetentionEstimate(o)+time.Minute)
+		rr, err := MeasureRetention(rctx, o)
+		cancel()
+		o.logf("raw retention: %s", rr.summary(err))
+		res.Retention = &rr
 	}
 	res.FinishedAt = time.Now().UTC()
 	return res, ctx.Err()

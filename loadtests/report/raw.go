@@ -24,7 +24,7 @@ func PercentOfRaw(r raw.Results, service string, rate float64) (float64, bool) {
 // RawSection renders the raw-limits section: every raw loop, then each
 // queue and log service's rates from runs (single-request ceiling, batch
 // throughput, the throughput scenario's best end-to-end rate) as a share
-// of its engine's raw limit.
+// of its engine's raw limit; then the retention section, when r has one.
 func RawSection(r raw.Results, runs []*driver.Run) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -70,6 +70,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 	}
 	w("\n")
 	b.WriteString(NotifySection(r))
+	b.WriteString(RetentionSection(r))
 	return b.String()
 }
 
