@@ -65,6 +65,8 @@ func main() {
 		os.Exit(loadMain(os.Args[1], os.Args[2:]))
 	case "eventstore":
 		os.Exit(eventStoreMain(os.Args[2:], os.Stdout, os.Stderr))
+	case "fuzz":
+		os.Exit(fuzzMain(os.Args[2:], os.Stdout, os.Stderr))
 	case "-h", "--help", "help":
 		usage(os.Stdout)
 	default:
@@ -79,6 +81,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "       go run ./loadtests eventstore <append|point-read|catch-up> [flags]")
 	fmt.Fprintln(w, "\ncheck       asks every service for /healthz and /stats and prints which are up")
 	fmt.Fprintln(w, "eventstore  benches the event store trio (see loadtests/eventstore)")
+	fmt.Fprintln(w, "fuzz        starts each service and runs Schemathesis against its contract (make fuzz)")
 	loadUsage(w)
 }
 

@@ -163,3 +163,87 @@ func TestUnencodableResponseIs500(t *testing.T) {
 		t.Errorf("no error logged: %s", logs.String())
 	}
 }
+
+// JSON Schema's "type: integer" admits 2.0 and 2e0; so must the services.
+func TestIntegralNumbersDecodeIntoIntegers(t *testing.T) {
+	t.Parallel()
+	h := newRouter(t)
+	for _, n := range []string{"2.0", "2e0", "0.2e1", "2.000"} {
+		status, body := do(t, h, http.MethodPost, "/tasks", "application/json", `{"kind":"a","payload":{"x":1.50,"y":3.0},"fail_times":`+n+`}`)
+		if status != 202 || body["fail_times"] != float64(2) {
+			t.Errorf("fail_times %s: got %d %v, want 202 and 2", n, status, body)
+		}
+	}
+	for _, n := range []string{"2.5", "1e400", `"2"`} {
+		if status, body := do(t, h, http.MethodPost, "/tasks", "application/json", `{"kind":"a","fail_times":`+n+`}`); status != 400 {
+			t.Errorf("fail_times %s: got %d %v, want 400", n, status, body)
+		}
+	}
+}
+
+// RFC 9110: a 405 names the methods the resource has.
+func TestMethodNotAllowedHasAllow(t *testing.T) {
+	t.Parallel()
+	h := newRouter(t)
+	for _, m := range []string{"TRACE", "DELETE", "FOO", strings.Repeat("X", 5000)} {
+		req := httptest.NewRequest(m, "/tasks", nil)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 405 || rec.Header().Get("Allow") != "POST" {
+			t.Errorf("%.20s /tasks: %d, Allow %q; want 405 and POST", m, rec.Code, rec.Header().Get("Allow"))
+		}
+		if len(rec.Body.String()) > 200 {
+			t.Errorf("%.20s /tasks: the error text echoes the method: %d bytes", m, rec.Body.Len())
+		}
+	}
+}
+
+// encoding/json leaves a field at its zero value on null; the documents'
+// types do not admit null.
+func TestNullIsRefusedForNonNullableFields(t *testing.T) {
+	t.Parallel()
+	h := newRouter(t)
+	for _, body := range []string{`{"kind":null}`, `{"kind":"a","fail_times":null}`} {
+		if status, out := do(t, h, http.MethodPost, "/tasks", "application/json", body); status != 400 {
+			t.Errorf("%s: got %d %v, want 400", body, status, out)
+		}
+	}
+	if status, out := do(t, h, http.MethodPost, "/tasks", "application/json", `{"kind":"a","payload":null}`); status != 202 {
+		t.Errorf("payload null: got %d %v, want 202 (a map may be null)", status, out)
+	}
+}
+
+// A static route is its own resource: its Allow names its methods only,
+// not those of a pattern that also matches.
+func TestAllowPrefersTheStaticRoute(t *testing.T) {
+	t.Parallel()
+	r := httpapi.NewRouter(httpapi.RouterOptions{})
+	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) }
+	r.Post("/events/batch", ok)
+	r.Get("/events/{id}", ok)
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodOptions, "/events/batch", nil))
+	if rec.Code != 405 || rec.Header().Get("Allow") != "POST" {
+		t.Errorf("OPTIONS /events/batch: %d Allow %q, want 405 and POST", rec.Code, rec.Header().Get("Allow"))
+	}
+}
+
+// GET /events/batch is not GET /events/{id}: the static route is the
+// resource, and it has no GET.
+func TestStaticRouteWinsOverPattern(t *testing.T) {
+	t.Parallel()
+	r := httpapi.NewRouter(httpapi.RouterOptions{})
+	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) }
+	r.Post("/events/batch", ok)
+	r.Get("/events/{id}", ok)
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/events/batch", nil))
+	if rec.Code != 405 || rec.Header().Get("Allow") != "POST" {
+		t.Errorf("GET /events/batch: %d Allow %q, want 405 and POST", rec.Code, rec.Header().Get("Allow"))
+	}
+	rec = httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/events/x", nil))
+	if rec.Code != 200 {
+		t.Errorf("GET /events/x: %d, want 200", rec.Code)
+	}
+}

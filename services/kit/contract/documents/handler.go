@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -142,8 +143,8 @@ func checkField(name, v string, max int) error {
 	if strings.TrimSpace(v) == "" {
 		return httpapi.BadRequest("%s is required and must not be blank", name)
 	}
-	if len(v) > max {
-		return httpapi.BadRequest("%s is longer than %d bytes", name, max)
+	if utf8.RuneCountInString(v) > max {
+		return httpapi.BadRequest("%s is longer than %d characters", name, max)
 	}
 	if strings.ContainsRune(v, 0) {
 		return httpapi.BadRequest("%s may not contain U+0000", name)
@@ -240,11 +241,12 @@ func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	if in.Limit == 0 {
-		in.Limit = DefaultLimit
+	limit := DefaultLimit
+	if in.Limit != nil {
+		limit = *in.Limit
 	}
-	if in.Limit < 1 || in.Limit > MaxLimit {
-		return httpapi.BadRequest("limit must be between 1 and %d, got %d", MaxLimit, in.Limit)
+	if limit < 1 || limit > MaxLimit {
+		return httpapi.BadRequest("limit must be between 1 and %d, got %d", MaxLimit, limit)
 	}
 	after := ""
 	if in.After != "" {
@@ -264,13 +266,13 @@ func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
 	// One more than asked tells whether a next page exists; the backend
 	// also stops once the page is full in bytes (PageFull).
 	err = h.call(r, StatSearch, func(ctx context.Context) (err error) {
-		users, err = h.store.Search(ctx, query, after, in.Limit+1, h.maxBytes)
+		users, err = h.store.Search(ctx, query, after, limit+1, h.maxBytes)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	out := SearchResponse{Users: users[:pageLen(users, in.Limit, h.maxBytes)]}
+	out := SearchResponse{Users: users[:pageLen(users, limit, h.maxBytes)]}
 	if len(out.Users) < len(users) {
 		next := EncodeCursor(out.Users[len(out.Users)-1].ID)
 		out.Next = &next

@@ -186,13 +186,14 @@ func (h *handlers) append(w http.ResponseWriter, r *http.Request) error {
 }
 
 func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
+	vs, ok := r.URL.Query()[name]
+	if !ok {
 		return def, nil
 	}
+	v := strings.Join(vs, ",") // empty or repeated: not an integer
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < lo || n > hi {
-		return 0, httpapi.BadRequest("query parameter %s must be an integer between %d and %d, got %q", name, lo, hi, v)
+		return 0, httpapi.BadRequest("query parameter %s must be an integer between %d and %d, got %q", name, lo, hi, httpapi.Truncate(v, 64))
 	}
 	return n, nil
 }
