@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 )
@@ -245,5 +246,41 @@ func TestStaticRouteWinsOverPattern(t *testing.T) {
 	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/events/x", nil))
 	if rec.Code != 200 {
 		t.Errorf("GET /events/x: %d, want 200", rec.Code)
+	}
+}
+
+// chi matches on the escaped path: a route parameter sent with an
+// escaped character must reach the handler decoded.
+func TestPathParamIsDecoded(t *testing.T) {
+	t.Parallel()
+	r := httpapi.NewRouter(httpapi.RouterOptions{})
+	var got string
+	r.Get("/streams/{stream}", func(w http.ResponseWriter, req *http.Request) { got = httpapi.PathParam(req, "stream") })
+	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/streams/H%3AA", nil))
+	if got != "H:A" {
+		t.Errorf("PathParam: %q, want H:A", got)
+	}
+}
+
+// A null body is not an object.
+func TestNullBodyIsRefused(t *testing.T) {
+	t.Parallel()
+	if status, out := do(t, newRouter(t), http.MethodPost, "/tasks", "application/json", `null`); status != 400 {
+		t.Errorf("null body: got %d %v, want 400", status, out)
+	}
+}
+
+func TestDurationParam(t *testing.T) {
+	t.Parallel()
+	for q, want := range map[string]string{"": "5s", "?t=2h": "1m0s", "?t=0s": "1ms", "?t=250ms": "250ms", "?t=99999999h99999999h": "1m0s", "?t=1.5": "1.5s"} {
+		d, err := httpapi.DurationParam(httptest.NewRequest("GET", "/"+q, nil), "t", 5*time.Second, time.Millisecond, time.Minute, true)
+		if err != nil || d.String() != want {
+			t.Errorf("%q: %v %v, want %s", q, d, err, want)
+		}
+	}
+	for _, q := range []string{"?t=", "?t=-1s", "?t=1µs", "?t=soon", "?t=1s&t=2s"} {
+		if _, err := httpapi.DurationParam(httptest.NewRequest("GET", "/"+q, nil), "t", 5*time.Second, time.Millisecond, time.Minute, true); httpapi.StatusOf(err) != 400 {
+			t.Errorf("%q: %v, want a 400", q, err)
+		}
 	}
 }

@@ -88,8 +88,9 @@ func DecodeJSON(r *http.Request, v any) error {
 }
 
 // nullField returns the path of the first null in body at a field of t
-// whose Go type cannot be null (not a pointer, slice, map, interface or
-// json.RawMessage), or "".
+// that the documents do not let be null (any but a slice, map, interface
+// or json.RawMessage: a pointer marks an optional field, which may be
+// absent but not null), "(the body)" for a body that is null, or "".
 func nullField(body []byte, t reflect.Type) string {
 	var doc any
 	if err := json.Unmarshal(body, &doc); err != nil {
@@ -100,10 +101,10 @@ func nullField(body []byte, t reflect.Type) string {
 
 func findNull(v any, t reflect.Type, path string) string {
 	for t.Kind() == reflect.Pointer {
-		if v == nil {
-			return ""
-		}
 		t = t.Elem()
+	}
+	if v == nil && path == "" {
+		return "(the body)"
 	}
 	if v == nil {
 		switch t.Kind() {

@@ -2,11 +2,14 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // DurationPattern is the pattern of a duration query parameter, as the
@@ -100,4 +103,17 @@ func Text(prefix, name, s string, maxLen int) (string, error) {
 		return "", BadRequest("%s%s is required and must not be blank", prefix, name)
 	}
 	return t, nil
+}
+
+// PathParam returns the route parameter name of r, percent-decoded: chi
+// matches on the escaped path when the request has one, so "H%3AA" would
+// otherwise reach a handler as is, and a valid id sent with an escaped
+// character would be refused. A segment that does not decode is returned
+// as sent (and fails the handler's own check).
+func PathParam(r *http.Request, name string) string {
+	v := chi.URLParam(r, name)
+	if d, err := url.PathUnescape(v); err == nil {
+		return d
+	}
+	return v
 }

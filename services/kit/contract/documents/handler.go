@@ -94,9 +94,9 @@ func (h *handlers) respondUser(w http.ResponseWriter, r *http.Request, name stri
 }
 
 func pathID(r *http.Request) (string, error) {
-	id, ok := ids.Parse(r.PathValue("id"))
+	id, ok := ids.Parse(httpapi.PathParam(r, "id"))
 	if !ok {
-		return "", httpapi.BadRequest("id %q is not a UUID", r.PathValue("id"))
+		return "", httpapi.BadRequest("id %q is not a UUID", httpapi.Truncate(httpapi.PathParam(r, "id"), 64))
 	}
 	return id, nil
 }

@@ -101,9 +101,9 @@ type handlers struct {
 }
 
 func streamParam(r *http.Request) (string, error) {
-	s := chi.URLParam(r, "stream")
+	s := httpapi.PathParam(r, "stream")
 	if !streamRE.MatchString(s) {
-		return "", httpapi.BadRequest("stream %q is not a valid stream id: 1-200 characters of A-Z a-z 0-9 _ . : -, starting with a letter or digit", s)
+		return "", httpapi.BadRequest("stream %q is not a valid stream id: 1-200 characters of A-Z a-z 0-9 _ . : -, starting with a letter or digit", httpapi.Truncate(s, 64))
 	}
 	return s, nil
 }

@@ -166,9 +166,9 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) error {
 }
 
 func taskID(r *http.Request) (string, error) {
-	id, ok := ids.Parse(chi.URLParam(r, "id"))
+	id, ok := ids.Parse(httpapi.PathParam(r, "id"))
 	if !ok {
-		return "", fmt.Errorf("task %q: %w", chi.URLParam(r, "id"), httpapi.ErrNotFound)
+		return "", fmt.Errorf("task %q: %w", httpapi.Truncate(httpapi.PathParam(r, "id"), 64), httpapi.ErrNotFound)
 	}
 	return id, nil
 }
