@@ -123,6 +123,13 @@ func fuzzOne(ctx context.Context, l *launch.Launcher, root, name, st string, sec
 		"--report", "junit", "--report-dir", report,
 		"--no-color")
 	cmd.Stdout, cmd.Stderr = stdout, stdout
+	// Schemathesis keeps a cache of the failures it found (replayed
+	// first by the next run) in its working directory: .stack/fuzz,
+	// ignored by git like the rest of .stack.
+	cmd.Dir = filepath.Join(root, ".stack", "fuzz")
+	if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
+		return err
+	}
 	// The budget bounds generation; a last request or shrinking may run
 	// over, but never far.
 	cmd.WaitDelay = 10 * time.Second

@@ -22,6 +22,7 @@ if ! "$VENV/bin/st" --version 2>/dev/null | grep -qx "st, version $SCHEMATHESIS_
 	"$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-# Schemathesis keeps its example database in the working directory.
-export HYPOTHESIS_STORAGE_DIRECTORY=.stack/hypothesis
+# Hypothesis' example database; Schemathesis' own cache (failures to
+# replay first on the next run) goes to .stack/fuzz, its working directory.
+export HYPOTHESIS_STORAGE_DIRECTORY="$PWD/.stack/hypothesis"
 exec go run ./loadtests fuzz -st "$VENV/bin/st" -seconds "$FUZZ_SECONDS" ${FUZZ_FLAGS:-}
