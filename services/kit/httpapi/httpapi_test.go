@@ -38,7 +38,7 @@ func newRouter(t testing.TB) http.Handler {
 		case "conflict":
 			return fmt.Errorf("stream s: %w", httpapi.ErrConflict)
 		case "down":
-			return fmt.Errorf("rabbitmq: %w", httpapi.ErrUnavailable)
+			return fmt.Errorf("rabbitmq: %w: dial tcp 127.0.0.1:5672: connection refused", httpapi.ErrUnavailable)
 		case "kafka":
 			return fmt.Errorf("conditional append: %w", httpapi.ErrUnsupported)
 		case "version":
@@ -133,6 +133,9 @@ func TestErrorsMapToStatusInOnePlace(t *testing.T) {
 	}
 	if _, body := do(t, h, http.MethodGet, "/tasks/bug", "", ""); body["error"] != "internal error" {
 		t.Errorf("an unmapped error leaked its detail: %v", body)
+	}
+	if _, body := do(t, h, http.MethodGet, "/tasks/down", "", ""); strings.Contains(fmt.Sprint(body["error"]), "5672") {
+		t.Errorf("a 503 leaked the driver's error: %v", body)
 	}
 	if status, _ := do(t, h, http.MethodDelete, "/tasks", "", ""); status != 405 {
 		t.Errorf("DELETE /tasks: %d, want 405", status)

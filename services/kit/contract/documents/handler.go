@@ -260,7 +260,11 @@ func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := CheckSearchLimits(query); err != nil {
-		return httpapi.BadRequest("%v", err)
+		// 422, not 400: the total of values inside arrays and the size
+		// are bounds a JSON Schema cannot state (maxItems bounds one
+		// array), so a document the schema admits can pass them; a 400
+		// would tell a client its request breaks the contract.
+		return httpapi.Errorf(http.StatusUnprocessableEntity, "%v", err)
 	}
 	var users []User
 	// One more than asked tells whether a next page exists; the backend

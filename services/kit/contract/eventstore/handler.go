@@ -185,6 +185,12 @@ func (h *handlers) append(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// PositionPattern is the shape of a position every backend reports: an
+// offset ("42") or two numbers ("1222459:17"), each at most 20 digits.
+const PositionPattern = `^[0-9]{1,20}(:[0-9]{1,20})?$`
+
+var positionRE = regexp.MustCompile(PositionPattern)
+
 func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 	vs, ok := r.URL.Query()[name]
 	if !ok {
@@ -418,12 +424,16 @@ func (s *sseWriter) dropped() error {
 func (h *handlers) subscribe(w http.ResponseWriter, r *http.Request) error {
 	// Last-Event-ID wins over ?from=: an EventSource reconnects to the
 	// same URL (its original ?from=) with the last id it received.
-	from := r.Header.Get("Last-Event-ID")
+	from, name := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
 	if from == "" {
-		from = r.URL.Query().Get("from")
+		from, name = r.URL.Query().Get("from"), "from"
 	}
-	if len(from) > 100 {
-		return httpapi.BadRequest("from is not a position")
+	// The shape is the contract's (PositionPattern, 400); whether a
+	// well-formed position is one of this backend's is the store's
+	// answer (404: kafka-eventstore's offsets are not no-kurrentdb's
+	// <xid>:<global_pos>).
+	if from != "" && !positionRE.MatchString(from) {
+		return httpapi.BadRequest("%s %q is not a position: want digits, or digits:digits, as events and appends report it", name, httpapi.Truncate(from, 64))
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
