@@ -42,6 +42,12 @@ func fuzzMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	names := fuzzTargets(*only)
+	if strings.ContainsRune(*st, os.PathSeparator) {
+		// Schemathesis runs in .stack/fuzz: a relative path would miss.
+		if abs, err := filepath.Abs(*st); err == nil {
+			*st = abs
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root, err := launch.Root()

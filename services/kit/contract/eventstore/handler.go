@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
@@ -118,7 +119,7 @@ func ValidateEvents(events []EventData) error {
 		return httpapi.BadRequest("events holds %d events; the limit is %d per append", len(events), MaxEventsPerAppend)
 	}
 	for i, e := range events {
-		if e.Type == "" || len(e.Type) > 200 {
+		if e.Type == "" || utf8.RuneCountInString(e.Type) > 200 {
 			return httpapi.BadRequest("events[%d].type is required (1-200 characters)", i)
 		}
 		if e.Type[0] == '$' {
