@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -332,4 +333,22 @@ func jsonKind(kind string) string {
 	default:
 		return "a " + kind
 	}
+}
+
+// IntegralNumber parses a JSON number that is an integer in the sense of
+// JSON Schema ("type: integer"): 42, 42.0 and 4.2e1 are 42. ok is false
+// for a fraction, a non-number or a value outside int64.
+func IntegralNumber(s string) (n int64, ok bool) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, true
+	}
+	f, _, err := big.ParseFloat(s, 10, 1024, big.ToNearestEven)
+	if err != nil || !f.IsInt() {
+		return 0, false
+	}
+	i, _ := f.Int(nil)
+	if !i.IsInt64() {
+		return 0, false
+	}
+	return i.Int64(), true
 }

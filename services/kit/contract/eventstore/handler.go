@@ -425,16 +425,19 @@ func (s *sseWriter) dropped() error {
 func (h *handlers) subscribe(w http.ResponseWriter, r *http.Request) error {
 	// Last-Event-ID wins over ?from=: an EventSource reconnects to the
 	// same URL (its original ?from=) with the last id it received.
-	from, name := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
-	if from == "" {
-		from, name = r.URL.Query().Get("from"), "from"
+	// The shape is the contract's (PositionPattern, 400), checked for
+	// both even when one wins; whether a well-formed position is one of
+	// this backend's is the store's answer (404: kafka-eventstore's
+	// offsets are not no-kurrentdb's <xid>:<global_pos>).
+	query, header := r.URL.Query().Get("from"), r.Header.Get("Last-Event-ID")
+	for name, v := range map[string]string{"from": query, "Last-Event-ID": header} {
+		if v != "" && !positionRE.MatchString(v) {
+			return httpapi.BadRequest("%s %q is not a position: want digits, or digits:digits, as events and appends report it", name, httpapi.Truncate(v, 64))
+		}
 	}
-	// The shape is the contract's (PositionPattern, 400); whether a
-	// well-formed position is one of this backend's is the store's
-	// answer (404: kafka-eventstore's offsets are not no-kurrentdb's
-	// <xid>:<global_pos>).
-	if from != "" && !positionRE.MatchString(from) {
-		return httpapi.BadRequest("%s %q is not a position: want digits, or digits:digits, as events and appends report it", name, httpapi.Truncate(from, 64))
+	from := header
+	if from == "" {
+		from = query
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
