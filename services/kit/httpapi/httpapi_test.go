@@ -287,3 +287,22 @@ func TestDurationParam(t *testing.T) {
 		}
 	}
 }
+
+// Invalid UTF-8 is refused, not silently replaced with U+FFFD.
+func TestInvalidUTF8IsRefused(t *testing.T) {
+	t.Parallel()
+	status, out := do(t, newRouter(t), http.MethodPost, "/tasks", "application/json", "{\"kind\":\"a\xffb\"}")
+	if status != 400 || !strings.Contains(fmt.Sprint(out["error"]), "UTF-8") {
+		t.Errorf("got %d %v, want 400 naming UTF-8", status, out)
+	}
+}
+
+// An error text quotes at most a bounded part of what the client sent.
+func TestNotFoundDoesNotEchoAMegabyte(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	newRouter(t).ServeHTTP(rec, httptest.NewRequest(strings.Repeat("M", 1000), "/"+strings.Repeat("p", 100_000), nil))
+	if rec.Body.Len() > 400 {
+		t.Errorf("404/405 body is %d bytes: it echoes the request", rec.Body.Len())
+	}
+}

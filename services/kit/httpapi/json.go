@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // HandlerFunc is an http.HandlerFunc that returns its error instead of
@@ -61,6 +62,11 @@ func DecodeJSON(r *http.Request, v any) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return decodeError(err)
+	}
+	if !utf8.Valid(body) {
+		// encoding/json would silently replace the bad bytes with U+FFFD
+		// and store text the client never sent.
+		return BadRequest("request body is not valid UTF-8")
 	}
 	err = decodeStrict(body, v)
 	var typ *json.UnmarshalTypeError

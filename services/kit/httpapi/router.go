@@ -69,7 +69,7 @@ func NewRouter(o RouterOptions) chi.Router {
 	r.Use(bodyLimit(limit))
 	r.Use(staticRoutesFirst(r))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		WriteJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
+		WriteJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no route for %s %s", methodForText(r.Method), Truncate(r.URL.Path, 200))})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		// RFC 9110 (15.5.6): a 405 must name the methods the resource
@@ -78,7 +78,7 @@ func NewRouter(o RouterOptions) chi.Router {
 		if allow := allowedMethods(r, req); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 		}
-		WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": fmt.Sprintf("method %s not allowed on %s", methodForText(req.Method), req.URL.Path)})
+		WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": fmt.Sprintf("method %s not allowed on %s", methodForText(req.Method), Truncate(req.URL.Path, 200))})
 	})
 	return r
 }
@@ -93,7 +93,7 @@ func staticRoutesFirst(routes chi.Routes) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			if allow := allowedMethods(routes, req); len(allow) > 0 && !slices.Contains(allow, req.Method) {
 				w.Header().Set("Allow", strings.Join(allow, ", "))
-				WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": fmt.Sprintf("method %s not allowed on %s", methodForText(req.Method), req.URL.Path)})
+				WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": fmt.Sprintf("method %s not allowed on %s", methodForText(req.Method), Truncate(req.URL.Path, 200))})
 				return
 			}
 			next.ServeHTTP(w, req)
