@@ -59,6 +59,12 @@ lint: ## gofmt, go vet and staticcheck over every module
 tidy: ## go mod tidy in every module
 	@for d in $(MODULE_DIRS); do echo "tidy $$d"; (cd $$d && GOWORK=off $(GO) mod tidy) || exit 1; done
 
+FUZZ_SECONDS ?= 60
+
+.PHONY: fuzz
+fuzz: ## start each service on the running stack and run Schemathesis (pinned, venv in .stack/) against its contract, FUZZ_SECONDS (60) per service (make up first)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
+
 .PHONY: build
 build: ## compile every module
 	$(GO) build $(PACKAGES)

@@ -67,6 +67,8 @@ func main() {
 		os.Exit(eventStoreMain(os.Args[2:], os.Stdout, os.Stderr))
 	case "raw":
 		os.Exit(rawMain(os.Args[2:], os.Stdout, os.Stderr))
+	case "fuzz":
+		os.Exit(fuzzMain(os.Args[2:], os.Stdout, os.Stderr))
 	case "-h", "--help", "help":
 		usage(os.Stdout)
 	default:
@@ -82,6 +84,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\ncheck       asks every service for /healthz and /stats and prints which are up")
 	fmt.Fprintln(w, "eventstore  benches the event store trio (see loadtests/eventstore)")
 	fmt.Fprintln(w, "raw         measures the engines' own limits without a service (see loadtests/raw)")
+	fmt.Fprintln(w, "fuzz        starts each service and runs Schemathesis against its contract (make fuzz)")
 	loadUsage(w)
 }
 

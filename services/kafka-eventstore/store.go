@@ -359,10 +359,10 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 	if from != "" {
 		p, err := strconv.ParseInt(from, 10, 64)
 		if err != nil || p < 0 {
-			return httpapi.BadRequest("from %q is not a position of this service (want a partition offset, as events and appends report it)", from)
+			return fmt.Errorf("from %q is not a position of this service (want a partition offset, as events and appends report it): %w", from, httpapi.ErrNotFound)
 		}
 		if p+1 > target {
-			return httpapi.Errorf(http.StatusBadRequest, "from %d is beyond the end of the partition (next offset %d): not a position of this topic", p, target)
+			return fmt.Errorf("from %d is beyond the end of the partition (next offset %d): not a position of this topic: %w", p, target, httpapi.ErrNotFound)
 		}
 		if p+1 < first {
 			return httpapi.Errorf(http.StatusGone, "from %d was deleted by retention (log start offset %d): events after it are gone", p, first)

@@ -114,7 +114,7 @@ func parsePosition(s string) (kurrentdb.Position, error) {
 	commit, err1 := strconv.ParseUint(c, 10, 64)
 	prepare, err2 := strconv.ParseUint(p, 10, 64)
 	if !ok || err1 != nil || err2 != nil {
-		return kurrentdb.Position{}, httpapi.BadRequest("from %q is not a position of this service (want <commit>:<prepare>, as events and appends report it)", s)
+		return kurrentdb.Position{}, fmt.Errorf("from %q is not a position of this service (want <commit>:<prepare>, as events and appends report it): %w", s, httpapi.ErrNotFound)
 	}
 	return kurrentdb.Position{Commit: commit, Prepare: prepare}, nil
 }

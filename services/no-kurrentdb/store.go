@@ -245,7 +245,7 @@ func parsePosition(s string) (cursor, error) {
 	xid, err1 := strconv.ParseUint(x, 10, 64)
 	pos, err2 := strconv.ParseInt(p, 10, 64)
 	if !ok || err1 != nil || err2 != nil || pos < 0 {
-		return cursor{}, httpapi.BadRequest("from %q is not a position of this service (want <xid>:<global_pos>, as events and appends report it)", s)
+		return cursor{}, fmt.Errorf("from %q is not a position of this service (want <xid>:<global_pos>, as events and appends report it): %w", s, httpapi.ErrNotFound)
 	}
 	return cursor{xid, pos}, nil
 }

@@ -92,8 +92,16 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	msg := err.Error()
-	if status == http.StatusInternalServerError && e == nil {
+	switch {
+	case e != nil:
+	case status == http.StatusInternalServerError:
 		msg = "internal error"
+	case status == http.StatusServiceUnavailable:
+		// A driver's error names hosts, ports, connection ids and
+		// internals ("connection(localhost:27017[-3]) incomplete read
+		// ..."): logged below, not shown. An *Error's message is the
+		// handler's own and stays.
+		msg = "backend unavailable or too slow; retry later"
 	}
 	body["error"] = msg
 	switch {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 )
@@ -37,7 +38,7 @@ func newRouter(t testing.TB) http.Handler {
 		case "conflict":
 			return fmt.Errorf("stream s: %w", httpapi.ErrConflict)
 		case "down":
-			return fmt.Errorf("rabbitmq: %w", httpapi.ErrUnavailable)
+			return fmt.Errorf("rabbitmq: %w: dial tcp 127.0.0.1:5672: connection refused", httpapi.ErrUnavailable)
 		case "kafka":
 			return fmt.Errorf("conditional append: %w", httpapi.ErrUnsupported)
 		case "version":
@@ -133,6 +134,9 @@ func TestErrorsMapToStatusInOnePlace(t *testing.T) {
 	if _, body := do(t, h, http.MethodGet, "/tasks/bug", "", ""); body["error"] != "internal error" {
 		t.Errorf("an unmapped error leaked its detail: %v", body)
 	}
+	if _, body := do(t, h, http.MethodGet, "/tasks/down", "", ""); strings.Contains(fmt.Sprint(body["error"]), "5672") {
+		t.Errorf("a 503 leaked the driver's error: %v", body)
+	}
 	if status, _ := do(t, h, http.MethodDelete, "/tasks", "", ""); status != 405 {
 		t.Errorf("DELETE /tasks: %d, want 405", status)
 	}
@@ -170,5 +174,144 @@ func TestServeYAMLAnswersTheDocument(t *testing.T) {
 	httpapi.ServeYAML([]byte("openapi: 3.0.3\n"))(rec, httptest.NewRequest(http.MethodGet, "/openapi.yaml", nil))
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/yaml" || rec.Body.String() != "openapi: 3.0.3\n" {
 		t.Errorf("ServeYAML: %d %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+	}
+}
+
+// JSON Schema's "type: integer" admits 2.0 and 2e0; so must the services.
+func TestIntegralNumbersDecodeIntoIntegers(t *testing.T) {
+	t.Parallel()
+	h := newRouter(t)
+	for _, n := range []string{"2.0", "2e0", "0.2e1", "2.000"} {
+		status, body := do(t, h, http.MethodPost, "/tasks", "application/json", `{"kind":"a","payload":{"x":1.50,"y":3.0},"fail_times":`+n+`}`)
+		if status != 202 || body["fail_times"] != float64(2) {
+			t.Errorf("fail_times %s: got %d %v, want 202 and 2", n, status, body)
+		}
+	}
+	for _, n := range []string{"2.5", "1e400", `"2"`} {
+		if status, body := do(t, h, http.MethodPost, "/tasks", "application/json", `{"kind":"a","fail_times":`+n+`}`); status != 400 {
+			t.Errorf("fail_times %s: got %d %v, want 400", n, status, body)
+		}
+	}
+}
+
+// RFC 9110: a 405 names the methods the resource has.
+func TestMethodNotAllowedHasAllow(t *testing.T) {
+	t.Parallel()
+	h := newRouter(t)
+	for _, m := range []string{"TRACE", "DELETE", "FOO", strings.Repeat("X", 5000)} {
+		req := httptest.NewRequest(m, "/tasks", nil)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 405 || rec.Header().Get("Allow") != "POST" {
+			t.Errorf("%.20s /tasks: %d, Allow %q; want 405 and POST", m, rec.Code, rec.Header().Get("Allow"))
+		}
+		if len(rec.Body.String()) > 200 {
+			t.Errorf("%.20s /tasks: the error text echoes the method: %d bytes", m, rec.Body.Len())
+		}
+	}
+}
+
+// encoding/json leaves a field at its zero value on null; the documents'
+// types do not admit null.
+func TestNullIsRefusedForNonNullableFields(t *testing.T) {
+	t.Parallel()
+	h := newRouter(t)
+	for _, body := range []string{`{"kind":null}`, `{"kind":"a","fail_times":null}`} {
+		if status, out := do(t, h, http.MethodPost, "/tasks", "application/json", body); status != 400 {
+			t.Errorf("%s: got %d %v, want 400", body, status, out)
+		}
+	}
+	if status, out := do(t, h, http.MethodPost, "/tasks", "application/json", `{"kind":"a","payload":null}`); status != 202 {
+		t.Errorf("payload null: got %d %v, want 202 (a map may be null)", status, out)
+	}
+}
+
+// A static route is its own resource: its Allow names its methods only,
+// not those of a pattern that also matches.
+func TestAllowPrefersTheStaticRoute(t *testing.T) {
+	t.Parallel()
+	r := httpapi.NewRouter(httpapi.RouterOptions{})
+	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) }
+	r.Post("/events/batch", ok)
+	r.Get("/events/{id}", ok)
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodOptions, "/events/batch", nil))
+	if rec.Code != 405 || rec.Header().Get("Allow") != "POST" {
+		t.Errorf("OPTIONS /events/batch: %d Allow %q, want 405 and POST", rec.Code, rec.Header().Get("Allow"))
+	}
+}
+
+// GET /events/batch is not GET /events/{id}: the static route is the
+// resource, and it has no GET.
+func TestStaticRouteWinsOverPattern(t *testing.T) {
+	t.Parallel()
+	r := httpapi.NewRouter(httpapi.RouterOptions{})
+	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) }
+	r.Post("/events/batch", ok)
+	r.Get("/events/{id}", ok)
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/events/batch", nil))
+	if rec.Code != 405 || rec.Header().Get("Allow") != "POST" {
+		t.Errorf("GET /events/batch: %d Allow %q, want 405 and POST", rec.Code, rec.Header().Get("Allow"))
+	}
+	rec = httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/events/x", nil))
+	if rec.Code != 200 {
+		t.Errorf("GET /events/x: %d, want 200", rec.Code)
+	}
+}
+
+// chi matches on the escaped path: a route parameter sent with an
+// escaped character must reach the handler decoded.
+func TestPathParamIsDecoded(t *testing.T) {
+	t.Parallel()
+	r := httpapi.NewRouter(httpapi.RouterOptions{})
+	var got string
+	r.Get("/streams/{stream}", func(w http.ResponseWriter, req *http.Request) { got = httpapi.PathParam(req, "stream") })
+	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/streams/H%3AA", nil))
+	if got != "H:A" {
+		t.Errorf("PathParam: %q, want H:A", got)
+	}
+}
+
+// A null body is not an object.
+func TestNullBodyIsRefused(t *testing.T) {
+	t.Parallel()
+	if status, out := do(t, newRouter(t), http.MethodPost, "/tasks", "application/json", `null`); status != 400 {
+		t.Errorf("null body: got %d %v, want 400", status, out)
+	}
+}
+
+func TestDurationParam(t *testing.T) {
+	t.Parallel()
+	for q, want := range map[string]string{"": "5s", "?t=2h": "1m0s", "?t=0s": "1ms", "?t=250ms": "250ms", "?t=99999999h99999999h": "1m0s", "?t=1.5": "1.5s"} {
+		d, err := httpapi.DurationParam(httptest.NewRequest("GET", "/"+q, nil), "t", 5*time.Second, time.Millisecond, time.Minute, true)
+		if err != nil || d.String() != want {
+			t.Errorf("%q: %v %v, want %s", q, d, err, want)
+		}
+	}
+	for _, q := range []string{"?t=", "?t=-1s", "?t=1µs", "?t=soon", "?t=1s&t=2s"} {
+		if _, err := httpapi.DurationParam(httptest.NewRequest("GET", "/"+q, nil), "t", 5*time.Second, time.Millisecond, time.Minute, true); httpapi.StatusOf(err) != 400 {
+			t.Errorf("%q: %v, want a 400", q, err)
+		}
+	}
+}
+
+// Invalid UTF-8 is refused, not silently replaced with U+FFFD.
+func TestInvalidUTF8IsRefused(t *testing.T) {
+	t.Parallel()
+	status, out := do(t, newRouter(t), http.MethodPost, "/tasks", "application/json", "{\"kind\":\"a\xffb\"}")
+	if status != 400 || !strings.Contains(fmt.Sprint(out["error"]), "UTF-8") {
+		t.Errorf("got %d %v, want 400 naming UTF-8", status, out)
+	}
+}
+
+// An error text quotes at most a bounded part of what the client sent.
+func TestNotFoundDoesNotEchoAMegabyte(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	newRouter(t).ServeHTTP(rec, httptest.NewRequest(strings.Repeat("M", 1000), "/"+strings.Repeat("p", 100_000), nil))
+	if rec.Body.Len() > 400 {
+		t.Errorf("404/405 body is %d bytes: it echoes the request", rec.Body.Len())
 	}
 }

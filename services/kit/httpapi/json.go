@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"mime"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // HandlerFunc is an http.HandlerFunc that returns its error instead of
@@ -64,19 +68,235 @@ func DecodeJSON(r *http.Request, v any) error {
 			return Errorf(http.StatusUnsupportedMediaType, "Content-Type must be application/json, got %q", ct)
 		}
 	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
 		return decodeError(err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return decodeError(err)
+	if !utf8.Valid(body) {
+		// encoding/json would silently replace the bad bytes with U+FFFD
+		// and store text the client never sent.
+		return BadRequest("request body is not valid UTF-8")
+	}
+	err = decodeStrict(body, v)
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) && strings.HasPrefix(typ.Value, "number") && isIntKind(typ.Type.Kind()) {
+		// JSON has one number type: 84.0 and 8.4e1 are the integer 84 to
+		// a JSON Schema validator (and to the OpenAPI document's
+		// "type: integer"), but encoding/json refuses them for an int
+		// field. Integral numbers are rewritten, at the integer fields
+		// of v only, and the body is decoded again.
+		if fixed, ok := integralNumbers(body, reflect.TypeOf(v)); ok {
+			err = decodeStrict(fixed, v)
 		}
+	}
+	if err != nil {
+		return decodeError(err)
+	}
+	if bytes.Contains(body, []byte("null")) {
+		// encoding/json takes null for a string, number or boolean field
+		// as "leave the zero value", which would accept what the
+		// documents' "type: string" refuses.
+		if field := nullField(body, reflect.TypeOf(v)); field != "" {
+			return BadRequest("field %q must not be null", field)
+		}
+	}
+	return nil
+}
+
+// nullField returns the path of the first null in body at a field of t
+// that the documents do not let be null (any but a slice, map, interface
+// or json.RawMessage: a pointer marks an optional field, which may be
+// absent but not null), "(the body)" for a body that is null, or "".
+func nullField(body []byte, t reflect.Type) string {
+	var doc any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return ""
+	}
+	return findNull(doc, t, "")
+}
+
+func findNull(v any, t reflect.Type, path string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if v == nil && path == "" {
+		return "(the body)"
+	}
+	if v == nil {
+		switch t.Kind() {
+		case reflect.Slice, reflect.Map, reflect.Interface:
+			return ""
+		}
+		return strings.TrimPrefix(path, ".")
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, _ := v.(map[string]any)
+		return nullFields(m, t, path)
+	case reflect.Slice, reflect.Array:
+		if t == rawMessageType {
+			return ""
+		}
+		a, _ := v.([]any)
+		for i, e := range a {
+			if f := findNull(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); f != "" {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
+func nullFields(m map[string]any, t reflect.Type, path string) string {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if p := nullFields(m, ft, path); p != "" {
+					return p
+				}
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		for k, v := range m {
+			if strings.EqualFold(k, name) {
+				if p := findNull(v, f.Type, path+"."+k); p != "" {
+					return p
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// decodeStrict decodes body into v: one JSON value, no unknown fields.
+// Its errors are encoding/json's, but for trailing data.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return BadRequest("request body must hold a single JSON value")
 	}
 	return nil
+}
+
+func isIntKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// integralNumbers re-encodes body with every integral number written with
+// a fraction or an exponent (1.0, 1e2) at an integer field of t spelled as
+// an integer (1, 100). Values at other fields (payloads: any, maps,
+// json.RawMessage) are left as they are, though their key order and
+// spacing may change. ok is false when body is not JSON.
+func integralNumbers(body []byte, t reflect.Type) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, false
+	}
+	out, err := json.Marshal(fixIntegers(doc, t))
+	return out, err == nil
+}
+
+var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
+
+func fixIntegers(v any, t reflect.Type) any {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == rawMessageType {
+		return v
+	}
+	switch {
+	case isIntKind(t.Kind()):
+		n, ok := v.(json.Number)
+		if !ok || !strings.ContainsAny(string(n), ".eE") {
+			return v
+		}
+		f, _, err := big.ParseFloat(string(n), 10, 1024, big.ToNearestEven)
+		if err != nil || !f.IsInt() {
+			return v
+		}
+		i, _ := f.Int(nil)
+		return json.Number(i.String())
+	case t.Kind() == reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		fixFields(m, t)
+		return m
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		a, ok := v.([]any)
+		if !ok {
+			return v
+		}
+		for i := range a {
+			a[i] = fixIntegers(a[i], t.Elem())
+		}
+		return a
+	case t.Kind() == reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		for k := range m {
+			m[k] = fixIntegers(m[k], t.Elem())
+		}
+		return m
+	}
+	return v
+}
+
+// fixFields applies fixIntegers to the members of m that are fields of the
+// struct type t, found by their JSON names as encoding/json finds them.
+func fixFields(m map[string]any, t reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				fixFields(m, ft)
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		for k := range m {
+			if strings.EqualFold(k, name) {
+				m[k] = fixIntegers(m[k], f.Type)
+			}
+		}
+	}
 }
 
 func decodeError(err error) error {
@@ -84,8 +304,11 @@ func decodeError(err error) error {
 		syntax *json.SyntaxError
 		typ    *json.UnmarshalTypeError
 		mbe    *http.MaxBytesError
+		own    *Error
 	)
 	switch {
+	case errors.As(err, &own):
+		return own
 	case errors.As(err, &mbe):
 		return &Error{Status: http.StatusRequestEntityTooLarge,
 			Message: fmt.Sprintf("request body exceeds the limit of %d bytes", mbe.Limit), Cause: err}
@@ -125,4 +348,22 @@ func jsonKind(kind string) string {
 	default:
 		return "a " + kind
 	}
+}
+
+// IntegralNumber parses a JSON number that is an integer in the sense of
+// JSON Schema ("type: integer"): 42, 42.0 and 4.2e1 are 42. ok is false
+// for a fraction, a non-number or a value outside int64.
+func IntegralNumber(s string) (n int64, ok bool) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, true
+	}
+	f, _, err := big.ParseFloat(s, 10, 1024, big.ToNearestEven)
+	if err != nil || !f.IsInt() {
+		return 0, false
+	}
+	i, _ := f.Int(nil)
+	if !i.IsInt64() {
+		return 0, false
+	}
+	return i.Int64(), true
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,13 +67,81 @@ func NewRouter(o RouterOptions) chi.Router {
 	r.Use(logRequests(logger, o.Observe))
 	r.Use(recoverPanics)
 	r.Use(bodyLimit(limit))
+	r.Use(staticRoutesFirst(r))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		WriteJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
+		WriteJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no route for %s %s", methodForText(r.Method), Truncate(r.URL.Path, 200))})
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		// RFC 9110 (15.5.6): a 405 must name the methods the resource
+		// supports. chi drops that list when the handler is replaced, so
+		// it is computed again from the routes.
+		if allow := allowedMethods(r, req); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+		}
+		WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": fmt.Sprintf("method %s not allowed on %s", methodForText(req.Method), Truncate(req.URL.Path, 200))})
 	})
 	return r
+}
+
+// staticRoutesFirst answers 405 to a request whose path is a static
+// route's (POST /events/batch) but whose method only a pattern route has
+// (GET /events/{id}): chi would hand it to the pattern, and GET
+// /events/batch would be a 404 "no event batch" instead of the 405 the
+// OpenAPI documents promise for a method a resource does not have.
+func staticRoutesFirst(routes chi.Routes) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if allow := allowedMethods(routes, req); len(allow) > 0 && !slices.Contains(allow, req.Method) {
+				w.Header().Set("Allow", strings.Join(allow, ", "))
+				WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": fmt.Sprintf("method %s not allowed on %s", methodForText(req.Method), Truncate(req.URL.Path, 200))})
+				return
+			}
+			next.ServeHTTP(w, req)
+		})
+	}
+}
+
+// allowMethods are the methods allowedMethods tries, in the order an Allow
+// header lists them.
+var allowMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+	http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// allowedMethods returns the methods routes has a handler for at req's
+// path.
+func allowedMethods(routes chi.Routes, req *http.Request) []string {
+	path := req.URL.RawPath
+	if path == "" {
+		path = req.URL.Path
+	}
+	// A static route beats a pattern: POST /events/batch and GET
+	// /events/{id} both match "/events/batch", but only the first is
+	// that resource. Keep the methods of the routes with fewest
+	// parameters.
+	var out []string
+	fewest := -1
+	for _, m := range allowMethods {
+		rctx := chi.NewRouteContext()
+		if !routes.Match(rctx, m, path) {
+			continue
+		}
+		n := strings.Count(rctx.RoutePattern(), "{") + strings.Count(rctx.RoutePattern(), "*")
+		switch {
+		case fewest < 0 || n < fewest:
+			out, fewest = []string{m}, n
+		case n == fewest:
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// methodForText is the request method as an error text quotes it: an
+// invented method can be 500 KB long, and the answer must not echo it.
+func methodForText(m string) string {
+	if len(m) > 16 {
+		return m[:16] + "..."
+	}
+	return m
 }
 
 func bodyLimit(n int64) func(http.Handler) http.Handler {

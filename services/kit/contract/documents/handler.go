@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -90,9 +91,9 @@ func (h *handlers) respondUser(w http.ResponseWriter, r *http.Request, name stri
 }
 
 func pathID(r *http.Request) (string, error) {
-	id, ok := ids.Parse(r.PathValue("id"))
+	id, ok := ids.Parse(httpapi.PathParam(r, "id"))
 	if !ok {
-		return "", httpapi.BadRequest("id %q is not a UUID", r.PathValue("id"))
+		return "", httpapi.BadRequest("id %q is not a UUID", httpapi.Truncate(httpapi.PathParam(r, "id"), 64))
 	}
 	return id, nil
 }
@@ -139,8 +140,8 @@ func checkField(name, v string, max int) error {
 	if strings.TrimSpace(v) == "" {
 		return httpapi.BadRequest("%s is required and must not be blank", name)
 	}
-	if len(v) > max {
-		return httpapi.BadRequest("%s is longer than %d bytes", name, max)
+	if utf8.RuneCountInString(v) > max {
+		return httpapi.BadRequest("%s is longer than %d characters", name, max)
 	}
 	if strings.ContainsRune(v, 0) {
 		return httpapi.BadRequest("%s may not contain U+0000", name)
@@ -237,11 +238,12 @@ func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	if in.Limit == 0 {
-		in.Limit = DefaultLimit
+	limit := DefaultLimit
+	if in.Limit != nil {
+		limit = *in.Limit
 	}
-	if in.Limit < 1 || in.Limit > MaxLimit {
-		return httpapi.BadRequest("limit must be between 1 and %d, got %d", MaxLimit, in.Limit)
+	if limit < 1 || limit > MaxLimit {
+		return httpapi.BadRequest("limit must be between 1 and %d, got %d", MaxLimit, limit)
 	}
 	after := ""
 	if in.After != "" {
@@ -255,19 +257,23 @@ func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := CheckSearchLimits(query); err != nil {
-		return httpapi.BadRequest("%v", err)
+		// 422, not 400: the total of values inside arrays and the size
+		// are bounds a JSON Schema cannot state (maxItems bounds one
+		// array), so a document the schema admits can pass them; a 400
+		// would tell a client its request breaks the contract.
+		return httpapi.Errorf(http.StatusUnprocessableEntity, "%v", err)
 	}
 	var users []User
 	// One more than asked tells whether a next page exists; the backend
 	// also stops once the page is full in bytes (PageFull).
 	err = h.call(r, StatSearch, func(ctx context.Context) (err error) {
-		users, err = h.store.Search(ctx, query, after, in.Limit+1, h.maxBytes)
+		users, err = h.store.Search(ctx, query, after, limit+1, h.maxBytes)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	out := SearchResponse{Users: users[:pageLen(users, in.Limit, h.maxBytes)]}
+	out := SearchResponse{Users: users[:pageLen(users, limit, h.maxBytes)]}
 	if len(out.Users) < len(users) {
 		next := EncodeCursor(out.Users[len(out.Users)-1].ID)
 		out.Next = &next

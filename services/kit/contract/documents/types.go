@@ -1,9 +1,9 @@
 package documents
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
@@ -72,7 +72,7 @@ type FieldsPatch struct {
 // SearchRequest is the body of POST /users/search.
 type SearchRequest struct {
 	Profile json.RawMessage `json:"profile,omitempty"`
-	Limit   int             `json:"limit,omitempty"`
+	Limit   *int            `json:"limit,omitempty"`
 	After   string          `json:"after,omitempty"`
 }
 
@@ -167,20 +167,16 @@ type NewUser struct {
 // uuid order is byte order, which is the order of the lower-case text).
 func ValidID(id string) bool { return ids.Valid(id) }
 
-// EncodeCursor makes the opaque cursor that resumes after id.
-func EncodeCursor(id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("u:" + id))
-}
+// EncodeCursor makes the cursor that resumes after id: the id itself, so
+// that the document can state its format (a UUID) and a client can check
+// it. Clients should still treat it as opaque.
+func EncodeCursor(id string) string { return id }
 
 // DecodeCursor returns the id a cursor resumes after.
 func DecodeCursor(c string) (string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) < 2 || string(b[:2]) != "u:" {
-		return "", fmt.Errorf("invalid cursor %q: use the \"next\" value of a previous answer", c)
-	}
-	id, ok := ids.Parse(string(b[2:]))
+	id, ok := ids.Parse(c)
 	if !ok {
-		return "", fmt.Errorf("invalid cursor %q: use the \"next\" value of a previous answer", c)
+		return "", fmt.Errorf("invalid cursor %q: use the \"next\" value of a previous answer", httpapi.Truncate(c, 64))
 	}
 	return id, nil
 }

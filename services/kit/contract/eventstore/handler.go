@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
@@ -98,9 +99,9 @@ type handlers struct {
 }
 
 func streamParam(r *http.Request) (string, error) {
-	s := chi.URLParam(r, "stream")
+	s := httpapi.PathParam(r, "stream")
 	if !streamRE.MatchString(s) {
-		return "", httpapi.BadRequest("stream %q is not a valid stream id: 1-200 characters of A-Z a-z 0-9 _ . : -, starting with a letter or digit", s)
+		return "", httpapi.BadRequest("stream %q is not a valid stream id: 1-200 characters of A-Z a-z 0-9 _ . : -, starting with a letter or digit", httpapi.Truncate(s, 64))
 	}
 	return s, nil
 }
@@ -115,7 +116,7 @@ func ValidateEvents(events []EventData) error {
 		return httpapi.BadRequest("events holds %d events; the limit is %d per append", len(events), MaxEventsPerAppend)
 	}
 	for i, e := range events {
-		if e.Type == "" || len(e.Type) > 200 {
+		if e.Type == "" || utf8.RuneCountInString(e.Type) > 200 {
 			return httpapi.BadRequest("events[%d].type is required (1-200 characters)", i)
 		}
 		if e.Type[0] == '$' {
@@ -182,14 +183,21 @@ func (h *handlers) append(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// PositionPattern is the shape of a position every backend reports: an
+// offset ("42") or two numbers ("1222459:17"), each at most 20 digits.
+const PositionPattern = `^[0-9]{1,20}(:[0-9]{1,20})?$`
+
+var positionRE = regexp.MustCompile(PositionPattern)
+
 func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
+	vs, ok := r.URL.Query()[name]
+	if !ok {
 		return def, nil
 	}
+	v := strings.Join(vs, ",") // empty or repeated: not an integer
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < lo || n > hi {
-		return 0, httpapi.BadRequest("query parameter %s must be an integer between %d and %d, got %q", name, lo, hi, v)
+		return 0, httpapi.BadRequest("query parameter %s must be an integer between %d and %d, got %q", name, lo, hi, httpapi.Truncate(v, 64))
 	}
 	return n, nil
 }
@@ -414,12 +422,19 @@ func (s *sseWriter) dropped() error {
 func (h *handlers) subscribe(w http.ResponseWriter, r *http.Request) error {
 	// Last-Event-ID wins over ?from=: an EventSource reconnects to the
 	// same URL (its original ?from=) with the last id it received.
-	from := r.Header.Get("Last-Event-ID")
-	if from == "" {
-		from = r.URL.Query().Get("from")
+	// The shape is the contract's (PositionPattern, 400), checked for
+	// both even when one wins; whether a well-formed position is one of
+	// this backend's is the store's answer (404: kafka-eventstore's
+	// offsets are not no-kurrentdb's <xid>:<global_pos>).
+	query, header := r.URL.Query().Get("from"), r.Header.Get("Last-Event-ID")
+	for name, v := range map[string]string{"from": query, "Last-Event-ID": header} {
+		if v != "" && !positionRE.MatchString(v) {
+			return httpapi.BadRequest("%s %q is not a position: want digits, or digits:digits, as events and appends report it", name, httpapi.Truncate(v, 64))
+		}
 	}
-	if len(from) > 100 {
-		return httpapi.BadRequest("from is not a position")
+	from := header
+	if from == "" {
+		from = query
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"strconv"
 	"time"
 )
@@ -95,8 +96,9 @@ func (e *ExpectedVersion) UnmarshalJSON(b []byte) error {
 		}
 		return nil
 	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil || v < 0 {
+	// 3.0 is the integer 3 to the document's "type: integer".
+	v, ok := httpapi.IntegralNumber(string(b))
+	if !ok || v < 0 {
 		return fmt.Errorf(`expected_version must be a non-negative integer, "any" or "no_stream", got %s`, b)
 	}
 	*e = Exactly(v)

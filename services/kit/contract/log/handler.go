@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -74,21 +73,12 @@ const maxText = 200
 // validate checks one event and fills in its id and default payload; the
 // prefix names the element in a batch.
 func validate(e *NewEvent, prefix string) error {
-	e.Type = strings.TrimSpace(e.Type)
-	e.Key = strings.TrimSpace(e.Key)
-	switch {
-	case e.Type == "":
-		return httpapi.BadRequest("%stype is required", prefix)
-	case e.Key == "":
-		return httpapi.BadRequest("%skey is required", prefix)
-	case len(e.Type) > maxText:
-		return httpapi.BadRequest("%stype is longer than %d bytes", prefix, maxText)
-	case len(e.Key) > maxText:
-		return httpapi.BadRequest("%skey is longer than %d bytes", prefix, maxText)
-	case strings.ContainsRune(e.Type, 0):
-		return httpapi.BadRequest("%stype must not contain U+0000 (Postgres text rejects it)", prefix)
-	case strings.ContainsRune(e.Key, 0):
-		return httpapi.BadRequest("%skey must not contain U+0000 (Postgres text rejects it)", prefix)
+	var err error
+	if e.Type, err = httpapi.Text(prefix, "type", e.Type, maxText); err != nil {
+		return err
+	}
+	if e.Key, err = httpapi.Text(prefix, "key", e.Key, maxText); err != nil {
+		return err
 	}
 	p := bytes.TrimSpace(e.Payload)
 	if len(p) == 0 || bytes.Equal(p, []byte("null")) {
@@ -160,9 +150,9 @@ func (h *handler) postBatch(w http.ResponseWriter, r *http.Request) error {
 
 // eventID returns the path's id; a malformed one is unknown (404).
 func eventID(r *http.Request) (string, error) {
-	id, ok := ids.Parse(chi.URLParam(r, "id"))
+	id, ok := ids.Parse(httpapi.PathParam(r, "id"))
 	if !ok {
-		return "", fmt.Errorf("event %q (ids are UUIDs): %w", chi.URLParam(r, "id"), httpapi.ErrNotFound)
+		return "", fmt.Errorf("event %q (ids are UUIDs): %w", httpapi.Truncate(httpapi.PathParam(r, "id"), 64), httpapi.ErrNotFound)
 	}
 	return id, nil
 }
@@ -191,13 +181,9 @@ func (h *handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	timeout := 5 * time.Second
-	if v := r.URL.Query().Get("timeout"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 || d > MaxWait {
-			return httpapi.BadRequest("timeout must be a duration between 1ms and %v (e.g. 5s), got %q", MaxWait, v)
-		}
-		timeout = d
+	timeout, err := httpapi.DurationParam(r, "timeout", 5*time.Second, time.Millisecond, MaxWait, false)
+	if err != nil {
+		return err
 	}
 	// Woken by this instance's consumer; the periodic re-read sees a
 	// delivery another instance's consumer recorded.

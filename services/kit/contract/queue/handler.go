@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -89,14 +88,11 @@ func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 // validate checks one task and builds its NewTask; where prefixes messages
 // ("tasks[3]: ") in a batch.
 func (h *handler) validate(in TaskRequest, where string, now time.Time) (NewTask, error) {
-	kind := strings.TrimSpace(in.Kind)
+	kind, err := httpapi.Text(where, "kind", in.Kind, MaxKind)
+	if err != nil {
+		return NewTask{}, err
+	}
 	switch {
-	case kind == "":
-		return NewTask{}, httpapi.BadRequest("%skind is required (for example \"email\")", where)
-	case len(kind) > MaxKind:
-		return NewTask{}, httpapi.BadRequest("%skind is %d bytes, over the limit of %d", where, len(kind), MaxKind)
-	case strings.ContainsRune(kind, 0):
-		return NewTask{}, httpapi.BadRequest("%skind may not contain U+0000 (Postgres text cannot store it)", where)
 	case in.FailTimes < 0 || in.FailTimes > MaxFailTimes:
 		return NewTask{}, httpapi.BadRequest("%sfail_times must be between 0 and %d, got %d", where, MaxFailTimes, in.FailTimes)
 	}
@@ -167,9 +163,9 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) error {
 }
 
 func taskID(r *http.Request) (string, error) {
-	id, ok := ids.Parse(chi.URLParam(r, "id"))
+	id, ok := ids.Parse(httpapi.PathParam(r, "id"))
 	if !ok {
-		return "", fmt.Errorf("task %q: %w", chi.URLParam(r, "id"), httpapi.ErrNotFound)
+		return "", fmt.Errorf("task %q: %w", httpapi.Truncate(httpapi.PathParam(r, "id"), 64), httpapi.ErrNotFound)
 	}
 	return id, nil
 }
@@ -196,32 +192,12 @@ type WaitTimeout struct {
 	Error string `json:"error"`
 }
 
-// parseWait reads ?timeout= as a Go duration ("5s", "250ms") or a number
-// of seconds.
-func parseWait(s string) (time.Duration, error) {
-	if s == "" {
-		return DefaultWait, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		n, nerr := strconv.ParseFloat(s, 64)
-		if nerr != nil {
-			return 0, httpapi.BadRequest("timeout %q is not a duration (examples: 5s, 500ms)", s)
-		}
-		d = time.Duration(n * float64(time.Second))
-	}
-	if d <= 0 || d > MaxWait {
-		return 0, httpapi.BadRequest("timeout must be between 1ms and %v, got %v", MaxWait, d)
-	}
-	return d, nil
-}
-
 func (h *handler) wait(w http.ResponseWriter, r *http.Request) error {
 	id, err := taskID(r)
 	if err != nil {
 		return err
 	}
-	timeout, err := parseWait(r.URL.Query().Get("timeout"))
+	timeout, err := httpapi.DurationParam(r, "timeout", DefaultWait, time.Millisecond, MaxWait, true)
 	if err != nil {
 		return err
 	}
@@ -256,15 +232,18 @@ var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
 
 func (h *handler) pay(w http.ResponseWriter, r *http.Request) error {
 	fault := false
-	switch f := r.URL.Query().Get("fault"); f {
-	case "":
-	case "between":
+	// Present means present: ?fault= (empty) or a repeated parameter is
+	// not the enum's one value, and is refused like any other.
+	if fs, ok := r.URL.Query()["fault"]; ok {
+		if len(fs) != 1 || fs[0] != "between" {
+			return httpapi.BadRequest("unknown fault %q (the only one is \"between\": crash between the payment insert and the enqueue)", httpapi.Truncate(strings.Join(fs, "&"), 64))
+		}
 		if !h.o.Faults {
-			return httpapi.BadRequest("fault injection is off; start the service with FAULTS=true to use ?fault=between")
+			// A valid request the service is configured to refuse: 403,
+			// not 400 (nothing is wrong with the request).
+			return httpapi.Errorf(http.StatusForbidden, "fault injection is off; start the service with FAULTS=true to use ?fault=between")
 		}
 		fault = true
-	default:
-		return httpapi.BadRequest("unknown fault %q (the only one is \"between\": crash between the payment insert and the enqueue)", f)
 	}
 	var in PaymentRequest
 	if err := httpapi.DecodeJSON(r, &in); err != nil {

@@ -649,7 +649,7 @@ func numbers(n int) []any {
 
 // testSearchLimits: a search document is bounded (values inside arrays,
 // bytes) so that no backend evaluates a containment it cannot cancel; a
-// document past a bound is a 400 naming it, before the backend sees it.
+// document past a bound is a 422 naming it, before the backend sees it.
 func testSearchLimits(t *testing.T, c *client, _ side) {
 	ds := kittest.UniqueName(t, "lim")
 	u := c.create(uniqueEmail(t, "lim"), map[string]any{"ds": ds, "a": numbers(documents.MaxSearchArrayValues)})
@@ -676,8 +676,8 @@ func testSearchLimits(t *testing.T, c *client, _ side) {
 	} {
 		status, raw := c.do("POST", "/users/search", map[string]any{"profile": tc.query})
 		var e struct{ Error string }
-		if status != 400 || json.Unmarshal(raw, &e) != nil || !strings.Contains(e.Error, "limit is "+tc.limit) {
-			t.Errorf("%s: %d %.300s, want 400 naming the limit %s", tc.name, status, raw, tc.limit)
+		if status != 422 || json.Unmarshal(raw, &e) != nil || !strings.Contains(e.Error, "limit is "+tc.limit) {
+			t.Errorf("%s: %d %.300s, want 422 naming the limit %s", tc.name, status, raw, tc.limit)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -96,7 +97,7 @@ func (b *Backend) Subscribe(ctx context.Context, from string, sub eventstore.Sub
 	if from != "" {
 		p, err := strconv.ParseInt(from, 10, 64)
 		if err != nil || p < 0 {
-			return httpapi.BadRequest("from %q is not a position this service issued", from)
+			return fmt.Errorf("from %q is not a position this service issued: %w", from, httpapi.ErrNotFound)
 		}
 		next = p
 	}

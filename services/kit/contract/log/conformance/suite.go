@@ -206,7 +206,8 @@ func testBadInput(t *testing.T, tg Target) {
 		{"unknown id", "GET", "/events/01890000-0000-7000-8000-000000000000", "", ``, 404, "not found"},
 		{"wait unknown id", "GET", "/events/01890000-0000-7000-8000-000000000000/wait?timeout=1s", "", ``, 404, "not found"},
 		{"wait bad timeout", "GET", "/events/01890000-0000-7000-8000-000000000000/wait?timeout=abc", "", ``, 400, "timeout"},
-		{"wait too long", "GET", "/events/01890000-0000-7000-8000-000000000000/wait?timeout=2h", "", ``, 400, "timeout"},
+		{"wait negative timeout", "GET", "/events/01890000-0000-7000-8000-000000000000/wait?timeout=-1s", "", ``, 400, "timeout"},
+		{"wait long timeout is clamped", "GET", "/events/01890000-0000-7000-8000-000000000000/wait?timeout=2h", "", ``, 404, "not found"},
 		{"wrong method", "DELETE", "/events", "", ``, 405, "not allowed"},
 		// What Postgres text/jsonb cannot store is the client's 400, not a 5xx.
 		{"NUL in type", "POST", "/events", "", `{"type": "a\u0000b", "key": "k"}`, 400, "type must not contain U+0000"},

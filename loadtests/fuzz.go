@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// fuzzSkipped are the built services make fuzz leaves out by default, and
+// why.
+var fuzzSkipped = map[string]string{
+	"kurrentdb": "KurrentDB does not run on the native stack",
+}
+
+// fuzzMain runs the fuzz command: for each service, start it on its port
+// (plus -port-offset), run Schemathesis against its /openapi.yaml with
+// every check and phase for -seconds, stop it. It returns 1 when any run
+// failed.
+func fuzzMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fuzz", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	st := fs.String("st", "st", "the Schemathesis CLI (make fuzz installs a pinned one into .stack/)")
+	seconds := fs.Int("seconds", 60, "Schemathesis' time budget per service (its --max-time)")
+	offset := fs.Int("port-offset", 0, "added to every service's default port (to run beside services of your own)")
+	logDir := fs.String("logs", filepath.Join(os.TempDir(), "wpe-fuzz-logs"), "folder for the services' logs and Schemathesis' reports")
+	only := fs.String("services", "", "comma-separated services to fuzz (default: every built service that runs here)")
+	workers := fs.Int("workers", 1, "Schemathesis workers per service")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	names := fuzzTargets(*only)
+	if strings.ContainsRune(*st, os.PathSeparator) {
+		// Schemathesis runs in .stack/fuzz: a relative path would miss.
+		if abs, err := filepath.Abs(*st); err == nil {
+			*st = abs
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root, err := launch.Root()
+	if err != nil {
+		fmt.Fprintln(stderr, "fuzz:", err)
+		return 1
+	}
+	l, err := launch.New(root, *logDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "fuzz:", err)
+		return 1
+	}
+	defer func() { _ = l.StopAll(30 * time.Second) }()
+	if err := l.Build(ctx, names...); err != nil {
+		fmt.Fprintln(stderr, "fuzz:", err)
+		return 1
+	}
+	var failed []string
+	for _, name := range names {
+		if err := fuzzOne(ctx, l, root, name, *st, *seconds, *offset, *workers, *logDir, stdout); err != nil {
+			fmt.Fprintf(stderr, "fuzz %s: %v\n", name, err)
+			failed = append(failed, name)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(stderr, "fuzz: Schemathesis failed on %s (reports and service logs in %s)\n", strings.Join(failed, ", "), *logDir)
+		return 1
+	}
+	fmt.Fprintf(stdout, "fuzz: no failures on %s\n", strings.Join(names, ", "))
+	return 0
+}
+
+// fuzzTargets is the -services list, or every built service but
+// fuzzSkipped.
+func fuzzTargets(only string) []string {
+	var names []string
+	if only != "" {
+		for n := range strings.SplitSeq(only, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+		return names
+	}
+	for _, s := range pairs.Built() {
+		if _, skip := fuzzSkipped[s.Name]; !skip {
+			names = append(names, s.Name)
+		}
+	}
+	return names
+}
+
+func fuzzOne(ctx context.Context, l *launch.Launcher, root, name, st string, seconds, offset, workers int, logDir string, stdout io.Writer) error {
+	s, ok := pairs.Lookup(name)
+	if !ok || s.Planned {
+		return fmt.Errorf("no built service %q", name)
+	}
+	port := s.Port + offset
+	fmt.Fprintf(stdout, "== fuzz %s on :%d for %ds\n", name, port, seconds)
+	if _, err := l.Start(ctx, name, port, nil, 90*time.Second); err != nil {
+		return err
+	}
+	defer func() { _ = l.Stop(name, 30*time.Second) }()
+	report := filepath.Join(logDir, name+"-schemathesis")
+	// Every check, every phase (examples, coverage, fuzzing, stateful):
+	// Schemathesis' defaults, spelled out so that a newer default cannot
+	// narrow the run unnoticed. One worker: two cores are shared with the
+	// services and their servers.
+	cmd := exec.CommandContext(ctx, st, "--config-file", filepath.Join(root, "scripts", "schemathesis.toml"),
+		"run", fmt.Sprintf("http://127.0.0.1:%d/openapi.yaml", port),
+		"--checks", "all",
+		"--phases", "examples,coverage,fuzzing,stateful",
+		"--max-time", strconv.Itoa(seconds),
+		"--workers", strconv.Itoa(workers),
+		"--request-timeout", "20",
+		"--report", "junit", "--report-dir", report,
+		"--no-color")
+	cmd.Stdout, cmd.Stderr = stdout, stdout
+	// Schemathesis keeps a cache of the failures it found (replayed
+	// first by the next run) in its working directory: .stack/fuzz,
+	// ignored by git like the rest of .stack.
+	cmd.Dir = filepath.Join(root, ".stack", "fuzz")
+	if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
+		return err
+	}
+	// The budget bounds generation; a last request or shrinking may run
+	// over, but never far.
+	cmd.WaitDelay = 10 * time.Second
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return fmt.Errorf("schemathesis exited with %d", exit.ExitCode())
+	}
+	return err
+}
