@@ -659,8 +659,11 @@ deps_apt() {
   local jv
   jv="$(java_major)"
   command -v mvn >/dev/null || need+=(maven)
+  # make fuzz installs Schemathesis into a venv: Debian's python3 needs
+  # python3-venv (ensurepip) for that.
+  python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
   if [ -n "$pgv" ] && [ "${#need[@]}" -eq 0 ] && [ "${jv:-0}" -ge 17 ]; then
-    info "apt: all packages already installed (PostgreSQL $pgv, wal2json, RabbitMQ, Redis, pgbouncer, Java $jv, Maven)"
+    info "apt: all packages already installed (PostgreSQL $pgv, wal2json, RabbitMQ, Redis, pgbouncer, Java $jv, Maven, python3-venv)"
     return
   fi
   say "apt-get update"
