@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"math/big"
 	"mime"
@@ -148,6 +149,24 @@ func findNull(v any, t reflect.Type, path string) string {
 }
 
 func nullFields(m map[string]any, t reflect.Type, path string) string {
+	for k, ft := range memberFields(m, t) {
+		if p := findNull(m[k], ft, path+"."+k); p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// memberFields yields the members of m that are fields of the struct type
+// t, with each field's type, found by their JSON names as encoding/json
+// finds them: embedded structs flattened, names matched without regard to
+// case, "-" and unexported fields left out.
+func memberFields(m map[string]any, t reflect.Type) iter.Seq2[string, reflect.Type] {
+	return func(yield func(string, reflect.Type) bool) { walkFields(m, t, yield) }
+}
+
+// walkFields is memberFields' loop; it returns false once yield has.
+func walkFields(m map[string]any, t reflect.Type, yield func(string, reflect.Type) bool) bool {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -160,8 +179,8 @@ func nullFields(m map[string]any, t reflect.Type, path string) string {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				if p := nullFields(m, ft, path); p != "" {
-					return p
+				if !walkFields(m, ft, yield) {
+					return false
 				}
 				continue
 			}
@@ -169,15 +188,13 @@ func nullFields(m map[string]any, t reflect.Type, path string) string {
 		if name == "" {
 			name = f.Name
 		}
-		for k, v := range m {
-			if strings.EqualFold(k, name) {
-				if p := findNull(v, f.Type, path+"."+k); p != "" {
-					return p
-				}
+		for k := range m {
+			if strings.EqualFold(k, name) && !yield(k, f.Type) {
+				return false
 			}
 		}
 	}
-	return ""
+	return true
 }
 
 // decodeStrict decodes body into v: one JSON value, no unknown fields.
@@ -270,32 +287,10 @@ func fixIntegers(v any, t reflect.Type) any {
 }
 
 // fixFields applies fixIntegers to the members of m that are fields of the
-// struct type t, found by their JSON names as encoding/json finds them.
+// struct type t (memberFields).
 func fixFields(m map[string]any, t reflect.Type) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || (!f.IsExported() && !f.Anonymous) {
-			continue
-		}
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				fixFields(m, ft)
-				continue
-			}
-		}
-		if name == "" {
-			name = f.Name
-		}
-		for k := range m {
-			if strings.EqualFold(k, name) {
-				m[k] = fixIntegers(m[k], f.Type)
-			}
-		}
+	for k, ft := range memberFields(m, t) {
+		m[k] = fixIntegers(m[k], ft)
 	}
 }
 
