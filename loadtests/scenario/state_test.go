@@ -52,7 +52,7 @@ func tableState(t *testing.T, st []driver.TableState, schema, table string) driv
 // every table empty, sizes back to a few pages, no dead tuples.
 func TestHistoryThenFreshStart(t *testing.T) {
 	if testing.Short() {
-		t.Skip("needs Postgres")
+		t.Skip("-short: needs the stack's Postgres (DATABASE_URL)")
 	}
 	t.Parallel()
 	const n = 2000
