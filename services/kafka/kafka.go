@@ -43,7 +43,7 @@ type backend struct {
 	maxMessageBytes int
 	// down is set by a failed produce and cleared by the next produce or
 	// probe that reaches the broker (checkBroker); lastProbe is the unix
-	// nanos of the last failed probe.
+	// nanos at which the last probe started.
 	down      atomic.Bool
 	lastProbe atomic.Int64
 }
