@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -313,4 +314,43 @@ func TestListenThroughPgBouncerFailsTheStart(t *testing.T) {
 	t.Parallel()
 	url := kittest.PostgresURL(t)
 	servicetest.RefusesDeafListen(t, build, readConfig, map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url)})
+}
+
+// TestSubscriptionOrdersXidsAsNumbers: events whose xids differ in digit
+// count (9 and 10, as the xid counter passing 9999 gives 9999 and 10000)
+// are delivered in xid order, and a cursor on the first resumes with the
+// second. Sorted as text, 10 came before 9, out of order, and a cursor
+// left on the page's last row (9) delivered 10 again.
+func TestSubscriptionOrdersXidsAsNumbers(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	schema := kittest.Schema(t, url)
+	r := start(t, schema, time.Second)
+	pool := kittest.Pool(t, url, schema)
+	ctx := kittest.Context(t, time.Minute)
+	// Explicit xids far below the watermark: both are final at once.
+	if _, err := pool.Exec(ctx, `INSERT INTO events (stream_id, version, event_type, data, xid)
+		VALUES ('tank-digits', 0, 'OxygenAdded', '{"liters":9}', '9'), ('tank-digits', 1, 'OxygenAdded', '{"liters":10}', '10')`); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	sub := sse(t, r.URL(), "")
+	for m := nextMsg(t, sub, "catch-up"); m.Event != "caught-up"; m = nextMsg(t, sub, "catch-up") {
+		if m.Event == "event" {
+			got = append(got, m.ID)
+		}
+	}
+	if want := []string{"9:1", "10:2"}; !slices.Equal(got, want) {
+		t.Fatalf("subscription from the start delivered %v, want %v (xid order)", got, want)
+	}
+	got = nil
+	sub = sse(t, r.URL(), "9:1")
+	for m := nextMsg(t, sub, "catch-up after 9:1"); m.Event != "caught-up"; m = nextMsg(t, sub, "catch-up after 9:1") {
+		if m.Event == "event" {
+			got = append(got, m.ID)
+		}
+	}
+	if want := []string{"10:2"}; !slices.Equal(got, want) {
+		t.Fatalf("subscription after 9:1 delivered %v, want %v", got, want)
+	}
 }

@@ -260,12 +260,18 @@ func parsePosition(s string) (cursor, error) {
 // (xid, global_pos) index. $4 is the watermark, taken by watermarkSQL
 // before the read, so that pendingSQL asks about exactly the rows this read
 // left out (see Subscribe).
+//
+// ORDER BY names the table's columns (events.xid): a bare "xid" would mean
+// the output column xid::text, which Postgres resolves first, and sort as
+// text ("10000" before "9999"). Every time the xid counter gained a digit,
+// a page would be delivered out of order and the cursor, left on the
+// page's last row, would step back (seen as a conformance failure in CI).
 const pageSQL = `
 SELECT stream_id, version, global_pos, xid::text, event_type, data, metadata, created_at
 FROM events
 WHERE (xid, global_pos) > ($1::text::xid8, $2::bigint)
   AND xid < $4::text::xid8
-ORDER BY xid, global_pos
+ORDER BY events.xid, events.global_pos
 LIMIT $3`
 
 // watermarkSQL is the subscription's watermark: every transaction with a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -92,5 +93,44 @@ func TestToastCompression(t *testing.T) {
 				t.Errorf("profile stored with %q, want %q", got, method)
 			}
 		})
+	}
+}
+
+// TestSearchCanWalkThePrimaryKey: the search's keyset order is the primary
+// key's, so with sorting ruled out the planner answers it by walking
+// users_pkey. Ordered by the output column id::text (a bare "ORDER BY id"
+// under "SELECT id::text"), a sort was unavoidable.
+func TestSearchCanWalkThePrimaryKey(t *testing.T) {
+	t.Parallel()
+	cfg := schemaConfig(t)
+	servicetest.Start(t, build, cfg) // migrates the schema
+	db := kittest.Pool(t, cfg.Postgres.URL, cfg.Postgres.Schema)
+	ctx := kittest.Context(t, 10*time.Second)
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SET LOCAL enable_sort = off"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN "+searchSQL, `{"plan":"pro"}`, "00000000-0000-0000-0000-000000000000", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	if strings.Contains(text, "Sort") || !strings.Contains(text, "users_pkey") {
+		t.Fatalf("search plan with enable_sort off:\n%s\nwant a walk of users_pkey and no sort", text)
 	}
 }

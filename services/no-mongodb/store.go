@@ -113,10 +113,13 @@ func (s *store) ReplaceProfile(ctx context.Context, id string, profile documents
 // (jsonb_path_ops) index, "id > $2 ORDER BY id" the primary key; the
 // planner picks (a bitmap scan of the GIN index then a sort of the
 // matches, or a walk of the primary key filtering rows when the match is
-// not selective). The zero UUID starts from the beginning.
+// not selective). The zero UUID starts from the beginning. ORDER BY names
+// the table's column (users.id): a bare "id" would mean the output column
+// id::text, which Postgres resolves first, and the sort by text rules out
+// the primary key walk.
 const searchSQL = `SELECT ` + fullCols + ` FROM users
 	WHERE profile @> $1::jsonb AND id > $2::uuid
-	ORDER BY id LIMIT $3`
+	ORDER BY users.id LIMIT $3`
 
 // Search streams the rows and stops reading at documents.PageFull, so a
 // page of multi-MB profiles is bounded in memory by SEARCH_MAX_BYTES, not
