@@ -1,0 +1,5 @@
+package experiments
+
+// crashExperiments are the experiments that crash or restart a server:
+// each on a private instance of its own.
+func crashExperiments() []Experiment { return nil }
