@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
@@ -35,7 +36,7 @@ const notifyVersionNote = "Which versions take the lock (read in src/backend/com
 	"Every version read has it: 9.x, 13+ and master after the PostgreSQL 19 rework. " +
 	"The reference's \"fixed only in PostgreSQL 19\" is contradicted by the source: the 19 change, commit 282b1cde9dedf456ecf02eb27caf086023a7bb71, " +
 	"stops waking listeners with no interest in the channel and keeps the commit lock (its direct advancement relies on it). " +
-	"Verified by measurement here on PostgreSQL 15 only; 16-19 are not measured."
+	"Verified by measurement here on PostgreSQL 15 only; 16–19 are not measured."
 
 // notifySerializes runs loadtests/raw's NOTIFY series: 1, 2, 4, 8 and 16
 // committers, each committing one-row INSERTs without pg_notify, with
@@ -78,21 +79,45 @@ func notifySerializes(ctx context.Context, env Env, size Size) (Result, error) {
 	// Committed NOTIFYs the listener never heard: each announced commits.
 	r.AckedLost = lost
 	n := raw.NotifyCommitters[len(raw.NotifyCommitters)-1]
-	none, ok1 := s.Find(raw.NotifyNone, n)
-	intx, ok2 := s.Find(raw.NotifyInTx, n)
-	deb, ok3 := s.Find(raw.NotifyDebounced, n)
-	one, ok4 := s.Find(raw.NotifyInTx, 1)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
+	series := func(mode string) (string, bool) {
+		var parts []string
+		for _, c := range raw.NotifyCommitters {
+			p, ok := s.Find(mode, c)
+			if !ok {
+				return "", false
+			}
+			parts = append(parts, num(p.TPS))
+		}
+		return strings.Join(parts, " / "), true
+	}
+	none, ok1 := series(raw.NotifyNone)
+	intx, ok2 := series(raw.NotifyInTx)
+	deb, ok3 := series(raw.NotifyDebounced)
+	pn, _ := s.Find(raw.NotifyNone, n)
+	pi, _ := s.Find(raw.NotifyInTx, n)
+	pd, _ := s.Find(raw.NotifyDebounced, n)
+	if !ok1 || !ok2 || !ok3 {
 		return r, errors.New("the series lacks a point")
 	}
-	r.Figure = fmt.Sprintf("At %d committers: %s commits/s without pg_notify, %s with pg_notify in the transaction (%s×; %s at 1 committer), %s debounced; commit p99 %s ms vs %s ms (debounced %s ms)",
-		n, num(none.TPS), num(intx.TPS), ratio(intx.TPS, none.TPS), num(one.TPS), num(deb.TPS), num(none.P99Ms), num(intx.P99Ms), num(deb.P99Ms))
+	r.Metrics["in_tx_over_none_at_16"] = pi.TPS / pn.TPS
+	r.Metrics["debounced_over_none_at_16"] = pd.TPS / pn.TPS
+	r.Figure = fmt.Sprintf("Commits/s at %s committers: without pg_notify %s; with pg_notify in the transaction %s; debounced %s. At %d committers pg_notify in the transaction gives %s× the commits/s, commit p99 %s ms vs %s ms (debounced %s ms)",
+		committers(), none, intx, deb, n, ratio(pi.TPS, pn.TPS), num(pi.P99Ms), num(pn.P99Ms), num(pd.P99Ms))
 	r.Notes = []string{
 		fmt.Sprintf("Measured on PostgreSQL %s: %s.", s.ServerVersion, s.Desc),
 		notifyVersionNote,
 		"The acknowledged-writes count is committed NOTIFYs the listening connection did not receive (in the committing transaction and debounced).",
 	}
 	return r, nil
+}
+
+// committers is "1, 2, 4, 8, 16".
+func committers() string {
+	var parts []string
+	for _, c := range raw.NotifyCommitters {
+		parts = append(parts, strconv.Itoa(c))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // num formats a figure with up to 3 significant digits, no exponent.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
 // logWriter sends an experiment's progress lines to the test log.
@@ -24,6 +25,13 @@ func (w logWriter) Write(p []byte) (int, error) {
 // measure or left a field of the table empty.
 func runSmall(t testing.TB, name string) Result {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: needs the stack's Postgres (DATABASE_URL) and pgbouncer (PGBOUNCER_URL)")
+	}
+	kittest.Server(t, "DATABASE_URL", kittest.DefaultPostgresURL)
+	if name == ListenThroughPgBouncer {
+		kittest.Server(t, "PGBOUNCER_URL", kittest.DefaultPgBouncerURL)
+	}
 	xs, err := Select([]string{name})
 	if err != nil {
 		t.Fatal(err)

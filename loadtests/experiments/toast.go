@@ -111,11 +111,13 @@ func toastRewrite(ctx context.Context, env Env, size Size) (Result, error) {
 		g := func(op string) string {
 			return kib(cells[key("pglz", sz, op)].walMin) + " / " + kib(cells[key("lz4", sz, op)].walMin)
 		}
-		parts = append(parts, fmt.Sprintf("%s: rewrite %s, || one field %s, neighbour column %s; rewrite %s / %s ms",
-			sizeName(sz), g(opRewrite), g(opFieldPatch), g(opNeighbour),
-			num(cells[key("pglz", sz, opRewrite)].msMed), num(cells[key("lz4", sz, opRewrite)].msMed)))
+		t := func(op string) string {
+			return num(cells[key("pglz", sz, op)].msMed) + " / " + num(cells[key("lz4", sz, op)].msMed) + " ms"
+		}
+		parts = append(parts, fmt.Sprintf("%s document: WAL per rewrite %s, per || patch of one field %s, per neighbour-column patch %s; time %s, %s, %s",
+			sizeName(sz), g(opRewrite), g(opFieldPatch), g(opNeighbour), t(opRewrite), t(opFieldPatch), t(opNeighbour)))
 	}
-	r.Figure = "WAL per update, pglz / lz4: " + strings.Join(parts, "; ")
+	r.Figure = "pglz / lz4. " + strings.Join(parts, ". ")
 	r.Notes = []string{
 		fmt.Sprintf("Each update %d times per size and compression on a scratch table (one row per document); documents are scenario.LargeProfile's prose sections, stored compressed at %s (pglz) and %s (lz4) for %s.",
 			reps, kib(cells[key("pglz", toastSizes[len(toastSizes)-1], opRewrite)].stored), kib(cells[key("lz4", toastSizes[len(toastSizes)-1], opRewrite)].stored), sizeName(toastSizes[len(toastSizes)-1])),
