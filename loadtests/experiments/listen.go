@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,10 +45,14 @@ func listenThroughPgBouncer(ctx context.Context, env Env, size Size) (Result, er
 		return r, fmt.Errorf("direct listener: %w", err)
 	}
 	defer direct.close()
-	bounced, err := listenCount(ctx, env.PgBouncerURL, channel)
+	// The server connection that ran LISTEN for pgbouncer's client goes
+	// back to pgbouncer's pool still LISTENing; the application_name finds
+	// it afterwards (see unlistenBounced).
+	bounced, err := listenCount(ctx, withAppName(env.PgBouncerURL, channel), channel)
 	if err != nil {
 		return r, fmt.Errorf("listener through pgbouncer: %w", err)
 	}
+	defer func() { _ = unlistenBounced(env.PostgresURL, channel) }()
 	defer bounced.close()
 	sender, err := pgx.Connect(ctx, env.PostgresURL)
 	if err != nil {
@@ -86,7 +91,7 @@ func listenThroughPgBouncer(ctx context.Context, env Env, size Size) (Result, er
 	}
 	r.Figure = fmt.Sprintf("%d notifications sent: %d received on a direct connection, %d through pgbouncer; %s", n, dn, bn, verdict)
 	r.Notes = []string{
-		"pgbouncer: the stack's, in transaction pooling mode (PGBOUNCER_URL). The notifications are sent on a direct connection, each in a transaction of its own.",
+		"pgbouncer: the stack's, in transaction pooling mode (PGBOUNCER_URL). The notifications are sent on a direct connection, each in a transaction of its own. pgbouncer drops each one arriving on the idle server connection that ran LISTEN, logging only a warning (\"got packet 'A' from server when not linked\").",
 		"The acknowledged-writes count is notifications the direct listener missed; in the services a notification is only a wake-up (the rows are the truth), so a deaf listener delays work by the poll interval but loses none.",
 	}
 	if refused {
@@ -191,6 +196,9 @@ func startDeaf(ctx context.Context, env Env) (refused bool, msg string, took tim
 	}
 	schema := uniqueName("wpe_x_deaf")
 	defer func() { _ = dropSchema(env.PostgresURL, schema) }()
+	// no-rabbitmq names its LISTEN connection (listenerName in
+	// services/no-rabbitmq/listen.go); pgbouncer passes the name on.
+	defer func() { _ = unlistenBounced(env.PostgresURL, "no-rabbitmq listen "+schema) }()
 	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
 	defer rcancel()
 	cmd := exec.CommandContext(rctx, filepath.Join(bin, listenService))
@@ -218,6 +226,35 @@ func startDeaf(ctx context.Context, env Env) (refused bool, msg string, took tim
 		return false, "", took, err
 	}
 	return false, "exited 0: " + lastLine(text), took, nil
+}
+
+// withAppName adds application_name=name to the connection URL u.
+func withAppName(u, name string) string {
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "application_name=" + url.QueryEscape(name)
+}
+
+// unlistenBounced closes the server connections pgbouncer keeps in its
+// pool that still LISTEN for a client of this experiment: those whose
+// application_name is name, idle (lent to no client), and whose last
+// statement was a LISTEN, so that no other client has used them since.
+// pgbouncer opens a new server connection when it needs one. Left alone,
+// such a connection would stay LISTENing until pgbouncer closes it (and
+// pgbouncer would log a warning for each notification it drops).
+func unlistenBounced(directURL, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, directURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE application_name = $1 AND state = 'idle' AND query ILIKE 'listen %' AND pid <> pg_backend_pid()`, name)
+	return err
 }
 
 // lastLine is the last non-empty line of s.
