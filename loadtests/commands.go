@@ -19,6 +19,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
@@ -32,7 +33,7 @@ var loadCommands = map[string]string{
 	"queue":     "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
 	"log":       "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
 	"documents": "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
-	"results":   "run queue, log, documents, the throughput scenario and the event-store bench at the make-results size, then write RESULTS.md and README.md's findings",
+	"results":   "run queue, log, documents, the throughput scenario, the event-store bench and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
 	"demo":      "drive every pair briefly and print one side-by-side table per pair",
 	"report":    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
 	"longlived": "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
@@ -519,6 +520,16 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if x.experiments {
+		env.Progress.Begin("experiments")
+		xenv := experiments.Env{PostgresURL: c.pgURL, Root: root}
+		if _, err := runExperiments(ctx, xenv, experiments.Full, experiments.All(), c.resultsDir, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintf(os.Stderr, "experiments: %v (the report will say what is missing)\n", err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
 	return writeReport(c, strings.Join(files, ","))
 }
 
@@ -698,7 +709,11 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.Write(c.out, c.chartsDir, runs, es, rr, time.Now(), rawMD); err != nil {
+	xf, xpath, err := experiments.Load(c.resultsDir)
+	if err != nil {
+		return err
+	}
+	if err := report.Write(c.out, c.chartsDir, runs, es, rr, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath))); err != nil {
 		return err
 	}
 	if c.readme != "" {

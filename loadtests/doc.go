@@ -11,11 +11,13 @@
 //	go run ./loadtests demo                         every pair briefly, one table each
 //	go run ./loadtests report [-in a.json,b.json]   RESULTS.md from results files
 //	go run ./loadtests raw [-duration 3s]           the engines' own limits, results/<id>-raw.json
+//	go run ./loadtests experiments [-size small]    the failure-mode experiments, results/<time>-experiments.json
 //
 // The load commands live in commands.go and the packages driver (pacing,
 // rounds, results files), scenario (the pairs' scenarios), launch (services
 // as child processes), versions (server versions), raw (the engines' own
-// limits, without a service) and report (tables,
+// limits, without a service), experiments (the failure-mode experiments,
+// experiments.go runs them) and report (tables,
 // RESULTS.md, charts); extras.go adds the overload points, the log pair at
 // its batch throughput and the raw limits to queue, log and results.
 // docs/loadtests.md explains them.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
@@ -22,9 +23,11 @@ import (
 // pair at fractions of its batch throughput, and the engines' raw limits.
 type extras struct {
 	overload, atThroughput, raw bool
-	rawDuration                 time.Duration
-	overloadOpts                scenario.OverloadOptions
-	atOpts                      scenario.AtThroughputOptions
+	// experiments runs the failure-mode experiments (issue 14) last.
+	experiments  bool
+	rawDuration  time.Duration
+	overloadOpts scenario.OverloadOptions
+	atOpts       scenario.AtThroughputOptions
 }
 
 // registerExtras registers the extras' flags for cmd and returns them.
@@ -41,6 +44,7 @@ func registerExtras(fs *flag.FlagSet, cmd string) *extras {
 	if cmd == "results" {
 		fs.BoolVar(&x.raw, "raw", true, "measure the engines' raw limits (no service) before the pairs")
 		fs.DurationVar(&x.rawDuration, "raw-duration", 3*time.Second, "duration of each raw loop")
+		fs.BoolVar(&x.experiments, "experiments", true, "after the event-store bench, run the failure-mode experiments at full size (go run ./loadtests experiments)")
 	}
 	return x
 }
@@ -63,6 +67,10 @@ func (x *extras) plan(steps []step, settle time.Duration) []step {
 			s.est = s.est.Add(x.atOpts.Estimate(settle))
 		}
 		out = append(out, s)
+	}
+	if x.experiments {
+		d := experiments.Estimate(experiments.All())
+		out = append(out, step{"experiments", scenario.Estimate{Typical: d, Bound: 2 * d}})
 	}
 	return out
 }

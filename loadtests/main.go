@@ -69,6 +69,8 @@ func main() {
 		os.Exit(rawMain(os.Args[2:], os.Stdout, os.Stderr))
 	case "fuzz":
 		os.Exit(fuzzMain(os.Args[2:], os.Stdout, os.Stderr))
+	case experimentsCommand:
+		os.Exit(experimentsMain(os.Args[2:], os.Stdout, os.Stderr))
 	case "-h", "--help", "help":
 		usage(os.Stdout)
 	default:
@@ -85,6 +87,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "eventstore  benches the event store trio (see loadtests/eventstore)")
 	fmt.Fprintln(w, "raw         measures the engines' own limits without a service (see loadtests/raw)")
 	fmt.Fprintln(w, "fuzz        starts each service and runs Schemathesis against its contract (make fuzz)")
+	fmt.Fprintln(w, "experiments runs the failure-mode experiments (see loadtests/experiments, docs/experiments.md)")
 	loadUsage(w)
 }
 

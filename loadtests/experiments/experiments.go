@@ -2,8 +2,18 @@ package experiments
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // SchemaVersion is the version of the experiments results file's shape.
@@ -63,6 +73,9 @@ type Result struct {
 	Notes []string `json:"notes,omitempty"`
 	// DurationS is how long the experiment ran.
 	DurationS float64 `json:"duration_s"`
+	// Error is set when the experiment could not measure (Run recorded
+	// the Experiment's error); the figure is then missing or partial.
+	Error string `json:"error,omitempty"`
 }
 
 // Experiment is one runnable failure-mode experiment.
@@ -73,16 +86,208 @@ type Experiment struct {
 	// it found it, and return an error only when it could not measure
 	// (a lost acknowledged write is a figure, not an error).
 	Run func(ctx context.Context, env Env, size Size) (Result, error)
+	// Full is its expected wall time at Full size, for the progress
+	// estimate; zero counts as DefaultEstimate.
+	Full time.Duration
 }
 
-// File is the results file of one experiments run.
+// DefaultEstimate is an experiment's expected Full wall time when it
+// declares none.
+const DefaultEstimate = 30 * time.Second
+
+// Estimate is the expected wall time of xs at Full size.
+func Estimate(xs []Experiment) time.Duration {
+	var d time.Duration
+	for _, x := range xs {
+		if x.Full > 0 {
+			d += x.Full
+		} else {
+			d += DefaultEstimate
+		}
+	}
+	return d
+}
+
+// File is the results file of one experiments run
+// (results/<UTC time>-experiments.json).
 type File struct {
+	// SchemaVersion is SchemaVersion when written; Started is when the
+	// run began (UTC).
 	SchemaVersion int       `json:"schema_version"`
 	Started       time.Time `json:"started"`
-	Results       []Result  `json:"results"`
+	// Size is the run's size ("small" or "full").
+	Size    string   `json:"size,omitempty"`
+	Results []Result `json:"results"`
 }
 
 // All returns every experiment, in the table's order.
 func All() []Experiment {
 	return append(stackExperiments(), crashExperiments()...)
+}
+
+// String is the -size spelling of s.
+func (s Size) String() string {
+	if s == Full {
+		return "full"
+	}
+	return "small"
+}
+
+// ParseSize reads "small" or "full".
+func ParseSize(s string) (Size, error) {
+	switch s {
+	case "small":
+		return Small, nil
+	case "full":
+		return Full, nil
+	}
+	return Small, fmt.Errorf("size %q: want small or full", s)
+}
+
+// WithDefaults fills the empty fields of e from the environment
+// (DATABASE_URL, PGBOUNCER_URL, RABBITMQ_URL, KAFKA_BROKERS) or the
+// stack's defaults, and Root from the working directory.
+func (e Env) WithDefaults() Env {
+	if e.PostgresURL == "" {
+		e.PostgresURL = envOr("DATABASE_URL", pairs.DefaultPostgresURL)
+	}
+	if e.PgBouncerURL == "" {
+		e.PgBouncerURL = envOr("PGBOUNCER_URL", pairs.DefaultPgBouncerURL)
+	}
+	if e.RabbitMQURL == "" {
+		e.RabbitMQURL = envOr("RABBITMQ_URL", pairs.DefaultRabbitMQURL)
+	}
+	if len(e.KafkaBrokers) == 0 {
+		e.KafkaBrokers = strings.Split(envOr("KAFKA_BROKERS", pairs.DefaultKafkaBrokers), ",")
+	}
+	if e.Root == "" {
+		if root, err := launch.Root(); err == nil {
+			e.Root = root
+		}
+	}
+	return e
+}
+
+// logf writes one progress line to e.Out.
+func (e Env) logf(format string, args ...any) {
+	if e.Out != nil {
+		fmt.Fprintf(e.Out, format+"\n", args...)
+	}
+}
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+// Select returns the experiments named in only (every one when only is
+// empty), in All's order, or an error naming an unknown name.
+func Select(only []string) ([]Experiment, error) {
+	all := All()
+	if len(only) == 0 {
+		return all, nil
+	}
+	known := map[string]bool{}
+	for _, x := range all {
+		known[x.Name] = true
+	}
+	for _, n := range only {
+		if !known[n] {
+			var names []string
+			for _, x := range all {
+				names = append(names, x.Name)
+			}
+			return nil, fmt.Errorf("unknown experiment %q (known: %s)", n, strings.Join(names, ", "))
+		}
+	}
+	var out []Experiment
+	for _, x := range all {
+		if slices.Contains(only, x.Name) {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// Run runs xs in turn at size. An experiment that could not measure is
+// recorded with its error in Notes (its AckedLost -1) and the others
+// still run; only a cancelled ctx stops the run early.
+func Run(ctx context.Context, env Env, size Size, xs []Experiment) (File, error) {
+	env = env.WithDefaults()
+	f := File{SchemaVersion: SchemaVersion, Started: time.Now().UTC(), Size: size.String()}
+	for _, x := range xs {
+		if err := ctx.Err(); err != nil {
+			return f, err
+		}
+		env.logf("experiment %s: running (%s)", x.Name, size)
+		t0 := time.Now()
+		r, err := x.Run(ctx, env, size)
+		r.Name = x.Name
+		r.DurationS = math.Round(time.Since(t0).Seconds()*10) / 10
+		if err != nil {
+			r.Error = err.Error()
+			if r.Figure == "" {
+				r.AckedLost = -1
+			}
+			env.logf("experiment %s: could not measure: %v", x.Name, err)
+		} else {
+			env.logf("experiment %s: %s (%.1fs)", x.Name, r.Figure, r.DurationS)
+		}
+		f.Results = append(f.Results, r)
+	}
+	return f, ctx.Err()
+}
+
+// FileSuffix ends the name of every experiments results file.
+const FileSuffix = "-experiments.json"
+
+// Write writes f to dir/<UTC start time>-experiments.json and returns the
+// path.
+func Write(dir string, f File) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, f.Started.UTC().Format("20060102T150405Z")+FileSuffix)
+	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Load reads the newest dir/*-experiments.json; nil and no error when
+// there is none.
+func Load(dir string) (*File, string, error) {
+	m, _ := filepath.Glob(filepath.Join(dir, "*"+FileSuffix))
+	if len(m) == 0 {
+		return nil, "", nil
+	}
+	path := m[len(m)-1] // names start with a sortable UTC timestamp
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	var f File
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	if f.SchemaVersion != SchemaVersion {
+		return nil, "", fmt.Errorf("%s: schema %d, this driver reads %d", path, f.SchemaVersion, SchemaVersion)
+	}
+	return &f, path, nil
+}
+
+// Find returns the result named name, if f holds it.
+func (f *File) Find(name string) (Result, bool) {
+	if f == nil {
+		return Result{}, false
+	}
+	for _, r := range f.Results {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Result{}, false
 }

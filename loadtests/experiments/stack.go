@@ -1,5 +1,15 @@
 package experiments
 
+import "time"
+
 // stackExperiments are the experiments that run on the shared stack
-// without restarting any server of it.
-func stackExperiments() []Experiment { return nil }
+// without restarting any server of it: each works in a scratch schema of
+// its own (or on a channel of its own) and drops it afterwards.
+func stackExperiments() []Experiment {
+	return []Experiment{
+		{Name: NotifySerializes, Run: notifySerializes, Full: 16 * time.Second},
+		{Name: ListenThroughPgBouncer, Run: listenThroughPgBouncer, Full: 20 * time.Second},
+		{Name: CommitOrderGap, Run: commitOrderGap, Full: 15 * time.Second},
+		{Name: ToastRewrite, Run: toastRewrite, Full: 10 * time.Second},
+	}
+}

@@ -104,6 +104,12 @@ func notifyEstimate(o Options) time.Duration {
 	return time.Duration(len(NotifyModes)*len(NotifyCommitters))*(o.notifyPoint()+300*time.Millisecond) + 3*time.Second
 }
 
+// MeasureNotify runs the NOTIFY series alone (Measure runs it after the
+// loops): every mode at every count of NotifyCommitters, each point
+// o.Duration/2, on a scratch schema named after o.Name. The experiments'
+// notify-serializes-commits reuses it.
+func MeasureNotify(ctx context.Context, o Options) *NotifySeries { return measureNotify(ctx, o) }
+
 // measureNotify runs the NOTIFY series: for each count of committers and
 // each mode, o.notifyPoint() of one-row commits on a logged scratch
 // table, while one connection LISTENs on the channel notified.

@@ -1,0 +1,274 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
+)
+
+// listenService is the LISTEN user started with its LISTEN URL on
+// pgbouncer.
+const listenService = "no-rabbitmq"
+
+// listenThroughPgBouncer LISTENs on one channel twice, on a direct
+// connection and through the stack's pgbouncer (transaction pooling),
+// sends notifications on a third connection and counts what each
+// listener received; then starts no-rabbitmq with DATABASE_LISTEN_URL on
+// pgbouncer and checks that it refuses to start, naming the problem.
+func listenThroughPgBouncer(ctx context.Context, env Env, size Size) (Result, error) {
+	r := Result{
+		Title:     "LISTEN through pgbouncer in transaction mode receives nothing",
+		Happens:   "LISTEN through a transaction-mode pooler succeeds on whichever server connection ran it, which the pooler then hands to other clients: no notification reaches the listener, and a service that starts anyway runs deaf on its fallback poll.",
+		UserMust:  "Give LISTEN a direct connection (DATABASE_LISTEN_URL) and keep the pooler for the rest; the services here probe LISTEN with a NOTIFY round trip at start and after every reconnect and refuse to run deaf.",
+		AckedLost: -1,
+		Metrics:   map[string]float64{},
+	}
+	n := 100
+	if size == Full {
+		n = 1000
+	}
+	channel := uniqueName("wpe_x_listen")
+	direct, err := listenCount(ctx, env.PostgresURL, channel)
+	if err != nil {
+		return r, fmt.Errorf("direct listener: %w", err)
+	}
+	defer direct.close()
+	// The server connection that ran LISTEN for pgbouncer's client goes
+	// back to pgbouncer's pool still LISTENing; the application_name finds
+	// it afterwards (see unlistenBounced).
+	bounced, err := listenCount(ctx, withAppName(env.PgBouncerURL, channel), channel)
+	if err != nil {
+		return r, fmt.Errorf("listener through pgbouncer: %w", err)
+	}
+	defer func() { _ = unlistenBounced(env.PostgresURL, channel) }()
+	defer bounced.close()
+	sender, err := pgx.Connect(ctx, env.PostgresURL)
+	if err != nil {
+		return r, fmt.Errorf("sender: %w", err)
+	}
+	defer sender.Close(context.Background())
+	for i := range n {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := sender.Exec(sctx, "SELECT pg_notify($1, $2)", channel, fmt.Sprint(i))
+		cancel()
+		if err != nil {
+			return r, fmt.Errorf("NOTIFY: %w", err)
+		}
+	}
+	// Every notification is on the wire once its commit returned; give
+	// the listeners 2 s to read them.
+	waitCount(ctx, &direct.count, int64(n), 2*time.Second)
+	waitCount(ctx, &bounced.count, int64(n), 2*time.Second)
+	dn, bn := direct.count.Load(), bounced.count.Load()
+	r.Metrics["sent"] = float64(n)
+	r.Metrics["received_direct"] = float64(dn)
+	r.Metrics["received_pgbouncer"] = float64(bn)
+	// The direct listener's count is the one a correctly configured
+	// service relies on.
+	r.AckedLost = int64(n) - dn
+
+	refused, msg, took, err := startDeaf(ctx, env)
+	if err != nil {
+		return r, fmt.Errorf("starting %s with its LISTEN URL on pgbouncer: %w", listenService, err)
+	}
+	r.Metrics["service_refused"] = b2f(refused)
+	r.Metrics["service_exit_s"] = took.Seconds()
+	verdict := fmt.Sprintf("%s with DATABASE_LISTEN_URL on pgbouncer refused to start in %.1f s", listenService, took.Seconds())
+	if !refused {
+		verdict = fmt.Sprintf("%s with DATABASE_LISTEN_URL on pgbouncer did NOT refuse to start (%s)", listenService, msg)
+	}
+	r.Figure = fmt.Sprintf("%d notifications sent: %d received on a direct connection, %d through pgbouncer; %s", n, dn, bn, verdict)
+	r.Notes = []string{
+		"pgbouncer: the stack's, in transaction pooling mode (PGBOUNCER_URL). The notifications are sent on a direct connection, each in a transaction of its own. pgbouncer drops each one arriving on the idle server connection that ran LISTEN, logging only a warning (\"got packet 'A' from server when not linked\").",
+		"The acknowledged-writes count is notifications the direct listener missed; in the services a notification is only a wake-up (the rows are the truth), so a deaf listener delays work by the poll interval but loses none.",
+	}
+	if refused {
+		r.Notes = append(r.Notes, "The refusal names the problem: "+msg)
+	}
+	return r, nil
+}
+
+// counter is a connection LISTENing on a channel and counting what it
+// receives.
+type counter struct {
+	conn   *pgx.Conn
+	count  atomic.Int64
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// listenCount connects to url, LISTENs on channel and counts
+// notifications until close.
+func listenCount(ctx context.Context, url, channel string) (*counter, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnectTimeout = 5 * time.Second
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err = conn.Exec(lctx, "LISTEN "+pgx.Identifier{channel}.Sanitize())
+	lcancel()
+	if err != nil {
+		_ = conn.Close(context.Background())
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	c := &counter{conn: conn, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for {
+			n, err := conn.WaitForNotification(wctx)
+			if err != nil {
+				return
+			}
+			if n.Channel == channel {
+				c.count.Add(1)
+			}
+		}
+	}()
+	return c, nil
+}
+
+func (c *counter) close() {
+	c.cancel()
+	<-c.done
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.conn.Close(cctx)
+}
+
+// waitCount waits until n holds want or d has passed.
+func waitCount(ctx context.Context, n *atomic.Int64, want int64, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for n.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// startDeaf builds listenService and starts it with its LISTEN URL on
+// pgbouncer, in a scratch schema dropped afterwards, and reports whether
+// it exited non-zero with pglisten.ErrDeaf's message, the line that says
+// so (or why not), and how long it ran. A service still running after a
+// minute is killed: it did not refuse.
+func startDeaf(ctx context.Context, env Env) (refused bool, msg string, took time.Duration, err error) {
+	if env.Root == "" {
+		return false, "", 0, errors.New("no repository root (Env.Root) to build the service from")
+	}
+	bin, err := os.MkdirTemp("", "wpe-experiments-bin-")
+	if err != nil {
+		return false, "", 0, err
+	}
+	defer os.RemoveAll(bin)
+	bctx, bcancel := context.WithTimeout(ctx, 5*time.Minute)
+	build := exec.CommandContext(bctx, "go", "build", "-o", filepath.Join(bin, listenService), "./services/"+listenService)
+	build.Dir = env.Root
+	out, err := build.CombinedOutput()
+	bcancel()
+	if err != nil {
+		return false, "", 0, fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return false, "", 0, err
+	}
+	schema := uniqueName("wpe_x_deaf")
+	defer func() { _ = dropSchema(env.PostgresURL, schema) }()
+	// no-rabbitmq names its LISTEN connection (listenerName in
+	// services/no-rabbitmq/listen.go); pgbouncer passes the name on.
+	defer func() { _ = unlistenBounced(env.PostgresURL, "no-rabbitmq listen "+schema) }()
+	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+	defer rcancel()
+	cmd := exec.CommandContext(rctx, filepath.Join(bin, listenService))
+	cmd.Env = append(os.Environ(),
+		fmt.Sprintf("ADDR=127.0.0.1:%d", port),
+		"DATABASE_URL="+env.PostgresURL,
+		"DATABASE_SCHEMA="+schema,
+		"DATABASE_LISTEN_URL="+env.PgBouncerURL,
+		"LOG_LEVEL=warn",
+	)
+	t0 := time.Now()
+	out, err = cmd.CombinedOutput()
+	took = time.Since(t0)
+	text := string(out)
+	var exit *exec.ExitError
+	switch {
+	case rctx.Err() != nil && ctx.Err() == nil:
+		return false, "still running after a minute", took, nil
+	case errors.As(err, &exit) && exit.ExitCode() > 0:
+		if i := strings.Index(text, pglisten.ErrDeaf.Error()); i >= 0 {
+			return true, pglisten.ErrDeaf.Error(), took, nil
+		}
+		return false, "exited " + fmt.Sprint(exit.ExitCode()) + " without the probe's message: " + lastLine(text), took, nil
+	case err != nil:
+		return false, "", took, err
+	}
+	return false, "exited 0: " + lastLine(text), took, nil
+}
+
+// withAppName adds application_name=name to the connection URL u.
+func withAppName(u, name string) string {
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "application_name=" + url.QueryEscape(name)
+}
+
+// unlistenBounced closes the server connections pgbouncer keeps in its
+// pool that still LISTEN for a client of this experiment: those whose
+// application_name is name, idle (lent to no client), and whose last
+// statement was a LISTEN, so that no other client has used them since.
+// pgbouncer opens a new server connection when it needs one. Left alone,
+// such a connection would stay LISTENing until pgbouncer closes it (and
+// pgbouncer would log a warning for each notification it drops).
+func unlistenBounced(directURL, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, directURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE application_name = $1 AND state = 'idle' AND query ILIKE 'listen %' AND pid <> pg_backend_pid()`, name)
+	return err
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// freePort asks the kernel for a free TCP port on 127.0.0.1.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

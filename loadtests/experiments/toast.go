@@ -1,0 +1,183 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+)
+
+// The updates toastRewrite prices, on a row whose jsonb document is
+// stored out of line (TOAST).
+const (
+	// opRewrite replaces the whole document with another of its size.
+	opRewrite = "rewrite"
+	// opFieldPatch merges one small field into the same document with ||.
+	opFieldPatch = "field_patch"
+	// opNeighbour updates a small column of the same row.
+	opNeighbour = "neighbour_patch"
+)
+
+var (
+	toastOps          = []string{opRewrite, opFieldPatch, opNeighbour}
+	toastCompressions = []string{"pglz", "lz4"}
+	toastSizes        = []int{512 << 10, 2 << 20}
+)
+
+var toastSQL = map[string]string{
+	opRewrite:    `UPDATE docs SET profile = $2::text::jsonb WHERE id = $1`,
+	opFieldPatch: `UPDATE docs SET profile = profile || jsonb_build_object('bio', $2::text) WHERE id = $1`,
+	opNeighbour:  `UPDATE docs SET name = $2 WHERE id = $1`,
+}
+
+// toastRewrite measures, for 512 KB and 2 MB documents under pglz and
+// lz4 (ALTER TABLE ... SET COMPRESSION on a scratch table), the WAL bytes
+// (pg_current_wal_lsn() differences) and the time of each kind of update:
+// a whole-document rewrite, a || patch of one field inside the same
+// document, and a patch of a neighbour column.
+func toastRewrite(ctx context.Context, env Env, size Size) (Result, error) {
+	r := Result{
+		Title:     "TOAST rewrite amplification",
+		Happens:   "A jsonb value is immutable on disk: any change inside a large document, even a || merge of one small field, detoasts, recompresses and writes the whole document again (new TOAST chunks, all in WAL); only an update of another column reuses the stored document.",
+		UserMust:  "Keep large documents out of the rows you update often: split the hot fields into columns (or a side table), patch those, and keep the large document write-once; lz4 makes each rewrite cheaper in CPU, not in kind.",
+		AckedLost: -1,
+		Metrics:   map[string]float64{},
+	}
+	reps := 3
+	if size == Full {
+		reps = 10
+	}
+	s, err := openScratch(ctx, env.PostgresURL, "toast", 2, nil)
+	if err != nil {
+		return r, err
+	}
+	defer s.Close()
+	if _, err := s.Pool.Exec(ctx, `CREATE TABLE docs (id int PRIMARY KEY, name text NOT NULL, profile jsonb NOT NULL)`); err != nil {
+		return r, err
+	}
+	type cell struct{ walMed, walMin, msMed, stored float64 }
+	cells := map[string]cell{}
+	key := func(c string, sz int, op string) string { return c + "_" + sizeName(sz) + "_" + op }
+	id := 0
+	for _, comp := range toastCompressions {
+		if _, err := s.Pool.Exec(ctx, "ALTER TABLE docs ALTER COLUMN profile SET COMPRESSION "+comp); err != nil {
+			return r, err
+		}
+		for _, sz := range toastSizes {
+			id++
+			docs := make([]string, reps+1)
+			for i := range docs {
+				docs[i] = string(scenario.LargeProfile(sz, i))
+			}
+			if _, err := s.Pool.Exec(ctx, `INSERT INTO docs (id, name, profile) VALUES ($1, 'n', $2::text::jsonb)`, id, docs[0]); err != nil {
+				return r, err
+			}
+			var stored float64
+			if err := s.Pool.QueryRow(ctx, `SELECT pg_column_size(profile) FROM docs WHERE id = $1`, id).Scan(&stored); err != nil {
+				return r, err
+			}
+			for _, op := range toastOps {
+				var wal, ms []float64
+				for i := range reps {
+					arg := "v" + strconv.Itoa(i)
+					if op == opRewrite {
+						arg = docs[i+1]
+					}
+					w, d, err := walOf(ctx, s.Pool, toastSQL[op], id, arg)
+					if err != nil {
+						return r, fmt.Errorf("%s %s %s: %w", comp, sizeName(sz), op, err)
+					}
+					wal, ms = append(wal, float64(w)), append(ms, float64(d.Microseconds())/1000)
+				}
+				c := cell{walMed: median(wal), walMin: slices.Min(wal), msMed: median(ms), stored: stored}
+				cells[key(comp, sz, op)] = c
+				k := key(comp, sz, op)
+				r.Metrics["wal_bytes_"+k] = c.walMed
+				r.Metrics["wal_bytes_min_"+k] = c.walMin
+				r.Metrics["ms_"+k] = c.msMed
+				env.logf("toast-rewrite %s %s %s: WAL %s (min %s), %.2f ms", comp, sizeName(sz), op, kib(c.walMed), kib(c.walMin), c.msMed)
+			}
+			r.Metrics["stored_bytes_"+comp+"_"+sizeName(sz)] = stored
+		}
+	}
+	var parts []string
+	for _, sz := range toastSizes {
+		g := func(op string) string {
+			return kib(cells[key("pglz", sz, op)].walMin) + " / " + kib(cells[key("lz4", sz, op)].walMin)
+		}
+		t := func(op string) string {
+			return num(cells[key("pglz", sz, op)].msMed) + " / " + num(cells[key("lz4", sz, op)].msMed) + " ms"
+		}
+		parts = append(parts, fmt.Sprintf("%s document: WAL per rewrite %s, per || patch of one field %s, per neighbour-column patch %s; time %s, %s, %s",
+			sizeName(sz), g(opRewrite), g(opFieldPatch), g(opNeighbour), t(opRewrite), t(opFieldPatch), t(opNeighbour)))
+	}
+	r.Figure = "pglz / lz4. " + strings.Join(parts, ". ")
+	r.Notes = []string{
+		fmt.Sprintf("Each update %d times per size and compression on a scratch table (one row per document); documents are scenario.LargeProfile's prose sections, stored compressed at %s (pglz) and %s (lz4) for %s.",
+			reps, kib(cells[key("pglz", toastSizes[len(toastSizes)-1], opRewrite)].stored), kib(cells[key("lz4", toastSizes[len(toastSizes)-1], opRewrite)].stored), sizeName(toastSizes[len(toastSizes)-1])),
+		"WAL bytes are pg_current_wal_lsn() differences around each update on the same connection: cluster-wide, so others' writes count too; the figure takes the smallest of the repetitions (the least disturbed), the metrics also hold the median. Times are the median.",
+	}
+	return r, nil
+}
+
+// walOf runs sql with id and arg and returns the WAL written meanwhile
+// and the statement's time.
+func walOf(ctx context.Context, pool *pgxpool.Pool, sql string, id int, arg string) (int64, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Release()
+	const lsn = `SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint`
+	var before, after int64
+	if err := conn.QueryRow(ctx, lsn).Scan(&before); err != nil {
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	tag, err := conn.Exec(ctx, sql, id, arg)
+	d := time.Since(t0)
+	if err != nil {
+		return 0, 0, err
+	}
+	if tag.RowsAffected() != 1 {
+		return 0, 0, fmt.Errorf("updated %d rows", tag.RowsAffected())
+	}
+	if err := conn.QueryRow(ctx, lsn).Scan(&after); err != nil {
+		return 0, 0, err
+	}
+	return after - before, d, nil
+}
+
+// median of xs (not empty).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// sizeName is "512KiB" or "2MiB".
+func sizeName(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return strconv.Itoa(n>>20) + "MiB"
+	}
+	return strconv.Itoa(n>>10) + "KiB"
+}
+
+// kib formats bytes in KiB (or B below 1 KiB).
+func kib(b float64) string {
+	if b < 1024 {
+		return num(b) + " B"
+	}
+	return num(b/1024) + " KiB"
+}

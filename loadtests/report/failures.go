@@ -1,0 +1,71 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+)
+
+// FailureModesTitle heads RESULTS.md's failure-mode section.
+const FailureModesTitle = "Failure modes"
+
+// FailureModesSection renders RESULTS.md's failure-mode section from the
+// experiments' results file f (named file in results/): one table row
+// per experiment, then each experiment's notes. With no file it is a
+// note saying how to make one, not a failure.
+func FailureModesSection(f *experiments.File, file string) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("## %s\n\n", FailureModesTitle)
+	w("Each place where Postgres ends (or where a specialist's service would lose work) as a runnable experiment on the real stack: `go run ./loadtests experiments` (part of `make results`). ")
+	w("[docs/experiments.md](docs/experiments.md) explains each one: what a user sees, why it happens, what to do. ")
+	w("The last column counts acknowledged writes (a 2xx answer, a committed transaction) missing afterwards: it must be 0 unless the experiment demonstrates a documented loss.\n\n")
+	if f == nil || len(f.Results) == 0 {
+		w("No experiments results file (`results/*%s`) was found: run `go run ./loadtests experiments`.\n", experiments.FileSuffix)
+		return b.String()
+	}
+	w("From `results/%s` (size %s, started %s).\n\n", file, orDash(f.Size), f.Started.UTC().Format("2006-01-02 15:04 MST"))
+	w("| experiment | what happens | the figure | what the user must do | acknowledged writes lost |\n|---|---|---|---|---|\n")
+	for _, r := range f.Results {
+		title := orDash(r.Title)
+		fig := r.Figure
+		switch {
+		case r.Error != "" && fig == "":
+			fig = "not measured: " + r.Error
+		case r.Error != "":
+			fig += " (incomplete: " + r.Error + ")"
+		case fig == "":
+			fig = "–"
+		}
+		w("| [**%s**](docs/experiments.md#%s) (`%s`, %ss) | %s | %s | %s | %s |\n", md(title), r.Name, r.Name, num(r.DurationS), md(orDash(r.Happens)), md(fig), md(orDash(r.UserMust)), md(LostCell(r)))
+	}
+	var notes []string
+	for _, r := range f.Results {
+		for _, n := range r.Notes {
+			notes = append(notes, fmt.Sprintf("- `%s`: %s\n", r.Name, md(n)))
+		}
+	}
+	if len(notes) > 0 {
+		w("\n%s", strings.Join(notes, ""))
+	}
+	return b.String()
+}
+
+// LostCell is the acknowledged-writes-lost cell of r: the count, marked
+// when it is a documented loss or a loss that should not happen.
+func LostCell(r experiments.Result) string {
+	n := strconv.FormatInt(r.AckedLost, 10)
+	switch {
+	case r.Error != "" && r.Figure == "":
+		return "not measured"
+	case r.AckedLost < 0:
+		return "– (writes nothing it acknowledges)"
+	case r.AckedLost > 0 && r.LossDocumented:
+		return "**" + n + " (documented loss)**"
+	case r.AckedLost > 0:
+		return "**" + n + " (a loss that must not happen)**"
+	}
+	return n
+}
