@@ -230,15 +230,24 @@ func (q *mqQueue) reconcile() {
 
 // reconcilePass publishes again the messages of one batch of stranded
 // tasks (claimStranded), in the claim's transaction: it commits the claim
-// only after every confirm. It returns how many it republished.
+// only after every confirm. It returns how many it republished. It does
+// nothing while the work queue holds ready messages.
 func (q *mqQueue) reconcilePass() (int, error) {
-	if _, err := q.session(q.stopCtx); err != nil {
+	s, err := q.session(q.stopCtx)
+	if err != nil {
+		return 0, err
+	}
+	if ready, err := q.readyMessages(s); err != nil || ready > 0 {
+		// A backlog in the broker: a task older than RECONCILE_AFTER may
+		// be waiting in it, not missing. Republishing would duplicate
+		// the backlog exactly when the consumers are behind; wait for
+		// the queue to drain.
 		return 0, err
 	}
 	ctx, cancel := context.WithTimeout(q.stopCtx, passTimeout)
 	defer cancel()
 	var n int
-	err := pgx.BeginFunc(ctx, q.relayPool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, q.relayPool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, claimStranded, q.cfg.ReconcileAfter.Microseconds(), q.cfg.ReconcileBatch)
 		if err != nil {
 			return fmt.Errorf("claim stranded tasks: %w", err)
@@ -272,4 +281,20 @@ func (q *mqQueue) reconcilePass() (int, error) {
 		q.stats.Add(CounterRepublished, int64(n))
 	}
 	return n, nil
+}
+
+// readyMessages is the work queue's count of ready messages (not those
+// delivered and unacknowledged), from a passive declare on a channel of
+// its own (a failed passive declare closes its channel).
+func (q *mqQueue) readyMessages(s *session) (int, error) {
+	ch, err := s.conn.Channel()
+	if err != nil {
+		return 0, fmt.Errorf("open channel: %w", err)
+	}
+	defer func() { _ = ch.Close() }()
+	qi, err := ch.QueueDeclarePassive(q.cfg.Queue, true, false, false, false, nil)
+	if err != nil {
+		return 0, fmt.Errorf("read the depth of %s: %w", q.cfg.Queue, err)
+	}
+	return qi.Messages, nil
 }

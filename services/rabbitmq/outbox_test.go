@@ -220,3 +220,27 @@ func TestReconcilerRepublishesStrandedRecords(t *testing.T) {
 	}
 	t.Logf("republished by instance a %d, by b %d", ca[CounterRepublished], cb[CounterRepublished])
 }
+
+// TestReconcilerWaitsForTheBrokerBacklog: while the work queue holds ready
+// messages, a record older than RECONCILE_AFTER may be waiting in it, not
+// missing, so the reconciler republishes nothing; once the queue is empty
+// it republishes the stranded records. (An API-only instance: no consumer
+// drains the queue.)
+func TestReconcilerWaitsForTheBrokerBacklog(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tg := startTarget(t, e, conformance.Settings{APIOnly: true}, map[string]string{"RECONCILE_AFTER": "1m", "RECONCILE_INTERVAL": "50ms"})
+	post(t, tg.URL(), 1, 0) // published, never consumed: one ready message
+	const n = 5
+	strand(t, tg, n, 2*time.Minute)
+	time.Sleep(500 * time.Millisecond) // ten intervals
+	if got := kittest.Counter(t, tg.URL(), CounterRepublished); got != 0 {
+		t.Fatalf("republished %d with a message ready in the queue, want 0", got)
+	}
+	if _, err := e.channel(t).QueuePurge(e.queue, false); err != nil {
+		t.Fatal(err)
+	}
+	kittest.Eventually(t, 30*time.Second, "the stranded records republished", func() bool {
+		return kittest.Counter(t, tg.URL(), CounterRepublished) == n
+	})
+}
