@@ -89,7 +89,12 @@ func rateFlags(fs *flag.FlagSet, o *scenario.RateOptions, sc scenario.RateScenar
 	fs.IntVar(&o.CeilingOpts.Rounds, "ceiling-rounds", c.Rounds, "ceiling: searches per side")
 	fs.DurationVar(&o.CeilingOpts.P99, "ceiling-p99", c.P99, "ceiling: server-side latency p99 limit")
 	variant := sc.VariantFlag()
-	fs.BoolVar(&o.Variant, variant, d.Variant, "run the "+variant+" variant (restarts the services with another environment)")
+	help := "run the " + variant + " variant (restarts the services with another environment)"
+	for _, x := range sc.Extras {
+		help += ", then the " + x.Name + " variant"
+	}
+	o.Extras = len(sc.Extras)
+	fs.BoolVar(&o.Variant, variant, d.Variant, help)
 	fs.Float64Var(&o.VariantRate, variant+"-rate", d.VariantRate, "rate of the "+variant+" variant")
 	return r
 }
@@ -372,6 +377,7 @@ func resultsLog(qo scenario.RateOptions) scenario.RateOptions {
 	lo.CeilingOpts = d.CeilingOpts
 	lo.CeilingOpts.Step, lo.CeilingOpts.Rounds, lo.CeilingOpts.Bisect = qo.CeilingOpts.Step, qo.CeilingOpts.Rounds, qo.CeilingOpts.Bisect
 	lo.VariantRate = d.VariantRate
+	lo.Extras = len(scenario.LogScenario.Extras)
 	return lo
 }
 

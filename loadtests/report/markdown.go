@@ -143,6 +143,9 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 			}
 			w("\n")
 		}
+		if r.Command == "queue" {
+			b.WriteString(OutboxSection(r))
+		}
 		if len(r.Ceilings) > 0 {
 			w("### Ceilings\n\nA step passes when: %s.\n\n", md(r.Ceilings[0].Criteria))
 			w("| service | ceiling/s, median (min–max) | per round (+: stopped at the search's maximum) |\n|---|---|---|\n")
@@ -183,6 +186,8 @@ func scenarioTitle(sc string, p *driver.Point) string {
 		return "Durability: default mode (unlogged queue table, classic queue)"
 	case "queue.durable":
 		return "Durability: QUEUE_TABLE=logged vs QUEUE_TYPE=quorum"
+	case "queue.outbox":
+		return "Outbox: rabbitmq with PUBLISH_MODE=outbox (no-rabbitmq unchanged)"
 	case "log.default":
 		return "synchronous_commit: on (default)"
 	case "log.sync_off":

@@ -24,8 +24,20 @@ type RateScenario struct {
 	// service.
 	Variant    string
 	VariantEnv map[string]map[string]string
+	// Extras are further variants measured with the variant, at its rate,
+	// after it (the queue pair's outbox): each restarts the services with
+	// its own environment.
+	Extras []Extra
 	// Defaults are the options the pair's command starts from.
 	Defaults RateOptions
+}
+
+// Extra is a further environment variant of a rate scenario: its point is
+// named <pair>.<Name> and measures both sides, each with Env[side] (a side
+// missing from Env runs with its defaults).
+type Extra struct {
+	Name string
+	Env  map[string]map[string]string
 }
 
 // VariantFlag is the command-line flag that switches the variant on or
@@ -46,9 +58,20 @@ func (s RateScenario) Validate() error {
 	if s.CeilingLatency == "" || s.Variant == "" {
 		errs = append(errs, fmt.Errorf("%s: ceiling latency and variant name are required", s.Pair.Name))
 	}
-	for svc := range s.VariantEnv {
-		if svc != s.Pair.A.Name && svc != s.Pair.B.Name {
-			errs = append(errs, fmt.Errorf("%s: variant environment for %q, not a side of the pair", s.Pair.Name, svc))
+	envs := []map[string]map[string]string{s.VariantEnv}
+	names := map[string]bool{"rate": true, "default": true, "ceiling": true, s.Variant: true}
+	for _, x := range s.Extras {
+		envs = append(envs, x.Env)
+		if x.Name == "" || names[x.Name] || len(x.Env) == 0 {
+			errs = append(errs, fmt.Errorf("%s: extra variant %q needs a name of its own and an environment", s.Pair.Name, x.Name))
+		}
+		names[x.Name] = true
+	}
+	for _, env := range envs {
+		for svc := range env {
+			if svc != s.Pair.A.Name && svc != s.Pair.B.Name {
+				errs = append(errs, fmt.Errorf("%s: variant environment for %q, not a side of the pair", s.Pair.Name, svc))
+			}
 		}
 	}
 	d := s.Defaults

@@ -61,12 +61,14 @@ func (o RateOptions) Estimate(settle time.Duration) Estimate {
 		e = e.Add(Estimate{Attacks: typical.Attacks, Typical: typical.Typical, Bound: bound.Bound})
 	}
 	if o.Variant {
-		// The default mode and the variant at one rate, each after a
-		// restart of both services and a warm-up, then back to the
-		// defaults.
-		restarts := time.Duration(3*sides) * serviceStart
-		e = e.Add(Estimate{Typical: restarts + 2*warmupTime, Bound: restarts + 2*warmupTime})
-		e = e.Add(attacks(2*o.Rounds*sides, o.Duration, settle))
+		// The default mode, the variant and the extras at one rate, each
+		// after a restart of both services and a warm-up, then back to
+		// the defaults.
+		modes := 2 + o.Extras
+		restarts := time.Duration((modes+1)*sides) * serviceStart
+		warmups := time.Duration(modes) * warmupTime
+		e = e.Add(Estimate{Typical: restarts + warmups, Bound: restarts + warmups})
+		e = e.Add(attacks(modes*o.Rounds*sides, o.Duration, settle))
 	}
 	return e
 }

@@ -20,11 +20,16 @@ type RateOptions struct {
 	// QUEUE_TYPE=quorum; SYNCHRONOUS_COMMIT=off) at VariantRate when true.
 	Variant     bool
 	VariantRate float64
+	// Extras is how many of the scenario's extra variants
+	// (RateScenario.Extras) run after the variant, at VariantRate; the
+	// commands set it from the scenario. It sizes the estimate.
+	Extras int
 }
 
 // QueueScenario is the queue pair's: POST /tasks at fixed rates, a
-// ceiling search on send→processed p99 with a flat backlog, and the
-// durable variant (logged queue tables against quorum queues).
+// ceiling search on send→processed p99 with a flat backlog, the durable
+// variant (logged queue tables against quorum queues) and, at the same
+// rate, the outbox variant (rabbitmq with PUBLISH_MODE=outbox).
 var QueueScenario = RateScenario{
 	Pair: QueuePair,
 	Load: Load{Phase: "send", Path: "/tasks", Body: func(n uint64) []byte {
@@ -39,11 +44,18 @@ var QueueScenario = RateScenario{
 		// x-queue-type).
 		"rabbitmq": {"QUEUE_TYPE": "quorum", "RABBITMQ_QUEUE": "tasks-quorum"},
 	},
+	// The outbox variant: what RabbitMQ at its most careful costs, the
+	// record and an outbox row in one transaction and a relay publishing
+	// them (the classic queue of the default mode; no-rabbitmq, whose
+	// enqueue is its own outbox already, unchanged).
+	Extras: []Extra{{Name: "outbox", Env: map[string]map[string]string{
+		"rabbitmq": {"PUBLISH_MODE": "outbox"},
+	}}},
 	Defaults: RateOptions{
 		Rates:   []float64{500, 1000, 2000, 5000},
 		Ceiling: true,
 		CeilingOpts: CeilingOptions{Start: 1000, Factor: 2, Max: 16000, Bisect: 2,
 			Step: 4 * time.Second, Rounds: 3, P99: 100 * time.Millisecond},
-		Variant: true, VariantRate: 1000,
+		Variant: true, VariantRate: 1000, Extras: 1,
 	},
 }

@@ -46,6 +46,9 @@ func (s RateScenario) Run(ctx context.Context, e *Env, run *driver.Run, o RateOp
 	if o.Variant {
 		run.Settings[s.Variant+"_env"] = s.VariantEnv
 		run.Settings[s.Variant+"_rate"] = o.VariantRate
+		for _, x := range s.Extras {
+			run.Settings[x.Name+"_env"] = x.Env
+		}
 		if err := s.variant(ctx, e, run, o); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -62,7 +65,7 @@ func (s RateScenario) Run(ctx context.Context, e *Env, run *driver.Run, o RateOp
 }
 
 // variant measures the pair at o.VariantRate in the default mode, then
-// restarted with the variant's environment.
+// restarted with the variant's environment, then with each extra's.
 func (s RateScenario) variant(ctx context.Context, e *Env, run *driver.Run, o RateOptions) error {
 	// Fail early, before measuring anything, when a service cannot be
 	// restarted by the driver.
@@ -70,17 +73,16 @@ func (s RateScenario) variant(ctx context.Context, e *Env, run *driver.Run, o Ra
 		return err
 	}
 	// The same rate in the default mode, so the two are compared within
-	// one run even when VariantRate is not one of Rates.
-	for _, mode := range []struct {
-		name string
-		env  map[string]map[string]string
-	}{{"default", nil}, {s.Variant, s.VariantEnv}} {
-		if err := e.Ensure(ctx, s.Pair.Services(), mode.env, nil); err != nil {
-			return err
+	// one run even when VariantRate is not one of Rates; the extras after
+	// the variant.
+	modes := append([]Extra{{Name: "default"}, {Name: s.Variant, Env: s.VariantEnv}}, s.Extras...)
+	for _, mode := range modes {
+		if err := e.Ensure(ctx, s.Pair.Services(), mode.Env, nil); err != nil {
+			return fmt.Errorf("%s: %w", mode.Name, err)
 		}
 		s.warmup(ctx, e)
-		if err := s.point(ctx, e, run, mode.name, o.VariantRate, o, mode.env); err != nil {
-			return err
+		if err := s.point(ctx, e, run, mode.Name, o.VariantRate, o, mode.Env); err != nil {
+			return fmt.Errorf("%s: %w", mode.Name, err)
 		}
 	}
 	return nil

@@ -6,7 +6,10 @@
 // no-rabbitmq, which serves the same contract on Postgres alone. POST
 // /tasks commits the task's record, then publishes a persistent message
 // with publisher confirms (the dual write: a crash between the two leaves a
-// recorded task that was never published). In-process workers (WORKERS)
+// recorded task that was never published, until the reconciler publishes
+// it again after RECONCILE_AFTER). With PUBLISH_MODE=outbox the record and
+// an outbox row commit in one transaction instead, and a relay publishes
+// the rows with confirms (outbox.go). In-process workers (WORKERS)
 // consume with manual acknowledgements and a prefetch (PREFETCH); the
 // deliveries and their outcomes are recorded in Postgres in batches, one
 // statement per RECORD_BATCH, and acknowledged with multiple=true. Tasks

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
@@ -59,6 +60,35 @@ const (
 	// the 16 shared connections and the pipeline waited behind them: 328
 	// tasks/s processed while 11,778/s were accepted.
 	PipelineConns = 4
+	// DefaultPublishMode is PUBLISH_MODE's default: the dual write.
+	DefaultPublishMode = PublishDualWrite
+	// DefaultReconcileAfter is RECONCILE_AFTER's default: well above a
+	// publish's confirm latency and the broker's normal backlog, so that
+	// only a message that is missing, not one merely waiting, is
+	// republished.
+	DefaultReconcileAfter = time.Minute
+	// DefaultReconcileInterval is RECONCILE_INTERVAL's default;
+	// MinReconcileInterval its smallest accepted value.
+	DefaultReconcileInterval, MinReconcileInterval = 10 * time.Second, 10 * time.Millisecond
+	// DefaultReconcileBatch is RECONCILE_BATCH's default; MaxReconcileBatch
+	// its largest accepted value.
+	DefaultReconcileBatch, MaxReconcileBatch = 500, 10000
+	// DefaultOutboxBatch is OUTBOX_BATCH's default; MaxOutboxBatch its
+	// largest accepted value.
+	DefaultOutboxBatch, MaxOutboxBatch = 256, 10000
+	// RelayConns is the size of the outbox relay's and the reconciler's
+	// own pool: each relay worker holds one connection for its claim's
+	// transaction across the publish, and the reconciler one.
+	RelayConns = relayWorkers + 1
+)
+
+// The values of PUBLISH_MODE.
+const (
+	// PublishDualWrite commits the record, then publishes.
+	PublishDualWrite = "dual-write"
+	// PublishOutbox commits the record and an outbox row in one
+	// transaction; a relay publishes the row.
+	PublishOutbox = "outbox"
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -115,6 +145,33 @@ type Config struct {
 	// what is already there. Env RECORD_LINGER; default
 	// DefaultRecordLinger, at most MaxRecordLinger.
 	RecordLinger time.Duration
+	// PublishMode is how an enqueue reaches the broker: PublishDualWrite
+	// (commit the record, then publish with confirms; the broker must be
+	// up, else 503 before anything is recorded) or PublishOutbox (the
+	// record and an outbox row commit in one transaction and the 202
+	// follows the commit; a relay publishes the outbox rows in batches
+	// with pipelined confirms and deletes them after the confirms, so
+	// writes are accepted while the broker is down). Env PUBLISH_MODE;
+	// default DefaultPublishMode.
+	PublishMode string
+	// ReconcileAfter is how long a task may stay queued and never
+	// delivered before the reconciler publishes its message again (the
+	// dual write's repair: a publish lost after its record committed);
+	// 0 turns the reconciler off. Env RECONCILE_AFTER; default
+	// DefaultReconcileAfter.
+	ReconcileAfter time.Duration
+	// ReconcileInterval is the pause between the reconciler's passes.
+	// Env RECONCILE_INTERVAL; default DefaultReconcileInterval, at least
+	// MinReconcileInterval.
+	ReconcileInterval time.Duration
+	// ReconcileBatch is the most records one reconciler statement claims
+	// (a pass claims batches until one is short). Env RECONCILE_BATCH;
+	// default DefaultReconcileBatch, 1 to MaxReconcileBatch.
+	ReconcileBatch int
+	// OutboxBatch is the most outbox rows the relay publishes per
+	// transaction (PUBLISH_MODE=outbox). Env OUTBOX_BATCH; default
+	// DefaultOutboxBatch, 1 to MaxOutboxBatch.
+	OutboxBatch int
 }
 
 var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
@@ -136,6 +193,11 @@ func readConfig(r *config.Reader) (Config, error) {
 	c.Prefetch = r.Int("PREFETCH", DefaultPrefetch)
 	c.RecordBatch = r.Int("RECORD_BATCH", DefaultRecordBatch)
 	c.RecordLinger = r.Duration("RECORD_LINGER", DefaultRecordLinger)
+	c.PublishMode = r.Enum("PUBLISH_MODE", DefaultPublishMode, PublishDualWrite, PublishOutbox)
+	c.ReconcileAfter = r.Duration("RECONCILE_AFTER", DefaultReconcileAfter)
+	c.ReconcileInterval = r.Duration("RECONCILE_INTERVAL", DefaultReconcileInterval)
+	c.ReconcileBatch = r.Int("RECONCILE_BATCH", DefaultReconcileBatch)
+	c.OutboxBatch = r.Int("OUTBOX_BATCH", DefaultOutboxBatch)
 	c.validate(r)
 	return c, r.Err()
 }
@@ -159,6 +221,18 @@ func (c Config) validate(r *config.Reader) {
 	if c.RecordLinger < 0 || c.RecordLinger > MaxRecordLinger {
 		r.Fail("RECORD_LINGER", "must be between 0 and %v, got %v", MaxRecordLinger, c.RecordLinger)
 	}
+	if c.ReconcileAfter < 0 {
+		r.Fail("RECONCILE_AFTER", "must not be negative (0 turns the reconciler off), got %v", c.ReconcileAfter)
+	}
+	if c.ReconcileInterval < MinReconcileInterval {
+		r.Fail("RECONCILE_INTERVAL", "must be at least %v, got %v", MinReconcileInterval, c.ReconcileInterval)
+	}
+	if c.ReconcileBatch < 1 || c.ReconcileBatch > MaxReconcileBatch {
+		r.Fail("RECONCILE_BATCH", "must be between 1 and %d, got %d", MaxReconcileBatch, c.ReconcileBatch)
+	}
+	if c.OutboxBatch < 1 || c.OutboxBatch > MaxOutboxBatch {
+		r.Fail("OUTBOX_BATCH", "must be between 1 and %d, got %d", MaxOutboxBatch, c.OutboxBatch)
+	}
 }
 
 // info names the service in /stats and /metrics.
@@ -179,8 +253,13 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	if err != nil {
 		return nil, nil, err
 	}
-	svc := service.New(info, cfg.HTTP, logger, queue.Latencies, queue.Counters)
+	rpool, err := pools.Reserve(ctx, "outbox relay's and reconciler's", RelayConns)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc := service.New(info, cfg.HTTP, logger, queue.Latencies, append(slices.Clone(queue.Counters), CounterRepublished, CounterRelayed))
 	q := newMQQueue(pool, ppool, cfg, svc.Stats, svc.Logger)
+	q.relayPool = rpool
 	if err := q.Start(ctx); err != nil {
 		pools.Close()
 		return nil, nil, err

@@ -83,6 +83,16 @@ type mqQueue struct {
 	// of the pipeline (each writes a whole batch), for tests.
 	deliverStatements, finishStatements atomic.Int64
 
+	// relayPool (reserved, RelayConns) serves the outbox relay and the
+	// reconciler, whose transactions stay open across a publish;
+	// relayPoke wakes a relay worker after an enqueue; background waits
+	// for both on stop. relayKills, set by tests, makes that many relay
+	// passes die after their confirms and before their commit.
+	relayPool  *pgxpool.Pool
+	relayPoke  chan struct{}
+	background sync.WaitGroup
+	relayKills atomic.Int64
+
 	stopCtx, hardCtx       context.Context
 	stopCancel, hardCancel context.CancelFunc
 	maintainDone           chan struct{}
@@ -100,6 +110,7 @@ func newMQQueue(pool, pipePool *pgxpool.Pool, cfg Config, st *stats.Recorder, lo
 		results:      make(chan result, cfg.RecordBatch),
 		pipelineDone: make(chan struct{}),
 		maintainDone: make(chan struct{}),
+		relayPoke:    make(chan struct{}, 1),
 	}
 	q.stopCtx, q.stopCancel = context.WithCancel(context.Background())
 	q.hardCtx, q.hardCancel = context.WithCancel(context.Background())
@@ -236,6 +247,7 @@ func (q *mqQueue) Start(ctx context.Context) error {
 	go func() { q.workers.Wait(); close(q.results) }()
 	go q.complete()
 	go q.maintain(s, dl)
+	q.startBackground()
 	return nil
 }
 
@@ -347,6 +359,7 @@ func (q *mqQueue) Stop(ctx context.Context) error {
 		q.stopCancel()
 		queue.AwaitOrAbort(ctx, q.maintainDone, q.hardCancel)
 		q.hardCancel()
+		q.background.Wait() // the relay and the reconciler end with stopCtx
 	})
 	return nil
 }
@@ -466,11 +479,21 @@ func (q *mqQueue) awaitBroker(ctx context.Context) error {
 	return nil
 }
 
-// Enqueue implements queue.Backend: the dual write. With a live broker
-// session (awaitBroker), the records commit, then the messages are
-// published; if the publish fails the records stay queued with no message
-// (the client got a 503 and may retry).
+// Enqueue implements queue.Backend. In outbox mode the records and their
+// outbox rows commit in one statement and the relay publishes them.
+// Otherwise it is the dual write: with a live broker session
+// (awaitBroker), the records commit, then the messages are published; if
+// the publish fails the records stay queued with no message (the client
+// got a 503 and may retry; the reconciler publishes them again after
+// RECONCILE_AFTER).
 func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
+	if q.cfg.PublishMode == PublishOutbox {
+		if err := q.enqueueToOutbox(ctx, q.pool, tasks); err != nil {
+			return postgres.MapError("record tasks and outbox rows", err)
+		}
+		q.pokeRelay()
+		return nil
+	}
 	if err := q.awaitBroker(ctx); err != nil {
 		return err
 	}
@@ -482,8 +505,22 @@ func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 
 // Pay implements queue.Backend: insert the payment (and its task's record),
 // commit, then publish. The fault returns between the commit and the
-// publish, as a crash there would: the payment is orphaned.
+// publish, as a crash there would: the payment is orphaned. In outbox
+// mode the payment, its task's record and its outbox row commit in one
+// transaction, and the fault rolls all three back (as on no-rabbitmq).
 func (q *mqQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error {
+	if q.cfg.PublishMode == PublishOutbox {
+		err := q.RecordPayment(ctx, p, func(tx pgx.Tx) error {
+			if fault {
+				return queue.ErrFaultInjected
+			}
+			return postgres.MapError("record payment task and outbox row", q.enqueueToOutbox(ctx, tx, []queue.NewTask{p.Task}))
+		})
+		if err == nil {
+			q.pokeRelay()
+		}
+		return err
+	}
 	if err := q.awaitBroker(ctx); err != nil {
 		return err
 	}

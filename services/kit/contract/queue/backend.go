@@ -18,8 +18,10 @@ var ErrFaultInjected = errors.New("fault injected between writing the payment an
 type Backend interface {
 	// Enqueue records the tasks (status queued) and hands them to the
 	// transport. no-rabbitmq does both in one transaction; rabbitmq commits
-	// the records, then publishes with confirms. It returns once the tasks
-	// are durable (committed, or confirmed by the broker).
+	// the records, then publishes with confirms (or, with
+	// PUBLISH_MODE=outbox, commits them with outbox rows that its relay
+	// publishes). It returns once the tasks are durable (committed, or
+	// confirmed by the broker).
 	Enqueue(ctx context.Context, tasks []NewTask) error
 	// Pay writes the payment row and enqueues p.Task. With fault set it
 	// stops between the two steps as a crash would (whatever that leaves

@@ -638,7 +638,8 @@ func testPaymentFault(t *testing.T, f Features, newTarget NewTarget) {
 		return
 	}
 	// The dual write: the payment committed, its task never reached the
-	// broker. Nothing will ever process it; only a reconciler could.
+	// broker. Nothing processes it until a reconciler publishes it again
+	// (rabbitmq's, after RECONCILE_AFTER: a minute by default).
 	if payments != 1 || delivered != 0 {
 		t.Fatalf("dual write: payment=%d task delivered=%d, want the orphan (payment 1, never delivered)", payments, delivered)
 	}

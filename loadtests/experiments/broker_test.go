@@ -1,0 +1,58 @@
+package experiments
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testOut writes an experiment's progress lines to the test log.
+type testOut struct{ t testing.TB }
+
+func (w testOut) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestBrokerRestart runs the broker-restart experiment small: a private
+// RabbitMQ node restarted under light load, in both publish modes. Every
+// acknowledged task is processed, dual-write answers 503 during the
+// outage, outbox mode accepts writes, and the private node is gone after.
+func TestBrokerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a private RabbitMQ node and the rabbitmq service")
+	}
+	if _, err := os.Stat("/usr/lib/rabbitmq/bin/rabbitmq-server"); err != nil {
+		t.Skip("rabbitmq-server is not installed (scripts/stack.sh deps)")
+	}
+	t.Parallel()
+	ctx := t.Context()
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "wpe-rabbit-exp-*"))
+	start := time.Now()
+	res, err := runBrokerRestart(ctx, Env{Out: testOut{t}}, Small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s (%.1f s): %s", res.Title, time.Since(start).Seconds(), res.Figure)
+	if res.AckedLost != 0 {
+		t.Errorf("%d acknowledged tasks lost", res.AckedLost)
+	}
+	m := res.Metrics
+	if m["classic.dual-write.refused_503"] == 0 {
+		t.Errorf("dual-write answered no 503 while the node was down: %v", m)
+	}
+	if m["classic.outbox.accepted_while_down"] == 0 {
+		t.Errorf("outbox mode accepted nothing while the node was down: %v", m)
+	}
+	for _, c := range brokerCases(Small) {
+		if m[c.name()+".stranded"] != 0 {
+			t.Errorf("%s: %v records left undone", c.name(), m[c.name()+".stranded"])
+		}
+	}
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "wpe-rabbit-exp-*"))
+	if len(after) > len(before) {
+		t.Errorf("the private node's directory is left: %v", after)
+	}
+}
