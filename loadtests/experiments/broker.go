@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,7 +27,9 @@ import (
 // 7): each restarts a private broker node of its own under light load.
 // Kafka's is not built yet.
 func brokerExperiments() []Experiment {
-	return []Experiment{{Name: "broker-restart", Run: runBrokerRestart}}
+	// Full: four cases, each a node restart (about 10 s for RabbitMQ to
+	// stop and start) between 5 s of load before and after.
+	return []Experiment{{Name: "broker-restart", Run: runBrokerRestart, Full: 90 * time.Second}}
 }
 
 // brokerCase is one service configuration the broker restart is tried on.
@@ -344,15 +345,6 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // rabbitNode is a private RabbitMQ node: its own node name, AMQP and

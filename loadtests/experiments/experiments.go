@@ -122,7 +122,7 @@ type File struct {
 
 // All returns every experiment, in the table's order.
 func All() []Experiment {
-	return append(stackExperiments(), crashExperiments()...)
+	return slices.Concat(stackExperiments(), crashExperiments(), brokerExperiments())
 }
 
 // String is the -size spelling of s.
