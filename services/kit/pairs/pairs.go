@@ -51,7 +51,7 @@ var All = []Service{
 	{Name: "no-kafka", Pair: "log", Side: Postgres, Backend: "postgres", Port: 8084},
 	{Name: "mongodb", Pair: "documents", Side: Specialist, Backend: "mongodb", Port: 8085},
 	{Name: "no-mongodb", Pair: "documents", Side: Postgres, Backend: "postgres", Port: 8086},
-	{Name: "redis", Pair: "cache", Side: Specialist, Backend: "redis", Port: 8087, Planned: true},
+	{Name: "redis", Pair: "cache", Side: Specialist, Backend: "redis", Port: 8087},
 	{Name: "no-redis", Pair: "cache", Side: Postgres, Backend: "postgres", Port: 8088, Planned: true},
 	{Name: "kurrentdb", Pair: "eventstore", Side: Specialist, Backend: "kurrentdb", Port: 8089},
 	{Name: "no-kurrentdb", Pair: "eventstore", Side: Postgres, Backend: "postgres", Port: 8090},
