@@ -52,7 +52,7 @@ var All = []Service{
 	{Name: "mongodb", Pair: "documents", Side: Specialist, Backend: "mongodb", Port: 8085},
 	{Name: "no-mongodb", Pair: "documents", Side: Postgres, Backend: "postgres", Port: 8086},
 	{Name: "redis", Pair: "cache", Side: Specialist, Backend: "redis", Port: 8087},
-	{Name: "no-redis", Pair: "cache", Side: Postgres, Backend: "postgres", Port: 8088, Planned: true},
+	{Name: "no-redis", Pair: "cache", Side: Postgres, Backend: "postgres", Port: 8088},
 	{Name: "kurrentdb", Pair: "eventstore", Side: Specialist, Backend: "kurrentdb", Port: 8089},
 	{Name: "no-kurrentdb", Pair: "eventstore", Side: Postgres, Backend: "postgres", Port: 8090},
 	{Name: "kafka-eventstore", Pair: "eventstore", Side: Specialist, Backend: "kafka", Port: 8091},
