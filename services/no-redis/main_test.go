@@ -88,9 +88,6 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// productURL is base's URL of product id.
-func productURL(base string, id int64) string { return fmt.Sprintf("%s/products/%d", base, id) }
-
 // TestBulkUpdateInvalidatesEveryInstance: a bulk UPDATE ... WHERE typed
 // in SQL (not through the service) reaches the local caches of two
 // instances through the trigger's NOTIFY: a few ids by name, and more
