@@ -258,21 +258,11 @@ func (h *handlers) getKV(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// ttlParam reads ?ttl=: absent is no expiry; otherwise a Go duration
-// (httpapi.DurationPattern) above zero and at most MaxTTL.
+// ttlParam reads ?ttl=: absent is no expiry; otherwise a duration
+// (httpapi.DurationPattern, a 400 if it does not match) clamped to
+// [MinTTL, MaxTTL], as every duration parameter of the project is.
 func ttlParam(r *http.Request) (time.Duration, error) {
-	vs, ok := r.URL.Query()["ttl"]
-	if !ok {
-		return 0, nil
-	}
-	d, err := httpapi.DurationParam(r, "ttl", 0, 0, MaxTTL+1, false)
-	if err != nil {
-		return 0, err
-	}
-	if d <= 0 || d > MaxTTL {
-		return 0, httpapi.BadRequest("ttl must be above 0 and at most %v, got %q", MaxTTL, httpapi.Truncate(strings.Join(vs, ","), 64))
-	}
-	return d, nil
+	return httpapi.DurationParam(r, "ttl", 0, MinTTL, MaxTTL, false)
 }
 
 func (h *handlers) putKV(w http.ResponseWriter, r *http.Request) error {

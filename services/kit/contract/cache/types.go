@@ -79,6 +79,9 @@ const (
 	DefaultBodyLimit = MaxValueBytes + 64<<10
 	// MaxKeyLen is the longest kv key.
 	MaxKeyLen = 200
+	// MinTTL and MaxTTL bound ?ttl=: a value outside is clamped, so that
+	// every value the document's pattern admits is accepted.
+	MinTTL = time.Millisecond
 	// MaxTTL is the longest ?ttl=.
 	MaxTTL = 30 * 24 * time.Hour
 	// MaxNameLen is the longest product name, in characters.
@@ -127,13 +130,17 @@ type ProductUpdate struct {
 	Stock      int64  `json:"stock"`
 }
 
-// ParseID reads a product id from a path segment: a decimal integer from
-// 1 to 2^53.
+// idRE is a product id as the OpenAPI document states it: 1 to 16
+// decimal digits, no leading zero (every such number fits an int64).
+var idRE = regexp.MustCompile(`^[1-9][0-9]{0,15}$`)
+
+// ParseID reads a product id from a path segment: 1 to 16 decimal digits
+// without a leading zero. An id no row has is a 404 later, not a 400.
 func ParseID(s string) (int64, error) {
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id < 1 || id > 1<<53 || s[0] == '0' || s[0] == '+' {
-		return 0, httpapi.BadRequest("id %q is not a product id (an integer from 1 to 2^53)", httpapi.Truncate(s, 64))
+	if !idRE.MatchString(s) {
+		return 0, httpapi.BadRequest("id %q is not a product id (1 to 16 decimal digits, no leading zero)", httpapi.Truncate(s, 64))
 	}
+	id, _ := strconv.ParseInt(s, 10, 64)
 	return id, nil
 }
 

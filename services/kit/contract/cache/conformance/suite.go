@@ -142,7 +142,7 @@ func testReadThrough(t *testing.T, s side, _ func(testing.TB) side) {
 }
 
 func testUnknown(t *testing.T, s side, _ func(testing.TB) side) {
-	for _, id := range []int64{cache.Products + 1, 1 << 53} {
+	for _, id := range []int64{cache.Products + 1, 9999999999999999} {
 		if status, _, _, raw := Get(t, fmt.Sprintf("%s/products/%d", s.URL(), id)); status != 404 {
 			t.Errorf("GET /products/%d: %d %s, want 404", id, status, raw)
 		}
@@ -236,6 +236,21 @@ func testKVExpiry(t *testing.T, s side, _ func(testing.TB) side) {
 	if status, _, _, raw := Get(t, kvURL(s, long)); status != 200 || string(raw) != `"kept"` {
 		t.Errorf("long key: %d %s", status, raw)
 	}
+	// Outside [MinTTL, MaxTTL] a ttl the pattern admits is clamped, not
+	// refused: 0s expires at once, 9999h is kept.
+	zero, huge := kittest.UniqueName(t, "zero"), kittest.UniqueName(t, "huge")
+	for key, ttl := range map[string]string{zero: "0s", huge: "9999h"} {
+		if status, raw := kittest.Do(t, http.MethodPut, kvURL(s, key)+"?ttl="+ttl, `0`, nil); status != 204 {
+			t.Fatalf("PUT ttl=%s: %d %s", ttl, status, raw)
+		}
+	}
+	kittest.Eventually(t, 10*time.Second, "the ttl=0s key to expire", func() bool {
+		status, _, _, _ := Get(t, kvURL(s, zero))
+		return status == 404
+	})
+	if status, _, _, raw := Get(t, kvURL(s, huge)); status != 200 {
+		t.Errorf("ttl=9999h key: %d %s", status, raw)
+	}
 }
 
 func testBadInput(t *testing.T, s side, _ func(testing.TB) side) {
@@ -265,7 +280,7 @@ func testBadInput(t *testing.T, s side, _ func(testing.TB) side) {
 		check("DELETE", "/kv/"+key, nil, 400)
 	}
 	key := kittest.UniqueName(t, "bad")
-	for _, ttl := range []string{"abc", "0s", "-1s", "1", "", "721h", "5s&ttl=6s"} {
+	for _, ttl := range []string{"abc", "-1s", "1", "", "5%20s", "5s&ttl=6s"} {
 		check("PUT", "/kv/"+key+"?ttl="+ttl, `1`, 400)
 	}
 	for _, body := range []string{`not json`, `{"a":`, `1 2`, ``} {
