@@ -9,7 +9,7 @@ import (
 func TestFuzzTargets(t *testing.T) {
 	t.Parallel()
 	got := fuzzTargets("")
-	want := []string{"rabbitmq", "no-rabbitmq", "kafka", "no-kafka", "mongodb", "no-mongodb", "no-kurrentdb", "kafka-eventstore"}
+	want := []string{"rabbitmq", "no-rabbitmq", "kafka", "no-kafka", "mongodb", "no-mongodb", "redis", "no-redis", "no-kurrentdb", "kafka-eventstore"}
 	if !slices.Equal(got, want) {
 		t.Errorf("fuzzTargets() = %v, want %v", got, want)
 	}

@@ -1,5 +1,5 @@
 // Package migrations embeds the goose SQL migrations of every pair, one
-// folder per pair (queue, log, documents, eventstore), each applied in the
+// folder per pair (queue, log, documents, eventstore, cache), each applied in the
 // pair's own Postgres schema. Postgres-backed services apply theirs at
 // start through kit/postgres.Migrate (goose's Provider API); `make migrate`
 // applies them from the command line (cmd/migrate).

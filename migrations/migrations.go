@@ -7,11 +7,11 @@ import (
 	"slices"
 )
 
-//go:embed queue/*.sql log/*.sql documents/*.sql eventstore/*.sql
+//go:embed queue/*.sql log/*.sql documents/*.sql eventstore/*.sql cache/*.sql
 var files embed.FS
 
 // Pairs lists the pairs that have migrations, in a stable order.
-func Pairs() []string { return []string{"queue", "log", "documents", "eventstore"} }
+func Pairs() []string { return []string{"queue", "log", "documents", "eventstore", "cache"} }
 
 // FS returns the migrations of one pair, with the files at its root as
 // goose expects.

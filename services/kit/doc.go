@@ -31,7 +31,7 @@
 //   - waiter:   wakes long polls in this process when their outcome is in.
 //   - jsonbtext: refuses in JSON what Postgres jsonb cannot store (\u0000,
 //     lone surrogates), so both sides of a pair answer it with 400.
-//   - contract: one package per pair (queue, log, documents, eventstore):
+//   - contract: one package per pair (queue, log, documents, eventstore, cache):
 //     its OpenAPI document, shared types, Backend interface and handlers;
 //     each has a conformance sub-package holding the pair's one suite, and
 //     a memory sub-package, an in-memory reference Backend that runs the

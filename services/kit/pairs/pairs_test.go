@@ -47,8 +47,8 @@ func TestLookups(t *testing.T) {
 	if len(got) != 3 || got[0].Name != "no-kurrentdb" {
 		t.Errorf("Pair(eventstore) = %v, want the Postgres side first, then two specialists", got)
 	}
-	if len(pairs.Pair("cache")) != 0 {
-		t.Error("Pair(cache) lists planned services")
+	if got := pairs.Pair("cache"); len(got) != 2 || got[0].Name != "no-redis" || got[1].Name != "redis" {
+		t.Errorf("Pair(cache) = %v, want no-redis, then redis", got)
 	}
 	for _, s := range pairs.Built() {
 		if s.Planned {

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/maypok86/otter/v2"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+// Channel is the products trigger's notification channel
+// (migrations/cache/0002); payloads are "<schema> <id>,<id>,..." or
+// "<schema> *".
+const Channel = "cache_products"
+
+// entryOverhead is added to each entry's weight: the key and value
+// headers, the expiry and otter's node, roughly.
+const entryOverhead = 96
+
+// noExpiry stands for "never" in otter's per-entry expiry.
+const noExpiry = 100 * 365 * 24 * time.Hour
+
+// item is a cached value and when it expires (zero: never).
+type item struct {
+	value   []byte
+	expires time.Time
+}
+
+// localStore is the in-process cache.Backend of ModeLocal: an otter cache
+// bounded in bytes, and a LISTEN connection through which the products
+// trigger's notifications invalidate it. It is served only while the
+// listener listens: from the moment the connection is lost until it is
+// back (and the cache flushed) Get and Set answer ErrUnavailable, so the
+// handlers bypass it to the origin rather than serve a value whose
+// invalidation may have been lost. Safe for concurrent use.
+type localStore struct {
+	c      *otter.Cache[string, item]
+	schema string
+	stats  *stats.Recorder
+	log    *slog.Logger
+	pool   *pgxpool.Pool
+	cc     *pgx.ConnConfig
+
+	listening atomic.Bool
+	listenErr atomic.Value // string: why the listener last went down
+	cancel    context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+var _ cache.Backend = (*localStore)(nil)
+
+func newLocalStore(cfg Config, pool *pgxpool.Pool, st *stats.Recorder, logger *slog.Logger) (*localStore, error) {
+	cc, err := pgx.ParseConfig(cfg.ListenURL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_LISTEN_URL: %w", err)
+	}
+	cc.ConnectTimeout = cfg.Postgres.ConnectTimeout
+	cc.RuntimeParams["application_name"] = ListenerName(cfg.Postgres.Schema)
+	l := &localStore{schema: cfg.Postgres.Schema, stats: st, log: logger.With("component", "local cache"), pool: pool, cc: cc}
+	l.c = otter.Must(&otter.Options[string, item]{
+		MaximumWeight: uint64(cfg.LocalCacheBytes),
+		Weigher: func(k string, v item) uint32 {
+			return uint32(len(k) + len(v.value) + entryOverhead)
+		},
+		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[string, item]) time.Duration {
+			if e.Value.expires.IsZero() {
+				return noExpiry
+			}
+			return max(time.Until(e.Value.expires), time.Nanosecond)
+		}),
+		OnDeletion: func(e otter.DeletionEvent[string, item]) {
+			if e.Cause == otter.CauseOverflow {
+				st.Inc(cache.CounterEvictions)
+			}
+		},
+	})
+	return l, nil
+}
+
+// ListenerName is the LISTEN connection's application_name, which shows
+// in pg_stat_activity (and lets the tests find and terminate it).
+func ListenerName(schema string) string {
+	name := "no-redis listen " + schema
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return name
+}
+
+func (l *localStore) unavailable() error {
+	return fmt.Errorf("local cache: %w: the invalidation listener is not connected (%s)", httpapi.ErrUnavailable, l.lastListenErr())
+}
+
+func (l *localStore) Get(_ context.Context, key string) ([]byte, bool, error) {
+	if !l.listening.Load() {
+		return nil, false, l.unavailable()
+	}
+	it, ok := l.c.GetIfPresent(key)
+	if !ok || !it.expires.IsZero() && !time.Now().Before(it.expires) {
+		return nil, false, nil
+	}
+	return it.value, true, nil
+}
+
+func (l *localStore) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {
+	if !l.listening.Load() {
+		return l.unavailable()
+	}
+	it := item{value: value}
+	if ttl > 0 {
+		it.expires = time.Now().Add(ttl)
+	}
+	l.c.Set(key, it)
+	return nil
+}
+
+func (l *localStore) Delete(_ context.Context, key string) error {
+	l.c.Invalidate(key)
+	return nil
+}
+
+// Close stops the listener and empties the cache.
+func (l *localStore) Close() error {
+	l.closeOnce.Do(func() {
+		if l.cancel != nil {
+			l.cancel()
+			<-l.done
+		}
+		l.c.InvalidateAll()
+	})
+	return nil
+}
+
+// flush empties the cache and counts it as one invalidation.
+func (l *localStore) flush(why string) {
+	l.c.InvalidateAll()
+	l.stats.Inc(cache.CounterInvalidations)
+	l.log.Info("local cache flushed", "why", why)
+}
+
+// start runs the listener and waits until it listens, at most d.
+func (l *localStore) start(ctx context.Context, d time.Duration) error {
+	lctx, cancel := context.WithCancel(context.Background())
+	l.cancel, l.done = cancel, make(chan struct{})
+	ln := pglisten.Listener{
+		Connect: func(ctx context.Context) (*pgx.Conn, error) {
+			conn, err := pgx.ConnectConfig(ctx, l.cc)
+			if err != nil {
+				return nil, fmt.Errorf("DATABASE_LISTEN_URL: %w", err)
+			}
+			return conn, nil
+		},
+		Channels: []string{Channel},
+		// After LISTEN: every change committed from here on is notified.
+		// On a reconnect, what changed while nobody listened is unknown:
+		// the cache was flushed when the connection was lost, and is
+		// flushed again here (values filled meanwhile were refused, but a
+		// fill that raced the loss is dropped too).
+		OnConnect: func(_ context.Context, _ *pgx.Conn, reconnect bool) error {
+			if reconnect {
+				l.flush("listener reconnected")
+			}
+			l.listening.Store(true)
+			return nil
+		},
+		OnNotification: func(_ context.Context, n *pgconn.Notification) { l.invalidate(n.Payload) },
+		OnDisconnect: func(err error, retryIn time.Duration) {
+			if l.listening.Swap(false) {
+				l.flush("listener lost")
+			}
+			l.listenErr.Store(err.Error())
+			l.log.Warn("LISTEN connection lost; bypassing the local cache until it is back", "err", err, "in", retryIn)
+		},
+		// The probe's NOTIFY goes through the pool.
+		Notify: func(ctx context.Context, channel, payload string) error {
+			_, err := l.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+			return err
+		},
+		Backoff:        backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
+		ConnectTimeout: 2 * l.cc.ConnectTimeout,
+	}
+	go func() {
+		defer close(l.done)
+		_ = ln.Run(lctx)
+		l.listening.Store(false)
+	}()
+	deadline := time.Now().Add(d)
+	for !l.listening.Load() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("no LISTEN connection within %v (DATABASE_LISTEN_URL): %s", d, l.lastListenErr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// invalidate applies one notification of the products trigger: the ids of
+// this schema's changed rows, or "*" for all.
+func (l *localStore) invalidate(payload string) {
+	schema, ids, ok := strings.Cut(payload, " ")
+	if !ok || schema != l.schema {
+		return
+	}
+	if ids == "*" {
+		l.flush("bulk change")
+		return
+	}
+	for s := range strings.SplitSeq(ids, ",") {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			l.log.Warn("bad notification payload; flushing", "payload", httpapi.Truncate(payload, 200))
+			l.flush("bad payload")
+			return
+		}
+		if _, dropped := l.c.Invalidate(cache.ProductKey(id)); dropped {
+			l.stats.Inc(cache.CounterInvalidations)
+		}
+	}
+}
+
+// listeningErr is the readiness check: nil while the listener listens.
+func (l *localStore) listeningErr() error {
+	if l.listening.Load() {
+		return nil
+	}
+	return errors.New("LISTEN connection down: " + l.lastListenErr())
+}
+
+func (l *localStore) lastListenErr() string {
+	if s, _ := l.listenErr.Load().(string); s != "" {
+		return s
+	}
+	return "no attempt finished yet"
+}

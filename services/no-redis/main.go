@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/migrations"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache/pgorigin"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+)
+
+// self is the service's row in the pair table.
+var self = pairs.Get("no-redis")
+
+// Modes and tables.
+const (
+	// ModeLocal: an in-process cache invalidated by NOTIFY.
+	ModeLocal = "local"
+	// ModeUnlogged: a table shared by every instance.
+	ModeUnlogged = "unlogged"
+	// TableUnlogged is CACHE_TABLE's UNLOGGED table, cache_kv.
+	TableUnlogged = "unlogged"
+	// TableLogged is CACHE_TABLE's WAL-logged table, cache_kv_logged.
+	TableLogged = "logged"
+)
+
+// Defaults of Config; the docs' env table (docs/cache.md) is checked
+// against them.
+const (
+	// DefaultCacheMode is CACHE_MODE's default.
+	DefaultCacheMode = ModeLocal
+	// DefaultCacheTable is CACHE_TABLE's default.
+	DefaultCacheTable = TableUnlogged
+	// DefaultLocalCacheBytes is LOCAL_CACHE_BYTES' default: the bound of
+	// the in-process cache, keys and values counted (plus entryOverhead
+	// each).
+	DefaultLocalCacheBytes = 256 << 20
+	// MinLocalCacheBytes is LOCAL_CACHE_BYTES' smallest value: a 1 MiB
+	// kv value must fit.
+	MinLocalCacheBytes = 2 << 20
+	// DefaultExpiredRetention is EXPIRED_RETENTION's default: how long
+	// after its expiry the reaper removes a row of the cache table (reads
+	// ignore it from its expiry on); 0s disables the reaper.
+	DefaultExpiredRetention = time.Minute
+)
+
+// Config is the service's configuration, read from the environment in main
+// and nowhere else.
+type Config struct {
+	// Common holds ADDR (default the pair table's port, :8088),
+	// BODY_LIMIT (default cache.DefaultBodyLimit), the HTTP timeouts,
+	// LOG_LEVEL, LOG_FORMAT and BACKEND_TIMEOUT, which bounds each
+	// Postgres call.
+	service.Common
+	// Postgres holds DATABASE_URL, DATABASE_SCHEMA (default
+	// pgorigin.DefaultSchema, the table redis caches too),
+	// DATABASE_MAX_CONNS and DATABASE_CONNECT_TIMEOUT.
+	Postgres postgres.Config
+	// Origin holds ORIGIN_WORK_MS and PRODUCT_TTL.
+	Origin pgorigin.Config
+	// Mode is ModeLocal or ModeUnlogged. Env CACHE_MODE; default
+	// DefaultCacheMode.
+	Mode string
+	// Table is the cache table of ModeUnlogged: TableUnlogged or
+	// TableLogged. Env CACHE_TABLE; default DefaultCacheTable.
+	Table string
+	// LocalCacheBytes bounds the in-process cache of ModeLocal. Env
+	// LOCAL_CACHE_BYTES; default DefaultLocalCacheBytes, at least
+	// MinLocalCacheBytes.
+	LocalCacheBytes int64
+	// ListenURL is the connection LISTEN uses (ModeLocal). It must reach
+	// Postgres directly: through pgbouncer in transaction mode LISTEN
+	// "works" and then receives nothing. Env DATABASE_LISTEN_URL; default
+	// DATABASE_URL.
+	ListenURL string
+	// Reaper paces the removal of expired rows of the cache table
+	// (ModeUnlogged): EXPIRED_RETENTION (default DefaultExpiredRetention),
+	// RETENTION_INTERVAL and RETENTION_BATCH.
+	Reaper cleaner.Config
+}
+
+// readConfig reads and validates Config; the error names every bad
+// variable.
+func readConfig(r *config.Reader) (Config, error) {
+	c := Config{
+		Common:          service.ReadCommon(r, self.Addr(), cache.DefaultBodyLimit),
+		Postgres:        postgres.ReadConfig(r, pgorigin.DefaultSchema),
+		Origin:          pgorigin.ReadConfig(r),
+		Mode:            r.Enum("CACHE_MODE", DefaultCacheMode, ModeLocal, ModeUnlogged),
+		Table:           r.Enum("CACHE_TABLE", DefaultCacheTable, TableUnlogged, TableLogged),
+		LocalCacheBytes: r.Bytes("LOCAL_CACHE_BYTES", DefaultLocalCacheBytes),
+		Reaper:          cleaner.ReadConfig(r, "EXPIRED_RETENTION", DefaultExpiredRetention),
+	}
+	c.ListenURL = r.URL("DATABASE_LISTEN_URL", c.Postgres.URL, "postgres", "postgresql")
+	if c.LocalCacheBytes < MinLocalCacheBytes {
+		r.Fail("LOCAL_CACHE_BYTES", "must be at least %d bytes, got %d", MinLocalCacheBytes, c.LocalCacheBytes)
+	}
+	return c, r.Err()
+}
+
+// info names the service in /stats and /metrics.
+var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
+
+// app is what build assembles and the tests reach into.
+type app struct {
+	svc   *service.Service
+	pool  *pgxpool.Pool
+	local *localStore // nil in ModeUnlogged
+}
+
+// assemble connects and migrates Postgres and assembles the service in
+// cfg.Mode. In ModeLocal it returns once the listener listens, so that
+// nothing is cached before invalidations can arrive.
+func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, *app, error) {
+	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("cache"), logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc := service.New(info, cfg.HTTP, logger, cache.Latencies, cache.Counters)
+	// First, so that the pool closes after every hook registered below
+	// (hooks run in reverse order).
+	postgres.Register(svc, pool)
+	a := &app{svc: svc, pool: pool}
+	var backend cache.Backend
+	var layer string
+	switch cfg.Mode {
+	case ModeLocal:
+		l, err := newLocalStore(cfg, pool, svc.Stats, logger)
+		if err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+		if err := l.start(ctx, cfg.Postgres.ConnectTimeout*2+5*time.Second); err != nil {
+			_ = l.Close()
+			pool.Close()
+			return nil, nil, err
+		}
+		a.local, backend, layer = l, l, ModeLocal
+		svc.Ready("listener", func(context.Context) error { return l.listeningErr() })
+	default:
+		t := newTableStore(pool, cfg.Table)
+		backend, layer = t, cfg.Table
+		c := cleaner.New(cfg.Reaper, svc.Stats, logger, t.reapJob())
+		c.Start()
+		svc.OnStop("reaper", c.Close)
+	}
+	svc.OnStop("cache", func(context.Context) error { return backend.Close() })
+	logger.Info("backend", "mode", cfg.Mode, "layer", layer, "local_cache_bytes", cfg.LocalCacheBytes)
+	cache.Mount(svc.Router, backend, cache.Options{
+		Stats: svc.Stats, Timeout: cfg.BackendTimeout, Layer: layer, Logger: logger,
+		Origin: pgorigin.New(pool, cfg.Origin.Work), ProductTTL: cfg.Origin.ProductTTL,
+	})
+	return svc, a, nil
+}
+
+func main() { service.Start(readConfig, service.WithoutParts(assemble)) }

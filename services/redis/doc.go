@@ -1,0 +1,16 @@
+// Command redis is the cache pair's specialist side: Redis (go-redis v9) in front of the Postgres products table.
+//
+// It serves the cache pair's REST contract on :8087, beside no-redis,
+// which serves the same contract on the other side of the comparison.
+// Settings come from environment variables (see Config); with none set it
+// uses the stack started by `make up` or `docker compose up -d`.
+//
+// Every endpoint of the contract (package contract/cache) is served by the
+// shared handlers over store, the Redis adapter: GET, SET with PX (the
+// TTL) and DEL under REDIS_KEY_PREFIX. A PUT /products/{id} updates the
+// row, then deletes its key; an UPDATE made outside the service stays
+// stale in Redis until PRODUCT_TTL ends. When Redis cannot be reached,
+// product reads are answered from Postgres with X-Cache: bypass.
+//
+//	go run ./services/redis
+package main

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache/conformance"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
+)
+
+func TestConfigDefaultsAndErrors(t *testing.T) {
+	t.Parallel()
+	c := configtest.PostgresDefaults(t, readConfig, ":8087", "cache", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
+	if c.RedisURL != DefaultRedisURL || c.KeyPrefix != DefaultKeyPrefix || c.Mode != "redis" || c.Origin.ProductTTL != cache.DefaultProductTTL {
+		t.Errorf("defaults: %+v", c)
+	}
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"CACHE_MODE": "client-side", "REDIS_URL": "http://x", "REDIS_TIMEOUT": "0s",
+		"ORIGIN_WORK_MS": "-1", "PRODUCT_TTL": "0s"}, "CACHE_MODE", "REDIS_URL", "REDIS_TIMEOUT", "ORIGIN_WORK_MS", "PRODUCT_TTL")
+}
+
+// testConfig is the service's Config on a Postgres schema and a Redis key
+// prefix of the test's own; the prefix's keys are removed when the test
+// ends.
+func testConfig(t testing.TB, env ...map[string]string) Config {
+	t.Helper()
+	url := kittest.PostgresURL(t)
+	redisURL := kittest.Server(t, "REDIS_URL", kittest.DefaultRedisURL)
+	prefix := kittest.UniqueName(t, "t") + ":"
+	t.Cleanup(func() { deletePrefix(t, redisURL, prefix) })
+	base := map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url), "REDIS_URL": redisURL, "REDIS_KEY_PREFIX": prefix}
+	return kittest.ReadConfig(t, readConfig, append([]map[string]string{base}, env...)...)
+}
+
+func deletePrefix(t testing.TB, url, prefix string) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	ctx := kittest.Context(t, 30*time.Second)
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		c.Del(ctx, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Errorf("remove the keys %s*: %v", prefix, err)
+	}
+}
+
+func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {
+	t.Parallel()
+	servicetest.CheckShared(t, build, testConfig(t), info)
+}
+
+// target is an instance and its peer on one schema and one key prefix.
+type target struct {
+	*kittest.Instance[struct{}]
+	peer *kittest.Instance[struct{}]
+}
+
+func (tg target) PeerURL() string { return tg.peer.URL() }
+
+// Crash is a Restart: a write is answered once Redis or Postgres has it.
+func (tg target) Crash(t testing.TB) { tg.Restart(t) }
+
+func startPair(t testing.TB, cfg Config) target {
+	t.Helper()
+	return target{Instance: servicetest.Start(t, build, cfg), peer: servicetest.Start(t, build, cfg)}
+}
+
+// TestConformance runs the cache pair's one suite against this service.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	conformance.Run(t, conformance.Features{SharedCache: true}, func(t testing.TB) conformance.Target {
+		return startPair(t, testConfig(t))
+	})
+}
+
+// closedPort returns an address nothing listens on: a port the kernel gave
+// and that was closed again.
+func closedPort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// checkBypass checks that with Redis unreachable a product read is a 200
+// from the origin with X-Cache: bypass, counted; a kv read is a 503.
+func checkBypass(t testing.TB, base string, id int64) {
+	t.Helper()
+	before := kittest.Counter(t, base, cache.CounterBypasses)
+	status, xc, layer, raw := conformance.Get(t, fmt.Sprintf("%s/products/%d", base, id))
+	if status != 200 || xc != cache.Bypass || layer != cache.LayerOrigin {
+		t.Fatalf("GET with Redis down: %d, X-Cache %q, layer %q: %s; want 200 bypass from the origin", status, xc, layer, raw)
+	}
+	if n := kittest.Counter(t, base, cache.CounterBypasses) - before; n < 1 {
+		t.Errorf("bypasses grew by %d", n)
+	}
+	if status, _, _, raw := conformance.Get(t, base+"/kv/somekey"); status != http.StatusServiceUnavailable {
+		t.Errorf("kv GET with Redis down: %d %s, want 503", status, raw)
+	}
+}
+
+// TestRedisUnreachableBypasses: a service whose Redis is a closed port
+// starts, and answers product reads and writes from Postgres, never a
+// 5xx for a read the origin can serve.
+func TestRedisUnreachableBypasses(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, map[string]string{"REDIS_URL": "redis://" + closedPort(t) + "/0"})
+	base := servicetest.Start(t, build, cfg).URL()
+	checkBypass(t, base, 7)
+	put := conformance.PutProduct(t, base, 7, cache.ProductUpdate{Name: "while redis is down", PriceCents: 1, Stock: 2})
+	if p, _ := conformance.GetProduct(t, base, 7); p != put {
+		t.Errorf("GET after PUT with Redis down: %+v, want %+v", p, put)
+	}
+}
+
+// TestRedisStoppedMidTest: a private redis-server (its own port and
+// directory) serves hits, is stopped, and the same product is then a
+// bypass from the origin; once a new server runs on the port the cache
+// fills again.
+func TestRedisStoppedMidTest(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("no redis-server on PATH: the private server this test stops cannot start")
+	}
+	addr := closedPort(t)
+	_, port, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	start := func() *exec.Cmd {
+		cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		kittest.Eventually(t, 10*time.Second, "the private redis-server to listen", func() bool {
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
+				_ = c.Close()
+			}
+			return err == nil
+		})
+		return cmd
+	}
+	srv := start()
+	cfg := testConfig(t, map[string]string{"REDIS_URL": "redis://" + addr + "/0"})
+	base := servicetest.Start(t, build, cfg).URL()
+	const id = 8
+	conformance.GetProduct(t, base, id)
+	if _, xc := conformance.GetProduct(t, base, id); xc != cache.Hit {
+		t.Fatalf("second GET: X-Cache %q, want hit", xc)
+	}
+	_ = srv.Process.Kill()
+	_ = srv.Wait()
+	checkBypass(t, base, id)
+	start()
+	kittest.Eventually(t, 10*time.Second, "the cache to fill again", func() bool {
+		_, xc := conformance.GetProduct(t, base, id)
+		return xc == cache.Hit
+	})
+}
+
+// TestOutOfBandUpdateStaysStaleUntilTTL documents the redis mode's
+// staleness window: an UPDATE made in SQL, not through the service, is
+// not seen until PRODUCT_TTL ends (no invalidation reaches Redis).
+func TestOutOfBandUpdateStaysStaleUntilTTL(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, map[string]string{"PRODUCT_TTL": "1s"})
+	base := servicetest.Start(t, build, cfg).URL()
+	const id = 9
+	before, _ := conformance.GetProduct(t, base, id)
+	db := kittest.Pool(t, cfg.Postgres.URL, cfg.Postgres.Schema)
+	kittest.Exec(t, db, "UPDATE products SET stock = stock + 1 WHERE id = $1", id)
+	if p, xc := conformance.GetProduct(t, base, id); xc == cache.Hit && p != before {
+		t.Errorf("a hit changed without an invalidation: %+v", p)
+	}
+	kittest.Eventually(t, 10*time.Second, "PRODUCT_TTL to end and the new stock to show", func() bool {
+		p, _ := conformance.GetProduct(t, base, id)
+		return p.Stock == before.Stock+1
+	})
+}
