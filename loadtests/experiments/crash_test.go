@@ -1,0 +1,44 @@
+package experiments
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// runCrash runs e Small against a private cluster and checks the shape
+// of its result.
+func runCrash(t *testing.T, e Experiment) Result {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: crash experiments build services and run a private Postgres")
+	}
+	if _, err := pgBindir(); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r, err := e.Run(ctx, Env{Out: testWriter{t}}, Small)
+	if err != nil {
+		t.Fatalf("%s: %v", e.Name, err)
+	}
+	b, _ := json.MarshalIndent(r, "", "  ")
+	t.Logf("%s", b)
+	if r.Name != e.Name || r.Title == "" || r.Happens == "" || r.Figure == "" || r.UserMust == "" || len(r.Notes) == 0 {
+		t.Errorf("%s: incomplete result: %+v", e.Name, r)
+	}
+	return r
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+func TestPostgresRestartUnderLoad(t *testing.T) {
+	t.Parallel()
+	r := runCrash(t, postgresRestartUnderLoad())
+	if r.AckedLost != 0 {
+		t.Errorf("acknowledged writes lost across a Postgres restart: %d (%s)", r.AckedLost, r.Figure)
+	}
+}
