@@ -245,6 +245,5 @@ func crashWaitReady(ctx context.Context, base string, timeout time.Duration) err
 	return fmt.Errorf("%s/readyz not ready after %s: %s", base, timeout, last)
 }
 
-
 // ms is d in milliseconds, rounded to 0.1.
 func crashMS(d time.Duration) float64 { return float64(d.Round(100*time.Microsecond)) / 1e6 }
