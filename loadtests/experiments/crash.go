@@ -6,7 +6,7 @@ func crashExperiments() []Experiment {
 	return []Experiment{
 		// slotWALRetention(),
 		// unloggedQueueCrash(),
-		// synchronousCommitOffCrash(),
+		synchronousCommitOffCrash(),
 		postgresRestartUnderLoad(),
 	}
 }

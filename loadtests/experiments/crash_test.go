@@ -42,3 +42,14 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		t.Errorf("acknowledged writes lost across a Postgres restart: %d (%s)", r.AckedLost, r.Figure)
 	}
 }
+
+func TestSynchronousCommitOffCrash(t *testing.T) {
+	t.Parallel()
+	r := runCrash(t, synchronousCommitOffCrash())
+	if r.Metrics["on_acked_lost"] != 0 || !r.LossDocumented {
+		t.Errorf("SYNCHRONOUS_COMMIT=on lost acknowledged events: %s", r.Figure)
+	}
+	if r.Metrics["on_acked"] == 0 || r.Metrics["off_acked"] == 0 {
+		t.Errorf("no acknowledged writes: %s", r.Figure)
+	}
+}
