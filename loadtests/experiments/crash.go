@@ -5,7 +5,7 @@ package experiments
 func crashExperiments() []Experiment {
 	return []Experiment{
 		// slotWALRetention(),
-		// unloggedQueueCrash(),
+		unloggedQueueCrash(),
 		synchronousCommitOffCrash(),
 		postgresRestartUnderLoad(),
 	}

@@ -87,8 +87,8 @@ func runSyncCommitCrash(ctx context.Context, env Env, size Size) (Result, error)
 		Happens: "With SYNCHRONOUS_COMMIT=off a 201 is answered before the commit's WAL is flushed: an immediate shutdown (a crash) loses the events of the last few hundred milliseconds although the client was told they were written.",
 		Figure: fmt.Sprintf("no-kafka, %d writers of single appends, Postgres stopped immediately after %s: off lost %d of %d events answered 201 (p50 answer %.1f ms); on lost %d of %d (p50 %.1f ms).",
 			workers, load, off.lost, off.acked, crashMS(off.p50), on.lost, on.acked, crashMS(on.p50)),
-		UserMust:       "Keep synchronous_commit on wherever a 201 must mean durable; use off only for data the client can resend, and count on losing up to 3 × wal_writer_delay of acknowledged writes on a crash.",
-		AckedLost:      off.lost + on.lost,
+		UserMust:  "Keep synchronous_commit on wherever a 201 must mean durable; use off only for data the client can resend, and count on losing up to 3 × wal_writer_delay of acknowledged writes on a crash.",
+		AckedLost: off.lost + on.lost,
 		// The loss with off is the documented one; any with on is not.
 		LossDocumented: on.lost == 0,
 		Metrics: map[string]float64{

@@ -53,3 +53,14 @@ func TestSynchronousCommitOffCrash(t *testing.T) {
 		t.Errorf("no acknowledged writes: %s", r.Figure)
 	}
 }
+
+func TestUnloggedQueueCrash(t *testing.T) {
+	t.Parallel()
+	r := runCrash(t, unloggedQueueCrash())
+	if r.AckedLost != 0 {
+		t.Errorf("tasks lost after a crash: %s", r.Figure)
+	}
+	if r.Metrics["queue_rows_after_crash"] != 0 {
+		t.Errorf("the unlogged queue_jobs was not emptied by the crash: %s", r.Figure)
+	}
+}
