@@ -4,7 +4,7 @@ package experiments
 // each on a private instance of its own.
 func crashExperiments() []Experiment {
 	return []Experiment{
-		// slotWALRetention(),
+		slotWALRetention(),
 		unloggedQueueCrash(),
 		synchronousCommitOffCrash(),
 		postgresRestartUnderLoad(),

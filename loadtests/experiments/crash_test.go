@@ -64,3 +64,17 @@ func TestUnloggedQueueCrash(t *testing.T) {
 		t.Errorf("the unlogged queue_jobs was not emptied by the crash: %s", r.Figure)
 	}
 }
+
+func TestSlotWALRetention(t *testing.T) {
+	t.Parallel()
+	r := runCrash(t, slotWALRetention())
+	if r.AckedLost != 0 {
+		t.Errorf("events lost after the documented recovery: %s", r.Figure)
+	}
+	if r.Metrics["readyz_code"] != 503 {
+		t.Errorf("/readyz after the slot was lost: %v, want 503 (%s)", r.Metrics["readyz_code"], r.Notes)
+	}
+	if r.Metrics["events_delivered"] != r.Metrics["events_written"] {
+		t.Errorf("delivered %v of %v events", r.Metrics["events_delivered"], r.Metrics["events_written"])
+	}
+}
