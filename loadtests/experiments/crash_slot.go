@@ -196,6 +196,11 @@ func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error
 	res.Metrics["events_lost"] = float64(res.AckedLost)
 	res.Metrics["recovery_start_s"] = recoverTime.Seconds()
 	res.Metrics["readyz_code"] = float64(readyCode)
+	if readyOK {
+		res.Metrics["readyz_names_recovery"] = 1
+	} else {
+		res.Metrics["readyz_names_recovery"] = 0
+	}
 	res.Figure = fmt.Sprintf("Consumer frozen: the slot retained %s (about %.0f bytes of WAL per event). With max_slot_wal_keep_size=%s and %d events written, CHECKPOINT: wal_status lost; /readyz answered %d. Drop + restart resynced from messages in %.2f s: %d of %d events delivered, %d lost.",
 		strings.Join(points, ", "), perEvent(res.Metrics, steps), keep, total, readyCode, recoverTime.Seconds(), delivered, total, res.AckedLost)
 	res.Notes = crashNotes(rig.cluster,

@@ -71,8 +71,8 @@ func TestSlotWALRetention(t *testing.T) {
 	if r.AckedLost != 0 {
 		t.Errorf("events lost after the documented recovery: %s", r.Figure)
 	}
-	if r.Metrics["readyz_code"] != 503 {
-		t.Errorf("/readyz after the slot was lost: %v, want 503 (%s)", r.Metrics["readyz_code"], r.Notes)
+	if r.Metrics["readyz_code"] != 503 || r.Metrics["readyz_names_recovery"] != 1 {
+		t.Errorf("/readyz after the slot was lost: %v, want 503 naming pg_drop_replication_slot (%s)", r.Metrics["readyz_code"], r.Notes)
 	}
 	if r.Metrics["events_delivered"] != r.Metrics["events_written"] {
 		t.Errorf("delivered %v of %v events", r.Metrics["events_delivered"], r.Metrics["events_written"])
