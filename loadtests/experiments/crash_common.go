@@ -56,10 +56,15 @@ func newCrashRig(ctx context.Context, env Env, extra map[string]string) (*crashR
 	return &crashRig{env: env, cluster: cl, l: l, logDir: logDir, ports: map[string]int{}}, nil
 }
 
-// Close stops the services and the cluster and removes their files.
+// Close stops the services and the cluster and removes their files (the
+// services' logs stay when EXPERIMENTS_KEEP_LOGS is set).
 func (r *crashRig) Close() {
 	_ = r.l.StopAll(10 * time.Second)
 	r.cluster.Close()
+	if os.Getenv("EXPERIMENTS_KEEP_LOGS") != "" {
+		r.logf("services' logs kept in %s (EXPERIMENTS_KEEP_LOGS)", r.logDir)
+		return
+	}
 	_ = os.RemoveAll(r.logDir)
 }
 

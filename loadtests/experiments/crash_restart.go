@@ -94,13 +94,16 @@ func runPostgresRestart(ctx context.Context, env Env, size Size) (Result, error)
 	for _, name := range restartSides {
 		side := pgSides[name]
 		ss := shots[name]
-		var failed int
+		var failed, not503 int
 		var maxFail time.Duration
 		var recover time.Duration = -1
 		for _, s := range ss {
 			ok := s.err == nil && s.code == side.okCode
 			if !ok {
 				failed++
+				if s.code != 503 {
+					not503++
+				}
 				if s.lat > maxFail {
 					maxFail = s.lat
 				}
@@ -120,6 +123,7 @@ func runPostgresRestart(ctx context.Context, env Env, size Size) (Result, error)
 		res.Metrics[p+"sent"] = float64(len(ss))
 		res.Metrics[p+"acked"] = float64(len(ids))
 		res.Metrics[p+"failed"] = float64(failed)
+		res.Metrics[p+"failed_not_503"] = float64(not503)
 		res.Metrics[p+"max_failed_latency_ms"] = crashMS(maxFail)
 		res.Metrics[p+"recover_s"] = recover.Seconds()
 		res.Metrics[p+"acked_lost"] = float64(lost)
@@ -127,8 +131,8 @@ func runPostgresRestart(ctx context.Context, env Env, size Size) (Result, error)
 		if recover >= 0 {
 			rec = fmt.Sprintf("recovered in %.2f s", recover.Seconds())
 		}
-		figs = append(figs, fmt.Sprintf("%s: %d failed, slowest %.0f ms; %s; %d of %d acknowledged lost",
-			name, failed, crashMS(maxFail), rec, lost, len(ids)))
+		figs = append(figs, fmt.Sprintf("%s: %d failed (%d not 503), slowest %.0f ms; %s; %d of %d acknowledged lost",
+			name, failed, not503, crashMS(maxFail), rec, lost, len(ids)))
 		notes = append(notes, fmt.Sprintf("%s: answers other than %d: %s", name, side.okCode, codeCounts(ss, side)))
 		rig.logf("%s", figs[len(figs)-1])
 	}

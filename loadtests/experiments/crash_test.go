@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,6 +41,15 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	r := runCrash(t, postgresRestartUnderLoad())
 	if r.AckedLost != 0 {
 		t.Errorf("acknowledged writes lost across a Postgres restart: %d (%s)", r.AckedLost, r.Figure)
+	}
+	for _, side := range restartSides {
+		p := strings.ReplaceAll(side, "-", "_") + "_"
+		if r.Metrics[p+"failed_not_503"] != 0 {
+			t.Errorf("%s answered a failed request with another status than 503 during the outage: %v", side, r.Notes)
+		}
+		if r.Metrics[p+"recover_s"] < 0 {
+			t.Errorf("%s did not recover after Postgres started", side)
+		}
 	}
 }
 
