@@ -216,6 +216,19 @@ func (c *pgCluster) Exec(ctx context.Context, sql string, args ...any) error {
 	return err
 }
 
+// QueryRow runs sql with args on a new connection and scans its one row
+// into dest.
+func (c *pgCluster) QueryRow(ctx context.Context, sql string, args []any, dest ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.URL())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.QueryRow(ctx, sql, args...).Scan(dest...)
+}
+
 // Close stops the server (immediate, if it runs) and removes its files.
 func (c *pgCluster) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
