@@ -8,5 +8,6 @@ func crashExperiments() []Experiment {
 		unloggedQueueCrash(),
 		synchronousCommitOffCrash(),
 		postgresRestartUnderLoad(),
+		noisyNeighbourSlot(),
 	}
 }

@@ -3,13 +3,14 @@ package experiments
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
 )
 
-// runCrash runs e Small against a private cluster and checks the shape
-// of its result.
+// runCrash runs e Small (Full with EXPERIMENTS_FULL set) against a
+// private cluster and checks the shape of its result.
 func runCrash(t *testing.T, e Experiment) Result {
 	t.Helper()
 	if testing.Short() {
@@ -20,7 +21,13 @@ func runCrash(t *testing.T, e Experiment) Result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	r, err := e.Run(ctx, Env{Out: testWriter{t}}, Small)
+	size := Small
+	if os.Getenv("EXPERIMENTS_FULL") != "" {
+		size = Full // make results' size, to try one by hand
+		ctx, cancel = context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+	}
+	r, err := e.Run(ctx, Env{Out: testWriter{t}}, size)
 	if err != nil {
 		t.Fatalf("%s: %v", e.Name, err)
 	}
@@ -86,5 +93,16 @@ func TestSlotWALRetention(t *testing.T) {
 	}
 	if r.Metrics["events_delivered"] != r.Metrics["events_written"] {
 		t.Errorf("delivered %v of %v events", r.Metrics["events_delivered"], r.Metrics["events_written"])
+	}
+}
+
+func TestNoisyNeighbourSlot(t *testing.T) {
+	t.Parallel()
+	r := runCrash(t, noisyNeighbourSlot())
+	if r.AckedLost != 0 {
+		t.Errorf("events not delivered after the noise: %s", r.Figure)
+	}
+	if r.Metrics["lag_bytes_20mb"] < 20<<20 {
+		t.Errorf("the slot's lag at start does not hold the unrelated WAL: %s", r.Figure)
 	}
 }
