@@ -2,4 +2,12 @@ package experiments
 
 // crashExperiments are the experiments that crash or restart a server:
 // each on a private instance of its own.
-func crashExperiments() []Experiment { return nil }
+func crashExperiments() []Experiment {
+	return []Experiment{
+		slotWALRetention(),
+		unloggedQueueCrash(),
+		synchronousCommitOffCrash(),
+		postgresRestartUnderLoad(),
+		noisyNeighbourSlot(),
+	}
+}

@@ -57,7 +57,11 @@ func (c *consumer) streamError() string {
 // invalidated (wal_status lost: max_slot_wal_keep_size removed WAL it
 // needed), which no retry can cure.
 func explain(slot string, err error) error {
-	if postgres.SQLSTATE(err) == pgerrcode.ObjectNotInPrerequisiteState && strings.Contains(err.Error(), "can no longer get changes") {
+	// PostgreSQL 13-15 say "cannot read from logical replication slot"
+	// (logical.c, CreateDecodingContext: restart_lsn invalid), 16 and
+	// later "can no longer get changes from replication slot".
+	if postgres.SQLSTATE(err) == pgerrcode.ObjectNotInPrerequisiteState &&
+		(strings.Contains(err.Error(), "can no longer get changes") || strings.Contains(err.Error(), "cannot read from logical replication slot")) {
 		return fmt.Errorf("slot %s is lost (max_slot_wal_keep_size removed WAL it needed): drop it with SELECT pg_drop_replication_slot('%s') and restart; "+
 			"the start creates a new slot and delivers the events written meanwhile from the messages table: %w", slot, slot, err)
 	}

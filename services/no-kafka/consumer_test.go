@@ -275,16 +275,21 @@ func TestNewSlotResyncsUndeliveredEvents(t *testing.T) {
 	}
 }
 
-// TestExplainLostSlot: the error PostgreSQL 15 answers START_REPLICATION
-// with on an invalidated slot (logical.c, CreateDecodingContext) gets the
-// way out that /readyz shows; other errors pass unchanged.
+// TestExplainLostSlot: the errors PostgreSQL answers START_REPLICATION
+// with on an invalidated slot (logical.c, CreateDecodingContext) get the
+// way out that /readyz shows; other errors pass unchanged. 15 answers
+// "cannot read from logical replication slot" (seen on 15.18 by
+// loadtests/experiments' slot-wal-retention, whose /readyz lacked the
+// way out), 16 and later "can no longer get changes".
 func TestExplainLostSlot(t *testing.T) {
 	t.Parallel()
-	lost := &pgconn.PgError{Code: "55000", Message: `can no longer get changes from replication slot "s1"`,
-		Detail: "This slot has been invalidated because it exceeded the maximum reserved size."}
-	got := explain("s1", fmt.Errorf("start replication: %w", lost))
-	if !strings.Contains(got.Error(), "pg_drop_replication_slot('s1')") || !errors.Is(got, lost) {
-		t.Errorf("explain(lost slot) = %v", got)
+	for _, msg := range []string{`cannot read from logical replication slot "s1"`, `can no longer get changes from replication slot "s1"`} {
+		lost := &pgconn.PgError{Code: "55000", Message: msg,
+			Detail: "This slot has been invalidated because it exceeded the maximum reserved size."}
+		got := explain("s1", fmt.Errorf("start replication: %w", lost))
+		if !strings.Contains(got.Error(), "pg_drop_replication_slot('s1')") || !errors.Is(got, lost) {
+			t.Errorf("explain(%s) = %v", msg, got)
+		}
 	}
 	other := &pgconn.PgError{Code: "55000", Message: "replication slot \"s1\" is active for PID 42"}
 	if got := explain("s1", other); got != error(other) {

@@ -36,7 +36,8 @@ func IsDataError(err error) bool {
 
 // IsUnavailable reports whether err means that Postgres could not be
 // reached or could not serve the statement now, so that the same request
-// may succeed if retried: a timeout, a connection that failed or was lost,
+// may succeed if retried: a timeout, a connection that failed or was lost
+// (also earlier in the same operation: pgconn.ErrConnClosed),
 // a server starting up or shutting down (57P03 cannot_connect_now, 57P01
 // admin_shutdown, class 57), out of connections or other resources (class
 // 53), a serialization failure or deadlock (class 40), a lock timeout
@@ -54,7 +55,8 @@ func IsUnavailable(err error) bool {
 	var connectErr *pgconn.ConnectError
 	return errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) ||
 		pgconn.SafeToRetry(err) || errors.As(err, &connectErr) || errors.As(err, &netErr) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, pgconn.ErrConnClosed)
 }
 
 // MapError turns an error of a Postgres call into the error a handler

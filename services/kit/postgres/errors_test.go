@@ -48,6 +48,10 @@ func TestMapError(t *testing.T) {
 		{"25006 read_only_sql_transaction", pg(pgerrcode.ReadOnlySQLTransaction), 503},
 		{"net error", fmt.Errorf("q: %w", netErr), 503},
 		{"unexpected EOF", fmt.Errorf("q: %w", io.ErrUnexpectedEOF), 503},
+		// What pgx answers when the connection died earlier in the same
+		// operation (an immediate Postgres stop under a transaction):
+		// seen as a 500 by loadtests/experiments' postgres-restart-under-load.
+		{"conn closed", fmt.Errorf("insert events: %w", pgconn.ErrConnClosed), 503},
 		{"42P01 undefined_table", pg(pgerrcode.UndefinedTable), 500},
 		{"42601 syntax_error", pg(pgerrcode.SyntaxError), 500},
 		{"23503 foreign_key_violation", pg(pgerrcode.ForeignKeyViolation), 500},

@@ -1,0 +1,254 @@
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+)
+
+// crashRig is one crash experiment's private world: a private Postgres
+// cluster and the services it builds and starts against it.
+type crashRig struct {
+	env     Env
+	cluster *pgCluster
+	l       *launch.Launcher
+	logDir  string
+	ports   map[string]int
+}
+
+// newCrashRig starts a private cluster with extra settings and a
+// launcher for the services. Close undoes both.
+func newCrashRig(ctx context.Context, env Env, extra map[string]string) (*crashRig, error) {
+	root := env.Root
+	if root == "" {
+		r, err := launch.Root()
+		if err != nil {
+			return nil, err
+		}
+		root = r
+	}
+	cl, err := newPGCluster(ctx, extra)
+	if err != nil {
+		return nil, err
+	}
+	logDir, err := os.MkdirTemp("", "wpe-exp-logs-")
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	l, err := launch.New(root, logDir)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return &crashRig{env: env, cluster: cl, l: l, logDir: logDir, ports: map[string]int{}}, nil
+}
+
+// Close stops the services and the cluster and removes their files (the
+// services' logs stay when EXPERIMENTS_KEEP_LOGS is set).
+func (r *crashRig) Close() {
+	_ = r.l.StopAll(10 * time.Second)
+	r.cluster.Close()
+	if os.Getenv("EXPERIMENTS_KEEP_LOGS") != "" {
+		r.logf("services' logs kept in %s (EXPERIMENTS_KEEP_LOGS)", r.logDir)
+		return
+	}
+	_ = os.RemoveAll(r.logDir)
+}
+
+// logf writes a progress line to env.Out.
+func (r *crashRig) logf(format string, args ...any) {
+	if r.env.Out != nil {
+		fmt.Fprintf(r.env.Out, "  "+format+"\n", args...)
+	}
+}
+
+// start starts service name against the private cluster (every URL it
+// reads points there), with extra settings, on a port of its own (kept
+// across restarts of the same name).
+func (r *crashRig) start(ctx context.Context, name string, extra map[string]string) (string, error) {
+	port, ok := r.ports[name]
+	if !ok {
+		p, err := pgFreePort()
+		if err != nil {
+			return "", err
+		}
+		port = p
+		r.ports[name] = p
+	}
+	u := r.cluster.URL()
+	env := map[string]string{"DATABASE_URL": u, "REPLICATION_URL": u, "DATABASE_LISTEN_URL": u, "LOG_FORMAT": "text"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	if _, err := r.l.Start(ctx, name, port, env, 60*time.Second); err != nil {
+		return "", err
+	}
+	return "http://127.0.0.1:" + strconv.Itoa(port), nil
+}
+
+// stop stops service name (SIGTERM, graceful).
+func (r *crashRig) stop(name string) error { return r.l.Stop(name, 15*time.Second) }
+
+// serviceLog returns the last n lines of name's log.
+func (r *crashRig) serviceLog(name string, n int) string {
+	return pgTailFile(filepath.Join(r.logDir, name+".log"), n)
+}
+
+// crashNotes are the notes every crash experiment's result carries.
+func crashNotes(cl *pgCluster, more ...string) []string {
+	m := driver.ThisMachine()
+	return append([]string{
+		fmt.Sprintf("PostgreSQL %s, a private cluster (own data directory and port, fsync on, defaults otherwise); the shared stack is not touched", cl.Version()),
+		fmt.Sprintf("machine: %s, %d CPUs, %s/%s (shared with other work: times are indicative)", m.CPUModel, m.CPUs, m.OS, m.Arch),
+	}, more...)
+}
+
+// pgSide is one Postgres-side service as the crash experiments write to
+// it: one acknowledged single write, and a read that says whether it is
+// there.
+type pgSide struct {
+	name string
+	// write sends write i and returns the id to look up, the status, the
+	// answer's body.
+	write func(ctx context.Context, base string, i int) (id string, code int, body []byte, err error)
+	// okCode is write's acknowledgement.
+	okCode int
+	// path is the read URL path of id.
+	path func(id string) string
+}
+
+// pgSides are the Postgres sides that run on this machine's stack.
+var pgSides = map[string]pgSide{
+	"no-kafka": {name: "no-kafka", okCode: http.StatusCreated,
+		write: func(ctx context.Context, base string, i int) (string, int, []byte, error) {
+			return crashPostID(ctx, base+"/events", fmt.Sprintf(`{"type":"exp.crash","key":"k%d","payload":{"n":%d}}`, i%16, i))
+		},
+		path: func(id string) string { return "/events/" + id }},
+	"no-rabbitmq": {name: "no-rabbitmq", okCode: http.StatusAccepted,
+		write: func(ctx context.Context, base string, i int) (string, int, []byte, error) {
+			return crashPostID(ctx, base+"/tasks", fmt.Sprintf(`{"kind":"exp","payload":{"n":%d},"fail_times":0}`, i))
+		},
+		path: func(id string) string { return "/tasks/" + id }},
+	"no-mongodb": {name: "no-mongodb", okCode: http.StatusCreated,
+		write: func(ctx context.Context, base string, i int) (string, int, []byte, error) {
+			return crashPostID(ctx, base+"/users", fmt.Sprintf(`{"email":"exp%d-%d@crash.test","name":"n%d","plan":"pro"}`, i, time.Now().UnixNano(), i))
+		},
+		path: func(id string) string { return "/users/" + id }},
+	"no-kurrentdb": {name: "no-kurrentdb", okCode: http.StatusCreated,
+		write: func(ctx context.Context, base string, i int) (string, int, []byte, error) {
+			stream := fmt.Sprintf("exp-%d-%d", time.Now().UnixNano(), i)
+			code, b, err := crashDo(ctx, http.MethodPost, base+"/streams/"+stream+"/events",
+				[]byte(`{"expected_version":"no_stream","events":[{"type":"exp.crash","data":{"n":`+strconv.Itoa(i)+`}}]}`))
+			return stream, code, b, err
+		},
+		path: func(id string) string { return "/streams/" + id }},
+}
+
+// crashClient is the experiments' HTTP client: no retries, its own
+// timeout per request (the service's BACKEND_TIMEOUT must answer first).
+var crashClient = &http.Client{Timeout: 30 * time.Second}
+
+// crashDo sends one request with crashClient.
+func crashDo(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := crashClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// crashPostID posts body to url and returns the answer's id.
+func crashPostID(ctx context.Context, url, body string) (string, int, []byte, error) {
+	code, b, err := crashDo(ctx, http.MethodPost, url, []byte(body))
+	if err != nil {
+		return "", code, b, err
+	}
+	var v struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(b, &v)
+	return v.ID, code, b, nil
+}
+
+// crashCountMissing GETs each id on base and counts those not answered 200;
+// retries each for a while when the service is not ready (5xx).
+func crashCountMissing(ctx context.Context, base string, side pgSide, ids []string) (missing int64, err error) {
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	sem := make(chan struct{}, 8)
+	for _, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(id string) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for attempt := 0; ; attempt++ {
+				code, b, err := crashDo(ctx, http.MethodGet, base+side.path(id), nil)
+				switch {
+				case err == nil && code == http.StatusOK:
+					return
+				case err == nil && code == http.StatusNotFound:
+					atomic.AddInt64(&missing, 1)
+					return
+				case attempt >= 20 || ctx.Err() != nil:
+					firstErr.CompareAndSwap(nil, fmt.Errorf("GET %s: %d %s %v", side.path(id), code, b, err))
+					return
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+		}(id)
+	}
+	wg.Wait()
+	if e, _ := firstErr.Load().(error); e != nil {
+		return missing, e
+	}
+	return missing, nil
+}
+
+// crashWaitReady polls base/readyz until it answers 200 or timeout passes.
+func crashWaitReady(ctx context.Context, base string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		code, b, err := crashDo(ctx, http.MethodGet, base+"/readyz", nil)
+		if err == nil && code == http.StatusOK {
+			return nil
+		}
+		last = fmt.Sprintf("%d %s %v", code, b, err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s/readyz not ready after %s: %s", base, timeout, last)
+}
+
+// ms is d in milliseconds, rounded to 0.1.
+func crashMS(d time.Duration) float64 { return float64(d.Round(100*time.Microsecond)) / 1e6 }

@@ -1,0 +1,138 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// shot is one request of an open load.
+type shot struct {
+	sent time.Time
+	lat  time.Duration
+	code int // 0: transport error
+	id   string
+	err  error
+}
+
+// end is when the answer arrived.
+func (s shot) end() time.Time { return s.sent.Add(s.lat) }
+
+// openLoad sends side's single writes to base at rate per second, each
+// in its own goroutine (an open load: an outage does not slow the
+// sending), until ctx ends; it returns every shot once all are answered.
+func openLoad(ctx context.Context, base string, side pgSide, rate float64) []shot {
+	var mu sync.Mutex
+	var shots []shot
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	// The requests outlive ctx: a request in flight when the load stops
+	// is answered, so that its acknowledgement is counted.
+	reqCtx := context.WithoutCancel(ctx)
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			sort.Slice(shots, func(a, b int) bool { return shots[a].sent.Before(shots[b].sent) })
+			return shots
+		case <-tick.C:
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			t0 := time.Now()
+			id, code, body, err := side.write(reqCtx, base, i)
+			s := shot{sent: t0, lat: time.Since(t0), code: code, id: id, err: err}
+			if err == nil && code != side.okCode && s.err == nil {
+				s.err = fmt.Errorf("%d %s", code, strings.TrimSpace(string(body)))
+			}
+			mu.Lock()
+			shots = append(shots, s)
+			mu.Unlock()
+		}(i)
+	}
+}
+
+// closedLoad runs workers loops of side's single writes against base
+// until ctx ends and returns every shot.
+func closedLoad(ctx context.Context, base string, side pgSide, workers int) []shot {
+	var mu sync.Mutex
+	var shots []shot
+	var wg sync.WaitGroup
+	reqCtx := context.WithoutCancel(ctx)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; ctx.Err() == nil; i += workers {
+				t0 := time.Now()
+				id, code, _, err := side.write(reqCtx, base, i)
+				mu.Lock()
+				shots = append(shots, shot{sent: t0, lat: time.Since(t0), code: code, id: id, err: err})
+				mu.Unlock()
+				if err != nil || code != side.okCode {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	return shots
+}
+
+// acked returns the ids of the shots answered with side's
+// acknowledgement.
+func acked(shots []shot, side pgSide) []string {
+	var ids []string
+	for _, s := range shots {
+		if s.err == nil && s.code == side.okCode && s.id != "" {
+			ids = append(ids, s.id)
+		}
+	}
+	return ids
+}
+
+// codeCounts names the answers that were not acknowledgements, e.g.
+// "503×41, transport error×2".
+func codeCounts(shots []shot, side pgSide) string {
+	n := map[string]int{}
+	example := map[string]string{}
+	for _, s := range shots {
+		k := fmt.Sprint(s.code)
+		switch {
+		case s.code == side.okCode && s.err == nil:
+			continue
+		case s.code == 0:
+			k = "transport error"
+		}
+		n[k]++
+		if _, ok := example[k]; !ok && s.err != nil && s.code != 503 {
+			example[k] = clipErr(s.err.Error())
+		}
+	}
+	var parts []string
+	for k, v := range n {
+		if e := example[k]; e != "" {
+			parts = append(parts, fmt.Sprintf("%s×%d (e.g. %s)", k, v, e))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s×%d", k, v))
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// clipErr shortens an error message for a note.
+func clipErr(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,110 @@
+package experiments
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runCrash runs e Small (Full with EXPERIMENTS_FULL set) against a
+// private cluster and checks the shape of its result.
+func runCrash(t *testing.T, e Experiment) Result {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: crash experiments build services and run a private Postgres")
+	}
+	if _, err := pgBindir(); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	size := Small
+	if os.Getenv("EXPERIMENTS_FULL") != "" {
+		size = Full // make results' size, to try one by hand
+		ctx, cancel = context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+	}
+	r, err := e.Run(ctx, Env{Out: testWriter{t}}, size)
+	if err != nil {
+		t.Fatalf("%s: %v", e.Name, err)
+	}
+	b, _ := json.MarshalIndent(r, "", "  ")
+	t.Logf("%s", b)
+	if r.Name != e.Name || r.Title == "" || r.Happens == "" || r.Figure == "" || r.UserMust == "" || len(r.Notes) == 0 {
+		t.Errorf("%s: incomplete result: %+v", e.Name, r)
+	}
+	return r
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+func TestPostgresRestartUnderLoad(t *testing.T) {
+	t.Parallel()
+	r := runCrash(t, postgresRestartUnderLoad())
+	if r.AckedLost != 0 {
+		t.Errorf("acknowledged writes lost across a Postgres restart: %d (%s)", r.AckedLost, r.Figure)
+	}
+	for _, side := range restartSides {
+		p := strings.ReplaceAll(side, "-", "_") + "_"
+		if r.Metrics[p+"failed_not_503"] != 0 {
+			t.Errorf("%s answered a failed request with another status than 503 during the outage: %v", side, r.Notes)
+		}
+		if r.Metrics[p+"recover_s"] < 0 {
+			t.Errorf("%s did not recover after Postgres started", side)
+		}
+	}
+}
+
+func TestSynchronousCommitOffCrash(t *testing.T) {
+	t.Parallel()
+	r := runCrash(t, synchronousCommitOffCrash())
+	if r.Metrics["on_acked_lost"] != 0 || !r.LossDocumented {
+		t.Errorf("SYNCHRONOUS_COMMIT=on lost acknowledged events: %s", r.Figure)
+	}
+	if r.Metrics["on_acked"] == 0 || r.Metrics["off_acked"] == 0 {
+		t.Errorf("no acknowledged writes: %s", r.Figure)
+	}
+}
+
+func TestUnloggedQueueCrash(t *testing.T) {
+	t.Parallel()
+	r := runCrash(t, unloggedQueueCrash())
+	if r.AckedLost != 0 {
+		t.Errorf("tasks lost after a crash: %s", r.Figure)
+	}
+	if r.Metrics["queue_rows_after_crash"] != 0 {
+		t.Errorf("the unlogged queue_jobs was not emptied by the crash: %s", r.Figure)
+	}
+}
+
+func TestSlotWALRetention(t *testing.T) {
+	t.Parallel()
+	r := runCrash(t, slotWALRetention())
+	if r.AckedLost != 0 {
+		t.Errorf("events lost after the documented recovery: %s", r.Figure)
+	}
+	if r.Metrics["readyz_code"] != 503 || r.Metrics["readyz_names_recovery"] != 1 {
+		t.Errorf("/readyz after the slot was lost: %v, want 503 naming pg_drop_replication_slot (%s)", r.Metrics["readyz_code"], r.Notes)
+	}
+	if r.Metrics["events_delivered"] != r.Metrics["events_written"] {
+		t.Errorf("delivered %v of %v events", r.Metrics["events_delivered"], r.Metrics["events_written"])
+	}
+}
+
+func TestNoisyNeighbourSlot(t *testing.T) {
+	t.Parallel()
+	r := runCrash(t, noisyNeighbourSlot())
+	if r.AckedLost != 0 {
+		t.Errorf("events not delivered after the noise: %s", r.Figure)
+	}
+	for k, lag := range r.Metrics {
+		if amount, ok := strings.CutPrefix(k, "lag_bytes_"); ok && lag < r.Metrics["unrelated_wal_bytes_"+amount] {
+			t.Errorf("the slot's lag (%s) does not hold the unrelated WAL: %s", k, r.Figure)
+		}
+	}
+}
