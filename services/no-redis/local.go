@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -35,6 +36,21 @@ const entryOverhead = 96
 // noExpiry stands for "never" in otter's per-entry expiry.
 const noExpiry = 100 * 365 * 24 * time.Hour
 
+// genStripes is the number of invalidation generation counters: a key's
+// is the one at hash(key) mod genStripes. Keys sharing a stripe refuse
+// each other's fills when one is invalidated during the other's load
+// (spurious, harmless: the next read loads again); the memory is bounded
+// whatever the number of keys.
+const genStripes = 4096
+
+// genStripe is one generation counter and the lock that makes "check the
+// generation, then store" (Fill) atomic with "bump it, then drop the key"
+// (an invalidation) for the keys of the stripe.
+type genStripe struct {
+	mu  sync.Mutex
+	gen atomic.Uint64
+}
+
 // item is a cached value and when it expires (zero: never).
 type item struct {
 	value   []byte
@@ -56,6 +72,13 @@ type localStore struct {
 	pool   *pgxpool.Pool
 	cc     *pgx.ConnConfig
 
+	// seed hashes keys to stripes; epoch is bumped by every flush (the
+	// whole cache). A FillToken is stripe generation + epoch: both only
+	// grow, so the sum is unchanged exactly when neither changed.
+	seed    maphash.Seed
+	stripes [genStripes]genStripe
+	epoch   atomic.Uint64
+
 	listening atomic.Bool
 	listenErr atomic.Value // string: why the listener last went down
 	cancel    context.CancelFunc
@@ -72,7 +95,7 @@ func newLocalStore(cfg Config, pool *pgxpool.Pool, st *stats.Recorder, logger *s
 	}
 	cc.ConnectTimeout = cfg.Postgres.ConnectTimeout
 	cc.RuntimeParams["application_name"] = ListenerName(cfg.Postgres.Schema)
-	l := &localStore{schema: cfg.Postgres.Schema, stats: st, log: logger.With("component", "local cache"), pool: pool, cc: cc}
+	l := &localStore{seed: maphash.MakeSeed(), schema: cfg.Postgres.Schema, stats: st, log: logger.With("component", "local cache"), pool: pool, cc: cc}
 	l.c = otter.Must(&otter.Options[string, item]{
 		MaximumWeight: uint64(cfg.LocalCacheBytes),
 		Weigher: func(k string, v item) uint32 {
@@ -107,31 +130,75 @@ func (l *localStore) unavailable() error {
 	return fmt.Errorf("local cache: %w: the invalidation listener is not connected (%s)", httpapi.ErrUnavailable, l.lastListenErr())
 }
 
-func (l *localStore) Get(_ context.Context, key string) ([]byte, bool, error) {
+func (l *localStore) stripe(key string) *genStripe {
+	return &l.stripes[maphash.String(l.seed, key)%genStripes]
+}
+
+func (l *localStore) token(g *genStripe) cache.FillToken {
+	return cache.FillToken(g.gen.Load() + l.epoch.Load())
+}
+
+func (l *localStore) Get(_ context.Context, key string) ([]byte, cache.FillToken, bool, error) {
 	if !l.listening.Load() {
-		return nil, false, l.unavailable()
+		return nil, 0, false, l.unavailable()
 	}
+	tok := l.token(l.stripe(key))
 	it, ok := l.c.GetIfPresent(key)
 	if !ok || !it.expires.IsZero() && !time.Now().Before(it.expires) {
-		return nil, false, nil
+		return nil, tok, false, nil
 	}
-	return it.value, true, nil
+	return it.value, tok, true, nil
+}
+
+func (l *localStore) set(key string, value []byte, ttl time.Duration) {
+	it := item{value: value}
+	if ttl > 0 {
+		it.expires = time.Now().Add(ttl)
+	}
+	l.c.Set(key, it)
 }
 
 func (l *localStore) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {
 	if !l.listening.Load() {
 		return l.unavailable()
 	}
-	it := item{value: value}
-	if ttl > 0 {
-		it.expires = time.Now().Add(ttl)
-	}
-	l.c.Set(key, it)
+	l.set(key, value, ttl)
 	return nil
 }
 
+// Fill stores under the stripe's lock, if the stripe's generation and the
+// epoch are those of tok: an invalidation of the key (the service's PUT,
+// or a NOTIFY for an UPDATE from anywhere) takes the same lock to bump the
+// generation before it drops the key, and a flush bumps the epoch and then
+// waits for every stripe's lock (see flush), so an invalidation either
+// refuses this fill or removes what it stored.
+func (l *localStore) Fill(_ context.Context, key string, value []byte, ttl time.Duration, tok cache.FillToken) (bool, error) {
+	g := l.stripe(key)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !l.listening.Load() {
+		return false, l.unavailable()
+	}
+	if l.token(g) != tok {
+		return false, nil
+	}
+	l.set(key, value, ttl)
+	return true, nil
+}
+
+// drop bumps key's generation and removes it, and reports whether a value
+// was removed.
+func (l *localStore) drop(key string) bool {
+	g := l.stripe(key)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gen.Add(1)
+	_, dropped := l.c.Invalidate(key)
+	return dropped
+}
+
 func (l *localStore) Delete(_ context.Context, key string) error {
-	l.c.Invalidate(key)
+	l.drop(key)
 	return nil
 }
 
@@ -147,8 +214,18 @@ func (l *localStore) Close() error {
 	return nil
 }
 
-// flush empties the cache and counts it as one invalidation.
+// flush empties the cache and counts it as one invalidation. It bumps the
+// epoch first, so that every token taken before refuses its fill, then
+// takes and releases each stripe's lock: a fill that read the old epoch
+// holds its stripe's lock until it has stored, so once this barrier is
+// passed, every such value is in the cache, and InvalidateAll removes it.
 func (l *localStore) flush(why string) {
+	l.epoch.Add(1)
+	for i := range l.stripes {
+		l.stripes[i].mu.Lock()
+		//lint:ignore SA2001 an empty critical section is the barrier
+		l.stripes[i].mu.Unlock()
+	}
 	l.c.InvalidateAll()
 	l.stats.Inc(cache.CounterInvalidations)
 	l.log.Info("local cache flushed", "why", why)
@@ -228,7 +305,7 @@ func (l *localStore) invalidate(payload string) {
 			l.flush("bad payload")
 			return
 		}
-		if _, dropped := l.c.Invalidate(cache.ProductKey(id)); dropped {
+		if l.drop(cache.ProductKey(id)) {
 			l.stats.Inc(cache.CounterInvalidations)
 		}
 	}

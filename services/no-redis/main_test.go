@@ -80,8 +80,8 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			conformance.Run(t, conformance.Features{SharedCache: v.shared}, func(t testing.TB) conformance.Target {
-				cfg := testConfig(t, v.env)
+			conformance.Run(t, conformance.Features{SharedCache: v.shared}, func(t testing.TB, o conformance.Options) conformance.Target {
+				cfg := testConfig(t, v.env, map[string]string{"ORIGIN_WORK_MS": fmt.Sprint(o.OriginWork.Milliseconds())})
 				return target{Instance: start(t, cfg), peer: start(t, cfg)}
 			})
 		})
@@ -127,6 +127,45 @@ func TestBulkUpdateInvalidatesEveryInstance(t *testing.T) {
 	}
 	if n := kittest.Counter(t, a.URL(), cache.CounterInvalidations); n < 2 {
 		t.Errorf("invalidations on one instance: %d, want the dropped keys and the flush", n)
+	}
+}
+
+// TestOutOfBandUpdateDuringSlowLoad: the read-through race with an
+// update made outside the service. Both instances miss a product and load
+// it slowly (ORIGIN_WORK_MS); meanwhile an UPDATE typed in SQL commits, so
+// both loads read the old row. Its NOTIFY bumps the key's generation on
+// each instance (or, arriving after the fill, drops the value), so the
+// old value is not served afterwards: every instance serves the new row
+// soon, not after PRODUCT_TTL. Tried on up to three products until both
+// slow GETs did answer the old row.
+func TestOutOfBandUpdateDuringSlowLoad(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, map[string]string{"ORIGIN_WORK_MS": fmt.Sprint(conformance.SlowLoad.Milliseconds())})
+	a, b := start(t, cfg), start(t, cfg)
+	db := kittest.Pool(t, cfg.Postgres.URL, cfg.Postgres.Schema)
+	for attempt := int64(1); ; attempt++ {
+		id := 700 + 10*attempt
+		var oldA cache.Product
+		// b's load starts first, a's inside it, the UPDATE inside both.
+		oldB := conformance.DuringSlowLoad(t, b.URL(), id, func() {
+			oldA = conformance.DuringSlowLoad(t, a.URL(), id, func() {
+				kittest.Exec(t, db, "UPDATE products SET stock = stock + 1 WHERE id BETWEEN $1 AND $1 + 2", id)
+			})
+		})
+		want := kittest.Count(t, db, "SELECT stock FROM products WHERE id = $1", id)
+		for _, base := range []string{a.URL(), b.URL()} {
+			kittest.Eventually(t, 10*time.Second, fmt.Sprintf("product %d's new stock on %s", id, base), func() bool {
+				p, _ := conformance.GetProduct(t, base, id)
+				return p.Stock == int64(want)
+			})
+		}
+		if oldA.Stock != int64(want) && oldB.Stock != int64(want) {
+			return
+		}
+		if attempt == 3 {
+			t.Logf("the UPDATE never landed inside both slow loads in %d attempts: the race was not driven", attempt)
+			return
+		}
 	}
 }
 

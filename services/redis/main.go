@@ -126,7 +126,7 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	}
 	svc := service.New(info, cfg.HTTP, logger, cache.Latencies, cache.Counters)
 	postgres.Register(svc, pool)
-	st := &store{client: client, prefix: cfg.KeyPrefix}
+	st := &store{client: client, prefix: cfg.KeyPrefix, genTTL: cfg.Origin.ProductTTL + cfg.BackendTimeout + time.Hour}
 	svc.OnStop("redis", func(context.Context) error { return st.Close() })
 	cache.Mount(svc.Router, st, cache.Options{
 		Stats: svc.Stats, Timeout: cfg.BackendTimeout, Layer: "redis", Logger: logger,

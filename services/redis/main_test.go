@@ -82,8 +82,8 @@ func startPair(t testing.TB, cfg Config) target {
 // TestConformance runs the cache pair's one suite against this service.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, conformance.Features{SharedCache: true}, func(t testing.TB) conformance.Target {
-		return startPair(t, testConfig(t))
+	conformance.Run(t, conformance.Features{SharedCache: true}, func(t testing.TB, o conformance.Options) conformance.Target {
+		return startPair(t, testConfig(t, map[string]string{"ORIGIN_WORK_MS": fmt.Sprint(o.OriginWork.Milliseconds())}))
 	})
 }
 

@@ -102,7 +102,7 @@ func (h *handlers) getProduct(w http.ResponseWriter, r *http.Request) error {
 	key := ProductKey(id)
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	v, ok, err := h.backend.Get(ctx, key)
+	v, _, ok, err := h.backend.Get(ctx, key)
 	switch {
 	case err == nil && ok:
 		h.o.Stats.Inc(CounterHits)
@@ -133,17 +133,27 @@ func (h *handlers) getProduct(w http.ResponseWriter, r *http.Request) error {
 
 // load runs the origin load of product id under the singleflight key, and
 // with fill checks the cache again first (a load that finished just
-// before this one joined has filled it) and fills it after. The load runs
-// on a context of its own, bounded by the timeout but not cancelled by
-// the first caller's hang-up, since other callers share it.
+// before this one joined has filled it) and fills it after, on condition
+// (Backend.Fill) with the token of that second look: an invalidation
+// between the look and the fill (an update the load may have missed)
+// refuses the fill. The load runs on a context of its own, bounded by the
+// timeout but not cancelled by the first caller's hang-up, since other
+// callers share it.
 func (h *handlers) load(r *http.Request, key string, id int64, fill bool) ([]byte, error) {
 	ch := h.flight.DoChan(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.Timeout)
 		defer cancel()
+		var tok FillToken
 		if fill {
-			if v, ok, err := h.backend.Get(ctx, key); err == nil && ok {
+			v, t, ok, err := h.backend.Get(ctx, key)
+			switch {
+			case err != nil:
+				// No token: answer from the origin, fill nothing.
+				fill = false
+			case ok:
 				return v, nil
 			}
+			tok = t
 		}
 		start := time.Now()
 		p, err := h.o.Origin.Load(ctx, id)
@@ -157,8 +167,12 @@ func (h *handlers) load(r *http.Request, key string, id int64, fill bool) ([]byt
 			return nil, err
 		}
 		if fill {
-			if err := h.backend.Set(ctx, key, body, h.o.ProductTTL); err != nil {
+			stored, err := h.backend.Fill(ctx, key, body, h.o.ProductTTL, tok)
+			switch {
+			case err != nil:
 				h.o.Logger.Warn("cache fill failed", "key", key, "err", err)
+			case !stored:
+				h.o.Logger.Debug("cache fill refused: the key was invalidated during the load", "key", key)
 			}
 		}
 		return body, nil
@@ -243,7 +257,7 @@ func (h *handlers) getKV(w http.ResponseWriter, r *http.Request) error {
 	start := time.Now()
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	v, ok, err := h.backend.Get(ctx, KVKey(k))
+	v, _, ok, err := h.backend.Get(ctx, KVKey(k))
 	if err != nil {
 		return err
 	}

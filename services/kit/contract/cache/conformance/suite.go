@@ -36,9 +36,20 @@ type Target interface {
 	PeerURL() string
 }
 
+// Options are what a subtest asks of the target it starts.
+type Options struct {
+	// OriginWork is added to every origin load (ORIGIN_WORK_MS; the
+	// memory Origin's Work). Zero: none.
+	OriginWork time.Duration
+}
+
 // NewTarget starts a side on state of its own (a Postgres schema with the
-// seeded products, a Redis key prefix) and registers its cleanup.
-type NewTarget func(t testing.TB) Target
+// seeded products, a Redis key prefix), configured by o, and registers
+// its cleanup.
+type NewTarget func(t testing.TB, o Options) Target
+
+// ownTarget starts a target of the subtest's own.
+type ownTarget func(testing.TB, Options) side
 
 // side is what each test gets: a target and the side's Features.
 type side struct {
@@ -52,11 +63,11 @@ type side struct {
 // their own; the others start their own target.
 func Run(t *testing.T, f Features, newTarget NewTarget) {
 	kittest.ValidateOpenAPI(t, kittest.NewOpenAPI(t, cache.OpenAPI))
-	shared := side{Target: newTarget(t), Features: f}
-	own := func(t testing.TB) side { return side{Target: newTarget(t), Features: f} }
+	shared := side{Target: newTarget(t, Options{}), Features: f}
+	own := func(t testing.TB, o Options) side { return side{Target: newTarget(t, o), Features: f} }
 	tests := []struct {
 		Name string
-		Fn   func(*testing.T, side, func(testing.TB) side)
+		Fn   func(*testing.T, side, ownTarget)
 	}{
 		{"OpenAPI", testOpenAPI},
 		{"ReadThrough", testReadThrough},
@@ -66,9 +77,10 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 		{"KVExpiry", testKVExpiry},
 		{"BadInputIs4xx", testBadInput},
 		{"StampedeLoadsOnce", testStampede},
+		{"PutDuringSlowLoadWins", testFillRace},
 		{"StatsNames", testStats},
 	}
-	kittest.RunParallel(t, tests, func(t *testing.T, fn func(*testing.T, side, func(testing.TB) side)) { fn(t, shared, own) })
+	kittest.RunParallel(t, tests, func(t *testing.T, fn func(*testing.T, side, ownTarget)) { fn(t, shared, own) })
 }
 
 // Get sends GET url and returns the status, the X-Cache and
@@ -105,7 +117,7 @@ func PutProduct(t testing.TB, base string, id int64, u cache.ProductUpdate) cach
 	return p
 }
 
-func testOpenAPI(t *testing.T, s side, _ func(testing.TB) side) {
+func testOpenAPI(t *testing.T, s side, _ ownTarget) {
 	status, body := kittest.Do(t, http.MethodGet, s.URL()+"/openapi.yaml", nil, nil)
 	if status != 200 || !bytes.Equal(body, cache.OpenAPI) {
 		t.Errorf("GET /openapi.yaml: %d, %d bytes; want the embedded contract", status, len(body))
@@ -115,7 +127,7 @@ func testOpenAPI(t *testing.T, s side, _ func(testing.TB) side) {
 // testReadThrough: a first GET is a miss from the origin, the next a hit
 // from the cache, with the same product; on the peer a hit when the cache
 // is shared, else a miss and then a hit.
-func testReadThrough(t *testing.T, s side, _ func(testing.TB) side) {
+func testReadThrough(t *testing.T, s side, _ ownTarget) {
 	const id = 101
 	first, xc := GetProduct(t, s.URL(), id)
 	if xc != cache.Miss || first.ID != id || first.Name == "" {
@@ -141,7 +153,7 @@ func testReadThrough(t *testing.T, s side, _ func(testing.TB) side) {
 	}
 }
 
-func testUnknown(t *testing.T, s side, _ func(testing.TB) side) {
+func testUnknown(t *testing.T, s side, _ ownTarget) {
 	for _, id := range []int64{cache.Products + 1, 9999999999999999} {
 		if status, _, _, raw := Get(t, fmt.Sprintf("%s/products/%d", s.URL(), id)); status != 404 {
 			t.Errorf("GET /products/%d: %d %s, want 404", id, status, raw)
@@ -157,8 +169,8 @@ func testUnknown(t *testing.T, s side, _ func(testing.TB) side) {
 // one makes the next GET there return the new value at once, and the
 // peer's soon (at once for a shared cache; once the invalidation has
 // arrived for an in-process one).
-func testPutInvalidates(t *testing.T, _ side, own func(testing.TB) side) {
-	s := own(t)
+func testPutInvalidates(t *testing.T, _ side, own ownTarget) {
+	s := own(t, Options{})
 	const id = 202
 	for range 2 {
 		GetProduct(t, s.URL(), id)
@@ -187,7 +199,7 @@ func testPutInvalidates(t *testing.T, _ side, own func(testing.TB) side) {
 
 func kvURL(s side, key string) string { return s.URL() + "/kv/" + key }
 
-func testKV(t *testing.T, s side, _ func(testing.TB) side) {
+func testKV(t *testing.T, s side, _ ownTarget) {
 	values := []string{`{"a":[1,2,{"b":null}],"s":"é\u00e9"}`, `[]`, `"text"`, `42`, `null`, `true`, strings.Repeat(" ", 10) + `{"padded": 1}`,
 		`"` + strings.Repeat("x", cache.MaxValueBytes-2) + `"`}
 	for i, v := range values {
@@ -219,7 +231,7 @@ func testKV(t *testing.T, s side, _ func(testing.TB) side) {
 
 // testKVExpiry: a key with a short TTL answers 404 once it has passed,
 // whether or not the side has removed it yet; a long TTL keeps it.
-func testKVExpiry(t *testing.T, s side, _ func(testing.TB) side) {
+func testKVExpiry(t *testing.T, s side, _ ownTarget) {
 	short, long := kittest.UniqueName(t, "short"), kittest.UniqueName(t, "long")
 	kittest.Do(t, http.MethodPut, kvURL(s, long)+"?ttl=1h", `"kept"`, nil)
 	if status, raw := kittest.Do(t, http.MethodPut, kvURL(s, short)+"?ttl=300ms", `"gone"`, nil); status != 204 {
@@ -253,7 +265,7 @@ func testKVExpiry(t *testing.T, s side, _ func(testing.TB) side) {
 	}
 }
 
-func testBadInput(t *testing.T, s side, _ func(testing.TB) side) {
+func testBadInput(t *testing.T, s side, _ ownTarget) {
 	check := func(method, path string, body any, want int) {
 		t.Helper()
 		status, raw := kittest.Do(t, method, s.URL()+path, body, nil)
@@ -295,8 +307,8 @@ func testBadInput(t *testing.T, s side, _ func(testing.TB) side) {
 // testStampede: 100 concurrent GETs of one uncached product make one
 // origin load on the instance (singleflight, and a second look into the
 // cache before loading); all get the same product.
-func testStampede(t *testing.T, _ side, own func(testing.TB) side) {
-	s := own(t)
+func testStampede(t *testing.T, _ side, own ownTarget) {
+	s := own(t, Options{})
 	const id, n = 404, 100
 	before := kittest.Counter(t, s.URL(), cache.CounterOriginLoads)
 	var wg sync.WaitGroup
@@ -324,7 +336,7 @@ func testStampede(t *testing.T, _ side, own func(testing.TB) side) {
 	}
 }
 
-func testStats(t *testing.T, s side, _ func(testing.TB) side) {
+func testStats(t *testing.T, s side, _ ownTarget) {
 	GetProduct(t, s.URL(), 505)
 	status, st := kittest.GetJSON(t, s.URL()+"/stats")
 	if status != 200 {
@@ -340,6 +352,81 @@ func testStats(t *testing.T, s side, _ func(testing.TB) side) {
 	for _, n := range cache.Latencies {
 		if _, ok := lat[n]; !ok {
 			t.Errorf("/stats latencies lack %q", n)
+		}
+	}
+}
+
+// SlowLoad is the origin work of testFillRace (and of the sides' own
+// variants): long enough for a PUT to commit and invalidate while a load
+// that read the old row is still running.
+const SlowLoad = 400 * time.Millisecond
+
+// DuringSlowLoad starts a GET of product id on base, waits until that
+// GET has missed (the counter misses has grown) and a little more, so that
+// the origin load is running on its snapshot, then runs change (an update
+// the load does not see). It returns the product the GET answered.
+// Whether change really landed inside the load is timing, on a shared
+// machine; the caller checks the answer was the old value (the race was
+// driven) before it draws conclusions.
+func DuringSlowLoad(t testing.TB, base string, id int64, change func()) cache.Product {
+	t.Helper()
+	misses := kittest.Counter(t, base, cache.CounterMisses)
+	got := make(chan cache.Product, 1)
+	go func() {
+		// Not GetProduct: Fatal is for the test's goroutine.
+		status, _, _, raw := Get(t, fmt.Sprintf("%s/products/%d", base, id))
+		var p cache.Product
+		if err := json.Unmarshal(raw, &p); status != http.StatusOK || err != nil {
+			t.Errorf("slow GET /products/%d: %d %s", id, status, raw)
+		}
+		got <- p
+	}()
+	kittest.Eventually(t, 10*time.Second, "the slow GET to miss", func() bool {
+		return kittest.Counter(t, base, cache.CounterMisses) > misses
+	})
+	time.Sleep(SlowLoad / 4)
+	change()
+	return <-got
+}
+
+// testFillRace: a GET misses and its origin load (SlowLoad long) reads
+// the row; meanwhile a PUT on the same instance commits and invalidates;
+// the load then ends and fills. The fill must be refused (Backend.Fill:
+// the key was invalidated since the miss), so the next GET on each
+// instance returns the PUT's value, not the old one until PRODUCT_TTL.
+// With an in-process cache the peer holds the product beforehand and is
+// told by its own invalidation. Tried on up to three products until the
+// slow GET did answer the old value, i.e. its load really ran across the
+// PUT.
+func testFillRace(t *testing.T, _ side, own ownTarget) {
+	s := own(t, Options{OriginWork: SlowLoad})
+	for attempt := int64(1); ; attempt++ {
+		id := 600 + attempt
+		if !s.Features.SharedCache {
+			GetProduct(t, s.PeerURL(), id)
+		}
+		var put cache.Product
+		name := kittest.UniqueName(t, fmt.Sprintf("race%d", attempt))
+		old := DuringSlowLoad(t, s.URL(), id, func() {
+			put = PutProduct(t, s.URL(), id, cache.ProductUpdate{Name: name, PriceCents: attempt, Stock: 1})
+		})
+		if p, xc := GetProduct(t, s.URL(), id); p != put {
+			t.Fatalf("GET after a PUT that committed during a slow load: X-Cache %q, %+v; want %+v (the load's fill outlived the invalidation)", xc, p, put)
+		}
+		check := func() bool { p, _ := GetProduct(t, s.PeerURL(), id); return p == put }
+		if s.Features.SharedCache {
+			if !check() {
+				t.Fatalf("peer GET after the race: the old value")
+			}
+		} else {
+			kittest.Eventually(t, 10*time.Second, "the peer to serve the new value", check)
+		}
+		if old != put {
+			return
+		}
+		if attempt == 3 {
+			t.Logf("the PUT never landed inside the slow load in %d attempts: the race was not driven", attempt)
+			return
 		}
 	}
 }

@@ -27,8 +27,8 @@ func (tg target) Crash(t testing.TB) { tg.Restart(t) }
 // memory Backend. It needs no server, so -short runs it too.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, conformance.Features{SharedCache: true}, func(t testing.TB) conformance.Target {
-		b, o := new(memory.Backend), new(memory.Origin)
+	conformance.Run(t, conformance.Features{SharedCache: true}, func(t testing.TB, opt conformance.Options) conformance.Target {
+		b, o := new(memory.Backend), &memory.Origin{Work: opt.OriginWork}
 		start := func() *kittest.Instance[struct{}] {
 			return kittest.StartInstance(t, func(t testing.TB) (struct{}, *service.Service) {
 				svc := kittest.NewService(t, stats.Info{Service: "memory", Pair: "cache", Backend: "memory"},
