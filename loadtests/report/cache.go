@@ -245,7 +245,9 @@ var cacheClaims = []claimSpec{
 			}
 			var parts []string
 			for _, s := range p.Sides {
-				if v, ok := sideMax(p.Find("stale_ms"), s); ok {
+				if f, _ := sideMin(p.Find("fresh"), s); f < 1 {
+					parts = append(parts, s+" stale past the TTL in a round")
+				} else if v, ok := sideMax(p.Find("stale_ms"), s); ok {
 					parts = append(parts, fmt.Sprintf("%s %s ms", s, num(v)))
 				} else {
 					parts = append(parts, s+" stale past the TTL")
