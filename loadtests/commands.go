@@ -33,7 +33,8 @@ var loadCommands = map[string]string{
 	"queue":     "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
 	"log":       "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
 	"documents": "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
-	"results":   "run queue, log, documents, the throughput scenario, the event-store bench and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
+	"cache":     "drive the cache pair (redis vs no-redis, every mode): Zipf profiles, kv writes logged vs unlogged, raw lookups, stampede, staleness, CPU",
+	"results":   "run queue, log, documents, cache, the throughput scenario, the event-store bench and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
 	"demo":      "drive every pair briefly and print one side-by-side table per pair",
 	"report":    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
 	"longlived": "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
@@ -181,11 +182,15 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		dur = 10 * time.Second
 	case "throughput":
 		dur = scenario.ThroughputDefaults.Duration
+	case "cache":
+		dur = scenario.Cache.Defaults.Duration
 	}
 	rounds := 3
 	switch cmd {
 	case "demo":
 		rounds = 1
+	case "cache":
+		rounds = scenario.Cache.Defaults.Rounds
 	case "throughput":
 		rounds = scenario.ThroughputDefaults.Rounds
 	}
@@ -222,6 +227,16 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		fs.IntVar(&do.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")
 		fs.BoolVar(&do.LZ4, "lz4", d.LZ4, "documents: measure the rewrite points again with TOAST_COMPRESSION=lz4 on the Postgres side")
 	}
+	co := scenario.Cache.Defaults
+	if cmd == "cache" || cmd == "results" {
+		fs.Float64Var(&co.Rate, "cache-rate", co.Rate, "cache: product requests per second of each profile")
+		fs.Float64Var(&co.KVRate, "kv-rate", co.KVRate, "cache: kv writes (then reads) per second")
+		fs.IntVar(&co.Keys, "keys", co.Keys, "cache: product ids the Zipf distribution draws from (1 to keys)")
+		fs.IntVar(&co.StampedeN, "stampede-n", co.StampedeN, "cache: concurrent GETs of one cold key")
+		fs.IntVar(&co.OriginWorkMS, "origin-work-ms", co.OriginWorkMS, "cache: ORIGIN_WORK_MS of the stampede and staleness points")
+		fs.DurationVar(&co.StaleTTL, "stale-ttl", co.StaleTTL, "cache: PRODUCT_TTL of the stampede and staleness points")
+		fs.DurationVar(&co.RawDuration, "raw-lookup-duration", co.RawDuration, "cache: duration of each raw lookup loop")
+	}
 	var tf *throughputFlags
 	if cmd == "throughput" || cmd == "results" {
 		tf = registerThroughput(fs, cmd)
@@ -241,6 +256,9 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	}
 	if c.rounds < 1 {
 		return errors.New("-rounds must be at least 1")
+	}
+	if cmd == "cache" {
+		co.Duration, co.Rounds = c.duration, c.rounds
 	}
 	if c.state.mode != "" {
 		if err := c.state.validate(); err != nil {
@@ -304,8 +322,10 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 			steps = []step{{"log", lo.Estimate(c.settle)}}
 		case "documents":
 			steps = []step{{"documents", do.Estimate()}}
+		case "cache":
+			steps = []step{{"cache", scenario.Cache.Estimate(co)}}
 		case "results":
-			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"throughput", to.Estimate(c.settle)}}
+			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"cache", scenario.Cache.Estimate(co)}, {"throughput", to.Estimate(c.settle)}}
 			if c.state.longLived {
 				steps = append(steps, longLivedOptions(qo, lo, c).steps(c.settle, c.state.history)...)
 			}
@@ -332,10 +352,12 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		})
 	case "documents":
 		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) })
+	case "cache":
+		return runPair(ctx, c, env, root, "cache", args, func(run *driver.Run) error { return scenario.Cache.Run(ctx, env, run, co) })
 	case "throughput":
 		return runThroughput(ctx, c, env, root, args, to)
 	case "results":
-		return runResults(ctx, c, env, root, args, qo, lo, do, x, to)
+		return runResults(ctx, c, env, root, args, qo, lo, do, co, x, to)
 	case "demo":
 		return runDemo(ctx, c, env, root, qd, ld, do)
 	case longLivedCommand:
@@ -471,7 +493,7 @@ func stopPair(env *scenario.Env, p scenario.Pair) {
 	}
 }
 
-func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions, x *extras, to scenario.ThroughputOptions) error {
+func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions, co scenario.CacheOptions, x *extras, to scenario.ThroughputOptions) error {
 	var files []string
 	if x.raw {
 		env.Progress.Begin("raw")
@@ -491,6 +513,9 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 			return errors.Join(scenario.LogScenario.Run(ctx, env, run, lo), x.log(ctx, env, run, lo))
 		}},
 		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
+		// Starts and stops its own instances (two per mode, at the
+		// scenario's declared size: under 4 minutes on 2 cores).
+		{"cache", scenario.Pair{}, func(run *driver.Run) error { return scenario.Cache.Run(ctx, env, run, co) }},
 		// Stops each pair's services itself; its Pair is empty.
 		{"throughput", scenario.Pair{}, throughputRun(ctx, c, env, to)},
 	} {
@@ -686,7 +711,7 @@ func writeReport(c common, inputs string) error {
 	if inputs != "" {
 		files = strings.Split(inputs, ",")
 	} else {
-		for _, p := range []string{"queue", "log", "documents", longLivedCommand, "throughput"} {
+		for _, p := range []string{"queue", "log", "documents", "cache", longLivedCommand, "throughput"} {
 			if f := newest(c.resultsDir, p); f != "" {
 				files = append(files, f)
 			}
@@ -734,7 +759,7 @@ func writeReport(c common, inputs string) error {
 
 // loadUsage lists the load commands.
 func loadUsage(w io.Writer) {
-	for _, k := range []string{"queue", "log", "documents", "throughput", "results", longLivedCommand, "demo", "report"} {
+	for _, k := range []string{"queue", "log", "documents", "cache", "throughput", "results", longLivedCommand, "demo", "report"} {
 		fmt.Fprintf(w, "%-10s %s\n", k, loadCommands[k])
 	}
 	fmt.Fprintln(w, "\nrun `go run ./loadtests <command> -h` for a command's flags")

@@ -61,7 +61,7 @@ func main() {
 		_ = fs.Parse(os.Args[2:])
 		statuses := Check(context.Background(), *host, *timeout, Targets)
 		Print(os.Stdout, statuses)
-	case "queue", "log", "documents", "throughput", "results", "demo", "report", longLivedCommand:
+	case "queue", "log", "documents", "cache", "throughput", "results", "demo", "report", longLivedCommand:
 		os.Exit(loadMain(os.Args[1], os.Args[2:]))
 	case "eventstore":
 		os.Exit(eventStoreMain(os.Args[2:], os.Stdout, os.Stderr))

@@ -122,12 +122,15 @@ func (l *Launcher) Running(name string) *Proc {
 // Start builds (if needed) and starts name on port with env added to the
 // driver's environment, then waits up to readyTimeout for
 // http://127.0.0.1:port/readyz to answer 200. A process of the same name
-// started earlier must be stopped first.
+// started earlier must be stopped first. A name "service@instance" starts
+// one more instance of service under a name of its own (the cache pair
+// runs several instances of each side).
 func (l *Launcher) Start(ctx context.Context, name string, port int, env map[string]string, readyTimeout time.Duration) (*Proc, error) {
 	if l.Running(name) != nil {
 		return nil, fmt.Errorf("%s is already running", name)
 	}
-	if err := l.Build(ctx, name); err != nil {
+	bin, _, _ := strings.Cut(name, "@")
+	if err := l.Build(ctx, bin); err != nil {
 		return nil, err
 	}
 	logPath := filepath.Join(l.logDir, name+".log")
@@ -136,7 +139,7 @@ func (l *Launcher) Start(ctx context.Context, name string, port int, env map[str
 		return nil, err
 	}
 	fmt.Fprintf(logf, "\n=== %s start %s env %v\n", time.Now().Format(time.RFC3339), name, env)
-	cmd := exec.Command(filepath.Join(l.binDir, name))
+	cmd := exec.Command(filepath.Join(l.binDir, bin))
 	cmd.Dir = l.root
 	// STATS_RESET: every round starts with POST /stats/reset, which a
 	// service refuses without it. env may still override it.

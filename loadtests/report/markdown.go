@@ -25,7 +25,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, rr r
 		byCmd[r.Command] = r
 	}
 	var rs []*driver.Run
-	for _, c := range []string{"queue", "log", "documents", "longlived", "throughput"} {
+	for _, c := range []string{"queue", "log", "documents", "cache", "longlived", "throughput"} {
 		if r := byCmd[c]; r != nil {
 			rs = append(rs, r)
 		}
@@ -107,6 +107,10 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	for _, r := range rs {
 		if r.Command == "throughput" {
 			b.WriteString(ThroughputSection(r))
+			continue
+		}
+		if r.Command == "cache" {
+			b.WriteString(CacheSection(r))
 			continue
 		}
 		if pairTitles[r.Command] == "" {

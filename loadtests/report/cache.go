@@ -1,0 +1,270 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// CacheTitle is the heading of the cache pair's RESULTS.md section.
+const CacheTitle = "Cache: redis vs no-redis"
+
+// The cache scenario's point names (package scenario declares them; the
+// report reads results files, not the scenario).
+const (
+	cacheProfile   = "cache.profile"
+	cacheKVWrite   = "cache.kv_write"
+	cacheKVRead    = "cache.kv_read"
+	cacheStampede  = "cache.stampede"
+	cacheStaleness = "cache.staleness"
+	cacheRaw       = "cache.raw_lookup"
+)
+
+// The cache modes the claims compare: the Postgres cache table
+// (UNLOGGED), Redis, the in-process cache and the logged table.
+const (
+	modeUnlogged = "unlogged"
+	modeRedis    = "redis"
+	modeLocal    = "local"
+	modeLogged   = "logged"
+)
+
+// cacheRow is one metric row of a cache table.
+type cacheRow struct{ label, metric string }
+
+// cacheTable writes one table of ps: a row per point and metric, a
+// column per mode (the points' sides).
+func cacheTable(b *bytes.Buffer, ps []*driver.Point, rows []cacheRow) {
+	if len(ps) == 0 {
+		return
+	}
+	sides := ps[0].Sides
+	fmt.Fprintf(b, "| point | metric | %s |\n|---|---|%s\n", strings.Join(sides, " | "), strings.Repeat("---|", len(sides)))
+	for _, p := range ps {
+		for _, row := range rows {
+			m := p.Find(row.metric)
+			if m == nil {
+				continue
+			}
+			cells := make([]string, len(sides))
+			for i, s := range sides {
+				a, ok := m.Sides[s]
+				cells[i] = cell(a, ok)
+			}
+			fmt.Fprintf(b, "| %s | %s | %s |\n", p.Name, row.label, strings.Join(cells, " | "))
+		}
+		for _, e := range sideErrors(p) {
+			fmt.Fprintf(b, "\nError, %s %s: %s\n", p.Scenario, p.Name, md(e))
+		}
+	}
+	b.WriteString("\n")
+}
+
+// cpuRows are the CPU-seconds per 1,000 operations of each process group.
+var cpuRows = []cacheRow{
+	{"CPU-s / 1,000 ops: service", "cpu_per_k.service"},
+	{"CPU-s / 1,000 ops: postgres", "cpu_per_k.postgres"},
+	{"CPU-s / 1,000 ops: redis-server", "cpu_per_k.redis"},
+}
+
+// CacheSection renders the cache run's section of RESULTS.md, or "" when
+// r is not a cache run.
+func CacheSection(r *driver.Run) string {
+	if r == nil || r.Command != "cache" {
+		return ""
+	}
+	var b bytes.Buffer
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	rs := runs{"cache": r}
+	w("\n## %s\n\n", CacheTitle)
+	if s := settingsLine(r); s != "" {
+		w("Settings: %s.\n\n", s)
+	}
+	w("Every mode is a column, driven identically: `unlogged` and `logged` are no-redis with `CACHE_MODE=unlogged` (`CACHE_TABLE=unlogged` or `logged`), `local` no-redis' in-process cache, `redis` the redis service. Cells are the median across rounds (min–max).\n\n")
+	if ps := rs.points("cache", cacheProfile); len(ps) > 0 {
+		w("### Products over a Zipf key set (open loop, same rate on every mode)\n\n")
+		cacheTable(&b, ps, append([]cacheRow{
+			{"client p50 ms", "client.p50_ms"}, {"client p99 ms", "client.p99_ms"}, {"errors", "client.errors"},
+			{"shed (503)", "client.shed"}, {"hit ratio", "hit_ratio"}, {"origin loads", "counter.origin_loads"},
+		}, cpuRows...))
+	}
+	kv := append(rs.points("cache", cacheKVWrite), rs.points("cache", cacheKVRead)...)
+	if len(kv) > 0 {
+		w("### kv writes, then reads of what was written: logged vs unlogged\n\n")
+		named := make([]*driver.Point, len(kv))
+		for i, p := range kv {
+			c := *p
+			c.Name = strings.TrimPrefix(p.Scenario, "cache.") + " " + p.Name
+			named[i] = &c
+		}
+		cacheTable(&b, named, append([]cacheRow{{"client p50 ms", "client.p50_ms"}, {"client p99 ms", "client.p99_ms"}, {"errors", "client.errors"}, {"shed (503)", "client.shed"}}, cpuRows...))
+	}
+	if ps := rs.points("cache", cacheRaw); len(ps) > 0 {
+		w("### Lookup by key without HTTP (pgx SELECT by primary key vs go-redis GET, one connection, one at a time)\n\n")
+		cacheTable(&b, ps, []cacheRow{{"p50 ms", "client.p50_ms"}, {"p99 ms", "client.p99_ms"}, {"lookups/s", "client.ok_rate"}})
+	}
+	if ps := rs.points("cache", cacheStampede); len(ps) > 0 {
+		w("### Stampede: concurrent GETs of one cold key (origin loads from /stats)\n\n")
+		cacheTable(&b, ps, []cacheRow{{"origin loads, one instance", "origin_loads.one"}, {"origin loads, two instances", "origin_loads.two"},
+			{"ms until every GET answered, one instance", "elapsed_ms.one"}, {"failed GETs", "errors.one"}})
+	}
+	if ps := rs.points("cache", cacheStaleness); len(ps) > 0 {
+		w("### Staleness after an out-of-band `UPDATE products ... WHERE` (10 rows, through pgx)\n\n")
+		w("Milliseconds until both instances of a mode serve the new value; **TTL-bound** when the window lasts until `PRODUCT_TTL` (more than half of it) or past it.\n\n")
+		p := ps[0]
+		w("| mode | ms until every instance is fresh | |\n|---|---|---|\n")
+		for _, s := range p.Sides {
+			v, ok := median(p, "stale_ms", s)
+			fresh, _ := sideMin(p.Find("fresh"), s)
+			ttl, _ := median(p, "ttl_ms", s)
+			label := ""
+			switch {
+			case !ok || fresh < 1:
+				label = "**TTL-bound** (stale past the TTL in a round)"
+			case ttl > 0 && v > ttl/2:
+				label = fmt.Sprintf("**TTL-bound** (TTL %s ms)", num(ttl))
+			}
+			a := p.Find("stale_ms")
+			var agg driver.Agg
+			if a != nil {
+				agg, ok = a.Sides[s]
+			}
+			w("| %s | %s | %s |\n", s, cell(agg, ok), label)
+		}
+		w("\n")
+	}
+	for _, n := range r.Notes {
+		w("- Note: %s\n", md(n))
+	}
+	return b.String()
+}
+
+// sideMin returns a side's minimum across rounds of m.
+func sideMin(m *driver.Metric, side string) (float64, bool) {
+	if m == nil {
+		return 0, false
+	}
+	a, ok := m.Sides[side]
+	return a.Min, ok
+}
+
+// cacheClaims are the cache pair's claims (issue 10), appended to
+// claimTable.
+var cacheClaims = []claimSpec{
+	{pair: "cache", short: "raw lookup by key: Redis ahead",
+		claim: "Lookup by key: p50 about 0.1 ms on Redis vs about 0.65 ms on Postgres (raw client, no HTTP)",
+		rule:  "postgres' median p50 ÷ redis' within 2× of 6.5 (3.25–13), pgx SELECT by primary key vs go-redis GET, one connection each",
+		evaluate: atPoint("cache", cacheRaw, "", "cache raw lookup", func(_ claimInputs, p *driver.Point) outcome {
+			v, ok := medians(at{p, "client.p50_ms", "postgres"}, at{p, "client.p50_ms", "redis"})
+			if !ok || v[1] <= 0 {
+				return outcome{missing: "no lookup latency on both sides"}
+			}
+			r := v[0] / v[1]
+			return outcome{measured: fmt.Sprintf("p50 %s ms (postgres) vs %s ms (redis): %s×", num(v[0]), num(v[1]), num(r)), holds: r >= 3.25 && r <= 13}
+		})},
+	{pair: "cache", short: "Redis ahead behind HTTP",
+		claim: "Behind the same HTTP server, Redis is ahead on reads, writes and a mixed profile, and uses about two thirds of a core where Postgres uses both cores",
+		rule:  "redis' median client p50 below the unlogged table's at every profile, same open-loop rate; the CPU part is shown (CPU-s per 1,000 ops) but not judged: at a fixed rate below both ceilings neither side uses whole cores",
+		evaluate: atEveryPoint("cache", cacheProfile, "cache", func(claimInputs) string { return "p50 redis vs unlogged: " }, func(p *driver.Point) (string, bool) {
+			v, ok := medians(at{p, "client.p50_ms", modeRedis}, at{p, "client.p50_ms", modeUnlogged})
+			if !ok {
+				return p.Name + ": –", false
+			}
+			part := fmt.Sprintf("%s %s vs %s ms", p.Name, num(v[0]), num(v[1]))
+			if c, ok := medians(at{p, "cpu_per_k.redis", modeRedis}, at{p, "cpu_per_k.postgres", modeUnlogged}); ok {
+				part += fmt.Sprintf(" (CPU-s/1k ops: redis-server %s, postgres %s)", num(c[0]), num(c[1]))
+			}
+			return part, v[0] < v[1]
+		})},
+	{pair: "cache", short: "UNLOGGED writes faster",
+		claim: "UNLOGGED makes writes about 3× faster than a logged table; reads are unchanged",
+		rule:  "kv PUT p50 on the logged table ≥ 1.5× the unlogged one's (3× within 2×), and kv GET p50 within ±25%, same rate",
+		evaluate: func(in claimInputs) outcome {
+			wp, rp := in.rs.point("cache", cacheKVWrite, ""), in.rs.point("cache", cacheKVRead, "")
+			if wp == nil || rp == nil {
+				return notRun("cache kv write and read")
+			}
+			v, ok := medians(at{wp, "client.p50_ms", modeLogged}, at{wp, "client.p50_ms", modeUnlogged},
+				at{rp, "client.p50_ms", modeLogged}, at{rp, "client.p50_ms", modeUnlogged})
+			if !ok || v[1] <= 0 || v[3] <= 0 {
+				return outcome{missing: "no kv latency on both tables"}
+			}
+			w, r := v[0]/v[1], v[2]/v[3]
+			return outcome{measured: fmt.Sprintf("PUT p50 %s ms logged vs %s ms unlogged (%s×); GET p50 %s vs %s ms (%s×)", num(v[0]), num(v[1]), num(w), num(v[2]), num(v[3]), num(r)),
+				holds: w >= 1.5 && r >= 0.75 && r <= 1.25}
+		}},
+	{pair: "cache", short: "in-process cache beats any network cache",
+		claim: "An in-process cache beats any network cache, Redis included",
+		rule:  "local's median client p50 below redis' and the unlogged table's on the read-heavy profile and on kv reads",
+		evaluate: func(in claimInputs) outcome {
+			var parts []string
+			holds := true
+			for _, p := range []*driver.Point{in.rs.point("cache", cacheProfile, "read_heavy"), in.rs.point("cache", cacheKVRead, "")} {
+				if p == nil {
+					return notRun("cache read-heavy and kv read")
+				}
+				v, ok := medians(at{p, "client.p50_ms", modeLocal}, at{p, "client.p50_ms", modeRedis}, at{p, "client.p50_ms", modeUnlogged})
+				if !ok {
+					return outcome{missing: "no " + p.Scenario + " latency on local, redis and unlogged"}
+				}
+				parts = append(parts, fmt.Sprintf("%s %s: local %s, redis %s, unlogged %s ms", strings.TrimPrefix(p.Scenario, "cache."), p.Name, num(v[0]), num(v[1]), num(v[2])))
+				holds = holds && v[0] < v[1] && v[0] < v[2]
+			}
+			return outcome{measured: strings.Join(parts, "; "), holds: holds}
+		}},
+	{pair: "cache", short: "stampede computed once in-process",
+		claim: "Concurrent misses on one key are computed once by an in-process cache (stampede protection); Redis knows nothing of concurrent requests",
+		rule:  "local: 1 origin load for the concurrent GETs of one cold key on one instance in every round, at most 2 across two instances; the other modes' counts are shown (their services have singleflight too: Redis itself is not what protects them)",
+		evaluate: atPoint("cache", cacheStampede, "", "cache stampede", func(_ claimInputs, p *driver.Point) outcome {
+			one, two := p.Find("origin_loads.one"), p.Find("origin_loads.two")
+			if one == nil || two == nil {
+				return outcome{missing: "no origin loads recorded"}
+			}
+			a, ok1 := one.Sides[modeLocal]
+			b, ok2 := two.Sides[modeLocal]
+			if !ok1 || !ok2 {
+				return outcome{missing: "the local mode was not measured"}
+			}
+			var parts []string
+			for _, s := range p.Sides {
+				x, y := one.Sides[s], two.Sides[s]
+				parts = append(parts, fmt.Sprintf("%s %s / %s", s, num(x.Max), num(y.Max)))
+			}
+			return outcome{measured: fmt.Sprintf("%s: most origin loads in a round, one / two instances: %s", p.Name, strings.Join(parts, "; ")),
+				holds: a.Min >= 1 && a.Max == 1 && b.Max <= 2}
+		})},
+	{pair: "cache", short: "Postgres as the invalidation source",
+		claim: "Postgres can be the cache's invalidation source. Logical replication (or a statement trigger) also catches a bulk `UPDATE ... WHERE` made outside the service",
+		rule:  "local (statement trigger + NOTIFY): both instances serve the new value within 1 s of an out-of-band UPDATE ... WHERE of 10 rows, in every round; the TTL-bound modes are shown",
+		evaluate: atPoint("cache", cacheStaleness, "", "cache staleness", func(_ claimInputs, p *driver.Point) outcome {
+			fresh, ok := sideMin(p.Find("fresh"), modeLocal)
+			if !ok {
+				return outcome{missing: "the local mode was not measured"}
+			}
+			var parts []string
+			for _, s := range p.Sides {
+				if f, _ := sideMin(p.Find("fresh"), s); f < 1 {
+					parts = append(parts, s+" stale past the TTL in a round")
+				} else if v, ok := sideMax(p.Find("stale_ms"), s); ok {
+					parts = append(parts, fmt.Sprintf("%s %s ms", s, num(v)))
+				} else {
+					parts = append(parts, s+" stale past the TTL")
+				}
+			}
+			worst, ok := sideMax(p.Find("stale_ms"), modeLocal)
+			return outcome{measured: fmt.Sprintf("%s, longest window: %s", p.Name, strings.Join(parts, "; ")), holds: fresh == 1 && ok && worst <= 1000}
+		})},
+}
+
+func init() { claimTable = append(claimTable, cacheClaims...) }
+
+// sideMax returns a side's maximum across rounds of m.
+func sideMax(m *driver.Metric, side string) (float64, bool) {
+	if m == nil {
+		return 0, false
+	}
+	a, ok := m.Sides[side]
+	return a.Max, ok
+}
