@@ -36,13 +36,12 @@ type message struct {
 // the acker of its consuming channel. The two are lost and replaced
 // together.
 //
-// Publishers and consumers do not share a connection: RabbitMQ's flow
-// control blocks a publishing connection's socket, and the consumer's
-// acks, sent on the same connection, then wait behind the publishes while
-// the broker, seeing PREFETCH deliveries unacknowledged, delivers nothing
-// more. By hand at batch 1000 (docs/queue.md, "Profile"), the pipeline
-// then made about one record statement per second for 25 s while the
-// senders published.
+// Publishers and consumers do not share a connection, as RabbitMQ
+// advises: its flow control and resource alarms stop reading a publishing
+// connection's socket, and a consumer's acks sent on that connection
+// would wait behind the publishes while the broker, seeing PREFETCH
+// deliveries unacknowledged, delivers nothing more (docs/queue.md,
+// "Tuning").
 type session struct {
 	conn     *amqp.Connection
 	pub      *amqp.Channel
