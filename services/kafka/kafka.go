@@ -138,22 +138,26 @@ var maxCreatedAt = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone
 // checkSizes refuses, with 413 and before anything is written, events
 // whose record the broker would refuse: otherwise the row would be
 // committed, the produce refused ("Message Size Too Large"), and the row
-// left in Postgres, never delivered (one more at each retry).
-func (b *backend) checkSizes(events []logc.NewEvent) error {
+// left in Postgres, never delivered (one more at each retry). It returns
+// each event's value up to its created_at (wireHead), which the produce
+// completes: each event is encoded once.
+func (b *backend) checkSizes(events []logc.NewEvent) ([][]byte, error) {
 	limit := b.batchBytes()
+	heads := make([][]byte, len(events))
 	for i, e := range events {
-		v, err := json.Marshal(wireEvent{ID: e.ID, Type: e.Type, Key: e.Key, Payload: e.Payload, CreatedAt: maxCreatedAt})
+		h, err := wireHead(e)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if n := int64(messageOverhead + len(e.Key) + len(v)); n > limit {
-			return &httpapi.Error{Status: http.StatusRequestEntityTooLarge,
+		heads[i] = h
+		if n := int64(messageOverhead + len(e.Key) + wireSize(h)); n > limit {
+			return nil, &httpapi.Error{Status: http.StatusRequestEntityTooLarge,
 				Message: fmt.Sprintf("event %d (%s) would be a Kafka record of up to %d bytes; topic %s accepts record batches of at most %d bytes (max.message.bytes), i.e. records of at most %d bytes as the producer counts them; nothing was written",
 					i, e.ID, n, b.cfg.Topic, b.maxMessageBytes, limit),
 				Fields: map[string]any{"max_message_bytes": b.maxMessageBytes}}
 		}
 	}
-	return nil
+	return heads, nil
 }
 
 // topicMaxMessageBytes reads the topic's effective max.message.bytes (its
@@ -188,7 +192,8 @@ func topicMaxMessageBytes(ctx context.Context, client *kafkago.Client, topic str
 // (the dual-write gap); the 503 says so and names the ids. An event too
 // large for the topic is refused (413) before the INSERT.
 func (b *backend) Append(ctx context.Context, events []logc.NewEvent) ([]logc.Created, error) {
-	if err := b.checkSizes(events); err != nil {
+	heads, err := b.checkSizes(events)
+	if err != nil {
 		return nil, err
 	}
 	if err := b.checkBroker(ctx); err != nil {
@@ -201,11 +206,7 @@ func (b *backend) Append(ctx context.Context, events []logc.NewEvent) ([]logc.Cr
 	msgs := make([]kafkago.Message, len(events))
 	ids := make([]string, len(events))
 	for i, e := range events {
-		v, err := json.Marshal(wireEvent{ID: e.ID, Type: e.Type, Key: e.Key, Payload: e.Payload, CreatedAt: created[i].CreatedAt})
-		if err != nil {
-			return nil, err
-		}
-		msgs[i] = kafkago.Message{Key: []byte(e.Key), Value: v}
+		msgs[i] = kafkago.Message{Key: []byte(e.Key), Value: appendCreatedAt(heads[i], created[i].CreatedAt)}
 		ids[i] = e.ID
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.cfg.WriteTimeout)
@@ -432,12 +433,12 @@ func (c *consumer) handle(abort context.Context, msgs <-chan kafkago.Message) {
 		}
 		deliveries := make([]logc.Delivery, 0, len(batch))
 		for _, m := range batch {
-			var e wireEvent
-			if err := json.Unmarshal(m.Value, &e); err != nil || e.ID == "" {
+			id, at, err := decodeDelivery(m.Value)
+			if err != nil || id == "" {
 				c.logger.Error("skipping a record that is not an event", "partition", m.Partition, "offset", m.Offset, "err", err)
 				continue
 			}
-			deliveries = append(deliveries, logc.Delivery{ID: e.ID, CreatedAt: e.CreatedAt})
+			deliveries = append(deliveries, logc.Delivery{ID: id, CreatedAt: at})
 		}
 		// Record, retrying while Postgres is unreachable: a batch is
 		// committed only once recorded.

@@ -116,6 +116,31 @@ func TestConnectionLossReconnectsWithoutLoss(t *testing.T) {
 	}
 }
 
+// TestConsumerOnItsOwnConnection checks that the consumer does not share
+// the publishers' connection (flow control on a publishing connection
+// would hold back the consumer's acks), and cuts the consuming connection
+// alone mid-load: the session is replaced and every task completes.
+func TestConsumerOnItsOwnConnection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tg := startTarget(t, e, conformance.Settings{Workers: 4, Work: 10 * time.Millisecond}, nil)
+	s, err := tg.App().session(kittest.Context(t, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.consConn == nil || s.consConn == s.conn {
+		t.Fatal("the consumer has no connection of its own")
+	}
+	cut := brokerConnection(t, tg.App().consumerConnectionName())
+	post(t, tg.URL(), 400, 0)
+	cut()
+	post(t, tg.URL(), 100, 0)
+	waitDone(t, tg, 500, 2*time.Minute)
+	if n := tg.App().stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
+		t.Errorf("reconnects = %d, want at least 1", n)
+	}
+}
+
 // TestQuorumQueue runs tasks, a retry included, on QUEUE_TYPE=quorum.
 func TestQuorumQueue(t *testing.T) {
 	t.Parallel()

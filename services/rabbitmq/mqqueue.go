@@ -31,12 +31,35 @@ type message struct {
 	EnqueuedAt time.Time `json:"enqueued_at"`
 }
 
-// session is one live connection with its publishing channel (confirm
-// mode) and, with workers, the acker of its consuming channel.
+// session is one live publishing connection with its publishing channel
+// (confirm mode) and, with workers, a consuming connection of its own with
+// the acker of its consuming channel. The two are lost and replaced
+// together.
+//
+// Publishers and consumers do not share a connection, as RabbitMQ
+// advises: its flow control and resource alarms stop reading a publishing
+// connection's socket, and a consumer's acks sent on that connection
+// would wait behind the publishes while the broker, seeing PREFETCH
+// deliveries unacknowledged, delivers nothing more (docs/queue.md,
+// "Tuning").
 type session struct {
-	conn *amqp.Connection
-	pub  *amqp.Channel
-	acks *acker
+	conn     *amqp.Connection
+	pub      *amqp.Channel
+	consConn *amqp.Connection // nil without workers
+	acks     *acker
+}
+
+// close closes the session's connections.
+func (s *session) close() {
+	_ = s.conn.Close()
+	if s.consConn != nil {
+		_ = s.consConn.Close()
+	}
+}
+
+// closed reports whether either connection of the session is closed.
+func (s *session) closed() bool {
+	return s.conn.IsClosed() || (s.consConn != nil && s.consConn.IsClosed())
 }
 
 // outbound is a message to publish and its routing key (a queue name: the
@@ -133,11 +156,14 @@ func (q *mqQueue) retryQueue(n int) (string, time.Duration) {
 // the tests find the connection by it).
 func (q *mqQueue) connectionName() string { return info.Service + " " + q.cfg.Queue }
 
-func (q *mqQueue) dial() (*amqp.Connection, error) {
+// consumerConnectionName is the consuming connection's connection_name.
+func (q *mqQueue) consumerConnectionName() string { return q.connectionName() + " consumer" }
+
+func (q *mqQueue) dial(name string) (*amqp.Connection, error) {
 	conn, err := amqp.DialConfig(q.cfg.RabbitMQURL, amqp.Config{
 		Dial:       amqp.DefaultDial(q.cfg.DialTimeout),
 		Heartbeat:  q.cfg.Heartbeat,
-		Properties: amqp.Table{"connection_name": q.connectionName()},
+		Properties: amqp.Table{"connection_name": name},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmq unreachable (RABBITMQ_URL): %w", err)
@@ -189,12 +215,16 @@ func (q *mqQueue) declare(ch *amqp.Channel) error {
 // with workers, the consuming channel. It returns the session and the
 // consumer's delivery channel (nil without workers).
 func (q *mqQueue) connect() (*session, <-chan amqp.Delivery, error) {
-	conn, err := q.dial()
+	conn, err := q.dial(q.connectionName())
 	if err != nil {
 		return nil, nil, err
 	}
+	var consConn *amqp.Connection
 	fail := func(what string, err error) (*session, <-chan amqp.Delivery, error) {
 		_ = conn.Close()
+		if consConn != nil {
+			_ = consConn.Close()
+		}
 		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	ch, err := conn.Channel()
@@ -215,7 +245,10 @@ func (q *mqQueue) connect() (*session, <-chan amqp.Delivery, error) {
 	var dl <-chan amqp.Delivery
 	var acks *acker
 	if q.cfg.Worker.Workers > 0 {
-		cons, err := conn.Channel()
+		if consConn, err = q.dial(q.consumerConnectionName()); err != nil {
+			return fail("open consuming connection", err)
+		}
+		cons, err := consConn.Channel()
 		if err != nil {
 			return fail("open consuming channel", err)
 		}
@@ -229,7 +262,7 @@ func (q *mqQueue) connect() (*session, <-chan amqp.Delivery, error) {
 		// ack, but never more than half the window.
 		acks = newAcker(cons, q.cfg.Prefetch/2)
 	}
-	return &session{conn: conn, pub: pub, acks: acks}, dl, nil
+	return &session{conn: conn, pub: pub, consConn: consConn, acks: acks}, dl, nil
 }
 
 // Start connects once (an unreachable broker fails the start, naming
@@ -254,11 +287,11 @@ func (q *mqQueue) Start(ctx context.Context) error {
 func (q *mqQueue) connected() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.cur != nil && !q.cur.conn.IsClosed()
+	return q.cur != nil && !q.cur.closed()
 }
 
 // maintain serves one session at a time: it forwards deliveries to the
-// pipeline until the connection, the consumer channel or the publishing
+// pipeline until either connection, the consumer channel or the publishing
 // channel is lost, then reconnects with backoff. On stop it stops
 // forwarding and lets the pipeline drain on the still-current session (a
 // retry needs it for its publish, every outcome for its ack): the intake
@@ -283,8 +316,12 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 		close(q.ready)
 		q.mu.Unlock()
 		lost := s.conn.NotifyClose(make(chan *amqp.Error, 1))
+		var consLost chan *amqp.Error // nil without workers: never ready
+		if s.consConn != nil {
+			consLost = s.consConn.NotifyClose(make(chan *amqp.Error, 1))
+		}
 		pubLost := s.pub.NotifyClose(make(chan *amqp.Error, 1))
-		err := q.forward(dl, s.acks, lost, pubLost)
+		err := q.forward(dl, s.acks, lost, consLost, pubLost)
 		if q.stopCtx.Err() != nil {
 			// Stop: the pipeline finishes what it holds (and acks it, or
 			// publishes its retry) first, on this session; only then
@@ -292,11 +329,11 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 			close(q.inbound)
 			q.waitPipeline()
 			drop()
-			_ = s.conn.Close()
+			s.close()
 			return
 		}
 		drop()
-		_ = s.conn.Close()
+		s.close()
 		q.log.Warn("rabbitmq connection lost; reconnecting", "err", err)
 		for {
 			if backoff.Sleep(q.stopCtx, b.Next()) != nil {
@@ -316,10 +353,11 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 }
 
 // forward passes deliveries to the workers until stop or loss: of the
-// connection, of the consumer channel, or of the publishing channel alone
+// publishing or the consuming connection, of the consumer channel, or of
+// the publishing channel alone
 // (a channel-level error closes only that channel; nothing would reopen
 // it, and every publish would wait for a session that never comes).
-func (q *mqQueue) forward(dl <-chan amqp.Delivery, acks *acker, lost, pubLost chan *amqp.Error) error {
+func (q *mqQueue) forward(dl <-chan amqp.Delivery, acks *acker, lost, consLost, pubLost chan *amqp.Error) error {
 	for {
 		var d amqp.Delivery
 		var ok bool
@@ -327,7 +365,9 @@ func (q *mqQueue) forward(dl <-chan amqp.Delivery, acks *acker, lost, pubLost ch
 		case <-q.stopCtx.Done():
 			return nil
 		case e := <-lost:
-			return fmt.Errorf("connection closed: %v", e)
+			return fmt.Errorf("publishing connection closed: %v", e)
+		case e := <-consLost:
+			return fmt.Errorf("consuming connection closed: %v", e)
 		case e := <-pubLost:
 			return fmt.Errorf("publishing channel closed: %v", e)
 		case d, ok = <-dl:

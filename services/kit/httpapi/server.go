@@ -71,6 +71,13 @@ type ServerConfig struct {
 	// before it is shed. Env MAX_IN_FLIGHT_WAIT; default
 	// DefaultMaxInFlightWait, 0 for none.
 	MaxInFlightWait time.Duration
+	// DebugAddr, when set, is the address of a second listener that
+	// serves net/http/pprof under /debug/pprof/ (CPU and heap profiles,
+	// goroutine dumps, the command line). Env DEBUG_ADDR; default empty:
+	// off, no listener. It has no authentication and is never on the
+	// service's own ADDR: bind it to loopback (127.0.0.1:6060) and only
+	// while profiling (docs/security.md).
+	DebugAddr string
 }
 
 // ServerEnv is the interface of config.Reader that ReadServerConfig needs.
@@ -97,6 +104,12 @@ func ReadServerConfig(env ServerEnv, defaultAddr string, defaultBodyLimit int64)
 		StatsReset:        env.Bool("STATS_RESET", DefaultStatsReset),
 		MaxInFlight:       env.Int("MAX_IN_FLIGHT", DefaultMaxInFlight),
 		MaxInFlightWait:   env.Duration("MAX_IN_FLIGHT_WAIT", DefaultMaxInFlightWait),
+		DebugAddr:         env.String("DEBUG_ADDR", ""),
+	}
+	if c.DebugAddr != "" {
+		if _, _, err := net.SplitHostPort(c.DebugAddr); err != nil {
+			env.Fail("DEBUG_ADDR", "%q is not host:port (example 127.0.0.1:6060), or leave it empty for no profiling listener", c.DebugAddr)
+		}
 	}
 	if c.MaxInFlight < 0 || c.MaxInFlight > MaxMaxInFlight {
 		env.Fail("MAX_IN_FLIGHT", "must be between 0 (no bound) and %d, got %d", MaxMaxInFlight, c.MaxInFlight)

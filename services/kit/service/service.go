@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"sync"
@@ -106,6 +107,7 @@ type Service struct {
 	checks []hook
 	stops  []hook
 	srv    *httpapi.Server
+	debug  net.Listener
 
 	stopOnce     sync.Once
 	stopErr      error
@@ -198,12 +200,62 @@ func (s *Service) Listen() error {
 	if s.srv != nil {
 		return nil
 	}
+	var debug net.Listener
+	if s.cfg.DebugAddr != "" {
+		ln, err := net.Listen("tcp", s.cfg.DebugAddr)
+		if err != nil {
+			return fmt.Errorf("listen on %s (DEBUG_ADDR): %w", s.cfg.DebugAddr, err)
+		}
+		debug = ln
+	}
 	srv, err := httpapi.Listen(s.cfg, s.Router)
 	if err != nil {
+		if debug != nil {
+			_ = debug.Close()
+		}
 		return err
 	}
-	s.srv = srv
+	s.srv, s.debug = srv, debug
 	return nil
+}
+
+// DebugAddr returns the bound address of the profiling listener after
+// Listen, nil when DEBUG_ADDR is empty (the default: no listener).
+func (s *Service) DebugAddr() net.Addr {
+	if s.debug == nil {
+		return nil
+	}
+	return s.debug.Addr()
+}
+
+// debugHandler serves net/http/pprof on its own mux (never on the
+// service's router, never on http.DefaultServeMux).
+func debugHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// serveDebug serves the profiling listener until ctx is done. Profiles
+// run for as long as asked (?seconds=30), so it has no write timeout;
+// it is closed, not drained, at shutdown.
+func (s *Service) serveDebug(ctx context.Context) {
+	if s.debug == nil {
+		return
+	}
+	srv := &http.Server{Handler: debugHandler(), ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	s.Logger.Warn("profiling listener on (DEBUG_ADDR): net/http/pprof without authentication", "addr", s.debug.Addr().String())
+	if err := srv.Serve(s.debug); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.Logger.Error("profiling listener stopped", "err", err)
+	}
 }
 
 // Addr returns the bound address after Listen.
@@ -224,6 +276,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.Logger.Info("listening", "addr", s.srv.Addr().String())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go s.serveDebug(ctx)
 	go func() {
 		select {
 		case <-ctx.Done():

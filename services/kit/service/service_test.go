@@ -211,3 +211,97 @@ func TestReadCommonBackendTimeoutAndDeprecations(t *testing.T) {
 		t.Errorf("Err = %v, want BACKEND_TIMEOUT named", err)
 	}
 }
+
+// TestDebugListenerOffByDefault checks that without DEBUG_ADDR no
+// profiling listener is bound and the service's own router does not serve
+// /debug/pprof/.
+func TestDebugListenerOffByDefault(t *testing.T) {
+	t.Parallel()
+	svc := testService(t)
+	if a := svc.DebugAddr(); a != nil {
+		t.Fatalf("DEBUG_ADDR unset, but a profiling listener is bound on %v", a)
+	}
+	base, stop := runService(t, svc)
+	defer stop()
+	resp, err := http.Get(base + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ on ADDR answered %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestDebugListenerServesPprof sets DEBUG_ADDR: its own listener serves
+// /debug/pprof/ and a goroutine profile, while ADDR still does not.
+func TestDebugListenerServesPprof(t *testing.T) {
+	t.Parallel()
+	c := ReadCommon(config.FromMap(map[string]string{"ADDR": "127.0.0.1:0", "DEBUG_ADDR": "127.0.0.1:0", "SHUTDOWN_TIMEOUT": "5s"}), ":0", 1<<20)
+	if c.HTTP.DebugAddr != "127.0.0.1:0" {
+		t.Fatalf("DebugAddr = %q, want 127.0.0.1:0", c.HTTP.DebugAddr)
+	}
+	svc := New(stats.Info{Service: "test", Pair: "none", Backend: "none"}, c.HTTP, slog.New(slog.DiscardHandler), nil, nil)
+	if err := svc.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	if svc.DebugAddr() == nil {
+		t.Fatal("DEBUG_ADDR set, but no profiling listener is bound")
+	}
+	if svc.DebugAddr().String() == svc.Addr().String() {
+		t.Fatal("the profiling listener is the service's own listener")
+	}
+	base, stop := runService(t, svc)
+	defer stop()
+	debug := "http://" + svc.DebugAddr().String()
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/goroutine?debug=1"} {
+		resp, err := http.Get(debug + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "goroutine") {
+			t.Errorf("GET %s on DEBUG_ADDR answered %d %.200q", path, resp.StatusCode, b)
+		}
+	}
+	resp, err := http.Get(base + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ on ADDR answered %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestDebugAddrMustBeHostPort checks that a DEBUG_ADDR that is not
+// host:port stops the service at start, naming the variable.
+func TestDebugAddrMustBeHostPort(t *testing.T) {
+	t.Parallel()
+	r := config.FromMap(map[string]string{"DEBUG_ADDR": "6060"})
+	ReadCommon(r, ":0", 1<<20)
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "DEBUG_ADDR") {
+		t.Errorf("DEBUG_ADDR=6060: err = %v, want one naming DEBUG_ADDR", err)
+	}
+}
+
+// runService runs svc until the returned stop is called (and at cleanup),
+// and returns its base URL.
+func runService(t testing.TB, svc *Service) (base string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return "http://" + svc.Addr().String(), stop
+}

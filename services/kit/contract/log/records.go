@@ -73,7 +73,7 @@ func (s *Records) Insert(ctx context.Context, events []NewEvent) ([]Created, err
 			// SET LOCAL: only this transaction's commit is affected.
 			b.Queue("SELECT set_config('synchronous_commit', $1, true)", s.syncCommit)
 		}
-		b.Queue(insertSQL, ids, types, keys, payloads)
+		b.Queue(insertSQL, postgres.UUIDs(ids), types, keys, payloads)
 		br := tx.SendBatch(ctx, b)
 		if s.syncCommit != "" {
 			if _, err := br.Exec(); err != nil {
@@ -162,7 +162,7 @@ func (s *Records) Deliver(ctx context.Context, batch []Delivery, at time.Time) (
 	for i, d := range batch {
 		ids[i] = d.ID
 	}
-	rows, err := s.pool.Query(ctx, deliverSQL, ids, at)
+	rows, err := s.pool.Query(ctx, deliverSQL, postgres.UUIDs(ids), at)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func TaskColumns(tasks []queue.NewTask) (ids, kinds, payloads []string, fails []
 // InsertTasks writes the tasks' records with status queued.
 func InsertTasks(ctx context.Context, db Execer, tasks []queue.NewTask) error {
 	ids, kinds, payloads, fails, at := TaskColumns(tasks)
-	_, err := db.Exec(ctx, insertTasks, ids, kinds, payloads, fails, at)
+	_, err := db.Exec(ctx, insertTasks, postgres.UUIDs(ids), kinds, payloads, fails, at)
 	return err
 }
 
@@ -169,7 +169,7 @@ RETURNING id::text, attempts, fail_times`
 // unknown, a duplicate delivery to acknowledge and drop (the record
 // decides). An id given twice is recorded once.
 func (s Store) DeliverMany(ctx context.Context, ids []string) (map[string]Delivery, error) {
-	rows, err := s.Pool.Query(ctx, deliverMany, ids)
+	rows, err := s.Pool.Query(ctx, deliverMany, postgres.UUIDs(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func (s Store) FinishMany(ctx context.Context, outcomes []Outcome) (map[string]b
 	for i, o := range outcomes {
 		ids[i], statuses[i], errs[i] = o.ID, o.Status, o.LastError
 	}
-	rows, err := s.Pool.Query(ctx, finishMany, ids, statuses, errs)
+	rows, err := s.Pool.Query(ctx, finishMany, postgres.UUIDs(ids), statuses, errs)
 	if err != nil {
 		return nil, err
 	}
