@@ -48,7 +48,12 @@ SELECT pg_notify($6, '') WHERE $7::boolean`
 // claims return the same row, and none blocks. Claimed rows get a lease of
 // $2 ms: run_at moves to the lease's end, so an expired lease (a dead
 // worker) is simply due again, and the next claim rescues it. The task
-// records are marked running in the same statement.
+// records are marked running in the same statement. Task records are
+// tested "(status IN (...)) IS TRUE" here and in every statement below
+// that changes records by id: the same condition, but one the planner
+// cannot match to the partial index tasks_open, which long-lived tables'
+// statistics make look empty; it would walk the whole open backlog per
+// claim (kit's records package explains; TestRecordUpdatesWalkThePrimaryKey).
 const claimSQL = `
 WITH picked AS (
     SELECT task_id FROM queue_jobs
@@ -69,7 +74,7 @@ WITH picked AS (
        SET status = 'running', attempts = c.attempts,
            delivered_at = coalesce(t.delivered_at, clock_timestamp())
       FROM claimed c
-     WHERE t.id = c.task_id AND t.status IN ('queued', 'running')
+     WHERE t.id = c.task_id AND (t.status IN ('queued', 'running')) IS TRUE
     RETURNING t.id
 )
 SELECT task_id::text, attempts, fail_times, enqueued_at, task_id IN (SELECT id FROM rec) AS open FROM claimed`
@@ -81,7 +86,7 @@ SELECT task_id::text, attempts, fail_times, enqueued_at, task_id IN (SELECT id F
 // that way, and 1 ran twice, before the claim checked).
 const staleSQL = `
 DELETE FROM queue_jobs q WHERE q.task_id = ANY($1::uuid[])
-   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = q.task_id AND t.status IN ('queued', 'running'))`
+   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = q.task_id AND (t.status IN ('queued', 'running')) IS TRUE)`
 
 // doneSQL deletes finished rows from the queue (the hot table keeps only
 // the backlog; the history stays in tasks) and marks their records done,
@@ -92,7 +97,7 @@ WITH d AS (
     DELETE FROM queue_jobs WHERE task_id = ANY($1::uuid[])
 )
 UPDATE tasks SET status = 'done', processed_at = clock_timestamp()
- WHERE id = ANY($1::uuid[]) AND status IN ('queued', 'running')
+ WHERE id = ANY($1::uuid[]) AND (status IN ('queued', 'running')) IS TRUE
 RETURNING id::text`
 
 // retrySQL releases failed rows with a backoff: run_at is the retry time.
@@ -104,7 +109,7 @@ WITH r AS (
       FROM r WHERE q.task_id = r.id
 )
 UPDATE tasks t SET status = 'queued', last_error = r.err
-  FROM r WHERE t.id = r.id AND t.status IN ('queued', 'running')`
+  FROM r WHERE t.id = r.id AND (t.status IN ('queued', 'running')) IS TRUE`
 
 // deadSQL moves rows that failed MAX_ATTEMPTS times to the dead state: the
 // queue row goes, the record (status dead, last_error) is the dead letter.
@@ -115,7 +120,7 @@ WITH r AS (
     DELETE FROM queue_jobs WHERE task_id IN (SELECT id FROM r)
 )
 UPDATE tasks t SET status = 'dead', last_error = r.err
-  FROM r WHERE t.id = r.id AND t.status IN ('queued', 'running')
+  FROM r WHERE t.id = r.id AND (t.status IN ('queued', 'running')) IS TRUE
 RETURNING t.id::text`
 
 // renewSQL extends the leases of the rows this instance still holds.
@@ -267,7 +272,7 @@ func (q *pgQueue) rebuild(ctx context.Context) error {
 		held = append(held, id)
 	}
 	q.mu.Unlock()
-	tag, err := q.wpool.Exec(ctx, rebuildSQL, held, q.cfg.Lease.Milliseconds())
+	tag, err := q.wpool.Exec(ctx, rebuildSQL, postgres.UUIDs(held), q.cfg.Lease.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("rebuild queue_jobs from tasks: %w", err)
 	}
@@ -330,7 +335,7 @@ func (q *pgQueue) poke() {
 // Enqueue implements queue.Backend: one statement records and queues.
 func (q *pgQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 	ids, kinds, payloads, fails, at := records.TaskColumns(tasks)
-	if _, err := q.pool.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel, q.notifier == nil); err != nil {
+	if _, err := q.pool.Exec(ctx, enqueueSQL, postgres.UUIDs(ids), kinds, payloads, fails, at, q.channel, q.notifier == nil); err != nil {
 		return postgres.MapError("enqueue", err)
 	}
 	q.committed()
@@ -346,7 +351,7 @@ func (q *pgQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error
 			return queue.ErrFaultInjected
 		}
 		ids, kinds, payloads, fails, at := records.TaskColumns([]queue.NewTask{p.Task})
-		_, err := tx.Exec(ctx, enqueueSQL, ids, kinds, payloads, fails, at, q.channel, q.notifier == nil)
+		_, err := tx.Exec(ctx, enqueueSQL, postgres.UUIDs(ids), kinds, payloads, fails, at, q.channel, q.notifier == nil)
 		return postgres.MapError("enqueue payment task", err)
 	})
 	if err != nil {
@@ -437,7 +442,7 @@ func (q *pgQueue) claim(n int64) (int64, error) {
 		// Rare (a rebuild raced a completion): not run, not counted. A
 		// failed delete leaves the rows under their lease, to be dropped
 		// by the next claim that meets them.
-		if _, err := q.wpool.Exec(ctx, staleSQL, stale); err != nil {
+		if _, err := q.wpool.Exec(ctx, staleSQL, postgres.UUIDs(stale)); err != nil {
 			q.log.Warn("could not drop queue rows of finished tasks", "tasks", len(stale), "err", err)
 		} else {
 			q.log.Info("dropped queue rows of finished tasks (a rebuild raced a completion); not run again", "tasks", len(stale))
@@ -527,13 +532,13 @@ func (q *pgQueue) flush(batch []result) {
 	err := retry(q.hardCtx, func(ctx context.Context) error {
 		b := &pgx.Batch{}
 		if len(doneIDs) > 0 {
-			b.Queue(doneSQL, doneIDs)
+			b.Queue(doneSQL, postgres.UUIDs(doneIDs))
 		}
 		if len(retryIDs) > 0 {
-			b.Queue(retrySQL, retryIDs, retryDelays, retryErrs)
+			b.Queue(retrySQL, postgres.UUIDs(retryIDs), retryDelays, retryErrs)
 		}
 		if len(deadIDs) > 0 {
-			b.Queue(deadSQL, deadIDs, deadErrs)
+			b.Queue(deadSQL, postgres.UUIDs(deadIDs), deadErrs)
 		}
 		br := q.wpool.SendBatch(ctx, b)
 		defer br.Close()
@@ -632,7 +637,7 @@ func (q *pgQueue) renewLeases() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(q.hardCtx, q.cfg.Lease/3)
-		_, err := q.wpool.Exec(ctx, renewSQL, ids, q.cfg.Lease.Milliseconds())
+		_, err := q.wpool.Exec(ctx, renewSQL, postgres.UUIDs(ids), q.cfg.Lease.Milliseconds())
 		cancel()
 		if err != nil && q.hardCtx.Err() == nil {
 			q.log.Warn("renewing leases failed", "tasks", len(ids), "err", err)
