@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -101,11 +100,6 @@ func (r *crashRig) start(ctx context.Context, name string, extra map[string]stri
 
 // stop stops service name (SIGTERM, graceful).
 func (r *crashRig) stop(name string) error { return r.l.Stop(name, 15*time.Second) }
-
-// serviceLog returns the last n lines of name's log.
-func (r *crashRig) serviceLog(name string, n int) string {
-	return pgTailFile(filepath.Join(r.logDir, name+".log"), n)
-}
 
 // crashNotes are the notes every crash experiment's result carries.
 func crashNotes(cl *pgCluster, more ...string) []string {
