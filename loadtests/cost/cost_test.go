@@ -161,3 +161,14 @@ func TestPerThousand(t *testing.T) {
 		t.Fatalf("PerThousand(1, 0) = %v, want NaN", got)
 	}
 }
+
+// TestSubNeverNegative: a group whose sample shrank (a descendant exited
+// unreaped between the samples) used 0 CPU-seconds, not a negative amount.
+func TestSubNeverNegative(t *testing.T) {
+	before := Sample{"postgres": 3 * time.Second, "service": time.Second}
+	after := Sample{"postgres": 2 * time.Second, "service": 1500 * time.Millisecond}
+	got := after.Sub(before)
+	if got["postgres"] != 0 || got["service"] != 0.5 {
+		t.Errorf("Sub = %v, want postgres 0, service 0.5", got)
+	}
+}
