@@ -1,11 +1,9 @@
 package experiments
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -144,42 +142,16 @@ var pgSides = map[string]pgSide{
 	"no-kurrentdb": {name: "no-kurrentdb", okCode: http.StatusCreated,
 		write: func(ctx context.Context, base string, i int) (string, int, []byte, error) {
 			stream := fmt.Sprintf("exp-%d-%d", time.Now().UnixNano(), i)
-			code, b, err := crashDo(ctx, http.MethodPost, base+"/streams/"+stream+"/events",
+			code, b, err := driver.Do(ctx, http.MethodPost, base+"/streams/"+stream+"/events",
 				[]byte(`{"expected_version":"no_stream","events":[{"type":"exp.crash","data":{"n":`+strconv.Itoa(i)+`}}]}`))
 			return stream, code, b, err
 		},
 		path: func(id string) string { return "/streams/" + id }},
 }
 
-// crashClient is the experiments' HTTP client: no retries, its own
-// timeout per request (the service's BACKEND_TIMEOUT must answer first).
-var crashClient = &http.Client{Timeout: 30 * time.Second}
-
-// crashDo sends one request with crashClient.
-func crashDo(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := crashClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
-}
-
 // crashPostID posts body to url and returns the answer's id.
 func crashPostID(ctx context.Context, url, body string) (string, int, []byte, error) {
-	code, b, err := crashDo(ctx, http.MethodPost, url, []byte(body))
+	code, b, err := driver.Do(ctx, http.MethodPost, url, []byte(body))
 	if err != nil {
 		return "", code, b, err
 	}
@@ -203,7 +175,7 @@ func crashCountMissing(ctx context.Context, base string, side pgSide, ids []stri
 			defer wg.Done()
 			defer func() { <-sem }()
 			for attempt := 0; ; attempt++ {
-				code, b, err := crashDo(ctx, http.MethodGet, base+side.path(id), nil)
+				code, b, err := driver.Do(ctx, http.MethodGet, base+side.path(id), nil)
 				switch {
 				case err == nil && code == http.StatusOK:
 					return
@@ -230,7 +202,7 @@ func crashWaitReady(ctx context.Context, base string, timeout time.Duration) err
 	deadline := time.Now().Add(timeout)
 	var last string
 	for time.Now().Before(deadline) {
-		code, b, err := crashDo(ctx, http.MethodGet, base+"/readyz", nil)
+		code, b, err := driver.Do(ctx, http.MethodGet, base+"/readyz", nil)
 		if err == nil && code == http.StatusOK {
 			return nil
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // noisyNeighbourSlot is issue 14's item 10: WAL written into an unrelated
@@ -96,7 +98,7 @@ func runNoisyNeighbour(ctx context.Context, env Env, size Size) (Result, error) 
 		}
 		delivered := false
 		for time.Since(t0) < 3*time.Minute && !delivered {
-			code, _, err := crashDo(ctx, http.MethodGet, base+"/events/"+id+"/wait?timeout=10s", nil)
+			code, _, err := driver.Do(ctx, http.MethodGet, base+"/events/"+id+"/wait?timeout=10s", nil)
 			if err != nil {
 				return Result{}, err
 			}

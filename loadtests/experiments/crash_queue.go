@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // unloggedQueueCrash is issue 14's item 4: no-rabbitmq with N tasks
@@ -181,7 +183,7 @@ func enqueueTasks(ctx context.Context, base string, n int) ([]string, error) {
 				b.WriteString(`{"kind":"exp","payload":{"n":` + strconv.Itoa(from+i) + `},"fail_times":0}`)
 			}
 			b.WriteString(`]}`)
-			code, body, err := crashDo(ctx, http.MethodPost, base+"/tasks/batch", []byte(b.String()))
+			code, body, err := driver.Do(ctx, http.MethodPost, base+"/tasks/batch", []byte(b.String()))
 			var v struct {
 				IDs []string `json:"ids"`
 			}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // slotWALRetention is issue 14's item 3: no-kafka's consumer frozen
@@ -158,7 +160,7 @@ func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error
 	var readyBody string
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		code, b, err := crashDo(ctx, http.MethodGet, base+"/readyz", nil)
+		code, b, err := driver.Do(ctx, http.MethodGet, base+"/readyz", nil)
 		if err == nil {
 			readyCode, readyBody = code, strings.TrimSpace(string(b))
 			if code != http.StatusOK && strings.Contains(readyBody, "lost") {
