@@ -9,6 +9,8 @@
 #   bash scripts/stack.sh kafka-tool CLASS [ARGS...]
 #                                  run a Kafka CLI class from the stack's jars, e.g.
 #                                  org.apache.kafka.tools.TopicCommand --bootstrap-server localhost:9092 --list
+#   bash scripts/stack.sh kafka-cluster-id [N]
+#                                  print N (default 1) new Kafka cluster ids, as `up` formats with
 #   bash scripts/stack.sh rabbitmqctl ARGS...
 #                                  rabbitmqctl against the stack's node (rabbit@localhost)
 #
@@ -557,6 +559,18 @@ kafka_tool() {
     -cp "$KAFKA_LIBS/*" "$@"
 }
 
+# kafka_cluster_id: print a new Kafka cluster id: 16 random bytes, base64url without
+# padding. One id in 64 starts with '-', which the CLI's argument parser takes for an
+# option ("--cluster-id: expected one argument"); Kafka's own Uuid.randomUuid() draws
+# again in that case, and so does this.
+kafka_cluster_id() {
+  local id=-
+  while [ "${id#-}" != "$id" ]; do
+    id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
+  done
+  printf '%s\n' "$id"
+}
+
 # kafka_prepare: write server.properties; format the storage before the very first start.
 kafka_prepare() {
   mkdir -p "$KAFKA_DIR/data" "$LOG/kafka"
@@ -585,8 +599,7 @@ log.retention.hours=24
 EOF
   if [ ! -f "$KAFKA_DIR/data/meta.properties" ]; then
     local cluster_id
-    # a Kafka cluster id is 16 random bytes, base64url without padding
-    cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
+    cluster_id="$(kafka_cluster_id)"
     say "kafka: formatting storage (cluster id $cluster_id)"
     kafka_tool kafka.tools.StorageTool format -t "$cluster_id" -c "$KAFKA_PROPS" >"$LOG/kafka-format.log" 2>&1 ||
       fail_with_log "kafka storage format failed" "$LOG/kafka-format.log"
@@ -857,7 +870,7 @@ cmd_status() {
 }
 
 usage() {
-  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -872,6 +885,10 @@ main() {
     status) cmd_status ;;
     urls | env) print_urls ;;
     kafka-tool) kafka_tool "$@" ;;
+    kafka-cluster-id)
+      local i
+      for ((i = 0; i < ${1:-1}; i++)); do kafka_cluster_id; done
+      ;;
     rabbitmqctl) rmq rabbitmqctl -n "$RMQ_NODE" "$@" ;;
     -h | --help | help) usage ;;
     *) printf 'unknown command: %s\n' "$sub" >&2; usage ;;

@@ -10,7 +10,8 @@
 // the native stack, scripts/stack.sh. It also checks the kit's pair table
 // (services/kit/pairs): each backend's default URL uses its ports.env port
 // and compose publishes it, each built service has its directory, and no
-// service's HTTP port collides with the stack's. Smoke tests that each real server
+// service's HTTP port collides with the stack's. It checks that the Kafka
+// cluster ids stack.sh formats storage with are ones Kafka's CLI accepts. Smoke tests that each real server
 // answers on its port are to be added here as well.
 //
 // It is its own Go module, so the compose-go dependency stays out of the
