@@ -75,6 +75,8 @@ type Versions struct {
 	Mongo       string `json:"mongo"`
 	MongoFlavor string `json:"mongo_flavor"`
 	FerretDB    string `json:"ferretdb,omitempty"`
+	// Redis is INFO server's redis_version.
+	Redis string `json:"redis,omitempty"`
 	// Errors maps a server to the reason its version is missing.
 	Errors map[string]string `json:"errors,omitempty"`
 }

@@ -84,6 +84,9 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 		mongo = v.MongoFlavor + " " + v.Mongo
 	}
 	w("| MongoDB side | %s |\n", mongo)
+	if redis := redisVersion(rs); redis != "" {
+		w("| Redis | %s |\n", redis)
+	}
 
 	w(`
 ## How measurements are taken
@@ -246,4 +249,19 @@ func join(a, b string) string {
 		return ""
 	}
 	return a + ", " + b
+}
+
+// redisVersion is the Redis version of the first run that recorded one
+// (runs from before the version was recorded have none), or its error.
+func redisVersion(rs []*driver.Run) string {
+	why := ""
+	for _, r := range rs {
+		if r.Versions.Redis != "" {
+			return r.Versions.Redis
+		}
+		if e := r.Versions.Errors["redis"]; e != "" && why == "" {
+			why = orWhy("", e)
+		}
+	}
+	return why
 }

@@ -192,6 +192,7 @@ var pairSpecs = []pairSpec{
 			"shape": documentsShape,
 		},
 	},
+	cacheSpec,
 	{
 		name: "event store", question: "KurrentDB (or Kafka), or an append-only table?",
 		section: eventstore.SectionTitle, doc: "docs/eventstore.md",
@@ -217,7 +218,7 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, rr ...
 	for _, r := range all {
 		in.rs[r.Command] = r
 	}
-	for _, c := range []string{"queue", "log", "documents"} {
+	for _, c := range []string{"queue", "log", "documents", "cache"} {
 		if r := in.rs[c]; r != nil {
 			in.order = append(in.order, r)
 		}

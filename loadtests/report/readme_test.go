@@ -237,26 +237,51 @@ func TestFindingsSayWhatIsNotMeasured(t *testing.T) {
 func TestFindingsTakeNewPairsAsData(t *testing.T) {
 	runs, es := fixtureInputs(t)
 	specs := append(slices.Clone(pairSpecs), pairSpec{
-		name: "cache", question: "Redis, or an unlogged table?", section: "Cache: redis vs no-redis", doc: "docs/cache.md",
-		has:      func(in *inputs) bool { return in.rs["cache"] != nil },
-		headline: func(in *inputs) string { return "cache headline " + in.rs["cache"].ID },
-		servers:  func(*inputs) string { return "Redis" },
-		answers:  map[string]func(*inputs) string{"load": func(*inputs) string { return "cache load answer" }},
+		name: "timeseries", question: "InfluxDB, or partitioned tables?", section: "Timeseries: influxdb vs no-influxdb", doc: "docs/timeseries.md",
+		has:      func(in *inputs) bool { return in.rs["timeseries"] != nil },
+		headline: func(in *inputs) string { return "timeseries headline " + in.rs["timeseries"].ID },
+		servers:  func(*inputs) string { return "InfluxDB" },
+		answers:  map[string]func(*inputs) string{"load": func(*inputs) string { return "timeseries load answer" }},
 	})
 	without := findings(specs, runs, es)
-	if strings.Contains(without, "cache") {
+	if strings.Contains(without, "timeseries") {
 		t.Errorf("a pair without results rendered:\n%s", without)
 	}
-	cache := driver.NewRun("cache", nil, time.Date(2026, 1, 2, 5, 0, 0, 0, time.UTC))
-	with := findings(specs, append(slices.Clone(runs), cache), es)
-	if row := tableRow(t, with, "cache"); !strings.Contains(row, "cache headline 20260102T050000Z-cache") || !strings.Contains(row, "(RESULTS.md#cache-redis-vs-no-redis)") {
-		t.Errorf("cache row %q", row)
+	series := driver.NewRun("timeseries", nil, time.Date(2026, 1, 2, 5, 0, 0, 0, time.UTC))
+	with := findings(specs, append(slices.Clone(runs), series), es)
+	if row := tableRow(t, with, "timeseries"); !strings.Contains(row, "timeseries headline 20260102T050000Z-timeseries") || !strings.Contains(row, "(RESULTS.md#timeseries-influxdb-vs-no-influxdb)") {
+		t.Errorf("timeseries row %q", row)
 	}
-	if a := answer(t, with, 2, "cache"); a != "- **cache**: cache load answer" {
-		t.Errorf("cache load answer %q", a)
+	if a := answer(t, with, 2, "timeseries"); a != "- **timeseries**: timeseries load answer" {
+		t.Errorf("timeseries load answer %q", a)
 	}
 	if tableRow(t, with, "queue") != tableRow(t, without, "queue") {
 		t.Error("adding a pair changed another pair's row")
+	}
+}
+
+// TestFindingsHaveTheCachePair renders the cache fixture's row and
+// answers: every mode's read-heavy p50, the raw lookup, the staleness
+// windows (the TTL-bound modes labelled), and the Redis version.
+func TestFindingsHaveTheCachePair(t *testing.T) {
+	_, es := fixtureInputs(t)
+	runs := readRuns(t, "testdata", "cache")
+	runs[len(runs)-1].Versions.Redis = "7.0.15"
+	f := findings(pairSpecs, runs, es)
+	row := tableRow(t, f, "cache")
+	for _, want := range []string{"client p50: unlogged ", ", local ", "without HTTP: p50 ", "(TTL-bound, TTL 3000 ms)", "| Redis 7.0.15 |", "(RESULTS.md#cache-redis-vs-no-redis)"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("cache row lacks %q:\n%s", want, row)
+		}
+	}
+	if a := answer(t, f, 2, "cache"); !strings.Contains(a, "no ceiling was searched") {
+		t.Errorf("cache load answer %q", a)
+	}
+	if a := answer(t, f, 4, "cache"); !strings.Contains(a, "Longest windows here: ") {
+		t.Errorf("cache integrity answer %q", a)
+	}
+	if without := findings(pairSpecs, readRuns(t, "testdata"), es); tableRow(t, without, "cache") != "" {
+		t.Error("the cache row rendered without a cache run")
 	}
 }
 

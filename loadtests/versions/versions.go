@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -27,6 +28,8 @@ type Config struct {
 	RabbitMQManagementURL string
 	// MongoURL defaults to MONGO_URL or mongodb://localhost:27017/.
 	MongoURL string
+	// RedisURL defaults to REDIS_URL or redis://localhost:6379/0.
+	RedisURL string
 	// Root is the repository root, to find .stack/kafka/libs (or
 	// STACK_DIR) and docker-compose.yml.
 	Root string
@@ -35,13 +38,14 @@ type Config struct {
 // DefaultPostgresURL is the stack's Postgres.
 const DefaultPostgresURL = "postgres://postgres:postgres@localhost:5432/wpe?sslmode=disable"
 
-// FromEnv fills a Config from DATABASE_URL, RABBITMQ_MANAGEMENT_URL and
-// MONGO_URL, with the stack's defaults.
+// FromEnv fills a Config from DATABASE_URL, RABBITMQ_MANAGEMENT_URL,
+// MONGO_URL and REDIS_URL, with the stack's defaults.
 func FromEnv(root string) Config {
 	c := Config{
 		PostgresURL:           os.Getenv("DATABASE_URL"),
 		RabbitMQManagementURL: os.Getenv("RABBITMQ_MANAGEMENT_URL"),
 		MongoURL:              os.Getenv("MONGO_URL"),
+		RedisURL:              os.Getenv("REDIS_URL"),
 		Root:                  root,
 	}
 	if c.PostgresURL == "" {
@@ -52,6 +56,9 @@ func FromEnv(root string) Config {
 	}
 	if c.MongoURL == "" {
 		c.MongoURL = "mongodb://localhost:27017/"
+	}
+	if c.RedisURL == "" {
+		c.RedisURL = "redis://localhost:6379/0"
 	}
 	return c
 }
@@ -79,6 +86,11 @@ func Collect(ctx context.Context, c Config) driver.Versions {
 		fail("mongo", err)
 	} else {
 		v.Mongo, v.MongoFlavor, v.FerretDB = m, flavor, ferret
+	}
+	if r, err := Redis(ctx, c.RedisURL); err != nil {
+		fail("redis", err)
+	} else {
+		v.Redis = r
 	}
 	if len(v.Errors) == 0 {
 		v.Errors = nil
@@ -190,4 +202,31 @@ func Flavor(info map[string]any) (flavor, ferretVersion string) {
 		}
 	}
 	return "MongoDB", ""
+}
+
+// Redis returns INFO server's redis_version.
+func Redis(ctx context.Context, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return "", err
+	}
+	client := redis.NewClient(opts)
+	defer client.Close()
+	info, err := client.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	return RedisVersion(info)
+}
+
+// RedisVersion reads redis_version from the text of INFO server.
+func RedisVersion(info string) (string, error) {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok && v != "" {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("INFO server has no redis_version")
 }

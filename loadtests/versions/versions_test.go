@@ -33,3 +33,15 @@ func TestKafkaVersionFromJarsThenCompose(t *testing.T) {
 		t.Errorf("jars: %q %v", v, err)
 	}
 }
+
+// TestRedisVersionReadsInfoServer reads redis_version out of INFO server's
+// CRLF-separated text, and refuses a text without it.
+func TestRedisVersionReadsInfoServer(t *testing.T) {
+	info := "# Server\r\nredis_version:7.0.15\r\nredis_git_sha1:00000000\r\nredis_mode:standalone\r\n"
+	if v, err := RedisVersion(info); err != nil || v != "7.0.15" {
+		t.Errorf("RedisVersion = %q, %v; want 7.0.15", v, err)
+	}
+	if v, err := RedisVersion("# Server\r\nredis_mode:standalone\r\n"); err == nil {
+		t.Errorf("RedisVersion without the field = %q, want an error", v)
+	}
+}

@@ -1,0 +1,107 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// cacheSpec is the cache pair's row of the findings and its answers to
+// the decision questions, read from a cache run (loadtests/scenario's
+// cache scenario).
+var cacheSpec = pairSpec{
+	name: "cache", question: "Redis, or Postgres behind an in-process cache?",
+	section: CacheTitle, doc: "docs/cache.md", claims: "cache",
+	has:      func(in *inputs) bool { return in.rs["cache"] != nil },
+	headline: cacheHeadline,
+	servers: func(in *inputs) string {
+		v := in.rs["cache"].Versions
+		return "Redis " + orWhy(v.Redis, v.Errors["redis"])
+	},
+	answers: map[string]func(*inputs) string{
+		"semantics": func(*inputs) string {
+			return "both sides serve one contract: read-through `products` invalidated on PUT, and a key-value cache with a TTL. Redis' data structures, eviction policies, pub/sub and clustering are Redis'; the Postgres side caches rows and JSON values."
+		},
+		"load": cacheLoad,
+		"team": func(*inputs) string {
+			return "the `UNLOGGED` cache table is emptied by a crash (the failure-mode experiments show nothing stale is served after it); the in-process cache depends on its LISTEN connection, and while that is down the service answers from the origin (`X-Cache: bypass`)."
+		},
+		"integrity": cacheIntegrity,
+	},
+}
+
+// cacheModes lists the p50 of metric at p for every mode measured, in the
+// point's order: "local 1.18, redis 1.34 ms".
+func cacheModes(p *driver.Point, metric string) string {
+	var parts []string
+	for _, s := range p.Sides {
+		if v, ok := median(p, metric, s); ok {
+			parts = append(parts, s+" "+num(v))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, ", ") + " ms"
+}
+
+// cacheHeadline sums up a cache run: the read-heavy profile's client p50
+// per mode, the stampede's origin loads and the staleness windows.
+func cacheHeadline(in *inputs) string {
+	var parts []string
+	if p := in.rs.point("cache", cacheProfile, "read_heavy"); p != nil {
+		if s := cacheModes(p, "client.p50_ms"); s != "" {
+			parts = append(parts, fmt.Sprintf("Read-heavy products over a Zipf key set at %s/s through the same HTTP contract, client p50: %s.", num(p.Rate), s))
+		}
+	}
+	if p := in.rs.point("cache", cacheRaw, ""); p != nil {
+		if v, ok := medians(at{p, "client.p50_ms", "postgres"}, at{p, "client.p50_ms", "redis"}); ok {
+			parts = append(parts, fmt.Sprintf("One lookup by key without HTTP: p50 %s ms on Postgres (pgx, primary key) vs %s ms on Redis.", num(v[0]), num(v[1])))
+		}
+	}
+	if p := in.rs.point("cache", cacheStaleness, ""); p != nil {
+		parts = append(parts, "After an out-of-band `UPDATE ... WHERE`, every instance was fresh within: "+stalenessModes(p)+".")
+	}
+	return joinNonEmpty(parts, "No cache measurement in these results.")
+}
+
+// stalenessModes lists each mode's longest staleness window, or that it
+// stayed stale past its TTL.
+func stalenessModes(p *driver.Point) string {
+	var parts []string
+	for _, s := range p.Sides {
+		f, _ := sideMin(p.Find("fresh"), s)
+		v, ok := sideMax(p.Find("stale_ms"), s)
+		ttl, _ := median(p, "ttl_ms", s)
+		switch {
+		case f < 1 || !ok:
+			parts = append(parts, s+" stale past its TTL")
+		case ttl > 0 && v > ttl/2:
+			parts = append(parts, fmt.Sprintf("%s %s ms (TTL-bound, TTL %s ms)", s, num(v), num(ttl)))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %s ms", s, num(v)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// cacheLoad says at what rates the cache run measured, and that no
+// ceiling was searched.
+func cacheLoad(in *inputs) string {
+	p := in.rs.point("cache", cacheProfile, "")
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf("the profiles ran open loop at %s operations/s on every mode: no ceiling was searched for this pair, so how far each side scales on this machine is not measured.", num(p.Rate))
+}
+
+// cacheIntegrity prices freshness: how long each mode served a stale
+// value after an update made outside the service.
+func cacheIntegrity(in *inputs) string {
+	p := in.rs.point("cache", cacheStaleness, "")
+	if p == nil {
+		return ""
+	}
+	return "a PUT through the service invalidates at once on every mode; an `UPDATE` made outside the service is seen by the in-process cache through a statement trigger's NOTIFY, while a TTL-bound mode serves the old value until its TTL ends. Longest windows here: " + stalenessModes(p) + "."
+}
