@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -67,6 +68,9 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	}
 	for _, r := range rs {
 		w("- `results/%s.json` (%s, %s)\n", r.ID, r.Command, r.FinishedAt.Sub(r.StartedAt).Round(time.Second))
+	}
+	if gs := sessions(rs); len(gs) > 1 {
+		w("\nThese files come from %d separate invocations, not one `make results` run: %s.\n", len(gs), strings.Join(gs, "; "))
 	}
 	w("\nEvery number can be regenerated with the same command on your own machine; the JSON files hold every round.\n")
 
@@ -264,4 +268,41 @@ func redisVersion(rs []*driver.Run) string {
 		}
 	}
 	return why
+}
+
+// sessionGap is the longest pause between one results file's end and the
+// next one's start that still counts as the same invocation: the steps of
+// one `make results` follow each other within seconds, the event-store
+// bench and the raw loops between them take a few minutes.
+const sessionGap = 10 * time.Minute
+
+// sessions groups rs by invocation (in start order, a new group after a
+// pause longer than sessionGap) and describes each: its commands and its
+// span in UTC.
+func sessions(rs []*driver.Run) []string {
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b *driver.Run) int { return a.StartedAt.Compare(b.StartedAt) })
+	var out []string
+	var cmds []string
+	var from, to time.Time
+	flush := func() {
+		if len(cmds) > 0 {
+			out = append(out, fmt.Sprintf("%s (%s–%s UTC)", strings.Join(cmds, ", "), from.UTC().Format("2006-01-02 15:04"), to.UTC().Format("15:04")))
+		}
+	}
+	for _, r := range sorted {
+		if len(cmds) > 0 && r.StartedAt.Sub(to) > sessionGap {
+			flush()
+			cmds = nil
+		}
+		if len(cmds) == 0 {
+			from = r.StartedAt
+		}
+		cmds = append(cmds, r.Command)
+		if r.FinishedAt.After(to) {
+			to = r.FinishedAt
+		}
+	}
+	flush()
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -325,5 +326,26 @@ func TestClaimsWithoutResults(t *testing.T) {
 		if c.Verdict != NotMeasurable || c.Why == "" {
 			t.Errorf("%+v", c)
 		}
+	}
+}
+
+// TestSessionsSplitOnPauses groups results files by invocation: files that
+// follow each other are one, a file started long after the others ended is
+// another, whatever the order they are given in.
+func TestSessionsSplitOnPauses(t *testing.T) {
+	at := func(cmd string, start, minutes int) *driver.Run {
+		begin := time.Date(2026, 11, 30, 20, start, 0, 0, time.UTC)
+		r := driver.NewRun(cmd, nil, begin)
+		r.FinishedAt = begin.Add(time.Duration(minutes) * time.Minute)
+		return r
+	}
+	one := []*driver.Run{at("queue", 0, 6), at("log", 6, 7), at("cache", 15, 3)}
+	if gs := sessions(one); len(gs) != 1 || gs[0] != "queue, log, cache (2026-11-30 20:00–20:18 UTC)" {
+		t.Errorf("one invocation: %q", gs)
+	}
+	two := []*driver.Run{at("documents", 53, 9), at("queue", 0, 6), at("log", 6, 7)}
+	want := []string{"queue, log (2026-11-30 20:00–20:13 UTC)", "documents (2026-11-30 20:53–21:02 UTC)"}
+	if gs := sessions(two); !slices.Equal(gs, want) {
+		t.Errorf("two invocations: %q, want %q", gs, want)
 	}
 }
