@@ -269,10 +269,16 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	pools.Register(svc)
 	svc.OnStop("rabbitmq consumers and connection", q.Stop)
 	svc.Ready("rabbitmq", func(context.Context) error {
-		if !q.connected() {
-			return fmt.Errorf("connection down (reconnecting)")
+		if q.connected() {
+			return nil
 		}
-		return nil
+		if cfg.PublishMode == PublishOutbox {
+			// Enqueues still commit (to the outbox) and the relay
+			// publishes them on reconnect: the service does its job,
+			// late, so it stays in rotation and says why it is late.
+			return service.Degraded(fmt.Errorf("connection down (reconnecting); enqueues are kept in the outbox until the relay can publish them"))
+		}
+		return fmt.Errorf("connection down (reconnecting)")
 	})
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),

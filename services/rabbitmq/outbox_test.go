@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,6 +103,16 @@ func TestBrokerOutageStrandsNothing(t *testing.T) {
 			mu.Lock()
 			down = true
 			mu.Unlock()
+			// /readyz: the dual write cannot take a task without the
+			// broker, so it leaves rotation; the outbox can, so it stays in
+			// and says it is degraded.
+			ready, body := readyz(t, tg.URL())
+			if want := map[string]int{PublishDualWrite: http.StatusServiceUnavailable, PublishOutbox: http.StatusOK}[mode]; ready != want {
+				t.Errorf("/readyz while the broker is down: %d %s, want %d", ready, body, want)
+			}
+			if mode == PublishOutbox && !strings.Contains(body, `"status":"degraded"`) {
+				t.Errorf("/readyz while the broker is down does not say degraded: %s", body)
+			}
 			time.Sleep(1500 * time.Millisecond)
 			mu.Lock()
 			down = false
@@ -243,4 +255,19 @@ func TestReconcilerWaitsForTheBrokerBacklog(t *testing.T) {
 	kittest.Eventually(t, 30*time.Second, "the stranded records republished", func() bool {
 		return kittest.Counter(t, tg.URL(), CounterRepublished) == n
 	})
+}
+
+// readyz returns /readyz's status code and body.
+func readyz(t testing.TB, base string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }

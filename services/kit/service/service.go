@@ -149,10 +149,28 @@ func New(info stats.Info, cfg httpapi.ServerConfig, logger *slog.Logger, latenci
 }
 
 // Ready registers a readiness check: /readyz answers 200 only while every
-// check returns nil within 2 s. Checks run concurrently.
+// check returns nil (or a Degraded error) within 2 s. Checks run
+// concurrently.
 func (s *Service) Ready(name string, check func(context.Context) error) {
 	s.checks = append(s.checks, hook{name, check})
 }
+
+// Degraded wraps a readiness check's error that must not take the service
+// out of rotation: the service still does its job without the part that
+// failed (rabbitmq in outbox mode takes tasks while the broker is down, and
+// its relay publishes them on reconnect). /readyz then answers 200 with
+// status "degraded" and the check's text prefixed "degraded: ". A nil err
+// stays nil.
+func Degraded(err error) error {
+	if err == nil {
+		return nil
+	}
+	return degraded{err}
+}
+
+type degraded struct{ error }
+
+func (d degraded) Unwrap() error { return d.error }
 
 // OnStop registers a hook run at shutdown after the HTTP drain, in reverse
 // order of registration, with a context bounded by SHUTDOWN_TIMEOUT.
@@ -178,12 +196,18 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 	wg.Wait()
 	checks := map[string]string{}
 	var failed []error
+	status := "ready"
 	for i, c := range s.checks {
-		if results[i] != nil {
-			checks[c.name] = results[i].Error()
-			failed = append(failed, fmt.Errorf("%s: %w", c.name, results[i]))
-		} else {
+		var d degraded
+		switch err := results[i]; {
+		case err == nil:
 			checks[c.name] = "ok"
+		case errors.As(err, &d):
+			checks[c.name] = "degraded: " + d.Error()
+			status = "degraded"
+		default:
+			checks[c.name] = err.Error()
+			failed = append(failed, fmt.Errorf("%s: %w", c.name, err))
 		}
 	}
 	if len(failed) > 0 {
@@ -191,7 +215,7 @@ func (s *Service) readyz(w http.ResponseWriter, r *http.Request) {
 			"error": "not ready: " + errors.Join(failed...).Error(), "checks": checks})
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": status, "checks": checks})
 }
 
 // Listen binds the HTTP address now (a busy port fails here, at start).

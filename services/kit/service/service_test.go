@@ -161,6 +161,22 @@ func TestProbes(t *testing.T) {
 	if s, m := get("/readyz"); s != 200 || m["checks"].(map[string]any)["postgres"] != "ok" {
 		t.Errorf("/readyz %d %v", s, m)
 	}
+	var brokerDown sync.Map
+	brokerDown.Store("v", false)
+	svc.Ready("broker", func(context.Context) error {
+		if v, _ := brokerDown.Load("v"); v.(bool) {
+			return Degraded(errors.New("connection down; writes go to the outbox"))
+		}
+		return Degraded(nil)
+	})
+	if s, m := get("/readyz"); s != 200 || m["status"] != "ready" || m["checks"].(map[string]any)["broker"] != "ok" {
+		t.Errorf("/readyz with a Degraded(nil) check: %d %v", s, m)
+	}
+	brokerDown.Store("v", true)
+	if s, m := get("/readyz"); s != 200 || m["status"] != "degraded" ||
+		m["checks"].(map[string]any)["broker"] != "degraded: connection down; writes go to the outbox" {
+		t.Errorf("/readyz with a degraded part: %d %v, want 200 and the part named", s, m)
+	}
 	healthy.Store("v", false)
 	if s, m := get("/readyz"); s != 503 || m["error"] == nil {
 		t.Errorf("/readyz with a dead backend: %d %v", s, m)
