@@ -1,13 +1,18 @@
 package experiments
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
@@ -17,8 +22,33 @@ import (
 // until a new event is delivered, and the slot's lag at that start: the
 // walsender decodes every record of the cluster's WAL since the slot's
 // position, the unrelated ones too, before it reaches the new event.
+// Beside it, each remedy on the same noise: the log in a database of its
+// own, the consumer kept running, and (at the protocol level) pgoutput
+// with a publication against wal2json with and without its table filter.
 func noisyNeighbourSlot() Experiment {
-	return Experiment{Name: "noisy-neighbour-slot", Run: runNoisyNeighbour}
+	return Experiment{Name: "noisy-neighbour-slot", Run: runNoisyNeighbour, Full: 200 * time.Second}
+}
+
+// noisyDB is the database of the second no-kafka (the log in a database of
+// its own); the noise is always written in the cluster's postgres database.
+const noisyDB = "exp_logdb"
+
+// noisyRawSlot is one protocol-level slot read after the noise: a plugin
+// and the options of its START_REPLICATION.
+type noisyRawSlot struct {
+	key, label, plugin string
+	args               []string
+}
+
+// noisyRawSlots are the slots the protocol-level comparison reads, each
+// created before the noise in the database the noise is written to.
+var noisyRawSlots = []noisyRawSlot{
+	{key: "pgoutput_pub", label: "pgoutput with a publication FOR TABLE log.messages", plugin: "pgoutput",
+		args: []string{`proto_version '1'`, `publication_names 'exp_noisy_pub'`}},
+	{key: "wal2json_filter", label: "wal2json with add-tables (no-kafka's options)", plugin: "wal2json",
+		args: []string{`"format-version" '2'`, `"add-tables" 'log.messages'`, `"actions" 'insert'`, `"include-transaction" 'true'`, `"include-types" 'false'`}},
+	{key: "wal2json_all", label: "wal2json without a table filter", plugin: "wal2json",
+		args: []string{`"format-version" '2'`, `"actions" 'insert'`, `"include-transaction" 'true'`, `"include-types" 'false'`}},
 }
 
 func runNoisyNeighbour(ctx context.Context, env Env, size Size) (Result, error) {
@@ -27,7 +57,7 @@ func runNoisyNeighbour(ctx context.Context, env Env, size Size) (Result, error) 
 	if size == Full {
 		amounts = []int64{0, 100 << 20, 1 << 30}
 	}
-	const svc, slot = "no-kafka", "exp_noisy"
+	const svc = "no-kafka"
 	// max_wal_size: 1 GB of WAL written between two checkpoints must not
 	// force checkpoints all the time (the slot retains it anyway).
 	rig, err := newCrashRig(ctx, env, map[string]string{"max_wal_size": "'4GB'"})
@@ -35,8 +65,11 @@ func runNoisyNeighbour(ctx context.Context, env Env, size Size) (Result, error) 
 		return Result{}, err
 	}
 	defer rig.Close()
-	extra := map[string]string{"SLOT_NAME": slot}
-	conn, err := pgx.Connect(ctx, rig.cluster.URL())
+	mainURL := rig.cluster.URL()
+	otherURL := strings.Replace(mainURL, "/postgres?", "/"+noisyDB+"?", 1)
+	same := map[string]string{"SLOT_NAME": "exp_noisy"}
+	other := map[string]string{"SLOT_NAME": "exp_noisy_db", "DATABASE_URL": otherURL, "REPLICATION_URL": otherURL, "DATABASE_LISTEN_URL": otherURL}
+	conn, err := pgx.Connect(ctx, mainURL)
 	if err != nil {
 		return Result{}, err
 	}
@@ -44,86 +77,419 @@ func runNoisyNeighbour(ctx context.Context, env Env, size Size) (Result, error) 
 	if _, err := conn.Exec(ctx, `CREATE TABLE public.noise (id bigserial PRIMARY KEY, pad text NOT NULL)`); err != nil {
 		return Result{}, err
 	}
-	res := Result{
-		Name:     "noisy-neighbour-slot",
-		Title:    "A slot decodes the whole cluster's WAL (noisy neighbour)",
-		Happens:  "A logical slot's walsender decodes every WAL record written since the slot's position, those of unrelated tables too (wal2json's add-tables filters after decoding): WAL written by other work while no-kafka is away delays the first new event by the time it takes to decode it all.",
-		UserMust: "Keep the consumer running (a slot that keeps up decodes the neighbour's WAL as it is written); put the log in a database of its own (decoding skips other databases' records early); watch the slot's lag in bytes (GET /consumer), not only in events.",
-		Metrics:  map[string]float64{},
+	if _, err := conn.Exec(ctx, `CREATE DATABASE `+noisyDB); err != nil {
+		return Result{}, err
 	}
-	var figs []string
+	// The first start creates each instance's schema and slot.
+	for _, e := range []map[string]string{same, other} {
+		if err := noisyCatchUp(ctx, rig, e); err != nil {
+			return Result{}, err
+		}
+	}
+	otherConn, err := pgx.Connect(ctx, otherURL)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { otherConn.Close(context.Background()) }()
+	if _, err := conn.Exec(ctx, `CREATE PUBLICATION exp_noisy_pub FOR TABLE log.messages`); err != nil {
+		return Result{}, err
+	}
+
+	res := Result{
+		Name:  "noisy-neighbour-slot",
+		Title: "A slot decodes the whole cluster's WAL (noisy neighbour)",
+		Happens: "A logical slot's walsender reads every WAL record written since the slot's position and decodes every change of its own database, unrelated tables too: " +
+			"the table filter (wal2json's add-tables, pgoutput's publication) runs on each change after decoding, and only other databases' records are skipped early. " +
+			"WAL written by other work while no-kafka is away delays the first new event by the time it takes to get through it.",
+		UserMust: "Keep the consumer running (a slot that keeps up decodes the neighbour's WAL as it is written); put the log in a database of its own (decoding drops other databases' records early; the lag in bytes stays as large); " +
+			"a table filter keeps the noise off the wire, not out of decoding, and with many small neighbouring transactions pgoutput's publication (which sends nothing for emptied transactions) gets through faster than wal2json's add-tables (which sends a B and a C for each); " +
+			"watch the slot's lag in bytes (GET /consumer), not only in events (docs/log.md, Noisy neighbour: what to do).",
+		Metrics: map[string]float64{},
+	}
+	largest := amounts[len(amounts)-1]
+	// Rows in transactions of 10,000 at each amount, then the largest
+	// amount again in transactions of one row each (a queue's shape).
+	type round struct {
+		amount int64
+		small  bool
+	}
+	var rounds []round
+	for _, a := range amounts {
+		rounds = append(rounds, round{amount: a})
+	}
+	rounds = append(rounds, round{amount: largest, small: true})
+	var away, otherDB []string
+	raw := map[bool][]string{}
 	var undelivered int64
-	for _, amount := range amounts {
-		// Start once to create the slot (and on later rounds, to be
-		// caught up), then stop: the consumer is away.
-		if _, err := rig.start(ctx, svc, extra); err != nil {
-			return Result{}, err
+	for _, rd := range rounds {
+		key := fmt.Sprintf("%dmb", rd.amount>>20)
+		if rd.small {
+			key += "_small_tx"
 		}
-		time.Sleep(500 * time.Millisecond)
-		if err := rig.stop(svc); err != nil {
-			return Result{}, err
-		}
-		var startLSN string
-		if err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&startLSN); err != nil {
-			return Result{}, err
-		}
-		var written int64
-		for written < amount {
-			// About 11 MB of WAL per statement: md5 text does not
-			// compress below the TOAST threshold.
-			if _, err := conn.Exec(ctx, `INSERT INTO public.noise (pad) SELECT repeat(md5(g::text || random()::text), 30) FROM generate_series(1, 10000) g`); err != nil {
-				return Result{}, err
-			}
-			if err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, startLSN).Scan(&written); err != nil {
+		// Both consumers caught up, then stopped: they are away.
+		for _, e := range []map[string]string{same, other} {
+			if err := noisyCatchUp(ctx, rig, e); err != nil {
 				return Result{}, err
 			}
 		}
-		if _, err := conn.Exec(ctx, `TRUNCATE public.noise`); err != nil {
-			return Result{}, err
+		for _, s := range noisyRawSlots {
+			if _, err := conn.Exec(ctx, `SELECT pg_create_logical_replication_slot($1, $2)`, "exp_raw_"+s.key, s.plugin); err != nil {
+				return Result{}, fmt.Errorf("create slot exp_raw_%s: %w", s.key, err)
+			}
 		}
-		// The new event is written after the noise, before the start:
-		// the walsender reaches it only once it has decoded the noise.
-		var id string
-		if err := conn.QueryRow(ctx, `INSERT INTO log.messages (id, type, key) VALUES (gen_random_uuid(), 'exp.noisy', 'k') RETURNING id::text`).Scan(&id); err != nil {
-			return Result{}, err
-		}
-		var lag int64
-		if err := conn.QueryRow(ctx, `SELECT coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0)::bigint FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&lag); err != nil {
-			return Result{}, err
-		}
-		t0 := time.Now()
-		base, err := rig.start(ctx, svc, extra)
+		written, txs, err := noisyWrite(ctx, conn, rd.amount, rd.small)
 		if err != nil {
 			return Result{}, err
 		}
-		delivered := false
-		for time.Since(t0) < 3*time.Minute && !delivered {
-			code, _, err := driver.Do(ctx, http.MethodGet, base+"/events/"+id+"/wait?timeout=10s", nil)
-			if err != nil {
-				return Result{}, err
-			}
-			delivered = code == http.StatusOK
-		}
-		wait := time.Since(t0)
-		if !delivered {
-			undelivered++
-		}
-		mb := float64(written) / 1e6
-		key := fmt.Sprintf("%dmb", amount>>20)
-		res.Metrics["unrelated_wal_bytes_"+key] = float64(written)
-		res.Metrics["lag_bytes_"+key] = float64(lag)
-		res.Metrics["first_event_s_"+key] = wait.Seconds()
-		figs = append(figs, fmt.Sprintf("%.0f MB of unrelated WAL (slot lag %.0f MB) → the event written after it delivered %.2f s after no-kafka's start", mb, float64(lag)/1e6, wait.Seconds()))
-		rig.logf("%s", figs[len(figs)-1])
-		if err := rig.stop(svc); err != nil {
+		// The new events are written after the noise, before the starts:
+		// a walsender reaches them only once it has got through the noise.
+		id, err := noisyEvent(ctx, conn)
+		if err != nil {
 			return Result{}, err
 		}
+		otherID, err := noisyEvent(ctx, otherConn)
+		if err != nil {
+			return Result{}, err
+		}
+		lag, err := noisySlotLag(ctx, conn, "exp_noisy")
+		if err != nil {
+			return Result{}, err
+		}
+		otherLag, err := noisySlotLag(ctx, otherConn, "exp_noisy_db")
+		if err != nil {
+			return Result{}, err
+		}
+		wait, ok, err := noisyDeliverAfterStart(ctx, rig, same, id)
+		if err != nil {
+			return Result{}, err
+		}
+		if !ok {
+			undelivered++
+		}
+		otherWait, ok, err := noisyDeliverAfterStart(ctx, rig, other, otherID)
+		if err != nil {
+			return Result{}, err
+		}
+		if !ok {
+			undelivered++
+		}
+		what := noisyWhat(written, txs, rd.small)
+		res.Metrics["unrelated_wal_bytes_"+key] = float64(written)
+		res.Metrics["unrelated_transactions_"+key] = float64(txs)
+		res.Metrics["lag_bytes_"+key] = float64(lag)
+		res.Metrics["first_event_s_"+key] = wait.Seconds()
+		res.Metrics["other_db_lag_bytes_"+key] = float64(otherLag)
+		res.Metrics["other_db_first_event_s_"+key] = otherWait.Seconds()
+		away = append(away, fmt.Sprintf("%s (slot lag %s) → %.2f s", what, noisyBytes(lag), wait.Seconds()))
+		otherDB = append(otherDB, fmt.Sprintf("%s → %.2f s", what, otherWait.Seconds()))
+		rig.logf("consumer away, %s: no-kafka delivered %.2f s after its start (slot lag %d bytes); log in database %s: %.2f s (slot lag %d bytes)",
+			what, wait.Seconds(), lag, noisyDB, otherWait.Seconds(), otherLag)
+		var rawFigs []string
+		for _, s := range noisyRawSlots {
+			d, recv, err := noisyRawReach(ctx, mainURL, "exp_raw_"+s.key, s.args, id)
+			if err != nil {
+				return Result{}, fmt.Errorf("slot exp_raw_%s: %w", s.key, err)
+			}
+			res.Metrics["raw_"+s.key+"_s_"+key] = d.Seconds()
+			res.Metrics["raw_"+s.key+"_bytes_received_"+key] = float64(recv)
+			rawFigs = append(rawFigs, fmt.Sprintf("%s %.2f s (%s received)", s.label, d.Seconds(), noisyBytes(recv)))
+			if err := noisyDropSlot(ctx, conn, "exp_raw_"+s.key); err != nil {
+				return Result{}, err
+			}
+		}
+		rig.logf("consumer away, %s: slots read from START_REPLICATION to the event: %s", what, strings.Join(rawFigs, "; "))
+		if rd.amount == largest {
+			raw[rd.small] = append(raw[rd.small], what+": "+strings.Join(rawFigs, ", "))
+		}
 	}
+
+	// The consumer kept running: the largest noise written while no-kafka
+	// streams, then one event; the time from its commit until no-kafka
+	// has it.
+	var running []string
+	for _, small := range []bool{false, true} {
+		key := "running"
+		if small {
+			key += "_small_tx"
+		}
+		runWait, runWritten, runTxs, runLag, ok, err := noisyWhileRunning(ctx, rig, conn, same, largest, small)
+		if err != nil {
+			return Result{}, err
+		}
+		if !ok {
+			undelivered++
+		}
+		res.Metrics[key+"_unrelated_wal_bytes"] = float64(runWritten)
+		res.Metrics[key+"_decode_lag_bytes"] = float64(runLag)
+		res.Metrics[key+"_event_s"] = runWait.Seconds()
+		running = append(running, fmt.Sprintf("%s (walsender %s behind at the event's commit) → %.3f s",
+			noisyWhat(runWritten, runTxs, small), noisyBytes(runLag), runWait.Seconds()))
+		rig.logf("consumer running: %s", running[len(running)-1])
+	}
+
 	res.AckedLost = undelivered
-	res.Figure = "no-kafka stopped while another table's writes filled the WAL, one event written, no-kafka started: " + strings.Join(figs, "; ") + "."
+	res.Figure = "Consumer away (no-kafka stopped, unrelated WAL written into another table of its database, one event, no-kafka started; time from its start until it delivered the event): " +
+		strings.Join(away, "; ") + ". Remedies, same noise: " +
+		"(a) consumer kept running (the noise written while it streams, time from the next event's commit to its delivery): " + strings.Join(running, "; ") + "; " +
+		"(b) log in a database of its own (noise in the other database, consumer away, start → delivered): " + strings.Join(otherDB, "; ") + "; " +
+		"(c) slots created before the noise, consumer away, read over a replication connection from START_REPLICATION until the event: " + strings.Join(raw[false], "; ") + "; " + strings.Join(raw[true], "; ") + "."
 	res.Notes = crashNotes(rig.cluster,
-		"the unrelated WAL is rows of about 1 kB in public.noise, in the same database as the log, 10,000 rows a transaction: WAL of many small transactions (a queue's) decodes at another rate, not measured here; the lag is pg_current_wal_lsn() - confirmed_flush_lsn before no-kafka starts; the time runs from launching the process (the 0 MB round is the start's own cost)",
+		"the unrelated WAL is rows of about 1 kB in public.noise of the postgres database (no-kafka's), in transactions of 10,000 rows, then (\"one-row transactions\", a queue's shape) one row per transaction written with synchronous_commit = off",
+		"the lag is pg_current_wal_lsn() - confirmed_flush_lsn before no-kafka starts; no-kafka's times run from launching the process, so the 0 MB round is the start's own cost",
+		"(a): the time runs from the event's commit until GET /events/{id}/wait answers; the walsender's lag is pg_current_wal_lsn() - sent_lsn of no-kafka's walsender at that commit",
+		"(b): a second no-kafka (SLOT_NAME exp_noisy_db) with its schema and slot in database "+noisyDB+" of the same cluster, the noise in database postgres; its slot's lag in bytes holds the other database's WAL too, but decoding drops those records before the reorder buffer (PostgreSQL's decode.c: \"only interested in our database\")",
+		"(c): protocol-level slots, no service: the time runs from START_REPLICATION (connection already open) until a message holding the event's id arrives; \"received\" is what the client had to read; all three decode every change of their own database into the reorder buffer, and the table filter (pgoutput_change's publication check, wal2json's add-tables) drops it only when the transaction is replayed at its commit; wal2json with include-transaction (no-kafka's setting) still sends a B and a C for every transaction whose rows it dropped, pgoutput skips empty transactions (since PostgreSQL 15)",
 		"AckedLost counts events not delivered within 3 minutes")
 	res.DurationS = time.Since(began).Seconds()
 	return res, nil
+}
+
+// noisyCatchUp starts no-kafka with extra, writes one event, waits until
+// it is delivered (the slot is caught up) and stops it.
+func noisyCatchUp(ctx context.Context, rig *crashRig, extra map[string]string) error {
+	base, err := rig.start(ctx, "no-kafka", extra)
+	if err != nil {
+		return err
+	}
+	id, code, b, err := crashPostID(ctx, base+"/events", `{"type":"exp.noisy.probe","key":"k","payload":{}}`)
+	if err != nil || code != http.StatusCreated {
+		return fmt.Errorf("probe event: %d %s %v", code, b, err)
+	}
+	if ok, err := noisyWaitDelivered(ctx, base, id, time.Minute); err != nil || !ok {
+		return fmt.Errorf("probe event %s not delivered (%v)", id, err)
+	}
+	return rig.stop("no-kafka")
+}
+
+// noisyWrite writes at least amount bytes of WAL into public.noise, in
+// transactions of 10,000 rows, or of one row each when small, then empties
+// it; it returns the WAL bytes and the transactions written.
+func noisyWrite(ctx context.Context, conn *pgx.Conn, amount int64, small bool) (written, txs int64, err error) {
+	var startLSN string
+	if err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&startLSN); err != nil {
+		return 0, 0, err
+	}
+	if small {
+		// The noise's durability does not matter: without this, each
+		// one-row commit waits for its flush.
+		if _, err := conn.Exec(ctx, `SET synchronous_commit = off`); err != nil {
+			return 0, 0, err
+		}
+		defer func() {
+			if _, e := conn.Exec(ctx, `RESET synchronous_commit`); err == nil {
+				err = e
+			}
+		}()
+	}
+	for written < amount {
+		// Rows of about 1 kB (md5 text), below the TOAST threshold:
+		// about 11 MB of WAL per statement either way.
+		q := `INSERT INTO public.noise (pad) SELECT repeat(md5(g::text || random()::text), 30) FROM generate_series(1, 10000) g`
+		n := int64(1)
+		if small {
+			q = `DO $$ BEGIN FOR i IN 1..10000 LOOP INSERT INTO public.noise (pad) VALUES (repeat(md5(i::text || random()::text), 30)); COMMIT; END LOOP; END $$`
+			n = 10000
+		}
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return 0, 0, err
+		}
+		txs += n
+		if err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, startLSN).Scan(&written); err != nil {
+			return 0, 0, err
+		}
+	}
+	if _, err := conn.Exec(ctx, `TRUNCATE public.noise`); err != nil {
+		return 0, 0, err
+	}
+	return written, txs, nil
+}
+
+// noisyWhat names the noise of one round in the figure.
+func noisyWhat(written, txs int64, small bool) string {
+	if small {
+		return fmt.Sprintf("%s in %d one-row transactions", noisyBytes(written), txs)
+	}
+	return noisyBytes(written)
+}
+
+// noisyEvent inserts one event into log.messages of conn's database.
+func noisyEvent(ctx context.Context, conn *pgx.Conn) (string, error) {
+	var id string
+	err := conn.QueryRow(ctx, `INSERT INTO log.messages (id, type, key) VALUES (gen_random_uuid(), 'exp.noisy', 'k') RETURNING id::text`).Scan(&id)
+	return id, err
+}
+
+// noisySlotLag is the WAL between the current position and slot's
+// confirmed_flush_lsn.
+func noisySlotLag(ctx context.Context, conn *pgx.Conn, slot string) (int64, error) {
+	var lag int64
+	err := conn.QueryRow(ctx, `SELECT coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0)::bigint FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&lag)
+	return lag, err
+}
+
+// noisyDeliverAfterStart starts no-kafka with extra, waits until event id
+// is delivered (3 minutes at most) and stops it; the time runs from the
+// launch.
+func noisyDeliverAfterStart(ctx context.Context, rig *crashRig, extra map[string]string, id string) (time.Duration, bool, error) {
+	t0 := time.Now()
+	base, err := rig.start(ctx, "no-kafka", extra)
+	if err != nil {
+		return 0, false, err
+	}
+	ok, err := noisyWaitDelivered(ctx, base, id, 3*time.Minute)
+	if err != nil {
+		return 0, false, err
+	}
+	wait := time.Since(t0)
+	return wait, ok, rig.stop("no-kafka")
+}
+
+// noisyWaitDelivered long-polls GET /events/{id}/wait until it answers 200
+// or within has passed.
+func noisyWaitDelivered(ctx context.Context, base, id string, within time.Duration) (bool, error) {
+	t0 := time.Now()
+	for time.Since(t0) < within {
+		code, _, err := driver.Do(ctx, http.MethodGet, base+"/events/"+id+"/wait?timeout=10s", nil)
+		if err != nil {
+			return false, err
+		}
+		if code == http.StatusOK {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// noisyWhileRunning starts no-kafka (caught up), writes amount bytes of
+// unrelated WAL (in one-row transactions when small) while it streams,
+// then one event, and returns the time from that event's commit until
+// no-kafka has it, the WAL and transactions written, and how far behind
+// no-kafka's walsender was at the commit.
+func noisyWhileRunning(ctx context.Context, rig *crashRig, conn *pgx.Conn, extra map[string]string, amount int64, small bool) (wait time.Duration, written, txs, lag int64, ok bool, err error) {
+	base, err := rig.start(ctx, "no-kafka", extra)
+	if err != nil {
+		return 0, 0, 0, 0, false, err
+	}
+	defer func() {
+		if e := rig.stop("no-kafka"); err == nil {
+			err = e
+		}
+	}()
+	probe, code, b, err := crashPostID(ctx, base+"/events", `{"type":"exp.noisy.probe","key":"k","payload":{}}`)
+	if err != nil || code != http.StatusCreated {
+		return 0, 0, 0, 0, false, fmt.Errorf("probe event: %d %s %v", code, b, err)
+	}
+	if ok, err := noisyWaitDelivered(ctx, base, probe, time.Minute); err != nil || !ok {
+		return 0, 0, 0, 0, false, fmt.Errorf("probe event not delivered (%v)", err)
+	}
+	if written, txs, err = noisyWrite(ctx, conn, amount, small); err != nil {
+		return 0, 0, 0, 0, false, err
+	}
+	id, err := noisyEvent(ctx, conn)
+	if err != nil {
+		return 0, 0, 0, 0, false, err
+	}
+	t0 := time.Now()
+	// sent_lsn of a logical walsender is how far it has read and decoded.
+	err = conn.QueryRow(ctx, `SELECT coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), r.sent_lsn), -1)::bigint
+		FROM pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid WHERE s.slot_name = $1`, extra["SLOT_NAME"]).Scan(&lag)
+	if errors.Is(err, pgx.ErrNoRows) {
+		lag, err = -1, nil
+	}
+	if err != nil {
+		return 0, 0, 0, 0, false, err
+	}
+	ok, err = noisyWaitDelivered(ctx, base, id, 3*time.Minute)
+	return time.Since(t0), written, txs, lag, ok, err
+}
+
+// noisyRawReach opens a replication connection to url, streams slot with
+// args from its position and returns the time from START_REPLICATION until
+// a message holding id arrived, and the bytes of messages received.
+func noisyRawReach(ctx context.Context, url, slot string, args []string, id string) (time.Duration, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return 0, 0, err
+	}
+	cfg.RuntimeParams["replication"] = "database"
+	cfg.ConnectTimeout = 10 * time.Second
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return 0, 0, fmt.Errorf("replication connection: %w", err)
+	}
+	defer conn.Close(context.Background())
+	want := []byte(id)
+	t0 := time.Now()
+	if err := pglogrepl.StartReplication(ctx, conn, slot, 0, pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: args}); err != nil {
+		return 0, 0, fmt.Errorf("start replication: %w", err)
+	}
+	var recv int64
+	var pos pglogrepl.LSN
+	for {
+		msg, err := conn.ReceiveMessage(ctx)
+		if err != nil {
+			return 0, recv, fmt.Errorf("event not reached after %d bytes: %w", recv, err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ErrorResponse:
+			return 0, recv, pgconn.ErrorResponseToPgError(m)
+		case *pgproto3.CopyData:
+			switch m.Data[0] {
+			case pglogrepl.PrimaryKeepaliveMessageByteID:
+				k, err := pglogrepl.ParsePrimaryKeepaliveMessage(m.Data[1:])
+				if err == nil && k.ReplyRequested {
+					_ = pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: pos})
+				}
+			case pglogrepl.XLogDataByteID:
+				x, err := pglogrepl.ParseXLogData(m.Data[1:])
+				if err != nil {
+					return 0, recv, err
+				}
+				recv += int64(len(x.WALData))
+				pos = x.WALStart
+				// The id's text is in wal2json's JSON and in pgoutput's
+				// Insert (tuple data in text form) alike.
+				if bytes.Contains(x.WALData, want) {
+					return time.Since(t0), recv, nil
+				}
+			}
+		}
+	}
+}
+
+// noisyDropSlot drops slot once its walsender (closed by the caller) has
+// released it.
+func noisyDropSlot(ctx context.Context, conn *pgx.Conn, slot string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var active bool
+		if err := conn.QueryRow(ctx, `SELECT active FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active); err != nil {
+			return err
+		}
+		if !active {
+			_, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot)
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("slot %s still active after 30 s", slot)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// noisyBytes is n in kB, MB or GB.
+func noisyBytes(n int64) string {
+	switch {
+	case n < 0:
+		return "unknown"
+	case n < 1e3:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1e6:
+		return fmt.Sprintf("%.0f kB", float64(n)/1e3)
+	case n < 1e9:
+		return fmt.Sprintf("%.0f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
 }

@@ -102,9 +102,40 @@ func TestNoisyNeighbourSlot(t *testing.T) {
 	if r.AckedLost != 0 {
 		t.Errorf("events not delivered after the noise: %s", r.Figure)
 	}
+	rounds := 0
 	for k, lag := range r.Metrics {
-		if amount, ok := strings.CutPrefix(k, "lag_bytes_"); ok && lag < r.Metrics["unrelated_wal_bytes_"+amount] {
-			t.Errorf("the slot's lag (%s) does not hold the unrelated WAL: %s", k, r.Figure)
+		amount, ok := strings.CutPrefix(k, "lag_bytes_")
+		if !ok {
+			continue
+		}
+		rounds++
+		noise := r.Metrics["unrelated_wal_bytes_"+amount]
+		// The lag in bytes holds the whole cluster's WAL, that of the log
+		// in a database of its own too.
+		if lag < noise || r.Metrics["other_db_lag_bytes_"+amount] < noise {
+			t.Errorf("a slot's lag (%s) does not hold the unrelated WAL: %s", amount, r.Figure)
+		}
+		if noise == 0 {
+			continue
+		}
+		// Without add-tables the client receives the noise; with it, or
+		// with a publication, it does not.
+		all, filter, pub := r.Metrics["raw_wal2json_all_bytes_received_"+amount], r.Metrics["raw_wal2json_filter_bytes_received_"+amount], r.Metrics["raw_pgoutput_pub_bytes_received_"+amount]
+		if all < noise/2 || filter >= all || pub >= all {
+			t.Errorf("%s: received without a filter %v, with add-tables %v, with a publication %v bytes", amount, all, filter, pub)
+		}
+		// wal2json sends B and C for each transaction whose rows it
+		// dropped; pgoutput skips such empty transactions.
+		if strings.HasSuffix(amount, "_small_tx") && pub >= filter {
+			t.Errorf("%s: pgoutput received %v bytes, not fewer than wal2json's %v", amount, pub, filter)
+		}
+	}
+	if rounds < 3 {
+		t.Errorf("%d consumer-away rounds, want 0 MB, the noise and the one-row transactions: %v", rounds, r.Metrics)
+	}
+	for _, k := range []string{"running_event_s", "running_small_tx_event_s"} {
+		if _, ok := r.Metrics[k]; !ok {
+			t.Errorf("no %s (consumer kept running): %v", k, r.Metrics)
 		}
 	}
 }
