@@ -302,6 +302,7 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	if err != nil {
 		return err
 	}
+	x.overloadOpts.StackDir = scenario.StackDir(root)
 	var to scenario.ThroughputOptions
 	if tf != nil {
 		if to, err = tf.options(c, root); err != nil {

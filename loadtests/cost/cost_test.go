@@ -172,3 +172,45 @@ func TestSubNeverNegative(t *testing.T) {
 		t.Errorf("Sub = %v, want postgres 0, service 0.5", got)
 	}
 }
+
+// TestSelfLeavesChildrenOut: the driver's own group counts this process's
+// CPU and not that of a child it started and reaped (a service the
+// launcher stopped).
+func TestSelfLeavesChildrenOut(t *testing.T) {
+	set := Set{Self("driver"), {Name: "tree", Roots: []int{os.Getpid()}}}
+	before := set.Sample()
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+	if err := cmd.Run(); err != nil {
+		t.Skipf("no sh to run a child: %v", err)
+	}
+	child := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	if child < 0.1 {
+		t.Skipf("the child used only %.3f CPU-s: too little to tell apart", child)
+	}
+	used := set.Sample().Sub(before)
+	if used["tree"] < child-0.03 {
+		t.Fatalf("the whole tree gained %.3f CPU-s, the child used %.3f", used["tree"], child)
+	}
+	if used["driver"] > child/2 {
+		t.Fatalf("Self gained %.3f CPU-s while only the child (%.3f) worked", used["driver"], child)
+	}
+}
+
+// TestMachineBusy: the machine's busy time grows at least by what this
+// process burns meanwhile.
+func TestMachineBusy(t *testing.T) {
+	b0, err := MachineBusy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0 := selfCPU(t)
+	busy(200 * time.Millisecond)
+	own := selfCPU(t) - r0
+	b1, err := MachineBusy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := (b1 - b0).Seconds(); got < own-0.03 {
+		t.Fatalf("the machine was busy %.3f CPU-s while this process alone used %.3f", got, own)
+	}
+}

@@ -21,6 +21,16 @@ type Group struct {
 	// Source says how the roots were found ("pid file .stack/pg/postmaster.pid",
 	// "/proc scan for comm beam.smp", "listener on :8082") or why not.
 	Source string `json:"source"`
+	// Own counts the roots' own CPU only: neither their living
+	// descendants nor their reaped children. The load driver is such a
+	// group: the services it starts are its children, and their CPU is
+	// theirs.
+	Own bool `json:"own,omitempty"`
+}
+
+// Self is a group of this process alone (Own): the load driver's CPU.
+func Self(name string) Group {
+	return Group{Name: name, Roots: []int{os.Getpid()}, Source: "this process (/proc/self), without its children", Own: true}
 }
 
 // Found reports whether the group has a root process.
@@ -61,6 +71,9 @@ func (s Set) Sample() Sample {
 				return
 			}
 			total += st.Self()
+			if g.Own {
+				return
+			}
 			if root {
 				// Reaped children's CPU lands here.
 				total += st.Children

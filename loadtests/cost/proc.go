@@ -125,3 +125,33 @@ func ReadPIDFile(path string) int {
 	}
 	return pid
 }
+
+// MachineBusy returns the CPU time every core of the machine has spent
+// busy since boot (the first line of /proc/stat, less idle and iowait):
+// the difference of two readings over the wall time between them is the
+// cores the whole machine used, this measurement's processes and
+// everybody else's.
+func MachineBusy() (time.Duration, error) {
+	b, err := os.ReadFile(filepath.Join(procRoot, "stat"))
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fs := strings.Fields(line)
+	if len(fs) < 6 || fs[0] != "cpu" {
+		return 0, fmt.Errorf("%s/stat: unexpected first line %q", procRoot, line)
+	}
+	var busy int64
+	// user nice system idle iowait irq softirq steal (guest time is
+	// already in user).
+	for i, f := range fs[1:min(len(fs), 9)] {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s/stat: %q: %w", procRoot, f, err)
+		}
+		if i != 3 && i != 4 {
+			busy += v
+		}
+	}
+	return time.Duration(busy) * time.Second / ClockTick, nil
+}

@@ -149,6 +149,10 @@ type outcome struct {
 	measured string
 	holds    bool
 	missing  string
+	// unmeasurable, when not empty, says why what was measured cannot
+	// decide the claim: the verdict is NotMeasurable, the measured text
+	// stays.
+	unmeasurable string
 }
 
 // notRun is the outcome when the runs lack what a claim reads.
@@ -430,6 +434,8 @@ func Claims(all []*driver.Run, rr ...raw.Results) []Claim {
 			c.Verdict, c.Why, c.Measured = NotMeasurable, o.missing, "–"
 		case s.mongo && in.ferret:
 			c.Verdict, c.Why, c.Measured = NotMeasurable, ferretWhy, o.measured
+		case o.unmeasurable != "":
+			c.Verdict, c.Why, c.Measured = NotMeasurable, o.unmeasurable, o.measured
 		default:
 			c.Verdict, c.Measured = verdict(o.holds), o.measured
 		}

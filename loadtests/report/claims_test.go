@@ -1,8 +1,10 @@
 package report
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
@@ -86,5 +88,51 @@ func TestAgedClaimNeedsAMillionRows(t *testing.T) {
 	}
 	if c := aged(runs); c.Verdict != DoesNotHold || !strings.Contains(c.Measured, "(3×)") {
 		t.Errorf("3× slower: %+v", c)
+	}
+}
+
+// TestOverloadClaimNotMeasurableWhenTheDriverAteTheMachine: a 5× point
+// whose load driver used more than DriverShareLimit of the machine's
+// cores is "not measurable here", saying so and keeping what was
+// measured; at or under the limit, and on results without CPU figures,
+// the 80% rule decides.
+func TestOverloadClaimNotMeasurableWhenTheDriverAteTheMachine(t *testing.T) {
+	spec := overloadClaim("queue", "no-rabbitmq", "processed")
+	for _, tc := range []struct {
+		name    string
+		driver  float64 // 0: no CPU figures (older results)
+		verdict string
+	}{
+		{"no cpu figures", 0, DoesNotHold},
+		{"at the limit", 0.5, DoesNotHold},
+		{"over the limit", 0.9, NotMeasurable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := driver.Point{Scenario: "queue.overload", Name: "5× ceiling", Sides: []string{"no-rabbitmq", "rabbitmq"}}
+			m := map[string]float64{"pct_of_ceiling": 42, "throughput": 840, "ceiling_rate": 2000, "offered_rate": 10000}
+			if tc.driver > 0 {
+				m["cores.driver"], m["cores.machine"] = tc.driver, 2
+			}
+			_ = driver.RunPoint(context.Background(), &p, 1, func(context.Context, string, int) (*driver.SideResult, error) {
+				return &driver.SideResult{Metrics: m}, nil
+			})
+			r := driver.NewRun("queue", nil, time.Now())
+			r.Machine.CPUs = 2
+			r.Points = []driver.Point{p}
+			o := spec.evaluate(claimInputs{rs: runs{"queue": r}})
+			c := Claim{Verdict: verdict(o.holds)}
+			if o.unmeasurable != "" {
+				c.Verdict = NotMeasurable
+			}
+			if c.Verdict != tc.verdict {
+				t.Fatalf("verdict %q (%s), want %q; measured %s", c.Verdict, o.unmeasurable, tc.verdict, o.measured)
+			}
+			if tc.driver > 0 && !strings.Contains(o.measured, "driver "+num(tc.driver)+" cores, machine 2 of 2") {
+				t.Errorf("measured %q lacks the driver's cores", o.measured)
+			}
+			if tc.verdict == NotMeasurable && (!strings.Contains(o.unmeasurable, "over 25%") || !strings.HasPrefix(o.measured, "42%")) {
+				t.Errorf("why %q, measured %q", o.unmeasurable, o.measured)
+			}
+		})
 	}
 }

@@ -79,8 +79,14 @@ func fixture() []*driver.Run {
 		for _, m := range []float64{2, 5} {
 			p := point(pair+".overload", fmt.Sprintf("%g× ceiling", m), 0, sides, func(s string, _ int) map[string]float64 {
 				c := ceilings[s]
+				// The driver's cores grow with the multiple, under
+				// DriverShareLimit of the fixture's 2 CPUs at 5×
+				// (claims_test.go checks the case above it).
+				drv := 0.06*m + map[string]float64{"kafka": 0.05}[s]
 				return map[string]float64{"offered_rate": m * c, "ceiling_rate": c, "accepted_rate": 1.2 * c, "client.shed": 100 * m,
-					"client.errors": 0, "throughput": pct[s] / 100 * c, "pct_of_ceiling": pct[s], "backlog_end": 50}
+					"client.errors": 0, "throughput": pct[s] / 100 * c, "pct_of_ceiling": pct[s], "backlog_end": 50,
+					"cores.driver": drv, "cores.service": 0.4, "cores.postgres": 0.3, "cores." + map[string]string{"queue": "rabbitmq", "log": "kafka"}[pair]: 0.2,
+					"cores.machine": 1.2 + drv}
 			})
 			r.Points = append(r.Points, p)
 		}
@@ -251,6 +257,9 @@ func TestReportFromFixture(t *testing.T) {
 		"| kv_write 400/s | client p50 ms | 1 | 0.80 | 0.30 | 3 |", "| by key | p50 ms | 0.65 | 0.10 |",
 		"| 100 GETs | origin loads, one instance | 1 | 1 | 1 | 1 |", "| redis | 3001 (3000–3002) | **TTL-bound** (TTL 3000 ms) |",
 		"| local | 41 (40–42) |  |", "- Note: cache fixture note",
+		"| 5× ceiling | driver cores (the load driver itself) | 0.30 | 0.35 | 0.86× [0.86 0.86 0.86] |", "| 5× ceiling | RabbitMQ cores | 0.20 | 0.20 | 1× [1 1 1] |",
+		"| 2× ceiling | machine cores busy (everything, other users too) | 1.32 | 1.37 | 0.96× [0.96 0.96 0.96] |",
+		"errors 0; driver 0.30 cores, machine 1.50 of 2) |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("RESULTS.md lacks %q", want)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
@@ -17,7 +18,21 @@ type OverloadOptions struct {
 	// Duration is each attack's duration; Rounds the rounds per point.
 	Duration time.Duration
 	Rounds   int
+	// StackDir is where the stack keeps its pid files (.stack), to find
+	// the servers whose CPU is counted; empty: $STACK_DIR, else a /proc
+	// scan.
+	StackDir string
 }
+
+// OverloadCostSetting is the run setting that lists, per service, the
+// process groups whose CPU the overload points counted (a map of service
+// to cost.Set): the side's service, Postgres, RabbitMQ, Kafka and the
+// load driver itself.
+const OverloadCostSetting = "overload_cost_processes"
+
+// DriverGroup is the name of the load driver's own process group in the
+// overload points' CPU figures ("cores.driver").
+const DriverGroup = "driver"
 
 // DefaultOverload is 2× and 5× the ceiling, 3 s each, three rounds: the
 // points are about whether throughput holds, which a short attack shows
@@ -45,8 +60,12 @@ func (o OverloadOptions) Estimate(settle time.Duration) Estimate {
 // ("ceiling_rate"), what it accepted ("accepted_rate": 2xx answers per
 // second), and what it processed or delivered during the attack as a
 // percentage of its ceiling ("pct_of_ceiling"); sheds (503 with
-// Retry-After) are counted apart from errors, as in every point. A side
-// without a ceiling is left out, with a note.
+// Retry-After) are counted apart from errors, as in every point. Each
+// side also records the cores each process used during the attack
+// ("cores.<group>": the load driver itself, the service, Postgres,
+// RabbitMQ, Kafka; see RateScenario.sideCost), so that a reader sees when
+// the driver, on the same machine, took the CPU the point measures. A
+// side without a ceiling is left out, with a note.
 func (s RateScenario) Overload(ctx context.Context, e *Env, run *driver.Run, o OverloadOptions) error {
 	ceil := map[string]float64{}
 	var sides []string
@@ -71,6 +90,11 @@ func (s RateScenario) Overload(ctx context.Context, e *Env, run *driver.Run, o O
 	if err := e.Ensure(ctx, s.Pair.Services(), nil, nil); err != nil {
 		return err
 	}
+	groups := map[string]cost.Set{}
+	for _, svc := range sides {
+		groups[svc] = append(pairCostSet(ctx, e, s.Pair, svc, o.StackDir), cost.Self(DriverGroup))
+	}
+	run.Settings[OverloadCostSetting] = groups
 	s.warmup(ctx, e)
 	for _, m := range o.Multiples {
 		scenario := s.Pair.Name + ".overload"
@@ -82,7 +106,7 @@ func (s RateScenario) Overload(ctx context.Context, e *Env, run *driver.Run, o O
 				return nil, fmt.Errorf("no ceiling measured")
 			}
 			rate := math.Round(m * c)
-			res, err := s.side(ctx, e, svc, rate, o.Duration, e.settle())
+			res, err := s.sideCost(ctx, e, svc, rate, o.Duration, e.settle(), groups[svc])
 			if res != nil {
 				res.Metrics["offered_rate"] = rate
 				res.Metrics["ceiling_rate"] = c

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
@@ -91,6 +92,16 @@ func (s RateScenario) variant(ctx context.Context, e *Env, run *driver.Run, o Ra
 // side measures one side at rate for dur: reset, attack, read, settle,
 // read.
 func (s RateScenario) side(ctx context.Context, e *Env, svc string, rate float64, dur, settle time.Duration) (*driver.SideResult, error) {
+	return s.sideCost(ctx, e, svc, rate, dur, settle, nil)
+}
+
+// sideCost is side, also sampling the CPU of groups around the attack
+// (from its first send to its last answer, the settle excluded): each
+// group's CPU-seconds ("cpu.<group>.s") and the cores it used
+// ("cores.<group>": CPU-seconds per second of the attack), and the cores
+// the whole machine was busy ("cores.machine": everybody's, the other
+// users of the machine too).
+func (s RateScenario) sideCost(ctx context.Context, e *Env, svc string, rate float64, dur, settle time.Duration, groups cost.Set) (*driver.SideResult, error) {
 	pair, load := s.Pair, s.Load
 	base := e.URL(svc)
 	res := &driver.SideResult{Metrics: map[string]float64{}}
@@ -98,6 +109,13 @@ func (s RateScenario) side(ctx context.Context, e *Env, svc string, rate float64
 		return res, err
 	}
 	url := base + load.Path
+	var cpu0 cost.Sample
+	var busy0 time.Duration
+	if len(groups) > 0 {
+		cpu0 = groups.Sample()
+		busy0, _ = cost.MachineBusy()
+	}
+	t0 := time.Now()
 	c := driver.Attack(ctx, driver.AttackSpec{
 		Name: fmt.Sprintf("%-12s %6g/s", svc, rate), Rate: rate, Duration: dur,
 		MaxWorkers: e.MaxWorkers, Progress: e.Progress,
@@ -105,6 +123,19 @@ func (s RateScenario) side(ctx context.Context, e *Env, svc string, rate float64
 			return driver.Request{Method: http.MethodPost, URL: url, Body: load.Body(n)}
 		},
 	})
+	if len(groups) > 0 {
+		window := time.Since(t0).Seconds()
+		used := groups.Sample().Sub(cpu0)
+		for _, g := range groups {
+			if v, ok := used[g.Name]; ok {
+				res.Metrics["cpu."+g.Name+".s"] = v
+				res.Metrics["cores."+g.Name] = math.Round(v/window*100) / 100
+			}
+		}
+		if busy1, err := cost.MachineBusy(); err == nil && busy0 > 0 {
+			res.Metrics["cores.machine"] = math.Round((busy1-busy0).Seconds()/window*100) / 100
+		}
+	}
 	res.Phases = append(res.Phases, driver.Phase{Name: load.Phase, Client: c})
 	driver.FlattenClient(res.Metrics, "client.", c)
 	atEnd, err := driver.GetStats(ctx, base)
@@ -118,7 +149,7 @@ func (s RateScenario) side(ctx context.Context, e *Env, svc string, rate float64
 	// Settle: wait for what was sent to be processed, so that the
 	// server-side latencies cover every request and the next round starts
 	// from an empty backlog.
-	t0 := time.Now()
+	t0 = time.Now()
 	final := atEnd
 	drained := backlog <= 0
 	for !drained && time.Since(t0) < settle {

@@ -190,12 +190,17 @@ func (s ThroughputScenario) Run(ctx context.Context, e *Env, run *driver.Run, o 
 	return nil
 }
 
-// costSet finds the processes of one side: its service (the process
-// listening on its port), Postgres (the parent of a backend of
-// e.PostgresURL, else the pid file or a /proc scan), RabbitMQ and Kafka.
+// costSet finds the processes of one side: see pairCostSet.
 func (s ThroughputScenario) costSet(ctx context.Context, e *Env, svc, stackDir string) cost.Set {
+	return pairCostSet(ctx, e, s.Pair, svc, stackDir)
+}
+
+// pairCostSet finds the processes of one side of pair: its service (the
+// process listening on its port), Postgres (the parent of a backend of
+// e.PostgresURL, else the pid file or a /proc scan), RabbitMQ and Kafka.
+func pairCostSet(ctx context.Context, e *Env, pair Pair, svc, stackDir string) cost.Set {
 	port := 0
-	for _, x := range s.Pair.Services() {
+	for _, x := range pair.Services() {
 		if x.Name == svc {
 			port = x.Port + e.PortOffset
 		}

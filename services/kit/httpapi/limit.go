@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -60,8 +61,11 @@ func Unbounded(r *http.Request) bool {
 // for which Unbounded is true pass without a slot. Its methods are safe for
 // concurrent use.
 type Limiter struct {
-	slots  chan struct{}
-	wait   time.Duration
+	slots chan struct{}
+	wait  time.Duration
+	// body is the shed answer's JSON, made once: under overload a shed
+	// is most of what the service does, and it must cost next to nothing.
+	body   []byte
 	onShed func()
 	logger *slog.Logger
 	shed   atomic.Int64
@@ -77,6 +81,10 @@ func NewLimiter(slots int, wait time.Duration, onShed func(), logger *slog.Logge
 	l := &Limiter{wait: max(wait, 0), onShed: onShed, logger: logger}
 	if slots > 0 {
 		l.slots = make(chan struct{}, slots)
+		b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf(
+			"overloaded: %d requests in flight (MAX_IN_FLIGHT); nothing of this request was accepted, retry after %v",
+			slots, ShedRetryAfter)})
+		l.body = append(b, '\n')
 	}
 	return l
 }
@@ -138,8 +146,15 @@ func (l *Limiter) reject(w http.ResponseWriter) {
 				"max_in_flight", cap(l.slots), "shed_total", n)
 		}
 	}
-	w.Header().Set("Retry-After", strconv.Itoa(int(ShedRetryAfter/time.Second)))
-	WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": fmt.Sprintf(
-		"overloaded: %d requests in flight (MAX_IN_FLIGHT); nothing of this request was accepted, retry after %v",
-		cap(l.slots), ShedRetryAfter)})
+	h := w.Header()
+	h["Retry-After"] = retryAfter
+	h["Content-Type"] = jsonType
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(l.body)
 }
+
+// The shed answer's header values, shared (net/http only reads them).
+var (
+	retryAfter = []string{strconv.Itoa(int(ShedRetryAfter / time.Second))}
+	jsonType   = []string{"application/json"}
+)

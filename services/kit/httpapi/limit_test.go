@@ -1,9 +1,13 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -160,5 +164,54 @@ func TestUnbounded(t *testing.T) {
 		if httpapi.Unbounded(r) {
 			t.Errorf("POST %s with Accept: text/event-stream bypasses the bound", path)
 		}
+	}
+}
+
+// TestShedKeepsTheConnection: a shed answers without reading the
+// request's body, and must still leave the connection open for the next
+// request. Under overload a shed that closed its connection would make
+// every client dial again, and the service pay a TCP handshake per
+// refusal.
+func TestShedKeepsTheConnection(t *testing.T) {
+	t.Parallel()
+	var shed atomic.Int64
+	srv, release, entered := blocked(t, 1, 0, &shed)
+	go func() {
+		resp, err := http.Post(srv.URL+"/slow", "application/json", nil)
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for entered.Load() < 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	defer close(release)
+	var dials atomic.Int64
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	body := `{"kind":"load","payload":{"pad":"` + strings.Repeat("x", 4096) + `"}}`
+	for i := range 50 {
+		resp, err := c.Post(srv.URL+"/slow", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || resp.Close {
+			t.Fatalf("request %d: %d Retry-After %q Connection: close %v, want a 503 with Retry-After that keeps the connection",
+				i, resp.StatusCode, resp.Header.Get("Retry-After"), resp.Close)
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("50 shed requests took %d connections, want 1", n)
+	}
+	if shed.Load() != 50 {
+		t.Errorf("shed %d, want 50", shed.Load())
 	}
 }

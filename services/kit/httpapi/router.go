@@ -46,8 +46,8 @@ type RouterOptions struct {
 // log otherwise.
 var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/stats": true}
 
-// NewRouter returns a chi router with the shared middleware: request id,
-// the in-flight bound if o.Limiter is set, request logging, recovery (a
+// NewRouter returns a chi router with the shared middleware: the in-flight
+// bound if o.Limiter is set, request id, request logging, recovery (a
 // panic becomes a 500 JSON body and an error log with the stack), the body
 // limit, and JSON bodies for unknown routes (404) and wrong methods (405).
 func NewRouter(o RouterOptions) chi.Router {
@@ -60,10 +60,12 @@ func NewRouter(o RouterOptions) chi.Router {
 		limit = 1 << 20
 	}
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID)
+	// The bound comes first: a shed request needs no request id, and
+	// under overload sheds are most of the requests.
 	if o.Limiter != nil {
 		r.Use(o.Limiter.Middleware)
 	}
+	r.Use(middleware.RequestID)
 	r.Use(logRequests(logger, o.Observe))
 	r.Use(recoverPanics)
 	r.Use(bodyLimit(limit))
