@@ -58,6 +58,13 @@ RETURNING id::text, created_at`
 
 // Insert writes the events in one transaction and returns them with their
 // created_at, in order. ctx bounds the whole transaction.
+//
+// It is one round trip: the statements go as one pgx batch, a pipeline
+// closed by a single Sync, which Postgres runs as one implicit transaction
+// (BEGIN and COMMIT would each cost a round trip more, and under CPU
+// contention every round trip waits for the scheduler). set_config(...,
+// true) is local to that implicit transaction, so synchronous_commit
+// applies to this commit only and never leaks to the pooled connection.
 func (s *Records) Insert(ctx context.Context, events []NewEvent) ([]Created, error) {
 	ids := make([]string, len(events))
 	types := make([]string, len(events))
@@ -66,53 +73,55 @@ func (s *Records) Insert(ctx context.Context, events []NewEvent) ([]Created, err
 	for i, e := range events {
 		ids[i], types[i], keys[i], payloads[i] = e.ID, e.Type, e.Key, string(e.Payload)
 	}
-	var out []Created
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		if s.syncCommit != "" {
-			// SET LOCAL: only this transaction's commit is affected.
-			b.Queue("SELECT set_config('synchronous_commit', $1, true)", s.syncCommit)
-		}
-		b.Queue(insertSQL, postgres.UUIDs(ids), types, keys, payloads)
-		br := tx.SendBatch(ctx, b)
-		if s.syncCommit != "" {
-			if _, err := br.Exec(); err != nil {
-				_ = br.Close()
-				return err
-			}
-		}
-		rows, err := br.Query()
-		if err != nil {
-			_ = br.Close()
-			return err
-		}
-		byID := make(map[string]time.Time, len(events))
-		for rows.Next() {
-			var id string
-			var at time.Time
-			if err := rows.Scan(&id, &at); err != nil {
-				rows.Close()
-				_ = br.Close()
-				return err
-			}
-			byID[id] = at
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			_ = br.Close()
-			return err
-		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		out = make([]Created, len(events))
-		for i, e := range events {
-			out[i] = Created{ID: e.ID, CreatedAt: byID[e.ID]}
-		}
-		return nil
-	})
+	out, err := s.insert(ctx, ids, types, keys, payloads, events)
 	if err != nil {
 		return nil, postgres.MapError("insert events", err)
+	}
+	return out, nil
+}
+
+func (s *Records) insert(ctx context.Context, ids, types, keys, payloads []string, events []NewEvent) (out []Created, err error) {
+	b := &pgx.Batch{}
+	if s.syncCommit != "" {
+		// is_local: only this (implicit) transaction's commit is affected.
+		b.Queue("SELECT set_config('synchronous_commit', $1, true)", s.syncCommit)
+	}
+	b.Queue(insertSQL, postgres.UUIDs(ids), types, keys, payloads)
+	br := s.pool.SendBatch(ctx, b)
+	defer func() {
+		// Close reads what is left of the pipeline, up to the Sync that
+		// commits (or rolls back) the transaction: its error is the
+		// commit's.
+		if cerr := br.Close(); err == nil && cerr != nil {
+			out, err = nil, cerr
+		}
+	}()
+	if s.syncCommit != "" {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]time.Time, len(events))
+	for rows.Next() {
+		var id string
+		var at time.Time
+		if err := rows.Scan(&id, &at); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		byID[id] = at
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out = make([]Created, len(events))
+	for i, e := range events {
+		out[i] = Created{ID: e.ID, CreatedAt: byID[e.ID]}
 	}
 	return out, nil
 }
