@@ -515,7 +515,7 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 		}},
 		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
 		// Starts and stops its own instances (two per mode, at the
-		// scenario's declared size: under 4 minutes on 2 cores).
+		// scenario's declared size: under 5 minutes on 2 cores).
 		{"cache", scenario.Pair{}, func(run *driver.Run) error { return scenario.Cache.Run(ctx, env, run, co) }},
 		// Stops each pair's services itself; its Pair is empty.
 		{"throughput", scenario.Pair{}, throughputRun(ctx, c, env, to)},

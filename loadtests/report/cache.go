@@ -23,12 +23,14 @@ const (
 )
 
 // The cache modes the claims compare: the Postgres cache table
-// (UNLOGGED), Redis, the in-process cache and the logged table.
+// (UNLOGGED), Redis, the in-process cache, the logged table and Redis'
+// client-side caching (results before it was built lack it).
 const (
-	modeUnlogged = "unlogged"
-	modeRedis    = "redis"
-	modeLocal    = "local"
-	modeLogged   = "logged"
+	modeUnlogged   = "unlogged"
+	modeRedis      = "redis"
+	modeLocal      = "local"
+	modeLogged     = "logged"
+	modeClientSide = "client-side"
 )
 
 // cacheRow is one metric row of a cache table.
@@ -82,7 +84,7 @@ func CacheSection(r *driver.Run) string {
 	if s := settingsLine(r); s != "" {
 		w("Settings: %s.\n\n", s)
 	}
-	w("Every mode is a column, driven identically: `unlogged` and `logged` are no-redis with `CACHE_MODE=unlogged` (`CACHE_TABLE=unlogged` or `logged`), `local` no-redis' in-process cache, `redis` the redis service. Cells are the median across rounds (min–max).\n\n")
+	w("Every mode is a column, driven identically: `unlogged` and `logged` are no-redis with `CACHE_MODE=unlogged` (`CACHE_TABLE=unlogged` or `logged`), `local` no-redis' in-process cache, `redis` the redis service, `client-side` the redis service with `CACHE_MODE=client-side` (a copy in the process, invalidated by Redis' tracking pushes; runs before it was built lack the column). Cells are the median across rounds (min–max).\n\n")
 	if ps := rs.points("cache", cacheProfile); len(ps) > 0 {
 		w("### Products over a Zipf key set (open loop, same rate on every mode)\n\n")
 		cacheTable(&b, ps, append([]cacheRow{
@@ -197,7 +199,7 @@ var cacheClaims = []claimSpec{
 		}},
 	{pair: "cache", short: "in-process cache beats any network cache",
 		claim: "An in-process cache beats any network cache, Redis included",
-		rule:  "local's median client p50 below redis' and the unlogged table's on the read-heavy profile and on kv reads",
+		rule:  "local's median client p50 below redis' and the unlogged table's on the read-heavy profile and on kv reads; client-side (Redis' own in-process copy) is shown, not judged: it is an in-process cache too",
 		evaluate: func(in claimInputs) outcome {
 			var parts []string
 			holds := true
@@ -209,7 +211,11 @@ var cacheClaims = []claimSpec{
 				if !ok {
 					return outcome{missing: "no " + p.Scenario + " latency on local, redis and unlogged"}
 				}
-				parts = append(parts, fmt.Sprintf("%s %s: local %s, redis %s, unlogged %s ms", strings.TrimPrefix(p.Scenario, "cache."), p.Name, num(v[0]), num(v[1]), num(v[2])))
+				part := fmt.Sprintf("%s %s: local %s, redis %s, unlogged %s", strings.TrimPrefix(p.Scenario, "cache."), p.Name, num(v[0]), num(v[1]), num(v[2]))
+				if c, ok := median(p, "client.p50_ms", modeClientSide); ok {
+					part += fmt.Sprintf(", client-side %s", num(c))
+				}
+				parts = append(parts, part+" ms")
 				holds = holds && v[0] < v[1] && v[0] < v[2]
 			}
 			return outcome{measured: strings.Join(parts, "; "), holds: holds}

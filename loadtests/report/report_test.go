@@ -161,12 +161,14 @@ func fixture() []*driver.Run {
 // cacheFixture is a synthetic cache run: Redis ahead of the unlogged
 // table except on the write-heavy profile, the logged table 3× slower to
 // write, the in-process cache ahead everywhere, one origin load per
-// instance and a NOTIFY-fast local mode beside TTL-bound others.
+// instance and a NOTIFY-fast local mode beside TTL-bound others; the
+// client-side mode is as fast as local on reads and TTL-bound on an
+// out-of-band UPDATE, like redis.
 func cacheFixture(newRun func(string, time.Duration) *driver.Run, point func(string, string, float64, []string, func(string, int) map[string]float64) driver.Point) *driver.Run {
 	c := newRun("cache", 40*time.Minute)
 	c.Settings["rate"], c.Settings["stale_ttl_s"] = 400, 3
-	modes := []string{"unlogged", "redis", "local", "logged"}
-	p50 := map[string]float64{"unlogged": 1.4, "redis": 1, "local": 0.5, "logged": 1.5}
+	modes := []string{"unlogged", "redis", "local", "logged", "client-side"}
+	p50 := map[string]float64{"unlogged": 1.4, "redis": 1, "local": 0.5, "logged": 1.5, "client-side": 0.6}
 	for _, pr := range []string{"read_heavy", "mixed", "write_heavy"} {
 		c.Points = append(c.Points, point("cache.profile", pr, 400, modes, func(s string, r int) map[string]float64 {
 			v := p50[s]
@@ -179,10 +181,10 @@ func cacheFixture(newRun func(string, time.Duration) *driver.Run, point func(str
 	}
 	c.Points = append(c.Points,
 		point("cache.kv_write", "400/s", 400, modes, func(s string, r int) map[string]float64 {
-			return map[string]float64{"client.p50_ms": map[string]float64{"unlogged": 1, "redis": 0.8, "local": 0.3, "logged": 3}[s], "client.p99_ms": 9}
+			return map[string]float64{"client.p50_ms": map[string]float64{"unlogged": 1, "redis": 0.8, "local": 0.3, "logged": 3, "client-side": 0.9}[s], "client.p99_ms": 9}
 		}),
 		point("cache.kv_read", "400/s", 400, modes, func(s string, r int) map[string]float64 {
-			return map[string]float64{"client.p50_ms": map[string]float64{"unlogged": 1, "redis": 0.9, "local": 0.3, "logged": 1}[s], "client.p99_ms": 5}
+			return map[string]float64{"client.p50_ms": map[string]float64{"unlogged": 1, "redis": 0.9, "local": 0.3, "logged": 1, "client-side": 0.35}[s], "client.p99_ms": 5}
 		}),
 		point("cache.raw_lookup", "by key", 0, []string{"postgres", "redis"}, func(s string, r int) map[string]float64 {
 			return map[string]float64{"client.p50_ms": map[string]float64{"postgres": 0.65, "redis": 0.1}[s], "client.p99_ms": 1, "client.ok_rate": 5000}
@@ -253,10 +255,11 @@ func TestReportFromFixture(t *testing.T) {
 		"### Outbox: rabbitmq with PUBLISH_MODE=outbox (no-rabbitmq unchanged)",
 		"### What the outbox costs: rabbitmq dual-write vs PUBLISH_MODE=outbox",
 		"| send p99 ms | 3 | 5 | 2 | 0.40× |", "| send→processed p99 ms | 4 | 4 | 8 | 2× |",
-		"## " + CacheTitle, "| point | metric | unlogged | redis | local | logged |", "| read_heavy | client p50 ms | 1.40 | 1 | 0.50 | 1.50 |",
-		"| kv_write 400/s | client p50 ms | 1 | 0.80 | 0.30 | 3 |", "| by key | p50 ms | 0.65 | 0.10 |",
-		"| 100 GETs | origin loads, one instance | 1 | 1 | 1 | 1 |", "| redis | 3001 (3000–3002) | **TTL-bound** (TTL 3000 ms) |",
-		"| local | 41 (40–42) |  |", "- Note: cache fixture note",
+		"## " + CacheTitle, "| point | metric | unlogged | redis | local | logged | client-side |", "| read_heavy | client p50 ms | 1.40 | 1 | 0.50 | 1.50 | 0.60 |",
+		"| kv_write 400/s | client p50 ms | 1 | 0.80 | 0.30 | 3 | 0.90 |", "| by key | p50 ms | 0.65 | 0.10 |",
+		"| 100 GETs | origin loads, one instance | 1 | 1 | 1 | 1 | 1 |", "| redis | 3001 (3000–3002) | **TTL-bound** (TTL 3000 ms) |",
+		"| local | 41 (40–42) |  |", "| client-side | 3001 (3000–3002) | **TTL-bound** (TTL 3000 ms) |", "- Note: cache fixture note",
+		"read_heavy: local 0.50, redis 1, unlogged 1.40, client-side 0.60 ms",
 		"| 5× ceiling | driver cores (the load driver itself) | 0.30 | 0.35 | 0.86× [0.86 0.86 0.86] |", "| 5× ceiling | RabbitMQ cores | 0.20 | 0.20 | 1× [1 1 1] |",
 		"| 2× ceiling | machine cores busy (everything, other users too) | 1.32 | 1.37 | 0.96× [0.96 0.96 0.96] |",
 		"errors 0; driver 0.30 cores, machine 1.50 of 2) |",

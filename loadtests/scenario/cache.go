@@ -30,7 +30,7 @@ var CachePair = Pair{Name: "cache", A: ServiceOf("no-redis"), B: ServiceOf("redi
 // scenario's points, driven identically.
 type CacheMode struct {
 	// Name labels the mode in points ("redis", "local", "unlogged",
-	// "logged").
+	// "logged", "client-side").
 	Name string
 	// Service is the side it runs on.
 	Service Service
@@ -99,10 +99,11 @@ const (
 var CacheCounters = []string{"hits", "misses", "origin_loads", "invalidations", "evictions", "bypasses"}
 
 // Cache is the cache pair's scenario: the unlogged table and Redis
-// first, then the in-process cache and the logged table; three profiles
+// first, then the in-process cache, the logged table and Redis'
+// client-side caching (rueidis, RESP3 tracking); three profiles
 // at 400/s, kv writes and reads at 400/s, 100 concurrent misses with a
 // 100 ms origin, a 3 s TTL for the staleness window. Sized so that
-// `results` runs it in under 4 minutes on 2 cores.
+// `results` runs it in under 5 minutes on 2 cores.
 var Cache = CacheScenario{
 	Pair: CachePair,
 	Modes: []CacheMode{
@@ -110,6 +111,9 @@ var Cache = CacheScenario{
 		{Name: "redis", Service: ServiceOf("redis"), Env: map[string]string{"CACHE_MODE": "redis"}},
 		{Name: "local", Service: ServiceOf("no-redis"), Env: map[string]string{"CACHE_MODE": "local"}},
 		{Name: "logged", Service: ServiceOf("no-redis"), Env: map[string]string{"CACHE_MODE": "unlogged", "CACHE_TABLE": "logged"}},
+		// A key prefix of its own: the redis mode's fills must not be
+		// the client-side mode's hits (each mode starts cold).
+		{Name: "client-side", Service: ServiceOf("redis"), Env: map[string]string{"CACHE_MODE": "client-side", "REDIS_KEY_PREFIX": "cache-cs:"}},
 	},
 	Profiles: []CacheProfile{{"read_heavy", 95}, {"mixed", 50}, {"write_heavy", 5}},
 	Defaults: CacheOptions{Rate: 400, KVRate: 400, Duration: 3 * time.Second, Rounds: 2, Keys: 10000, ZipfS: 1.1,
@@ -238,7 +242,7 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 	}
 	run.Note("every mode runs as two instances on ports of their own (the side's port + offset + 100 per instance); the load goes to the first, the staleness point reads both")
 	run.Note("no ceiling point: the open-loop rates are fixed (%g/s products, %g/s kv)", o.Rate, o.KVRate)
-	run.Note("CPU-seconds per 1,000 operations: the service is the mode's first instance, postgres the whole server (other activity on it counts too), redis the redis-server process (every mode's column shows it; only the redis mode uses it)")
+	run.Note("CPU-seconds per 1,000 operations: the service is the mode's first instance, postgres the whole server (other activity on it counts too), redis the redis-server process (every mode's column shows it; only the redis and client-side modes use it)")
 
 	for _, pr := range s.Profiles {
 		p := driver.Point{Scenario: CacheProfileScenario, Name: pr.Name, Rate: o.Rate, DurationS: o.Duration.Seconds(), Sides: s.Sides()}
@@ -442,8 +446,8 @@ func cacheCounters(m map[string]float64, st *driver.ServerStats) {
 }
 
 // invalidate makes product id cold on mode i (a PUT through the first
-// instance invalidates it everywhere) and waits for the NOTIFY to reach
-// the second instance.
+// instance invalidates it everywhere) and waits for the NOTIFY (local) or
+// the tracking push (client-side) to reach the second instance.
 func (r *cacheRun) invalidate(ctx context.Context, i, id int) error {
 	code, b, err := driver.Do(ctx, http.MethodPut, r.url(i, 0)+"/products/"+strconv.Itoa(id), fmt.Appendf(nil, `{"name":"stampede %d","price_cents":1,"stock":1}`, id))
 	if err != nil {

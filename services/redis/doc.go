@@ -1,4 +1,4 @@
-// Command redis is the cache pair's specialist side: Redis (go-redis v9) in front of the Postgres products table.
+// Command redis is the cache pair's specialist side: Redis (go-redis v9, or rueidis for client-side caching) in front of the Postgres products table.
 //
 // It serves the cache pair's REST contract on :8087, beside no-redis,
 // which serves the same contract on the other side of the comparison.
@@ -11,6 +11,12 @@
 // row, then deletes its key; an UPDATE made outside the service stays
 // stale in Redis until PRODUCT_TTL ends. When Redis cannot be reached,
 // product reads are answered from Postgres with X-Cache: bypass.
+//
+// CACHE_MODE=client-side (csStore, on rueidis) adds Redis' server-assisted
+// client-side caching: each instance keeps a copy of what it read, up to
+// CLIENT_CACHE_BYTES, and Redis (RESP3 CLIENT TRACKING) pushes an
+// invalidation when a key it read changes, whoever changed it. A hit says
+// X-Cache-Layer: local when the copy answered, redis when Redis did.
 //
 //	go run ./services/redis
 package main

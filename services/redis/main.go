@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,10 +29,27 @@ const (
 	DefaultRedisURL = pairs.DefaultRedisURL
 	// DefaultKeyPrefix is REDIS_KEY_PREFIX's default.
 	DefaultKeyPrefix = "cache:"
-	// DefaultCacheMode is CACHE_MODE's default, and its only value: GET
-	// and SET with a TTL. (Client-side caching with RESP3 tracking, which
-	// issue 10 also names, is not built.)
-	DefaultCacheMode = "redis"
+	// DefaultCacheMode is CACHE_MODE's default: ModeRedis.
+	DefaultCacheMode = ModeRedis
+	// ModeRedis is CACHE_MODE=redis: GET and SET with a TTL on Redis
+	// (go-redis), nothing kept in the process.
+	ModeRedis = "redis"
+	// ModeClientSide is CACHE_MODE=client-side: Redis 6+ server-assisted
+	// client-side caching (rueidis, RESP3 CLIENT TRACKING): each instance
+	// keeps a copy of what it read, dropped when Redis pushes an
+	// invalidation.
+	ModeClientSide = "client-side"
+	// DefaultClientCacheBytes is CLIENT_CACHE_BYTES' default, rueidis'
+	// ClientOption.CacheSizeEachConn (the mode uses one connection, so
+	// it bounds the whole copy): as no-redis' LOCAL_CACHE_BYTES.
+	DefaultClientCacheBytes = 256 << 20
+	// MinClientCacheBytes is CLIENT_CACHE_BYTES' smallest value: a 1 MiB
+	// kv value must fit.
+	MinClientCacheBytes = 2 << 20
+	// DefaultClientCacheTTL is CLIENT_CACHE_TTL's default: the longest a
+	// copy lives in the process (DoMultiCache's ttl); rueidis also keeps
+	// it no longer than the key's own PTTL.
+	DefaultClientCacheTTL = time.Hour
 	// DefaultRedisTimeout is REDIS_TIMEOUT's default: it bounds dialing,
 	// and each read and write on a Redis connection, so that a Redis that
 	// hangs turns into a bypass quickly rather than at BACKEND_TIMEOUT.
@@ -59,9 +77,17 @@ type Config struct {
 	// share one Redis without meeting. Env REDIS_KEY_PREFIX; default
 	// DefaultKeyPrefix.
 	KeyPrefix string
-	// Mode is the caching mode. Env CACHE_MODE; default (and only value)
-	// DefaultCacheMode.
+	// Mode is the caching mode, ModeRedis or ModeClientSide. Env
+	// CACHE_MODE; default DefaultCacheMode.
 	Mode string
+	// ClientCacheBytes bounds the in-process copy of ModeClientSide.
+	// Env CLIENT_CACHE_BYTES; default DefaultClientCacheBytes, at least
+	// MinClientCacheBytes.
+	ClientCacheBytes int64
+	// ClientCacheTTL is the longest a copy lives in the process in
+	// ModeClientSide. Env CLIENT_CACHE_TTL; default
+	// DefaultClientCacheTTL.
+	ClientCacheTTL time.Duration
 	// RedisTimeout bounds dialing and each read and write on a Redis
 	// connection. Env REDIS_TIMEOUT; default DefaultRedisTimeout.
 	RedisTimeout time.Duration
@@ -71,16 +97,24 @@ type Config struct {
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:       service.ReadCommon(r, self.Addr(), cache.DefaultBodyLimit),
-		Postgres:     postgres.ReadConfig(r, pgorigin.DefaultSchema),
-		Origin:       pgorigin.ReadConfig(r),
-		RedisURL:     r.URL("REDIS_URL", DefaultRedisURL, "redis", "rediss"),
-		KeyPrefix:    r.String("REDIS_KEY_PREFIX", DefaultKeyPrefix),
-		Mode:         r.Enum("CACHE_MODE", DefaultCacheMode, "redis"),
-		RedisTimeout: r.Duration("REDIS_TIMEOUT", DefaultRedisTimeout),
+		Common:           service.ReadCommon(r, self.Addr(), cache.DefaultBodyLimit),
+		Postgres:         postgres.ReadConfig(r, pgorigin.DefaultSchema),
+		Origin:           pgorigin.ReadConfig(r),
+		RedisURL:         r.URL("REDIS_URL", DefaultRedisURL, "redis", "rediss"),
+		KeyPrefix:        r.String("REDIS_KEY_PREFIX", DefaultKeyPrefix),
+		Mode:             r.Enum("CACHE_MODE", DefaultCacheMode, ModeRedis, ModeClientSide),
+		RedisTimeout:     r.Duration("REDIS_TIMEOUT", DefaultRedisTimeout),
+		ClientCacheBytes: r.Bytes("CLIENT_CACHE_BYTES", DefaultClientCacheBytes),
+		ClientCacheTTL:   r.Duration("CLIENT_CACHE_TTL", DefaultClientCacheTTL),
 	}
 	if c.RedisTimeout <= 0 {
 		r.Fail("REDIS_TIMEOUT", "must be above 0, got %v", c.RedisTimeout)
+	}
+	if c.ClientCacheBytes < MinClientCacheBytes || c.ClientCacheBytes > math.MaxInt32 {
+		r.Fail("CLIENT_CACHE_BYTES", "must be %d to %d bytes, got %d", MinClientCacheBytes, math.MaxInt32, c.ClientCacheBytes)
+	}
+	if c.ClientCacheTTL <= 0 {
+		r.Fail("CLIENT_CACHE_TTL", "must be above 0, got %v", c.ClientCacheTTL)
 	}
 	return c, r.Err()
 }
@@ -103,17 +137,57 @@ func newClient(cfg Config) (*redis.Client, error) {
 	return redis.NewClient(opt), nil
 }
 
-// build connects and migrates Postgres, creates the Redis client and
-// assembles the service. A Redis that does not answer at start is logged,
-// not fatal: reads bypass it until it answers.
+// build connects and migrates Postgres, creates the Redis client of the
+// mode (go-redis for ModeRedis, rueidis for ModeClientSide) and assembles
+// the service. A Redis that does not answer at start is logged, not fatal:
+// reads bypass it until it answers.
 func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {
 	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("cache"), logger)
 	if err != nil {
 		return nil, err
 	}
+	genTTL := cfg.Origin.ProductTTL + cfg.BackendTimeout + time.Hour
+	var backend cache.Backend
+	layer := ModeRedis
+	if cfg.Mode == ModeClientSide {
+		client, dialErr, err := newClientSide(cfg)
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		if dialErr != nil {
+			logger.Warn("redis does not answer; product reads bypass it until it does", "err", dialErr)
+		} else {
+			pctx, cancel := context.WithTimeout(ctx, cfg.RedisTimeout)
+			version, _ := client.Do(pctx, client.B().Info().Section("server").Build()).ToString()
+			cancel()
+			logger.Info("backend", "server", "Redis "+infoField(version, "redis_version"), "prefix", cfg.KeyPrefix,
+				"mode", cfg.Mode, "client_cache_bytes", cfg.ClientCacheBytes)
+		}
+		backend = &csStore{client: client, prefix: cfg.KeyPrefix, genTTL: genTTL, localTTL: cfg.ClientCacheTTL}
+		layer = layerLocal
+	} else {
+		backend, err = newRedisStore(ctx, cfg, genTTL, logger)
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	svc := service.New(info, cfg.HTTP, logger, cache.Latencies, cache.Counters)
+	postgres.Register(svc, pool)
+	svc.OnStop("redis", func(context.Context) error { return backend.Close() })
+	cache.Mount(svc.Router, backend, cache.Options{
+		Stats: svc.Stats, Timeout: cfg.BackendTimeout, Layer: layer, Logger: logger,
+		Origin: pgorigin.New(pool, cfg.Origin.Work), ProductTTL: cfg.Origin.ProductTTL,
+	})
+	return svc, nil
+}
+
+// newRedisStore is the CACHE_MODE=redis Backend on go-redis. A Redis that
+// does not answer is logged, not fatal.
+func newRedisStore(ctx context.Context, cfg Config, genTTL time.Duration, logger *slog.Logger) (*store, error) {
 	client, err := newClient(cfg)
 	if err != nil {
-		pool.Close()
 		return nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.RedisTimeout)
@@ -122,17 +196,9 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	if err != nil {
 		logger.Warn("redis does not answer; product reads bypass it until it does", "err", err)
 	} else {
-		logger.Info("backend", "server", "Redis "+infoField(version, "redis_version"), "prefix", cfg.KeyPrefix)
+		logger.Info("backend", "server", "Redis "+infoField(version, "redis_version"), "prefix", cfg.KeyPrefix, "mode", cfg.Mode)
 	}
-	svc := service.New(info, cfg.HTTP, logger, cache.Latencies, cache.Counters)
-	postgres.Register(svc, pool)
-	st := &store{client: client, prefix: cfg.KeyPrefix, genTTL: cfg.Origin.ProductTTL + cfg.BackendTimeout + time.Hour}
-	svc.OnStop("redis", func(context.Context) error { return st.Close() })
-	cache.Mount(svc.Router, st, cache.Options{
-		Stats: svc.Stats, Timeout: cfg.BackendTimeout, Layer: "redis", Logger: logger,
-		Origin: pgorigin.New(pool, cfg.Origin.Work), ProductTTL: cfg.Origin.ProductTTL,
-	})
-	return svc, nil
+	return &store{client: client, prefix: cfg.KeyPrefix, genTTL: genTTL}, nil
 }
 
 func main() { service.Start(readConfig, build) }

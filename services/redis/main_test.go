@@ -23,9 +23,21 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	if c.RedisURL != DefaultRedisURL || c.KeyPrefix != DefaultKeyPrefix || c.Mode != "redis" || c.Origin.ProductTTL != cache.DefaultProductTTL {
 		t.Errorf("defaults: %+v", c)
 	}
-	configtest.NamesBadVariables(t, readConfig, map[string]string{"CACHE_MODE": "client-side", "REDIS_URL": "http://x", "REDIS_TIMEOUT": "0s",
-		"ORIGIN_WORK_MS": "-1", "PRODUCT_TTL": "0s"}, "CACHE_MODE", "REDIS_URL", "REDIS_TIMEOUT", "ORIGIN_WORK_MS", "PRODUCT_TTL")
+	if c.ClientCacheBytes != DefaultClientCacheBytes || c.ClientCacheTTL != DefaultClientCacheTTL {
+		t.Errorf("client-side defaults: %+v", c)
+	}
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"CACHE_MODE": "memcached", "REDIS_URL": "http://x", "REDIS_TIMEOUT": "0s",
+		"ORIGIN_WORK_MS": "-1", "PRODUCT_TTL": "0s", "CLIENT_CACHE_BYTES": "1000", "CLIENT_CACHE_TTL": "0s"},
+		"CACHE_MODE", "REDIS_URL", "REDIS_TIMEOUT", "ORIGIN_WORK_MS", "PRODUCT_TTL", "CLIENT_CACHE_BYTES", "CLIENT_CACHE_TTL")
+	cs := kittest.ReadConfig(t, readConfig, map[string]string{"CACHE_MODE": "client-side", "CLIENT_CACHE_BYTES": "8388608"})
+	if cs.Mode != ModeClientSide || cs.ClientCacheBytes != 8<<20 {
+		t.Errorf("CACHE_MODE=client-side: %+v", cs)
+	}
 }
+
+// modes are the service's CACHE_MODE values; the tests that hold for
+// both run once per mode.
+var modes = []string{ModeRedis, ModeClientSide}
 
 // testConfig is the service's Config on a Postgres schema and a Redis key
 // prefix of the test's own; the prefix's keys are removed when the test
@@ -79,12 +91,20 @@ func startPair(t testing.TB, cfg Config) target {
 	return target{Instance: servicetest.Start(t, build, cfg), peer: servicetest.Start(t, build, cfg)}
 }
 
-// TestConformance runs the cache pair's one suite against this service.
+// TestConformance runs the cache pair's one suite against this service,
+// in each mode. The client-side mode's peer drops its copy when Redis'
+// push arrives (Features.PushedInvalidation).
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, conformance.Features{SharedCache: true}, func(t testing.TB, o conformance.Options) conformance.Target {
-		return startPair(t, testConfig(t, map[string]string{"ORIGIN_WORK_MS": fmt.Sprint(o.OriginWork.Milliseconds())}))
-	})
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			f := conformance.Features{SharedCache: true, PushedInvalidation: mode == ModeClientSide}
+			conformance.Run(t, f, func(t testing.TB, o conformance.Options) conformance.Target {
+				return startPair(t, testConfig(t, map[string]string{"CACHE_MODE": mode, "ORIGIN_WORK_MS": fmt.Sprint(o.OriginWork.Milliseconds())}))
+			})
+		})
+	}
 }
 
 // closedPort returns an address nothing listens on: a port the kernel gave
@@ -122,12 +142,17 @@ func checkBypass(t testing.TB, base string, id int64) {
 // 5xx for a read the origin can serve.
 func TestRedisUnreachableBypasses(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t, map[string]string{"REDIS_URL": "redis://" + closedPort(t) + "/0"})
-	base := servicetest.Start(t, build, cfg).URL()
-	checkBypass(t, base, 7)
-	put := conformance.PutProduct(t, base, 7, cache.ProductUpdate{Name: "while redis is down", PriceCents: 1, Stock: 2})
-	if p, _ := conformance.GetProduct(t, base, 7); p != put {
-		t.Errorf("GET after PUT with Redis down: %+v, want %+v", p, put)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t, map[string]string{"CACHE_MODE": mode, "REDIS_URL": "redis://" + closedPort(t) + "/0"})
+			base := servicetest.Start(t, build, cfg).URL()
+			checkBypass(t, base, 7)
+			put := conformance.PutProduct(t, base, 7, cache.ProductUpdate{Name: "while redis is down", PriceCents: 1, Stock: 2})
+			if p, _ := conformance.GetProduct(t, base, 7); p != put {
+				t.Errorf("GET after PUT with Redis down: %+v, want %+v", p, put)
+			}
+		})
 	}
 }
 
@@ -135,8 +160,23 @@ func TestRedisUnreachableBypasses(t *testing.T) {
 // directory) serves hits, is stopped, and the same product is then a
 // bypass from the origin; once a new server runs on the port the cache
 // fills again.
+//
+// In the client-side mode the instance's copy must go with the
+// connection: a hit from it while Redis is down, or from before the
+// restart, would be a value no invalidation can reach. After the restart
+// (an empty server) the first answer that is not a bypass must be a
+// miss, not a local hit.
 func TestRedisStoppedMidTest(t *testing.T) {
 	t.Parallel()
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testRedisStopped(t, mode)
+		})
+	}
+}
+
+func testRedisStopped(t *testing.T, mode string) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip("no redis-server on PATH: the private server this test stops cannot start")
@@ -160,7 +200,7 @@ func TestRedisStoppedMidTest(t *testing.T) {
 		return cmd
 	}
 	srv := start()
-	cfg := testConfig(t, map[string]string{"REDIS_URL": "redis://" + addr + "/0"})
+	cfg := testConfig(t, map[string]string{"CACHE_MODE": mode, "REDIS_URL": "redis://" + addr + "/0"})
 	base := servicetest.Start(t, build, cfg).URL()
 	const id = 8
 	conformance.GetProduct(t, base, id)
@@ -169,8 +209,25 @@ func TestRedisStoppedMidTest(t *testing.T) {
 	}
 	_ = srv.Process.Kill()
 	_ = srv.Wait()
+	if mode == ModeClientSide {
+		// The copy goes when rueidis reads the connection's end.
+		kittest.Eventually(t, 10*time.Second, "the local copy to go with the connection", func() bool {
+			status, xc, _, _ := conformance.Get(t, fmt.Sprintf("%s/products/%d", base, id))
+			return status == 200 && xc == cache.Bypass
+		})
+	}
 	checkBypass(t, base, id)
 	start()
+	if mode == ModeClientSide {
+		var xc, layer string
+		kittest.Eventually(t, 10*time.Second, "the new server to answer", func() bool {
+			_, xc, layer, _ = conformance.Get(t, fmt.Sprintf("%s/products/%d", base, id))
+			return xc != cache.Bypass
+		})
+		if xc != cache.Miss {
+			t.Errorf("first GET from the restarted (empty) Redis: X-Cache %q, layer %q; want a miss", xc, layer)
+		}
+	}
 	kittest.Eventually(t, 10*time.Second, "the cache to fill again", func() bool {
 		_, xc := conformance.GetProduct(t, base, id)
 		return xc == cache.Hit
@@ -195,4 +252,85 @@ func TestOutOfBandUpdateStaysStaleUntilTTL(t *testing.T) {
 		p, _ := conformance.GetProduct(t, base, id)
 		return p.Stock == before.Stock+1
 	})
+}
+
+// redisClient is a plain go-redis client of cfg's server, outside any
+// instance: the out-of-band writer.
+func redisClient(t testing.TB, cfg Config) *redis.Client {
+	t.Helper()
+	opt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestClientSideOutOfBandWriteInvalidates: in the client-side mode, a
+// running instance's local copy of a key (X-Cache-Layer: local) is dropped
+// when another client, not the service, SETs or DELs the key in Redis:
+// Redis pushes the invalidation. No TTL is involved (the kv key has none).
+func TestClientSideOutOfBandWriteInvalidates(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, map[string]string{"CACHE_MODE": ModeClientSide})
+	base := servicetest.Start(t, build, cfg).URL()
+	key := kittest.UniqueName(t, "oob")
+	url := base + "/kv/" + key
+	if status, raw := kittest.Do(t, http.MethodPut, url, `"first"`, nil); status != 204 {
+		t.Fatalf("PUT: %d %s", status, raw)
+	}
+	kittest.Eventually(t, 10*time.Second, "a hit from the local copy", func() bool {
+		status, xc, layer, raw := conformance.Get(t, url)
+		return status == 200 && xc == cache.Hit && layer == layerLocal && string(raw) == `"first"`
+	})
+	rc := redisClient(t, cfg)
+	ctx := kittest.Context(t, 10*time.Second)
+	if err := rc.Set(ctx, cfg.KeyPrefix+cache.KVKey(key), `"second"`, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	kittest.Eventually(t, 10*time.Second, "the out-of-band SET to reach the instance", func() bool {
+		_, _, _, raw := conformance.Get(t, url)
+		return string(raw) == `"second"`
+	})
+	kittest.Eventually(t, 10*time.Second, "the new value to be copied locally", func() bool {
+		_, _, layer, raw := conformance.Get(t, url)
+		return layer == layerLocal && string(raw) == `"second"`
+	})
+	if err := rc.Del(ctx, cfg.KeyPrefix+cache.KVKey(key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	kittest.Eventually(t, 10*time.Second, "the out-of-band DEL to reach the instance", func() bool {
+		status, _, _, _ := conformance.Get(t, url)
+		return status == 404
+	})
+}
+
+// TestClientSidePutInvalidatesPeerCopy: instance B holds a product in its
+// local copy; a PUT through instance A makes B serve the new value, by
+// Redis' push (PRODUCT_TTL is an hour, CLIENT_CACHE_TTL too). How many
+// of B's GETs still saw the old value is logged, not judged.
+func TestClientSidePutInvalidatesPeerCopy(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, map[string]string{"CACHE_MODE": ModeClientSide, "PRODUCT_TTL": "1h"})
+	tg := startPair(t, cfg)
+	const id = 11
+	url := fmt.Sprintf("%s/products/%d", tg.PeerURL(), id)
+	kittest.Eventually(t, 10*time.Second, "the peer to hold a local copy", func() bool {
+		_, xc, layer, _ := conformance.Get(t, url)
+		return xc == cache.Hit && layer == layerLocal
+	})
+	put := conformance.PutProduct(t, tg.URL(), id, cache.ProductUpdate{Name: kittest.UniqueName(t, "pushed"), PriceCents: 5, Stock: 6})
+	stale := 0
+	kittest.Eventually(t, 10*time.Second, "the peer to serve the PUT's value", func() bool {
+		p, _ := conformance.GetProduct(t, tg.PeerURL(), id)
+		if p != put {
+			stale++
+		}
+		return p == put
+	})
+	t.Logf("the peer answered the old value %d times after the PUT", stale)
+	if _, xc := conformance.GetProduct(t, tg.URL(), id); xc != cache.Hit {
+		t.Errorf("writer's GET after the peer's refill: X-Cache %q, want hit", xc)
+	}
 }

@@ -40,7 +40,10 @@ var _ cache.Backend = (*store)(nil)
 // script atomically, so no INCR of the generation can come between the
 // check and the SET. go-redis sends EVALSHA, and EVAL once if the server
 // does not know the script yet (NOSCRIPT).
-var fillScript = redis.NewScript(`
+var fillScript = redis.NewScript(fillSrc)
+
+// fillSrc is fillScript's source; the client-side mode sends it too.
+const fillSrc = `
 local g = redis.call('GET', KEYS[2]) or '0'
 if g ~= ARGV[2] then return 0 end
 if ARGV[3] == '0' then
@@ -48,7 +51,7 @@ if ARGV[3] == '0' then
 else
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
 end
-return 1`)
+return 1`
 
 func (s *store) genKey(key string) string { return s.prefix + "gen:" + key }
 

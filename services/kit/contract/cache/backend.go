@@ -63,6 +63,18 @@ type Backend interface {
 	Close() error
 }
 
+// LayeredBackend is a Backend whose hits come from more than one layer:
+// redis' client-side mode answers from the process' copy (local) or, when
+// it holds none, from Redis (redis). The handlers call GetLayer instead
+// of Get and put its layer in X-Cache-Layer on a hit, in place of
+// Options.Layer.
+type LayeredBackend interface {
+	Backend
+	// GetLayer is Get, and names the layer that answered (meaningful on
+	// a hit).
+	GetLayer(ctx context.Context, key string) (value []byte, tok FillToken, ok bool, layer string, err error)
+}
+
 // Origin is the source of truth the products are read through from: the
 // products table (package pgorigin), or the memory package's map. It is
 // safe for concurrent use and honours ctx like Backend. A missing product

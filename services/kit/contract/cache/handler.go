@@ -28,7 +28,8 @@ type Options struct {
 	// Zero means 10s.
 	Timeout time.Duration
 	// Layer is X-Cache-Layer on a hit: the Backend's name ("redis",
-	// "local", "unlogged", "logged", "memory").
+	// "local", "unlogged", "logged", "memory"), unless the Backend is a
+	// LayeredBackend, which names the layer of each hit.
 	Layer string
 	// Origin is the products' source of truth; required.
 	Origin Origin
@@ -80,6 +81,17 @@ func (h *handlers) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), h.o.Timeout)
 }
 
+// get is Backend.Get, with the layer of a hit: the LayeredBackend's, else
+// Options.Layer.
+func (h *handlers) get(ctx context.Context, key string) ([]byte, bool, string, error) {
+	if lb, ok := h.backend.(LayeredBackend); ok {
+		v, _, ok, layer, err := lb.GetLayer(ctx, key)
+		return v, ok, layer, err
+	}
+	v, _, ok, err := h.backend.Get(ctx, key)
+	return v, ok, h.o.Layer, err
+}
+
 func writeCached(w http.ResponseWriter, status int, body []byte, xcache, layer string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set(HeaderCache, xcache)
@@ -102,12 +114,12 @@ func (h *handlers) getProduct(w http.ResponseWriter, r *http.Request) error {
 	key := ProductKey(id)
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	v, _, ok, err := h.backend.Get(ctx, key)
+	v, ok, layer, err := h.get(ctx, key)
 	switch {
 	case err == nil && ok:
 		h.o.Stats.Inc(CounterHits)
 		h.o.Stats.Since(StatGetHit, start)
-		writeCached(w, http.StatusOK, v, Hit, h.o.Layer)
+		writeCached(w, http.StatusOK, v, Hit, layer)
 		return nil
 	case err != nil && !errors.Is(err, httpapi.ErrUnavailable):
 		return err
@@ -257,7 +269,7 @@ func (h *handlers) getKV(w http.ResponseWriter, r *http.Request) error {
 	start := time.Now()
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	v, _, ok, err := h.backend.Get(ctx, KVKey(k))
+	v, ok, layer, err := h.get(ctx, KVKey(k))
 	if err != nil {
 		return err
 	}
@@ -268,7 +280,7 @@ func (h *handlers) getKV(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.o.Stats.Inc(CounterHits)
 	h.o.Stats.Since(StatGetHit, start)
-	writeCached(w, http.StatusOK, v, Hit, h.o.Layer)
+	writeCached(w, http.StatusOK, v, Hit, layer)
 	return nil
 }
 
