@@ -57,7 +57,6 @@ func runNoisyNeighbour(ctx context.Context, env Env, size Size) (Result, error) 
 	if size == Full {
 		amounts = []int64{0, 100 << 20, 1 << 30}
 	}
-	const svc = "no-kafka"
 	// max_wal_size: 1 GB of WAL written between two checkpoints must not
 	// force checkpoints all the time (the slot retains it anyway).
 	rig, err := newCrashRig(ctx, env, map[string]string{"max_wal_size": "'4GB'"})
