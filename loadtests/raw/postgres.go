@@ -23,6 +23,7 @@ const (
 	insertBatchRows = 100
 	claimBatch      = 64
 	claimFill       = 200_000
+	recordFill      = 300_000
 	slotRows        = 100_000
 )
 
@@ -187,6 +188,54 @@ RETURNING q.id`
 		finish(&r, n, d)
 		if empty.Load() {
 			r.Desc += fmt.Sprintf(" (the %d rows ran out before the loop's end)", claimFill)
+		}
+		return err
+	})
+	return r, err
+}
+
+// recordUpdate fills a logged table shaped like the queue's task records
+// (status, timestamps, a jsonb payload, a partial index on the open
+// statuses as tasks_open is) with recordFill queued rows, then o.Conns
+// workers update claimBatch rows per statement by primary key, each row
+// twice: to running (a delivery) then to done (a completion), the two
+// record updates each task costs the queue pair's services. The index
+// makes these updates non-HOT, as the services' are.
+func recordUpdate(ctx context.Context, o Options) (Result, error) {
+	r := Result{Desc: fmt.Sprintf("rows/s: %d-row UPDATE by primary key (queued → running, then → done), %d connections, logged table with a partial index on open statuses", claimBatch, o.Conns)}
+	setup := []string{
+		`CREATE TABLE rec (id bigint PRIMARY KEY, status text NOT NULL, enqueued_at timestamptz NOT NULL DEFAULT now(), delivered_at timestamptz, processed_at timestamptz, payload jsonb NOT NULL)`,
+		`CREATE INDEX rec_open ON rec (status, enqueued_at) WHERE status <> 'done'`,
+		fmt.Sprintf(`INSERT INTO rec (id, status, payload) SELECT g, 'queued', '%s' FROM generate_series(1, %d) g`, payload, recordFill),
+		`ANALYZE rec`,
+	}
+	const update = `
+UPDATE rec SET status = CASE status WHEN 'queued' THEN 'running' ELSE 'done' END,
+       delivered_at = coalesce(delivered_at, clock_timestamp()),
+       processed_at = CASE status WHEN 'running' THEN clock_timestamp() END
+ WHERE id = ANY($1) AND (status IN ('queued', 'running')) IS TRUE`
+	err := withSchema(ctx, o, setup, func(pool *pgxpool.Pool) error {
+		// next hands out batches: the first pass over the ids delivers,
+		// the second completes.
+		var next atomic.Int64
+		var ranOut atomic.Bool
+		n, d, err := workers(ctx, o.Conns, o.Duration, func(ctx context.Context) (int64, error) {
+			k := next.Add(claimBatch) - claimBatch
+			if k >= 2*recordFill {
+				ranOut.Store(true)
+				<-ctx.Done()
+				return 0, nil
+			}
+			ids := make([]int64, 0, claimBatch)
+			for i := k; i < k+claimBatch && i < 2*recordFill; i++ {
+				ids = append(ids, i%recordFill+1)
+			}
+			tag, err := pool.Exec(ctx, update, ids)
+			return tag.RowsAffected(), err
+		})
+		finish(&r, n, d)
+		if ranOut.Load() {
+			r.Desc += fmt.Sprintf(" (the %d rows' two updates ran out before the loop's end)", recordFill)
 		}
 		return err
 	})

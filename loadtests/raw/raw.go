@@ -35,6 +35,11 @@ const (
 	// ClaimDelete is FOR UPDATE SKIP LOCKED claims of 64 rows, deleted in
 	// the same statement, on an unlogged table like queue_jobs.
 	ClaimDelete = "claim_delete"
+	// RecordUpdate is 64-row UPDATEs by primary key of a logged record
+	// table (status and a timestamp, with a partial index on open
+	// statuses), as the queue pair's task records are updated on delivery
+	// and completion.
+	RecordUpdate = "record_update"
 	// Wal2JSON is the decoding rate of inserted rows through one logical
 	// slot with wal2json (format-version 2, as no-kafka streams it).
 	Wal2JSON = "wal2json_decode"
@@ -149,6 +154,7 @@ var loops = []loop{
 	{Postgres, []string{InsertCommit}, one(insertCommit)},
 	{Postgres, []string{InsertBatch}, one(insertBatch)},
 	{Postgres, []string{ClaimDelete}, one(claimDelete)},
+	{Postgres, []string{RecordUpdate}, one(recordUpdate)},
 	{Postgres, []string{Wal2JSON}, one(wal2jsonDecode)},
 	{RabbitMQ, []string{Publish, Consume}, amqpPair},
 	{Kafka, []string{Produce, Fetch}, kafkaPair},
@@ -157,7 +163,7 @@ var loops = []loop{
 // Estimate is Measure's expected wall time with o: each loop's duration
 // plus its setup (filling a queue, writing rows for the slot, draining).
 func Estimate(o Options) time.Duration {
-	return 8*o.Duration + 20*time.Second + notifyEstimate(o) + RetentionEstimate(o)
+	return 9*o.Duration + 25*time.Second + notifyEstimate(o) + RetentionEstimate(o)
 }
 
 // Measure runs every loop in turn. A loop that fails is recorded with its

@@ -2,6 +2,7 @@ package raw
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,37 +60,39 @@ func TestWal2JSON(t *testing.T)     { t.Parallel(); check(t, Wal2JSON) }
 func TestAMQP(t *testing.T)         { t.Parallel(); check(t, Publish, Consume) }
 func TestKafka(t *testing.T)        { t.Parallel(); check(t, Produce, Fetch) }
 
-// TestLimit checks the path arithmetic: two stages at 100/s and 300/s
-// give 75/s, and a missing loop gives no limit.
+func TestRecordUpdate(t *testing.T) { t.Parallel(); check(t, RecordUpdate) }
+
+// TestLimit checks the path arithmetic: stages add their time per item,
+// a stage taken twice counts twice, Core keeps the compared engine's
+// stages, and a missing loop gives no limit.
 func TestLimit(t *testing.T) {
-	r := Results{Loops: []Result{{Engine: Postgres, Loop: InsertBatch, Rate: 100}, {Engine: Postgres, Loop: ClaimDelete, Rate: 300}}}
+	r := Results{Loops: []Result{
+		{Engine: Postgres, Loop: InsertBatch, Rate: 400}, {Engine: Postgres, Loop: ClaimDelete, Rate: 300},
+		{Engine: Postgres, Loop: RecordUpdate, Rate: 600},
+		{Engine: RabbitMQ, Loop: Publish, Rate: 200}, {Engine: RabbitMQ, Loop: Consume, Rate: 200},
+	}}
+	// 2/400 + 1/300 + 2/600 = 7/600: 85.7/s.
 	lim, desc, ok := r.Limit("no-rabbitmq")
-	if !ok || lim != 75 || desc != "postgres insert_batch → claim_delete" {
+	if !ok || math.Abs(lim-600.0/7) > 1e-9 || desc != "postgres insert_batch ×2 → postgres claim_delete → postgres record_update ×2" {
 		t.Errorf("Limit = %v %q %v", lim, desc, ok)
 	}
-	if p, ok := r.PercentOfRaw("no-rabbitmq", 30); !ok || p != 40 {
+	if p, ok := r.PercentOfRaw("no-rabbitmq", 600.0/7/2); !ok || math.Abs(p-50) > 1e-9 {
 		t.Errorf("PercentOfRaw = %v %v", p, ok)
+	}
+	// rabbitmq: 1/400 + 1/200 + 1/200 + 2/600 = 0.015833; RabbitMQ alone 1/200 + 1/200: 100/s.
+	if lim, _, ok := r.Limit("rabbitmq"); !ok || math.Abs(lim-1/0.0158333333333) > 1e-6 {
+		t.Errorf("rabbitmq Limit = %v %v", lim, ok)
+	}
+	if c := r.CoreCell("rabbitmq", 50); c != "50% of 100/s" {
+		t.Errorf("CoreCell = %q", c)
+	}
+	if core := Paths["rabbitmq"].Core().String(); core != "rabbitmq publish → rabbitmq consume" {
+		t.Errorf("Core = %q", core)
 	}
 	if _, _, ok := r.Limit("no-kafka"); ok {
 		t.Error("no-kafka has a limit without its wal2json loop")
 	}
 	if c := r.PercentCell("kafka", 1); c != "–" {
 		t.Errorf("PercentCell = %q", c)
-	}
-}
-
-// TestWriteLoad round-trips a results file.
-func TestWriteLoad(t *testing.T) {
-	dir := t.TempDir()
-	if r, err := Load(dir); err != nil || len(r.Loops) != 0 {
-		t.Fatalf("empty dir: %+v %v", r, err)
-	}
-	in := Results{Schema: SchemaVersion, ID: "20260101T000000Z-raw", Loops: []Result{{Engine: Kafka, Loop: Fetch, Rate: 5}}}
-	if _, err := Write(dir, in); err != nil {
-		t.Fatal(err)
-	}
-	out, err := Load(dir)
-	if err != nil || len(out.Loops) != 1 || out.Loops[0].Rate != 5 {
-		t.Fatalf("%+v %v", out, err)
 	}
 }

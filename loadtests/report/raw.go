@@ -12,11 +12,10 @@ import (
 const RawTitle = "Engine limits without a service (raw loops)"
 
 // PercentOfRaw returns a service's rate (items per second) as a
-// percentage of its engine path's raw limit in r (see raw.Paths: the
-// Postgres queue is a batched insert then a claim+delete, the Postgres
-// log a batched insert then wal2json decoding, RabbitMQ publish then
-// consume, Kafka produce then fetch). ok is false when r lacks a loop of
-// the path or service has none.
+// percentage of its engine path's raw limit in r (see raw.Paths: every
+// loop the service's design makes an item pass through, the task records
+// and delivery records kept in Postgres on both sides included). ok is
+// false when r lacks a loop of the path or service has none.
 func PercentOfRaw(r raw.Results, service string, rate float64) (float64, bool) {
 	return r.PercentOfRaw(service, rate)
 }
@@ -41,12 +40,12 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 	}
 	rs := runs2map(runs)
 	w("\n### Services as a share of their engine's raw limit\n\n")
-	w("A service's items pass through every loop of its engine path on the same machine, so the path's limit is 1 ÷ Σ(1 ÷ loop rate). The rabbitmq service also writes task records to Postgres; its limit here is RabbitMQ's own.\n\n")
-	w("| service | engine path | raw limit/s | single-request ceiling/s (share) | batch throughput/s (share) | throughput scenario: best end-to-end/s (share) |\n|---|---|---|---|---|---|\n")
+	w("A service's items pass through every loop of its engine path on the same machine, so the path's limit is 1 ÷ Σ(times ÷ loop rate). The path is the service's design: both queue services keep a task record in Postgres (inserted with the enqueue, updated on delivery and on completion) and both log services record each event and its delivery in Postgres, so those loops are on both sides' paths, and the transport between them differs. The last column shows the best end-to-end rate against the compared engine's own loops alone, without the record keeping.\n\n")
+	w("| service | engine path | raw limit/s | single-request ceiling/s (share) | batch throughput/s (share) | throughput scenario: best end-to-end/s (share) | best end-to-end, share of the compared engine's loops alone |\n|---|---|---|---|---|---|---|\n")
 	for _, svc := range []string{"no-rabbitmq", "rabbitmq", "no-kafka", "kafka"} {
 		lim, path, ok := r.Limit(svc)
 		if !ok {
-			w("| %s | %s | not measured | | | |\n", svc, strings.Join(raw.Paths[svc].Loops, " → "))
+			w("| %s | %s | not measured | | | | |\n", svc, raw.Paths[svc].String())
 			continue
 		}
 		cmd := "queue"
@@ -62,11 +61,16 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		}
 		// The throughput scenario's end-to-end rate at its best batch size
 		// (processed or delivered: every stage of the path).
-		bestCell := "–"
+		bestCell, coreCell := "–", "–"
 		if v, p := bestE2E(rs, cmd, svc, 0); p != nil && v > 0 {
 			bestCell = num(v) + " at " + p.Name + " (" + r.PercentCell(svc, v) + ")"
+			if p := raw.Paths[svc]; len(p.Core().Steps) < len(p.Steps) {
+				coreCell = p.Core().String() + ": " + r.CoreCell(svc, v)
+			} else {
+				coreCell = "the same path (no other engine)"
+			}
 		}
-		w("| %s | %s | %s | %s | %s | %s |\n", svc, path, num(lim), ceilCell, tpCell, bestCell)
+		w("| %s | %s | %s | %s | %s | %s | %s |\n", svc, path, num(lim), ceilCell, tpCell, bestCell, coreCell)
 	}
 	w("\n")
 	b.WriteString(NotifySection(r))
