@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -141,16 +142,21 @@ func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, err
 	}
 	rate, before, hold, after := kafkaLoad(size)
 	res.AckedLost = lost
-	res.Happens = "While the broker is down the kafka service refuses writes with 503 at once (it knows the broker is down after the first failed produce and probes it before each write, recording nothing), /readyz answers 503 naming Kafka, and the service reconnects by itself once the broker is back; every event answered 201 is delivered. The few writes that were in their produce when the broker went away answer 503 with their row committed in Postgres but never delivered (the dual-write gap, named in the answer)."
+	res.Happens = "While the broker is down the kafka service answers every write 503, never later than KAFKA_WRITE_TIMEOUT, /readyz answers 503 naming Kafka, and the service recovers by itself once the broker is back; every event answered 201 is delivered. " +
+		"But it learns that the broker is down only from a produce that failed, which takes the whole KAFKA_WRITE_TIMEOUT: until then (and, after a kill, while the restarted broker answers metadata but cannot take writes yet) each write commits its row and waits the timeout. " +
+		"Those 503s say the event will not be delivered (the dual-write gap); most are delivered anyway once the broker is back (the producer still sends them), the rest stay undelivered."
 	res.Figure = strings.Join(figs, "; ")
-	res.UserMust = "Retry on 503 with backoff; do not treat a 503 as \"nothing was written\": its body says whether the row is in Postgres (in_postgres) and which ids will never be delivered. For no gap at all, write through Postgres only (no-kafka) or add an outbox and a relay."
+	res.UserMust = "Retry on 503 with backoff, and treat a 503 from the dual write as \"unknown\", not \"not written\": the event may be in the log undelivered, or delivered anyway (a retry then writes it twice). Keep KAFKA_WRITE_TIMEOUT short, since it is how long an outage's first writes hang. For neither gap nor duplicates, write through Postgres only (no-kafka) or add an outbox and a relay."
 	res.Notes = []string{
-		fmt.Sprintf("a private single-node KRaft Kafka (broker and controller in one JVM, -Xmx384m, own ports and data directory) from the stack's jars (%s); the service's Postgres is the shared stack's, in a schema of its own", node.libs),
+		fmt.Sprintf("a private single-node KRaft Kafka %s (broker and controller in one JVM, -Xmx384m, own ports and data directory) from the stack's jars; the service's Postgres is the shared stack's, in a schema of its own", kafkaVersion(node.libs)),
 		fmt.Sprintf("open load of single POST /events at %g/s: %s before the stop, the broker held down %s after its process exited, %s after it answers again; KAFKA_WRITE_TIMEOUT and BACKEND_TIMEOUT %s", rate, before, hold, after, kafkaServiceTimeout),
 		"broker back = the node answers a metadata request naming a leader for every partition of the topic; recovery = the first 201 to a request sent after that",
-		"acknowledged lost = events answered 201 without a row in the service's deliveries table 60 s after the load",
+		"acknowledged lost = events answered 201 without a row in the service's deliveries table 60 s after the load; dual-write gap answers = 503s whose body says the rows are in Postgres but not in Kafka, checked against the deliveries table too",
 	}
 	res.Notes = append(res.Notes, notes...)
+	if node.ctrlMoves > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("the controller's port was taken while the node was down and moved %d time(s) (it is the node's own; the broker's port stayed)", node.ctrlMoves))
+	}
 	if size == Full {
 		res.Notes = append(res.Notes, "after SIGKILL the restarted node waits for its previous registration's session to expire (broker.session.timeout.ms, 9 s) before it serves: a hard kill costs that much more downtime than a clean stop")
 	}
@@ -169,7 +175,21 @@ type kafkaOutcome struct {
 	ackedWhileDown                                int
 	lost, undelivered                             int64
 	codes                                         string
+	// gapDelivered counts events a 503 named as not in Kafka ("ids")
+	// that were delivered all the same: the produce had reached the
+	// broker after all (the answer's "will not be delivered" is then
+	// wrong, and a client retry writes the event twice).
+	gapDelivered int64
+	// slow counts failed answers slower than slowFailure, by when they
+	// were sent: before the process was gone, while it was down, while
+	// it was starting.
+	slowStopping, slowDown, slowStarting int
 }
+
+// slowFailure is the latency above which a failed answer counts as slow:
+// a refusal before writing takes a few milliseconds, one probe at most
+// 500 ms.
+const slowFailure = time.Second
 
 func (o kafkaOutcome) metrics() map[string]float64 {
 	return map[string]float64{
@@ -178,7 +198,9 @@ func (o kafkaOutcome) metrics() map[string]float64 {
 		"recover_s": secs(o.recover), "readyz_503_after_s": secs(o.readyDownAfter), "readyz_200_after_s": secs(o.readyUpAfter),
 		"acked_while_down": float64(o.ackedWhileDown), "acked_lost": float64(o.lost),
 		"undelivered_rows": float64(o.undelivered), "dual_write_gap_answers": float64(o.gapAnswers),
-		"timeout_ms": ms(kafkaServiceTimeout),
+		"timeout_ms": ms(kafkaServiceTimeout), "gap_ids_delivered": float64(o.gapDelivered),
+		"slow_failed_sent_stopping": float64(o.slowStopping), "slow_failed_sent_down": float64(o.slowDown),
+		"slow_failed_sent_starting": float64(o.slowStarting),
 	}
 }
 
@@ -187,9 +209,11 @@ func (o kafkaOutcome) figure(c kafkaCase) string {
 	if o.recover >= 0 {
 		rec = fmt.Sprintf("first 201 %.2f s after the broker was back", o.recover.Seconds())
 	}
-	return fmt.Sprintf("%s: broker back %.1f s after the signal; %d of %d writes failed, %d of them not 503, p99 %.0f ms and slowest %.0f ms (timeout %s); /readyz 503 %.1f s after the signal, 200 again %.1f s after the broker; %s; %d rows of 503 answers left undelivered (dual-write gap); %d of %d acknowledged lost",
+	return fmt.Sprintf("%s: broker back %.1f s after the signal; %d of %d writes failed, %d of them not 503, p99 %.0f ms and slowest %.0f ms (timeout %s; %d slower than %s, sent while the broker stopped/was down/started: %d/%d/%d); "+
+		"/readyz 503 %.1f s after the signal, 200 again %.1f s after the broker; %s; %d answers named the dual-write gap: %d of their events were delivered anyway, %d rows stay undelivered; %d of %d acknowledged lost",
 		strings.ToUpper(c.name), secs(o.downFor), o.failed, o.sent, o.failedNot503, ms(o.p99Failed), ms(o.maxFailed), kafkaServiceTimeout,
-		secs(o.readyDownAfter), secs(o.readyUpAfter), rec, o.undelivered, o.lost, o.acked)
+		o.slowStopping+o.slowDown+o.slowStarting, slowFailure, o.slowStopping, o.slowDown, o.slowStarting,
+		secs(o.readyDownAfter), secs(o.readyUpAfter), rec, o.gapAnswers, o.gapDelivered, o.undelivered, o.lost, o.acked)
 }
 
 // readySample is one /readyz answer.
@@ -247,7 +271,9 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 		return o, err
 	}
 	o.exitTook = took
+	goneAt := time.Now()
 	sleep(ctx, hold)
+	startAt := time.Now()
 	if err := node.restart(ctx); err != nil {
 		stopLoad()
 		wg.Wait()
@@ -267,7 +293,7 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 	}
 
 	var failedLat []time.Duration
-	var ids []string
+	var ids, gapIDs []string
 	for _, s := range shots {
 		o.sent++
 		if s.err == nil && s.code == kafkaSide.okCode {
@@ -283,11 +309,28 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 		}
 		o.failed++
 		failedLat = append(failedLat, s.lat)
+		if s.lat > slowFailure {
+			switch {
+			case s.sent.Before(goneAt):
+				o.slowStopping++
+			case s.sent.Before(startAt):
+				o.slowDown++
+			case s.sent.Before(upAt):
+				o.slowStarting++
+			}
+		}
 		if s.code != http.StatusServiceUnavailable {
 			o.failedNot503++
 		}
 		if s.err != nil && strings.Contains(s.err.Error(), "dual-write gap") {
 			o.gapAnswers++
+			var body struct {
+				IDs []string `json:"ids"`
+			}
+			_, js, _ := strings.Cut(s.err.Error(), " ")
+			if json.Unmarshal([]byte(js), &body) == nil {
+				gapIDs = append(gapIDs, body.IDs...)
+			}
 		}
 	}
 	if len(failedLat) > 0 {
@@ -338,6 +381,9 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 		return o, fmt.Errorf("count undelivered: %w", err)
 	}
 	o.undelivered -= undeliveredBefore
+	if err := pg.QueryRow(ctx, `SELECT count(*) FROM `+deliveries+` WHERE id = ANY($1::uuid[])`, gapIDs).Scan(&o.gapDelivered); err != nil {
+		return o, fmt.Errorf("count deliveries: %w", err)
+	}
 	logf("%s: %s; answers other than 201: %s; /readyz said: %s", c.name, o.figure(c), o.codes, orNone(o.readyReason))
 	return o, ctx.Err()
 }

@@ -75,3 +75,21 @@ func TestKafkaClusterID(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaVersion reads the version from the jar's name and ignores the
+// test and sources jars beside it.
+func TestKafkaVersion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, f := range []string{"kafka_2.13-4.3.1-test.jar", "kafka_2.13-4.3.1.jar", "kafka-clients-4.3.1.jar"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := kafkaVersion(dir); v != "4.3.1" {
+		t.Errorf("kafkaVersion = %q, want 4.3.1", v)
+	}
+	if v := kafkaVersion(t.TempDir()); v != "(version unknown)" {
+		t.Errorf("kafkaVersion(empty) = %q", v)
+	}
+}

@@ -26,6 +26,7 @@ type kafkaNode struct {
 	java, libs, log4j string
 	dir, props        string
 	port, ctrlPort    int
+	ctrlMoves         int // times restart moved the controller's port
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -69,6 +70,19 @@ func kafkaLibs(ctx context.Context, root string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no Kafka jars (kafka_2.13-*.jar) in %s: run `bash scripts/stack.sh deps`, or set KAFKA_LIBS", strings.Join(tried, ", "))
+}
+
+// kafkaVersion is the Kafka version of the jars in libs (from
+// kafka_2.13-<version>.jar), or "(version unknown)".
+func kafkaVersion(libs string) string {
+	m, _ := filepath.Glob(filepath.Join(libs, "kafka_2.13-*.jar"))
+	for _, p := range m {
+		v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "kafka_2.13-"), ".jar")
+		if v != "" && !strings.ContainsAny(v, "-_") {
+			return v
+		}
+	}
+	return "(version unknown)"
 }
 
 // kafkaClusterID is a new KRaft cluster id: 16 random bytes, base64url
@@ -175,8 +189,13 @@ group.initial.rebalance.delay.ms=0
 var errExitedDuringStart = errors.New("kafka exited during start")
 
 // restart starts the node again on its data directory and ports, trying
-// up to 3 times when the JVM exits during start (a port of the node taken
-// meanwhile by a client's outgoing connection).
+// up to 3 times when the JVM exits during start. A run beside other tests
+// once saw the restarted JVM fail three times to open the controller's
+// listener ("Unable to start acceptor for CONTROLLER"; its port, most
+// likely, taken by another process while the node was down). The
+// controller's port, which only the node itself uses, then moves to a
+// free one (a static KRaft quorum keeps voter ids, not addresses, in its
+// log); the broker's port, which the service is configured with, stays.
 func (n *kafkaNode) restart(ctx context.Context) error {
 	var errs []error
 	for range 3 {
@@ -188,9 +207,34 @@ func (n *kafkaNode) restart(ctx context.Context) error {
 		if !errors.Is(err, errExitedDuringStart) {
 			break
 		}
+		if strings.Contains(err.Error(), "acceptor for CONTROLLER") {
+			if merr := n.moveController(); merr != nil {
+				return errors.Join(append(errs, merr)...)
+			}
+		}
 		sleep(ctx, time.Second)
 	}
 	return errors.Join(errs...)
+}
+
+// moveController gives the controller a new free port in
+// server.properties.
+func (n *kafkaNode) moveController() error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(n.props)
+	if err != nil {
+		return err
+	}
+	props := strings.ReplaceAll(string(b), "127.0.0.1:"+strconv.Itoa(n.ctrlPort), "127.0.0.1:"+strconv.Itoa(port))
+	if err := os.WriteFile(n.props, []byte(props), 0o644); err != nil {
+		return err
+	}
+	n.ctrlPort = port
+	n.ctrlMoves++
+	return nil
 }
 
 // brokers is the node's bootstrap address (KAFKA_BROKERS).
