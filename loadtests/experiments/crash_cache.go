@@ -23,7 +23,7 @@ import (
 // the service keeps running: crash recovery empties the cache, and no GET
 // afterwards answers a value older than the source's.
 func unloggedCacheCrash() Experiment {
-	return Experiment{Name: "unlogged-cache-crash", Run: runUnloggedCacheCrash, Full: 40 * time.Second}
+	return Experiment{Name: "unlogged-cache-crash", Run: runUnloggedCacheCrash, Full: 15 * time.Second}
 }
 
 // cacheProduct is the part of a product the experiment compares.
