@@ -6,6 +6,7 @@ func crashExperiments() []Experiment {
 	return []Experiment{
 		slotWALRetention(),
 		unloggedQueueCrash(),
+		unloggedCacheCrash(),
 		synchronousCommitOffCrash(),
 		postgresRestartUnderLoad(),
 		noisyNeighbourSlot(),

@@ -139,3 +139,24 @@ func TestNoisyNeighbourSlot(t *testing.T) {
 		}
 	}
 }
+
+func TestUnloggedCacheCrash(t *testing.T) {
+	t.Parallel()
+	r := runCrash(t, unloggedCacheCrash())
+	m := r.Metrics
+	if m["cache_rows_before"] == 0 || m["cache_rows_after_crash"] != 0 {
+		t.Errorf("the UNLOGGED cache_kv was not filled, or not emptied by the crash: %s", r.Figure)
+	}
+	if m["stale_after_restart"] != 0 {
+		t.Errorf("stale values served after the crash: %s", r.Figure)
+	}
+	if m["product_updates_lost"] != 0 || !r.LossDocumented {
+		t.Errorf("acknowledged product updates lost: %s", r.Figure)
+	}
+	if m["kv_gone"] != m["kv_keys"] || r.AckedLost != int64(m["kv_keys"]) {
+		t.Errorf("kv values after the crash: %v gone of %v, acked lost %d (%s)", m["kv_gone"], m["kv_keys"], r.AckedLost, r.Figure)
+	}
+	if m["stale_before_crash"] != m["products_out_of_band"] {
+		t.Errorf("before the crash, %v of %v products updated out of band were served stale, want all (no NOTIFY in CACHE_MODE=unlogged)", m["stale_before_crash"], m["products_out_of_band"])
+	}
+}

@@ -3,6 +3,8 @@ package experiments
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -85,5 +87,24 @@ func TestRunWriteLoad(t *testing.T) {
 	}
 	if d := Estimate([]Experiment{{Full: time.Second}, {}}); d != time.Second+DefaultEstimate {
 		t.Errorf("Estimate = %v", d)
+	}
+}
+
+// TestDocsExplainEveryExperiment: docs/experiments.md has a section
+// (an anchor the report's table links to) and an index row for every
+// experiment.
+func TestDocsExplainEveryExperiment(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "experiments.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, x := range All() {
+		for _, want := range []string{`<a id="` + x.Name + `"></a>`, "| [`" + x.Name + "`](#" + x.Name + ") |"} {
+			if !strings.Contains(doc, want) {
+				t.Errorf("docs/experiments.md lacks %q", want)
+			}
+		}
 	}
 }

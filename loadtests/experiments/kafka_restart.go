@@ -1,0 +1,397 @@
+package experiments
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+)
+
+// kafkaBrokerRestart is issue 14's item 7 for Kafka: the kafka service
+// under a light open load of single POST /events on a private
+// single-node KRaft broker, which is stopped (SIGTERM; Full adds SIGKILL)
+// and started again on the same data directory.
+func kafkaBrokerRestart() Experiment {
+	// Full: two restarts (the broker back about 8 s and 17 s after the
+	// signal, 5 s of it held down) between 5 s of load before and after,
+	// the settle, and the node's and the service's start: about 60 s.
+	return Experiment{Name: "kafka-broker-restart", Run: runKafkaBrokerRestart, Full: 70 * time.Second}
+}
+
+// kafkaServiceTimeout is the kafka service's KAFKA_WRITE_TIMEOUT and
+// BACKEND_TIMEOUT in this experiment: no answer may take longer.
+const kafkaServiceTimeout = 5 * time.Second
+
+// kafkaCase is one way the broker is stopped.
+type kafkaCase struct {
+	name string
+	sig  syscall.Signal
+}
+
+// kafkaCases are the stops at size: Small a clean SIGTERM, Full adds a
+// SIGKILL (no controlled shutdown).
+func kafkaCases(size Size) []kafkaCase {
+	cs := []kafkaCase{{"sigterm", syscall.SIGTERM}}
+	if size == Full {
+		cs = append(cs, kafkaCase{"sigkill", syscall.SIGKILL})
+	}
+	return cs
+}
+
+// kafkaLoad is a size's load: the rate, how long it runs before the stop,
+// how long the broker is held down after its process exited, and how
+// long the load runs once the broker answers again.
+func kafkaLoad(size Size) (rate float64, before, hold, after time.Duration) {
+	if size == Full {
+		return 100, 5 * time.Second, 5 * time.Second, 5 * time.Second
+	}
+	return 50, 2 * time.Second, 0, 3 * time.Second
+}
+
+// kafkaSide is the kafka service as the load writes to it: single POST
+// /events, acknowledged 201.
+var kafkaSide = pgSide{name: "kafka", okCode: http.StatusCreated,
+	write: pgSides["no-kafka"].write, path: pgSides["no-kafka"].path}
+
+func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
+	began := time.Now()
+	res := Result{Name: "kafka-broker-restart", Title: "Kafka broker restart under load", Metrics: map[string]float64{}}
+	logf := func(format string, args ...any) {
+		if env.Out != nil {
+			fmt.Fprintf(env.Out, "kafka-broker-restart: "+format+"\n", args...)
+		}
+	}
+	root := env.Root
+	if root == "" {
+		r, err := launch.Root()
+		if err != nil {
+			return res, err
+		}
+		root = r
+	}
+	node, err := startPrivateKafka(ctx, root)
+	if err != nil {
+		return res, err
+	}
+	defer node.close()
+	logf("private KRaft node on %s (%s)", node.brokers(), node.dir)
+
+	logDir, err := os.MkdirTemp("", "wpe-kafka-restart-logs-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(logDir)
+	l, err := launch.New(root, logDir)
+	if err != nil {
+		return res, err
+	}
+	pgURL := env.PostgresURL
+	if pgURL == "" {
+		pgURL = defaultPostgresURL
+	}
+	suffix := uniqueName("exp_kafka")
+	topic := strings.ReplaceAll(suffix, "_", "-")
+	// Deferred in this order so that the service stops before its schema
+	// is dropped.
+	defer func() { _ = dropSchema(pgURL, suffix) }()
+	defer func() { _ = l.StopAll(30 * time.Second) }()
+	port, err := freePort()
+	if err != nil {
+		return res, err
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if _, err := l.Start(ctx, "kafka", port, map[string]string{
+		"KAFKA_BROKERS": node.brokers(), "KAFKA_TOPIC": topic, "KAFKA_GROUP": topic,
+		"DATABASE_URL": pgURL, "DATABASE_SCHEMA": suffix,
+		"KAFKA_WRITE_TIMEOUT": kafkaServiceTimeout.String(), "BACKEND_TIMEOUT": kafkaServiceTimeout.String(),
+		"LOG_LEVEL": "warn", "LOG_FORMAT": "text",
+	}, 2*time.Minute); err != nil {
+		return res, err
+	}
+	pg, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		return res, fmt.Errorf("postgres: %w", err)
+	}
+	defer pg.Close(context.WithoutCancel(ctx))
+
+	var figs, notes []string
+	var lost int64
+	for _, c := range kafkaCases(size) {
+		o, err := kafkaCaseRun(ctx, node, base, topic, pg, suffix, c, size, logf)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", c.name, err)
+		}
+		lost += o.lost
+		for k, v := range o.metrics() {
+			res.Metrics[c.name+"."+k] = v
+		}
+		figs = append(figs, o.figure(c))
+		notes = append(notes, fmt.Sprintf("%s: answers other than 201: %s; /readyz during the outage: %s", c.name, o.codes, orNone(o.readyReason)))
+	}
+	rate, before, hold, after := kafkaLoad(size)
+	res.AckedLost = lost
+	res.Happens = "While the broker is down the kafka service answers every write 503, never later than KAFKA_WRITE_TIMEOUT, /readyz answers 503 naming Kafka, and the service recovers by itself once the broker is back; every event answered 201 is delivered. " +
+		"But it learns that the broker is down only from a produce that failed, which takes the whole KAFKA_WRITE_TIMEOUT: until then (and, after a kill, while the restarted broker answers metadata but cannot take writes yet) each write commits its row and waits the timeout. " +
+		"Those 503s say the event will not be delivered (the dual-write gap); most are delivered anyway once the broker is back (the producer still sends them), the rest stay undelivered."
+	res.Figure = strings.Join(figs, "; ")
+	res.UserMust = "Retry on 503 with backoff, and treat a 503 from the dual write as \"unknown\", not \"not written\": the event may be in the log undelivered, or delivered anyway (a retry then writes it twice). Keep KAFKA_WRITE_TIMEOUT short, since it is how long an outage's first writes hang. For neither gap nor duplicates, write through Postgres only (no-kafka) or add an outbox and a relay."
+	res.Notes = []string{
+		fmt.Sprintf("a private single-node KRaft Kafka %s (broker and controller in one JVM, -Xmx384m, own ports and data directory) from the stack's jars; the service's Postgres is the shared stack's, in a schema of its own", kafkaVersion(node.libs)),
+		fmt.Sprintf("open load of single POST /events at %g/s: %s before the stop, the broker held down %s after its process exited, %s after it answers again; KAFKA_WRITE_TIMEOUT and BACKEND_TIMEOUT %s", rate, before, hold, after, kafkaServiceTimeout),
+		"broker back = the node answers a metadata request naming a leader for every partition of the topic; recovery = the first 201 to a request sent after that",
+		"acknowledged lost = events answered 201 without a row in the service's deliveries table 60 s after the load; dual-write gap answers = 503s whose body says the rows are in Postgres but not in Kafka, checked against the deliveries table too",
+	}
+	res.Notes = append(res.Notes, notes...)
+	if node.ctrlMoves > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("the controller's port was taken while the node was down and moved %d time(s) (it is the node's own; the broker's port stayed)", node.ctrlMoves))
+	}
+	if size == Full {
+		res.Notes = append(res.Notes, "after SIGKILL the restarted node waits for its previous registration's session to expire (broker.session.timeout.ms, 9 s) before it serves: a hard kill costs that much more downtime than a clean stop")
+	}
+	res.DurationS = math.Round(time.Since(began).Seconds()*10) / 10
+	return res, nil
+}
+
+// kafkaOutcome is what one case measured.
+type kafkaOutcome struct {
+	sent, acked, failed, failedNot503, gapAnswers int
+	p99Failed, maxFailed                          time.Duration
+	exitTook, downFor                             time.Duration // signal → process gone; signal → broker back
+	recover                                       time.Duration // broker back → first 201 sent after it; -1 never
+	readyDownAfter, readyUpAfter                  time.Duration // signal → first /readyz 503; broker back → /readyz 200 again
+	readyReason                                   string
+	ackedWhileDown                                int
+	lost, undelivered                             int64
+	codes                                         string
+	// gapDelivered counts events a 503 named as not in Kafka ("ids")
+	// that were delivered all the same: the produce had reached the
+	// broker after all (the answer's "will not be delivered" is then
+	// wrong, and a client retry writes the event twice).
+	gapDelivered int64
+	// slow counts failed answers slower than slowFailure, by when they
+	// were sent: before the process was gone, while it was down, while
+	// it was starting.
+	slowStopping, slowDown, slowStarting int
+}
+
+// slowFailure is the latency above which a failed answer counts as slow:
+// a refusal before writing takes a few milliseconds, one probe at most
+// 500 ms.
+const slowFailure = time.Second
+
+func (o kafkaOutcome) metrics() map[string]float64 {
+	return map[string]float64{
+		"sent": float64(o.sent), "acked": float64(o.acked), "failed": float64(o.failed), "failed_not_503": float64(o.failedNot503),
+		"p99_failed_ms": ms(o.p99Failed), "max_failed_ms": ms(o.maxFailed), "exit_s": secs(o.exitTook), "down_s": secs(o.downFor),
+		"recover_s": secs(o.recover), "readyz_503_after_s": secs(o.readyDownAfter), "readyz_200_after_s": secs(o.readyUpAfter),
+		"acked_while_down": float64(o.ackedWhileDown), "acked_lost": float64(o.lost),
+		"undelivered_rows": float64(o.undelivered), "dual_write_gap_answers": float64(o.gapAnswers),
+		"timeout_ms": ms(kafkaServiceTimeout), "gap_ids_delivered": float64(o.gapDelivered),
+		"slow_failed_sent_stopping": float64(o.slowStopping), "slow_failed_sent_down": float64(o.slowDown),
+		"slow_failed_sent_starting": float64(o.slowStarting),
+	}
+}
+
+func (o kafkaOutcome) figure(c kafkaCase) string {
+	rec := "never recovered"
+	if o.recover >= 0 {
+		rec = fmt.Sprintf("first 201 %.2f s after the broker was back", o.recover.Seconds())
+	}
+	return fmt.Sprintf("%s: broker back %.1f s after the signal; %d of %d writes failed, %d of them not 503, p99 %.0f ms and slowest %.0f ms (timeout %s; %d slower than %s, sent while the broker stopped/was down/started: %d/%d/%d); "+
+		"/readyz 503 %.1f s after the signal, 200 again %.1f s after the broker; %s; %d answers named the dual-write gap: %d of their events were delivered anyway, %d rows stay undelivered; %d of %d acknowledged lost",
+		strings.ToUpper(c.name), secs(o.downFor), o.failed, o.sent, o.failedNot503, ms(o.p99Failed), ms(o.maxFailed), kafkaServiceTimeout,
+		o.slowStopping+o.slowDown+o.slowStarting, slowFailure, o.slowStopping, o.slowDown, o.slowStarting,
+		secs(o.readyDownAfter), secs(o.readyUpAfter), rec, o.gapAnswers, o.gapDelivered, o.undelivered, o.lost, o.acked)
+}
+
+// readySample is one /readyz answer.
+type readySample struct {
+	at   time.Time
+	code int
+	body string
+}
+
+// watchReady polls base/readyz every 100 ms until ctx ends and returns
+// the answers.
+func watchReady(ctx context.Context, base string) []readySample {
+	var out []readySample
+	for ctx.Err() == nil {
+		t := time.Now()
+		code, b, err := driver.Do(ctx, http.MethodGet, base+"/readyz", nil)
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		out = append(out, readySample{at: t, code: code, body: strings.TrimSpace(string(b))})
+		sleep(ctx, 100*time.Millisecond)
+	}
+	return out
+}
+
+// kafkaCaseRun runs one case: load, stop, hold, start, load, settle,
+// count.
+func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *pgx.Conn, schema string, c kafkaCase, size Size, logf func(string, ...any)) (kafkaOutcome, error) {
+	o := kafkaOutcome{recover: -1}
+	if err := crashWaitReady(ctx, base, time.Minute); err != nil {
+		return o, err
+	}
+	deliveries := pgx.Identifier{schema, "deliveries"}.Sanitize()
+	messages := pgx.Identifier{schema, "messages"}.Sanitize()
+	undeliveredSQL := `SELECT count(*) FROM ` + messages + ` m WHERE NOT EXISTS (SELECT 1 FROM ` + deliveries + ` d WHERE d.id = m.id)`
+	var undeliveredBefore int64
+	if err := pg.QueryRow(ctx, undeliveredSQL).Scan(&undeliveredBefore); err != nil {
+		return o, fmt.Errorf("count undelivered: %w", err)
+	}
+	rate, before, hold, after := kafkaLoad(size)
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	var shots []shot
+	var samples []readySample
+	var wg sync.WaitGroup
+	wg.Go(func() { shots = openLoad(lctx, base, kafkaSide, rate) })
+	wg.Go(func() { samples = watchReady(lctx, base) })
+	sleep(ctx, before)
+	logf("%s: stopping the broker", c.name)
+	stopAt := time.Now()
+	took, err := node.stop(c.sig, time.Minute)
+	if err != nil {
+		stopLoad()
+		wg.Wait()
+		return o, err
+	}
+	o.exitTook = took
+	goneAt := time.Now()
+	sleep(ctx, hold)
+	startAt := time.Now()
+	if err := node.restart(ctx); err != nil {
+		stopLoad()
+		wg.Wait()
+		return o, err
+	}
+	for !node.topicLed(ctx, topic) && ctx.Err() == nil && time.Since(stopAt) < 3*time.Minute {
+		time.Sleep(50 * time.Millisecond)
+	}
+	upAt := time.Now()
+	o.downFor = upAt.Sub(stopAt)
+	logf("%s: process gone after %.1f s, broker back %.1f s after the signal", c.name, took.Seconds(), o.downFor.Seconds())
+	sleep(ctx, after)
+	stopLoad()
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return o, err
+	}
+
+	var failedLat []time.Duration
+	var ids, gapIDs []string
+	for _, s := range shots {
+		o.sent++
+		if s.err == nil && s.code == kafkaSide.okCode {
+			o.acked++
+			ids = append(ids, s.id)
+			if s.end().After(stopAt) && s.end().Before(upAt) {
+				o.ackedWhileDown++
+			}
+			if o.recover < 0 && !s.sent.Before(upAt) {
+				o.recover = s.end().Sub(upAt)
+			}
+			continue
+		}
+		o.failed++
+		failedLat = append(failedLat, s.lat)
+		if s.lat > slowFailure {
+			switch {
+			case s.sent.Before(goneAt):
+				o.slowStopping++
+			case s.sent.Before(startAt):
+				o.slowDown++
+			case s.sent.Before(upAt):
+				o.slowStarting++
+			}
+		}
+		if s.code != http.StatusServiceUnavailable {
+			o.failedNot503++
+		}
+		if s.err != nil && strings.Contains(s.err.Error(), "dual-write gap") {
+			o.gapAnswers++
+			var body struct {
+				IDs []string `json:"ids"`
+			}
+			_, js, _ := strings.Cut(s.err.Error(), " ")
+			if json.Unmarshal([]byte(js), &body) == nil {
+				gapIDs = append(gapIDs, body.IDs...)
+			}
+		}
+	}
+	if len(failedLat) > 0 {
+		sort.Slice(failedLat, func(i, j int) bool { return failedLat[i] < failedLat[j] })
+		o.p99Failed = failedLat[min(len(failedLat)-1, int(math.Ceil(0.99*float64(len(failedLat))))-1)]
+		o.maxFailed = failedLat[len(failedLat)-1]
+	}
+	o.codes = codeCounts(shots, kafkaSide)
+	var downSeen time.Time
+	for _, r := range samples {
+		if r.at.Before(stopAt) {
+			continue
+		}
+		if downSeen.IsZero() {
+			if r.code != http.StatusOK {
+				downSeen = r.at
+				o.readyDownAfter = r.at.Sub(stopAt)
+				o.readyReason = clipErr(r.body)
+			}
+			continue
+		}
+		if r.code == http.StatusOK && !r.at.Before(upAt) {
+			o.readyUpAfter = r.at.Sub(upAt)
+			break
+		}
+	}
+	if downSeen.IsZero() {
+		o.readyDownAfter = -1
+	}
+	if o.acked == 0 {
+		return o, fmt.Errorf("no write was acknowledged (answers: %s)", o.codes)
+	}
+
+	// Settle: every acknowledged event delivered (a row in deliveries).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var delivered int64
+		if err := pg.QueryRow(ctx, `SELECT count(*) FROM `+deliveries+` WHERE id = ANY($1::uuid[])`, ids).Scan(&delivered); err != nil {
+			return o, fmt.Errorf("count deliveries: %w", err)
+		}
+		o.lost = int64(len(ids)) - delivered
+		if o.lost == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := pg.QueryRow(ctx, undeliveredSQL).Scan(&o.undelivered); err != nil {
+		return o, fmt.Errorf("count undelivered: %w", err)
+	}
+	o.undelivered -= undeliveredBefore
+	if err := pg.QueryRow(ctx, `SELECT count(*) FROM `+deliveries+` WHERE id = ANY($1::uuid[])`, gapIDs).Scan(&o.gapDelivered); err != nil {
+		return o, fmt.Errorf("count deliveries: %w", err)
+	}
+	logf("%s: %s; answers other than 201: %s; /readyz said: %s", c.name, o.figure(c), o.codes, orNone(o.readyReason))
+	return o, ctx.Err()
+}
+
+// orNone is s, or "none" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
