@@ -144,14 +144,14 @@ func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, err
 	res.AckedLost = lost
 	res.Happens = "While the broker is down the kafka service answers every write 503, never later than KAFKA_WRITE_TIMEOUT, /readyz answers 503 naming Kafka, and the service recovers by itself once the broker is back; every event answered 201 is delivered. " +
 		"But it learns that the broker is down only from a produce that failed, which takes the whole KAFKA_WRITE_TIMEOUT: until then (and, after a kill, while the restarted broker answers metadata but cannot take writes yet) each write commits its row and waits the timeout. " +
-		"Those 503s say the event will not be delivered (the dual-write gap); most are delivered anyway once the broker is back (the producer still sends them), the rest stay undelivered."
+		"Those 503s say the row is committed in Postgres and, when the produce timed out, that delivery is unknown: the producer keeps the batch and most are delivered once the broker is back, the rest stay undelivered (the dual-write gap). Only a batch kafka-go gave up on is answered \"delivery\": \"never\"."
 	res.Figure = strings.Join(figs, "; ")
 	res.UserMust = "Retry on 503 with backoff, and treat a 503 from the dual write as \"unknown\", not \"not written\": the event may be in the log undelivered, or delivered anyway (a retry then writes it twice). Keep KAFKA_WRITE_TIMEOUT short, since it is how long an outage's first writes hang. For neither gap nor duplicates, write through Postgres only (no-kafka) or add an outbox and a relay."
 	res.Notes = []string{
 		fmt.Sprintf("a private single-node KRaft Kafka %s (broker and controller in one JVM, -Xmx384m, own ports and data directory) from the stack's jars; the service's Postgres is the shared stack's, in a schema of its own", kafkaVersion(node.libs)),
 		fmt.Sprintf("open load of single POST /events at %g/s: %s before the stop, the broker held down %s after its process exited, %s after it answers again; KAFKA_WRITE_TIMEOUT and BACKEND_TIMEOUT %s", rate, before, hold, after, kafkaServiceTimeout),
 		"broker back = the node answers a metadata request naming a leader for every partition of the topic; recovery = the first 201 to a request sent after that",
-		"acknowledged lost = events answered 201 without a row in the service's deliveries table 60 s after the load; dual-write gap answers = 503s whose body says the rows are in Postgres but not in Kafka, checked against the deliveries table too",
+		"acknowledged lost = events answered 201 without a row in the service's deliveries table 60 s after the load; dual-write gap answers = 503s whose body says the rows are in Postgres (in_postgres), checked against the deliveries table too, those answered \"delivery\": \"never\" apart",
 	}
 	res.Notes = append(res.Notes, notes...)
 	if node.ctrlMoves > 0 {
@@ -176,10 +176,14 @@ type kafkaOutcome struct {
 	lost, undelivered                             int64
 	codes                                         string
 	// gapDelivered counts events a 503 named as not in Kafka ("ids")
-	// that were delivered all the same: the produce had reached the
-	// broker after all (the answer's "will not be delivered" is then
-	// wrong, and a client retry writes the event twice).
-	gapDelivered int64
+	// that were delivered all the same. An answer says "delivery":
+	// "unknown" when the produce timed out (kafka-go keeps the batch and
+	// may send it later: a client retry may write the event twice) and
+	// "never" when kafka-go gave the batch up; gapNever and
+	// gapNeverDelivered count the latter, whose delivered count must be 0.
+	gapDelivered      int64
+	gapNever          int
+	gapNeverDelivered int64
 	// slow counts failed answers slower than slowFailure, by when they
 	// were sent: before the process was gone, while it was down, while
 	// it was starting.
@@ -199,6 +203,7 @@ func (o kafkaOutcome) metrics() map[string]float64 {
 		"acked_while_down": float64(o.ackedWhileDown), "acked_lost": float64(o.lost),
 		"undelivered_rows": float64(o.undelivered), "dual_write_gap_answers": float64(o.gapAnswers),
 		"timeout_ms": ms(kafkaServiceTimeout), "gap_ids_delivered": float64(o.gapDelivered),
+		"gap_never_answers": float64(o.gapNever), "gap_never_ids_delivered": float64(o.gapNeverDelivered),
 		"slow_failed_sent_stopping": float64(o.slowStopping), "slow_failed_sent_down": float64(o.slowDown),
 		"slow_failed_sent_starting": float64(o.slowStarting),
 	}
@@ -210,10 +215,10 @@ func (o kafkaOutcome) figure(c kafkaCase) string {
 		rec = fmt.Sprintf("first 201 %.2f s after the broker was back", o.recover.Seconds())
 	}
 	return fmt.Sprintf("%s: broker back %.1f s after the signal; %d of %d writes failed, %d of them not 503, p99 %.0f ms and slowest %.0f ms (timeout %s; %d slower than %s, sent while the broker stopped/was down/started: %d/%d/%d); "+
-		"/readyz 503 %.1f s after the signal, 200 again %.1f s after the broker; %s; %d answers named the dual-write gap: %d of their events were delivered anyway, %d rows stay undelivered; %d of %d acknowledged lost",
+		"/readyz 503 %.1f s after the signal, 200 again %.1f s after the broker; %s; %d answers named the dual-write gap (%d of them \"delivery\": \"never\", %d of whose events were delivered): %d of their events were delivered after the 503, %d rows stay undelivered; %d of %d acknowledged lost",
 		strings.ToUpper(c.name), secs(o.downFor), o.failed, o.sent, o.failedNot503, ms(o.p99Failed), ms(o.maxFailed), kafkaServiceTimeout,
 		o.slowStopping+o.slowDown+o.slowStarting, slowFailure, o.slowStopping, o.slowDown, o.slowStarting,
-		secs(o.readyDownAfter), secs(o.readyUpAfter), rec, o.gapAnswers, o.gapDelivered, o.undelivered, o.lost, o.acked)
+		secs(o.readyDownAfter), secs(o.readyUpAfter), rec, o.gapAnswers, o.gapNever, o.gapNeverDelivered, o.gapDelivered, o.undelivered, o.lost, o.acked)
 }
 
 // readySample is one /readyz answer.
@@ -293,7 +298,7 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 	}
 
 	var failedLat []time.Duration
-	var ids, gapIDs []string
+	var ids, gapIDs, neverIDs []string
 	for _, s := range shots {
 		o.sent++
 		if s.err == nil && s.code == kafkaSide.okCode {
@@ -322,14 +327,20 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 		if s.code != http.StatusServiceUnavailable {
 			o.failedNot503++
 		}
-		if s.err != nil && strings.Contains(s.err.Error(), "dual-write gap") {
-			o.gapAnswers++
+		if s.err != nil {
 			var body struct {
-				IDs []string `json:"ids"`
+				IDs        []string `json:"ids"`
+				InPostgres bool     `json:"in_postgres"`
+				Delivery   string   `json:"delivery"`
 			}
 			_, js, _ := strings.Cut(s.err.Error(), " ")
-			if json.Unmarshal([]byte(js), &body) == nil {
+			if json.Unmarshal([]byte(js), &body) == nil && body.InPostgres {
+				o.gapAnswers++
 				gapIDs = append(gapIDs, body.IDs...)
+				if body.Delivery == "never" {
+					o.gapNever++
+					neverIDs = append(neverIDs, body.IDs...)
+				}
 			}
 		}
 	}
@@ -382,6 +393,9 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 	}
 	o.undelivered -= undeliveredBefore
 	if err := pg.QueryRow(ctx, `SELECT count(*) FROM `+deliveries+` WHERE id = ANY($1::uuid[])`, gapIDs).Scan(&o.gapDelivered); err != nil {
+		return o, fmt.Errorf("count deliveries: %w", err)
+	}
+	if err := pg.QueryRow(ctx, `SELECT count(*) FROM `+deliveries+` WHERE id = ANY($1::uuid[])`, neverIDs).Scan(&o.gapNeverDelivered); err != nil {
 		return o, fmt.Errorf("count deliveries: %w", err)
 	}
 	logf("%s: %s; answers other than 201: %s; /readyz said: %s", c.name, o.figure(c), o.codes, orNone(o.readyReason))

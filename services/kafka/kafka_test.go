@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -147,11 +148,43 @@ func TestProduceErrorNamesEachID(t *testing.T) {
 	if !strings.Contains(he.Message, "1 of the 3") {
 		t.Errorf("message %q", he.Message)
 	}
+	if he.Fields["delivery"] != "never" {
+		t.Errorf("delivery %v, want never", he.Fields["delivery"])
+	}
 	// Any other error: none of them made it.
 	he = nil
 	if !errors.As(produceError(errors.New("dial: refused"), []string{"a", "b"}), &he) ||
-		!slices.Equal(he.Fields["ids"].([]string), []string{"a", "b"}) || len(he.Fields["ids_in_kafka"].([]string)) != 0 {
+		!slices.Equal(he.Fields["ids"].([]string), []string{"a", "b"}) || len(he.Fields["ids_in_kafka"].([]string)) != 0 ||
+		he.Fields["delivery"] != "never" {
 		t.Errorf("%#v", he)
+	}
+	// The write timeout ended first: kafka-go still holds the batch, so
+	// the answer must not promise the events are lost.
+	he = nil
+	if !errors.As(produceError(fmt.Errorf("write: %w", context.DeadlineExceeded), []string{"a", "b"}), &he) ||
+		he.Fields["delivery"] != "unknown" || strings.Contains(he.Message, "will not be delivered") || !strings.Contains(he.Message, "may still reach Kafka") {
+		t.Errorf("a timed-out produce: %#v", he)
+	}
+}
+
+// TestWritableNeedsEveryPartitionLed: a broker that answers metadata
+// but leads no partition yet (restarting after a crash) is not writable.
+func TestWritableNeedsEveryPartitionLed(t *testing.T) {
+	led := kafkago.Partition{ID: 0, Leader: kafkago.Broker{Host: "localhost", Port: 9092, ID: 1}}
+	for name, c := range map[string]struct {
+		meta *kafkago.MetadataResponse
+		ok   bool
+	}{
+		"led":             {&kafkago.MetadataResponse{Topics: []kafkago.Topic{{Name: "t", Partitions: []kafkago.Partition{led}}}}, true},
+		"no leader":       {&kafkago.MetadataResponse{Topics: []kafkago.Topic{{Name: "t", Partitions: []kafkago.Partition{led, {ID: 1}}}}}, false},
+		"no partitions":   {&kafkago.MetadataResponse{Topics: []kafkago.Topic{{Name: "t"}}}, false},
+		"topic error":     {&kafkago.MetadataResponse{Topics: []kafkago.Topic{{Name: "t", Error: kafkago.LeaderNotAvailable}}}, false},
+		"other topic":     {&kafkago.MetadataResponse{Topics: []kafkago.Topic{{Name: "u", Partitions: []kafkago.Partition{led}}}}, false},
+		"partition error": {&kafkago.MetadataResponse{Topics: []kafkago.Topic{{Name: "t", Partitions: []kafkago.Partition{{ID: 0, Leader: led.Leader, Error: kafkago.NotLeaderForPartition}}}}}, false},
+	} {
+		if err := writable(c.meta, "t"); (err == nil) != c.ok {
+			t.Errorf("%s: writable = %v, want ok %v", name, err, c.ok)
+		}
 	}
 }
 
