@@ -60,15 +60,15 @@ var overloadClaims = []claimSpec{
 func init() { claimTable = append(claimTable, overloadClaims...) }
 
 // overloadClaim is "side keeps ≥ 80% of its ceiling's throughput at 5×
-// its ceiling". It is not measurable when the load driver itself used
-// more than DriverShareLimit of the machine's cores during the side's 5×
-// attack (median of rounds): the measured text shows the driver's cores
-// either way.
+// its ceiling". A side below 80% is not measurable when the load driver
+// itself used more than DriverShareLimit of the machine's cores during the
+// side's 5× attack (median of rounds); one at 80% or more holds whatever
+// the driver used. The measured text shows the driver's cores either way.
 func overloadClaim(pair, side, verb string) claimSpec {
 	return claimSpec{pair: pair, short: "no collapse at 5× overload (" + side + ")",
 		claim: fmt.Sprintf("No collapse: at 5× its single-request ceiling, %s keeps %s/s ≥ 80%% of its ceiling's rate (issue 15 goal)", side, verb),
 		rule: fmt.Sprintf("%s's %s/s during the 5× attack ≥ 80%% of its median ceiling (median across rounds); sheds (503 + Retry-After) are not errors; "+
-			"not measurable here when the load driver itself used more than %.0f%% of the machine's cores during that attack (median across rounds)", side, verb, 100*DriverShareLimit),
+			"below 80%%, not measurable here when the load driver itself used more than %.0f%% of the machine's cores during that attack (median across rounds)", side, verb, 100*DriverShareLimit),
 		evaluate: atPoint(pair, pair+".overload", "5× ceiling", pair+" 5× overload point", func(in claimInputs, p *driver.Point) outcome {
 			pct, ok := median(p, "pct_of_ceiling", side)
 			if !ok {
@@ -92,7 +92,9 @@ func overloadClaim(pair, side, verb string) claimSpec {
 				}
 				if cpus > 0 {
 					o.measured += fmt.Sprintf(" of %d", cpus)
-					if dc > DriverShareLimit*float64(cpus) {
+					// Only a miss is excused: a side that keeps ≥ 80%
+					// while the driver takes its share holds all the more.
+					if pct < 80 && dc > DriverShareLimit*float64(cpus) {
 						o.unmeasurable = fmt.Sprintf("the load driver used %s of the machine's %d cores during the 5× attack (over %.0f%%): the point measures the harness as much as %s",
 							num(dc), cpus, 100*DriverShareLimit, side)
 					}

@@ -28,7 +28,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("## %s\n\n", RawTitle)
-	w("Measured by `make results` before the pairs (alone: `go run ./loadtests raw`), run `%s`: each loop %vs on a scratch schema, queue or topic, with no service in between, from the driver's machine (which shares the cores). ", r.ID, r.Settings["duration_s"])
+	w("Measured by `go run ./loadtests raw` (the first step of `make results`), run `%s` (started %s UTC): each loop %vs on a scratch schema, queue or topic, with no service in between, from the driver's machine (which shares the cores). ", r.ID, r.StartedAt.UTC().Format("2006-01-02 15:04"), r.Settings["duration_s"])
 	w("They say what the engine itself sustains here, so a service's rate can be read as the engine's cost plus the service's.\n\n")
 	w("| engine | loop | what is counted, how | items | seconds | items/s |\n|---|---|---|---|---|---|\n")
 	for _, l := range r.Loops {

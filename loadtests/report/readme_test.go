@@ -364,7 +364,7 @@ func TestCommittedREADMEMatchesResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The runs `go run ./loadtests report` reads (commands.go writeReport).
-	runs := readRuns(t, filepath.Join(root, "results"), "longlived", "throughput")
+	runs := readRuns(t, filepath.Join(root, "results"), "cache", "longlived", "throughput")
 	want := strings.TrimSpace(Findings(runs, es, rr))
 	if got != want {
 		t.Errorf("README.md's generated block differs from what results/*.json render; run `go run ./loadtests report` and commit README.md.\ngot:\n%s\nwant:\n%s", got, want)
