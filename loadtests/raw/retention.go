@@ -2,7 +2,6 @@ package raw
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -70,6 +69,11 @@ type Retention struct {
 	// is in CheckpointError.
 	Checkpoint      bool   `json:"checkpoint"`
 	CheckpointError string `json:"checkpoint_error,omitempty"`
+	// WAL says how the WAL figures were measured: WALRecords, or
+	// WALAdvance (also in results written before WAL was recorded) with
+	// the reason in WALNote.
+	WAL     string `json:"wal,omitempty"`
+	WALNote string `json:"wal_note,omitempty"`
 	// Removals are the two ways of removing the oldest half.
 	Removals []Removal `json:"removals"`
 	// ClaimHead is how many queue rows were deleted at the head of the
@@ -97,8 +101,8 @@ type Removal struct {
 	Rows       int64   `json:"rows"`
 	Statements int     `json:"statements"`
 	Seconds    float64 `json:"seconds"`
-	// WALBytes is the server's WAL position's advance over the removal
-	// (anything else writing at the time counts too).
+	// WALBytes is the WAL the removal wrote, measured as Retention.WAL
+	// says.
 	WALBytes int64 `json:"wal_bytes"`
 	// DeadTuples is n_dead_tup of the table (of its remaining
 	// partitions) after the removal: what vacuum has left to do.
@@ -197,14 +201,16 @@ func MeasureRetention(ctx context.Context, o Options) (Retention, error) {
 		if err != nil {
 			return err
 		}
+		wal, note := newWALMeter(ctx, one)
+		res.WAL, res.WALNote = wal.source(), note
 		res.checkpoint(ctx, pool)
-		r, err := batchedDelete(ctx, one, cutoff, &res.Notes)
+		r, err := batchedDelete(ctx, one, wal, cutoff, &res.Notes)
 		res.Removals = append(res.Removals, r)
 		if err != nil {
 			return err
 		}
 		res.checkpoint(ctx, pool)
-		r, err = dropPartitions(ctx, one)
+		r, err = dropPartitions(ctx, one, wal)
 		res.Removals = append(res.Removals, r)
 		if err != nil {
 			return err
@@ -392,39 +398,12 @@ func removable(ctx context.Context, db *pgxpool.Pool, what string, notes *[]stri
 	return err
 }
 
-// walLSN is the server's current WAL insert position.
-func walLSN(ctx context.Context, db *pgxpool.Pool) (string, error) {
-	var lsn string
-	err := db.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn)
-	return lsn, err
-}
-
-// walSince is the WAL written since lsn, in bytes.
-func walSince(ctx context.Context, db *pgxpool.Pool, lsn string) (int64, error) {
-	var n int64
-	err := db.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint`, lsn).Scan(&n)
-	return n, err
-}
-
-// timed runs fn and returns its wall time and the WAL written meanwhile.
-func timed(ctx context.Context, db *pgxpool.Pool, fn func() error) (time.Duration, int64, error) {
-	lsn, err := walLSN(ctx, db)
-	if err != nil {
-		return 0, 0, err
-	}
-	start := time.Now()
-	ferr := fn()
-	el := time.Since(start)
-	wal, err := walSince(ctx, db, lsn)
-	return el, wal, errors.Join(ferr, err)
-}
-
 // seconds rounds d to milliseconds, in seconds.
 func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
 
 // batchedDelete removes the rows processed before cutoff from tasks with
 // the services' cleaner, then vacuums tasks.
-func batchedDelete(ctx context.Context, one *pgxpool.Pool, cutoff time.Time, notes *[]string) (Removal, error) {
+func batchedDelete(ctx context.Context, one *pgxpool.Pool, wal walMeter, cutoff time.Time, notes *[]string) (Removal, error) {
 	r := Removal{Method: BatchedDelete, Desc: fmt.Sprintf("the services' cleaner (records.Store.CleanerJob, cleaner.RunOnce): DELETE of at most %d done tasks per statement, oldest processed_at first through tasks_done, until a batch is short", cleaner.DefaultBatch)}
 	var err error
 	if r.BytesBefore, _, err = tableState(ctx, one, "tasks"); err != nil {
@@ -442,12 +421,12 @@ func batchedDelete(ctx context.Context, one *pgxpool.Pool, cutoff time.Time, not
 		return job.Delete(ctx, olderThan, limit)
 	}}
 	c := cleaner.New(cfg, stats.New(stats.Info{Service: "raw"}, nil, nil), slog.New(slog.DiscardHandler), counted)
-	el, wal, err := timed(ctx, one, func() error {
+	el, written, err := wal.timed(ctx, &walScope{table: "tasks"}, func() error {
 		n, err := c.RunOnce(ctx)
 		r.Rows = n
 		return err
 	})
-	r.Statements, r.Seconds, r.WALBytes = calls, seconds(el), wal
+	r.Statements, r.Seconds, r.WALBytes = calls, seconds(el), written
 	if err != nil {
 		return r, err
 	}
@@ -458,14 +437,14 @@ func batchedDelete(ctx context.Context, one *pgxpool.Pool, cutoff time.Time, not
 		return r, err
 	}
 	var v VacuumCost
-	el, wal, err = timed(ctx, one, func() error {
+	el, written, err = wal.timed(ctx, &walScope{table: "tasks"}, func() error {
 		_, err := one.Exec(ctx, `VACUUM tasks`)
 		return err
 	})
 	if err != nil {
 		return r, err
 	}
-	v.Seconds, v.WALBytes = seconds(el), wal
+	v.Seconds, v.WALBytes = seconds(el), written
 	if v.Bytes, v.DeadTuples, err = flushedState(ctx, one, "tasks"); err != nil {
 		return r, err
 	}
@@ -474,8 +453,9 @@ func batchedDelete(ctx context.Context, one *pgxpool.Pool, cutoff time.Time, not
 }
 
 // dropPartitions drops tasks_by_day's partitions of the oldest half of
-// the days, one DROP TABLE each.
-func dropPartitions(ctx context.Context, one *pgxpool.Pool) (Removal, error) {
+// the days, one DROP TABLE each (in a transaction of its own that also
+// reads its xid, so that wal can count its records).
+func dropPartitions(ctx context.Context, one *pgxpool.Pool, wal walMeter) (Removal, error) {
 	r := Removal{Method: DropPartitions, Desc: "DROP TABLE of each day partition before the cutoff, one statement each, on a copy of tasks partitioned by RANGE (processed_at), one partition per day"}
 	var err error
 	if r.BytesBefore, _, err = tableState(ctx, one, "tasks_by_day"); err != nil {
@@ -495,16 +475,26 @@ func dropPartitions(ctx context.Context, one *pgxpool.Pool) (Removal, error) {
 		}
 		n += k
 	}
-	el, wal, err := timed(ctx, one, func() error {
+	scope := &walScope{}
+	el, written, err := wal.timed(ctx, scope, func() error {
 		for _, p := range old {
-			if _, err := one.Exec(ctx, `DROP TABLE `+pgx.Identifier{p}.Sanitize()); err != nil {
+			err := pgx.BeginFunc(ctx, one, func(tx pgx.Tx) error {
+				var xid string
+				if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::xid::text`).Scan(&xid); err != nil {
+					return err
+				}
+				scope.xids = append(scope.xids, xid)
+				_, err := tx.Exec(ctx, `DROP TABLE `+pgx.Identifier{p}.Sanitize())
+				return err
+			})
+			if err != nil {
 				return err
 			}
 			r.Statements++
 		}
 		return nil
 	})
-	r.Rows, r.Seconds, r.WALBytes = n, seconds(el), wal
+	r.Rows, r.Seconds, r.WALBytes = n, seconds(el), written
 	if err != nil {
 		return r, err
 	}

@@ -25,7 +25,11 @@ func RetentionSection(r raw.Results) string {
 	w("## %s\n\n", RetentionTitle)
 	w("Measured with the raw loops (alone: `go run ./loadtests raw -only postgres`), run `%s`, on the queue pair's own tables: its migrations create `tasks` and `queue_jobs` in a scratch schema, dropped afterwards. ", r.ID)
 	w("Autovacuum is off on the scratch tables, so that what each method leaves behind is counted before anything cleans it. ")
-	w("WAL is the server's WAL position's advance, so anything else writing at the time counts too. ")
+	if m.WAL == raw.WALRecords {
+		w("WAL is each removal's own, read with pg_walinspect: every record that changes a page of the table (heap, visibility map, indexes, TOAST) and every record of the transactions that wrote them or that the removal ran, full-page images included, so other work on the server does not count. ")
+	} else {
+		w("WAL is the server's WAL position's advance, so anything else writing at the time counts too%s. ", noteOf(m.WALNote))
+	}
 	w("The project's choice and its reasons are in [docs/queue.md](docs/queue.md#retention) and [docs/log.md](docs/log.md#retention).\n\n")
 	if m.Error != "" {
 		w("The measurement stopped early: %s\n\n", md(m.Error))
@@ -121,4 +125,12 @@ func claimStateLabel(state string) string {
 		return "after VACUUM"
 	}
 	return state
+}
+
+// noteOf is note as a parenthesis after a sentence, "" for none.
+func noteOf(note string) string {
+	if note == "" {
+		return ""
+	}
+	return " (" + md(note) + ")"
 }

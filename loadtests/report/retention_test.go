@@ -12,7 +12,7 @@ import (
 // at 60% of their vacuumed rate with the dead head.
 func retentionFixture() raw.Results {
 	return raw.Results{ID: "20260102T025000Z-raw", Settings: map[string]any{"duration_s": 3}, Retention: &raw.Retention{
-		Rows: 300000, Days: 8, Batch: 1000, Checkpoint: true, ClaimHead: 300000, ClaimFill: 300000,
+		Rows: 300000, Days: 8, Batch: 1000, Checkpoint: true, ClaimHead: 300000, ClaimFill: 300000, WAL: raw.WALRecords,
 		Removals: []raw.Removal{
 			{Method: raw.BatchedDelete, Desc: "the cleaner", Rows: 150000, Statements: 151, Seconds: 4, WALBytes: 64 << 20,
 				DeadTuples: 150000, BytesBefore: 80 << 20, BytesAfter: 80 << 20,
@@ -42,6 +42,7 @@ func TestRetentionSection(t *testing.T) {
 		"| dead tuples at the head (no vacuum since the delete) | claims | 300,000 | 75 MB | 54,000 | 3 | 18000 |",
 		"| after VACUUM | claims | 0 | 90 MB | 90,000 | 3 | 30000 (the rows ran out before the loop's end) |",
 		"With 300,000 dead tuples at the head, claims ran at 60% of their rate after VACUUM.",
+		"WAL is each removal's own, read with pg_walinspect",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("missing %q in\n%s", want, md)
@@ -51,8 +52,9 @@ func TestRetentionSection(t *testing.T) {
 	r.Retention.Checkpoint, r.Retention.CheckpointError = false, "permission denied"
 	r.Retention.Claims[1].Error = "boom"
 	r.Retention.Notes = []string{"VACUUM of tasks: after 10s, pid 7 (psql, idle in transaction) still saw the deleted rows"}
+	r.Retention.WAL, r.Retention.WALNote = raw.WALAdvance, "pg_walinspect cannot be read (no EXECUTE)"
 	md = RetentionSection(r)
-	for _, want := range []string{"No CHECKPOINT could run before the removals (permission denied)", "not measured: boom",
+	for _, want := range []string{"WAL is the server's WAL position's advance, so anything else writing at the time counts too (pg_walinspect cannot be read (no EXECUTE)). ", "No CHECKPOINT could run before the removals (permission denied)", "not measured: boom",
 		"- Another session held the deleted rows back (its snapshot could still see them, so VACUUM could not remove them nor claims skip them as dead): VACUUM of tasks: after 10s, pid 7 (psql, idle in transaction) still saw the deleted rows\n"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("missing %q in\n%s", want, md)
