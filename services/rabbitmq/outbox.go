@@ -72,7 +72,12 @@ SELECT seq, task_id::text, enqueued_at FROM outbox ORDER BY seq LIMIT $1 FOR UPD
 // outbox row, if any, is gone (the relay publishes those), oldest first
 // through tasks_open, skipping rows another instance's pass holds. It
 // marks them republished: another pass sees them again only
-// RECONCILE_AFTER later.
+// RECONCILE_AFTER later. The outer UPDATE tests its rows
+// "(t.status = 'queued') IS TRUE": the same condition, but one the planner
+// cannot match to the partial index tasks_open, which a long-lived table's
+// statistics make look empty; it would walk the whole open backlog for
+// the ids in hand instead of looking each up by primary key (kit's records
+// package explains; TestStrandedClaimWalksThePrimaryKey).
 const claimStranded = `
 UPDATE tasks t SET republished_at = clock_timestamp()
  WHERE t.id = ANY(ARRAY(
@@ -83,7 +88,7 @@ UPDATE tasks t SET republished_at = clock_timestamp()
          ORDER BY s.enqueued_at
          LIMIT $2
            FOR UPDATE SKIP LOCKED))
-   AND t.status = 'queued' AND t.delivered_at IS NULL
+   AND (t.status = 'queued') IS TRUE AND t.delivered_at IS NULL
 RETURNING t.id::text, t.enqueued_at`
 
 // enqueueToOutbox is Enqueue in outbox mode: the records and their outbox

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/migrations"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
+)
+
+// TestStrandedClaimWalksThePrimaryKey: with statistics that say almost no
+// task is open (a long-lived tasks table, a backlog below the analyze
+// threshold), the reconciler's claim finds the tasks it marks through the
+// primary key. Its search for stranded tasks walks tasks_open, as it
+// should (oldest first, among the open tasks); the UPDATE of the ids it
+// found must not walk the open backlog again for each pass.
+func TestStrandedClaimWalksThePrimaryKey(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	schema := kittest.Schema(t, url)
+	pool, err := postgres.OpenMigrated(kittest.Context(t, time.Minute), postgres.Config{URL: url, Schema: schema, MaxConns: 2}, migrations.MustFS("queue"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	kittest.StaleOpenTasks(t, pool, 20000, 2000)
+	plan := kittest.Explain(t, pool, claimStranded, int64(time.Minute/time.Microsecond), 64)
+	// The search (tasks s) walks tasks_open; the UPDATE (tasks t) must
+	// not, and only it can use tasks_pkey.
+	if strings.Contains(plan, "using tasks_open on tasks t ") || !strings.Contains(plan, "tasks_pkey") {
+		t.Errorf("want the UPDATE to look tasks t up by tasks_pkey, got\n%s", plan)
+	}
+}
