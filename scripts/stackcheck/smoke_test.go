@@ -32,11 +32,7 @@ func TestPostgresWal2jsonDecodesAnInsert(t *testing.T) {
 	url := kittest.PostgresURL(t)
 	ctx := kittest.Context(t, 30*time.Second)
 	schema := kittest.Schema(t, url)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := kittest.Conn(t, url)
 	var level string
 	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&level); err != nil || level != "logical" {
 		t.Fatalf("wal_level = %q (%v), want logical", level, err)

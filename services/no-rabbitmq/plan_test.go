@@ -1,9 +1,7 @@
 package main
 
 import (
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
@@ -19,28 +17,14 @@ import (
 // with every id of the batch.
 func TestRecordUpdatesWalkThePrimaryKey(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
-	pool, err := postgres.OpenMigrated(kittest.Context(t, time.Minute), postgres.Config{URL: url, Schema: schema, MaxConns: 2}, migrations.MustFS("queue"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := kittest.MigratedPool(t, migrations.MustFS("queue"), 2)
 	ids := postgres.UUIDs(kittest.StaleOpenTasks(t, pool, 20000, 2000)[:64])
 	texts, delays := make([]string, 64), make([]int64, 64)
-	for name, c := range map[string]struct {
-		sql  string
-		args []any
-	}{
-		"claim": {claimSQL, []any{64, 30000}},
-		"stale": {staleSQL, []any{ids}},
-		"done":  {doneSQL, []any{ids}},
-		"retry": {retrySQL, []any{ids, delays, texts}},
-		"dead":  {deadSQL, []any{ids, texts}},
-	} {
-		plan := kittest.Explain(t, pool, c.sql, c.args...)
-		if strings.Contains(plan, "tasks_open") || !strings.Contains(plan, "tasks_pkey") {
-			t.Errorf("%s: want primary key lookups of tasks, got\n%s", name, plan)
-		}
-	}
+	kittest.UpdatesTasksByPrimaryKey(t, pool, map[string]kittest.Statement{
+		"claim": {SQL: claimSQL, Args: []any{64, 30000}},
+		"stale": {SQL: staleSQL, Args: []any{ids}},
+		"done":  {SQL: doneSQL, Args: []any{ids}},
+		"retry": {SQL: retrySQL, Args: []any{ids, delays, texts}},
+		"dead":  {SQL: deadSQL, Args: []any{ids, texts}},
+	})
 }

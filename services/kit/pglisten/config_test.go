@@ -1,30 +1,25 @@
 package pglisten_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 )
 
 func TestReadNotifyConfig(t *testing.T) {
 	t.Parallel()
-	r := config.FromMap(nil)
-	c := pglisten.ReadNotifyConfig(r)
-	if r.Err() != nil || c.Mode != pglisten.DefaultMode || c.Interval != pglisten.DefaultInterval || !c.Debounced() {
-		t.Fatalf("defaults: %+v, %v", c, r.Err())
+	read := func(r *config.Reader) (pglisten.NotifyConfig, error) {
+		c := pglisten.ReadNotifyConfig(r)
+		return c, r.Err()
 	}
-	r = config.FromMap(map[string]string{"NOTIFY_MODE": "commit", "NOTIFY_INTERVAL": "20ms"})
-	if c := pglisten.ReadNotifyConfig(r); r.Err() != nil || c.Debounced() || c.Interval != 20*time.Millisecond {
-		t.Fatalf("commit, 20ms: %+v, %v", c, r.Err())
+	if c := configtest.Defaults(t, read); c.Mode != pglisten.DefaultMode || c.Interval != pglisten.DefaultInterval || !c.Debounced() {
+		t.Fatalf("defaults: %+v", c)
 	}
-	r = config.FromMap(map[string]string{"NOTIFY_MODE": "sometimes", "NOTIFY_INTERVAL": "2s"})
-	pglisten.ReadNotifyConfig(r)
-	for _, name := range []string{"NOTIFY_MODE", "NOTIFY_INTERVAL"} {
-		if err := r.Err(); err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("error %v does not name %s", err, name)
-		}
+	if c, err := read(config.FromMap(map[string]string{"NOTIFY_MODE": "commit", "NOTIFY_INTERVAL": "20ms"})); err != nil || c.Debounced() || c.Interval != 20*time.Millisecond {
+		t.Fatalf("commit, 20ms: %+v, %v", c, err)
 	}
+	configtest.NamesBadVariables(t, read, map[string]string{"NOTIFY_MODE": "sometimes", "NOTIFY_INTERVAL": "2s"}, "NOTIFY_MODE", "NOTIFY_INTERVAL")
 }

@@ -9,24 +9,22 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
 func TestReadConfig(t *testing.T) {
 	t.Parallel()
-	r := config.FromMap(nil)
-	c := postgres.ReadConfig(r, "queue")
-	if r.Err() != nil || c.URL != postgres.DefaultURL || c.Schema != "queue" || c.MaxConns != 16 {
-		t.Fatalf("defaults: %+v %v", c, r.Err())
+	read := func(r *config.Reader) (postgres.Config, error) {
+		c := postgres.ReadConfig(r, "queue")
+		return c, r.Err()
 	}
-	r = config.FromMap(map[string]string{"DATABASE_URL": "mysql://x", "DATABASE_SCHEMA": "a;drop", "DATABASE_CONNECT_TIMEOUT": "-1s"})
-	postgres.ReadConfig(r, "queue")
-	for _, n := range []string{"DATABASE_URL:", "DATABASE_SCHEMA:", "DATABASE_CONNECT_TIMEOUT:"} {
-		if r.Err() == nil || !strings.Contains(r.Err().Error(), n) {
-			t.Errorf("error does not name %s: %v", n, r.Err())
-		}
+	if c := configtest.Defaults(t, read); c.URL != postgres.DefaultURL || c.Schema != "queue" || c.MaxConns != 16 {
+		t.Fatalf("defaults: %+v", c)
 	}
+	configtest.NamesBadVariables(t, read, map[string]string{"DATABASE_URL": "mysql://x", "DATABASE_SCHEMA": "a;drop", "DATABASE_CONNECT_TIMEOUT": "-1s"},
+		"DATABASE_URL", "DATABASE_SCHEMA", "DATABASE_CONNECT_TIMEOUT")
 }
 
 // TestOpenUsesTheSchemaAndMigratesConcurrently opens several pools on one

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
 // recordsPool returns a one-connection pool on a fresh schema migrated
@@ -18,18 +17,11 @@ import (
 // on the same session.
 func recordsPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
 	migrations, err := fs.Sub(os.DirFS("../../../../migrations"), "log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := postgres.OpenMigrated(kittest.Context(t, time.Minute), postgres.Config{URL: url, Schema: schema, MaxConns: 1}, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	return kittest.MigratedPool(t, migrations, 1)
 }
 
 // TestInsertCommitsWithItsOwnSynchronousCommit: the events of one Insert

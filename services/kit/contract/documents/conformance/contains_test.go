@@ -1,13 +1,10 @@
 package conformance
 
 import (
-	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
@@ -18,13 +15,8 @@ import (
 // the oracle the suite judges both services by is Postgres itself.
 func TestContainsMatchesPostgres(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
 	ctx := kittest.Context(t, 60*time.Second)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := kittest.Conn(t, kittest.PostgresURL(t))
 	r := rand.New(rand.NewPCG(3, 4))
 	var docs, queries []string
 	for range 150 {

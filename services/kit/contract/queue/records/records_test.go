@@ -3,9 +3,7 @@ package records
 import (
 	"io/fs"
 	"os"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
@@ -21,32 +19,18 @@ import (
 // record batch at batch size 1000).
 func TestByIDUpdatesWalkThePrimaryKey(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
 	migrations, err := fs.Sub(os.DirFS("../../../../../migrations"), "queue")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := postgres.OpenMigrated(kittest.Context(t, time.Minute), postgres.Config{URL: url, Schema: schema, MaxConns: 2}, migrations, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := kittest.MigratedPool(t, migrations, 2)
 	ids := kittest.StaleOpenTasks(t, pool, 20000, 2000)[:64]
 	statuses, errs := make([]string, len(ids)), make([]*string, len(ids))
 	for i := range ids {
 		statuses[i] = "done"
 	}
-	for name, c := range map[string]struct {
-		sql  string
-		args []any
-	}{
-		"deliverMany": {deliverMany, []any{postgres.UUIDs(ids)}},
-		"finishMany":  {finishMany, []any{postgres.UUIDs(ids), statuses, errs}},
-	} {
-		plan := kittest.Explain(t, pool, c.sql, c.args...)
-		if strings.Contains(plan, "tasks_open") || !strings.Contains(plan, "tasks_pkey") {
-			t.Errorf("%s: want a primary key lookup per id, got\n%s", name, plan)
-		}
-	}
+	kittest.UpdatesTasksByPrimaryKey(t, pool, map[string]kittest.Statement{
+		"deliverMany": {SQL: deliverMany, Args: []any{postgres.UUIDs(ids)}},
+		"finishMany":  {SQL: finishMany, Args: []any{postgres.UUIDs(ids), statuses, errs}},
+	})
 }
