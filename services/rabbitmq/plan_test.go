@@ -7,7 +7,6 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
 // TestStrandedClaimWalksThePrimaryKey: with statistics that say almost no
@@ -18,13 +17,7 @@ import (
 // found must not walk the open backlog again for each pass.
 func TestStrandedClaimWalksThePrimaryKey(t *testing.T) {
 	t.Parallel()
-	url := kittest.PostgresURL(t)
-	schema := kittest.Schema(t, url)
-	pool, err := postgres.OpenMigrated(kittest.Context(t, time.Minute), postgres.Config{URL: url, Schema: schema, MaxConns: 2}, migrations.MustFS("queue"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := kittest.MigratedPool(t, migrations.MustFS("queue"), 2)
 	kittest.StaleOpenTasks(t, pool, 20000, 2000)
 	plan := kittest.Explain(t, pool, claimStranded, int64(time.Minute/time.Microsecond), 64)
 	// The search (tasks s) walks tasks_open; the UPDATE (tasks t) must
