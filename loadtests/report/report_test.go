@@ -297,11 +297,7 @@ func TestReportFromFixture(t *testing.T) {
 		"computed once by an in-process cache":     "**holds**",
 		"Postgres can be the cache's invalidation": "**holds**",
 	}
-	for claim, verdict := range verdicts {
-		if row := claimRow(md, claim); !strings.Contains(row, verdict) {
-			t.Errorf("claim %q: want %s in %q", claim, verdict, row)
-		}
-	}
+	wantClaimRows(t, md, verdicts)
 	if n := len(Claims(runs, notifyFixture())); n != len(verdicts) {
 		t.Errorf("%d claims, the test knows %d", n, len(verdicts))
 	}

@@ -21,14 +21,19 @@ func wantContains(t testing.TB, what, text string, wants ...string) {
 	}
 }
 
-// claimRow returns the last row of md's claims table that mentions
-// claim, or "".
-func claimRow(md, claim string) string {
-	var row string
-	for l := range strings.SplitSeq(md, "\n") {
-		if strings.Contains(l, claim) && strings.HasPrefix(l, "| ") {
-			row = l
+// wantClaimRows reports each claim of wants whose row in md's claims
+// table (the last table row that mentions it) lacks its wanted text.
+func wantClaimRows(t testing.TB, md string, wants map[string]string) {
+	t.Helper()
+	for claim, want := range wants {
+		var row string
+		for l := range strings.SplitSeq(md, "\n") {
+			if strings.Contains(l, claim) && strings.HasPrefix(l, "| ") {
+				row = l
+			}
+		}
+		if !strings.Contains(row, want) {
+			t.Errorf("claim %q: want %q in %q", claim, want, row)
 		}
 	}
-	return row
 }

@@ -124,11 +124,7 @@ func TestThroughputInResults(t *testing.T) {
 		// rabbitmq 9050 at batch 1000
 		"10,000 tasks/s or more on both sides": "batch 100: no-rabbitmq 12050, rabbitmq 11050 tasks/s; batch 1000: no-rabbitmq 14050, rabbitmq 9050 tasks/s | **does not hold** |",
 	}
-	for claim, want := range verdicts {
-		if row := claimRow(md, claim); !strings.Contains(row, want) {
-			t.Errorf("claim %q: want %q in %q", claim, want, row)
-		}
-	}
+	wantClaimRows(t, md, verdicts)
 	var tb bytes.Buffer
 	Table(&tb, throughputFixture())
 	wantContains(t, "terminal table", tb.String(), "== queue.throughput batch 100", "accepted items/s", "end-to-end items/s", "CPU-s/1k Postgres (all)")
