@@ -25,7 +25,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // loadCommands are the subcommands of this file, dispatched by main.
@@ -603,11 +602,7 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 // command.
 func eventStoreResultsOptions(c common) eventstore.Options {
 	o := eventstore.DefaultOptions()
-	var named []string
-	for _, s := range pairs.Pair("eventstore") {
-		named = append(named, s.Name+"="+s.URL(c.host, c.portOffset))
-	}
-	o.Targets, o.Out, o.Duration = strings.Join(named, ","), c.resultsDir, 5*time.Second
+	o.Targets, o.Out, o.Duration = eventstore.Targets(c.host, c.portOffset), c.resultsDir, 5*time.Second
 	return o
 }
 

@@ -462,10 +462,14 @@ func catchUpRun(ctx context.Context, o Options, e *Engine) (catchUp, p50, pmax f
 
 // DefaultTargets names the event store trio at their pair-table ports on
 // localhost, the Postgres side first.
-func DefaultTargets() string {
+func DefaultTargets() string { return Targets("localhost", 0) }
+
+// Targets names the event store trio on host at their pair-table ports
+// plus portOffset, the Postgres side first: the -targets spelling.
+func Targets(host string, portOffset int) string {
 	var named []string
 	for _, s := range pairs.Pair("eventstore") {
-		named = append(named, s.Name+"="+s.URL("localhost", 0))
+		named = append(named, s.Name+"="+s.URL(host, portOffset))
 	}
 	return strings.Join(named, ",")
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
@@ -21,8 +20,8 @@ func TestRawSection(t *testing.T) {
 		{Engine: raw.Kafka, Loop: raw.Produce, Error: "broker down"},
 	}}
 	md := RawSection(r, append(fixture(), throughputFixture()))
-	for _, want := range []string{
-		"## " + RawTitle,
+	wantContains(t, "section", md,
+		"## "+RawTitle,
 		"| postgres | claim_delete | rows | 300 | 3 | 25000 |",
 		"not measured: broker down",
 		// no-rabbitmq: insert_batch ×2, claim_delete, record_update ×2:
@@ -38,11 +37,7 @@ func TestRawSection(t *testing.T) {
 		// 16000, batch throughput 40000.
 		"| no-kafka | postgres insert_batch → postgres wal2json_decode → postgres insert_batch | 33333 | 16000 (48% of 33333/s) | 40000 (120% of 33333/s) | 40050 at batch 1000 (120% of 33333/s) |",
 		"| kafka | postgres insert_batch → kafka produce → kafka fetch → postgres insert_batch | not measured |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("missing %q in\n%s", want, md)
-		}
-	}
+	)
 	if p, ok := PercentOfRaw(r, "no-kafka", 25000); !ok || math.Abs(p-75) > 1e-6 {
 		t.Errorf("PercentOfRaw = %v %v", p, ok)
 	}

@@ -133,11 +133,7 @@ func TestFindingsFromFixture(t *testing.T) {
 			t.Errorf("no row for %s in:\n%s", pair, f)
 			continue
 		}
-		for _, w := range wants {
-			if !strings.Contains(row, w) {
-				t.Errorf("%s row lacks %q:\n%s", pair, w, row)
-			}
-		}
+		wantContains(t, pair+" row", row, wants...)
 	}
 	if strings.Contains(tableRow(t, f, "documents"), "on MongoDB (") {
 		t.Errorf("FerretDB figures compared as MongoDB's: %s", tableRow(t, f, "documents"))
@@ -269,11 +265,7 @@ func TestFindingsHaveTheCachePair(t *testing.T) {
 	runs[len(runs)-1].Versions.Redis = "7.0.15"
 	f := findings(pairSpecs, runs, es)
 	row := tableRow(t, f, "cache")
-	for _, want := range []string{"client p50: unlogged ", ", local ", "without HTTP: p50 ", "(TTL-bound, TTL 3000 ms)", "| Redis 7.0.15 |", "(RESULTS.md#cache-redis-vs-no-redis)"} {
-		if !strings.Contains(row, want) {
-			t.Errorf("cache row lacks %q:\n%s", want, row)
-		}
-	}
+	wantContains(t, "cache row", row, "client p50: unlogged ", ", local ", "without HTTP: p50 ", "(TTL-bound, TTL 3000 ms)", "| Redis 7.0.15 |", "(RESULTS.md#cache-redis-vs-no-redis)")
 	if a := answer(t, f, 2, "cache"); !strings.Contains(a, "no ceiling was searched") {
 		t.Errorf("cache load answer %q", a)
 	}

@@ -49,14 +49,9 @@ func RetentionSection(r raw.Results) string {
 		w("No CHECKPOINT could run before the removals (%s): pages changed since the last one write no full-page image, so the WAL figures are low.\n\n", md(orDash(m.CheckpointError)))
 	}
 	w("| method | how | rows removed | statements | seconds | WAL written | WAL per row | dead tuples left | total size before → after | VACUUM after it: seconds, WAL, dead tuples left, size |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	var del, drop *raw.Removal
-	for i, x := range m.Removals {
-		switch x.Method {
-		case raw.BatchedDelete:
-			del = &m.Removals[i]
-		case raw.DropPartitions:
-			drop = &m.Removals[i]
-		}
+	method := func(x *raw.Removal) string { return x.Method }
+	del, drop := lastWith(m.Removals, method, raw.BatchedDelete), lastWith(m.Removals, method, raw.DropPartitions)
+	for _, x := range m.Removals {
 		if x.Error != "" {
 			w("| %s | %s | not measured: %s | | | | | | | |\n", x.Method, md(x.Desc), md(x.Error))
 			continue
@@ -85,14 +80,9 @@ func RetentionSection(r raw.Results) string {
 	w("`queue_jobs` (unlogged, as by default) gets %s rows at its head and %s due after them, and is vacuumed; one DELETE removes the head, as completions do, leaving its dead tuples in the heap and in `queue_jobs_run_at`. ", count(int64(m.ClaimHead)), count(int64(m.ClaimFill)))
 	w("Workers then claim with no-rabbitmq's statement shape (without its `tasks` update) and delete what they claimed, for %vs; then the due rows are topped up to %s again, a VACUUM runs, and the same claims run again.\n\n", r.Settings["duration_s"], count(int64(m.ClaimFill)))
 	w("| queue_jobs state | how | dead tuples at start | total size at start | rows claimed and deleted | seconds | rows/s |\n|---|---|---|---|---|---|---|\n")
-	var head, vac *raw.ClaimState
-	for i, c := range m.Claims {
-		switch c.State {
-		case raw.DeadHead:
-			head = &m.Claims[i]
-		case raw.Vacuumed:
-			vac = &m.Claims[i]
-		}
+	state := func(c *raw.ClaimState) string { return c.State }
+	head, vac := lastWith(m.Claims, state, raw.DeadHead), lastWith(m.Claims, state, raw.Vacuumed)
+	for _, c := range m.Claims {
 		rate := num(c.Rate)
 		if c.Error != "" {
 			rate = "not measured: " + md(c.Error)
@@ -133,4 +123,15 @@ func noteOf(note string) string {
 		return ""
 	}
 	return " (" + md(note) + ")"
+}
+
+// lastWith returns the last element of xs whose key is k, or nil.
+func lastWith[T any](xs []T, key func(*T) string, k string) *T {
+	var last *T
+	for i := range xs {
+		if key(&xs[i]) == k {
+			last = &xs[i]
+		}
+	}
+	return last
 }

@@ -74,8 +74,8 @@ func TestThroughputSection(t *testing.T) {
 	if os.Getenv("SHOW_REPORT") != "" {
 		t.Log(s)
 	}
-	for _, want := range []string{
-		"## " + ThroughputTitle,
+	wantContains(t, "section", s,
+		"## "+ThroughputTitle,
 		"4 closed-loop senders per side post batches to the batch endpoints for 3 s per point (2 round(s)",
 		"### Queue: rabbitmq vs no-rabbitmq, `POST /tasks/batch`",
 		"### Log: kafka vs no-kafka, `POST /events/batch`",
@@ -85,14 +85,10 @@ func TestThroughputSection(t *testing.T) {
 		"Rates show the median across rounds with the min–max; latencies and costs the median.",
 		"| 1000 | rabbitmq | 18100 (18000–18200) | 9050 (9000–9100) (backlog left) |",
 		"| 1000 | kafka | 100100 (100000–100200) | 50050 (50000–50100) | 7 / 70 |",
-		"Processes counted: Postgres (all) pid 4611 (parent of backend 4788 (pg_backend_pid)); RabbitMQ (beam.smp) pid 4681 (/proc scan for beam.smp running rabbit); " +
+		"Processes counted: Postgres (all) pid 4611 (parent of backend 4788 (pg_backend_pid)); RabbitMQ (beam.smp) pid 4681 (/proc scan for beam.smp running rabbit); "+
 			"Kafka (java) not found (no live pid in .stack/kafka/kafka.pid, no java process); no-rabbitmq pid 100 (listener on :8082); rabbitmq pid 100",
 		"Starting state: **fresh**",
-	} {
-		if !strings.Contains(s, want) {
-			t.Errorf("section lacks %q", want)
-		}
-	}
+	)
 	if ThroughputSection(nil) != "" {
 		t.Error("a missing run renders a section")
 	}
@@ -128,22 +124,8 @@ func TestThroughputInResults(t *testing.T) {
 		// rabbitmq 9050 at batch 1000
 		"10,000 tasks/s or more on both sides": "batch 100: no-rabbitmq 12050, rabbitmq 11050 tasks/s; batch 1000: no-rabbitmq 14050, rabbitmq 9050 tasks/s | **does not hold** |",
 	}
-	for claim, want := range verdicts {
-		var line string
-		for _, l := range strings.Split(md, "\n") {
-			if strings.Contains(l, claim) && strings.HasPrefix(l, "| ") {
-				line = l
-			}
-		}
-		if !strings.Contains(line, want) {
-			t.Errorf("claim %q: want %q in %q", claim, want, line)
-		}
-	}
+	wantClaimRows(t, md, verdicts)
 	var tb bytes.Buffer
 	Table(&tb, throughputFixture())
-	for _, want := range []string{"== queue.throughput batch 100", "accepted items/s", "end-to-end items/s", "CPU-s/1k Postgres (all)"} {
-		if !strings.Contains(tb.String(), want) {
-			t.Errorf("terminal table lacks %q:\n%s", want, tb.String())
-		}
-	}
+	wantContains(t, "terminal table", tb.String(), "== queue.throughput batch 100", "accepted items/s", "end-to-end items/s", "CPU-s/1k Postgres (all)")
 }

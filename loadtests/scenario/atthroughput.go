@@ -148,7 +148,7 @@ func (s RateScenario) closedLoop(ctx context.Context, e *Env, svc string, o AtTh
 		if st, err = driver.GetStats(ctx, base); err != nil {
 			return res, err
 		}
-		if counterSum(st, s.Pair.In)-counterSum(st, s.Pair.Out) <= 0 {
+		if s.Pair.backlog(st) <= 0 {
 			break
 		}
 		select {

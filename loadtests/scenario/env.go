@@ -205,6 +205,33 @@ func (e *Env) start(ctx context.Context, s Service, port int, env map[string]str
 	return e.Probe(ctx, s.Name, port)
 }
 
+// backlog is what s counts as taken but not yet processed or delivered:
+// the In counters less the Out counters.
+func (p Pair) backlog(s *driver.ServerStats) int64 {
+	return counterSum(s, p.In) - counterSum(s, p.Out)
+}
+
+// drain waits for the backlog of atEnd, the stats read when a load
+// ended, to drain: it reads base's /stats every poll until the backlog is
+// gone or bound has passed. It returns the last stats read and whether
+// the backlog drained.
+func (p Pair) drain(ctx context.Context, base string, atEnd *driver.ServerStats, bound, poll time.Duration) (final *driver.ServerStats, drained bool, err error) {
+	final = atEnd
+	drained = p.backlog(atEnd) <= 0
+	for t0 := time.Now(); !drained && time.Since(t0) < bound; {
+		select {
+		case <-ctx.Done():
+			return final, false, ctx.Err()
+		case <-time.After(poll):
+		}
+		if final, err = driver.GetStats(ctx, base); err != nil {
+			return final, false, err
+		}
+		drained = p.backlog(final) <= 0
+	}
+	return final, drained, nil
+}
+
 // counterSum adds the named counters.
 func counterSum(s *driver.ServerStats, names []string) int64 {
 	var n int64

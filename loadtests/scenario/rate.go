@@ -143,25 +143,15 @@ func (s RateScenario) sideCost(ctx context.Context, e *Env, svc string, rate flo
 		return res, err
 	}
 	res.ProgressAtEnd, _ = driver.GetRaw(ctx, base+pair.Progress)
-	backlog := counterSum(atEnd, pair.In) - counterSum(atEnd, pair.Out)
-	res.Metrics["backlog_end"] = float64(max(backlog, 0))
+	res.Metrics["backlog_end"] = float64(max(pair.backlog(atEnd), 0))
 	res.Metrics["throughput"] = math.Round(float64(counterSum(atEnd, pair.Out))/dur.Seconds()*10) / 10
 	// Settle: wait for what was sent to be processed, so that the
 	// server-side latencies cover every request and the next round starts
 	// from an empty backlog.
 	t0 = time.Now()
-	final := atEnd
-	drained := backlog <= 0
-	for !drained && time.Since(t0) < settle {
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-		if final, err = driver.GetStats(ctx, base); err != nil {
-			return res, err
-		}
-		drained = counterSum(final, pair.In)-counterSum(final, pair.Out) <= 0
+	final, drained, err := pair.drain(ctx, base, atEnd, settle, 200*time.Millisecond)
+	if err != nil {
+		return res, err
 	}
 	if !drained {
 		final, _ = driver.GetStats(ctx, base)

@@ -300,21 +300,11 @@ func (s ThroughputScenario) side(ctx context.Context, e *Env, svc string, size i
 	res.Metrics["batch"] = float64(size)
 	res.Metrics[MetricAccepted] = round1(float64(accepted) / window)
 	inWindow := float64(counterSum(atEnd, s.Pair.Out)) / window
-	backlog := counterSum(atEnd, s.Pair.In) - counterSum(atEnd, s.Pair.Out)
-	res.Metrics["backlog_end"] = float64(max(backlog, 0))
+	res.Metrics["backlog_end"] = float64(max(s.Pair.backlog(atEnd), 0))
 	t1 := time.Now()
-	final := atEnd
-	drained := backlog <= 0
-	for !drained && time.Since(t1) < e.settle() {
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if final, err = driver.GetStats(ctx, base); err != nil {
-			return res, err
-		}
-		drained = counterSum(final, s.Pair.In)-counterSum(final, s.Pair.Out) <= 0
+	final, drained, err := s.Pair.drain(ctx, base, atEnd, e.settle(), 100*time.Millisecond)
+	if err != nil {
+		return res, err
 	}
 	used := groups.Sample().Sub(cpu0)
 	// The end-to-end rate is the higher of two lower bounds: what went
@@ -368,7 +358,7 @@ func (s ThroughputScenario) waitDrained(ctx context.Context, base string, bound 
 		if err != nil {
 			return 0, err
 		}
-		left := counterSum(st, s.Pair.In) - counterSum(st, s.Pair.Out)
+		left := s.Pair.backlog(st)
 		if left <= 0 || time.Now().After(deadline) {
 			return max(left, 0), nil
 		}
