@@ -168,6 +168,32 @@ func (e Env) WithDefaults() Env {
 	return e
 }
 
+// root is e.Root, or the repository root found from the working
+// directory when it is empty.
+func (e Env) root() (string, error) {
+	if e.Root != "" {
+		return e.Root, nil
+	}
+	return launch.Root()
+}
+
+// newLauncher makes a temporary directory named by pattern (as
+// os.MkdirTemp) for the services' logs and a launcher of the services
+// under root that writes them there. The caller removes logDir; it is
+// already gone when err is set.
+func newLauncher(root, pattern string) (l *launch.Launcher, logDir string, err error) {
+	logDir, err = os.MkdirTemp("", pattern)
+	if err != nil {
+		return nil, "", err
+	}
+	l, err = launch.New(root, logDir)
+	if err != nil {
+		_ = os.RemoveAll(logDir)
+		return nil, "", err
+	}
+	return l, logDir, nil
+}
+
 // logf writes one progress line to e.Out.
 func (e Env) logf(format string, args ...any) {
 	if e.Out != nil {
