@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -272,15 +273,7 @@ const FileSuffix = "-experiments.json"
 // Write writes f to dir/<UTC start time>-experiments.json and returns the
 // path.
 func Write(dir string, f File) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, f.Started.UTC().Format("20060102T150405Z")+FileSuffix)
-	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+	return driver.WriteJSON(dir, f.Started.UTC().Format("20060102T150405Z")+FileSuffix, f)
 }
 
 // Load reads the newest dir/*-experiments.json; nil and no error when
