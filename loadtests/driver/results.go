@@ -226,14 +226,21 @@ func (r *Run) Note(format string, args ...any) {
 
 // WriteRun writes run to dir/<id>.json and returns the path.
 func WriteRun(dir string, run *Run) (string, error) {
+	return WriteJSON(dir, run.ID+".json", run)
+}
+
+// WriteJSON writes v as indented JSON, with a final newline, to
+// dir/name (making dir when it is missing) and returns the path: every
+// results file is written so.
+func WriteJSON(dir, name string, v any) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	b, err := json.MarshalIndent(run, "", "  ")
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, run.ID+".json")
+	path := filepath.Join(dir, name)
 	return path, os.WriteFile(path, append(b, '\n'), 0o644)
 }
 

@@ -82,21 +82,15 @@ func runBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	defer node.close()
 	logf("private node %s on :%d", node.name, node.port)
 
-	root := env.Root
-	if root == "" {
-		if root, err = launch.Root(); err != nil {
-			return res, err
-		}
+	root, err := env.root()
+	if err != nil {
+		return res, err
 	}
-	logDir, err := os.MkdirTemp("", "wpe-broker-restart-logs-")
+	l, logDir, err := newLauncher(root, "wpe-broker-restart-logs-")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(logDir)
-	l, err := launch.New(root, logDir)
-	if err != nil {
-		return res, err
-	}
 	defer func() { _ = l.StopAll(30 * time.Second) }()
 	pgURL := env.PostgresURL
 	if pgURL == "" {

@@ -3,18 +3,9 @@ package experiments
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
-
-// testOut writes an experiment's progress lines to the test log.
-type testOut struct{ t testing.TB }
-
-func (w testOut) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // TestBrokerRestart runs the broker-restart experiment small: a private
 // RabbitMQ node restarted under light load, in both publish modes. Every
@@ -31,7 +22,7 @@ func TestBrokerRestart(t *testing.T) {
 	ctx := t.Context()
 	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "wpe-rabbit-exp-*"))
 	start := time.Now()
-	res, err := runBrokerRestart(ctx, Env{Out: testOut{t}}, Small)
+	res, err := runBrokerRestart(ctx, Env{Out: logWriter{t}}, Small)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,6 +107,17 @@ func runUnloggedCacheCrash(ctx context.Context, env Env, size Size) (Result, err
 		}
 		return p, err
 	}
+	// countStale GETs every product and counts into stale those whose
+	// answer is not source's row.
+	countStale := func(source []cacheProduct, stale *atomic.Int64) error {
+		return forEach(ctx, n, workers, func(ctx context.Context, i int) error {
+			p, err := getProduct(ctx, i)
+			if err == nil && p != source[i] {
+				stale.Add(1)
+			}
+			return err
+		})
+	}
 
 	// Fill: n kv values (version 1) and n products (a miss fills, a
 	// second GET is a hit).
@@ -159,13 +170,7 @@ func runUnloggedCacheCrash(ctx context.Context, env Env, size Size) (Result, err
 		return Result{}, err
 	}
 	var staleBefore atomic.Int64
-	if err := forEach(ctx, n, workers, func(ctx context.Context, i int) error {
-		p, err := getProduct(ctx, i)
-		if err == nil && p != source[i] {
-			staleBefore.Add(1)
-		}
-		return err
-	}); err != nil {
+	if err := countStale(source, &staleBefore); err != nil {
 		return Result{}, err
 	}
 	var rowsBefore int64
@@ -210,13 +215,7 @@ func runUnloggedCacheCrash(ctx context.Context, env Env, size Size) (Result, err
 	var hitsRefilled int64
 	for round := range 2 {
 		h0 := stats(statsClient, base)["hits"]
-		if err := forEach(ctx, n, workers, func(ctx context.Context, i int) error {
-			p, err := getProduct(ctx, i)
-			if err == nil && p != source[i] {
-				stale.Add(1)
-			}
-			return err
-		}); err != nil {
+		if err := countStale(source, &stale); err != nil {
 			return Result{}, err
 		}
 		if round == 1 {

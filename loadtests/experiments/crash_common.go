@@ -28,24 +28,15 @@ type crashRig struct {
 // newCrashRig starts a private cluster with extra settings and a
 // launcher for the services. Close undoes both.
 func newCrashRig(ctx context.Context, env Env, extra map[string]string) (*crashRig, error) {
-	root := env.Root
-	if root == "" {
-		r, err := launch.Root()
-		if err != nil {
-			return nil, err
-		}
-		root = r
+	root, err := env.root()
+	if err != nil {
+		return nil, err
 	}
 	cl, err := newPGCluster(ctx, extra)
 	if err != nil {
 		return nil, err
 	}
-	logDir, err := os.MkdirTemp("", "wpe-exp-logs-")
-	if err != nil {
-		cl.Close()
-		return nil, err
-	}
-	l, err := launch.New(root, logDir)
+	l, logDir, err := newLauncher(root, "wpe-exp-logs-")
 	if err != nil {
 		cl.Close()
 		return nil, err
@@ -78,7 +69,7 @@ func (r *crashRig) logf(format string, args ...any) {
 func (r *crashRig) start(ctx context.Context, name string, extra map[string]string) (string, error) {
 	port, ok := r.ports[name]
 	if !ok {
-		p, err := pgFreePort()
+		p, err := freePort()
 		if err != nil {
 			return "", err
 		}

@@ -27,7 +27,7 @@ func runCrash(t *testing.T, e Experiment) Result {
 		ctx, cancel = context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
 	}
-	r, err := e.Run(ctx, Env{Out: testWriter{t}}, size)
+	r, err := e.Run(ctx, Env{Out: logWriter{t}}, size)
 	if err != nil {
 		t.Fatalf("%s: %v", e.Name, err)
 	}
@@ -38,10 +38,6 @@ func runCrash(t *testing.T, e Experiment) Result {
 	}
 	return r
 }
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
 func TestPostgresRestartUnderLoad(t *testing.T) {
 	t.Parallel()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -168,6 +169,32 @@ func (e Env) WithDefaults() Env {
 	return e
 }
 
+// root is e.Root, or the repository root found from the working
+// directory when it is empty.
+func (e Env) root() (string, error) {
+	if e.Root != "" {
+		return e.Root, nil
+	}
+	return launch.Root()
+}
+
+// newLauncher makes a temporary directory named by pattern (as
+// os.MkdirTemp) for the services' logs and a launcher of the services
+// under root that writes them there. The caller removes logDir; it is
+// already gone when err is set.
+func newLauncher(root, pattern string) (l *launch.Launcher, logDir string, err error) {
+	logDir, err = os.MkdirTemp("", pattern)
+	if err != nil {
+		return nil, "", err
+	}
+	l, err = launch.New(root, logDir)
+	if err != nil {
+		_ = os.RemoveAll(logDir)
+		return nil, "", err
+	}
+	return l, logDir, nil
+}
+
 // logf writes one progress line to e.Out.
 func (e Env) logf(format string, args ...any) {
 	if e.Out != nil {
@@ -246,15 +273,7 @@ const FileSuffix = "-experiments.json"
 // Write writes f to dir/<UTC start time>-experiments.json and returns the
 // path.
 func Write(dir string, f File) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, f.Started.UTC().Format("20060102T150405Z")+FileSuffix)
-	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+	return driver.WriteJSON(dir, f.Started.UTC().Format("20060102T150405Z")+FileSuffix, f)
 }
 
 // Load reads the newest dir/*-experiments.json; nil and no error when

@@ -11,6 +11,15 @@ import (
 	"time"
 )
 
+// logWriter sends an experiment's progress lines to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
 // TestAllNamesAreUniqueIDs: every experiment has a Run and a unique
 // lowercase-words name, which Select finds and the -only flag accepts.
 func TestAllNamesAreUniqueIDs(t *testing.T) {

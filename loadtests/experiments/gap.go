@@ -201,17 +201,11 @@ func readNaive(ctx context.Context, pool *pgxpool.Pool, writing <-chan struct{})
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		rows, err := pool.Query(qctx, naiveSQL, last, pageLimit)
 		if err == nil {
-			for rows.Next() {
-				var pos int64
-				if err = rows.Scan(&pos); err != nil {
-					break
-				}
+			var pos int64
+			_, err = pgx.ForEachRow(rows, []any{&pos}, func() error {
 				seen[pos], last, n = true, pos, n+1
-			}
-			rows.Close()
-			if err == nil {
-				err = rows.Err()
-			}
+				return nil
+			})
 		}
 		cancel()
 		if err != nil {
@@ -250,18 +244,12 @@ func readWatermark(ctx context.Context, pool *pgxpool.Pool, writing <-chan struc
 			var rows pgx.Rows
 			rows, err = pool.Query(qctx, pageSQL, xid, last, pageLimit, w)
 			if err == nil {
-				for rows.Next() {
-					var pos int64
-					var x string
-					if err = rows.Scan(&pos, &x); err != nil {
-						break
-					}
+				var pos int64
+				var x string
+				_, err = pgx.ForEachRow(rows, []any{&pos, &x}, func() error {
 					seen[pos], xid, last, n = true, x, pos, n+1
-				}
-				rows.Close()
-				if err == nil {
-					err = rows.Err()
-				}
+					return nil
+				})
 			}
 		}
 		cancel()

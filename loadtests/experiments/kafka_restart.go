@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 )
 
 // kafkaBrokerRestart is issue 14's item 7 for Kafka: the kafka service
@@ -73,13 +72,9 @@ func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, err
 			fmt.Fprintf(env.Out, "kafka-broker-restart: "+format+"\n", args...)
 		}
 	}
-	root := env.Root
-	if root == "" {
-		r, err := launch.Root()
-		if err != nil {
-			return res, err
-		}
-		root = r
+	root, err := env.root()
+	if err != nil {
+		return res, err
 	}
 	node, err := startPrivateKafka(ctx, root)
 	if err != nil {
@@ -88,15 +83,11 @@ func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, err
 	defer node.close()
 	logf("private KRaft node on %s (%s)", node.brokers(), node.dir)
 
-	logDir, err := os.MkdirTemp("", "wpe-kafka-restart-logs-")
+	l, logDir, err := newLauncher(root, "wpe-kafka-restart-logs-")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(logDir)
-	l, err := launch.New(root, logDir)
-	if err != nil {
-		return res, err
-	}
 	pgURL := env.PostgresURL
 	if pgURL == "" {
 		pgURL = defaultPostgresURL

@@ -34,7 +34,7 @@ func TestKafkaBrokerRestart(t *testing.T) {
 	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "wpe-kafka-exp-*"))
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	res, err := runKafkaBrokerRestart(ctx, Env{Root: root, Out: testOut{t}}, Small)
+	res, err := runKafkaBrokerRestart(ctx, Env{Root: root, Out: logWriter{t}}, Small)
 	if err != nil {
 		t.Fatal(err)
 	}

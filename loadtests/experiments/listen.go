@@ -10,11 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 )
 
@@ -40,20 +40,20 @@ func listenThroughPgBouncer(ctx context.Context, env Env, size Size) (Result, er
 		n = 1000
 	}
 	channel := uniqueName("wpe_x_listen")
-	direct, err := listenCount(ctx, env.PostgresURL, channel)
+	direct, err := raw.Listen(ctx, env.PostgresURL, channel)
 	if err != nil {
 		return r, fmt.Errorf("direct listener: %w", err)
 	}
-	defer direct.close()
+	defer direct.Close()
 	// The server connection that ran LISTEN for pgbouncer's client goes
 	// back to pgbouncer's pool still LISTENing; the application_name finds
 	// it afterwards (see unlistenBounced).
-	bounced, err := listenCount(ctx, withAppName(env.PgBouncerURL, channel), channel)
+	bounced, err := raw.Listen(ctx, withAppName(env.PgBouncerURL, channel), channel)
 	if err != nil {
 		return r, fmt.Errorf("listener through pgbouncer: %w", err)
 	}
 	defer func() { _ = unlistenBounced(env.PostgresURL, channel) }()
-	defer bounced.close()
+	defer bounced.Close()
 	sender, err := pgx.Connect(ctx, env.PostgresURL)
 	if err != nil {
 		return r, fmt.Errorf("sender: %w", err)
@@ -69,9 +69,9 @@ func listenThroughPgBouncer(ctx context.Context, env Env, size Size) (Result, er
 	}
 	// Every notification is on the wire once its commit returned; give
 	// the listeners 2 s to read them.
-	waitCount(ctx, &direct.count, int64(n), 2*time.Second)
-	waitCount(ctx, &bounced.count, int64(n), 2*time.Second)
-	dn, bn := direct.count.Load(), bounced.count.Load()
+	waitCount(ctx, direct, int64(n), 2*time.Second)
+	waitCount(ctx, bounced, int64(n), 2*time.Second)
+	dn, bn := direct.Count(), bounced.Count()
 	r.Metrics["sent"] = float64(n)
 	r.Metrics["received_direct"] = float64(dn)
 	r.Metrics["received_pgbouncer"] = float64(bn)
@@ -100,63 +100,11 @@ func listenThroughPgBouncer(ctx context.Context, env Env, size Size) (Result, er
 	return r, nil
 }
 
-// counter is a connection LISTENing on a channel and counting what it
-// receives.
-type counter struct {
-	conn   *pgx.Conn
-	count  atomic.Int64
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// listenCount connects to url, LISTENs on channel and counts
-// notifications until close.
-func listenCount(ctx context.Context, url, channel string) (*counter, error) {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return nil, err
-	}
-	cfg.ConnectTimeout = 5 * time.Second
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
-	_, err = conn.Exec(lctx, "LISTEN "+pgx.Identifier{channel}.Sanitize())
-	lcancel()
-	if err != nil {
-		_ = conn.Close(context.Background())
-		return nil, err
-	}
-	wctx, cancel := context.WithCancel(context.Background())
-	c := &counter{conn: conn, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		for {
-			n, err := conn.WaitForNotification(wctx)
-			if err != nil {
-				return
-			}
-			if n.Channel == channel {
-				c.count.Add(1)
-			}
-		}
-	}()
-	return c, nil
-}
-
-func (c *counter) close() {
-	c.cancel()
-	<-c.done
-	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = c.conn.Close(cctx)
-}
-
-// waitCount waits until n holds want or d has passed.
-func waitCount(ctx context.Context, n *atomic.Int64, want int64, d time.Duration) {
+// waitCount waits until l has received want notifications or d has
+// passed.
+func waitCount(ctx context.Context, l *raw.Listener, want int64, d time.Duration) {
 	deadline := time.Now().Add(d)
-	for n.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
+	for l.Count() < want && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 )
 
 // pgUser runs the private cluster's server when the experiments run as
@@ -59,16 +60,6 @@ func pgBindir() (string, error) {
 	return best, nil
 }
 
-// pgFreePort returns a TCP port free on 127.0.0.1 at the time of the call.
-func pgFreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // newPGCluster initdbs a private cluster (wal_level=logical, wal2json
 // allowed, trust on loopback) with extra postgresql.conf settings, and
 // starts it. Close removes it.
@@ -83,7 +74,7 @@ func newPGCluster(ctx context.Context, extra map[string]string) (*pgCluster, err
 	}
 	c := &pgCluster{bin: bin, dir: dir, data: filepath.Join(dir, "data"), log: filepath.Join(dir, "postgres.log"), asUser: os.Geteuid() == 0}
 	fail := func(err error) (*pgCluster, error) { _ = os.RemoveAll(dir); return nil, err }
-	if c.port, err = pgFreePort(); err != nil {
+	if c.port, err = freePort(); err != nil {
 		return fail(err)
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -190,7 +181,7 @@ func (c *pgCluster) Version() string { return c.version }
 // Start starts the server and waits until it accepts connections.
 func (c *pgCluster) Start(ctx context.Context) error {
 	if out, err := c.run(ctx, "pg_ctl", "-D", c.data, "-l", c.log, "-w", "-t", "60", "start"); err != nil {
-		return fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, pgTailFile(c.log, 10))
+		return fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, launch.Tail(c.log, 10))
 	}
 	return nil
 }
@@ -237,17 +228,4 @@ func (c *pgCluster) Close() {
 		_ = c.Stop(ctx, "immediate")
 	}
 	_ = os.RemoveAll(c.dir)
-}
-
-// pgTailFile returns the last n lines of the file at path.
-func pgTailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

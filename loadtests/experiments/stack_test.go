@@ -11,15 +11,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
-// logWriter sends an experiment's progress lines to the test log.
-type logWriter struct{ t testing.TB }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // runSmall runs the experiment named name at Small size against the
 // stack and returns its Result, failing the test when it could not
 // measure or left a field of the table empty.

@@ -160,7 +160,7 @@ func (l *Launcher) Start(ctx context.Context, name string, port int, env map[str
 
 	if err := waitReady(ctx, p, readyTimeout); err != nil {
 		_ = l.Stop(name, 10*time.Second)
-		return nil, fmt.Errorf("%s did not become ready: %w (log: %s)\n%s", name, err, logPath, tail(logPath, 15))
+		return nil, fmt.Errorf("%s did not become ready: %w (log: %s)\n%s", name, err, logPath, Tail(logPath, 15))
 	}
 	return p, nil
 }
@@ -242,8 +242,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
-// tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
+// Tail returns the last n lines of the file at path ("" when it cannot
+// be read).
+func Tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""

@@ -125,11 +125,11 @@ func measureNotify(ctx context.Context, o Options) *NotifySeries {
 		if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&s.ServerVersion); err != nil {
 			return err
 		}
-		l, err := listen(ctx, o.PostgresURL, channel)
+		l, err := Listen(ctx, o.PostgresURL, channel)
 		if err != nil {
-			return err
+			return fmt.Errorf("listener: %w", err)
 		}
-		defer l.close()
+		defer l.Close()
 		// Modes alternate at each concurrency, so that drift (a growing
 		// table, a neighbour's load) touches the three alike.
 		for _, n := range NotifyCommitters {
@@ -157,7 +157,7 @@ func measureNotify(ctx context.Context, o Options) *NotifySeries {
 }
 
 // notifyPoint runs n committers in mode for d and returns the point.
-func notifyPoint(ctx context.Context, pool *pgxpool.Pool, l *listener, channel, mode string, n int, d time.Duration) (NotifyPoint, error) {
+func notifyPoint(ctx context.Context, pool *pgxpool.Pool, l *Listener, channel, mode string, n int, d time.Duration) (NotifyPoint, error) {
 	p := NotifyPoint{Mode: mode, Committers: n}
 	conns := make([]*pgxpool.Conn, 0, n)
 	defer func() {
@@ -247,17 +247,17 @@ func notifyPoint(ctx context.Context, pool *pgxpool.Pool, l *listener, channel, 
 	return p, nil
 }
 
-// listener is one connection LISTENing on a channel, counting the
-// notifications it receives.
-type listener struct {
+// Listener is one connection LISTENing on a channel, counting the
+// notifications on that channel it receives.
+type Listener struct {
 	conn   *pgx.Conn
 	count  atomic.Int64
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// listen connects to url and LISTENs on channel until close.
-func listen(ctx context.Context, url, channel string) (*listener, error) {
+// Listen connects to url and LISTENs on channel until Close.
+func Listen(ctx context.Context, url, channel string) (*Listener, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, err
@@ -265,30 +265,41 @@ func listen(ctx context.Context, url, channel string) (*listener, error) {
 	cfg.ConnectTimeout = 5 * time.Second
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("listener: %w", err)
+		return nil, err
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err = conn.Exec(lctx, "LISTEN "+pgx.Identifier{channel}.Sanitize())
+	lcancel()
+	if err != nil {
 		_ = conn.Close(context.Background())
-		return nil, fmt.Errorf("listener: %w", err)
+		return nil, err
 	}
-	lctx, cancel := context.WithCancel(context.Background())
-	l := &listener{conn: conn, cancel: cancel, done: make(chan struct{})}
+	wctx, cancel := context.WithCancel(context.Background())
+	l := &Listener{conn: conn, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		for {
-			if _, err := conn.WaitForNotification(lctx); err != nil {
+			n, err := conn.WaitForNotification(wctx)
+			if err != nil {
 				return
 			}
-			l.count.Add(1)
+			// A connection behind a pooler may hear other clients'
+			// channels.
+			if n.Channel == channel {
+				l.count.Add(1)
+			}
 		}
 	}()
 	return l, nil
 }
 
+// Count is how many notifications the listener has received.
+func (l *Listener) Count() int64 { return l.count.Load() }
+
 // settle waits until the listener has received want notifications since
 // from, or until the count stops growing for 300 ms (at most 5 s), and
 // returns its count.
-func (l *listener) settle(ctx context.Context, from, want int64) int64 {
+func (l *Listener) settle(ctx context.Context, from, want int64) int64 {
 	deadline := time.Now().Add(5 * time.Second)
 	last, still := l.count.Load(), time.Now()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -306,9 +317,11 @@ func (l *listener) settle(ctx context.Context, from, want int64) int64 {
 	return l.count.Load()
 }
 
-// close stops the listener and closes its connection.
-func (l *listener) close() {
+// Close stops the listener and closes its connection.
+func (l *Listener) Close() {
 	l.cancel()
 	<-l.done
-	_ = l.conn.Close(context.Background())
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = l.conn.Close(cctx)
 }

@@ -165,26 +165,7 @@ UPDATE q SET attempts = q.attempts + 1, run_at = now() + interval '30 seconds', 
 RETURNING q.id`
 	err := withSchema(ctx, o, setup, func(pool *pgxpool.Pool) error {
 		var empty atomic.Bool
-		n, d, err := workers(ctx, o.Conns, o.Duration, func(ctx context.Context) (int64, error) {
-			if empty.Load() {
-				<-ctx.Done()
-				return 0, nil
-			}
-			rows, err := pool.Query(ctx, claim, claimBatch)
-			if err != nil {
-				return 0, err
-			}
-			ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-			if err != nil {
-				return 0, err
-			}
-			if len(ids) == 0 {
-				empty.Store(true)
-				return 0, nil
-			}
-			tag, err := pool.Exec(ctx, `DELETE FROM q WHERE id = ANY($1)`, ids)
-			return tag.RowsAffected(), err
-		})
+		n, d, err := workers(ctx, o.Conns, o.Duration, claimThenDelete[int64](pool, claim, `DELETE FROM q WHERE id = ANY($1)`, &empty))
 		finish(&r, n, d)
 		if empty.Load() {
 			r.Desc += fmt.Sprintf(" (the %d rows ran out before the loop's end)", claimFill)
@@ -192,6 +173,33 @@ RETURNING q.id`
 		return err
 	})
 	return r, err
+}
+
+// claimThenDelete is a workers loop body: it claims claimBatch rows with
+// claim (which returns their ids, of type T), deletes them with del (ids
+// as $1) and counts the rows deleted. When a claim finds no due row it
+// sets empty and idles until the loop's end.
+func claimThenDelete[T any](pool *pgxpool.Pool, claim, del string, empty *atomic.Bool) func(ctx context.Context) (int64, error) {
+	return func(ctx context.Context) (int64, error) {
+		if empty.Load() {
+			<-ctx.Done()
+			return 0, nil
+		}
+		rows, err := pool.Query(ctx, claim, claimBatch)
+		if err != nil {
+			return 0, err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[T])
+		if err != nil {
+			return 0, err
+		}
+		if len(ids) == 0 {
+			empty.Store(true)
+			return 0, nil
+		}
+		tag, err := pool.Exec(ctx, del, ids)
+		return tag.RowsAffected(), err
+	}
 }
 
 // recordUpdate fills a logged table shaped like the queue's task records

@@ -242,15 +242,7 @@ func (r Results) Find(engine, loop string) (Result, bool) {
 
 // Write writes r to dir/<id>.json and returns the path.
 func Write(dir string, r Results) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, r.ID+".json")
-	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+	return driver.WriteJSON(dir, r.ID+".json", r)
 }
 
 // Load reads the newest dir/*-raw.json; a zero Results (no Loops) and no

@@ -586,26 +586,8 @@ SELECT gen_random_uuid(), t, t
 // queue_jobs at a time for o.Duration and records their rate in c.
 func claimLoop(ctx context.Context, o Options, pool *pgxpool.Pool, c *ClaimState) error {
 	var empty atomic.Bool
-	n, d, err := workers(ctx, o.Conns, o.Duration, func(ctx context.Context) (int64, error) {
-		if empty.Load() {
-			<-ctx.Done()
-			return 0, nil
-		}
-		rows, err := pool.Query(ctx, claimDeadSQL, claimBatch)
-		if err != nil {
-			return 0, err
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[[16]byte])
-		if err != nil {
-			return 0, err
-		}
-		if len(ids) == 0 {
-			empty.Store(true)
-			return 0, nil
-		}
-		tag, err := pool.Exec(ctx, `DELETE FROM queue_jobs WHERE task_id = ANY($1::uuid[])`, ids)
-		return tag.RowsAffected(), err
-	})
+	n, d, err := workers(ctx, o.Conns, o.Duration,
+		claimThenDelete[[16]byte](pool, claimDeadSQL, `DELETE FROM queue_jobs WHERE task_id = ANY($1::uuid[])`, &empty))
 	c.Items, c.Seconds = n, seconds(d)
 	if d > 0 {
 		c.Rate = math.Round(float64(n)/d.Seconds()*10) / 10
