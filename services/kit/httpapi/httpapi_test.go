@@ -261,6 +261,29 @@ func TestStaticRouteWinsOverPattern(t *testing.T) {
 	}
 }
 
+// UUIDParam answers a UUID in lower case, and hands anything else, as
+// sent but shortened, to the contract's own error.
+func TestUUIDParam(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 100)
+	for _, c := range []struct{ path, id, sent string }{
+		{"/users/0190A0B2-7C3D-7E4F-8A9B-0C1D2E3F4A5B", "0190a0b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b", ""},
+		{"/users/nope", "", "nope"},
+		{"/users/" + long, "", long[:64] + "..."},
+	} {
+		r := httpapi.NewRouter(httpapi.RouterOptions{})
+		var id, sent string
+		var err error
+		r.Get("/users/{id}", func(w http.ResponseWriter, req *http.Request) {
+			id, err = httpapi.UUIDParam(req, "id", func(s string) error { sent = s; return httpapi.ErrNotFound })
+		})
+		r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, c.path, nil))
+		if id != c.id || sent != c.sent || (err == nil) != (c.sent == "") {
+			t.Errorf("%s: id %q, sent %q, err %v; want id %q, sent %q", c.path, id, sent, err, c.id, c.sent)
+		}
+	}
+}
+
 // chi matches on the escaped path: a route parameter sent with an
 // escaped character must reach the handler decoded.
 func TestPathParamIsDecoded(t *testing.T) {
