@@ -103,13 +103,22 @@ func TestConnectionLossReconnectsWithoutLoss(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	tg := startTarget(t, e, conformance.Settings{Workers: 4, Work: 10 * time.Millisecond}, nil)
-	cut := brokerConnection(t, tg.App().connectionName())
+	cutUnderLoad(t, tg, tg.App().connectionName())
+}
+
+// cutUnderLoad closes the broker connection named name from the broker's
+// side while 400 tasks run, posts 100 more (which wait for the new
+// connection if needed) and checks that all 500 complete after at least
+// one counted reconnect.
+func cutUnderLoad(t testing.TB, tg *target, name string) {
+	t.Helper()
+	cut := brokerConnection(t, name)
 	post(t, tg.URL(), 400, 0)
 	cut()
 	var done int
 	_ = tg.pool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT count(*) FROM tasks WHERE status = 'done'`).Scan(&done)
-	t.Logf("connection cut with %d of 400 tasks done", done)
-	post(t, tg.URL(), 100, 0) // waits for the new connection if needed
+	t.Logf("connection %s cut with %d of 400 tasks done", name, done)
+	post(t, tg.URL(), 100, 0)
 	waitDone(t, tg, 500, 2*time.Minute)
 	if n := tg.App().stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
 		t.Errorf("reconnects = %d, want at least 1", n)
@@ -131,14 +140,7 @@ func TestConsumerOnItsOwnConnection(t *testing.T) {
 	if s.consConn == nil || s.consConn == s.conn {
 		t.Fatal("the consumer has no connection of its own")
 	}
-	cut := brokerConnection(t, tg.App().consumerConnectionName())
-	post(t, tg.URL(), 400, 0)
-	cut()
-	post(t, tg.URL(), 100, 0)
-	waitDone(t, tg, 500, 2*time.Minute)
-	if n := tg.App().stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
-		t.Errorf("reconnects = %d, want at least 1", n)
-	}
+	cutUnderLoad(t, tg, tg.App().consumerConnectionName())
 }
 
 // TestQuorumQueue runs tasks, a retry included, on QUEUE_TYPE=quorum.
@@ -219,11 +221,7 @@ func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
 	begin := time.Now()
 	tg.Stop()
 	t.Logf("graceful stop with a failing attempt in flight took %v", time.Since(begin))
-	var status string
-	var attempts int
-	if err := tg.pool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT status, attempts FROM tasks`).Scan(&status, &attempts); err != nil {
-		t.Fatal(err)
-	}
+	status, attempts := onlyTask(t, tg)
 	if status != queue.StatusQueued || attempts != 1 {
 		t.Errorf("task after the stop: status %s, attempts %d; want queued after 1 attempt", status, attempts)
 	}

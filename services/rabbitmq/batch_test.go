@@ -21,6 +21,16 @@ func counter(t testing.TB, tg *target, name string) int64 {
 	return tg.App().stats.Snapshot().Counters[name]
 }
 
+// onlyTask returns the status and attempts of the target's one task
+// record.
+func onlyTask(t testing.TB, tg *target) (status string, attempts int) {
+	t.Helper()
+	if err := tg.pool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT status, attempts FROM tasks`).Scan(&status, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	return status, attempts
+}
+
 // publishRaw publishes a task message to the work queue past the service,
 // as a duplicate publish or a redelivery would bring it.
 func publishRaw(t testing.TB, e env, m message) {
@@ -105,11 +115,7 @@ func TestRecordDecidesOnRedelivery(t *testing.T) {
 		return counter(t, tg, queue.CounterDelivered) == 2
 	})
 	tg.Stop() // flushes the acknowledgements; an unacknowledged message would go back to the queue
-	var attempts int
-	var status string
-	if err := tg.pool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT status, attempts FROM tasks`).Scan(&status, &attempts); err != nil {
-		t.Fatal(err)
-	}
+	status, attempts := onlyTask(t, tg)
 	if status != queue.StatusDone || attempts != 1 {
 		t.Errorf("after the duplicate: status %s, attempts %d; want done, 1", status, attempts)
 	}

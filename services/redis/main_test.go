@@ -142,16 +142,24 @@ func checkBypass(t testing.TB, base string, id int64) {
 // 5xx for a read the origin can serve.
 func TestRedisUnreachableBypasses(t *testing.T) {
 	t.Parallel()
+	eachMode(t, func(t *testing.T, mode string) {
+		cfg := testConfig(t, map[string]string{"CACHE_MODE": mode, "REDIS_URL": "redis://" + closedPort(t) + "/0"})
+		base := servicetest.Start(t, build, cfg).URL()
+		checkBypass(t, base, 7)
+		put := conformance.PutProduct(t, base, 7, cache.ProductUpdate{Name: "while redis is down", PriceCents: 1, Stock: 2})
+		if p, _ := conformance.GetProduct(t, base, 7); p != put {
+			t.Errorf("GET after PUT with Redis down: %+v, want %+v", p, put)
+		}
+	})
+}
+
+// eachMode runs test as a parallel subtest for each cache mode.
+func eachMode(t *testing.T, test func(t *testing.T, mode string)) {
+	t.Helper()
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			cfg := testConfig(t, map[string]string{"CACHE_MODE": mode, "REDIS_URL": "redis://" + closedPort(t) + "/0"})
-			base := servicetest.Start(t, build, cfg).URL()
-			checkBypass(t, base, 7)
-			put := conformance.PutProduct(t, base, 7, cache.ProductUpdate{Name: "while redis is down", PriceCents: 1, Stock: 2})
-			if p, _ := conformance.GetProduct(t, base, 7); p != put {
-				t.Errorf("GET after PUT with Redis down: %+v, want %+v", p, put)
-			}
+			test(t, mode)
 		})
 	}
 }
@@ -168,12 +176,7 @@ func TestRedisUnreachableBypasses(t *testing.T) {
 // miss, not a local hit.
 func TestRedisStoppedMidTest(t *testing.T) {
 	t.Parallel()
-	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			testRedisStopped(t, mode)
-		})
-	}
+	eachMode(t, testRedisStopped)
 }
 
 func testRedisStopped(t *testing.T, mode string) {

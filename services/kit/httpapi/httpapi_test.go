@@ -226,38 +226,52 @@ func TestNullIsRefusedForNonNullableFields(t *testing.T) {
 	}
 }
 
-// A static route is its own resource: its Allow names its methods only,
+// A static route is its own resource: GET /events/batch is not
+// GET /events/{id}, and the Allow of /events/batch names its methods only,
 // not those of a pattern that also matches.
-func TestAllowPrefersTheStaticRoute(t *testing.T) {
-	t.Parallel()
-	r := httpapi.NewRouter(httpapi.RouterOptions{})
-	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) }
-	r.Post("/events/batch", ok)
-	r.Get("/events/{id}", ok)
-	rec := httptest.NewRecorder()
-	r.ServeHTTP(rec, httptest.NewRequest(http.MethodOptions, "/events/batch", nil))
-	if rec.Code != 405 || rec.Header().Get("Allow") != "POST" {
-		t.Errorf("OPTIONS /events/batch: %d Allow %q, want 405 and POST", rec.Code, rec.Header().Get("Allow"))
-	}
-}
-
-// GET /events/batch is not GET /events/{id}: the static route is the
-// resource, and it has no GET.
 func TestStaticRouteWinsOverPattern(t *testing.T) {
 	t.Parallel()
 	r := httpapi.NewRouter(httpapi.RouterOptions{})
 	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) }
 	r.Post("/events/batch", ok)
 	r.Get("/events/{id}", ok)
-	rec := httptest.NewRecorder()
-	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/events/batch", nil))
-	if rec.Code != 405 || rec.Header().Get("Allow") != "POST" {
-		t.Errorf("GET /events/batch: %d Allow %q, want 405 and POST", rec.Code, rec.Header().Get("Allow"))
+	for _, c := range []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{http.MethodOptions, "/events/batch", 405, "POST"},
+		{http.MethodGet, "/events/batch", 405, "POST"},
+		{http.MethodGet, "/events/x", 200, ""},
+	} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		if rec.Code != c.code || rec.Header().Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d Allow %q, want %d and %q", c.method, c.path, rec.Code, rec.Header().Get("Allow"), c.code, c.allow)
+		}
 	}
-	rec = httptest.NewRecorder()
-	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/events/x", nil))
-	if rec.Code != 200 {
-		t.Errorf("GET /events/x: %d, want 200", rec.Code)
+}
+
+// UUIDParam answers a UUID in lower case, and hands anything else, as
+// sent but shortened, to the contract's own error.
+func TestUUIDParam(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 100)
+	for _, c := range []struct{ path, id, sent string }{
+		{"/users/0190A0B2-7C3D-7E4F-8A9B-0C1D2E3F4A5B", "0190a0b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b", ""},
+		{"/users/nope", "", "nope"},
+		{"/users/" + long, "", long[:64] + "..."},
+	} {
+		r := httpapi.NewRouter(httpapi.RouterOptions{})
+		var id, sent string
+		var err error
+		r.Get("/users/{id}", func(w http.ResponseWriter, req *http.Request) {
+			id, err = httpapi.UUIDParam(req, "id", func(s string) error { sent = s; return httpapi.ErrNotFound })
+		})
+		r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, c.path, nil))
+		if id != c.id || sent != c.sent || (err == nil) != (c.sent == "") {
+			t.Errorf("%s: id %q, sent %q, err %v; want id %q, sent %q", c.path, id, sent, err, c.id, c.sent)
+		}
 	}
 }
 

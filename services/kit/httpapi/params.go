@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 )
 
 // DurationPattern is the pattern of a duration query parameter, as the
@@ -116,4 +118,16 @@ func PathParam(r *http.Request, name string) string {
 		return d
 	}
 	return v
+}
+
+// UUIDParam returns the route parameter name of r (PathParam) as a UUID in
+// lower case (ids.Parse). When it is not a UUID, it returns the error
+// invalid makes of the value as sent, shortened to 64 bytes (Truncate):
+// each contract says whether that is a 400 or a 404.
+func UUIDParam(r *http.Request, name string, invalid func(sent string) error) (string, error) {
+	v := PathParam(r, name)
+	if id, ok := ids.Parse(v); ok {
+		return id, nil
+	}
+	return "", invalid(Truncate(v, 64))
 }

@@ -239,14 +239,7 @@ func TestDebugListenerOffByDefault(t *testing.T) {
 	}
 	base, stop := runService(t, svc)
 	defer stop()
-	resp, err := http.Get(base + "/debug/pprof/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("GET /debug/pprof/ on ADDR answered %d, want 404", resp.StatusCode)
-	}
+	checkNoPprof(t, base)
 }
 
 // TestDebugListenerServesPprof sets DEBUG_ADDR: its own listener serves
@@ -281,6 +274,13 @@ func TestDebugListenerServesPprof(t *testing.T) {
 			t.Errorf("GET %s on DEBUG_ADDR answered %d %.200q", path, resp.StatusCode, b)
 		}
 	}
+	checkNoPprof(t, base)
+}
+
+// checkNoPprof checks that the service's own listener at base does not
+// serve /debug/pprof/.
+func checkNoPprof(t testing.TB, base string) {
+	t.Helper()
 	resp, err := http.Get(base + "/debug/pprof/")
 	if err != nil {
 		t.Fatal(err)

@@ -91,11 +91,9 @@ func (h *handlers) respondUser(w http.ResponseWriter, r *http.Request, name stri
 }
 
 func pathID(r *http.Request) (string, error) {
-	id, ok := ids.Parse(httpapi.PathParam(r, "id"))
-	if !ok {
-		return "", httpapi.BadRequest("id %q is not a UUID", httpapi.Truncate(httpapi.PathParam(r, "id"), 64))
-	}
-	return id, nil
+	return httpapi.UUIDParam(r, "id", func(sent string) error {
+		return httpapi.BadRequest("id %q is not a UUID", sent)
+	})
 }
 
 // idAndProfile reads the path's id and a body that is a profile object

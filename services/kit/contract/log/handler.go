@@ -150,11 +150,9 @@ func (h *handler) postBatch(w http.ResponseWriter, r *http.Request) error {
 
 // eventID returns the path's id; a malformed one is unknown (404).
 func eventID(r *http.Request) (string, error) {
-	id, ok := ids.Parse(httpapi.PathParam(r, "id"))
-	if !ok {
-		return "", fmt.Errorf("event %q (ids are UUIDs): %w", httpapi.Truncate(httpapi.PathParam(r, "id"), 64), httpapi.ErrNotFound)
-	}
-	return id, nil
+	return httpapi.UUIDParam(r, "id", func(sent string) error {
+		return fmt.Errorf("event %q (ids are UUIDs): %w", sent, httpapi.ErrNotFound)
+	})
 }
 
 func (h *handler) get(r *http.Request, id string) (Event, error) {

@@ -163,11 +163,9 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) error {
 }
 
 func taskID(r *http.Request) (string, error) {
-	id, ok := ids.Parse(httpapi.PathParam(r, "id"))
-	if !ok {
-		return "", fmt.Errorf("task %q: %w", httpapi.Truncate(httpapi.PathParam(r, "id"), 64), httpapi.ErrNotFound)
-	}
-	return id, nil
+	return httpapi.UUIDParam(r, "id", func(sent string) error {
+		return fmt.Errorf("task %q: %w", sent, httpapi.ErrNotFound)
+	})
 }
 
 func (h *handler) get(w http.ResponseWriter, r *http.Request) error {

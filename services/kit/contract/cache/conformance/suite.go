@@ -68,6 +68,19 @@ type side struct {
 	Features Features
 }
 
+// peerServes reports whether the peer serves want as product id: checked
+// once where it must at once (Features.peerAtOnce), else awaited for up
+// to 10 s (failing the test if it never does).
+func (s side) peerServes(t testing.TB, id int64, want cache.Product) bool {
+	t.Helper()
+	check := func() bool { p, _ := GetProduct(t, s.PeerURL(), id); return p == want }
+	if s.Features.peerAtOnce() {
+		return check()
+	}
+	kittest.Eventually(t, 10*time.Second, "the peer to serve the new value", check)
+	return true
+}
+
 // Run is the cache pair's conformance suite: both services' tests call it
 // with their side's Features and NewTarget, and both must pass it
 // unchanged. Read-only subtests share one target and use product ids of
@@ -195,13 +208,8 @@ func testPutInvalidates(t *testing.T, _ side, own ownTarget) {
 	if p, xc := GetProduct(t, s.URL(), id); p != put || xc != cache.Miss {
 		t.Errorf("GET after PUT: X-Cache %q, %+v; want a miss with %+v", xc, p, put)
 	}
-	check := func() bool { p, _ := GetProduct(t, s.PeerURL(), id); return p == put }
-	if s.Features.peerAtOnce() {
-		if !check() {
-			t.Errorf("peer GET after PUT on a shared cache: old value")
-		}
-	} else {
-		kittest.Eventually(t, 10*time.Second, "the peer to serve the new value", check)
+	if !s.peerServes(t, id, put) {
+		t.Errorf("peer GET after PUT on a shared cache: old value")
 	}
 	if _, xc := GetProduct(t, s.PeerURL(), id); xc != cache.Hit {
 		t.Errorf("peer's GET after the refill: X-Cache %q, want hit", xc)
@@ -424,13 +432,8 @@ func testFillRace(t *testing.T, _ side, own ownTarget) {
 		if p, xc := GetProduct(t, s.URL(), id); p != put {
 			t.Fatalf("GET after a PUT that committed during a slow load: X-Cache %q, %+v; want %+v (the load's fill outlived the invalidation)", xc, p, put)
 		}
-		check := func() bool { p, _ := GetProduct(t, s.PeerURL(), id); return p == put }
-		if s.Features.peerAtOnce() {
-			if !check() {
-				t.Fatalf("peer GET after the race: the old value")
-			}
-		} else {
-			kittest.Eventually(t, 10*time.Second, "the peer to serve the new value", check)
+		if !s.peerServes(t, id, put) {
+			t.Fatalf("peer GET after the race: the old value")
 		}
 		if old != put {
 			return
