@@ -12,7 +12,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
 // self is the service's row in the pair table.
@@ -107,7 +106,7 @@ func validate(r *config.Reader, c Config) {
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
+var info = service.Info(self)
 
 // build connects to Kafka, ensures the topic and assembles the service.
 func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {

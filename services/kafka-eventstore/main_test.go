@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -125,10 +124,7 @@ func TestRefusesAMultiPartitionTopic(t *testing.T) {
 	if _, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: cfg.Topic, NumPartitions: 2, ReplicationFactor: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := build(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err == nil || !strings.Contains(err.Error(), "2 partitions") {
-		t.Fatalf("build on a 2-partition topic: %v, want a refusal", err)
-	}
+	servicetest.RefusesToStart(t, build, cfg, "2 partitions")
 }
 
 func TestConfigNamesBadVariables(t *testing.T) {

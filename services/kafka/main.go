@@ -19,7 +19,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
 
@@ -172,7 +171,7 @@ func (c Config) validate(r *config.Reader) {
 var topicRE = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
+var info = service.Info(self)
 
 // ping asks the first broker that answers for the cluster's brokers: a
 // real metadata round trip, not just an open port.

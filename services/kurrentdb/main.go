@@ -11,7 +11,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
 // self is the service's row in the pair table.
@@ -57,7 +56,7 @@ func readConfig(r *config.Reader) (Config, error) {
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
+var info = service.Info(self)
 
 // build creates the client (it connects lazily; /readyz tells whether the
 // server answers) and assembles the service.

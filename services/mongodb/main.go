@@ -14,7 +14,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
 // self is the service's row in the pair table.
@@ -85,7 +84,7 @@ func (c Config) validate(r *config.Reader) {
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
+var info = service.Info(self)
 
 // connect opens the driver's pool and pings the primary.
 func connect(ctx context.Context, c Config) (*mongo.Client, error) {

@@ -15,7 +15,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
 // self is the service's row in the pair table.
@@ -89,7 +88,7 @@ func validate(r *config.Reader, c Config) {
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
+var info = service.Info(self)
 
 // build connects and migrates the backend, starts the listener and
 // assembles the service.

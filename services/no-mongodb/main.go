@@ -11,7 +11,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
 // self is the service's row in the pair table.
@@ -74,7 +73,7 @@ func readCommon(r *config.Reader) service.Common {
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
+var info = service.Info(self)
 
 // build connects and migrates the backend and assembles the service.
 func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, error) {

@@ -19,7 +19,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
 // self is the service's row in the pair table.
@@ -141,7 +140,7 @@ func (c Config) validate(r *config.Reader) {
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
+var info = service.Info(self)
 
 // build connects and migrates the backend and assembles the service.
 var build = service.WithoutParts(assemble)

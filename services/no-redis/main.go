@@ -15,7 +15,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
 // self is the service's row in the pair table.
@@ -108,7 +107,7 @@ func readConfig(r *config.Reader) (Config, error) {
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
+var info = service.Info(self)
 
 // app is what build assembles and the tests reach into.
 type app struct {

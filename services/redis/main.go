@@ -16,7 +16,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
 // self is the service's row in the pair table.
@@ -120,7 +119,7 @@ func readConfig(r *config.Reader) (Config, error) {
 }
 
 // info names the service in /stats and /metrics.
-var info = stats.Info{Service: self.Name, Pair: self.Pair, Backend: self.Backend}
+var info = service.Info(self)
 
 // newClient returns the go-redis client of cfg. It does not connect: the
 // first command does.

@@ -1,7 +1,8 @@
 // Package servicetest runs a service's build in the service's own tests:
 // built once and served for one test (CheckShared), or as a
 // kittest.Instance built again on every Restart (Start, Assembled,
-// Target).
+// Target); or expected to refuse to start (RefusesToStart,
+// RefusesDeafListen).
 //
 // It is test code: only _test.go files import it, so no service binary
 // links it (kit's deps test checks that for kittest, which it imports).
@@ -11,7 +12,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -109,13 +109,5 @@ func RefusesDeafListen[C Config](tb testing.TB, build Build[C], read func(*confi
 	tb.Helper()
 	bouncer := kittest.Server(tb, "PGBOUNCER_URL", kittest.DefaultPgBouncerURL)
 	cfg := kittest.ReadConfig(tb, read, env, map[string]string{"DATABASE_LISTEN_URL": bouncer})
-	svc, err := build(kittest.Context(tb, time.Minute), cfg, kittest.Logger(cfg))
-	if err == nil {
-		_ = svc.Stop(kittest.Context(tb, 30*time.Second))
-		tb.Fatal("started with a LISTEN connection through pgbouncer")
-	}
-	if !strings.Contains(err.Error(), pglisten.ErrDeaf.Error()) {
-		tb.Fatalf("start failed with %v, want the listener probe's refusal", err)
-	}
-	tb.Logf("refused: %v", err)
+	tb.Logf("refused: %v", RefusesToStart(tb, build, cfg, pglisten.ErrDeaf.Error()))
 }
