@@ -32,6 +32,9 @@ const (
 	// DefaultClaimBatch is CLAIM_BATCH's default; MaxClaimBatch its
 	// largest accepted value.
 	DefaultClaimBatch, MaxClaimBatch = 64, 10000
+	// DefaultClaimLinger is CLAIM_LINGER's default (the rabbitmq side's
+	// RECORD_LINGER default); MaxClaimLinger its largest accepted value.
+	DefaultClaimLinger, MaxClaimLinger = time.Millisecond, 100 * time.Millisecond
 	// DefaultLease is LEASE's default; MinLease its smallest accepted
 	// value.
 	DefaultLease, MinLease = 30 * time.Second, 300 * time.Millisecond
@@ -81,6 +84,13 @@ type Config struct {
 	// most MaxClaimBatch. The service holds
 	// at most WORKERS + CLAIM_BATCH tasks at once.
 	ClaimBatch int
+	// ClaimLinger is how long the fetcher waits after an enqueue's poke
+	// before it claims, so that the enqueues committing meanwhile share
+	// one claim statement (the counterpart of the rabbitmq side's
+	// RECORD_LINGER): it adds up to that much to the delivery latency.
+	// Env CLAIM_LINGER; default DefaultClaimLinger, at most
+	// MaxClaimLinger; 0 claims at once.
+	ClaimLinger time.Duration
 	// Lease is how long a claimed task stays locked (queue_jobs.locked_until)
 	// before another worker may rescue it; the service renews the leases of
 	// the tasks it holds every Lease/3, so only a dead worker's lease
@@ -113,6 +123,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		Worker:       queue.ReadWorkerConfig(r),
 		Retention:    cleaner.ReadConfig(r, "TASK_RETENTION", records.DefaultTaskRetention),
 		ClaimBatch:   r.Int("CLAIM_BATCH", DefaultClaimBatch),
+		ClaimLinger:  r.Duration("CLAIM_LINGER", DefaultClaimLinger),
 		Lease:        r.Duration("LEASE", DefaultLease),
 		PollInterval: r.Duration("POLL_INTERVAL", DefaultPollInterval),
 		QueueTable:   r.Enum("QUEUE_TABLE", DefaultQueueTable, "unlogged", "logged"),
@@ -127,6 +138,9 @@ func readConfig(r *config.Reader) (Config, error) {
 func (c Config) validate(r *config.Reader) {
 	if c.ClaimBatch < 1 || c.ClaimBatch > MaxClaimBatch {
 		r.Fail("CLAIM_BATCH", "must be between 1 and %d, got %d", MaxClaimBatch, c.ClaimBatch)
+	}
+	if c.ClaimLinger < 0 || c.ClaimLinger > MaxClaimLinger {
+		r.Fail("CLAIM_LINGER", "must be between 0 and %v, got %v", MaxClaimLinger, c.ClaimLinger)
 	}
 	if c.Lease < MinLease {
 		r.Fail("LEASE", "must be at least %v, got %v", MinLease, c.Lease)

@@ -39,3 +39,18 @@ func TestListenThroughPgBouncerFailsTheStart(t *testing.T) {
 	servicetest.RefusesDeafListen(t, build, readConfig, map[string]string{
 		"DATABASE_URL": sc.url, "DATABASE_SCHEMA": sc.name, "DATABASE_CONNECT_TIMEOUT": "3s"})
 }
+
+// TestConfigClaimLinger: CLAIM_LINGER defaults to the rabbitmq side's
+// RECORD_LINGER, 0 turns it off, and a negative or too long wait is
+// refused by name.
+func TestConfigClaimLinger(t *testing.T) {
+	t.Parallel()
+	if c := configtest.Defaults(t, readConfig); c.ClaimLinger != time.Millisecond {
+		t.Errorf("default CLAIM_LINGER %v, want 1ms", c.ClaimLinger)
+	}
+	if c := kittest.ReadConfig(t, readConfig, map[string]string{"CLAIM_LINGER": "0"}); c.ClaimLinger != 0 {
+		t.Errorf("CLAIM_LINGER=0 read as %v", c.ClaimLinger)
+	}
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"CLAIM_LINGER": "-1ms"}, "CLAIM_LINGER")
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"CLAIM_LINGER": "1s"}, "CLAIM_LINGER")
+}

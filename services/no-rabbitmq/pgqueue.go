@@ -400,6 +400,7 @@ func (q *pgQueue) fetch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-q.wake:
+			q.linger(ctx)
 		case <-timer.C:
 		}
 		if !timer.Stop() {
@@ -408,6 +409,25 @@ func (q *pgQueue) fetch(ctx context.Context) {
 			default:
 			}
 		}
+	}
+}
+
+// linger waits CLAIM_LINGER after a poke, so that the enqueues committing
+// meanwhile go into the same claim (their pokes fold into the one in
+// hand), as the rabbitmq side's RECORD_LINGER gathers record writes.
+func (q *pgQueue) linger(ctx context.Context) {
+	if q.cfg.ClaimLinger <= 0 {
+		return
+	}
+	t := time.NewTimer(q.cfg.ClaimLinger)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	select { // the pokes that came meanwhile are this claim's
+	case <-q.wake:
+	default:
 	}
 }
 
