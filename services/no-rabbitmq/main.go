@@ -84,10 +84,12 @@ type Config struct {
 	// most MaxClaimBatch. The service holds
 	// at most WORKERS + CLAIM_BATCH tasks at once.
 	ClaimBatch int
-	// ClaimLinger is how long the fetcher waits after an enqueue's poke
-	// before it claims, so that the enqueues committing meanwhile share
-	// one claim statement (the counterpart of the rabbitmq side's
-	// RECORD_LINGER): it adds up to that much to the delivery latency.
+	// ClaimLinger is how long the fetcher waits after a poke (an enqueue,
+	// a completion freeing capacity, the listener's sweep) before it
+	// claims, so that what comes meanwhile shares one claim statement (the
+	// counterpart of the rabbitmq side's RECORD_LINGER): it adds up to
+	// that much to the delivery latency. Wake-ups by the timer (next due
+	// row, fallback poll) claim at once.
 	// Env CLAIM_LINGER; default DefaultClaimLinger, at most
 	// MaxClaimLinger; 0 claims at once.
 	ClaimLinger time.Duration

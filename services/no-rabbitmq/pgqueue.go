@@ -412,9 +412,10 @@ func (q *pgQueue) fetch(ctx context.Context) {
 	}
 }
 
-// linger waits CLAIM_LINGER after a poke, so that the enqueues committing
-// meanwhile go into the same claim (their pokes fold into the one in
-// hand), as the rabbitmq side's RECORD_LINGER gathers record writes.
+// linger waits CLAIM_LINGER after a poke (an enqueue, a completion, the
+// listener's sweep), so that the enqueues committing and the capacity
+// freed meanwhile go into the same claim (their pokes fold into the one
+// in hand), as the rabbitmq side's RECORD_LINGER gathers record writes.
 func (q *pgQueue) linger(ctx context.Context) {
 	if q.cfg.ClaimLinger <= 0 {
 		return
