@@ -258,30 +258,91 @@ func testBadInput(t *testing.T, tg Target) {
 	if err := json.Unmarshal(Get(t, base, odd.ID).Payload, &got); err != nil || got.X != `\u0000` || got.Y != "\\\\\U0001F600" {
 		t.Errorf("escaped backslash / surrogate pair payload came back as %+v (%v)", got, err)
 	}
-	// 408: an event not yet delivered when the wait gives up. The last
-	// event of a 200-event batch usually takes longer than 1 ms to be
-	// delivered (a single event can take less on an idle machine), but
-	// nothing guarantees it, so try a few times; every answer must be 200
-	// or 408.
+	// 408: an event not yet delivered when the wait gives up. A wait
+	// that starts after its event's batch was acknowledged races the
+	// consumer, which on a loaded machine can record a 200-event batch
+	// before the client has read the answer (CI saw 100 such rounds in a
+	// row). So each round writes several full batches on one key at once,
+	// and each writer waits 1ms for its batch's last event as soon as the
+	// batch is acknowledged: the consumer has thousands of events to
+	// record, in order, before the last batch's last one. Nothing
+	// guarantees a 408 even then, so up to 10 rounds are tried; every
+	// answer must be 200 or 408.
 	saw408 := false
-	for i := 0; i < 100 && !saw408; i++ {
-		batch := PostBatch(t, base, events(200, "k"))
-		c := batch[len(batch)-1]
-		var body map[string]any
-		switch s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+c.ID+"/wait?timeout=1ms", nil, &body); s {
-		case http.StatusRequestTimeout:
-			saw408 = true
-			if msg, _ := body["error"].(string); !strings.Contains(msg, "not delivered within") {
-				t.Errorf("408 body: %v", body)
+	rounds := 0
+	for ; rounds < 10 && !saw408; rounds++ {
+		answers, err := waitsBehindBacklog(base, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range answers {
+			switch a.status {
+			case http.StatusRequestTimeout:
+				saw408 = true
+				if msg, _ := a.body["error"].(string); !strings.Contains(msg, "not delivered within") {
+					t.Errorf("408 body: %v", a.body)
+				}
+			case http.StatusOK:
+			default:
+				t.Fatalf("wait?timeout=1ms: %d %v", a.status, a.body)
 			}
-		case http.StatusOK:
-		default:
-			t.Fatalf("wait?timeout=1ms: %d %v", s, body)
 		}
 	}
 	if !saw408 {
-		t.Error("100 waits of 1ms never timed out: is the wait timeout applied?")
+		t.Error("10 rounds of 1ms waits behind a backlog never timed out: is the wait timeout applied?")
+	} else {
+		t.Logf("a 1ms wait behind a backlog timed out in round %d", rounds)
 	}
+}
+
+// waitAnswer is one answer of GET /events/{id}/wait.
+type waitAnswer struct {
+	status int
+	body   map[string]any
+}
+
+// waitsBehindBacklog writes writers batches of MaxBatch events on one key
+// at once; each writer, as soon as its batch is acknowledged, waits 1ms
+// for its batch's last event. It returns the waits' answers. Its
+// goroutines report failures as errors (a test may only fail fatally from
+// its own goroutine).
+func waitsBehindBacklog(base string, writers int) ([]waitAnswer, error) {
+	answers := make([]waitAnswer, writers)
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() { answers[i], errs[i] = writeThenWait(base) })
+	}
+	wg.Wait()
+	return answers, errors.Join(errs...)
+}
+
+func writeThenWait(base string) (waitAnswer, error) {
+	body, err := json.Marshal(logc.Batch{Events: events(logc.MaxBatch, "backlog")})
+	if err != nil {
+		return waitAnswer{}, err
+	}
+	resp, err := kittest.Client.Post(base+"/events/batch", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return waitAnswer{}, fmt.Errorf("POST /events/batch: %w", err)
+	}
+	var created logc.BatchCreated
+	err = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusCreated || len(created.Events) != logc.MaxBatch {
+		return waitAnswer{}, fmt.Errorf("POST /events/batch: %d, %d events back (decode err %v), want %d", resp.StatusCode, len(created.Events), err, logc.MaxBatch)
+	}
+	last := created.Events[len(created.Events)-1].ID
+	resp, err = kittest.Client.Get(base + "/events/" + last + "/wait?timeout=1ms")
+	if err != nil {
+		return waitAnswer{}, fmt.Errorf("wait %s: %w", last, err)
+	}
+	defer resp.Body.Close()
+	a := waitAnswer{status: resp.StatusCode}
+	if err := json.NewDecoder(resp.Body).Decode(&a.body); err != nil {
+		return a, fmt.Errorf("wait %s: %d answer is not JSON: %w", last, resp.StatusCode, err)
+	}
+	return a, nil
 }
 
 func testBatch(t *testing.T, tg Target) {
