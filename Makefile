@@ -87,7 +87,7 @@ run-%: ## run one service in the foreground, e.g. make run-no-kafka
 RESULTS_FLAGS ?=
 
 .PHONY: results
-results: ## run every pair's scenarios and the failure-mode experiments (2-core size, about 45 min) and regenerate RESULTS.md + docs/results/*.svg (make up first; RESULTS_FLAGS="-duration 30s" for longer)
+results: ## run every pair's scenarios and the failure-mode experiments (2-core size, about 50 min) and regenerate RESULTS.md + docs/results/*.svg (make up first; RESULTS_FLAGS="-duration 30s" for longer)
 	$(GO) run ./loadtests results $(RESULTS_FLAGS)
 
 .PHONY: demo
