@@ -138,6 +138,12 @@ type pairSpec struct {
 	answers map[string]func(*inputs) string
 }
 
+// fixedAnswer is an answer that reads no results: text, whatever was
+// measured.
+func fixedAnswer(text string) func(*inputs) string {
+	return func(*inputs) string { return text }
+}
+
 // pairSpecs are the pairs in table order.
 var pairSpecs = []pairSpec{
 	{
@@ -146,15 +152,11 @@ var pairSpecs = []pairSpec{
 		has:      func(in *inputs) bool { return in.rs["queue"] != nil },
 		headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs["queue"].Versions) },
 		answers: map[string]func(*inputs) string{
-			"semantics": func(*inputs) string {
-				return "a work queue (each task to one worker, retries, dead letters) is what both sides do, checked by one conformance suite. Fan-out, routing and many queues are RabbitMQ's: the Postgres side has one work queue per schema."
-			},
+			"semantics": fixedAnswer("a work queue (each task to one worker, retries, dead letters) is what both sides do, checked by one conformance suite. Fan-out, routing and many queues are RabbitMQ's: the Postgres side has one work queue per schema."),
 			"load": func(in *inputs) string {
 				return ceilingAnswer(in, "queue", "queue.rate", "no-rabbitmq", "rabbitmq", "tasks")
 			},
-			"team": func(*inputs) string {
-				return "the queue table is unlogged by default: crash recovery empties it and the service rebuilds it from the task records at start."
-			},
+			"team":      fixedAnswer("the queue table is unlogged by default: crash recovery empties it and the service rebuilds it from the task records at start."),
 			"integrity": queueIntegrity,
 		},
 	},
@@ -166,13 +168,9 @@ var pairSpecs = []pairSpec{
 			return "Kafka " + orWhy(in.rs["log"].Versions.Kafka, in.rs["log"].Versions.Errors["kafka"])
 		},
 		answers: map[string]func(*inputs) string{
-			"semantics": func(*inputs) string {
-				return "one consumer per replication slot, at-least-once delivery observed exactly once. Consumer groups, partitions for parallel consumers, replay from any offset and retention are Kafka's."
-			},
-			"load": func(in *inputs) string { return ceilingAnswer(in, "log", "log.rate", "no-kafka", "kafka", "events") },
-			"team": func(*inputs) string {
-				return "a slot whose consumer is dead keeps WAL without bound unless `max_slot_wal_keep_size` is set, and then the lagging slot is invalidated and its events lost."
-			},
+			"semantics": fixedAnswer("one consumer per replication slot, at-least-once delivery observed exactly once. Consumer groups, partitions for parallel consumers, replay from any offset and retention are Kafka's."),
+			"load":      func(in *inputs) string { return ceilingAnswer(in, "log", "log.rate", "no-kafka", "kafka", "events") },
+			"team":      fixedAnswer("a slot whose consumer is dead keeps WAL without bound unless `max_slot_wal_keep_size` is set, and then the lagging slot is invalidated and its events lost."),
 			"integrity": logIntegrity,
 		},
 	},
@@ -182,14 +180,10 @@ var pairSpecs = []pairSpec{
 		has:      func(in *inputs) bool { return in.rs["documents"] != nil },
 		headline: documentsHeadline, servers: func(in *inputs) string { return mongoVersion(in.rs["documents"].Versions) },
 		answers: map[string]func(*inputs) string{
-			"semantics": func(*inputs) string {
-				return "containment search (`@>`) is served by a GIN `jsonb_path_ops` index, which serves no key-existence query; fixed columns sit beside the free-form profile."
-			},
-			"load": documentsLoad,
-			"team": func(*inputs) string {
-				return "every write of a row with a large profile, even of a neighbour column, writes a new row version: vacuum and WAL volume are yours to watch."
-			},
-			"shape": documentsShape,
+			"semantics": fixedAnswer("containment search (`@>`) is served by a GIN `jsonb_path_ops` index, which serves no key-existence query; fixed columns sit beside the free-form profile."),
+			"load":      documentsLoad,
+			"team":      fixedAnswer("every write of a row with a large profile, even of a neighbour column, writes a new row version: vacuum and WAL volume are yours to watch."),
+			"shape":     documentsShape,
 		},
 	},
 	cacheSpec,
@@ -203,9 +197,7 @@ var pairSpecs = []pairSpec{
 		answers: map[string]func(*inputs) string{
 			"semantics": eventStoreSemantics,
 			"load":      eventStoreLoad,
-			"team": func(*inputs) string {
-				return "the events table grows by every event: partitioning and archiving are the operator's job."
-			},
+			"team":      fixedAnswer("the events table grows by every event: partitioning and archiving are the operator's job."),
 			"integrity": eventStoreIntegrity,
 			"shape":     eventStoreShape,
 		},

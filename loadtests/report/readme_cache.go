@@ -20,13 +20,9 @@ var cacheSpec = pairSpec{
 		return "Redis " + orWhy(v.Redis, v.Errors["redis"])
 	},
 	answers: map[string]func(*inputs) string{
-		"semantics": func(*inputs) string {
-			return "both sides serve one contract: read-through `products` invalidated on PUT, and a key-value cache with a TTL. Redis' data structures, eviction policies, pub/sub and clustering are Redis'; the Postgres side caches rows and JSON values."
-		},
-		"load": cacheLoad,
-		"team": func(*inputs) string {
-			return "the `UNLOGGED` cache table is emptied by a crash (the failure-mode experiments show nothing stale is served after it); the in-process cache depends on its LISTEN connection, and while that is down the service answers from the origin (`X-Cache: bypass`)."
-		},
+		"semantics": fixedAnswer("both sides serve one contract: read-through `products` invalidated on PUT, and a key-value cache with a TTL. Redis' data structures, eviction policies, pub/sub and clustering are Redis'; the Postgres side caches rows and JSON values."),
+		"load":      cacheLoad,
+		"team":      fixedAnswer("the `UNLOGGED` cache table is emptied by a crash (the failure-mode experiments show nothing stale is served after it); the in-process cache depends on its LISTEN connection, and while that is down the service answers from the origin (`X-Cache: bypass`)."),
 		"integrity": cacheIntegrity,
 	},
 }
