@@ -11,10 +11,7 @@ import (
 
 func TestReadNotifyConfig(t *testing.T) {
 	t.Parallel()
-	read := func(r *config.Reader) (pglisten.NotifyConfig, error) {
-		c := pglisten.ReadNotifyConfig(r)
-		return c, r.Err()
-	}
+	read := configtest.Part(pglisten.ReadNotifyConfig)
 	if c := configtest.Defaults(t, read); c.Mode != pglisten.DefaultMode || c.Interval != pglisten.DefaultInterval || !c.Debounced() {
 		t.Fatalf("defaults: %+v", c)
 	}

@@ -16,10 +16,7 @@ import (
 
 func TestReadConfig(t *testing.T) {
 	t.Parallel()
-	read := func(r *config.Reader) (postgres.Config, error) {
-		c := postgres.ReadConfig(r, "queue")
-		return c, r.Err()
-	}
+	read := configtest.Part(func(r *config.Reader) postgres.Config { return postgres.ReadConfig(r, "queue") })
 	if c := configtest.Defaults(t, read); c.URL != postgres.DefaultURL || c.Schema != "queue" || c.MaxConns != 16 {
 		t.Fatalf("defaults: %+v", c)
 	}

@@ -116,3 +116,15 @@ func TestNamedRowOverridesGeneral(t *testing.T) {
 		t.Errorf("kafka reads BODY_LIMIT 4MiB against the general 1MiB row: want 1 problem, got %v", p)
 	}
 }
+
+func TestPartReturnsTheReadersError(t *testing.T) {
+	t.Parallel()
+	read := Part(func(r *config.Reader) int { return r.Int("WORKERS", 8) })
+	if n := Defaults(t, read); n != 8 {
+		t.Errorf("default WORKERS = %d, want 8", n)
+	}
+	if n, err := read(config.FromMap(map[string]string{"WORKERS": "3"})); err != nil || n != 3 {
+		t.Errorf("WORKERS=3: %d, %v", n, err)
+	}
+	NamesBadVariables(t, read, map[string]string{"WORKERS": "many"}, "WORKERS")
+}

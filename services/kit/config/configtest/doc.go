@@ -18,5 +18,6 @@
 // Defaults, NamesBadVariables and Renamed are the steps of every service's
 // own config test: the defaults are accepted, each bad value is refused
 // naming its variable, and an old name still sets the new one with a
-// warning.
+// warning. Part gives a kit package's ReadConfig, which returns no error,
+// the read shape those steps take.
 package configtest

@@ -8,6 +8,16 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 )
 
+// Part turns the reader of one part of a Config, a kit package's
+// ReadConfig that leaves its errors in the config.Reader, into the read
+// function the checks below take: it returns the part with r.Err().
+func Part[C any](readPart func(*config.Reader) C) func(*config.Reader) (C, error) {
+	return func(r *config.Reader) (C, error) {
+		c := readPart(r)
+		return c, r.Err()
+	}
+}
+
 // Defaults reads a service's Config with read (its readConfig) from an
 // empty environment and fails tb if the defaults are refused.
 func Defaults[C any](tb testing.TB, read func(*config.Reader) (C, error)) C {
