@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
 // notifyChannel is the channel the events_notify trigger (migration 0002)
@@ -29,17 +30,13 @@ type listener struct {
 // startListener runs the listener until stopListener, and waits for its
 // first connection: a wrong DATABASE_LISTEN_URL fails the start.
 func (s *store) startListener(ctx context.Context) error {
-	cc, err := pgx.ParseConfig(s.cfg.ListenURL)
-	if err != nil {
-		return fmt.Errorf("DATABASE_LISTEN_URL: %w", err)
-	}
-	if s.cfg.Postgres.ConnectTimeout > 0 {
-		cc.ConnectTimeout = s.cfg.Postgres.ConnectTimeout
-	}
 	// The name lets an operator (and the reconnect test) find the
 	// connection in pg_stat_activity; Postgres truncates it to 63 bytes.
 	l := &listener{done: make(chan struct{}), appName: truncate("eventstore-listener "+s.schema, 63)}
-	cc.RuntimeParams["application_name"] = l.appName
+	cc, err := postgres.ListenConnConfig(s.cfg.ListenURL, s.cfg.Postgres, l.appName)
+	if err != nil {
+		return err
+	}
 	first := make(chan error, 1) // the first connection's outcome
 	var once sync.Once
 	pl := pglisten.Listener{
@@ -65,12 +62,8 @@ func (s *store) startListener(ctx context.Context) error {
 			s.logger.Warn("listener connection lost; reconnecting", "err", err, "retry_in", retryIn)
 		},
 		ConnectTimeout: s.cfg.BackendTimeout,
-		// The probe's NOTIFY goes through the pool: sending a NOTIFY,
-		// unlike receiving one, works through any pooler.
-		Notify: func(ctx context.Context, channel, payload string) error {
-			_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
-			return err
-		},
+		// The probe's NOTIFY goes through the pool.
+		Notify: pglisten.NotifyThrough(s.pool),
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel

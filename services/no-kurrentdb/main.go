@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
@@ -72,7 +70,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		PageSize:     r.Int("SUBSCRIBE_PAGE_SIZE", eventstore.DefaultPageSize),
 		Notify:       pglisten.ReadNotifyConfig(r),
 	}
-	c.ListenURL = r.URL("DATABASE_LISTEN_URL", c.Postgres.URL, "postgres", "postgresql")
+	c.ListenURL = postgres.ReadListenURL(r, c.Postgres)
 	validate(r, c)
 	return c, r.Err()
 }
@@ -102,11 +100,9 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	}
 	// The debounced NOTIFYs get a connection of their own: queued behind
 	// the appends they announce they would wake subscribers late.
-	var npool *pgxpool.Pool
-	if cfg.Notify.Debounced() {
-		if npool, err = pools.Reserve(ctx, "notify", 1); err != nil {
-			return nil, nil, err
-		}
+	npool, err := pools.ReserveNotify(ctx, cfg.Notify)
+	if err != nil {
+		return nil, nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, eventstore.LatencyNames, eventstore.CounterNames)
 	// Registered first, so stopped last (OnStop hooks run LIFO, after the

@@ -11,6 +11,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
 // listen keeps a dedicated connection (not from the pool: a pooled
@@ -29,13 +30,11 @@ import (
 // The first LISTEN skips it: prepare has just done it at start. A failed
 // rebuild drops the connection, so that the next reconnect tries again.
 func (q *pgQueue) listen(ctx context.Context) {
-	cc, err := pgx.ParseConfig(q.cfg.ListenURL)
+	cc, err := postgres.ListenConnConfig(q.cfg.ListenURL, q.cfg.Postgres, listenerName(q.cfg.Postgres.Schema))
 	if err != nil { // checked by readConfig already
 		q.log.Error("LISTEN_DATABASE_URL", "err", err)
 		return
 	}
-	cc.ConnectTimeout = q.cfg.Postgres.ConnectTimeout
-	cc.RuntimeParams["application_name"] = listenerName(q.cfg.Postgres.Schema)
 	attempts := 0
 	l := pglisten.Listener{
 		Connect: func(ctx context.Context) (*pgx.Conn, error) {
@@ -68,12 +67,8 @@ func (q *pgQueue) listen(ctx context.Context) {
 			q.listenErr.Store(err.Error())
 			q.log.Warn("LISTEN connection lost; reconnecting", "err", err, "in", retryIn)
 		},
-		// The probe's NOTIFY goes through the workers' pool: sending a
-		// NOTIFY, unlike receiving one, works through any pooler.
-		Notify: func(ctx context.Context, channel, payload string) error {
-			_, err := q.wpool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
-			return err
-		},
+		// The probe's NOTIFY goes through the workers' pool.
+		Notify:         pglisten.NotifyThrough(q.wpool),
 		Backoff:        backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
 		ConnectTimeout: 2 * q.cfg.Postgres.ConnectTimeout,
 	}
@@ -97,14 +92,7 @@ func (q *pgQueue) awaitListening(ctx context.Context, d time.Duration) error {
 	if q.cfg.Worker.Workers == 0 {
 		return nil
 	}
-	deadline := time.Now().Add(d)
-	for !q.listening.Load() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("no LISTEN connection within %v (DATABASE_LISTEN_URL): %s", d, q.lastListenErr())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return nil
+	return postgres.AwaitListening(ctx, d, q.listening.Load, q.lastListenErr)
 }
 
 // lastListenErr says why the LISTEN connection last went down.

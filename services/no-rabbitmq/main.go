@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
@@ -132,7 +131,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		Notify:       pglisten.ReadNotifyConfig(r),
 	}
 	r.Rename("LISTEN_DATABASE_URL", "DATABASE_LISTEN_URL")
-	c.ListenURL = r.URL("DATABASE_LISTEN_URL", c.Postgres.URL, "postgres", "postgresql")
+	c.ListenURL = postgres.ReadListenURL(r, c.Postgres)
 	c.validate(r)
 	return c, r.Err()
 }
@@ -174,11 +173,9 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	// The debounced NOTIFYs get a connection of their own: queued behind
 	// the requests' enqueues they would wake the workers late, the more so
 	// the busier the service.
-	var npool *pgxpool.Pool
-	if cfg.Notify.Debounced() {
-		if npool, err = pools.Reserve(ctx, "notify", 1); err != nil {
-			return nil, nil, err
-		}
+	npool, err := pools.ReserveNotify(ctx, cfg.Notify)
+	if err != nil {
+		return nil, nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, queue.Latencies, queue.Counters)
 	q := newPGQueue(pools.Main, wpool, npool, cfg, svc.Stats, svc.Logger)

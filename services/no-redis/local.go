@@ -21,6 +21,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -89,12 +90,10 @@ type localStore struct {
 var _ cache.Backend = (*localStore)(nil)
 
 func newLocalStore(cfg Config, pool *pgxpool.Pool, st *stats.Recorder, logger *slog.Logger) (*localStore, error) {
-	cc, err := pgx.ParseConfig(cfg.ListenURL)
+	cc, err := postgres.ListenConnConfig(cfg.ListenURL, cfg.Postgres, ListenerName(cfg.Postgres.Schema))
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_LISTEN_URL: %w", err)
+		return nil, err
 	}
-	cc.ConnectTimeout = cfg.Postgres.ConnectTimeout
-	cc.RuntimeParams["application_name"] = ListenerName(cfg.Postgres.Schema)
 	l := &localStore{seed: maphash.MakeSeed(), schema: cfg.Postgres.Schema, stats: st, log: logger.With("component", "local cache"), pool: pool, cc: cc}
 	l.c = otter.Must(&otter.Options[string, item]{
 		MaximumWeight: uint64(cfg.LocalCacheBytes),
@@ -265,10 +264,7 @@ func (l *localStore) start(ctx context.Context, d time.Duration) error {
 			l.log.Warn("LISTEN connection lost; bypassing the local cache until it is back", "err", err, "in", retryIn)
 		},
 		// The probe's NOTIFY goes through the pool.
-		Notify: func(ctx context.Context, channel, payload string) error {
-			_, err := l.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
-			return err
-		},
+		Notify:         pglisten.NotifyThrough(l.pool),
 		Backoff:        backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
 		ConnectTimeout: 2 * l.cc.ConnectTimeout,
 	}
@@ -277,14 +273,7 @@ func (l *localStore) start(ctx context.Context, d time.Duration) error {
 		_ = ln.Run(lctx)
 		l.listening.Store(false)
 	}()
-	deadline := time.Now().Add(d)
-	for !l.listening.Load() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("no LISTEN connection within %v (DATABASE_LISTEN_URL): %s", d, l.lastListenErr())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return nil
+	return postgres.AwaitListening(ctx, d, l.listening.Load, l.lastListenErr)
 }
 
 // invalidate applies one notification of the products trigger: the ids of

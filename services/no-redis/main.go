@@ -99,7 +99,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		LocalCacheBytes: r.Bytes("LOCAL_CACHE_BYTES", DefaultLocalCacheBytes),
 		Reaper:          cleaner.ReadConfig(r, "EXPIRED_RETENTION", DefaultExpiredRetention),
 	}
-	c.ListenURL = r.URL("DATABASE_LISTEN_URL", c.Postgres.URL, "postgres", "postgresql")
+	c.ListenURL = postgres.ReadListenURL(r, c.Postgres)
 	if c.LocalCacheBytes < MinLocalCacheBytes {
 		r.Fail("LOCAL_CACHE_BYTES", "must be at least %d bytes, got %d", MinLocalCacheBytes, c.LocalCacheBytes)
 	}

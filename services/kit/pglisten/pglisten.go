@@ -194,6 +194,16 @@ func (l *Listener) probe(ctx context.Context, conn *pgx.Conn) ([]*pgconn.Notific
 	}
 }
 
+// NotifyThrough returns a Listener.Notify that sends through db, a
+// service's pool: sending a NOTIFY, unlike receiving one, works through
+// any pooler, so the probe needs no second dedicated connection.
+func NotifyThrough(db Execer) func(ctx context.Context, channel, payload string) error {
+	return func(ctx context.Context, channel, payload string) error {
+		_, err := db.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+		return err
+	}
+}
+
 // notify sends payload on channel through Notify, or else through a
 // connection of its own.
 func (l *Listener) notify(ctx context.Context, channel, payload string) error {

@@ -8,8 +8,11 @@
 //
 // A service with background machinery opens its pools with OpenPools: the
 // migrated pool of its requests, then a reserved pool each for its
-// consumers, workers or notifier (Reserve), closed together after the
-// hooks that use them (Register).
+// consumers, workers or notifier (Reserve, ReserveNotify), closed together
+// after the hooks that use them (Register). A service that LISTENs reads
+// its dedicated connection's URL with ReadListenURL (DATABASE_LISTEN_URL,
+// default DATABASE_URL), configures that connection with ListenConnConfig
+// and waits for it at start with AwaitListening.
 //
 // It is also the one place where a Postgres error becomes an HTTP one:
 // MapError (by SQLSTATE, through github.com/jackc/pgerrcode: 400 for a

@@ -11,6 +11,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
@@ -93,8 +94,18 @@ func TestPoolsReserveAndClose(t *testing.T) {
 	if got := pools.Main.Config().MaxConns; got != 3 {
 		t.Errorf("main pool of %d connections, want 3", got)
 	}
+	if n, err := pools.ReserveNotify(ctx, pglisten.NotifyConfig{Mode: pglisten.ModeCommit}); n != nil || err != nil {
+		t.Errorf("ReserveNotify in commit mode = %v, %v; want nil, nil", n, err)
+	}
+	n, err := pools.ReserveNotify(ctx, pglisten.NotifyConfig{Mode: pglisten.ModeDebounced})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Config().MaxConns; got != 1 {
+		t.Errorf("debounced notify pool of %d connections, want 1", got)
+	}
 	pools.Close()
-	for name, p := range map[string]interface{ Ping(context.Context) error }{"main": pools.Main, "reserved": w} {
+	for name, p := range map[string]interface{ Ping(context.Context) error }{"main": pools.Main, "reserved": w, "notify": n} {
 		if err := p.Ping(ctx); err == nil {
 			t.Errorf("the %s pool answers after Close", name)
 		}

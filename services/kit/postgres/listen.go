@@ -1,0 +1,64 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
+)
+
+// ReadListenURL reads the connection a service's LISTEN uses: env
+// DATABASE_LISTEN_URL, default c.URL (DATABASE_URL). It must reach
+// Postgres directly: through pgbouncer in transaction mode LISTEN "works"
+// and then receives nothing (pglisten's probe reports it).
+func ReadListenURL(env Env, c Config) string {
+	return env.URL("DATABASE_LISTEN_URL", c.URL, "postgres", "postgresql")
+}
+
+// ListenConnConfig is the configuration of a dedicated LISTEN connection
+// (never a pooled one: LISTEN is per session) to listenURL, as
+// ReadListenURL read it: c's ConnectTimeout, as Open uses it, and appName
+// as its application_name, which shows in pg_stat_activity (Postgres
+// truncates it to 63 bytes). A bad URL is an error naming
+// DATABASE_LISTEN_URL.
+func ListenConnConfig(listenURL string, c Config, appName string) (*pgx.ConnConfig, error) {
+	cc, err := pgx.ParseConfig(listenURL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_LISTEN_URL: %w", err)
+	}
+	if c.ConnectTimeout > 0 {
+		cc.ConnectTimeout = c.ConnectTimeout
+	}
+	cc.RuntimeParams["application_name"] = appName
+	return cc, nil
+}
+
+// AwaitListening waits until listening reports true, at most d, so that
+// a LISTEN connection that cannot be opened (a wrong DATABASE_LISTEN_URL)
+// fails a service's start. Past d, or once ctx ends, the error names the
+// variable and says why the connection last went down (lastErr).
+func AwaitListening(ctx context.Context, d time.Duration, listening func() bool, lastErr func() string) error {
+	deadline := time.Now().Add(d)
+	for !listening() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("no LISTEN connection within %v (DATABASE_LISTEN_URL): %s", d, lastErr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// ReserveNotify reserves the one connection ("notify") of the
+// pglisten.Debouncer that sends a debounced service's NOTIFYs, so that
+// they do not queue behind the writes they announce; in commit mode, when
+// the writes NOTIFY themselves, it reserves nothing and returns nil.
+func (p *Pools) ReserveNotify(ctx context.Context, n pglisten.NotifyConfig) (*pgxpool.Pool, error) {
+	if !n.Debounced() {
+		return nil, nil
+	}
+	return p.Reserve(ctx, "notify", 1)
+}
