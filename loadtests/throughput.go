@@ -26,6 +26,7 @@ type throughputFlags struct {
 	senders  *int
 	duration *time.Duration
 	rounds   *int
+	drain    *time.Duration
 }
 
 // registerThroughput registers the throughput flags of cmd.
@@ -34,6 +35,7 @@ func registerThroughput(fs *flag.FlagSet, cmd string) *throughputFlags {
 	f := &throughputFlags{cmd: cmd}
 	f.sizes = fs.String("batch-sizes", formatInts(d.Sizes), "throughput: items per batch request, comma-separated (1 to 1000)")
 	f.senders = fs.Int("senders", d.Senders, "throughput: closed-loop senders per side")
+	f.drain = fs.Duration("throughput-drain", d.Drain, "throughput: longest wait for a side's backlog to drain after its loop (and before its next point); -settle when that is longer")
 	if cmd == "results" {
 		f.duration = fs.Duration("throughput-duration", d.Duration, "throughput: duration of each loop")
 		f.rounds = fs.Int("throughput-rounds", d.Rounds, "throughput: rounds per batch size")
@@ -43,7 +45,7 @@ func registerThroughput(fs *flag.FlagSet, cmd string) *throughputFlags {
 
 // options returns the scenario's options from the parsed flags.
 func (f *throughputFlags) options(c common, root string) (scenario.ThroughputOptions, error) {
-	o := scenario.ThroughputOptions{Senders: *f.senders, Duration: c.duration, Rounds: c.rounds, StackDir: scenario.StackDir(root)}
+	o := scenario.ThroughputOptions{Senders: *f.senders, Duration: c.duration, Rounds: c.rounds, Drain: *f.drain, StackDir: scenario.StackDir(root)}
 	if f.duration != nil {
 		o.Duration, o.Rounds = *f.duration, *f.rounds
 	}

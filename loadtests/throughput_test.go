@@ -32,7 +32,7 @@ func TestThroughputFlags(t *testing.T) {
 	d := scenario.ThroughputDefaults
 	t.Setenv("STACK_DIR", "")
 	o, err := parse("throughput")
-	if err != nil || !slices.Equal(o.Sizes, d.Sizes) || o.Senders != d.Senders || o.Duration != d.Duration || o.Rounds != d.Rounds {
+	if err != nil || !slices.Equal(o.Sizes, d.Sizes) || o.Senders != d.Senders || o.Duration != d.Duration || o.Rounds != d.Rounds || o.Drain != d.Drain {
 		t.Errorf("defaults: %+v, %v; want %+v", o, err, d)
 	}
 	if o.StackDir != filepath.Join("/repo", ".stack") {
@@ -48,8 +48,8 @@ func TestThroughputFlags(t *testing.T) {
 	}
 	// results: -duration is the rate points', the throughput loops have
 	// their own.
-	o, err = parse("results", "-duration", "9s", "-throughput-duration", "2s", "-throughput-rounds", "4")
-	if err != nil || o.Duration != 2*time.Second || o.Rounds != 4 {
+	o, err = parse("results", "-duration", "9s", "-throughput-duration", "2s", "-throughput-rounds", "4", "-throughput-drain", "1m")
+	if err != nil || o.Duration != 2*time.Second || o.Rounds != 4 || o.Drain != time.Minute {
 		t.Errorf("results flags: %+v, %v", o, err)
 	}
 	for _, bad := range [][]string{{"-batch-sizes", "0"}, {"-batch-sizes", "1001"}, {"-batch-sizes", "1,x"}, {"-senders", "0"}} {

@@ -59,20 +59,30 @@ type ThroughputOptions struct {
 	// Duration is each loop's duration; Rounds the rounds per point.
 	Duration time.Duration
 	Rounds   int
+	// Drain bounds each wait for a side's backlog to drain, after its loop
+	// and before its next point (a backlog the last point left); the run's
+	// settle bound when that is longer. A batch loop can accept several
+	// times what the consumer processes meanwhile (no-rabbitmq at batch
+	// 1000: about 90,000 tasks/s accepted, 12,000 processed), so its
+	// backlog takes several loop durations to drain; cut short, it would
+	// be counted in the next point (the 08:17 UTC make results of 1 Dec
+	// 2026, with the 20 s settle bound, started two no-rabbitmq rounds on
+	// a backlog of 99,000 and 256,000 tasks).
+	Drain time.Duration
 	// StackDir is where the stack keeps its pid files (.stack); the
 	// servers are found by a /proc scan when it holds none.
 	StackDir string
 }
 
 // ThroughputDefaults fit the whole scenario (2 pairs × 4 sizes × 2 sides
-// × 3 rounds, service starts, warm-ups and backlog drains) in about 7
+// × 3 rounds, service starts, warm-ups and backlog drains) in about 12
 // minutes on a 2-core machine. Three rounds, as for every published
 // number (-rounds), so that a median is one round's figure and not the
 // mean of two; 5 s per attack, because at 3 s one slow second (a
 // checkpoint, an autovacuum of the fresh tables) moved a batch-1 median by
 // a fifth (make results of 1 Dec 2026, 04:42 UTC: no-rabbitmq 1,661 and
 // 1,996 tasks/s in its two rounds).
-var ThroughputDefaults = ThroughputOptions{Sizes: []int{1, 10, 100, 1000}, Senders: 4, Duration: 5 * time.Second, Rounds: 3}
+var ThroughputDefaults = ThroughputOptions{Sizes: []int{1, 10, 100, 1000}, Senders: 4, Duration: 5 * time.Second, Rounds: 3, Drain: 90 * time.Second}
 
 // ThroughputScenarioName is the Point.Scenario of a pair's throughput
 // points ("queue.throughput").
@@ -104,18 +114,25 @@ var CostGroups = []string{"service", "postgres", "rabbitmq", "kafka"}
 
 // Estimate returns the expected duration of the throughput scenario: per
 // pair two service starts and a warm-up, then every loop with its
-// overhead; the drains after the largest batches are the unknown (Bound
-// lets each take the whole settle bound).
+// overhead; the drains after the larger batches are the unknown (Bound
+// lets each take the whole drain bound).
 func (o ThroughputOptions) Estimate(settle time.Duration) Estimate {
 	pairs, sides := len(Throughputs), 2
 	fixed := time.Duration(pairs) * (time.Duration(sides)*serviceStart + warmupTime)
 	n := pairs * len(o.Sizes) * o.Rounds * sides
-	e := attacks(n, o.Duration, settle)
-	// Typically the two largest sizes leave a backlog of a few seconds.
-	big := min(2, len(o.Sizes)) * pairs * o.Rounds * sides
-	e.Typical += fixed + time.Duration(big)*3*time.Second
+	e := attacks(n, o.Duration, o.drainBound(settle))
+	// Typically the three largest sizes leave one side of each pair (the
+	// Postgres queue most) a backlog of several loop durations.
+	big := min(3, len(o.Sizes)) * pairs * o.Rounds
+	e.Typical += fixed + time.Duration(big)*3*o.Duration
 	e.Bound += fixed
 	return e
+}
+
+// drainBound is how long a side's backlog may take to drain: o.Drain, or
+// settle when that is longer.
+func (o ThroughputOptions) drainBound(settle time.Duration) time.Duration {
+	return max(o.Drain, settle)
 }
 
 // RunThroughput runs every pair's throughput points with o, recording
@@ -128,6 +145,7 @@ func RunThroughput(ctx context.Context, e *Env, run *driver.Run, o ThroughputOpt
 	run.Settings["duration_s"] = o.Duration.Seconds()
 	run.Settings["rounds"] = o.Rounds
 	run.Settings["settle_s"] = e.settle().Seconds()
+	run.Settings["drain_s"] = o.drainBound(e.settle()).Seconds()
 	for _, s := range Throughputs {
 		if before != nil {
 			before(s.Pair)
@@ -263,15 +281,16 @@ func (s ThroughputScenario) warmup(ctx context.Context, e *Env, o ThroughputOpti
 
 // side measures one side at one batch size: reset its stats, sample the
 // CPU of groups, run o.Senders closed loops for o.Duration, read /stats,
-// wait for the backlog to drain (up to the settle bound), sample the CPU
+// wait for the backlog to drain (up to the drain bound), sample the CPU
 // again and read /stats once more.
 func (s ThroughputScenario) side(ctx context.Context, e *Env, svc string, size int, body []byte, o ThroughputOptions, groups cost.Set, report bool) (*driver.SideResult, error) {
 	base := e.URL(svc)
 	res := &driver.SideResult{Metrics: map[string]float64{}}
-	// A backlog the previous point left (its drain hit the settle bound)
+	// A backlog the previous point left (its drain hit the drain bound)
 	// would be counted as this point's end-to-end items: let it drain
 	// first, within the same bound.
-	if left, err := s.waitDrained(ctx, base, e.settle()); err != nil {
+	drain := o.drainBound(e.settle())
+	if left, err := s.waitDrained(ctx, base, drain); err != nil {
 		return res, err
 	} else if left > 0 {
 		res.Metrics["backlog_before"] = float64(left)
@@ -306,7 +325,7 @@ func (s ThroughputScenario) side(ctx context.Context, e *Env, svc string, size i
 	inWindow := float64(counterSum(atEnd, s.Pair.Out)) / window
 	res.Metrics["backlog_end"] = float64(max(s.Pair.backlog(atEnd), 0))
 	t1 := time.Now()
-	final, drained, err := s.Pair.drain(ctx, base, atEnd, e.settle(), 100*time.Millisecond)
+	final, drained, err := s.Pair.drain(ctx, base, atEnd, drain, 100*time.Millisecond)
 	if err != nil {
 		return res, err
 	}
