@@ -32,7 +32,7 @@ import (
 func (q *pgQueue) listen(ctx context.Context) {
 	cc, err := postgres.ListenConnConfig(q.cfg.ListenURL, q.cfg.Postgres, listenerName(q.cfg.Postgres.Schema))
 	if err != nil { // checked by readConfig already
-		q.log.Error("LISTEN_DATABASE_URL", "err", err)
+		q.log.Error("cannot configure the LISTEN connection", "err", err)
 		return
 	}
 	attempts := 0

@@ -13,10 +13,7 @@ import (
 
 func TestReadListenURL(t *testing.T) {
 	t.Parallel()
-	read := func(r *config.Reader) (string, error) {
-		url := postgres.ReadListenURL(r, postgres.ReadConfig(r, "queue"))
-		return url, r.Err()
-	}
+	read := configtest.Part(func(r *config.Reader) string { return postgres.ReadListenURL(r, postgres.ReadConfig(r, "queue")) })
 	if url := configtest.Defaults(t, read); url != postgres.DefaultURL {
 		t.Errorf("default: %q, want DATABASE_URL's default %q", url, postgres.DefaultURL)
 	}
