@@ -3,7 +3,6 @@ package kittest
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -52,33 +51,19 @@ func NewRequest(t testing.TB, method, url string, body any) *http.Request {
 // the exchange is checked against the document (OpenAPI.Check).
 func Send(t testing.TB, req *http.Request) (resp *http.Response, raw []byte) {
 	t.Helper()
-	resp, raw, err := Exchange(t, req)
+	resp, err := Client.Do(req)
 	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, raw
-}
-
-// Exchange is Send for a goroutine other than the test's: a transport or
-// read error is returned (naming the request) instead of failing the test,
-// and only the OpenAPI check, which fails t with Errorf (safe from any
-// goroutine), touches t. A request the check re-reads must have GetBody
-// (http.NewRequest sets it for a bytes.Reader body).
-func Exchange(t testing.TB, req *http.Request) (resp *http.Response, raw []byte, err error) {
-	t.Helper()
-	resp, err = Client.Do(req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
 	raw, err = io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s %s: read body: %w", req.Method, req.URL, err)
+		t.Fatalf("%s %s: read body: %v", req.Method, req.URL, err)
 	}
 	if o := validatorFor(t); o != nil {
 		o.Check(t, req, resp, raw)
 	}
-	return resp, raw, nil
+	return resp, raw
 }
 
 // DoResponse is Do returning the whole response (its Body already read

@@ -271,7 +271,7 @@ func testBadInput(t *testing.T, tg Target) {
 	saw408 := false
 	rounds := 0
 	for ; rounds < 10 && !saw408; rounds++ {
-		answers, err := waitsBehindBacklog(t, base, 4)
+		answers, err := waitsBehindBacklog(base, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,48 +304,42 @@ type waitAnswer struct {
 // waitsBehindBacklog writes writers batches of MaxBatch events on one key
 // at once; each writer, as soon as its batch is acknowledged, waits 1ms
 // for its batch's last event. It returns the waits' answers. Its
-// goroutines send through kittest.Exchange, so their exchanges are
-// validated like the suite's others, and report failures as errors (a
-// test may only fail fatally from its own goroutine).
-func waitsBehindBacklog(t testing.TB, base string, writers int) ([]waitAnswer, error) {
+// goroutines report failures as errors (a test may only fail fatally from
+// its own goroutine).
+func waitsBehindBacklog(base string, writers int) ([]waitAnswer, error) {
 	answers := make([]waitAnswer, writers)
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
 	for i := range writers {
-		wg.Go(func() { answers[i], errs[i] = writeThenWait(t, base) })
+		wg.Go(func() { answers[i], errs[i] = writeThenWait(base) })
 	}
 	wg.Wait()
 	return answers, errors.Join(errs...)
 }
 
-func writeThenWait(t testing.TB, base string) (waitAnswer, error) {
+func writeThenWait(base string) (waitAnswer, error) {
 	body, err := json.Marshal(logc.Batch{Events: events(logc.MaxBatch, "backlog")})
 	if err != nil {
 		return waitAnswer{}, err
 	}
-	req, err := http.NewRequest(http.MethodPost, base+"/events/batch", bytes.NewReader(body))
+	resp, err := kittest.Client.Post(base+"/events/batch", "application/json", bytes.NewReader(body))
 	if err != nil {
-		return waitAnswer{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, raw, err := kittest.Exchange(t, req)
-	if err != nil {
-		return waitAnswer{}, err
+		return waitAnswer{}, fmt.Errorf("POST /events/batch: %w", err)
 	}
 	var created logc.BatchCreated
-	if err := json.Unmarshal(raw, &created); err != nil || resp.StatusCode != http.StatusCreated || len(created.Events) != logc.MaxBatch {
+	err = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusCreated || len(created.Events) != logc.MaxBatch {
 		return waitAnswer{}, fmt.Errorf("POST /events/batch: %d, %d events back (decode err %v), want %d", resp.StatusCode, len(created.Events), err, logc.MaxBatch)
 	}
 	last := created.Events[len(created.Events)-1].ID
-	if req, err = http.NewRequest(http.MethodGet, base+"/events/"+last+"/wait?timeout=1ms", nil); err != nil {
-		return waitAnswer{}, err
-	}
-	resp, raw, err = kittest.Exchange(t, req)
+	resp, err = kittest.Client.Get(base + "/events/" + last + "/wait?timeout=1ms")
 	if err != nil {
-		return waitAnswer{}, err
+		return waitAnswer{}, fmt.Errorf("wait %s: %w", last, err)
 	}
+	defer resp.Body.Close()
 	a := waitAnswer{status: resp.StatusCode}
-	if err := json.Unmarshal(raw, &a.body); err != nil {
+	if err := json.NewDecoder(resp.Body).Decode(&a.body); err != nil {
 		return a, fmt.Errorf("wait %s: %d answer is not JSON: %w", last, resp.StatusCode, err)
 	}
 	return a, nil
