@@ -38,6 +38,12 @@ type Features struct{}
 // one: everything since the last confirmation is redelivered.
 type Target interface {
 	kittest.Target
+	// HoldDeliveries stops the consumer from recording deliveries (its
+	// next record blocks) until release is called or the test ends; reads
+	// and appends go on. The suite's 408 check uses it to have an event
+	// that exists but cannot be delivered yet. release is safe to call
+	// more than once.
+	HoldDeliveries(t testing.TB) (release func())
 }
 
 // NewTarget starts a fresh instance for one test and stops it when the
@@ -258,91 +264,21 @@ func testBadInput(t *testing.T, tg Target) {
 	if err := json.Unmarshal(Get(t, base, odd.ID).Payload, &got); err != nil || got.X != `\u0000` || got.Y != "\\\\\U0001F600" {
 		t.Errorf("escaped backslash / surrogate pair payload came back as %+v (%v)", got, err)
 	}
-	// 408: an event not yet delivered when the wait gives up. A wait
-	// that starts after its event's batch was acknowledged races the
-	// consumer, which on a loaded machine can record a 200-event batch
-	// before the client has read the answer (CI saw 100 such rounds in a
-	// row). So each round writes several full batches on one key at once,
-	// and each writer waits 1ms for its batch's last event as soon as the
-	// batch is acknowledged: the consumer has thousands of events to
-	// record, in order, before the last batch's last one. Nothing
-	// guarantees a 408 even then, so up to 10 rounds are tried; every
-	// answer must be 200 or 408.
-	saw408 := false
-	rounds := 0
-	for ; rounds < 10 && !saw408; rounds++ {
-		answers, err := waitsBehindBacklog(base, 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range answers {
-			switch a.status {
-			case http.StatusRequestTimeout:
-				saw408 = true
-				if msg, _ := a.body["error"].(string); !strings.Contains(msg, "not delivered within") {
-					t.Errorf("408 body: %v", a.body)
-				}
-			case http.StatusOK:
-			default:
-				t.Fatalf("wait?timeout=1ms: %d %v", a.status, a.body)
-			}
-		}
+	// 408: an event that exists but is not delivered when the wait gives
+	// up. The target holds the consumer's delivery record, so the event
+	// cannot be delivered until it is released: the answer does not race
+	// the consumer, however loaded the machine.
+	release := tg.HoldDeliveries(t)
+	held := Post(t, base, logc.NewEvent{Type: "t", Key: "held"})
+	var timedOut map[string]any
+	if s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+held.ID+"/wait?timeout=1ms", nil, &timedOut); s != http.StatusRequestTimeout {
+		t.Errorf("wait?timeout=1ms for an event whose delivery is held: %d %v, want 408", s, timedOut)
+	} else if msg, _ := timedOut["error"].(string); !strings.Contains(msg, "not delivered within 1ms") {
+		t.Errorf("408 body: %v, want the 1ms asked for named", timedOut)
 	}
-	if !saw408 {
-		t.Error("10 rounds of 1ms waits behind a backlog never timed out: is the wait timeout applied?")
-	} else {
-		t.Logf("a 1ms wait behind a backlog timed out in round %d", rounds)
-	}
-}
-
-// waitAnswer is one answer of GET /events/{id}/wait.
-type waitAnswer struct {
-	status int
-	body   map[string]any
-}
-
-// waitsBehindBacklog writes writers batches of MaxBatch events on one key
-// at once; each writer, as soon as its batch is acknowledged, waits 1ms
-// for its batch's last event. It returns the waits' answers. Its
-// goroutines report failures as errors (a test may only fail fatally from
-// its own goroutine).
-func waitsBehindBacklog(base string, writers int) ([]waitAnswer, error) {
-	answers := make([]waitAnswer, writers)
-	errs := make([]error, writers)
-	var wg sync.WaitGroup
-	for i := range writers {
-		wg.Go(func() { answers[i], errs[i] = writeThenWait(base) })
-	}
-	wg.Wait()
-	return answers, errors.Join(errs...)
-}
-
-func writeThenWait(base string) (waitAnswer, error) {
-	body, err := json.Marshal(logc.Batch{Events: events(logc.MaxBatch, "backlog")})
-	if err != nil {
-		return waitAnswer{}, err
-	}
-	resp, err := kittest.Client.Post(base+"/events/batch", "application/json", bytes.NewReader(body))
-	if err != nil {
-		return waitAnswer{}, fmt.Errorf("POST /events/batch: %w", err)
-	}
-	var created logc.BatchCreated
-	err = json.NewDecoder(resp.Body).Decode(&created)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusCreated || len(created.Events) != logc.MaxBatch {
-		return waitAnswer{}, fmt.Errorf("POST /events/batch: %d, %d events back (decode err %v), want %d", resp.StatusCode, len(created.Events), err, logc.MaxBatch)
-	}
-	last := created.Events[len(created.Events)-1].ID
-	resp, err = kittest.Client.Get(base + "/events/" + last + "/wait?timeout=1ms")
-	if err != nil {
-		return waitAnswer{}, fmt.Errorf("wait %s: %w", last, err)
-	}
-	defer resp.Body.Close()
-	a := waitAnswer{status: resp.StatusCode}
-	if err := json.NewDecoder(resp.Body).Decode(&a.body); err != nil {
-		return a, fmt.Errorf("wait %s: %d answer is not JSON: %w", last, resp.StatusCode, err)
-	}
-	return a, nil
+	release()
+	// Released, the consumer records it: nothing was lost while held.
+	WaitDelivered(t, base, held.ID)
 }
 
 func testBatch(t *testing.T, tg Target) {
@@ -490,18 +426,26 @@ type Blocked struct {
 func BlockDeliveries(t testing.TB, url, schema string) *Blocked {
 	t.Helper()
 	pool := kittest.Pool(t, url, schema)
+	tx, release := lockDeliveries(t, pool, "ACCESS EXCLUSIVE")
+	return &Blocked{t: t, pool: pool, tx: tx, release: release}
+}
+
+// lockDeliveries locks the deliveries table of pool's schema in mode, in
+// a transaction that release (safe twice, also run when the test ends)
+// rolls back.
+func lockDeliveries(t testing.TB, pool *pgxpool.Pool, mode string) (pgx.Tx, func()) {
+	t.Helper()
 	ctx := kittest.Context(t, 30*time.Second)
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE`); err != nil {
+	if _, err := tx.Exec(ctx, `LOCK TABLE deliveries IN `+mode+` MODE`); err != nil {
 		t.Fatal(err)
 	}
-	b := &Blocked{t: t, pool: pool, tx: tx}
-	b.release = sync.OnceFunc(func() { _ = tx.Rollback(context.Background()) })
-	t.Cleanup(b.release)
-	return b
+	release := sync.OnceFunc(func() { _ = tx.Rollback(context.Background()) })
+	t.Cleanup(release)
+	return tx, release
 }
 
 // Release ends the outage. Safe to call twice.

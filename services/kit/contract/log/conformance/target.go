@@ -35,6 +35,16 @@ func NewServiceTarget[C servicetest.Config, A any](t testing.TB, read func(*conf
 	})}
 }
 
+// HoldDeliveries locks the deliveries table of the target's schema in
+// EXCLUSIVE mode until release: the consumer's next INSERT waits for the
+// lock, while reads (ACCESS SHARE) and appends to messages go on. Both
+// services record deliveries through logc.Records, so one hold fits both.
+func (s *ServiceTarget[A]) HoldDeliveries(t testing.TB) (release func()) {
+	t.Helper()
+	_, release = lockDeliveries(t, kittest.Pool(t, s.Env["DATABASE_URL"], s.Env["DATABASE_SCHEMA"]), "EXCLUSIVE")
+	return release
+}
+
 // MeasureDeliveryPerSynchronousCommit runs MeasureDelivery as two
 // sub-benchmarks, on a target newTarget starts with SYNCHRONOUS_COMMIT on,
 // then off: what the setting costs or saves each side's delivery.

@@ -30,6 +30,7 @@ type Log struct {
 	seq        int64 // last delivery_seq given
 	confirmed  int   // events before this index need no redelivery
 	wake       chan struct{}
+	held       chan struct{} // while non-nil, Deliver waits for it to close
 }
 
 var (
@@ -62,9 +63,38 @@ func (l *Log) Get(_ context.Context, id string) (logc.Event, error) {
 	return e, nil
 }
 
-// Deliver records the batch's first-time deliveries at time at, in order.
-func (l *Log) Deliver(_ context.Context, batch []logc.Delivery, at time.Time) (map[string]bool, error) {
+// Hold makes Deliver wait (until release, or its ctx ends) instead of
+// recording, as a locked deliveries table makes the services' consumers
+// wait; Get and appends go on. release is safe to call more than once.
+func (l *Log) Hold() (release func()) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	held := make(chan struct{})
+	l.held = held
+	return sync.OnceFunc(func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		close(held)
+		if l.held == held {
+			l.held = nil
+		}
+	})
+}
+
+// Deliver records the batch's first-time deliveries at time at, in order.
+// It waits while the Log is held (Hold).
+func (l *Log) Deliver(ctx context.Context, batch []logc.Delivery, at time.Time) (map[string]bool, error) {
+	l.mu.Lock()
+	for l.held != nil {
+		held := l.held
+		l.mu.Unlock()
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		l.mu.Lock()
+	}
 	defer l.mu.Unlock()
 	if l.deliveries == nil {
 		l.deliveries = map[string]delivery{}
@@ -109,9 +139,8 @@ func (l *Log) append(events []logc.NewEvent) []logc.Created {
 }
 
 // Transport is how long the consumer waits after an append before it
-// reads the Log: the transport's latency, which a real side always has
-// (the suite's 408 test needs a delivery slower than a 1 ms wait
-// issued after the POST returned, on a loaded machine too).
+// reads the Log: the transport's latency, which a real side always has,
+// so that appends arriving together are delivered as one batch.
 const Transport = 50 * time.Millisecond
 
 // Backend is one instance's side of the pair on a Log: Append writes to
@@ -158,7 +187,10 @@ func (b *Backend) consume(ctx context.Context) {
 		b.log.mu.Unlock()
 		if len(batch) > 0 {
 			if err := b.deliver.Deliver(ctx, batch); err != nil {
-				return // only a cancelled ctx fails Deliver here
+				if ctx.Err() != nil {
+					return
+				}
+				continue // held past the Deliverer's timeout: retry the batch
 			}
 			b.next += len(batch)
 		}

@@ -17,6 +17,14 @@ import (
 // consumer on it.
 type target struct {
 	*kittest.Instance[*memory.Backend]
+	log *memory.Log
+}
+
+// HoldDeliveries holds the Log until release or the test's end.
+func (tg target) HoldDeliveries(t testing.TB) func() {
+	release := tg.log.Hold()
+	t.Cleanup(release)
+	return release
 }
 
 // Crash stops the consumer without confirming its position, then starts
@@ -32,7 +40,7 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	conformance.Run(t, conformance.Features{}, func(t testing.TB) conformance.Target {
 		l := new(memory.Log)
-		return target{kittest.StartInstance(t, func(t testing.TB) (*memory.Backend, *service.Service) {
+		return target{log: l, Instance: kittest.StartInstance(t, func(t testing.TB) (*memory.Backend, *service.Service) {
 			svc := kittest.NewService(t, stats.Info{Service: "memory", Pair: "log", Backend: "memory"}, 0, logc.Latencies, logc.Counters)
 			hub := new(waiter.Hub)
 			b := memory.New(l, &logc.Deliverer{Records: l, Hub: hub, Stats: svc.Stats})
