@@ -60,7 +60,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 	if o.Origin == nil {
 		panic("cache.Mount: Options.Origin is required")
 	}
-	h := &handlers{backend: b, o: o}
+	h := &handler{backend: b, o: o}
 	r.Get("/openapi.yaml", httpapi.ServeYAML(OpenAPI))
 	r.Method(http.MethodGet, "/products/{id}", httpapi.HandlerFunc(h.getProduct))
 	r.Method(http.MethodPut, "/products/{id}", httpapi.HandlerFunc(h.putProduct))
@@ -69,7 +69,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 	r.Method(http.MethodDelete, "/kv/{key}", httpapi.HandlerFunc(h.deleteKV))
 }
 
-type handlers struct {
+type handler struct {
 	backend Backend
 	o       Options
 	// flight coalesces concurrent origin loads of one key within this
@@ -77,13 +77,13 @@ type handlers struct {
 	flight singleflight.Group
 }
 
-func (h *handlers) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), h.o.Timeout)
 }
 
 // get is Backend.Get, with the layer of a hit: the LayeredBackend's, else
 // Options.Layer.
-func (h *handlers) get(ctx context.Context, key string) ([]byte, bool, string, error) {
+func (h *handler) get(ctx context.Context, key string) ([]byte, bool, string, error) {
 	if lb, ok := h.backend.(LayeredBackend); ok {
 		v, _, ok, layer, err := lb.GetLayer(ctx, key)
 		return v, ok, layer, err
@@ -105,7 +105,7 @@ func productID(r *http.Request) (int64, error) { return ParseID(httpapi.PathPara
 // getProduct is the read-through path: the cache, else one origin load
 // per key at a time (singleflight), then a fill. A cache that is
 // unavailable is bypassed: the origin answers, nothing is filled.
-func (h *handlers) getProduct(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) getProduct(w http.ResponseWriter, r *http.Request) error {
 	id, err := productID(r)
 	if err != nil {
 		return err
@@ -151,7 +151,7 @@ func (h *handlers) getProduct(w http.ResponseWriter, r *http.Request) error {
 // refuses the fill. The load runs on a context of its own, bounded by the
 // timeout but not cancelled by the first caller's hang-up, since other
 // callers share it.
-func (h *handlers) load(r *http.Request, key string, id int64, fill bool) ([]byte, error) {
+func (h *handler) load(r *http.Request, key string, id int64, fill bool) ([]byte, error) {
 	ch := h.flight.DoChan(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.Timeout)
 		defer cancel()
@@ -204,7 +204,7 @@ func (h *handlers) load(r *http.Request, key string, id int64, fill bool) ([]byt
 // next GET anywhere loads the new row) and a load in flight is forgotten
 // (a GET that starts now does not join a load that began before the
 // update).
-func (h *handlers) putProduct(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) putProduct(w http.ResponseWriter, r *http.Request) error {
 	id, err := productID(r)
 	if err != nil {
 		return err
@@ -261,7 +261,7 @@ func kvKey(r *http.Request) (string, error) {
 	return k, nil
 }
 
-func (h *handlers) getKV(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) getKV(w http.ResponseWriter, r *http.Request) error {
 	k, err := kvKey(r)
 	if err != nil {
 		return err
@@ -291,7 +291,7 @@ func ttlParam(r *http.Request) (time.Duration, error) {
 	return httpapi.DurationParam(r, "ttl", 0, MinTTL, MaxTTL, false)
 }
 
-func (h *handlers) putKV(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) putKV(w http.ResponseWriter, r *http.Request) error {
 	k, err := kvKey(r)
 	if err != nil {
 		return err
@@ -327,7 +327,7 @@ func (h *handlers) putKV(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) deleteKV(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) deleteKV(w http.ResponseWriter, r *http.Request) error {
 	k, err := kvKey(r)
 	if err != nil {
 		return err

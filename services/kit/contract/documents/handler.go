@@ -47,7 +47,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 	if o.SearchMaxBytes <= 0 {
 		o.SearchMaxBytes = DefaultSearchMaxBytes
 	}
-	h := &handlers{store: b, rec: o.Stats, timeout: o.Timeout, maxBytes: o.SearchMaxBytes}
+	h := &handler{backend: b, o: o}
 	r.Get("/openapi.yaml", httpapi.ServeYAML(OpenAPI))
 	r.Get("/backend", func(w http.ResponseWriter, _ *http.Request) { httpapi.WriteJSON(w, http.StatusOK, o.Info) })
 	r.Method(http.MethodPost, "/users", httpapi.HandlerFunc(h.create))
@@ -59,29 +59,27 @@ func Mount(r chi.Router, b Backend, o Options) {
 	r.Method(http.MethodPut, "/users/{id}/profile", httpapi.HandlerFunc(h.replaceProfile))
 }
 
-type handlers struct {
-	store    Backend
-	rec      *stats.Recorder
-	timeout  time.Duration
-	maxBytes int64
+type handler struct {
+	backend Backend
+	o       Options
 }
 
 // call runs fn with the operation timeout and records its latency under
 // name when it succeeds.
-func (h *handlers) call(r *http.Request, name string, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+func (h *handler) call(r *http.Request, name string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(r.Context(), h.o.Timeout)
 	defer cancel()
 	start := time.Now()
 	if err := fn(ctx); err != nil {
 		return err
 	}
-	h.rec.Since(name, start)
+	h.o.Stats.Since(name, start)
 	return nil
 }
 
 // respondUser runs op as call does and answers the user it returns with
 // status.
-func (h *handlers) respondUser(w http.ResponseWriter, r *http.Request, name string, status int, op func(ctx context.Context) (User, error)) error {
+func (h *handler) respondUser(w http.ResponseWriter, r *http.Request, name string, status int, op func(ctx context.Context) (User, error)) error {
 	var u User
 	if err := h.call(r, name, func(ctx context.Context) (err error) { u, err = op(ctx); return err }); err != nil {
 		return err
@@ -147,7 +145,7 @@ func checkField(name, v string, max int) error {
 	return nil
 }
 
-func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) create(w http.ResponseWriter, r *http.Request) error {
 	var in CreateRequest
 	if err := httpapi.DecodeJSON(r, &in); err != nil {
 		return err
@@ -169,19 +167,19 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return h.respondUser(w, r, StatCreate, http.StatusCreated, func(ctx context.Context) (User, error) {
-		return h.store.Create(ctx, NewUser{ID: ids.New(), Email: in.Email, Name: in.Name, Plan: in.Plan, Profile: profile})
+		return h.backend.Create(ctx, NewUser{ID: ids.New(), Email: in.Email, Name: in.Name, Plan: in.Plan, Profile: profile})
 	})
 }
 
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	return h.respondUser(w, r, StatGet, http.StatusOK, func(ctx context.Context) (User, error) { return h.store.Get(ctx, id) })
+	return h.respondUser(w, r, StatGet, http.StatusOK, func(ctx context.Context) (User, error) { return h.backend.Get(ctx, id) })
 }
 
-func (h *handlers) patchFields(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) patchFields(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -203,10 +201,10 @@ func (h *handlers) patchFields(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	return h.respondUser(w, r, StatPatchFields, http.StatusOK, func(ctx context.Context) (User, error) { return h.store.PatchFields(ctx, id, p) })
+	return h.respondUser(w, r, StatPatchFields, http.StatusOK, func(ctx context.Context) (User, error) { return h.backend.PatchFields(ctx, id, p) })
 }
 
-func (h *handlers) patchProfile(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) patchProfile(w http.ResponseWriter, r *http.Request) error {
 	id, obj, err := idAndProfile(r)
 	if err != nil {
 		return err
@@ -220,18 +218,18 @@ func (h *handlers) patchProfile(w http.ResponseWriter, r *http.Request) error {
 			p.Set = append(p.Set, m)
 		}
 	}
-	return h.respondUser(w, r, StatPatchProfile, http.StatusOK, func(ctx context.Context) (User, error) { return h.store.PatchProfile(ctx, id, p) })
+	return h.respondUser(w, r, StatPatchProfile, http.StatusOK, func(ctx context.Context) (User, error) { return h.backend.PatchProfile(ctx, id, p) })
 }
 
-func (h *handlers) replaceProfile(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) replaceProfile(w http.ResponseWriter, r *http.Request) error {
 	id, obj, err := idAndProfile(r)
 	if err != nil {
 		return err
 	}
-	return h.respondUser(w, r, StatReplaceProfile, http.StatusOK, func(ctx context.Context) (User, error) { return h.store.ReplaceProfile(ctx, id, obj) })
+	return h.respondUser(w, r, StatReplaceProfile, http.StatusOK, func(ctx context.Context) (User, error) { return h.backend.ReplaceProfile(ctx, id, obj) })
 }
 
-func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) search(w http.ResponseWriter, r *http.Request) error {
 	var in SearchRequest
 	if err := httpapi.DecodeJSON(r, &in); err != nil {
 		return err
@@ -265,13 +263,13 @@ func (h *handlers) search(w http.ResponseWriter, r *http.Request) error {
 	// One more than asked tells whether a next page exists; the backend
 	// also stops once the page is full in bytes (PageFull).
 	err = h.call(r, StatSearch, func(ctx context.Context) (err error) {
-		users, err = h.store.Search(ctx, query, after, limit+1, h.maxBytes)
+		users, err = h.backend.Search(ctx, query, after, limit+1, h.o.SearchMaxBytes)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	out := SearchResponse{Users: users[:pageLen(users, limit, h.maxBytes)]}
+	out := SearchResponse{Users: users[:pageLen(users, limit, h.o.SearchMaxBytes)]}
 	if len(out.Users) < len(users) {
 		next := EncodeCursor(out.Users[len(out.Users)-1].ID)
 		out.Next = &next
@@ -315,12 +313,12 @@ func writeSearch(w http.ResponseWriter, out SearchResponse) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) delete(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	if err := h.call(r, StatDelete, func(ctx context.Context) error { return h.store.Delete(ctx, id) }); err != nil {
+	if err := h.call(r, StatDelete, func(ctx context.Context) error { return h.backend.Delete(ctx, id) }); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

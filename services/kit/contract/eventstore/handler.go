@@ -82,7 +82,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 15 * time.Second
 	}
-	h := &handlers{store: b, o: o}
+	h := &handler{backend: b, o: o}
 	r.Get("/openapi.yaml", httpapi.ServeYAML(OpenAPI))
 	r.Get("/capabilities", func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, b.Capabilities())
@@ -93,9 +93,9 @@ func Mount(r chi.Router, b Backend, o Options) {
 	r.Method(http.MethodGet, "/subscribe", httpapi.HandlerFunc(h.subscribe))
 }
 
-type handlers struct {
-	store Backend
-	o     Options
+type handler struct {
+	backend Backend
+	o       Options
 }
 
 func streamParam(r *http.Request) (string, error) {
@@ -144,7 +144,7 @@ func ValidateEvents(events []EventData) error {
 	return nil
 }
 
-func (h *handlers) append(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) append(w http.ResponseWriter, r *http.Request) error {
 	stream, err := streamParam(r)
 	if err != nil {
 		return err
@@ -164,7 +164,7 @@ func (h *handlers) append(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), h.o.Timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := h.store.Append(ctx, stream, req.ExpectedVersion, req.Events)
+	res, err := h.backend.Append(ctx, stream, req.ExpectedVersion, req.Events)
 	if err != nil {
 		var wrong *WrongExpectedVersionError
 		switch {
@@ -202,7 +202,7 @@ func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
-func (h *handlers) read(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) read(w http.ResponseWriter, r *http.Request) error {
 	stream, err := streamParam(r)
 	if err != nil {
 		return err
@@ -218,7 +218,7 @@ func (h *handlers) read(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), h.o.Timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := h.store.Read(ctx, stream, from, int(limit))
+	res, err := h.backend.Read(ctx, stream, from, int(limit))
 	if err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func (h *handlers) read(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) state(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) state(w http.ResponseWriter, r *http.Request) error {
 	stream, err := streamParam(r)
 	if err != nil {
 		return err
@@ -243,7 +243,7 @@ func (h *handlers) state(w http.ResponseWriter, r *http.Request) error {
 	var scanned int64
 	measured := true
 	for from := int64(0); ; {
-		res, err := h.store.Read(ctx, stream, from, MaxReadLimit)
+		res, err := h.backend.Read(ctx, stream, from, MaxReadLimit)
 		if err != nil {
 			return err
 		}
@@ -419,7 +419,7 @@ func (s *sseWriter) dropped() error {
 	return s.failed
 }
 
-func (h *handlers) subscribe(w http.ResponseWriter, r *http.Request) error {
+func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) error {
 	// Last-Event-ID wins over ?from=: an EventSource reconnects to the
 	// same URL (its original ?from=) with the last id it received.
 	// The shape is the contract's (PositionPattern, 400), checked for
@@ -469,7 +469,7 @@ func (h *handlers) subscribe(w http.ResponseWriter, r *http.Request) error {
 		}
 	}()
 	defer func() { cancel(); <-hbDone }()
-	err := h.store.Subscribe(ctx, from, Subscriber{
+	err := h.backend.Subscribe(ctx, from, Subscriber{
 		Event: func(e RecordedEvent) error {
 			last = e.Position
 			h.o.Stats.Inc("events_streamed")

@@ -42,8 +42,8 @@ type EventReader interface {
 
 // handler serves the routes Mount adds.
 type handler struct {
-	Options
-	b Backend
+	backend Backend
+	o       Options
 }
 
 // MaxWait caps GET /events/{id}/wait's timeout.
@@ -52,7 +52,7 @@ const MaxWait = time.Minute
 // Mount adds the contract's routes to r, served by b and o.Records. Both
 // services call it, so their HTTP behaviour is the same by construction.
 func Mount(r chi.Router, b Backend, o Options) {
-	h := &handler{Options: o, b: b}
+	h := &handler{backend: b, o: o}
 	r.Method(http.MethodPost, "/events", httpapi.HandlerFunc(h.postEvent))
 	r.Method(http.MethodPost, "/events/batch", httpapi.HandlerFunc(h.postBatch))
 	r.Method(http.MethodGet, "/events/{id}", httpapi.HandlerFunc(h.getEvent))
@@ -62,8 +62,8 @@ func Mount(r chi.Router, b Backend, o Options) {
 }
 
 func (h *handler) timeout() time.Duration {
-	if h.Timeout > 0 {
-		return h.Timeout
+	if h.o.Timeout > 0 {
+		return h.o.Timeout
 	}
 	return 10 * time.Second
 }
@@ -98,16 +98,16 @@ func validate(e *NewEvent, prefix string) error {
 func (h *handler) append(r *http.Request, events []NewEvent) ([]Created, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
-	created, err := h.b.Append(ctx, events)
+	created, err := h.backend.Append(ctx, events)
 	if err != nil {
 		return nil, err
 	}
-	h.Stats.Add(StatWritten, int64(len(created)))
+	h.o.Stats.Add(StatWritten, int64(len(created)))
 	return created, nil
 }
 
 func (h *handler) postEvent(w http.ResponseWriter, r *http.Request) error {
-	defer h.Stats.Since(StatWrite, time.Now())
+	defer h.o.Stats.Since(StatWrite, time.Now())
 	var e NewEvent
 	if err := httpapi.DecodeJSON(r, &e); err != nil {
 		return err
@@ -124,7 +124,7 @@ func (h *handler) postEvent(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) postBatch(w http.ResponseWriter, r *http.Request) error {
-	defer h.Stats.Since(StatWrite, time.Now())
+	defer h.o.Stats.Since(StatWrite, time.Now())
 	var b Batch
 	if err := httpapi.DecodeJSON(r, &b); err != nil {
 		return err
@@ -158,7 +158,7 @@ func eventID(r *http.Request) (string, error) {
 func (h *handler) get(r *http.Request, id string) (Event, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
-	return h.Records.Get(ctx, id)
+	return h.o.Records.Get(ctx, id)
 }
 
 func (h *handler) getEvent(w http.ResponseWriter, r *http.Request) error {
@@ -186,7 +186,7 @@ func (h *handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
 	// Woken by this instance's consumer; the periodic re-read sees a
 	// delivery another instance's consumer recorded.
 	var e Event
-	err = h.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.Stopping},
+	err = h.o.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.o.Stopping},
 		func(context.Context) (bool, error) {
 			var err error
 			e, err = h.get(r, id)
@@ -209,11 +209,11 @@ func (h *handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
 func (h *handler) consumer(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
-	st, err := h.b.Consumer(ctx)
+	st, err := h.backend.Consumer(ctx)
 	if err != nil {
 		return err
 	}
-	snap := h.Stats.Snapshot()
+	snap := h.o.Stats.Snapshot()
 	st.Delivered = snap.Counters[StatDelivered]
 	st.Duplicates = snap.Counters[StatDuplicates]
 	st.Reconnects = snap.Counters[StatReconnects]

@@ -54,8 +54,8 @@ type Options struct {
 }
 
 type handler struct {
-	b Backend
-	o Options
+	backend Backend
+	o       Options
 }
 
 // Mount adds the contract's routes to r: POST /tasks, POST /tasks/batch,
@@ -71,7 +71,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 	if o.Hub == nil {
 		o.Hub = new(waiter.Hub)
 	}
-	h := &handler{b: b, o: o}
+	h := &handler{backend: b, o: o}
 	r.Method(http.MethodPost, "/tasks", httpapi.HandlerFunc(h.enqueue))
 	r.Method(http.MethodPost, "/tasks/batch", httpapi.HandlerFunc(h.batch))
 	r.Method(http.MethodGet, "/tasks/{id}", httpapi.HandlerFunc(h.get))
@@ -125,7 +125,7 @@ func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	if err := h.b.Enqueue(ctx, []NewTask{t}); err != nil {
+	if err := h.backend.Enqueue(ctx, []NewTask{t}); err != nil {
 		return err
 	}
 	h.o.Stats.Inc(CounterEnqueued)
@@ -154,7 +154,7 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	if err := h.b.Enqueue(ctx, tasks); err != nil {
+	if err := h.backend.Enqueue(ctx, tasks); err != nil {
 		return err
 	}
 	h.o.Stats.Add(CounterEnqueued, int64(len(tasks)))
@@ -175,7 +175,7 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	t, err := h.b.Get(ctx, id)
+	t, err := h.backend.Get(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (h *handler) wait(w http.ResponseWriter, r *http.Request) error {
 			ctx, cancel := h.ctx(r)
 			defer cancel()
 			var err error
-			t, err = h.b.Get(ctx, id)
+			t, err = h.backend.Get(ctx, id)
 			return err == nil && t.Terminal(), err
 		})
 	switch {
@@ -260,7 +260,7 @@ func (h *handler) pay(w http.ResponseWriter, r *http.Request) error {
 	}}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	if err := h.b.Pay(ctx, p, fault); err != nil {
+	if err := h.backend.Pay(ctx, p, fault); err != nil {
 		if errors.Is(err, ErrFaultInjected) {
 			return &httpapi.Error{Status: http.StatusInternalServerError, Message: err.Error(),
 				Fields: map[string]any{"payment_id": p.ID, "task_id": p.Task.ID}}
@@ -275,7 +275,7 @@ func (h *handler) pay(w http.ResponseWriter, r *http.Request) error {
 func (h *handler) depth(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	d, err := h.b.Depth(ctx)
+	d, err := h.backend.Depth(ctx)
 	if err != nil {
 		return err
 	}
