@@ -25,7 +25,7 @@ import (
 // (the transactional outbox, for free). With $7 true (NOTIFY_MODE=commit)
 // it also calls pg_notify, which is transactional: the listeners hear it
 // only if the statement commits, but every such commit takes Postgres's
-// database-wide notify lock, so enqueues serialize at commit. With $7
+// cluster-wide notify lock, so enqueues serialize at commit. With $7
 // false (debounced) the one-time filter leaves pg_notify unevaluated, the
 // transaction queues no notification and takes no lock, and the caller
 // pokes the Debouncer after the commit.

@@ -17,7 +17,7 @@ const DefaultMode = ModeDebounced
 // instances in different modes wake each other.
 type NotifyConfig struct {
 	// Mode is ModeCommit (a NOTIFY in the writing transaction, which takes
-	// Postgres's database-wide notify lock at every commit) or
+	// Postgres's cluster-wide notify lock at every commit) or
 	// ModeDebounced (the write commits without it, and a Debouncer on a
 	// connection of its own sends at most one NOTIFY per Interval
 	// afterwards). Env NOTIFY_MODE; default DefaultMode.

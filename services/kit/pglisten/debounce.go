@@ -16,7 +16,7 @@ import (
 const (
 	// ModeCommit sends pg_notify inside every committing transaction: the
 	// wake-up is exact, but every such commit takes Postgres's
-	// database-wide notify lock, which serializes commits and defeats
+	// cluster-wide notify lock, which serializes commits and defeats
 	// group commit.
 	ModeCommit = "commit"
 	// ModeDebounced commits without pg_notify and pokes a Debouncer

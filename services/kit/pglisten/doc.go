@@ -20,7 +20,7 @@
 // running deaf on its fallback poll.
 //
 // The sending half is Debouncer: a pg_notify inside a committing
-// transaction takes a database-wide lock at commit and serializes every
+// transaction takes a cluster-wide lock at commit and serializes every
 // such commit, so writers that commit fast commit without it and poke a
 // Debouncer, which sends at most one NOTIFY per interval, after the
 // commits it announces (NOTIFY_MODE=debounced in the services; "commit"
