@@ -281,33 +281,32 @@ func runUnloggedCacheCrash(ctx context.Context, env Env, size Size) (Result, err
 // cacheSource reads products 1..n (name, price, stock) from the
 // private cluster.
 func cacheSource(ctx context.Context, rig *crashRig, n int) ([]cacheProduct, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, rig.cluster.URL())
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, `SELECT id, name, price_cents, stock FROM cache.products WHERE id BETWEEN 1 AND $1 ORDER BY id`, n)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]cacheProduct, n)
-	seen := 0
-	for rows.Next() {
-		var id int64
-		var p cacheProduct
-		if err := rows.Scan(&id, &p.Name, &p.PriceCents, &p.Stock); err != nil {
-			return nil, err
+	err := rig.cluster.withConn(ctx, time.Minute, func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT id, name, price_cents, stock FROM cache.products WHERE id BETWEEN 1 AND $1 ORDER BY id`, n)
+		if err != nil {
+			return err
 		}
-		out[id-1] = p
-		seen++
-	}
-	if err := rows.Err(); err != nil {
+		seen := 0
+		for rows.Next() {
+			var id int64
+			var p cacheProduct
+			if err := rows.Scan(&id, &p.Name, &p.PriceCents, &p.Stock); err != nil {
+				return err
+			}
+			out[id-1] = p
+			seen++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if seen != n {
+			return errors.New("the products table lacks some of the experiment's rows")
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
-	}
-	if seen != n {
-		return nil, errors.New("the products table lacks some of the experiment's rows")
 	}
 	return out, nil
 }

@@ -11,10 +11,9 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
 // noisyNeighbourSlot is issue 14's item 10: WAL written into an unrelated
@@ -408,15 +407,9 @@ func noisyWhileRunning(ctx context.Context, rig *crashRig, conn *pgx.Conn, extra
 func noisyRawReach(ctx context.Context, url, slot string, args []string, id string) (time.Duration, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	cfg, err := pgconn.ParseConfig(url)
+	conn, err := raw.ReplicationConn(ctx, url, 10*time.Second)
 	if err != nil {
 		return 0, 0, err
-	}
-	cfg.RuntimeParams["replication"] = "database"
-	cfg.ConnectTimeout = 10 * time.Second
-	conn, err := pgconn.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return 0, 0, fmt.Errorf("replication connection: %w", err)
 	}
 	defer conn.Close(context.Background())
 	want := []byte(id)
@@ -431,29 +424,19 @@ func noisyRawReach(ctx context.Context, url, slot string, args []string, id stri
 		if err != nil {
 			return 0, recv, fmt.Errorf("event not reached after %d bytes: %w", recv, err)
 		}
-		switch m := msg.(type) {
-		case *pgproto3.ErrorResponse:
-			return 0, recv, pgconn.ErrorResponseToPgError(m)
-		case *pgproto3.CopyData:
-			switch m.Data[0] {
-			case pglogrepl.PrimaryKeepaliveMessageByteID:
-				k, err := pglogrepl.ParsePrimaryKeepaliveMessage(m.Data[1:])
-				if err == nil && k.ReplyRequested {
-					_ = pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: pos})
-				}
-			case pglogrepl.XLogDataByteID:
-				x, err := pglogrepl.ParseXLogData(m.Data[1:])
-				if err != nil {
-					return 0, recv, err
-				}
-				recv += int64(len(x.WALData))
-				pos = x.WALStart
-				// The id's text is in wal2json's JSON and in pgoutput's
-				// Insert (tuple data in text form) alike.
-				if bytes.Contains(x.WALData, want) {
-					return time.Since(t0), recv, nil
-				}
-			}
+		x, err := raw.ReplicationData(ctx, conn, msg, pos)
+		if err != nil {
+			return 0, recv, err
+		}
+		if x == nil {
+			continue
+		}
+		recv += int64(len(x.WALData))
+		pos = x.WALStart
+		// The id's text is in wal2json's JSON and in pgoutput's Insert
+		// (tuple data in text form) alike.
+		if bytes.Contains(x.WALData, want) {
+			return time.Since(t0), recv, nil
 		}
 	}
 }

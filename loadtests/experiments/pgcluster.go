@@ -194,30 +194,33 @@ func (c *pgCluster) Stop(ctx context.Context, mode string) error {
 	return nil
 }
 
-// Exec runs sql on a new connection to the cluster.
-func (c *pgCluster) Exec(ctx context.Context, sql string, args ...any) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// withConn calls fn with a new connection to the cluster, closed when fn
+// returns, and a ctx that ends after timeout for connecting and for fn.
+func (c *pgCluster) withConn(ctx context.Context, timeout time.Duration, fn func(ctx context.Context, conn *pgx.Conn) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, c.URL())
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, sql, args...)
-	return err
+	return fn(ctx, conn)
+}
+
+// Exec runs sql on a new connection to the cluster.
+func (c *pgCluster) Exec(ctx context.Context, sql string, args ...any) error {
+	return c.withConn(ctx, 30*time.Second, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, sql, args...)
+		return err
+	})
 }
 
 // QueryRow runs sql with args on a new connection and scans its one row
 // into dest.
 func (c *pgCluster) QueryRow(ctx context.Context, sql string, args []any, dest ...any) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, c.URL())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	return conn.QueryRow(ctx, sql, args...).Scan(dest...)
+	return c.withConn(ctx, 60*time.Second, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, sql, args...).Scan(dest...)
+	})
 }
 
 // Close stops the server (immediate, if it runs) and removes its files.

@@ -11,8 +11,6 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -258,15 +256,9 @@ UPDATE rec SET status = CASE status WHEN 'queued' THEN 'running' ELSE 'done' END
 func wal2jsonDecode(ctx context.Context, o Options) (Result, error) {
 	r := Result{Desc: fmt.Sprintf("rows/s: %d rows written first, then streamed through one temporary wal2json slot and decoded", slotRows)}
 	err := withSchema(ctx, o, []string{logTable}, func(pool *pgxpool.Pool) error {
-		cfg, err := pgconn.ParseConfig(o.PostgresURL)
+		conn, err := ReplicationConn(ctx, o.PostgresURL, 5*time.Second)
 		if err != nil {
 			return err
-		}
-		cfg.RuntimeParams["replication"] = "database"
-		cfg.ConnectTimeout = 5 * time.Second
-		conn, err := pgconn.ConnectConfig(ctx, cfg)
-		if err != nil {
-			return fmt.Errorf("replication connection: %w", err)
 		}
 		defer conn.Close(context.Background())
 		slot := "wpe_raw_" + o.Name
@@ -294,39 +286,27 @@ func wal2jsonDecode(ctx context.Context, o Options) (Result, error) {
 				finish(&r, got, time.Since(start))
 				return fmt.Errorf("receive after %d rows: %w", got, err)
 			}
-			cd, ok := msg.(*pgproto3.CopyData)
-			if !ok {
-				if e, ok := msg.(*pgproto3.ErrorResponse); ok {
-					return pgconn.ErrorResponseToPgError(e)
-				}
+			x, err := ReplicationData(ctx, conn, msg, end)
+			if err != nil {
+				return err
+			}
+			if x == nil {
 				continue
 			}
-			switch cd.Data[0] {
-			case pglogrepl.PrimaryKeepaliveMessageByteID:
-				k, err := pglogrepl.ParsePrimaryKeepaliveMessage(cd.Data[1:])
-				if err == nil && k.ReplyRequested {
-					_ = pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: end})
-				}
-			case pglogrepl.XLogDataByteID:
-				x, err := pglogrepl.ParseXLogData(cd.Data[1:])
-				if err != nil {
-					return err
-				}
-				end = x.WALStart
-				var m struct {
-					Action  string `json:"action"`
-					Table   string `json:"table"`
-					Columns []struct {
-						Name  string          `json:"name"`
-						Value json.RawMessage `json:"value"`
-					} `json:"columns"`
-				}
-				if err := json.Unmarshal(x.WALData, &m); err != nil {
-					return fmt.Errorf("decode wal2json: %w", err)
-				}
-				if m.Action == "I" && m.Table == "t" {
-					got++
-				}
+			end = x.WALStart
+			var m struct {
+				Action  string `json:"action"`
+				Table   string `json:"table"`
+				Columns []struct {
+					Name  string          `json:"name"`
+					Value json.RawMessage `json:"value"`
+				} `json:"columns"`
+			}
+			if err := json.Unmarshal(x.WALData, &m); err != nil {
+				return fmt.Errorf("decode wal2json: %w", err)
+			}
+			if m.Action == "I" && m.Table == "t" {
+				got++
 			}
 		}
 		finish(&r, got, time.Since(start))
