@@ -32,7 +32,7 @@ type listener struct {
 func (s *store) startListener(ctx context.Context) error {
 	// The name lets an operator (and the reconnect test) find the
 	// connection in pg_stat_activity; Postgres truncates it to 63 bytes.
-	l := &listener{done: make(chan struct{}), appName: truncate("eventstore-listener "+s.schema, 63)}
+	l := &listener{done: make(chan struct{}), appName: postgres.TruncateName("eventstore-listener " + s.schema)}
 	cc, err := postgres.ListenConnConfig(s.cfg.ListenURL, s.cfg.Postgres, l.appName)
 	if err != nil {
 		return err
@@ -97,11 +97,4 @@ func (s *store) stopListener(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("listener did not stop: %w", ctx.Err())
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

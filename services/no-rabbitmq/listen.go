@@ -79,11 +79,7 @@ func (q *pgQueue) listen(ctx context.Context) {
 // listenerName is the LISTEN connection's application_name, which shows in
 // pg_stat_activity (and lets the tests find and terminate it).
 func listenerName(schema string) string {
-	name := "no-rabbitmq listen " + schema
-	if len(name) > 63 {
-		name = name[:63]
-	}
-	return name
+	return postgres.TruncateName("no-rabbitmq listen " + schema)
 }
 
 // awaitListening waits for the first LISTEN, so that a wrong

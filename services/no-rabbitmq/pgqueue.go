@@ -232,10 +232,7 @@ func notifyChannel(schema string) string {
 	if schema != "" {
 		ch += "." + schema
 	}
-	if len(ch) > 63 {
-		ch = ch[:63]
-	}
-	return ch
+	return postgres.TruncateName(ch)
 }
 
 // prepare applies QUEUE_TABLE and rebuilds missing queue rows.

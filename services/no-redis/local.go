@@ -118,11 +118,7 @@ func newLocalStore(cfg Config, pool *pgxpool.Pool, st *stats.Recorder, logger *s
 // ListenerName is the LISTEN connection's application_name, which shows
 // in pg_stat_activity (and lets the tests find and terminate it).
 func ListenerName(schema string) string {
-	name := "no-redis listen " + schema
-	if len(name) > 63 {
-		name = name[:63]
-	}
-	return name
+	return postgres.TruncateName("no-redis listen " + schema)
 }
 
 func (l *localStore) unavailable() error {

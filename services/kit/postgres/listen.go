@@ -11,6 +11,21 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 )
 
+// MaxNameBytes is the longest name Postgres keeps (NAMEDATALEN - 1): a
+// longer identifier, NOTIFY channel or application_name is cut to it.
+const MaxNameBytes = 63
+
+// TruncateName returns name as Postgres keeps it, cut to MaxNameBytes
+// bytes (the names here are ASCII). A name looked up later
+// (pg_stat_activity.application_name, pg_listening_channels()) must be
+// the cut one.
+func TruncateName(name string) string {
+	if len(name) > MaxNameBytes {
+		return name[:MaxNameBytes]
+	}
+	return name
+}
+
 // ReadListenURL reads the connection a service's LISTEN uses: env
 // DATABASE_LISTEN_URL, default c.URL (DATABASE_URL). It must reach
 // Postgres directly: through pgbouncer in transaction mode LISTEN "works"
@@ -22,8 +37,8 @@ func ReadListenURL(env Env, c Config) string {
 // ListenConnConfig is the configuration of a dedicated LISTEN connection
 // (never a pooled one: LISTEN is per session) to listenURL, as
 // ReadListenURL read it: c's ConnectTimeout, as Open uses it, and appName
-// as its application_name, which shows in pg_stat_activity (Postgres
-// truncates it to 63 bytes). A bad URL is an error naming
+// as its application_name, which shows in pg_stat_activity (pass it
+// through TruncateName to find it there). A bad URL is an error naming
 // DATABASE_LISTEN_URL.
 func ListenConnConfig(listenURL string, c Config, appName string) (*pgx.ConnConfig, error) {
 	cc, err := pgx.ParseConfig(listenURL)

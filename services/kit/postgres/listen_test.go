@@ -53,3 +53,14 @@ func TestAwaitListening(t *testing.T) {
 		t.Errorf("a listener that never comes up: %v, want an error naming DATABASE_LISTEN_URL and the last failure", err)
 	}
 }
+
+func TestTruncateName(t *testing.T) {
+	t.Parallel()
+	if got := postgres.TruncateName("short"); got != "short" {
+		t.Errorf("short name: %q", got)
+	}
+	long := strings.Repeat("x", 70)
+	if got := postgres.TruncateName(long); got != long[:postgres.MaxNameBytes] || len(got) != 63 {
+		t.Errorf("70-byte name cut to %d bytes, want 63 (NAMEDATALEN - 1)", len(got))
+	}
+}
