@@ -40,7 +40,7 @@ func strict(b []byte, v any) error {
 
 // TestThroughputDefaultsFitTheBudget keeps the scenario's default size
 // within the ~12 minutes it may add to make results on a 2-core machine,
-// counting the drain of the two largest batches.
+// counting the drains after the three largest batch sizes.
 func TestThroughputDefaultsFitTheBudget(t *testing.T) {
 	e := ThroughputDefaults.Estimate(20 * time.Second)
 	if want := 2 * 4 * 2 * ThroughputDefaults.Rounds; e.Attacks != want {

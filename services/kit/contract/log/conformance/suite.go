@@ -417,7 +417,6 @@ func MeasureDelivery(b *testing.B, base string) {
 type Blocked struct {
 	t       testing.TB
 	pool    *pgxpool.Pool
-	tx      pgx.Tx
 	release func()
 }
 
@@ -426,14 +425,13 @@ type Blocked struct {
 func BlockDeliveries(t testing.TB, url, schema string) *Blocked {
 	t.Helper()
 	pool := kittest.Pool(t, url, schema)
-	tx, release := lockDeliveries(t, pool, "ACCESS EXCLUSIVE")
-	return &Blocked{t: t, pool: pool, tx: tx, release: release}
+	return &Blocked{t: t, pool: pool, release: lockDeliveries(t, pool, "ACCESS EXCLUSIVE")}
 }
 
 // lockDeliveries locks the deliveries table of pool's schema in mode, in
-// a transaction that release (safe twice, also run when the test ends)
-// rolls back.
-func lockDeliveries(t testing.TB, pool *pgxpool.Pool, mode string) (pgx.Tx, func()) {
+// a transaction that the returned release (safe twice, also run when the
+// test ends) rolls back.
+func lockDeliveries(t testing.TB, pool *pgxpool.Pool, mode string) (release func()) {
 	t.Helper()
 	ctx := kittest.Context(t, 30*time.Second)
 	tx, err := pool.Begin(ctx)
@@ -443,9 +441,9 @@ func lockDeliveries(t testing.TB, pool *pgxpool.Pool, mode string) (pgx.Tx, func
 	if _, err := tx.Exec(ctx, `LOCK TABLE deliveries IN `+mode+` MODE`); err != nil {
 		t.Fatal(err)
 	}
-	release := sync.OnceFunc(func() { _ = tx.Rollback(context.Background()) })
+	release = sync.OnceFunc(func() { _ = tx.Rollback(context.Background()) })
 	t.Cleanup(release)
-	return tx, release
+	return release
 }
 
 // Release ends the outage. Safe to call twice.

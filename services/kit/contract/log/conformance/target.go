@@ -41,8 +41,7 @@ func NewServiceTarget[C servicetest.Config, A any](t testing.TB, read func(*conf
 // services record deliveries through logc.Records, so one hold fits both.
 func (s *ServiceTarget[A]) HoldDeliveries(t testing.TB) (release func()) {
 	t.Helper()
-	_, release = lockDeliveries(t, kittest.Pool(t, s.Env["DATABASE_URL"], s.Env["DATABASE_SCHEMA"]), "EXCLUSIVE")
-	return release
+	return lockDeliveries(t, kittest.Pool(t, s.Env["DATABASE_URL"], s.Env["DATABASE_SCHEMA"]), "EXCLUSIVE")
 }
 
 // MeasureDeliveryPerSynchronousCommit runs MeasureDelivery as two
