@@ -107,22 +107,43 @@ func TestConnectionLossReconnectsWithoutLoss(t *testing.T) {
 }
 
 // cutUnderLoad closes the broker connection named name from the broker's
-// side while 400 tasks run, posts 100 more (which wait for the new
-// connection if needed) and checks that all 500 complete after at least
-// one counted reconnect.
+// side while 400 tasks run, waits for the service's new session, posts
+// 100 more and checks that all 500 complete after at least one counted
+// reconnect.
 func cutUnderLoad(t testing.TB, tg *target, name string) {
 	t.Helper()
 	cut := brokerConnection(t, name)
+	old, err := tg.App().session(kittest.Context(t, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
 	post(t, tg.URL(), 400, 0)
 	cut()
 	var done int
 	_ = tg.pool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT count(*) FROM tasks WHERE status = 'done'`).Scan(&done)
 	t.Logf("connection %s cut with %d of 400 tasks done", name, done)
+	// A write waits only brokerWait (1 s) for a session and then answers
+	// 503: posting before the reconnect raced it, and a loaded CI machine
+	// lost that race. The reconnect is what this test is about, so it
+	// waits for it, then requires the post to be accepted at once.
+	awaitNewSession(t, tg.App(), old, time.Minute)
 	post(t, tg.URL(), 100, 0)
 	waitDone(t, tg, 500, 2*time.Minute)
 	if n := tg.App().stats.Snapshot().Counters[queue.CounterReconnects]; n < 1 {
 		t.Errorf("reconnects = %d, want at least 1", n)
 	}
+}
+
+// awaitNewSession waits until q holds a live session other than old: the
+// service's reconnect after a cut.
+func awaitNewSession(t testing.TB, q *mqQueue, old *session, d time.Duration) {
+	t.Helper()
+	kittest.Eventually(t, d, "a new broker session after the cut", func() bool {
+		q.mu.Lock()
+		s := q.cur
+		q.mu.Unlock()
+		return s != nil && s != old && !s.pub.IsClosed()
+	})
 }
 
 // TestConsumerOnItsOwnConnection checks that the consumer does not share
