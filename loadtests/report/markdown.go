@@ -161,7 +161,7 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 			w("### Ceilings\n\nA step passes when: %s.\n\n", md(r.Ceilings[0].Criteria))
 			w("| service | ceiling/s, median (min–max) | per round (+: stopped at the search's maximum) |\n|---|---|---|\n")
 			for _, c := range r.Ceilings {
-				w("| %s | %s | %s |\n", SideLabel(r, c.Service), cell(c.Rate, len(c.Rounds) > 0), ceilingRounds(c))
+				w("| %s | %s | %s |\n", SideLabel(r, c.Service), ceilingCell(c), ceilingRounds(c))
 			}
 			w("\n")
 		}

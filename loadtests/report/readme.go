@@ -290,7 +290,7 @@ func claimTally(all []Claim, pair string) string {
 		}
 	}
 	var parts []string
-	for _, v := range []string{Holds, DoesNotHold, NotMeasurable} {
+	for _, v := range []string{Holds, DoesNotHold, Inconclusive, FailedRun, NotMeasurable} {
 		if len(by[v]) > 0 {
 			parts = append(parts, fmt.Sprintf("%s: %s", v, strings.Join(by[v], ", ")))
 		}

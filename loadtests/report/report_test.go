@@ -273,7 +273,7 @@ func TestReportFromFixture(t *testing.T) {
 		"Delivery p95 ≤ 2 ms":                 "**holds**",
 		"Kafka write p99 16 ms":               "**holds**",
 		"synchronous_commit=off":              "**holds**",
-		"≥ 15,000 events/s":                   "**holds**",
+		"≥ 15,000 events/s":                   "**inconclusive**: holds in round 0, 2, not in round 1", // the fixture's rounds: 16000 8000 16000
 		"33 ms on Postgres":                   "**not measurable here**",
 		"3.6–4.7× a neighbour":                "**holds**",
 		"1.9–2.4× a patch on MongoDB":         "**not measurable here**",

@@ -1,0 +1,83 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// The words a value that is not a valid figure is printed as.
+const (
+	// notRecorded is a metric a valid side did not report.
+	notRecorded = "not recorded"
+	// failedAbove is a failed side's metric cell under the point's
+	// status row, which gives the reason.
+	failedAbove = "failed (reason above)"
+)
+
+// statusText is a status in words for a table cell.
+func statusText(st driver.Status) string { return md(st.String()) }
+
+// readLog collects the sides that are not valid among those one claim
+// reads (median), in reading order, each once.
+type readLog struct {
+	seen   map[string]bool
+	failed []string
+}
+
+func (l *readLog) reset() { l.seen, l.failed = map[string]bool{}, nil }
+
+func (l *readLog) add(what string) {
+	if !l.seen[what] {
+		l.seen[what] = true
+		l.failed = append(l.failed, what)
+	}
+}
+
+// trackers maps the points of a claims evaluation's private copies of the
+// runs to the log of the claim being evaluated, so that median and ratio,
+// which see only a point, can report the invalid sides a claim reads.
+// Points outside Claims' copies (the README's, the charts') have none.
+var trackers sync.Map // *driver.Point → *readLog
+
+// sideValid reports whether side of p holds valid figures; when it does
+// not and p belongs to a claims evaluation, the side is logged there.
+func sideValid(p *driver.Point, side string) bool {
+	st := p.SideStatus(side)
+	if st.OK() {
+		return true
+	}
+	if l, ok := trackers.Load(p); ok {
+		l.(*readLog).add(fmt.Sprintf("%s %s, %s: %s", p.Scenario, p.Name, side, st))
+	}
+	return false
+}
+
+// statusRow is the row a point's table gets when a side is not valid:
+// each side's status in words.
+func statusRow(p *driver.Point) ([4]string, bool) {
+	a, b := p.SideStatus(p.Sides[0]), p.SideStatus(p.Sides[1])
+	if a.OK() && b.OK() {
+		return [4]string{}, false
+	}
+	word := func(st driver.Status) string {
+		if st.OK() {
+			return "ok"
+		}
+		return statusText(st)
+	}
+	return [4]string{"validity", word(a), word(b), "no ratio: " + strings.Join(invalidSides(p), " and ") + " not valid"}, true
+}
+
+// invalidSides names the sides of p that are not valid.
+func invalidSides(p *driver.Point) []string {
+	var out []string
+	for _, s := range p.Sides {
+		if !p.SideStatus(s).OK() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
