@@ -177,6 +177,9 @@ type outcome struct {
 	// the claim (commit cost, HTTP floor, the driver's CPU share): it is
 	// added to the verdict.
 	floor string
+	// perRound is set by rules that read rounds without median (the
+	// ceilings): their verdict is decided round by round too.
+	perRound bool
 	// note, when not empty, is added to the verdict (by how much a
 	// result beats a claimed capacity, which part of a claim holds).
 	note string
@@ -446,7 +449,7 @@ func ceilingAtLeast(cmd, service string, target float64) func(claimInputs) outco
 			return outcome{failed: fmt.Sprintf("%s ceiling of %s: %s", cmd, service, st)}
 		}
 		o := outcome{measured: fmt.Sprintf("ceiling %s/s (rounds: %s)", cell(ce.Rate, true), ceilingRounds(*ce)),
-			holds: ce.Rate.Median >= target}
+			holds: ce.Rate.Median >= target, perRound: true}
 		if cpus := in.rs[cmd].Machine.CPUs; cpus > 0 {
 			o.floor = fmt.Sprintf("the load driver shares the machine's %d cores with the servers", cpus)
 		}
@@ -559,18 +562,26 @@ func Claims(all []*driver.Run, rr ...raw.Results) []Claim {
 		}
 	}
 	views := make([]claimInputs, rounds)
+	viewLog := &readLog{}
 	for k := range views {
-		views[k], _ = claimView(all, k, rr...)
+		var rel func()
+		views[k], rel = claimView(all, k, rr...)
+		defer rel()
+		for _, r := range views[k].rs {
+			for i := range r.Points {
+				trackers.Store(&r.Points[i], viewLog)
+			}
+		}
 	}
 	out := make([]Claim, 0, len(claimTable))
 	for _, s := range claimTable {
-		out = append(out, decide(s, in, views, log))
+		out = append(out, decide(s, in, views, log, viewLog))
 	}
 	return out
 }
 
 // decide is one claim's verdict: see Claims.
-func decide(s claimSpec, in claimInputs, views []claimInputs, log *readLog) Claim {
+func decide(s claimSpec, in claimInputs, views []claimInputs, log, viewLog *readLog) Claim {
 	c := Claim{Pair: s.pair, Short: s.short, Claim: s.claim, Rule: s.rule}
 	log.reset()
 	o := s.evaluate(in)
@@ -580,7 +591,7 @@ func decide(s claimSpec, in claimInputs, views []claimInputs, log *readLog) Clai
 	switch {
 	case len(log.failed) > 0:
 		c.Verdict, c.Why = FailedRun, strings.Join(log.failed, "; ")
-		c.Measured = "failed: " + strings.Join(log.failed, "; ")
+		c.Measured = "no valid figure: an input failed (see the verdict)"
 		return c
 	case o.missing != "":
 		c.Verdict, c.Why, c.Measured = NotMeasurable, o.missing, "nothing measured"
@@ -596,9 +607,10 @@ func decide(s claimSpec, in claimInputs, views []claimInputs, log *readLog) Clai
 	var held, missed []int
 	var missedText []string
 	for k, v := range views {
+		viewLog.reset()
 		ok := s.evaluate(v)
-		if ok.missing != "" || ok.failed != "" {
-			continue
+		if ok.missing != "" || ok.failed != "" || (viewLog.reads == 0 && !ok.perRound) {
+			continue // not decided by rounds: the raw loops, a failure
 		}
 		if ok.holds {
 			held = append(held, k)

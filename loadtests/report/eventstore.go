@@ -5,20 +5,50 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 )
 
 // esNotMeasured fills the rows of an engine the bench could not reach.
 const esNotMeasured = "not measured here"
 
-// minMax formats the range of xs with one decimal: "a–b", or "—".
+// minMax formats the range of xs with one decimal: "a–b", or "not
+// recorded".
 func minMax(xs []float64) string {
 	if len(xs) == 0 {
-		return "—"
+		return notRecorded
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return fmt.Sprintf("%.1f–%.1f", s[0], s[len(s)-1])
+}
+
+// appendStatus is the validity of one append loop: not run when the
+// engine was not reached; failed when it completed no append in its
+// window, or failed driver.FailShare or more of its attempts.
+func appendStatus(r eventstore.AppendRow) driver.Status {
+	attempts := r.Ops + r.Conflicts + r.Errors
+	switch {
+	case !r.Measured:
+		return driver.Status{State: driver.StateNotRun, Reason: esNotMeasured}
+	case r.Ops == 0:
+		return driver.Failed("no append completed within the %s window (%d errors, %d conflicts)", num(r.Seconds)+" s", r.Errors, r.Conflicts)
+	case float64(r.Errors) >= driver.FailShare*float64(attempts):
+		return driver.Failed("%d of %d append attempts failed", r.Errors, attempts)
+	}
+	return driver.Status{State: driver.StateOK}
+}
+
+// pointReadStatus is the validity of one engine's point read: a read of
+// a stream that holds nothing on that engine compares nothing.
+func pointReadStatus(r eventstore.PointReadRow) driver.Status {
+	switch {
+	case !r.Measured:
+		return driver.Status{State: driver.StateNotRun, Reason: esNotMeasured}
+	case r.Matched == 0:
+		return driver.Failed("stream %q holds no event on this engine: the read compares nothing", r.Stream)
+	}
+	return driver.Status{State: driver.StateOK}
 }
 
 // EventStoreSection renders RESULTS.md's event-store section from the
@@ -46,8 +76,12 @@ func EventStoreSection(es eventstore.Results) string {
 		b.WriteString("\n| engine | mode | series | round | ops | ops/s | conflicts/op | errors | events per stream at end |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range a.Rows {
 			m, _ := eventstore.ModeOf(r.Mode)
-			if !r.Measured {
-				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | | | | |\n", r.Engine, m.Name, r.Series, r.Round, esNotMeasured)
+			if st := appendStatus(r); !st.OK() {
+				why := esNotMeasured
+				if r.Measured {
+					why = statusText(st)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | | | | |\n", r.Engine, m.Name, r.Series, r.Round, why)
 				continue
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.1f | %.3f | %d | %.0f |\n", r.Engine, m.Name, r.Series, r.Round, r.Ops, r.OpsPerSec, r.ConflictsPerOp, r.Errors, r.EventsPerStream)
@@ -69,7 +103,11 @@ func EventStoreSection(es eventstore.Results) string {
 				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Engine, esNotMeasured)
 				continue
 			}
-			scanned, ratio := "null (not measurable per request)", "—"
+			if st := pointReadStatus(r); !st.OK() {
+				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Engine, statusText(st))
+				continue
+			}
+			scanned, ratio := "null (not measurable per request)", "no ratio: not measurable per request"
 			if r.RecordsScanned != nil {
 				scanned = fmt.Sprint(*r.RecordsScanned)
 				ratio = fmt.Sprintf("%.1f×", r.ScanRatio)

@@ -233,7 +233,7 @@ func md(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", 
 
 func orDash(s string) string {
 	if s == "" {
-		return "–"
+		return "unknown"
 	}
 	return s
 }

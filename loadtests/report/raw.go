@@ -52,7 +52,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		if svc == "no-kafka" || svc == "kafka" {
 			cmd = "log"
 		}
-		ceilCell, tpCell := "–", "–"
+		ceilCell, tpCell := notMeasuredHere, notMeasuredHere
 		if c := rs.ceiling(cmd, svc); c != nil && c.Rate.Median > 0 {
 			ceilCell = num(c.Rate.Median) + " (" + r.PercentCell(svc, c.Rate.Median) + ")"
 		}
@@ -61,7 +61,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		}
 		// The throughput scenario's end-to-end rate at its best batch size
 		// (processed or delivered: every stage of the path).
-		bestCell, coreCell := "–", "–"
+		bestCell, coreCell := notMeasuredHere, notMeasuredHere
 		if v, p := bestE2E(rs, cmd, svc, 0); p != nil && v > 0 {
 			bestCell = num(v) + " at " + p.Name + " (" + r.PercentCell(svc, v) + ")"
 			if p := raw.Paths[svc]; len(p.Core().Steps) < len(p.Steps) {

@@ -350,7 +350,7 @@ func ratioOf(a, b float64) string {
 // span formats the range of vs: "a–b", or one figure.
 func span(vs []float64, unit string) string {
 	if len(vs) == 0 {
-		return "–"
+		return notRecorded
 	}
 	lo, hi := slices.Min(vs), slices.Max(vs)
 	if num(lo) == num(hi) {
@@ -522,21 +522,48 @@ func documentsHeadline(in *inputs) string {
 
 // eventStore helpers.
 
-// appendRows returns the measured append rows of an engine in mode
-// (never both modes: a blind append is not compared with a
-// read-then-append), in order; series "" for both series.
+// appendRows returns the valid append rows of an engine in mode (never
+// both modes: a blind append is not compared with a read-then-append),
+// in order; series "" for both series. Rows that are not valid
+// (appendStatus) are left out: appendFailure says why.
 func appendRows(es eventstore.Results, mode eventstore.Mode, engine, series string) []eventstore.AppendRow {
 	if es.Append == nil {
 		return nil
 	}
 	var out []eventstore.AppendRow
 	for _, r := range es.Append.Rows {
-		if r.Engine == engine && r.Measured && modeOf(r) == mode.Name && (series == "" || r.Series == series) {
+		if r.Engine == engine && appendStatus(r).OK() && modeOf(r) == mode.Name && (series == "" || r.Series == series) {
 			out = append(out, r)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b eventstore.AppendRow) int { return a.Round - b.Round })
 	return out
+}
+
+// appendFailure describes the measured append rows of an engine in mode
+// that are not valid: "failed in 3 of 3 rounds: no append completed
+// ..."; "" when every measured row is valid.
+func appendFailure(es eventstore.Results, mode eventstore.Mode, engine string) string {
+	if es.Append == nil {
+		return ""
+	}
+	n, bad, first := 0, 0, ""
+	for _, r := range es.Append.Rows {
+		if r.Engine != engine || !r.Measured || modeOf(r) != mode.Name {
+			continue
+		}
+		n++
+		if st := appendStatus(r); !st.OK() {
+			bad++
+			if first == "" {
+				first = st.Reason
+			}
+		}
+	}
+	if bad == 0 {
+		return ""
+	}
+	return fmt.Sprintf("failed in %d of %d loops: %s", bad, n, first)
 }
 
 func opsPerSec(rows []eventstore.AppendRow) []float64 {
@@ -613,12 +640,18 @@ func eventStoreHeadline(in *inputs) string {
 		}
 		parts = append(parts, s+".")
 	}
+	if f := appendFailure(in.es, rta, "no-kurrentdb"); f != "" {
+		parts = append(parts, "Postgres' read-then-append "+f+".")
+	}
 	if k := appendRows(in.es, rta, "kafka-eventstore", ""); len(k) > 0 {
 		s := fmt.Sprintf("Kafka appended %s events/s read-then-append, each read scanning the partition", span(opsPerSec(k), ""))
 		if e := engine(in.es, "kafka-eventstore"); e != nil && !e.Conditional {
 			s += ", and could not check that version"
 		}
 		parts = append(parts, s+".")
+	}
+	if f := appendFailure(in.es, rta, "kafka-eventstore"); f != "" {
+		parts = append(parts, "Kafka's read-then-append "+f+".")
 	}
 	var blind []string
 	for _, n := range []string{"no-kurrentdb", "kurrentdb", "kafka-eventstore"} {
@@ -633,7 +666,11 @@ func eventStoreHeadline(in *inputs) string {
 		parts = append(parts, "Blind appends (expected_version \"any\", no read first, as the reference measured Kafka) are not in these results.")
 	}
 	if k := pointRead(in.es, "kafka-eventstore"); k != nil && k.RecordsScanned != nil {
-		parts = append(parts, fmt.Sprintf("Reading one stream, Kafka scanned %d records for %d (%s, %s).", *k.RecordsScanned, k.Matched, times(k.ScanRatio), ms(k.MedianMS)))
+		if st := pointReadStatus(*k); !st.OK() {
+			parts = append(parts, "Reading one stream on Kafka: "+st.String()+".")
+		} else {
+			parts = append(parts, fmt.Sprintf("Reading one stream, Kafka scanned %d records for %d (%s, %s).", *k.RecordsScanned, k.Matched, times(k.ScanRatio), ms(k.MedianMS)))
+		}
 	}
 	return joinNonEmpty(parts, "No event-store measurement in these results.")
 }
@@ -712,8 +749,19 @@ func eventStoreShape(in *inputs) string {
 	if pg == nil || k == nil || k.RecordsScanned == nil {
 		return ""
 	}
+	if st := pointReadStatus(*k); !st.OK() || !pointReadStatus(*pg).OK() {
+		return fmt.Sprintf("reading one stream is a primary-key range on Postgres (%s); the Kafka read is %s.", pointReadText(*pg), st)
+	}
 	return fmt.Sprintf("reading one stream is a primary-key range on Postgres (%d events in %s); on Kafka it scans the whole partition (%d records for %d, %s), a cost that grows with everything else in the topic.",
 		pg.Matched, ms(pg.MedianMS), *k.RecordsScanned, k.Matched, ms(k.MedianMS))
+}
+
+// pointReadText is one engine's point read in words, or its status.
+func pointReadText(r eventstore.PointReadRow) string {
+	if st := pointReadStatus(r); !st.OK() {
+		return st.String()
+	}
+	return fmt.Sprintf("%d events in %s", r.Matched, ms(r.MedianMS))
 }
 
 // ceilingAnswer answers the load question for a rate-driven pair.
@@ -799,8 +847,12 @@ func documentsShape(in *inputs) string {
 		s := p.Name + ": rewrite ÷ patch p50 "
 		if v, ok := median(p, "cost_ratio.p50", "no-mongodb"); ok {
 			s += times(v)
+		} else if st := p.SideStatus("no-mongodb"); !st.OK() {
+			s = p.Name + ": " + st.String()
+			sizes = append(sizes, s)
+			continue
 		} else {
-			s += "–"
+			s += notRecorded
 		}
 		wr, ok1 := median(p, "wal_per_op.rewrite", "no-mongodb")
 		wp, ok2 := median(p, "wal_per_op.patch", "no-mongodb")

@@ -63,7 +63,7 @@ func SideLabel(run *driver.Run, service string) string {
 func num(v float64) string {
 	switch {
 	case math.IsNaN(v):
-		return "–"
+		return "n/a"
 	case v == math.Trunc(v) && math.Abs(v) < 1e9:
 		return fmt.Sprintf("%.0f", v)
 	case math.Abs(v) >= 100:

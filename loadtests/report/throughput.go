@@ -95,7 +95,7 @@ func ThroughputSection(r *driver.Run) string {
 				med := func(metric string) string {
 					a, ok := get(metric)
 					if !ok {
-						return "–"
+						return notRecorded
 					}
 					return num(a.Median)
 				}

@@ -12,6 +12,8 @@ import (
 const (
 	// notRecorded is a metric a valid side did not report.
 	notRecorded = "not recorded"
+	// notMeasuredHere is a figure no scenario of these runs measured.
+	notMeasuredHere = "not measured"
 	// failedAbove is a failed side's metric cell under the point's
 	// status row, which gives the reason.
 	failedAbove = "failed (reason above)"
@@ -25,9 +27,11 @@ func statusText(st driver.Status) string { return md(st.String()) }
 type readLog struct {
 	seen   map[string]bool
 	failed []string
+	// reads counts the sides read, valid or not.
+	reads int
 }
 
-func (l *readLog) reset() { l.seen, l.failed = map[string]bool{}, nil }
+func (l *readLog) reset() { l.seen, l.failed, l.reads = map[string]bool{}, nil, 0 }
 
 func (l *readLog) add(what string) {
 	if !l.seen[what] {
@@ -45,11 +49,15 @@ var trackers sync.Map // *driver.Point → *readLog
 // sideValid reports whether side of p holds valid figures; when it does
 // not and p belongs to a claims evaluation, the side is logged there.
 func sideValid(p *driver.Point, side string) bool {
+	l, tracked := trackers.Load(p)
+	if tracked {
+		l.(*readLog).reads++
+	}
 	st := p.SideStatus(side)
 	if st.OK() {
 		return true
 	}
-	if l, ok := trackers.Load(p); ok {
+	if tracked {
 		l.(*readLog).add(fmt.Sprintf("%s %s, %s: %s", p.Scenario, p.Name, side, st))
 	}
 	return false
