@@ -48,6 +48,10 @@ type common struct {
 	progress                               bool
 	out, chartsDir, readme                 string
 	state                                  stateFlags
+
+	// publishFailed lets `results` publish failed points as failed
+	// instead of exiting non-zero (-publish-failed).
+	publishFailed bool
 }
 
 func (c *common) register(fs *flag.FlagSet, rounds int, duration time.Duration) {
@@ -194,6 +198,9 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		rounds = scenario.ThroughputDefaults.Rounds
 	}
 	c.register(fs, rounds, dur)
+	if cmd == "results" {
+		fs.BoolVar(&c.publishFailed, "publish-failed", false, "results: publish points that failed (shown as failed, with their reasons) and exit 0 instead of exiting non-zero")
+	}
 	x := registerExtras(fs, cmd)
 	c.state.register(fs, cmd)
 	var qo, lo scenario.RateOptions
@@ -463,6 +470,7 @@ func runPair(ctx context.Context, c common, env *scenario.Env, root, pair string
 	err := fn(run)
 	if err != nil {
 		run.Note("run ended early: %v", err)
+		run.Aborted = err.Error()
 	}
 	run.FinishedAt = time.Now().UTC()
 	if len(run.Points) > 0 || len(run.Ceilings) > 0 {
@@ -561,7 +569,10 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 			return ctx.Err()
 		}
 	}
-	return writeReport(c, strings.Join(files, ","))
+	if err := writeReport(c, strings.Join(files, ",")); err != nil {
+		return err
+	}
+	return publishVerdict(c, files)
 }
 
 // eventStoreServices are the trio's services the driver can start here;

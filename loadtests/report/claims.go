@@ -547,6 +547,7 @@ func lz4BeatsPglz(in claimInputs) outcome {
 // when every round agrees, and is Inconclusive, naming the rounds, when
 // they do not.
 func Claims(all []*driver.Run, rr ...raw.Results) []Claim {
+	validate(all)
 	in, release := claimView(all, -1, rr...)
 	defer release()
 	log := &readLog{}

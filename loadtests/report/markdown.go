@@ -21,6 +21,7 @@ import (
 // extra sections (the raw limits); rr are the raw loops' results, for
 // the claims they settle.
 func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, rr raw.Results, now time.Time, extra ...string) error {
+	validate(all)
 	byCmd := map[string]*driver.Run{}
 	for _, r := range all {
 		byCmd[r.Command] = r
@@ -44,6 +45,9 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, rr r
 	}
 	var b bytes.Buffer
 	Markdown(&b, rs, charts, filepath.ToSlash(rel), now, rr)
+	if section := FailedSection(rs, es); section != "" {
+		b.WriteString(section)
+	}
 	if section := EventStoreSection(es); section != "" {
 		b.WriteString("\n" + section)
 	}

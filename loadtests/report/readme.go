@@ -84,6 +84,7 @@ func blockBounds(doc string) (int, int, error) {
 // it is read from the runs, the event-store results and the raw results
 // rr; where they hold no number, it says what is not measured.
 func Findings(all []*driver.Run, es eventstore.Results, rr ...raw.Results) string {
+	validate(all)
 	return findings(pairSpecs, all, es, rr...)
 }
 
@@ -413,11 +414,21 @@ func ceilingLine(in *inputs, cmd, a, b string) string {
 		return ""
 	}
 	r := in.rs[cmd]
-	s := fmt.Sprintf("Highest rate passing every check (median of %d searches): %s %s/s, %s %s/s", len(ca.Rounds), who(r, a), num(ca.Rate.Median), who(r, b), num(cb.Rate.Median))
-	if x := ratioOf(ca.Rate.Median, cb.Rate.Median); x != "" {
-		s += " (" + x + ")"
+	s := fmt.Sprintf("Highest rate passing every check (median of %d searches): %s %s, %s %s", len(ca.Rounds), who(r, a), ceilingText(ca), who(r, b), ceilingText(cb))
+	if ca.CeilingStatus().OK() && cb.CeilingStatus().OK() && ca.Rate.Median > 0 {
+		if x := ratioOf(ca.Rate.Median, cb.Rate.Median); x != "" {
+			s += " (" + x + ")"
+		}
 	}
 	return s + "."
+}
+
+// ceilingText is a ceiling's median rate, or its status in words.
+func ceilingText(c *driver.Ceiling) string {
+	if st := c.CeilingStatus(); !st.OK() {
+		return st.String()
+	}
+	return num(c.Rate.Median) + "/s"
 }
 
 // behindLine says what each side processed at the first rate a side fell
@@ -770,8 +781,11 @@ func ceilingAnswer(in *inputs, cmd, scenario, a, b, unit string) string {
 	var parts []string
 	if ca := in.rs.ceiling(cmd, a); ca != nil {
 		s := fmt.Sprintf("on %d CPUs %s passed every check up to %s %s/s (median ceiling", r.Machine.CPUs, who(r, a), num(ca.Rate.Median), unit)
+		if !ca.CeilingStatus().OK() {
+			s = fmt.Sprintf("on %d CPUs %s's ceiling search %s (%s", r.Machine.CPUs, who(r, a), ca.CeilingStatus(), unit)
+		}
 		if cb := in.rs.ceiling(cmd, b); cb != nil {
-			s += fmt.Sprintf("; %s: %s/s", who(r, b), num(cb.Rate.Median))
+			s += fmt.Sprintf("; %s: %s", who(r, b), ceilingText(cb))
 		}
 		s += "). A step passed when " + ca.Criteria + "."
 		parts = append(parts, s)

@@ -176,6 +176,7 @@ func sideErrors(p *driver.Point) []string {
 
 // Table prints a run's points and ceilings as aligned text tables.
 func Table(w io.Writer, run *driver.Run) {
+	run.Validate()
 	for i := range run.Points {
 		p := &run.Points[i]
 		fmt.Fprintf(w, "\n== %s %s (%g s per attack, %d rounds; A/B = %s ÷ %s)\n", p.Scenario, p.Name, p.DurationS, len(p.Rounds),
@@ -243,6 +244,7 @@ var demoMetrics = map[string][]row{
 // Demo prints one side-by-side table for a pair's run: throughput, the
 // key latencies' p50/p99, errors and the A/B ratio.
 func Demo(w io.Writer, run *driver.Run) {
+	run.Validate()
 	if len(run.Points) == 0 {
 		fmt.Fprintf(w, "%s: no measurement (%s)\n\n", run.Command, strings.Join(run.Notes, "; "))
 		return

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 )
 
 // The words a value that is not a valid figure is printed as.
@@ -18,6 +19,16 @@ const (
 	// status row, which gives the reason.
 	failedAbove = "failed (reason above)"
 )
+
+// validate fills the statuses runs built in memory lack (files read
+// with driver.ReadRun have them already).
+func validate(all []*driver.Run) {
+	for _, r := range all {
+		if r != nil {
+			r.Validate()
+		}
+	}
+}
 
 // statusText is a status in words for a table cell.
 func statusText(st driver.Status) string { return md(st.String()) }
@@ -89,3 +100,58 @@ func invalidSides(p *driver.Point) []string {
 	}
 	return out
 }
+
+// FailedPoints names every point, side, ceiling and event-store row of
+// these results that is not valid, with its reason: what `results`
+// refuses to publish unless told to (PublishDecision).
+func FailedPoints(all []*driver.Run, es eventstore.Results) []string {
+	var out []string
+	for _, f := range driver.FailedPoints(all) {
+		out = append(out, f.String())
+	}
+	if a := es.Append; a != nil {
+		for _, r := range a.Rows {
+			if st := appendStatus(r); r.Measured && !st.OK() {
+				out = append(out, fmt.Sprintf("eventstore append %s %s round %d, %s: %s", modeOf(r), r.Series, r.Round, r.Engine, st))
+			}
+		}
+	}
+	if p := es.PointRead; p != nil {
+		for _, r := range p.Rows {
+			if st := pointReadStatus(r); r.Measured && !st.OK() {
+				out = append(out, fmt.Sprintf("eventstore point-read, %s: %s", r.Engine, st))
+			}
+		}
+	}
+	return out
+}
+
+// PublishDecision decides whether a results run may publish its report:
+// nil when nothing failed, or when publishFailed says to publish the
+// failed points as failed; otherwise an error naming every failed point.
+func PublishDecision(failed []string, publishFailed bool) error {
+	if len(failed) == 0 || publishFailed {
+		return nil
+	}
+	return fmt.Errorf("%d failed points (RESULTS.md shows them as failed; rerun, or pass -publish-failed to publish them so):\n  %s",
+		len(failed), strings.Join(failed, "\n  "))
+}
+
+// FailedSection is RESULTS.md's list of the points that are not valid,
+// each with its reason; "" when every point is valid.
+func FailedSection(all []*driver.Run, es eventstore.Results) string {
+	failed := FailedPoints(all, es)
+	if len(failed) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n## Failed points\n\nThese points were run but their figures are not valid; every table, chart and claim below shows them as failed, never as a number. A point fails when " +
+		fmt.Sprintf("%s or more of a phase's requests fail (sheds, 503 with Retry-After, apart), nothing is accepted, no metric is recorded, or the run aborts before it.\n\n", pct(driver.FailShare)))
+	for _, f := range failed {
+		b.WriteString("- " + md(f) + "\n")
+	}
+	return b.String()
+}
+
+// pct formats a share as a percentage.
+func pct(share float64) string { return num(100*share) + "%" }
