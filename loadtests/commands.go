@@ -751,11 +751,12 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.Write(c.out, c.chartsDir, runs, es, rr, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath))); err != nil {
+	src := report.Sources{Raw: rr, Experiments: xf}
+	if err := report.Write(c.out, c.chartsDir, runs, es, src, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath))); err != nil {
 		return err
 	}
 	if c.readme != "" {
-		if err := report.WriteREADME(c.readme, runs, es, rr); err != nil {
+		if err := report.WriteREADME(c.readme, runs, es, src); err != nil {
 			return err
 		}
 		fmt.Printf("rewrote the findings of %s\n", c.readme)

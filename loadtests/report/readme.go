@@ -11,7 +11,6 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
 // The markers around the README's generated block. Everything between
@@ -26,12 +25,12 @@ const (
 // claims they settle), leaving the rest of the file as it
 // is. It fails when the markers are missing, so that a README whose block
 // was deleted is noticed rather than silently left stale.
-func WriteREADME(path string, all []*driver.Run, es eventstore.Results, rr ...raw.Results) error {
+func WriteREADME(path string, all []*driver.Run, es eventstore.Results, src ...Sources) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, err := ReplaceBlock(string(b), Findings(all, es, rr...))
+	out, err := ReplaceBlock(string(b), Findings(all, es, src...))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -83,9 +82,9 @@ func blockBounds(doc string) (int, int, error) {
 // decision questions answered with the measured numbers. Every figure in
 // it is read from the runs, the event-store results and the raw results
 // rr; where they hold no number, it says what is not measured.
-func Findings(all []*driver.Run, es eventstore.Results, rr ...raw.Results) string {
+func Findings(all []*driver.Run, es eventstore.Results, src ...Sources) string {
 	validate(all)
-	return findings(pairSpecs, all, es, rr...)
+	return findings(pairSpecs, all, es, src...)
 }
 
 // inputs is what the pairs' summaries read.
@@ -206,8 +205,8 @@ var pairSpecs = []pairSpec{
 }
 
 // findings renders the block for specs.
-func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, rr ...raw.Results) string {
-	in := &inputs{rs: runs{}, es: es, claims: Claims(all, rr...)}
+func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ...Sources) string {
+	in := &inputs{rs: runs{}, es: es, claims: ClaimsFrom(all, first1(src))}
 	for _, r := range all {
 		in.rs[r.Command] = r
 	}

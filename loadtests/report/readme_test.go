@@ -12,6 +12,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
@@ -355,9 +356,13 @@ func TestCommittedREADMEMatchesResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	xf, _, err := experiments.Load(filepath.Join(root, "results"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The runs `go run ./loadtests report` reads (commands.go writeReport).
 	runs := readRuns(t, filepath.Join(root, "results"), "cache", "longlived", "throughput")
-	want := strings.TrimSpace(Findings(runs, es, rr))
+	want := strings.TrimSpace(Findings(runs, es, Sources{Raw: rr, Experiments: xf}))
 	if got != want {
 		t.Errorf("README.md's generated block differs from what results/*.json render; run `go run ./loadtests report` and commit README.md.\ngot:\n%s\nwant:\n%s", got, want)
 	}

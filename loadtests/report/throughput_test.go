@@ -12,7 +12,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
 
@@ -100,7 +99,7 @@ func TestThroughputSection(t *testing.T) {
 func TestThroughputInResults(t *testing.T) {
 	runs := append(fixture(), throughputFixture())
 	out := filepath.Join(t.TempDir(), "RESULTS.md")
-	if err := Write(out, filepath.Join(filepath.Dir(out), "charts"), runs, eventstore.Results{}, raw.Results{}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+	if err := Write(out, filepath.Join(filepath.Dir(out), "charts"), runs, eventstore.Results{}, Sources{}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 )
 
 // failedFixture builds runs whose figures are not valid, each the way a
@@ -115,7 +116,7 @@ func TestFailedPointsAreNeverFigures(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "RESULTS.md")
 	charts := filepath.Join(dir, "docs", "results")
-	if err := Write(out, charts, runs, es, notifyFixture(), time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+	if err := Write(out, charts, runs, es, Sources{Raw: notifyFixture()}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
@@ -126,7 +127,7 @@ func TestFailedPointsAreNeverFigures(t *testing.T) {
 	for _, r := range runs {
 		Table(&tb, r)
 	}
-	texts := map[string]string{"RESULTS.md": string(b), "README block": Findings(runs, es, notifyFixture()), "terminal table": tb.String()}
+	texts := map[string]string{"RESULTS.md": string(b), "README block": Findings(runs, es, Sources{Raw: notifyFixture()}), "terminal table": tb.String()}
 	for name, text := range texts {
 		for _, l := range strings.Split(text, "\n") {
 			if zeroFigure.MatchString(l) {
@@ -232,3 +233,42 @@ func TestPublishDecision(t *testing.T) {
 }
 
 func fixtureOK() ([]*driver.Run, error) { return fixture(), nil }
+
+// TestLZ4ClaimReadsTheTOASTExperiment: without lz4 points in the
+// documents run, the TOAST experiment's rewrite times decide the lz4
+// claim, which says where its figures come from.
+func TestLZ4ClaimReadsTheTOASTExperiment(t *testing.T) {
+	runs := []*driver.Run{fixture()[2]} // documents
+	if runs[0].Command != "documents" {
+		t.Fatalf("fixture()[2] is %s", runs[0].Command)
+	}
+	var keep []driver.Point
+	for _, p := range runs[0].Points {
+		if p.Scenario != "documents.rewrite_lz4" {
+			keep = append(keep, p)
+		}
+	}
+	runs[0].Points = keep
+	find := func(cs []Claim) Claim {
+		for _, c := range cs {
+			if c.Short == "lz4 TOAST compression vs pglz" {
+				return c
+			}
+		}
+		t.Fatal("no lz4 claim")
+		return Claim{}
+	}
+	if c := find(ClaimsFrom(runs, Sources{})); c.Verdict != NotMeasurable {
+		t.Errorf("no lz4 points, no experiment: %s (%s)", c.Verdict, c.Why)
+	}
+	xf := &experiments.File{Results: []experiments.Result{{Name: toastExperiment, Metrics: map[string]float64{
+		"ms_pglz_512KiB_rewrite": 28.9, "ms_lz4_512KiB_rewrite": 5.47, "ms_pglz_2MiB_rewrite": 102, "ms_lz4_2MiB_rewrite": 31.2}}}}
+	c := find(ClaimsFrom(runs, Sources{Experiments: xf}))
+	if c.Verdict != Holds || !strings.Contains(c.Measured, "512KiB: rewrite 28.9 ms (pglz) vs 5.47 ms (lz4)") || !strings.Contains(c.Measured, toastExperiment) {
+		t.Errorf("TOAST experiment: %+v", c)
+	}
+	xf.Results[0].Metrics["ms_lz4_2MiB_rewrite"] = 150
+	if c := find(ClaimsFrom(runs, Sources{Experiments: xf})); c.Verdict != DoesNotHold {
+		t.Errorf("lz4 slower at 2MiB: %s (%s)", c.Verdict, c.Why)
+	}
+}
