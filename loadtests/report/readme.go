@@ -370,24 +370,38 @@ func bytesH(v float64) string {
 	return num(v) + " B"
 }
 
-// keptUp reports whether every side's median throughput reached 95% of
-// the point's rate; known is false when a side has no throughput.
+// keptUpShare is the share of a point's rate a side's throughput must
+// reach to have kept up; it must also have shed less than
+// driver.FailShare of what it was sent (the ceilings' criterion).
+const keptUpShare = 0.95
+
+// keptUp reports whether every side kept up (sideKeptUp); known is false
+// when a side has no throughput.
 func keptUp(p *driver.Point) (ok, known bool) {
 	ok = true
 	for _, s := range p.Sides {
-		v, has := median(p, "throughput", s)
-		if !has || p.Rate <= 0 {
+		if _, has := median(p, "throughput", s); !has || p.Rate <= 0 {
 			return false, false
 		}
-		ok = ok && v >= 0.95*p.Rate
+		ok = ok && sideKeptUp(p, s)
 	}
 	return ok, true
 }
 
-// sideKeptUp is keptUp for one side.
+// sideKeptUp reports whether side's median throughput reached
+// keptUpShare of the point's rate while it shed less than
+// driver.FailShare of the requests sent.
 func sideKeptUp(p *driver.Point, side string) bool {
 	v, has := median(p, "throughput", side)
-	return has && p.Rate > 0 && v >= 0.95*p.Rate
+	if !has || p.Rate <= 0 || v < keptUpShare*p.Rate {
+		return false
+	}
+	shed, okS := median(p, "client.shed", side)
+	sent, okR := median(p, "client.sent_rate", side)
+	if okS && okR && sent > 0 && p.DurationS > 0 && shed >= driver.FailShare*sent*p.DurationS {
+		return false
+	}
+	return true
 }
 
 // highestKeptUp is the highest-rate point of scenario that every side
@@ -438,14 +452,31 @@ func behindLine(r *driver.Run, p *driver.Point, verb string) string {
 	}
 	var parts []string
 	for _, s := range p.Sides {
-		v, _ := median(p, "throughput", s)
+		v, ok := median(p, "throughput", s)
+		if !ok {
+			parts = append(parts, fmt.Sprintf("%s: %s", who(r, s), p.SideStatus(s)))
+			continue
+		}
 		state := "kept up"
 		if !sideKeptUp(p, s) {
 			state = "fell behind"
+			if v >= keptUpShare*p.Rate {
+				shed, _ := median(p, "client.shed", s)
+				sent, _ := median(p, "client.sent_rate", s)
+				state = fmt.Sprintf("shed %s of the requests sent", percentOf(shed, sent*p.DurationS))
+			}
 		}
 		parts = append(parts, fmt.Sprintf("%s %s %s/s (%s)", who(r, s), verb, num(v), state))
 	}
 	return fmt.Sprintf("At %s: %s.", p.Name, strings.Join(parts, ", "))
+}
+
+// percentOf formats a/b as a percentage with one decimal.
+func percentOf(a, b float64) string {
+	if b <= 0 {
+		return notRecorded
+	}
+	return fmt.Sprintf("%.1f%%", 100*a/b)
 }
 
 func queueHeadline(in *inputs) string {
@@ -456,7 +487,7 @@ func queueHeadline(in *inputs) string {
 		a, okA := median(best, "server.delivery.p99_ms", "no-rabbitmq")
 		b, okB := median(best, "server.delivery.p99_ms", "rabbitmq")
 		if x, ok := ratio(best, "server.delivery.p99_ms"); ok && okA && okB {
-			parts = append(parts, fmt.Sprintf("At %s, the highest fixed rate both kept up with, delivery p99 was %s on Postgres vs %s on RabbitMQ (%s).", best.Name, ms(a), ms(b), times(x)))
+			parts = append(parts, fmt.Sprintf("At %s, the highest fixed rate both kept up with (%s%% of the rate processed, under %s%% shed), delivery p99 was %s on Postgres vs %s on RabbitMQ (%s).", best.Name, num(100*keptUpShare), num(100*driver.FailShare), ms(a), ms(b), times(x)))
 		}
 	}
 	parts = append(parts, behindLine(r, behind, "processed"))
