@@ -91,10 +91,13 @@ func failedFixture() ([]*driver.Run, eventstore.Results) {
 	}
 	scanned := int64(1183068)
 	es := eventstore.Results{
-		Append: &eventstore.AppendResult{RunID: "fixture", At: at, Options: eventstore.DefaultOptions(), Rows: []eventstore.AppendRow{
-			{Engine: "no-kurrentdb", Series: "growing", Ops: 5000, Seconds: 5, OpsPerSec: 1000, Measured: true},
-			{Engine: "kafka-eventstore", Series: "growing", Ops: 0, Seconds: 5, OpsPerSec: 0, Measured: true},
-		}},
+		Append: &eventstore.AppendResult{RunID: "fixture", At: at, Options: eventstore.DefaultOptions(),
+			Engines:  []*eventstore.Engine{{Name: "no-kurrentdb", Up: true, Conditional: true}, {Name: "kafka-eventstore", Up: true}},
+			Verdicts: []string{"kafka-eventstore, read-then-append: growing streams +0%, reset streams +0% from round 1 to 3 — no decline of more than 10% in either series."},
+			Rows: []eventstore.AppendRow{
+				{Engine: "no-kurrentdb", Series: "growing", Ops: 5000, Seconds: 5, OpsPerSec: 1000, Measured: true},
+				{Engine: "kafka-eventstore", Series: "growing", Ops: 0, Seconds: 5, OpsPerSec: 0, Measured: true},
+			}},
 		PointRead: &eventstore.PointReadResult{At: at, Options: eventstore.DefaultOptions(), Rows: []eventstore.PointReadRow{
 			{Engine: "no-kurrentdb", Stream: "s-1", Matched: 239, MedianMS: 3.47, Measured: true},
 			{Engine: "kafka-eventstore", Stream: "0", Matched: 0, RecordsScanned: &scanned, MedianMS: 1478, Measured: true},
@@ -133,7 +136,7 @@ func TestFailedPointsAreNeverFigures(t *testing.T) {
 			if zeroFigure.MatchString(l) {
 				t.Errorf("%s prints an invalid value as a figure: %s", name, l)
 			}
-			for _, bad := range []string{"77777", "77778", "63020", "1.23×", "1183068 records for 0"} {
+			for _, bad := range []string{"77777", "77778", "63020", "1.23×", "1183068 records for 0", "+0%"} {
 				if strings.Contains(l, bad) {
 					t.Errorf("%s prints a failed side's figure %q: %s", name, bad, l)
 				}
@@ -150,6 +153,7 @@ func TestFailedPointsAreNeverFigures(t *testing.T) {
 		"no ratio: no-rabbitmq not valid",
 		"failed: no step passed in any round",
 		"failed: no append completed within the 5 s window",
+		"kafka-eventstore, read-then-append: no trend: every loop failed",
 		`failed: stream "0" holds no event on this engine`,
 		"## Failed points",
 	)
