@@ -58,7 +58,8 @@ func ThroughputSection(r *driver.Run) string {
 	w("\n## %s\n\n", ThroughputTitle)
 	w("%v closed-loop senders per side post batches to the batch endpoints for %v s per point (%v round(s), sides interleaved); the next batch leaves as soon as the last one is answered. ",
 		r.Settings["senders"], r.Settings["duration_s"], r.Settings["rounds"])
-	w("**accepted/s** counts the items of 2xx answers over the loop; **end-to-end/s** is what the service processed or delivered (its /stats counters), the higher of two lower bounds: over the loop alone, and from the loop's start until the backlog drained. ")
+	w("**accepted/s** counts the items of 2xx answers over the loop; **end-to-end/s** is what the service processed or delivered (its /stats counters), the higher of two lower bounds: over the loop alone, and from the loop's start until the backlog drained. "+
+		"Where its p50 exceeds %s ms the figure is marked as a backlog draining: the senders outran the workers and the rate is how fast the backlog emptied, not a rate the side sustains; a round under %s%% of the median is flagged as starved. ", count(comfortableP50MS), num(100*starvedShare))
 	w("Rates show the median across rounds with the min–max; latencies and costs the median. End-to-end p50/p99 are the services' own HdrHistograms (send→processed, write→delivered); request p50/p99 is each batch request's round trip. ")
 	w("**CPU-s per 1,000 items** is utime+stime from /proc/<pid>/stat of each process tree (a root, its children, and the children it reaped), sampled before the loop and after the backlog drained, divided by the items the service accepted; on a row marked \"backlog left\" (the backlog did not drain within the settle bound), by the items that went through, an upper bound since the intake of the others counts too. The driver runs on the same machine; the Postgres figure counts every process of the server, so anything else using it at the time counts too.\n\n")
 	if procs := costProcesses(r); procs != "" {
@@ -100,10 +101,18 @@ func ThroughputSection(r *driver.Run) string {
 					return num(a.Median)
 				}
 				pair := func(m1, m2 string) string { return med(m1) + " / " + med(m2) }
+				if st := p.SideStatus(side); !st.OK() {
+					w("| %s | %s | %s |%s\n", strings.TrimPrefix(p.Name, "batch "), SideLabel(r, side), statusText(st), strings.Repeat(" |", 3+len(groups)))
+					continue
+				}
 				e2e := c(scenario.MetricEndToEnd)
 				if d, ok := get("drained"); ok && d.Min < 1 {
 					e2e += " (backlog left)"
 				}
+				if l, ok := get(lat + ".p50_ms"); ok && l.Median > comfortableP50MS {
+					e2e += fmt.Sprintf(" (a backlog draining: %s p50 %s s, not a sustained rate)", tp.e2e, num(l.Median/1000))
+				}
+				e2e += starvedRounds(p, side)
 				w("| %s | %s | %s | %s | %s | %s |", strings.TrimPrefix(p.Name, "batch "), SideLabel(r, side), c(scenario.MetricAccepted), e2e,
 					pair(lat+".p50_ms", lat+".p99_ms"), pair("client.p50_ms", "client.p99_ms"))
 				for _, g := range groups {
@@ -123,6 +132,35 @@ func ThroughputSection(r *driver.Run) string {
 		w("- Note: %s\n", md(n))
 	}
 	return b.String()
+}
+
+// starvedShare is the share of a point's median end-to-end rate under
+// which a round is flagged as starved rather than hidden in the range.
+const starvedShare = 0.5
+
+// starvedRounds flags the rounds of side in p whose end-to-end rate fell
+// under starvedShare of the median: " (round 2: 1602/s, starved)".
+func starvedRounds(p *driver.Point, side string) string {
+	m := p.Find(scenario.MetricEndToEnd)
+	if m == nil {
+		return ""
+	}
+	med, ok := m.Sides[side]
+	if !ok || med.Median <= 0 {
+		return ""
+	}
+	var out []string
+	for _, r := range p.Rounds {
+		if sr := r.Sides[side]; sr != nil {
+			if v, ok := sr.Metrics[scenario.MetricEndToEnd]; ok && v < starvedShare*med.Median {
+				out = append(out, fmt.Sprintf("round %d: %s/s, under %s%% of the median: starved", r.Index, num(v), num(100*starvedShare)))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, "; ") + ")"
 }
 
 // throughputPoints returns the run's throughput points of pair.
