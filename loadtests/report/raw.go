@@ -64,6 +64,10 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		bestCell, coreCell := notMeasuredHere, notMeasuredHere
 		if v, p := bestE2E(rs, cmd, svc, 0); p != nil && v > 0 {
 			bestCell = num(v) + " at " + p.Name + " (" + r.PercentCell(svc, v) + ")"
+			lat := map[string]string{"queue": "server.processing.p50_ms", "log": "server.delivery.p50_ms"}[cmd]
+			if l, ok := median(p, lat, svc); ok && l > comfortableP50MS {
+				bestCell += fmt.Sprintf(", a backlog draining (p50 %s s), not a sustained rate", num(l/1000))
+			}
 			if p := raw.Paths[svc]; len(p.Core().Steps) < len(p.Steps) {
 				coreCell = p.Core().String() + ": " + r.CoreCell(svc, v)
 			} else {
