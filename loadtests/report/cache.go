@@ -213,14 +213,20 @@ var cacheClaims = []claimSpec{
 		rule: fmt.Sprintf("redis' client p50 below the unlogged table's by more than %s%% (closer is a tie: it decides nothing) at every profile, same open-loop rate, in every round; the CPU part is shown (CPU-s per 1,000 ops) but not judged: at a fixed rate below both ceilings neither side uses whole cores",
 			num(100*tieWithin)),
 		evaluate: func(in claimInputs) outcome {
+			var ties []string
+			behind := false
 			o := atEveryPoint("cache", cacheProfile, "cache", func(claimInputs) string { return "p50 redis vs unlogged: " }, func(p *driver.Point) (string, bool) {
 				v, ok := medians(at{p, "client.p50_ms", modeRedis}, at{p, "client.p50_ms", modeUnlogged})
 				if !ok {
 					return p.Name + ": " + notRecorded, false
 				}
 				part := fmt.Sprintf("%s %s vs %s ms", p.Name, num(v[0]), num(v[1]))
-				if tie(v[0], v[1]) {
+				switch {
+				case tie(v[0], v[1]):
 					part += " (a tie)"
+					ties = append(ties, p.Name)
+				case v[0] > v[1]:
+					behind = true
 				}
 				if c, ok := medians(at{p, "cpu_per_k.redis", modeRedis}, at{p, "cpu_per_k.postgres", modeUnlogged}); ok {
 					part += fmt.Sprintf(" (CPU-s/1k ops: redis-server %s, postgres %s)", num(c[0]), num(c[1]))
@@ -228,6 +234,9 @@ var cacheClaims = []claimSpec{
 				return part, v[0] < v[1] && !tie(v[0], v[1])
 			})(in)
 			o.floor = httpFloor(in)
+			if len(ties) > 0 && !behind && o.missing == "" {
+				o.inconclusive = fmt.Sprintf("a tie (within %s%%) at %s decides no direction, and Redis is behind at no profile", num(100*tieWithin), strings.Join(ties, ", "))
+			}
 			return o
 		}},
 	{pair: "cache", short: "UNLOGGED writes faster",

@@ -182,6 +182,9 @@ type outcome struct {
 	// the claim (commit cost, HTTP floor, the driver's CPU share): it is
 	// added to the verdict.
 	floor string
+	// inconclusive, when not empty, says why the medians decide nothing
+	// (a tie): the verdict is Inconclusive whatever the rounds say.
+	inconclusive string
 	// perRound is set by rules that read rounds without median (the
 	// ceilings): their verdict is decided round by round too.
 	perRound bool
@@ -728,6 +731,10 @@ func decide(s claimSpec, in claimInputs, views []claimInputs, log, viewLog *read
 		return c
 	}
 	c.Measured = o.measured
+	if o.inconclusive != "" {
+		c.Verdict, c.Why = Inconclusive, joinWhy(o.inconclusive, prefixed("decided on this machine's floor: ", o.floor))
+		return c
+	}
 	var held, missed []int
 	var missedText []string
 	for k, v := range views {
@@ -764,6 +771,14 @@ func decide(s claimSpec, in claimInputs, views []claimInputs, log, viewLog *read
 		c.Why = joinWhy(c.Why, "decided on this machine's floor: "+o.floor)
 	}
 	return c
+}
+
+// prefixed is p+s, or "" for an empty s.
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
 }
 
 func joinWhy(a, b string) string {

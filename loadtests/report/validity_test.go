@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -274,5 +275,36 @@ func TestLZ4ClaimReadsTheTOASTExperiment(t *testing.T) {
 	xf.Results[0].Metrics["ms_lz4_2MiB_rewrite"] = 150
 	if c := find(ClaimsFrom(runs, Sources{Experiments: xf})); c.Verdict != DoesNotHold {
 		t.Errorf("lz4 slower at 2MiB: %s (%s)", c.Verdict, c.Why)
+	}
+}
+
+// TestClaimsTheIssueFoundContradictory decides the claims issue 21 found
+// labelled against their own figures: Redis ahead by less than claimed is
+// "does not hold" saying that Redis is ahead; a tie decides no direction.
+func TestClaimsTheIssueFoundContradictory(t *testing.T) {
+	pt := func(scenario, name string, sides []string, vals map[string]float64) driver.Point {
+		p := driver.Point{Scenario: scenario, Name: name, Sides: sides}
+		_ = driver.RunPoint(t.Context(), &p, 3, func(_ context.Context, s string, _ int) (*driver.SideResult, error) {
+			return &driver.SideResult{Metrics: map[string]float64{"client.p50_ms": vals[s]}}, nil
+		})
+		return p
+	}
+	modes := []string{modeRedis, modeUnlogged}
+	cache := &driver.Run{Command: "cache", Points: []driver.Point{
+		pt(cacheRaw, "by key", []string{"postgres", "redis"}, map[string]float64{"postgres": 0.417, "redis": 0.3}),
+		pt(cacheProfile, "read_heavy", modes, map[string]float64{modeRedis: 1.0, modeUnlogged: 1.3}),
+		pt(cacheProfile, "write_heavy", modes, map[string]float64{modeRedis: 1.47, modeUnlogged: 1.47}),
+	}}
+	byShort := map[string]Claim{}
+	for _, c := range Claims([]*driver.Run{cache}) {
+		byShort[c.Short] = c
+	}
+	raw := byShort["raw lookup by key: Redis 6.50× ahead"]
+	if raw.Verdict != DoesNotHold || !strings.Contains(raw.Why, "Redis is ahead (1.39×), as claimed, but by less than the claimed 6.50×") {
+		t.Errorf("Redis 1.39× ahead: %s (%s)", raw.Verdict, raw.Why)
+	}
+	http := byShort["Redis ahead behind HTTP"]
+	if http.Verdict != Inconclusive || !strings.Contains(http.Why, "a tie (within 5%) at write_heavy") {
+		t.Errorf("a tie: %s (%s)", http.Verdict, http.Why)
 	}
 }
