@@ -15,8 +15,8 @@ import (
 // $2 ms: run_at moves to the lease's end, so an expired lease (a dead
 // worker) is simply due again, and the next claim rescues it. The task
 // records are marked running in the same statement. Task records are
-// tested "(status IN (...)) IS TRUE" here and in every statement below
-// that changes records by id: the same condition, but one the planner
+// tested "(status IN (...)) IS TRUE" here and in every statement that
+// changes records by id (staleSQL, and complete.go's): the same condition, but one the planner
 // cannot match to the partial index tasks_open, which long-lived tables'
 // statistics make look empty; it would walk the whole open backlog per
 // claim (kit's records package explains; TestRecordUpdatesWalkThePrimaryKey).
