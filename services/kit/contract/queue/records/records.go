@@ -21,9 +21,13 @@ type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// insertTasks writes many task records in one statement: one round trip
-// per batch whatever its size.
-const insertTasks = `
+// InsertTasksSQL writes many task records, status queued, in one
+// statement: one round trip per batch whatever its size. Its parameters
+// $1 to $5 are TaskColumns' arrays. It is the one copy of the statement:
+// InsertTasks runs it, and a service that writes more in the same
+// statement (no-rabbitmq's enqueue, which also queues the tasks) embeds it
+// in a WITH clause, adding a RETURNING.
+const InsertTasksSQL = `
 INSERT INTO tasks (id, kind, payload, fail_times, status, enqueued_at)
 SELECT id, kind, payload, fail_times, 'queued', enqueued_at
   FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[])
@@ -43,7 +47,7 @@ func TaskColumns(tasks []queue.NewTask) (ids, kinds, payloads []string, fails []
 // InsertTasks writes the tasks' records with status queued.
 func InsertTasks(ctx context.Context, db Execer, tasks []queue.NewTask) error {
 	ids, kinds, payloads, fails, at := TaskColumns(tasks)
-	_, err := db.Exec(ctx, insertTasks, postgres.UUIDs(ids), kinds, payloads, fails, at)
+	_, err := db.Exec(ctx, InsertTasksSQL, postgres.UUIDs(ids), kinds, payloads, fails, at)
 	return err
 }
 
