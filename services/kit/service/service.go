@@ -33,7 +33,8 @@ const (
 )
 
 // CounterShed is the /stats counter (and wpe_events_total name) of the
-// requests shed with 503 because MAX_IN_FLIGHT requests were in flight.
+// requests shed with 503 because MAX_IN_FLIGHT requests were in flight,
+// or MAX_WAITERS long polls and streams were open.
 // Every service shows it, from zero.
 const CounterShed = "shed"
 
