@@ -152,6 +152,8 @@ func (s *Records) Get(ctx context.Context, id string) (Event, error) {
 	return e, nil
 }
 
+var _ DeliveredReader = (*Records)(nil)
+
 // Delivered returns those of ids that the consumer has delivered, in one
 // query: the shared re-read of every GET /events/{id}/wait of a service
 // (DeliveredReader).

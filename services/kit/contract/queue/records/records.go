@@ -76,6 +76,8 @@ SELECT id::text, kind, status, attempts, enqueued_at, delivered_at, processed_at
 	return t, nil
 }
 
+var _ queue.FinishedReader = Store{}
+
 // Finished returns those of ids whose task is done or dead, in one
 // query: the shared re-read of every GET /tasks/{id}/wait of a service
 // (queue.FinishedReader).
