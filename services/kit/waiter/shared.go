@@ -30,7 +30,6 @@ type Rereader struct {
 	mu      sync.Mutex
 	keys    map[string]int // waiters per key
 	running bool
-	failed  func(error)
 	checks  int64
 }
 
