@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 )
 
@@ -180,6 +181,30 @@ func TestPrereadKeepsTheBodyLimit(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Errorf("%s: %d, want 413", name, resp.StatusCode)
+		}
+	}
+}
+
+// TestAdmissionSettingsAreValidated: MAX_WAITERS and BODY_READ_TIMEOUT
+// are read with their defaults, and a bad value names its variable.
+func TestAdmissionSettingsAreValidated(t *testing.T) {
+	t.Parallel()
+	r := config.FromMap(map[string]string{})
+	c := httpapi.ReadServerConfig(r, ":8082", httpapi.DefaultBodyLimit)
+	if err := r.Err(); err != nil || c.MaxWaiters != httpapi.DefaultMaxWaiters || c.BodyReadTimeout != httpapi.DefaultBodyReadTimeout {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	for env, name := range map[string]string{
+		"MAX_WAITERS=-1":        "MAX_WAITERS",
+		"MAX_WAITERS=2000000":   "MAX_WAITERS",
+		"BODY_READ_TIMEOUT=0s":  "BODY_READ_TIMEOUT",
+		"BODY_READ_TIMEOUT=31s": "BODY_READ_TIMEOUT", // past READ_TIMEOUT's 30s
+	} {
+		k, v, _ := strings.Cut(env, "=")
+		r := config.FromMap(map[string]string{k: v})
+		httpapi.ReadServerConfig(r, ":8082", httpapi.DefaultBodyLimit)
+		if err := r.Err(); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v, want an error naming %s", env, err, name)
 		}
 	}
 }
