@@ -13,7 +13,8 @@
 //     stack's backends with their default URLs, written once;
 //     pairs/pairstest checks the docs' counts and lists of pairs against it.
 //   - httpapi:  chi router, middleware (slog request log, recovery, body
-//     limit, the MAX_IN_FLIGHT bound that sheds with 503 and Retry-After),
+//     limit, admission: MAX_IN_FLIGHT and MAX_WAITERS shed with 503 and
+//     Retry-After, bodies are read within BODY_READ_TIMEOUT before a slot),
 //     strict JSON decoding, and the one place where errors become
 //     HTTP status codes and {"error": "..."} bodies.
 //   - stats:    HdrHistogram latency summaries and counters behind GET /stats

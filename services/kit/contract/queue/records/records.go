@@ -80,6 +80,23 @@ SELECT id::text, kind, status, attempts, enqueued_at, delivered_at, processed_at
 	return t, nil
 }
 
+var _ queue.FinishedReader = Store{}
+
+// Finished returns those of ids whose task is done or dead, in one
+// query: the shared re-read of every GET /tasks/{id}/wait of a service
+// (queue.FinishedReader).
+func (s Store) Finished(ctx context.Context, ids []string) ([]string, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT id::text FROM tasks WHERE id = ANY($1::uuid[]) AND status IN ('done', 'dead')`, postgres.UUIDs(ids))
+	if err != nil {
+		return nil, postgres.MapError("read finished tasks", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, postgres.MapError("read finished tasks", err)
+	}
+	return out, nil
+}
+
 // Depth counts open and dead tasks. It reads only the partial index
 // tasks_open (status <> 'done'), so its cost follows the backlog.
 func (s Store) Depth(ctx context.Context) (queue.Depth, error) {
