@@ -71,7 +71,7 @@ func defaultEngines(targets string) []*Engine {
 }
 
 // Scenarios are the bench's scenarios, in the order `make results` runs
-// them (point-read reads a stream of the last append run).
+// them (point-read writes and reads streams of its own).
 var Scenarios = []string{"append", "point-read", "catch-up"}
 
 // DefaultOptions are the issue's sizes, against the trio on localhost.
@@ -157,8 +157,7 @@ const (
 )
 
 // streamPrefix names the streams of a series: the read-then-append
-// growing series keeps the bench's historical "tank-<tag>-g", which
-// point-read reads.
+// growing series keeps the bench's historical "tank-<tag>-g".
 func streamPrefix(tag string, m Mode, series string, round int) string {
 	p := "tank-" + tag
 	if m.Name != ReadThenAppend.Name {
