@@ -104,10 +104,12 @@ func (s AppendScenario) Estimate(o Options, engines int) scenario.Estimate {
 
 // BenchEstimate is how long the whole bench (append, point-read,
 // catch-up) takes with o against engines engines: the append loops, the
-// point reads, and the catch-up runs (a pre-fill, a catch-up and 20 live
-// events 20 ms apart, about 3 s each).
+// point read's pre-fill (o.Streams × pointReadEvents one-event appends,
+// about 5 ms each) and reads, and the catch-up runs (a pre-fill, a
+// catch-up and 20 live events 20 ms apart, about 3 s each).
 func BenchEstimate(o Options, engines int) scenario.Estimate {
-	rest := time.Duration(engines*o.Reads)*200*time.Millisecond + time.Duration(engines*o.Runs)*3*time.Second
+	fill := time.Duration(engines*o.Streams*pointReadEvents) * 5 * time.Millisecond
+	rest := fill + time.Duration(engines*o.Reads)*200*time.Millisecond + time.Duration(engines*o.Runs)*3*time.Second
 	return Append.Estimate(o, engines).Add(scenario.Estimate{Typical: rest, Bound: 2 * rest})
 }
 

@@ -43,7 +43,7 @@ func EventStoreSection(es eventstore.Results) string {
 		for _, m := range modes {
 			b.WriteString("- **" + m.Label + "**\n")
 		}
-		b.WriteString(esStores(a.Stores))
+		b.WriteString("\n" + esStores(a.Stores))
 		b.WriteString("ops counts the appends completed, late ones included: an operation still running when a loop's window ends is waited for (up to the grace bound) and counted late; one still running at the bound is counted in flight, and in no other column.\n")
 		b.WriteString("\n| engine | mode | series | round | ops | late | in flight | ops/s | conflicts/op | errors | events per stream at end |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range a.Rows {
@@ -69,8 +69,8 @@ func EventStoreSection(es eventstore.Results) string {
 	}
 	if p := es.PointRead; p != nil {
 		fmt.Fprintf(&b, "### point-read (%s)\n\nOne stream read in full (%s); time is the median of %d reads through the service.\n\n", p.At.Format("2006-01-02 15:04 UTC"), p.Source, p.Options.Reads)
-		b.WriteString("| engine | matched records | records_scanned | scanned / matched | read time (ms) |\n|---|---|---|---|---|\n")
 		b.WriteString(esStores(p.Stores))
+		b.WriteString("| engine | matched records | records_scanned | scanned / matched | read time (ms) |\n|---|---|---|---|---|\n")
 		for _, r := range p.Rows {
 			if r.Failed != "" {
 				fmt.Fprintf(&b, "| %s | failed: %s | | | |\n", r.Engine, strings.TrimPrefix(md(r.Failed), "failed: "))
@@ -121,7 +121,7 @@ func esStores(stores []eventstore.StoreState) string {
 		case st.Mode == eventstore.StoreFresh:
 			parts = append(parts, fmt.Sprintf("%s: %s, created empty for this run, holding %s records", st.Engine, st.Store, count(*st.Records)))
 		default:
-			parts = append(parts, fmt.Sprintf("%s: %s, kept from earlier runs, holding %s records", st.Engine, st.Store, count(*st.Records)))
+			parts = append(parts, fmt.Sprintf("%s: %s, as the bench found it (not reset), holding %s records", st.Engine, st.Store, count(*st.Records)))
 		}
 	}
 	return "Stores at the start: " + strings.Join(parts, "; ") + ".\n\n"
