@@ -583,6 +583,7 @@ var eventStoreServices = []scenario.Service{scenario.ServiceOf("no-kurrentdb"), 
 func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error {
 	o := eventStoreResultsOptions(c)
 	o.DatabaseURL = c.pgURL
+	o.Schema = env.ServiceVar("no-kurrentdb", "DATABASE_SCHEMA", o.Schema)
 	o.KafkaBrokers = env.ServiceVar("kafka-eventstore", "KAFKA_BROKERS", o.KafkaBrokers)
 	topic := ""
 	if env.Launcher != nil {
