@@ -664,7 +664,6 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 	o := eventstore.DefaultOptions()
 	o.DatabaseURL = envOr("DATABASE_URL", versions.DefaultPostgresURL)
 	o.KafkaBrokers = envOr("KAFKA_BROKERS", o.KafkaBrokers)
-	o.KafkaTopic = os.Getenv("KAFKA_TOPIC")
 	o.Register(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
