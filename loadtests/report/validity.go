@@ -118,7 +118,7 @@ func FailedPoints(all []*driver.Run, es eventstore.Results) []string {
 	}
 	if p := es.PointRead; p != nil {
 		for _, r := range p.Rows {
-			if st := pointReadStatus(r); r.Measured && !st.OK() {
+			if st := pointReadStatus(r); (r.Measured || r.Failed != "") && !st.OK() {
 				out = append(out, fmt.Sprintf("eventstore point-read, %s: %s", r.Engine, st))
 			}
 		}
