@@ -391,10 +391,46 @@ func queueFloor(in claimInputs) (float64, string, bool) {
 	return best, where, where != ""
 }
 
+// fsyncOf is the first pg_test_fsync measurement of the runs, or nil.
+func fsyncOf(rs []*driver.Run) *driver.Fsync {
+	for _, r := range rs {
+		if r != nil && r.Versions.Fsync != nil {
+			return r.Versions.Fsync
+		}
+	}
+	return nil
+}
+
+// fsyncLine is this machine's fsync cost in words, from pg_test_fsync:
+// "2,100 fdatasync/s (0.48 ms per flush), …", its error, or "" when no
+// run measured it.
+func fsyncLine(rs []*driver.Run) string {
+	f := fsyncOf(rs)
+	switch {
+	case f == nil:
+		return ""
+	case f.FdatasyncOpsPerSec == nil || *f.FdatasyncOpsPerSec <= 0:
+		return "not measured: " + md(orWhy("", f.Error))
+	}
+	s := fmt.Sprintf("%s fdatasync/s, %s ms per flush (`%s`)", count(int64(*f.FdatasyncOpsPerSec)), num(1000 / *f.FdatasyncOpsPerSec), md(f.Tool))
+	if f.FsyncOpsPerSec != nil && *f.FsyncOpsPerSec > 0 {
+		s += fmt.Sprintf("; %s fsync/s", count(int64(*f.FsyncOpsPerSec)))
+	}
+	return s
+}
+
 // commitFloor names this machine's commit cost, from the raw loops' plain
 // commits with one committer, when they were measured: a claim about
 // logged tables is decided on this machine's disk.
 func commitFloor(in claimInputs) string {
+	var rs []*driver.Run
+	for _, r := range in.rs {
+		rs = append(rs, r)
+	}
+	slices.SortFunc(rs, func(a, b *driver.Run) int { return strings.Compare(a.Command, b.Command) })
+	if f := fsyncOf(rs); f != nil && f.FdatasyncOpsPerSec != nil && *f.FdatasyncOpsPerSec > 0 {
+		return fmt.Sprintf("a WAL flush costs %s ms here (pg_test_fsync: %s fdatasync/s)", num(1000 / *f.FdatasyncOpsPerSec), count(int64(*f.FdatasyncOpsPerSec)))
+	}
 	if s := in.raw.Notify; s != nil {
 		if p, ok := s.Find(raw.NotifyNone, 1); ok && p.TPS > 0 {
 			return fmt.Sprintf("a commit costs %s ms here (%s tps with 1 committer, raw loops)", num(1000/p.TPS), count(int64(p.TPS)))

@@ -94,6 +94,9 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	if redis := redisVersion(rs); redis != "" {
 		w("| Redis | %s |\n", redis)
 	}
+	if f := fsyncLine(rs); f != "" {
+		w("| fsync | %s |\n", f)
+	}
 	if f := commitFloor(claimInputs{raw: first1(src).Raw}); f != "" {
 		w("| commit cost | %s: the floor of every verdict about logged writes |\n", f)
 	}

@@ -66,8 +66,9 @@ func failedFixture() ([]*driver.Run, eventstore.Results) {
 		}),
 		{Scenario: "documents.rewrite", Name: "2MB", Rate: 5, DurationS: 5, Sides: []string{"no-mongodb", "mongodb"}},
 	}
+	fdatasync := 2100.0
 	queue := &driver.Run{Schema: driver.SchemaVersion, ID: "20260102T030000Z-queue", Command: "queue", StartedAt: at, FinishedAt: at.Add(time.Minute),
-		Machine: machine, Settings: map[string]any{}}
+		Machine: machine, Settings: map[string]any{}, Versions: driver.Versions{Fsync: &driver.Fsync{Tool: "pg_test_fsync -s 1", FdatasyncOpsPerSec: &fdatasync}}}
 	sides := []string{"no-rabbitmq", "rabbitmq"}
 	queue.Points = []driver.Point{
 		point("queue.rate", "1000/s", 1000, sides, func(s string) *driver.SideResult {
@@ -157,6 +158,7 @@ func TestFailedPointsAreNeverFigures(t *testing.T) {
 		"kafka-eventstore, read-then-append: no trend: every loop failed",
 		`failed: stream "0" holds no event on this engine`,
 		"## Failed points",
+		"| fsync | 2,100 fdatasync/s, 0.48 ms per flush (`pg_test_fsync -s 1`) |",
 	)
 	// Every claim reading a failed side says so; none is decided on it.
 	for _, c := range Claims(runs, notifyFixture()) {
