@@ -49,6 +49,10 @@ type common struct {
 	progress                               bool
 	out, chartsDir, readme                 string
 	state                                  stateFlags
+
+	// publishFailed lets `results` publish failed points as failed
+	// instead of exiting non-zero (-publish-failed).
+	publishFailed bool
 }
 
 func (c *common) register(fs *flag.FlagSet, rounds int, duration time.Duration) {
@@ -195,6 +199,9 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		rounds = scenario.ThroughputDefaults.Rounds
 	}
 	c.register(fs, rounds, dur)
+	if cmd == "results" {
+		fs.BoolVar(&c.publishFailed, "publish-failed", false, "results: publish points that failed (shown as failed, with their reasons) and exit 0 instead of exiting non-zero")
+	}
 	x := registerExtras(fs, cmd)
 	c.state.register(fs, cmd)
 	var qo, lo scenario.RateOptions
@@ -464,6 +471,7 @@ func runPair(ctx context.Context, c common, env *scenario.Env, root, pair string
 	err := fn(run)
 	if err != nil {
 		run.Note("run ended early: %v", err)
+		run.Aborted = err.Error()
 	}
 	run.FinishedAt = time.Now().UTC()
 	if len(run.Points) > 0 || len(run.Ceilings) > 0 {
@@ -562,7 +570,10 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 			return ctx.Err()
 		}
 	}
-	return writeReport(c, strings.Join(files, ","))
+	if err := writeReport(c, strings.Join(files, ",")); err != nil {
+		return err
+	}
+	return publishVerdict(c, files)
 }
 
 // eventStoreServices are the trio's services the driver can start here;
@@ -787,11 +798,12 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.Write(c.out, c.chartsDir, runs, es, rr, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath))); err != nil {
+	src := report.Sources{Raw: rr, Experiments: xf}
+	if err := report.Write(c.out, c.chartsDir, runs, es, src, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath))); err != nil {
 		return err
 	}
 	if c.readme != "" {
-		if err := report.WriteREADME(c.readme, runs, es, rr); err != nil {
+		if err := report.WriteREADME(c.readme, runs, es, src); err != nil {
 			return err
 		}
 		fmt.Printf("rewrote the findings of %s\n", c.readme)

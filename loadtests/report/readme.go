@@ -11,7 +11,6 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
 // The markers around the README's generated block. Everything between
@@ -26,12 +25,12 @@ const (
 // claims they settle), leaving the rest of the file as it
 // is. It fails when the markers are missing, so that a README whose block
 // was deleted is noticed rather than silently left stale.
-func WriteREADME(path string, all []*driver.Run, es eventstore.Results, rr ...raw.Results) error {
+func WriteREADME(path string, all []*driver.Run, es eventstore.Results, src ...Sources) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, err := ReplaceBlock(string(b), Findings(all, es, rr...))
+	out, err := ReplaceBlock(string(b), Findings(all, es, src...))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -83,8 +82,9 @@ func blockBounds(doc string) (int, int, error) {
 // decision questions answered with the measured numbers. Every figure in
 // it is read from the runs, the event-store results and the raw results
 // rr; where they hold no number, it says what is not measured.
-func Findings(all []*driver.Run, es eventstore.Results, rr ...raw.Results) string {
-	return findings(pairSpecs, all, es, rr...)
+func Findings(all []*driver.Run, es eventstore.Results, src ...Sources) string {
+	validate(all)
+	return findings(pairSpecs, all, es, src...)
 }
 
 // inputs is what the pairs' summaries read.
@@ -205,8 +205,8 @@ var pairSpecs = []pairSpec{
 }
 
 // findings renders the block for specs.
-func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, rr ...raw.Results) string {
-	in := &inputs{rs: runs{}, es: es, claims: Claims(all, rr...)}
+func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ...Sources) string {
+	in := &inputs{rs: runs{}, es: es, claims: ClaimsFrom(all, first1(src))}
 	for _, r := range all {
 		in.rs[r.Command] = r
 	}
@@ -290,7 +290,7 @@ func claimTally(all []Claim, pair string) string {
 		}
 	}
 	var parts []string
-	for _, v := range []string{Holds, DoesNotHold, NotMeasurable} {
+	for _, v := range []string{Holds, DoesNotHold, Inconclusive, FailedRun, NotMeasurable} {
 		if len(by[v]) > 0 {
 			parts = append(parts, fmt.Sprintf("%s: %s", v, strings.Join(by[v], ", ")))
 		}
@@ -350,7 +350,7 @@ func ratioOf(a, b float64) string {
 // span formats the range of vs: "a–b", or one figure.
 func span(vs []float64, unit string) string {
 	if len(vs) == 0 {
-		return "–"
+		return notRecorded
 	}
 	lo, hi := slices.Min(vs), slices.Max(vs)
 	if num(lo) == num(hi) {
@@ -370,24 +370,38 @@ func bytesH(v float64) string {
 	return num(v) + " B"
 }
 
-// keptUp reports whether every side's median throughput reached 95% of
-// the point's rate; known is false when a side has no throughput.
+// keptUpShare is the share of a point's rate a side's throughput must
+// reach to have kept up; it must also have shed less than
+// driver.FailShare of what it was sent (the ceilings' criterion).
+const keptUpShare = 0.95
+
+// keptUp reports whether every side kept up (sideKeptUp); known is false
+// when a side has no throughput.
 func keptUp(p *driver.Point) (ok, known bool) {
 	ok = true
 	for _, s := range p.Sides {
-		v, has := median(p, "throughput", s)
-		if !has || p.Rate <= 0 {
+		if _, has := median(p, "throughput", s); !has || p.Rate <= 0 {
 			return false, false
 		}
-		ok = ok && v >= 0.95*p.Rate
+		ok = ok && sideKeptUp(p, s)
 	}
 	return ok, true
 }
 
-// sideKeptUp is keptUp for one side.
+// sideKeptUp reports whether side's median throughput reached
+// keptUpShare of the point's rate while it shed less than
+// driver.FailShare of the requests sent.
 func sideKeptUp(p *driver.Point, side string) bool {
 	v, has := median(p, "throughput", side)
-	return has && p.Rate > 0 && v >= 0.95*p.Rate
+	if !has || p.Rate <= 0 || v < keptUpShare*p.Rate {
+		return false
+	}
+	shed, okS := median(p, "client.shed", side)
+	sent, okR := median(p, "client.sent_rate", side)
+	if okS && okR && sent > 0 && p.DurationS > 0 && shed >= driver.FailShare*sent*p.DurationS {
+		return false
+	}
+	return true
 }
 
 // highestKeptUp is the highest-rate point of scenario that every side
@@ -413,11 +427,21 @@ func ceilingLine(in *inputs, cmd, a, b string) string {
 		return ""
 	}
 	r := in.rs[cmd]
-	s := fmt.Sprintf("Highest rate passing every check (median of %d searches): %s %s/s, %s %s/s", len(ca.Rounds), who(r, a), num(ca.Rate.Median), who(r, b), num(cb.Rate.Median))
-	if x := ratioOf(ca.Rate.Median, cb.Rate.Median); x != "" {
-		s += " (" + x + ")"
+	s := fmt.Sprintf("Highest rate passing every check (median of %d searches): %s %s, %s %s", len(ca.Rounds), who(r, a), ceilingText(ca), who(r, b), ceilingText(cb))
+	if ca.CeilingStatus().OK() && cb.CeilingStatus().OK() && ca.Rate.Median > 0 {
+		if x := ratioOf(ca.Rate.Median, cb.Rate.Median); x != "" {
+			s += " (" + x + ")"
+		}
 	}
 	return s + "."
+}
+
+// ceilingText is a ceiling's median rate, or its status in words.
+func ceilingText(c *driver.Ceiling) string {
+	if st := c.CeilingStatus(); !st.OK() {
+		return st.String()
+	}
+	return num(c.Rate.Median) + "/s"
 }
 
 // behindLine says what each side processed at the first rate a side fell
@@ -428,14 +452,31 @@ func behindLine(r *driver.Run, p *driver.Point, verb string) string {
 	}
 	var parts []string
 	for _, s := range p.Sides {
-		v, _ := median(p, "throughput", s)
+		v, ok := median(p, "throughput", s)
+		if !ok {
+			parts = append(parts, fmt.Sprintf("%s: %s", who(r, s), p.SideStatus(s)))
+			continue
+		}
 		state := "kept up"
 		if !sideKeptUp(p, s) {
 			state = "fell behind"
+			if v >= keptUpShare*p.Rate {
+				shed, _ := median(p, "client.shed", s)
+				sent, _ := median(p, "client.sent_rate", s)
+				state = fmt.Sprintf("shed %s of the requests sent", percentOf(shed, sent*p.DurationS))
+			}
 		}
 		parts = append(parts, fmt.Sprintf("%s %s %s/s (%s)", who(r, s), verb, num(v), state))
 	}
 	return fmt.Sprintf("At %s: %s.", p.Name, strings.Join(parts, ", "))
+}
+
+// percentOf formats a/b as a percentage with one decimal.
+func percentOf(a, b float64) string {
+	if b <= 0 {
+		return notRecorded
+	}
+	return fmt.Sprintf("%.1f%%", 100*a/b)
 }
 
 func queueHeadline(in *inputs) string {
@@ -446,7 +487,7 @@ func queueHeadline(in *inputs) string {
 		a, okA := median(best, "server.delivery.p99_ms", "no-rabbitmq")
 		b, okB := median(best, "server.delivery.p99_ms", "rabbitmq")
 		if x, ok := ratio(best, "server.delivery.p99_ms"); ok && okA && okB {
-			parts = append(parts, fmt.Sprintf("At %s, the highest fixed rate both kept up with, delivery p99 was %s on Postgres vs %s on RabbitMQ (%s).", best.Name, ms(a), ms(b), times(x)))
+			parts = append(parts, fmt.Sprintf("At %s, the highest fixed rate both kept up with (%s%% of the rate processed, under %s%% shed), delivery p99 was %s on Postgres vs %s on RabbitMQ (%s).", best.Name, num(100*keptUpShare), num(100*driver.FailShare), ms(a), ms(b), times(x)))
 		}
 	}
 	parts = append(parts, behindLine(r, behind, "processed"))
@@ -522,21 +563,48 @@ func documentsHeadline(in *inputs) string {
 
 // eventStore helpers.
 
-// appendRows returns the measured append rows of an engine in mode
-// (never both modes: a blind append is not compared with a
-// read-then-append), in order; series "" for both series.
+// appendRows returns the valid append rows of an engine in mode (never
+// both modes: a blind append is not compared with a read-then-append),
+// in order; series "" for both series. Rows that are not valid
+// (appendStatus) are left out: appendFailure says why.
 func appendRows(es eventstore.Results, mode eventstore.Mode, engine, series string) []eventstore.AppendRow {
 	if es.Append == nil {
 		return nil
 	}
 	var out []eventstore.AppendRow
 	for _, r := range es.Append.Rows {
-		if r.Engine == engine && r.Measured && modeOf(r) == mode.Name && (series == "" || r.Series == series) {
+		if r.Engine == engine && appendStatus(r).OK() && modeOf(r) == mode.Name && (series == "" || r.Series == series) {
 			out = append(out, r)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b eventstore.AppendRow) int { return a.Round - b.Round })
 	return out
+}
+
+// appendFailure describes the measured append rows of an engine in mode
+// that are not valid: "failed in 3 of 3 rounds: no append completed
+// ..."; "" when every measured row is valid.
+func appendFailure(es eventstore.Results, mode eventstore.Mode, engine string) string {
+	if es.Append == nil {
+		return ""
+	}
+	n, bad, first := 0, 0, ""
+	for _, r := range es.Append.Rows {
+		if r.Engine != engine || !r.Measured || modeOf(r) != mode.Name {
+			continue
+		}
+		n++
+		if st := appendStatus(r); !st.OK() {
+			bad++
+			if first == "" {
+				first = st.Reason
+			}
+		}
+	}
+	if bad == 0 {
+		return ""
+	}
+	return fmt.Sprintf("failed in %d of %d loops: %s", bad, n, first)
 }
 
 func opsPerSec(rows []eventstore.AppendRow) []float64 {
@@ -613,12 +681,18 @@ func eventStoreHeadline(in *inputs) string {
 		}
 		parts = append(parts, s+".")
 	}
+	if f := appendFailure(in.es, rta, "no-kurrentdb"); f != "" {
+		parts = append(parts, "Postgres' read-then-append "+f+".")
+	}
 	if k := appendRows(in.es, rta, "kafka-eventstore", ""); len(k) > 0 {
 		s := fmt.Sprintf("Kafka appended %s events/s read-then-append, each read scanning the partition", span(opsPerSec(k), ""))
 		if e := engine(in.es, "kafka-eventstore"); e != nil && !e.Conditional {
 			s += ", and could not check that version"
 		}
 		parts = append(parts, s+".")
+	}
+	if f := appendFailure(in.es, rta, "kafka-eventstore"); f != "" {
+		parts = append(parts, "Kafka's read-then-append "+f+".")
 	}
 	var blind []string
 	for _, n := range []string{"no-kurrentdb", "kurrentdb", "kafka-eventstore"} {
@@ -633,7 +707,11 @@ func eventStoreHeadline(in *inputs) string {
 		parts = append(parts, "Blind appends (expected_version \"any\", no read first, as the reference measured Kafka) are not in these results.")
 	}
 	if k := pointRead(in.es, "kafka-eventstore"); k != nil && k.RecordsScanned != nil {
-		parts = append(parts, fmt.Sprintf("Reading one stream, Kafka scanned %d records for %d (%s, %s).", *k.RecordsScanned, k.Matched, times(k.ScanRatio), ms(k.MedianMS)))
+		if st := pointReadStatus(*k); !st.OK() {
+			parts = append(parts, "Reading one stream on Kafka: "+st.String()+".")
+		} else {
+			parts = append(parts, fmt.Sprintf("Reading one stream, Kafka scanned %d records for %d (%s, %s).", *k.RecordsScanned, k.Matched, times(k.ScanRatio), ms(k.MedianMS)))
+		}
 	}
 	return joinNonEmpty(parts, "No event-store measurement in these results.")
 }
@@ -712,8 +790,19 @@ func eventStoreShape(in *inputs) string {
 	if pg == nil || k == nil || k.RecordsScanned == nil {
 		return ""
 	}
+	if st := pointReadStatus(*k); !st.OK() || !pointReadStatus(*pg).OK() {
+		return fmt.Sprintf("reading one stream is a primary-key range on Postgres (%s); the Kafka read is %s.", pointReadText(*pg), st)
+	}
 	return fmt.Sprintf("reading one stream is a primary-key range on Postgres (%d events in %s); on Kafka it scans the whole partition (%d records for %d, %s), a cost that grows with everything else in the topic.",
 		pg.Matched, ms(pg.MedianMS), *k.RecordsScanned, k.Matched, ms(k.MedianMS))
+}
+
+// pointReadText is one engine's point read in words, or its status.
+func pointReadText(r eventstore.PointReadRow) string {
+	if st := pointReadStatus(r); !st.OK() {
+		return st.String()
+	}
+	return fmt.Sprintf("%d events in %s", r.Matched, ms(r.MedianMS))
 }
 
 // ceilingAnswer answers the load question for a rate-driven pair.
@@ -722,8 +811,11 @@ func ceilingAnswer(in *inputs, cmd, scenario, a, b, unit string) string {
 	var parts []string
 	if ca := in.rs.ceiling(cmd, a); ca != nil {
 		s := fmt.Sprintf("on %d CPUs %s passed every check up to %s %s/s (median ceiling", r.Machine.CPUs, who(r, a), num(ca.Rate.Median), unit)
+		if !ca.CeilingStatus().OK() {
+			s = fmt.Sprintf("on %d CPUs %s's ceiling search %s (%s", r.Machine.CPUs, who(r, a), ca.CeilingStatus(), unit)
+		}
 		if cb := in.rs.ceiling(cmd, b); cb != nil {
-			s += fmt.Sprintf("; %s: %s/s", who(r, b), num(cb.Rate.Median))
+			s += fmt.Sprintf("; %s: %s", who(r, b), ceilingText(cb))
 		}
 		s += "). A step passed when " + ca.Criteria + "."
 		parts = append(parts, s)
@@ -799,8 +891,12 @@ func documentsShape(in *inputs) string {
 		s := p.Name + ": rewrite ÷ patch p50 "
 		if v, ok := median(p, "cost_ratio.p50", "no-mongodb"); ok {
 			s += times(v)
+		} else if st := p.SideStatus("no-mongodb"); !st.OK() {
+			s = p.Name + ": " + st.String()
+			sizes = append(sizes, s)
+			continue
 		} else {
-			s += "–"
+			s += notRecorded
 		}
 		wr, ok1 := median(p, "wal_per_op.rewrite", "no-mongodb")
 		wp, ok2 := median(p, "wal_per_op.patch", "no-mongodb")
