@@ -77,4 +77,4 @@ func build(_ context.Context, cfg Config, logger *slog.Logger) (*service.Service
 	return svc, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

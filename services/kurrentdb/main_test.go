@@ -39,7 +39,7 @@ func TestConfigNamesBadVariables(t *testing.T) {
 	configtest.NamesBadVariables(t, readConfig, map[string]string{
 		"KURRENTDB_URL": "postgres://x", "SUBSCRIBE_PAGE_SIZE": "0", "BACKEND_TIMEOUT": "0s",
 	}, "KURRENTDB_URL", "SUBSCRIBE_PAGE_SIZE", "BACKEND_TIMEOUT")
-	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != ":8089" || cfg.URL != DefaultURL {
+	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != "127.0.0.1:8089" || cfg.URL != DefaultURL {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }

@@ -200,4 +200,4 @@ func newRedisStore(ctx context.Context, cfg Config, genTTL time.Duration, logger
 	return &store{client: client, prefix: cfg.KeyPrefix, genTTL: genTTL}, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

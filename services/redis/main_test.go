@@ -19,7 +19,7 @@ import (
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	c := configtest.PostgresDefaults(t, readConfig, ":8087", "cache", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
+	c := configtest.PostgresDefaults(t, readConfig, "127.0.0.1:8087", "cache", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
 	if c.RedisURL != DefaultRedisURL || c.KeyPrefix != DefaultKeyPrefix || c.Mode != "redis" || c.Origin.ProductTTL != cache.DefaultProductTTL {
 		t.Errorf("defaults: %+v", c)
 	}
