@@ -85,7 +85,10 @@ func TestAssembleBindsADDRBeforeBuild(t *testing.T) {
 	}
 	defer busy.Close()
 	built := false
-	build := func(context.Context, startConfig, *slog.Logger) (*Service, error) { built = true; return nil, errors.New("built") }
+	build := func(context.Context, startConfig, *slog.Logger) (*Service, error) {
+		built = true
+		return nil, errors.New("built")
+	}
 	r := config.FromMap(map[string]string{"ADDR": busy.Addr().String()})
 	_, err = Assemble(t.Context(), r, nil, &bytes.Buffer{}, readStart, build)
 	if err == nil || !strings.Contains(err.Error(), "(ADDR)") || !strings.Contains(err.Error(), busy.Addr().String()) {
