@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -207,5 +209,46 @@ func TestReadyBackendNamesTheVariable(t *testing.T) {
 		!strings.Contains(body, "postgres unreachable (DATABASE_URL=postgres://u:xxxxx@localhost:1/db): connection refused") ||
 		strings.Contains(body, "secret") || !strings.Contains(body, `"redis":"ok"`) {
 		t.Errorf("/readyz: %d %s", rec.Code, body)
+	}
+}
+
+// TestStartHelpExitsZeroWithoutBuilding runs Start as a process (this test
+// binary again, as main would) with -h, a busy ADDR and a DATABASE_URL
+// nothing answers: it must print the usage and exit 0 without calling
+// build, which here would exit 3.
+func TestStartHelpExitsZeroWithoutBuilding(t *testing.T) {
+	if arg := os.Getenv("WPE_START_ARG"); arg != "" {
+		os.Args = []string{"no-kafka", arg}
+		Start(pairs.Get("no-kafka"), readStart, func(context.Context, startConfig, *slog.Logger) (*Service, error) {
+			os.Exit(3)
+			return nil, nil
+		})
+		os.Exit(4) // Start returned: it must exit
+	}
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for arg, want := range map[string]int{"-h": 0, "--help": 0, "-x": 2} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStartHelpExitsZeroWithoutBuilding$")
+		cmd.Env = append(os.Environ(), "WPE_START_ARG="+arg, "ADDR="+busy.Addr().String(), "DATABASE_URL=postgres://u:p@127.0.0.1:1/none")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != want {
+			t.Errorf("%s: exit %d, want %d; stdout %.300q stderr %.300q", arg, code, want, stdout.String(), stderr.String())
+		}
+		if want == 0 && !strings.Contains(stdout.String(), "  DATABASE_URL (default postgres://u:secret@localhost:5432/wpe)") {
+			t.Errorf("%s: stdout lacks the usage: %.500q", arg, stdout.String())
+		}
 	}
 }
