@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
@@ -574,7 +575,47 @@ var eventStoreServices = []scenario.Service{scenario.ServiceOf("no-kurrentdb"), 
 // other setting at the defaults, against the trio at -host and
 // -port-offset. Its JSON goes to the results folder, from which
 // writeReport renders its section of RESULTS.md.
+//
+// When the driver starts kafka-eventstore itself, it gives it a topic
+// created empty for this run (deleted at the end), instead of one that
+// grows across runs; a kafka-eventstore already running keeps its topic,
+// whose size the bench declares.
 func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error {
+	o := eventStoreResultsOptions(c)
+	o.DatabaseURL = c.pgURL
+	o.Schema = env.ServiceVar("no-kurrentdb", "DATABASE_SCHEMA", o.Schema)
+	o.KafkaBrokers = env.ServiceVar("kafka-eventstore", "KAFKA_BROKERS", o.KafkaBrokers)
+	topic := ""
+	if env.Launcher != nil {
+		topic = eventstore.BenchTopic(time.Now())
+		if err := eventstore.CreateTopic(ctx, o.KafkaBrokers, topic); err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: no fresh topic (%v); kafka-eventstore keeps its own, and the bench declares its size\n", err)
+			topic = ""
+		} else {
+			defer func() {
+				if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, topic); err != nil {
+					fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
+				}
+			}()
+			prev, had := env.ServiceEnv["kafka-eventstore"]
+			kenv := maps.Clone(prev)
+			if kenv == nil {
+				kenv = map[string]string{}
+			}
+			kenv["KAFKA_TOPIC"] = topic
+			if env.ServiceEnv == nil {
+				env.ServiceEnv = map[string]map[string]string{}
+			}
+			env.ServiceEnv["kafka-eventstore"] = kenv
+			defer func() {
+				if had {
+					env.ServiceEnv["kafka-eventstore"] = prev
+				} else {
+					delete(env.ServiceEnv, "kafka-eventstore")
+				}
+			}()
+		}
+	}
 	if err := env.Ensure(ctx, eventStoreServices, nil, nil); err != nil {
 		return err
 	}
@@ -585,7 +626,11 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 			}
 		}
 	}()
-	o := eventStoreResultsOptions(c)
+	if topic != "" {
+		if p := env.Launcher.Running("kafka-eventstore"); p != nil && p.Env["KAFKA_TOPIC"] == topic {
+			o.KafkaTopic, o.FreshTopic = topic, true
+		}
+	}
 	o.Before = eventStoreState(env)
 	for _, sc := range eventstore.Scenarios {
 		if ctx.Err() != nil {
@@ -617,6 +662,8 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("eventstore "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := eventstore.DefaultOptions()
+	o.DatabaseURL = envOr("DATABASE_URL", versions.DefaultPostgresURL)
+	o.KafkaBrokers = envOr("KAFKA_BROKERS", o.KafkaBrokers)
 	o.Register(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2

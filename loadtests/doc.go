@@ -6,19 +6,28 @@
 // so that it fails early and clearly when a service is not running.
 //
 //	go run ./loadtests check [-host localhost] [-timeout 2s]
-//	go run ./loadtests queue|log|documents [flags]   one pair, results/<id>.json
+//	go run ./loadtests queue|log|documents|cache [flags]  one pair, results/<id>.json
+//	go run ./loadtests eventstore <append|point-read|catch-up> [flags]  the event store trio's bench
+//	go run ./loadtests throughput [flags]           closed-loop batch senders on queue and log
+//	go run ./loadtests longlived [flags]            queue and log on long-lived tables
 //	go run ./loadtests results [flags]              every pair, then RESULTS.md
 //	go run ./loadtests demo                         every pair briefly, one table each
 //	go run ./loadtests report [-in a.json,b.json]   RESULTS.md from results files
 //	go run ./loadtests raw [-duration 3s]           the engines' own limits, results/<id>-raw.json
+//	go run ./loadtests fuzz [flags]                 Schemathesis against every service's contract
 //	go run ./loadtests experiments [-size small]    the failure-mode experiments, results/<time>-experiments.json
 //
-// The load commands live in commands.go and the packages driver (pacing,
-// rounds, results files), scenario (the pairs' scenarios), launch (services
-// as child processes), versions (server versions), raw (the engines' own
-// limits, without a service), experiments (the failure-mode experiments,
-// experiments.go runs them) and report (tables,
-// RESULTS.md, charts); extras.go adds the overload points, the log pair at
-// its batch throughput and the raw limits to queue, log and results.
-// docs/loadtests.md explains them.
+// The five pairs (queue, log, documents, eventstore, cache) are those of
+// the pair table, services/kit/pairs. The load commands live in
+// commands.go, with throughput.go, longlived.go, extras.go, experiments.go
+// and fuzz.go beside it; extras.go adds the overload points, the log pair
+// at its batch throughput and the raw limits to queue, log and results.
+// Its packages: driver (pacing, rounds, results files), scenario (the
+// pairs' scenarios), launch (services as child processes), versions
+// (server versions), cost (the CPU time a load costs each process), raw
+// (the engines' own limits, without a service), eventstore (the event
+// store trio's bench), experiments (the failure-mode experiments), report
+// (tables, RESULTS.md, charts) and k6 (k6 scripts of the queue, log and
+// documents loads). docs/loadtests.md explains them; doc_test.go checks
+// that this comment names every pair and package, and no other.
 package main

@@ -83,6 +83,15 @@ type ClientResult struct {
 	Latency Summary `json:"latency"`
 	// ServiceTime is vegeta's own latency: from the actual send.
 	ServiceTime Summary `json:"service_time"`
+	// Late counts a closed loop's operations that completed after its
+	// measuring window, within GraceS; they are also counted in Requests
+	// and OK or Errors. InFlight counts those still running at the
+	// bound, abandoned and counted nowhere else. Both are absent (0) for
+	// attacks, which wait for every request up to its timeout, and in
+	// results written before Loop counted them (GraceS 0).
+	Late     int64   `json:"late,omitempty"`
+	InFlight int64   `json:"in_flight,omitempty"`
+	GraceS   float64 `json:"grace_s,omitempty"`
 }
 
 // IsShed reports whether an answer is a shed: 503 with a Retry-After
@@ -269,6 +278,10 @@ func (t *tally) result(began time.Time) ClientResult {
 	return res
 }
 
+// DefaultLoopGrace is how long, after a closed loop's Duration, Loop
+// waits for the operations still running (LoopSpec.Grace's default).
+const DefaultLoopGrace = 30 * time.Second
+
 // LoopSpec describes a closed-model load: Workers goroutines each run Op
 // again as soon as it returns, for Duration. Unlike an Attack's arrivals,
 // the load follows the service: a slower answer means fewer operations.
@@ -279,12 +292,19 @@ type LoopSpec struct {
 	Name string
 	// Workers is how many operations run at once (> 0).
 	Workers int
-	// Duration is how long operations are started for (> 0).
+	// Duration is how long operations are started for (> 0): the
+	// measuring window.
 	Duration time.Duration
+	// Grace bounds the wait, after the window, for the operations still
+	// running; 0 means DefaultLoopGrace. An operation that completes
+	// within it is counted as usual and as late; one still running at the
+	// bound has its ctx cancelled and is counted as in flight (its answer,
+	// if any, is not counted).
+	Grace time.Duration
 	// Op performs one operation of worker w (n counts the worker's
 	// operations from 0) and returns the status that decides it (0 with
-	// err for a transport error); a 2xx counts as OK. ctx ends with the
-	// loop: an Op it interrupts is not counted.
+	// err for a transport error); a 2xx counts as OK. Its ctx ends at
+	// Duration + Grace, or with the caller's ctx.
 	Op func(ctx context.Context, w int, n uint64) (status int, err error)
 	// Progress reports the loop as one line once it ends; nil for none.
 	Progress *Progress
@@ -294,25 +314,43 @@ type LoopSpec struct {
 // Requests counts operations, Latency and ServiceTime are both each
 // operation's own duration (a closed loop has no intended send time), and
 // Throughput is OK operations per second of the loop's wall time.
+// No operation is dropped silently: one still running when the window
+// ends is waited for, up to spec.Grace, and counted in Late when it
+// completes, or in InFlight when the bound (or ctx) abandons it.
+// DurationS is the wall time, window and wait for the late ones.
 func Loop(ctx context.Context, spec LoopSpec) ClientResult {
 	var label string
 	if spec.Progress != nil {
 		label = spec.Progress.attackStarted()
 	}
+	grace := spec.Grace
+	if grace <= 0 {
+		grace = DefaultLoopGrace
+	}
 	t := newTally(0, spec.Duration)
 	var mu sync.Mutex
-	lctx, cancel := context.WithTimeout(ctx, spec.Duration)
-	defer cancel()
 	start := time.Now()
+	windowEnd := start.Add(spec.Duration)
+	opCtx, cancelOps := context.WithDeadline(ctx, windowEnd.Add(grace))
+	defer cancelOps()
+	var late, inFlight atomic.Int64
 	var wg sync.WaitGroup
 	for w := range spec.Workers {
 		wg.Go(func() {
-			for n := uint64(0); lctx.Err() == nil; n++ {
+			// The clock, not a timer's ctx, ends the window: a timer
+			// fires late on a busy machine.
+			for n := uint64(0); ctx.Err() == nil && time.Now().Before(windowEnd); n++ {
 				t0 := time.Now()
-				code, err := spec.Op(lctx, w, n)
+				code, err := spec.Op(opCtx, w, n)
 				end := time.Now()
-				if lctx.Err() != nil {
+				if err != nil && opCtx.Err() != nil {
+					// Abandoned at the bound (or by the caller): no
+					// answer to count.
+					inFlight.Add(1)
 					return
+				}
+				if end.After(windowEnd) {
+					late.Add(1)
 				}
 				msg := ""
 				if err != nil {
@@ -328,6 +366,8 @@ func Loop(ctx context.Context, spec LoopSpec) ClientResult {
 	}
 	wg.Wait()
 	t.res.DurationS = round3(time.Since(start).Seconds())
+	t.res.Late, t.res.InFlight = late.Load(), inFlight.Load()
+	t.res.GraceS = grace.Seconds()
 	res := t.result(start)
 	if spec.Progress != nil {
 		spec.Progress.loopEnded(label, AttackSpec{Name: spec.Name, Duration: spec.Duration}, res)

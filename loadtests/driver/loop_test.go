@@ -81,3 +81,58 @@ func TestRunPointsInterleavesByRound(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopWaitsForLateOperations runs a loop whose operations outlast its
+// window: nothing is dropped. An operation still running when the window
+// ends is waited for and counted as late (and as OK), one that outlasts
+// the grace bound is abandoned, its ctx cancelled, and counted in flight;
+// no new operation starts after the window.
+func TestLoopWaitsForLateOperations(t *testing.T) {
+	var started atomic.Int64
+	res := Loop(context.Background(), LoopSpec{
+		Name: "slow op", Workers: 3, Duration: 100 * time.Millisecond, Grace: time.Second,
+		Op: func(ctx context.Context, w int, _ uint64) (int, error) {
+			started.Add(1)
+			// Worker 0 finishes after the window but within the grace;
+			// worker 1 outlasts the grace; worker 2 answers at once.
+			d := map[int]time.Duration{0: 250 * time.Millisecond, 1: 5 * time.Second, 2: 10 * time.Millisecond}[w]
+			select {
+			case <-time.After(d):
+				return 201, nil
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		},
+	})
+	if res.InFlight != 1 {
+		t.Errorf("in flight %d, want 1 (worker 1, abandoned at the bound)", res.InFlight)
+	}
+	// Worker 0's one operation ends late; worker 2's last may too.
+	if res.Late < 1 || res.Late > 2 {
+		t.Errorf("late %d, want worker 0's (and perhaps worker 2's last)", res.Late)
+	}
+	if res.OK != res.Requests || res.Requests != started.Load()-1 {
+		t.Errorf("%d requests, %d ok, %d started: every operation but the abandoned one is counted", res.Requests, res.OK, started.Load())
+	}
+	if res.DurationS < 1 || res.DurationS > 4 || res.GraceS != 1 {
+		t.Errorf("duration %.3f s, grace %.1f s: want the window and the grace bound", res.DurationS, res.GraceS)
+	}
+	if s := Outcome(AttackSpec{Name: "slow op", Duration: 100 * time.Millisecond}, res); !strings.Contains(s, "late") || !strings.Contains(s, "1 still in flight") {
+		t.Errorf("outcome %q does not say what was late and in flight", s)
+	}
+}
+
+// TestLoopCountsLateOnesThatFail: an operation that fails after the
+// window, before the bound, is an error counted as late, not dropped.
+func TestLoopCountsLateOnesThatFail(t *testing.T) {
+	res := Loop(context.Background(), LoopSpec{
+		Name: "late 503", Workers: 1, Duration: 50 * time.Millisecond, Grace: time.Second,
+		Op: func(ctx context.Context, _ int, n uint64) (int, error) {
+			time.Sleep(80 * time.Millisecond)
+			return 503, nil
+		},
+	})
+	if res.Requests != 1 || res.Errors != 1 || res.Late != 1 || res.InFlight != 0 || res.Codes["503"] != 1 {
+		t.Errorf("result %+v: want one late 503", res)
+	}
+}

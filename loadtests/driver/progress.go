@@ -153,6 +153,12 @@ func Outcome(spec AttackSpec, r ClientResult) string {
 	if r.Shed > 0 {
 		s += fmt.Sprintf(", %s shed (503 + Retry-After)", percent(r.Shed, r.Requests))
 	}
+	if r.Late > 0 {
+		s += fmt.Sprintf(", %d late (completed after the window)", r.Late)
+	}
+	if r.InFlight > 0 {
+		s += fmt.Sprintf(", %d still in flight after %s (abandoned)", r.InFlight, Human(time.Duration(r.GraceS*float64(time.Second))))
+	}
 	if r.Errors > 0 && len(r.ErrorSamples) > 0 {
 		s += ", e.g. " + clip(r.ErrorSamples[0], 100)
 	}

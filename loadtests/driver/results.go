@@ -79,6 +79,25 @@ type Versions struct {
 	Redis string `json:"redis,omitempty"`
 	// Errors maps a server to the reason its version is missing.
 	Errors map[string]string `json:"errors,omitempty"`
+	// Fsync is this machine's cost of a durable write (absent in files
+	// written before it was measured).
+	Fsync *Fsync `json:"fsync,omitempty"`
+}
+
+// Fsync is what pg_test_fsync measured on the filesystem of Postgres'
+// data directory: the floor under every commit that waits for its WAL
+// flush. The ops/sec are nil when not measured; Error says why.
+type Fsync struct {
+	// Tool is the command run ("pg_test_fsync -s 1 -f <dir>/…").
+	Tool string `json:"tool"`
+	// Dir is the directory its test file was written in.
+	Dir string `json:"dir"`
+	// FdatasyncOpsPerSec and FsyncOpsPerSec are one 8 kB write followed by
+	// fdatasync (Linux's default wal_sync_method) or fsync, per second.
+	FdatasyncOpsPerSec *float64 `json:"fdatasync_ops_per_sec"`
+	FsyncOpsPerSec     *float64 `json:"fsync_ops_per_sec,omitempty"`
+	// Error says why it was not measured.
+	Error string `json:"error,omitempty"`
 }
 
 // Point is one measurement of a pair, over several rounds.

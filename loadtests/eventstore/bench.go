@@ -34,6 +34,23 @@ type Options struct {
 	Reads    int
 	Out      string
 	MD       string
+	// DatabaseURL and Schema locate the Postgres side's events table,
+	// whose size each scenario records at its start (StoreState); the
+	// URL is never written to the results.
+	DatabaseURL string `json:"-"`
+	Schema      string `json:"schema,omitempty"`
+	// KafkaBrokers and KafkaTopic locate the Kafka side's partition, whose
+	// size each scenario records at its start. KafkaTopic empty: the
+	// topic is not known, and the size is what a read of an unwritten
+	// stream scans. FreshTopic says the topic was created empty for this
+	// bench run (the results command does so when it starts
+	// kafka-eventstore itself).
+	KafkaBrokers string `json:"kafka_brokers,omitempty"`
+	KafkaTopic   string `json:"kafka_topic,omitempty"`
+	FreshTopic   bool   `json:"fresh_topic,omitempty"`
+	// Grace bounds the wait, after each append loop's window, for the
+	// operations still running (driver.LoopSpec.Grace).
+	Grace time.Duration `json:"grace,omitempty"`
 	// Before, when set, is called with the results run before the
 	// scenario starts: the load commands record the event store's
 	// starting state (driver.StartState) there.
@@ -54,7 +71,7 @@ func defaultEngines(targets string) []*Engine {
 }
 
 // Scenarios are the bench's scenarios, in the order `make results` runs
-// them (point-read reads a stream of the last append run).
+// them (point-read writes and reads streams of its own).
 var Scenarios = []string{"append", "point-read", "catch-up"}
 
 // DefaultOptions are the issue's sizes, against the trio on localhost.
@@ -72,6 +89,11 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.Reads, "reads", o.Reads, "point-read: reads per engine (the median is reported)")
 	fs.StringVar(&o.Out, "out", o.Out, "directory of the JSON results")
 	fs.StringVar(&o.MD, "md", o.MD, "also write the RESULTS.md section, rendered from every JSON result present, to this file")
+	fs.StringVar(&o.DatabaseURL, "database-url", o.DatabaseURL, "Postgres of the Postgres side, to record its events table's size at the start")
+	fs.StringVar(&o.Schema, "schema", o.Schema, "the Postgres side's schema (its events table's)")
+	fs.StringVar(&o.KafkaBrokers, "kafka-brokers", o.KafkaBrokers, "Kafka brokers of the Kafka side, to record its topic's size at the start")
+	fs.StringVar(&o.KafkaTopic, "kafka-topic", o.KafkaTopic, "the Kafka side's topic (KAFKA_TOPIC); empty: its size is what a read of an unwritten stream scans")
+	fs.DurationVar(&o.Grace, "grace", o.Grace, "append: how long to wait, after a loop's window, for the operations still running (they count as late; those still running then, as in flight)")
 }
 
 // ErrUnknownScenario is returned by Bench for a scenario not in
@@ -104,6 +126,7 @@ func Bench(ctx context.Context, scenario string, o Options, progress *driver.Pro
 	if o.Before != nil {
 		o.Before(ctx, run)
 	}
+	recordStart(ctx, run, o, engines)
 	var err error
 	switch scenario {
 	case "append":
@@ -134,8 +157,7 @@ const (
 )
 
 // streamPrefix names the streams of a series: the read-then-append
-// growing series keeps the bench's historical "tank-<tag>-g", which
-// point-read reads.
+// growing series keeps the bench's historical "tank-<tag>-g".
 func streamPrefix(tag string, m Mode, series string, round int) string {
 	p := "tank-" + tag
 	if m.Name != ReadThenAppend.Name {
@@ -193,7 +215,7 @@ func appendLoop(ctx context.Context, o Options, e *Engine, m Mode, prefix string
 	var registered sync.Map
 	seed := uint64(time.Now().UnixNano())
 	c := driver.Loop(ctx, driver.LoopSpec{
-		Name: fmt.Sprintf("%-16s %s %s", e.Name, m.Name, prefix), Workers: o.Workers, Duration: o.Duration, Progress: progress,
+		Name: fmt.Sprintf("%-16s %s %s", e.Name, m.Name, prefix), Workers: o.Workers, Duration: o.Duration, Grace: o.Grace, Progress: progress,
 		Op: func(ctx context.Context, w int, n uint64) (int, error) {
 			rng := mrand.New(mrand.NewPCG(uint64(w), seed+n))
 			stream := fmt.Sprintf("%s-%d", prefix, rng.IntN(o.Streams))
@@ -229,7 +251,11 @@ func appendLoop(ctx context.Context, o Options, e *Engine, m Mode, prefix string
 	driver.FlattenClient(res.Metrics, "client.", c)
 	conflicts := c.Codes["409"]
 	m2 := res.Metrics
+	// ops counts every append completed, in the window or late;
+	// in_flight those abandoned at the grace bound (counted nowhere else).
 	m2["ops"] = float64(c.OK)
+	m2["late"] = float64(c.Late)
+	m2["in_flight"] = float64(c.InFlight)
 	m2["conflicts"] = float64(conflicts)
 	m2["errors"] = float64(c.Errors - conflicts)
 	m2["seconds"] = round2(c.DurationS)
@@ -258,46 +284,51 @@ func appendLoop(ctx context.Context, o Options, e *Engine, m Mode, prefix string
 
 func round2(f float64) float64 { return math.Round(f*100) / 100 }
 
-// lastAppendTag returns the run tag of the newest append results file in
-// dir, or "".
-func lastAppendTag(dir string) string {
-	run, err := newestRun(dir, "append")
-	if err != nil || run == nil {
-		return ""
-	}
-	tag, _ := run.Settings["run_tag"].(string)
-	return tag
-}
+// pointReadEvents is how many events each stream of the point read's
+// pre-fill holds.
+const pointReadEvents = 20
 
-// runPointRead reads one stream of the last append run (read-then-append
-// growing series) o.Reads times per engine, the engines rotated each
-// round, or, without one, a stream of a small pre-fill of its own.
+// runPointRead pre-fills the same streams on every engine measured, in
+// this run (o.Streams streams of pointReadEvents events, appended one
+// event at a time round-robin, so that each stream's events lie among
+// the others'), checks that stream 0 holds the same events everywhere,
+// and reads it o.Reads times per engine, the engines rotated each round.
+// A stream that differs between engines fails the point with the reason:
+// a read of 20 events is not compared with a read of none.
 func runPointRead(ctx context.Context, run *driver.Run, o Options, engines []*Engine) error {
-	stream, source := "", ""
-	if tag := lastAppendTag(o.Out); tag != "" {
-		stream = streamPrefix(tag, ReadThenAppend, "growing", 0) + "-0"
-		source = "stream 0 of the read-then-append growing series of append run " + tag
-	} else {
-		id := runID()
-		stream = fmt.Sprintf("tank-%s-0", id)
-		source = fmt.Sprintf("own pre-fill: %d streams x 20 events, round-robin", o.Streams)
-		for _, e := range engines {
-			if !e.Up {
-				continue
-			}
-			for i := range 20 * o.Streams {
-				if _, _, err := appendEvents(ctx, e.URL, fmt.Sprintf("tank-%s-%d", id, i%o.Streams), "any", event{Type: "OxygenAdded", Data: map[string]any{"liters": 1}}); err != nil {
-					return err
+	id := runID()
+	stream := fmt.Sprintf("tank-pr-%s-0", id)
+	source := fmt.Sprintf("stream 0 of a pre-fill of this run, the same on every engine: %d streams × %d events, appended one event at a time round-robin", o.Streams, pointReadEvents)
+	failed := map[string]error{}
+	for _, e := range engines {
+		if !e.Up {
+			continue
+		}
+	fill:
+		for j := range pointReadEvents {
+			for i := range o.Streams {
+				s := fmt.Sprintf("tank-pr-%s-%d", id, i)
+				ev := event{Type: "OxygenAdded", Data: map[string]any{"liters": 1, "n": j}}
+				if status, r, err := appendEvents(ctx, e.URL, s, "any", ev); err != nil || status != http.StatusCreated {
+					failed[e.Name] = fmt.Errorf("pre-fill of %s: %d %v %s", s, status, err, r.Error)
+					break fill
 				}
 			}
 		}
 	}
-	run.Settings["stream"], run.Settings["source"] = stream, source
+	counts, err := sameStream(ctx, engines, stream, pointReadEvents, failed)
+	run.Settings["stream"], run.Settings["source"], run.Settings["stream_events"] = stream, source, counts
+	if err != nil {
+		run.Note("point-read: %v", err)
+	}
 	p := driver.Point{Scenario: pointReadPoint, Name: stream, Sides: names(engines)}
-	err := driver.RunPoint(ctx, &p, max(o.Reads, 1), func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+	rerr := driver.RunPoint(ctx, &p, max(o.Reads, 1), func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 		e := engineNamed(engines, svc)
 		if !e.Up {
 			return nil, notMeasured(e)
+		}
+		if err != nil {
+			return nil, err
 		}
 		var r readResult
 		t0 := time.Now()
@@ -312,7 +343,43 @@ func runPointRead(ctx context.Context, run *driver.Run, o Options, engines []*En
 		return &driver.SideResult{Metrics: m}, nil
 	})
 	run.Points = append(run.Points, p)
-	return err
+	return rerr
+}
+
+// ErrStreamsDiffer fails a point read whose stream does not hold the same
+// events on every engine measured.
+var ErrStreamsDiffer = errors.New("failed: the stream read differs between engines")
+
+// sameStream reads stream from every engine that is up and was pre-filled
+// (failed names those whose pre-fill failed) and returns each one's event
+// count; the error, wrapping ErrStreamsDiffer, names every engine whose
+// count is not want.
+func sameStream(ctx context.Context, engines []*Engine, stream string, want int, failed map[string]error) (map[string]int, error) {
+	counts := map[string]int{}
+	var bad []string
+	for _, e := range engines {
+		if !e.Up {
+			continue
+		}
+		if err := failed[e.Name]; err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", e.Name, err))
+			continue
+		}
+		var r readResult
+		status, err := getJSON(ctx, e.URL+"/streams/"+stream+"?limit=10000", &r)
+		if err != nil || status != http.StatusOK {
+			bad = append(bad, fmt.Sprintf("%s: read %d %v", e.Name, status, err))
+			continue
+		}
+		counts[e.Name] = len(r.Events)
+		if len(r.Events) != want {
+			bad = append(bad, fmt.Sprintf("%s holds %d events", e.Name, len(r.Events)))
+		}
+	}
+	if len(bad) > 0 {
+		return counts, fmt.Errorf("%w: %s was written with %d events on every engine, but %s", ErrStreamsDiffer, stream, want, strings.Join(bad, "; "))
+	}
+	return counts, nil
 }
 
 func names(engines []*Engine) []string {

@@ -12,8 +12,11 @@
 // older bench's results/eventstore-<scenario>.json, into Results. `make results`
 // runs it with the other pairs, and package report renders its RESULTS.md
 // section from those files (Load) like every other section. A service
-// that does not answer is reported as "not measured here", never
-// estimated.
+// that does not answer is reported as "not run here", never estimated.
+// Each scenario records its engines' store sizes at its start
+// (StoreState); append loops count late and in-flight operations
+// instead of dropping them; the point read measures only a stream that
+// holds the same events on every engine.
 //
 // The defaults are the issue's sizes (16 workers, 64 streams, 30 s per
 // engine and round, 3 rounds, 6 catch-up runs of 500 events); flags shrink

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
@@ -48,6 +49,14 @@ type AppendRow struct {
 	ConflictsPerOp  float64 `json:"conflicts_per_op"`
 	EventsPerStream float64 `json:"events_per_stream_at_end"`
 	Measured        bool    `json:"measured"`
+	// Late counts the operations (counted in Ops, Conflicts or Errors)
+	// that completed after the loop's window; InFlight those still
+	// running at the grace bound, abandoned. Counted is false in files
+	// written before the bench counted them: the loop then dropped every
+	// operation its window's end interrupted.
+	Late     int64 `json:"late"`
+	InFlight int64 `json:"in_flight"`
+	Counted  bool  `json:"counted"`
 }
 
 // AppendResult is the append scenario's results.
@@ -58,6 +67,9 @@ type AppendResult struct {
 	Engines  []*Engine   `json:"engines"`
 	Rows     []AppendRow `json:"rows"`
 	Verdicts []string    `json:"verdicts"`
+	// Stores are the engines' store sizes at the scenario's start (nil in
+	// older files).
+	Stores []StoreState `json:"stores,omitempty"`
 }
 
 // PointReadRow is one engine's point read.
@@ -69,6 +81,10 @@ type PointReadRow struct {
 	ScanRatio      float64 `json:"scanned_per_matched,omitempty"`
 	MedianMS       float64 `json:"median_ms"`
 	Measured       bool    `json:"measured"`
+	// Failed says why an engine that was up has no figure (its stream
+	// differs from the other engines', its reads failed); empty
+	// otherwise.
+	Failed string `json:"failed,omitempty"`
 }
 
 // PointReadResult is the point-read scenario's results.
@@ -77,6 +93,8 @@ type PointReadResult struct {
 	Options Options        `json:"options"`
 	Source  string         `json:"source"`
 	Rows    []PointReadRow `json:"rows"`
+	// Stores are the engines' store sizes at the scenario's start.
+	Stores []StoreState `json:"stores,omitempty"`
 }
 
 // CatchUpRow is one engine's runs.
@@ -101,6 +119,8 @@ type CatchUpResult struct {
 	LivePerRun  int          `json:"live_events_per_run"`
 	Rows        []CatchUpRow `json:"rows"`
 	Description string       `json:"description"`
+	// Stores are the engines' store sizes at the scenario's start.
+	Stores []StoreState `json:"stores,omitempty"`
 }
 
 // Load reads the bench's results from dir: for each scenario the newest
@@ -195,13 +215,22 @@ func (r *Results) add(scenario string, run *driver.Run) error {
 	if r.StartState == nil {
 		r.StartState = run.StartState
 	}
+	var stores []StoreState
+	if _, ok := run.Settings["store_state"]; ok {
+		if err := setting(run, "store_state", &stores); err != nil {
+			return err
+		}
+	}
 	switch scenario {
 	case "append":
 		r.Append = appendFromRun(run, o, engines)
+		r.Append.Stores = stores
 	case "point-read":
 		r.PointRead = pointReadFromRun(run, o)
+		r.PointRead.Stores = stores
 	case "catch-up":
 		r.CatchUp = catchUpFromRun(run, o)
+		r.CatchUp.Stores = stores
 	}
 	return nil
 }
@@ -247,6 +276,9 @@ func appendFromRun(run *driver.Run, o Options, engines []*Engine) *AppendResult 
 				row.Ops, row.Conflicts, row.Errors = int64(mt["ops"]), int64(mt["conflicts"]), int64(mt["errors"])
 				row.Seconds, row.OpsPerSec, row.ConflictsPerOp = mt["seconds"], mt["ops_per_sec"], mt["conflicts_per_op"]
 				row.EventsPerStream, row.Measured = mt["events_per_stream_at_end"], true
+				if late, ok := mt["late"]; ok {
+					row.Late, row.InFlight, row.Counted = int64(late), int64(mt["in_flight"]), true
+				}
 			}
 			res.Rows = append(res.Rows, row)
 		})
@@ -273,6 +305,9 @@ func pointReadFromRun(run *driver.Run, o Options) *PointReadResult {
 					row.Stream, row.MedianMS, row.Measured = stream, a.Median, true
 				}
 			}
+			if !row.Measured {
+				row.Failed = sideFailure(p, svc)
+			}
 			if m := p.Find("matched"); m != nil {
 				row.Matched = int(m.Sides[svc].Max)
 			}
@@ -289,6 +324,17 @@ func pointReadFromRun(run *driver.Run, o Options) *PointReadResult {
 		}
 	}
 	return res
+}
+
+// sideFailure is the error of svc's first failed round of p, unless it
+// is "not measured here" (the engine did not answer the probe).
+func sideFailure(p *driver.Point, svc string) string {
+	for _, rd := range p.Rounds {
+		if s := rd.Sides[svc]; s != nil && s.Error != "" && !strings.HasPrefix(s.Error, "not measured here") {
+			return s.Error
+		}
+	}
+	return ""
 }
 
 func catchUpFromRun(run *driver.Run, o Options) *CatchUpResult {

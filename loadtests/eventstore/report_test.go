@@ -93,7 +93,7 @@ func TestAppendBenchOnTheDriver(t *testing.T) {
 	count := map[string]int{}
 	for _, row := range r.Append.Rows {
 		count[row.Engine+" "+row.Mode+" "+fmt.Sprint(row.Measured)]++
-		if row.Measured && (row.Ops == 0 || row.OpsPerSec == 0 || row.EventsPerStream != 10) {
+		if row.Measured && (row.Ops == 0 || row.OpsPerSec == 0 || row.EventsPerStream != 10 || !row.Counted || row.InFlight != 0) {
 			t.Errorf("row %+v", row)
 		}
 	}

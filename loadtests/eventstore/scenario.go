@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -68,7 +69,8 @@ var Append = AppendScenario{
 	Modes:  []Mode{ReadThenAppend, Blind},
 	Series: []string{"growing", "reset"},
 	Defaults: Options{Targets: DefaultTargets(), Workers: 16, Streams: 64, Duration: 30 * time.Second, Rounds: 3,
-		Runs: 6, Events: 500, Reads: 5, Out: "results"},
+		Runs: 6, Events: 500, Reads: 5, Out: "results", Schema: "eventstore", KafkaBrokers: pairs.DefaultKafkaBrokers,
+		Grace: driver.DefaultLoopGrace},
 }
 
 // Validate says what is missing or inconsistent in a declared scenario.
@@ -92,19 +94,22 @@ func (s AppendScenario) Validate() error {
 
 // Estimate is how long the append scenario takes with o against engines
 // engines: each loop's duration plus about a second of stream sampling.
-// Bound doubles it: the Kafka side's loops slow as its partition grows.
+// Bound doubles it and adds every loop's wait for its late operations
+// (o.Grace): the Kafka side's loops slow as its partition grows.
 func (s AppendScenario) Estimate(o Options, engines int) scenario.Estimate {
 	loops := o.Rounds * len(s.Modes) * len(s.Series) * engines
 	t := time.Duration(loops) * (o.Duration + time.Second)
-	return scenario.Estimate{Attacks: loops, Typical: t, Bound: 2 * t}
+	return scenario.Estimate{Attacks: loops, Typical: t, Bound: 2*t + time.Duration(loops)*o.Grace}
 }
 
 // BenchEstimate is how long the whole bench (append, point-read,
 // catch-up) takes with o against engines engines: the append loops, the
-// point reads, and the catch-up runs (a pre-fill, a catch-up and 20 live
-// events 20 ms apart, about 3 s each).
+// point read's pre-fill (o.Streams × pointReadEvents one-event appends,
+// about 5 ms each) and reads, and the catch-up runs (a pre-fill, a
+// catch-up and 20 live events 20 ms apart, about 3 s each).
 func BenchEstimate(o Options, engines int) scenario.Estimate {
-	rest := time.Duration(engines*o.Reads)*200*time.Millisecond + time.Duration(engines*o.Runs)*3*time.Second
+	fill := time.Duration(engines*o.Streams*pointReadEvents) * 5 * time.Millisecond
+	rest := fill + time.Duration(engines*o.Reads)*200*time.Millisecond + time.Duration(engines*o.Runs)*3*time.Second
 	return Append.Estimate(o, engines).Add(scenario.Estimate{Typical: rest, Bound: 2 * rest})
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // esNotMeasured fills the rows of an engine the bench could not reach.
-const esNotMeasured = "not measured here"
+const esNotMeasured = "not run here"
 
 // minMax formats the range of xs with one decimal: "a–b", or "—".
 func minMax(xs []float64) string {
@@ -43,14 +43,20 @@ func EventStoreSection(es eventstore.Results) string {
 		for _, m := range modes {
 			b.WriteString("- **" + m.Label + "**\n")
 		}
-		b.WriteString("\n| engine | mode | series | round | ops | ops/s | conflicts/op | errors | events per stream at end |\n|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("\n" + esStores(a.Stores))
+		b.WriteString("ops counts the appends completed, late ones included: an operation still running when a loop's window ends is waited for (up to the grace bound) and counted late; one still running at the bound is counted in flight, and in no other column.\n")
+		b.WriteString("\n| engine | mode | series | round | ops | late | in flight | ops/s | conflicts/op | errors | events per stream at end |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range a.Rows {
 			m, _ := eventstore.ModeOf(r.Mode)
 			if !r.Measured {
-				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | | | | |\n", r.Engine, m.Name, r.Series, r.Round, esNotMeasured)
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | | | | | | |\n", r.Engine, m.Name, r.Series, r.Round, esNotMeasured)
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.1f | %.3f | %d | %.0f |\n", r.Engine, m.Name, r.Series, r.Round, r.Ops, r.OpsPerSec, r.ConflictsPerOp, r.Errors, r.EventsPerStream)
+			late, inFlight := fmt.Sprint(r.Late), fmt.Sprint(r.InFlight)
+			if !r.Counted {
+				late, inFlight = "not counted (older file: dropped)", "not counted"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %.1f | %.3f | %d | %.0f |\n", r.Engine, m.Name, r.Series, r.Round, r.Ops, late, inFlight, r.OpsPerSec, r.ConflictsPerOp, r.Errors, r.EventsPerStream)
 		}
 		if len(modes) == 1 {
 			fmt.Fprintf(&b, "\nOnly the %s mode ran in this file.\n", modes[0].Name)
@@ -63,8 +69,13 @@ func EventStoreSection(es eventstore.Results) string {
 	}
 	if p := es.PointRead; p != nil {
 		fmt.Fprintf(&b, "### point-read (%s)\n\nOne stream read in full (%s); time is the median of %d reads through the service.\n\n", p.At.Format("2006-01-02 15:04 UTC"), p.Source, p.Options.Reads)
+		b.WriteString(esStores(p.Stores))
 		b.WriteString("| engine | matched records | records_scanned | scanned / matched | read time (ms) |\n|---|---|---|---|---|\n")
 		for _, r := range p.Rows {
+			if r.Failed != "" {
+				fmt.Fprintf(&b, "| %s | failed: %s | | | |\n", r.Engine, strings.TrimPrefix(md(r.Failed), "failed: "))
+				continue
+			}
 			if !r.Measured {
 				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Engine, esNotMeasured)
 				continue
@@ -80,6 +91,7 @@ func EventStoreSection(es eventstore.Results) string {
 	}
 	if c := es.CatchUp; c != nil {
 		fmt.Fprintf(&b, "### catch-up (%s)\n\n%d runs × %d pre-filled events per engine. %s. Ranges are min–max across runs.\n\n", c.At.Format("2006-01-02 15:04 UTC"), c.Options.Runs, c.Options.Events, c.Description)
+		b.WriteString(esStores(c.Stores))
 		b.WriteString("| engine | catch-up time (ms) | live latency p50 (ms) | live latency max (ms) |\n|---|---|---|---|\n")
 		for _, r := range c.Rows {
 			if !r.Measured {
@@ -91,6 +103,28 @@ func EventStoreSection(es eventstore.Results) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// esStores says what each engine's store held at a scenario's start; ""
+// for files that did not record it.
+func esStores(stores []eventstore.StoreState) string {
+	if len(stores) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, st := range stores {
+		switch {
+		case st.Error != "" && strings.HasPrefix(st.Error, "not measured here"):
+			parts = append(parts, st.Engine+": "+esNotMeasured)
+		case st.Records == nil:
+			parts = append(parts, fmt.Sprintf("%s (%s): failed: %s", st.Engine, st.Store, md(st.Error)))
+		case st.Mode == eventstore.StoreFresh:
+			parts = append(parts, fmt.Sprintf("%s: %s, created empty for this run, holding %s records", st.Engine, st.Store, count(*st.Records)))
+		default:
+			parts = append(parts, fmt.Sprintf("%s: %s, as the bench found it (not reset), holding %s records", st.Engine, st.Store, count(*st.Records)))
+		}
+	}
+	return "Stores at the start: " + strings.Join(parts, "; ") + ".\n\n"
 }
 
 // appendModes returns the modes of a's rows, in the bench's order.

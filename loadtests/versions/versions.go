@@ -63,7 +63,8 @@ func FromEnv(root string) Config {
 	return c
 }
 
-// Collect asks every server, each within a few seconds.
+// Collect asks every server, each within a few seconds, and measures
+// this machine's fsync cost (once per process, about 20 s: Fsync).
 func Collect(ctx context.Context, c Config) driver.Versions {
 	v := driver.Versions{Errors: map[string]string{}}
 	fail := func(server string, err error) { v.Errors[server] = err.Error() }
@@ -92,6 +93,7 @@ func Collect(ctx context.Context, c Config) driver.Versions {
 	} else {
 		v.Redis = r
 	}
+	v.Fsync = Fsync(ctx, c.PostgresURL)
 	if len(v.Errors) == 0 {
 		v.Errors = nil
 	}

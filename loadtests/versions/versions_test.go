@@ -45,3 +45,21 @@ func TestRedisVersionReadsInfoServer(t *testing.T) {
 		t.Errorf("RedisVersion without the field = %q, want an error", v)
 	}
 }
+
+// TestParseFsync reads a pg_test_fsync output captured on this machine:
+// fdatasync and fsync of one 8kB write (not the two-write section's),
+// fsync_writethrough's n/a skipped; an output without the section is an
+// error, never a zero.
+func TestParseFsync(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "pg_test_fsync.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ParseFsync(string(b))
+	if err != nil || f.FdatasyncOpsPerSec == nil || *f.FdatasyncOpsPerSec != 267.020 || f.FsyncOpsPerSec == nil || *f.FsyncOpsPerSec != 237.508 {
+		t.Errorf("parsed %+v, %v: want fdatasync 267.020 and fsync 237.508", f, err)
+	}
+	if _, err := ParseFsync("1 second per test\nNon-sync'ed 8kB writes:\n        write    271121.310 ops/sec       4 usecs/op\n"); err == nil {
+		t.Error("no one-write section: want an error")
+	}
+}

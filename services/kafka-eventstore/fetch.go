@@ -92,7 +92,8 @@ func (p *connPool) close() {
 // fetchFrom reads one fetch response at offset off through conn: the
 // records at offset >= off, and the high watermark. maxWait > 0 makes it
 // a long poll. A returned error other than kafka.OffsetOutOfRange wraps
-// httpapi.ErrUnavailable; after any error conn must not be reused.
+// httpapi.ErrUnavailable; after any error conn must not be reused. The
+// fetch ends as soon as ctx does.
 func (s *store) fetchFrom(ctx context.Context, conn *kafka.Conn, off int64, maxWait time.Duration) ([]record, int64, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -101,6 +102,14 @@ func (s *store) fetchFrom(ctx context.Context, conn *kafka.Conn, off int64, maxW
 	if err := conn.SetDeadline(deadline); err != nil {
 		return nil, 0, fmt.Errorf("kafka fetch: %w (%w)", httpapi.ErrUnavailable, err)
 	}
+	// kafka.Conn reads watch no context: a fetch blocked on the socket
+	// (a long poll, a slow broker) would hold its goroutine and
+	// connection until the deadline above, BACKEND_TIMEOUT past the
+	// subscriber's leaving. Ending ctx cuts the deadline to now, so the
+	// read fails at once; thousands of subscribers that left then give
+	// back their goroutines and descriptors within moments.
+	cut := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer func() { _ = cut() }()
 	// SeekDontCheck: the offset is checked by the fetch itself
 	// (OffsetOutOfRange), no extra round trip for the bounds.
 	if _, err := conn.Seek(off, kafka.SeekAbsolute|kafka.SeekDontCheck); err != nil {
@@ -128,6 +137,11 @@ func (s *store) fetchFrom(ctx context.Context, conn *kafka.Conn, off int64, maxW
 	}
 	hwm := b.HighWaterMark()
 	err := errors.Join(readErr, b.Close())
+	if !cut() && err == nil {
+		// ctx ended as the fetch finished: the deadline may be cut under
+		// the next use of conn, which must not happen.
+		err = ctx.Err()
+	}
 	if err != nil {
 		if errors.Is(err, kafka.OffsetOutOfRange) {
 			return nil, 0, kafka.OffsetOutOfRange

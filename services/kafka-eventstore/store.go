@@ -35,7 +35,18 @@ type store struct {
 	// conns are the connections reads fetch through (fetch.go says why
 	// not through client).
 	conns *connPool
+	// listing bounds the ListOffsets calls in flight (maxListing).
+	listing chan struct{}
 }
+
+// maxListing bounds the ListOffsets calls (bounds) in flight at once.
+// kafka.Transport dials a connection for each request that finds none
+// idle and keeps it for its IdleTimeout: two thousand subscribers
+// arriving together made two thousand connections, each with its
+// goroutine, held about 35 s after the subscribers left. A call takes a
+// millisecond or two, so a few at once serve a burst of subscribers
+// within moments, through a few connections.
+const maxListing = 4
 
 // SkippedCounter counts the records of the topic that are not event
 // envelopes (written by something other than this service) and that
@@ -54,7 +65,7 @@ type envelope struct {
 func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (*store, error) {
 	tr := &kafka.Transport{DialTimeout: cfg.BackendTimeout, IdleTimeout: 30 * time.Second}
 	s := &store{client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.BackendTimeout, Transport: tr}, transport: tr, cfg: cfg, logger: logger,
-		conns: newConnPool(cfg.Brokers, cfg.Topic, cfg.BackendTimeout, maxIdleConns)}
+		conns: newConnPool(cfg.Brokers, cfg.Topic, cfg.BackendTimeout, maxIdleConns), listing: make(chan struct{}, maxListing)}
 	cctx, cancel := context.WithTimeout(ctx, cfg.BackendTimeout)
 	resp, err := s.client.CreateTopics(cctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
 		Topic: cfg.Topic, NumPartitions: 1, ReplicationFactor: cfg.ReplicationFactor,
@@ -234,6 +245,12 @@ func (s *store) Append(ctx context.Context, stream string, expected eventstore.E
 
 // bounds returns the partition's log start offset and high watermark.
 func (s *store) bounds(ctx context.Context) (first, hwm int64, err error) {
+	select {
+	case s.listing <- struct{}{}:
+	case <-ctx.Done():
+		return 0, 0, fmt.Errorf("kafka list offsets: %w (%w)", httpapi.ErrUnavailable, ctx.Err())
+	}
+	defer func() { <-s.listing }()
 	resp, err := s.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
 		s.cfg.Topic: {kafka.FirstOffsetOf(0), kafka.LastOffsetOf(0)},
 	}})

@@ -2,15 +2,19 @@
 // service of every pair is built from the same parts, so that the two sides
 // of a comparison differ only in their backend.
 //
-// The parts live in sub-packages named for their purpose:
+// The parts live in sub-packages named for their purpose (doc_test.go
+// checks that this list names every one, and that the counts and pair
+// lists here and in docs/adding-a-pair.md are the pair table's):
 //
 //   - config:   environment variables into one Config struct per service,
 //     with errors that name the variable, old names accepted with a
 //     warning; configtest checks the docs' env tables against it.
 //   - pairs:    the pair table (service, pair, side, backend, port) and the
-//     stack's backends with their default URLs, written once.
+//     stack's backends with their default URLs, written once;
+//     pairs/pairstest checks the docs' counts and lists of pairs against it.
 //   - httpapi:  chi router, middleware (slog request log, recovery, body
-//     limit, the MAX_IN_FLIGHT bound that sheds with 503 and Retry-After),
+//     limit, admission: MAX_IN_FLIGHT and MAX_WAITERS shed with 503 and
+//     Retry-After, bodies are read within BODY_READ_TIMEOUT before a slot),
 //     strict JSON decoding, and the one place where errors become
 //     HTTP status codes and {"error": "..."} bodies.
 //   - stats:    HdrHistogram latency summaries and counters behind GET /stats
@@ -24,10 +28,14 @@
 //     any case accepted, lower case issued and stored.
 //   - backoff:  ctx-aware capped exponential backoff with jitter, for every
 //     retry and reconnect loop.
-//   - pglisten: a LISTEN connection that reconnects with backoff and calls
-//     a hook after every (re)connect so callers re-read what they missed;
-//     and Debouncer, which coalesces wake-ups into at most one NOTIFY per
-//     interval sent outside the writers' transactions.
+//   - pglisten: a LISTEN connection that reconnects with backoff, calls
+//     a hook after every (re)connect so callers re-read what they missed,
+//     and reports its own state (listening, the last error, the first
+//     connection); and Debouncer, which coalesces wake-ups into at most
+//     one NOTIFY per interval sent outside the writers' transactions.
+//   - cleaner:  removes, in small batches on a timer, what a service keeps
+//     past its retention (the queue pair's finished task records, the log
+//     pair's delivered events), with its progress in /stats.
 //   - waiter:   wakes long polls in this process when their outcome is in.
 //   - jsonbtext: refuses in JSON what Postgres jsonb cannot store (\u0000,
 //     lone surrogates), so both sides of a pair answer it with 400.
@@ -53,10 +61,13 @@
 //     (the wire types and /stats names), backend.go (Backend) and
 //     handler.go (Mount, Options).
 //   - Backend: the interface a side implements, its adapter to its
-//     database or broker (contract/<pair>.Backend). Nothing else is called
-//     Backend, except BackendInfo, the description of the server a
-//     documents side serves at GET /backend, and the "backend" name in
-//     /stats.
+//     database or broker (contract/<pair>.Backend), and the in-memory
+//     reference one that implements it (contract/<pair>/memory.Backend).
+//     The name has three other uses, each about the server underneath:
+//     pairs.Backend, a server of the stack with its address variable, and
+//     the pair table's Service.Backend, the system a service is built on,
+//     which /stats reports as "backend"; and documents.BackendInfo, the
+//     description of the server a documents side serves at GET /backend.
 //   - Mount: the function Mount(r chi.Router, b Backend, o Options) that
 //     adds the contract's routes to a service's router; Options holds the
 //     rest (stats recorder, timeouts, wake-up hub).

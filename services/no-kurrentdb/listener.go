@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,13 +21,17 @@ const notifyChannel = "eventstore_events"
 // reconnects it after any failure, and it wakes the hub after every
 // (re)connect, because notifications sent while it was away are lost.
 type listener struct {
+	// ln keeps the connection and its state (listening, the last error,
+	// the first connection).
+	ln      *pglisten.Listener
 	cancel  context.CancelFunc
 	done    chan struct{}
 	appName string
 }
 
 // startListener runs the listener until stopListener, and waits for its
-// first connection: a wrong DATABASE_LISTEN_URL fails the start.
+// first connection, at most one connect, probe and second more: a wrong
+// DATABASE_LISTEN_URL fails the start.
 func (s *store) startListener(ctx context.Context) error {
 	// The name lets an operator (and the reconnect test) find the
 	// connection in pg_stat_activity; Postgres truncates it to 63 bytes.
@@ -37,16 +40,13 @@ func (s *store) startListener(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	first := make(chan error, 1) // the first connection's outcome
-	var once sync.Once
-	pl := pglisten.Listener{
+	l.ln = &pglisten.Listener{
 		Connect:  func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cc) },
 		Channels: []string{notifyChannel},
 		// Wake every subscription: anything appended while no listener
 		// was connected is found by their next read.
 		OnConnect: func(_ context.Context, _ *pgx.Conn, reconnect bool) error {
 			s.hub.wake()
-			once.Do(func() { first <- nil })
 			if reconnect {
 				s.logger.Info("listener reconnected")
 			}
@@ -58,7 +58,6 @@ func (s *store) startListener(ctx context.Context) error {
 			}
 		},
 		OnDisconnect: func(err error, retryIn time.Duration) {
-			once.Do(func() { first <- err })
 			s.logger.Warn("listener connection lost; reconnecting", "err", err, "retry_in", retryIn)
 		},
 		ConnectTimeout: s.cfg.BackendTimeout,
@@ -69,17 +68,12 @@ func (s *store) startListener(ctx context.Context) error {
 	l.cancel = cancel
 	go func() {
 		defer close(l.done)
-		_ = pl.Run(lctx) // returns when lctx ends
+		_ = l.ln.Run(lctx) // returns when lctx ends
 	}()
-	select {
-	case err = <-first:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err != nil {
+	if err := postgres.AwaitListening(ctx, s.cfg.BackendTimeout+pglisten.DefaultProbeTimeout+time.Second, l.ln); err != nil {
 		cancel()
 		<-l.done
-		return fmt.Errorf("LISTEN (DATABASE_LISTEN_URL): %w", err)
+		return err
 	}
 	s.listener = l
 	return nil

@@ -291,6 +291,10 @@ func TestListenerReconnects(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	kittest.Eventually(t, 60*time.Second, "the listener to listen again", r.App().listener.ln.Listening)
+	if r.App().listener.ln.Err() == nil {
+		t.Error("the listener reports no loss after its connection was terminated")
+	}
 	body := `{"expected_version":"no_stream","events":[{"type":"OxygenAdded","data":{"liters":7}}]}`
 	if s, raw := kittest.Do(t, http.MethodPost, r.URL()+"/streams/tank-reconnect-1/events", body, nil); s != 201 {
 		t.Fatalf("append: %d %s", s, raw)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -33,6 +34,9 @@ type store struct {
 	// notifier sends the debounced NOTIFYs (NOTIFY_MODE=debounced); nil
 	// in commit mode, where the events_notify trigger notifies.
 	notifier *pglisten.Debouncer
+	// sharedPolls and reads count the shared fallback polls and the
+	// subscriptions' own reads (for tests).
+	sharedPolls, reads atomic.Int64
 }
 
 // newStore returns a store on pool; npool, if not nil, carries the
@@ -345,6 +349,7 @@ func (s *store) pending(ctx context.Context, c cursor, watermark string, before 
 
 // watermark returns the xid below which every transaction has finished.
 func (s *store) watermark(ctx context.Context) (string, error) {
+	s.reads.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
 	defer cancel()
 	var w string
@@ -376,6 +381,7 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 	if err != nil {
 		return postgres.MapError("postgres subscribe", err)
 	}
+	defer s.joinPoll()()
 	caughtUp := false
 	heldBack := 20 * time.Millisecond
 	for {
@@ -421,30 +427,106 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 				return err
 			}
 		}
-		wait := s.cfg.PollInterval
-		if perr == nil && pending {
-			wait = min(heldBack, wait)
-			heldBack = min(heldBack*2, time.Second)
+		// Held back (committed rows above the watermark), or the question
+		// failed: look again soon on its own. Otherwise wait for a
+		// notification or for the shared fallback poll (pollShared),
+		// which wakes every subscription only when a new event may be
+		// readable: one query per POLL_INTERVAL for all of them.
+		var t *time.Timer
+		var timeout <-chan time.Time
+		if perr != nil || pending {
+			wait := s.cfg.PollInterval
+			if perr == nil {
+				wait = min(heldBack, wait)
+				heldBack = min(heldBack*2, time.Second)
+			}
+			t = time.NewTimer(wait)
+			timeout = t.C
 		} else {
 			heldBack = 20 * time.Millisecond
 		}
-		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
 		case <-wake:
-		case <-t.C:
+		case <-timeout:
 		}
-		t.Stop()
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// tailSQL is the shared fallback poll's question: the largest xid of the
+// events below the watermark. A subscription's next read can find
+// something new only if it grew: an event committed under the watermark
+// was written by a transaction that was running, so at or above the
+// watermark, when the answer was last taken; and rows above the
+// watermark are the held-back case a subscription polls on its own.
+const tailSQL = `
+SELECT coalesce((SELECT xid::text FROM events
+                  WHERE xid < pg_snapshot_xmin(pg_current_snapshot())
+                  ORDER BY xid DESC LIMIT 1), '')`
+
+// joinPoll counts a subscription in the shared fallback poll, starting
+// it if it is the first; call the returned function when it ends.
+func (s *store) joinPoll() (leave func()) {
+	s.hub.mu.Lock()
+	s.hub.subs++
+	start := !s.hub.polling
+	s.hub.polling = true
+	s.hub.mu.Unlock()
+	if start {
+		go s.pollShared()
+	}
+	return func() {
+		s.hub.mu.Lock()
+		s.hub.subs--
+		s.hub.mu.Unlock()
+	}
+}
+
+// pollShared is the fallback poll of every subscription of this instance,
+// for the wake-ups a notification cannot give (a listener reconnecting, a
+// NOTIFY lost): one tailSQL per POLL_INTERVAL, and a wake of everyone
+// when its answer changed or it failed. It ends at the first tick with no
+// subscription left; its first tick wakes everyone, having no earlier
+// answer to compare. (Each subscription re-reading on its own timer made
+// three queries per POLL_INTERVAL per subscriber.)
+func (s *store) pollShared() {
+	t := time.NewTicker(s.cfg.PollInterval)
+	defer t.Stop()
+	last, known := "", false
+	for range t.C {
+		s.hub.mu.Lock()
+		if s.hub.subs == 0 {
+			s.hub.polling = false
+			s.hub.mu.Unlock()
+			return
+		}
+		s.hub.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.BackendTimeout)
+		var tail string
+		err := s.pool.QueryRow(ctx, tailSQL).Scan(&tail)
+		cancel()
+		s.sharedPolls.Add(1)
+		if err != nil || !known || tail != last {
+			s.hub.wake()
+		}
+		last, known = tail, err == nil
 	}
 }
 
 // hub wakes every waiting subscription at once: wait returns a channel
-// that wake closes (and replaces).
+// that wake closes (and replaces). It also counts the subscriptions for
+// the shared fallback poll (joinPoll).
 type hub struct {
-	mu sync.Mutex
-	ch chan struct{}
+	mu      sync.Mutex
+	ch      chan struct{}
+	subs    int
+	polling bool
 }
 
 func (h *hub) wait() <-chan struct{} {

@@ -75,14 +75,14 @@ func TestListenReconnectAfterTerminate(t *testing.T) {
 	pool := sc.pool
 	api := sc.start(t, conformance.Settings{}, map[string]string{"WORKERS": "0"})
 	worker := sc.start(t, conformance.Settings{Workers: 4, Work: 2 * time.Millisecond}, map[string]string{"POLL_INTERVAL": "1m"})
-	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().listening.Load)
+	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().listener.Listening)
 	post(t, api.URL(), 300)
 	post(t, api.URL(), 300)
 	sc.terminateListener(t)
 	t.Logf("listener terminated with %d of 600 tasks done", doneCount(t, pool))
 	post(t, api.URL(), 200) // may land while the listener is away: the sweep finds it
 	kittest.Eventually(t, 30*time.Second, "the listener back", func() bool {
-		return worker.App().listening.Load() && worker.App().stats.Snapshot().Counters[queue.CounterReconnects] >= 1
+		return worker.App().listener.Listening() && worker.App().stats.Snapshot().Counters[queue.CounterReconnects] >= 1
 	})
 	kittest.Eventually(t, 40*time.Second, "800 tasks done", func() bool { return doneCount(t, pool) == 800 })
 	// After the reconnect, a new task is woken by a notification, not by
@@ -154,7 +154,7 @@ func TestRebuildAfterListenReconnect(t *testing.T) {
 	pool := sc.pool
 	worker := sc.start(t, conformance.Settings{Workers: 1, Work: 200 * time.Millisecond},
 		map[string]string{"POLL_INTERVAL": "1m", "CLAIM_BATCH": "1"})
-	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().listening.Load)
+	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().listener.Listening)
 	post(t, worker.URL(), 20)
 	kittest.Eventually(t, 30*time.Second, "a task running", func() bool {
 		return scalar[int](t, pool, `SELECT count(*) FROM tasks WHERE status = 'running'`) >= 1

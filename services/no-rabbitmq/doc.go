@@ -19,4 +19,22 @@
 // started by `make up` or `docker compose up -d`.
 //
 //	go run ./services/no-rabbitmq
+//
+// The queue (pgQueue) is split by concern, one file each:
+//   - pgqueue.go: the type, its start and its stop;
+//   - enqueue.go: the writes of the queue.Backend (Enqueue, Pay), whose
+//     task records are kit's records.InsertTasksSQL;
+//   - claim.go: the fetcher, which claims due rows (FOR UPDATE SKIP
+//     LOCKED) while there is capacity;
+//   - complete.go: the workers, and the completer, which records their
+//     outcomes in batches;
+//   - lease.go: the tasks this instance holds, and the lease keeper that
+//     renews them;
+//   - listen.go: the LISTEN connection that wakes the fetcher, whose
+//     state (pglisten.Listener's) /readyz and the start read;
+//   - recovery.go: QUEUE_TABLE, and the rebuild of queue_jobs from the
+//     task records after a crash emptied it.
+//
+// The retention of done task records is kit's (records.Store.CleanerJob,
+// run by package cleaner, attached in main.go).
 package main

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -178,7 +177,11 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		return nil, nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, queue.Latencies, queue.Counters)
-	q := newPGQueue(pools.Main, wpool, npool, cfg, svc.Stats, svc.Logger)
+	q, err := newPGQueue(pools.Main, wpool, npool, cfg, svc.Stats, svc.Logger)
+	if err != nil {
+		pools.Close()
+		return nil, nil, err
+	}
 	if err := q.prepare(ctx); err != nil {
 		pools.Close()
 		return nil, nil, err
@@ -191,12 +194,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		svc.OnStop("notifier", q.notifier.Close)
 	}
 	svc.OnStop("queue workers", q.Stop)
-	svc.Ready("listen", func(context.Context) error {
-		if cfg.Worker.Workers > 0 && !q.listening.Load() {
-			return fmt.Errorf("LISTEN connection is down (reconnecting): %s", q.lastListenErr())
-		}
-		return nil
-	})
+	svc.Ready("listen", q.listenReady)
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,

@@ -54,7 +54,7 @@ func TestDebouncedNotifyCoalescesAndWakesOtherInstances(t *testing.T) {
 	sc := newSchema(t)
 	api := sc.start(t, conformance.Settings{}, map[string]string{"WORKERS": "0", "NOTIFY_MODE": "debounced", "NOTIFY_INTERVAL": "20ms"})
 	worker := sc.start(t, conformance.Settings{Workers: 4}, map[string]string{"POLL_INTERVAL": "1m"})
-	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().listening.Load)
+	kittest.Eventually(t, 30*time.Second, "the listener", worker.App().listener.Listening)
 	conn := sc.listenQueue(t)
 
 	const n = 300
@@ -106,7 +106,7 @@ func TestDeliveryLatencyByNotifyMode(t *testing.T) {
 			sc := newSchema(t)
 			api := sc.start(t, conformance.Settings{}, map[string]string{"WORKERS": "0", "NOTIFY_MODE": mode})
 			worker := sc.start(t, conformance.Settings{Workers: 4}, map[string]string{"POLL_INTERVAL": "1m"})
-			kittest.Eventually(t, 30*time.Second, "the listener", worker.App().listening.Load)
+			kittest.Eventually(t, 30*time.Second, "the listener", worker.App().listener.Listening)
 			st := worker.App().stats
 			const paced, burst = 30, 400
 			for range paced {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -80,8 +79,9 @@ type localStore struct {
 	stripes [genStripes]genStripe
 	epoch   atomic.Uint64
 
-	listening atomic.Bool
-	listenErr atomic.Value // string: why the listener last went down
+	// ln is the invalidation listener; its state (Listening) gates
+	// every read and write of the cache.
+	ln        *pglisten.Listener
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -95,6 +95,7 @@ func newLocalStore(cfg Config, pool *pgxpool.Pool, st *stats.Recorder, logger *s
 		return nil, err
 	}
 	l := &localStore{seed: maphash.MakeSeed(), schema: cfg.Postgres.Schema, stats: st, log: logger.With("component", "local cache"), pool: pool, cc: cc}
+	l.ln = l.newListener()
 	l.c = otter.Must(&otter.Options[string, item]{
 		MaximumWeight: uint64(cfg.LocalCacheBytes),
 		Weigher: func(k string, v item) uint32 {
@@ -122,7 +123,7 @@ func ListenerName(schema string) string {
 }
 
 func (l *localStore) unavailable() error {
-	return fmt.Errorf("local cache: %w: the invalidation listener is not connected (%s)", httpapi.ErrUnavailable, l.lastListenErr())
+	return fmt.Errorf("local cache: %w: the invalidation listener is not connected (%v)", httpapi.ErrUnavailable, l.ln.ListenErr())
 }
 
 func (l *localStore) stripe(key string) *genStripe {
@@ -134,7 +135,7 @@ func (l *localStore) token(g *genStripe) cache.FillToken {
 }
 
 func (l *localStore) Get(_ context.Context, key string) ([]byte, cache.FillToken, bool, error) {
-	if !l.listening.Load() {
+	if !l.ln.Listening() {
 		return nil, 0, false, l.unavailable()
 	}
 	tok := l.token(l.stripe(key))
@@ -154,7 +155,7 @@ func (l *localStore) set(key string, value []byte, ttl time.Duration) {
 }
 
 func (l *localStore) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {
-	if !l.listening.Load() {
+	if !l.ln.Listening() {
 		return l.unavailable()
 	}
 	l.set(key, value, ttl)
@@ -171,7 +172,7 @@ func (l *localStore) Fill(_ context.Context, key string, value []byte, ttl time.
 	g := l.stripe(key)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !l.listening.Load() {
+	if !l.ln.Listening() {
 		return false, l.unavailable()
 	}
 	if l.token(g) != tok {
@@ -226,11 +227,12 @@ func (l *localStore) flush(why string) {
 	l.log.Info("local cache flushed", "why", why)
 }
 
-// start runs the listener and waits until it listens, at most d.
-func (l *localStore) start(ctx context.Context, d time.Duration) error {
-	lctx, cancel := context.WithCancel(context.Background())
-	l.cancel, l.done = cancel, make(chan struct{})
-	ln := pglisten.Listener{
+// newListener returns the invalidation listener, not yet running. It is
+// the cache's gate: served only while the listener listens (Listening,
+// which turns false as soon as the connection is lost and true once a new
+// one LISTENs and OnConnect has flushed).
+func (l *localStore) newListener() *pglisten.Listener {
+	return &pglisten.Listener{
 		Connect: func(ctx context.Context) (*pgx.Conn, error) {
 			conn, err := pgx.ConnectConfig(ctx, l.cc)
 			if err != nil {
@@ -248,15 +250,12 @@ func (l *localStore) start(ctx context.Context, d time.Duration) error {
 			if reconnect {
 				l.flush("listener reconnected")
 			}
-			l.listening.Store(true)
 			return nil
 		},
 		OnNotification: func(_ context.Context, n *pgconn.Notification) { l.invalidate(n.Payload) },
+		// Listening is already false: Get, Set and Fill refuse.
+		OnLost: func(error) { l.flush("listener lost") },
 		OnDisconnect: func(err error, retryIn time.Duration) {
-			if l.listening.Swap(false) {
-				l.flush("listener lost")
-			}
-			l.listenErr.Store(err.Error())
 			l.log.Warn("LISTEN connection lost; bypassing the local cache until it is back", "err", err, "in", retryIn)
 		},
 		// The probe's NOTIFY goes through the pool.
@@ -264,12 +263,17 @@ func (l *localStore) start(ctx context.Context, d time.Duration) error {
 		Backoff:        backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
 		ConnectTimeout: 2 * l.cc.ConnectTimeout,
 	}
+}
+
+// start runs the listener and waits until it listens, at most d.
+func (l *localStore) start(ctx context.Context, d time.Duration) error {
+	lctx, cancel := context.WithCancel(context.Background())
+	l.cancel, l.done = cancel, make(chan struct{})
 	go func() {
 		defer close(l.done)
-		_ = ln.Run(lctx)
-		l.listening.Store(false)
+		_ = l.ln.Run(lctx) // returns when lctx ends; Listening is false then
 	}()
-	return postgres.AwaitListening(ctx, d, l.listening.Load, l.lastListenErr)
+	return postgres.AwaitListening(ctx, d, l.ln)
 }
 
 // invalidate applies one notification of the products trigger: the ids of
@@ -298,15 +302,8 @@ func (l *localStore) invalidate(payload string) {
 
 // listeningErr is the readiness check: nil while the listener listens.
 func (l *localStore) listeningErr() error {
-	if l.listening.Load() {
-		return nil
+	if err := l.ln.ListenErr(); err != nil {
+		return fmt.Errorf("LISTEN connection down: %w", err)
 	}
-	return errors.New("LISTEN connection down: " + l.lastListenErr())
-}
-
-func (l *localStore) lastListenErr() string {
-	if s, _ := l.listenErr.Load().(string); s != "" {
-		return s
-	}
-	return "no attempt finished yet"
+	return nil
 }

@@ -69,6 +69,9 @@ type outbound struct {
 	msg message
 }
 
+// The long polls share their re-reads through the embedded records.Store.
+var _ queue.FinishedReader = (*mqQueue)(nil)
+
 // mqQueue is the RabbitMQ side: the queue.Backend for the handlers (records
 // in Postgres, then a confirmed persistent publish) and the in-process
 // consumers. amqp091 does not reconnect: maintain does, re-declaring the

@@ -146,24 +146,122 @@ func TestLimiterZeroIsUnbounded(t *testing.T) {
 	}
 }
 
-func TestUnbounded(t *testing.T) {
+// TestRouteClasses: the route a request matches, never its raw path or
+// a header, decides its bound. A path that ends in /wait but is no wait
+// route takes an in-flight slot; the wait routes take a waiter slot.
+func TestRouteClasses(t *testing.T) {
 	t.Parallel()
-	for path, want := range map[string]bool{
-		"/healthz": true, "/readyz": true, "/metrics": true, "/stats": true, "/queue": true, "/consumer": true,
-		"/tasks/abc/wait": true, "/events/abc/wait": true, "/subscribe": true,
-		"/tasks": false, "/tasks/batch": false, "/events": false, "/streams/s/events": false, "/users/search": false,
-	} {
-		if got := httpapi.Unbounded(httptest.NewRequest(http.MethodGet, path, nil)); got != want {
-			t.Errorf("Unbounded(%s) = %v, want %v", path, got, want)
+	var shed atomic.Int64
+	lim := httpapi.NewLimiter(1, 0, func() { shed.Add(1) }, nil)
+	lim.Configure(1, time.Second)
+	r := httpapi.NewRouter(httpapi.RouterOptions{Limiter: lim})
+	hold := make(chan struct{})
+	entered := make(chan string, 16)
+	handler := func(w http.ResponseWriter, req *http.Request) {
+		entered <- req.URL.Path
+		<-hold
+		w.WriteHeader(http.StatusNoContent)
+	}
+	r.Get("/tasks/{id}/wait", handler)
+	r.Get("/events/{id}/wait", handler)
+	r.Get("/subscribe", handler)
+	r.Post("/tasks", handler)
+	r.Get("/users/{id}", handler) // /users/x/wait matches no route
+	r.Get("/streams/{stream}", handler)
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	defer close(hold)
+	start := func(method, path string) {
+		go func() {
+			req, _ := http.NewRequest(method, srv.URL+path, nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		select {
+		case <-entered:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s %s never reached its handler", method, path)
 		}
 	}
-	// A header must not open the bound: only /subscribe streams events.
-	for _, path := range []string{"/tasks/batch", "/streams/s", "/users/search"} {
-		r := httptest.NewRequest(http.MethodPost, path, nil)
-		r.Header.Set("Accept", "text/event-stream")
-		if httpapi.Unbounded(r) {
-			t.Errorf("POST %s with Accept: text/event-stream bypasses the bound", path)
+	status := func(method, path string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
 		}
+		var body map[string]string
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable && (resp.Header.Get("Retry-After") != "1" || body["error"] == "") {
+			t.Errorf("%s %s: 503 without Retry-After or error: %v %v", method, path, resp.Header, body)
+		}
+		return resp.StatusCode
+	}
+	start(http.MethodGet, "/tasks/a/wait") // the one waiter slot
+	start(http.MethodPost, "/tasks")       // the one in-flight slot
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{
+		{http.MethodGet, "/healthz", http.StatusOK},                       // free
+		{http.MethodGet, "/events/b/wait", http.StatusServiceUnavailable}, // waiter slots full
+		{http.MethodGet, "/subscribe", http.StatusServiceUnavailable},
+		{http.MethodPost, "/tasks", http.StatusServiceUnavailable}, // in-flight slots full
+		// Raw suffixes and headers open nothing: these are bounded.
+		{http.MethodGet, "/users/x/wait", http.StatusServiceUnavailable},
+		{http.MethodGet, "/streams/wait", http.StatusServiceUnavailable},
+		{http.MethodPost, "/subscribe", http.StatusServiceUnavailable},
+	} {
+		if got := status(c.method, c.path); got != c.want {
+			t.Errorf("%s %s = %d, want %d", c.method, c.path, got, c.want)
+		}
+	}
+	if lim.Waiters() != 1 || lim.InFlight() != 1 {
+		t.Errorf("waiters %d, in flight %d, want 1 and 1", lim.Waiters(), lim.InFlight())
+	}
+	if shed.Load() != 6 {
+		t.Errorf("shed %d, want 6", shed.Load())
+	}
+}
+
+// TestWaitersFreeTheirSlot: a waiter slot is given back when its request
+// ends, the client's leaving included.
+func TestWaitersFreeTheirSlot(t *testing.T) {
+	t.Parallel()
+	lim := httpapi.NewLimiter(0, 0, nil, nil)
+	lim.Configure(2, time.Second)
+	r := httpapi.NewRouter(httpapi.RouterOptions{Limiter: lim})
+	r.Get("/tasks/{id}/wait", func(w http.ResponseWriter, req *http.Request) {
+		<-req.Context().Done()
+	})
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	for range 2 {
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/tasks/x/wait", nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	eventually(t, func() bool { return lim.Waiters() == 2 })
+	cancel()
+	eventually(t, func() bool { return lim.Waiters() == 0 })
+}
+
+func eventually(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

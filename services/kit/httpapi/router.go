@@ -36,11 +36,15 @@ type RouterOptions struct {
 	// pattern ("/tasks/{id}"), the status and the handler time; stats uses
 	// it for Prometheus request metrics.
 	Observe func(method, route string, status int, d time.Duration)
-	// Limiter, if set, bounds the requests in flight: it runs before the
-	// request log, so that a shed costs no log line (the Limiter warns
-	// once a second instead) and reaches no handler.
+	// Limiter, if set, bounds the requests in flight and the waits: it
+	// runs before the request log, so that a shed costs no log line (the
+	// Limiter warns once a second instead) and reaches no handler. A
+	// Limiter serves one router.
 	Limiter *Limiter
 }
+
+// defaultBodyLimit is the body limit of a router whose options set none.
+const defaultBodyLimit = 1 << 20
 
 // quietPaths are logged at debug level: probes and scrapes would drown the
 // log otherwise.
@@ -57,12 +61,15 @@ func NewRouter(o RouterOptions) chi.Router {
 	}
 	limit := o.BodyLimit
 	if limit <= 0 {
-		limit = 1 << 20
+		limit = defaultBodyLimit
 	}
 	r := chi.NewRouter()
 	// The bound comes first: a shed request needs no request id, and
-	// under overload sheds are most of the requests.
+	// under overload sheds are most of the requests. It classifies a
+	// request by the route it matches in r, and reads bodies up to the
+	// body limit before taking a slot.
 	if o.Limiter != nil {
+		o.Limiter.routes, o.Limiter.bodyLimit = r, limit
 		r.Use(o.Limiter.Middleware)
 	}
 	r.Use(middleware.RequestID)

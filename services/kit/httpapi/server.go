@@ -65,13 +65,24 @@ type ServerConfig struct {
 	StatsReset bool
 	// MaxInFlight bounds the requests handled at once; more are shed with
 	// 503 and Retry-After (see Limiter; probes, scrapes, long polls and
-	// streams are exempt, see Unbounded). Env MAX_IN_FLIGHT; default
+	// streams are exempt, by route). Env MAX_IN_FLIGHT; default
 	// DefaultMaxInFlight, 0 for no bound, at most MaxMaxInFlight.
 	MaxInFlight int
 	// MaxInFlightWait is how long a request may wait for a free slot
 	// before it is shed. Env MAX_IN_FLIGHT_WAIT; default
 	// DefaultMaxInFlightWait, 0 for none.
 	MaxInFlightWait time.Duration
+	// MaxWaiters bounds the long polls and event streams open at once
+	// (the routes of WaitRoutes); more are shed with 503 and Retry-After.
+	// Env MAX_WAITERS; default DefaultMaxWaiters, 0 for no bound, at most
+	// MaxMaxWaiters.
+	MaxWaiters int
+	// BodyReadTimeout bounds reading a request's body, from the end of
+	// its headers; the body is read before the request takes an
+	// in-flight slot, and a body not in by then is answered 408. Env
+	// BODY_READ_TIMEOUT; default DefaultBodyReadTimeout, positive, at
+	// most READ_TIMEOUT.
+	BodyReadTimeout time.Duration
 	// DebugAddr, when set, is the address of a second listener that
 	// serves net/http/pprof under /debug/pprof/ (CPU and heap profiles,
 	// goroutine dumps, the command line). Env DEBUG_ADDR; default empty:
@@ -111,6 +122,8 @@ func ReadServerConfig(env ServerEnv, defaultAddr string, defaultBodyLimit int64)
 		StatsReset:        env.Bool("STATS_RESET", DefaultStatsReset),
 		MaxInFlight:       env.Int("MAX_IN_FLIGHT", DefaultMaxInFlight),
 		MaxInFlightWait:   env.Duration("MAX_IN_FLIGHT_WAIT", DefaultMaxInFlightWait),
+		MaxWaiters:        env.Int("MAX_WAITERS", DefaultMaxWaiters),
+		BodyReadTimeout:   env.Duration("BODY_READ_TIMEOUT", DefaultBodyReadTimeout),
 		DebugAddr:         env.String("DEBUG_ADDR", ""),
 	}
 	if c.DebugAddr != "" {
@@ -120,6 +133,12 @@ func ReadServerConfig(env ServerEnv, defaultAddr string, defaultBodyLimit int64)
 	}
 	if c.MaxInFlight < 0 || c.MaxInFlight > MaxMaxInFlight {
 		env.Fail("MAX_IN_FLIGHT", "must be between 0 (no bound) and %d, got %d", MaxMaxInFlight, c.MaxInFlight)
+	}
+	if c.MaxWaiters < 0 || c.MaxWaiters > MaxMaxWaiters {
+		env.Fail("MAX_WAITERS", "must be between 0 (no bound) and %d, got %d", MaxMaxWaiters, c.MaxWaiters)
+	}
+	if c.BodyReadTimeout <= 0 || c.BodyReadTimeout > c.ReadTimeout {
+		env.Fail("BODY_READ_TIMEOUT", "must be positive and at most READ_TIMEOUT (%v), got %v", c.ReadTimeout, c.BodyReadTimeout)
 	}
 	if c.MaxInFlightWait < 0 {
 		env.Fail("MAX_IN_FLIGHT_WAIT", "must not be negative, got %v", c.MaxInFlightWait)

@@ -19,6 +19,15 @@
 // not arrive within ProbeTimeout. A service fails loudly instead of
 // running deaf on its fallback poll.
 //
+// The Listener reports its own state, for readiness checks and for a
+// service that must not serve what only notifications keep fresh while
+// none can arrive: Listening (a connection listens now), Err (why the last
+// one failed or was lost), ListenErr (nil while listening, else why not),
+// Listened (closed once the first connection
+// listened) and Await (wait for that at start, failing with the last
+// error past a deadline). OnLost is called when a listening connection is
+// lost, once Listening is false.
+//
 // The sending half is Debouncer: a pg_notify inside a committing
 // transaction takes a cluster-wide lock at commit and serializes every
 // such commit, so writers that commit fast commit without it and poke a

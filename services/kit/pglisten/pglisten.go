@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,6 +38,14 @@ var ErrDeaf = errors.New("pglisten: LISTEN receives no notifications (a connecti
 // (and the delivery of notifications), so hand long work to another
 // goroutine. Run owns the connections it opens and closes each one when
 // it is lost and when Run returns; hooks must not keep or close them.
+//
+// The Listener reports its own state, safe to read from any goroutine
+// at any time (before, during and after Run): Listening (a connection
+// listens now), Err (why the last one failed or was lost), ListenErr
+// (nil while listening, else why not: a readiness check), Listened (a
+// channel closed once the first connection listened) and Await (wait for
+// it, with a deadline, at a service's start). Do not copy a Listener
+// once Run or a state method has been called.
 type Listener struct {
 	// Connect opens a new dedicated connection; required. It is called for
 	// the first connection and each reconnect, with a context bounded by
@@ -54,9 +64,15 @@ type Listener struct {
 	// OnNotification, if set, is called for every notification, with
 	// Run's ctx.
 	OnNotification func(ctx context.Context, n *pgconn.Notification)
+	// OnLost, if set, is called when a connection that listened (its
+	// OnConnect succeeded) is lost, never when ctx ends, with the cause,
+	// once Listening reports false and before OnDisconnect: the moment to
+	// drop what only the notifications kept fresh.
+	OnLost func(err error)
 	// OnDisconnect, if set, is called when a connection attempt fails or a
 	// connection is lost (never when ctx ends), with the cause and the
-	// delay before the next attempt: for logs and readiness.
+	// delay before the next attempt, once Listening reports false and Err
+	// the cause: for logs.
 	OnDisconnect func(err error, retryIn time.Duration)
 	// Backoff paces the reconnects; the zero value is backoff's defaults
 	// (from 100 ms up to 5 s). It is reset once a connection listens.
@@ -70,6 +86,99 @@ type Listener struct {
 	Notify func(ctx context.Context, channel, payload string) error
 	// ProbeTimeout bounds the probe; DefaultProbeTimeout if zero.
 	ProbeTimeout time.Duration
+
+	// The state, set by Run's goroutine.
+	listening    atomic.Bool
+	errMu        sync.Mutex
+	err          error // the last failure; nil before the first
+	listenedOnce sync.Once
+	listened     chan struct{} // closed once a connection listened
+	closeOnce    sync.Once
+}
+
+// Listening reports whether a connection listens now: its LISTEN, the
+// probe and OnConnect succeeded, and it has been neither lost nor closed
+// since. It turns false before OnLost and OnDisconnect are called, and
+// when Run returns. Cheap enough for every request of a hot path.
+func (l *Listener) Listening() bool { return l.listening.Load() }
+
+// Err returns why the last connection attempt failed or the last
+// connection was lost: nil before the first failure. It stays after a
+// reconnect, so read it when Listening is false.
+func (l *Listener) Err() error {
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	return l.err
+}
+
+// ListenErr returns nil while a connection listens (Listening), and
+// otherwise why none does: the last failure (Err), or ErrNoAttempt
+// before any attempt finished. A readiness check.
+func (l *Listener) ListenErr() error {
+	if l.Listening() {
+		return nil
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	return ErrNoAttempt
+}
+
+// Listened returns a channel that is closed once a connection of Run
+// first listens (as Listening turns true the first time); it stays
+// closed whatever happens afterwards.
+func (l *Listener) Listened() <-chan struct{} {
+	l.listenedOnce.Do(func() { l.listened = make(chan struct{}) })
+	return l.listened
+}
+
+// ErrNoAttempt is the cause ListenErr and Await report when no connection
+// attempt has finished yet.
+var ErrNoAttempt = errors.New("no connection attempt finished yet")
+
+// Await waits until a connection of Run first listened, at most d, so
+// that a service whose LISTEN connection cannot be opened (a wrong URL, a
+// deaf connection through a pooler) fails its start. Past d, or once ctx
+// ends, the error wraps the last failure (Err), or ErrNoAttempt. Run must
+// be running, or about to.
+func (l *Listener) Await(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-l.Listened():
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	select { // listened at the last moment
+	case <-l.Listened():
+		return nil
+	default:
+	}
+	cause := l.Err()
+	if cause == nil {
+		cause = ErrNoAttempt
+	}
+	return fmt.Errorf("no LISTEN connection within %v: %w", d, cause)
+}
+
+// up records that a connection listens.
+func (l *Listener) up() {
+	l.listening.Store(true)
+	l.Listened() // makes the channel
+	l.closeOnce.Do(func() { close(l.listened) })
+}
+
+// down records that the connection stopped listening, with its cause
+// (nil when ctx ended), and reports whether it was listening.
+func (l *Listener) down(err error) bool {
+	was := l.listening.Swap(false)
+	if err != nil {
+		l.errMu.Lock()
+		l.err = err
+		l.errMu.Unlock()
+	}
+	return was
 }
 
 // Run connects and listens until ctx ends, reconnecting after every
@@ -85,7 +194,11 @@ func (l *Listener) Run(ctx context.Context) error {
 	for {
 		err := l.session(ctx, &b, &listened)
 		if ctx.Err() != nil {
+			l.down(nil)
 			return ctx.Err()
+		}
+		if l.down(err) && l.OnLost != nil {
+			l.OnLost(err)
 		}
 		d := b.Next()
 		if l.OnDisconnect != nil {
@@ -139,6 +252,7 @@ func (l *Listener) session(ctx context.Context, b *backoff.Backoff, listened *bo
 			return fmt.Errorf("on connect: %w", err)
 		}
 	}
+	l.up()
 	b.Reset()
 	if l.OnNotification != nil {
 		for _, n := range early {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,6 +207,12 @@ func TestProbeRefusesADeafConnection(t *testing.T) {
 	if n := rec.connects.Load(); n != 0 {
 		t.Errorf("OnConnect called %d times on a deaf connection", n)
 	}
+	if !errors.Is(l.Err(), pglisten.ErrDeaf) || l.Listening() || isClosed(l.Listened()) {
+		t.Errorf("a deaf listener's state: Err %v, Listening %v, Listened closed %v; want ErrDeaf, false, false", l.Err(), l.Listening(), isClosed(l.Listened()))
+	}
+	if err := l.Await(t.Context(), 0); !errors.Is(err, pglisten.ErrDeaf) {
+		t.Errorf("Await on a deaf listener = %v, want ErrDeaf", err)
+	}
 }
 
 // TestProbeDeliversEarlyNotifications: notifications of the listened
@@ -246,5 +253,124 @@ func TestProbeDeliversEarlyNotifications(t *testing.T) {
 	}
 	if got := strings.Join(order[:3], " "); got != "connect early-1 early-2" {
 		t.Errorf("hooks saw %q, want \"connect early-1 early-2\"", got)
+	}
+}
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestStateFollowsTheConnection: the listener's own state (Listening,
+// Err, Listened, Await) before Run, once listening, while a connection
+// killed by pg_terminate_backend is being replaced (held in OnConnect),
+// after the reconnect, and after Run returns.
+func TestStateFollowsTheConnection(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	l, pool, ctx := f.l, f.pool, f.ctx
+	// The probe's NOTIFY goes through the pool: no second connection
+	// under the listener's name to be terminated with it.
+	l.Notify = pglisten.NotifyThrough(pool)
+	if l.Listening() || l.Err() != nil || isClosed(l.Listened()) {
+		t.Fatalf("before Run: Listening %v, Err %v, Listened closed %v", l.Listening(), l.Err(), isClosed(l.Listened()))
+	}
+	if err := l.Await(ctx, 0); !errors.Is(err, pglisten.ErrNoAttempt) {
+		t.Fatalf("Await before Run = %v, want ErrNoAttempt", err)
+	}
+	if err := l.ListenErr(); !errors.Is(err, pglisten.ErrNoAttempt) {
+		t.Fatalf("ListenErr before Run = %v, want ErrNoAttempt", err)
+	}
+
+	// The reconnect's OnConnect reports, then waits for release, so that
+	// the state between the loss and the new connection can be read.
+	held, release := make(chan struct{}), make(chan struct{})
+	var heldOnce sync.Once
+	var lost atomic.Int32
+	var listeningInOnLost atomic.Bool
+	l.OnConnect = func(_ context.Context, _ *pgx.Conn, reconnect bool) error {
+		if reconnect {
+			heldOnce.Do(func() { close(held) })
+			<-release
+		}
+		return nil
+	}
+	l.OnLost = func(error) {
+		lost.Add(1)
+		listeningInOnLost.Store(l.Listening())
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(runCtx) }()
+	var releaseOnce sync.Once
+	unhold := func() { releaseOnce.Do(func() { close(release) }) }
+	defer unhold()
+	defer cancel() // on a failure: Run ends once released
+
+	if err := l.Await(ctx, 20*time.Second); err != nil {
+		t.Fatalf("Await = %v", err)
+	}
+	if !l.Listening() || l.Err() != nil || l.ListenErr() != nil || !isClosed(l.Listened()) {
+		t.Fatalf("listening: Listening %v, Err %v, ListenErr %v, Listened closed %v; want true, nil, nil, true", l.Listening(), l.Err(), l.ListenErr(), isClosed(l.Listened()))
+	}
+
+	var killed int
+	if err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, f.appName).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminated %d listening backends (%v), want 1", killed, err)
+	}
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no reconnect within 20 s")
+	}
+	if l.Listening() || l.Err() == nil || l.ListenErr() != l.Err() || !isClosed(l.Listened()) {
+		t.Errorf("reconnecting: Listening %v, Err %v, ListenErr %v, Listened closed %v; want false, the loss, the loss, true", l.Listening(), l.Err(), l.ListenErr(), isClosed(l.Listened()))
+	}
+	if lost.Load() != 1 || listeningInOnLost.Load() {
+		t.Errorf("OnLost called %d times, Listening %v in it; want once, false", lost.Load(), listeningInOnLost.Load())
+	}
+	if err := l.Await(ctx, 0); err != nil {
+		t.Errorf("Await once a connection listened = %v, want nil", err)
+	}
+	t.Logf("the loss: %v", l.Err())
+	unhold()
+	kittest.Eventually(t, 20*time.Second, "listening again", l.Listening)
+	if l.ListenErr() != nil || l.Err() == nil {
+		t.Errorf("listening again: ListenErr %v, Err %v; want nil, the loss (kept)", l.ListenErr(), l.Err())
+	}
+	if lost.Load() != 1 {
+		t.Errorf("OnLost called %d times after the reconnect, want 1", lost.Load())
+	}
+
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+	if l.Listening() {
+		t.Error("Listening after Run returned")
+	}
+	if lost.Load() != 1 {
+		t.Errorf("OnLost called %d times after Run returned, want 1 (not for ctx's end)", lost.Load())
+	}
+}
+
+// TestAwaitReportsTheLastFailure: with the server unreachable, Await
+// gives up at its deadline with the failed attempts' cause.
+func TestAwaitReportsTheLastFailure(t *testing.T) {
+	t.Parallel()
+	l, rec := newListener(t, "postgres://postgres@127.0.0.1:1/wpe?sslmode=disable", "x", "c")
+	run(t, l)
+	kittest.Eventually(t, 20*time.Second, "a failed attempt", func() bool { return rec.disconnects.Load() >= 1 })
+	err := l.Await(t.Context(), 0)
+	if err == nil || errors.Is(err, pglisten.ErrNoAttempt) || !strings.Contains(err.Error(), "connect") {
+		t.Errorf("Await = %v, want the connect failure", err)
+	}
+	if l.Listening() || isClosed(l.Listened()) {
+		t.Error("an unreachable listener reports listening")
 	}
 }

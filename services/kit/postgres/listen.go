@@ -52,17 +52,14 @@ func ListenConnConfig(listenURL string, c Config, appName string) (*pgx.ConnConf
 	return cc, nil
 }
 
-// AwaitListening waits until listening reports true, at most d, so that
-// a LISTEN connection that cannot be opened (a wrong DATABASE_LISTEN_URL)
-// fails a service's start. Past d, or once ctx ends, the error names the
-// variable and says why the connection last went down (lastErr).
-func AwaitListening(ctx context.Context, d time.Duration, listening func() bool, lastErr func() string) error {
-	deadline := time.Now().Add(d)
-	for !listening() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("no LISTEN connection within %v (DATABASE_LISTEN_URL): %s", d, lastErr())
-		}
-		time.Sleep(10 * time.Millisecond)
+// AwaitListening waits until l first listens, at most d (l.Await), so
+// that a LISTEN connection that cannot be opened (a wrong
+// DATABASE_LISTEN_URL, a deaf one through pgbouncer) fails a service's
+// start. The error names the variable and wraps why the connection last
+// went down.
+func AwaitListening(ctx context.Context, d time.Duration, l *pglisten.Listener) error {
+	if err := l.Await(ctx, d); err != nil {
+		return fmt.Errorf("DATABASE_LISTEN_URL: %w", err)
 	}
 	return nil
 }

@@ -1,13 +1,18 @@
 package postgres_test
 
 import (
+	"context"
+	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
 
@@ -43,14 +48,22 @@ func TestListenConnConfig(t *testing.T) {
 
 func TestAwaitListening(t *testing.T) {
 	t.Parallel()
-	var listening atomic.Bool
-	time.AfterFunc(20*time.Millisecond, func() { listening.Store(true) })
-	if err := postgres.AwaitListening(t.Context(), time.Minute, listening.Load, func() string { return "" }); err != nil {
-		t.Errorf("a listener that comes up: %v", err)
+	never := &pglisten.Listener{}
+	err := postgres.AwaitListening(t.Context(), 0, never)
+	if err == nil || !strings.Contains(err.Error(), "DATABASE_LISTEN_URL") || !errors.Is(err, pglisten.ErrNoAttempt) {
+		t.Errorf("a listener that never comes up: %v, want an error naming DATABASE_LISTEN_URL and wrapping the cause", err)
 	}
-	err := postgres.AwaitListening(t.Context(), 0, func() bool { return false }, func() string { return "refused" })
-	if err == nil || !strings.Contains(err.Error(), "DATABASE_LISTEN_URL") || !strings.Contains(err.Error(), "refused") {
-		t.Errorf("a listener that never comes up: %v, want an error naming DATABASE_LISTEN_URL and the last failure", err)
+	url := kittest.PostgresURL(t)
+	l := &pglisten.Listener{
+		Connect:  func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, url) },
+		Channels: []string{kittest.UniqueName(t, "await")},
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = l.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := postgres.AwaitListening(t.Context(), time.Minute, l); err != nil {
+		t.Errorf("a listener that comes up: %v", err)
 	}
 }
 

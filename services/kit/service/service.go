@@ -36,7 +36,8 @@ const (
 )
 
 // CounterShed is the /stats counter (and wpe_events_total name) of the
-// requests shed with 503 because MAX_IN_FLIGHT requests were in flight.
+// requests shed with 503 because MAX_IN_FLIGHT requests were in flight,
+// or MAX_WAITERS long polls and streams were open.
 // Every service shows it, from zero.
 const CounterShed = "shed"
 
@@ -132,7 +133,7 @@ func New(info stats.Info, cfg httpapi.ServerConfig, logger *slog.Logger, latenci
 		cfg:      cfg,
 		stopping: make(chan struct{}),
 	}
-	limiter := httpapi.NewLimiter(cfg.MaxInFlight, cfg.MaxInFlightWait, func() { rec.Inc(CounterShed) }, logger)
+	limiter := httpapi.NewServerLimiter(cfg, func() { rec.Inc(CounterShed) }, logger)
 	r := httpapi.NewRouter(httpapi.RouterOptions{Logger: logger, BodyLimit: cfg.BodyLimit, Observe: rec.ObserveHTTP, Limiter: limiter})
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "service": info.Service})

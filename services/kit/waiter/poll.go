@@ -29,10 +29,17 @@ type PollOptions struct {
 	Reread time.Duration
 	// Stop, when closed, ends the poll with ErrStopped; nil never does.
 	Stop <-chan struct{}
+	// Shared, if set, makes the periodic re-read a shared one: the poll
+	// registers its key with Shared, whose one batched Check per interval
+	// wakes it when its outcome is in, and it reads only at its start and
+	// on wake-ups; Reread is then unused. Nil: the poll re-reads on its
+	// own every Reread.
+	Shared *Rereader
 }
 
 // Poll is the one long poll: it calls read at once and then again after
-// each Wake of key and at least every o.Reread, until read reports done
+// each Wake of key and at least every o.Reread (or, with o.Shared, when
+// the shared re-read finds the outcome in), until read reports done
 // (Poll returns nil) or fails (Poll returns its error), o.Timeout passes
 // (ErrTimeout), o.Stop closes (ErrStopped) or ctx ends (ctx.Err()). It
 // registers for key before each read, so that a Wake between a read and
@@ -47,6 +54,10 @@ func (h *Hub) Poll(ctx context.Context, key string, o PollOptions, read func(con
 	defer deadline.Stop()
 	tick := time.NewTimer(reread)
 	defer tick.Stop()
+	if o.Shared != nil {
+		defer o.Shared.add(key)()
+		tick.Stop()
+	}
 	for {
 		woken, unregister := h.Wait(key)
 		done, err := read(ctx)
@@ -54,7 +65,9 @@ func (h *Hub) Poll(ctx context.Context, key string, o PollOptions, read func(con
 			unregister()
 			return err
 		}
-		tick.Reset(reread)
+		if o.Shared == nil {
+			tick.Reset(reread)
+		}
 		select {
 		case <-woken:
 		case <-tick.C:

@@ -40,10 +40,23 @@ type EventReader interface {
 	Get(ctx context.Context, id string) (Event, error)
 }
 
+// DeliveredReader is what an EventReader may add so that the long polls
+// of GET /events/{id}/wait share their re-reads: Delivered returns, in
+// one call, those of ids the consumer has delivered. With it, a
+// service's waiters make one query per interval between them
+// (waiter.Rereader); without it, each re-reads its own event. *Records
+// implements it.
+type DeliveredReader interface {
+	Delivered(ctx context.Context, ids []string) ([]string, error)
+}
+
 // handler serves the routes Mount adds.
 type handler struct {
 	backend Backend
 	o       Options
+	// shared is the one re-read of every wait, when Records is a
+	// DeliveredReader; nil: each wait re-reads its own event.
+	shared *waiter.Rereader
 }
 
 // MaxWait caps GET /events/{id}/wait's timeout.
@@ -52,7 +65,13 @@ const MaxWait = time.Minute
 // Mount adds the contract's routes to r, served by b and o.Records. Both
 // services call it, so their HTTP behaviour is the same by construction.
 func Mount(r chi.Router, b Backend, o Options) {
+	if o.Hub == nil {
+		o.Hub = new(waiter.Hub)
+	}
 	h := &handler{backend: b, o: o}
+	if d, ok := o.Records.(DeliveredReader); ok {
+		h.shared = waiter.NewRereader(o.Hub, waiter.DefaultReread, h.timeout(), d.Delivered)
+	}
 	r.Method(http.MethodPost, "/events", httpapi.HandlerFunc(h.postEvent))
 	r.Method(http.MethodPost, "/events/batch", httpapi.HandlerFunc(h.postBatch))
 	r.Method(http.MethodGet, "/events/{id}", httpapi.HandlerFunc(h.getEvent))
@@ -183,10 +202,11 @@ func (h *handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// Woken by this instance's consumer; the periodic re-read sees a
-	// delivery another instance's consumer recorded.
+	// Woken by this instance's consumer; the periodic re-read, one
+	// batched query for every wait of the service, sees a delivery
+	// another instance's consumer recorded.
 	var e Event
-	err = h.o.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.o.Stopping},
+	err = h.o.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.o.Stopping, Shared: h.shared},
 		func(context.Context) (bool, error) {
 			var err error
 			e, err = h.get(r, id)

@@ -152,6 +152,23 @@ func (s *Records) Get(ctx context.Context, id string) (Event, error) {
 	return e, nil
 }
 
+var _ DeliveredReader = (*Records)(nil)
+
+// Delivered returns those of ids that the consumer has delivered, in one
+// query: the shared re-read of every GET /events/{id}/wait of a service
+// (DeliveredReader).
+func (s *Records) Delivered(ctx context.Context, ids []string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id::text FROM deliveries WHERE id = ANY($1::uuid[])`, postgres.UUIDs(ids))
+	if err != nil {
+		return nil, postgres.MapError("read deliveries", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, postgres.MapError("read deliveries", err)
+	}
+	return out, nil
+}
+
 // deliverSQL records a consumer batch in arrival order. ON CONFLICT DO
 // NOTHING is the dedup: a redelivered id (at-least-once) inserts nothing,
 // and RETURNING names only the first-time deliveries.

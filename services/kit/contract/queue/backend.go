@@ -32,3 +32,12 @@ type Backend interface {
 	// Depth returns the queue's depth by status.
 	Depth(ctx context.Context) (Depth, error)
 }
+
+// FinishedReader is what a Backend may add so that the long polls of GET
+// /tasks/{id}/wait share their re-reads: Finished returns, in one call,
+// those of ids that are done or dead. With it, a service's waiters make
+// one backend query per interval between them (waiter.Rereader); without
+// it, each re-reads its own task. records.Store implements it.
+type FinishedReader interface {
+	Finished(ctx context.Context, ids []string) ([]string, error)
+}

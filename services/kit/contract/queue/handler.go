@@ -56,6 +56,9 @@ type Options struct {
 type handler struct {
 	backend Backend
 	o       Options
+	// shared is the one re-read of every wait, when the backend is a
+	// FinishedReader; nil: each wait re-reads its own task.
+	shared *waiter.Rereader
 }
 
 // Mount adds the contract's routes to r: POST /tasks, POST /tasks/batch,
@@ -72,6 +75,9 @@ func Mount(r chi.Router, b Backend, o Options) {
 		o.Hub = new(waiter.Hub)
 	}
 	h := &handler{backend: b, o: o}
+	if f, ok := b.(FinishedReader); ok {
+		h.shared = waiter.NewRereader(o.Hub, waiter.DefaultReread, o.Timeout, f.Finished)
+	}
 	r.Method(http.MethodPost, "/tasks", httpapi.HandlerFunc(h.enqueue))
 	r.Method(http.MethodPost, "/tasks/batch", httpapi.HandlerFunc(h.batch))
 	r.Method(http.MethodGet, "/tasks/{id}", httpapi.HandlerFunc(h.get))
@@ -199,10 +205,11 @@ func (h *handler) wait(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// Woken by this instance's workers; the periodic re-read catches
-	// tasks finished by another instance of the service.
+	// Woken by this instance's workers; the periodic re-read, one
+	// batched query for every wait of the service when the backend
+	// allows it, catches tasks finished by another instance.
 	var t Task
-	err = h.o.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.o.Stopping},
+	err = h.o.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.o.Stopping, Shared: h.shared},
 		func(context.Context) (bool, error) {
 			ctx, cancel := h.ctx(r)
 			defer cancel()

@@ -36,6 +36,7 @@ type Log struct {
 var (
 	_ logc.EventReader      = (*Log)(nil)
 	_ logc.DeliveryRecorder = (*Log)(nil)
+	_ logc.DeliveredReader  = (*Log)(nil)
 )
 
 // wakeLocked returns the channel the next append closes; l.mu is held.
@@ -61,6 +62,20 @@ func (l *Log) Get(_ context.Context, id string) (logc.Event, error) {
 		e.DeliveredAt, e.DeliveryMS, e.DeliverySeq = &at, &ms, &seq
 	}
 	return e, nil
+}
+
+// Delivered returns those of ids that were delivered (logc.DeliveredReader:
+// the waits share their re-reads, as on the services).
+func (l *Log) Delivered(_ context.Context, ids []string) ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		if _, ok := l.deliveries[id]; ok {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
 // Hold makes Deliver wait (until release, or its ctx ends) instead of

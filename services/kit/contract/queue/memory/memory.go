@@ -97,7 +97,10 @@ type Backend struct {
 	workers    sync.WaitGroup
 }
 
-var _ queue.Backend = (*Backend)(nil)
+var (
+	_ queue.Backend        = (*Backend)(nil)
+	_ queue.FinishedReader = (*Backend)(nil)
+)
 
 // New returns a Backend on s that wakes long polls on hub and records
 // delivery and processing on st. Every task left running by an earlier
@@ -251,6 +254,21 @@ func (b *Backend) Get(_ context.Context, id string) (queue.Task, error) {
 		return queue.Task{}, fmt.Errorf("task %s: %w", id, httpapi.ErrNotFound)
 	}
 	return t.rec, nil
+}
+
+// Finished returns those of ids whose task is done or dead
+// (queue.FinishedReader: the waits share their re-reads, as on the
+// services).
+func (b *Backend) Finished(_ context.Context, ids []string) ([]string, error) {
+	b.store.mu.Lock()
+	defer b.store.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		if t, ok := b.store.tasks[id]; ok && t.rec.Terminal() {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
 // Depth counts the tasks by status.

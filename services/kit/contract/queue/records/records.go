@@ -21,9 +21,13 @@ type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// insertTasks writes many task records in one statement: one round trip
-// per batch whatever its size.
-const insertTasks = `
+// InsertTasksSQL writes many task records, status queued, in one
+// statement: one round trip per batch whatever its size. Its parameters
+// $1 to $5 are TaskColumns' arrays. It is the one copy of the statement:
+// InsertTasks runs it, and a service that writes more in the same
+// statement (no-rabbitmq's enqueue, which also queues the tasks) embeds it
+// in a WITH clause, adding a RETURNING.
+const InsertTasksSQL = `
 INSERT INTO tasks (id, kind, payload, fail_times, status, enqueued_at)
 SELECT id, kind, payload, fail_times, 'queued', enqueued_at
   FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[])
@@ -43,7 +47,7 @@ func TaskColumns(tasks []queue.NewTask) (ids, kinds, payloads []string, fails []
 // InsertTasks writes the tasks' records with status queued.
 func InsertTasks(ctx context.Context, db Execer, tasks []queue.NewTask) error {
 	ids, kinds, payloads, fails, at := TaskColumns(tasks)
-	_, err := db.Exec(ctx, insertTasks, postgres.UUIDs(ids), kinds, payloads, fails, at)
+	_, err := db.Exec(ctx, InsertTasksSQL, postgres.UUIDs(ids), kinds, payloads, fails, at)
 	return err
 }
 
@@ -74,6 +78,23 @@ SELECT id::text, kind, status, attempts, enqueued_at, delivered_at, processed_at
 	}
 	t.EnqueuedAt = t.EnqueuedAt.UTC()
 	return t, nil
+}
+
+var _ queue.FinishedReader = Store{}
+
+// Finished returns those of ids whose task is done or dead, in one
+// query: the shared re-read of every GET /tasks/{id}/wait of a service
+// (queue.FinishedReader).
+func (s Store) Finished(ctx context.Context, ids []string) ([]string, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT id::text FROM tasks WHERE id = ANY($1::uuid[]) AND status IN ('done', 'dead')`, postgres.UUIDs(ids))
+	if err != nil {
+		return nil, postgres.MapError("read finished tasks", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, postgres.MapError("read finished tasks", err)
+	}
+	return out, nil
 }
 
 // Depth counts open and dead tasks. It reads only the partial index

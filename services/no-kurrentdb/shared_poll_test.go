@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+)
+
+// TestSubscribersShareTheFallbackPoll: N idle subscriptions make one
+// query per POLL_INTERVAL between them, not three each; an event written
+// behind the service's back reaches all of them; when they leave, the
+// shared poll ends and the goroutines go back to where they were.
+func TestSubscribersShareTheFallbackPoll(t *testing.T) {
+	t.Parallel()
+	url := kittest.PostgresURL(t)
+	schema := kittest.Schema(t, url)
+	r := start(t, schema, 50*time.Millisecond)
+	pool := kittest.Pool(t, url, schema)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr}
+	time.Sleep(100 * time.Millisecond)
+	baseline := runtime.NumGoroutine()
+
+	const n = 50
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	caughtUp := make(chan error, n)
+	var got atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.URL()+"/subscribe", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				caughtUp <- err
+				return
+			}
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				switch {
+				case strings.HasPrefix(sc.Text(), "event: caught-up"):
+					caughtUp <- nil
+				case strings.Contains(sc.Text(), "tank-behind-the-back"):
+					got.Add(1)
+				}
+			}
+		})
+	}
+	for range n {
+		select {
+		case err := <-caughtUp:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("subscribers not caught up within 30s")
+		}
+	}
+	// Past the shared poll's first tick, which wakes everyone once.
+	time.Sleep(200 * time.Millisecond)
+	s := r.App()
+	reads, polls := s.reads.Load(), s.sharedPolls.Load()
+	time.Sleep(time.Second)
+	reads, polls = s.reads.Load()-reads, s.sharedPolls.Load()-polls
+	t.Logf("%d idle subscribers in 1s at POLL_INTERVAL 50ms: %d reads of their own, %d shared polls", n, reads, polls)
+	if reads > 2*n || polls < 5 || polls > 30 {
+		// Each re-reading on its own timer: 20 rounds of 3 queries each.
+		t.Errorf("%d idle subscribers made %d reads and %d shared polls in 1s, want at most %d reads (nothing changed) and about 20 polls", n, reads, polls, 2*n)
+	}
+	// Written straight into the table: only the shared poll or the
+	// trigger's NOTIFY (NOTIFY_MODE=commit) can wake them.
+	if _, err := pool.Exec(kittest.Context(t, 30*time.Second),
+		`INSERT INTO events (stream_id, version, event_type, data) VALUES ('tank-behind-the-back', 0, 'OxygenAdded', '{"liters":1}')`); err != nil {
+		t.Fatal(err)
+	}
+	kittest.Eventually(t, 10*time.Second, fmt.Sprintf("all %d subscribers receiving the event", n), func() bool { return got.Load() == n })
+
+	leave()
+	wg.Wait()
+	tr.CloseIdleConnections()
+	kittest.Eventually(t, 5*time.Second, fmt.Sprintf("goroutines back near the baseline of %d and the shared poll ended", baseline), func() bool {
+		s.hub.mu.Lock()
+		polling := s.hub.polling
+		s.hub.mu.Unlock()
+		return runtime.NumGoroutine() <= baseline+5 && !polling
+	})
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
+)
+
+// enqueueSQL records the tasks and queues them in ONE statement, hence one
+// implicit transaction: the record and its queue entry commit together
+// (the transactional outbox, for free). With $7 true (NOTIFY_MODE=commit)
+// it also calls pg_notify, which is transactional: the listeners hear it
+// only if the statement commits, but every such commit takes Postgres's
+// cluster-wide notify lock, so enqueues serialize at commit. With $7
+// false (debounced) the one-time filter leaves pg_notify unevaluated, the
+// transaction queues no notification and takes no lock, and the caller
+// pokes the Debouncer after the commit. The task records are written by
+// kit's records.InsertTasksSQL, the statement the rabbitmq side's records
+// use too.
+const enqueueSQL = `
+WITH t AS (` + records.InsertTasksSQL + `
+    RETURNING id, fail_times, enqueued_at
+), q AS (
+    INSERT INTO queue_jobs (task_id, run_at, fail_times, enqueued_at)
+    SELECT id, now(), fail_times, enqueued_at FROM t
+)
+SELECT pg_notify($6, '') WHERE $7::boolean`
+
+// Enqueue implements queue.Backend: one statement records and queues.
+func (q *pgQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
+	ids, kinds, payloads, fails, at := records.TaskColumns(tasks)
+	if _, err := q.pool.Exec(ctx, enqueueSQL, postgres.UUIDs(ids), kinds, payloads, fails, at, q.channel, q.notifier == nil); err != nil {
+		return postgres.MapError("enqueue", err)
+	}
+	q.committed()
+	return nil
+}
+
+// Pay implements queue.Backend: the payment, the task record and the queue
+// row commit in one transaction. The fault rolls back after the payment
+// insert, as a crash before COMMIT would: neither survives.
+func (q *pgQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error {
+	err := q.RecordPayment(ctx, p, func(tx pgx.Tx) error {
+		if fault {
+			return queue.ErrFaultInjected
+		}
+		ids, kinds, payloads, fails, at := records.TaskColumns([]queue.NewTask{p.Task})
+		_, err := tx.Exec(ctx, enqueueSQL, postgres.UUIDs(ids), kinds, payloads, fails, at, q.channel, q.notifier == nil)
+		return postgres.MapError("enqueue payment task", err)
+	})
+	if err != nil {
+		return err
+	}
+	q.committed()
+	return nil
+}
+
+// committed wakes the workers after an enqueue committed: this instance's
+// fetcher directly (it need not wait for a notification) and, in debounced
+// mode, every instance's through the Debouncer's next NOTIFY.
+func (q *pgQueue) committed() {
+	q.poke()
+	if q.notifier != nil {
+		q.notifier.Poke()
+	}
+}
