@@ -117,9 +117,9 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	svc := service.New(info, cfg.HTTP, logger, eventstore.LatencyNames, slices.Concat(eventstore.CounterNames, []string{SkippedCounter}))
 	st.stats = svc.Stats
 	svc.OnStop("kafka client", func(context.Context) error { st.close(); return nil })
-	svc.Ready("kafka", st.ping)
+	svc.ReadyBackend("kafka", "KAFKA_BROKERS", strings.Join(cfg.Brokers, ","), st.ping)
 	eventstore.Mount(svc.Router, st, eventstore.Options{Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	return svc, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

@@ -133,7 +133,7 @@ func TestConfigNamesBadVariables(t *testing.T) {
 		"KAFKA_BROKERS": " , ", "KAFKA_TOPIC": "bad topic", "KAFKA_REPLICATION_FACTOR": "0",
 		"KAFKA_FETCH_MAX_BYTES": "1KiB", "KAFKA_FETCH_MAX_WAIT": "1m",
 	}, "KAFKA_BROKERS", "KAFKA_TOPIC", "KAFKA_REPLICATION_FACTOR", "KAFKA_FETCH_MAX_BYTES", "KAFKA_FETCH_MAX_WAIT")
-	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != ":8091" || cfg.Topic != "eventstore" || len(cfg.Brokers) != 1 {
+	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != "127.0.0.1:8091" || cfg.Topic != "eventstore" || len(cfg.Brokers) != 1 {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }
