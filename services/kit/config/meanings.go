@@ -8,7 +8,8 @@ package config
 // meaning here.
 var meanings = map[string]string{
 	"no-redis/CACHE_MODE":                  "local: in-process otter cache invalidated by the products trigger's NOTIFY; unlogged: the shared cache table",
-	"kafka-eventstore/KAFKA_TOPIC":         "the event store's topic, created with 1 partition if missing; more partitions are refused",
+	"kafka-eventstore/KAFKA_PARTITIONS":    "1: the reference's single-partition design; P > 1: the keyed design, each stream murmur2-hashed to one of P partitions (1–256); a topic of another count is refused",
+	"kafka-eventstore/KAFKA_TOPIC":         "the event store's topic, created with KAFKA_PARTITIONS partitions if missing; another count is refused",
 	"kafka-eventstore/SUBSCRIBE_PAGE_SIZE": "events read per subscription catch-up fetch (at most 10000)",
 	"ADDR":                                 "listen address, host:port (default loopback on the pair table's port; 0.0.0.0:<port> exposes the service, see docs/security.md)",
 	"BACKEND_TIMEOUT":                      "each backend call of a request (formerly DATABASE_TIMEOUT in no-mongodb and MONGO_TIMEOUT in mongodb, still read with a warning)",
