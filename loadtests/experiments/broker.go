@@ -504,9 +504,16 @@ func (n *rabbitNode) stop(ctx context.Context) error {
 	return n.cmd(ctx, 60*time.Second, "rabbitmqctl", "-n", n.name, "stop", n.pidFile())
 }
 
+// owns reports whether process pid is this node's: its environment names
+// the node (RABBITMQ_NODENAME; the Erlang VM's command line does not).
+func (n *rabbitNode) owns(pid int) bool {
+	environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	return bytes.Contains(append([]byte{0}, environ...), []byte("\x00RABBITMQ_NODENAME="+n.name+"\x00"))
+}
+
 // kill sends SIGKILL to the node's own process (the pid it wrote, and only
-// if that process's command line names this node: never a process that
-// reused the pid), waits for it to exit and removes its pid file, so that
+// if that process is this node's, owns: never a process that reused the
+// pid), waits for it to exit and removes its pid file, so that
 // start begins afresh: kill -9, no goodbye to its clients.
 func (n *rabbitNode) kill() error {
 	b, err := os.ReadFile(n.pidFile())
@@ -517,8 +524,7 @@ func (n *rabbitNode) kill() error {
 	if err != nil || pid <= 1 {
 		return fmt.Errorf("kill the node: pid file holds %q", b)
 	}
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if !bytes.Contains(cmdline, []byte(n.name)) {
+	if !n.owns(pid) {
 		return fmt.Errorf("kill the node: process %d is not node %s", pid, n.name)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -544,12 +550,11 @@ func (n *rabbitNode) close() {
 	if _, err := os.Stat(n.pidFile()); err == nil {
 		if err := n.stop(context.Background()); err != nil {
 			// Last resort: the node's own process, by the pid it wrote,
-			// and only if that process is still this node's (its command
-			// line names the node), never a process that reused the pid.
+			// and only if that process is still this node's (owns),
+			// never a process that reused the pid.
 			if b, rerr := os.ReadFile(n.pidFile()); rerr == nil {
 				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && pid > 1 {
-					cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-					if bytes.Contains(cmdline, []byte(n.name)) {
+					if n.owns(pid) {
 						if p, ferr := os.FindProcess(pid); ferr == nil {
 							_ = p.Kill()
 						}
