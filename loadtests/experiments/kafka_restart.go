@@ -20,7 +20,8 @@ import (
 
 // kafkaBrokerRestart is issue 14's item 7 for Kafka: the kafka service
 // under a light open load of single POST /events on a private
-// single-node KRaft broker, which is stopped (SIGTERM; Full adds SIGKILL)
+// single-node KRaft broker, which is stopped (SIGTERM) and, as a second
+// case at every size, killed (SIGKILL),
 // and started again on the same data directory.
 func kafkaBrokerRestart() Experiment {
 	// Full: two restarts (the broker back about 8 s and 17 s after the
