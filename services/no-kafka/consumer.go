@@ -195,6 +195,17 @@ func resync(ctx context.Context, pool *pgxpool.Pool, d *logc.Deliverer) (int, er
 	}
 }
 
+// walsenderTCP are the session settings the replication connection asks
+// of its walsender (tcp_user_timeout in milliseconds, keepalives in
+// seconds), the same as scripts/stack.sh's server-wide ones: a frozen or
+// unreachable consumer's walsender gives up within about 10 s.
+var walsenderTCP = map[string]string{
+	"tcp_user_timeout":        "10000",
+	"tcp_keepalives_idle":     "10",
+	"tcp_keepalives_interval": "5",
+	"tcp_keepalives_count":    "3",
+}
+
 func connectReplication(ctx context.Context, cfg Config) (*pgconn.PgConn, error) {
 	pc, err := pgconn.ParseConfig(cfg.ReplicationURL)
 	if err != nil {
@@ -204,6 +215,18 @@ func connectReplication(ctx context.Context, cfg Config) (*pgconn.PgConn, error)
 	// wal2json prints timestamptz in the session's time zone.
 	pc.RuntimeParams["timezone"] = "UTC"
 	pc.RuntimeParams["application_name"] = "no-kafka:" + cfg.Slot
+	// The walsender's own socket: if this process freezes (SIGSTOP, a
+	// debugger, swap) or its network hangs, the walsender blocks in a send
+	// that wal_sender_timeout does not end, and a CHECKPOINT that must
+	// invalidate the slot (max_slot_wal_keep_size) waits for it: 12+
+	// minutes observed. Data unacknowledged for this long, a zero window
+	// included, aborts the connection instead (the server's setting, for
+	// this session; a REPLICATION_URL that sets it keeps its own).
+	for k, v := range walsenderTCP {
+		if _, ok := pc.RuntimeParams[k]; !ok {
+			pc.RuntimeParams[k] = v
+		}
+	}
 	pc.ConnectTimeout = cfg.Postgres.ConnectTimeout
 	conn, err := pgconn.ConnectConfig(ctx, pc)
 	if err != nil {
