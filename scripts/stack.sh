@@ -669,7 +669,8 @@ deps_apt() {
   if [ -n "$pgv" ]; then
     for p in "postgresql-$pgv" "postgresql-$pgv-wal2json"; do pkg_installed "$p" || need+=("$p"); done
   fi
-  for p in rabbitmq-server redis-server pgbouncer; do pkg_installed "$p" || need+=("$p"); done
+  # curl and jq: the README's transcripts use them, and scripts/transcripts runs those in make test
+  for p in rabbitmq-server redis-server pgbouncer curl jq; do pkg_installed "$p" || need+=("$p"); done
   local jv
   jv="$(java_major)"
   command -v mvn >/dev/null || need+=(maven)
@@ -677,7 +678,7 @@ deps_apt() {
   # python3-venv (ensurepip) for that.
   python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
   if [ -n "$pgv" ] && [ "${#need[@]}" -eq 0 ] && [ "${jv:-0}" -ge 17 ]; then
-    info "apt: all packages already installed (PostgreSQL $pgv, wal2json, RabbitMQ, Redis, pgbouncer, Java $jv, Maven, python3-venv)"
+    info "apt: all packages already installed (PostgreSQL $pgv, wal2json, RabbitMQ, Redis, pgbouncer, curl, jq, Java $jv, Maven, python3-venv)"
     return
   fi
   say "apt-get update"
