@@ -189,10 +189,11 @@ var demoMetrics = map[string][]row{
 	"cache.kv_write":   {{"client.p50_ms", "kv PUT p50 ms"}, {"client.p99_ms", "kv PUT p99 ms"}, {"client.errors", "errors"}},
 	"cache.kv_read":    {{"client.p50_ms", "kv GET p50 ms"}, {"client.p99_ms", "kv GET p99 ms"}, {"client.errors", "errors"}},
 	"cache.raw_lookup": {{"client.p50_ms", "lookup p50 ms (no HTTP)"}, {"client.p99_ms", "lookup p99 ms (no HTTP)"}},
+	"cache.stampede":   {{"origin_loads.one", "origin loads, instance 1"}, {"origin_loads.two", "origin loads, instance 2"}},
 	"cache.staleness":  {{"stale_ms", "stale after an UPDATE, ms"}},
 	// The event store in the demo: the bench's append scenario.
-	"append.read-then-append": {{"ops_per_sec", "appends/s"}, {"client.p50_ms", "append p50 ms"}, {"client.p99_ms", "append p99 ms"}, {"conflicts_per_op", "409 per attempt"}, {"errors", "errors"}},
-	"append.blind":            {{"ops_per_sec", "appends/s"}, {"client.p50_ms", "append p50 ms"}, {"client.p99_ms", "append p99 ms"}, {"errors", "errors"}},
+	"eventstore.append.read-then-append": {{"ops_per_sec", "appends/s"}, {"client.p50_ms", "append p50 ms"}, {"client.p99_ms", "append p99 ms"}, {"errors", "errors"}},
+	"eventstore.append.blind":            {{"ops_per_sec", "appends/s"}, {"client.p50_ms", "append p50 ms"}, {"client.p99_ms", "append p99 ms"}, {"errors", "errors"}},
 }
 
 // Demo prints one side-by-side table for a pair's run: throughput, the
