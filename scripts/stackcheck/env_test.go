@@ -153,3 +153,41 @@ func TestEnvKeepKeepsSetValues(t *testing.T) {
 		t.Errorf("after eval of env keep: DATABASE_URL, PGBOUNCER_URL = %q; want the set value, then the stack's %q", lines, pairs.DefaultPgBouncerURL)
 	}
 }
+
+// TestMakeRunTargets checks that `make run-<service>` exists for every
+// service and runs it (GNU Make never applies a pattern rule to a .PHONY
+// target, which once made every run-* a silent no-op), with the stack's
+// environment and the variables given to make: GO is replaced by a
+// script that prints what it was given instead of running the service.
+func TestMakeRunTargets(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	fake := filepath.Join(t.TempDir(), "go")
+	script := "#!/bin/sh\necho \"args=$* STATS_RESET=$STATS_RESET DATABASE_URL=$DATABASE_URL RABBITMQ_URL=$RABBITMQ_URL\"\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(servicesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "kit" {
+			continue
+		}
+		n++
+		cmd := exec.Command("make", "-s", "-C", "../..", "run-"+e.Name(), "GO="+fake, "STATS_RESET=true")
+		cmd.Env = append(os.Environ(), "DATABASE_URL=postgres://mine/db")
+		out, err := cmd.CombinedOutput()
+		want := "args=run ./services/" + e.Name() + " STATS_RESET=true DATABASE_URL=postgres://mine/db RABBITMQ_URL=" + pairs.DefaultRabbitMQURL
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("make run-%s: %v; want the service run with the stack's environment and make's variables (%q), got:\n%s", e.Name(), err, want, out)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no service directories found")
+	}
+}
