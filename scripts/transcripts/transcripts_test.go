@@ -214,6 +214,7 @@ type docRun struct {
 	reverse   map[string]string    // unique value -> doc value
 	schemas   map[string]bool      // unique schemas to drop
 	slots     map[string]bool      // unique slots to drop
+	others    map[string][]string  // unique topics, databases, key prefixes by setting
 }
 
 type instance struct {
@@ -230,7 +231,7 @@ func newDocRun(t *testing.T, bin string) *docRun {
 	r := &docRun{
 		bin: bin, id: "tr" + hex.EncodeToString(b[:]),
 		instances: map[string]*instance{}, forward: map[string]string{}, reverse: map[string]string{},
-		schemas: map[string]bool{}, slots: map[string]bool{},
+		schemas: map[string]bool{}, slots: map[string]bool{}, others: map[string][]string{},
 	}
 	t.Cleanup(func() { r.cleanup(t) })
 	return r
@@ -278,6 +279,10 @@ func (r *docRun) start(t *testing.T, b Block, spec ServiceSpec) *instance {
 				r.schemas[u] = true
 			case "SLOT_NAME":
 				r.slots[u] = true
+			case "KAFKA_TOPIC", "MONGO_DATABASE", "REDIS_KEY_PREFIX":
+				if !slices.Contains(r.others[k], u) {
+					r.others[k] = append(r.others[k], u)
+				}
 			}
 			v = u
 		}
@@ -333,6 +338,7 @@ func (r *docRun) cleanup(t *testing.T) {
 	for _, in := range r.instances {
 		in.stop()
 	}
+	dropNamespaces(t, r.id, r.others["KAFKA_TOPIC"], r.others["MONGO_DATABASE"], r.others["REDIS_KEY_PREFIX"])
 	var sql []string
 	for s := range r.slots {
 		sql = append(sql, fmt.Sprintf("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '%s'", s))
