@@ -27,8 +27,11 @@
 // settings plus LOG_LEVEL=warn, and waits for /readyz. Every service gets
 // a fresh namespace of its own: DATABASE_SCHEMA, SLOT_NAME, KAFKA_TOPIC,
 // KAFKA_GROUP, RABBITMQ_QUEUE, MONGO_DATABASE and REDIS_KEY_PREFIX get a
-// suffix unique to the run (dropped afterwards where it is a schema or a
-// slot), so a transcript shows what a first start shows. The blocks of
+// suffix unique to the run, so a transcript shows what a first start
+// shows; afterwards the schemas, the slot, the topics, the databases, the
+// keys under the prefix and the RabbitMQ queues and exchanges are removed.
+// The namespace settings of a new service go in the test's namespaces
+// table. The blocks of
 // one file run in order: a later block whose marker names a service with
 // the same settings talks to the same instance, and two services given the
 // same DATABASE_SCHEMA in one file share that schema (the cache pair's
@@ -76,4 +79,6 @@
 //
 // Run it against the stack (make up) with `go test ./...` here, or as part
 // of make test; under -short only the parser and matcher's own tests run.
+// The commands need bash, curl, jq, psql, redis-cli and python3 (make deps
+// installs the ones a fresh machine lacks).
 package transcripts
