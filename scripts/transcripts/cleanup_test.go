@@ -31,8 +31,15 @@ func dropNamespaces(t *testing.T, id string, topics, databases, prefixes []strin
 	if len(topics) > 0 {
 		brokers := strings.Split(envOr("KAFKA_BROKERS", pairs.DefaultKafkaBrokers), ",")
 		c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
-		if _, err := c.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: topics}); err != nil {
+		res, err := c.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: topics})
+		if err != nil {
 			t.Logf("cleanup: deleting topics %v: %v", topics, err)
+		} else {
+			for topic, err := range res.Errors {
+				if err != nil {
+					t.Logf("cleanup: deleting topic %s: %v", topic, err)
+				}
+			}
 		}
 	}
 	if len(databases) > 0 {
