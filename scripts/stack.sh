@@ -5,7 +5,8 @@
 #   bash scripts/stack.sh up       start everything (or `docker compose up -d --wait` if a Docker engine answers)
 #   bash scripts/stack.sh down     stop everything this script started (safe to run twice)
 #   bash scripts/stack.sh status   one line per server; exit 0 when all are up, 3 otherwise
-#   bash scripts/stack.sh urls     print the connection URLs
+#   bash scripts/stack.sh env      print the connection URLs as shell exports (alias: urls;
+#                                  `env keep` keeps values already set)
 #   bash scripts/stack.sh kafka-tool CLASS [ARGS...]
 #                                  run a Kafka CLI class from the stack's jars, e.g.
 #                                  org.apache.kafka.tools.TopicCommand --bootstrap-server localhost:9092 --list
@@ -679,7 +680,8 @@ deps_apt() {
   if [ -n "$pgv" ]; then
     for p in "postgresql-$pgv" "postgresql-$pgv-wal2json"; do pkg_installed "$p" || need+=("$p"); done
   fi
-  for p in rabbitmq-server redis-server pgbouncer; do pkg_installed "$p" || need+=("$p"); done
+  # curl and jq: the README's transcripts use them, and scripts/transcripts runs those in make test
+  for p in rabbitmq-server redis-server pgbouncer curl jq; do pkg_installed "$p" || need+=("$p"); done
   local jv
   jv="$(java_major)"
   command -v mvn >/dev/null || need+=(maven)
@@ -687,7 +689,7 @@ deps_apt() {
   # python3-venv (ensurepip) for that.
   python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
   if [ -n "$pgv" ] && [ "${#need[@]}" -eq 0 ] && [ "${jv:-0}" -ge 17 ]; then
-    info "apt: all packages already installed (PostgreSQL $pgv, wal2json, RabbitMQ, Redis, pgbouncer, Java $jv, Maven, python3-venv)"
+    info "apt: all packages already installed (PostgreSQL $pgv, wal2json, RabbitMQ, Redis, pgbouncer, curl, jq, Java $jv, Maven, python3-venv)"
     return
   fi
   say "apt-get update"
@@ -789,16 +791,32 @@ print_table() {
   return "$not_up"
 }
 
+# print_urls prints the stack's connection URLs as shell exports, under the names the
+# services and tests read (services/kit/pairs.Backends; scripts/stackcheck's
+# TestEnvMatchesServices checks both ways), for: eval "$(make -s env)". With "keep", each
+# line keeps a value already set in the environment (make run-<service> uses that, so
+# `DATABASE_URL=... make run-no-kafka` wins).
 print_urls() {
-  cat <<EOF
-DATABASE_URL=postgres://postgres:$PG_PASSWORD@localhost:$PG_PORT/$PG_DB?sslmode=disable
-PGBOUNCER_URL=postgres://postgres:$PG_PASSWORD@localhost:$PGBOUNCER_PORT/$PG_DB?sslmode=disable
-AMQP_URL=amqp://guest:guest@localhost:$RABBITMQ_PORT/
-RABBITMQ_MANAGEMENT_URL=http://guest:guest@localhost:$RABBITMQ_MGMT_PORT/
-KAFKA_BROKERS=localhost:$KAFKA_PORT
-MONGO_URL=mongodb://localhost:$MONGO_PORT/
-REDIS_URL=redis://localhost:$REDIS_PORT/0
+  local keep=${1:-} name value
+  printf '# the stack'"'"'s connection URLs, as the services and tests read them; load with: eval "$(make -s env)"\n'
+  while read -r name value; do
+    if [ "$keep" = keep ]; then
+      printf 'export %s="${%s:-%s}"\n' "$name" "$name" "$value"
+    else
+      printf "export %s='%s'\n" "$name" "$value"
+    fi
+  done <<EOF
+DATABASE_URL postgres://postgres:$PG_PASSWORD@localhost:$PG_PORT/$PG_DB?sslmode=disable
+PGBOUNCER_URL postgres://postgres:$PG_PASSWORD@localhost:$PGBOUNCER_PORT/$PG_DB?sslmode=disable&default_query_exec_mode=exec
+RABBITMQ_URL amqp://guest:guest@localhost:$RABBITMQ_PORT/
+RABBITMQ_MANAGEMENT_URL http://guest:guest@localhost:$RABBITMQ_MGMT_PORT
+KAFKA_BROKERS localhost:$KAFKA_PORT
+MONGO_URL mongodb://localhost:$MONGO_PORT/
+REDIS_URL redis://localhost:$REDIS_PORT/0
 EOF
+  # KURRENTDB_URL stays unset on purpose: KurrentDB runs under docker compose only, and
+  # the kurrentdb tests run (and need the server) exactly when it is set.
+  printf '# KURRENTDB_URL is not set: KurrentDB runs under docker compose only (then: export KURRENTDB_URL='"'"'kurrentdb://localhost:%s?tls=false'"'"')\n' "$KURRENTDB_PORT"
 }
 
 preflight() {
@@ -881,7 +899,7 @@ cmd_status() {
 }
 
 usage() {
-  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -894,7 +912,7 @@ main() {
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status ;;
-    urls | env) print_urls ;;
+    urls | env) print_urls "${1:-}" ;;
     kafka-tool) kafka_tool "$@" ;;
     kafka-cluster-id)
       local i
