@@ -67,6 +67,7 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 		{"AppendThenReadVersionsAndPositions", testAppendRead},
 		{"StateFoldsTheTank", testState},
 		{"BadInputIsA4xxJSON", testBadInput},
+		{"HostileValuesRefusedOrKeptExactly", testHostileValues},
 		{"WrongExpectedVersionIs409WithActualVersion", testExpectedVersion},
 		{"ConcurrentConditionalAppendsExactlyOneWins", testConditionalRace},
 		{"ConditionalAppendRefusedWith422", testConditionalRefused},
