@@ -12,7 +12,10 @@
 // and compose publishes it, each built service has its directory, and no
 // service's HTTP port collides with the stack's. It checks that the Kafka
 // cluster ids stack.sh formats storage with are ones Kafka's CLI accepts. Smoke tests that each real server
-// answers on its port are to be added here as well.
+// answers on its port are to be added here as well. Against a running
+// stack, it checks that no port of the stack (ports.env, epmd, RabbitMQ's
+// distribution port) or of the services listens on a non-loopback
+// address (listen_test.go).
 //
 // It is its own Go module, so the compose-go dependency stays out of the
 // services. Run it with:
