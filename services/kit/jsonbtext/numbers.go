@@ -51,7 +51,10 @@ func checkNumber(tok string) (int, error) {
 	if len(shown) > 40 {
 		shown = shown[:20] + "…" + shown[len(shown)-12:]
 	}
-	mant, expText, hasExp := strings.Cut(strings.ToLower(tok), "e")
+	mant, expText, hasExp := tok, "", false
+	if i := strings.IndexAny(tok, "eE"); i >= 0 {
+		mant, expText, hasExp = tok[:i], tok[i+1:], true
+	}
 	mant = strings.TrimPrefix(mant, "-")
 	intPart, frac, _ := strings.Cut(mant, ".")
 	if d := len(intPart) + len(frac); d > MaxNumberDigits {
@@ -71,7 +74,9 @@ func checkNumber(tok string) (int, error) {
 			exp = -exp
 		}
 	}
-	if strings.Trim(intPart+frac, "0") != "" {
+	// Without an exponent, MaxNumberDigits digits are well inside the
+	// float range (1e-100 to 1e100).
+	if hasExp && strings.Trim(intPart+frac, "0") != "" {
 		f, err := strconv.ParseFloat(tok, 64)
 		if err != nil || math.IsInf(f, 0) || f == 0 {
 			return 0, fmt.Errorf("has the number %s, which is outside the 64-bit float range (magnitude about 4.9e-324 to 1.8e308, or zero)", shown)

@@ -89,3 +89,13 @@ func TestCheckNamesThePath(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkCheck(b *testing.B) {
+	body := []byte(`{"events":[` + strings.TrimSuffix(strings.Repeat(`{"type":"Deposited","data":{"amount":12.5,"at":1733011200,"note":"ok"}},`, 1000), ",") + `]}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := jsonbtext.Check(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
