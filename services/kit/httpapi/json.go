@@ -93,6 +93,13 @@ func DecodeJSON(r *http.Request, v any) error {
 		}
 	}
 	if err != nil {
+		// A value the rule refuses can also fail the decoding (1e400 in
+		// an any field overflows a float64): name the rule's limit.
+		if json.Valid(body) {
+			if verr := CheckJSONValues(body); verr != nil {
+				return verr
+			}
+		}
 		return decodeError(err)
 	}
 	if bytes.Contains(body, []byte("null")) {
