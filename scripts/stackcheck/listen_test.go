@@ -39,6 +39,9 @@ func (l listener) String() string { return net.JoinHostPort(l.addr.String(), str
 // It skips when no stack port listens at all (the stack is down); run it
 // after `make up`.
 func TestStackListensOnLoopbackOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("checks the running stack")
+	}
 	t.Parallel()
 	ls, err := listeners()
 	if err != nil {
