@@ -134,7 +134,8 @@ func (o Object) set(key string, v any) Object {
 //     keys cannot store it);
 //   - numbers must pass the shared number rule (jsonbtext.CheckNumber:
 //     digits, exponent, the 64-bit float range), and be int64 integers
-//     or decimals that a 64-bit float holds exactly, i.e. that survive the round trip through float64
+//     or decimals that a 64-bit float holds exactly, i.e. that survive
+//     the round trip through float64
 //     (MongoDB stores int64 or double; Postgres numeric would keep
 //     1e-400 or a 30-digit integer exactly while MongoDB stored 0 or a
 //     rounded value, and the sides would then disagree on search).
