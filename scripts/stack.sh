@@ -67,6 +67,9 @@ PGB_DIR="$STACK/pgbouncer"
 REDIS_DIR="$STACK/redis"
 RMQ_DIR="$STACK/rabbitmq"
 RMQ_NODE="rabbit@localhost"
+# The Erlang distribution port of the node (RabbitMQ's default: AMQP port + 20000), bound
+# to 127.0.0.1 like epmd (4369): see rmq() and rmq_prepare.
+RMQ_DIST_PORT=$((RABBITMQ_PORT + 20000))
 KAFKA_DIR="$STACK/kafka"
 KAFKA_LIBS="$KAFKA_DIR/libs"
 FERRET_DIR="$STACK/ferretdb"
@@ -490,14 +493,23 @@ rmq_bindir() {
 }
 
 # rmq TOOL ARGS...: run a RabbitMQ script as the RabbitMQ user with the stack's environment
-# (killed after $RMQ_TIMEOUT seconds when that is set).
+# (killed after $RMQ_TIMEOUT seconds when that is set). Everything the node and its CLI
+# listen on is on 127.0.0.1: AMQP (RABBITMQ_NODE_IP_ADDRESS), management (rabbitmq.conf),
+# epmd, which the first Erlang node to start launches (ERL_EPMD_ADDRESS; an epmd already
+# running keeps its addresses), and the Erlang distribution listeners of the node
+# (RABBITMQ_DIST_PORT, inet_dist_use_interface in advanced.config) and of the CLI tools
+# (RABBITMQ_CTL_ERL_ARGS; ports 35672-35682). Anyone who reaches epmd and the
+# distribution port and knows the cookie can run code on the node.
 rmq() {
   local tool=$1; shift
   local cmd=(env \
     HOME="$(rmq_home)" \
+    ERL_EPMD_ADDRESS=127.0.0.1 \
     RABBITMQ_NODENAME="$RMQ_NODE" \
     RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
     RABBITMQ_NODE_PORT="$RABBITMQ_PORT" \
+    RABBITMQ_DIST_PORT="$RMQ_DIST_PORT" \
+    RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
     RABBITMQ_CONF_ENV_FILE="$RMQ_DIR/rabbitmq-env.conf" \
     RABBITMQ_CONFIG_FILE="$RMQ_DIR/rabbitmq.conf" \
     RABBITMQ_ADVANCED_CONFIG_FILE="$RMQ_DIR/advanced.config" \
@@ -525,14 +537,20 @@ log.console = false
 log.file.level = info
 EOF
   printf '[rabbitmq_management].\n' >"$RMQ_DIR/enabled_plugins"
-  printf '[].\n' >"$RMQ_DIR/advanced.config"
+  # The distribution listener on 127.0.0.1 only (rabbitmq.conf has no key for it).
+  printf '[{kernel, [{inet_dist_use_interface, {127,0,0,1}}]}].\n' >"$RMQ_DIR/advanced.config"
   own "$RMQ_USER" "$RMQ_DIR" "$RMQ_DIR/mnesia" "$LOG/rabbitmq" "$RMQ_DIR"/rabbitmq-env.conf \
     "$RMQ_DIR/rabbitmq.conf" "$RMQ_DIR/enabled_plugins" "$RMQ_DIR/advanced.config"
   : >"$LOG/rabbitmq-wait.log"
 }
 
 rmq_start() {
-  say "rabbitmq: starting on 127.0.0.1:$RABBITMQ_PORT (management :$RABBITMQ_MGMT_PORT)"
+  say "rabbitmq: starting on 127.0.0.1:$RABBITMQ_PORT (management :$RABBITMQ_MGMT_PORT, distribution :$RMQ_DIST_PORT)"
+  # An epmd started earlier without ERL_EPMD_ADDRESS (by another Erlang program, or by an
+  # older stack.sh) is reused as it is, on every address: say so rather than hide it.
+  if command -v ss >/dev/null && ss -Hltn 'sport = :4369' 2>/dev/null | awk '{print $4}' | grep -qvE '^(127\.0\.0\.1|\[::1\]|\[::ffff:127\.0\.0\.1\]):4369$'; then
+    warn "epmd (:4369) already listens on a non-loopback address; stop it ('epmd -kill' once no Erlang node uses it) so the node's own epmd binds 127.0.0.1"
+  fi
   rmq rabbitmq-server -detached >"$LOG/rabbitmq-start.log" 2>&1
 }
 
