@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/advise"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -67,6 +68,8 @@ func main() {
 		os.Exit(eventStoreMain(os.Args[2:], os.Stdout, os.Stderr))
 	case "raw":
 		os.Exit(rawMain(os.Args[2:], os.Stdout, os.Stderr))
+	case "advise":
+		os.Exit(advise.Main(os.Args[2:], os.Stdout, os.Stderr))
 	case "fuzz":
 		os.Exit(fuzzMain(os.Args[2:], os.Stdout, os.Stderr))
 	case experimentsCommand:

@@ -105,13 +105,16 @@ type question struct {
 // questions are the reference's decision questions, in the order a reader
 // asks them.
 var questions = []question{
-	{id: "semantics", title: "What semantics do you need?"},
-	{id: "load", title: "How much load, now and in two years?",
+	{id: "semantics", title: "Is Postgres' semantics enough?",
+		intro: "If you need fan-out, routing, independent consumer groups, replay or exchange between services without a shared database, the answer is no at any load."},
+	{id: "load", title: "What load now, and in two years?",
 		intro: "The highest rate each side sustained on this machine, and where the runs stop: growth beyond them is not measured."},
-	{id: "team", title: "Who will run it? (team size, operational burden)",
-		intro: "Not measured: no result counts people or hours. Each Postgres side runs on the Postgres you already operate; each specialist is one more server to install, upgrade, monitor and back up. What each Postgres side makes you own instead:"},
-	{id: "integrity", title: "Transactional integrity or the lowest latency?"},
-	{id: "shape", title: "What shape and size is the data?"},
+	{id: "team", title: "Is the ops team small?",
+		intro: "Not measured: no result counts people or hours. The reference's rule: with two or three people running infrastructure one tool saves a great deal of time; past ten people someone can own the specialist and the advantage fades. What each Postgres side makes you own instead:"},
+	{id: "integrity", title: "Is transactional integrity worth more than latency?"},
+	{id: "stack", title: "Is Postgres already in the stack?",
+		intro: "If it is, a new use case costs almost nothing; standing Postgres up for one replacement rarely makes sense."},
+	{id: "shape", title: "What shape and size is the data? (this project's question)"},
 }
 
 // pairSpec is one pair of the findings. A new pair is one more entry of
@@ -134,6 +137,8 @@ type pairSpec struct {
 	// claims is the results command whose claims the row counts ("" for
 	// none).
 	claims string
+	// verdict is the pair's Verdict.Pair (its card).
+	verdict string
 	// answers maps a question id to the pair's answer ("" says nothing).
 	answers map[string]func(*inputs) string
 }
@@ -148,7 +153,7 @@ func fixedAnswer(text string) func(*inputs) string {
 var pairSpecs = []pairSpec{
 	{
 		name: "queue", question: "RabbitMQ, or a table with `FOR UPDATE SKIP LOCKED`?",
-		section: pairTitles["queue"], doc: "docs/queue.md", claims: "queue",
+		section: pairTitles["queue"], doc: "docs/queue.md", claims: "queue", verdict: "queue",
 		has:      func(in *inputs) bool { return in.rs["queue"] != nil },
 		headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs["queue"].Versions) },
 		answers: map[string]func(*inputs) string{
@@ -162,7 +167,7 @@ var pairSpecs = []pairSpec{
 	},
 	{
 		name: "log", question: "Kafka, or logical replication with wal2json?",
-		section: pairTitles["log"], doc: "docs/log.md", claims: "log",
+		section: pairTitles["log"], doc: "docs/log.md", claims: "log", verdict: "log",
 		has:      func(in *inputs) bool { return in.rs["log"] != nil },
 		headline: logHeadline, servers: func(in *inputs) string {
 			return "Kafka " + orWhy(in.rs["log"].Versions.Kafka, in.rs["log"].Versions.Errors["kafka"])
@@ -176,7 +181,7 @@ var pairSpecs = []pairSpec{
 	},
 	{
 		name: "documents", question: "MongoDB, or `jsonb` with a GIN index?",
-		section: pairTitles["documents"], doc: "docs/documents.md", claims: "documents",
+		section: pairTitles["documents"], doc: "docs/documents.md", claims: "documents", verdict: "documents",
 		has:      func(in *inputs) bool { return in.rs["documents"] != nil },
 		headline: documentsHeadline, servers: func(in *inputs) string { return mongoVersion(in.rs["documents"].Versions) },
 		answers: map[string]func(*inputs) string{
@@ -189,7 +194,7 @@ var pairSpecs = []pairSpec{
 	cacheSpec,
 	{
 		name: "event store", question: "KurrentDB (or Kafka), or an append-only table?",
-		section: eventstore.SectionTitle, doc: "docs/eventstore.md",
+		section: eventstore.SectionTitle, doc: "docs/eventstore.md", verdict: "eventstore",
 		has: func(in *inputs) bool {
 			return in.es.Append != nil || in.es.PointRead != nil || in.es.CatchUp != nil
 		},
@@ -204,21 +209,13 @@ var pairSpecs = []pairSpec{
 	},
 }
 
-// findings renders the block for specs.
+// findings renders the block for specs: a verdict card per pair with
+// results, then the decision framework's questions answered per pair.
 func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ...Sources) string {
-	in := &inputs{rs: runs{}, es: es, claims: ClaimsFrom(all, first1(src))}
-	for _, r := range all {
-		in.rs[r.Command] = r
-	}
-	for _, c := range []string{"queue", "log", "documents", "cache"} {
-		if r := in.rs[c]; r != nil {
-			in.order = append(in.order, r)
-		}
-	}
+	in := newInputs(all, es, src...)
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("<!-- Generated by `go run ./loadtests report` (part of `make results`) from results/*.json by loadtests/report/readme.go: edit that, not this block. -->\n\n")
-	w("## What we found\n\n")
+	w("<!-- Generated by `go run ./loadtests report` (part of `make results`) from results/*.json by loadtests/report/readme.go and cards.go: edit those, not this block. -->\n\n")
 	var present []pairSpec
 	for _, s := range specs {
 		if s.has(in) {
@@ -229,14 +226,18 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 		w("No results yet: run `make up`, then `make results`.\n")
 		return b.String()
 	}
-	w("%s [RESULTS.md](RESULTS.md) has every table, every round and the method. Read ratios and ranges, not single figures: the rounds are noisy.\n\n", machineLine(in))
-	w("| pair | what we measured | claims of the reference ([all](RESULTS.md#claims)) | servers measured | details |\n|---|---|---|---|---|\n")
-	for _, s := range present {
-		w("| **%s**: %s | %s | %s | %s | [results](RESULTS.md#%s), [how it works](%s) |\n",
-			s.name, md(s.question), md(s.headline(in)), md(claimTally(in.claims, s.claims)), md(s.servers(in)), anchor(s.section), s.doc)
+	verdicts := map[string]Verdict{}
+	for _, v := range []Verdict{queueVerdict(in), logVerdict(in), documentsVerdict(in), eventStoreVerdict(in), cacheVerdict(in)} {
+		verdicts[v.Pair] = v
 	}
+	for _, s := range present {
+		if v, ok := verdicts[s.verdict]; ok {
+			w("%s\n", Card(v))
+		}
+	}
+	w("%s Every [claim of the reference](RESULTS.md#claims) is checked in RESULTS.md; `go run ./loadtests advise` answers the questions below for your own workload.\n", machineLine(in))
 	w("\n## Should you just use Postgres?\n\n")
-	w("The questions to ask before replacing a specialist with Postgres, each answered with what these runs measured.\n")
+	w("The reference's five questions, in its order of importance, and the project's sixth. A yes to each means Postgres will do; the first no names the tool you need instead. Each is answered with what these runs measured.\n")
 	for i, q := range questions {
 		w("\n### %d. %s\n\n", i+1, q.title)
 		if q.intro != "" {
@@ -245,6 +246,10 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 		n := 0
 		for _, s := range present {
 			f := s.answers[q.id]
+			if q.id == "stack" {
+				v := verdicts[s.verdict]
+				f = func(*inputs) string { return stackAnswer(v) }
+			}
 			if f == nil {
 				continue
 			}
@@ -258,6 +263,17 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 		}
 	}
 	return b.String()
+}
+
+// stackAnswer answers "Is Postgres already in the stack?" for a pair:
+// what the Postgres side costs on the server you run, against one more
+// server.
+func stackAnswer(v Verdict) string {
+	s := fmt.Sprintf("the Postgres side adds no server; %s runs beside it", v.Specialist)
+	if v.SpecConfidence != MeasuredHere {
+		s = fmt.Sprintf("the Postgres side adds no server; %s would be one more (%s)", v.Specialist, v.SpecConfidence)
+	}
+	return s + ". " + capitalize(cpuText(v)) + "."
 }
 
 // machineLine says where and on what the runs were measured.
