@@ -136,6 +136,15 @@ func Advise(w Workload, vs []report.Verdict) (Advice, error) {
 	}
 	a := Advice{Answers: []Answer{semantics(w, *v), load(w, *v), team(w, *v), integrity(w, *v), stack(w, *v), shape(w, *v)}}
 	a.Final = "Postgres: every answer is yes on this machine's measurements."
+	var unmeasured []string
+	for i, ans := range a.Answers {
+		if strings.HasPrefix(ans.Text, "not measured") {
+			unmeasured = append(unmeasured, fmt.Sprint(i+1))
+		}
+	}
+	if len(unmeasured) > 0 {
+		a.Final = fmt.Sprintf("Postgres: no answer is no on this machine's measurements; question(s) %s rest on no measurement.", strings.Join(unmeasured, ", "))
+	}
 	for i, ans := range a.Answers {
 		switch ans.Verdict {
 		case Specialist:
@@ -254,7 +263,7 @@ func shape(w Workload, v report.Verdict) Answer {
 	q := Answer{Question: "What shape and size is the data? (this project's question)"}
 	extra := ""
 	if v.Shape != "" {
-		extra = " " + v.Shape + "."
+		extra = " " + strings.ToUpper(v.Shape[:1]) + v.Shape[1:] + "."
 	}
 	if len(v.PayloadBytes) == 0 {
 		q.Verdict, q.Text = Postgres, fmt.Sprintf("not measured: these runs record no item size for this pair, so your %g bytes is not held against Postgres.%s", w.PayloadBytes, extra)

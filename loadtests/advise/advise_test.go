@@ -16,7 +16,7 @@ func fixture() []report.Verdict {
 		PGRate: report.Figure{Value: 3000, Unit: "/s"}, SpecRate: report.Figure{Value: 1000, Unit: "/s"},
 		RateCriterion: "server delivery p99 < 100ms", MaxRate: 4000,
 		PGCPU: report.Figure{Value: 0.64, Unit: " CPU-s"}, SpecCPU: report.Figure{Why: "failed: 100% of requests 503"},
-		PayloadBytes: []float64{70}, SpecOnly: []string{"consumer groups", "replay"},
+		PayloadBytes: []float64{60}, SpecOnly: []string{"consumer groups", "replay"},
 		PGLatency: report.Figure{Value: 1, Unit: " ms"}, SpecLatency: report.Figure{Value: 6, Unit: " ms"}, LatencyWhat: "delivery p95",
 	}}
 }
@@ -38,7 +38,7 @@ func TestAdviseOnFixture(t *testing.T) {
 		{"growth beyond the range", func(w *Workload) { w.Growth = 5 }, "measure it: question 2", []string{"5000/s in two years"}},
 		{"above both ceilings", func(w *Workload) { w.Rate = 3500 }, "measure it: question 2", []string{"neither side passed it"}},
 		{"big team", func(w *Workload) { w.TeamSize = 12 }, "Kafka (question 3", nil},
-		{"payload outside", func(w *Workload) { w.PayloadBytes = 2048 }, "measure it: question 6", []string{"29× the largest item measured (70 bytes)"}},
+		{"payload outside", func(w *Workload) { w.PayloadBytes = 2048 }, "measure it: question 6", []string{"34× the largest item measured (60 bytes)"}},
 		{"latency met", func(w *Workload) { w.LatencyMS = 5 }, "Postgres", []string{"0.2× your 5 ms target"}},
 		{"no Postgres yet", func(w *Workload) { w.PostgresInStack = false }, "Kafka (question 5", nil},
 	}
@@ -105,5 +105,40 @@ func TestParseSize(t *testing.T) {
 		if _, err := report.ParseSize(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// TestUnmeasuredAnswersAreNamed: when the results record no item size, the
+// final line says Postgres rests on no measurement for that question.
+func TestUnmeasuredAnswersAreNamed(t *testing.T) {
+	vs := fixture()
+	vs[0].PayloadBytes = nil
+	a, err := Advise(base(), vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Postgres: no answer is no on this machine's measurements; question(s) 6 rest on no measurement."; a.Final != want {
+		t.Errorf("final %q, want %q", a.Final, want)
+	}
+}
+
+// TestAdviseOnCommittedResults answers from the committed results: the
+// reference's example workload needs Kafka (replay, consumer groups).
+func TestAdviseOnCommittedResults(t *testing.T) {
+	vs, err := Load("../../results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := base()
+	w.Rate, w.PayloadBytes, w.ConsumerGroups, w.Replay = 4000, 2048, 3, true
+	a, err := Advise(w, vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(a.Final, "Kafka (question 1") {
+		t.Errorf("final %q", a.Final)
+	}
+	if len(vs) != len(Pairs) {
+		t.Errorf("%d verdicts, want one per pair", len(vs))
 	}
 }

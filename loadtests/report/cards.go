@@ -91,6 +91,9 @@ type Verdict struct {
 	// SpecOnly lists what only the specialist does (the semantic limits
 	// of the Postgres side).
 	SpecOnly []string
+	// Alt is a sentence on an alternative specialist measured instead
+	// ("" for none).
+	Alt string
 	// Bites is the failure that bites Postgres first, with its figure.
 	Bites string
 	// Shape is the pair's data-shape figure in words ("" for none).
@@ -100,8 +103,9 @@ type Verdict struct {
 }
 
 // typicalPayload is the size of the queue's and the log's load bodies:
-// a JSON object of about 70 bytes (scenario's task and event bodies).
-const typicalPayload = 70
+// a JSON object of 50 to 60 bytes (scenario's task and event bodies,
+// loadtests/scenario/queue.go and logpair.go).
+const typicalPayload = 60
 
 // Verdicts returns the pairs' verdicts read from the runs, the
 // event-store results and the raw results, in card order (queue, log,
@@ -217,14 +221,17 @@ func queueVerdict(in *inputs) Verdict {
 		v.SpecServer = rabbitVersion(r.Versions)
 	}
 	v.Claims = claimCount(in.claims, "queue")
-	best, behind := highestKeptUp(in.rs, "queue", "queue.rate")
+	best, _ := highestKeptUp(in.rs, "queue", "queue.rate")
 	v.PGLatency, v.SpecLatency = pointFigure(best, "server.delivery.p99_ms", "no-rabbitmq", " ms"), pointFigure(best, "server.delivery.p99_ms", "rabbitmq", " ms")
 	if best != nil {
 		v.LatencyWhat = "delivery p99 at " + best.Name
 	}
 	v.Bites = "every `NOTIFY` serializes commits"
-	if behind != nil {
-		v.Bites = fmt.Sprintf("past its ceiling the backlog grows (a side fell behind at %s); %s", behind.Name, v.Bites)
+	for _, p := range in.rs.points("queue", "queue.rate") {
+		if _, ok := median(p, "throughput", "no-rabbitmq"); ok && !sideKeptUp(p, "no-rabbitmq") {
+			v.Bites = fmt.Sprintf("past its ceiling the backlog grows (Postgres fell behind at %s); %s", p.Name, v.Bites)
+			break
+		}
 	}
 	return v
 }
@@ -344,6 +351,11 @@ func eventStoreVerdict(in *inputs) Verdict {
 		}
 	} else if f := appendFailure(in.es, rta, "no-kurrentdb"); f != "" {
 		v.PGRate = Figure{Unit: "/s", Why: "failed: " + f}
+	}
+	if f := appendFailure(in.es, rta, "kafka-eventstore"); f != "" {
+		v.Alt = "Kafka is no substitute here: its read-then-append " + f
+	} else if e := engine(in.es, "kafka-eventstore"); e != nil && e.Up && !e.Conditional {
+		v.Alt = "Kafka is no substitute here: it cannot check an expected version"
 	}
 	if pg := catchUp(in.es, "no-kurrentdb"); pg != nil && len(pg.LiveP50MS) > 0 {
 		v.PGLatency = Figure{Value: slices.Max(pg.LiveP50MS), Unit: " ms"}

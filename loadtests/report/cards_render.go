@@ -66,7 +66,11 @@ func Card(v Verdict) string {
 	case v.PGRate.OK():
 		spec += fmt.Sprintf(", or more than %s %s/s (%s's rate: %s)", num(v.PGRate.Value), v.Item, v.Specialist, v.SpecRate)
 	}
-	w("%s. %s: Postgres %s, %s %s.\n", spec, capitalize(v.LatencyWhat), v.PGLatency, v.Specialist, v.SpecLatency)
+	w("%s. %s: Postgres %s, %s %s.", spec, capitalize(v.LatencyWhat), v.PGLatency, v.Specialist, v.SpecLatency)
+	if v.Alt != "" {
+		w(" %s.", v.Alt)
+	}
+	w("\n")
 	w("- **Bites Postgres first:** %s.", v.Bites)
 	if v.MaxRate > 0 {
 		w(" Above %s %s/s nothing was measured.", num(v.MaxRate), v.Item)

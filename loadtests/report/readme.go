@@ -246,9 +246,12 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 		n := 0
 		for _, s := range present {
 			f := s.answers[q.id]
-			if q.id == "stack" {
-				v := verdicts[s.verdict]
+			v, hasV := verdicts[s.verdict]
+			switch {
+			case q.id == "stack" && hasV:
 				f = func(*inputs) string { return stackAnswer(v) }
+			case q.id == "shape" && f == nil && hasV && len(v.PayloadBytes) > 0:
+				f = func(*inputs) string { return itemSizeAnswer(v) }
 			}
 			if f == nil {
 				continue
@@ -269,11 +272,14 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 // what the Postgres side costs on the server you run, against one more
 // server.
 func stackAnswer(v Verdict) string {
-	s := fmt.Sprintf("the Postgres side adds no server; %s runs beside it", v.Specialist)
-	if v.SpecConfidence != MeasuredHere {
-		s = fmt.Sprintf("the Postgres side adds no server; %s would be one more (%s)", v.Specialist, v.SpecConfidence)
-	}
+	s := fmt.Sprintf("the Postgres side adds no server; %s is one more to run (%s)", v.Specialist, v.SpecConfidence)
 	return s + ". " + capitalize(cpuText(v)) + "."
+}
+
+// itemSizeAnswer answers the data-shape question for a pair whose load
+// used one item size: that size, and that others are not measured.
+func itemSizeAnswer(v Verdict) string {
+	return fmt.Sprintf("every %s of the load was a JSON body of about %s; larger items are not measured (`advise` says how far yours is from it).", strings.TrimSuffix(v.Item, "s"), bytesH(slices.Max(v.PayloadBytes)))
 }
 
 // machineLine says where and on what the runs were measured.
