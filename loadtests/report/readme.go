@@ -77,9 +77,11 @@ func blockBounds(doc string) (int, int, error) {
 	return begin, end, nil
 }
 
-// Findings renders the README's generated block: "What we found", one
-// line per pair with results, and "Should you just use Postgres?", the
-// decision questions answered with the measured numbers. Every figure in
+// Findings renders the README's generated block: a verdict card per pair
+// with results (Card, from Verdicts: "Use Postgres when … / Use
+// <specialist> when …"), and "Should you just use Postgres?", the
+// reference's five decision questions in its order plus the project's
+// sixth, answered with the measured numbers. Every figure in
 // it is read from the runs, the event-store results and the raw results
 // rr; where they hold no number, it says what is not measured.
 func Findings(all []*driver.Run, es eventstore.Results, src ...Sources) string {
@@ -131,8 +133,9 @@ type pairSpec struct {
 	doc string
 	// has reports whether the results hold the pair's measurements.
 	has func(*inputs) bool
-	// headline is the measured verdict; servers names the servers
-	// measured, with their caveats.
+	// headline is the measured summary in sentences; servers names the
+	// servers measured, with their caveats. The README shows the cards
+	// instead; these stay tested (eventstore_test.go) for other readers.
 	headline, servers func(*inputs) string
 	// claims is the results command whose claims the row counts ("" for
 	// none).
@@ -298,29 +301,6 @@ func machineLine(in *inputs) string {
 	}
 	return fmt.Sprintf("Measured on one %d-CPU machine (%s), with the load driver on the same machine as the servers, on PostgreSQL %s. Every figure below is read from %s.",
 		m.CPUs, orDash(m.CPUModel), orWhy(r.Versions.Postgres, r.Versions.Errors["postgres"]), strings.Join(ids, ", "))
-}
-
-// claimTally lists a pair's claims by verdict, by their short names.
-func claimTally(all []Claim, pair string) string {
-	if pair == "" {
-		return "none checked for this pair"
-	}
-	by := map[string][]string{}
-	for _, c := range all {
-		if c.Pair == pair {
-			by[c.Verdict] = append(by[c.Verdict], c.Short)
-		}
-	}
-	var parts []string
-	for _, v := range []string{Holds, DoesNotHold, Inconclusive, FailedRun, NotMeasurable} {
-		if len(by[v]) > 0 {
-			parts = append(parts, fmt.Sprintf("%s: %s", v, strings.Join(by[v], ", ")))
-		}
-	}
-	if len(parts) == 0 {
-		return "none checked for this pair"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // anchor is GitHub's anchor for a Markdown heading.
