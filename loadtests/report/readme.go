@@ -194,7 +194,6 @@ var pairSpecs = []pairSpec{
 			"shape":     documentsShape,
 		},
 	},
-	cacheSpec,
 	{
 		name: "event store", question: "KurrentDB (or Kafka), or an append-only table?",
 		section: eventstore.SectionTitle, doc: "docs/eventstore.md", verdict: "eventstore",
@@ -210,6 +209,7 @@ var pairSpecs = []pairSpec{
 			"shape":     eventStoreShape,
 		},
 	},
+	cacheSpec,
 }
 
 // findings renders the block for specs: a verdict card per pair with
