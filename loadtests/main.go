@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/advise"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -88,6 +89,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return eventStoreMain(args[1:], stdout, stderr)
 	case "raw":
 		return rawMain(args[1:], stdout, stderr)
+	case "advise":
+		return advise.Main(args[1:], stdout, stderr)
 	case "fuzz":
 		return fuzzMain(args[1:], stdout, stderr)
 	case experimentsCommand:
@@ -111,6 +114,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "raw         measures the engines' own limits without a service (see loadtests/raw)")
 	fmt.Fprintln(w, "fuzz        starts each service and runs Schemathesis against its contract (make fuzz)")
 	fmt.Fprintln(w, "experiments runs the failure-mode experiments (see loadtests/experiments, docs/experiments.md)")
+	fmt.Fprintln(w, "advise      answers the reference's decision questions for your workload from the committed results")
 	loadUsage(w)
 }
 

@@ -7,9 +7,10 @@
 // / failed run when an input is not valid / not measurable here, with
 // why), and the
 // event-store bench's section (EventStoreSection) from its JSON. It
-// also renders the README's generated block (Findings, WriteREADME): one
-// measured verdict per pair and the decision questions answered with the
-// same numbers, between marker comments, so that the README cannot drift
+// also renders the README's generated block (Findings, WriteREADME): a verdict
+// card per pair (Verdicts, Card: "Use Postgres when … / Use <specialist>
+// when …" with the measured thresholds and each figure's confidence) and
+// the reference's decision questions answered with the same numbers, between marker comments, so that the README cannot drift
 // from the results.
 //
 // A value whose point or side is not valid (driver.Status: failed, not

@@ -77,9 +77,11 @@ func blockBounds(doc string) (int, int, error) {
 	return begin, end, nil
 }
 
-// Findings renders the README's generated block: "What we found", one
-// line per pair with results, and "Should you just use Postgres?", the
-// decision questions answered with the measured numbers. Every figure in
+// Findings renders the README's generated block: a verdict card per pair
+// with results (Card, from Verdicts: "Use Postgres when … / Use
+// <specialist> when …"), and "Should you just use Postgres?", the
+// reference's five decision questions in its order plus the project's
+// sixth, answered with the measured numbers. Every figure in
 // it is read from the runs, the event-store results and the raw results
 // rr; where they hold no number, it says what is not measured.
 func Findings(all []*driver.Run, es eventstore.Results, src ...Sources) string {
@@ -105,13 +107,16 @@ type question struct {
 // questions are the reference's decision questions, in the order a reader
 // asks them.
 var questions = []question{
-	{id: "semantics", title: "What semantics do you need?"},
-	{id: "load", title: "How much load, now and in two years?",
+	{id: "semantics", title: "Is Postgres' semantics enough?",
+		intro: "If you need fan-out, routing, independent consumer groups, replay or exchange between services without a shared database, the answer is no at any load."},
+	{id: "load", title: "What load now, and in two years?",
 		intro: "The highest rate each side sustained on this machine, and where the runs stop: growth beyond them is not measured."},
-	{id: "team", title: "Who will run it? (team size, operational burden)",
-		intro: "Not measured: no result counts people or hours. Each Postgres side runs on the Postgres you already operate; each specialist is one more server to install, upgrade, monitor and back up. What each Postgres side makes you own instead:"},
-	{id: "integrity", title: "Transactional integrity or the lowest latency?"},
-	{id: "shape", title: "What shape and size is the data?"},
+	{id: "team", title: "Is the ops team small?",
+		intro: "Not measured: no result counts people or hours. The reference's rule: with two or three people running infrastructure one tool saves a great deal of time; past ten people someone can own the specialist and the advantage fades. What each Postgres side makes you own instead:"},
+	{id: "integrity", title: "Is transactional integrity worth more than latency?"},
+	{id: "stack", title: "Is Postgres already in the stack?",
+		intro: "If it is, a new use case costs almost nothing; standing Postgres up for one replacement rarely makes sense."},
+	{id: "shape", title: "What shape and size is the data? (this project's question)"},
 }
 
 // pairSpec is one pair of the findings. A new pair is one more entry of
@@ -128,12 +133,15 @@ type pairSpec struct {
 	doc string
 	// has reports whether the results hold the pair's measurements.
 	has func(*inputs) bool
-	// headline is the measured verdict; servers names the servers
-	// measured, with their caveats.
+	// headline is the measured summary in sentences; servers names the
+	// servers measured, with their caveats. The README shows the cards
+	// instead; these stay tested (eventstore_test.go) for other readers.
 	headline, servers func(*inputs) string
 	// claims is the results command whose claims the row counts ("" for
 	// none).
 	claims string
+	// verdict is the pair's Verdict.Pair (its card).
+	verdict string
 	// answers maps a question id to the pair's answer ("" says nothing).
 	answers map[string]func(*inputs) string
 }
@@ -148,7 +156,7 @@ func fixedAnswer(text string) func(*inputs) string {
 var pairSpecs = []pairSpec{
 	{
 		name: "queue", question: "RabbitMQ, or a table with `FOR UPDATE SKIP LOCKED`?",
-		section: pairTitles["queue"], doc: "docs/queue.md", claims: "queue",
+		section: pairTitles["queue"], doc: "docs/queue.md", claims: "queue", verdict: "queue",
 		has:      func(in *inputs) bool { return in.rs["queue"] != nil },
 		headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs["queue"].Versions) },
 		answers: map[string]func(*inputs) string{
@@ -162,7 +170,7 @@ var pairSpecs = []pairSpec{
 	},
 	{
 		name: "log", question: "Kafka, or logical replication with wal2json?",
-		section: pairTitles["log"], doc: "docs/log.md", claims: "log",
+		section: pairTitles["log"], doc: "docs/log.md", claims: "log", verdict: "log",
 		has:      func(in *inputs) bool { return in.rs["log"] != nil },
 		headline: logHeadline, servers: func(in *inputs) string {
 			return "Kafka " + orWhy(in.rs["log"].Versions.Kafka, in.rs["log"].Versions.Errors["kafka"])
@@ -176,7 +184,7 @@ var pairSpecs = []pairSpec{
 	},
 	{
 		name: "documents", question: "MongoDB, or `jsonb` with a GIN index?",
-		section: pairTitles["documents"], doc: "docs/documents.md", claims: "documents",
+		section: pairTitles["documents"], doc: "docs/documents.md", claims: "documents", verdict: "documents",
 		has:      func(in *inputs) bool { return in.rs["documents"] != nil },
 		headline: documentsHeadline, servers: func(in *inputs) string { return mongoVersion(in.rs["documents"].Versions) },
 		answers: map[string]func(*inputs) string{
@@ -186,10 +194,9 @@ var pairSpecs = []pairSpec{
 			"shape":     documentsShape,
 		},
 	},
-	cacheSpec,
 	{
 		name: "event store", question: "KurrentDB (or Kafka), or an append-only table?",
-		section: eventstore.SectionTitle, doc: "docs/eventstore.md",
+		section: eventstore.SectionTitle, doc: "docs/eventstore.md", verdict: "eventstore",
 		has: func(in *inputs) bool {
 			return in.es.Append != nil || in.es.PointRead != nil || in.es.CatchUp != nil
 		},
@@ -202,23 +209,16 @@ var pairSpecs = []pairSpec{
 			"shape":     eventStoreShape,
 		},
 	},
+	cacheSpec,
 }
 
-// findings renders the block for specs.
+// findings renders the block for specs: a verdict card per pair with
+// results, then the decision framework's questions answered per pair.
 func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ...Sources) string {
-	in := &inputs{rs: runs{}, es: es, claims: ClaimsFrom(all, first1(src))}
-	for _, r := range all {
-		in.rs[r.Command] = r
-	}
-	for _, c := range []string{"queue", "log", "documents", "cache"} {
-		if r := in.rs[c]; r != nil {
-			in.order = append(in.order, r)
-		}
-	}
+	in := newInputs(all, es, src...)
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("<!-- Generated by `go run ./loadtests report` (part of `make results`) from results/*.json by loadtests/report/readme.go: edit that, not this block. -->\n\n")
-	w("## What we found\n\n")
+	w("<!-- Generated by `go run ./loadtests report` (part of `make results`) from results/*.json by loadtests/report/readme.go and cards.go: edit those, not this block. -->\n\n")
 	var present []pairSpec
 	for _, s := range specs {
 		if s.has(in) {
@@ -229,14 +229,18 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 		w("No results yet: run `make up`, then `make results`.\n")
 		return b.String()
 	}
-	w("%s [RESULTS.md](RESULTS.md) has every table, every round and the method. Read ratios and ranges, not single figures: the rounds are noisy.\n\n", machineLine(in))
-	w("| pair | what we measured | claims of the reference ([all](RESULTS.md#claims)) | servers measured | details |\n|---|---|---|---|---|\n")
-	for _, s := range present {
-		w("| **%s**: %s | %s | %s | %s | [results](RESULTS.md#%s), [how it works](%s) |\n",
-			s.name, md(s.question), md(s.headline(in)), md(claimTally(in.claims, s.claims)), md(s.servers(in)), anchor(s.section), s.doc)
+	verdicts := map[string]Verdict{}
+	for _, v := range []Verdict{queueVerdict(in), logVerdict(in), documentsVerdict(in), eventStoreVerdict(in), cacheVerdict(in)} {
+		verdicts[v.Pair] = v
 	}
+	for _, s := range present {
+		if v, ok := verdicts[s.verdict]; ok {
+			w("%s\n", Card(v))
+		}
+	}
+	w("%s Every [claim of the reference](RESULTS.md#claims) is checked in RESULTS.md; `go run ./loadtests advise` answers the questions below for your own workload.\n", machineLine(in))
 	w("\n## Should you just use Postgres?\n\n")
-	w("The questions to ask before replacing a specialist with Postgres, each answered with what these runs measured.\n")
+	w("The reference's five questions, in its order of importance, and the project's sixth. A yes to each means Postgres will do; the first no names the tool you need instead. Each is answered with what these runs measured.\n")
 	for i, q := range questions {
 		w("\n### %d. %s\n\n", i+1, q.title)
 		if q.intro != "" {
@@ -245,6 +249,13 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 		n := 0
 		for _, s := range present {
 			f := s.answers[q.id]
+			v, hasV := verdicts[s.verdict]
+			switch {
+			case q.id == "stack" && hasV:
+				f = func(*inputs) string { return stackAnswer(v) }
+			case q.id == "shape" && f == nil && hasV && len(v.PayloadBytes) > 0:
+				f = func(*inputs) string { return itemSizeAnswer(v) }
+			}
 			if f == nil {
 				continue
 			}
@@ -258,6 +269,20 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 		}
 	}
 	return b.String()
+}
+
+// stackAnswer answers "Is Postgres already in the stack?" for a pair:
+// what the Postgres side costs on the server you run, against one more
+// server.
+func stackAnswer(v Verdict) string {
+	s := fmt.Sprintf("the Postgres side adds no server; %s is one more to run (%s)", v.Specialist, v.SpecConfidence)
+	return s + ". " + capitalize(cpuText(v)) + "."
+}
+
+// itemSizeAnswer answers the data-shape question for a pair whose load
+// used one item size: that size, and that others are not measured.
+func itemSizeAnswer(v Verdict) string {
+	return fmt.Sprintf("every %s of the load was a JSON body of about %s; larger items are not measured (`advise` says how far yours is from it).", strings.TrimSuffix(v.Item, "s"), bytesH(slices.Max(v.PayloadBytes)))
 }
 
 // machineLine says where and on what the runs were measured.
@@ -276,29 +301,6 @@ func machineLine(in *inputs) string {
 	}
 	return fmt.Sprintf("Measured on one %d-CPU machine (%s), with the load driver on the same machine as the servers, on PostgreSQL %s. Every figure below is read from %s.",
 		m.CPUs, orDash(m.CPUModel), orWhy(r.Versions.Postgres, r.Versions.Errors["postgres"]), strings.Join(ids, ", "))
-}
-
-// claimTally lists a pair's claims by verdict, by their short names.
-func claimTally(all []Claim, pair string) string {
-	if pair == "" {
-		return "none checked for this pair"
-	}
-	by := map[string][]string{}
-	for _, c := range all {
-		if c.Pair == pair {
-			by[c.Verdict] = append(by[c.Verdict], c.Short)
-		}
-	}
-	var parts []string
-	for _, v := range []string{Holds, DoesNotHold, Inconclusive, FailedRun, NotMeasurable} {
-		if len(by[v]) > 0 {
-			parts = append(parts, fmt.Sprintf("%s: %s", v, strings.Join(by[v], ", ")))
-		}
-	}
-	if len(parts) == 0 {
-		return "none checked for this pair"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // anchor is GitHub's anchor for a Markdown heading.
