@@ -95,7 +95,10 @@ func throughputChart(r *driver.Run, pairs []string, path string) (bool, error) {
 		var ss []series
 		for i, side := range sides {
 			who := "Postgres side"
-			if i == 1 {
+			switch {
+			case len(pairs) == 1:
+				who = SideLabel(r, side)
+			case i == 1:
 				who = "RabbitMQ / Kafka side"
 			}
 			acc := series{label: who + ": accepted/s", color: sideColors[i]}
@@ -118,7 +121,11 @@ func throughputChart(r *driver.Run, pairs []string, path string) (bool, error) {
 	if len(plots) == 0 {
 		return false, nil
 	}
-	return true, renderPanels("throughput against batch size (closed loop, log scales)", legend, plots, 1, len(plots), chartHeight, path)
+	title := "throughput against batch size (closed loop, log scales)"
+	if len(pairs) == 1 {
+		title = pairs[0] + ": " + title
+	}
+	return true, renderPanels(title, legend, plots, 1, len(plots), chartHeight, path)
 }
 
 // cpuChart draws CPU-seconds per 1,000 items against batch size, one
@@ -494,7 +501,7 @@ func eventStoreChart(es eventstore.Results, path string) (bool, error) {
 			rs = append(rs, s)
 			rs[len(rs)-1].pts = []xy{v}
 		}
-		if rp, _, err := barPanel(barSpec{title: "point read (median of 5)", ylabel: "ms", groups: []string{group}, series: rs}); err != nil {
+		if rp, _, err := barPanel(barSpec{title: "point read, median", ylabel: "ms", groups: []string{group}, series: rs}); err != nil {
 			return false, err
 		} else if rp != nil {
 			plots = append(plots, rp)
