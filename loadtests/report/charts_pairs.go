@@ -579,11 +579,11 @@ var chartCaptions = map[string]string{
 	"throughput": "Higher is better. Solid: items/s the batch endpoint accepted; dashed: items/s the service processed or delivered; whiskers: min–max of the rounds; both axes logarithmic. " +
 		"A closed loop finds a maximum, not a sustainable rate: where processed/s is under accepted/s a backlog grew (the table says where it was only draining). Sustainable throughput at a stated p99 is not measured yet.",
 	"cpu": "Lower is better: CPU-seconds (utime+stime) per 1,000 items of each process group, median of the rounds with min–max, both axes logarithmic; total is dashed. " +
-		"A process with no CPU measured at a batch size has no point there (a log axis has no zero). The Postgres figure counts every process of the server.",
+		"A process with no CPU measured at a batch size has no point there (a log axis has no zero). The Postgres figure counts every process of the server; a broker off a side's path shows its idle cost.",
 	"queue-rate": "Lower is better. Server-side processing p99 (solid) and p50 (dashed) per offered rate, from the fixed-rate points and every ceiling step together (median with min–max), both axes logarithmic; " +
-		"red: the p99 SLO the ceilings judge; vertical dotted: each side's knee, its median ceiling. Rates above the highest point are not measured yet.",
+		"red: the p99 SLO the ceilings judge; vertical dotted: each side's knee, its median ceiling. Steps past a knee failed the ceiling's criteria (load shed or the SLO missed), so their latencies are those of the requests accepted. Rates above the highest point are not measured yet.",
 	"log-rate": "Lower is better. Server-side delivery p99 (solid) and p50 (dashed) per offered rate, from the fixed-rate points and every ceiling step together (median with min–max), both axes logarithmic; " +
-		"red: the p99 SLO the ceilings judge; vertical dotted: each side's knee, its median ceiling. Rates above the highest point are not measured yet.",
+		"red: the p99 SLO the ceilings judge; vertical dotted: each side's knee, its median ceiling. Steps past a knee failed the ceiling's criteria (load shed or the SLO missed), so their latencies are those of the requests accepted. Rates above the highest point are not measured yet.",
 	"notify": "Higher is better: commits/s of one-row INSERT transactions against concurrent committers, with pg_notify in each transaction, debounced outside them, or none. " +
 		"One measurement per point (the raw loops run no rounds, so there are no whiskers).",
 	"toast": "Lower is better: request p50 (round trip) of rewriting the whole profile against patching a neighbour column, Postgres with pglz (default) and lz4 TOAST compression; right: Postgres WAL per operation; both axes logarithmic, whiskers min–max of the rounds. " +
