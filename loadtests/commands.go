@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -429,6 +430,9 @@ func newEnv(c common, root string) (*scenario.Env, func(), error) {
 	}
 	client := &http.Client{Timeout: 3 * time.Second}
 	env.Probe = func(ctx context.Context, name string, port int) error {
+		// "service@instance" is one more instance of service: it
+		// reports service's name.
+		name, _, _ = strings.Cut(name, "@")
 		s := checkOne(ctx, client, c.host, Target{Name: name, Port: port})
 		if !s.Up {
 			return errors.New(s.Err)
@@ -581,6 +585,11 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 // as "not measured here" unless one answers on its port.
 var eventStoreServices = []scenario.Service{scenario.ServiceOf("no-kurrentdb"), scenario.ServiceOf("kafka-eventstore")}
 
+// keyedService is the keyed Kafka design: one more kafka-eventstore
+// instance (KAFKA_PARTITIONS > 1) at eventstore.KeyedPort, the bench's
+// eventstore.KeyedName target.
+var keyedService = scenario.Service{Name: "kafka-eventstore@keyed", Port: eventstore.KeyedPort}
+
 // runEventStoreBench runs the event-store bench (append, point-read,
 // catch-up) at the results size: 5 s append rounds instead of 30 s, every
 // other setting at the defaults, against the trio at -host and
@@ -590,7 +599,10 @@ var eventStoreServices = []scenario.Service{scenario.ServiceOf("no-kurrentdb"), 
 // When the driver starts kafka-eventstore itself, it gives it a topic
 // created empty for this run (deleted at the end), instead of one that
 // grows across runs; a kafka-eventstore already running keeps its topic,
-// whose size the bench declares.
+// whose size the bench declares. It also starts the keyed design
+// (keyedService: KAFKA_PARTITIONS=o.KeyedPartitions on a fresh topic of as
+// many partitions), measured as a second Kafka row; if that instance does
+// not start, its rows say why and the rest runs.
 func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error {
 	o := eventStoreResultsOptions(c)
 	o.DatabaseURL = c.pgURL
@@ -627,12 +639,48 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 			}()
 		}
 	}
-	if err := env.Ensure(ctx, eventStoreServices, nil, nil); err != nil {
+	services := eventStoreServices
+	keyedTopic := ""
+	if env.Launcher != nil {
+		// The keyed design: a second kafka-eventstore, on a fresh topic of
+		// its own with KAFKA_PARTITIONS partitions, measured as its own row.
+		keyedTopic = eventstore.BenchTopic(time.Now()) + "-keyed"
+		if err := eventstore.CreateTopicPartitions(ctx, o.KafkaBrokers, keyedTopic, o.KeyedPartitions); err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: no keyed topic (%v); the keyed rows say why\n", err)
+			keyedTopic = ""
+		} else {
+			defer func() {
+				if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, keyedTopic); err != nil {
+					fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
+				}
+			}()
+			kenv := maps.Clone(env.ServiceEnv["kafka-eventstore"])
+			if kenv == nil {
+				kenv = map[string]string{}
+			}
+			kenv["KAFKA_TOPIC"], kenv["KAFKA_PARTITIONS"] = keyedTopic, strconv.Itoa(o.KeyedPartitions)
+			if env.ServiceEnv == nil {
+				env.ServiceEnv = map[string]map[string]string{}
+			}
+			env.ServiceEnv[keyedService.Name] = kenv
+			defer delete(env.ServiceEnv, keyedService.Name)
+		}
+	}
+	if err := env.Ensure(ctx, services, nil, nil); err != nil {
 		return err
+	}
+	if keyedTopic != "" {
+		// The keyed side is an addition: if it does not start, its rows
+		// say "not measured here" and the rest of the bench runs.
+		if err := env.Ensure(ctx, []scenario.Service{keyedService}, nil, nil); err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: the keyed side did not start (%v); its rows say not measured here\n", err)
+		} else {
+			services = append(slices.Clone(services), keyedService)
+		}
 	}
 	defer func() {
 		if env.Launcher != nil {
-			for _, s := range eventStoreServices {
+			for _, s := range services {
 				_ = env.Launcher.Stop(s.Name, 30*time.Second)
 			}
 		}
@@ -640,6 +688,11 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 	if topic != "" {
 		if p := env.Launcher.Running("kafka-eventstore"); p != nil && p.Env["KAFKA_TOPIC"] == topic {
 			o.KafkaTopic, o.FreshTopic = topic, true
+		}
+	}
+	if keyedTopic != "" {
+		if p := env.Launcher.Running(keyedService.Name); p != nil && p.Env["KAFKA_TOPIC"] == keyedTopic {
+			o.KeyedTopic = keyedTopic
 		}
 	}
 	o.Before = eventStoreState(env)

@@ -342,6 +342,17 @@ wal_level = logical
 max_replication_slots = 20
 max_wal_senders = 20
 $plugins
+# A frozen or network-hung client must not keep a backend blocked in a send
+# (a walsender that a CHECKPOINT invalidating its slot waits for held every
+# checkpoint for 12+ minutes; wal_sender_timeout does not end a blocked
+# send): data unacknowledged for 10 s, a zero window included, aborts the
+# connection (tcp_user_timeout, Linux), and keepalives find a silent peer
+# gone within 10 + 3 x 5 s. loadtests/experiments checks these lines
+# (TestStackTCPSettings) and uses them in slot-wal-retention.
+tcp_user_timeout = 10000
+tcp_keepalives_idle = 10
+tcp_keepalives_interval = 5
+tcp_keepalives_count = 3
 EOF
   own "$PG_USER" "$PGDATA/stack.conf"
   grep -q "^include_if_exists 'stack.conf'" "$PGDATA/postgresql.conf" ||

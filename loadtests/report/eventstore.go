@@ -87,14 +87,14 @@ func EventStoreSection(es eventstore.Results) string {
 				if r.Measured {
 					why = statusText(st)
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | | | | | | |\n", r.Engine, m.Name, r.Series, r.Round, why)
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | | | | | | |\n", r.Shown(), m.Name, r.Series, r.Round, why)
 				continue
 			}
 			late, inFlight := fmt.Sprint(r.Late), fmt.Sprint(r.InFlight)
 			if !r.Counted {
 				late, inFlight = "not counted (older file: dropped)", "not counted"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %.1f | %.3f | %d | %.0f |\n", r.Engine, m.Name, r.Series, r.Round, r.Ops, late, inFlight, r.OpsPerSec, r.ConflictsPerOp, r.Errors, r.EventsPerStream)
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %.1f | %.3f | %d | %.0f |\n", r.Shown(), m.Name, r.Series, r.Round, r.Ops, late, inFlight, r.OpsPerSec, r.ConflictsPerOp, r.Errors, r.EventsPerStream)
 		}
 		if len(modes) == 1 {
 			fmt.Fprintf(&b, "\nOnly the %s mode ran in this file.\n", modes[0].Name)
@@ -111,15 +111,15 @@ func EventStoreSection(es eventstore.Results) string {
 		b.WriteString("| engine | matched records | records_scanned | scanned / matched | read time (ms) |\n|---|---|---|---|---|\n")
 		for _, r := range p.Rows {
 			if r.Failed != "" {
-				fmt.Fprintf(&b, "| %s | failed: %s | | | |\n", r.Engine, strings.TrimPrefix(md(r.Failed), "failed: "))
+				fmt.Fprintf(&b, "| %s | failed: %s | | | |\n", r.Shown(), strings.TrimPrefix(md(r.Failed), "failed: "))
 				continue
 			}
 			if !r.Measured {
-				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Engine, esNotMeasured)
+				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Shown(), esNotMeasured)
 				continue
 			}
 			if st := pointReadStatus(r); !st.OK() {
-				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Engine, statusText(st))
+				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Shown(), statusText(st))
 				continue
 			}
 			scanned, ratio := "null (not measurable per request)", "no ratio: not measurable per request"
@@ -127,7 +127,7 @@ func EventStoreSection(es eventstore.Results) string {
 				scanned = fmt.Sprint(*r.RecordsScanned)
 				ratio = fmt.Sprintf("%.1f×", r.ScanRatio)
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.2f |\n", r.Engine, r.Matched, scanned, ratio, r.MedianMS)
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.2f |\n", r.Shown(), r.Matched, scanned, ratio, r.MedianMS)
 		}
 		b.WriteString("\n")
 	}
@@ -137,10 +137,10 @@ func EventStoreSection(es eventstore.Results) string {
 		b.WriteString("| engine | catch-up time (ms) | live latency p50 (ms) | live latency max (ms) |\n|---|---|---|---|\n")
 		for _, r := range c.Rows {
 			if !r.Measured {
-				fmt.Fprintf(&b, "| %s | %s | | |\n", r.Engine, esNotMeasured)
+				fmt.Fprintf(&b, "| %s | %s | | |\n", r.Shown(), esNotMeasured)
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Engine, minMax(r.CatchUpMS), minMax(r.LiveP50MS), minMax(r.LiveMaxMS))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Shown(), minMax(r.CatchUpMS), minMax(r.LiveP50MS), minMax(r.LiveMaxMS))
 		}
 		b.WriteString("\n")
 	}
