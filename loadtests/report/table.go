@@ -239,6 +239,15 @@ var demoMetrics = map[string][]row{
 	"documents.search": {{"client.ok_rate", "searches/s"}, {"server.search.p50_ms", "search p50 ms"}, {"server.search.p99_ms", "search p99 ms"}, {"client.errors", "errors"}},
 	"documents.rewrite": {{"client.rewrite.p50_ms", "rewrite p50 ms"}, {"client.rewrite.p99_ms", "rewrite p99 ms"},
 		{"client.patch.p50_ms", "neighbour patch p50 ms"}, {"cost_ratio.p50", "rewrite ÷ patch"}, {"wal_per_op.rewrite", "WAL bytes per rewrite"}},
+	"cache.profile":    {{"client.ok_rate", "requests/s"}, {"client.p50_ms", "client p50 ms"}, {"client.p99_ms", "client p99 ms"}, {"client.errors", "errors"}},
+	"cache.kv_write":   {{"client.p50_ms", "kv PUT p50 ms"}, {"client.p99_ms", "kv PUT p99 ms"}, {"client.errors", "errors"}},
+	"cache.kv_read":    {{"client.p50_ms", "kv GET p50 ms"}, {"client.p99_ms", "kv GET p99 ms"}, {"client.errors", "errors"}},
+	"cache.raw_lookup": {{"client.p50_ms", "lookup p50 ms (no HTTP)"}, {"client.p99_ms", "lookup p99 ms (no HTTP)"}},
+	"cache.stampede":   {{"origin_loads.one", "origin loads, instance 1"}, {"origin_loads.two", "origin loads, instance 2"}},
+	"cache.staleness":  {{"stale_ms", "stale after an UPDATE, ms"}},
+	// The event store in the demo: the bench's append scenario.
+	"eventstore.append.read-then-append": {{"ops_per_sec", "appends/s"}, {"client.p50_ms", "append p50 ms"}, {"client.p99_ms", "append p99 ms"}, {"errors", "errors"}},
+	"eventstore.append.blind":            {{"ops_per_sec", "appends/s"}, {"client.p50_ms", "append p50 ms"}, {"client.p99_ms", "append p99 ms"}, {"errors", "errors"}},
 }
 
 // Demo prints one side-by-side table for a pair's run: throughput, the

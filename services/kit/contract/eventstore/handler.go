@@ -17,7 +17,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -128,16 +127,10 @@ func ValidateEvents(events []EventData) error {
 		if len(e.Data) == 0 || string(e.Data) == "null" {
 			return httpapi.BadRequest("events[%d].data is required (any JSON value but null)", i)
 		}
-		if err := jsonbtext.Check(e.Data); err != nil {
-			return httpapi.BadRequest("events[%d].data: %v", i, err)
-		}
 		if len(e.Metadata) > 0 && string(e.Metadata) != "null" {
 			var m map[string]any
 			if err := json.Unmarshal(e.Metadata, &m); err != nil {
 				return httpapi.BadRequest("events[%d].metadata must be a JSON object", i)
-			}
-			if err := jsonbtext.Check(e.Metadata); err != nil {
-				return httpapi.BadRequest("events[%d].metadata: %v", i, err)
 			}
 		}
 	}

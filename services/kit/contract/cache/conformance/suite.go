@@ -100,6 +100,7 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 		{"KVRoundTrip", testKV},
 		{"KVExpiry", testKVExpiry},
 		{"BadInputIs4xx", testBadInput},
+		{"HostileValues", testHostileValues},
 		{"StampedeLoadsOnce", testStampede},
 		{"PutDuringSlowLoadWins", testFillRace},
 		{"StatsNames", testStats},

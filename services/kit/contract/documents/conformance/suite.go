@@ -80,6 +80,7 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 		{"CRUD", testCRUD},
 		{"DuplicateEmailConflicts", testDuplicateEmail},
 		{"BadInputIs4xx", testBadInput},
+		{"HostileValues", testHostileValues},
 		{"MergePatchNullRemoves", testMerge},
 		{"ReplaceProfile", testReplace},
 		{"LargeDocumentsRoundTrip", testLarge},

@@ -100,6 +100,7 @@ func Run(t *testing.T, f Features, newTarget NewTarget, opts ...Option) {
 		{"AppendThenReadVersionsAndPositions", testAppendRead},
 		{"StateFoldsTheTank", testState},
 		{"BadInputIsA4xxJSON", testBadInput},
+		{"HostileValuesRefusedOrKeptExactly", testHostileValues},
 		{"WrongExpectedVersionIs409WithActualVersion", testExpectedVersion},
 		{"ConcurrentConditionalAppendsExactlyOneWins", testConditionalRace},
 		{"ConditionalAppendRefusedWith422", testConditionalRefused},

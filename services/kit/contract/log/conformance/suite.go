@@ -61,6 +61,7 @@ func Run(t *testing.T, _ Features, newTarget NewTarget) {
 	kittest.ValidateOpenAPI(t, kittest.NewOpenAPI(t, logc.OpenAPI, "DELETE /events"))
 	t.Run("WriteGetWait", func(t *testing.T) { t.Parallel(); testWriteGetWait(t, newTarget(t)) })
 	t.Run("BadInput", func(t *testing.T) { t.Parallel(); testBadInput(t, newTarget(t)) })
+	t.Run("HostileValues", func(t *testing.T) { t.Parallel(); testHostileValues(t, newTarget(t)) })
 	t.Run("Batch1000ArrivesWhole", func(t *testing.T) { t.Parallel(); testBatch(t, newTarget(t)) })
 	t.Run("OrderingPerKey", func(t *testing.T) { t.Parallel(); testOrdering(t, newTarget(t)) })
 	t.Run("CrashRedeliversObservedOnce", func(t *testing.T) { t.Parallel(); testCrash(t, newTarget(t)) })

@@ -126,6 +126,7 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 		{"RetriesThenDone", testRetries},
 		{"DeadAfterMaxAttempts", testDead},
 		{"BadRequests", testBadRequests},
+		{"HostileValues", testHostileValues},
 		{"ThousandConcurrentTasksExactlyOnce", testConcurrent},
 		{"RestartMidLoadLosesNothing", testRestart},
 		{"WorkerCrashMidTaskRecovered", testCrash},
