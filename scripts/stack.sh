@@ -706,8 +706,11 @@ deps_apt() {
   # make fuzz installs Schemathesis into a venv: Debian's python3 needs
   # python3-venv (ensurepip) for that.
   python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
+  # The loadtests/report charts test renders every chart to PNG with
+  # librsvg's rsvg-convert.
+  command -v rsvg-convert >/dev/null || need+=(librsvg2-bin)
   if [ -n "$pgv" ] && [ "${#need[@]}" -eq 0 ] && [ "${jv:-0}" -ge 17 ]; then
-    info "apt: all packages already installed (PostgreSQL $pgv, wal2json, RabbitMQ, Redis, pgbouncer, curl, jq, Java $jv, Maven, python3-venv)"
+    info "apt: all packages already installed (PostgreSQL $pgv, wal2json, RabbitMQ, Redis, pgbouncer, curl, jq, Java $jv, Maven, python3-venv, librsvg2-bin)"
     return
   fi
   say "apt-get update"

@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 )
 
 var sideColors = []color.Color{color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}, color.RGBA{R: 0xdd, G: 0x66, B: 0x22, A: 0xff}}
@@ -55,35 +56,51 @@ type legendEntry struct {
 // title off the right edge) and the legend (one row, centred), and returns
 // the frame.
 func newFrame(title string, legend []legendEntry) frame {
-	svg := vgsvg.New(chartWidth, chartHeight)
+	return newFrameSized(title, legend, chartWidth, chartHeight)
+}
+
+// newFrameSized is newFrame on a width × height canvas; a legend wider
+// than the canvas wraps onto more rows, each centred.
+func newFrameSized(title string, legend []legendEntry, width, height vg.Length) frame {
+	svg := vgsvg.New(width, height)
 	dc := draw.New(svg)
 	sty := text.Style{Font: font.From(plot.DefaultFont, titleSize), Handler: plot.DefaultTextHandler}
 	dc.FillText(sty, vg.Point{X: dc.Min.X + vg.Points(8), Y: dc.Max.Y - vg.Points(titleSize*1.2)}, title)
 
 	// Legend entries: a thumbnail, a space and the label, entries
-	// separated by two em.
+	// separated by two em; rows fill up to the canvas' width.
 	thumbW, gap := vg.Points(20), vg.Points(2*legendSize)
+	room := dc.Max.X - dc.Min.X - vg.Points(16)
 	widths := make([]vg.Length, len(legend))
-	var total vg.Length
+	var rows [][]int
+	var rowW []vg.Length
 	for i, e := range legend {
 		widths[i] = thumbW + vg.Points(charWidth*legendSize*float64(utf8.RuneCountInString(" "+e.label)))
-		total += widths[i]
-		if i > 0 {
-			total += gap
+		n := len(rows)
+		if n == 0 || rowW[n-1]+gap+widths[i] > room {
+			rows = append(rows, []int{i})
+			rowW = append(rowW, widths[i])
+			continue
+		}
+		rows[n-1] = append(rows[n-1], i)
+		rowW[n-1] += gap + widths[i]
+	}
+	rowH := vg.Points(legendSize * 1.5)
+	for r, row := range rows {
+		x := (dc.Min.X + dc.Max.X - rowW[r]) / 2
+		bottom := dc.Min.Y + vg.Points(4) + vg.Length(len(rows)-1-r)*rowH
+		for _, i := range row {
+			l := plot.NewLegend()
+			l.TextStyle.Font.Size = vg.Points(legendSize)
+			l.Left, l.Top = true, false
+			l.Add(legend[i].label, legend[i].thumbs...)
+			c := draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x, Y: bottom}, Max: vg.Point{X: x + widths[i], Y: bottom + rowH}}}
+			l.Draw(c)
+			x += widths[i] + gap
 		}
 	}
-	x := (dc.Min.X + dc.Max.X - total) / 2
-	bottom := dc.Min.Y + vg.Points(4)
-	for i, e := range legend {
-		l := plot.NewLegend()
-		l.TextStyle.Font.Size = vg.Points(legendSize)
-		l.Left, l.Top = true, false
-		l.Add(e.label, e.thumbs...)
-		c := draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x, Y: bottom}, Max: vg.Point{X: x + widths[i], Y: bottom + vg.Points(legendSize*1.5)}}}
-		l.Draw(c)
-		x += widths[i] + gap
-	}
-	body := draw.Crop(dc, vg.Points(4), -vg.Points(8), vg.Points(legendSize*2.5), -vg.Points(titleSize*2))
+	extra := vg.Length(max(len(rows)-1, 0)) * rowH
+	body := draw.Crop(dc, vg.Points(4), -vg.Points(8), vg.Points(legendSize*2.5)+extra, -vg.Points(titleSize*2))
 	return frame{svg: svg, body: body}
 }
 
@@ -403,9 +420,10 @@ var latencyCharts = map[string]struct {
 	}, "log-latency.svg"},
 }
 
-// Charts draws the SVG charts of the runs into dir and returns their
-// file names by key (queue, log, ceilings, documents).
-func Charts(all []*driver.Run, dir string) (map[string]string, error) {
+// Charts draws the SVG charts of the runs, the raw loops (src) and the
+// event-store bench (es) into dir and returns their file names by key
+// (queue, log, ceilings, documents, then pairCharts' keys).
+func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (map[string]string, error) {
 	validate(all)
 	out := map[string]string{}
 	for _, run := range all {
@@ -475,6 +493,9 @@ func Charts(all []*driver.Run, dir string) (map[string]string, error) {
 	}
 	if ok {
 		out["ceilings"] = "ceilings.svg"
+	}
+	if err := pairCharts(all, es, src, dir, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -34,7 +34,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 	if err := os.MkdirAll(chartsDir, 0o755); err != nil {
 		return err
 	}
-	charts, err := Charts(rs, chartsDir)
+	charts, err := Charts(rs, es, src, chartsDir)
 	if err != nil {
 		return err
 	}
@@ -42,20 +42,35 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 	if err != nil {
 		rel = chartsDir
 	}
+	chartsRel := filepath.ToSlash(rel)
 	var b bytes.Buffer
-	Markdown(&b, rs, charts, filepath.ToSlash(rel), now, src)
+	Markdown(&b, rs, charts, chartsRel, now, src)
 	if section := FailedSection(rs, es); section != "" {
 		b.WriteString(section)
 	}
 	if section := EventStoreSection(es); section != "" {
-		b.WriteString("\n" + section)
+		b.WriteString("\n" + section + "\n" + chartLine(charts, "eventstore", chartsRel))
 	}
 	for _, section := range extra {
 		if section != "" {
-			b.WriteString("\n" + section)
+			b.WriteString("\n" + withChartAfter(section, "### "+NotifyTitle, chartLine(charts, "notify", chartsRel)))
 		}
 	}
 	return os.WriteFile(out, b.Bytes(), 0o644)
+}
+
+// withChartAfter inserts chart at the end of section's subsection that
+// starts with heading (before the next heading), if section has it.
+func withChartAfter(section, heading, chart string) string {
+	i := strings.Index(section, heading)
+	if i < 0 || chart == "" {
+		return section
+	}
+	j := len(section)
+	if k := strings.Index(section[i+len(heading):], "\n#"); k >= 0 {
+		j = i + len(heading) + k + 1
+	}
+	return strings.TrimRight(section[:j], "\n") + "\n\n" + chart + section[j:]
 }
 
 // Markdown writes the report: machine and versions, method, claims, one
@@ -123,10 +138,12 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	for _, r := range rs {
 		if r.Command == "throughput" {
 			b.WriteString(ThroughputSection(r))
+			b.WriteString("\n" + chartLine(charts, "throughput", chartsRel) + chartLine(charts, "cpu", chartsRel))
 			continue
 		}
 		if r.Command == "cache" {
 			b.WriteString(CacheSection(r))
+			b.WriteString("\n" + chartLine(charts, "staleness", chartsRel))
 			continue
 		}
 		if pairTitles[r.Command] == "" {
@@ -176,6 +193,9 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 		}
 		if f, ok := charts[r.Command]; ok {
 			w("![%s](%s/%s)\n\n*%s*\n\n", r.Command, chartsRel, f, Caption(r.Command))
+		}
+		for _, k := range map[string][]string{"queue": {"queue-rate"}, "log": {"log-rate"}, "documents": {"toast"}}[r.Command] {
+			b.WriteString(chartLine(charts, k, chartsRel))
 		}
 		for _, n := range r.Notes {
 			w("- Note: %s\n", md(n))
