@@ -30,7 +30,7 @@ import (
 func brokerExperiments() []Experiment {
 	// Full: eight cases, each a node restart (about 10 s for RabbitMQ to
 	// stop and start) between 5 s of load before and after.
-	return []Experiment{{Name: "broker-restart", Run: runBrokerRestart, Full: 180 * time.Second}, kafkaBrokerRestart()}
+	return []Experiment{{Name: "broker-restart", Run: runBrokerRestart, Full: 180 * time.Second}, kafkaBrokerRestart(), kafkaEventstoreRestart()}
 }
 
 // brokerCase is one service configuration the broker restart is tried on,

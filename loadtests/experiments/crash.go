@@ -9,6 +9,7 @@ func crashExperiments() []Experiment {
 		unloggedCacheCrash(),
 		synchronousCommitOffCrash(),
 		postgresRestartUnderLoad(),
+		noKurrentdbRestart(),
 		noisyNeighbourSlot(),
 	}
 }

@@ -111,6 +111,10 @@ type pgSide struct {
 	okCode int
 	// path is the read URL path of id.
 	path func(id string) string
+	// present, when set, says whether a 200 answer to path holds the
+	// write: an event stream's read answers 200 with no events for a
+	// stream it does not have.
+	present func(body []byte) bool
 }
 
 // pgSides are the Postgres sides that run on this machine's stack.
@@ -137,7 +141,17 @@ var pgSides = map[string]pgSide{
 				[]byte(`{"expected_version":"no_stream","events":[{"type":"exp.crash","data":{"n":`+strconv.Itoa(i)+`}}]}`))
 			return stream, code, b, err
 		},
-		path: func(id string) string { return "/streams/" + id }},
+		path:    func(id string) string { return "/streams/" + id },
+		present: streamHasEvents},
+}
+
+// streamHasEvents says whether a GET /streams/{stream} answer holds an
+// event.
+func streamHasEvents(body []byte) bool {
+	var r struct {
+		Events []json.RawMessage `json:"events"`
+	}
+	return json.Unmarshal(body, &r) == nil && len(r.Events) > 0
 }
 
 // crashPostID posts body to url and returns the answer's id.
@@ -153,7 +167,8 @@ func crashPostID(ctx context.Context, url, body string) (string, int, []byte, er
 	return v.ID, code, b, nil
 }
 
-// crashCountMissing GETs each id on base and counts those not answered 200;
+// crashCountMissing GETs each id on base and counts those not answered 200
+// (or answered 200 without the write: side.present);
 // retries each for a while when the service is not ready (5xx).
 func crashCountMissing(ctx context.Context, base string, side pgSide, ids []string) (missing int64, err error) {
 	var wg sync.WaitGroup
@@ -168,7 +183,10 @@ func crashCountMissing(ctx context.Context, base string, side pgSide, ids []stri
 			for attempt := 0; ; attempt++ {
 				code, b, err := driver.Do(ctx, http.MethodGet, base+side.path(id), nil)
 				switch {
+				case err == nil && code == http.StatusOK && (side.present == nil || side.present(b)):
+					return
 				case err == nil && code == http.StatusOK:
+					atomic.AddInt64(&missing, 1)
 					return
 				case err == nil && code == http.StatusNotFound:
 					atomic.AddInt64(&missing, 1)

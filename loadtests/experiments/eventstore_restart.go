@@ -1,0 +1,553 @@
+package experiments
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// This file holds the event-store pair's restart experiments (issue 26,
+// item 6): kafka-eventstore under a restart and a kill of its Kafka
+// broker, and no-kurrentdb under a restart of its Postgres with a live
+// SSE subscriber. Both write one event to a stream of its own per
+// request, so a stream's length says whether its append was lost (0) or
+// duplicated (more than 1).
+
+// esAppendSide appends one event to a new stream with expected_version
+// "any" (Kafka answers every other condition 422); the id is the stream.
+var esAppendSide = pgSide{name: "kafka-eventstore", okCode: http.StatusCreated,
+	write: func(ctx context.Context, base string, i int) (string, int, []byte, error) {
+		stream := fmt.Sprintf("exp-%d-%d", time.Now().UnixNano(), i)
+		code, b, err := driver.Do(ctx, http.MethodPost, base+"/streams/"+stream+"/events",
+			[]byte(fmt.Sprintf(`{"expected_version":"any","events":[{"type":"exp.restart","data":{"n":%d}}]}`, i)))
+		return stream, code, b, err
+	},
+	path: func(id string) string { return "/streams/" + id }}
+
+// esCountStreams reads each stream on base (retrying a 5xx for a while)
+// and counts those without an event (lost) and those with more than one
+// (duplicated).
+func esCountStreams(ctx context.Context, base string, streams []string) (lost, dup int64, err error) {
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	sem := make(chan struct{}, 8)
+	for _, s := range streams {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(s string) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for attempt := 0; ; attempt++ {
+				code, b, err := driver.Do(ctx, http.MethodGet, base+"/streams/"+s, nil)
+				if err == nil && code == http.StatusOK {
+					var r struct {
+						Events []json.RawMessage `json:"events"`
+					}
+					if err := json.Unmarshal(b, &r); err != nil {
+						firstErr.CompareAndSwap(nil, fmt.Errorf("GET /streams/%s: %w", s, err))
+						return
+					}
+					switch {
+					case len(r.Events) == 0:
+						atomic.AddInt64(&lost, 1)
+					case len(r.Events) > 1:
+						atomic.AddInt64(&dup, 1)
+					}
+					return
+				}
+				if attempt >= 20 || ctx.Err() != nil {
+					firstErr.CompareAndSwap(nil, fmt.Errorf("GET /streams/%s: %d %s %v", s, code, b, err))
+					return
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+		}(s)
+	}
+	wg.Wait()
+	if e, _ := firstErr.Load().(error); e != nil {
+		return lost, dup, e
+	}
+	return lost, dup, nil
+}
+
+// esKinds counts the 503s of shots by their body's "kind" ("" when it
+// has none) and returns the slowest answer of any status.
+func esKinds(shots []shot) (kinds map[string]int, slowest time.Duration) {
+	kinds = map[string]int{}
+	for _, s := range shots {
+		slowest = max(slowest, s.lat)
+		if s.code != http.StatusServiceUnavailable || s.err == nil {
+			continue
+		}
+		var body struct {
+			Kind string `json:"kind"`
+		}
+		_, js, _ := strings.Cut(s.err.Error(), " ")
+		_ = json.Unmarshal([]byte(js), &body)
+		kinds[body.Kind]++
+	}
+	return kinds, slowest
+}
+
+// failed503 are the ids (streams) of the writes answered 503.
+func failed503(shots []shot) []string {
+	var ids []string
+	for _, s := range shots {
+		if s.code == http.StatusServiceUnavailable && s.id != "" {
+			ids = append(ids, s.id)
+		}
+	}
+	return ids
+}
+
+// esFailures counts shots not acknowledged, those not 503, and the
+// first acknowledgement of a request sent at or after upAt (-1: none).
+func esFailures(shots []shot, side pgSide, upAt time.Time) (failed, not503 int, recover time.Duration) {
+	recover = -1
+	for _, s := range shots {
+		if s.err == nil && s.code == side.okCode {
+			if recover < 0 && !s.sent.Before(upAt) {
+				recover = s.end().Sub(upAt)
+			}
+			continue
+		}
+		failed++
+		if s.code != http.StatusServiceUnavailable {
+			not503++
+		}
+	}
+	return failed, not503, recover
+}
+
+// recoverS is a recovery time in seconds, or -1 when there was none.
+func recoverS(d time.Duration) float64 {
+	if d < 0 {
+		return -1
+	}
+	return secs(d)
+}
+
+// esKindMetrics are the 503-kind figures of kinds, under prefix.
+func esKindMetrics(m map[string]float64, prefix string, kinds map[string]int) {
+	m[prefix+"503_not_recorded"] = float64(kinds["not_recorded"])
+	m[prefix+"503_unknown"] = float64(kinds["unknown"])
+	m[prefix+"503_shed"] = float64(kinds["shed"])
+	m[prefix+"503_without_kind"] = float64(kinds[""])
+}
+
+// kafkaEventstoreRestart is issue 26's item 6 for kafka-eventstore: its
+// private Kafka broker stopped (SIGTERM) and killed (SIGKILL) under an
+// open load of single appends, and started again on the same data.
+func kafkaEventstoreRestart() Experiment {
+	// Full: two restarts (each about 10-20 s down) between 5 s of load
+	// before and after, the settle and the reads: about 70 s.
+	return Experiment{Name: "kafka-eventstore-broker-restart", Run: runKafkaEventstoreRestart, Full: 80 * time.Second}
+}
+
+func runKafkaEventstoreRestart(ctx context.Context, env Env, size Size) (Result, error) {
+	began := time.Now()
+	res := Result{Name: "kafka-eventstore-broker-restart", Title: "Kafka broker restart under kafka-eventstore appends", Metrics: map[string]float64{}}
+	logf := func(format string, args ...any) {
+		if env.Out != nil {
+			fmt.Fprintf(env.Out, "kafka-eventstore-broker-restart: "+format+"\n", args...)
+		}
+	}
+	root, err := env.root()
+	if err != nil {
+		return res, err
+	}
+	node, err := startPrivateKafka(ctx, root)
+	if err != nil {
+		return res, err
+	}
+	defer node.close()
+	logf("private KRaft node on %s (%s)", node.brokers(), node.dir)
+	l, logDir, err := newLauncher(root, "wpe-kafka-es-restart-logs-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(logDir)
+	defer func() { _ = l.StopAll(30 * time.Second) }()
+	topic := strings.ReplaceAll(uniqueName("exp_kafka_es"), "_", "-")
+	port, err := freePort()
+	if err != nil {
+		return res, err
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if _, err := l.Start(ctx, "kafka-eventstore", port, map[string]string{
+		"KAFKA_BROKERS": node.brokers(), "KAFKA_TOPIC": topic,
+		"BACKEND_TIMEOUT": kafkaServiceTimeout.String(), "LOG_LEVEL": "warn", "LOG_FORMAT": "text",
+	}, 2*time.Minute); err != nil {
+		return res, err
+	}
+
+	var figs, notes []string
+	var lost int64
+	for _, c := range kafkaCases(size) {
+		o, err := esKafkaCaseRun(ctx, node, base, topic, c, size, logf)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", c.name, err)
+		}
+		lost += o.lost
+		p := c.name + "."
+		res.Metrics[p+"sent"] = float64(o.sent)
+		res.Metrics[p+"acked"] = float64(o.acked)
+		res.Metrics[p+"failed"] = float64(o.failed)
+		res.Metrics[p+"failed_not_503"] = float64(o.not503)
+		res.Metrics[p+"acked_lost"] = float64(o.lost)
+		res.Metrics[p+"duplicated"] = float64(o.dup)
+		res.Metrics[p+"503_appended_anyway"] = float64(o.appended503)
+		res.Metrics[p+"slowest_answer_ms"] = ms(o.slowest)
+		res.Metrics[p+"down_s"] = secs(o.downFor)
+		res.Metrics[p+"recover_s"] = recoverS(o.recover)
+		esKindMetrics(res.Metrics, p, o.kinds)
+		rec := "never recovered"
+		if o.recover >= 0 {
+			rec = fmt.Sprintf("first 201 %.2f s after the broker was back", o.recover.Seconds())
+		}
+		figs = append(figs, fmt.Sprintf("%s: broker back %.1f s after the signal; %d of %d appends acknowledged, %d failed (%d not 503; 503s by kind: %d not_recorded, %d unknown, %d shed, %d without a kind); %d of the 503s appended all the same; slowest answer %.0f ms; %s; %d acknowledged lost, %d duplicated",
+			strings.ToUpper(c.name), secs(o.downFor), o.acked, o.sent, o.failed, o.not503, o.kinds["not_recorded"], o.kinds["unknown"], o.kinds["shed"], o.kinds[""], o.appended503, ms(o.slowest), rec, o.lost, o.dup))
+		notes = append(notes, fmt.Sprintf("%s: answers other than 201: %s", c.name, o.codes))
+	}
+	rate, before, hold, after := kafkaLoad(size)
+	res.AckedLost = lost
+	res.Figure = strings.Join(figs, "; ")
+	res.Happens = "While the broker is down kafka-eventstore answers appends 503 within BACKEND_TIMEOUT and recovers by itself once the broker is back; every append answered 201 is readable afterwards, once."
+	res.UserMust = "Retry a 503 with backoff; a 503 of kind \"unknown\" may have been appended (Kafka's producer can still deliver it), so make events idempotent by id or check the stream before resending. Keep BACKEND_TIMEOUT short: it is how long an outage's appends hang."
+	res.Notes = append([]string{
+		fmt.Sprintf("a private single-node KRaft Kafka %s (own ports and data directory) from the stack's jars; kafka-eventstore on a port and topic of its own", kafkaVersion(node.libs)),
+		fmt.Sprintf("open load of single appends, each to a new stream (expected_version \"any\"), at %g/s: %s before the stop, the broker held down %s after its process exited, %s after it answers again; BACKEND_TIMEOUT %s", rate, before, hold, after, kafkaServiceTimeout),
+		"acknowledged lost = streams answered 201 that read back without an event; duplicated = streams that read back with more than one; appended all the same = streams answered 503 that read back with their event",
+	}, notes...)
+	res.DurationS = secs(time.Since(began))
+	return res, nil
+}
+
+// esOutcome is what one case of an event-store restart measured.
+type esOutcome struct {
+	sent, acked, failed, not503 int
+	kinds                       map[string]int
+	slowest, downFor, recover   time.Duration
+	lost, dup                   int64
+	appended503                 int64 // streams answered 503 that hold the event all the same
+	codes                       string
+}
+
+// esKafkaCaseRun runs one case: load, stop the broker with c.sig, hold,
+// start, load, then read every acknowledged stream.
+func esKafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, c kafkaCase, size Size, logf func(string, ...any)) (esOutcome, error) {
+	o := esOutcome{recover: -1}
+	if err := crashWaitReady(ctx, base, time.Minute); err != nil {
+		return o, err
+	}
+	rate, before, hold, after := kafkaLoad(size)
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	var shots []shot
+	var wg sync.WaitGroup
+	wg.Go(func() { shots = openLoad(lctx, base, esAppendSide, rate) })
+	sleep(ctx, before)
+	stopAt := time.Now()
+	if _, err := node.stop(c.sig, time.Minute); err != nil {
+		stopLoad()
+		wg.Wait()
+		return o, err
+	}
+	sleep(ctx, hold)
+	if err := node.restart(ctx); err != nil {
+		stopLoad()
+		wg.Wait()
+		return o, err
+	}
+	for !node.topicLed(ctx, topic) && ctx.Err() == nil && time.Since(stopAt) < 3*time.Minute {
+		time.Sleep(50 * time.Millisecond)
+	}
+	upAt := time.Now()
+	o.downFor = upAt.Sub(stopAt)
+	logf("%s: broker back %.1f s after the signal", c.name, o.downFor.Seconds())
+	sleep(ctx, after)
+	stopLoad()
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return o, err
+	}
+	o.sent = len(shots)
+	o.failed, o.not503, o.recover = esFailures(shots, esAppendSide, upAt)
+	o.kinds, o.slowest = esKinds(shots)
+	o.codes = codeCounts(shots, esAppendSide)
+	ids := acked(shots, esAppendSide)
+	o.acked = len(ids)
+	if o.acked == 0 {
+		return o, fmt.Errorf("no append was acknowledged (answers: %s)", o.codes)
+	}
+	var err error
+	o.lost, o.dup, err = esCountStreams(ctx, base, ids)
+	if err != nil {
+		return o, fmt.Errorf("read acknowledged streams: %w", err)
+	}
+	failedIDs := failed503(shots)
+	notAppended, _, err := esCountStreams(ctx, base, failedIDs)
+	if err != nil {
+		return o, fmt.Errorf("read refused streams: %w", err)
+	}
+	o.appended503 = int64(len(failedIDs)) - notAppended
+	logf("%s: %d of %d acknowledged, %d lost, %d duplicated; answers other than 201: %s", c.name, o.acked, o.sent, o.lost, o.dup, o.codes)
+	return o, nil
+}
+
+// noKurrentdbRestart is issue 26's item 6 for no-kurrentdb: its private
+// Postgres stopped immediately and started 2 s later under an open load
+// of appends, with a live SSE subscriber that must receive every
+// acknowledged event, once.
+func noKurrentdbRestart() Experiment {
+	return Experiment{Name: "no-kurrentdb-postgres-restart", Run: runNoKurrentdbRestart, Full: 40 * time.Second}
+}
+
+func runNoKurrentdbRestart(ctx context.Context, env Env, size Size) (Result, error) {
+	began := time.Now()
+	rate, pre, post := 20.0, 2*time.Second, 4*time.Second
+	if size == Full {
+		rate, pre, post = 100, 4*time.Second, 8*time.Second
+	}
+	const outage = 2 * time.Second
+	res := Result{Name: "no-kurrentdb-postgres-restart", Title: "no-kurrentdb: Postgres restart with a live subscriber", Metrics: map[string]float64{}}
+	rig, err := newCrashRig(ctx, env, nil)
+	if err != nil {
+		return res, err
+	}
+	defer rig.Close()
+	base, err := rig.start(ctx, "no-kurrentdb", map[string]string{"BACKEND_TIMEOUT": restartBackendTimeout.String()})
+	if err != nil {
+		return res, err
+	}
+	side := pgSides["no-kurrentdb"]
+	sctx, stopSub := context.WithCancel(ctx)
+	defer stopSub()
+	sub := newSSECounter()
+	var subWG sync.WaitGroup
+	subWG.Go(func() { sub.run(sctx, base) })
+	if err := sub.waitCaughtUp(ctx, 30*time.Second); err != nil {
+		return res, err
+	}
+
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	var shots []shot
+	var wg sync.WaitGroup
+	wg.Go(func() { shots = openLoad(lctx, base, side, rate) })
+	sleep(ctx, pre)
+	stopAt := time.Now()
+	if err := rig.cluster.Stop(ctx, "immediate"); err != nil {
+		stopLoad()
+		wg.Wait()
+		return res, err
+	}
+	sleep(ctx, outage)
+	if err := rig.cluster.Start(ctx); err != nil {
+		stopLoad()
+		wg.Wait()
+		return res, err
+	}
+	upAt := time.Now()
+	sleep(ctx, post)
+	stopLoad()
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	ids := acked(shots, side)
+	if len(ids) == 0 {
+		return res, fmt.Errorf("no append was acknowledged (answers: %s)", codeCounts(shots, side))
+	}
+	// Settle: the subscriber has every acknowledged stream, or 30 s
+	// passed.
+	deadline := time.Now().Add(30 * time.Second)
+	for sub.missing(ids) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(200 * time.Millisecond)
+	}
+	stopSub()
+	subWG.Wait()
+	undelivered := sub.missing(ids)
+	redelivered := sub.redelivered()
+	lost, dup, err := esCountStreams(ctx, base, ids)
+	if err != nil {
+		return res, fmt.Errorf("read acknowledged streams: %w", err)
+	}
+	failedIDs := failed503(shots)
+	notAppended, _, err := esCountStreams(ctx, base, failedIDs)
+	if err != nil {
+		return res, fmt.Errorf("read refused streams: %w", err)
+	}
+	appended503 := int64(len(failedIDs)) - notAppended
+	failed, not503, recover := esFailures(shots, side, upAt)
+	kinds, slowest := esKinds(shots)
+	m := res.Metrics
+	m["outage_s"] = secs(upAt.Sub(stopAt))
+	m["rate"] = rate
+	m["backend_timeout_ms"] = ms(restartBackendTimeout)
+	m["sent"] = float64(len(shots))
+	m["acked"] = float64(len(ids))
+	m["failed"] = float64(failed)
+	m["failed_not_503"] = float64(not503)
+	m["slowest_answer_ms"] = ms(slowest)
+	m["recover_s"] = recoverS(recover)
+	m["acked_lost"] = float64(lost)
+	m["duplicated_in_stream"] = float64(dup)
+	m["acked_not_delivered"] = float64(undelivered)
+	m["redelivered"] = float64(redelivered)
+	m["503_appended_anyway"] = float64(appended503)
+	m["subscriber_reconnects"] = float64(sub.reconnects.Load())
+	esKindMetrics(m, "", kinds)
+	rec := "did not recover"
+	if recover >= 0 {
+		rec = fmt.Sprintf("first 201 %.2f s after Postgres was back", recover.Seconds())
+	}
+	res.Figure = fmt.Sprintf("Postgres down %.1f s (immediate stop), BACKEND_TIMEOUT %s: %d of %d appends acknowledged, %d failed (%d not 503; 503s by kind: %d not_recorded, %d unknown, %d shed, %d without a kind), %d of the 503s appended all the same; slowest answer %.0f ms; %s; %d acknowledged lost, %d duplicated in their stream; the live subscriber reconnected %d time(s), missed %d acknowledged events and got %d twice",
+		m["outage_s"], restartBackendTimeout, len(ids), len(shots), failed, not503, kinds["not_recorded"], kinds["unknown"], kinds["shed"], kinds[""], appended503, ms(slowest), rec, lost, dup, sub.reconnects.Load(), undelivered, redelivered)
+	res.AckedLost = lost + undelivered
+	res.Happens = "While Postgres is down no-kurrentdb answers appends 503 within BACKEND_TIMEOUT and recovers by itself once Postgres is back; a live SSE subscriber (reconnecting with Last-Event-ID when cut) receives every acknowledged event, once."
+	res.UserMust = "Retry a 503 with backoff (an append with an expected_version is safe to resend: a second try gets 409 if the first landed); let subscribers reconnect with Last-Event-ID, as EventSource does."
+	res.Notes = crashNotes(rig.cluster,
+		fmt.Sprintf("open load of single appends, each to a new stream (expected_version \"no_stream\"), at %g/s: %s before the stop, Postgres held down %s, %s after it is back; one SSE subscriber from the beginning, reconnecting with Last-Event-ID", rate, pre, outage, post),
+		fmt.Sprintf("answers other than 201: %s", codeCounts(shots, side)),
+		"acknowledged lost = streams answered 201 that read back without an event (or that the subscriber never received within 30 s); duplicated = streams with more than one event; got twice = events the subscriber received more than once; appended all the same = streams answered 503 that read back with their event")
+	res.DurationS = secs(time.Since(began))
+	return res, nil
+}
+
+// sseCounter is a live /subscribe client: it counts the events it
+// receives per stream and resumes after a disconnect from the last id.
+type sseCounter struct {
+	mu         sync.Mutex
+	seen       map[string]int
+	lastID     string
+	caughtUp   chan struct{}
+	once       sync.Once
+	reconnects atomic.Int64
+}
+
+func newSSECounter() *sseCounter {
+	return &sseCounter{seen: map[string]int{}, caughtUp: make(chan struct{})}
+}
+
+// run subscribes to base until ctx ends, reconnecting every 200 ms
+// after a failure.
+func (c *sseCounter) run(ctx context.Context, base string) {
+	for first := true; ctx.Err() == nil; first = false {
+		if !first {
+			c.reconnects.Add(1)
+			sleep(ctx, 200*time.Millisecond)
+		}
+		_ = c.once1(ctx, base)
+	}
+}
+
+// once1 is one subscription: it reads events until the stream ends.
+func (c *sseCounter) once1(ctx context.Context, base string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/subscribe", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	c.mu.Lock()
+	if c.lastID != "" {
+		req.Header.Set("Last-Event-ID", c.lastID)
+	}
+	c.mu.Unlock()
+	// No client timeout: the subscription is long-lived; ctx ends it, and
+	// the server's heartbeats and write deadlines bound a dead one.
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("subscribe: %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	var event, id, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			c.dispatch(event, id, data)
+			event, id, data = "", "", ""
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "id:"):
+			id = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+		case strings.HasPrefix(line, "data:"):
+			data += strings.TrimSpace(strings.TrimPrefix(line, "data:"))
+		}
+	}
+	return sc.Err()
+}
+
+func (c *sseCounter) dispatch(event, id, data string) {
+	switch event {
+	case "caught-up":
+		c.once.Do(func() { close(c.caughtUp) })
+	case "event":
+		var e struct {
+			Stream string `json:"stream"`
+		}
+		if json.Unmarshal([]byte(data), &e) != nil {
+			return
+		}
+		c.mu.Lock()
+		c.seen[e.Stream]++
+		if id != "" {
+			c.lastID = id
+		}
+		c.mu.Unlock()
+	}
+}
+
+// waitCaughtUp waits for the first caught-up event.
+func (c *sseCounter) waitCaughtUp(ctx context.Context, timeout time.Duration) error {
+	select {
+	case <-c.caughtUp:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(timeout):
+		return fmt.Errorf("the subscriber was not caught up after %s", timeout)
+	}
+}
+
+// missing counts the streams of ids the subscriber has not received.
+func (c *sseCounter) missing(ids []string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, id := range ids {
+		if c.seen[id] == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// redelivered counts the events received more than once (each stream
+// holds one event).
+func (c *sseCounter) redelivered() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, k := range c.seen {
+		if k > 1 {
+			n += int64(k - 1)
+		}
+	}
+	return n
+}
