@@ -83,7 +83,7 @@ func CacheSection(r *driver.Run) string {
 	rs := runs{"cache": r}
 	w("\n## %s\n\n", CacheTitle)
 	if s := settingsLine(r); s != "" {
-		w("Settings: %s.\n\n", s)
+		b.WriteString(settingsBlock(s))
 	}
 	w("Every mode is a column, driven identically: `unlogged` and `logged` are no-redis with `CACHE_MODE=unlogged` (`CACHE_TABLE=unlogged` or `logged`), `local` no-redis' in-process cache, `redis` the redis service, `client-side` the redis service with `CACHE_MODE=client-side` (a copy in the process, invalidated by Redis' tracking pushes; runs before it was built lack the column). Cells are the median across rounds (min–max).\n\n")
 	if ps := rs.points("cache", cacheProfile); len(ps) > 0 {

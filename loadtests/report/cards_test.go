@@ -69,3 +69,23 @@ func TestParseSizeUnits(t *testing.T) {
 		t.Error("\"many\" parsed")
 	}
 }
+
+// TestCommittedREADMEIsShort keeps the README to about one read: the
+// cards, the quick start, one service, the layout and the tests, with
+// everything else in docs/ (issue 22: at most about 300 lines).
+func TestCommittedREADMEIsShort(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Skip("no README.md:", err)
+	}
+	const most = 320
+	if n := strings.Count(string(b), "\n"); n > most {
+		t.Errorf("README.md has %d lines, want at most %d: move the detail to docs/", n, most)
+	}
+	for _, want := range []string{"make deps", "make up", `eval "$(make -s env)"`, "make test", "make run-no-kafka", "go run ./services/no-kafka -h", "## Layout", "## Tests",
+		"docs/queue.md", "docs/log.md", "docs/documents.md", "docs/cache.md", "docs/eventstore.md", "docs/loadtests.md", "docs/security.md", "docs/experiments.md"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("README.md lacks %q", want)
+		}
+	}
+}

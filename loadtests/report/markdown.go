@@ -56,7 +56,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 			b.WriteString("\n" + withChartAfter(section, "### "+NotifyTitle, chartLine(charts, "notify", chartsRel)))
 		}
 	}
-	return os.WriteFile(out, b.Bytes(), 0o644)
+	return os.WriteFile(out, []byte(ShortenCells(b.String())), 0o644)
 }
 
 // withChartAfter inserts chart at the end of section's subsection that
@@ -151,7 +151,7 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 		}
 		w("\n## %s\n\n", pairTitles[r.Command])
 		if settings := settingsLine(r); settings != "" {
-			w("Settings: %s.\n\n", settings)
+			b.WriteString(settingsBlock(settings))
 		}
 		b.WriteString(StartStateSection(r))
 		scenarios := map[string][]*driver.Point{}
