@@ -30,7 +30,7 @@ type DocumentsOptions struct {
 	// DefaultSearchTimeout): FerretDB takes seconds per scan.
 	SearchTimeout time.Duration
 	Duration      time.Duration
-	Rounds     int
+	Rounds        int
 	// Sizes are the profile sizes of the rewrite points (bytes), and
 	// RewriteRates the rate of each (rewrites, then as many neighbour
 	// patches, per second).
