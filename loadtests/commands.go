@@ -245,6 +245,7 @@ func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) e
 		fs.IntVar(&do.Users, "users", d.Users, "documents: users in the generated data set (created on both sides)")
 		fs.Uint64Var(&do.Seed, "seed", d.Seed, "documents: data set seed")
 		fs.Float64Var(&do.SearchRate, "search-rate", d.SearchRate, "documents: containment searches per second")
+		fs.DurationVar(&do.SearchTimeout, "search-timeout", d.SearchTimeout, "documents: bound of each containment search request")
 		sizes = fs.String("sizes", formatSizes(d.Sizes), "documents: profile sizes rewritten")
 		rwRates = fs.String("rewrite-rates", formatRates(d.RewriteRates), "documents: rewrites (then neighbour patches) per second, per size")
 		fs.IntVar(&do.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")

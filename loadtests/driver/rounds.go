@@ -26,7 +26,8 @@ type SideFunc func(ctx context.Context, service string, round int) (*SideResult,
 
 // RunPoint runs rounds rounds of p over p.Sides, in the rotated order,
 // then summarizes them. A side's error is recorded in its SideResult and
-// does not stop the other rounds; a cancelled ctx does.
+// does not stop the other rounds; a cancelled ctx does. A side failed
+// before its rounds (Point.FailSide) is skipped: it has no round.
 func RunPoint(ctx context.Context, p *Point, rounds int, fn SideFunc) error {
 	return RunPoints(ctx, []*Point{p}, rounds, func(ctx context.Context, _ int, svc string, round int) (*SideResult, error) {
 		return fn(ctx, svc, round)
@@ -54,6 +55,9 @@ func RunPoints(ctx context.Context, points []*Point, rounds int, fn PointsFunc) 
 			for _, s := range round.Order {
 				if err := ctx.Err(); err != nil {
 					return err
+				}
+				if p.SetupFailed(s) {
+					continue
 				}
 				started := time.Now().UTC()
 				res, err := fn(ctx, i, s, r)

@@ -249,6 +249,24 @@ func (r *Run) Validate() {
 	}
 }
 
+// FailSide marks side of p failed before it is measured, with reason
+// (its setup failed: the users it needs could not be created, its
+// service would not start). RunPoint and RunPoints then skip that side,
+// the other sides are still measured, and Validate keeps the reason.
+func (p *Point) FailSide(side string, reason string) {
+	if p.Status == nil {
+		p.Status = map[string]Status{}
+	}
+	p.Status[side] = Failed("%s", firstLine(reason))
+}
+
+// SetupFailed reports whether side of p was failed by FailSide (or any
+// status other than ok recorded before its rounds ran).
+func (p *Point) SetupFailed(side string) bool {
+	st, ok := p.Status[side]
+	return ok && !st.OK()
+}
+
 // SideStatus returns the status of side in p (ok when p has none
 // recorded and was never validated).
 func (p *Point) SideStatus(side string) Status {

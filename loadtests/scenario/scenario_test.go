@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -127,5 +128,39 @@ func TestDeclaredScenariosAreValid(t *testing.T) {
 	}
 	if QueueScenario.VariantFlag() != "durable" || LogScenario.VariantFlag() != "sync-off" {
 		t.Errorf("variant flags %q %q", QueueScenario.VariantFlag(), LogScenario.VariantFlag())
+	}
+}
+
+// TestSetupSidesFailsTheSideAndGoesOn: a side whose users cannot be
+// created is failed in the point with the error; the other side is set up
+// and the run is not aborted. A cancelled context is returned.
+func TestSetupSidesFailsTheSideAndGoesOn(t *testing.T) {
+	p := driver.Point{Scenario: "documents.rewrite", Name: "2MB", Sides: []string{"no-mongodb", "mongodb"}}
+	var set []string
+	err := setupSides(context.Background(), &p, "creating its 4 users with a 2MB profile", func(svc string) error {
+		set = append(set, svc)
+		if svc == "mongodb" {
+			return errors.New(`mongodb POST /users: 503 {"error":"backend unavailable or too slow; retry later"}`)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("setupSides returned %v: the run would abort", err)
+	}
+	if !reflect.DeepEqual(set, []string{"no-mongodb", "mongodb"}) {
+		t.Errorf("set up %v, want both sides tried", set)
+	}
+	if p.SetupFailed("no-mongodb") || !p.SetupFailed("mongodb") {
+		t.Fatalf("statuses %v: want mongodb failed only", p.Status)
+	}
+	if r := p.SideStatus("mongodb").String(); !strings.HasPrefix(r, "failed: creating its 4 users with a 2MB profile failed: mongodb POST /users: 503") {
+		t.Errorf("mongodb: %q", r)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	q := driver.Point{Sides: []string{"a", "b"}}
+	if err := setupSides(ctx, &q, "x", func(string) error { return ctx.Err() }); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v, want context.Canceled", err)
 	}
 }

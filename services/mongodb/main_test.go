@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,23 @@ func TestDocumentTooLargeIs422(t *testing.T) {
 	var he *httpapi.Error
 	if got := mapErr(mongo.CommandError{Code: 2, Message: "BadValue"}, "id"); errors.As(got, &he) && he.Status == http.StatusUnprocessableEntity {
 		t.Errorf("an unrelated server error mapped to %v", got)
+	}
+}
+
+// TestTimeoutIs503SayingSo: a backend call past BACKEND_TIMEOUT (FerretDB
+// busy with scans, a 2 MB write) answers 503 whose message says the
+// backend did not answer in time, still an ErrUnavailable whose write
+// outcome is unknown; the driver's text is only in the cause (logged).
+func TestTimeoutIs503SayingSo(t *testing.T) {
+	t.Parallel()
+	err := fmt.Errorf("connection(localhost:27017[-15]) incomplete read of message header: %w", context.DeadlineExceeded)
+	got := mapErr(err, "")
+	var he *httpapi.Error
+	if !errors.As(got, &he) || httpapi.StatusOf(got) != http.StatusServiceUnavailable || !strings.Contains(he.Message, "BACKEND_TIMEOUT") || strings.Contains(he.Message, "27017") {
+		t.Fatalf("mapErr(%v) = %v, want a 503 naming BACKEND_TIMEOUT without the driver's text", err, got)
+	}
+	if !errors.Is(got, httpapi.ErrUnavailable) || httpapi.KindOf(httptest.NewRequest(http.MethodPost, "/users", nil), got) != httpapi.KindUnknown {
+		t.Errorf("mapErr(%v) = %v: want ErrUnavailable with an unknown write outcome", err, got)
 	}
 }
 

@@ -91,7 +91,7 @@ func (m mongoUser) user() (documents.User, error) {
 
 // mapErr turns driver errors into the contract's: no document is a 404, a
 // duplicate key a 409, a document past BSON's 16 MiB limit a 422, a
-// network error or timeout a 503.
+// timeout a 503 that says so, a network error a 503.
 func mapErr(err error, id string) error {
 	switch {
 	case err == nil:
@@ -103,7 +103,14 @@ func mapErr(err error, id string) error {
 	case tooLarge(err):
 		return &httpapi.Error{Status: http.StatusUnprocessableEntity, Cause: err,
 			Message: "the user document would exceed MongoDB's 16 MiB document limit (BSON); it was not changed"}
-	case mongo.IsTimeout(err), mongo.IsNetworkError(err), errors.Is(err, context.DeadlineExceeded):
+	case mongo.IsTimeout(err), errors.Is(err, context.DeadlineExceeded):
+		// Said in the answer, so that a load run records why (FerretDB
+		// overloaded by scans, a 2 MB write past the bound) rather than a
+		// bare 503; the driver's text (hosts, connection ids) stays in
+		// the log.
+		return &httpapi.Error{Status: http.StatusServiceUnavailable, Cause: fmt.Errorf("mongodb: %w: %v", httpapi.ErrUnavailable, err),
+			Message: "mongodb did not answer within BACKEND_TIMEOUT; retry later"}
+	case mongo.IsNetworkError(err):
 		return fmt.Errorf("mongodb: %w: %v", httpapi.ErrUnavailable, err)
 	}
 	return fmt.Errorf("mongodb: %w", err)
