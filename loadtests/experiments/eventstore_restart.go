@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,26 +155,12 @@ func kafkaEventstoreRestart() Experiment {
 func runKafkaEventstoreRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
 	res := Result{Name: "kafka-eventstore-broker-restart", Title: "Kafka broker restart under kafka-eventstore appends", Metrics: map[string]float64{}}
-	logf := func(format string, args ...any) {
-		if env.Out != nil {
-			fmt.Fprintf(env.Out, "kafka-eventstore-broker-restart: "+format+"\n", args...)
-		}
-	}
-	root, err := env.root()
+	logf := env.prefixed("kafka-eventstore-broker-restart")
+	node, l, cleanup, err := privateKafkaLauncher(ctx, env, "wpe-kafka-es-restart-logs-", logf)
 	if err != nil {
 		return res, err
 	}
-	node, err := startPrivateKafka(ctx, root)
-	if err != nil {
-		return res, err
-	}
-	defer node.close()
-	logf("private KRaft node on %s (%s)", node.brokers(), node.dir)
-	l, logDir, err := newLauncher(root, "wpe-kafka-es-restart-logs-")
-	if err != nil {
-		return res, err
-	}
-	defer os.RemoveAll(logDir)
+	defer cleanup()
 	defer func() { _ = l.StopAll(30 * time.Second) }()
 	topic := strings.ReplaceAll(uniqueName("exp_kafka_es"), "_", "-")
 	port, err := freePort()
