@@ -946,13 +946,9 @@ func writeReport(c common, inputs string) error {
 			}
 		}
 	}
-	var runs []*driver.Run
-	for _, f := range files {
-		r, err := driver.ReadRun(f)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, r)
+	runs, err := readRuns(files)
+	if err != nil {
+		return err
 	}
 	// The README's findings read the same runs and the event-store
 	// bench's files; loading those first fails before anything is written

@@ -12,17 +12,27 @@ import (
 // failed. The report is already written, with the failed points shown as
 // failed.
 func publishVerdict(c common, files []string) error {
-	var runs []*driver.Run
-	for _, f := range files {
-		r, err := driver.ReadRun(f)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, r)
+	runs, err := readRuns(files)
+	if err != nil {
+		return err
 	}
 	es, err := eventstore.Load(c.resultsDir)
 	if err != nil {
 		return err
 	}
 	return report.PublishDecision(report.FailedPoints(runs, es), c.publishFailed)
+}
+
+// readRuns reads each results file (driver.ReadRun), in order; the first
+// that does not read is the error.
+func readRuns(files []string) ([]*driver.Run, error) {
+	var runs []*driver.Run
+	for _, f := range files {
+		r, err := driver.ReadRun(f)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
 }
