@@ -235,22 +235,15 @@ func esKafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, c 
 		return o, err
 	}
 	rate, before, hold, after := kafkaLoad(size)
-	lctx, stopLoad := context.WithCancel(ctx)
+	stopLoad := startLoad(ctx, base, esAppendSide, rate)
 	defer stopLoad()
-	var shots []shot
-	var wg sync.WaitGroup
-	wg.Go(func() { shots = openLoad(lctx, base, esAppendSide, rate) })
 	sleep(ctx, before)
 	stopAt := time.Now()
 	if _, err := node.stop(c.sig, time.Minute); err != nil {
-		stopLoad()
-		wg.Wait()
 		return o, err
 	}
 	sleep(ctx, hold)
 	if err := node.restart(ctx); err != nil {
-		stopLoad()
-		wg.Wait()
 		return o, err
 	}
 	for !node.topicLed(ctx, topic) && ctx.Err() == nil && time.Since(stopAt) < 3*time.Minute {
@@ -260,8 +253,7 @@ func esKafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, c 
 	o.downFor = upAt.Sub(stopAt)
 	logf("%s: broker back %.1f s after the signal", c.name, o.downFor.Seconds())
 	sleep(ctx, after)
-	stopLoad()
-	wg.Wait()
+	shots := stopLoad()
 	if err := ctx.Err(); err != nil {
 		return o, err
 	}
@@ -324,28 +316,20 @@ func runNoKurrentdbRestart(ctx context.Context, env Env, size Size) (Result, err
 		return res, err
 	}
 
-	lctx, stopLoad := context.WithCancel(ctx)
+	stopLoad := startLoad(ctx, base, side, rate)
 	defer stopLoad()
-	var shots []shot
-	var wg sync.WaitGroup
-	wg.Go(func() { shots = openLoad(lctx, base, side, rate) })
 	sleep(ctx, pre)
 	stopAt := time.Now()
 	if err := rig.cluster.Stop(ctx, "immediate"); err != nil {
-		stopLoad()
-		wg.Wait()
 		return res, err
 	}
 	sleep(ctx, outage)
 	if err := rig.cluster.Start(ctx); err != nil {
-		stopLoad()
-		wg.Wait()
 		return res, err
 	}
 	upAt := time.Now()
 	sleep(ctx, post)
-	stopLoad()
-	wg.Wait()
+	shots := stopLoad()
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
