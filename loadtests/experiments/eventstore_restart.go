@@ -36,46 +36,31 @@ var esAppendSide = pgSide{name: "kafka-eventstore", okCode: http.StatusCreated,
 // and counts those without an event (lost) and those with more than one
 // (duplicated).
 func esCountStreams(ctx context.Context, base string, streams []string) (lost, dup int64, err error) {
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	sem := make(chan struct{}, 8)
-	for _, s := range streams {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(s string) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			for attempt := 0; ; attempt++ {
-				code, b, err := driver.Do(ctx, http.MethodGet, base+"/streams/"+s, nil)
-				if err == nil && code == http.StatusOK {
-					var r struct {
-						Events []json.RawMessage `json:"events"`
-					}
-					if err := json.Unmarshal(b, &r); err != nil {
-						firstErr.CompareAndSwap(nil, fmt.Errorf("GET /streams/%s: %w", s, err))
-						return
-					}
-					switch {
-					case len(r.Events) == 0:
-						atomic.AddInt64(&lost, 1)
-					case len(r.Events) > 1:
-						atomic.AddInt64(&dup, 1)
-					}
-					return
+	err = eachAtMost8(streams, func(s string) error {
+		for attempt := 0; ; attempt++ {
+			code, b, err := driver.Do(ctx, http.MethodGet, base+"/streams/"+s, nil)
+			if err == nil && code == http.StatusOK {
+				var r struct {
+					Events []json.RawMessage `json:"events"`
 				}
-				if attempt >= 20 || ctx.Err() != nil {
-					firstErr.CompareAndSwap(nil, fmt.Errorf("GET /streams/%s: %d %s %v", s, code, b, err))
-					return
+				if err := json.Unmarshal(b, &r); err != nil {
+					return fmt.Errorf("GET /streams/%s: %w", s, err)
 				}
-				time.Sleep(250 * time.Millisecond)
+				switch {
+				case len(r.Events) == 0:
+					atomic.AddInt64(&lost, 1)
+				case len(r.Events) > 1:
+					atomic.AddInt64(&dup, 1)
+				}
+				return nil
 			}
-		}(s)
-	}
-	wg.Wait()
-	if e, _ := firstErr.Load().(error); e != nil {
-		return lost, dup, e
-	}
-	return lost, dup, nil
+			if attempt >= 20 || ctx.Err() != nil {
+				return fmt.Errorf("GET /streams/%s: %d %s %v", s, code, b, err)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	})
+	return lost, dup, err
 }
 
 // esKinds counts the 503s of shots by their body's "kind" ("" when it
