@@ -947,18 +947,10 @@ func writeReport(c common, inputs string) error {
 			}
 		}
 	}
-	var runs []*driver.Run
-	for _, f := range files {
-		r, err := driver.ReadRun(f)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, r)
-	}
 	// The README's findings read the same runs and the event-store
 	// bench's files; loading those first fails before anything is written
 	// when one of them does not parse.
-	es, err := eventstore.Load(c.resultsDir)
+	runs, es, err := readInputs(c, files)
 	if err != nil {
 		return err
 	}

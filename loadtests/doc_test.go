@@ -1,9 +1,7 @@
 package main
 
 import (
-	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -55,7 +53,7 @@ func TestDocMatchesTheDriver(t *testing.T) {
 	for _, m := range packageRE.FindAllStringSubmatch(list, -1) {
 		named = append(named, m[1])
 	}
-	have := packageDirs(t)
+	have := pairstest.PackageDirs(t, ".")
 	for _, p := range have {
 		if !slices.Contains(named, p) {
 			t.Errorf("doc.go's list of packages leaves out %s", p)
@@ -66,32 +64,4 @@ func TestDocMatchesTheDriver(t *testing.T) {
 			t.Errorf("doc.go lists the package %s, which the load driver does not have (%s)", p, strings.Join(have, ", "))
 		}
 	}
-}
-
-// packageDirs returns the subdirectories of the load driver that hold Go
-// files, directly or further down.
-func packageDirs(t testing.TB) []string {
-	t.Helper()
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		if !e.IsDir() || e.Name() == "testdata" {
-			continue
-		}
-		found := false
-		_ = filepath.WalkDir(e.Name(), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".go") {
-				found = true
-				return filepath.SkipAll
-			}
-			return err
-		})
-		if found {
-			out = append(out, e.Name())
-		}
-	}
-	return out
 }

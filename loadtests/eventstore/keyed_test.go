@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // TestKafkaRowsAreLabelled: the two Kafka designs are told apart in every
@@ -35,32 +33,20 @@ func TestKafkaRowsAreLabelled(t *testing.T) {
 // partition count and every partition's high watermark, and its store
 // size sums every partition.
 func TestKeyedCursorOnRealKafka(t *testing.T) {
-	if testing.Short() {
-		t.Skip("talks to Kafka")
-	}
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	brokers := envOr("KAFKA_BROKERS", pairs.DefaultKafkaBrokers)
-	topic := BenchTopic(time.Now())
-	c, err := kafkaClient(brokers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: 3, ReplicationFactor: 1}}})
-	if err == nil {
-		err = resp.Errors[topic]
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := DeleteTopic(context.Background(), brokers, topic); err != nil {
-			t.Error(err)
+	ctx, brokers, topic := kafkaBenchTopic(t, func(ctx context.Context, brokers, topic string) error {
+		c, err := kafkaClient(brokers)
+		if err != nil {
+			return err
 		}
+		resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: 3, ReplicationFactor: 1}}})
+		if err == nil {
+			err = resp.Errors[topic]
+		}
+		return err
 	})
 	o := Options{KafkaBrokers: brokers, KeyedTopic: topic}
 	var cur string
+	var err error
 	deadline := time.Now().Add(15 * time.Second)
 	for cur, err = keyedCursor(ctx, o); err != nil && time.Now().Before(deadline); cur, err = keyedCursor(ctx, o) {
 		time.Sleep(200 * time.Millisecond) // a new topic's partitions need a leader

@@ -25,20 +25,21 @@ func envOr(k, def string) string {
 	return def
 }
 
-// TestFreshTopicOnRealKafka creates a bench topic on the stack's Kafka:
-// it starts empty, a second creation is refused (it would not be fresh),
-// its size counts what is produced to it, the store state declares it
-// fresh with that size, and only bench topics can be deleted.
-func TestFreshTopicOnRealKafka(t *testing.T) {
+// kafkaBenchTopic skips under -short and otherwise marks t parallel,
+// makes a new bench topic on the stack's Kafka with create, and deletes
+// it when the test ends. It returns a context of a minute for the test,
+// the brokers and the topic.
+func kafkaBenchTopic(t *testing.T, create func(ctx context.Context, brokers, topic string) error) (ctx context.Context, brokers, topic string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("talks to Kafka")
 	}
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	brokers := envOr("KAFKA_BROKERS", pairs.DefaultKafkaBrokers)
-	topic := BenchTopic(time.Now())
-	if err := CreateTopic(ctx, brokers, topic); err != nil {
+	t.Cleanup(cancel)
+	brokers = envOr("KAFKA_BROKERS", pairs.DefaultKafkaBrokers)
+	topic = BenchTopic(time.Now())
+	if err := create(ctx, brokers, topic); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -46,6 +47,15 @@ func TestFreshTopicOnRealKafka(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	return ctx, brokers, topic
+}
+
+// TestFreshTopicOnRealKafka creates a bench topic on the stack's Kafka:
+// it starts empty, a second creation is refused (it would not be fresh),
+// its size counts what is produced to it, the store state declares it
+// fresh with that size, and only bench topics can be deleted.
+func TestFreshTopicOnRealKafka(t *testing.T) {
+	ctx, brokers, topic := kafkaBenchTopic(t, CreateTopic)
 	if n, err := TopicRecords(ctx, brokers, topic); err != nil || n != 0 {
 		t.Fatalf("fresh topic: %d records, %v", n, err)
 	}

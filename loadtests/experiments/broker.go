@@ -86,11 +86,7 @@ func runBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
 		Name: "broker-restart", Title: "RabbitMQ restart under load",
 		Metrics: map[string]float64{},
 	}
-	logf := func(format string, args ...any) {
-		if env.Out != nil {
-			fmt.Fprintf(env.Out, "broker-restart: "+format+"\n", args...)
-		}
-	}
+	logf := env.prefixed("broker-restart")
 	node, err := startPrivateRabbit(ctx)
 	if err != nil {
 		return res, err

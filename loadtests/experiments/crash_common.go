@@ -171,39 +171,47 @@ func crashPostID(ctx context.Context, url, body string) (string, int, []byte, er
 // (or answered 200 without the write: side.present);
 // retries each for a while when the service is not ready (5xx).
 func crashCountMissing(ctx context.Context, base string, side pgSide, ids []string) (missing int64, err error) {
+	err = eachAtMost8(ids, func(id string) error {
+		for attempt := 0; ; attempt++ {
+			code, b, err := driver.Do(ctx, http.MethodGet, base+side.path(id), nil)
+			switch {
+			case err == nil && code == http.StatusOK && (side.present == nil || side.present(b)):
+				return nil
+			case err == nil && code == http.StatusOK:
+				atomic.AddInt64(&missing, 1)
+				return nil
+			case err == nil && code == http.StatusNotFound:
+				atomic.AddInt64(&missing, 1)
+				return nil
+			case attempt >= 20 || ctx.Err() != nil:
+				return fmt.Errorf("GET %s: %d %s %v", side.path(id), code, b, err)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	})
+	return missing, err
+}
+
+// eachAtMost8 calls check for every id, at most 8 at a time, and returns
+// once all have returned: nil, or the error returned first.
+func eachAtMost8(ids []string, check func(id string) error) error {
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
 	sem := make(chan struct{}, 8)
 	for _, id := range ids {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(id string) {
+		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			for attempt := 0; ; attempt++ {
-				code, b, err := driver.Do(ctx, http.MethodGet, base+side.path(id), nil)
-				switch {
-				case err == nil && code == http.StatusOK && (side.present == nil || side.present(b)):
-					return
-				case err == nil && code == http.StatusOK:
-					atomic.AddInt64(&missing, 1)
-					return
-				case err == nil && code == http.StatusNotFound:
-					atomic.AddInt64(&missing, 1)
-					return
-				case attempt >= 20 || ctx.Err() != nil:
-					firstErr.CompareAndSwap(nil, fmt.Errorf("GET %s: %d %s %v", side.path(id), code, b, err))
-					return
-				}
-				time.Sleep(250 * time.Millisecond)
+			if err := check(id); err != nil {
+				firstErr.CompareAndSwap(nil, err)
 			}
-		}(id)
+		}()
 	}
 	wg.Wait()
-	if e, _ := firstErr.Load().(error); e != nil {
-		return missing, e
-	}
-	return missing, nil
+	err, _ := firstErr.Load().(error)
+	return err
 }
 
 // crashWaitReady polls base/readyz until it answers 200 or timeout passes.

@@ -57,6 +57,19 @@ func openLoad(ctx context.Context, base string, side pgSide, rate float64) []sho
 	}
 }
 
+// startLoad runs openLoad in the background, within ctx, until the
+// returned stop is called: stop ends the load, waits for every answer
+// and returns the shots (the same ones at every call).
+func startLoad(ctx context.Context, base string, side pgSide, rate float64) (stop func() []shot) {
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan []shot, 1)
+	go func() { done <- openLoad(lctx, base, side, rate) }()
+	return sync.OnceValue(func() []shot {
+		cancel()
+		return <-done
+	})
+}
+
 // closedLoad runs workers loops of side's single writes against base
 // until ctx ends and returns every shot.
 func closedLoad(ctx context.Context, base string, side pgSide, workers int) []shot {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,46 +36,31 @@ var esAppendSide = pgSide{name: "kafka-eventstore", okCode: http.StatusCreated,
 // and counts those without an event (lost) and those with more than one
 // (duplicated).
 func esCountStreams(ctx context.Context, base string, streams []string) (lost, dup int64, err error) {
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	sem := make(chan struct{}, 8)
-	for _, s := range streams {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(s string) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			for attempt := 0; ; attempt++ {
-				code, b, err := driver.Do(ctx, http.MethodGet, base+"/streams/"+s, nil)
-				if err == nil && code == http.StatusOK {
-					var r struct {
-						Events []json.RawMessage `json:"events"`
-					}
-					if err := json.Unmarshal(b, &r); err != nil {
-						firstErr.CompareAndSwap(nil, fmt.Errorf("GET /streams/%s: %w", s, err))
-						return
-					}
-					switch {
-					case len(r.Events) == 0:
-						atomic.AddInt64(&lost, 1)
-					case len(r.Events) > 1:
-						atomic.AddInt64(&dup, 1)
-					}
-					return
+	err = eachAtMost8(streams, func(s string) error {
+		for attempt := 0; ; attempt++ {
+			code, b, err := driver.Do(ctx, http.MethodGet, base+"/streams/"+s, nil)
+			if err == nil && code == http.StatusOK {
+				var r struct {
+					Events []json.RawMessage `json:"events"`
 				}
-				if attempt >= 20 || ctx.Err() != nil {
-					firstErr.CompareAndSwap(nil, fmt.Errorf("GET /streams/%s: %d %s %v", s, code, b, err))
-					return
+				if err := json.Unmarshal(b, &r); err != nil {
+					return fmt.Errorf("GET /streams/%s: %w", s, err)
 				}
-				time.Sleep(250 * time.Millisecond)
+				switch {
+				case len(r.Events) == 0:
+					atomic.AddInt64(&lost, 1)
+				case len(r.Events) > 1:
+					atomic.AddInt64(&dup, 1)
+				}
+				return nil
 			}
-		}(s)
-	}
-	wg.Wait()
-	if e, _ := firstErr.Load().(error); e != nil {
-		return lost, dup, e
-	}
-	return lost, dup, nil
+			if attempt >= 20 || ctx.Err() != nil {
+				return fmt.Errorf("GET /streams/%s: %d %s %v", s, code, b, err)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	})
+	return lost, dup, err
 }
 
 // esKinds counts the 503s of shots by their body's "kind" ("" when it
@@ -156,26 +140,12 @@ func kafkaEventstoreRestart() Experiment {
 func runKafkaEventstoreRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
 	res := Result{Name: "kafka-eventstore-broker-restart", Title: "Kafka broker restart under kafka-eventstore appends", Metrics: map[string]float64{}}
-	logf := func(format string, args ...any) {
-		if env.Out != nil {
-			fmt.Fprintf(env.Out, "kafka-eventstore-broker-restart: "+format+"\n", args...)
-		}
-	}
-	root, err := env.root()
+	logf := env.prefixed("kafka-eventstore-broker-restart")
+	node, l, cleanup, err := privateKafkaLauncher(ctx, env, "wpe-kafka-es-restart-logs-", logf)
 	if err != nil {
 		return res, err
 	}
-	node, err := startPrivateKafka(ctx, root)
-	if err != nil {
-		return res, err
-	}
-	defer node.close()
-	logf("private KRaft node on %s (%s)", node.brokers(), node.dir)
-	l, logDir, err := newLauncher(root, "wpe-kafka-es-restart-logs-")
-	if err != nil {
-		return res, err
-	}
-	defer os.RemoveAll(logDir)
+	defer cleanup()
 	defer func() { _ = l.StopAll(30 * time.Second) }()
 	topic := strings.ReplaceAll(uniqueName("exp_kafka_es"), "_", "-")
 	port, err := freePort()
@@ -250,22 +220,15 @@ func esKafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, c 
 		return o, err
 	}
 	rate, before, hold, after := kafkaLoad(size)
-	lctx, stopLoad := context.WithCancel(ctx)
+	stopLoad := startLoad(ctx, base, esAppendSide, rate)
 	defer stopLoad()
-	var shots []shot
-	var wg sync.WaitGroup
-	wg.Go(func() { shots = openLoad(lctx, base, esAppendSide, rate) })
 	sleep(ctx, before)
 	stopAt := time.Now()
 	if _, err := node.stop(c.sig, time.Minute); err != nil {
-		stopLoad()
-		wg.Wait()
 		return o, err
 	}
 	sleep(ctx, hold)
 	if err := node.restart(ctx); err != nil {
-		stopLoad()
-		wg.Wait()
 		return o, err
 	}
 	for !node.topicLed(ctx, topic) && ctx.Err() == nil && time.Since(stopAt) < 3*time.Minute {
@@ -275,8 +238,7 @@ func esKafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, c 
 	o.downFor = upAt.Sub(stopAt)
 	logf("%s: broker back %.1f s after the signal", c.name, o.downFor.Seconds())
 	sleep(ctx, after)
-	stopLoad()
-	wg.Wait()
+	shots := stopLoad()
 	if err := ctx.Err(); err != nil {
 		return o, err
 	}
@@ -339,28 +301,20 @@ func runNoKurrentdbRestart(ctx context.Context, env Env, size Size) (Result, err
 		return res, err
 	}
 
-	lctx, stopLoad := context.WithCancel(ctx)
+	stopLoad := startLoad(ctx, base, side, rate)
 	defer stopLoad()
-	var shots []shot
-	var wg sync.WaitGroup
-	wg.Go(func() { shots = openLoad(lctx, base, side, rate) })
 	sleep(ctx, pre)
 	stopAt := time.Now()
 	if err := rig.cluster.Stop(ctx, "immediate"); err != nil {
-		stopLoad()
-		wg.Wait()
 		return res, err
 	}
 	sleep(ctx, outage)
 	if err := rig.cluster.Start(ctx); err != nil {
-		stopLoad()
-		wg.Wait()
 		return res, err
 	}
 	upAt := time.Now()
 	sleep(ctx, post)
-	stopLoad()
-	wg.Wait()
+	shots := stopLoad()
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}

@@ -2,11 +2,8 @@ package experiments
 
 import (
 	"context"
-	"os/exec"
 	"testing"
 	"time"
-
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 )
 
 // TestKafkaEventstoreBrokerRestart runs kafka-eventstore-broker-restart
@@ -14,19 +11,7 @@ import (
 // append answered 201 reads back once, every failure is a 503 with a
 // kind, and the service recovers after both.
 func TestKafkaEventstoreBrokerRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: starts a private Kafka node and kafka-eventstore")
-	}
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("java is not installed (scripts/stack.sh deps): the private Kafka node needs it")
-	}
-	root, err := launch.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kafkaLibs(t.Context(), root); err != nil {
-		t.Skip(err)
-	}
+	root := privateKafkaRoot(t, "kafka-eventstore")
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()

@@ -202,6 +202,11 @@ func (e Env) logf(format string, args ...any) {
 	}
 }
 
+// prefixed is e.logf with every line starting "name: ".
+func (e Env) prefixed(name string) func(format string, args ...any) {
+	return func(format string, args ...any) { e.logf(name+": "+format, args...) }
+}
+
 func envOr(k, d string) string {
 	if v := os.Getenv(k); v != "" {
 		return v

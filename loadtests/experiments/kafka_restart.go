@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 )
 
 // kafkaBrokerRestart is issue 14's item 7 for Kafka: the kafka service
@@ -61,30 +62,41 @@ func kafkaLoad(size Size) (rate float64, before, hold, after time.Duration) {
 var kafkaSide = pgSide{name: "kafka", okCode: http.StatusCreated,
 	write: pgSides["no-kafka"].write, path: pgSides["no-kafka"].path}
 
+// privateKafkaLauncher starts a private KRaft node and a launcher of
+// the services under env's root whose logs go to a temporary directory
+// named by pattern (as os.MkdirTemp). cleanup removes the logs and stops
+// the node; the caller stops the services it started first. On error
+// nothing is left running.
+func privateKafkaLauncher(ctx context.Context, env Env, pattern string, logf func(string, ...any)) (node *kafkaNode, l *launch.Launcher, cleanup func(), err error) {
+	root, err := env.root()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	node, err = startPrivateKafka(ctx, root)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	logf("private KRaft node on %s (%s)", node.brokers(), node.dir)
+	l, logDir, err := newLauncher(root, pattern)
+	if err != nil {
+		node.close()
+		return nil, nil, nil, err
+	}
+	return node, l, func() {
+		_ = os.RemoveAll(logDir)
+		node.close()
+	}, nil
+}
+
 func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
 	res := Result{Name: "kafka-broker-restart", Title: "Kafka broker restart under load", Metrics: map[string]float64{}}
-	logf := func(format string, args ...any) {
-		if env.Out != nil {
-			fmt.Fprintf(env.Out, "kafka-broker-restart: "+format+"\n", args...)
-		}
-	}
-	root, err := env.root()
+	logf := env.prefixed("kafka-broker-restart")
+	node, l, cleanup, err := privateKafkaLauncher(ctx, env, "wpe-kafka-restart-logs-", logf)
 	if err != nil {
 		return res, err
 	}
-	node, err := startPrivateKafka(ctx, root)
-	if err != nil {
-		return res, err
-	}
-	defer node.close()
-	logf("private KRaft node on %s (%s)", node.brokers(), node.dir)
-
-	l, logDir, err := newLauncher(root, "wpe-kafka-restart-logs-")
-	if err != nil {
-		return res, err
-	}
-	defer os.RemoveAll(logDir)
+	defer cleanup()
 	pgURL := env.PostgresURL
 	if pgURL == "" {
 		pgURL = defaultPostgresURL

@@ -11,14 +11,13 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 )
 
-// TestKafkaBrokerRestart runs the kafka-broker-restart experiment small: a
-// private KRaft node stopped with SIGTERM and started again under light
-// load. Every event answered 201 is delivered, writes during the outage
-// answer 503, /readyz says so, the service recovers, and the private
-// node's directory is gone after.
-func TestKafkaBrokerRestart(t *testing.T) {
+// privateKafkaRoot is the repository root for a test that starts a
+// private Kafka node and what: it skips under -short, without java, or
+// without the stack's Kafka jars.
+func privateKafkaRoot(t *testing.T, what string) string {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("-short: starts a private Kafka node and the kafka service")
+		t.Skip("-short: starts a private Kafka node and " + what)
 	}
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Skip("java is not installed (scripts/stack.sh deps): the private Kafka node needs it")
@@ -30,6 +29,16 @@ func TestKafkaBrokerRestart(t *testing.T) {
 	if _, err := kafkaLibs(t.Context(), root); err != nil {
 		t.Skip(err)
 	}
+	return root
+}
+
+// TestKafkaBrokerRestart runs the kafka-broker-restart experiment small: a
+// private KRaft node stopped with SIGTERM and started again under light
+// load. Every event answered 201 is delivered, writes during the outage
+// answer 503, /readyz says so, the service recovers, and the private
+// node's directory is gone after.
+func TestKafkaBrokerRestart(t *testing.T) {
+	root := privateKafkaRoot(t, "the kafka service")
 	if _, err := pgBindir(); err != nil {
 		t.Skip(err)
 	}

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
@@ -87,16 +85,7 @@ func measureFsync(ctx context.Context, url string) *driver.Fsync {
 // dataDirectory returns SHOW data_directory (superuser or
 // pg_read_all_settings).
 func dataDirectory(ctx context.Context, url string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(context.Background())
-	var s string
-	err = conn.QueryRow(ctx, "SHOW data_directory").Scan(&s)
-	return s, err
+	return show(ctx, url, "data_directory")
 }
 
 // ParseFsync reads pg_test_fsync's output: the fdatasync and fsync

@@ -102,6 +102,11 @@ func Collect(ctx context.Context, c Config) driver.Versions {
 
 // Postgres returns SHOW server_version.
 func Postgres(ctx context.Context, url string) (string, error) {
+	return show(ctx, url, "server_version")
+}
+
+// show returns SHOW setting on a connection of its own, within 5 s.
+func show(ctx context.Context, url, setting string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
@@ -110,7 +115,7 @@ func Postgres(ctx context.Context, url string) (string, error) {
 	}
 	defer conn.Close(context.Background())
 	var s string
-	err = conn.QueryRow(ctx, "SHOW server_version").Scan(&s)
+	err = conn.QueryRow(ctx, "SHOW "+setting).Scan(&s)
 	return s, err
 }
 

@@ -89,6 +89,28 @@ func (p *connPool) close() {
 	}
 }
 
+// subscriptionFetch is one fetch of a subscription, which holds its own
+// connection conn to partition's leader (dialled here when nil): the
+// records from off, waiting up to wait for some, all within
+// BACKEND_TIMEOUT+wait. After an error the connection is closed and the
+// conn returned is nil, so that the next call dials again.
+func (s *store) subscriptionFetch(ctx context.Context, partition int, conn *kafka.Conn, off int64, wait time.Duration) ([]record, *kafka.Conn, error) {
+	fctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout+wait)
+	defer cancel()
+	if conn == nil {
+		var err error
+		if conn, err = s.conns[partition].dial(fctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	recs, _, err := s.fetchFrom(fctx, conn, off, wait)
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	return recs, conn, nil
+}
+
 // fetchFrom reads one fetch response at offset off through conn: the
 // records at offset >= off, and the high watermark. maxWait > 0 makes it
 // a long poll. A returned error other than kafka.OffsetOutOfRange wraps

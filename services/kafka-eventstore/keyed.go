@@ -171,20 +171,9 @@ func (s *store) follow(ctx context.Context, partition int, off, target int64, ou
 		if off >= target {
 			wait = s.cfg.LongPoll
 		}
-		fctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout+wait)
-		var err error
-		if conn == nil {
-			conn, err = s.conns[partition].dial(fctx)
-		}
 		var recs []record
-		if err == nil {
-			recs, _, err = s.fetchFrom(fctx, conn, off, wait)
-			if err != nil {
-				_ = conn.Close()
-				conn = nil
-			}
-		}
-		cancel()
+		var err error
+		recs, conn, err = s.subscriptionFetch(ctx, partition, conn, off, wait)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

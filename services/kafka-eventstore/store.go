@@ -481,19 +481,8 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 		if caughtUp {
 			wait = s.cfg.LongPoll
 		}
-		fctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout+wait)
-		if conn == nil {
-			conn, err = s.conns[0].dial(fctx)
-		}
 		var recs []record
-		if err == nil {
-			recs, _, err = s.fetchFrom(fctx, conn, off, wait)
-			if err != nil {
-				_ = conn.Close()
-				conn = nil
-			}
-		}
-		cancel()
+		recs, conn, err = s.subscriptionFetch(ctx, 0, conn, off, wait)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

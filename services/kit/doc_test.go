@@ -1,7 +1,6 @@
 package kit_test
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,7 +25,7 @@ func TestDocsMatchTheKit(t *testing.T) {
 	t.Run("parts", func(t *testing.T) {
 		t.Parallel()
 		listed := docParts(kitDoc)
-		have := goPackageDirs(t, ".")
+		have := pairstest.PackageDirs(t, ".")
 		for _, p := range have {
 			if !slices.Contains(listed, p) {
 				t.Errorf("doc.go does not list the package %s", p)
@@ -45,7 +44,7 @@ func TestDocsMatchTheKit(t *testing.T) {
 		t.Parallel()
 		// A path in doc.go starts at a part (service/servicetest) or, in
 		// contract, at a pair (queue/records).
-		firsts := append(goPackageDirs(t, "."), pairstest.Names()...)
+		firsts := append(pairstest.PackageDirs(t, "."), pairstest.Names()...)
 		for _, p := range kitPaths.FindAllString(kitDoc, -1) {
 			first, _, _ := strings.Cut(p, "/")
 			switch {
@@ -73,7 +72,7 @@ func TestDocsMatchTheKit(t *testing.T) {
 		}
 		// One contract package, with its suite and memory backend, per
 		// pair of the table, and no other.
-		contracts := goPackageDirs(t, "contract")
+		contracts := pairstest.PackageDirs(t, "contract")
 		if !slices.Equal(contracts, sorted(pairstest.Names())) {
 			t.Errorf("contract packages %v, pairs %v", contracts, pairstest.Names())
 		}
@@ -98,35 +97,6 @@ func docParts(doc string) []string {
 	var out []string
 	for _, m := range partRE.FindAllStringSubmatch(doc, -1) {
 		out = append(out, m[1])
-	}
-	return out
-}
-
-// goPackageDirs returns the sorted names of dir's subdirectories that
-// hold a Go package, directly or further down (contract has only
-// sub-packages).
-func goPackageDirs(t testing.TB, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		if !e.IsDir() || e.Name() == "testdata" {
-			continue
-		}
-		found := false
-		_ = filepath.WalkDir(filepath.Join(dir, e.Name()), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".go") {
-				found = true
-				return filepath.SkipAll
-			}
-			return err
-		})
-		if found {
-			out = append(out, e.Name())
-		}
 	}
 	return out
 }

@@ -8,8 +8,8 @@
 //
 // The other helpers run a service in the test's process (ReadConfig,
 // Start, Serve, Logger, NewService), talk HTTP and JSON to it (Do,
-// NewRequest, Send, GetJSON, CheckShared) and poll with a deadline
-// (Eventually). Each takes the test, calls t.Helper and registers its
+// NewRequest, Send, GetJSON, CheckShared), hold many long-poll GETs open
+// at once (StartWaits) and poll with a deadline (Eventually). Each takes the test, calls t.Helper and registers its
 // cleanup with t.Cleanup.
 //
 // ValidateOpenAPI makes every exchange Send makes for a test and its

@@ -3,11 +3,9 @@ package log
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,25 +69,11 @@ func TestEventWaitersShareTheirRereads(t *testing.T) {
 	Mount(r, noBackend{}, Options{Records: store, Hub: new(waiter.Hub), Stats: stats.New(stats.Info{}, nil, nil)})
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
-	tr := &http.Transport{MaxIdleConnsPerHost: n}
-	t.Cleanup(tr.CloseIdleConnections)
-	client := &http.Client{Transport: tr}
-	wctx, leave := context.WithCancel(ctx)
-	defer leave()
-	statuses := make([]atomic.Int64, n)
-	var wg sync.WaitGroup
+	urls := make([]string, n)
 	for i, e := range events {
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(wctx, http.MethodGet, srv.URL+"/events/"+e.ID+"/wait?timeout=60s", nil)
-			resp, err := client.Do(req)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses[i].Store(int64(resp.StatusCode))
-		})
+		urls[i] = srv.URL + "/events/" + e.ID + "/wait?timeout=60s"
 	}
+	waits := kittest.StartWaits(t, ctx, urls)
 	kittest.Eventually(t, 20*time.Second, "every waiter reading its event once", func() bool { return store.gets.Load() >= n })
 	before := store.gets.Load() + store.delivered.Load()
 	time.Sleep(time.Second)
@@ -100,10 +84,9 @@ func TestEventWaitersShareTheirRereads(t *testing.T) {
 	if _, err := recs.Deliver(ctx, []Delivery{{ID: created[0].ID, CreatedAt: created[0].CreatedAt}}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	kittest.Eventually(t, 10*time.Second, "the delivered event's wait answering", func() bool { return statuses[0].Load() != 0 })
-	if s := statuses[0].Load(); s != http.StatusOK {
+	kittest.Eventually(t, 10*time.Second, "the delivered event's wait answering", func() bool { return waits.Status(0) != 0 })
+	if s := waits.Status(0); s != http.StatusOK {
 		t.Errorf("wait of the delivered event: %d, want 200", s)
 	}
-	leave()
-	wg.Wait()
+	waits.Leave()
 }

@@ -13,5 +13,8 @@
 // some pairs only is written without that lead-in ("the queue and log
 // pairs").
 //
+// PackageDirs lists the packages below a directory, for a doc's list of
+// packages to be checked against.
+//
 // Test code: it imports testing, so only tests may import it.
 package pairstest

@@ -1,6 +1,9 @@
 package pairstest
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -99,4 +102,34 @@ func CheckProse(tb testing.TB, name, text string) int {
 		}
 	}
 	return checked
+}
+
+// PackageDirs returns the names of dir's subdirectories that hold Go
+// files, directly or further down (a directory of sub-packages only
+// counts), in name order; testdata is left out. A doc's list of packages
+// is checked against it.
+func PackageDirs(tb testing.TB, dir string) []string {
+	tb.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "testdata" {
+			continue
+		}
+		found := false
+		_ = filepath.WalkDir(filepath.Join(dir, e.Name()), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".go") {
+				found = true
+				return filepath.SkipAll
+			}
+			return err
+		})
+		if found {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,27 +79,13 @@ func TestWaitersShareTheirRereads(t *testing.T) {
 	queue.Mount(r, store, queue.Options{Stats: stats.New(stats.Info{}, nil, nil), Hub: hub, Timeout: 10 * time.Second})
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
-	tr := &http.Transport{MaxIdleConnsPerHost: n}
-	t.Cleanup(tr.CloseIdleConnections)
-	client := &http.Client{Transport: tr}
+	urls := make([]string, n)
+	for i, task := range tasks {
+		urls[i] = srv.URL + "/tasks/" + task.ID + "/wait?timeout=60s"
+	}
 
 	baseline := runtime.NumGoroutine()
-	wctx, leave := context.WithCancel(ctx)
-	defer leave()
-	statuses := make([]atomic.Int64, n)
-	var wg sync.WaitGroup
-	for i, task := range tasks {
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(wctx, http.MethodGet, srv.URL+"/tasks/"+task.ID+"/wait?timeout=60s", nil)
-			resp, err := client.Do(req)
-			if err != nil {
-				return // left
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses[i].Store(int64(resp.StatusCode))
-		})
-	}
+	waits := kittest.StartWaits(t, ctx, urls)
 	kittest.Eventually(t, 20*time.Second, "every waiter reading its task once", func() bool { return store.gets.Load() >= n })
 
 	// Two seconds of waiting: eight intervals of 250ms. One query per
@@ -127,22 +111,20 @@ func TestWaitersShareTheirRereads(t *testing.T) {
 	}
 	kittest.Eventually(t, 10*time.Second, "the finished tasks' waits answering 200", func() bool {
 		for i := range done {
-			if statuses[i].Load() == 0 {
+			if waits.Status(i) == 0 {
 				return false
 			}
 		}
 		return true
 	})
 	for i := range done {
-		if s := statuses[i].Load(); s != http.StatusOK {
+		if s := waits.Status(i); s != http.StatusOK {
 			t.Errorf("wait of finished task %d: %d, want 200", i, s)
 		}
 	}
 
 	// The clients leave: nothing stays behind.
-	leave()
-	wg.Wait()
-	tr.CloseIdleConnections()
+	waits.Leave()
 	kittest.Eventually(t, 5*time.Second, fmt.Sprintf("goroutines back near the baseline of %d", baseline), func() bool {
 		return runtime.NumGoroutine() <= baseline+5 && hub.Len() == 0
 	})
