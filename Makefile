@@ -18,6 +18,7 @@ TESTFLAGS   ?= -race -count=1 -timeout 20m
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | \
 		awk -F'\t' '{printf "  %-16s %s\n", $$1, $$2}'
+	@echo "  run-<service>    run one service in the foreground with the stack's environment, e.g. make run-no-kafka"
 	@echo "  services:        $(SERVICES)"
 
 .PHONY: deps
@@ -77,9 +78,21 @@ migrate: ## apply every pair's migrations to DATABASE_URL (each pair in its own 
 check: ## ask every service on its port for /healthz and /stats
 	$(GO) run ./loadtests check
 
-.PHONY: $(addprefix run-,$(SERVICES))
-run-%: ## run one service in the foreground, e.g. make run-no-kafka
-	$(GO) run ./services/$*
+.PHONY: env
+env: ## print the stack's connection URLs as exports, under the names the services read: eval "$(make -s env)"
+	@bash scripts/stack.sh env
+
+# run-<service>: one explicit rule per service (a pattern rule is never applied
+# to a .PHONY target), run in the foreground with the stack's environment; a
+# variable already set (STATS_RESET=true make run-no-rabbitmq, or make
+# run-no-rabbitmq STATS_RESET=true) reaches the service.
+define RUN_SERVICE
+.PHONY: run-$(1)
+run-$(1):
+	@echo "make: go run ./services/$(1) (the first build takes about 20 s; Ctrl-C stops it)" >&2
+	@eval "$$$$(bash scripts/stack.sh env keep)" && exec $$(GO) run ./services/$(1)
+endef
+$(foreach s,$(SERVICES),$(eval $(call RUN_SERVICE,$(s))))
 
 # ---------------------------------------------------------------------------
 # load tests (issue 7): loadtests/, docs/loadtests.md

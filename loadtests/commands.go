@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,7 +36,7 @@ var loadCommands = map[string]string{
 	"documents": "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
 	"cache":     "drive the cache pair (redis vs no-redis, every mode): Zipf profiles, kv writes logged vs unlogged, raw lookups, stampede, staleness, CPU",
 	"results":   "run queue, log, documents, cache, the throughput scenario, the event-store bench and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
-	"demo":      "drive every pair briefly and print one side-by-side table per pair",
+	"demo":      "drive every pair briefly (queue, log, documents, cache, and the event store through its bench) and print one side-by-side table per pair",
 	"report":    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
 	"longlived": "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
 }
@@ -49,6 +50,10 @@ type common struct {
 	progress                               bool
 	out, chartsDir, readme                 string
 	state                                  stateFlags
+
+	// publishFailed lets `results` publish failed points as failed
+	// instead of exiting non-zero (-publish-failed).
+	publishFailed bool
 }
 
 func (c *common) register(fs *flag.FlagSet, rounds int, duration time.Duration) {
@@ -161,25 +166,38 @@ func parseSizes(s string) ([]int, error) {
 }
 
 // loadMain runs one of loadCommands and returns the exit code.
-func loadMain(cmd string, args []string) int {
+// Flag errors and -h write to stderr; -h exits 0, a bad flag 2.
+func loadMain(cmd string, args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runLoad(ctx, cmd, args); err != nil {
-		fmt.Fprintln(os.Stderr, "loadtests "+cmd+":", err)
+	if err := runLoad(ctx, cmd, args, stderr); err != nil {
+		if errors.Is(err, errFlags) {
+			return 2
+		}
+		fmt.Fprintln(stderr, "loadtests "+cmd+":", err)
 		return 1
 	}
 	return 0
 }
 
-func runLoad(ctx context.Context, cmd string, args []string) error {
+// errFlags is a command line the flag package refused (and explained).
+var errFlags = errors.New("bad flags")
+
+func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./loadtests %s [flags]\n%s\n\nflags:\n", cmd, loadCommands[cmd])
+		fs.PrintDefaults()
+	}
 	var c common
 	dur := 10 * time.Second
 	switch cmd {
 	case "results":
 		dur = 5 * time.Second
 	case "demo":
-		dur = 10 * time.Second
+		// Five pairs in about 3 minutes on 2 cores.
+		dur = 5 * time.Second
 	case "throughput":
 		dur = scenario.ThroughputDefaults.Duration
 	case "cache":
@@ -195,6 +213,9 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		rounds = scenario.ThroughputDefaults.Rounds
 	}
 	c.register(fs, rounds, dur)
+	if cmd == "results" {
+		fs.BoolVar(&c.publishFailed, "publish-failed", false, "results: publish points that failed (shown as failed, with their reasons) and exit 0 instead of exiting non-zero")
+	}
 	x := registerExtras(fs, cmd)
 	c.state.register(fs, cmd)
 	var qo, lo scenario.RateOptions
@@ -217,7 +238,9 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 	if cmd == "documents" || cmd == "results" || cmd == "demo" {
 		d := scenario.DocumentsScenario.Defaults
 		if cmd == "demo" {
-			d.Users = 500
+			// FerretDB creates users slowly: a small set keeps the
+			// demo near 3 minutes.
+			d.Users = 200
 		}
 		fs.IntVar(&do.Users, "users", d.Users, "documents: users in the generated data set (created on both sides)")
 		fs.Uint64Var(&do.Seed, "seed", d.Seed, "documents: data set seed")
@@ -249,7 +272,7 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return err
+		return errFlags
 	}
 	if cmd == "report" {
 		return writeReport(c, *inputs)
@@ -336,7 +359,10 @@ func runLoad(ctx context.Context, cmd string, args []string) error {
 		case "throughput":
 			steps = []step{{"throughput", to.Estimate(c.settle)}}
 		case "demo":
-			steps = []step{{"queue", qd.Estimate(c.settle)}, {"log", ld.Estimate(c.settle)}, {"documents", do.Estimate()}}
+			cs, co := demoCache(c)
+			eo := demoEventStore(c)
+			steps = []step{{"queue", qd.Estimate(c.settle)}, {"log", ld.Estimate(c.settle)}, {"documents", do.Estimate()},
+				{"cache", cs.Estimate(co)}, {"eventstore", eventstore.Append.Estimate(eo, 2)}}
 		}
 		steps = x.plan(steps, c.settle)
 		env.Progress = newProgress(os.Stderr, cmd, c.settle, steps)
@@ -405,11 +431,15 @@ func resultsLog(qo scenario.RateOptions) scenario.RateOptions {
 }
 
 // demoOptions returns the demo's short queue, log and documents options:
-// one rate per pair, one size of rewrite.
+// one rate per pair, one size of rewrite, documents attacks of at most
+// 3 s.
 func demoOptions(c common, do scenario.DocumentsOptions) (q, l scenario.RateOptions, d scenario.DocumentsOptions) {
 	q = scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{500}}
 	l = scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{200}}
 	do.Sizes, do.RewriteRates, do.RewriteUsers, do.LZ4 = []int{512 << 10}, []float64{5}, 2, false
+	// FerretDB answers the Mongo side slowly: 3 s attacks keep the pair
+	// near a minute.
+	do.Duration = min(do.Duration, 3*time.Second)
 	return q, l, do
 }
 
@@ -422,6 +452,9 @@ func newEnv(c common, root string) (*scenario.Env, func(), error) {
 	}
 	client := &http.Client{Timeout: 3 * time.Second}
 	env.Probe = func(ctx context.Context, name string, port int) error {
+		// "service@instance" is one more instance of service: it
+		// reports service's name.
+		name, _, _ = strings.Cut(name, "@")
 		s := checkOne(ctx, client, c.host, Target{Name: name, Port: port})
 		if !s.Up {
 			return errors.New(s.Err)
@@ -464,6 +497,7 @@ func runPair(ctx context.Context, c common, env *scenario.Env, root, pair string
 	err := fn(run)
 	if err != nil {
 		run.Note("run ended early: %v", err)
+		run.Aborted = err.Error()
 	}
 	run.FinishedAt = time.Now().UTC()
 	if len(run.Points) > 0 || len(run.Ceilings) > 0 {
@@ -562,13 +596,21 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 			return ctx.Err()
 		}
 	}
-	return writeReport(c, strings.Join(files, ","))
+	if err := writeReport(c, strings.Join(files, ",")); err != nil {
+		return err
+	}
+	return publishVerdict(c, files)
 }
 
 // eventStoreServices are the trio's services the driver can start here;
 // KurrentDB cannot be installed on these machines, so the bench reports it
 // as "not measured here" unless one answers on its port.
 var eventStoreServices = []scenario.Service{scenario.ServiceOf("no-kurrentdb"), scenario.ServiceOf("kafka-eventstore")}
+
+// keyedService is the keyed Kafka design: one more kafka-eventstore
+// instance (KAFKA_PARTITIONS > 1) at eventstore.KeyedPort, the bench's
+// eventstore.KeyedName target.
+var keyedService = scenario.Service{Name: "kafka-eventstore@keyed", Port: eventstore.KeyedPort}
 
 // runEventStoreBench runs the event-store bench (append, point-read,
 // catch-up) at the results size: 5 s append rounds instead of 30 s, every
@@ -579,7 +621,10 @@ var eventStoreServices = []scenario.Service{scenario.ServiceOf("no-kurrentdb"), 
 // When the driver starts kafka-eventstore itself, it gives it a topic
 // created empty for this run (deleted at the end), instead of one that
 // grows across runs; a kafka-eventstore already running keeps its topic,
-// whose size the bench declares.
+// whose size the bench declares. It also starts the keyed design
+// (keyedService: KAFKA_PARTITIONS=o.KeyedPartitions on a fresh topic of as
+// many partitions), measured as a second Kafka row; if that instance does
+// not start, its rows say why and the rest runs.
 func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error {
 	o := eventStoreResultsOptions(c)
 	o.DatabaseURL = c.pgURL
@@ -616,12 +661,48 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 			}()
 		}
 	}
-	if err := env.Ensure(ctx, eventStoreServices, nil, nil); err != nil {
+	services := eventStoreServices
+	keyedTopic := ""
+	if env.Launcher != nil {
+		// The keyed design: a second kafka-eventstore, on a fresh topic of
+		// its own with KAFKA_PARTITIONS partitions, measured as its own row.
+		keyedTopic = eventstore.BenchTopic(time.Now()) + "-keyed"
+		if err := eventstore.CreateTopicPartitions(ctx, o.KafkaBrokers, keyedTopic, o.KeyedPartitions); err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: no keyed topic (%v); the keyed rows say why\n", err)
+			keyedTopic = ""
+		} else {
+			defer func() {
+				if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, keyedTopic); err != nil {
+					fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
+				}
+			}()
+			kenv := maps.Clone(env.ServiceEnv["kafka-eventstore"])
+			if kenv == nil {
+				kenv = map[string]string{}
+			}
+			kenv["KAFKA_TOPIC"], kenv["KAFKA_PARTITIONS"] = keyedTopic, strconv.Itoa(o.KeyedPartitions)
+			if env.ServiceEnv == nil {
+				env.ServiceEnv = map[string]map[string]string{}
+			}
+			env.ServiceEnv[keyedService.Name] = kenv
+			defer delete(env.ServiceEnv, keyedService.Name)
+		}
+	}
+	if err := env.Ensure(ctx, services, nil, nil); err != nil {
 		return err
+	}
+	if keyedTopic != "" {
+		// The keyed side is an addition: if it does not start, its rows
+		// say "not measured here" and the rest of the bench runs.
+		if err := env.Ensure(ctx, []scenario.Service{keyedService}, nil, nil); err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: the keyed side did not start (%v); its rows say not measured here\n", err)
+		} else {
+			services = append(slices.Clone(services), keyedService)
+		}
 	}
 	defer func() {
 		if env.Launcher != nil {
-			for _, s := range eventStoreServices {
+			for _, s := range services {
 				_ = env.Launcher.Stop(s.Name, 30*time.Second)
 			}
 		}
@@ -629,6 +710,11 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 	if topic != "" {
 		if p := env.Launcher.Running("kafka-eventstore"); p != nil && p.Env["KAFKA_TOPIC"] == topic {
 			o.KafkaTopic, o.FreshTopic = topic, true
+		}
+	}
+	if keyedTopic != "" {
+		if p := env.Launcher.Running(keyedService.Name); p != nil && p.Env["KAFKA_TOPIC"] == keyedTopic {
+			o.KeyedTopic = keyedTopic
 		}
 	}
 	o.Before = eventStoreState(env)
@@ -655,8 +741,9 @@ func eventStoreResultsOptions(c common) eventstore.Options {
 // the bench's scenario, then its RESULTS.md section rendered by package
 // report from every JSON result present; it returns the exit status.
 func eventStoreMain(args []string, stdout, stderr io.Writer) int {
+	const use = "usage: go run ./loadtests eventstore <append|point-read|catch-up> [flags]  (-h for flags)"
 	if len(args) < 1 {
-		fmt.Fprintln(stderr, "usage: go run ./loadtests eventstore <append|point-read|catch-up> [flags]  (-h for flags)")
+		fmt.Fprintln(stderr, use)
 		return 2
 	}
 	fs := flag.NewFlagSet("eventstore "+args[0], flag.ContinueOnError)
@@ -665,7 +752,20 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 	o.DatabaseURL = envOr("DATABASE_URL", versions.DefaultPostgresURL)
 	o.KafkaBrokers = envOr("KAFKA_BROKERS", o.KafkaBrokers)
 	o.Register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s\n\nflags (the same for every scenario):\n", use)
+		fs.PrintDefaults()
+	}
+	if isHelp(args[0]) {
+		fs.SetOutput(stdout)
+		fmt.Fprintf(stdout, "%s\n\nflags (the same for every scenario):\n", use)
+		fs.PrintDefaults()
+		return 0
+	}
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -707,7 +807,53 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// demoCache is the demo's cache scenario: the in-process cache (no-redis,
+// CACHE_MODE=local) against Redis, one read-heavy profile, the kv points,
+// the raw lookups, the stampede and a 2 s staleness window, 3 s attacks;
+// about 40 s on 2 cores.
+func demoCache(c common) (scenario.CacheScenario, scenario.CacheOptions) {
+	s := scenario.Cache
+	// The Postgres side first, as in every table (and as the raw
+	// lookups' sides, postgres then redis).
+	s.Modes = nil
+	for _, name := range []string{"local", "redis"} {
+		for _, m := range scenario.Cache.Modes {
+			if m.Name == name {
+				s.Modes = append(s.Modes, m)
+			}
+		}
+	}
+	s.Profiles = scenario.Cache.Profiles[:1]
+	o := s.Defaults
+	o.Rate, o.KVRate, o.Rounds = 200, 200, 1
+	o.Duration = min(c.duration, 3*time.Second)
+	o.StampedeN, o.StaleTTL, o.RawDuration = 50, 2*time.Second, 2*time.Second
+	return s, o
+}
+
+// demoEventStore are the demo's event-store bench options: the append
+// scenario only, one 2 s round per series, against no-kurrentdb and
+// kafka-eventstore (KurrentDB does not run on the native stack).
+func demoEventStore(c common) eventstore.Options {
+	o := eventStoreResultsOptions(c)
+	var targets []string
+	for _, t := range strings.Split(o.Targets, ",") {
+		if !strings.HasPrefix(t, "kurrentdb=") {
+			targets = append(targets, t)
+		}
+	}
+	o.Targets = strings.Join(targets, ",")
+	o.Duration, o.Rounds, o.Workers, o.Streams = 2*time.Second, 1, 8, 16
+	o.Out = filepath.Join(os.TempDir(), "wpe-demo-eventstore")
+	return o
+}
+
+// runDemo drives every pair briefly, one after the other (each pair's
+// services stopped before the next starts), and prints one side-by-side
+// table per pair: queue, log, documents, cache (in-process vs Redis) and
+// the event store (its bench's append scenario, Postgres vs Kafka).
 func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l scenario.RateOptions, do scenario.DocumentsOptions) error {
+	cs, co := demoCache(c)
 	steps := []struct {
 		p  scenario.Pair
 		fn func(*driver.Run) error
@@ -715,6 +861,7 @@ func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l
 		{scenario.QueuePair, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, q) }},
 		{scenario.LogPair, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, l) }},
 		{scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
+		{scenario.CachePair, func(run *driver.Run) error { return cs.Run(ctx, env, run, co) }},
 	}
 	var errs []error
 	var runs []*driver.Run
@@ -726,6 +873,7 @@ func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l
 		stopPair(env, s.p)
 		runs = append(runs, run)
 		if err != nil {
+			run.Note("run ended early: %v", err)
 			errs = append(errs, fmt.Errorf("%s: %w", s.p.Name, err))
 			fmt.Fprintf(os.Stderr, "%s: %v\n", s.p.Name, err)
 		}
@@ -733,11 +881,49 @@ func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l
 			break
 		}
 	}
+	if ctx.Err() == nil {
+		env.Progress.Begin("eventstore")
+		run, err := demoEventStoreRun(ctx, c, env)
+		if err != nil {
+			run.Note("run ended early: %v", err)
+			errs = append(errs, fmt.Errorf("eventstore: %w", err))
+			fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
+		}
+		runs = append(runs, run)
+	}
 	fmt.Println()
 	for _, run := range runs {
 		report.Demo(os.Stdout, run)
 	}
 	return errors.Join(errs...)
+}
+
+// demoEventStoreRun starts no-kurrentdb and kafka-eventstore, runs the
+// bench's append scenario at the demo's size and returns its run (its
+// results file goes to a temporary folder, not results/).
+func demoEventStoreRun(ctx context.Context, c common, env *scenario.Env) (*driver.Run, error) {
+	failed := driver.NewRun("eventstore", nil, time.Now())
+	if err := env.Ensure(ctx, eventStoreServices, nil, nil); err != nil {
+		return failed, err
+	}
+	defer func() {
+		if env.Launcher != nil {
+			for _, s := range eventStoreServices {
+				_ = env.Launcher.Stop(s.Name, 30*time.Second)
+			}
+		}
+	}()
+	o := demoEventStore(c)
+	path, err := eventstore.Bench(ctx, "append", o, env.Progress, os.Stderr)
+	if err != nil {
+		return failed, err
+	}
+	run, err := driver.ReadRun(path)
+	if err != nil {
+		return failed, err
+	}
+	run.Command = "eventstore"
+	return run, nil
 }
 
 // newest returns the newest results file of pair in dir, or "".
@@ -787,11 +973,12 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.Write(c.out, c.chartsDir, runs, es, rr, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath))); err != nil {
+	src := report.Sources{Raw: rr, Experiments: xf}
+	if err := report.Write(c.out, c.chartsDir, runs, es, src, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath))); err != nil {
 		return err
 	}
 	if c.readme != "" {
-		if err := report.WriteREADME(c.readme, runs, es, rr); err != nil {
+		if err := report.WriteREADME(c.readme, runs, es, src); err != nil {
 			return err
 		}
 		fmt.Printf("rewrote the findings of %s\n", c.readme)

@@ -16,6 +16,7 @@
 //	go run ./loadtests raw [-duration 3s]           the engines' own limits, results/<id>-raw.json
 //	go run ./loadtests fuzz [flags]                 Schemathesis against every service's contract
 //	go run ./loadtests experiments [-size small]    the failure-mode experiments, results/<time>-experiments.json
+//	go run ./loadtests advise --pair log --rate 4000  the decision questions for your workload, from results/
 //
 // The five pairs (queue, log, documents, eventstore, cache) are those of
 // the pair table, services/kit/pairs. The load commands live in
@@ -27,7 +28,8 @@
 // (server versions), cost (the CPU time a load costs each process), raw
 // (the engines' own limits, without a service), eventstore (the event
 // store trio's bench), experiments (the failure-mode experiments), report
-// (tables, RESULTS.md, charts) and k6 (k6 scripts of the queue, log and
+// (tables, RESULTS.md, charts, README's verdict cards), advise (the
+// decision questions answered for a reader's workload) and k6 (k6 scripts of the queue, log and
 // documents loads). docs/loadtests.md explains them; doc_test.go checks
 // that this comment names every pair and package, and no other.
 package main

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -145,6 +146,9 @@ func rawMain(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("results", "results", "folder for the results JSON file")
 	only := fs.String("only", "", "comma-separated engines to measure (postgres, rabbitmq, kafka); default all")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	o.KafkaBrokers = strings.Split(*brokers, ",")

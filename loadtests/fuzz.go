@@ -39,6 +39,9 @@ func fuzzMain(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("services", "", "comma-separated services to fuzz (default: every built service that runs here)")
 	workers := fs.Int("workers", 1, "Schemathesis workers per service")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	names := fuzzTargets(*only)

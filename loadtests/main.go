@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/advise"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -49,45 +51,70 @@ type Status struct {
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		usage(os.Stderr)
-		os.Exit(2)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
+
+// run dispatches a command line (without the program name) and returns
+// the exit status. -h (or --help) works at every level: alone, it lists
+// the commands; after a command, it prints that command's flags; both
+// exit 0 without touching any server.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		usage(stderr)
+		return 2
 	}
-	switch os.Args[1] {
+	switch args[0] {
 	case "check":
-		fs := flag.NewFlagSet("check", flag.ExitOnError)
+		fs := flag.NewFlagSet("check", flag.ContinueOnError)
+		fs.SetOutput(stderr)
 		host := fs.String("host", "localhost", "host the services listen on")
 		timeout := fs.Duration("timeout", 2*time.Second, "timeout per request")
-		_ = fs.Parse(os.Args[2:])
+		if err := fs.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
 		statuses := Check(context.Background(), *host, *timeout, Targets)
-		Print(os.Stdout, statuses)
+		Print(stdout, statuses)
+		return 0
 	case "queue", "log", "documents", "cache", "throughput", "results", "demo", "report", longLivedCommand:
-		os.Exit(loadMain(os.Args[1], os.Args[2:]))
+		return loadMain(args[0], args[1:], stderr)
 	case "eventstore":
-		os.Exit(eventStoreMain(os.Args[2:], os.Stdout, os.Stderr))
+		return eventStoreMain(args[1:], stdout, stderr)
 	case "raw":
-		os.Exit(rawMain(os.Args[2:], os.Stdout, os.Stderr))
+		return rawMain(args[1:], stdout, stderr)
+	case "advise":
+		return advise.Main(args[1:], stdout, stderr)
 	case "fuzz":
-		os.Exit(fuzzMain(os.Args[2:], os.Stdout, os.Stderr))
+		return fuzzMain(args[1:], stdout, stderr)
 	case experimentsCommand:
-		os.Exit(experimentsMain(os.Args[2:], os.Stdout, os.Stderr))
-	case "-h", "--help", "help":
-		usage(os.Stdout)
-	default:
-		fmt.Fprintf(os.Stderr, "unknown command %q\n\n", os.Args[1])
-		usage(os.Stderr)
-		os.Exit(2)
+		return experimentsMain(args[1:], stdout, stderr)
 	}
+	if isHelp(args[0]) {
+		usage(stdout)
+		return 0
+	}
+	fmt.Fprintf(stderr, "unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: go run ./loadtests check [-host localhost] [-timeout 2s]")
+	fmt.Fprintln(w, "usage: go run ./loadtests <command> [flags]   (go run ./loadtests <command> -h lists a command's flags)")
+	fmt.Fprintln(w, "       go run ./loadtests check [-host localhost] [-timeout 2s]")
 	fmt.Fprintln(w, "       go run ./loadtests eventstore <append|point-read|catch-up> [flags]")
 	fmt.Fprintln(w, "\ncheck       asks every service for /healthz and /stats and prints which are up")
 	fmt.Fprintln(w, "eventstore  benches the event store trio (see loadtests/eventstore)")
 	fmt.Fprintln(w, "raw         measures the engines' own limits without a service (see loadtests/raw)")
 	fmt.Fprintln(w, "fuzz        starts each service and runs Schemathesis against its contract (make fuzz)")
 	fmt.Fprintln(w, "experiments runs the failure-mode experiments (see loadtests/experiments, docs/experiments.md)")
+	fmt.Fprintln(w, "advise      answers the reference's decision questions for your workload from the committed results")
 	loadUsage(w)
 }
 

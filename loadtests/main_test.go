@@ -69,3 +69,36 @@ func TestSizesFlagRoundTrips(t *testing.T) {
 		t.Errorf("formatSizes = %q, want 512KiB,2MiB", s)
 	}
 }
+
+// TestHelpAtEveryLevel checks that -h works alone and after every command
+// (and the event-store bench's scenarios): exit 0, the usage or the flags
+// printed, no server touched (each returns before connecting anything).
+func TestHelpAtEveryLevel(t *testing.T) {
+	t.Parallel()
+	var out, errOut strings.Builder
+	if code := run([]string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "usage:") {
+		t.Errorf("loadtests -h: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+	cmds := [][]string{{"check"}, {"eventstore"}, {"eventstore", "append"}, {"eventstore", "point-read"}, {"eventstore", "catch-up"},
+		{"raw"}, {"fuzz"}, {experimentsCommand}}
+	for k := range loadCommands {
+		cmds = append(cmds, []string{k})
+	}
+	for _, c := range cmds {
+		for _, h := range []string{"-h", "--help"} {
+			var out, errOut strings.Builder
+			code := run(append(slices.Clone(c), h), &out, &errOut)
+			all := out.String() + errOut.String()
+			if code != 0 || !strings.Contains(all, "\n  -") {
+				t.Errorf("loadtests %s %s: exit %d (want 0) and flags printed; got:\n%s", strings.Join(c, " "), h, code, all)
+			}
+		}
+	}
+	// A bad flag is still an error.
+	if code := run([]string{"eventstore", "append", "-no-such-flag"}, &out, &errOut); code != 2 {
+		t.Errorf("loadtests eventstore append -no-such-flag: exit %d, want 2", code)
+	}
+	if code := run([]string{"queue", "-no-such-flag"}, &out, &errOut); code != 2 {
+		t.Errorf("loadtests queue -no-such-flag: exit %d, want 2", code)
+	}
+}

@@ -5,7 +5,8 @@
 #   bash scripts/stack.sh up       start everything (or `docker compose up -d --wait` if a Docker engine answers)
 #   bash scripts/stack.sh down     stop everything this script started (safe to run twice)
 #   bash scripts/stack.sh status   one line per server; exit 0 when all are up, 3 otherwise
-#   bash scripts/stack.sh urls     print the connection URLs
+#   bash scripts/stack.sh env      print the connection URLs as shell exports (alias: urls;
+#                                  `env keep` keeps values already set)
 #   bash scripts/stack.sh kafka-tool CLASS [ARGS...]
 #                                  run a Kafka CLI class from the stack's jars, e.g.
 #                                  org.apache.kafka.tools.TopicCommand --bootstrap-server localhost:9092 --list
@@ -66,6 +67,9 @@ PGB_DIR="$STACK/pgbouncer"
 REDIS_DIR="$STACK/redis"
 RMQ_DIR="$STACK/rabbitmq"
 RMQ_NODE="rabbit@localhost"
+# The Erlang distribution port of the node (RabbitMQ's default: AMQP port + 20000), bound
+# to 127.0.0.1 like epmd (4369): see rmq() and rmq_prepare.
+RMQ_DIST_PORT=$((RABBITMQ_PORT + 20000))
 KAFKA_DIR="$STACK/kafka"
 KAFKA_LIBS="$KAFKA_DIR/libs"
 FERRET_DIR="$STACK/ferretdb"
@@ -342,6 +346,17 @@ wal_level = logical
 max_replication_slots = 20
 max_wal_senders = 20
 $plugins
+# A frozen or network-hung client must not keep a backend blocked in a send
+# (a walsender that a CHECKPOINT invalidating its slot waits for held every
+# checkpoint for 12+ minutes; wal_sender_timeout does not end a blocked
+# send): data unacknowledged for 10 s, a zero window included, aborts the
+# connection (tcp_user_timeout, Linux), and keepalives find a silent peer
+# gone within 10 + 3 x 5 s. loadtests/experiments checks these lines
+# (TestStackTCPSettings) and uses them in slot-wal-retention.
+tcp_user_timeout = 10000
+tcp_keepalives_idle = 10
+tcp_keepalives_interval = 5
+tcp_keepalives_count = 3
 EOF
   own "$PG_USER" "$PGDATA/stack.conf"
   grep -q "^include_if_exists 'stack.conf'" "$PGDATA/postgresql.conf" ||
@@ -478,14 +493,23 @@ rmq_bindir() {
 }
 
 # rmq TOOL ARGS...: run a RabbitMQ script as the RabbitMQ user with the stack's environment
-# (killed after $RMQ_TIMEOUT seconds when that is set).
+# (killed after $RMQ_TIMEOUT seconds when that is set). Everything the node and its CLI
+# listen on is on 127.0.0.1: AMQP (RABBITMQ_NODE_IP_ADDRESS), management (rabbitmq.conf),
+# epmd, which the first Erlang node to start launches (ERL_EPMD_ADDRESS; an epmd already
+# running keeps its addresses), and the Erlang distribution listeners of the node
+# (RABBITMQ_DIST_PORT, inet_dist_use_interface in advanced.config) and of the CLI tools
+# (RABBITMQ_CTL_ERL_ARGS; ports 35672-35682). Anyone who reaches epmd and the
+# distribution port and knows the cookie can run code on the node.
 rmq() {
   local tool=$1; shift
   local cmd=(env \
     HOME="$(rmq_home)" \
+    ERL_EPMD_ADDRESS=127.0.0.1 \
     RABBITMQ_NODENAME="$RMQ_NODE" \
     RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
     RABBITMQ_NODE_PORT="$RABBITMQ_PORT" \
+    RABBITMQ_DIST_PORT="$RMQ_DIST_PORT" \
+    RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
     RABBITMQ_CONF_ENV_FILE="$RMQ_DIR/rabbitmq-env.conf" \
     RABBITMQ_CONFIG_FILE="$RMQ_DIR/rabbitmq.conf" \
     RABBITMQ_ADVANCED_CONFIG_FILE="$RMQ_DIR/advanced.config" \
@@ -513,14 +537,20 @@ log.console = false
 log.file.level = info
 EOF
   printf '[rabbitmq_management].\n' >"$RMQ_DIR/enabled_plugins"
-  printf '[].\n' >"$RMQ_DIR/advanced.config"
+  # The distribution listener on 127.0.0.1 only (rabbitmq.conf has no key for it).
+  printf '[{kernel, [{inet_dist_use_interface, {127,0,0,1}}]}].\n' >"$RMQ_DIR/advanced.config"
   own "$RMQ_USER" "$RMQ_DIR" "$RMQ_DIR/mnesia" "$LOG/rabbitmq" "$RMQ_DIR"/rabbitmq-env.conf \
     "$RMQ_DIR/rabbitmq.conf" "$RMQ_DIR/enabled_plugins" "$RMQ_DIR/advanced.config"
   : >"$LOG/rabbitmq-wait.log"
 }
 
 rmq_start() {
-  say "rabbitmq: starting on 127.0.0.1:$RABBITMQ_PORT (management :$RABBITMQ_MGMT_PORT)"
+  say "rabbitmq: starting on 127.0.0.1:$RABBITMQ_PORT (management :$RABBITMQ_MGMT_PORT, distribution :$RMQ_DIST_PORT)"
+  # An epmd started earlier without ERL_EPMD_ADDRESS (by another Erlang program, or by an
+  # older stack.sh) is reused as it is, on every address: say so rather than hide it.
+  if command -v ss >/dev/null && ss -Hltn 'sport = :4369' 2>/dev/null | awk '{print $4}' | grep -qvE '^(127\.0\.0\.1|\[::1\]|\[::ffff:127\.0\.0\.1\]):4369$'; then
+    warn "epmd (:4369) already listens on a non-loopback address; stop it ('epmd -kill' once no Erlang node uses it) so the node's own epmd binds 127.0.0.1"
+  fi
   rmq rabbitmq-server -detached >"$LOG/rabbitmq-start.log" 2>&1
 }
 
@@ -668,15 +698,19 @@ deps_apt() {
   if [ -n "$pgv" ]; then
     for p in "postgresql-$pgv" "postgresql-$pgv-wal2json"; do pkg_installed "$p" || need+=("$p"); done
   fi
-  for p in rabbitmq-server redis-server pgbouncer; do pkg_installed "$p" || need+=("$p"); done
+  # curl and jq: the README's transcripts use them, and scripts/transcripts runs those in make test
+  for p in rabbitmq-server redis-server pgbouncer curl jq; do pkg_installed "$p" || need+=("$p"); done
   local jv
   jv="$(java_major)"
   command -v mvn >/dev/null || need+=(maven)
   # make fuzz installs Schemathesis into a venv: Debian's python3 needs
   # python3-venv (ensurepip) for that.
   python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
+  # The loadtests/report charts test renders every chart to PNG with
+  # librsvg's rsvg-convert.
+  command -v rsvg-convert >/dev/null || need+=(librsvg2-bin)
   if [ -n "$pgv" ] && [ "${#need[@]}" -eq 0 ] && [ "${jv:-0}" -ge 17 ]; then
-    info "apt: all packages already installed (PostgreSQL $pgv, wal2json, RabbitMQ, Redis, pgbouncer, Java $jv, Maven, python3-venv)"
+    info "apt: all packages already installed (PostgreSQL $pgv, wal2json, RabbitMQ, Redis, pgbouncer, curl, jq, Java $jv, Maven, python3-venv, librsvg2-bin)"
     return
   fi
   say "apt-get update"
@@ -778,16 +812,32 @@ print_table() {
   return "$not_up"
 }
 
+# print_urls prints the stack's connection URLs as shell exports, under the names the
+# services and tests read (services/kit/pairs.Backends; scripts/stackcheck's
+# TestEnvMatchesServices checks both ways), for: eval "$(make -s env)". With "keep", each
+# line keeps a value already set in the environment (make run-<service> uses that, so
+# `DATABASE_URL=... make run-no-kafka` wins).
 print_urls() {
-  cat <<EOF
-DATABASE_URL=postgres://postgres:$PG_PASSWORD@localhost:$PG_PORT/$PG_DB?sslmode=disable
-PGBOUNCER_URL=postgres://postgres:$PG_PASSWORD@localhost:$PGBOUNCER_PORT/$PG_DB?sslmode=disable
-AMQP_URL=amqp://guest:guest@localhost:$RABBITMQ_PORT/
-RABBITMQ_MANAGEMENT_URL=http://guest:guest@localhost:$RABBITMQ_MGMT_PORT/
-KAFKA_BROKERS=localhost:$KAFKA_PORT
-MONGO_URL=mongodb://localhost:$MONGO_PORT/
-REDIS_URL=redis://localhost:$REDIS_PORT/0
+  local keep=${1:-} name value
+  printf '# the stack'"'"'s connection URLs, as the services and tests read them; load with: eval "$(make -s env)"\n'
+  while read -r name value; do
+    if [ "$keep" = keep ]; then
+      printf 'export %s="${%s:-%s}"\n' "$name" "$name" "$value"
+    else
+      printf "export %s='%s'\n" "$name" "$value"
+    fi
+  done <<EOF
+DATABASE_URL postgres://postgres:$PG_PASSWORD@localhost:$PG_PORT/$PG_DB?sslmode=disable
+PGBOUNCER_URL postgres://postgres:$PG_PASSWORD@localhost:$PGBOUNCER_PORT/$PG_DB?sslmode=disable&default_query_exec_mode=exec
+RABBITMQ_URL amqp://guest:guest@localhost:$RABBITMQ_PORT/
+RABBITMQ_MANAGEMENT_URL http://guest:guest@localhost:$RABBITMQ_MGMT_PORT
+KAFKA_BROKERS localhost:$KAFKA_PORT
+MONGO_URL mongodb://localhost:$MONGO_PORT/
+REDIS_URL redis://localhost:$REDIS_PORT/0
 EOF
+  # KURRENTDB_URL stays unset on purpose: KurrentDB runs under docker compose only, and
+  # the kurrentdb tests run (and need the server) exactly when it is set.
+  printf '# KURRENTDB_URL is not set: KurrentDB runs under docker compose only (then: export KURRENTDB_URL='"'"'kurrentdb://localhost:%s?tls=false'"'"')\n' "$KURRENTDB_PORT"
 }
 
 preflight() {
@@ -870,7 +920,7 @@ cmd_status() {
 }
 
 usage() {
-  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -883,7 +933,7 @@ main() {
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status ;;
-    urls | env) print_urls ;;
+    urls | env) print_urls "${1:-}" ;;
     kafka-tool) kafka_tool "$@" ;;
     kafka-cluster-id)
       local i

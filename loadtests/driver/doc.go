@@ -30,6 +30,16 @@
 // plus the machine, the server versions and the settings) is written as
 // one JSON file under the results folder (WriteRun).
 //
+// # Validity
+//
+// Validate gives every side of every point a Status (ok, failed with its
+// reason, not run, or stand-in for FerretDB answering as MongoDB) and
+// every ceiling search one, from what was recorded: a round's error, no
+// metric, a phase that sent nothing, accepted nothing or failed FailShare
+// or more of its requests (sheds apart), a point the aborted run never
+// reached. WriteRun stores them; ReadRun derives them for files written
+// before they existed. FailedPoints lists what is not valid.
+//
 // # Progress
 //
 // A Progress, given to every AttackSpec of a command, reports the attacks:

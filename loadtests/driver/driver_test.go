@@ -220,7 +220,7 @@ func TestResultsFileSchema(t *testing.T) {
 		"run":      {"args", "ceilings", "command", "finished_at", "id", "machine", "notes", "points", "schema", "settings", "started_at", "versions"},
 		"machine":  {"arch", "cpu_model", "cpus", "go_version", "hostname", "memory_bytes", "os"},
 		"versions": {"erlang", "kafka", "mongo", "mongo_flavor", "postgres", "rabbitmq"},
-		"point":    {"duration_s", "metrics", "name", "rate", "rounds", "scenario", "sides"},
+		"point":    {"duration_s", "metrics", "name", "rate", "rounds", "scenario", "sides", "status"},
 		"round":    {"index", "order", "sides"},
 		"side":     {"metrics", "phases", "service", "started_at", "stats"},
 		"phase":    {"client", "name"},
@@ -228,7 +228,7 @@ func TestResultsFileSchema(t *testing.T) {
 		"latency":  {"count", "max_ms", "mean_ms", "p50_ms", "p90_ms", "p95_ms", "p999_ms", "p99_ms"},
 		"metric":   {"name", "ratio", "ratios", "sides"},
 		"agg":      {"max", "median", "min", "n"},
-		"ceiling":  {"criteria", "rate", "rounds", "scenario", "service"},
+		"ceiling":  {"criteria", "rate", "rounds", "scenario", "service", "status"},
 	}
 	point := doc["points"].([]any)[0].(map[string]any)
 	round := point["rounds"].([]any)[0].(map[string]any)

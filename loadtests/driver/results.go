@@ -45,6 +45,10 @@ type Run struct {
 	// StartState is what the pair's tables held at the start (absent in
 	// files written before runs declared it).
 	StartState *StartState `json:"start_state,omitempty"`
+	// Aborted is why the command ended before its last point ("" when
+	// it ran to the end; older files left a note instead, see
+	// AbortReason).
+	Aborted string `json:"aborted,omitempty"`
 }
 
 // Machine describes the host the driver (and, on the native stack, every
@@ -119,6 +123,10 @@ type Point struct {
 	Rounds []Round `json:"rounds"`
 	// Metrics summarizes the rounds (Summarize).
 	Metrics []Metric `json:"metrics"`
+	// Status is each side's validity over every round (Validate): a
+	// side that is not ok has no figure worth printing. Absent in files
+	// written before statuses existed; ReadRun derives it.
+	Status map[string]Status `json:"status,omitempty"`
 }
 
 // Round is one round of a point: each side once, in Order.
@@ -152,6 +160,9 @@ type SideResult struct {
 	Metrics map[string]float64 `json:"metrics"`
 	// Error is set when the side could not be measured.
 	Error string `json:"error,omitempty"`
+	// Status is set (by Validate) when this round of the side is not
+	// ok.
+	Status *Status `json:"status,omitempty"`
 }
 
 // Phase is one attack of a side.
@@ -207,6 +218,8 @@ type Ceiling struct {
 	Rounds []CeilingRound `json:"rounds"`
 	// Rate is the median ceiling with its range.
 	Rate Agg `json:"rate"`
+	// Status is the search's validity (Validate); absent in older files.
+	Status *Status `json:"status,omitempty"`
 }
 
 // CeilingRound is one search: the steps tried and the highest passing
@@ -245,6 +258,7 @@ func (r *Run) Note(format string, args ...any) {
 
 // WriteRun writes run to dir/<id>.json and returns the path.
 func WriteRun(dir string, run *Run) (string, error) {
+	run.Validate()
 	return WriteJSON(dir, run.ID+".json", run)
 }
 
@@ -264,7 +278,8 @@ func WriteJSON(dir, name string, v any) (string, error) {
 }
 
 // ReadRun reads a results file, refusing unknown fields and other schema
-// versions.
+// versions, and derives the statuses a file written before they existed
+// lacks (Validate).
 func ReadRun(path string) (*Run, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -280,6 +295,7 @@ func ReadRun(path string) (*Run, error) {
 	if r.Schema != SchemaVersion {
 		return nil, fmt.Errorf("%s: schema %d, this driver reads %d", path, r.Schema, SchemaVersion)
 	}
+	r.Validate()
 	return &r, nil
 }
 

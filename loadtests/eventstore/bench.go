@@ -48,6 +48,12 @@ type Options struct {
 	KafkaBrokers string `json:"kafka_brokers,omitempty"`
 	KafkaTopic   string `json:"kafka_topic,omitempty"`
 	FreshTopic   bool   `json:"fresh_topic,omitempty"`
+	// KeyedTopic and KeyedPartitions are the keyed Kafka side's
+	// (KeyedName) topic and partition count (its KAFKA_TOPIC and
+	// KAFKA_PARTITIONS). The topic locates its store size and the cursor
+	// its catch-up starts from; empty, its catch-up fails saying so.
+	KeyedTopic      string `json:"kafka_keyed_topic,omitempty"`
+	KeyedPartitions int    `json:"kafka_keyed_partitions,omitempty"`
 	// Grace bounds the wait, after each append loop's window, for the
 	// operations still running (driver.LoopSpec.Grace).
 	Grace time.Duration `json:"grace,omitempty"`
@@ -57,18 +63,46 @@ type Options struct {
 	Before func(context.Context, *driver.Run) `json:"-"`
 }
 
-func defaultEngines(targets string) []*Engine {
+func defaultEngines(targets string, keyedPartitions int) []*Engine {
 	var out []*Engine
-	backends := map[string]string{"no-kurrentdb": "postgres", "kurrentdb": "kurrentdb", "kafka-eventstore": "kafka"}
+	backends := map[string]string{"no-kurrentdb": "postgres", "kurrentdb": "kurrentdb", "kafka-eventstore": "kafka", KeyedName: "kafka"}
 	for _, t := range strings.Split(targets, ",") {
 		name, u, ok := strings.Cut(strings.TrimSpace(t), "=")
 		if !ok {
 			continue
 		}
-		out = append(out, &Engine{Name: name, Backend: backends[name], URL: strings.TrimRight(u, "/")})
+		e := &Engine{Name: name, Backend: backends[name], URL: strings.TrimRight(u, "/")}
+		switch name {
+		case "kafka-eventstore":
+			e.Label, e.Partitions = ReferenceLabel, 1
+		case KeyedName:
+			e.Partitions = max(keyedPartitions, 2)
+			e.Label = KeyedLabel(e.Partitions)
+		}
+		out = append(out, e)
 	}
 	return out
 }
+
+// KeyedName is the bench's name of the keyed Kafka side: kafka-eventstore
+// run with KAFKA_PARTITIONS > 1 (docs/eventstore.md, *A keyed Kafka
+// store*), at KeyedPort unless -targets says otherwise.
+const KeyedName = "kafka-eventstore-keyed"
+
+// KeyedPort is the keyed side's port in DefaultTargets: the reference
+// side's 8091 plus one, free in the pair table.
+const KeyedPort = 8092
+
+// DefaultKeyedPartitions is the keyed side's partition count the bench
+// assumes (-kafka-keyed-partitions).
+const DefaultKeyedPartitions = 8
+
+// ReferenceLabel labels the reference's Kafka row (kafka-eventstore with
+// its default single partition).
+const ReferenceLabel = "Kafka, one partition (reference)"
+
+// KeyedLabel labels the keyed Kafka row.
+func KeyedLabel(partitions int) string { return fmt.Sprintf("Kafka, keyed, %d partitions", partitions) }
 
 // Scenarios are the bench's scenarios, in the order `make results` runs
 // them (point-read writes and reads streams of its own).
@@ -93,6 +127,8 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Schema, "schema", o.Schema, "the Postgres side's schema (its events table's)")
 	fs.StringVar(&o.KafkaBrokers, "kafka-brokers", o.KafkaBrokers, "Kafka brokers of the Kafka side, to record its topic's size at the start")
 	fs.StringVar(&o.KafkaTopic, "kafka-topic", o.KafkaTopic, "the Kafka side's topic (KAFKA_TOPIC); empty: its size is what a read of an unwritten stream scans")
+	fs.StringVar(&o.KeyedTopic, "kafka-keyed-topic", o.KeyedTopic, "the keyed Kafka side's topic ("+KeyedName+"'s KAFKA_TOPIC): its size, and its catch-up's starting cursor")
+	fs.IntVar(&o.KeyedPartitions, "kafka-keyed-partitions", o.KeyedPartitions, "the keyed Kafka side's KAFKA_PARTITIONS, for its row's label")
 	fs.DurationVar(&o.Grace, "grace", o.Grace, "append: how long to wait, after a loop's window, for the operations still running (they count as late; those still running then, as in flight)")
 }
 
@@ -113,7 +149,7 @@ func Bench(ctx context.Context, scenario string, o Options, progress *driver.Pro
 	if !slices.Contains(Scenarios, scenario) {
 		return "", fmt.Errorf("%w: %q", ErrUnknownScenario, scenario)
 	}
-	engines := defaultEngines(o.Targets)
+	engines := defaultEngines(o.Targets, o.KeyedPartitions)
 	for _, e := range engines {
 		probe(ctx, e)
 		if !e.Up {
@@ -449,13 +485,25 @@ func catchUpRun(ctx context.Context, o Options, e *Engine) (catchUp, p50, pmax f
 	if err != nil || status != http.StatusCreated {
 		return 0, 0, 0, fmt.Errorf("marker append: %d %v %s", status, err, marker.Error)
 	}
+	var from string
+	if e.Name == KeyedName {
+		// A keyed topic resumes only from a cursor over every partition
+		// (the marker's "<partition>:<offset>" is refused): the high
+		// watermarks after the marker, read from Kafka, are the cursor
+		// just after it.
+		if from, err = keyedCursor(ctx, o); err != nil {
+			return 0, 0, 0, err
+		}
+	} else {
+		from = marker.Position
+	}
 	if err := prefill(ctx, e.URL, stream, o.Events, "OxygenAdded", func(j int) map[string]any { return map[string]any{"liters": 1, "n": j} }); err != nil {
 		return 0, 0, 0, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	t0 := time.Now()
-	ch, err := subscribe(sctx, e.URL, marker.Position)
+	ch, err := subscribe(sctx, e.URL, from)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -538,5 +586,6 @@ func Targets(host string, portOffset int) string {
 	for _, s := range pairs.Pair("eventstore") {
 		named = append(named, s.Name+"="+s.URL(host, portOffset))
 	}
+	named = append(named, fmt.Sprintf("%s=http://%s:%d", KeyedName, host, KeyedPort+portOffset))
 	return strings.Join(named, ",")
 }

@@ -20,6 +20,12 @@ type Engine struct {
 	Name string `json:"name"`
 	// Backend is what it stores in (postgres, kurrentdb, kafka).
 	Backend string `json:"backend"`
+	// Label names its rows when the name alone does not tell the design
+	// (ReferenceLabel, KeyedLabel); empty: the name.
+	Label string `json:"label,omitempty"`
+	// Partitions is a Kafka side's partition count (1 for the
+	// reference's design).
+	Partitions int `json:"partitions,omitempty"`
 	// URL is its base URL.
 	URL string `json:"url"`
 	// Conditional is the service's conditional_append capability.

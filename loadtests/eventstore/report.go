@@ -34,6 +34,8 @@ type Results struct {
 // AppendRow is one engine's loop of one series and round.
 type AppendRow struct {
 	Engine string `json:"engine"`
+	// Label is the engine's row label (Engine.Label); empty: Engine.
+	Label string `json:"label,omitempty"`
 	// Mode is the Mode's name: "read-then-append" or "blind"; empty in the
 	// older files, whose appends were all read-then-append (ModeOf).
 	Mode string `json:"mode,omitempty"`
@@ -74,7 +76,9 @@ type AppendResult struct {
 
 // PointReadRow is one engine's point read.
 type PointReadRow struct {
-	Engine         string  `json:"engine"`
+	Engine string `json:"engine"`
+	// Label is the engine's row label (Engine.Label); empty: Engine.
+	Label          string  `json:"label,omitempty"`
 	Stream         string  `json:"stream"`
 	Matched        int     `json:"matched"`
 	RecordsScanned *int64  `json:"records_scanned"`
@@ -100,6 +104,8 @@ type PointReadResult struct {
 // CatchUpRow is one engine's runs.
 type CatchUpRow struct {
 	Engine string `json:"engine"`
+	// Label is the engine's row label (Engine.Label); empty: Engine.
+	Label string `json:"label,omitempty"`
 	// CatchUpMS is, per run, the time from opening the subscription at
 	// the position before the pre-fill to its caught-up event, with every
 	// pre-filled event received.
@@ -226,10 +232,10 @@ func (r *Results) add(scenario string, run *driver.Run) error {
 		r.Append = appendFromRun(run, o, engines)
 		r.Append.Stores = stores
 	case "point-read":
-		r.PointRead = pointReadFromRun(run, o)
+		r.PointRead = pointReadFromRun(run, o, engines)
 		r.PointRead.Stores = stores
 	case "catch-up":
-		r.CatchUp = catchUpFromRun(run, o)
+		r.CatchUp = catchUpFromRun(run, o, engines)
 		r.CatchUp.Stores = stores
 	}
 	return nil
@@ -270,7 +276,7 @@ func appendFromRun(run *driver.Run, o Options, engines []*Engine) *AppendResult 
 	res := &AppendResult{RunID: tag, At: run.StartedAt, Options: o, Engines: engines}
 	for _, m := range Append.Modes {
 		sides(run, appendPrefix+m.Name, func(p *driver.Point, round int, svc string, s *driver.SideResult) {
-			row := AppendRow{Engine: svc, Mode: m.Name, Series: p.Name, Round: round + 1}
+			row := AppendRow{Engine: svc, Label: labelOf(engines, svc), Mode: m.Name, Series: p.Name, Round: round + 1}
 			if s.Error == "" {
 				mt := s.Metrics
 				row.Ops, row.Conflicts, row.Errors = int64(mt["ops"]), int64(mt["conflicts"]), int64(mt["errors"])
@@ -289,7 +295,7 @@ func appendFromRun(run *driver.Run, o Options, engines []*Engine) *AppendResult 
 	return res
 }
 
-func pointReadFromRun(run *driver.Run, o Options) *PointReadResult {
+func pointReadFromRun(run *driver.Run, o Options, engines []*Engine) *PointReadResult {
 	res := &PointReadResult{At: run.StartedAt, Options: o}
 	res.Source, _ = run.Settings["source"].(string)
 	stream, _ := run.Settings["stream"].(string)
@@ -299,7 +305,7 @@ func pointReadFromRun(run *driver.Run, o Options) *PointReadResult {
 			continue
 		}
 		for _, svc := range p.Sides {
-			row := PointReadRow{Engine: svc}
+			row := PointReadRow{Engine: svc, Label: labelOf(engines, svc)}
 			if m := p.Find("read_ms"); m != nil {
 				if a, ok := m.Sides[svc]; ok {
 					row.Stream, row.MedianMS, row.Measured = stream, a.Median, true
@@ -337,7 +343,7 @@ func sideFailure(p *driver.Point, svc string) string {
 	return ""
 }
 
-func catchUpFromRun(run *driver.Run, o Options) *CatchUpResult {
+func catchUpFromRun(run *driver.Run, o Options, engines []*Engine) *CatchUpResult {
 	res := &CatchUpResult{At: run.StartedAt, Options: o}
 	if n, ok := run.Settings["live_events_per_run"].(float64); ok {
 		res.LivePerRun = int(n)
@@ -348,7 +354,7 @@ func catchUpFromRun(run *driver.Run, o Options) *CatchUpResult {
 	sides(run, catchUpPoint, func(_ *driver.Point, _ int, svc string, s *driver.SideResult) {
 		row := rows[svc]
 		if row == nil {
-			row = &CatchUpRow{Engine: svc}
+			row = &CatchUpRow{Engine: svc, Label: labelOf(engines, svc)}
 			rows[svc] = row
 			order = append(order, svc)
 		}
@@ -363,6 +369,34 @@ func catchUpFromRun(run *driver.Run, o Options) *CatchUpResult {
 		res.Rows = append(res.Rows, *rows[svc])
 	}
 	return res
+}
+
+// labelOf is the label of engine name among engines; empty when it has
+// none.
+func labelOf(engines []*Engine, name string) string {
+	for _, e := range engines {
+		if e.Name == name {
+			return e.Label
+		}
+	}
+	return ""
+}
+
+// Shown is the row's name in a table: its engine, with its label when it
+// has one ("kafka-eventstore-keyed: Kafka, keyed, 8 partitions").
+func (r AppendRow) Shown() string { return shown(r.Engine, r.Label) }
+
+// Shown is the row's name in a table (AppendRow.Shown).
+func (r PointReadRow) Shown() string { return shown(r.Engine, r.Label) }
+
+// Shown is the row's name in a table (AppendRow.Shown).
+func (r CatchUpRow) Shown() string { return shown(r.Engine, r.Label) }
+
+func shown(engine, label string) string {
+	if label == "" {
+		return engine
+	}
+	return engine + ": " + label
 }
 
 // appendVerdicts says, per engine measured in mode m, whether throughput

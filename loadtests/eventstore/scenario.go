@@ -70,7 +70,7 @@ var Append = AppendScenario{
 	Series: []string{"growing", "reset"},
 	Defaults: Options{Targets: DefaultTargets(), Workers: 16, Streams: 64, Duration: 30 * time.Second, Rounds: 3,
 		Runs: 6, Events: 500, Reads: 5, Out: "results", Schema: "eventstore", KafkaBrokers: pairs.DefaultKafkaBrokers,
-		Grace: driver.DefaultLoopGrace},
+		KeyedPartitions: DefaultKeyedPartitions, Grace: driver.DefaultLoopGrace},
 }
 
 // Validate says what is missing or inconsistent in a declared scenario.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,6 +70,19 @@ func storeStates(ctx context.Context, o Options, engines []*Engine) []StoreState
 			var rows, size int64
 			if rows, size, err = EventsTable(ctx, o.DatabaseURL, o.Schema); err == nil {
 				st.Records, st.TotalBytes = &rows, size
+			}
+		case e.Name == KeyedName && o.KeyedTopic != "":
+			var n int64
+			var parts int
+			if n, parts, err = TopicAllRecords(ctx, o.KafkaBrokers, o.KeyedTopic); err == nil {
+				st.Records = &n
+				st.Store = fmt.Sprintf("topic %s, all %d partitions", o.KeyedTopic, parts)
+			}
+		case e.Name == KeyedName:
+			st.Store = "one partition of the keyed side's topic (its name not known to the bench: -kafka-keyed-topic)"
+			var n int64
+			if n, err = scannedByEmptyRead(ctx, e); err == nil {
+				st.Records = &n
 			}
 		case e.Backend == "kafka" && o.KafkaTopic != "":
 			st.Store = "topic " + o.KafkaTopic + ", partition 0"
@@ -157,21 +171,27 @@ func kafkaClient(brokers string) (*kafka.Client, error) {
 // CreateTopic creates topic empty with one partition, as kafka-eventstore
 // needs it; a topic that already exists is an error: it is not fresh.
 func CreateTopic(ctx context.Context, brokers, topic string) error {
+	return CreateTopicPartitions(ctx, brokers, topic, 1)
+}
+
+// CreateTopicPartitions is CreateTopic with partitions partitions, as
+// the keyed side (KAFKA_PARTITIONS) needs it.
+func CreateTopicPartitions(ctx context.Context, brokers, topic string, partitions int) error {
 	c, err := kafkaClient(brokers)
 	if err != nil {
 		return err
 	}
-	resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: 1, ReplicationFactor: 1}}})
+	resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}}})
 	if err == nil {
 		err = resp.Errors[topic]
 	}
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	// A new topic needs a moment before its partition has a leader.
+	// A new topic needs a moment before its partitions have a leader.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		_, err := TopicRecords(ctx, brokers, topic)
+		_, _, err := topicOffsets(ctx, brokers, topic)
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
@@ -219,6 +239,77 @@ func TopicRecords(ctx context.Context, brokers, topic string) (int64, error) {
 		return 0, fmt.Errorf("list offsets of %s: %v", topic, ps)
 	}
 	return ps[0].LastOffset - ps[0].FirstOffset, nil
+}
+
+// TopicAllRecords returns the records every partition of topic holds
+// (high watermark minus log start offset, summed) and the partition
+// count.
+func TopicAllRecords(ctx context.Context, brokers, topic string) (records int64, partitions int, err error) {
+	first, hwm, err := topicOffsets(ctx, brokers, topic)
+	if err != nil {
+		return 0, 0, err
+	}
+	for p := range hwm {
+		records += hwm[p] - first[p]
+	}
+	return records, len(hwm), nil
+}
+
+// topicOffsets returns every partition's log start offset and high
+// watermark, indexed by partition.
+func topicOffsets(ctx context.Context, brokers, topic string) (first, hwm []int64, err error) {
+	c, err := kafkaClient(brokers)
+	if err != nil {
+		return nil, nil, err
+	}
+	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	if len(md.Topics) != 1 || md.Topics[0].Error != nil || len(md.Topics[0].Partitions) == 0 {
+		return nil, nil, fmt.Errorf("metadata of %s: %v", topic, md.Topics)
+	}
+	n := len(md.Topics[0].Partitions)
+	var reqs []kafka.OffsetRequest
+	for p := range n {
+		reqs = append(reqs, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+	}
+	resp, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list offsets of %s: %w", topic, err)
+	}
+	first, hwm = make([]int64, n), make([]int64, n)
+	seen := 0
+	for _, po := range resp.Topics[topic] {
+		if po.Error != nil || po.Partition < 0 || po.Partition >= n {
+			return nil, nil, fmt.Errorf("list offsets of %s: %v", topic, resp.Topics[topic])
+		}
+		first[po.Partition], hwm[po.Partition] = po.FirstOffset, po.LastOffset
+		seen++
+	}
+	if seen != n {
+		return nil, nil, fmt.Errorf("list offsets of %s: %d of %d partitions answered", topic, seen, n)
+	}
+	return first, hwm, nil
+}
+
+// keyedCursor is the keyed side's subscription cursor at the end of its
+// topic now: "<P>:<high watermark of each partition>", the position a
+// subscription resumes from to receive what is appended next
+// (docs/eventstore.md, *A keyed Kafka store*).
+func keyedCursor(ctx context.Context, o Options) (string, error) {
+	if o.KeyedTopic == "" {
+		return "", errors.New("the keyed side's topic is not known to the bench (-kafka-keyed-topic): its subscription starts only from a cursor over every partition, read from Kafka")
+	}
+	_, hwm, err := topicOffsets(ctx, o.KafkaBrokers, o.KeyedTopic)
+	if err != nil {
+		return "", err
+	}
+	parts := []string{strconv.Itoa(len(hwm))}
+	for _, h := range hwm {
+		parts = append(parts, strconv.FormatInt(h, 10))
+	}
+	return strings.Join(parts, ":"), nil
 }
 
 // recordStart records the engines' store sizes in run, and, when no

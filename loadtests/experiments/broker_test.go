@@ -8,7 +8,8 @@ import (
 )
 
 // TestBrokerRestart runs the broker-restart experiment small: a private
-// RabbitMQ node restarted under light load, in both publish modes. Every
+// RabbitMQ node (and a private Postgres) restarted under light load, in
+// both publish modes, stopped and killed with SIGKILL. Every
 // acknowledged task is processed, dual-write answers 503 during the
 // outage, outbox mode accepts writes, and the private node is gone after.
 func TestBrokerRestart(t *testing.T) {
@@ -18,11 +19,20 @@ func TestBrokerRestart(t *testing.T) {
 	if _, err := os.Stat("/usr/lib/rabbitmq/bin/rabbitmq-server"); err != nil {
 		t.Skip("rabbitmq-server is not installed (scripts/stack.sh deps)")
 	}
+	if _, err := pgBindir(); err != nil {
+		t.Skip(err)
+	}
 	t.Parallel()
 	ctx := t.Context()
+	// A private Postgres too: the test never loads the stack's servers.
+	cl, err := newPGCluster(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
 	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "wpe-rabbit-exp-*"))
 	start := time.Now()
-	res, err := runBrokerRestart(ctx, Env{Out: logWriter{t}}, Small)
+	res, err := runBrokerRestart(ctx, Env{Out: logWriter{t}, PostgresURL: cl.URL()}, Small)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +51,15 @@ func TestBrokerRestart(t *testing.T) {
 		if m[c.name()+".stranded"] != 0 {
 			t.Errorf("%s: %v records left undone", c.name(), m[c.name()+".stranded"])
 		}
+		// Every 503 says its kind, and no record exists that no answer
+		// accounts for (a "not_recorded" 503 whose task was recorded).
+		if m[c.name()+".503_without_kind"] != 0 || m[c.name()+".unexplained_records"] != 0 {
+			t.Errorf("%s: %v 503s without a kind, %v records no answer accounts for", c.name(),
+				m[c.name()+".503_without_kind"], m[c.name()+".unexplained_records"])
+		}
+	}
+	if m["classic.dual-write.kill9.refused_503"] == 0 {
+		t.Errorf("dual-write answered no 503 while the node was killed: %v", m)
 	}
 	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "wpe-rabbit-exp-*"))
 	if len(after) > len(before) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,7 +22,9 @@ import (
 // (SIGSTOP: its walsender stays connected and confirms nothing), events
 // written straight into its messages table and the WAL its slot retains
 // read against their number; then max_slot_wal_keep_size set small, more
-// written, CHECKPOINT: the slot is invalidated (wal_status lost), the
+// written, CHECKPOINT with the consumer still frozen (issue 26 item 6:
+// each timed, the slowest within checkpointBound on the stack's TCP
+// settings): the slot is invalidated (wal_status lost), the
 // thawed service says so on /readyz, and the documented recovery (drop
 // the slot, restart: a new slot and a resync from messages) delivers
 // every event written.
@@ -40,12 +43,14 @@ func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error
 		steps = []int{0, 10000, 50000, 100000}
 	}
 	const svc, slot = "no-kafka", "exp_slot"
-	// wal_sender_timeout: the walsender of the frozen consumer ends
-	// itself after 3 s without a reply, leaving the slot inactive. (A
-	// frozen client's walsender otherwise lingers, and a CHECKPOINT that
-	// must invalidate its slot waits for it to exit, which it cannot
-	// while it blocks sending its FATAL message to the frozen client.)
-	rig, err := newCrashRig(ctx, env, map[string]string{"wal_sender_timeout": "'3s'"})
+	// The stack's settings (scripts/stack.sh), wal_sender_timeout left at
+	// its default (60 s): the frozen consumer's walsender stays, blocked
+	// in a send once the consumer's socket buffer is full, and the
+	// CHECKPOINT that must invalidate its slot signals it and waits for
+	// it to exit. wal_sender_timeout does not end a blocked send;
+	// tcp_user_timeout does (the stack's, and the one no-kafka asks of its
+	// walsender), so the CHECKPOINT must end within checkpointBound.
+	rig, err := newCrashRig(ctx, env, stackTCPSettings)
 	if err != nil {
 		return Result{}, err
 	}
@@ -107,22 +112,14 @@ func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error
 		rig.logf("consumer frozen, %d events written: slot retains %d bytes of WAL", n, retained)
 	}
 
-	// Bound the slot, write past the bound, checkpoint: invalidated. The
-	// walsender must be gone first (wal_sender_timeout above).
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		_, _, active, err := readSlot()
-		if err != nil {
-			return Result{}, err
-		}
-		if !active {
-			break
-		}
-		if time.Now().After(deadline) {
-			return Result{}, fmt.Errorf("slot %s still active 20 s after its consumer froze", slot)
-		}
-		time.Sleep(200 * time.Millisecond)
+	// Bound the slot, write past the bound, checkpoint (the consumer still
+	// frozen, its walsender possibly still there): invalidated, each
+	// CHECKPOINT timed.
+	_, _, activeAtBound, err := readSlot()
+	if err != nil {
+		return Result{}, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
 	const keep = "16MB"
 	if err := rig.cluster.Exec(ctx, `ALTER SYSTEM SET max_slot_wal_keep_size = '`+keep+`'`); err != nil {
@@ -132,6 +129,7 @@ func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error
 		return Result{}, err
 	}
 	var status string
+	var checkpointMax time.Duration
 	for round := 0; round < 5 && status != "lost"; round++ {
 		// 1.5 kB payloads: about 30 MB of WAL a round.
 		if err := insertEvents(cctx, conn, 20000, 1500); err != nil {
@@ -141,15 +139,22 @@ func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error
 		if _, err := conn.Exec(cctx, `SELECT pg_switch_wal()`); err != nil {
 			return Result{}, err
 		}
+		t0 := time.Now()
 		if _, err := conn.Exec(cctx, `CHECKPOINT`); err != nil {
+			return Result{}, fmt.Errorf("CHECKPOINT with the consumer frozen, after %.1f s: %w", time.Since(t0).Seconds(), err)
+		}
+		took := time.Since(t0)
+		checkpointMax = max(checkpointMax, took)
+		var active bool
+		if _, status, active, err = readSlot(); err != nil {
 			return Result{}, err
 		}
-		if _, status, _, err = readSlot(); err != nil {
-			return Result{}, err
-		}
-		rig.logf("max_slot_wal_keep_size=%s, %d events written, CHECKPOINT: wal_status %q", keep, total, status)
+		rig.logf("max_slot_wal_keep_size=%s, %d events written, CHECKPOINT in %.2f s: wal_status %q, walsender active %v", keep, total, took.Seconds(), status, active)
 	}
 	res.Metrics["events_written"] = float64(total)
+	res.Metrics["checkpoint_max_s"] = checkpointMax.Seconds()
+	res.Metrics["checkpoint_bound_s"] = checkpointBound.Seconds()
+	res.Metrics["walsender_active_at_bound"] = b2f(activeAtBound)
 	if status != "lost" {
 		return Result{}, fmt.Errorf("the slot was not invalidated after %d events with max_slot_wal_keep_size=%s (wal_status %q)", total, keep, status)
 	}
@@ -203,16 +208,48 @@ func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error
 	} else {
 		res.Metrics["readyz_names_recovery"] = 0
 	}
-	res.Figure = fmt.Sprintf("Consumer frozen: the slot retained %s (about %.0f bytes of WAL per event). With max_slot_wal_keep_size=%s and %d events written, CHECKPOINT: wal_status lost; /readyz answered %d. Drop + restart resynced from messages in %.2f s: %d of %d events delivered, %d lost.",
-		strings.Join(points, ", "), perEvent(res.Metrics, steps), keep, total, readyCode, recoverTime.Seconds(), delivered, total, res.AckedLost)
+	res.Figure = fmt.Sprintf("Consumer frozen: the slot retained %s (about %.0f bytes of WAL per event). With max_slot_wal_keep_size=%s and %d events written, the consumer still frozen, CHECKPOINT: wal_status lost, the slowest CHECKPOINT took %.1f s (bound %.0f s); /readyz answered %d. Drop + restart resynced from messages in %.2f s: %d of %d events delivered, %d lost.",
+		strings.Join(points, ", "), perEvent(res.Metrics, steps), keep, total, checkpointMax.Seconds(), checkpointBound.Seconds(), readyCode, recoverTime.Seconds(), delivered, total, res.AckedLost)
 	res.Notes = crashNotes(rig.cluster,
-		"the consumer is frozen with SIGSTOP, so that it confirms nothing (a stopped service gives the same retention), with wal_sender_timeout = 3s so that its walsender ends; events are written straight into log.messages, 100-byte payloads for the retention points and 1.5 kB ones to pass the bound",
+		"the consumer is frozen with SIGSTOP, so that it confirms nothing (a stopped service gives the same retention); events are written straight into log.messages, 100-byte payloads for the retention points and 1.5 kB ones to pass the bound",
+		fmt.Sprintf("the stack's settings: wal_sender_timeout at its default (60 s), %s; no-kafka asks its walsender for the same TCP settings; its walsender was %s when the bound was set", tcpSettingsText(), map[bool]string{true: "still active", false: "already gone"}[activeAtBound]),
 		"/readyz after the invalidation: "+clipErr(fmt.Sprintf("%d %s", readyCode, readyBody)))
+	if checkpointMax > checkpointBound {
+		res.Notes = append(res.Notes, fmt.Sprintf("FINDING: a CHECKPOINT with the consumer frozen took %.1f s, past its bound of %.0f s", checkpointMax.Seconds(), checkpointBound.Seconds()))
+	}
 	if !readyOK {
 		res.Notes = append(res.Notes, "FINDING: /readyz did not answer 503 naming pg_drop_replication_slot after the slot was invalidated")
 	}
 	res.DurationS = time.Since(began).Seconds()
 	return res, nil
+}
+
+// stackTCPSettings are scripts/stack.sh's (and docker-compose.yml's)
+// bounds on a frozen or network-hung client: data unacknowledged for
+// 10 s (a zero window included) aborts the connection, and keepalives
+// find a silent peer gone. TestStackTCPSettings checks that both files
+// still set them.
+var stackTCPSettings = map[string]string{
+	"tcp_user_timeout":        "10000",
+	"tcp_keepalives_idle":     "10",
+	"tcp_keepalives_interval": "5",
+	"tcp_keepalives_count":    "3",
+}
+
+// checkpointBound is how long a CHECKPOINT may take while a consumer is
+// frozen with its walsender blocked in a send: tcp_user_timeout (10 s)
+// ends the send, and the rest is the checkpoint itself and the
+// invalidation's wait, with room for a loaded machine.
+const checkpointBound = 30 * time.Second
+
+// tcpSettingsText lists stackTCPSettings as "name = value", sorted.
+func tcpSettingsText() string {
+	parts := make([]string, 0, len(stackTCPSettings))
+	for k, v := range stackTCPSettings {
+		parts = append(parts, k+" = "+v)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
 }
 
 // perEvent is the retained WAL per event between the first and the last

@@ -90,6 +90,31 @@ func TestSlotWALRetention(t *testing.T) {
 	if r.Metrics["events_delivered"] != r.Metrics["events_written"] {
 		t.Errorf("delivered %v of %v events", r.Metrics["events_delivered"], r.Metrics["events_written"])
 	}
+	if r.Metrics["checkpoint_max_s"] > r.Metrics["checkpoint_bound_s"] || r.Metrics["checkpoint_bound_s"] == 0 {
+		t.Errorf("a CHECKPOINT with the consumer frozen took %v s, bound %v s", r.Metrics["checkpoint_max_s"], r.Metrics["checkpoint_bound_s"])
+	}
+}
+
+// TestStackTCPSettings: scripts/stack.sh and docker-compose.yml set the
+// TCP bounds the slot experiment runs with (stackTCPSettings).
+func TestStackTCPSettings(t *testing.T) {
+	t.Parallel()
+	stack, err := os.ReadFile("../../scripts/stack.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compose, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range stackTCPSettings {
+		if !strings.Contains(string(stack), "\n"+k+" = "+v+"\n") {
+			t.Errorf("scripts/stack.sh does not set %s = %s", k, v)
+		}
+		if !strings.Contains(string(compose), "- "+k+"="+v+"\n") {
+			t.Errorf("docker-compose.yml does not set %s=%s", k, v)
+		}
+	}
 }
 
 func TestNoisyNeighbourSlot(t *testing.T) {

@@ -20,7 +20,8 @@ import (
 
 // kafkaBrokerRestart is issue 14's item 7 for Kafka: the kafka service
 // under a light open load of single POST /events on a private
-// single-node KRaft broker, which is stopped (SIGTERM; Full adds SIGKILL)
+// single-node KRaft broker, which is stopped (SIGTERM) and, as a second
+// case at every size, killed (SIGKILL),
 // and started again on the same data directory.
 func kafkaBrokerRestart() Experiment {
 	// Full: two restarts (the broker back about 8 s and 17 s after the
@@ -39,14 +40,10 @@ type kafkaCase struct {
 	sig  syscall.Signal
 }
 
-// kafkaCases are the stops at size: Small a clean SIGTERM, Full adds a
-// SIGKILL (no controlled shutdown).
-func kafkaCases(size Size) []kafkaCase {
-	cs := []kafkaCase{{"sigterm", syscall.SIGTERM}}
-	if size == Full {
-		cs = append(cs, kafkaCase{"sigkill", syscall.SIGKILL})
-	}
-	return cs
+// kafkaCases are the stops, at every size: a clean SIGTERM and a SIGKILL
+// (kill -9: no controlled shutdown).
+func kafkaCases(Size) []kafkaCase {
+	return []kafkaCase{{"sigterm", syscall.SIGTERM}, {"sigkill", syscall.SIGKILL}}
 }
 
 // kafkaLoad is a size's load: the rate, how long it runs before the stop,
@@ -159,9 +156,11 @@ func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, err
 type kafkaOutcome struct {
 	sent, acked, failed, failedNot503, gapAnswers int
 	p99Failed, maxFailed                          time.Duration
-	exitTook, downFor                             time.Duration // signal → process gone; signal → broker back
-	recover                                       time.Duration // broker back → first 201 sent after it; -1 never
-	readyDownAfter, readyUpAfter                  time.Duration // signal → first /readyz 503; broker back → /readyz 200 again
+	slowest                                       time.Duration  // slowest answer of any status
+	kinds                                         map[string]int // 503s by their "kind" ("" when it has none)
+	exitTook, downFor                             time.Duration  // signal → process gone; signal → broker back
+	recover                                       time.Duration  // broker back → first 201 sent after it; -1 never
+	readyDownAfter, readyUpAfter                  time.Duration  // signal → first /readyz 503; broker back → /readyz 200 again
 	readyReason                                   string
 	ackedWhileDown                                int
 	lost, undelivered                             int64
@@ -196,7 +195,9 @@ func (o kafkaOutcome) metrics() map[string]float64 {
 		"timeout_ms": ms(kafkaServiceTimeout), "gap_ids_delivered": float64(o.gapDelivered),
 		"gap_never_answers": float64(o.gapNever), "gap_never_ids_delivered": float64(o.gapNeverDelivered),
 		"slow_failed_sent_stopping": float64(o.slowStopping), "slow_failed_sent_down": float64(o.slowDown),
-		"slow_failed_sent_starting": float64(o.slowStarting),
+		"slow_failed_sent_starting": float64(o.slowStarting), "slowest_answer_ms": ms(o.slowest),
+		"503_not_recorded": float64(o.kinds["not_recorded"]), "503_unknown": float64(o.kinds["unknown"]),
+		"503_shed": float64(o.kinds["shed"]), "503_without_kind": float64(o.kinds[""]),
 	}
 }
 
@@ -206,9 +207,11 @@ func (o kafkaOutcome) figure(c kafkaCase) string {
 		rec = fmt.Sprintf("first 201 %.2f s after the broker was back", o.recover.Seconds())
 	}
 	return fmt.Sprintf("%s: broker back %.1f s after the signal; %d of %d writes failed, %d of them not 503, p99 %.0f ms and slowest %.0f ms (timeout %s; %d slower than %s, sent while the broker stopped/was down/started: %d/%d/%d); "+
+		"503s by kind: %d not_recorded, %d unknown, %d shed, %d without a kind; slowest answer of any status %.0f ms; "+
 		"/readyz 503 %.1f s after the signal, 200 again %.1f s after the broker; %s; %d answers named the dual-write gap (%d of them \"delivery\": \"never\", %d of whose events were delivered): %d of their events were delivered after the 503, %d rows stay undelivered; %d of %d acknowledged lost",
 		strings.ToUpper(c.name), secs(o.downFor), o.failed, o.sent, o.failedNot503, ms(o.p99Failed), ms(o.maxFailed), kafkaServiceTimeout,
 		o.slowStopping+o.slowDown+o.slowStarting, slowFailure, o.slowStopping, o.slowDown, o.slowStarting,
+		o.kinds["not_recorded"], o.kinds["unknown"], o.kinds["shed"], o.kinds[""], ms(o.slowest),
 		secs(o.readyDownAfter), secs(o.readyUpAfter), rec, o.gapAnswers, o.gapNever, o.gapNeverDelivered, o.gapDelivered, o.undelivered, o.lost, o.acked)
 }
 
@@ -290,8 +293,10 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 
 	var failedLat []time.Duration
 	var ids, gapIDs, neverIDs []string
+	o.kinds = map[string]int{}
 	for _, s := range shots {
 		o.sent++
+		o.slowest = max(o.slowest, s.lat)
 		if s.err == nil && s.code == kafkaSide.okCode {
 			o.acked++
 			ids = append(ids, s.id)
@@ -323,9 +328,14 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 				IDs        []string `json:"ids"`
 				InPostgres bool     `json:"in_postgres"`
 				Delivery   string   `json:"delivery"`
+				Kind       string   `json:"kind"`
 			}
 			_, js, _ := strings.Cut(s.err.Error(), " ")
-			if json.Unmarshal([]byte(js), &body) == nil && body.InPostgres {
+			parsed := json.Unmarshal([]byte(js), &body) == nil
+			if s.code == http.StatusServiceUnavailable {
+				o.kinds[body.Kind]++
+			}
+			if parsed && body.InPostgres {
 				o.gapAnswers++
 				gapIDs = append(gapIDs, body.IDs...)
 				if body.Delivery == "never" {

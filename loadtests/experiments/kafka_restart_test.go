@@ -30,11 +30,20 @@ func TestKafkaBrokerRestart(t *testing.T) {
 	if _, err := kafkaLibs(t.Context(), root); err != nil {
 		t.Skip(err)
 	}
+	if _, err := pgBindir(); err != nil {
+		t.Skip(err)
+	}
 	t.Parallel()
 	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "wpe-kafka-exp-*"))
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
-	res, err := runKafkaBrokerRestart(ctx, Env{Root: root, Out: logWriter{t}}, Small)
+	// A private Postgres too: the test never loads the stack's servers.
+	cl, err := newPGCluster(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	res, err := runKafkaBrokerRestart(ctx, Env{Root: root, Out: logWriter{t}, PostgresURL: cl.URL()}, Small)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +66,14 @@ func TestKafkaBrokerRestart(t *testing.T) {
 	}
 	if m["sigterm.readyz_503_after_s"] < 0 {
 		t.Errorf("/readyz never failed while the broker was down: %v", res.Notes)
+	}
+	for _, c := range kafkaCases(Small) {
+		if m[c.name+".503_without_kind"] != 0 {
+			t.Errorf("%s: %v 503s without a kind", c.name, m[c.name+".503_without_kind"])
+		}
+		if m[c.name+".recover_s"] < 0 {
+			t.Errorf("%s: the service did not recover after the broker was back: %v", c.name, m)
+		}
 	}
 	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "wpe-kafka-exp-*"))
 	if len(after) > len(before) {

@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 )
 
 var sideColors = []color.Color{color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}, color.RGBA{R: 0xdd, G: 0x66, B: 0x22, A: 0xff}}
@@ -55,35 +56,51 @@ type legendEntry struct {
 // title off the right edge) and the legend (one row, centred), and returns
 // the frame.
 func newFrame(title string, legend []legendEntry) frame {
-	svg := vgsvg.New(chartWidth, chartHeight)
+	return newFrameSized(title, legend, chartWidth, chartHeight)
+}
+
+// newFrameSized is newFrame on a width × height canvas; a legend wider
+// than the canvas wraps onto more rows, each centred.
+func newFrameSized(title string, legend []legendEntry, width, height vg.Length) frame {
+	svg := vgsvg.New(width, height)
 	dc := draw.New(svg)
 	sty := text.Style{Font: font.From(plot.DefaultFont, titleSize), Handler: plot.DefaultTextHandler}
 	dc.FillText(sty, vg.Point{X: dc.Min.X + vg.Points(8), Y: dc.Max.Y - vg.Points(titleSize*1.2)}, title)
 
 	// Legend entries: a thumbnail, a space and the label, entries
-	// separated by two em.
+	// separated by two em; rows fill up to the canvas' width.
 	thumbW, gap := vg.Points(20), vg.Points(2*legendSize)
+	room := dc.Max.X - dc.Min.X - vg.Points(16)
 	widths := make([]vg.Length, len(legend))
-	var total vg.Length
+	var rows [][]int
+	var rowW []vg.Length
 	for i, e := range legend {
 		widths[i] = thumbW + vg.Points(charWidth*legendSize*float64(utf8.RuneCountInString(" "+e.label)))
-		total += widths[i]
-		if i > 0 {
-			total += gap
+		n := len(rows)
+		if n == 0 || rowW[n-1]+gap+widths[i] > room {
+			rows = append(rows, []int{i})
+			rowW = append(rowW, widths[i])
+			continue
+		}
+		rows[n-1] = append(rows[n-1], i)
+		rowW[n-1] += gap + widths[i]
+	}
+	rowH := vg.Points(legendSize * 1.5)
+	for r, row := range rows {
+		x := (dc.Min.X + dc.Max.X - rowW[r]) / 2
+		bottom := dc.Min.Y + vg.Points(4) + vg.Length(len(rows)-1-r)*rowH
+		for _, i := range row {
+			l := plot.NewLegend()
+			l.TextStyle.Font.Size = vg.Points(legendSize)
+			l.Left, l.Top = true, false
+			l.Add(legend[i].label, legend[i].thumbs...)
+			c := draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x, Y: bottom}, Max: vg.Point{X: x + widths[i], Y: bottom + rowH}}}
+			l.Draw(c)
+			x += widths[i] + gap
 		}
 	}
-	x := (dc.Min.X + dc.Max.X - total) / 2
-	bottom := dc.Min.Y + vg.Points(4)
-	for i, e := range legend {
-		l := plot.NewLegend()
-		l.TextStyle.Font.Size = vg.Points(legendSize)
-		l.Left, l.Top = true, false
-		l.Add(e.label, e.thumbs...)
-		c := draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x, Y: bottom}, Max: vg.Point{X: x + widths[i], Y: bottom + vg.Points(legendSize*1.5)}}}
-		l.Draw(c)
-		x += widths[i] + gap
-	}
-	body := draw.Crop(dc, vg.Points(4), -vg.Points(8), vg.Points(legendSize*2.5), -vg.Points(titleSize*2))
+	extra := vg.Length(max(len(rows)-1, 0)) * rowH
+	body := draw.Crop(dc, vg.Points(4), -vg.Points(8), vg.Points(legendSize*2.5)+extra, -vg.Points(titleSize*2))
 	return frame{svg: svg, body: body}
 }
 
@@ -135,9 +152,14 @@ func latencyChart(run *driver.Run, scenario, title string, sides [2]string, pane
 		p.Add(plotter.NewGrid())
 		lo, hi := math.Inf(1), math.Inf(-1)
 		drawn := false
+		var gaps []gap
 		for i, side := range sides {
 			var xys plotter.XYs
 			for _, pt := range pts {
+				if st := pt.SideStatus(side); !st.OK() {
+					gaps = append(gaps, gap{pt.Rate, i})
+					continue
+				}
 				if v, ok := median(pt, pn.metric, side); ok {
 					v = math.Max(v, 0.01) // a log axis has no zero
 					xys = append(xys, plotter.XY{X: pt.Rate, Y: v})
@@ -171,6 +193,9 @@ func latencyChart(run *driver.Run, scenario, title string, sides [2]string, pane
 		p.X.Min, p.X.Max = pts[0].Rate/1.3, pts[len(pts)-1].Rate*1.3
 		p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
 		p.Y.Max = math.Max(math.Pow(10, math.Ceil(math.Log10(hi))), p.Y.Min*10)
+		if err := markGaps(p, gaps); err != nil {
+			return false, err
+		}
 		plots = append(plots, p)
 	}
 	if len(plots) == 0 {
@@ -183,6 +208,42 @@ func latencyChart(run *driver.Run, scenario, title string, sides [2]string, pane
 		p.Draw(canvases[0][i])
 	}
 	return true, f.save(path)
+}
+
+// gap is a point a side has no valid figure at: the line skips it and
+// the panel marks it.
+type gap struct {
+	x    float64
+	side int
+}
+
+// failedMark is the text a chart draws where a value is not valid.
+const failedMark = "failed"
+
+// markGaps writes failedMark, in the side's colour, at the bottom of p at
+// each gap's x: a marked gap, not a point.
+func markGaps(p *plot.Plot, gaps []gap) error {
+	if len(gaps) == 0 {
+		return nil
+	}
+	var xys plotter.XYLabels
+	for _, g := range gaps {
+		// Two sides' marks at one rate are stacked, not overprinted.
+		y := p.Y.Min * math.Pow(1.35, float64(g.side+1))
+		xys.XYs = append(xys.XYs, plotter.XY{X: g.x, Y: y})
+		xys.Labels = append(xys.Labels, failedMark)
+	}
+	labels, err := plotter.NewLabels(xys)
+	if err != nil {
+		return err
+	}
+	for j, g := range gaps {
+		labels.TextStyle[j].XAlign = draw.XCenter
+		labels.TextStyle[j].Font.Size = vg.Points(8)
+		labels.TextStyle[j].Color = sideColors[g.side]
+	}
+	p.Add(labels)
+	return nil
 }
 
 // logTicks marks a log axis: 1, 2 and 5 of every decade labelled when the
@@ -254,6 +315,9 @@ func Caption(key string) string {
 type bar struct {
 	group string
 	vals  [2]float64
+	// failed holds, per side, why its value is not valid ("" when it
+	// is): such a bar is not drawn, its place says failedMark.
+	failed [2]string
 }
 
 // barChart draws grouped bars, one bar per side in each group, each bar
@@ -269,13 +333,24 @@ func barChart(title, ylabel string, sides [2]string, bars []bar, path string) (b
 	top := 0.0
 	for _, b := range bars {
 		names = append(names, b.group)
-		top = math.Max(top, math.Max(b.vals[0], b.vals[1]))
+		for i, v := range b.vals {
+			if b.failed[i] == "" {
+				top = math.Max(top, v)
+			}
+		}
+	}
+	if top <= 0 {
+		top = 1 // every bar failed: an empty axis with the marks
 	}
 	var legend []legendEntry
 	for i := range 2 {
 		var vs plotter.Values
 		for _, b := range bars {
-			vs = append(vs, b.vals[i])
+			v := b.vals[i]
+			if b.failed[i] != "" {
+				v = 0 // no bar: the label below says why
+			}
+			vs = append(vs, v)
 		}
 		bc, err := plotter.NewBarChart(vs, w)
 		if err != nil {
@@ -286,22 +361,37 @@ func barChart(title, ylabel string, sides [2]string, bars []bar, path string) (b
 		bc.Offset = vg.Length(float64(i)-0.5) * w
 		p.Add(bc)
 		legend = append(legend, legendEntry{sides[i], []plot.Thumbnailer{bc}})
-		// The value above each bar.
-		var xys plotter.XYLabels
+		// The value above each bar; a failed value's mark instead, the
+		// second side's a line higher so that two marks of one group do
+		// not overprint.
+		var xys, marks plotter.XYLabels
 		for j, v := range vs {
+			if bars[j].failed[i] != "" {
+				marks.XYs = append(marks.XYs, plotter.XY{X: float64(j), Y: 0})
+				marks.Labels = append(marks.Labels, bars[j].failed[i])
+				continue
+			}
 			xys.XYs = append(xys.XYs, plotter.XY{X: float64(j), Y: v})
 			xys.Labels = append(xys.Labels, num(v))
 		}
-		labels, err := plotter.NewLabels(xys)
-		if err != nil {
-			return false, err
+		for k, l := range []plotter.XYLabels{xys, marks} {
+			if len(l.XYs) == 0 {
+				continue
+			}
+			labels, err := plotter.NewLabels(l)
+			if err != nil {
+				return false, err
+			}
+			for j := range labels.TextStyle {
+				labels.TextStyle[j].XAlign = draw.XCenter
+				labels.TextStyle[j].Font.Size = vg.Points(9)
+				if k == 1 {
+					labels.TextStyle[j].Color = sideColors[i]
+				}
+			}
+			labels.Offset = vg.Point{X: vg.Length(float64(i)-0.5) * w, Y: vg.Points(3 + float64(k*i)*12)}
+			p.Add(labels)
 		}
-		for j := range labels.TextStyle {
-			labels.TextStyle[j].XAlign = draw.XCenter
-			labels.TextStyle[j].Font.Size = vg.Points(9)
-		}
-		labels.Offset = vg.Point{X: vg.Length(float64(i)-0.5) * w, Y: vg.Points(3)}
-		p.Add(labels)
 	}
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(bars))-0.4
@@ -330,9 +420,11 @@ var latencyCharts = map[string]struct {
 	}, "log-latency.svg"},
 }
 
-// Charts draws the SVG charts of the runs into dir and returns their
-// file names by key (queue, log, ceilings, documents).
-func Charts(all []*driver.Run, dir string) (map[string]string, error) {
+// Charts draws the SVG charts of the runs, the raw loops (src) and the
+// event-store bench (es) into dir and returns their file names by key
+// (queue, log, ceilings, documents, then pairCharts' keys).
+func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (map[string]string, error) {
+	validate(all)
 	out := map[string]string{}
 	for _, run := range all {
 		switch run.Command {
@@ -352,9 +444,18 @@ func Charts(all []*driver.Run, dir string) (map[string]string, error) {
 				if p.Scenario != "documents.rewrite" {
 					continue
 				}
-				a, _ := median(p, "cost_ratio.p50", p.Sides[0])
-				b, _ := median(p, "cost_ratio.p50", p.Sides[1])
-				bars = append(bars, bar{p.Name, [2]float64{a, b}})
+				br := bar{group: p.Name}
+				for i, side := range p.Sides[:2] {
+					v, ok := median(p, "cost_ratio.p50", side)
+					switch {
+					case !p.SideStatus(side).OK():
+						br.failed[i] = failedMark
+					case !ok:
+						br.failed[i] = notRecorded
+					}
+					br.vals[i] = v
+				}
+				bars = append(bars, br)
 			}
 			ok, err := barChart("documents: rewrite cost ÷ neighbour-patch cost (p50)", "rewrite ÷ patch",
 				[2]string{SideLabel(run, "no-mongodb"), SideLabel(run, "mongodb")}, bars, filepath.Join(dir, "documents-cost-ratio.svg"))
@@ -372,15 +473,18 @@ func Charts(all []*driver.Run, dir string) (map[string]string, error) {
 		if len(run.Ceilings) < 2 {
 			continue
 		}
-		var v [2]float64
+		br := bar{group: run.Command}
 		for _, c := range run.Ceilings {
+			i := 1
 			if c.Service == "no-rabbitmq" || c.Service == "no-kafka" {
-				v[0] = c.Rate.Median
-			} else {
-				v[1] = c.Rate.Median
+				i = 0
+			}
+			br.vals[i] = c.Rate.Median
+			if !c.CeilingStatus().OK() {
+				br.failed[i] = failedMark
 			}
 		}
-		bars = append(bars, bar{run.Command, v})
+		bars = append(bars, br)
 	}
 	ok, err := barChart("ceilings: highest rate that keeps up (median of rounds)", "per second",
 		[2]string{"Postgres side", "RabbitMQ / Kafka side"}, bars, filepath.Join(dir, "ceilings.svg"))
@@ -389,6 +493,9 @@ func Charts(all []*driver.Run, dir string) (map[string]string, error) {
 	}
 	if ok {
 		out["ceilings"] = "ceilings.svg"
+	}
+	if err := pairCharts(all, es, src, dir, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -14,28 +14,66 @@ import (
 	"unicode/utf8"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
+// chartInputs are one set of inputs of Charts.
+type chartInputs struct {
+	runs []*driver.Run
+	es   eventstore.Results
+	src  Sources
+	// want are keys Charts must return for these inputs.
+	want []string
+}
+
+// chartSets are the inputs the charts tests draw: the synthetic
+// fixture, the fixture with failed points, and the committed results.
+func chartSets(t *testing.T) map[string]chartInputs {
+	t.Helper()
+	_, es := fixtureInputs(t)
+	failedRuns, failedES := failedFixture()
+	sets := map[string]chartInputs{
+		"fixture": {runs: append(fixture(), throughputFixture()), es: es, src: Sources{Raw: notifyFixture()},
+			want: []string{"queue", "log", "documents", "ceilings", "queue-rate", "toast", "staleness", "throughput", "cpu", "notify", "eventstore",
+				"queue-card", "log-card", "documents-card", "eventstore-card", "cache-card"}},
+		"failed fixture": {runs: failedRuns, es: failedES, want: []string{"queue", "documents", "eventstore"}},
+	}
+	root := filepath.Join("..", "..", "results")
+	if runs := readRuns(t, root, "cache", "throughput"); len(runs) > 0 {
+		es, err := eventstore.Load(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr, err := raw.Load(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets["committed results"] = chartInputs{runs: runs, es: es, src: Sources{Raw: rr}, want: []string{
+			"queue", "log", "documents", "ceilings", "queue-rate", "log-rate", "toast", "staleness", "throughput", "cpu", "notify", "eventstore",
+			"queue-card", "log-card", "documents-card", "eventstore-card", "cache-card"}}
+	}
+	return sets
+}
+
 // TestChartTextFitsAndDoesNotOverlap renders every chart, from the
-// synthetic fixture and from the committed results files, and fails when
+// synthetic fixtures and from the committed results files, and fails when
 // a text's box (estimated from its position, font size, anchor and
 // length, transforms applied) leaves the canvas or overlaps another
 // text's box: a title running off the canvas, a legend over the tick
 // labels, tick labels running into each other.
 func TestChartTextFitsAndDoesNotOverlap(t *testing.T) {
-	sets := map[string][]*driver.Run{"fixture": fixture()}
-	if runs := readRuns(t, filepath.Join("..", "..", "results")); len(runs) > 0 {
-		sets["committed results"] = runs
-	}
-	for name, runs := range sets {
+	for name, in := range chartSets(t) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			charts, err := Charts(runs, dir)
+			charts, err := Charts(in.runs, in.es, in.src, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(charts) != 4 {
-				t.Errorf("charts %v, want queue, log, documents and ceilings", charts)
+			for _, k := range in.want {
+				if _, ok := charts[k]; !ok {
+					t.Errorf("no %s chart; got %v", k, charts)
+				}
 			}
 			for _, f := range charts {
 				for _, p := range textProblems(t, filepath.Join(dir, f)) {

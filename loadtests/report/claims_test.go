@@ -33,7 +33,7 @@ func TestEveryClaimEvaluatesOnTheFixture(t *testing.T) {
 		r.Versions.MongoFlavor = ""
 	}
 	for i, c := range Claims(runs, notifyFixture()) {
-		if c.Verdict != Holds && c.Verdict != DoesNotHold {
+		if c.Verdict != Holds && c.Verdict != DoesNotHold && c.Verdict != Inconclusive {
 			t.Errorf("%s %q with MongoDB: verdict %q (%s)", c.Pair, c.Short, c.Verdict, c.Why)
 		}
 		if claimTable[i].mongo && c.Measured == "" {
@@ -78,13 +78,13 @@ func TestAgedClaimNeedsAMillionRows(t *testing.T) {
 	}
 	runs = fixture()
 	for i := range runs[3].Points {
-		for j := range runs[3].Points[i].Metrics {
-			if m := &runs[3].Points[i].Metrics[j]; m.Name == "server.delivery.p99_ms" {
-				a := m.Sides["no-rabbitmq"]
-				a.Median *= 2
-				m.Sides["no-rabbitmq"] = a
+		p := &runs[3].Points[i]
+		for _, r := range p.Rounds {
+			if s := r.Sides["no-rabbitmq"]; s != nil {
+				s.Metrics["server.delivery.p99_ms"] *= 2
 			}
 		}
+		driver.Summarize(p)
 	}
 	if c := aged(runs); c.Verdict != DoesNotHold || !strings.Contains(c.Measured, "(3×)") {
 		t.Errorf("3× slower: %+v", c)

@@ -5,20 +5,54 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 )
 
 // esNotMeasured fills the rows of an engine the bench could not reach.
 const esNotMeasured = "not run here"
 
-// minMax formats the range of xs with one decimal: "a–b", or "—".
+// minMax formats the range of xs with one decimal: "a–b", or "not
+// recorded".
 func minMax(xs []float64) string {
 	if len(xs) == 0 {
-		return "—"
+		return notRecorded
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return fmt.Sprintf("%.1f–%.1f", s[0], s[len(s)-1])
+}
+
+// appendStatus is the validity of one append loop: not run when the
+// engine was not reached; failed when it completed no append in its
+// window, or failed driver.FailShare or more of its attempts.
+func appendStatus(r eventstore.AppendRow) driver.Status {
+	attempts := r.Ops + r.Conflicts + r.Errors
+	switch {
+	case !r.Measured:
+		return driver.Status{State: driver.StateNotRun, Reason: esNotMeasured}
+	case r.Ops == 0 && !r.Counted:
+		return driver.Failed("no append completed within the %s window (%d errors, %d conflicts; this older file dropped the operations still running when the window ended)", num(r.Seconds)+" s", r.Errors, r.Conflicts)
+	case r.Ops == 0:
+		return driver.Failed("no append completed within the %s window, late ones included (%d errors, %d conflicts, %d in flight)", num(r.Seconds)+" s", r.Errors, r.Conflicts, r.InFlight)
+	case float64(r.Errors) >= driver.FailShare*float64(attempts):
+		return driver.Failed("%d of %d append attempts failed", r.Errors, attempts)
+	}
+	return driver.Status{State: driver.StateOK}
+}
+
+// pointReadStatus is the validity of one engine's point read: a read of
+// a stream that holds nothing on that engine compares nothing.
+func pointReadStatus(r eventstore.PointReadRow) driver.Status {
+	switch {
+	case r.Failed != "":
+		return driver.Failed("%s", strings.TrimPrefix(r.Failed, "failed: "))
+	case !r.Measured:
+		return driver.Status{State: driver.StateNotRun, Reason: esNotMeasured}
+	case r.Matched == 0:
+		return driver.Failed("stream %q holds no event on this engine: the read compares nothing", r.Stream)
+	}
+	return driver.Status{State: driver.StateOK}
 }
 
 // EventStoreSection renders RESULTS.md's event-store section from the
@@ -48,22 +82,26 @@ func EventStoreSection(es eventstore.Results) string {
 		b.WriteString("\n| engine | mode | series | round | ops | late | in flight | ops/s | conflicts/op | errors | events per stream at end |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range a.Rows {
 			m, _ := eventstore.ModeOf(r.Mode)
-			if !r.Measured {
-				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | | | | | | |\n", r.Engine, m.Name, r.Series, r.Round, esNotMeasured)
+			if st := appendStatus(r); !st.OK() {
+				why := esNotMeasured
+				if r.Measured {
+					why = statusText(st)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | | | | | | |\n", r.Shown(), m.Name, r.Series, r.Round, why)
 				continue
 			}
 			late, inFlight := fmt.Sprint(r.Late), fmt.Sprint(r.InFlight)
 			if !r.Counted {
 				late, inFlight = "not counted (older file: dropped)", "not counted"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %.1f | %.3f | %d | %.0f |\n", r.Engine, m.Name, r.Series, r.Round, r.Ops, late, inFlight, r.OpsPerSec, r.ConflictsPerOp, r.Errors, r.EventsPerStream)
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %.1f | %.3f | %d | %.0f |\n", r.Shown(), m.Name, r.Series, r.Round, r.Ops, late, inFlight, r.OpsPerSec, r.ConflictsPerOp, r.Errors, r.EventsPerStream)
 		}
 		if len(modes) == 1 {
 			fmt.Fprintf(&b, "\nOnly the %s mode ran in this file.\n", modes[0].Name)
 		}
 		b.WriteString("\nWhat the data shows:\n\n")
 		for _, v := range a.Verdicts {
-			b.WriteString("- " + v + "\n")
+			b.WriteString("- " + validVerdict(a, v) + "\n")
 		}
 		b.WriteString("- Kafka's conflicts/op is 0 by construction: it never checks a version, so concurrent writers to one stream all succeed and the stream's invariants are not protected.\n\n")
 	}
@@ -73,19 +111,23 @@ func EventStoreSection(es eventstore.Results) string {
 		b.WriteString("| engine | matched records | records_scanned | scanned / matched | read time (ms) |\n|---|---|---|---|---|\n")
 		for _, r := range p.Rows {
 			if r.Failed != "" {
-				fmt.Fprintf(&b, "| %s | failed: %s | | | |\n", r.Engine, strings.TrimPrefix(md(r.Failed), "failed: "))
+				fmt.Fprintf(&b, "| %s | failed: %s | | | |\n", r.Shown(), strings.TrimPrefix(md(r.Failed), "failed: "))
 				continue
 			}
 			if !r.Measured {
-				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Engine, esNotMeasured)
+				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Shown(), esNotMeasured)
 				continue
 			}
-			scanned, ratio := "null (not measurable per request)", "—"
+			if st := pointReadStatus(r); !st.OK() {
+				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Shown(), statusText(st))
+				continue
+			}
+			scanned, ratio := "null (not measurable per request)", "no ratio: not measurable per request"
 			if r.RecordsScanned != nil {
 				scanned = fmt.Sprint(*r.RecordsScanned)
 				ratio = fmt.Sprintf("%.1f×", r.ScanRatio)
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.2f |\n", r.Engine, r.Matched, scanned, ratio, r.MedianMS)
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.2f |\n", r.Shown(), r.Matched, scanned, ratio, r.MedianMS)
 		}
 		b.WriteString("\n")
 	}
@@ -95,14 +137,43 @@ func EventStoreSection(es eventstore.Results) string {
 		b.WriteString("| engine | catch-up time (ms) | live latency p50 (ms) | live latency max (ms) |\n|---|---|---|---|\n")
 		for _, r := range c.Rows {
 			if !r.Measured {
-				fmt.Fprintf(&b, "| %s | %s | | |\n", r.Engine, esNotMeasured)
+				fmt.Fprintf(&b, "| %s | %s | | |\n", r.Shown(), esNotMeasured)
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Engine, minMax(r.CatchUpMS), minMax(r.LiveP50MS), minMax(r.LiveMaxMS))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Shown(), minMax(r.CatchUpMS), minMax(r.LiveP50MS), minMax(r.LiveMaxMS))
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// validVerdict is v, one of the bench's trend sentences ("<engine>,
+// <mode>: ..."), unless every loop of that engine and mode failed: then
+// the trend was computed from nothing, and the line says so instead.
+func validVerdict(a *eventstore.AppendResult, v string) string {
+	for _, m := range eventstore.Append.Modes {
+		for _, e := range a.Engines {
+			prefix := e.Name + ", " + m.Name + ":"
+			if !strings.HasPrefix(v, prefix) {
+				continue
+			}
+			valid, why := 0, ""
+			for _, r := range a.Rows {
+				if r.Engine != e.Name || modeOf(r) != m.Name || !r.Measured {
+					continue
+				}
+				if st := appendStatus(r); st.OK() {
+					valid++
+				} else if why == "" {
+					why = st.Reason
+				}
+			}
+			if valid == 0 && why != "" {
+				return prefix + " no trend: every loop failed (" + why + ")"
+			}
+		}
+	}
+	return v
 }
 
 // esStores says what each engine's store held at a scenario's start; ""

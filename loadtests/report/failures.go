@@ -37,7 +37,7 @@ func FailureModesSection(f *experiments.File, file string) string {
 		case r.Error != "":
 			fig += " (incomplete: " + r.Error + ")"
 		case fig == "":
-			fig = "–"
+			fig = "no figure recorded"
 		}
 		w("| [**%s**](docs/experiments.md#%s) (`%s`, %ss) | %s | %s | %s | %s |\n", md(title), r.Name, r.Name, num(r.DurationS), md(orDash(r.Happens)), md(fig), md(orDash(r.UserMust)), md(LostCell(r)))
 	}

@@ -121,7 +121,7 @@ func NotifySection(r raw.Results) string {
 			if m == raw.NotifyNone {
 				continue
 			}
-			share := "–"
+			share := noRatioZero
 			if okBase && base.TPS > 0 {
 				share = fmt.Sprintf("%.0f%%", 100*p.TPS/base.TPS)
 			}
@@ -141,5 +141,5 @@ func notMeasured(s *raw.NotifySeries, mode string, n int) string {
 			return "not measured: " + md(p.Error)
 		}
 	}
-	return "–"
+	return notMeasuredHere
 }

@@ -57,8 +57,13 @@ func OutboxSection(r *driver.Run) string {
 		if !okPG && !okDW && !okOB {
 			continue
 		}
-		ratio := "–"
-		if okDW && okOB && dw.Median != 0 {
+		ratio := noRatioMissing
+		switch {
+		case okDW && okOB && dw.Median == 0 && ob.Median == 0:
+			ratio = noRatioBoth
+		case okDW && okOB && (dw.Median == 0 || ob.Median == 0):
+			ratio = noRatioZero
+		case okDW && okOB:
 			ratio = num(ob.Median/dw.Median) + "×"
 		}
 		w("| %s | %s | %s | %s | %s |\n", rw.label, cell(pg, okPG), cell(dw, okDW), cell(ob, okOB), ratio)

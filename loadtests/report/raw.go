@@ -52,7 +52,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		if svc == "no-kafka" || svc == "kafka" {
 			cmd = "log"
 		}
-		ceilCell, tpCell := "–", "–"
+		ceilCell, tpCell := notMeasuredHere, notMeasuredHere
 		if c := rs.ceiling(cmd, svc); c != nil && c.Rate.Median > 0 {
 			ceilCell = num(c.Rate.Median) + " (" + r.PercentCell(svc, c.Rate.Median) + ")"
 		}
@@ -61,9 +61,13 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		}
 		// The throughput scenario's end-to-end rate at its best batch size
 		// (processed or delivered: every stage of the path).
-		bestCell, coreCell := "–", "–"
+		bestCell, coreCell := notMeasuredHere, notMeasuredHere
 		if v, p := bestE2E(rs, cmd, svc, 0); p != nil && v > 0 {
 			bestCell = num(v) + " at " + p.Name + " (" + r.PercentCell(svc, v) + ")"
+			lat := map[string]string{"queue": "server.processing.p50_ms", "log": "server.delivery.p50_ms"}[cmd]
+			if l, ok := median(p, lat, svc); ok && l > comfortableP50MS {
+				bestCell += fmt.Sprintf(", a backlog draining (p50 %s s), not a sustained rate", num(l/1000))
+			}
 			if p := raw.Paths[svc]; len(p.Core().Steps) < len(p.Steps) {
 				coreCell = p.Core().String() + ": " + r.CoreCell(svc, v)
 			} else {

@@ -27,7 +27,7 @@ func TestRawSection(t *testing.T) {
 		// no-rabbitmq: insert_batch ×2, claim_delete, record_update ×2:
 		// 1 / (2/100000 + 1/25000 + 2/50000) = 10000. The throughput
 		// fixture's best no-rabbitmq end-to-end: 14050 at batch 1000.
-		"| no-rabbitmq | postgres insert_batch ×2 → postgres claim_delete → postgres record_update ×2 | 10000 | 6500 (65% of 10000/s) | – | 14050 at batch 1000 (141% of 10000/s) | the same path (no other engine) |",
+		"| no-rabbitmq | postgres insert_batch ×2 → postgres claim_delete → postgres record_update ×2 | 10000 | 6500 (65% of 10000/s) | not measured | 14050 at batch 1000 (141% of 10000/s) | the same path (no other engine) |",
 		// rabbitmq: 1 / (1/100000 + 1/20000 + 1/40000 + 2/50000) = 8000;
 		// RabbitMQ alone: 1 / (1/20000 + 1/40000) = 13333.
 		"| rabbitmq | postgres insert_batch → rabbitmq publish → rabbitmq consume → postgres record_update ×2 | 8000 |",

@@ -11,7 +11,6 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
 // The markers around the README's generated block. Everything between
@@ -26,12 +25,12 @@ const (
 // claims they settle), leaving the rest of the file as it
 // is. It fails when the markers are missing, so that a README whose block
 // was deleted is noticed rather than silently left stale.
-func WriteREADME(path string, all []*driver.Run, es eventstore.Results, rr ...raw.Results) error {
+func WriteREADME(path string, all []*driver.Run, es eventstore.Results, src ...Sources) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, err := ReplaceBlock(string(b), Findings(all, es, rr...))
+	out, err := ReplaceBlock(string(b), Findings(all, es, src...))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -78,13 +77,16 @@ func blockBounds(doc string) (int, int, error) {
 	return begin, end, nil
 }
 
-// Findings renders the README's generated block: "What we found", one
-// line per pair with results, and "Should you just use Postgres?", the
-// decision questions answered with the measured numbers. Every figure in
+// Findings renders the README's generated block: a verdict card per pair
+// with results (Card, from Verdicts: "Use Postgres when … / Use
+// <specialist> when …"), and "Should you just use Postgres?", the
+// reference's five decision questions in its order plus the project's
+// sixth, answered with the measured numbers. Every figure in
 // it is read from the runs, the event-store results and the raw results
 // rr; where they hold no number, it says what is not measured.
-func Findings(all []*driver.Run, es eventstore.Results, rr ...raw.Results) string {
-	return findings(pairSpecs, all, es, rr...)
+func Findings(all []*driver.Run, es eventstore.Results, src ...Sources) string {
+	validate(all)
+	return findings(pairSpecs, all, es, src...)
 }
 
 // inputs is what the pairs' summaries read.
@@ -105,13 +107,16 @@ type question struct {
 // questions are the reference's decision questions, in the order a reader
 // asks them.
 var questions = []question{
-	{id: "semantics", title: "What semantics do you need?"},
-	{id: "load", title: "How much load, now and in two years?",
+	{id: "semantics", title: "Is Postgres' semantics enough?",
+		intro: "If you need fan-out, routing, independent consumer groups, replay or exchange between services without a shared database, the answer is no at any load."},
+	{id: "load", title: "What load now, and in two years?",
 		intro: "The highest rate each side sustained on this machine, and where the runs stop: growth beyond them is not measured."},
-	{id: "team", title: "Who will run it? (team size, operational burden)",
-		intro: "Not measured: no result counts people or hours. Each Postgres side runs on the Postgres you already operate; each specialist is one more server to install, upgrade, monitor and back up. What each Postgres side makes you own instead:"},
-	{id: "integrity", title: "Transactional integrity or the lowest latency?"},
-	{id: "shape", title: "What shape and size is the data?"},
+	{id: "team", title: "Is the ops team small?",
+		intro: "Not measured: no result counts people or hours. The reference's rule: with two or three people running infrastructure one tool saves a great deal of time; past ten people someone can own the specialist and the advantage fades. What each Postgres side makes you own instead:"},
+	{id: "integrity", title: "Is transactional integrity worth more than latency?"},
+	{id: "stack", title: "Is Postgres already in the stack?",
+		intro: "If it is, a new use case costs almost nothing; standing Postgres up for one replacement rarely makes sense."},
+	{id: "shape", title: "What shape and size is the data? (this project's question)"},
 }
 
 // pairSpec is one pair of the findings. A new pair is one more entry of
@@ -128,12 +133,15 @@ type pairSpec struct {
 	doc string
 	// has reports whether the results hold the pair's measurements.
 	has func(*inputs) bool
-	// headline is the measured verdict; servers names the servers
-	// measured, with their caveats.
+	// headline is the measured summary in sentences; servers names the
+	// servers measured, with their caveats. The README shows the cards
+	// instead; these stay tested (eventstore_test.go) for other readers.
 	headline, servers func(*inputs) string
 	// claims is the results command whose claims the row counts ("" for
 	// none).
 	claims string
+	// verdict is the pair's Verdict.Pair (its card).
+	verdict string
 	// answers maps a question id to the pair's answer ("" says nothing).
 	answers map[string]func(*inputs) string
 }
@@ -148,7 +156,7 @@ func fixedAnswer(text string) func(*inputs) string {
 var pairSpecs = []pairSpec{
 	{
 		name: "queue", question: "RabbitMQ, or a table with `FOR UPDATE SKIP LOCKED`?",
-		section: pairTitles["queue"], doc: "docs/queue.md", claims: "queue",
+		section: pairTitles["queue"], doc: "docs/queue.md", claims: "queue", verdict: "queue",
 		has:      func(in *inputs) bool { return in.rs["queue"] != nil },
 		headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs["queue"].Versions) },
 		answers: map[string]func(*inputs) string{
@@ -162,7 +170,7 @@ var pairSpecs = []pairSpec{
 	},
 	{
 		name: "log", question: "Kafka, or logical replication with wal2json?",
-		section: pairTitles["log"], doc: "docs/log.md", claims: "log",
+		section: pairTitles["log"], doc: "docs/log.md", claims: "log", verdict: "log",
 		has:      func(in *inputs) bool { return in.rs["log"] != nil },
 		headline: logHeadline, servers: func(in *inputs) string {
 			return "Kafka " + orWhy(in.rs["log"].Versions.Kafka, in.rs["log"].Versions.Errors["kafka"])
@@ -176,7 +184,7 @@ var pairSpecs = []pairSpec{
 	},
 	{
 		name: "documents", question: "MongoDB, or `jsonb` with a GIN index?",
-		section: pairTitles["documents"], doc: "docs/documents.md", claims: "documents",
+		section: pairTitles["documents"], doc: "docs/documents.md", claims: "documents", verdict: "documents",
 		has:      func(in *inputs) bool { return in.rs["documents"] != nil },
 		headline: documentsHeadline, servers: func(in *inputs) string { return mongoVersion(in.rs["documents"].Versions) },
 		answers: map[string]func(*inputs) string{
@@ -186,10 +194,9 @@ var pairSpecs = []pairSpec{
 			"shape":     documentsShape,
 		},
 	},
-	cacheSpec,
 	{
 		name: "event store", question: "KurrentDB (or Kafka), or an append-only table?",
-		section: eventstore.SectionTitle, doc: "docs/eventstore.md",
+		section: eventstore.SectionTitle, doc: "docs/eventstore.md", verdict: "eventstore",
 		has: func(in *inputs) bool {
 			return in.es.Append != nil || in.es.PointRead != nil || in.es.CatchUp != nil
 		},
@@ -202,23 +209,16 @@ var pairSpecs = []pairSpec{
 			"shape":     eventStoreShape,
 		},
 	},
+	cacheSpec,
 }
 
-// findings renders the block for specs.
-func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, rr ...raw.Results) string {
-	in := &inputs{rs: runs{}, es: es, claims: Claims(all, rr...)}
-	for _, r := range all {
-		in.rs[r.Command] = r
-	}
-	for _, c := range []string{"queue", "log", "documents", "cache"} {
-		if r := in.rs[c]; r != nil {
-			in.order = append(in.order, r)
-		}
-	}
+// findings renders the block for specs: a verdict card per pair with
+// results, then the decision framework's questions answered per pair.
+func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ...Sources) string {
+	in := newInputs(all, es, src...)
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("<!-- Generated by `go run ./loadtests report` (part of `make results`) from results/*.json by loadtests/report/readme.go: edit that, not this block. -->\n\n")
-	w("## What we found\n\n")
+	w("<!-- Generated by `go run ./loadtests report` (part of `make results`) from results/*.json by loadtests/report/readme.go and cards.go: edit those, not this block. -->\n\n")
 	var present []pairSpec
 	for _, s := range specs {
 		if s.has(in) {
@@ -229,14 +229,18 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, rr ...
 		w("No results yet: run `make up`, then `make results`.\n")
 		return b.String()
 	}
-	w("%s [RESULTS.md](RESULTS.md) has every table, every round and the method. Read ratios and ranges, not single figures: the rounds are noisy.\n\n", machineLine(in))
-	w("| pair | what we measured | claims of the reference ([all](RESULTS.md#claims)) | servers measured | details |\n|---|---|---|---|---|\n")
-	for _, s := range present {
-		w("| **%s**: %s | %s | %s | %s | [results](RESULTS.md#%s), [how it works](%s) |\n",
-			s.name, md(s.question), md(s.headline(in)), md(claimTally(in.claims, s.claims)), md(s.servers(in)), anchor(s.section), s.doc)
+	verdicts := map[string]Verdict{}
+	for _, v := range []Verdict{queueVerdict(in), logVerdict(in), documentsVerdict(in), eventStoreVerdict(in), cacheVerdict(in)} {
+		verdicts[v.Pair] = v
 	}
+	for _, s := range present {
+		if v, ok := verdicts[s.verdict]; ok {
+			w("%s\n", Card(v))
+		}
+	}
+	w("%s Every [claim of the reference](RESULTS.md#claims) is checked in RESULTS.md; `go run ./loadtests advise` answers the questions below for your own workload.\n", machineLine(in))
 	w("\n## Should you just use Postgres?\n\n")
-	w("The questions to ask before replacing a specialist with Postgres, each answered with what these runs measured.\n")
+	w("The reference's five questions, in its order of importance, and the project's sixth. A yes to each means Postgres will do; the first no names the tool you need instead. Each is answered with what these runs measured.\n")
 	for i, q := range questions {
 		w("\n### %d. %s\n\n", i+1, q.title)
 		if q.intro != "" {
@@ -245,6 +249,13 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, rr ...
 		n := 0
 		for _, s := range present {
 			f := s.answers[q.id]
+			v, hasV := verdicts[s.verdict]
+			switch {
+			case q.id == "stack" && hasV:
+				f = func(*inputs) string { return stackAnswer(v) }
+			case q.id == "shape" && f == nil && hasV && len(v.PayloadBytes) > 0:
+				f = func(*inputs) string { return itemSizeAnswer(v) }
+			}
 			if f == nil {
 				continue
 			}
@@ -258,6 +269,20 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, rr ...
 		}
 	}
 	return b.String()
+}
+
+// stackAnswer answers "Is Postgres already in the stack?" for a pair:
+// what the Postgres side costs on the server you run, against one more
+// server.
+func stackAnswer(v Verdict) string {
+	s := fmt.Sprintf("the Postgres side adds no server; %s is one more to run (%s)", v.Specialist, v.SpecConfidence)
+	return s + ". " + capitalize(cpuText(v)) + "."
+}
+
+// itemSizeAnswer answers the data-shape question for a pair whose load
+// used one item size: that size, and that others are not measured.
+func itemSizeAnswer(v Verdict) string {
+	return fmt.Sprintf("every %s of the load was a JSON body of about %s; larger items are not measured (`advise` says how far yours is from it).", strings.TrimSuffix(v.Item, "s"), bytesH(slices.Max(v.PayloadBytes)))
 }
 
 // machineLine says where and on what the runs were measured.
@@ -276,29 +301,6 @@ func machineLine(in *inputs) string {
 	}
 	return fmt.Sprintf("Measured on one %d-CPU machine (%s), with the load driver on the same machine as the servers, on PostgreSQL %s. Every figure below is read from %s.",
 		m.CPUs, orDash(m.CPUModel), orWhy(r.Versions.Postgres, r.Versions.Errors["postgres"]), strings.Join(ids, ", "))
-}
-
-// claimTally lists a pair's claims by verdict, by their short names.
-func claimTally(all []Claim, pair string) string {
-	if pair == "" {
-		return "none checked for this pair"
-	}
-	by := map[string][]string{}
-	for _, c := range all {
-		if c.Pair == pair {
-			by[c.Verdict] = append(by[c.Verdict], c.Short)
-		}
-	}
-	var parts []string
-	for _, v := range []string{Holds, DoesNotHold, NotMeasurable} {
-		if len(by[v]) > 0 {
-			parts = append(parts, fmt.Sprintf("%s: %s", v, strings.Join(by[v], ", ")))
-		}
-	}
-	if len(parts) == 0 {
-		return "none checked for this pair"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // anchor is GitHub's anchor for a Markdown heading.
@@ -350,7 +352,7 @@ func ratioOf(a, b float64) string {
 // span formats the range of vs: "a–b", or one figure.
 func span(vs []float64, unit string) string {
 	if len(vs) == 0 {
-		return "–"
+		return notRecorded
 	}
 	lo, hi := slices.Min(vs), slices.Max(vs)
 	if num(lo) == num(hi) {
@@ -370,24 +372,38 @@ func bytesH(v float64) string {
 	return num(v) + " B"
 }
 
-// keptUp reports whether every side's median throughput reached 95% of
-// the point's rate; known is false when a side has no throughput.
+// keptUpShare is the share of a point's rate a side's throughput must
+// reach to have kept up; it must also have shed less than
+// driver.FailShare of what it was sent (the ceilings' criterion).
+const keptUpShare = 0.95
+
+// keptUp reports whether every side kept up (sideKeptUp); known is false
+// when a side has no throughput.
 func keptUp(p *driver.Point) (ok, known bool) {
 	ok = true
 	for _, s := range p.Sides {
-		v, has := median(p, "throughput", s)
-		if !has || p.Rate <= 0 {
+		if _, has := median(p, "throughput", s); !has || p.Rate <= 0 {
 			return false, false
 		}
-		ok = ok && v >= 0.95*p.Rate
+		ok = ok && sideKeptUp(p, s)
 	}
 	return ok, true
 }
 
-// sideKeptUp is keptUp for one side.
+// sideKeptUp reports whether side's median throughput reached
+// keptUpShare of the point's rate while it shed less than
+// driver.FailShare of the requests sent.
 func sideKeptUp(p *driver.Point, side string) bool {
 	v, has := median(p, "throughput", side)
-	return has && p.Rate > 0 && v >= 0.95*p.Rate
+	if !has || p.Rate <= 0 || v < keptUpShare*p.Rate {
+		return false
+	}
+	shed, okS := median(p, "client.shed", side)
+	sent, okR := median(p, "client.sent_rate", side)
+	if okS && okR && sent > 0 && p.DurationS > 0 && shed >= driver.FailShare*sent*p.DurationS {
+		return false
+	}
+	return true
 }
 
 // highestKeptUp is the highest-rate point of scenario that every side
@@ -413,11 +429,21 @@ func ceilingLine(in *inputs, cmd, a, b string) string {
 		return ""
 	}
 	r := in.rs[cmd]
-	s := fmt.Sprintf("Highest rate passing every check (median of %d searches): %s %s/s, %s %s/s", len(ca.Rounds), who(r, a), num(ca.Rate.Median), who(r, b), num(cb.Rate.Median))
-	if x := ratioOf(ca.Rate.Median, cb.Rate.Median); x != "" {
-		s += " (" + x + ")"
+	s := fmt.Sprintf("Highest rate passing every check (median of %d searches): %s %s, %s %s", len(ca.Rounds), who(r, a), ceilingText(ca), who(r, b), ceilingText(cb))
+	if ca.CeilingStatus().OK() && cb.CeilingStatus().OK() && ca.Rate.Median > 0 {
+		if x := ratioOf(ca.Rate.Median, cb.Rate.Median); x != "" {
+			s += " (" + x + ")"
+		}
 	}
 	return s + "."
+}
+
+// ceilingText is a ceiling's median rate, or its status in words.
+func ceilingText(c *driver.Ceiling) string {
+	if st := c.CeilingStatus(); !st.OK() {
+		return st.String()
+	}
+	return num(c.Rate.Median) + "/s"
 }
 
 // behindLine says what each side processed at the first rate a side fell
@@ -428,14 +454,31 @@ func behindLine(r *driver.Run, p *driver.Point, verb string) string {
 	}
 	var parts []string
 	for _, s := range p.Sides {
-		v, _ := median(p, "throughput", s)
+		v, ok := median(p, "throughput", s)
+		if !ok {
+			parts = append(parts, fmt.Sprintf("%s: %s", who(r, s), p.SideStatus(s)))
+			continue
+		}
 		state := "kept up"
 		if !sideKeptUp(p, s) {
 			state = "fell behind"
+			if v >= keptUpShare*p.Rate {
+				shed, _ := median(p, "client.shed", s)
+				sent, _ := median(p, "client.sent_rate", s)
+				state = fmt.Sprintf("shed %s of the requests sent", percentOf(shed, sent*p.DurationS))
+			}
 		}
 		parts = append(parts, fmt.Sprintf("%s %s %s/s (%s)", who(r, s), verb, num(v), state))
 	}
 	return fmt.Sprintf("At %s: %s.", p.Name, strings.Join(parts, ", "))
+}
+
+// percentOf formats a/b as a percentage with one decimal.
+func percentOf(a, b float64) string {
+	if b <= 0 {
+		return notRecorded
+	}
+	return fmt.Sprintf("%.1f%%", 100*a/b)
 }
 
 func queueHeadline(in *inputs) string {
@@ -446,7 +489,7 @@ func queueHeadline(in *inputs) string {
 		a, okA := median(best, "server.delivery.p99_ms", "no-rabbitmq")
 		b, okB := median(best, "server.delivery.p99_ms", "rabbitmq")
 		if x, ok := ratio(best, "server.delivery.p99_ms"); ok && okA && okB {
-			parts = append(parts, fmt.Sprintf("At %s, the highest fixed rate both kept up with, delivery p99 was %s on Postgres vs %s on RabbitMQ (%s).", best.Name, ms(a), ms(b), times(x)))
+			parts = append(parts, fmt.Sprintf("At %s, the highest fixed rate both kept up with (%s%% of the rate processed, under %s%% shed), delivery p99 was %s on Postgres vs %s on RabbitMQ (%s).", best.Name, num(100*keptUpShare), num(100*driver.FailShare), ms(a), ms(b), times(x)))
 		}
 	}
 	parts = append(parts, behindLine(r, behind, "processed"))
@@ -522,21 +565,48 @@ func documentsHeadline(in *inputs) string {
 
 // eventStore helpers.
 
-// appendRows returns the measured append rows of an engine in mode
-// (never both modes: a blind append is not compared with a
-// read-then-append), in order; series "" for both series.
+// appendRows returns the valid append rows of an engine in mode (never
+// both modes: a blind append is not compared with a read-then-append),
+// in order; series "" for both series. Rows that are not valid
+// (appendStatus) are left out: appendFailure says why.
 func appendRows(es eventstore.Results, mode eventstore.Mode, engine, series string) []eventstore.AppendRow {
 	if es.Append == nil {
 		return nil
 	}
 	var out []eventstore.AppendRow
 	for _, r := range es.Append.Rows {
-		if r.Engine == engine && r.Measured && modeOf(r) == mode.Name && (series == "" || r.Series == series) {
+		if r.Engine == engine && appendStatus(r).OK() && modeOf(r) == mode.Name && (series == "" || r.Series == series) {
 			out = append(out, r)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b eventstore.AppendRow) int { return a.Round - b.Round })
 	return out
+}
+
+// appendFailure describes the measured append rows of an engine in mode
+// that are not valid: "failed in 3 of 3 rounds: no append completed
+// ..."; "" when every measured row is valid.
+func appendFailure(es eventstore.Results, mode eventstore.Mode, engine string) string {
+	if es.Append == nil {
+		return ""
+	}
+	n, bad, first := 0, 0, ""
+	for _, r := range es.Append.Rows {
+		if r.Engine != engine || !r.Measured || modeOf(r) != mode.Name {
+			continue
+		}
+		n++
+		if st := appendStatus(r); !st.OK() {
+			bad++
+			if first == "" {
+				first = st.Reason
+			}
+		}
+	}
+	if bad == 0 {
+		return ""
+	}
+	return fmt.Sprintf("failed in %d of %d loops: %s", bad, n, first)
 }
 
 func opsPerSec(rows []eventstore.AppendRow) []float64 {
@@ -613,12 +683,18 @@ func eventStoreHeadline(in *inputs) string {
 		}
 		parts = append(parts, s+".")
 	}
+	if f := appendFailure(in.es, rta, "no-kurrentdb"); f != "" {
+		parts = append(parts, "Postgres' read-then-append "+f+".")
+	}
 	if k := appendRows(in.es, rta, "kafka-eventstore", ""); len(k) > 0 {
 		s := fmt.Sprintf("Kafka appended %s events/s read-then-append, each read scanning the partition", span(opsPerSec(k), ""))
 		if e := engine(in.es, "kafka-eventstore"); e != nil && !e.Conditional {
 			s += ", and could not check that version"
 		}
 		parts = append(parts, s+".")
+	}
+	if f := appendFailure(in.es, rta, "kafka-eventstore"); f != "" {
+		parts = append(parts, "Kafka's read-then-append "+f+".")
 	}
 	var blind []string
 	for _, n := range []string{"no-kurrentdb", "kurrentdb", "kafka-eventstore"} {
@@ -633,7 +709,11 @@ func eventStoreHeadline(in *inputs) string {
 		parts = append(parts, "Blind appends (expected_version \"any\", no read first, as the reference measured Kafka) are not in these results.")
 	}
 	if k := pointRead(in.es, "kafka-eventstore"); k != nil && k.RecordsScanned != nil {
-		parts = append(parts, fmt.Sprintf("Reading one stream, Kafka scanned %d records for %d (%s, %s).", *k.RecordsScanned, k.Matched, times(k.ScanRatio), ms(k.MedianMS)))
+		if st := pointReadStatus(*k); !st.OK() {
+			parts = append(parts, "Reading one stream on Kafka: "+st.String()+".")
+		} else {
+			parts = append(parts, fmt.Sprintf("Reading one stream, Kafka scanned %d records for %d (%s, %s).", *k.RecordsScanned, k.Matched, times(k.ScanRatio), ms(k.MedianMS)))
+		}
 	}
 	return joinNonEmpty(parts, "No event-store measurement in these results.")
 }
@@ -712,8 +792,19 @@ func eventStoreShape(in *inputs) string {
 	if pg == nil || k == nil || k.RecordsScanned == nil {
 		return ""
 	}
+	if st := pointReadStatus(*k); !st.OK() || !pointReadStatus(*pg).OK() {
+		return fmt.Sprintf("reading one stream is a primary-key range on Postgres (%s); the Kafka read is %s.", pointReadText(*pg), st)
+	}
 	return fmt.Sprintf("reading one stream is a primary-key range on Postgres (%d events in %s); on Kafka it scans the whole partition (%d records for %d, %s), a cost that grows with everything else in the topic.",
 		pg.Matched, ms(pg.MedianMS), *k.RecordsScanned, k.Matched, ms(k.MedianMS))
+}
+
+// pointReadText is one engine's point read in words, or its status.
+func pointReadText(r eventstore.PointReadRow) string {
+	if st := pointReadStatus(r); !st.OK() {
+		return st.String()
+	}
+	return fmt.Sprintf("%d events in %s", r.Matched, ms(r.MedianMS))
 }
 
 // ceilingAnswer answers the load question for a rate-driven pair.
@@ -722,8 +813,11 @@ func ceilingAnswer(in *inputs, cmd, scenario, a, b, unit string) string {
 	var parts []string
 	if ca := in.rs.ceiling(cmd, a); ca != nil {
 		s := fmt.Sprintf("on %d CPUs %s passed every check up to %s %s/s (median ceiling", r.Machine.CPUs, who(r, a), num(ca.Rate.Median), unit)
+		if !ca.CeilingStatus().OK() {
+			s = fmt.Sprintf("on %d CPUs %s's ceiling search %s (%s", r.Machine.CPUs, who(r, a), ca.CeilingStatus(), unit)
+		}
 		if cb := in.rs.ceiling(cmd, b); cb != nil {
-			s += fmt.Sprintf("; %s: %s/s", who(r, b), num(cb.Rate.Median))
+			s += fmt.Sprintf("; %s: %s", who(r, b), ceilingText(cb))
 		}
 		s += "). A step passed when " + ca.Criteria + "."
 		parts = append(parts, s)
@@ -799,8 +893,12 @@ func documentsShape(in *inputs) string {
 		s := p.Name + ": rewrite ÷ patch p50 "
 		if v, ok := median(p, "cost_ratio.p50", "no-mongodb"); ok {
 			s += times(v)
+		} else if st := p.SideStatus("no-mongodb"); !st.OK() {
+			s = p.Name + ": " + st.String()
+			sizes = append(sizes, s)
+			continue
 		} else {
-			s += "–"
+			s += notRecorded
 		}
 		wr, ok1 := median(p, "wal_per_op.rewrite", "no-mongodb")
 		wp, ok2 := median(p, "wal_per_op.patch", "no-mongodb")

@@ -12,7 +12,7 @@ import (
 // cache scenario).
 var cacheSpec = pairSpec{
 	name: "cache", question: "Redis, or Postgres behind an in-process cache?",
-	section: CacheTitle, doc: "docs/cache.md", claims: "cache",
+	section: CacheTitle, doc: "docs/cache.md", claims: "cache", verdict: "cache",
 	has:      func(in *inputs) bool { return in.rs["cache"] != nil },
 	headline: cacheHeadline,
 	servers: func(in *inputs) string {

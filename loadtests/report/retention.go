@@ -56,7 +56,7 @@ func RetentionSection(r raw.Results) string {
 			w("| %s | %s | not measured: %s | | | | | | | |\n", x.Method, md(x.Desc), md(x.Error))
 			continue
 		}
-		perRow := "–"
+		perRow := "no rows"
 		if x.Rows > 0 {
 			perRow = num(float64(x.WALBytes)/float64(x.Rows)) + " bytes"
 		}

@@ -120,14 +120,17 @@ func LongLivedSection(all []*driver.Run) string {
 
 func valueOr(v float64, ok bool) string {
 	if !ok {
-		return "–"
+		return notRecorded
 	}
 	return num(v)
 }
 
 func agingRatio(fresh float64, okF bool, ll float64, okL bool) string {
-	if !okF || !okL || fresh == 0 {
-		return "–"
+	switch {
+	case !okF || !okL:
+		return noRatioMissing
+	case fresh == 0 || ll == 0:
+		return noRatioZero
 	}
 	return num(ll/fresh) + "×"
 }

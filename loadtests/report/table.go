@@ -63,7 +63,7 @@ func SideLabel(run *driver.Run, service string) string {
 func num(v float64) string {
 	switch {
 	case math.IsNaN(v):
-		return "–"
+		return "n/a"
 	case v == math.Trunc(v) && math.Abs(v) < 1e9:
 		return fmt.Sprintf("%.0f", v)
 	case math.Abs(v) >= 100:
@@ -75,10 +75,10 @@ func num(v float64) string {
 }
 
 // cell formats an aggregate: "median (min–max)", or the median alone for
-// one round.
+// one round; a metric the side did not report is "not recorded".
 func cell(a driver.Agg, ok bool) string {
 	if !ok {
-		return "–"
+		return notRecorded
 	}
 	if a.N <= 1 || a.Min == a.Max {
 		return num(a.Median)
@@ -86,15 +86,34 @@ func cell(a driver.Agg, ok bool) string {
 	return fmt.Sprintf("%s (%s–%s)", num(a.Median), num(a.Min), num(a.Max))
 }
 
-// ratioCell formats the median ratio and every round's.
-func ratioCell(m *driver.Metric) string {
-	if m == nil || m.Ratio == nil {
-		return "–"
+// noRatio says why a ratio cell holds no ratio.
+const (
+	noRatioZero    = "no ratio: a side is 0"
+	noRatioBoth    = "no ratio: both 0"
+	noRatioMissing = "no ratio: a side not recorded"
+)
+
+// ratioCell formats the median ratio and every round's; a ratio is only
+// printed when both sides' medians are measured and not zero (0 vs 257
+// is not "0×"), and a round without one is "n/a".
+func ratioCell(m *driver.Metric, sides []string) string {
+	if m == nil || len(sides) < 2 {
+		return noRatioMissing
+	}
+	a, okA := m.Sides[sides[0]]
+	b, okB := m.Sides[sides[1]]
+	switch {
+	case !okA || !okB:
+		return noRatioMissing
+	case a.Median == 0 && b.Median == 0:
+		return noRatioBoth
+	case a.Median == 0 || b.Median == 0 || m.Ratio == nil || *m.Ratio == 0:
+		return noRatioZero
 	}
 	var rs []string
 	for _, r := range m.Ratios {
-		if r == nil {
-			rs = append(rs, "–")
+		if r == nil || *r == 0 {
+			rs = append(rs, "n/a")
 		} else {
 			rs = append(rs, num(*r))
 		}
@@ -105,17 +124,39 @@ func ratioCell(m *driver.Metric) string {
 	return fmt.Sprintf("%s× [%s]", num(*m.Ratio), strings.Join(rs, " "))
 }
 
-// pointRows returns the table rows of a point: label, A, B, A/B.
+// sideCell is a side's cell of metric m in p: its status when the side
+// is not valid, else its aggregate.
+func sideCell(p *driver.Point, m *driver.Metric, side string) string {
+	if !p.SideStatus(side).OK() {
+		return failedAbove
+	}
+	if m == nil {
+		return notRecorded
+	}
+	a, ok := m.Sides[side]
+	return cell(a, ok)
+}
+
+// pointRows returns the table rows of a point: label, A, B, A/B. A point
+// with a side that is not valid starts with a validity row giving each
+// side's status, and the invalid side's cells and the ratios say so
+// instead of showing a figure.
 func pointRows(p *driver.Point) [][4]string {
 	var out [][4]string
+	st, bad := statusRow(p)
+	if bad {
+		out = append(out, st)
+	}
 	for _, km := range keyMetrics(p.Scenario) {
 		m := p.Find(km.metric)
 		if m == nil {
 			continue
 		}
-		a, okA := m.Sides[p.Sides[0]]
-		b, okB := m.Sides[p.Sides[1]]
-		out = append(out, [4]string{km.label, cell(a, okA), cell(b, okB), ratioCell(m)})
+		r := ratioCell(m, p.Sides)
+		if bad {
+			r = st[3]
+		}
+		out = append(out, [4]string{km.label, sideCell(p, m, p.Sides[0]), sideCell(p, m, p.Sides[1]), r})
 	}
 	return out
 }
@@ -135,6 +176,7 @@ func sideErrors(p *driver.Point) []string {
 
 // Table prints a run's points and ceilings as aligned text tables.
 func Table(w io.Writer, run *driver.Run) {
+	run.Validate()
 	for i := range run.Points {
 		p := &run.Points[i]
 		fmt.Fprintf(w, "\n== %s %s (%g s per attack, %d rounds; A/B = %s ÷ %s)\n", p.Scenario, p.Name, p.DurationS, len(p.Rounds),
@@ -154,7 +196,7 @@ func Table(w io.Writer, run *driver.Run) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "scenario\tservice\tceiling/s median (min–max)\tper round")
 		for _, c := range run.Ceilings {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Scenario, SideLabel(run, c.Service), cell(c.Rate, len(c.Rounds) > 0), ceilingRounds(c))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Scenario, SideLabel(run, c.Service), ceilingCell(c), ceilingRounds(c))
 		}
 		tw.Flush()
 	}
@@ -163,10 +205,22 @@ func Table(w io.Writer, run *driver.Run) {
 	}
 }
 
+// ceilingCell is a ceiling's median with its range, or its status when
+// the search is not valid.
+func ceilingCell(c driver.Ceiling) string {
+	if st := c.CeilingStatus(); !st.OK() {
+		return statusText(st)
+	}
+	return cell(c.Rate, len(c.Rounds) > 0)
+}
+
 func ceilingRounds(c driver.Ceiling) string {
 	var rs []string
 	for _, r := range c.Rounds {
 		s := num(r.Rate)
+		if r.Rate == 0 {
+			s = "no step passed"
+		}
 		if r.Capped {
 			s += "+"
 		}
@@ -185,11 +239,21 @@ var demoMetrics = map[string][]row{
 	"documents.search": {{"client.ok_rate", "searches/s"}, {"server.search.p50_ms", "search p50 ms"}, {"server.search.p99_ms", "search p99 ms"}, {"client.errors", "errors"}},
 	"documents.rewrite": {{"client.rewrite.p50_ms", "rewrite p50 ms"}, {"client.rewrite.p99_ms", "rewrite p99 ms"},
 		{"client.patch.p50_ms", "neighbour patch p50 ms"}, {"cost_ratio.p50", "rewrite ÷ patch"}, {"wal_per_op.rewrite", "WAL bytes per rewrite"}},
+	"cache.profile":    {{"client.ok_rate", "requests/s"}, {"client.p50_ms", "client p50 ms"}, {"client.p99_ms", "client p99 ms"}, {"client.errors", "errors"}},
+	"cache.kv_write":   {{"client.p50_ms", "kv PUT p50 ms"}, {"client.p99_ms", "kv PUT p99 ms"}, {"client.errors", "errors"}},
+	"cache.kv_read":    {{"client.p50_ms", "kv GET p50 ms"}, {"client.p99_ms", "kv GET p99 ms"}, {"client.errors", "errors"}},
+	"cache.raw_lookup": {{"client.p50_ms", "lookup p50 ms (no HTTP)"}, {"client.p99_ms", "lookup p99 ms (no HTTP)"}},
+	"cache.stampede":   {{"origin_loads.one", "origin loads, instance 1"}, {"origin_loads.two", "origin loads, instance 2"}},
+	"cache.staleness":  {{"stale_ms", "stale after an UPDATE, ms"}},
+	// The event store in the demo: the bench's append scenario.
+	"eventstore.append.read-then-append": {{"ops_per_sec", "appends/s"}, {"client.p50_ms", "append p50 ms"}, {"client.p99_ms", "append p99 ms"}, {"errors", "errors"}},
+	"eventstore.append.blind":            {{"ops_per_sec", "appends/s"}, {"client.p50_ms", "append p50 ms"}, {"client.p99_ms", "append p99 ms"}, {"errors", "errors"}},
 }
 
 // Demo prints one side-by-side table for a pair's run: throughput, the
 // key latencies' p50/p99, errors and the A/B ratio.
 func Demo(w io.Writer, run *driver.Run) {
+	run.Validate()
 	if len(run.Points) == 0 {
 		fmt.Fprintf(w, "%s: no measurement (%s)\n\n", run.Command, strings.Join(run.Notes, "; "))
 		return
@@ -205,14 +269,19 @@ func Demo(w io.Writer, run *driver.Run) {
 			rows = demoMetrics[p.Scenario]
 		}
 		fmt.Fprintf(tw, "  %s %s\t\t\t\n", p.Scenario, p.Name)
+		if st, bad := statusRow(p); bad {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", st[0], st[1], st[2], st[3])
+		}
 		for _, r := range rows {
 			m := p.Find(r.metric)
 			if m == nil {
 				continue
 			}
-			a, okA := m.Sides[p.Sides[0]]
-			b, okB := m.Sides[p.Sides[1]]
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.label, cell(a, okA), cell(b, okB), ratioCell(m))
+			ratio := ratioCell(m, p.Sides)
+			if bad := invalidSides(p); len(bad) > 0 {
+				ratio = "no ratio: " + strings.Join(bad, " and ") + " not valid"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.label, sideCell(p, m, p.Sides[0]), sideCell(p, m, p.Sides[1]), ratio)
 		}
 		for _, e := range sideErrors(p) {
 			fmt.Fprintf(tw, "  error: %s\t\t\t\n", e)

@@ -23,7 +23,7 @@ import (
 // results run to an out-of-memory kill. ReadBatch decodes records from
 // the socket as they are read, so a fetch costs what it carries.
 
-// connPool keeps idle connections to the partition's leader for fetches.
+// connPool keeps idle connections to one partition's leader for fetches.
 // get and put are safe for concurrent use; a connection is used by one
 // goroutine at a time (kafka.Conn's offset and deadlines are per
 // connection). close closes the idle ones; a connection put after close
@@ -37,20 +37,20 @@ type connPool struct {
 	closed bool
 }
 
-// newConnPool dials the leader of partition 0 of topic through the first
+// newConnPool dials the leader of partition of topic through the first
 // broker that answers, and keeps at most maxIdle idle connections.
-func newConnPool(brokers []string, topic string, timeout time.Duration, maxIdle int) *connPool {
+func newConnPool(brokers []string, topic string, partition int, timeout time.Duration, maxIdle int) *connPool {
 	d := &kafka.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	return &connPool{max: maxIdle, dial: func(ctx context.Context) (*kafka.Conn, error) {
 		var errs []error
 		for _, b := range brokers {
-			c, err := d.DialLeader(ctx, "tcp", b, topic, 0)
+			c, err := d.DialLeader(ctx, "tcp", b, topic, partition)
 			if err == nil {
 				return c, nil
 			}
 			errs = append(errs, err)
 		}
-		return nil, fmt.Errorf("dial the leader of %s/0: %w (%w)", topic, httpapi.ErrUnavailable, errors.Join(errs...))
+		return nil, fmt.Errorf("dial the leader of %s/%d: %w (%w)", topic, partition, httpapi.ErrUnavailable, errors.Join(errs...))
 	}}
 }
 

@@ -32,6 +32,9 @@ const (
 	// DefaultLongPoll is KAFKA_FETCH_MAX_WAIT's default; MinLongPoll and
 	// MaxLongPoll bound it.
 	DefaultLongPoll, MinLongPoll, MaxLongPoll = 500 * time.Millisecond, 10 * time.Millisecond, 30 * time.Second
+	// DefaultPartitions is KAFKA_PARTITIONS' default: one partition, the
+	// reference's design; MaxPartitions its largest accepted value.
+	DefaultPartitions, MaxPartitions = 1, 256
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -45,11 +48,20 @@ type Config struct {
 	// Brokers are the bootstrap brokers. Env KAFKA_BROKERS
 	// (comma-separated); default DefaultBrokers.
 	Brokers []string
-	// Topic holds every event; it is created with ONE partition if missing
-	// (a topic with more partitions is refused: only within one partition
-	// is the offset a global order). Env KAFKA_TOPIC; default
+	// Topic holds every event; it is created with Partitions partitions
+	// if missing, and a topic with another count is refused (the stream
+	// to partition hash depends on the count). Env KAFKA_TOPIC; default
 	// DefaultTopic.
 	Topic string
+	// Partitions is the topic's partition count. 1 is the reference's
+	// design: the offset is a global order, and a point read scans every
+	// event. More is the keyed design: a stream's records go to the
+	// partition murmur2(stream id) picks (Kafka's default partitioner),
+	// a point read scans that partition only, and a subscription merges
+	// the partitions, ordered within each (docs/eventstore.md, *A keyed
+	// Kafka store*). Env KAFKA_PARTITIONS; default DefaultPartitions, at
+	// most MaxPartitions.
+	Partitions int
 	// ReplicationFactor is used when creating the topic (topic setting
 	// replication.factor). Env KAFKA_REPLICATION_FACTOR; default
 	// DefaultReplicationFactor.
@@ -73,6 +85,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		ReplicationFactor: r.Int("KAFKA_REPLICATION_FACTOR", DefaultReplicationFactor),
 		FetchMaxBytes:     r.Bytes("KAFKA_FETCH_MAX_BYTES", DefaultFetchMaxBytes),
 		LongPoll:          r.Duration("KAFKA_FETCH_MAX_WAIT", DefaultLongPoll),
+		Partitions:        r.Int("KAFKA_PARTITIONS", DefaultPartitions),
 	}
 	for _, b := range strings.Split(r.String("KAFKA_BROKERS", DefaultBrokers), ",") {
 		if b = strings.TrimSpace(b); b != "" {
@@ -93,6 +106,9 @@ func validate(r *config.Reader, c Config) {
 	}
 	if c.ReplicationFactor < 1 {
 		r.Fail("KAFKA_REPLICATION_FACTOR", "must be at least 1, got %d", c.ReplicationFactor)
+	}
+	if c.Partitions < 1 || c.Partitions > MaxPartitions {
+		r.Fail("KAFKA_PARTITIONS", "must be between 1 and %d, got %d", MaxPartitions, c.Partitions)
 	}
 	if c.FetchMaxBytes < MinFetchMaxBytes {
 		r.Fail("KAFKA_FETCH_MAX_BYTES", "must be at least %d bytes, got %d", MinFetchMaxBytes, c.FetchMaxBytes)
@@ -117,9 +133,9 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	svc := service.New(info, cfg.HTTP, logger, eventstore.LatencyNames, slices.Concat(eventstore.CounterNames, []string{SkippedCounter}))
 	st.stats = svc.Stats
 	svc.OnStop("kafka client", func(context.Context) error { st.close(); return nil })
-	svc.Ready("kafka", st.ping)
+	svc.ReadyBackend("kafka", "KAFKA_BROKERS", strings.Join(cfg.Brokers, ","), st.ping)
 	eventstore.Mount(svc.Router, st, eventstore.Options{Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	return svc, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,12 +20,35 @@ import (
 // testConfig uses a topic of the test's own, deleted when it ends.
 func testConfig(t testing.TB) Config {
 	t.Helper()
+	return testConfigPartitions(t, 1)
+}
+
+// keyedPartitions is the keyed design's partition count in the tests.
+const keyedPartitions = 8
+
+// testConfigPartitions is testConfig with KAFKA_PARTITIONS set to
+// partitions; a keyed topic (more than one) is created by the test, as an
+// operator would, before the service starts.
+func testConfigPartitions(t testing.TB, partitions int) Config {
+	t.Helper()
 	brokers := kittest.Server(t, "KAFKA_BROKERS", kittest.DefaultKafkaBrokers)
 	topic := kittest.UniqueName(t, "es")
 	cfg := kittest.ReadConfig(t, readConfig, map[string]string{
-		"KAFKA_BROKERS": brokers, "KAFKA_TOPIC": topic,
+		"KAFKA_BROKERS": brokers, "KAFKA_TOPIC": topic, "KAFKA_PARTITIONS": strconv.Itoa(partitions),
 		"KAFKA_FETCH_MAX_WAIT": "200ms", "SHUTDOWN_TIMEOUT": "10s",
 	})
+	if partitions > 1 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...)}
+		resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}}})
+		if err == nil {
+			err = resp.Errors[topic]
+		}
+		if err != nil {
+			t.Fatalf("create topic %s with %d partitions: %v", topic, partitions, err)
+		}
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -43,6 +67,19 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, features, func(t testing.TB) conformance.Target {
 		return &servicetest.Target[struct{}]{Service: "kafka-eventstore", Backend: "kafka", Instance: servicetest.Start(t, build, testConfig(t))}
 	})
+}
+
+// TestConformanceKeyed runs the same suite against the keyed design: a
+// topic of keyedPartitions partitions, each stream in the partition its id
+// hashes to. What it does not promise is declared, with the reason.
+func TestConformanceKeyed(t *testing.T) {
+	t.Parallel()
+	features := conformance.Features{ConditionalAppend: false, ServerSideStreamRead: false, PushSubscription: false}
+	conformance.Run(t, features, func(t testing.TB) conformance.Target {
+		return &servicetest.Target[struct{}]{Service: "kafka-eventstore", Backend: "kafka", Instance: servicetest.Start(t, build, testConfigPartitions(t, keyedPartitions))}
+	},
+		conformance.WithoutTotalOrder("a keyed topic orders records only within a partition: the subscription delivers each partition in order (so each stream in order), the partitions interleaved as their fetches answer"),
+		conformance.ScansAPartition("a keyed topic's read consumes the one partition the stream id hashes to"))
 }
 
 // TestSkipsRecordsThatAreNotEvents: a record some other producer wrote
@@ -127,13 +164,22 @@ func TestRefusesAMultiPartitionTopic(t *testing.T) {
 	servicetest.RefusesToStart(t, build, cfg, "2 partitions")
 }
 
+// TestKeyedRefusesATopicOfAnotherCount: the partition of a stream is its
+// hash modulo the count; a topic of another count would hide streams.
+func TestKeyedRefusesATopicOfAnotherCount(t *testing.T) {
+	t.Parallel()
+	cfg := testConfigPartitions(t, keyedPartitions)
+	cfg.Partitions = 4
+	servicetest.RefusesToStart(t, build, cfg, "8 partitions and KAFKA_PARTITIONS is 4")
+}
+
 func TestConfigNamesBadVariables(t *testing.T) {
 	t.Parallel()
 	configtest.NamesBadVariables(t, readConfig, map[string]string{
 		"KAFKA_BROKERS": " , ", "KAFKA_TOPIC": "bad topic", "KAFKA_REPLICATION_FACTOR": "0",
-		"KAFKA_FETCH_MAX_BYTES": "1KiB", "KAFKA_FETCH_MAX_WAIT": "1m",
-	}, "KAFKA_BROKERS", "KAFKA_TOPIC", "KAFKA_REPLICATION_FACTOR", "KAFKA_FETCH_MAX_BYTES", "KAFKA_FETCH_MAX_WAIT")
-	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != ":8091" || cfg.Topic != "eventstore" || len(cfg.Brokers) != 1 {
+		"KAFKA_FETCH_MAX_BYTES": "1KiB", "KAFKA_FETCH_MAX_WAIT": "1m", "KAFKA_PARTITIONS": "0",
+	}, "KAFKA_BROKERS", "KAFKA_TOPIC", "KAFKA_REPLICATION_FACTOR", "KAFKA_FETCH_MAX_BYTES", "KAFKA_FETCH_MAX_WAIT", "KAFKA_PARTITIONS")
+	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != "127.0.0.1:8091" || cfg.Topic != "eventstore" || len(cfg.Brokers) != 1 || cfg.Partitions != 1 {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }

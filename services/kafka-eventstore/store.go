@@ -18,8 +18,9 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
-// store is the Kafka eventstore.Backend over one partition of one topic. It
-// is safe for concurrent use: kafka.Client is, and the store keeps no other
+// store is the Kafka eventstore.Backend over the partitions of one topic:
+// one in the reference's design, KAFKA_PARTITIONS in the keyed one. It is
+// safe for concurrent use: kafka.Client is, and the store keeps no other
 // state. close releases the client's idle connections.
 type store struct {
 	client    *kafka.Client
@@ -32,9 +33,11 @@ type store struct {
 	// maxMessageBytes is the topic's max.message.bytes, read at start:
 	// the largest record batch the broker accepts.
 	maxMessageBytes int
-	// conns are the connections reads fetch through (fetch.go says why
-	// not through client).
-	conns *connPool
+	// conns are the connections reads fetch through, one pool per
+	// partition (fetch.go says why not through client).
+	conns []*connPool
+	// partitions are 0 … KAFKA_PARTITIONS-1, what the balancer picks from.
+	partitions []int
 	// listing bounds the ListOffsets calls in flight (maxListing).
 	listing chan struct{}
 }
@@ -60,15 +63,20 @@ type envelope struct {
 	Metadata json.RawMessage `json:"metadata"`
 }
 
-// openStore creates the topic with one partition if it is missing, refuses
-// one with more partitions, and waits until its partition has a leader.
+// openStore creates the topic with KAFKA_PARTITIONS partitions if it is
+// missing, refuses one with another count, and waits until its partitions
+// have a leader.
 func openStore(ctx context.Context, cfg Config, logger *slog.Logger) (*store, error) {
 	tr := &kafka.Transport{DialTimeout: cfg.BackendTimeout, IdleTimeout: 30 * time.Second}
 	s := &store{client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.BackendTimeout, Transport: tr}, transport: tr, cfg: cfg, logger: logger,
-		conns: newConnPool(cfg.Brokers, cfg.Topic, cfg.BackendTimeout, maxIdleConns), listing: make(chan struct{}, maxListing)}
+		listing: make(chan struct{}, maxListing)}
+	for p := range cfg.Partitions {
+		s.partitions = append(s.partitions, p)
+		s.conns = append(s.conns, newConnPool(cfg.Brokers, cfg.Topic, p, cfg.BackendTimeout, maxIdleConns))
+	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.BackendTimeout)
 	resp, err := s.client.CreateTopics(cctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-		Topic: cfg.Topic, NumPartitions: 1, ReplicationFactor: cfg.ReplicationFactor,
+		Topic: cfg.Topic, NumPartitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor,
 	}}})
 	cancel()
 	if err != nil {
@@ -113,10 +121,14 @@ func (s *store) checkTopic(ctx context.Context) error {
 	if len(md.Topics) != 1 || md.Topics[0].Error != nil {
 		return fmt.Errorf("topic %s is not ready: %v", s.cfg.Topic, md.Topics)
 	}
-	if n := len(md.Topics[0].Partitions); n != 1 {
-		return &fatalTopicError{fmt.Sprintf("topic %s (KAFKA_TOPIC) has %d partitions; the event store needs exactly one, because only within one partition is the offset a global order", s.cfg.Topic, n)}
+	if n := len(md.Topics[0].Partitions); n != s.cfg.Partitions {
+		why := "a stream's partition is its id's hash modulo the count, so on a topic of another count reads would look where appends did not write"
+		if s.cfg.Partitions == 1 {
+			why = "the reference design needs exactly one, because only within one partition is the offset a global order"
+		}
+		return &fatalTopicError{fmt.Sprintf("topic %s (KAFKA_TOPIC) has %d partitions and KAFKA_PARTITIONS is %d: %s", s.cfg.Topic, n, s.cfg.Partitions, why)}
 	}
-	_, _, err = s.bounds(ctx)
+	_, _, err = s.boundsAll(ctx)
 	return err
 }
 
@@ -126,12 +138,36 @@ const maxIdleConns = 16
 
 func (s *store) close() {
 	s.transport.CloseIdleConnections()
-	s.conns.close()
+	for _, c := range s.conns {
+		c.close()
+	}
 }
 
 func (s *store) ping(ctx context.Context) error {
-	_, _, err := s.bounds(ctx)
+	_, _, err := s.boundsAll(ctx)
 	return err
+}
+
+// keyed reports the keyed design (more than one partition).
+func (s *store) keyed() bool { return len(s.partitions) > 1 }
+
+// partitionOf is the partition of stream's records: murmur2 of the stream
+// id, positive, modulo the partition count. That is Kafka's default
+// partitioner (the Java client's, and librdkafka's "murmur2"), through
+// kafka-go's port of it, so records any standard producer keys by stream
+// id land where this service reads. (kafka-go's Hash balancer is FNV-1a,
+// sarama's: a Java producer would disagree with it.)
+func (s *store) partitionOf(stream string) int {
+	return kafka.Murmur2Balancer{Consistent: true}.Balance(kafka.Message{Key: []byte(stream)}, s.partitions...)
+}
+
+// position is an event's position: its offset in the reference's design,
+// "<partition>:<offset>" in the keyed one.
+func (s *store) position(partition int, offset int64) string {
+	if !s.keyed() {
+		return strconv.FormatInt(offset, 10)
+	}
+	return strconv.Itoa(partition) + ":" + strconv.FormatInt(offset, 10)
 }
 
 // topicMaxMessageBytes reads the topic's effective max.message.bytes (its
@@ -225,8 +261,9 @@ func (s *store) Append(ctx context.Context, stream string, expected eventstore.E
 				len(events), n, s.cfg.Topic, s.maxMessageBytes),
 			Fields: map[string]any{"max_message_bytes": s.maxMessageBytes}}
 	}
+	p := s.partitionOf(stream)
 	resp, err := s.client.Produce(ctx, &kafka.ProduceRequest{
-		Topic: s.cfg.Topic, Partition: 0, RequiredAcks: kafka.RequireAll, Records: kafka.NewRecordReader(records...),
+		Topic: s.cfg.Topic, Partition: p, RequiredAcks: kafka.RequireAll, Records: kafka.NewRecordReader(records...),
 	})
 	if err == nil {
 		err = resp.Error
@@ -240,28 +277,60 @@ func (s *store) Append(ctx context.Context, stream string, expected eventstore.E
 		return eventstore.AppendResult{}, fmt.Errorf("kafka produce: %w (%w)", httpapi.ErrUnavailable, err)
 	}
 	last := resp.BaseOffset + int64(len(events)) - 1
-	return eventstore.AppendResult{Position: strconv.FormatInt(last, 10), GlobalPosition: last}, nil
+	return eventstore.AppendResult{Position: s.position(p, last), GlobalPosition: last}, nil
 }
 
-// bounds returns the partition's log start offset and high watermark.
-func (s *store) bounds(ctx context.Context) (first, hwm int64, err error) {
+// bounds returns one partition's log start offset and high watermark.
+func (s *store) bounds(ctx context.Context, partition int) (first, hwm int64, err error) {
+	f, h, err := s.listOffsets(ctx, []int{partition})
+	if err != nil {
+		return 0, 0, err
+	}
+	return f[0], h[0], nil
+}
+
+// boundsAll returns every partition's log start offset and high
+// watermark, indexed by partition, in one request.
+func (s *store) boundsAll(ctx context.Context) (first, hwm []int64, err error) {
+	return s.listOffsets(ctx, s.partitions)
+}
+
+func (s *store) listOffsets(ctx context.Context, partitions []int) (first, hwm []int64, err error) {
 	select {
 	case s.listing <- struct{}{}:
 	case <-ctx.Done():
-		return 0, 0, fmt.Errorf("kafka list offsets: %w (%w)", httpapi.ErrUnavailable, ctx.Err())
+		return nil, nil, fmt.Errorf("kafka list offsets: %w (%w)", httpapi.ErrUnavailable, ctx.Err())
 	}
 	defer func() { <-s.listing }()
-	resp, err := s.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
-		s.cfg.Topic: {kafka.FirstOffsetOf(0), kafka.LastOffsetOf(0)},
-	}})
+	var reqs []kafka.OffsetRequest
+	for _, p := range partitions {
+		reqs = append(reqs, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+	}
+	resp, err := s.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{s.cfg.Topic: reqs}})
 	if err != nil {
-		return 0, 0, fmt.Errorf("kafka list offsets: %w (%w)", httpapi.ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("kafka list offsets: %w (%w)", httpapi.ErrUnavailable, err)
 	}
 	ps := resp.Topics[s.cfg.Topic]
-	if len(ps) != 1 || ps[0].Error != nil {
-		return 0, 0, fmt.Errorf("kafka list offsets of %s: %w (%v)", s.cfg.Topic, httpapi.ErrUnavailable, ps)
+	if len(ps) != len(partitions) {
+		return nil, nil, fmt.Errorf("kafka list offsets of %s: %w (%v)", s.cfg.Topic, httpapi.ErrUnavailable, ps)
 	}
-	return ps[0].FirstOffset, ps[0].LastOffset, nil
+	first, hwm = make([]int64, len(partitions)), make([]int64, len(partitions))
+	for i, want := range partitions {
+		found := false
+		for _, po := range ps {
+			if po.Partition != want {
+				continue
+			}
+			if po.Error != nil {
+				return nil, nil, fmt.Errorf("kafka list offsets of %s/%d: %w (%w)", s.cfg.Topic, want, httpapi.ErrUnavailable, po.Error)
+			}
+			first[i], hwm[i], found = po.FirstOffset, po.LastOffset, true
+		}
+		if !found {
+			return nil, nil, fmt.Errorf("kafka list offsets of %s: %w (no answer for partition %d: %v)", s.cfg.Topic, httpapi.ErrUnavailable, want, ps)
+		}
+	}
+	return first, hwm, nil
 }
 
 // record is one consumed record; key and value are copies.
@@ -275,14 +344,14 @@ type record struct {
 // event decodes rec. A record that is not an event envelope (not a JSON
 // object, or without a type or data) is logged, counted and reported with
 // ok false: one foreign record must not break every read and subscription.
-func (s *store) event(rec record, stream string, version *int64) (eventstore.RecordedEvent, bool) {
+func (s *store) event(rec record, partition int, stream string, version *int64) (eventstore.RecordedEvent, bool) {
 	var env envelope
 	err := json.Unmarshal(rec.value, &env)
 	if err == nil && (env.Type == "" || len(env.Data) == 0 || string(env.Data) == "null") {
 		err = errors.New("no type or no data")
 	}
 	if err != nil {
-		s.logger.Warn("skipping a record that is not an event envelope", "topic", s.cfg.Topic, "offset", rec.offset, "key", string(rec.key), "err", err)
+		s.logger.Warn("skipping a record that is not an event envelope", "topic", s.cfg.Topic, "partition", partition, "offset", rec.offset, "key", string(rec.key), "err", err)
 		if s.stats != nil {
 			s.stats.Inc(SkippedCounter)
 		}
@@ -292,19 +361,22 @@ func (s *store) event(rec record, stream string, version *int64) (eventstore.Rec
 		env.Metadata = json.RawMessage("{}")
 	}
 	return eventstore.RecordedEvent{
-		Stream: stream, Version: version, Position: strconv.FormatInt(rec.offset, 10), GlobalPosition: rec.offset,
+		Stream: stream, Version: version, Position: s.position(partition, rec.offset), GlobalPosition: rec.offset,
 		Type: env.Type, Data: env.Data, Metadata: env.Metadata, CreatedAt: rec.time.UTC(),
 	}, true
 }
 
 // Read implements eventstore.Backend. Kafka has no index by key: the service
-// consumes the whole partition from its log start to the high watermark
-// taken at the start, and keeps the stream's records. A stream version is
+// consumes the stream's whole partition (the only one in the reference's
+// design; the one its id hashes to in the keyed design) from its log
+// start to the high watermark taken at the start, and keeps the stream's
+// records. A stream version is
 // the count of the stream's records before it (from the log start: if
 // retention deleted old records, versions shift). records_scanned counts
 // every record consumed.
 func (s *store) Read(ctx context.Context, stream string, from int64, limit int) (eventstore.ReadResult, error) {
-	first, hwm, err := s.bounds(ctx)
+	p := s.partitionOf(stream)
+	first, hwm, err := s.bounds(ctx, p)
 	if err != nil {
 		return eventstore.ReadResult{}, err
 	}
@@ -314,12 +386,12 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 		res.RecordsScanned = &zero
 		return res, nil
 	}
-	conn, err := s.conns.get(ctx)
+	conn, err := s.conns[p].get(ctx)
 	if err != nil {
 		return res, err
 	}
 	healthy := false
-	defer func() { s.conns.put(conn, healthy) }()
+	defer func() { s.conns[p].put(conn, healthy) }()
 	var scanned, count int64
 	for off := first; off < hwm; {
 		recs, _, err := s.fetchFrom(ctx, conn, off, 0)
@@ -340,7 +412,7 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 			}
 			// A skipped record takes no version: decode before counting.
 			v := count
-			e, ok := s.event(r, stream, &v)
+			e, ok := s.event(r, p, stream, &v)
 			if !ok {
 				continue
 			}
@@ -366,8 +438,11 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 // reader resumed mid-partition cannot count a stream's earlier records.
 // A failed fetch is retried: the subscription survives a broker restart.
 func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subscriber) error {
+	if s.keyed() {
+		return s.subscribeKeyed(ctx, from, sub)
+	}
 	bctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
-	first, target, err := s.bounds(bctx)
+	first, target, err := s.bounds(bctx, 0)
 	cancel()
 	if err != nil {
 		return err
@@ -408,7 +483,7 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 		}
 		fctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout+wait)
 		if conn == nil {
-			conn, err = s.conns.dial(fctx)
+			conn, err = s.conns[0].dial(fctx)
 		}
 		var recs []record
 		if err == nil {
@@ -433,7 +508,7 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 			continue
 		}
 		for _, r := range recs {
-			if e, ok := s.event(r, string(r.key), nil); ok {
+			if e, ok := s.event(r, 0, string(r.key), nil); ok {
 				if err := sub.Event(e); err != nil {
 					return err
 				}

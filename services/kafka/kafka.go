@@ -69,7 +69,7 @@ func (b *backend) checkBroker(ctx context.Context) error {
 		return nil
 	}
 	refuse := func(err error) error {
-		return fmt.Errorf("kafka broker unreachable since a produce failed (%v); nothing was written: %w", err, httpapi.ErrUnavailable)
+		return fmt.Errorf("kafka broker unreachable since a produce failed (%v): %w", err, httpapi.ErrNotRecorded)
 	}
 	now := time.Now().UnixNano()
 	last := b.lastProbe.Load()
@@ -264,10 +264,17 @@ func (b *backend) Append(ctx context.Context, events []logc.NewEvent) ([]logc.Cr
 //     be delivered after this 503 (the kafka-broker-restart experiment
 //     counted most of them delivered). "delivery" is "unknown", and a
 //     client that retries may write an event twice.
+//
+// Both are 503s of kind "unknown" (httpapi.KindUnknown): the events are
+// recorded in Postgres, and a produce kafka-go gave up on after a
+// timed-out attempt may still have been written by the broker, so the
+// client cannot retry without risking a duplicate. A write checkBroker
+// refuses before the INSERT is of kind "not_recorded".
 func produceError(err error, ids []string) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return &httpapi.Error{
 			Status: 503,
+			Kind:   httpapi.KindUnknown,
 			Message: fmt.Sprintf("kafka produce did not complete in time (%v); the %d event(s) are committed in Postgres and may still reach Kafka: "+
 				"the producer keeps the batch and sends it when the broker answers, so they may be delivered after this answer "+
 				"(a retry may write them twice)", err, len(ids)),
@@ -289,6 +296,7 @@ func produceError(err error, ids []string) error {
 	}
 	return &httpapi.Error{
 		Status: 503,
+		Kind:   httpapi.KindUnknown,
 		Message: fmt.Sprintf("kafka produce failed (%v); %d of the %d event(s) are committed in Postgres but not in Kafka, "+
 			"so they will not be delivered (the dual-write gap)", err, len(missing), len(ids)),
 		Fields: map[string]any{"ids": missing, "ids_in_kafka": written, "in_postgres": true, "in_kafka": false, "delivery": "never"},

@@ -34,11 +34,12 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 		IDs        []string `json:"ids"`
 		InPostgres bool     `json:"in_postgres"`
 		InKafka    bool     `json:"in_kafka"`
+		Kind       string   `json:"kind"`
 	}
 	if s, _ := kittest.Do(t, http.MethodPost, tg.URL()+"/events", logc.NewEvent{Type: "t", Key: "k"}, &body); s != http.StatusServiceUnavailable {
 		t.Fatalf("POST with the broker unreachable: %d %+v, want 503", s, body)
 	}
-	if len(body.IDs) != 1 || !body.InPostgres || body.InKafka || body.Error == "" {
+	if len(body.IDs) != 1 || !body.InPostgres || body.InKafka || body.Error == "" || body.Kind != "unknown" {
 		t.Fatalf("503 body: %+v", body)
 	}
 	t.Logf("503: %s", body.Error)
@@ -59,9 +60,10 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 	var refused struct {
 		Error      string `json:"error"`
 		InPostgres bool   `json:"in_postgres"`
+		Kind       string `json:"kind"`
 	}
 	for range 3 {
-		if s, raw := kittest.Do(t, http.MethodPost, tg.URL()+"/events", logc.NewEvent{Type: "t", Key: "k"}, &refused); s != http.StatusServiceUnavailable || refused.InPostgres {
+		if s, raw := kittest.Do(t, http.MethodPost, tg.URL()+"/events", logc.NewEvent{Type: "t", Key: "k"}, &refused); s != http.StatusServiceUnavailable || refused.InPostgres || refused.Kind != "not_recorded" {
 			t.Fatalf("POST with the broker known down: %d %s, want 503 with nothing written", s, raw)
 		}
 	}
@@ -136,7 +138,7 @@ func TestProduceErrorNamesEachID(t *testing.T) {
 	werr := kafkago.WriteErrors{nil, errors.New("leader not available"), nil}
 	err := produceError(werr, []string{"a", "b", "c"})
 	var he *httpapi.Error
-	if !errors.As(err, &he) || he.Status != http.StatusServiceUnavailable {
+	if !errors.As(err, &he) || he.Status != http.StatusServiceUnavailable || he.Kind != httpapi.KindUnknown {
 		t.Fatalf("%#v", err)
 	}
 	if got := he.Fields["ids"]; !slices.Equal(got.([]string), []string{"b"}) {
@@ -162,7 +164,7 @@ func TestProduceErrorNamesEachID(t *testing.T) {
 	// the answer must not promise the events are lost.
 	he = nil
 	if !errors.As(produceError(fmt.Errorf("write: %w", context.DeadlineExceeded), []string{"a", "b"}), &he) ||
-		he.Fields["delivery"] != "unknown" || strings.Contains(he.Message, "will not be delivered") || !strings.Contains(he.Message, "may still reach Kafka") {
+		he.Fields["delivery"] != "unknown" || he.Kind != httpapi.KindUnknown || strings.Contains(he.Message, "will not be delivered") || !strings.Contains(he.Message, "may still reach Kafka") {
 		t.Errorf("a timed-out produce: %#v", he)
 	}
 }

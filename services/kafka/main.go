@@ -249,11 +249,11 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	pools.Register(svc)
 	svc.OnStop("kafka producer", func(context.Context) error { return b.writer.Load().Close() })
 	svc.OnStop("kafka consumer", cons.Stop)
-	svc.Ready("kafka", ping(cfg))
+	svc.ReadyBackend("kafka", "KAFKA_BROKERS", strings.Join(cfg.Brokers, ","), ping(cfg))
 	cons.Start()
 	// Last: its Close hook runs first, before the pools close.
 	cleaner.Attach(svc, cfg.Retention, store.CleanerJobs()...)
 	return svc, &app{backend: b, consumer: cons}, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

@@ -10,7 +10,7 @@ import (
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != ":8083" || len(c.Brokers) != 1 || c.Brokers[0] != kittest.DefaultKafkaBrokers || c.Postgres.Schema != "log_kafka" {
+	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != "127.0.0.1:8083" || len(c.Brokers) != 1 || c.Brokers[0] != kittest.DefaultKafkaBrokers || c.Postgres.Schema != "log_kafka" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"KAFKA_BROKERS": "localhost", "KAFKA_DIAL_TIMEOUT": "0s",

@@ -38,7 +38,8 @@
 //     pair's delivered events), with its progress in /stats.
 //   - waiter:   wakes long polls in this process when their outcome is in.
 //   - jsonbtext: refuses in JSON what Postgres jsonb cannot store (\u0000,
-//     lone surrogates), so both sides of a pair answer it with 400.
+//     lone surrogates) or would write back far longer than sent (numbers
+//     out of bounds), so both sides of a pair answer it with 400.
 //   - contract: one package per pair (queue, log, documents, eventstore, cache):
 //     its OpenAPI document, shared types, Backend interface and handlers;
 //     each has a conformance sub-package holding the pair's one suite, and

@@ -72,9 +72,9 @@ func build(_ context.Context, cfg Config, logger *slog.Logger) (*service.Service
 	st := &store{client: client, cfg: cfg, logger: logger}
 	svc := service.New(info, cfg.HTTP, logger, eventstore.LatencyNames, eventstore.CounterNames)
 	svc.OnStop("kurrentdb client", func(context.Context) error { return client.Close() })
-	svc.Ready("kurrentdb", st.ping)
+	svc.ReadyBackend("kurrentdb", "KURRENTDB_URL", cfg.URL, st.ping)
 	eventstore.Mount(svc.Router, st, eventstore.Options{Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	return svc, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

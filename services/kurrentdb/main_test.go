@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -39,7 +41,34 @@ func TestConfigNamesBadVariables(t *testing.T) {
 	configtest.NamesBadVariables(t, readConfig, map[string]string{
 		"KURRENTDB_URL": "postgres://x", "SUBSCRIBE_PAGE_SIZE": "0", "BACKEND_TIMEOUT": "0s",
 	}, "KURRENTDB_URL", "SUBSCRIBE_PAGE_SIZE", "BACKEND_TIMEOUT")
-	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != ":8089" || cfg.URL != DefaultURL {
+	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != "127.0.0.1:8089" || cfg.URL != DefaultURL {
 		t.Errorf("defaults: %+v", cfg)
+	}
+}
+
+// TestNoServerNamesKurrentDB starts the service on a KURRENTDB_URL where
+// nothing listens (a port the kernel gave and that was closed again): a
+// write answers 503 naming KurrentDB and KURRENTDB_URL, not an anonymous
+// "backend unavailable", and /readyz names the variable and its value.
+func TestNoServerNamesKurrentDB(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	url := "kurrentdb://" + addr + "?tls=false"
+	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"KURRENTDB_URL": url, "BACKEND_TIMEOUT": "2s"})
+	base := servicetest.Start(t, build, cfg).URL()
+	var body map[string]any
+	status, raw := kittest.Do(t, http.MethodPost, base+"/streams/tank-1/events",
+		map[string]any{"expected_version": "any", "events": []map[string]any{{"type": "Filled", "data": map[string]any{"litres": 1}}}}, &body)
+	if msg, _ := body["error"].(string); status != http.StatusServiceUnavailable || !strings.Contains(msg, "KurrentDB") || !strings.Contains(msg, "KURRENTDB_URL") {
+		t.Errorf("append with no server: %d %s; want 503 naming KurrentDB and KURRENTDB_URL", status, raw)
+	}
+	status, m := kittest.GetJSON(t, base+"/readyz")
+	if msg, _ := m["error"].(string); status != http.StatusServiceUnavailable || !strings.Contains(msg, "kurrentdb unreachable (KURRENTDB_URL="+url+")") {
+		t.Errorf("/readyz with no server: %d %v; want 503 naming KURRENTDB_URL=%s", status, m, url)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -46,8 +47,19 @@ func isCode(err error, code kurrentdb.ErrorCode) bool {
 	return errors.As(err, &kerr) && kerr.IsErrorCode(code)
 }
 
+// unavailableMessage is the answer (503) to a request KurrentDB did not
+// serve: it names the server and the variable that points to it, not the
+// driver's error (hosts, ports), which is logged.
+const unavailableMessage = "KurrentDB unavailable or too slow (check KURRENTDB_URL and that the server runs); retry later"
+
+// unavailable is the error of a failed KurrentDB call op: a 503 naming
+// KurrentDB and KURRENTDB_URL, whose text (logged) keeps the driver's
+// error. A request the client cancelled stays context.Canceled.
 func unavailable(op string, err error) error {
-	return fmt.Errorf("kurrentdb %s: %w (%w)", op, httpapi.ErrUnavailable, err)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("kurrentdb %s: %w (%w)", op, httpapi.ErrUnavailable, err)
+	}
+	return fmt.Errorf("kurrentdb %s: %w (%w: %w)", op, &httpapi.Error{Status: http.StatusServiceUnavailable, Message: unavailableMessage}, httpapi.ErrUnavailable, err)
 }
 
 // Append implements eventstore.Backend: the expected version travels to the

@@ -112,7 +112,7 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	}
 	svc := service.New(info, cfg.HTTP, logger, documents.Latencies, documents.Counters)
 	svc.OnStop("mongodb client", client.Disconnect)
-	svc.Ready("mongodb", func(ctx context.Context) error { return client.Ping(ctx, readpref.Primary()) })
+	svc.ReadyBackend("mongodb", "MONGO_URL", cfg.MongoURL, func(ctx context.Context) error { return client.Ping(ctx, readpref.Primary()) })
 	users := client.Database(cfg.Database).Collection("users")
 	backend, err := prepare(ctx, client.Database(cfg.Database), users, cfg.BackendTimeout, logger)
 	if err != nil {
@@ -125,4 +125,4 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	return svc, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

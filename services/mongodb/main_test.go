@@ -26,7 +26,7 @@ import (
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != ":8085" || c.MongoURL != kittest.DefaultMongoURL || c.HTTP.BodyLimit != 4<<20 {
+	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != "127.0.0.1:8085" || c.MongoURL != kittest.DefaultMongoURL || c.HTTP.BodyLimit != 4<<20 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"MONGO_URL": "postgres://x", "MONGO_MAX_POOL_SIZE": "0"},

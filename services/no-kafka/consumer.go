@@ -45,6 +45,22 @@ type consumer struct {
 	pid atomic.Uint32
 	// lastErr is why the stream last ended (a string), for /readyz.
 	lastErr atomic.Value
+	// standby is set while the slot is active in another process (a
+	// second instance on the same slot): this one waits, retrying
+	// quietly, and takes over when the slot is released.
+	standby atomic.Bool
+}
+
+// standbyError is /readyz's answer while the consumer waits as a standby.
+func (c *consumer) standbyError() error {
+	return fmt.Errorf("standby: slot %s is active in another process (another instance streams it); this one takes over when it is released", c.cfg.Slot)
+}
+
+// slotInUse reports whether err is START_REPLICATION's refusal of a slot
+// that another walsender streams (SQLSTATE 55006, "replication slot ...
+// is active for PID ...").
+func slotInUse(err error) bool {
+	return postgres.SQLSTATE(err) == pgerrcode.ObjectInUse
 }
 
 // streamError returns why the stream last ended, or "".
@@ -179,6 +195,17 @@ func resync(ctx context.Context, pool *pgxpool.Pool, d *logc.Deliverer) (int, er
 	}
 }
 
+// walsenderTCP are the session settings the replication connection asks
+// of its walsender (tcp_user_timeout in milliseconds, keepalives in
+// seconds), the same as scripts/stack.sh's server-wide ones: a frozen or
+// unreachable consumer's walsender gives up within about 10 s.
+var walsenderTCP = map[string]string{
+	"tcp_user_timeout":        "10000",
+	"tcp_keepalives_idle":     "10",
+	"tcp_keepalives_interval": "5",
+	"tcp_keepalives_count":    "3",
+}
+
 func connectReplication(ctx context.Context, cfg Config) (*pgconn.PgConn, error) {
 	pc, err := pgconn.ParseConfig(cfg.ReplicationURL)
 	if err != nil {
@@ -188,6 +215,18 @@ func connectReplication(ctx context.Context, cfg Config) (*pgconn.PgConn, error)
 	// wal2json prints timestamptz in the session's time zone.
 	pc.RuntimeParams["timezone"] = "UTC"
 	pc.RuntimeParams["application_name"] = "no-kafka:" + cfg.Slot
+	// The walsender's own socket: if this process freezes (SIGSTOP, a
+	// debugger, swap) or its network hangs, the walsender blocks in a send
+	// that wal_sender_timeout does not end, and a CHECKPOINT that must
+	// invalidate the slot (max_slot_wal_keep_size) waits for it: 12+
+	// minutes observed. Data unacknowledged for this long, a zero window
+	// included, aborts the connection instead (the server's setting, for
+	// this session; a REPLICATION_URL that sets it keeps its own).
+	for k, v := range walsenderTCP {
+		if _, ok := pc.RuntimeParams[k]; !ok {
+			pc.RuntimeParams[k] = v
+		}
+	}
 	pc.ConnectTimeout = cfg.Postgres.ConnectTimeout
 	conn, err := pgconn.ConnectConfig(ctx, pc)
 	if err != nil {
@@ -236,6 +275,20 @@ func (c *consumer) run(ctx context.Context) {
 		if time.Since(started) > 10*time.Second {
 			b.Reset()
 		}
+		if slotInUse(err) {
+			// Said once; then retried quietly (the backoff's longest
+			// pause) until the other process releases the slot.
+			if !c.standby.Swap(true) {
+				c.logger.Warn("replication slot is active in another process: waiting as a standby, retrying quietly; /readyz answers 503 until this instance takes over",
+					"slot", c.cfg.Slot, "err", err)
+			} else {
+				c.logger.Debug("replication slot still active in another process", "slot", c.cfg.Slot, "err", err)
+			}
+			if backoff.Sleep(ctx, b.Next()) != nil {
+				return
+			}
+			continue
+		}
 		err = explain(c.cfg.Slot, err)
 		if err != nil {
 			c.lastErr.Store(err.Error())
@@ -278,6 +331,9 @@ func (c *consumer) stream(ctx context.Context) error {
 	}
 	c.running.Store(true)
 	defer c.running.Store(false)
+	if c.standby.Swap(false) {
+		c.logger.Info("the other process released the replication slot: this instance takes over", "slot", c.cfg.Slot)
+	}
 	c.logger.Info("streaming replication slot", "slot", c.cfg.Slot, "table", c.table, "walsender_pid", conn.PID())
 
 	items := make(chan item, 8192)

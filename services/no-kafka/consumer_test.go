@@ -296,3 +296,40 @@ func TestExplainLostSlot(t *testing.T) {
 		t.Errorf("explain(active slot) = %v, want it unchanged", got)
 	}
 }
+
+// TestWalsenderBoundsABlockedSend: the replication connection asks its
+// walsender for the TCP user timeout and keepalives, so that a frozen or
+// unreachable consumer cannot keep the walsender (and a CHECKPOINT that
+// waits for it) blocked in a send; the experiment slot-wal-retention
+// measures the CHECKPOINT. A REPLICATION_URL that sets one keeps it.
+func TestWalsenderBoundsABlockedSend(t *testing.T) {
+	t.Parallel()
+	show := func(rawURL, name string) string {
+		t.Helper()
+		var cfg Config
+		cfg.ReplicationURL, cfg.Slot, cfg.Postgres.ConnectTimeout = rawURL, "test_show", 10*time.Second
+		conn, err := connectReplication(kittest.Context(t, 10*time.Second), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		res, err := conn.Exec(kittest.Context(t, 10*time.Second), "SHOW "+name).ReadAll()
+		if err != nil || len(res) != 1 || len(res[0].Rows) != 1 {
+			t.Fatalf("SHOW %s on the replication connection: %v %v", name, res, err)
+		}
+		return string(res[0].Rows[0][0])
+	}
+	base := kittest.PostgresURL(t)
+	for name, want := range map[string]string{"tcp_user_timeout": "10000", "tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3"} {
+		if got := show(base, name); got != want {
+			t.Errorf("walsender %s = %q, want %q", name, got, want)
+		}
+	}
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	if got := show(base+sep+"tcp_user_timeout=20000", "tcp_user_timeout"); got != "20000" {
+		t.Errorf("REPLICATION_URL's own tcp_user_timeout=20000: walsender has %q, want 20000", got)
+	}
+}

@@ -184,6 +184,9 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	svc.OnStop("replication consumer", cons.Stop)
 	svc.Ready("replication", func(context.Context) error {
 		if !cons.running.Load() {
+			if cons.standby.Load() {
+				return cons.standbyError()
+			}
 			if why := cons.streamError(); why != "" {
 				return fmt.Errorf("not streaming slot %s: %s", cfg.Slot, why)
 			}
@@ -210,4 +213,4 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	return svc, cons, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

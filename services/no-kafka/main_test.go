@@ -11,7 +11,7 @@ import (
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
 	c := configtest.Defaults(t, readConfig)
-	if c.HTTP.Addr != ":8084" || c.Postgres.Schema != "log" || c.Slot != "no_kafka" || c.SynchronousCommit != "on" ||
+	if c.HTTP.Addr != "127.0.0.1:8084" || c.Postgres.Schema != "log" || c.Slot != "no_kafka" || c.SynchronousCommit != "on" ||
 		c.StatusInterval != time.Second || c.ReplicationURL != c.Postgres.URL {
 		t.Fatalf("defaults: %+v", c)
 	}

@@ -307,7 +307,7 @@ func TestConfigNamesBadVariables(t *testing.T) {
 	configtest.NamesBadVariables(t, readConfig, map[string]string{
 		"POLL_INTERVAL": "1ms", "SUBSCRIBE_PAGE_SIZE": "0", "BACKEND_TIMEOUT": "soon", "DATABASE_LISTEN_URL": "mysql://x",
 	}, "POLL_INTERVAL", "SUBSCRIBE_PAGE_SIZE", "BACKEND_TIMEOUT", "DATABASE_LISTEN_URL")
-	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != ":8090" || cfg.Postgres.Schema != "eventstore" || cfg.ListenURL != cfg.Postgres.URL {
+	if cfg := configtest.Defaults(t, readConfig); cfg.HTTP.Addr != "127.0.0.1:8090" || cfg.Postgres.Schema != "eventstore" || cfg.ListenURL != cfg.Postgres.URL {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }

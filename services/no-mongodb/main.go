@@ -98,4 +98,4 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	return svc, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

@@ -18,7 +18,7 @@ import (
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	configtest.PostgresDefaults(t, readConfig, ":8086", "documents", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
+	configtest.PostgresDefaults(t, readConfig, "127.0.0.1:8086", "documents", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
 }
 
 func TestConfigOldTimeoutNameStillWorks(t *testing.T) {

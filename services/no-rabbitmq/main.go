@@ -211,4 +211,4 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	return svc, q, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

@@ -11,7 +11,7 @@ import (
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	configtest.PostgresDefaults(t, readConfig, ":8082", "queue", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
+	configtest.PostgresDefaults(t, readConfig, "127.0.0.1:8082", "queue", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
 }
 
 func TestConfigOldNamesStillWork(t *testing.T) {

@@ -161,4 +161,4 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	return svc, a, nil
 }
 
-func main() { service.Start(readConfig, service.WithoutParts(assemble)) }
+func main() { service.Start(self, readConfig, service.WithoutParts(assemble)) }

@@ -15,7 +15,7 @@ import (
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	c := configtest.PostgresDefaults(t, readConfig, ":8088", "cache", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
+	c := configtest.PostgresDefaults(t, readConfig, "127.0.0.1:8088", "cache", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
 	if c.Mode != ModeLocal || c.Table != TableUnlogged || c.LocalCacheBytes != DefaultLocalCacheBytes || c.ListenURL != c.Postgres.URL {
 		t.Errorf("defaults: %+v", c)
 	}

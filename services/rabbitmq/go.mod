@@ -3,6 +3,7 @@ module github.com/where-postgres-ends/where-postgres-ends/services/rabbitmq
 go 1.26.0
 
 require (
+	github.com/google/uuid v1.6.0
 	github.com/where-postgres-ends/where-postgres-ends/migrations v0.0.0
 	github.com/where-postgres-ends/where-postgres-ends/services/kit v0.0.0
 )
@@ -11,7 +12,6 @@ require (
 	github.com/getkin/kin-openapi v0.153.0 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgerrcode v0.0.0-20240316143900-6e2875d9b438 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect

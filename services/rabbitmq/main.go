@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -275,9 +275,10 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 			// Enqueues still commit (to the outbox) and the relay
 			// publishes them on reconnect: the service does its job,
 			// late, so it stays in rotation and says why it is late.
-			return service.Degraded(fmt.Errorf("connection down (reconnecting); enqueues are kept in the outbox until the relay can publish them"))
+			return service.Degraded(service.Unreachable("rabbitmq", "RABBITMQ_URL", cfg.RabbitMQURL,
+				errors.New("connection down (reconnecting); enqueues are kept in the outbox until the relay can publish them")))
 		}
-		return fmt.Errorf("connection down (reconnecting)")
+		return service.Unreachable("rabbitmq", "RABBITMQ_URL", cfg.RabbitMQURL, errors.New("connection down (reconnecting)"))
 	})
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
@@ -289,4 +290,4 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	return svc, q, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

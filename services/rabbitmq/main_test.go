@@ -10,7 +10,7 @@ import (
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != ":8081" || c.RabbitMQURL != kittest.DefaultRabbitMQURL || c.Postgres.Schema != "queue_rabbitmq" {
+	if c := configtest.Defaults(t, readConfig); c.HTTP.Addr != "127.0.0.1:8081" || c.RabbitMQURL != kittest.DefaultRabbitMQURL || c.Postgres.Schema != "queue_rabbitmq" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"RABBITMQ_URL": "http://x", "RABBITMQ_HEARTBEAT": "10ms"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -517,9 +518,40 @@ func (q *mqQueue) awaitBroker(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, brokerWait)
 	defer cancel()
 	if _, err := q.session(wctx); err != nil {
-		return fmt.Errorf("%w; nothing was recorded", err)
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return fmt.Errorf("%v: %w", err, httpapi.ErrNotRecorded)
 	}
 	return nil
+}
+
+// publishRecorded publishes the messages of tasks whose records are
+// already committed (the dual write's second step). A failure is a 503
+// of kind "unknown" that names the ids: the records stay queued, and the
+// reconciler publishes them after RECONCILE_AFTER, so the tasks will
+// most likely run although the answer was an error (the broker-restart
+// experiment saw such a task run 62 s later), and a retry (which gets
+// new ids) may run them twice. A client that must not run a task twice
+// reads GET /tasks/{id} for the ids before it retries.
+func (q *mqQueue) publishRecorded(ctx context.Context, tasks []queue.NewTask) error {
+	err := q.publish(ctx, q.messages(tasks))
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	return &httpapi.Error{
+		Status: http.StatusServiceUnavailable,
+		Kind:   httpapi.KindUnknown,
+		Message: fmt.Sprintf("the %d task(s) are recorded but their publish to RabbitMQ was not confirmed; "+
+			"the reconciler publishes them again after RECONCILE_AFTER, so they will probably run: "+
+			"a retry may run them twice (read GET /tasks/{id} for the ids first)", len(ids)),
+		Fields: map[string]any{"ids": ids, "recorded": true},
+		Cause:  err,
+	}
 }
 
 // Enqueue implements queue.Backend. In outbox mode the records and their
@@ -527,8 +559,9 @@ func (q *mqQueue) awaitBroker(ctx context.Context) error {
 // Otherwise it is the dual write: with a live broker session
 // (awaitBroker), the records commit, then the messages are published; if
 // the publish fails the records stay queued with no message (the client
-// got a 503 and may retry; the reconciler publishes them again after
-// RECONCILE_AFTER).
+// gets a 503 of kind "unknown" naming the ids; the reconciler publishes
+// them again after RECONCILE_AFTER, so a retry may run them twice). A
+// write refused by awaitBroker is a 503 of kind "not_recorded".
 func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 	if q.cfg.PublishMode == PublishOutbox {
 		if err := q.enqueueToOutbox(ctx, q.pool, tasks); err != nil {
@@ -543,7 +576,7 @@ func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 	if err := records.InsertTasks(ctx, q.pool, tasks); err != nil {
 		return postgres.MapError("record tasks", err)
 	}
-	return q.publish(ctx, q.messages(tasks))
+	return q.publishRecorded(ctx, tasks)
 }
 
 // Pay implements queue.Backend: insert the payment (and its task's record),
@@ -576,5 +609,5 @@ func (q *mqQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error
 	if fault {
 		return queue.ErrFaultInjected
 	}
-	return q.publish(ctx, q.messages([]queue.NewTask{p.Task}))
+	return q.publishRecorded(ctx, []queue.NewTask{p.Task})
 }

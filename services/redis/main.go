@@ -146,7 +146,10 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 		return nil, err
 	}
 	genTTL := cfg.Origin.ProductTTL + cfg.BackendTimeout + time.Hour
-	var backend cache.Backend
+	var backend interface {
+		cache.Backend
+		pinger
+	}
 	layer := ModeRedis
 	if cfg.Mode == ModeClientSide {
 		client, dialErr, err := newClientSide(cfg)
@@ -175,11 +178,27 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	svc := service.New(info, cfg.HTTP, logger, cache.Latencies, cache.Counters)
 	postgres.Register(svc, pool)
 	svc.OnStop("redis", func(context.Context) error { return backend.Close() })
+	// Product reads bypass a Redis that is down, but kv requests fail:
+	// the service is not ready without it.
+	svc.ReadyBackend("redis", "REDIS_URL", cfg.RedisURL, backend.Ping)
 	cache.Mount(svc.Router, backend, cache.Options{
 		Stats: svc.Stats, Timeout: cfg.BackendTimeout, Layer: layer, Logger: logger,
 		Origin: pgorigin.New(pool, cfg.Origin.Work), ProductTTL: cfg.Origin.ProductTTL,
 	})
 	return svc, nil
+}
+
+// pinger is a Redis backend's readiness check: one PING.
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Ping implements pinger.
+func (s *store) Ping(ctx context.Context) error { return s.client.Ping(ctx).Err() }
+
+// Ping implements pinger.
+func (s *csStore) Ping(ctx context.Context) error {
+	return s.client.Do(ctx, s.client.B().Ping().Build()).Error()
 }
 
 // newRedisStore is the CACHE_MODE=redis Backend on go-redis. A Redis that
@@ -200,4 +219,4 @@ func newRedisStore(ctx context.Context, cfg Config, genTTL time.Duration, logger
 	return &store{client: client, prefix: cfg.KeyPrefix, genTTL: genTTL}, nil
 }
 
-func main() { service.Start(readConfig, build) }
+func main() { service.Start(self, readConfig, build) }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	c := configtest.PostgresDefaults(t, readConfig, ":8087", "cache", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
+	c := configtest.PostgresDefaults(t, readConfig, "127.0.0.1:8087", "cache", func(c Config) (string, string) { return c.HTTP.Addr, c.Postgres.Schema })
 	if c.RedisURL != DefaultRedisURL || c.KeyPrefix != DefaultKeyPrefix || c.Mode != "redis" || c.Origin.ProductTTL != cache.DefaultProductTTL {
 		t.Errorf("defaults: %+v", c)
 	}
@@ -336,4 +337,26 @@ func TestClientSidePutInvalidatesPeerCopy(t *testing.T) {
 	if _, xc := conformance.GetProduct(t, tg.URL(), id); xc != cache.Hit {
 		t.Errorf("writer's GET after the peer's refill: X-Cache %q, want hit", xc)
 	}
+}
+
+// TestReadyzNamesAnUnreachableRedis: with REDIS_URL on a closed port the
+// service starts (product reads bypass Redis) but /readyz is a 503 naming
+// Redis and REDIS_URL, while Postgres is ok; with the stack's Redis it is
+// ready.
+func TestReadyzNamesAnUnreachableRedis(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode string) {
+		url := "redis://" + closedPort(t) + "/0"
+		base := servicetest.Start(t, build, testConfig(t, map[string]string{"CACHE_MODE": mode, "REDIS_URL": url})).URL()
+		status, m := kittest.GetJSON(t, base+"/readyz")
+		msg, _ := m["error"].(string)
+		checks, _ := m["checks"].(map[string]any)
+		if status != http.StatusServiceUnavailable || !strings.Contains(msg, "redis unreachable (REDIS_URL="+url+")") || checks["postgres"] != "ok" {
+			t.Errorf("/readyz with Redis at a closed port: %d %v; want 503 naming redis and REDIS_URL=%s, postgres ok", status, m, url)
+		}
+		base = servicetest.Start(t, build, testConfig(t, map[string]string{"CACHE_MODE": mode})).URL()
+		if status, m := kittest.GetJSON(t, base+"/readyz"); status != http.StatusOK || m["checks"].(map[string]any)["redis"] != "ok" {
+			t.Errorf("/readyz with the stack's Redis: %d %v", status, m)
+		}
+	})
 }

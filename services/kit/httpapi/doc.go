@@ -1,6 +1,8 @@
 // Package httpapi is the HTTP layer every service shares: a chi router with
 // request logging (log/slog), panic recovery and a request body limit;
-// strict JSON decoding; and the one place where an error returned by a
+// strict JSON decoding, which also holds every body to the one rule for
+// JSON values (CheckJSONValues: no lone surrogates, no numbers that
+// Postgres would write back far longer than sent); and the one place where an error returned by a
 // handler becomes an HTTP status and a {"error": "..."} body.
 //
 // Handlers are written as HandlerFunc, which returns an error instead of

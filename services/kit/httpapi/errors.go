@@ -19,9 +19,67 @@ var (
 	// lacks the capability it needs (say which in the wrapping message).
 	ErrUnsupported = errors.New("not supported by this backend")
 	// ErrUnavailable maps to 503: a backend could not be reached or timed
-	// out; the client may retry.
+	// out. Its kind (KindOf) is "unknown" for a write unless the error
+	// also wraps ErrNotRecorded.
 	ErrUnavailable = errors.New("backend unavailable")
+	// ErrNotRecorded maps to 503 of kind "not_recorded": the write was
+	// refused before anything was recorded, so a retry is safe. It wraps
+	// ErrUnavailable.
+	ErrNotRecorded = fmt.Errorf("%w; nothing was recorded", ErrUnavailable)
+	// ErrDeliveryUnknown maps to 503 of kind "unknown": the write may be
+	// recorded (or is) and may still be delivered or run, so a retry may
+	// do it twice. It wraps ErrUnavailable.
+	ErrDeliveryUnknown = fmt.Errorf("%w; the write may be recorded and may still take effect", ErrUnavailable)
 )
+
+// Kind says what a 503 means for the request that got it; WriteError puts
+// it in the body's "kind" and the Error-Kind header, and KindOf is the one
+// place that decides it.
+type Kind string
+
+// The kinds of 503.
+const (
+	// KindNotRecorded: nothing was recorded; a retry is safe. Every 503 on
+	// a read (GET, HEAD) is of this kind: a read records nothing.
+	KindNotRecorded Kind = "not_recorded"
+	// KindUnknown: the write may have been recorded (or was) and may still
+	// be delivered or run; a retry may do it twice. A client checks first
+	// (the body's "ids", when given, can be read back) or accepts the
+	// duplicate. Every 503 on a write that does not say otherwise is of
+	// this kind: a timeout or a lost connection during a commit cannot
+	// tell whether the commit happened.
+	KindUnknown Kind = "unknown"
+	// KindShed: refused by the admission limit (MAX_IN_FLIGHT,
+	// MAX_WAITERS) before the handler ran; a retry after Retry-After is
+	// safe.
+	KindShed Kind = "shed"
+)
+
+// KindHeader is the response header that repeats a 503's kind.
+const KindHeader = "Error-Kind"
+
+// KindOf returns the kind of the 503 that err maps to for request r, or ""
+// if err does not map to 503: an *Error's own Kind, else ErrNotRecorded's
+// or ErrDeliveryUnknown's, else "not_recorded" for a read (GET, HEAD) and
+// "unknown" for a write.
+func KindOf(r *http.Request, err error) Kind {
+	if StatusOf(err) != http.StatusServiceUnavailable {
+		return ""
+	}
+	var e *Error
+	switch {
+	case errors.As(err, &e) && e.Kind != "":
+		return e.Kind
+	case errors.Is(err, ErrNotRecorded):
+		return KindNotRecorded
+	case errors.Is(err, ErrDeliveryUnknown):
+		return KindUnknown
+	case r != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		return KindNotRecorded
+	default:
+		return KindUnknown
+	}
+}
 
 // Error is an error with an explicit HTTP status and message, plus optional
 // extra fields for the JSON body (for example "actual_version" on a 409).
@@ -32,6 +90,9 @@ type Error struct {
 	Message string
 	// Fields are added to the JSON body beside "error".
 	Fields map[string]any
+	// Kind, for a 503, says what it means for the write (see KindOf); ""
+	// lets KindOf decide from the chain and the method.
+	Kind Kind
 	// Cause, if set, is logged but never shown.
 	Cause error
 }
@@ -81,7 +142,8 @@ func StatusOf(err error) int {
 }
 
 // WriteError writes err as a JSON error body with the status StatusOf
-// gives, and logs server-side failures (5xx) with their cause.
+// gives (a 503 also carries "kind" and the Error-Kind header: KindOf), and
+// logs server-side failures (5xx) with their cause.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	status := StatusOf(err)
 	body := map[string]any{}
@@ -104,6 +166,10 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		msg = "backend unavailable or too slow; retry later"
 	}
 	body["error"] = msg
+	if kind := KindOf(r, err); kind != "" {
+		body["kind"] = string(kind)
+		w.Header().Set(KindHeader, string(kind))
+	}
 	switch {
 	case status == StatusClientClosedRequest:
 		Logger(r.Context()).LogAttrs(r.Context(), slog.LevelDebug, "client went away",

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 )
 
 // HandlerFunc is an http.HandlerFunc that returns its error instead of
@@ -59,8 +61,8 @@ func ServeYAML(doc []byte) http.HandlerFunc {
 // DecodeJSON decodes the request body into v strictly: the body must be one
 // JSON value of the right shape, with no unknown fields and nothing after
 // it. Every failure is an *Error with a 4xx status and a message a client
-// can act on: 400 for malformed JSON, wrong types, unknown fields or an
-// empty body; 413 when the body exceeds the limit set by the BodyLimit
+// can act on: 400 for malformed JSON, wrong types, unknown fields, an
+// empty body or a value CheckJSONValues refuses; 413 when the body exceeds the limit set by the BodyLimit
 // middleware; 415 for a Content-Type other than JSON.
 func DecodeJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
@@ -91,6 +93,13 @@ func DecodeJSON(r *http.Request, v any) error {
 		}
 	}
 	if err != nil {
+		// A value the rule refuses can also fail the decoding (1e400 in
+		// an any field overflows a float64): name the rule's limit.
+		if json.Valid(body) {
+			if verr := CheckJSONValues(body); verr != nil {
+				return verr
+			}
+		}
 		return decodeError(err)
 	}
 	if bytes.Contains(body, []byte("null")) {
@@ -101,7 +110,29 @@ func DecodeJSON(r *http.Request, v any) error {
 			return BadRequest("field %q must not be null", field)
 		}
 	}
-	return nil
+	return CheckJSONValues(body)
+}
+
+// CheckJSONValues applies the project's one rule for the values inside a
+// JSON body, which must be syntactically valid JSON: a 400 naming the
+// limit for a lone UTF-16 surrogate escape ("\ud800", which Go's decoder
+// would silently turn into U+FFFD), the escape \u0000, and a number
+// that breaks the number rule of package jsonbtext (too many digits, too
+// large an exponent, outside the 64-bit float range, or numbers that
+// Postgres would write back much longer than sent). DecodeJSON calls it
+// on every body; a handler that reads a JSON body itself calls it too,
+// so that both sides of every pair refuse the same values.
+func CheckJSONValues(body []byte) error {
+	err := jsonbtext.Check(body)
+	var e *jsonbtext.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &e) && e.Path != "":
+		return &Error{Status: http.StatusBadRequest, Message: err.Error(), Cause: err}
+	default:
+		return &Error{Status: http.StatusBadRequest, Message: "request body " + err.Error(), Cause: err}
+	}
 }
 
 // nullField returns the path of the first null in body at a field of t

@@ -108,8 +108,8 @@ func WaitRoutes() []string {
 // long polls and streams take a waiter slot; everything else, unknown
 // paths included, takes an in-flight slot. A request that finds every
 // in-flight slot taken waits up to its wait for one; a request past
-// either bound is shed: answered 503 with Retry-After and an {"error":
-// ...} body, without reaching its handler, so that nothing it carried was
+// either bound is shed: answered 503 with Retry-After, Error-Kind: shed
+// and an {"error": ..., "kind": "shed"} body, without reaching its handler, so that nothing it carried was
 // accepted. Its methods are safe for concurrent use once serving begins.
 type Limiter struct {
 	slots   chan struct{}
@@ -172,7 +172,7 @@ func (l *Limiter) Configure(maxWaiters int, bodyTimeout time.Duration) {
 }
 
 func errorBody(msg string) []byte {
-	b, _ := json.Marshal(map[string]string{"error": msg})
+	b, _ := json.Marshal(map[string]string{"error": msg, "kind": string(KindShed)})
 	return append(b, '\n')
 }
 
@@ -331,6 +331,7 @@ func (l *Limiter) reject(w http.ResponseWriter, body []byte, warning string, bou
 	h := w.Header()
 	h["Retry-After"] = retryAfter
 	h["Content-Type"] = jsonType
+	h[KindHeader] = shedKind
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = w.Write(body)
 }
@@ -339,4 +340,5 @@ func (l *Limiter) reject(w http.ResponseWriter, body []byte, warning string, bou
 var (
 	retryAfter = []string{strconv.Itoa(int(ShedRetryAfter / time.Second))}
 	jsonType   = []string{"application/json"}
+	shedKind   = []string{string(KindShed)}
 )

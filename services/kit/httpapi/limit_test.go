@@ -83,6 +83,9 @@ func TestLimiterShedsWith503AndRetryAfter(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || body["error"] == "" {
 		t.Errorf("third request: %d Retry-After %q body %v, want 503, 1 and an error", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
+	if body["kind"] != "shed" || resp.Header.Get(httpapi.KindHeader) != "shed" {
+		t.Errorf("shed answer: kind %q, %s %q; want shed in both", body["kind"], httpapi.KindHeader, resp.Header.Get(httpapi.KindHeader))
+	}
 	if entered.Load() != 3 || shed.Load() != 1 {
 		t.Errorf("entered %d, shed %d: the shed request must not reach its handler, and be counted once", entered.Load(), shed.Load())
 	}

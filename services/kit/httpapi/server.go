@@ -37,7 +37,8 @@ const (
 // its Config and reads it with the same variable names.
 type ServerConfig struct {
 	// Addr is the listen address. Env ADDR; the default is the service's
-	// port from the pair table (":8082" for no-rabbitmq, ...).
+	// port from the pair table on loopback ("127.0.0.1:8082" for
+	// no-rabbitmq, ...).
 	Addr string
 	// BodyLimit caps request bodies in bytes. Env BODY_LIMIT; default
 	// DefaultBodyLimit (the documents pair raises it for 2 MB profiles);
@@ -89,6 +90,12 @@ type ServerConfig struct {
 	// service's own ADDR: bind it to loopback (127.0.0.1:6060) and only
 	// while profiling (docs/security.md).
 	DebugAddr string
+	// Listener, when set, is a listener already bound on Addr, which
+	// Listen serves instead of binding: service.Start binds ADDR before
+	// it builds the backends, so that a busy port stops the service
+	// before it migrates a schema or creates a slot. Not read from the
+	// environment.
+	Listener net.Listener
 }
 
 // ServerEnv is the interface of config.Reader that ReadServerConfig needs.
@@ -137,7 +144,7 @@ func ReadServerConfig(env ServerEnv, defaultAddr string, defaultBodyLimit int64)
 		env.Fail("MAX_IN_FLIGHT_WAIT", "must not be negative, got %v", c.MaxInFlightWait)
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		env.Fail("ADDR", "%q is not host:port (example :8082)", c.Addr)
+		env.Fail("ADDR", "%q is not host:port (example 127.0.0.1:8082, or 0.0.0.0:8082 to expose it)", c.Addr)
 	}
 	if c.BodyLimit < MinBodyLimit {
 		env.Fail("BODY_LIMIT", "must be at least %d bytes, got %d", MinBodyLimit, c.BodyLimit)
@@ -162,12 +169,16 @@ type Server struct {
 	stopping chan struct{}
 }
 
-// Listen binds the address now, so that a port already in use fails at
-// start and tests can learn the port (Addr) before serving.
+// Listen binds the address now (or takes cfg.Listener, already bound),
+// so that a port already in use fails at start and tests can learn the
+// port (Addr) before serving.
 func Listen(cfg ServerConfig, h http.Handler) (*Server, error) {
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s (ADDR): %w", cfg.Addr, err)
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, fmt.Errorf("listen on %s (ADDR): %w", cfg.Addr, err)
+		}
 	}
 	s := &Server{cfg: cfg, ln: ln, stopping: make(chan struct{}), srv: &http.Server{
 		Handler:           h,

@@ -18,10 +18,11 @@ import (
 )
 
 // SharedRoutes are the routes every service serves besides its pair's
-// contract (the kit's probes, /stats and /metrics), which no pair's
+// contract (GET /, the kit's probes, /stats and /metrics), which no pair's
 // OpenAPI document describes, and the unknown route CheckShared probes.
 // OpenAPI never validates them.
 var SharedRoutes = []string{
+	"GET /",
 	"GET /healthz",
 	"GET /readyz",
 	"GET /metrics",

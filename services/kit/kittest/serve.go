@@ -97,7 +97,8 @@ func GetJSON(t testing.TB, url string) (int, map[string]any) {
 
 // CheckShared checks the endpoints every service shares: /healthz and
 // /readyz answer 200, /stats has the shared shape and names the service,
-// and an unknown route is a JSON 404.
+// GET / names the service and its pair and links to documents that
+// answer 200, and an unknown route is a JSON 404.
 func CheckShared(t testing.TB, base, service, pair, backend string) {
 	t.Helper()
 	if s, m := GetJSON(t, base+"/healthz"); s != 200 || m["status"] != "ok" {
@@ -113,6 +114,27 @@ func CheckShared(t testing.TB, base, service, pair, backend string) {
 	for _, k := range []string{"started_at", "uptime_s", "since_reset_s", "counters", "latencies"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("/stats lacks %q", k)
+		}
+	}
+	s, m = GetJSON(t, base+"/")
+	links, _ := m["links"].(map[string]any)
+	if s != 200 || m["service"] != service || m["pair"] != pair || m["backend"] != backend || links == nil {
+		t.Errorf("GET /: %d %v, want service=%s pair=%s backend=%s and links", s, m, service, pair, backend)
+	}
+	for _, name := range []string{"openapi", "stats", "metrics"} {
+		path, _ := links[name].(string)
+		if path == "" {
+			t.Errorf("GET / has no link %q: %v", name, links)
+			continue
+		}
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Errorf("GET / links %s to %s: %v", name, path, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET / links %s to %s, which answers %d", name, path, resp.StatusCode)
 		}
 	}
 	if s, m := GetJSON(t, base+"/no/such/route"); s != 404 || m["error"] == nil {

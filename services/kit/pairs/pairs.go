@@ -2,6 +2,7 @@ package pairs
 
 import (
 	"fmt"
+	"net"
 	"strconv"
 )
 
@@ -28,15 +29,22 @@ type Service struct {
 	Side Side
 	// Backend is the system it is built on, as /stats reports it.
 	Backend string
-	// Port is its default HTTP port (ADDR defaults to ":<Port>").
+	// Port is its default HTTP port (ADDR defaults to
+	// "127.0.0.1:<Port>").
 	Port int
 	// Planned marks a service that is not built yet: it has no directory
 	// under services/, and the load driver does not target it.
 	Planned bool
 }
 
-// Addr is the service's default listen address, ":<Port>".
-func (s Service) Addr() string { return ":" + strconv.Itoa(s.Port) }
+// Addr is the service's default listen address, "127.0.0.1:<Port>":
+// loopback, so that a service started without ADDR is reachable only
+// from this machine (it has no authentication; docs/security.md says how
+// to expose one, ADDR=0.0.0.0:<Port>).
+func (s Service) Addr() string { return net.JoinHostPort(DefaultHost, strconv.Itoa(s.Port)) }
+
+// DefaultHost is the host of every service's default ADDR: loopback.
+const DefaultHost = "127.0.0.1"
 
 // URL is the service's base URL on host with its port shifted by offset.
 func (s Service) URL(host string, offset int) string {

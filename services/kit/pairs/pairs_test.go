@@ -37,7 +37,7 @@ func TestTableIsConsistent(t *testing.T) {
 
 func TestLookups(t *testing.T) {
 	t.Parallel()
-	if s := pairs.Get("no-rabbitmq"); s.Addr() != ":8082" || s.URL("h", 100) != "http://h:8182" {
+	if s := pairs.Get("no-rabbitmq"); s.Addr() != "127.0.0.1:8082" || s.URL("h", 100) != "http://h:8182" {
 		t.Errorf("no-rabbitmq: Addr %s, URL %s", s.Addr(), s.URL("h", 100))
 	}
 	if _, ok := pairs.Lookup("nope"); ok {

@@ -176,12 +176,12 @@ func Ping(pool *pgxpool.Pool) func(context.Context) error {
 }
 
 // Register makes pool part of svc's lifecycle: /readyz pings it (check
-// "postgres"), and shutdown closes it after every OnStop hook registered
+// "postgres"; a failure names DATABASE_URL, see service.ReadyBackend), and shutdown closes it after every OnStop hook registered
 // later (hooks run in reverse), so the consumers and workers a service
 // registers after it stop before their pool closes.
 func Register(svc *service.Service, pool *pgxpool.Pool) {
 	svc.OnStop("postgres pool", func(context.Context) error { pool.Close(); return nil })
-	svc.Ready("postgres", Ping(pool))
+	svc.ReadyBackend("postgres", "DATABASE_URL", pool.Config().ConnString(), Ping(pool))
 }
 
 // Pools is a service's Postgres pools: Main, migrated, for its requests,

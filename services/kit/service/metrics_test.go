@@ -75,7 +75,7 @@ func TestMetricsLabelsAreAClosedSet(t *testing.T) {
 		t.Errorf("/metrics is %d bytes after 10,000 requests with random methods and paths, want under 1 MiB", len(body))
 	}
 	methods := map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true, "CONNECT": true, "TRACE": true, "other": true}
-	routes := map[string]bool{"/things/{id}": true, "/metrics": true, "/healthz": true, "/readyz": true, "/stats": true, "/stats/reset": true, "unmatched": true}
+	routes := map[string]bool{"/": true, "/things/{id}": true, "/metrics": true, "/healthz": true, "/readyz": true, "/stats": true, "/stats/reset": true, "unmatched": true}
 	classes := map[string]bool{"1xx": true, "2xx": true, "3xx": true, "4xx": true, "5xx": true}
 	labelRE := regexp.MustCompile(`(\w+)="([^"]*)"`)
 	var series int

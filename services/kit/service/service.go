@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -136,6 +139,9 @@ func New(info stats.Info, cfg httpapi.ServerConfig, logger *slog.Logger, latenci
 		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "service": info.Service})
 	})
 	r.Get("/readyz", s.readyz)
+	r.Get("/", func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.WriteJSON(w, http.StatusOK, Index{Service: info.Service, Pair: info.Pair, Backend: info.Backend, Links: IndexLinks})
+	})
 	r.Method(http.MethodGet, "/metrics", rec.MetricsHandler())
 	r.Method(http.MethodGet, "/stats", rec.StatsHandler())
 	if cfg.StatsReset {
@@ -154,6 +160,59 @@ func New(info stats.Info, cfg httpapi.ServerConfig, logger *slog.Logger, latenci
 // concurrently.
 func (s *Service) Ready(name string, check func(context.Context) error) {
 	s.checks = append(s.checks, hook{name, check})
+}
+
+// ReadyBackend registers the readiness check of a server the service
+// uses: name is the server (postgres, redis, ...), env the variable that
+// points to it and addr that variable's value. A failing ping answers
+// /readyz with a 503 naming all three, "redis unreachable
+// (REDIS_URL=redis://localhost:6379/0): ..." (a password in addr is
+// masked), so that whoever reads it knows which setting to check.
+func (s *Service) ReadyBackend(name, env, addr string, ping func(context.Context) error) {
+	s.Ready(name, func(ctx context.Context) error {
+		return Unreachable(name, env, addr, ping(ctx))
+	})
+}
+
+// Unreachable wraps err, a failed call to the server name, with the
+// variable env that points to it and its value addr (a password in it
+// masked): "name unreachable (ENV=addr): err". A nil err stays nil.
+func Unreachable(name, env, addr string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s unreachable (%s=%s): %w", name, env, Redact(addr), err)
+}
+
+// Redact returns addr with the password of a URL masked, as
+// url.URL.Redacted does; an addr that is not a URL with a password is
+// returned as it is.
+func Redact(addr string) string {
+	u, err := url.Parse(addr)
+	if err != nil || u.User == nil {
+		return addr
+	}
+	if _, ok := u.User.Password(); !ok {
+		return addr
+	}
+	return u.Redacted()
+}
+
+// Index is the answer of GET /: what the service is and where its
+// documents are. It is outside every pair's OpenAPI contract, as
+// /healthz, /readyz, /stats and /metrics are.
+type Index struct {
+	// Service, Pair and Backend are the service's row of the pair table.
+	Service string `json:"service"`
+	Pair    string `json:"pair"`
+	Backend string `json:"backend"`
+	// Links maps a name to a path of the service.
+	Links map[string]string `json:"links"`
+}
+
+// IndexLinks are the links of GET /.
+var IndexLinks = map[string]string{
+	"openapi": "/openapi.yaml", "stats": "/stats", "metrics": "/metrics", "healthz": "/healthz", "readyz": "/readyz",
 }
 
 // Degraded wraps a readiness check's error that must not take the service
@@ -358,26 +417,111 @@ func Main(build func(ctx context.Context) (*Service, error)) {
 	}
 }
 
-// Start is the whole of a service's main: under Main, it reads the
-// service's Config from the environment with read, makes the logger the
-// Config describes (on stderr), and passes both to build, which assembles
-// the service that Main then runs. Variables set under an old name (see
-// config.Reader.Rename) are logged once here, as warnings naming old and
-// new. C is the service's Config, which embeds Common for NewLogger.
-func Start[C interface{ NewLogger(io.Writer) *slog.Logger }](
+// Start is the whole of a service's main, self its row of the pair
+// table. With -h or --help as argument it prints the usage text (Help)
+// on stdout and exits 0, before it reads the environment or reaches any
+// server; any other argument is refused (exit 2), since every setting is
+// an environment variable. Otherwise, under Main, it assembles the
+// service from the environment (Assemble) and runs it. C is the
+// service's Config, which embeds Common.
+func Start[C any, P commonPtr[C]](
+	self pairs.Service,
 	read func(*config.Reader) (C, error),
 	build func(ctx context.Context, cfg C, logger *slog.Logger) (*Service, error),
 ) {
+	if code, done := handleArgs(os.Stdout, os.Stderr, os.Args[1:], self, read); done {
+		os.Exit(code)
+	}
 	Main(func(ctx context.Context) (*Service, error) {
-		r := config.FromEnv()
-		cfg, err := read(r)
-		if err != nil {
-			return nil, err
-		}
-		logger := cfg.NewLogger(os.Stderr)
-		LogDeprecations(logger, r)
-		return build(ctx, cfg, logger)
+		return Assemble[C, P](ctx, config.FromEnv(), os.Environ(), os.Stderr, read, build)
 	})
+}
+
+// commonPtr is a pointer to a service's Config, which embeds Common.
+type commonPtr[C any] interface {
+	*C
+	NewLogger(io.Writer) *slog.Logger
+	common() *Common
+}
+
+// common returns c itself; a Config that embeds Common has it.
+func (c *Common) common() *Common { return c }
+
+// handleArgs answers the command-line arguments: -h or --help writes the
+// usage text to stdout (exit 0), anything else an error to stderr (exit
+// 2). done is false when there are no arguments: the service starts.
+func handleArgs[C any](stdout, stderr io.Writer, args []string, self pairs.Service, read func(*config.Reader) (C, error)) (code int, done bool) {
+	switch {
+	case len(args) == 0:
+		return 0, false
+	case len(args) == 1 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]):
+		if err := Help(stdout, self, read); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1, true
+		}
+		return 0, true
+	default:
+		fmt.Fprintf(stderr, "error: %s takes no arguments (got %q): every setting is an environment variable; %s -h lists them\n",
+			self.Name, args, self.Name)
+		return 2, true
+	}
+}
+
+// Help writes the usage text of the service of row self: what it is, and
+// every setting read reads, with its default and meaning (config.Usage),
+// from the same description of the Config that the docs' env tables are
+// checked against (configtest.CheckDocs). It reads the Config from an
+// empty environment and touches nothing else: no server, no port.
+func Help[C any](w io.Writer, self pairs.Service, read func(*config.Reader) (C, error)) error {
+	r := config.FromMap(nil)
+	if _, err := read(r); err != nil {
+		return fmt.Errorf("the defaults are refused: %w", err)
+	}
+	header := fmt.Sprintf("%s: the %s pair's %s side, built on %s. It serves HTTP on ADDR:\n"+
+		"GET / (what it is), /openapi.yaml (its contract), /healthz, /readyz, /stats,\n/metrics.\n\n"+
+		"Usage: %s [-h | --help]\n\n"+
+		"It takes no arguments. Every setting is an environment variable, read at\n"+
+		"start; unset or empty means the default. A variable that looks like a\n"+
+		"setting but is none (a typo) is logged as a warning.\n\n",
+		self.Name, self.Pair, self.Side, self.Backend, self.Name)
+	if _, err := io.WriteString(w, header); err != nil {
+		return err
+	}
+	return config.Usage(w, self.Name, r.Vars())
+}
+
+// Assemble is Start without the process: it reads the Config from r
+// with read, makes the logger the Config describes (on stderr), logs the
+// variables set under an old name and those of environ (os.Environ) that
+// look like settings but are none (config.Reader.Strays), binds ADDR and
+// only then calls build, which opens the backends, migrates and creates
+// slots and queues: a busy port fails here, naming ADDR, before anything
+// was created. The Service serves on the listener bound here.
+func Assemble[C any, P commonPtr[C]](
+	ctx context.Context, r *config.Reader, environ []string, stderr io.Writer,
+	read func(*config.Reader) (C, error),
+	build func(ctx context.Context, cfg C, logger *slog.Logger) (*Service, error),
+) (*Service, error) {
+	cfg, err := read(r)
+	if err != nil {
+		return nil, err
+	}
+	p := P(&cfg)
+	logger := p.NewLogger(stderr)
+	LogDeprecations(logger, r)
+	LogStrays(logger, r, environ)
+	hc := &p.common().HTTP
+	ln, err := net.Listen("tcp", hc.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (ADDR): %w; nothing was migrated or created", hc.Addr, err)
+	}
+	hc.Listener = ln
+	svc, err := build(ctx, cfg, logger)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return svc, nil
 }
 
 // WithoutParts adapts assemble, a build that also returns the parts of
@@ -397,6 +541,20 @@ func WithoutParts[C, P any](
 func LogDeprecations(logger *slog.Logger, r *config.Reader) {
 	for _, d := range r.Deprecations() {
 		logger.Warn("deprecated environment variable: "+d.String(), "old", d.Old, "new", d.New)
+	}
+}
+
+// LogStrays logs one warning per variable of environ that looks like a
+// setting but is not one (config.Reader.Strays), naming the setting it
+// most likely meant. The stack's URLs that tests and scripts read
+// (pairs.Backends) are not strays.
+func LogStrays(logger *slog.Logger, r *config.Reader, environ []string) {
+	var ignore []string
+	for _, b := range pairs.Backends {
+		ignore = append(ignore, b.Env)
+	}
+	for _, s := range r.Strays(environ, ignore...) {
+		logger.Warn("unknown environment variable: "+s.String(), "variable", s.Name, "meant", s.Suggest)
 	}
 }
 

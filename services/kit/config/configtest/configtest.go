@@ -217,7 +217,8 @@ func sameParsed[T comparable](a, b string, parse func(string) (T, error)) bool {
 
 // CheckDocs reads service's Config with read from an empty environment and
 // compares the variables it read with the env tables of the markdown
-// files, failing tb with every problem (see Compare).
+// files, failing tb with every problem (see Compare), and with every
+// variable the usage text (-h) could not explain (config.Meaning).
 func CheckDocs[C any](tb testing.TB, service string, read func(*config.Reader) (C, error), files ...string) {
 	tb.Helper()
 	r := config.FromMap(nil)
@@ -238,5 +239,10 @@ func CheckDocs[C any](tb testing.TB, service string, read func(*config.Reader) (
 	}
 	for _, p := range Compare(service, r.Vars(), rows) {
 		tb.Error(p)
+	}
+	for _, v := range r.Vars() {
+		if config.Meaning(service, v.Name) == "" {
+			tb.Errorf("%s reads %s, which has no meaning in kit/config's vocabulary (meanings.go), so -h cannot explain it", service, v.Name)
+		}
 	}
 }

@@ -83,7 +83,7 @@ func PostgresDefaults[C any](tb testing.TB, read func(*config.Reader) (C, error)
 	if a, s := get(c); a != addr || s != schema {
 		tb.Fatalf("defaults: ADDR %q, DATABASE_SCHEMA %q; want %q, %q: %+v", a, s, addr, schema, c)
 	}
-	NamesBadVariables(tb, read, map[string]string{"ADDR": strings.TrimPrefix(addr, ":"), "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name"},
+	NamesBadVariables(tb, read, map[string]string{"ADDR": addr[strings.LastIndex(addr, ":")+1:], "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name"},
 		"ADDR", "DATABASE_MAX_CONNS", "DATABASE_SCHEMA")
 	return c
 }

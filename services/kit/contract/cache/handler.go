@@ -316,6 +316,11 @@ func (h *handler) putKV(w http.ResponseWriter, r *http.Request) error {
 	case !utf8.Valid(body) || !json.Valid(body):
 		return httpapi.BadRequest("the body must be one JSON value (UTF-8)")
 	}
+	// Stored byte for byte on both sides, but held to the one rule of
+	// every JSON body: no lone surrogates, no numbers out of bounds.
+	if err := httpapi.CheckJSONValues(body); err != nil {
+		return err
+	}
 	start := time.Now()
 	ctx, cancel := h.ctx(r)
 	defer cancel()

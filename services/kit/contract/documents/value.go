@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 )
 
 // A profile value is one of: nil (JSON null), bool, json.Number, string,
@@ -131,8 +132,10 @@ func (o Object) set(key string, v any) Object {
 //     and the search of that key would fail on the MongoDB side only;
 //   - neither keys nor strings may contain U+0000 (Postgres jsonb and BSON
 //     keys cannot store it);
-//   - numbers must be int64 integers or decimals that a 64-bit float
-//     holds exactly, i.e. that survive the round trip through float64
+//   - numbers must pass the shared number rule (jsonbtext.CheckNumber:
+//     digits, exponent, the 64-bit float range), and be int64 integers
+//     or decimals that a 64-bit float holds exactly, i.e. that survive
+//     the round trip through float64
 //     (MongoDB stores int64 or double; Postgres numeric would keep
 //     1e-400 or a 30-digit integer exactly while MongoDB stored 0 or a
 //     rounded value, and the sides would then disagree on search).
@@ -175,10 +178,13 @@ func validate(v any, path string) error {
 		if _, err := strconv.ParseInt(string(t), 10, 64); err == nil {
 			return nil // an int64: exact on both sides (BSON int64, numeric)
 		}
-		f, err := strconv.ParseFloat(string(t), 64)
-		if err != nil || math.IsInf(f, 0) {
-			return fmt.Errorf("%s: number %s is out of the 64-bit float range", path, t)
+		// The range, digits and exponent are the shared number rule of
+		// every pair (jsonbtext; httpapi.DecodeJSON applies it to every
+		// body); exactness as a float is this pair's own.
+		if err := jsonbtext.CheckNumber(string(t)); err != nil {
+			return fmt.Errorf("%s %v", path, err)
 		}
+		f, _ := strconv.ParseFloat(string(t), 64)
 		if !sameDecimal(string(t), strconv.FormatFloat(f, 'e', -1, 64)) {
 			return fmt.Errorf("%s: number %s cannot be stored exactly as a 64-bit float (it would become %s); send fewer significant digits or a string", path, t, strconv.FormatFloat(f, 'g', -1, 64))
 		}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -128,16 +127,10 @@ func ValidateEvents(events []EventData) error {
 		if len(e.Data) == 0 || string(e.Data) == "null" {
 			return httpapi.BadRequest("events[%d].data is required (any JSON value but null)", i)
 		}
-		if err := jsonbtext.Check(e.Data); err != nil {
-			return httpapi.BadRequest("events[%d].data: %v", i, err)
-		}
 		if len(e.Metadata) > 0 && string(e.Metadata) != "null" {
 			var m map[string]any
 			if err := json.Unmarshal(e.Metadata, &m); err != nil {
 				return httpapi.BadRequest("events[%d].metadata must be a JSON object", i)
-			}
-			if err := jsonbtext.Check(e.Metadata); err != nil {
-				return httpapi.BadRequest("events[%d].metadata: %v", i, err)
 			}
 		}
 	}
@@ -184,8 +177,14 @@ func (h *handler) append(w http.ResponseWriter, r *http.Request) error {
 }
 
 // PositionPattern is the shape of a position every backend reports: an
-// offset ("42") or two numbers ("1222459:17"), each at most 20 digits.
-const PositionPattern = `^[0-9]{1,20}(:[0-9]{1,20})?$`
+// offset ("42"), two numbers ("1222459:17"), or a keyed Kafka topic's
+// subscription cursor ("8:12:0:7:…", its partition count then one offset
+// per partition), each number at most 20 digits, MaxPositionLen bytes in
+// all.
+const PositionPattern = `^[0-9]{1,20}(:[0-9]{1,20})*$`
+
+// MaxPositionLen bounds a position's length: a cursor of 256 partitions.
+const MaxPositionLen = 257*21 - 1
 
 var positionRE = regexp.MustCompile(PositionPattern)
 
@@ -428,8 +427,8 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) error {
 	// offsets are not no-kurrentdb's <xid>:<global_pos>).
 	query, header := r.URL.Query().Get("from"), r.Header.Get("Last-Event-ID")
 	for name, v := range map[string]string{"from": query, "Last-Event-ID": header} {
-		if v != "" && !positionRE.MatchString(v) {
-			return httpapi.BadRequest("%s %q is not a position: want digits, or digits:digits, as events and appends report it", name, httpapi.Truncate(v, 64))
+		if v != "" && (len(v) > MaxPositionLen || !positionRE.MatchString(v)) {
+			return httpapi.BadRequest("%s %q is not a position: want digits, or digits:digits (or more numbers joined by colons), as events and appends report it", name, httpapi.Truncate(v, 64))
 		}
 	}
 	from := header

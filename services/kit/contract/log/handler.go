@@ -12,7 +12,6 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -105,9 +104,6 @@ func validate(e *NewEvent, prefix string) error {
 	}
 	if p[0] != '{' {
 		return httpapi.BadRequest("%spayload must be a JSON object", prefix)
-	}
-	if err := jsonbtext.Check(p); err != nil {
-		return httpapi.BadRequest("%spayload %v", prefix, err)
 	}
 	e.Payload = p
 	e.ID = ids.New()

@@ -14,7 +14,6 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/jsonbtext"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -112,9 +111,6 @@ func (h *handler) validate(in TaskRequest, where string, now time.Time) (NewTask
 	}
 	if payload[0] != '{' {
 		return NewTask{}, httpapi.BadRequest("%spayload must be a JSON object", where)
-	}
-	if err := jsonbtext.Check(payload); err != nil {
-		return NewTask{}, httpapi.BadRequest("%spayload: %v", where, err)
 	}
 	return NewTask{ID: ids.New(), Kind: kind, Payload: payload, FailTimes: in.FailTimes, EnqueuedAt: now}, nil
 }

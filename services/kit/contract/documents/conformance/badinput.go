@@ -11,10 +11,11 @@ import (
 )
 
 // runBadInput checks that bad requests get a 4xx JSON error and change
-// nothing.
+// nothing, and that hostile values are refused or kept exactly.
 func runBadInput(t *testing.T, c *client, tg side) {
 	runTests(t, c, tg, []test{
 		{"BadInputIs4xx", testBadInput},
+		{"HostileValues", testHostileValues},
 	})
 }
 

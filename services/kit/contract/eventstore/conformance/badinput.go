@@ -8,10 +8,12 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
-// runBadInput checks that bad requests get a 4xx JSON error.
-func runBadInput(t *testing.T, f Features, newTarget NewTarget) {
-	runTests(t, f, newTarget, []test{
+// runBadInput checks that bad requests get a 4xx JSON error, and that
+// hostile values are refused or kept exactly.
+func runBadInput(t *testing.T, newSide func(testing.TB) side) {
+	runTests(t, newSide, []test{
 		{"BadInputIsA4xxJSON", testBadInput},
+		{"HostileValuesRefusedOrKeptExactly", testHostileValues},
 	})
 }
 

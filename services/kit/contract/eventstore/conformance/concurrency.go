@@ -9,8 +9,8 @@ import (
 )
 
 // runConcurrency checks expected versions and concurrent appends.
-func runConcurrency(t *testing.T, f Features, newTarget NewTarget) {
-	runTests(t, f, newTarget, []test{
+func runConcurrency(t *testing.T, newSide func(testing.TB) side) {
+	runTests(t, newSide, []test{
 		{"WrongExpectedVersionIs409WithActualVersion", testExpectedVersion},
 		{"ConcurrentConditionalAppendsExactlyOneWins", testConditionalRace},
 		{"ConditionalAppendRefusedWith422", testConditionalRefused},

@@ -25,18 +25,20 @@ type test = struct {
 	Fn   func(t *testing.T, tg side)
 }
 
-// runTests runs tests as parallel subtests of t, each on a target of its
-// own with f.
-func runTests(t *testing.T, f Features, newTarget NewTarget, tests []test) {
+// runTests runs tests as parallel subtests of t, each on a side of its
+// own from newSide.
+func runTests(t *testing.T, newSide func(testing.TB) side, tests []test) {
 	kittest.RunParallel(t, tests, func(t *testing.T, fn func(*testing.T, side)) {
-		fn(t, side{Target: newTarget(t), Features: f})
+		fn(t, newSide(t))
 	})
 }
 
-// side is what each test gets: a target and the side's Features.
+// side is what each test gets: a target, the side's Features and its
+// Options.
 type side struct {
 	Target
 	Features Features
+	options
 }
 
 // streamName returns a stream id unique to this run: tank-<hex>-<n>.

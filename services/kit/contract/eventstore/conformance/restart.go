@@ -8,8 +8,8 @@ import (
 
 // runRestart checks that a restart and a crash lose nothing and that a
 // subscription resumes.
-func runRestart(t *testing.T, f Features, newTarget NewTarget) {
-	runTests(t, f, newTarget, []test{
+func runRestart(t *testing.T, newSide func(testing.TB) side) {
+	runTests(t, newSide, []test{
 		{"RestartAndCrashLoseNothingAndSubscriptionResumes", testRestart},
 	})
 }

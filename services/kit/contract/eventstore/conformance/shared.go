@@ -11,8 +11,8 @@ import (
 
 // runShared checks the shared endpoints: /openapi.yaml, /stats and
 // /capabilities.
-func runShared(t *testing.T, f Features, newTarget NewTarget) {
-	runTests(t, f, newTarget, []test{
+func runShared(t *testing.T, newSide func(testing.TB) side) {
+	runTests(t, newSide, []test{
 		{"SharedEndpointsOpenAPIAndCapabilities", testShared},
 	})
 }

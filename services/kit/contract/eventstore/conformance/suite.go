@@ -31,6 +31,33 @@ type Target interface {
 // schema, a topic) for one test, stopped when that test ends.
 type NewTarget func(t testing.TB) Target
 
+// Option declares, for one side, a promise of the suite the side does not
+// keep; the tests that check it check what the side does promise instead,
+// and log the reason.
+type Option func(*options)
+
+type options struct {
+	noTotalOrder, scansAPartition string
+}
+
+// WithoutTotalOrder declares a side whose subscription delivers no total
+// order across streams (a keyed Kafka topic: each partition in order, the
+// partitions interleaved), for reason. The subscription tests then check
+// each stream's order and that every event arrives, not the order between
+// streams nor that global positions increase along the subscription.
+func WithoutTotalOrder(reason string) Option {
+	return func(o *options) { o.noTotalOrder = reason }
+}
+
+// ScansAPartition declares a side without server_side_stream_read whose
+// read of a stream consumes one partition of the store, not all of it
+// (a keyed Kafka topic), for reason. RecordsScannedIsHonest then checks
+// that records_scanned lies between the events returned and every record
+// the test wrote, instead of at least every record.
+func ScansAPartition(reason string) Option {
+	return func(o *options) { o.scansAPartition = reason }
+}
+
 // Timeout bounds each wait of the suite; generous because the machines
 // running it are small and shared.
 const suiteTimeout = 60 * time.Second
@@ -39,12 +66,17 @@ const suiteTimeout = 60 * time.Second
 // its side's Features and NewTarget. Every subtest runs in parallel on its
 // own target. Each area of the contract is one call, and its subtests
 // live in the area's file.
-func Run(t *testing.T, f Features, newTarget NewTarget) {
+func Run(t *testing.T, f Features, newTarget NewTarget, opts ...Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	kittest.ValidateOpenAPI(t, kittest.NewOpenAPI(t, eventstore.OpenAPI))
-	runShared(t, f, newTarget)
-	runAppend(t, f, newTarget)
-	runBadInput(t, f, newTarget)
-	runConcurrency(t, f, newTarget)
-	runSubscribe(t, f, newTarget)
-	runRestart(t, f, newTarget)
+	newSide := func(t testing.TB) side { return side{Target: newTarget(t), Features: f, options: o} }
+	runShared(t, newSide)
+	runAppend(t, newSide)
+	runBadInput(t, newSide)
+	runConcurrency(t, newSide)
+	runSubscribe(t, newSide)
+	runRestart(t, newSide)
 }

@@ -10,10 +10,12 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
-// runBadInput checks that bad requests get a 4xx JSON error.
+// runBadInput checks that bad requests get a 4xx JSON error, and that
+// hostile values are refused or kept exactly.
 func runBadInput(t *testing.T, newTarget NewTarget) {
 	runTests(t, newTarget, []test{
 		{"BadInput", testBadInput},
+		{"HostileValues", testHostileValues},
 	})
 }
 

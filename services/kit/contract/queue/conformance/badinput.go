@@ -9,10 +9,11 @@ import (
 )
 
 // runBadInput checks that bad requests get a 4xx JSON error and record
-// nothing.
+// nothing, and that hostile values are refused or kept exactly.
 func runBadInput(t *testing.T, f Features, newTarget NewTarget) {
 	runTests(t, f, newTarget, []test{
 		{"BadRequests", testBadRequests},
+		{"HostileValues", testHostileValues},
 	})
 }
 

@@ -1,0 +1,144 @@
+package advise
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
+)
+
+// fixture is a log verdict as the report reads it from results: Postgres
+// passed 3000/s, Kafka 1000/s, rates measured up to 4000/s, 70-byte items.
+func fixture() []report.Verdict {
+	return []report.Verdict{{
+		Pair: "log", Specialist: "Kafka", Item: "events", SpecConfidence: report.MeasuredHere,
+		PGRate: report.Figure{Value: 3000, Unit: "/s"}, SpecRate: report.Figure{Value: 1000, Unit: "/s"},
+		RateCriterion: "server delivery p99 < 100ms", MaxRate: 4000,
+		PGCPU: report.Figure{Value: 0.64, Unit: " CPU-s"}, SpecCPU: report.Figure{Why: "failed: 100% of requests 503"},
+		PayloadBytes: []float64{60}, SpecOnly: []string{"consumer groups", "replay"},
+		PGLatency: report.Figure{Value: 1, Unit: " ms"}, SpecLatency: report.Figure{Value: 6, Unit: " ms"}, LatencyWhat: "delivery p95",
+	}}
+}
+
+func base() Workload {
+	return Workload{Pair: "log", Rate: 1000, Growth: 1, PayloadBytes: 100, ConsumerGroups: 1, TeamSize: 2, PostgresInStack: true}
+}
+
+func TestAdviseOnFixture(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(*Workload)
+		final string
+		want  []string
+	}{
+		{"within everything", func(*Workload) {}, "Postgres", []string{"0.33× of Postgres' 3000/s", "failed: 100% of requests 503"}},
+		{"replay needs Kafka", func(w *Workload) { w.Replay = true; w.ConsumerGroups = 3 }, "Kafka (question 1", []string{"3 independent consumer groups"}},
+		{"beyond the range", func(w *Workload) { w.Rate = 8000 }, "measure it: question 2", []string{"2× of it", "Nothing is extrapolated"}},
+		{"growth beyond the range", func(w *Workload) { w.Growth = 5 }, "measure it: question 2", []string{"5000/s in two years"}},
+		{"above both ceilings", func(w *Workload) { w.Rate = 3500 }, "measure it: question 2", []string{"neither side passed it"}},
+		{"big team", func(w *Workload) { w.TeamSize = 12 }, "Kafka (question 3", nil},
+		{"payload outside", func(w *Workload) { w.PayloadBytes = 2048 }, "measure it: question 6", []string{"34× the largest item measured (60 bytes)"}},
+		{"latency met", func(w *Workload) { w.LatencyMS = 5 }, "Postgres", []string{"0.2× your 5 ms target"}},
+		{"no Postgres yet", func(w *Workload) { w.PostgresInStack = false }, "Kafka (question 5", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := base()
+			c.edit(&w)
+			a, err := Advise(w, fixture())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(a.Final, c.final) {
+				t.Errorf("final %q, want prefix %q", a.Final, c.final)
+			}
+			var all strings.Builder
+			Print(&all, w, a)
+			for _, s := range c.want {
+				if !strings.Contains(all.String(), s) {
+					t.Errorf("answers lack %q:\n%s", s, all.String())
+				}
+			}
+			if len(a.Answers) != 6 || a.Answers[0].Question != "Is Postgres' semantics enough?" || a.Answers[4].Question != "Is Postgres already in the stack?" {
+				t.Errorf("questions out of the reference's order: %+v", a.Answers)
+			}
+		})
+	}
+}
+
+func TestMainInputs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"-h"}, 0, "--team-size"},
+		{[]string{"--help"}, 0, "items per second (default 1000)"},
+		{[]string{"--rate", "-5"}, 2, "rate -5 is negative"},
+		{[]string{"--pair", "zoo"}, 2, "unknown pair"},
+		{[]string{"--payload", "2XB"}, 2, "cannot parse size"},
+		{[]string{"--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"--pair", "log", "--results", "../../results", "--rate", "10"}, 0, "Answer: "},
+	} {
+		var out, errb bytes.Buffer
+		if code := Main(c.args, &out, &errb); code != c.code {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, code, c.code, errb.String())
+		}
+		got := out.String() + errb.String()
+		if !strings.Contains(got, c.out) {
+			t.Errorf("%v: output lacks %q:\n%s", c.args, c.out, got)
+		}
+		if c.code == 2 && strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 {
+			t.Errorf("%v: error is not one line: %q", c.args, errb.String())
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]float64{"300": 300, "2KB": 2048, "1.5MB": 1.5 * (1 << 20), "512kib": 512 << 10} {
+		if got, err := report.ParseSize(in); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "KB", "2XB", "-1KB", "NaN"} {
+		if _, err := report.ParseSize(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// TestUnmeasuredAnswersAreNamed: when the results record no item size, the
+// final line says Postgres rests on no measurement for that question.
+func TestUnmeasuredAnswersAreNamed(t *testing.T) {
+	vs := fixture()
+	vs[0].PayloadBytes = nil
+	a, err := Advise(base(), vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Postgres: no answer is no on this machine's measurements; question(s) 6 rest on no measurement."; a.Final != want {
+		t.Errorf("final %q, want %q", a.Final, want)
+	}
+}
+
+// TestAdviseOnCommittedResults answers from the committed results: the
+// reference's example workload needs Kafka (replay, consumer groups).
+func TestAdviseOnCommittedResults(t *testing.T) {
+	vs, err := Load("../../results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := base()
+	w.Rate, w.PayloadBytes, w.ConsumerGroups, w.Replay = 4000, 2048, 3, true
+	a, err := Advise(w, vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(a.Final, "Kafka (question 1") {
+		t.Errorf("final %q", a.Final)
+	}
+	if len(vs) != len(Pairs) {
+		t.Errorf("%d verdicts, want one per pair", len(vs))
+	}
+}

@@ -1,0 +1,89 @@
+package advise
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
+)
+
+// DefaultResults is where Main reads the committed results.
+const DefaultResults = "results"
+
+// Main runs `advise [flags]` and returns the exit status: 0 on an
+// answer or -h, 2 on bad input, 1 when the results cannot be read.
+func Main(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("advise", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	w := Workload{}
+	fs.StringVar(&w.Pair, "pair", "queue", "the pair: "+strings.Join(Pairs, ", "))
+	fs.Float64Var(&w.Rate, "rate", 1000, "load now, in items per second")
+	fs.Float64Var(&w.Growth, "growth", 1, "load in two years as a multiple of now (factor)")
+	payload := fs.String("payload", "1KB", "one item's size, in bytes (300, 2KB, 1.5MB)")
+	fs.IntVar(&w.ConsumerGroups, "consumer-groups", 1, "independent readers that each need every item (count)")
+	fs.BoolVar(&w.Replay, "replay", false, "readers must re-read history (true/false)")
+	fs.BoolVar(&w.Fanout, "fanout", false, "one message must reach several consumers (true/false)")
+	fs.IntVar(&w.TeamSize, "team-size", 3, "people running the infrastructure (count)")
+	fs.BoolVar(&w.Integrity, "integrity", false, "an item must commit with business state in one transaction (true/false)")
+	fs.Float64Var(&w.LatencyMS, "latency-ms", 0, "latency the workload needs, in milliseconds (0: no target)")
+	fs.BoolVar(&w.PostgresInStack, "postgres-in-stack", true, "Postgres already runs in your stack (true/false)")
+	dir := fs.String("results", DefaultResults, "folder of the committed results/*.json (path)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout, fs)
+			return 0
+		}
+		fmt.Fprintln(stderr, "advise:", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "advise: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	w.Pair = strings.ReplaceAll(strings.ToLower(w.Pair), "-", "")
+	b, err := report.ParseSize(*payload)
+	if err != nil {
+		fmt.Fprintln(stderr, "advise: payload:", err)
+		return 2
+	}
+	w.PayloadBytes = b
+	if err := w.Validate(); err != nil {
+		fmt.Fprintln(stderr, "advise:", err)
+		return 2
+	}
+	vs, err := Load(*dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "advise: reading results:", err)
+		return 1
+	}
+	a, err := Advise(w, vs)
+	if err != nil {
+		fmt.Fprintln(stderr, "advise:", err)
+		return 1
+	}
+	Print(stdout, w, a)
+	return 0
+}
+
+// Print writes the answers and the final line.
+func Print(out io.Writer, w Workload, a Advice) {
+	fmt.Fprintf(out, "Workload: %s, %g items/s (growth %g×), %g-byte items, %d consumer group(s), replay %t, fan-out %t, team of %d.\n",
+		w.Pair, w.Rate, w.Growth, w.PayloadBytes, w.ConsumerGroups, w.Replay, w.Fanout, w.TeamSize)
+	fmt.Fprintln(out, "Thresholds: this machine's committed results/*.json (see README.md's cards).")
+	for i, ans := range a.Answers {
+		fmt.Fprintf(out, "\n%d. %s\n   %s\n", i+1, ans.Question, ans.Text)
+	}
+	fmt.Fprintf(out, "\nAnswer: %s\n", a.Final)
+}
+
+func usage(out io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(out, "usage: go run ./loadtests advise [flags]")
+	fmt.Fprintln(out, "\nAnswers the reference's five questions and the project's sixth for your workload with this machine's")
+	fmt.Fprintln(out, "measured thresholds, and ends with Postgres, the specialist, or \"measure it\". Flags (unit, default):")
+	fs.VisitAll(func(f *flag.Flag) {
+		fmt.Fprintf(out, "  --%-18s %s (default %s)\n", f.Name, f.Usage, f.DefValue)
+	})
+}

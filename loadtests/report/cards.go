@@ -1,0 +1,416 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+)
+
+// Confidence of a figure: how it was obtained.
+const (
+	// MeasuredHere is a figure measured on this machine against the
+	// named server.
+	MeasuredHere = "measured here"
+	// StandInFerretDB is a figure measured against FerretDB standing in
+	// for MongoDB: it says nothing about MongoDB.
+	StandInFerretDB = "stand-in: FerretDB"
+	// NotRunKurrentDB marks KurrentDB, which never ran here.
+	NotRunKurrentDB = "not run: KurrentDB"
+)
+
+// Figure is one number of a verdict card with its validity: a value in
+// Unit, or Why there is none ("failed: <reason>", "not measured").
+type Figure struct {
+	Value float64
+	Unit  string
+	// Why is "" for a valid figure.
+	Why string
+}
+
+// OK reports whether the figure holds a valid value.
+func (f Figure) OK() bool { return f.Why == "" }
+
+// String is the value with its unit, or why there is none; a failed
+// figure is never printed as a number.
+func (f Figure) String() string {
+	if !f.OK() {
+		return f.Why
+	}
+	return num(f.Value) + f.Unit
+}
+
+// noFigure is a figure no result holds.
+func noFigure(unit string) Figure { return Figure{Unit: unit, Why: "not measured"} }
+
+// failedFigure is a figure whose measurement failed.
+func failedFigure(unit string, st driver.Status) Figure {
+	return Figure{Unit: unit, Why: st.String()}
+}
+
+// Verdict is one pair's measured thresholds, read from the results: what
+// the README's card and the advise command say.
+type Verdict struct {
+	// Pair is the pair's short name: queue, log, documents, eventstore,
+	// cache.
+	Pair string
+	// Title names the pair for the reader; Specialist the specialist
+	// server; Item the unit of work (tasks, events, ...).
+	Title, Specialist, Item string
+	// SpecServer names the specialist server measured with its version
+	// ("RabbitMQ 3.10.8 (Erlang 25.2.3)"); "" when not measured.
+	SpecServer string
+	// Claims tallies the reference's claims checked for the pair by
+	// verdict ("holds: 2, does not hold: 1"); "" for none.
+	Claims string
+	// SpecConfidence is the confidence of the specialist's figures
+	// (MeasuredHere, StandInFerretDB, NotRunKurrentDB).
+	SpecConfidence string
+	// PGRate and SpecRate are the highest rates (items/s) passing every
+	// check of the ceiling search (median of the searches).
+	PGRate, SpecRate Figure
+	// RateCriterion is the latency bound those rates held ("server
+	// delivery p99 < 100ms"), "" when no search ran.
+	RateCriterion string
+	// MaxRate is the highest rate any measurement of the pair offered:
+	// the top of the measured range (0 when none).
+	MaxRate float64
+	// PGCPU and SpecCPU are CPU-seconds per 1,000 items, every process
+	// counted, with one item per request.
+	PGCPU, SpecCPU Figure
+	// PayloadBytes are the item sizes measured, in bytes.
+	PayloadBytes []float64
+	// PGLatency is Postgres' figure for the latency question, described
+	// by LatencyWhat; SpecLatency the specialist's.
+	PGLatency, SpecLatency Figure
+	LatencyWhat            string
+	// SpecOnly lists what only the specialist does (the semantic limits
+	// of the Postgres side).
+	SpecOnly []string
+	// Alt is a sentence on an alternative specialist measured instead
+	// ("" for none).
+	Alt string
+	// Bites is the failure that bites Postgres first, with its figure.
+	Bites string
+	// Shape is the pair's data-shape figure in words ("" for none).
+	Shape string
+	// Doc, Section and Chart link the details.
+	Doc, Section, Chart string
+}
+
+// typicalPayload is the size of the queue's and the log's load bodies:
+// a JSON object of 50 to 60 bytes (scenario's task and event bodies,
+// loadtests/scenario/queue.go and logpair.go).
+const typicalPayload = 60
+
+// Verdicts returns the pairs' verdicts read from the runs, the
+// event-store results and the raw results, in card order (queue, log,
+// documents, event store, cache).
+func Verdicts(all []*driver.Run, es eventstore.Results, src ...Sources) []Verdict {
+	validate(all)
+	in := newInputs(all, es, src...)
+	return []Verdict{queueVerdict(in), logVerdict(in), documentsVerdict(in), eventStoreVerdict(in), cacheVerdict(in)}
+}
+
+// newInputs indexes the runs for the findings and the verdicts.
+func newInputs(all []*driver.Run, es eventstore.Results, src ...Sources) *inputs {
+	in := &inputs{rs: runs{}, es: es, claims: ClaimsFrom(all, first1(src))}
+	for _, r := range all {
+		in.rs[r.Command] = r
+	}
+	for _, c := range []string{"queue", "log", "documents", "cache"} {
+		if r := in.rs[c]; r != nil {
+			in.order = append(in.order, r)
+		}
+	}
+	return in
+}
+
+// ceilingFigure is a side's median ceiling, or why there is none.
+func ceilingFigure(in *inputs, cmd, side string) Figure {
+	c := in.rs.ceiling(cmd, side)
+	if c == nil {
+		return noFigure("/s")
+	}
+	if st := c.CeilingStatus(); !st.OK() {
+		return failedFigure("/s", st)
+	}
+	return Figure{Value: c.Rate.Median, Unit: "/s"}
+}
+
+// criterionLatency is the latency bound of a ceiling's criteria: its
+// last clause ("server delivery p99 < 100ms").
+func criterionLatency(in *inputs, cmd, side string) string {
+	c := in.rs.ceiling(cmd, side)
+	if c == nil {
+		return ""
+	}
+	parts := strings.Split(c.Criteria, ", ")
+	return parts[len(parts)-1]
+}
+
+// maxRate is the highest rate offered by any ceiling step or point of cmd.
+func maxRate(in *inputs, cmd string) float64 {
+	r := in.rs[cmd]
+	if r == nil {
+		return 0
+	}
+	var m float64
+	for _, c := range r.Ceilings {
+		for _, rd := range c.Rounds {
+			for _, s := range rd.Steps {
+				m = max(m, s.Rate)
+			}
+		}
+	}
+	for _, p := range r.Points {
+		if !strings.Contains(p.Name, "ceiling") {
+			m = max(m, p.Rate)
+		}
+	}
+	return m
+}
+
+// cpuFigure is a side's CPU-seconds per 1,000 items at batch 1 in the
+// throughput run.
+func cpuFigure(in *inputs, pair, side string) Figure {
+	p := in.rs.point("throughput", pair+".throughput", "batch 1")
+	if p == nil {
+		return noFigure(" CPU-s")
+	}
+	if st := p.SideStatus(side); !st.OK() {
+		return failedFigure(" CPU-s", st)
+	}
+	v, ok := median(p, "cpu.total.per_1k", side)
+	if !ok {
+		return noFigure(" CPU-s")
+	}
+	return Figure{Value: v, Unit: " CPU-s"}
+}
+
+// pointFigure is a side's median of metric at p, or why there is none.
+func pointFigure(p *driver.Point, metric, side, unit string) Figure {
+	if p == nil {
+		return noFigure(unit)
+	}
+	if st := p.SideStatus(side); !st.OK() {
+		return failedFigure(unit, st)
+	}
+	v, ok := median(p, metric, side)
+	if !ok {
+		return noFigure(unit)
+	}
+	return Figure{Value: v, Unit: unit}
+}
+
+func queueVerdict(in *inputs) Verdict {
+	v := Verdict{Pair: "queue", Title: "Queue", Specialist: "RabbitMQ", Item: "tasks", SpecConfidence: MeasuredHere,
+		PGRate: ceilingFigure(in, "queue", "no-rabbitmq"), SpecRate: ceilingFigure(in, "queue", "rabbitmq"),
+		RateCriterion: criterionLatency(in, "queue", "no-rabbitmq"), MaxRate: maxRate(in, "queue"),
+		PGCPU: cpuFigure(in, "queue", "no-rabbitmq"), SpecCPU: cpuFigure(in, "queue", "rabbitmq"),
+		PayloadBytes: []float64{typicalPayload},
+		SpecOnly:     []string{"fan-out (one copy per consumer)", "routing", "many queues"},
+		Doc:          "docs/queue.md", Section: pairTitles["queue"], Chart: "docs/results/queue-card.svg",
+		LatencyWhat: "delivery p99",
+	}
+	if r := in.rs["queue"]; r != nil {
+		v.SpecServer = rabbitVersion(r.Versions)
+	}
+	v.Claims = claimCount(in.claims, "queue")
+	best, _ := highestKeptUp(in.rs, "queue", "queue.rate")
+	v.PGLatency, v.SpecLatency = pointFigure(best, "server.delivery.p99_ms", "no-rabbitmq", " ms"), pointFigure(best, "server.delivery.p99_ms", "rabbitmq", " ms")
+	if best != nil {
+		v.LatencyWhat = "delivery p99 at " + best.Name
+	}
+	v.Bites = "every `NOTIFY` serializes commits"
+	for _, p := range in.rs.points("queue", "queue.rate") {
+		if _, ok := median(p, "throughput", "no-rabbitmq"); ok && !sideKeptUp(p, "no-rabbitmq") {
+			v.Bites = fmt.Sprintf("past its ceiling the backlog grows (Postgres fell behind at %s); %s", p.Name, v.Bites)
+			break
+		}
+	}
+	return v
+}
+
+func logVerdict(in *inputs) Verdict {
+	v := Verdict{Pair: "log", Title: "Log", Specialist: "Kafka", Item: "events", SpecConfidence: MeasuredHere,
+		PGRate: ceilingFigure(in, "log", "no-kafka"), SpecRate: ceilingFigure(in, "log", "kafka"),
+		RateCriterion: criterionLatency(in, "log", "no-kafka"), MaxRate: maxRate(in, "log"),
+		PGCPU: cpuFigure(in, "log", "no-kafka"), SpecCPU: cpuFigure(in, "log", "kafka"),
+		PayloadBytes: []float64{typicalPayload},
+		SpecOnly:     []string{"consumer groups", "replay from any offset", "retention", "partitions for parallel consumers"},
+		Doc:          "docs/log.md", Section: pairTitles["log"], Chart: "docs/results/log-card.svg",
+		LatencyWhat: "delivery p95",
+	}
+	if r := in.rs["log"]; r != nil {
+		v.SpecServer = "Kafka " + orWhy(r.Versions.Kafka, r.Versions.Errors["kafka"])
+	}
+	v.Claims = claimCount(in.claims, "log")
+	ps := in.rs.points("log", "log.rate")
+	if len(ps) > 0 {
+		p := ps[len(ps)-1]
+		v.PGLatency, v.SpecLatency = pointFigure(p, "server.delivery.p95_ms", "no-kafka", " ms"), pointFigure(p, "server.delivery.p95_ms", "kafka", " ms")
+		v.LatencyWhat = "delivery p95 at " + p.Name
+	} else {
+		v.PGLatency, v.SpecLatency = noFigure(" ms"), noFigure(" ms")
+	}
+	v.Bites = "a slot whose consumer is dead keeps WAL without bound (or, with `max_slot_wal_keep_size`, is invalidated and its events lost)"
+	return v
+}
+
+func documentsVerdict(in *inputs) Verdict {
+	v := Verdict{Pair: "documents", Title: "Documents", Specialist: "MongoDB", Item: "searches", SpecConfidence: MeasuredHere,
+		PGRate: noFigure("/s"), SpecRate: noFigure("/s"), MaxRate: 0,
+		PGCPU: noFigure(" CPU-s"), SpecCPU: noFigure(" CPU-s"),
+		SpecOnly: []string{"frequent whole rewrites of large documents", "queries other than containment (`@>`) served by an index", "sharded writes"},
+		Doc:      "docs/documents.md", Section: pairTitles["documents"], Chart: "docs/results/documents-card.svg",
+		LatencyWhat: "containment search p95",
+	}
+	v.Claims = claimCount(in.claims, "documents")
+	r := in.rs["documents"]
+	if r != nil && r.Versions.MongoFlavor == "FerretDB" {
+		v.SpecConfidence = StandInFerretDB
+	}
+	p := in.rs.point("documents", "documents.search", "")
+	v.PGLatency, v.SpecLatency = pointFigure(p, "server.search.p95_ms", "no-mongodb", " ms"), pointFigure(p, "server.search.p95_ms", "mongodb", " ms")
+	if p != nil {
+		v.MaxRate = p.Rate
+		v.LatencyWhat += " at " + p.Name
+	}
+	var sizes []string
+	for _, p := range in.rs.points("documents", "documents.rewrite") {
+		if b := sizeOf(p.Name); b > 0 {
+			v.PayloadBytes = append(v.PayloadBytes, b)
+		}
+		f := pointFigure(p, "cost_ratio.p50", "no-mongodb", "×")
+		sizes = append(sizes, p.Name+" "+f.String())
+	}
+	v.Bites = "a large profile is rewritten whole (TOAST), even for a neighbour column"
+	if len(sizes) > 0 {
+		v.Shape = "rewrite ÷ patch p50 on Postgres: " + strings.Join(sizes, "; ")
+		v.Bites += ": " + v.Shape
+	}
+	return v
+}
+
+// sizeOf parses a point name such as "512KB" or "2MB" into bytes (0 when
+// it is no size).
+func sizeOf(name string) float64 {
+	b, err := ParseSize(name)
+	if err != nil {
+		return 0
+	}
+	return b
+}
+
+// ParseSize parses a size such as "2KB", "512KiB", "1.5MB" or "300"
+// (bytes); KB and KiB both mean 1024 bytes.
+func ParseSize(s string) (float64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mult := 1.0
+	for _, u := range []struct {
+		suffix string
+		m      float64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("cannot parse size %q (want e.g. 300, 2KB, 1.5MB)", s)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("size %q is negative", s)
+	}
+	return v * mult, nil
+}
+
+func eventStoreVerdict(in *inputs) Verdict {
+	v := Verdict{Pair: "eventstore", Title: "Event store", Specialist: "KurrentDB", Item: "events", SpecConfidence: NotRunKurrentDB,
+		PGRate: noFigure("/s"), SpecRate: Figure{Why: "not run"},
+		PGCPU: noFigure(" CPU-s"), SpecCPU: Figure{Why: "not run"},
+		SpecOnly: []string{"server-side projections", "persistent subscriptions managed by the server"},
+		Doc:      "docs/eventstore.md", Section: eventstore.SectionTitle, Chart: "docs/results/eventstore-card.svg",
+		LatencyWhat: "live delivery p50 to a caught-up subscriber",
+		SpecLatency: Figure{Why: "not run"},
+	}
+	rta := eventstore.ReadThenAppend
+	if pg := appendRows(in.es, rta, "no-kurrentdb", ""); len(pg) > 0 {
+		rates := opsPerSec(pg)
+		v.PGRate = Figure{Value: slices.Min(rates), Unit: "/s"}
+		v.MaxRate = slices.Max(rates)
+		v.RateCriterion = fmt.Sprintf("read-then-append, %d workers, lowest of %d loops", in.es.Append.Options.Workers, len(pg))
+		if c, ok := conflictShare(pg); ok {
+			v.Bites = fmt.Sprintf("concurrent writers to one stream: %s of append attempts refused as version conflicts (409)", percent(c))
+		}
+	} else if f := appendFailure(in.es, rta, "no-kurrentdb"); f != "" {
+		v.PGRate = Figure{Unit: "/s", Why: "failed: " + f}
+	}
+	if f := appendFailure(in.es, rta, "kafka-eventstore"); f != "" {
+		v.Alt = "Kafka is no substitute here: its read-then-append " + f
+	} else if e := engine(in.es, "kafka-eventstore"); e != nil && e.Up && !e.Conditional {
+		v.Alt = "Kafka is no substitute here: it cannot check an expected version"
+	}
+	if pg := catchUp(in.es, "no-kurrentdb"); pg != nil && len(pg.LiveP50MS) > 0 {
+		v.PGLatency = Figure{Value: slices.Max(pg.LiveP50MS), Unit: " ms"}
+	} else {
+		v.PGLatency = noFigure(" ms")
+	}
+	if v.Bites == "" {
+		v.Bites = "the events table grows by every event: partitioning and archiving are yours"
+	}
+	if pg := pointRead(in.es, "no-kurrentdb"); pg != nil {
+		v.Shape = "reading one stream: " + pointReadText(*pg) + " on Postgres"
+	}
+	return v
+}
+
+func cacheVerdict(in *inputs) Verdict {
+	v := Verdict{Pair: "cache", Title: "Cache", Specialist: "Redis", Item: "reads", SpecConfidence: MeasuredHere,
+		PGRate: noFigure("/s"), SpecRate: noFigure("/s"),
+		PGCPU: noFigure(" CPU-s"), SpecCPU: noFigure(" CPU-s"),
+		SpecOnly: []string{"data structures", "eviction policies", "pub/sub", "one cache shared by every instance without a database round trip"},
+		Doc:      "docs/cache.md", Section: CacheTitle, Chart: "docs/results/cache-card.svg",
+		LatencyWhat: "one lookup by key, p50",
+	}
+	if r := in.rs["cache"]; r != nil {
+		v.SpecServer = "Redis " + orWhy(r.Versions.Redis, r.Versions.Errors["redis"])
+	}
+	v.Claims = claimCount(in.claims, "cache")
+	if p := in.rs.point("cache", cacheProfile, ""); p != nil {
+		v.MaxRate = p.Rate
+		v.RateCriterion = "open loop, no ceiling searched"
+	}
+	raw := in.rs.point("cache", cacheRaw, "")
+	v.PGLatency, v.SpecLatency = pointFigure(raw, "client.p50_ms", "postgres", " ms"), pointFigure(raw, "client.p50_ms", "redis", " ms")
+	v.Bites = "a mode bound by a TTL serves the old value until the TTL ends"
+	if p := in.rs.point("cache", cacheStaleness, ""); p != nil {
+		v.Shape = "fresh after an out-of-band UPDATE within: " + stalenessModes(p)
+		v.Bites += " (" + stalenessModes(p) + ")"
+	}
+	return v
+}
+
+// claimCount tallies a pair's claims by verdict: "holds: 2, does not
+// hold: 1"; "" when none was checked.
+func claimCount(all []Claim, pair string) string {
+	by := map[string]int{}
+	for _, c := range all {
+		if c.Pair == pair {
+			by[c.Verdict]++
+		}
+	}
+	var parts []string
+	for _, v := range []string{Holds, DoesNotHold, Inconclusive, FailedRun, NotMeasurable} {
+		if by[v] > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d", v, by[v]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

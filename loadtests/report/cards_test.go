@@ -1,0 +1,71 @@
+package report
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// TestCardSaysFailedFiguresInWords renders a card whose figures failed
+// or were not measured: each says so in words, never as a number, and
+// the card fits on one screen.
+func TestCardSaysFailedFiguresInWords(t *testing.T) {
+	v := Verdict{Pair: "queue", Title: "Queue", Specialist: "RabbitMQ", Item: "tasks", SpecConfidence: MeasuredHere,
+		PGRate:    failedFigure("/s", driver.Status{State: driver.StateFailed, Reason: "every search aborted"}),
+		SpecRate:  Figure{Value: 2000, Unit: "/s"},
+		PGCPU:     noFigure(" CPU-s"),
+		SpecCPU:   Figure{Value: 1.5, Unit: " CPU-s"},
+		PGLatency: noFigure(" ms"), SpecLatency: Figure{Value: 5, Unit: " ms"}, LatencyWhat: "delivery p99",
+		MaxRate: 4000, SpecOnly: []string{"fan-out"}, Bites: "NOTIFY", Doc: "docs/queue.md", Section: "Queue", Chart: "docs/results/queue-card.svg",
+	}
+	c := Card(v)
+	for _, want := range []string{"**Use Postgres when**", "**Use RabbitMQ when**", "failed: every search aborted", "Postgres not measured", "docs/results/queue-card.svg", "RabbitMQ measured here"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("card lacks %q:\n%s", want, c)
+		}
+	}
+	if strings.Contains(c, "up to 0") || strings.Contains(c, "more than 0") {
+		t.Errorf("a failed rate printed as a number:\n%s", c)
+	}
+	if n := strings.Count(c, "\n"); n > 12 {
+		t.Errorf("card has %d lines, want at most 12:\n%s", n, c)
+	}
+}
+
+// TestCommittedREADMEShowsEveryCardFirst checks the committed README's
+// first screen: a card per pair, each with "Use Postgres when" and
+// "Use <specialist> when", in its first 60 lines.
+func TestCommittedREADMEShowsEveryCardFirst(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Skip("no README.md:", err)
+	}
+	lines := strings.Split(string(b), "\n")
+	head := strings.Join(lines[:min(60, len(lines))], "\n")
+	for title, spec := range map[string]string{"Queue": "RabbitMQ", "Log": "Kafka", "Documents": "MongoDB", "Event store": "KurrentDB", "Cache": "Redis"} {
+		_, card, ok := strings.Cut(head, "\n### "+title+": ")
+		if !ok {
+			t.Errorf("no %s card in README.md's first 60 lines", title)
+			continue
+		}
+		card, _, _ = strings.Cut(card, "\n### ")
+		for _, want := range []string{"**Use Postgres when**", "**Use " + spec + " when**"} {
+			if !strings.Contains(card, want) {
+				t.Errorf("%s card lacks %q in the first 60 lines", title, want)
+			}
+		}
+	}
+}
+
+func TestParseSizeUnits(t *testing.T) {
+	for in, want := range map[string]float64{"70": 70, "70B": 70, "2KB": 2048, "2 KiB": 2048, "1MB": 1 << 20} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("%q: %v, %v", in, got, err)
+		}
+	}
+	if _, err := ParseSize("many"); err == nil {
+		t.Error("\"many\" parsed")
+	}
+}
