@@ -1,0 +1,66 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+)
+
+// test is one named subtest of the suite.
+type test = struct {
+	Name string
+	Fn   func(*testing.T, side, ownTarget)
+}
+
+// runTests runs tests as parallel subtests of t, each given the shared
+// target and own.
+func runTests(t *testing.T, shared side, own ownTarget, tests []test) {
+	kittest.RunParallel(t, tests, func(t *testing.T, fn func(*testing.T, side, ownTarget)) { fn(t, shared, own) })
+}
+
+// ownTarget starts a target of the subtest's own.
+type ownTarget func(testing.TB, Options) side
+
+// side is what each test gets: a target and the side's Features.
+type side struct {
+	Target
+	Features Features
+}
+
+// Get sends GET url and returns the status, the X-Cache and
+// X-Cache-Layer headers and the body.
+func Get(t testing.TB, url string) (status int, xcache, layer string, body []byte) {
+	t.Helper()
+	resp, raw := kittest.DoResponse(t, http.MethodGet, url, nil, nil)
+	return resp.StatusCode, resp.Header.Get(cache.HeaderCache), resp.Header.Get(cache.HeaderLayer), raw
+}
+
+// GetProduct reads product id from base, failing the test unless it
+// answers 200, and returns it with its X-Cache value.
+func GetProduct(t testing.TB, base string, id int64) (cache.Product, string) {
+	t.Helper()
+	status, xc, _, raw := Get(t, fmt.Sprintf("%s/products/%d", base, id))
+	if status != http.StatusOK {
+		t.Fatalf("GET /products/%d: %d %s", id, status, raw)
+	}
+	var p cache.Product
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatalf("GET /products/%d: %v: %s", id, err, raw)
+	}
+	return p, xc
+}
+
+// PutProduct updates product id through base, failing the test unless it
+// answers 200.
+func PutProduct(t testing.TB, base string, id int64, u cache.ProductUpdate) cache.Product {
+	t.Helper()
+	var p cache.Product
+	if status, raw := kittest.Do(t, http.MethodPut, fmt.Sprintf("%s/products/%d", base, id), u, &p); status != http.StatusOK {
+		t.Fatalf("PUT /products/%d: %d %s", id, status, raw)
+	}
+	return p
+}

@@ -1,0 +1,100 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+)
+
+// runWrite checks writing one event and a batch, reading and waiting.
+func runWrite(t *testing.T, newTarget NewTarget) {
+	runTests(t, newTarget, []test{
+		{"WriteGetWait", testWriteGetWait},
+		{"Batch1000ArrivesWhole", testBatch},
+	})
+}
+
+func testWriteGetWait(t *testing.T, tg Target) {
+	base := tg.URL()
+	c := Post(t, base, logc.NewEvent{Type: "order.created", Key: "order-42", Payload: json.RawMessage(`{"total": 12.5, "items": ["a"]}`)})
+	got := Get(t, base, c.ID)
+	if got.ID != c.ID || got.Type != "order.created" || got.Key != "order-42" || !got.CreatedAt.Equal(c.CreatedAt) {
+		t.Fatalf("GET returned %+v for %+v", got, c)
+	}
+	var payload map[string]any
+	if err := json.Unmarshal(got.Payload, &payload); err != nil || payload["total"] != 12.5 {
+		t.Fatalf("payload %s: %v", got.Payload, err)
+	}
+	e := WaitDelivered(t, base, c.ID)
+	if *e.DeliveryMS < 0 || e.DeliveredAt.Before(e.CreatedAt) {
+		t.Errorf("delivered before created: %+v", e)
+	}
+	if again := Get(t, base, c.ID); again.DeliveredAt == nil || !again.DeliveredAt.Equal(*e.DeliveredAt) {
+		t.Errorf("GET after delivery: %+v", again)
+	}
+	// A payload-less event gets {}.
+	bare := Post(t, base, logc.NewEvent{Type: "ping", Key: "k"})
+	if e := WaitDelivered(t, base, bare.ID); string(e.Payload) != "{}" {
+		t.Errorf("default payload %s, want {}", e.Payload)
+	}
+
+	var raw map[string]any
+	if s, _ := kittest.Do(t, http.MethodGet, base+"/stats", nil, &raw); s != 200 {
+		t.Fatalf("/stats: %d", s)
+	}
+	counters, _ := raw["counters"].(map[string]any)
+	latencies, _ := raw["latencies"].(map[string]any)
+	for _, n := range logc.Counters {
+		if _, ok := counters[n]; !ok {
+			t.Errorf("/stats counters lack %q: %v", n, counters)
+		}
+	}
+	if counters[logc.StatWritten].(float64) < 2 || counters[logc.StatDelivered].(float64) < 2 {
+		t.Errorf("/stats counters %v, want written and delivered ≥ 2", counters)
+	}
+	for _, n := range logc.Latencies {
+		if l, _ := latencies[n].(map[string]any); l == nil || l["count"].(float64) < 1 {
+			t.Errorf("/stats latency %q missing or empty: %v", n, latencies[n])
+		}
+	}
+	st := Consumer(t, base)
+	if !st.Running || st.Position == "" || st.Delivered < 2 || (st.LagUnit != "records" && st.LagUnit != "bytes") {
+		t.Errorf("/consumer: %+v", st)
+	}
+	status, doc := kittest.Do(t, http.MethodGet, base+"/openapi.yaml", nil, nil)
+	if status != 200 || !bytes.Contains(doc, []byte("openapi: 3.1")) {
+		t.Errorf("/openapi.yaml: %d", status)
+	}
+}
+
+func testBatch(t *testing.T, tg Target) {
+	base := tg.URL()
+	created := PostBatch(t, base, events(logc.MaxBatch, "a", "b", "c", "d"))
+	seen := map[string]bool{}
+	for i, c := range created {
+		if seen[c.ID] {
+			t.Fatalf("duplicate id %s in the batch answer", c.ID)
+		}
+		seen[c.ID] = true
+		if i > 0 && c.CreatedAt.Before(created[i-1].CreatedAt) {
+			t.Errorf("created_at not in request order at %d", i)
+		}
+	}
+	WaitDelivered(t, base, created[len(created)-1].ID)
+	// The whole transaction arrives: every event, once.
+	seqs := map[int64]bool{}
+	for _, c := range created {
+		e := WaitDelivered(t, base, c.ID)
+		if seqs[*e.DeliverySeq] {
+			t.Fatalf("delivery_seq %d seen twice", *e.DeliverySeq)
+		}
+		seqs[*e.DeliverySeq] = true
+	}
+	if st := Consumer(t, base); st.Delivered < logc.MaxBatch {
+		t.Errorf("/consumer delivered %d, want ≥ %d", st.Delivered, logc.MaxBatch)
+	}
+}
