@@ -171,9 +171,14 @@ func (o brokerOutcome) figure(c brokerCase) string {
 	if c.kill {
 		how = "killed (kill -9)"
 	}
-	return fmt.Sprintf("%s %s: node %s and started again in %.1f s; %d answered 503 (slowest %.0f ms: %d not_recorded, %d unknown of which %d ran later, %d shed, %d without a kind), %d accepted while down, %d other errors, slowest answer %.0f ms; service ready %.1f s after the node; %d of %d acknowledged lost; %d records no answer accounts for",
-		c.queueType, c.publishMode, how, secs(o.downFor), o.refused503, ms(o.max503), o.kinds["not_recorded"], o.kinds["unknown"], o.unknownRan, o.kinds["shed"],
-		o.refused503-o.kinds["not_recorded"]-o.kinds["unknown"]-o.kinds["shed"], o.acceptedWhileDown, o.otherErrors, ms(o.slowest), secs(o.readyAfter), o.lost, o.accepted, o.unexplained)
+	refused := "0 answered 503" // a slowest of no answers is no figure, never "0 ms"
+	if o.refused503 > 0 {
+		refused = fmt.Sprintf("%d answered 503 (slowest %.0f ms: %d not_recorded, %d unknown of which %d ran later, %d shed, %d without a kind)",
+			o.refused503, ms(o.max503), o.kinds["not_recorded"], o.kinds["unknown"], o.unknownRan, o.kinds["shed"],
+			o.refused503-o.kinds["not_recorded"]-o.kinds["unknown"]-o.kinds["shed"])
+	}
+	return fmt.Sprintf("%s %s: node %s and started again in %.1f s; %s, %d accepted while down, %d other errors, slowest answer %.0f ms; service ready %.1f s after the node; %d of %d acknowledged lost; %d records no answer accounts for",
+		c.queueType, c.publishMode, how, secs(o.downFor), refused, o.acceptedWhileDown, o.otherErrors, ms(o.slowest), secs(o.readyAfter), o.lost, o.accepted, o.unexplained)
 }
 
 func ms(d time.Duration) float64   { return math.Round(float64(d.Microseconds())/100) / 10 }

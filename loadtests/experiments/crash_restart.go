@@ -131,8 +131,11 @@ func runPostgresRestart(ctx context.Context, env Env, size Size) (Result, error)
 		if recover >= 0 {
 			rec = fmt.Sprintf("recovered in %.2f s", recover.Seconds())
 		}
-		figs = append(figs, fmt.Sprintf("%s: %d failed (%d not 503), slowest %.0f ms; %s; %d of %d acknowledged lost",
-			name, failed, not503, crashMS(maxFail), rec, lost, len(ids)))
+		failures := "0 failed" // a slowest of no failures is no figure, never "0 ms"
+		if failed > 0 {
+			failures = fmt.Sprintf("%d failed (%d not 503), slowest %.0f ms", failed, not503, crashMS(maxFail))
+		}
+		figs = append(figs, fmt.Sprintf("%s: %s; %s; %d of %d acknowledged lost", name, failures, rec, lost, len(ids)))
 		notes = append(notes, fmt.Sprintf("%s: answers other than %d: %s", name, side.okCode, codeCounts(ss, side)))
 		rig.logf("%s", figs[len(figs)-1])
 	}
