@@ -21,8 +21,9 @@ type HostileValue struct {
 }
 
 // HostileValues returns the values of the one rule for JSON values:
-// numbers that expand on output or leave the 64-bit float range, and
-// lone UTF-16 surrogates.
+// numbers that expand on output or leave the 64-bit float range, lone
+// UTF-16 surrogates, and U+0000 (Postgres jsonb cannot store it, so no
+// side takes it).
 func HostileValues() []HostileValue {
 	return []HostileValue{
 		{"huge exponent", `1e1000000`, "exponent"},
@@ -35,6 +36,8 @@ func HostileValues() []HostileValue {
 		{"lone low surrogate", `"a\udc00"`, "surrogate"},
 		{"high surrogate then a letter", `"\ud800\u0041"`, "surrogate"},
 		{"lone surrogate as a key", `{"\ud83d":1}`, "surrogate"},
+		{"U+0000 in a string", `"a\u0000b"`, "U+0000"},
+		{"U+0000 in a key", `{"k\u0000":1}`, "U+0000"},
 	}
 }
 
