@@ -49,6 +49,9 @@ type consumer struct {
 	// second instance on the same slot): this one waits, retrying
 	// quietly, and takes over when the slot is released.
 	standby atomic.Bool
+	// streamed is when the current stream's START_REPLICATION succeeded
+	// (Unix nanoseconds; 0 before), for the crash-loop guard.
+	streamed atomic.Int64
 }
 
 // standbyError is /readyz's answer while the consumer waits as a standby.
@@ -266,8 +269,10 @@ func (c *consumer) Abort() {
 func (c *consumer) run(ctx context.Context) {
 	defer close(c.done)
 	b := backoff.Backoff{Initial: 50 * time.Millisecond, Max: 5 * time.Second}
+	var guard crashGuard
 	for {
 		started := time.Now()
+		c.streamed.Store(0)
 		err := c.stream(ctx)
 		if ctx.Err() != nil {
 			return
@@ -295,7 +300,20 @@ func (c *consumer) run(ctx context.Context) {
 		}
 		c.stats.Inc(logc.StatReconnects)
 		d := b.Next()
-		c.logger.Warn("replication stream ended; reconnecting", "slot", c.cfg.Slot, "err", err, "backoff", d)
+		var streamed time.Time
+		if ns := c.streamed.Load(); ns != 0 {
+			streamed = time.Unix(0, ns)
+		}
+		if guard.observe(err, streamed, time.Now()) {
+			d = CrashPause
+			why := fmt.Sprintf("crash loop: the replication connection dropped %d times in a row within %s of START_REPLICATION with no error from the server, "+
+				"so the decoding walsender is probably crashing PostgreSQL (its log says \"terminated by signal\"); waiting %s between attempts so that the server serves its other clients. "+
+				"The slot keeps every event: nothing is lost by waiting. Last: %v", guard.inARow, CrashWindow, CrashPause, err)
+			c.lastErr.Store(why)
+			c.logger.Error("replication stream crash loop; pausing reconnects", "slot", c.cfg.Slot, "in_a_row", guard.inARow, "pause", d, "err", err)
+		} else {
+			c.logger.Warn("replication stream ended; reconnecting", "slot", c.cfg.Slot, "err", err, "backoff", d)
+		}
 		if backoff.Sleep(ctx, d) != nil {
 			return
 		}
@@ -329,6 +347,7 @@ func (c *consumer) stream(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start replication on slot %s: %w", c.cfg.Slot, err)
 	}
+	c.streamed.Store(time.Now().UnixNano())
 	c.running.Store(true)
 	defer c.running.Store(false)
 	if c.standby.Swap(false) {
