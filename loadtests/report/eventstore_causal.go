@@ -181,7 +181,7 @@ func CausalClaim(c *eventstore.CausalResult) Claim {
 		}
 		ok := scan >= causalScanSlopeMin && share >= causalShareMin && k.Time.R2 >= causalR2Min && pgOfKafka <= causalPGSlopeMax
 		holds = holds && ok
-		parts = append(parts, fmt.Sprintf("%s-event stream: Kafka scanned %s per record stored, %s ms per million records (R² %.3f), %s of its %s ms fitted at %s records; Postgres %s ms per million records (%s× Kafka's)",
+		parts = append(parts, fmt.Sprintf("%s-event stream: Kafka scanned %s per record stored, %s ms per million records (R² %.3f), %s of its %s ms fitted at %s records; Postgres %s ms per million records (%s)",
 			count(int64(n)), fmt.Sprintf("%.3f", scan), num(k.Time.Slope*perMillion), k.Time.R2, percentOrNone(share), num(k.Time.At(float64(k.MaxRecords))), count(k.MaxRecords),
 			num(pg.Time.Slope*perMillion), ratioOrNone(pgOfKafka)))
 	}
@@ -240,7 +240,7 @@ func ratioOrNone(v float64) string {
 	if math.IsInf(v, 0) || math.IsNaN(v) {
 		return "no ratio: Kafka's slope is not positive"
 	}
-	return num(v)
+	return num(v) + "× Kafka's"
 }
 
 func streamsText(v []int) string {

@@ -125,7 +125,10 @@ func TestCausalClaim(t *testing.T) {
 	if cl.Verdict != Holds || !strings.Contains(cl.Measured, "1,000-event stream: Kafka scanned 1.000 per record stored, 1500 ms per million records") {
 		t.Errorf("linear Kafka: %+v", cl)
 	}
-	if cl := CausalClaim(causalResult(0)); cl.Verdict != DoesNotHold {
+	if !strings.Contains(cl.Measured, "Postgres 0 ms per million records (0× Kafka's)") {
+		t.Errorf("linear Kafka, Postgres part: %s", cl.Measured)
+	}
+	if cl := CausalClaim(causalResult(0)); cl.Verdict != DoesNotHold || !strings.Contains(cl.Measured, "(no ratio: Kafka's slope is not positive)") {
 		t.Errorf("flat Kafka: %+v", cl)
 	}
 	cl = CausalClaim(causalResult(0.0015, "kafka-eventstore@300000"))
