@@ -354,7 +354,7 @@ func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) e
 			if c.state.longLived {
 				steps = append(steps, longLivedOptions(qo, lo, c).steps(c.settle, c.state.history)...)
 			}
-			steps = append(steps, step{"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices))})
+			steps = append(steps, step{"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices)).Add(eventstore.CausalEstimate(eventstore.DefaultCausalOptions()))})
 		case longLivedCommand:
 			steps = longLivedOptions(scenario.QueueScenario.Defaults, scenario.LogScenario.Defaults, c).steps(c.settle, c.state.history)
 		case "throughput":
@@ -727,6 +727,10 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 			return fmt.Errorf("eventstore %s: %w", sc, err)
 		}
 	}
+	// The causal point-read experiment, on instances and stores of its own.
+	if err := runEventStoreCausal(ctx, env, o); err != nil {
+		return fmt.Errorf("eventstore %s: %w", causalScenario, err)
+	}
 	return nil
 }
 
@@ -742,10 +746,13 @@ func eventStoreResultsOptions(c common) eventstore.Options {
 // the bench's scenario, then its RESULTS.md section rendered by package
 // report from every JSON result present; it returns the exit status.
 func eventStoreMain(args []string, stdout, stderr io.Writer) int {
-	const use = "usage: go run ./loadtests eventstore <append|point-read|catch-up> [flags]  (-h for flags)"
+	const use = "usage: go run ./loadtests eventstore <append|point-read|catch-up|causal> [flags]  (-h for flags)"
 	if len(args) < 1 {
 		fmt.Fprintln(stderr, use)
 		return 2
+	}
+	if args[0] == causalScenario {
+		return causalMain(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("eventstore "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)

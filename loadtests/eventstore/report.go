@@ -29,6 +29,9 @@ type Results struct {
 	// StartState is the event store's tables at the start of the first
 	// scenario's run that recorded them (nil in older files).
 	StartState *driver.StartState
+	// Causal is the causal point-read experiment's (RunCausal), nil
+	// when it has not run.
+	Causal *CausalResult
 }
 
 // AppendRow is one engine's loop of one series and round.
@@ -152,6 +155,10 @@ func Load(dir string) (Results, error) {
 		if err := r.addLegacy(dir, sc); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	var err error
+	if r.Causal, err = LoadCausal(dir); err != nil {
+		errs = append(errs, err)
 	}
 	return r, errors.Join(errs...)
 }

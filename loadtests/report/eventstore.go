@@ -58,7 +58,7 @@ func pointReadStatus(r eventstore.PointReadRow) driver.Status {
 // EventStoreSection renders RESULTS.md's event-store section from the
 // bench's results; "" when none of its scenarios has run.
 func EventStoreSection(es eventstore.Results) string {
-	if es.Append == nil && es.PointRead == nil && es.CatchUp == nil {
+	if es.Append == nil && es.PointRead == nil && es.CatchUp == nil && es.Causal == nil {
 		return ""
 	}
 	var b strings.Builder
@@ -130,6 +130,9 @@ func EventStoreSection(es eventstore.Results) string {
 			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.2f |\n", r.Shown(), r.Matched, scanned, ratio, r.MedianMS)
 		}
 		b.WriteString("\n")
+	}
+	if es.Causal != nil {
+		b.WriteString(causalSection(es.Causal))
 	}
 	if c := es.CatchUp; c != nil {
 		fmt.Fprintf(&b, "### catch-up (%s)\n\n%d runs × %d pre-filled events per engine. %s. Ranges are min–max across runs.\n\n", c.At.Format("2006-01-02 15:04 UTC"), c.Options.Runs, c.Options.Events, c.Description)
