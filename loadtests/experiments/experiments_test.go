@@ -170,3 +170,16 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("Describe(unknown schema 1) = %+v", p)
 	}
 }
+
+// TestLoadRefusesUnknownSchema: a file of a schema this driver does not
+// read is refused with a message naming both, never rendered wrong.
+func TestLoadRefusesUnknownSchema(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "20260101T000000Z"+FileSuffix), []byte(`{"schema_version": 9, "results": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, _, err := Load(dir); f != nil || err == nil || !strings.Contains(err.Error(), "schema 9, this driver reads 1 and 2") {
+		t.Errorf("Load(schema 9) = %v, %v", f, err)
+	}
+}
