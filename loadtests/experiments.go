@@ -100,7 +100,7 @@ func printExperiments(w io.Writer, f experiments.File) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "EXPERIMENT\tACKED LOST\tSECONDS\tFIGURE")
 	for _, r := range f.Results {
-		fig := r.Figure
+		fig := experiments.Describe(r).Figure
 		if r.Error != "" {
 			fig = "could not measure: " + r.Error
 		}

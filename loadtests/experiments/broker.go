@@ -30,7 +30,58 @@ import (
 func brokerExperiments() []Experiment {
 	// Full: eight cases, each a node restart (about 10 s for RabbitMQ to
 	// stop and start) between 5 s of load before and after.
-	return []Experiment{{Name: "broker-restart", Run: runBrokerRestart, Full: 180 * time.Second}, kafkaBrokerRestart(), kafkaEventstoreRestart()}
+	return []Experiment{{Name: "broker-restart", Run: runBrokerRestart, Full: 180 * time.Second, Text: brokerText}, kafkaBrokerRestart(), kafkaEventstoreRestart()}
+}
+
+// brokerText is broker-restart's prose.
+var brokerText = Text{
+	Title:    "RabbitMQ restart under load",
+	Happens:  "While the broker is known down, dual-write refuses writes with 503 of kind not_recorded (nothing recorded, safe to retry); a write caught in the instant the node goes down is recorded and answered 503 of kind unknown, and the reconciler publishes it later, so it runs although it was answered 503. Outbox mode keeps accepting writes into its outbox. Once the node is back (stopped or killed with kill -9) the service reconnects by itself, and every task answered 202 is processed.",
+	UserMust: "Retry a 503 of kind not_recorded or shed; on kind unknown, read GET /tasks/{id} for the ids the answer names before retrying, or accept that a retry may run the task twice; or run PUBLISH_MODE=outbox to take writes through a broker outage; keep the reconciler on (RECONCILE_AFTER) for publishes lost in the outage's first instant.",
+	Figure: func(f *Figures) string {
+		var figs []string
+		for _, c := range brokerCasesOf(f) {
+			figs = append(figs, brokerCaseFigure(f, c))
+		}
+		return strings.Join(figs, "; ")
+	},
+	Notes: func(f *Figures) []string {
+		return []string{
+			fmt.Sprintf("a private single RabbitMQ node (own node name, ports and mnesia directory) stopped with rabbitmqctl stop, or killed with SIGKILL (cases .kill9), and started again; load %g tasks/s of single POST /tasks; every answer's time counts in the slowest", f.Num("rate")),
+			"the Kafka broker restart is its own experiment, kafka-broker-restart",
+		}
+	},
+}
+
+// brokerCasesOf are the cases a result ran (its "cases" setting), in
+// order.
+func brokerCasesOf(f *Figures) []brokerCase {
+	var cs []brokerCase
+	for _, name := range strings.Split(f.Str("cases"), ",") {
+		for _, c := range brokerCases(Full) {
+			if c.name() == name {
+				cs = append(cs, c)
+			}
+		}
+	}
+	return cs
+}
+
+// brokerCaseFigure is case c's figure in words.
+func brokerCaseFigure(f *Figures, c brokerCase) string {
+	p := c.name() + "."
+	how := "stopped"
+	if c.kill {
+		how = "killed (kill -9)"
+	}
+	refused := "0 answered 503" // a slowest of no answers is no figure, never "0 ms"
+	if n := f.Int(p + "refused_503"); n > 0 {
+		refused = fmt.Sprintf("%d answered 503 (slowest %.0f ms: %d not_recorded, %d unknown of which %d ran later, %d shed, %d without a kind)",
+			n, f.Num(p+"max_503_ms"), f.Int(p+"503_not_recorded"), f.Int(p+"503_unknown"), f.Int(p+"unknown_ran"), f.Int(p+"503_shed"), f.Int(p+"503_without_kind"))
+	}
+	return fmt.Sprintf("%s %s: node %s and started again in %.1f s; %s, %d accepted while down, %d other errors, slowest answer %.0f ms; service ready %.1f s after the node; %d of %d acknowledged lost; %d records no answer accounts for",
+		c.queueType, c.publishMode, how, f.Num(p+"down_s"), refused, f.Int(p+"accepted_while_down"), f.Int(p+"other_errors"), f.Num(p+"slowest_answer_ms"),
+		f.Num(p+"ready_after_s"), f.Int(p+"acked_lost"), f.Int(p+"accepted"), f.Int(p+"unexplained_records"))
 }
 
 // brokerCase is one service configuration the broker restart is tried on,
@@ -82,10 +133,7 @@ func brokerLoad(size Size) (rate float64, before, after time.Duration) {
 // acknowledged tasks were never processed.
 func runBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	start := time.Now()
-	res := Result{
-		Name: "broker-restart", Title: "RabbitMQ restart under load",
-		Metrics: map[string]float64{},
-	}
+	res := Result{Name: "broker-restart", Metrics: map[string]float64{}}
 	logf := env.prefixed("broker-restart")
 	node, err := startPrivateRabbit(ctx)
 	if err != nil {
@@ -108,26 +156,20 @@ func runBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	if pgURL == "" {
 		pgURL = defaultPostgresURL
 	}
-
-	var figures []string
-	var totalLost int64
+	var names []string
 	for _, c := range brokerCases(size) {
 		o, err := brokerCaseRun(ctx, l, node, pgURL, c, size, logf)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", c.name(), err)
 		}
-		totalLost += o.lost
+		res.AckedLost += o.lost
 		for k, v := range o.metrics() {
 			res.Metrics[c.name()+"."+k] = v
 		}
-		figures = append(figures, o.figure(c))
+		names = append(names, c.name())
 	}
-	res.AckedLost = totalLost
-	res.Happens = "While the broker is known down, dual-write refuses writes with 503 of kind not_recorded (nothing recorded, safe to retry); a write caught in the instant the node goes down is recorded and answered 503 of kind unknown, and the reconciler publishes it later, so it runs although it was answered 503. Outbox mode keeps accepting writes into its outbox. Once the node is back (stopped or killed with kill -9) the service reconnects by itself, and every task answered 202 is processed."
-	res.Figure = strings.Join(figures, "; ")
-	res.UserMust = "Retry a 503 of kind not_recorded or shed; on kind unknown, read GET /tasks/{id} for the ids the answer names before retrying, or accept that a retry may run the task twice; or run PUBLISH_MODE=outbox to take writes through a broker outage; keep the reconciler on (RECONCILE_AFTER) for publishes lost in the outage's first instant."
-	res.Notes = append(res.Notes, fmt.Sprintf("a private single RabbitMQ node (own node name, ports and mnesia directory) stopped with rabbitmqctl stop, or killed with SIGKILL (cases .kill9), and started again; load %g tasks/s of single POST /tasks; every answer's time counts in the slowest", func() float64 { r, _, _ := brokerLoad(size); return r }()),
-		"the Kafka broker restart is its own experiment, kafka-broker-restart")
+	res.setting("cases", strings.Join(names, ","))
+	res.Metrics["rate"], _, _ = brokerLoad(size)
 	res.DurationS = math.Round(time.Since(start).Seconds()*10) / 10
 	return res, nil
 }
@@ -164,21 +206,6 @@ func (o brokerOutcome) metrics() map[string]float64 {
 		"503_shed": float64(o.kinds["shed"]), "503_without_kind": float64(o.refused503 - o.kinds["not_recorded"] - o.kinds["unknown"] - o.kinds["shed"]),
 		"unknown_ran": float64(o.unknownRan), "unexplained_records": float64(o.unexplained),
 	}
-}
-
-func (o brokerOutcome) figure(c brokerCase) string {
-	how := "stopped"
-	if c.kill {
-		how = "killed (kill -9)"
-	}
-	refused := "0 answered 503" // a slowest of no answers is no figure, never "0 ms"
-	if o.refused503 > 0 {
-		refused = fmt.Sprintf("%d answered 503 (slowest %.0f ms: %d not_recorded, %d unknown of which %d ran later, %d shed, %d without a kind)",
-			o.refused503, ms(o.max503), o.kinds["not_recorded"], o.kinds["unknown"], o.unknownRan, o.kinds["shed"],
-			o.refused503-o.kinds["not_recorded"]-o.kinds["unknown"]-o.kinds["shed"])
-	}
-	return fmt.Sprintf("%s %s: node %s and started again in %.1f s; %s, %d accepted while down, %d other errors, slowest answer %.0f ms; service ready %.1f s after the node; %d of %d acknowledged lost; %d records no answer accounts for",
-		c.queueType, c.publishMode, how, secs(o.downFor), refused, o.acceptedWhileDown, o.otherErrors, ms(o.slowest), secs(o.readyAfter), o.lost, o.accepted, o.unexplained)
 }
 
 func ms(d time.Duration) float64   { return math.Round(float64(d.Microseconds())/100) / 10 }
@@ -226,13 +253,36 @@ func brokerCaseRun(ctx context.Context, l *launch.Launcher, node *rabbitNode, pg
 	}
 	defer func() { _ = l.Stop("rabbitmq", 30*time.Second) }()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	client := &http.Client{Timeout: 20 * time.Second}
+	answers, down, up, err := brokerRestartUnderLoad(ctx, node, base, client, c, size, &o, logf)
+	if err != nil {
+		return o, err
+	}
+	ids := o.tally(answers, down, up)
+	if o.accepted == 0 {
+		return o, errors.New("no request was accepted")
+	}
+	if err := o.settle(ctx, pg, pgx.Identifier{schema, "tasks"}.Sanitize(), ids); err != nil {
+		return o, err
+	}
+	counters := stats(client, base)
+	o.republished, o.relayed = counters["republished"], counters["relayed"]
+	logf("%s: %d of %d acknowledged lost, %d records no answer accounts for", c.name(), o.lost, o.accepted, o.unexplained)
+	return o, ctx.Err()
+}
 
+// brokerRestartUnderLoad runs the light load of size on base, stops (or
+// kills) the node and starts it, waits for the service to be ready again
+// and loads a while more; it returns every answer, when the node went
+// down and when it was back, and records the node's downtime and the
+// service's readiness in o.
+func brokerRestartUnderLoad(ctx context.Context, node *rabbitNode, base string, client *http.Client, c brokerCase, size Size, o *brokerOutcome, logf func(string, ...any)) ([]answer, time.Time, time.Time, error) {
 	rate, before, after := brokerLoad(size)
 	var mu sync.Mutex
 	var answers []answer
 	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
 	var inflight sync.WaitGroup
-	client := &http.Client{Timeout: 20 * time.Second}
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
@@ -254,20 +304,11 @@ func brokerCaseRun(ctx context.Context, l *launch.Launcher, node *rabbitNode, pg
 	}()
 	sleep(ctx, before)
 	down := time.Now()
-	if c.kill {
-		logf("%s: killing the node (SIGKILL)", c.name())
-		err = node.kill()
-	} else {
-		logf("%s: stopping the node", c.name())
-		err = node.stop(ctx)
-	}
-	if err != nil {
-		stopLoad()
-		return o, err
+	if err := brokerDown(ctx, node, c, logf); err != nil {
+		return nil, down, down, err
 	}
 	if err := node.start(ctx); err != nil {
-		stopLoad()
-		return o, err
+		return nil, down, down, err
 	}
 	up := time.Now()
 	o.downFor = up.Sub(down)
@@ -283,7 +324,22 @@ func brokerCaseRun(ctx context.Context, l *launch.Launcher, node *rabbitNode, pg
 	stopLoad()
 	<-loadDone
 	inflight.Wait()
+	return answers, down, up, nil
+}
 
+// brokerDown stops the node, or kills it (SIGKILL) in a kill case.
+func brokerDown(ctx context.Context, node *rabbitNode, c brokerCase, logf func(string, ...any)) error {
+	if c.kill {
+		logf("%s: killing the node (SIGKILL)", c.name())
+		return node.kill()
+	}
+	logf("%s: stopping the node", c.name())
+	return node.stop(ctx)
+}
+
+// tally counts the answers into o, with the node down from down to up,
+// and returns the ids of the tasks answered 202.
+func (o *brokerOutcome) tally(answers []answer, down, up time.Time) []string {
 	ids := []string{}
 	first := time.Duration(-1)
 	o.kinds, o.unknownIDs = map[string]int{}, []string{}
@@ -311,19 +367,21 @@ func brokerCaseRun(ctx context.Context, l *launch.Launcher, node *rabbitNode, pg
 		}
 	}
 	o.firstAcceptAfter = max(first, 0)
-	if o.accepted == 0 {
-		return o, errors.New("no request was accepted")
-	}
-	// Settle: every accepted task processed, and every record done (the
-	// reconciler republishes what a lost publish left, after 5 s).
+	return ids
+}
+
+// settle waits (a minute at most) until every accepted task (ids) is
+// processed and every record in tasks is done (the reconciler
+// republishes what a lost publish left, after 5 s), then counts the
+// tasks lost and those no answer accounts for.
+func (o *brokerOutcome) settle(ctx context.Context, pg *pgx.Conn, tasks string, ids []string) error {
 	deadline := time.Now().Add(time.Minute)
-	tasks := pgx.Identifier{schema, "tasks"}.Sanitize()
 	for {
 		var done, undone int64
 		err := pg.QueryRow(ctx, `SELECT count(*) FILTER (WHERE id = ANY($1::uuid[]) AND status = 'done'),
 		        count(*) FILTER (WHERE status <> 'done') FROM `+tasks, ids).Scan(&done, &undone)
 		if err != nil {
-			return o, fmt.Errorf("count tasks: %w", err)
+			return fmt.Errorf("count tasks: %w", err)
 		}
 		o.lost, o.stranded = int64(o.accepted)-done, undone
 		if (o.lost == 0 && o.stranded == 0) || time.Now().After(deadline) || ctx.Err() != nil {
@@ -331,15 +389,12 @@ func brokerCaseRun(ctx context.Context, l *launch.Launcher, node *rabbitNode, pg
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	err = pg.QueryRow(ctx, `SELECT count(*) FILTER (WHERE id = ANY($1::uuid[]) AND status = 'done'),
+	err := pg.QueryRow(ctx, `SELECT count(*) FILTER (WHERE id = ANY($1::uuid[]) AND status = 'done'),
 	        count(*) FILTER (WHERE NOT id = ANY($1::uuid[]) AND NOT id = ANY($2::uuid[])) FROM `+tasks, o.unknownIDs, ids).Scan(&o.unknownRan, &o.unexplained)
 	if err != nil {
-		return o, fmt.Errorf("count tasks: %w", err)
+		return fmt.Errorf("count tasks: %w", err)
 	}
-	counters := stats(client, base)
-	o.republished, o.relayed = counters["republished"], counters["relayed"]
-	logf("%s: %s", c.name(), o.figure(c))
-	return o, ctx.Err()
+	return nil
 }
 
 // post sends one task.

@@ -36,7 +36,7 @@ func TestBrokerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s (%.1f s): %s", res.Title, time.Since(start).Seconds(), res.Figure)
+	t.Logf("%s (%.1f s): %s", Describe(res).Title, time.Since(start).Seconds(), Describe(res).Figure)
 	if res.AckedLost != 0 {
 		t.Errorf("%d acknowledged tasks lost", res.AckedLost)
 	}

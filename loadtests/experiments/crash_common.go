@@ -90,12 +90,23 @@ func (r *crashRig) start(ctx context.Context, name string, extra map[string]stri
 // stop stops service name (SIGTERM, graceful).
 func (r *crashRig) stop(name string) error { return r.l.Stop(name, 15*time.Second) }
 
-// crashNotes are the notes every crash experiment's result carries.
-func crashNotes(cl *pgCluster, more ...string) []string {
+// crashSettings records in r the settings every crash experiment's notes
+// name: the private cluster's version and the machine.
+func crashSettings(r *Result, cl *pgCluster) {
 	m := driver.ThisMachine()
+	r.setting("postgres_version", cl.Version())
+	r.setting("machine_cpu_model", m.CPUModel)
+	r.setting("machine_os", m.OS)
+	r.setting("machine_arch", m.Arch)
+	r.metric("machine_cpus", float64(m.CPUs))
+}
+
+// crashNotes are the notes every crash experiment's result carries (from
+// the settings crashSettings recorded), then more.
+func crashNotes(f *Figures, more ...string) []string {
 	return append([]string{
-		fmt.Sprintf("PostgreSQL %s, a private cluster (own data directory and port, fsync on, defaults otherwise); the shared stack is not touched", cl.Version()),
-		fmt.Sprintf("machine: %s, %d CPUs, %s/%s (shared with other work: times are indicative)", m.CPUModel, m.CPUs, m.OS, m.Arch),
+		fmt.Sprintf("PostgreSQL %s, a private cluster (own data directory and port, fsync on, defaults otherwise); the shared stack is not touched", f.Str("postgres_version")),
+		fmt.Sprintf("machine: %s, %d CPUs, %s/%s (shared with other work: times are indicative)", f.Str("machine_cpu_model"), f.Int("machine_cpus"), f.Str("machine_os"), f.Str("machine_arch")),
 	}, more...)
 }
 

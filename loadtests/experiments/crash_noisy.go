@@ -2,10 +2,13 @@ package experiments
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +28,7 @@ import (
 // own, the consumer kept running, and (at the protocol level) pgoutput
 // with a publication against wal2json with and without its table filter.
 func noisyNeighbourSlot() Experiment {
-	return Experiment{Name: "noisy-neighbour-slot", Run: runNoisyNeighbour, Full: 200 * time.Second}
+	return Experiment{Name: "noisy-neighbour-slot", Run: runNoisyNeighbour, Full: 200 * time.Second, Text: noisyText}
 }
 
 // noisyDB is the database of the second no-kafka (the log in a database of
@@ -50,6 +53,128 @@ var noisyRawSlots = []noisyRawSlot{
 		args: []string{`"format-version" '2'`, `"actions" 'insert'`, `"include-transaction" 'true'`, `"include-types" 'false'`}},
 }
 
+// noisyText is noisy-neighbour-slot's prose.
+var noisyText = Text{
+	Title: "A slot decodes the whole cluster's WAL (noisy neighbour)",
+	Happens: "A logical slot's walsender reads every WAL record written since the slot's position and decodes every change of its own database, unrelated tables too: " +
+		"the table filter (wal2json's add-tables, pgoutput's publication) runs on each change after decoding, and only other databases' records are skipped early. " +
+		"WAL written by other work while no-kafka is away delays the first new event by the time it takes to get through it.",
+	UserMust: "Keep the consumer running (a slot that keeps up decodes the neighbour's WAL as it is written); put the log in a database of its own (decoding drops other databases' records early; the lag in bytes stays as large); " +
+		"a table filter keeps the noise off the wire, not out of decoding, and with many small neighbouring transactions pgoutput's publication (which sends nothing for emptied transactions) gets through faster than wal2json's add-tables (which sends a B and a C for each); " +
+		"watch the slot's lag in bytes (GET /consumer), not only in events (docs/log.md, Noisy neighbour: what to do).",
+	Figure: noisyFigure,
+	Notes: func(f *Figures) []string {
+		return crashNotes(f,
+			"the unrelated WAL is rows of about 1 kB in public.noise of the postgres database (no-kafka's), in transactions of 10,000 rows, then (\"one-row transactions\", a queue's shape) one row per transaction written with synchronous_commit = off",
+			"the lag is pg_current_wal_lsn() - confirmed_flush_lsn before no-kafka starts; no-kafka's times run from launching the process, so the 0 MB round is the start's own cost",
+			"(a): the time runs from the event's commit until GET /events/{id}/wait answers; the walsender's lag is pg_current_wal_lsn() - sent_lsn of no-kafka's walsender at that commit",
+			"(b): a second no-kafka (SLOT_NAME exp_noisy_db) with its schema and slot in database "+noisyDB+" of the same cluster, the noise in database postgres; its slot's lag in bytes holds the other database's WAL too, but decoding drops those records before the reorder buffer (PostgreSQL's decode.c: \"only interested in our database\")",
+			"(c): protocol-level slots, no service: the time runs from START_REPLICATION (connection already open) until a message holding the event's id arrives; \"received\" is what the client had to read; all three decode every change of their own database into the reorder buffer, and the table filter (pgoutput_change's publication check, wal2json's add-tables) drops it only when the transaction is replayed at its commit; wal2json with include-transaction (no-kafka's setting) still sends a B and a C for every transaction whose rows it dropped, pgoutput skips empty transactions (since PostgreSQL 15)",
+			"AckedLost counts events not delivered within 3 minutes")
+	},
+}
+
+// noisyRound is one round of the consumer away: the noise's amount, in
+// one-row transactions when small.
+type noisyRound struct {
+	amount int64
+	small  bool
+}
+
+// key names the round in the metrics: "100mb", "1024mb_small_tx".
+func (rd noisyRound) key() string {
+	key := fmt.Sprintf("%dmb", rd.amount>>20)
+	if rd.small {
+		key += "_small_tx"
+	}
+	return key
+}
+
+// noisyRoundsOf are the rounds f holds (by their first_event_s_ metric):
+// by amount, the one-row-transaction rounds last, as they ran.
+func noisyRoundsOf(f *Figures) []noisyRound {
+	var rounds []noisyRound
+	for _, k := range f.Keys("first_event_s_", "") {
+		rest := strings.TrimPrefix(k, "first_event_s_")
+		digits, _, _ := strings.Cut(rest, "mb")
+		mb, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil {
+			continue
+		}
+		rounds = append(rounds, noisyRound{amount: mb << 20, small: strings.HasSuffix(rest, "_small_tx")})
+	}
+	slices.SortFunc(rounds, func(a, b noisyRound) int {
+		if a.small != b.small {
+			if a.small {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.amount, b.amount)
+	})
+	if len(rounds) == 0 {
+		f.miss("first_event_s_*")
+	}
+	return rounds
+}
+
+// noisyFigure is the consumer-away rounds, then each remedy on the same
+// noise.
+func noisyFigure(f *Figures) string {
+	rounds := noisyRoundsOf(f)
+	var largest int64
+	for _, rd := range rounds {
+		largest = max(largest, rd.amount)
+	}
+	var away, otherDB []string
+	raw := map[bool][]string{}
+	for _, rd := range rounds {
+		k := rd.key()
+		what := noisyWhat(f.Int("unrelated_wal_bytes_"+k), f.Int("unrelated_transactions_"+k), rd.small)
+		away = append(away, fmt.Sprintf("%s (slot lag %s) → %.2f s", what, noisyBytes(f.Int("lag_bytes_"+k)), f.Num("first_event_s_"+k)))
+		otherDB = append(otherDB, fmt.Sprintf("%s → %.2f s", what, f.Num("other_db_first_event_s_"+k)))
+		if rd.amount == largest {
+			var rawFigs []string
+			for _, s := range noisyRawSlots {
+				rawFigs = append(rawFigs, fmt.Sprintf("%s %.2f s (%s received)", s.label, f.Num("raw_"+s.key+"_s_"+k), noisyBytes(f.Int("raw_"+s.key+"_bytes_received_"+k))))
+			}
+			raw[rd.small] = append(raw[rd.small], what+": "+strings.Join(rawFigs, ", "))
+		}
+	}
+	var running []string
+	for _, small := range []bool{false, true} {
+		key := noisyRunningKey(small)
+		running = append(running, fmt.Sprintf("%s (walsender %s behind at the event's commit) → %.3f s",
+			noisyWhat(f.Int(key+"_unrelated_wal_bytes"), f.Int(key+"_unrelated_transactions"), small), noisyBytes(f.Int(key+"_decode_lag_bytes")), f.Num(key+"_event_s")))
+	}
+	return "Consumer away (no-kafka stopped, unrelated WAL written into another table of its database, one event, no-kafka started; time from its start until it delivered the event): " +
+		strings.Join(away, "; ") + ". Remedies, same noise: " +
+		"(a) consumer kept running (the noise written while it streams, time from the next event's commit to its delivery): " + strings.Join(running, "; ") + "; " +
+		"(b) log in a database of its own (noise in the other database, consumer away, start → delivered): " + strings.Join(otherDB, "; ") + "; " +
+		"(c) slots created before the noise, consumer away, read over a replication connection from START_REPLICATION until the event: " + strings.Join(raw[false], "; ") + "; " + strings.Join(raw[true], "; ") + "."
+}
+
+// noisyRunningKey starts the metrics of the consumer-kept-running case.
+func noisyRunningKey(small bool) string {
+	if small {
+		return "running_small_tx"
+	}
+	return "running"
+}
+
+// noisyRun is one run of noisy-neighbour-slot: the private cluster, a
+// connection to its postgres database (the noise's and no-kafka's) and
+// one to noisyDB, and the two no-kafka configurations: same (the log in
+// the noise's database) and other (in noisyDB).
+type noisyRun struct {
+	rig             *crashRig
+	mainURL         string
+	conn, otherConn *pgx.Conn
+	same, other     map[string]string
+	metrics         map[string]float64
+	undelivered     int64
+}
+
 func runNoisyNeighbour(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
 	amounts := []int64{0, 20 << 20}
@@ -63,183 +188,179 @@ func runNoisyNeighbour(ctx context.Context, env Env, size Size) (Result, error) 
 		return Result{}, err
 	}
 	defer rig.Close()
-	mainURL := rig.cluster.URL()
-	otherURL := strings.Replace(mainURL, "/postgres?", "/"+noisyDB+"?", 1)
-	same := map[string]string{"SLOT_NAME": "exp_noisy"}
-	other := map[string]string{"SLOT_NAME": "exp_noisy_db", "DATABASE_URL": otherURL, "REPLICATION_URL": otherURL, "DATABASE_LISTEN_URL": otherURL}
-	conn, err := pgx.Connect(ctx, mainURL)
-	if err != nil {
+	res := Result{Name: "noisy-neighbour-slot", Metrics: map[string]float64{}}
+	r := &noisyRun{rig: rig, metrics: res.Metrics}
+	defer r.close()
+	if err := r.setup(ctx); err != nil {
 		return Result{}, err
-	}
-	defer func() { conn.Close(context.Background()) }()
-	if _, err := conn.Exec(ctx, `CREATE TABLE public.noise (id bigserial PRIMARY KEY, pad text NOT NULL)`); err != nil {
-		return Result{}, err
-	}
-	if _, err := conn.Exec(ctx, `CREATE DATABASE `+noisyDB); err != nil {
-		return Result{}, err
-	}
-	// The first start creates each instance's schema and slot.
-	for _, e := range []map[string]string{same, other} {
-		if err := noisyCatchUp(ctx, rig, e); err != nil {
-			return Result{}, err
-		}
-	}
-	otherConn, err := pgx.Connect(ctx, otherURL)
-	if err != nil {
-		return Result{}, err
-	}
-	defer func() { otherConn.Close(context.Background()) }()
-	if _, err := conn.Exec(ctx, `CREATE PUBLICATION exp_noisy_pub FOR TABLE log.messages`); err != nil {
-		return Result{}, err
-	}
-
-	res := Result{
-		Name:  "noisy-neighbour-slot",
-		Title: "A slot decodes the whole cluster's WAL (noisy neighbour)",
-		Happens: "A logical slot's walsender reads every WAL record written since the slot's position and decodes every change of its own database, unrelated tables too: " +
-			"the table filter (wal2json's add-tables, pgoutput's publication) runs on each change after decoding, and only other databases' records are skipped early. " +
-			"WAL written by other work while no-kafka is away delays the first new event by the time it takes to get through it.",
-		UserMust: "Keep the consumer running (a slot that keeps up decodes the neighbour's WAL as it is written); put the log in a database of its own (decoding drops other databases' records early; the lag in bytes stays as large); " +
-			"a table filter keeps the noise off the wire, not out of decoding, and with many small neighbouring transactions pgoutput's publication (which sends nothing for emptied transactions) gets through faster than wal2json's add-tables (which sends a B and a C for each); " +
-			"watch the slot's lag in bytes (GET /consumer), not only in events (docs/log.md, Noisy neighbour: what to do).",
-		Metrics: map[string]float64{},
 	}
 	largest := amounts[len(amounts)-1]
 	// Rows in transactions of 10,000 at each amount, then the largest
 	// amount again in transactions of one row each (a queue's shape).
-	type round struct {
-		amount int64
-		small  bool
-	}
-	var rounds []round
+	var rounds []noisyRound
 	for _, a := range amounts {
-		rounds = append(rounds, round{amount: a})
+		rounds = append(rounds, noisyRound{amount: a})
 	}
-	rounds = append(rounds, round{amount: largest, small: true})
-	var away, otherDB []string
-	raw := map[bool][]string{}
-	var undelivered int64
+	rounds = append(rounds, noisyRound{amount: largest, small: true})
 	for _, rd := range rounds {
-		key := fmt.Sprintf("%dmb", rd.amount>>20)
-		if rd.small {
-			key += "_small_tx"
-		}
-		// Both consumers caught up, then stopped: they are away.
-		for _, e := range []map[string]string{same, other} {
-			if err := noisyCatchUp(ctx, rig, e); err != nil {
-				return Result{}, err
-			}
-		}
-		for _, s := range noisyRawSlots {
-			if _, err := conn.Exec(ctx, `SELECT pg_create_logical_replication_slot($1, $2)`, "exp_raw_"+s.key, s.plugin); err != nil {
-				return Result{}, fmt.Errorf("create slot exp_raw_%s: %w", s.key, err)
-			}
-		}
-		written, txs, err := noisyWrite(ctx, conn, rd.amount, rd.small)
-		if err != nil {
+		if err := r.away(ctx, rd); err != nil {
 			return Result{}, err
-		}
-		// The new events are written after the noise, before the starts:
-		// a walsender reaches them only once it has got through the noise.
-		id, err := noisyEvent(ctx, conn)
-		if err != nil {
-			return Result{}, err
-		}
-		otherID, err := noisyEvent(ctx, otherConn)
-		if err != nil {
-			return Result{}, err
-		}
-		lag, err := noisySlotLag(ctx, conn, "exp_noisy")
-		if err != nil {
-			return Result{}, err
-		}
-		otherLag, err := noisySlotLag(ctx, otherConn, "exp_noisy_db")
-		if err != nil {
-			return Result{}, err
-		}
-		wait, ok, err := noisyDeliverAfterStart(ctx, rig, same, id)
-		if err != nil {
-			return Result{}, err
-		}
-		if !ok {
-			undelivered++
-		}
-		otherWait, ok, err := noisyDeliverAfterStart(ctx, rig, other, otherID)
-		if err != nil {
-			return Result{}, err
-		}
-		if !ok {
-			undelivered++
-		}
-		what := noisyWhat(written, txs, rd.small)
-		res.Metrics["unrelated_wal_bytes_"+key] = float64(written)
-		res.Metrics["unrelated_transactions_"+key] = float64(txs)
-		res.Metrics["lag_bytes_"+key] = float64(lag)
-		res.Metrics["first_event_s_"+key] = wait.Seconds()
-		res.Metrics["other_db_lag_bytes_"+key] = float64(otherLag)
-		res.Metrics["other_db_first_event_s_"+key] = otherWait.Seconds()
-		away = append(away, fmt.Sprintf("%s (slot lag %s) → %.2f s", what, noisyBytes(lag), wait.Seconds()))
-		otherDB = append(otherDB, fmt.Sprintf("%s → %.2f s", what, otherWait.Seconds()))
-		rig.logf("consumer away, %s: no-kafka delivered %.2f s after its start (slot lag %d bytes); log in database %s: %.2f s (slot lag %d bytes)",
-			what, wait.Seconds(), lag, noisyDB, otherWait.Seconds(), otherLag)
-		var rawFigs []string
-		for _, s := range noisyRawSlots {
-			d, recv, err := noisyRawReach(ctx, mainURL, "exp_raw_"+s.key, s.args, id)
-			if err != nil {
-				return Result{}, fmt.Errorf("slot exp_raw_%s: %w", s.key, err)
-			}
-			res.Metrics["raw_"+s.key+"_s_"+key] = d.Seconds()
-			res.Metrics["raw_"+s.key+"_bytes_received_"+key] = float64(recv)
-			rawFigs = append(rawFigs, fmt.Sprintf("%s %.2f s (%s received)", s.label, d.Seconds(), noisyBytes(recv)))
-			if err := noisyDropSlot(ctx, conn, "exp_raw_"+s.key); err != nil {
-				return Result{}, err
-			}
-		}
-		rig.logf("consumer away, %s: slots read from START_REPLICATION to the event: %s", what, strings.Join(rawFigs, "; "))
-		if rd.amount == largest {
-			raw[rd.small] = append(raw[rd.small], what+": "+strings.Join(rawFigs, ", "))
 		}
 	}
-
-	// The consumer kept running: the largest noise written while no-kafka
-	// streams, then one event; the time from its commit until no-kafka
-	// has it.
-	var running []string
 	for _, small := range []bool{false, true} {
-		key := "running"
-		if small {
-			key += "_small_tx"
-		}
-		runWait, runWritten, runTxs, runLag, ok, err := noisyWhileRunning(ctx, rig, conn, same, largest, small)
-		if err != nil {
+		if err := r.running(ctx, largest, small); err != nil {
 			return Result{}, err
 		}
-		if !ok {
-			undelivered++
-		}
-		res.Metrics[key+"_unrelated_wal_bytes"] = float64(runWritten)
-		res.Metrics[key+"_decode_lag_bytes"] = float64(runLag)
-		res.Metrics[key+"_event_s"] = runWait.Seconds()
-		running = append(running, fmt.Sprintf("%s (walsender %s behind at the event's commit) → %.3f s",
-			noisyWhat(runWritten, runTxs, small), noisyBytes(runLag), runWait.Seconds()))
-		rig.logf("consumer running: %s", running[len(running)-1])
 	}
-
-	res.AckedLost = undelivered
-	res.Figure = "Consumer away (no-kafka stopped, unrelated WAL written into another table of its database, one event, no-kafka started; time from its start until it delivered the event): " +
-		strings.Join(away, "; ") + ". Remedies, same noise: " +
-		"(a) consumer kept running (the noise written while it streams, time from the next event's commit to its delivery): " + strings.Join(running, "; ") + "; " +
-		"(b) log in a database of its own (noise in the other database, consumer away, start → delivered): " + strings.Join(otherDB, "; ") + "; " +
-		"(c) slots created before the noise, consumer away, read over a replication connection from START_REPLICATION until the event: " + strings.Join(raw[false], "; ") + "; " + strings.Join(raw[true], "; ") + "."
-	res.Notes = crashNotes(rig.cluster,
-		"the unrelated WAL is rows of about 1 kB in public.noise of the postgres database (no-kafka's), in transactions of 10,000 rows, then (\"one-row transactions\", a queue's shape) one row per transaction written with synchronous_commit = off",
-		"the lag is pg_current_wal_lsn() - confirmed_flush_lsn before no-kafka starts; no-kafka's times run from launching the process, so the 0 MB round is the start's own cost",
-		"(a): the time runs from the event's commit until GET /events/{id}/wait answers; the walsender's lag is pg_current_wal_lsn() - sent_lsn of no-kafka's walsender at that commit",
-		"(b): a second no-kafka (SLOT_NAME exp_noisy_db) with its schema and slot in database "+noisyDB+" of the same cluster, the noise in database postgres; its slot's lag in bytes holds the other database's WAL too, but decoding drops those records before the reorder buffer (PostgreSQL's decode.c: \"only interested in our database\")",
-		"(c): protocol-level slots, no service: the time runs from START_REPLICATION (connection already open) until a message holding the event's id arrives; \"received\" is what the client had to read; all three decode every change of their own database into the reorder buffer, and the table filter (pgoutput_change's publication check, wal2json's add-tables) drops it only when the transaction is replayed at its commit; wal2json with include-transaction (no-kafka's setting) still sends a B and a C for every transaction whose rows it dropped, pgoutput skips empty transactions (since PostgreSQL 15)",
-		"AckedLost counts events not delivered within 3 minutes")
+	res.AckedLost = r.undelivered
+	crashSettings(&res, rig.cluster)
 	res.DurationS = time.Since(began).Seconds()
 	return res, nil
+}
+
+// close closes the run's connections.
+func (r *noisyRun) close() {
+	for _, c := range []*pgx.Conn{r.conn, r.otherConn} {
+		if c != nil {
+			c.Close(context.Background())
+		}
+	}
+}
+
+// setup creates the noise table, noisyDB, both no-kafka instances'
+// schemas and slots (their first start) and the publication.
+func (r *noisyRun) setup(ctx context.Context) error {
+	r.mainURL = r.rig.cluster.URL()
+	otherURL := strings.Replace(r.mainURL, "/postgres?", "/"+noisyDB+"?", 1)
+	r.same = map[string]string{"SLOT_NAME": "exp_noisy"}
+	r.other = map[string]string{"SLOT_NAME": "exp_noisy_db", "DATABASE_URL": otherURL, "REPLICATION_URL": otherURL, "DATABASE_LISTEN_URL": otherURL}
+	var err error
+	if r.conn, err = pgx.Connect(ctx, r.mainURL); err != nil {
+		return err
+	}
+	if _, err := r.conn.Exec(ctx, `CREATE TABLE public.noise (id bigserial PRIMARY KEY, pad text NOT NULL)`); err != nil {
+		return err
+	}
+	if _, err := r.conn.Exec(ctx, `CREATE DATABASE `+noisyDB); err != nil {
+		return err
+	}
+	// The first start creates each instance's schema and slot.
+	for _, e := range []map[string]string{r.same, r.other} {
+		if err := noisyCatchUp(ctx, r.rig, e); err != nil {
+			return err
+		}
+	}
+	if r.otherConn, err = pgx.Connect(ctx, otherURL); err != nil {
+		return err
+	}
+	_, err = r.conn.Exec(ctx, `CREATE PUBLICATION exp_noisy_pub FOR TABLE log.messages`)
+	return err
+}
+
+// away is one round with the consumers away: both caught up and stopped,
+// the protocol-level slots created, the noise written, one event in each
+// database; then each no-kafka started and timed until it delivered its
+// event, and each protocol-level slot read until the event.
+func (r *noisyRun) away(ctx context.Context, rd noisyRound) error {
+	for _, e := range []map[string]string{r.same, r.other} {
+		if err := noisyCatchUp(ctx, r.rig, e); err != nil {
+			return err
+		}
+	}
+	for _, s := range noisyRawSlots {
+		if _, err := r.conn.Exec(ctx, `SELECT pg_create_logical_replication_slot($1, $2)`, "exp_raw_"+s.key, s.plugin); err != nil {
+			return fmt.Errorf("create slot exp_raw_%s: %w", s.key, err)
+		}
+	}
+	written, txs, err := noisyWrite(ctx, r.conn, rd.amount, rd.small)
+	if err != nil {
+		return err
+	}
+	key := rd.key()
+	r.metrics["unrelated_wal_bytes_"+key] = float64(written)
+	r.metrics["unrelated_transactions_"+key] = float64(txs)
+	// The new events are written after the noise, before the starts: a
+	// walsender reaches them only once it has got through the noise.
+	id, err := noisyEvent(ctx, r.conn)
+	if err != nil {
+		return err
+	}
+	otherID, err := noisyEvent(ctx, r.otherConn)
+	if err != nil {
+		return err
+	}
+	// Both lags before either start: a start writes WAL of its own.
+	lag, err := noisySlotLag(ctx, r.conn, "exp_noisy")
+	if err != nil {
+		return err
+	}
+	otherLag, err := noisySlotLag(ctx, r.otherConn, "exp_noisy_db")
+	if err != nil {
+		return err
+	}
+	r.metrics["lag_bytes_"+key] = float64(lag)
+	r.metrics["other_db_lag_bytes_"+key] = float64(otherLag)
+	if err := r.deliver(ctx, r.same, id, "first_event_s_"+key); err != nil {
+		return err
+	}
+	if err := r.deliver(ctx, r.other, otherID, "other_db_first_event_s_"+key); err != nil {
+		return err
+	}
+	r.rig.logf("consumer away, %s: no-kafka delivered %.2f s after its start (slot lag %.0f bytes); log in database %s: %.2f s (slot lag %.0f bytes)",
+		noisyWhat(written, txs, rd.small), r.metrics["first_event_s_"+key], r.metrics["lag_bytes_"+key], noisyDB, r.metrics["other_db_first_event_s_"+key], r.metrics["other_db_lag_bytes_"+key])
+	return r.readRawSlots(ctx, id, key)
+}
+
+// deliver starts no-kafka with extra and records under metric how long
+// it took until it delivered event id.
+func (r *noisyRun) deliver(ctx context.Context, extra map[string]string, id, metric string) error {
+	wait, ok, err := noisyDeliverAfterStart(ctx, r.rig, extra, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		r.undelivered++
+	}
+	r.metrics[metric] = wait.Seconds()
+	return nil
+}
+
+// readRawSlots reads each protocol-level slot from START_REPLICATION until
+// event id, records the time and the bytes received, and drops the slot.
+func (r *noisyRun) readRawSlots(ctx context.Context, id, key string) error {
+	for _, s := range noisyRawSlots {
+		d, recv, err := noisyRawReach(ctx, r.mainURL, "exp_raw_"+s.key, s.args, id)
+		if err != nil {
+			return fmt.Errorf("slot exp_raw_%s: %w", s.key, err)
+		}
+		r.metrics["raw_"+s.key+"_s_"+key] = d.Seconds()
+		r.metrics["raw_"+s.key+"_bytes_received_"+key] = float64(recv)
+		r.rig.logf("consumer away, %s: slot %s read to the event in %.2f s (%s received)", key, s.key, d.Seconds(), noisyBytes(recv))
+		if err := noisyDropSlot(ctx, r.conn, "exp_raw_"+s.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// running is the consumer kept running: amount of noise (in one-row
+// transactions when small) written while no-kafka streams, then one
+// event, timed from its commit until no-kafka has it.
+func (r *noisyRun) running(ctx context.Context, amount int64, small bool) error {
+	wait, written, txs, lag, ok, err := noisyWhileRunning(ctx, r.rig, r.conn, r.same, amount, small)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		r.undelivered++
+	}
+	key := noisyRunningKey(small)
+	r.metrics[key+"_unrelated_wal_bytes"] = float64(written)
+	r.metrics[key+"_unrelated_transactions"] = float64(txs)
+	r.metrics[key+"_decode_lag_bytes"] = float64(lag)
+	r.metrics[key+"_event_s"] = wait.Seconds()
+	r.rig.logf("consumer running: %s (walsender %s behind at the event's commit) → %.3f s", noisyWhat(written, txs, small), noisyBytes(lag), wait.Seconds())
+	return nil
 }
 
 // noisyCatchUp starts no-kafka with extra, writes one event, waits until

@@ -22,7 +22,34 @@ import (
 // stopped immediately and started: crash recovery empties the table, and
 // the service's start rebuilds it from the logged task records.
 func unloggedQueueCrash() Experiment {
-	return Experiment{Name: "unlogged-queue-crash", Run: runUnloggedQueueCrash}
+	return Experiment{Name: "unlogged-queue-crash", Run: runUnloggedQueueCrash, Text: queueCrashText}
+}
+
+// queueCrashText is unlogged-queue-crash's prose.
+var queueCrashText = Text{
+	Title:    "Unlogged queue table after a crash",
+	Happens:  "Crash recovery empties an UNLOGGED table: every queued task's queue row is gone. no-rabbitmq keeps the task records in a logged table and rebuilds the queue from them at start (and after every reconnect), so no task is lost.",
+	UserMust: "Keep the source of truth logged: an UNLOGGED queue (QUEUE_TABLE=unlogged) must be rebuildable from logged records, and rebuilt after every crash or failover (unlogged tables are not replicated either: a promoted standby starts with them empty).",
+	Figure: func(f *Figures) string {
+		fig := fmt.Sprintf("%d tasks queued, Postgres stopped immediately: queue_jobs held %d before and %d after recovery; the service's start rebuilt %d rows (the rebuild statement took %s, start to ready %.2f s); tasks lost %d.",
+			f.Int("tasks"), f.Int("queue_rows_before"), f.Int("queue_rows_after_crash"), f.Int("queue_rows_rebuilt"), fmtRebuildMS(f.Num("rebuild_ms")),
+			f.Num("start_to_ready_s"), f.Int("records_missing")+f.Int("stranded"))
+		if f.Has("done_after_rebuild") {
+			fig += fmt.Sprintf(" With workers started, %d of %d were done in %.1f s.", f.Int("done_after_rebuild"), f.Int("tasks"), f.Num("drain_s"))
+		}
+		return fig
+	},
+	Notes: func(f *Figures) []string {
+		notes := crashNotes(f,
+			"the rebuild time is the rebuild statement's own duration in the server log (log_min_duration_statement = 0)",
+			"tasks lost = acknowledged tasks without a record + open records without a queue row after the rebuild")
+		if f.Has("done_after_rebuild") {
+			if undone := f.Int("tasks") - f.Int("done_after_rebuild"); undone > 0 {
+				notes = append(notes, fmt.Sprintf("%d tasks were not done within 60 s of starting the workers", undone))
+			}
+		}
+		return notes
+	},
 }
 
 // durationRE finds the duration of a logged statement.
@@ -34,18 +61,13 @@ func runUnloggedQueueCrash(ctx context.Context, env Env, size Size) (Result, err
 	if size == Full {
 		n = 100_000
 	}
-	const svc = "no-rabbitmq"
 	rig, err := newCrashRig(ctx, env, nil)
 	if err != nil {
 		return Result{}, err
 	}
 	defer rig.Close()
-	// WORKERS=0: an API-only instance, so that every task stays queued.
-	base, err := rig.start(ctx, svc, map[string]string{"WORKERS": "0"})
-	if err != nil {
-		return Result{}, err
-	}
-	ids, err := enqueueTasks(ctx, base, n)
+	res := Result{Name: "unlogged-queue-crash", Metrics: map[string]float64{}}
+	ids, err := queueFillAndCrash(ctx, rig, n, res.Metrics)
 	if err != nil {
 		return Result{}, err
 	}
@@ -53,110 +75,120 @@ func runUnloggedQueueCrash(ctx context.Context, env Env, size Size) (Result, err
 	if err != nil {
 		return Result{}, err
 	}
-	var before int64
-	err = conn.QueryRow(ctx, `SELECT count(*) FROM queue.queue_jobs`).Scan(&before)
-	conn.Close(ctx)
-	if err != nil {
+	defer func() { conn.Close(context.Background()) }()
+	if err := queueRebuild(ctx, rig, conn, ids, res.Metrics); err != nil {
 		return Result{}, err
 	}
+	res.AckedLost = int64(res.Metrics["records_missing"] + res.Metrics["stranded"])
+	// Small: run the workers and see every task done once.
+	if size == Small {
+		done, err := queueDrain(ctx, rig, conn, ids, res.Metrics)
+		if err != nil {
+			return Result{}, err
+		}
+		res.AckedLost += int64(len(ids)) - done
+	}
+	crashSettings(&res, rig.cluster)
+	res.DurationS = time.Since(began).Seconds()
+	return res, nil
+}
+
+// queueService is the service unlogged-queue-crash runs.
+const queueService = "no-rabbitmq"
+
+// queueFillAndCrash queues n tasks on an API-only no-rabbitmq (WORKERS=0,
+// so that every task stays queued), stops it, stops Postgres immediately
+// and starts it with every statement's duration logged; it returns the
+// tasks' ids.
+func queueFillAndCrash(ctx context.Context, rig *crashRig, n int, m map[string]float64) ([]string, error) {
+	base, err := rig.start(ctx, queueService, map[string]string{"WORKERS": "0"})
+	if err != nil {
+		return nil, err
+	}
+	ids, err := enqueueTasks(ctx, base, n)
+	if err != nil {
+		return nil, err
+	}
+	var before int64
+	if err := rig.cluster.QueryRow(ctx, `SELECT count(*) FROM queue.queue_jobs`, nil, &before); err != nil {
+		return nil, err
+	}
+	m["tasks"] = float64(len(ids))
+	m["queue_rows_before"] = float64(before)
 	rig.logf("%d tasks queued (queue_jobs holds %d); stopping the service and crashing Postgres", len(ids), before)
-	if err := rig.stop(svc); err != nil {
-		return Result{}, err
+	if err := rig.stop(queueService); err != nil {
+		return nil, err
 	}
 	if err := rig.cluster.Stop(ctx, "immediate"); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	if err := rig.cluster.Start(ctx); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	// Log the rebuild's statement with its duration.
 	if err := rig.cluster.Exec(ctx, `ALTER SYSTEM SET log_min_duration_statement = 0`); err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	if err := rig.cluster.Exec(ctx, `SELECT pg_reload_conf()`); err != nil {
-		return Result{}, err
-	}
-	conn, err = pgx.Connect(ctx, rig.cluster.URL())
-	if err != nil {
-		return Result{}, err
-	}
-	defer func() { conn.Close(context.Background()) }()
+	return ids, rig.cluster.Exec(ctx, `SELECT pg_reload_conf()`)
+}
+
+// queueRebuild counts what crash recovery left, starts the service
+// (which rebuilds the queue) and counts the tasks it lost: acknowledged
+// tasks without a record, open records without a queue row.
+func queueRebuild(ctx context.Context, rig *crashRig, conn *pgx.Conn, ids []string, m map[string]float64) error {
 	var afterCrash, open int64
 	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM queue.queue_jobs), (SELECT count(*) FROM queue.tasks WHERE status IN ('queued', 'running'))`).Scan(&afterCrash, &open); err != nil {
-		return Result{}, err
+		return err
 	}
 	rig.logf("after the crash: queue_jobs holds %d, open task records %d", afterCrash, open)
-
 	t0 := time.Now()
-	if _, err := rig.start(ctx, svc, map[string]string{"WORKERS": "0"}); err != nil {
-		return Result{}, err
+	if _, err := rig.start(ctx, queueService, map[string]string{"WORKERS": "0"}); err != nil {
+		return err
 	}
 	startToReady := time.Since(t0)
 	var missingRecords, stranded, rebuilt int64
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM unnest($1::uuid[]) AS a(id) WHERE NOT EXISTS (SELECT 1 FROM queue.tasks t WHERE t.id = a.id)`, ids).Scan(&missingRecords); err != nil {
-		return Result{}, err
+		return err
 	}
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM queue.tasks t WHERE status IN ('queued', 'running')
 		AND NOT EXISTS (SELECT 1 FROM queue.queue_jobs j WHERE j.task_id = t.id)`).Scan(&stranded); err != nil {
-		return Result{}, err
+		return err
 	}
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM queue.queue_jobs`).Scan(&rebuilt); err != nil {
-		return Result{}, err
+		return err
 	}
-	rebuild := rebuildDuration(rig.cluster.log)
+	m["queue_rows_after_crash"] = float64(afterCrash)
+	m["queue_rows_rebuilt"] = float64(rebuilt)
+	m["rebuild_ms"] = rebuildMS(rebuildDuration(rig.cluster.log))
+	m["start_to_ready_s"] = startToReady.Seconds()
+	m["records_missing"] = float64(missingRecords)
+	m["stranded"] = float64(stranded)
+	return nil
+}
 
-	// Small: run the workers and see every task done once.
-	var done int64 = -1
-	var drain time.Duration
-	if size == Small {
-		if err := rig.stop(svc); err != nil {
-			return Result{}, err
-		}
-		t1 := time.Now()
-		if _, err := rig.start(ctx, svc, map[string]string{"WORK_MS": "0"}); err != nil {
-			return Result{}, err
-		}
-		for time.Since(t1) < 60*time.Second {
-			if err := conn.QueryRow(ctx, `SELECT count(*) FROM queue.tasks WHERE status = 'done' AND id = ANY($1::uuid[])`, ids).Scan(&done); err != nil {
-				return Result{}, err
-			}
-			if done == int64(len(ids)) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		drain = time.Since(t1)
+// queueDrain restarts the service with workers and waits (60 s at most)
+// until every task of ids is done; it returns how many are.
+func queueDrain(ctx context.Context, rig *crashRig, conn *pgx.Conn, ids []string, m map[string]float64) (int64, error) {
+	if err := rig.stop(queueService); err != nil {
+		return 0, err
 	}
-
-	lost := missingRecords + stranded
-	res := Result{
-		Name:    "unlogged-queue-crash",
-		Title:   "Unlogged queue table after a crash",
-		Happens: "Crash recovery empties an UNLOGGED table: every queued task's queue row is gone. no-rabbitmq keeps the task records in a logged table and rebuilds the queue from them at start (and after every reconnect), so no task is lost.",
-		Figure: fmt.Sprintf("%d tasks queued, Postgres stopped immediately: queue_jobs held %d before and %d after recovery; the service's start rebuilt %d rows (the rebuild statement took %s, start to ready %.2f s); tasks lost %d.",
-			len(ids), before, afterCrash, rebuilt, fmtRebuild(rebuild), startToReady.Seconds(), lost),
-		UserMust:  "Keep the source of truth logged: an UNLOGGED queue (QUEUE_TABLE=unlogged) must be rebuildable from logged records, and rebuilt after every crash or failover (unlogged tables are not replicated either: a promoted standby starts with them empty).",
-		AckedLost: lost,
-		Metrics: map[string]float64{
-			"tasks": float64(len(ids)), "queue_rows_before": float64(before), "queue_rows_after_crash": float64(afterCrash),
-			"queue_rows_rebuilt": float64(rebuilt), "rebuild_ms": crashMS(rebuild), "start_to_ready_s": startToReady.Seconds(),
-			"records_missing": float64(missingRecords), "stranded": float64(stranded),
-		},
-		Notes: crashNotes(rig.cluster,
-			"the rebuild time is the rebuild statement's own duration in the server log (log_min_duration_statement = 0)",
-			"tasks lost = acknowledged tasks without a record + open records without a queue row after the rebuild"),
+	t1 := time.Now()
+	if _, err := rig.start(ctx, queueService, map[string]string{"WORK_MS": "0"}); err != nil {
+		return 0, err
 	}
-	if done >= 0 {
-		res.Metrics["done_after_rebuild"] = float64(done)
-		res.Metrics["drain_s"] = drain.Seconds()
-		res.Figure += fmt.Sprintf(" With workers started, %d of %d were done in %.1f s.", done, len(ids), drain.Seconds())
-		if done < int64(len(ids)) {
-			res.AckedLost += int64(len(ids)) - done
-			res.Notes = append(res.Notes, fmt.Sprintf("%d tasks were not done within 60 s of starting the workers", int64(len(ids))-done))
+	var done int64
+	for time.Since(t1) < 60*time.Second {
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM queue.tasks WHERE status = 'done' AND id = ANY($1::uuid[])`, ids).Scan(&done); err != nil {
+			return 0, err
 		}
+		if done == int64(len(ids)) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	res.DurationS = time.Since(began).Seconds()
-	return res, nil
+	m["done_after_rebuild"] = float64(done)
+	m["drain_s"] = time.Since(t1).Seconds()
+	return done, nil
 }
 
 // enqueueTasks enqueues n tasks through POST /tasks/batch (1000 each, 4
@@ -227,9 +259,19 @@ func rebuildDuration(path string) time.Duration {
 	return -1
 }
 
-func fmtRebuild(d time.Duration) string {
+// rebuildMS is d in milliseconds, or -1 when the log did not hold it
+// (rebuildDuration's -1).
+func rebuildMS(d time.Duration) float64 {
 	if d < 0 {
+		return -1
+	}
+	return crashMS(d)
+}
+
+// fmtRebuildMS formats rebuildMS's figure.
+func fmtRebuildMS(ms float64) string {
+	if ms < 0 {
 		return "an unknown time"
 	}
-	return fmt.Sprintf("%.1f ms", crashMS(d))
+	return fmt.Sprintf("%.1f ms", ms)
 }

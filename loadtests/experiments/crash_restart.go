@@ -20,8 +20,43 @@ const restartBackendTimeout = 2 * time.Second
 // under a light open load of single writes, one private Postgres
 // stopped immediately and started 2 s later.
 func postgresRestartUnderLoad() Experiment {
-	return Experiment{Name: "postgres-restart-under-load", Run: runPostgresRestart}
+	return Experiment{Name: "postgres-restart-under-load", Run: runPostgresRestart, Text: restartText}
 }
+
+// restartText is postgres-restart-under-load's prose.
+var restartText = Text{
+	Title:    "Postgres restart under load",
+	Happens:  "While Postgres is down every Postgres side answers 503 within its BACKEND_TIMEOUT, and it recovers by itself once Postgres accepts connections again; nothing it acknowledged is lost.",
+	UserMust: "Retry on 503 (with backoff); keep BACKEND_TIMEOUT and DATABASE_CONNECT_TIMEOUT short so that clients fail fast; run a standby for outages longer than a restart.",
+	Figure: func(f *Figures) string {
+		var figs []string
+		for _, name := range restartSides {
+			p := restartPrefix(name)
+			rec := "did not recover"
+			if r := f.Num(p + "recover_s"); r >= 0 {
+				rec = fmt.Sprintf("recovered in %.2f s", r)
+			}
+			failures := "0 failed" // a slowest of no failures is no figure, never "0 ms"
+			if failed := f.Int(p + "failed"); failed > 0 {
+				failures = fmt.Sprintf("%d failed (%d not 503), slowest %.0f ms", failed, f.Int(p+"failed_not_503"), f.Num(p+"max_failed_latency_ms"))
+			}
+			figs = append(figs, fmt.Sprintf("%s: %s; %s; %d of %d acknowledged lost", name, failures, rec, f.Int(p+"acked_lost"), f.Int(p+"acked")))
+		}
+		return fmt.Sprintf("Postgres down %.1f s (immediate stop under load), BACKEND_TIMEOUT %s: %s. Recovery is counted from Postgres accepting connections.",
+			f.Num("down_s"), msDur(f.Num("backend_timeout_ms")), strings.Join(figs, "; "))
+	},
+	Notes: func(f *Figures) []string {
+		var notes []string
+		for _, name := range restartSides {
+			notes = append(notes, fmt.Sprintf("%s: answers other than %d: %s", name, pgSides[name].okCode, f.Str(restartPrefix(name)+"answers")))
+		}
+		notes = append(notes, fmt.Sprintf("open load of single writes, %.0f/s per service, all four services at once on one private cluster", f.Num("rate_per_side")))
+		return crashNotes(f, notes...)
+	},
+}
+
+// restartPrefix starts the metrics of side name.
+func restartPrefix(name string) string { return strings.ReplaceAll(name, "-", "_") + "_" }
 
 func runPostgresRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
@@ -29,120 +64,134 @@ func runPostgresRestart(ctx context.Context, env Env, size Size) (Result, error)
 	if size == Full {
 		rate, pre, post = 100, 4*time.Second, 8*time.Second
 	}
-	const outage = 2 * time.Second
 	rig, err := newCrashRig(ctx, env, nil)
 	if err != nil {
 		return Result{}, err
 	}
 	defer rig.Close()
-	if err := rig.l.Build(ctx, restartSides...); err != nil {
+	bases, err := restartStartSides(ctx, rig)
+	if err != nil {
 		return Result{}, err
+	}
+	rig.logf("4 services up on %s; load %.0f/s each", rig.cluster.URL(), rate)
+	shots, down, upAt, err := restartUnderLoad(ctx, rig, bases, rate, pre, post)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{
+		Name: "postgres-restart-under-load",
+		Metrics: map[string]float64{"outage_s": restartOutage.Seconds(), "rate_per_side": rate, "backend_timeout_ms": crashMS(restartBackendTimeout),
+			"down_s": down.Seconds()},
+	}
+	for _, name := range restartSides {
+		lost, err := restartSideFigures(ctx, &res, name, bases[name], shots[name], upAt)
+		if err != nil {
+			return Result{}, err
+		}
+		res.AckedLost += lost
+	}
+	crashSettings(&res, rig.cluster)
+	res.DurationS = time.Since(began).Seconds()
+	return res, nil
+}
+
+// restartOutage is how long Postgres stays down.
+const restartOutage = 2 * time.Second
+
+// restartStartSides builds and starts every side of restartSides against
+// rig's cluster and returns their base URLs by name.
+func restartStartSides(ctx context.Context, rig *crashRig) (map[string]string, error) {
+	if err := rig.l.Build(ctx, restartSides...); err != nil {
+		return nil, err
 	}
 	bases := map[string]string{}
 	for _, name := range restartSides {
 		b, err := rig.start(ctx, name, map[string]string{"BACKEND_TIMEOUT": restartBackendTimeout.String()})
 		if err != nil {
-			return Result{}, err
+			return nil, err
 		}
 		bases[name] = b
 	}
-	rig.logf("4 services up on %s; load %.0f/s each", rig.cluster.URL(), rate)
+	return bases, nil
+}
 
+// restartUnderLoad runs an open load of rate on every side for pre,
+// stops Postgres immediately, starts it restartOutage later and loads
+// post more; it returns each side's shots, how long Postgres was down
+// and when it was back.
+func restartUnderLoad(ctx context.Context, rig *crashRig, bases map[string]string, rate float64, pre, post time.Duration) (map[string][]shot, time.Duration, time.Time, error) {
 	lctx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	shots := map[string][]shot{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, name := range restartSides {
-		wg.Add(1)
-		go func(name string) {
-			defer wg.Done()
+		wg.Go(func() {
 			s := openLoad(lctx, bases[name], pgSides[name], rate)
 			mu.Lock()
 			shots[name] = s
 			mu.Unlock()
-		}(name)
+		})
+	}
+	fail := func(err error) (map[string][]shot, time.Duration, time.Time, error) {
+		stopLoad()
+		wg.Wait()
+		return nil, 0, time.Time{}, err
 	}
 	time.Sleep(pre)
 	stopAt := time.Now()
 	if err := rig.cluster.Stop(ctx, "immediate"); err != nil {
-		stopLoad()
-		wg.Wait()
-		return Result{}, err
+		return fail(err)
 	}
-	time.Sleep(outage)
+	time.Sleep(restartOutage)
 	if err := rig.cluster.Start(ctx); err != nil {
-		stopLoad()
-		wg.Wait()
-		return Result{}, err
+		return fail(err)
 	}
 	upAt := time.Now()
-	rig.logf("postgres stopped (immediate) and started again after %s", outage)
+	rig.logf("postgres stopped (immediate) and started again after %s", restartOutage)
 	time.Sleep(post)
 	stopLoad()
 	wg.Wait()
+	return shots, upAt.Sub(stopAt), upAt, nil
+}
 
-	res := Result{
-		Name:     "postgres-restart-under-load",
-		Title:    "Postgres restart under load",
-		Happens:  "While Postgres is down every Postgres side answers 503 within its BACKEND_TIMEOUT, and it recovers by itself once Postgres accepts connections again; nothing it acknowledged is lost.",
-		UserMust: "Retry on 503 (with backoff); keep BACKEND_TIMEOUT and DATABASE_CONNECT_TIMEOUT short so that clients fail fast; run a standby for outages longer than a restart.",
-		Metrics:  map[string]float64{"outage_s": outage.Seconds(), "rate_per_side": rate, "backend_timeout_ms": crashMS(restartBackendTimeout)},
-	}
-	var figs, notes []string
-	var totalLost int64
-	for _, name := range restartSides {
-		side := pgSides[name]
-		ss := shots[name]
-		var failed, not503 int
-		var maxFail time.Duration
-		var recover time.Duration = -1
-		for _, s := range ss {
-			ok := s.err == nil && s.code == side.okCode
-			if !ok {
-				failed++
-				if s.code != 503 {
-					not503++
-				}
-				if s.lat > maxFail {
-					maxFail = s.lat
-				}
-				continue
-			}
+// restartSideFigures records side name's figures from its shots in res
+// and returns its acknowledged writes lost.
+func restartSideFigures(ctx context.Context, res *Result, name, base string, ss []shot, upAt time.Time) (int64, error) {
+	side := pgSides[name]
+	var failed, not503 int
+	var maxFail time.Duration
+	var recover time.Duration = -1
+	for _, s := range ss {
+		if s.err == nil && s.code == side.okCode {
 			if recover < 0 && !s.sent.Before(upAt) {
 				recover = s.end().Sub(upAt)
 			}
+			continue
 		}
-		ids := acked(ss, side)
-		lost, err := crashCountMissing(ctx, bases[name], side, ids)
-		if err != nil {
-			return Result{}, fmt.Errorf("%s: count acknowledged writes: %w", name, err)
+		failed++
+		if s.code != 503 {
+			not503++
 		}
-		totalLost += lost
-		p := strings.ReplaceAll(name, "-", "_") + "_"
-		res.Metrics[p+"sent"] = float64(len(ss))
-		res.Metrics[p+"acked"] = float64(len(ids))
-		res.Metrics[p+"failed"] = float64(failed)
-		res.Metrics[p+"failed_not_503"] = float64(not503)
-		res.Metrics[p+"max_failed_latency_ms"] = crashMS(maxFail)
-		res.Metrics[p+"recover_s"] = recover.Seconds()
-		res.Metrics[p+"acked_lost"] = float64(lost)
-		rec := "did not recover"
-		if recover >= 0 {
-			rec = fmt.Sprintf("recovered in %.2f s", recover.Seconds())
-		}
-		failures := "0 failed" // a slowest of no failures is no figure, never "0 ms"
-		if failed > 0 {
-			failures = fmt.Sprintf("%d failed (%d not 503), slowest %.0f ms", failed, not503, crashMS(maxFail))
-		}
-		figs = append(figs, fmt.Sprintf("%s: %s; %s; %d of %d acknowledged lost", name, failures, rec, lost, len(ids)))
-		notes = append(notes, fmt.Sprintf("%s: answers other than %d: %s", name, side.okCode, codeCounts(ss, side)))
-		rig.logf("%s", figs[len(figs)-1])
+		maxFail = max(maxFail, s.lat)
 	}
-	res.Figure = fmt.Sprintf("Postgres down %.1f s (immediate stop under load), BACKEND_TIMEOUT %s: %s. Recovery is counted from Postgres accepting connections.",
-		upAt.Sub(stopAt).Seconds(), restartBackendTimeout, strings.Join(figs, "; "))
-	res.AckedLost = totalLost
-	res.Notes = crashNotes(rig.cluster, append(notes, fmt.Sprintf("open load of single writes, %.0f/s per service, all four services at once on one private cluster", rate))...)
-	res.DurationS = time.Since(began).Seconds()
-	return res, nil
+	ids := acked(ss, side)
+	lost, err := crashCountMissing(ctx, base, side, ids)
+	if err != nil {
+		return 0, fmt.Errorf("%s: count acknowledged writes: %w", name, err)
+	}
+	p := restartPrefix(name)
+	res.Metrics[p+"sent"] = float64(len(ss))
+	res.Metrics[p+"acked"] = float64(len(ids))
+	res.Metrics[p+"failed"] = float64(failed)
+	res.Metrics[p+"failed_not_503"] = float64(not503)
+	res.Metrics[p+"max_failed_latency_ms"] = crashMS(maxFail)
+	// -1, not -0: never recovered must read as below 0.
+	res.Metrics[p+"recover_s"] = -1
+	if recover >= 0 {
+		res.Metrics[p+"recover_s"] = recover.Seconds()
+	}
+	res.Metrics[p+"acked_lost"] = float64(lost)
+	res.setting(p+"answers", codeCounts(ss, side))
+	return lost, nil
 }

@@ -29,12 +29,85 @@ import (
 // the slot, restart: a new slot and a resync from messages) delivers
 // every event written.
 func slotWALRetention() Experiment {
-	return Experiment{Name: "slot-wal-retention", Run: runSlotWALRetention}
+	return Experiment{Name: "slot-wal-retention", Run: runSlotWALRetention, Text: slotText}
+}
+
+// slotText is slot-wal-retention's prose.
+var slotText = Text{
+	Title:    "A replication slot retains WAL while its consumer is away",
+	Happens:  "While no-kafka's consumer is away its slot keeps every WAL segment since its confirmed position, without bound; with max_slot_wal_keep_size the server invalidates the slot instead (wal_status lost) and its stream is gone. no-kafka then fails /readyz with the reason, and the documented recovery (drop the slot, restart: a new slot plus a resync from the messages table) delivers every event.",
+	UserMust: "Monitor the slot's retained WAL (GET /consumer, pg_replication_slots) and alert long before the disk fills; set max_slot_wal_keep_size to bound it, and when a slot is lost follow /readyz: drop it and restart so that the resync delivers what the stream lost.",
+	Figure: func(f *Figures) string {
+		steps := slotSteps(f)
+		var points []string
+		for _, n := range steps {
+			points = append(points, fmt.Sprintf("%d events → %.1f MB", n, f.Num(slotRetainedKey(n))/1e6))
+		}
+		return fmt.Sprintf("Consumer frozen: the slot retained %s (about %.0f bytes of WAL per event). With max_slot_wal_keep_size=%s and %d events written, the consumer still frozen, CHECKPOINT: wal_status lost, the slowest CHECKPOINT took %.1f s (bound %.0f s); /readyz answered %d. Drop + restart resynced from messages in %.2f s: %d of %d events delivered, %d lost.",
+			strings.Join(points, ", "), perEvent(f.Result().Metrics, steps), f.Str("max_slot_wal_keep_size"), f.Int("events_written"),
+			f.Num("checkpoint_max_s"), f.Num("checkpoint_bound_s"), f.Int("readyz_code"), f.Num("recovery_start_s"),
+			f.Int("events_delivered"), f.Int("events_written"), f.Int("events_lost"))
+	},
+	Notes: func(f *Figures) []string {
+		active := map[bool]string{true: "still active", false: "already gone"}[f.Num("walsender_active_at_bound") != 0]
+		notes := crashNotes(f,
+			"the consumer is frozen with SIGSTOP, so that it confirms nothing (a stopped service gives the same retention); events are written straight into log.messages, 100-byte payloads for the retention points and 1.5 kB ones to pass the bound",
+			fmt.Sprintf("the stack's settings: wal_sender_timeout at its default (60 s), %s; no-kafka asks its walsender for the same TCP settings; its walsender was %s when the bound was set", tcpSettingsText(), active),
+			"/readyz after the invalidation: "+clipErr(fmt.Sprintf("%d %s", f.Int("readyz_code"), f.Str("readyz_body"))))
+		if took, bound := f.Num("checkpoint_max_s"), f.Num("checkpoint_bound_s"); took > bound {
+			notes = append(notes, fmt.Sprintf("FINDING: a CHECKPOINT with the consumer frozen took %.1f s, past its bound of %.0f s", took, bound))
+		}
+		if f.Num("readyz_names_recovery") == 0 {
+			notes = append(notes, "FINDING: /readyz did not answer 503 naming pg_drop_replication_slot after the slot was invalidated")
+		}
+		return notes
+	},
+}
+
+// slotRetainedKey is the metric of the WAL retained after n events.
+func slotRetainedKey(n int) string { return fmt.Sprintf("retained_bytes_at_%d", n) }
+
+// slotSteps are the retention points f holds, in order.
+func slotSteps(f *Figures) []int {
+	var steps []int
+	for _, k := range f.Keys("retained_bytes_at_", "") {
+		if n, err := strconv.Atoi(strings.TrimPrefix(k, "retained_bytes_at_")); err == nil {
+			steps = append(steps, n)
+		}
+	}
+	slices.Sort(steps)
+	if len(steps) == 0 {
+		f.miss("retained_bytes_at_*")
+		steps = []int{0}
+	}
+	return steps
 }
 
 // slotSQL reads the slot's retained WAL and status.
 const slotStatusSQL = `SELECT coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint, coalesce(wal_status, ''), active
 FROM pg_replication_slots WHERE slot_name = $1`
+
+// slotRun is one run of slot-wal-retention: no-kafka at base on rig's
+// private cluster, conn a connection of the experiment's own, pid the
+// service's process (frozen until thaw).
+type slotRun struct {
+	rig     *crashRig
+	base    string
+	extra   map[string]string
+	conn    *pgx.Conn
+	pid     int
+	thawed  bool
+	total   int // events written
+	metrics map[string]float64
+	res     *Result
+}
+
+// The service and slot of slot-wal-retention, and the bound it sets.
+const (
+	slotService = "no-kafka"
+	slotName    = "exp_slot"
+	slotKeep    = "16MB"
+)
 
 func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
@@ -42,7 +115,6 @@ func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error
 	if size == Full {
 		steps = []int{0, 10000, 50000, 100000}
 	}
-	const svc, slot = "no-kafka", "exp_slot"
 	// The stack's settings (scripts/stack.sh), wal_sender_timeout left at
 	// its default (60 s): the frozen consumer's walsender stays, blocked
 	// in a send once the consumer's socket buffer is full, and the
@@ -55,117 +127,154 @@ func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error
 		return Result{}, err
 	}
 	defer rig.Close()
-	extra := map[string]string{"SLOT_NAME": slot, "STANDBY_STATUS_INTERVAL": "200ms"}
-	base, err := rig.start(ctx, svc, extra)
-	if err != nil {
+	res := Result{Name: "slot-wal-retention", Metrics: map[string]float64{}}
+	r := &slotRun{rig: rig, extra: map[string]string{"SLOT_NAME": slotName, "STANDBY_STATUS_INTERVAL": "200ms"}, metrics: res.Metrics, res: &res}
+	defer r.close()
+	if err := r.freeze(ctx); err != nil {
 		return Result{}, err
 	}
-	conn, err := pgx.Connect(ctx, rig.cluster.URL())
-	if err != nil {
+	if err := r.retain(ctx, steps); err != nil {
 		return Result{}, err
 	}
-	defer func() { conn.Close(context.Background()) }()
-	readSlot := func() (retained int64, status string, active bool, err error) {
-		err = conn.QueryRow(ctx, slotStatusSQL, slot).Scan(&retained, &status, &active)
-		return
-	}
-	// Let the consumer confirm the slot's start.
-	time.Sleep(time.Second)
-	pid, err := servicePID(svc, rig.ports[svc])
-	if err != nil {
-		return Result{}, err
-	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return Result{}, err
-	}
-	thawed := false
-	thaw := func() {
-		if !thawed {
-			thawed = true
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	}
-	defer thaw()
-
-	res := Result{
-		Name:     "slot-wal-retention",
-		Title:    "A replication slot retains WAL while its consumer is away",
-		Happens:  "While no-kafka's consumer is away its slot keeps every WAL segment since its confirmed position, without bound; with max_slot_wal_keep_size the server invalidates the slot instead (wal_status lost) and its stream is gone. no-kafka then fails /readyz with the reason, and the documented recovery (drop the slot, restart: a new slot plus a resync from the messages table) delivers every event.",
-		UserMust: "Monitor the slot's retained WAL (GET /consumer, pg_replication_slots) and alert long before the disk fills; set max_slot_wal_keep_size to bound it, and when a slot is lost follow /readyz: drop it and restart so that the resync delivers what the stream lost.",
-		Metrics:  map[string]float64{},
-	}
-	var points []string
-	total := 0
-	for _, n := range steps {
-		if n > total {
-			if err := insertEvents(ctx, conn, n-total, 100); err != nil {
-				return Result{}, err
-			}
-			total = n
-		}
-		retained, _, _, err := readSlot()
-		if err != nil {
+	for _, step := range []func(context.Context) error{r.invalidate, r.readyz, r.recover} {
+		if err := step(ctx); err != nil {
 			return Result{}, err
 		}
-		res.Metrics[fmt.Sprintf("retained_bytes_at_%d", n)] = float64(retained)
-		points = append(points, fmt.Sprintf("%d events → %.1f MB", n, float64(retained)/1e6))
-		rig.logf("consumer frozen, %d events written: slot retains %d bytes of WAL", n, retained)
 	}
+	res.setting("max_slot_wal_keep_size", slotKeep)
+	crashSettings(&res, rig.cluster)
+	res.DurationS = time.Since(began).Seconds()
+	return res, nil
+}
 
-	// Bound the slot, write past the bound, checkpoint (the consumer still
-	// frozen, its walsender possibly still there): invalidated, each
-	// CHECKPOINT timed.
-	_, _, activeAtBound, err := readSlot()
+// freeze starts the service, connects, lets the consumer confirm the
+// slot's start and freezes it (SIGSTOP: its walsender stays connected
+// and confirms nothing).
+func (r *slotRun) freeze(ctx context.Context) error {
+	base, err := r.rig.start(ctx, slotService, r.extra)
 	if err != nil {
-		return Result{}, err
+		return err
+	}
+	r.base = base
+	if r.conn, err = pgx.Connect(ctx, r.rig.cluster.URL()); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	if r.pid, err = servicePID(slotService, r.rig.ports[slotService]); err != nil {
+		return err
+	}
+	return syscall.Kill(r.pid, syscall.SIGSTOP)
+}
+
+// thaw lets the frozen service run again (once).
+func (r *slotRun) thaw() {
+	if !r.thawed && r.pid > 0 {
+		r.thawed = true
+		_ = syscall.Kill(r.pid, syscall.SIGCONT)
+	}
+}
+
+// close thaws the service and closes the connection.
+func (r *slotRun) close() {
+	r.thaw()
+	if r.conn != nil {
+		r.conn.Close(context.Background())
+	}
+}
+
+// readSlot reads the slot's retained WAL, wal_status and whether its
+// walsender is active.
+func (r *slotRun) readSlot(ctx context.Context) (retained int64, status string, active bool, err error) {
+	err = r.conn.QueryRow(ctx, slotStatusSQL, slotName).Scan(&retained, &status, &active)
+	return
+}
+
+// retain writes events up to each of steps with the consumer frozen and
+// records the WAL the slot retains at each.
+func (r *slotRun) retain(ctx context.Context, steps []int) error {
+	for _, n := range steps {
+		if n > r.total {
+			if err := insertEvents(ctx, r.conn, n-r.total, 100); err != nil {
+				return err
+			}
+			r.total = n
+		}
+		retained, _, _, err := r.readSlot(ctx)
+		if err != nil {
+			return err
+		}
+		r.metrics[slotRetainedKey(n)] = float64(retained)
+		r.rig.logf("consumer frozen, %d events written: slot retains %d bytes of WAL", n, retained)
+	}
+	return nil
+}
+
+// invalidate bounds the slot, writes past the bound and checkpoints (the
+// consumer still frozen, its walsender possibly still there), each
+// CHECKPOINT timed, until the slot is invalidated.
+func (r *slotRun) invalidate(ctx context.Context) error {
+	_, _, activeAtBound, err := r.readSlot(ctx)
+	if err != nil {
+		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
-	const keep = "16MB"
-	if err := rig.cluster.Exec(ctx, `ALTER SYSTEM SET max_slot_wal_keep_size = '`+keep+`'`); err != nil {
-		return Result{}, err
+	if err := r.rig.cluster.Exec(ctx, `ALTER SYSTEM SET max_slot_wal_keep_size = '`+slotKeep+`'`); err != nil {
+		return err
 	}
-	if err := rig.cluster.Exec(ctx, `SELECT pg_reload_conf()`); err != nil {
-		return Result{}, err
+	if err := r.rig.cluster.Exec(ctx, `SELECT pg_reload_conf()`); err != nil {
+		return err
 	}
 	var status string
 	var checkpointMax time.Duration
 	for round := 0; round < 5 && status != "lost"; round++ {
-		// 1.5 kB payloads: about 30 MB of WAL a round.
-		if err := insertEvents(cctx, conn, 20000, 1500); err != nil {
-			return Result{}, err
+		took, err := r.checkpointRound(cctx)
+		if err != nil {
+			return err
 		}
-		total += 20000
-		if _, err := conn.Exec(cctx, `SELECT pg_switch_wal()`); err != nil {
-			return Result{}, err
-		}
-		t0 := time.Now()
-		if _, err := conn.Exec(cctx, `CHECKPOINT`); err != nil {
-			return Result{}, fmt.Errorf("CHECKPOINT with the consumer frozen, after %.1f s: %w", time.Since(t0).Seconds(), err)
-		}
-		took := time.Since(t0)
 		checkpointMax = max(checkpointMax, took)
 		var active bool
-		if _, status, active, err = readSlot(); err != nil {
-			return Result{}, err
+		if _, status, active, err = r.readSlot(cctx); err != nil {
+			return err
 		}
-		rig.logf("max_slot_wal_keep_size=%s, %d events written, CHECKPOINT in %.2f s: wal_status %q, walsender active %v", keep, total, took.Seconds(), status, active)
+		r.rig.logf("max_slot_wal_keep_size=%s, %d events written, CHECKPOINT in %.2f s: wal_status %q, walsender active %v", slotKeep, r.total, took.Seconds(), status, active)
 	}
-	res.Metrics["events_written"] = float64(total)
-	res.Metrics["checkpoint_max_s"] = checkpointMax.Seconds()
-	res.Metrics["checkpoint_bound_s"] = checkpointBound.Seconds()
-	res.Metrics["walsender_active_at_bound"] = b2f(activeAtBound)
+	r.metrics["events_written"] = float64(r.total)
+	r.metrics["checkpoint_max_s"] = checkpointMax.Seconds()
+	r.metrics["checkpoint_bound_s"] = checkpointBound.Seconds()
+	r.metrics["walsender_active_at_bound"] = b2f(activeAtBound)
 	if status != "lost" {
-		return Result{}, fmt.Errorf("the slot was not invalidated after %d events with max_slot_wal_keep_size=%s (wal_status %q)", total, keep, status)
+		return fmt.Errorf("the slot was not invalidated after %d events with max_slot_wal_keep_size=%s (wal_status %q)", r.total, slotKeep, status)
 	}
+	return nil
+}
 
-	// Thaw the service: its stream is gone; /readyz must say why.
-	thaw()
+// checkpointRound writes about 30 MB of WAL (1.5 kB payloads), switches
+// the WAL file and returns how long a CHECKPOINT then took.
+func (r *slotRun) checkpointRound(ctx context.Context) (time.Duration, error) {
+	if err := insertEvents(ctx, r.conn, 20000, 1500); err != nil {
+		return 0, err
+	}
+	r.total += 20000
+	if _, err := r.conn.Exec(ctx, `SELECT pg_switch_wal()`); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	if _, err := r.conn.Exec(ctx, `CHECKPOINT`); err != nil {
+		return 0, fmt.Errorf("CHECKPOINT with the consumer frozen, after %.1f s: %w", time.Since(t0).Seconds(), err)
+	}
+	return time.Since(t0), nil
+}
+
+// readyz thaws the service, whose stream is gone, and records what
+// /readyz says within 20 s: it must answer 503 naming the recovery.
+func (r *slotRun) readyz(ctx context.Context) error {
+	r.thaw()
 	var readyCode int
 	var readyBody string
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		code, b, err := driver.Do(ctx, http.MethodGet, base+"/readyz", nil)
+		code, b, err := driver.Do(ctx, http.MethodGet, r.base+"/readyz", nil)
 		if err == nil {
 			readyCode, readyBody = code, strings.TrimSpace(string(b))
 			if code != http.StatusOK && strings.Contains(readyBody, "lost") {
@@ -174,54 +283,42 @@ func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	rig.logf("/readyz after the invalidation: %d %s", readyCode, readyBody)
+	r.rig.logf("/readyz after the invalidation: %d %s", readyCode, readyBody)
 	readyOK := readyCode == http.StatusServiceUnavailable && strings.Contains(readyBody, "pg_drop_replication_slot")
+	r.metrics["readyz_code"] = float64(readyCode)
+	r.metrics["readyz_names_recovery"] = b2f(readyOK)
+	r.res.setting("readyz_body", readyBody)
+	return nil
+}
 
-	// The documented recovery: drop the slot, restart the service.
-	if err := rig.stop(svc); err != nil {
-		return Result{}, err
+// recover follows the documented recovery, drop the slot and restart the
+// service, and counts the events delivered and lost.
+func (r *slotRun) recover(ctx context.Context) error {
+	if err := r.rig.stop(slotService); err != nil {
+		return err
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot); err != nil {
-		return Result{}, err
+	if _, err := r.conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slotName); err != nil {
+		return err
 	}
 	t0 := time.Now()
-	if _, err := rig.start(ctx, svc, extra); err != nil {
-		return Result{}, err
+	if _, err := r.rig.start(ctx, slotService, r.extra); err != nil {
+		return err
 	}
 	recoverTime := time.Since(t0)
 	var undelivered, delivered int64
-	if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE d.id IS NULL), count(d.id) FROM log.messages m LEFT JOIN log.deliveries d ON d.id = m.id`).Scan(&undelivered, &delivered); err != nil {
-		return Result{}, err
+	if err := r.conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE d.id IS NULL), count(d.id) FROM log.messages m LEFT JOIN log.deliveries d ON d.id = m.id`).Scan(&undelivered, &delivered); err != nil {
+		return err
 	}
-	rig.logf("after drop + restart: %d of %d events delivered, %d undelivered (start %.2f s)", delivered, total, undelivered, recoverTime.Seconds())
-
-	res.AckedLost = undelivered
-	if int64(total) > delivered+undelivered {
-		res.AckedLost += int64(total) - delivered - undelivered
+	r.rig.logf("after drop + restart: %d of %d events delivered, %d undelivered (start %.2f s)", delivered, r.total, undelivered, recoverTime.Seconds())
+	lost := undelivered
+	if int64(r.total) > delivered+undelivered {
+		lost += int64(r.total) - delivered - undelivered
 	}
-	res.Metrics["events_delivered"] = float64(delivered)
-	res.Metrics["events_lost"] = float64(res.AckedLost)
-	res.Metrics["recovery_start_s"] = recoverTime.Seconds()
-	res.Metrics["readyz_code"] = float64(readyCode)
-	if readyOK {
-		res.Metrics["readyz_names_recovery"] = 1
-	} else {
-		res.Metrics["readyz_names_recovery"] = 0
-	}
-	res.Figure = fmt.Sprintf("Consumer frozen: the slot retained %s (about %.0f bytes of WAL per event). With max_slot_wal_keep_size=%s and %d events written, the consumer still frozen, CHECKPOINT: wal_status lost, the slowest CHECKPOINT took %.1f s (bound %.0f s); /readyz answered %d. Drop + restart resynced from messages in %.2f s: %d of %d events delivered, %d lost.",
-		strings.Join(points, ", "), perEvent(res.Metrics, steps), keep, total, checkpointMax.Seconds(), checkpointBound.Seconds(), readyCode, recoverTime.Seconds(), delivered, total, res.AckedLost)
-	res.Notes = crashNotes(rig.cluster,
-		"the consumer is frozen with SIGSTOP, so that it confirms nothing (a stopped service gives the same retention); events are written straight into log.messages, 100-byte payloads for the retention points and 1.5 kB ones to pass the bound",
-		fmt.Sprintf("the stack's settings: wal_sender_timeout at its default (60 s), %s; no-kafka asks its walsender for the same TCP settings; its walsender was %s when the bound was set", tcpSettingsText(), map[bool]string{true: "still active", false: "already gone"}[activeAtBound]),
-		"/readyz after the invalidation: "+clipErr(fmt.Sprintf("%d %s", readyCode, readyBody)))
-	if checkpointMax > checkpointBound {
-		res.Notes = append(res.Notes, fmt.Sprintf("FINDING: a CHECKPOINT with the consumer frozen took %.1f s, past its bound of %.0f s", checkpointMax.Seconds(), checkpointBound.Seconds()))
-	}
-	if !readyOK {
-		res.Notes = append(res.Notes, "FINDING: /readyz did not answer 503 naming pg_drop_replication_slot after the slot was invalidated")
-	}
-	res.DurationS = time.Since(began).Seconds()
-	return res, nil
+	r.res.AckedLost = lost
+	r.metrics["events_delivered"] = float64(delivered)
+	r.metrics["events_lost"] = float64(lost)
+	r.metrics["recovery_start_s"] = recoverTime.Seconds()
+	return nil
 }
 
 // stackTCPSettings are scripts/stack.sh's (and docker-compose.yml's)

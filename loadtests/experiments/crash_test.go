@@ -33,8 +33,8 @@ func runCrash(t *testing.T, e Experiment) Result {
 	}
 	b, _ := json.MarshalIndent(r, "", "  ")
 	t.Logf("%s", b)
-	if r.Name != e.Name || r.Title == "" || r.Happens == "" || r.Figure == "" || r.UserMust == "" || len(r.Notes) == 0 {
-		t.Errorf("%s: incomplete result: %+v", e.Name, r)
+	if p := Describe(r); r.Name != e.Name || p.Title == "" || p.Happens == "" || p.Figure == "" || p.UserMust == "" || len(p.Notes) == 0 || len(p.Missing) > 0 {
+		t.Errorf("%s: incomplete result: %+v\n%+v", e.Name, r, p)
 	}
 	return r
 }
@@ -43,12 +43,12 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	t.Parallel()
 	r := runCrash(t, postgresRestartUnderLoad())
 	if r.AckedLost != 0 {
-		t.Errorf("acknowledged writes lost across a Postgres restart: %d (%s)", r.AckedLost, r.Figure)
+		t.Errorf("acknowledged writes lost across a Postgres restart: %d (%s)", r.AckedLost, Describe(r).Figure)
 	}
 	for _, side := range restartSides {
 		p := strings.ReplaceAll(side, "-", "_") + "_"
 		if r.Metrics[p+"failed_not_503"] != 0 {
-			t.Errorf("%s answered a failed request with another status than 503 during the outage: %v", side, r.Notes)
+			t.Errorf("%s answered a failed request with another status than 503 during the outage: %v", side, Describe(r).Notes)
 		}
 		if r.Metrics[p+"recover_s"] < 0 {
 			t.Errorf("%s did not recover after Postgres started", side)
@@ -60,10 +60,10 @@ func TestSynchronousCommitOffCrash(t *testing.T) {
 	t.Parallel()
 	r := runCrash(t, synchronousCommitOffCrash())
 	if r.Metrics["on_acked_lost"] != 0 || !r.LossDocumented {
-		t.Errorf("SYNCHRONOUS_COMMIT=on lost acknowledged events: %s", r.Figure)
+		t.Errorf("SYNCHRONOUS_COMMIT=on lost acknowledged events: %s", Describe(r).Figure)
 	}
 	if r.Metrics["on_acked"] == 0 || r.Metrics["off_acked"] == 0 {
-		t.Errorf("no acknowledged writes: %s", r.Figure)
+		t.Errorf("no acknowledged writes: %s", Describe(r).Figure)
 	}
 }
 
@@ -71,10 +71,10 @@ func TestUnloggedQueueCrash(t *testing.T) {
 	t.Parallel()
 	r := runCrash(t, unloggedQueueCrash())
 	if r.AckedLost != 0 {
-		t.Errorf("tasks lost after a crash: %s", r.Figure)
+		t.Errorf("tasks lost after a crash: %s", Describe(r).Figure)
 	}
 	if r.Metrics["queue_rows_after_crash"] != 0 {
-		t.Errorf("the unlogged queue_jobs was not emptied by the crash: %s", r.Figure)
+		t.Errorf("the unlogged queue_jobs was not emptied by the crash: %s", Describe(r).Figure)
 	}
 }
 
@@ -82,10 +82,10 @@ func TestSlotWALRetention(t *testing.T) {
 	t.Parallel()
 	r := runCrash(t, slotWALRetention())
 	if r.AckedLost != 0 {
-		t.Errorf("events lost after the documented recovery: %s", r.Figure)
+		t.Errorf("events lost after the documented recovery: %s", Describe(r).Figure)
 	}
 	if r.Metrics["readyz_code"] != 503 || r.Metrics["readyz_names_recovery"] != 1 {
-		t.Errorf("/readyz after the slot was lost: %v, want 503 naming pg_drop_replication_slot (%s)", r.Metrics["readyz_code"], r.Notes)
+		t.Errorf("/readyz after the slot was lost: %v, want 503 naming pg_drop_replication_slot (%s)", r.Metrics["readyz_code"], Describe(r).Notes)
 	}
 	if r.Metrics["events_delivered"] != r.Metrics["events_written"] {
 		t.Errorf("delivered %v of %v events", r.Metrics["events_delivered"], r.Metrics["events_written"])
@@ -121,7 +121,7 @@ func TestNoisyNeighbourSlot(t *testing.T) {
 	t.Parallel()
 	r := runCrash(t, noisyNeighbourSlot())
 	if r.AckedLost != 0 {
-		t.Errorf("events not delivered after the noise: %s", r.Figure)
+		t.Errorf("events not delivered after the noise: %s", Describe(r).Figure)
 	}
 	rounds := 0
 	for k, lag := range r.Metrics {
@@ -134,7 +134,7 @@ func TestNoisyNeighbourSlot(t *testing.T) {
 		// The lag in bytes holds the whole cluster's WAL, that of the log
 		// in a database of its own too.
 		if lag < noise || r.Metrics["other_db_lag_bytes_"+amount] < noise {
-			t.Errorf("a slot's lag (%s) does not hold the unrelated WAL: %s", amount, r.Figure)
+			t.Errorf("a slot's lag (%s) does not hold the unrelated WAL: %s", amount, Describe(r).Figure)
 		}
 		if noise == 0 {
 			continue
@@ -166,16 +166,16 @@ func TestUnloggedCacheCrash(t *testing.T) {
 	r := runCrash(t, unloggedCacheCrash())
 	m := r.Metrics
 	if m["cache_rows_before"] == 0 || m["cache_rows_after_crash"] != 0 {
-		t.Errorf("the UNLOGGED cache_kv was not filled, or not emptied by the crash: %s", r.Figure)
+		t.Errorf("the UNLOGGED cache_kv was not filled, or not emptied by the crash: %s", Describe(r).Figure)
 	}
 	if m["stale_after_restart"] != 0 {
-		t.Errorf("stale values served after the crash: %s", r.Figure)
+		t.Errorf("stale values served after the crash: %s", Describe(r).Figure)
 	}
 	if m["product_updates_lost"] != 0 || !r.LossDocumented {
-		t.Errorf("acknowledged product updates lost: %s", r.Figure)
+		t.Errorf("acknowledged product updates lost: %s", Describe(r).Figure)
 	}
 	if m["kv_gone"] != m["kv_keys"] || r.AckedLost != int64(m["kv_keys"]) {
-		t.Errorf("kv values after the crash: %v gone of %v, acked lost %d (%s)", m["kv_gone"], m["kv_keys"], r.AckedLost, r.Figure)
+		t.Errorf("kv values after the crash: %v gone of %v, acked lost %d (%s)", m["kv_gone"], m["kv_keys"], r.AckedLost, Describe(r).Figure)
 	}
 	if m["stale_before_crash"] != m["products_out_of_band"] {
 		t.Errorf("before the crash, %v of %v products updated out of band were served stale, want all (no NOTIFY in CACHE_MODE=unlogged)", m["stale_before_crash"], m["products_out_of_band"])

@@ -5,9 +5,15 @@
 // experiment demonstrates a documented loss (synchronous_commit=off).
 //
 // `go run ./loadtests experiments` runs them all (make results does too)
-// and writes results/<time>-experiments.json; the report turns it into
-// RESULTS.md's "Failure modes" table. docs/experiments.md explains each
-// one: what a user sees, why it happens, and what to do.
+// and writes results/<time>-experiments.json, which holds figures,
+// statuses and settings only; the report turns it into RESULTS.md's
+// "Failure modes" table, joining each Result with its experiment's Text
+// (Describe): the sentences live here, beside each experiment, and a
+// rewording needs no new run. docs/experiments.md explains each one:
+// what a user sees, why it happens, and what to do.
+//
+// Each experiment's Run is small named steps (setup → load → fault →
+// measure), none longer than 80 lines (TestFunctionsAreShort).
 //
 // Experiments that crash or restart a server do it on a private instance
 // of their own (own data directory and port), never on the shared stack,

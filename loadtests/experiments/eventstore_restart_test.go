@@ -22,8 +22,8 @@ func TestKafkaEventstoreBrokerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s (%.1f s): %s", res.Title, res.DurationS, res.Figure)
-	if res.Happens == "" || res.UserMust == "" || len(res.Notes) == 0 {
+	t.Logf("%s (%.1f s): %s", Describe(res).Title, res.DurationS, Describe(res).Figure)
+	if Describe(res).Happens == "" || Describe(res).UserMust == "" || len(Describe(res).Notes) == 0 {
 		t.Errorf("incomplete result: %+v", res)
 	}
 	if res.AckedLost != 0 {
@@ -36,7 +36,7 @@ func TestKafkaEventstoreBrokerRestart(t *testing.T) {
 			t.Errorf("%s: no append failed while the broker was down: %v", c.name, m)
 		}
 		if m[p+"failed_not_503"] != 0 || m[p+"503_without_kind"] != 0 {
-			t.Errorf("%s: failures other than a 503 with a kind: %v", c.name, res.Notes)
+			t.Errorf("%s: failures other than a 503 with a kind: %v", c.name, Describe(res).Notes)
 		}
 		if m[p+"duplicated"] != 0 {
 			t.Errorf("%s: %v appends duplicated", c.name, m[p+"duplicated"])
@@ -64,13 +64,13 @@ func TestNoKurrentdbPostgresRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s (%.1f s): %s", res.Title, res.DurationS, res.Figure)
+	t.Logf("%s (%.1f s): %s", Describe(res).Title, res.DurationS, Describe(res).Figure)
 	m := res.Metrics
 	if res.AckedLost != 0 || m["acked_not_delivered"] != 0 || m["redelivered"] != 0 || m["duplicated_in_stream"] != 0 {
 		t.Errorf("lost, undelivered or duplicated: %v", m)
 	}
 	if m["failed"] == 0 || m["failed_not_503"] != 0 || m["503_without_kind"] != 0 {
-		t.Errorf("want failures during the outage, each a 503 with a kind: %v %v", m, res.Notes)
+		t.Errorf("want failures during the outage, each a 503 with a kind: %v %v", m, Describe(res).Notes)
 	}
 	if m["recover_s"] < 0 {
 		t.Errorf("did not recover: %v", m)

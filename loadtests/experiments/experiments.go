@@ -18,7 +18,13 @@ import (
 )
 
 // SchemaVersion is the version of the experiments results file's shape.
-const SchemaVersion = 1
+// Version 2 holds figures, statuses and settings only (the prose is the
+// experiment's Text); Load still reads version 1, whose results carry
+// their sentences.
+const SchemaVersion = 2
+
+// legacySchema is the version Load reads besides SchemaVersion.
+const legacySchema = 1
 
 // Size says how big an experiment runs: Small in tests (seconds), Full in
 // make results.
@@ -48,19 +54,12 @@ type Env struct {
 	Out io.Writer
 }
 
-// Result is what one experiment found: one row of RESULTS.md's Failure
-// modes table, plus its raw figures.
+// Result is what one experiment found: its figures, statuses and
+// settings. Its sentences are its experiment's Text, joined at render
+// time (Describe).
 type Result struct {
 	// Name is the experiment's Experiment.Name.
 	Name string `json:"name"`
-	// Title names it in the table ("NOTIFY serializes commits").
-	Title string `json:"title"`
-	// Happens says what happens, in one sentence.
-	Happens string `json:"happens"`
-	// Figure is the measured figure, in words with its numbers.
-	Figure string `json:"figure"`
-	// UserMust says what the user must do about it.
-	UserMust string `json:"user_must"`
 	// AckedLost counts acknowledged writes (2xx answers, committed
 	// transactions) missing afterwards; -1 when the experiment writes
 	// nothing it acknowledges.
@@ -70,13 +69,40 @@ type Result struct {
 	LossDocumented bool `json:"loss_documented,omitempty"`
 	// Metrics are the raw figures, named.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
-	// Notes say what the figure depends on (server, version, machine).
-	Notes []string `json:"notes,omitempty"`
+	// Settings are the run's settings and statuses that are not numbers:
+	// server versions, the machine, a service's answer quoted.
+	Settings map[string]string `json:"settings,omitempty"`
 	// DurationS is how long the experiment ran.
 	DurationS float64 `json:"duration_s"`
 	// Error is set when the experiment could not measure (Run recorded
-	// the Experiment's error); the figure is then missing or partial.
+	// the Experiment's error); the figure is then missing.
 	Error string `json:"error,omitempty"`
+
+	// Title, Happens, Figure, UserMust and Notes are the sentences a
+	// schema 1 file holds with each result. Experiments no longer set
+	// them; Describe prints a file's own Figure and Notes when it has
+	// them, so that old files still render.
+	Title    string   `json:"title,omitempty"`
+	Happens  string   `json:"happens,omitempty"`
+	Figure   string   `json:"figure,omitempty"`
+	UserMust string   `json:"user_must,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
+}
+
+// setting records setting k = v in r.Settings.
+func (r *Result) setting(k, v string) {
+	if r.Settings == nil {
+		r.Settings = map[string]string{}
+	}
+	r.Settings[k] = v
+}
+
+// metric records metric k = v in r.Metrics.
+func (r *Result) metric(k string, v float64) {
+	if r.Metrics == nil {
+		r.Metrics = map[string]float64{}
+	}
+	r.Metrics[k] = v
 }
 
 // Experiment is one runnable failure-mode experiment.
@@ -90,6 +116,8 @@ type Experiment struct {
 	// Full is its expected wall time at Full size, for the progress
 	// estimate; zero counts as DefaultEstimate.
 	Full time.Duration
+	// Text is its prose, joined with a Result's figures by Describe.
+	Text Text
 }
 
 // DefaultEstimate is an experiment's expected Full wall time when it
@@ -244,7 +272,7 @@ func Select(only []string) ([]Experiment, error) {
 }
 
 // Run runs xs in turn at size. An experiment that could not measure is
-// recorded with its error in Notes (its AckedLost -1) and the others
+// recorded with its Error (its AckedLost -1) and the others
 // still run; only a cancelled ctx stops the run early.
 func Run(ctx context.Context, env Env, size Size, xs []Experiment) (File, error) {
 	env = env.WithDefaults()
@@ -260,12 +288,10 @@ func Run(ctx context.Context, env Env, size Size, xs []Experiment) (File, error)
 		r.DurationS = math.Round(time.Since(t0).Seconds()*10) / 10
 		if err != nil {
 			r.Error = err.Error()
-			if r.Figure == "" {
-				r.AckedLost = -1
-			}
+			r.AckedLost = -1
 			env.logf("experiment %s: could not measure: %v", x.Name, err)
 		} else {
-			env.logf("experiment %s: %s (%.1fs)", x.Name, r.Figure, r.DurationS)
+			env.logf("experiment %s: %s (%.1fs)", x.Name, describe(r, x.Text, true).Figure, r.DurationS)
 		}
 		f.Results = append(f.Results, r)
 	}
@@ -297,8 +323,8 @@ func Load(dir string) (*File, string, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
-	if f.SchemaVersion != SchemaVersion {
-		return nil, "", fmt.Errorf("%s: schema %d, this driver reads %d", path, f.SchemaVersion, SchemaVersion)
+	if f.SchemaVersion != SchemaVersion && f.SchemaVersion != legacySchema {
+		return nil, "", fmt.Errorf("%s: schema %d, this driver reads %d and %d", path, f.SchemaVersion, legacySchema, SchemaVersion)
 	}
 	return &f, path, nil
 }

@@ -56,10 +56,10 @@ func TestRunWriteLoad(t *testing.T) {
 	t.Parallel()
 	xs := []Experiment{
 		{Name: "fine", Run: func(context.Context, Env, Size) (Result, error) {
-			return Result{Title: "t", Figure: "f", AckedLost: 0}, nil
-		}},
+			return Result{AckedLost: 0, Metrics: map[string]float64{"x": 1}}, nil
+		}, Text: Text{Title: "t", Figure: func(f *Figures) string { return "x is " + num(f.Num("x")) }}},
 		{Name: "broken", Run: func(context.Context, Env, Size) (Result, error) {
-			return Result{Title: "b"}, errors.New("server gone")
+			return Result{Metrics: map[string]float64{"x": 1}}, errors.New("server gone")
 		}},
 	}
 	var out strings.Builder
@@ -70,7 +70,7 @@ func TestRunWriteLoad(t *testing.T) {
 	if len(f.Results) != 2 || f.Size != "small" || f.Results[0].Name != "fine" || f.Results[1].Error != "server gone" || f.Results[1].AckedLost != -1 {
 		t.Fatalf("%+v", f)
 	}
-	if !strings.Contains(out.String(), "experiment broken: could not measure: server gone") {
+	if !strings.Contains(out.String(), "experiment fine: x is 1 (") || !strings.Contains(out.String(), "experiment broken: could not measure: server gone") {
 		t.Errorf("progress:\n%s", out.String())
 	}
 	dir := t.TempDir()
@@ -87,6 +87,16 @@ func TestRunWriteLoad(t *testing.T) {
 	}
 	if r, ok := got.Find("broken"); !ok || r.Error != "server gone" {
 		t.Errorf("Find(broken) = %+v %v", r, ok)
+	}
+	// The file holds no sentence.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"title"`, `"happens"`, `"figure"`, `"user_must"`, `"notes"`} {
+		if strings.Contains(string(b), k) {
+			t.Errorf("the results file holds %s:\n%s", k, b)
+		}
 	}
 	if s, err := ParseSize("full"); err != nil || s != Full || s.String() != "full" {
 		t.Errorf("ParseSize(full) = %v %v", s, err)
@@ -115,5 +125,61 @@ func TestDocsExplainEveryExperiment(t *testing.T) {
 				t.Errorf("docs/experiments.md lacks %q", want)
 			}
 		}
+	}
+}
+
+// TestDescribe joins a result with its experiment's Text: the figure
+// rendered from the metrics, a missing metric named instead of printed as
+// 0, a result that could not measure without a figure, and a schema 1
+// result with its own figure and notes.
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	full := Result{Name: CommitOrderGap, Metrics: map[string]float64{
+		"runs": 2, "writers": 8, "events_per_writer": 40, "stagger_ms": 4, "catch_up_bound_s": 30, "committed": 640,
+		"global_pos_cursor_missed": 64, "global_pos_cursor_runs_with_loss": 2, "watermark_cursor_missed": 0, "watermark_catch_up_max_s": 0.25,
+	}}
+	p := Describe(full)
+	if p.Title != gapText.Title || p.Happens != gapText.Happens || p.UserMust != gapText.UserMust || len(p.Missing) > 0 {
+		t.Errorf("Describe(full) = %+v", p)
+	}
+	if want := "Over 2 runs of 8 writers (640 committed events): paging by global_pos > last missed 64 events (10.00%, in 2 of 2 runs); the (xid, global_pos) watermark cursor missed 0"; p.Figure != want {
+		t.Errorf("figure %q, want %q", p.Figure, want)
+	}
+	if len(p.Notes) != 2 || !strings.Contains(p.Notes[1], "was 0.25 s here (bound 30s)") {
+		t.Errorf("notes %q", p.Notes)
+	}
+
+	partial := Result{Name: CommitOrderGap, Metrics: map[string]float64{"runs": 2}}
+	p = Describe(partial)
+	if !strings.HasPrefix(p.Figure, "failed: the results file lacks committed, global_pos_cursor_missed, writers") || len(p.Notes) != 0 || p.Title != gapText.Title {
+		t.Errorf("Describe(partial) = %+v", p)
+	}
+
+	failed := full
+	failed.Error = "connection refused"
+	if p := Describe(failed); p.Figure != "" || len(p.Notes) != 0 || p.Title != gapText.Title {
+		t.Errorf("Describe(failed) = %+v", p)
+	}
+
+	old := Result{Name: CommitOrderGap, Title: "old title", Happens: "old", Figure: "12 missed", UserMust: "old", Notes: []string{"a note"}}
+	if p := Describe(old); p.Figure != "12 missed" || len(p.Notes) != 1 || p.Title != gapText.Title || p.Happens != gapText.Happens {
+		t.Errorf("Describe(schema 1) = %+v", p)
+	}
+	unknown := Result{Name: "gone-experiment", Title: "Gone", Happens: "h", Figure: "f", UserMust: "u"}
+	if p := Describe(unknown); p.Title != "Gone" || p.Happens != "h" || p.Figure != "f" {
+		t.Errorf("Describe(unknown schema 1) = %+v", p)
+	}
+}
+
+// TestLoadRefusesUnknownSchema: a file of a schema this driver does not
+// read is refused with a message naming both, never rendered wrong.
+func TestLoadRefusesUnknownSchema(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "20260101T000000Z"+FileSuffix), []byte(`{"schema_version": 9, "results": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, _, err := Load(dir); f != nil || err == nil || !strings.Contains(err.Error(), "schema 9, this driver reads 1 and 2") {
+		t.Errorf("Load(schema 9) = %v, %v", f, err)
 	}
 }

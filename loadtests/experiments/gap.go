@@ -55,6 +55,26 @@ func gapSizeOf(size Size) gapSize {
 // the watermark back (the shared stack has other users).
 const catchUp = 30 * time.Second
 
+// gapText is commit-order-gap's prose.
+var gapText = Text{
+	Title:    "The commit-order gap of a sequence cursor",
+	Happens:  "A bigserial position is taken at INSERT and becomes visible at COMMIT, so a later position can be read before an earlier one commits: a reader paging by global_pos > last moves past the slower transaction's event and never reads it.",
+	UserMust: "Never page a table by a sequence alone while writers commit concurrently: read only below the transaction watermark (xid8 < pg_snapshot_xmin(pg_current_snapshot())) with (xid, global_pos) as the cursor, as no-kurrentdb does, or serialize the writers.",
+	Figure: func(f *Figures) string {
+		runs, committed, naive := f.Int("runs"), f.Int("committed"), f.Int("global_pos_cursor_missed")
+		return fmt.Sprintf("Over %d runs of %d writers (%d committed events): paging by global_pos > last missed %d events (%.2f%%, in %d of %d runs); the (xid, global_pos) watermark cursor missed %d",
+			runs, f.Int("writers"), committed, naive, 100*float64(naive)/float64(max(committed, 1)), f.Int("global_pos_cursor_runs_with_loss"), runs, f.Int("watermark_cursor_missed"))
+	},
+	Notes: func(f *Figures) []string {
+		return []string{
+			fmt.Sprintf("Each writer appends %d events one transaction each, pausing up to %v between INSERT and COMMIT; both readers poll while they write, then read until caught up.",
+				f.Int("events_per_writer"), msDur(f.Num("stagger_ms"))),
+			fmt.Sprintf("The watermark reader waits for transactions open anywhere on the server (the watermark is cluster-wide): its longest wait after the writers finished was %.2f s here (bound %v).",
+				f.Num("watermark_catch_up_max_s"), secondsDur(f.Num("catch_up_bound_s"))),
+		}
+	},
+}
+
 // commitOrderGap appends events from concurrent writers that pause a
 // random moment between INSERT and COMMIT, into a scratch schema's copy
 // of the event store (migrations/eventstore), while two readers follow:
@@ -62,13 +82,7 @@ const catchUp = 30 * time.Second
 // global_pos) watermark cursor. It counts the committed events each never
 // read, over several runs.
 func commitOrderGap(ctx context.Context, env Env, size Size) (Result, error) {
-	r := Result{
-		Title:     "The commit-order gap of a sequence cursor",
-		Happens:   "A bigserial position is taken at INSERT and becomes visible at COMMIT, so a later position can be read before an earlier one commits: a reader paging by global_pos > last moves past the slower transaction's event and never reads it.",
-		UserMust:  "Never page a table by a sequence alone while writers commit concurrently: read only below the transaction watermark (xid8 < pg_snapshot_xmin(pg_current_snapshot())) with (xid, global_pos) as the cursor, as no-kurrentdb does, or serialize the writers.",
-		AckedLost: -1,
-		Metrics:   map[string]float64{},
-	}
+	r := Result{AckedLost: -1, Metrics: map[string]float64{}}
 	g := gapSizeOf(size)
 	// eventstore.notify=off: the migrations' trigger would NOTIFY in every
 	// append, which serializes commits (notify-serializes-commits).
@@ -100,17 +114,14 @@ func commitOrderGap(ctx context.Context, env Env, size Size) (Result, error) {
 	r.AckedLost = int64(wmLost)
 	r.Metrics["runs"] = float64(g.runs)
 	r.Metrics["writers"] = float64(g.writers)
+	r.Metrics["events_per_writer"] = float64(g.events)
+	r.Metrics["stagger_ms"] = float64(g.stagger) / float64(time.Millisecond)
+	r.Metrics["catch_up_bound_s"] = catchUp.Seconds()
 	r.Metrics["committed"] = float64(committed)
 	r.Metrics["global_pos_cursor_missed"] = float64(naiveLost)
 	r.Metrics["global_pos_cursor_runs_with_loss"] = float64(runsWithLoss)
 	r.Metrics["watermark_cursor_missed"] = float64(wmLost)
 	r.Metrics["watermark_catch_up_max_s"] = wmWait.Seconds()
-	r.Figure = fmt.Sprintf("Over %d runs of %d writers (%d committed events): paging by global_pos > last missed %d events (%.2f%%, in %d of %d runs); the (xid, global_pos) watermark cursor missed %d",
-		g.runs, g.writers, committed, naiveLost, 100*float64(naiveLost)/float64(max(committed, 1)), runsWithLoss, g.runs, wmLost)
-	r.Notes = []string{
-		fmt.Sprintf("Each writer appends %d events one transaction each, pausing up to %v between INSERT and COMMIT; both readers poll while they write, then read until caught up.", g.events, g.stagger),
-		fmt.Sprintf("The watermark reader waits for transactions open anywhere on the server (the watermark is cluster-wide): its longest wait after the writers finished was %.2f s here (bound %v).", wmWait.Seconds(), catchUp),
-	}
 	return r, nil
 }
 

@@ -28,7 +28,67 @@ func kafkaBrokerRestart() Experiment {
 	// Full: two restarts (the broker back about 8 s and 17 s after the
 	// signal, 5 s of it held down) between 5 s of load before and after,
 	// the settle, and the node's and the service's start: about 60 s.
-	return Experiment{Name: "kafka-broker-restart", Run: runKafkaBrokerRestart, Full: 70 * time.Second}
+	return Experiment{Name: "kafka-broker-restart", Run: runKafkaBrokerRestart, Full: 70 * time.Second, Text: kafkaRestartText}
+}
+
+// kafkaRestartText is kafka-broker-restart's prose.
+var kafkaRestartText = Text{
+	Title: "Kafka broker restart under load",
+	Happens: "While the broker is down the kafka service answers every write 503, never later than KAFKA_WRITE_TIMEOUT, /readyz answers 503 naming Kafka, and the service recovers by itself once the broker is back; every event answered 201 is delivered. " +
+		"But it learns that the broker is down only from a produce that failed, which takes the whole KAFKA_WRITE_TIMEOUT: until then (and, after a kill, while the restarted broker answers metadata but cannot take writes yet) each write commits its row and waits the timeout. " +
+		"Those 503s say the row is committed in Postgres and, when the produce timed out, that delivery is unknown: the producer keeps the batch and most are delivered once the broker is back, the rest stay undelivered (the dual-write gap). Only a batch kafka-go gave up on is answered \"delivery\": \"never\".",
+	UserMust: "Retry on 503 with backoff, and treat a 503 from the dual write as \"unknown\", not \"not written\": the event may be in the log undelivered, or delivered anyway (a retry then writes it twice). Keep KAFKA_WRITE_TIMEOUT short, since it is how long an outage's first writes hang. For neither gap nor duplicates, write through Postgres only (no-kafka) or add an outbox and a relay.",
+	Figure: func(f *Figures) string {
+		var figs []string
+		for _, c := range kafkaCases(Full) {
+			figs = append(figs, kafkaCaseFigure(f, c))
+		}
+		return strings.Join(figs, "; ")
+	},
+	Notes: kafkaRestartNotes,
+}
+
+// kafkaRestartNotes are kafka-broker-restart's notes.
+func kafkaRestartNotes(f *Figures) []string {
+	notes := []string{
+		fmt.Sprintf("a private single-node KRaft Kafka %s (broker and controller in one JVM, -Xmx384m, own ports and data directory) from the stack's jars; the service's Postgres is the shared stack's, in a schema of its own", f.Str("kafka_version")),
+		fmt.Sprintf("open load of single POST /events at %g/s: %s before the stop, the broker held down %s after its process exited, %s after it answers again; KAFKA_WRITE_TIMEOUT and BACKEND_TIMEOUT %s",
+			f.Num("rate"), secondsDur(f.Num("before_s")), secondsDur(f.Num("hold_s")), secondsDur(f.Num("after_s")), msDur(f.Num("timeout_ms"))),
+		"broker back = the node answers a metadata request naming a leader for every partition of the topic; recovery = the first 201 to a request sent after that",
+		"acknowledged lost = events answered 201 without a row in the service's deliveries table 60 s after the load; dual-write gap answers = 503s whose body says the rows are in Postgres (in_postgres), checked against the deliveries table too, those answered \"delivery\": \"never\" apart",
+	}
+	for _, c := range kafkaCases(Full) {
+		notes = append(notes, fmt.Sprintf("%s: answers other than 201: %s; /readyz during the outage: %s", c.name, f.Str(c.name+".answers"), orNone(f.StrOr(c.name+".readyz_reason", ""))))
+	}
+	if moves := f.Int("controller_moves"); moves > 0 {
+		notes = append(notes, fmt.Sprintf("the controller's port was taken while the node was down and moved %d time(s) (it is the node's own; the broker's port stayed)", moves))
+	}
+	if f.Num("full_size") != 0 {
+		notes = append(notes, "after SIGKILL the restarted node waits for its previous registration's session to expire (broker.session.timeout.ms, 9 s) before it serves: a hard kill costs that much more downtime than a clean stop")
+	}
+	return notes
+}
+
+// kafkaCaseFigure is case c's figure in words.
+func kafkaCaseFigure(f *Figures, c kafkaCase) string {
+	p := c.name + "."
+	rec := "never recovered"
+	if f.Num(p+"recovered") != 0 {
+		rec = fmt.Sprintf("first 201 %.2f s after the broker was back", f.Num(p+"recover_s"))
+	}
+	readyz := "/readyz never answered 503"
+	if f.Num(p+"readyz_failed") != 0 {
+		readyz = fmt.Sprintf("/readyz 503 %.1f s after the signal, 200 again %.1f s after the broker", f.Num(p+"readyz_503_after_s"), f.Num(p+"readyz_200_after_s"))
+	}
+	stopping, down, starting := f.Int(p+"slow_failed_sent_stopping"), f.Int(p+"slow_failed_sent_down"), f.Int(p+"slow_failed_sent_starting")
+	return fmt.Sprintf("%s: broker back %.1f s after the signal; %d of %d writes failed, %d of them not 503, p99 %.0f ms and slowest %.0f ms (timeout %s; %d slower than %s, sent while the broker stopped/was down/started: %d/%d/%d); "+
+		"503s by kind: %s; slowest answer of any status %.0f ms; "+
+		"%s; %s; %d answers named the dual-write gap (%d of them \"delivery\": \"never\", %d of whose events were delivered): %d of their events were delivered after the 503, %d rows stay undelivered; %d of %d acknowledged lost",
+		strings.ToUpper(c.name), f.Num(p+"down_s"), f.Int(p+"failed"), f.Int(p+"sent"), f.Int(p+"failed_not_503"), f.Num(p+"p99_failed_ms"), f.Num(p+"max_failed_ms"), msDur(f.Num(p+"timeout_ms")),
+		stopping+down+starting, msDur(f.Num(p+"slow_failure_ms")), stopping, down, starting,
+		esKindsText(f, p), f.Num(p+"slowest_answer_ms"),
+		readyz, rec, f.Int(p+"dual_write_gap_answers"), f.Int(p+"gap_never_answers"), f.Int(p+"gap_never_ids_delivered"), f.Int(p+"gap_ids_delivered"), f.Int(p+"undelivered_rows"),
+		f.Int(p+"acked_lost"), f.Int(p+"acked"))
 }
 
 // kafkaServiceTimeout is the kafka service's KAFKA_WRITE_TIMEOUT and
@@ -90,7 +150,7 @@ func privateKafkaLauncher(ctx context.Context, env Env, pattern string, logf fun
 
 func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
-	res := Result{Name: "kafka-broker-restart", Title: "Kafka broker restart under load", Metrics: map[string]float64{}}
+	res := Result{Name: "kafka-broker-restart", Metrics: map[string]float64{}}
 	logf := env.prefixed("kafka-broker-restart")
 	node, l, cleanup, err := privateKafkaLauncher(ctx, env, "wpe-kafka-restart-logs-", logf)
 	if err != nil {
@@ -126,40 +186,24 @@ func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, err
 	}
 	defer pg.Close(context.WithoutCancel(ctx))
 
-	var figs, notes []string
-	var lost int64
 	for _, c := range kafkaCases(size) {
 		o, err := kafkaCaseRun(ctx, node, base, topic, pg, suffix, c, size, logf)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", c.name, err)
 		}
-		lost += o.lost
+		res.AckedLost += o.lost
 		for k, v := range o.metrics() {
 			res.Metrics[c.name+"."+k] = v
 		}
-		figs = append(figs, o.figure(c))
-		notes = append(notes, fmt.Sprintf("%s: answers other than 201: %s; /readyz during the outage: %s", c.name, o.codes, orNone(o.readyReason)))
+		res.setting(c.name+".answers", o.codes)
+		res.setting(c.name+".readyz_reason", o.readyReason)
 	}
 	rate, before, hold, after := kafkaLoad(size)
-	res.AckedLost = lost
-	res.Happens = "While the broker is down the kafka service answers every write 503, never later than KAFKA_WRITE_TIMEOUT, /readyz answers 503 naming Kafka, and the service recovers by itself once the broker is back; every event answered 201 is delivered. " +
-		"But it learns that the broker is down only from a produce that failed, which takes the whole KAFKA_WRITE_TIMEOUT: until then (and, after a kill, while the restarted broker answers metadata but cannot take writes yet) each write commits its row and waits the timeout. " +
-		"Those 503s say the row is committed in Postgres and, when the produce timed out, that delivery is unknown: the producer keeps the batch and most are delivered once the broker is back, the rest stay undelivered (the dual-write gap). Only a batch kafka-go gave up on is answered \"delivery\": \"never\"."
-	res.Figure = strings.Join(figs, "; ")
-	res.UserMust = "Retry on 503 with backoff, and treat a 503 from the dual write as \"unknown\", not \"not written\": the event may be in the log undelivered, or delivered anyway (a retry then writes it twice). Keep KAFKA_WRITE_TIMEOUT short, since it is how long an outage's first writes hang. For neither gap nor duplicates, write through Postgres only (no-kafka) or add an outbox and a relay."
-	res.Notes = []string{
-		fmt.Sprintf("a private single-node KRaft Kafka %s (broker and controller in one JVM, -Xmx384m, own ports and data directory) from the stack's jars; the service's Postgres is the shared stack's, in a schema of its own", kafkaVersion(node.libs)),
-		fmt.Sprintf("open load of single POST /events at %g/s: %s before the stop, the broker held down %s after its process exited, %s after it answers again; KAFKA_WRITE_TIMEOUT and BACKEND_TIMEOUT %s", rate, before, hold, after, kafkaServiceTimeout),
-		"broker back = the node answers a metadata request naming a leader for every partition of the topic; recovery = the first 201 to a request sent after that",
-		"acknowledged lost = events answered 201 without a row in the service's deliveries table 60 s after the load; dual-write gap answers = 503s whose body says the rows are in Postgres (in_postgres), checked against the deliveries table too, those answered \"delivery\": \"never\" apart",
+	for k, v := range map[string]float64{"rate": rate, "before_s": before.Seconds(), "hold_s": hold.Seconds(), "after_s": after.Seconds(),
+		"timeout_ms": ms(kafkaServiceTimeout), "controller_moves": float64(node.ctrlMoves), "full_size": b2f(size == Full)} {
+		res.Metrics[k] = v
 	}
-	res.Notes = append(res.Notes, notes...)
-	if node.ctrlMoves > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("the controller's port was taken while the node was down and moved %d time(s) (it is the node's own; the broker's port stayed)", node.ctrlMoves))
-	}
-	if size == Full {
-		res.Notes = append(res.Notes, "after SIGKILL the restarted node waits for its previous registration's session to expire (broker.session.timeout.ms, 9 s) before it serves: a hard kill costs that much more downtime than a clean stop")
-	}
+	res.setting("kafka_version", kafkaVersion(node.libs))
 	res.DurationS = math.Round(time.Since(began).Seconds()*10) / 10
 	return res, nil
 }
@@ -201,7 +245,11 @@ func (o kafkaOutcome) metrics() map[string]float64 {
 	return map[string]float64{
 		"sent": float64(o.sent), "acked": float64(o.acked), "failed": float64(o.failed), "failed_not_503": float64(o.failedNot503),
 		"p99_failed_ms": ms(o.p99Failed), "max_failed_ms": ms(o.maxFailed), "exit_s": secs(o.exitTook), "down_s": secs(o.downFor),
-		"recover_s": secs(o.recover), "readyz_503_after_s": secs(o.readyDownAfter), "readyz_200_after_s": secs(o.readyUpAfter),
+		// Never recovered, /readyz never failed: a flag, and -1 (recoverS),
+		// never secs(-1ns), which is -0 and not below 0.
+		"recovered": b2f(o.recover >= 0), "recover_s": recoverS(o.recover),
+		"readyz_failed": b2f(o.readyDownAfter >= 0), "readyz_503_after_s": recoverS(o.readyDownAfter), "readyz_200_after_s": secs(o.readyUpAfter),
+		"slow_failure_ms":  ms(slowFailure),
 		"acked_while_down": float64(o.ackedWhileDown), "acked_lost": float64(o.lost),
 		"undelivered_rows": float64(o.undelivered), "dual_write_gap_answers": float64(o.gapAnswers),
 		"timeout_ms": ms(kafkaServiceTimeout), "gap_ids_delivered": float64(o.gapDelivered),
@@ -211,20 +259,6 @@ func (o kafkaOutcome) metrics() map[string]float64 {
 		"503_not_recorded": float64(o.kinds["not_recorded"]), "503_unknown": float64(o.kinds["unknown"]),
 		"503_shed": float64(o.kinds["shed"]), "503_without_kind": float64(o.kinds[""]),
 	}
-}
-
-func (o kafkaOutcome) figure(c kafkaCase) string {
-	rec := "never recovered"
-	if o.recover >= 0 {
-		rec = fmt.Sprintf("first 201 %.2f s after the broker was back", o.recover.Seconds())
-	}
-	return fmt.Sprintf("%s: broker back %.1f s after the signal; %d of %d writes failed, %d of them not 503, p99 %.0f ms and slowest %.0f ms (timeout %s; %d slower than %s, sent while the broker stopped/was down/started: %d/%d/%d); "+
-		"503s by kind: %d not_recorded, %d unknown, %d shed, %d without a kind; slowest answer of any status %.0f ms; "+
-		"/readyz 503 %.1f s after the signal, 200 again %.1f s after the broker; %s; %d answers named the dual-write gap (%d of them \"delivery\": \"never\", %d of whose events were delivered): %d of their events were delivered after the 503, %d rows stay undelivered; %d of %d acknowledged lost",
-		strings.ToUpper(c.name), secs(o.downFor), o.failed, o.sent, o.failedNot503, ms(o.p99Failed), ms(o.maxFailed), kafkaServiceTimeout,
-		o.slowStopping+o.slowDown+o.slowStarting, slowFailure, o.slowStopping, o.slowDown, o.slowStarting,
-		o.kinds["not_recorded"], o.kinds["unknown"], o.kinds["shed"], o.kinds[""], ms(o.slowest),
-		secs(o.readyDownAfter), secs(o.readyUpAfter), rec, o.gapAnswers, o.gapNever, o.gapNeverDelivered, o.gapDelivered, o.undelivered, o.lost, o.acked)
 }
 
 // readySample is one /readyz answer.
@@ -264,142 +298,19 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 	if err := pg.QueryRow(ctx, undeliveredSQL).Scan(&undeliveredBefore); err != nil {
 		return o, fmt.Errorf("count undelivered: %w", err)
 	}
-	rate, before, hold, after := kafkaLoad(size)
-	lctx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	var shots []shot
-	var samples []readySample
-	var wg sync.WaitGroup
-	wg.Go(func() { shots = openLoad(lctx, base, kafkaSide, rate) })
-	wg.Go(func() { samples = watchReady(lctx, base) })
-	sleep(ctx, before)
-	logf("%s: stopping the broker", c.name)
-	stopAt := time.Now()
-	took, err := node.stop(c.sig, time.Minute)
+	shots, samples, t, err := kafkaOutage(ctx, node, base, topic, c, size, logf)
 	if err != nil {
-		stopLoad()
-		wg.Wait()
 		return o, err
 	}
-	o.exitTook = took
-	goneAt := time.Now()
-	sleep(ctx, hold)
-	startAt := time.Now()
-	if err := node.restart(ctx); err != nil {
-		stopLoad()
-		wg.Wait()
-		return o, err
-	}
-	for !node.topicLed(ctx, topic) && ctx.Err() == nil && time.Since(stopAt) < 3*time.Minute {
-		time.Sleep(50 * time.Millisecond)
-	}
-	upAt := time.Now()
-	o.downFor = upAt.Sub(stopAt)
-	logf("%s: process gone after %.1f s, broker back %.1f s after the signal", c.name, took.Seconds(), o.downFor.Seconds())
-	sleep(ctx, after)
-	stopLoad()
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return o, err
-	}
-
-	var failedLat []time.Duration
-	var ids, gapIDs, neverIDs []string
-	o.kinds = map[string]int{}
-	for _, s := range shots {
-		o.sent++
-		o.slowest = max(o.slowest, s.lat)
-		if s.err == nil && s.code == kafkaSide.okCode {
-			o.acked++
-			ids = append(ids, s.id)
-			if s.end().After(stopAt) && s.end().Before(upAt) {
-				o.ackedWhileDown++
-			}
-			if o.recover < 0 && !s.sent.Before(upAt) {
-				o.recover = s.end().Sub(upAt)
-			}
-			continue
-		}
-		o.failed++
-		failedLat = append(failedLat, s.lat)
-		if s.lat > slowFailure {
-			switch {
-			case s.sent.Before(goneAt):
-				o.slowStopping++
-			case s.sent.Before(startAt):
-				o.slowDown++
-			case s.sent.Before(upAt):
-				o.slowStarting++
-			}
-		}
-		if s.code != http.StatusServiceUnavailable {
-			o.failedNot503++
-		}
-		if s.err != nil {
-			var body struct {
-				IDs        []string `json:"ids"`
-				InPostgres bool     `json:"in_postgres"`
-				Delivery   string   `json:"delivery"`
-				Kind       string   `json:"kind"`
-			}
-			_, js, _ := strings.Cut(s.err.Error(), " ")
-			parsed := json.Unmarshal([]byte(js), &body) == nil
-			if s.code == http.StatusServiceUnavailable {
-				o.kinds[body.Kind]++
-			}
-			if parsed && body.InPostgres {
-				o.gapAnswers++
-				gapIDs = append(gapIDs, body.IDs...)
-				if body.Delivery == "never" {
-					o.gapNever++
-					neverIDs = append(neverIDs, body.IDs...)
-				}
-			}
-		}
-	}
-	if len(failedLat) > 0 {
-		sort.Slice(failedLat, func(i, j int) bool { return failedLat[i] < failedLat[j] })
-		o.p99Failed = failedLat[min(len(failedLat)-1, int(math.Ceil(0.99*float64(len(failedLat))))-1)]
-		o.maxFailed = failedLat[len(failedLat)-1]
-	}
+	o.exitTook, o.downFor = t.exitTook, t.up.Sub(t.stop)
+	ids, gapIDs, neverIDs := o.tally(shots, t)
 	o.codes = codeCounts(shots, kafkaSide)
-	var downSeen time.Time
-	for _, r := range samples {
-		if r.at.Before(stopAt) {
-			continue
-		}
-		if downSeen.IsZero() {
-			if r.code != http.StatusOK {
-				downSeen = r.at
-				o.readyDownAfter = r.at.Sub(stopAt)
-				o.readyReason = clipErr(r.body)
-			}
-			continue
-		}
-		if r.code == http.StatusOK && !r.at.Before(upAt) {
-			o.readyUpAfter = r.at.Sub(upAt)
-			break
-		}
-	}
-	if downSeen.IsZero() {
-		o.readyDownAfter = -1
-	}
+	o.readyz(samples, t)
 	if o.acked == 0 {
 		return o, fmt.Errorf("no write was acknowledged (answers: %s)", o.codes)
 	}
-
-	// Settle: every acknowledged event delivered (a row in deliveries).
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var delivered int64
-		if err := pg.QueryRow(ctx, `SELECT count(*) FROM `+deliveries+` WHERE id = ANY($1::uuid[])`, ids).Scan(&delivered); err != nil {
-			return o, fmt.Errorf("count deliveries: %w", err)
-		}
-		o.lost = int64(len(ids)) - delivered
-		if o.lost == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := o.settle(ctx, pg, deliveries, ids); err != nil {
+		return o, err
 	}
 	if err := pg.QueryRow(ctx, undeliveredSQL).Scan(&o.undelivered); err != nil {
 		return o, fmt.Errorf("count undelivered: %w", err)
@@ -411,8 +322,183 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 	if err := pg.QueryRow(ctx, `SELECT count(*) FROM `+deliveries+` WHERE id = ANY($1::uuid[])`, neverIDs).Scan(&o.gapNeverDelivered); err != nil {
 		return o, fmt.Errorf("count deliveries: %w", err)
 	}
-	logf("%s: %s; answers other than 201: %s; /readyz said: %s", c.name, o.figure(c), o.codes, orNone(o.readyReason))
+	logf("%s: %d of %d acknowledged lost, %d rows undelivered; answers other than 201: %s; /readyz said: %s", c.name, o.lost, o.acked, o.undelivered, o.codes, orNone(o.readyReason))
 	return o, ctx.Err()
+}
+
+// outageTimes are the moments of one broker outage: the signal, the
+// process gone, the restart begun, the broker back (leading the topic).
+type outageTimes struct {
+	stop, gone, start, up time.Time
+	// exitTook is how long the process took to exit after the signal.
+	exitTook time.Duration
+}
+
+// kafkaOutage runs an open load of single writes and a /readyz watch on
+// base while the broker is stopped with c.sig, held down and started
+// again; it returns the shots, the /readyz answers and the outage's
+// moments.
+func kafkaOutage(ctx context.Context, node *kafkaNode, base, topic string, c kafkaCase, size Size, logf func(string, ...any)) ([]shot, []readySample, outageTimes, error) {
+	var t outageTimes
+	rate, before, hold, after := kafkaLoad(size)
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	var shots []shot
+	var samples []readySample
+	var wg sync.WaitGroup
+	wg.Go(func() { shots = openLoad(lctx, base, kafkaSide, rate) })
+	wg.Go(func() { samples = watchReady(lctx, base) })
+	fail := func(err error) ([]shot, []readySample, outageTimes, error) {
+		stopLoad()
+		wg.Wait()
+		return nil, nil, t, err
+	}
+	sleep(ctx, before)
+	logf("%s: stopping the broker", c.name)
+	t.stop = time.Now()
+	took, err := node.stop(c.sig, time.Minute)
+	if err != nil {
+		return fail(err)
+	}
+	t.gone, t.exitTook = time.Now(), took
+	sleep(ctx, hold)
+	t.start = time.Now()
+	if err := node.restart(ctx); err != nil {
+		return fail(err)
+	}
+	for !node.topicLed(ctx, topic) && ctx.Err() == nil && time.Since(t.stop) < 3*time.Minute {
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.up = time.Now()
+	logf("%s: process gone after %.1f s, broker back %.1f s after the signal", c.name, took.Seconds(), t.up.Sub(t.stop).Seconds())
+	sleep(ctx, after)
+	stopLoad()
+	wg.Wait()
+	return shots, samples, t, ctx.Err()
+}
+
+// tally counts the shots into o and returns the ids acknowledged, those
+// the dual-write gap answers named, and those of its "delivery": "never"
+// answers.
+func (o *kafkaOutcome) tally(shots []shot, t outageTimes) (ids, gapIDs, neverIDs []string) {
+	var failedLat []time.Duration
+	o.kinds = map[string]int{}
+	for _, s := range shots {
+		o.sent++
+		o.slowest = max(o.slowest, s.lat)
+		if s.err == nil && s.code == kafkaSide.okCode {
+			o.acked++
+			ids = append(ids, s.id)
+			if s.end().After(t.stop) && s.end().Before(t.up) {
+				o.ackedWhileDown++
+			}
+			if o.recover < 0 && !s.sent.Before(t.up) {
+				o.recover = s.end().Sub(t.up)
+			}
+			continue
+		}
+		o.failed++
+		failedLat = append(failedLat, s.lat)
+		o.countSlow(s, t)
+		if s.code != http.StatusServiceUnavailable {
+			o.failedNot503++
+		}
+		gap, never := o.readAnswer(s)
+		gapIDs, neverIDs = append(gapIDs, gap...), append(neverIDs, never...)
+	}
+	if len(failedLat) > 0 {
+		sort.Slice(failedLat, func(i, j int) bool { return failedLat[i] < failedLat[j] })
+		o.p99Failed = failedLat[min(len(failedLat)-1, int(math.Ceil(0.99*float64(len(failedLat))))-1)]
+		o.maxFailed = failedLat[len(failedLat)-1]
+	}
+	return ids, gapIDs, neverIDs
+}
+
+// countSlow counts failed shot s when it was slower than slowFailure, by
+// when it was sent.
+func (o *kafkaOutcome) countSlow(s shot, t outageTimes) {
+	if s.lat <= slowFailure {
+		return
+	}
+	switch {
+	case s.sent.Before(t.gone):
+		o.slowStopping++
+	case s.sent.Before(t.start):
+		o.slowDown++
+	case s.sent.Before(t.up):
+		o.slowStarting++
+	}
+}
+
+// readAnswer counts failed shot s's 503 by kind and, when its body says
+// the rows are in Postgres (the dual-write gap), returns the ids it
+// names, and again when it says "delivery": "never".
+func (o *kafkaOutcome) readAnswer(s shot) (gapIDs, neverIDs []string) {
+	if s.err == nil {
+		return nil, nil
+	}
+	var body struct {
+		IDs        []string `json:"ids"`
+		InPostgres bool     `json:"in_postgres"`
+		Delivery   string   `json:"delivery"`
+		Kind       string   `json:"kind"`
+	}
+	_, js, _ := strings.Cut(s.err.Error(), " ")
+	parsed := json.Unmarshal([]byte(js), &body) == nil
+	if s.code == http.StatusServiceUnavailable {
+		o.kinds[body.Kind]++
+	}
+	if !parsed || !body.InPostgres {
+		return nil, nil
+	}
+	o.gapAnswers++
+	if body.Delivery == "never" {
+		o.gapNever++
+		return body.IDs, body.IDs
+	}
+	return body.IDs, nil
+}
+
+// readyz reads the /readyz answers: the first failure after the signal
+// (and its reason), then the first 200 once the broker was back;
+// readyDownAfter stays -1 when /readyz never failed.
+func (o *kafkaOutcome) readyz(samples []readySample, t outageTimes) {
+	o.readyDownAfter = -1
+	var downSeen bool
+	for _, r := range samples {
+		if r.at.Before(t.stop) {
+			continue
+		}
+		if !downSeen {
+			if r.code != http.StatusOK {
+				downSeen = true
+				o.readyDownAfter = r.at.Sub(t.stop)
+				o.readyReason = clipErr(r.body)
+			}
+			continue
+		}
+		if r.code == http.StatusOK && !r.at.Before(t.up) {
+			o.readyUpAfter = r.at.Sub(t.up)
+			break
+		}
+	}
+}
+
+// settle waits (a minute at most) until every acknowledged event (ids) is
+// delivered (a row in deliveries) and counts those that are not.
+func (o *kafkaOutcome) settle(ctx context.Context, pg *pgx.Conn, deliveries string, ids []string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var delivered int64
+		if err := pg.QueryRow(ctx, `SELECT count(*) FROM `+deliveries+` WHERE id = ANY($1::uuid[])`, ids).Scan(&delivered); err != nil {
+			return fmt.Errorf("count deliveries: %w", err)
+		}
+		o.lost = int64(len(ids)) - delivered
+		if o.lost == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // orNone is s, or "none" when it is empty.

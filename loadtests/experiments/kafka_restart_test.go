@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,8 +57,8 @@ func TestKafkaBrokerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s (%.1f s): %s", res.Title, res.DurationS, res.Figure)
-	if res.Name != "kafka-broker-restart" || res.Happens == "" || res.UserMust == "" || len(res.Notes) == 0 {
+	t.Logf("%s (%.1f s): %s", Describe(res).Title, res.DurationS, Describe(res).Figure)
+	if res.Name != "kafka-broker-restart" || Describe(res).Happens == "" || Describe(res).UserMust == "" || len(Describe(res).Notes) == 0 {
 		t.Errorf("incomplete result: %+v", res)
 	}
 	if res.AckedLost != 0 {
@@ -68,19 +69,19 @@ func TestKafkaBrokerRestart(t *testing.T) {
 		t.Errorf("no write failed while the broker was down: %v", m)
 	}
 	if m["sigterm.failed_not_503"] != 0 {
-		t.Errorf("%v failed writes answered another status than 503: %v", m["sigterm.failed_not_503"], res.Notes)
+		t.Errorf("%v failed writes answered another status than 503: %v", m["sigterm.failed_not_503"], Describe(res).Notes)
 	}
-	if m["sigterm.recover_s"] < 0 {
+	if m["sigterm.recovered"] != 1 || m["sigterm.recover_s"] < 0 {
 		t.Errorf("the service did not recover after the broker was back: %v", m)
 	}
-	if m["sigterm.readyz_503_after_s"] < 0 {
-		t.Errorf("/readyz never failed while the broker was down: %v", res.Notes)
+	if m["sigterm.readyz_failed"] != 1 || m["sigterm.readyz_503_after_s"] < 0 {
+		t.Errorf("/readyz never failed while the broker was down: %v", Describe(res).Notes)
 	}
 	for _, c := range kafkaCases(Small) {
 		if m[c.name+".503_without_kind"] != 0 {
 			t.Errorf("%s: %v 503s without a kind", c.name, m[c.name+".503_without_kind"])
 		}
-		if m[c.name+".recover_s"] < 0 {
+		if m[c.name+".recovered"] != 1 {
 			t.Errorf("%s: the service did not recover after the broker was back: %v", c.name, m)
 		}
 	}
@@ -117,5 +118,43 @@ func TestKafkaVersion(t *testing.T) {
 	}
 	if v := kafkaVersion(t.TempDir()); v != "(version unknown)" {
 		t.Errorf("kafkaVersion(empty) = %q", v)
+	}
+}
+
+// TestKafkaNeverRecoveredIsFlagged: a case that never recovered, whose
+// /readyz never failed, says so in an explicit flag and in a figure
+// below 0, never as the -0 of secs(-1ns) that a `< 0` check cannot see;
+// the rendered figure says "never recovered", and a case that did
+// recover says when.
+func TestKafkaNeverRecoveredIsFlagged(t *testing.T) {
+	t.Parallel()
+	never := kafkaOutcome{recover: -1, readyDownAfter: -1, kinds: map[string]int{}}.metrics()
+	if never["recovered"] != 0 || !(never["recover_s"] < 0) || never["readyz_failed"] != 0 || !(never["readyz_503_after_s"] < 0) {
+		t.Errorf("never recovered: %v", never)
+	}
+	back := kafkaOutcome{recover: 1500 * time.Millisecond, readyDownAfter: 300 * time.Millisecond, readyUpAfter: time.Second, kinds: map[string]int{}}.metrics()
+	if back["recovered"] != 1 || back["recover_s"] != 1.5 || back["readyz_failed"] != 1 || back["readyz_503_after_s"] != 0.3 {
+		t.Errorf("recovered: %v", back)
+	}
+	r := Result{Name: "kafka-broker-restart", Metrics: map[string]float64{
+		"rate": 50, "before_s": 2, "hold_s": 0, "after_s": 3, "timeout_ms": 5000, "controller_moves": 0, "full_size": 0,
+	}, Settings: map[string]string{"kafka_version": "4.1.0"}}
+	for c, m := range map[string]map[string]float64{"sigterm": back, "sigkill": never} {
+		for k, v := range m {
+			r.Metrics[c+"."+k] = v
+		}
+		r.Settings[c+".answers"] = "none"
+		r.Settings[c+".readyz_reason"] = ""
+	}
+	p := Describe(r)
+	if len(p.Missing) > 0 {
+		t.Fatalf("missing figures: %v", p.Missing)
+	}
+	sigterm, sigkill, _ := strings.Cut(p.Figure, "; SIGKILL: ")
+	if !strings.Contains(sigterm, "/readyz 503 0.3 s after the signal, 200 again 1.0 s after the broker; first 201 1.50 s after the broker was back;") {
+		t.Errorf("SIGTERM case: %s", sigterm)
+	}
+	if !strings.Contains(sigkill, "/readyz never answered 503; never recovered;") {
+		t.Errorf("SIGKILL case: %s", sigkill)
 	}
 }

@@ -28,50 +28,15 @@ const listenService = "no-rabbitmq"
 // listener received; then starts no-rabbitmq with DATABASE_LISTEN_URL on
 // pgbouncer and checks that it refuses to start, naming the problem.
 func listenThroughPgBouncer(ctx context.Context, env Env, size Size) (Result, error) {
-	r := Result{
-		Title:     "LISTEN through pgbouncer in transaction mode receives nothing",
-		Happens:   "LISTEN through a transaction-mode pooler succeeds on whichever server connection ran it, which the pooler then hands to other clients: no notification reaches the listener, and a service that starts anyway runs deaf on its fallback poll.",
-		UserMust:  "Give LISTEN a direct connection (DATABASE_LISTEN_URL) and keep the pooler for the rest; the services here probe LISTEN with a NOTIFY round trip at start and after every reconnect and refuse to run deaf.",
-		AckedLost: -1,
-		Metrics:   map[string]float64{},
-	}
+	r := Result{AckedLost: -1, Metrics: map[string]float64{}}
 	n := 100
 	if size == Full {
 		n = 1000
 	}
-	channel := uniqueName("wpe_x_listen")
-	direct, err := raw.Listen(ctx, env.PostgresURL, channel)
+	dn, bn, err := listenCount(ctx, env, n)
 	if err != nil {
-		return r, fmt.Errorf("direct listener: %w", err)
+		return r, err
 	}
-	defer direct.Close()
-	// The server connection that ran LISTEN for pgbouncer's client goes
-	// back to pgbouncer's pool still LISTENing; the application_name finds
-	// it afterwards (see unlistenBounced).
-	bounced, err := raw.Listen(ctx, withAppName(env.PgBouncerURL, channel), channel)
-	if err != nil {
-		return r, fmt.Errorf("listener through pgbouncer: %w", err)
-	}
-	defer func() { _ = unlistenBounced(env.PostgresURL, channel) }()
-	defer bounced.Close()
-	sender, err := pgx.Connect(ctx, env.PostgresURL)
-	if err != nil {
-		return r, fmt.Errorf("sender: %w", err)
-	}
-	defer sender.Close(context.Background())
-	for i := range n {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := sender.Exec(sctx, "SELECT pg_notify($1, $2)", channel, fmt.Sprint(i))
-		cancel()
-		if err != nil {
-			return r, fmt.Errorf("NOTIFY: %w", err)
-		}
-	}
-	// Every notification is on the wire once its commit returned; give
-	// the listeners 2 s to read them.
-	waitCount(ctx, direct, int64(n), 2*time.Second)
-	waitCount(ctx, bounced, int64(n), 2*time.Second)
-	dn, bn := direct.Count(), bounced.Count()
 	r.Metrics["sent"] = float64(n)
 	r.Metrics["received_direct"] = float64(dn)
 	r.Metrics["received_pgbouncer"] = float64(bn)
@@ -85,19 +50,72 @@ func listenThroughPgBouncer(ctx context.Context, env Env, size Size) (Result, er
 	}
 	r.Metrics["service_refused"] = b2f(refused)
 	r.Metrics["service_exit_s"] = took.Seconds()
-	verdict := fmt.Sprintf("%s with DATABASE_LISTEN_URL on pgbouncer refused to start in %.1f s", listenService, took.Seconds())
-	if !refused {
-		verdict = fmt.Sprintf("%s with DATABASE_LISTEN_URL on pgbouncer did NOT refuse to start (%s)", listenService, msg)
-	}
-	r.Figure = fmt.Sprintf("%d notifications sent: %d received on a direct connection, %d through pgbouncer; %s", n, dn, bn, verdict)
-	r.Notes = []string{
-		"pgbouncer: the stack's, in transaction pooling mode (PGBOUNCER_URL). The notifications are sent on a direct connection, each in a transaction of its own. pgbouncer drops each one arriving on the idle server connection that ran LISTEN, logging only a warning (\"got packet 'A' from server when not linked\").",
-		"The acknowledged-writes count is notifications the direct listener missed; in the services a notification is only a wake-up (the rows are the truth), so a deaf listener delays work by the poll interval but loses none.",
-	}
-	if refused {
-		r.Notes = append(r.Notes, "The refusal names the problem: "+msg)
-	}
+	r.setting("service_message", msg)
 	return r, nil
+}
+
+// listenText is listen-through-pgbouncer's prose.
+var listenText = Text{
+	Title:    "LISTEN through pgbouncer in transaction mode receives nothing",
+	Happens:  "LISTEN through a transaction-mode pooler succeeds on whichever server connection ran it, which the pooler then hands to other clients: no notification reaches the listener, and a service that starts anyway runs deaf on its fallback poll.",
+	UserMust: "Give LISTEN a direct connection (DATABASE_LISTEN_URL) and keep the pooler for the rest; the services here probe LISTEN with a NOTIFY round trip at start and after every reconnect and refuse to run deaf.",
+	Figure: func(f *Figures) string {
+		verdict := fmt.Sprintf("%s with DATABASE_LISTEN_URL on pgbouncer refused to start in %.1f s", listenService, f.Num("service_exit_s"))
+		if f.Num("service_refused") == 0 {
+			verdict = fmt.Sprintf("%s with DATABASE_LISTEN_URL on pgbouncer did NOT refuse to start (%s)", listenService, f.Str("service_message"))
+		}
+		return fmt.Sprintf("%d notifications sent: %d received on a direct connection, %d through pgbouncer; %s",
+			f.Int("sent"), f.Int("received_direct"), f.Int("received_pgbouncer"), verdict)
+	},
+	Notes: func(f *Figures) []string {
+		notes := []string{
+			"pgbouncer: the stack's, in transaction pooling mode (PGBOUNCER_URL). The notifications are sent on a direct connection, each in a transaction of its own. pgbouncer drops each one arriving on the idle server connection that ran LISTEN, logging only a warning (\"got packet 'A' from server when not linked\").",
+			"The acknowledged-writes count is notifications the direct listener missed; in the services a notification is only a wake-up (the rows are the truth), so a deaf listener delays work by the poll interval but loses none.",
+		}
+		if f.Num("service_refused") != 0 {
+			notes = append(notes, "The refusal names the problem: "+f.Str("service_message"))
+		}
+		return notes
+	},
+}
+
+// listenCount LISTENs on one channel on a direct connection and through
+// env's pgbouncer, sends n notifications on a third connection, and
+// returns how many each listener received.
+func listenCount(ctx context.Context, env Env, n int) (direct, bounced int64, err error) {
+	channel := uniqueName("wpe_x_listen")
+	dl, err := raw.Listen(ctx, env.PostgresURL, channel)
+	if err != nil {
+		return 0, 0, fmt.Errorf("direct listener: %w", err)
+	}
+	defer dl.Close()
+	// The server connection that ran LISTEN for pgbouncer's client goes
+	// back to pgbouncer's pool still LISTENing; the application_name finds
+	// it afterwards (see unlistenBounced).
+	bl, err := raw.Listen(ctx, withAppName(env.PgBouncerURL, channel), channel)
+	if err != nil {
+		return 0, 0, fmt.Errorf("listener through pgbouncer: %w", err)
+	}
+	defer func() { _ = unlistenBounced(env.PostgresURL, channel) }()
+	defer bl.Close()
+	sender, err := pgx.Connect(ctx, env.PostgresURL)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sender: %w", err)
+	}
+	defer sender.Close(context.Background())
+	for i := range n {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := sender.Exec(sctx, "SELECT pg_notify($1, $2)", channel, fmt.Sprint(i))
+		cancel()
+		if err != nil {
+			return 0, 0, fmt.Errorf("NOTIFY: %w", err)
+		}
+	}
+	// Every notification is on the wire once its commit returned; give
+	// the listeners 2 s to read them.
+	waitCount(ctx, dl, int64(n), 2*time.Second)
+	waitCount(ctx, bl, int64(n), 2*time.Second)
+	return dl.Count(), bl.Count(), nil
 }
 
 // waitCount waits until l has received want notifications or d has

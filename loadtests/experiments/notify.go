@@ -38,18 +38,49 @@ const notifyVersionNote = "Which versions take the lock (read in src/backend/com
 	"stops waking listeners with no interest in the channel and keeps the commit lock (its direct advancement relies on it). " +
 	"Verified by measurement here on PostgreSQL 15 only; 16–19 are not measured."
 
+// notifyText is notify-serializes-commits' prose.
+var notifyText = Text{
+	Title:    "NOTIFY serializes commits",
+	Happens:  "A transaction that calls pg_notify takes one cluster-wide lock at commit and holds it across the commit's flush: notifying commits run one at a time, so adding committers stops adding throughput.",
+	UserMust: "Keep pg_notify out of the hot transaction: commit, then send one debounced NOTIFY for many commits (NOTIFY_MODE=debounced, the default here), and treat it as a wake-up only.",
+	Figure:   notifyFigure,
+	Notes: func(f *Figures) []string {
+		point := secondsDur(f.Num("point_s"))
+		interval := msDur(f.Num("debounce_interval_ms"))
+		return []string{
+			fmt.Sprintf("Measured on PostgreSQL %s: one-row INSERT commits on a logged table, %v per point, one LISTENing connection; "+
+				"notify_in_tx: INSERT and pg_notify in one statement's transaction; notify_debounced: pglisten.Debouncer, at most one NOTIFY per %v after the commits.",
+				f.Str("server_version"), point, interval),
+			notifyVersionNote,
+			"The acknowledged-writes count is committed NOTIFYs the listening connection did not receive (in the committing transaction and debounced).",
+		}
+	},
+}
+
+// notifyFigure is the commits/s of each mode at each count of committers
+// and the ratio at the most.
+func notifyFigure(f *Figures) string {
+	series := func(mode string) string {
+		var parts []string
+		for _, c := range raw.NotifyCommitters {
+			parts = append(parts, num(f.Num("tps_"+mode+"_"+strconv.Itoa(c))))
+		}
+		return strings.Join(parts, " / ")
+	}
+	n := raw.NotifyCommitters[len(raw.NotifyCommitters)-1]
+	at := func(what, mode string) float64 { return f.Num(what + mode + "_" + strconv.Itoa(n)) }
+	return fmt.Sprintf("Commits/s at %s committers: without pg_notify %s; with pg_notify in the transaction %s; debounced %s. At %d committers pg_notify in the transaction gives %s× the commits/s, commit p99 %s ms vs %s ms (debounced %s ms)",
+		committers(), series(raw.NotifyNone), series(raw.NotifyInTx), series(raw.NotifyDebounced), n,
+		ratio(at("tps_", raw.NotifyInTx), at("tps_", raw.NotifyNone)),
+		num(at("p99_ms_", raw.NotifyInTx)), num(at("p99_ms_", raw.NotifyNone)), num(at("p99_ms_", raw.NotifyDebounced)))
+}
+
 // notifySerializes runs loadtests/raw's NOTIFY series: 1, 2, 4, 8 and 16
 // committers, each committing one-row INSERTs without pg_notify, with
 // pg_notify in the transaction, and debounced (at most one NOTIFY per
 // interval, after the commits, in a transaction of its own).
 func notifySerializes(ctx context.Context, env Env, size Size) (Result, error) {
-	r := Result{
-		Title:     "NOTIFY serializes commits",
-		Happens:   "A transaction that calls pg_notify takes one cluster-wide lock at commit and holds it across the commit's flush: notifying commits run one at a time, so adding committers stops adding throughput.",
-		UserMust:  "Keep pg_notify out of the hot transaction: commit, then send one debounced NOTIFY for many commits (NOTIFY_MODE=debounced, the default here), and treat it as a wake-up only.",
-		AckedLost: -1,
-		Metrics:   map[string]float64{},
-	}
+	r := Result{AckedLost: -1, Metrics: map[string]float64{}}
 	o := raw.DefaultOptions()
 	o.PostgresURL = env.PostgresURL
 	o.Name = uniqueName("x")[2:]
@@ -62,10 +93,25 @@ func notifySerializes(ctx context.Context, env Env, size Size) (Result, error) {
 	if s.Error != "" {
 		return r, errors.New(s.Error)
 	}
-	var lost int64
+	lost, err := notifyMetrics(&r, s)
+	if err != nil {
+		return r, err
+	}
+	// Committed NOTIFYs the listener never heard: each announced commits.
+	r.AckedLost = lost
+	r.metric("point_s", s.PointSeconds)
+	r.metric("debounce_interval_ms", s.IntervalMs)
+	r.setting("server_version", s.ServerVersion)
+	return r, nil
+}
+
+// notifyMetrics records every point of s in r and returns the committed
+// NOTIFYs the listener did not receive; an error when a point failed or
+// is missing.
+func notifyMetrics(r *Result, s *raw.NotifySeries) (lost int64, err error) {
 	for _, p := range s.Points {
 		if p.Error != "" {
-			return r, fmt.Errorf("%s ×%d: %s", p.Mode, p.Committers, p.Error)
+			return 0, fmt.Errorf("%s ×%d: %s", p.Mode, p.Committers, p.Error)
 		}
 		k := p.Mode + "_" + strconv.Itoa(p.Committers)
 		r.Metrics["tps_"+k] = p.TPS
@@ -76,39 +122,20 @@ func notifySerializes(ctx context.Context, env Env, size Size) (Result, error) {
 			lost += max(p.Sent-p.Received, 0)
 		}
 	}
-	// Committed NOTIFYs the listener never heard: each announced commits.
-	r.AckedLost = lost
-	n := raw.NotifyCommitters[len(raw.NotifyCommitters)-1]
-	series := func(mode string) (string, bool) {
-		var parts []string
+	for _, mode := range []string{raw.NotifyNone, raw.NotifyInTx, raw.NotifyDebounced} {
 		for _, c := range raw.NotifyCommitters {
-			p, ok := s.Find(mode, c)
-			if !ok {
-				return "", false
+			if _, ok := s.Find(mode, c); !ok {
+				return 0, errors.New("the series lacks a point")
 			}
-			parts = append(parts, num(p.TPS))
 		}
-		return strings.Join(parts, " / "), true
 	}
-	none, ok1 := series(raw.NotifyNone)
-	intx, ok2 := series(raw.NotifyInTx)
-	deb, ok3 := series(raw.NotifyDebounced)
+	n := raw.NotifyCommitters[len(raw.NotifyCommitters)-1]
 	pn, _ := s.Find(raw.NotifyNone, n)
 	pi, _ := s.Find(raw.NotifyInTx, n)
 	pd, _ := s.Find(raw.NotifyDebounced, n)
-	if !ok1 || !ok2 || !ok3 {
-		return r, errors.New("the series lacks a point")
-	}
 	r.Metrics["in_tx_over_none_at_16"] = pi.TPS / pn.TPS
 	r.Metrics["debounced_over_none_at_16"] = pd.TPS / pn.TPS
-	r.Figure = fmt.Sprintf("Commits/s at %s committers: without pg_notify %s; with pg_notify in the transaction %s; debounced %s. At %d committers pg_notify in the transaction gives %s× the commits/s, commit p99 %s ms vs %s ms (debounced %s ms)",
-		committers(), none, intx, deb, n, ratio(pi.TPS, pn.TPS), num(pi.P99Ms), num(pn.P99Ms), num(pd.P99Ms))
-	r.Notes = []string{
-		fmt.Sprintf("Measured on PostgreSQL %s: %s.", s.ServerVersion, s.Desc),
-		notifyVersionNote,
-		"The acknowledged-writes count is committed NOTIFYs the listening connection did not receive (in the committing transaction and debounced).",
-	}
-	return r, nil
+	return lost, nil
 }
 
 // committers is "1, 2, 4, 8, 16".

@@ -94,6 +94,34 @@ func newPGCluster(ctx context.Context, extra map[string]string) (*pgCluster, err
 	if out, err := c.run(ctx, "initdb", "-D", c.data, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-locale"); err != nil {
 		return fail(fmt.Errorf("initdb: %w\n%s", err, out))
 	}
+	if err := c.configure(ctx, extra); err != nil {
+		return fail(err)
+	}
+	if c.asUser {
+		if out, err := exec.CommandContext(ctx, "chown", "-R", pgUser+":", c.data).CombinedOutput(); err != nil {
+			return fail(fmt.Errorf("chown: %w\n%s", err, out))
+		}
+	}
+	if err := c.Start(ctx); err != nil {
+		return fail(err)
+	}
+	conn, err := pgx.Connect(ctx, c.URL())
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&c.version); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// configure writes the cluster's postgresql.conf settings (logical
+// decoding, its port, loopback only) with extra's, and a pg_hba.conf that
+// trusts loopback.
+func (c *pgCluster) configure(ctx context.Context, extra map[string]string) error {
 	hba := "local all all trust\nhost all all 127.0.0.1/32 trust\nlocal replication all trust\nhost replication all 127.0.0.1/32 trust\n"
 	conf := map[string]string{
 		"listen_addresses":        "'127.0.0.1'",
@@ -119,30 +147,9 @@ func newPGCluster(ctx context.Context, extra map[string]string) (*pgCluster, err
 		fmt.Fprintf(&b, "%s = %s\n", k, v)
 	}
 	if err := pgAppendFile(filepath.Join(c.data, "postgresql.conf"), b.String()); err != nil {
-		return fail(err)
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(c.data, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
-		return fail(err)
-	}
-	if c.asUser {
-		if out, err := exec.CommandContext(ctx, "chown", "-R", pgUser+":", c.data).CombinedOutput(); err != nil {
-			return fail(fmt.Errorf("chown: %w\n%s", err, out))
-		}
-	}
-	if err := c.Start(ctx); err != nil {
-		return fail(err)
-	}
-	conn, err := pgx.Connect(ctx, c.URL())
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	defer conn.Close(ctx)
-	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&c.version); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
+	return os.WriteFile(filepath.Join(c.data, "pg_hba.conf"), []byte(hba), 0o600)
 }
 
 func pgAppendFile(path, s string) error {

@@ -40,11 +40,11 @@ func runSmall(t testing.TB, name string) Result {
 	if r.Error != "" {
 		t.Fatalf("could not measure: %s", r.Error)
 	}
-	t.Logf("figure: %s", r.Figure)
-	for _, n := range r.Notes {
+	t.Logf("figure: %s", Describe(r).Figure)
+	for _, n := range Describe(r).Notes {
 		t.Logf("note: %s", n)
 	}
-	if r.Name != name || r.Title == "" || r.Happens == "" || r.Figure == "" || r.UserMust == "" || r.DurationS <= 0 {
+	if p := Describe(r); r.Name != name || p.Title == "" || p.Happens == "" || p.Figure == "" || p.UserMust == "" || len(p.Missing) > 0 || r.DurationS <= 0 {
 		t.Errorf("incomplete result %+v", r)
 	}
 	if r.AckedLost > 0 && !r.LossDocumented {
@@ -70,7 +70,7 @@ func TestNotifySerializesCommits(t *testing.T) {
 	if r.AckedLost != 0 {
 		t.Errorf("%d committed NOTIFYs not received", r.AckedLost)
 	}
-	if !strings.Contains(strings.Join(r.Notes, " "), "282b1cde9dedf456ecf02eb27caf086023a7bb71") {
+	if !strings.Contains(strings.Join(Describe(r).Notes, " "), "282b1cde9dedf456ecf02eb27caf086023a7bb71") {
 		t.Error("the notes do not cite the PostgreSQL 19 commit")
 	}
 }
@@ -89,7 +89,7 @@ func TestListenThroughPgBouncer(t *testing.T) {
 		t.Errorf("through pgbouncer: sent %v, received %v", sent, r.Metrics["received_pgbouncer"])
 	}
 	if r.Metrics["service_refused"] != 1 {
-		t.Errorf("the service did not refuse: %s", r.Figure)
+		t.Errorf("the service did not refuse: %s", Describe(r).Figure)
 	}
 }
 

@@ -36,23 +36,51 @@ var toastSQL = map[string]string{
 	opNeighbour:  `UPDATE docs SET name = $2 WHERE id = $1`,
 }
 
+// toastText is toast-rewrite's prose.
+var toastText = Text{
+	Title:    "TOAST rewrite amplification",
+	Happens:  "A jsonb value is immutable on disk: any change inside a large document, even a || merge of one small field, detoasts, recompresses and writes the whole document again (new TOAST chunks, all in WAL); only an update of another column reuses the stored document.",
+	UserMust: "Keep large documents out of the rows you update often: split the hot fields into columns (or a side table), patch those, and keep the large document write-once; lz4 makes each rewrite cheaper in CPU, not in kind.",
+	Figure: func(f *Figures) string {
+		var parts []string
+		for _, sz := range toastSizes {
+			g := func(op string) string {
+				return kib(f.Num("wal_bytes_min_"+toastKey("pglz", sz, op))) + " / " + kib(f.Num("wal_bytes_min_"+toastKey("lz4", sz, op)))
+			}
+			t := func(op string) string {
+				return num(f.Num("ms_"+toastKey("pglz", sz, op))) + " / " + num(f.Num("ms_"+toastKey("lz4", sz, op))) + " ms"
+			}
+			parts = append(parts, fmt.Sprintf("%s document: WAL per rewrite %s, per || patch of one field %s, per neighbour-column patch %s; time %s, %s, %s",
+				sizeName(sz), g(opRewrite), g(opFieldPatch), g(opNeighbour), t(opRewrite), t(opFieldPatch), t(opNeighbour)))
+		}
+		return "pglz / lz4. " + strings.Join(parts, ". ")
+	},
+	Notes: func(f *Figures) []string {
+		largest := sizeName(toastSizes[len(toastSizes)-1])
+		return []string{
+			fmt.Sprintf("Each update %d times per size and compression on a scratch table (one row per document); documents are scenario.LargeProfile's prose sections, stored compressed at %s (pglz) and %s (lz4) for %s.",
+				f.Int("repetitions"), kib(f.Num("stored_bytes_pglz_"+largest)), kib(f.Num("stored_bytes_lz4_"+largest)), largest),
+			"WAL bytes are pg_current_wal_lsn() differences around each update on the same connection: cluster-wide, so others' writes count too; the figure takes the smallest of the repetitions (the least disturbed), the metrics also hold the median. Times are the median.",
+		}
+	},
+}
+
+// toastKey names one cell of the measurement: compression, document size
+// and update.
+func toastKey(comp string, sz int, op string) string { return comp + "_" + sizeName(sz) + "_" + op }
+
 // toastRewrite measures, for 512 KB and 2 MB documents under pglz and
 // lz4 (ALTER TABLE ... SET COMPRESSION on a scratch table), the WAL bytes
 // (pg_current_wal_lsn() differences) and the time of each kind of update:
 // a whole-document rewrite, a || patch of one field inside the same
 // document, and a patch of a neighbour column.
 func toastRewrite(ctx context.Context, env Env, size Size) (Result, error) {
-	r := Result{
-		Title:     "TOAST rewrite amplification",
-		Happens:   "A jsonb value is immutable on disk: any change inside a large document, even a || merge of one small field, detoasts, recompresses and writes the whole document again (new TOAST chunks, all in WAL); only an update of another column reuses the stored document.",
-		UserMust:  "Keep large documents out of the rows you update often: split the hot fields into columns (or a side table), patch those, and keep the large document write-once; lz4 makes each rewrite cheaper in CPU, not in kind.",
-		AckedLost: -1,
-		Metrics:   map[string]float64{},
-	}
+	r := Result{AckedLost: -1, Metrics: map[string]float64{}}
 	reps := 3
 	if size == Full {
 		reps = 10
 	}
+	r.Metrics["repetitions"] = float64(reps)
 	s, err := openScratch(ctx, env.PostgresURL, "toast", 2, nil)
 	if err != nil {
 		return r, err
@@ -61,9 +89,6 @@ func toastRewrite(ctx context.Context, env Env, size Size) (Result, error) {
 	if _, err := s.Pool.Exec(ctx, `CREATE TABLE docs (id int PRIMARY KEY, name text NOT NULL, profile jsonb NOT NULL)`); err != nil {
 		return r, err
 	}
-	type cell struct{ walMed, walMin, msMed, stored float64 }
-	cells := map[string]cell{}
-	key := func(c string, sz int, op string) string { return c + "_" + sizeName(sz) + "_" + op }
 	id := 0
 	for _, comp := range toastCompressions {
 		if _, err := s.Pool.Exec(ctx, "ALTER TABLE docs ALTER COLUMN profile SET COMPRESSION "+comp); err != nil {
@@ -71,59 +96,50 @@ func toastRewrite(ctx context.Context, env Env, size Size) (Result, error) {
 		}
 		for _, sz := range toastSizes {
 			id++
-			docs := make([]string, reps+1)
-			for i := range docs {
-				docs[i] = string(scenario.LargeProfile(sz, i))
-			}
-			if _, err := s.Pool.Exec(ctx, `INSERT INTO docs (id, name, profile) VALUES ($1, 'n', $2::text::jsonb)`, id, docs[0]); err != nil {
+			if err := toastDocument(ctx, env, s.Pool, &r, comp, sz, id, reps); err != nil {
 				return r, err
 			}
-			var stored float64
-			if err := s.Pool.QueryRow(ctx, `SELECT pg_column_size(profile) FROM docs WHERE id = $1`, id).Scan(&stored); err != nil {
-				return r, err
-			}
-			for _, op := range toastOps {
-				var wal, ms []float64
-				for i := range reps {
-					arg := "v" + strconv.Itoa(i)
-					if op == opRewrite {
-						arg = docs[i+1]
-					}
-					w, d, err := walOf(ctx, s.Pool, toastSQL[op], id, arg)
-					if err != nil {
-						return r, fmt.Errorf("%s %s %s: %w", comp, sizeName(sz), op, err)
-					}
-					wal, ms = append(wal, float64(w)), append(ms, float64(d.Microseconds())/1000)
-				}
-				c := cell{walMed: median(wal), walMin: slices.Min(wal), msMed: median(ms), stored: stored}
-				cells[key(comp, sz, op)] = c
-				k := key(comp, sz, op)
-				r.Metrics["wal_bytes_"+k] = c.walMed
-				r.Metrics["wal_bytes_min_"+k] = c.walMin
-				r.Metrics["ms_"+k] = c.msMed
-				env.logf("toast-rewrite %s %s %s: WAL %s (min %s), %.2f ms", comp, sizeName(sz), op, kib(c.walMed), kib(c.walMin), c.msMed)
-			}
-			r.Metrics["stored_bytes_"+comp+"_"+sizeName(sz)] = stored
 		}
-	}
-	var parts []string
-	for _, sz := range toastSizes {
-		g := func(op string) string {
-			return kib(cells[key("pglz", sz, op)].walMin) + " / " + kib(cells[key("lz4", sz, op)].walMin)
-		}
-		t := func(op string) string {
-			return num(cells[key("pglz", sz, op)].msMed) + " / " + num(cells[key("lz4", sz, op)].msMed) + " ms"
-		}
-		parts = append(parts, fmt.Sprintf("%s document: WAL per rewrite %s, per || patch of one field %s, per neighbour-column patch %s; time %s, %s, %s",
-			sizeName(sz), g(opRewrite), g(opFieldPatch), g(opNeighbour), t(opRewrite), t(opFieldPatch), t(opNeighbour)))
-	}
-	r.Figure = "pglz / lz4. " + strings.Join(parts, ". ")
-	r.Notes = []string{
-		fmt.Sprintf("Each update %d times per size and compression on a scratch table (one row per document); documents are scenario.LargeProfile's prose sections, stored compressed at %s (pglz) and %s (lz4) for %s.",
-			reps, kib(cells[key("pglz", toastSizes[len(toastSizes)-1], opRewrite)].stored), kib(cells[key("lz4", toastSizes[len(toastSizes)-1], opRewrite)].stored), sizeName(toastSizes[len(toastSizes)-1])),
-		"WAL bytes are pg_current_wal_lsn() differences around each update on the same connection: cluster-wide, so others' writes count too; the figure takes the smallest of the repetitions (the least disturbed), the metrics also hold the median. Times are the median.",
 	}
 	return r, nil
+}
+
+// toastDocument stores one document of sz bytes as row id under comp and
+// records, for each update, its WAL (median and smallest) and median time
+// over reps repetitions, and the document's stored size.
+func toastDocument(ctx context.Context, env Env, pool *pgxpool.Pool, r *Result, comp string, sz, id, reps int) error {
+	docs := make([]string, reps+1)
+	for i := range docs {
+		docs[i] = string(scenario.LargeProfile(sz, i))
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO docs (id, name, profile) VALUES ($1, 'n', $2::text::jsonb)`, id, docs[0]); err != nil {
+		return err
+	}
+	var stored float64
+	if err := pool.QueryRow(ctx, `SELECT pg_column_size(profile) FROM docs WHERE id = $1`, id).Scan(&stored); err != nil {
+		return err
+	}
+	for _, op := range toastOps {
+		var wal, ms []float64
+		for i := range reps {
+			arg := "v" + strconv.Itoa(i)
+			if op == opRewrite {
+				arg = docs[i+1]
+			}
+			w, d, err := walOf(ctx, pool, toastSQL[op], id, arg)
+			if err != nil {
+				return fmt.Errorf("%s %s %s: %w", comp, sizeName(sz), op, err)
+			}
+			wal, ms = append(wal, float64(w)), append(ms, float64(d.Microseconds())/1000)
+		}
+		k := toastKey(comp, sz, op)
+		r.Metrics["wal_bytes_"+k] = median(wal)
+		r.Metrics["wal_bytes_min_"+k] = slices.Min(wal)
+		r.Metrics["ms_"+k] = median(ms)
+		env.logf("toast-rewrite %s %s %s: WAL %s (min %s), %.2f ms", comp, sizeName(sz), op, kib(median(wal)), kib(slices.Min(wal)), median(ms))
+	}
+	r.Metrics["stored_bytes_"+comp+"_"+sizeName(sz)] = stored
+	return nil
 }
 
 // walOf runs sql with id and arg and returns the WAL written meanwhile

@@ -28,22 +28,11 @@ func FailureModesSection(f *experiments.File, file string) string {
 	}
 	w("From `results/%s` (size %s, started %s).\n\n", file, orDash(f.Size), f.Started.UTC().Format("2006-01-02 15:04 MST"))
 	w("| experiment | what happens | the figure | what the user must do | acknowledged writes lost |\n|---|---|---|---|---|\n")
-	for _, r := range f.Results {
-		title := orDash(r.Title)
-		fig := r.Figure
-		switch {
-		case r.Error != "" && fig == "":
-			fig = "not measured: " + r.Error
-		case r.Error != "":
-			fig += " (incomplete: " + r.Error + ")"
-		case fig == "":
-			fig = "no figure recorded"
-		}
-		w("| [**%s**](docs/experiments.md#%s) (`%s`, %ss) | %s | %s | %s | %s |\n", md(title), r.Name, r.Name, num(r.DurationS), md(orDash(r.Happens)), md(fig), md(orDash(r.UserMust)), md(LostCell(r)))
-	}
 	var notes []string
 	for _, r := range f.Results {
-		for _, n := range r.Notes {
+		p := experiments.Describe(r)
+		w("| [**%s**](docs/experiments.md#%s) (`%s`, %ss) | %s | %s | %s | %s |\n", md(orDash(p.Title)), r.Name, r.Name, num(r.DurationS), md(orDash(p.Happens)), md(figureCell(r, p)), md(orDash(p.UserMust)), md(LostCell(r)))
+		for _, n := range p.Notes {
 			notes = append(notes, fmt.Sprintf("- `%s`: %s\n", r.Name, md(n)))
 		}
 	}
@@ -51,6 +40,21 @@ func FailureModesSection(f *experiments.File, file string) string {
 		w("\n%s", strings.Join(notes, ""))
 	}
 	return b.String()
+}
+
+// figureCell is the figure cell of r, whose prose is p: the figure, or
+// why there is none.
+func figureCell(r experiments.Result, p experiments.Prose) string {
+	fig := p.Figure
+	switch {
+	case r.Error != "" && fig == "":
+		fig = "not measured: " + r.Error
+	case r.Error != "":
+		fig += " (incomplete: " + r.Error + ")"
+	case fig == "":
+		fig = "no figure recorded"
+	}
+	return fig
 }
 
 // LostCell is the acknowledged-writes-lost cell of r: the count, marked

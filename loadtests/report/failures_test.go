@@ -10,12 +10,13 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 )
 
-// experimentsFixture is a synthetic experiments run: a clean result, a
+// experimentsFixture is a synthetic experiments run in the schema 1
+// shape, whose results carry their sentences: a clean result, a
 // documented loss, an undocumented one, one that writes nothing it
 // acknowledges, and one that could not measure.
 func experimentsFixture() experiments.File {
 	return experiments.File{
-		SchemaVersion: experiments.SchemaVersion, Started: time.Date(2026, 1, 2, 3, 40, 0, 0, time.UTC), Size: "full",
+		SchemaVersion: 1, Started: time.Date(2026, 1, 2, 3, 40, 0, 0, time.UTC), Size: "full",
 		Results: []experiments.Result{
 			{Name: "commit-order-gap", Title: "The commit-order gap of a sequence cursor", Happens: "A reader paging by global_pos > last skips events.",
 				Figure: "global_pos cursor missed 12 of 16000; watermark cursor missed 0", UserMust: "Read below the xid watermark.",
@@ -29,27 +30,82 @@ func experimentsFixture() experiments.File {
 	}
 }
 
-// TestFailureModesSection renders the fixture (written to
-// testdata/experiments by -update, read back from there) and compares it
-// with the golden testdata/failure-modes.md (rewritten by -update); with
-// no file the section is a note, not a failure.
+// experimentsFixtureV2 is a synthetic experiments run in the current
+// shape: figures, statuses and settings only. commit-order-gap holds
+// every figure its text needs, toast-rewrite lacks some, broker-restart
+// could not measure, and no-such-experiment has no text at all.
+func experimentsFixtureV2() experiments.File {
+	return experiments.File{
+		SchemaVersion: experiments.SchemaVersion, Started: time.Date(2026, 1, 3, 3, 40, 0, 0, time.UTC), Size: "full",
+		Results: []experiments.Result{
+			{Name: "commit-order-gap", Metrics: map[string]float64{
+				"runs": 20, "writers": 8, "events_per_writer": 100, "stagger_ms": 4, "catch_up_bound_s": 30, "committed": 16000,
+				"global_pos_cursor_missed": 12, "global_pos_cursor_runs_with_loss": 3, "watermark_cursor_missed": 0, "watermark_catch_up_max_s": 0.0017,
+			}, DurationS: 12.3},
+			{Name: "toast-rewrite", AckedLost: -1, Metrics: map[string]float64{"repetitions": 10}, DurationS: 4},
+			{Name: "broker-restart", AckedLost: -1, Error: "rabbitmq: connection refused", DurationS: 0.5},
+			{Name: "no-such-experiment", AckedLost: 2, Metrics: map[string]float64{"x": 1}, DurationS: 1},
+		},
+	}
+}
+
+// TestFailureModesSection renders each fixture (written to its testdata
+// folder by -update, read back from there) and compares it with its
+// golden file (rewritten by -update); with no file the section is a
+// note, not a failure.
 func TestFailureModesSection(t *testing.T) {
-	dir := filepath.Join("testdata", "experiments")
-	golden := filepath.Join("testdata", "failure-modes.md")
+	got := goldenSection(t, experimentsFixture(), filepath.Join("testdata", "experiments"), filepath.Join("testdata", "failure-modes.md"))
+	wantContains(t, "section", got,
+		"## "+FailureModesTitle,
+		"| [**The commit-order gap of a sequence cursor**](docs/experiments.md#commit-order-gap) (`commit-order-gap`, 12.3s) |",
+		"**8 (documented loss)**", "**3 (a loss that must not happen)**",
+		"– (writes nothing it acknowledges)", "not measured: rabbitmq: connection refused",
+		"20 runs of 8 writers \\| staggered",
+	)
+	// A schema 1 result keeps its own figure and notes; its title and
+	// explanations are the experiment's current ones.
+	gap, _ := experiments.Select([]string{"commit-order-gap"})
+	wantContains(t, "schema 1 section", got, gap[0].Text.Happens, gap[0].Text.UserMust)
+
+	v2 := goldenSection(t, experimentsFixtureV2(), filepath.Join("testdata", "experiments-v2"), filepath.Join("testdata", "failure-modes-v2.md"))
+	wantContains(t, "schema 2 section", v2,
+		"| [**The commit-order gap of a sequence cursor**](docs/experiments.md#commit-order-gap) (`commit-order-gap`, 12.3s) | "+gap[0].Text.Happens,
+		"Over 20 runs of 8 writers (16000 committed events): paging by global_pos > last missed 12 events (0.07%, in 3 of 20 runs); the (xid, global_pos) watermark cursor missed 0 |",
+		"Each writer appends 100 events one transaction each, pausing up to 4ms between INSERT and COMMIT",
+		"was 0.00 s here (bound 30s)",
+		"failed: the results file lacks wal_bytes_min_pglz_512KiB_rewrite",
+		"not measured: rabbitmq: connection refused",
+		"| [**unknown**](docs/experiments.md#no-such-experiment) (`no-such-experiment`, 1s) | unknown | no figure recorded | unknown | **2 (a loss that must not happen)** |",
+	)
+	none := FailureModesSection(nil, "")
+	if !strings.Contains(none, "## "+FailureModesTitle) || !strings.Contains(none, "No experiments results file") || strings.Contains(none, "| experiment |") {
+		t.Errorf("without a file:\n%s", none)
+	}
+	// An empty folder loads as no file, without an error.
+	if f, _, err := experiments.Load(t.TempDir()); f != nil || err != nil {
+		t.Errorf("Load(empty) = %v, %v", f, err)
+	}
+}
+
+// goldenSection writes fixture f to dir under -update, reads it back,
+// renders its section and compares it with golden (rewritten by
+// -update); it returns the section.
+func goldenSection(t *testing.T, f experiments.File, dir, golden string) string {
+	t.Helper()
 	if *update {
 		old, _ := filepath.Glob(filepath.Join(dir, "*"+experiments.FileSuffix))
 		for _, f := range old {
 			_ = os.Remove(f)
 		}
-		if _, err := experiments.Write(dir, experimentsFixture()); err != nil {
+		if _, err := experiments.Write(dir, f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f, path, err := experiments.Load(dir)
-	if err != nil || f == nil {
-		t.Fatalf("fixture: %v, %v (run go test -update)", f, err)
+	read, path, err := experiments.Load(dir)
+	if err != nil || read == nil {
+		t.Fatalf("fixture %s: %v, %v (run go test -update)", dir, read, err)
 	}
-	got := FailureModesSection(f, filepath.Base(path))
+	got := FailureModesSection(read, filepath.Base(path))
 	if *update {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -62,19 +118,5 @@ func TestFailureModesSection(t *testing.T) {
 	if got != string(want) {
 		t.Errorf("section differs from %s (go test -update rewrites it; check the diff):\n%s", golden, got)
 	}
-	wantContains(t, "section", got,
-		"## "+FailureModesTitle,
-		"| [**The commit-order gap of a sequence cursor**](docs/experiments.md#commit-order-gap) (`commit-order-gap`, 12.3s) |",
-		"**8 (documented loss)**", "**3 (a loss that must not happen)**",
-		"– (writes nothing it acknowledges)", "not measured: rabbitmq: connection refused",
-		"20 runs of 8 writers \\| staggered",
-	)
-	none := FailureModesSection(nil, "")
-	if !strings.Contains(none, "## "+FailureModesTitle) || !strings.Contains(none, "No experiments results file") || strings.Contains(none, "| experiment |") {
-		t.Errorf("without a file:\n%s", none)
-	}
-	// An empty folder loads as no file, without an error.
-	if f, _, err := experiments.Load(t.TempDir()); f != nil || err != nil {
-		t.Errorf("Load(empty) = %v, %v", f, err)
-	}
+	return got
 }
