@@ -407,7 +407,7 @@ func curveCell(cp curvePoint, v xy) string {
 	if cp.invalid != "" {
 		return failedMark
 	}
-	if cp.steps <= 1 || v.lo == v.hi {
+	if cp.steps <= 1 || num(v.lo) == num(v.hi) {
 		return num(v.y)
 	}
 	return fmt.Sprintf("%s (%s–%s)", num(v.y), num(v.lo), num(v.hi))

@@ -804,7 +804,7 @@ func ceilingAnswer(in *inputs, cmd, scenario, a, b, unit string) string {
 	if ca := in.rs.ceiling(cmd, a); ca != nil {
 		s := fmt.Sprintf("on %d CPUs %s passed every check up to %s %s/s (median ceiling", r.Machine.CPUs, who(r, a), num(ca.Rate.Median), unit)
 		if _, why := kneeOf(ca).value(); why != "" {
-			s = fmt.Sprintf("on %d CPUs %s's knee search: %s (%s", r.Machine.CPUs, who(r, a), why, unit)
+			s = fmt.Sprintf("on %d CPUs the %s side's knee search: %s (%s", r.Machine.CPUs, who(r, a), why, unit)
 		}
 		if cb := in.rs.ceiling(cmd, b); cb != nil {
 			s += fmt.Sprintf("; %s: %s", who(r, b), ceilingText(cb))
