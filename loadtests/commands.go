@@ -94,6 +94,8 @@ func rateFlags(fs *flag.FlagSet, o *scenario.RateOptions, sc scenario.RateScenar
 	fs.DurationVar(&o.CeilingOpts.Step, "ceiling-step", c.Step, "ceiling: duration of each step")
 	fs.IntVar(&o.CeilingOpts.Rounds, "ceiling-rounds", c.Rounds, "ceiling: searches per side")
 	fs.DurationVar(&o.CeilingOpts.P99, "ceiling-p99", c.P99, "ceiling: server-side latency p99 limit")
+	fs.Float64Var(&o.CeilingOpts.KneeFactor, "ceiling-knee-factor", c.KneeFactor, "ceiling: a step's p99 must stay within this many times the side's low-rate p99 (0: no such bound)")
+	fs.IntVar(&o.CeilingOpts.MaxInFlight, "ceiling-max-in-flight", c.MaxInFlight, "ceiling: MAX_IN_FLIGHT the services are restarted with for the search (0: no bound, -1: leave theirs)")
 	variant := sc.VariantFlag()
 	help := "run the " + variant + " variant (restarts the services with another environment)"
 	for _, x := range sc.Extras {
@@ -426,6 +428,7 @@ func resultsLog(qo scenario.RateOptions) scenario.RateOptions {
 	lo.Rates = d.Rates
 	lo.CeilingOpts = d.CeilingOpts
 	lo.CeilingOpts.Step, lo.CeilingOpts.Rounds, lo.CeilingOpts.Bisect = qo.CeilingOpts.Step, qo.CeilingOpts.Rounds, qo.CeilingOpts.Bisect
+	lo.CeilingOpts.MaxInFlight, lo.CeilingOpts.KneeFactor = qo.CeilingOpts.MaxInFlight, qo.CeilingOpts.KneeFactor
 	lo.VariantRate = d.VariantRate
 	lo.Extras = len(scenario.LogScenario.Extras)
 	return lo

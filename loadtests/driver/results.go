@@ -220,6 +220,41 @@ type Ceiling struct {
 	Rate Agg `json:"rate"`
 	// Status is the search's validity (Validate); absent in older files.
 	Status *Status `json:"status,omitempty"`
+	// Spec is Criteria as figures, with the in-flight bound the services
+	// ran the search with and the side's own low-rate p99 (absent in
+	// files written before it was recorded): two sides' ceilings are
+	// compared only when their specs agree.
+	Spec *CeilingSpec `json:"spec,omitempty"`
+}
+
+// CeilingSpec is what a ceiling step had to meet, as figures: a step
+// passes when each share and bound holds.
+type CeilingSpec struct {
+	// Latency names the server-side latency judged ("processing",
+	// "delivery").
+	Latency string `json:"latency"`
+	// StepS is each step's duration in seconds.
+	StepS float64 `json:"step_s"`
+	// ErrorShare and ShedShare are the shares of the requests sent that
+	// may fail or be shed; SentShare the least share of the rate the
+	// driver must send.
+	ErrorShare float64 `json:"error_share"`
+	ShedShare  float64 `json:"shed_share"`
+	SentShare  float64 `json:"sent_share"`
+	// BacklogS and BacklogMin bound the backlog at the end of a step:
+	// max(BacklogMin, BacklogS seconds of arrivals).
+	BacklogS   float64 `json:"backlog_s"`
+	BacklogMin float64 `json:"backlog_min"`
+	// P99MS is the bound the latency's p99 must stay under.
+	P99MS float64 `json:"p99_ms"`
+	// KneeFactor bounds the p99 to KneeFactor × LowP99MS, the side's own
+	// p99 at LowRate (0: no such bound, or no low-rate p99 was measured).
+	KneeFactor float64 `json:"knee_factor"`
+	LowRate    float64 `json:"low_rate,omitempty"`
+	LowP99MS   float64 `json:"low_p99_ms,omitempty"`
+	// MaxInFlight is the MAX_IN_FLIGHT the services ran the search with
+	// (0: no bound); nil when the driver left the services' own bound.
+	MaxInFlight *int `json:"max_in_flight"`
 }
 
 // CeilingRound is one search: the steps tried and the highest passing
@@ -239,6 +274,10 @@ type CeilingStep struct {
 	Pass    bool               `json:"pass"`
 	Why     string             `json:"why"`
 	Metrics map[string]float64 `json:"metrics"`
+	// Failed names every criterion the step failed (the scenario
+	// package's Crit* keys); absent when it passed and in files written
+	// before it was recorded.
+	Failed []string `json:"failed,omitempty"`
 }
 
 // NewRun starts a Run for command at now.

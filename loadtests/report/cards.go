@@ -130,7 +130,8 @@ func newInputs(all []*driver.Run, es eventstore.Results, src ...Sources) *inputs
 	return in
 }
 
-// ceilingFigure is a side's median ceiling, or why there is none.
+// ceilingFigure is a side's median knee, or why it is no figure (the
+// search failed, the knee was not reached, the admission limit set it).
 func ceilingFigure(in *inputs, cmd, side string) Figure {
 	c := in.rs.ceiling(cmd, side)
 	if c == nil {
@@ -139,15 +140,27 @@ func ceilingFigure(in *inputs, cmd, side string) Figure {
 	if st := c.CeilingStatus(); !st.OK() {
 		return failedFigure("/s", st)
 	}
-	return Figure{Value: c.Rate.Median, Unit: "/s"}
+	v, why := kneeOf(c).value()
+	if why != "" {
+		return Figure{Unit: "/s", Why: why}
+	}
+	return Figure{Value: v, Unit: "/s"}
 }
 
-// criterionLatency is the latency bound of a ceiling's criteria: its
-// last clause ("server delivery p99 < 100ms").
+// criterionLatency is the latency bound of a ceiling's criteria ("server
+// delivery p99 < 100 ms, and under 5× its low-rate p99"): from its
+// figures, or the last clause of an older file's criteria.
 func criterionLatency(in *inputs, cmd, side string) string {
 	c := in.rs.ceiling(cmd, side)
 	if c == nil {
 		return ""
+	}
+	if sp := c.Spec; sp != nil {
+		s := fmt.Sprintf("server %s p99 < %s", sp.Latency, ms(sp.P99MS))
+		if sp.KneeFactor > 0 && sp.LowP99MS > 0 {
+			s += fmt.Sprintf(" and ≤ %s× its low-rate p99", num(sp.KneeFactor))
+		}
+		return s
 	}
 	parts := strings.Split(c.Criteria, ", ")
 	return parts[len(parts)-1]
@@ -228,7 +241,7 @@ func queueVerdict(in *inputs) Verdict {
 	}
 	v.Bites = "every `NOTIFY` serializes commits"
 	for _, p := range in.rs.points("queue", "queue.rate") {
-		if _, ok := median(p, "throughput", "no-rabbitmq"); ok && !sideKeptUp(p, "no-rabbitmq") {
+		if tp, ok := median(p, "throughput", "no-rabbitmq"); ok && p.Rate > 0 && tp < keptUpShare*p.Rate {
 			v.Bites = fmt.Sprintf("past its ceiling the backlog grows (Postgres fell behind at %s); %s", p.Name, v.Bites)
 			break
 		}

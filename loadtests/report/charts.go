@@ -304,9 +304,9 @@ func Caption(key string) string {
 		return "Each bar is a side's rewrite p50 divided by its neighbour-patch p50 in the same rounds. " +
 			"The higher the bar, the more a profile's size costs that side; compare how each side's bar grows from the smaller size to the larger."
 	case "ceilings":
-		return "Higher is better: the highest arrival rate each side sustained with errors under 1%, a flat backlog and the server-side p99 under the limit " +
-			"(the criteria are under each pair's Ceilings table), median of the rounds. Compare the two bars of a pair, not one pair with another: " +
-			"their requests do different work."
+		return "Higher is better: each side's knee, the highest offered rate whose ceiling step passed every check (the criteria and the in-flight bound are in each pair's Knees section), median of the searches. " +
+			"A side whose knee was not reached, was set by the services' admission limit or whose search failed has no bar, a mark saying why. " +
+			"Compare the two bars of a pair, not one pair with another: their requests do different work."
 	}
 	return ""
 }
@@ -479,14 +479,18 @@ func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (
 			if c.Service == "no-rabbitmq" || c.Service == "no-kafka" {
 				i = 0
 			}
-			br.vals[i] = c.Rate.Median
-			if !c.CeilingStatus().OK() {
-				br.failed[i] = failedMark
+			// A knee that is no figure (failed, not reached, set by the
+			// admission limit) is marked, never a bar.
+			k := kneeOf(&c)
+			if v, why := k.value(); why != "" {
+				br.failed[i] = k.mark()
+			} else {
+				br.vals[i] = v
 			}
 		}
 		bars = append(bars, br)
 	}
-	ok, err := barChart("ceilings: highest rate that keeps up (median of rounds)", "per second",
+	ok, err := barChart("knees: highest rate passing every check (median)", "per second",
 		[2]string{"Postgres side", "RabbitMQ / Kafka side"}, bars, filepath.Join(dir, "ceilings.svg"))
 	if err != nil {
 		return nil, fmt.Errorf("ceilings chart: %w", err)

@@ -180,101 +180,83 @@ func cpuChart(r *driver.Run, path string) (bool, error) {
 	return true, renderPanels("CPU-seconds per 1,000 items by batch size, per process", legend, plots, 2, 2, tallChartHeight, path)
 }
 
-// sloRE reads a ceiling criteria's latency limit ("... p99 < 100ms").
+// sloRE reads a ceiling criteria's latency limit ("... p99 < 100ms"),
+// for files written before the criteria's figures were recorded.
 var sloRE = regexp.MustCompile(`p99 < (\S+)$`)
 
+// ceilingSLO is the p99 bound c's steps were judged by, and whether it is
+// known.
+func ceilingSLO(c *driver.Ceiling) (float64, bool) {
+	if c.Spec != nil && c.Spec.P99MS > 0 {
+		return c.Spec.P99MS, true
+	}
+	if m := sloRE.FindStringSubmatch(c.Criteria); m != nil {
+		if d, err := time.ParseDuration(m[1]); err == nil {
+			return float64(d) / float64(time.Millisecond), true
+		}
+	}
+	return 0, false
+}
+
 // rateLatencyChart draws a rate pair's server-side p50 and p99 against
-// the offered rate, from the fixed-rate points and the ceiling searches'
-// steps, with the SLO the ceilings judge and each side's knee (its
-// median ceiling) as a dotted line.
+// the offered rate from every step of its ceiling searches (the
+// conditions the knees were found under), up to and past each side's
+// knee: the p99 bound the steps were judged by, and each side's median
+// knee as a dotted line labelled with what bound it. A rate at which a
+// step's measurement failed is marked, never drawn; a side whose knee is
+// no figure (not reached, set by the admission limit, failed) has no knee
+// line, its series' label says why.
 func rateLatencyChart(r *driver.Run, pair, path string) (bool, error) {
 	ps, lat := pairSides[pair].sides, pairSides[pair].latency
-	type key struct {
-		side string
-		rate float64
-	}
-	vals := map[string]map[key][]float64{"p50": {}, "p99": {}}
-	failed := map[key]bool{}
-	for i := range r.Points {
-		p := &r.Points[i]
-		if p.Scenario != pair+".rate" {
-			continue
-		}
-		for _, side := range ps {
-			k := key{side, p.Rate}
-			if !p.SideStatus(side).OK() {
-				failed[k] = true
-				continue
-			}
-			for _, rd := range p.Rounds {
-				sr := rd.Sides[side]
-				if sr == nil {
-					continue
-				}
-				for q := range vals {
-					if v, ok := sr.Metrics["server."+lat+"."+q+"_ms"]; ok {
-						vals[q][k] = append(vals[q][k], v)
-					}
-				}
-			}
-		}
-	}
 	var slo *hline
 	var knees []vline
-	for _, c := range r.Ceilings {
-		i := slicesIndex(ps[:], c.Service)
-		if i < 0 {
-			continue
-		}
-		if m := sloRE.FindStringSubmatch(c.Criteria); m != nil {
-			if d, err := time.ParseDuration(m[1]); err == nil {
-				slo = &hline{y: float64(d.Milliseconds()), label: fmt.Sprintf("SLO: %s p99 < %s", lat, m[1])}
-			}
-		}
-		if c.CeilingStatus().OK() && c.Rate.Median > 0 {
-			knees = append(knees, vline{x: c.Rate.Median, color: sideColors[i], label: fmt.Sprintf("%s knee %s/s", SideLabel(r, c.Service), num(c.Rate.Median))})
-		}
-		for _, rd := range c.Rounds {
-			for _, st := range rd.Steps {
-				k := key{c.Service, st.Rate}
-				for q := range vals {
-					if v, ok := st.Metrics["server."+lat+"."+q+"_ms"]; ok {
-						vals[q][k] = append(vals[q][k], v)
-					}
-				}
-			}
-		}
-	}
 	var ss []series
 	for i, side := range ps {
+		var c *driver.Ceiling
+		for j := range r.Ceilings {
+			if r.Ceilings[j].Service == side {
+				c = &r.Ceilings[j]
+			}
+		}
+		if c == nil {
+			continue
+		}
+		l := kneeLatency(c, lat)
+		if v, ok := ceilingSLO(c); ok && slo == nil {
+			slo = &hline{y: v, label: fmt.Sprintf("bound: %s p99 < %s", l, ms(v))}
+		}
+		k := kneeOf(c)
+		label, suffix := SideLabel(r, side), ""
+		if v, why := k.value(); why == "" {
+			kl := fmt.Sprintf("%s knee %s/s", label, num(v))
+			if b := k.bindShort(); b != "" {
+				kl += " (" + b + ")"
+			}
+			knees = append(knees, vline{x: v, color: sideColors[i], label: kl})
+		} else {
+			suffix = " (knee " + k.mark() + ")"
+		}
+		curve := kneeCurve(c, l)
 		for _, q := range []string{"p99", "p50"} {
-			s := series{label: fmt.Sprintf("%s %s", SideLabel(r, side), q), color: sideColors[i], dashed: q == "p50", box: i == 1}
-			var rates []float64
-			for k := range vals[q] {
-				if k.side == side {
-					rates = append(rates, k.rate)
-				}
+			s := series{label: fmt.Sprintf("%s %s", label, q), color: sideColors[i], dashed: q == "p50", box: i == 1}
+			if q == "p99" {
+				s.label += suffix
 			}
-			for k := range failed {
-				if k.side == side && vals[q][k] == nil {
-					rates = append(rates, k.rate)
+			for _, cp := range curve {
+				v := cp.p99
+				if q == "p50" {
+					v = cp.p50
+					if cp.invalid != "" {
+						continue // one mark per rate, on the p99 series
+					}
 				}
-			}
-			sort.Float64s(rates)
-			for _, rate := range rates {
-				k := key{side, rate}
-				if v, ok := agg(vals[q][k]); ok {
-					v.x = rate
-					s.pts = append(s.pts, v)
-				} else if q == "p99" {
-					s.pts = append(s.pts, xy{x: rate, failed: failedMark})
-				}
+				s.pts = append(s.pts, v)
 			}
 			ss = append(ss, s)
 		}
 	}
 	p, legend, err := linePanel(lineSpec{
-		title: fmt.Sprintf("server-side %s latency", lat), xlabel: "offered rate (requests/s)", ylabel: "ms",
+		title: fmt.Sprintf("server-side %s latency, ceiling steps", lat), xlabel: "offered rate (requests/s)", ylabel: "ms",
 		logX: true, logY: true, series: ss, slo: slo, knees: knees,
 	})
 	if err != nil || p == nil {
@@ -580,10 +562,8 @@ var chartCaptions = map[string]string{
 		"A closed loop finds a maximum, not a sustainable rate: where processed/s is under accepted/s a backlog grew (the table says where it was only draining). Sustainable throughput at a stated p99 is not measured yet.",
 	"cpu": "Lower is better: CPU-seconds (utime+stime) per 1,000 items of each process group, median of the rounds with min–max, both axes logarithmic; total is dashed. " +
 		"A process with no CPU measured at a batch size has no point there (a log axis has no zero). The Postgres figure counts every process of the server; a broker off a side's path shows its idle cost.",
-	"queue-rate": "Lower is better. Server-side processing p99 (solid) and p50 (dashed) per offered rate, from the fixed-rate points and every ceiling step together (median with min–max), both axes logarithmic; " +
-		"red: the p99 SLO the ceilings judge; vertical dotted: each side's knee, its median ceiling. Steps past a knee failed the ceiling's criteria (load shed or the SLO missed), so their latencies are those of the requests accepted. Rates above the highest point are not measured yet.",
-	"log-rate": "Lower is better. Server-side delivery p99 (solid) and p50 (dashed) per offered rate, from the fixed-rate points and every ceiling step together (median with min–max), both axes logarithmic; " +
-		"red: the p99 SLO the ceilings judge; vertical dotted: each side's knee, its median ceiling. Steps past a knee failed the ceiling's criteria (load shed or the SLO missed), so their latencies are those of the requests accepted. Rates above the highest point are not measured yet.",
+	"queue-rate": kneeCaption("processing"),
+	"log-rate":   kneeCaption("delivery"),
 	"notify": "Higher is better: commits/s of one-row INSERT transactions against concurrent committers, with pg_notify in each transaction, debounced outside them, or none. " +
 		"One measurement per point (the raw loops run no rounds, so there are no whiskers).",
 	"toast": "Lower is better: request p50 (round trip) of rewriting the whole profile against patching a neighbour column, Postgres with pglz (default) and lz4 TOAST compression; right: Postgres WAL per operation; both axes logarithmic, whiskers min–max of the rounds. " +
@@ -592,6 +572,14 @@ var chartCaptions = map[string]string{
 		"A bar at the red TTL line means the mode waits out its TTL; a bar well under it means the mode was invalidated.",
 	"eventstore": "Left, higher is better: appends/s per mode and engine, median of every round of both series with min–max. Right: time to read one stream in full. " +
 		"\"not run\" is KurrentDB, which cannot be installed here. Point-read time against stream length and topic size is not measured yet: the bench reads one stream of one length.",
+}
+
+// kneeCaption is the caption of a rate pair's latency-against-rate chart.
+func kneeCaption(latency string) string {
+	return "Lower is better. Server-side " + latency + " p99 (solid) and p50 (dashed) per offered rate, from every step of the ceiling searches (median with min–max where a rate was tried more than once), both axes logarithmic; " +
+		"red: the p99 bound the steps were judged by; vertical dotted: each side's knee, its median over the searches, labelled with the criterion that most often failed first above it. " +
+		"Points right of a knee failed a criterion but were measured, so the curve shows what lies past it; a rate whose measurement failed (errors, nothing accepted, a backlog that did not drain) is marked \"failed\", not drawn. " +
+		"The searches ran with the in-flight bound the section above states; fixed-rate points, which keep the services' own bound, are in the chart above."
 }
 
 // chartLine is the Markdown of the chart of key, with its caption; ""

@@ -514,8 +514,18 @@ func ceilingAtLeast(cmd, service string, target float64) func(claimInputs) outco
 		if st := ce.CeilingStatus(); !st.OK() {
 			return outcome{failed: fmt.Sprintf("%s ceiling of %s: %s", cmd, service, st)}
 		}
-		o := outcome{measured: fmt.Sprintf("ceiling %s/s (rounds: %s)", cell(ce.Rate, true), ceilingRounds(*ce)),
+		k := kneeOf(ce)
+		o := outcome{measured: fmt.Sprintf("knee %s/s (searches: %s; stopped by: %s)", cell(ce.Rate, true), ceilingRounds(*ce), k.bindText()),
 			holds: ce.Rate.Median >= target, perRound: true}
+		if _, why := k.value(); why != "" {
+			// Not the system's knee, only a rate it passed: enough to
+			// hold a capacity claim it beats, not to refute one.
+			if !o.holds {
+				o.unmeasurable = fmt.Sprintf("the knee is %s, below the target of %s/s: how far the system goes is not measured", why, count(int64(target)))
+				return o
+			}
+			o.note = "a lower bound only: the knee is " + why
+		}
 		if cpus := in.rs[cmd].Machine.CPUs; cpus > 0 {
 			o.floor = fmt.Sprintf("the load driver shares the machine's %d cores with the servers", cpus)
 		}
@@ -776,7 +786,7 @@ func decide(s claimSpec, in claimInputs, views []claimInputs, log, viewLog *read
 	for k, v := range views {
 		viewLog.reset()
 		ok := s.evaluate(v)
-		if ok.missing != "" || ok.failed != "" || (viewLog.reads == 0 && !ok.perRound) {
+		if ok.missing != "" || ok.failed != "" || ok.unmeasurable != "" || (viewLog.reads == 0 && !ok.perRound) {
 			continue // not decided by rounds: the raw loops, a failure
 		}
 		if ok.holds {

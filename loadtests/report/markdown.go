@@ -186,14 +186,7 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 		if r.Command == "queue" {
 			b.WriteString(OutboxSection(r))
 		}
-		if len(r.Ceilings) > 0 {
-			w("### Ceilings\n\nA step passes when: %s.\n\n", md(r.Ceilings[0].Criteria))
-			w("| service | ceiling/s, median (min–max) | per round (+: stopped at the search's maximum) |\n|---|---|---|\n")
-			for _, c := range r.Ceilings {
-				w("| %s | %s | %s |\n", SideLabel(r, c.Service), ceilingCell(c), ceilingRounds(c))
-			}
-			w("\n")
-		}
+		b.WriteString(KneeSection(r))
 		if f, ok := charts[r.Command]; ok {
 			w("![%s](%s/%s)\n\n*%s*\n\n", r.Command, chartsRel, f, Caption(r.Command))
 		}

@@ -391,19 +391,15 @@ func keptUp(p *driver.Point) (ok, known bool) {
 }
 
 // sideKeptUp reports whether side's median throughput reached
-// keptUpShare of the point's rate while it shed less than
-// driver.FailShare of the requests sent.
+// keptUpShare of the point's rate while, by the ceilings' own criteria,
+// it shed less than driver.FailShare of the requests sent in every round
+// and its median p99 stayed under the ceilings' bound (keptUpMiss).
 func sideKeptUp(p *driver.Point, side string) bool {
 	v, has := median(p, "throughput", side)
 	if !has || p.Rate <= 0 || v < keptUpShare*p.Rate {
 		return false
 	}
-	shed, okS := median(p, "client.shed", side)
-	sent, okR := median(p, "client.sent_rate", side)
-	if okS && okR && sent > 0 && p.DurationS > 0 && shed >= driver.FailShare*sent*p.DurationS {
-		return false
-	}
-	return true
+	return keptUpMiss(p, side) == ""
 }
 
 // highestKeptUp is the highest-rate point of scenario that every side
@@ -429,21 +425,17 @@ func ceilingLine(in *inputs, cmd, a, b string) string {
 		return ""
 	}
 	r := in.rs[cmd]
-	s := fmt.Sprintf("Highest rate passing every check (median of %d searches): %s %s, %s %s", len(ca.Rounds), who(r, a), ceilingText(ca), who(r, b), ceilingText(cb))
-	if ca.CeilingStatus().OK() && cb.CeilingStatus().OK() && ca.Rate.Median > 0 {
-		if x := ratioOf(ca.Rate.Median, cb.Rate.Median); x != "" {
-			s += " (" + x + ")"
-		}
-	}
-	return s + "."
+	s := fmt.Sprintf("Knee, the highest offered rate passing every check (median of %d searches): %s %s, %s %s", len(ca.Rounds), who(r, a), ceilingText(ca), who(r, b), ceilingText(cb))
+	return s + " (" + kneeRatio(r, ca, cb) + ")."
 }
 
 // ceilingText is a ceiling's median rate, or its status in words.
 func ceilingText(c *driver.Ceiling) string {
-	if st := c.CeilingStatus(); !st.OK() {
-		return st.String()
+	v, why := kneeOf(c).value()
+	if why != "" {
+		return why
 	}
-	return num(c.Rate.Median) + "/s"
+	return num(v) + "/s"
 }
 
 // behindLine says what each side processed at the first rate a side fell
@@ -463,9 +455,7 @@ func behindLine(r *driver.Run, p *driver.Point, verb string) string {
 		if !sideKeptUp(p, s) {
 			state = "fell behind"
 			if v >= keptUpShare*p.Rate {
-				shed, _ := median(p, "client.shed", s)
-				sent, _ := median(p, "client.sent_rate", s)
-				state = fmt.Sprintf("shed %s of the requests sent", percentOf(shed, sent*p.DurationS))
+				state = keptUpMiss(p, s)
 			}
 		}
 		parts = append(parts, fmt.Sprintf("%s %s %s/s (%s)", who(r, s), verb, num(v), state))
@@ -489,7 +479,7 @@ func queueHeadline(in *inputs) string {
 		a, okA := median(best, "server.delivery.p99_ms", "no-rabbitmq")
 		b, okB := median(best, "server.delivery.p99_ms", "rabbitmq")
 		if x, ok := ratio(best, "server.delivery.p99_ms"); ok && okA && okB {
-			parts = append(parts, fmt.Sprintf("At %s, the highest fixed rate both kept up with (%s%% of the rate processed, under %s%% shed), delivery p99 was %s on Postgres vs %s on RabbitMQ (%s).", best.Name, num(100*keptUpShare), num(100*driver.FailShare), ms(a), ms(b), times(x)))
+			parts = append(parts, fmt.Sprintf("At %s, the highest fixed rate both kept up with (%s), delivery p99 was %s on Postgres vs %s on RabbitMQ (%s).", best.Name, keptUpRule(best), ms(a), ms(b), times(x)))
 		}
 	}
 	parts = append(parts, behindLine(r, behind, "processed"))
@@ -813,8 +803,8 @@ func ceilingAnswer(in *inputs, cmd, scenario, a, b, unit string) string {
 	var parts []string
 	if ca := in.rs.ceiling(cmd, a); ca != nil {
 		s := fmt.Sprintf("on %d CPUs %s passed every check up to %s %s/s (median ceiling", r.Machine.CPUs, who(r, a), num(ca.Rate.Median), unit)
-		if !ca.CeilingStatus().OK() {
-			s = fmt.Sprintf("on %d CPUs %s's ceiling search %s (%s", r.Machine.CPUs, who(r, a), ca.CeilingStatus(), unit)
+		if _, why := kneeOf(ca).value(); why != "" {
+			s = fmt.Sprintf("on %d CPUs the %s side's knee search: %s (%s", r.Machine.CPUs, who(r, a), why, unit)
 		}
 		if cb := in.rs.ceiling(cmd, b); cb != nil {
 			s += fmt.Sprintf("; %s: %s", who(r, b), ceilingText(cb))
@@ -833,7 +823,11 @@ func ceilingAnswer(in *inputs, cmd, scenario, a, b, unit string) string {
 	}
 	for _, c := range in.claims {
 		if c.Pair == cmd && c.Short == "design-target ceiling" {
-			parts = append(parts, fmt.Sprintf("The reference's design target: **%s** here.", c.Verdict))
+			v := fmt.Sprintf("**%s** here", c.Verdict)
+			if c.Verdict == NotMeasurable {
+				v = "**" + c.Verdict + "**" // it says "here" already
+			}
+			parts = append(parts, "The reference's design target: "+v+".")
 		}
 	}
 	if len(parts) == 0 {

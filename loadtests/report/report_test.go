@@ -34,7 +34,10 @@ func fixture() []*driver.Run {
 	ceil := func(scenario, svc string, rates ...float64) driver.Ceiling {
 		c := driver.Ceiling{Scenario: scenario, Service: svc, Criteria: "fixture criteria"}
 		for i, r := range rates {
-			c.Rounds = append(c.Rounds, driver.CeilingRound{Index: i, Rate: r, Steps: []driver.CeilingStep{{Rate: r, Pass: true, Metrics: map[string]float64{}}}})
+			// A passing step with the figures the knee curve draws.
+			step := map[string]float64{"client.sent_rate": r, "client.ok_rate": r, "throughput": r, "drained": 1,
+				"server.processing.p50_ms": 4, "server.processing.p99_ms": 40, "server.delivery.p50_ms": 2, "server.delivery.p99_ms": 20}
+			c.Rounds = append(c.Rounds, driver.CeilingRound{Index: i, Rate: r, Steps: []driver.CeilingStep{{Rate: r, Pass: true, Metrics: step}}})
 		}
 		c.Rate = driver.Aggregate(rates)
 		return c

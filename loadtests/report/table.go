@@ -205,14 +205,9 @@ func Table(w io.Writer, run *driver.Run) {
 	}
 }
 
-// ceilingCell is a ceiling's median with its range, or its status when
-// the search is not valid.
-func ceilingCell(c driver.Ceiling) string {
-	if st := c.CeilingStatus(); !st.OK() {
-		return statusText(st)
-	}
-	return cell(c.Rate, len(c.Rounds) > 0)
-}
+// ceilingCell is a ceiling's median knee with its range, or why it is no
+// figure (kneeCell).
+func ceilingCell(c driver.Ceiling) string { return kneeCell(kneeOf(&c)) }
 
 func ceilingRounds(c driver.Ceiling) string {
 	var rs []string

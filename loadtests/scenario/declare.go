@@ -81,5 +81,9 @@ func (s RateScenario) Validate() error {
 	if c := d.CeilingOpts; c.Start <= 0 || c.Factor <= 1 || c.Max < c.Start || c.Step <= 0 || c.Rounds < 1 || c.P99 <= 0 {
 		errs = append(errs, fmt.Errorf("%s: default ceiling %+v cannot climb", s.Pair.Name, c))
 	}
+	if c := d.CeilingOpts; (c.KneeFactor != 0 && c.KneeFactor <= 1) || c.MaxInFlight < LeaveInFlight || c.MaxInFlight > maxInFlight {
+		errs = append(errs, fmt.Errorf("%s: default ceiling knee factor %g (0 or above 1) or MAX_IN_FLIGHT %d (%d to %d) out of range",
+			s.Pair.Name, c.KneeFactor, c.MaxInFlight, LeaveInFlight, maxInFlight))
+	}
 	return errors.Join(errs...)
 }

@@ -1,9 +1,6 @@
 package scenario
 
-import (
-	"math"
-	"time"
-)
+import "time"
 
 // Estimate is how long a scenario is expected to take, computed from its
 // options before it runs. It is an estimate: a ceiling search stops at the
@@ -50,15 +47,7 @@ func (o RateOptions) Estimate(settle time.Duration) Estimate {
 	e := Estimate{Typical: 2*serviceStart + warmupTime, Bound: 2*serviceStart + warmupTime}
 	e = e.Add(attacks(len(o.Rates)*o.Rounds*sides, o.Duration, settle))
 	if o.Ceiling {
-		c := o.CeilingOpts
-		ladder := 1
-		if c.Factor > 1 && c.Max > c.Start && c.Start > 0 {
-			ladder += int(math.Floor(math.Log(c.Max/c.Start) / math.Log(c.Factor)))
-		}
-		searches := c.Rounds * sides
-		typical := attacks(searches*((ladder+1)/2+c.Bisect), c.Step, 3*settle/2)
-		bound := attacks(searches*(ladder+c.Bisect), c.Step, 3*settle/2)
-		e = e.Add(Estimate{Attacks: typical.Attacks, Typical: typical.Typical, Bound: bound.Bound})
+		e = e.Add(o.CeilingOpts.estimate(sides, settle))
 	}
 	if o.Variant {
 		// The default mode, the variant and the extras at one rate, each
@@ -69,6 +58,34 @@ func (o RateOptions) Estimate(settle time.Duration) Estimate {
 		warmups := time.Duration(modes) * warmupTime
 		e = e.Add(Estimate{Typical: restarts + warmups, Bound: restarts + warmups})
 		e = e.Add(attacks(modes*o.Rounds*sides, o.Duration, settle))
+	}
+	return e
+}
+
+// pastKneeDrain is the typical drain of a ceiling step past the knee:
+// the backlog it left, processed at the side's own rate.
+const pastKneeDrain = 3 * time.Second
+
+// estimate is the ceiling search of o on sides: typically, a side's
+// first search climbs half the ladder, its later ones start at their
+// knee (a pass and a failure), each bisects o.Bisect times and ends with
+// a step past the knee whose backlog drains; at the bound every search
+// climbs the whole ladder. Restarting the services with their in-flight
+// bound changed, and their warm-up, come on top.
+func (o CeilingOptions) estimate(sides int, settle time.Duration) Estimate {
+	n := len(o.ladder())
+	searches := o.Rounds * sides
+	steps := sides * ((n+1)/2 + o.Bisect)
+	if o.Rounds > 1 {
+		steps += sides * (o.Rounds - 1) * (2 + o.Bisect)
+	}
+	typical := attacks(steps, o.Step, 3*settle/2)
+	bound := attacks(searches*(n+o.Bisect), o.Step, 3*settle/2)
+	e := Estimate{Attacks: typical.Attacks, Typical: typical.Typical + time.Duration(searches)*pastKneeDrain, Bound: bound.Bound}
+	if o.MaxInFlight != LeaveInFlight {
+		restart := time.Duration(sides)*serviceStart + warmupTime
+		e.Typical += restart
+		e.Bound += restart
 	}
 	return e
 }

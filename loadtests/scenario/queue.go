@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"math"
 	"strconv"
 	"time"
 )
@@ -27,7 +28,8 @@ type RateOptions struct {
 }
 
 // QueueScenario is the queue pair's: POST /tasks at fixed rates, a
-// ceiling search on send→processed p99 with a flat backlog, the durable
+// ceiling search on send→processed p99 with a flat backlog (the services
+// without an in-flight bound), the durable
 // variant (logged queue tables against quorum queues) and, at the same
 // rate, the outbox variant (rabbitmq with PUBLISH_MODE=outbox).
 var QueueScenario = RateScenario{
@@ -54,8 +56,8 @@ var QueueScenario = RateScenario{
 	Defaults: RateOptions{
 		Rates:   []float64{500, 1000, 2000, 5000},
 		Ceiling: true,
-		CeilingOpts: CeilingOptions{Start: 1000, Factor: 2, Max: 16000, Bisect: 2,
-			Step: 4 * time.Second, Rounds: 3, P99: 100 * time.Millisecond},
+		CeilingOpts: CeilingOptions{Start: 1000, Factor: math.Sqrt2, Max: 16000, Bisect: 2,
+			Step: 4 * time.Second, Rounds: 3, P99: 100 * time.Millisecond, KneeFactor: DefaultKneeFactor},
 		Variant: true, VariantRate: 1000, Extras: 1,
 	},
 }

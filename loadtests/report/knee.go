@@ -1,0 +1,548 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+)
+
+// critStep is the criterion of a step that did not run to a verdict (its
+// side could not be measured): not one of scenario.Criteria.
+const critStep = "step"
+
+// knee is one side's ceiling search read for the report: its knee per
+// search, what stopped each search, and whether the median knee is a
+// figure that may be printed as one, compared or drawn.
+type knee struct {
+	c      *driver.Ceiling
+	status driver.Status
+	// capped is true when a search climbed its whole ladder without a
+	// failing step: the knee was not reached; top is the highest rate
+	// any search tried.
+	capped bool
+	top    float64
+	// binds counts, per criterion, the searches whose first failing step
+	// above their knee failed it; searches counts the searches.
+	binds    map[string]int
+	searches int
+	// admission is true when a search was stopped by sheds: the service's
+	// admission limit, not the system, set that knee.
+	admission bool
+}
+
+// kneeOf reads c.
+func kneeOf(c *driver.Ceiling) knee {
+	k := knee{c: c, status: c.CeilingStatus(), binds: map[string]int{}, searches: len(c.Rounds)}
+	for _, r := range c.Rounds {
+		for _, st := range r.Steps {
+			k.top = math.Max(k.top, st.Rate)
+		}
+		if r.Capped {
+			k.capped = true
+			continue
+		}
+		crit := binding(r)
+		for _, cr := range crit {
+			k.binds[cr]++
+		}
+		if slices.Contains(crit, scenario.CritShed) {
+			k.admission = true
+		}
+	}
+	return k
+}
+
+// stepCriteria returns the criteria step st failed: its Failed or, in
+// files written before they were recorded, the one its Why names.
+func stepCriteria(st driver.CeilingStep) []string {
+	if st.Pass {
+		return nil
+	}
+	if len(st.Failed) > 0 {
+		return st.Failed
+	}
+	w := st.Why
+	switch {
+	case strings.HasPrefix(w, "errors "):
+		return []string{scenario.CritErrors}
+	case strings.HasPrefix(w, "shed "):
+		return []string{scenario.CritShed}
+	case strings.HasPrefix(w, "driver sent only"), w == "nothing sent":
+		return []string{scenario.CritSent}
+	case strings.HasPrefix(w, "backlog "):
+		return []string{scenario.CritBacklog}
+	case strings.Contains(w, " p99 "):
+		return []string{scenario.CritP99}
+	}
+	return []string{critStep}
+}
+
+// binding returns the criteria that stopped search r: those its lowest
+// failing step above its knee failed (nil when no step failed).
+func binding(r driver.CeilingRound) []string {
+	var first *driver.CeilingStep
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		if !st.Pass && st.Rate > r.Rate && (first == nil || st.Rate < first.Rate) {
+			first = st
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return stepCriteria(*first)
+}
+
+// value is the side's median knee, or why it is no figure: the search
+// failed, the knee was not reached (a lower bound only), or the
+// admission limit set it (the system's knee is above it).
+func (k knee) value() (float64, string) {
+	switch {
+	case !k.status.OK():
+		return 0, k.status.String()
+	case k.capped:
+		return 0, fmt.Sprintf("not reached: every step passed up to %s/s", num(k.top))
+	case k.admission:
+		return 0, fmt.Sprintf("at least %s/s: the services' admission limit (503 sheds) stopped the search, not the system", num(k.c.Rate.Median))
+	}
+	return k.c.Rate.Median, ""
+}
+
+// mark is the chart's word for a knee that is no figure.
+func (k knee) mark() string {
+	switch {
+	case !k.status.OK():
+		return failedMark
+	case k.capped:
+		return "not reached"
+	case k.admission:
+		return "admission limit"
+	}
+	return ""
+}
+
+// kneeCell is the median knee with its range, or why there is none.
+func kneeCell(k knee) string {
+	if _, why := k.value(); why != "" {
+		return md(why)
+	}
+	return cell(k.c.Rate, len(k.c.Rounds) > 0)
+}
+
+// critWords words criterion c of spec sp (nil: an older file's).
+func critWords(c string, sp *driver.CeilingSpec) string {
+	switch c {
+	case scenario.CritErrors:
+		return "errors"
+	case scenario.CritShed:
+		return "503 sheds (admission limit)"
+	case scenario.CritSent:
+		return "the driver fell short of the rate"
+	case scenario.CritLatency:
+		return "no latency recorded"
+	case scenario.CritBacklog:
+		return "backlog grew"
+	case scenario.CritP99:
+		if sp != nil {
+			return "p99 over " + ms(sp.P99MS)
+		}
+		return "p99 over the bound"
+	case scenario.CritKnee:
+		if sp != nil {
+			return fmt.Sprintf("p99 over %s× its low-rate p99", num(sp.KneeFactor))
+		}
+		return "p99 over its knee bound"
+	case critStep:
+		return "the step did not run"
+	}
+	return c
+}
+
+// bindText says which criteria stopped the searches, most often first:
+// "backlog grew (3 of 3 searches), p99 over 100 ms (2 of 3)".
+func (k knee) bindText() string {
+	if len(k.binds) == 0 {
+		if k.capped {
+			return "none: the knee was not reached"
+		}
+		return notRecorded
+	}
+	var cs []string
+	for c := range k.binds {
+		cs = append(cs, c)
+	}
+	order := append(slices.Clone(scenario.Criteria), critStep)
+	sort.Slice(cs, func(i, j int) bool {
+		if k.binds[cs[i]] != k.binds[cs[j]] {
+			return k.binds[cs[i]] > k.binds[cs[j]]
+		}
+		return slices.Index(order, cs[i]) < slices.Index(order, cs[j])
+	})
+	var parts []string
+	for i, c := range cs {
+		of := fmt.Sprintf("%d of %d", k.binds[c], k.searches)
+		if i == 0 {
+			of += " searches"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", critWords(c, k.c.Spec), of))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// bindShort is the criterion that stopped most searches, for a chart
+// label.
+func (k knee) bindShort() string {
+	best, n := "", 0
+	for _, c := range append(slices.Clone(scenario.Criteria), critStep) {
+		if k.binds[c] > n {
+			best, n = c, k.binds[c]
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return critWords(best, k.c.Spec)
+}
+
+// inFlightText says which in-flight bound a search ran with.
+func inFlightText(sp *driver.CeilingSpec) string {
+	switch {
+	case sp == nil:
+		return "not recorded (the services' own bound: MAX_IN_FLIGHT, 128 by default)"
+	case sp.MaxInFlight == nil:
+		return "the services' own (MAX_IN_FLIGHT, 128 by default): a failing step may be the admission limit's 503s, not the system"
+	case *sp.MaxInFlight == 0:
+		return "MAX_IN_FLIGHT=0 (no bound): the services were restarted without one for the search"
+	}
+	return fmt.Sprintf("MAX_IN_FLIGHT=%d", *sp.MaxInFlight)
+}
+
+// criteriaDiff says how two sides' search criteria differ ("" when they
+// agree): their knees are then no ratio of each other.
+func criteriaDiff(r *driver.Run, a, b *driver.Ceiling) string {
+	na, nb := SideLabel(r, a.Service), SideLabel(r, b.Service)
+	switch {
+	case a.Spec == nil && b.Spec == nil:
+		if a.Criteria != b.Criteria {
+			return fmt.Sprintf("%s's steps passed when %s; %s's when %s", na, a.Criteria, nb, b.Criteria)
+		}
+		return ""
+	case a.Spec == nil || b.Spec == nil:
+		return "the criteria were recorded for one side only"
+	}
+	x, y := *a.Spec, *b.Spec
+	var d []string
+	diff := func(what string, u, v any) {
+		if fmt.Sprint(u) != fmt.Sprint(v) {
+			d = append(d, fmt.Sprintf("%s %v for %s, %v for %s", what, u, na, v, nb))
+		}
+	}
+	diff("latency judged:", x.Latency, y.Latency)
+	diff("step of", time.Duration(x.StepS*float64(time.Second)), time.Duration(y.StepS*float64(time.Second)))
+	diff("error share", x.ErrorShare, y.ErrorShare)
+	diff("shed share", x.ShedShare, y.ShedShare)
+	diff("least share sent", x.SentShare, y.SentShare)
+	diff("backlog bound (s of arrivals)", x.BacklogS, y.BacklogS)
+	diff("backlog floor", x.BacklogMin, y.BacklogMin)
+	diff("p99 bound (ms)", x.P99MS, y.P99MS)
+	diff("knee factor", x.KneeFactor, y.KneeFactor)
+	if x.KneeFactor > 0 && (x.LowP99MS > 0) != (y.LowP99MS > 0) {
+		d = append(d, "the knee bound applied to one side only (the other had no low-rate p99)")
+	}
+	if ia, ib := inFlightText(&x), inFlightText(&y); ia != ib {
+		d = append(d, fmt.Sprintf("in-flight bound %s for %s, %s for %s", ia, na, ib, nb))
+	}
+	return strings.Join(d, "; ")
+}
+
+// kneeRatio is a's knee ÷ b's ("2.8×"), or why there is none: a ratio
+// compares two figures measured to the same criteria, each a knee the
+// system reached.
+func kneeRatio(r *driver.Run, a, b *driver.Ceiling) string {
+	va, wa := kneeOf(a).value()
+	vb, wb := kneeOf(b).value()
+	switch {
+	case wa != "":
+		return fmt.Sprintf("no ratio: the %s side's knee is %s", who(r, a.Service), wa)
+	case wb != "":
+		return fmt.Sprintf("no ratio: the %s side's knee is %s", who(r, b.Service), wb)
+	}
+	if d := criteriaDiff(r, a, b); d != "" {
+		return "no ratio: the two sides were not measured to the same criteria (" + d + ")"
+	}
+	if x := ratioOf(va, vb); x != "" {
+		return x
+	}
+	return noRatioZero
+}
+
+// kneeLatency is the latency c's steps are judged by (fallback for files
+// written before the spec was recorded).
+func kneeLatency(c *driver.Ceiling, fallback string) string {
+	if c.Spec != nil && c.Spec.Latency != "" {
+		return c.Spec.Latency
+	}
+	return fallback
+}
+
+// stepInvalid says why a step's measurement is no figure ("" when it
+// is): it did not run, sent or got accepted nothing, failed
+// driver.FailShare of its requests or more, recorded no latency, or left
+// a backlog that did not drain (its latencies miss the requests still
+// queued). A valid step that failed the criteria is a point past the
+// knee, and is drawn.
+func stepInvalid(st driver.CeilingStep, latency string, stepS float64) string {
+	m := st.Metrics
+	sent := m["client.sent_rate"]
+	crit := stepCriteria(st)
+	switch {
+	case slices.Contains(crit, critStep) || len(m) == 0:
+		return "the step did not run: " + firstLine(st.Why)
+	case sent <= 0:
+		return "nothing sent"
+	case stepS > 0 && m["client.errors"] > 0 && m["client.errors"] >= driver.FailShare*sent*stepS:
+		return fmt.Sprintf("%.0f%% of the requests failed", 100*m["client.errors"]/(sent*stepS))
+	case slices.Contains(crit, scenario.CritErrors):
+		return fmt.Sprintf("%s%% or more of the requests failed (%s)", num(100*driver.FailShare), firstLine(st.Why))
+	case m["client.ok_rate"] <= 0:
+		return "no request was accepted"
+	}
+	if _, ok := m["server."+latency+".p99_ms"]; !ok {
+		return "no " + latency + " latency recorded"
+	}
+	if d, ok := m["drained"]; ok && d == 0 {
+		return "the backlog did not drain: the latency of what was still queued is missing"
+	}
+	return ""
+}
+
+// curvePoint is one offered rate of a side's curve, over every search.
+type curvePoint struct {
+	rate float64
+	// steps counts the steps at this rate, passed those that passed.
+	steps, passed int
+	// p50, p99 and tput (processed/s) are the median of the steps with
+	// min–max; invalid says why they are no figure (any step at this
+	// rate was not a valid measurement).
+	p50, p99, tput xy
+	invalid        string
+	// crit counts the criteria the steps at this rate failed.
+	crit map[string]int
+}
+
+// kneeCurve is c's latency against offered rate: every step of every
+// search, by rate, ascending.
+func kneeCurve(c *driver.Ceiling, latency string) []curvePoint {
+	stepS := 0.0
+	if c.Spec != nil {
+		stepS = c.Spec.StepS
+	}
+	byRate := map[float64]*curvePoint{}
+	vals := map[float64][3][]float64{}
+	for _, r := range c.Rounds {
+		for _, st := range r.Steps {
+			cp := byRate[st.Rate]
+			if cp == nil {
+				cp = &curvePoint{rate: st.Rate, crit: map[string]int{}}
+				byRate[st.Rate] = cp
+			}
+			cp.steps++
+			if st.Pass {
+				cp.passed++
+			}
+			for _, cr := range stepCriteria(st) {
+				cp.crit[cr]++
+			}
+			if why := stepInvalid(st, latency, stepS); why != "" {
+				if cp.invalid == "" {
+					cp.invalid = why
+				}
+				continue
+			}
+			v := vals[st.Rate]
+			v[0] = append(v[0], st.Metrics["server."+latency+".p50_ms"])
+			v[1] = append(v[1], st.Metrics["server."+latency+".p99_ms"])
+			v[2] = append(v[2], st.Metrics["throughput"])
+			vals[st.Rate] = v
+		}
+	}
+	var out []curvePoint
+	for rate, cp := range byRate {
+		if cp.invalid != "" {
+			cp.p50, cp.p99, cp.tput = xy{x: rate, failed: failedMark}, xy{x: rate, failed: failedMark}, xy{x: rate, failed: failedMark}
+		} else {
+			v := vals[rate]
+			cp.p50, _ = agg(v[0])
+			cp.p99, _ = agg(v[1])
+			cp.tput, _ = agg(v[2])
+			cp.p50.x, cp.p99.x, cp.tput.x = rate, rate, rate
+		}
+		out = append(out, *cp)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rate < out[j].rate })
+	return out
+}
+
+// lowText is a side's low-rate p99 and the bound it sets on the steps.
+func lowText(sp *driver.CeilingSpec) string {
+	switch {
+	case sp == nil:
+		return notRecorded
+	case sp.KneeFactor <= 0:
+		return "no knee bound (p99 judged against its bound only)"
+	case sp.LowP99MS <= 0:
+		return "none measured: no knee bound"
+	}
+	return fmt.Sprintf("%s at %s/s: p99 ≤ %s", ms(sp.LowP99MS), num(sp.LowRate), ms(sp.KneeFactor*sp.LowP99MS))
+}
+
+// curveCell is one figure of a curve point, or why there is none.
+func curveCell(cp curvePoint, v xy) string {
+	if cp.invalid != "" {
+		return failedMark
+	}
+	if cp.steps <= 1 || num(v.lo) == num(v.hi) {
+		return num(v.y)
+	}
+	return fmt.Sprintf("%s (%s–%s)", num(v.y), num(v.lo), num(v.hi))
+}
+
+// critCounts words the criteria a curve point's steps failed.
+func critCounts(cp curvePoint, sp *driver.CeilingSpec) string {
+	var parts []string
+	for _, c := range append(slices.Clone(scenario.Criteria), critStep) {
+		if n := cp.crit[c]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s (%d)", critWords(c, sp), n))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// KneeSection renders a rate pair's ceiling searches: the criteria and
+// in-flight bound, each side's knee with what bound it, the comparison
+// of the two sides (a ratio only between knees reached under the same
+// criteria), and each side's latency against offered rate, step by step.
+func KneeSection(r *driver.Run) string {
+	if len(r.Ceilings) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	c0 := &r.Ceilings[0]
+	crit := c0.Criteria
+	if c0.Spec != nil {
+		crit = scenario.CriteriaText(*c0.Spec)
+	}
+	w("### Knees: latency against offered rate\n\n")
+	w("A step passes when: %s. A side's knee is the highest offered rate whose step passed in a search (the rates under it passed there too); the first failing step above it names the criterion that binds. ", md(crit))
+	var bounds []string
+	for i := range r.Ceilings {
+		c := &r.Ceilings[i]
+		bounds = append(bounds, SideLabel(r, c.Service)+": "+inFlightText(c.Spec))
+	}
+	if t := inFlightText(c0.Spec); slices.ContainsFunc(r.Ceilings, func(c driver.Ceiling) bool { return inFlightText(c.Spec) != t }) {
+		w("In-flight bound during the searches, per side: %s.\n\n", md(strings.Join(bounds, "; ")))
+	} else {
+		w("In-flight bound during the searches: %s.\n\n", md(t))
+	}
+	w("| service | knee/s, median (min–max) | per search (+: every step passed up to the search's maximum) | binds (searches whose first step past the knee failed it) | low-rate p99 and knee bound |\n|---|---|---|---|---|\n")
+	for i := range r.Ceilings {
+		c := &r.Ceilings[i]
+		k := kneeOf(c)
+		w("| %s | %s | %s | %s | %s |\n", SideLabel(r, c.Service), kneeCell(k), ceilingRounds(*c), md(k.bindText()), md(lowText(c.Spec)))
+	}
+	if len(r.Ceilings) == 2 {
+		a, c := &r.Ceilings[0], &r.Ceilings[1]
+		w("\n%s ÷ %s knee: %s.\n", SideLabel(r, a.Service), SideLabel(r, c.Service), md(kneeRatio(r, a, c)))
+	}
+	lat := ""
+	if ps, ok := pairSides[r.Command]; ok {
+		lat = ps.latency
+	}
+	for i := range r.Ceilings {
+		c := &r.Ceilings[i]
+		l := kneeLatency(c, lat)
+		curve := kneeCurve(c, l)
+		if len(curve) == 0 {
+			continue
+		}
+		w("\n#### %s: %s latency against offered rate\n\n", SideLabel(r, c.Service), l)
+		w("| offered/s | steps | p50 ms | p99 ms | processed/s | passed | criteria failed (steps) |\n|---|---|---|---|---|---|---|\n")
+		for _, cp := range curve {
+			row := []string{num(cp.rate), fmt.Sprint(cp.steps), curveCell(cp, cp.p50), curveCell(cp, cp.p99), curveCell(cp, cp.tput),
+				fmt.Sprintf("%d of %d", cp.passed, cp.steps), critCounts(cp, c.Spec)}
+			if cp.invalid != "" {
+				row[2] = "failed: " + cp.invalid
+			}
+			w("| %s |\n", strings.Join(mdAll(row), " | "))
+		}
+	}
+	return b.String() + "\n"
+}
+
+// mdAll escapes every cell.
+func mdAll(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = md(c)
+	}
+	return out
+}
+
+// keptUpBound is the latency and p99 bound (ms) a fixed-rate point of
+// scenario sc must hold to count as kept up: its pair's ceiling bound,
+// as declared (ok false for a pair without one).
+func keptUpBound(sc string) (latency string, p99MS float64, ok bool) {
+	pair, _, _ := strings.Cut(sc, ".")
+	var o scenario.CeilingOptions
+	switch pair {
+	case "queue":
+		o = scenario.QueueScenario.Defaults.CeilingOpts
+	case "log":
+		o = scenario.LogScenario.Defaults.CeilingOpts
+	default:
+		return "", 0, false
+	}
+	return pairSides[pair].latency, float64(o.P99) / float64(time.Millisecond), true
+}
+
+// keptUpMiss says which of the ceilings' criteria side of fixed-rate
+// point p missed besides its throughput ("" when none): sheds of
+// driver.FailShare or more of the requests sent in any round, or a
+// median p99 at or over the ceilings' bound.
+func keptUpMiss(p *driver.Point, side string) string {
+	for _, rd := range p.Rounds {
+		sr := rd.Sides[side]
+		if sr == nil || p.DurationS <= 0 {
+			continue
+		}
+		sent, shed := sr.Metrics["client.sent_rate"], sr.Metrics["client.shed"]
+		if sent > 0 && shed > 0 && shed >= driver.FailShare*sent*p.DurationS {
+			return fmt.Sprintf("shed %s of the requests sent in round %d", percentOf(shed, sent*p.DurationS), rd.Index)
+		}
+	}
+	if lat, bound, ok := keptUpBound(p.Scenario); ok {
+		if v, has := median(p, "server."+lat+".p99_ms", side); has && v >= bound {
+			return fmt.Sprintf("%s p99 %s, over the ceilings' %s bound", lat, ms(v), ms(bound))
+		}
+	}
+	return ""
+}
+
+// keptUpRule words what kept up means at p.
+func keptUpRule(p *driver.Point) string {
+	s := fmt.Sprintf("%s%% of the rate processed, under %s%% shed in every round", num(100*keptUpShare), num(100*driver.FailShare))
+	if lat, bound, ok := keptUpBound(p.Scenario); ok {
+		s += fmt.Sprintf(", %s p99 under %s", lat, ms(bound))
+	}
+	return s
+}
