@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
@@ -246,7 +249,9 @@ func (s *store) Append(ctx context.Context, stream string, expected eventstore.E
 	records := make([]kafka.Record, len(events))
 	lens := make([]int, len(events))
 	for i, e := range events {
-		v, err := json.Marshal(envelope{Type: e.Type, Data: e.Data, Metadata: e.Metadata})
+		// Without HTML escapes: json.Marshal would store each <, > and &
+		// as a 6-byte escape, a record six times the event.
+		v, err := httpapi.MarshalJSON(envelope{Type: e.Type, Data: e.Data, Metadata: e.Metadata})
 		if err != nil {
 			return eventstore.AppendResult{}, httpapi.BadRequest("events[%d]: %v", i, err)
 		}
@@ -262,6 +267,10 @@ func (s *store) Append(ctx context.Context, stream string, expected eventstore.E
 			Fields: map[string]any{"max_message_bytes": s.maxMessageBytes}}
 	}
 	p := s.partitionOf(stream)
+	if err := ctx.Err(); err != nil {
+		// Nothing was sent: the request's time ran out before the produce.
+		return eventstore.AppendResult{}, fmt.Errorf("kafka produce not started: %w (%w)", httpapi.ErrNotRecorded, err)
+	}
 	resp, err := s.client.Produce(ctx, &kafka.ProduceRequest{
 		Topic: s.cfg.Topic, Partition: p, RequiredAcks: kafka.RequireAll, Records: kafka.NewRecordReader(records...),
 	})
@@ -274,10 +283,49 @@ func (s *store) Append(ctx context.Context, stream string, expected eventstore.E
 			Message: fmt.Sprintf("kafka refused the append's record batch as too large (%v); nothing was written", err), Cause: err}
 	}
 	if err != nil {
+		if produceNotSent(err) {
+			return eventstore.AppendResult{}, fmt.Errorf("kafka produce: %w (%w)", httpapi.ErrNotRecorded, err)
+		}
 		return eventstore.AppendResult{}, fmt.Errorf("kafka produce: %w (%w)", httpapi.ErrUnavailable, err)
 	}
 	last := resp.BaseOffset + int64(len(events)) - 1
 	return eventstore.AppendResult{Position: s.position(p, last), GlobalPosition: last}, nil
+}
+
+// refusedBeforeAppend are the produce errors with which the partition
+// leader refuses a batch before appending it to its log: it is not the
+// leader (or there is none), it does not know the partition, the batch
+// is invalid, or too few replicas are in sync to accept acks=all
+// (NOT_ENOUGH_REPLICAS; NOT_ENOUGH_REPLICAS_AFTER_APPEND, which comes
+// after the append, is not among them).
+var refusedBeforeAppend = []kafka.Error{
+	kafka.NotLeaderForPartition, kafka.LeaderNotAvailable, kafka.UnknownTopicOrPartition,
+	kafka.NotEnoughReplicas, kafka.InvalidRecord, kafka.InvalidMessage, kafka.InvalidTopic,
+}
+
+// produceNotSent reports whether a failed produce's error proves that
+// nothing was appended: the connection to the broker was refused, or
+// the client found no broker for the partition (the request was never
+// sent), or the leader answered with an error it gives
+// before appending (refusedBeforeAppend). A timeout, a connection lost
+// after the request went out, or any other error leaves the outcome
+// unknown: the broker may have appended the batch.
+func produceNotSent(err error) bool {
+	// The client's metadata names no broker for the partition (after a
+	// refused connection it knows none): the request was never sent.
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, protocol.ErrNoTopic) || errors.Is(err, protocol.ErrNoPartition) {
+		return true
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return true
+	}
+	for _, code := range refusedBeforeAppend {
+		if errors.Is(err, code) {
+			return true
+		}
+	}
+	return false
 }
 
 // bounds returns one partition's log start offset and high watermark.
@@ -370,7 +418,7 @@ func (s *store) event(rec record, partition int, stream string, version *int64) 
 // consumes the stream's whole partition (the only one in the reference's
 // design; the one its id hashes to in the keyed design) from its log
 // start to the high watermark taken at the start, and keeps the stream's
-// records. A stream version is
+// records, at most eventstore.MaxReadBytes of them. A stream version is
 // the count of the stream's records before it (from the log start: if
 // retention deleted old records, versions shift). records_scanned counts
 // every record consumed.
@@ -393,6 +441,8 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 	healthy := false
 	defer func() { s.conns[p].put(conn, healthy) }()
 	var scanned, count int64
+	page := eventstore.Page{Max: eventstore.MaxReadBytes}
+	full := false
 	for off := first; off < hwm; {
 		recs, _, err := s.fetchFrom(ctx, conn, off, 0)
 		if err != nil {
@@ -417,8 +467,12 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 				continue
 			}
 			count++
-			if v >= from && len(res.Events) < limit {
-				res.Events = append(res.Events, e)
+			// Past the page's bound the scan goes on only to count the
+			// stream's last version.
+			if v >= from && !full && len(res.Events) < limit {
+				if full = !page.Fits(e); !full {
+					res.Events = append(res.Events, e)
+				}
 			}
 		}
 	}

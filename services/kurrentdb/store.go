@@ -163,6 +163,7 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 		return res, unavailable("read", err)
 	}
 	defer rs.Close()
+	page := eventstore.Page{Max: eventstore.MaxReadBytes}
 	for {
 		e, err := rs.Recv()
 		if errors.Is(err, io.EOF) {
@@ -171,7 +172,11 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 		if err != nil {
 			return res, unavailable("read", err)
 		}
-		res.Events = append(res.Events, recorded(e.OriginalEvent()))
+		re := recorded(e.OriginalEvent())
+		if !page.Fits(re) {
+			return res, nil
+		}
+		res.Events = append(res.Events, re)
 	}
 }
 

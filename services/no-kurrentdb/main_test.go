@@ -202,7 +202,7 @@ func TestGapLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, _, err := r.App().page(ctx, cursor{}, w, 100)
+	evs, _, _, err := r.App().page(ctx, cursor{}, w, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
@@ -116,12 +119,18 @@ func (s *store) Append(ctx context.Context, stream string, expected eventstore.E
 			continue
 		}
 		if err != nil && !lostRace {
-			return eventstore.AppendResult{}, postgres.MapError("postgres append", err)
+			mapped := postgres.MapError("postgres append", err)
+			if appendNotSent(err) {
+				mapped = notRecorded(mapped)
+			}
+			return eventstore.AppendResult{}, mapped
 		}
 		if lostRace || n == 0 {
+			// The condition failed: nothing was recorded, whatever this
+			// read of the actual version answers.
 			actual, aerr := s.lastVersion(ctx, stream)
 			if aerr != nil {
-				return eventstore.AppendResult{}, postgres.MapError("postgres read the actual version", aerr)
+				return eventstore.AppendResult{}, notRecorded(postgres.MapError("postgres read the actual version", aerr))
 			}
 			return eventstore.AppendResult{}, &eventstore.WrongExpectedVersionError{Stream: stream, Expected: expected, Actual: actual}
 		}
@@ -140,12 +149,59 @@ func (s *store) committed() {
 	}
 }
 
+// errNoConnection marks an append that failed before it had a
+// connection: nothing was sent.
+type errNoConnection struct{ err error }
+
+func (e errNoConnection) Error() string { return "no connection for the append: " + e.err.Error() }
+func (e errNoConnection) Unwrap() error { return e.err }
+
+// appendNotSent reports whether a failed append's error proves that
+// nothing was recorded: it failed before the INSERT was sent (no
+// connection from the pool, a context already done, a connection that
+// failed before writing: pgconn.SafeToRetry), or Postgres answered it
+// with an ERROR, which rolls back the statement's implicit transaction
+// (a FATAL, such as 57P01 when the server shuts down, ends the session
+// and may come once the commit is done). Anything else (a connection
+// lost or a deadline passed while the statement ran or committed, a row
+// the client could not scan) leaves the outcome unknown.
+func appendNotSent(err error) bool {
+	var noConn errNoConnection
+	if errors.As(err, &noConn) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	severity := pgErr.SeverityUnlocalized
+	if severity == "" {
+		severity = pgErr.Severity
+	}
+	return severity == "ERROR"
+}
+
+// notRecorded marks a 503 as of kind not_recorded (httpapi.KindOf): the
+// append is known not to have been recorded, so a retry is safe. Other
+// errors are returned as they are.
+func notRecorded(err error) error {
+	if httpapi.StatusOf(err) != http.StatusServiceUnavailable {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, httpapi.ErrNotRecorded)
+}
+
 func (s *store) tryAppend(ctx context.Context, stream string, types, data, meta []string, cond *int64) (eventstore.AppendResult, int, error) {
 	notify := "on"
 	if s.notifier != nil {
 		notify = "off"
 	}
-	rows, err := s.pool.Query(ctx, appendSQL, stream, types, data, meta, cond, notify)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return eventstore.AppendResult{}, 0, errNoConnection{err}
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, appendSQL, stream, types, data, meta, cond, notify)
 	if err != nil {
 		return eventstore.AppendResult{}, 0, err
 	}
@@ -205,6 +261,7 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 	}
 	defer rows.Close()
 	res := eventstore.ReadResult{Stream: stream, Events: []eventstore.RecordedEvent{}}
+	page := eventstore.Page{Max: eventstore.MaxReadBytes}
 	for rows.Next() {
 		var (
 			last, version, gp *int64
@@ -219,10 +276,15 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 		if version == nil {
 			continue
 		}
-		res.Events = append(res.Events, eventstore.RecordedEvent{
+		e := eventstore.RecordedEvent{
 			Stream: stream, Version: version, Position: *xid + ":" + strconv.FormatInt(*gp, 10), GlobalPosition: *gp,
 			Type: *typ, Data: json.RawMessage(data), Metadata: json.RawMessage(meta), CreatedAt: *created,
-		})
+		}
+		if !page.Fits(e) {
+			// The page is full; rows.Close discards the rest unread.
+			break
+		}
+		res.Events = append(res.Events, e)
 	}
 	if err := rows.Err(); err != nil {
 		return res, postgres.MapError("postgres read", err)
@@ -305,18 +367,19 @@ SELECT EXISTS (
       AND ($3::text IS NULL OR xid < $3::text::xid8)
 )`
 
-// page reads the next page after c; it does not hold a connection while
-// the caller delivers.
-func (s *store) page(ctx context.Context, c cursor, watermark string, limit int) ([]eventstore.RecordedEvent, []cursor, error) {
+// page reads the next page after c, at most limit events and at most
+// eventstore.MaxSubscribePageBytes of them; more reports whether it
+// stopped early for either bound (a next page may hold more). It does
+// not hold a connection while the caller delivers.
+func (s *store) page(ctx context.Context, c cursor, watermark string, limit int) (evs []eventstore.RecordedEvent, curs []cursor, more bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, pageSQL, strconv.FormatUint(c.xid, 10), c.pos, limit, watermark)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	defer rows.Close()
-	var evs []eventstore.RecordedEvent
-	var curs []cursor
+	page := eventstore.Page{Max: eventstore.MaxSubscribePageBytes}
 	for rows.Next() {
 		var (
 			e   eventstore.RecordedEvent
@@ -324,19 +387,23 @@ func (s *store) page(ctx context.Context, c cursor, watermark string, limit int)
 			xid string
 		)
 		if err := rows.Scan(&e.Stream, &v, &e.GlobalPosition, &xid, &e.Type, &e.Data, &e.Metadata, &e.CreatedAt); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		x, err := strconv.ParseUint(xid, 10, 64)
 		if err != nil {
-			return nil, nil, fmt.Errorf("xid %q: %w", xid, err)
+			return nil, nil, false, fmt.Errorf("xid %q: %w", xid, err)
 		}
 		e.Version = &v
 		cur := cursor{x, e.GlobalPosition}
 		e.Position = cur.String()
+		if !page.Fits(e) {
+			// Read again from the last event that fit.
+			return evs, curs, true, nil
+		}
 		evs = append(evs, e)
 		curs = append(curs, cur)
 	}
-	return evs, curs, rows.Err()
+	return evs, curs, len(evs) == limit, rows.Err()
 }
 
 func (s *store) pending(ctx context.Context, c cursor, watermark string, before *string) (bool, error) {
@@ -391,9 +458,10 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 		var (
 			evs  []eventstore.RecordedEvent
 			curs []cursor
+			more bool
 		)
 		if err == nil {
-			evs, curs, err = s.page(ctx, cur, w, s.cfg.PageSize)
+			evs, curs, more, err = s.page(ctx, cur, w, s.cfg.PageSize)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -411,7 +479,7 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 			}
 			cur = curs[i]
 		}
-		if len(evs) == s.cfg.PageSize {
+		if more {
 			continue
 		}
 		// Committed rows above the watermark: during catch-up only those of

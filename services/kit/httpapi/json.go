@@ -37,16 +37,30 @@ func (f HandlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the encoder's error (and at ERROR by the router's request log).
 // Handlers should refuse such values before they get here.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+	b, err := MarshalJSON(v)
+	if err != nil {
 		slog.Default().Error("response could not be encoded as JSON", "status", status, "type", fmt.Sprintf("%T", v), "err", err)
-		buf.Reset()
-		buf.WriteString(`{"error":"internal error: the response could not be encoded as JSON"}` + "\n")
+		b = []byte(`{"error":"internal error: the response could not be encoded as JSON"}`)
 		status = http.StatusInternalServerError
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// MarshalJSON encodes v as WriteJSON does, without the final newline:
+// compact, and without HTML escapes. encoding/json's default writes each
+// <, > and & of a string or a json.RawMessage as a 6-byte \u escape, so
+// a stored value of 1 MiB of "<" would be answered as 6 MiB: an answer
+// is never longer than the compact form of what was stored.
+func MarshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // ServeYAML returns a handler that answers 200 with doc as

@@ -1,7 +1,6 @@
 package documents
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -297,20 +296,11 @@ func pageLen(users []User, limit int, maxBytes int64) int {
 	return len(users)
 }
 
-// writeSearch answers a search page. Unlike httpapi.WriteJSON it does not
-// escape <, > and & in the profiles (six bytes each), so the answer stays
-// within the page's UserBytes.
+// writeSearch answers a search page: httpapi.WriteJSON does not escape <,
+// > and & in the profiles (six bytes each), so the answer stays within
+// the page's UserBytes.
 func writeSearch(w http.ResponseWriter, out SearchResponse) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		httpapi.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error: the search answer could not be encoded as JSON"})
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 func (h *handler) delete(w http.ResponseWriter, r *http.Request) error {

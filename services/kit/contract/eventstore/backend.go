@@ -14,7 +14,10 @@ type Backend interface {
 	// wrapping httpapi.ErrUnsupported if the engine cannot check the
 	// condition.
 	Append(ctx context.Context, stream string, expected ExpectedVersion, events []EventData) (AppendResult, error)
-	// Read returns up to limit events of stream with version >= from.
+	// Read returns up to limit events of stream with version >= from,
+	// stopping before the event that would take them past MaxReadBytes
+	// (fill a Page; the handler cuts what passes it, but the backend must
+	// not hold more than that meanwhile).
 	Read(ctx context.Context, stream string, from int64, limit int) (ReadResult, error)
 	// Subscribe delivers every event after position from ("" = the
 	// beginning) to sub, calls sub.CaughtUp once the backlog is delivered,

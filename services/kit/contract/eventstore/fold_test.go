@@ -24,10 +24,13 @@ func (s storedEvents) Append(context.Context, string, eventstore.ExpectedVersion
 
 func (s storedEvents) Read(_ context.Context, stream string, from int64, limit int) (eventstore.ReadResult, error) {
 	var res eventstore.ReadResult
+	if len(s) > 0 {
+		last := int64(len(s)) - 1
+		res.LastVersion = &last
+	}
 	for i := from; i < int64(len(s)) && len(res.Events) < limit; i++ {
 		v := i
 		res.Events = append(res.Events, eventstore.RecordedEvent{Stream: stream, Version: &v, Type: s[i].Type, Data: s[i].Data})
-		res.LastVersion = &v
 	}
 	return res, nil
 }

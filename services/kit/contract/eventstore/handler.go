@@ -225,6 +225,8 @@ func (h *handler) read(w http.ResponseWriter, r *http.Request) error {
 	if res.Events == nil {
 		res.Events = []RecordedEvent{}
 	}
+	res.Events = cut(res.Events)
+	res.Next = nextFrom(res)
 	res.Stream = stream
 	httpapi.WriteJSON(w, http.StatusOK, res)
 	return nil
@@ -256,13 +258,14 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		if len(res.Events) < MaxReadLimit {
+		next := nextFrom(res)
+		if len(res.Events) == 0 || next == nil {
 			break
 		}
 		if st.Events >= MaxStateEvents {
 			return httpapi.Errorf(http.StatusUnprocessableEntity, "stream %q holds more than %d events; fold it with a snapshot instead", stream, MaxStateEvents)
 		}
-		from = *res.Events[len(res.Events)-1].Version + 1
+		from = *next
 	}
 	if measured {
 		st.RecordsScanned = &scanned
@@ -388,7 +391,7 @@ func (s *sseWriter) write(block []byte) error {
 }
 
 func (s *sseWriter) send(event, id string, data any) error {
-	b, err := json.Marshal(data)
+	b, err := httpapi.MarshalJSON(data)
 	if err != nil {
 		return err
 	}

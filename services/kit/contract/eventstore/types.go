@@ -163,11 +163,17 @@ type RecordedEvent struct {
 type ReadResult struct {
 	// Stream is the stream id.
 	Stream string `json:"stream"`
-	// Events are the stream's events with version >= from, at most limit,
-	// in version order. A stream without events reads as empty.
+	// Events are the stream's events with version >= from, at most limit
+	// and at most MaxReadBytes of them (Page), in version order. A stream
+	// without events reads as empty.
 	Events []RecordedEvent `json:"events"`
 	// LastVersion is the stream's last version, or null if it has none.
 	LastVersion *int64 `json:"last_version"`
+	// Next is the from of the following page: the version after the last
+	// event of Events when the stream holds more (the page reached limit,
+	// or MaxReadBytes cut it), null when Events reach the stream's last
+	// event (or are empty). Set by the handler.
+	Next *int64 `json:"next"`
 	// RecordsScanned is how many records the engine read to answer: Kafka
 	// counts every record it consumed before filtering by key; null where
 	// the engine cannot measure it per request (Postgres, KurrentDB).

@@ -71,7 +71,8 @@ func (b *Backend) Append(_ context.Context, stream string, expected eventstore.E
 	return eventstore.AppendResult{FirstVersion: &first, LastVersion: &lastV, Position: top.Position, GlobalPosition: top.GlobalPosition}, nil
 }
 
-// Read returns up to limit events of stream with version >= from.
+// Read returns up to limit events of stream with version >= from, at
+// most eventstore.MaxReadBytes of them.
 func (b *Backend) Read(_ context.Context, stream string, from int64, limit int) (eventstore.ReadResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -81,7 +82,8 @@ func (b *Backend) Read(_ context.Context, stream string, from int64, limit int) 
 		last := n - 1
 		r.LastVersion = &last
 	}
-	for v := max(from, 0); v < int64(len(idx)) && len(r.Events) < limit; v++ {
+	page := eventstore.Page{Max: eventstore.MaxReadBytes}
+	for v := max(from, 0); v < int64(len(idx)) && len(r.Events) < limit && page.Fits(b.log[idx[v]]); v++ {
 		r.Events = append(r.Events, b.log[idx[v]])
 	}
 	// Every record read was one of the stream's: an honest count.

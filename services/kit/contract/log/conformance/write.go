@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
@@ -15,7 +17,38 @@ func runWrite(t *testing.T, newTarget NewTarget) {
 	runTests(t, newTarget, []test{
 		{"WriteGetWait", testWriteGetWait},
 		{"Batch1000ArrivesWhole", testBatch},
+		{"AnswerIsAtMostItsWrite", testAnswerBound},
 	})
+}
+
+// testAnswerBound: GET /events/{id} answers an event's payload no longer
+// than it was sent (Postgres's jsonb spacing is not kept; "<" is not
+// written as a six-byte escape), plus the event's fixed fields: a few
+// hundred KB stored never come back as megabytes.
+func testAnswerBound(t *testing.T, tg Target) {
+	base := tg.URL()
+	// Sent as raw bytes: an encoder would escape the "<&>" itself.
+	payload := json.RawMessage(`{"pad":"` + strings.Repeat("<&>", 100_000) + `","n":[1, 2, 3]}`)
+	var c logc.Created
+	body := `{"type":"order.created","key":"order-bound","payload":` + string(payload) + `}`
+	if s, raw := kittest.Do(t, http.MethodPost, base+"/events", body, &c); s != http.StatusCreated {
+		t.Fatalf("POST /events: %d %.200s", s, raw)
+	}
+	status, raw := kittest.Do(t, http.MethodGet, base+"/events/"+c.ID, nil, nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET /events/%s: %d %.200s", c.ID, status, raw)
+	}
+	if limit := len(payload) + 1024; len(raw) > limit {
+		t.Fatalf("GET /events/%s answered %d bytes for a payload of %d; the bound is the payload plus 1 KiB of fields", c.ID, len(raw), len(payload))
+	}
+	var e logc.Event
+	if err := json.Unmarshal(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if json.Unmarshal(e.Payload, &got) != nil || json.Unmarshal(payload, &want) != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("the payload came back changed: %.100s", e.Payload)
+	}
 }
 
 func testWriteGetWait(t *testing.T, tg Target) {
