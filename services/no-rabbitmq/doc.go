@@ -14,7 +14,11 @@
 // dedicated, reconnecting connection (DATABASE_LISTEN_URL) with a sweep
 // after every reconnect and a fallback poll, retry with exponential backoff
 // (run_at) and mark tasks dead after MAX_ATTEMPTS. Finished rows leave the
-// queue table so that it stays the size of the backlog. Settings come from
+// queue table so that it stays the size of the backlog. With MAX_BACKLOG
+// set, an enqueue that would take the backlog (the rows of queue_jobs)
+// past it is shed whole with 503 before anything is recorded
+// (queue.Admission), so that a batch overload cannot starve the workers.
+// Settings come from
 // environment variables (see Config); with none set it uses the stack
 // started by `make up` or `docker compose up -d`.
 //

@@ -68,3 +68,19 @@ func (q *pgQueue) committed() {
 		q.notifier.Poke()
 	}
 }
+
+// backlogSQL counts the rows of queue_jobs, one per open task (queued,
+// held under a lease, or waiting for a retry), up to $1: the backlog of
+// the admission bound (MAX_BACKLOG). It reads at most $1 rows of a table
+// the size of the backlog.
+const backlogSQL = `SELECT count(*) FROM (SELECT 1 FROM queue_jobs LIMIT $1) b`
+
+// countBacklog is the queue.BacklogCounter of this side, through the
+// workers' pool: a saturated request pool must not delay the count.
+func (q *pgQueue) countBacklog(ctx context.Context, limit int64) (int64, error) {
+	var n int64
+	if err := q.wpool.QueryRow(ctx, backlogSQL, limit).Scan(&n); err != nil {
+		return 0, postgres.MapError("count the backlog", err)
+	}
+	return n, nil
+}

@@ -43,12 +43,13 @@ const (
 	DefaultQueueTable = "unlogged"
 	// WorkerConns is the size of the queue machinery's own pool, beside
 	// the DATABASE_MAX_CONNS of the requests: one connection each for the
-	// fetcher (claims), the completer, the lease keeper and a rebuild,
-	// each a sequential user, so none waits for a connection. Sharing the
-	// requests' pool starved them under overload: every claim and every
-	// completion queued behind hundreds of enqueues waiting for the same
-	// 16 connections, and processing fell to a fifth of the accepted rate.
-	WorkerConns = 4
+	// fetcher (claims), the completer, the lease keeper, a rebuild and the
+	// backlog count of MAX_BACKLOG, each a sequential user, so none waits
+	// for a connection. Sharing the requests' pool starved them under
+	// overload: every claim and every completion queued behind hundreds
+	// of enqueues waiting for the same 16 connections, and processing
+	// fell to a fifth of the accepted rate.
+	WorkerConns = 5
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -112,6 +113,13 @@ type Config struct {
 	// enqueue's transaction; debounced, after it. Either way this
 	// instance's fetcher is poked directly.
 	Notify pglisten.NotifyConfig
+	// Admission holds MAX_BACKLOG (default queue.DefaultMaxBacklog, 0:
+	// no bound) and BACKLOG_INTERVAL (default
+	// queue.DefaultBacklogInterval), shared with the rabbitmq side: an
+	// enqueue that would take the backlog, counted here as the rows of
+	// queue_jobs (one per open task), past MAX_BACKLOG is shed with 503
+	// before anything of it is recorded.
+	Admission queue.AdmissionConfig
 }
 
 // readConfig reads and validates Config; the error names every bad
@@ -128,6 +136,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		PollInterval: r.Duration("POLL_INTERVAL", DefaultPollInterval),
 		QueueTable:   r.Enum("QUEUE_TABLE", DefaultQueueTable, "unlogged", "logged"),
 		Notify:       pglisten.ReadNotifyConfig(r),
+		Admission:    queue.ReadAdmissionConfig(r),
 	}
 	r.Rename("LISTEN_DATABASE_URL", "DATABASE_LISTEN_URL")
 	c.ListenURL = postgres.ReadListenURL(r, c.Postgres)
@@ -195,10 +204,11 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	}
 	svc.OnStop("queue workers", q.Stop)
 	svc.Ready("listen", q.listenReady)
+	admission := queue.NewAdmission(cfg.Admission, q.countBacklog, func() { svc.Stats.Inc(service.CounterShed) }, svc.Logger)
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,
-		Timeout: cfg.BackendTimeout,
+		Timeout: cfg.BackendTimeout, Admission: admission,
 	})
 	q.Start()
 	if err := q.awaitListening(ctx, 2*cfg.Postgres.ConnectTimeout+time.Second); err != nil {
@@ -206,6 +216,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		pools.Close()
 		return nil, nil, err
 	}
+	svc.OnStop("backlog count (MAX_BACKLOG)", admission.Start())
 	// Last: its Close hook runs first, before the pools close.
 	cleaner.Attach(svc, cfg.Retention, records.Store{Pool: pools.Main}.CleanerJob())
 	return svc, q, nil

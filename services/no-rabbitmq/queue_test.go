@@ -62,5 +62,5 @@ func newTarget(t testing.TB, s conformance.Settings) conformance.Target {
 // payment and its task commit in one transaction.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, conformance.Features{AtomicOutbox: true}, newTarget)
+	conformance.Run(t, conformance.Features{AtomicOutbox: true, BacklogBound: true}, newTarget)
 }

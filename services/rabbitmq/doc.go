@@ -17,6 +17,9 @@
 // doubling, capped at 30s) and dead-letter through the work queue's
 // dead-letter exchange after MAX_ATTEMPTS. amqp091-go does not reconnect:
 // the service does, re-declaring its topology and consuming again.
+// With MAX_BACKLOG set, an enqueue that would take the backlog (the open
+// task records) past it is shed whole with 503 before anything is
+// recorded or published (queue.Admission), as on the no-rabbitmq side.
 // Settings come from environment variables (see Config); with none set it
 // uses the stack started by `make up` or `docker compose up -d`.
 //

@@ -55,10 +55,11 @@ const (
 	// PipelineConns is the size of the consumer pipeline's own pool,
 	// beside the requests' DATABASE_MAX_CONNS, as no-rabbitmq's
 	// WorkerConns: the intake's and the completer's statements, with room
-	// for one retry each. Without it, 128 in-flight batch enqueues held
-	// the 16 shared connections and the pipeline waited behind them: 328
-	// tasks/s processed while 11,778/s were accepted.
-	PipelineConns = 4
+	// for one retry each, and the backlog count of MAX_BACKLOG. Without
+	// it, 128 in-flight batch enqueues held the 16 shared connections and
+	// the pipeline waited behind them: 328 tasks/s processed while
+	// 11,778/s were accepted.
+	PipelineConns = 5
 	// DefaultPublishMode is PUBLISH_MODE's default: the dual write.
 	DefaultPublishMode = PublishDualWrite
 	// DefaultReconcileAfter is RECONCILE_AFTER's default: well above a
@@ -171,6 +172,13 @@ type Config struct {
 	// transaction (PUBLISH_MODE=outbox). Env OUTBOX_BATCH; default
 	// DefaultOutboxBatch, 1 to MaxOutboxBatch.
 	OutboxBatch int
+	// Admission holds MAX_BACKLOG (default queue.DefaultMaxBacklog, 0:
+	// no bound) and BACKLOG_INTERVAL (default
+	// queue.DefaultBacklogInterval), shared with the no-rabbitmq side: an
+	// enqueue that would take the backlog, counted here as the open task
+	// records (queued or running) in Postgres, past MAX_BACKLOG is shed
+	// with 503 before anything of it is recorded or published.
+	Admission queue.AdmissionConfig
 }
 
 var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
@@ -197,6 +205,7 @@ func readConfig(r *config.Reader) (Config, error) {
 	c.ReconcileInterval = r.Duration("RECONCILE_INTERVAL", DefaultReconcileInterval)
 	c.ReconcileBatch = r.Int("RECONCILE_BATCH", DefaultReconcileBatch)
 	c.OutboxBatch = r.Int("OUTBOX_BATCH", DefaultOutboxBatch)
+	c.Admission = queue.ReadAdmissionConfig(r)
 	c.validate(r)
 	return c, r.Err()
 }
@@ -280,11 +289,14 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		}
 		return service.Unreachable("rabbitmq", "RABBITMQ_URL", cfg.RabbitMQURL, errors.New("connection down (reconnecting)"))
 	})
+	admission := queue.NewAdmission(cfg.Admission, records.Store{Pool: ppool}.CountOpen,
+		func() { svc.Stats.Inc(service.CounterShed) }, svc.Logger)
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,
-		Timeout: cfg.BackendTimeout,
+		Timeout: cfg.BackendTimeout, Admission: admission,
 	})
+	svc.OnStop("backlog count (MAX_BACKLOG)", admission.Start())
 	// Last: its Close hook runs first, before the pool closes.
 	cleaner.Attach(svc, cfg.Retention, records.Store{Pool: pool}.CleanerJob())
 	return svc, q, nil

@@ -23,7 +23,7 @@ import (
 // transaction, so the payment fault leaves neither row, as on no-rabbitmq.
 func TestConformanceOutbox(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, conformance.Features{AtomicOutbox: true}, func(t testing.TB, s conformance.Settings) conformance.Target {
+	conformance.Run(t, conformance.Features{AtomicOutbox: true, BacklogBound: true}, func(t testing.TB, s conformance.Settings) conformance.Target {
 		t.Helper()
 		return startTarget(t, newEnv(t), s, map[string]string{"PUBLISH_MODE": PublishOutbox})
 	})

@@ -108,5 +108,5 @@ func newTarget(t testing.TB, s conformance.Settings) conformance.Target {
 // outbox (the payment commits, then its task is published).
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, conformance.Features{AtomicOutbox: false}, newTarget)
+	conformance.Run(t, conformance.Features{AtomicOutbox: false, BacklogBound: true}, newTarget)
 }

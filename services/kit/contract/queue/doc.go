@@ -10,4 +10,8 @@
 // Because the handlers are shared, validation, status codes, error bodies
 // and the /stats names are identical on both sides by construction; the
 // services differ only in how a task travels from POST /tasks to a worker.
+//
+// Admission, the backlog bound both sides share (MAX_BACKLOG,
+// BACKLOG_INTERVAL), is applied by the same handlers; each side only
+// counts its own backlog.
 package queue

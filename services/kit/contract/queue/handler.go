@@ -50,6 +50,10 @@ type Options struct {
 	Faults bool
 	// Timeout bounds every backend call; zero means 10s.
 	Timeout time.Duration
+	// Admission, if not nil, sheds the enqueues (POST /tasks,
+	// /tasks/batch, /payments) that would take the backlog past
+	// MAX_BACKLOG, before anything of them is recorded.
+	Admission *Admission
 }
 
 type handler struct {
@@ -125,9 +129,15 @@ func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if !h.o.Admission.Admit(1) {
+		h.o.Admission.WriteShed(w, 1)
+		return nil
+	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	if err := h.backend.Enqueue(ctx, []NewTask{t}); err != nil {
+	err = h.backend.Enqueue(ctx, []NewTask{t})
+	h.o.Admission.Done(1, err == nil)
+	if err != nil {
 		return err
 	}
 	h.o.Stats.Inc(CounterEnqueued)
@@ -154,9 +164,15 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) error {
 		}
 		tasks[i], ids[i] = t, t.ID
 	}
+	if !h.o.Admission.Admit(len(tasks)) {
+		h.o.Admission.WriteShed(w, len(tasks))
+		return nil
+	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	if err := h.backend.Enqueue(ctx, tasks); err != nil {
+	err := h.backend.Enqueue(ctx, tasks)
+	h.o.Admission.Done(len(tasks), err == nil)
+	if err != nil {
 		return err
 	}
 	h.o.Stats.Add(CounterEnqueued, int64(len(tasks)))
@@ -261,9 +277,15 @@ func (h *handler) pay(w http.ResponseWriter, r *http.Request) error {
 		ID: ids.New(), Kind: "payment", FailTimes: 0, EnqueuedAt: now,
 		Payload: fmt.Appendf(nil, `{"amount":%d,"currency":%q}`, in.Amount, in.Currency),
 	}}
+	if !h.o.Admission.Admit(1) {
+		h.o.Admission.WriteShed(w, 1)
+		return nil
+	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	if err := h.backend.Pay(ctx, p, fault); err != nil {
+	err := h.backend.Pay(ctx, p, fault)
+	h.o.Admission.Done(1, err == nil)
+	if err != nil {
 		if errors.Is(err, ErrFaultInjected) {
 			return &httpapi.Error{Status: http.StatusInternalServerError, Message: err.Error(),
 				Fields: map[string]any{"payment_id": p.ID, "task_id": p.Task.ID}}

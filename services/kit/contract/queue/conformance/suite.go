@@ -20,6 +20,10 @@ type Features struct {
 	// insert and the publish leaves an orphaned payment, which the suite
 	// then demonstrates instead of skipping.
 	AtomicOutbox bool
+	// BacklogBound is true when the side sheds enqueues past MAX_BACKLOG
+	// (queue.Admission): both services. The in-memory reference backend
+	// has no backlog count, and skips the test.
+	BacklogBound bool
 }
 
 // Settings configures a service instance under test. Zero values mean the
@@ -45,6 +49,10 @@ type Settings struct {
 	TaskRetention time.Duration
 	// RetentionInterval is RETENTION_INTERVAL.
 	RetentionInterval time.Duration
+	// MaxBacklog is MAX_BACKLOG.
+	MaxBacklog int
+	// BacklogInterval is BACKLOG_INTERVAL.
+	BacklogInterval time.Duration
 }
 
 // Env returns the environment variables that set s, for a test that
@@ -77,6 +85,12 @@ func (s Settings) Env() map[string]string {
 	}
 	if s.RetentionInterval > 0 {
 		m["RETENTION_INTERVAL"] = s.RetentionInterval.String()
+	}
+	if s.MaxBacklog > 0 {
+		m["MAX_BACKLOG"] = strconv.Itoa(s.MaxBacklog)
+	}
+	if s.BacklogInterval > 0 {
+		m["BACKLOG_INTERVAL"] = s.BacklogInterval.String()
 	}
 	return m
 }
@@ -112,6 +126,7 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 	kittest.ValidateOpenAPI(t, kittest.NewOpenAPI(t, queue.OpenAPI, "DELETE /tasks"))
 	runShared(t, f, newTarget)
 	runEnqueue(t, f, newTarget)
+	runBacklog(t, f, newTarget)
 	runRetries(t, f, newTarget)
 	runBadInput(t, f, newTarget)
 	runDelivery(t, f, newTarget)

@@ -113,6 +113,20 @@ SELECT count(*) FILTER (WHERE status = 'queued'),
 	return d, nil
 }
 
+// CountOpen counts the open task records (queued or running: a task
+// waiting for a retry is queued), stopping at limit: the backlog of the
+// admission bound (MAX_BACKLOG, queue.Admission) on the side whose queue
+// is not a table of its own. It reads the partial index tasks_open, so its
+// cost is at most limit entries, whatever the history.
+func (s Store) CountOpen(ctx context.Context, limit int64) (int64, error) {
+	var n int64
+	err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks WHERE status IN ('queued', 'running') LIMIT $1) b`, limit).Scan(&n)
+	if err != nil {
+		return 0, postgres.MapError("count open tasks", err)
+	}
+	return n, nil
+}
+
 // Delivery is what a worker needs of a task it received.
 type Delivery struct {
 	// Attempts counts deliveries, this one included.
