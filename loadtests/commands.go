@@ -354,7 +354,7 @@ func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) e
 			if c.state.longLived {
 				steps = append(steps, longLivedOptions(qo, lo, c).steps(c.settle, c.state.history)...)
 			}
-			steps = append(steps, step{"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices))})
+			steps = append(steps, step{"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices)).Add(eventstore.LongEstimate(len(eventStoreServices) + 1))})
 		case longLivedCommand:
 			steps = longLivedOptions(scenario.QueueScenario.Defaults, scenario.LogScenario.Defaults, c).steps(c.settle, c.state.history)
 		case "throughput":
@@ -727,7 +727,16 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 			return fmt.Errorf("eventstore %s: %w", sc, err)
 		}
 	}
-	return nil
+	// Long streams and cleanup (issue 24), at their defaults, on the
+	// same services and stores: results files of their own.
+	lo, co := eventstore.DefaultLongOptions(), eventstore.DefaultCleanupOptions()
+	lo.Options, co.Options = o, o
+	_, lerr := eventstore.Long(ctx, lo, os.Stderr)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	_, cerr := eventstore.Cleanup(ctx, co, os.Stderr)
+	return errors.Join(lerr, cerr)
 }
 
 // eventStoreResultsOptions are the bench's options in the results

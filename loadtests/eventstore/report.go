@@ -29,6 +29,9 @@ type Results struct {
 	// StartState is the event store's tables at the start of the first
 	// scenario's run that recorded them (nil in older files).
 	StartState *driver.StartState
+	// Long and Cleanup are the newest eventstore-long and
+	// eventstore-cleanup runs (long_results.go); nil when none ran.
+	Long, Cleanup *driver.Run
 }
 
 // AppendRow is one engine's loop of one series and round.
@@ -152,6 +155,9 @@ func Load(dir string) (Results, error) {
 		if err := r.addLegacy(dir, sc); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := r.addExtras(dir); err != nil {
+		errs = append(errs, err)
 	}
 	return r, errors.Join(errs...)
 }
