@@ -346,12 +346,23 @@ func readView(ctx context.Context, broker, topic, customer string) (kafkaView, e
 		if _, err := conn.Seek(off, kafka.SeekAbsolute|kafka.SeekDontCheck); err != nil {
 			return v, err
 		}
-		batch := conn.ReadBatch(1, 10<<20)
+		// As the service reads (fetch.go): 4 MiB fetches, no wait for
+		// records that are there.
+		batch := conn.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: 4 << 20, MaxWait: time.Millisecond})
 		start := off
+		var readErr error
 		for {
 			msg, err := batch.ReadMessage()
 			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					readErr = err
+				}
 				break
+			}
+			// A fetch starts at the record batch holding off, which may
+			// begin before it.
+			if msg.Offset < off {
+				continue
 			}
 			if msg.Offset >= v.hwm {
 				break
@@ -369,7 +380,7 @@ func readView(ctx context.Context, broker, topic, customer string) (kafkaView, e
 				v.others++
 			}
 		}
-		if err := batch.Close(); err != nil && !errors.Is(err, io.EOF) {
+		if err := errors.Join(readErr, batch.Close()); err != nil {
 			return v, fmt.Errorf("read %s at offset %d: %w", topic, start, err)
 		}
 		if off == start {
