@@ -356,7 +356,7 @@ func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) e
 			if c.state.longLived {
 				steps = append(steps, longLivedOptions(qo, lo, c).steps(c.settle, c.state.history)...)
 			}
-			steps = append(steps, step{"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices)).Add(eventstore.CausalEstimate(eventstore.DefaultCausalOptions()))})
+			steps = append(steps, step{"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices)).Add(eventstore.LongEstimate(len(eventStoreServices) + 1)).Add(eventstore.CausalEstimate(eventstore.DefaultCausalOptions()))})
 		case longLivedCommand:
 			steps = longLivedOptions(scenario.QueueScenario.Defaults, scenario.LogScenario.Defaults, c).steps(c.settle, c.state.history)
 		case "throughput":
@@ -730,11 +730,24 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 			return fmt.Errorf("eventstore %s: %w", sc, err)
 		}
 	}
-	// The causal point-read experiment, on instances and stores of its own.
-	if err := runEventStoreCausal(ctx, env, o); err != nil {
-		return fmt.Errorf("eventstore %s: %w", causalScenario, err)
+	// Long streams and cleanup (issue 24), at their defaults, on the
+	// same services and stores: results files of their own.
+	lo, co := eventstore.DefaultLongOptions(), eventstore.DefaultCleanupOptions()
+	lo.Options, co.Options = o, o
+	_, lerr := eventstore.Long(ctx, lo, os.Stderr)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	return nil
+	_, cerr := eventstore.Cleanup(ctx, co, os.Stderr)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// The causal point-read experiment, on instances and stores of its own.
+	var xerr error
+	if err := runEventStoreCausal(ctx, env, o); err != nil {
+		xerr = fmt.Errorf("eventstore %s: %w", causalScenario, err)
+	}
+	return errors.Join(lerr, cerr, xerr)
 }
 
 // eventStoreResultsOptions are the bench's options in the results

@@ -8,6 +8,8 @@
 //	go run ./loadtests check [-host localhost] [-timeout 2s]
 //	go run ./loadtests queue|log|documents|cache [flags]  one pair, results/<id>.json
 //	go run ./loadtests eventstore <append|point-read|catch-up> [flags]  the event store trio's bench
+//	go run ./loadtests eventstore-long [-sizes 100000]  one long stream per engine: paged, service and snapshot folds
+//	go run ./loadtests eventstore-cleanup [flags]   delete one stream: Postgres batches, Kafka retention and compaction
 //	go run ./loadtests throughput [flags]           closed-loop batch senders on queue and log
 //	go run ./loadtests longlived [flags]            queue and log on long-lived tables
 //	go run ./loadtests results [flags]              every pair, then RESULTS.md
@@ -20,8 +22,8 @@
 //
 // The five pairs (queue, log, documents, eventstore, cache) are those of
 // the pair table, services/kit/pairs. The load commands live in
-// commands.go, with throughput.go, longlived.go, extras.go, experiments.go
-// and fuzz.go beside it; extras.go adds the overload points, the log pair
+// commands.go, with throughput.go, longlived.go, extras.go, experiments.go,
+// eventstore_long.go and fuzz.go beside it; extras.go adds the overload points, the log pair
 // at its batch throughput and the raw limits to queue, log and results.
 // Its packages: driver (pacing, rounds, results files), scenario (the
 // pairs' scenarios), launch (services as child processes), versions

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/advise"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -87,6 +88,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return loadMain(args[0], args[1:], stderr)
 	case "eventstore":
 		return eventStoreMain(args[1:], stdout, stderr)
+	case eventstore.LongCommand, eventstore.CleanupCommand:
+		return eventStoreExtraMain(args[0], args[1:], stdout, stderr)
 	case "raw":
 		return rawMain(args[1:], stdout, stderr)
 	case "advise":
@@ -109,6 +112,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: go run ./loadtests <command> [flags]   (go run ./loadtests <command> -h lists a command's flags)")
 	fmt.Fprintln(w, "       go run ./loadtests check [-host localhost] [-timeout 2s]")
 	fmt.Fprintln(w, "       go run ./loadtests eventstore <append|point-read|catch-up> [flags]")
+	fmt.Fprintln(w, "       go run ./loadtests eventstore-long|eventstore-cleanup [flags]")
 	fmt.Fprintln(w, "\ncheck       asks every service for /healthz and /stats and prints which are up")
 	fmt.Fprintln(w, "eventstore  benches the event store trio (see loadtests/eventstore)")
 	fmt.Fprintln(w, "raw         measures the engines' own limits without a service (see loadtests/raw)")

@@ -18,6 +18,15 @@
 // instead of dropping them; the point read measures only a stream that
 // holds the same events on every engine.
 //
+// Two more commands write results files of their own, which Load reads
+// into Results.Long and Results.Cleanup: eventstore-long (Long, long.go:
+// one stream of 100,000 events per engine loaded by paged reads, by the
+// service's fold and from a snapshot stream, with time, requests,
+// records touched and memory) and eventstore-cleanup (Cleanup,
+// cleanup.go: one stream deleted from Postgres in batches with appends
+// and a subscriber running, and Kafka's retention and compaction on
+// topics of their own holding the same stream).
+//
 // The defaults are the sizes (16 workers, 64 streams, 30 s per
 // engine and round, 3 rounds, 6 catch-up runs of 500 events); flags shrink
 // them for a quick run.

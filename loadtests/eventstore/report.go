@@ -32,6 +32,9 @@ type Results struct {
 	// Causal is the causal point-read experiment's (RunCausal), nil
 	// when it has not run.
 	Causal *CausalResult
+	// Long and Cleanup are the newest eventstore-long and
+	// eventstore-cleanup runs (long_results.go); nil when none ran.
+	Long, Cleanup *driver.Run
 }
 
 // AppendRow is one engine's loop of one series and round.
@@ -158,6 +161,9 @@ func Load(dir string) (Results, error) {
 	}
 	var err error
 	if r.Causal, err = LoadCausal(dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := r.addExtras(dir); err != nil {
 		errs = append(errs, err)
 	}
 	return r, errors.Join(errs...)

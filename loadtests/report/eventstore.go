@@ -58,7 +58,7 @@ func pointReadStatus(r eventstore.PointReadRow) driver.Status {
 // EventStoreSection renders RESULTS.md's event-store section from the
 // bench's results; "" when none of its scenarios has run.
 func EventStoreSection(es eventstore.Results) string {
-	if es.Append == nil && es.PointRead == nil && es.CatchUp == nil && es.Causal == nil {
+	if es.Append == nil && es.PointRead == nil && es.CatchUp == nil && es.Causal == nil && es.Long == nil && es.Cleanup == nil {
 		return ""
 	}
 	var b strings.Builder
@@ -147,6 +147,7 @@ func EventStoreSection(es eventstore.Results) string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(eventStoreLongSections(es)) // eventstore_long.go
 	return b.String()
 }
 

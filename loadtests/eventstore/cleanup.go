@@ -1,0 +1,460 @@
+package eventstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// CleanupCommand is the cleanup scenario's command and results-file
+// suffix: `go run ./loadtests eventstore-cleanup`.
+const CleanupCommand = "eventstore-cleanup"
+
+// Point scenarios of the cleanup results file.
+const (
+	// CleanupPGPoint deletes one stream's rows from the Postgres side's
+	// events table in batches, with appends and a live subscriber running.
+	CleanupPGPoint = "eventstore.cleanup.postgres"
+	// CleanupKafkaPoint is one Kafka cleanup policy (point name
+	// KafkaRetention or KafkaCompaction) on a topic of its own holding
+	// the same stream.
+	CleanupKafkaPoint = "eventstore.cleanup.kafka"
+)
+
+// CleanupOptions are eventstore-cleanup's settings.
+type CleanupOptions struct {
+	Options
+	// StreamEvents is the length of the stream deleted (the customer's).
+	StreamEvents int `json:"stream_events"`
+	// Batch is the rows one DELETE removes.
+	Batch int `json:"batch"`
+	// Others is how many other streams the Kafka topics hold beside the
+	// customer's (each gets Others events per MaxAppend of the
+	// customer's), to show what retention and compaction do to them.
+	Others int `json:"others"`
+	// Window is the baseline: concurrent appends and the live subscriber
+	// are measured this long before the delete starts.
+	Window time.Duration `json:"window"`
+	// KafkaWait bounds the wait for Kafka to return the space; zero: the
+	// broker's log.retention.check.interval.ms plus 30 s.
+	KafkaWait time.Duration `json:"kafka_wait"`
+	// KafkaLogDir is the broker's log directory on this machine; empty:
+	// the broker's log.dirs, asked with DescribeConfigs.
+	KafkaLogDir string `json:"kafka_log_dir,omitempty"`
+	// SkipKafka and SkipPostgres leave a side out (its rows say not run).
+	SkipKafka    bool `json:"skip_kafka,omitempty"`
+	SkipPostgres bool `json:"skip_postgres,omitempty"`
+}
+
+// DefaultCleanupOptions delete a stream of 100,000 events in batches of
+// 10,000, with a 3 s baseline.
+func DefaultCleanupOptions() CleanupOptions {
+	return CleanupOptions{Options: DefaultOptions(), StreamEvents: 100000, Batch: 10000, Others: 10, Window: 3 * time.Second}
+}
+
+// Register adds eventstore-cleanup's flags to fs.
+func (o *CleanupOptions) Register(fs *flag.FlagSet) {
+	o.registerStores(fs)
+	fs.IntVar(&o.StreamEvents, "events", o.StreamEvents, "length of the stream deleted")
+	fs.IntVar(&o.Batch, "batch", o.Batch, "rows per DELETE on Postgres")
+	fs.IntVar(&o.Others, "others", o.Others, "other streams in the Kafka topics")
+	fs.DurationVar(&o.Window, "window", o.Window, "baseline of the concurrent appends and the live subscriber, before the delete")
+	fs.DurationVar(&o.KafkaWait, "kafka-wait", o.KafkaWait, "bound of the wait for Kafka to return the space (0: the broker's log.retention.check.interval.ms + 30s)")
+	fs.StringVar(&o.KafkaLogDir, "kafka-log-dir", o.KafkaLogDir, "the broker's log directory on this machine (empty: its log.dirs)")
+	fs.BoolVar(&o.SkipKafka, "skip-kafka", o.SkipKafka, "leave the Kafka policies out")
+	fs.BoolVar(&o.SkipPostgres, "skip-postgres", o.SkipPostgres, "leave the Postgres delete out")
+}
+
+// Validate names the first setting that cannot run.
+func (o CleanupOptions) Validate() error {
+	switch {
+	case o.StreamEvents < 2:
+		return fmt.Errorf("events: %d, want at least 2", o.StreamEvents)
+	case o.Batch < 1:
+		return fmt.Errorf("batch: %d, want at least 1", o.Batch)
+	case o.Others < 1:
+		return fmt.Errorf("others: %d, want at least 1", o.Others)
+	case o.Window <= 0:
+		return errors.New("window: want a positive duration")
+	case o.KafkaWait < 0:
+		return errors.New("kafka-wait: want zero (the broker's interval) or a positive duration")
+	}
+	return nil
+}
+
+// Cleanup runs the cleanup scenario and writes its results file, whose
+// path it returns: the Postgres side's batched delete of one stream, and
+// Kafka's retention and compaction on topics of their own holding the
+// same stream, the Kafka policies running while Postgres deletes (they
+// mostly wait for the broker).
+func Cleanup(ctx context.Context, o CleanupOptions, log io.Writer) (string, error) {
+	if err := o.Validate(); err != nil {
+		return "", err
+	}
+	engines := probeEngines(ctx, o.Options, log)
+	run := driver.NewRun(CleanupCommand, nil, time.Now())
+	run.Settings["engines"] = engines
+	run.Settings["options"] = o
+	recordStart(ctx, run, o.Options, engines)
+	id := runID()
+	var kafkaPoints []driver.Point
+	var wg sync.WaitGroup
+	if !o.SkipKafka {
+		wg.Go(func() { kafkaPoints = kafkaCleanup(ctx, o, id, log) })
+	}
+	var pg *Engine
+	for _, e := range engines {
+		if e.Backend == "postgres" {
+			pg = e
+		}
+	}
+	if !o.SkipPostgres {
+		p := driver.Point{Scenario: CleanupPGPoint, Name: SizeName(o.StreamEvents), Sides: []string{"no-kurrentdb"}}
+		_ = driver.RunPoint(ctx, &p, 1, func(ctx context.Context, _ string, _ int) (*driver.SideResult, error) {
+			if pg == nil {
+				return nil, errors.New("not measured here: no Postgres side among -targets")
+			}
+			if !pg.Up {
+				return nil, notMeasured(pg)
+			}
+			m := map[string]float64{}
+			err := pgCleanup(ctx, o, pg, "customer-"+id, m, log)
+			return &driver.SideResult{Metrics: m}, err
+		})
+		run.Points = append(run.Points, p)
+	}
+	wg.Wait()
+	run.Points = append(run.Points, kafkaPoints...)
+	run.FinishedAt = time.Now().UTC()
+	if err := ctx.Err(); err != nil {
+		run.Aborted = err.Error()
+	}
+	path, err := driver.WriteRun(o.Out, run)
+	return path, errors.Join(ctx.Err(), err)
+}
+
+// Phases of the concurrent appends and the live subscriber.
+const (
+	phaseBaseline = "baseline"
+	phaseDelete   = "delete"
+	phaseVacuum   = "vacuum"
+)
+
+var cleanupPhases = []string{phaseBaseline, phaseDelete, phaseVacuum}
+
+// liveLoad appends one event at a time to a stream of its own, every
+// 10 ms, and receives them on a subscriber opened before: per phase, each
+// append's latency and each event's delivery latency (receive time minus
+// the time the append was sent).
+type liveLoad struct {
+	mu      sync.Mutex
+	phase   string
+	sentAt  []time.Time
+	sentIn  []string
+	appends map[string][]float64
+	deliver map[string][]float64
+	// failed counts the appends that were not answered 201; received the
+	// events the subscriber delivered.
+	failed, received int
+}
+
+// sent counts the appends answered 201; call with mu held.
+func (l *liveLoad) sent() int {
+	n := 0
+	for _, t := range l.sentAt {
+		if !t.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *liveLoad) setPhase(p string) {
+	l.mu.Lock()
+	l.phase = p
+	l.mu.Unlock()
+}
+
+// runLiveLoad starts the appender and the subscriber; stop ends the
+// appender, waits up to 10 s for the subscriber to receive what was
+// sent, and ends it.
+func runLiveLoad(ctx context.Context, e *Engine, stream string) (*liveLoad, func(), error) {
+	l := &liveLoad{phase: phaseBaseline, appends: map[string][]float64{}, deliver: map[string][]float64{}}
+	status, marker, err := appendEvents(ctx, e.URL, stream, "any", event{Type: "TankRegistered", Data: map[string]any{"capacity_liters": 1}})
+	if err != nil || status != http.StatusCreated {
+		return nil, nil, fmt.Errorf("live stream's marker append: %d %v %s", status, err, marker.Error)
+	}
+	sctx, cancelSub := context.WithCancel(ctx)
+	ch, err := subscribe(sctx, e.URL, marker.Position)
+	if err != nil {
+		cancelSub()
+		return nil, nil, err
+	}
+	for m := range ch {
+		if m.Event == "caught-up" {
+			break
+		}
+	}
+	got := make(chan struct{})
+	go func() {
+		defer close(got)
+		for m := range ch {
+			if m.Event != "event" {
+				continue
+			}
+			var ev struct {
+				Stream string `json:"stream"`
+				Data   struct {
+					I *int `json:"i"`
+				} `json:"data"`
+			}
+			if json.Unmarshal([]byte(m.Data), &ev) != nil || ev.Stream != stream || ev.Data.I == nil {
+				continue
+			}
+			l.mu.Lock()
+			if i := *ev.Data.I; i >= 0 && i < len(l.sentAt) && !l.sentAt[i].IsZero() {
+				l.deliver[l.sentIn[i]] = append(l.deliver[l.sentIn[i]], durMS(m.At.Sub(l.sentAt[i])))
+				l.received++
+			}
+			l.mu.Unlock()
+		}
+	}()
+	actx, stopAppends := context.WithCancel(ctx)
+	appended := make(chan struct{})
+	go func() {
+		defer close(appended)
+		for i := 0; actx.Err() == nil; i++ {
+			l.mu.Lock()
+			l.sentAt = append(l.sentAt, time.Now())
+			l.sentIn = append(l.sentIn, l.phase)
+			phase := l.phase
+			l.mu.Unlock()
+			t0 := time.Now()
+			status, _, err := appendEvents(actx, e.URL, stream, "any", event{Type: "OxygenAdded", Data: map[string]any{"liters": 1, "i": i}})
+			l.mu.Lock()
+			if err != nil || status != http.StatusCreated {
+				if actx.Err() == nil {
+					l.failed++
+				}
+				// Not sent: drop it, so that the subscriber waits only for
+				// the appends that were answered.
+				l.sentAt[i] = time.Time{}
+			} else {
+				l.appends[phase] = append(l.appends[phase], durMS(time.Since(t0)))
+			}
+			l.mu.Unlock()
+			select {
+			case <-actx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	stop := func() {
+		stopAppends()
+		<-appended
+		// Wait, up to 10 s, for the subscriber to receive every append
+		// that was answered.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			l.mu.Lock()
+			done := l.received >= l.sent()
+			l.mu.Unlock()
+			if done {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancelSub()
+		<-got
+	}
+	return l, stop, nil
+}
+
+// durMS is d in milliseconds.
+func durMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// record writes the live load's figures into m: per phase, appends'
+// p50/p99/max and deliveries' p50/max (ms), and the totals sent and
+// received.
+func (l *liveLoad) record(m map[string]float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sent := l.sent()
+	received := 0
+	for _, ph := range cleanupPhases {
+		if a := l.appends[ph]; len(a) > 0 {
+			slices.Sort(a)
+			m["append_"+ph+"_n"] = float64(len(a))
+			m["append_"+ph+"_p50_ms"] = round2(sortedQuantile(a, 0.5))
+			m["append_"+ph+"_p99_ms"] = round2(sortedQuantile(a, 0.99))
+			m["append_"+ph+"_max_ms"] = round2(a[len(a)-1])
+		}
+		if d := l.deliver[ph]; len(d) > 0 {
+			slices.Sort(d)
+			received += len(d)
+			m["deliver_"+ph+"_p50_ms"] = round2(sortedQuantile(d, 0.5))
+			m["deliver_"+ph+"_max_ms"] = round2(d[len(d)-1])
+		}
+	}
+	m["live_sent"], m["live_received"], m["live_failed"] = float64(sent), float64(received), float64(l.failed)
+}
+
+// sortedQuantile is the q-quantile (nearest rank) of sorted xs.
+func sortedQuantile(xs []float64, q float64) float64 {
+	return xs[min(len(xs)-1, int(q*float64(len(xs))))]
+}
+
+// pgCleanup writes stream (o.StreamEvents events) through the service, then,
+// with the live load running, deletes its rows in batches of o.Batch by
+// primary-key range and vacuums the table, measuring time, WAL and the
+// table's size at each step.
+func pgCleanup(ctx context.Context, o CleanupOptions, e *Engine, stream string, m map[string]float64, log io.Writer) error {
+	if o.DatabaseURL == "" {
+		return errors.New("no Postgres URL (-database-url): the delete runs in SQL")
+	}
+	fm := map[string]float64{}
+	if err := fillLong(ctx, e, stream, o.StreamEvents, o.StreamEvents+1, fm); err != nil {
+		return err
+	}
+	m["fill_s"] = fm["fill_s"]
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, err := pgx.Connect(cctx, o.DatabaseURL)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	table := pgx.Identifier{o.Schema, "events"}.Sanitize()
+	size := func() (int64, error) {
+		var n int64
+		err := conn.QueryRow(ctx, `SELECT pg_total_relation_size($1::regclass)`, table).Scan(&n)
+		return n, err
+	}
+	lsn := func() (string, error) {
+		var s string
+		err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&s)
+		return s, err
+	}
+	walSince := func(from string) (float64, error) {
+		var n float64
+		err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::float8`, from).Scan(&n)
+		return n, err
+	}
+	var rows int64
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE stream_id = $1`, stream).Scan(&rows); err != nil {
+		return err
+	}
+	if rows != int64(o.StreamEvents) {
+		return fmt.Errorf("%s holds %d rows after the fill of %d events", stream, rows, o.StreamEvents)
+	}
+	live, stop, err := runLiveLoad(ctx, e, stream+"-live")
+	if err != nil {
+		return err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+	if err := sleepOrDone(ctx, o.Window); err != nil {
+		return err
+	}
+	before, err := size()
+	if err != nil {
+		return err
+	}
+	l0, err := lsn()
+	if err != nil {
+		return err
+	}
+	live.setPhase(phaseDelete)
+	t0 := time.Now()
+	batches := 0
+	var deleted int64
+	for lo := int64(0); lo < int64(o.StreamEvents); lo += int64(o.Batch) {
+		tag, err := conn.Exec(ctx, `DELETE FROM `+table+` WHERE stream_id = $1 AND version >= $2 AND version < $3`, stream, lo, lo+int64(o.Batch))
+		if err != nil {
+			return fmt.Errorf("delete batch %d: %w", batches+1, err)
+		}
+		deleted += tag.RowsAffected()
+		batches++
+	}
+	m["delete_s"] = round2(time.Since(t0).Seconds())
+	wal, err := walSince(l0)
+	if err != nil {
+		return err
+	}
+	afterDelete, err := size()
+	if err != nil {
+		return err
+	}
+	live.setPhase(phaseVacuum)
+	l1, err := lsn()
+	if err != nil {
+		return err
+	}
+	t1 := time.Now()
+	if _, err := conn.Exec(ctx, `VACUUM `+table); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	m["vacuum_s"] = round2(time.Since(t1).Seconds())
+	vwal, err := walSince(l1)
+	if err != nil {
+		return err
+	}
+	afterVacuum, err := size()
+	if err != nil {
+		return err
+	}
+	stop()
+	stopped = true
+	live.record(m)
+	m["events_deleted"], m["batches"] = float64(deleted), float64(batches)
+	m["delete_wal_mb"], m["vacuum_wal_mb"] = bytesMB(int64(wal)), bytesMB(int64(vwal))
+	m["size_before_mb"], m["size_after_delete_mb"], m["size_after_vacuum_mb"] = bytesMB(before), bytesMB(afterDelete), bytesMB(afterVacuum)
+	m["returned_mb"] = bytesMB(before - afterVacuum)
+	fmt.Fprintf(log, "eventstore-cleanup postgres: deleted %d rows in %d batches in %.2f s (%.1f MB of WAL); table %.1f → %.1f MB after VACUUM\n",
+		deleted, batches, m["delete_s"], m["delete_wal_mb"], m["size_before_mb"], m["size_after_vacuum_mb"])
+	var r readResult
+	if status, err := getJSON(ctx, e.URL+"/streams/"+stream+"?limit=1", &r); err != nil || status != http.StatusOK {
+		return fmt.Errorf("read of the deleted stream: %d %v", status, err)
+	}
+	var why []string
+	if deleted != int64(o.StreamEvents) {
+		why = append(why, fmt.Sprintf("the delete removed %d rows of %d", deleted, o.StreamEvents))
+	}
+	if len(r.Events) != 0 || r.LastVersion != nil {
+		why = append(why, fmt.Sprintf("the service still reads %d events of the deleted stream", len(r.Events)))
+	}
+	if m["live_received"] != m["live_sent"] {
+		why = append(why, fmt.Sprintf("the live subscriber received %.0f of %.0f appends", m["live_received"], m["live_sent"]))
+	}
+	if m["live_failed"] > driver.FailShare*(m["live_sent"]+m["live_failed"]) {
+		why = append(why, fmt.Sprintf("%.0f concurrent appends failed", m["live_failed"]))
+	}
+	if len(why) > 0 {
+		return errors.New(strings.Join(why, "; "))
+	}
+	return nil
+}
+
+func sleepOrDone(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}

@@ -1,0 +1,391 @@
+package eventstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// The Kafka cleanup policies, the names of their points.
+const (
+	// KafkaRetention lowers the topic's retention.ms to one second after
+	// the writes: the broker deletes every closed segment older than
+	// that, whoever's events it holds.
+	KafkaRetention = "retention"
+	// KafkaCompaction appends a tombstone (the customer's key, no value)
+	// and turns the topic to cleanup.policy=compact: the log cleaner keeps
+	// only the last record of every key.
+	KafkaCompaction = "compaction"
+)
+
+// KafkaSide is the side name of the Kafka cleanup points: the bench
+// drives Kafka itself (the service neither deletes nor configures).
+const KafkaSide = "kafka"
+
+// kafkaTopicConfig is the cleanup topics' configuration at creation:
+// small segments, so that a cleanup has closed segments to act on; no
+// delay between a segment's deletion and its files' removal; and, for
+// compaction later, every record cleanable at once.
+var kafkaTopicConfig = []kafka.ConfigEntry{
+	{ConfigName: "segment.bytes", ConfigValue: "1048576"},
+	{ConfigName: "file.delete.delay.ms", ConfigValue: "0"},
+	{ConfigName: "retention.ms", ConfigValue: "-1"},
+	{ConfigName: "min.cleanable.dirty.ratio", ConfigValue: "0.01"},
+	{ConfigName: "min.compaction.lag.ms", ConfigValue: "0"},
+	{ConfigName: "delete.retention.ms", ConfigValue: "0"},
+}
+
+// kafkaView is what a reader of the topic sees: the records of the
+// customer's stream and of the others that are events, the tombstones,
+// and the partition's bounds.
+type kafkaView struct {
+	customer, others, tombstones int
+	first, hwm                   int64
+}
+
+// kafkaCleanup runs both policies at once, each on a topic of its own,
+// and returns their points.
+func kafkaCleanup(ctx context.Context, o CleanupOptions, id string, log io.Writer) []driver.Point {
+	policies := []string{KafkaRetention, KafkaCompaction}
+	points := make([]driver.Point, len(policies))
+	var wg sync.WaitGroup
+	for i, policy := range policies {
+		points[i] = driver.Point{Scenario: CleanupKafkaPoint, Name: policy, Sides: []string{KafkaSide}}
+		wg.Go(func() {
+			_ = driver.RunPoint(ctx, &points[i], 1, func(ctx context.Context, _ string, _ int) (*driver.SideResult, error) {
+				m := map[string]float64{}
+				err := kafkaPolicy(ctx, o, id, policy, m, log)
+				return &driver.SideResult{Metrics: m}, err
+			})
+		})
+	}
+	wg.Wait()
+	return points
+}
+
+// kafkaPolicy writes the customer's stream (o.StreamEvents events) and the
+// others' to a topic of its own, applies policy, and polls the log
+// directory's size and a reader's view until the space is returned (the
+// directory at half its size or less) or the wait bound.
+func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map[string]float64, log io.Writer) error {
+	c, err := kafkaClient(o.KafkaBrokers)
+	if err != nil {
+		return err
+	}
+	broker, _, _ := strings.Cut(o.KafkaBrokers, ",")
+	topic := BenchTopicPrefix + "cleanup-" + id + "-" + policy
+	resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+		Topic: topic, NumPartitions: 1, ReplicationFactor: 1, ConfigEntries: kafkaTopicConfig}}})
+	if err == nil {
+		err = resp.Errors[topic]
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	defer func() {
+		if err := DeleteTopic(context.Background(), o.KafkaBrokers, topic); err != nil {
+			fmt.Fprintf(log, "eventstore-cleanup: %v\n", err)
+		}
+	}()
+	dir, interval, err := kafkaLogDir(ctx, c, o.KafkaLogDir, topic)
+	if err != nil {
+		return err
+	}
+	wait := o.KafkaWait
+	if wait == 0 {
+		wait = interval + 30*time.Second
+	}
+	m["retention_check_interval_s"] = interval.Seconds()
+	customer := "customer-" + id
+	t0 := time.Now()
+	if err := produceCleanupData(ctx, c, topic, customer, id, o); err != nil {
+		return err
+	}
+	m["fill_s"] = round2(time.Since(t0).Seconds())
+	v0, err := readView(ctx, broker, topic, customer)
+	if err != nil {
+		return err
+	}
+	if v0.customer != o.StreamEvents {
+		return fmt.Errorf("the topic holds %d of the customer's %d events after the writes", v0.customer, o.StreamEvents)
+	}
+	size0, err := dirBytes(dir)
+	if err != nil {
+		return err
+	}
+	m["customer_before"], m["others_before"], m["dir_mb_before"] = float64(v0.customer), float64(v0.others), bytesMB(size0)
+	switch policy {
+	case KafkaRetention:
+		err = alterTopic(ctx, c, topic, map[string]string{"retention.ms": "1000"})
+	case KafkaCompaction:
+		// The tombstone, then the policy; a marker record after
+		// segment.ms rolls the active segment (never cleaned), so that
+		// the tombstone lies in a segment the cleaner may clean.
+		if err = produceRecords(ctx, c, topic, kafka.Record{Key: kafka.NewBytes([]byte(customer))}); err == nil {
+			err = alterTopic(ctx, c, topic, map[string]string{"cleanup.policy": "compact", "segment.ms": "1000"})
+		}
+		if err == nil {
+			if err = sleepOrDone(ctx, 1100*time.Millisecond); err == nil {
+				err = produceRecords(ctx, c, topic, kafka.Record{Key: kafka.NewBytes([]byte("roll-" + id)), Value: kafka.NewBytes(envelopeOf(tankEvent(1)))})
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	applied := time.Now()
+	last, partial := v0, 0
+	firstChange, returned := -1.0, -1.0
+	size := size0
+	nextView := time.Now()
+	for time.Since(applied) < wait {
+		if err := sleepOrDone(ctx, time.Second); err != nil {
+			return err
+		}
+		if size, err = dirBytes(dir); err != nil {
+			return err
+		}
+		if size*2 <= size0 && returned < 0 {
+			returned = time.Since(applied).Seconds()
+		}
+		if time.Now().After(nextView) || returned >= 0 {
+			v, err := readView(ctx, broker, topic, customer)
+			if err != nil {
+				return err
+			}
+			if firstChange < 0 && (v.customer != v0.customer || v.others != v0.others || v.first != v0.first) {
+				firstChange = time.Since(applied).Seconds()
+			}
+			if v.customer > 0 && v.customer < o.StreamEvents {
+				partial++
+			}
+			last = v
+			nextView = time.Now().Add(5 * time.Second)
+		}
+		if returned >= 0 {
+			break
+		}
+	}
+	m["dir_mb_after"] = bytesMB(size)
+	m["customer_after"], m["others_after"], m["tombstones_after"] = float64(last.customer), float64(last.others), float64(last.tombstones)
+	m["log_start_after"] = float64(last.first)
+	m["partial_views"] = float64(partial)
+	m["waited_s"] = round2(time.Since(applied).Seconds())
+	if firstChange >= 0 {
+		m["first_change_s"] = round2(firstChange)
+	}
+	fmt.Fprintf(log, "eventstore-cleanup kafka %s: log dir %.1f → %.1f MB after %.0f s; the customer's events visible %d → %d, the others' %d → %d\n",
+		policy, m["dir_mb_before"], m["dir_mb_after"], m["waited_s"], v0.customer, last.customer, v0.others, last.others)
+	if returned < 0 {
+		return fmt.Errorf("the log directory still held %.1f of %.1f MB after %s (the broker checks retention every %s: log.retention.check.interval.ms)",
+			bytesMB(size), bytesMB(size0), wait.Round(time.Second), interval)
+	}
+	m["space_returned_s"] = round2(returned)
+	return nil
+}
+
+// envelopeOf is e as kafka-eventstore stores it: the record's value.
+func envelopeOf(e event) []byte {
+	b, _ := json.Marshal(map[string]any{"type": e.Type, "data": e.Data, "metadata": map[string]any{}})
+	return b
+}
+
+// produceCleanupData writes the customer's o.StreamEvents events in batches of
+// MaxAppend, each followed by o.Others events of each other stream, as
+// kafka-eventstore writes them (key: the stream id, value: the event's
+// envelope).
+func produceCleanupData(ctx context.Context, c *kafka.Client, topic, customer, id string, o CleanupOptions) error {
+	for j := 0; j < o.StreamEvents; j += MaxAppend {
+		var recs []kafka.Record
+		for k := j; k < min(j+MaxAppend, o.StreamEvents); k++ {
+			recs = append(recs, kafka.Record{Key: kafka.NewBytes([]byte(customer)), Value: kafka.NewBytes(envelopeOf(tankEvent(k)))})
+		}
+		for s := range o.Others {
+			for k := range o.Others {
+				key := fmt.Sprintf("other-%s-%d", id, s)
+				recs = append(recs, kafka.Record{Key: kafka.NewBytes([]byte(key)), Value: kafka.NewBytes(envelopeOf(tankEvent(j/MaxAppend*o.Others + k)))})
+			}
+		}
+		if err := produceRecords(ctx, c, topic, recs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func produceRecords(ctx context.Context, c *kafka.Client, topic string, recs ...kafka.Record) error {
+	resp, err := c.Produce(ctx, &kafka.ProduceRequest{Topic: topic, Partition: 0, RequiredAcks: kafka.RequireAll, Records: kafka.NewRecordReader(recs...)})
+	if err == nil {
+		err = resp.Error
+	}
+	if err != nil {
+		return fmt.Errorf("produce to %s: %w", topic, err)
+	}
+	return nil
+}
+
+// alterTopic sets topic's configs (IncrementalAlterConfigs).
+func alterTopic(ctx context.Context, c *kafka.Client, topic string, configs map[string]string) error {
+	var cs []kafka.IncrementalAlterConfigsRequestConfig
+	for k, v := range configs {
+		cs = append(cs, kafka.IncrementalAlterConfigsRequestConfig{Name: k, Value: v, ConfigOperation: kafka.ConfigOperationSet})
+	}
+	resp, err := c.IncrementalAlterConfigs(ctx, &kafka.IncrementalAlterConfigsRequest{Resources: []kafka.IncrementalAlterConfigsRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, Configs: cs}}})
+	if err == nil {
+		for _, r := range resp.Resources {
+			if r.Error != nil {
+				err = r.Error
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("alter configs of %s: %w", topic, err)
+	}
+	return nil
+}
+
+// kafkaLogDir finds topic's partition 0 directory on this machine (under
+// dir, else under the broker's log.dirs) and the broker's retention
+// check interval.
+func kafkaLogDir(ctx context.Context, c *kafka.Client, dir, topic string) (string, time.Duration, error) {
+	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return "", 0, fmt.Errorf("metadata: %w", err)
+	}
+	if len(md.Brokers) == 0 {
+		return "", 0, errors.New("metadata: no broker")
+	}
+	resp, err := c.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeBroker, ResourceName: strconv.Itoa(md.Brokers[0].ID),
+		ConfigNames: []string{"log.dirs", "log.dir", "log.retention.check.interval.ms"}}}})
+	if err != nil {
+		return "", 0, fmt.Errorf("describe the broker's configs: %w", err)
+	}
+	var dirs []string
+	interval := 5 * time.Minute // Kafka's default
+	for _, r := range resp.Resources {
+		for _, e := range r.ConfigEntries {
+			switch e.ConfigName {
+			case "log.dirs", "log.dir":
+				if e.ConfigValue != "" {
+					dirs = append(dirs, strings.Split(e.ConfigValue, ",")...)
+				}
+			case "log.retention.check.interval.ms":
+				if n, err := strconv.ParseInt(e.ConfigValue, 10, 64); err == nil && n > 0 {
+					interval = time.Duration(n) * time.Millisecond
+				}
+			}
+		}
+	}
+	if dir != "" {
+		dirs = []string{dir}
+	}
+	for _, d := range dirs {
+		p := filepath.Join(strings.TrimSpace(d), topic+"-0")
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return p, interval, nil
+		}
+	}
+	return "", interval, fmt.Errorf("the partition's directory %s-0 is not under %v on this machine (-kafka-log-dir)", topic, dirs)
+}
+
+// dirBytes is the disk space the files of dir take (allocated blocks:
+// Kafka preallocates its index files sparsely).
+func dirBytes(dir string) (int64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
+			n += info.Size()
+		}
+	}
+	return n, nil
+}
+
+// readView reads the whole partition as kafka-eventstore's read does
+// (from the log start to the high watermark) and counts what a reader
+// sees.
+func readView(ctx context.Context, broker, topic, customer string) (kafkaView, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	conn, err := kafka.DialLeader(ctx, "tcp", broker, topic, 0)
+	if err != nil {
+		return kafkaView{}, err
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	var v kafkaView
+	if v.first, v.hwm, err = conn.ReadOffsets(); err != nil {
+		return v, err
+	}
+	for off := v.first; off < v.hwm; {
+		if _, err := conn.Seek(off, kafka.SeekAbsolute|kafka.SeekDontCheck); err != nil {
+			return v, err
+		}
+		// As the service reads (fetch.go): 4 MiB fetches, no wait for
+		// records that are there.
+		batch := conn.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: 4 << 20, MaxWait: time.Millisecond})
+		start := off
+		var readErr error
+		for {
+			msg, err := batch.ReadMessage()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					readErr = err
+				}
+				break
+			}
+			// A fetch starts at the record batch holding off, which may
+			// begin before it.
+			if msg.Offset < off {
+				continue
+			}
+			if msg.Offset >= v.hwm {
+				break
+			}
+			off = msg.Offset + 1
+			switch {
+			case msg.Value == nil:
+				v.tombstones++
+			case strings.HasPrefix(string(msg.Key), "roll-"):
+				// The compaction's marker record, neither the customer's
+				// nor another stream's.
+			case string(msg.Key) == customer:
+				v.customer++
+			default:
+				v.others++
+			}
+		}
+		if err := errors.Join(readErr, batch.Close()); err != nil {
+			return v, fmt.Errorf("read %s at offset %d: %w", topic, start, err)
+		}
+		if off == start {
+			return v, fmt.Errorf("read %s: no progress at offset %d below the high watermark %d", topic, off, v.hwm)
+		}
+	}
+	return v, nil
+}
