@@ -35,7 +35,7 @@ var loadCommands = map[string]string{
 	"log":       "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
 	"documents": "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
 	"cache":     "drive the cache pair (redis vs no-redis, every mode): Zipf profiles, kv writes logged vs unlogged, raw lookups, stampede, staleness, CPU",
-	"results":   "run queue, log, documents, cache, the throughput scenario, the event-store bench and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
+	"results":   "run queue, log, documents, cache, the throughput and scale-out scenarios, the event-store bench and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
 	"demo":      "drive every pair briefly (queue, log, documents, cache, and the event store through its bench) and print one side-by-side table per pair",
 	"report":    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
 	"longlived": "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
@@ -352,7 +352,8 @@ func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) e
 		case "cache":
 			steps = []step{{"cache", scenario.Cache.Estimate(co)}}
 		case "results":
-			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"cache", scenario.Cache.Estimate(co)}, {"throughput", to.Estimate(c.settle)}}
+			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"cache", scenario.Cache.Estimate(co)}, {"throughput", to.Estimate(c.settle)},
+				{scaleoutCommand, scenario.ScaleOutDefaults.Estimate(c.settle)}}
 			if c.state.longLived {
 				steps = append(steps, longLivedOptions(qo, lo, c).steps(c.settle, c.state.history)...)
 			}
@@ -557,6 +558,8 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 		{"cache", scenario.Pair{}, func(run *driver.Run) error { return scenario.Cache.Run(ctx, env, run, co) }},
 		// Stops each pair's services itself; its Pair is empty.
 		{"throughput", scenario.Pair{}, throughputRun(ctx, c, env, to)},
+		// Starts and stops its own instances of the queue pair (scaleout.go).
+		{scaleoutCommand, scenario.Pair{}, scaleoutRun(ctx, env, scenario.ScaleOutDefaults)},
 	} {
 		before := newest(c.resultsDir, step.pair)
 		err := runPair(ctx, c, env, root, step.pair, args, step.fn)
@@ -964,7 +967,7 @@ func writeReport(c common, inputs string) error {
 	if inputs != "" {
 		files = strings.Split(inputs, ",")
 	} else {
-		for _, p := range []string{"queue", "log", "documents", "cache", longLivedCommand, "throughput"} {
+		for _, p := range []string{"queue", "log", "documents", "cache", longLivedCommand, "throughput", scaleoutCommand} {
 			if f := newest(c.resultsDir, p); f != "" {
 				files = append(files, f)
 			}

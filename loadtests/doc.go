@@ -12,6 +12,7 @@
 //	go run ./loadtests eventstore-cleanup [flags]   delete one stream: Postgres batches, Kafka retention and compaction
 //	go run ./loadtests throughput [flags]           closed-loop batch senders on queue and log
 //	go run ./loadtests longlived [flags]            queue and log on long-lived tables
+//	go run ./loadtests scaleout [flags]             1, 2 and 4 instances of each queue service (competing consumers, kill -9)
 //	go run ./loadtests results [flags]              every pair, then RESULTS.md
 //	go run ./loadtests demo                         every pair briefly, one table each
 //	go run ./loadtests report [-in a.json,b.json]   RESULTS.md from results files
@@ -22,8 +23,8 @@
 //
 // The five pairs (queue, log, documents, eventstore, cache) are those of
 // the pair table, services/kit/pairs. The load commands live in
-// commands.go, with throughput.go, longlived.go, extras.go, experiments.go,
-// eventstore_long.go and fuzz.go beside it; extras.go adds the overload points, the log pair
+// commands.go, with throughput.go, longlived.go, scaleout.go, extras.go,
+// experiments.go, eventstore_long.go and fuzz.go beside it; extras.go adds the overload points, the log pair
 // at its batch throughput and the raw limits to queue, log and results.
 // Its packages: driver (pacing, rounds, results files), scenario (the
 // pairs' scenarios), launch (services as child processes), versions

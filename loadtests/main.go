@@ -98,6 +98,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fuzzMain(args[1:], stdout, stderr)
 	case experimentsCommand:
 		return experimentsMain(args[1:], stdout, stderr)
+	case scaleoutCommand:
+		return scaleoutMain(args[1:], stderr)
 	}
 	if isHelp(args[0]) {
 		usage(stdout)
@@ -118,6 +120,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "raw         measures the engines' own limits without a service (see loadtests/raw)")
 	fmt.Fprintln(w, "fuzz        starts each service and runs Schemathesis against its contract (make fuzz)")
 	fmt.Fprintln(w, "experiments runs the failure-mode experiments (see loadtests/experiments, docs/experiments.md)")
+	fmt.Fprintln(w, "scaleout    runs 1, 2 and 4 instances of each queue service on one queue (competing consumers, kill -9)")
 	fmt.Fprintln(w, "advise      answers the reference's decision questions for your workload from the committed results")
 	loadUsage(w)
 }

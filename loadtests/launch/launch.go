@@ -219,6 +219,27 @@ func (l *Launcher) Stop(name string, grace time.Duration) error {
 	}
 }
 
+// Kill ends the process started for name with SIGKILL, as kill -9 would
+// (no drain, nothing released: the scale-out scenario's fault), and
+// waits for it to exit. Killing a name not running is a no-op.
+func (l *Launcher) Kill(name string) error {
+	l.mu.Lock()
+	p := l.procs[name]
+	delete(l.procs, name)
+	l.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	err := p.cmd.Process.Kill()
+	<-p.done
+	return err
+}
+
 // StopAll stops every process this Launcher started, in reverse name
 // order, and removes the binaries.
 func (l *Launcher) StopAll(grace time.Duration) error {

@@ -51,6 +51,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 	if section := EventStoreSection(es); section != "" {
 		b.WriteString("\n" + section + "\n" + chartLine(charts, "eventstore", chartsRel))
 	}
+	b.WriteString(ScaleOutSection(byCmd["scaleout"]))
 	for _, section := range extra {
 		if section != "" {
 			b.WriteString("\n" + withChartAfter(section, "### "+NotifyTitle, chartLine(charts, "notify", chartsRel)))

@@ -13,6 +13,10 @@
 // default options) run by one RateScenario.Run; documents has its own
 // shape (Documents).
 //
+// The scale-out scenario (RunScaleOut) starts its own instances of the
+// queue pair, 1, 2 and 4 per side on one schema or one queue, as
+// competing consumers.
+//
 // Side A of every pair is the Postgres service (no-rabbitmq, no-kafka,
 // no-mongodb), side B the other, so every ratio reads "Postgres ÷ X".
 package scenario

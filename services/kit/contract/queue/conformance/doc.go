@@ -6,4 +6,9 @@
 //
 // A capability a side lacks is a field of Features: the tests that depend
 // on it check the honest opposite or skip, naming the field.
+//
+// RunScaleOut checks several instances of a side on one schema and queue
+// (competing consumers, kill -9 of one); its instances are processes of
+// their own (StartProcess), the service's test binary started again as
+// the service (ServeChild, called from the service's TestMain).
 package conformance

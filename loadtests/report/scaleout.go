@@ -1,0 +1,166 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+)
+
+// ScaleOutTitle is the heading of the scale-out section.
+const ScaleOutTitle = "Scale-out: competing consumers"
+
+// ScaleOutSection renders the scale-out run (go run ./loadtests scaleout;
+// nil or another command: "") as a Markdown section: per number of
+// instances and side, the fixed rates, the batch point and the kill -9
+// point. A side whose point is not valid shows its status in words
+// instead of figures.
+func ScaleOutSection(r *driver.Run) string {
+	if r == nil || r.Command != "scaleout" || len(r.Points) == 0 {
+		return ""
+	}
+	r.Validate()
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("\n## %s\n\n", ScaleOutTitle)
+	w("N instances of each queue service, each a process of its own on its own port: no-rabbitmq's on one schema "+
+		"(claims with FOR UPDATE SKIP LOCKED under a lease), rabbitmq's consuming one queue (each with its prefetch). "+
+		"Every instance runs %v workers of %v ms simulated work, so one instance processes at most %s tasks/s "+
+		"and N instances are what the work needs. One round per point (`results/%s.json`); docs/queue.md, "+
+		"\"Several instances\", says what each side needs.\n\n",
+		r.Settings["workers"], r.Settings["work_ms"], capacityText(r), r.ID)
+
+	b.WriteString("**Fixed rates**, offered round-robin to the instances. processed/s is during the attack; " +
+		"the p99 is send→processed, the highest of the instances'; shares are each instance's part of the tasks processed; " +
+		"\"twice\" counts tasks delivered more than once (0 without faults).\n\n")
+	scaleOutTable(&b, r, scenario.ScaleOutRate, []scaleCol{
+		{"processed/s", scenario.MetricScaleProcessed, ""},
+		{"p99 ms", scenario.MetricScaleP99, ""},
+		{"shares", "", "shares"},
+		{"twice", scenario.MetricScaleRedelivered, ""},
+	})
+	w("\n**Batch**: %v tasks posted in batches of %v by %v senders, timed until the last is processed.\n\n",
+		r.Settings["batch_tasks"], r.Settings["batch_size"], r.Settings["senders"])
+	scaleOutTable(&b, r, scenario.ScaleOutBatch, []scaleCol{
+		{"processed/s", scenario.MetricScaleProcessed, ""},
+		{"shares", "", "shares"},
+		{"twice", scenario.MetricScaleRedelivered, ""},
+	})
+	w("\n**kill -9** of one of two instances a third of the way into %v s at %s posted to the other "+
+		"(no-rabbitmq's LEASE %v s). \"held\" counts the tasks the victim had recorded as delivered, "+
+		"each processed again by the survivor (at-least-once: each may have run twice); "+
+		"\"open\" counts accepted tasks not done at the bound (lost, if not 0).\n\n",
+		r.Settings["kill_duration_s"], killRate(r), r.Settings["lease_s"])
+	scaleOutTable(&b, r, scenario.ScaleOutKill, []scaleCol{
+		{"held", scenario.MetricKillHeld, ""},
+		{"processed again after (median)", scenario.MetricKillP50, "s"},
+		{"(slowest)", scenario.MetricKillMax, "s"},
+		{"open", scenario.MetricKillOpen, ""},
+	})
+	return b.String()
+}
+
+// scaleCol is a column of a scale-out table: a metric (with a unit
+// suffix), or "shares" for the instances' shares.
+type scaleCol struct {
+	title, metric, unit string
+}
+
+// scaleOutTable writes one table of the points of scenario: one row per
+// point and side.
+func scaleOutTable(b *strings.Builder, r *driver.Run, scenarioName string, cols []scaleCol) {
+	b.WriteString("| point | side |")
+	for _, c := range cols {
+		fmt.Fprintf(b, " %s |", c.title)
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---:|", len(cols)) + "\n")
+	rows := 0
+	for i := range r.Points {
+		p := &r.Points[i]
+		if p.Scenario != scenarioName {
+			continue
+		}
+		for _, side := range p.Sides {
+			rows++
+			fmt.Fprintf(b, "| %s | %s |", md(p.Name), SideLabel(r, side))
+			st := p.SideStatus(side)
+			if !st.OK() {
+				fmt.Fprintf(b, " %s |%s\n", statusText(st), strings.Repeat(" |", len(cols)-1))
+				continue
+			}
+			for _, c := range cols {
+				fmt.Fprintf(b, " %s |", scaleCell(p, side, c))
+			}
+			b.WriteString("\n")
+		}
+	}
+	if rows == 0 {
+		fmt.Fprintf(b, "| %s | both | not run |%s\n", scenarioName, strings.Repeat(" |", len(cols)-1))
+	}
+}
+
+// scaleCell is one figure of a valid side, "not recorded" when the side
+// did not report it.
+func scaleCell(p *driver.Point, side string, c scaleCol) string {
+	if c.unit == "shares" {
+		return sharesText(p, side)
+	}
+	m := p.Find(c.metric)
+	if m == nil {
+		return notRecorded
+	}
+	a, ok := m.Sides[side]
+	if !ok {
+		if c.metric == scenario.MetricScaleRedelivered {
+			return "not drained"
+		}
+		return notRecorded
+	}
+	return num(a.Median) + c.unit
+}
+
+// sharesText is each instance's share of the processed tasks, "62% / 38%".
+func sharesText(p *driver.Point, side string) string {
+	var parts []string
+	for i := 0; ; i++ {
+		m := p.Find(fmt.Sprintf("share.%d_pct", i))
+		if m == nil {
+			break
+		}
+		a, ok := m.Sides[side]
+		if !ok {
+			break
+		}
+		parts = append(parts, num(a.Median)+"%")
+	}
+	if len(parts) == 0 {
+		return notRecorded
+	}
+	return strings.Join(parts, " / ")
+}
+
+// capacityText is one instance's capacity from the run's settings.
+func capacityText(r *driver.Run) string {
+	workers, ok1 := r.Settings["workers"].(float64)
+	work, ok2 := r.Settings["work_ms"].(float64)
+	if !ok1 || !ok2 || work <= 0 {
+		if wi, ok := r.Settings["workers"].(int); ok {
+			if mi, ok := r.Settings["work_ms"].(int); ok && mi > 0 {
+				return num(float64(wi) * 1000 / float64(mi))
+			}
+		}
+		return notRecorded
+	}
+	return num(workers * 1000 / work)
+}
+
+// killRate is the kill point's rate.
+func killRate(r *driver.Run) string {
+	for _, p := range r.Points {
+		if p.Scenario == scenario.ScaleOutKill {
+			return driver.Label(p.Rate)
+		}
+	}
+	return notRecorded
+}

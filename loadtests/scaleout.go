@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+)
+
+// scaleoutCommand is the scale-out scenario's command (issue 23).
+const scaleoutCommand = "scaleout"
+
+func init() {
+	loadCommands[scaleoutCommand] = "competing consumers: 1, 2 and 4 instances of each queue service on one schema / one queue, fixed rates, a batch, kill -9 of one of two"
+}
+
+// scaleoutMain runs `go run ./loadtests scaleout [flags]`: the scale-out
+// scenario alone, as one results file "<id>-scaleout.json". It returns
+// the exit code.
+func scaleoutMain(args []string, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fs := flag.NewFlagSet(scaleoutCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./loadtests %s [flags]\n%s\n\nflags:\n", scaleoutCommand, loadCommands[scaleoutCommand])
+		fs.PrintDefaults()
+	}
+	var c common
+	o := scenario.ScaleOutDefaults
+	c.register(fs, 1, o.Duration)
+	rates := fs.String("scaleout-rates", formatRates(o.Rates), "scaleout: fixed rates per second, offered round-robin to the instances")
+	fs.IntVar(&o.BatchTasks, "scaleout-batch-tasks", o.BatchTasks, "scaleout: tasks of the batch point")
+	fs.IntVar(&o.Workers, "scaleout-workers", o.Workers, "scaleout: WORKERS of every instance")
+	fs.IntVar(&o.WorkMS, "scaleout-work-ms", o.WorkMS, "scaleout: WORK_MS of every instance")
+	fs.DurationVar(&o.Lease, "scaleout-lease", o.Lease, "scaleout: no-rabbitmq's LEASE (how long a killed instance's tasks stay locked)")
+	fs.DurationVar(&o.KillDuration, "scaleout-kill-duration", o.KillDuration, "scaleout: load of the kill -9 point (the victim dies a third of the way in)")
+	fs.BoolVar(&o.Kill, "scaleout-kill", o.Kill, "scaleout: run the kill -9 point")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	var err error
+	if o.Rates, err = parseRates(*rates); err != nil {
+		fmt.Fprintln(stderr, "loadtests scaleout:", err)
+		return 2
+	}
+	o.Duration = c.duration
+	if err := runScaleOutCommand(ctx, c, args, o); err != nil {
+		fmt.Fprintln(stderr, "loadtests scaleout:", err)
+		return 1
+	}
+	return 0
+}
+
+// runScaleOutCommand assembles the environment and runs the scenario.
+func runScaleOutCommand(ctx context.Context, c common, args []string, o scenario.ScaleOutOptions) error {
+	if o.WorkMS < 1 || o.Workers < 1 || o.BatchTasks < 1 || o.Duration <= 0 || o.KillDuration <= 0 {
+		return errors.New("-scaleout-work-ms, -scaleout-workers, -scaleout-batch-tasks, -duration and -scaleout-kill-duration must be positive")
+	}
+	root, err := launch.Root()
+	if err != nil {
+		return err
+	}
+	env, cleanup, err := newEnv(c, root)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if c.progress {
+		env.Progress = newProgress(os.Stderr, scaleoutCommand, c.settle, []step{{scaleoutCommand, o.Estimate(c.settle)}})
+	}
+	return runPair(ctx, c, env, root, scaleoutCommand, args, scaleoutRun(ctx, env, o))
+}
+
+// scaleoutRun is the scenario's part of a run (the scaleout and results
+// commands).
+func scaleoutRun(ctx context.Context, env *scenario.Env, o scenario.ScaleOutOptions) func(*driver.Run) error {
+	return func(run *driver.Run) error {
+		start := time.Now()
+		err := scenario.RunScaleOut(ctx, env, run, o)
+		run.Settings["elapsed_s"] = time.Since(start).Round(time.Second).Seconds()
+		return err
+	}
+}

@@ -1,0 +1,646 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// The scale-out scenario (issue 23, competing consumers): N instances of
+// each queue service, each a process of its own on its own port, share
+// one schema (no-rabbitmq: FOR UPDATE SKIP LOCKED under leases) or one
+// queue (rabbitmq: each instance a consumer with its prefetch). Each
+// instance runs WORKERS workers of WORK_MS simulated work, so that one
+// instance has a known capacity (WORKERS×1000/WORK_MS tasks/s) and N
+// instances are what the work needs, not what the machine's two cores
+// need.
+
+// Scenario names of the scale-out points.
+const (
+	// ScaleOutRate is a fixed rate, offered round-robin to the instances
+	// (as a load balancer would).
+	ScaleOutRate = "scaleout.rate"
+	// ScaleOutBatch is a fixed number of tasks posted in batches as fast
+	// as the senders can, timed until every one is processed.
+	ScaleOutBatch = "scaleout.batch"
+	// ScaleOutKill is kill -9 of one of two instances under load.
+	ScaleOutKill = "scaleout.kill"
+)
+
+// Scale-out metric names, per side (besides the client.* of the
+// attacks): processed tasks per second, each instance's share of them
+// (share.<i>_pct; the smallest and largest in share.min_pct and
+// share.max_pct), the highest instance's send→processed p99, and the
+// tasks delivered more than once (delivered − processed − dead over every
+// instance once the backlog drained; 0 without faults). The kill point
+// has the tasks delivered again after the kill (the victim's recorded
+// deliveries), the seconds from the kill until they were processed
+// (median and largest), and the accepted tasks not done at the bound.
+const (
+	MetricScaleProcessed   = "processed_per_s"
+	MetricScaleShareMin    = "share.min_pct"
+	MetricScaleShareMax    = "share.max_pct"
+	MetricScaleP99         = "processing.p99_ms"
+	MetricScaleRedelivered = "redelivered"
+	MetricScaleInstances   = "instances"
+	MetricKillHeld         = "held"
+	MetricKillP50          = "reprocessed_after.p50_s"
+	MetricKillMax          = "reprocessed_after.max_s"
+	MetricKillOpen         = "open_after_bound"
+)
+
+// ScaleOutOptions parameterize the scale-out scenario.
+type ScaleOutOptions struct {
+	// Instances are the numbers of instances per side.
+	Instances []int
+	// Rates are the fixed rates (tasks/s, one POST /tasks each), offered
+	// round-robin to the instances for Duration each.
+	Rates    []float64
+	Duration time.Duration
+	// BatchTasks tasks are posted in batches of BatchSize by Senders
+	// closed-loop senders (round-robin to the instances).
+	BatchTasks, BatchSize, Senders int
+	// Workers and WorkMS are every instance's WORKERS and WORK_MS.
+	Workers, WorkMS int
+	// Lease is no-rabbitmq's LEASE: how long a killed instance's tasks
+	// stay locked (the default is 30 s).
+	Lease time.Duration
+	// Kill runs the kill -9 point on two instances: KillDuration of load
+	// at the first rate, posted to the survivor, the victim killed a
+	// third of the way in.
+	Kill         bool
+	KillDuration time.Duration
+}
+
+// ScaleOutDefaults take about four minutes on 2 cores (ScaleOutOptions.
+// Estimate): per side 7 instance starts, 6 fixed-rate attacks of 6 s,
+// 3 batch points (4,000 tasks at 400, 800 and 1,600 tasks/s of capacity)
+// and the kill point. 300/s is within one instance's capacity (8 workers
+// × 20 ms = 400 tasks/s); 600/s needs two.
+var ScaleOutDefaults = ScaleOutOptions{
+	Instances: []int{1, 2, 4}, Rates: []float64{300, 600}, Duration: 6 * time.Second,
+	BatchTasks: 4000, BatchSize: 100, Senders: 4, Workers: 8, WorkMS: 20,
+	Lease: 5 * time.Second, Kill: true, KillDuration: 8 * time.Second,
+}
+
+// instanceStart is one instance started (its binary already built).
+const instanceStart = 4 * time.Second
+
+// scaleOutPortOffset is added to a side's port for its first instance;
+// the next ones are 10 apart (no-rabbitmq 10082, 10092, …).
+const scaleOutPortOffset = 2000
+
+// capacity is one instance's tasks per second.
+func (o ScaleOutOptions) capacity() float64 {
+	return float64(o.Workers) * 1000 / float64(max(o.WorkMS, 1))
+}
+
+// Estimate returns the expected duration of the scenario.
+func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
+	sides := 2
+	starts := 0
+	var batch time.Duration
+	for _, n := range o.Instances {
+		starts += n
+		batch += time.Duration(float64(o.BatchTasks)/(o.capacity()*float64(n))*float64(time.Second)) + attackOverhead
+	}
+	e := attacks(sides*len(o.Instances)*len(o.Rates), o.Duration+2*time.Second, settle)
+	e.Attacks += sides * len(o.Instances)
+	fixed := time.Duration(sides) * (time.Duration(starts)*instanceStart + batch)
+	if o.Kill {
+		e.Attacks += sides
+		fixed += time.Duration(sides)*(o.KillDuration+attackOverhead) + o.Lease
+	}
+	e.Typical += fixed
+	e.Bound += fixed + time.Duration(sides*len(o.Instances))*settle
+	return e
+}
+
+// RunScaleOut runs the scenario: for each side and each number of
+// instances, a fleet of fresh instances on a fresh schema (and queue),
+// the fixed rates, the batch point and, with two instances, the kill -9
+// point. Each point has one round. It needs the driver to start the
+// instances itself (-start=auto or always).
+func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions) error {
+	if e.Launcher == nil {
+		return errors.New("scaleout starts its own instances: run it with -start=auto or -start=always")
+	}
+	run.Settings["instances"] = o.Instances
+	run.Settings["rates"] = o.Rates
+	run.Settings["duration_s"] = o.Duration.Seconds()
+	run.Settings["batch_tasks"] = o.BatchTasks
+	run.Settings["batch_size"] = o.BatchSize
+	run.Settings["senders"] = o.Senders
+	run.Settings["workers"] = o.Workers
+	run.Settings["work_ms"] = o.WorkMS
+	run.Settings["lease_s"] = o.Lease.Seconds()
+	run.Settings["kill_duration_s"] = o.KillDuration.Seconds()
+	sides := QueuePair.Sides()
+	newPoint := func(scenario, name string, rate, d float64) *driver.Point {
+		return &driver.Point{Scenario: scenario, Name: name, Rate: rate, DurationS: d, Sides: sides,
+			Rounds: []driver.Round{{Index: 0, Order: sides, Sides: map[string]*driver.SideResult{}}}}
+	}
+	type key struct {
+		rate float64
+		n    int
+	}
+	rates := map[key]*driver.Point{}
+	batches := map[int]*driver.Point{}
+	var order []*driver.Point
+	for _, r := range o.Rates {
+		for _, n := range o.Instances {
+			p := newPoint(ScaleOutRate, fmt.Sprintf("%s ×%d", driver.Label(r), n), r, o.Duration.Seconds())
+			rates[key{r, n}] = p
+			order = append(order, p)
+		}
+	}
+	for _, n := range o.Instances {
+		p := newPoint(ScaleOutBatch, fmt.Sprintf("%d tasks ×%d", o.BatchTasks, n), 0, 0)
+		batches[n] = p
+		order = append(order, p)
+	}
+	var kill *driver.Point
+	if o.Kill && len(o.Rates) > 0 {
+		kill = newPoint(ScaleOutKill, "kill -9 1 of 2", o.Rates[0], o.KillDuration.Seconds())
+		order = append(order, kill)
+	}
+	defer func() {
+		for _, p := range order {
+			driver.Summarize(p)
+			run.Points = append(run.Points, *p)
+		}
+	}()
+	set := func(p *driver.Point, svc string, res *driver.SideResult, err error) {
+		if res == nil {
+			res = &driver.SideResult{Metrics: map[string]float64{}}
+		}
+		res.Service = svc
+		if err != nil {
+			res.Error = err.Error()
+		}
+		p.Rounds[0].Sides[svc] = res
+	}
+	for _, svc := range sides {
+		for _, n := range o.Instances {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			e.logf("scaleout: %s ×%d (%d workers of %d ms each)", svc, n, o.Workers, o.WorkMS)
+			f, err := startFleet(ctx, e, svc, n, o)
+			if err != nil {
+				for _, r := range o.Rates {
+					set(rates[key{r, n}], svc, nil, err)
+				}
+				set(batches[n], svc, nil, err)
+				if kill != nil && n == 2 {
+					set(kill, svc, nil, err)
+				}
+				continue
+			}
+			for _, r := range o.Rates {
+				res, err := f.rate(ctx, r, o.Duration)
+				set(rates[key{r, n}], svc, res, err)
+			}
+			res, err := f.batch(ctx, o)
+			set(batches[n], svc, res, err)
+			if kill != nil && n == 2 {
+				res, err := f.kill(ctx, o.Rates[0], o)
+				set(kill, svc, res, err)
+			}
+			f.stop(ctx)
+		}
+	}
+	return ctx.Err()
+}
+
+// fleet is N instances of one side on one schema (and queue).
+type fleet struct {
+	e             *Env
+	svc           string
+	schema, queue string
+	names, urls   []string
+	killed        []bool
+}
+
+// startFleet drops what a previous run left in the side's schema (and
+// queues), then starts n instances.
+func startFleet(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) (*fleet, error) {
+	f := &fleet{e: e, svc: svc, schema: "scaleout_" + strings.ReplaceAll(svc, "-", "_"), queue: "scaleout"}
+	if err := f.reset(ctx); err != nil {
+		return nil, err
+	}
+	env := map[string]string{"DATABASE_SCHEMA": f.schema, "WORKERS": strconv.Itoa(o.Workers), "WORK_MS": strconv.Itoa(o.WorkMS)}
+	if svc == QueuePair.A.Name {
+		env["LEASE"] = o.Lease.String()
+	} else {
+		env["RABBITMQ_QUEUE"] = f.queue
+	}
+	port := ServiceOf(svc).Port + e.PortOffset + scaleOutPortOffset
+	timeout := e.ReadyTimeout
+	if timeout == 0 {
+		timeout = 90 * time.Second
+	}
+	for i := range n {
+		name := fmt.Sprintf("%s@scaleout%d", svc, i)
+		p := port + 10*i
+		if _, err := e.Launcher.Start(ctx, name, p, env, timeout); err != nil {
+			f.stop(ctx)
+			return nil, err
+		}
+		f.names = append(f.names, name)
+		f.urls = append(f.urls, fmt.Sprintf("http://%s:%d", e.host(), p))
+		f.killed = append(f.killed, false)
+	}
+	return f, nil
+}
+
+// stop stops the instances still running and drops their schema and
+// queues.
+func (f *fleet) stop(ctx context.Context) {
+	for i, name := range f.names {
+		if !f.killed[i] {
+			if err := f.e.Launcher.Stop(name, 30*time.Second); err != nil {
+				f.e.logf("scaleout: %v", err)
+			}
+		}
+	}
+	if err := f.reset(ctx); err != nil {
+		f.e.logf("scaleout: cleaning up %s: %v", f.schema, err)
+	}
+}
+
+// reset drops the side's schema and, on the rabbitmq side, its queues.
+func (f *fleet) reset(ctx context.Context) error {
+	conn, err := f.e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{f.schema}.Sanitize()+" CASCADE"); err != nil {
+		return fmt.Errorf("drop schema %s: %w", f.schema, err)
+	}
+	if f.svc == QueuePair.A.Name {
+		return nil
+	}
+	return deleteQueues(rabbitMQURL(), f.queue)
+}
+
+// rabbitMQURL is RABBITMQ_URL, or the stack's broker.
+func rabbitMQURL() string {
+	if u := os.Getenv("RABBITMQ_URL"); u != "" {
+		return u
+	}
+	return pairs.DefaultRabbitMQURL
+}
+
+// deleteQueues deletes the queues and the exchange the rabbitmq service
+// declares for name with the default RETRY_BASE and MAX_ATTEMPTS.
+func deleteQueues(url, name string) error {
+	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
+	if err != nil {
+		return fmt.Errorf("rabbitmq (RABBITMQ_URL): %w", err)
+	}
+	defer conn.Close()
+	names := []string{name, name + ".dead"}
+	for ms := 200; ms <= 1600; ms *= 2 {
+		names = append(names, name+".retry."+strconv.Itoa(ms))
+	}
+	for _, q := range names {
+		ch, err := conn.Channel() // a failed delete closes its channel
+		if err != nil {
+			return err
+		}
+		_, _ = ch.QueueDelete(q, false, false, false)
+		_ = ch.Close()
+	}
+	if ch, err := conn.Channel(); err == nil {
+		_ = ch.ExchangeDelete(name+".dlx", false, false)
+		_ = ch.Close()
+	}
+	return nil
+}
+
+// live returns the base URLs of the instances not killed.
+func (f *fleet) live() []string {
+	var out []string
+	for i, u := range f.urls {
+		if !f.killed[i] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// resetStats resets every live instance's /stats.
+func (f *fleet) resetStats(ctx context.Context) error {
+	for _, u := range f.live() {
+		if err := driver.ResetStats(ctx, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stats reads every live instance's /stats, in instance order.
+func (f *fleet) stats(ctx context.Context) ([]*driver.ServerStats, error) {
+	var out []*driver.ServerStats
+	for _, u := range f.live() {
+		s, err := driver.GetStats(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// sum adds a counter over every instance.
+func sum(sts []*driver.ServerStats, name string) int64 {
+	var n int64
+	for _, s := range sts {
+		n += s.Counters[name]
+	}
+	return n
+}
+
+// drain waits, up to bound, until every task the instances took is
+// processed or dead; it returns the last stats read and whether they
+// drained.
+func (f *fleet) drain(ctx context.Context, bound time.Duration) ([]*driver.ServerStats, bool, error) {
+	deadline := time.Now().Add(bound)
+	for {
+		sts, err := f.stats(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if sum(sts, "processed")+sum(sts, "dead") >= sum(sts, "enqueued") {
+			return sts, true, nil
+		}
+		if time.Now().After(deadline) {
+			return sts, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return sts, false, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// fill adds the shares, the highest p99 and, when drained, the tasks
+// delivered more than once.
+func fill(m map[string]float64, sts []*driver.ServerStats, drained bool) {
+	processed := sum(sts, "processed")
+	m[MetricScaleInstances] = float64(len(sts))
+	m["processed"] = float64(processed)
+	m["drained"] = b2f(drained)
+	if processed > 0 {
+		lo, hi := 100.0, 0.0
+		for i, s := range sts {
+			share := math.Round(1000*float64(s.Counters["processed"])/float64(processed)) / 10
+			m["share."+strconv.Itoa(i)+"_pct"] = share
+			lo, hi = min(lo, share), max(hi, share)
+		}
+		m[MetricScaleShareMin], m[MetricScaleShareMax] = lo, hi
+	}
+	p99, seen := 0.0, false
+	for _, s := range sts {
+		if l, ok := s.Latencies["processing"]; ok && l.Count > 0 {
+			p99, seen = max(p99, l.P99MS), true
+		}
+	}
+	if seen {
+		m[MetricScaleP99] = p99
+	}
+	if drained {
+		m[MetricScaleRedelivered] = float64(max(sum(sts, "delivered")-processed-sum(sts, "dead"), 0))
+	}
+}
+
+// rate offers rate tasks/s round-robin to the instances for d, then waits
+// for the backlog to drain.
+func (f *fleet) rate(ctx context.Context, rate float64, d time.Duration) (*driver.SideResult, error) {
+	res := &driver.SideResult{Metrics: map[string]float64{}}
+	if err := f.resetStats(ctx); err != nil {
+		return res, err
+	}
+	urls := f.live()
+	spec := driver.AttackSpec{
+		Name: fmt.Sprintf("%-12s ×%d %s", f.svc, len(urls), driver.Label(rate)), Rate: rate, Duration: d,
+		MaxWorkers: f.e.MaxWorkers, Progress: f.e.Progress,
+		Next: func(n uint64) driver.Request {
+			return driver.Request{Method: http.MethodPost, URL: urls[n%uint64(len(urls))] + "/tasks", Body: QueueScenario.Load.Body(n)}
+		},
+	}
+	c := driver.Attack(ctx, spec)
+	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
+	driver.FlattenClient(res.Metrics, "client.", c)
+	atEnd, err := f.stats(ctx)
+	if err != nil {
+		return res, err
+	}
+	if c.DurationS > 0 {
+		res.Metrics[MetricScaleProcessed] = round1(float64(sum(atEnd, "processed")) / c.DurationS)
+	}
+	res.Metrics["backlog_end"] = float64(max(sum(atEnd, "enqueued")-sum(atEnd, "processed")-sum(atEnd, "dead"), 0))
+	final, drained, err := f.drain(ctx, f.e.settle())
+	if err != nil {
+		return res, err
+	}
+	fill(res.Metrics, final, drained)
+	return res, nil
+}
+
+// batch posts o.BatchTasks tasks in batches as fast as o.Senders senders
+// can and times them until every one is processed: processed/s is the
+// tasks over that time.
+func (f *fleet) batch(ctx context.Context, o ScaleOutOptions) (*driver.SideResult, error) {
+	res := &driver.SideResult{Metrics: map[string]float64{}}
+	if err := f.resetStats(ctx); err != nil {
+		return res, err
+	}
+	urls := f.live()
+	body := QueueThroughput.Body(o.BatchSize)
+	requests := max(o.BatchTasks/max(o.BatchSize, 1), 1)
+	t0 := time.Now()
+	c := postBatches(ctx, urls, body, requests, o.Senders)
+	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
+	res.Metrics["client.ok"] = float64(c.OK)
+	res.Metrics["client.errors"] = float64(c.Errors)
+	final, drained, err := f.drain(ctx, max(f.e.settle(), time.Minute))
+	if err != nil {
+		return res, err
+	}
+	if drained {
+		res.Metrics[MetricScaleProcessed] = round1(float64(sum(final, "processed")) / time.Since(t0).Seconds())
+	}
+	fill(res.Metrics, final, drained)
+	return res, nil
+}
+
+// postBatches sends requests POST /tasks/batch of body from senders
+// closed-loop senders, round-robin over urls, and returns what the
+// client saw (answers and their codes; no latency).
+func postBatches(ctx context.Context, urls []string, body []byte, requests, senders int) driver.ClientResult {
+	c := driver.ClientResult{Codes: map[string]int64{}}
+	var mu sync.Mutex
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range max(senders, 1) {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(requests) || ctx.Err() != nil {
+					return
+				}
+				code, _, err := driver.Do(ctx, http.MethodPost, urls[int(i)%len(urls)]+"/tasks/batch", body)
+				mu.Lock()
+				c.Requests++
+				c.Codes[strconv.Itoa(code)]++
+				switch {
+				case err != nil:
+					c.Errors++
+					if len(c.ErrorSamples) < 5 {
+						c.ErrorSamples = append(c.ErrorSamples, err.Error())
+					}
+				case code/100 == 2:
+					c.OK++
+				default:
+					c.Errors++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	c.DurationS = time.Since(t0).Seconds()
+	if c.DurationS > 0 {
+		c.SentRate = float64(c.Requests) / c.DurationS
+		c.Throughput = float64(c.OK) / c.DurationS
+	}
+	return c
+}
+
+// kill offers rate tasks/s to the second instance for o.KillDuration and
+// kills the first with SIGKILL a third of the way in, then waits until
+// every recorded task is done and reads from the records how many the
+// victim held (tasks delivered more than once) and how long after the
+// kill each was processed.
+func (f *fleet) kill(ctx context.Context, rate float64, o ScaleOutOptions) (*driver.SideResult, error) {
+	res := &driver.SideResult{Metrics: map[string]float64{}}
+	if len(f.urls) < 2 {
+		return res, errors.New("the kill point needs two instances")
+	}
+	if err := f.resetStats(ctx); err != nil {
+		return res, err
+	}
+	survivor := f.urls[1]
+	spec := driver.AttackSpec{
+		Name: fmt.Sprintf("%-12s kill -9 1 of 2", f.svc), Rate: rate, Duration: o.KillDuration,
+		MaxWorkers: f.e.MaxWorkers, Progress: f.e.Progress,
+		Next: func(n uint64) driver.Request {
+			return driver.Request{Method: http.MethodPost, URL: survivor + "/tasks", Body: QueueScenario.Load.Body(n)}
+		},
+	}
+	done := make(chan driver.ClientResult, 1)
+	go func() { done <- driver.Attack(ctx, spec) }()
+	var killedAt time.Time
+	var killErr error
+	select {
+	case <-time.After(o.KillDuration / 3):
+		killedAt = time.Now()
+		killErr = f.e.Launcher.Kill(f.names[0])
+		f.killed[0] = true
+	case <-ctx.Done():
+	}
+	c := <-done
+	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
+	driver.FlattenClient(res.Metrics, "client.", c)
+	if killErr != nil {
+		return res, fmt.Errorf("kill -9 %s: %w", f.names[0], killErr)
+	}
+	if killedAt.IsZero() {
+		return res, ctx.Err()
+	}
+	bound := max(f.e.settle(), o.Lease+30*time.Second)
+	open, err := f.waitRecords(ctx, bound)
+	if err != nil {
+		return res, err
+	}
+	res.Metrics[MetricKillOpen] = float64(open)
+	held, after, err := f.redelivered(ctx, killedAt)
+	if err != nil {
+		return res, err
+	}
+	res.Metrics[MetricKillHeld] = float64(held)
+	if len(after) > 0 {
+		slices.Sort(after)
+		res.Metrics[MetricKillP50] = math.Round(driver.Median(after)*100) / 100
+		res.Metrics[MetricKillMax] = math.Round(after[len(after)-1]*100) / 100
+	}
+	return res, nil
+}
+
+// tasks is the side's task records table.
+func (f *fleet) tasks() string { return pgx.Identifier{f.schema, "tasks"}.Sanitize() }
+
+// waitRecords waits, up to bound, until no task record is open, and
+// returns how many still are.
+func (f *fleet) waitRecords(ctx context.Context, bound time.Duration) (int64, error) {
+	conn, err := f.e.connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	deadline := time.Now().Add(bound)
+	for {
+		var open int64
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+f.tasks()+` WHERE status IN ('queued', 'running')`).Scan(&open); err != nil {
+			return 0, err
+		}
+		if open == 0 || time.Now().After(deadline) {
+			return open, nil
+		}
+		select {
+		case <-ctx.Done():
+			return open, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// redelivered returns how many done tasks were delivered more than once
+// and, for each, the seconds from killedAt until it was processed.
+func (f *fleet) redelivered(ctx context.Context, killedAt time.Time) (int64, []float64, error) {
+	conn, err := f.e.connect(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT extract(epoch FROM processed_at - $1::timestamptz)::float8 FROM `+f.tasks()+
+		` WHERE attempts > 1 AND status = 'done' AND processed_at IS NOT NULL`, killedAt)
+	if err != nil {
+		return 0, nil, err
+	}
+	after, err := pgx.CollectRows(rows, pgx.RowTo[float64])
+	if err != nil {
+		return 0, nil, err
+	}
+	return int64(len(after)), after, nil
+}
