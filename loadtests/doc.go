@@ -8,7 +8,8 @@
 //	go run ./loadtests check [-host localhost] [-timeout 2s]
 //	go run ./loadtests queue|log|documents|cache [flags]  one pair, results/<id>.json
 //	go run ./loadtests eventstore <append|point-read|catch-up> [flags]  the event store trio's bench
-//	go run ./loadtests throughput [flags]           closed-loop batch senders on queue and log
+//	go run ./loadtests throughput [flags]           closed-loop batch senders on queue and log, then the sustainable search
+//	go run ./loadtests sustainable [flags]          the open-loop sustainable search alone
 //	go run ./loadtests longlived [flags]            queue and log on long-lived tables
 //	go run ./loadtests results [flags]              every pair, then RESULTS.md
 //	go run ./loadtests demo                         every pair briefly, one table each
