@@ -70,7 +70,7 @@ func sustainIntro(s *scenario.SustainSettings) string {
 	if win := s.StepS - s.WarmupS; win > 0 {
 		w("Over a full step's window the flat bound lets processing fall about %s behind the offered rate, the noise of an instantaneous read of the counters. ", num(math.Round(1000*s.FlatArrivalsS/win)/10)+"%")
 	}
-	w("Each search starts on a freshly started service with its tables truncated (no-kafka's slot moved to the current WAL position; the lag it was found with is recorded) and climbs its ladder")
+	w("Each search starts on a freshly started service with its tables truncated (no-kafka's slot moved to the current WAL position; the lag it was found with is recorded) when the driver runs the service; one running outside the driver keeps its process and tables, and its steps below say so. Each search climbs its ladder")
 	var ls []string
 	for _, tp := range throughputPairs {
 		if l, ok := s.Ladders[tp.pair]; ok {
@@ -327,6 +327,10 @@ func sustainSteps(r *driver.Run, pair string) string {
 					}
 					if _, ok := one[scenario.MetricOffered]; !ok {
 						continue // not recorded: nothing to say about it
+					}
+					if _, ok := one["client.requests"]; !ok {
+						steps = append(steps, fmt.Sprintf("%s/s not measured (the round's failure says why)", num(one[scenario.MetricOffered])))
+						continue
 					}
 					_, why := scenario.StepJudge(one)
 					mark := "fail"
