@@ -1008,7 +1008,7 @@ func writeReport(c common, inputs string) error {
 
 // loadUsage lists the load commands.
 func loadUsage(w io.Writer) {
-	for _, k := range []string{"queue", "log", "documents", "cache", "throughput", "results", longLivedCommand, "demo", "report"} {
+	for _, k := range []string{"queue", "log", "documents", "cache", "throughput", sustainableCommand, "results", longLivedCommand, "demo", "report"} {
 		fmt.Fprintf(w, "%-10s %s\n", k, loadCommands[k])
 	}
 	fmt.Fprintln(w, "\nrun `go run ./loadtests <command> -h` for a command's flags")

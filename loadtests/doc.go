@@ -7,10 +7,11 @@
 //
 //	go run ./loadtests check [-host localhost] [-timeout 2s]
 //	go run ./loadtests queue|log|documents|cache [flags]  one pair, results/<id>.json
-//	go run ./loadtests eventstore <append|point-read|catch-up> [flags]  the event store trio's bench
+//	go run ./loadtests eventstore <append|point-read|catch-up|causal> [flags]  the event store trio's bench
 //	go run ./loadtests eventstore-long [-sizes 100000]  one long stream per engine: paged, service and snapshot folds
 //	go run ./loadtests eventstore-cleanup [flags]   delete one stream: Postgres batches, Kafka retention and compaction
-//	go run ./loadtests throughput [flags]           closed-loop batch senders on queue and log
+//	go run ./loadtests throughput [flags]           closed-loop batch senders on queue and log, then the sustainable search
+//	go run ./loadtests sustainable [flags]          the open-loop sustainable search alone
 //	go run ./loadtests longlived [flags]            queue and log on long-lived tables
 //	go run ./loadtests scaleout [flags]             1, 2 and 4 instances of each queue service (competing consumers, kill -9)
 //	go run ./loadtests results [flags]              every pair, then RESULTS.md

@@ -86,6 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "queue", "log", "documents", "cache", "throughput", "results", "demo", "report", longLivedCommand:
 		return loadMain(args[0], args[1:], stderr)
+	case sustainableCommand:
+		return loadMain("throughput", sustainableArgs(args[1:]), stderr)
 	case "eventstore":
 		return eventStoreMain(args[1:], stdout, stderr)
 	case eventstore.LongCommand, eventstore.CleanupCommand:

@@ -13,7 +13,19 @@ import (
 )
 
 func init() {
-	loadCommands["throughput"] = "closed-loop batch senders on the queue and log pairs: accepted and end-to-end items/s, latency, CPU per 1,000 items"
+	loadCommands["throughput"] = "closed-loop batch senders on the queue and log pairs: accepted and end-to-end items/s, latency, CPU per 1,000 items; then the open-loop sustainable search"
+	loadCommands[sustainableCommand] = "the open-loop sustainable search alone (throughput -closed-loop=false): the highest batched rate each side keeps flat under the SLO, and the queue sides at twice it"
+}
+
+// sustainableCommand runs the throughput command without its closed-loop
+// points (main maps it to throughput -closed-loop=false), so that its
+// results file is a throughput run the report reads.
+const sustainableCommand = "sustainable"
+
+// sustainableArgs are the throughput command's arguments of the
+// sustainable command run with args.
+func sustainableArgs(args []string) []string {
+	return append([]string{"-closed-loop=false"}, args...)
 }
 
 // throughputFlags are the throughput scenario's flags. The throughput
@@ -27,6 +39,11 @@ type throughputFlags struct {
 	duration *time.Duration
 	rounds   *int
 	drain    *time.Duration
+	// The sustainable search's flags.
+	closedLoop, sustain, quick *bool
+	sRounds, sOver             *int
+	sStep                      *time.Duration
+	sSizes                     *string
 }
 
 // registerThroughput registers the throughput flags of cmd.
@@ -40,7 +57,44 @@ func registerThroughput(fs *flag.FlagSet, cmd string) *throughputFlags {
 		f.duration = fs.Duration("throughput-duration", d.Duration, "throughput: duration of each loop")
 		f.rounds = fs.Int("throughput-rounds", d.Rounds, "throughput: rounds per batch size")
 	}
+	sd := scenario.SustainDefaults
+	f.closedLoop = fs.Bool("closed-loop", true, "throughput: run the closed-loop points (accepted/s); false runs the sustainable search alone")
+	f.sustain = fs.Bool("sustainable", true, "throughput: run the open-loop sustainable search after each pair's closed-loop points")
+	f.quick = fs.Bool("sustainable-quick", false, "throughput: the sustainable search at its quick size (4 s steps at 500–1000 items/s, one round): a check that it runs, not a measurement")
+	f.sSizes = fs.String("sustainable-sizes", formatInts(sd.Sizes), "throughput: batch sizes of the sustainable search, comma-separated (1 to 1000)")
+	f.sStep = fs.Duration("sustainable-step", sd.Step, "throughput: duration of each offered rate of the sustainable search (its first "+sd.Warmup.String()+" left out of the backlog's trend)")
+	f.sRounds = fs.Int("sustainable-rounds", sd.Rounds, "throughput: sustainable searches per side (the run-to-run range)")
+	f.sOver = fs.Int("sustainable-over-rounds", sd.OverRounds, "throughput: rounds of the queue sides at twice their sustainable rate (0: none)")
 	return f
+}
+
+// sustainOptions returns the sustainable search's options from the
+// parsed flags (nil when it is off).
+func (f *throughputFlags) sustainOptions() (*scenario.SustainOptions, error) {
+	if !*f.sustain {
+		return nil, nil
+	}
+	o := scenario.SustainDefaults
+	if *f.quick {
+		o = scenario.SustainQuick
+	} else {
+		o.Step, o.Rounds, o.OverRounds = *f.sStep, *f.sRounds, *f.sOver
+		o.Sizes = nil
+		for s := range strings.SplitSeq(*f.sSizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 1 || n > 1000 {
+				return nil, fmt.Errorf("-sustainable-sizes: bad size %q (1 to 1000)", s)
+			}
+			o.Sizes = append(o.Sizes, n)
+		}
+		if o.Warmup >= o.Step {
+			return nil, fmt.Errorf("-sustainable-step %s must be longer than the %s warm-up", o.Step, o.Warmup)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return &o, nil
 }
 
 // options returns the scenario's options from the parsed flags.
@@ -61,6 +115,15 @@ func (f *throughputFlags) options(c common, root string) (scenario.ThroughputOpt
 		return o, fmt.Errorf("-senders must be at least 1")
 	case o.Duration <= 0 || o.Rounds < 1:
 		return o, fmt.Errorf("throughput: duration and rounds must be positive")
+	}
+	o.SkipClosedLoop = !*f.closedLoop
+	so, err := f.sustainOptions()
+	if err != nil {
+		return o, err
+	}
+	o.Sustain = so
+	if o.SkipClosedLoop && o.Sustain == nil {
+		return o, fmt.Errorf("-closed-loop=false and -sustainable=false leave nothing to run")
 	}
 	return o, nil
 }

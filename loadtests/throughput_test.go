@@ -58,3 +58,44 @@ func TestThroughputFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestSustainableFlags parses the sustainable search's flags: on by
+// default at its declared size in both commands, the quick size, the
+// sustainable command's -closed-loop=false, nothing left to run refused,
+// and bad values refused by name.
+func TestSustainableFlags(t *testing.T) {
+	parse := func(cmd string, args ...string) (scenario.ThroughputOptions, error) {
+		t.Helper()
+		fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var c common
+		c.register(fs, scenario.ThroughputDefaults.Rounds, scenario.ThroughputDefaults.Duration)
+		tf := registerThroughput(fs, cmd)
+		if err := fs.Parse(args); err != nil {
+			return scenario.ThroughputOptions{}, err
+		}
+		return tf.options(c, "/repo")
+	}
+	d := scenario.SustainDefaults
+	for _, cmd := range []string{"throughput", "results"} {
+		o, err := parse(cmd)
+		if err != nil || o.Sustain == nil || o.SkipClosedLoop || o.Sustain.Step != d.Step || o.Sustain.Rounds != d.Rounds || !slices.Equal(o.Sustain.Sizes, d.Sizes) {
+			t.Errorf("%s defaults: %+v, %v", cmd, o.Sustain, err)
+		}
+	}
+	o, err := parse("throughput", sustainableArgs([]string{"-sustainable-rounds", "3", "-sustainable-step", "45s", "-sustainable-sizes", "10,100"})...)
+	if err != nil || !o.SkipClosedLoop || o.Sustain == nil || o.Sustain.Rounds != 3 || o.Sustain.Step != 45*time.Second || !slices.Equal(o.Sustain.Sizes, []int{10, 100}) {
+		t.Errorf("sustainable command: %+v %+v, %v", o, o.Sustain, err)
+	}
+	if o, err = parse("throughput", "-sustainable-quick"); err != nil || o.Sustain == nil || o.Sustain.Step != scenario.SustainQuick.Step {
+		t.Errorf("quick: %+v, %v", o.Sustain, err)
+	}
+	if o, err = parse("throughput", "-sustainable=false"); err != nil || o.Sustain != nil {
+		t.Errorf("-sustainable=false: %+v, %v", o.Sustain, err)
+	}
+	for _, bad := range [][]string{{"-sustainable-sizes", "0"}, {"-sustainable-step", "2s"}, {"-sustainable-rounds", "0"}, {"-sustainable=false", "-closed-loop=false"}} {
+		if _, err := parse("throughput", bad...); err == nil || !strings.Contains(err.Error(), "sustainable") {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}

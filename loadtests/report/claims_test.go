@@ -20,7 +20,7 @@ func TestEveryClaimEvaluatesOnTheFixture(t *testing.T) {
 			t.Errorf("incomplete claim row: %+v", s)
 		}
 	}
-	runs := append(fixture(), throughputFixture())
+	runs := append(fixture(), withSustain(throughputFixture(), false))
 	for _, c := range Claims(runs, notifyFixture()) {
 		if c.Measured == "" || c.Measured == "–" {
 			t.Errorf("%s %q: nothing measured on the fixture (%s)", c.Pair, c.Short, c.Why)

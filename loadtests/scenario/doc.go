@@ -16,6 +16,12 @@
 // The scale-out scenario (RunScaleOut) starts its own instances of the
 // queue pair, 1, 2 and 4 per side on one schema or one queue, as
 // competing consumers.
+// The throughput scenario (ThroughputScenario, throughput.go) posts
+// batches from closed-loop senders: what a side accepts. Its sustainable
+// search (sustain.go) offers batches open loop, at fixed rates, to find
+// the highest rate at which a side's backlog stays flat and its
+// end-to-end p99 stays under SustainSLO, each search on a freshly
+// started service with its tables truncated.
 //
 // Side A of every pair is the Postgres service (no-rabbitmq, no-kafka,
 // no-mongodb), side B the other, so every ratio reads "Postgres ÷ X".

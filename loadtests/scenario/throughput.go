@@ -37,13 +37,16 @@ type ThroughputScenario struct {
 	Latency string
 	// EndToEnd says in words what Latency and the Out counters measure.
 	EndToEnd string
+	// Overload runs the sustainable search's overload point (SustainOver
+	// times each side's sustainable rate) on this pair.
+	Overload bool
 }
 
 // The pairs' throughput scenarios: the same items as their rate
 // scenarios, through the batch endpoints.
 var (
 	QueueThroughput = ThroughputScenario{Pair: QueuePair, Phase: "send", Path: "/tasks/batch", Field: "tasks",
-		Item: QueueScenario.Load.Body, Latency: "processing", EndToEnd: "send→processed"}
+		Item: QueueScenario.Load.Body, Latency: "processing", EndToEnd: "send→processed", Overload: true}
 	LogThroughput = ThroughputScenario{Pair: LogPair, Phase: "write", Path: "/events/batch", Field: "events",
 		Item: LogScenario.Load.Body, Latency: "delivery", EndToEnd: "write→delivered"}
 	// Throughputs are the scenarios the throughput command runs, in order.
@@ -72,6 +75,11 @@ type ThroughputOptions struct {
 	// StackDir is where the stack keeps its pid files (.stack); the
 	// servers are found by a /proc scan when it holds none.
 	StackDir string
+	// Sustain, when not nil, runs each pair's sustainable search
+	// (RunSustainable) after its closed-loop points; SkipClosedLoop
+	// leaves the closed-loop points out (the sustainable command).
+	Sustain        *SustainOptions
+	SkipClosedLoop bool
 }
 
 // ThroughputDefaults fit the whole scenario (2 pairs × 4 sizes × 2 sides
@@ -117,6 +125,18 @@ var CostGroups = []string{"service", "postgres", "rabbitmq", "kafka"}
 // overhead; the drains after the larger batches are the unknown (Bound
 // lets each take the whole drain bound).
 func (o ThroughputOptions) Estimate(settle time.Duration) Estimate {
+	var sustain Estimate
+	if o.Sustain != nil {
+		sustain = o.Sustain.Estimate()
+	}
+	if o.SkipClosedLoop {
+		return sustain
+	}
+	return o.closedLoopEstimate(settle).Add(sustain)
+}
+
+// closedLoopEstimate is Estimate's closed-loop part.
+func (o ThroughputOptions) closedLoopEstimate(settle time.Duration) Estimate {
 	pairs, sides := len(Throughputs), 2
 	fixed := time.Duration(pairs) * (time.Duration(sides)*serviceStart + warmupTime)
 	n := pairs * len(o.Sizes) * o.Rounds * sides
@@ -135,8 +155,9 @@ func (o ThroughputOptions) drainBound(settle time.Duration) time.Duration {
 	return max(o.Drain, settle)
 }
 
-// RunThroughput runs every pair's throughput points with o, recording
-// them in run: before (nil for nothing) is called with each pair before
+// RunThroughput runs every pair's throughput points with o (the
+// closed-loop points unless o.SkipClosedLoop, then the sustainable search
+// when o.Sustain is set), recording them in run: before (nil for nothing) is called with each pair before
 // its services are started (to declare its tables' starting state), stop
 // (nil for nothing) after its points, to leave the CPU to the next pair.
 func RunThroughput(ctx context.Context, e *Env, run *driver.Run, o ThroughputOptions, before, stop func(Pair)) error {
@@ -146,11 +167,21 @@ func RunThroughput(ctx context.Context, e *Env, run *driver.Run, o ThroughputOpt
 	run.Settings["rounds"] = o.Rounds
 	run.Settings["settle_s"] = e.settle().Seconds()
 	run.Settings["drain_s"] = o.drainBound(e.settle()).Seconds()
+	run.Settings["closed_loop"] = !o.SkipClosedLoop
+	if o.Sustain != nil {
+		run.Settings[SustainSetting] = o.Sustain.Settings()
+	}
 	for _, s := range Throughputs {
 		if before != nil {
 			before(s.Pair)
 		}
-		err := s.Run(ctx, e, run, o)
+		var err error
+		if !o.SkipClosedLoop {
+			err = s.Run(ctx, e, run, o)
+		}
+		if err == nil && o.Sustain != nil {
+			err = s.RunSustainable(ctx, e, run, *o.Sustain)
+		}
 		if stop != nil {
 			stop(s.Pair)
 		}

@@ -1,0 +1,907 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
+
+// Sustainable throughput (issue 21 item 3). The closed-loop throughput
+// points measure how fast a side accepts batches; what it processes
+// meanwhile, with senders that outrun its workers, is a backlog draining,
+// not a rate it sustains. The sustainable rate is the highest offered
+// rate, open loop and batched, at which the backlog stays flat over a
+// step and the end-to-end p99 (send→processed, write→delivered) stays
+// under SustainSLO.
+
+// The sustainable search's criteria, written once: the report prints
+// them from here.
+const (
+	// SustainSLO bounds a passing step's end-to-end p99 (send→processed,
+	// write→delivered). One second: far above this machine's floors (a
+	// queue p99 sits near 50 ms on both sides at low rates, a delivery p99
+	// near 15 ms), so that the floor never decides a step, and far below
+	// the 10–15 s p50 of a draining backlog (the closed-loop points of
+	// 1 Dec 2026), so that no backlog passes. A reader who needs tighter
+	// latency gets a lower rate than the one printed.
+	SustainSLO = time.Second
+	// FlatArrivals bounds a flat backlog: over a step's measured window
+	// the backlog may grow by at most this many seconds of arrivals at the
+	// offered rate (and at least FlatMinBatches batches). A quarter second
+	// over a 25 s window lets processing fall 1% behind the offered rate,
+	// about the noise of an instantaneous read of the counters (the items
+	// in flight are about rate × p50); anything that falls further behind
+	// is a backlog growing.
+	FlatArrivals = 0.25
+	// FlatMinBatches is the least growth bound, in batches: at low rates
+	// one batch in flight is already a quarter second of arrivals.
+	FlatMinBatches = 2
+	// StarvedShare flags a step whose processing during the intake fell
+	// under this share of what the side was offered (or of the highest
+	// rate it passed in the same search, when lower) while its backlog
+	// grew: the workers starved instead of keeping up to their capacity.
+	StarvedShare = 0.5
+	// OverGoal is the least share of its sustainable rate a side must
+	// keep processing while it is offered SustainOver times that rate in
+	// batches (issue 21's "no collapse under batch intake").
+	OverGoal = 0.8
+	// SustainOver is the overload point's multiple of the sustainable
+	// rate.
+	SustainOver = 2.0
+	// earlyFailAfter and earlyFailFactor end a step early, after the
+	// warm-up and earlyFailAfter of its window, once its backlog has
+	// grown earlyFailFactor times the flat bound: its trend is plain, and
+	// every further second only adds backlog to drain.
+	earlyFailAfter  = 5 * time.Second
+	earlyFailFactor = 4
+	// sustainDescents is how many times a search divides the rate by the
+	// ladder's factor when its first rate fails.
+	sustainDescents = 3
+	// SendShare is the least share of the offered rate the driver must
+	// send for a step to count (the driver's own limit otherwise).
+	SendShare = 0.95
+)
+
+// Metric names of the sustainable points. A search's SideResult holds
+// the search's outcome and, per step i, "step<i>.<name>" with the step's
+// figures (StepMetric).
+const (
+	// MetricSustainable is the highest offered items/s that passed
+	// (absent when none did: the round is failed).
+	MetricSustainable = "sustainable_per_s"
+	// MetricFirstFail is the lowest offered rate above it that failed
+	// (absent when the search stopped at its ladder's top: MetricCapped).
+	MetricFirstFail = "first_fail_per_s"
+	MetricCapped    = "capped"
+	// MetricStarved is 1 when a step of the search starved
+	// (StarvedShare), MetricStarvedAt its offered rate and
+	// MetricStarvedProcessed what it processed per second meanwhile.
+	MetricStarved          = "starved"
+	MetricStarvedAt        = "starved_at_per_s"
+	MetricStarvedProcessed = "starved_processed_per_s"
+	// MetricSteps counts the steps of the search.
+	MetricSteps = "steps"
+	// MetricOffered is the items/s offered, MetricIntake the items/s
+	// processed (or delivered) during the intake after its warm-up,
+	// MetricShare MetricIntake ÷ the side's sustainable rate, and
+	// MetricDrain the seconds its backlog took to drain after the intake
+	// (MetricDrained 0 when it had not within the drain bound).
+	MetricOffered = "offered_per_s"
+	MetricIntake  = "processed_per_s"
+	MetricShare   = "share_of_sustainable"
+	MetricDrain   = "drain_s"
+	MetricDrained = "drained"
+)
+
+// SustainScenarioName is the Point.Scenario of a pair's sustainable
+// search ("queue.sustainable"); OverScenarioName that of its overload
+// point at SustainOver times the sustainable rate.
+func SustainScenarioName(pair string) string { return pair + ".sustainable" }
+
+// OverScenarioName: see SustainScenarioName.
+func OverScenarioName(pair string) string { return pair + ".over_sustainable" }
+
+// StepMetric is the name of step i's metric name in a search's result.
+func StepMetric(i int, name string) string { return "step" + strconv.Itoa(i) + "." + name }
+
+// SustainLadder is a pair's rate ladder: the search starts at Start
+// items/s and multiplies by Factor while steps pass, up to Max; then
+// Bisect bisections refine the boundary between the last pass and the
+// first failure.
+type SustainLadder struct {
+	Start  float64 `json:"start"`
+	Factor float64 `json:"factor"`
+	Max    float64 `json:"max"`
+	Bisect int     `json:"bisect"`
+}
+
+// SustainOptions parameterize the sustainable-throughput search.
+type SustainOptions struct {
+	// Sizes are the batch sizes (items per POST).
+	Sizes []int
+	// Step is each offered rate's duration; the first Warmup of it is
+	// left out of the backlog's trend (the pipeline filling), Sample is
+	// how often /stats is read meanwhile.
+	Step, Warmup, Sample time.Duration
+	// Rounds is how many searches per side (sides alternated, order
+	// rotated): the run-to-run range. The first search climbs the ladder;
+	// each later one starts from the previous bracket (last pass, first
+	// failure), checks both ends and searches again only if they moved.
+	Rounds int
+	// Drain bounds each wait for a backlog to drain, before a step and
+	// after the overload point.
+	Drain time.Duration
+	// OverRounds is how many rounds the overload point runs (0: none);
+	// it runs on the scenarios marked Overload.
+	OverRounds int
+	// Ladders are the pairs' ladders, by pair name.
+	Ladders map[string]SustainLadder
+}
+
+// SustainDefaults are the results' sustainable search: batches of 100,
+// 30 s steps (5 s warm-up), two searches per side, the overload point
+// once per side. Typically about 12 minutes on 2 cores for both pairs
+// (Estimate); the queue's ladder starts where issue 21's open-loop runs
+// saw both sides flat (5,000/s), the log's where they saw both flat at
+// 40,000/s.
+var SustainDefaults = SustainOptions{
+	Sizes: []int{100}, Step: 30 * time.Second, Warmup: 5 * time.Second, Sample: time.Second,
+	Rounds: 2, Drain: 30 * time.Second, OverRounds: 1,
+	Ladders: map[string]SustainLadder{
+		"queue": {Start: 5000, Factor: 2, Max: 40000, Bisect: 1},
+		"log":   {Start: 40000, Factor: 2, Max: 160000},
+	},
+}
+
+// SustainQuick is a look in about two minutes, at rates any machine
+// keeps up with: 4 s steps, one search per side, no bisection. Its
+// figures say whether the search runs, not what a side sustains.
+var SustainQuick = SustainOptions{
+	Sizes: []int{100}, Step: 4 * time.Second, Warmup: time.Second, Sample: 250 * time.Millisecond,
+	Rounds: 1, Drain: 10 * time.Second, OverRounds: 1,
+	Ladders: map[string]SustainLadder{
+		"queue": {Start: 500, Factor: 2, Max: 1000},
+		"log":   {Start: 500, Factor: 2, Max: 1000},
+	},
+}
+
+// Validate says what is wrong with o.
+func (o SustainOptions) Validate() error {
+	var errs []error
+	if len(o.Sizes) == 0 {
+		errs = append(errs, errors.New("sustainable: no batch size"))
+	}
+	for _, n := range o.Sizes {
+		if n < 1 || n > 1000 {
+			errs = append(errs, fmt.Errorf("sustainable: batch size %d (1 to 1000)", n))
+		}
+	}
+	if o.Step <= 0 || o.Warmup < 0 || o.Warmup >= o.Step || o.Sample <= 0 {
+		errs = append(errs, fmt.Errorf("sustainable: step %s must be longer than its warm-up %s, sampled every %s > 0", o.Step, o.Warmup, o.Sample))
+	}
+	if o.Rounds < 1 || o.OverRounds < 0 || o.Drain <= 0 {
+		errs = append(errs, errors.New("sustainable: rounds ≥ 1, overload rounds ≥ 0 and a drain bound > 0 are required"))
+	}
+	for _, s := range Throughputs {
+		l, ok := o.Ladders[s.Pair.Name]
+		if !ok || l.Start <= 0 || l.Factor <= 1 || l.Max < l.Start || l.Bisect < 0 {
+			errs = append(errs, fmt.Errorf("sustainable: the %s ladder %+v cannot climb", s.Pair.Name, l))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Estimate returns the expected duration of the search on every pair of
+// Throughputs. Typical: each search's first rate passes and the next
+// fails (later searches check the two ends of the previous bracket), a
+// failing step ends earlyFailAfter into its window and its backlog drains
+// in a third of a step; each search starts on a freshly started service
+// and a 1 s warm-up; the overload point, on a fresh start too, has a
+// backlog that takes the drain bound.
+// Bound: every search climbs its whole ladder, every step runs to its end
+// and every drain to its bound.
+func (o SustainOptions) Estimate() Estimate {
+	const sides = 2
+	pass := o.Step + attackOverhead
+	drain := min(o.Drain, o.Step/3)
+	fail := o.Warmup + earlyFailAfter + 2*attackOverhead + drain
+	start := serviceStart + time.Second + 2*attackOverhead
+	full := o.Step + attackOverhead + o.Drain
+	var e Estimate
+	for _, s := range Throughputs {
+		l := o.Ladders[s.Pair.Name]
+		ladder := 1
+		if l.Factor > 1 && l.Max > l.Start && l.Start > 0 {
+			ladder += int(math.Floor(math.Log(l.Max/l.Start) / math.Log(l.Factor)))
+		}
+		passes := 1 + l.Bisect/2 + (o.Rounds - 1)
+		fails := 1 + l.Bisect - l.Bisect/2 + (o.Rounds - 1)
+		n := len(o.Sizes) * sides
+		perSide := time.Duration(o.Rounds)*start + time.Duration(passes)*pass + time.Duration(fails)*fail
+		boundSide := time.Duration(o.Rounds)*(start+time.Duration(ladder+l.Bisect)*full) + full
+		e = e.Add(Estimate{Attacks: n * (passes + fails), Typical: time.Duration(n) * perSide, Bound: time.Duration(n) * boundSide})
+		if s.Overload && o.OverRounds > 0 {
+			k := time.Duration(n * o.OverRounds)
+			e = e.Add(Estimate{Attacks: n * o.OverRounds, Typical: k * (start + pass + o.Drain), Bound: k * (start + full)})
+		}
+	}
+	return e
+}
+
+// StepJudge decides one step from its figures (the "step<i>." metrics
+// without their prefix): whether it passed and why, in words. The report
+// calls it too, so that the reason is never stored apart from the
+// figures it is read from.
+func StepJudge(m map[string]float64) (bool, string) {
+	offered, req := m[MetricOffered], m["client.requests"]
+	bound := m["flat_bound"]
+	growth := func() (bool, string) {
+		return false, fmt.Sprintf("backlog grew %.0f items in %.0f s (flat: ≤ %.0f), processing %.0f/s", m["backlog_growth"], m["window_s"], bound, m[MetricIntake])
+	}
+	switch {
+	case req == 0:
+		return false, "nothing sent"
+	case m["stopped_early"] == 1:
+		// Ended by the driver once the backlog had plainly grown; the
+		// requests it cut off are no failure of the side's.
+		return growth()
+	case m["client.errors"] >= driver.FailShare*req:
+		return false, fmt.Sprintf("%.0f of %.0f batch requests failed", m["client.errors"], req)
+	case m["client.shed"] >= driver.FailShare*req:
+		return false, fmt.Sprintf("%.0f of %.0f batches shed (503 + Retry-After)", m["client.shed"], req)
+	case m["sent_per_s"] < SendShare*offered:
+		return false, fmt.Sprintf("the driver sent only %.0f items/s (its own limit, not the side's)", m["sent_per_s"])
+	case m["backlog_growth"] > bound:
+		return growth()
+	case m["p99_count"] == 0:
+		return false, "nothing was processed"
+	case m["p99_ms"] >= float64(SustainSLO.Milliseconds()):
+		return false, fmt.Sprintf("p99 %.0f ms ≥ %s", m["p99_ms"], SustainSLO)
+	}
+	return true, fmt.Sprintf("flat (grew %.0f ≤ %.0f), p99 %.0f ms", m["backlog_growth"], bound, m["p99_ms"])
+}
+
+// StepStarved reports whether a step starved: its backlog grew past the
+// flat bound while it processed under StarvedShare of the lower of the
+// offered rate and ref (the highest rate the side passed before it in
+// the same search; 0 for none).
+func StepStarved(m map[string]float64, ref float64) bool {
+	base := m[MetricOffered]
+	if ref > 0 {
+		base = min(base, ref)
+	}
+	return m["backlog_growth"] > m["flat_bound"] && m[MetricIntake] < StarvedShare*base
+}
+
+// flatBound is the most a flat backlog may grow over a window at rate.
+func flatBound(rate float64, batch int) float64 {
+	return math.Max(FlatMinBatches*float64(batch), FlatArrivals*rate)
+}
+
+// bracket is a search's outcome: the highest passing rate, the lowest
+// failing rate above it, and whether the ladder's top passed.
+type bracket struct {
+	lo, hi float64
+	capped bool
+}
+
+// searchSustainable finds the highest passing rate with try. Without a
+// seed (lo 0) it climbs l from l.Start by l.Factor until a step fails
+// (or passes l.Max: capped), descending by l.Factor up to
+// sustainDescents times when the first fails, then bisects l.Bisect
+// times. With a seed it tries the seed's lo, then its hi: when they
+// pass and fail again the bracket stands; when one moved it climbs or
+// descends from there and bisects.
+func searchSustainable(l SustainLadder, seed bracket, try func(float64) (bool, error)) (bracket, error) {
+	var b bracket
+	climb := func(from float64) error {
+		for r := from; ; r = roundRate(r * l.Factor) {
+			if r > l.Max {
+				b.capped = true
+				return nil
+			}
+			ok, err := try(r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				b.hi = r
+				return nil
+			}
+			b.lo = r
+		}
+	}
+	descend := func(from float64) error {
+		r := from
+		for range sustainDescents {
+			r = roundRate(r / l.Factor)
+			ok, err := try(r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				b.lo = r
+				return nil
+			}
+			b.hi = r
+		}
+		return nil
+	}
+	moved := true
+	switch {
+	case seed.lo <= 0:
+		if err := climb(l.Start); err != nil {
+			return b, err
+		}
+		if b.lo == 0 && !b.capped {
+			if err := descend(b.hi); err != nil {
+				return b, err
+			}
+		}
+	default:
+		ok, err := try(seed.lo)
+		if err != nil {
+			return b, err
+		}
+		if !ok {
+			b.hi = seed.lo
+			if err := descend(seed.lo); err != nil {
+				return b, err
+			}
+			break
+		}
+		b.lo = seed.lo
+		if seed.capped || seed.hi <= 0 {
+			b.capped = seed.capped
+			moved = false
+			break
+		}
+		ok, err = try(seed.hi)
+		if err != nil {
+			return b, err
+		}
+		if !ok {
+			b.hi, moved = seed.hi, false
+			break
+		}
+		b.lo = seed.hi
+		if err := climb(roundRate(seed.hi * l.Factor)); err != nil {
+			return b, err
+		}
+	}
+	if b.lo == 0 || b.capped || !moved {
+		return b, nil
+	}
+	for range l.Bisect {
+		mid := roundRate((b.lo + b.hi) / 2)
+		if mid <= b.lo || mid >= b.hi {
+			break
+		}
+		ok, err := try(mid)
+		if err != nil {
+			return b, err
+		}
+		if ok {
+			b.lo = mid
+		} else {
+			b.hi = mid
+		}
+	}
+	return b, nil
+}
+
+// RunSustainable runs the pair's sustainable search at every batch size
+// of o (one point <pair>.sustainable per size, o.Rounds searches per
+// side), then, when s.Overload, the overload point at SustainOver times
+// each side's median sustainable rate (<pair>.over_sustainable).
+func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *driver.Run, o SustainOptions) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := e.Ensure(ctx, s.Pair.Services(), nil, nil); err != nil {
+		return err
+	}
+	l := o.Ladders[s.Pair.Name]
+	for _, size := range o.Sizes {
+		body := s.Body(size)
+		e.logf("%s sustainable: batch %d, %s steps from %g/s (×%g, max %g/s, %d bisections), %d rounds, %s p99 < %s",
+			s.Pair.Name, size, o.Step, l.Start, l.Factor, l.Max, l.Bisect, o.Rounds, s.EndToEnd, SustainSLO)
+		p := driver.Point{Scenario: SustainScenarioName(s.Pair.Name), Name: BatchLabel(size), DurationS: o.Step.Seconds(), Sides: s.Pair.Sides()}
+		seeds := map[string]bracket{}
+		found := map[string][]float64{}
+		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+			res, b, err := s.search(ctx, e, svc, size, body, l, seeds[svc], o)
+			if b.lo > 0 {
+				seeds[svc] = b
+				found[svc] = append(found[svc], b.lo)
+			}
+			return res, err
+		})
+		run.Points = append(run.Points, p)
+		if err != nil {
+			return err
+		}
+		if !s.Overload || o.OverRounds < 1 {
+			continue
+		}
+		e.logf("%s at %g× each side's sustainable rate: batch %d, %s, %d round(s)", s.Pair.Name, SustainOver, size, o.Step, o.OverRounds)
+		q := driver.Point{Scenario: OverScenarioName(s.Pair.Name), Name: BatchLabel(size), DurationS: o.Step.Seconds(), Sides: s.Pair.Sides()}
+		err = driver.RunPoint(ctx, &q, o.OverRounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+			if len(found[svc]) == 0 {
+				return nil, errors.New("no sustainable rate was measured for this side")
+			}
+			return s.over(ctx, e, svc, size, body, driver.Median(found[svc]), o)
+		})
+		run.Points = append(run.Points, q)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// search runs one search on svc: a fresh start (restarted, its tables
+// emptied: freshSide), a 1 s warm-up, then the steps searchSustainable
+// asks for, each recorded as "step<i>.*" metrics.
+func (s ThroughputScenario) search(ctx context.Context, e *Env, svc string, size int, body []byte, l SustainLadder, seed bracket, o SustainOptions) (*driver.SideResult, bracket, error) {
+	res := &driver.SideResult{Metrics: map[string]float64{}}
+	start, err := e.freshSide(ctx, s.Pair, svc)
+	for k, v := range start {
+		res.Metrics[k] = v
+	}
+	if err != nil {
+		return res, bracket{}, err
+	}
+	st := &sideState{}
+	s.warmSide(ctx, e, svc, size, body, st, o)
+	res.Metrics["slo_ms"] = float64(SustainSLO.Milliseconds())
+	res.Metrics["batch"] = float64(size)
+	var best float64
+	starvedAt := math.Inf(1)
+	n := 0
+	stepsByRate := map[float64]map[string]float64{}
+	try := func(rate float64) (bool, error) {
+		m, _, err := s.offer(ctx, e, svc, size, body, rate, st, o, true)
+		if m == nil {
+			m = map[string]float64{}
+		}
+		pass, why := false, ""
+		if err == nil {
+			pass, why = StepJudge(m)
+		} else {
+			why = err.Error()
+		}
+		m["pass"] = b2f(pass)
+		if err == nil && StepStarved(m, best) {
+			m[MetricStarved] = 1
+			if rate < starvedAt {
+				starvedAt = rate
+				res.Metrics[MetricStarved] = 1
+				res.Metrics[MetricStarvedAt] = rate
+				res.Metrics[MetricStarvedProcessed] = m[MetricIntake]
+			}
+		}
+		for k, v := range m {
+			res.Metrics[StepMetric(n, k)] = v
+		}
+		n++
+		if pass && rate > best {
+			best = rate
+			stepsByRate[rate] = m
+		}
+		e.logf("  %s %g/s (batch %d): pass=%v (%s)", svc, rate, size, pass, why)
+		return pass, err
+	}
+	b, err := searchSustainable(l, seed, try)
+	res.Metrics[MetricSteps] = float64(n)
+	res.Metrics[MetricStarved] = b2f(res.Metrics[MetricStarved] == 1)
+	res.Metrics[MetricCapped] = b2f(b.capped)
+	// Leave no backlog to the next search (rabbitmq's stays in the
+	// broker across a restart).
+	if _, _, derr := s.drainSide(ctx, e.URL(svc), st, o.Drain); err == nil && derr != nil {
+		err = derr
+	}
+	if err != nil {
+		return res, b, err
+	}
+	if b.lo <= 0 {
+		return res, b, fmt.Errorf("no offered rate down to %g items/s kept the backlog flat with %s p99 under %s", roundRate(l.Start/math.Pow(l.Factor, sustainDescents)), s.EndToEnd, SustainSLO)
+	}
+	res.Metrics[MetricSustainable] = b.lo
+	if b.hi > 0 {
+		res.Metrics[MetricFirstFail] = b.hi
+	}
+	if m := stepsByRate[b.lo]; m != nil {
+		for _, k := range []string{"p99_ms", "p50_ms", MetricIntake, "backlog_growth"} {
+			res.Metrics["at."+k] = m[k]
+		}
+	}
+	return res, b, nil
+}
+
+// over offers svc SustainOver times its sustainable rate ref, in batches,
+// for a whole step, and measures what it processes during the intake
+// (after the warm-up) as a share of ref, then how long its backlog takes
+// to drain. The step's client phase is recorded, so that failed requests
+// (sheds apart) fail the point.
+func (s ThroughputScenario) over(ctx context.Context, e *Env, svc string, size int, body []byte, ref float64, o SustainOptions) (*driver.SideResult, error) {
+	res := &driver.SideResult{Metrics: map[string]float64{}}
+	start, err := e.freshSide(ctx, s.Pair, svc)
+	for k, v := range start {
+		res.Metrics[k] = v
+	}
+	if err != nil {
+		return res, err
+	}
+	st := &sideState{}
+	s.warmSide(ctx, e, svc, size, body, st, o)
+	rate := math.Round(SustainOver * ref)
+	m, c, err := s.offer(ctx, e, svc, size, body, rate, st, o, false)
+	for k, v := range m {
+		res.Metrics[k] = v
+	}
+	if c.Requests > 0 {
+		res.Phases = append(res.Phases, driver.Phase{Name: s.Phase, Client: c})
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Metrics[MetricSustainable] = ref
+	res.Metrics[MetricShare] = math.Round(m[MetricIntake]/ref*1000) / 1000
+	res.Metrics[MetricStarved] = b2f(StepStarved(m, ref))
+	t0 := time.Now()
+	left, _, err := s.drainSide(ctx, e.URL(svc), st, o.Drain)
+	res.Metrics[MetricDrain] = math.Round(time.Since(t0).Seconds()*10) / 10
+	res.Metrics[MetricDrained] = b2f(left <= 0)
+	return res, err
+}
+
+// sideState carries, from one step to the next on one side, the backlog
+// its counters do not show: a step resets /stats, and what was left
+// then is processed after the reset without having been counted in.
+type sideState struct{ carry int64 }
+
+// backlog is the side's backlog now, from counters read since the last
+// reset.
+func (s ThroughputScenario) backlog(st *sideState, x *driver.ServerStats) int64 {
+	return st.carry + s.Pair.backlog(x)
+}
+
+// drainSide waits, up to bound, for the side's backlog to drain, and
+// returns what is left and how long it waited.
+func (s ThroughputScenario) drainSide(ctx context.Context, base string, st *sideState, bound time.Duration) (int64, time.Duration, error) {
+	t0 := time.Now()
+	for {
+		x, err := driver.GetStats(ctx, base)
+		if err != nil {
+			return 0, time.Since(t0), err
+		}
+		left := s.backlog(st, x)
+		if left <= 0 || time.Since(t0) >= bound {
+			return max(left, 0), time.Since(t0), nil
+		}
+		select {
+		case <-ctx.Done():
+			return left, time.Since(t0), ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// warmSide sends 1 s of batches at 10 per second and lets them drain,
+// recording nothing: a freshly started service fills its pools (a Kafka
+// consumer joins its group) before its first step.
+func (s ThroughputScenario) warmSide(ctx context.Context, e *Env, svc string, size int, body []byte, st *sideState, o SustainOptions) {
+	base := e.URL(svc)
+	if err := driver.ResetStats(ctx, base); err != nil {
+		e.logf("warm-up of %s: %v", svc, err)
+		return
+	}
+	st.carry = 0
+	driver.Attack(ctx, driver.AttackSpec{Rate: 10, Duration: time.Second, MaxWorkers: e.MaxWorkers,
+		Next: func(uint64) driver.Request {
+			return driver.Request{Method: http.MethodPost, URL: base + s.Path, Body: body}
+		}})
+	if _, _, err := s.drainSide(ctx, base, st, o.Drain); err != nil {
+		e.logf("warm-up of %s: %v", svc, err)
+	}
+}
+
+// sample is one read of a side's counters during a step.
+type sample struct {
+	t       float64 // seconds since the step began
+	backlog int64
+	out     int64
+}
+
+// offer runs one step on svc: it waits for the last step's backlog to
+// drain (bounded by o.Drain; what is left is the step's declared
+// "start.backlog"), records the start state (start.*), resets /stats,
+// offers rate items/s as batches of size, open loop, for o.Step while
+// reading /stats every o.Sample, and returns the step's figures. With
+// early it ends the step once its backlog has plainly grown
+// (earlyFailFactor × the flat bound, earlyFailAfter into the window).
+func (s ThroughputScenario) offer(ctx context.Context, e *Env, svc string, size int, body []byte, rate float64, st *sideState, o SustainOptions, early bool) (map[string]float64, driver.ClientResult, error) {
+	base := e.URL(svc)
+	m := map[string]float64{MetricOffered: rate, "batch": float64(size)}
+	left, waited, err := s.drainSide(ctx, base, st, o.Drain)
+	if err != nil {
+		return m, driver.ClientResult{}, err
+	}
+	m["start.backlog"] = float64(left)
+	m["start.wait_s"] = math.Round(waited.Seconds()*10) / 10
+	for k, v := range e.progressStart(ctx, s.Pair, svc) {
+		m[k] = v
+	}
+	// The backlog at the reset is carried: the counters restart at 0.
+	before, err := driver.GetStats(ctx, base)
+	if err != nil {
+		return m, driver.ClientResult{}, err
+	}
+	if err := driver.ResetStats(ctx, base); err != nil {
+		return m, driver.ClientResult{}, err
+	}
+	st.carry = max(s.backlog(st, before), 0)
+	bound := flatBound(rate, size)
+	m["flat_bound"] = bound
+	url := base + s.Path
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan driver.ClientResult, 1)
+	t0 := time.Now()
+	go func() {
+		done <- driver.Attack(actx, driver.AttackSpec{
+			Name: fmt.Sprintf("%-12s %g items/s ×%d", svc, rate, size), Rate: rate / float64(size), Duration: o.Step,
+			MaxWorkers: e.MaxWorkers, Progress: e.Progress,
+			Next: func(uint64) driver.Request { return driver.Request{Method: http.MethodPost, URL: url, Body: body} },
+		})
+	}()
+	first := sample{backlog: st.carry}
+	var warm *sample
+	var window []sample
+	tick := time.NewTicker(o.Sample)
+	defer tick.Stop()
+	var c driver.ClientResult
+loop:
+	for {
+		select {
+		case c = <-done:
+			break loop
+		case <-tick.C:
+			x, err := driver.GetStats(ctx, base)
+			if err != nil {
+				m["stats_errors"]++
+				continue
+			}
+			smp := sample{t: time.Since(t0).Seconds(), backlog: s.backlog(st, x), out: counterSum(x, s.Pair.Out)}
+			if warm == nil && smp.t >= o.Warmup.Seconds() {
+				w := smp
+				warm = &w
+			}
+			if warm != nil {
+				window = append(window, smp)
+				if early && smp.t-warm.t >= earlyFailAfter.Seconds() && float64(smp.backlog-warm.backlog) > earlyFailFactor*bound && m["stopped_early"] == 0 {
+					m["stopped_early"] = 1
+					cancel()
+				}
+			}
+		}
+	}
+	end, err := driver.GetStats(ctx, base)
+	if err != nil {
+		return m, c, err
+	}
+	last := sample{t: time.Since(t0).Seconds(), backlog: s.backlog(st, end), out: counterSum(end, s.Pair.Out)}
+	if warm == nil {
+		warm = &first
+	}
+	window = append(window, last)
+	span := last.t - warm.t
+	m["window_s"] = math.Round(span*10) / 10
+	m["client.requests"] = float64(c.Requests)
+	m["client.errors"] = float64(c.Errors)
+	m["client.shed"] = float64(c.Shed)
+	m["client.p99_ms"] = c.Latency.P99MS
+	m["sent_per_s"] = math.Round(c.SentRate * float64(size))
+	m["accepted_per_s"] = round1(float64(c.OK*int64(size)) / max(c.DurationS, 1e-9))
+	m["backlog_at_warmup"] = float64(warm.backlog)
+	m["backlog_end"] = float64(last.backlog)
+	m["backlog_growth"] = float64(last.backlog - warm.backlog)
+	m["backlog_slope_per_s"] = round1(slope(window))
+	if span > 0 {
+		m[MetricIntake] = round1(float64(last.out-warm.out) / span)
+	}
+	if l, ok := end.Latencies[s.Latency]; ok {
+		m["p99_count"] = float64(l.Count)
+		if l.Count > 0 {
+			m["p99_ms"], m["p50_ms"] = l.P99MS, l.P50MS
+		}
+	}
+	return m, c, nil
+}
+
+// slope is the least-squares slope of the samples' backlog over time, in
+// items per second (0 for fewer than two samples).
+func slope(xs []sample) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	var st, sb float64
+	for _, x := range xs {
+		st += x.t
+		sb += float64(x.backlog)
+	}
+	n := float64(len(xs))
+	mt, mb := st/n, sb/n
+	var num, den float64
+	for _, x := range xs {
+		num += (x.t - mt) * (float64(x.backlog) - mb)
+		den += (x.t - mt) * (x.t - mt)
+	}
+	if den == 0 {
+		return 0
+	}
+	return num / den
+}
+
+// progressStart reads the side's progress endpoint before a step: the
+// queue's waiting and running tasks ("start.queued": the broker's or the
+// table's own count, which the counters of a fresh process do not
+// know), the log consumer's lag ("start.consumer_lag", in the side's
+// unit) and, for no-kafka, its slot's lag ("start.slot_lag_bytes").
+func (e *Env) progressStart(ctx context.Context, p Pair, svc string) map[string]float64 {
+	m := map[string]float64{}
+	if raw, err := driver.GetRaw(ctx, e.URL(svc)+p.Progress); err == nil {
+		var v map[string]any
+		if json.Unmarshal(raw, &v) == nil {
+			q, _ := v["queued"].(float64)
+			r, _ := v["running"].(float64)
+			if _, ok := v["queued"]; ok {
+				m["start.queued"] = q + r
+			}
+			if lag, ok := v["lag"].(float64); ok {
+				m["start.consumer_lag"] = lag
+			}
+		}
+	}
+	if svc == LogPair.A.Name {
+		if lag, ok := e.slotLag(ctx, svc); ok {
+			m["start.slot_lag_bytes"] = lag
+		}
+	}
+	return m
+}
+
+// slotLag is the WAL between the current position and the confirmed
+// position of svc's replication slot, in bytes.
+func (e *Env) slotLag(ctx context.Context, svc string) (float64, bool) {
+	if e.PostgresURL == "" {
+		return 0, false
+	}
+	conn, err := e.connect(ctx)
+	if err != nil {
+		return 0, false
+	}
+	defer conn.Close(context.Background())
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var lag int64
+	err = conn.QueryRow(cctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), coalesce(confirmed_flush_lsn, restart_lsn))::bigint
+		FROM pg_replication_slots WHERE slot_name = $1`, e.ServiceVar(svc, "SLOT_NAME", "no_kafka")).Scan(&lag)
+	return float64(lag), err == nil
+}
+
+// freshSide gives svc a declared, reset start: when the driver can
+// restart it, it stops it, empties its tables (TRUNCATE, freshly: see
+// truncate), moves no-kafka's slot to the current WAL position (what it
+// was behind is recorded as start.slot_lag_found_bytes) and starts it
+// again. Either way it records start.restarted, start.truncated and the
+// rows its tables hold (start.rows). A service the driver did not start
+// keeps its process and tables: start.restarted is 0.
+func (e *Env) freshSide(ctx context.Context, p Pair, svc string) (map[string]float64, error) {
+	m := map[string]float64{"start.restarted": 0, "start.truncated": 0}
+	var service Service
+	for _, x := range p.Services() {
+		if x.Name == svc {
+			service = x
+		}
+	}
+	schemas := e.SchemasOf([]Service{service})
+	ours := e.Launcher != nil && e.Launcher.Running(svc) != nil
+	// A service nobody runs yet is started by Ensure: fresh too.
+	absent := e.Launcher != nil && !ours && e.Start != StartNever && e.Probe(ctx, svc, service.Port+e.PortOffset) != nil
+	if ours || absent {
+		if ours {
+			if err := e.Launcher.Stop(svc, 30*time.Second); err != nil {
+				return m, err
+			}
+		}
+		m["start.restarted"] = 1
+		if err := e.resetTables(ctx, p, svc, schemas, m); err != nil {
+			e.logf("%s: tables not reset (%v); the step records what they held", svc, err)
+		}
+	}
+	if err := e.Ensure(ctx, []Service{service}, nil, nil); err != nil {
+		return m, err
+	}
+	if e.PostgresURL != "" && len(schemas) > 0 {
+		if ts, err := e.ReadState(ctx, schemas); err == nil {
+			var rows int64
+			for _, t := range ts {
+				rows += t.Rows
+			}
+			m["start.rows"] = float64(rows)
+		}
+	}
+	return m, nil
+}
+
+// resetTables truncates schemas and, for no-kafka, advances its slot
+// (the service is stopped, its slot inactive).
+func (e *Env) resetTables(ctx context.Context, p Pair, svc string, schemas []string, m map[string]float64) error {
+	if e.PostgresURL == "" {
+		return errors.New("no Postgres URL")
+	}
+	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
+	defer cancel()
+	conn, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if err := truncate(ctx, conn, schemas); err != nil {
+		return err
+	}
+	m["start.truncated"] = 1
+	if svc != LogPair.A.Name {
+		return nil
+	}
+	if lag, ok := e.slotLag(ctx, svc); ok {
+		m["start.slot_lag_found_bytes"] = lag
+	}
+	_, err = e.advanceSlot(ctx, conn, p)
+	return err
+}
+
+// SustainSetting is the run setting that holds the sustainable search's
+// options and criteria (a SustainSettings).
+const SustainSetting = "sustainable"
+
+// SustainSettings are the sustainable search's options and criteria as
+// a run records them, so that its report states the criteria the run
+// was judged by.
+type SustainSettings struct {
+	Sizes          []int                    `json:"batch_sizes"`
+	StepS          float64                  `json:"step_s"`
+	WarmupS        float64                  `json:"warmup_s"`
+	SampleS        float64                  `json:"sample_s"`
+	Rounds         int                      `json:"rounds"`
+	DrainS         float64                  `json:"drain_s"`
+	OverRounds     int                      `json:"over_rounds"`
+	Over           float64                  `json:"over"`
+	OverGoal       float64                  `json:"over_goal"`
+	SLOMS          float64                  `json:"slo_ms"`
+	FlatArrivalsS  float64                  `json:"flat_arrivals_s"`
+	FlatMinBatches float64                  `json:"flat_min_batches"`
+	StarvedShare   float64                  `json:"starved_share"`
+	EarlyFailAfter float64                  `json:"early_fail_after_s"`
+	EarlyFailBy    float64                  `json:"early_fail_factor"`
+	Ladders        map[string]SustainLadder `json:"ladders"`
+}
+
+// Settings returns o and the search's criteria as a run records them.
+func (o SustainOptions) Settings() SustainSettings {
+	return SustainSettings{
+		Sizes: o.Sizes, StepS: o.Step.Seconds(), WarmupS: o.Warmup.Seconds(), SampleS: o.Sample.Seconds(),
+		Rounds: o.Rounds, DrainS: o.Drain.Seconds(), OverRounds: o.OverRounds, Over: SustainOver, OverGoal: OverGoal,
+		SLOMS: float64(SustainSLO.Milliseconds()), FlatArrivalsS: FlatArrivals, FlatMinBatches: FlatMinBatches,
+		StarvedShare: StarvedShare, EarlyFailAfter: earlyFailAfter.Seconds(), EarlyFailBy: earlyFailFactor, Ladders: o.Ladders,
+	}
+}
