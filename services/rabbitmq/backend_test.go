@@ -51,7 +51,7 @@ func waitDone(t testing.TB, tg *target, n int, d time.Duration) {
 // CONNECTION_FORCED, not its own Close).
 func brokerConnection(t testing.TB, name string) (closeIt func()) {
 	t.Helper()
-	mgmt := kittest.Server(t, "RABBITMQ_MGMT_URL", "http://guest:guest@localhost:15672")
+	mgmt := kittest.Server(t, "RABBITMQ_MANAGEMENT_URL", "http://guest:guest@localhost:15672")
 	client := &http.Client{Timeout: 10 * time.Second}
 	deadline := time.Now().Add(45 * time.Second) // the management API lists new connections after its stats interval
 	for {

@@ -30,7 +30,7 @@ type vhost struct {
 
 func newVhost(t testing.TB) vhost {
 	t.Helper()
-	v := vhost{mgmt: kittest.Server(t, "RABBITMQ_MGMT_URL", "http://guest:guest@localhost:15672"),
+	v := vhost{mgmt: kittest.Server(t, "RABBITMQ_MANAGEMENT_URL", "http://guest:guest@localhost:15672"),
 		name: kittest.UniqueName(t, "vh"), client: &http.Client{Timeout: 10 * time.Second}}
 	v.create(t)
 	t.Cleanup(func() { v.call(t, http.MethodDelete, "/api/vhosts/"+url.PathEscape(v.name), "", true) })

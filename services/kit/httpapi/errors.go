@@ -49,9 +49,9 @@ const (
 	// this kind: a timeout or a lost connection during a commit cannot
 	// tell whether the commit happened.
 	KindUnknown Kind = "unknown"
-	// KindShed: refused by the admission limit (MAX_IN_FLIGHT,
-	// MAX_WAITERS) before the handler ran; a retry after Retry-After is
-	// safe.
+	// KindShed: refused by an admission limit before anything was
+	// recorded (MAX_IN_FLIGHT and MAX_WAITERS before the handler runs,
+	// the queue's MAX_BACKLOG in it); a retry after Retry-After is safe.
 	KindShed Kind = "shed"
 )
 

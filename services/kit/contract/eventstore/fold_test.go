@@ -93,3 +93,20 @@ func TestStateFoldsLargeFiniteValues(t *testing.T) {
 		t.Errorf("state %+v, want balance 1.5 after 4 events", st)
 	}
 }
+
+// TestStateCapIsExact: a stream of exactly MaxStateEvents events folds
+// (its last page is full, so the fold reads one more, empty page), and
+// one event more is a 422 naming the cap.
+func TestStateCapIsExact(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]int{eventstore.MaxStateEvents: http.StatusOK, eventstore.MaxStateEvents + 1: http.StatusUnprocessableEntity} {
+		events := make(storedEvents, n)
+		for i := range events {
+			events[i] = event("OxygenAdded", `{"liters":1}`)
+		}
+		code, body := getState(t, events)
+		if code != want {
+			t.Errorf("%d events: state answered %d %.200s, want %d", n, code, body, want)
+		}
+	}
+}

@@ -253,6 +253,12 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			scanned += *res.RecordsScanned
 		}
+		// Refused only once an event past the cap is seen: a stream of
+		// exactly MaxStateEvents events folds (its last page is full, so
+		// one more, empty read says it ends there).
+		if st.Events+len(res.Events) > MaxStateEvents {
+			return httpapi.Errorf(http.StatusUnprocessableEntity, "stream %q holds more than %d events; fold it with a snapshot instead", stream, MaxStateEvents)
+		}
 		for _, e := range res.Events {
 			if err := Fold(&st, e); err != nil {
 				return err
@@ -261,9 +267,6 @@ func (h *handler) state(w http.ResponseWriter, r *http.Request) error {
 		next := nextFrom(res)
 		if len(res.Events) == 0 || next == nil {
 			break
-		}
-		if st.Events >= MaxStateEvents {
-			return httpapi.Errorf(http.StatusUnprocessableEntity, "stream %q holds more than %d events; fold it with a snapshot instead", stream, MaxStateEvents)
 		}
 		from = *next
 	}
