@@ -405,8 +405,11 @@ func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *dri
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if err := e.Ensure(ctx, s.Pair.Services(), nil, nil); err != nil {
+	if err := e.Ensure(ctx, s.Pair.Services(), nil, s.SustainEnv); err != nil {
 		return err
+	}
+	if len(s.SustainEnv) > 0 {
+		run.Settings["sustain_env"] = s.SustainEnv
 	}
 	l := o.Ladders[s.Pair.Name]
 	for _, size := range o.Sizes {
@@ -452,7 +455,7 @@ func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *dri
 // asks for, each recorded as "step<i>.*" metrics.
 func (s ThroughputScenario) search(ctx context.Context, e *Env, svc string, size int, body []byte, l SustainLadder, seed bracket, o SustainOptions) (*driver.SideResult, bracket, error) {
 	res := &driver.SideResult{Metrics: map[string]float64{}}
-	start, err := e.freshSide(ctx, s.Pair, svc)
+	start, err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv)
 	for k, v := range start {
 		res.Metrics[k] = v
 	}
@@ -533,7 +536,7 @@ func (s ThroughputScenario) search(ctx context.Context, e *Env, svc string, size
 // (sheds apart) fail the point.
 func (s ThroughputScenario) over(ctx context.Context, e *Env, svc string, size int, body []byte, ref float64, o SustainOptions) (*driver.SideResult, error) {
 	res := &driver.SideResult{Metrics: map[string]float64{}}
-	start, err := e.freshSide(ctx, s.Pair, svc)
+	start, err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv)
 	for k, v := range start {
 		res.Metrics[k] = v
 	}
@@ -798,14 +801,15 @@ func (e *Env) slotLag(ctx context.Context, svc string) (float64, bool) {
 	return float64(lag), err == nil
 }
 
-// freshSide gives svc a declared, reset start: when the driver can
+// freshSide gives svc a declared, reset start, with startEnv set on it
+// (ThroughputScenario.SustainEnv): when the driver can
 // restart it, it stops it, empties its tables (TRUNCATE, freshly: see
 // truncate), moves no-kafka's slot to the current WAL position (what it
 // was behind is recorded as start.slot_lag_found_bytes) and starts it
 // again. Either way it records start.restarted, start.truncated and the
 // rows its tables hold (start.rows). A service the driver did not start
 // keeps its process and tables: start.restarted is 0.
-func (e *Env) freshSide(ctx context.Context, p Pair, svc string) (map[string]float64, error) {
+func (e *Env) freshSide(ctx context.Context, p Pair, svc string, startEnv map[string]string) (map[string]float64, error) {
 	m := map[string]float64{"start.restarted": 0, "start.truncated": 0}
 	var service Service
 	for _, x := range p.Services() {
@@ -828,7 +832,7 @@ func (e *Env) freshSide(ctx context.Context, p Pair, svc string) (map[string]flo
 			e.logf("%s: tables not reset (%v); the step records what they held", svc, err)
 		}
 	}
-	if err := e.Ensure(ctx, []Service{service}, nil, nil); err != nil {
+	if err := e.Ensure(ctx, []Service{service}, nil, startEnv); err != nil {
 		return m, err
 	}
 	if e.PostgresURL != "" && len(schemas) > 0 {
