@@ -141,6 +141,7 @@ func (q *pgQueue) flush(batch []result) {
 		// expire (at-least-once).
 		q.log.Error("recording task outcomes failed; their leases will expire and they will be retried", "tasks", len(batch), "err", err)
 	} else {
+		q.admission.Finished(len(done) + len(dead))
 		for _, id := range done {
 			q.stats.Inc(queue.CounterProcessed)
 			q.stats.Since(queue.LatencyProcessing, enqueued[id])

@@ -205,6 +205,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	svc.OnStop("queue workers", q.Stop)
 	svc.Ready("listen", q.listenReady)
 	admission := queue.NewAdmission(cfg.Admission, q.countBacklog, func() { svc.Stats.Inc(service.CounterShed) }, svc.Logger)
+	q.admission = admission
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,

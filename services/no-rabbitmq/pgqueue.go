@@ -36,6 +36,9 @@ type result struct {
 // split by concern (the package doc lists the files).
 type pgQueue struct {
 	records.Store
+	// admission is the backlog bound (nil: none); finished tasks come
+	// off its estimate (set before Start, read by the completers).
+	admission *queue.Admission
 	// pool serves the HTTP requests (Enqueue, Pay, the records); wpool,
 	// of WorkerConns connections, serves the queue's own machinery
 	// (claims, completions, leases, rebuilds), so that no number of

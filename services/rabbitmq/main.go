@@ -268,6 +268,9 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	svc := service.New(info, cfg.HTTP, logger, queue.Latencies, append(slices.Clone(queue.Counters), CounterRepublished, CounterRelayed))
 	q := newMQQueue(pool, ppool, cfg, svc.Stats, svc.Logger)
 	q.relayPool = rpool
+	admission := queue.NewAdmission(cfg.Admission, records.Store{Pool: ppool}.CountOpen,
+		func() { svc.Stats.Inc(service.CounterShed) }, svc.Logger)
+	q.admission = admission
 	if err := q.Start(ctx); err != nil {
 		pools.Close()
 		return nil, nil, err
@@ -289,8 +292,6 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		}
 		return service.Unreachable("rabbitmq", "RABBITMQ_URL", cfg.RabbitMQURL, errors.New("connection down (reconnecting)"))
 	})
-	admission := queue.NewAdmission(cfg.Admission, records.Store{Pool: ppool}.CountOpen,
-		func() { svc.Stats.Inc(service.CounterShed) }, svc.Logger)
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,

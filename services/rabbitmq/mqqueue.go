@@ -80,6 +80,9 @@ var _ queue.FinishedReader = (*mqQueue)(nil)
 // Backend methods are safe for concurrent use. Start once; Stop or Crash
 // once.
 type mqQueue struct {
+	// admission is the backlog bound (nil: none); finished tasks come
+	// off its estimate (set before Start, read by the pipeline).
+	admission *queue.Admission
 	// Store (the requests' pool) records enqueues, payments and reads;
 	// pipe (a reserved pool) records the consumer pipeline's deliveries
 	// and outcomes, so that requests holding every connection of the

@@ -277,6 +277,7 @@ func (q *mqQueue) finish(batch []result, b *backoff.Backoff) {
 			r.acks.ack(r.tag) // already done or dead: a duplicate
 		case o.Status == queue.StatusDone:
 			r.acks.ack(r.tag)
+			q.admission.Finished(1)
 			q.stats.Inc(queue.CounterProcessed)
 			q.stats.Since(queue.LatencyProcessing, r.msg.EnqueuedAt)
 			q.hub.Wake(o.ID)
@@ -284,6 +285,7 @@ func (q *mqQueue) finish(batch []result, b *backoff.Backoff) {
 			// Rejected without requeue: the work queue's dead-letter
 			// exchange routes it to <queue>.dead.
 			r.acks.nack(false, r.tag)
+			q.admission.Finished(1)
 			q.stats.Inc(queue.CounterDead)
 			q.hub.Wake(o.ID)
 		default:

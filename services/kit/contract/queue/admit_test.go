@@ -78,6 +78,69 @@ func TestAdmissionArithmetic(t *testing.T) {
 	}
 }
 
+// TestAdmissionFinishedFreesRoomBetweenCounts: tasks this instance
+// finishes come off the estimate at once, so a full queue admits again as
+// its workers drain it without waiting for the next count; a count
+// replaces the tally, and a finish during a count is never taken off twice.
+func TestAdmissionFinishedFreesRoomBetweenCounts(t *testing.T) {
+	t.Parallel()
+	var backlog int64
+	var a *Admission
+	var during func()
+	count := func(context.Context, int64) (int64, error) {
+		if during != nil {
+			during()
+		}
+		return backlog, nil
+	}
+	a = NewAdmission(AdmissionConfig{MaxBacklog: 1000, BacklogInterval: time.Second}, count, nil, nil)
+	ctx := context.Background()
+	backlog = 1000
+	a.Refresh(ctx)
+	if a.Admit(1) {
+		t.Fatal("admitted into a full queue")
+	}
+	a.Finished(300)
+	if got := a.Backlog(); got != 700 {
+		t.Fatalf("backlog %d after 300 finished of 1000, want 700", got)
+	}
+	if !a.Admit(300) {
+		t.Fatal("300 refused after 300 finished")
+	}
+	a.Done(300, true)
+	// The count sees 1000 (the 300 new, 700 left); 50 finish while it
+	// runs: the count may or may not include them, so they stay counted.
+	during = func() { a.Finished(50) }
+	a.Refresh(ctx)
+	during = nil
+	if got := a.Backlog(); got != 1000 {
+		t.Fatalf("backlog %d after a count of 1000 with 50 finished during it, want 1000 (an over-count, never an under-count)", got)
+	}
+	a.Finished(2000)
+	if got := a.Backlog(); got != 0 {
+		t.Fatalf("backlog %d after more finishes than counted, want 0 (never negative)", got)
+	}
+	var none *Admission
+	none.Finished(1) // nil-safe
+}
+
+// TestAdmissionPacesExpensiveCounts: a count that takes d is followed by
+// the next no sooner than CountCostFactor × d later, so counting a large
+// backlog cannot take the CPU the workers need.
+func TestAdmissionPacesExpensiveCounts(t *testing.T) {
+	t.Parallel()
+	const took = 30 * time.Millisecond
+	count := func(context.Context, int64) (int64, error) { time.Sleep(took); return 0, nil }
+	a := NewAdmission(AdmissionConfig{MaxBacklog: 1000, BacklogInterval: 10 * time.Millisecond}, count, nil, nil)
+	if got := a.Pause(); got != 10*time.Millisecond {
+		t.Fatalf("pause %v before any count, want BACKLOG_INTERVAL", got)
+	}
+	a.Refresh(context.Background())
+	if got := a.Pause(); got < CountCostFactor*took {
+		t.Fatalf("pause %v after a %v count, want at least %v", got, took, CountCostFactor*took)
+	}
+}
+
 // TestNilAdmissionAdmitsEverything: MAX_BACKLOG=0 is no bound.
 func TestNilAdmissionAdmitsEverything(t *testing.T) {
 	t.Parallel()
