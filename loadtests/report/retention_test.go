@@ -37,7 +37,7 @@ func TestRetentionSection(t *testing.T) {
 		"`tasks` holds 300,000 done tasks processed over 8 days",
 		"The oldest 4 days are removed. A CHECKPOINT runs before each removal",
 		"| batched_delete | the cleaner | 150,000 | 151 | 4 | 64 MB | 447 bytes | 150,000 | 80 MB → 80 MB | 0.25 s, 16 MB, 0, 80 MB |",
-		"| drop_partitions | DROP TABLE | 150,000 | 4 | 0.08 | 1024 kB | 6.99 bytes | 0 | 80 MB → 40 MB | none needed |",
+		"| drop_partitions | DROP TABLE | 150,000 | 4 | 0.080 | 1024 kB | 6.99 bytes | 0 | 80 MB → 40 MB | none needed |",
 		"took 50× the time and wrote 64× the WAL of dropping the partitions (80× with the VACUUM it leaves to do), and left 150,000 dead tuples",
 		"| dead tuples at the head (no vacuum since the delete) | claims | 300,000 | 75 MB | 54,000 | 3 | 18000 |",
 		"| after VACUUM | claims | 0 | 90 MB | 90,000 | 3 | 30000 (the rows ran out before the loop's end) |",

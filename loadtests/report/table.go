@@ -59,19 +59,26 @@ func SideLabel(run *driver.Run, service string) string {
 	return service
 }
 
-// num formats a number compactly.
+// num formats a number compactly: whole numbers and figures from 100 up
+// without decimals, from 10 with one, from 0.1 with two, and smaller ones
+// with two significant digits, so that a small measured value (a ratio
+// of 2.30 ms to 1232 ms) never prints as 0.00.
 func num(v float64) string {
-	switch {
+	switch a := math.Abs(v); {
 	case math.IsNaN(v):
 		return "n/a"
-	case v == math.Trunc(v) && math.Abs(v) < 1e9:
+	case v == math.Trunc(v) && a < 1e9:
 		return fmt.Sprintf("%.0f", v)
-	case math.Abs(v) >= 100:
+	case a >= 100:
 		return fmt.Sprintf("%.0f", v)
-	case math.Abs(v) >= 10:
+	case a >= 10:
 		return fmt.Sprintf("%.1f", v)
+	case a >= 0.1:
+		return fmt.Sprintf("%.2f", v)
+	case a < 1e-6:
+		return fmt.Sprintf("%.2g", v)
 	}
-	return fmt.Sprintf("%.2f", v)
+	return fmt.Sprintf("%.*f", int(math.Ceil(-math.Log10(math.Abs(v))))+1, v)
 }
 
 // cell formats an aggregate: "median (min–max)", or the median alone for

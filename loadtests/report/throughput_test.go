@@ -80,7 +80,7 @@ func TestThroughputSection(t *testing.T) {
 		"### Log: kafka vs no-kafka, `POST /events/batch`",
 		"| batch | side | accepted tasks/s | send→processed tasks/s over the loop and its drain (not a sustained rate) | send→processed p50 / p99 ms | request p50 / p99 ms | CPU-s/1k: service | CPU-s/1k: Postgres (all) | CPU-s/1k: RabbitMQ (beam.smp) | CPU-s/1k: Kafka (java) | CPU-s/1k: total |",
 		// medians of two rounds (12000, 12100) with their range
-		"| 100 | no-rabbitmq | 24100 (24000–24200) | 12050 (12000–12100) | 12 / 120 | 4 / 40 | 0.05 | 0.25 | 0.12 | not recorded | 0.42 |",
+		"| 100 | no-rabbitmq | 24100 (24000–24200) | 12050 (12000–12100) | 12 / 120 | 4 / 40 | 0.050 | 0.25 | 0.12 | not recorded | 0.42 |",
 		"Rates show the median across rounds with the min–max; latencies and costs the median.",
 		"| 1000 | rabbitmq | 18100 (18000–18200) | 9050 (9000–9100) (backlog left) |",
 		"| 1000 | kafka | 100100 (100000–100200) | 50050 (50000–50100) | 7 / 70 |",
