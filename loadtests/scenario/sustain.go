@@ -124,7 +124,8 @@ type SustainLadder struct {
 
 // SustainOptions parameterize the sustainable-throughput search.
 type SustainOptions struct {
-	// Sizes are the batch sizes (items per POST).
+	// Sizes are the batch sizes (items per POST), searched in this order:
+	// each size's first search starts from the previous size's bracket.
 	Sizes []int
 	// Step is each offered rate's duration; the first Warmup of it is
 	// left out of the backlog's trend (the pipeline filling), Sample is
@@ -412,12 +413,15 @@ func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *dri
 		run.Settings["sustain_env"] = s.SustainEnv
 	}
 	l := o.Ladders[s.Pair.Name]
+	// Each side's last bracket seeds its next search, across batch sizes
+	// too: a size's first search checks the previous size's bracket
+	// first instead of climbing the ladder again (searchSustainable).
+	seeds := map[string]bracket{}
 	for _, size := range o.Sizes {
 		body := s.Body(size)
 		e.logf("%s sustainable: batch %d, %s steps from %g/s (×%g, max %g/s, %d bisections), %d rounds, %s p99 < %s",
 			s.Pair.Name, size, o.Step, l.Start, l.Factor, l.Max, l.Bisect, o.Rounds, s.EndToEnd, SustainSLO)
 		p := driver.Point{Scenario: SustainScenarioName(s.Pair.Name), Name: BatchLabel(size), DurationS: o.Step.Seconds(), Sides: s.Pair.Sides()}
-		seeds := map[string]bracket{}
 		found := map[string][]float64{}
 		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 			res, b, err := s.search(ctx, e, svc, size, body, l, seeds[svc], o)
