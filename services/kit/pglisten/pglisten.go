@@ -35,11 +35,12 @@ var ErrDeaf = errors.New("pglisten: LISTEN receives no notifications (a connecti
 // whenever it is lost. Fill the fields, then either call Run once, on a
 // goroutine the caller owns, until its ctx ends; or call Start once and
 // Close when done, which run and stop Run on a goroutine of the
-// Listener's own. The fields must not change while Run runs. Every hook is called on Run's goroutine, one
-// at a time, never concurrently: a hook that blocks stalls the listener
-// (and the delivery of notifications), so hand long work to another
-// goroutine. Run owns the connections it opens and closes each one when
-// it is lost and when Run returns; hooks must not keep or close them.
+// Listener's own. The fields must not change while Run runs. Every hook
+// is called on Run's goroutine, one at a time, never concurrently: a hook
+// that blocks stalls the listener (and the delivery of notifications),
+// so hand long work to another goroutine. Run owns the connections it
+// opens and closes each one when it is lost and when Run returns; hooks
+// must not keep or close them.
 //
 // The Listener reports its own state, safe to read from any goroutine
 // at any time (before, during and after Run): Listening (a connection
