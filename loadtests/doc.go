@@ -30,6 +30,8 @@
 // points, the log pair at its batch throughput and the raw limits to
 // queue, log and results, and publish.go is the results command's last
 // step, which fails it when a point failed (unless -publish-failed).
+// doc_test.go checks that the usage lines above name every command run
+// dispatches, and that this list names every file, and no other.
 // Its packages: driver (pacing, rounds, results files), scenario (the
 // pairs' scenarios), launch (services as child processes), versions
 // (server versions), cost (the CPU time a load costs each process), raw
@@ -38,6 +40,5 @@
 // (tables, RESULTS.md, charts, README's verdict cards), advise (the
 // decision questions answered for a reader's workload) and k6 (k6 scripts of the queue, log and
 // documents loads). docs/loadtests.md explains them; doc_test.go checks
-// that this comment names every pair, command, file and package, and no
-// other.
+// that this comment names every pair and package, and no other.
 package main
