@@ -1,9 +1,14 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,12 +21,16 @@ var (
 	// packageRE is one entry of the doc's list of packages: a name and its
 	// description in parentheses.
 	packageRE = regexp.MustCompile(`(?:^|\s)([a-z0-9]+) \(`)
+	// fileRE is a Go file of package main named in the doc.
+	fileRE = regexp.MustCompile(`\b([a-z0-9_]+\.go)\b`)
 )
 
 // TestDocMatchesTheDriver checks doc.go against the code: its counts and
 // lists of pairs are the pair table's (pairstest.CheckProse), every pair
-// of the table is a command of its usage lines, and its list of packages
-// names every package of the load driver and no other.
+// of the table is a command of its usage lines, its usage lines name
+// every command run dispatches and no other, it names every Go file of
+// package main and no other, and its list of packages names every
+// package of the load driver and no other.
 func TestDocMatchesTheDriver(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("doc.go")
@@ -43,6 +52,38 @@ func TestDocMatchesTheDriver(t *testing.T) {
 		}
 	}
 
+	dispatched := dispatchedCommands(t)
+	for _, c := range dispatched {
+		if !slices.Contains(commands, c) {
+			t.Errorf("doc.go's usage lines leave out the command %s, which run dispatches", c)
+		}
+	}
+	for _, c := range commands {
+		if !slices.Contains(dispatched, c) {
+			t.Errorf("doc.go's usage lines name the command %s, which run does not dispatch (%s)", c, strings.Join(dispatched, ", "))
+		}
+	}
+
+	var files []string
+	for _, m := range fileRE.FindAllStringSubmatch(doc, -1) {
+		files = append(files, m[1])
+	}
+	have, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	have = slices.DeleteFunc(have, func(f string) bool { return f == "doc.go" || strings.HasSuffix(f, "_test.go") })
+	for _, f := range have {
+		if !slices.Contains(files, f) {
+			t.Errorf("doc.go does not name %s, a file of package main: say what it holds", f)
+		}
+	}
+	for _, f := range files {
+		if f != "doc_test.go" && !slices.Contains(have, f) {
+			t.Errorf("doc.go names %s, which package main does not have", f)
+		}
+	}
+
 	flat := strings.Join(strings.Fields(strings.ReplaceAll(doc, "//", "")), " ")
 	_, list, ok := strings.Cut(flat, "Its packages: ")
 	if !ok {
@@ -53,15 +94,109 @@ func TestDocMatchesTheDriver(t *testing.T) {
 	for _, m := range packageRE.FindAllStringSubmatch(list, -1) {
 		named = append(named, m[1])
 	}
-	have := pairstest.PackageDirs(t, ".")
-	for _, p := range have {
+	pkgs := pairstest.PackageDirs(t, ".")
+	for _, p := range pkgs {
 		if !slices.Contains(named, p) {
 			t.Errorf("doc.go's list of packages leaves out %s", p)
 		}
 	}
 	for _, p := range named {
-		if !slices.Contains(have, p) {
-			t.Errorf("doc.go lists the package %s, which the load driver does not have (%s)", p, strings.Join(have, ", "))
+		if !slices.Contains(pkgs, p) {
+			t.Errorf("doc.go lists the package %s, which the load driver does not have (%s)", p, strings.Join(pkgs, ", "))
 		}
 	}
+}
+
+// dispatchedCommands returns the commands run's switch dispatches (its
+// case values: string literals, and string constants of package main or
+// of a package of the load driver), read from main.go's syntax.
+func dispatchedCommands(t testing.TB) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "main.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Name.Name != "run" || fn.Recv != nil {
+			continue
+		}
+		for _, st := range fn.Body.List {
+			sw, ok := st.(*ast.SwitchStmt)
+			if !ok {
+				continue
+			}
+			for _, c := range sw.Body.List {
+				for _, e := range c.(*ast.CaseClause).List {
+					out = append(out, constString(t, e))
+				}
+			}
+		}
+	}
+	if len(out) < 5 {
+		t.Fatalf("found %d commands in main.go's run: is its switch still there?", len(out))
+	}
+	return out
+}
+
+// constString returns the value of a string literal, or of a string
+// constant of package main (name) or of a package of the load driver
+// (pkg.Name), as declared in that package's non-test files.
+func constString(t testing.TB, e ast.Expr) string {
+	t.Helper()
+	dir, name := ".", ""
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		s, err := strconv.Unquote(e.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	case *ast.Ident:
+		name = e.Name
+	case *ast.SelectorExpr:
+		pkg, ok := e.X.(*ast.Ident)
+		if !ok {
+			t.Fatalf("case %T in run: not a constant", e.X)
+		}
+		dir, name = pkg.Name, e.Sel.Name
+	default:
+		t.Fatalf("case %T in run: not a constant", e)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if n.Name != name || i >= len(vs.Values) {
+						continue
+					}
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						s, _ := strconv.Unquote(lit.Value)
+						return s
+					}
+				}
+			}
+		}
+	}
+	t.Fatalf("run dispatches on %s (in %s), which is not a string constant this test can read", name, dir)
+	return ""
 }

@@ -4,7 +4,9 @@
 //
 // The parts live in sub-packages named for their purpose (doc_test.go
 // checks that this list names every one, and that the counts and pair
-// lists here and in docs/adding-a-pair.md are the pair table's):
+// lists here and in docs/adding-a-pair.md are the pair table's;
+// guide_test.go, that every qualified name here and there is declared,
+// and that the guide's lists of each pair's files are complete):
 //
 //   - config:   environment variables into one Config struct per service,
 //     with errors that name the variable, old names accepted with a
@@ -30,9 +32,10 @@
 //     retry and reconnect loop.
 //   - pglisten: a LISTEN connection that reconnects with backoff, calls
 //     a hook after every (re)connect so callers re-read what they missed,
-//     and reports its own state (listening, the last error, the first
-//     connection); and Debouncer, which coalesces wake-ups into at most
-//     one NOTIFY per interval sent outside the writers' transactions.
+//     runs under a context (Run) or from Start to Close, and reports its
+//     own state (listening, the last error, the first connection); and
+//     Debouncer, which coalesces wake-ups into at most one NOTIFY per
+//     interval sent outside the writers' transactions.
 //   - cleaner:  removes, in small batches on a timer, what a service keeps
 //     past its retention (the queue pair's finished task records, the log
 //     pair's delivered events), with its progress in /stats.

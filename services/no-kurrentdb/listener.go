@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,10 +21,8 @@ const notifyChannel = "eventstore_events"
 // (re)connect, because notifications sent while it was away are lost.
 type listener struct {
 	// ln keeps the connection and its state (listening, the last error,
-	// the first connection).
+	// the first connection), and runs from startListener to stopListener.
 	ln      *pglisten.Listener
-	cancel  context.CancelFunc
-	done    chan struct{}
 	appName string
 }
 
@@ -35,7 +32,7 @@ type listener struct {
 func (s *store) startListener(ctx context.Context) error {
 	// The name lets an operator (and the reconnect test) find the
 	// connection in pg_stat_activity; Postgres truncates it to 63 bytes.
-	l := &listener{done: make(chan struct{}), appName: postgres.TruncateName("eventstore-listener " + s.schema)}
+	l := &listener{appName: postgres.TruncateName("eventstore-listener " + s.schema)}
 	cc, err := postgres.ListenConnConfig(s.cfg.ListenURL, s.cfg.Postgres, l.appName)
 	if err != nil {
 		return err
@@ -64,31 +61,22 @@ func (s *store) startListener(ctx context.Context) error {
 		// The probe's NOTIFY goes through the pool.
 		Notify: pglisten.NotifyThrough(s.pool),
 	}
-	lctx, cancel := context.WithCancel(context.Background())
-	l.cancel = cancel
-	go func() {
-		defer close(l.done)
-		_ = l.ln.Run(lctx) // returns when lctx ends
-	}()
+	if err := l.ln.Start(); err != nil {
+		return err
+	}
 	if err := postgres.AwaitListening(ctx, s.cfg.BackendTimeout+pglisten.DefaultProbeTimeout+time.Second, l.ln); err != nil {
-		cancel()
-		<-l.done
+		_ = l.ln.Close(context.Background()) // no deadline: Run's close of its connection is bounded
 		return err
 	}
 	s.listener = l
 	return nil
 }
 
-// stopListener ends the listen loop and closes its connection.
+// stopListener ends the listen loop and waits until its connection is
+// closed, at most until ctx ends.
 func (s *store) stopListener(ctx context.Context) error {
 	if s.listener == nil {
 		return nil
 	}
-	s.listener.cancel()
-	select {
-	case <-s.listener.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("listener did not stop: %w", ctx.Err())
-	}
+	return s.listener.ln.Close(ctx)
 }

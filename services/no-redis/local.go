@@ -80,11 +80,8 @@ type localStore struct {
 	epoch   atomic.Uint64
 
 	// ln is the invalidation listener; its state (Listening) gates
-	// every read and write of the cache.
-	ln        *pglisten.Listener
-	cancel    context.CancelFunc
-	done      chan struct{}
-	closeOnce sync.Once
+	// every read and write of the cache, and it runs from start to Close.
+	ln *pglisten.Listener
 }
 
 var _ cache.Backend = (*localStore)(nil)
@@ -198,16 +195,12 @@ func (l *localStore) Delete(_ context.Context, key string) error {
 	return nil
 }
 
-// Close stops the listener and empties the cache.
+// Close stops the listener, waiting until its connection is closed, and
+// empties the cache. It may be called more than once.
 func (l *localStore) Close() error {
-	l.closeOnce.Do(func() {
-		if l.cancel != nil {
-			l.cancel()
-			<-l.done
-		}
-		l.c.InvalidateAll()
-	})
-	return nil
+	err := l.ln.Close(context.Background()) // no deadline: Run's close of its connection is bounded
+	l.c.InvalidateAll()
+	return err
 }
 
 // flush empties the cache and counts it as one invalidation. It bumps the
@@ -265,14 +258,12 @@ func (l *localStore) newListener() *pglisten.Listener {
 	}
 }
 
-// start runs the listener and waits until it listens, at most d.
+// start runs the listener until Close and waits until it listens, at
+// most d.
 func (l *localStore) start(ctx context.Context, d time.Duration) error {
-	lctx, cancel := context.WithCancel(context.Background())
-	l.cancel, l.done = cancel, make(chan struct{})
-	go func() {
-		defer close(l.done)
-		_ = l.ln.Run(lctx) // returns when lctx ends; Listening is false then
-	}()
+	if err := l.ln.Start(); err != nil {
+		return err
+	}
 	return postgres.AwaitListening(ctx, d, l.ln)
 }
 

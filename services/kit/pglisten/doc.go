@@ -23,10 +23,15 @@
 // service that must not serve what only notifications keep fresh while
 // none can arrive: Listening (a connection listens now), Err (why the last
 // one failed or was lost), ListenErr (nil while listening, else why not),
-// Listened (closed once the first connection
-// listened) and Await (wait for that at start, failing with the last
-// error past a deadline). OnLost is called when a listening connection is
-// lost, once Listening is false.
+// Listened (closed once the first connection listened) and Await (wait
+// for that at start, failing with the last error past a deadline). OnLost
+// is called when a listening connection is lost, once Listening is false.
+// Every state method is safe for concurrent use, before, during and after
+// the run; a service keeps no copy of this state.
+//
+// A Listener runs either under the caller's context (Run, until ctx
+// ends) or on its own until Close (Start, then Close at shutdown, which
+// waits for the connection to close, at most until Close's ctx ends).
 //
 // The sending half is Debouncer: a pg_notify inside a committing
 // transaction takes a cluster-wide lock at commit and serializes every

@@ -32,20 +32,29 @@ const DefaultProbeTimeout = 5 * time.Second
 var ErrDeaf = errors.New("pglisten: LISTEN receives no notifications (a connection pooler in transaction mode, such as pgbouncer, between the listener and Postgres? LISTEN needs a direct connection)")
 
 // Listener LISTENs on Channels over a connection of its own and reconnects
-// whenever it is lost. Fill the fields, then call Run once; the fields must
-// not change while Run runs. Every hook is called on Run's goroutine, one
-// at a time, never concurrently: a hook that blocks stalls the listener
-// (and the delivery of notifications), so hand long work to another
-// goroutine. Run owns the connections it opens and closes each one when
-// it is lost and when Run returns; hooks must not keep or close them.
+// whenever it is lost. Fill the fields, then either call Run once, on a
+// goroutine the caller owns, until its ctx ends; or call Start once and
+// Close when done, which run and stop Run on a goroutine of the
+// Listener's own. The fields must not change while Run runs. Every hook
+// is called on Run's goroutine, one at a time, never concurrently: a hook
+// that blocks stalls the listener (and the delivery of notifications),
+// so hand long work to another goroutine. Run owns the connections it
+// opens and closes each one when it is lost and when Run returns; hooks
+// must not keep or close them.
 //
 // The Listener reports its own state, safe to read from any goroutine
 // at any time (before, during and after Run): Listening (a connection
 // listens now), Err (why the last one failed or was lost), ListenErr
 // (nil while listening, else why not: a readiness check), Listened (a
 // channel closed once the first connection listened) and Await (wait for
-// it, with a deadline, at a service's start). Do not copy a Listener
-// once Run or a state method has been called.
+// it, with a deadline, at a service's start). Start and Close are safe
+// to call from any goroutine too. Do not copy a Listener once Run, Start
+// or a state method has been called.
+//
+// Contexts: Run's ctx is the listener's life (it ends Run) and is the ctx
+// every hook gets; Start's listener lives until Close, whatever context
+// its caller had. Await's and Close's ctx only bound their own wait:
+// ending it stops neither the listener nor its connection.
 type Listener struct {
 	// Connect opens a new dedicated connection; required. It is called for
 	// the first connection and each reconnect, with a context bounded by
@@ -94,6 +103,12 @@ type Listener struct {
 	listenedOnce sync.Once
 	listened     chan struct{} // closed once a connection listened
 	closeOnce    sync.Once
+
+	// Start's run, stopped by Close.
+	runMu   sync.Mutex
+	closed  bool               // Close was called
+	stop    context.CancelFunc // ends Start's Run; nil before Start
+	stopped chan struct{}      // closed when Start's Run returned
 }
 
 // Listening reports whether a connection listens now: its LISTEN, the
@@ -139,8 +154,9 @@ var ErrNoAttempt = errors.New("no connection attempt finished yet")
 // Await waits until a connection of Run first listened, at most d, so
 // that a service whose LISTEN connection cannot be opened (a wrong URL, a
 // deaf connection through a pooler) fails its start. Past d, or once ctx
-// ends, the error wraps the last failure (Err), or ErrNoAttempt. Run must
-// be running, or about to.
+// ends, the error wraps the last failure (Err), or ErrNoAttempt. Run (or
+// Start) must be running, or about to. Ending ctx ends the wait, not the
+// listener.
 func (l *Listener) Await(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -181,13 +197,74 @@ func (l *Listener) down(err error) bool {
 	return was
 }
 
+// Start runs Run on a goroutine of its own until Close, and returns at
+// once: follow it with Await to wait for the first connection. It fails
+// only if the Listener is unusable (no Connect, no Channels), if it was
+// started already, or if it was closed.
+func (l *Listener) Start() error {
+	if err := l.check(); err != nil {
+		return err
+	}
+	l.runMu.Lock()
+	defer l.runMu.Unlock()
+	switch {
+	case l.closed:
+		return errors.New("pglisten: Start after Close")
+	case l.stop != nil:
+		return errors.New("pglisten: Start called twice")
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	l.stop, l.stopped = stop, make(chan struct{})
+	go func() {
+		defer close(l.stopped)
+		_ = l.Run(ctx) // returns once Close ends ctx
+	}()
+	return nil
+}
+
+// Close stops what Start started and waits until Run has returned (its
+// connection closed, Listening false), at most until ctx ends: then it
+// returns ctx's error and Run still ends, later. It may be called more
+// than once and from several goroutines; each waits. Before Start it
+// returns nil and makes a later Start fail. A Listener run by Run is
+// stopped by Run's ctx, not by Close.
+func (l *Listener) Close(ctx context.Context) error {
+	l.runMu.Lock()
+	l.closed = true
+	stop, stopped := l.stop, l.stopped
+	l.runMu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	stop()
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+	}
+	select { // stopped at the last moment
+	case <-stopped:
+		return nil
+	default:
+		return fmt.Errorf("pglisten: the listener did not stop: %w", ctx.Err())
+	}
+}
+
+// check reports whether the Listener can run.
+func (l *Listener) check() error {
+	if l.Connect == nil || len(l.Channels) == 0 {
+		return errors.New("pglisten: Listener needs Connect and Channels")
+	}
+	return nil
+}
+
 // Run connects and listens until ctx ends, reconnecting after every
 // failure, and returns ctx's error then, once the connection is closed. It
 // returns early only if the Listener is unusable (no Connect, no
 // Channels).
 func (l *Listener) Run(ctx context.Context) error {
-	if l.Connect == nil || len(l.Channels) == 0 {
-		return errors.New("pglisten: Listener needs Connect and Channels")
+	if err := l.check(); err != nil {
+		return err
 	}
 	b := l.Backoff
 	listened := false

@@ -374,3 +374,83 @@ func TestAwaitReportsTheLastFailure(t *testing.T) {
 		t.Error("an unreachable listener reports listening")
 	}
 }
+
+// TestStartAndClose: Start runs the listener on its own until Close, which
+// waits until its connection is closed; Close is idempotent and a Start
+// after it, or a second Start, fails.
+func TestStartAndClose(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	l, pool, ctx := f.l, f.pool, f.ctx
+	l.Notify = pglisten.NotifyThrough(pool)
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	if err := l.Start(); err == nil {
+		t.Error("a second Start succeeded")
+	}
+	if err := l.Await(ctx, 20*time.Second); err != nil {
+		t.Fatalf("Await = %v", err)
+	}
+	notifyUntilHeard(t, ctx, pool.Exec, f.channel, "started", f.rec)
+	backends := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, f.appName).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := backends(); n != 1 {
+		t.Fatalf("%d listening backends, want 1", n)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if l.Listening() {
+		t.Error("Listening after Close returned")
+	}
+	// Close returns once the client side closed; the server notices soon.
+	kittest.Eventually(t, 20*time.Second, "the backend gone", func() bool { return backends() == 0 })
+	if err := l.Close(ctx); err != nil {
+		t.Errorf("a second Close = %v, want nil", err)
+	}
+	if err := l.Start(); err == nil {
+		t.Error("Start after Close succeeded")
+	}
+}
+
+// TestCloseEndsAnUnreachableListener: Close stops a Listener that never
+// connected, promptly, and a Listener that cannot run refuses Start.
+func TestCloseEndsAnUnreachableListener(t *testing.T) {
+	t.Parallel()
+	if err := (&pglisten.Listener{}).Start(); err == nil {
+		t.Error("Start of a Listener without Connect and Channels succeeded")
+	}
+	l, rec := newListener(t, "postgres://postgres@127.0.0.1:1/wpe?sslmode=disable", "x", "c")
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kittest.Eventually(t, 20*time.Second, "a failed attempt", func() bool { return rec.disconnects.Load() >= 1 })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := l.Close(ctx); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	if l.Listening() || l.ListenErr() == nil {
+		t.Errorf("after Close: Listening %v, ListenErr %v; want false and the connect failure", l.Listening(), l.ListenErr())
+	}
+}
+
+// TestCloseBeforeStart: Close before Start returns at once, and makes
+// Start fail.
+func TestCloseBeforeStart(t *testing.T) {
+	t.Parallel()
+	l, _ := newListener(t, "postgres://postgres@127.0.0.1:1/wpe?sslmode=disable", "x", "c")
+	if err := l.Close(t.Context()); err != nil {
+		t.Errorf("Close before Start = %v", err)
+	}
+	if err := l.Start(); err == nil {
+		t.Error("Start after Close succeeded")
+	}
+}

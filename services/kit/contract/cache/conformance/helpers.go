@@ -1,3 +1,6 @@
+// Helpers shared by every area, and by the sides' own tests: the subtest
+// table, the side, and GET and PUT of products.
+
 package conformance
 
 import (

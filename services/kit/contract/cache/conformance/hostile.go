@@ -1,3 +1,7 @@
+// Area: bad input, hostile values. kittest.HostileValues as kv values and
+// in a product update, each refused with a 400 naming the limit, and the
+// big numbers the rule allows kept exactly.
+
 package conformance
 
 import (

@@ -1,3 +1,7 @@
+// Area: invalidation. A PUT invalidates every instance's cache (the peer's
+// at once or once the invalidation arrives), and a fill racing a PUT is
+// refused, so no stale value is cached.
+
 package conformance
 
 import (

@@ -1,3 +1,6 @@
+// Area: key-value API. Values round-trip byte for byte up to
+// MaxValueBytes, and a key answers 404 once its TTL has passed.
+
 package conformance
 
 import (

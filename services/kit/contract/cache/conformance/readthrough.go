@@ -1,3 +1,7 @@
+// Area: read-through. A miss loads from the origin and the next read hits
+// (on the peer too when the cache is shared); an unknown product is a 404;
+// a stampede of concurrent misses makes one origin load.
+
 package conformance
 
 import (

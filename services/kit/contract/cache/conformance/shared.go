@@ -1,3 +1,6 @@
+// Area: shared endpoints. /openapi.yaml serves the embedded contract and
+// /stats names every counter and latency of the pair.
+
 package conformance
 
 import (

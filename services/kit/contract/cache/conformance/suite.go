@@ -1,3 +1,6 @@
+// The suite's entry point: Features, Target, Options, NewTarget and Run,
+// which calls each area's run function (one file per area).
+
 package conformance
 
 import (

@@ -1,3 +1,7 @@
+// Area: bad input. Malformed, forbidden and out-of-range requests get a
+// 400 (or 415) JSON error and change nothing; runBadInput also runs the
+// hostile values (hostile.go).
+
 package conformance
 
 import (

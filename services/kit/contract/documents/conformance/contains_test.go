@@ -1,3 +1,6 @@
+// Not an area of the suite: this package's own test of its search oracle,
+// documents.Contains, against Postgres' jsonb @>.
+
 package conformance
 
 import (

@@ -1,3 +1,6 @@
+// Helpers shared by every area: the subtest table, the side, the HTTP
+// client and JSON comparison.
+
 package conformance
 
 import (

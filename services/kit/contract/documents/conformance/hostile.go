@@ -1,3 +1,7 @@
+// Area: bad input, hostile values. kittest.HostileValues in every JSON
+// body of the pair, refused naming the limit, and float-exact big numbers
+// kept to the last digit.
+
 package conformance
 
 import (

@@ -1,3 +1,6 @@
+// Area: durability. Answered writes survive a graceful restart and a
+// crash, on a target of its own.
+
 package conformance
 
 import (

@@ -1,3 +1,7 @@
+// Area: shared endpoints. /openapi.yaml serves the embedded contract,
+// /backend names the side, /stats names every latency and counter of the
+// pair.
+
 package conformance
 
 import (

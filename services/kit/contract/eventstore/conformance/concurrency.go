@@ -1,3 +1,9 @@
+// Area: concurrency. Expected versions; concurrent conditional appends
+// with exactly one winner and conflicts answering the actual version; a
+// side without conditional appends refuses them with a 422 and writes
+// nothing; concurrent unconditional appends keep every event, with
+// contiguous versions.
+
 package conformance
 
 import (

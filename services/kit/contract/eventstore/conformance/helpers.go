@@ -1,3 +1,6 @@
+// Helpers shared by every area: the subtest table, stream names, append
+// and read calls, event builders and the SSE subscription client.
+
 package conformance
 
 import (

@@ -1,3 +1,7 @@
+// Area: bad input, hostile values. kittest.HostileValues in an event's
+// data, metadata and type, each refused with a 400 naming the limit, and
+// the big numbers the rule allows, read back to the last digit.
+
 package conformance
 
 import (

@@ -1,3 +1,6 @@
+// Area: durability. A graceful restart and a crash lose no answered
+// append, and a subscription resumes where it left off.
+
 package conformance
 
 import (

@@ -1,3 +1,7 @@
+// Area: shared endpoints. Every service's shared endpoints
+// (kittest.CheckShared), /openapi.yaml serving the embedded contract, and
+// /capabilities equal to the side's Features.
+
 package conformance
 
 import (

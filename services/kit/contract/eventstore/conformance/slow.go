@@ -1,3 +1,7 @@
+// Area: slow subscribers, run by the services themselves (it needs a known
+// send timeout): a subscriber that stops reading is dropped within the
+// timeout and resumes exactly from its Last-Event-ID.
+
 package conformance
 
 import (

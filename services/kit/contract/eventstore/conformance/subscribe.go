@@ -1,3 +1,6 @@
+// Area: subscriptions. Catch-up, then live events, then resuming from a
+// position.
+
 package conformance
 
 import (
