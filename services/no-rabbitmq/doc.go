@@ -27,7 +27,9 @@
 // The queue (pgQueue) is split by concern, one file each:
 //   - pgqueue.go: the type, its start and its stop;
 //   - enqueue.go: the writes of the queue.Backend (Enqueue, Pay), whose
-//     task records are kit's records.InsertTasksSQL;
+//     task records are kit's records.InsertTasksSQL (with FANOUT, the
+//     copies of a task of a kind with subscribers go in the same
+//     statement);
 //   - claim.go: the fetcher, which claims due rows (FOR UPDATE SKIP
 //     LOCKED) while there is capacity;
 //   - complete.go: the workers, and the completer, which records their

@@ -63,8 +63,10 @@ type Config struct {
 	// DefaultSchema), DATABASE_MAX_CONNS and DATABASE_CONNECT_TIMEOUT.
 	Postgres postgres.Config
 	// Worker holds WORKERS, WORK_MS, RETRY_BASE, MAX_ATTEMPTS,
-	// PAYLOAD_LIMIT and FAULTS, shared with the rabbitmq side (defaults in
-	// package queue).
+	// PAYLOAD_LIMIT, FAULTS and FANOUT, shared with the rabbitmq side
+	// (defaults in package queue). A task of a kind with subscribers
+	// (FANOUT) becomes its copies in the handler; the enqueue statement
+	// inserts them with the rest of the request, in its one transaction.
 	Worker queue.WorkerConfig
 	// Retention holds TASK_RETENTION (default
 	// records.DefaultTaskRetention; 0 keeps every record),
@@ -209,7 +211,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,
-		Timeout: cfg.BackendTimeout, Admission: admission,
+		Timeout: cfg.BackendTimeout, Admission: admission, Fanout: cfg.Worker.Fanout,
 	})
 	q.Start()
 	if err := q.awaitListening(ctx, 2*cfg.Postgres.ConnectTimeout+time.Second); err != nil {

@@ -54,3 +54,16 @@ func TestConfigClaimLinger(t *testing.T) {
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"CLAIM_LINGER": "-1ms"}, "CLAIM_LINGER")
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"CLAIM_LINGER": "1s"}, "CLAIM_LINGER")
 }
+
+// TestConfigFanout: FANOUT is read into the shared worker settings, and an
+// empty subscriber list, a duplicate subscriber or a malformed value
+// fails the start naming the variable.
+func TestConfigFanout(t *testing.T) {
+	t.Parallel()
+	if c := kittest.ReadConfig(t, readConfig, map[string]string{"FANOUT": "order.placed:email,warehouse"}); c.Worker.Fanout.String() != "order.placed:email,warehouse" {
+		t.Errorf("FANOUT read as %q", c.Worker.Fanout)
+	}
+	for _, bad := range []string{"order.placed:", "order.placed:email,email", "order.placed=email"} {
+		configtest.NamesBadVariables(t, readConfig, map[string]string{"FANOUT": bad}, "FANOUT")
+	}
+}

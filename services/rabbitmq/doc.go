@@ -17,6 +17,9 @@
 // doubling, capped at 30s) and dead-letter through the work queue's
 // dead-letter exchange after MAX_ATTEMPTS. amqp091-go does not reconnect:
 // the service does, re-declaring its topology and consuming again.
+// With FANOUT, a task of a kind with subscribers is recorded as one task
+// per subscriber and published once, to the kind's fanout exchange, which
+// puts it in each subscriber's durable queue (docs/queue.md, "Fan-out").
 // With MAX_BACKLOG set, an enqueue that would take the backlog (the open
 // task records) past it is shed whole with 503 before anything is
 // recorded or published (queue.Admission), as on the no-rabbitmq side.

@@ -103,8 +103,11 @@ type Config struct {
 	// DATABASE_MAX_CONNS and DATABASE_CONNECT_TIMEOUT.
 	Postgres postgres.Config
 	// Worker holds WORKERS, WORK_MS, RETRY_BASE, MAX_ATTEMPTS,
-	// PAYLOAD_LIMIT and FAULTS, shared with the no-rabbitmq side (defaults
-	// in package queue).
+	// PAYLOAD_LIMIT, FAULTS and FANOUT, shared with the no-rabbitmq side
+	// (defaults in package queue). Each kind with subscribers (FANOUT) has
+	// a fanout exchange <queue>.fanout.<kind> and one durable queue per
+	// subscriber, <queue>.fanout.<kind>@<subscriber>, each consumed on a
+	// channel of its own with PREFETCH.
 	Worker queue.WorkerConfig
 	// Retention holds TASK_RETENTION (default
 	// records.DefaultTaskRetention; 0 keeps every record),
@@ -183,6 +186,10 @@ type Config struct {
 
 var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
 
+// maxAMQPName is the longest queue or exchange name AMQP 0-9-1 allows
+// (a short string), in bytes.
+const maxAMQPName = 255
+
 // readConfig reads and validates Config; the error names every bad
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
@@ -219,6 +226,13 @@ func (c Config) validate(r *config.Reader) {
 	}
 	if !queueNameRE.MatchString(c.Queue) {
 		r.Fail("RABBITMQ_QUEUE", "%q is not a queue name (letters, digits, _ . : -)", c.Queue)
+	}
+	for _, kind := range c.Worker.Fanout.Kinds() {
+		for _, sub := range c.Worker.Fanout.Subscribers(kind) {
+			if name := fanoutQueue(c.Queue, kind, sub); len(name) > maxAMQPName {
+				r.Fail("FANOUT", "the queue of %s, %q, is longer than RabbitMQ's %d bytes: shorten the names or RABBITMQ_QUEUE", queue.CopyKind(kind, sub), name, maxAMQPName)
+			}
+		}
 	}
 	if c.Prefetch < 1 || c.Prefetch > MaxPrefetch {
 		r.Fail("PREFETCH", "must be between 1 and %d, got %d", MaxPrefetch, c.Prefetch)
@@ -295,7 +309,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,
-		Timeout: cfg.BackendTimeout, Admission: admission,
+		Timeout: cfg.BackendTimeout, Admission: admission, Fanout: cfg.Worker.Fanout,
 	})
 	svc.OnStop("backlog count (MAX_BACKLOG)", admission.Start())
 	// Last: its Close hook runs first, before the pool closes.

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
@@ -34,4 +36,23 @@ func TestUnreachableBrokerFailsAtStartNamingTheVariable(t *testing.T) {
 		"RABBITMQ_URL": "amqp://guest:guest@127.0.0.1:1/", "RABBITMQ_DIAL_TIMEOUT": "1s",
 	})
 	servicetest.RefusesToStart(t, build, cfg, "RABBITMQ_URL")
+}
+
+// TestConfigFanout: FANOUT is read into the shared worker settings; an
+// empty subscriber list, a duplicate subscriber, a malformed value, or a
+// subscriber queue name past AMQP's 255 bytes fails the start naming the
+// variable.
+func TestConfigFanout(t *testing.T) {
+	t.Parallel()
+	if c := kittest.ReadConfig(t, readConfig, map[string]string{"FANOUT": "order.placed:email,warehouse"}); c.Worker.Fanout.String() != "order.placed:email,warehouse" {
+		t.Errorf("FANOUT read as %q", c.Worker.Fanout)
+	}
+	for _, bad := range []string{"order.placed:", "order.placed:email,email", "order.placed=email"} {
+		configtest.NamesBadVariables(t, readConfig, map[string]string{"FANOUT": bad}, "FANOUT")
+	}
+	long := strings.Repeat("q", 200)
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"RABBITMQ_QUEUE": long, "FANOUT": strings.Repeat("k", 40) + ":" + strings.Repeat("s", 40)}, "FANOUT")
+	if _, err := readConfig(config.FromMap(map[string]string{"RABBITMQ_QUEUE": long, "FANOUT": "k:s"})); err != nil {
+		t.Errorf("a short fan-out queue name on a long RABBITMQ_QUEUE refused: %v", err)
+	}
 }

@@ -26,10 +26,15 @@ import (
 )
 
 // message is the body of a task's AMQP message: the task's record lives in
-// Postgres, the message only points at it.
+// Postgres, the message only points at it. A task of a kind with
+// subscribers (FANOUT) is one message for all its copies, published to
+// the kind's fanout exchange: ID is its first copy's and Copies maps each
+// subscriber to its copy's id; the consumer of a subscriber's queue takes
+// its own (deliver) and handles it as an ordinary task from then on.
 type message struct {
-	ID         string    `json:"id"`
-	EnqueuedAt time.Time `json:"enqueued_at"`
+	ID         string            `json:"id"`
+	EnqueuedAt time.Time         `json:"enqueued_at"`
+	Copies     map[string]string `json:"copies,omitempty"`
 }
 
 // session is one live publishing connection with its publishing channel
@@ -44,10 +49,32 @@ type message struct {
 // deliveries unacknowledged, delivers nothing more (docs/queue.md,
 // "Tuning").
 type session struct {
-	conn     *amqp.Connection
-	pub      *amqp.Channel
-	consConn *amqp.Connection // nil without workers
-	acks     *acker
+	conn      *amqp.Connection
+	pub       *amqp.Channel
+	consConn  *amqp.Connection // nil without workers
+	consumers []consumer       // none without workers
+}
+
+// consumer is one queue the session consumes, on a channel of its own:
+// the work queue, and with FANOUT each subscriber's queue. A channel each,
+// because delivery tags (and the acker's order) are per channel, and one
+// goroutine per consumer keeps its deliveries in tag order.
+type consumer struct {
+	queue string
+	// subscriber is the subscriber whose copy the queue's messages name
+	// (message.Copies); "" for the work queue.
+	subscriber string
+	dl         <-chan amqp.Delivery
+	acks       *acker
+}
+
+// ackers returns the session's consumers' ackers.
+func (s *session) ackers() []*acker {
+	out := make([]*acker, len(s.consumers))
+	for i, c := range s.consumers {
+		out[i] = c.acks
+	}
+	return out
 }
 
 // close closes the session's connections.
@@ -63,11 +90,14 @@ func (s *session) closed() bool {
 	return s.conn.IsClosed() || (s.consConn != nil && s.consConn.IsClosed())
 }
 
-// outbound is a message to publish and its routing key (a queue name: the
-// default exchange routes by it).
+// outbound is a message to publish: to a queue by name (key, through the
+// default exchange), or, for a fanned-out task, to its kind's fanout
+// exchange (exchange; key is then empty, and fanoutOf names the kind).
 type outbound struct {
-	key string
-	msg message
+	exchange string
+	key      string
+	fanoutOf string
+	msg      message
 }
 
 // The long polls share their re-reads through the embedded records.Store.
@@ -99,7 +129,7 @@ type mqQueue struct {
 	cur   *session      // nil while disconnected
 	ready chan struct{} // closed when cur is set; replaced on loss
 
-	acks *acker // the current consumer channel's; kept after a loss until the next session
+	ackers []*acker // the current consumer channels'; kept after a loss until the next session
 
 	// The consumer pipeline (pipeline.go): maintain closes inbound on
 	// stop; each stage closes the next channel when its input is done;
@@ -150,6 +180,16 @@ func newMQQueue(pool, pipePool *pgxpool.Pool, cfg Config, st *stats.Recorder, lo
 func (q *mqQueue) deadExchange() string { return q.cfg.Queue + ".dlx" }
 func (q *mqQueue) deadQueue() string    { return q.cfg.Queue + ".dead" }
 
+// fanoutExchange is the fanout exchange of a kind with subscribers
+// (FANOUT): <queue>.fanout.<kind>.
+func fanoutExchange(workQueue, kind string) string { return workQueue + ".fanout." + kind }
+
+// fanoutQueue is the durable queue of one subscriber of a kind, bound to
+// the kind's exchange: <queue>.fanout.<kind>@<subscriber>.
+func fanoutQueue(workQueue, kind, subscriber string) string {
+	return workQueue + ".fanout." + queue.CopyKind(kind, subscriber)
+}
+
 // retryQueue is the delay queue for the retry after failed attempt n. Each
 // backoff step has its own queue with a queue-wide TTL: per-message TTLs in
 // one queue would expire only at its head (a 30 s message would hold back
@@ -180,7 +220,12 @@ func (q *mqQueue) dial(name string) (*amqp.Connection, error) {
 
 // declare creates the topology (idempotent): the work queue, whose rejected
 // messages go to the dead-letter exchange; the dead-letter exchange and
-// queue; a delay queue per retry step.
+// queue; per kind with subscribers (FANOUT) a fanout exchange and one
+// durable queue per subscriber bound to it, dead-lettering as the work
+// queue does; a delay queue per retry step (a copy's retry goes through
+// them back to the work queue, as an ordinary task's). A subscriber
+// removed from FANOUT keeps its queue and what is in it; nothing consumes
+// it until the subscriber is back.
 func (q *mqQueue) declare(ch *amqp.Channel) error {
 	typ := amqp.Table{"x-queue-type": q.cfg.QueueType}
 	with := func(extra amqp.Table) amqp.Table {
@@ -205,6 +250,22 @@ func (q *mqQueue) declare(ch *amqp.Channel) error {
 	if _, err := ch.QueueDeclare(q.cfg.Queue, true, false, false, false, with(amqp.Table{"x-dead-letter-exchange": q.deadExchange()})); err != nil {
 		return fmt.Errorf("declare queue %s: %w", q.cfg.Queue, err)
 	}
+	fanout := q.cfg.Worker.Fanout
+	for _, kind := range fanout.Kinds() {
+		ex := fanoutExchange(q.cfg.Queue, kind)
+		if err := ch.ExchangeDeclare(ex, amqp.ExchangeFanout, true, false, false, false, nil); err != nil {
+			return fmt.Errorf("declare exchange %s: %w", ex, err)
+		}
+		for _, sub := range fanout.Subscribers(kind) {
+			name := fanoutQueue(q.cfg.Queue, kind, sub)
+			if _, err := ch.QueueDeclare(name, true, false, false, false, with(amqp.Table{"x-dead-letter-exchange": q.deadExchange()})); err != nil {
+				return fmt.Errorf("declare queue %s: %w", name, err)
+			}
+			if err := ch.QueueBind(name, "", ex, false, nil); err != nil {
+				return fmt.Errorf("bind %s: %w", name, err)
+			}
+		}
+	}
 	for n := 1; n < q.cfg.Worker.MaxAttempts; n++ {
 		name, d := q.retryQueue(n)
 		if _, err := ch.QueueDeclare(name, true, false, false, false, with(amqp.Table{
@@ -219,20 +280,20 @@ func (q *mqQueue) declare(ch *amqp.Channel) error {
 }
 
 // connect dials, declares, opens the confirm-mode publishing channel and,
-// with workers, the consuming channel. It returns the session and the
-// consumer's delivery channel (nil without workers).
-func (q *mqQueue) connect() (*session, <-chan amqp.Delivery, error) {
+// with workers, a consuming channel per consumed queue (the work queue and
+// each subscriber's queue), each with PREFETCH.
+func (q *mqQueue) connect() (*session, error) {
 	conn, err := q.dial(q.connectionName())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var consConn *amqp.Connection
-	fail := func(what string, err error) (*session, <-chan amqp.Delivery, error) {
+	fail := func(what string, err error) (*session, error) {
 		_ = conn.Close()
 		if consConn != nil {
 			_ = consConn.Close()
 		}
-		return nil, nil, fmt.Errorf("%s: %w", what, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	ch, err := conn.Channel()
 	if err != nil {
@@ -249,34 +310,49 @@ func (q *mqQueue) connect() (*session, <-chan amqp.Delivery, error) {
 	if err := pub.Confirm(false); err != nil {
 		return fail("enable publisher confirms", err)
 	}
-	var dl <-chan amqp.Delivery
-	var acks *acker
+	s := &session{conn: conn, pub: pub}
 	if q.cfg.Worker.Workers > 0 {
 		if consConn, err = q.dial(q.consumerConnectionName()); err != nil {
 			return fail("open consuming connection", err)
 		}
-		cons, err := consConn.Channel()
-		if err != nil {
-			return fail("open consuming channel", err)
+		s.consConn = consConn
+		for _, c := range q.consumed() {
+			cons, err := consConn.Channel()
+			if err != nil {
+				return fail("open consuming channel", err)
+			}
+			if err := cons.Qos(q.cfg.Prefetch, 0, false); err != nil {
+				return fail("set prefetch (PREFETCH)", err)
+			}
+			if c.dl, err = cons.Consume(c.queue, "", false, false, false, false, nil); err != nil {
+				return fail("consume "+c.queue, err)
+			}
+			// Settled deliveries may wait behind a slow one for a
+			// multiple ack, but never more than half the window.
+			c.acks = newAcker(cons, q.cfg.Prefetch/2)
+			s.consumers = append(s.consumers, c)
 		}
-		if err := cons.Qos(q.cfg.Prefetch, 0, false); err != nil {
-			return fail("set prefetch (PREFETCH)", err)
-		}
-		if dl, err = cons.Consume(q.cfg.Queue, "", false, false, false, false, nil); err != nil {
-			return fail("consume "+q.cfg.Queue, err)
-		}
-		// Settled deliveries may wait behind a slow one for a multiple
-		// ack, but never more than half the window.
-		acks = newAcker(cons, q.cfg.Prefetch/2)
 	}
-	return &session{conn: conn, pub: pub, consConn: consConn, acks: acks}, dl, nil
+	return s, nil
+}
+
+// consumed lists the queues the workers consume: the work queue, then each
+// subscriber's queue of FANOUT.
+func (q *mqQueue) consumed() []consumer {
+	out := []consumer{{queue: q.cfg.Queue}}
+	for _, kind := range q.cfg.Worker.Fanout.Kinds() {
+		for _, sub := range q.cfg.Worker.Fanout.Subscribers(kind) {
+			out = append(out, consumer{queue: fanoutQueue(q.cfg.Queue, kind, sub), subscriber: sub})
+		}
+	}
+	return out
 }
 
 // Start connects once (an unreachable broker fails the start, naming
 // RABBITMQ_URL), then keeps the connection alive and starts the consumer
 // pipeline: intake, workers, completer.
 func (q *mqQueue) Start(ctx context.Context) error {
-	s, dl, err := q.connect()
+	s, err := q.connect()
 	if err != nil {
 		return err
 	}
@@ -286,7 +362,7 @@ func (q *mqQueue) Start(ctx context.Context) error {
 	}
 	go func() { q.workers.Wait(); close(q.results) }()
 	go q.complete()
-	go q.maintain(s, dl)
+	go q.maintain(s)
 	q.startBackground()
 	return nil
 }
@@ -298,14 +374,14 @@ func (q *mqQueue) connected() bool {
 }
 
 // maintain serves one session at a time: it forwards deliveries to the
-// pipeline until either connection, the consumer channel or the publishing
+// pipeline until either connection, a consumer channel or the publishing
 // channel is lost, then reconnects with backoff. On stop it stops
 // forwarding and lets the pipeline drain on the still-current session (a
 // retry needs it for its publish, every outcome for its ack): the intake
 // records what it holds, the workers finish, the completer flushes its
 // batch and acknowledges. Then the connection closes: deliveries the
 // pipeline did not take go back to the queue.
-func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
+func (q *mqQueue) maintain(s *session) {
 	defer close(q.maintainDone)
 	b := backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 	drop := func() {
@@ -317,8 +393,8 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 	for {
 		q.mu.Lock()
 		q.cur = s
-		if s.acks != nil {
-			q.acks = s.acks
+		if len(s.consumers) > 0 {
+			q.ackers = s.ackers()
 		}
 		close(q.ready)
 		q.mu.Unlock()
@@ -328,7 +404,7 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 			consLost = s.consConn.NotifyClose(make(chan *amqp.Error, 1))
 		}
 		pubLost := s.pub.NotifyClose(make(chan *amqp.Error, 1))
-		err := q.forward(dl, s.acks, lost, consLost, pubLost)
+		err := q.forward(s.consumers, lost, consLost, pubLost)
 		if q.stopCtx.Err() != nil {
 			// Stop: the pipeline finishes what it holds (and acks it, or
 			// publishes its retry) first, on this session; only then
@@ -349,7 +425,7 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 				return
 			}
 			q.stats.Inc(queue.CounterReconnects)
-			if s, dl, err = q.connect(); err == nil {
+			if s, err = q.connect(); err == nil {
 				q.log.Info("rabbitmq reconnected")
 				b.Reset()
 				break
@@ -359,34 +435,64 @@ func (q *mqQueue) maintain(s *session, dl <-chan amqp.Delivery) {
 	}
 }
 
-// forward passes deliveries to the workers until stop or loss: of the
-// publishing or the consuming connection, of the consumer channel, or of
-// the publishing channel alone
-// (a channel-level error closes only that channel; nothing would reopen
-// it, and every publish would wait for a session that never comes).
-func (q *mqQueue) forward(dl <-chan amqp.Delivery, acks *acker, lost, consLost, pubLost chan *amqp.Error) error {
+// forward passes the consumers' deliveries to the workers until stop or
+// loss: of the publishing or the consuming connection, of a consumer
+// channel, or of the publishing channel alone (a channel-level error
+// closes only that channel; nothing would reopen it, and every publish
+// would wait for a session that never comes). Each consumer is read by a
+// goroutine of its own, which keeps its channel's tags in order; forward
+// returns only once they have all stopped, so that nothing sends on
+// inbound after it.
+func (q *mqQueue) forward(consumers []consumer, lost, consLost, pubLost chan *amqp.Error) error {
+	done := make(chan struct{})
+	failed := make(chan error, len(consumers))
+	var readers sync.WaitGroup
+	for _, c := range consumers {
+		readers.Go(func() {
+			if err := q.forwardFrom(c, done); err != nil {
+				failed <- err
+			}
+		})
+	}
+	defer readers.Wait()
+	defer close(done) // runs first: the readers stop, then forward waits for them
+	select {
+	case <-q.stopCtx.Done():
+		return nil
+	case e := <-lost:
+		return fmt.Errorf("publishing connection closed: %v", e)
+	case e := <-consLost:
+		return fmt.Errorf("consuming connection closed: %v", e)
+	case e := <-pubLost:
+		return fmt.Errorf("publishing channel closed: %v", e)
+	case err := <-failed:
+		return err
+	}
+}
+
+// forwardFrom passes c's deliveries to the workers until done or stop; it
+// fails when c's channel closes.
+func (q *mqQueue) forwardFrom(c consumer, done <-chan struct{}) error {
 	for {
 		var d amqp.Delivery
 		var ok bool
 		select {
 		case <-q.stopCtx.Done():
 			return nil
-		case e := <-lost:
-			return fmt.Errorf("publishing connection closed: %v", e)
-		case e := <-consLost:
-			return fmt.Errorf("consuming connection closed: %v", e)
-		case e := <-pubLost:
-			return fmt.Errorf("publishing channel closed: %v", e)
-		case d, ok = <-dl:
+		case <-done:
+			return nil
+		case d, ok = <-c.dl:
 			if !ok {
-				return errors.New("consumer channel closed")
+				return fmt.Errorf("consumer channel of %s closed", c.queue)
 			}
 		}
-		acks.track(d.DeliveryTag) // in delivery order, before anything can settle it
+		c.acks.track(d.DeliveryTag) // in delivery order, before anything can settle it
 		select {
-		case q.inbound <- inbound{acks: acks, tag: d.DeliveryTag, body: d.Body, received: time.Now()}:
+		case q.inbound <- inbound{acks: c.acks, tag: d.DeliveryTag, body: d.Body, subscriber: c.subscriber, received: time.Now()}:
 		case <-q.stopCtx.Done():
 			return nil // unacked: the broker requeues it when the connection closes
+		case <-done:
+			return nil
 		}
 	}
 }
@@ -466,7 +572,7 @@ func (q *mqQueue) publish(ctx context.Context, msgs []outbound) error {
 		var failed []outbound
 		for i, m := range pending {
 			body, _ := json.Marshal(m.msg)
-			c, err := s.pub.PublishWithDeferredConfirmWithContext(ctx, "", m.key, false, false, amqp.Publishing{
+			c, err := s.pub.PublishWithDeferredConfirmWithContext(ctx, m.exchange, m.key, false, false, amqp.Publishing{
 				DeliveryMode: amqp.Persistent, ContentType: "application/json", MessageId: m.msg.ID, Body: body,
 			})
 			if err != nil {
@@ -495,11 +601,23 @@ func (q *mqQueue) publish(ctx context.Context, msgs []outbound) error {
 	return nil
 }
 
-// messages are the tasks' messages to the work queue.
+// messages are the tasks' messages: one to the work queue per ordinary
+// task, and one to its kind's fanout exchange per fanned-out task, for all
+// its copies (adjacent in tasks, as queue.Fanout.Expand makes them).
 func (q *mqQueue) messages(tasks []queue.NewTask) []outbound {
-	m := make([]outbound, len(tasks))
-	for i, t := range tasks {
-		m[i] = outbound{key: q.cfg.Queue, msg: message{ID: t.ID, EnqueuedAt: t.EnqueuedAt}}
+	m := make([]outbound, 0, len(tasks))
+	for i := 0; i < len(tasks); {
+		t := tasks[i]
+		if t.Copy == nil {
+			m = append(m, outbound{key: q.cfg.Queue, msg: message{ID: t.ID, EnqueuedAt: t.EnqueuedAt}})
+			i++
+			continue
+		}
+		msg := message{ID: t.ID, EnqueuedAt: t.EnqueuedAt, Copies: map[string]string{}}
+		for ; i < len(tasks) && tasks[i].Copy != nil && tasks[i].Copy.First == t.Copy.First; i++ {
+			msg.Copies[tasks[i].Copy.Subscriber] = tasks[i].ID
+		}
+		m = append(m, outbound{exchange: fanoutExchange(q.cfg.Queue, t.Copy.Of), fanoutOf: t.Copy.Of, msg: msg})
 	}
 	return m
 }

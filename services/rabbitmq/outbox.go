@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -51,21 +52,25 @@ const (
 	passTimeout = 10 * time.Second
 )
 
-// enqueueOutbox writes task records and their outbox rows in one
-// statement: one implicit transaction, one round trip per batch.
+// enqueueOutbox writes task records (kit's records.InsertTasksSQL, the one
+// copy of that statement) and their outbox rows in one statement: one
+// implicit transaction, one round trip per batch. The outbox rows are the
+// messages ($6 to $9, in publish order): one per ordinary task, and one
+// per fanned-out task for all its copies (migration 0007: fanout_of and
+// copies set), so that the relay publishes once per posted task, as the
+// dual write does. A data-modifying WITH runs to completion whether or not
+// the outer statement reads it.
 const enqueueOutbox = `
-WITH t AS (
-  INSERT INTO tasks (id, kind, payload, fail_times, status, enqueued_at)
-  SELECT id, kind, payload, fail_times, 'queued', enqueued_at
-    FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[])
-         WITH ORDINALITY AS t(id, kind, payload, fail_times, enqueued_at, n)
-   ORDER BY n
-  RETURNING id, enqueued_at)
-INSERT INTO outbox (task_id, enqueued_at) SELECT id, enqueued_at FROM t`
+WITH t AS (` + records.InsertTasksSQL + `)
+INSERT INTO outbox (task_id, enqueued_at, fanout_of, copies)
+SELECT task_id, enqueued_at, fanout_of, copies
+  FROM unnest($6::uuid[], $7::timestamptz[], $8::text[], $9::jsonb[])
+       WITH ORDINALITY AS o(task_id, enqueued_at, fanout_of, copies, n)
+ ORDER BY n`
 
 // claimOutbox takes the oldest unpublished rows no other relay holds.
 const claimOutbox = `
-SELECT seq, task_id::text, enqueued_at FROM outbox ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`
+SELECT seq, task_id::text, enqueued_at, fanout_of, copies FROM outbox ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 
 // claimStranded takes up to $2 tasks queued and never delivered whose
 // enqueue (or last republish) is more than $1 microseconds old and whose
@@ -96,8 +101,40 @@ RETURNING t.id::text, t.enqueued_at`
 // in the answer: writes are taken while it is down, and wait in the outbox.
 func (q *mqQueue) enqueueToOutbox(ctx context.Context, db records.Execer, tasks []queue.NewTask) error {
 	ids, kinds, payloads, fails, at := records.TaskColumns(tasks)
-	_, err := db.Exec(ctx, enqueueOutbox, ids, kinds, payloads, fails, at)
+	msgs := q.messages(tasks)
+	n := len(msgs)
+	oids, oat, ofan, ocopies := make([]string, n), make([]time.Time, n), make([]*string, n), make([]*string, n)
+	for i, m := range msgs {
+		oids[i], oat[i] = m.msg.ID, m.msg.EnqueuedAt
+		if m.fanoutOf != "" {
+			copies, err := json.Marshal(m.msg.Copies)
+			if err != nil {
+				return err
+			}
+			ofan[i], ocopies[i] = &m.fanoutOf, new(string(copies))
+		}
+	}
+	_, err := db.Exec(ctx, enqueueOutbox, postgres.UUIDs(ids), kinds, payloads, fails, at, postgres.UUIDs(oids), oat, ofan, ocopies)
 	return err
+}
+
+// outboxMessage is the message of an outbox row. A fanned-out task's row
+// goes to its kind's exchange when this instance's FANOUT has the kind;
+// otherwise (FANOUT changed since the enqueue) each copy goes to the work
+// queue as an ordinary task's message, rather than to an exchange that may
+// not exist (a publish to a missing exchange closes the channel).
+func (q *mqQueue) outboxMessage(m message, fanoutOf *string) []outbound {
+	if fanoutOf == nil {
+		return []outbound{{key: q.cfg.Queue, msg: m}}
+	}
+	if subs := q.cfg.Worker.Fanout.Subscribers(*fanoutOf); len(subs) > 0 {
+		return []outbound{{exchange: fanoutExchange(q.cfg.Queue, *fanoutOf), msg: m}}
+	}
+	out := make([]outbound, 0, len(m.Copies))
+	for _, id := range m.Copies {
+		out = append(out, outbound{key: q.cfg.Queue, msg: message{ID: id, EnqueuedAt: m.EnqueuedAt}})
+	}
+	return out
 }
 
 // pokeRelay wakes one idle relay worker (the other finds the rows on its
@@ -178,12 +215,13 @@ func (q *mqQueue) relayPass() (int, error) {
 		for rows.Next() {
 			var seq int64
 			var m message
-			if err := rows.Scan(&seq, &m.ID, &m.EnqueuedAt); err != nil {
+			var fanoutOf *string
+			if err := rows.Scan(&seq, &m.ID, &m.EnqueuedAt, &fanoutOf, &m.Copies); err != nil {
 				rows.Close()
 				return err
 			}
 			seqs = append(seqs, seq)
-			msgs = append(msgs, outbound{key: q.cfg.Queue, msg: m})
+			msgs = append(msgs, q.outboxMessage(m, fanoutOf)...)
 		}
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("claim outbox rows: %w", err)
@@ -288,18 +326,23 @@ func (q *mqQueue) reconcilePass() (int, error) {
 	return n, nil
 }
 
-// readyMessages is the work queue's count of ready messages (not those
-// delivered and unacknowledged), from a passive declare on a channel of
-// its own (a failed passive declare closes its channel).
+// readyMessages is the count of ready messages (not those delivered and
+// unacknowledged) of the work queue and every subscriber's queue (FANOUT),
+// from passive declares on a channel of its own (a failed passive declare
+// closes its channel).
 func (q *mqQueue) readyMessages(s *session) (int, error) {
 	ch, err := s.conn.Channel()
 	if err != nil {
 		return 0, fmt.Errorf("open channel: %w", err)
 	}
 	defer func() { _ = ch.Close() }()
-	qi, err := ch.QueueDeclarePassive(q.cfg.Queue, true, false, false, false, nil)
-	if err != nil {
-		return 0, fmt.Errorf("read the depth of %s: %w", q.cfg.Queue, err)
+	n := 0
+	for _, c := range q.consumed() {
+		qi, err := ch.QueueDeclarePassive(c.queue, true, false, false, false, nil)
+		if err != nil {
+			return 0, fmt.Errorf("read the depth of %s: %w", c.queue, err)
+		}
+		n += qi.Messages
 	}
-	return qi.Messages, nil
+	return n, nil
 }

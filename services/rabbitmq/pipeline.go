@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -28,13 +29,15 @@ import (
 // The intake records at most RECORD_BATCH deliveries ahead of the workers
 // (jobs is unbuffered), as no-rabbitmq claims at most CLAIM_BATCH.
 
-// inbound is a received delivery: its tag on its channel's acker, and its
-// body.
+// inbound is a received delivery: its tag on its channel's acker, its
+// body and, from a subscriber's queue (FANOUT), the subscriber whose copy
+// it delivers.
 type inbound struct {
-	acks     *acker
-	tag      uint64
-	body     []byte
-	received time.Time
+	acks       *acker
+	tag        uint64
+	body       []byte
+	subscriber string
+	received   time.Time
 }
 
 // job is a delivery whose record says it is open, for a worker.
@@ -131,9 +134,9 @@ func (q *mqQueue) deliver(batch []inbound, b *backoff.Backoff) {
 	var open []job
 	seen := make(map[string]bool, len(batch))
 	for _, in := range batch {
-		var m message
-		if err := json.Unmarshal(in.body, &m); err != nil || !queue.ValidID(m.ID) {
-			q.log.Error("undecodable message dead-lettered", "body", string(in.body))
+		m, err := decode(in)
+		if err != nil {
+			q.log.Error("undecodable message dead-lettered", "body", string(in.body), "err", err)
 			in.acks.nack(false, in.tag)
 			continue
 		}
@@ -183,6 +186,29 @@ func (q *mqQueue) deliver(batch []inbound, b *backoff.Backoff) {
 	}
 }
 
+// decode reads a delivery's message. From a subscriber's queue it is the
+// subscriber's copy: the message of a fanned-out task names every copy,
+// and this one takes its own id; the copy is an ordinary task from then
+// on (its retries go through the work queue).
+func decode(in inbound) (message, error) {
+	var m message
+	if err := json.Unmarshal(in.body, &m); err != nil {
+		return message{}, err
+	}
+	if in.subscriber != "" {
+		id, ok := m.Copies[in.subscriber]
+		if !ok {
+			return message{}, fmt.Errorf("no copy for subscriber %q", in.subscriber)
+		}
+		m.ID = id
+	}
+	m.Copies = nil
+	if !queue.ValidID(m.ID) {
+		return message{}, fmt.Errorf("bad task id %q", m.ID)
+	}
+	return m, nil
+}
+
 // requeueLater holds jobs unacknowledged for the stage's next backoff, then
 // requeues them: never an instant redelivery loop while Postgres fails.
 func (q *mqQueue) requeueLater(b *backoff.Backoff, what string, err error, jobs []job) {
@@ -213,10 +239,10 @@ func (q *mqQueue) complete() {
 	recordBatches(q, q.results, q.finish)
 	if q.hardCtx.Err() == nil {
 		q.mu.Lock()
-		acks := q.acks
+		ackers := q.ackers
 		q.mu.Unlock()
-		if acks != nil {
-			acks.flush()
+		for _, a := range ackers {
+			a.flush()
 		}
 	}
 }

@@ -18,16 +18,19 @@ import (
 // env is where one target lives: its schema and its queue.
 type env struct {
 	pgURL, amqpURL, schema, queue string
+	// fanouts are the FANOUT values the env's instances were started
+	// with, whose exchanges and queues the cleanup deletes.
+	fanouts *[]string
 }
 
 // newEnv gives the test a schema and a queue name of its own, and deletes
 // the queue's topology when the test ends.
 func newEnv(t testing.TB) env {
 	t.Helper()
-	e := env{pgURL: kittest.PostgresURL(t), amqpURL: kittest.Server(t, "RABBITMQ_URL", kittest.DefaultRabbitMQURL)}
+	e := env{pgURL: kittest.PostgresURL(t), amqpURL: kittest.Server(t, "RABBITMQ_URL", kittest.DefaultRabbitMQURL), fanouts: new([]string)}
 	e.schema = kittest.Schema(t, e.pgURL)
 	e.queue = kittest.UniqueName(t, "q")
-	t.Cleanup(func() { deleteTopology(t, e.amqpURL, e.queue) })
+	t.Cleanup(func() { deleteTopology(t, e.amqpURL, e.queue, *e.fanouts) })
 	return e
 }
 
@@ -50,8 +53,8 @@ func (e env) channel(t testing.TB) *amqp.Channel {
 
 // deleteTopology deletes every queue and the exchange the service declared
 // for name (retry queues are found by trying the names a default-range
-// backoff can produce).
-func deleteTopology(t testing.TB, url, name string) {
+// backoff can produce), with the fan-out exchanges and queues of fanouts.
+func deleteTopology(t testing.TB, url, name string, fanouts []string) {
 	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
 	if err != nil {
 		t.Logf("cleanup: %v", err)
@@ -71,10 +74,22 @@ func deleteTopology(t testing.TB, url, name string) {
 			names = append(names, name+".retry."+strconv.FormatInt(queue.Backoff(base, n).Milliseconds(), 10))
 		}
 	}
+	exchanges := []string{name + ".dlx"}
+	for _, v := range fanouts {
+		f, _ := queue.ParseFanout(v)
+		for _, kind := range f.Kinds() {
+			exchanges = append(exchanges, fanoutExchange(name, kind))
+			for _, sub := range f.Subscribers(kind) {
+				names = append(names, fanoutQueue(name, kind, sub))
+			}
+		}
+	}
 	for _, q := range names {
 		del(func(ch *amqp.Channel) error { _, err := ch.QueueDelete(q, false, false, false); return err })
 	}
-	del(func(ch *amqp.Channel) error { return ch.ExchangeDelete(name+".dlx", false, false) })
+	for _, x := range exchanges {
+		del(func(ch *amqp.Channel) error { return ch.ExchangeDelete(x, false, false) })
+	}
 }
 
 // target implements conformance.Target: one instance at a time in env,
@@ -92,6 +107,9 @@ func startTarget(t testing.TB, e env, s conformance.Settings, extra map[string]s
 	t.Helper()
 	tg := &target{env: e, pool: kittest.Pool(t, e.pgURL, e.schema)}
 	tg.ServiceTarget = conformance.StartServiceTarget(t, tg.pool, s, func(t testing.TB, s conformance.Settings) (*mqQueue, *service.Service) {
+		if s.Fanout != "" {
+			*e.fanouts = append(*e.fanouts, s.Fanout)
+		}
 		return servicetest.Assembled(t, readConfig, assemble, map[string]string{"DATABASE_URL": e.pgURL, "DATABASE_SCHEMA": e.schema,
 			"RABBITMQ_URL": e.amqpURL, "RABBITMQ_QUEUE": e.queue, "SHUTDOWN_TIMEOUT": "10s"}, s.Env(), extra)
 	})

@@ -28,6 +28,10 @@ type WorkerConfig struct {
 	// Faults enables POST /payments?fault=between, which crashes between
 	// the payment insert and the enqueue. Env FAULTS; default false.
 	Faults bool
+	// Fanout is the kinds that have subscribers: a task of such a kind
+	// becomes one task per subscriber (ParseFanout's syntax). Env FANOUT;
+	// default empty (no kind has subscribers).
+	Fanout Fanout
 }
 
 // ReadWorkerConfig reads WorkerConfig and records an error naming each bad
@@ -40,6 +44,11 @@ func ReadWorkerConfig(r *config.Reader) WorkerConfig {
 		MaxAttempts:  r.Int("MAX_ATTEMPTS", DefaultMaxAttempts),
 		PayloadLimit: int(r.Bytes("PAYLOAD_LIMIT", DefaultPayloadLimit)),
 		Faults:       r.Bool("FAULTS", false),
+	}
+	if f, err := ParseFanout(r.String("FANOUT", "")); err != nil {
+		r.Fail("FANOUT", "%v", err)
+	} else {
+		c.Fanout = f
 	}
 	if c.Workers < 0 || c.Workers > 1000 {
 		r.Fail("WORKERS", "must be between 0 and 1000, got %d", c.Workers)

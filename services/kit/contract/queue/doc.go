@@ -11,6 +11,11 @@
 // and the /stats names are identical on both sides by construction; the
 // services differ only in how a task travels from POST /tasks to a worker.
 //
+// Fan-out (FANOUT, ParseFanout) is also the handlers': a task of a kind
+// with subscribers reaches a Backend as one ordinary NewTask per
+// subscriber (Fanout.Expand), marked with its Copy, which the rabbitmq
+// side uses to publish them as one message.
+//
 // Admission, the backlog bound both sides share (MAX_BACKLOG,
 // BACKLOG_INTERVAL), is applied by the same handlers; each side only
 // counts its own backlog.

@@ -54,6 +54,10 @@ type Options struct {
 	// /tasks/batch, /payments) that would take the backlog past
 	// MAX_BACKLOG, before anything of them is recorded.
 	Admission *Admission
+	// Fanout is the kinds with subscribers (env FANOUT): POST /tasks and
+	// /tasks/batch enqueue one copy per subscriber of a task of such a
+	// kind (Fanout.Expand). A payment's task is never fanned out.
+	Fanout Fanout
 }
 
 type handler struct {
@@ -129,20 +133,25 @@ func (h *handler) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !h.o.Admission.Admit(1) {
-		h.o.Admission.WriteShed(w, 1)
+	tasks := h.o.Fanout.Expand(t)
+	if !h.o.Admission.Admit(len(tasks)) {
+		h.o.Admission.WriteShed(w, len(tasks))
 		return nil
 	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	err = h.backend.Enqueue(ctx, []NewTask{t})
-	h.o.Admission.Done(1, err == nil)
+	err = h.backend.Enqueue(ctx, tasks)
+	h.o.Admission.Done(len(tasks), err == nil)
 	if err != nil {
 		return err
 	}
-	h.o.Stats.Inc(CounterEnqueued)
+	h.o.Stats.Add(CounterEnqueued, int64(len(tasks)))
 	h.o.Stats.Since(LatencySend, start)
-	httpapi.WriteJSON(w, http.StatusAccepted, Enqueued{ID: t.ID, Status: StatusQueued, EnqueuedAt: t.EnqueuedAt})
+	e := Enqueued{ID: t.ID, Status: StatusQueued, EnqueuedAt: t.EnqueuedAt}
+	if t := tasks[0]; t.Copy != nil {
+		e.IDs = taskIDs(tasks)
+	}
+	httpapi.WriteJSON(w, http.StatusAccepted, e)
 	return nil
 }
 
@@ -155,14 +164,26 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.BadRequest("tasks must hold 1 to %d tasks, got %d", MaxBatch, len(in.Tasks))
 	}
 	now := time.Now().UTC()
-	tasks := make([]NewTask, len(in.Tasks))
+	tasks := make([]NewTask, 0, len(in.Tasks))
 	ids := make([]string, len(in.Tasks))
+	var copies [][]string // made at the first task with subscribers
 	for i, tr := range in.Tasks {
 		t, err := h.validate(tr, fmt.Sprintf("tasks[%d]: ", i), now)
 		if err != nil {
 			return err
 		}
-		tasks[i], ids[i] = t, t.ID
+		ts := h.o.Fanout.Expand(t)
+		tasks = append(tasks, ts...)
+		ids[i] = t.ID
+		if copies == nil && ts[0].Copy != nil {
+			copies = make([][]string, len(in.Tasks))
+			for j := range i {
+				copies[j] = ids[j : j+1]
+			}
+		}
+		if copies != nil {
+			copies[i] = taskIDs(ts)
+		}
 	}
 	if !h.o.Admission.Admit(len(tasks)) {
 		h.o.Admission.WriteShed(w, len(tasks))
@@ -176,8 +197,17 @@ func (h *handler) batch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.o.Stats.Add(CounterEnqueued, int64(len(tasks)))
-	httpapi.WriteJSON(w, http.StatusAccepted, BatchEnqueued{IDs: ids, Status: StatusQueued, EnqueuedAt: now})
+	httpapi.WriteJSON(w, http.StatusAccepted, BatchEnqueued{IDs: ids, Copies: copies, Status: StatusQueued, EnqueuedAt: now})
 	return nil
+}
+
+// taskIDs returns the tasks' ids.
+func taskIDs(tasks []NewTask) []string {
+	out := make([]string, len(tasks))
+	for i, t := range tasks {
+		out[i] = t.ID
+	}
+	return out
 }
 
 func taskID(r *http.Request) (string, error) {

@@ -32,7 +32,13 @@ type BatchRequest struct {
 
 // Enqueued is the 202 answer to POST /tasks.
 type Enqueued struct {
-	ID         string    `json:"id"`
+	// ID is the task's id; for a kind with subscribers (FANOUT), its
+	// first copy's, so that a client unaware of fan-out still gets a task
+	// it can read and wait for.
+	ID string `json:"id"`
+	// IDs, for a kind with subscribers only, are the copies' ids in
+	// FANOUT's subscriber order (IDs[0] is ID).
+	IDs        []string  `json:"ids,omitempty"`
 	Status     string    `json:"status"`
 	EnqueuedAt time.Time `json:"enqueued_at"`
 }
@@ -40,9 +46,15 @@ type Enqueued struct {
 // BatchEnqueued is the 202 answer to POST /tasks/batch: the ids in the
 // order of the request's tasks.
 type BatchEnqueued struct {
-	IDs        []string  `json:"ids"`
-	Status     string    `json:"status"`
-	EnqueuedAt time.Time `json:"enqueued_at"`
+	// IDs holds one id per task of the request: for a kind with
+	// subscribers, its first copy's.
+	IDs []string `json:"ids"`
+	// Copies, present when a task of the batch has a kind with
+	// subscribers, holds per task of the request the ids it became: its
+	// copies' in FANOUT's order, or its one id.
+	Copies     [][]string `json:"copies,omitempty"`
+	Status     string     `json:"status"`
+	EnqueuedAt time.Time  `json:"enqueued_at"`
 }
 
 // Task is the answer to GET /tasks/{id} (and the body of a /wait answer).
@@ -98,6 +110,10 @@ type NewTask struct {
 	Payload    json.RawMessage
 	FailTimes  int
 	EnqueuedAt time.Time
+	// Copy, for one subscriber's copy of a task posted with a kind that
+	// has subscribers (FANOUT, Fanout.Expand), says whose copy it is; nil
+	// for an ordinary task.
+	Copy *Copy
 }
 
 // NewPayment is a validated payment and the task that processes it.

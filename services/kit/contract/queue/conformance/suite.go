@@ -53,6 +53,8 @@ type Settings struct {
 	MaxBacklog int
 	// BacklogInterval is BACKLOG_INTERVAL.
 	BacklogInterval time.Duration
+	// Fanout is FANOUT: the kinds with subscribers (queue.ParseFanout).
+	Fanout string
 }
 
 // Env returns the environment variables that set s, for a test that
@@ -91,6 +93,9 @@ func (s Settings) Env() map[string]string {
 	}
 	if s.BacklogInterval > 0 {
 		m["BACKLOG_INTERVAL"] = s.BacklogInterval.String()
+	}
+	if s.Fanout != "" {
+		m["FANOUT"] = s.Fanout
 	}
 	return m
 }
@@ -132,6 +137,7 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 	runDelivery(t, f, newTarget)
 	runRestart(t, f, newTarget)
 	runPayments(t, f, newTarget)
+	runFanout(t, f, newTarget)
 }
 
 // TaskRecord is one row of the tasks records: the task as GET

@@ -69,7 +69,11 @@ func TestConformance(t *testing.T) {
 			b := memory.New(tg.store, memory.Config{Workers: s.Workers, Work: s.Work, RetryBase: s.RetryBase, MaxAttempts: s.MaxAttempts}, hub, svc.Stats)
 			b.Start()
 			svc.OnStop("workers", func(context.Context) error { b.Stop(); return nil })
-			queue.Mount(svc.Router, b, queue.Options{Stats: svc.Stats, Hub: hub, Stopping: svc.Stopping(), Faults: s.Faults})
+			fanout, err := queue.ParseFanout(s.Fanout)
+			if err != nil {
+				t.Fatalf("FANOUT: %v", err)
+			}
+			queue.Mount(svc.Router, b, queue.Options{Stats: svc.Stats, Hub: hub, Stopping: svc.Stopping(), Faults: s.Faults, Fanout: fanout})
 			return b, svc
 		})
 		return tg

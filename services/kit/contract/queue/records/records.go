@@ -22,16 +22,20 @@ type Execer interface {
 }
 
 // InsertTasksSQL writes many task records, status queued, in one
-// statement: one round trip per batch whatever its size. Its parameters
-// $1 to $5 are TaskColumns' arrays. It is the one copy of the statement:
+// statement: one round trip per batch whatever its size, the copies of a
+// fanned-out task (FANOUT) included. Its parameters $1 to $5 are
+// TaskColumns' arrays; the rows are inserted (and a RETURNING returns
+// them) in the arrays' order. It is the one copy of the statement:
 // InsertTasks runs it, and a service that writes more in the same
-// statement (no-rabbitmq's enqueue, which also queues the tasks) embeds it
-// in a WITH clause, adding a RETURNING.
+// statement embeds it in a WITH clause: no-rabbitmq's enqueue, which adds
+// a RETURNING and queues the tasks, and the rabbitmq side's outbox
+// enqueue, which writes the outbox rows beside it.
 const InsertTasksSQL = `
 INSERT INTO tasks (id, kind, payload, fail_times, status, enqueued_at)
 SELECT id, kind, payload, fail_times, 'queued', enqueued_at
   FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[])
-       AS t(id, kind, payload, fail_times, enqueued_at)`
+       WITH ORDINALITY AS t(id, kind, payload, fail_times, enqueued_at, n)
+ ORDER BY n`
 
 // TaskColumns returns the batch as column arrays, for unnest.
 func TaskColumns(tasks []queue.NewTask) (ids, kinds, payloads []string, fails []int32, at []time.Time) {
