@@ -111,10 +111,12 @@ func dropDatabase(t testing.TB, cfg Config) {
 	})
 }
 
-// TestDocumentTooLargeIs422: MongoDB refuses a document past 16 MiB (a
-// profile grown by PATCHes, or an insert the driver checks itself); the
-// client gets a 422 naming the limit, not a 500. Errors are built here:
-// FerretDB accepts such documents, so the real server cannot produce them.
+// TestDocumentTooLargeIs422: MongoDB refuses a document past 16 MiB; the
+// contract's MaxProfileBytes refuses such profiles first, so this is a
+// backstop (a server whose limit is lower, an insert the driver checks
+// itself): the client gets a 422 naming the limit, not a 500. Errors are
+// built here: FerretDB accepts such documents, so the real server cannot
+// produce them.
 func TestDocumentTooLargeIs422(t *testing.T) {
 	t.Parallel()
 	for _, err := range []error{
@@ -130,6 +132,33 @@ func TestDocumentTooLargeIs422(t *testing.T) {
 	var he *httpapi.Error
 	if got := mapErr(mongo.CommandError{Code: 2, Message: "BadValue"}, "id"); errors.As(got, &he) && he.Status == http.StatusUnprocessableEntity {
 		t.Errorf("an unrelated server error mapped to %v", got)
+	}
+}
+
+// TestProfileSizeIsBSONSize: documents.ProfileSize, the measure both
+// sides bound a profile by (documents.MaxProfileBytes), is exactly the
+// size of the BSON document this side stores for it, whatever the value
+// types, the numbers' spelling and the arrays' lengths.
+func TestProfileSizeIsBSONSize(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		`{}`,
+		`{"a":null,"b":true,"c":false,"d":"","e":"é✓😀\"\\\n"}`,
+		`{"int":1,"neg":-9223372036854775808,"dec":1.5,"exp":1e300,"spelled":1.50,"big":12345678901234567}`,
+		`{"arr":[0,1,2,3,4,5,6,7,8,9,10,11,[],{},[null]],"obj":{"x":{"y":{"z":[{"k":"v"}]}}}}`,
+		`{"long":[` + strings.TrimSuffix(strings.Repeat(`0,`, 1234), ",") + `]}`,
+	} {
+		v, err := documents.Parse([]byte(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		b, err := bson.Marshal(toBSON(v))
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if got := documents.ProfileSize(v.(documents.Object)); got != int64(len(b)) {
+			t.Errorf("%.60s: ProfileSize %d, BSON %d bytes", raw, got, len(b))
+		}
 	}
 }
 
