@@ -27,14 +27,17 @@ const MaxProfileBytes = 8 << 20
 // ProfileSize is the size of profile counted as BSON, MongoDB's encoding
 // of it: an object is 5 bytes plus, for each member, 2 bytes plus its
 // key plus its value; an array is an object whose keys are the indexes
-// "0", "1", …; a string is 5 bytes plus its UTF-8 bytes; a number 8
-// bytes (an int64 or a double, however it was written); true and false 1
-// byte; null none. It is the measure MaxProfileBytes bounds: the same
-// on both sides, whatever a side stores (jsonb rewrites numbers, BSON
-// does not keep their spelling), and what MongoDB compares with its
-// 16 MiB. For a profile of text it is about its JSON size; an array of
-// small numbers counts up to 8 times its JSON size (its indexes and
-// 8-byte numbers), as MongoDB stores it.
+// "0", "1", …; a string is 5 bytes plus its UTF-8 bytes; true and false
+// 1 byte; null none; a number 8 bytes (an int64 or a double), or its
+// length in plain decimal when that is longer (1e-300 counts 302: the
+// Postgres side writes it back so). It is the measure MaxProfileBytes
+// bounds: the same on both sides, whatever a side stores, since it
+// depends on a number's value and not on its spelling (jsonb keeps
+// 1.50, BSON the double 1.5), and at least the BSON MongoDB compares
+// with its 16 MiB (exactly it when no number is longer than 8 digits in
+// plain decimal). For a profile of text it is about its JSON size; an
+// array of small numbers counts up to 8 times its JSON size (its indexes
+// and 8-byte numbers), as MongoDB stores it.
 func ProfileSize(profile Object) int64 { return objectSize(profile) }
 
 func objectSize(o Object) int64 {
@@ -58,12 +61,27 @@ func valueSize(v any) int64 {
 	case string:
 		return 5 + int64(len(t))
 	case json.Number:
-		return 8
+		return numberSize(t)
 	case bool:
 		return 1
 	default: // nil
 		return 0
 	}
+}
+
+// numberSize is a number's size in ProfileSize: 8 bytes, or the length
+// of its value in plain decimal (an int64's digits, a double's shortest
+// decimal written without an exponent) when longer.
+func numberSize(n json.Number) int64 {
+	var l int
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+		l = len(strconv.FormatInt(i, 10))
+	} else if f, err := strconv.ParseFloat(string(n), 64); err == nil {
+		l = len(strconv.FormatFloat(f, 'f', -1, 64))
+	} else {
+		l = len(n) // not a number Validate admits; counted as written
+	}
+	return max(8, int64(l))
 }
 
 // CheckProfileSize refuses a profile larger than MaxProfileBytes with a
