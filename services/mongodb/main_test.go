@@ -111,10 +111,12 @@ func dropDatabase(t testing.TB, cfg Config) {
 	})
 }
 
-// TestDocumentTooLargeIs422: MongoDB refuses a document past 16 MiB (a
-// profile grown by PATCHes, or an insert the driver checks itself); the
-// client gets a 422 naming the limit, not a 500. Errors are built here:
-// FerretDB accepts such documents, so the real server cannot produce them.
+// TestDocumentTooLargeIs422: MongoDB refuses a document past 16 MiB; the
+// contract's MaxProfileBytes refuses such profiles first, so this is a
+// backstop (a server whose limit is lower, an insert the driver checks
+// itself): the client gets a 422 naming the limit, not a 500. Errors are
+// built here: FerretDB accepts such documents, so the real server cannot
+// produce them.
 func TestDocumentTooLargeIs422(t *testing.T) {
 	t.Parallel()
 	for _, err := range []error{
@@ -130,6 +132,41 @@ func TestDocumentTooLargeIs422(t *testing.T) {
 	var he *httpapi.Error
 	if got := mapErr(mongo.CommandError{Code: 2, Message: "BadValue"}, "id"); errors.As(got, &he) && he.Status == http.StatusUnprocessableEntity {
 		t.Errorf("an unrelated server error mapped to %v", got)
+	}
+}
+
+// TestProfileSizeIsBSONSize: documents.ProfileSize, the measure both
+// sides bound a profile by (documents.MaxProfileBytes), is exactly the
+// size of the BSON document this side stores for it, whatever the value
+// types, the numbers' spelling and the arrays' lengths, except that a
+// number longer than 8 characters in plain decimal counts that length
+// (extra: the bytes beyond BSON's 8).
+func TestProfileSizeIsBSONSize(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		raw   string
+		extra int64
+	}{
+		{`{}`, 0},
+		{`{"a":null,"b":true,"c":false,"d":"","e":"é✓😀\"\\\n"}`, 0},
+		{`{"int":1,"dec":1.5,"spelled":1.50,"e":1e2,"eight":12345678,"neg":-1234567}`, 0},
+		// -9223372036854775808: 20 characters; 1e300: 301; 12345678901234567:
+		// 17; 1e-300: 302 (0.000…1).
+		{`{"neg":-9223372036854775808,"exp":1e300,"big":12345678901234567,"tiny":1e-300}`, 12 + 293 + 9 + 294},
+		{`{"arr":[0,1,2,3,4,5,6,7,8,9,10,11,[],{},[null]],"obj":{"x":{"y":{"z":[{"k":"v"}]}}}}`, 0},
+		{`{"long":[` + strings.TrimSuffix(strings.Repeat(`0,`, 1234), ",") + `]}`, 0},
+	} {
+		v, err := documents.Parse([]byte(tc.raw))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.raw, err)
+		}
+		b, err := bson.Marshal(toBSON(v))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.raw, err)
+		}
+		if got, want := documents.ProfileSize(v.(documents.Object)), int64(len(b))+tc.extra; got != want {
+			t.Errorf("%.60s: ProfileSize %d, want %d (BSON %d bytes, plus %d)", tc.raw, got, want, len(b), tc.extra)
+		}
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -33,6 +35,35 @@ type store struct {
 	// a projection on findAndModify (replaced by an update then a find),
 	// and field conditions inside $elemMatch (left to the re-check).
 	ferret bool
+	// locks serialise each user's profile writes within this process
+	// (see PatchProfile).
+	locks profileLocks
+}
+
+// profileLocks serialise, within one process, the profile writes of a
+// user: PatchProfile's read, size check and write, and ReplaceProfile.
+// Users share 64 locks by a hash of their id. The zero value is ready.
+type profileLocks struct {
+	once  sync.Once
+	slots [64]chan struct{}
+}
+
+// lock takes id's lock, or gives up when ctx ends; unlock releases it.
+func (l *profileLocks) lock(ctx context.Context, id string) (unlock func(), err error) {
+	l.once.Do(func() {
+		for i := range l.slots {
+			l.slots[i] = make(chan struct{}, 1)
+		}
+	})
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	slot := l.slots[h.Sum32()%uint32(len(l.slots))]
+	select {
+	case slot <- struct{}{}:
+		return func() { <-slot }, nil
+	case <-ctx.Done():
+		return nil, mapErr(ctx.Err(), id)
+	}
 }
 
 // checkStorable refuses, on FerretDB, a profile it cannot store.
@@ -90,7 +121,8 @@ func (m mongoUser) user() (documents.User, error) {
 }
 
 // mapErr turns driver errors into the contract's: no document is a 404, a
-// duplicate key a 409, a document past BSON's 16 MiB limit a 422, a
+// duplicate key a 409, a document past BSON's 16 MiB limit a 422 (a
+// backstop: documents.MaxProfileBytes refuses a profile before it), a
 // timeout a 503 that says so, a network error a 503.
 func mapErr(err error, id string) error {
 	switch {
@@ -244,13 +276,20 @@ func (s *store) Get(ctx context.Context, id string) (documents.User, error) {
 	return m.user()
 }
 
-// update applies upd and returns the user without its profile (the
-// projection keeps the server from shipping the document back).
+// update applies upd to the user id and returns the user without its
+// profile (the projection keeps the server from shipping the document
+// back).
 func (s *store) update(ctx context.Context, id string, upd bson.D) (documents.User, error) {
+	return s.updateWhere(ctx, id, bson.D{{Key: "_id", Value: id}}, upd)
+}
+
+// updateWhere is update of the user id if it matches filter; a user that
+// does not match is a documents.NotFound.
+func (s *store) updateWhere(ctx context.Context, id string, filter, upd bson.D) (documents.User, error) {
 	var m mongoUser
 	noProfile := bson.D{{Key: "profile", Value: 0}}
 	if s.ferret {
-		res, err := s.users.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, upd)
+		res, err := s.users.UpdateOne(ctx, filter, upd)
 		if err != nil {
 			return documents.User{}, mapErr(err, id)
 		}
@@ -264,7 +303,7 @@ func (s *store) update(ctx context.Context, id string, upd bson.D) (documents.Us
 		m.Profile = nil
 		return m.user()
 	}
-	err := s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}}, upd,
+	err := s.users.FindOneAndUpdate(ctx, filter, upd,
 		options.FindOneAndUpdate().SetReturnDocument(options.After).SetProjection(noProfile),
 	).Decode(&m)
 	if err != nil {
@@ -285,6 +324,27 @@ func (s *store) PatchFields(ctx context.Context, id string, p documents.FieldsPa
 	return s.update(ctx, id, bson.D{{Key: "$set", Value: set}})
 }
 
+// revField counts the writes of a user's profile (ReplaceProfile and
+// PatchProfile $inc it): PatchProfile writes only if it is still what it
+// read, so the size it checked is the size of what it merges into.
+const revField = "rev"
+
+// PatchProfile reads the profile and its revision, checks the merged size
+// (documents.CheckProfileSize: the same bound and measure as the Postgres
+// side, below BSON's 16 MiB for the whole user), then applies the merge
+// only if the revision is unchanged, and starts again if it changed (a
+// concurrent write won; a check inside the update would need $expr and
+// $bsonSize, which FerretDB v1 lacks). On MongoDB that conditional
+// update is atomic, across instances too. FerretDB v1 evaluates an
+// update's filter and writes apart: four concurrent PATCHes that all
+// read revision 1 were all stored (the conformance case
+// ProfileSizeBoundConcurrentPatches). So the read, the check and the
+// write also hold the user's lock in this process (profileLocks), as
+// ReplaceProfile does; on FerretDB two instances of this service writing
+// one user's profile at once could still pass the bound together. The
+// read costs what the profile weighs; the bench's PATCHes are of the
+// fixed fields (PatchFields) and its rewrites are PUTs, which read
+// nothing.
 func (s *store) PatchProfile(ctx context.Context, id string, p documents.ProfilePatch) (documents.User, error) {
 	// $set of profile.<key> per top-level key, $unset of the keys given as
 	// null: the shallow merge of Postgres' (profile || set) - unset. Keys
@@ -292,28 +352,73 @@ func (s *store) PatchProfile(ctx context.Context, id string, p documents.Profile
 	if err := s.checkStorable(p.Set); err != nil {
 		return documents.User{}, err
 	}
-	set := bson.D{{Key: "updated_at", Value: now()}}
-	for _, m := range p.Set {
-		set = append(set, bson.E{Key: "profile." + m.Key, Value: toBSON(m.Value)})
+	unlock, err := s.locks.lock(ctx, id)
+	if err != nil {
+		return documents.User{}, err
 	}
-	upd := bson.D{{Key: "$set", Value: set}}
-	if len(p.Unset) > 0 {
-		unset := bson.D{}
-		for _, k := range p.Unset {
-			unset = append(unset, bson.E{Key: "profile." + k, Value: ""})
+	defer unlock()
+	for {
+		var cur struct {
+			Profile bson.Raw `bson:"profile"`
+			Rev     *int64   `bson:"rev"`
 		}
-		upd = append(upd, bson.E{Key: "$unset", Value: unset})
+		err := s.users.FindOne(ctx, bson.D{{Key: "_id", Value: id}},
+			options.FindOne().SetProjection(bson.D{{Key: "profile", Value: 1}, {Key: revField, Value: 1}})).Decode(&cur)
+		if err != nil {
+			return documents.User{}, mapErr(err, id)
+		}
+		prof := documents.Object{}
+		if cur.Profile != nil {
+			v, err := fromBSON(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: cur.Profile})
+			if err != nil {
+				return documents.User{}, err
+			}
+			prof, _ = v.(documents.Object)
+		}
+		if err := documents.CheckProfileSize(documents.Merge(prof, p), "the profile after the merge"); err != nil {
+			return documents.User{}, err
+		}
+		// A user written before revisions has none: it matches "no rev".
+		var rev any = bson.D{{Key: "$exists", Value: false}}
+		if cur.Rev != nil {
+			rev = *cur.Rev
+		}
+		set := bson.D{{Key: "updated_at", Value: now()}}
+		for _, m := range p.Set {
+			set = append(set, bson.E{Key: "profile." + m.Key, Value: toBSON(m.Value)})
+		}
+		upd := bson.D{{Key: "$set", Value: set}, {Key: "$inc", Value: bson.D{{Key: revField, Value: int64(1)}}}}
+		if len(p.Unset) > 0 {
+			unset := bson.D{}
+			for _, k := range p.Unset {
+				unset = append(unset, bson.E{Key: "profile." + k, Value: ""})
+			}
+			upd = append(upd, bson.E{Key: "$unset", Value: unset})
+		}
+		u, err := s.updateWhere(ctx, id, bson.D{{Key: "_id", Value: id}, {Key: revField, Value: rev}}, upd)
+		if !errors.Is(err, httpapi.ErrNotFound) {
+			return u, err
+		}
+		// The revision changed (or the user is gone: the next read says).
+		if err := ctx.Err(); err != nil {
+			return documents.User{}, mapErr(err, id)
+		}
 	}
-	return s.update(ctx, id, upd)
 }
 
 func (s *store) ReplaceProfile(ctx context.Context, id string, profile documents.Object) (documents.User, error) {
 	if err := s.checkStorable(profile); err != nil {
 		return documents.User{}, err
 	}
-	return s.update(ctx, id, bson.D{{Key: "$set", Value: bson.D{
-		{Key: "profile", Value: toBSON(profile)}, {Key: "updated_at", Value: now()},
-	}}})
+	unlock, err := s.locks.lock(ctx, id)
+	if err != nil {
+		return documents.User{}, err
+	}
+	defer unlock()
+	return s.update(ctx, id, bson.D{
+		{Key: "$set", Value: bson.D{{Key: "profile", Value: toBSON(profile)}, {Key: "updated_at", Value: now()}}},
+		{Key: "$inc", Value: bson.D{{Key: revField, Value: int64(1)}}},
+	})
 }
 
 func (s *store) Delete(ctx context.Context, id string) error {

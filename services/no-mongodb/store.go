@@ -48,7 +48,8 @@ func scanSummary(row pgx.Row) (documents.User, error) {
 
 // mapErr turns driver errors into the contract's: no row is a 404, a
 // unique violation a 409 naming the id, a jsonb past its size limit (54000
-// program_limit_exceeded: 255 MiB, where MongoDB stops at 16 MiB) a 422;
+// program_limit_exceeded: about 255 MiB; a backstop, since the contract's
+// documents.MaxProfileBytes refuses a profile long before) a 422;
 // the rest is postgres.MapError's (a refused value 400, a connection
 // failure or timeout 503).
 func mapErr(err error, id string) error {
@@ -88,7 +89,30 @@ func (s *store) PatchFields(ctx context.Context, id string, p documents.FieldsPa
 	return u, mapErr(err, id)
 }
 
+// PatchProfile reads the profile under a row lock (SELECT … FOR UPDATE),
+// checks the merged size (documents.CheckProfileSize: the same bound and
+// measure as the MongoDB side, well below jsonb's own limit) and applies
+// the merge in SQL, in one transaction: a concurrent PATCH waits for the
+// lock and then sees this one's profile. The read costs what the profile
+// weighs; the bench's PATCHes are of the fixed fields (PatchFields) and
+// its rewrites are PUTs, which read nothing.
 func (s *store) PatchProfile(ctx context.Context, id string, p documents.ProfilePatch) (documents.User, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return documents.User{}, mapErr(err, id)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var raw []byte
+	if err := tx.QueryRow(ctx, `SELECT profile FROM users WHERE id = $1 FOR UPDATE`, id).Scan(&raw); err != nil {
+		return documents.User{}, mapErr(err, id)
+	}
+	cur, err := documents.ParseProfile(raw)
+	if err != nil {
+		return documents.User{}, err
+	}
+	if err := documents.CheckProfileSize(documents.Merge(cur, p), "the profile after the merge"); err != nil {
+		return documents.User{}, err
+	}
 	// || is a shallow merge (right side wins per top-level key); "- text[]"
 	// then drops the keys the patch gave as null. The whole jsonb value is
 	// rewritten (and re-TOASTed) however small the patch.
@@ -96,10 +120,16 @@ func (s *store) PatchProfile(ctx context.Context, id string, p documents.Profile
 	if unset == nil {
 		unset = []string{}
 	}
-	u, err := scanSummary(s.pool.QueryRow(ctx,
+	u, err := scanSummary(tx.QueryRow(ctx,
 		`UPDATE users SET profile = (profile || $2::jsonb) - $3::text[], updated_at = clock_timestamp()
 		 WHERE id = $1 RETURNING `+summaryCols, id, string(documents.Encode(p.Set)), unset))
-	return u, mapErr(err, id)
+	if err != nil {
+		return documents.User{}, mapErr(err, id)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return documents.User{}, mapErr(err, id)
+	}
+	return u, nil
 }
 
 func (s *store) ReplaceProfile(ctx context.Context, id string, profile documents.Object) (documents.User, error) {

@@ -17,7 +17,12 @@ type Backend interface {
 	Get(ctx context.Context, id string) (User, error)
 	// PatchFields sets the non-nil fixed fields.
 	PatchFields(ctx context.Context, id string, p FieldsPatch) (User, error)
-	// PatchProfile merges p into the profile (top level only).
+	// PatchProfile merges p into the profile (top level only), as Merge
+	// does. A merge whose profile would pass MaxProfileBytes is refused
+	// with CheckProfileSize's 422 and changes nothing; the check and the
+	// write are atomic with respect to the user's other writes, so that
+	// concurrent PATCHes cannot together pass the bound. (Create and
+	// ReplaceProfile get profiles the handler has already checked.)
 	PatchProfile(ctx context.Context, id string, p ProfilePatch) (User, error)
 	// ReplaceProfile replaces the whole profile.
 	ReplaceProfile(ctx context.Context, id string, profile Object) (User, error)

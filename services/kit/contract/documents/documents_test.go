@@ -121,9 +121,47 @@ func TestOpenAPIStatesTheSearchLimits(t *testing.T) {
 		"at most " + strconv.Itoa(MaxSearchArrayValues) + " values inside arrays",
 		"at most " + strconv.Itoa(MaxSearchBytes) + " bytes",
 		"default " + config.FormatBytes(DefaultSearchMaxBytes),
+		"at most\n    8 MiB (" + strconv.Itoa(MaxProfileBytes) + " bytes)",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("openapi.yaml does not say %q", want)
 		}
+	}
+}
+
+// TestProfileSizeIgnoresSpelling: the size a profile is bounded by is the
+// same whichever side read it back: Postgres keeps a number's spelling in
+// plain decimal (1.50, 100, 0.000…1), MongoDB its int64 or double (1.5,
+// 100, 1e-300), and a PATCH is checked on the profile its side reads.
+func TestProfileSizeIgnoresSpelling(t *testing.T) {
+	t.Parallel()
+	sent := `{"a":1.50,"b":1e2,"c":1e-300,"d":-25e-1,"e":1e20}`
+	for _, back := range []string{
+		`{"a":1.5,"b":100,"c":1e-300,"d":-2.5,"e":1e+20}`,
+		`{"a": 1.50, "b": 100, "c": 0.` + strings.Repeat("0", 299) + `1, "d": -2.5, "e": 100000000000000000000}`,
+	} {
+		s, _ := Parse([]byte(sent))
+		b, _ := Parse([]byte(back))
+		if ps, pb := ProfileSize(s.(Object)), ProfileSize(b.(Object)); ps != pb {
+			t.Errorf("ProfileSize of %s is %d, of %.80s %d", sent, ps, back, pb)
+		}
+	}
+	// 1e-300 counts its plain decimal (302), 1e20 its 21 digits.
+	if got, want := ProfileSize(Object{{Key: "c", Value: json.Number("1e-300")}, {Key: "e", Value: json.Number("1e20")}}), int64(5+(2+1+302)+(2+1+21)); got != want {
+		t.Errorf("ProfileSize: %d, want %d", got, want)
+	}
+}
+
+// TestMergeIsShallow: Merge sets, replaces in place, removes, and leaves
+// the profile it was given unchanged.
+func TestMergeIsShallow(t *testing.T) {
+	t.Parallel()
+	prof := Object{{Key: "a", Value: "1"}, {Key: "b", Value: Object{{Key: "x", Value: true}}}}
+	got := Merge(prof, ProfilePatch{Set: Object{{Key: "b", Value: "2"}, {Key: "c", Value: nil}}, Unset: []string{"a"}})
+	if string(Encode(got)) != `{"b":"2","c":null}` || string(Encode(prof)) != `{"a":"1","b":{"x":true}}` {
+		t.Errorf("Merge: %s (profile now %s)", Encode(got), Encode(prof))
+	}
+	if got := Merge(nil, ProfilePatch{}); got == nil || len(got) != 0 {
+		t.Errorf("Merge of nothing: %#v", got)
 	}
 }

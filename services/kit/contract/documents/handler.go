@@ -165,6 +165,9 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := CheckProfileSize(profile, "the profile"); err != nil {
+		return err
+	}
 	return h.respondUser(w, r, StatCreate, http.StatusCreated, func(ctx context.Context) (User, error) {
 		return h.backend.Create(ctx, NewUser{ID: ids.New(), Email: in.Email, Name: in.Name, Plan: in.Plan, Profile: profile})
 	})
@@ -223,6 +226,9 @@ func (h *handler) patchProfile(w http.ResponseWriter, r *http.Request) error {
 func (h *handler) replaceProfile(w http.ResponseWriter, r *http.Request) error {
 	id, obj, err := idAndProfile(r)
 	if err != nil {
+		return err
+	}
+	if err := CheckProfileSize(obj, "the profile"); err != nil {
 		return err
 	}
 	return h.respondUser(w, r, StatReplaceProfile, http.StatusOK, func(ctx context.Context) (User, error) { return h.backend.ReplaceProfile(ctx, id, obj) })

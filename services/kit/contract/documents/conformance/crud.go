@@ -5,11 +5,16 @@
 package conformance
 
 import (
+	"encoding/json"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
 // runCRUD checks creating, reading, patching, replacing and deleting
@@ -22,6 +27,8 @@ func runCRUD(t *testing.T, c *client, tg side) {
 		{"ReplaceProfile", testReplace},
 		{"LargeDocumentsRoundTrip", testLarge},
 		{"NestedArrays", testNestedArrays},
+		{"ProfileSizeBound", testProfileSizeBound},
+		{"ProfileSizeBoundConcurrentPatches", testProfileSizeBoundConcurrent},
 	})
 }
 
@@ -152,5 +159,172 @@ func testNestedArrays(t *testing.T, c *client, tg side) {
 	c.must(200, "POST", "/users/search", map[string]any{"profile": map[string]any{"matrix": []any{[]any{2}, []any{[]any{}}}}}, &res)
 	if !slices.ContainsFunc(res.Users, func(x documents.User) bool { return x.ID == u.ID }) {
 		t.Errorf("nested array containment did not find the user")
+	}
+}
+
+// testProfileSizeBound: a profile is bounded on every side by the same
+// documents.MaxProfileBytes, counted by documents.ProfileSize. Grown by
+// PATCHes to exactly the bound it is stored; one byte more, by a PATCH,
+// a PUT or a POST, is a 422 naming the bound, and the user is unchanged
+// (a refused POST creates nobody). Replacing or removing a key frees
+// what it held.
+func testProfileSizeBound(t *testing.T, c *client, _ side) {
+	const chunk = 2 << 20 // one PATCH's string, under every BODY_LIMIT of the suite
+	// Four members "kN" of strings: 5 + 4 × (2 + 2 + 5) + their bytes.
+	fixed := int64(5 + 4*(2+2+5))
+	last := int(documents.MaxProfileBytes - fixed - 3*chunk)
+	str := func(n int, fill string) string { return strings.Repeat(fill, n) }
+	bound := strconv.Itoa(documents.MaxProfileBytes)
+	refused := func(what string, status int, b []byte) {
+		t.Helper()
+		var e struct {
+			Error string `json:"error"`
+		}
+		if status != 422 || json.Unmarshal(b, &e) != nil || !strings.Contains(e.Error, bound) {
+			t.Fatalf("%s: %d %.300s, want 422 naming the bound %s", what, status, b, bound)
+		}
+	}
+	// The large exchanges skip the OpenAPI check (kin-openapi takes
+	// seconds per megabyte of profile); the small refusal below is
+	// checked.
+	raw := func(method, path string, body any) (int, []byte) {
+		t.Helper()
+		resp, err := kittest.Client.Do(kittest.NewRequest(t, method, c.base+path, body))
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		return resp.StatusCode, b
+	}
+	patch := func(id string, body any) {
+		t.Helper()
+		if status, b := raw("PATCH", "/users/"+id+"/profile", body); status != 200 {
+			t.Fatalf("PATCH /users/%s/profile: %d %.300s, want 200", id, status, b)
+		}
+	}
+	profile := func(id string) map[string]any {
+		t.Helper()
+		status, b := raw("GET", "/users/"+id, nil)
+		var u documents.User
+		if status != 200 || json.Unmarshal(b, &u) != nil {
+			t.Fatalf("GET /users/%s: %d %.300s", id, status, b)
+		}
+		p, _ := generic(t, u.Profile).(map[string]any)
+		return p
+	}
+	keys := func(id string) map[string]int {
+		t.Helper()
+		p := profile(id)
+		out := map[string]int{}
+		for k, v := range p {
+			s, _ := v.(string)
+			out[k] = len(s)
+		}
+		return out
+	}
+	sameKeys := func(what string, got, want map[string]int) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: keys and string lengths %v, want %v", what, got, want)
+		}
+		for k, n := range want {
+			if got[k] != n {
+				t.Fatalf("%s: keys and string lengths %v, want %v", what, got, want)
+			}
+		}
+	}
+
+	u := c.create(uniqueEmail(t, "bound"), map[string]any{"k0": "a"})
+	patch(u.ID, map[string]any{"k0": str(chunk, "a")})
+	patch(u.ID, map[string]any{"k1": str(chunk, "b")})
+	patch(u.ID, map[string]any{"k2": str(chunk, "c")})
+	status, b := raw("PATCH", "/users/"+u.ID+"/profile", map[string]any{"k3": str(last+1, "d")})
+	refused("a PATCH making the profile one byte over the bound", status, b)
+	sameKeys("after the refused PATCH", keys(u.ID), map[string]int{"k0": chunk, "k1": chunk, "k2": chunk})
+	patch(u.ID, map[string]any{"k3": str(last, "d")})
+	atBound := map[string]int{"k0": chunk, "k1": chunk, "k2": chunk, "k3": last}
+	sameKeys("a profile of exactly the bound", keys(u.ID), atBound)
+	if got := profile(u.ID)["k3"]; got != str(last, "d") {
+		t.Fatalf("k3 came back changed")
+	}
+
+	// Replacing a key counts its new value, not both; removing one frees it.
+	patch(u.ID, map[string]any{"k0": str(chunk, "e")})
+	patch(u.ID, map[string]any{"k0": nil, "k4": str(chunk, "f")})
+	atBound = map[string]int{"k4": chunk, "k1": chunk, "k2": chunk, "k3": last}
+	sameKeys("after a replaced and a swapped key", keys(u.ID), atBound)
+	status, b = c.do("PATCH", "/users/"+u.ID+"/profile", map[string]any{"k5": ""})
+	refused("a PATCH adding an empty string to a profile at the bound", status, b)
+	sameKeys("after the refused PATCH at the bound", keys(u.ID), atBound)
+
+	// An array of small numbers is small as JSON and large as stored
+	// (indexes and 8-byte numbers): 1,000,000 zeros are 2 MB of body and
+	// about 16 MB as BSON.
+	zeros := []byte(`{"zeros":[0` + strings.Repeat(",0", 999_999) + `]}`)
+	status, b = raw("PUT", "/users/"+u.ID+"/profile", zeros)
+	refused("a PUT of a profile past the bound", status, b)
+	sameKeys("after the refused PUT", keys(u.ID), atBound)
+	email := uniqueEmail(t, "bound-post")
+	create := []byte(`{"email":"` + email + `","name":"n","plan":"p","profile":` + string(zeros) + `}`)
+	status, b = raw("POST", "/users", create)
+	refused("a POST of a profile past the bound", status, b)
+	c.create(email, map[string]any{}) // the refused POST created nobody
+}
+
+// testProfileSizeBoundConcurrent: PATCHes that each fit but together
+// pass documents.MaxProfileBytes, sent at once, cannot all be stored:
+// the size check and the write are atomic on every side. On a profile of
+// one 2 MiB string, four PATCHes each add another: two fit (three would
+// make 8 MiB plus 41 bytes), so exactly two are answered 200 and two
+// 422, and the profile holds the two that won.
+func testProfileSizeBoundConcurrent(t *testing.T, c *client, _ side) {
+	const chunk = 2 << 20
+	u := c.create(uniqueEmail(t, "bound-race"), map[string]any{"k0": "a"})
+	send := func(body any) (int, []byte) {
+		resp, err := kittest.Client.Do(kittest.NewRequest(t, "PATCH", c.base+"/users/"+u.ID+"/profile", body))
+		if err != nil {
+			return 0, []byte(err.Error())
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if status, b := send(map[string]any{"k0": strings.Repeat("a", chunk)}); status != 200 {
+		t.Fatalf("PATCH k0: %d %.300s", status, b)
+	}
+	keys := []string{"k1", "k2", "k3", "k4"}
+	statuses := make([]int, len(keys))
+	answers := make([][]byte, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Go(func() { statuses[i], answers[i] = send(map[string]any{k: strings.Repeat(k[1:], chunk)}) })
+	}
+	wg.Wait()
+	var won []string
+	for i, k := range keys {
+		switch statuses[i] {
+		case 200:
+			won = append(won, k)
+		case 422:
+		default:
+			t.Errorf("concurrent PATCH of %s: %d %.300s, want 200 or 422", k, statuses[i], answers[i])
+		}
+	}
+	if len(won) != 2 {
+		t.Fatalf("concurrent PATCHes stored: %v, want exactly two of %v (statuses %v)", won, keys, statuses)
+	}
+	var got documents.User
+	c.must(200, "GET", "/users/"+u.ID, nil, &got)
+	p, _ := generic(t, got.Profile).(map[string]any)
+	if len(p) != 3 || p["k0"] == nil || p[won[0]] == nil || p[won[1]] == nil {
+		names := make([]string, 0, len(p))
+		for k := range p {
+			names = append(names, k)
+		}
+		t.Fatalf("profile after the concurrent PATCHes has keys %v, want k0 and %v", names, won)
 	}
 }

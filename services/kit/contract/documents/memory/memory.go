@@ -52,14 +52,19 @@ func (b *Backend) full(id string) documents.User {
 
 // update applies fn to the user's record and profile and returns the
 // user without its profile, as the mutation methods must.
-func (b *Backend) update(id string, fn func(u *documents.User, p documents.Object) documents.Object) (documents.User, error) {
+// A profile fn refuses (a non-nil error) leaves the user unchanged.
+func (b *Backend) update(id string, fn func(u *documents.User, p documents.Object) (documents.Object, error)) (documents.User, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	u, ok := b.users[id]
 	if !ok {
 		return documents.User{}, documents.NotFound(id)
 	}
-	b.profiles[id] = fn(u, b.profiles[id])
+	prof, err := fn(u, b.profiles[id])
+	if err != nil {
+		return documents.User{}, err
+	}
+	b.profiles[id] = prof
 	u.UpdatedAt = time.Now().UTC()
 	return *u, nil
 }
@@ -76,30 +81,27 @@ func (b *Backend) Get(_ context.Context, id string) (documents.User, error) {
 
 // PatchFields sets the non-nil fixed fields.
 func (b *Backend) PatchFields(_ context.Context, id string, p documents.FieldsPatch) (documents.User, error) {
-	return b.update(id, func(u *documents.User, prof documents.Object) documents.Object {
+	return b.update(id, func(u *documents.User, prof documents.Object) (documents.Object, error) {
 		if p.Name != nil {
 			u.Name = *p.Name
 		}
 		if p.Plan != nil {
 			u.Plan = *p.Plan
 		}
-		return prof
+		return prof, nil
 	})
 }
 
-// PatchProfile merges p into the top level of the profile: Set's keys
-// replace or join the profile's, Unset's keys leave it.
+// PatchProfile merges p into the top level of the profile (documents.Merge):
+// Set's keys replace or join the profile's, Unset's keys leave it. A
+// merge past documents.MaxProfileBytes is refused, under the lock.
 func (b *Backend) PatchProfile(_ context.Context, id string, p documents.ProfilePatch) (documents.User, error) {
-	return b.update(id, func(_ *documents.User, prof documents.Object) documents.Object {
-		out := slices.Clone(prof)
-		for _, m := range p.Set {
-			if i := slices.IndexFunc(out, func(o documents.Member) bool { return o.Key == m.Key }); i >= 0 {
-				out[i].Value = m.Value
-			} else {
-				out = append(out, m)
-			}
+	return b.update(id, func(_ *documents.User, prof documents.Object) (documents.Object, error) {
+		out := documents.Merge(prof, p)
+		if err := documents.CheckProfileSize(out, "the profile after the merge"); err != nil {
+			return nil, err
 		}
-		return slices.DeleteFunc(out, func(o documents.Member) bool { return slices.Contains(p.Unset, o.Key) })
+		return out, nil
 	})
 }
 
@@ -108,7 +110,7 @@ func (b *Backend) ReplaceProfile(_ context.Context, id string, profile documents
 	if profile == nil {
 		profile = documents.Object{}
 	}
-	return b.update(id, func(*documents.User, documents.Object) documents.Object { return profile })
+	return b.update(id, func(*documents.User, documents.Object) (documents.Object, error) { return profile, nil })
 }
 
 // Search returns the users whose profile contains query, after the id
