@@ -1,6 +1,7 @@
 // Area: users and profiles. Creating, reading, patching, replacing and
 // deleting users; merge-patch and replace of profiles; duplicate emails;
-// 2 MB profiles and nested arrays (Features.NestedArrays).
+// 2 MB profiles and nested arrays (Features.NestedArrays); the common
+// profile size bound (ProfileSizeBound, ProfileSizeBoundConcurrentPatches).
 
 package conformance
 
