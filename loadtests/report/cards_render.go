@@ -38,9 +38,9 @@ func rateText(v Verdict) string {
 		return s
 	}
 	if v.MaxRate > 0 {
-		return fmt.Sprintf("at the %s %s/s measured (highest sustainable rate: %s)", num(v.MaxRate), v.Item, v.PGRate)
+		return fmt.Sprintf("at the %s %s/s measured (single-request ceiling: %s)", num(v.MaxRate), v.Item, v.PGRate)
 	}
-	return "sustainable rate " + v.PGRate.String()
+	return "single-request ceiling " + v.PGRate.String()
 }
 
 // cpuText is the CPU cost of both sides, or why it is missing.
