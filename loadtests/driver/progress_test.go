@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -36,9 +37,13 @@ func TestProgressWritesOneLinePerAttackWithoutBars(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "== step 1/2: queue (") {
 		t.Errorf("step line %q", lines[0])
 	}
-	for i, want := range []string{"[queue 1/2 · ~1m4s left] no-rabbitmq 50/s 500ms: 25 sent, 100% ok, p99 ", "[queue 2/2 · ~1m2s left] rabbitmq 50/s 500ms: 25 sent, 100% ok, p99 "} {
-		if !strings.HasPrefix(lines[i+1], want) || !strings.HasSuffix(lines[i+1], " ms") {
-			t.Errorf("attack line %d = %q, want %q… ms", i+1, lines[i+1], want)
+	// How many requests 500 ms at 50/s sends, and the time left (scaled
+	// by how long the attacks took), depend on the machine's load: the
+	// pattern checks the line's shape, not those figures.
+	for i, want := range []string{`^\[queue 1/2 · ~[0-9hms.]+ left\] no-rabbitmq 50/s 500ms: [1-9][0-9]* sent, 100% ok, p99 .+ ms$`,
+		`^\[queue 2/2 · ~[0-9hms.]+ left\] rabbitmq 50/s 500ms: [1-9][0-9]* sent, 100% ok, p99 .+ ms$`} {
+		if !regexp.MustCompile(want).MatchString(lines[i+1]) {
+			t.Errorf("attack line %d = %q, want it to match %s", i+1, lines[i+1], want)
 		}
 	}
 }
