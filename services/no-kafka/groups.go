@@ -87,9 +87,9 @@ type groupManager struct {
 	done   chan struct{}
 
 	mu        sync.Mutex
-	consumers map[string]*consumer         // running, by group
+	consumers map[string]*consumer          // running, by group
 	setups    map[string]context.CancelFunc // set-ups in progress here
-	wg        sync.WaitGroup               // set-ups
+	wg        sync.WaitGroup                // set-ups
 }
 
 // newConsumer returns a consumer of group name on its slot (not started).
