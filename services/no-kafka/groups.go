@@ -508,7 +508,7 @@ SELECT slot_name::text, coalesce(plugin, ''), active, coalesce(active_pid, 0),
        coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint,
        pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint,
        coalesce(wal_status, ''), safe_wal_size
-FROM pg_replication_slots WHERE slot_name = ANY($1)`
+FROM pg_replication_slots WHERE slot_name::text = ANY($1::text[])`
 
 // noEvents is why no-kafka's groups have no lag in events.
 const noEvents = "a slot's position is a WAL LSN: the events behind it are not counted (it would scan the messages table)"

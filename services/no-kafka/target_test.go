@@ -29,7 +29,7 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 		"STANDBY_STATUS_INTERVAL": "1h",
 		// Each group is a slot decoding all WAL: the suite's bound check
 		// fills the service up to MAX_GROUPS, so keep it small.
-		"MAX_GROUPS":          "4",
+		"MAX_GROUPS":          "3",
 		"GROUP_POLL_INTERVAL": "500ms",
 	}, extra)}
 	t.Cleanup(func() {

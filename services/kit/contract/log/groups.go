@@ -32,7 +32,11 @@ const (
 // GroupNameRule is the rule a group name follows, as the 400 says it.
 const GroupNameRule = "a group name is 1-32 characters of a-z, 0-9 and _, starting with a letter"
 
-var groupRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+// GroupPattern is GroupNameRule as a pattern, as the OpenAPI document
+// states it.
+const GroupPattern = `^[a-z][a-z0-9_]{0,31}$`
+
+var groupRE = regexp.MustCompile(GroupPattern)
 
 // ValidGroup returns a 400 naming GroupNameRule unless name follows it.
 func ValidGroup(name string) error {
@@ -48,7 +52,16 @@ type GroupSpec struct {
 	From string `json:"from"`
 }
 
-// Group is one group as GET /groups and PUT /groups/{name} show it.
+// GroupSpecOf is the answer to PUT /groups/{name}: the group's name and
+// where it started.
+type GroupSpecOf struct {
+	// Name is the group's name.
+	Name string `json:"name"`
+	// From is "earliest" or "latest".
+	From string `json:"from"`
+}
+
+// Group is one group as GET /groups shows it.
 type Group struct {
 	// Name is the group's name.
 	Name string `json:"name"`
@@ -193,7 +206,7 @@ func (h *handler) putGroup(w http.ResponseWriter, r *http.Request) error {
 	if created {
 		status = http.StatusCreated
 	}
-	httpapi.WriteJSON(w, status, Group{Name: name, From: spec.From})
+	httpapi.WriteJSON(w, status, GroupSpecOf{Name: name, From: spec.From})
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"context"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
@@ -59,12 +60,21 @@ DELETE FROM group_deliveries
 
 // CleanerJobs are the cleaner's jobs over the pair's records, in the
 // order a pass must run them: the events first, then their dedup rows
-// (counted in /stats as retention_removed_messages,
-// retention_removed_deliveries and retention_removed_group_deliveries).
+// (counted in /stats as retention_removed_messages and
+// retention_removed_deliveries, which counts the dedup rows of every
+// group).
 func (s *Records) CleanerJobs() []cleaner.Job {
 	return []cleaner.Job{
 		cleaner.SQLJob("messages", s.pool, deleteDeliveredSQL),
-		cleaner.SQLJob("deliveries", s.pool, deleteDedupSQL),
-		cleaner.SQLJob("group_deliveries", s.pool, deleteGroupDedupSQL),
+		{Name: "deliveries", Delete: func(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+			// The dedup rows of every group: the default group's, then
+			// the others'; a batch is short only when both are.
+			tag, err := s.pool.Exec(ctx, deleteDedupSQL, olderThan.Microseconds(), limit)
+			if err != nil {
+				return 0, err
+			}
+			gtag, err := s.pool.Exec(ctx, deleteGroupDedupSQL, olderThan.Microseconds(), limit)
+			return tag.RowsAffected() + gtag.RowsAffected(), err
+		}},
 	}
 }
