@@ -52,14 +52,17 @@ type groupManager struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// deleted are the groups this instance deleted: a reconcile that read
+	// the table before the DELETE does not start them again.
+	deleted   map[string]bool
 	consumers map[string]*consumer
 }
 
 func (m *groupManager) start() {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.done = make(chan struct{})
-	m.consumers = map[string]*consumer{}
+	m.consumers, m.deleted = map[string]*consumer{}, map[string]bool{}
 	go m.loop()
 }
 
@@ -143,7 +146,7 @@ func (m *groupManager) reconcile(ctx context.Context) error {
 func (m *groupManager) run(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.consumers[name]; ok || m.ctx.Err() != nil {
+	if _, ok := m.consumers[name]; ok || m.deleted[name] || m.ctx.Err() != nil {
 		return
 	}
 	c := &consumer{
@@ -204,6 +207,9 @@ func (m *groupManager) put(ctx context.Context, name, from string) (bool, error)
 	if err != nil || !created {
 		return created, err
 	}
+	m.mu.Lock()
+	delete(m.deleted, name)
+	m.mu.Unlock()
 	if err := m.setup(ctx, logc.GroupRow{Name: name, From: from}); err != nil {
 		return false, fmt.Errorf("group %s registered, but its start was not committed (the next reconcile commits it, from a later point): %w", name, err)
 	}
@@ -219,6 +225,7 @@ func (m *groupManager) remove(ctx context.Context, name string) error {
 		return err
 	}
 	m.mu.Lock()
+	m.deleted[name] = true
 	c := m.consumers[name]
 	delete(m.consumers, name)
 	m.mu.Unlock()

@@ -86,7 +86,10 @@ type groupManager struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// deleted are the groups this instance deleted: a reconcile that read
+	// the table before the DELETE does not start them again.
+	deleted   map[string]bool
 	consumers map[string]*consumer          // running, by group
 	setups    map[string]context.CancelFunc // set-ups in progress here
 	wg        sync.WaitGroup                // set-ups
@@ -110,7 +113,7 @@ func (m *groupManager) newConsumer(name string) *consumer {
 func (m *groupManager) start() {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.done = make(chan struct{})
-	m.consumers, m.setups = map[string]*consumer{}, map[string]context.CancelFunc{}
+	m.consumers, m.setups, m.deleted = map[string]*consumer{}, map[string]context.CancelFunc{}, map[string]bool{}
 	go m.loop()
 }
 
@@ -206,7 +209,7 @@ func (m *groupManager) reconcile(ctx context.Context) error {
 func (m *groupManager) run(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.consumers[name]; ok || m.ctx.Err() != nil {
+	if _, ok := m.consumers[name]; ok || m.deleted[name] || m.ctx.Err() != nil {
 		return
 	}
 	c := m.newConsumer(name)
@@ -470,6 +473,9 @@ func (m *groupManager) put(ctx context.Context, name, from string) (bool, error)
 	if err != nil || !created {
 		return created, err
 	}
+	m.mu.Lock()
+	delete(m.deleted, name)
+	m.mu.Unlock()
 	g := logc.GroupRow{Name: name, From: from, CreatedAt: time.Now()}
 	if from == logc.FromEarliest {
 		m.setupAsync(g, false)
@@ -489,6 +495,7 @@ func (m *groupManager) remove(ctx context.Context, name string) error {
 		return err
 	}
 	m.mu.Lock()
+	m.deleted[name] = true
 	c := m.consumers[name]
 	delete(m.consumers, name)
 	if cancel, ok := m.setups[name]; ok {
