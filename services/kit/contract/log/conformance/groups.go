@@ -271,12 +271,16 @@ func testGroupsAPI(t *testing.T, tg Target) {
 }
 
 // testGroupHandOver creates a group from earliest while events are being
-// written: every event, written before, during or after the creation, is
-// received once, per key in order. On Postgres this is the hand-over from
-// the table's replay to the slot.
+// written, and goes on writing until the group is ready (on no-kafka: its
+// replay of the table is done and its slot streams) and a little after:
+// every event, written before, during or after the creation, is received
+// once, per key in order. On Postgres this is the hand-over from the
+// table's replay to the slot.
 func testGroupHandOver(t *testing.T, tg Target) {
 	base := tg.URL()
-	const writers, each = 3, 40
+	// At most this many events per writer; after the group is ready, each
+	// writes afterReady more.
+	const writers, most, afterReady = 3, 500, 10
 	var mu sync.Mutex
 	var written []logc.Created
 	var keys []string
@@ -291,13 +295,26 @@ func testGroupHandOver(t *testing.T, tg Target) {
 	for i := range c {
 		record(c[i:i+1], []string{pre[i].Key})
 	}
-	start := make(chan struct{})
+	ready := make(chan struct{})
+	var started sync.WaitGroup
 	var wg sync.WaitGroup
 	for w := range writers {
 		key := fmt.Sprintf("h%d", w)
+		started.Add(1)
 		wg.Go(func() {
-			<-start
-			for i := range each {
+			first := sync.OnceFunc(started.Done)
+			defer first()
+			left := most
+			for i := range most {
+				select {
+				case <-ready:
+					left = min(left, afterReady)
+				default:
+				}
+				if left == 0 {
+					return
+				}
+				left--
 				var e logc.Created
 				s, _ := kittest.Do(t, http.MethodPost, base+"/events", logc.NewEvent{Type: "handover", Key: key, Payload: []byte(fmt.Sprintf(`{"i": %d}`, i))}, &e)
 				if s != http.StatusCreated {
@@ -305,13 +322,21 @@ func testGroupHandOver(t *testing.T, tg Target) {
 					return
 				}
 				record([]logc.Created{e}, []string{key})
+				first()
 			}
 		})
 	}
-	close(start)
-	time.Sleep(20 * time.Millisecond)
+	started.Wait() // every writer has written one event
 	PutGroup(t, base, "handover", logc.FromEarliest)
+	kittest.Eventually(t, waitTimeout, "group handover ready", func() bool {
+		g, ok := findGroup(Groups(t, base), "handover")
+		return ok && g.Ready
+	})
+	close(ready)
 	wg.Wait()
+	mu.Lock()
+	t.Logf("%d events written before, during and after the creation of the group", len(written))
+	mu.Unlock()
 	// Per key, written holds each writer's events in write order (one
 	// writer per key after the pre-batch, which precedes them).
 	checkGroupOnce(t, base, "handover", written, keys)
