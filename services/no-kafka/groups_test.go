@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
@@ -58,18 +59,22 @@ func TestInterruptedGroupSetUpIsRedone(t *testing.T) {
 	kittest.Exec(t, pool, `SELECT pg_create_logical_replication_slot($1, 'wal2json')`, groupSlot(tg.Env["SLOT_NAME"], "orphan"))
 	kittest.Exec(t, pool, `WITH g AS (INSERT INTO groups (name, from_position, ready, created_at) VALUES ('orphan', 'earliest', false, now() - interval '1 hour'))
 		INSERT INTO group_deliveries (grp, id, delivered_at) VALUES ('orphan', $1, now())`, written[0].ID)
+	orphan := func() (g logc.Group) {
+		for _, x := range conformance.Groups(t, base).Groups {
+			if x.Name == "orphan" {
+				g = x
+			}
+		}
+		return g
+	}
+	kittest.Eventually(t, 60*time.Second, "group orphan ready again", func() bool { return orphan().Ready })
+	// After the replay, through the group's new slot.
 	after := conformance.Post(t, base, ev("o1"))
 	written = append(written, after)
 	for _, c := range written[1:] {
 		conformance.WaitDeliveredTo(t, base, "orphan", c.ID)
 	}
-	var g logc.Group
-	for _, x := range conformance.Groups(t, base).Groups {
-		if x.Name == "orphan" {
-			g = x
-		}
-	}
-	if !g.Ready || g.Slot == nil || g.Slot.ConfirmedFlushLSN == "" {
+	if g := orphan(); g.Slot == nil || g.Slot.ConfirmedFlushLSN == "" {
 		t.Fatalf("group orphan after its set-up was redone: %+v", g)
 	}
 	if n := kittest.Count(t, pool, `SELECT count(*) FROM group_deliveries WHERE grp = 'orphan'`); n != len(written) {
@@ -78,5 +83,5 @@ func TestInterruptedGroupSetUpIsRedone(t *testing.T) {
 	if st := conformance.Consumer(t, base); st.Duplicates != 0 {
 		t.Errorf("the default group absorbed %d duplicates: the group's set-up touched it", st.Duplicates)
 	}
-	t.Logf("group orphan set up again, at %s", g.Position)
+	t.Logf("group orphan set up again, at %s", orphan().Position)
 }
