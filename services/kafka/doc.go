@@ -11,7 +11,9 @@
 // behind in Postgres (the dual-write gap, see docs/log.md). A consumer-group
 // reader records each batch in the deliveries table (dedup by id) and then
 // commits its offsets: at-least-once delivery, each event observed once.
-// The HTTP handlers, types and conformance suite are shared with no-kafka
+// Consumer groups (PUT /groups/{name}) are Kafka consumer groups on the
+// same topic, their start offsets committed before PUT answers (see
+// groups.go). The HTTP handlers, types and conformance suite are shared with no-kafka
 // in services/kit/contract/log.
 //
 //	go run ./services/kafka

@@ -38,6 +38,7 @@ type backend struct {
 	writer atomic.Pointer[kafkago.Writer]
 	client *kafkago.Client
 	cons   *consumer
+	groups *groupManager
 	// maxMessageBytes is the topic's max.message.bytes, read from the
 	// broker at start: the largest record batch it accepts.
 	maxMessageBytes int
@@ -307,41 +308,88 @@ func produceError(err error, ids []string) error {
 // Consumer implements logc.Backend: the group's committed offsets against
 // the partitions' ends.
 func (b *backend) Consumer(ctx context.Context) (logc.ConsumerStatus, error) {
-	addr := kafkago.TCP(b.cfg.Brokers...)
-	meta, err := b.client.Metadata(ctx, &kafkago.MetadataRequest{Addr: addr, Topics: []string{b.cfg.Topic}})
+	o, err := b.offsets(ctx, b.cfg.Group)
+	if err != nil {
+		return logc.ConsumerStatus{}, err
+	}
+	return logc.ConsumerStatus{Backend: "kafka", Running: b.cons.running.Load(), LagUnit: "records",
+		Position: strconv.FormatInt(o.position, 10), Lag: o.lag,
+		Kafka: &logc.KafkaStatus{Topic: b.cfg.Topic, Group: b.cfg.Group, Partitions: o.partitions}}, nil
+}
+
+// groupOffsets is a Kafka consumer group's committed offsets against the
+// partitions' ends.
+type groupOffsets struct {
+	partitions []logc.PartitionStatus
+	// position is the committed offsets summed; lag the records between
+	// them and the ends.
+	position, lag int64
+}
+
+// partitions returns the topic's partition ids.
+func (b *backend) partitions(ctx context.Context) ([]int, error) {
+	meta, err := b.client.Metadata(ctx, &kafkago.MetadataRequest{Addr: kafkago.TCP(b.cfg.Brokers...), Topics: []string{b.cfg.Topic}})
 	if err != nil || len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
-		return logc.ConsumerStatus{}, fmt.Errorf("kafka metadata: %v %w", err, httpapi.ErrUnavailable)
+		return nil, fmt.Errorf("kafka metadata: %v %w", err, httpapi.ErrUnavailable)
 	}
 	var parts []int
-	var reqs []kafkago.OffsetRequest
 	for _, p := range meta.Topics[0].Partitions {
 		parts = append(parts, p.ID)
-		reqs = append(reqs, kafkago.LastOffsetOf(p.ID))
 	}
-	committed, err := b.client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{Addr: addr, GroupID: b.cfg.Group, Topics: map[string][]int{b.cfg.Topic: parts}})
+	return parts, nil
+}
+
+// ends returns each partition's first (first true) or end offset.
+func (b *backend) ends(ctx context.Context, parts []int, first bool) (map[int]int64, error) {
+	var reqs []kafkago.OffsetRequest
+	for _, p := range parts {
+		if first {
+			reqs = append(reqs, kafkago.FirstOffsetOf(p))
+		} else {
+			reqs = append(reqs, kafkago.LastOffsetOf(p))
+		}
+	}
+	res, err := b.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Addr: kafkago.TCP(b.cfg.Brokers...), Topics: map[string][]kafkago.OffsetRequest{b.cfg.Topic: reqs}})
 	if err != nil {
-		return logc.ConsumerStatus{}, fmt.Errorf("kafka offset fetch: %v %w", err, httpapi.ErrUnavailable)
+		return nil, fmt.Errorf("kafka list offsets: %v %w", err, httpapi.ErrUnavailable)
 	}
-	ends, err := b.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Addr: addr, Topics: map[string][]kafkago.OffsetRequest{b.cfg.Topic: reqs}})
+	out := map[int]int64{}
+	for _, p := range res.Topics[b.cfg.Topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("kafka list offsets, partition %d: %v %w", p.Partition, p.Error, httpapi.ErrUnavailable)
+		}
+		if first {
+			out[p.Partition] = p.FirstOffset
+		} else {
+			out[p.Partition] = p.LastOffset
+		}
+	}
+	return out, nil
+}
+
+// offsets reads the group's committed offsets and the partitions' ends.
+func (b *backend) offsets(ctx context.Context, groupID string) (groupOffsets, error) {
+	parts, err := b.partitions(ctx)
 	if err != nil {
-		return logc.ConsumerStatus{}, fmt.Errorf("kafka list offsets: %v %w", err, httpapi.ErrUnavailable)
+		return groupOffsets{}, err
 	}
-	st := logc.ConsumerStatus{Backend: "kafka", Running: b.cons.running.Load(), LagUnit: "records",
-		Kafka: &logc.KafkaStatus{Topic: b.cfg.Topic, Group: b.cfg.Group}}
-	end := map[int]int64{}
-	for _, p := range ends.Topics[b.cfg.Topic] {
-		end[p.Partition] = p.LastOffset
+	committed, err := b.client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{Addr: kafkago.TCP(b.cfg.Brokers...), GroupID: groupID, Topics: map[string][]int{b.cfg.Topic: parts}})
+	if err != nil {
+		return groupOffsets{}, fmt.Errorf("kafka offset fetch: %v %w", err, httpapi.ErrUnavailable)
 	}
-	var pos int64
+	end, err := b.ends(ctx, parts, false)
+	if err != nil {
+		return groupOffsets{}, err
+	}
+	var o groupOffsets
 	for _, p := range committed.Topics[b.cfg.Topic] {
 		ps := logc.PartitionStatus{Partition: p.Partition, Committed: p.CommittedOffset, End: end[p.Partition]}
-		st.Kafka.Partitions = append(st.Kafka.Partitions, ps)
+		o.partitions = append(o.partitions, ps)
 		c := max(p.CommittedOffset, 0)
-		pos += c
-		st.Lag += max(ps.End-c, 0)
+		o.position += c
+		o.lag += max(ps.End-c, 0)
 	}
-	st.Position = strconv.FormatInt(pos, 10)
-	return st, nil
+	return o, nil
 }
 
 // ensureTopic creates the topic if missing and waits until its partitions
@@ -398,10 +446,12 @@ type consumer struct {
 	once    sync.Once
 }
 
-func newReader(cfg Config) *kafkago.Reader {
+// newReader returns the reader of the Kafka consumer group groupID
+// (KAFKA_GROUP for the default group, kafkaGroup's id for another).
+func newReader(cfg Config, groupID string) *kafkago.Reader {
 	return kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers: cfg.Brokers,
-		GroupID: cfg.Group,
+		GroupID: groupID,
 		Topic:   cfg.Topic,
 		Dialer:  &kafkago.Dialer{Timeout: cfg.DialTimeout, ClientID: info.Service, DualStack: true},
 		// A fetch returns as soon as one record is there.
@@ -536,4 +586,17 @@ func (c *consumer) Stop(ctx context.Context) error {
 		}
 	})
 	return err
+}
+
+// PutGroup implements logc.GroupBackend.
+func (b *backend) PutGroup(ctx context.Context, name, from string) (bool, error) {
+	return b.groups.put(ctx, name, from)
+}
+
+// Groups implements logc.GroupBackend.
+func (b *backend) Groups(ctx context.Context) (logc.GroupList, error) { return b.groups.list(ctx) }
+
+// DeleteGroup implements logc.GroupBackend.
+func (b *backend) DeleteGroup(ctx context.Context, name string) error {
+	return b.groups.remove(ctx, name)
 }

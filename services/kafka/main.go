@@ -55,6 +55,10 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 	// DefaultBatchTimeout is KAFKA_BATCH_TIMEOUT's default.
 	DefaultBatchTimeout = time.Millisecond
+	// DefaultMaxGroups is MAX_GROUPS' default.
+	DefaultMaxGroups = logc.DefaultMaxGroups
+	// DefaultGroupPoll is GROUP_POLL_INTERVAL's default.
+	DefaultGroupPoll = 2 * time.Second
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -108,6 +112,14 @@ type Config struct {
 	// their deliveries rows are removed that long after delivery, as on
 	// the other side of the pair.
 	Retention cleaner.Config
+	// MaxGroups bounds the consumer groups, the default one included;
+	// each is a Kafka consumer group on the topic. Env MAX_GROUPS;
+	// default DefaultMaxGroups, at most logc.MaxMaxGroups.
+	MaxGroups int
+	// GroupPoll is how often an instance reconciles its group readers
+	// with the groups table (groups created or deleted through another
+	// instance). Env GROUP_POLL_INTERVAL; default DefaultGroupPoll.
+	GroupPoll time.Duration
 }
 
 // readConfig reads and validates Config; the error names every bad
@@ -128,6 +140,8 @@ func readConfig(r *config.Reader) (Config, error) {
 		SynchronousCommit: r.Enum("SYNCHRONOUS_COMMIT", logc.DefaultSynchronousCommit, logc.SynchronousCommits...),
 		MaxBatch:          r.Int("CONSUMER_MAX_BATCH", logc.DefaultMaxBatch),
 		Retention:         cleaner.ReadConfig(r, "EVENT_RETENTION", logc.DefaultEventRetention),
+		MaxGroups:         r.Int("MAX_GROUPS", DefaultMaxGroups),
+		GroupPoll:         r.Duration("GROUP_POLL_INTERVAL", DefaultGroupPoll),
 	}
 	for i, b := range c.Brokers {
 		c.Brokers[i] = strings.TrimSpace(b)
@@ -166,6 +180,12 @@ func (c Config) validate(r *config.Reader) {
 	if c.MaxBatch < 1 || c.MaxBatch > logc.MaxMaxBatch {
 		r.Fail("CONSUMER_MAX_BATCH", "must be between 1 and %d, got %d", logc.MaxMaxBatch, c.MaxBatch)
 	}
+	if c.MaxGroups < 1 || c.MaxGroups > logc.MaxMaxGroups {
+		r.Fail("MAX_GROUPS", "must be between 1 and %d, got %d", logc.MaxMaxGroups, c.MaxGroups)
+	}
+	if c.GroupPoll <= 0 {
+		r.Fail("GROUP_POLL_INTERVAL", "must be positive, got %v", c.GroupPoll)
+	}
 }
 
 var topicRE = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
@@ -201,6 +221,7 @@ func ping(c Config) func(context.Context) error {
 type app struct {
 	backend  *backend
 	consumer *consumer
+	groups   *groupManager
 }
 
 // build connects the backends and assembles the service.
@@ -239,10 +260,12 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		deliver: &logc.Deliverer{Records: logc.NewRecords(cpool, cfg.SynchronousCommit), Hub: hub, Stats: svc.Stats},
 		stats:   svc.Stats,
 		logger:  svc.Logger,
-		reader:  newReader(cfg),
+		reader:  newReader(cfg, cfg.Group),
 	}
 	b := &backend{cfg: cfg, store: store, client: client, cons: cons, maxMessageBytes: maxBytes}
 	b.writer.Store(b.newWriter(cfg.Brokers))
+	groups := &groupManager{cfg: cfg, b: b, records: logc.NewRecords(cpool, cfg.SynchronousCommit), hub: hub, stats: svc.Stats, logger: svc.Logger}
+	b.groups = groups
 	logc.Mount(svc.Router, b, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer (finishing and committing its batch,
 	// leaving the group) and the producer stop before the pool closes.
@@ -251,9 +274,11 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	svc.OnStop("kafka consumer", cons.Stop)
 	svc.ReadyBackend("kafka", "KAFKA_BROKERS", strings.Join(cfg.Brokers, ","), ping(cfg))
 	cons.Start()
+	groups.start()
+	svc.OnStop("consumer groups", groups.stop)
 	// Last: its Close hook runs first, before the pools close.
 	cleaner.Attach(svc, cfg.Retention, store.CleanerJobs()...)
-	return svc, &app{backend: b, consumer: cons}, nil
+	return svc, &app{backend: b, consumer: cons, groups: groups}, nil
 }
 
 func main() { service.Start(self, readConfig, build) }

@@ -14,8 +14,13 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		t.Fatalf("defaults: %+v", c)
 	}
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"KAFKA_BROKERS": "localhost", "KAFKA_DIAL_TIMEOUT": "0s",
-		"KAFKA_TOPIC": "bad topic", "KAFKA_PARTITIONS": "0", "SYNCHRONOUS_COMMIT": "maybe", "KAFKA_WRITE_TIMEOUT": "-1s"},
-		"KAFKA_BROKERS", "KAFKA_DIAL_TIMEOUT", "KAFKA_TOPIC", "KAFKA_PARTITIONS", "SYNCHRONOUS_COMMIT", "KAFKA_WRITE_TIMEOUT")
+		"KAFKA_TOPIC": "bad topic", "KAFKA_PARTITIONS": "0", "SYNCHRONOUS_COMMIT": "maybe", "KAFKA_WRITE_TIMEOUT": "-1s",
+		"MAX_GROUPS": "1001", "GROUP_POLL_INTERVAL": "-1s"},
+		"KAFKA_BROKERS", "KAFKA_DIAL_TIMEOUT", "KAFKA_TOPIC", "KAFKA_PARTITIONS", "SYNCHRONOUS_COMMIT", "KAFKA_WRITE_TIMEOUT",
+		"MAX_GROUPS", "GROUP_POLL_INTERVAL")
+	if c := configtest.Defaults(t, readConfig); c.Partitions != 3 || c.MaxGroups != 16 {
+		t.Errorf("defaults: KAFKA_PARTITIONS %d (3: a group's instances share the topic), MAX_GROUPS %d", c.Partitions, c.MaxGroups)
+	}
 }
 
 func TestStartsAndServesSharedEndpoints(t *testing.T) {

@@ -25,6 +25,8 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 	topic := kittest.UniqueName(t, "t")
 	tg := &target{conformance.NewServiceTarget(t, readConfig, assemble, map[string]string{
 		"KAFKA_BROKERS": brokers, "KAFKA_TOPIC": topic, "KAFKA_GROUP": "g_" + topic,
+		// The suite's bound check fills the service up to MAX_GROUPS.
+		"MAX_GROUPS": "4", "GROUP_POLL_INTERVAL": "500ms",
 	}, extra)}
 	t.Cleanup(func() {
 		client := &kafkago.Client{Addr: kafkago.TCP(brokers), Timeout: 10 * time.Second}
@@ -36,6 +38,25 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 	})
 	tg.Start(t)
 	return tg
+}
+
+// GroupHeld reports whether the broker still knows the group's Kafka
+// consumer group (conformance.GroupHolder): DELETE /groups/{name} must
+// delete it, with its committed offsets.
+func (tg *target) GroupHeld(t testing.TB, name string) bool {
+	t.Helper()
+	cfg := tg.App().backend.cfg
+	client := &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: 10 * time.Second}
+	res, err := client.ListGroups(kittest.Context(t, 10*time.Second), &kafkago.ListGroupsRequest{})
+	if err != nil || res.Error != nil {
+		t.Fatalf("list kafka groups: %v %v", err, res)
+	}
+	for _, g := range res.Groups {
+		if g.GroupID == kafkaGroup(cfg.Group, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // Crash stops the instance (which leaves the group), then rewinds the

@@ -30,7 +30,10 @@ import (
 // by the Deliverer. Start once, Stop or Abort once; Running is safe from
 // any goroutine.
 type consumer struct {
-	cfg     Config
+	cfg Config
+	// slot is the replication slot streamed: SLOT_NAME for the default
+	// group, groupSlot's name for another.
+	slot    string
 	table   string // schema.messages, the add-tables filter
 	pool    *pgxpool.Pool
 	deliver *logc.Deliverer
@@ -52,11 +55,14 @@ type consumer struct {
 	// streamed is when the current stream's START_REPLICATION succeeded
 	// (Unix nanoseconds; 0 before), for the crash-loop guard.
 	streamed atomic.Int64
+	// onAbort, on the default group's consumer, aborts the other groups'
+	// consumers with it (a crash ends them all).
+	onAbort func()
 }
 
 // standbyError is /readyz's answer while the consumer waits as a standby.
 func (c *consumer) standbyError() error {
-	return fmt.Errorf("standby: slot %s is active in another process (another instance streams it); this one takes over when it is released", c.cfg.Slot)
+	return fmt.Errorf("standby: slot %s is active in another process (another instance streams it); this one takes over when it is released", c.slot)
 }
 
 // slotInUse reports whether err is START_REPLICATION's refusal of a slot
@@ -140,7 +146,7 @@ func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slo
 		logger.Info("resuming replication slot", "slot", cfg.Slot, "database", database, "wal_status", walStatus)
 		return false, nil
 	}
-	conn, err := connectReplication(ctx, cfg)
+	conn, err := connectReplication(ctx, cfg, cfg.Slot)
 	if err != nil {
 		return false, err
 	}
@@ -209,7 +215,9 @@ var walsenderTCP = map[string]string{
 	"tcp_keepalives_count":    "3",
 }
 
-func connectReplication(ctx context.Context, cfg Config) (*pgconn.PgConn, error) {
+// connectReplication opens a replication connection for slot (its
+// application_name names it).
+func connectReplication(ctx context.Context, cfg Config, slot string) (*pgconn.PgConn, error) {
 	pc, err := pgconn.ParseConfig(cfg.ReplicationURL)
 	if err != nil {
 		return nil, fmt.Errorf("REPLICATION_URL: %w", err)
@@ -217,7 +225,7 @@ func connectReplication(ctx context.Context, cfg Config) (*pgconn.PgConn, error)
 	pc.RuntimeParams["replication"] = "database"
 	// wal2json prints timestamptz in the session's time zone.
 	pc.RuntimeParams["timezone"] = "UTC"
-	pc.RuntimeParams["application_name"] = "no-kafka:" + cfg.Slot
+	pc.RuntimeParams["application_name"] = "no-kafka:" + slot
 	// The walsender's own socket: if this process freezes (SIGSTOP, a
 	// debugger, swap) or its network hangs, the walsender blocks in a send
 	// that wal_sender_timeout does not end, and a CHECKPOINT that must
@@ -259,8 +267,12 @@ func (c *consumer) Stop(ctx context.Context) error {
 }
 
 // Abort ends the stream as a crash would: nothing more is confirmed, so a
-// new consumer gets everything since the last standby status again.
+// new consumer gets everything since the last standby status again. The
+// default group's consumer aborts the other groups' first (onAbort).
 func (c *consumer) Abort() {
+	if c.onAbort != nil {
+		c.onAbort()
+	}
 	c.aborted.Store(true)
 	c.cancel()
 	<-c.done
@@ -285,16 +297,16 @@ func (c *consumer) run(ctx context.Context) {
 			// pause) until the other process releases the slot.
 			if !c.standby.Swap(true) {
 				c.logger.Warn("replication slot is active in another process: waiting as a standby, retrying quietly; /readyz answers 503 until this instance takes over",
-					"slot", c.cfg.Slot, "err", err)
+					"slot", c.slot, "err", err)
 			} else {
-				c.logger.Debug("replication slot still active in another process", "slot", c.cfg.Slot, "err", err)
+				c.logger.Debug("replication slot still active in another process", "slot", c.slot, "err", err)
 			}
 			if backoff.Sleep(ctx, b.Next()) != nil {
 				return
 			}
 			continue
 		}
-		err = explain(c.cfg.Slot, err)
+		err = explain(c.slot, err)
 		if err != nil {
 			c.lastErr.Store(err.Error())
 		}
@@ -310,9 +322,9 @@ func (c *consumer) run(ctx context.Context) {
 				"so the decoding walsender is probably crashing PostgreSQL (its log says \"terminated by signal\"); waiting %s between attempts so that the server serves its other clients. "+
 				"The slot keeps every event: nothing is lost by waiting. Last: %v", guard.inARow, CrashWindow, CrashPause, err)
 			c.lastErr.Store(why)
-			c.logger.Error("replication stream crash loop; pausing reconnects", "slot", c.cfg.Slot, "in_a_row", guard.inARow, "pause", d, "err", err)
+			c.logger.Error("replication stream crash loop; pausing reconnects", "slot", c.slot, "in_a_row", guard.inARow, "pause", d, "err", err)
 		} else {
-			c.logger.Warn("replication stream ended; reconnecting", "slot", c.cfg.Slot, "err", err, "backoff", d)
+			c.logger.Warn("replication stream ended; reconnecting", "slot", c.slot, "err", err, "backoff", d)
 		}
 		if backoff.Sleep(ctx, d) != nil {
 			return
@@ -323,7 +335,7 @@ func (c *consumer) run(ctx context.Context) {
 // stream runs one replication connection until an error or ctx ends.
 func (c *consumer) stream(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.Postgres.ConnectTimeout*2)
-	conn, err := connectReplication(cctx, c.cfg)
+	conn, err := connectReplication(cctx, c.cfg, c.slot)
 	cancel()
 	if err != nil {
 		return err
@@ -342,18 +354,18 @@ func (c *consumer) stream(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.Postgres.ConnectTimeout*2)
 	// Start at 0/0: the server resumes from the slot's confirmed_flush_lsn.
-	err = pglogrepl.StartReplication(sctx, conn, c.cfg.Slot, 0, pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: args})
+	err = pglogrepl.StartReplication(sctx, conn, c.slot, 0, pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: args})
 	cancel()
 	if err != nil {
-		return fmt.Errorf("start replication on slot %s: %w", c.cfg.Slot, err)
+		return fmt.Errorf("start replication on slot %s: %w", c.slot, err)
 	}
 	c.streamed.Store(time.Now().UnixNano())
 	c.running.Store(true)
 	defer c.running.Store(false)
 	if c.standby.Swap(false) {
-		c.logger.Info("the other process released the replication slot: this instance takes over", "slot", c.cfg.Slot)
+		c.logger.Info("the other process released the replication slot: this instance takes over", "slot", c.slot)
 	}
-	c.logger.Info("streaming replication slot", "slot", c.cfg.Slot, "table", c.table, "walsender_pid", conn.PID())
+	c.logger.Info("streaming replication slot", "slot", c.slot, "table", c.table, "walsender_pid", conn.PID())
 
 	items := make(chan item, 8192)
 	rctx, stopReader := context.WithCancel(ctx)
@@ -599,10 +611,10 @@ FROM pg_replication_slots WHERE slot_name = $1`
 func (c *consumer) status(ctx context.Context) (logc.ConsumerStatus, error) {
 	var s logc.SlotStatus
 	var lag int64
-	err := c.pool.QueryRow(ctx, slotSQL, c.cfg.Slot).Scan(&s.Name, &s.Plugin, &s.Active, &s.ActivePID,
+	err := c.pool.QueryRow(ctx, slotSQL, c.slot).Scan(&s.Name, &s.Plugin, &s.Active, &s.ActivePID,
 		&s.RestartLSN, &s.ConfirmedFlushLSN, &s.RetainedWALBytes, &lag, &s.WALStatus, &s.SafeWALSize)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return logc.ConsumerStatus{}, fmt.Errorf("replication slot %s does not exist (dropped?)", c.cfg.Slot)
+		return logc.ConsumerStatus{}, fmt.Errorf("replication slot %s does not exist (dropped?)", c.slot)
 	}
 	if err != nil {
 		return logc.ConsumerStatus{}, fmt.Errorf("read slot: %w", err)

@@ -308,7 +308,7 @@ func TestWalsenderBoundsABlockedSend(t *testing.T) {
 		t.Helper()
 		var cfg Config
 		cfg.ReplicationURL, cfg.Slot, cfg.Postgres.ConnectTimeout = rawURL, "test_show", 10*time.Second
-		conn, err := connectReplication(kittest.Context(t, 10*time.Second), cfg)
+		conn, err := connectReplication(kittest.Context(t, 10*time.Second), cfg, cfg.Slot)
 		if err != nil {
 			t.Fatal(err)
 		}

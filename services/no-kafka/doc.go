@@ -12,8 +12,11 @@
 // LSN in a standby status update: at-least-once delivery, each event
 // observed once, resumed from confirmed_flush_lsn after a restart or a
 // dropped connection. GET /consumer shows the slot, including the WAL it
-// retains. The HTTP handlers, types and conformance suite are shared with
-// kafka in services/kit/contract/log.
+// retains. Consumer groups (PUT /groups/{name}) each get a slot of their
+// own; a group from earliest first replays the messages table in the
+// snapshot its slot exported at creation, then streams the slot (see
+// groups.go). The HTTP handlers, types and conformance suite are shared
+// with kafka in services/kit/contract/log.
 //
 //	go run ./services/no-kafka
 package main

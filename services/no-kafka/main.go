@@ -39,6 +39,10 @@ const (
 	DefaultStatusInterval = time.Second
 	// DefaultSlotCreateTimeout is SLOT_CREATE_TIMEOUT's default.
 	DefaultSlotCreateTimeout = 30 * time.Second
+	// DefaultMaxGroups is MAX_GROUPS' default.
+	DefaultMaxGroups = logc.DefaultMaxGroups
+	// DefaultGroupPoll is GROUP_POLL_INTERVAL's default.
+	DefaultGroupPoll = 2 * time.Second
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -88,6 +92,16 @@ type Config struct {
 	// transactions running at that moment to end). Env
 	// SLOT_CREATE_TIMEOUT; default DefaultSlotCreateTimeout.
 	SlotCreateTimeout time.Duration
+	// MaxGroups bounds the consumer groups, the default one included;
+	// each group other than the default one is a replication slot of its
+	// own (which decodes all of the database's WAL). Env MAX_GROUPS;
+	// default DefaultMaxGroups, at most logc.MaxMaxGroups.
+	MaxGroups int
+	// GroupPoll is how often an instance reconciles its group consumers
+	// with the groups table (groups created or deleted through another
+	// instance, set-ups left unfinished, slots of deleted groups). Env
+	// GROUP_POLL_INTERVAL; default DefaultGroupPoll.
+	GroupPoll time.Duration
 }
 
 var slotRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
@@ -104,6 +118,8 @@ func readConfig(r *config.Reader) (Config, error) {
 		MaxBatch:          r.Int("CONSUMER_MAX_BATCH", logc.DefaultMaxBatch),
 		Retention:         cleaner.ReadConfig(r, "EVENT_RETENTION", logc.DefaultEventRetention),
 		SlotCreateTimeout: r.Duration("SLOT_CREATE_TIMEOUT", DefaultSlotCreateTimeout),
+		MaxGroups:         r.Int("MAX_GROUPS", DefaultMaxGroups),
+		GroupPoll:         r.Duration("GROUP_POLL_INTERVAL", DefaultGroupPoll),
 	}
 	c.ReplicationURL = r.URL("REPLICATION_URL", c.Postgres.URL, "postgres", "postgresql")
 	c.validate(r)
@@ -123,6 +139,12 @@ func (c Config) validate(r *config.Reader) {
 	if c.SlotCreateTimeout <= 0 {
 		r.Fail("SLOT_CREATE_TIMEOUT", "must be positive, got %v", c.SlotCreateTimeout)
 	}
+	if c.MaxGroups < 1 || c.MaxGroups > logc.MaxMaxGroups {
+		r.Fail("MAX_GROUPS", "must be between 1 and %d, got %d", logc.MaxMaxGroups, c.MaxGroups)
+	}
+	if c.GroupPoll <= 0 {
+		r.Fail("GROUP_POLL_INTERVAL", "must be positive, got %v", c.GroupPoll)
+	}
 	if u, err := url.Parse(c.ReplicationURL); err == nil && u.Port() == "6432" {
 		r.Fail("REPLICATION_URL", "port 6432 is pgbouncer, which cannot carry replication: point it at Postgres")
 	}
@@ -135,6 +157,20 @@ var info = service.Info(self)
 type backend struct {
 	store    *logc.Records
 	consumer *consumer
+	groups   *groupManager
+}
+
+// PutGroup implements logc.GroupBackend.
+func (b *backend) PutGroup(ctx context.Context, name, from string) (bool, error) {
+	return b.groups.put(ctx, name, from)
+}
+
+// Groups implements logc.GroupBackend.
+func (b *backend) Groups(ctx context.Context) (logc.GroupList, error) { return b.groups.list(ctx) }
+
+// DeleteGroup implements logc.GroupBackend.
+func (b *backend) DeleteGroup(ctx context.Context, name string) error {
+	return b.groups.remove(ctx, name)
 }
 
 // Append implements logc.Backend.
@@ -171,13 +207,17 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	hub := new(waiter.Hub)
 	cons := &consumer{
 		cfg:     cfg,
+		slot:    cfg.Slot,
 		table:   tableFilter(cfg.Postgres.Schema),
 		pool:    pool,
 		deliver: &logc.Deliverer{Records: logc.NewRecords(cpool, cfg.SynchronousCommit), Hub: hub, Stats: svc.Stats},
 		stats:   svc.Stats,
 		logger:  svc.Logger,
 	}
-	logc.Mount(svc.Router, &backend{store: store, consumer: cons}, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
+	groups := &groupManager{cfg: cfg, store: store, records: logc.NewRecords(cpool, cfg.SynchronousCommit), pool: pool,
+		hub: hub, stats: svc.Stats, logger: svc.Logger, def: cons}
+	cons.onAbort = groups.abort
+	logc.Mount(svc.Router, &backend{store: store, consumer: cons, groups: groups}, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer stops (recording and confirming what
 	// it read) before the pool it records with closes.
 	pools.Register(svc)
@@ -208,6 +248,8 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		}
 	}
 	cons.Start()
+	groups.start()
+	svc.OnStop("consumer groups", groups.stop)
 	// Last: its Close hook runs first, before the pools close.
 	cleaner.Attach(svc, cfg.Retention, store.CleanerJobs()...)
 	return svc, cons, nil

@@ -17,8 +17,13 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"ADDR": "8084", "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name",
 		"SLOT_NAME": "Bad-Slot", "SYNCHRONOUS_COMMIT": "maybe", "STANDBY_STATUS_INTERVAL": "0s", "CONSUMER_MAX_BATCH": "0",
-		"REPLICATION_URL": "postgres://localhost:6432/wpe"},
-		"ADDR", "DATABASE_MAX_CONNS", "DATABASE_SCHEMA", "SLOT_NAME", "SYNCHRONOUS_COMMIT", "STANDBY_STATUS_INTERVAL", "CONSUMER_MAX_BATCH", "REPLICATION_URL")
+		"REPLICATION_URL": "postgres://localhost:6432/wpe", "MAX_GROUPS": "0", "GROUP_POLL_INTERVAL": "0s"},
+		"ADDR", "DATABASE_MAX_CONNS", "DATABASE_SCHEMA", "SLOT_NAME", "SYNCHRONOUS_COMMIT", "STANDBY_STATUS_INTERVAL", "CONSUMER_MAX_BATCH", "REPLICATION_URL",
+		"MAX_GROUPS", "GROUP_POLL_INTERVAL")
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"MAX_GROUPS": "1001"}, "MAX_GROUPS")
+	if c.MaxGroups != 16 || c.GroupPoll != 2*time.Second {
+		t.Errorf("group defaults: MAX_GROUPS %d, GROUP_POLL_INTERVAL %v", c.MaxGroups, c.GroupPoll)
+	}
 }
 
 func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
@@ -25,8 +27,15 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 		// Long: the suite's crash test relies on nothing being confirmed
 		// before it crashes (keepalive requests still get answers).
 		"STANDBY_STATUS_INTERVAL": "1h",
+		// Each group is a slot decoding all WAL: the suite's bound check
+		// fills the service up to MAX_GROUPS, so keep it small.
+		"MAX_GROUPS":          "3",
+		"GROUP_POLL_INTERVAL": "500ms",
 	}, extra)}
-	t.Cleanup(func() { dropSlot(t, tg.Env["DATABASE_URL"], slot) })
+	t.Cleanup(func() {
+		dropSlot(t, tg.Env["DATABASE_URL"], slot)
+		dropGroupSlots(t, tg.Env["DATABASE_URL"], slot)
+	})
 	// Streaming before the test writes: /readyz and the tests expect it.
 	tg.Ready = func(t testing.TB, c *consumer) {
 		kittest.Eventually(t, 30*time.Second, "the consumer to start streaming", c.running.Load)
@@ -51,6 +60,37 @@ func dropSlot(t testing.TB, url, slot string) {
 		}
 		time.Sleep(200 * time.Millisecond) // the walsender is still exiting
 	}
+}
+
+// dropGroupSlots drops the slots of the groups of the service whose
+// SLOT_NAME is base: a test's groups leave none behind.
+func dropGroupSlots(t testing.TB, url, base string) {
+	pool := kittest.Pool(t, url, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rows, err := pool.Query(ctx, `SELECT slot_name::text FROM pg_replication_slots WHERE slot_name LIKE '%\_g\_%'`)
+	if err != nil {
+		t.Errorf("list group slots: %v", err)
+		return
+	}
+	slots, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Errorf("list group slots: %v", err)
+		return
+	}
+	for _, s := range slots {
+		if _, ours := groupOfSlot(base, s); ours {
+			dropSlot(t, url, s)
+		}
+	}
+}
+
+// GroupHeld reports whether the group's replication slot exists
+// (conformance.GroupHolder): DELETE /groups/{name} must drop it.
+func (tg *target) GroupHeld(t testing.TB, name string) bool {
+	t.Helper()
+	return kittest.Count(t, kittest.Pool(t, tg.Env["DATABASE_URL"], ""), `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1`,
+		groupSlot(tg.Env["SLOT_NAME"], name)) > 0
 }
 
 // Crash closes the replication connection without a final standby status

@@ -49,6 +49,8 @@ var meanings = map[string]string{
 	"LOG_FORMAT":                           "text or json",
 	"LOG_LEVEL":                            "slog; requests log at info, probes and scrapes at debug",
 	"MAX_ATTEMPTS":                         "deliveries before dead",
+	"MAX_GROUPS":                           "the most consumer groups (PUT /groups/{name}), the default one included (1–1000); past it: 409. no-kafka: each group other than the default one is a replication slot decoding all WAL",
+	"GROUP_POLL_INTERVAL":                  "how often an instance reconciles its group consumers with the groups table (groups created or deleted through another instance, unfinished set-ups, slots of deleted groups)",
 	"MAX_BACKLOG":                          "the most open tasks (queued, running, waiting for a retry) the queue may hold (0: no bound; else 1000–100000000): an enqueue (POST /tasks, /tasks/batch, /payments) whose tasks would pass it is shed whole: 503, Retry-After: 1, Error-Kind: shed, nothing recorded, counted as shed in /stats",
 	"MAX_IN_FLIGHT":                        "requests handled at once (0: no bound); more wait up to MAX_IN_FLIGHT_WAIT, then are shed: 503, Retry-After: 1, counted as shed in /stats. A request takes its slot once its body is in. Probes, /metrics, /stats, /queue, /consumer take none; the long-poll and SSE routes are bounded by MAX_WAITERS instead",
 	"MAX_WAITERS":                          "long polls and event streams open at once (0: no bound); more are shed: 503, Retry-After: 1, counted as shed",

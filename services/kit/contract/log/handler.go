@@ -76,6 +76,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 	r.Method(http.MethodGet, "/events/{id}", httpapi.HandlerFunc(h.getEvent))
 	r.Method(http.MethodGet, "/events/{id}/wait", httpapi.HandlerFunc(h.waitEvent))
 	r.Method(http.MethodGet, "/consumer", httpapi.HandlerFunc(h.consumer))
+	h.mountGroups(r)
 	r.Get("/openapi.yaml", httpapi.ServeYAML(OpenAPI))
 }
 
@@ -170,10 +171,18 @@ func eventID(r *http.Request) (string, error) {
 	})
 }
 
-func (h *handler) get(r *http.Request, id string) (Event, error) {
+// get reads the event as group received it ("": the default group).
+func (h *handler) get(r *http.Request, group, id string) (Event, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
-	return h.o.Records.Get(ctx, id)
+	if group == "" {
+		return h.o.Records.Get(ctx, id)
+	}
+	g, ok := h.o.Records.(GroupEventReader)
+	if !ok {
+		return Event{}, fmt.Errorf("consumer groups: %w", httpapi.ErrUnsupported)
+	}
+	return g.GetIn(ctx, group, id)
 }
 
 func (h *handler) getEvent(w http.ResponseWriter, r *http.Request) error {
@@ -181,7 +190,11 @@ func (h *handler) getEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	e, err := h.get(r, id)
+	group, err := groupParam(r)
+	if err != nil {
+		return err
+	}
+	e, err := h.get(r, group, id)
 	if err != nil {
 		return err
 	}
@@ -198,20 +211,29 @@ func (h *handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	group, err := groupParam(r)
+	if err != nil {
+		return err
+	}
 	// Woken by this instance's consumer; the periodic re-read, one
-	// batched query for every wait of the service, sees a delivery
+	// batched query for every wait of the service on the default group
+	// (each wait's own re-read on another group), sees a delivery
 	// another instance's consumer recorded.
+	shared := h.shared
+	if group != "" {
+		shared = nil
+	}
 	var e Event
-	err = h.o.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.o.Stopping, Shared: h.shared},
+	err = h.o.Hub.Poll(r.Context(), WaitKey(group, id), waiter.PollOptions{Timeout: timeout, Stop: h.o.Stopping, Shared: shared},
 		func(context.Context) (bool, error) {
 			var err error
-			e, err = h.get(r, id)
+			e, err = h.get(r, group, id)
 			return err == nil && e.DeliveredAt != nil, err
 		})
 	switch {
 	case errors.Is(err, waiter.ErrTimeout):
 		return &httpapi.Error{Status: http.StatusRequestTimeout,
-			Message: fmt.Sprintf("event %s was not delivered within %v", id, timeout),
+			Message: fmt.Sprintf("event %s was not delivered%s within %v", id, toGroup(group), timeout),
 			Fields:  map[string]any{"id": id}}
 	case errors.Is(err, waiter.ErrStopped):
 		return fmt.Errorf("service is shutting down: %w", httpapi.ErrUnavailable)
@@ -235,4 +257,12 @@ func (h *handler) consumer(w http.ResponseWriter, r *http.Request) error {
 	st.Reconnects = snap.Counters[StatReconnects]
 	httpapi.WriteJSON(w, http.StatusOK, st)
 	return nil
+}
+
+// toGroup names a non-default group in a message.
+func toGroup(group string) string {
+	if group == "" {
+		return ""
+	}
+	return " to group " + group
 }

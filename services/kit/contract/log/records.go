@@ -223,6 +223,9 @@ type Deliverer struct {
 	Stats   *stats.Recorder
 	// Timeout bounds each Deliver call's database round trip.
 	Timeout time.Duration
+	// Group is the group whose deliveries these are ("" or DefaultGroup:
+	// the default group): it names the waiters woken (WaitKey).
+	Group string
 }
 
 // Deliver handles one batch, in the order read. When it returns nil the
@@ -243,24 +246,30 @@ func (d *Deliverer) Deliver(ctx context.Context, batch []Delivery) error {
 	if err != nil {
 		return fmt.Errorf("record deliveries: %w", err)
 	}
-	for _, e := range batch {
-		if fresh[e.ID] {
-			d.Stats.Observe(StatDelivery, now.Sub(e.CreatedAt))
+	delivered, duplicates := StatDelivered, StatDuplicates
+	if d.Group == "" || d.Group == DefaultGroup {
+		for _, e := range batch {
+			if fresh[e.ID] {
+				d.Stats.Observe(StatDelivery, now.Sub(e.CreatedAt))
+			}
 		}
+	} else {
+		// The default group's figures stay its own, as before groups.
+		delivered, duplicates = StatGroupDelivered, StatGroupDuplicates
 	}
-	d.Stats.Add(StatDelivered, int64(len(fresh)))
+	d.Stats.Add(delivered, int64(len(fresh)))
 	if dup := len(batch) - len(fresh); dup > 0 {
-		d.Stats.Add(StatDuplicates, int64(dup))
+		d.Stats.Add(duplicates, int64(dup))
 	}
-	d.Hub.Wake(keys(fresh)...)
+	d.Hub.Wake(keys(d.Group, fresh)...)
 	return nil
 }
 
-// keys returns the ids of a set.
-func keys(set map[string]bool) []string {
+// keys returns the wait keys of a set of ids delivered to group.
+func keys(group string, set map[string]bool) []string {
 	out := make([]string, 0, len(set))
 	for k := range set {
-		out = append(out, k)
+		out = append(out, WaitKey(group, k))
 	}
 	return out
 }

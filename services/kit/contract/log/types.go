@@ -162,6 +162,11 @@ const (
 	StatDuplicates = "duplicates"
 	// StatReconnects counts consumer reconnections.
 	StatReconnects = "reconnects"
+	// StatGroupDelivered and StatGroupDuplicates are StatDelivered and
+	// StatDuplicates summed over the groups other than the default one
+	// (whose figures are the ones above); they appear once a group
+	// delivers.
+	StatGroupDelivered, StatGroupDuplicates = "group_delivered", "group_duplicates"
 )
 
 // Latencies and Counters are the names to pass to service.New.

@@ -52,4 +52,5 @@ func Run(t *testing.T, _ Features, newTarget NewTarget) {
 	runBadInput(t, newTarget)
 	runDelivery(t, newTarget)
 	runRestart(t, newTarget)
+	runGroups(t, newTarget)
 }

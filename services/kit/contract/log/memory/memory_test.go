@@ -27,6 +27,10 @@ func (tg target) HoldDeliveries(t testing.TB) func() {
 	return release
 }
 
+// GroupHeld reports whether the Log still holds the group
+// (conformance.GroupHolder).
+func (tg target) GroupHeld(_ testing.TB, name string) bool { return tg.log.GroupHeld(name) }
+
 // Crash stops the consumer without confirming its position, then starts
 // a new instance: everything it consumed is redelivered.
 func (tg target) Crash(t testing.TB) {

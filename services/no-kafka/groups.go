@@ -1,0 +1,582 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
+)
+
+// Consumer groups, design 1: a logical replication slot per group. Each
+// group other than the default one has a slot of its own (groupSlot),
+// streamed by a consumer like the default one, recording in
+// group_deliveries. Each slot decodes all of the database's WAL: N groups
+// cost N decodings of every change, and a stopped group's slot retains WAL
+// for everyone (bounded by max_slot_wal_keep_size). docs/log.md,
+// "Consumer groups", says what that costs and where it ends.
+//
+// Every instance runs a consumer for every ready group (a second instance
+// waits as a standby on each slot, as on the default one) and
+// reconciles with the groups table every GROUP_POLL_INTERVAL: it starts
+// the consumers of groups created elsewhere, stops those of groups
+// deleted elsewhere, finishes the set-up of a group whose creator died
+// before it was ready, and drops the slots of groups that no longer
+// exist.
+
+// groupSlot is the replication slot of group name: SLOT_NAME_g_name, or,
+// when that is longer than a slot name may be (63), SLOT_NAME cut and a
+// hash of it in its place. Slot names are global to the cluster, so
+// SLOT_NAME, unique per service, is part of it.
+func groupSlot(base, name string) string {
+	suffix := "_g_" + name
+	if len(base)+len(suffix) <= 63 {
+		return base + suffix
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(base))
+	keep := 63 - len(suffix) - 9
+	return fmt.Sprintf("%s_%08x%s", base[:keep], h.Sum32(), suffix)
+}
+
+// groupOfSlot returns the group whose groupSlot slot is, if any.
+func groupOfSlot(base, slot string) (string, bool) {
+	for i := strings.Index(slot, "_g_"); i >= 0; {
+		name := slot[i+3:]
+		if logc.ValidGroup(name) == nil && groupSlot(base, name) == slot {
+			return name, true
+		}
+		j := strings.Index(slot[i+1:], "_g_")
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return "", false
+}
+
+// groupManager runs the non-default groups' consumers of one instance.
+type groupManager struct {
+	cfg     Config
+	store   *logc.Records // the groups table (main pool)
+	records *logc.Records // what the consumers record (consumer pool)
+	pool    *pgxpool.Pool // main pool: slots, replays
+	hub     *waiter.Hub
+	stats   *stats.Recorder
+	logger  *slog.Logger
+	def     *consumer // the default group's
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu sync.Mutex
+	// deleted are the groups this instance deleted: a reconcile that read
+	// the table before the DELETE does not start them again.
+	deleted   map[string]bool
+	consumers map[string]*consumer          // running, by group
+	setups    map[string]context.CancelFunc // set-ups in progress here
+	wg        sync.WaitGroup                // set-ups
+}
+
+// newConsumer returns a consumer of group name on its slot (not started).
+func (m *groupManager) newConsumer(name string) *consumer {
+	return &consumer{
+		cfg:   m.cfg,
+		slot:  groupSlot(m.cfg.Slot, name),
+		table: tableFilter(m.cfg.Postgres.Schema),
+		pool:  m.pool,
+		deliver: &logc.Deliverer{Records: m.records.ForGroup(name), Hub: m.hub, Stats: m.stats,
+			Group: name},
+		stats:  m.stats,
+		logger: m.logger.With("group", name),
+	}
+}
+
+// start begins the reconcile loop.
+func (m *groupManager) start() {
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.done = make(chan struct{})
+	m.consumers, m.setups, m.deleted = map[string]*consumer{}, map[string]context.CancelFunc{}, map[string]bool{}
+	go m.loop()
+}
+
+// stop ends the loop, the set-ups and the consumers (each recording and
+// confirming what it read, as the default one does).
+func (m *groupManager) stop(ctx context.Context) error {
+	m.cancel()
+	<-m.done
+	m.wg.Wait()
+	m.mu.Lock()
+	cs := m.consumers
+	m.consumers = map[string]*consumer{}
+	m.mu.Unlock()
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Stop(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// abort ends every consumer as a crash would (nothing more confirmed).
+func (m *groupManager) abort() {
+	m.cancel()
+	<-m.done
+	m.wg.Wait()
+	m.mu.Lock()
+	cs := m.consumers
+	m.consumers = map[string]*consumer{}
+	m.mu.Unlock()
+	for _, c := range cs {
+		c.Abort()
+	}
+}
+
+func (m *groupManager) loop() {
+	defer close(m.done)
+	t := time.NewTicker(m.cfg.GroupPoll)
+	defer t.Stop()
+	for {
+		if err := m.reconcile(m.ctx); err != nil && m.ctx.Err() == nil {
+			m.logger.Warn("reconciling consumer groups failed; retrying", "err", err, "in", m.cfg.GroupPoll)
+		}
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// reconcile makes this instance's consumers match the groups table.
+func (m *groupManager) reconcile(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, m.cfg.BackendTimeout)
+	rows, err := m.store.GroupRows(rctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, g := range rows {
+		if g.Name == logc.DefaultGroup {
+			continue
+		}
+		want[g.Name] = true
+		switch {
+		case g.Ready:
+			m.run(g.Name)
+		case time.Since(g.CreatedAt) > m.cfg.SlotCreateTimeout:
+			// Not ready long after its creation: its creator died before
+			// the set-up ended (or is still replaying, holding the lock,
+			// and the attempt gives way).
+			m.setupAsync(g, true)
+		}
+	}
+	m.mu.Lock()
+	var gone []*consumer
+	for name, c := range m.consumers {
+		if !want[name] {
+			gone = append(gone, c)
+			delete(m.consumers, name)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range gone {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_ = c.Stop(sctx)
+		cancel()
+	}
+	return m.dropOrphans(ctx, want)
+}
+
+// run starts the group's consumer here unless it runs.
+func (m *groupManager) run(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.consumers[name]; ok || m.deleted[name] || m.ctx.Err() != nil {
+		return
+	}
+	c := m.newConsumer(name)
+	m.consumers[name] = c
+	c.Start()
+}
+
+// dropOrphans drops this service's group slots whose group is gone (a
+// DELETE that ended before its drop, on this instance or another) and
+// that no walsender streams.
+func (m *groupManager) dropOrphans(ctx context.Context, want map[string]bool) error {
+	qctx, cancel := context.WithTimeout(ctx, m.cfg.BackendTimeout)
+	defer cancel()
+	rows, err := m.pool.Query(qctx, `SELECT slot_name::text FROM pg_replication_slots
+		WHERE database = current_database() AND NOT active AND slot_name LIKE '%\_g\_%'`)
+	if err != nil {
+		return err
+	}
+	slots, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, s := range slots {
+		name, ours := groupOfSlot(m.cfg.Slot, s)
+		if !ours || want[name] {
+			continue
+		}
+		m.mu.Lock()
+		_, busy := m.setups[name]
+		m.mu.Unlock()
+		if busy {
+			continue
+		}
+		if _, err := m.pool.Exec(qctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, s); err != nil {
+			return fmt.Errorf("drop the slot %s of a deleted group: %w", s, err)
+		}
+		m.logger.Info("dropped the slot of a deleted group", "slot", s, "group", name)
+	}
+	return nil
+}
+
+// errBusy is a set-up that another instance holds.
+var errBusy = errors.New("another instance is setting the group up")
+
+// setupAsync runs setup in the background unless one runs here; once it
+// is done the group's consumer starts.
+func (m *groupManager) setupAsync(g logc.GroupRow, try bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.setups[g.Name]; ok || m.ctx.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.setups[g.Name] = cancel
+	m.wg.Go(func() {
+		defer func() {
+			m.mu.Lock()
+			delete(m.setups, g.Name)
+			m.mu.Unlock()
+			cancel()
+		}()
+		err := m.setup(ctx, g, try)
+		switch {
+		case err == nil:
+			m.run(g.Name)
+		case errors.Is(err, errBusy), ctx.Err() != nil:
+		default:
+			m.logger.Error("setting up a consumer group failed; the next reconcile tries again", "group", g.Name, "err", err)
+		}
+	})
+}
+
+// setup creates the group's slot and, from earliest, replays the messages
+// table into the group, then marks the group ready. It runs under an
+// advisory lock on the slot's name, so that one instance at a time sets a
+// group up; with try, a lock held elsewhere is errBusy at once, else it
+// waits for it. A slot left by an earlier attempt that did not finish is
+// dropped and created again: the replay is idempotent (the deliveries of
+// the earlier attempt are absorbed as duplicates).
+//
+// The hand-over from the replay to the slot, with no gap and no
+// duplicate: CREATE_REPLICATION_SLOT ... EXPORT_SNAPSHOT returns the
+// slot's consistent point C and a snapshot S that is exactly the database
+// as of C: every transaction that committed before C is visible in S, and
+// the slot decodes exactly the transactions that commit after C (this is
+// how PostgreSQL's own logical replication copies a table before it
+// streams it). The replay reads messages in S, in a REPEATABLE READ
+// transaction that imports it (SET TRANSACTION SNAPSHOT), while the
+// replication connection that exported it stays open and idle (the
+// snapshot lives until that connection's next command). Each event's
+// INSERT committed either before C (in S, replayed) or after it (decoded
+// by the slot, delivered once the consumer streams from C): never both,
+// never neither. Concurrent writers need no pause: a transaction still
+// running at slot creation is waited for by CREATE_REPLICATION_SLOT
+// itself (the consistent point is after it) and lands on one side. The
+// replay delivers in created_at order, all of it before the stream's
+// first event, so per-key order holds as it does for one consumer. An
+// event removed by the retention cleaner before S is not replayed: from
+// earliest means the oldest event the table still holds.
+func (m *groupManager) setup(ctx context.Context, g logc.GroupRow, try bool) error {
+	slot := groupSlot(m.cfg.Slot, g.Name)
+	tx, err := m.pool.Begin(ctx)
+	if err != nil {
+		return postgres.MapError("set up group", err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if try {
+		var got bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))`, slot).Scan(&got); err != nil {
+			return postgres.MapError("set up group", err)
+		}
+		if !got {
+			return errBusy
+		}
+	} else if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, slot); err != nil {
+		return postgres.MapError("set up group", err)
+	}
+	// Under the lock: the group may have been made ready, or deleted,
+	// meanwhile.
+	var ready bool
+	err = tx.QueryRow(ctx, `SELECT ready FROM groups WHERE name = $1`, g.Name).Scan(&ready)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return logc.UnknownGroup(g.Name)
+	}
+	if err != nil {
+		return postgres.MapError("set up group", err)
+	}
+	if ready {
+		return nil
+	}
+	if err := m.dropSlot(ctx, slot); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.SlotCreateTimeout)
+	defer cancel()
+	conn, err := connectReplication(cctx, m.cfg, slot)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	action := "NOEXPORT_SNAPSHOT"
+	if g.From == logc.FromEarliest {
+		action = "EXPORT_SNAPSHOT"
+	}
+	res, err := pglogrepl.CreateReplicationSlot(cctx, conn, slot, "wal2json",
+		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: action})
+	if err != nil {
+		return fmt.Errorf("create replication slot %s of group %s: %w", slot, g.Name, err)
+	}
+	m.logger.Info("created the replication slot of a consumer group", "group", g.Name, "slot", slot, "from", g.From, "consistent_point", res.ConsistentPoint)
+	if g.From == logc.FromEarliest {
+		n, err := m.replay(ctx, g.Name, res.SnapshotName)
+		if err != nil {
+			return fmt.Errorf("replay into group %s: %w", g.Name, err)
+		}
+		m.logger.Info("replayed the messages table into a consumer group; the slot takes over", "group", g.Name, "events", n, "consistent_point", res.ConsistentPoint)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE groups SET ready = true WHERE name = $1`, g.Name); err != nil {
+		return postgres.MapError("mark group ready", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return postgres.MapError("mark group ready", err)
+	}
+	return nil
+}
+
+var snapshotRE = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
+
+// replayBatch is how many events the replay delivers at once.
+const replayBatch = 1000
+
+// replay delivers, in created_at order, every event of the messages table
+// visible in the exported snapshot to the group, and returns how many.
+func (m *groupManager) replay(ctx context.Context, group, snapshot string) (int, error) {
+	if !snapshotRE.MatchString(snapshot) {
+		return 0, fmt.Errorf("unexpected snapshot name %q", snapshot)
+	}
+	tx, err := m.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `SET TRANSACTION SNAPSHOT '`+snapshot+`'`); err != nil {
+		return 0, fmt.Errorf("import the slot's snapshot: %w", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT id::text, created_at FROM messages ORDER BY created_at, id`)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	d := &logc.Deliverer{Records: m.records.ForGroup(group), Hub: m.hub, Stats: m.stats, Group: group}
+	total := 0
+	batch := make([]logc.Delivery, 0, replayBatch)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		b := backoff.Backoff{Initial: 50 * time.Millisecond, Max: 2 * time.Second}
+		if err := backoff.Retry(ctx, &b, func() error { return d.Deliver(ctx, batch) }, nil); err != nil {
+			return err
+		}
+		total += len(batch)
+		batch = batch[:0]
+		return nil
+	}
+	for rows.Next() {
+		var e logc.Delivery
+		if err := rows.Scan(&e.ID, &e.CreatedAt); err != nil {
+			return total, err
+		}
+		batch = append(batch, e)
+		if len(batch) == replayBatch {
+			if err := flush(); err != nil {
+				return total, err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return total, err
+	}
+	return total, flush()
+}
+
+// dropSlot drops slot if it exists, ending the walsender that streams it
+// (another instance's consumer of a deleted group, which the reconcile
+// there stops) and retrying until it is released or ctx ends.
+func (m *groupManager) dropSlot(ctx context.Context, slot string) error {
+	b := backoff.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
+	for {
+		var pid *int64
+		err := m.pool.QueryRow(ctx, `SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&pid)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return postgres.MapError("read slot", err)
+		}
+		if pid != nil {
+			_, _ = m.pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, *pid)
+		} else {
+			_, err = m.pool.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot)
+			switch {
+			case err == nil, postgres.SQLSTATE(err) == pgerrcode.UndefinedObject:
+				return nil
+			case postgres.SQLSTATE(err) != pgerrcode.ObjectInUse:
+				return fmt.Errorf("drop replication slot %s: %w", slot, err)
+			}
+		}
+		if err := backoff.Sleep(ctx, b.Next()); err != nil {
+			return fmt.Errorf("drop replication slot %s: still active: %w", slot, httpapi.ErrUnavailable)
+		}
+	}
+}
+
+// put creates the group: from latest, its slot is created before the
+// answer, so every event written after it is the group's; from earliest,
+// the slot and the replay run in the background (the group lists as not
+// ready meanwhile).
+func (m *groupManager) put(ctx context.Context, name, from string) (bool, error) {
+	created, err := m.store.CreateGroup(ctx, name, from, false, m.cfg.MaxGroups)
+	if err != nil || !created {
+		return created, err
+	}
+	m.mu.Lock()
+	delete(m.deleted, name)
+	m.mu.Unlock()
+	g := logc.GroupRow{Name: name, From: from, CreatedAt: time.Now()}
+	if from == logc.FromEarliest {
+		m.setupAsync(g, false)
+		return true, nil
+	}
+	if err := m.setup(ctx, g, false); err != nil {
+		return false, fmt.Errorf("group %s registered, but its slot was not created (the next reconcile creates it, from a later point): %w", name, err)
+	}
+	m.run(name)
+	return true, nil
+}
+
+// remove deletes the group's row and deliveries, stops its consumer and
+// set-up here and drops its slot: the WAL it retained is freed.
+func (m *groupManager) remove(ctx context.Context, name string) error {
+	if err := m.store.DeleteGroupRow(ctx, name); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.deleted[name] = true
+	c := m.consumers[name]
+	delete(m.consumers, name)
+	if cancel, ok := m.setups[name]; ok {
+		cancel()
+	}
+	m.mu.Unlock()
+	if c != nil {
+		_ = c.Stop(ctx)
+	}
+	return m.dropSlot(ctx, groupSlot(m.cfg.Slot, name))
+}
+
+// groupsSQL reads the slots of the given names.
+const groupsSQL = `
+SELECT slot_name::text, coalesce(plugin, ''), active, coalesce(active_pid, 0),
+       coalesce(restart_lsn::text, ''), coalesce(confirmed_flush_lsn::text, ''),
+       coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint,
+       pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint,
+       coalesce(wal_status, ''), safe_wal_size
+FROM pg_replication_slots WHERE slot_name::text = ANY($1::text[])`
+
+// noEvents is why no-kafka's groups have no lag in events.
+const noEvents = "a slot's position is a WAL LSN: the events behind it are not counted (it would scan the messages table)"
+
+// list answers GET /groups.
+func (m *groupManager) list(ctx context.Context) (logc.GroupList, error) {
+	rows, err := m.store.GroupRows(ctx)
+	if err != nil {
+		return logc.GroupList{}, err
+	}
+	slotOf := map[string]string{}
+	var names []string
+	for _, g := range rows {
+		s := groupSlot(m.cfg.Slot, g.Name)
+		if g.Name == logc.DefaultGroup {
+			s = m.cfg.Slot
+		}
+		slotOf[g.Name] = s
+		names = append(names, s)
+	}
+	srows, err := m.pool.Query(ctx, groupsSQL, names)
+	if err != nil {
+		return logc.GroupList{}, postgres.MapError("read slots", err)
+	}
+	type slotLag struct {
+		s   logc.SlotStatus
+		lag *int64
+	}
+	slots := map[string]slotLag{}
+	for srows.Next() {
+		var sl slotLag
+		if err := srows.Scan(&sl.s.Name, &sl.s.Plugin, &sl.s.Active, &sl.s.ActivePID, &sl.s.RestartLSN, &sl.s.ConfirmedFlushLSN,
+			&sl.s.RetainedWALBytes, &sl.lag, &sl.s.WALStatus, &sl.s.SafeWALSize); err != nil {
+			srows.Close()
+			return logc.GroupList{}, postgres.MapError("read slots", err)
+		}
+		slots[sl.s.Name] = sl
+	}
+	srows.Close()
+	if err := srows.Err(); err != nil {
+		return logc.GroupList{}, postgres.MapError("read slots", err)
+	}
+	m.mu.Lock()
+	running := map[string]bool{}
+	for name, c := range m.consumers {
+		running[name] = c.running.Load()
+	}
+	m.mu.Unlock()
+	running[logc.DefaultGroup] = m.def.running.Load()
+	out := logc.GroupList{MaxGroups: m.cfg.MaxGroups}
+	for _, g := range rows {
+		gs := logc.Group{Name: g.Name, From: g.From, Ready: g.Ready, Running: running[g.Name],
+			Unknown: map[string]string{"lag_events": noEvents}}
+		if sl, ok := slots[slotOf[g.Name]]; ok {
+			s := sl.s
+			gs.Slot, gs.Position, gs.LagBytes = &s, s.ConfirmedFlushLSN, sl.lag
+		}
+		if gs.LagBytes == nil {
+			gs.Unknown["lag_bytes"] = "the group's slot does not exist yet (the group is being set up) or has no confirmed position"
+		}
+		out.Groups = append(out.Groups, gs)
+	}
+	return out, nil
+}

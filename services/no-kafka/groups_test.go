@@ -1,0 +1,87 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+)
+
+// TestGroupSlotNames checks that every group's slot is a valid slot name
+// (at most 63 characters of a-z, 0-9 and _), different per group and per
+// SLOT_NAME, and that groupOfSlot finds the group back, also through the
+// hashed form of a long SLOT_NAME.
+func TestGroupSlotNames(t *testing.T) {
+	t.Parallel()
+	bases := []string{"no_kafka", strings.Repeat("s", 63), "s_" + strings.Repeat("x", 50)}
+	names := []string{"a", "billing", "a_g_b", strings.Repeat("z", 32)}
+	seen := map[string]string{}
+	for _, base := range bases {
+		for _, name := range names {
+			s := groupSlot(base, name)
+			if !slotRE.MatchString(s) {
+				t.Errorf("groupSlot(%q, %q) = %q: not a slot name", base, name, s)
+			}
+			if other, dup := seen[s]; dup {
+				t.Errorf("groupSlot(%q, %q) = %q, the same as %s", base, name, s, other)
+			}
+			seen[s] = base + "/" + name
+			if got, ok := groupOfSlot(base, s); !ok || got != name {
+				t.Errorf("groupOfSlot(%q, %q) = %q %v, want %q", base, s, got, ok, name)
+			}
+		}
+	}
+	for _, s := range []string{"no_kafka", "no_kafka_g_", "no_kafka_g_Bad", "other_g_billing", "no_kafka_x_g_billing"} {
+		if name, ok := groupOfSlot("no_kafka", s); ok {
+			t.Errorf("groupOfSlot(no_kafka, %q) = %q: not one of its group slots", s, name)
+		}
+	}
+}
+
+// A group whose set-up was interrupted (its creator died during the
+// replay: the row not ready, a slot left behind, part of the replay
+// recorded) is set up again by the next reconcile: the leftover slot is
+// dropped and created anew, the table replayed (what was recorded before
+// absorbed), and every event, earlier and later, reaches the group once.
+func TestInterruptedGroupSetUpIsRedone(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, nil)
+	base := tg.URL()
+	written := conformance.PostBatch(t, base, []logc.NewEvent{ev("o1"), ev("o2"), ev("o1"), ev("o2")})
+	conformance.WaitDelivered(t, base, written[len(written)-1].ID)
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
+	// The slot first, then the row in one statement with the replay's
+	// first delivery: a reconcile in between sees either no group (and
+	// may drop the slot: the set-up creates one anyway) or all of it.
+	kittest.Exec(t, pool, `SELECT pg_create_logical_replication_slot($1, 'wal2json')`, groupSlot(tg.Env["SLOT_NAME"], "orphan"))
+	kittest.Exec(t, pool, `WITH g AS (INSERT INTO groups (name, from_position, ready, created_at) VALUES ('orphan', 'earliest', false, now() - interval '1 hour'))
+		INSERT INTO group_deliveries (grp, id, delivered_at) VALUES ('orphan', $1, now())`, written[0].ID)
+	orphan := func() (g logc.Group) {
+		for _, x := range conformance.Groups(t, base).Groups {
+			if x.Name == "orphan" {
+				g = x
+			}
+		}
+		return g
+	}
+	kittest.Eventually(t, 60*time.Second, "group orphan ready again", func() bool { return orphan().Ready })
+	// After the replay, through the group's new slot.
+	after := conformance.Post(t, base, ev("o1"))
+	written = append(written, after)
+	for _, c := range written[1:] {
+		conformance.WaitDeliveredTo(t, base, "orphan", c.ID)
+	}
+	if g := orphan(); g.Slot == nil || g.Slot.ConfirmedFlushLSN == "" {
+		t.Fatalf("group orphan after its set-up was redone: %+v", g)
+	}
+	if n := kittest.Count(t, pool, `SELECT count(*) FROM group_deliveries WHERE grp = 'orphan'`); n != len(written) {
+		t.Errorf("group orphan has %d deliveries, want %d (each event once)", n, len(written))
+	}
+	if st := conformance.Consumer(t, base); st.Duplicates != 0 {
+		t.Errorf("the default group absorbed %d duplicates: the group's set-up touched it", st.Duplicates)
+	}
+	t.Logf("group orphan set up again, at %s", orphan().Position)
+}
