@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -113,10 +116,19 @@ func fuzzOne(ctx context.Context, l *launch.Launcher, root, name, st string, sec
 	}
 	port := s.Port + offset
 	fmt.Fprintf(stdout, "== fuzz %s on :%d for %ds\n", name, port, seconds)
-	if _, err := l.Start(ctx, name, port, nil, 90*time.Second); err != nil {
+	if _, err := l.Start(ctx, name, port, fuzzEnv[s.Pair], 90*time.Second); err != nil {
 		return err
 	}
 	defer func() { _ = l.Stop(name, 30*time.Second) }()
+	if s.Pair == "log" {
+		// The groups Schemathesis created hold replication slots (WAL
+		// for the whole server) on the Postgres side: delete them.
+		defer func() {
+			if err := deleteGroups(fmt.Sprintf("http://localhost:%d", port)); err != nil {
+				fmt.Fprintf(stdout, "fuzz %s: deleting the groups it created: %v\n", name, err)
+			}
+		}()
+	}
 	report := filepath.Join(logDir, name+"-schemathesis")
 	// Every check, every phase (examples, coverage, fuzzing, stateful):
 	// Schemathesis' defaults, spelled out so that a newer default cannot
@@ -148,4 +160,43 @@ func fuzzOne(ctx context.Context, l *launch.Launcher, root, name, st string, sec
 		return fmt.Errorf("schemathesis exited with %d", exit.ExitCode())
 	}
 	return err
+}
+
+// fuzzEnv is the environment of the services fuzzed, by pair: the log
+// services allow one group beside the default, so that the groups
+// Schemathesis creates (each a replication slot decoding all of the
+// server's WAL on the Postgres side) stay few while they run.
+var fuzzEnv = map[string]map[string]string{"log": {"MAX_GROUPS": "2"}}
+
+// deleteGroups deletes every consumer group of the log service at base
+// but the default one (which cannot be deleted: 409).
+func deleteGroups(base string) error {
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(base + "/groups")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Groups []struct {
+			Name string `json:"name"`
+		} `json:"groups"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list); err != nil {
+		return fmt.Errorf("GET /groups: %w", err)
+	}
+	var errs []error
+	for _, g := range list.Groups {
+		req, _ := http.NewRequest(http.MethodDelete, base+"/groups/"+url.PathEscape(g.Name), nil)
+		r, err := client.Do(req)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.Body.Close()
+		if r.StatusCode != http.StatusNoContent && r.StatusCode != http.StatusConflict {
+			errs = append(errs, fmt.Errorf("DELETE /groups/%s: %s", g.Name, r.Status))
+		}
+	}
+	return errors.Join(errs...)
 }
