@@ -21,6 +21,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 var sideColors = []color.Color{color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}, color.RGBA{R: 0xdd, G: 0x66, B: 0x22, A: 0xff}}
@@ -293,14 +294,14 @@ func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
 // ceilings); RESULTS.md prints it under the chart.
 func Caption(key string) string {
 	switch key {
-	case "queue":
+	case pairs.Queue:
 		return "Lower is better; both axes are logarithmic, so the low rates get as much room as the high ones. " +
 			"Where the two lines run close, the sides are about as fast; where a line climbs by orders of magnitude, " +
 			"that side has stopped keeping up and its latency is the age of a growing backlog, not its service time."
-	case "log":
+	case pairs.Log:
 		return "Lower is better; both axes are logarithmic, so the vertical gap between the lines is the ratio of the sides' latencies: " +
 			"a steady gap means one side is slower by a constant factor, a gap that widens with the rate means it degrades under load."
-	case "documents":
+	case pairs.Documents:
 		return "Each bar is a side's rewrite p50 divided by its neighbour-patch p50 in the same rounds. " +
 			"The higher the bar, the more a profile's size costs that side; compare how each side's bar grows from the smaller size to the larger."
 	case "ceilings":
@@ -410,11 +411,11 @@ var latencyCharts = map[string]struct {
 	panels []panel
 	file   string
 }{
-	"queue": {"queue: latency p99 per arrival rate (log scales)", [2]string{"no-rabbitmq", "rabbitmq"}, []panel{
+	pairs.Queue: {"queue: latency p99 per arrival rate (log scales)", [2]string{pairs.NoRabbitMQ, pairs.RabbitMQ}, []panel{
 		{"send → processed p99", "server.processing.p99_ms"},
 		{"delivery p99", "server.delivery.p99_ms"},
 	}, "queue-latency.svg"},
-	"log": {"log: latency per arrival rate (log scales)", [2]string{"no-kafka", "kafka"}, []panel{
+	pairs.Log: {"log: latency per arrival rate (log scales)", [2]string{pairs.NoKafka, pairs.Kafka}, []panel{
 		{"delivery p95", "server.delivery.p95_ms"},
 		{"write p99", "server.write.p99_ms"},
 	}, "log-latency.svg"},
@@ -428,7 +429,7 @@ func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (
 	out := map[string]string{}
 	for _, run := range all {
 		switch run.Command {
-		case "queue", "log":
+		case pairs.Queue, pairs.Log:
 			lc := latencyCharts[run.Command]
 			ok, err := latencyChart(run, run.Command+".rate", lc.title, lc.sides, lc.panels, filepath.Join(dir, lc.file))
 			if err != nil {
@@ -437,7 +438,7 @@ func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (
 			if ok {
 				out[run.Command] = lc.file
 			}
-		case "documents":
+		case pairs.Documents:
 			var bars []bar
 			for i := range run.Points {
 				p := &run.Points[i]
@@ -458,12 +459,12 @@ func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (
 				bars = append(bars, br)
 			}
 			ok, err := barChart("documents: rewrite cost ÷ neighbour-patch cost (p50)", "rewrite ÷ patch",
-				[2]string{SideLabel(run, "no-mongodb"), SideLabel(run, "mongodb")}, bars, filepath.Join(dir, "documents-cost-ratio.svg"))
+				[2]string{SideLabel(run, pairs.NoMongoDB), SideLabel(run, pairs.MongoDB)}, bars, filepath.Join(dir, "documents-cost-ratio.svg"))
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				out["documents"] = "documents-cost-ratio.svg"
+				out[pairs.Documents] = "documents-cost-ratio.svg"
 			}
 		}
 	}
@@ -476,7 +477,7 @@ func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (
 		br := bar{group: run.Command}
 		for _, c := range run.Ceilings {
 			i := 1
-			if c.Service == "no-rabbitmq" || c.Service == "no-kafka" {
+			if c.Service == pairs.NoRabbitMQ || c.Service == pairs.NoKafka {
 				i = 0
 			}
 			// A knee that is no figure (failed, not reached, set by the

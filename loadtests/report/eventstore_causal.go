@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // The causal claim's thresholds: each is written here once and the
@@ -145,7 +146,7 @@ func causalSection(c *eventstore.CausalResult) string {
 
 // CausalClaim decides the causal claim (causalRule) on c.
 func CausalClaim(c *eventstore.CausalResult) Claim {
-	cl := Claim{Pair: "eventstore", Claim: causalClaim, Short: "Kafka's point read slows with the records it scans", Rule: causalRule}
+	cl := Claim{Pair: pairs.EventStore, Claim: causalClaim, Short: "Kafka's point read slows with the records it scans", Rule: causalRule}
 	fits := c.Fits()
 	find := func(engine string, events int) *eventstore.CausalFit {
 		for i := range fits {
@@ -158,7 +159,7 @@ func CausalClaim(c *eventstore.CausalResult) Claim {
 	var failed, parts []string
 	holds := true
 	for _, n := range c.Options.Streams {
-		k, pg := find("kafka-eventstore", n), find("no-kurrentdb", n)
+		k, pg := find(pairs.KafkaEventStore, n), find(pairs.NoKurrentDB, n)
 		for _, f := range []*eventstore.CausalFit{k, pg} {
 			switch {
 			case f == nil:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // critStep is the criterion of a step that did not run to a verdict (its
@@ -505,9 +506,9 @@ func keptUpBound(sc string) (latency string, p99MS float64, ok bool) {
 	pair, _, _ := strings.Cut(sc, ".")
 	var o scenario.CeilingOptions
 	switch pair {
-	case "queue":
+	case pairs.Queue:
 		o = scenario.QueueScenario.Defaults.CeilingOpts
-	case "log":
+	case pairs.Log:
 		o = scenario.LogScenario.Defaults.CeilingOpts
 	default:
 		return "", 0, false

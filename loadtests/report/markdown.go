@@ -12,6 +12,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // Write regenerates the Markdown report at out and its charts in
@@ -26,7 +27,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 		byCmd[r.Command] = r
 	}
 	var rs []*driver.Run
-	for _, c := range []string{"queue", "log", "documents", "cache", "longlived", "throughput"} {
+	for _, c := range []string{pairs.Queue, pairs.Log, pairs.Documents, pairs.Cache, "longlived", "throughput"} {
 		if r := byCmd[c]; r != nil {
 			rs = append(rs, r)
 		}
@@ -49,7 +50,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 		b.WriteString(section)
 	}
 	if section := EventStoreSection(es); section != "" {
-		b.WriteString("\n" + section + "\n" + chartLine(charts, "eventstore", chartsRel))
+		b.WriteString("\n" + section + "\n" + chartLine(charts, pairs.EventStore, chartsRel))
 	}
 	b.WriteString(ScaleOutSection(byCmd["scaleout"]))
 	for _, section := range extra {
@@ -145,7 +146,7 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 			b.WriteString("\n" + chartLine(charts, "throughput", chartsRel) + chartLine(charts, "cpu", chartsRel))
 			continue
 		}
-		if r.Command == "cache" {
+		if r.Command == pairs.Cache {
 			b.WriteString(CacheSection(r))
 			b.WriteString("\n" + chartLine(charts, "staleness", chartsRel))
 			continue
@@ -184,14 +185,14 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 			}
 			w("\n")
 		}
-		if r.Command == "queue" {
+		if r.Command == pairs.Queue {
 			b.WriteString(OutboxSection(r))
 		}
 		b.WriteString(KneeSection(r))
 		if f, ok := charts[r.Command]; ok {
 			w("![%s](%s/%s)\n\n*%s*\n\n", r.Command, chartsRel, f, Caption(r.Command))
 		}
-		for _, k := range map[string][]string{"queue": {"queue-rate"}, "log": {"log-rate"}, "documents": {"toast"}}[r.Command] {
+		for _, k := range map[string][]string{pairs.Queue: {"queue-rate"}, pairs.Log: {"log-rate"}, pairs.Documents: {"toast"}}[r.Command] {
 			b.WriteString(chartLine(charts, k, chartsRel))
 		}
 		for _, n := range r.Notes {
@@ -207,9 +208,9 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 // pairTitles are the headings of the pairs' RESULTS.md sections; the
 // README's findings link to them.
 var pairTitles = map[string]string{
-	"queue":     "Queue: rabbitmq vs no-rabbitmq",
-	"log":       "Log: kafka vs no-kafka",
-	"documents": "Documents: mongodb vs no-mongodb",
+	pairs.Queue:     "Queue: rabbitmq vs no-rabbitmq",
+	pairs.Log:       "Log: kafka vs no-kafka",
+	pairs.Documents: "Documents: mongodb vs no-mongodb",
 }
 
 func scenarioTitle(sc string, p *driver.Point) string {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // outboxRows are the metrics of the outbox comparison, in order.
@@ -51,9 +52,9 @@ func OutboxSection(r *driver.Run) string {
 		return a, ok
 	}
 	for _, rw := range outboxRows {
-		pg, okPG := side(def, rw.metric, "no-rabbitmq")
-		dw, okDW := side(def, rw.metric, "rabbitmq")
-		ob, okOB := side(out, rw.metric, "rabbitmq")
+		pg, okPG := side(def, rw.metric, pairs.NoRabbitMQ)
+		dw, okDW := side(def, rw.metric, pairs.RabbitMQ)
+		ob, okOB := side(out, rw.metric, pairs.RabbitMQ)
 		if !okPG && !okDW && !okOB {
 			continue
 		}

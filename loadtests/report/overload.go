@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // extraMetrics are the table rows of the scenarios added by issue 15
@@ -55,10 +56,10 @@ const keepsPct = 80
 
 // overloadClaims are the "no collapse" claims, appended to claimTable.
 var overloadClaims = []claimSpec{
-	overloadClaim("queue", "no-rabbitmq", "processed"),
-	overloadClaim("queue", "rabbitmq", "processed"),
-	overloadClaim("log", "no-kafka", "delivered"),
-	overloadClaim("log", "kafka", "delivered"),
+	overloadClaim(pairs.Queue, pairs.NoRabbitMQ, "processed"),
+	overloadClaim(pairs.Queue, pairs.RabbitMQ, "processed"),
+	overloadClaim(pairs.Log, pairs.NoKafka, "delivered"),
+	overloadClaim(pairs.Log, pairs.Kafka, "delivered"),
 }
 
 func init() { claimTable = append(claimTable, overloadClaims...) }

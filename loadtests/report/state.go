@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // LongLivedTitle is the heading of RESULTS.md's long-lived section; the
@@ -75,7 +76,7 @@ func LongLivedSection(all []*driver.Run) string {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("\n## %s\n\n", LongLivedTitle)
 	w("The same fixed rates as the fresh runs above, one round each, after each side's tables were given a history (`results/%s.json`). Retention is on with the services' defaults (TASK_RETENTION and EVENT_RETENTION 24h): the history is inside it, its churn past it. \"fresh\" is the median of the fresh run's rounds, \"long-lived\" the one round on the history; the ratio is long-lived ÷ fresh, per side.\n\n", ll.ID)
-	for _, pair := range []string{"queue", "log"} {
+	for _, pair := range []string{pairs.Queue, pairs.Log} {
 		sc := pair + ".rate"
 		fresh := byCmd[pair]
 		var rows []string

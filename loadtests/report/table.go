@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // row is one metric shown in a table, with its label.
@@ -53,7 +54,7 @@ func keyMetrics(scenario string) []row {
 // SideLabel names a side for the reader: the mongodb service is labelled
 // with FerretDB when the run's buildInfo said FerretDB.
 func SideLabel(run *driver.Run, service string) string {
-	if service == "mongodb" && run.Versions.MongoFlavor == "FerretDB" {
+	if service == pairs.MongoDB && run.Versions.MongoFlavor == "FerretDB" {
 		return "mongodb (on FerretDB)"
 	}
 	return service
@@ -233,10 +234,10 @@ func ceilingRounds(c driver.Ceiling) string {
 
 // demoMetrics are the few numbers the demo shows per pair.
 var demoMetrics = map[string][]row{
-	"queue": {{"throughput", "processed/s"}, {"client.p50_ms", "POST /tasks p50 ms"}, {"client.p99_ms", "POST /tasks p99 ms"},
+	pairs.Queue: {{"throughput", "processed/s"}, {"client.p50_ms", "POST /tasks p50 ms"}, {"client.p99_ms", "POST /tasks p99 ms"},
 		{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p99_ms", "delivery p99 ms"},
 		{"server.processing.p50_ms", "send→processed p50 ms"}, {"server.processing.p99_ms", "send→processed p99 ms"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"}},
-	"log": {{"throughput", "delivered/s"}, {"server.write.p50_ms", "write p50 ms"}, {"server.write.p99_ms", "write p99 ms"},
+	pairs.Log: {{"throughput", "delivered/s"}, {"server.write.p50_ms", "write p50 ms"}, {"server.write.p99_ms", "write p99 ms"},
 		{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p99_ms", "delivery p99 ms"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"}},
 	"documents.search": {{"client.ok_rate", "searches/s"}, {"server.search.p50_ms", "search p50 ms"}, {"server.search.p99_ms", "search p99 ms"}, {"client.errors", "errors"}},
 	"documents.rewrite": {{"client.rewrite.p50_ms", "rewrite p50 ms"}, {"client.rewrite.p99_ms", "rewrite p99 ms"},

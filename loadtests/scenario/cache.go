@@ -19,11 +19,12 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // CachePair is the cache pair (issue 10): no-redis (the Postgres side)
 // and redis.
-var CachePair = Pair{Name: "cache", A: ServiceOf("no-redis"), B: ServiceOf("redis")}
+var CachePair = Pair{Name: pairs.Cache, A: ServiceOf(pairs.NoRedis), B: ServiceOf(pairs.Redis)}
 
 // CacheMode is one way a side of the cache pair runs: its service and the
 // environment that selects the mode. Every mode is a "side" of the cache
@@ -107,13 +108,13 @@ var CacheCounters = []string{"hits", "misses", "origin_loads", "invalidations", 
 var Cache = CacheScenario{
 	Pair: CachePair,
 	Modes: []CacheMode{
-		{Name: "unlogged", Service: ServiceOf("no-redis"), Env: map[string]string{"CACHE_MODE": "unlogged", "CACHE_TABLE": "unlogged"}},
-		{Name: "redis", Service: ServiceOf("redis"), Env: map[string]string{"CACHE_MODE": "redis"}},
-		{Name: "local", Service: ServiceOf("no-redis"), Env: map[string]string{"CACHE_MODE": "local"}},
-		{Name: "logged", Service: ServiceOf("no-redis"), Env: map[string]string{"CACHE_MODE": "unlogged", "CACHE_TABLE": "logged"}},
+		{Name: "unlogged", Service: ServiceOf(pairs.NoRedis), Env: map[string]string{"CACHE_MODE": "unlogged", "CACHE_TABLE": "unlogged"}},
+		{Name: "redis", Service: ServiceOf(pairs.Redis), Env: map[string]string{"CACHE_MODE": "redis"}},
+		{Name: "local", Service: ServiceOf(pairs.NoRedis), Env: map[string]string{"CACHE_MODE": "local"}},
+		{Name: "logged", Service: ServiceOf(pairs.NoRedis), Env: map[string]string{"CACHE_MODE": "unlogged", "CACHE_TABLE": "logged"}},
 		// A key prefix of its own: the redis mode's fills must not be
 		// the client-side mode's hits (each mode starts cold).
-		{Name: "client-side", Service: ServiceOf("redis"), Env: map[string]string{"CACHE_MODE": "client-side", "REDIS_KEY_PREFIX": "cache-cs:"}},
+		{Name: "client-side", Service: ServiceOf(pairs.Redis), Env: map[string]string{"CACHE_MODE": "client-side", "REDIS_KEY_PREFIX": "cache-cs:"}},
 	},
 	Profiles: []CacheProfile{{"read_heavy", 95}, {"mixed", 50}, {"write_heavy", 5}},
 	Defaults: CacheOptions{Rate: 400, KVRate: 400, Duration: 3 * time.Second, Rounds: 2, Keys: 10000, ZipfS: 1.1,

@@ -47,11 +47,11 @@ func ServiceOf(name string) Service {
 
 // The pairs; names and ports come from the pair table.
 var (
-	QueuePair = Pair{Name: "queue", A: ServiceOf("no-rabbitmq"), B: ServiceOf("rabbitmq"),
+	QueuePair = Pair{Name: pairs.Queue, A: ServiceOf(pairs.NoRabbitMQ), B: ServiceOf(pairs.RabbitMQ),
 		Progress: "/queue", In: []string{"enqueued"}, Out: []string{"processed", "dead"}}
-	LogPair = Pair{Name: "log", A: ServiceOf("no-kafka"), B: ServiceOf("kafka"),
+	LogPair = Pair{Name: pairs.Log, A: ServiceOf(pairs.NoKafka), B: ServiceOf(pairs.Kafka),
 		Progress: "/consumer", In: []string{"written"}, Out: []string{"delivered"}}
-	DocumentsPair = Pair{Name: "documents", A: ServiceOf("no-mongodb"), B: ServiceOf("mongodb")}
+	DocumentsPair = Pair{Name: pairs.Documents, A: ServiceOf(pairs.NoMongoDB), B: ServiceOf(pairs.MongoDB)}
 )
 
 // Start modes of Env.Start.
