@@ -284,7 +284,7 @@ func appendLoop(ctx context.Context, o Options, e *Engine, m Mode, prefix string
 		},
 	})
 	res := &driver.SideResult{Metrics: map[string]float64{}, Phases: []driver.Phase{{Name: "append", Client: c}}}
-	driver.FlattenClient(res.Metrics, "client.", c)
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	conflicts := c.Codes["409"]
 	m2 := res.Metrics
 	// ops counts every append completed, in the window or late;

@@ -90,8 +90,8 @@ func CacheSection(r *driver.Run) string {
 	if ps := rs.points(pairs.Cache, cacheProfile); len(ps) > 0 {
 		w("### Products over a Zipf key set (open loop, same rate on every mode)\n\n")
 		cacheTable(&b, ps, append([]cacheRow{
-			{"client p50 ms", "client.p50_ms"}, {"client p99 ms", "client.p99_ms"}, {"errors", "client.errors"},
-			{"shed (503)", "client.shed"}, {"hit ratio", "hit_ratio"}, {"origin loads", "counter.origin_loads"},
+			{"client p50 ms", driver.ClientP50}, {"client p99 ms", driver.ClientP99}, {"errors", driver.ClientErrors},
+			{"shed (503)", driver.ClientShed}, {"hit ratio", "hit_ratio"}, {"origin loads", driver.CounterOriginLoads},
 		}, cpuRows...))
 	}
 	kv := append(rs.points(pairs.Cache, cacheKVWrite), rs.points(pairs.Cache, cacheKVRead)...)
@@ -103,11 +103,11 @@ func CacheSection(r *driver.Run) string {
 			c.Name = strings.TrimPrefix(p.Scenario, "cache.") + " " + p.Name
 			named[i] = &c
 		}
-		cacheTable(&b, named, append([]cacheRow{{"client p50 ms", "client.p50_ms"}, {"client p99 ms", "client.p99_ms"}, {"errors", "client.errors"}, {"shed (503)", "client.shed"}}, cpuRows...))
+		cacheTable(&b, named, append([]cacheRow{{"client p50 ms", driver.ClientP50}, {"client p99 ms", driver.ClientP99}, {"errors", driver.ClientErrors}, {"shed (503)", driver.ClientShed}}, cpuRows...))
 	}
 	if ps := rs.points(pairs.Cache, cacheRaw); len(ps) > 0 {
 		w("### Lookup by key without HTTP (pgx SELECT by primary key vs go-redis GET, one connection, one at a time)\n\n")
-		cacheTable(&b, ps, []cacheRow{{"p50 ms", "client.p50_ms"}, {"p99 ms", "client.p99_ms"}, {"lookups/s", "client.ok_rate"}})
+		cacheTable(&b, ps, []cacheRow{{"p50 ms", driver.ClientP50}, {"p99 ms", driver.ClientP99}, {"lookups/s", driver.ClientOKRate}})
 	}
 	if ps := rs.points(pairs.Cache, cacheStampede); len(ps) > 0 {
 		w("### Stampede: concurrent GETs of one cold key (origin loads from /stats)\n\n")
@@ -172,7 +172,7 @@ func httpFloor(in claimInputs) string {
 	for _, sc := range []string{cacheProfile, cacheKVWrite, cacheKVRead} {
 		for _, p := range in.rs.points(pairs.Cache, sc) {
 			for _, s := range p.Sides {
-				if v, ok := median(p, "client.p50_ms", s); ok && v > 0 && v < best {
+				if v, ok := median(p, driver.ClientP50, s); ok && v > 0 && v < best {
 					best, where = v, fmt.Sprintf("%s %s %s", s, strings.TrimPrefix(sc, "cache."), p.Name)
 				}
 			}
@@ -192,7 +192,7 @@ var cacheClaims = []claimSpec{
 		rule: fmt.Sprintf("postgres' p50 ÷ redis' within %s× of %s (%s) in every round, pgx SELECT by primary key vs go-redis GET, one connection each; Redis ahead by less is the right direction at the wrong size and does not hold",
 			num(tolerance), num(rawLookupRatio), around(rawLookupRatio, rawLookupRatio)),
 		evaluate: atPoint(pairs.Cache, cacheRaw, "", "cache raw lookup", func(_ claimInputs, p *driver.Point) outcome {
-			v, ok := medians(at{p, "client.p50_ms", "postgres"}, at{p, "client.p50_ms", "redis"})
+			v, ok := medians(at{p, driver.ClientP50, "postgres"}, at{p, driver.ClientP50, "redis"})
 			if !ok || v[1] <= 0 {
 				return outcome{missing: "no lookup latency on both sides"}
 			}
@@ -217,7 +217,7 @@ var cacheClaims = []claimSpec{
 			var ties []string
 			behind := false
 			o := atEveryPoint(pairs.Cache, cacheProfile, pairs.Cache, func(claimInputs) string { return "p50 redis vs unlogged: " }, func(p *driver.Point) (string, bool) {
-				v, ok := medians(at{p, "client.p50_ms", modeRedis}, at{p, "client.p50_ms", modeUnlogged})
+				v, ok := medians(at{p, driver.ClientP50, modeRedis}, at{p, driver.ClientP50, modeUnlogged})
 				if !ok {
 					return p.Name + ": " + notRecorded, false
 				}
@@ -249,8 +249,8 @@ var cacheClaims = []claimSpec{
 			if wp == nil || rp == nil {
 				return notRun("cache kv write and read")
 			}
-			v, ok := medians(at{wp, "client.p50_ms", modeLogged}, at{wp, "client.p50_ms", modeUnlogged},
-				at{rp, "client.p50_ms", modeLogged}, at{rp, "client.p50_ms", modeUnlogged})
+			v, ok := medians(at{wp, driver.ClientP50, modeLogged}, at{wp, driver.ClientP50, modeUnlogged},
+				at{rp, driver.ClientP50, modeLogged}, at{rp, driver.ClientP50, modeUnlogged})
 			if !ok || v[1] <= 0 || v[3] <= 0 {
 				return outcome{missing: "no kv latency on both tables"}
 			}
@@ -269,12 +269,12 @@ var cacheClaims = []claimSpec{
 				if p == nil {
 					return notRun("cache read-heavy and kv read")
 				}
-				v, ok := medians(at{p, "client.p50_ms", modeLocal}, at{p, "client.p50_ms", modeRedis}, at{p, "client.p50_ms", modeUnlogged})
+				v, ok := medians(at{p, driver.ClientP50, modeLocal}, at{p, driver.ClientP50, modeRedis}, at{p, driver.ClientP50, modeUnlogged})
 				if !ok {
 					return outcome{missing: "no " + p.Scenario + " latency on local, redis and unlogged"}
 				}
 				part := fmt.Sprintf("%s %s: local %s, redis %s, unlogged %s", strings.TrimPrefix(p.Scenario, "cache."), p.Name, num(v[0]), num(v[1]), num(v[2]))
-				if c, ok := median(p, "client.p50_ms", modeClientSide); ok {
+				if c, ok := median(p, driver.ClientP50, modeClientSide); ok {
 					part += fmt.Sprintf(", client-side %s", num(c))
 				}
 				parts = append(parts, part+" ms")

@@ -236,7 +236,7 @@ func queueVerdict(in *inputs) Verdict {
 	}
 	v.Claims = claimCount(in.claims, pairs.Queue)
 	best, _ := highestKeptUp(in.rs, pairs.Queue, "queue.rate")
-	v.PGLatency, v.SpecLatency = pointFigure(best, "server.delivery.p99_ms", pairs.NoRabbitMQ, " ms"), pointFigure(best, "server.delivery.p99_ms", pairs.RabbitMQ, " ms")
+	v.PGLatency, v.SpecLatency = pointFigure(best, driver.ServerDeliveryP99, pairs.NoRabbitMQ, " ms"), pointFigure(best, driver.ServerDeliveryP99, pairs.RabbitMQ, " ms")
 	if best != nil {
 		v.LatencyWhat = "delivery p99 at " + best.Name
 	}
@@ -267,7 +267,7 @@ func logVerdict(in *inputs) Verdict {
 	ps := in.rs.points(pairs.Log, "log.rate")
 	if len(ps) > 0 {
 		p := ps[len(ps)-1]
-		v.PGLatency, v.SpecLatency = pointFigure(p, "server.delivery.p95_ms", pairs.NoKafka, " ms"), pointFigure(p, "server.delivery.p95_ms", pairs.Kafka, " ms")
+		v.PGLatency, v.SpecLatency = pointFigure(p, driver.ServerDeliveryP95, pairs.NoKafka, " ms"), pointFigure(p, driver.ServerDeliveryP95, pairs.Kafka, " ms")
 		v.LatencyWhat = "delivery p95 at " + p.Name
 	} else {
 		v.PGLatency, v.SpecLatency = noFigure(" ms"), noFigure(" ms")
@@ -290,7 +290,7 @@ func documentsVerdict(in *inputs) Verdict {
 		v.SpecConfidence = StandInFerretDB
 	}
 	p := in.rs.point(pairs.Documents, "documents.search", "")
-	v.PGLatency, v.SpecLatency = pointFigure(p, "server.search.p95_ms", pairs.NoMongoDB, " ms"), pointFigure(p, "server.search.p95_ms", pairs.MongoDB, " ms")
+	v.PGLatency, v.SpecLatency = pointFigure(p, driver.ServerSearchP95, pairs.NoMongoDB, " ms"), pointFigure(p, driver.ServerSearchP95, pairs.MongoDB, " ms")
 	if p != nil {
 		v.MaxRate = p.Rate
 		v.LatencyWhat += " at " + p.Name
@@ -402,7 +402,7 @@ func cacheVerdict(in *inputs) Verdict {
 		v.RateCriterion = "open loop, no ceiling searched"
 	}
 	raw := in.rs.point(pairs.Cache, cacheRaw, "")
-	v.PGLatency, v.SpecLatency = pointFigure(raw, "client.p50_ms", "postgres", " ms"), pointFigure(raw, "client.p50_ms", "redis", " ms")
+	v.PGLatency, v.SpecLatency = pointFigure(raw, driver.ClientP50, "postgres", " ms"), pointFigure(raw, driver.ClientP50, "redis", " ms")
 	v.Bites = "a mode bound by a TTL serves the old value until the TTL ends"
 	if p := in.rs.point(pairs.Cache, cacheStaleness, ""); p != nil {
 		v.Shape = "fresh after an out-of-band UPDATE within: " + stalenessModes(p)

@@ -412,12 +412,12 @@ var latencyCharts = map[string]struct {
 	file   string
 }{
 	pairs.Queue: {"queue: latency p99 per arrival rate (log scales)", [2]string{pairs.NoRabbitMQ, pairs.RabbitMQ}, []panel{
-		{"send → processed p99", "server.processing.p99_ms"},
-		{"delivery p99", "server.delivery.p99_ms"},
+		{"send → processed p99", driver.ServerProcessingP99},
+		{"delivery p99", driver.ServerDeliveryP99},
 	}, "queue-latency.svg"},
 	pairs.Log: {"log: latency per arrival rate (log scales)", [2]string{pairs.NoKafka, pairs.Kafka}, []panel{
-		{"delivery p95", "server.delivery.p95_ms"},
-		{"write p99", "server.write.p99_ms"},
+		{"delivery p95", driver.ServerDeliveryP95},
+		{"write p99", driver.ServerWriteP99},
 	}, "log-latency.svg"},
 }
 

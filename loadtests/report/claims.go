@@ -271,9 +271,9 @@ var claimTable = []claimSpec{
 		claim: "Delivery p99 on Postgres within 1.5× of RabbitMQ's at 1,000 tasks/s (design target)",
 		rule:  fmt.Sprintf("per-round ratio no-rabbitmq ÷ rabbitmq of server delivery p99 at %s ≤ %s in every round", deliveryAt, num(deliveryP99Within)),
 		evaluate: atPoint(pairs.Queue, "queue.rate", deliveryAt, "queue "+deliveryAt+" point", func(in claimInputs, p *driver.Point) outcome {
-			a, _ := median(p, "server.delivery.p99_ms", pairs.NoRabbitMQ)
-			b, _ := median(p, "server.delivery.p99_ms", pairs.RabbitMQ)
-			r, ok := ratio(p, "server.delivery.p99_ms")
+			a, _ := median(p, driver.ServerDeliveryP99, pairs.NoRabbitMQ)
+			b, _ := median(p, driver.ServerDeliveryP99, pairs.RabbitMQ)
+			r, ok := ratio(p, driver.ServerDeliveryP99)
 			if !ok {
 				return outcome{missing: "no delivery latency was recorded at " + deliveryAt}
 			}
@@ -291,8 +291,8 @@ var claimTable = []claimSpec{
 			if def == nil || dur == nil {
 				return notRun("queue durable variant")
 			}
-			u, ok1 := median(def, "server.processing.p99_ms", pairs.NoRabbitMQ)
-			l, ok2 := median(dur, "server.processing.p99_ms", pairs.NoRabbitMQ)
+			u, ok1 := median(def, driver.ServerProcessingP99, pairs.NoRabbitMQ)
+			l, ok2 := median(dur, driver.ServerProcessingP99, pairs.NoRabbitMQ)
 			if !ok1 || !ok2 || u <= 0 {
 				return outcome{missing: "send→processed was not recorded in both modes"}
 			}
@@ -302,29 +302,29 @@ var claimTable = []claimSpec{
 	{pair: pairs.Queue, short: agedShort,
 		claim:    "The queue stays within 2× of its fresh-table p99 after a million finished tasks, with retention on",
 		rule:     fmt.Sprintf("no-rabbitmq's delivery p99 in the long-lived run (≥ %s finished tasks of history, TASK_RETENTION 24h) ≤ %s× its median in the fresh run, at every rate both runs measured, in every round", count(agedHistory), num(agedFactor)),
-		evaluate: agedWithin(pairs.NoRabbitMQ, "server.delivery.p99_ms", agedHistory, agedFactor)},
+		evaluate: agedWithin(pairs.NoRabbitMQ, driver.ServerDeliveryP99, agedHistory, agedFactor)},
 	{pair: pairs.Log, short: "low delivery p95 on both sides",
 		claim: "Delivery p95 ≤ 2 ms on both sides at 100, 150 and 200 events/s",
 		rule:  fmt.Sprintf("every side's delivery p95 ≤ %s ms at every fixed rate, in every round", num(logDeliveryP95MS)),
-		evaluate: everyLogRate("server.delivery.p95_ms", "no-kafka / kafka: ", func(rate string, pg, kafka float64) (string, bool) {
+		evaluate: everyLogRate(driver.ServerDeliveryP95, "no-kafka / kafka: ", func(rate string, pg, kafka float64) (string, bool) {
 			return fmt.Sprintf("%s: %s / %s ms", rate, num(pg), num(kafka)), pg <= logDeliveryP95MS && kafka <= logDeliveryP95MS
 		})},
 	{pair: pairs.Log, short: "Kafka's write p99 above Postgres'",
 		claim: "Kafka write p99 16 ms versus 5–7 ms on Postgres",
 		rule:  fmt.Sprintf("kafka's write p99 above no-kafka's (by more than %s%%: closer is a tie) at every fixed rate, in every round", num(100*tieWithin)),
-		evaluate: everyLogRate("server.write.p99_ms", "kafka vs no-kafka: ", func(rate string, pg, kafka float64) (string, bool) {
+		evaluate: everyLogRate(driver.ServerWriteP99, "kafka vs no-kafka: ", func(rate string, pg, kafka float64) (string, bool) {
 			return fmt.Sprintf("%s: %s vs %s ms", rate, num(kafka), num(pg)), kafka > pg && !tie(kafka, pg)
 		})},
 	{pair: pairs.Log, short: "synchronous_commit=off delays delivery",
 		claim: "With synchronous_commit=off, logical delivery p50 ≈ 160 ms (the WAL writer's flush delay)",
 		rule:  fmt.Sprintf("no-kafka's delivery p50 with SYNCHRONOUS_COMMIT=off within %s× of %s ms (%s ms), in every round", num(tolerance), num(syncOffDeliveryP50MS), around(syncOffDeliveryP50MS, syncOffDeliveryP50MS)),
 		evaluate: atPoint(pairs.Log, "log.sync_off", "", "log sync-off variant", func(in claimInputs, p *driver.Point) outcome {
-			v, ok := median(p, "server.delivery.p50_ms", pairs.NoKafka)
+			v, ok := median(p, driver.ServerDeliveryP50, pairs.NoKafka)
 			if !ok {
 				return outcome{missing: "no delivery latency recorded"}
 			}
 			o := outcome{measured: fmt.Sprintf("%s ms at %s", num(v), p.Name), holds: around(syncOffDeliveryP50MS, syncOffDeliveryP50MS).has(v)}
-			if d, ok := median(in.rs.point(pairs.Log, "log.default", ""), "server.delivery.p50_ms", pairs.NoKafka); ok {
+			if d, ok := median(in.rs.point(pairs.Log, "log.default", ""), driver.ServerDeliveryP50, pairs.NoKafka); ok {
 				o.measured += fmt.Sprintf(" (%s ms with synchronous_commit=on)", num(d))
 			}
 			return o
@@ -337,8 +337,8 @@ var claimTable = []claimSpec{
 		claim: "Containment search p95: 33 ms on Postgres vs 48 ms on MongoDB",
 		rule:  "Postgres' search p95 below MongoDB's, same data set, in every round",
 		evaluate: atPoint(pairs.Documents, "documents.search", "", pairs.Documents, func(in claimInputs, p *driver.Point) outcome {
-			a, okA := median(p, "server.search.p95_ms", pairs.NoMongoDB)
-			b, okB := median(p, "server.search.p95_ms", pairs.MongoDB)
+			a, okA := median(p, driver.ServerSearchP95, pairs.NoMongoDB)
+			b, okB := median(p, driver.ServerSearchP95, pairs.MongoDB)
 			if !okA || !okB {
 				return outcome{missing: "no search p95 on both sides"}
 			}
@@ -363,7 +363,7 @@ var claimTable = []claimSpec{
 		claim: "At 2 MB, Postgres' rewrite p99 is 2.6× MongoDB's",
 		rule:  fmt.Sprintf("per-round ratio no-mongodb ÷ mongodb of rewrite p99 at 2MB within %s× of %s (%s), in every round", num(tolerance), num(rewriteP99Ratio), around(rewriteP99Ratio, rewriteP99Ratio)),
 		evaluate: atPoint(pairs.Documents, "documents.rewrite", "2MB", "documents 2MB rewrite point", func(in claimInputs, p *driver.Point) outcome {
-			r, ok := ratio(p, "client.rewrite.p99_ms")
+			r, ok := ratio(p, driver.ClientRewriteP99)
 			switch {
 			case !ok:
 				return outcome{missing: "no 2MB rewrite latencies on both sides"}
@@ -384,7 +384,7 @@ func queueFloor(in claimInputs) (float64, string, bool) {
 	best, where := 0.0, ""
 	for _, p := range in.rs.points(pairs.Queue, "queue.rate") {
 		for _, s := range p.Sides {
-			if v, ok := median(p, "server.delivery.p99_ms", s); ok && v > 0 && (where == "" || v < best) {
+			if v, ok := median(p, driver.ServerDeliveryP99, s); ok && v > 0 && (where == "" || v < best) {
 				best, where = v, s+" at "+p.Name
 			}
 		}
@@ -600,12 +600,12 @@ func lz4BeatsPglz(in claimInputs) outcome {
 	holds := true
 	for _, p := range pg {
 		l := in.rs.point(pairs.Documents, "documents.rewrite_lz4", p.Name)
-		a, okA := median(p, "client.rewrite.p50_ms", pairs.NoMongoDB)
+		a, okA := median(p, driver.ClientRewriteP50, pairs.NoMongoDB)
 		ra, _ := median(p, "cost_ratio.p50", pairs.NoMongoDB)
 		if l == nil {
 			return outcome{missing: "no lz4 rewrite point at " + p.Name}
 		}
-		b, okB := median(l, "client.rewrite.p50_ms", pairs.NoMongoDB)
+		b, okB := median(l, driver.ClientRewriteP50, pairs.NoMongoDB)
 		rb, _ := median(l, "cost_ratio.p50", pairs.NoMongoDB)
 		if !okA || !okB {
 			return outcome{missing: "no rewrite p50 at " + p.Name}

@@ -65,7 +65,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		bestCell, coreCell := notMeasuredHere, notMeasuredHere
 		if v, p := bestE2E(rs, cmd, svc, 0); p != nil && v > 0 {
 			bestCell = num(v) + " at " + p.Name + " (" + r.PercentCell(svc, v) + ")"
-			lat := map[string]string{pairs.Queue: "server.processing.p50_ms", pairs.Log: "server.delivery.p50_ms"}[cmd]
+			lat := map[string]string{pairs.Queue: driver.ServerProcessingP50, pairs.Log: driver.ServerDeliveryP50}[cmd]
 			if l, ok := median(p, lat, svc); ok && l > comfortableP50MS {
 				bestCell += fmt.Sprintf(", a backlog draining (p50 %s s), not a sustained rate", num(l/1000))
 			}

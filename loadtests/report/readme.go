@@ -479,9 +479,9 @@ func queueHeadline(in *inputs) string {
 	parts := []string{ceilingLine(in, pairs.Queue, pairs.NoRabbitMQ, pairs.RabbitMQ)}
 	best, behind := highestKeptUp(in.rs, pairs.Queue, "queue.rate")
 	if best != nil {
-		a, okA := median(best, "server.delivery.p99_ms", pairs.NoRabbitMQ)
-		b, okB := median(best, "server.delivery.p99_ms", pairs.RabbitMQ)
-		if x, ok := ratio(best, "server.delivery.p99_ms"); ok && okA && okB {
+		a, okA := median(best, driver.ServerDeliveryP99, pairs.NoRabbitMQ)
+		b, okB := median(best, driver.ServerDeliveryP99, pairs.RabbitMQ)
+		if x, ok := ratio(best, driver.ServerDeliveryP99); ok && okA && okB {
 			parts = append(parts, fmt.Sprintf("At %s, the highest fixed rate both kept up with (%s), delivery p99 was %s on Postgres vs %s on RabbitMQ (%s).", best.Name, keptUpRule(best), ms(a), ms(b), times(x)))
 		}
 	}
@@ -494,14 +494,14 @@ func logHeadline(in *inputs) string {
 	var writeX, dA, dB []float64
 	var names []string
 	for _, p := range in.rs.points(pairs.Log, "log.rate") {
-		if x, ok := ratio(p, "server.write.p99_ms"); ok {
+		if x, ok := ratio(p, driver.ServerWriteP99); ok {
 			writeX = append(writeX, x)
 			names = append(names, p.Name)
 		}
-		if a, ok := median(p, "server.delivery.p95_ms", pairs.NoKafka); ok {
+		if a, ok := median(p, driver.ServerDeliveryP95, pairs.NoKafka); ok {
 			dA = append(dA, a)
 		}
-		if b, ok := median(p, "server.delivery.p95_ms", pairs.Kafka); ok {
+		if b, ok := median(p, driver.ServerDeliveryP95, pairs.Kafka); ok {
 			dB = append(dB, b)
 		}
 	}
@@ -513,7 +513,7 @@ func logHeadline(in *inputs) string {
 		parts = append(parts, s+".")
 	}
 	if p := in.rs.point(pairs.Log, "log.sync_off", ""); p != nil {
-		if v, ok := median(p, "server.delivery.p50_ms", pairs.NoKafka); ok {
+		if v, ok := median(p, driver.ServerDeliveryP50, pairs.NoKafka); ok {
 			parts = append(parts, fmt.Sprintf("`synchronous_commit=off` made Postgres' delivery p50 %s at %s.", ms(v), p.Name))
 		}
 	}
@@ -525,11 +525,11 @@ func documentsHeadline(in *inputs) string {
 	ferret := r.Versions.MongoFlavor == "FerretDB"
 	var parts []string
 	if p := in.rs.point(pairs.Documents, "documents.search", ""); p != nil {
-		if a, ok := median(p, "server.search.p95_ms", pairs.NoMongoDB); ok {
+		if a, ok := median(p, driver.ServerSearchP95, pairs.NoMongoDB); ok {
 			s := fmt.Sprintf("Containment search p95 on Postgres: %s (%s)", ms(a), p.Name)
-			if b, okB := median(p, "server.search.p95_ms", pairs.MongoDB); okB && !ferret {
+			if b, okB := median(p, driver.ServerSearchP95, pairs.MongoDB); okB && !ferret {
 				s += fmt.Sprintf(" vs %s on MongoDB", ms(b))
-				if x, ok := ratio(p, "server.search.p95_ms"); ok {
+				if x, ok := ratio(p, driver.ServerSearchP95); ok {
 					s += " (" + times(x) + ")"
 				}
 			}
@@ -546,7 +546,7 @@ func documentsHeadline(in *inputs) string {
 		parts = append(parts, fmt.Sprintf("On Postgres, rewriting a large profile cost %s a patch of a neighbour column (p50).", strings.Join(cost, " and ")))
 	}
 	if p := in.rs.point(pairs.Documents, "documents.rewrite", ""); p != nil && !ferret {
-		if x, ok := ratio(p, "client.rewrite.p99_ms"); ok {
+		if x, ok := ratio(p, driver.ClientRewriteP99); ok {
 			parts = append(parts, fmt.Sprintf("Rewrite p99 at %s: Postgres %s MongoDB's.", p.Name, times(x)))
 		}
 	}
@@ -843,7 +843,7 @@ func queueIntegrity(in *inputs) string {
 	parts := []string{"the Postgres side commits a task with its business row in one transaction; the RabbitMQ side commits, then publishes (a dual write)."}
 	if best, _ := highestKeptUp(in.rs, pairs.Queue, "queue.rate"); best != nil {
 		var xs []string
-		for _, m := range []struct{ metric, label string }{{"server.send.p99_ms", "send"}, {"server.delivery.p99_ms", "delivery"}, {"server.processing.p99_ms", "send→processed"}} {
+		for _, m := range []struct{ metric, label string }{{driver.ServerSendP99, "send"}, {driver.ServerDeliveryP99, "delivery"}, {driver.ServerProcessingP99, "send→processed"}} {
 			if x, ok := ratio(best, m.metric); ok {
 				xs = append(xs, fmt.Sprintf("%s p99 %s", m.label, times(x)))
 			}
@@ -854,7 +854,7 @@ func queueIntegrity(in *inputs) string {
 	}
 	def, dur := in.rs.point(pairs.Queue, "queue.default", ""), in.rs.point(pairs.Queue, "queue.durable", "")
 	if def != nil && dur != nil {
-		const p99 = "server.processing.p99_ms"
+		const p99 = driver.ServerProcessingP99
 		if v, ok := medians(at{def, p99, pairs.NoRabbitMQ}, at{dur, p99, pairs.NoRabbitMQ}, at{def, p99, pairs.RabbitMQ}, at{dur, p99, pairs.RabbitMQ}); ok {
 			parts = append(parts, fmt.Sprintf("Durable settings at %s, send→processed p99: Postgres unlogged %s, logged %s; RabbitMQ classic %s, quorum %s.", def.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])))
 		}
@@ -866,7 +866,7 @@ func logIntegrity(in *inputs) string {
 	parts := []string{"the Postgres write is one insert; the Kafka side inserts, then produces (a dual write: 503 and an undelivered row when the broker is down)."}
 	def, off := in.rs.point(pairs.Log, "log.default", ""), in.rs.point(pairs.Log, "log.sync_off", "")
 	if def != nil && off != nil {
-		const write, delivery = "server.write.p99_ms", "server.delivery.p50_ms"
+		const write, delivery = driver.ServerWriteP99, driver.ServerDeliveryP50
 		if v, ok := medians(at{off, write, pairs.NoKafka}, at{def, write, pairs.NoKafka}, at{off, delivery, pairs.NoKafka}, at{def, delivery, pairs.NoKafka}); ok {
 			parts = append(parts, fmt.Sprintf("Giving up durability with `synchronous_commit=off` at %s: write p99 %s (on: %s), delivery p50 %s (on: %s).", off.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])))
 		}

@@ -48,12 +48,12 @@ func cacheModes(p *driver.Point, metric string) string {
 func cacheHeadline(in *inputs) string {
 	var parts []string
 	if p := in.rs.point(pairs.Cache, cacheProfile, "read_heavy"); p != nil {
-		if s := cacheModes(p, "client.p50_ms"); s != "" {
+		if s := cacheModes(p, driver.ClientP50); s != "" {
 			parts = append(parts, fmt.Sprintf("Read-heavy products over a Zipf key set at %s/s through the same HTTP contract, client p50: %s.", num(p.Rate), s))
 		}
 	}
 	if p := in.rs.point(pairs.Cache, cacheRaw, ""); p != nil {
-		if v, ok := medians(at{p, "client.p50_ms", "postgres"}, at{p, "client.p50_ms", "redis"}); ok {
+		if v, ok := medians(at{p, driver.ClientP50, "postgres"}, at{p, driver.ClientP50, "redis"}); ok {
 			parts = append(parts, fmt.Sprintf("One lookup by key without HTTP: p50 %s ms on Postgres (pgx, primary key) vs %s ms on Redis.", num(v[0]), num(v[1])))
 		}
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -37,11 +39,11 @@ var costLabels = map[string]string{"service": "service", "postgres": "Postgres (
 func throughputRows() []row {
 	rows := []row{
 		{scenario.MetricAccepted, "accepted items/s"}, {scenario.MetricEndToEnd, "end-to-end items/s"},
-		{"client.p50_ms", "request p50 ms"}, {"client.p99_ms", "request p99 ms"}, {"client.errors", "errors"},
+		{driver.ClientP50, "request p50 ms"}, {driver.ClientP99, "request p99 ms"}, {driver.ClientErrors, "errors"},
 		{"backlog_end", "backlog at end"}, {"drained", "drained (1 = yes)"},
 	}
 	for _, lat := range []string{"processing", "delivery"} {
-		rows = append(rows, row{"server." + lat + ".p50_ms", lat + " p50 ms"}, row{"server." + lat + ".p99_ms", lat + " p99 ms"})
+		rows = append(rows, row{driver.ServerLatency(lat, driver.SuffixP50), lat + " p50 ms"}, row{driver.ServerLatency(lat, driver.SuffixP99), lat + " p99 ms"})
 	}
 	for _, g := range append(slices.Clone(scenario.CostGroups), "total") {
 		rows = append(rows, row{"cpu." + g + ".per_1k", "CPU-s/1k " + costLabels[g]})
@@ -126,7 +128,7 @@ func closedLoopTable(b *strings.Builder, r *driver.Run, tp throughputPair, ps []
 		w(" CPU-s/1k: %s |", costLabels[g])
 	}
 	w("\n|---|---|---:|---:|---:|---:|%s\n", strings.Repeat("---:|", len(groups)))
-	lat := "server." + map[string]string{pairs.Queue: "processing", pairs.Log: "delivery"}[tp.pair]
+	lat := driver.ServerPrefix + map[string]string{pairs.Queue: queue.LatencyProcessing, pairs.Log: logc.StatDelivery}[tp.pair]
 	for _, p := range ps {
 		for _, side := range p.Sides {
 			get := func(metric string) (driver.Agg, bool) {
@@ -162,7 +164,7 @@ func closedLoopTable(b *strings.Builder, r *driver.Run, tp throughputPair, ps []
 			}
 			e2e += starvedRounds(p, side)
 			w("| %s | %s | %s | %s | %s | %s |", strings.TrimPrefix(p.Name, "batch "), SideLabel(r, side), c(scenario.MetricAccepted), e2e,
-				pair(lat+".p50_ms", lat+".p99_ms"), pair("client.p50_ms", "client.p99_ms"))
+				pair(lat+"."+driver.SuffixP50, lat+"."+driver.SuffixP99), pair(driver.ClientP50, driver.ClientP99))
 			for _, g := range groups {
 				w(" %s |", med("cpu."+g+".per_1k"))
 			}

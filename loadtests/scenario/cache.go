@@ -302,7 +302,7 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 		res := &driver.SideResult{Metrics: map[string]float64{}}
 		c, err := RawLookup(ctx, side, e.PostgresURL, redisURL, r.schema, o.Keys, o.RawDuration, e.Progress)
 		res.Phases = append(res.Phases, driver.Phase{Name: "lookup", Client: c})
-		driver.FlattenClient(res.Metrics, "client.", c)
+		driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 		return res, err
 	})
 	run.Points = append(run.Points, rp)
@@ -414,7 +414,7 @@ func (r *cacheRun) attack(ctx context.Context, mode, phase string, rate float64,
 	used := set.Sample().Sub(before)
 	res.Phases = append(res.Phases, driver.Phase{Name: phase, Client: c})
 	m := res.Metrics
-	driver.FlattenClient(m, "client.", c)
+	driver.FlattenClient(m, driver.ClientPrefix, c)
 	var total float64
 	for g, v := range used {
 		m["cpu_s."+g] = math.Round(v*1e4) / 1e4
@@ -439,7 +439,7 @@ func cacheCounters(m map[string]float64, st *driver.ServerStats) {
 		return
 	}
 	for _, n := range CacheCounters {
-		m["counter."+n] = float64(st.Counters[n])
+		m[driver.CounterPrefix+n] = float64(st.Counters[n])
 	}
 	if h, ms := st.Counters["hits"], st.Counters["misses"]; h+ms > 0 {
 		m["hit_ratio"] = math.Round(float64(h)/float64(h+ms)*1e4) / 1e4

@@ -284,7 +284,7 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 			},
 		})
 		res.Phases = append(res.Phases, driver.Phase{Name: "search", Client: c})
-		driver.FlattenClient(res.Metrics, "client.", c)
+		driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 		st, err := driver.GetStats(ctx, base)
 		res.Stats = st
 		driver.FlattenServer(res.Metrics, st)
@@ -399,18 +399,18 @@ func (rw *rewriter) point(ctx context.Context, scenario string, sides []string, 
 				}
 			}
 			res.Phases = append(res.Phases, phase)
-			driver.FlattenClient(res.Metrics, "client."+ph.name+".", c)
+			driver.FlattenClient(res.Metrics, driver.ClientPrefix+ph.name+".", c)
 		}
 		m := res.Metrics
-		for _, q := range []string{"p50_ms", "p99_ms"} {
-			if v := driver.Ratio(m["client.rewrite."+q], m["client.patch."+q]); !math.IsNaN(v) {
+		for _, q := range []string{driver.SuffixP50, driver.SuffixP99} {
+			if v := driver.Ratio(m[driver.ClientRewritePrefix+q], m[driver.ClientPatchPrefix+q]); !math.IsNaN(v) {
 				m["cost_ratio."+strings.TrimSuffix(q, "_ms")] = v
 			}
 		}
 		st, err := driver.GetStats(ctx, base)
 		res.Stats = st
 		driver.FlattenServer(m, st)
-		if v := driver.Ratio(m["server.replace_profile.p50_ms"], m["server.patch_fields.p50_ms"]); !math.IsNaN(v) {
+		if v := driver.Ratio(m[driver.ServerReplaceProfileP50], m[driver.ServerPatchFieldsP50]); !math.IsNaN(v) {
 			m["server_cost_ratio.p50"] = v
 		}
 		return res, err

@@ -18,6 +18,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -388,7 +389,7 @@ func (f *fleet) drain(ctx context.Context, bound time.Duration) ([]*driver.Serve
 		if err != nil {
 			return nil, false, err
 		}
-		if sum(sts, "processed")+sum(sts, "dead") >= sum(sts, "enqueued") {
+		if sum(sts, queue.CounterProcessed)+sum(sts, queue.CounterDead) >= sum(sts, queue.CounterEnqueued) {
 			return sts, true, nil
 		}
 		if time.Now().After(deadline) {
@@ -405,14 +406,14 @@ func (f *fleet) drain(ctx context.Context, bound time.Duration) ([]*driver.Serve
 // fill adds the shares, the highest p99 and, when drained, the tasks
 // delivered more than once.
 func fill(m map[string]float64, sts []*driver.ServerStats, drained bool) {
-	processed := sum(sts, "processed")
+	processed := sum(sts, queue.CounterProcessed)
 	m[MetricScaleInstances] = float64(len(sts))
 	m["processed"] = float64(processed)
 	m["drained"] = b2f(drained)
 	if processed > 0 {
 		lo, hi := 100.0, 0.0
 		for i, s := range sts {
-			share := math.Round(1000*float64(s.Counters["processed"])/float64(processed)) / 10
+			share := math.Round(1000*float64(s.Counters[queue.CounterProcessed])/float64(processed)) / 10
 			m["share."+strconv.Itoa(i)+"_pct"] = share
 			lo, hi = min(lo, share), max(hi, share)
 		}
@@ -428,7 +429,7 @@ func fill(m map[string]float64, sts []*driver.ServerStats, drained bool) {
 		m[MetricScaleP99] = p99
 	}
 	if drained {
-		m[MetricScaleRedelivered] = float64(max(sum(sts, "delivered")-processed-sum(sts, "dead"), 0))
+		m[MetricScaleRedelivered] = float64(max(sum(sts, queue.CounterDelivered)-processed-sum(sts, queue.CounterDead), 0))
 	}
 }
 
@@ -449,15 +450,15 @@ func (f *fleet) rate(ctx context.Context, rate float64, d time.Duration) (*drive
 	}
 	c := driver.Attack(ctx, spec)
 	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
-	driver.FlattenClient(res.Metrics, "client.", c)
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	atEnd, err := f.stats(ctx)
 	if err != nil {
 		return res, err
 	}
 	if c.DurationS > 0 {
-		res.Metrics[MetricScaleProcessed] = round1(float64(sum(atEnd, "processed")) / c.DurationS)
+		res.Metrics[MetricScaleProcessed] = round1(float64(sum(atEnd, queue.CounterProcessed)) / c.DurationS)
 	}
-	res.Metrics["backlog_end"] = float64(max(sum(atEnd, "enqueued")-sum(atEnd, "processed")-sum(atEnd, "dead"), 0))
+	res.Metrics["backlog_end"] = float64(max(sum(atEnd, queue.CounterEnqueued)-sum(atEnd, queue.CounterProcessed)-sum(atEnd, queue.CounterDead), 0))
 	final, drained, err := f.drain(ctx, f.e.settle())
 	if err != nil {
 		return res, err
@@ -480,14 +481,14 @@ func (f *fleet) batch(ctx context.Context, o ScaleOutOptions) (*driver.SideResul
 	t0 := time.Now()
 	c := postBatches(ctx, urls, body, requests, o.Senders)
 	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
-	res.Metrics["client.ok"] = float64(c.OK)
-	res.Metrics["client.errors"] = float64(c.Errors)
+	res.Metrics[driver.ClientOK] = float64(c.OK)
+	res.Metrics[driver.ClientErrors] = float64(c.Errors)
 	final, drained, err := f.drain(ctx, max(f.e.settle(), time.Minute))
 	if err != nil {
 		return res, err
 	}
 	if drained {
-		res.Metrics[MetricScaleProcessed] = round1(float64(sum(final, "processed")) / time.Since(t0).Seconds())
+		res.Metrics[MetricScaleProcessed] = round1(float64(sum(final, queue.CounterProcessed)) / time.Since(t0).Seconds())
 	}
 	fill(res.Metrics, final, drained)
 	return res, nil
@@ -571,7 +572,7 @@ func (f *fleet) kill(ctx context.Context, rate float64, o ScaleOutOptions) (*dri
 	}
 	c := <-done
 	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
-	driver.FlattenClient(res.Metrics, "client.", c)
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	if killErr != nil {
 		return res, fmt.Errorf("kill -9 %s: %w", f.names[0], killErr)
 	}
