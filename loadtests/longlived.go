@@ -42,23 +42,28 @@ type stateFlags struct {
 	longLived bool
 }
 
-// register adds the state flags of cmd to fs.
-func (s *stateFlags) register(fs *flag.FlagSet, cmd string) {
-	switch cmd {
-	case "queue", "log", "documents", "results", longLivedCommand, "throughput":
-	default:
-		return
-	}
-	if cmd != longLivedCommand { // which always starts from its own history
-		fs.StringVar(&s.mode, "state", driver.StateFresh, "tables at the start of each pair's run: fresh (truncate the pair's tables first; the schemas stay as the services' migrations made them) or keep (run on the history they hold); either way the run records every table's rows, size and dead tuples")
-	}
+// registerState adds -state and -schemas: the starting state of a
+// command whose runs declare one.
+func (s *stateFlags) registerState(fs *flag.FlagSet) {
+	fs.StringVar(&s.mode, "state", driver.StateFresh, "tables at the start of each pair's run: fresh (truncate the pair's tables first; the schemas stay as the services' migrations made them) or keep (run on the history they hold); either way the run records every table's rows, size and dead tuples")
+	s.registerSchemas(fs)
+}
+
+// registerSchemas adds -schemas alone (the long-lived command, which
+// always starts from its own history).
+func (s *stateFlags) registerSchemas(fs *flag.FlagSet) {
 	fs.StringVar(&s.schemas, "schemas", "", "service=schema,... for services keeping their tables outside their default schema (also set as their DATABASE_SCHEMA when the driver starts them)")
-	if cmd == "results" || cmd == longLivedCommand {
-		fs.Int64Var(&s.history, "history", defaultHistory, "long-lived variant: finished tasks and delivered events written into each side's tables before its run (plus a tenth more past retention, deleted as churn)")
-	}
-	if cmd == "results" {
-		fs.BoolVar(&s.longLived, "long-lived", true, "run the long-lived variant after the pairs: the queue and log scenarios (fixed rates, one round) on -history rows of history")
-	}
+}
+
+// registerHistory adds -history, the long-lived variant's size (results
+// and longlived).
+func (s *stateFlags) registerHistory(fs *flag.FlagSet) {
+	fs.Int64Var(&s.history, "history", defaultHistory, "long-lived variant: finished tasks and delivered events written into each side's tables before its run (plus a tenth more past retention, deleted as churn)")
+}
+
+// registerLongLived adds -long-lived (results only).
+func (s *stateFlags) registerLongLived(fs *flag.FlagSet) {
+	fs.BoolVar(&s.longLived, "long-lived", true, "run the long-lived variant after the pairs: the queue and log scenarios (fixed rates, one round) on -history rows of history")
 }
 
 // validate checks the flags' values.
@@ -92,18 +97,16 @@ func (s stateFlags) serviceEnv() (map[string]map[string]string, error) {
 	return out, nil
 }
 
-// pairsByName are the pairs whose runs declare a starting state.
-var pairsByName = map[string]scenario.Pair{"queue": scenario.QueuePair, "log": scenario.LogPair, "documents": scenario.DocumentsPair}
-
 // prepareStart declares the pair's starting state in run before its
-// scenario (truncating its tables with -state fresh). A failure is
-// written in the run's state and notes, and the run goes on.
+// scenario, when its loadPairs entry says its runs declare one
+// (truncating its tables with -state fresh). A failure is written in the
+// run's state and notes, and the run goes on.
 func prepareStart(ctx context.Context, c common, env *scenario.Env, run *driver.Run, pair string) {
-	p, ok := pairsByName[pair]
-	if !ok {
+	p, ok := lookupPair(pair)
+	if !ok || !p.state {
 		return
 	}
-	if err := env.PrepareStart(ctx, run, p, c.state.mode); err != nil {
+	if err := env.PrepareStart(ctx, run, p.pair, c.state.mode); err != nil {
 		run.Note("starting state (%s) not prepared: %v", c.state.mode, err)
 		fmt.Fprintf(os.Stderr, "%s: starting state: %v\n", pair, err)
 	}

@@ -69,6 +69,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	if _, ok := loadTable[args[0]]; ok {
+		return loadMain(args[0], args[1:], stderr)
+	}
 	switch args[0] {
 	case "check":
 		fs := flag.NewFlagSet("check", flag.ContinueOnError)
@@ -84,8 +87,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		statuses := Check(context.Background(), *host, *timeout, Targets)
 		Print(stdout, statuses)
 		return 0
-	case "queue", "log", "documents", "cache", "throughput", "results", "demo", "report", longLivedCommand:
-		return loadMain(args[0], args[1:], stderr)
 	case sustainableCommand:
 		return loadMain("throughput", sustainableArgs(args[1:]), stderr)
 	case "eventstore":
