@@ -1039,7 +1039,7 @@ func demoBenches(ctx context.Context, env *scenario.Env, set pairSet, runs []*dr
 // bench's append scenario at the demo's size and returns its run (its
 // results file goes to a temporary folder, not results/).
 func demoEventStoreRun(ctx context.Context, c common, env *scenario.Env) (*driver.Run, error) {
-	failed := driver.NewRun("eventstore", nil, time.Now())
+	failed := driver.NewRun(pairs.EventStore, nil, time.Now())
 	if err := env.Ensure(ctx, eventStoreServices, nil, nil); err != nil {
 		return failed, err
 	}
@@ -1059,7 +1059,7 @@ func demoEventStoreRun(ctx context.Context, c common, env *scenario.Env) (*drive
 	if err != nil {
 		return failed, err
 	}
-	run.Command = "eventstore"
+	run.Command = pairs.EventStore
 	return run, nil
 }
 

@@ -89,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case sustainableCommand:
 		return loadMain("throughput", sustainableArgs(args[1:]), stderr)
-	case "eventstore":
+	case pairs.EventStore:
 		return eventStoreMain(args[1:], stdout, stderr)
 	case eventstore.LongCommand, eventstore.CleanupCommand:
 		return eventStoreExtraMain(args[0], args[1:], stdout, stderr)

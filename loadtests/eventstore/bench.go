@@ -583,7 +583,7 @@ func DefaultTargets() string { return Targets("localhost", 0) }
 // plus portOffset, the Postgres side first: the -targets spelling.
 func Targets(host string, portOffset int) string {
 	var named []string
-	for _, s := range pairs.Pair("eventstore") {
+	for _, s := range pairs.Pair(pairs.EventStore) {
 		named = append(named, s.Name+"="+s.URL(host, portOffset))
 	}
 	named = append(named, fmt.Sprintf("%s=http://%s:%d", KeyedName, host, KeyedPort+portOffset))

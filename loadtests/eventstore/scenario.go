@@ -116,7 +116,7 @@ func BenchEstimate(o Options, engines int) scenario.Estimate {
 // trio names the event store services, the Postgres side first.
 func trio() []string {
 	var out []string
-	for _, s := range pairs.Pair("eventstore") {
+	for _, s := range pairs.Pair(pairs.EventStore) {
 		out = append(out, s.Name)
 	}
 	return out
