@@ -229,7 +229,7 @@ var cacheClaims = []claimSpec{
 				case v[0] > v[1]:
 					behind = true
 				}
-				if c, ok := medians(at{p, "cpu_per_k.redis", modeRedis}, at{p, "cpu_per_k.postgres", modeUnlogged}); ok {
+				if c, ok := optionalMedians(at{p, "cpu_per_k.redis", modeRedis}, at{p, "cpu_per_k.postgres", modeUnlogged}); ok {
 					part += fmt.Sprintf(" (CPU-s/1k ops: redis-server %s, postgres %s)", num(c[0]), num(c[1]))
 				}
 				return part, v[0] < v[1] && !tie(v[0], v[1])

@@ -79,8 +79,15 @@ func (rs runs) ceiling(cmd, service string) *driver.Ceiling {
 	return nil
 }
 
-// median returns a side's median of a metric in p.
+// median returns a side's median of a metric in p. A valid side without
+// the metric is logged in the claim's evaluation (metricMissing): the
+// claim becomes a failed run naming the metric.
 func median(p *driver.Point, metric, side string) (float64, bool) {
+	return medianOf(p, metric, side, true)
+}
+
+// medianOf is median; required says whether a missing metric is logged.
+func medianOf(p *driver.Point, metric, side string, required bool) (float64, bool) {
 	if p == nil {
 		return 0, false
 	}
@@ -88,10 +95,14 @@ func median(p *driver.Point, metric, side string) (float64, bool) {
 		return 0, false
 	}
 	m := p.Find(metric)
-	if m == nil {
-		return 0, false
+	var a driver.Agg
+	ok := m != nil
+	if ok {
+		a, ok = m.Sides[side]
 	}
-	a, ok := m.Sides[side]
+	if !ok && required {
+		metricMissing(p, metric, side)
+	}
 	return a.Median, ok
 }
 
@@ -103,10 +114,17 @@ type at struct {
 
 // medians returns the medians qs name, in order, and whether every one
 // was measured.
-func medians(qs ...at) ([]float64, bool) {
+func medians(qs ...at) ([]float64, bool) { return mediansOf(true, qs...) }
+
+// optionalMedians is medians of figures a claim adds to its text when
+// they were recorded (the cache's CPU per operation): a missing one is no
+// error.
+func optionalMedians(qs ...at) ([]float64, bool) { return mediansOf(false, qs...) }
+
+func mediansOf(required bool, qs ...at) ([]float64, bool) {
 	vs := make([]float64, len(qs))
 	for i, q := range qs {
-		v, ok := median(q.p, q.metric, q.side)
+		v, ok := medianOf(q.p, q.metric, q.side, required)
 		if !ok {
 			return nil, false
 		}
@@ -126,7 +144,11 @@ func ratio(p *driver.Point, metric string) (float64, bool) {
 		return 0, false
 	}
 	m := p.Find(metric)
-	if m == nil || m.Ratio == nil || *m.Ratio == 0 || m.Sides[p.Sides[1]].Median == 0 {
+	if m == nil {
+		metricMissing(p, metric, p.Sides[0]+" and "+p.Sides[1])
+		return 0, false
+	}
+	if m.Ratio == nil || *m.Ratio == 0 || m.Sides[p.Sides[1]].Median == 0 {
 		return 0, false
 	}
 	return *m.Ratio, true
