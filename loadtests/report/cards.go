@@ -123,7 +123,7 @@ func newInputs(all []*driver.Run, es eventstore.Results, src ...Sources) *inputs
 	for _, r := range all {
 		in.rs[r.Command] = r
 	}
-	for _, c := range []string{pairs.Queue, pairs.Log, pairs.Documents, pairs.Cache} {
+	for _, c := range pairCommands() {
 		if r := in.rs[c]; r != nil {
 			in.order = append(in.order, r)
 		}
@@ -228,7 +228,7 @@ func queueVerdict(in *inputs) Verdict {
 		PGCPU: cpuFigure(in, pairs.Queue, pairs.NoRabbitMQ), SpecCPU: cpuFigure(in, pairs.Queue, pairs.RabbitMQ),
 		PayloadBytes: []float64{typicalPayload},
 		SpecOnly:     []string{"fan-out (one copy per consumer)", "routing", "many queues"},
-		Doc:          "docs/queue.md", Section: pairTitles[pairs.Queue], Chart: "docs/results/queue-card.svg",
+		Doc:          "docs/queue.md", Section: titleOf(pairs.Queue), Chart: "docs/results/queue-card.svg",
 		LatencyWhat: "delivery p99",
 	}
 	if r := in.rs[pairs.Queue]; r != nil {
@@ -257,7 +257,7 @@ func logVerdict(in *inputs) Verdict {
 		PGCPU: cpuFigure(in, pairs.Log, pairs.NoKafka), SpecCPU: cpuFigure(in, pairs.Log, pairs.Kafka),
 		PayloadBytes: []float64{typicalPayload},
 		SpecOnly:     []string{"consumer groups", "replay from any offset", "retention", "partitions for parallel consumers"},
-		Doc:          "docs/log.md", Section: pairTitles[pairs.Log], Chart: "docs/results/log-card.svg",
+		Doc:          "docs/log.md", Section: titleOf(pairs.Log), Chart: "docs/results/log-card.svg",
 		LatencyWhat: "delivery p95",
 	}
 	if r := in.rs[pairs.Log]; r != nil {
@@ -281,7 +281,7 @@ func documentsVerdict(in *inputs) Verdict {
 		PGRate: noFigure("/s"), SpecRate: noFigure("/s"), MaxRate: 0,
 		PGCPU: noFigure(" CPU-s"), SpecCPU: noFigure(" CPU-s"),
 		SpecOnly: []string{"frequent whole rewrites of large documents", "queries other than containment (`@>`) served by an index", "sharded writes"},
-		Doc:      "docs/documents.md", Section: pairTitles[pairs.Documents], Chart: "docs/results/documents-card.svg",
+		Doc:      "docs/documents.md", Section: titleOf(pairs.Documents), Chart: "docs/results/documents-card.svg",
 		LatencyWhat: "containment search p95",
 	}
 	v.Claims = claimCount(in.claims, pairs.Documents)

@@ -144,9 +144,12 @@ func causalSection(c *eventstore.CausalResult) string {
 	return b.String()
 }
 
+// causalShort names the causal claim without figures.
+const causalShort = "Kafka's point read slows with the records it scans"
+
 // CausalClaim decides the causal claim (causalRule) on c.
 func CausalClaim(c *eventstore.CausalResult) Claim {
-	cl := Claim{Pair: pairs.EventStore, Claim: causalClaim, Short: "Kafka's point read slows with the records it scans", Rule: causalRule}
+	cl := Claim{Pair: pairs.EventStore, Claim: causalClaim, Short: causalShort, Rule: causalRule}
 	fits := c.Fits()
 	find := func(engine string, events int) *eventstore.CausalFit {
 		for i := range fits {

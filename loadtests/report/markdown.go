@@ -12,7 +12,6 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // Write regenerates the Markdown report at out and its charts in
@@ -27,7 +26,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 		byCmd[r.Command] = r
 	}
 	var rs []*driver.Run
-	for _, c := range []string{pairs.Queue, pairs.Log, pairs.Documents, pairs.Cache, "longlived", "throughput"} {
+	for _, c := range append(pairCommands(), "longlived", "throughput") {
 		if r := byCmd[c]; r != nil {
 			rs = append(rs, r)
 		}
@@ -49,8 +48,13 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 	if section := FailedSection(rs, es); section != "" {
 		b.WriteString(section)
 	}
-	if section := EventStoreSection(es); section != "" {
-		b.WriteString("\n" + section + "\n" + chartLine(charts, pairs.EventStore, chartsRel))
+	for _, p := range pairReports {
+		if p.benchSection == nil {
+			continue
+		}
+		if section := p.benchSection(es); section != "" {
+			b.WriteString("\n" + section + "\n" + chartLine(charts, p.name, chartsRel))
+		}
 	}
 	b.WriteString(ScaleOutSection(byCmd["scaleout"]))
 	for _, section := range extra {
@@ -146,57 +150,14 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 			b.WriteString("\n" + chartLine(charts, "throughput", chartsRel) + chartLine(charts, "cpu", chartsRel))
 			continue
 		}
-		if r.Command == pairs.Cache {
-			b.WriteString(CacheSection(r))
-			b.WriteString("\n" + chartLine(charts, "staleness", chartsRel))
-			continue
-		}
-		if pairTitles[r.Command] == "" {
+		p, ok := reportOf(r.Command)
+		switch {
+		case !ok:
 			continue // the long-lived run has a section of its own
-		}
-		w("\n## %s\n\n", pairTitles[r.Command])
-		if settings := settingsLine(r); settings != "" {
-			b.WriteString(settingsBlock(settings))
-		}
-		b.WriteString(StartStateSection(r))
-		scenarios := map[string][]*driver.Point{}
-		var order []string
-		for i := range r.Points {
-			p := &r.Points[i]
-			if _, ok := scenarios[p.Scenario]; !ok {
-				order = append(order, p.Scenario)
-			}
-			scenarios[p.Scenario] = append(scenarios[p.Scenario], p)
-		}
-		for _, sc := range order {
-			ps := scenarios[sc]
-			sides := ps[0].Sides
-			w("### %s\n\n", scenarioTitle(sc, ps[0]))
-			w("| point | metric | %s | %s | A/B [per round] |\n|---|---|---|---|---|\n", SideLabel(r, sides[0]), SideLabel(r, sides[1]))
-			for _, p := range ps {
-				for _, row := range pointRows(p) {
-					w("| %s | %s | %s | %s | %s |\n", p.Name, row[0], row[1], row[2], row[3])
-				}
-			}
-			for _, p := range ps {
-				for _, e := range sideErrors(p) {
-					w("\nError, %s %s: %s\n", p.Scenario, p.Name, md(e))
-				}
-			}
-			w("\n")
-		}
-		if r.Command == pairs.Queue {
-			b.WriteString(OutboxSection(r))
-		}
-		b.WriteString(KneeSection(r))
-		if f, ok := charts[r.Command]; ok {
-			w("![%s](%s/%s)\n\n*%s*\n\n", r.Command, chartsRel, f, Caption(r.Command))
-		}
-		for _, k := range map[string][]string{pairs.Queue: {"queue-rate"}, pairs.Log: {"log-rate"}, pairs.Documents: {"toast"}}[r.Command] {
-			b.WriteString(chartLine(charts, k, chartsRel))
-		}
-		for _, n := range r.Notes {
-			w("- Note: %s\n", md(n))
+		case p.section != nil:
+			b.WriteString(p.section(r, charts, chartsRel))
+		default:
+			pairSection(b, p, r, charts, chartsRel)
 		}
 	}
 	b.WriteString(LongLivedSection(rs))
@@ -205,12 +166,61 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	}
 }
 
-// pairTitles are the headings of the pairs' RESULTS.md sections; the
-// README's findings link to them.
-var pairTitles = map[string]string{
-	pairs.Queue:     "Queue: rabbitmq vs no-rabbitmq",
-	pairs.Log:       "Log: kafka vs no-kafka",
-	pairs.Documents: "Documents: mongodb vs no-mongodb",
+// pairSection writes a pair's section from its run: its settings and
+// starting state, one table per scenario, then p.after's subsection, its
+// knee, its charts and the run's notes.
+func pairSection(b *bytes.Buffer, p pairReport, r *driver.Run, charts map[string]string, chartsRel string) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	w("\n## %s\n\n", p.title)
+	if settings := settingsLine(r); settings != "" {
+		b.WriteString(settingsBlock(settings))
+	}
+	b.WriteString(StartStateSection(r))
+	scenarios := map[string][]*driver.Point{}
+	var order []string
+	for i := range r.Points {
+		pt := &r.Points[i]
+		if _, ok := scenarios[pt.Scenario]; !ok {
+			order = append(order, pt.Scenario)
+		}
+		scenarios[pt.Scenario] = append(scenarios[pt.Scenario], pt)
+	}
+	for _, sc := range order {
+		scenarioTable(b, r, scenarios[sc])
+	}
+	if p.after != nil {
+		b.WriteString(p.after(r))
+	}
+	b.WriteString(KneeSection(r))
+	if f, ok := charts[r.Command]; ok {
+		w("![%s](%s/%s)\n\n*%s*\n\n", r.Command, chartsRel, f, Caption(r.Command))
+	}
+	for _, k := range p.charts {
+		b.WriteString(chartLine(charts, k, chartsRel))
+	}
+	for _, n := range r.Notes {
+		w("- Note: %s\n", md(n))
+	}
+}
+
+// scenarioTable writes one scenario's table (ps, its points) and the
+// errors of its sides.
+func scenarioTable(b *bytes.Buffer, r *driver.Run, ps []*driver.Point) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	sides := ps[0].Sides
+	w("### %s\n\n", scenarioTitle(ps[0].Scenario, ps[0]))
+	w("| point | metric | %s | %s | A/B [per round] |\n|---|---|---|---|---|\n", SideLabel(r, sides[0]), SideLabel(r, sides[1]))
+	for _, p := range ps {
+		for _, row := range pointRows(p) {
+			w("| %s | %s | %s | %s | %s |\n", p.Name, row[0], row[1], row[2], row[3])
+		}
+	}
+	for _, p := range ps {
+		for _, e := range sideErrors(p) {
+			w("\nError, %s %s: %s\n", p.Scenario, p.Name, md(e))
+		}
+	}
+	w("\n")
 }
 
 func scenarioTitle(sc string, p *driver.Point) string {

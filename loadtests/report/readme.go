@@ -157,7 +157,7 @@ func fixedAnswer(text string) func(*inputs) string {
 var pairSpecs = []pairSpec{
 	{
 		name: pairs.Queue, question: "RabbitMQ, or a table with `FOR UPDATE SKIP LOCKED`?",
-		section: pairTitles[pairs.Queue], doc: "docs/queue.md", claims: pairs.Queue, verdict: pairs.Queue,
+		section: titleOf(pairs.Queue), doc: "docs/queue.md", claims: pairs.Queue, verdict: pairs.Queue,
 		has:      func(in *inputs) bool { return in.rs[pairs.Queue] != nil },
 		headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs[pairs.Queue].Versions) },
 		answers: map[string]func(*inputs) string{
@@ -171,7 +171,7 @@ var pairSpecs = []pairSpec{
 	},
 	{
 		name: pairs.Log, question: "Kafka, or logical replication with wal2json?",
-		section: pairTitles[pairs.Log], doc: "docs/log.md", claims: pairs.Log, verdict: pairs.Log,
+		section: titleOf(pairs.Log), doc: "docs/log.md", claims: pairs.Log, verdict: pairs.Log,
 		has:      func(in *inputs) bool { return in.rs[pairs.Log] != nil },
 		headline: logHeadline, servers: func(in *inputs) string {
 			return "Kafka " + orWhy(in.rs[pairs.Log].Versions.Kafka, in.rs[pairs.Log].Versions.Errors["kafka"])
@@ -187,7 +187,7 @@ var pairSpecs = []pairSpec{
 	},
 	{
 		name: pairs.Documents, question: "MongoDB, or `jsonb` with a GIN index?",
-		section: pairTitles[pairs.Documents], doc: "docs/documents.md", claims: pairs.Documents, verdict: pairs.Documents,
+		section: titleOf(pairs.Documents), doc: "docs/documents.md", claims: pairs.Documents, verdict: pairs.Documents,
 		has:      func(in *inputs) bool { return in.rs[pairs.Documents] != nil },
 		headline: documentsHeadline, servers: func(in *inputs) string { return mongoVersion(in.rs[pairs.Documents].Versions) },
 		answers: map[string]func(*inputs) string{

@@ -104,7 +104,7 @@ func LongLivedSection(all []*driver.Run) string {
 		if len(rows) == 0 {
 			continue
 		}
-		w("### %s\n\n", pairTitles[pair])
+		w("### %s\n\n", titleOf(pair))
 		if fresh == nil {
 			w("No fresh %s run in these results: the fresh columns are empty.\n\n", pair)
 		}
