@@ -326,7 +326,15 @@ var cacheClaims = []claimSpec{
 		})},
 }
 
-func init() { claimTable = append(claimTable, cacheClaims...) }
+func init() {
+	claimTable = append(claimTable, cacheClaims...)
+	registerReport(pairReport{name: pairs.Cache, title: CacheTitle, section: cacheSection})
+}
+
+// cacheSection is the cache pair's section and its staleness chart.
+func cacheSection(r *driver.Run, charts map[string]string, chartsRel string) string {
+	return CacheSection(r) + "\n" + chartLine(charts, "staleness", chartsRel)
+}
 
 // sideMax returns a side's maximum across rounds of m.
 func sideMax(m *driver.Metric, side string) (float64, bool) {

@@ -282,6 +282,15 @@ func tie(a, b float64) bool {
 	return m > 0 && (max(a, b)-min(a, b))/m < tieWithin
 }
 
+// The queue, log and documents pairs' entries of the report's pair
+// table: the sections every rate pair's tables make, with their extra
+// subsection and charts.
+func init() {
+	registerReport(pairReport{name: pairs.Queue, title: "Queue: rabbitmq vs no-rabbitmq", after: OutboxSection, charts: []string{"queue-rate"}})
+	registerReport(pairReport{name: pairs.Log, title: "Log: kafka vs no-kafka", charts: []string{"log-rate"}})
+	registerReport(pairReport{name: pairs.Documents, title: "Documents: mongodb vs no-mongodb", charts: []string{"toast"}})
+}
+
 // claimTable holds every numeric claim of the reference measurements, in
 // the order of RESULTS.md's claims table.
 var claimTable = []claimSpec{

@@ -144,6 +144,12 @@ func causalSection(c *eventstore.CausalResult) string {
 	return b.String()
 }
 
+// The event store's entry of the report's pair table: its section from
+// the bench's results, and its claim decided by the causal experiment.
+func init() {
+	registerReport(pairReport{name: pairs.EventStore, title: eventstore.SectionTitle, benchSection: EventStoreSection, claims: []string{causalShort}})
+}
+
 // causalShort names the causal claim without figures.
 const causalShort = "Kafka's point read slows with the records it scans"
 

@@ -48,7 +48,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 	if section := FailedSection(rs, es); section != "" {
 		b.WriteString(section)
 	}
-	for _, p := range pairReports {
+	for _, p := range pairReports() {
 		if p.benchSection == nil {
 			continue
 		}

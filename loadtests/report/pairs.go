@@ -7,9 +7,9 @@ import (
 )
 
 // pairReport is how the report shows one pair of services/kit/pairs: its
-// RESULTS.md section, the charts under it and its claims. Adding a pair
-// to the report means one entry of pairReports and the pair's own file
-// (its section, if it is not the rate pairs' tables, and its claims).
+// RESULTS.md section, the charts under it and its claims. A pair's claims
+// file registers its entry (registerReport) beside its claims: adding a
+// pair to the report means that one file.
 type pairReport struct {
 	// name is the pair's name and its runs' command.
 	name string
@@ -34,24 +34,35 @@ type pairReport struct {
 	claims []string
 }
 
-// pairReports is the report's pair table, in the order of RESULTS.md's
-// sections: one entry per pair of services/kit/pairs.
-var pairReports = []pairReport{
-	{name: pairs.Queue, title: "Queue: rabbitmq vs no-rabbitmq", after: OutboxSection, charts: []string{"queue-rate"}},
-	{name: pairs.Log, title: "Log: kafka vs no-kafka", charts: []string{"log-rate"}},
-	{name: pairs.Documents, title: "Documents: mongodb vs no-mongodb", charts: []string{"toast"}},
-	{name: pairs.Cache, title: CacheTitle, section: cacheSection},
-	{name: pairs.EventStore, title: eventstore.SectionTitle, benchSection: EventStoreSection, claims: []string{causalShort}},
+// pairReportsByName is the report's pair table: each pair's claims file
+// registers its entry (registerReport), beside its claims.
+var pairReportsByName = map[string]pairReport{}
+
+// registerReport adds a pair's entry to the report's pair table; a pair
+// registered twice is a programming error.
+func registerReport(p pairReport) {
+	if _, dup := pairReportsByName[p.name]; dup {
+		panic("report: pair " + p.name + " registered twice")
+	}
+	pairReportsByName[p.name] = p
+}
+
+// pairReports are the registered pairs in the order of services/kit/pairs,
+// which is the order of RESULTS.md's sections.
+func pairReports() []pairReport {
+	var out []pairReport
+	for _, name := range pairs.Names() {
+		if p, ok := pairReportsByName[name]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // reportOf returns the named pair's entry.
 func reportOf(name string) (pairReport, bool) {
-	for _, p := range pairReports {
-		if p.name == name {
-			return p, true
-		}
-	}
-	return pairReport{}, false
+	p, ok := pairReportsByName[name]
+	return p, ok
 }
 
 // titleOf is the heading of the named pair's section ("" for none).
@@ -63,15 +74,10 @@ func titleOf(name string) string {
 // pairCommands are the pairs' commands in the order of their sections.
 func pairCommands() []string {
 	var out []string
-	for _, p := range pairReports {
+	for _, p := range pairReports() {
 		out = append(out, p.name)
 	}
 	return out
-}
-
-// cacheSection is the cache pair's section and its staleness chart.
-func cacheSection(r *driver.Run, charts map[string]string, chartsRel string) string {
-	return CacheSection(r) + "\n" + chartLine(charts, "staleness", chartsRel)
 }
 
 // PairCoverage says what the report has for the named pair: a section
@@ -81,7 +87,7 @@ func PairCoverage(name string) string {
 	p, ok := reportOf(name)
 	switch {
 	case !ok:
-		return "no entry in report's pairReports"
+		return "no entry in the report's pair table (registerReport)"
 	case p.title == "":
 		return "no section title"
 	}

@@ -352,20 +352,23 @@ func TestSessionsSplitOnPauses(t *testing.T) {
 	}
 }
 
-// TestPairReportsArePairs: pairReports names only pairs of
+// TestPairReportsArePairs: the report's pair table names only pairs of
 // services/kit/pairs, each once, and PairCoverage tells a pair it does not
 // know.
 func TestPairReportsArePairs(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}
-	for _, p := range pairReports {
+	for _, p := range pairReports() {
 		if seen[p.name] || !slices.Contains(pairs.Names(), p.name) {
-			t.Errorf("pairReports: %q twice or not a pair of services/kit/pairs", p.name)
+			t.Errorf("the report's pair table: %q twice or not a pair of services/kit/pairs", p.name)
 		}
 		seen[p.name] = true
 		if why := PairCoverage(p.name); why != "" {
 			t.Errorf("%s: %s", p.name, why)
 		}
+	}
+	if len(seen) != len(pairReportsByName) {
+		t.Errorf("the report's pair table has %d entries, %d of them pairs of services/kit/pairs", len(pairReportsByName), len(seen))
 	}
 	if PairCoverage("nope") == "" {
 		t.Error("PairCoverage covered a pair that does not exist")
