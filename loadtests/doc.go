@@ -23,10 +23,14 @@
 //	go run ./loadtests advise --pair log --rate 4000  the decision questions for your workload, from results/
 //
 // The five pairs (queue, log, documents, eventstore, cache) are those of
-// the pair table, services/kit/pairs. The load commands live in
-// commands.go, with throughput.go, longlived.go, scaleout.go, extras.go,
-// experiments.go, eventstore_long.go and fuzz.go beside it; extras.go adds the overload points, the log pair
-// at its batch throughput and the raw limits to queue, log and results.
+// the pair table, services/kit/pairs. registry.go's loadPairs holds each
+// pair's part of the load driver (its command, flags, options and
+// scenario), and commands.go's loadTable one small function per load
+// command, with throughput.go, longlived.go, scaleout.go, extras.go,
+// experiments.go, eventstore_long.go and fuzz.go beside it; extras.go adds
+// the overload points, the log pair at its batch throughput and the raw
+// limits to queue, log and results. Metrics are named by package driver's
+// constants (driver.ServerDeliveryP99, ...).
 // Its packages: driver (pacing, rounds, results files), scenario (the
 // pairs' scenarios), launch (services as child processes), versions
 // (server versions), cost (the CPU time a load costs each process), raw
