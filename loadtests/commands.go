@@ -739,87 +739,38 @@ var keyedService = scenario.Service{Name: "kafka-eventstore@keyed", Port: events
 func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error {
 	o := eventStoreResultsOptions(c)
 	o.DatabaseURL = c.pgURL
-	o.Schema = env.ServiceVar("no-kurrentdb", "DATABASE_SCHEMA", o.Schema)
-	o.KafkaBrokers = env.ServiceVar("kafka-eventstore", "KAFKA_BROKERS", o.KafkaBrokers)
-	topic := ""
-	if env.Launcher != nil {
-		topic = eventstore.BenchTopic(time.Now())
-		if err := eventstore.CreateTopic(ctx, o.KafkaBrokers, topic); err != nil {
-			fmt.Fprintf(os.Stderr, "eventstore: no fresh topic (%v); kafka-eventstore keeps its own, and the bench declares its size\n", err)
-			topic = ""
-		} else {
-			defer func() {
-				if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, topic); err != nil {
-					fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
-				}
-			}()
-			prev, had := env.ServiceEnv["kafka-eventstore"]
-			kenv := maps.Clone(prev)
-			if kenv == nil {
-				kenv = map[string]string{}
-			}
-			kenv["KAFKA_TOPIC"] = topic
-			if env.ServiceEnv == nil {
-				env.ServiceEnv = map[string]map[string]string{}
-			}
-			env.ServiceEnv["kafka-eventstore"] = kenv
-			defer func() {
-				if had {
-					env.ServiceEnv["kafka-eventstore"] = prev
-				} else {
-					delete(env.ServiceEnv, "kafka-eventstore")
-				}
-			}()
+	o.Schema = env.ServiceVar(pairs.NoKurrentDB, "DATABASE_SCHEMA", o.Schema)
+	o.KafkaBrokers = env.ServiceVar(pairs.KafkaEventStore, "KAFKA_BROKERS", o.KafkaBrokers)
+	// The cleanups run in the reverse of their order, as defers would.
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
 		}
-	}
-	services := eventStoreServices
-	keyedTopic := ""
+	}()
+	topic, keyedTopic := "", ""
 	if env.Launcher != nil {
+		var cl []func()
+		topic, cl = freshEventStoreTopic(ctx, env, o)
+		cleanups = append(cleanups, cl...)
 		// The keyed design: a second kafka-eventstore, on a fresh topic of
 		// its own with KAFKA_PARTITIONS partitions, measured as its own row.
-		keyedTopic = eventstore.BenchTopic(time.Now()) + "-keyed"
-		if err := eventstore.CreateTopicPartitions(ctx, o.KafkaBrokers, keyedTopic, o.KeyedPartitions); err != nil {
-			fmt.Fprintf(os.Stderr, "eventstore: no keyed topic (%v); the keyed rows say why\n", err)
-			keyedTopic = ""
-		} else {
-			defer func() {
-				if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, keyedTopic); err != nil {
-					fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
-				}
-			}()
-			kenv := maps.Clone(env.ServiceEnv["kafka-eventstore"])
-			if kenv == nil {
-				kenv = map[string]string{}
-			}
-			kenv["KAFKA_TOPIC"], kenv["KAFKA_PARTITIONS"] = keyedTopic, strconv.Itoa(o.KeyedPartitions)
-			if env.ServiceEnv == nil {
-				env.ServiceEnv = map[string]map[string]string{}
-			}
-			env.ServiceEnv[keyedService.Name] = kenv
-			defer delete(env.ServiceEnv, keyedService.Name)
-		}
+		keyedTopic, cl = keyedEventStoreTopic(ctx, env, o)
+		cleanups = append(cleanups, cl...)
 	}
-	if err := env.Ensure(ctx, services, nil, nil); err != nil {
+	services, err := ensureEventStore(ctx, env, keyedTopic)
+	if err != nil {
 		return err
 	}
-	if keyedTopic != "" {
-		// The keyed side is an addition: if it does not start, its rows
-		// say "not measured here" and the rest of the bench runs.
-		if err := env.Ensure(ctx, []scenario.Service{keyedService}, nil, nil); err != nil {
-			fmt.Fprintf(os.Stderr, "eventstore: the keyed side did not start (%v); its rows say not measured here\n", err)
-		} else {
-			services = append(slices.Clone(services), keyedService)
-		}
-	}
-	defer func() {
+	cleanups = append(cleanups, func() {
 		if env.Launcher != nil {
 			for _, s := range services {
 				_ = env.Launcher.Stop(s.Name, 30*time.Second)
 			}
 		}
-	}()
+	})
 	if topic != "" {
-		if p := env.Launcher.Running("kafka-eventstore"); p != nil && p.Env["KAFKA_TOPIC"] == topic {
+		if p := env.Launcher.Running(pairs.KafkaEventStore); p != nil && p.Env["KAFKA_TOPIC"] == topic {
 			o.KafkaTopic, o.FreshTopic = topic, true
 		}
 	}
@@ -829,6 +780,95 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 		}
 	}
 	o.Before = eventStoreState(env)
+	return measureEventStore(ctx, env, o)
+}
+
+// freshEventStoreTopic creates a topic for this run and has the
+// kafka-eventstore the driver starts use it; it returns the topic ("" when
+// it could not be created: kafka-eventstore keeps its own, and the bench
+// declares its size) and the cleanups that delete it and restore the
+// service's environment.
+func freshEventStoreTopic(ctx context.Context, env *scenario.Env, o eventstore.Options) (string, []func()) {
+	topic := eventstore.BenchTopic(time.Now())
+	if err := eventstore.CreateTopic(ctx, o.KafkaBrokers, topic); err != nil {
+		fmt.Fprintf(os.Stderr, "eventstore: no fresh topic (%v); kafka-eventstore keeps its own, and the bench declares its size\n", err)
+		return "", nil
+	}
+	cleanups := []func(){func() {
+		if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, topic); err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
+		}
+	}}
+	prev, had := env.ServiceEnv[pairs.KafkaEventStore]
+	kenv := maps.Clone(prev)
+	if kenv == nil {
+		kenv = map[string]string{}
+	}
+	kenv["KAFKA_TOPIC"] = topic
+	if env.ServiceEnv == nil {
+		env.ServiceEnv = map[string]map[string]string{}
+	}
+	env.ServiceEnv[pairs.KafkaEventStore] = kenv
+	return topic, append(cleanups, func() {
+		if had {
+			env.ServiceEnv[pairs.KafkaEventStore] = prev
+		} else {
+			delete(env.ServiceEnv, pairs.KafkaEventStore)
+		}
+	})
+}
+
+// keyedEventStoreTopic creates the keyed design's topic (o.KeyedPartitions
+// partitions) and sets keyedService's environment to use it; it returns
+// the topic ("" when it could not be created: the keyed rows say why) and
+// the cleanups that delete it and the environment.
+func keyedEventStoreTopic(ctx context.Context, env *scenario.Env, o eventstore.Options) (string, []func()) {
+	keyedTopic := eventstore.BenchTopic(time.Now()) + "-keyed"
+	if err := eventstore.CreateTopicPartitions(ctx, o.KafkaBrokers, keyedTopic, o.KeyedPartitions); err != nil {
+		fmt.Fprintf(os.Stderr, "eventstore: no keyed topic (%v); the keyed rows say why\n", err)
+		return "", nil
+	}
+	cleanups := []func(){func() {
+		if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, keyedTopic); err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
+		}
+	}}
+	kenv := maps.Clone(env.ServiceEnv[pairs.KafkaEventStore])
+	if kenv == nil {
+		kenv = map[string]string{}
+	}
+	kenv["KAFKA_TOPIC"], kenv["KAFKA_PARTITIONS"] = keyedTopic, strconv.Itoa(o.KeyedPartitions)
+	if env.ServiceEnv == nil {
+		env.ServiceEnv = map[string]map[string]string{}
+	}
+	env.ServiceEnv[keyedService.Name] = kenv
+	return keyedTopic, append(cleanups, func() { delete(env.ServiceEnv, keyedService.Name) })
+}
+
+// ensureEventStore starts the trio's services the driver can start and,
+// when keyedTopic is set, the keyed design's instance, and returns the
+// services up. The keyed side is an addition: if it does not start, its
+// rows say "not measured here" and the rest of the bench runs.
+func ensureEventStore(ctx context.Context, env *scenario.Env, keyedTopic string) ([]scenario.Service, error) {
+	services := eventStoreServices
+	if err := env.Ensure(ctx, services, nil, nil); err != nil {
+		return nil, err
+	}
+	if keyedTopic != "" {
+		if err := env.Ensure(ctx, []scenario.Service{keyedService}, nil, nil); err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: the keyed side did not start (%v); its rows say not measured here\n", err)
+		} else {
+			services = append(slices.Clone(services), keyedService)
+		}
+	}
+	return services, nil
+}
+
+// measureEventStore runs the bench's scenarios, then the long streams and
+// cleanup (issue 24) at their defaults on the same services and stores
+// (results files of their own), then the causal point-read experiment on
+// instances and stores of its own.
+func measureEventStore(ctx context.Context, env *scenario.Env, o eventstore.Options) error {
 	for _, sc := range eventstore.Scenarios {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -837,8 +877,6 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 			return fmt.Errorf("eventstore %s: %w", sc, err)
 		}
 	}
-	// Long streams and cleanup (issue 24), at their defaults, on the
-	// same services and stores: results files of their own.
 	lo, co := eventstore.DefaultLongOptions(), eventstore.DefaultCleanupOptions()
 	lo.Options, co.Options = o, o
 	_, lerr := eventstore.Long(ctx, lo, os.Stderr)
@@ -849,7 +887,6 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	// The causal point-read experiment, on instances and stores of its own.
 	var xerr error
 	if err := runEventStoreCausal(ctx, env, o); err != nil {
 		xerr = fmt.Errorf("eventstore %s: %w", causalScenario, err)

@@ -101,30 +101,7 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	}
 	w("\nEvery number can be regenerated with the same command on your own machine; the JSON files hold every round.\n")
 
-	m, v := rs[0].Machine, rs[0].Versions
-	w("\n## Machine and versions\n\n| | |\n|---|---|\n")
-	w("| machine | %s, %d CPUs (%s), %.1f GiB memory, %s/%s |\n", m.Hostname, m.CPUs, orDash(m.CPUModel), float64(m.MemoryBytes)/(1<<30), m.OS, m.Arch)
-	w("| driver | %s, on the same machine as the servers |\n", m.GoVersion)
-	w("| PostgreSQL | %s |\n", orWhy(v.Postgres, v.Errors["postgres"]))
-	w("| RabbitMQ | %s |\n", orWhy(join(v.RabbitMQ, "Erlang "+v.Erlang), v.Errors["rabbitmq"]))
-	w("| Kafka | %s |\n", orWhy(v.Kafka, v.Errors["kafka"]))
-	mongo := orWhy(v.Mongo, v.Errors["mongo"])
-	if v.MongoFlavor == "FerretDB" {
-		mongo = fmt.Sprintf("**FerretDB** %s (answers buildInfo as MongoDB %s): NOT MongoDB; every \"mongodb\" number below is FerretDB's", orDash(v.FerretDB), v.Mongo)
-	} else if v.MongoFlavor != "" {
-		mongo = v.MongoFlavor + " " + v.Mongo
-	}
-	w("| MongoDB side | %s |\n", mongo)
-	if redis := redisVersion(rs); redis != "" {
-		w("| Redis | %s |\n", redis)
-	}
-	if f := fsyncLine(rs); f != "" {
-		w("| fsync | %s |\n", f)
-	}
-	if f := commitFloor(claimInputs{raw: first1(src).Raw}); f != "" {
-		w("| commit cost | %s: the floor of every verdict about logged writes |\n", f)
-	}
-
+	machineSection(b, rs, first1(src))
 	w(`
 ## How measurements are taken
 
@@ -163,6 +140,36 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	b.WriteString(LongLivedSection(rs))
 	if f, ok := charts["ceilings"]; ok {
 		w("\n## Ceilings of every pair\n\n![ceilings](%s/%s)\n\n*%s*\n", chartsRel, f, Caption("ceilings"))
+	}
+}
+
+// machineSection writes the report's machine and versions table, from
+// the first run (and the Redis version and fsync cost of any), with the
+// commit cost of src's raw loops.
+func machineSection(b *bytes.Buffer, rs []*driver.Run, src Sources) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	m, v := rs[0].Machine, rs[0].Versions
+	w("\n## Machine and versions\n\n| | |\n|---|---|\n")
+	w("| machine | %s, %d CPUs (%s), %.1f GiB memory, %s/%s |\n", m.Hostname, m.CPUs, orDash(m.CPUModel), float64(m.MemoryBytes)/(1<<30), m.OS, m.Arch)
+	w("| driver | %s, on the same machine as the servers |\n", m.GoVersion)
+	w("| PostgreSQL | %s |\n", orWhy(v.Postgres, v.Errors["postgres"]))
+	w("| RabbitMQ | %s |\n", orWhy(join(v.RabbitMQ, "Erlang "+v.Erlang), v.Errors["rabbitmq"]))
+	w("| Kafka | %s |\n", orWhy(v.Kafka, v.Errors["kafka"]))
+	mongo := orWhy(v.Mongo, v.Errors["mongo"])
+	if v.MongoFlavor == "FerretDB" {
+		mongo = fmt.Sprintf("**FerretDB** %s (answers buildInfo as MongoDB %s): NOT MongoDB; every \"mongodb\" number below is FerretDB's", orDash(v.FerretDB), v.Mongo)
+	} else if v.MongoFlavor != "" {
+		mongo = v.MongoFlavor + " " + v.Mongo
+	}
+	w("| MongoDB side | %s |\n", mongo)
+	if redis := redisVersion(rs); redis != "" {
+		w("| Redis | %s |\n", redis)
+	}
+	if f := fsyncLine(rs); f != "" {
+		w("| fsync | %s |\n", f)
+	}
+	if f := commitFloor(claimInputs{raw: src.Raw}); f != "" {
+		w("| commit cost | %s: the floor of every verdict about logged writes |\n", f)
 	}
 }
 
