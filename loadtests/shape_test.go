@@ -1,0 +1,70 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxFuncLines is the longest a function of loadtests may be, its
+// comment aside: an experiment or scenario is setup → load → fault →
+// measure → verdict, each a function or a shared helper (issue 27, item
+// 4).
+const maxFuncLines = 80
+
+// longFuncs are the functions allowed over maxFuncLines, by
+// "<dir>/<file>:<name>", each with why. Keep it empty: split a function
+// instead of adding it here.
+var longFuncs = map[string]string{}
+
+// TestFunctionsAreShort: no function (or method) of the loadtests tree,
+// tests aside, is longer than maxFuncLines lines, but those of longFuncs;
+// and every entry of longFuncs still names a long function.
+func TestFunctionsAreShort(t *testing.T) {
+	t.Parallel()
+	fset := token.NewFileSet()
+	seen := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			lines := fset.Position(fn.End()).Line - fset.Position(fn.Type.Pos()).Line + 1
+			key := filepath.ToSlash(path) + ":" + fn.Name.Name
+			if lines <= maxFuncLines {
+				continue
+			}
+			seen[key] = true
+			if _, allowed := longFuncs[key]; !allowed {
+				t.Errorf("%s is %d lines, more than %d: split it into named steps", key, lines, maxFuncLines)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range longFuncs {
+		if !seen[key] {
+			t.Errorf("longFuncs lists %s, which is no longer over %d lines: remove it", key, maxFuncLines)
+		}
+	}
+}
