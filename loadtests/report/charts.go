@@ -142,60 +142,15 @@ func latencyChart(run *driver.Run, scenario, title string, sides [2]string, pane
 	var plots []*plot.Plot
 	var legend []legendEntry
 	for _, pn := range panels {
-		p := plot.New()
-		p.Title.Text = pn.title
-		p.Title.TextStyle.Font.Size = vg.Points(11)
-		p.X.Label.Text = "arrival rate (/s)"
-		p.Y.Label.Text = "ms"
-		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-		p.X.Tick.Marker = plot.ConstantTicks(ticks)
-		p.Y.Tick.Marker = logTicks{}
-		p.Add(plotter.NewGrid())
-		lo, hi := math.Inf(1), math.Inf(-1)
-		drawn := false
-		var gaps []gap
-		for i, side := range sides {
-			var xys plotter.XYs
-			for _, pt := range pts {
-				if st := pt.SideStatus(side); !st.OK() {
-					gaps = append(gaps, gap{pt.Rate, i})
-					continue
-				}
-				if v, ok := median(pt, pn.metric, side); ok {
-					v = math.Max(v, 0.01) // a log axis has no zero
-					xys = append(xys, plotter.XY{X: pt.Rate, Y: v})
-					lo, hi = math.Min(lo, v), math.Max(hi, v)
-				}
-			}
-			if len(xys) == 0 {
-				continue
-			}
-			l, sc, err := plotter.NewLinePoints(xys)
-			if err != nil {
-				return false, err
-			}
-			l.Color, sc.Color = sideColors[i], sideColors[i]
-			l.Width = vg.Points(1.5)
-			if i == 1 {
-				sc.Shape = draw.BoxGlyph{}
-			}
-			p.Add(l, sc)
-			if len(legend) < len(sides) && len(plots) == 0 {
-				legend = append(legend, legendEntry{SideLabel(run, side), []plot.Thumbnailer{l, sc}})
-			}
-			drawn = true
+		p, entries, err := latencyPanel(run, pts, ticks, sides, pn)
+		if err != nil {
+			return false, err
 		}
-		if !drawn {
+		if p == nil {
 			continue
 		}
-		// Room around the data: the first and last rate labels stay
-		// inside the panel, and the y range spans at least one decade
-		// so the log ticks have labels.
-		p.X.Min, p.X.Max = pts[0].Rate/1.3, pts[len(pts)-1].Rate*1.3
-		p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
-		p.Y.Max = math.Max(math.Pow(10, math.Ceil(math.Log10(hi))), p.Y.Min*10)
-		if err := markGaps(p, gaps); err != nil {
-			return false, err
+		if len(plots) == 0 {
+			legend = entries // the first panel drawn names the sides
 		}
 		plots = append(plots, p)
 	}
@@ -209,6 +164,65 @@ func latencyChart(run *driver.Run, scenario, title string, sides [2]string, pane
 		p.Draw(canvases[0][i])
 	}
 	return true, f.save(path)
+}
+
+// latencyPanel draws one panel of latencyChart: pn's metric of each side
+// at every rate of pts, a gap where a side is not valid. It returns nil
+// when no side has a figure, and the legend entries of the sides drawn.
+func latencyPanel(run *driver.Run, pts []*driver.Point, ticks []plot.Tick, sides [2]string, pn panel) (*plot.Plot, []legendEntry, error) {
+	p := plot.New()
+	p.Title.Text = pn.title
+	p.Title.TextStyle.Font.Size = vg.Points(11)
+	p.X.Label.Text = "arrival rate (/s)"
+	p.Y.Label.Text = "ms"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Tick.Marker = logTicks{}
+	p.Add(plotter.NewGrid())
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var legend []legendEntry
+	var gaps []gap
+	for i, side := range sides {
+		var xys plotter.XYs
+		for _, pt := range pts {
+			if st := pt.SideStatus(side); !st.OK() {
+				gaps = append(gaps, gap{pt.Rate, i})
+				continue
+			}
+			if v, ok := median(pt, pn.metric, side); ok {
+				v = math.Max(v, 0.01) // a log axis has no zero
+				xys = append(xys, plotter.XY{X: pt.Rate, Y: v})
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, sc, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.Color, sc.Color = sideColors[i], sideColors[i]
+		l.Width = vg.Points(1.5)
+		if i == 1 {
+			sc.Shape = draw.BoxGlyph{}
+		}
+		p.Add(l, sc)
+		legend = append(legend, legendEntry{SideLabel(run, side), []plot.Thumbnailer{l, sc}})
+	}
+	if len(legend) == 0 {
+		return nil, nil, nil
+	}
+	// Room around the data: the first and last rate labels stay inside
+	// the panel, and the y range spans at least one decade so the log
+	// ticks have labels.
+	p.X.Min, p.X.Max = pts[0].Rate/1.3, pts[len(pts)-1].Rate*1.3
+	p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
+	p.Y.Max = math.Max(math.Pow(10, math.Ceil(math.Log10(hi))), p.Y.Min*10)
+	if err := markGaps(p, gaps); err != nil {
+		return nil, nil, err
+	}
+	return p, legend, nil
 }
 
 // gap is a point a side has no valid figure at: the line skips it and
