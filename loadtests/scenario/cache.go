@@ -206,25 +206,7 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 		return errors.New("the cache scenario starts two instances of every mode itself: run it with -start auto or always")
 	}
 	r := &cacheRun{s: s, e: e, o: o, schema: e.ServiceVar(s.Pair.A.Name, "DATABASE_SCHEMA", "cache")}
-	run.Settings["rate"] = o.Rate
-	run.Settings["kv_rate"] = o.KVRate
-	run.Settings["duration_s"] = o.Duration.Seconds()
-	run.Settings["rounds"] = o.Rounds
-	run.Settings["keys"] = o.Keys
-	run.Settings["zipf_s"] = o.ZipfS
-	run.Settings["stampede_n"] = o.StampedeN
-	run.Settings["origin_work_ms"] = o.OriginWorkMS
-	run.Settings["stale_ttl_s"] = o.StaleTTL.Seconds()
-	run.Settings["raw_duration_s"] = o.RawDuration.Seconds()
-	var modes []string
-	for _, m := range s.Modes {
-		mode := m.Name + ": " + m.Service.Name
-		for _, k := range slices.Sorted(maps.Keys(m.Env)) {
-			mode += " " + k + "=" + m.Env[k]
-		}
-		modes = append(modes, mode)
-	}
-	run.Settings["modes"] = strings.Join(modes, "; ")
+	r.settings(run)
 	defer r.stopAll()
 
 	// The key sequence: Zipf-distributed ids, and which requests read.
@@ -245,6 +227,45 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 	run.Note("no ceiling point: the open-loop rates are fixed (%g/s products, %g/s kv)", o.Rate, o.KVRate)
 	run.Note("CPU-seconds per 1,000 operations: the service is the mode's first instance, postgres the whole server (other activity on it counts too), redis the redis-server process (every mode's column shows it; only the redis and client-side modes use it)")
 
+	if err := r.profiles(ctx, run, rnd); err != nil {
+		return err
+	}
+	for _, step := range []func(context.Context, *driver.Run) error{r.kv, r.rawLookups, r.slowOrigin} {
+		if err := step(ctx, run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settings records the options and the modes in run's settings.
+func (r *cacheRun) settings(run *driver.Run) {
+	o, s := r.o, r.s
+	run.Settings["rate"] = o.Rate
+	run.Settings["kv_rate"] = o.KVRate
+	run.Settings["duration_s"] = o.Duration.Seconds()
+	run.Settings["rounds"] = o.Rounds
+	run.Settings["keys"] = o.Keys
+	run.Settings["zipf_s"] = o.ZipfS
+	run.Settings["stampede_n"] = o.StampedeN
+	run.Settings["origin_work_ms"] = o.OriginWorkMS
+	run.Settings["stale_ttl_s"] = o.StaleTTL.Seconds()
+	run.Settings["raw_duration_s"] = o.RawDuration.Seconds()
+	var modes []string
+	for _, m := range s.Modes {
+		mode := m.Name + ": " + m.Service.Name
+		for _, k := range slices.Sorted(maps.Keys(m.Env)) {
+			mode += " " + k + "=" + m.Env[k]
+		}
+		modes = append(modes, mode)
+	}
+	run.Settings["modes"] = strings.Join(modes, "; ")
+}
+
+// profiles measures each profile's point: the Zipf key sequence, read
+// or written as the profile's share of reads (drawn from rnd) says.
+func (r *cacheRun) profiles(ctx context.Context, run *driver.Run, rnd *rand.Rand) error {
+	s, e, o := r.s, r.e, r.o
 	for _, pr := range s.Profiles {
 		p := driver.Point{Scenario: CacheProfileScenario, Name: pr.Name, Rate: o.Rate, DurationS: o.Duration.Seconds(), Sides: s.Sides()}
 		for i := range r.reads {
@@ -268,8 +289,13 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 			return err
 		}
 	}
+	return nil
+}
 
-	// kv writes, then reads of what was written: logged vs unlogged.
+// kv measures kv writes, then reads of what was written: logged vs
+// unlogged.
+func (r *cacheRun) kv(ctx context.Context, run *driver.Run) error {
+	s, e, o := r.s, r.e, r.o
 	pad := `"` + strings.Repeat("x", 200) + `"`
 	for _, kv := range []struct {
 		scenario, phase string
@@ -293,8 +319,13 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 			return err
 		}
 	}
+	return nil
+}
 
-	// Raw lookups, no HTTP.
+// rawLookups measures one lookup by key without HTTP: pgx against
+// go-redis, one connection each.
+func (r *cacheRun) rawLookups(ctx context.Context, run *driver.Run) error {
+	s, e, o := r.s, r.e, r.o
 	redisURL := e.ServiceVar(s.Pair.B.Name, "REDIS_URL", "redis://localhost:6379/0")
 	rp := driver.Point{Scenario: CacheRawScenario, Name: "by key", DurationS: o.RawDuration.Seconds(), Sides: []string{"postgres", "redis"}}
 	e.logf("cache raw lookup: pgx vs go-redis, one connection each, %s per loop, %d rounds", o.RawDuration, o.Rounds)
@@ -306,18 +337,20 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 		return res, err
 	})
 	run.Points = append(run.Points, rp)
-	if err != nil {
-		return err
-	}
+	return err
+}
 
-	// A slow origin and a short TTL: the stampede and the staleness window.
+// slowOrigin restarts every instance with a slow origin and a short
+// TTL, then measures the stampede and the staleness window.
+func (r *cacheRun) slowOrigin(ctx context.Context, run *driver.Run) error {
+	s, o := r.s, r.o
 	slow := map[string]string{"ORIGIN_WORK_MS": strconv.Itoa(o.OriginWorkMS), "PRODUCT_TTL": o.StaleTTL.String()}
 	if err := r.startAll(ctx, slow); err != nil {
 		return err
 	}
 	run.Note("stampede and staleness points: every instance restarted with ORIGIN_WORK_MS=%d and PRODUCT_TTL=%s; a staleness window includes the reload, so the %d ms origin work", o.OriginWorkMS, o.StaleTTL, o.OriginWorkMS)
 	sp := driver.Point{Scenario: CacheStampedeScenario, Name: fmt.Sprintf("%d GETs", o.StampedeN), Sides: s.Sides()}
-	err = driver.RunPoint(ctx, &sp, o.Rounds, func(ctx context.Context, mode string, round int) (*driver.SideResult, error) {
+	err := driver.RunPoint(ctx, &sp, o.Rounds, func(ctx context.Context, mode string, round int) (*driver.SideResult, error) {
 		return r.stampede(ctx, r.modeIndex(mode), round)
 	})
 	run.Points = append(run.Points, sp)
