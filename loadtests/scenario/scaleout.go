@@ -141,6 +141,28 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 	if e.Launcher == nil {
 		return errors.New("scaleout starts its own instances: run it with -start=auto or -start=always")
 	}
+	scaleOutSettings(run, o)
+	sides := QueuePair.Sides()
+	pts := newScaleOutPoints(o, sides)
+	defer func() {
+		for _, p := range pts.order {
+			driver.Summarize(p)
+			run.Points = append(run.Points, *p)
+		}
+	}()
+	for _, svc := range sides {
+		for _, n := range o.Instances {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			pts.measure(ctx, e, svc, n, o)
+		}
+	}
+	return ctx.Err()
+}
+
+// scaleOutSettings records o in run's settings.
+func scaleOutSettings(run *driver.Run, o ScaleOutOptions) {
 	run.Settings["instances"] = o.Instances
 	run.Settings["rates"] = o.Rates
 	run.Settings["duration_s"] = o.Duration.Seconds()
@@ -151,82 +173,89 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 	run.Settings["work_ms"] = o.WorkMS
 	run.Settings["lease_s"] = o.Lease.Seconds()
 	run.Settings["kill_duration_s"] = o.KillDuration.Seconds()
-	sides := QueuePair.Sides()
+}
+
+// scaleOutKey names a rate point: its rate and instance count.
+type scaleOutKey struct {
+	rate float64
+	n    int
+}
+
+// scaleOutPoints are the scenario's points, one round each, filled side
+// by side: the rate points, the batch points and the kill point.
+type scaleOutPoints struct {
+	rates   map[scaleOutKey]*driver.Point
+	batches map[int]*driver.Point
+	kill    *driver.Point
+	// order is every point in the order of the results file.
+	order []*driver.Point
+}
+
+// newScaleOutPoints makes the points of o for sides.
+func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 	newPoint := func(scenario, name string, rate, d float64) *driver.Point {
 		return &driver.Point{Scenario: scenario, Name: name, Rate: rate, DurationS: d, Sides: sides,
 			Rounds: []driver.Round{{Index: 0, Order: sides, Sides: map[string]*driver.SideResult{}}}}
 	}
-	type key struct {
-		rate float64
-		n    int
-	}
-	rates := map[key]*driver.Point{}
-	batches := map[int]*driver.Point{}
-	var order []*driver.Point
+	pts := &scaleOutPoints{rates: map[scaleOutKey]*driver.Point{}, batches: map[int]*driver.Point{}}
 	for _, r := range o.Rates {
 		for _, n := range o.Instances {
 			p := newPoint(ScaleOutRate, fmt.Sprintf("%s ×%d", driver.Label(r), n), r, o.Duration.Seconds())
-			rates[key{r, n}] = p
-			order = append(order, p)
+			pts.rates[scaleOutKey{r, n}] = p
+			pts.order = append(pts.order, p)
 		}
 	}
 	for _, n := range o.Instances {
 		p := newPoint(ScaleOutBatch, fmt.Sprintf("%d tasks ×%d", o.BatchTasks, n), 0, 0)
-		batches[n] = p
-		order = append(order, p)
+		pts.batches[n] = p
+		pts.order = append(pts.order, p)
 	}
-	var kill *driver.Point
 	if o.Kill && len(o.Rates) > 0 {
-		kill = newPoint(ScaleOutKill, "kill -9 1 of 2", o.Rates[0], o.KillDuration.Seconds())
-		order = append(order, kill)
+		pts.kill = newPoint(ScaleOutKill, "kill -9 1 of 2", o.Rates[0], o.KillDuration.Seconds())
+		pts.order = append(pts.order, pts.kill)
 	}
-	defer func() {
-		for _, p := range order {
-			driver.Summarize(p)
-			run.Points = append(run.Points, *p)
-		}
-	}()
-	set := func(p *driver.Point, svc string, res *driver.SideResult, err error) {
-		if res == nil {
-			res = &driver.SideResult{Metrics: map[string]float64{}}
-		}
-		res.Service = svc
-		if err != nil {
-			res.Error = err.Error()
-		}
-		p.Rounds[0].Sides[svc] = res
+	return pts
+}
+
+// set records svc's result (or err) in p's round.
+func (pts *scaleOutPoints) set(p *driver.Point, svc string, res *driver.SideResult, err error) {
+	if res == nil {
+		res = &driver.SideResult{Metrics: map[string]float64{}}
 	}
-	for _, svc := range sides {
-		for _, n := range o.Instances {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			e.logf("scaleout: %s ×%d (%d workers of %d ms each)", svc, n, o.Workers, o.WorkMS)
-			f, err := startFleet(ctx, e, svc, n, o)
-			if err != nil {
-				for _, r := range o.Rates {
-					set(rates[key{r, n}], svc, nil, err)
-				}
-				set(batches[n], svc, nil, err)
-				if kill != nil && n == 2 {
-					set(kill, svc, nil, err)
-				}
-				continue
-			}
-			for _, r := range o.Rates {
-				res, err := f.rate(ctx, r, o.Duration)
-				set(rates[key{r, n}], svc, res, err)
-			}
-			res, err := f.batch(ctx, o)
-			set(batches[n], svc, res, err)
-			if kill != nil && n == 2 {
-				res, err := f.kill(ctx, o.Rates[0], o)
-				set(kill, svc, res, err)
-			}
-			f.stop(ctx)
-		}
+	res.Service = svc
+	if err != nil {
+		res.Error = err.Error()
 	}
-	return ctx.Err()
+	p.Rounds[0].Sides[svc] = res
+}
+
+// measure starts n instances of svc and measures their points: every
+// rate, the batch and, with two instances, the kill; when the instances
+// do not start, each of those points records why.
+func (pts *scaleOutPoints) measure(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) {
+	e.logf("scaleout: %s ×%d (%d workers of %d ms each)", svc, n, o.Workers, o.WorkMS)
+	f, err := startFleet(ctx, e, svc, n, o)
+	if err != nil {
+		for _, r := range o.Rates {
+			pts.set(pts.rates[scaleOutKey{r, n}], svc, nil, err)
+		}
+		pts.set(pts.batches[n], svc, nil, err)
+		if pts.kill != nil && n == 2 {
+			pts.set(pts.kill, svc, nil, err)
+		}
+		return
+	}
+	for _, r := range o.Rates {
+		res, err := f.rate(ctx, r, o.Duration)
+		pts.set(pts.rates[scaleOutKey{r, n}], svc, res, err)
+	}
+	res, err := f.batch(ctx, o)
+	pts.set(pts.batches[n], svc, res, err)
+	if pts.kill != nil && n == 2 {
+		res, err := f.kill(ctx, o.Rates[0], o)
+		pts.set(pts.kill, svc, res, err)
+	}
+	f.stop(ctx)
 }
 
 // fleet is N instances of one side on one schema (and queue).
