@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -192,7 +193,7 @@ var cacheClaims = []claimSpec{
 		rule: fmt.Sprintf("postgres' p50 ÷ redis' within %s× of %s (%s) in every round, pgx SELECT by primary key vs go-redis GET, one connection each; Redis ahead by less is the right direction at the wrong size and does not hold",
 			num(tolerance), num(rawLookupRatio), around(rawLookupRatio, rawLookupRatio)),
 		evaluate: atPoint(pairs.Cache, cacheRaw, "", "cache raw lookup", func(_ claimInputs, p *driver.Point) outcome {
-			v, ok := medians(at{p, driver.ClientP50, "postgres"}, at{p, driver.ClientP50, "redis"})
+			v, ok := medians(at{p, driver.ClientP50, scenario.RawSidePostgres}, at{p, driver.ClientP50, scenario.RawSideRedis})
 			if !ok || v[1] <= 0 {
 				return outcome{missing: "no lookup latency on both sides"}
 			}

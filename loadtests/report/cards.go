@@ -9,6 +9,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -402,7 +403,7 @@ func cacheVerdict(in *inputs) Verdict {
 		v.RateCriterion = "open loop, no ceiling searched"
 	}
 	raw := in.rs.point(pairs.Cache, cacheRaw, "")
-	v.PGLatency, v.SpecLatency = pointFigure(raw, driver.ClientP50, "postgres", " ms"), pointFigure(raw, driver.ClientP50, "redis", " ms")
+	v.PGLatency, v.SpecLatency = pointFigure(raw, driver.ClientP50, scenario.RawSidePostgres, " ms"), pointFigure(raw, driver.ClientP50, scenario.RawSideRedis, " ms")
 	v.Bites = "a mode bound by a TTL serves the old value until the TTL ends"
 	if p := in.rs.point(pairs.Cache, cacheStaleness, ""); p != nil {
 		v.Shape = "fresh after an out-of-band UPDATE within: " + stalenessModes(p)

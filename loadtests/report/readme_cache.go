@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -53,7 +54,7 @@ func cacheHeadline(in *inputs) string {
 		}
 	}
 	if p := in.rs.point(pairs.Cache, cacheRaw, ""); p != nil {
-		if v, ok := medians(at{p, driver.ClientP50, "postgres"}, at{p, driver.ClientP50, "redis"}); ok {
+		if v, ok := medians(at{p, driver.ClientP50, scenario.RawSidePostgres}, at{p, driver.ClientP50, scenario.RawSideRedis}); ok {
 			parts = append(parts, fmt.Sprintf("One lookup by key without HTTP: p50 %s ms on Postgres (pgx, primary key) vs %s ms on Redis.", num(v[0]), num(v[1])))
 		}
 	}

@@ -327,7 +327,7 @@ func (r *cacheRun) kv(ctx context.Context, run *driver.Run) error {
 func (r *cacheRun) rawLookups(ctx context.Context, run *driver.Run) error {
 	s, e, o := r.s, r.e, r.o
 	redisURL := e.ServiceVar(s.Pair.B.Name, "REDIS_URL", "redis://localhost:6379/0")
-	rp := driver.Point{Scenario: CacheRawScenario, Name: "by key", DurationS: o.RawDuration.Seconds(), Sides: []string{"postgres", "redis"}}
+	rp := driver.Point{Scenario: CacheRawScenario, Name: "by key", DurationS: o.RawDuration.Seconds(), Sides: []string{RawSidePostgres, RawSideRedis}}
 	e.logf("cache raw lookup: pgx vs go-redis, one connection each, %s per loop, %d rounds", o.RawDuration, o.Rounds)
 	err := driver.RunPoint(ctx, &rp, o.Rounds, func(ctx context.Context, side string, _ int) (*driver.SideResult, error) {
 		res := &driver.SideResult{Metrics: map[string]float64{}}
