@@ -70,8 +70,9 @@ var loadPairs = []loadPair{
 	{name: pairs.Cache, help: "drive the cache pair (redis vs no-redis, every mode): Zipf profiles, kv writes logged vs unlogged, raw lookups, stampede, staleness, CPU",
 		pair: scenario.CachePair, ownInstances: true, setup: cacheSetup,
 		duration: scenario.Cache.Defaults.Duration, rounds: scenario.Cache.Defaults.Rounds},
-	// The event store runs through its bench (eventstore.go's commands
-	// and eventStoreRun): results and demo run it after the other steps.
+	// The event store is measured by its bench (the eventstore command,
+	// eventStoreMain; benchRun here): results and demo run it after their
+	// other steps.
 	{name: pairs.EventStore, setup: eventStoreSetup},
 }
 
