@@ -217,7 +217,9 @@ func pointFigure(p *driver.Point, metric, side, unit string) Figure {
 	}
 	v, ok := median(p, metric, side)
 	if !ok {
-		return noFigure(unit)
+		// A valid side without the metric: renamed, or no longer
+		// recorded. An error to show, not "not measured".
+		return Figure{Unit: unit, Why: fmt.Sprintf("failed: no metric %q in %s %s", metric, p.Scenario, p.Name)}
 	}
 	return Figure{Value: v, Unit: unit}
 }

@@ -169,3 +169,17 @@ func TestMissingMetricIsAFailedRun(t *testing.T) {
 		t.Fatal("no delivery p99 claim")
 	}
 }
+
+// TestMissingMetricIsAFailedFigure: a verdict card's figure whose metric
+// a valid point lacks says which metric failed, never "not measured".
+func TestMissingMetricIsAFailedFigure(t *testing.T) {
+	p := &driver.Point{Scenario: "queue.rate", Name: "1000/s", Sides: []string{"no-rabbitmq", "rabbitmq"},
+		Metrics: []driver.Metric{{Name: driver.ClientP99, Sides: map[string]driver.Agg{"no-rabbitmq": {Median: 1, N: 1}, "rabbitmq": {Median: 2, N: 1}}}}}
+	if f := pointFigure(p, driver.ClientP99, "no-rabbitmq", " ms"); !f.OK() || f.Value != 1 {
+		t.Errorf("a recorded metric: %+v", f)
+	}
+	f := pointFigure(p, driver.ServerDeliveryP99, "no-rabbitmq", " ms")
+	if f.OK() || !strings.Contains(f.String(), "failed: no metric") || !strings.Contains(f.String(), driver.ServerDeliveryP99) {
+		t.Errorf("a missing metric: %q, want a failure naming %s", f.String(), driver.ServerDeliveryP99)
+	}
+}
