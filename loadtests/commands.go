@@ -387,9 +387,15 @@ func resultsPlan(c common, set pairSet, to scenario.ThroughputOptions) []step {
 }
 
 // resultsLongLived are the long-lived variant's options in results: the
-// queue and log pairs' options of the run.
+// rate pairs' options of the run.
 func resultsLongLived(c common, set pairSet) longLivedOpts {
-	return longLivedOptions(set[pairs.Queue].(*ratePair).o, set[pairs.Log].(*ratePair).o, c)
+	opts := map[string]scenario.RateOptions{}
+	for name, r := range set {
+		if rp, ok := r.(*ratePair); ok {
+			opts[name] = rp.o
+		}
+	}
+	return longLivedOptions(opts, c)
 }
 
 // steps are the plan's steps of the pairs in set, in table order: those
@@ -427,14 +433,12 @@ func reportSetup(fs *flag.FlagSet, _ *common, _ *extras) action {
 	return action{direct: func(c common) error { return writeReport(c, *inputs) }}
 }
 
-// longLivedSetup is the long-lived variant alone, at the queue and log
+// longLivedSetup is the long-lived variant alone, at its pairs'
 // scenarios' declared rates.
 func longLivedSetup(fs *flag.FlagSet, c *common, _ *extras) action {
 	c.state.registerSchemas(fs)
 	c.state.registerHistory(fs)
-	opts := func(c common) longLivedOpts {
-		return longLivedOptions(scenario.QueueScenario.Defaults, scenario.LogScenario.Defaults, c)
-	}
+	opts := func(c common) longLivedOpts { return longLivedOptions(nil, c) }
 	return action{
 		plan: func(c common) []step { return opts(c).steps(c.settle, c.state.history) },
 		run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {

@@ -34,6 +34,10 @@ type loadPair struct {
 	// ownInstances is set when the pair's scenario starts and stops its
 	// own instances: results leaves its services alone after it.
 	ownInstances bool
+	// longLived, when set, is the rate scenario the long-lived variant
+	// runs on the pair's tables, filled with history first (its
+	// migrations' history SQL, scenario.Env.BuildHistory).
+	longLived *scenario.RateScenario
 	// duration and rounds are its command's -duration and -rounds
 	// defaults (0: the load commands' defaults).
 	duration time.Duration
@@ -62,9 +66,9 @@ type pairSet map[string]pairRun
 // run the pairs: one entry per pair of services/kit/pairs.
 var loadPairs = []loadPair{
 	{name: pairs.Queue, help: "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
-		pair: scenario.QueuePair, state: true, setup: queueSetup},
+		pair: scenario.QueuePair, state: true, setup: queueSetup, longLived: &scenario.QueueScenario},
 	{name: pairs.Log, help: "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
-		pair: scenario.LogPair, state: true, setup: logSetup},
+		pair: scenario.LogPair, state: true, setup: logSetup, longLived: &scenario.LogScenario},
 	{name: pairs.Documents, help: "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
 		pair: scenario.DocumentsPair, state: true, setup: documentsSetup},
 	{name: pairs.Cache, help: "drive the cache pair (redis vs no-redis, every mode): Zipf profiles, kv writes logged vs unlogged, raw lookups, stampede, staleness, CPU",
