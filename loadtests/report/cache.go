@@ -329,7 +329,8 @@ var cacheClaims = []claimSpec{
 
 func init() {
 	claimTable = append(claimTable, cacheClaims...)
-	registerReport(pairReport{name: pairs.Cache, title: CacheTitle, section: cacheSection})
+	registerReport(pairReport{name: pairs.Cache, title: CacheTitle, section: cacheSection,
+		chart: &pairChart{"staleness", stalenessFile, stalenessChart}, card: "staleness"})
 }
 
 // cacheSection is the cache pair's section and its staleness chart.

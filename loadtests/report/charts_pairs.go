@@ -20,8 +20,8 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
-// The file names of the charts this file draws, by key; CardPairs'
-// cards are <pair>-card.svg.
+// The file names of the charts this file draws, by key; the pairs'
+// cards (pairReport.card) are <pair>-card.svg.
 const (
 	throughputFile  = "throughput-batch.svg"
 	cpuFile         = "cpu-per-1k.svg"
@@ -33,9 +33,6 @@ const (
 	eventStoreFile  = "eventstore.svg"
 	tallChartHeight = 14 * vg.Centimeter
 )
-
-// CardPairs are the pairs with a headline chart, docs/results/<pair>-card.svg.
-var CardPairs = []string{pairs.Queue, pairs.Log, pairs.Documents, pairs.EventStore, pairs.Cache}
 
 // CardFile is the file name of pair's headline chart.
 func CardFile(pair string) string { return pair + "-card.svg" }
@@ -516,18 +513,11 @@ func pairCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 			errs = append(errs, add("cpu", cpuFile, ok, err))
 			ok, err = throughputChart(r, []string{pairs.Log}, filepath.Join(dir, CardFile(pairs.Log)))
 			errs = append(errs, add("log-card", CardFile(pairs.Log), ok, err))
-		case pairs.Queue:
-			ok, err := rateLatencyChart(r, pairs.Queue, filepath.Join(dir, queueRateFile))
-			errs = append(errs, add("queue-rate", queueRateFile, ok, err))
-		case pairs.Log:
-			ok, err := rateLatencyChart(r, pairs.Log, filepath.Join(dir, logRateFile))
-			errs = append(errs, add("log-rate", logRateFile, ok, err))
-		case pairs.Documents:
-			ok, err := toastChart(r, filepath.Join(dir, toastFile))
-			errs = append(errs, add("toast", toastFile, ok, err))
-		case pairs.Cache:
-			ok, err := stalenessChart(r, filepath.Join(dir, stalenessFile))
-			errs = append(errs, add("staleness", stalenessFile, ok, err))
+		default:
+			if p, ok := reportOf(r.Command); ok && p.chart != nil {
+				ok, err := p.chart.draw(r, filepath.Join(dir, p.chart.file))
+				errs = append(errs, add(p.chart.key, p.chart.file, ok, err))
+			}
 		}
 	}
 	ok, err := notifyChart(src.Raw.Notify, filepath.Join(dir, notifyFile))
@@ -536,9 +526,10 @@ func pairCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 	errs = append(errs, add(pairs.EventStore, eventStoreFile, ok, err))
 	// The cards: a copy of the chart that best answers "should I replace
 	// X with Postgres" (the log's is drawn above, its panel alone).
-	for pair, key := range map[string]string{pairs.Queue: "queue-rate", pairs.Documents: "toast", pairs.EventStore: pairs.EventStore, pairs.Cache: "staleness"} {
+	for _, p := range pairReports() {
+		pair, key := p.name, p.card
 		f, ok := out[key]
-		if !ok {
+		if key == "" || !ok {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, f))

@@ -286,9 +286,13 @@ func tie(a, b float64) bool {
 // table: the sections every rate pair's tables make, with their extra
 // subsection and charts.
 func init() {
-	registerReport(pairReport{name: pairs.Queue, title: "Queue: rabbitmq vs no-rabbitmq", after: OutboxSection, charts: []string{"queue-rate"}})
-	registerReport(pairReport{name: pairs.Log, title: "Log: kafka vs no-kafka", charts: []string{"log-rate"}})
-	registerReport(pairReport{name: pairs.Documents, title: "Documents: mongodb vs no-mongodb", charts: []string{"toast"}})
+	registerReport(pairReport{name: pairs.Queue, title: "Queue: rabbitmq vs no-rabbitmq", after: OutboxSection,
+		chart: &pairChart{"queue-rate", queueRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Queue, path) }},
+		card:  "queue-rate"})
+	registerReport(pairReport{name: pairs.Log, title: "Log: kafka vs no-kafka",
+		chart: &pairChart{"log-rate", logRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Log, path) }}})
+	registerReport(pairReport{name: pairs.Documents, title: "Documents: mongodb vs no-mongodb",
+		chart: &pairChart{"toast", toastFile, toastChart}, card: "toast"})
 }
 
 // claimTable holds every numeric claim of the reference measurements, in

@@ -202,8 +202,8 @@ func pairSection(b *bytes.Buffer, p pairReport, r *driver.Run, charts map[string
 	if f, ok := charts[r.Command]; ok {
 		w("![%s](%s/%s)\n\n*%s*\n\n", r.Command, chartsRel, f, Caption(r.Command))
 	}
-	for _, k := range p.charts {
-		b.WriteString(chartLine(charts, k, chartsRel))
+	if p.chart != nil {
+		b.WriteString(chartLine(charts, p.chart.key, chartsRel))
 	}
 	for _, n := range r.Notes {
 		w("- Note: %s\n", md(n))

@@ -18,12 +18,18 @@ type pairReport struct {
 	title string
 	// section, when set, writes the pair's whole section from its run
 	// (the cache). Otherwise the pair gets the tables every pair's
-	// scenarios share, then after's subsection (when set), its knee, its
-	// chart (the one keyed by its name), the charts keyed by charts and
-	// the run's notes.
+	// scenarios share, then after's subsection (when set), its knee, the
+	// chart keyed by its name (Charts' rate-latency charts), its own
+	// chart and the run's notes.
 	section func(r *driver.Run, charts map[string]string, chartsRel string) string
 	after   func(r *driver.Run) string
-	charts  []string
+	// chart, when set, is the pair's own chart, drawn from its run and
+	// shown under its section (unless section draws it).
+	chart *pairChart
+	// card is the key of the chart copied as the pair's headline chart,
+	// CardFile(name) ("" when another chart draws it: the log's, from
+	// the throughput run).
+	card string
 	// benchSection, when set, writes the section of a pair measured by
 	// its own bench (the event store), from the bench's results, under
 	// the other pairs' sections.
@@ -57,6 +63,13 @@ func pairReports() []pairReport {
 		}
 	}
 	return out
+}
+
+// pairChart is a chart drawn from one pair's run.
+type pairChart struct {
+	// key names the chart in Charts' map, file is its file name.
+	key, file string
+	draw      func(r *driver.Run, path string) (bool, error)
 }
 
 // reportOf returns the named pair's entry.
