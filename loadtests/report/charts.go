@@ -307,18 +307,10 @@ func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
 // Caption says what to read from the chart of key (queue, log, documents,
 // ceilings); RESULTS.md prints it under the chart.
 func Caption(key string) string {
-	switch key {
-	case pairs.Queue:
-		return "Lower is better; both axes are logarithmic, so the low rates get as much room as the high ones. " +
-			"Where the two lines run close, the sides are about as fast; where a line climbs by orders of magnitude, " +
-			"that side has stopped keeping up and its latency is the age of a growing backlog, not its service time."
-	case pairs.Log:
-		return "Lower is better; both axes are logarithmic, so the vertical gap between the lines is the ratio of the sides' latencies: " +
-			"a steady gap means one side is slower by a constant factor, a gap that widens with the rate means it degrades under load."
-	case pairs.Documents:
-		return "Each bar is a side's rewrite p50 divided by its neighbour-patch p50 in the same rounds. " +
-			"The higher the bar, the more a profile's size costs that side; compare how each side's bar grows from the smaller size to the larger."
-	case "ceilings":
+	if p, ok := reportOf(key); ok {
+		return p.caption
+	}
+	if key == "ceilings" {
 		return "Higher is better: each side's knee, the highest offered rate whose ceiling step passed every check (the criteria and the in-flight bound are in each pair's Knees section), median of the searches. " +
 			"A side whose knee was not reached, was set by the services' admission limit or whose search failed has no bar, a mark saying why. " +
 			"Compare the two bars of a pair, not one pair with another: their requests do different work."
@@ -442,44 +434,16 @@ func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (
 	validate(all)
 	out := map[string]string{}
 	for _, run := range all {
-		switch run.Command {
-		case pairs.Queue, pairs.Log:
-			lc := latencyCharts[run.Command]
-			ok, err := latencyChart(run, run.Command+".rate", lc.title, lc.sides, lc.panels, filepath.Join(dir, lc.file))
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out[run.Command] = lc.file
-			}
-		case pairs.Documents:
-			var bars []bar
-			for i := range run.Points {
-				p := &run.Points[i]
-				if p.Scenario != "documents.rewrite" {
-					continue
-				}
-				br := bar{group: p.Name}
-				for i, side := range p.Sides[:2] {
-					v, ok := median(p, "cost_ratio.p50", side)
-					switch {
-					case !p.SideStatus(side).OK():
-						br.failed[i] = failedMark
-					case !ok:
-						br.failed[i] = notRecorded
-					}
-					br.vals[i] = v
-				}
-				bars = append(bars, br)
-			}
-			ok, err := barChart("documents: rewrite cost ÷ neighbour-patch cost (p50)", "rewrite ÷ patch",
-				[2]string{SideLabel(run, pairs.NoMongoDB), SideLabel(run, pairs.MongoDB)}, bars, filepath.Join(dir, "documents-cost-ratio.svg"))
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out[pairs.Documents] = "documents-cost-ratio.svg"
-			}
+		p, ok := reportOf(run.Command)
+		if !ok || p.overview == nil {
+			continue
+		}
+		file, ok, err := p.overview(run, dir)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[run.Command] = file
 		}
 	}
 	// Ceilings of every pair in one chart.
@@ -517,4 +481,42 @@ func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (
 		return nil, err
 	}
 	return out, nil
+}
+
+// rateOverview is a rate pair's overview chart: its latencyCharts
+// entry's panels per arrival rate.
+func rateOverview(pair string) func(run *driver.Run, dir string) (string, bool, error) {
+	return func(run *driver.Run, dir string) (string, bool, error) {
+		lc := latencyCharts[pair]
+		ok, err := latencyChart(run, pair+".rate", lc.title, lc.sides, lc.panels, filepath.Join(dir, lc.file))
+		return lc.file, ok, err
+	}
+}
+
+// documentsOverview is the documents pair's overview chart: each side's
+// rewrite cost over its neighbour-patch cost, per size.
+func documentsOverview(run *driver.Run, dir string) (string, bool, error) {
+	var bars []bar
+	for i := range run.Points {
+		p := &run.Points[i]
+		if p.Scenario != "documents.rewrite" {
+			continue
+		}
+		br := bar{group: p.Name}
+		for i, side := range p.Sides[:2] {
+			v, ok := median(p, "cost_ratio.p50", side)
+			switch {
+			case !p.SideStatus(side).OK():
+				br.failed[i] = failedMark
+			case !ok:
+				br.failed[i] = notRecorded
+			}
+			br.vals[i] = v
+		}
+		bars = append(bars, br)
+	}
+	const file = "documents-cost-ratio.svg"
+	ok, err := barChart("documents: rewrite cost ÷ neighbour-patch cost (p50)", "rewrite ÷ patch",
+		[2]string{SideLabel(run, pairs.NoMongoDB), SideLabel(run, pairs.MongoDB)}, bars, filepath.Join(dir, file))
+	return file, ok, err
 }

@@ -287,11 +287,21 @@ func tie(a, b float64) bool {
 // subsection and charts.
 func init() {
 	registerReport(pairReport{name: pairs.Queue, title: "Queue: rabbitmq vs no-rabbitmq", after: OutboxSection,
+		overview: rateOverview(pairs.Queue),
+		caption: "Lower is better; both axes are logarithmic, so the low rates get as much room as the high ones. " +
+			"Where the two lines run close, the sides are about as fast; where a line climbs by orders of magnitude, " +
+			"that side has stopped keeping up and its latency is the age of a growing backlog, not its service time.",
 		chart: &pairChart{"queue-rate", queueRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Queue, path) }},
 		card:  "queue-rate"})
 	registerReport(pairReport{name: pairs.Log, title: "Log: kafka vs no-kafka",
+		overview: rateOverview(pairs.Log),
+		caption: "Lower is better; both axes are logarithmic, so the vertical gap between the lines is the ratio of the sides' latencies: " +
+			"a steady gap means one side is slower by a constant factor, a gap that widens with the rate means it degrades under load.",
 		chart: &pairChart{"log-rate", logRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Log, path) }}})
 	registerReport(pairReport{name: pairs.Documents, title: "Documents: mongodb vs no-mongodb",
+		overview: documentsOverview,
+		caption: "Each bar is a side's rewrite p50 divided by its neighbour-patch p50 in the same rounds. " +
+			"The higher the bar, the more a profile's size costs that side; compare how each side's bar grows from the smaller size to the larger.",
 		chart: &pairChart{"toast", toastFile, toastChart}, card: "toast"})
 }
 

@@ -23,6 +23,12 @@ type pairReport struct {
 	// chart and the run's notes.
 	section func(r *driver.Run, charts map[string]string, chartsRel string) string
 	after   func(r *driver.Run) string
+	// overview, when set, draws the chart keyed by the pair's name,
+	// shown under its tables with caption: the rate pairs' latency per
+	// rate, the documents' cost ratios. It returns the chart's file name
+	// and whether it was drawn.
+	overview func(run *driver.Run, dir string) (string, bool, error)
+	caption  string
 	// chart, when set, is the pair's own chart, drawn from its run and
 	// shown under its section (unless section draws it).
 	chart *pairChart
