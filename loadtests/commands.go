@@ -720,7 +720,7 @@ func runBenches(ctx context.Context, env *scenario.Env, set pairSet) error {
 // eventStoreServices are the trio's services the driver can start here;
 // KurrentDB cannot be installed on these machines, so the bench reports it
 // as "not measured here" unless one answers on its port.
-var eventStoreServices = []scenario.Service{scenario.ServiceOf("no-kurrentdb"), scenario.ServiceOf("kafka-eventstore")}
+var eventStoreServices = []scenario.Service{scenario.ServiceOf(pairs.NoKurrentDB), scenario.ServiceOf(pairs.KafkaEventStore)}
 
 // keyedService is the keyed Kafka design: one more kafka-eventstore
 // instance (KAFKA_PARTITIONS > 1) at eventstore.KeyedPort, the bench's

@@ -65,7 +65,7 @@ type Options struct {
 
 func defaultEngines(targets string, keyedPartitions int) []*Engine {
 	var out []*Engine
-	backends := map[string]string{"no-kurrentdb": "postgres", "kurrentdb": "kurrentdb", "kafka-eventstore": "kafka", KeyedName: "kafka"}
+	backends := map[string]string{pairs.NoKurrentDB: "postgres", pairs.KurrentDB: "kurrentdb", pairs.KafkaEventStore: "kafka", KeyedName: "kafka"}
 	for _, t := range strings.Split(targets, ",") {
 		name, u, ok := strings.Cut(strings.TrimSpace(t), "=")
 		if !ok {
@@ -73,7 +73,7 @@ func defaultEngines(targets string, keyedPartitions int) []*Engine {
 		}
 		e := &Engine{Name: name, Backend: backends[name], URL: strings.TrimRight(u, "/")}
 		switch name {
-		case "kafka-eventstore":
+		case pairs.KafkaEventStore:
 			e.Label, e.Partitions = ReferenceLabel, 1
 		case KeyedName:
 			e.Partitions = max(keyedPartitions, 2)

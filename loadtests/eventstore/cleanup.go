@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // CleanupCommand is the cleanup scenario's command and results-file
@@ -121,7 +122,7 @@ func Cleanup(ctx context.Context, o CleanupOptions, log io.Writer) (string, erro
 		}
 	}
 	if !o.SkipPostgres {
-		p := driver.Point{Scenario: CleanupPGPoint, Name: SizeName(o.StreamEvents), Sides: []string{"no-kurrentdb"}}
+		p := driver.Point{Scenario: CleanupPGPoint, Name: SizeName(o.StreamEvents), Sides: []string{pairs.NoKurrentDB}}
 		_ = driver.RunPoint(ctx, &p, 1, func(ctx context.Context, _ string, _ int) (*driver.SideResult, error) {
 			if pg == nil {
 				return nil, errors.New("not measured here: no Postgres side among -targets")
