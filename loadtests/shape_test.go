@@ -6,8 +6,12 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // maxFuncLines is the longest a function of loadtests may be, its
@@ -73,6 +77,61 @@ func TestFunctionsAreShort(t *testing.T) {
 	for key := range longFuncs {
 		if !seen[key] {
 			t.Errorf("longFuncs lists %s, which is no longer over %d lines: remove it", key, maxFuncLines)
+		}
+	}
+}
+
+// namedElsewhere are files the name check skips: sustain.go and
+// throughput.go were being changed on another branch (as longFuncs
+// says); move their metric names to driver's constants there.
+var namedElsewhere = map[string]bool{"scenario/sustain.go": true, "scenario/throughput.go": true}
+
+// TestNamesAreConstants: report/ and scenario/ spell no Postgres-side or
+// compound service name ("no-kafka", "kafka-eventstore": kit/pairs'
+// constants) and no metric key of the driver ("server.…", "client.…":
+// driver's constants) as a string literal, so that a renamed service or
+// metric is a compile error, not a silent miss. The specialists' names
+// are left out: "redis" or "kafka" also name engines, modes and process
+// groups.
+func TestNamesAreConstants(t *testing.T) {
+	t.Parallel()
+	services := map[string]bool{}
+	for _, s := range pairs.All {
+		if strings.Contains(s.Name, "-") {
+			services[s.Name] = true
+		}
+	}
+	fset := token.NewFileSet()
+	for _, dir := range []string{"report", "scenario"} {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range paths {
+			if strings.HasSuffix(path, "_test.go") || namedElsewhere[filepath.ToSlash(path)] {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				lit, ok := n.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					return true
+				}
+				v, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					return true
+				}
+				switch {
+				case services[v]:
+					t.Errorf("%s: service %q as a literal: use its services/kit/pairs constant", fset.Position(lit.Pos()), v)
+				case strings.HasPrefix(v, driver.ServerPrefix) || strings.HasPrefix(v, driver.ClientPrefix):
+					t.Errorf("%s: metric %q as a literal: use driver's constant", fset.Position(lit.Pos()), v)
+				}
+				return true
+			})
 		}
 	}
 }
