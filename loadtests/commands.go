@@ -306,8 +306,7 @@ var loadTable = loadCommandTable()
 
 func loadCommandTable() map[string]loadCommand {
 	t := map[string]loadCommand{
-		// results and demo: five pairs in about 3 minutes on 2 cores
-		// for demo.
+		// demo: five pairs in about 3 minutes on 2 cores.
 		resultsCommand:   {duration: 5 * time.Second, rounds: defaultRounds, setup: resultsSetup},
 		demoCommand:      {duration: 5 * time.Second, rounds: 1, setup: demoSetup},
 		reportCommand:    {duration: defaultDuration, rounds: defaultRounds, setup: reportSetup},
