@@ -30,7 +30,9 @@
 // experiments.go, eventstore_long.go and fuzz.go beside it; extras.go adds
 // the overload points, the log pair at its batch throughput and the raw
 // limits to queue, log and results. Metrics are named by package driver's
-// constants (driver.ServerDeliveryP99, ...).
+// constants (driver.ServerDeliveryP99, ...), services by kit/pairs'; the
+// tests of registry_test.go and shape_test.go keep every pair driven and
+// reported, every function under 80 lines and those names constants.
 // Its packages: driver (pacing, rounds, results files), scenario (the
 // pairs' scenarios), launch (services as child processes), versions
 // (server versions), cost (the CPU time a load costs each process), raw
