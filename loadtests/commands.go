@@ -27,18 +27,33 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
-// loadCommands are the subcommands of this file, dispatched by main.
-var loadCommands = map[string]string{
-	"queue":     "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
-	"log":       "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
-	"documents": "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
-	"cache":     "drive the cache pair (redis vs no-redis, every mode): Zipf profiles, kv writes logged vs unlogged, raw lookups, stampede, staleness, CPU",
-	"results":   "run queue, log, documents, cache, the throughput and scale-out scenarios, the event-store bench and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
-	"demo":      "drive every pair briefly (queue, log, documents, cache, and the event store through its bench) and print one side-by-side table per pair",
-	"report":    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
-	"longlived": "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
+// The load commands that are not a pair's.
+const (
+	resultsCommand = "results"
+	demoCommand    = "demo"
+	reportCommand  = "report"
+)
+
+// loadCommands are the load commands' lines in the usage: each pair's
+// (loadPairs) and the others'; throughput.go and scaleout.go add theirs.
+var loadCommands = loadHelp()
+
+func loadHelp() map[string]string {
+	m := map[string]string{
+		resultsCommand:   "run queue, log, documents, cache, the throughput and scale-out scenarios, the event-store bench and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
+		demoCommand:      "drive every pair briefly (queue, log, documents, cache, and the event store through its bench) and print one side-by-side table per pair",
+		reportCommand:    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
+		longLivedCommand: "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
+	}
+	for _, p := range loadPairs {
+		if p.help != "" {
+			m[p.name] = p.help
+		}
+	}
+	return m
 }
 
 // common holds the flags every load command takes.
@@ -185,7 +200,14 @@ func loadMain(cmd string, args []string, stderr io.Writer) int {
 // errFlags is a command line the flag package refused (and explained).
 var errFlags = errors.New("bad flags")
 
+// runLoad runs one command of loadTable: its flags (the common ones,
+// then its own), its options, the environment and the progress plan,
+// then the command itself.
 func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) error {
+	lc, ok := loadTable[cmd]
+	if !ok {
+		return fmt.Errorf("unknown command %q", cmd)
+	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -193,145 +215,33 @@ func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) e
 		fs.PrintDefaults()
 	}
 	var c common
-	dur := 10 * time.Second
-	switch cmd {
-	case "results":
-		dur = 5 * time.Second
-	case "demo":
-		// Five pairs in about 3 minutes on 2 cores.
-		dur = 5 * time.Second
-	case "throughput":
-		dur = scenario.ThroughputDefaults.Duration
-	case "cache":
-		dur = scenario.Cache.Defaults.Duration
-	}
-	rounds := 3
-	switch cmd {
-	case "demo":
-		rounds = 1
-	case "cache":
-		rounds = scenario.Cache.Defaults.Rounds
-	case "throughput":
-		rounds = scenario.ThroughputDefaults.Rounds
-	}
-	c.register(fs, rounds, dur)
-	if cmd == "results" {
-		fs.BoolVar(&c.publishFailed, "publish-failed", false, "results: publish points that failed (shown as failed, with their reasons) and exit 0 instead of exiting non-zero")
-	}
-	x := registerExtras(fs, cmd)
-	c.state.register(fs, cmd)
-	var qo, lo scenario.RateOptions
-	var qRates, lRates *string
-	switch cmd {
-	case "queue":
-		qRates = rateFlags(fs, &qo, scenario.QueueScenario, scenario.QueueScenario.Defaults.CeilingOpts)
-	case "results":
-		// Sized to fit a 2-core machine in about 20 minutes: shorter
-		// ceiling steps and one bisection (the log pair takes the same).
-		qc := scenario.QueueScenario.Defaults.CeilingOpts
-		qc.Step, qc.Bisect = 3*time.Second, 1
-		qRates = rateFlags(fs, &qo, scenario.QueueScenario, qc)
-	}
-	if cmd == "log" {
-		lRates = rateFlags(fs, &lo, scenario.LogScenario, scenario.LogScenario.Defaults.CeilingOpts)
-	}
-	var do scenario.DocumentsOptions
-	var sizes, rwRates *string
-	if cmd == "documents" || cmd == "results" || cmd == "demo" {
-		d := scenario.DocumentsScenario.Defaults
-		if cmd == "demo" {
-			// FerretDB creates users slowly: a small set keeps the
-			// demo near 3 minutes.
-			d.Users = 200
-		}
-		fs.IntVar(&do.Users, "users", d.Users, "documents: users in the generated data set (created on both sides)")
-		fs.Uint64Var(&do.Seed, "seed", d.Seed, "documents: data set seed")
-		fs.Float64Var(&do.SearchRate, "search-rate", d.SearchRate, "documents: containment searches per second")
-		fs.DurationVar(&do.SearchTimeout, "search-timeout", d.SearchTimeout, "documents: bound of each containment search request")
-		sizes = fs.String("sizes", formatSizes(d.Sizes), "documents: profile sizes rewritten")
-		rwRates = fs.String("rewrite-rates", formatRates(d.RewriteRates), "documents: rewrites (then neighbour patches) per second, per size")
-		fs.IntVar(&do.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")
-		fs.BoolVar(&do.LZ4, "lz4", d.LZ4, "documents: measure the rewrite points again with TOAST_COMPRESSION=lz4 on the Postgres side")
-	}
-	co := scenario.Cache.Defaults
-	if cmd == "cache" || cmd == "results" {
-		fs.Float64Var(&co.Rate, "cache-rate", co.Rate, "cache: product requests per second of each profile")
-		fs.Float64Var(&co.KVRate, "kv-rate", co.KVRate, "cache: kv writes (then reads) per second")
-		fs.IntVar(&co.Keys, "keys", co.Keys, "cache: product ids the Zipf distribution draws from (1 to keys)")
-		fs.IntVar(&co.StampedeN, "stampede-n", co.StampedeN, "cache: concurrent GETs of one cold key")
-		fs.IntVar(&co.OriginWorkMS, "origin-work-ms", co.OriginWorkMS, "cache: ORIGIN_WORK_MS of the stampede and staleness points")
-		fs.DurationVar(&co.StaleTTL, "stale-ttl", co.StaleTTL, "cache: PRODUCT_TTL of the stampede and staleness points")
-		fs.DurationVar(&co.RawDuration, "raw-lookup-duration", co.RawDuration, "cache: duration of each raw lookup loop")
-	}
-	var tf *throughputFlags
-	if cmd == "throughput" || cmd == "results" {
-		tf = registerThroughput(fs, cmd)
-	}
-	var inputs *string
-	if cmd == "report" {
-		inputs = fs.String("in", "", "results files (comma-separated); default the newest of each pair in -results")
-	}
+	c.register(fs, lc.rounds, lc.duration)
+	x := newExtras()
+	a := lc.setup(fs, &c, x)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return errFlags
 	}
-	if cmd == "report" {
-		return writeReport(c, *inputs)
+	if a.direct != nil {
+		return a.direct(c)
 	}
-	if c.rounds < 1 {
-		return errors.New("-rounds must be at least 1")
+	if err := checkCommon(c); err != nil {
+		return err
 	}
-	if cmd == "cache" {
-		co.Duration, co.Rounds = c.duration, c.rounds
-	}
-	if c.state.mode != "" {
-		if err := c.state.validate(); err != nil {
+	if a.options != nil {
+		if err := a.options(c); err != nil {
 			return err
 		}
 	}
-	var err error
-	if qRates != nil {
-		if qo.Rates, err = parseRates(*qRates); err != nil {
-			return err
-		}
-		qo.Duration, qo.Rounds = c.duration, c.rounds
-	}
-	if lRates != nil {
-		if lo.Rates, err = parseRates(*lRates); err != nil {
-			return err
-		}
-		lo.Duration, lo.Rounds = c.duration, c.rounds
-	}
-	if sizes != nil {
-		if do.Sizes, err = parseSizes(*sizes); err != nil {
-			return err
-		}
-		if rr, err := parseRates(*rwRates); err != nil || len(rr) == 0 {
-			return fmt.Errorf("-rewrite-rates: %v", err)
-		} else {
-			do.RewriteRates = rr
-		}
-		do.Duration, do.Rounds = c.duration, c.rounds
-	}
-
-	var qd, ld scenario.RateOptions
-	switch cmd {
-	case "results":
-		lo = resultsLog(qo)
-	case "demo":
-		qd, ld, do = demoOptions(c, do)
-	}
-
 	root, err := launch.Root()
 	if err != nil {
 		return err
 	}
 	x.overloadOpts.StackDir = scenario.StackDir(root)
-	var to scenario.ThroughputOptions
-	if tf != nil {
-		if to, err = tf.options(c, root); err != nil {
+	if a.withRoot != nil {
+		if err := a.withRoot(c, root); err != nil {
 			return err
 		}
 	}
@@ -341,61 +251,218 @@ func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) e
 	}
 	defer cleanup()
 	if c.progress {
-		var steps []step
-		switch cmd {
-		case "queue":
-			steps = []step{{"queue", qo.Estimate(c.settle)}}
-		case "log":
-			steps = []step{{"log", lo.Estimate(c.settle)}}
-		case "documents":
-			steps = []step{{"documents", do.Estimate()}}
-		case "cache":
-			steps = []step{{"cache", scenario.Cache.Estimate(co)}}
-		case "results":
-			steps = []step{{"queue", qo.Estimate(c.settle)}, {"log", lo.Estimate(c.settle)}, {"documents", do.Estimate()}, {"cache", scenario.Cache.Estimate(co)}, {"throughput", to.Estimate(c.settle)},
-				{scaleoutCommand, scenario.ScaleOutDefaults.Estimate(c.settle)}}
-			if c.state.longLived {
-				steps = append(steps, longLivedOptions(qo, lo, c).steps(c.settle, c.state.history)...)
-			}
-			steps = append(steps, step{"eventstore", eventstore.BenchEstimate(eventStoreResultsOptions(c), len(eventStoreServices)).Add(eventstore.LongEstimate(len(eventStoreServices) + 1)).Add(eventstore.CausalEstimate(eventstore.DefaultCausalOptions()))})
-		case longLivedCommand:
-			steps = longLivedOptions(scenario.QueueScenario.Defaults, scenario.LogScenario.Defaults, c).steps(c.settle, c.state.history)
-		case "throughput":
-			steps = []step{{"throughput", to.Estimate(c.settle)}}
-		case "demo":
-			cs, co := demoCache(c)
-			eo := demoEventStore(c)
-			steps = []step{{"queue", qd.Estimate(c.settle)}, {"log", ld.Estimate(c.settle)}, {"documents", do.Estimate()},
-				{"cache", cs.Estimate(co)}, {"eventstore", eventstore.Append.Estimate(eo, 2)}}
-		}
-		steps = x.plan(steps, c.settle)
-		env.Progress = newProgress(os.Stderr, cmd, c.settle, steps)
+		env.Progress = newProgress(os.Stderr, cmd, c.settle, x.plan(a.plan(c)))
 	}
+	return a.run(ctx, c, env, root, args)
+}
 
-	switch cmd {
-	case "queue":
-		return runPair(ctx, c, env, root, "queue", args, func(run *driver.Run) error {
-			return errors.Join(scenario.QueueScenario.Run(ctx, env, run, qo), x.queue(ctx, env, run, qo))
-		})
-	case "log":
-		return runPair(ctx, c, env, root, "log", args, func(run *driver.Run) error {
-			return errors.Join(scenario.LogScenario.Run(ctx, env, run, lo), x.log(ctx, env, run, lo))
-		})
-	case "documents":
-		return runPair(ctx, c, env, root, "documents", args, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) })
-	case "cache":
-		return runPair(ctx, c, env, root, "cache", args, func(run *driver.Run) error { return scenario.Cache.Run(ctx, env, run, co) })
-	case "throughput":
-		return runThroughput(ctx, c, env, root, args, to)
-	case "results":
-		return runResults(ctx, c, env, root, args, qo, lo, do, co, x, to)
-	case "demo":
-		return runDemo(ctx, c, env, root, qd, ld, do)
-	case longLivedCommand:
-		_, err := runLongLived(ctx, c, env, root, args, longLivedOptions(scenario.QueueScenario.Defaults, scenario.LogScenario.Defaults, c))
-		return err
+// checkCommon checks the common flags' values.
+func checkCommon(c common) error {
+	if c.rounds < 1 {
+		return errors.New("-rounds must be at least 1")
 	}
-	return fmt.Errorf("unknown command %q", cmd)
+	if c.state.mode != "" {
+		return c.state.validate()
+	}
+	return nil
+}
+
+// loadCommand is one command of loadTable.
+type loadCommand struct {
+	// duration and rounds are -duration's and -rounds' defaults.
+	duration time.Duration
+	rounds   int
+	// setup registers the command's own flags on fs (the common ones are
+	// in c, the extras' in x) and returns what it does once they are
+	// parsed.
+	setup func(fs *flag.FlagSet, c *common, x *extras) action
+}
+
+// action is what a load command does once its flags are parsed.
+type action struct {
+	// direct, when set, is all the command does, without services
+	// (report).
+	direct func(c common) error
+	// options completes the options from the parsed flags; withRoot
+	// those that need the repository's root.
+	options  func(c common) error
+	withRoot func(c common, root string) error
+	// plan is the progress plan, before the extras' steps.
+	plan func(c common) []step
+	// run runs the command.
+	run func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error
+}
+
+// defaultRounds and defaultDuration are -rounds' and -duration's
+// defaults when a command declares none.
+const (
+	defaultRounds   = 3
+	defaultDuration = 10 * time.Second
+)
+
+// loadTable is every load command: one per pair of loadPairs that has a
+// command of its own, and the others.
+var loadTable = loadCommandTable()
+
+func loadCommandTable() map[string]loadCommand {
+	t := map[string]loadCommand{
+		// demo: five pairs in about 3 minutes on 2 cores.
+		resultsCommand:   {duration: 5 * time.Second, rounds: defaultRounds, setup: resultsSetup},
+		demoCommand:      {duration: 5 * time.Second, rounds: 1, setup: demoSetup},
+		reportCommand:    {duration: defaultDuration, rounds: defaultRounds, setup: reportSetup},
+		longLivedCommand: {duration: defaultDuration, rounds: defaultRounds, setup: longLivedSetup},
+		"throughput":     {duration: scenario.ThroughputDefaults.Duration, rounds: scenario.ThroughputDefaults.Rounds, setup: throughputSetup},
+	}
+	for _, p := range loadPairs {
+		if p.help != "" {
+			t[p.name] = pairCommand(p)
+		}
+	}
+	return t
+}
+
+// pairCommand is a pair's own command: its scenario and extras, as one
+// results file.
+func pairCommand(p loadPair) loadCommand {
+	lc := loadCommand{duration: p.duration, rounds: p.rounds}
+	if lc.duration == 0 {
+		lc.duration = defaultDuration
+	}
+	if lc.rounds == 0 {
+		lc.rounds = defaultRounds
+	}
+	lc.setup = func(fs *flag.FlagSet, c *common, x *extras) action {
+		if p.state {
+			c.state.registerState(fs)
+		}
+		set := setupPairs(fs, p.name, x)
+		r := set[p.name]
+		return action{
+			options: set.options,
+			plan:    func(c common) []step { return []step{{p.name, r.estimate(c.settle)}} },
+			run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
+				return runPair(ctx, c, env, root, p.name, args, func(run *driver.Run) error { return r.run(ctx, env, run) })
+			},
+		}
+	}
+	return lc
+}
+
+// resultsSetup is the results command: every pair at the make-results
+// size, the throughput and scale-out scenarios, the long-lived variant,
+// the event-store bench and the failure-mode experiments, then the
+// report.
+func resultsSetup(fs *flag.FlagSet, c *common, x *extras) action {
+	fs.BoolVar(&c.publishFailed, "publish-failed", false, "results: publish points that failed (shown as failed, with their reasons) and exit 0 instead of exiting non-zero")
+	x.registerResults(fs)
+	c.state.registerState(fs)
+	c.state.registerHistory(fs)
+	c.state.registerLongLived(fs)
+	set := setupPairs(fs, resultsCommand, x)
+	tf := registerThroughput(fs, resultsCommand)
+	var to scenario.ThroughputOptions
+	return action{
+		options: set.options,
+		withRoot: func(c common, root string) (err error) {
+			to, err = tf.options(c, root)
+			return err
+		},
+		plan: func(c common) []step { return resultsPlan(c, set, to) },
+		run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
+			return runResults(ctx, c, env, root, args, set, x, to)
+		},
+	}
+}
+
+// resultsPlan is the results command's plan: the pairs, the throughput
+// and scale-out scenarios, the long-lived variant, then the benches.
+func resultsPlan(c common, set pairSet, to scenario.ThroughputOptions) []step {
+	steps := set.steps(c.settle, false)
+	steps = append(steps, step{"throughput", to.Estimate(c.settle)}, step{scaleoutCommand, scenario.ScaleOutDefaults.Estimate(c.settle)})
+	if c.state.longLived {
+		steps = append(steps, resultsLongLived(c, set).steps(c.settle, c.state.history)...)
+	}
+	return append(steps, set.steps(c.settle, true)...)
+}
+
+// resultsLongLived are the long-lived variant's options in results: the
+// rate pairs' options of the run.
+func resultsLongLived(c common, set pairSet) longLivedOpts {
+	opts := map[string]scenario.RateOptions{}
+	for name, r := range set {
+		if rp, ok := r.(*ratePair); ok {
+			opts[name] = rp.o
+		}
+	}
+	return longLivedOptions(opts, c)
+}
+
+// steps are the plan's steps of the pairs in set, in table order: those
+// run through runPair, or (bench) those measured by their own bench.
+func (s pairSet) steps(settle time.Duration, bench bool) []step {
+	var out []step
+	for _, p := range loadPairs {
+		r := s[p.name]
+		if _, isBench := r.(benchRun); r == nil || isBench != bench {
+			continue
+		}
+		out = append(out, step{p.name, r.estimate(settle)})
+	}
+	return out
+}
+
+// demoSetup is the demo command: every pair briefly, one table each.
+func demoSetup(fs *flag.FlagSet, _ *common, x *extras) action {
+	set := setupPairs(fs, demoCommand, x)
+	return action{
+		options: set.options,
+		plan: func(c common) []step {
+			return append(set.steps(c.settle, false), set.steps(c.settle, true)...)
+		},
+		run: func(ctx context.Context, c common, env *scenario.Env, root string, _ []string) error {
+			return runDemo(ctx, c, env, root, set)
+		},
+	}
+}
+
+// reportSetup is the report command: RESULTS.md, the charts and the
+// README's findings from the results files, without any service.
+func reportSetup(fs *flag.FlagSet, _ *common, _ *extras) action {
+	inputs := fs.String("in", "", "results files (comma-separated); default the newest of each pair in -results")
+	return action{direct: func(c common) error { return writeReport(c, *inputs) }}
+}
+
+// longLivedSetup is the long-lived variant alone, at its pairs'
+// scenarios' declared rates.
+func longLivedSetup(fs *flag.FlagSet, c *common, _ *extras) action {
+	c.state.registerSchemas(fs)
+	c.state.registerHistory(fs)
+	opts := func(c common) longLivedOpts { return longLivedOptions(nil, c) }
+	return action{
+		plan: func(c common) []step { return opts(c).steps(c.settle, c.state.history) },
+		run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
+			_, err := runLongLived(ctx, c, env, root, args, opts(c))
+			return err
+		},
+	}
+}
+
+// throughputSetup is the throughput command (and sustainable, which main
+// maps to it): the throughput scenario as one results file.
+func throughputSetup(fs *flag.FlagSet, c *common, _ *extras) action {
+	c.state.registerState(fs)
+	tf := registerThroughput(fs, "throughput")
+	var to scenario.ThroughputOptions
+	return action{
+		withRoot: func(c common, root string) (err error) {
+			to, err = tf.options(c, root)
+			return err
+		},
+		plan: func(c common) []step { return []step{{"throughput", to.Estimate(c.settle)}} },
+		run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
+			return runThroughput(ctx, c, env, root, args, to)
+		},
+	}
 }
 
 // step is one part of a command's plan and its estimate.
@@ -435,17 +502,14 @@ func resultsLog(qo scenario.RateOptions) scenario.RateOptions {
 	return lo
 }
 
-// demoOptions returns the demo's short queue, log and documents options:
-// one rate per pair, one size of rewrite, documents attacks of at most
-// 3 s.
-func demoOptions(c common, do scenario.DocumentsOptions) (q, l scenario.RateOptions, d scenario.DocumentsOptions) {
-	q = scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{500}}
-	l = scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{200}}
+// demoDocuments returns the demo's short documents options: one size
+// of rewrite, attacks of at most 3 s.
+func demoDocuments(do scenario.DocumentsOptions) scenario.DocumentsOptions {
 	do.Sizes, do.RewriteRates, do.RewriteUsers, do.LZ4 = []int{512 << 10}, []float64{5}, 2, false
 	// FerretDB answers the Mongo side slowly: 3 s attacks keep the pair
 	// near a minute.
 	do.Duration = min(do.Duration, 3*time.Second)
-	return q, l, do
+	return do
 }
 
 // newEnv assembles the scenario environment; cleanup stops every service
@@ -533,49 +597,19 @@ func stopPair(env *scenario.Env, p scenario.Pair) {
 	}
 }
 
-func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, qo, lo scenario.RateOptions, do scenario.DocumentsOptions, co scenario.CacheOptions, x *extras, to scenario.ThroughputOptions) error {
-	var files []string
+func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, set pairSet, x *extras, to scenario.ThroughputOptions) error {
 	if x.raw {
 		env.Progress.Begin("raw")
 		if err := measureRaw(ctx, c, x.rawDuration, os.Stderr); err != nil {
 			fmt.Fprintf(os.Stderr, "raw: %v (the report will say what is missing)\n", err)
 		}
 	}
-	for _, step := range []struct {
-		pair string
-		p    scenario.Pair
-		fn   func(*driver.Run) error
-	}{
-		{"queue", scenario.QueuePair, func(run *driver.Run) error {
-			return errors.Join(scenario.QueueScenario.Run(ctx, env, run, qo), x.queue(ctx, env, run, qo))
-		}},
-		{"log", scenario.LogPair, func(run *driver.Run) error {
-			return errors.Join(scenario.LogScenario.Run(ctx, env, run, lo), x.log(ctx, env, run, lo))
-		}},
-		{"documents", scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
-		// Starts and stops its own instances (two per mode, at the
-		// scenario's declared size: under 5 minutes on 2 cores).
-		{"cache", scenario.Pair{}, func(run *driver.Run) error { return scenario.Cache.Run(ctx, env, run, co) }},
-		// Stops each pair's services itself; its Pair is empty.
-		{"throughput", scenario.Pair{}, throughputRun(ctx, c, env, to)},
-		// Starts and stops its own instances of the queue pair (scaleout.go).
-		{scaleoutCommand, scenario.Pair{}, scaleoutRun(ctx, env, scenario.ScaleOutDefaults)},
-	} {
-		before := newest(c.resultsDir, step.pair)
-		err := runPair(ctx, c, env, root, step.pair, args, step.fn)
-		stopPair(env, step.p)
-		if f := newest(c.resultsDir, step.pair); f != "" && f != before {
-			files = append(files, f)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v (the report will say what is missing)\n", step.pair, err)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	files, err := runResultsSteps(ctx, c, env, root, args, resultsSteps(ctx, c, env, set, to))
+	if err != nil {
+		return err
 	}
 	if c.state.longLived {
-		f, err := runLongLived(ctx, c, env, root, args, longLivedOptions(qo, lo, c))
+		f, err := runLongLived(ctx, c, env, root, args, resultsLongLived(c, set))
 		if f != "" {
 			files = append(files, f)
 		}
@@ -586,12 +620,8 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 			return ctx.Err()
 		}
 	}
-	env.Progress.Begin("eventstore")
-	if err := runEventStoreBench(ctx, c, env); err != nil {
-		fmt.Fprintf(os.Stderr, "eventstore: %v (the report will say what is missing)\n", err)
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if err := runBenches(ctx, env, set); err != nil {
+		return err
 	}
 	if x.experiments {
 		env.Progress.Begin("experiments")
@@ -609,10 +639,87 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 	return publishVerdict(c, files)
 }
 
+// resultsStep is one results file of the results command.
+type resultsStep struct {
+	// name is its command (its results file's suffix).
+	name string
+	// stop is the pair whose services are stopped after it (empty for a
+	// step that stops its own).
+	stop scenario.Pair
+	fn   func(*driver.Run) error
+}
+
+// resultsSteps are the results command's steps with a results file each:
+// every pair of set that runs through runPair, in table order, then the
+// throughput and scale-out scenarios.
+func resultsSteps(ctx context.Context, c common, env *scenario.Env, set pairSet, to scenario.ThroughputOptions) []resultsStep {
+	var steps []resultsStep
+	for _, p := range loadPairs {
+		r := set[p.name]
+		if _, bench := r.(benchRun); r == nil || bench {
+			continue
+		}
+		stop := p.pair
+		if p.ownInstances {
+			// It starts and stops its own instances (the cache: two per
+			// mode, at the scenario's declared size, under 5 minutes on 2
+			// cores).
+			stop = scenario.Pair{}
+		}
+		steps = append(steps, resultsStep{p.name, stop, func(run *driver.Run) error { return r.run(ctx, env, run) }})
+	}
+	return append(steps,
+		// Stops each pair's services itself; its Pair is empty.
+		resultsStep{"throughput", scenario.Pair{}, throughputRun(ctx, c, env, to)},
+		// Starts and stops its own instances of the queue pair (scaleout.go).
+		resultsStep{scaleoutCommand, scenario.Pair{}, scaleoutRun(ctx, env, scenario.ScaleOutDefaults)})
+}
+
+// runResultsSteps runs steps, one results file each, and returns the
+// files written; a step that fails is reported and the next one runs,
+// until ctx ends.
+func runResultsSteps(ctx context.Context, c common, env *scenario.Env, root string, args []string, steps []resultsStep) ([]string, error) {
+	var files []string
+	for _, step := range steps {
+		before := newest(c.resultsDir, step.name)
+		err := runPair(ctx, c, env, root, step.name, args, step.fn)
+		stopPair(env, step.stop)
+		if f := newest(c.resultsDir, step.name); f != "" && f != before {
+			files = append(files, f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v (the report will say what is missing)\n", step.name, err)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	return files, nil
+}
+
+// runBenches runs results' part of the pairs measured by their own
+// bench (the event store), in table order.
+func runBenches(ctx context.Context, env *scenario.Env, set pairSet) error {
+	for _, p := range loadPairs {
+		b, ok := set[p.name].(benchRun)
+		if !ok {
+			continue
+		}
+		env.Progress.Begin(p.name)
+		if err := b.results(ctx, env); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v (the report will say what is missing)\n", p.name, err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // eventStoreServices are the trio's services the driver can start here;
 // KurrentDB cannot be installed on these machines, so the bench reports it
 // as "not measured here" unless one answers on its port.
-var eventStoreServices = []scenario.Service{scenario.ServiceOf("no-kurrentdb"), scenario.ServiceOf("kafka-eventstore")}
+var eventStoreServices = []scenario.Service{scenario.ServiceOf(pairs.NoKurrentDB), scenario.ServiceOf(pairs.KafkaEventStore)}
 
 // keyedService is the keyed Kafka design: one more kafka-eventstore
 // instance (KAFKA_PARTITIONS > 1) at eventstore.KeyedPort, the bench's
@@ -635,87 +742,38 @@ var keyedService = scenario.Service{Name: "kafka-eventstore@keyed", Port: events
 func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error {
 	o := eventStoreResultsOptions(c)
 	o.DatabaseURL = c.pgURL
-	o.Schema = env.ServiceVar("no-kurrentdb", "DATABASE_SCHEMA", o.Schema)
-	o.KafkaBrokers = env.ServiceVar("kafka-eventstore", "KAFKA_BROKERS", o.KafkaBrokers)
-	topic := ""
-	if env.Launcher != nil {
-		topic = eventstore.BenchTopic(time.Now())
-		if err := eventstore.CreateTopic(ctx, o.KafkaBrokers, topic); err != nil {
-			fmt.Fprintf(os.Stderr, "eventstore: no fresh topic (%v); kafka-eventstore keeps its own, and the bench declares its size\n", err)
-			topic = ""
-		} else {
-			defer func() {
-				if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, topic); err != nil {
-					fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
-				}
-			}()
-			prev, had := env.ServiceEnv["kafka-eventstore"]
-			kenv := maps.Clone(prev)
-			if kenv == nil {
-				kenv = map[string]string{}
-			}
-			kenv["KAFKA_TOPIC"] = topic
-			if env.ServiceEnv == nil {
-				env.ServiceEnv = map[string]map[string]string{}
-			}
-			env.ServiceEnv["kafka-eventstore"] = kenv
-			defer func() {
-				if had {
-					env.ServiceEnv["kafka-eventstore"] = prev
-				} else {
-					delete(env.ServiceEnv, "kafka-eventstore")
-				}
-			}()
+	o.Schema = env.ServiceVar(pairs.NoKurrentDB, "DATABASE_SCHEMA", o.Schema)
+	o.KafkaBrokers = env.ServiceVar(pairs.KafkaEventStore, "KAFKA_BROKERS", o.KafkaBrokers)
+	// The cleanups run in the reverse of their order, as defers would.
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
 		}
-	}
-	services := eventStoreServices
-	keyedTopic := ""
+	}()
+	topic, keyedTopic := "", ""
 	if env.Launcher != nil {
+		var cl []func()
+		topic, cl = freshEventStoreTopic(ctx, env, o)
+		cleanups = append(cleanups, cl...)
 		// The keyed design: a second kafka-eventstore, on a fresh topic of
 		// its own with KAFKA_PARTITIONS partitions, measured as its own row.
-		keyedTopic = eventstore.BenchTopic(time.Now()) + "-keyed"
-		if err := eventstore.CreateTopicPartitions(ctx, o.KafkaBrokers, keyedTopic, o.KeyedPartitions); err != nil {
-			fmt.Fprintf(os.Stderr, "eventstore: no keyed topic (%v); the keyed rows say why\n", err)
-			keyedTopic = ""
-		} else {
-			defer func() {
-				if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, keyedTopic); err != nil {
-					fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
-				}
-			}()
-			kenv := maps.Clone(env.ServiceEnv["kafka-eventstore"])
-			if kenv == nil {
-				kenv = map[string]string{}
-			}
-			kenv["KAFKA_TOPIC"], kenv["KAFKA_PARTITIONS"] = keyedTopic, strconv.Itoa(o.KeyedPartitions)
-			if env.ServiceEnv == nil {
-				env.ServiceEnv = map[string]map[string]string{}
-			}
-			env.ServiceEnv[keyedService.Name] = kenv
-			defer delete(env.ServiceEnv, keyedService.Name)
-		}
+		keyedTopic, cl = keyedEventStoreTopic(ctx, env, o)
+		cleanups = append(cleanups, cl...)
 	}
-	if err := env.Ensure(ctx, services, nil, nil); err != nil {
+	services, err := ensureEventStore(ctx, env, keyedTopic)
+	if err != nil {
 		return err
 	}
-	if keyedTopic != "" {
-		// The keyed side is an addition: if it does not start, its rows
-		// say "not measured here" and the rest of the bench runs.
-		if err := env.Ensure(ctx, []scenario.Service{keyedService}, nil, nil); err != nil {
-			fmt.Fprintf(os.Stderr, "eventstore: the keyed side did not start (%v); its rows say not measured here\n", err)
-		} else {
-			services = append(slices.Clone(services), keyedService)
-		}
-	}
-	defer func() {
+	cleanups = append(cleanups, func() {
 		if env.Launcher != nil {
 			for _, s := range services {
 				_ = env.Launcher.Stop(s.Name, 30*time.Second)
 			}
 		}
-	}()
+	})
 	if topic != "" {
-		if p := env.Launcher.Running("kafka-eventstore"); p != nil && p.Env["KAFKA_TOPIC"] == topic {
+		if p := env.Launcher.Running(pairs.KafkaEventStore); p != nil && p.Env["KAFKA_TOPIC"] == topic {
 			o.KafkaTopic, o.FreshTopic = topic, true
 		}
 	}
@@ -725,6 +783,95 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 		}
 	}
 	o.Before = eventStoreState(env)
+	return measureEventStore(ctx, env, o)
+}
+
+// freshEventStoreTopic creates a topic for this run and has the
+// kafka-eventstore the driver starts use it; it returns the topic ("" when
+// it could not be created: kafka-eventstore keeps its own, and the bench
+// declares its size) and the cleanups that delete it and restore the
+// service's environment.
+func freshEventStoreTopic(ctx context.Context, env *scenario.Env, o eventstore.Options) (string, []func()) {
+	topic := eventstore.BenchTopic(time.Now())
+	if err := eventstore.CreateTopic(ctx, o.KafkaBrokers, topic); err != nil {
+		fmt.Fprintf(os.Stderr, "eventstore: no fresh topic (%v); kafka-eventstore keeps its own, and the bench declares its size\n", err)
+		return "", nil
+	}
+	cleanups := []func(){func() {
+		if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, topic); err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
+		}
+	}}
+	prev, had := env.ServiceEnv[pairs.KafkaEventStore]
+	kenv := maps.Clone(prev)
+	if kenv == nil {
+		kenv = map[string]string{}
+	}
+	kenv["KAFKA_TOPIC"] = topic
+	if env.ServiceEnv == nil {
+		env.ServiceEnv = map[string]map[string]string{}
+	}
+	env.ServiceEnv[pairs.KafkaEventStore] = kenv
+	return topic, append(cleanups, func() {
+		if had {
+			env.ServiceEnv[pairs.KafkaEventStore] = prev
+		} else {
+			delete(env.ServiceEnv, pairs.KafkaEventStore)
+		}
+	})
+}
+
+// keyedEventStoreTopic creates the keyed design's topic (o.KeyedPartitions
+// partitions) and sets keyedService's environment to use it; it returns
+// the topic ("" when it could not be created: the keyed rows say why) and
+// the cleanups that delete it and the environment.
+func keyedEventStoreTopic(ctx context.Context, env *scenario.Env, o eventstore.Options) (string, []func()) {
+	keyedTopic := eventstore.BenchTopic(time.Now()) + "-keyed"
+	if err := eventstore.CreateTopicPartitions(ctx, o.KafkaBrokers, keyedTopic, o.KeyedPartitions); err != nil {
+		fmt.Fprintf(os.Stderr, "eventstore: no keyed topic (%v); the keyed rows say why\n", err)
+		return "", nil
+	}
+	cleanups := []func(){func() {
+		if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, keyedTopic); err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
+		}
+	}}
+	kenv := maps.Clone(env.ServiceEnv[pairs.KafkaEventStore])
+	if kenv == nil {
+		kenv = map[string]string{}
+	}
+	kenv["KAFKA_TOPIC"], kenv["KAFKA_PARTITIONS"] = keyedTopic, strconv.Itoa(o.KeyedPartitions)
+	if env.ServiceEnv == nil {
+		env.ServiceEnv = map[string]map[string]string{}
+	}
+	env.ServiceEnv[keyedService.Name] = kenv
+	return keyedTopic, append(cleanups, func() { delete(env.ServiceEnv, keyedService.Name) })
+}
+
+// ensureEventStore starts the trio's services the driver can start and,
+// when keyedTopic is set, the keyed design's instance, and returns the
+// services up. The keyed side is an addition: if it does not start, its
+// rows say "not measured here" and the rest of the bench runs.
+func ensureEventStore(ctx context.Context, env *scenario.Env, keyedTopic string) ([]scenario.Service, error) {
+	services := eventStoreServices
+	if err := env.Ensure(ctx, services, nil, nil); err != nil {
+		return nil, err
+	}
+	if keyedTopic != "" {
+		if err := env.Ensure(ctx, []scenario.Service{keyedService}, nil, nil); err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: the keyed side did not start (%v); its rows say not measured here\n", err)
+		} else {
+			services = append(slices.Clone(services), keyedService)
+		}
+	}
+	return services, nil
+}
+
+// measureEventStore runs the bench's scenarios, then the long streams and
+// cleanup (issue 24) at their defaults on the same services and stores
+// (results files of their own), then the causal point-read experiment on
+// instances and stores of its own.
+func measureEventStore(ctx context.Context, env *scenario.Env, o eventstore.Options) error {
 	for _, sc := range eventstore.Scenarios {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -733,8 +880,6 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 			return fmt.Errorf("eventstore %s: %w", sc, err)
 		}
 	}
-	// Long streams and cleanup (issue 24), at their defaults, on the
-	// same services and stores: results files of their own.
 	lo, co := eventstore.DefaultLongOptions(), eventstore.DefaultCleanupOptions()
 	lo.Options, co.Options = o, o
 	_, lerr := eventstore.Long(ctx, lo, os.Stderr)
@@ -745,7 +890,6 @@ func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error 
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	// The causal point-read experiment, on instances and stores of its own.
 	var xerr error
 	if err := runEventStoreCausal(ctx, env, o); err != nil {
 		xerr = fmt.Errorf("eventstore %s: %w", causalScenario, err)
@@ -879,45 +1023,30 @@ func demoEventStore(c common) eventstore.Options {
 // services stopped before the next starts), and prints one side-by-side
 // table per pair: queue, log, documents, cache (in-process vs Redis) and
 // the event store (its bench's append scenario, Postgres vs Kafka).
-func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l scenario.RateOptions, do scenario.DocumentsOptions) error {
-	cs, co := demoCache(c)
-	steps := []struct {
-		p  scenario.Pair
-		fn func(*driver.Run) error
-	}{
-		{scenario.QueuePair, func(run *driver.Run) error { return scenario.QueueScenario.Run(ctx, env, run, q) }},
-		{scenario.LogPair, func(run *driver.Run) error { return scenario.LogScenario.Run(ctx, env, run, l) }},
-		{scenario.DocumentsPair, func(run *driver.Run) error { return scenario.DocumentsScenario.Run(ctx, env, run, do) }},
-		{scenario.CachePair, func(run *driver.Run) error { return cs.Run(ctx, env, run, co) }},
-	}
+func runDemo(ctx context.Context, c common, env *scenario.Env, root string, set pairSet) error {
 	var errs []error
 	var runs []*driver.Run
-	for _, s := range steps {
-		env.Progress.Begin(s.p.Name)
-		run := driver.NewRun(s.p.Name, nil, time.Now())
+	for _, p := range loadPairs {
+		r := set[p.name]
+		if _, bench := r.(benchRun); r == nil || bench {
+			continue
+		}
+		env.Progress.Begin(p.name)
+		run := driver.NewRun(p.name, nil, time.Now())
 		run.Versions = versions.Collect(ctx, versionsConfig(c, root))
-		err := s.fn(run)
-		stopPair(env, s.p)
+		err := r.run(ctx, env, run)
+		stopPair(env, p.pair)
 		runs = append(runs, run)
 		if err != nil {
 			run.Note("run ended early: %v", err)
-			errs = append(errs, fmt.Errorf("%s: %w", s.p.Name, err))
-			fmt.Fprintf(os.Stderr, "%s: %v\n", s.p.Name, err)
+			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
+			fmt.Fprintf(os.Stderr, "%s: %v\n", p.name, err)
 		}
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	if ctx.Err() == nil {
-		env.Progress.Begin("eventstore")
-		run, err := demoEventStoreRun(ctx, c, env)
-		if err != nil {
-			run.Note("run ended early: %v", err)
-			errs = append(errs, fmt.Errorf("eventstore: %w", err))
-			fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
-		}
-		runs = append(runs, run)
-	}
+	runs, errs = demoBenches(ctx, env, set, runs, errs)
 	fmt.Println()
 	for _, run := range runs {
 		report.Demo(os.Stdout, run)
@@ -925,11 +1054,32 @@ func runDemo(ctx context.Context, c common, env *scenario.Env, root string, q, l
 	return errors.Join(errs...)
 }
 
+// demoBenches runs demo's part of the pairs measured by their own bench
+// (the event store), in table order, unless ctx has ended, and adds
+// their runs and errors to runs and errs.
+func demoBenches(ctx context.Context, env *scenario.Env, set pairSet, runs []*driver.Run, errs []error) ([]*driver.Run, []error) {
+	for _, p := range loadPairs {
+		b, ok := set[p.name].(benchRun)
+		if !ok || ctx.Err() != nil {
+			continue
+		}
+		env.Progress.Begin(p.name)
+		run, err := b.demo(ctx, env)
+		if err != nil {
+			run.Note("run ended early: %v", err)
+			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
+			fmt.Fprintf(os.Stderr, "%s: %v\n", p.name, err)
+		}
+		runs = append(runs, run)
+	}
+	return runs, errs
+}
+
 // demoEventStoreRun starts no-kurrentdb and kafka-eventstore, runs the
 // bench's append scenario at the demo's size and returns its run (its
 // results file goes to a temporary folder, not results/).
 func demoEventStoreRun(ctx context.Context, c common, env *scenario.Env) (*driver.Run, error) {
-	failed := driver.NewRun("eventstore", nil, time.Now())
+	failed := driver.NewRun(pairs.EventStore, nil, time.Now())
 	if err := env.Ensure(ctx, eventStoreServices, nil, nil); err != nil {
 		return failed, err
 	}
@@ -949,7 +1099,7 @@ func demoEventStoreRun(ctx context.Context, c common, env *scenario.Env) (*drive
 	if err != nil {
 		return failed, err
 	}
-	run.Command = "eventstore"
+	run.Command = pairs.EventStore
 	return run, nil
 }
 
@@ -962,12 +1112,26 @@ func newest(dir, pair string) string {
 	return m[len(m)-1] // names start with a sortable UTC timestamp
 }
 
+// reportCommands are the commands whose newest results file the report
+// reads by default: every pair's but those measured by their own bench
+// (whose files the report loads itself), then the long-lived,
+// throughput and scale-out runs.
+func reportCommands() []string {
+	var out []string
+	for _, p := range loadPairs {
+		if p.help != "" {
+			out = append(out, p.name)
+		}
+	}
+	return append(out, longLivedCommand, "throughput", scaleoutCommand)
+}
+
 func writeReport(c common, inputs string) error {
 	var files []string
 	if inputs != "" {
 		files = strings.Split(inputs, ",")
 	} else {
-		for _, p := range []string{"queue", "log", "documents", "cache", longLivedCommand, "throughput", scaleoutCommand} {
+		for _, p := range reportCommands() {
 			if f := newest(c.resultsDir, p); f != "" {
 				files = append(files, f)
 			}
@@ -1008,7 +1172,13 @@ func writeReport(c common, inputs string) error {
 
 // loadUsage lists the load commands.
 func loadUsage(w io.Writer) {
-	for _, k := range []string{"queue", "log", "documents", "cache", "throughput", sustainableCommand, "results", longLivedCommand, "demo", "report"} {
+	var ks []string
+	for _, p := range loadPairs {
+		if p.help != "" {
+			ks = append(ks, p.name)
+		}
+	}
+	for _, k := range append(ks, "throughput", sustainableCommand, resultsCommand, longLivedCommand, demoCommand, reportCommand) {
 		fmt.Fprintf(w, "%-10s %s\n", k, loadCommands[k])
 	}
 	fmt.Fprintln(w, "\nrun `go run ./loadtests <command> -h` for a command's flags")

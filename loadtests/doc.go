@@ -24,14 +24,20 @@
 //
 // The five pairs (queue, log, documents, eventstore, cache) are those of
 // the pair table, services/kit/pairs. main.go dispatches the commands
-// above. The load commands live in commands.go, with throughput.go,
-// longlived.go, scaleout.go, extras.go, experiments.go, eventstore_long.go,
-// causal.go, fuzz.go and publish.go beside it; extras.go adds the overload
-// points, the log pair at its batch throughput and the raw limits to
-// queue, log and results, and publish.go is the results command's last
-// step, which fails it when a point failed (unless -publish-failed).
-// doc_test.go checks that the usage lines above name every command run
-// dispatches, and that this list names every file, and no other.
+// above; registry.go's loadPairs holds each pair's part of the load driver
+// (its command, flags, options and scenario), and commands.go's loadTable
+// one small function per load command, with throughput.go, longlived.go,
+// scaleout.go, extras.go, experiments.go, eventstore_long.go, causal.go,
+// fuzz.go and publish.go beside it; extras.go adds the overload points,
+// the log pair at its batch throughput and the raw limits to queue, log
+// and results, and publish.go is the results command's last step, which
+// fails it when a point failed (unless -publish-failed). Metrics are
+// named by package driver's constants (driver.ServerDeliveryP99, ...),
+// services by kit/pairs'; the tests of registry_test.go and shape_test.go
+// keep every pair driven and reported, every function under 80 lines and
+// those names constants. doc_test.go checks that the usage lines above
+// name every command run dispatches, and that this list names every file,
+// and no other.
 // Its packages: driver (pacing, rounds, results files), scenario (the
 // pairs' scenarios), launch (services as child processes), versions
 // (server versions), cost (the CPU time a load costs each process), raw

@@ -31,44 +31,65 @@ type extras struct {
 	atOpts       scenario.AtThroughputOptions
 }
 
-// registerExtras registers the extras' flags for cmd and returns them.
-func registerExtras(fs *flag.FlagSet, cmd string) *extras {
-	x := &extras{overloadOpts: scenario.DefaultOverload, atOpts: scenario.DefaultAtThroughput}
-	if cmd == "queue" || cmd == "log" || cmd == "results" {
-		fs.BoolVar(&x.overload, "overload", true, "after the ceiling search, offer 2× and 5× each side's ceiling (needs -ceiling)")
-		fs.DurationVar(&x.overloadOpts.Duration, "overload-duration", x.overloadOpts.Duration, "duration of each overload attack")
+// newExtras returns the extras at their defaults, every one off until a
+// command registers its flags.
+func newExtras() *extras {
+	return &extras{overloadOpts: scenario.DefaultOverload, atOpts: scenario.DefaultAtThroughput}
+}
+
+// registerOverload registers the overload flags (once: the queue and
+// log pairs both take them).
+func (x *extras) registerOverload(fs *flag.FlagSet) {
+	if fs.Lookup("overload") != nil {
+		return
 	}
-	if cmd == "log" || cmd == "results" {
-		fs.BoolVar(&x.atThroughput, "at-throughput", true, "log: measure each side's batch throughput, then delivery latency at 25/50/75% of it")
-		fs.DurationVar(&x.atOpts.Duration, "at-throughput-duration", x.atOpts.Duration, "log: duration of each point at a fraction of the batch throughput")
+	fs.BoolVar(&x.overload, "overload", true, "after the ceiling search, offer 2× and 5× each side's ceiling (needs -ceiling)")
+	fs.DurationVar(&x.overloadOpts.Duration, "overload-duration", x.overloadOpts.Duration, "duration of each overload attack")
+}
+
+// registerAtThroughput registers the log pair's at-throughput flags.
+func (x *extras) registerAtThroughput(fs *flag.FlagSet) {
+	fs.BoolVar(&x.atThroughput, "at-throughput", true, "log: measure each side's batch throughput, then delivery latency at 25/50/75% of it")
+	fs.DurationVar(&x.atOpts.Duration, "at-throughput-duration", x.atOpts.Duration, "log: duration of each point at a fraction of the batch throughput")
+}
+
+// registerResults registers the results command's extras: the raw loops
+// and the failure-mode experiments.
+func (x *extras) registerResults(fs *flag.FlagSet) {
+	fs.BoolVar(&x.raw, "raw", true, "measure the engines' raw limits (no service) before the pairs")
+	fs.DurationVar(&x.rawDuration, "raw-duration", 3*time.Second, "duration of each raw loop")
+	fs.BoolVar(&x.experiments, "experiments", true, "after the event-store bench, run the failure-mode experiments at full size (go run ./loadtests experiments)")
+}
+
+// overloadEstimate is the overload points' part of a rate pair's step
+// (none when -overload is off).
+func (x *extras) overloadEstimate(settle time.Duration) scenario.Estimate {
+	if !x.overload {
+		return scenario.Estimate{}
 	}
-	if cmd == "results" {
-		fs.BoolVar(&x.raw, "raw", true, "measure the engines' raw limits (no service) before the pairs")
-		fs.DurationVar(&x.rawDuration, "raw-duration", 3*time.Second, "duration of each raw loop")
-		fs.BoolVar(&x.experiments, "experiments", true, "after the event-store bench, run the failure-mode experiments at full size (go run ./loadtests experiments)")
+	return x.overloadOpts.Estimate(settle)
+}
+
+// atThroughputEstimate is the at-throughput points' part of the log
+// pair's step (none when -at-throughput is off).
+func (x *extras) atThroughputEstimate(settle time.Duration) scenario.Estimate {
+	if !x.atThroughput {
+		return scenario.Estimate{}
 	}
-	return x
+	return x.atOpts.Estimate(settle)
 }
 
 // plan adds the extras to a command's progress plan: the raw loops as
-// a first step, the overload and at-throughput points to the queue and
-// log steps' estimates.
-func (x *extras) plan(steps []step, settle time.Duration) []step {
+// a first step, the failure-mode experiments as the last (the rate
+// pairs' steps hold their own extras, ratePair.estimate).
+func (x *extras) plan(steps []step) []step {
 	var out []step
 	if x.raw {
 		o := raw.DefaultOptions()
 		o.Duration = x.rawDuration
 		out = append(out, step{"raw", scenario.Estimate{Typical: raw.Estimate(o), Bound: 2 * raw.Estimate(o)}})
 	}
-	for _, s := range steps {
-		if x.overload && (s.name == "queue" || s.name == "log") {
-			s.est = s.est.Add(x.overloadOpts.Estimate(settle))
-		}
-		if x.atThroughput && s.name == "log" {
-			s.est = s.est.Add(x.atOpts.Estimate(settle))
-		}
-		out = append(out, s)
-	}
+	out = append(out, steps...)
 	if x.experiments {
 		d := experiments.Estimate(experiments.All())
 		out = append(out, step{"experiments", scenario.Estimate{Typical: d, Bound: 2 * d}})

@@ -42,23 +42,28 @@ type stateFlags struct {
 	longLived bool
 }
 
-// register adds the state flags of cmd to fs.
-func (s *stateFlags) register(fs *flag.FlagSet, cmd string) {
-	switch cmd {
-	case "queue", "log", "documents", "results", longLivedCommand, "throughput":
-	default:
-		return
-	}
-	if cmd != longLivedCommand { // which always starts from its own history
-		fs.StringVar(&s.mode, "state", driver.StateFresh, "tables at the start of each pair's run: fresh (truncate the pair's tables first; the schemas stay as the services' migrations made them) or keep (run on the history they hold); either way the run records every table's rows, size and dead tuples")
-	}
+// registerState adds -state and -schemas: the starting state of a
+// command whose runs declare one.
+func (s *stateFlags) registerState(fs *flag.FlagSet) {
+	fs.StringVar(&s.mode, "state", driver.StateFresh, "tables at the start of each pair's run: fresh (truncate the pair's tables first; the schemas stay as the services' migrations made them) or keep (run on the history they hold); either way the run records every table's rows, size and dead tuples")
+	s.registerSchemas(fs)
+}
+
+// registerSchemas adds -schemas alone (the long-lived command, which
+// always starts from its own history).
+func (s *stateFlags) registerSchemas(fs *flag.FlagSet) {
 	fs.StringVar(&s.schemas, "schemas", "", "service=schema,... for services keeping their tables outside their default schema (also set as their DATABASE_SCHEMA when the driver starts them)")
-	if cmd == "results" || cmd == longLivedCommand {
-		fs.Int64Var(&s.history, "history", defaultHistory, "long-lived variant: finished tasks and delivered events written into each side's tables before its run (plus a tenth more past retention, deleted as churn)")
-	}
-	if cmd == "results" {
-		fs.BoolVar(&s.longLived, "long-lived", true, "run the long-lived variant after the pairs: the queue and log scenarios (fixed rates, one round) on -history rows of history")
-	}
+}
+
+// registerHistory adds -history, the long-lived variant's size (results
+// and longlived).
+func (s *stateFlags) registerHistory(fs *flag.FlagSet) {
+	fs.Int64Var(&s.history, "history", defaultHistory, "long-lived variant: finished tasks and delivered events written into each side's tables before its run (plus a tenth more past retention, deleted as churn)")
+}
+
+// registerLongLived adds -long-lived (results only).
+func (s *stateFlags) registerLongLived(fs *flag.FlagSet) {
+	fs.BoolVar(&s.longLived, "long-lived", true, "run the long-lived variant after the pairs: the queue and log scenarios (fixed rates, one round) on -history rows of history")
 }
 
 // validate checks the flags' values.
@@ -92,18 +97,16 @@ func (s stateFlags) serviceEnv() (map[string]map[string]string, error) {
 	return out, nil
 }
 
-// pairsByName are the pairs whose runs declare a starting state.
-var pairsByName = map[string]scenario.Pair{"queue": scenario.QueuePair, "log": scenario.LogPair, "documents": scenario.DocumentsPair}
-
 // prepareStart declares the pair's starting state in run before its
-// scenario (truncating its tables with -state fresh). A failure is
-// written in the run's state and notes, and the run goes on.
+// scenario, when its loadPairs entry says its runs declare one
+// (truncating its tables with -state fresh). A failure is written in the
+// run's state and notes, and the run goes on.
 func prepareStart(ctx context.Context, c common, env *scenario.Env, run *driver.Run, pair string) {
-	p, ok := pairsByName[pair]
-	if !ok {
+	p, ok := lookupPair(pair)
+	if !ok || !p.state {
 		return
 	}
-	if err := env.PrepareStart(ctx, run, p, c.state.mode); err != nil {
+	if err := env.PrepareStart(ctx, run, p.pair, c.state.mode); err != nil {
 		run.Note("starting state (%s) not prepared: %v", c.state.mode, err)
 		fmt.Fprintf(os.Stderr, "%s: starting state: %v\n", pair, err)
 	}
@@ -126,18 +129,35 @@ func eventStoreState(env *scenario.Env) func(context.Context, *driver.Run) {
 	}
 }
 
-// longLivedOpts are the long-lived variant's options for the queue and
-// log pairs.
-type longLivedOpts struct{ q, l scenario.RateOptions }
+// longLivedPart is one pair of the long-lived variant: a pair of
+// loadPairs with a longLived scenario, and its options.
+type longLivedPart struct {
+	p  loadPair
+	sc scenario.RateScenario
+	o  scenario.RateOptions
+}
 
-// longLivedOptions are the long-lived variant's options: the standard
-// fixed rates of qo and lo, -duration, one round, no ceiling, no variant.
-func longLivedOptions(qo, lo scenario.RateOptions, c common) longLivedOpts {
-	o := longLivedOpts{qo, lo}
-	for _, r := range []*scenario.RateOptions{&o.q, &o.l} {
-		r.Duration, r.Rounds, r.Ceiling, r.Variant = c.duration, 1, false, false
+// longLivedOpts are the long-lived variant's pairs, in table order.
+type longLivedOpts []longLivedPart
+
+// longLivedOptions are the long-lived variant's options: for each pair
+// of loadPairs with a longLived scenario, the standard fixed rates of
+// its options (opts, by pair; its scenario's defaults for a pair not in
+// opts), -duration, one round, no ceiling, no variant.
+func longLivedOptions(opts map[string]scenario.RateOptions, c common) longLivedOpts {
+	var out longLivedOpts
+	for _, p := range loadPairs {
+		if p.longLived == nil {
+			continue
+		}
+		o, ok := opts[p.name]
+		if !ok {
+			o = p.longLived.Defaults
+		}
+		o.Duration, o.Rounds, o.Ceiling, o.Variant = c.duration, 1, false, false
+		out = append(out, longLivedPart{p: p, sc: *p.longLived, o: o})
 	}
-	return o
+	return out
 }
 
 // historyEstimate is the typical time to write the history into one
@@ -150,14 +170,11 @@ const historyEstimate = 45 * time.Second
 func (o longLivedOpts) steps(settle time.Duration, history int64) []step {
 	h := time.Duration(float64(historyEstimate) * float64(history) / 1e6)
 	var out []step
-	for _, s := range []struct {
-		name string
-		o    scenario.RateOptions
-	}{{"long-lived queue", o.q}, {"long-lived log", o.l}} {
-		est := s.o.Estimate(settle)
+	for _, part := range o {
+		est := part.o.Estimate(settle)
 		est.Typical += h
 		est.Bound += 2 * h
-		out = append(out, step{s.name, est})
+		out = append(out, step{"long-lived " + part.p.name, est})
 	}
 	return out
 }
@@ -170,7 +187,6 @@ func (o longLivedOpts) steps(settle time.Duration, history int64) []step {
 // Everything goes into one run, command "longlived", which the report
 // sets beside the fresh runs.
 func runLongLived(ctx context.Context, c common, env *scenario.Env, root string, args []string, o longLivedOpts) (string, error) {
-	q, l := o.q, o.l
 	if c.state.history < 1 {
 		return "", errors.New("-history must be at least 1 for the long-lived variant")
 	}
@@ -178,20 +194,19 @@ func runLongLived(ctx context.Context, c common, env *scenario.Env, root string,
 	run.Versions = versions.Collect(ctx, versionsConfig(c, root))
 	run.Settings["host"], run.Settings["port_offset"] = c.host, c.portOffset
 	run.Settings["history_rows"] = c.state.history
-	run.Settings["queue_rates"], run.Settings["log_rates"] = q.Rates, l.Rates
+	for _, part := range o {
+		run.Settings[part.p.name+"_rates"] = part.o.Rates
+	}
 	run.StartState = &driver.StartState{Mode: driver.StateLongLived, HistoryRows: c.state.history, Tables: []driver.TableState{}}
 	var errs []error
-	for _, s := range []struct {
-		p  scenario.Pair
-		sc scenario.RateScenario
-		o  scenario.RateOptions
-	}{{scenario.QueuePair, scenario.QueueScenario, q}, {scenario.LogPair, scenario.LogScenario, l}} {
-		env.Progress.Begin("long-lived " + s.p.Name)
-		err := longLivedPair(ctx, env, run, s.p, s.sc, s.o, c.state.history)
-		stopPair(env, s.p)
+	for _, part := range o {
+		p := part.p.pair
+		env.Progress.Begin("long-lived " + p.Name)
+		err := longLivedPair(ctx, env, run, p, part.sc, part.o, c.state.history)
+		stopPair(env, p)
 		if err != nil {
-			run.Note("long-lived %s: %v", s.p.Name, err)
-			errs = append(errs, fmt.Errorf("%s: %w", s.p.Name, err))
+			run.Note("long-lived %s: %v", p.Name, err)
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
 		}
 		if ctx.Err() != nil {
 			break

@@ -69,6 +69,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	if _, ok := loadTable[args[0]]; ok {
+		return loadMain(args[0], args[1:], stderr)
+	}
 	switch args[0] {
 	case "check":
 		fs := flag.NewFlagSet("check", flag.ContinueOnError)
@@ -84,11 +87,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		statuses := Check(context.Background(), *host, *timeout, Targets)
 		Print(stdout, statuses)
 		return 0
-	case "queue", "log", "documents", "cache", "throughput", "results", "demo", "report", longLivedCommand:
-		return loadMain(args[0], args[1:], stderr)
 	case sustainableCommand:
 		return loadMain("throughput", sustainableArgs(args[1:]), stderr)
-	case "eventstore":
+	case pairs.EventStore:
 		return eventStoreMain(args[1:], stdout, stderr)
 	case eventstore.LongCommand, eventstore.CleanupCommand:
 		return eventStoreExtraMain(args[0], args[1:], stdout, stderr)
@@ -115,7 +116,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: go run ./loadtests <command> [flags]   (go run ./loadtests <command> -h lists a command's flags)")
 	fmt.Fprintln(w, "       go run ./loadtests check [-host localhost] [-timeout 2s]")
-	fmt.Fprintln(w, "       go run ./loadtests eventstore <append|point-read|catch-up> [flags]")
+	fmt.Fprintln(w, "       go run ./loadtests eventstore <append|point-read|catch-up|causal> [flags]")
 	fmt.Fprintln(w, "       go run ./loadtests eventstore-long|eventstore-cleanup [flags]")
 	fmt.Fprintln(w, "\ncheck       asks every service for /healthz and /stats and prints which are up")
 	fmt.Fprintln(w, "eventstore  benches the event store trio (see loadtests/eventstore)")

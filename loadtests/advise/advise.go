@@ -8,6 +8,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // Workload is the reader's workload.
@@ -63,7 +64,7 @@ type Advice struct {
 }
 
 // Pairs are the pairs advise knows, in card order.
-var Pairs = []string{"queue", "log", "documents", "eventstore", "cache"}
+var Pairs = []string{pairs.Queue, pairs.Log, pairs.Documents, pairs.EventStore, pairs.Cache}
 
 // Validate names the first bad field of w.
 func (w Workload) Validate() error {
@@ -99,7 +100,7 @@ func contains(xs []string, x string) bool {
 // pairs' verdicts, as the report renders them.
 func Load(dir string) ([]report.Verdict, error) {
 	var runs []*driver.Run
-	for _, p := range []string{"queue", "log", "documents", "cache", "throughput"} {
+	for _, p := range []string{pairs.Queue, pairs.Log, pairs.Documents, pairs.Cache, "throughput"} {
 		m, _ := filepath.Glob(filepath.Join(dir, "*-"+p+".json"))
 		if len(m) == 0 {
 			continue
@@ -171,7 +172,7 @@ func semantics(w Workload, v report.Verdict) Answer {
 		need = append(need, "fan-out")
 	}
 	limits := "only " + v.Specialist + " gives " + strings.Join(v.SpecOnly, ", ")
-	if len(need) > 0 && (w.Pair == "queue" || w.Pair == "log") {
+	if len(need) > 0 && (w.Pair == pairs.Queue || w.Pair == pairs.Log) {
 		q.Verdict, q.Text = Specialist, fmt.Sprintf("no: you need %s; %s.", strings.Join(need, " and "), limits)
 		return q
 	}

@@ -140,19 +140,7 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 	p := &pacer{ConstantPacer: constantPacer(spec.Rate)}
 	interval := float64(p.Per.Nanoseconds()) / float64(p.Freq)
 
-	var n atomic.Uint64
-	targeter := func(t *vegeta.Target) error {
-		r := spec.Next(n.Add(1) - 1)
-		t.Method, t.URL, t.Body = r.Method, r.URL, r.Body
-		if t.Method == "" {
-			t.Method = http.MethodGet
-		}
-		t.Header = http.Header{}
-		if r.Body != nil {
-			t.Header.Set("Content-Type", "application/json")
-		}
-		return nil
-	}
+	targeter := attackTargeter(spec)
 	atk := vegeta.NewAttacker(
 		vegeta.Timeout(spec.Timeout),
 		vegeta.MaxWorkers(spec.MaxWorkers),
@@ -163,22 +151,11 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 	stop := context.AfterFunc(ctx, func() { atk.Stop() })
 	defer stop()
 
-	var bar *progressbar.ProgressBar
 	var label string
 	if spec.Progress != nil {
 		label = spec.Progress.attackStarted()
 	}
-	if spec.Progress.Bars() {
-		bar = progressbar.NewOptions64(int64(spec.Rate*spec.Duration.Seconds()),
-			progressbar.OptionSetWriter(spec.Progress.w),
-			progressbar.OptionSetDescription(label+" "+spec.Name),
-			progressbar.OptionSetWidth(20),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(false),
-			progressbar.OptionThrottle(200*time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-		)
-	}
+	bar := attackBar(spec, label)
 
 	t := newTally(spec.Rate, spec.Duration)
 	defer lessGC()()
@@ -218,6 +195,41 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 		spec.Progress.attackEnded(label, spec, res)
 	}
 	return res
+}
+
+// attackTargeter is the attack's targeter: spec.Next's requests in
+// sequence, JSON bodies labelled so.
+func attackTargeter(spec AttackSpec) vegeta.Targeter {
+	var n atomic.Uint64
+	return func(t *vegeta.Target) error {
+		r := spec.Next(n.Add(1) - 1)
+		t.Method, t.URL, t.Body = r.Method, r.URL, r.Body
+		if t.Method == "" {
+			t.Method = http.MethodGet
+		}
+		t.Header = http.Header{}
+		if r.Body != nil {
+			t.Header.Set("Content-Type", "application/json")
+		}
+		return nil
+	}
+}
+
+// attackBar is the attack's progress bar when spec.Progress draws bars,
+// or nil.
+func attackBar(spec AttackSpec, label string) *progressbar.ProgressBar {
+	if !spec.Progress.Bars() {
+		return nil
+	}
+	return progressbar.NewOptions64(int64(spec.Rate*spec.Duration.Seconds()),
+		progressbar.OptionSetWriter(spec.Progress.w),
+		progressbar.OptionSetDescription(label+" "+spec.Name),
+		progressbar.OptionSetWidth(20),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
 }
 
 // tally counts the answers of one attack or loop.

@@ -170,14 +170,14 @@ func Median(vs []float64) float64 {
 // FlattenClient adds a ClientResult's numbers to m under prefix
 // ("client." or "client.rewrite.").
 func FlattenClient(m map[string]float64, prefix string, c ClientResult) {
-	m[prefix+"p50_ms"] = c.Latency.P50MS
-	m[prefix+"p95_ms"] = c.Latency.P95MS
-	m[prefix+"p99_ms"] = c.Latency.P99MS
-	m[prefix+"max_ms"] = c.Latency.MaxMS
-	m[prefix+"errors"] = float64(c.Errors)
-	m[prefix+"shed"] = float64(c.Shed)
-	m[prefix+"sent_rate"] = c.SentRate
-	m[prefix+"ok_rate"] = c.Throughput
+	m[prefix+SuffixP50] = c.Latency.P50MS
+	m[prefix+SuffixP95] = c.Latency.P95MS
+	m[prefix+SuffixP99] = c.Latency.P99MS
+	m[prefix+SuffixMax] = c.Latency.MaxMS
+	m[prefix+SuffixErrors] = float64(c.Errors)
+	m[prefix+SuffixShed] = float64(c.Shed)
+	m[prefix+SuffixSentRate] = c.SentRate
+	m[prefix+SuffixOKRate] = c.Throughput
 }
 
 // FlattenServer adds every latency of a /stats body to m as
@@ -190,12 +190,12 @@ func FlattenServer(m map[string]float64, s *ServerStats) {
 		if l.Count == 0 {
 			continue
 		}
-		p := "server." + n + "."
+		p := ServerPrefix + n + "."
 		m[p+"count"] = float64(l.Count)
-		m[p+"p50_ms"] = l.P50MS
-		m[p+"p95_ms"] = l.P95MS
-		m[p+"p99_ms"] = l.P99MS
-		m[p+"max_ms"] = l.MaxMS
+		m[p+SuffixP50] = l.P50MS
+		m[p+SuffixP95] = l.P95MS
+		m[p+SuffixP99] = l.P99MS
+		m[p+SuffixMax] = l.MaxMS
 	}
 }
 

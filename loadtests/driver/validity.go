@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // The states of a measured value (Status.State).
@@ -197,7 +199,7 @@ func (r *Run) AbortReason() string {
 // standIn returns the stand-in reason of a side of r ("" when it runs
 // the system it is named after): the mongodb side on FerretDB.
 func standIn(r *Run, side string) string {
-	if side == "mongodb" && r.Versions.MongoFlavor == "FerretDB" {
+	if side == pairs.MongoDB && r.Versions.MongoFlavor == "FerretDB" {
 		return "FerretDB standing in for MongoDB"
 	}
 	return ""

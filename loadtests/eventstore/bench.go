@@ -65,7 +65,7 @@ type Options struct {
 
 func defaultEngines(targets string, keyedPartitions int) []*Engine {
 	var out []*Engine
-	backends := map[string]string{"no-kurrentdb": "postgres", "kurrentdb": "kurrentdb", "kafka-eventstore": "kafka", KeyedName: "kafka"}
+	backends := map[string]string{pairs.NoKurrentDB: "postgres", pairs.KurrentDB: "kurrentdb", pairs.KafkaEventStore: "kafka", KeyedName: "kafka"}
 	for _, t := range strings.Split(targets, ",") {
 		name, u, ok := strings.Cut(strings.TrimSpace(t), "=")
 		if !ok {
@@ -73,7 +73,7 @@ func defaultEngines(targets string, keyedPartitions int) []*Engine {
 		}
 		e := &Engine{Name: name, Backend: backends[name], URL: strings.TrimRight(u, "/")}
 		switch name {
-		case "kafka-eventstore":
+		case pairs.KafkaEventStore:
 			e.Label, e.Partitions = ReferenceLabel, 1
 		case KeyedName:
 			e.Partitions = max(keyedPartitions, 2)
@@ -284,7 +284,7 @@ func appendLoop(ctx context.Context, o Options, e *Engine, m Mode, prefix string
 		},
 	})
 	res := &driver.SideResult{Metrics: map[string]float64{}, Phases: []driver.Phase{{Name: "append", Client: c}}}
-	driver.FlattenClient(res.Metrics, "client.", c)
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	conflicts := c.Codes["409"]
 	m2 := res.Metrics
 	// ops counts every append completed, in the window or late;
@@ -500,12 +500,28 @@ func catchUpRun(ctx context.Context, o Options, e *Engine) (catchUp, p50, pmax f
 	if err := prefill(ctx, e.URL, stream, o.Events, "OxygenAdded", func(j int) map[string]any { return map[string]any{"liters": 1, "n": j} }); err != nil {
 		return 0, 0, 0, err
 	}
+	catchUp, last, err := catchUpTime(ctx, e, from, stream, o.Events)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	lat, err := liveLatencies(ctx, e, stream, last)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	slices.Sort(lat)
+	return round2(catchUp), round2(lat[len(lat)/2]), round2(lat[len(lat)-1]), nil
+}
+
+// catchUpTime subscribes from the cursor from and returns the time in ms
+// until the subscriber is caught up, having received the stream's events
+// (events of them), and the id of the last one.
+func catchUpTime(ctx context.Context, e *Engine, from, stream string, events int) (float64, string, error) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	t0 := time.Now()
 	ch, err := subscribe(sctx, e.URL, from)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, "", err
 	}
 	got := 0
 	var last string
@@ -518,17 +534,24 @@ func catchUpRun(ctx context.Context, o Options, e *Engine) (catchUp, p50, pmax f
 			break
 		}
 	}
-	catchUp = float64(time.Since(t0).Microseconds()) / 1000
+	catchUp := float64(time.Since(t0).Microseconds()) / 1000
 	cancel()
-	if got != o.Events {
-		return 0, 0, 0, fmt.Errorf("catch-up delivered %d of %d events", got, o.Events)
+	if got != events {
+		return 0, "", fmt.Errorf("catch-up delivered %d of %d events", got, events)
 	}
-	// Live: an independent subscriber, caught up before anything is sent.
+	return catchUp, last, nil
+}
+
+// liveLatencies subscribes from last with an independent subscriber,
+// caught up before anything is sent, then appends livePerRun events to
+// the stream's live twin, 20 ms apart, and returns each one's latency
+// from its append to its delivery, in ms.
+func liveLatencies(ctx context.Context, e *Engine, stream, last string) ([]float64, error) {
 	lctx, lcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer lcancel()
 	live, err := subscribe(lctx, e.URL, last)
 	if err != nil {
-		return 0, 0, 0, err
+		return nil, err
 	}
 	for m := range live {
 		if m.Event == "caught-up" {
@@ -569,10 +592,9 @@ func catchUpRun(ctx context.Context, o Options, e *Engine) (catchUp, p50, pmax f
 		}
 	}
 	if len(lat) != livePerRun {
-		return 0, 0, 0, fmt.Errorf("live subscriber received %d of %d events", len(lat), livePerRun)
+		return nil, fmt.Errorf("live subscriber received %d of %d events", len(lat), livePerRun)
 	}
-	slices.Sort(lat)
-	return round2(catchUp), round2(lat[len(lat)/2]), round2(lat[len(lat)-1]), nil
+	return lat, nil
 }
 
 // DefaultTargets names the event store trio at their pair-table ports on
@@ -583,7 +605,7 @@ func DefaultTargets() string { return Targets("localhost", 0) }
 // plus portOffset, the Postgres side first: the -targets spelling.
 func Targets(host string, portOffset int) string {
 	var named []string
-	for _, s := range pairs.Pair("eventstore") {
+	for _, s := range pairs.Pair(pairs.EventStore) {
 		named = append(named, s.Name+"="+s.URL(host, portOffset))
 	}
 	named = append(named, fmt.Sprintf("%s=http://%s:%d", KeyedName, host, KeyedPort+portOffset))

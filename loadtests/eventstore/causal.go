@@ -293,7 +293,7 @@ func causalSides(o CausalOptions, id string, now time.Time) []*CausalSide {
 	timeout := CausalBackendTimeout.String()
 	topic := BenchTopic(now) + "-causal"
 	schema := CausalSchemaPrefix + id
-	pg, kf := pairs.Get("no-kurrentdb"), pairs.Get("kafka-eventstore")
+	pg, kf := pairs.Get(pairs.NoKurrentDB), pairs.Get(pairs.KafkaEventStore)
 	return []*CausalSide{
 		{Engine: Engine{Name: pg.Name, Backend: "postgres"}, Service: pg.Name, Instance: pg.Name + "@causal", Port: pg.Port + CausalPortOffset, Store: schema,
 			Env: map[string]string{"DATABASE_SCHEMA": schema, "BACKEND_TIMEOUT": timeout}},

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // CleanupCommand is the cleanup scenario's command and results-file
@@ -121,7 +122,7 @@ func Cleanup(ctx context.Context, o CleanupOptions, log io.Writer) (string, erro
 		}
 	}
 	if !o.SkipPostgres {
-		p := driver.Point{Scenario: CleanupPGPoint, Name: SizeName(o.StreamEvents), Sides: []string{"no-kurrentdb"}}
+		p := driver.Point{Scenario: CleanupPGPoint, Name: SizeName(o.StreamEvents), Sides: []string{pairs.NoKurrentDB}}
 		_ = driver.RunPoint(ctx, &p, 1, func(ctx context.Context, _ string, _ int) (*driver.SideResult, error) {
 			if pg == nil {
 				return nil, errors.New("not measured here: no Postgres side among -targets")
@@ -208,59 +209,10 @@ func runLiveLoad(ctx context.Context, e *Engine, stream string) (*liveLoad, func
 		}
 	}
 	got := make(chan struct{})
-	go func() {
-		defer close(got)
-		for m := range ch {
-			if m.Event != "event" {
-				continue
-			}
-			var ev struct {
-				Stream string `json:"stream"`
-				Data   struct {
-					I *int `json:"i"`
-				} `json:"data"`
-			}
-			if json.Unmarshal([]byte(m.Data), &ev) != nil || ev.Stream != stream || ev.Data.I == nil {
-				continue
-			}
-			l.mu.Lock()
-			if i := *ev.Data.I; i >= 0 && i < len(l.sentAt) && !l.sentAt[i].IsZero() {
-				l.deliver[l.sentIn[i]] = append(l.deliver[l.sentIn[i]], durMS(m.At.Sub(l.sentAt[i])))
-				l.received++
-			}
-			l.mu.Unlock()
-		}
-	}()
+	go l.receive(ch, stream, got)
 	actx, stopAppends := context.WithCancel(ctx)
 	appended := make(chan struct{})
-	go func() {
-		defer close(appended)
-		for i := 0; actx.Err() == nil; i++ {
-			l.mu.Lock()
-			l.sentAt = append(l.sentAt, time.Now())
-			l.sentIn = append(l.sentIn, l.phase)
-			phase := l.phase
-			l.mu.Unlock()
-			t0 := time.Now()
-			status, _, err := appendEvents(actx, e.URL, stream, "any", event{Type: "OxygenAdded", Data: map[string]any{"liters": 1, "i": i}})
-			l.mu.Lock()
-			if err != nil || status != http.StatusCreated {
-				if actx.Err() == nil {
-					l.failed++
-				}
-				// Not sent: drop it, so that the subscriber waits only for
-				// the appends that were answered.
-				l.sentAt[i] = time.Time{}
-			} else {
-				l.appends[phase] = append(l.appends[phase], durMS(time.Since(t0)))
-			}
-			l.mu.Unlock()
-			select {
-			case <-actx.Done():
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}()
+	go l.appendLoop(actx, e, stream, appended)
 	stop := func() {
 		stopAppends()
 		<-appended
@@ -279,6 +231,64 @@ func runLiveLoad(ctx context.Context, e *Engine, stream string) (*liveLoad, func
 		<-got
 	}
 	return l, stop, nil
+}
+
+// receive counts the live stream's events of ch as delivered, with their
+// latency from the append, and closes got when ch ends.
+func (l *liveLoad) receive(ch <-chan sseMsg, stream string, got chan<- struct{}) {
+	defer close(got)
+	for m := range ch {
+		if m.Event != "event" {
+			continue
+		}
+		var ev struct {
+			Stream string `json:"stream"`
+			Data   struct {
+				I *int `json:"i"`
+			} `json:"data"`
+		}
+		if json.Unmarshal([]byte(m.Data), &ev) != nil || ev.Stream != stream || ev.Data.I == nil {
+			continue
+		}
+		l.mu.Lock()
+		if i := *ev.Data.I; i >= 0 && i < len(l.sentAt) && !l.sentAt[i].IsZero() {
+			l.deliver[l.sentIn[i]] = append(l.deliver[l.sentIn[i]], durMS(m.At.Sub(l.sentAt[i])))
+			l.received++
+		}
+		l.mu.Unlock()
+	}
+}
+
+// appendLoop appends to the live stream every 10 ms until ctx ends,
+// recording each answered append's latency in its phase, and closes
+// appended when it stops.
+func (l *liveLoad) appendLoop(actx context.Context, e *Engine, stream string, appended chan<- struct{}) {
+	defer close(appended)
+	for i := 0; actx.Err() == nil; i++ {
+		l.mu.Lock()
+		l.sentAt = append(l.sentAt, time.Now())
+		l.sentIn = append(l.sentIn, l.phase)
+		phase := l.phase
+		l.mu.Unlock()
+		t0 := time.Now()
+		status, _, err := appendEvents(actx, e.URL, stream, "any", event{Type: "OxygenAdded", Data: map[string]any{"liters": 1, "i": i}})
+		l.mu.Lock()
+		if err != nil || status != http.StatusCreated {
+			if actx.Err() == nil {
+				l.failed++
+			}
+			// Not sent: drop it, so that the subscriber waits only for
+			// the appends that were answered.
+			l.sentAt[i] = time.Time{}
+		} else {
+			l.appends[phase] = append(l.appends[phase], durMS(time.Since(t0)))
+		}
+		l.mu.Unlock()
+		select {
+		case <-actx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // durMS is d in milliseconds.
@@ -335,24 +345,9 @@ func pgCleanup(ctx context.Context, o CleanupOptions, e *Engine, stream string, 
 		return err
 	}
 	defer conn.Close(context.Background())
-	table := pgx.Identifier{o.Schema, "events"}.Sanitize()
-	size := func() (int64, error) {
-		var n int64
-		err := conn.QueryRow(ctx, `SELECT pg_total_relation_size($1::regclass)`, table).Scan(&n)
-		return n, err
-	}
-	lsn := func() (string, error) {
-		var s string
-		err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&s)
-		return s, err
-	}
-	walSince := func(from string) (float64, error) {
-		var n float64
-		err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::float8`, from).Scan(&n)
-		return n, err
-	}
+	t := cleanupTable{conn: conn, table: pgx.Identifier{o.Schema, "events"}.Sanitize()}
 	var rows int64
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE stream_id = $1`, stream).Scan(&rows); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+t.table+` WHERE stream_id = $1`, stream).Scan(&rows); err != nil {
 		return err
 	}
 	if rows != int64(o.StreamEvents) {
@@ -371,62 +366,107 @@ func pgCleanup(ctx context.Context, o CleanupOptions, e *Engine, stream string, 
 	if err := sleepOrDone(ctx, o.Window); err != nil {
 		return err
 	}
-	before, err := size()
-	if err != nil {
-		return err
-	}
-	l0, err := lsn()
-	if err != nil {
-		return err
-	}
-	live.setPhase(phaseDelete)
-	t0 := time.Now()
-	batches := 0
-	var deleted int64
-	for lo := int64(0); lo < int64(o.StreamEvents); lo += int64(o.Batch) {
-		tag, err := conn.Exec(ctx, `DELETE FROM `+table+` WHERE stream_id = $1 AND version >= $2 AND version < $3`, stream, lo, lo+int64(o.Batch))
-		if err != nil {
-			return fmt.Errorf("delete batch %d: %w", batches+1, err)
-		}
-		deleted += tag.RowsAffected()
-		batches++
-	}
-	m["delete_s"] = round2(time.Since(t0).Seconds())
-	wal, err := walSince(l0)
-	if err != nil {
-		return err
-	}
-	afterDelete, err := size()
-	if err != nil {
-		return err
-	}
-	live.setPhase(phaseVacuum)
-	l1, err := lsn()
-	if err != nil {
-		return err
-	}
-	t1 := time.Now()
-	if _, err := conn.Exec(ctx, `VACUUM `+table); err != nil {
-		return fmt.Errorf("vacuum: %w", err)
-	}
-	m["vacuum_s"] = round2(time.Since(t1).Seconds())
-	vwal, err := walSince(l1)
-	if err != nil {
-		return err
-	}
-	afterVacuum, err := size()
+	deleted, err := t.deleteAndVacuum(ctx, o, stream, live, m)
 	if err != nil {
 		return err
 	}
 	stop()
 	stopped = true
 	live.record(m)
+	fmt.Fprintf(log, "eventstore-cleanup postgres: deleted %d rows in %.0f batches in %.2f s (%.1f MB of WAL); table %.1f → %.1f MB after VACUUM\n",
+		deleted, m["batches"], m["delete_s"], m["delete_wal_mb"], m["size_before_mb"], m["size_after_vacuum_mb"])
+	return pgCleanupVerdict(ctx, o, e, stream, deleted, m)
+}
+
+// cleanupTable is the Postgres side's events table, on one connection.
+type cleanupTable struct {
+	conn  *pgx.Conn
+	table string
+}
+
+// size is the table's total size in bytes.
+func (t cleanupTable) size(ctx context.Context) (int64, error) {
+	var n int64
+	err := t.conn.QueryRow(ctx, `SELECT pg_total_relation_size($1::regclass)`, t.table).Scan(&n)
+	return n, err
+}
+
+// lsn is the server's current WAL position.
+func (t cleanupTable) lsn(ctx context.Context) (string, error) {
+	var s string
+	err := t.conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&s)
+	return s, err
+}
+
+// walSince is the WAL written since from, in bytes.
+func (t cleanupTable) walSince(ctx context.Context, from string) (float64, error) {
+	var n float64
+	err := t.conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::float8`, from).Scan(&n)
+	return n, err
+}
+
+// deleteAndVacuum deletes stream in batches of o.Batch versions, then
+// vacuums the table, the live load told each phase, and records in m the
+// seconds, WAL and sizes of both and the rows and batches deleted; it
+// returns the rows deleted.
+func (t cleanupTable) deleteAndVacuum(ctx context.Context, o CleanupOptions, stream string, live *liveLoad, m map[string]float64) (int64, error) {
+	before, err := t.size(ctx)
+	if err != nil {
+		return 0, err
+	}
+	l0, err := t.lsn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	live.setPhase(phaseDelete)
+	t0 := time.Now()
+	batches := 0
+	var deleted int64
+	for lo := int64(0); lo < int64(o.StreamEvents); lo += int64(o.Batch) {
+		tag, err := t.conn.Exec(ctx, `DELETE FROM `+t.table+` WHERE stream_id = $1 AND version >= $2 AND version < $3`, stream, lo, lo+int64(o.Batch))
+		if err != nil {
+			return 0, fmt.Errorf("delete batch %d: %w", batches+1, err)
+		}
+		deleted += tag.RowsAffected()
+		batches++
+	}
+	m["delete_s"] = round2(time.Since(t0).Seconds())
+	wal, err := t.walSince(ctx, l0)
+	if err != nil {
+		return 0, err
+	}
+	afterDelete, err := t.size(ctx)
+	if err != nil {
+		return 0, err
+	}
+	live.setPhase(phaseVacuum)
+	l1, err := t.lsn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	t1 := time.Now()
+	if _, err := t.conn.Exec(ctx, `VACUUM `+t.table); err != nil {
+		return 0, fmt.Errorf("vacuum: %w", err)
+	}
+	m["vacuum_s"] = round2(time.Since(t1).Seconds())
+	vwal, err := t.walSince(ctx, l1)
+	if err != nil {
+		return 0, err
+	}
+	afterVacuum, err := t.size(ctx)
+	if err != nil {
+		return 0, err
+	}
 	m["events_deleted"], m["batches"] = float64(deleted), float64(batches)
 	m["delete_wal_mb"], m["vacuum_wal_mb"] = bytesMB(int64(wal)), bytesMB(int64(vwal))
 	m["size_before_mb"], m["size_after_delete_mb"], m["size_after_vacuum_mb"] = bytesMB(before), bytesMB(afterDelete), bytesMB(afterVacuum)
 	m["returned_mb"] = bytesMB(before - afterVacuum)
-	fmt.Fprintf(log, "eventstore-cleanup postgres: deleted %d rows in %d batches in %.2f s (%.1f MB of WAL); table %.1f → %.1f MB after VACUUM\n",
-		deleted, batches, m["delete_s"], m["delete_wal_mb"], m["size_before_mb"], m["size_after_vacuum_mb"])
+	return deleted, nil
+}
+
+// pgCleanupVerdict checks the delete: every row removed, the service
+// reading nothing of the stream, and the live load undisturbed.
+func pgCleanupVerdict(ctx context.Context, o CleanupOptions, e *Engine, stream string, deleted int64, m map[string]float64) error {
 	var r readResult
 	if status, err := getJSON(ctx, e.URL+"/streams/"+stream+"?limit=1", &r); err != nil || status != http.StatusOK {
 		return fmt.Errorf("read of the deleted stream: %d %v", status, err)

@@ -127,58 +127,14 @@ func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map
 		return err
 	}
 	m["customer_before"], m["others_before"], m["dir_mb_before"] = float64(v0.customer), float64(v0.others), bytesMB(size0)
-	switch policy {
-	case KafkaRetention:
-		err = alterTopic(ctx, c, topic, map[string]string{"retention.ms": "1000"})
-	case KafkaCompaction:
-		// The tombstone, then the policy; a marker record after
-		// segment.ms rolls the active segment (never cleaned), so that
-		// the tombstone lies in a segment the cleaner may clean.
-		if err = produceRecords(ctx, c, topic, kafka.Record{Key: kafka.NewBytes([]byte(customer))}); err == nil {
-			err = alterTopic(ctx, c, topic, map[string]string{"cleanup.policy": "compact", "segment.ms": "1000"})
-		}
-		if err == nil {
-			if err = sleepOrDone(ctx, 1100*time.Millisecond); err == nil {
-				err = produceRecords(ctx, c, topic, kafka.Record{Key: kafka.NewBytes([]byte("roll-" + id)), Value: kafka.NewBytes(envelopeOf(tankEvent(1)))})
-			}
-		}
+	if err := applyKafkaPolicy(ctx, c, topic, customer, id, policy); err != nil {
+		return err
 	}
+	w, err := watchKafkaCleanup(ctx, broker, topic, customer, dir, o.StreamEvents, v0, size0, wait)
 	if err != nil {
 		return err
 	}
-	applied := time.Now()
-	last, partial := v0, 0
-	firstChange, returned := -1.0, -1.0
-	size := size0
-	nextView := time.Now()
-	for time.Since(applied) < wait {
-		if err := sleepOrDone(ctx, time.Second); err != nil {
-			return err
-		}
-		if size, err = dirBytes(dir); err != nil {
-			return err
-		}
-		if size*2 <= size0 && returned < 0 {
-			returned = time.Since(applied).Seconds()
-		}
-		if time.Now().After(nextView) || returned >= 0 {
-			v, err := readView(ctx, broker, topic, customer)
-			if err != nil {
-				return err
-			}
-			if firstChange < 0 && (v.customer != v0.customer || v.others != v0.others || v.first != v0.first) {
-				firstChange = time.Since(applied).Seconds()
-			}
-			if v.customer > 0 && v.customer < o.StreamEvents {
-				partial++
-			}
-			last = v
-			nextView = time.Now().Add(5 * time.Second)
-		}
-		if returned >= 0 {
-			break
-		}
-	}
+	last, partial, firstChange, returned, size, applied := w.last, w.partial, w.firstChange, w.returned, w.size, w.applied
 	m["dir_mb_after"] = bytesMB(size)
 	m["customer_after"], m["others_after"], m["tombstones_after"] = float64(last.customer), float64(last.others), float64(last.tombstones)
 	m["log_start_after"] = float64(last.first)
@@ -195,6 +151,81 @@ func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map
 	}
 	m["space_returned_s"] = round2(returned)
 	return nil
+}
+
+// applyKafkaPolicy applies policy to topic: retention, or a tombstone of
+// customer then compaction.
+func applyKafkaPolicy(ctx context.Context, c *kafka.Client, topic, customer, id, policy string) error {
+	var err error
+	switch policy {
+	case KafkaRetention:
+		err = alterTopic(ctx, c, topic, map[string]string{"retention.ms": "1000"})
+	case KafkaCompaction:
+		// The tombstone, then the policy; a marker record after
+		// segment.ms rolls the active segment (never cleaned), so that
+		// the tombstone lies in a segment the cleaner may clean.
+		if err = produceRecords(ctx, c, topic, kafka.Record{Key: kafka.NewBytes([]byte(customer))}); err == nil {
+			err = alterTopic(ctx, c, topic, map[string]string{"cleanup.policy": "compact", "segment.ms": "1000"})
+		}
+		if err == nil {
+			if err = sleepOrDone(ctx, 1100*time.Millisecond); err == nil {
+				err = produceRecords(ctx, c, topic, kafka.Record{Key: kafka.NewBytes([]byte("roll-" + id)), Value: kafka.NewBytes(envelopeOf(tankEvent(1)))})
+			}
+		}
+	}
+	return err
+}
+
+// kafkaWatch is what watchKafkaCleanup saw after the policy was applied.
+type kafkaWatch struct {
+	// last is the last view of the topic read; partial counts the views
+	// that held some of the customer's events but not all.
+	last    kafkaView
+	partial int
+	// firstChange and returned are the seconds until the first view that
+	// changed and until the log directory held half its size, or -1.
+	firstChange, returned float64
+	// size is the log directory's last size; applied when the watch began.
+	size    int64
+	applied time.Time
+}
+
+// watchKafkaCleanup polls the log directory every second and the topic's
+// view every 5 s (and once the space is returned), for at most wait,
+// until the directory holds half of size0.
+func watchKafkaCleanup(ctx context.Context, broker, topic, customer, dir string, events int, v0 kafkaView, size0 int64, wait time.Duration) (kafkaWatch, error) {
+	w := kafkaWatch{last: v0, firstChange: -1, returned: -1, size: size0, applied: time.Now()}
+	nextView := time.Now()
+	for time.Since(w.applied) < wait {
+		if err := sleepOrDone(ctx, time.Second); err != nil {
+			return w, err
+		}
+		var err error
+		if w.size, err = dirBytes(dir); err != nil {
+			return w, err
+		}
+		if w.size*2 <= size0 && w.returned < 0 {
+			w.returned = time.Since(w.applied).Seconds()
+		}
+		if time.Now().After(nextView) || w.returned >= 0 {
+			v, err := readView(ctx, broker, topic, customer)
+			if err != nil {
+				return w, err
+			}
+			if w.firstChange < 0 && (v.customer != v0.customer || v.others != v0.others || v.first != v0.first) {
+				w.firstChange = time.Since(w.applied).Seconds()
+			}
+			if v.customer > 0 && v.customer < events {
+				w.partial++
+			}
+			w.last = v
+			nextView = time.Now().Add(5 * time.Second)
+		}
+		if w.returned >= 0 {
+			break
+		}
+	}
+	return w, nil
 }
 
 // envelopeOf is e as kafka-eventstore stores it: the record's value.

@@ -245,7 +245,34 @@ func Long(ctx context.Context, o LongOptions, log io.Writer) (string, error) {
 func longSize(ctx context.Context, run *driver.Run, o LongOptions, engines []*Engine, tag string, n int,
 	pids map[string]string, pidErrs map[string]error, note func(string, []string), log io.Writer) error {
 	stream := fmt.Sprintf("tank-long-%s-%d", tag, n)
-	want := expectedTank(n)
+	filled, err := longFill(ctx, run, o, engines, stream, n, log)
+	if err != nil {
+		return err
+	}
+	for _, f := range longFolds(o, stream, expectedTank(n)) {
+		p := driver.Point{Scenario: f.scenario, Name: SizeName(n), Sides: names(engines)}
+		err := driver.RunPoint(ctx, &p, o.Loads, func(ctx context.Context, svc string, round int) (*driver.SideResult, error) {
+			e := engineNamed(engines, svc)
+			if !e.Up {
+				return nil, notMeasured(e)
+			}
+			if ferr := filled[svc]; ferr != nil {
+				return nil, fmt.Errorf("the stream was not written: %v", ferr)
+			}
+			return longFoldSide(ctx, o, e, f.fn, round, pids[svc], pidErrs[svc], func(lines []string) { note(svc, lines) })
+		})
+		run.Points = append(run.Points, p)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// longFill writes the stream of n events (a snapshot every
+// o.SnapshotEvery) on every engine up, as the fill point of run, and
+// returns each engine's error (nil when written).
+func longFill(ctx context.Context, run *driver.Run, o LongOptions, engines []*Engine, stream string, n int, log io.Writer) (map[string]error, error) {
 	filled := map[string]error{}
 	fill := driver.Point{Scenario: LongFillPoint, Name: SizeName(n), Sides: names(engines)}
 	err := driver.RunPoint(ctx, &fill, 1, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
@@ -263,14 +290,23 @@ func longSize(ctx context.Context, run *driver.Run, o LongOptions, engines []*En
 		return &driver.SideResult{Metrics: m}, err
 	})
 	run.Points = append(run.Points, fill)
-	if err != nil {
-		return err
-	}
-	type fold func(ctx context.Context, e *Engine, m map[string]float64) error
-	folds := []struct {
-		scenario string
-		fn       fold
-	}{
+	return filled, err
+}
+
+// longFoldFunc folds the stream on e, recording its figures in m.
+type longFoldFunc func(ctx context.Context, e *Engine, m map[string]float64) error
+
+// longFold is one way of folding the long stream, as its point's
+// scenario.
+type longFold struct {
+	scenario string
+	fn       longFoldFunc
+}
+
+// longFolds are the three ways of folding stream, each checked against
+// want: paged reads, the service's own fold, and from the last snapshot.
+func longFolds(o LongOptions, stream string, want tank) []longFold {
+	return []longFold{
 		{LongFoldPoint, func(ctx context.Context, e *Engine, m map[string]float64) error {
 			t, err := foldPaged(ctx, e, stream, 0, o.Page, tank{Version: -1}, m)
 			if err == nil {
@@ -293,52 +329,40 @@ func longSize(ctx context.Context, run *driver.Run, o LongOptions, engines []*En
 			return err
 		}},
 	}
-	for _, f := range folds {
-		p := driver.Point{Scenario: f.scenario, Name: SizeName(n), Sides: names(engines)}
-		err := driver.RunPoint(ctx, &p, o.Loads, func(ctx context.Context, svc string, round int) (*driver.SideResult, error) {
-			e := engineNamed(engines, svc)
-			if !e.Up {
-				return nil, notMeasured(e)
-			}
-			if ferr := filled[svc]; ferr != nil {
-				return nil, fmt.Errorf("the stream was not written: %v", ferr)
-			}
-			m := map[string]float64{}
-			// Postgres' records touched: the first load of each way only
-			// (the statistics take up to statsFlush to arrive).
-			var touch *touched
-			var terr error
-			if round == 0 {
-				touch, terr = startTouched(ctx, o.Options, e)
-			}
-			fctx, cancel := context.WithTimeout(ctx, o.FoldTimeout)
-			mem := startMem(pids[svc], pidErrs[svc])
-			t0 := time.Now()
-			err := f.fn(fctx, e, m)
-			m["read_ms"] = round2(float64(time.Since(t0).Microseconds()) / 1000)
-			note(svc, mem.finish(m))
-			timedOut := fctx.Err() != nil && ctx.Err() == nil
-			cancel()
-			if timedOut && err != nil {
-				err = fmt.Errorf("did not finish within %s (-fold-timeout) after %d requests: %w", o.FoldTimeout, int(m["requests"]), err)
-			}
-			if err != nil {
-				return &driver.SideResult{Metrics: m}, err
-			}
-			if terr == nil {
-				terr = touch.finish(ctx, m)
-			}
-			if terr != nil {
-				note(svc, []string{"records touched not measured: " + terr.Error()})
-			}
-			return &driver.SideResult{Metrics: m}, nil
-		})
-		run.Points = append(run.Points, p)
-		if err != nil {
-			return err
-		}
+}
+
+// longFoldSide measures one fold on e: its read time and memory, bounded
+// by o.FoldTimeout, and on the first round Postgres' records touched
+// (the statistics take up to statsFlush to arrive); note records what
+// could not be measured.
+func longFoldSide(ctx context.Context, o LongOptions, e *Engine, fn longFoldFunc, round int, pid string, pidErr error, note func([]string)) (*driver.SideResult, error) {
+	m := map[string]float64{}
+	var touch *touched
+	var terr error
+	if round == 0 {
+		touch, terr = startTouched(ctx, o.Options, e)
 	}
-	return nil
+	fctx, cancel := context.WithTimeout(ctx, o.FoldTimeout)
+	mem := startMem(pid, pidErr)
+	t0 := time.Now()
+	err := fn(fctx, e, m)
+	m["read_ms"] = round2(float64(time.Since(t0).Microseconds()) / 1000)
+	note(mem.finish(m))
+	timedOut := fctx.Err() != nil && ctx.Err() == nil
+	cancel()
+	if timedOut && err != nil {
+		err = fmt.Errorf("did not finish within %s (-fold-timeout) after %d requests: %w", o.FoldTimeout, int(m["requests"]), err)
+	}
+	if err != nil {
+		return &driver.SideResult{Metrics: m}, err
+	}
+	if terr == nil {
+		terr = touch.finish(ctx, m)
+	}
+	if terr != nil {
+		note([]string{"records touched not measured: " + terr.Error()})
+	}
+	return &driver.SideResult{Metrics: m}, nil
 }
 
 // checkFold fails a fold that does not match the stream written.

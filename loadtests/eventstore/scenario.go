@@ -76,7 +76,7 @@ var Append = AppendScenario{
 // Validate says what is missing or inconsistent in a declared scenario.
 func (s AppendScenario) Validate() error {
 	var errs []error
-	if len(s.Sides) < 2 || s.Sides[0] != "no-kurrentdb" {
+	if len(s.Sides) < 2 || s.Sides[0] != pairs.NoKurrentDB {
 		errs = append(errs, fmt.Errorf("append: sides %v, want the Postgres side first and at least one other", s.Sides))
 	}
 	if len(s.Modes) == 0 || !slices.ContainsFunc(s.Modes, func(m Mode) bool { return m.Name == Blind.Name }) {
@@ -116,7 +116,7 @@ func BenchEstimate(o Options, engines int) scenario.Estimate {
 // trio names the event store services, the Postgres side first.
 func trio() []string {
 	var out []string
-	for _, s := range pairs.Pair("eventstore") {
+	for _, s := range pairs.Pair(pairs.EventStore) {
 		out = append(out, s.Name)
 	}
 	return out

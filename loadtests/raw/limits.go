@@ -3,6 +3,8 @@ package raw
 import (
 	"fmt"
 	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // Step is one raw loop an item passes through, Times times (a task record
@@ -39,21 +41,21 @@ type Path struct {
 // deliveries table, so those steps are on both sides' paths; what differs
 // is the transport between them.
 var Paths = map[string]Path{
-	"no-rabbitmq": {Postgres, []Step{
+	pairs.NoRabbitMQ: {Postgres, []Step{
 		{Postgres, InsertBatch, 2}, // the task record and its queue_jobs row
 		{Postgres, ClaimDelete, 1}, // the SKIP LOCKED claim, the completion's DELETE
 		{Postgres, RecordUpdate, 2},
 	}},
-	"rabbitmq": {RabbitMQ, []Step{
+	pairs.RabbitMQ: {RabbitMQ, []Step{
 		{Postgres, InsertBatch, 1},
 		{RabbitMQ, Publish, 1}, {RabbitMQ, Consume, 1},
 		{Postgres, RecordUpdate, 2},
 	}},
-	"no-kafka": {Postgres, []Step{
+	pairs.NoKafka: {Postgres, []Step{
 		{Postgres, InsertBatch, 1}, {Postgres, Wal2JSON, 1},
 		{Postgres, InsertBatch, 1}, // the delivery record
 	}},
-	"kafka": {Kafka, []Step{
+	pairs.Kafka: {Kafka, []Step{
 		{Postgres, InsertBatch, 1},
 		{Kafka, Produce, 1}, {Kafka, Fetch, 1},
 		{Postgres, InsertBatch, 1},

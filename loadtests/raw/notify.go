@@ -181,9 +181,40 @@ func notifyPoint(ctx context.Context, pool *pgxpool.Pool, l *Listener, channel, 
 		stmt = `WITH i AS (INSERT INTO t (payload) VALUES ($1)) SELECT pg_notify($2, '')`
 	}
 	received := l.count.Load()
+	hists, commits, el, first := runCommitters(ctx, conns, mode, stmt, channel, d, deb)
+	if deb != nil {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		_ = deb.Close(cctx)
+		ccancel()
+		p.Sent = deb.Sent()
+	} else if mode == NotifyInTx {
+		p.Sent = commits
+	}
+	if first != nil {
+		return p, first
+	}
+	all := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+	for _, h := range hists {
+		all.Merge(h)
+	}
+	p.Commits, p.Seconds = commits, math.Round(el.Seconds()*1000)/1000
+	if el > 0 {
+		p.TPS = math.Round(float64(p.Commits)/el.Seconds()*10) / 10
+	}
+	p.P50Ms = float64(all.ValueAtQuantile(50)) / 1000
+	p.P99Ms = float64(all.ValueAtQuantile(99)) / 1000
+	p.Received = l.settle(ctx, received, p.Sent) - received
+	return p, nil
+}
+
+// runCommitters has each of conns commit stmt in a loop for d (poking deb
+// after each commit when set) and returns each one's commit latencies,
+// the commits, the time taken and the errors met. Committers stop
+// starting statements at the deadline and finish the one in flight, so
+// no connection is cut and every commit counts.
+func runCommitters(ctx context.Context, conns []*pgxpool.Conn, mode, stmt, channel string, d time.Duration, deb *pglisten.Debouncer) ([]*hdrhistogram.Histogram, int64, time.Duration, error) {
+	n := len(conns)
 	hists := make([]*hdrhistogram.Histogram, n)
-	// Committers stop starting statements at the deadline and finish the
-	// one in flight, so no connection is cut and every commit counts.
 	var stop atomic.Bool
 	var commits atomic.Int64
 	var mu sync.Mutex
@@ -221,30 +252,7 @@ func notifyPoint(ctx context.Context, pool *pgxpool.Pool, l *Listener, channel, 
 		})
 	}
 	wg.Wait()
-	el := time.Since(start)
-	if deb != nil {
-		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-		_ = deb.Close(cctx)
-		ccancel()
-		p.Sent = deb.Sent()
-	} else if mode == NotifyInTx {
-		p.Sent = commits.Load()
-	}
-	if first != nil {
-		return p, first
-	}
-	all := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
-	for _, h := range hists {
-		all.Merge(h)
-	}
-	p.Commits, p.Seconds = commits.Load(), math.Round(el.Seconds()*1000)/1000
-	if el > 0 {
-		p.TPS = math.Round(float64(p.Commits)/el.Seconds()*10) / 10
-	}
-	p.P50Ms = float64(all.ValueAtQuantile(50)) / 1000
-	p.P99Ms = float64(all.ValueAtQuantile(99)) / 1000
-	p.Received = l.settle(ctx, received, p.Sent) - received
-	return p, nil
+	return hists, commits.Load(), time.Since(start), first
 }
 
 // Listener is one connection LISTENing on a channel, counting the

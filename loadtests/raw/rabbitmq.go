@@ -63,7 +63,19 @@ func amqpPair(ctx context.Context, o Options) ([]Result, error) {
 		}
 	}()
 
-	// Publish.
+	confirmed, elapsed, err := amqpPublish(ctx, conn, queue, o)
+	finish(&pub, confirmed, elapsed)
+	if err != nil {
+		return []Result{pub, con}, err
+	}
+	err = amqpConsume(ctx, conn, queue, confirmed, o, &con)
+	return []Result{pub, con}, err
+}
+
+// amqpPublish publishes to queue for o.Duration from amqpPublishers
+// channels in confirm mode, amqpWindow confirms in flight on each, and
+// returns the messages confirmed, the time taken and the first error.
+func amqpPublish(ctx context.Context, conn *amqp.Connection, queue string, o Options) (int64, time.Duration, error) {
 	pctx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
 	var confirmed atomic.Int64
@@ -111,26 +123,26 @@ func amqpPair(ctx context.Context, o Options) ([]Result, error) {
 		})
 	}
 	wg.Wait()
-	finish(&pub, confirmed.Load(), time.Since(start))
-	if perr != nil {
-		return []Result{pub, con}, perr
-	}
+	return confirmed.Load(), time.Since(start), perr
+}
 
-	// Consume what was published.
-	total := confirmed.Load()
+// amqpConsume consumes the total messages published to queue (prefetch
+// amqpPrefetch, acked with multiple every amqpAckEvery), waiting at most
+// twice o.Duration, and records the rate in con.
+func amqpConsume(ctx context.Context, conn *amqp.Connection, queue string, total int64, o Options, con *Result) error {
 	cc, err := conn.Channel()
 	if err != nil {
-		return []Result{pub, con}, err
+		return err
 	}
 	defer cc.Close()
 	if err := cc.Qos(amqpPrefetch, 0, false); err != nil {
-		return []Result{pub, con}, err
+		return err
 	}
 	deliveries, err := cc.ConsumeWithContext(ctx, queue, "", false, false, false, false, nil)
 	if err != nil {
-		return []Result{pub, con}, err
+		return err
 	}
-	start = time.Now()
+	start := time.Now()
 	deadline := time.After(2 * o.Duration)
 	var got int64
 	var last uint64
@@ -138,25 +150,25 @@ func amqpPair(ctx context.Context, o Options) ([]Result, error) {
 		select {
 		case d, ok := <-deliveries:
 			if !ok {
-				finish(&con, got, time.Since(start))
-				return []Result{pub, con}, fmt.Errorf("deliveries closed after %d of %d", got, total)
+				finish(con, got, time.Since(start))
+				return fmt.Errorf("deliveries closed after %d of %d", got, total)
 			}
 			got++
 			last = d.DeliveryTag
 			if got%amqpAckEvery == 0 {
 				if err := cc.Ack(last, true); err != nil {
-					return []Result{pub, con}, err
+					return err
 				}
 			}
 		case <-deadline:
 			total = got
 		case <-ctx.Done():
-			return []Result{pub, con}, ctx.Err()
+			return ctx.Err()
 		}
 	}
 	if last != 0 {
 		_ = cc.Ack(last, true)
 	}
-	finish(&con, got, time.Since(start))
-	return []Result{pub, con}, nil
+	finish(con, got, time.Since(start))
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // CacheTitle is the heading of the cache pair's RESULTS.md section.
@@ -75,25 +77,25 @@ var cpuRows = []cacheRow{
 // CacheSection renders the cache run's section of RESULTS.md, or "" when
 // r is not a cache run.
 func CacheSection(r *driver.Run) string {
-	if r == nil || r.Command != "cache" {
+	if r == nil || r.Command != pairs.Cache {
 		return ""
 	}
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	rs := runs{"cache": r}
+	rs := runs{pairs.Cache: r}
 	w("\n## %s\n\n", CacheTitle)
 	if s := settingsLine(r); s != "" {
 		b.WriteString(settingsBlock(s))
 	}
 	w("Every mode is a column, driven identically: `unlogged` and `logged` are no-redis with `CACHE_MODE=unlogged` (`CACHE_TABLE=unlogged` or `logged`), `local` no-redis' in-process cache, `redis` the redis service, `client-side` the redis service with `CACHE_MODE=client-side` (a copy in the process, invalidated by Redis' tracking pushes; runs before it was built lack the column). Cells are the median across rounds (min–max).\n\n")
-	if ps := rs.points("cache", cacheProfile); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, cacheProfile); len(ps) > 0 {
 		w("### Products over a Zipf key set (open loop, same rate on every mode)\n\n")
 		cacheTable(&b, ps, append([]cacheRow{
-			{"client p50 ms", "client.p50_ms"}, {"client p99 ms", "client.p99_ms"}, {"errors", "client.errors"},
-			{"shed (503)", "client.shed"}, {"hit ratio", "hit_ratio"}, {"origin loads", "counter.origin_loads"},
+			{"client p50 ms", driver.ClientP50}, {"client p99 ms", driver.ClientP99}, {"errors", driver.ClientErrors},
+			{"shed (503)", driver.ClientShed}, {"hit ratio", "hit_ratio"}, {"origin loads", driver.CounterOriginLoads},
 		}, cpuRows...))
 	}
-	kv := append(rs.points("cache", cacheKVWrite), rs.points("cache", cacheKVRead)...)
+	kv := append(rs.points(pairs.Cache, cacheKVWrite), rs.points(pairs.Cache, cacheKVRead)...)
 	if len(kv) > 0 {
 		w("### kv writes, then reads of what was written: logged vs unlogged\n\n")
 		named := make([]*driver.Point, len(kv))
@@ -102,18 +104,18 @@ func CacheSection(r *driver.Run) string {
 			c.Name = strings.TrimPrefix(p.Scenario, "cache.") + " " + p.Name
 			named[i] = &c
 		}
-		cacheTable(&b, named, append([]cacheRow{{"client p50 ms", "client.p50_ms"}, {"client p99 ms", "client.p99_ms"}, {"errors", "client.errors"}, {"shed (503)", "client.shed"}}, cpuRows...))
+		cacheTable(&b, named, append([]cacheRow{{"client p50 ms", driver.ClientP50}, {"client p99 ms", driver.ClientP99}, {"errors", driver.ClientErrors}, {"shed (503)", driver.ClientShed}}, cpuRows...))
 	}
-	if ps := rs.points("cache", cacheRaw); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, cacheRaw); len(ps) > 0 {
 		w("### Lookup by key without HTTP (pgx SELECT by primary key vs go-redis GET, one connection, one at a time)\n\n")
-		cacheTable(&b, ps, []cacheRow{{"p50 ms", "client.p50_ms"}, {"p99 ms", "client.p99_ms"}, {"lookups/s", "client.ok_rate"}})
+		cacheTable(&b, ps, []cacheRow{{"p50 ms", driver.ClientP50}, {"p99 ms", driver.ClientP99}, {"lookups/s", driver.ClientOKRate}})
 	}
-	if ps := rs.points("cache", cacheStampede); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, cacheStampede); len(ps) > 0 {
 		w("### Stampede: concurrent GETs of one cold key (origin loads from /stats)\n\n")
 		cacheTable(&b, ps, []cacheRow{{"origin loads, one instance", "origin_loads.one"}, {"origin loads, two instances", "origin_loads.two"},
 			{"ms until every GET answered, one instance", "elapsed_ms.one"}, {"failed GETs", "errors.one"}})
 	}
-	if ps := rs.points("cache", cacheStaleness); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, cacheStaleness); len(ps) > 0 {
 		w("### Staleness after an out-of-band `UPDATE products ... WHERE` (10 rows, through pgx)\n\n")
 		w("Milliseconds until both instances of a mode serve the new value; **TTL-bound** when the window lasts until `PRODUCT_TTL` (more than half of it) or past it.\n\n")
 		p := ps[0]
@@ -169,9 +171,9 @@ const (
 func httpFloor(in claimInputs) string {
 	best, where := math.Inf(1), ""
 	for _, sc := range []string{cacheProfile, cacheKVWrite, cacheKVRead} {
-		for _, p := range in.rs.points("cache", sc) {
+		for _, p := range in.rs.points(pairs.Cache, sc) {
 			for _, s := range p.Sides {
-				if v, ok := median(p, "client.p50_ms", s); ok && v > 0 && v < best {
+				if v, ok := median(p, driver.ClientP50, s); ok && v > 0 && v < best {
 					best, where = v, fmt.Sprintf("%s %s %s", s, strings.TrimPrefix(sc, "cache."), p.Name)
 				}
 			}
@@ -186,12 +188,12 @@ func httpFloor(in claimInputs) string {
 // cacheClaims are the cache pair's claims (issue 10), appended to
 // claimTable.
 var cacheClaims = []claimSpec{
-	{pair: "cache", short: fmt.Sprintf("raw lookup by key: Redis %s× ahead", num(rawLookupRatio)),
+	{pair: pairs.Cache, short: fmt.Sprintf("raw lookup by key: Redis %s× ahead", num(rawLookupRatio)),
 		claim: "Lookup by key: p50 about 0.1 ms on Redis vs about 0.65 ms on Postgres (raw client, no HTTP)",
 		rule: fmt.Sprintf("postgres' p50 ÷ redis' within %s× of %s (%s) in every round, pgx SELECT by primary key vs go-redis GET, one connection each; Redis ahead by less is the right direction at the wrong size and does not hold",
 			num(tolerance), num(rawLookupRatio), around(rawLookupRatio, rawLookupRatio)),
-		evaluate: atPoint("cache", cacheRaw, "", "cache raw lookup", func(_ claimInputs, p *driver.Point) outcome {
-			v, ok := medians(at{p, "client.p50_ms", "postgres"}, at{p, "client.p50_ms", "redis"})
+		evaluate: atPoint(pairs.Cache, cacheRaw, "", "cache raw lookup", func(_ claimInputs, p *driver.Point) outcome {
+			v, ok := medians(at{p, driver.ClientP50, scenario.RawSidePostgres}, at{p, driver.ClientP50, scenario.RawSideRedis})
 			if !ok || v[1] <= 0 {
 				return outcome{missing: "no lookup latency on both sides"}
 			}
@@ -208,15 +210,15 @@ var cacheClaims = []claimSpec{
 			}
 			return o
 		})},
-	{pair: "cache", short: "Redis ahead behind HTTP",
+	{pair: pairs.Cache, short: "Redis ahead behind HTTP",
 		claim: "Behind the same HTTP server, Redis is ahead on reads, writes and a mixed profile, and uses about two thirds of a core where Postgres uses both cores",
 		rule: fmt.Sprintf("redis' client p50 below the unlogged table's by more than %s%% (closer is a tie: it decides nothing) at every profile, same open-loop rate, in every round; the CPU part is shown (CPU-s per 1,000 ops) but not judged: at a fixed rate below both ceilings neither side uses whole cores",
 			num(100*tieWithin)),
 		evaluate: func(in claimInputs) outcome {
 			var ties []string
 			behind := false
-			o := atEveryPoint("cache", cacheProfile, "cache", func(claimInputs) string { return "p50 redis vs unlogged: " }, func(p *driver.Point) (string, bool) {
-				v, ok := medians(at{p, "client.p50_ms", modeRedis}, at{p, "client.p50_ms", modeUnlogged})
+			o := atEveryPoint(pairs.Cache, cacheProfile, pairs.Cache, func(claimInputs) string { return "p50 redis vs unlogged: " }, func(p *driver.Point) (string, bool) {
+				v, ok := medians(at{p, driver.ClientP50, modeRedis}, at{p, driver.ClientP50, modeUnlogged})
 				if !ok {
 					return p.Name + ": " + notRecorded, false
 				}
@@ -228,7 +230,7 @@ var cacheClaims = []claimSpec{
 				case v[0] > v[1]:
 					behind = true
 				}
-				if c, ok := medians(at{p, "cpu_per_k.redis", modeRedis}, at{p, "cpu_per_k.postgres", modeUnlogged}); ok {
+				if c, ok := optionalMedians(at{p, "cpu_per_k.redis", modeRedis}, at{p, "cpu_per_k.postgres", modeUnlogged}); ok {
 					part += fmt.Sprintf(" (CPU-s/1k ops: redis-server %s, postgres %s)", num(c[0]), num(c[1]))
 				}
 				return part, v[0] < v[1] && !tie(v[0], v[1])
@@ -239,17 +241,17 @@ var cacheClaims = []claimSpec{
 			}
 			return o
 		}},
-	{pair: "cache", short: "UNLOGGED writes faster",
+	{pair: pairs.Cache, short: "UNLOGGED writes faster",
 		claim: "UNLOGGED makes writes about 3× faster than a logged table; reads are unchanged",
 		rule: fmt.Sprintf("kv PUT p50 on the logged table ≥ %s× the unlogged one's (%s× within %s×), and kv GET p50 within ±%s%%, same rate, in every round",
 			num(unloggedWriteClaim/tolerance), num(unloggedWriteClaim), num(tolerance), num(100*readsUnchanged)),
 		evaluate: func(in claimInputs) outcome {
-			wp, rp := in.rs.point("cache", cacheKVWrite, ""), in.rs.point("cache", cacheKVRead, "")
+			wp, rp := in.rs.point(pairs.Cache, cacheKVWrite, ""), in.rs.point(pairs.Cache, cacheKVRead, "")
 			if wp == nil || rp == nil {
 				return notRun("cache kv write and read")
 			}
-			v, ok := medians(at{wp, "client.p50_ms", modeLogged}, at{wp, "client.p50_ms", modeUnlogged},
-				at{rp, "client.p50_ms", modeLogged}, at{rp, "client.p50_ms", modeUnlogged})
+			v, ok := medians(at{wp, driver.ClientP50, modeLogged}, at{wp, driver.ClientP50, modeUnlogged},
+				at{rp, driver.ClientP50, modeLogged}, at{rp, driver.ClientP50, modeUnlogged})
 			if !ok || v[1] <= 0 || v[3] <= 0 {
 				return outcome{missing: "no kv latency on both tables"}
 			}
@@ -258,22 +260,22 @@ var cacheClaims = []claimSpec{
 				holds: w >= unloggedWriteClaim/tolerance && r >= 1-readsUnchanged && r <= 1+readsUnchanged,
 				floor: joinWhy(commitFloor(in), httpFloor(in))}
 		}},
-	{pair: "cache", short: "in-process cache beats any network cache",
+	{pair: pairs.Cache, short: "in-process cache beats any network cache",
 		claim: "An in-process cache beats any network cache, Redis included",
 		rule:  "local's median client p50 below redis' and the unlogged table's on the read-heavy profile and on kv reads; client-side (Redis' own in-process copy) is shown, not judged: it is an in-process cache too",
 		evaluate: func(in claimInputs) outcome {
 			var parts []string
 			holds := true
-			for _, p := range []*driver.Point{in.rs.point("cache", cacheProfile, "read_heavy"), in.rs.point("cache", cacheKVRead, "")} {
+			for _, p := range []*driver.Point{in.rs.point(pairs.Cache, cacheProfile, "read_heavy"), in.rs.point(pairs.Cache, cacheKVRead, "")} {
 				if p == nil {
 					return notRun("cache read-heavy and kv read")
 				}
-				v, ok := medians(at{p, "client.p50_ms", modeLocal}, at{p, "client.p50_ms", modeRedis}, at{p, "client.p50_ms", modeUnlogged})
+				v, ok := medians(at{p, driver.ClientP50, modeLocal}, at{p, driver.ClientP50, modeRedis}, at{p, driver.ClientP50, modeUnlogged})
 				if !ok {
 					return outcome{missing: "no " + p.Scenario + " latency on local, redis and unlogged"}
 				}
 				part := fmt.Sprintf("%s %s: local %s, redis %s, unlogged %s", strings.TrimPrefix(p.Scenario, "cache."), p.Name, num(v[0]), num(v[1]), num(v[2]))
-				if c, ok := median(p, "client.p50_ms", modeClientSide); ok {
+				if c, ok := median(p, driver.ClientP50, modeClientSide); ok {
 					part += fmt.Sprintf(", client-side %s", num(c))
 				}
 				parts = append(parts, part+" ms")
@@ -281,10 +283,10 @@ var cacheClaims = []claimSpec{
 			}
 			return outcome{measured: strings.Join(parts, "; "), holds: holds}
 		}},
-	{pair: "cache", short: "stampede computed once in-process",
+	{pair: pairs.Cache, short: "stampede computed once in-process",
 		claim: "Concurrent misses on one key are computed once by an in-process cache (stampede protection); Redis knows nothing of concurrent requests",
 		rule:  "local: 1 origin load for the concurrent GETs of one cold key on one instance in every round, at most 2 across two instances; the other modes' counts are shown (their services have singleflight too: Redis itself is not what protects them)",
-		evaluate: atPoint("cache", cacheStampede, "", "cache stampede", func(_ claimInputs, p *driver.Point) outcome {
+		evaluate: atPoint(pairs.Cache, cacheStampede, "", "cache stampede", func(_ claimInputs, p *driver.Point) outcome {
 			one, two := p.Find("origin_loads.one"), p.Find("origin_loads.two")
 			if one == nil || two == nil {
 				return outcome{missing: "no origin loads recorded"}
@@ -302,10 +304,10 @@ var cacheClaims = []claimSpec{
 			return outcome{measured: fmt.Sprintf("%s: most origin loads in a round, one / two instances: %s", p.Name, strings.Join(parts, "; ")),
 				holds: a.Min >= 1 && a.Max == 1 && b.Max <= 2}
 		})},
-	{pair: "cache", short: "Postgres as the invalidation source",
+	{pair: pairs.Cache, short: "Postgres as the invalidation source",
 		claim: "Postgres can be the cache's invalidation source. Logical replication (or a statement trigger) also catches a bulk `UPDATE ... WHERE` made outside the service",
 		rule:  "local (statement trigger + NOTIFY): both instances serve the new value within 1 s of an out-of-band UPDATE ... WHERE of 10 rows, in every round; the TTL-bound modes are shown",
-		evaluate: atPoint("cache", cacheStaleness, "", "cache staleness", func(_ claimInputs, p *driver.Point) outcome {
+		evaluate: atPoint(pairs.Cache, cacheStaleness, "", "cache staleness", func(_ claimInputs, p *driver.Point) outcome {
 			fresh, ok := sideMin(p.Find("fresh"), modeLocal)
 			if !ok {
 				return outcome{missing: "the local mode was not measured"}
@@ -325,7 +327,16 @@ var cacheClaims = []claimSpec{
 		})},
 }
 
-func init() { claimTable = append(claimTable, cacheClaims...) }
+func init() {
+	claimTable = append(claimTable, cacheClaims...)
+	registerReport(pairReport{name: pairs.Cache, title: CacheTitle, section: cacheSection,
+		chart: &pairChart{"staleness", stalenessFile, stalenessChart}, card: "staleness"})
+}
+
+// cacheSection is the cache pair's section and its staleness chart.
+func cacheSection(r *driver.Run, charts map[string]string, chartsRel string) string {
+	return CacheSection(r) + "\n" + chartLine(charts, "staleness", chartsRel)
+}
 
 // sideMax returns a side's maximum across rounds of m.
 func sideMax(m *driver.Metric, side string) (float64, bool) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // Confidence of a figure: how it was obtained.
@@ -122,7 +124,7 @@ func newInputs(all []*driver.Run, es eventstore.Results, src ...Sources) *inputs
 	for _, r := range all {
 		in.rs[r.Command] = r
 	}
-	for _, c := range []string{"queue", "log", "documents", "cache"} {
+	for _, c := range pairCommands() {
 		if r := in.rs[c]; r != nil {
 			in.order = append(in.order, r)
 		}
@@ -215,33 +217,35 @@ func pointFigure(p *driver.Point, metric, side, unit string) Figure {
 	}
 	v, ok := median(p, metric, side)
 	if !ok {
-		return noFigure(unit)
+		// A valid side without the metric: renamed, or no longer
+		// recorded. An error to show, not "not measured".
+		return Figure{Unit: unit, Why: fmt.Sprintf("failed: no metric %q in %s %s", metric, p.Scenario, p.Name)}
 	}
 	return Figure{Value: v, Unit: unit}
 }
 
 func queueVerdict(in *inputs) Verdict {
-	v := Verdict{Pair: "queue", Title: "Queue", Specialist: "RabbitMQ", Item: "tasks", SpecConfidence: MeasuredHere,
-		PGRate: ceilingFigure(in, "queue", "no-rabbitmq"), SpecRate: ceilingFigure(in, "queue", "rabbitmq"),
-		RateCriterion: criterionLatency(in, "queue", "no-rabbitmq"), MaxRate: maxRate(in, "queue"),
-		PGCPU: cpuFigure(in, "queue", "no-rabbitmq"), SpecCPU: cpuFigure(in, "queue", "rabbitmq"),
+	v := Verdict{Pair: pairs.Queue, Title: "Queue", Specialist: "RabbitMQ", Item: "tasks", SpecConfidence: MeasuredHere,
+		PGRate: ceilingFigure(in, pairs.Queue, pairs.NoRabbitMQ), SpecRate: ceilingFigure(in, pairs.Queue, pairs.RabbitMQ),
+		RateCriterion: criterionLatency(in, pairs.Queue, pairs.NoRabbitMQ), MaxRate: maxRate(in, pairs.Queue),
+		PGCPU: cpuFigure(in, pairs.Queue, pairs.NoRabbitMQ), SpecCPU: cpuFigure(in, pairs.Queue, pairs.RabbitMQ),
 		PayloadBytes: []float64{typicalPayload},
 		SpecOnly:     []string{"fan-out (one copy per consumer)", "routing", "many queues"},
-		Doc:          "docs/queue.md", Section: pairTitles["queue"], Chart: "docs/results/queue-card.svg",
+		Doc:          "docs/queue.md", Section: titleOf(pairs.Queue), Chart: "docs/results/queue-card.svg",
 		LatencyWhat: "delivery p99",
 	}
-	if r := in.rs["queue"]; r != nil {
+	if r := in.rs[pairs.Queue]; r != nil {
 		v.SpecServer = rabbitVersion(r.Versions)
 	}
-	v.Claims = claimCount(in.claims, "queue")
-	best, _ := highestKeptUp(in.rs, "queue", "queue.rate")
-	v.PGLatency, v.SpecLatency = pointFigure(best, "server.delivery.p99_ms", "no-rabbitmq", " ms"), pointFigure(best, "server.delivery.p99_ms", "rabbitmq", " ms")
+	v.Claims = claimCount(in.claims, pairs.Queue)
+	best, _ := highestKeptUp(in.rs, pairs.Queue, "queue.rate")
+	v.PGLatency, v.SpecLatency = pointFigure(best, driver.ServerDeliveryP99, pairs.NoRabbitMQ, " ms"), pointFigure(best, driver.ServerDeliveryP99, pairs.RabbitMQ, " ms")
 	if best != nil {
 		v.LatencyWhat = "delivery p99 at " + best.Name
 	}
 	v.Bites = "every `NOTIFY` serializes commits"
-	for _, p := range in.rs.points("queue", "queue.rate") {
-		if tp, ok := median(p, "throughput", "no-rabbitmq"); ok && p.Rate > 0 && tp < keptUpShare*p.Rate {
+	for _, p := range in.rs.points(pairs.Queue, "queue.rate") {
+		if tp, ok := median(p, "throughput", pairs.NoRabbitMQ); ok && p.Rate > 0 && tp < keptUpShare*p.Rate {
 			v.Bites = fmt.Sprintf("past its ceiling the backlog grows (Postgres fell behind at %s); %s", p.Name, v.Bites)
 			break
 		}
@@ -250,23 +254,23 @@ func queueVerdict(in *inputs) Verdict {
 }
 
 func logVerdict(in *inputs) Verdict {
-	v := Verdict{Pair: "log", Title: "Log", Specialist: "Kafka", Item: "events", SpecConfidence: MeasuredHere,
-		PGRate: ceilingFigure(in, "log", "no-kafka"), SpecRate: ceilingFigure(in, "log", "kafka"),
-		RateCriterion: criterionLatency(in, "log", "no-kafka"), MaxRate: maxRate(in, "log"),
-		PGCPU: cpuFigure(in, "log", "no-kafka"), SpecCPU: cpuFigure(in, "log", "kafka"),
+	v := Verdict{Pair: pairs.Log, Title: "Log", Specialist: "Kafka", Item: "events", SpecConfidence: MeasuredHere,
+		PGRate: ceilingFigure(in, pairs.Log, pairs.NoKafka), SpecRate: ceilingFigure(in, pairs.Log, pairs.Kafka),
+		RateCriterion: criterionLatency(in, pairs.Log, pairs.NoKafka), MaxRate: maxRate(in, pairs.Log),
+		PGCPU: cpuFigure(in, pairs.Log, pairs.NoKafka), SpecCPU: cpuFigure(in, pairs.Log, pairs.Kafka),
 		PayloadBytes: []float64{typicalPayload},
 		SpecOnly:     []string{"consumer groups", "replay from any offset", "retention", "partitions for parallel consumers"},
-		Doc:          "docs/log.md", Section: pairTitles["log"], Chart: "docs/results/log-card.svg",
+		Doc:          "docs/log.md", Section: titleOf(pairs.Log), Chart: "docs/results/log-card.svg",
 		LatencyWhat: "delivery p95",
 	}
-	if r := in.rs["log"]; r != nil {
+	if r := in.rs[pairs.Log]; r != nil {
 		v.SpecServer = "Kafka " + orWhy(r.Versions.Kafka, r.Versions.Errors["kafka"])
 	}
-	v.Claims = claimCount(in.claims, "log")
-	ps := in.rs.points("log", "log.rate")
+	v.Claims = claimCount(in.claims, pairs.Log)
+	ps := in.rs.points(pairs.Log, "log.rate")
 	if len(ps) > 0 {
 		p := ps[len(ps)-1]
-		v.PGLatency, v.SpecLatency = pointFigure(p, "server.delivery.p95_ms", "no-kafka", " ms"), pointFigure(p, "server.delivery.p95_ms", "kafka", " ms")
+		v.PGLatency, v.SpecLatency = pointFigure(p, driver.ServerDeliveryP95, pairs.NoKafka, " ms"), pointFigure(p, driver.ServerDeliveryP95, pairs.Kafka, " ms")
 		v.LatencyWhat = "delivery p95 at " + p.Name
 	} else {
 		v.PGLatency, v.SpecLatency = noFigure(" ms"), noFigure(" ms")
@@ -276,30 +280,30 @@ func logVerdict(in *inputs) Verdict {
 }
 
 func documentsVerdict(in *inputs) Verdict {
-	v := Verdict{Pair: "documents", Title: "Documents", Specialist: "MongoDB", Item: "searches", SpecConfidence: MeasuredHere,
+	v := Verdict{Pair: pairs.Documents, Title: "Documents", Specialist: "MongoDB", Item: "searches", SpecConfidence: MeasuredHere,
 		PGRate: noFigure("/s"), SpecRate: noFigure("/s"), MaxRate: 0,
 		PGCPU: noFigure(" CPU-s"), SpecCPU: noFigure(" CPU-s"),
 		SpecOnly: []string{"frequent whole rewrites of large documents", "queries other than containment (`@>`) served by an index", "sharded writes"},
-		Doc:      "docs/documents.md", Section: pairTitles["documents"], Chart: "docs/results/documents-card.svg",
+		Doc:      "docs/documents.md", Section: titleOf(pairs.Documents), Chart: "docs/results/documents-card.svg",
 		LatencyWhat: "containment search p95",
 	}
-	v.Claims = claimCount(in.claims, "documents")
-	r := in.rs["documents"]
+	v.Claims = claimCount(in.claims, pairs.Documents)
+	r := in.rs[pairs.Documents]
 	if r != nil && r.Versions.MongoFlavor == "FerretDB" {
 		v.SpecConfidence = StandInFerretDB
 	}
-	p := in.rs.point("documents", "documents.search", "")
-	v.PGLatency, v.SpecLatency = pointFigure(p, "server.search.p95_ms", "no-mongodb", " ms"), pointFigure(p, "server.search.p95_ms", "mongodb", " ms")
+	p := in.rs.point(pairs.Documents, "documents.search", "")
+	v.PGLatency, v.SpecLatency = pointFigure(p, driver.ServerSearchP95, pairs.NoMongoDB, " ms"), pointFigure(p, driver.ServerSearchP95, pairs.MongoDB, " ms")
 	if p != nil {
 		v.MaxRate = p.Rate
 		v.LatencyWhat += " at " + p.Name
 	}
 	var sizes []string
-	for _, p := range in.rs.points("documents", "documents.rewrite") {
+	for _, p := range in.rs.points(pairs.Documents, "documents.rewrite") {
 		if b := sizeOf(p.Name); b > 0 {
 			v.PayloadBytes = append(v.PayloadBytes, b)
 		}
-		f := pointFigure(p, "cost_ratio.p50", "no-mongodb", "×")
+		f := pointFigure(p, "cost_ratio.p50", pairs.NoMongoDB, "×")
 		sizes = append(sizes, p.Name+" "+f.String())
 	}
 	v.Bites = "a large profile is rewritten whole (TOAST), even for a neighbour column"
@@ -345,7 +349,7 @@ func ParseSize(s string) (float64, error) {
 }
 
 func eventStoreVerdict(in *inputs) Verdict {
-	v := Verdict{Pair: "eventstore", Title: "Event store", Specialist: "KurrentDB", Item: "events", SpecConfidence: NotRunKurrentDB,
+	v := Verdict{Pair: pairs.EventStore, Title: "Event store", Specialist: "KurrentDB", Item: "events", SpecConfidence: NotRunKurrentDB,
 		PGRate: noFigure("/s"), SpecRate: Figure{Why: "not run"},
 		PGCPU: noFigure(" CPU-s"), SpecCPU: Figure{Why: "not run"},
 		SpecOnly: []string{"server-side projections", "persistent subscriptions managed by the server"},
@@ -354,7 +358,7 @@ func eventStoreVerdict(in *inputs) Verdict {
 		SpecLatency: Figure{Why: "not run"},
 	}
 	rta := eventstore.ReadThenAppend
-	if pg := appendRows(in.es, rta, "no-kurrentdb", ""); len(pg) > 0 {
+	if pg := appendRows(in.es, rta, pairs.NoKurrentDB, ""); len(pg) > 0 {
 		rates := opsPerSec(pg)
 		v.PGRate = Figure{Value: slices.Min(rates), Unit: "/s"}
 		v.MaxRate = slices.Max(rates)
@@ -362,15 +366,15 @@ func eventStoreVerdict(in *inputs) Verdict {
 		if c, ok := conflictShare(pg); ok {
 			v.Bites = fmt.Sprintf("concurrent writers to one stream: %s of append attempts refused as version conflicts (409)", percent(c))
 		}
-	} else if f := appendFailure(in.es, rta, "no-kurrentdb"); f != "" {
+	} else if f := appendFailure(in.es, rta, pairs.NoKurrentDB); f != "" {
 		v.PGRate = Figure{Unit: "/s", Why: "failed: " + f}
 	}
-	if f := appendFailure(in.es, rta, "kafka-eventstore"); f != "" {
+	if f := appendFailure(in.es, rta, pairs.KafkaEventStore); f != "" {
 		v.Alt = "Kafka is no substitute here: its read-then-append " + f
-	} else if e := engine(in.es, "kafka-eventstore"); e != nil && e.Up && !e.Conditional {
+	} else if e := engine(in.es, pairs.KafkaEventStore); e != nil && e.Up && !e.Conditional {
 		v.Alt = "Kafka is no substitute here: it cannot check an expected version"
 	}
-	if pg := catchUp(in.es, "no-kurrentdb"); pg != nil && len(pg.LiveP50MS) > 0 {
+	if pg := catchUp(in.es, pairs.NoKurrentDB); pg != nil && len(pg.LiveP50MS) > 0 {
 		v.PGLatency = Figure{Value: slices.Max(pg.LiveP50MS), Unit: " ms"}
 	} else {
 		v.PGLatency = noFigure(" ms")
@@ -378,32 +382,32 @@ func eventStoreVerdict(in *inputs) Verdict {
 	if v.Bites == "" {
 		v.Bites = "the events table grows by every event: partitioning and archiving are yours"
 	}
-	if pg := pointRead(in.es, "no-kurrentdb"); pg != nil {
+	if pg := pointRead(in.es, pairs.NoKurrentDB); pg != nil {
 		v.Shape = "reading one stream: " + pointReadText(*pg) + " on Postgres"
 	}
 	return v
 }
 
 func cacheVerdict(in *inputs) Verdict {
-	v := Verdict{Pair: "cache", Title: "Cache", Specialist: "Redis", Item: "reads", SpecConfidence: MeasuredHere,
+	v := Verdict{Pair: pairs.Cache, Title: "Cache", Specialist: "Redis", Item: "reads", SpecConfidence: MeasuredHere,
 		PGRate: noFigure("/s"), SpecRate: noFigure("/s"),
 		PGCPU: noFigure(" CPU-s"), SpecCPU: noFigure(" CPU-s"),
 		SpecOnly: []string{"data structures", "eviction policies", "pub/sub", "one cache shared by every instance without a database round trip"},
 		Doc:      "docs/cache.md", Section: CacheTitle, Chart: "docs/results/cache-card.svg",
 		LatencyWhat: "one lookup by key, p50",
 	}
-	if r := in.rs["cache"]; r != nil {
+	if r := in.rs[pairs.Cache]; r != nil {
 		v.SpecServer = "Redis " + orWhy(r.Versions.Redis, r.Versions.Errors["redis"])
 	}
-	v.Claims = claimCount(in.claims, "cache")
-	if p := in.rs.point("cache", cacheProfile, ""); p != nil {
+	v.Claims = claimCount(in.claims, pairs.Cache)
+	if p := in.rs.point(pairs.Cache, cacheProfile, ""); p != nil {
 		v.MaxRate = p.Rate
 		v.RateCriterion = "open loop, no ceiling searched"
 	}
-	raw := in.rs.point("cache", cacheRaw, "")
-	v.PGLatency, v.SpecLatency = pointFigure(raw, "client.p50_ms", "postgres", " ms"), pointFigure(raw, "client.p50_ms", "redis", " ms")
+	raw := in.rs.point(pairs.Cache, cacheRaw, "")
+	v.PGLatency, v.SpecLatency = pointFigure(raw, driver.ClientP50, scenario.RawSidePostgres, " ms"), pointFigure(raw, driver.ClientP50, scenario.RawSideRedis, " ms")
 	v.Bites = "a mode bound by a TTL serves the old value until the TTL ends"
-	if p := in.rs.point("cache", cacheStaleness, ""); p != nil {
+	if p := in.rs.point(pairs.Cache, cacheStaleness, ""); p != nil {
 		v.Shape = "fresh after an out-of-band UPDATE within: " + stalenessModes(p)
 		v.Bites += " (" + stalenessModes(p) + ")"
 	}

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // cardText holds a pair's sentences; the figures come from its Verdict.
@@ -15,15 +17,15 @@ type cardText struct {
 
 // cardTexts are the cards' sentences by pair.
 var cardTexts = map[string]cardText{
-	"queue": {question: "a table with `FOR UPDATE SKIP LOCKED`, or RabbitMQ?",
+	pairs.Queue: {question: "a table with `FOR UPDATE SKIP LOCKED`, or RabbitMQ?",
 		pgWhen: "each task goes to one worker and must commit with its business row in one transaction"},
-	"log": {question: "logical replication with wal2json, or Kafka?",
+	pairs.Log: {question: "logical replication with wal2json, or Kafka?",
 		pgWhen: "one consumer reads the stream (one replication slot) and the event must commit with the row"},
-	"documents": {question: "`jsonb` with a GIN index, or MongoDB?",
+	pairs.Documents: {question: "`jsonb` with a GIN index, or MongoDB?",
 		pgWhen: "search is containment (`@>`) and large documents are rarely rewritten whole"},
-	"eventstore": {question: "an append-only table, or KurrentDB (or Kafka)?",
+	pairs.EventStore: {question: "an append-only table, or KurrentDB (or Kafka)?",
 		pgWhen: "appends must check an expected version and events commit with state"},
-	"cache": {question: "Postgres behind an in-process cache, or Redis?",
+	pairs.Cache: {question: "Postgres behind an in-process cache, or Redis?",
 		pgWhen: "reads dominate and a stale value must vanish on an out-of-band `UPDATE` (NOTIFY invalidation)"},
 }
 

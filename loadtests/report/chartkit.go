@@ -245,6 +245,23 @@ func linePanel(spec lineSpec) (*plot.Plot, []legendEntry, error) {
 		return nil, nil, nil
 	}
 	p := newPanel(spec.title, spec.xlabel, spec.ylabel)
+	lineXAxis(p, spec)
+	lineYAxis(p, spec, lo, hi)
+	legend, err := lineSeries(p, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if legend, err = lineReferences(p, spec, legend); err != nil {
+		return nil, nil, err
+	}
+	if err := failMarks(p, spec.series, spec.logY, func(int) float64 { return 0 }); err != nil {
+		return nil, nil, err
+	}
+	return p, legend, nil
+}
+
+// lineXAxis sets p's x axis over every series' points and knee of spec.
+func lineXAxis(p *plot.Plot, spec lineSpec) {
 	xlo, xhi := math.Inf(1), math.Inf(-1)
 	for _, s := range spec.series {
 		for _, v := range s.pts {
@@ -266,6 +283,11 @@ func linePanel(spec lineSpec) (*plot.Plot, []legendEntry, error) {
 	if spec.xticks != nil {
 		p.X.Tick.Marker = plot.ConstantTicks(spec.xticks)
 	}
+}
+
+// lineYAxis sets p's y axis from lo to hi (spec.yMin lower on a log
+// scale, with a band under the values for the marks of failed values).
+func lineYAxis(p *plot.Plot, spec lineSpec, lo, hi float64) {
 	if spec.logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = logTicks{}
@@ -284,6 +306,10 @@ func linePanel(spec lineSpec) (*plot.Plot, []legendEntry, error) {
 		p.Y.Tick.Marker = plainTicks{}
 		p.Y.Min, p.Y.Max = 0, hi*1.15
 	}
+}
+
+// lineSeries adds spec's series to p and returns their legend entries.
+func lineSeries(p *plot.Plot, spec lineSpec) ([]legendEntry, error) {
 	var legend []legendEntry
 	for _, s := range spec.series {
 		var xys plotter.XYs
@@ -294,7 +320,7 @@ func linePanel(spec lineSpec) (*plot.Plot, []legendEntry, error) {
 		}
 		l, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: p.Y.Min}})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		l.Color, l.Width = s.color, vg.Points(1.5)
 		if s.dashed {
@@ -302,7 +328,7 @@ func linePanel(spec lineSpec) (*plot.Plot, []legendEntry, error) {
 		}
 		sc, err := plotter.NewScatter(plotter.XYs{{X: p.X.Min, Y: p.Y.Min}})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		sc.Color = s.color
 		if s.box {
@@ -318,11 +344,17 @@ func linePanel(spec lineSpec) (*plot.Plot, []legendEntry, error) {
 		}
 		p.Add(sc, whiskers{pts: s.pts, color: s.color, logY: spec.logY})
 	}
+	return legend, nil
+}
+
+// lineReferences adds spec's SLO line and knees to p and their entries to
+// legend.
+func lineReferences(p *plot.Plot, spec lineSpec, legend []legendEntry) ([]legendEntry, error) {
 	if spec.slo != nil {
 		y := spec.slo.y
 		l, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: y}, {X: p.X.Max, Y: y}})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		l.Color, l.Width, l.Dashes = sloColor, vg.Points(1), []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(l)
@@ -331,7 +363,7 @@ func linePanel(spec lineSpec) (*plot.Plot, []legendEntry, error) {
 	for _, k := range spec.knees {
 		l, err := plotter.NewLine(plotter.XYs{{X: k.x, Y: p.Y.Min}, {X: k.x, Y: p.Y.Max}})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		l.Color, l.Width, l.Dashes = k.color, vg.Points(1.5), []vg.Length{vg.Points(1), vg.Points(3)}
 		p.Add(l)
@@ -339,10 +371,7 @@ func linePanel(spec lineSpec) (*plot.Plot, []legendEntry, error) {
 			legend = append(legend, legendEntry{k.label, []plot.Thumbnailer{l}})
 		}
 	}
-	if err := failMarks(p, spec.series, spec.logY, func(int) float64 { return 0 }); err != nil {
-		return nil, nil, err
-	}
-	return p, legend, nil
+	return legend, nil
 }
 
 // barSpec is one panel of grouped bars: one bar per series in each

@@ -21,6 +21,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 var sideColors = []color.Color{color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}, color.RGBA{R: 0xdd, G: 0x66, B: 0x22, A: 0xff}}
@@ -141,60 +142,15 @@ func latencyChart(run *driver.Run, scenario, title string, sides [2]string, pane
 	var plots []*plot.Plot
 	var legend []legendEntry
 	for _, pn := range panels {
-		p := plot.New()
-		p.Title.Text = pn.title
-		p.Title.TextStyle.Font.Size = vg.Points(11)
-		p.X.Label.Text = "arrival rate (/s)"
-		p.Y.Label.Text = "ms"
-		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-		p.X.Tick.Marker = plot.ConstantTicks(ticks)
-		p.Y.Tick.Marker = logTicks{}
-		p.Add(plotter.NewGrid())
-		lo, hi := math.Inf(1), math.Inf(-1)
-		drawn := false
-		var gaps []gap
-		for i, side := range sides {
-			var xys plotter.XYs
-			for _, pt := range pts {
-				if st := pt.SideStatus(side); !st.OK() {
-					gaps = append(gaps, gap{pt.Rate, i})
-					continue
-				}
-				if v, ok := median(pt, pn.metric, side); ok {
-					v = math.Max(v, 0.01) // a log axis has no zero
-					xys = append(xys, plotter.XY{X: pt.Rate, Y: v})
-					lo, hi = math.Min(lo, v), math.Max(hi, v)
-				}
-			}
-			if len(xys) == 0 {
-				continue
-			}
-			l, sc, err := plotter.NewLinePoints(xys)
-			if err != nil {
-				return false, err
-			}
-			l.Color, sc.Color = sideColors[i], sideColors[i]
-			l.Width = vg.Points(1.5)
-			if i == 1 {
-				sc.Shape = draw.BoxGlyph{}
-			}
-			p.Add(l, sc)
-			if len(legend) < len(sides) && len(plots) == 0 {
-				legend = append(legend, legendEntry{SideLabel(run, side), []plot.Thumbnailer{l, sc}})
-			}
-			drawn = true
+		p, entries, err := latencyPanel(run, pts, ticks, sides, pn)
+		if err != nil {
+			return false, err
 		}
-		if !drawn {
+		if p == nil {
 			continue
 		}
-		// Room around the data: the first and last rate labels stay
-		// inside the panel, and the y range spans at least one decade
-		// so the log ticks have labels.
-		p.X.Min, p.X.Max = pts[0].Rate/1.3, pts[len(pts)-1].Rate*1.3
-		p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
-		p.Y.Max = math.Max(math.Pow(10, math.Ceil(math.Log10(hi))), p.Y.Min*10)
-		if err := markGaps(p, gaps); err != nil {
-			return false, err
+		if len(plots) == 0 {
+			legend = entries // the first panel drawn names the sides
 		}
 		plots = append(plots, p)
 	}
@@ -208,6 +164,65 @@ func latencyChart(run *driver.Run, scenario, title string, sides [2]string, pane
 		p.Draw(canvases[0][i])
 	}
 	return true, f.save(path)
+}
+
+// latencyPanel draws one panel of latencyChart: pn's metric of each side
+// at every rate of pts, a gap where a side is not valid. It returns nil
+// when no side has a figure, and the legend entries of the sides drawn.
+func latencyPanel(run *driver.Run, pts []*driver.Point, ticks []plot.Tick, sides [2]string, pn panel) (*plot.Plot, []legendEntry, error) {
+	p := plot.New()
+	p.Title.Text = pn.title
+	p.Title.TextStyle.Font.Size = vg.Points(11)
+	p.X.Label.Text = "arrival rate (/s)"
+	p.Y.Label.Text = "ms"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Tick.Marker = logTicks{}
+	p.Add(plotter.NewGrid())
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var legend []legendEntry
+	var gaps []gap
+	for i, side := range sides {
+		var xys plotter.XYs
+		for _, pt := range pts {
+			if st := pt.SideStatus(side); !st.OK() {
+				gaps = append(gaps, gap{pt.Rate, i})
+				continue
+			}
+			if v, ok := median(pt, pn.metric, side); ok {
+				v = math.Max(v, 0.01) // a log axis has no zero
+				xys = append(xys, plotter.XY{X: pt.Rate, Y: v})
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, sc, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.Color, sc.Color = sideColors[i], sideColors[i]
+		l.Width = vg.Points(1.5)
+		if i == 1 {
+			sc.Shape = draw.BoxGlyph{}
+		}
+		p.Add(l, sc)
+		legend = append(legend, legendEntry{SideLabel(run, side), []plot.Thumbnailer{l, sc}})
+	}
+	if len(legend) == 0 {
+		return nil, nil, nil
+	}
+	// Room around the data: the first and last rate labels stay inside
+	// the panel, and the y range spans at least one decade so the log
+	// ticks have labels.
+	p.X.Min, p.X.Max = pts[0].Rate/1.3, pts[len(pts)-1].Rate*1.3
+	p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
+	p.Y.Max = math.Max(math.Pow(10, math.Ceil(math.Log10(hi))), p.Y.Min*10)
+	if err := markGaps(p, gaps); err != nil {
+		return nil, nil, err
+	}
+	return p, legend, nil
 }
 
 // gap is a point a side has no valid figure at: the line skips it and
@@ -292,18 +307,10 @@ func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
 // Caption says what to read from the chart of key (queue, log, documents,
 // ceilings); RESULTS.md prints it under the chart.
 func Caption(key string) string {
-	switch key {
-	case "queue":
-		return "Lower is better; both axes are logarithmic, so the low rates get as much room as the high ones. " +
-			"Where the two lines run close, the sides are about as fast; where a line climbs by orders of magnitude, " +
-			"that side has stopped keeping up and its latency is the age of a growing backlog, not its service time."
-	case "log":
-		return "Lower is better; both axes are logarithmic, so the vertical gap between the lines is the ratio of the sides' latencies: " +
-			"a steady gap means one side is slower by a constant factor, a gap that widens with the rate means it degrades under load."
-	case "documents":
-		return "Each bar is a side's rewrite p50 divided by its neighbour-patch p50 in the same rounds. " +
-			"The higher the bar, the more a profile's size costs that side; compare how each side's bar grows from the smaller size to the larger."
-	case "ceilings":
+	if p, ok := reportOf(key); ok {
+		return p.caption
+	}
+	if key == "ceilings" {
 		return "Higher is better: each side's knee, the highest offered rate whose ceiling step passed every check (the criteria and the in-flight bound are in each pair's Knees section), median of the searches. " +
 			"A side whose knee was not reached, was set by the services' admission limit or whose search failed has no bar, a mark saying why. " +
 			"Compare the two bars of a pair, not one pair with another: their requests do different work."
@@ -410,13 +417,13 @@ var latencyCharts = map[string]struct {
 	panels []panel
 	file   string
 }{
-	"queue": {"queue: latency p99 per arrival rate (log scales)", [2]string{"no-rabbitmq", "rabbitmq"}, []panel{
-		{"send → processed p99", "server.processing.p99_ms"},
-		{"delivery p99", "server.delivery.p99_ms"},
+	pairs.Queue: {"queue: latency p99 per arrival rate (log scales)", [2]string{pairs.NoRabbitMQ, pairs.RabbitMQ}, []panel{
+		{"send → processed p99", driver.ServerProcessingP99},
+		{"delivery p99", driver.ServerDeliveryP99},
 	}, "queue-latency.svg"},
-	"log": {"log: latency per arrival rate (log scales)", [2]string{"no-kafka", "kafka"}, []panel{
-		{"delivery p95", "server.delivery.p95_ms"},
-		{"write p99", "server.write.p99_ms"},
+	pairs.Log: {"log: latency per arrival rate (log scales)", [2]string{pairs.NoKafka, pairs.Kafka}, []panel{
+		{"delivery p95", driver.ServerDeliveryP95},
+		{"write p99", driver.ServerWriteP99},
 	}, "log-latency.svg"},
 }
 
@@ -427,44 +434,16 @@ func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (
 	validate(all)
 	out := map[string]string{}
 	for _, run := range all {
-		switch run.Command {
-		case "queue", "log":
-			lc := latencyCharts[run.Command]
-			ok, err := latencyChart(run, run.Command+".rate", lc.title, lc.sides, lc.panels, filepath.Join(dir, lc.file))
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out[run.Command] = lc.file
-			}
-		case "documents":
-			var bars []bar
-			for i := range run.Points {
-				p := &run.Points[i]
-				if p.Scenario != "documents.rewrite" {
-					continue
-				}
-				br := bar{group: p.Name}
-				for i, side := range p.Sides[:2] {
-					v, ok := median(p, "cost_ratio.p50", side)
-					switch {
-					case !p.SideStatus(side).OK():
-						br.failed[i] = failedMark
-					case !ok:
-						br.failed[i] = notRecorded
-					}
-					br.vals[i] = v
-				}
-				bars = append(bars, br)
-			}
-			ok, err := barChart("documents: rewrite cost ÷ neighbour-patch cost (p50)", "rewrite ÷ patch",
-				[2]string{SideLabel(run, "no-mongodb"), SideLabel(run, "mongodb")}, bars, filepath.Join(dir, "documents-cost-ratio.svg"))
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out["documents"] = "documents-cost-ratio.svg"
-			}
+		p, ok := reportOf(run.Command)
+		if !ok || p.overview == nil {
+			continue
+		}
+		file, ok, err := p.overview(run, dir)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[run.Command] = file
 		}
 	}
 	// Ceilings of every pair in one chart.
@@ -476,7 +455,7 @@ func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (
 		br := bar{group: run.Command}
 		for _, c := range run.Ceilings {
 			i := 1
-			if c.Service == "no-rabbitmq" || c.Service == "no-kafka" {
+			if c.Service == pairs.NoRabbitMQ || c.Service == pairs.NoKafka {
 				i = 0
 			}
 			// A knee that is no figure (failed, not reached, set by the
@@ -502,4 +481,42 @@ func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (
 		return nil, err
 	}
 	return out, nil
+}
+
+// rateOverview is a rate pair's overview chart: its latencyCharts
+// entry's panels per arrival rate.
+func rateOverview(pair string) func(run *driver.Run, dir string) (string, bool, error) {
+	return func(run *driver.Run, dir string) (string, bool, error) {
+		lc := latencyCharts[pair]
+		ok, err := latencyChart(run, pair+".rate", lc.title, lc.sides, lc.panels, filepath.Join(dir, lc.file))
+		return lc.file, ok, err
+	}
+}
+
+// documentsOverview is the documents pair's overview chart: each side's
+// rewrite cost over its neighbour-patch cost, per size.
+func documentsOverview(run *driver.Run, dir string) (string, bool, error) {
+	var bars []bar
+	for i := range run.Points {
+		p := &run.Points[i]
+		if p.Scenario != "documents.rewrite" {
+			continue
+		}
+		br := bar{group: p.Name}
+		for i, side := range p.Sides[:2] {
+			v, ok := median(p, "cost_ratio.p50", side)
+			switch {
+			case !p.SideStatus(side).OK():
+				br.failed[i] = failedMark
+			case !ok:
+				br.failed[i] = notRecorded
+			}
+			br.vals[i] = v
+		}
+		bars = append(bars, br)
+	}
+	const file = "documents-cost-ratio.svg"
+	ok, err := barChart("documents: rewrite cost ÷ neighbour-patch cost (p50)", "rewrite ÷ patch",
+		[2]string{SideLabel(run, pairs.NoMongoDB), SideLabel(run, pairs.MongoDB)}, bars, filepath.Join(dir, file))
+	return file, ok, err
 }

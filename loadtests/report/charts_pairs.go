@@ -17,10 +17,11 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
-// The file names of the charts this file draws, by key; CardPairs'
-// cards are <pair>-card.svg.
+// The file names of the charts this file draws, by key; the pairs'
+// cards (pairReport.card) are <pair>-card.svg.
 const (
 	throughputFile  = "throughput-batch.svg"
 	cpuFile         = "cpu-per-1k.svg"
@@ -33,9 +34,6 @@ const (
 	tallChartHeight = 14 * vg.Centimeter
 )
 
-// CardPairs are the pairs with a headline chart, docs/results/<pair>-card.svg.
-var CardPairs = []string{"queue", "log", "documents", "eventstore", "cache"}
-
 // CardFile is the file name of pair's headline chart.
 func CardFile(pair string) string { return pair + "-card.svg" }
 
@@ -45,8 +43,8 @@ var pairSides = map[string]struct {
 	sides   [2]string
 	latency string
 }{
-	"queue": {[2]string{"no-rabbitmq", "rabbitmq"}, "processing"},
-	"log":   {[2]string{"no-kafka", "kafka"}, "delivery"},
+	pairs.Queue: {[2]string{pairs.NoRabbitMQ, pairs.RabbitMQ}, "processing"},
+	pairs.Log:   {[2]string{pairs.NoKafka, pairs.Kafka}, "delivery"},
 }
 
 // sideXY is one side's metric of p at x: the median of the rounds with
@@ -132,12 +130,12 @@ func throughputChart(r *driver.Run, pairs []string, path string) (bool, error) {
 // panel per side of each pair, one line per process group on that
 // pair's path.
 func cpuChart(r *driver.Run, path string) (bool, error) {
-	groups := map[string][]string{"queue": {"service", "postgres", "rabbitmq", "total"}, "log": {"service", "postgres", "kafka", "total"}}
+	groups := map[string][]string{pairs.Queue: {"service", "postgres", "rabbitmq", "total"}, pairs.Log: {"service", "postgres", "kafka", "total"}}
 	colors := map[string]int{"service": 2, "postgres": 0, "rabbitmq": 1, "kafka": 1, "total": 4}
 	var plots []*plot.Plot
 	seen := map[string]bool{}
 	var legend []legendEntry
-	for _, pair := range []string{"queue", "log"} {
+	for _, pair := range []string{pairs.Queue, pairs.Log} {
 		ps := throughputPoints(r, pair)
 		if len(ps) == 0 {
 			continue
@@ -360,22 +358,22 @@ func toastChart(r *driver.Run, path string) (bool, error) {
 		}
 		return s
 	}
-	mongo := SideLabel(r, "mongodb")
+	mongo := SideLabel(r, pairs.MongoDB)
 	timeSeries := []series{
-		mk("Postgres rewrite, pglz", 0, false, false, pglz, "client.rewrite.p50_ms", "no-mongodb", 1),
-		mk("Postgres rewrite, lz4", 2, false, true, lz4, "client.rewrite.p50_ms", "no-mongodb", 1),
-		mk("Postgres neighbour patch", 0, true, false, pglz, "client.patch.p50_ms", "no-mongodb", 1),
-		mk(mongo+" rewrite", 1, false, true, pglz, "client.rewrite.p50_ms", "mongodb", 1),
-		mk(mongo+" neighbour patch", 1, true, true, pglz, "client.patch.p50_ms", "mongodb", 1),
+		mk("Postgres rewrite, pglz", 0, false, false, pglz, driver.ClientRewriteP50, pairs.NoMongoDB, 1),
+		mk("Postgres rewrite, lz4", 2, false, true, lz4, driver.ClientRewriteP50, pairs.NoMongoDB, 1),
+		mk("Postgres neighbour patch", 0, true, false, pglz, driver.ClientPatchP50, pairs.NoMongoDB, 1),
+		mk(mongo+" rewrite", 1, false, true, pglz, driver.ClientRewriteP50, pairs.MongoDB, 1),
+		mk(mongo+" neighbour patch", 1, true, true, pglz, driver.ClientPatchP50, pairs.MongoDB, 1),
 	}
 	tp, legend, err := linePanel(lineSpec{title: "request p50 (round trip)", xlabel: "profile size", ylabel: "ms", logX: true, logY: true, series: timeSeries, xticks: ticks})
 	if err != nil || tp == nil {
 		return false, err
 	}
 	walSeries := []series{
-		mk("Postgres rewrite, pglz", 0, false, false, pglz, "wal_per_op.rewrite", "no-mongodb", 1.0/1024),
-		mk("Postgres rewrite, lz4", 2, false, true, lz4, "wal_per_op.rewrite", "no-mongodb", 1.0/1024),
-		mk("Postgres neighbour patch", 0, true, false, pglz, "wal_per_op.patch", "no-mongodb", 1.0/1024),
+		mk("Postgres rewrite, pglz", 0, false, false, pglz, "wal_per_op.rewrite", pairs.NoMongoDB, 1.0/1024),
+		mk("Postgres rewrite, lz4", 2, false, true, lz4, "wal_per_op.rewrite", pairs.NoMongoDB, 1.0/1024),
+		mk("Postgres neighbour patch", 0, true, false, pglz, "wal_per_op.patch", pairs.NoMongoDB, 1.0/1024),
 	}
 	plots := []*plot.Plot{tp}
 	if wp, _, err := linePanel(lineSpec{title: "Postgres WAL per operation", xlabel: "profile size", ylabel: "KiB", logX: true, logY: true, series: walSeries, xticks: ticks}); err != nil {
@@ -420,7 +418,7 @@ func eventStoreChart(es eventstore.Results, path string) (bool, error) {
 	if es.Append == nil {
 		return false, nil
 	}
-	engines := []string{"no-kurrentdb", "kurrentdb", "kafka-eventstore"}
+	engines := []string{pairs.NoKurrentDB, pairs.KurrentDB, pairs.KafkaEventStore}
 	var modes []string
 	for _, row := range es.Append.Rows {
 		if m := modeName(row); slicesIndex(modes, m) < 0 {
@@ -509,35 +507,29 @@ func pairCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 	for _, r := range all {
 		switch r.Command {
 		case "throughput":
-			ok, err := throughputChart(r, []string{"queue", "log"}, filepath.Join(dir, throughputFile))
+			ok, err := throughputChart(r, []string{pairs.Queue, pairs.Log}, filepath.Join(dir, throughputFile))
 			errs = append(errs, add("throughput", throughputFile, ok, err))
 			ok, err = cpuChart(r, filepath.Join(dir, cpuFile))
 			errs = append(errs, add("cpu", cpuFile, ok, err))
-			ok, err = throughputChart(r, []string{"log"}, filepath.Join(dir, CardFile("log")))
-			errs = append(errs, add("log-card", CardFile("log"), ok, err))
-		case "queue":
-			ok, err := rateLatencyChart(r, "queue", filepath.Join(dir, queueRateFile))
-			errs = append(errs, add("queue-rate", queueRateFile, ok, err))
-		case "log":
-			ok, err := rateLatencyChart(r, "log", filepath.Join(dir, logRateFile))
-			errs = append(errs, add("log-rate", logRateFile, ok, err))
-		case "documents":
-			ok, err := toastChart(r, filepath.Join(dir, toastFile))
-			errs = append(errs, add("toast", toastFile, ok, err))
-		case "cache":
-			ok, err := stalenessChart(r, filepath.Join(dir, stalenessFile))
-			errs = append(errs, add("staleness", stalenessFile, ok, err))
+			ok, err = throughputChart(r, []string{pairs.Log}, filepath.Join(dir, CardFile(pairs.Log)))
+			errs = append(errs, add("log-card", CardFile(pairs.Log), ok, err))
+		default:
+			if p, ok := reportOf(r.Command); ok && p.chart != nil {
+				ok, err := p.chart.draw(r, filepath.Join(dir, p.chart.file))
+				errs = append(errs, add(p.chart.key, p.chart.file, ok, err))
+			}
 		}
 	}
 	ok, err := notifyChart(src.Raw.Notify, filepath.Join(dir, notifyFile))
 	errs = append(errs, add("notify", notifyFile, ok, err))
 	ok, err = eventStoreChart(es, filepath.Join(dir, eventStoreFile))
-	errs = append(errs, add("eventstore", eventStoreFile, ok, err))
+	errs = append(errs, add(pairs.EventStore, eventStoreFile, ok, err))
 	// The cards: a copy of the chart that best answers "should I replace
 	// X with Postgres" (the log's is drawn above, its panel alone).
-	for pair, key := range map[string]string{"queue": "queue-rate", "documents": "toast", "eventstore": "eventstore", "cache": "staleness"} {
+	for _, p := range pairReports() {
+		pair, key := p.name, p.card
 		f, ok := out[key]
-		if !ok {
+		if key == "" || !ok {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, f))
@@ -570,7 +562,7 @@ var chartCaptions = map[string]string{
 		"\"failed\" and \"not run\" mark points this run has no valid figure for (the table above says why).",
 	"staleness": "Lower is better: milliseconds from an out-of-band UPDATE until both instances of a mode serve the new value, median of the rounds with min–max. " +
 		"A bar at the red TTL line means the mode waits out its TTL; a bar well under it means the mode was invalidated.",
-	"eventstore": "Left, higher is better: appends/s per mode and engine, median of every round of both series with min–max. Right: time to read one stream in full. " +
+	pairs.EventStore: "Left, higher is better: appends/s per mode and engine, median of every round of both series with min–max. Right: time to read one stream in full. " +
 		"\"not run\" is KurrentDB, which cannot be installed here. Point-read time against stream length and topic size is not measured yet: the bench reads one stream of one length.",
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // Verdicts.
@@ -78,8 +79,15 @@ func (rs runs) ceiling(cmd, service string) *driver.Ceiling {
 	return nil
 }
 
-// median returns a side's median of a metric in p.
+// median returns a side's median of a metric in p. A valid side without
+// the metric is logged in the claim's evaluation (metricMissing): the
+// claim becomes a failed run naming the metric.
 func median(p *driver.Point, metric, side string) (float64, bool) {
+	return medianOf(p, metric, side, true)
+}
+
+// medianOf is median; required says whether a missing metric is logged.
+func medianOf(p *driver.Point, metric, side string, required bool) (float64, bool) {
 	if p == nil {
 		return 0, false
 	}
@@ -87,10 +95,14 @@ func median(p *driver.Point, metric, side string) (float64, bool) {
 		return 0, false
 	}
 	m := p.Find(metric)
-	if m == nil {
-		return 0, false
+	var a driver.Agg
+	ok := m != nil
+	if ok {
+		a, ok = m.Sides[side]
 	}
-	a, ok := m.Sides[side]
+	if !ok && required {
+		metricMissing(p, metric, side)
+	}
 	return a.Median, ok
 }
 
@@ -102,10 +114,17 @@ type at struct {
 
 // medians returns the medians qs name, in order, and whether every one
 // was measured.
-func medians(qs ...at) ([]float64, bool) {
+func medians(qs ...at) ([]float64, bool) { return mediansOf(true, qs...) }
+
+// optionalMedians is medians of figures a claim adds to its text when
+// they were recorded (the cache's CPU per operation): a missing one is no
+// error.
+func optionalMedians(qs ...at) ([]float64, bool) { return mediansOf(false, qs...) }
+
+func mediansOf(required bool, qs ...at) ([]float64, bool) {
 	vs := make([]float64, len(qs))
 	for i, q := range qs {
-		v, ok := median(q.p, q.metric, q.side)
+		v, ok := medianOf(q.p, q.metric, q.side, required)
 		if !ok {
 			return nil, false
 		}
@@ -125,7 +144,11 @@ func ratio(p *driver.Point, metric string) (float64, bool) {
 		return 0, false
 	}
 	m := p.Find(metric)
-	if m == nil || m.Ratio == nil || *m.Ratio == 0 || m.Sides[p.Sides[1]].Median == 0 {
+	if m == nil {
+		metricMissing(p, metric, p.Sides[0]+" and "+p.Sides[1])
+		return 0, false
+	}
+	if m.Ratio == nil || *m.Ratio == 0 || m.Sides[p.Sides[1]].Median == 0 {
 		return 0, false
 	}
 	return *m.Ratio, true
@@ -259,20 +282,43 @@ func tie(a, b float64) bool {
 	return m > 0 && (max(a, b)-min(a, b))/m < tieWithin
 }
 
+// The queue, log and documents pairs' entries of the report's pair
+// table: the sections every rate pair's tables make, with their extra
+// subsection and charts.
+func init() {
+	registerReport(pairReport{name: pairs.Queue, title: "Queue: rabbitmq vs no-rabbitmq", after: OutboxSection,
+		overview: rateOverview(pairs.Queue),
+		caption: "Lower is better; both axes are logarithmic, so the low rates get as much room as the high ones. " +
+			"Where the two lines run close, the sides are about as fast; where a line climbs by orders of magnitude, " +
+			"that side has stopped keeping up and its latency is the age of a growing backlog, not its service time.",
+		chart: &pairChart{"queue-rate", queueRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Queue, path) }},
+		card:  "queue-rate"})
+	registerReport(pairReport{name: pairs.Log, title: "Log: kafka vs no-kafka",
+		overview: rateOverview(pairs.Log),
+		caption: "Lower is better; both axes are logarithmic, so the vertical gap between the lines is the ratio of the sides' latencies: " +
+			"a steady gap means one side is slower by a constant factor, a gap that widens with the rate means it degrades under load.",
+		chart: &pairChart{"log-rate", logRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Log, path) }}})
+	registerReport(pairReport{name: pairs.Documents, title: "Documents: mongodb vs no-mongodb",
+		overview: documentsOverview,
+		caption: "Each bar is a side's rewrite p50 divided by its neighbour-patch p50 in the same rounds. " +
+			"The higher the bar, the more a profile's size costs that side; compare how each side's bar grows from the smaller size to the larger.",
+		chart: &pairChart{"toast", toastFile, toastChart}, card: "toast"})
+}
+
 // claimTable holds every numeric claim of the reference measurements, in
 // the order of RESULTS.md's claims table.
 var claimTable = []claimSpec{
-	{pair: "queue", short: "design-target ceiling",
+	{pair: pairs.Queue, short: "design-target ceiling",
 		claim:    "The Postgres queue reaches ≥ 10,000 tasks/s send→processed on a 2-core machine (design target)",
 		rule:     fmt.Sprintf("no-rabbitmq's ceiling ≥ %s/s in every round", count(queueCeilingTarget)),
-		evaluate: ceilingAtLeast("queue", "no-rabbitmq", queueCeilingTarget)},
-	{pair: "queue", short: "delivery p99 close to RabbitMQ's",
+		evaluate: ceilingAtLeast(pairs.Queue, pairs.NoRabbitMQ, queueCeilingTarget)},
+	{pair: pairs.Queue, short: "delivery p99 close to RabbitMQ's",
 		claim: "Delivery p99 on Postgres within 1.5× of RabbitMQ's at 1,000 tasks/s (design target)",
 		rule:  fmt.Sprintf("per-round ratio no-rabbitmq ÷ rabbitmq of server delivery p99 at %s ≤ %s in every round", deliveryAt, num(deliveryP99Within)),
-		evaluate: atPoint("queue", "queue.rate", deliveryAt, "queue "+deliveryAt+" point", func(in claimInputs, p *driver.Point) outcome {
-			a, _ := median(p, "server.delivery.p99_ms", "no-rabbitmq")
-			b, _ := median(p, "server.delivery.p99_ms", "rabbitmq")
-			r, ok := ratio(p, "server.delivery.p99_ms")
+		evaluate: atPoint(pairs.Queue, "queue.rate", deliveryAt, "queue "+deliveryAt+" point", func(in claimInputs, p *driver.Point) outcome {
+			a, _ := median(p, driver.ServerDeliveryP99, pairs.NoRabbitMQ)
+			b, _ := median(p, driver.ServerDeliveryP99, pairs.RabbitMQ)
+			r, ok := ratio(p, driver.ServerDeliveryP99)
 			if !ok {
 				return outcome{missing: "no delivery latency was recorded at " + deliveryAt}
 			}
@@ -282,62 +328,62 @@ var claimTable = []claimSpec{
 			}
 			return o
 		})},
-	{pair: "queue", short: "cost of a logged queue table",
+	{pair: pairs.Queue, short: "cost of a logged queue table",
 		claim: "p99 send→processed goes from 4 ms to 11 ms when the queue tables become logged",
 		rule:  fmt.Sprintf("no-rabbitmq's send→processed p99 with QUEUE_TABLE=logged ≥ %s× the unlogged one, same rate, same run, in every round", num(loggedAtLeast)),
 		evaluate: func(in claimInputs) outcome {
-			def, dur := in.rs.point("queue", "queue.default", ""), in.rs.point("queue", "queue.durable", "")
+			def, dur := in.rs.point(pairs.Queue, "queue.default", ""), in.rs.point(pairs.Queue, "queue.durable", "")
 			if def == nil || dur == nil {
 				return notRun("queue durable variant")
 			}
-			u, ok1 := median(def, "server.processing.p99_ms", "no-rabbitmq")
-			l, ok2 := median(dur, "server.processing.p99_ms", "no-rabbitmq")
+			u, ok1 := median(def, driver.ServerProcessingP99, pairs.NoRabbitMQ)
+			l, ok2 := median(dur, driver.ServerProcessingP99, pairs.NoRabbitMQ)
 			if !ok1 || !ok2 || u <= 0 {
 				return outcome{missing: "send→processed was not recorded in both modes"}
 			}
 			return outcome{measured: fmt.Sprintf("%s ms unlogged → %s ms logged at %s (%s×)", num(u), num(l), def.Name, num(l/u)), holds: l/u >= loggedAtLeast,
 				floor: commitFloor(in)}
 		}},
-	{pair: "queue", short: agedShort,
+	{pair: pairs.Queue, short: agedShort,
 		claim:    "The queue stays within 2× of its fresh-table p99 after a million finished tasks, with retention on",
 		rule:     fmt.Sprintf("no-rabbitmq's delivery p99 in the long-lived run (≥ %s finished tasks of history, TASK_RETENTION 24h) ≤ %s× its median in the fresh run, at every rate both runs measured, in every round", count(agedHistory), num(agedFactor)),
-		evaluate: agedWithin("no-rabbitmq", "server.delivery.p99_ms", agedHistory, agedFactor)},
-	{pair: "log", short: "low delivery p95 on both sides",
+		evaluate: agedWithin(pairs.NoRabbitMQ, driver.ServerDeliveryP99, agedHistory, agedFactor)},
+	{pair: pairs.Log, short: "low delivery p95 on both sides",
 		claim: "Delivery p95 ≤ 2 ms on both sides at 100, 150 and 200 events/s",
 		rule:  fmt.Sprintf("every side's delivery p95 ≤ %s ms at every fixed rate, in every round", num(logDeliveryP95MS)),
-		evaluate: everyLogRate("server.delivery.p95_ms", "no-kafka / kafka: ", func(rate string, pg, kafka float64) (string, bool) {
+		evaluate: everyLogRate(driver.ServerDeliveryP95, "no-kafka / kafka: ", func(rate string, pg, kafka float64) (string, bool) {
 			return fmt.Sprintf("%s: %s / %s ms", rate, num(pg), num(kafka)), pg <= logDeliveryP95MS && kafka <= logDeliveryP95MS
 		})},
-	{pair: "log", short: "Kafka's write p99 above Postgres'",
+	{pair: pairs.Log, short: "Kafka's write p99 above Postgres'",
 		claim: "Kafka write p99 16 ms versus 5–7 ms on Postgres",
 		rule:  fmt.Sprintf("kafka's write p99 above no-kafka's (by more than %s%%: closer is a tie) at every fixed rate, in every round", num(100*tieWithin)),
-		evaluate: everyLogRate("server.write.p99_ms", "kafka vs no-kafka: ", func(rate string, pg, kafka float64) (string, bool) {
+		evaluate: everyLogRate(driver.ServerWriteP99, "kafka vs no-kafka: ", func(rate string, pg, kafka float64) (string, bool) {
 			return fmt.Sprintf("%s: %s vs %s ms", rate, num(kafka), num(pg)), kafka > pg && !tie(kafka, pg)
 		})},
-	{pair: "log", short: "synchronous_commit=off delays delivery",
+	{pair: pairs.Log, short: "synchronous_commit=off delays delivery",
 		claim: "With synchronous_commit=off, logical delivery p50 ≈ 160 ms (the WAL writer's flush delay)",
 		rule:  fmt.Sprintf("no-kafka's delivery p50 with SYNCHRONOUS_COMMIT=off within %s× of %s ms (%s ms), in every round", num(tolerance), num(syncOffDeliveryP50MS), around(syncOffDeliveryP50MS, syncOffDeliveryP50MS)),
-		evaluate: atPoint("log", "log.sync_off", "", "log sync-off variant", func(in claimInputs, p *driver.Point) outcome {
-			v, ok := median(p, "server.delivery.p50_ms", "no-kafka")
+		evaluate: atPoint(pairs.Log, "log.sync_off", "", "log sync-off variant", func(in claimInputs, p *driver.Point) outcome {
+			v, ok := median(p, driver.ServerDeliveryP50, pairs.NoKafka)
 			if !ok {
 				return outcome{missing: "no delivery latency recorded"}
 			}
 			o := outcome{measured: fmt.Sprintf("%s ms at %s", num(v), p.Name), holds: around(syncOffDeliveryP50MS, syncOffDeliveryP50MS).has(v)}
-			if d, ok := median(in.rs.point("log", "log.default", ""), "server.delivery.p50_ms", "no-kafka"); ok {
+			if d, ok := median(in.rs.point(pairs.Log, "log.default", ""), driver.ServerDeliveryP50, pairs.NoKafka); ok {
 				o.measured += fmt.Sprintf(" (%s ms with synchronous_commit=on)", num(d))
 			}
 			return o
 		})},
-	{pair: "log", short: "design-target ceiling",
+	{pair: pairs.Log, short: "design-target ceiling",
 		claim:    "One slot keeps up with ≥ 15,000 events/s (design target)",
 		rule:     fmt.Sprintf("no-kafka's ceiling ≥ %s/s in every round", count(logCeilingTarget)),
-		evaluate: ceilingAtLeast("log", "no-kafka", logCeilingTarget)},
-	{pair: "documents", short: "search p95 vs MongoDB", mongo: true,
+		evaluate: ceilingAtLeast(pairs.Log, pairs.NoKafka, logCeilingTarget)},
+	{pair: pairs.Documents, short: "search p95 vs MongoDB", mongo: true,
 		claim: "Containment search p95: 33 ms on Postgres vs 48 ms on MongoDB",
 		rule:  "Postgres' search p95 below MongoDB's, same data set, in every round",
-		evaluate: atPoint("documents", "documents.search", "", "documents", func(in claimInputs, p *driver.Point) outcome {
-			a, okA := median(p, "server.search.p95_ms", "no-mongodb")
-			b, okB := median(p, "server.search.p95_ms", "mongodb")
+		evaluate: atPoint(pairs.Documents, "documents.search", "", pairs.Documents, func(in claimInputs, p *driver.Point) outcome {
+			a, okA := median(p, driver.ServerSearchP95, pairs.NoMongoDB)
+			b, okB := median(p, driver.ServerSearchP95, pairs.MongoDB)
 			if !okA || !okB {
 				return outcome{missing: "no search p95 on both sides"}
 			}
@@ -346,23 +392,23 @@ var claimTable = []claimSpec{
 			}
 			return outcome{measured: fmt.Sprintf("Postgres %s ms vs MongoDB %s ms (%s)", num(a), num(b), p.Name), holds: a < b && !tie(a, b)}
 		})},
-	{pair: "documents", short: "rewrite ÷ patch on Postgres",
+	{pair: pairs.Documents, short: "rewrite ÷ patch on Postgres",
 		claim:    "Rewriting a 512 KB–2 MB profile costs 3.6–4.7× a neighbour-column patch on Postgres",
 		rule:     fmt.Sprintf("no-mongodb's rewrite ÷ patch p50 within %s× of the claimed range (%s×) at every size, in every round", num(tolerance), around(pgRewriteLo, pgRewriteHi)),
-		evaluate: costRatioWithin("no-mongodb", around(pgRewriteLo, pgRewriteHi))},
-	{pair: "documents", short: "lz4 TOAST compression vs pglz",
+		evaluate: costRatioWithin(pairs.NoMongoDB, around(pgRewriteLo, pgRewriteHi))},
+	{pair: pairs.Documents, short: "lz4 TOAST compression vs pglz",
 		claim:    "lz4 TOAST compression (PostgreSQL 14+) makes a large jsonb rewrite cheaper than the default pglz",
 		rule:     fmt.Sprintf("no-mongodb's rewrite p50 with TOAST_COMPRESSION=lz4 below its rewrite p50 with pglz (by more than %s%%), at every size, in the same run, in every round; without lz4 points in the documents run, the %s experiment's rewrite times of the same document with each compression decide it", num(100*tieWithin), toastExperiment),
 		evaluate: lz4BeatsPglz},
-	{pair: "documents", short: "rewrite ÷ patch on MongoDB", mongo: true,
+	{pair: pairs.Documents, short: "rewrite ÷ patch on MongoDB", mongo: true,
 		claim:    "The same rewrite costs 1.9–2.4× a patch on MongoDB",
 		rule:     fmt.Sprintf("mongodb's rewrite ÷ patch p50 within %s× of the claimed range (%s×) at every size, in every round", num(tolerance), around(mongoRewriteLo, mongoRewriteHi)),
-		evaluate: costRatioWithin("mongodb", around(mongoRewriteLo, mongoRewriteHi))},
-	{pair: "documents", short: "large rewrite p99 vs MongoDB", mongo: true,
+		evaluate: costRatioWithin(pairs.MongoDB, around(mongoRewriteLo, mongoRewriteHi))},
+	{pair: pairs.Documents, short: "large rewrite p99 vs MongoDB", mongo: true,
 		claim: "At 2 MB, Postgres' rewrite p99 is 2.6× MongoDB's",
 		rule:  fmt.Sprintf("per-round ratio no-mongodb ÷ mongodb of rewrite p99 at 2MB within %s× of %s (%s), in every round", num(tolerance), num(rewriteP99Ratio), around(rewriteP99Ratio, rewriteP99Ratio)),
-		evaluate: atPoint("documents", "documents.rewrite", "2MB", "documents 2MB rewrite point", func(in claimInputs, p *driver.Point) outcome {
-			r, ok := ratio(p, "client.rewrite.p99_ms")
+		evaluate: atPoint(pairs.Documents, "documents.rewrite", "2MB", "documents 2MB rewrite point", func(in claimInputs, p *driver.Point) outcome {
+			r, ok := ratio(p, driver.ClientRewriteP99)
 			switch {
 			case !ok:
 				return outcome{missing: "no 2MB rewrite latencies on both sides"}
@@ -381,9 +427,9 @@ const nearFloor = 1.5
 // rate of the queue run, and where: the floor queue latencies sit on here.
 func queueFloor(in claimInputs) (float64, string, bool) {
 	best, where := 0.0, ""
-	for _, p := range in.rs.points("queue", "queue.rate") {
+	for _, p := range in.rs.points(pairs.Queue, "queue.rate") {
 		for _, s := range p.Sides {
-			if v, ok := median(p, "server.delivery.p99_ms", s); ok && v > 0 && (where == "" || v < best) {
+			if v, ok := median(p, driver.ServerDeliveryP99, s); ok && v > 0 && (where == "" || v < best) {
 				best, where = v, s+" at "+p.Name
 			}
 		}
@@ -460,7 +506,7 @@ func agedWithin(side, metric string, minHistory int64, factor float64) func(clai
 		var parts []string
 		holds, seen := true, false
 		for _, aged := range agedPts {
-			fresh := in.rs.point("queue", "queue.rate", aged.Name)
+			fresh := in.rs.point(pairs.Queue, "queue.rate", aged.Name)
 			if fresh == nil {
 				continue
 			}
@@ -556,9 +602,9 @@ func atEveryPoint(cmd, scenario, what string, prefix func(claimInputs) string, e
 // everyLogRate evaluates a rule on both sides' medians of metric at every
 // fixed rate of the log pair; a side without the metric fails the rule.
 func everyLogRate(metric, prefix string, each func(rate string, pg, kafka float64) (string, bool)) func(claimInputs) outcome {
-	return atEveryPoint("log", "log.rate", "log", func(claimInputs) string { return prefix }, func(p *driver.Point) (string, bool) {
-		a, okA := median(p, metric, "no-kafka")
-		b, okB := median(p, metric, "kafka")
+	return atEveryPoint(pairs.Log, "log.rate", pairs.Log, func(claimInputs) string { return prefix }, func(p *driver.Point) (string, bool) {
+		a, okA := median(p, metric, pairs.NoKafka)
+		b, okB := median(p, metric, pairs.Kafka)
 		if !okA || !okB {
 			return p.Name + ": " + notRecorded, false
 		}
@@ -570,12 +616,12 @@ func everyLogRate(metric, prefix string, each func(rate string, pg, kafka float6
 // band at every size".
 func costRatioWithin(side string, within band) func(claimInputs) outcome {
 	prefix := func(in claimInputs) string {
-		if in.ferret && side == "mongodb" {
+		if in.ferret && side == pairs.MongoDB {
 			return "FerretDB: "
 		}
 		return ""
 	}
-	return atEveryPoint("documents", "documents.rewrite", "documents", prefix, func(p *driver.Point) (string, bool) {
+	return atEveryPoint(pairs.Documents, "documents.rewrite", pairs.Documents, prefix, func(p *driver.Point) (string, bool) {
 		v, ok := median(p, "cost_ratio.p50", side)
 		if !ok {
 			return p.Name + ": " + notRecorded, false
@@ -588,8 +634,8 @@ func costRatioWithin(side string, within band) func(claimInputs) outcome {
 // patch at each size of documents.rewrite (pglz) and
 // documents.rewrite_lz4.
 func lz4BeatsPglz(in claimInputs) outcome {
-	pg := in.rs.points("documents", "documents.rewrite")
-	if len(pg) == 0 || len(in.rs.points("documents", "documents.rewrite_lz4")) == 0 {
+	pg := in.rs.points(pairs.Documents, "documents.rewrite")
+	if len(pg) == 0 || len(in.rs.points(pairs.Documents, "documents.rewrite_lz4")) == 0 {
 		if o, ok := toastLZ4(in); ok {
 			return o
 		}
@@ -598,14 +644,14 @@ func lz4BeatsPglz(in claimInputs) outcome {
 	var parts []string
 	holds := true
 	for _, p := range pg {
-		l := in.rs.point("documents", "documents.rewrite_lz4", p.Name)
-		a, okA := median(p, "client.rewrite.p50_ms", "no-mongodb")
-		ra, _ := median(p, "cost_ratio.p50", "no-mongodb")
+		l := in.rs.point(pairs.Documents, "documents.rewrite_lz4", p.Name)
+		a, okA := median(p, driver.ClientRewriteP50, pairs.NoMongoDB)
+		ra, _ := median(p, "cost_ratio.p50", pairs.NoMongoDB)
 		if l == nil {
 			return outcome{missing: "no lz4 rewrite point at " + p.Name}
 		}
-		b, okB := median(l, "client.rewrite.p50_ms", "no-mongodb")
-		rb, _ := median(l, "cost_ratio.p50", "no-mongodb")
+		b, okB := median(l, driver.ClientRewriteP50, pairs.NoMongoDB)
+		rb, _ := median(l, "cost_ratio.p50", pairs.NoMongoDB)
 		if !okA || !okB {
 			return outcome{missing: "no rewrite p50 at " + p.Name}
 		}
@@ -881,7 +927,7 @@ func claimView(all []*driver.Run, round int, rr ...raw.Results) (claimInputs, fu
 		}
 		in.rs[r.Command] = &cp
 	}
-	if docs := in.rs["documents"]; docs != nil {
+	if docs := in.rs[pairs.Documents]; docs != nil {
 		in.ferret = docs.Versions.MongoFlavor == "FerretDB"
 	}
 	return in, func() {

@@ -138,3 +138,48 @@ func TestOverloadClaimNotMeasurableWhenTheDriverAteTheMachine(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingMetricIsAFailedRun renames the queue run's delivery p99 (a
+// metric a claim reads) in every point: the claim becomes a failed run
+// naming the metric, never a silent "not measurable".
+func TestMissingMetricIsAFailedRun(t *testing.T) {
+	runs := fixture()
+	q := runs[0]
+	if q.Command != "queue" {
+		t.Fatalf("the fixture's first run is %s, want queue", q.Command)
+	}
+	for i := range q.Points {
+		for j := range q.Points[i].Metrics {
+			if q.Points[i].Metrics[j].Name == driver.ServerDeliveryP99 {
+				q.Points[i].Metrics[j].Name = "server.delivered.p99_ms"
+			}
+		}
+	}
+	found := false
+	for _, c := range Claims(runs) {
+		if c.Short != "delivery p99 close to RabbitMQ's" {
+			continue
+		}
+		found = true
+		if c.Verdict != FailedRun || !strings.Contains(c.Why, driver.ServerDeliveryP99) {
+			t.Errorf("claim on a renamed metric: verdict %q (%s), want %q naming %s", c.Verdict, c.Why, FailedRun, driver.ServerDeliveryP99)
+		}
+	}
+	if !found {
+		t.Fatal("no delivery p99 claim")
+	}
+}
+
+// TestMissingMetricIsAFailedFigure: a verdict card's figure whose metric
+// a valid point lacks says which metric failed, never "not measured".
+func TestMissingMetricIsAFailedFigure(t *testing.T) {
+	p := &driver.Point{Scenario: "queue.rate", Name: "1000/s", Sides: []string{"no-rabbitmq", "rabbitmq"},
+		Metrics: []driver.Metric{{Name: driver.ClientP99, Sides: map[string]driver.Agg{"no-rabbitmq": {Median: 1, N: 1}, "rabbitmq": {Median: 2, N: 1}}}}}
+	if f := pointFigure(p, driver.ClientP99, "no-rabbitmq", " ms"); !f.OK() || f.Value != 1 {
+		t.Errorf("a recorded metric: %+v", f)
+	}
+	f := pointFigure(p, driver.ServerDeliveryP99, "no-rabbitmq", " ms")
+	if f.OK() || !strings.Contains(f.String(), "failed: no metric") || !strings.Contains(f.String(), driver.ServerDeliveryP99) {
+		t.Errorf("a missing metric: %q, want a failure naming %s", f.String(), driver.ServerDeliveryP99)
+	}
+}

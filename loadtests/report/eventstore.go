@@ -69,86 +69,101 @@ func EventStoreSection(es eventstore.Results) string {
 		b.WriteString(startState(es.StartState))
 	}
 	if a := es.Append; a != nil {
-		o := a.Options
-		fmt.Fprintf(&b, "### append (%s, run %s)\n\n", a.At.Format("2006-01-02 15:04 UTC"), a.RunID)
-		fmt.Fprintf(&b, "%d workers, %d streams, %v per engine and round, %d rounds, engine order rotated each round. The growing series appends to the same streams every round; the reset series starts fresh streams before every round, interleaved with it, so that stream length and store size can be told apart. Each mode is its own series, and no figure of one is compared with one of the other:\n\n",
-			o.Workers, o.Streams, o.Duration, o.Rounds)
-		modes := appendModes(a)
-		for _, m := range modes {
-			b.WriteString("- **" + m.Label + "**\n")
-		}
-		b.WriteString("\n" + esStores(a.Stores))
-		b.WriteString("ops counts the appends completed, late ones included: an operation still running when a loop's window ends is waited for (up to the grace bound) and counted late; one still running at the bound is counted in flight, and in no other column.\n")
-		b.WriteString("\n| engine | mode | series | round | ops | late | in flight | ops/s | conflicts/op | errors | events per stream at end |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, r := range a.Rows {
-			m, _ := eventstore.ModeOf(r.Mode)
-			if st := appendStatus(r); !st.OK() {
-				why := esNotMeasured
-				if r.Measured {
-					why = statusText(st)
-				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | | | | | | |\n", r.Shown(), m.Name, r.Series, r.Round, why)
-				continue
-			}
-			late, inFlight := fmt.Sprint(r.Late), fmt.Sprint(r.InFlight)
-			if !r.Counted {
-				late, inFlight = "not counted (older file: dropped)", "not counted"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %.1f | %.3f | %d | %.0f |\n", r.Shown(), m.Name, r.Series, r.Round, r.Ops, late, inFlight, r.OpsPerSec, r.ConflictsPerOp, r.Errors, r.EventsPerStream)
-		}
-		if len(modes) == 1 {
-			fmt.Fprintf(&b, "\nOnly the %s mode ran in this file.\n", modes[0].Name)
-		}
-		b.WriteString("\nWhat the data shows:\n\n")
-		for _, v := range a.Verdicts {
-			b.WriteString("- " + validVerdict(a, v) + "\n")
-		}
-		b.WriteString("- Kafka's conflicts/op is 0 by construction: it never checks a version, so concurrent writers to one stream all succeed and the stream's invariants are not protected.\n\n")
+		appendSection(&b, a)
 	}
 	if p := es.PointRead; p != nil {
-		fmt.Fprintf(&b, "### point-read (%s)\n\nOne stream read in full (%s); time is the median of %d reads through the service.\n\n", p.At.Format("2006-01-02 15:04 UTC"), p.Source, p.Options.Reads)
-		b.WriteString(esStores(p.Stores))
-		b.WriteString("| engine | matched records | records_scanned | scanned / matched | read time (ms) |\n|---|---|---|---|---|\n")
-		for _, r := range p.Rows {
-			if r.Failed != "" {
-				fmt.Fprintf(&b, "| %s | failed: %s | | | |\n", r.Shown(), strings.TrimPrefix(md(r.Failed), "failed: "))
-				continue
-			}
-			if !r.Measured {
-				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Shown(), esNotMeasured)
-				continue
-			}
-			if st := pointReadStatus(r); !st.OK() {
-				fmt.Fprintf(&b, "| %s | %s | | | |\n", r.Shown(), statusText(st))
-				continue
-			}
-			scanned, ratio := "null (not measurable per request)", "no ratio: not measurable per request"
-			if r.RecordsScanned != nil {
-				scanned = fmt.Sprint(*r.RecordsScanned)
-				ratio = fmt.Sprintf("%.1f×", r.ScanRatio)
-			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.2f |\n", r.Shown(), r.Matched, scanned, ratio, r.MedianMS)
-		}
-		b.WriteString("\n")
+		pointReadSection(&b, p)
 	}
 	if es.Causal != nil {
 		b.WriteString(causalSection(es.Causal))
 	}
 	if c := es.CatchUp; c != nil {
-		fmt.Fprintf(&b, "### catch-up (%s)\n\n%d runs × %d pre-filled events per engine. %s. Ranges are min–max across runs.\n\n", c.At.Format("2006-01-02 15:04 UTC"), c.Options.Runs, c.Options.Events, c.Description)
-		b.WriteString(esStores(c.Stores))
-		b.WriteString("| engine | catch-up time (ms) | live latency p50 (ms) | live latency max (ms) |\n|---|---|---|---|\n")
-		for _, r := range c.Rows {
-			if !r.Measured {
-				fmt.Fprintf(&b, "| %s | %s | | |\n", r.Shown(), esNotMeasured)
-				continue
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Shown(), minMax(r.CatchUpMS), minMax(r.LiveP50MS), minMax(r.LiveMaxMS))
-		}
-		b.WriteString("\n")
+		catchUpSection(&b, c)
 	}
 	b.WriteString(eventStoreLongSections(es)) // eventstore_long.go
 	return b.String()
+}
+
+// appendSection writes the append scenario's subsection.
+func appendSection(b *strings.Builder, a *eventstore.AppendResult) {
+	o := a.Options
+	fmt.Fprintf(b, "### append (%s, run %s)\n\n", a.At.Format("2006-01-02 15:04 UTC"), a.RunID)
+	fmt.Fprintf(b, "%d workers, %d streams, %v per engine and round, %d rounds, engine order rotated each round. The growing series appends to the same streams every round; the reset series starts fresh streams before every round, interleaved with it, so that stream length and store size can be told apart. Each mode is its own series, and no figure of one is compared with one of the other:\n\n",
+		o.Workers, o.Streams, o.Duration, o.Rounds)
+	modes := appendModes(a)
+	for _, m := range modes {
+		b.WriteString("- **" + m.Label + "**\n")
+	}
+	b.WriteString("\n" + esStores(a.Stores))
+	b.WriteString("ops counts the appends completed, late ones included: an operation still running when a loop's window ends is waited for (up to the grace bound) and counted late; one still running at the bound is counted in flight, and in no other column.\n")
+	b.WriteString("\n| engine | mode | series | round | ops | late | in flight | ops/s | conflicts/op | errors | events per stream at end |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range a.Rows {
+		m, _ := eventstore.ModeOf(r.Mode)
+		if st := appendStatus(r); !st.OK() {
+			why := esNotMeasured
+			if r.Measured {
+				why = statusText(st)
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %d | %s | | | | | | |\n", r.Shown(), m.Name, r.Series, r.Round, why)
+			continue
+		}
+		late, inFlight := fmt.Sprint(r.Late), fmt.Sprint(r.InFlight)
+		if !r.Counted {
+			late, inFlight = "not counted (older file: dropped)", "not counted"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %s | %s | %.1f | %.3f | %d | %.0f |\n", r.Shown(), m.Name, r.Series, r.Round, r.Ops, late, inFlight, r.OpsPerSec, r.ConflictsPerOp, r.Errors, r.EventsPerStream)
+	}
+	if len(modes) == 1 {
+		fmt.Fprintf(b, "\nOnly the %s mode ran in this file.\n", modes[0].Name)
+	}
+	b.WriteString("\nWhat the data shows:\n\n")
+	for _, v := range a.Verdicts {
+		b.WriteString("- " + validVerdict(a, v) + "\n")
+	}
+	b.WriteString("- Kafka's conflicts/op is 0 by construction: it never checks a version, so concurrent writers to one stream all succeed and the stream's invariants are not protected.\n\n")
+}
+
+// pointReadSection writes the point-read scenario's subsection.
+func pointReadSection(b *strings.Builder, p *eventstore.PointReadResult) {
+	fmt.Fprintf(b, "### point-read (%s)\n\nOne stream read in full (%s); time is the median of %d reads through the service.\n\n", p.At.Format("2006-01-02 15:04 UTC"), p.Source, p.Options.Reads)
+	b.WriteString(esStores(p.Stores))
+	b.WriteString("| engine | matched records | records_scanned | scanned / matched | read time (ms) |\n|---|---|---|---|---|\n")
+	for _, r := range p.Rows {
+		if r.Failed != "" {
+			fmt.Fprintf(b, "| %s | failed: %s | | | |\n", r.Shown(), strings.TrimPrefix(md(r.Failed), "failed: "))
+			continue
+		}
+		if !r.Measured {
+			fmt.Fprintf(b, "| %s | %s | | | |\n", r.Shown(), esNotMeasured)
+			continue
+		}
+		if st := pointReadStatus(r); !st.OK() {
+			fmt.Fprintf(b, "| %s | %s | | | |\n", r.Shown(), statusText(st))
+			continue
+		}
+		scanned, ratio := "null (not measurable per request)", "no ratio: not measurable per request"
+		if r.RecordsScanned != nil {
+			scanned = fmt.Sprint(*r.RecordsScanned)
+			ratio = fmt.Sprintf("%.1f×", r.ScanRatio)
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %.2f |\n", r.Shown(), r.Matched, scanned, ratio, r.MedianMS)
+	}
+	b.WriteString("\n")
+}
+
+// catchUpSection writes the catch-up scenario's subsection.
+func catchUpSection(b *strings.Builder, c *eventstore.CatchUpResult) {
+	fmt.Fprintf(b, "### catch-up (%s)\n\n%d runs × %d pre-filled events per engine. %s. Ranges are min–max across runs.\n\n", c.At.Format("2006-01-02 15:04 UTC"), c.Options.Runs, c.Options.Events, c.Description)
+	b.WriteString(esStores(c.Stores))
+	b.WriteString("| engine | catch-up time (ms) | live latency p50 (ms) | live latency max (ms) |\n|---|---|---|---|\n")
+	for _, r := range c.Rows {
+		if !r.Measured {
+			fmt.Fprintf(b, "| %s | %s | | |\n", r.Shown(), esNotMeasured)
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", r.Shown(), minMax(r.CatchUpMS), minMax(r.LiveP50MS), minMax(r.LiveMaxMS))
+	}
+	b.WriteString("\n")
 }
 
 // validVerdict is v, one of the bench's trend sentences ("<engine>,

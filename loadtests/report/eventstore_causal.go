@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // The causal claim's thresholds: each is written here once and the
@@ -63,6 +64,28 @@ func causalSection(c *eventstore.CausalResult) string {
 	if c.Aborted != "" {
 		w("The run ended early: %s.\n\n", md(c.Aborted))
 	}
+	causalFills(&b, c)
+	causalStreams(&b, c)
+	causalFits(&b, c)
+	cl := CausalClaim(c)
+	w("\n| claim | rule | measured | verdict |\n|---|---|---|---|\n")
+	v := cl.Verdict
+	if cl.Why != "" {
+		v += ": " + cl.Why
+	}
+	w("| %s | %s | %s | **%s** |\n\n", md(cl.Claim), md(cl.Rule), md(cl.Measured), md(v))
+	for _, n := range c.Notes {
+		w("- %s\n", md(n))
+	}
+	if len(c.Notes) > 0 {
+		w("\n")
+	}
+	return b.String()
+}
+
+// causalFills writes the table of each step's starting state.
+func causalFills(b *strings.Builder, c *eventstore.CausalResult) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	if len(c.Fills) > 0 {
 		w("Each step's starting state, measured:\n\n| engine | step | records before the fill | added | fill seconds (VACUUM included on Postgres) | records at the reads |\n|---|---|---|---|---|---|\n")
 		for _, e := range c.Engines {
@@ -87,7 +110,13 @@ func causalSection(c *eventstore.CausalResult) string {
 		}
 		w("\n")
 	}
-	for _, n := range o.Streams {
+}
+
+// causalStreams writes one table per stream length: each engine's reads
+// at every step.
+func causalStreams(b *strings.Builder, c *eventstore.CausalResult) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	for _, n := range c.Options.Streams {
 		w("#### stream of %s events\n\n", count(int64(n)))
 		w("| engine | step | store records (measured) | read p50 (ms) | read p99 (ms) | scanned per read | scanned ÷ matched |\n|---|---|---|---|---|---|---|\n")
 		for _, e := range c.Engines {
@@ -104,6 +133,11 @@ func causalSection(c *eventstore.CausalResult) string {
 		}
 		w("\n")
 	}
+}
+
+// causalFits writes the fits of read time against the store's size.
+func causalFits(b *strings.Builder, c *eventstore.CausalResult) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	fits := c.Fits()
 	w("#### fits: read time against the store's size\n\n")
 	w("Least squares on linear axes, over each engine's valid sizes: read p50 (ms) = intercept + slope × records stored, the slope given per million records; the same for the records scanned per read. The share is the slope's part of the fitted read time at the largest store: slope × (largest − smallest) ÷ fitted time at the largest.\n\n")
@@ -127,25 +161,21 @@ func causalSection(c *eventstore.CausalResult) string {
 		}
 		w("| %s | %s events | %s | %s | %s | %s | %s | %s |\n", f.Shown(), count(int64(f.Events)), sizes, num(f.Time.Slope*perMillion), num(f.Time.Intercept), fmt.Sprintf("%.3f", f.Time.R2), scan, share)
 	}
-	cl := CausalClaim(c)
-	w("\n| claim | rule | measured | verdict |\n|---|---|---|---|\n")
-	v := cl.Verdict
-	if cl.Why != "" {
-		v += ": " + cl.Why
-	}
-	w("| %s | %s | %s | **%s** |\n\n", md(cl.Claim), md(cl.Rule), md(cl.Measured), md(v))
-	for _, n := range c.Notes {
-		w("- %s\n", md(n))
-	}
-	if len(c.Notes) > 0 {
-		w("\n")
-	}
-	return b.String()
 }
+
+// The event store's entry of the report's pair table: its section from
+// the bench's results, and its claim decided by the causal experiment.
+func init() {
+	registerReport(pairReport{name: pairs.EventStore, title: eventstore.SectionTitle, benchSection: EventStoreSection, claims: []string{causalShort},
+		card: pairs.EventStore})
+}
+
+// causalShort names the causal claim without figures.
+const causalShort = "Kafka's point read slows with the records it scans"
 
 // CausalClaim decides the causal claim (causalRule) on c.
 func CausalClaim(c *eventstore.CausalResult) Claim {
-	cl := Claim{Pair: "eventstore", Claim: causalClaim, Short: "Kafka's point read slows with the records it scans", Rule: causalRule}
+	cl := Claim{Pair: pairs.EventStore, Claim: causalClaim, Short: causalShort, Rule: causalRule}
 	fits := c.Fits()
 	find := func(engine string, events int) *eventstore.CausalFit {
 		for i := range fits {
@@ -158,7 +188,7 @@ func CausalClaim(c *eventstore.CausalResult) Claim {
 	var failed, parts []string
 	holds := true
 	for _, n := range c.Options.Streams {
-		k, pg := find("kafka-eventstore", n), find("no-kurrentdb", n)
+		k, pg := find(pairs.KafkaEventStore, n), find(pairs.NoKurrentDB, n)
 		for _, f := range []*eventstore.CausalFit{k, pg} {
 			switch {
 			case f == nil:

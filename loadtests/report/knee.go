@@ -10,6 +10,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // critStep is the criterion of a step that did not run to a verdict (its
@@ -299,21 +300,21 @@ func kneeLatency(c *driver.Ceiling, fallback string) string {
 // knee, and is drawn.
 func stepInvalid(st driver.CeilingStep, latency string, stepS float64) string {
 	m := st.Metrics
-	sent := m["client.sent_rate"]
+	sent := m[driver.ClientSentRate]
 	crit := stepCriteria(st)
 	switch {
 	case slices.Contains(crit, critStep) || len(m) == 0:
 		return "the step did not run: " + firstLine(st.Why)
 	case sent <= 0:
 		return "nothing sent"
-	case stepS > 0 && m["client.errors"] > 0 && m["client.errors"] >= driver.FailShare*sent*stepS:
-		return fmt.Sprintf("%.0f%% of the requests failed", 100*m["client.errors"]/(sent*stepS))
+	case stepS > 0 && m[driver.ClientErrors] > 0 && m[driver.ClientErrors] >= driver.FailShare*sent*stepS:
+		return fmt.Sprintf("%.0f%% of the requests failed", 100*m[driver.ClientErrors]/(sent*stepS))
 	case slices.Contains(crit, scenario.CritErrors):
 		return fmt.Sprintf("%s%% or more of the requests failed (%s)", num(100*driver.FailShare), firstLine(st.Why))
-	case m["client.ok_rate"] <= 0:
+	case m[driver.ClientOKRate] <= 0:
 		return "no request was accepted"
 	}
-	if _, ok := m["server."+latency+".p99_ms"]; !ok {
+	if _, ok := m[driver.ServerLatency(latency, driver.SuffixP99)]; !ok {
 		return "no " + latency + " latency recorded"
 	}
 	if d, ok := m["drained"]; ok && d == 0 {
@@ -366,8 +367,8 @@ func kneeCurve(c *driver.Ceiling, latency string) []curvePoint {
 				continue
 			}
 			v := vals[st.Rate]
-			v[0] = append(v[0], st.Metrics["server."+latency+".p50_ms"])
-			v[1] = append(v[1], st.Metrics["server."+latency+".p99_ms"])
+			v[0] = append(v[0], st.Metrics[driver.ServerLatency(latency, driver.SuffixP50)])
+			v[1] = append(v[1], st.Metrics[driver.ServerLatency(latency, driver.SuffixP99)])
 			v[2] = append(v[2], st.Metrics["throughput"])
 			vals[st.Rate] = v
 		}
@@ -505,9 +506,9 @@ func keptUpBound(sc string) (latency string, p99MS float64, ok bool) {
 	pair, _, _ := strings.Cut(sc, ".")
 	var o scenario.CeilingOptions
 	switch pair {
-	case "queue":
+	case pairs.Queue:
 		o = scenario.QueueScenario.Defaults.CeilingOpts
-	case "log":
+	case pairs.Log:
 		o = scenario.LogScenario.Defaults.CeilingOpts
 	default:
 		return "", 0, false
@@ -525,13 +526,13 @@ func keptUpMiss(p *driver.Point, side string) string {
 		if sr == nil || p.DurationS <= 0 {
 			continue
 		}
-		sent, shed := sr.Metrics["client.sent_rate"], sr.Metrics["client.shed"]
+		sent, shed := sr.Metrics[driver.ClientSentRate], sr.Metrics[driver.ClientShed]
 		if sent > 0 && shed > 0 && shed >= driver.FailShare*sent*p.DurationS {
 			return fmt.Sprintf("shed %s of the requests sent in round %d", percentOf(shed, sent*p.DurationS), rd.Index)
 		}
 	}
 	if lat, bound, ok := keptUpBound(p.Scenario); ok {
-		if v, has := median(p, "server."+lat+".p99_ms", side); has && v >= bound {
+		if v, has := median(p, driver.ServerLatency(lat, driver.SuffixP99), side); has && v >= bound {
 			return fmt.Sprintf("%s p99 %s, over the ceilings' %s bound", lat, ms(v), ms(bound))
 		}
 	}

@@ -26,7 +26,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 		byCmd[r.Command] = r
 	}
 	var rs []*driver.Run
-	for _, c := range []string{"queue", "log", "documents", "cache", "longlived", "throughput"} {
+	for _, c := range append(pairCommands(), "longlived", "throughput") {
 		if r := byCmd[c]; r != nil {
 			rs = append(rs, r)
 		}
@@ -48,8 +48,13 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 	if section := FailedSection(rs, es); section != "" {
 		b.WriteString(section)
 	}
-	if section := EventStoreSection(es); section != "" {
-		b.WriteString("\n" + section + "\n" + chartLine(charts, "eventstore", chartsRel))
+	for _, p := range pairReports() {
+		if p.benchSection == nil {
+			continue
+		}
+		if section := p.benchSection(es); section != "" {
+			b.WriteString("\n" + section + "\n" + chartLine(charts, p.name, chartsRel))
+		}
 	}
 	b.WriteString(ScaleOutSection(byCmd["scaleout"]))
 	for _, section := range extra {
@@ -96,30 +101,7 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	}
 	w("\nEvery number can be regenerated with the same command on your own machine; the JSON files hold every round.\n")
 
-	m, v := rs[0].Machine, rs[0].Versions
-	w("\n## Machine and versions\n\n| | |\n|---|---|\n")
-	w("| machine | %s, %d CPUs (%s), %.1f GiB memory, %s/%s |\n", m.Hostname, m.CPUs, orDash(m.CPUModel), float64(m.MemoryBytes)/(1<<30), m.OS, m.Arch)
-	w("| driver | %s, on the same machine as the servers |\n", m.GoVersion)
-	w("| PostgreSQL | %s |\n", orWhy(v.Postgres, v.Errors["postgres"]))
-	w("| RabbitMQ | %s |\n", orWhy(join(v.RabbitMQ, "Erlang "+v.Erlang), v.Errors["rabbitmq"]))
-	w("| Kafka | %s |\n", orWhy(v.Kafka, v.Errors["kafka"]))
-	mongo := orWhy(v.Mongo, v.Errors["mongo"])
-	if v.MongoFlavor == "FerretDB" {
-		mongo = fmt.Sprintf("**FerretDB** %s (answers buildInfo as MongoDB %s): NOT MongoDB; every \"mongodb\" number below is FerretDB's", orDash(v.FerretDB), v.Mongo)
-	} else if v.MongoFlavor != "" {
-		mongo = v.MongoFlavor + " " + v.Mongo
-	}
-	w("| MongoDB side | %s |\n", mongo)
-	if redis := redisVersion(rs); redis != "" {
-		w("| Redis | %s |\n", redis)
-	}
-	if f := fsyncLine(rs); f != "" {
-		w("| fsync | %s |\n", f)
-	}
-	if f := commitFloor(claimInputs{raw: first1(src).Raw}); f != "" {
-		w("| commit cost | %s: the floor of every verdict about logged writes |\n", f)
-	}
-
+	machineSection(b, rs, first1(src))
 	w(`
 ## How measurements are taken
 
@@ -145,57 +127,14 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 			b.WriteString("\n" + chartLine(charts, "throughput", chartsRel) + chartLine(charts, "cpu", chartsRel))
 			continue
 		}
-		if r.Command == "cache" {
-			b.WriteString(CacheSection(r))
-			b.WriteString("\n" + chartLine(charts, "staleness", chartsRel))
-			continue
-		}
-		if pairTitles[r.Command] == "" {
+		p, ok := reportOf(r.Command)
+		switch {
+		case !ok:
 			continue // the long-lived run has a section of its own
-		}
-		w("\n## %s\n\n", pairTitles[r.Command])
-		if settings := settingsLine(r); settings != "" {
-			b.WriteString(settingsBlock(settings))
-		}
-		b.WriteString(StartStateSection(r))
-		scenarios := map[string][]*driver.Point{}
-		var order []string
-		for i := range r.Points {
-			p := &r.Points[i]
-			if _, ok := scenarios[p.Scenario]; !ok {
-				order = append(order, p.Scenario)
-			}
-			scenarios[p.Scenario] = append(scenarios[p.Scenario], p)
-		}
-		for _, sc := range order {
-			ps := scenarios[sc]
-			sides := ps[0].Sides
-			w("### %s\n\n", scenarioTitle(sc, ps[0]))
-			w("| point | metric | %s | %s | A/B [per round] |\n|---|---|---|---|---|\n", SideLabel(r, sides[0]), SideLabel(r, sides[1]))
-			for _, p := range ps {
-				for _, row := range pointRows(p) {
-					w("| %s | %s | %s | %s | %s |\n", p.Name, row[0], row[1], row[2], row[3])
-				}
-			}
-			for _, p := range ps {
-				for _, e := range sideErrors(p) {
-					w("\nError, %s %s: %s\n", p.Scenario, p.Name, md(e))
-				}
-			}
-			w("\n")
-		}
-		if r.Command == "queue" {
-			b.WriteString(OutboxSection(r))
-		}
-		b.WriteString(KneeSection(r))
-		if f, ok := charts[r.Command]; ok {
-			w("![%s](%s/%s)\n\n*%s*\n\n", r.Command, chartsRel, f, Caption(r.Command))
-		}
-		for _, k := range map[string][]string{"queue": {"queue-rate"}, "log": {"log-rate"}, "documents": {"toast"}}[r.Command] {
-			b.WriteString(chartLine(charts, k, chartsRel))
-		}
-		for _, n := range r.Notes {
-			w("- Note: %s\n", md(n))
+		case p.section != nil:
+			b.WriteString(p.section(r, charts, chartsRel))
+		default:
+			pairSection(b, p, r, charts, chartsRel)
 		}
 	}
 	b.WriteString(LongLivedSection(rs))
@@ -204,12 +143,91 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	}
 }
 
-// pairTitles are the headings of the pairs' RESULTS.md sections; the
-// README's findings link to them.
-var pairTitles = map[string]string{
-	"queue":     "Queue: rabbitmq vs no-rabbitmq",
-	"log":       "Log: kafka vs no-kafka",
-	"documents": "Documents: mongodb vs no-mongodb",
+// machineSection writes the report's machine and versions table, from
+// the first run (and the Redis version and fsync cost of any), with the
+// commit cost of src's raw loops.
+func machineSection(b *bytes.Buffer, rs []*driver.Run, src Sources) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	m, v := rs[0].Machine, rs[0].Versions
+	w("\n## Machine and versions\n\n| | |\n|---|---|\n")
+	w("| machine | %s, %d CPUs (%s), %.1f GiB memory, %s/%s |\n", m.Hostname, m.CPUs, orDash(m.CPUModel), float64(m.MemoryBytes)/(1<<30), m.OS, m.Arch)
+	w("| driver | %s, on the same machine as the servers |\n", m.GoVersion)
+	w("| PostgreSQL | %s |\n", orWhy(v.Postgres, v.Errors["postgres"]))
+	w("| RabbitMQ | %s |\n", orWhy(join(v.RabbitMQ, "Erlang "+v.Erlang), v.Errors["rabbitmq"]))
+	w("| Kafka | %s |\n", orWhy(v.Kafka, v.Errors["kafka"]))
+	mongo := orWhy(v.Mongo, v.Errors["mongo"])
+	if v.MongoFlavor == "FerretDB" {
+		mongo = fmt.Sprintf("**FerretDB** %s (answers buildInfo as MongoDB %s): NOT MongoDB; every \"mongodb\" number below is FerretDB's", orDash(v.FerretDB), v.Mongo)
+	} else if v.MongoFlavor != "" {
+		mongo = v.MongoFlavor + " " + v.Mongo
+	}
+	w("| MongoDB side | %s |\n", mongo)
+	if redis := redisVersion(rs); redis != "" {
+		w("| Redis | %s |\n", redis)
+	}
+	if f := fsyncLine(rs); f != "" {
+		w("| fsync | %s |\n", f)
+	}
+	if f := commitFloor(claimInputs{raw: src.Raw}); f != "" {
+		w("| commit cost | %s: the floor of every verdict about logged writes |\n", f)
+	}
+}
+
+// pairSection writes a pair's section from its run: its settings and
+// starting state, one table per scenario, then p.after's subsection, its
+// knee, its charts and the run's notes.
+func pairSection(b *bytes.Buffer, p pairReport, r *driver.Run, charts map[string]string, chartsRel string) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	w("\n## %s\n\n", p.title)
+	if settings := settingsLine(r); settings != "" {
+		b.WriteString(settingsBlock(settings))
+	}
+	b.WriteString(StartStateSection(r))
+	scenarios := map[string][]*driver.Point{}
+	var order []string
+	for i := range r.Points {
+		pt := &r.Points[i]
+		if _, ok := scenarios[pt.Scenario]; !ok {
+			order = append(order, pt.Scenario)
+		}
+		scenarios[pt.Scenario] = append(scenarios[pt.Scenario], pt)
+	}
+	for _, sc := range order {
+		scenarioTable(b, r, scenarios[sc])
+	}
+	if p.after != nil {
+		b.WriteString(p.after(r))
+	}
+	b.WriteString(KneeSection(r))
+	if f, ok := charts[r.Command]; ok {
+		w("![%s](%s/%s)\n\n*%s*\n\n", r.Command, chartsRel, f, Caption(r.Command))
+	}
+	if p.chart != nil {
+		b.WriteString(chartLine(charts, p.chart.key, chartsRel))
+	}
+	for _, n := range r.Notes {
+		w("- Note: %s\n", md(n))
+	}
+}
+
+// scenarioTable writes one scenario's table (ps, its points) and the
+// errors of its sides.
+func scenarioTable(b *bytes.Buffer, r *driver.Run, ps []*driver.Point) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	sides := ps[0].Sides
+	w("### %s\n\n", scenarioTitle(ps[0].Scenario, ps[0]))
+	w("| point | metric | %s | %s | A/B [per round] |\n|---|---|---|---|---|\n", SideLabel(r, sides[0]), SideLabel(r, sides[1]))
+	for _, p := range ps {
+		for _, row := range pointRows(p) {
+			w("| %s | %s | %s | %s | %s |\n", p.Name, row[0], row[1], row[2], row[3])
+		}
+	}
+	for _, p := range ps {
+		for _, e := range sideErrors(p) {
+			w("\nError, %s %s: %s\n", p.Scenario, p.Name, md(e))
+		}
+	}
+	w("\n")
 }
 
 func scenarioTitle(sc string, p *driver.Point) string {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // NotifyTitle is the heading of the NOTIFY table, a subsection of the
@@ -25,7 +26,7 @@ func init() { claimTable = append(claimTable, rawClaims...) }
 
 // rawClaims are the claims the raw loops' results settle.
 var rawClaims = []claimSpec{
-	{pair: "queue", short: notifyShort,
+	{pair: pairs.Queue, short: notifyShort,
 		claim: "NOTIFY in the committing transaction serializes commits (the reference adds \"fixed only in PostgreSQL 19\"; " +
 			"the PostgreSQL source does not confirm that: commit 282b1cde9d for 19 reworks listener wake-ups, and PreCommit_Notify " +
 			"still takes the cluster-wide lock on \"database 0\" until the commit ends, see docs/queue.md). Verified here on the stack's PostgreSQL 15 only",

@@ -5,14 +5,15 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // outboxRows are the metrics of the outbox comparison, in order.
 var outboxRows = []row{
-	{"throughput", "processed/s"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"},
-	{"server.send.p50_ms", "send p50 ms"}, {"server.send.p99_ms", "send p99 ms"},
-	{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p99_ms", "delivery p99 ms"},
-	{"server.processing.p50_ms", "send→processed p50 ms"}, {"server.processing.p99_ms", "send→processed p99 ms"},
+	{"throughput", "processed/s"}, {driver.ClientErrors, "errors"}, {driver.ClientShed, "shed (503)"},
+	{driver.ServerSendP50, "send p50 ms"}, {driver.ServerSendP99, "send p99 ms"},
+	{driver.ServerDeliveryP50, "delivery p50 ms"}, {driver.ServerDeliveryP99, "delivery p99 ms"},
+	{driver.ServerProcessingP50, "send→processed p50 ms"}, {driver.ServerProcessingP99, "send→processed p99 ms"},
 }
 
 // OutboxSection is the queue section's answer to "what does the outbox
@@ -51,9 +52,9 @@ func OutboxSection(r *driver.Run) string {
 		return a, ok
 	}
 	for _, rw := range outboxRows {
-		pg, okPG := side(def, rw.metric, "no-rabbitmq")
-		dw, okDW := side(def, rw.metric, "rabbitmq")
-		ob, okOB := side(out, rw.metric, "rabbitmq")
+		pg, okPG := side(def, rw.metric, pairs.NoRabbitMQ)
+		dw, okDW := side(def, rw.metric, pairs.RabbitMQ)
+		ob, okOB := side(out, rw.metric, pairs.RabbitMQ)
 		if !okPG && !okDW && !okOB {
 			continue
 		}

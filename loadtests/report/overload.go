@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // extraMetrics are the table rows of the scenarios added by issue 15
@@ -11,21 +12,21 @@ import (
 // returns them before its own cases.
 var extraMetrics = map[string][]row{
 	"queue.overload": {{"offered_rate", "offered/s (single requests)"}, {"ceiling_rate", "ceiling/s"}, {"accepted_rate", "accepted/s"},
-		{"client.shed", "shed (503)"}, {"client.errors", "errors"}, {"throughput", "processed/s during the attack"},
-		{"pct_of_ceiling", "processed, % of ceiling"}, {"backlog_end", "backlog at end"}, {"server.processing.p99_ms", "send→processed p99 ms"},
+		{driver.ClientShed, "shed (503)"}, {driver.ClientErrors, "errors"}, {"throughput", "processed/s during the attack"},
+		{"pct_of_ceiling", "processed, % of ceiling"}, {"backlog_end", "backlog at end"}, {driver.ServerProcessingP99, "send→processed p99 ms"},
 		{"cores.driver", driverCoresLabel}, {"cores.service", "service cores"}, {"cores.postgres", "Postgres cores"},
 		{"cores.rabbitmq", "RabbitMQ cores"}, {"cores.machine", machineCoresLabel}},
 	"log.overload": {{"offered_rate", "offered/s (single requests)"}, {"ceiling_rate", "ceiling/s"}, {"accepted_rate", "accepted/s"},
-		{"client.shed", "shed (503)"}, {"client.errors", "errors"}, {"throughput", "delivered/s during the attack"},
-		{"pct_of_ceiling", "delivered, % of ceiling"}, {"backlog_end", "backlog at end"}, {"server.delivery.p99_ms", "delivery p99 ms"},
+		{driver.ClientShed, "shed (503)"}, {driver.ClientErrors, "errors"}, {"throughput", "delivered/s during the attack"},
+		{"pct_of_ceiling", "delivered, % of ceiling"}, {"backlog_end", "backlog at end"}, {driver.ServerDeliveryP99, "delivery p99 ms"},
 		{"cores.driver", driverCoresLabel}, {"cores.service", "service cores"}, {"cores.postgres", "Postgres cores"},
 		{"cores.kafka", "Kafka cores"}, {"cores.machine", machineCoresLabel}},
 	"log.batch_throughput": {{"accepted_rate", "events/s accepted"}, {"delivered_rate", "events/s delivered in the same window"},
-		{"batch_throughput", "batch throughput (the lower), events/s"}, {"client.errors", "errors"}},
+		{"batch_throughput", "batch throughput (the lower), events/s"}, {driver.ClientErrors, "errors"}},
 	"log.at_throughput": {{"offered_events", "events/s offered (open loop, batches)"}, {"batch_throughput", "batch throughput, events/s"},
 		{"throughput", "delivered/s"}, {"backlog_end", "backlog at end"},
-		{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p95_ms", "delivery p95 ms"},
-		{"server.delivery.p99_ms", "delivery p99 ms"}, {"server.write.p99_ms", "write p99 ms"}, {"client.shed", "shed (503)"}, {"client.errors", "errors"}},
+		{driver.ServerDeliveryP50, "delivery p50 ms"}, {driver.ServerDeliveryP95, "delivery p95 ms"},
+		{driver.ServerDeliveryP99, "delivery p99 ms"}, {driver.ServerWriteP99, "write p99 ms"}, {driver.ClientShed, "shed (503)"}, {driver.ClientErrors, "errors"}},
 }
 
 // The overload tables' CPU rows: cores used during the attack
@@ -55,10 +56,10 @@ const keepsPct = 80
 
 // overloadClaims are the "no collapse" claims, appended to claimTable.
 var overloadClaims = []claimSpec{
-	overloadClaim("queue", "no-rabbitmq", "processed"),
-	overloadClaim("queue", "rabbitmq", "processed"),
-	overloadClaim("log", "no-kafka", "delivered"),
-	overloadClaim("log", "kafka", "delivered"),
+	overloadClaim(pairs.Queue, pairs.NoRabbitMQ, "processed"),
+	overloadClaim(pairs.Queue, pairs.RabbitMQ, "processed"),
+	overloadClaim(pairs.Log, pairs.NoKafka, "delivered"),
+	overloadClaim(pairs.Log, pairs.Kafka, "delivered"),
 }
 
 func init() { claimTable = append(claimTable, overloadClaims...) }
@@ -81,8 +82,8 @@ func overloadClaim(pair, side, verb string) claimSpec {
 			tp, _ := median(p, "throughput", side)
 			ceil, _ := median(p, "ceiling_rate", side)
 			offered, _ := median(p, "offered_rate", side)
-			shed, _ := median(p, "client.shed", side)
-			errs, _ := median(p, "client.errors", side)
+			shed, _ := median(p, driver.ClientShed, side)
+			errs, _ := median(p, driver.ClientErrors, side)
 			o := outcome{measured: fmt.Sprintf("%s%% (%s %s/s of a %s/s ceiling; offered %s/s, shed %s, errors %s",
 				num(pct), num(tp), verb, num(ceil), num(offered), num(shed), num(errs)), holds: pct >= keepsPct}
 			cpus := 0

@@ -6,6 +6,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // RawTitle is the heading of RESULTS.md's raw-limits section.
@@ -42,15 +43,15 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 	w("\n### Services as a share of their engine's raw limit\n\n")
 	w("A service's items pass through every loop of its engine path on the same machine, so the path's limit is 1 ÷ Σ(times ÷ loop rate). The path is the service's design: both queue services keep a task record in Postgres (inserted with the enqueue, updated on delivery and on completion) and both log services record each event and its delivery in Postgres, so those loops are on both sides' paths, and the transport between them differs. The last column shows the best end-to-end rate against the compared engine's own loops alone, without the record keeping.\n\n")
 	w("| service | engine path | raw limit/s | single-request ceiling/s (share) | batch throughput/s (share) | throughput scenario: best end-to-end/s (share) | best end-to-end, share of the compared engine's loops alone |\n|---|---|---|---|---|---|---|\n")
-	for _, svc := range []string{"no-rabbitmq", "rabbitmq", "no-kafka", "kafka"} {
+	for _, svc := range []string{pairs.NoRabbitMQ, pairs.RabbitMQ, pairs.NoKafka, pairs.Kafka} {
 		lim, path, ok := r.Limit(svc)
 		if !ok {
 			w("| %s | %s | not measured | | | | |\n", svc, raw.Paths[svc].String())
 			continue
 		}
-		cmd := "queue"
-		if svc == "no-kafka" || svc == "kafka" {
-			cmd = "log"
+		cmd := pairs.Queue
+		if svc == pairs.NoKafka || svc == pairs.Kafka {
+			cmd = pairs.Log
 		}
 		ceilCell, tpCell := notMeasuredHere, notMeasuredHere
 		if c := rs.ceiling(cmd, svc); c != nil && c.Rate.Median > 0 {
@@ -64,7 +65,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		bestCell, coreCell := notMeasuredHere, notMeasuredHere
 		if v, p := bestE2E(rs, cmd, svc, 0); p != nil && v > 0 {
 			bestCell = num(v) + " at " + p.Name + " (" + r.PercentCell(svc, v) + ")"
-			lat := map[string]string{"queue": "server.processing.p50_ms", "log": "server.delivery.p50_ms"}[cmd]
+			lat := map[string]string{pairs.Queue: driver.ServerProcessingP50, pairs.Log: driver.ServerDeliveryP50}[cmd]
 			if l, ok := median(p, lat, svc); ok && l > comfortableP50MS {
 				bestCell += fmt.Sprintf(", a backlog draining (p50 %s s), not a sustained rate", num(l/1000))
 			}

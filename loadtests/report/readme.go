@@ -11,6 +11,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // The markers around the README's generated block. Everything between
@@ -155,38 +156,40 @@ func fixedAnswer(text string) func(*inputs) string {
 // pairSpecs are the pairs in table order.
 var pairSpecs = []pairSpec{
 	{
-		name: "queue", question: "RabbitMQ, or a table with `FOR UPDATE SKIP LOCKED`?",
-		section: pairTitles["queue"], doc: "docs/queue.md", claims: "queue", verdict: "queue",
-		has:      func(in *inputs) bool { return in.rs["queue"] != nil },
-		headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs["queue"].Versions) },
+		name: pairs.Queue, question: "RabbitMQ, or a table with `FOR UPDATE SKIP LOCKED`?",
+		section: titleOf(pairs.Queue), doc: "docs/queue.md", claims: pairs.Queue, verdict: pairs.Queue,
+		has:      func(in *inputs) bool { return in.rs[pairs.Queue] != nil },
+		headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs[pairs.Queue].Versions) },
 		answers: map[string]func(*inputs) string{
 			"semantics": fixedAnswer("a work queue (each task to one worker, retries, dead letters) is what both sides do, checked by one conformance suite. Fan-out, routing and many queues are RabbitMQ's: the Postgres side has one work queue per schema."),
 			"load": func(in *inputs) string {
-				return ceilingAnswer(in, "queue", "queue.rate", "no-rabbitmq", "rabbitmq", "tasks")
+				return ceilingAnswer(in, pairs.Queue, "queue.rate", pairs.NoRabbitMQ, pairs.RabbitMQ, "tasks")
 			},
 			"team":      fixedAnswer("the queue table is unlogged by default: crash recovery empties it and the service rebuilds it from the task records at start."),
 			"integrity": queueIntegrity,
 		},
 	},
 	{
-		name: "log", question: "Kafka, or logical replication with wal2json?",
-		section: pairTitles["log"], doc: "docs/log.md", claims: "log", verdict: "log",
-		has:      func(in *inputs) bool { return in.rs["log"] != nil },
+		name: pairs.Log, question: "Kafka, or logical replication with wal2json?",
+		section: titleOf(pairs.Log), doc: "docs/log.md", claims: pairs.Log, verdict: pairs.Log,
+		has:      func(in *inputs) bool { return in.rs[pairs.Log] != nil },
 		headline: logHeadline, servers: func(in *inputs) string {
-			return "Kafka " + orWhy(in.rs["log"].Versions.Kafka, in.rs["log"].Versions.Errors["kafka"])
+			return "Kafka " + orWhy(in.rs[pairs.Log].Versions.Kafka, in.rs[pairs.Log].Versions.Errors["kafka"])
 		},
 		answers: map[string]func(*inputs) string{
 			"semantics": fixedAnswer("one consumer per replication slot, at-least-once delivery observed exactly once. Consumer groups, partitions for parallel consumers, replay from any offset and retention are Kafka's."),
-			"load":      func(in *inputs) string { return ceilingAnswer(in, "log", "log.rate", "no-kafka", "kafka", "events") },
+			"load": func(in *inputs) string {
+				return ceilingAnswer(in, pairs.Log, "log.rate", pairs.NoKafka, pairs.Kafka, "events")
+			},
 			"team":      fixedAnswer("a slot whose consumer is dead keeps WAL without bound unless `max_slot_wal_keep_size` is set, and then the lagging slot is invalidated and its events lost."),
 			"integrity": logIntegrity,
 		},
 	},
 	{
-		name: "documents", question: "MongoDB, or `jsonb` with a GIN index?",
-		section: pairTitles["documents"], doc: "docs/documents.md", claims: "documents", verdict: "documents",
-		has:      func(in *inputs) bool { return in.rs["documents"] != nil },
-		headline: documentsHeadline, servers: func(in *inputs) string { return mongoVersion(in.rs["documents"].Versions) },
+		name: pairs.Documents, question: "MongoDB, or `jsonb` with a GIN index?",
+		section: titleOf(pairs.Documents), doc: "docs/documents.md", claims: pairs.Documents, verdict: pairs.Documents,
+		has:      func(in *inputs) bool { return in.rs[pairs.Documents] != nil },
+		headline: documentsHeadline, servers: func(in *inputs) string { return mongoVersion(in.rs[pairs.Documents].Versions) },
 		answers: map[string]func(*inputs) string{
 			"semantics": fixedAnswer("containment search (`@>`) is served by a GIN `jsonb_path_ops` index, which serves no key-existence query; fixed columns sit beside the free-form profile."),
 			"load":      documentsLoad,
@@ -196,7 +199,7 @@ var pairSpecs = []pairSpec{
 	},
 	{
 		name: "event store", question: "KurrentDB (or Kafka), or an append-only table?",
-		section: eventstore.SectionTitle, doc: "docs/eventstore.md", verdict: "eventstore",
+		section: eventstore.SectionTitle, doc: "docs/eventstore.md", verdict: pairs.EventStore,
 		has: func(in *inputs) bool {
 			return in.es.Append != nil || in.es.PointRead != nil || in.es.CatchUp != nil
 		},
@@ -320,13 +323,13 @@ func anchor(heading string) string {
 // who names a service's server for the reader.
 func who(r *driver.Run, service string) string {
 	switch service {
-	case "rabbitmq":
+	case pairs.RabbitMQ:
 		return "RabbitMQ"
-	case "kafka", "kafka-eventstore":
+	case pairs.Kafka, pairs.KafkaEventStore:
 		return "Kafka"
-	case "kurrentdb":
+	case pairs.KurrentDB:
 		return "KurrentDB"
-	case "mongodb":
+	case pairs.MongoDB:
 		if r != nil && r.Versions.MongoFlavor == "FerretDB" {
 			return "FerretDB"
 		}
@@ -472,13 +475,13 @@ func percentOf(a, b float64) string {
 }
 
 func queueHeadline(in *inputs) string {
-	r := in.rs["queue"]
-	parts := []string{ceilingLine(in, "queue", "no-rabbitmq", "rabbitmq")}
-	best, behind := highestKeptUp(in.rs, "queue", "queue.rate")
+	r := in.rs[pairs.Queue]
+	parts := []string{ceilingLine(in, pairs.Queue, pairs.NoRabbitMQ, pairs.RabbitMQ)}
+	best, behind := highestKeptUp(in.rs, pairs.Queue, "queue.rate")
 	if best != nil {
-		a, okA := median(best, "server.delivery.p99_ms", "no-rabbitmq")
-		b, okB := median(best, "server.delivery.p99_ms", "rabbitmq")
-		if x, ok := ratio(best, "server.delivery.p99_ms"); ok && okA && okB {
+		a, okA := median(best, driver.ServerDeliveryP99, pairs.NoRabbitMQ)
+		b, okB := median(best, driver.ServerDeliveryP99, pairs.RabbitMQ)
+		if x, ok := ratio(best, driver.ServerDeliveryP99); ok && okA && okB {
 			parts = append(parts, fmt.Sprintf("At %s, the highest fixed rate both kept up with (%s), delivery p99 was %s on Postgres vs %s on RabbitMQ (%s).", best.Name, keptUpRule(best), ms(a), ms(b), times(x)))
 		}
 	}
@@ -487,18 +490,18 @@ func queueHeadline(in *inputs) string {
 }
 
 func logHeadline(in *inputs) string {
-	parts := []string{ceilingLine(in, "log", "no-kafka", "kafka")}
+	parts := []string{ceilingLine(in, pairs.Log, pairs.NoKafka, pairs.Kafka)}
 	var writeX, dA, dB []float64
 	var names []string
-	for _, p := range in.rs.points("log", "log.rate") {
-		if x, ok := ratio(p, "server.write.p99_ms"); ok {
+	for _, p := range in.rs.points(pairs.Log, "log.rate") {
+		if x, ok := ratio(p, driver.ServerWriteP99); ok {
 			writeX = append(writeX, x)
 			names = append(names, p.Name)
 		}
-		if a, ok := median(p, "server.delivery.p95_ms", "no-kafka"); ok {
+		if a, ok := median(p, driver.ServerDeliveryP95, pairs.NoKafka); ok {
 			dA = append(dA, a)
 		}
-		if b, ok := median(p, "server.delivery.p95_ms", "kafka"); ok {
+		if b, ok := median(p, driver.ServerDeliveryP95, pairs.Kafka); ok {
 			dB = append(dB, b)
 		}
 	}
@@ -509,8 +512,8 @@ func logHeadline(in *inputs) string {
 		}
 		parts = append(parts, s+".")
 	}
-	if p := in.rs.point("log", "log.sync_off", ""); p != nil {
-		if v, ok := median(p, "server.delivery.p50_ms", "no-kafka"); ok {
+	if p := in.rs.point(pairs.Log, "log.sync_off", ""); p != nil {
+		if v, ok := median(p, driver.ServerDeliveryP50, pairs.NoKafka); ok {
 			parts = append(parts, fmt.Sprintf("`synchronous_commit=off` made Postgres' delivery p50 %s at %s.", ms(v), p.Name))
 		}
 	}
@@ -518,15 +521,15 @@ func logHeadline(in *inputs) string {
 }
 
 func documentsHeadline(in *inputs) string {
-	r := in.rs["documents"]
+	r := in.rs[pairs.Documents]
 	ferret := r.Versions.MongoFlavor == "FerretDB"
 	var parts []string
-	if p := in.rs.point("documents", "documents.search", ""); p != nil {
-		if a, ok := median(p, "server.search.p95_ms", "no-mongodb"); ok {
+	if p := in.rs.point(pairs.Documents, "documents.search", ""); p != nil {
+		if a, ok := median(p, driver.ServerSearchP95, pairs.NoMongoDB); ok {
 			s := fmt.Sprintf("Containment search p95 on Postgres: %s (%s)", ms(a), p.Name)
-			if b, okB := median(p, "server.search.p95_ms", "mongodb"); okB && !ferret {
+			if b, okB := median(p, driver.ServerSearchP95, pairs.MongoDB); okB && !ferret {
 				s += fmt.Sprintf(" vs %s on MongoDB", ms(b))
-				if x, ok := ratio(p, "server.search.p95_ms"); ok {
+				if x, ok := ratio(p, driver.ServerSearchP95); ok {
 					s += " (" + times(x) + ")"
 				}
 			}
@@ -534,16 +537,16 @@ func documentsHeadline(in *inputs) string {
 		}
 	}
 	var cost []string
-	for _, p := range in.rs.points("documents", "documents.rewrite") {
-		if v, ok := median(p, "cost_ratio.p50", "no-mongodb"); ok {
+	for _, p := range in.rs.points(pairs.Documents, "documents.rewrite") {
+		if v, ok := median(p, "cost_ratio.p50", pairs.NoMongoDB); ok {
 			cost = append(cost, fmt.Sprintf("%s (%s)", times(v), p.Name))
 		}
 	}
 	if len(cost) > 0 {
 		parts = append(parts, fmt.Sprintf("On Postgres, rewriting a large profile cost %s a patch of a neighbour column (p50).", strings.Join(cost, " and ")))
 	}
-	if p := in.rs.point("documents", "documents.rewrite", ""); p != nil && !ferret {
-		if x, ok := ratio(p, "client.rewrite.p99_ms"); ok {
+	if p := in.rs.point(pairs.Documents, "documents.rewrite", ""); p != nil && !ferret {
+		if x, ok := ratio(p, driver.ClientRewriteP99); ok {
 			parts = append(parts, fmt.Sprintf("Rewrite p99 at %s: Postgres %s MongoDB's.", p.Name, times(x)))
 		}
 	}
@@ -666,28 +669,28 @@ func measured(es eventstore.Results, name string) bool {
 func eventStoreHeadline(in *inputs) string {
 	var parts []string
 	rta := eventstore.ReadThenAppend
-	if pg := appendRows(in.es, rta, "no-kurrentdb", ""); len(pg) > 0 {
+	if pg := appendRows(in.es, rta, pairs.NoKurrentDB, ""); len(pg) > 0 {
 		s := fmt.Sprintf("Read-then-append (each append reads the stream's version first): Postgres appended %s events/s across rounds (%d workers, %d streams)", span(opsPerSec(pg), ""), in.es.Append.Options.Workers, in.es.Append.Options.Streams)
 		if c, ok := conflictShare(pg); ok {
 			s += fmt.Sprintf(", refusing %s of append attempts as version conflicts", percent(c))
 		}
 		parts = append(parts, s+".")
 	}
-	if f := appendFailure(in.es, rta, "no-kurrentdb"); f != "" {
+	if f := appendFailure(in.es, rta, pairs.NoKurrentDB); f != "" {
 		parts = append(parts, "Postgres' read-then-append "+f+".")
 	}
-	if k := appendRows(in.es, rta, "kafka-eventstore", ""); len(k) > 0 {
+	if k := appendRows(in.es, rta, pairs.KafkaEventStore, ""); len(k) > 0 {
 		s := fmt.Sprintf("Kafka appended %s events/s read-then-append, each read scanning the partition", span(opsPerSec(k), ""))
-		if e := engine(in.es, "kafka-eventstore"); e != nil && !e.Conditional {
+		if e := engine(in.es, pairs.KafkaEventStore); e != nil && !e.Conditional {
 			s += ", and could not check that version"
 		}
 		parts = append(parts, s+".")
 	}
-	if f := appendFailure(in.es, rta, "kafka-eventstore"); f != "" {
+	if f := appendFailure(in.es, rta, pairs.KafkaEventStore); f != "" {
 		parts = append(parts, "Kafka's read-then-append "+f+".")
 	}
 	var blind []string
-	for _, n := range []string{"no-kurrentdb", "kurrentdb", "kafka-eventstore"} {
+	for _, n := range []string{pairs.NoKurrentDB, pairs.KurrentDB, pairs.KafkaEventStore} {
 		if rows := appendRows(in.es, eventstore.Blind, n, ""); len(rows) > 0 {
 			blind = append(blind, fmt.Sprintf("%s %s events/s", who(nil, n), span(opsPerSec(rows), "")))
 		}
@@ -698,7 +701,7 @@ func eventStoreHeadline(in *inputs) string {
 	case in.es.Append != nil:
 		parts = append(parts, "Blind appends (expected_version \"any\", no read first, as the reference measured Kafka) are not in these results.")
 	}
-	if k := pointRead(in.es, "kafka-eventstore"); k != nil && k.RecordsScanned != nil {
+	if k := pointRead(in.es, pairs.KafkaEventStore); k != nil && k.RecordsScanned != nil {
 		if st := pointReadStatus(*k); !st.OK() {
 			parts = append(parts, "Reading one stream on Kafka: "+st.String()+".")
 		} else {
@@ -709,7 +712,7 @@ func eventStoreHeadline(in *inputs) string {
 }
 
 func eventStoreServers(in *inputs) string {
-	names := []string{"no-kurrentdb", "kurrentdb", "kafka-eventstore"}
+	names := []string{pairs.NoKurrentDB, pairs.KurrentDB, pairs.KafkaEventStore}
 	var ran, not []string
 	for _, n := range names {
 		if measured(in.es, n) {
@@ -721,7 +724,7 @@ func eventStoreServers(in *inputs) string {
 	s := strings.Join(ran, ", ")
 	if len(not) > 0 {
 		s += "; **" + strings.Join(not, ", ") + " not run here** (no server answered the bench"
-		if slices.Contains(not, who(nil, "kurrentdb")) {
+		if slices.Contains(not, who(nil, pairs.KurrentDB)) {
 			s += "; KurrentDB cannot be installed on these machines"
 		}
 		s += ")"
@@ -752,7 +755,7 @@ func eventStoreSemantics(in *inputs) string {
 
 func eventStoreLoad(in *inputs) string {
 	rta := eventstore.ReadThenAppend
-	g, r := appendRows(in.es, rta, "no-kurrentdb", "growing"), appendRows(in.es, rta, "no-kurrentdb", "reset")
+	g, r := appendRows(in.es, rta, pairs.NoKurrentDB, "growing"), appendRows(in.es, rta, pairs.NoKurrentDB, "reset")
 	if len(g) < 2 || len(r) < 2 || g[0].OpsPerSec == 0 || r[0].OpsPerSec == 0 {
 		return ""
 	}
@@ -763,14 +766,14 @@ func eventStoreLoad(in *inputs) string {
 
 func eventStoreIntegrity(in *inputs) string {
 	var parts []string
-	if c, ok := conflictShare(appendRows(in.es, eventstore.ReadThenAppend, "no-kurrentdb", "")); ok {
+	if c, ok := conflictShare(appendRows(in.es, eventstore.ReadThenAppend, pairs.NoKurrentDB, "")); ok {
 		s := fmt.Sprintf("Postgres refused a stale expected version with a 409 (%s of append attempts here)", percent(c))
-		if e := engine(in.es, "kafka-eventstore"); e != nil && e.Up && !e.Conditional {
+		if e := engine(in.es, pairs.KafkaEventStore); e != nil && e.Up && !e.Conditional {
 			s += "; Kafka accepts every append, so concurrent writers to one stream all succeed"
 		}
 		parts = append(parts, s+".")
 	}
-	pg, k := catchUp(in.es, "no-kurrentdb"), catchUp(in.es, "kafka-eventstore")
+	pg, k := catchUp(in.es, pairs.NoKurrentDB), catchUp(in.es, pairs.KafkaEventStore)
 	if pg != nil && k != nil {
 		parts = append(parts, fmt.Sprintf("Live delivery to a caught-up subscriber, p50 per run: Postgres %s, Kafka %s.", span(pg.LiveP50MS, " ms"), span(k.LiveP50MS, " ms")))
 	}
@@ -778,7 +781,7 @@ func eventStoreIntegrity(in *inputs) string {
 }
 
 func eventStoreShape(in *inputs) string {
-	pg, k := pointRead(in.es, "no-kurrentdb"), pointRead(in.es, "kafka-eventstore")
+	pg, k := pointRead(in.es, pairs.NoKurrentDB), pointRead(in.es, pairs.KafkaEventStore)
 	if pg == nil || k == nil || k.RecordsScanned == nil {
 		return ""
 	}
@@ -838,9 +841,9 @@ func ceilingAnswer(in *inputs, cmd, scenario, a, b, unit string) string {
 
 func queueIntegrity(in *inputs) string {
 	parts := []string{"the Postgres side commits a task with its business row in one transaction; the RabbitMQ side commits, then publishes (a dual write)."}
-	if best, _ := highestKeptUp(in.rs, "queue", "queue.rate"); best != nil {
+	if best, _ := highestKeptUp(in.rs, pairs.Queue, "queue.rate"); best != nil {
 		var xs []string
-		for _, m := range []struct{ metric, label string }{{"server.send.p99_ms", "send"}, {"server.delivery.p99_ms", "delivery"}, {"server.processing.p99_ms", "send→processed"}} {
+		for _, m := range []struct{ metric, label string }{{driver.ServerSendP99, "send"}, {driver.ServerDeliveryP99, "delivery"}, {driver.ServerProcessingP99, "send→processed"}} {
 			if x, ok := ratio(best, m.metric); ok {
 				xs = append(xs, fmt.Sprintf("%s p99 %s", m.label, times(x)))
 			}
@@ -849,10 +852,10 @@ func queueIntegrity(in *inputs) string {
 			parts = append(parts, fmt.Sprintf("What that cost at %s, Postgres ÷ RabbitMQ: %s.", best.Name, strings.Join(xs, ", ")))
 		}
 	}
-	def, dur := in.rs.point("queue", "queue.default", ""), in.rs.point("queue", "queue.durable", "")
+	def, dur := in.rs.point(pairs.Queue, "queue.default", ""), in.rs.point(pairs.Queue, "queue.durable", "")
 	if def != nil && dur != nil {
-		const p99 = "server.processing.p99_ms"
-		if v, ok := medians(at{def, p99, "no-rabbitmq"}, at{dur, p99, "no-rabbitmq"}, at{def, p99, "rabbitmq"}, at{dur, p99, "rabbitmq"}); ok {
+		const p99 = driver.ServerProcessingP99
+		if v, ok := medians(at{def, p99, pairs.NoRabbitMQ}, at{dur, p99, pairs.NoRabbitMQ}, at{def, p99, pairs.RabbitMQ}, at{dur, p99, pairs.RabbitMQ}); ok {
 			parts = append(parts, fmt.Sprintf("Durable settings at %s, send→processed p99: Postgres unlogged %s, logged %s; RabbitMQ classic %s, quorum %s.", def.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])))
 		}
 	}
@@ -861,10 +864,10 @@ func queueIntegrity(in *inputs) string {
 
 func logIntegrity(in *inputs) string {
 	parts := []string{"the Postgres write is one insert; the Kafka side inserts, then produces (a dual write: 503 and an undelivered row when the broker is down)."}
-	def, off := in.rs.point("log", "log.default", ""), in.rs.point("log", "log.sync_off", "")
+	def, off := in.rs.point(pairs.Log, "log.default", ""), in.rs.point(pairs.Log, "log.sync_off", "")
 	if def != nil && off != nil {
-		const write, delivery = "server.write.p99_ms", "server.delivery.p50_ms"
-		if v, ok := medians(at{off, write, "no-kafka"}, at{def, write, "no-kafka"}, at{off, delivery, "no-kafka"}, at{def, delivery, "no-kafka"}); ok {
+		const write, delivery = driver.ServerWriteP99, driver.ServerDeliveryP50
+		if v, ok := medians(at{off, write, pairs.NoKafka}, at{def, write, pairs.NoKafka}, at{off, delivery, pairs.NoKafka}, at{def, delivery, pairs.NoKafka}); ok {
 			parts = append(parts, fmt.Sprintf("Giving up durability with `synchronous_commit=off` at %s: write p99 %s (on: %s), delivery p50 %s (on: %s).", off.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])))
 		}
 	}
@@ -872,8 +875,8 @@ func logIntegrity(in *inputs) string {
 }
 
 func documentsLoad(in *inputs) string {
-	r := in.rs["documents"]
-	p := in.rs.point("documents", "documents.search", "")
+	r := in.rs[pairs.Documents]
+	p := in.rs.point(pairs.Documents, "documents.search", "")
 	if p == nil {
 		return ""
 	}
@@ -881,21 +884,21 @@ func documentsLoad(in *inputs) string {
 }
 
 func documentsShape(in *inputs) string {
-	r := in.rs["documents"]
+	r := in.rs[pairs.Documents]
 	var sizes []string
-	for _, p := range in.rs.points("documents", "documents.rewrite") {
+	for _, p := range in.rs.points(pairs.Documents, "documents.rewrite") {
 		s := p.Name + ": rewrite ÷ patch p50 "
-		if v, ok := median(p, "cost_ratio.p50", "no-mongodb"); ok {
+		if v, ok := median(p, "cost_ratio.p50", pairs.NoMongoDB); ok {
 			s += times(v)
-		} else if st := p.SideStatus("no-mongodb"); !st.OK() {
+		} else if st := p.SideStatus(pairs.NoMongoDB); !st.OK() {
 			s = p.Name + ": " + st.String()
 			sizes = append(sizes, s)
 			continue
 		} else {
 			s += notRecorded
 		}
-		wr, ok1 := median(p, "wal_per_op.rewrite", "no-mongodb")
-		wp, ok2 := median(p, "wal_per_op.patch", "no-mongodb")
+		wr, ok1 := median(p, "wal_per_op.rewrite", pairs.NoMongoDB)
+		wp, ok2 := median(p, "wal_per_op.patch", pairs.NoMongoDB)
 		if ok1 && ok2 {
 			s += fmt.Sprintf(", WAL %s per rewrite vs %s per patch", bytesH(wr), bytesH(wp))
 		} else if ok1 {

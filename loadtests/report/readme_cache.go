@@ -5,18 +5,20 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // cacheSpec is the cache pair's row of the findings and its answers to
 // the decision questions, read from a cache run (loadtests/scenario's
 // cache scenario).
 var cacheSpec = pairSpec{
-	name: "cache", question: "Redis, or Postgres behind an in-process cache?",
-	section: CacheTitle, doc: "docs/cache.md", claims: "cache", verdict: "cache",
-	has:      func(in *inputs) bool { return in.rs["cache"] != nil },
+	name: pairs.Cache, question: "Redis, or Postgres behind an in-process cache?",
+	section: CacheTitle, doc: "docs/cache.md", claims: pairs.Cache, verdict: pairs.Cache,
+	has:      func(in *inputs) bool { return in.rs[pairs.Cache] != nil },
 	headline: cacheHeadline,
 	servers: func(in *inputs) string {
-		v := in.rs["cache"].Versions
+		v := in.rs[pairs.Cache].Versions
 		return "Redis " + orWhy(v.Redis, v.Errors["redis"])
 	},
 	answers: map[string]func(*inputs) string{
@@ -46,17 +48,17 @@ func cacheModes(p *driver.Point, metric string) string {
 // per mode, the stampede's origin loads and the staleness windows.
 func cacheHeadline(in *inputs) string {
 	var parts []string
-	if p := in.rs.point("cache", cacheProfile, "read_heavy"); p != nil {
-		if s := cacheModes(p, "client.p50_ms"); s != "" {
+	if p := in.rs.point(pairs.Cache, cacheProfile, "read_heavy"); p != nil {
+		if s := cacheModes(p, driver.ClientP50); s != "" {
 			parts = append(parts, fmt.Sprintf("Read-heavy products over a Zipf key set at %s/s through the same HTTP contract, client p50: %s.", num(p.Rate), s))
 		}
 	}
-	if p := in.rs.point("cache", cacheRaw, ""); p != nil {
-		if v, ok := medians(at{p, "client.p50_ms", "postgres"}, at{p, "client.p50_ms", "redis"}); ok {
+	if p := in.rs.point(pairs.Cache, cacheRaw, ""); p != nil {
+		if v, ok := medians(at{p, driver.ClientP50, scenario.RawSidePostgres}, at{p, driver.ClientP50, scenario.RawSideRedis}); ok {
 			parts = append(parts, fmt.Sprintf("One lookup by key without HTTP: p50 %s ms on Postgres (pgx, primary key) vs %s ms on Redis.", num(v[0]), num(v[1])))
 		}
 	}
-	if p := in.rs.point("cache", cacheStaleness, ""); p != nil {
+	if p := in.rs.point(pairs.Cache, cacheStaleness, ""); p != nil {
 		parts = append(parts, "After an out-of-band `UPDATE ... WHERE`, every instance was fresh within: "+stalenessModes(p)+".")
 	}
 	return joinNonEmpty(parts, "No cache measurement in these results.")
@@ -85,7 +87,7 @@ func stalenessModes(p *driver.Point) string {
 // cacheLoad says at what rates the cache run measured, and that no
 // ceiling was searched.
 func cacheLoad(in *inputs) string {
-	p := in.rs.point("cache", cacheProfile, "")
+	p := in.rs.point(pairs.Cache, cacheProfile, "")
 	if p == nil {
 		return ""
 	}
@@ -95,7 +97,7 @@ func cacheLoad(in *inputs) string {
 // cacheIntegrity prices freshness: how long each mode served a stale
 // value after an update made outside the service.
 func cacheIntegrity(in *inputs) string {
-	p := in.rs.point("cache", cacheStaleness, "")
+	p := in.rs.point(pairs.Cache, cacheStaleness, "")
 	if p == nil {
 		return ""
 	}

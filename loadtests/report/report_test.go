@@ -14,6 +14,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.json from the synthetic fixture")
@@ -348,5 +349,28 @@ func TestSessionsSplitOnPauses(t *testing.T) {
 	want := []string{"queue, log (2026-11-30 20:00–20:13 UTC)", "documents (2026-11-30 20:53–21:02 UTC)"}
 	if gs := sessions(two); !slices.Equal(gs, want) {
 		t.Errorf("two invocations: %q, want %q", gs, want)
+	}
+}
+
+// TestPairReportsArePairs: the report's pair table names only pairs of
+// services/kit/pairs, each once, and PairCoverage tells a pair it does not
+// know.
+func TestPairReportsArePairs(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, p := range pairReports() {
+		if seen[p.name] || !slices.Contains(pairs.Names(), p.name) {
+			t.Errorf("the report's pair table: %q twice or not a pair of services/kit/pairs", p.name)
+		}
+		seen[p.name] = true
+		if why := PairCoverage(p.name); why != "" {
+			t.Errorf("%s: %s", p.name, why)
+		}
+	}
+	if len(seen) != len(pairReportsByName) {
+		t.Errorf("the report's pair table has %d entries, %d of them pairs of services/kit/pairs", len(pairReportsByName), len(seen))
+	}
+	if PairCoverage("nope") == "" {
+		t.Error("PairCoverage covered a pair that does not exist")
 	}
 }

@@ -40,7 +40,16 @@ func RetentionSection(r raw.Results) string {
 	if len(m.Notes) > 0 {
 		w("\n")
 	}
+	retentionRemovals(&b, m)
+	retentionClaims(&b, r, m)
+	w("\n")
+	return b.String()
+}
 
+// retentionRemovals writes the subsection on removing the oldest half of
+// the history: batched DELETE vs dropped partitions.
+func retentionRemovals(b *strings.Builder, m *raw.Retention) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("### Removing the oldest half of the history: batched DELETE vs dropped partitions\n\n")
 	w("`tasks` holds %s done tasks processed over %d days, and a copy partitioned by day on `processed_at` (primary key `(id, processed_at)`) holds the same rows; both are vacuumed first, as old history is. The oldest %d days are removed. ", count(int64(m.Rows)), m.Days, m.Days/2)
 	if m.Checkpoint {
@@ -76,6 +85,12 @@ func RetentionSection(r raw.Results) string {
 		w("its table keeps its size (VACUUM makes the space reusable by new rows, it does not give it back), while dropping returns the partitions' files at once.\n")
 	}
 
+}
+
+// retentionClaims writes the subsection on claims with dead tuples at the
+// queue table's head, and after VACUUM.
+func retentionClaims(b *strings.Builder, r raw.Results, m *raw.Retention) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("\n### Claims with dead tuples at the queue table's head, and after VACUUM\n\n")
 	w("`queue_jobs` (unlogged, as by default) gets %s rows at its head and %s due after them, and is vacuumed; one DELETE removes the head, as completions do, leaving its dead tuples in the heap and in `queue_jobs_run_at`. ", count(int64(m.ClaimHead)), count(int64(m.ClaimFill)))
 	w("Workers then claim with no-rabbitmq's statement shape (without its `tasks` update) and delete what they claimed, for %vs; then the due rows are topped up to %s again, a VACUUM runs, and the same claims run again.\n\n", r.Settings["duration_s"], count(int64(m.ClaimFill)))
@@ -94,8 +109,6 @@ func RetentionSection(r raw.Results) string {
 	if head != nil && vac != nil && head.Error == "" && vac.Error == "" && vac.Rate > 0 {
 		w("\nWith %s dead tuples at the head, claims ran at %.0f%% of their rate after VACUUM.\n", count(head.DeadTuples), 100*head.Rate/vac.Rate)
 	}
-	w("\n")
-	return b.String()
 }
 
 // vacuumWAL is the WAL of the VACUUM after x, 0 without one.

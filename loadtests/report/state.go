@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // LongLivedTitle is the heading of RESULTS.md's long-lived section; the
@@ -54,8 +55,8 @@ func startState(st *driver.StartState) string {
 
 // agingRows are the metrics of the long-lived table, per scenario.
 var agingRows = map[string][]row{
-	"queue.rate": {{"server.delivery.p99_ms", "delivery p99 ms"}, {"server.processing.p99_ms", "send→processed p99 ms"}, {"throughput", "processed/s"}},
-	"log.rate":   {{"server.write.p99_ms", "write p99 ms"}, {"server.delivery.p99_ms", "delivery p99 ms"}, {"throughput", "delivered/s"}},
+	"queue.rate": {{driver.ServerDeliveryP99, "delivery p99 ms"}, {driver.ServerProcessingP99, "send→processed p99 ms"}, {"throughput", "processed/s"}},
+	"log.rate":   {{driver.ServerWriteP99, "write p99 ms"}, {driver.ServerDeliveryP99, "delivery p99 ms"}, {"throughput", "delivered/s"}},
 }
 
 // LongLivedSection renders the long-lived run beside the fresh runs of
@@ -75,7 +76,7 @@ func LongLivedSection(all []*driver.Run) string {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("\n## %s\n\n", LongLivedTitle)
 	w("The same fixed rates as the fresh runs above, one round each, after each side's tables were given a history (`results/%s.json`). Retention is on with the services' defaults (TASK_RETENTION and EVENT_RETENTION 24h): the history is inside it, its churn past it. \"fresh\" is the median of the fresh run's rounds, \"long-lived\" the one round on the history; the ratio is long-lived ÷ fresh, per side.\n\n", ll.ID)
-	for _, pair := range []string{"queue", "log"} {
+	for _, pair := range []string{pairs.Queue, pairs.Log} {
 		sc := pair + ".rate"
 		fresh := byCmd[pair]
 		var rows []string
@@ -103,7 +104,7 @@ func LongLivedSection(all []*driver.Run) string {
 		if len(rows) == 0 {
 			continue
 		}
-		w("### %s\n\n", pairTitles[pair])
+		w("### %s\n\n", titleOf(pair))
 		if fresh == nil {
 			w("No fresh %s run in these results: the fresh columns are empty.\n\n", pair)
 		}

@@ -21,8 +21,8 @@ func init() {
 		{"start.rows", "rows at the start"}, {"start.slot_lag_found_bytes", "slot lag found at the start, bytes"}}
 	over := []row{{scenario.MetricOffered, "items/s offered (batches, open loop)"}, {scenario.MetricSustainable, "sustainable items/s"},
 		{scenario.MetricIntake, "processed/s during the intake"}, {scenario.MetricShare, "share of the sustainable rate"},
-		{scenario.MetricStarved, "starved (1 = yes)"}, {"accepted_per_s", "accepted items/s"}, {"client.shed", "batches shed (503)"},
-		{"client.errors", "errors"}, {"p99_ms", "end-to-end p99 ms"}, {scenario.MetricDrain, "drain after the intake, s"}}
+		{scenario.MetricStarved, "starved (1 = yes)"}, {"accepted_per_s", "accepted items/s"}, {driver.ClientShed, "batches shed (503)"},
+		{driver.ClientErrors, "errors"}, {"p99_ms", "end-to-end p99 ms"}, {scenario.MetricDrain, "drain after the intake, s"}}
 	for _, tp := range throughputPairs {
 		extraMetrics[scenario.SustainScenarioName(tp.pair)] = search
 		extraMetrics[scenario.OverScenarioName(tp.pair)] = over
@@ -282,7 +282,7 @@ func overCell(p *driver.Point, side string, s *scenario.SustainSettings) string 
 	if off, ok := sideAgg(p, scenario.MetricOffered, side); ok {
 		out += fmt.Sprintf(", %s/s offered", num(off.Median))
 	}
-	if shed, ok := sideAgg(p, "client.shed", side); ok && shed.Median > 0 {
+	if shed, ok := sideAgg(p, driver.ClientShed, side); ok && shed.Median > 0 {
 		out += fmt.Sprintf(", %s batches shed", num(shed.Median))
 	}
 	out += ")"
@@ -328,7 +328,7 @@ func sustainSteps(r *driver.Run, pair string) string {
 					if _, ok := one[scenario.MetricOffered]; !ok {
 						continue // not recorded: nothing to say about it
 					}
-					if _, ok := one["client.requests"]; !ok {
+					if _, ok := one[driver.ClientRequests]; !ok {
 						steps = append(steps, fmt.Sprintf("%s/s not measured (the round's failure says why)", num(one[scenario.MetricOffered])))
 						continue
 					}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // row is one metric shown in a table, with its label.
@@ -18,34 +19,34 @@ func keyMetrics(scenario string) []row {
 	if rows, ok := extraMetrics[scenario]; ok {
 		return rows
 	}
-	client := []row{{"client.p50_ms", "client p50 ms"}, {"client.p99_ms", "client p99 ms"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"}}
+	client := []row{{driver.ClientP50, "client p50 ms"}, {driver.ClientP99, "client p99 ms"}, {driver.ClientErrors, "errors"}, {driver.ClientShed, "shed (503)"}}
 	switch {
 	case strings.HasSuffix(scenario, ".throughput"):
 		return throughputRows()
 	case strings.HasPrefix(scenario, "queue."):
 		return append(client,
 			row{"throughput", "processed/s"}, row{"backlog_end", "backlog at end"},
-			row{"server.send.p50_ms", "send p50 ms"}, row{"server.send.p99_ms", "send p99 ms"},
-			row{"server.delivery.p50_ms", "delivery p50 ms"}, row{"server.delivery.p99_ms", "delivery p99 ms"},
-			row{"server.processing.p50_ms", "send→processed p50 ms"}, row{"server.processing.p99_ms", "send→processed p99 ms"})
+			row{driver.ServerSendP50, "send p50 ms"}, row{driver.ServerSendP99, "send p99 ms"},
+			row{driver.ServerDeliveryP50, "delivery p50 ms"}, row{driver.ServerDeliveryP99, "delivery p99 ms"},
+			row{driver.ServerProcessingP50, "send→processed p50 ms"}, row{driver.ServerProcessingP99, "send→processed p99 ms"})
 	case strings.HasPrefix(scenario, "log."):
 		return append(client,
 			row{"throughput", "delivered/s"}, row{"backlog_end", "backlog at end"},
-			row{"server.write.p50_ms", "write p50 ms"}, row{"server.write.p99_ms", "write p99 ms"},
-			row{"server.delivery.p50_ms", "delivery p50 ms"}, row{"server.delivery.p95_ms", "delivery p95 ms"},
-			row{"server.delivery.p99_ms", "delivery p99 ms"})
+			row{driver.ServerWriteP50, "write p50 ms"}, row{driver.ServerWriteP99, "write p99 ms"},
+			row{driver.ServerDeliveryP50, "delivery p50 ms"}, row{driver.ServerDeliveryP95, "delivery p95 ms"},
+			row{driver.ServerDeliveryP99, "delivery p99 ms"})
 	case scenario == "documents.search":
-		return []row{{"client.p50_ms", "client p50 ms"}, {"client.p95_ms", "client p95 ms"}, {"client.p99_ms", "client p99 ms"},
-			{"client.errors", "errors"}, {"server.search.p50_ms", "search p50 ms"}, {"server.search.p95_ms", "search p95 ms"},
-			{"server.search.p99_ms", "search p99 ms"}}
+		return []row{{driver.ClientP50, "client p50 ms"}, {driver.ClientP95, "client p95 ms"}, {driver.ClientP99, "client p99 ms"},
+			{driver.ClientErrors, "errors"}, {driver.ServerSearchP50, "search p50 ms"}, {driver.ServerSearchP95, "search p95 ms"},
+			{driver.ServerSearchP99, "search p99 ms"}}
 	case strings.HasPrefix(scenario, "documents.rewrite"):
-		return []row{{"client.rewrite.p50_ms", "rewrite p50 ms"}, {"client.rewrite.p99_ms", "rewrite p99 ms"},
-			{"client.patch.p50_ms", "neighbour patch p50 ms"}, {"client.patch.p99_ms", "neighbour patch p99 ms"},
+		return []row{{driver.ClientRewriteP50, "rewrite p50 ms"}, {driver.ClientRewriteP99, "rewrite p99 ms"},
+			{driver.ClientPatchP50, "neighbour patch p50 ms"}, {driver.ClientPatchP99, "neighbour patch p99 ms"},
 			{"cost_ratio.p50", "rewrite ÷ patch (p50)"}, {"cost_ratio.p99", "rewrite ÷ patch (p99)"},
-			{"server.replace_profile.p50_ms", "server rewrite p50 ms"}, {"server.patch_fields.p50_ms", "server patch p50 ms"},
+			{driver.ServerReplaceProfileP50, "server rewrite p50 ms"}, {driver.ServerPatchFieldsP50, "server patch p50 ms"},
 			{"server_cost_ratio.p50", "server rewrite ÷ patch (p50)"},
 			{"wal_per_op.rewrite", "WAL bytes per rewrite"}, {"wal_per_op.patch", "WAL bytes per patch"},
-			{"client.rewrite.errors", "rewrite errors"}, {"client.patch.errors", "patch errors"}}
+			{driver.ClientRewriteErrors, "rewrite errors"}, {driver.ClientPatchErrors, "patch errors"}}
 	}
 	return client
 }
@@ -53,7 +54,7 @@ func keyMetrics(scenario string) []row {
 // SideLabel names a side for the reader: the mongodb service is labelled
 // with FerretDB when the run's buildInfo said FerretDB.
 func SideLabel(run *driver.Run, service string) string {
-	if service == "mongodb" && run.Versions.MongoFlavor == "FerretDB" {
+	if service == pairs.MongoDB && run.Versions.MongoFlavor == "FerretDB" {
 		return "mongodb (on FerretDB)"
 	}
 	return service
@@ -233,23 +234,23 @@ func ceilingRounds(c driver.Ceiling) string {
 
 // demoMetrics are the few numbers the demo shows per pair.
 var demoMetrics = map[string][]row{
-	"queue": {{"throughput", "processed/s"}, {"client.p50_ms", "POST /tasks p50 ms"}, {"client.p99_ms", "POST /tasks p99 ms"},
-		{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p99_ms", "delivery p99 ms"},
-		{"server.processing.p50_ms", "send→processed p50 ms"}, {"server.processing.p99_ms", "send→processed p99 ms"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"}},
-	"log": {{"throughput", "delivered/s"}, {"server.write.p50_ms", "write p50 ms"}, {"server.write.p99_ms", "write p99 ms"},
-		{"server.delivery.p50_ms", "delivery p50 ms"}, {"server.delivery.p99_ms", "delivery p99 ms"}, {"client.errors", "errors"}, {"client.shed", "shed (503)"}},
-	"documents.search": {{"client.ok_rate", "searches/s"}, {"server.search.p50_ms", "search p50 ms"}, {"server.search.p99_ms", "search p99 ms"}, {"client.errors", "errors"}},
-	"documents.rewrite": {{"client.rewrite.p50_ms", "rewrite p50 ms"}, {"client.rewrite.p99_ms", "rewrite p99 ms"},
-		{"client.patch.p50_ms", "neighbour patch p50 ms"}, {"cost_ratio.p50", "rewrite ÷ patch"}, {"wal_per_op.rewrite", "WAL bytes per rewrite"}},
-	"cache.profile":    {{"client.ok_rate", "requests/s"}, {"client.p50_ms", "client p50 ms"}, {"client.p99_ms", "client p99 ms"}, {"client.errors", "errors"}},
-	"cache.kv_write":   {{"client.p50_ms", "kv PUT p50 ms"}, {"client.p99_ms", "kv PUT p99 ms"}, {"client.errors", "errors"}},
-	"cache.kv_read":    {{"client.p50_ms", "kv GET p50 ms"}, {"client.p99_ms", "kv GET p99 ms"}, {"client.errors", "errors"}},
-	"cache.raw_lookup": {{"client.p50_ms", "lookup p50 ms (no HTTP)"}, {"client.p99_ms", "lookup p99 ms (no HTTP)"}},
+	pairs.Queue: {{"throughput", "processed/s"}, {driver.ClientP50, "POST /tasks p50 ms"}, {driver.ClientP99, "POST /tasks p99 ms"},
+		{driver.ServerDeliveryP50, "delivery p50 ms"}, {driver.ServerDeliveryP99, "delivery p99 ms"},
+		{driver.ServerProcessingP50, "send→processed p50 ms"}, {driver.ServerProcessingP99, "send→processed p99 ms"}, {driver.ClientErrors, "errors"}, {driver.ClientShed, "shed (503)"}},
+	pairs.Log: {{"throughput", "delivered/s"}, {driver.ServerWriteP50, "write p50 ms"}, {driver.ServerWriteP99, "write p99 ms"},
+		{driver.ServerDeliveryP50, "delivery p50 ms"}, {driver.ServerDeliveryP99, "delivery p99 ms"}, {driver.ClientErrors, "errors"}, {driver.ClientShed, "shed (503)"}},
+	"documents.search": {{driver.ClientOKRate, "searches/s"}, {driver.ServerSearchP50, "search p50 ms"}, {driver.ServerSearchP99, "search p99 ms"}, {driver.ClientErrors, "errors"}},
+	"documents.rewrite": {{driver.ClientRewriteP50, "rewrite p50 ms"}, {driver.ClientRewriteP99, "rewrite p99 ms"},
+		{driver.ClientPatchP50, "neighbour patch p50 ms"}, {"cost_ratio.p50", "rewrite ÷ patch"}, {"wal_per_op.rewrite", "WAL bytes per rewrite"}},
+	"cache.profile":    {{driver.ClientOKRate, "requests/s"}, {driver.ClientP50, "client p50 ms"}, {driver.ClientP99, "client p99 ms"}, {driver.ClientErrors, "errors"}},
+	"cache.kv_write":   {{driver.ClientP50, "kv PUT p50 ms"}, {driver.ClientP99, "kv PUT p99 ms"}, {driver.ClientErrors, "errors"}},
+	"cache.kv_read":    {{driver.ClientP50, "kv GET p50 ms"}, {driver.ClientP99, "kv GET p99 ms"}, {driver.ClientErrors, "errors"}},
+	"cache.raw_lookup": {{driver.ClientP50, "lookup p50 ms (no HTTP)"}, {driver.ClientP99, "lookup p99 ms (no HTTP)"}},
 	"cache.stampede":   {{"origin_loads.one", "origin loads, instance 1"}, {"origin_loads.two", "origin loads, instance 2"}},
 	"cache.staleness":  {{"stale_ms", "stale after an UPDATE, ms"}},
 	// The event store in the demo: the bench's append scenario.
-	"eventstore.append.read-then-append": {{"ops_per_sec", "appends/s"}, {"client.p50_ms", "append p50 ms"}, {"client.p99_ms", "append p99 ms"}, {"errors", "errors"}},
-	"eventstore.append.blind":            {{"ops_per_sec", "appends/s"}, {"client.p50_ms", "append p50 ms"}, {"client.p99_ms", "append p99 ms"}, {"errors", "errors"}},
+	"eventstore.append.read-then-append": {{"ops_per_sec", "appends/s"}, {driver.ClientP50, "append p50 ms"}, {driver.ClientP99, "append p99 ms"}, {"errors", "errors"}},
+	"eventstore.append.blind":            {{"ops_per_sec", "appends/s"}, {driver.ClientP50, "append p50 ms"}, {driver.ClientP99, "append p99 ms"}, {"errors", "errors"}},
 }
 
 // Demo prints one side-by-side table for a pair's run: throughput, the

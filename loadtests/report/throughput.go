@@ -9,6 +9,9 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // The throughput run's claims join the claims table after the pairs'
@@ -25,8 +28,8 @@ type throughputPair struct{ pair, title, e2e, unit string }
 // throughputPairs are the pairs of the throughput run, in order, with
 // what their end-to-end figure is.
 var throughputPairs = []throughputPair{
-	{"queue", "Queue: rabbitmq vs no-rabbitmq, `POST /tasks/batch`", "send→processed", "tasks"},
-	{"log", "Log: kafka vs no-kafka, `POST /events/batch`", "write→delivered", "events"},
+	{pairs.Queue, "Queue: rabbitmq vs no-rabbitmq, `POST /tasks/batch`", "send→processed", "tasks"},
+	{pairs.Log, "Log: kafka vs no-kafka, `POST /events/batch`", "write→delivered", "events"},
 }
 
 // costLabels name scenario.CostGroups for the reader.
@@ -36,11 +39,11 @@ var costLabels = map[string]string{"service": "service", "postgres": "Postgres (
 func throughputRows() []row {
 	rows := []row{
 		{scenario.MetricAccepted, "accepted items/s"}, {scenario.MetricEndToEnd, "end-to-end items/s"},
-		{"client.p50_ms", "request p50 ms"}, {"client.p99_ms", "request p99 ms"}, {"client.errors", "errors"},
+		{driver.ClientP50, "request p50 ms"}, {driver.ClientP99, "request p99 ms"}, {driver.ClientErrors, "errors"},
 		{"backlog_end", "backlog at end"}, {"drained", "drained (1 = yes)"},
 	}
 	for _, lat := range []string{"processing", "delivery"} {
-		rows = append(rows, row{"server." + lat + ".p50_ms", lat + " p50 ms"}, row{"server." + lat + ".p99_ms", lat + " p99 ms"})
+		rows = append(rows, row{driver.ServerLatency(lat, driver.SuffixP50), lat + " p50 ms"}, row{driver.ServerLatency(lat, driver.SuffixP99), lat + " p99 ms"})
 	}
 	for _, g := range append(slices.Clone(scenario.CostGroups), "total") {
 		rows = append(rows, row{"cpu." + g + ".per_1k", "CPU-s/1k " + costLabels[g]})
@@ -125,7 +128,7 @@ func closedLoopTable(b *strings.Builder, r *driver.Run, tp throughputPair, ps []
 		w(" CPU-s/1k: %s |", costLabels[g])
 	}
 	w("\n|---|---|---:|---:|---:|---:|%s\n", strings.Repeat("---:|", len(groups)))
-	lat := "server." + map[string]string{"queue": "processing", "log": "delivery"}[tp.pair]
+	lat := driver.ServerPrefix + map[string]string{pairs.Queue: queue.LatencyProcessing, pairs.Log: logc.StatDelivery}[tp.pair]
 	for _, p := range ps {
 		for _, side := range p.Sides {
 			get := func(metric string) (driver.Agg, bool) {
@@ -161,7 +164,7 @@ func closedLoopTable(b *strings.Builder, r *driver.Run, tp throughputPair, ps []
 			}
 			e2e += starvedRounds(p, side)
 			w("| %s | %s | %s | %s | %s | %s |", strings.TrimPrefix(p.Name, "batch "), SideLabel(r, side), c(scenario.MetricAccepted), e2e,
-				pair(lat+".p50_ms", lat+".p99_ms"), pair("client.p50_ms", "client.p99_ms"))
+				pair(lat+"."+driver.SuffixP50, lat+"."+driver.SuffixP99), pair(driver.ClientP50, driver.ClientP99))
 			for _, g := range groups {
 				w(" %s |", med("cpu."+g+".per_1k"))
 			}
@@ -314,23 +317,23 @@ const (
 
 // throughputClaims are the claims the throughput run settles.
 var throughputClaims = []claimSpec{
-	{pair: "queue", short: "~5K msg/s without tuning",
+	{pair: pairs.Queue, short: "~5K msg/s without tuning",
 		claim: "A Postgres queue holds ~5K msg/s comfortably without tuning; tens of thousands need engineering",
 		rule: fmt.Sprintf("no-rabbitmq's sustainable rate (open loop, batched: backlog flat and send→processed p99 under %s ms; the service's own settings, none tuned for the run) ≥ %s× the claim's %s tasks/s, i.e. ≥ %s tasks/s, in every round: comfortably means with that headroom. "+
 			"A closed-loop rate is a backlog draining and decides nothing", count(scenario.SustainSLO.Milliseconds()), num(comfortHeadroom), count(comfortableRate), count(int64(comfortableRate*comfortHeadroom))),
 		evaluate: func(in claimInputs) outcome {
-			if len(in.rs.points("throughput", scenario.SustainScenarioName("queue"))) == 0 {
+			if len(in.rs.points("throughput", scenario.SustainScenarioName(pairs.Queue))) == 0 {
 				return notRun("sustainable throughput")
 			}
-			v, p, ok := sustainedRate(in.rs, "queue", "no-rabbitmq", 0)
+			v, p, ok := sustainedRate(in.rs, pairs.Queue, pairs.NoRabbitMQ, 0)
 			if !ok {
 				return outcome{missing: "no sustainable rate was recorded for no-rabbitmq"}
 			}
-			o := outcome{measured: fmt.Sprintf("%s tasks/s sustainable at %s", sustainedText(p, "no-rabbitmq", v), p.Name), holds: v >= comfortableRate*comfortHeadroom}
+			o := outcome{measured: fmt.Sprintf("%s tasks/s sustainable at %s", sustainedText(p, pairs.NoRabbitMQ, v), p.Name), holds: v >= comfortableRate*comfortHeadroom}
 			// The other side is context: read only when valid, so that
 			// its failure does not fail a claim about no-rabbitmq.
-			if b, ok := otherSide(p, "rabbitmq"); ok {
-				o.measured += fmt.Sprintf(" (rabbitmq %s tasks/s)", sustainedText(p, "rabbitmq", b))
+			if b, ok := otherSide(p, pairs.RabbitMQ); ok {
+				o.measured += fmt.Sprintf(" (rabbitmq %s tasks/s)", sustainedText(p, pairs.RabbitMQ, b))
 			}
 			switch {
 			case v >= comfortableRate && v < comfortableRate*comfortHeadroom:
@@ -340,28 +343,28 @@ var throughputClaims = []claimSpec{
 			}
 			return o
 		}},
-	{pair: "log", short: "5–15K events/s per slot",
+	{pair: pairs.Log, short: "5–15K events/s per slot",
 		claim: "One logical decoding slot carries 5–15K events/s",
 		rule: fmt.Sprintf("no-kafka's sustainable rate at batch ≥ %d (open loop: backlog flat and write→delivered p99 under %s ms) at least the claim's %s events/s within %s× (%s) in every round; above %s it holds all the more, by the factor shown",
 			slotMinBatch, count(scenario.SustainSLO.Milliseconds()), count(slotLo), num(tolerance), count(int64(slotLo/tolerance)), count(slotHi)),
 		evaluate: func(in claimInputs) outcome {
-			if len(in.rs.points("throughput", scenario.SustainScenarioName("log"))) == 0 {
+			if len(in.rs.points("throughput", scenario.SustainScenarioName(pairs.Log))) == 0 {
 				return notRun("sustainable throughput")
 			}
-			v, p, ok := sustainedRate(in.rs, "log", "no-kafka", slotMinBatch)
+			v, p, ok := sustainedRate(in.rs, pairs.Log, pairs.NoKafka, slotMinBatch)
 			if !ok {
 				return outcome{missing: fmt.Sprintf("no batch ≥ %d point with a sustainable rate for no-kafka", slotMinBatch)}
 			}
-			o := outcome{measured: fmt.Sprintf("%s events/s sustainable at %s", sustainedText(p, "no-kafka", v), p.Name), holds: v >= slotLo/tolerance}
-			if k, ok := otherSide(p, "kafka"); ok {
-				o.measured += fmt.Sprintf(" (kafka %s events/s)", sustainedText(p, "kafka", k))
+			o := outcome{measured: fmt.Sprintf("%s events/s sustainable at %s", sustainedText(p, pairs.NoKafka, v), p.Name), holds: v >= slotLo/tolerance}
+			if k, ok := otherSide(p, pairs.Kafka); ok {
+				o.measured += fmt.Sprintf(" (kafka %s events/s)", sustainedText(p, pairs.Kafka, k))
 			}
 			if v > slotHi {
 				o.note = fmt.Sprintf("beats the claim's upper figure (%s events/s) by %s×", count(slotHi), num(v/slotHi))
 			}
 			return o
 		}},
-	{pair: "queue", short: "batch ≥ 100 at 10,000 tasks/s on both sides",
+	{pair: pairs.Queue, short: "batch ≥ 100 at 10,000 tasks/s on both sides",
 		claim: "With batches of 100 or more, send→processed reaches 10,000 tasks/s or more on both sides (issue 15's goal)",
 		rule:  fmt.Sprintf("at every batch size ≥ %d, both sides' send→processed at least %s tasks/s, in every round", batchGoalMin, count(batchGoal)),
 		evaluate: func(in claimInputs) outcome {
@@ -372,8 +375,8 @@ var throughputClaims = []claimSpec{
 					continue
 				}
 				seen = true
-				a, okA := median(p, scenario.MetricEndToEnd, "no-rabbitmq")
-				b, okB := median(p, scenario.MetricEndToEnd, "rabbitmq")
+				a, okA := median(p, scenario.MetricEndToEnd, pairs.NoRabbitMQ)
+				b, okB := median(p, scenario.MetricEndToEnd, pairs.RabbitMQ)
 				if !okA || !okB {
 					holds = false
 					parts = append(parts, p.Name+": "+notRecorded)

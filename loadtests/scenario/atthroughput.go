@@ -132,7 +132,7 @@ func (s RateScenario) closedLoop(ctx context.Context, e *Env, svc string, o AtTh
 		},
 	})
 	res.Phases = append(res.Phases, driver.Phase{Name: s.Load.Phase, Client: c})
-	driver.FlattenClient(res.Metrics, "client.", c)
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	st, err := driver.GetStats(ctx, base)
 	if err != nil {
 		return res, err

@@ -19,11 +19,12 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // CachePair is the cache pair (issue 10): no-redis (the Postgres side)
 // and redis.
-var CachePair = Pair{Name: "cache", A: ServiceOf("no-redis"), B: ServiceOf("redis")}
+var CachePair = Pair{Name: pairs.Cache, A: ServiceOf(pairs.NoRedis), B: ServiceOf(pairs.Redis)}
 
 // CacheMode is one way a side of the cache pair runs: its service and the
 // environment that selects the mode. Every mode is a "side" of the cache
@@ -107,13 +108,13 @@ var CacheCounters = []string{"hits", "misses", "origin_loads", "invalidations", 
 var Cache = CacheScenario{
 	Pair: CachePair,
 	Modes: []CacheMode{
-		{Name: "unlogged", Service: ServiceOf("no-redis"), Env: map[string]string{"CACHE_MODE": "unlogged", "CACHE_TABLE": "unlogged"}},
-		{Name: "redis", Service: ServiceOf("redis"), Env: map[string]string{"CACHE_MODE": "redis"}},
-		{Name: "local", Service: ServiceOf("no-redis"), Env: map[string]string{"CACHE_MODE": "local"}},
-		{Name: "logged", Service: ServiceOf("no-redis"), Env: map[string]string{"CACHE_MODE": "unlogged", "CACHE_TABLE": "logged"}},
+		{Name: "unlogged", Service: ServiceOf(pairs.NoRedis), Env: map[string]string{"CACHE_MODE": "unlogged", "CACHE_TABLE": "unlogged"}},
+		{Name: "redis", Service: ServiceOf(pairs.Redis), Env: map[string]string{"CACHE_MODE": "redis"}},
+		{Name: "local", Service: ServiceOf(pairs.NoRedis), Env: map[string]string{"CACHE_MODE": "local"}},
+		{Name: "logged", Service: ServiceOf(pairs.NoRedis), Env: map[string]string{"CACHE_MODE": "unlogged", "CACHE_TABLE": "logged"}},
 		// A key prefix of its own: the redis mode's fills must not be
 		// the client-side mode's hits (each mode starts cold).
-		{Name: "client-side", Service: ServiceOf("redis"), Env: map[string]string{"CACHE_MODE": "client-side", "REDIS_KEY_PREFIX": "cache-cs:"}},
+		{Name: "client-side", Service: ServiceOf(pairs.Redis), Env: map[string]string{"CACHE_MODE": "client-side", "REDIS_KEY_PREFIX": "cache-cs:"}},
 	},
 	Profiles: []CacheProfile{{"read_heavy", 95}, {"mixed", 50}, {"write_heavy", 5}},
 	Defaults: CacheOptions{Rate: 400, KVRate: 400, Duration: 3 * time.Second, Rounds: 2, Keys: 10000, ZipfS: 1.1,
@@ -205,25 +206,7 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 		return errors.New("the cache scenario starts two instances of every mode itself: run it with -start auto or always")
 	}
 	r := &cacheRun{s: s, e: e, o: o, schema: e.ServiceVar(s.Pair.A.Name, "DATABASE_SCHEMA", "cache")}
-	run.Settings["rate"] = o.Rate
-	run.Settings["kv_rate"] = o.KVRate
-	run.Settings["duration_s"] = o.Duration.Seconds()
-	run.Settings["rounds"] = o.Rounds
-	run.Settings["keys"] = o.Keys
-	run.Settings["zipf_s"] = o.ZipfS
-	run.Settings["stampede_n"] = o.StampedeN
-	run.Settings["origin_work_ms"] = o.OriginWorkMS
-	run.Settings["stale_ttl_s"] = o.StaleTTL.Seconds()
-	run.Settings["raw_duration_s"] = o.RawDuration.Seconds()
-	var modes []string
-	for _, m := range s.Modes {
-		mode := m.Name + ": " + m.Service.Name
-		for _, k := range slices.Sorted(maps.Keys(m.Env)) {
-			mode += " " + k + "=" + m.Env[k]
-		}
-		modes = append(modes, mode)
-	}
-	run.Settings["modes"] = strings.Join(modes, "; ")
+	r.settings(run)
 	defer r.stopAll()
 
 	// The key sequence: Zipf-distributed ids, and which requests read.
@@ -244,6 +227,45 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 	run.Note("no ceiling point: the open-loop rates are fixed (%g/s products, %g/s kv)", o.Rate, o.KVRate)
 	run.Note("CPU-seconds per 1,000 operations: the service is the mode's first instance, postgres the whole server (other activity on it counts too), redis the redis-server process (every mode's column shows it; only the redis and client-side modes use it)")
 
+	if err := r.profiles(ctx, run, rnd); err != nil {
+		return err
+	}
+	for _, step := range []func(context.Context, *driver.Run) error{r.kv, r.rawLookups, r.slowOrigin} {
+		if err := step(ctx, run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settings records the options and the modes in run's settings.
+func (r *cacheRun) settings(run *driver.Run) {
+	o, s := r.o, r.s
+	run.Settings["rate"] = o.Rate
+	run.Settings["kv_rate"] = o.KVRate
+	run.Settings["duration_s"] = o.Duration.Seconds()
+	run.Settings["rounds"] = o.Rounds
+	run.Settings["keys"] = o.Keys
+	run.Settings["zipf_s"] = o.ZipfS
+	run.Settings["stampede_n"] = o.StampedeN
+	run.Settings["origin_work_ms"] = o.OriginWorkMS
+	run.Settings["stale_ttl_s"] = o.StaleTTL.Seconds()
+	run.Settings["raw_duration_s"] = o.RawDuration.Seconds()
+	var modes []string
+	for _, m := range s.Modes {
+		mode := m.Name + ": " + m.Service.Name
+		for _, k := range slices.Sorted(maps.Keys(m.Env)) {
+			mode += " " + k + "=" + m.Env[k]
+		}
+		modes = append(modes, mode)
+	}
+	run.Settings["modes"] = strings.Join(modes, "; ")
+}
+
+// profiles measures each profile's point: the Zipf key sequence, read
+// or written as the profile's share of reads (drawn from rnd) says.
+func (r *cacheRun) profiles(ctx context.Context, run *driver.Run, rnd *rand.Rand) error {
+	s, e, o := r.s, r.e, r.o
 	for _, pr := range s.Profiles {
 		p := driver.Point{Scenario: CacheProfileScenario, Name: pr.Name, Rate: o.Rate, DurationS: o.Duration.Seconds(), Sides: s.Sides()}
 		for i := range r.reads {
@@ -267,8 +289,13 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 			return err
 		}
 	}
+	return nil
+}
 
-	// kv writes, then reads of what was written: logged vs unlogged.
+// kv measures kv writes, then reads of what was written: logged vs
+// unlogged.
+func (r *cacheRun) kv(ctx context.Context, run *driver.Run) error {
+	s, e, o := r.s, r.e, r.o
 	pad := `"` + strings.Repeat("x", 200) + `"`
 	for _, kv := range []struct {
 		scenario, phase string
@@ -292,31 +319,38 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 			return err
 		}
 	}
+	return nil
+}
 
-	// Raw lookups, no HTTP.
+// rawLookups measures one lookup by key without HTTP: pgx against
+// go-redis, one connection each.
+func (r *cacheRun) rawLookups(ctx context.Context, run *driver.Run) error {
+	s, e, o := r.s, r.e, r.o
 	redisURL := e.ServiceVar(s.Pair.B.Name, "REDIS_URL", "redis://localhost:6379/0")
-	rp := driver.Point{Scenario: CacheRawScenario, Name: "by key", DurationS: o.RawDuration.Seconds(), Sides: []string{"postgres", "redis"}}
+	rp := driver.Point{Scenario: CacheRawScenario, Name: "by key", DurationS: o.RawDuration.Seconds(), Sides: []string{RawSidePostgres, RawSideRedis}}
 	e.logf("cache raw lookup: pgx vs go-redis, one connection each, %s per loop, %d rounds", o.RawDuration, o.Rounds)
 	err := driver.RunPoint(ctx, &rp, o.Rounds, func(ctx context.Context, side string, _ int) (*driver.SideResult, error) {
 		res := &driver.SideResult{Metrics: map[string]float64{}}
 		c, err := RawLookup(ctx, side, e.PostgresURL, redisURL, r.schema, o.Keys, o.RawDuration, e.Progress)
 		res.Phases = append(res.Phases, driver.Phase{Name: "lookup", Client: c})
-		driver.FlattenClient(res.Metrics, "client.", c)
+		driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 		return res, err
 	})
 	run.Points = append(run.Points, rp)
-	if err != nil {
-		return err
-	}
+	return err
+}
 
-	// A slow origin and a short TTL: the stampede and the staleness window.
+// slowOrigin restarts every instance with a slow origin and a short
+// TTL, then measures the stampede and the staleness window.
+func (r *cacheRun) slowOrigin(ctx context.Context, run *driver.Run) error {
+	s, o := r.s, r.o
 	slow := map[string]string{"ORIGIN_WORK_MS": strconv.Itoa(o.OriginWorkMS), "PRODUCT_TTL": o.StaleTTL.String()}
 	if err := r.startAll(ctx, slow); err != nil {
 		return err
 	}
 	run.Note("stampede and staleness points: every instance restarted with ORIGIN_WORK_MS=%d and PRODUCT_TTL=%s; a staleness window includes the reload, so the %d ms origin work", o.OriginWorkMS, o.StaleTTL, o.OriginWorkMS)
 	sp := driver.Point{Scenario: CacheStampedeScenario, Name: fmt.Sprintf("%d GETs", o.StampedeN), Sides: s.Sides()}
-	err = driver.RunPoint(ctx, &sp, o.Rounds, func(ctx context.Context, mode string, round int) (*driver.SideResult, error) {
+	err := driver.RunPoint(ctx, &sp, o.Rounds, func(ctx context.Context, mode string, round int) (*driver.SideResult, error) {
 		return r.stampede(ctx, r.modeIndex(mode), round)
 	})
 	run.Points = append(run.Points, sp)
@@ -413,7 +447,7 @@ func (r *cacheRun) attack(ctx context.Context, mode, phase string, rate float64,
 	used := set.Sample().Sub(before)
 	res.Phases = append(res.Phases, driver.Phase{Name: phase, Client: c})
 	m := res.Metrics
-	driver.FlattenClient(m, "client.", c)
+	driver.FlattenClient(m, driver.ClientPrefix, c)
 	var total float64
 	for g, v := range used {
 		m["cpu_s."+g] = math.Round(v*1e4) / 1e4
@@ -438,7 +472,7 @@ func cacheCounters(m map[string]float64, st *driver.ServerStats) {
 		return
 	}
 	for _, n := range CacheCounters {
-		m["counter."+n] = float64(st.Counters[n])
+		m[driver.CounterPrefix+n] = float64(st.Counters[n])
 	}
 	if h, ms := st.Counters["hits"], st.Counters["misses"]; h+ms > 0 {
 		m["hit_ratio"] = math.Round(float64(h)/float64(h+ms)*1e4) / 1e4

@@ -20,6 +20,13 @@ const (
 	rawLookupPrefix = "wpe:loadtests:rawlookup:"
 )
 
+// The sides of the raw lookup point (CacheRawScenario): the engines
+// themselves, not services.
+const (
+	RawSidePostgres = "postgres"
+	RawSideRedis    = "redis"
+)
+
 // RawLookup measures a lookup by key without HTTP, one connection, one
 // lookup at a time for d: side "postgres" is a pgx SELECT of a product by
 // primary key from schema.products (ids 1 to keys), side "redis" a
@@ -35,7 +42,7 @@ func RawLookup(ctx context.Context, side, pgURL, redisURL, schema string, keys i
 		ids[i] = 1 + r.IntN(max(keys, 1))
 	}
 	switch side {
-	case "postgres":
+	case RawSidePostgres:
 		conn, err := pgx.Connect(cctx, pgURL)
 		if err != nil {
 			return driver.ClientResult{}, err
@@ -51,7 +58,7 @@ func RawLookup(ctx context.Context, side, pgURL, redisURL, schema string, keys i
 			}
 			return 200, nil
 		}
-	case "redis":
+	case RawSideRedis:
 		opt, err := redis.ParseURL(redisURL)
 		if err != nil {
 			return driver.ClientResult{}, err

@@ -182,7 +182,29 @@ func (s SearchRewriteScenario) Validate() error {
 // for each size a rewrite of the whole profile against a patch of a
 // neighbour column, with the WAL each mutation wrote (Postgres side).
 func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions) error {
-	pair := s.Pair
+	o = s.settings(run, o)
+	if err := e.Ensure(ctx, s.Pair.Services(), nil, nil); err != nil {
+		return err
+	}
+	tag := strings.ToLower(strings.ReplaceAll(run.ID, "-", ""))
+	us := &createdUsers{e: e, created: map[string][]string{}}
+	// Leave the services' tables as they were: delete what was created.
+	defer us.deleteAll(ctx)
+	sp, err := s.dataSet(ctx, e, us, o, tag)
+	if err != nil {
+		return err
+	}
+	err = s.search(ctx, e, &sp, o)
+	run.Points = append(run.Points, sp)
+	if err != nil {
+		return err
+	}
+	return s.rewrites(ctx, e, run, o, tag, us.create)
+}
+
+// settings records o in run's settings and returns o with its search
+// timeout defaulted.
+func (s SearchRewriteScenario) settings(run *driver.Run, o DocumentsOptions) DocumentsOptions {
 	run.Settings["users"] = o.Users
 	run.Settings["seed"] = o.Seed
 	run.Settings["search_rate"] = o.SearchRate
@@ -198,52 +220,63 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 	run.Settings["toast_compression"] = "pglz"
 	run.Settings["lz4_variant"] = o.LZ4
 	run.Settings["search_queries"] = s.SearchQueries
-	if err := e.Ensure(ctx, pair.Services(), nil, nil); err != nil {
-		return err
-	}
-	tag := strings.ToLower(strings.ReplaceAll(run.ID, "-", ""))
-	created := map[string][]string{}
-	var mu sync.Mutex
-	defer func() {
-		// Leave the services' tables as they were: delete what was created.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		for svc, ids := range created {
-			e.logf("deleting %d users from %s", len(ids), svc)
-			parallel(cctx, len(ids), 8, func(i int) error {
-				_, _, err := driver.Do(cctx, http.MethodDelete, e.URL(svc)+"/users/"+ids[i], nil)
-				return err
-			})
-		}
-	}()
-	create := func(ctx context.Context, svc string, n int, body func(i int) []byte) ([]string, error) {
-		ids := make([]string, n)
-		err := parallel(ctx, n, 8, func(i int) error {
-			code, b, err := driver.Do(ctx, http.MethodPost, e.URL(svc)+"/users", body(i))
-			if err != nil {
-				return err
-			}
-			if code != http.StatusCreated {
-				return fmt.Errorf("%s POST /users: %d %s", svc, code, b)
-			}
-			var u struct{ ID string }
-			if err := json.Unmarshal(b, &u); err != nil {
-				return err
-			}
-			ids[i] = u.ID
-			return nil
-		})
-		mu.Lock()
-		for _, id := range ids {
-			if id != "" {
-				created[svc] = append(created[svc], id)
-			}
-		}
-		mu.Unlock()
-		return ids, err
-	}
+	return o
+}
 
-	// The data set: the same users, generated from one seed, on both sides.
+// createdUsers are the users the scenario created, by service, deleted
+// at its end.
+type createdUsers struct {
+	e       *Env
+	mu      sync.Mutex
+	created map[string][]string
+}
+
+// create creates n users on svc, in parallel, with body(i) each, and
+// returns their ids (in order; "" for one not created).
+func (us *createdUsers) create(ctx context.Context, svc string, n int, body func(i int) []byte) ([]string, error) {
+	ids := make([]string, n)
+	err := parallel(ctx, n, 8, func(i int) error {
+		code, b, err := driver.Do(ctx, http.MethodPost, us.e.URL(svc)+"/users", body(i))
+		if err != nil {
+			return err
+		}
+		if code != http.StatusCreated {
+			return fmt.Errorf("%s POST /users: %d %s", svc, code, b)
+		}
+		var u struct{ ID string }
+		if err := json.Unmarshal(b, &u); err != nil {
+			return err
+		}
+		ids[i] = u.ID
+		return nil
+	})
+	us.mu.Lock()
+	for _, id := range ids {
+		if id != "" {
+			us.created[svc] = append(us.created[svc], id)
+		}
+	}
+	us.mu.Unlock()
+	return ids, err
+}
+
+// deleteAll deletes every user created, within 2 minutes even when ctx
+// has ended.
+func (us *createdUsers) deleteAll(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	for svc, ids := range us.created {
+		us.e.logf("deleting %d users from %s", len(ids), svc)
+		parallel(cctx, len(ids), 8, func(i int) error {
+			_, _, err := driver.Do(cctx, http.MethodDelete, us.e.URL(svc)+"/users/"+ids[i], nil)
+			return err
+		})
+	}
+}
+
+// dataSet creates the same users, generated from one seed, on both sides,
+// and returns the search point, whose setup records a side that failed.
+func (s SearchRewriteScenario) dataSet(ctx context.Context, e *Env, us *createdUsers, o DocumentsOptions, tag string) (driver.Point, error) {
 	bodies := make([][]byte, o.Users)
 	r := rand.New(rand.NewPCG(o.Seed, 7))
 	for i := range bodies {
@@ -252,25 +285,26 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 			"plan": []string{"free", "pro", "team"}[i%3], "profile": SeedProfile(r),
 		})
 	}
-	sp := driver.Point{Scenario: "documents.search", Name: fmt.Sprintf("%d users", o.Users), Rate: o.SearchRate, DurationS: o.Duration.Seconds(), Sides: pair.Sides()}
-	if err := setupSides(ctx, &sp, fmt.Sprintf("creating its %d users", o.Users), func(svc string) error {
+	sp := driver.Point{Scenario: "documents.search", Name: fmt.Sprintf("%d users", o.Users), Rate: o.SearchRate, DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides()}
+	err := setupSides(ctx, &sp, fmt.Sprintf("creating its %d users", o.Users), func(svc string) error {
 		t0 := time.Now()
-		_, err := create(ctx, svc, o.Users, func(i int) []byte { return bodies[i] })
+		_, err := us.create(ctx, svc, o.Users, func(i int) []byte { return bodies[i] })
 		if err == nil {
 			e.logf("created %d users on %s in %s", o.Users, svc, time.Since(t0).Round(time.Millisecond))
 		}
 		return err
-	}); err != nil {
-		return err
-	}
+	})
+	return sp, err
+}
 
-	// Containment search.
+// search measures the containment search point sp on both sides.
+func (s SearchRewriteScenario) search(ctx context.Context, e *Env, sp *driver.Point, o DocumentsOptions) error {
 	e.logf("documents search: %g/s for %s (timeout %s), %d rounds", o.SearchRate, o.Duration, o.SearchTimeout, o.Rounds)
 	queries := make([][]byte, len(s.SearchQueries))
 	for i, q := range s.SearchQueries {
 		queries[i] = []byte(`{"profile":` + q + `,"limit":50}`)
 	}
-	err := driver.RunPoint(ctx, &sp, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+	return driver.RunPoint(ctx, sp, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 		res := &driver.SideResult{Metrics: map[string]float64{}}
 		base := e.URL(svc)
 		if err := driver.ResetStats(ctx, base); err != nil {
@@ -284,18 +318,21 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 			},
 		})
 		res.Phases = append(res.Phases, driver.Phase{Name: "search", Client: c})
-		driver.FlattenClient(res.Metrics, "client.", c)
+		driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 		st, err := driver.GetStats(ctx, base)
 		res.Stats = st
 		driver.FlattenServer(res.Metrics, st)
 		return res, err
 	})
-	run.Points = append(run.Points, sp)
-	if err != nil {
-		return err
-	}
+}
 
-	// Rewrite of a large profile versus a patch of a neighbour column.
+// rewrites measures a rewrite of a large profile against a patch of a
+// neighbour column at every size, with the WAL each phase wrote, then,
+// with o.LZ4, the same on the Postgres side restarted with lz4 TOAST
+// compression (fresh users written with it), and back to its default
+// for what runs next.
+func (s SearchRewriteScenario) rewrites(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions, tag string, create func(context.Context, string, int, func(int) []byte) ([]string, error)) error {
+	pair := s.Pair
 	wal := newWALMeter(ctx, e.PostgresURL)
 	if wal == nil {
 		run.Note("WAL per mutation not measured: cannot connect to Postgres at %s", redact(e.PostgresURL))
@@ -304,19 +341,9 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 		run.Note("WAL bytes are pg_current_wal_lsn() deltas over each phase: cluster-wide, so other activity on the server counts too (the MongoDB side's figure is that background)")
 	}
 	rw := &rewriter{e: e, o: o, wal: wal, tag: tag, create: create}
-	for si, size := range o.Sizes {
-		p, err := rw.point(ctx, "documents.rewrite", pair.Sides(), si, size)
-		run.Points = append(run.Points, p)
-		if err != nil {
-			return err
-		}
+	if err := rw.points(ctx, run, "documents.rewrite", pair.Sides()); err != nil || !o.LZ4 {
+		return err
 	}
-	if !o.LZ4 {
-		return nil
-	}
-	// The Postgres side again with lz4 TOAST compression (restarted with
-	// TOAST_COMPRESSION=lz4, fresh users written with it), then back to
-	// its default for what runs next.
 	lz4 := map[string]map[string]string{pair.A.Name: {"TOAST_COMPRESSION": "lz4"}}
 	if err := e.Ensure(ctx, []Service{pair.A}, lz4, nil); err != nil {
 		run.Note("lz4 rewrite points not measured: %v", err)
@@ -327,8 +354,14 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 			e.logf("restarting %s with its default TOAST compression: %v", pair.A.Name, err)
 		}
 	}()
-	for si, size := range o.Sizes {
-		p, err := rw.point(ctx, "documents.rewrite_lz4", pair.Sides(), si, size)
+	return rw.points(ctx, run, "documents.rewrite_lz4", pair.Sides())
+}
+
+// points measures scenario's rewrite point at every size into run,
+// stopping at the first error.
+func (rw *rewriter) points(ctx context.Context, run *driver.Run, scenario string, sides []string) error {
+	for si, size := range rw.o.Sizes {
+		p, err := rw.point(ctx, scenario, sides, si, size)
 		run.Points = append(run.Points, p)
 		if err != nil {
 			return err
@@ -399,18 +432,18 @@ func (rw *rewriter) point(ctx context.Context, scenario string, sides []string, 
 				}
 			}
 			res.Phases = append(res.Phases, phase)
-			driver.FlattenClient(res.Metrics, "client."+ph.name+".", c)
+			driver.FlattenClient(res.Metrics, driver.ClientPrefix+ph.name+".", c)
 		}
 		m := res.Metrics
-		for _, q := range []string{"p50_ms", "p99_ms"} {
-			if v := driver.Ratio(m["client.rewrite."+q], m["client.patch."+q]); !math.IsNaN(v) {
+		for _, q := range []string{driver.SuffixP50, driver.SuffixP99} {
+			if v := driver.Ratio(m[driver.ClientRewritePrefix+q], m[driver.ClientPatchPrefix+q]); !math.IsNaN(v) {
 				m["cost_ratio."+strings.TrimSuffix(q, "_ms")] = v
 			}
 		}
 		st, err := driver.GetStats(ctx, base)
 		res.Stats = st
 		driver.FlattenServer(m, st)
-		if v := driver.Ratio(m["server.replace_profile.p50_ms"], m["server.patch_fields.p50_ms"]); !math.IsNaN(v) {
+		if v := driver.Ratio(m[driver.ServerReplaceProfileP50], m[driver.ServerPatchFieldsP50]); !math.IsNaN(v) {
 			m["server_cost_ratio.p50"] = v
 		}
 		return res, err

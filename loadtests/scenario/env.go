@@ -10,6 +10,8 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -47,11 +49,11 @@ func ServiceOf(name string) Service {
 
 // The pairs; names and ports come from the pair table.
 var (
-	QueuePair = Pair{Name: "queue", A: ServiceOf("no-rabbitmq"), B: ServiceOf("rabbitmq"),
-		Progress: "/queue", In: []string{"enqueued"}, Out: []string{"processed", "dead"}}
-	LogPair = Pair{Name: "log", A: ServiceOf("no-kafka"), B: ServiceOf("kafka"),
-		Progress: "/consumer", In: []string{"written"}, Out: []string{"delivered"}}
-	DocumentsPair = Pair{Name: "documents", A: ServiceOf("no-mongodb"), B: ServiceOf("mongodb")}
+	QueuePair = Pair{Name: pairs.Queue, A: ServiceOf(pairs.NoRabbitMQ), B: ServiceOf(pairs.RabbitMQ),
+		Progress: "/queue", In: []string{queue.CounterEnqueued}, Out: []string{queue.CounterProcessed, queue.CounterDead}}
+	LogPair = Pair{Name: pairs.Log, A: ServiceOf(pairs.NoKafka), B: ServiceOf(pairs.Kafka),
+		Progress: "/consumer", In: []string{logc.StatWritten}, Out: []string{logc.StatDelivered}}
+	DocumentsPair = Pair{Name: pairs.Documents, A: ServiceOf(pairs.NoMongoDB), B: ServiceOf(pairs.MongoDB)}
 )
 
 // Start modes of Env.Start.

@@ -127,12 +127,12 @@ func Judge(spec driver.CeilingSpec, m map[string]float64, rate float64) (failed 
 		}
 		failed = append(failed, c)
 	}
-	sent := m["client.sent_rate"]
+	sent := m[driver.ClientSentRate]
 	n := sent * spec.StepS
-	if e := m["client.errors"]; sent > 0 && e > 0 && e >= spec.ErrorShare*n {
+	if e := m[driver.ClientErrors]; sent > 0 && e > 0 && e >= spec.ErrorShare*n {
 		add(CritErrors, "errors %.0f", e)
 	}
-	if sh := m["client.shed"]; sent > 0 && sh > 0 && sh >= spec.ShedShare*n {
+	if sh := m[driver.ClientShed]; sent > 0 && sh > 0 && sh >= spec.ShedShare*n {
 		add(CritShed, "shed %.0f (503 + Retry-After)", sh)
 	}
 	switch {
@@ -141,7 +141,7 @@ func Judge(spec driver.CeilingSpec, m map[string]float64, rate float64) (failed 
 	case sent < spec.SentShare*rate:
 		add(CritSent, "driver sent only %.0f/s", sent)
 	}
-	key := "server." + spec.Latency + ".p99_ms"
+	key := driver.ServerLatency(spec.Latency, driver.SuffixP99)
 	p99, has := m[key]
 	if !has {
 		add(CritLatency, "no %s latency recorded", spec.Latency)
@@ -286,7 +286,7 @@ func roundRate(r float64) float64 {
 // scenario in run whose every round of the side is valid and recorded
 // it, with that rate; 0, 0 when there is none.
 func lowRateP99(run *driver.Run, scenario, side, latency string) (rate, p99 float64) {
-	key := "server." + latency + ".p99_ms"
+	key := driver.ServerLatency(latency, driver.SuffixP99)
 	for i := range run.Points {
 		p := &run.Points[i]
 		if p.Scenario != scenario || p.Rate <= 0 || (rate > 0 && p.Rate >= rate) {
@@ -385,7 +385,7 @@ func (s RateScenario) ceiling(ctx context.Context, e *Env, run *driver.Run, o Ce
 		if st.Pass && sp.KneeFactor > 0 && sp.LowP99MS == 0 {
 			// No fixed rate measured this side: its first passing step
 			// is its low-rate p99.
-			if v := res.Metrics["server."+sp.Latency+".p99_ms"]; v > 0 {
+			if v := res.Metrics[driver.ServerLatency(sp.Latency, driver.SuffixP99)]; v > 0 {
 				sp.LowRate, sp.LowP99MS = rate, v
 			}
 		}

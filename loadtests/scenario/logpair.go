@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // LogScenario is the log pair's: POST /events over 64 keys at fixed rates,
@@ -19,8 +21,8 @@ var LogScenario = RateScenario{
 	CeilingLatency: "delivery",
 	Variant:        "sync_off",
 	VariantEnv: map[string]map[string]string{
-		"no-kafka": {"SYNCHRONOUS_COMMIT": "off"},
-		"kafka":    {"SYNCHRONOUS_COMMIT": "off"},
+		pairs.NoKafka: {"SYNCHRONOUS_COMMIT": "off"},
+		pairs.Kafka:   {"SYNCHRONOUS_COMMIT": "off"},
 	},
 	Defaults: RateOptions{
 		Rates:   []float64{100, 150, 200},

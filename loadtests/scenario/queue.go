@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // RateOptions parameterize the fixed-rate points, the ceiling and the
@@ -40,18 +42,18 @@ var QueueScenario = RateScenario{
 	CeilingLatency: "processing",
 	Variant:        "durable",
 	VariantEnv: map[string]map[string]string{
-		"no-rabbitmq": {"QUEUE_TABLE": "logged"},
+		pairs.NoRabbitMQ: {"QUEUE_TABLE": "logged"},
 		// A quorum queue cannot take over the classic queue's name
 		// (RabbitMQ refuses to redeclare a queue with another
 		// x-queue-type).
-		"rabbitmq": {"QUEUE_TYPE": "quorum", "RABBITMQ_QUEUE": "tasks-quorum"},
+		pairs.RabbitMQ: {"QUEUE_TYPE": "quorum", "RABBITMQ_QUEUE": "tasks-quorum"},
 	},
 	// The outbox variant: what RabbitMQ at its most careful costs, the
 	// record and an outbox row in one transaction and a relay publishing
 	// them (the classic queue of the default mode; no-rabbitmq, whose
 	// enqueue is its own outbox already, unchanged).
 	Extras: []Extra{{Name: "outbox", Env: map[string]map[string]string{
-		"rabbitmq": {"PUBLISH_MODE": "outbox"},
+		pairs.RabbitMQ: {"PUBLISH_MODE": "outbox"},
 	}}},
 	Defaults: RateOptions{
 		Rates:   []float64{500, 1000, 2000, 5000},

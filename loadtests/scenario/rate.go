@@ -137,7 +137,7 @@ func (s RateScenario) sideCost(ctx context.Context, e *Env, svc string, rate flo
 		}
 	}
 	res.Phases = append(res.Phases, driver.Phase{Name: load.Phase, Client: c})
-	driver.FlattenClient(res.Metrics, "client.", c)
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	atEnd, err := driver.GetStats(ctx, base)
 	if err != nil {
 		return res, err

@@ -18,6 +18,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -140,6 +141,28 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 	if e.Launcher == nil {
 		return errors.New("scaleout starts its own instances: run it with -start=auto or -start=always")
 	}
+	scaleOutSettings(run, o)
+	sides := QueuePair.Sides()
+	pts := newScaleOutPoints(o, sides)
+	defer func() {
+		for _, p := range pts.order {
+			driver.Summarize(p)
+			run.Points = append(run.Points, *p)
+		}
+	}()
+	for _, svc := range sides {
+		for _, n := range o.Instances {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			pts.measure(ctx, e, svc, n, o)
+		}
+	}
+	return ctx.Err()
+}
+
+// scaleOutSettings records o in run's settings.
+func scaleOutSettings(run *driver.Run, o ScaleOutOptions) {
 	run.Settings["instances"] = o.Instances
 	run.Settings["rates"] = o.Rates
 	run.Settings["duration_s"] = o.Duration.Seconds()
@@ -150,82 +173,89 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 	run.Settings["work_ms"] = o.WorkMS
 	run.Settings["lease_s"] = o.Lease.Seconds()
 	run.Settings["kill_duration_s"] = o.KillDuration.Seconds()
-	sides := QueuePair.Sides()
+}
+
+// scaleOutKey names a rate point: its rate and instance count.
+type scaleOutKey struct {
+	rate float64
+	n    int
+}
+
+// scaleOutPoints are the scenario's points, one round each, filled side
+// by side: the rate points, the batch points and the kill point.
+type scaleOutPoints struct {
+	rates   map[scaleOutKey]*driver.Point
+	batches map[int]*driver.Point
+	kill    *driver.Point
+	// order is every point in the order of the results file.
+	order []*driver.Point
+}
+
+// newScaleOutPoints makes the points of o for sides.
+func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 	newPoint := func(scenario, name string, rate, d float64) *driver.Point {
 		return &driver.Point{Scenario: scenario, Name: name, Rate: rate, DurationS: d, Sides: sides,
 			Rounds: []driver.Round{{Index: 0, Order: sides, Sides: map[string]*driver.SideResult{}}}}
 	}
-	type key struct {
-		rate float64
-		n    int
-	}
-	rates := map[key]*driver.Point{}
-	batches := map[int]*driver.Point{}
-	var order []*driver.Point
+	pts := &scaleOutPoints{rates: map[scaleOutKey]*driver.Point{}, batches: map[int]*driver.Point{}}
 	for _, r := range o.Rates {
 		for _, n := range o.Instances {
 			p := newPoint(ScaleOutRate, fmt.Sprintf("%s ×%d", driver.Label(r), n), r, o.Duration.Seconds())
-			rates[key{r, n}] = p
-			order = append(order, p)
+			pts.rates[scaleOutKey{r, n}] = p
+			pts.order = append(pts.order, p)
 		}
 	}
 	for _, n := range o.Instances {
 		p := newPoint(ScaleOutBatch, fmt.Sprintf("%d tasks ×%d", o.BatchTasks, n), 0, 0)
-		batches[n] = p
-		order = append(order, p)
+		pts.batches[n] = p
+		pts.order = append(pts.order, p)
 	}
-	var kill *driver.Point
 	if o.Kill && len(o.Rates) > 0 {
-		kill = newPoint(ScaleOutKill, "kill -9 1 of 2", o.Rates[0], o.KillDuration.Seconds())
-		order = append(order, kill)
+		pts.kill = newPoint(ScaleOutKill, "kill -9 1 of 2", o.Rates[0], o.KillDuration.Seconds())
+		pts.order = append(pts.order, pts.kill)
 	}
-	defer func() {
-		for _, p := range order {
-			driver.Summarize(p)
-			run.Points = append(run.Points, *p)
-		}
-	}()
-	set := func(p *driver.Point, svc string, res *driver.SideResult, err error) {
-		if res == nil {
-			res = &driver.SideResult{Metrics: map[string]float64{}}
-		}
-		res.Service = svc
-		if err != nil {
-			res.Error = err.Error()
-		}
-		p.Rounds[0].Sides[svc] = res
+	return pts
+}
+
+// set records svc's result (or err) in p's round.
+func (pts *scaleOutPoints) set(p *driver.Point, svc string, res *driver.SideResult, err error) {
+	if res == nil {
+		res = &driver.SideResult{Metrics: map[string]float64{}}
 	}
-	for _, svc := range sides {
-		for _, n := range o.Instances {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			e.logf("scaleout: %s ×%d (%d workers of %d ms each)", svc, n, o.Workers, o.WorkMS)
-			f, err := startFleet(ctx, e, svc, n, o)
-			if err != nil {
-				for _, r := range o.Rates {
-					set(rates[key{r, n}], svc, nil, err)
-				}
-				set(batches[n], svc, nil, err)
-				if kill != nil && n == 2 {
-					set(kill, svc, nil, err)
-				}
-				continue
-			}
-			for _, r := range o.Rates {
-				res, err := f.rate(ctx, r, o.Duration)
-				set(rates[key{r, n}], svc, res, err)
-			}
-			res, err := f.batch(ctx, o)
-			set(batches[n], svc, res, err)
-			if kill != nil && n == 2 {
-				res, err := f.kill(ctx, o.Rates[0], o)
-				set(kill, svc, res, err)
-			}
-			f.stop(ctx)
-		}
+	res.Service = svc
+	if err != nil {
+		res.Error = err.Error()
 	}
-	return ctx.Err()
+	p.Rounds[0].Sides[svc] = res
+}
+
+// measure starts n instances of svc and measures their points: every
+// rate, the batch and, with two instances, the kill; when the instances
+// do not start, each of those points records why.
+func (pts *scaleOutPoints) measure(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) {
+	e.logf("scaleout: %s ×%d (%d workers of %d ms each)", svc, n, o.Workers, o.WorkMS)
+	f, err := startFleet(ctx, e, svc, n, o)
+	if err != nil {
+		for _, r := range o.Rates {
+			pts.set(pts.rates[scaleOutKey{r, n}], svc, nil, err)
+		}
+		pts.set(pts.batches[n], svc, nil, err)
+		if pts.kill != nil && n == 2 {
+			pts.set(pts.kill, svc, nil, err)
+		}
+		return
+	}
+	for _, r := range o.Rates {
+		res, err := f.rate(ctx, r, o.Duration)
+		pts.set(pts.rates[scaleOutKey{r, n}], svc, res, err)
+	}
+	res, err := f.batch(ctx, o)
+	pts.set(pts.batches[n], svc, res, err)
+	if pts.kill != nil && n == 2 {
+		res, err := f.kill(ctx, o.Rates[0], o)
+		pts.set(pts.kill, svc, res, err)
+	}
+	f.stop(ctx)
 }
 
 // fleet is N instances of one side on one schema (and queue).
@@ -388,7 +418,7 @@ func (f *fleet) drain(ctx context.Context, bound time.Duration) ([]*driver.Serve
 		if err != nil {
 			return nil, false, err
 		}
-		if sum(sts, "processed")+sum(sts, "dead") >= sum(sts, "enqueued") {
+		if sum(sts, queue.CounterProcessed)+sum(sts, queue.CounterDead) >= sum(sts, queue.CounterEnqueued) {
 			return sts, true, nil
 		}
 		if time.Now().After(deadline) {
@@ -405,14 +435,14 @@ func (f *fleet) drain(ctx context.Context, bound time.Duration) ([]*driver.Serve
 // fill adds the shares, the highest p99 and, when drained, the tasks
 // delivered more than once.
 func fill(m map[string]float64, sts []*driver.ServerStats, drained bool) {
-	processed := sum(sts, "processed")
+	processed := sum(sts, queue.CounterProcessed)
 	m[MetricScaleInstances] = float64(len(sts))
 	m["processed"] = float64(processed)
 	m["drained"] = b2f(drained)
 	if processed > 0 {
 		lo, hi := 100.0, 0.0
 		for i, s := range sts {
-			share := math.Round(1000*float64(s.Counters["processed"])/float64(processed)) / 10
+			share := math.Round(1000*float64(s.Counters[queue.CounterProcessed])/float64(processed)) / 10
 			m["share."+strconv.Itoa(i)+"_pct"] = share
 			lo, hi = min(lo, share), max(hi, share)
 		}
@@ -428,7 +458,7 @@ func fill(m map[string]float64, sts []*driver.ServerStats, drained bool) {
 		m[MetricScaleP99] = p99
 	}
 	if drained {
-		m[MetricScaleRedelivered] = float64(max(sum(sts, "delivered")-processed-sum(sts, "dead"), 0))
+		m[MetricScaleRedelivered] = float64(max(sum(sts, queue.CounterDelivered)-processed-sum(sts, queue.CounterDead), 0))
 	}
 }
 
@@ -449,15 +479,15 @@ func (f *fleet) rate(ctx context.Context, rate float64, d time.Duration) (*drive
 	}
 	c := driver.Attack(ctx, spec)
 	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
-	driver.FlattenClient(res.Metrics, "client.", c)
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	atEnd, err := f.stats(ctx)
 	if err != nil {
 		return res, err
 	}
 	if c.DurationS > 0 {
-		res.Metrics[MetricScaleProcessed] = round1(float64(sum(atEnd, "processed")) / c.DurationS)
+		res.Metrics[MetricScaleProcessed] = round1(float64(sum(atEnd, queue.CounterProcessed)) / c.DurationS)
 	}
-	res.Metrics["backlog_end"] = float64(max(sum(atEnd, "enqueued")-sum(atEnd, "processed")-sum(atEnd, "dead"), 0))
+	res.Metrics["backlog_end"] = float64(max(sum(atEnd, queue.CounterEnqueued)-sum(atEnd, queue.CounterProcessed)-sum(atEnd, queue.CounterDead), 0))
 	final, drained, err := f.drain(ctx, f.e.settle())
 	if err != nil {
 		return res, err
@@ -480,14 +510,14 @@ func (f *fleet) batch(ctx context.Context, o ScaleOutOptions) (*driver.SideResul
 	t0 := time.Now()
 	c := postBatches(ctx, urls, body, requests, o.Senders)
 	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
-	res.Metrics["client.ok"] = float64(c.OK)
-	res.Metrics["client.errors"] = float64(c.Errors)
+	res.Metrics[driver.ClientOK] = float64(c.OK)
+	res.Metrics[driver.ClientErrors] = float64(c.Errors)
 	final, drained, err := f.drain(ctx, max(f.e.settle(), time.Minute))
 	if err != nil {
 		return res, err
 	}
 	if drained {
-		res.Metrics[MetricScaleProcessed] = round1(float64(sum(final, "processed")) / time.Since(t0).Seconds())
+		res.Metrics[MetricScaleProcessed] = round1(float64(sum(final, queue.CounterProcessed)) / time.Since(t0).Seconds())
 	}
 	fill(res.Metrics, final, drained)
 	return res, nil
@@ -571,7 +601,7 @@ func (f *fleet) kill(ctx context.Context, rate float64, o ScaleOutOptions) (*dri
 	}
 	c := <-done
 	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
-	driver.FlattenClient(res.Metrics, "client.", c)
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	if killErr != nil {
 		return res, fmt.Errorf("kill -9 %s: %w", f.names[0], killErr)
 	}

@@ -13,15 +13,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // DefaultSchemas are the Postgres schemas the services keep their tables
 // in by default: each service's DefaultSchema (DATABASE_SCHEMA's default
 // in its main.go). The mongodb service keeps nothing in Postgres.
 var DefaultSchemas = map[string]string{
-	"no-rabbitmq": "queue", "rabbitmq": "queue_rabbitmq",
-	"no-kafka": "log", "kafka": "log_kafka",
-	"no-mongodb": "documents", "no-kurrentdb": "eventstore",
+	pairs.NoRabbitMQ: "queue", pairs.RabbitMQ: "queue_rabbitmq",
+	pairs.NoKafka: "log", pairs.Kafka: "log_kafka",
+	pairs.NoMongoDB: "documents", pairs.NoKurrentDB: "eventstore",
 }
 
 // stateTimeout bounds each statement of the state's preparation and
@@ -214,7 +215,7 @@ func (e *Env) prepare(ctx context.Context, st *driver.StartState, schemas []stri
 // stopped (the log pair's slot is then advanced past the history, so that
 // no-kafka does not deliver it again); it returns notes for the run.
 func (e *Env) BuildHistory(ctx context.Context, p Pair, n int64) ([]string, error) {
-	file := map[string]string{"queue": "sql/history_queue.sql", "log": "sql/history_log.sql"}[p.Name]
+	file := map[string]string{pairs.Queue: "sql/history_queue.sql", pairs.Log: "sql/history_log.sql"}[p.Name]
 	if file == "" {
 		return nil, fmt.Errorf("no history for the %s pair", p.Name)
 	}
@@ -257,7 +258,7 @@ func (e *Env) BuildHistory(ctx context.Context, p Pair, n int64) ([]string, erro
 		e.logf("history of %d rows (+%d past retention) in %s in %s", n, n/10, sch, time.Since(t0).Round(time.Millisecond))
 	}
 	flushStats(ctx, conn)
-	if p.Name != "log" {
+	if p.Name != pairs.Log {
 		return nil, nil
 	}
 	return e.advanceSlot(ctx, conn, p)

@@ -51,19 +51,57 @@ func (s Service) URL(host string, offset int) string {
 	return fmt.Sprintf("http://%s:%d", host, s.Port+offset)
 }
 
+// The pairs' names: the Pair of every row of All, and the name the load
+// driver's commands, results files and report sections use.
+const (
+	Queue      = "queue"
+	Log        = "log"
+	Documents  = "documents"
+	Cache      = "cache"
+	EventStore = "eventstore"
+)
+
+// The services' names: the Name of every row of All, the directory under
+// services/ and the name /stats reports. Code that names a service uses
+// these, never the bare string.
+const (
+	RabbitMQ        = "rabbitmq"
+	NoRabbitMQ      = "no-rabbitmq"
+	Kafka           = "kafka"
+	NoKafka         = "no-kafka"
+	MongoDB         = "mongodb"
+	NoMongoDB       = "no-mongodb"
+	Redis           = "redis"
+	NoRedis         = "no-redis"
+	KurrentDB       = "kurrentdb"
+	NoKurrentDB     = "no-kurrentdb"
+	KafkaEventStore = "kafka-eventstore"
+)
+
 // All is the pair table, planned services included, in port order.
 var All = []Service{
-	{Name: "rabbitmq", Pair: "queue", Side: Specialist, Backend: "rabbitmq", Port: 8081},
-	{Name: "no-rabbitmq", Pair: "queue", Side: Postgres, Backend: "postgres", Port: 8082},
-	{Name: "kafka", Pair: "log", Side: Specialist, Backend: "kafka", Port: 8083},
-	{Name: "no-kafka", Pair: "log", Side: Postgres, Backend: "postgres", Port: 8084},
-	{Name: "mongodb", Pair: "documents", Side: Specialist, Backend: "mongodb", Port: 8085},
-	{Name: "no-mongodb", Pair: "documents", Side: Postgres, Backend: "postgres", Port: 8086},
-	{Name: "redis", Pair: "cache", Side: Specialist, Backend: "redis", Port: 8087},
-	{Name: "no-redis", Pair: "cache", Side: Postgres, Backend: "postgres", Port: 8088},
-	{Name: "kurrentdb", Pair: "eventstore", Side: Specialist, Backend: "kurrentdb", Port: 8089},
-	{Name: "no-kurrentdb", Pair: "eventstore", Side: Postgres, Backend: "postgres", Port: 8090},
-	{Name: "kafka-eventstore", Pair: "eventstore", Side: Specialist, Backend: "kafka", Port: 8091},
+	{Name: RabbitMQ, Pair: Queue, Side: Specialist, Backend: "rabbitmq", Port: 8081},
+	{Name: NoRabbitMQ, Pair: Queue, Side: Postgres, Backend: "postgres", Port: 8082},
+	{Name: Kafka, Pair: Log, Side: Specialist, Backend: "kafka", Port: 8083},
+	{Name: NoKafka, Pair: Log, Side: Postgres, Backend: "postgres", Port: 8084},
+	{Name: MongoDB, Pair: Documents, Side: Specialist, Backend: "mongodb", Port: 8085},
+	{Name: NoMongoDB, Pair: Documents, Side: Postgres, Backend: "postgres", Port: 8086},
+	{Name: Redis, Pair: Cache, Side: Specialist, Backend: "redis", Port: 8087},
+	{Name: NoRedis, Pair: Cache, Side: Postgres, Backend: "postgres", Port: 8088},
+	{Name: KurrentDB, Pair: EventStore, Side: Specialist, Backend: "kurrentdb", Port: 8089},
+	{Name: NoKurrentDB, Pair: EventStore, Side: Postgres, Backend: "postgres", Port: 8090},
+	{Name: KafkaEventStore, Pair: EventStore, Side: Specialist, Backend: "kafka", Port: 8091},
+}
+
+// Names returns the pairs of the table, each once, in table order.
+func Names() []string {
+	var out []string
+	for _, s := range All {
+		if len(out) == 0 || out[len(out)-1] != s.Pair {
+			out = append(out, s.Pair)
+		}
+	}
+	return out
 }
 
 // Built returns the services that exist, in table order.

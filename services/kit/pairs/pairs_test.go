@@ -79,3 +79,13 @@ func TestBackendURLsHavePorts(t *testing.T) {
 		t.Error("Port accepted a URL without a port")
 	}
 }
+
+// TestNames: every pair is named once, in table order (a pair's rows are
+// adjacent in All, so Names cannot list one twice).
+func TestNames(t *testing.T) {
+	t.Parallel()
+	want := []string{pairs.Queue, pairs.Log, pairs.Documents, pairs.Cache, pairs.EventStore}
+	if got := pairs.Names(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Names() = %v, want %v", got, want)
+	}
+}

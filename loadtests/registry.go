@@ -1,0 +1,371 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// loadPair is one pair of the load driver: its command, its services,
+// and how it takes part in the commands that drive several pairs
+// (results, demo). Its scenario is in loadtests/scenario, its report
+// section and claims in loadtests/report; TestEveryPairIsDriven checks
+// that every pair of services/kit/pairs has all three.
+type loadPair struct {
+	// name is the pair's name in services/kit/pairs, its command and the
+	// suffix of its results files.
+	name string
+	// help is its command's line in the usage; "" when the pair has no
+	// load command of its own (the event store has its bench's command).
+	help string
+	// pair is its two services: the run's starting state reads their
+	// tables when state is set, and results and demo stop them after it.
+	pair scenario.Pair
+	// state is set when the pair's runs declare their starting state
+	// (driver.StartState).
+	state bool
+	// ownInstances is set when the pair's scenario starts and stops its
+	// own instances: results leaves its services alone after it.
+	ownInstances bool
+	// longLived, when set, is the rate scenario the long-lived variant
+	// runs on the pair's tables, filled with history first (its
+	// migrations' history SQL, scenario.Env.BuildHistory).
+	longLived *scenario.RateScenario
+	// duration and rounds are its command's -duration and -rounds
+	// defaults (0: the load commands' defaults).
+	duration time.Duration
+	rounds   int
+	// setup registers the pair's flags for cmd (its own command, results
+	// or demo) and returns its part of that command, or nil when it
+	// takes no part in cmd. set holds the pairs set up before it.
+	setup func(fs *flag.FlagSet, cmd string, x *extras, set pairSet) pairRun
+}
+
+// pairRun is one pair's part of a command, once the flags are parsed.
+type pairRun interface {
+	// options completes the pair's options from the parsed flags (c:
+	// the common ones).
+	options(c common, set pairSet) error
+	// estimate is the pair's step of the progress plan.
+	estimate(settle time.Duration) scenario.Estimate
+	// run measures the pair into run.
+	run(ctx context.Context, env *scenario.Env, run *driver.Run) error
+}
+
+// pairSet is the pairs taking part in one command, by name.
+type pairSet map[string]pairRun
+
+// loadPairs is the load driver's pair table, in the order the commands
+// run the pairs: one entry per pair of services/kit/pairs.
+var loadPairs = []loadPair{
+	{name: pairs.Queue, help: "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
+		pair: scenario.QueuePair, state: true, setup: queueSetup, longLived: &scenario.QueueScenario},
+	{name: pairs.Log, help: "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
+		pair: scenario.LogPair, state: true, setup: logSetup, longLived: &scenario.LogScenario},
+	{name: pairs.Documents, help: "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
+		pair: scenario.DocumentsPair, state: true, setup: documentsSetup},
+	{name: pairs.Cache, help: "drive the cache pair (redis vs no-redis, every mode): Zipf profiles, kv writes logged vs unlogged, raw lookups, stampede, staleness, CPU",
+		pair: scenario.CachePair, ownInstances: true, setup: cacheSetup,
+		duration: scenario.Cache.Defaults.Duration, rounds: scenario.Cache.Defaults.Rounds},
+	// The event store is measured by its bench (the eventstore command,
+	// eventStoreMain; benchRun here): results and demo run it after their
+	// other steps.
+	{name: pairs.EventStore, setup: eventStoreSetup},
+}
+
+// lookupPair returns the named pair's entry.
+func lookupPair(name string) (loadPair, bool) {
+	for _, p := range loadPairs {
+		if p.name == name {
+			return p, true
+		}
+	}
+	return loadPair{}, false
+}
+
+// setupPairs sets up every pair of loadPairs for cmd, in table order,
+// and returns the pairs taking part in it.
+func setupPairs(fs *flag.FlagSet, cmd string, x *extras) pairSet {
+	set := pairSet{}
+	for _, p := range loadPairs {
+		if r := p.setup(fs, cmd, x, set); r != nil {
+			set[p.name] = r
+		}
+	}
+	return set
+}
+
+// options completes every pair's options, in table order.
+func (s pairSet) options(c common) error {
+	for _, p := range loadPairs {
+		if r := s[p.name]; r != nil {
+			if err := r.options(c, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ratePair is the part of a rate pair (queue, log) in a command: its
+// scenario, options and extras.
+type ratePair struct {
+	sc scenario.RateScenario
+	o  scenario.RateOptions
+	// rates is the -rates flag (nil when the command has none).
+	rates *string
+	// derive, when set, makes the options from the other pairs' (the
+	// log pair's in results, from the queue pair's).
+	derive func(c common, set pairSet) scenario.RateOptions
+	x      *extras
+	// extra runs the pair's extras after its scenario (nil: none).
+	extra func(ctx context.Context, env *scenario.Env, run *driver.Run, o scenario.RateOptions) error
+	// extraEst is the extras' part of the estimate.
+	extraEst func(settle time.Duration) scenario.Estimate
+}
+
+func (p *ratePair) options(c common, set pairSet) error {
+	if p.derive != nil {
+		p.o = p.derive(c, set)
+		return nil
+	}
+	if p.rates == nil {
+		return nil
+	}
+	var err error
+	if p.o.Rates, err = parseRates(*p.rates); err != nil {
+		return err
+	}
+	p.o.Duration, p.o.Rounds = c.duration, c.rounds
+	return nil
+}
+
+func (p *ratePair) estimate(settle time.Duration) scenario.Estimate {
+	e := p.o.Estimate(settle)
+	if p.extraEst != nil {
+		e = e.Add(p.extraEst(settle))
+	}
+	return e
+}
+
+func (p *ratePair) run(ctx context.Context, env *scenario.Env, run *driver.Run) error {
+	err := p.sc.Run(ctx, env, run, p.o)
+	if p.extra == nil {
+		return err
+	}
+	return errors.Join(err, p.extra(ctx, env, run, p.o))
+}
+
+// queueSetup is the queue pair's part of cmd: its own command and
+// results take the rate flags (results with shorter ceiling steps and one
+// bisection, to fit a 2-core machine in about 20 minutes) and the
+// overload extra; demo runs one rate.
+func queueSetup(fs *flag.FlagSet, cmd string, x *extras, _ pairSet) pairRun {
+	p := &ratePair{sc: scenario.QueueScenario, x: x}
+	switch cmd {
+	case pairs.Queue, resultsCommand:
+		c := scenario.QueueScenario.Defaults.CeilingOpts
+		if cmd == resultsCommand {
+			c.Step, c.Bisect = 3*time.Second, 1
+		}
+		p.rates = rateFlags(fs, &p.o, scenario.QueueScenario, c)
+		x.registerOverload(fs)
+		p.extra, p.extraEst = x.queue, x.overloadEstimate
+	case demoCommand:
+		p.derive = func(c common, _ pairSet) scenario.RateOptions {
+			return scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{500}}
+		}
+	default:
+		return nil
+	}
+	return p
+}
+
+// logSetup is the log pair's part of cmd: its own command takes the rate
+// flags, results the queue pair's shape with the log pair's own points
+// (resultsLog); both add the overload and at-throughput extras. Demo
+// runs one rate.
+func logSetup(fs *flag.FlagSet, cmd string, x *extras, _ pairSet) pairRun {
+	p := &ratePair{sc: scenario.LogScenario, x: x}
+	switch cmd {
+	case pairs.Log:
+		p.rates = rateFlags(fs, &p.o, scenario.LogScenario, scenario.LogScenario.Defaults.CeilingOpts)
+	case resultsCommand:
+		p.derive = func(_ common, set pairSet) scenario.RateOptions { return resultsLog(set[pairs.Queue].(*ratePair).o) }
+	case demoCommand:
+		p.derive = func(c common, _ pairSet) scenario.RateOptions {
+			return scenario.RateOptions{Duration: c.duration, Rounds: c.rounds, Rates: []float64{200}}
+		}
+		return p
+	default:
+		return nil
+	}
+	x.registerOverload(fs)
+	x.registerAtThroughput(fs)
+	p.extra = x.log
+	p.extraEst = func(settle time.Duration) scenario.Estimate {
+		return x.overloadEstimate(settle).Add(x.atThroughputEstimate(settle))
+	}
+	return p
+}
+
+// documentsPair is the documents pair's part of a command.
+type documentsPair struct {
+	o              scenario.DocumentsOptions
+	sizes, rwRates *string
+	demo           bool
+}
+
+// documentsSetup registers the documents flags of its command, results
+// and demo (demo with a smaller data set: FerretDB creates users
+// slowly, and a small set keeps the demo near 3 minutes).
+func documentsSetup(fs *flag.FlagSet, cmd string, _ *extras, _ pairSet) pairRun {
+	if cmd != pairs.Documents && cmd != resultsCommand && cmd != demoCommand {
+		return nil
+	}
+	p := &documentsPair{demo: cmd == demoCommand}
+	d := scenario.DocumentsScenario.Defaults
+	if p.demo {
+		d.Users = 200
+	}
+	fs.IntVar(&p.o.Users, "users", d.Users, "documents: users in the generated data set (created on both sides)")
+	fs.Uint64Var(&p.o.Seed, "seed", d.Seed, "documents: data set seed")
+	fs.Float64Var(&p.o.SearchRate, "search-rate", d.SearchRate, "documents: containment searches per second")
+	fs.DurationVar(&p.o.SearchTimeout, "search-timeout", d.SearchTimeout, "documents: bound of each containment search request")
+	p.sizes = fs.String("sizes", formatSizes(d.Sizes), "documents: profile sizes rewritten")
+	p.rwRates = fs.String("rewrite-rates", formatRates(d.RewriteRates), "documents: rewrites (then neighbour patches) per second, per size")
+	fs.IntVar(&p.o.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")
+	fs.BoolVar(&p.o.LZ4, "lz4", d.LZ4, "documents: measure the rewrite points again with TOAST_COMPRESSION=lz4 on the Postgres side")
+	return p
+}
+
+func (p *documentsPair) options(c common, _ pairSet) error {
+	var err error
+	if p.o.Sizes, err = parseSizes(*p.sizes); err != nil {
+		return err
+	}
+	if rr, err := parseRates(*p.rwRates); err != nil || len(rr) == 0 {
+		return fmt.Errorf("-rewrite-rates: %v", err)
+	} else {
+		p.o.RewriteRates = rr
+	}
+	p.o.Duration, p.o.Rounds = c.duration, c.rounds
+	if p.demo {
+		p.o = demoDocuments(p.o)
+	}
+	return nil
+}
+
+func (p *documentsPair) estimate(time.Duration) scenario.Estimate { return p.o.Estimate() }
+
+func (p *documentsPair) run(ctx context.Context, env *scenario.Env, run *driver.Run) error {
+	return scenario.DocumentsScenario.Run(ctx, env, run, p.o)
+}
+
+// cachePair is the cache pair's part of a command.
+type cachePair struct {
+	s   scenario.CacheScenario
+	o   scenario.CacheOptions
+	cmd string
+}
+
+// cacheSetup registers the cache flags of its command and results; demo
+// runs demoCache's short scenario.
+func cacheSetup(fs *flag.FlagSet, cmd string, _ *extras, _ pairSet) pairRun {
+	p := &cachePair{s: scenario.Cache, o: scenario.Cache.Defaults, cmd: cmd}
+	switch cmd {
+	case pairs.Cache, resultsCommand:
+		fs.Float64Var(&p.o.Rate, "cache-rate", p.o.Rate, "cache: product requests per second of each profile")
+		fs.Float64Var(&p.o.KVRate, "kv-rate", p.o.KVRate, "cache: kv writes (then reads) per second")
+		fs.IntVar(&p.o.Keys, "keys", p.o.Keys, "cache: product ids the Zipf distribution draws from (1 to keys)")
+		fs.IntVar(&p.o.StampedeN, "stampede-n", p.o.StampedeN, "cache: concurrent GETs of one cold key")
+		fs.IntVar(&p.o.OriginWorkMS, "origin-work-ms", p.o.OriginWorkMS, "cache: ORIGIN_WORK_MS of the stampede and staleness points")
+		fs.DurationVar(&p.o.StaleTTL, "stale-ttl", p.o.StaleTTL, "cache: PRODUCT_TTL of the stampede and staleness points")
+		fs.DurationVar(&p.o.RawDuration, "raw-lookup-duration", p.o.RawDuration, "cache: duration of each raw lookup loop")
+	case demoCommand:
+	default:
+		return nil
+	}
+	return p
+}
+
+func (p *cachePair) options(c common, _ pairSet) error {
+	switch p.cmd {
+	case pairs.Cache:
+		// Its own command takes -duration and -rounds; results keeps the
+		// scenario's declared size.
+		p.o.Duration, p.o.Rounds = c.duration, c.rounds
+	case demoCommand:
+		p.s, p.o = demoCache(c)
+	}
+	return nil
+}
+
+func (p *cachePair) estimate(time.Duration) scenario.Estimate { return p.s.Estimate(p.o) }
+
+func (p *cachePair) run(ctx context.Context, env *scenario.Env, run *driver.Run) error {
+	return p.s.Run(ctx, env, run, p.o)
+}
+
+// benchRun is the part of a pair measured by its own bench (the event
+// store): results and demo run it after their other steps, and it writes
+// results files of its own.
+type benchRun interface {
+	pairRun
+	// results runs the bench at the results size into c's results
+	// folder.
+	results(ctx context.Context, env *scenario.Env) error
+	// demo runs the demo's short bench and returns its run.
+	demo(ctx context.Context, env *scenario.Env) (*driver.Run, error)
+}
+
+// eventStorePair is the event store's part of results or demo.
+type eventStorePair struct {
+	cmd string
+	c   common
+}
+
+// eventStoreSetup: the event store takes part in results (the bench,
+// long streams, cleanup and the causal experiment) and in demo (the
+// append scenario).
+func eventStoreSetup(_ *flag.FlagSet, cmd string, _ *extras, _ pairSet) pairRun {
+	if cmd != resultsCommand && cmd != demoCommand {
+		return nil
+	}
+	return &eventStorePair{cmd: cmd}
+}
+
+func (p *eventStorePair) options(c common, _ pairSet) error {
+	p.c = c
+	return nil
+}
+
+func (p *eventStorePair) estimate(time.Duration) scenario.Estimate {
+	if p.cmd == demoCommand {
+		return eventstore.Append.Estimate(demoEventStore(p.c), 2)
+	}
+	return eventstore.BenchEstimate(eventStoreResultsOptions(p.c), len(eventStoreServices)).
+		Add(eventstore.LongEstimate(len(eventStoreServices) + 1)).
+		Add(eventstore.CausalEstimate(eventstore.DefaultCausalOptions()))
+}
+
+// run is results' part of the event store (benchRun's results): the
+// bench writes its own results files, not run.
+func (p *eventStorePair) run(ctx context.Context, env *scenario.Env, _ *driver.Run) error {
+	return p.results(ctx, env)
+}
+
+func (p *eventStorePair) results(ctx context.Context, env *scenario.Env) error {
+	return runEventStoreBench(ctx, p.c, env)
+}
+
+func (p *eventStorePair) demo(ctx context.Context, env *scenario.Env) (*driver.Run, error) {
+	return demoEventStoreRun(ctx, p.c, env)
+}

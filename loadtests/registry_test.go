@@ -1,0 +1,70 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// TestEveryPairIsDriven: every pair of services/kit/pairs has an entry in
+// loadPairs whose scenario runs in results and demo, a report section
+// and claims (report.PairCoverage); loadPairs names no other pair. A new
+// pair fails here until its three parts exist (docs/adding-a-pair.md).
+func TestEveryPairIsDriven(t *testing.T) {
+	t.Parallel()
+	for _, name := range pairs.Names() {
+		if _, ok := lookupPair(name); !ok {
+			t.Errorf("pair %s has no entry in loadPairs (registry.go)", name)
+			continue
+		}
+		for _, cmd := range []string{resultsCommand, demoCommand} {
+			fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			if setupPairs(fs, cmd, newExtras())[name] == nil {
+				t.Errorf("pair %s takes no part in %s: its loadPairs entry runs no scenario there", name, cmd)
+			}
+		}
+		if why := report.PairCoverage(name); why != "" {
+			t.Errorf("pair %s: the report has %s", name, why)
+		}
+	}
+	for _, p := range loadPairs {
+		if !slices.Contains(pairs.Names(), p.name) {
+			t.Errorf("loadPairs names %q, which is not a pair of services/kit/pairs", p.name)
+		}
+		if p.help != "" {
+			if _, ok := loadTable[p.name]; !ok {
+				t.Errorf("pair %s has a help line but no command in loadTable", p.name)
+			}
+		}
+	}
+}
+
+// TestLongLivedFromTheTable: the long-lived variant runs the pairs of
+// loadPairs with a longLived scenario, in table order (the queue, then
+// the log), at the run's options or the scenario's defaults, one round,
+// no ceiling and no variant.
+func TestLongLivedFromTheTable(t *testing.T) {
+	t.Parallel()
+	c := common{duration: 7 * time.Second}
+	q := scenario.RateOptions{Rates: []float64{42}, Ceiling: true, Rounds: 3}
+	o := longLivedOptions(map[string]scenario.RateOptions{pairs.Queue: q}, c)
+	if len(o) != 2 || o[0].p.name != pairs.Queue || o[1].p.name != pairs.Log {
+		t.Fatalf("long-lived pairs: %+v, want queue then log", o)
+	}
+	if r := o[0].o; !slices.Equal(r.Rates, q.Rates) || r.Rounds != 1 || r.Ceiling || r.Variant || r.Duration != c.duration {
+		t.Errorf("queue's long-lived options: %+v", r)
+	}
+	if r := o[1].o; !slices.Equal(r.Rates, scenario.LogScenario.Defaults.Rates) || r.Rounds != 1 || r.Ceiling {
+		t.Errorf("log's long-lived options, from its defaults: %+v", r)
+	}
+	if steps := o.steps(time.Second, 1000); len(steps) != 2 || steps[0].name != "long-lived queue" || steps[1].name != "long-lived log" {
+		t.Errorf("steps: %+v", steps)
+	}
+}

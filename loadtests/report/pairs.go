@@ -1,0 +1,123 @@
+package report
+
+import (
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// pairReport is how the report shows one pair of services/kit/pairs: its
+// RESULTS.md section, the charts under it and its claims. A pair's claims
+// file registers its entry (registerReport) beside its claims: adding a
+// pair to the report means that one file.
+type pairReport struct {
+	// name is the pair's name and its runs' command.
+	name string
+	// title is the heading of its RESULTS.md section, which the README's
+	// findings and the verdict cards link to.
+	title string
+	// section, when set, writes the pair's whole section from its run
+	// (the cache). Otherwise the pair gets the tables every pair's
+	// scenarios share, then after's subsection (when set), its knee, the
+	// chart keyed by its name (Charts' rate-latency charts), its own
+	// chart and the run's notes.
+	section func(r *driver.Run, charts map[string]string, chartsRel string) string
+	after   func(r *driver.Run) string
+	// overview, when set, draws the chart keyed by the pair's name,
+	// shown under its tables with caption: the rate pairs' latency per
+	// rate, the documents' cost ratios. It returns the chart's file name
+	// and whether it was drawn.
+	overview func(run *driver.Run, dir string) (string, bool, error)
+	caption  string
+	// chart, when set, is the pair's own chart, drawn from its run and
+	// shown under its section (unless section draws it).
+	chart *pairChart
+	// card is the key of the chart copied as the pair's headline chart,
+	// CardFile(name) ("" when another chart draws it: the log's, from
+	// the throughput run).
+	card string
+	// benchSection, when set, writes the section of a pair measured by
+	// its own bench (the event store), from the bench's results, under
+	// the other pairs' sections.
+	benchSection func(es eventstore.Results) string
+	// claims are the short names of the pair's claims outside
+	// claimTable (the event store's causal claim, decided by its
+	// experiment); the rows of claimTable name their pair themselves.
+	claims []string
+}
+
+// pairReportsByName is the report's pair table: each pair's claims file
+// registers its entry (registerReport), beside its claims.
+var pairReportsByName = map[string]pairReport{}
+
+// registerReport adds a pair's entry to the report's pair table; a pair
+// registered twice is a programming error.
+func registerReport(p pairReport) {
+	if _, dup := pairReportsByName[p.name]; dup {
+		panic("report: pair " + p.name + " registered twice")
+	}
+	pairReportsByName[p.name] = p
+}
+
+// pairReports are the registered pairs in the order of services/kit/pairs,
+// which is the order of RESULTS.md's sections.
+func pairReports() []pairReport {
+	var out []pairReport
+	for _, name := range pairs.Names() {
+		if p, ok := pairReportsByName[name]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// pairChart is a chart drawn from one pair's run.
+type pairChart struct {
+	// key names the chart in Charts' map, file is its file name.
+	key, file string
+	draw      func(r *driver.Run, path string) (bool, error)
+}
+
+// reportOf returns the named pair's entry.
+func reportOf(name string) (pairReport, bool) {
+	p, ok := pairReportsByName[name]
+	return p, ok
+}
+
+// titleOf is the heading of the named pair's section ("" for none).
+func titleOf(name string) string {
+	p, _ := reportOf(name)
+	return p.title
+}
+
+// pairCommands are the pairs' commands in the order of their sections.
+func pairCommands() []string {
+	var out []string
+	for _, p := range pairReports() {
+		out = append(out, p.name)
+	}
+	return out
+}
+
+// PairCoverage says what the report has for the named pair: a section
+// (its title and a way to render it) and claims. It is "" when the pair
+// has both, and names what is missing otherwise.
+func PairCoverage(name string) string {
+	p, ok := reportOf(name)
+	switch {
+	case !ok:
+		return "no entry in the report's pair table (registerReport)"
+	case p.title == "":
+		return "no section title"
+	}
+	n := len(p.claims)
+	for _, s := range claimTable {
+		if s.pair == name {
+			n++
+		}
+	}
+	if n == 0 {
+		return "no claims"
+	}
+	return ""
+}
