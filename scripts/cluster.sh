@@ -269,7 +269,7 @@ net_down() {
     ns_kill "$ns"
     if [ -e "/run/netns/$ns" ]; then ip netns del "$ns"; fi
     # deleting the namespace deletes its end of the pair, and with it the host's end
-    if ip link show "$(veth_of "$node")" >/dev/null 2>&1; then ip link del "$(veth_of "$node")"; fi
+    ip link del "$(veth_of "$node")" >/dev/null 2>&1 || true
     rm -rf "/etc/netns/$ns"
   done
   if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE"; fi
