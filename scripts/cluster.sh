@@ -70,7 +70,8 @@ NET=10.77.0
 BRIDGE=wpe-br0
 BRIDGE_ADDR=$NET.1
 PG_NODES=(pg1 pg2 pg3)
-declare -A NODE_ADDR=([pg1]=$NET.11 [pg2]=$NET.12 [pg3]=$NET.13)
+RMQ_NODES=(rmq1 rmq2 rmq3)
+declare -A NODE_ADDR=([pg1]=$NET.11 [pg2]=$NET.12 [pg3]=$NET.13 [rmq1]=$NET.21 [rmq2]=$NET.22 [rmq3]=$NET.23)
 # Roles as built: pg1 is the primary, pg2 its synchronous standby, pg3 an asynchronous one.
 PRIMARY=pg1
 SYNC_STANDBY=pg2
@@ -216,14 +217,17 @@ cmd_deps() {
 # ---------------------------------------------------------------------------
 # the network
 
-net_up() {
+net_up() { net_up_nodes "${PG_NODES[@]}"; }
+
+# net_up_nodes NODE...: the bridge, and a namespace for each NODE.
+net_up_nodes() {
   local node
   if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
     ip link add "$BRIDGE" type bridge
     ip addr add "$BRIDGE_ADDR/24" dev "$BRIDGE"
   fi
   ip link set "$BRIDGE" up
-  for node in "${PG_NODES[@]}"; do ns_up "$node"; done
+  for node in "$@"; do ns_up "$node"; done
 }
 
 # ns_up NODE: its namespace, a veth pair (eth0 inside, wpe-NODE-h on the bridge), its
@@ -244,7 +248,7 @@ ns_up() {
   {
     printf '# Written by scripts/cluster.sh: the cluster profile'"'"'s nodes.\n'
     printf '127.0.0.1\tlocalhost\n'
-    for n in "${PG_NODES[@]}"; do printf '%s\t%s.cluster.wpe %s\n' "${NODE_ADDR[$n]}" "$n" "$n"; done
+    for n in "${PG_NODES[@]}" "${RMQ_NODES[@]}"; do printf '%s\t%s.cluster.wpe %s\n' "${NODE_ADDR[$n]}" "$n" "$n"; done
   } >"/etc/netns/$ns/hosts"
 }
 
@@ -255,7 +259,7 @@ ns_kill() {
   for sig in TERM KILL; do
     pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
     [ -n "${pids// /}" ] || return 0
-    warn "$ns: sending SIG$sig to what still runs there: $pids"
+    info "$ns: SIG$sig to what still runs there (RabbitMQ leaves its epmd): $pids"
     # shellcheck disable=SC2086 # one pid per word
     kill -"$sig" $pids 2>/dev/null || true
     sleep 2
@@ -264,7 +268,7 @@ ns_kill() {
 
 net_down() {
   local node ns
-  for node in "${PG_NODES[@]}"; do
+  for node in "${PG_NODES[@]}" "${RMQ_NODES[@]}"; do
     ns="$(ns_of "$node")"
     ns_kill "$ns"
     if [ -e "/run/netns/$ns" ]; then ip netns del "$ns"; fi
@@ -457,7 +461,17 @@ cmd_copy() {
   touch "$dst/.copied"
 }
 
+# cmd_up [postgres|rabbitmq]: one server's cluster, or both.
 cmd_up() {
+  case "${1:-all}" in
+    postgres) cmd_up_postgres ;;
+    rabbitmq) cmd_up_rabbitmq ;;
+    all) cmd_up_postgres; echo; cmd_up_rabbitmq ;;
+    *) die "up: unknown server '$1' (postgres, rabbitmq, or nothing for both)" ;;
+  esac
+}
+
+cmd_up_postgres() {
   need_root
   local v node t0=$SECONDS running=""
   v="$(pg_version)"
@@ -507,11 +521,14 @@ wait_sync() {
 
 cmd_down() {
   need_root
-  local v node
+  local v node i
   for v in 15 18; do
     # the primary first: it sends its shutdown checkpoint to the standbys still running
     for node in "$PRIMARY" "${PG_NODES[@]}"; do node_stop "$v" "$node"; done
   done
+  # rmq1 last: after a restart, each node waits for the last one stopped (Mnesia)
+  for ((i = ${#RMQ_NODES[@]} - 1; i >= 0; i--)); do rmq_stop "${RMQ_NODES[i]}"; done
+  for node in "${RMQ_NODES[@]}"; do [ -z "$(rmq_pid "$node")" ] || sleep 1; done
   net_down
   rm -f "$RUNNING_FILE"
   say "cluster down (data kept in $CL; 'bash scripts/cluster.sh wipe' deletes it)"
@@ -524,16 +541,175 @@ cmd_wipe() {
 }
 
 # ---------------------------------------------------------------------------
+# RabbitMQ nodes: rabbit@rmqN.cluster.wpe, long names resolved through the
+# namespace's /etc/hosts; everything each node listens on (AMQP 5672, epmd 4369,
+# distribution 25672) is on its own address. They form one cluster through
+# classic_config peer discovery: rmq1 boots first, rmq2 and rmq3 join it.
+
+RMQ_DIR="$CL/rabbitmq"
+RMQ_USER=rabbitmq
+RMQ_PORT=5672
+RMQ_DIST_PORT=25672
+RMQ_MEMORY=512MiB
+RMQ_WAL_MAX=67108864
+
+rmq_name() { printf 'rabbit@%s.cluster.wpe' "$1"; }
+
+# rmq NODE TOOL ARGS...: a RabbitMQ script as the rabbitmq user inside NODE's namespace,
+# with NODE's environment (killed after $RMQ_TIMEOUT seconds when that is set).
+rmq() {
+  local node=$1 tool=$2; shift 2
+  local d="$RMQ_DIR/$node" addr=${NODE_ADDR[$node]}
+  ${RMQ_TIMEOUT:+timeout -k 5 "$RMQ_TIMEOUT"} ip netns exec "$(ns_of "$node")" runuser -u "$RMQ_USER" -- env \
+    HOME="$RMQ_DIR/home" \
+    ERL_EPMD_ADDRESS="$addr" \
+    RABBITMQ_USE_LONGNAME=true \
+    RABBITMQ_NODENAME="$(rmq_name "$node")" \
+    RABBITMQ_NODE_IP_ADDRESS="$addr" \
+    RABBITMQ_NODE_PORT="$RMQ_PORT" \
+    RABBITMQ_DIST_PORT="$RMQ_DIST_PORT" \
+    RABBITMQ_SCHEDULER_BIND_TYPE=u \
+    RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {${addr//./,}}" \
+    RABBITMQ_CONF_ENV_FILE="$d/rabbitmq-env.conf" \
+    RABBITMQ_CONFIG_FILE="$d/rabbitmq.conf" \
+    RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config" \
+    RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins" \
+    RABBITMQ_MNESIA_BASE="$d/mnesia" \
+    RABBITMQ_LOG_BASE="$LOG/$node" \
+    RABBITMQ_PID_FILE="$d/rabbitmq.pid" \
+    ERL_CRASH_DUMP="$LOG/$node/erl_crash.dump" \
+    "/usr/lib/rabbitmq/bin/$tool" "$@"
+}
+
+rmq_pid() {
+  local f="$RMQ_DIR/$1/rabbitmq.pid" pid
+  [ -s "$f" ] || return 0
+  pid="$(head -n1 "$f" | tr -dc '0-9')"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF -- "RABBITMQ_PID_FILE=$f" || return 0
+  printf '%s' "$pid"
+}
+
+rmq_prepare() {
+  local node=$1 d="$RMQ_DIR/$1" n i=1
+  mkdir -p "$d/mnesia" "$LOG/$node" "$RMQ_DIR/home"
+  if [ ! -s "$RMQ_DIR/home/.erlang.cookie" ]; then
+    head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$RMQ_DIR/home/.erlang.cookie"
+  fi
+  chmod 400 "$RMQ_DIR/home/.erlang.cookie"
+  : >"$d/rabbitmq-env.conf"
+  {
+    printf '# Written by scripts/cluster.sh at every start; edit the script, not this file.\n'
+    printf 'listeners.tcp.default = %s:%s\n' "${NODE_ADDR[$node]}" "$RMQ_PORT"
+    printf '# guest/guest from the host too (a local test bed on a private bridge)\n'
+    printf 'loopback_users.guest = false\n'
+    printf '# absolute: the default 40%% of RAM would count the whole machine per node\n'
+    printf 'vm_memory_high_watermark.absolute = %s\n' "$RMQ_MEMORY"
+    printf 'raft.wal_max_size_bytes = %s\n' "$RMQ_WAL_MAX"
+    printf 'cluster_name = wpe-cluster\n'
+    printf 'cluster_formation.peer_discovery_backend = classic_config\n'
+    for n in "${RMQ_NODES[@]}"; do
+      printf 'cluster_formation.classic_config.nodes.%s = %s\n' "$i" "$(rmq_name "$n")"
+      i=$((i + 1))
+    done
+    printf 'log.console = false\nlog.file.level = info\n'
+  } >"$d/rabbitmq.conf"
+  printf '[].\n' >"$d/enabled_plugins"
+  printf '[{kernel, [{inet_dist_use_interface, {%s}}]}].\n' "${NODE_ADDR[$node]//./,}" >"$d/advanced.config"
+  chown -R "$RMQ_USER": "$RMQ_DIR" "$LOG/$node"
+}
+
+rmq_start() {
+  local node=$1
+  if [ -n "$(rmq_pid "$node")" ]; then
+    info "$node: already running (pid $(rmq_pid "$node"))"
+    return
+  fi
+  rmq_prepare "$node"
+  say "$node: starting RabbitMQ $(rmq_name "$node") on ${NODE_ADDR[$node]}:$RMQ_PORT in $(ns_of "$node")"
+  rmq "$node" rabbitmq-server -detached >"$LOG/$node-start.log" 2>&1 ||
+    fail_with_log "$node did not start" "$LOG/$node-start.log"
+}
+
+rmq_wait() {
+  local node=$1
+  RMQ_TIMEOUT=120 rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" wait "$RMQ_DIR/$node/rabbitmq.pid" >"$LOG/$node-wait.log" 2>&1 ||
+    fail_with_log "$node did not come up" "$LOG/$node-wait.log" "$LOG/$node/$(rmq_name "$node").log"
+}
+
+rmq_stop() {
+  local node=$1 pid
+  pid="$(rmq_pid "$node")"
+  [ -n "$pid" ] || return 0
+  say "$node: stopping RabbitMQ (pid $pid)"
+  RMQ_TIMEOUT=60 rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" stop >/dev/null 2>&1 || kill -TERM "$pid" 2>/dev/null || true
+}
+
+cmd_up_rabbitmq() {
+  need_root
+  local node t0=$SECONDS
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || die "rabbitmq-server not installed; run: make deps"
+  mkdir -p "$CL" "$LOG" "$RMQ_DIR"
+  net_up_nodes "${RMQ_NODES[@]}"
+  if [ -d "$RMQ_DIR/${RMQ_NODES[0]}/mnesia/$(rmq_name "${RMQ_NODES[0]}")" ]; then
+    # a cluster that ran before: all at once, each waits (up to 5 min) for the others'
+    # tables
+    for node in "${RMQ_NODES[@]}"; do rmq_start "$node"; done
+  else
+    # a new cluster: rmq1 first, alone; rmq2 and rmq3 join it (classic_config)
+    rmq_start "${RMQ_NODES[0]}"
+    rmq_wait "${RMQ_NODES[0]}"
+    for node in "${RMQ_NODES[@]:1}"; do rmq_start "$node"; done
+  fi
+  for node in "${RMQ_NODES[@]}"; do rmq_wait "$node"; done
+  say "RabbitMQ cluster up in $((SECONDS - t0))s (logs in $LOG/rmq*)"
+  rmq_status || true
+  echo
+  print_rmq_env
+}
+
+print_rmq_env() {
+  local urls="" node
+  for node in "${RMQ_NODES[@]}"; do urls+="${urls:+,}amqp://guest:guest@${NODE_ADDR[$node]}:$RMQ_PORT/"; done
+  printf "export CLUSTER_RABBITMQ_URLS='%s'\n" "$urls"
+}
+
+# rmq_status: the nodes and the cluster the first answering node sees.
+rmq_status() {
+  local node pid bad=0 out running
+  printf '%-5s %-9s %-12s %-6s %s\n' NODE NAMESPACE ADDRESS PID STATUS
+  for node in "${RMQ_NODES[@]}"; do
+    pid="$(rmq_pid "$node")"
+    if [ -z "$pid" ]; then
+      printf '%-5s %-9s %-12s %-6s %s\n' "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" - down; bad=1
+    else
+      printf '%-5s %-9s %-12s %-6s %s\n' "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" "$pid" "up ($(rmq_name "$node"))"
+    fi
+  done
+  for node in "${RMQ_NODES[@]}"; do
+    [ -n "$(rmq_pid "$node")" ] || continue
+    out="$(RMQ_TIMEOUT=30 rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" cluster_status --formatter json 2>/dev/null)" || continue
+    running="$(jq -r '.running_nodes | sort | join(" ")' <<<"$out")"
+    printf '\ncluster %s, running nodes seen from %s: %s\n' "$(jq -r '.cluster_name' <<<"$out")" "$node" "$running"
+    [ "$(jq '.running_nodes | length' <<<"$out")" = "${#RMQ_NODES[@]}" ] || bad=1
+    [ "$bad" = 0 ] || return 3
+    return 0
+  done
+  echo "no RabbitMQ node answers"
+  return 3
+}
+
+# ---------------------------------------------------------------------------
 # status
 
 cmd_status() {
   local v="" node ns addr pid role state bad=0 primary=""
   [ ! -s "$RUNNING_FILE" ] || v="$(cat "$RUNNING_FILE")"
   if [ -z "$v" ]; then
-    echo "cluster profile: not running (make up-cluster starts it)"
+    echo "PostgreSQL cluster: not running (make up-cluster starts it)"
     return 3
   fi
-  printf 'cluster profile: PostgreSQL %s\n' "$v"
+  printf 'PostgreSQL cluster: PostgreSQL %s\n' "$v"
   printf '%-5s %-9s %-12s %-6s %-8s %s\n' NODE NAMESPACE ADDRESS PID ROLE STATUS
   for node in "${PG_NODES[@]}"; do
     ns="$(ns_of "$node")" addr="${NODE_ADDR[$node]}" pid="$(node_pid "$v" "$node")" role=-
@@ -590,6 +766,12 @@ known_node() {
   die "unknown node '${1:-}' (nodes: ${PG_NODES[*]})"
 }
 
+known_rmq() {
+  local node
+  for node in "${RMQ_NODES[@]}"; do [ "$node" != "${1:-}" ] || return 0; done
+  die "unknown RabbitMQ node '${1:-}' (nodes: ${RMQ_NODES[*]})"
+}
+
 cmd_link() {
   need_root
   local state=$1 node=${2:-}
@@ -609,14 +791,17 @@ main() {
   CLUSTER_CMD=$sub
   case "$sub" in
     deps) need_root; cmd_deps ;;
-    up) cmd_up ;;
+    up) cmd_up "$@" ;;
     down) cmd_down ;;
     status)
       local rc=0
       cmd_status || rc=$?
+      echo
+      printf 'RabbitMQ:\n'
+      rmq_status || rc=3
       exit "$rc"
       ;;
-    env) print_env ;;
+    env) print_env; print_rmq_env ;;
     psql)
       known_node "${1:-}"
       local node=$1; shift
@@ -625,6 +810,11 @@ main() {
     cut) cmd_link down "$@" ;;
     heal) cmd_link up "$@" ;;
     wipe) cmd_wipe ;;
+    rabbitmqctl)
+      known_rmq "${1:-}"
+      local node=$1; shift
+      rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" "$@"
+      ;;
     _copy) cmd_copy "$@" ;;
     -h | --help | help) usage ;;
     *) printf 'unknown command: %s\n' "$sub" >&2; usage ;;
