@@ -607,6 +607,8 @@ rmq_prepare() {
     printf 'vm_memory_high_watermark.absolute = %s\n' "$RMQ_MEMORY"
     printf 'raft.wal_max_size_bytes = %s\n' "$RMQ_WAL_MAX"
     printf 'cluster_name = wpe-cluster\n'
+    printf '# a node cut off from the majority pauses itself, and resumes once it sees it again\n'
+    printf 'cluster_partition_handling = pause_minority\n'
     printf 'cluster_formation.peer_discovery_backend = classic_config\n'
     for n in "${RMQ_NODES[@]}"; do
       printf 'cluster_formation.classic_config.nodes.%s = %s\n' "$i" "$(rmq_name "$n")"
@@ -766,6 +768,13 @@ known_node() {
   die "unknown node '${1:-}' (nodes: ${PG_NODES[*]})"
 }
 
+# known_any NODE: a Postgres or RabbitMQ node.
+known_any() {
+  local node
+  for node in "${PG_NODES[@]}" "${RMQ_NODES[@]}"; do [ "$node" != "${1:-}" ] || return 0; done
+  die "unknown node '${1:-}' (nodes: ${PG_NODES[*]} ${RMQ_NODES[*]})"
+}
+
 known_rmq() {
   local node
   for node in "${RMQ_NODES[@]}"; do [ "$node" != "${1:-}" ] || return 0; done
@@ -775,7 +784,7 @@ known_rmq() {
 cmd_link() {
   need_root
   local state=$1 node=${2:-}
-  known_node "$node"
+  known_any "$node"
   ip -n "$(ns_of "$node")" link set eth0 "$state"
   say "$node: eth0 in $(ns_of "$node") is $state"
 }
