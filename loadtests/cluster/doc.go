@@ -4,6 +4,7 @@
 // is the primary, which standbys stream from it, and whether each is
 // synchronous. Hosts splits the string into one configuration per host,
 // Discover asks every host, and WaitReplayed and WaitSlotSynced wait for a
-// standby to catch up. Its test checks the running cluster profile and
-// skips when CLUSTER_DATABASE_URL is not set.
+// standby to catch up. Its tests check the running cluster profile's
+// Postgres and RabbitMQ and skip when CLUSTER_DATABASE_URL and
+// CLUSTER_RABBITMQ_URLS are not set (make test-cluster sets them).
 package cluster
