@@ -534,7 +534,6 @@ cmd_down() {
   done
   # rmq1 last: after a restart, each node waits for the last one stopped (Mnesia)
   for ((i = ${#RMQ_NODES[@]} - 1; i >= 0; i--)); do rmq_stop "${RMQ_NODES[i]}"; done
-  for node in "${RMQ_NODES[@]}"; do [ -z "$(rmq_pid "$node")" ] || sleep 1; done
   net_down
   rm -f "$RUNNING_FILE"
   say "cluster down (data kept in $CL; 'bash scripts/cluster.sh wipe' deletes it)"
@@ -650,7 +649,15 @@ rmq_stop() {
   pid="$(rmq_pid "$node")"
   [ -n "$pid" ] || return 0
   say "$node: stopping RabbitMQ (pid $pid)"
-  RMQ_TIMEOUT=60 rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" stop >/dev/null 2>&1 || kill -TERM "$pid" 2>/dev/null || true
+  # with the pid file, rabbitmqctl stop returns once the process has exited
+  RMQ_TIMEOUT=60 rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" stop "$RMQ_DIR/$node/rabbitmq.pid" >/dev/null 2>&1 ||
+    kill -TERM "$pid" 2>/dev/null || true
+  local i
+  for ((i = 0; i < 300; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  warn "$node: still running 30 s after stop; down-cluster ends what is left in its namespace"
 }
 
 cmd_up_rabbitmq() {
