@@ -731,7 +731,7 @@ cmd_status() {
     echo "PostgreSQL cluster: not running (make up-cluster starts it)"
     return 4
   fi
-  printf 'PostgreSQL cluster: PostgreSQL %s\n' "$v"
+  printf 'PostgreSQL cluster, version %s:\n' "$v"
   printf '%-5s %-9s %-12s %-6s %-8s %s\n' NODE NAMESPACE ADDRESS PID ROLE STATUS
   for node in "${PG_NODES[@]}"; do
     ns="$(ns_of "$node")" addr="${NODE_ADDR[$node]}" pid="$(node_pid "$v" "$node")" role=-
