@@ -93,6 +93,23 @@ func TestHostsSplitsAMultiHostString(t *testing.T) {
 	}
 }
 
+func TestDiscoverWithoutAPrimaryFails(t *testing.T) {
+	t.Parallel()
+	// Port 1 on loopback: refused at once, no server involved.
+	top, err := Discover(context.Background(), "host=127.0.0.1,localhost port=1 user=postgres sslmode=disable connect_timeout=2", 3*time.Second)
+	if err == nil {
+		t.Fatal("Discover found a primary where no server listens")
+	}
+	if len(top.Nodes) != 2 {
+		t.Fatalf("Discover reports %d nodes, want the 2 of the string", len(top.Nodes))
+	}
+	for _, n := range top.Nodes {
+		if n.Err == nil || n.Primary {
+			t.Errorf("node %s: err %v, primary %v; want an error and not primary", n.Addr(), n.Err, n.Primary)
+		}
+	}
+}
+
 func TestTopologyStandby(t *testing.T) {
 	t.Parallel()
 	top := Topology{Standbys: []Standby{{Name: "pg2", SyncState: "sync"}, {Name: "pg3", SyncState: "async"}, {Name: "pg4", SyncState: "async"}}}
