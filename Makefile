@@ -130,4 +130,4 @@ status-cluster: ## show the cluster profile's nodes, namespaces and addresses, t
 
 .PHONY: test-cluster
 test-cluster: ## run the cluster profile's tests (loadtests/cluster) against the running cluster (make up-cluster first)
-	eval "$$(bash scripts/cluster.sh env)" && $(GO) test -count=1 -v ./loadtests/cluster/
+	eval "$$(bash scripts/cluster.sh env running)" && $(GO) test -count=1 -v ./loadtests/cluster/

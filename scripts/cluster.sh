@@ -12,7 +12,9 @@
 #   bash scripts/cluster.sh status      each node, its namespace and address, the primary's
 #                                       pg_stat_replication, RabbitMQ's running nodes; exit 0
 #                                       when all is as built, 3 otherwise
-#   bash scripts/cluster.sh env         CLUSTER_DATABASE_URL (multi-host), CLUSTER_RABBITMQ_URLS
+#   bash scripts/cluster.sh env [running]
+#                                       CLUSTER_DATABASE_URL (multi-host), CLUSTER_RABBITMQ_URLS
+#                                       (with running: only those of the clusters that run)
 #   bash scripts/cluster.sh psql NODE [ARGS...]
 #                                       psql on a node through its unix socket (works while it is cut off)
 #   bash scripts/cluster.sh rabbitmqctl NODE ARGS...
@@ -810,7 +812,7 @@ cmd_link() {
 }
 
 usage() {
-  sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -831,7 +833,15 @@ main() {
       if [ "$pg" = 3 ] || [ "$mq" = 3 ] || { [ "$pg" = 4 ] && [ "$mq" = 4 ]; }; then exit 3; fi
       exit 0
       ;;
-    env) print_env; print_rmq_env ;;
+    env)
+      # env running: only the URLs of the clusters that run (make test-cluster), so that
+      # the tests of a cluster that was not started skip instead of failing
+      local any node
+      if [ "${1:-}" != running ] || [ -s "$RUNNING_FILE" ]; then print_env; fi
+      any=""
+      for node in "${RMQ_NODES[@]}"; do any+="$(rmq_pid "$node")"; done
+      if [ "${1:-}" != running ] || [ -n "$any" ]; then print_rmq_env; fi
+      ;;
     psql)
       known_node "${1:-}"
       local node=$1; shift
