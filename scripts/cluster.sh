@@ -716,6 +716,17 @@ rmq_status() {
     running="$(jq -r '.running_nodes | sort | join(" ")' <<<"$out")"
     printf '\ncluster %s, running nodes seen from %s: %s\n' "$(jq -r '.cluster_name' <<<"$out")" "$node" "$running"
     [ "$(jq '.running_nodes | length' <<<"$out")" = "${#RMQ_NODES[@]}" ] || bad=1
+    # quorum queues: each should have a member on every node, all online
+    local qs short
+    if qs="$(RMQ_TIMEOUT=30 rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" list_queues name type members online leader --formatter json 2>/dev/null)"; then
+      short="$(jq -r --argjson n "${#RMQ_NODES[@]}" '.[] | select(.type == "quorum")
+        | select((.members | length) < $n or (.online | length) < $n)
+        | "  \(.name): \(.online | length) of \(.members | length) members online, leader \(.leader)"' <<<"$qs")"
+      printf 'quorum queues: %s' "$(jq '[.[] | select(.type == "quorum")] | length' <<<"$qs")"
+      if [ -n "$short" ]; then printf ', not on all %s nodes or not all online:\n%s\n' "${#RMQ_NODES[@]}" "$short"; bad=1; else printf ' (each with a member online on every node)\n'; fi
+    else
+      echo "quorum queues: list_queues did not answer"; bad=1
+    fi
     [ "$bad" = 0 ] || return 3
     return 0
   done
