@@ -194,23 +194,5 @@ RETURNING id::text`
 
 // Deliver records the batch as the group's (DeliveryRecorder).
 func (g groupRecorder) Deliver(ctx context.Context, batch []Delivery, at time.Time) (map[string]bool, error) {
-	ids := make([]string, len(batch))
-	for i, d := range batch {
-		ids[i] = d.ID
-	}
-	rows, err := g.s.pool.Query(ctx, groupDeliverSQL, postgres.UUIDs(ids), at, g.group)
-	if err != nil {
-		return nil, err
-	}
-	fresh := make(map[string]bool, len(batch))
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		fresh[id] = true
-	}
-	rows.Close()
-	return fresh, rows.Err()
+	return deliverBatch(ctx, g.s.pool, groupDeliverSQL, batch, at, g.group)
 }

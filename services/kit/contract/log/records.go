@@ -184,11 +184,18 @@ RETURNING id::text`
 // It commits before returning, so a consumer may confirm its position
 // afterwards.
 func (s *Records) Deliver(ctx context.Context, batch []Delivery, at time.Time) (map[string]bool, error) {
+	return deliverBatch(ctx, s.pool, deliverSQL, batch, at)
+}
+
+// deliverBatch runs a deliver statement (deliverSQL, groupDeliverSQL:
+// $1 the batch's ids, $2 the time, then extra) and returns the ids it
+// recorded for the first time.
+func deliverBatch(ctx context.Context, pool *pgxpool.Pool, sql string, batch []Delivery, at time.Time, extra ...any) (map[string]bool, error) {
 	ids := make([]string, len(batch))
 	for i, d := range batch {
 		ids[i] = d.ID
 	}
-	rows, err := s.pool.Query(ctx, deliverSQL, postgres.UUIDs(ids), at)
+	rows, err := pool.Query(ctx, sql, append([]any{postgres.UUIDs(ids), at}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
