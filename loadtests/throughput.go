@@ -41,7 +41,7 @@ type throughputFlags struct {
 	drain    *time.Duration
 	// The sustainable search's flags.
 	closedLoop, sustain, quick *bool
-	sRounds, sOver             *int
+	sRounds, sOver, sOverSize  *int
 	sStep                      *time.Duration
 	sSizes                     *string
 }
@@ -65,6 +65,7 @@ func registerThroughput(fs *flag.FlagSet, cmd string) *throughputFlags {
 	f.sStep = fs.Duration("sustainable-step", sd.Step, "throughput: duration of each offered rate of the sustainable search (its first "+sd.Warmup.String()+" left out of the backlog's trend)")
 	f.sRounds = fs.Int("sustainable-rounds", sd.Rounds, "throughput: sustainable searches per side (the run-to-run range)")
 	f.sOver = fs.Int("sustainable-over-rounds", sd.OverRounds, "throughput: rounds of the queue sides at twice their sustainable rate (0: none)")
+	f.sOverSize = fs.Int("sustainable-over-size", sd.OverSize, "throughput: the batch size (one of -sustainable-sizes) at which the queue sides are offered twice their sustainable rate")
 	return f
 }
 
@@ -78,7 +79,7 @@ func (f *throughputFlags) sustainOptions() (*scenario.SustainOptions, error) {
 	if *f.quick {
 		o = scenario.SustainQuick
 	} else {
-		o.Step, o.Rounds, o.OverRounds = *f.sStep, *f.sRounds, *f.sOver
+		o.Step, o.Rounds, o.OverRounds, o.OverSize = *f.sStep, *f.sRounds, *f.sOver, *f.sOverSize
 		o.Sizes = nil
 		for s := range strings.SplitSeq(*f.sSizes, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))

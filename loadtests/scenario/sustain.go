@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -140,21 +141,26 @@ type SustainOptions struct {
 	// after the overload point.
 	Drain time.Duration
 	// OverRounds is how many rounds the overload point runs (0: none);
-	// it runs on the scenarios marked Overload.
+	// it runs on the scenarios marked Overload, after the search at
+	// batch size OverSize (one of Sizes), and at no other size.
 	OverRounds int
+	// OverSize is the batch size of the overload point.
+	OverSize int
 	// Ladders are the pairs' ladders, by pair name.
 	Ladders map[string]SustainLadder
 }
 
-// SustainDefaults are the results' sustainable search: batches of 100,
-// 30 s steps (5 s warm-up), two searches per side, the overload point
-// once per side. Typically about 12 minutes on 2 cores for both pairs
-// (Estimate); the queue's ladder starts where issue 21's open-loop runs
-// saw both sides flat (5,000/s), the log's where they saw both flat at
-// 40,000/s.
+// SustainDefaults are the results' sustainable search: batches of 10,
+// 100 and 1000, 30 s steps (5 s warm-up), two searches per side and
+// size, the overload point once per side at batch 100. Typically about
+// 30 minutes on 2 cores for both pairs (Estimate; batch 100 alone took
+// 11 minutes on 2 December); the queue's ladder starts where issue 21's
+// open-loop runs saw both sides flat (5,000/s), the log's where they saw
+// both flat at 40,000/s, and each later size starts from the previous
+// size's bracket.
 var SustainDefaults = SustainOptions{
-	Sizes: []int{100}, Step: 30 * time.Second, Warmup: 5 * time.Second, Sample: time.Second,
-	Rounds: 2, Drain: 30 * time.Second, OverRounds: 1,
+	Sizes: []int{100, 10, 1000}, Step: 30 * time.Second, Warmup: 5 * time.Second, Sample: time.Second,
+	Rounds: 2, Drain: 30 * time.Second, OverRounds: 1, OverSize: 100,
 	Ladders: map[string]SustainLadder{
 		"queue": {Start: 5000, Factor: 2, Max: 40000, Bisect: 1},
 		"log":   {Start: 40000, Factor: 2, Max: 160000},
@@ -166,7 +172,7 @@ var SustainDefaults = SustainOptions{
 // figures say whether the search runs, not what a side sustains.
 var SustainQuick = SustainOptions{
 	Sizes: []int{100}, Step: 4 * time.Second, Warmup: time.Second, Sample: 250 * time.Millisecond,
-	Rounds: 1, Drain: 10 * time.Second, OverRounds: 1,
+	Rounds: 1, Drain: 10 * time.Second, OverRounds: 1, OverSize: 100,
 	Ladders: map[string]SustainLadder{
 		"queue": {Start: 500, Factor: 2, Max: 1000},
 		"log":   {Start: 500, Factor: 2, Max: 1000},
@@ -189,6 +195,9 @@ func (o SustainOptions) Validate() error {
 	}
 	if o.Rounds < 1 || o.OverRounds < 0 || o.Drain <= 0 {
 		errs = append(errs, errors.New("sustainable: rounds ≥ 1, overload rounds ≥ 0 and a drain bound > 0 are required"))
+	}
+	if o.OverRounds > 0 && !slices.Contains(o.Sizes, o.OverSize) {
+		errs = append(errs, fmt.Errorf("sustainable: the overload point's batch size %d is not one of the searched sizes %v", o.OverSize, o.Sizes))
 	}
 	for _, s := range Throughputs {
 		l, ok := o.Ladders[s.Pair.Name]
@@ -229,8 +238,8 @@ func (o SustainOptions) Estimate() Estimate {
 		boundSide := time.Duration(o.Rounds)*(start+time.Duration(ladder+l.Bisect)*full) + full
 		e = e.Add(Estimate{Attacks: n * (passes + fails), Typical: time.Duration(n) * perSide, Bound: time.Duration(n) * boundSide})
 		if s.Overload && o.OverRounds > 0 {
-			k := time.Duration(n * o.OverRounds)
-			e = e.Add(Estimate{Attacks: n * o.OverRounds, Typical: k * (start + pass + o.Drain), Bound: k * (start + full)})
+			k := time.Duration(sides * o.OverRounds)
+			e = e.Add(Estimate{Attacks: sides * o.OverRounds, Typical: k * (start + pass + o.Drain), Bound: k * (start + full)})
 		}
 	}
 	return e
@@ -435,7 +444,7 @@ func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *dri
 		if err != nil {
 			return err
 		}
-		if !s.Overload || o.OverRounds < 1 {
+		if !s.Overload || o.OverRounds < 1 || size != o.OverSize {
 			continue
 		}
 		e.logf("%s at %g× each side's sustainable rate: batch %d, %s, %d round(s)", s.Pair.Name, SustainOver, size, o.Step, o.OverRounds)
@@ -893,6 +902,7 @@ type SustainSettings struct {
 	Rounds         int                      `json:"rounds"`
 	DrainS         float64                  `json:"drain_s"`
 	OverRounds     int                      `json:"over_rounds"`
+	OverSize       int                      `json:"over_batch_size,omitempty"`
 	Over           float64                  `json:"over"`
 	OverGoal       float64                  `json:"over_goal"`
 	SLOMS          float64                  `json:"slo_ms"`
@@ -908,7 +918,7 @@ type SustainSettings struct {
 func (o SustainOptions) Settings() SustainSettings {
 	return SustainSettings{
 		Sizes: o.Sizes, StepS: o.Step.Seconds(), WarmupS: o.Warmup.Seconds(), SampleS: o.Sample.Seconds(),
-		Rounds: o.Rounds, DrainS: o.Drain.Seconds(), OverRounds: o.OverRounds, Over: SustainOver, OverGoal: OverGoal,
+		Rounds: o.Rounds, DrainS: o.Drain.Seconds(), OverRounds: o.OverRounds, OverSize: o.OverSize, Over: SustainOver, OverGoal: OverGoal,
 		SLOMS: float64(SustainSLO.Milliseconds()), FlatArrivalsS: FlatArrivals, FlatMinBatches: FlatMinBatches,
 		StarvedShare: StarvedShare, EarlyFailAfter: earlyFailAfter.Seconds(), EarlyFailBy: earlyFailFactor, Ladders: o.Ladders,
 	}
