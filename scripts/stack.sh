@@ -346,6 +346,14 @@ wal_level = logical
 max_replication_slots = 20
 max_wal_senders = 20
 $plugins
+# The planner's cost of a random page read, for data on SSD or in RAM (the
+# default 4 assumes spinning disks). With 4, a batch statement's
+# "id = ANY(\$1)" on a queue's records table that a fresh start (TRUNCATE,
+# a new deploy) left without statistics scans the whole table until
+# autovacuum's first ANALYZE, and the scan grows with the backlog (the
+# suspected cause of the rabbitmq side's collapse at twice its sustainable
+# rate in issue 21's runs; docs/queue.md, Tuning).
+random_page_cost = 1.1
 # A frozen or network-hung client must not keep a backend blocked in a send
 # (a walsender that a CHECKPOINT invalidating its slot waits for held every
 # checkpoint for 12+ minutes; wal_sender_timeout does not end a blocked

@@ -198,6 +198,7 @@ func TestComposePostgresLogicalDecoding(t *testing.T) {
 		"max_replication_slots=20",
 		"max_wal_senders=20",
 		"max_connections=300",
+		"random_page_cost=1.1",
 	} {
 		if !strings.Contains(command, setting) {
 			t.Errorf("postgres: command %q does not set %s", command, setting)
