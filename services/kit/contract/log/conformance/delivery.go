@@ -1,3 +1,6 @@
+// Area: delivery. The consumer observes each key's events in write
+// order.
+
 package conformance
 
 import (

@@ -1,3 +1,7 @@
+// Helpers shared by every area, and by the sides' own tests: the subtest
+// table, writes, reads and waits (also per group), the delivery benchmark
+// and the lock that blocks deliveries.
+
 package conformance
 
 import (
@@ -17,6 +21,10 @@ import (
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
+
+// waitTimeout bounds each wait in the suite: generous, for a loaded
+// 2-core machine.
+const waitTimeout = 60 * time.Second
 
 // test is one named subtest of the suite.
 type test = struct {
@@ -196,4 +204,78 @@ func (b *Blocked) WaitForWaiter(d time.Duration, what string, not Waiter) Waiter
 		return err == nil && w != not
 	})
 	return w
+}
+
+// PutGroup creates or finds a group and returns the status.
+func PutGroup(t testing.TB, base, name, from string) int {
+	t.Helper()
+	s, raw := kittest.Do(t, http.MethodPut, base+"/groups/"+name, logc.GroupSpec{From: from}, nil)
+	if s != http.StatusCreated && s != http.StatusOK {
+		t.Fatalf("PUT /groups/%s from %s: %d %s", name, from, s, raw)
+	}
+	return s
+}
+
+// Groups reads GET /groups.
+func Groups(t testing.TB, base string) logc.GroupList {
+	t.Helper()
+	var l logc.GroupList
+	if s, raw := kittest.Do(t, http.MethodGet, base+"/groups", nil, &l); s != http.StatusOK {
+		t.Fatalf("GET /groups: %d %s", s, raw)
+	}
+	return l
+}
+
+// findGroup returns the group named name in l.
+func findGroup(l logc.GroupList, name string) (logc.Group, bool) {
+	for _, g := range l.Groups {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return logc.Group{}, false
+}
+
+// WaitDeliveredTo waits until the event is delivered to group.
+func WaitDeliveredTo(t testing.TB, base, group, id string) logc.Event {
+	t.Helper()
+	var e logc.Event
+	s, raw := kittest.Do(t, http.MethodGet, base+"/events/"+id+"/wait?group="+group+"&timeout="+waitTimeout.String(), nil, &e)
+	if s != http.StatusOK || e.DeliveredAt == nil || e.DeliverySeq == nil {
+		t.Fatalf("wait %s for group %s: %d %s (not delivered within %v)", id, group, s, raw, waitTimeout)
+	}
+	return e
+}
+
+// getIn reads an event as group received it.
+func getIn(t testing.TB, base, group, id string) logc.Event {
+	t.Helper()
+	var e logc.Event
+	if s, raw := kittest.Do(t, http.MethodGet, base+"/events/"+id+"?group="+group, nil, &e); s != http.StatusOK {
+		t.Fatalf("GET /events/%s?group=%s: %d %s", id, group, s, raw)
+	}
+	return e
+}
+
+// checkGroupOnce waits for every event of written in group and checks
+// each was delivered once, per key in write order (the group's
+// delivery_seq increases along each key).
+func checkGroupOnce(t testing.TB, base, group string, written []logc.Created, keys []string) map[string]logc.Event {
+	t.Helper()
+	got := map[string]logc.Event{}
+	seqs := map[int64]string{}
+	last := map[string]int64{}
+	for i, c := range written {
+		e := WaitDeliveredTo(t, base, group, c.ID)
+		if other, dup := seqs[*e.DeliverySeq]; dup {
+			t.Errorf("group %s: delivery_seq %d given to %s and %s", group, *e.DeliverySeq, other, c.ID)
+		}
+		seqs[*e.DeliverySeq] = c.ID
+		if prev, ok := last[keys[i]]; ok && *e.DeliverySeq <= prev {
+			t.Errorf("group %s, key %s: event %d observed at seq %d, after an earlier write observed at %d", group, keys[i], i, *e.DeliverySeq, prev)
+		}
+		last[keys[i]] = *e.DeliverySeq
+		got[c.ID] = e
+	}
+	return got
 }

@@ -1,3 +1,7 @@
+// Area: bad input, hostile values. kittest.HostileValues in every JSON
+// body of the pair, refused naming the limit, and the big numbers the
+// rule allows read back exactly.
+
 package conformance
 
 import (

@@ -1,3 +1,6 @@
+// Area: durability. A crash and a graceful restart lose no answered
+// write and observe each event once.
+
 package conformance
 
 import (

@@ -1,3 +1,6 @@
+// Not an area of Run: the retention cleaner's test, which the services
+// run on their own (it needs EVENT_RETENTION and RETENTION_INTERVAL set).
+
 package conformance
 
 import (

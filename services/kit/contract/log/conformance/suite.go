@@ -1,8 +1,10 @@
+// The suite's entry point: Features, Target, NewTarget and Run, which
+// calls each area's run function (one file per area).
+
 package conformance
 
 import (
 	"testing"
-	"time"
 
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
@@ -37,10 +39,6 @@ type Target interface {
 // NewTarget starts a fresh instance for one test and stops it when the
 // test ends.
 type NewTarget func(t testing.TB) Target
-
-// waitTimeout bounds each wait in the suite: generous, for a loaded
-// 2-core machine.
-const waitTimeout = 60 * time.Second
 
 // Run is the log pair's conformance suite. Both services' tests call it
 // with their side's Features and NewTarget. Every subtest runs in parallel

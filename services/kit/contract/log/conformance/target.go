@@ -1,3 +1,6 @@
+// ServiceTarget: the Target of a side run in the test's own process, and
+// the delivery benchmark per SYNCHRONOUS_COMMIT.
+
 package conformance
 
 import (

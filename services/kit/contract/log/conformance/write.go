@@ -1,3 +1,7 @@
+// Area: writing. One event and a batch, read back and waited for, and
+// /stats naming every counter and latency of the pair; an answer is at
+// most its write.
+
 package conformance
 
 import (

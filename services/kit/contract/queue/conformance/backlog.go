@@ -1,3 +1,7 @@
+// Area: the backlog bound (MAX_BACKLOG, Features.BacklogBound). Past
+// the bound an enqueue is shed whole with a 503, before the workers
+// starve.
+
 package conformance
 
 import (

@@ -1,3 +1,6 @@
+// Area: bad input. Bad requests get a 4xx JSON error and record
+// nothing; runBadInput also runs the hostile values (hostile.go).
+
 package conformance
 
 import (

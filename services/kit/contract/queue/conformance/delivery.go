@@ -1,3 +1,6 @@
+// Area: delivery. A thousand tasks enqueued concurrently are each
+// processed once.
+
 package conformance
 
 import (

@@ -1,3 +1,6 @@
+// Area: enqueueing. One task and a batch, read back and waited for;
+// unknown ids.
+
 package conformance
 
 import (

@@ -1,3 +1,7 @@
+// Area: fan-out (FANOUT). A task of a kind with subscribers becomes one
+// ordinary task per subscriber, each retried and dead on its own, also
+// in a batch.
+
 package conformance
 
 import (

@@ -1,15 +1,14 @@
+// Helpers shared by every area: the subtest table, the JSON client,
+// enqueueing and waiting, counts of the records, /stats.
+
 package conformance
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
@@ -81,52 +80,6 @@ func waitTask(t testing.TB, base, id string) queue.Task {
 	}
 	t.Fatalf("task %s not finished after 90s: %+v", id, task)
 	return task
-}
-
-// records returns the target's Records, or a reader of the tables
-// through DB.
-func records(tg Target) Records {
-	if r, ok := tg.(Records); ok {
-		return r
-	}
-	return pgRecords{tg.DB()}
-}
-
-// pgRecords reads the tasks and payments tables of migrations/queue.
-type pgRecords struct{ db *pgxpool.Pool }
-
-func (r pgRecords) Tasks(t testing.TB) []TaskRecord {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rows, err := r.db.Query(ctx, `SELECT id::text, kind, status, attempts, enqueued_at, delivered_at, processed_at, last_error, payload FROM tasks`)
-	if err != nil {
-		t.Fatalf("read tasks: %v", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (TaskRecord, error) {
-		var tr TaskRecord
-		err := row.Scan(&tr.ID, &tr.Kind, &tr.Status, &tr.Attempts, &tr.EnqueuedAt, &tr.DeliveredAt, &tr.ProcessedAt, &tr.LastError, &tr.Payload)
-		return tr, err
-	})
-	if err != nil {
-		t.Fatalf("read tasks: %v", err)
-	}
-	return out
-}
-
-func (r pgRecords) Payments(t testing.TB) []PaymentRecord {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rows, err := r.db.Query(ctx, `SELECT id::text, task_id::text, amount FROM payments`)
-	if err != nil {
-		t.Fatalf("read payments: %v", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[PaymentRecord])
-	if err != nil {
-		t.Fatalf("read payments: %v", err)
-	}
-	return out
 }
 
 // countTasks counts the target's task records for which keep holds.

@@ -1,3 +1,6 @@
+// Area: payments. A payment and its task, and what a fault between the
+// two writes leaves (Features.AtomicOutbox).
+
 package conformance
 
 import (

@@ -1,3 +1,6 @@
+// An instance of a service in a process of its own, for RunScaleOut:
+// StartProcess starts the test binary again as the service (ServeChild).
+
 package conformance
 
 import (

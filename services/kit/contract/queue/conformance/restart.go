@@ -1,3 +1,6 @@
+// Area: durability. A graceful restart under load and a worker crash
+// mid-task lose no task.
+
 package conformance
 
 import (

@@ -1,3 +1,6 @@
+// Not an area of Run: the retention cleaner's test, which the services
+// run on their own (it sets the tasks' states through DB).
+
 package conformance
 
 import (

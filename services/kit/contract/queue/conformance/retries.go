@@ -1,3 +1,6 @@
+// Area: retries. A failing task is retried with backoff until done, or
+// dead after MAX_ATTEMPTS.
+
 package conformance
 
 import (

@@ -1,3 +1,7 @@
+// Not an area of Run: competing consumers, several processes of one
+// side on one schema and queue (RunScaleOut), which the services run on
+// their own.
+
 package conformance
 
 import (

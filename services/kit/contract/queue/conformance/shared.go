@@ -1,3 +1,7 @@
+// Area: shared endpoints. /openapi.yaml serves the embedded contract,
+// /stats names every latency and counter of the pair, /queue counts what is
+// queued, running and dead.
+
 package conformance
 
 import (

@@ -1,7 +1,9 @@
+// The suite's entry point: Features, Settings, Target, NewTarget and
+// Run, which calls each area's run function (one file per area).
+
 package conformance
 
 import (
-	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
@@ -138,29 +140,4 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 	runRestart(t, f, newTarget)
 	runPayments(t, f, newTarget)
 	runFanout(t, f, newTarget)
-}
-
-// TaskRecord is one row of the tasks records: the task as GET
-// /tasks/{id} shows it, and its payload.
-type TaskRecord struct {
-	queue.Task
-	Payload json.RawMessage
-}
-
-// PaymentRecord is one row of the payments records.
-type PaymentRecord struct {
-	ID     string
-	TaskID string
-	Amount int64
-}
-
-// Records is what the suite reads of a target's business records. Both
-// services keep them in Postgres and the suite reads them through DB; a
-// target without Postgres (the memory package's) implements Records and
-// the suite reads them through it instead, never calling DB.
-type Records interface {
-	// Tasks returns every task record.
-	Tasks(t testing.TB) []TaskRecord
-	// Payments returns every payment record.
-	Payments(t testing.TB) []PaymentRecord
 }

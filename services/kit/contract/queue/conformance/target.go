@@ -1,3 +1,5 @@
+// ServiceTarget: the Target of a side run in the test's own process.
+
 package conformance
 
 import (
