@@ -934,9 +934,13 @@ kafka_status() {
       printf '%-6s %-10s %-12s %-6s %s\n' "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" "$pid" "up (node.id $(kafka_id "$node"))"
     fi
   done
+  if ! ls "$KAFKA_LIBS"/kafka_2.13-*.jar >/dev/null 2>&1; then
+    printf '\ncannot ask the brokers: no Kafka jars in %s (set KAFKA_LIBS=DIR)\n' "$KAFKA_LIBS"
+    return 3
+  fi
   if ! out="$(KAFKA_TOOL_TIMEOUT=40 kafka_tool org.apache.kafka.tools.BrokerApiVersionsCommand \
     --bootstrap-server "$(kafka_bootstrap)" 2>/dev/null)"; then
-    echo "no Kafka broker answers"
+    printf '\nno Kafka broker answers\n'
     return 3
   fi
   n="$(grep -c ' (id: [0-9]* rack' <<<"$out" || true)"
