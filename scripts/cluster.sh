@@ -545,7 +545,7 @@ cmd_down() {
   done
   # rmq1 last: after a restart, each node waits for the last one stopped (Mnesia)
   for ((i = ${#RMQ_NODES[@]} - 1; i >= 0; i--)); do rmq_stop "${RMQ_NODES[i]}"; done
-  for node in "${KAFKA_NODES[@]}"; do kafka_stop "$node"; done
+  kafka_stop_all
   net_down
   rm -f "$RUNNING_FILE"
   say "cluster down (data kept in $CL; 'bash scripts/cluster.sh wipe' deletes it)"
@@ -881,18 +881,27 @@ kafka_wait() {
   fail_with_log "the Kafka brokers did not all answer within about 2 minutes" "$LOG/kafka1/server.log"
 }
 
-kafka_stop() {
-  local node=$1 pid i
-  pid="$(kafka_pid "$node")"
-  [ -n "$pid" ] || return 0
-  say "$node: stopping Kafka (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
+# kafka_stop_all: SIGTERM to every node at once, then wait. One by one, the last node
+# would find no controller quorum left for its controlled shutdown and wait minutes.
+kafka_stop_all() {
+  local node pid pids=() i alive
+  for node in "${KAFKA_NODES[@]}"; do
+    pid="$(kafka_pid "$node")"
+    [ -n "$pid" ] || continue
+    say "$node: stopping Kafka (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    pids+=("$pid")
+  done
+  [ "${#pids[@]}" -gt 0 ] || return 0
   for ((i = 0; i < 600; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
+    alive=""
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=" $pid"; done
+    [ -n "$alive" ] || return 0
     sleep 0.1
   done
-  warn "$node: still running 60 s after SIGTERM; SIGKILL"
-  kill -KILL "$pid" 2>/dev/null || true
+  warn "Kafka pid(s)$alive still running 60 s after SIGTERM; SIGKILL"
+  # shellcheck disable=SC2086 # one pid per word
+  kill -KILL $alive 2>/dev/null || true
 }
 
 cmd_up_kafka() {
