@@ -923,8 +923,8 @@ print_kafka_env() {
   printf "export CLUSTER_KAFKA_BROKERS='%s'\n" "$(kafka_bootstrap)"
 }
 
-# kafka_status: each node's process, the brokers the cluster answers with, and the
-# partitions whose ISR is short of their replicas; 0 when all is as built, 3 when not,
+# kafka_status: each node's process, the brokers the cluster answers with, the controller
+# quorum's leader and voters, and the partitions whose ISR is short of their replicas; 0 when all is as built, 3 when not,
 # 4 when no node runs.
 kafka_status() {
   local node pid bad=0 any="" out n under
@@ -955,6 +955,17 @@ kafka_status() {
   n="$(grep -c ' (id: [0-9]* rack' <<<"$out" || true)"
   printf '\nbrokers answering: %s of %s\n' "$n" "${#KAFKA_NODES[@]}"
   [ "$n" = "${#KAFKA_NODES[@]}" ] || bad=1
+  local q leader voters
+  if q="$(KAFKA_TOOL_TIMEOUT=40 kafka_tool org.apache.kafka.tools.MetadataQuorumCommand \
+    --bootstrap-server "$(kafka_bootstrap)" describe --status 2>/dev/null)"; then
+    leader="$(sed -n 's/^LeaderId:[[:space:]]*//p' <<<"$q")"
+    voters="$(grep '^CurrentVoters:' <<<"$q" | grep -o '"id": [0-9]*' | grep -o '[0-9]*' | sort | tr '\n' ' ')"
+    printf 'controller quorum: leader %s, voters %s(%s), max follower lag %s\n' "${leader:-?}" "$voters" \
+      "$(wc -w <<<"$voters")" "$(sed -n 's/^MaxFollowerLag:[[:space:]]*//p' <<<"$q")"
+    [ "$(wc -w <<<"$voters")" = "${#KAFKA_NODES[@]}" ] && [ -n "$leader" ] && [ "$leader" != -1 ] || bad=1
+  else
+    echo "controller quorum: describe --status did not answer"; bad=1
+  fi
   if under="$(KAFKA_TOOL_TIMEOUT=40 kafka_tool org.apache.kafka.tools.TopicCommand \
     --bootstrap-server "$(kafka_bootstrap)" --describe --under-replicated-partitions 2>/dev/null)"; then
     if [ -n "$under" ]; then
