@@ -329,6 +329,8 @@ max_connections = $PG_MAX_CONNECTIONS
 shared_buffers = $PG_SHARED_BUFFERS
 work_mem = $PG_WORK_MEM
 maintenance_work_mem = $PG_MAINTENANCE_WORK_MEM
+# as the single-node stack: the planner's random page cost for SSD or RAM
+random_page_cost = 1.1
 max_wal_size = 512MB
 min_wal_size = 80MB
 # replication
