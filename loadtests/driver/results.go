@@ -68,6 +68,10 @@ type Machine struct {
 type Versions struct {
 	// Postgres is SHOW server_version.
 	Postgres string `json:"postgres"`
+	// PostgresSettings are the server settings that shape every Postgres
+	// figure (versions.PostgresSettingNames), as the run saw them
+	// (absent in files written before they were recorded).
+	PostgresSettings map[string]string `json:"postgres_settings,omitempty"`
 	// RabbitMQ and Erlang come from the management API's /api/overview.
 	RabbitMQ string `json:"rabbitmq"`
 	Erlang   string `json:"erlang"`

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,6 +154,9 @@ func machineSection(b *bytes.Buffer, rs []*driver.Run, src Sources) {
 	w("| machine | %s, %d CPUs (%s), %.1f GiB memory, %s/%s |\n", m.Hostname, m.CPUs, orDash(m.CPUModel), float64(m.MemoryBytes)/(1<<30), m.OS, m.Arch)
 	w("| driver | %s, on the same machine as the servers |\n", m.GoVersion)
 	w("| PostgreSQL | %s |\n", orWhy(v.Postgres, v.Errors["postgres"]))
+	if len(v.PostgresSettings) > 0 {
+		w("| PostgreSQL settings | %s |\n", postgresSettings(v.PostgresSettings))
+	}
 	w("| RabbitMQ | %s |\n", orWhy(join(v.RabbitMQ, "Erlang "+v.Erlang), v.Errors["rabbitmq"]))
 	w("| Kafka | %s |\n", orWhy(v.Kafka, v.Errors["kafka"]))
 	mongo := orWhy(v.Mongo, v.Errors["mongo"])
@@ -171,6 +175,15 @@ func machineSection(b *bytes.Buffer, rs []*driver.Run, src Sources) {
 	if f := commitFloor(claimInputs{raw: src.Raw}); f != "" {
 		w("| commit cost | %s: the floor of every verdict about logged writes |\n", f)
 	}
+}
+
+// postgresSettings lists the recorded server settings, by name.
+func postgresSettings(set map[string]string) string {
+	parts := make([]string, 0, len(set))
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		parts = append(parts, fmt.Sprintf("`%s` %s", k, md(set[k])))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // pairSection writes a pair's section from its run: its settings and

@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.json from the synthe
 // report reads. values gives each side's metrics for a point.
 func fixture() []*driver.Run {
 	at := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
-	vs := driver.Versions{Postgres: "15.20", RabbitMQ: "3.10.8", Erlang: "25.2.3", Kafka: "4.3.1 (native stack jars)", Mongo: "7.0.42", MongoFlavor: "FerretDB", FerretDB: "v1.24.2"}
+	vs := driver.Versions{Postgres: "15.20", PostgresSettings: map[string]string{"shared_buffers": "128MB", "random_page_cost": "1.1"}, RabbitMQ: "3.10.8", Erlang: "25.2.3", Kafka: "4.3.1 (native stack jars)", Mongo: "7.0.42", MongoFlavor: "FerretDB", FerretDB: "v1.24.2"}
 	machine := driver.Machine{Hostname: "fixture", OS: "linux", Arch: "amd64", CPUModel: "Test CPU", CPUs: 2, MemoryBytes: 4 << 30, GoVersion: "go1.26"}
 	point := func(scenario, name string, rate float64, sides []string, m func(side string, round int) map[string]float64) driver.Point {
 		p := driver.Point{Scenario: scenario, Name: name, Rate: rate, DurationS: 5, Sides: sides}
@@ -244,7 +244,7 @@ func TestReportFromFixture(t *testing.T) {
 		t.Log(md)
 	}
 	wantContains(t, "RESULTS.md", md,
-		"# Results", "2 CPUs (Test CPU)", "| PostgreSQL | 15.20 |", "**FerretDB** v1.24.2", "NOT MongoDB",
+		"# Results", "2 CPUs (Test CPU)", "| PostgreSQL | 15.20 |", "| PostgreSQL settings | `random_page_cost` 1.1, `shared_buffers` 128MB |", "**FerretDB** v1.24.2", "NOT MongoDB",
 		"## Queue: rabbitmq vs no-rabbitmq", "## Log: kafka vs no-kafka", "## Documents: mongodb vs no-mongodb",
 		"| 1000/s | send→processed p99 ms |", "0.80× [0.80 0.80 0.80]", "mongodb (on FerretDB)",
 		"| no-rabbitmq | 6500 (6000–7000) | 6000 7000 6500 |",

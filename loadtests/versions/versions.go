@@ -72,6 +72,11 @@ func Collect(ctx context.Context, c Config) driver.Versions {
 		fail("postgres", err)
 	} else {
 		v.Postgres = s
+		if set, err := PostgresSettings(ctx, c.PostgresURL); err != nil {
+			fail("postgres settings", err)
+		} else {
+			v.PostgresSettings = set
+		}
 	}
 	if r, e, err := RabbitMQ(ctx, c.RabbitMQManagementURL); err != nil {
 		fail("rabbitmq", err)
@@ -103,6 +108,42 @@ func Collect(ctx context.Context, c Config) driver.Versions {
 // Postgres returns SHOW server_version.
 func Postgres(ctx context.Context, url string) (string, error) {
 	return show(ctx, url, "server_version")
+}
+
+// PostgresSettingNames are the server settings a run records: memory,
+// the planner's costs, durability and WAL, and autovacuum's pace.
+var PostgresSettingNames = []string{
+	"shared_buffers", "work_mem", "effective_cache_size", "random_page_cost",
+	"synchronous_commit", "fsync", "wal_level", "max_wal_size", "checkpoint_timeout",
+	"default_toast_compression", "autovacuum_naptime", "max_connections",
+}
+
+// PostgresSettings returns the current value, with its unit, of every
+// setting of PostgresSettingNames, within 5 s.
+func PostgresSettings(ctx context.Context, url string) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1)", PostgresSettingNames)
+	if err != nil {
+		return nil, err
+	}
+	set, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+		var kv [2]string
+		return kv, r.Scan(&kv[0], &kv[1])
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(set))
+	for _, kv := range set {
+		out[kv[0]] = kv[1]
+	}
+	return out, nil
 }
 
 // show returns SHOW setting on a connection of its own, within 5 s.

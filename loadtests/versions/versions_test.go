@@ -63,3 +63,21 @@ func TestParseFsync(t *testing.T) {
 		t.Error("no one-write section: want an error")
 	}
 }
+
+// TestPostgresSettingsReadsEveryName asks the stack's Postgres (or
+// DATABASE_URL's) for the recorded settings: every name comes back, with
+// a value.
+func TestPostgresSettingsReadsEveryName(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Postgres (DATABASE_URL or the stack's)")
+	}
+	set, err := PostgresSettings(t.Context(), FromEnv("").PostgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range PostgresSettingNames {
+		if set[name] == "" {
+			t.Errorf("%s: no value in %v", name, set)
+		}
+	}
+}
