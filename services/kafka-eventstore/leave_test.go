@@ -115,7 +115,7 @@ func TestSubscribersLeaveNothingBehind(t *testing.T) {
 	tr.CloseIdleConnections()
 	deadline := time.Now().Add(leaveBound)
 	held := func() int64 {
-		c := counters(t, r.URL())
+		c := kittest.Counters(t, r.URL())
 		return c["subscriptions"] - c["subscriptions_ended"]
 	}
 	for held() > 0 || runtime.NumGoroutine() > goroutines+10 || openFDs(t) > fds+10 {
@@ -137,18 +137,6 @@ func TestSubscribersLeaveNothingBehind(t *testing.T) {
 // goroutines and descriptors: less than half the broker's 8 s long poll,
 // so that one fetch not cut when its subscriber left fails the test.
 const leaveBound = 3 * time.Second
-
-// counters reads the service's /stats counters.
-func counters(t testing.TB, base string) map[string]int64 {
-	t.Helper()
-	var s struct {
-		Counters map[string]int64 `json:"counters"`
-	}
-	if status, b := kittest.Do(t, http.MethodGet, base+"/stats", nil, &s); status != http.StatusOK {
-		t.Fatalf("GET /stats: %d %s", status, b)
-	}
-	return s.Counters
-}
 
 // describeFDs lists this process's descriptors, a socket with its
 // addresses (from /proc/self/net/tcp and tcp6).
