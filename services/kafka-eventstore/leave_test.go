@@ -19,16 +19,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
 
-// openFDs counts this process's open descriptors.
-func openFDs(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count descriptors: %v", err)
-	}
-	return len(ents)
-}
-
 // TestSubscribersLeaveNothingBehind is issue 26's finding: after
 // thousands of subscribers left, kafka-eventstore held their descriptors
 // and goroutines for about 35 s, each subscription blocked in a Kafka
@@ -65,7 +55,7 @@ func TestSubscribersLeaveNothingBehind(t *testing.T) {
 	t.Cleanup(tr.CloseIdleConnections)
 	client := &http.Client{Transport: tr}
 	time.Sleep(100 * time.Millisecond)
-	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	before := kittest.SelfUsage(t)
 
 	const n = 100
 	ctx, leave := context.WithCancel(context.Background())
@@ -113,23 +103,21 @@ func TestSubscribersLeaveNothingBehind(t *testing.T) {
 	leave()
 	wg.Wait()
 	tr.CloseIdleConnections()
-	deadline := time.Now().Add(leaveBound)
 	held := func() int64 {
-		c := counters(t, r.URL())
+		c := kittest.Counters(t, r.URL())
 		return c["subscriptions"] - c["subscriptions_ended"]
 	}
-	for held() > 0 || runtime.NumGoroutine() > goroutines+10 || openFDs(t) > fds+10 {
-		if time.Now().After(deadline) {
-			var buf bytes.Buffer
-			_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
-			t.Logf("goroutines:\n%s\ndescriptors:\n%s", buf.String(), describeFDs())
-			t.Fatalf("%v after %d subscribers left: %d subscriptions still held, %d goroutines (%d before they came, %d while they were here), %d descriptors (%d before)",
-				leaveBound, n, held(), runtime.NumGoroutine(), goroutines, during, openFDs(t), fds)
-		}
-		time.Sleep(20 * time.Millisecond)
+	after, over := kittest.UsageBack(t, time.Now().Add(leaveBound), 20*time.Millisecond, before, kittest.Usage{FDs: 10, Goroutines: 10},
+		func() kittest.Usage { return kittest.SelfUsage(t) }, func() bool { return held() == 0 })
+	if len(over) > 0 {
+		var buf bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+		t.Logf("goroutines:\n%s\ndescriptors:\n%s", buf.String(), describeFDs())
+		t.Fatalf("%v after %d subscribers left: %d subscriptions still held; %s (%d goroutines while they were here)",
+			leaveBound, n, held(), strings.Join(over, "; "), during)
 	}
 	t.Logf("%d subscribers gone: goroutines %d -> %d -> %d, descriptors back to %d (from %d) within %v",
-		n, goroutines, during, runtime.NumGoroutine(), openFDs(t), fds, time.Since(left).Round(time.Millisecond))
+		n, before.Goroutines, during, after.Goroutines, after.FDs, before.FDs, time.Since(left).Round(time.Millisecond))
 }
 
 // leaveBound is how long after its subscribers leave the service may
@@ -137,18 +125,6 @@ func TestSubscribersLeaveNothingBehind(t *testing.T) {
 // goroutines and descriptors: less than half the broker's 8 s long poll,
 // so that one fetch not cut when its subscriber left fails the test.
 const leaveBound = 3 * time.Second
-
-// counters reads the service's /stats counters.
-func counters(t testing.TB, base string) map[string]int64 {
-	t.Helper()
-	var s struct {
-		Counters map[string]int64 `json:"counters"`
-	}
-	if status, b := kittest.Do(t, http.MethodGet, base+"/stats", nil, &s); status != http.StatusOK {
-		t.Fatalf("GET /stats: %d %s", status, b)
-	}
-	return s.Counters
-}
 
 // describeFDs lists this process's descriptors, a socket with its
 // addresses (from /proc/self/net/tcp and tcp6).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -39,7 +38,9 @@ func kafkaGroup(base, name string) string {
 	return base + "." + name
 }
 
-// groupManager runs the non-default groups' readers of one instance.
+// groupManager runs the non-default groups' readers of one instance: the
+// loop and its reconcile are the kit's logc.GroupRunner; what a group is
+// on Kafka (its consumer group, its committed start) is here.
 type groupManager struct {
 	cfg     Config
 	b       *backend
@@ -48,108 +49,40 @@ type groupManager struct {
 	stats   *stats.Recorder
 	logger  *slog.Logger
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu sync.Mutex
-	// deleted are the groups this instance deleted: a reconcile that read
-	// the table before the DELETE does not start them again.
-	deleted   map[string]bool
-	consumers map[string]*consumer
+	runner logc.GroupRunner[*consumer]
 }
 
 func (m *groupManager) start() {
-	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.done = make(chan struct{})
-	m.consumers, m.deleted = map[string]*consumer{}, map[string]bool{}
-	go m.loop()
+	m.runner = logc.GroupRunner[*consumer]{
+		Rows:         m.b.store.GroupRows,
+		New:          m.newConsumer,
+		Pending:      m.pending,
+		PendingAfter: m.cfg.WriteTimeout * 2,
+		Poll:         m.cfg.GroupPoll,
+		ReadTimeout:  m.cfg.BackendTimeout,
+		StopTimeout:  m.cfg.WriteTimeout,
+		Logger:       m.logger,
+	}
+	m.runner.Start()
 }
 
 // stop ends the loop and the readers, each finishing and committing its
 // batch in hand and leaving its group.
-func (m *groupManager) stop(ctx context.Context) error {
-	m.cancel()
-	<-m.done
-	m.mu.Lock()
-	cs := m.consumers
-	m.consumers = map[string]*consumer{}
-	m.mu.Unlock()
-	var errs []error
-	for _, c := range cs {
-		errs = append(errs, c.Stop(ctx))
-	}
-	return errors.Join(errs...)
-}
+func (m *groupManager) stop(ctx context.Context) error { return m.runner.Close(ctx) }
 
-func (m *groupManager) loop() {
-	defer close(m.done)
-	t := time.NewTicker(m.cfg.GroupPoll)
-	defer t.Stop()
-	for {
-		if err := m.reconcile(m.ctx); err != nil && m.ctx.Err() == nil {
-			m.logger.Warn("reconciling consumer groups failed; retrying", "err", err, "in", m.cfg.GroupPoll)
-		}
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// reconcile makes this instance's readers match the groups table.
-func (m *groupManager) reconcile(ctx context.Context) error {
-	rctx, cancel := context.WithTimeout(ctx, m.cfg.BackendTimeout)
-	defer cancel()
-	rows, err := m.b.store.GroupRows(rctx)
-	if err != nil {
-		return err
-	}
-	want := map[string]bool{}
-	for _, g := range rows {
-		if g.Name == logc.DefaultGroup {
-			continue
-		}
-		want[g.Name] = true
-		switch {
-		case g.Ready:
-			m.run(g.Name)
-		case time.Since(g.CreatedAt) > m.cfg.WriteTimeout*2:
-			// Its creator died before committing its start: commit it
-			// now (from latest: a later start than the PUT's).
-			if err := m.setup(rctx, g); err != nil {
-				m.logger.Warn("setting up a consumer group failed; retrying", "group", g.Name, "err", err)
-			} else {
-				m.run(g.Name)
-			}
-		}
-	}
-	m.mu.Lock()
-	var gone []*consumer
-	for name, c := range m.consumers {
-		if !want[name] {
-			gone = append(gone, c)
-			delete(m.consumers, name)
-		}
-	}
-	m.mu.Unlock()
-	for _, c := range gone {
-		sctx, cancel := context.WithTimeout(ctx, m.cfg.WriteTimeout)
-		_ = c.Stop(sctx)
-		cancel()
-	}
-	return nil
-}
-
-// run starts the group's reader here unless it runs.
-func (m *groupManager) run(name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.consumers[name]; ok || m.deleted[name] || m.ctx.Err() != nil {
+// pending commits the start of a group whose creator died before
+// committing it (from latest: a later start than the PUT's) and runs it.
+func (m *groupManager) pending(ctx context.Context, g logc.GroupRow) {
+	if err := m.setup(ctx, g); err != nil {
+		m.logger.Warn("setting up a consumer group failed; retrying", "group", g.Name, "err", err)
 		return
 	}
-	c := &consumer{
+	m.runner.Run(g.Name)
+}
+
+// newConsumer returns the (not started) reader of group name.
+func (m *groupManager) newConsumer(name string) *consumer {
+	return &consumer{
 		cfg: m.cfg,
 		deliver: &logc.Deliverer{Records: m.records.ForGroup(name), Hub: m.hub, Stats: m.stats,
 			Group: name},
@@ -157,8 +90,6 @@ func (m *groupManager) run(name string) {
 		logger: m.logger.With("group", name),
 		reader: newReader(m.cfg, kafkaGroup(m.cfg.Group, name)),
 	}
-	m.consumers[name] = c
-	c.Start()
 }
 
 // setup commits the group's start offsets (every partition's first
@@ -207,13 +138,11 @@ func (m *groupManager) put(ctx context.Context, name, from string) (bool, error)
 	if err != nil || !created {
 		return created, err
 	}
-	m.mu.Lock()
-	delete(m.deleted, name)
-	m.mu.Unlock()
+	m.runner.Created(name)
 	if err := m.setup(ctx, logc.GroupRow{Name: name, From: from}); err != nil {
 		return false, fmt.Errorf("group %s registered, but its start was not committed (the next reconcile commits it, from a later point): %w", name, err)
 	}
-	m.run(name)
+	m.runner.Run(name)
 	return true, nil
 }
 
@@ -224,12 +153,7 @@ func (m *groupManager) remove(ctx context.Context, name string) error {
 	if err := m.b.store.DeleteGroupRow(ctx, name); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	m.deleted[name] = true
-	c := m.consumers[name]
-	delete(m.consumers, name)
-	m.mu.Unlock()
-	if c != nil {
+	if c, ok := m.runner.Removed(name); ok {
 		_ = c.Stop(ctx)
 	}
 	id := kafkaGroup(m.cfg.Group, name)
@@ -259,12 +183,10 @@ func (m *groupManager) list(ctx context.Context) (logc.GroupList, error) {
 	if err != nil {
 		return logc.GroupList{}, err
 	}
-	m.mu.Lock()
 	running := map[string]bool{}
-	for name, c := range m.consumers {
+	for name, c := range m.runner.Consumers() {
 		running[name] = c.running.Load()
 	}
-	m.mu.Unlock()
 	running[logc.DefaultGroup] = m.b.cons.running.Load()
 	out := logc.GroupList{MaxGroups: m.cfg.MaxGroups}
 	for _, g := range rows {

@@ -82,17 +82,11 @@ type groupManager struct {
 	logger  *slog.Logger
 	def     *consumer // the default group's
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	runner logc.GroupRunner[*consumer]
 
-	mu sync.Mutex
-	// deleted are the groups this instance deleted: a reconcile that read
-	// the table before the DELETE does not start them again.
-	deleted   map[string]bool
-	consumers map[string]*consumer          // running, by group
-	setups    map[string]context.CancelFunc // set-ups in progress here
-	wg        sync.WaitGroup                // set-ups
+	mu     sync.Mutex
+	setups map[string]context.CancelFunc // set-ups in progress here
+	wg     sync.WaitGroup                // set-ups
 }
 
 // newConsumer returns a consumer of group name on its slot (not started).
@@ -111,110 +105,35 @@ func (m *groupManager) newConsumer(name string) *consumer {
 
 // start begins the reconcile loop.
 func (m *groupManager) start() {
-	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.done = make(chan struct{})
-	m.consumers, m.setups, m.deleted = map[string]*consumer{}, map[string]context.CancelFunc{}, map[string]bool{}
-	go m.loop()
+	m.setups = map[string]context.CancelFunc{}
+	m.runner = logc.GroupRunner[*consumer]{
+		Rows: m.store.GroupRows,
+		New:  m.newConsumer,
+		// Not ready long after its creation: its creator died before the
+		// set-up ended (or is still replaying, holding the lock, and the
+		// attempt gives way).
+		Pending:      func(_ context.Context, g logc.GroupRow) { m.setupAsync(g, true) },
+		PendingAfter: m.cfg.SlotCreateTimeout,
+		Reconciled:   m.dropOrphans,
+		Drain:        m.wg.Wait,
+		Poll:         m.cfg.GroupPoll,
+		ReadTimeout:  m.cfg.BackendTimeout,
+		StopTimeout:  10 * time.Second,
+		Logger:       m.logger,
+	}
+	m.runner.Start()
 }
 
 // stop ends the loop, the set-ups and the consumers (each recording and
 // confirming what it read, as the default one does).
-func (m *groupManager) stop(ctx context.Context) error {
-	m.cancel()
-	<-m.done
-	m.wg.Wait()
-	m.mu.Lock()
-	cs := m.consumers
-	m.consumers = map[string]*consumer{}
-	m.mu.Unlock()
-	var errs []error
-	for _, c := range cs {
-		errs = append(errs, c.Stop(ctx))
-	}
-	return errors.Join(errs...)
-}
+func (m *groupManager) stop(ctx context.Context) error { return m.runner.Close(ctx) }
 
 // abort ends every consumer as a crash would (nothing more confirmed).
 func (m *groupManager) abort() {
-	m.cancel()
-	<-m.done
-	m.wg.Wait()
-	m.mu.Lock()
-	cs := m.consumers
-	m.consumers = map[string]*consumer{}
-	m.mu.Unlock()
-	for _, c := range cs {
+	m.runner.Halt()
+	for _, c := range m.runner.Take() {
 		c.Abort()
 	}
-}
-
-func (m *groupManager) loop() {
-	defer close(m.done)
-	t := time.NewTicker(m.cfg.GroupPoll)
-	defer t.Stop()
-	for {
-		if err := m.reconcile(m.ctx); err != nil && m.ctx.Err() == nil {
-			m.logger.Warn("reconciling consumer groups failed; retrying", "err", err, "in", m.cfg.GroupPoll)
-		}
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// reconcile makes this instance's consumers match the groups table.
-func (m *groupManager) reconcile(ctx context.Context) error {
-	rctx, cancel := context.WithTimeout(ctx, m.cfg.BackendTimeout)
-	rows, err := m.store.GroupRows(rctx)
-	cancel()
-	if err != nil {
-		return err
-	}
-	want := map[string]bool{}
-	for _, g := range rows {
-		if g.Name == logc.DefaultGroup {
-			continue
-		}
-		want[g.Name] = true
-		switch {
-		case g.Ready:
-			m.run(g.Name)
-		case time.Since(g.CreatedAt) > m.cfg.SlotCreateTimeout:
-			// Not ready long after its creation: its creator died before
-			// the set-up ended (or is still replaying, holding the lock,
-			// and the attempt gives way).
-			m.setupAsync(g, true)
-		}
-	}
-	m.mu.Lock()
-	var gone []*consumer
-	for name, c := range m.consumers {
-		if !want[name] {
-			gone = append(gone, c)
-			delete(m.consumers, name)
-		}
-	}
-	m.mu.Unlock()
-	for _, c := range gone {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_ = c.Stop(sctx)
-		cancel()
-	}
-	return m.dropOrphans(ctx, want)
-}
-
-// run starts the group's consumer here unless it runs.
-func (m *groupManager) run(name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.consumers[name]; ok || m.deleted[name] || m.ctx.Err() != nil {
-		return
-	}
-	c := m.newConsumer(name)
-	m.consumers[name] = c
-	c.Start()
 }
 
 // dropOrphans drops this service's group slots whose group is gone (a
@@ -259,10 +178,10 @@ var errBusy = errors.New("another instance is setting the group up")
 func (m *groupManager) setupAsync(g logc.GroupRow, try bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.setups[g.Name]; ok || m.ctx.Err() != nil {
+	if _, ok := m.setups[g.Name]; ok || m.runner.Context().Err() != nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(m.ctx)
+	ctx, cancel := context.WithCancel(m.runner.Context())
 	m.setups[g.Name] = cancel
 	m.wg.Go(func() {
 		defer func() {
@@ -274,7 +193,7 @@ func (m *groupManager) setupAsync(g logc.GroupRow, try bool) {
 		err := m.setup(ctx, g, try)
 		switch {
 		case err == nil:
-			m.run(g.Name)
+			m.runner.Run(g.Name)
 		case errors.Is(err, errBusy), ctx.Err() != nil:
 		default:
 			m.logger.Error("setting up a consumer group failed; the next reconcile tries again", "group", g.Name, "err", err)
@@ -473,9 +392,7 @@ func (m *groupManager) put(ctx context.Context, name, from string) (bool, error)
 	if err != nil || !created {
 		return created, err
 	}
-	m.mu.Lock()
-	delete(m.deleted, name)
-	m.mu.Unlock()
+	m.runner.Created(name)
 	g := logc.GroupRow{Name: name, From: from, CreatedAt: time.Now()}
 	if from == logc.FromEarliest {
 		m.setupAsync(g, false)
@@ -484,7 +401,7 @@ func (m *groupManager) put(ctx context.Context, name, from string) (bool, error)
 	if err := m.setup(ctx, g, false); err != nil {
 		return false, fmt.Errorf("group %s registered, but its slot was not created (the next reconcile creates it, from a later point): %w", name, err)
 	}
-	m.run(name)
+	m.runner.Run(name)
 	return true, nil
 }
 
@@ -494,15 +411,13 @@ func (m *groupManager) remove(ctx context.Context, name string) error {
 	if err := m.store.DeleteGroupRow(ctx, name); err != nil {
 		return err
 	}
+	c, running := m.runner.Removed(name)
 	m.mu.Lock()
-	m.deleted[name] = true
-	c := m.consumers[name]
-	delete(m.consumers, name)
 	if cancel, ok := m.setups[name]; ok {
 		cancel()
 	}
 	m.mu.Unlock()
-	if c != nil {
+	if running {
 		_ = c.Stop(ctx)
 	}
 	return m.dropSlot(ctx, groupSlot(m.cfg.Slot, name))
@@ -558,12 +473,10 @@ func (m *groupManager) list(ctx context.Context) (logc.GroupList, error) {
 	if err := srows.Err(); err != nil {
 		return logc.GroupList{}, postgres.MapError("read slots", err)
 	}
-	m.mu.Lock()
 	running := map[string]bool{}
-	for name, c := range m.consumers {
+	for name, c := range m.runner.Consumers() {
 		running[name] = c.running.Load()
 	}
-	m.mu.Unlock()
 	running[logc.DefaultGroup] = m.def.running.Load()
 	out := logc.GroupList{MaxGroups: m.cfg.MaxGroups}
 	for _, g := range rows {

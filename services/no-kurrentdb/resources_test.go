@@ -109,38 +109,22 @@ func TestClientsLeaveNothingBehind(t *testing.T) {
 	leave := subscribe(t, base, leaveSubscribers)
 	held := p.sample(t, debug)
 	t.Logf("%d subscribers caught up: %v", leaveSubscribers, held)
-	if held.rss-before.rss > leavePeakRSS {
+	if held.RSS-before.RSS > leavePeakRSS {
 		t.Errorf("RSS %d MiB with %d subscribers, %d MiB above the baseline; the bound is %d MiB",
-			held.rss>>20, leaveSubscribers, (held.rss-before.rss)>>20, leavePeakRSS>>20)
+			held.RSS>>20, leaveSubscribers, (held.RSS-before.RSS)>>20, leavePeakRSS>>20)
 	}
-	if held.fds < before.fds+leaveSubscribers {
-		t.Errorf("only %d descriptors with %d subscribers open (baseline %d): the subscribers were not all held", held.fds, leaveSubscribers, before.fds)
+	if held.FDs < before.FDs+leaveSubscribers {
+		t.Errorf("only %d descriptors with %d subscribers open (baseline %d): the subscribers were not all held", held.FDs, leaveSubscribers, before.FDs)
 	}
 	leave()
 
 	left := time.Now()
-	var after usage
-	for {
-		after = p.sample(t, debug)
-		back := after.fds <= before.fds+leaveSlack && after.goroutines <= before.goroutines+leaveSlack &&
-			after.heap <= before.heap+leaveLiveHeap
-		if back || time.Since(left) > leaveWithin {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	after, over := kittest.UsageBack(t, left.Add(leaveWithin), 200*time.Millisecond, before,
+		kittest.Usage{FDs: leaveSlack, Goroutines: leaveSlack, Heap: leaveLiveHeap, RSS: leavePeakRSS},
+		func() kittest.Usage { return p.sample(t, debug) }, nil)
 	t.Logf("%v after they left: %v", time.Since(left).Round(time.Millisecond), after)
-	if after.fds > before.fds+leaveSlack {
-		t.Errorf("%d descriptors %v after the subscribers left, baseline %d (slack %d)", after.fds, leaveWithin, before.fds, leaveSlack)
-	}
-	if after.goroutines > before.goroutines+leaveSlack {
-		t.Errorf("%d goroutines %v after the subscribers left, baseline %d (slack %d)", after.goroutines, leaveWithin, before.goroutines, leaveSlack)
-	}
-	if after.heap > before.heap+leaveLiveHeap {
-		t.Errorf("live heap %d MiB %v after the subscribers left, baseline %d MiB (slack %d MiB)", after.heap>>20, leaveWithin, before.heap>>20, leaveLiveHeap>>20)
-	}
-	if after.rss-before.rss > leavePeakRSS {
-		t.Errorf("RSS %d MiB after the subscribers left, %d MiB above the baseline; the bound is %d MiB", after.rss>>20, (after.rss-before.rss)>>20, leavePeakRSS>>20)
+	for _, o := range over {
+		t.Errorf("%v after the subscribers left: %s", leaveWithin, o)
 	}
 }
 
@@ -217,22 +201,12 @@ func startProcess(t testing.TB, env map[string]string) *process {
 	}
 }
 
-// usage is what the test reads of the process.
-type usage struct {
-	rss, heap       int64 // bytes: VmRSS, go_memstats_heap_inuse_bytes after a GC
-	fds, goroutines int
-}
-
-func (u usage) String() string {
-	return fmt.Sprintf("RSS %d MiB, live heap %d MiB, %d descriptors, %d goroutines", u.rss>>20, u.heap>>20, u.fds, u.goroutines)
-}
-
 // sample reads the process's RSS and descriptors from /proc, runs a GC
 // through the profiling listener at debug, then reads its goroutines and
 // heap in use from /metrics.
-func (p *process) sample(t testing.TB, debug string) usage {
+func (p *process) sample(t testing.TB, debug string) kittest.Usage {
 	t.Helper()
-	var u usage
+	var u kittest.Usage
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/status")
 	if err != nil {
 		t.Fatal(err)
@@ -243,20 +217,20 @@ func (p *process) sample(t testing.TB, debug string) usage {
 			if err != nil {
 				t.Fatalf("VmRSS %q: %v", rest, err)
 			}
-			u.rss = kb << 10
+			u.RSS = kb << 10
 		}
 	}
 	fds, err := os.ReadDir("/proc/" + strconv.Itoa(p.pid) + "/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.fds = len(fds)
+	u.FDs = len(fds)
 	if s, b := kittest.Do(t, http.MethodGet, "http://"+debug+"/debug/pprof/heap?gc=1", nil, nil); s != http.StatusOK {
 		t.Fatalf("forcing a GC: %d %.200s", s, b)
 	}
 	_, metrics := kittest.Do(t, http.MethodGet, "http://"+p.addr+"/metrics", nil, nil)
-	u.goroutines = int(metric(t, metrics, "go_goroutines"))
-	u.heap = int64(metric(t, metrics, "go_memstats_heap_inuse_bytes"))
+	u.Goroutines = int(metric(t, metrics, "go_goroutines"))
+	u.Heap = int64(metric(t, metrics, "go_memstats_heap_inuse_bytes"))
 	return u
 }
 

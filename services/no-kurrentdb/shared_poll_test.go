@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,18 +17,24 @@ import (
 // TestSubscribersShareTheFallbackPoll: N idle subscriptions make one
 // query per POLL_INTERVAL between them, not three each; an event written
 // behind the service's back reaches all of them; when they leave, the
-// shared poll ends and the goroutines go back to where they were.
+// shared poll ends and the goroutines the test started
+// (kittest.OwnGoroutines: not those of the tests running in parallel) go
+// back to where they were.
 func TestSubscribersShareTheFallbackPoll(t *testing.T) {
 	t.Parallel()
 	url := kittest.PostgresURL(t)
 	schema := kittest.Schema(t, url)
+	// The goroutines this test starts from here on (its service's, its
+	// subscriptions', the shared poll's, its clients'), not those of the
+	// services the tests running beside it start.
+	owned := kittest.OwnGoroutines(t)
 	r := start(t, schema, 50*time.Millisecond)
 	pool := kittest.Pool(t, url, schema)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	client := &http.Client{Transport: tr}
 	time.Sleep(100 * time.Millisecond)
-	baseline := runtime.NumGoroutine()
+	baseline := owned()
 
 	const n = 50
 	ctx, leave := context.WithCancel(context.Background())
@@ -89,10 +94,10 @@ func TestSubscribersShareTheFallbackPoll(t *testing.T) {
 	leave()
 	wg.Wait()
 	tr.CloseIdleConnections()
-	kittest.Eventually(t, 5*time.Second, fmt.Sprintf("goroutines back near the baseline of %d and the shared poll ended", baseline), func() bool {
+	kittest.Eventually(t, 5*time.Second, fmt.Sprintf("the test's goroutines back to the baseline of %d and the shared poll ended", baseline), func() bool {
 		s.hub.mu.Lock()
 		polling := s.hub.polling
 		s.hub.mu.Unlock()
-		return runtime.NumGoroutine() <= baseline+5 && !polling
+		return owned() <= baseline && !polling
 	})
 }

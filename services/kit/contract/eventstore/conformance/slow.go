@@ -46,7 +46,7 @@ func SlowSubscriberIsDroppedAndResumes(t *testing.T, tg Target, sendTimeout time
 	base := tg.URL()
 	prefix := runPrefix(t)
 	stream := streamName(t, 1)
-	before := counters(t, base)
+	before := kittest.Counters(t, base)
 
 	stalled := openStalling(t, base)
 	// An empty store (each target has its own): caught-up comes first.
@@ -75,7 +75,7 @@ func SlowSubscriberIsDroppedAndResumes(t *testing.T, tg Target, sendTimeout time
 	appended := time.Now()
 	bound := sendTimeout + 15*time.Second
 	kittest.Eventually(t, bound, "the server dropping the subscriber that stopped reading", func() bool {
-		c := counters(t, base)
+		c := kittest.Counters(t, base)
 		return c["subscribers_dropped"] > before["subscribers_dropped"] &&
 			c["subscriptions_ended"]-before["subscriptions_ended"] == c["subscriptions"]-before["subscriptions"]
 	})
@@ -105,18 +105,6 @@ func SlowSubscriberIsDroppedAndResumes(t *testing.T, tg Target, sendTimeout time
 			t.Fatalf("resumed event %d at %s, want %s", i, e.Position, want)
 		}
 	}
-}
-
-// counters returns /stats' counters.
-func counters(t testing.TB, base string) map[string]int64 {
-	t.Helper()
-	var s struct {
-		Counters map[string]int64 `json:"counters"`
-	}
-	if status, b := kittest.Do(t, http.MethodGet, base+"/stats", nil, &s); status != http.StatusOK {
-		t.Fatalf("GET /stats: %d %s", status, b)
-	}
-	return s.Counters
 }
 
 // stalling is a subscription over a raw connection with a small receive

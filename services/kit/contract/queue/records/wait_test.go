@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,8 +54,9 @@ func (c *counting) reads() int64 { return c.gets.Load() + c.finished.Load() }
 // real records on Postgres, read the store once each on arrival and then
 // make one batched query per interval between them, whatever N. Tasks
 // finished behind the service's back (another instance) are answered
-// within an interval or two; when the clients leave, the goroutines go
-// back to where they were.
+// within an interval or two; when the clients leave, the goroutines the
+// test started (kittest.OwnGoroutines: not those of the tests running in
+// parallel) go back to where they were, the shared re-read's included.
 func TestWaitersShareTheirRereads(t *testing.T) {
 	t.Parallel()
 	migrations, err := fs.Sub(os.DirFS("../../../../../migrations"), "queue")
@@ -74,6 +74,10 @@ func TestWaitersShareTheirRereads(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &counting{Store: records.Store{Pool: pool}}
+	// The goroutines this test starts from here on (its server's, its
+	// handlers', the shared re-read's, its clients'), not those of the
+	// tests running beside it.
+	owned := kittest.OwnGoroutines(t)
 	hub := new(waiter.Hub)
 	r := httpapi.NewRouter(httpapi.RouterOptions{Logger: slog.New(slog.DiscardHandler)})
 	queue.Mount(r, store, queue.Options{Stats: stats.New(stats.Info{}, nil, nil), Hub: hub, Timeout: 10 * time.Second})
@@ -84,7 +88,7 @@ func TestWaitersShareTheirRereads(t *testing.T) {
 		urls[i] = srv.URL + "/tasks/" + task.ID + "/wait?timeout=60s"
 	}
 
-	baseline := runtime.NumGoroutine()
+	baseline := owned()
 	waits := kittest.StartWaits(t, ctx, urls)
 	kittest.Eventually(t, 20*time.Second, "every waiter reading its task once", func() bool { return store.gets.Load() >= n })
 
@@ -125,7 +129,7 @@ func TestWaitersShareTheirRereads(t *testing.T) {
 
 	// The clients leave: nothing stays behind.
 	waits.Leave()
-	kittest.Eventually(t, 5*time.Second, fmt.Sprintf("goroutines back near the baseline of %d", baseline), func() bool {
-		return runtime.NumGoroutine() <= baseline+5 && hub.Len() == 0
+	kittest.Eventually(t, 5*time.Second, fmt.Sprintf("the test's goroutines back to the baseline of %d (the shared re-read ended)", baseline), func() bool {
+		return owned() <= baseline && hub.Len() == 0
 	})
 }
