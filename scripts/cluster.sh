@@ -152,15 +152,23 @@ datadir() { printf '%s/pg%s/%s' "$CL" "$1" "$2"; }   # datadir VERSION NODE
 sockdir() { printf '%s/run/%s' "$CL" "$1"; }          # sockdir NODE
 RUNNING_FILE="$CL/running"                              # the version that runs, while it runs
 
+# pidfile_pid FILE PROCFILE LINE: the pid in FILE when that process runs and a line of
+# its /proc/<pid>/PROCFILE (cmdline or environ) is LINE, so that a stale pid file whose
+# pid was reused by another process names nothing (empty otherwise).
+pidfile_pid() {
+  local pid
+  [ -s "$1" ] || return 0
+  pid="$(head -n1 "$1" | tr -dc '0-9')"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  tr '\0' '\n' <"/proc/$pid/$2" 2>/dev/null | grep -qxF -- "$3" || return 0
+  printf '%s' "$pid"
+}
+
 # node_pid VERSION NODE: the postmaster's pid when it runs (empty otherwise).
 node_pid() {
-  local d pid
+  local d
   d="$(datadir "$1" "$2")"
-  [ -s "$d/postmaster.pid" ] || return 0
-  pid="$(head -n1 "$d/postmaster.pid" | tr -dc '0-9')"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "$d" || return 0
-  printf '%s' "$pid"
+  pidfile_pid "$d/postmaster.pid" cmdline "$d"
 }
 
 # psql_node NODE ARGS...: psql through NODE's unix socket (no network needed).
@@ -601,12 +609,8 @@ rmq() {
 }
 
 rmq_pid() {
-  local f="$RMQ_DIR/$1/rabbitmq.pid" pid
-  [ -s "$f" ] || return 0
-  pid="$(head -n1 "$f" | tr -dc '0-9')"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF -- "RABBITMQ_PID_FILE=$f" || return 0
-  printf '%s' "$pid"
+  local f="$RMQ_DIR/$1/rabbitmq.pid"
+  pidfile_pid "$f" environ "RABBITMQ_PID_FILE=$f"
 }
 
 rmq_prepare() {
@@ -790,12 +794,7 @@ kafka_voters() {
 }
 
 kafka_pid() {
-  local f="$KAFKA_DIR/$1/kafka.pid" pid
-  [ -s "$f" ] || return 0
-  pid="$(head -n1 "$f" | tr -dc '0-9')"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "$KAFKA_DIR/$1/server.properties" || return 0
-  printf '%s' "$pid"
+  pidfile_pid "$KAFKA_DIR/$1/kafka.pid" cmdline "$KAFKA_DIR/$1/server.properties"
 }
 
 # kafka_prepare NODE: server.properties at every start; the storage is formatted once,
