@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
@@ -70,12 +71,15 @@ func causalMain(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	res, lerr := eventstore.LoadCausal(o.Out)
+	run, lerr := driver.ReadRun(path)
+	if lerr == nil {
+		_, lerr = eventstore.FromRuns([]*driver.Run{run})
+	}
 	if lerr != nil {
 		fmt.Fprintln(stderr, "error:", lerr)
 		return 1
 	}
-	fmt.Fprintf(stdout, "wrote %s\n\n%s", path, report.EventStoreSection(eventstore.Results{Causal: res}))
+	fmt.Fprintf(stdout, "wrote %s\n\n%s", path, report.EventStoreSection([]*driver.Run{run}))
 	if err != nil {
 		return 1
 	}

@@ -375,7 +375,8 @@ func resultsSetup(fs *flag.FlagSet, c *common, x *extras) action {
 }
 
 // resultsPlan is the results command's plan: the pairs, the throughput
-// and scale-out scenarios, the long-lived variant, then the benches.
+// and scale-out scenarios, the long-lived variant, then the pairs run
+// last (the event store's bench).
 func resultsPlan(c common, set pairSet, to scenario.ThroughputOptions) []step {
 	steps := set.steps(c.settle, false)
 	steps = append(steps, step{"throughput", to.Estimate(c.settle)}, step{scaleoutCommand, scenario.ScaleOutDefaults.Estimate(c.settle)})
@@ -397,16 +398,28 @@ func resultsLongLived(c common, set pairSet) longLivedOpts {
 	return longLivedOptions(opts, c)
 }
 
-// steps are the plan's steps of the pairs in set, in table order: those
-// run through runPair, or (bench) those measured by their own bench.
-func (s pairSet) steps(settle time.Duration, bench bool) []step {
+// steps are the plan's steps of the pairs in set whose last flag is last
+// (results runs those after its other steps), in table order.
+func (s pairSet) steps(settle time.Duration, last bool) []step {
 	var out []step
 	for _, p := range loadPairs {
 		r := s[p.name]
-		if _, isBench := r.(benchRun); r == nil || isBench != bench {
+		if r == nil || p.last != last {
 			continue
 		}
 		out = append(out, step{p.name, r.estimate(settle)})
+	}
+	return out
+}
+
+// demoSteps are the plan's steps of demo: every pair of set, in table
+// order.
+func (s pairSet) demoSteps(settle time.Duration) []step {
+	var out []step
+	for _, p := range loadPairs {
+		if r := s[p.name]; r != nil {
+			out = append(out, step{p.name, r.estimate(settle)})
+		}
 	}
 	return out
 }
@@ -417,7 +430,7 @@ func demoSetup(fs *flag.FlagSet, _ *common, x *extras) action {
 	return action{
 		options: set.options,
 		plan: func(c common) []step {
-			return append(set.steps(c.settle, false), set.steps(c.settle, true)...)
+			return set.demoSteps(c.settle)
 		},
 		run: func(ctx context.Context, c common, env *scenario.Env, root string, _ []string) error {
 			return runDemo(ctx, c, env, root, set)
@@ -620,7 +633,9 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 			return ctx.Err()
 		}
 	}
-	if err := runBenches(ctx, env, set); err != nil {
+	// The pairs run last (the event store's bench writes its own files,
+	// which the report reads from the results folder).
+	if _, err := runResultsSteps(ctx, c, env, root, args, pairSteps(ctx, env, set, true)); err != nil {
 		return err
 	}
 	if x.experiments {
@@ -650,13 +665,24 @@ type resultsStep struct {
 }
 
 // resultsSteps are the results command's steps with a results file each:
-// every pair of set that runs through runPair, in table order, then the
-// throughput and scale-out scenarios.
+// every pair of set but those run last (pairSteps), in table order, then
+// the throughput and scale-out scenarios.
 func resultsSteps(ctx context.Context, c common, env *scenario.Env, set pairSet, to scenario.ThroughputOptions) []resultsStep {
+	steps := pairSteps(ctx, env, set, false)
+	return append(steps,
+		// Stops each pair's services itself; its Pair is empty.
+		resultsStep{"throughput", scenario.Pair{}, throughputRun(ctx, c, env, to)},
+		// Starts and stops its own instances of the queue pair (scaleout.go).
+		resultsStep{scaleoutCommand, scenario.Pair{}, scaleoutRun(ctx, env, scenario.ScaleOutDefaults)})
+}
+
+// pairSteps are results' steps of the pairs of set whose last flag is
+// last, in table order.
+func pairSteps(ctx context.Context, env *scenario.Env, set pairSet, last bool) []resultsStep {
 	var steps []resultsStep
 	for _, p := range loadPairs {
 		r := set[p.name]
-		if _, bench := r.(benchRun); r == nil || bench {
+		if r == nil || p.last != last {
 			continue
 		}
 		stop := p.pair
@@ -668,11 +694,7 @@ func resultsSteps(ctx context.Context, c common, env *scenario.Env, set pairSet,
 		}
 		steps = append(steps, resultsStep{p.name, stop, func(run *driver.Run) error { return r.run(ctx, env, run) }})
 	}
-	return append(steps,
-		// Stops each pair's services itself; its Pair is empty.
-		resultsStep{"throughput", scenario.Pair{}, throughputRun(ctx, c, env, to)},
-		// Starts and stops its own instances of the queue pair (scaleout.go).
-		resultsStep{scaleoutCommand, scenario.Pair{}, scaleoutRun(ctx, env, scenario.ScaleOutDefaults)})
+	return steps
 }
 
 // runResultsSteps runs steps, one results file each, and returns the
@@ -695,25 +717,6 @@ func runResultsSteps(ctx context.Context, c common, env *scenario.Env, root stri
 		}
 	}
 	return files, nil
-}
-
-// runBenches runs results' part of the pairs measured by their own
-// bench (the event store), in table order.
-func runBenches(ctx context.Context, env *scenario.Env, set pairSet) error {
-	for _, p := range loadPairs {
-		b, ok := set[p.name].(benchRun)
-		if !ok {
-			continue
-		}
-		env.Progress.Begin(p.name)
-		if err := b.results(ctx, env); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v (the report will say what is missing)\n", p.name, err)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-	return nil
 }
 
 // eventStoreServices are the trio's services the driver can start here;
@@ -960,7 +963,7 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	es, err := eventstore.Load(o.Out)
+	es, err := eventstore.LoadRuns(o.Out)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -1028,7 +1031,7 @@ func runDemo(ctx context.Context, c common, env *scenario.Env, root string, set 
 	var runs []*driver.Run
 	for _, p := range loadPairs {
 		r := set[p.name]
-		if _, bench := r.(benchRun); r == nil || bench {
+		if r == nil {
 			continue
 		}
 		env.Progress.Begin(p.name)
@@ -1046,33 +1049,11 @@ func runDemo(ctx context.Context, c common, env *scenario.Env, root string, set 
 			break
 		}
 	}
-	runs, errs = demoBenches(ctx, env, set, runs, errs)
 	fmt.Println()
 	for _, run := range runs {
 		report.Demo(os.Stdout, run)
 	}
 	return errors.Join(errs...)
-}
-
-// demoBenches runs demo's part of the pairs measured by their own bench
-// (the event store), in table order, unless ctx has ended, and adds
-// their runs and errors to runs and errs.
-func demoBenches(ctx context.Context, env *scenario.Env, set pairSet, runs []*driver.Run, errs []error) ([]*driver.Run, []error) {
-	for _, p := range loadPairs {
-		b, ok := set[p.name].(benchRun)
-		if !ok || ctx.Err() != nil {
-			continue
-		}
-		env.Progress.Begin(p.name)
-		run, err := b.demo(ctx, env)
-		if err != nil {
-			run.Note("run ended early: %v", err)
-			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
-			fmt.Fprintf(os.Stderr, "%s: %v\n", p.name, err)
-		}
-		runs = append(runs, run)
-	}
-	return runs, errs
 }
 
 // demoEventStoreRun starts no-kurrentdb and kafka-eventstore, runs the
@@ -1113,9 +1094,10 @@ func newest(dir, pair string) string {
 }
 
 // reportCommands are the commands whose newest results file the report
-// reads by default: every pair's but those measured by their own bench
-// (whose files the report loads itself), then the long-lived,
-// throughput and scale-out runs.
+// reads by default: every pair's with a command of its own (the event
+// store's several files, one per bench scenario, readInputs adds with
+// eventstore.LoadRuns), then the long-lived, throughput and scale-out
+// runs.
 func reportCommands() []string {
 	var out []string
 	for _, p := range loadPairs {
@@ -1137,10 +1119,10 @@ func writeReport(c common, inputs string) error {
 			}
 		}
 	}
-	// The README's findings read the same runs and the event-store
-	// bench's files; loading those first fails before anything is written
-	// when one of them does not parse.
-	runs, es, err := readInputs(c, files)
+	// The README's findings read the same runs, the event store's among
+	// them; loading those first fails before anything is written when one
+	// of them does not parse.
+	runs, err := readInputs(c, files)
 	if err != nil {
 		return err
 	}
@@ -1157,11 +1139,11 @@ func writeReport(c common, inputs string) error {
 		return err
 	}
 	src := report.Sources{Raw: rr, Experiments: xf}
-	if err := report.Write(c.out, c.chartsDir, runs, es, src, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath))); err != nil {
+	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath))); err != nil {
 		return err
 	}
 	if c.readme != "" {
-		if err := report.WriteREADME(c.readme, runs, es, src); err != nil {
+		if err := report.WriteREADME(c.readme, runs, src); err != nil {
 			return err
 		}
 		fmt.Printf("rewrote the findings of %s\n", c.readme)

@@ -57,7 +57,7 @@ func eventStoreExtraMain(cmd string, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
-	es, lerr := eventstore.Load(o.Out)
+	es, lerr := eventstore.LoadRuns(o.Out)
 	fmt.Fprintf(stdout, "wrote %s\n\n%s", path, report.EventStoreSection(es))
 	if err = errors.Join(err, lerr); err != nil {
 		fmt.Fprintln(stderr, "error:", err)

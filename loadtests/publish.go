@@ -12,29 +12,29 @@ import (
 // failed. The report is already written, with the failed points shown as
 // failed.
 func publishVerdict(c common, files []string) error {
-	runs, es, err := readInputs(c, files)
+	runs, err := readInputs(c, files)
 	if err != nil {
 		return err
 	}
-	return report.PublishDecision(report.FailedPoints(runs, es), c.publishFailed)
+	return report.PublishDecision(report.FailedPoints(runs), c.publishFailed)
 }
 
-// readInputs reads the report's inputs: each results file of files
-// (driver.ReadRun), in order, and the event-store bench's files in
-// c.resultsDir (eventstore.Load). The first that does not read is the
-// error.
-func readInputs(c common, files []string) ([]*driver.Run, eventstore.Results, error) {
+// readInputs reads the report's runs: each results file of files
+// (driver.ReadRun), in order, then the event store's runs in
+// c.resultsDir (eventstore.LoadRuns). The first that does not read is
+// the error.
+func readInputs(c common, files []string) ([]*driver.Run, error) {
 	var runs []*driver.Run
 	for _, f := range files {
 		r, err := driver.ReadRun(f)
 		if err != nil {
-			return nil, eventstore.Results{}, err
+			return nil, err
 		}
 		runs = append(runs, r)
 	}
-	es, err := eventstore.Load(c.resultsDir)
+	es, err := eventstore.LoadRuns(c.resultsDir)
 	if err != nil {
-		return nil, eventstore.Results{}, err
+		return nil, err
 	}
-	return runs, es, nil
+	return append(runs, es...), nil
 }

@@ -34,6 +34,13 @@ type loadPair struct {
 	// ownInstances is set when the pair's scenario starts and stops its
 	// own instances: results leaves its services alone after it.
 	ownInstances bool
+	// last is set when results runs the pair after every other step
+	// (the throughput, scale-out and long-lived runs): the event store,
+	// whose bench starts its own services and topics. It runs through
+	// runPair like every pair; its bench writes the results files of its
+	// own (one per scenario), so its run stays empty and runPair writes
+	// none.
+	last bool
 	// longLived, when set, is the rate scenario the long-lived variant
 	// runs on the pair's tables, filled with history first (its
 	// migrations' history SQL, scenario.Env.BuildHistory).
@@ -75,9 +82,8 @@ var loadPairs = []loadPair{
 		pair: scenario.CachePair, ownInstances: true, setup: cacheSetup,
 		duration: scenario.Cache.Defaults.Duration, rounds: scenario.Cache.Defaults.Rounds},
 	// The event store is measured by its bench (the eventstore command,
-	// eventStoreMain; benchRun here): results and demo run it after their
-	// other steps.
-	{name: pairs.EventStore, setup: eventStoreSetup},
+	// eventStoreMain): results runs it last, demo in table order.
+	{name: pairs.EventStore, setup: eventStoreSetup, last: true},
 }
 
 // lookupPair returns the named pair's entry.
@@ -314,18 +320,6 @@ func (p *cachePair) run(ctx context.Context, env *scenario.Env, run *driver.Run)
 	return p.s.Run(ctx, env, run, p.o)
 }
 
-// benchRun is the part of a pair measured by its own bench (the event
-// store): results and demo run it after their other steps, and it writes
-// results files of its own.
-type benchRun interface {
-	pairRun
-	// results runs the bench at the results size into c's results
-	// folder.
-	results(ctx context.Context, env *scenario.Env) error
-	// demo runs the demo's short bench and returns its run.
-	demo(ctx context.Context, env *scenario.Env) (*driver.Run, error)
-}
-
 // eventStorePair is the event store's part of results or demo.
 type eventStorePair struct {
 	cmd string
@@ -356,16 +350,14 @@ func (p *eventStorePair) estimate(time.Duration) scenario.Estimate {
 		Add(eventstore.CausalEstimate(eventstore.DefaultCausalOptions()))
 }
 
-// run is results' part of the event store (benchRun's results): the
-// bench writes its own results files, not run.
-func (p *eventStorePair) run(ctx context.Context, env *scenario.Env, _ *driver.Run) error {
-	return p.results(ctx, env)
-}
-
-func (p *eventStorePair) results(ctx context.Context, env *scenario.Env) error {
-	return runEventStoreBench(ctx, p.c, env)
-}
-
-func (p *eventStorePair) demo(ctx context.Context, env *scenario.Env) (*driver.Run, error) {
-	return demoEventStoreRun(ctx, p.c, env)
+// run is the event store's part of results or demo. In results the
+// bench writes its own results files (one per scenario) and leaves run
+// empty; in demo, run becomes the demo's short append bench's run.
+func (p *eventStorePair) run(ctx context.Context, env *scenario.Env, run *driver.Run) error {
+	if p.cmd != demoCommand {
+		return runEventStoreBench(ctx, p.c, env)
+	}
+	got, err := demoEventStoreRun(ctx, p.c, env)
+	*run = *got
+	return err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"io"
 	"slices"
@@ -66,5 +67,55 @@ func TestLongLivedFromTheTable(t *testing.T) {
 	}
 	if steps := o.steps(time.Second, 1000); len(steps) != 2 || steps[0].name != "long-lived queue" || steps[1].name != "long-lived log" {
 		t.Errorf("steps: %+v", steps)
+	}
+}
+
+// TestOneRouteForEveryPair: results and demo run every pair of their set
+// through the same steps, in table order; results runs the pairs marked
+// last (the event store's bench) after its other steps, and those only.
+func TestOneRouteForEveryPair(t *testing.T) {
+	t.Parallel()
+	names := func(steps []resultsStep) []string {
+		var out []string
+		for _, s := range steps {
+			out = append(out, s.name)
+		}
+		return out
+	}
+	fs := flag.NewFlagSet(resultsCommand, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	set := setupPairs(fs, resultsCommand, newExtras())
+	var first, last []string
+	for _, p := range loadPairs {
+		if set[p.name] == nil {
+			continue
+		}
+		if p.last {
+			last = append(last, p.name)
+		} else {
+			first = append(first, p.name)
+		}
+	}
+	if got := names(pairSteps(context.Background(), nil, set, false)); !slices.Equal(got, first) {
+		t.Errorf("results' pair steps %v, want %v", got, first)
+	}
+	if got := names(pairSteps(context.Background(), nil, set, true)); !slices.Equal(got, last) || !slices.Equal(last, []string{pairs.EventStore}) {
+		t.Errorf("results' last steps %v (table: %v), want the event store only", got, last)
+	}
+	fs = flag.NewFlagSet(demoCommand, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	demo := setupPairs(fs, demoCommand, newExtras())
+	var want []string
+	for _, p := range loadPairs {
+		if demo[p.name] != nil {
+			want = append(want, p.name)
+		}
+	}
+	var got []string
+	for _, s := range demo.demoSteps(time.Second) {
+		got = append(got, s.name)
+	}
+	if !slices.Equal(got, want) || !slices.Contains(got, pairs.EventStore) {
+		t.Errorf("demo steps %v, want every pair of the table %v", got, want)
 	}
 }

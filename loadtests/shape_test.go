@@ -23,15 +23,7 @@ const maxFuncLines = 80
 // longFuncs are the functions allowed over maxFuncLines, by
 // "<dir>/<file>:<name>", each with why. Keep it empty: split a function
 // instead of adding it here.
-var longFuncs = map[string]string{
-	// scenario/sustain.go and scenario/throughput.go were being changed
-	// on another branch while the rest of the tree was split: splitting
-	// them here would have collided with that work. Split them there,
-	// then remove these entries.
-	"scenario/sustain.go:offer":             "edited on another branch; to split",
-	"scenario/sustain.go:searchSustainable": "edited on another branch; to split",
-	"scenario/throughput.go:side":           "edited on another branch; to split",
-}
+var longFuncs = map[string]string{}
 
 // TestFunctionsAreShort: no function (or method) of the loadtests tree,
 // tests aside, is longer than maxFuncLines lines, but those of longFuncs;

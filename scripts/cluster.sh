@@ -1035,10 +1035,10 @@ cmd_status() {
 
 print_env() {
   local hosts="" node
-  for node in "${PG_NODES[@]}"; do hosts+="${hosts:+,}${NODE_ADDR[$node]}"; done
+  for node in "${PG_NODES[@]}"; do hosts+="${hosts:+,}${NODE_ADDR[$node]}:$PG_PORT"; done
   printf '# the cluster profile'"'"'s Postgres, one URL for all nodes: libpq and pgx try each host and keep the writable one\n'
-  printf "export CLUSTER_DATABASE_URL='host=%s port=%s user=postgres password=%s dbname=%s sslmode=disable target_session_attrs=read-write connect_timeout=5'\n" \
-    "$hosts" "$PG_PORT" "$PG_PASSWORD" "$PG_DB"
+  printf "export CLUSTER_DATABASE_URL='postgres://postgres:%s@%s/%s?sslmode=disable&target_session_attrs=read-write&connect_timeout=5'\n" \
+    "$PG_PASSWORD" "$hosts" "$PG_DB"
 }
 
 known_node() {

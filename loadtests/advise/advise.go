@@ -111,11 +111,11 @@ func Load(dir string) ([]report.Verdict, error) {
 		}
 		runs = append(runs, r)
 	}
-	es, err := eventstore.Load(dir)
+	es, err := eventstore.LoadRuns(dir)
 	if err != nil {
 		return nil, err
 	}
-	return report.Verdicts(runs, es), nil
+	return report.Verdicts(append(runs, es...)), nil
 }
 
 // times is a/b as "1.33×".

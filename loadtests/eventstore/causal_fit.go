@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,20 +119,6 @@ type CausalResult struct {
 	Aborted string `json:"aborted,omitempty"`
 	// BackendTimeoutS is BACKEND_TIMEOUT on the experiment's instances.
 	BackendTimeoutS float64 `json:"backend_timeout_s"`
-}
-
-// LoadCausal reads the newest <time>-eventstore-causal.json in dir; nil
-// when there is none.
-func LoadCausal(dir string) (*CausalResult, error) {
-	m, _ := filepath.Glob(filepath.Join(dir, "*-"+CausalCommand+".json"))
-	if len(m) == 0 {
-		return nil, nil
-	}
-	run, err := driver.ReadRun(m[len(m)-1]) // names start with a sortable UTC timestamp
-	if err != nil {
-		return nil, err
-	}
-	return CausalFromRun(run)
 }
 
 // CausalFromRun turns the experiment's results file into its rows.

@@ -221,9 +221,10 @@ func TestCausalResultsAndFits(t *testing.T) {
 	if _, err := driver.WriteRun(dir, causalFixture(t)); err != nil {
 		t.Fatal(err)
 	}
-	res, err := LoadCausal(dir)
+	all, err := Load(dir)
+	res := all.Causal
 	if err != nil || res == nil {
-		t.Fatalf("LoadCausal: %v %v", res, err)
+		t.Fatalf("Load: causal %v, %v", res, err)
 	}
 	if len(res.Rows) != 12 || res.BackendTimeoutS != 25 || res.FillMethod == "" {
 		t.Fatalf("%d rows, timeout %v, fill method %q", len(res.Rows), res.BackendTimeoutS, res.FillMethod)
@@ -261,7 +262,7 @@ func TestCausalResultsAndFits(t *testing.T) {
 	if keyed.Sizes != 3 || len(keyed.Failed) != 1 || !strings.Contains(keyed.Failed[0], "1000000: failed: ") || !causalNear(keyed.Scan.Slope, 0.25) {
 		t.Errorf("keyed fit %+v", keyed)
 	}
-	if none, err := LoadCausal(t.TempDir()); none != nil || err != nil {
+	if none, err := Load(t.TempDir()); none.Causal != nil || err != nil {
 		t.Errorf("no results file: %v %v", none, err)
 	}
 }

@@ -8,18 +8,20 @@
 // value: its modes read-then-append and blind, its growing and reset
 // series) is closed loops (driver.Loop) in interleaved rounds
 // (driver.RunPoints), and every scenario writes a driver.Run to
-// results/<UTC time>-eventstore-<scenario>.json. Load turns those, or the
-// older bench's results/eventstore-<scenario>.json, into Results. `make results`
-// runs it with the other pairs, and package report renders its RESULTS.md
-// section from those files (Load) like every other section. A service
+// results/<UTC time>-eventstore-<scenario>.json. LoadRuns reads those
+// (converting the older bench's results/eventstore-<scenario>.json on
+// load) beside the other pairs' runs, and FromRuns turns them into
+// Results. `make results` runs it with the other pairs, and package
+// report renders its RESULTS.md section from the same list of runs as
+// every other section. A service
 // that does not answer is reported as "not run here", never estimated.
 // Each scenario records its engines' store sizes at its start
 // (StoreState); append loops count late and in-flight operations
 // instead of dropping them; the point read measures only a stream that
 // holds the same events on every engine.
 //
-// Two more commands write results files of their own, which Load reads
-// into Results.Long and Results.Cleanup: eventstore-long (Long, long.go:
+// Two more commands write results files of their own, which FromRuns
+// reads into Results.Long and Results.Cleanup: eventstore-long (Long, long.go:
 // one stream of 100,000 events per engine loaded by paged reads, by the
 // service's fold and from a snapshot stream, with time, requests,
 // records touched and memory) and eventstore-cleanup (Cleanup,

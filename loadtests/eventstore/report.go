@@ -2,11 +2,7 @@ package eventstore
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,9 +15,10 @@ const SectionTitle = "Event store: Postgres vs KurrentDB vs Kafka"
 
 // Results are the bench's results as the report reads them, one field
 // per scenario; a scenario that has not run leaves its field nil. They
-// come from the bench's results files (driver.Run, FromRun), or from the
-// files of the bench before it ran on the driver
-// (results/eventstore-<scenario>.json, the same shape as these types).
+// come from the event store's runs (FromRuns): the bench's results
+// files, or the files of the bench before it ran on the driver
+// (results/eventstore-<scenario>.json, the same shape as these types,
+// converted on load by LoadRuns).
 type Results struct {
 	Append    *AppendResult
 	PointRead *PointReadResult
@@ -135,94 +132,14 @@ type CatchUpResult struct {
 	Stores []StoreState `json:"stores,omitempty"`
 }
 
-// Load reads the bench's results from dir: for each scenario the newest
-// <time>-eventstore-<scenario>.json, else the older
-// eventstore-<scenario>.json. A missing file leaves its field nil; a file
-// that does not parse is an error, so that a report never silently drops
-// a scenario that ran.
-func Load(dir string) (Results, error) {
-	var r Results
-	var errs []error
-	for _, sc := range Scenarios {
-		run, err := newestRun(dir, sc)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if run != nil {
-			if err := r.add(sc, run); err != nil {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		if err := r.addLegacy(dir, sc); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	var err error
-	if r.Causal, err = LoadCausal(dir); err != nil {
-		errs = append(errs, err)
-	}
-	if err := r.addExtras(dir); err != nil {
-		errs = append(errs, err)
-	}
-	return r, errors.Join(errs...)
-}
-
-// newestRun reads the newest results file of scenario in dir; nil when
-// there is none.
-func newestRun(dir, scenario string) (*driver.Run, error) {
-	m, _ := filepath.Glob(filepath.Join(dir, "*-"+Command(scenario)+".json"))
-	if len(m) == 0 {
-		return nil, nil
-	}
-	return driver.ReadRun(m[len(m)-1]) // names start with a sortable UTC timestamp
-}
-
-// addLegacy reads dir/eventstore-<scenario>.json, written by the bench
-// before it ran on the driver.
-func (r *Results) addLegacy(dir, scenario string) error {
-	path := filepath.Join(dir, "eventstore-"+scenario+".json")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var v any
-	switch scenario {
-	case "append":
-		r.Append = new(AppendResult)
-		v = r.Append
-	case "point-read":
-		r.PointRead = new(PointReadResult)
-		v = r.PointRead
-	case "catch-up":
-		r.CatchUp = new(CatchUpResult)
-		v = r.CatchUp
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		r.drop(scenario)
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
-
-// drop leaves the scenario's field nil.
-func (r *Results) drop(scenario string) {
-	switch scenario {
-	case "append":
-		r.Append = nil
-	case "point-read":
-		r.PointRead = nil
-	case "catch-up":
-		r.CatchUp = nil
-	}
-}
-
 // add fills the scenario's field from run.
 func (r *Results) add(scenario string, run *driver.Run) error {
+	if _, ok := run.Settings[legacySetting]; ok {
+		if r.StartState == nil {
+			r.StartState = run.StartState
+		}
+		return r.addLegacy(scenario, run)
+	}
 	var engines []*Engine
 	var o Options
 	if err := setting(run, "engines", &engines); err != nil {

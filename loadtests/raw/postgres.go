@@ -19,7 +19,7 @@ import (
 // DefaultClaimBatch), and the rows written for the slot to decode.
 const (
 	insertBatchRows = 100
-	claimBatch      = 64
+	claimBatch      = 256
 	claimFill       = 200_000
 	recordFill      = 300_000
 	slotRows        = 100_000

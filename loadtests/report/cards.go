@@ -78,6 +78,12 @@ type Verdict struct {
 	// RateCriterion is the latency bound those rates held ("server
 	// delivery p99 < 100ms"), "" when no search ran.
 	RateCriterion string
+	// PGSustained and SpecSustained are the sustainable rates (open
+	// loop, batched: backlog flat, end-to-end p99 under the SLO, median
+	// of the rounds) at SustainedAt ("batch 100"), the batch size where
+	// Postgres' was highest; SustainedAt is "" when none was searched.
+	PGSustained, SpecSustained Figure
+	SustainedAt                string
 	// MaxRate is the highest rate any measurement of the pair offered:
 	// the top of the measured range (0 when none).
 	MaxRate float64
@@ -109,12 +115,13 @@ type Verdict struct {
 // loadtests/scenario/queue.go and logpair.go).
 const typicalPayload = 60
 
-// Verdicts returns the pairs' verdicts read from the runs, the
-// event-store results and the raw results, in card order (queue, log,
+// Verdicts returns the pairs' verdicts read from the runs (the event
+// store's among them) and the raw results, in card order (queue, log,
 // documents, event store, cache).
-func Verdicts(all []*driver.Run, es eventstore.Results, src ...Sources) []Verdict {
+func Verdicts(all []*driver.Run, src ...Sources) []Verdict {
+	all, bench := splitBench(all)
 	validate(all)
-	in := newInputs(all, es, src...)
+	in := newInputs(all, eventStoreOf(bench), src...)
 	return []Verdict{queueVerdict(in), logVerdict(in), documentsVerdict(in), eventStoreVerdict(in), cacheVerdict(in)}
 }
 
@@ -237,6 +244,7 @@ func queueVerdict(in *inputs) Verdict {
 	if r := in.rs[pairs.Queue]; r != nil {
 		v.SpecServer = rabbitVersion(r.Versions)
 	}
+	v.PGSustained, v.SpecSustained, v.SustainedAt = sustainedFigures(in, pairs.Queue, pairs.NoRabbitMQ, pairs.RabbitMQ)
 	v.Claims = claimCount(in.claims, pairs.Queue)
 	best, _ := highestKeptUp(in.rs, pairs.Queue, "queue.rate")
 	v.PGLatency, v.SpecLatency = pointFigure(best, driver.ServerDeliveryP99, pairs.NoRabbitMQ, " ms"), pointFigure(best, driver.ServerDeliveryP99, pairs.RabbitMQ, " ms")
@@ -267,6 +275,7 @@ func logVerdict(in *inputs) Verdict {
 		v.SpecServer = "Kafka " + orWhy(r.Versions.Kafka, r.Versions.Errors["kafka"])
 	}
 	v.Claims = claimCount(in.claims, pairs.Log)
+	v.PGSustained, v.SpecSustained, v.SustainedAt = sustainedFigures(in, pairs.Log, pairs.NoKafka, pairs.Kafka)
 	ps := in.rs.points(pairs.Log, "log.rate")
 	if len(ps) > 0 {
 		p := ps[len(ps)-1]
@@ -430,4 +439,16 @@ func claimCount(all []Claim, pair string) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// sustainedFigures are the pair's sustainable rates of pg and spec at
+// the batch size where pg's median was highest, and that point's name;
+// "" when no sustainable search ran. A side whose search failed is its
+// failure in words.
+func sustainedFigures(in *inputs, pair, pg, spec string) (Figure, Figure, string) {
+	_, p, ok := sustainedRate(in.rs, pair, pg, 0)
+	if !ok {
+		return Figure{}, Figure{}, ""
+	}
+	return pointFigure(p, scenario.MetricSustainable, pg, "/s"), pointFigure(p, scenario.MetricSustainable, spec, "/s"), p.Name
 }

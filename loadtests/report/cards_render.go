@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -33,7 +34,7 @@ var cardTexts = map[string]cardText{
 // instead.
 func rateText(v Verdict) string {
 	if v.PGRate.OK() {
-		s := fmt.Sprintf("up to %s %s/s", num(v.PGRate.Value), v.Item)
+		s := fmt.Sprintf("up to %s %s/s%s", num(v.PGRate.Value), v.Item, oneEach(v))
 		if v.RateCriterion != "" {
 			s += " (" + v.RateCriterion + ")"
 		}
@@ -43,6 +44,15 @@ func rateText(v Verdict) string {
 		return fmt.Sprintf("at the %s %s/s measured (single-request ceiling: %s)", num(v.MaxRate), v.Item, v.PGRate)
 	}
 	return "single-request ceiling " + v.PGRate.String()
+}
+
+// oneEach qualifies the single-request rates when the card also shows
+// batched ones: " one per request", else "".
+func oneEach(v Verdict) string {
+	if v.SustainedAt == "" {
+		return ""
+	}
+	return " one per request"
 }
 
 // cpuText is the CPU cost of both sides, or why it is missing.
@@ -64,11 +74,14 @@ func Card(v Verdict) string {
 	spec := fmt.Sprintf("- **Use %s when** you need %s", v.Specialist, strings.Join(v.SpecOnly, ", or "))
 	switch {
 	case v.PGRate.OK() && v.SpecRate.OK():
-		spec += fmt.Sprintf(", or more than %s %s/s (%s passed %s)", num(v.PGRate.Value), v.Item, v.Specialist, v.SpecRate)
+		spec += fmt.Sprintf(", or more than %s %s/s%s (%s passed %s)", num(v.PGRate.Value), v.Item, oneEach(v), v.Specialist, v.SpecRate)
 	case v.PGRate.OK():
-		spec += fmt.Sprintf(", or more than %s %s/s (%s's rate: %s)", num(v.PGRate.Value), v.Item, v.Specialist, v.SpecRate)
+		spec += fmt.Sprintf(", or more than %s %s/s%s (%s's rate: %s)", num(v.PGRate.Value), v.Item, oneEach(v), v.Specialist, v.SpecRate)
 	}
 	w("%s. %s: Postgres %s, %s %s.", spec, capitalize(v.LatencyWhat), v.PGLatency, v.Specialist, v.SpecLatency)
+	if v.SustainedAt != "" {
+		w(" Sent in batches (%s, open loop; backlog flat, end-to-end p99 < %s ms) Postgres sustained %s, %s %s.", v.SustainedAt, count(scenario.SustainSLO.Milliseconds()), v.PGSustained, v.Specialist, v.SpecSustained)
+	}
 	if v.Alt != "" {
 		w(" %s.", v.Alt)
 	}

@@ -34,6 +34,29 @@ func TestCardSaysFailedFiguresInWords(t *testing.T) {
 	}
 }
 
+// TestCardSetsBatchedBesideSingleRequestRates: with a sustainable
+// search, the card's single-request rates say so, and the batched rates
+// of both sides follow, a failed side in words.
+func TestCardSetsBatchedBesideSingleRequestRates(t *testing.T) {
+	v := Verdict{Pair: "queue", Title: "Queue", Specialist: "RabbitMQ", Item: "tasks", SpecConfidence: MeasuredHere,
+		PGRate: Figure{Value: 700, Unit: "/s"}, SpecRate: Figure{Value: 1000, Unit: "/s"}, RateCriterion: "p99 < 100 ms",
+		PGCPU: noFigure(" CPU-s"), SpecCPU: noFigure(" CPU-s"), PGLatency: noFigure(" ms"), SpecLatency: noFigure(" ms"),
+		LatencyWhat: "delivery p99", SpecOnly: []string{"fan-out"}, Bites: "NOTIFY",
+	}
+	if c := Card(v); strings.Contains(c, "one per request (") || strings.Contains(c, "Sent in batches") {
+		t.Errorf("no sustainable search, yet the card speaks of batches:\n%s", c)
+	}
+	v.PGSustained, v.SustainedAt = Figure{Value: 12000, Unit: "/s"}, "batch 100"
+	v.SpecSustained = failedFigure("/s", driver.Status{State: driver.StateFailed, Reason: "every round aborted"})
+	c := Card(v)
+	for _, want := range []string{"up to 700 tasks/s one per request", "more than 700 tasks/s one per request",
+		"Sent in batches (batch 100, open loop; backlog flat, end-to-end p99 < 1,000 ms) Postgres sustained 12000/s, RabbitMQ failed: every round aborted"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("card lacks %q:\n%s", want, c)
+		}
+	}
+}
+
 // TestCommittedREADMEShowsEveryCardFirst checks the committed README's
 // first screen: a card per pair, each with "Use Postgres when" and
 // "Use <specialist> when", in its first 60 lines.

@@ -427,10 +427,16 @@ var latencyCharts = map[string]struct {
 	}, "log-latency.svg"},
 }
 
-// Charts draws the SVG charts of the runs, the raw loops (src) and the
-// event-store bench (es) into dir and returns their file names by key
+// Charts draws the SVG charts of the runs (the event store's among them),
+// the raw loops (src) into dir and returns their file names by key
 // (queue, log, ceilings, documents, then pairCharts' keys).
-func Charts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (map[string]string, error) {
+func Charts(all []*driver.Run, src Sources, dir string) (map[string]string, error) {
+	all, bench := splitBench(all)
+	return drawCharts(all, eventStoreOf(bench), src, dir)
+}
+
+// drawCharts is Charts with the event store's results apart.
+func drawCharts(all []*driver.Run, es eventstore.Results, src Sources, dir string) (map[string]string, error) {
 	validate(all)
 	out := map[string]string{}
 	for _, run := range all {

@@ -66,7 +66,7 @@ func TestChartTextFitsAndDoesNotOverlap(t *testing.T) {
 	for name, in := range chartSets(t) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			charts, err := Charts(in.runs, in.es, in.src, dir)
+			charts, err := Charts(withES(in.runs, in.es), in.src, dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,9 @@
 // verdict (holds / does not hold / inconclusive when the rounds disagree
 // / failed run when an input is not valid / not measurable here, with
 // why), and the
-// event-store bench's section (EventStoreSection) from its JSON. It
+// event-store bench's section (EventStoreSection) from its runs, which
+// come in the same list of runs as every other pair's
+// (eventstore.LoadRuns). It
 // also renders the README's generated block (Findings, WriteREADME): a verdict
 // card per pair (Verdicts, Card: "Use Postgres when … / Use <specialist>
 // when …" with the measured thresholds and each figure's confidence) and

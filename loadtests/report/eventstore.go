@@ -56,8 +56,14 @@ func pointReadStatus(r eventstore.PointReadRow) driver.Status {
 }
 
 // EventStoreSection renders RESULTS.md's event-store section from the
-// bench's results; "" when none of its scenarios has run.
-func EventStoreSection(es eventstore.Results) string {
+// event store's runs among runs (eventstore.Commands; the other runs are
+// ignored); "" when none of its scenarios has run.
+func EventStoreSection(runs []*driver.Run) string {
+	return eventStoreSection(eventStoreOf(runs))
+}
+
+// eventStoreSection renders the event-store section from its results.
+func eventStoreSection(es eventstore.Results) string {
 	if es.Append == nil && es.PointRead == nil && es.CatchUp == nil && es.Causal == nil && es.Long == nil && es.Cleanup == nil {
 		return ""
 	}

@@ -166,7 +166,7 @@ func causalFits(b *strings.Builder, c *eventstore.CausalResult) {
 // The event store's entry of the report's pair table: its section from
 // the bench's results, and its claim decided by the causal experiment.
 func init() {
-	registerReport(pairReport{name: pairs.EventStore, title: eventstore.SectionTitle, benchSection: EventStoreSection, claims: []string{causalShort},
+	registerReport(pairReport{name: pairs.EventStore, title: eventstore.SectionTitle, runs: eventstore.Commands(), benchSection: EventStoreSection, claims: []string{causalShort},
 		card: pairs.EventStore})
 }
 

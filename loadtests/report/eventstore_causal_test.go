@@ -76,7 +76,7 @@ func causalResult(kafkaMS float64, failed ...string) *eventstore.CausalResult {
 func TestCausalSection(t *testing.T) {
 	t.Parallel()
 	c := causalResult(0.0015, eventstore.KeyedName+"@1000000")
-	out := EventStoreSection(eventstore.Results{Causal: c})
+	out := eventStoreSection(eventstore.Results{Causal: c})
 	wantContains(t, "causal section", out,
 		"## "+eventstore.SectionTitle+"\n",
 		"### point read against the store's size: the causal experiment (2026-12-01 23:00 UTC, run 20261201T230000Z-eventstore-causal)",
@@ -100,10 +100,10 @@ func TestCausalSection(t *testing.T) {
 		t.Error("the claim's row lacks its rule")
 	}
 	c.Fills[0].Error, c.Fills[0].Records = "COPY into eventstore_causal_x.events: connection reset", nil
-	wantContains(t, "causal section with a failed fill", EventStoreSection(eventstore.Results{Causal: c}),
+	wantContains(t, "causal section with a failed fill", eventStoreSection(eventstore.Results{Causal: c}),
 		"| no-kurrentdb | 10,000 | failed: COPY into eventstore_causal_x.events: connection reset | | | |")
 	c.Options.Max = 5_000_000
-	if strings.Contains(EventStoreSection(eventstore.Results{Causal: c}), "is not in this run") {
+	if strings.Contains(eventStoreSection(eventstore.Results{Causal: c}), "is not in this run") {
 		t.Error("a run with 5 M still says 5 M is missing")
 	}
 }

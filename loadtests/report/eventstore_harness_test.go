@@ -32,7 +32,7 @@ func TestEventStoreHarnessRendering(t *testing.T) {
 		{Engine: "kurrentdb"},
 		{Engine: "kafka-eventstore", Failed: "failed: the stream read differs between engines: kafka-eventstore holds 0 events"},
 	}}
-	md := EventStoreSection(eventstore.Results{Append: a, PointRead: p})
+	md := eventStoreSection(eventstore.Results{Append: a, PointRead: p})
 	wantContains(t, "section", md,
 		"| engine | mode | series | round | ops | late | in flight |",
 		"| kafka-eventstore | read-then-append | growing | 1 | 3 | 14 | 2 |",

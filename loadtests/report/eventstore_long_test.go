@@ -113,7 +113,7 @@ func TestEventStoreLongRendering(t *testing.T) {
 	if es.Long == nil || es.Cleanup == nil {
 		t.Fatalf("Load read long %v, cleanup %v", es.Long != nil, es.Cleanup != nil)
 	}
-	md := EventStoreSection(es)
+	md := eventStoreSection(es)
 	wantContains(t, "section", md,
 		"### long streams (2026-12-01 23:00 UTC)",
 		"The issue's 1,000,000-event stream is not in this run",
@@ -152,7 +152,7 @@ func TestEventStoreLongAbsent(t *testing.T) {
 	if s := eventStoreLongSections(eventstore.Results{}); s != "" {
 		t.Errorf("no runs rendered %q", s)
 	}
-	md := EventStoreSection(eventstore.Results{Cleanup: cleanupFixture()})
+	md := eventStoreSection(eventstore.Results{Cleanup: cleanupFixture()})
 	if !strings.Contains(md, "## "+eventstore.SectionTitle) || !strings.Contains(md, "### cleanup") || strings.Contains(md, "### long streams") {
 		t.Errorf("a cleanup run alone rendered:\n%s", md)
 	}

@@ -17,13 +17,13 @@ func TestEventStoreSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := EventStoreSection(es)
+	md := eventStoreSection(es)
 	wantContains(t, "section", md, "## "+eventstore.SectionTitle+"\n", "### append (", "### point-read (", "### catch-up (")
 	es.PointRead = nil
-	if md := EventStoreSection(es); strings.Contains(md, "### point-read") {
+	if md := eventStoreSection(es); strings.Contains(md, "### point-read") {
 		t.Errorf("a scenario that did not run has a table")
 	}
-	if md := EventStoreSection(eventstore.Results{}); md != "" {
+	if md := eventStoreSection(eventstore.Results{}); md != "" {
 		t.Errorf("no bench results, yet a section: %q", md)
 	}
 	// The event store's tables at the start, when the bench recorded them.
@@ -31,7 +31,7 @@ func TestEventStoreSection(t *testing.T) {
 		t.Errorf("the fixture has no starting state, yet the section shows one")
 	}
 	es.StartState = &driver.StartState{Mode: driver.StateKeep, Tables: []driver.TableState{{Schema: "eventstore", Table: "events", Rows: 192648, TotalBytes: 49 << 20}}}
-	md = EventStoreSection(es)
+	md = eventStoreSection(es)
 	wantContains(t, "section", md, "Starting state: **kept**", "the event store always keeps its history", "| eventstore.events | 192,648 | 49 MB | 0 |")
 }
 
@@ -52,7 +52,7 @@ func TestBlindAndReadThenAppendAreLabelledApart(t *testing.T) {
 		a.Rows = append(a.Rows, r)
 	}
 	es := eventstore.Results{Append: a}
-	md := EventStoreSection(es)
+	md := eventStoreSection(es)
 	wantContains(t, "section", md, "| kafka-eventstore | blind | growing |", "| kafka-eventstore | read-then-append | growing |", eventstore.Blind.Label, eventstore.ReadThenAppend.Label)
 	h := eventStoreHeadline(&inputs{es: es})
 	rta, blind, ok := strings.Cut(h, "Blind appends")

@@ -142,7 +142,7 @@ func TestKneeNotReachedIsNoRatioNorBar(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	charts, err := Charts([]*driver.Run{r}, eventstore.Results{}, Sources{}, dir)
+	charts, err := Charts([]*driver.Run{r}, Sources{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestKneeRatioNeedsTheSameCriteria(t *testing.T) {
 		t.Errorf("admission-bound knee: %q", got)
 	}
 	dir := t.TempDir()
-	charts, err := Charts([]*driver.Run{r}, eventstore.Results{}, Sources{}, dir)
+	charts, err := Charts([]*driver.Run{r}, Sources{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

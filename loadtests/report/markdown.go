@@ -12,15 +12,17 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 )
 
 // Write regenerates the Markdown report at out and its charts in
-// chartsDir from runs (at most one per pair is expected; the last of a
-// command wins) and, after them, the event-store bench's section and any
-// extra sections (the raw limits); src are the raw loops' results and
-// the failure-mode experiments, for the claims they settle.
-func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src Sources, now time.Time, extra ...string) error {
+// chartsDir from runs (at most one per command is expected; the last of
+// a command wins) and, after them, the sections of the pairs measured by
+// a bench of their own (the event store, from its runs among all) and
+// any extra sections (the raw limits); src are the raw loops' results
+// and the failure-mode experiments, for the claims they settle.
+func Write(out, chartsDir string, all []*driver.Run, src Sources, now time.Time, extra ...string) error {
+	all, bench := splitBench(all)
+	es := eventStoreOf(bench)
 	validate(all)
 	byCmd := map[string]*driver.Run{}
 	for _, r := range all {
@@ -35,7 +37,7 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 	if err := os.MkdirAll(chartsDir, 0o755); err != nil {
 		return err
 	}
-	charts, err := Charts(rs, es, src, chartsDir)
+	charts, err := drawCharts(rs, es, src, chartsDir)
 	if err != nil {
 		return err
 	}
@@ -46,14 +48,14 @@ func Write(out, chartsDir string, all []*driver.Run, es eventstore.Results, src 
 	chartsRel := filepath.ToSlash(rel)
 	var b bytes.Buffer
 	Markdown(&b, rs, charts, chartsRel, now, src)
-	if section := FailedSection(rs, es); section != "" {
+	if section := failedSection(rs, es); section != "" {
 		b.WriteString(section)
 	}
 	for _, p := range pairReports() {
 		if p.benchSection == nil {
 			continue
 		}
-		if section := p.benchSection(es); section != "" {
+		if section := p.benchSection(bench); section != "" {
 			b.WriteString("\n" + section + "\n" + chartLine(charts, p.name, chartsRel))
 		}
 	}

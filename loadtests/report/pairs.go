@@ -1,6 +1,8 @@
 package report
 
 import (
+	"slices"
+
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
@@ -36,10 +38,13 @@ type pairReport struct {
 	// CardFile(name) ("" when another chart draws it: the log's, from
 	// the throughput run).
 	card string
-	// benchSection, when set, writes the section of a pair measured by
-	// its own bench (the event store), from the bench's results, under
-	// the other pairs' sections.
-	benchSection func(es eventstore.Results) string
+	// runs, when set, are the commands of the results files a pair
+	// measured by a bench of its own writes (the event store's,
+	// eventstore.Commands()): the report reads them in the same list of
+	// runs as every other pair's, and benchSection writes the pair's
+	// section from them, under the other pairs' sections.
+	runs         []string
+	benchSection func(runs []*driver.Run) string
 	// claims are the short names of the pair's claims outside
 	// claimTable (the event store's causal claim, decided by its
 	// experiment); the rows of claimTable name their pair themselves.
@@ -76,6 +81,40 @@ type pairChart struct {
 	// key names the chart in Charts' map, file is its file name.
 	key, file string
 	draw      func(r *driver.Run, path string) (bool, error)
+}
+
+// splitBench separates the runs of the pairs measured by a bench of their
+// own (a pairReport's runs) from all and returns both, each in all's
+// order: the other runs go through the pairs' sections, claims and
+// charts; the bench runs through eventStoreOf and benchSection.
+func splitBench(all []*driver.Run) (rest, bench []*driver.Run) {
+	for _, r := range all {
+		if r != nil && benchCommand(r.Command) {
+			bench = append(bench, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	return rest, bench
+}
+
+// benchCommand reports whether cmd is one of a pairReport's runs.
+func benchCommand(cmd string) bool {
+	for _, p := range pairReportsByName {
+		if slices.Contains(p.runs, cmd) {
+			return true
+		}
+	}
+	return false
+}
+
+// eventStoreOf is the event store's results read from its runs among
+// runs (eventstore.FromRuns). A run whose settings do not decode leaves
+// its scenario out: eventstore.LoadRuns, which the commands read the
+// runs with, refuses such a file before anything is written.
+func eventStoreOf(runs []*driver.Run) eventstore.Results {
+	es, _ := eventstore.FromRuns(runs)
+	return es
 }
 
 // reportOf returns the named pair's entry.

@@ -22,16 +22,16 @@ const (
 )
 
 // WriteREADME rewrites the findings block of the README at path from the
-// runs, the event-store results and the raw loops' results (for the
-// claims they settle), leaving the rest of the file as it
+// runs (the event store's among them, eventstore.Commands) and the raw
+// loops' results (for the claims they settle), leaving the rest of the file as it
 // is. It fails when the markers are missing, so that a README whose block
 // was deleted is noticed rather than silently left stale.
-func WriteREADME(path string, all []*driver.Run, es eventstore.Results, src ...Sources) error {
+func WriteREADME(path string, all []*driver.Run, src ...Sources) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, err := ReplaceBlock(string(b), Findings(all, es, src...))
+	out, err := ReplaceBlock(string(b), Findings(all, src...))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -83,11 +83,12 @@ func blockBounds(doc string) (int, int, error) {
 // <specialist> when …"), and "Should you just use Postgres?", the
 // reference's five decision questions in its order plus the project's
 // sixth, answered with the measured numbers. Every figure in
-// it is read from the runs, the event-store results and the raw results
-// rr; where they hold no number, it says what is not measured.
-func Findings(all []*driver.Run, es eventstore.Results, src ...Sources) string {
+// it is read from the runs (the event store's among them) and the raw
+// results of src; where they hold no number, it says what is not measured.
+func Findings(all []*driver.Run, src ...Sources) string {
+	all, bench := splitBench(all)
 	validate(all)
-	return findings(pairSpecs, all, es, src...)
+	return findings(pairSpecs, all, eventStoreOf(bench), src...)
 }
 
 // inputs is what the pairs' summaries read.

@@ -122,9 +122,15 @@ func sustainTable(r *driver.Run, pair, unit, e2e string, s *scenario.SustainSett
 		search := pointNamed(r, scenario.SustainScenarioName(pair), label)
 		over := pointNamed(r, scenario.OverScenarioName(pair), label)
 		for _, side := range sides {
+			sus, rounds, ov := sustainableCell(search, side), sustainRounds(search, side), overCell(over, side, s)
+			if search == nil {
+				sus, rounds = "not searched at this batch size (-sustainable-sizes)", ""
+			}
+			if over == nil {
+				ov = notSearchedOver(search, pointOf(r, scenario.OverScenarioName(pair)) != nil, s)
+			}
 			w("| %d | %s | %s | %s | %s | %s | %s |\n", size, SideLabel(r, side),
-				acceptedCell(closed, side), drainCell(r, closed, side), sustainableCell(search, side), sustainRounds(search, side),
-				overCell(over, side, s))
+				acceptedCell(closed, side), drainCell(r, closed, side), sus, rounds, ov)
 		}
 	}
 	return b.String()
@@ -264,6 +270,19 @@ func stepAt(m map[string]float64, rate float64) map[string]float64 {
 		}
 	}
 	return found
+}
+
+// notSearchedOver is the overload cell of a batch size without an
+// overload point: not run for the pair (anyOver false), run at another
+// size, or nothing when the size had no search either.
+func notSearchedOver(search *driver.Point, anyOver bool, s *scenario.SustainSettings) string {
+	switch {
+	case !anyOver:
+		return "not run for this pair"
+	case search == nil:
+		return ""
+	}
+	return fmt.Sprintf("run at batch %d only (-sustainable-over-size)", s.OverSize)
 }
 
 // overCell is what side processed during the intake at the overload

@@ -111,9 +111,15 @@ func invalidSides(p *driver.Point) []string {
 }
 
 // FailedPoints names every point, side, ceiling and event-store row of
-// these results that is not valid, with its reason: what `results`
-// refuses to publish unless told to (PublishDecision).
-func FailedPoints(all []*driver.Run, es eventstore.Results) []string {
+// these runs that is not valid, with its reason: what `results` refuses
+// to publish unless told to (PublishDecision).
+func FailedPoints(all []*driver.Run) []string {
+	all, bench := splitBench(all)
+	return failedPoints(all, eventStoreOf(bench))
+}
+
+// failedPoints is FailedPoints with the event store's results apart.
+func failedPoints(all []*driver.Run, es eventstore.Results) []string {
 	var out []string
 	for _, f := range driver.FailedPoints(all) {
 		out = append(out, f.String())
@@ -148,8 +154,14 @@ func PublishDecision(failed []string, publishFailed bool) error {
 
 // FailedSection is RESULTS.md's list of the points that are not valid,
 // each with its reason; "" when every point is valid.
-func FailedSection(all []*driver.Run, es eventstore.Results) string {
-	failed := FailedPoints(all, es)
+func FailedSection(all []*driver.Run) string {
+	all, bench := splitBench(all)
+	return failedSection(all, eventStoreOf(bench))
+}
+
+// failedSection is FailedSection with the event store's results apart.
+func failedSection(all []*driver.Run, es eventstore.Results) string {
+	failed := failedPoints(all, es)
 	if len(failed) == 0 {
 		return ""
 	}

@@ -121,7 +121,7 @@ func TestFailedPointsAreNeverFigures(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "RESULTS.md")
 	charts := filepath.Join(dir, "docs", "results")
-	if err := Write(out, charts, runs, es, Sources{Raw: notifyFixture()}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+	if err := Write(out, charts, withES(runs, es), Sources{Raw: notifyFixture()}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
@@ -132,7 +132,7 @@ func TestFailedPointsAreNeverFigures(t *testing.T) {
 	for _, r := range runs {
 		Table(&tb, r)
 	}
-	texts := map[string]string{"RESULTS.md": string(b), "README block": Findings(runs, es, Sources{Raw: notifyFixture()}), "terminal table": tb.String()}
+	texts := map[string]string{"RESULTS.md": string(b), "README block": Findings(withES(runs, es), Sources{Raw: notifyFixture()}), "terminal table": tb.String()}
 	for name, text := range texts {
 		for _, l := range strings.Split(text, "\n") {
 			if zeroFigure.MatchString(l) {
@@ -217,7 +217,7 @@ func TestOldFilesAreValidatedOnRead(t *testing.T) {
 // told to, naming each.
 func TestPublishDecision(t *testing.T) {
 	runs, es := failedFixture()
-	failed := FailedPoints(runs, es)
+	failed := FailedPoints(withES(runs, es))
 	if err := PublishDecision(nil, false); err != nil {
 		t.Errorf("nothing failed: %v", err)
 	}
@@ -234,7 +234,7 @@ func TestPublishDecision(t *testing.T) {
 		}
 	}
 	ok, _ := fixtureOK()
-	if f := FailedPoints(ok, eventstore.Results{}); len(f) != 0 {
+	if f := FailedPoints(ok); len(f) != 0 {
 		t.Errorf("the valid fixture has failed points: %v", f)
 	}
 }

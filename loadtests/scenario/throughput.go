@@ -326,19 +326,54 @@ func (s ThroughputScenario) warmup(ctx context.Context, e *Env, o ThroughputOpti
 func (s ThroughputScenario) side(ctx context.Context, e *Env, svc string, size int, body []byte, o ThroughputOptions, groups cost.Set, report bool) (*driver.SideResult, error) {
 	base := e.URL(svc)
 	res := &driver.SideResult{Metrics: map[string]float64{}}
-	// A backlog the previous point left (its drain hit the drain bound)
-	// would be counted as this point's end-to-end items: let it drain
-	// first, within the same bound.
 	drain := o.drainBound(e.settle())
+	if err := s.sideSetup(ctx, base, drain, res.Metrics); err != nil {
+		return res, err
+	}
+	spec := s.sideLoop(e, svc, size, body, o, report)
+	cpu0 := groups.Sample()
+	t0 := time.Now()
+	c := driver.Loop(ctx, spec)
+	window := time.Since(t0).Seconds()
+	res.Phases = append(res.Phases, driver.Phase{Name: s.Phase, Client: c})
+	driver.FlattenClient(res.Metrics, "client.", c)
+	final, drained, used, err := s.sideMeasure(ctx, base, res.Metrics, size, c, t0, window, drain, groups, cpu0)
+	if err != nil {
+		return res, err
+	}
+	// Every item the service took (the server's own count: a request cut
+	// off by the loop's end may still have been committed) was accepted
+	// and then processed or delivered within the sampled span when the
+	// backlog drained; otherwise the items that made it through are the
+	// fairer denominator.
+	items := counterSum(final, s.Pair.In)
+	if !drained {
+		items = counterSum(final, s.Pair.Out)
+	}
+	sideCPU(res.Metrics, groups, used, items)
+	res.Stats = final
+	driver.FlattenServer(res.Metrics, final)
+	return res, nil
+}
+
+// sideSetup is a point's setup: a backlog the previous point left (its
+// drain hit the drain bound) would be counted as this point's end-to-end
+// items, so it lets it drain first, within the same bound (recording
+// what is left as "backlog_before"), then resets the side's stats.
+func (s ThroughputScenario) sideSetup(ctx context.Context, base string, drain time.Duration, m map[string]float64) error {
 	if left, err := s.waitDrained(ctx, base, drain); err != nil {
-		return res, err
+		return err
 	} else if left > 0 {
-		res.Metrics["backlog_before"] = float64(left)
+		m["backlog_before"] = float64(left)
 	}
-	if err := driver.ResetStats(ctx, base); err != nil {
-		return res, err
-	}
-	url := base + s.Path
+	return driver.ResetStats(ctx, base)
+}
+
+// sideLoop is a point's load: o.Senders closed loops POSTing body to
+// the side's batch endpoint for o.Duration, drawn on e.Progress when
+// report.
+func (s ThroughputScenario) sideLoop(e *Env, svc string, size int, body []byte, o ThroughputOptions, report bool) driver.LoopSpec {
+	url := e.URL(svc) + s.Path
 	spec := driver.LoopSpec{
 		Name: fmt.Sprintf("%-12s batch %d ×%d", svc, size, o.Senders), Workers: o.Senders, Duration: o.Duration,
 		Op: func(ctx context.Context, _ int, _ uint64) (int, error) {
@@ -349,25 +384,30 @@ func (s ThroughputScenario) side(ctx context.Context, e *Env, svc string, size i
 	if report {
 		spec.Progress = e.Progress
 	}
-	cpu0 := groups.Sample()
-	t0 := time.Now()
-	c := driver.Loop(ctx, spec)
-	window := time.Since(t0).Seconds()
-	res.Phases = append(res.Phases, driver.Phase{Name: s.Phase, Client: c})
-	driver.FlattenClient(res.Metrics, "client.", c)
+	return spec
+}
+
+// sideMeasure is a point's measurement, once its loop (begun at t0,
+// window seconds long) has ended: it reads /stats, records the accepted
+// rate and the backlog at the end in m, waits up to drain for the
+// backlog to drain, samples the CPU of groups since cpu0, and records
+// the end-to-end rate, the items and how long the drain took. It returns
+// /stats after the drain, whether the backlog drained, and the CPU
+// seconds used per group.
+func (s ThroughputScenario) sideMeasure(ctx context.Context, base string, m map[string]float64, size int, c driver.ClientResult, t0 time.Time, window float64, drain time.Duration, groups cost.Set, cpu0 cost.Sample) (*driver.ServerStats, bool, map[string]float64, error) {
 	atEnd, err := driver.GetStats(ctx, base)
 	if err != nil {
-		return res, err
+		return nil, false, nil, err
 	}
 	accepted := c.OK * int64(size)
-	res.Metrics["batch"] = float64(size)
-	res.Metrics[MetricAccepted] = round1(float64(accepted) / window)
+	m["batch"] = float64(size)
+	m[MetricAccepted] = round1(float64(accepted) / window)
 	inWindow := float64(counterSum(atEnd, s.Pair.Out)) / window
-	res.Metrics["backlog_end"] = float64(max(s.Pair.backlog(atEnd), 0))
+	m["backlog_end"] = float64(max(s.Pair.backlog(atEnd), 0))
 	t1 := time.Now()
 	final, drained, err := s.Pair.drain(ctx, base, atEnd, drain, 100*time.Millisecond)
 	if err != nil {
-		return res, err
+		return nil, false, nil, err
 	}
 	used := groups.Sample().Sub(cpu0)
 	// The end-to-end rate is the higher of two lower bounds: what went
@@ -376,38 +416,32 @@ func (s ThroughputScenario) side(ctx context.Context, e *Env, svc string, size i
 	// (short of the idle time the drain's polling adds). With a backlog
 	// the second is the sustained processing rate; without one, the first.
 	through := counterSum(final, s.Pair.Out)
-	res.Metrics[MetricEndToEnd] = round1(max(inWindow, float64(through)/time.Since(t0).Seconds()))
-	res.Metrics["items"] = float64(counterSum(final, s.Pair.In))
-	res.Metrics["settle_s"] = math.Round(time.Since(t1).Seconds()*100) / 100
-	res.Metrics["drained"] = b2f(drained)
-	// Every item the service took (the server's own count: a request cut
-	// off by the loop's end may still have been committed) was accepted
-	// and then processed or delivered within the sampled span when the
-	// backlog drained; otherwise the items that made it through are the
-	// fairer denominator.
-	items := counterSum(final, s.Pair.In)
-	if !drained {
-		items = through
-	}
+	m[MetricEndToEnd] = round1(max(inWindow, float64(through)/time.Since(t0).Seconds()))
+	m["items"] = float64(counterSum(final, s.Pair.In))
+	m["settle_s"] = math.Round(time.Since(t1).Seconds()*100) / 100
+	m["drained"] = b2f(drained)
+	return final, drained, used, nil
+}
+
+// sideCPU records in m the CPU seconds each of groups used (used) and
+// per thousand items, and their total.
+func sideCPU(m map[string]float64, groups cost.Set, used map[string]float64, items int64) {
 	var total float64
 	for _, g := range groups {
 		if v, ok := used[g.Name]; ok {
-			res.Metrics["cpu."+g.Name+".s"] = v
+			m["cpu."+g.Name+".s"] = v
 			total += v
 			if pk := cost.PerThousand(v, items); !math.IsNaN(pk) {
-				res.Metrics["cpu."+g.Name+".per_1k"] = pk
+				m["cpu."+g.Name+".per_1k"] = pk
 			}
 		}
 	}
 	if len(used) > 0 {
-		res.Metrics["cpu.total.s"] = math.Round(total*1000) / 1000
+		m["cpu.total.s"] = math.Round(total*1000) / 1000
 		if pk := cost.PerThousand(total, items); !math.IsNaN(pk) {
-			res.Metrics["cpu.total.per_1k"] = pk
+			m["cpu.total.per_1k"] = pk
 		}
 	}
-	res.Stats = final
-	driver.FlattenServer(res.Metrics, final)
-	return res, nil
 }
 
 func round1(f float64) float64 { return math.Round(f*10) / 10 }

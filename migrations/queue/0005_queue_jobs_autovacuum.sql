@@ -10,7 +10,8 @@
 -- 1000 dead (or inserted) tuples, and the same for ANALYZE so the planner
 -- keeps seeing a small table. Autovacuum still visits a table at most once
 -- per autovacuum_naptime (1 min by default); vacuuming a backlog-sized
--- table is cheap.
+-- table is cheap, so no-rabbitmq also vacuums it itself every
+-- VACUUM_INTERVAL while tasks finish (services/no-rabbitmq/vacuum.go).
 --
 -- No fillfactor: no update of this table is HOT (claims and lease renewals
 -- change run_at, which queue_jobs_run_at indexes), and pg_stat_user_tables

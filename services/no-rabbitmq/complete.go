@@ -154,6 +154,7 @@ func (q *pgQueue) flush(batch []result) {
 		q.stats.Add(queue.CounterRetried, int64(len(retryIDs)))
 	}
 	q.leases.release(batch)
+	q.finished.Add(int64(len(batch)))
 	q.inflight.Add(-int64(len(batch)))
 	q.poke() // capacity freed, and a retry may be due soon
 }

@@ -27,9 +27,13 @@ var self = pairs.Get("no-rabbitmq")
 const (
 	// DefaultSchema is DATABASE_SCHEMA's default.
 	DefaultSchema = "queue"
-	// DefaultClaimBatch is CLAIM_BATCH's default; MaxClaimBatch its
-	// largest accepted value.
-	DefaultClaimBatch, MaxClaimBatch = 64, 10000
+	// DefaultClaimBatch is CLAIM_BATCH's default: the rabbitmq side's
+	// PREFETCH, so that an instance of either side holds about as many
+	// tasks at once (WORKERS + CLAIM_BATCH against PREFETCH); with 64 the
+	// window of 72, not the database, bounded processing under intake
+	// (docs/queue.md, "Batch intake"). MaxClaimBatch is its largest
+	// accepted value.
+	DefaultClaimBatch, MaxClaimBatch = 256, 10000
 	// DefaultClaimLinger is CLAIM_LINGER's default (the rabbitmq side's
 	// RECORD_LINGER default); MaxClaimLinger its largest accepted value.
 	DefaultClaimLinger, MaxClaimLinger = time.Millisecond, 100 * time.Millisecond
@@ -41,15 +45,19 @@ const (
 	DefaultPollInterval, MinPollInterval = time.Second, 10 * time.Millisecond
 	// DefaultQueueTable is QUEUE_TABLE's default.
 	DefaultQueueTable = "unlogged"
+	// DefaultVacuumInterval is VACUUM_INTERVAL's default; MinVacuumInterval
+	// its smallest accepted value but 0 (no vacuum by the service).
+	DefaultVacuumInterval, MinVacuumInterval = time.Second, 100 * time.Millisecond
 	// WorkerConns is the size of the queue machinery's own pool, beside
 	// the DATABASE_MAX_CONNS of the requests: one connection each for the
-	// fetcher (claims), the completer, the lease keeper, a rebuild and the
-	// backlog count of MAX_BACKLOG, each a sequential user, so none waits
-	// for a connection. Sharing the requests' pool starved them under
-	// overload: every claim and every completion queued behind hundreds
-	// of enqueues waiting for the same 16 connections, and processing
-	// fell to a fifth of the accepted rate.
-	WorkerConns = 5
+	// fetcher (claims), the completer, the lease keeper, a rebuild, the
+	// backlog count of MAX_BACKLOG and the vacuumer (VACUUM_INTERVAL),
+	// each a sequential user, so none waits for a connection. Sharing the
+	// requests' pool starved them under overload: every claim and every
+	// completion queued behind hundreds of enqueues waiting for the same
+	// 16 connections, and processing fell to a fifth of the accepted
+	// rate.
+	WorkerConns = 6
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -110,6 +118,12 @@ type Config struct {
 	// records at start). logged: an ordinary table. Env QUEUE_TABLE;
 	// default DefaultQueueTable.
 	QueueTable string
+	// VacuumInterval is how often the service vacuums queue_jobs itself
+	// while tasks finish (vacuum.go: autovacuum comes at most once a
+	// minute, and the claim walks every dead entry it leaves). Env
+	// VACUUM_INTERVAL; default DefaultVacuumInterval, at least
+	// MinVacuumInterval; 0 leaves the table to autovacuum.
+	VacuumInterval time.Duration
 	// Notify is how enqueues wake the workers of every instance
 	// (NOTIFY_MODE, NOTIFY_INTERVAL): in commit mode, pg_notify in the
 	// enqueue's transaction; debounced, after it. Either way this
@@ -128,17 +142,18 @@ type Config struct {
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:       service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
-		Postgres:     postgres.ReadConfig(r, DefaultSchema),
-		Worker:       queue.ReadWorkerConfig(r),
-		Retention:    cleaner.ReadConfig(r, "TASK_RETENTION", records.DefaultTaskRetention),
-		ClaimBatch:   r.Int("CLAIM_BATCH", DefaultClaimBatch),
-		ClaimLinger:  r.Duration("CLAIM_LINGER", DefaultClaimLinger),
-		Lease:        r.Duration("LEASE", DefaultLease),
-		PollInterval: r.Duration("POLL_INTERVAL", DefaultPollInterval),
-		QueueTable:   r.Enum("QUEUE_TABLE", DefaultQueueTable, "unlogged", "logged"),
-		Notify:       pglisten.ReadNotifyConfig(r),
-		Admission:    queue.ReadAdmissionConfig(r),
+		Common:         service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
+		Postgres:       postgres.ReadConfig(r, DefaultSchema),
+		Worker:         queue.ReadWorkerConfig(r),
+		Retention:      cleaner.ReadConfig(r, "TASK_RETENTION", records.DefaultTaskRetention),
+		ClaimBatch:     r.Int("CLAIM_BATCH", DefaultClaimBatch),
+		ClaimLinger:    r.Duration("CLAIM_LINGER", DefaultClaimLinger),
+		Lease:          r.Duration("LEASE", DefaultLease),
+		PollInterval:   r.Duration("POLL_INTERVAL", DefaultPollInterval),
+		QueueTable:     r.Enum("QUEUE_TABLE", DefaultQueueTable, "unlogged", "logged"),
+		VacuumInterval: r.Duration("VACUUM_INTERVAL", DefaultVacuumInterval),
+		Notify:         pglisten.ReadNotifyConfig(r),
+		Admission:      queue.ReadAdmissionConfig(r),
 	}
 	r.Rename("LISTEN_DATABASE_URL", "DATABASE_LISTEN_URL")
 	c.ListenURL = postgres.ReadListenURL(r, c.Postgres)
@@ -158,6 +173,9 @@ func (c Config) validate(r *config.Reader) {
 	}
 	if c.PollInterval < MinPollInterval {
 		r.Fail("POLL_INTERVAL", "must be at least %v, got %v", MinPollInterval, c.PollInterval)
+	}
+	if c.VacuumInterval != 0 && c.VacuumInterval < MinVacuumInterval {
+		r.Fail("VACUUM_INTERVAL", "must be 0 (autovacuum only) or at least %v, got %v", MinVacuumInterval, c.VacuumInterval)
 	}
 	if _, err := pgx.ParseConfig(c.ListenURL); err != nil {
 		r.Fail("DATABASE_LISTEN_URL", "not a Postgres connection string")

@@ -67,6 +67,8 @@ type pipeline struct {
 	wake     chan struct{} // pokes the fetcher; capacity 1
 	capacity int64         // WORKERS + CLAIM_BATCH: the most tasks held at once
 	inflight atomic.Int64  // claimed, not yet completed
+	finished atomic.Int64  // outcomes flushed (done, retried, dead) or given up: vacuum.go's churn
+	vacuums  atomic.Int64  // vacuums of queue_jobs this instance ran (vacuum.go)
 	jobs     chan job      // to the workers; never full (capacity)
 	results  chan result   // to the completer; never full (capacity)
 }
@@ -115,16 +117,18 @@ func newPGQueue(pool, wpool, npool *pgxpool.Pool, cfg Config, st *stats.Recorder
 	return q, nil
 }
 
-// Start starts the listener, the fetcher, the workers, the completer and
-// the lease keeper. With WORKERS=0 it starts nothing: an API-only instance.
+// Start starts the listener, the fetcher, the vacuumer, the workers, the
+// completer and the lease keeper. With WORKERS=0 it starts nothing: an
+// API-only instance.
 func (q *pgQueue) Start() {
 	if q.cfg.Worker.Workers == 0 {
 		close(q.completerDone)
 		return
 	}
-	q.fetchers.Add(2)
+	q.fetchers.Add(3)
 	go func() { defer q.fetchers.Done(); q.listen(q.fetchCtx) }()
 	go func() { defer q.fetchers.Done(); q.fetch(q.fetchCtx) }()
+	go func() { defer q.fetchers.Done(); q.vacuumHot(q.fetchCtx) }()
 	for range q.cfg.Worker.Workers {
 		q.workers.Go(q.work)
 	}

@@ -18,6 +18,7 @@ var meanings = map[string]string{
 	"CACHE_MODE":                           "redis: GET, SET with PX, DEL (go-redis); client-side: the same keys through rueidis with RESP3 client-side caching (Redis 6+)",
 	"CACHE_TABLE":                          "table of the unlogged mode: unlogged (cache_kv, UNLOGGED) or logged (cache_kv_logged, the same table written to the WAL)",
 	"CLAIM_BATCH":                          "rows per claim statement (1–10000)",
+	"VACUUM_INTERVAL":                      "how often the service vacuums its hot queue table while tasks finish (0: autovacuum only)",
 	"CLAIM_LINGER":                         "how long the fetcher waits after a poke (an enqueue, a completion, the listener's sweep) before it claims, so that what comes meanwhile shares one claim (0–100ms; 0: claim at once)",
 	"CLIENT_CACHE_BYTES":                   "client-side: rueidis ClientOption.CacheSizeEachConn, the bound of the in-process copy (one connection, so the whole copy); at least 2MiB, at most 2 GiB",
 	"CLIENT_CACHE_TTL":                     "client-side: the DoMultiCache ttl, the longest a copy lives in the process; rueidis also keeps it no longer than the key's PTTL",
