@@ -669,11 +669,13 @@ type resultsStep struct {
 // the throughput and scale-out scenarios.
 func resultsSteps(ctx context.Context, c common, env *scenario.Env, set pairSet, to scenario.ThroughputOptions) []resultsStep {
 	steps := pairSteps(ctx, env, set, false)
+	so := scenario.ScaleOutDefaults
+	so.StackDir = to.StackDir
 	return append(steps,
 		// Stops each pair's services itself; its Pair is empty.
 		resultsStep{"throughput", scenario.Pair{}, throughputRun(ctx, c, env, to)},
 		// Starts and stops its own instances of the queue pair (scaleout.go).
-		resultsStep{scaleoutCommand, scenario.Pair{}, scaleoutRun(ctx, env, scenario.ScaleOutDefaults)})
+		resultsStep{scaleoutCommand, scenario.Pair{}, scaleoutRun(ctx, env, so)})
 }
 
 // pairSteps are results' steps of the pairs of set whose last flag is

@@ -20,7 +20,7 @@ import (
 const scaleoutCommand = "scaleout"
 
 func init() {
-	loadCommands[scaleoutCommand] = "competing consumers: 1, 2 and 4 instances of each queue service on one schema / one queue, fixed rates, a batch, kill -9 of one of two"
+	loadCommands[scaleoutCommand] = "competing consumers: 1, 2 and 4 instances of each queue service on one schema / one queue, fixed rates, a batch, kill -9 of one of two; fan-out to 1, 2, 4 and 8 subscribers"
 }
 
 // scaleoutMain runs `go run ./loadtests scaleout [flags]`: the scale-out
@@ -45,6 +45,9 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	fs.DurationVar(&o.Lease, "scaleout-lease", o.Lease, "scaleout: no-rabbitmq's LEASE (how long a killed instance's tasks stay locked)")
 	fs.DurationVar(&o.KillDuration, "scaleout-kill-duration", o.KillDuration, "scaleout: load of the kill -9 point (the victim dies a third of the way in)")
 	fs.BoolVar(&o.Kill, "scaleout-kill", o.Kill, "scaleout: run the kill -9 point")
+	subs := fs.String("scaleout-subscribers", formatInts(o.Subscribers), "scaleout: numbers of subscribers of the fan-out points (empty: none)")
+	fs.Float64Var(&o.FanoutRate, "scaleout-fanout-rate", o.FanoutRate, "scaleout: tasks/s posted at the fan-out points (each becomes one copy per subscriber)")
+	fs.IntVar(&o.FanoutWorkMS, "scaleout-fanout-work-ms", o.FanoutWorkMS, "scaleout: WORK_MS of the fan-out points' instance")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -55,6 +58,13 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	if o.Rates, err = parseRates(*rates); err != nil {
 		fmt.Fprintln(stderr, "loadtests scaleout:", err)
 		return 2
+	}
+	o.Subscribers = nil
+	if *subs != "" {
+		if o.Subscribers, err = parseSizes(*subs); err != nil {
+			fmt.Fprintln(stderr, "loadtests scaleout: -scaleout-subscribers:", err)
+			return 2
+		}
 	}
 	o.Duration = c.duration
 	if err := runScaleOutCommand(ctx, c, args, o); err != nil {
@@ -69,10 +79,14 @@ func runScaleOutCommand(ctx context.Context, c common, args []string, o scenario
 	if o.WorkMS < 1 || o.Workers < 1 || o.BatchTasks < 1 || o.Duration <= 0 || o.KillDuration <= 0 {
 		return errors.New("-scaleout-work-ms, -scaleout-workers, -scaleout-batch-tasks, -duration and -scaleout-kill-duration must be positive")
 	}
+	if len(o.Subscribers) > 0 && (o.FanoutRate <= 0 || o.FanoutWorkMS < 1) {
+		return errors.New("-scaleout-fanout-rate and -scaleout-fanout-work-ms must be positive")
+	}
 	root, err := launch.Root()
 	if err != nil {
 		return err
 	}
+	o.StackDir = scenario.StackDir(root)
 	env, cleanup, err := newEnv(c, root)
 	if err != nil {
 		return err

@@ -66,3 +66,29 @@ func TestRunPointsGoesOnAfterAFailedSetup(t *testing.T) {
 		t.Error("SetupFailed disagrees with FailSide")
 	}
 }
+
+// TestSkippedSideIsNeitherMeasuredNorFailed: a side skipped by design
+// (SkipSide) is not measured, keeps its status and reason through
+// Validate, and is not among the failed points.
+func TestSkippedSideIsNeitherMeasuredNorFailed(t *testing.T) {
+	p := &Point{Scenario: "documents.rewrite_lz4", Name: "512KB", Sides: []string{"no-mongodb", "mongodb"}}
+	p.SkipSide("mongodb", "TOAST_COMPRESSION is a Postgres setting")
+	var called []string
+	if err := RunPoint(context.Background(), p, 2, func(_ context.Context, svc string, _ int) (*SideResult, error) {
+		called = append(called, svc)
+		return &SideResult{Metrics: map[string]float64{"x": 1}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(called, "mongodb") || len(called) != 2 {
+		t.Fatalf("measured %v, want no-mongodb in each of 2 rounds only", called)
+	}
+	run := &Run{ID: "r", Points: []Point{*p}}
+	run.Validate()
+	if st := run.Points[0].SideStatus("mongodb"); st.State != StateSkipped || st.OK() || st.String() != "skipped: TOAST_COMPRESSION is a Postgres setting" {
+		t.Errorf("mongodb: %q, want skipped with its reason, not ok", st)
+	}
+	if fps := FailedPoints([]*Run{run}); len(fps) != 0 {
+		t.Errorf("failed points %v, want none", fps)
+	}
+}

@@ -23,6 +23,10 @@ const (
 	// named (FerretDB answering as MongoDB): its figures say nothing about
 	// the system it stands in for.
 	StateStandIn = "stand-in"
+	// StateSkipped is a side the scenario leaves out by design, with the
+	// reason (the MongoDB side of the lz4 points, which only change a
+	// Postgres setting): it has no figures, and it is not a failure.
+	StateSkipped = "skipped"
 )
 
 // FailShare is the share of a phase's requests that may fail (non-2xx
@@ -262,8 +266,17 @@ func (p *Point) FailSide(side string, reason string) {
 	p.Status[side] = Failed("%s", firstLine(reason))
 }
 
+// SkipSide marks side of p as left out by design (StateSkipped), before
+// its rounds run: RunPoints does not measure it.
+func (p *Point) SkipSide(side string, reason string) {
+	if p.Status == nil {
+		p.Status = map[string]Status{}
+	}
+	p.Status[side] = Status{State: StateSkipped, Reason: reason}
+}
+
 // SetupFailed reports whether side of p was failed by FailSide (or any
-// status other than ok recorded before its rounds ran).
+// status other than ok recorded before its rounds ran, SkipSide's too).
 func (p *Point) SetupFailed(side string) bool {
 	st, ok := p.Status[side]
 	return ok && !st.OK()
@@ -306,7 +319,8 @@ func (f FailedPoint) String() string {
 }
 
 // FailedPoints lists every failed or not-run side of every point and
-// ceiling of runs (validated first); stand-ins are valid and not listed.
+// ceiling of runs (validated first); stand-ins are valid and not listed,
+// nor are sides skipped by design.
 func FailedPoints(runs []*Run) []FailedPoint {
 	var out []FailedPoint
 	for _, r := range runs {
@@ -317,7 +331,7 @@ func FailedPoints(runs []*Run) []FailedPoint {
 		for i := range r.Points {
 			p := &r.Points[i]
 			for _, side := range p.Sides {
-				if st := p.SideStatus(side); !st.OK() {
+				if st := p.SideStatus(side); !st.OK() && st.State != StateSkipped {
 					out = append(out, FailedPoint{Run: r.ID, Scenario: p.Scenario, Point: p.Name, Side: side, Status: st})
 				}
 			}

@@ -207,7 +207,7 @@ func cpuFigure(in *inputs, pair, side string) Figure {
 	if st := p.SideStatus(side); !st.OK() {
 		return failedFigure(" CPU-s", st)
 	}
-	v, ok := median(p, "cpu.total.per_1k", side)
+	v, ok := median(p, scenario.MetricCPUPerThousand("total"), side)
 	if !ok {
 		return noFigure(" CPU-s")
 	}

@@ -144,11 +144,11 @@ func cpuChart(r *driver.Run, path string) (bool, error) {
 			var ss []series
 			for _, g := range groups[pair] {
 				s := series{label: costLabels[g], color: palette[colors[g]], dashed: g == "total", box: g == "total"}
-				if !recorded(ps, "cpu."+g+".per_1k", side) {
+				if !recorded(ps, scenario.MetricCPUPerThousand(g), side) {
 					continue // that process was not counted in this run
 				}
 				for _, p := range ps {
-					v := sideXY(p, "cpu."+g+".per_1k", side, batchX(p))
+					v := sideXY(p, scenario.MetricCPUPerThousand(g), side, batchX(p))
 					if v.failed == "" && v.y <= 0 {
 						continue // no CPU measured in that process: nothing to draw on a log axis
 					}

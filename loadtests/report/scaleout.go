@@ -9,13 +9,13 @@ import (
 )
 
 // ScaleOutTitle is the heading of the scale-out section.
-const ScaleOutTitle = "Scale-out: competing consumers"
+const ScaleOutTitle = "Scale-out: competing consumers and fan-out"
 
 // ScaleOutSection renders the scale-out run (go run ./loadtests scaleout;
 // nil or another command: "") as a Markdown section: per number of
 // instances and side, the fixed rates, the batch point and the kill -9
-// point. A side whose point is not valid shows its status in words
-// instead of figures.
+// point, then per number of subscribers the fan-out points. A side whose
+// point is not valid shows its status in words instead of figures.
 func ScaleOutSection(r *driver.Run) string {
 	if r == nil || r.Command != "scaleout" || len(r.Points) == 0 {
 		return ""
@@ -58,7 +58,43 @@ func ScaleOutSection(r *driver.Run) string {
 		{"(slowest)", scenario.MetricKillMax, "s"},
 		{"open", scenario.MetricKillOpen, ""},
 	})
+	fanoutSection(&b, r)
 	return b.String()
+}
+
+// fanoutSection writes the fan-out points' table: per number of
+// subscribers and side, the enqueue p99, the copies processed, what
+// each published task cost in CPU and WAL, and the copies missing.
+func fanoutSection(b *strings.Builder, r *driver.Run) {
+	fmt.Fprintf(b, "\n**Fan-out**: one instance per side whose `FANOUT` gives `%s` N subscribers, offered %s such tasks for %v s. "+
+		"rabbitmq publishes each task once to the kind's fanout exchange, which copies it into one durable queue per subscriber; "+
+		"no-rabbitmq inserts the N copies in the enqueue's one transaction. Each copy is an ordinary task (%v workers of %v ms). "+
+		"copies/s is during the attack (N × the published rate when the side keeps up); the p99s are the enqueue's (client) and send→processed; "+
+		"CPU and WAL are per 1,000 published tasks and per published task, from the attack's start until the copies drained "+
+		"(WAL: Postgres', where both sides record their tasks; RabbitMQ's own store is not in it); "+
+		"\"missing\" counts copies not processed at the drain bound (0 unless the side fell behind or lost copies). "+
+		"docs/queue.md, \"Fan-out\", says what each design costs.\n\n",
+		r.Settings["fanout_kind"], fanoutRate(r), r.Settings["duration_s"], r.Settings["workers"], r.Settings["fanout_work_ms"])
+	scaleOutTable(b, r, scenario.ScaleOutFanout, []scaleCol{
+		{"copies/s", scenario.MetricFanoutCopies, ""},
+		{"enqueue p99 ms", driver.ClientP99, ""},
+		{"processed p99 ms", scenario.MetricScaleP99, ""},
+		{"CPU-s/1k service", scenario.MetricCPUPerThousand("service"), ""},
+		{"CPU-s/1k Postgres", scenario.MetricCPUPerThousand("postgres"), ""},
+		{"CPU-s/1k RabbitMQ", scenario.MetricCPUPerThousand("rabbitmq"), ""},
+		{"WAL B / task", scenario.MetricFanoutWAL, ""},
+		{"missing", scenario.MetricFanoutMissing, ""},
+	})
+}
+
+// fanoutRate is the fan-out points' published rate.
+func fanoutRate(r *driver.Run) string {
+	for _, p := range r.Points {
+		if p.Scenario == scenario.ScaleOutFanout {
+			return driver.Label(p.Rate)
+		}
+	}
+	return notRecorded
 }
 
 // scaleCol is a column of a scale-out table: a metric (with a unit

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,17 @@ func scaleOutFixture() *driver.Run {
 		}
 		return map[string]float64{scenario.MetricKillHeld: 72, scenario.MetricKillP50: 4.2, scenario.MetricKillMax: 5.1, scenario.MetricKillOpen: 0}, nil
 	})
+	r.Settings["fanout_kind"], r.Settings["fanout_work_ms"], r.Settings["duration_s"] = scenario.FanoutKind, 1, 6.0
+	for _, n := range []int{1, 8} {
+		point(scenario.ScaleOutFanout, "200/s → "+string(rune('0'+n))+" subscribers", 200, func(side string) (map[string]float64, error) {
+			if n == 8 && side == "rabbitmq" {
+				return nil, errors.New("rabbitmq fan-out: 503")
+			}
+			return map[string]float64{scenario.MetricFanoutCopies: 200 * float64(n), driver.ClientP99: 3.5, scenario.MetricScaleP99: 12,
+				scenario.MetricCPUPerThousand("service"): 0.4, scenario.MetricCPUPerThousand("postgres"): 0.9,
+				scenario.MetricFanoutWAL: 410 * float64(n), scenario.MetricFanoutMissing: 0}, nil
+		})
+	}
 	return r
 }
 
@@ -57,6 +69,8 @@ func TestScaleOutSection(t *testing.T) {
 		"## " + ScaleOutTitle, "at most 400 tasks/s", "| 300/s ×2 | no-rabbitmq | 299 | 41 | 61% / 39% | 0 |",
 		"| 4000 tasks ×2 | rabbitmq | 780 | 50% |", "| kill -9 1 of 2 | no-rabbitmq | 72 | 4.20s | 5.10s | 0 |",
 		"| kill -9 1 of 2 | rabbitmq | failed: context deadline exceeded |",
+		"200/s such tasks for 6 s", "| 200/s → 8 subscribers | no-rabbitmq | 1600 | 3.50 | 12 | 0.40 | 0.90 | not recorded | 3280 | 0 |",
+		"| 200/s → 8 subscribers | rabbitmq | failed: rabbitmq fan-out: 503 |",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the section lacks %q:\n%s", want, s)

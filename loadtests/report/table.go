@@ -135,7 +135,9 @@ func ratioCell(m *driver.Metric, sides []string) string {
 // sideCell is a side's cell of metric m in p: its status when the side
 // is not valid, else its aggregate.
 func sideCell(p *driver.Point, m *driver.Metric, side string) string {
-	if !p.SideStatus(side).OK() {
+	if st := p.SideStatus(side); st.State == driver.StateSkipped {
+		return skippedAbove
+	} else if !st.OK() {
 		return failedAbove
 	}
 	if m == nil {

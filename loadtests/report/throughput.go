@@ -46,7 +46,7 @@ func throughputRows() []row {
 		rows = append(rows, row{driver.ServerLatency(lat, driver.SuffixP50), lat + " p50 ms"}, row{driver.ServerLatency(lat, driver.SuffixP99), lat + " p99 ms"})
 	}
 	for _, g := range append(slices.Clone(scenario.CostGroups), "total") {
-		rows = append(rows, row{"cpu." + g + ".per_1k", "CPU-s/1k " + costLabels[g]})
+		rows = append(rows, row{scenario.MetricCPUPerThousand(g), "CPU-s/1k " + costLabels[g]})
 	}
 	return rows
 }
@@ -166,7 +166,7 @@ func closedLoopTable(b *strings.Builder, r *driver.Run, tp throughputPair, ps []
 			w("| %s | %s | %s | %s | %s | %s |", strings.TrimPrefix(p.Name, "batch "), SideLabel(r, side), c(scenario.MetricAccepted), e2e,
 				pair(lat+"."+driver.SuffixP50, lat+"."+driver.SuffixP99), pair(driver.ClientP50, driver.ClientP99))
 			for _, g := range groups {
-				w(" %s |", med("cpu."+g+".per_1k"))
+				w(" %s |", med(scenario.MetricCPUPerThousand(g)))
 			}
 			w("\n")
 		}

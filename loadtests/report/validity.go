@@ -18,6 +18,8 @@ const (
 	// failedAbove is a failed side's metric cell under the point's
 	// status row, which gives the reason.
 	failedAbove = "failed (reason above)"
+	// skippedAbove is the cell of a side skipped by design.
+	skippedAbove = "skipped (reason above)"
 )
 
 // validate fills the statuses runs built in memory lack (files read
@@ -96,7 +98,11 @@ func statusRow(p *driver.Point) ([4]string, bool) {
 		}
 		return statusText(st)
 	}
-	return [4]string{"validity", word(a), word(b), "no ratio: " + strings.Join(invalidSides(p), " and ") + " not valid"}, true
+	why := " not valid"
+	if (a.OK() || a.State == driver.StateSkipped) && (b.OK() || b.State == driver.StateSkipped) {
+		why = " skipped"
+	}
+	return [4]string{"validity", word(a), word(b), "no ratio: " + strings.Join(invalidSides(p), " and ") + why}, true
 }
 
 // invalidSides names the sides of p that are not valid.

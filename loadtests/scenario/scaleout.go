@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -41,6 +42,7 @@ const (
 	ScaleOutBatch = "scaleout.batch"
 	// ScaleOutKill is kill -9 of one of two instances under load.
 	ScaleOutKill = "scaleout.kill"
+	// ScaleOutFanout (scaleout_fanout.go) is fan-out to N subscribers.
 )
 
 // Scale-out metric names, per side (besides the client.* of the
@@ -86,17 +88,33 @@ type ScaleOutOptions struct {
 	// third of the way in.
 	Kill         bool
 	KillDuration time.Duration
+	// Subscribers are the numbers of subscribers of the fan-out points
+	// (none: no fan-out points); FanoutRate is their published rate
+	// (tasks/s, each becoming one copy per subscriber) and FanoutWorkMS
+	// their WORK_MS, small so that the copies' processing, not the
+	// simulated work, is what N costs.
+	Subscribers  []int
+	FanoutRate   float64
+	FanoutWorkMS int
+	// StackDir is where the stack keeps its pid files (.stack), to find
+	// the servers whose CPU the fan-out points count; empty: a /proc scan.
+	StackDir string
 }
 
-// ScaleOutDefaults take about four minutes on 2 cores (ScaleOutOptions.
+// ScaleOutDefaults take about six minutes on 2 cores (ScaleOutOptions.
 // Estimate): per side 7 instance starts, 6 fixed-rate attacks of 6 s,
-// 3 batch points (4,000 tasks at 400, 800 and 1,600 tasks/s of capacity)
-// and the kill point. 300/s is within one instance's capacity (8 workers
-// × 20 ms = 400 tasks/s); 600/s needs two.
+// 3 batch points (4,000 tasks at 400, 800 and 1,600 tasks/s of capacity),
+// the kill point, and 4 fan-out points (one instance each). 300/s is
+// within one instance's capacity (8 workers × 20 ms = 400 tasks/s); 600/s
+// needs two. The fan-out points post 200 tasks/s, 1,600 copies/s at 8
+// subscribers, within one instance's 8 workers × 1 ms and within what
+// both sides sustain in batches (RESULTS.md's throughput section), so
+// that they show what each subscriber costs rather than a backlog.
 var ScaleOutDefaults = ScaleOutOptions{
 	Instances: []int{1, 2, 4}, Rates: []float64{300, 600}, Duration: 6 * time.Second,
 	BatchTasks: 4000, BatchSize: 100, Senders: 4, Workers: 8, WorkMS: 20,
 	Lease: 5 * time.Second, Kill: true, KillDuration: 8 * time.Second,
+	Subscribers: []int{1, 2, 4, 8}, FanoutRate: 200, FanoutWorkMS: 1,
 }
 
 // instanceStart is one instance started (its binary already built).
@@ -127,6 +145,11 @@ func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
 		e.Attacks += sides
 		fixed += time.Duration(sides)*(o.KillDuration+attackOverhead) + o.Lease
 	}
+	if n := len(o.Subscribers); n > 0 {
+		e.Attacks += sides * n
+		fixed += time.Duration(sides*n) * (instanceStart + o.Duration + 2*time.Second + attackOverhead)
+		e.Bound += time.Duration(sides*n) * settle
+	}
 	e.Typical += fixed
 	e.Bound += fixed + time.Duration(sides*len(o.Instances))*settle
 	return e
@@ -135,7 +158,8 @@ func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
 // RunScaleOut runs the scenario: for each side and each number of
 // instances, a fleet of fresh instances on a fresh schema (and queue),
 // the fixed rates, the batch point and, with two instances, the kill -9
-// point. Each point has one round. It needs the driver to start the
+// point; then for each number of subscribers a fresh instance with that
+// fan-out, at the fan-out rate. Each point has one round. It needs the driver to start the
 // instances itself (-start=auto or always).
 func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions) error {
 	if e.Launcher == nil {
@@ -157,6 +181,12 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 			}
 			pts.measure(ctx, e, svc, n, o)
 		}
+		for _, n := range o.Subscribers {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			pts.fanout(ctx, e, svc, n, o)
+		}
 	}
 	return ctx.Err()
 }
@@ -173,6 +203,12 @@ func scaleOutSettings(run *driver.Run, o ScaleOutOptions) {
 	run.Settings["work_ms"] = o.WorkMS
 	run.Settings["lease_s"] = o.Lease.Seconds()
 	run.Settings["kill_duration_s"] = o.KillDuration.Seconds()
+	if len(o.Subscribers) > 0 {
+		run.Settings["subscribers"] = o.Subscribers
+		run.Settings["fanout_rate"] = o.FanoutRate
+		run.Settings["fanout_work_ms"] = o.FanoutWorkMS
+		run.Settings["fanout_kind"] = FanoutKind
+	}
 }
 
 // scaleOutKey names a rate point: its rate and instance count.
@@ -187,6 +223,8 @@ type scaleOutPoints struct {
 	rates   map[scaleOutKey]*driver.Point
 	batches map[int]*driver.Point
 	kill    *driver.Point
+	// fanouts are the fan-out points by number of subscribers.
+	fanouts map[int]*driver.Point
 	// order is every point in the order of the results file.
 	order []*driver.Point
 }
@@ -197,7 +235,7 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		return &driver.Point{Scenario: scenario, Name: name, Rate: rate, DurationS: d, Sides: sides,
 			Rounds: []driver.Round{{Index: 0, Order: sides, Sides: map[string]*driver.SideResult{}}}}
 	}
-	pts := &scaleOutPoints{rates: map[scaleOutKey]*driver.Point{}, batches: map[int]*driver.Point{}}
+	pts := &scaleOutPoints{rates: map[scaleOutKey]*driver.Point{}, batches: map[int]*driver.Point{}, fanouts: map[int]*driver.Point{}}
 	for _, r := range o.Rates {
 		for _, n := range o.Instances {
 			p := newPoint(ScaleOutRate, fmt.Sprintf("%s ×%d", driver.Label(r), n), r, o.Duration.Seconds())
@@ -213,6 +251,11 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 	if o.Kill && len(o.Rates) > 0 {
 		pts.kill = newPoint(ScaleOutKill, "kill -9 1 of 2", o.Rates[0], o.KillDuration.Seconds())
 		pts.order = append(pts.order, pts.kill)
+	}
+	for _, n := range o.Subscribers {
+		p := newPoint(ScaleOutFanout, fanoutName(o.FanoutRate, n), o.FanoutRate, o.Duration.Seconds())
+		pts.fanouts[n] = p
+		pts.order = append(pts.order, p)
 	}
 	return pts
 }
@@ -234,7 +277,7 @@ func (pts *scaleOutPoints) set(p *driver.Point, svc string, res *driver.SideResu
 // do not start, each of those points records why.
 func (pts *scaleOutPoints) measure(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) {
 	e.logf("scaleout: %s ×%d (%d workers of %d ms each)", svc, n, o.Workers, o.WorkMS)
-	f, err := startFleet(ctx, e, svc, n, o)
+	f, err := startFleet(ctx, e, svc, n, o, nil)
 	if err != nil {
 		for _, r := range o.Rates {
 			pts.set(pts.rates[scaleOutKey{r, n}], svc, nil, err)
@@ -264,17 +307,23 @@ type fleet struct {
 	svc           string
 	schema, queue string
 	names, urls   []string
+	ports         []int
 	killed        []bool
+	// subscribers is the fan-out points' number of subscribers, whose
+	// queues reset deletes as well (0: none).
+	subscribers int
 }
 
 // startFleet drops what a previous run left in the side's schema (and
-// queues), then starts n instances.
-func startFleet(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) (*fleet, error) {
-	f := &fleet{e: e, svc: svc, schema: "scaleout_" + strings.ReplaceAll(svc, "-", "_"), queue: "scaleout"}
+// queues), then starts n instances, with extra added to (or replacing)
+// their environment.
+func startFleet(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions, extra map[string]string) (*fleet, error) {
+	f := &fleet{e: e, svc: svc, schema: "scaleout_" + strings.ReplaceAll(svc, "-", "_"), queue: "scaleout", subscribers: slices.Max(append([]int{0}, o.Subscribers...))}
 	if err := f.reset(ctx); err != nil {
 		return nil, err
 	}
 	env := map[string]string{"DATABASE_SCHEMA": f.schema, "WORKERS": strconv.Itoa(o.Workers), "WORK_MS": strconv.Itoa(o.WorkMS)}
+	maps.Copy(env, extra)
 	if svc == QueuePair.A.Name {
 		env["LEASE"] = o.Lease.String()
 	} else {
@@ -294,6 +343,7 @@ func startFleet(ctx context.Context, e *Env, svc string, n int, o ScaleOutOption
 		}
 		f.names = append(f.names, name)
 		f.urls = append(f.urls, fmt.Sprintf("http://%s:%d", e.host(), p))
+		f.ports = append(f.ports, p)
 		f.killed = append(f.killed, false)
 	}
 	return f, nil
@@ -314,7 +364,8 @@ func (f *fleet) stop(ctx context.Context) {
 	}
 }
 
-// reset drops the side's schema and, on the rabbitmq side, its queues.
+// reset drops the side's schema and, on the rabbitmq side, its queues
+// (the fan-out ones of f.subscribers too).
 func (f *fleet) reset(ctx context.Context) error {
 	conn, err := f.e.connect(ctx)
 	if err != nil {
@@ -327,7 +378,13 @@ func (f *fleet) reset(ctx context.Context) error {
 	if f.svc == QueuePair.A.Name {
 		return nil
 	}
-	return deleteQueues(rabbitMQURL(), f.queue)
+	if err := deleteQueues(rabbitMQURL(), f.queue); err != nil {
+		return err
+	}
+	if f.subscribers > 0 {
+		return dropFanout(rabbitMQURL(), f.queue, f.subscribers)
+	}
+	return nil
 }
 
 // rabbitMQURL is RABBITMQ_URL, or the stack's broker.
@@ -341,16 +398,22 @@ func rabbitMQURL() string {
 // deleteQueues deletes the queues and the exchange the rabbitmq service
 // declares for name with the default RETRY_BASE and MAX_ATTEMPTS.
 func deleteQueues(url, name string) error {
+	names := []string{name, name + ".dead"}
+	for ms := 200; ms <= 1600; ms *= 2 {
+		names = append(names, name+".retry."+strconv.Itoa(ms))
+	}
+	return deleteNames(url, names, []string{name + ".dlx"})
+}
+
+// deleteNames deletes queues and exchanges on the broker at url; those
+// that do not exist are skipped.
+func deleteNames(url string, queues, exchanges []string) error {
 	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
 	if err != nil {
 		return fmt.Errorf("rabbitmq (RABBITMQ_URL): %w", err)
 	}
 	defer conn.Close()
-	names := []string{name, name + ".dead"}
-	for ms := 200; ms <= 1600; ms *= 2 {
-		names = append(names, name+".retry."+strconv.Itoa(ms))
-	}
-	for _, q := range names {
+	for _, q := range queues {
 		ch, err := conn.Channel() // a failed delete closes its channel
 		if err != nil {
 			return err
@@ -358,8 +421,12 @@ func deleteQueues(url, name string) error {
 		_, _ = ch.QueueDelete(q, false, false, false)
 		_ = ch.Close()
 	}
-	if ch, err := conn.Channel(); err == nil {
-		_ = ch.ExchangeDelete(name+".dlx", false, false)
+	for _, x := range exchanges {
+		ch, err := conn.Channel()
+		if err != nil {
+			return err
+		}
+		_ = ch.ExchangeDelete(x, false, false)
 		_ = ch.Close()
 	}
 	return nil

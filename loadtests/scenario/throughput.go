@@ -119,6 +119,11 @@ const (
 	MetricEndToEnd = "e2e_per_s"
 )
 
+// MetricCPUPerThousand is the metric of the CPU-seconds a process group
+// ("service", "postgres", "rabbitmq", "kafka"; "total" for their sum)
+// used per 1,000 items: "cpu.<group>.per_1k".
+func MetricCPUPerThousand(group string) string { return "cpu." + group + ".per_1k" }
+
 // CostProcessesSetting is the run setting that lists, per service, the
 // process groups whose CPU was counted: their pids and how each was found
 // (a map of service to cost.Set).
@@ -432,14 +437,14 @@ func sideCPU(m map[string]float64, groups cost.Set, used map[string]float64, ite
 			m["cpu."+g.Name+".s"] = v
 			total += v
 			if pk := cost.PerThousand(v, items); !math.IsNaN(pk) {
-				m["cpu."+g.Name+".per_1k"] = pk
+				m[MetricCPUPerThousand(g.Name)] = pk
 			}
 		}
 	}
 	if len(used) > 0 {
 		m["cpu.total.s"] = math.Round(total*1000) / 1000
 		if pk := cost.PerThousand(total, items); !math.IsNaN(pk) {
-			m["cpu.total.per_1k"] = pk
+			m[MetricCPUPerThousand("total")] = pk
 		}
 	}
 }
