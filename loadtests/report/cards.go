@@ -32,6 +32,10 @@ type Figure struct {
 	Unit  string
 	// Why is "" for a valid figure.
 	Why string
+	// Lo and Hi are the range across rounds of a median Value (the
+	// sustainable rates), printed beside it when they differ; both 0 for
+	// a figure without one.
+	Lo, Hi float64
 }
 
 // OK reports whether the figure holds a valid value.
@@ -42,6 +46,9 @@ func (f Figure) OK() bool { return f.Why == "" }
 func (f Figure) String() string {
 	if !f.OK() {
 		return f.Why
+	}
+	if f.Hi > f.Lo {
+		return fmt.Sprintf("%s%s (%s–%s across rounds)", num(f.Value), f.Unit, num(f.Lo), num(f.Hi))
 	}
 	return num(f.Value) + f.Unit
 }
@@ -450,5 +457,19 @@ func sustainedFigures(in *inputs, pair, pg, spec string) (Figure, Figure, string
 	if !ok {
 		return Figure{}, Figure{}, ""
 	}
-	return pointFigure(p, scenario.MetricSustainable, pg, "/s"), pointFigure(p, scenario.MetricSustainable, spec, "/s"), p.Name
+	return ranged(p, pointFigure(p, scenario.MetricSustainable, pg, "/s"), pg), ranged(p, pointFigure(p, scenario.MetricSustainable, spec, "/s"), spec), p.Name
+}
+
+// ranged adds to a valid figure of the sustainable rate of side in p its
+// range across rounds: rounds that disagree are shown, not averaged away.
+func ranged(p *driver.Point, f Figure, side string) Figure {
+	if !f.OK() {
+		return f
+	}
+	if m := p.Find(scenario.MetricSustainable); m != nil {
+		if a, ok := m.Sides[side]; ok && a.N > 1 {
+			f.Lo, f.Hi = a.Min, a.Max
+		}
+	}
+	return f
 }

@@ -112,3 +112,23 @@ func TestCommittedREADMEIsShort(t *testing.T) {
 		}
 	}
 }
+
+// TestFigureShowsTheRoundsRange: a median of rounds that disagree is
+// printed with their range, never alone; one that agrees, or a failed
+// figure, is printed as before.
+func TestFigureShowsTheRoundsRange(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		f    Figure
+		want string
+	}{
+		{Figure{Value: 10000, Unit: "/s", Lo: 5000, Hi: 15000}, "10000/s (5000–15000 across rounds)"},
+		{Figure{Value: 7500, Unit: "/s", Lo: 7500, Hi: 7500}, "7500/s"},
+		{Figure{Value: 7500, Unit: "/s"}, "7500/s"},
+		{Figure{Unit: "/s", Why: "failed: no search", Lo: 1, Hi: 2}, "failed: no search"},
+	} {
+		if got := c.f.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.f, got, c.want)
+		}
+	}
+}

@@ -788,7 +788,11 @@ func ClaimsFrom(all []*driver.Run, src Sources) []Claim {
 		defer rel()
 		for _, r := range views[k].rs {
 			for i := range r.Points {
-				trackers.Store(&r.Points[i], viewLog)
+				p := &r.Points[i]
+				trackers.Store(p, viewLog)
+				if n := len(p.Rounds); n > 1 && n <= k {
+					lackRound.Store(p, struct{}{})
+				}
 			}
 		}
 	}
@@ -834,6 +838,9 @@ func decide(s claimSpec, in claimInputs, views []claimInputs, log, viewLog *read
 		ok := s.evaluate(v)
 		if ok.missing != "" || ok.failed != "" || ok.unmeasurable != "" || (viewLog.reads == 0 && !ok.perRound) {
 			continue // not decided by rounds: the raw loops, a failure
+		}
+		if viewLog.lacking > 0 {
+			continue // a point it read has no round k: not a round
 		}
 		if ok.holds {
 			held = append(held, k)
@@ -933,6 +940,7 @@ func claimView(all []*driver.Run, round int, rr ...raw.Results) (claimInputs, fu
 	return in, func() {
 		for _, p := range copied {
 			trackers.Delete(p)
+			lackRound.Delete(p)
 		}
 	}
 }

@@ -40,11 +40,12 @@ func statusText(st driver.Status) string { return md(st.String()) }
 type readLog struct {
 	seen   map[string]bool
 	failed []string
-	// reads counts the sides read, valid or not.
-	reads int
+	// reads counts the sides read, valid or not; lacking those of points
+	// without the round of the view being evaluated (lackRound).
+	reads, lacking int
 }
 
-func (l *readLog) reset() { l.seen, l.failed, l.reads = map[string]bool{}, nil, 0 }
+func (l *readLog) reset() { l.seen, l.failed, l.reads, l.lacking = map[string]bool{}, nil, 0, 0 }
 
 func (l *readLog) add(what string) {
 	if !l.seen[what] {
@@ -59,12 +60,21 @@ func (l *readLog) add(what string) {
 // Points outside Claims' copies (the README's, the charts') have none.
 var trackers sync.Map // *driver.Point → *readLog
 
+// lackRound holds the points of a claims evaluation's per-round views
+// that have several rounds but not the view's (a 2-round sustainable
+// search in the view of round 2): such a point is kept whole in the view,
+// so a view that reads one is not a round, and decides nothing.
+var lackRound sync.Map // *driver.Point → struct{}
+
 // sideValid reports whether side of p holds valid figures; when it does
 // not and p belongs to a claims evaluation, the side is logged there.
 func sideValid(p *driver.Point, side string) bool {
 	l, tracked := trackers.Load(p)
 	if tracked {
 		l.(*readLog).reads++
+		if _, lacks := lackRound.Load(p); lacks {
+			l.(*readLog).lacking++
+		}
 	}
 	st := p.SideStatus(side)
 	if st.OK() {
