@@ -42,7 +42,10 @@ const (
 	ScaleOutBatch = "scaleout.batch"
 	// ScaleOutKill is kill -9 of one of two instances under load.
 	ScaleOutKill = "scaleout.kill"
-	// ScaleOutFanout (scaleout_fanout.go) is fan-out to N subscribers.
+	// ScaleOutFanout is a fixed rate of FanoutKind tasks posted to one
+	// instance whose FANOUT gives the kind N subscribers
+	// (scaleout_fanout.go).
+	ScaleOutFanout = "scaleout.fanout"
 )
 
 // Scale-out metric names, per side (besides the client.* of the
@@ -159,8 +162,8 @@ func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
 // instances, a fleet of fresh instances on a fresh schema (and queue),
 // the fixed rates, the batch point and, with two instances, the kill -9
 // point; then for each number of subscribers a fresh instance with that
-// fan-out, at the fan-out rate. Each point has one round. It needs the driver to start the
-// instances itself (-start=auto or always).
+// fan-out, at the fan-out rate. Each point has one round. It needs the
+// driver to start the instances itself (-start=auto or always).
 func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions) error {
 	if e.Launcher == nil {
 		return errors.New("scaleout starts its own instances: run it with -start=auto or -start=always")

@@ -25,10 +25,6 @@ import (
 // issue's example); its subscribers are s1 … sN.
 const FanoutKind = "order.placed"
 
-// ScaleOutFanout is a fixed rate of FanoutKind tasks posted to one
-// instance whose FANOUT gives the kind N subscribers.
-const ScaleOutFanout = "scaleout.fanout"
-
 // Fan-out metric names, per side (besides the client.* of the attack,
 // whose p99 is the enqueue's, and the processing p99, backlog and
 // drained of the other scale-out points): the number of subscribers,
