@@ -20,7 +20,7 @@ import (
 const scaleoutCommand = "scaleout"
 
 func init() {
-	loadCommands[scaleoutCommand] = "competing consumers: 1, 2 and 4 instances of each queue service on one schema / one queue, fixed rates, a batch, kill -9 of one of two; fan-out to 1, 2, 4 and 8 subscribers"
+	loadCommands[scaleoutCommand] = "competing consumers: 1, 2 and 4 instances of each queue service on one schema / one queue, fixed rates, a batch, kill -9 of one of two; fan-out to 1, 2, 4 and 8 subscribers; 1, 2, 4 and 8 consumer groups of each log service"
 }
 
 // scaleoutMain runs `go run ./loadtests scaleout [flags]`: the scale-out
@@ -48,6 +48,8 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	subs := fs.String("scaleout-subscribers", formatInts(o.Subscribers), "scaleout: numbers of subscribers of the fan-out points (empty: none)")
 	fs.Float64Var(&o.FanoutRate, "scaleout-fanout-rate", o.FanoutRate, "scaleout: tasks/s posted at the fan-out points (each becomes one copy per subscriber)")
 	fs.IntVar(&o.FanoutWorkMS, "scaleout-fanout-work-ms", o.FanoutWorkMS, "scaleout: WORK_MS of the fan-out points' instance")
+	groups := fs.String("scaleout-groups", formatInts(o.Groups), "scaleout: numbers of consumer groups (the default one included) of the log pair's groups points (empty: none)")
+	fs.Float64Var(&o.GroupRate, "scaleout-group-rate", o.GroupRate, "scaleout: events/s (single POST /events) at the groups points")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -66,6 +68,13 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 			return 2
 		}
 	}
+	o.Groups = nil
+	if *groups != "" {
+		if o.Groups, err = parseSizes(*groups); err != nil {
+			fmt.Fprintln(stderr, "loadtests scaleout: -scaleout-groups:", err)
+			return 2
+		}
+	}
 	o.Duration = c.duration
 	if err := runScaleOutCommand(ctx, c, args, o); err != nil {
 		fmt.Fprintln(stderr, "loadtests scaleout:", err)
@@ -81,6 +90,9 @@ func runScaleOutCommand(ctx context.Context, c common, args []string, o scenario
 	}
 	if len(o.Subscribers) > 0 && (o.FanoutRate <= 0 || o.FanoutWorkMS < 1) {
 		return errors.New("-scaleout-fanout-rate and -scaleout-fanout-work-ms must be positive")
+	}
+	if len(o.Groups) > 0 && o.GroupRate <= 0 {
+		return errors.New("-scaleout-group-rate must be positive")
 	}
 	root, err := launch.Root()
 	if err != nil {

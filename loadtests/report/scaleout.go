@@ -9,7 +9,7 @@ import (
 )
 
 // ScaleOutTitle is the heading of the scale-out section.
-const ScaleOutTitle = "Scale-out: competing consumers and fan-out"
+const ScaleOutTitle = "Scale-out: competing consumers, fan-out and consumer groups"
 
 // ScaleOutSection renders the scale-out run (go run ./loadtests scaleout;
 // nil or another command: "") as a Markdown section: per number of
@@ -35,17 +35,17 @@ func ScaleOutSection(r *driver.Run) string {
 		"the p99 is send→processed, the highest of the instances'; shares are each instance's part of the tasks processed; " +
 		"\"twice\" counts tasks delivered more than once (0 without faults).\n\n")
 	scaleOutTable(&b, r, scenario.ScaleOutRate, []scaleCol{
-		{"processed/s", scenario.MetricScaleProcessed, ""},
-		{"p99 ms", scenario.MetricScaleP99, ""},
-		{"shares", "", "shares"},
-		{"twice", scenario.MetricScaleRedelivered, ""},
+		{"processed/s", scenario.MetricScaleProcessed, "", "", ""},
+		{"p99 ms", scenario.MetricScaleP99, "", "", ""},
+		{"shares", "", "shares", "", ""},
+		{"twice", scenario.MetricScaleRedelivered, "", "", ""},
 	})
 	w("\n**Batch**: %v tasks posted in batches of %v by %v senders, timed until the last is processed.\n\n",
 		r.Settings["batch_tasks"], r.Settings["batch_size"], r.Settings["senders"])
 	scaleOutTable(&b, r, scenario.ScaleOutBatch, []scaleCol{
-		{"processed/s", scenario.MetricScaleProcessed, ""},
-		{"shares", "", "shares"},
-		{"twice", scenario.MetricScaleRedelivered, ""},
+		{"processed/s", scenario.MetricScaleProcessed, "", "", ""},
+		{"shares", "", "shares", "", ""},
+		{"twice", scenario.MetricScaleRedelivered, "", "", ""},
 	})
 	w("\n**kill -9** of one of two instances a third of the way into %v s at %s posted to the other "+
 		"(no-rabbitmq's LEASE %v s). \"held\" counts the tasks the victim had recorded as delivered, "+
@@ -53,19 +53,63 @@ func ScaleOutSection(r *driver.Run) string {
 		"\"open\" counts accepted tasks not done at the bound (lost, if not 0).\n\n",
 		r.Settings["kill_duration_s"], killRate(r), r.Settings["lease_s"])
 	scaleOutTable(&b, r, scenario.ScaleOutKill, []scaleCol{
-		{"held", scenario.MetricKillHeld, ""},
-		{"processed again after (median)", scenario.MetricKillP50, "s"},
-		{"(slowest)", scenario.MetricKillMax, "s"},
-		{"open", scenario.MetricKillOpen, ""},
+		{"held", scenario.MetricKillHeld, "", "", ""},
+		{"processed again after (median)", scenario.MetricKillP50, "s", "", ""},
+		{"(slowest)", scenario.MetricKillMax, "s", "", ""},
+		{"open", scenario.MetricKillOpen, "", "", ""},
 	})
 	fanoutSection(&b, r)
+	groupsSection(&b, r)
 	return b.String()
+}
+
+// groupsSection writes the groups points' table: per number of consumer
+// groups and log side, the rate each group received, the default group's
+// delivery p99, the CPU per 1,000 written events, the WAL the slots held
+// and the deliveries missing.
+func groupsSection(b *strings.Builder, r *driver.Run) {
+	if !hasScenario(r, scenario.ScaleOutGroups) {
+		fmt.Fprintf(b, "\n**Consumer groups** (log pair): not in this run (`results/%s.json` has no groups points); `go run ./loadtests scaleout` and the next `make results` measure them (docs/log.md, \"Consumer groups\").\n", r.ID)
+		return
+	}
+	fmt.Fprintf(b, "\n**Consumer groups** (log pair): one instance per side with N groups in all, the default one and N−1 created from latest, "+
+		"offered %s single `POST /events` for %v s. kafka: one more Kafka consumer group per group on the one 3-partition topic, written once; "+
+		"no-kafka: one more logical replication slot per group, each decoding all of the database's WAL. "+
+		"events/s per group is every group's first deliveries during the attack over N; the p99 is the default group's write→delivered; "+
+		"CPU is per 1,000 written events, from the attack's start until every group had every event; "+
+		"\"slot WAL\" is what no-kafka's slots retained at the attack's end; \"missing\" counts deliveries not made at the drain bound. "+
+		"docs/log.md, \"Consumer groups\", says what each group costs.\n\n",
+		groupRate(r), r.Settings["duration_s"])
+	scaleOutTable(b, r, scenario.ScaleOutGroups, []scaleCol{
+		{"events/s per group", scenario.MetricGroupDelivered, "", "", ""},
+		{"write p99 ms", driver.ClientP99, "", "", ""},
+		{"delivery p99 ms", driver.ServerLatency("delivery", driver.SuffixP99), "", "", ""},
+		{"CPU-s/1k service", scenario.MetricCPUPerThousand("service"), "", "", ""},
+		{"CPU-s/1k Postgres", scenario.MetricCPUPerThousand("postgres"), "", "", ""},
+		{"CPU-s/1k Kafka", scenario.MetricCPUPerThousand("kafka"), "", "", ""},
+		{"slot WAL bytes", scenario.MetricGroupsSlotBytes, "", scenario.LogPair.A.Name, "no slots"},
+		{"missing", scenario.MetricGroupMissing, "", "", ""},
+	})
+}
+
+// groupRate is the groups points' rate.
+func groupRate(r *driver.Run) string {
+	for _, p := range r.Points {
+		if p.Scenario == scenario.ScaleOutGroups {
+			return driver.Label(p.Rate)
+		}
+	}
+	return notRecorded
 }
 
 // fanoutSection writes the fan-out points' table: per number of
 // subscribers and side, the enqueue p99, the copies processed, what
 // each published task cost in CPU and WAL, and the copies missing.
 func fanoutSection(b *strings.Builder, r *driver.Run) {
+	if !hasScenario(r, scenario.ScaleOutFanout) {
+		fmt.Fprintf(b, "\n**Fan-out**: not in this run (`results/%s.json` has no fan-out points); `go run ./loadtests scaleout` and the next `make results` measure them (docs/queue.md, \"Fan-out\").\n", r.ID)
+		return
+	}
 	fmt.Fprintf(b, "\n**Fan-out**: one instance per side whose `FANOUT` gives `%s` N subscribers, offered %s such tasks for %v s. "+
 		"rabbitmq publishes each task once to the kind's fanout exchange, which copies it into one durable queue per subscriber; "+
 		"no-rabbitmq inserts the N copies in the enqueue's one transaction. Each copy is an ordinary task (%v workers of %v ms). "+
@@ -76,15 +120,25 @@ func fanoutSection(b *strings.Builder, r *driver.Run) {
 		"docs/queue.md, \"Fan-out\", says what each design costs.\n\n",
 		r.Settings["fanout_kind"], fanoutRate(r), r.Settings["duration_s"], r.Settings["workers"], r.Settings["fanout_work_ms"])
 	scaleOutTable(b, r, scenario.ScaleOutFanout, []scaleCol{
-		{"copies/s", scenario.MetricFanoutCopies, ""},
-		{"enqueue p99 ms", driver.ClientP99, ""},
-		{"processed p99 ms", scenario.MetricScaleP99, ""},
-		{"CPU-s/1k service", scenario.MetricCPUPerThousand("service"), ""},
-		{"CPU-s/1k Postgres", scenario.MetricCPUPerThousand("postgres"), ""},
-		{"CPU-s/1k RabbitMQ", scenario.MetricCPUPerThousand("rabbitmq"), ""},
-		{"WAL B / task", scenario.MetricFanoutWAL, ""},
-		{"missing", scenario.MetricFanoutMissing, ""},
+		{"copies/s", scenario.MetricFanoutCopies, "", "", ""},
+		{"enqueue p99 ms", driver.ClientP99, "", "", ""},
+		{"processed p99 ms", scenario.MetricScaleP99, "", "", ""},
+		{"CPU-s/1k service", scenario.MetricCPUPerThousand("service"), "", "", ""},
+		{"CPU-s/1k Postgres", scenario.MetricCPUPerThousand("postgres"), "", "", ""},
+		{"CPU-s/1k RabbitMQ", scenario.MetricCPUPerThousand("rabbitmq"), "", "", ""},
+		{"WAL B / task", scenario.MetricFanoutWAL, "", "", ""},
+		{"missing", scenario.MetricFanoutMissing, "", "", ""},
 	})
+}
+
+// hasScenario reports whether r has a point of scenario name.
+func hasScenario(r *driver.Run, name string) bool {
+	for _, p := range r.Points {
+		if p.Scenario == name {
+			return true
+		}
+	}
+	return false
 }
 
 // fanoutRate is the fan-out points' published rate.
@@ -101,6 +155,9 @@ func fanoutRate(r *driver.Run) string {
 // suffix), or "shares" for the instances' shares.
 type scaleCol struct {
 	title, metric, unit string
+	// only, when set, is the one side the metric exists on; the other
+	// sides' cells say otherwise instead.
+	only, otherwise string
 }
 
 // scaleOutTable writes one table of the points of scenario: one row per
@@ -139,6 +196,9 @@ func scaleOutTable(b *strings.Builder, r *driver.Run, scenarioName string, cols 
 // scaleCell is one figure of a valid side, "not recorded" when the side
 // did not report it.
 func scaleCell(p *driver.Point, side string, c scaleCol) string {
+	if c.only != "" && side != c.only {
+		return c.otherwise
+	}
 	if c.unit == "shares" {
 		return sharesText(p, side)
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,11 @@ func scaleOutFixture() *driver.Run {
 	r.Settings["workers"], r.Settings["work_ms"], r.Settings["lease_s"], r.Settings["kill_duration_s"] = 8, 20, 5.0, 8.0
 	r.Settings["batch_tasks"], r.Settings["batch_size"], r.Settings["senders"] = 4000, 100, 4
 	point := func(sc, name string, rate float64, fn func(side string) (map[string]float64, error)) {
-		p := driver.Point{Scenario: sc, Name: name, Rate: rate, Sides: scenario.QueuePair.Sides()}
+		sides := scenario.QueuePair.Sides()
+		if sc == scenario.ScaleOutGroups {
+			sides = scenario.LogPair.Sides()
+		}
+		p := driver.Point{Scenario: sc, Name: name, Rate: rate, Sides: sides}
 		_ = driver.RunPoint(context.Background(), &p, 1, func(_ context.Context, s string, _ int) (*driver.SideResult, error) {
 			m, err := fn(s)
 			return &driver.SideResult{Metrics: m}, err
@@ -57,6 +62,14 @@ func scaleOutFixture() *driver.Run {
 				scenario.MetricFanoutWAL: 410 * float64(n), scenario.MetricFanoutMissing: 0}, nil
 		})
 	}
+	point(scenario.ScaleOutGroups, "500/s → 4 groups", 500, func(side string) (map[string]float64, error) {
+		m := map[string]float64{scenario.MetricGroups: 4, scenario.MetricGroupDelivered: 499, driver.ClientP99: 4.5,
+			driver.ServerLatency("delivery", driver.SuffixP99): 21, scenario.MetricCPUPerThousand("postgres"): 1.2, scenario.MetricGroupMissing: 0}
+		if side == "no-kafka" {
+			m[scenario.MetricGroupsSlotBytes] = 1234567
+		}
+		return m, nil
+	})
 	return r
 }
 
@@ -71,10 +84,29 @@ func TestScaleOutSection(t *testing.T) {
 		"| kill -9 1 of 2 | rabbitmq | failed: context deadline exceeded |",
 		"200/s such tasks for 6 s", "| 200/s → 8 subscribers | no-rabbitmq | 1600 | 3.50 | 12 | 0.40 | 0.90 | not recorded | 3280 | 0 |",
 		"| 200/s → 8 subscribers | rabbitmq | failed: rabbitmq fan-out: 503 |",
+		"**Consumer groups** (log pair)", "offered 500/s single `POST /events`",
+		"| 500/s → 4 groups | no-kafka | 499 | 4.50 | 21 | not recorded | 1.20 | not recorded | 1234567 | 0 |",
+		"| 500/s → 4 groups | kafka | 499 | 4.50 | 21 | not recorded | 1.20 | not recorded | no slots | 0 |",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the section lacks %q:\n%s", want, s)
 		}
+	}
+	// A run from before the fan-out and groups points says so, with no
+	// setting printed as a Go zero value.
+	old := scaleOutFixture()
+	old.Points = slices.DeleteFunc(old.Points, func(p driver.Point) bool {
+		return p.Scenario == scenario.ScaleOutFanout || p.Scenario == scenario.ScaleOutGroups
+	})
+	delete(old.Settings, "fanout_kind")
+	so := ScaleOutSection(old)
+	for _, want := range []string{"**Fan-out**: not in this run", "**Consumer groups** (log pair): not in this run"} {
+		if !strings.Contains(so, want) {
+			t.Errorf("the section of an older run lacks %q:\n%s", want, so)
+		}
+	}
+	if strings.Contains(so, "%!") || strings.Contains(so, "<nil>") {
+		t.Errorf("the section of an older run prints a missing setting:\n%s", so)
 	}
 	if ScaleOutSection(nil) != "" || ScaleOutSection(driver.NewRun("queue", nil, time.Now())) != "" {
 		t.Error("a missing scale-out run should render nothing")

@@ -99,15 +99,23 @@ type ScaleOutOptions struct {
 	Subscribers  []int
 	FanoutRate   float64
 	FanoutWorkMS int
+	// Groups are the numbers of consumer groups (the default one
+	// included) of the groups points, on the log pair (none: no groups
+	// points); GroupRate is their rate of single POST /events.
+	Groups    []int
+	GroupRate float64
 	// StackDir is where the stack keeps its pid files (.stack), to find
-	// the servers whose CPU the fan-out points count; empty: a /proc scan.
+	// the servers whose CPU the fan-out and groups points count; empty:
+	// a /proc scan.
 	StackDir string
 }
 
 // ScaleOutDefaults take about six minutes on 2 cores (ScaleOutOptions.
 // Estimate): per side 7 instance starts, 6 fixed-rate attacks of 6 s,
 // 3 batch points (4,000 tasks at 400, 800 and 1,600 tasks/s of capacity),
-// the kill point, and 4 fan-out points (one instance each). 300/s is
+// the kill point, and 4 fan-out points (one instance each); on the log
+// pair 4 groups points (one instance each, 500 events/s, well within
+// what one request at a time reaches on both sides). 300/s is
 // within one instance's capacity (8 workers × 20 ms = 400 tasks/s); 600/s
 // needs two. The fan-out points post 200 tasks/s, 1,600 copies/s at 8
 // subscribers, within one instance's 8 workers × 1 ms and within what
@@ -118,6 +126,7 @@ var ScaleOutDefaults = ScaleOutOptions{
 	BatchTasks: 4000, BatchSize: 100, Senders: 4, Workers: 8, WorkMS: 20,
 	Lease: 5 * time.Second, Kill: true, KillDuration: 8 * time.Second,
 	Subscribers: []int{1, 2, 4, 8}, FanoutRate: 200, FanoutWorkMS: 1,
+	Groups: []int{1, 2, 4, 8}, GroupRate: 500,
 }
 
 // instanceStart is one instance started (its binary already built).
@@ -148,7 +157,7 @@ func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
 		e.Attacks += sides
 		fixed += time.Duration(sides)*(o.KillDuration+attackOverhead) + o.Lease
 	}
-	if n := len(o.Subscribers); n > 0 {
+	if n := len(o.Subscribers) + len(o.Groups); n > 0 {
 		e.Attacks += sides * n
 		fixed += time.Duration(sides*n) * (instanceStart + o.Duration + 2*time.Second + attackOverhead)
 		e.Bound += time.Duration(sides*n) * settle
@@ -191,6 +200,14 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 			pts.fanout(ctx, e, svc, n, o)
 		}
 	}
+	for _, svc := range LogPair.Sides() {
+		for _, n := range o.Groups {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			pts.groups(ctx, e, svc, n, o)
+		}
+	}
 	return ctx.Err()
 }
 
@@ -212,6 +229,10 @@ func scaleOutSettings(run *driver.Run, o ScaleOutOptions) {
 		run.Settings["fanout_work_ms"] = o.FanoutWorkMS
 		run.Settings["fanout_kind"] = FanoutKind
 	}
+	if len(o.Groups) > 0 {
+		run.Settings["groups"] = o.Groups
+		run.Settings["group_rate"] = o.GroupRate
+	}
 }
 
 // scaleOutKey names a rate point: its rate and instance count.
@@ -226,19 +247,23 @@ type scaleOutPoints struct {
 	rates   map[scaleOutKey]*driver.Point
 	batches map[int]*driver.Point
 	kill    *driver.Point
-	// fanouts are the fan-out points by number of subscribers.
-	fanouts map[int]*driver.Point
+	// fanouts are the fan-out points by number of subscribers, and
+	// groupPoints the groups points (log pair) by number of groups.
+	fanouts, groupPoints map[int]*driver.Point
 	// order is every point in the order of the results file.
 	order []*driver.Point
 }
 
 // newScaleOutPoints makes the points of o for sides.
 func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
-	newPoint := func(scenario, name string, rate, d float64) *driver.Point {
+	newPointOf := func(sides []string, scenario, name string, rate, d float64) *driver.Point {
 		return &driver.Point{Scenario: scenario, Name: name, Rate: rate, DurationS: d, Sides: sides,
 			Rounds: []driver.Round{{Index: 0, Order: sides, Sides: map[string]*driver.SideResult{}}}}
 	}
-	pts := &scaleOutPoints{rates: map[scaleOutKey]*driver.Point{}, batches: map[int]*driver.Point{}, fanouts: map[int]*driver.Point{}}
+	newPoint := func(scenario, name string, rate, d float64) *driver.Point {
+		return newPointOf(sides, scenario, name, rate, d)
+	}
+	pts := &scaleOutPoints{rates: map[scaleOutKey]*driver.Point{}, batches: map[int]*driver.Point{}, fanouts: map[int]*driver.Point{}, groupPoints: map[int]*driver.Point{}}
 	for _, r := range o.Rates {
 		for _, n := range o.Instances {
 			p := newPoint(ScaleOutRate, fmt.Sprintf("%s ×%d", driver.Label(r), n), r, o.Duration.Seconds())
@@ -258,6 +283,11 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 	for _, n := range o.Subscribers {
 		p := newPoint(ScaleOutFanout, fanoutName(o.FanoutRate, n), o.FanoutRate, o.Duration.Seconds())
 		pts.fanouts[n] = p
+		pts.order = append(pts.order, p)
+	}
+	for _, n := range o.Groups {
+		p := newPointOf(LogPair.Sides(), ScaleOutGroups, groupPointName(o.GroupRate, n), o.GroupRate, o.Duration.Seconds())
+		pts.groupPoints[n] = p
 		pts.order = append(pts.order, p)
 	}
 	return pts

@@ -1,0 +1,329 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// Consumer groups (issue 23, item 3): one instance of each log service
+// with N groups in all (the default one and N-1 created from latest), at
+// one fixed rate of single POST /events. Each group receives every event:
+// on Kafka one more consumer group on the topic, which is written once;
+// on no-kafka one more logical replication slot, each decoding all of
+// the database's WAL.
+
+// ScaleOutGroups is a fixed rate of events to one log instance with N
+// consumer groups.
+const ScaleOutGroups = "scaleout.groups"
+
+// Group metric names, per side (besides the client.* of the attack and
+// the default group's server.delivery.* latencies): the number of
+// groups, the events each group received per second during the attack
+// (every group's deliveries over N), the deliveries missing at the drain
+// bound (written × N − delivered, 0 unless a group fell behind), and
+// cpu.<group>.per_1k, the CPU-seconds per 1,000 written events of each
+// process group (the service, Postgres, Kafka).
+const (
+	MetricGroups          = "groups"
+	MetricGroupDelivered  = "delivered_per_group_per_s"
+	MetricGroupMissing    = "deliveries_missing"
+	MetricGroupsSlotBytes = "slots_retained_wal_bytes"
+)
+
+// groupsName is the schema, slot and Kafka name prefix of the groups
+// points: the driver drops what carries it before and after each point.
+const groupsName = "scaleout_groups"
+
+// groupPointName names the point of n groups at rate.
+func groupPointName(rate float64, n int) string {
+	if n == 1 {
+		return driver.Label(rate) + " → 1 group"
+	}
+	return fmt.Sprintf("%s → %d groups", driver.Label(rate), n)
+}
+
+// groups measures svc with n groups: a fresh instance, its groups
+// created, o.GroupRate events/s for o.Duration, the drain and the CPU;
+// then the groups deleted and everything the point made dropped.
+func (pts *scaleOutPoints) groups(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) {
+	p := pts.groupPoints[n]
+	e.logf("scaleout: %s with %d consumer groups at %s", svc, n, driver.Label(o.GroupRate))
+	g, err := startGroups(ctx, e, svc, n)
+	if err != nil {
+		pts.set(p, svc, nil, err)
+		return
+	}
+	res, err := g.measure(ctx, n, o)
+	pts.set(p, svc, res, err)
+	g.stop(ctx)
+}
+
+// groupFleet is one log instance of the groups points.
+type groupFleet struct {
+	e          *Env
+	svc, name  string
+	url        string
+	port       int
+	topic      string
+	schema     string
+	extra      []string
+	kafkaGroup string
+}
+
+// startGroups drops what an earlier point left, starts one instance of
+// svc on its own schema (and, on kafka, a fresh topic and group id;
+// on no-kafka its own slot), and creates n-1 groups from latest.
+func startGroups(ctx context.Context, e *Env, svc string, n int) (*groupFleet, error) {
+	suffix := strconv.FormatInt(time.Now().Unix(), 36)
+	g := &groupFleet{e: e, svc: svc, name: svc + "@scaleout-groups", schema: groupsName + "_" + strings.ReplaceAll(svc, "-", "_")}
+	if err := g.reset(ctx); err != nil {
+		return nil, err
+	}
+	env := map[string]string{"DATABASE_SCHEMA": g.schema, "MAX_GROUPS": strconv.Itoa(max(n, 2)), "GROUP_POLL_INTERVAL": "500ms"}
+	if svc == LogPair.A.Name {
+		env["SLOT_NAME"] = groupsName
+	} else {
+		g.topic, g.kafkaGroup = "scaleout-groups-"+suffix, groupsName+"_"+suffix
+		env["KAFKA_TOPIC"], env["KAFKA_GROUP"] = g.topic, g.kafkaGroup
+	}
+	g.port = ServiceOf(svc).Port + e.PortOffset + scaleOutPortOffset
+	g.url = fmt.Sprintf("http://%s:%d", e.host(), g.port)
+	timeout := e.ReadyTimeout
+	if timeout == 0 {
+		timeout = 90 * time.Second
+	}
+	if _, err := e.Launcher.Start(ctx, g.name, g.port, env, timeout); err != nil {
+		g.drop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	for i := 1; i < n; i++ {
+		name := "g" + strconv.Itoa(i)
+		code, body, err := driver.Do(ctx, http.MethodPut, g.url+"/groups/"+name, []byte(`{"from":"latest"}`))
+		if err == nil && code != http.StatusCreated && code != http.StatusOK {
+			err = fmt.Errorf("PUT /groups/%s: %d %s", name, code, body)
+		}
+		if err != nil {
+			g.stop(ctx)
+			return nil, err
+		}
+		g.extra = append(g.extra, name)
+	}
+	if err := g.waitRunning(ctx, n, 60*time.Second); err != nil {
+		g.stop(ctx)
+		return nil, err
+	}
+	return g, nil
+}
+
+// waitRunning waits, up to bound, until GET /groups lists n groups, each
+// ready and running on the instance.
+func (g *groupFleet) waitRunning(ctx context.Context, n int, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		var list logc.GroupList
+		code, body, err := driver.Do(ctx, http.MethodGet, g.url+"/groups", nil)
+		if err == nil && code == http.StatusOK {
+			err = json.Unmarshal(body, &list)
+		}
+		running := 0
+		if err == nil && code == http.StatusOK {
+			for _, gr := range list.Groups {
+				if gr.Ready && gr.Running {
+					running++
+				}
+			}
+		}
+		if running >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d groups running after %v (GET /groups: %d %v)", running, n, bound, code, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// measure offers o.GroupRate events/s for o.Duration, waits until every
+// group has every event (bounded by the settle bound), and records the
+// rate each group received, what is missing, the default group's
+// latencies, the CPU of each process group and, on no-kafka, the WAL the
+// slots retained at the attack's end.
+func (g *groupFleet) measure(ctx context.Context, n int, o ScaleOutOptions) (*driver.SideResult, error) {
+	res := &driver.SideResult{Metrics: map[string]float64{MetricGroups: float64(n)}}
+	if err := driver.ResetStats(ctx, g.url); err != nil {
+		return res, err
+	}
+	groups := groupsCostSet(ctx, g.e, g.port, o.StackDir)
+	cpu0 := groups.Sample()
+	spec := driver.AttackSpec{
+		Name: fmt.Sprintf("%-12s %d groups %s", g.svc, n, driver.Label(o.GroupRate)), Rate: o.GroupRate, Duration: o.Duration,
+		MaxWorkers: g.e.MaxWorkers, Progress: g.e.Progress,
+		Next: func(i uint64) driver.Request {
+			return driver.Request{Method: http.MethodPost, URL: g.url + "/events", Body: LogScenario.Load.Body(i)}
+		},
+	}
+	c := driver.Attack(ctx, spec)
+	res.Phases = append(res.Phases, driver.Phase{Name: "write", Client: c})
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
+	atEnd, err := driver.GetStats(ctx, g.url)
+	if err != nil {
+		return res, err
+	}
+	if c.DurationS > 0 {
+		res.Metrics[MetricGroupDelivered] = round1(float64(groupDeliveries(atEnd)) / float64(n) / c.DurationS)
+	}
+	if b, ok := g.slotsRetained(ctx); ok {
+		res.Metrics[MetricGroupsSlotBytes] = float64(b)
+	}
+	final, err := g.drain(ctx, n, g.e.settle())
+	if err != nil {
+		return res, err
+	}
+	used := groups.Sample().Sub(cpu0)
+	written := final.Counters[logc.StatWritten]
+	sideCPU(res.Metrics, groups, used, written)
+	res.Metrics[MetricGroupMissing] = float64(max(written*int64(n)-groupDeliveries(final), 0))
+	res.Stats = final
+	driver.FlattenServer(res.Metrics, final)
+	return res, nil
+}
+
+// groupDeliveries is every group's first deliveries in st: the default
+// group's and the others' sum.
+func groupDeliveries(st *driver.ServerStats) int64 {
+	return st.Counters[logc.StatDelivered] + st.Counters[logc.StatGroupDelivered]
+}
+
+// drain waits, up to bound, until every group received every event
+// written, and returns the last stats read.
+func (g *groupFleet) drain(ctx context.Context, n int, bound time.Duration) (*driver.ServerStats, error) {
+	deadline := time.Now().Add(bound)
+	for {
+		st, err := driver.GetStats(ctx, g.url)
+		if err != nil {
+			return nil, err
+		}
+		if groupDeliveries(st) >= st.Counters[logc.StatWritten]*int64(n) || time.Now().After(deadline) {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// slotsRetained sums the WAL the point's slots retain (no-kafka only).
+func (g *groupFleet) slotsRetained(ctx context.Context) (int64, bool) {
+	if g.svc != LogPair.A.Name {
+		return 0, false
+	}
+	conn, err := g.e.connect(ctx)
+	if err != nil {
+		return 0, false
+	}
+	defer conn.Close(context.Background())
+	var b int64
+	if err := conn.QueryRow(ctx, `SELECT coalesce(sum(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)), 0)::int8
+		FROM pg_replication_slots WHERE slot_name LIKE $1`, groupsName+"%").Scan(&b); err != nil {
+		return 0, false
+	}
+	return b, true
+}
+
+// stop deletes the groups (the service drops their slots and Kafka
+// groups), stops the instance and drops what the point made.
+func (g *groupFleet) stop(ctx context.Context) {
+	for _, name := range g.extra {
+		if code, body, err := driver.Do(ctx, http.MethodDelete, g.url+"/groups/"+name, nil); err != nil || code != http.StatusNoContent {
+			g.e.logf("scaleout: DELETE /groups/%s on %s: %d %s %v", name, g.svc, code, body, err)
+		}
+	}
+	if err := g.e.Launcher.Stop(g.name, 30*time.Second); err != nil {
+		g.e.logf("scaleout: %v", err)
+	}
+	g.drop(context.WithoutCancel(ctx))
+}
+
+// drop removes the point's schema, its slots and its topic.
+func (g *groupFleet) drop(ctx context.Context) {
+	if err := g.reset(ctx); err != nil {
+		g.e.logf("scaleout: cleaning up %s: %v", g.schema, err)
+	}
+	if g.topic != "" {
+		if err := deleteTopic(ctx, kafkaBrokers(), g.topic); err != nil {
+			g.e.logf("scaleout: %v", err)
+		}
+	}
+}
+
+// reset drops the side's schema and every inactive slot named after
+// groupsName (an active one belongs to a running instance: the next
+// reset gets it).
+func (g *groupFleet) reset(ctx context.Context) error {
+	conn, err := g.e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+		WHERE slot_name LIKE $1 AND NOT active`, groupsName+"%"); err != nil {
+		return fmt.Errorf("drop the %s slots: %w", groupsName, err)
+	}
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{g.schema}.Sanitize()+" CASCADE"); err != nil {
+		return fmt.Errorf("drop schema %s: %w", g.schema, err)
+	}
+	return nil
+}
+
+// groupsCostSet is the process groups whose CPU a groups point counts:
+// the instance listening on port, Postgres and Kafka.
+func groupsCostSet(ctx context.Context, e *Env, port int, stackDir string) cost.Set {
+	service := cost.Process("service", 0, port)
+	pg := cost.Postgres(stackDir, backendPID(ctx, e.PostgresURL))
+	k := cost.Kafka(stackDir)
+	k.Name = "kafka"
+	return cost.Set{service, pg, k}
+}
+
+// kafkaBrokers is KAFKA_BROKERS, or the stack's broker.
+func kafkaBrokers() string {
+	if b := os.Getenv("KAFKA_BROKERS"); b != "" {
+		return b
+	}
+	return pairs.DefaultKafkaBrokers
+}
+
+// deleteTopic deletes topic on the first of brokers.
+func deleteTopic(ctx context.Context, brokers, topic string) error {
+	b, _, _ := strings.Cut(brokers, ",")
+	c := &kafka.Client{Addr: kafka.TCP(strings.TrimSpace(b)), Timeout: 10 * time.Second}
+	resp, err := c.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	if err == nil {
+		err = resp.Errors[topic]
+	}
+	if err != nil && !errors.Is(err, kafka.UnknownTopicOrPartition) {
+		return fmt.Errorf("delete topic %s: %w", topic, err)
+	}
+	return nil
+}
