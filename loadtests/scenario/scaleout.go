@@ -577,23 +577,31 @@ func (f *fleet) rate(ctx context.Context, rate float64, d time.Duration) (*drive
 			return driver.Request{Method: http.MethodPost, URL: urls[n%uint64(len(urls))] + "/tasks", Body: QueueScenario.Load.Body(n)}
 		},
 	}
-	c := driver.Attack(ctx, spec)
-	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
-	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
-	atEnd, err := f.stats(ctx)
-	if err != nil {
-		return res, err
-	}
-	if c.DurationS > 0 {
-		res.Metrics[MetricScaleProcessed] = round1(float64(sum(atEnd, queue.CounterProcessed)) / c.DurationS)
-	}
-	res.Metrics["backlog_end"] = float64(max(sum(atEnd, queue.CounterEnqueued)-sum(atEnd, queue.CounterProcessed)-sum(atEnd, queue.CounterDead), 0))
-	final, drained, err := f.drain(ctx, f.e.settle())
+	final, drained, err := f.attack(ctx, spec, res, MetricScaleProcessed)
 	if err != nil {
 		return res, err
 	}
 	fill(res.Metrics, final, drained)
 	return res, nil
+}
+
+// attack runs spec against the fleet, records its client phase in res,
+// the tasks processed per second during it as metric and the backlog at
+// its end, then waits for the backlog to drain (the settle bound); it
+// returns the stats read last and whether they drained.
+func (f *fleet) attack(ctx context.Context, spec driver.AttackSpec, res *driver.SideResult, metric string) ([]*driver.ServerStats, bool, error) {
+	c := driver.Attack(ctx, spec)
+	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
+	atEnd, err := f.stats(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if c.DurationS > 0 {
+		res.Metrics[metric] = round1(float64(sum(atEnd, queue.CounterProcessed)) / c.DurationS)
+	}
+	res.Metrics["backlog_end"] = float64(max(sum(atEnd, queue.CounterEnqueued)-sum(atEnd, queue.CounterProcessed)-sum(atEnd, queue.CounterDead), 0))
+	return f.drain(ctx, f.e.settle())
 }
 
 // batch posts o.BatchTasks tasks in batches as fast as o.Senders senders

@@ -106,18 +106,7 @@ func (f *fleet) fanoutRate(ctx context.Context, subs int, o ScaleOutOptions) (*d
 			return driver.Request{Method: http.MethodPost, URL: url + "/tasks", Body: fanoutBody(n)}
 		},
 	}
-	c := driver.Attack(ctx, spec)
-	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
-	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
-	atEnd, err := f.stats(ctx)
-	if err != nil {
-		return res, err
-	}
-	if c.DurationS > 0 {
-		res.Metrics[MetricFanoutCopies] = round1(float64(sum(atEnd, queue.CounterProcessed)) / c.DurationS)
-	}
-	res.Metrics["backlog_end"] = float64(max(sum(atEnd, queue.CounterEnqueued)-sum(atEnd, queue.CounterProcessed)-sum(atEnd, queue.CounterDead), 0))
-	final, drained, err := f.drain(ctx, f.e.settle())
+	final, drained, err := f.attack(ctx, spec, res, MetricFanoutCopies)
 	if err != nil {
 		return res, err
 	}
