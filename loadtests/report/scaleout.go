@@ -51,7 +51,7 @@ func ScaleOutSection(r *driver.Run) string {
 		"(no-rabbitmq's LEASE %v s). \"held\" counts the tasks the victim had recorded as delivered, "+
 		"each processed again by the survivor (at-least-once: each may have run twice); "+
 		"\"open\" counts accepted tasks not done at the bound (lost, if not 0).\n\n",
-		r.Settings["kill_duration_s"], killRate(r), r.Settings["lease_s"])
+		r.Settings["kill_duration_s"], pointRate(r, scenario.ScaleOutKill), r.Settings["lease_s"])
 	scaleOutTable(&b, r, scenario.ScaleOutKill, []scaleCol{
 		{"held", scenario.MetricKillHeld, "", "", ""},
 		{"processed again after (median)", scenario.MetricKillP50, "s", "", ""},
@@ -68,7 +68,7 @@ func ScaleOutSection(r *driver.Run) string {
 // delivery p99, the CPU per 1,000 written events, the WAL the slots held
 // and the deliveries missing.
 func groupsSection(b *strings.Builder, r *driver.Run) {
-	if !hasScenario(r, scenario.ScaleOutGroups) {
+	if pointOf(r, scenario.ScaleOutGroups) == nil {
 		fmt.Fprintf(b, "\n**Consumer groups** (log pair): not in this run (`results/%s.json` has no groups points); `go run ./loadtests scaleout` and the next `make results` measure them (docs/log.md, \"Consumer groups\").\n", r.ID)
 		return
 	}
@@ -79,7 +79,7 @@ func groupsSection(b *strings.Builder, r *driver.Run) {
 		"CPU is per 1,000 written events, from the attack's start until every group had every event; "+
 		"\"slot WAL\" is what no-kafka's slots retained at the attack's end; \"missing\" counts deliveries not made at the drain bound. "+
 		"docs/log.md, \"Consumer groups\", says what each group costs.\n\n",
-		groupRate(r), r.Settings["duration_s"])
+		pointRate(r, scenario.ScaleOutGroups), r.Settings["duration_s"])
 	scaleOutTable(b, r, scenario.ScaleOutGroups, []scaleCol{
 		{"events/s per group", scenario.MetricGroupDelivered, "", "", ""},
 		{"write p99 ms", driver.ClientP99, "", "", ""},
@@ -92,21 +92,11 @@ func groupsSection(b *strings.Builder, r *driver.Run) {
 	})
 }
 
-// groupRate is the groups points' rate.
-func groupRate(r *driver.Run) string {
-	for _, p := range r.Points {
-		if p.Scenario == scenario.ScaleOutGroups {
-			return driver.Label(p.Rate)
-		}
-	}
-	return notRecorded
-}
-
 // fanoutSection writes the fan-out points' table: per number of
 // subscribers and side, the enqueue p99, the copies processed, what
 // each published task cost in CPU and WAL, and the copies missing.
 func fanoutSection(b *strings.Builder, r *driver.Run) {
-	if !hasScenario(r, scenario.ScaleOutFanout) {
+	if pointOf(r, scenario.ScaleOutFanout) == nil {
 		fmt.Fprintf(b, "\n**Fan-out**: not in this run (`results/%s.json` has no fan-out points); `go run ./loadtests scaleout` and the next `make results` measure them (docs/queue.md, \"Fan-out\").\n", r.ID)
 		return
 	}
@@ -118,7 +108,7 @@ func fanoutSection(b *strings.Builder, r *driver.Run) {
 		"(WAL: Postgres', where both sides record their tasks; RabbitMQ's own store is not in it); "+
 		"\"missing\" counts copies not processed at the drain bound (0 unless the side fell behind or lost copies). "+
 		"docs/queue.md, \"Fan-out\", says what each design costs.\n\n",
-		r.Settings["fanout_kind"], fanoutRate(r), r.Settings["duration_s"], r.Settings["workers"], r.Settings["fanout_work_ms"])
+		r.Settings["fanout_kind"], pointRate(r, scenario.ScaleOutFanout), r.Settings["duration_s"], r.Settings["workers"], r.Settings["fanout_work_ms"])
 	scaleOutTable(b, r, scenario.ScaleOutFanout, []scaleCol{
 		{"copies/s", scenario.MetricFanoutCopies, "", "", ""},
 		{"enqueue p99 ms", driver.ClientP99, "", "", ""},
@@ -129,26 +119,6 @@ func fanoutSection(b *strings.Builder, r *driver.Run) {
 		{"WAL B / task", scenario.MetricFanoutWAL, "", "", ""},
 		{"missing", scenario.MetricFanoutMissing, "", "", ""},
 	})
-}
-
-// hasScenario reports whether r has a point of scenario name.
-func hasScenario(r *driver.Run, name string) bool {
-	for _, p := range r.Points {
-		if p.Scenario == name {
-			return true
-		}
-	}
-	return false
-}
-
-// fanoutRate is the fan-out points' published rate.
-func fanoutRate(r *driver.Run) string {
-	for _, p := range r.Points {
-		if p.Scenario == scenario.ScaleOutFanout {
-			return driver.Label(p.Rate)
-		}
-	}
-	return notRecorded
 }
 
 // scaleCol is a column of a scale-out table: a metric (with a unit
@@ -251,12 +221,11 @@ func capacityText(r *driver.Run) string {
 	return num(workers * 1000 / work)
 }
 
-// killRate is the kill point's rate.
-func killRate(r *driver.Run) string {
-	for _, p := range r.Points {
-		if p.Scenario == scenario.ScaleOutKill {
-			return driver.Label(p.Rate)
-		}
+// pointRate is the rate of r's first point of scenario name (pointOf;
+// "not recorded" when r has none).
+func pointRate(r *driver.Run, name string) string {
+	if p := pointOf(r, name); p != nil {
+		return driver.Label(p.Rate)
 	}
 	return notRecorded
 }

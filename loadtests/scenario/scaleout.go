@@ -172,7 +172,9 @@ func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
 // instances, a fleet of fresh instances on a fresh schema (and queue),
 // the fixed rates, the batch point and, with two instances, the kill -9
 // point; then for each number of subscribers a fresh instance with that
-// fan-out, at the fan-out rate. Each point has one round. It needs the
+// fan-out, at the fan-out rate; then on each log side, for each number
+// of consumer groups, a fresh instance with that many groups, at the
+// groups' rate. Each point has one round. It needs the
 // driver to start the instances itself (-start=auto or always).
 func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions) error {
 	if e.Launcher == nil {
@@ -343,8 +345,9 @@ type fleet struct {
 	names, urls   []string
 	ports         []int
 	killed        []bool
-	// subscribers is the fan-out points' number of subscribers, whose
-	// queues reset deletes as well (0: none).
+	// subscribers is the most subscribers of any fan-out point
+	// (ScaleOutOptions.Subscribers), whose queues reset deletes as well
+	// on the rabbitmq side, whatever the fleet (0: none).
 	subscribers int
 }
 

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 )
@@ -35,7 +34,7 @@ const FanoutKind = "order.placed"
 // from the attack's start to the drain (both sides record their tasks
 // in Postgres; only no-rabbitmq keeps the queue there too), and
 // cpu.<group>.per_1k, the CPU-seconds per 1,000 published tasks of each
-// process group (the service, Postgres, RabbitMQ).
+// process group (costSetAt: the service, Postgres, RabbitMQ, Kafka).
 const (
 	MetricFanoutSubscribers = "subscribers"
 	MetricFanoutCopies      = "copies_per_s"
@@ -93,7 +92,7 @@ func (f *fleet) fanoutRate(ctx context.Context, subs int, o ScaleOutOptions) (*d
 		return res, err
 	}
 	url := f.urls[0]
-	groups := fanoutCostSet(ctx, f.e, f.ports[0], o.StackDir)
+	groups := costSetAt(ctx, f.e, f.ports[0], o.StackDir)
 	lsn0, err := f.walLSN(ctx)
 	if err != nil {
 		return res, err
@@ -140,16 +139,6 @@ func (f *fleet) walLSN(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("read the WAL position: %w", err)
 	}
 	return lsn, nil
-}
-
-// fanoutCostSet is the process groups whose CPU a fan-out point counts:
-// the instance listening on port, Postgres and RabbitMQ.
-func fanoutCostSet(ctx context.Context, e *Env, port int, stackDir string) cost.Set {
-	service := cost.Process("service", 0, port)
-	pg := cost.Postgres(stackDir, backendPID(ctx, e.PostgresURL))
-	rmq := cost.RabbitMQ(stackDir)
-	rmq.Name = "rabbitmq"
-	return cost.Set{service, pg, rmq}
 }
 
 // fanoutQueues are the rabbitmq side's queues and exchange for

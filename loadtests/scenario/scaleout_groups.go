@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
@@ -37,7 +36,7 @@ const ScaleOutGroups = "scaleout.groups"
 // (every group's deliveries over N), the deliveries missing at the drain
 // bound (written × N − delivered, 0 unless a group fell behind), and
 // cpu.<group>.per_1k, the CPU-seconds per 1,000 written events of each
-// process group (the service, Postgres, Kafka).
+// process group (costSetAt: the service, Postgres, RabbitMQ, Kafka).
 const (
 	MetricGroups          = "groups"
 	MetricGroupDelivered  = "delivered_per_group_per_s"
@@ -75,14 +74,17 @@ func (pts *scaleOutPoints) groups(ctx context.Context, e *Env, svc string, n int
 
 // groupFleet is one log instance of the groups points.
 type groupFleet struct {
-	e          *Env
-	svc, name  string
-	url        string
-	port       int
-	topic      string
-	schema     string
-	extra      []string
-	kafkaGroup string
+	e         *Env
+	svc, name string
+	url       string
+	port      int
+	// topic is the kafka side's fresh topic, deleted by drop ("" on
+	// no-kafka).
+	topic  string
+	schema string
+	// extra are the groups created besides the default one, deleted by
+	// stop.
+	extra []string
 }
 
 // startGroups drops what an earlier point left, starts one instance of
@@ -98,8 +100,8 @@ func startGroups(ctx context.Context, e *Env, svc string, n int) (*groupFleet, e
 	if svc == LogPair.A.Name {
 		env["SLOT_NAME"] = groupsName
 	} else {
-		g.topic, g.kafkaGroup = "scaleout-groups-"+suffix, groupsName+"_"+suffix
-		env["KAFKA_TOPIC"], env["KAFKA_GROUP"] = g.topic, g.kafkaGroup
+		g.topic = "scaleout-groups-" + suffix
+		env["KAFKA_TOPIC"], env["KAFKA_GROUP"] = g.topic, groupsName+"_"+suffix
 	}
 	g.port = ServiceOf(svc).Port + e.PortOffset + scaleOutPortOffset
 	g.url = fmt.Sprintf("http://%s:%d", e.host(), g.port)
@@ -172,7 +174,7 @@ func (g *groupFleet) measure(ctx context.Context, n int, o ScaleOutOptions) (*dr
 	if err := driver.ResetStats(ctx, g.url); err != nil {
 		return res, err
 	}
-	groups := groupsCostSet(ctx, g.e, g.port, o.StackDir)
+	groups := costSetAt(ctx, g.e, g.port, o.StackDir)
 	cpu0 := groups.Sample()
 	spec := driver.AttackSpec{
 		Name: fmt.Sprintf("%-12s %d groups %s", g.svc, n, driver.Label(o.GroupRate)), Rate: o.GroupRate, Duration: o.Duration,
@@ -294,16 +296,6 @@ func (g *groupFleet) reset(ctx context.Context) error {
 		return fmt.Errorf("drop schema %s: %w", g.schema, err)
 	}
 	return nil
-}
-
-// groupsCostSet is the process groups whose CPU a groups point counts:
-// the instance listening on port, Postgres and Kafka.
-func groupsCostSet(ctx context.Context, e *Env, port int, stackDir string) cost.Set {
-	service := cost.Process("service", 0, port)
-	pg := cost.Postgres(stackDir, backendPID(ctx, e.PostgresURL))
-	k := cost.Kafka(stackDir)
-	k.Name = "kafka"
-	return cost.Set{service, pg, k}
 }
 
 // kafkaBrokers is KAFKA_BROKERS, or the stack's broker.

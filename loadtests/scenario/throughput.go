@@ -272,6 +272,14 @@ func pairCostSet(ctx context.Context, e *Env, pair Pair, svc, stackDir string) c
 			port = x.Port + e.PortOffset
 		}
 	}
+	return costSetAt(ctx, e, port, stackDir)
+}
+
+// costSetAt is the process groups whose CPU a point counts: the service
+// listening on port, Postgres (the parent of a backend of e.PostgresURL,
+// else the pid file in stackDir or $STACK_DIR, else a /proc scan),
+// RabbitMQ and Kafka.
+func costSetAt(ctx context.Context, e *Env, port int, stackDir string) cost.Set {
 	if stackDir == "" {
 		stackDir = os.Getenv("STACK_DIR")
 	}
