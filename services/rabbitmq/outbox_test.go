@@ -173,7 +173,7 @@ func TestRelayKilledMidwayLosesNothing(t *testing.T) {
 	if rows := count(t, tg, `SELECT count(*) FROM outbox`); rows != 0 {
 		t.Errorf("%d outbox rows left", rows)
 	}
-	c := kittest.Counters(t, tg.URL())
+	c := kittest.CountersReach(t, 30*time.Second, queue.CounterProcessed, n, tg.URL())[0]
 	if c[queue.CounterProcessed] != n || c[CounterRelayed] != n {
 		t.Errorf("processed %d, relayed %d, want %d each: %v", c[queue.CounterProcessed], c[CounterRelayed], n, c)
 	}
@@ -216,7 +216,8 @@ func TestReconcilerRepublishesStrandedRecords(t *testing.T) {
 	strand(t, a, n, 2*time.Minute)
 	fresh := strand(t, a, 1, 0)
 	waitDone(t, a, n, time.Minute)
-	ca, cb := kittest.Counters(t, a.URL()), kittest.Counters(t, b.URL())
+	cs := kittest.CountersReach(t, 30*time.Second, queue.CounterProcessed, n, a.URL(), b.URL())
+	ca, cb := cs[0], cs[1]
 	if got := ca[CounterRepublished] + cb[CounterRepublished]; got != n {
 		t.Errorf("republished %d + %d = %d, want %d: each stranded record once", ca[CounterRepublished], cb[CounterRepublished], got, n)
 	}

@@ -302,11 +302,14 @@ func (q *mqQueue) finish(batch []result, b *backoff.Backoff) {
 		case !changed[o.ID]:
 			r.acks.ack(r.tag) // already done or dead: a duplicate
 		case o.Status == queue.StatusDone:
-			r.acks.ack(r.tag)
+			// Counted before the ack, a network write: the record is
+			// already visible, and the count should trail it as little
+			// as it can.
 			q.admission.Finished(1)
 			q.stats.Inc(queue.CounterProcessed)
 			q.stats.Since(queue.LatencyProcessing, r.msg.EnqueuedAt)
 			q.hub.Wake(o.ID)
+			r.acks.ack(r.tag)
 		case o.Status == queue.StatusDead:
 			// Rejected without requeue: the work queue's dead-letter
 			// exchange routes it to <queue>.dead.

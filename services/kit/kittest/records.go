@@ -1,8 +1,10 @@
 package kittest
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -44,6 +46,25 @@ func Counters(t testing.TB, base string) map[string]int64 {
 func Counter(t testing.TB, base, name string) int64 {
 	t.Helper()
 	return Counters(t, base)[name]
+}
+
+// CountersReach waits up to d until the counter name, summed over the
+// services at bases, is at least want, and returns each one's counters
+// (in the order of bases). A service records an outcome, then counts it:
+// a test that saw the records finished reads the counters through this,
+// never at once, or it races the count.
+func CountersReach(t testing.TB, d time.Duration, name string, want int64, bases ...string) []map[string]int64 {
+	t.Helper()
+	out := make([]map[string]int64, len(bases))
+	Eventually(t, d, fmt.Sprintf("counter %s to reach %d", name, want), func() bool {
+		var sum int64
+		for i, b := range bases {
+			out[i] = Counters(t, b)
+			sum += out[i][name]
+		}
+		return sum >= want
+	})
+	return out
 }
 
 // Status is the status code of GET url.

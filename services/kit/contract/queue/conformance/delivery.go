@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
 // runDelivery checks delivery under concurrent load: every task once.
@@ -58,7 +59,7 @@ func testConcurrent(t *testing.T, _ Features, newTarget NewTarget) {
 	if len(distinct) != n {
 		t.Errorf("%d distinct tasks recorded, want %d", len(distinct), n)
 	}
-	c, _ := getStats(t, base)
+	c := kittest.CountersReach(t, 30*time.Second, queue.CounterProcessed, int64(n), base)[0]
 	if c[queue.CounterEnqueued] != n || c[queue.CounterDelivered] != n || c[queue.CounterProcessed] != n || c[queue.CounterRetried] != 0 {
 		t.Errorf("counters %v: want enqueued = delivered = processed = %d (no task lost, none processed twice)", c, n)
 	}

@@ -109,8 +109,8 @@ func testCompeting(t *testing.T, sh Shared) {
 	if once != n {
 		t.Errorf("%d of %d tasks done after exactly one delivery", once, n)
 	}
-	ca, _ := getStats(t, a.URL())
-	cb, _ := getStats(t, b.URL())
+	cs := kittest.CountersReach(t, 30*time.Second, queue.CounterProcessed, n, a.URL(), b.URL())
+	ca, cb := cs[0], cs[1]
 	pa, pb := ca[queue.CounterProcessed], cb[queue.CounterProcessed]
 	if pa+pb != n || ca[queue.CounterDelivered]+cb[queue.CounterDelivered] != n {
 		t.Errorf("processed %d+%d, delivered %d+%d: want %d of each in all (none twice)",
