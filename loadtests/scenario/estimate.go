@@ -1,6 +1,9 @@
 package scenario
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Estimate is how long a scenario is expected to take, computed from its
 // options before it runs. It is an estimate: a ceiling search stops at the
@@ -50,10 +53,14 @@ func (o RateOptions) Estimate(settle time.Duration) Estimate {
 		e = e.Add(o.CeilingOpts.estimate(sides, settle))
 	}
 	if o.Variant {
-		// The default mode, the variant and the extras at one rate, each
+		// The default mode (none when VariantRate is one of Rates: that
+		// point is reused), the variant and the extras at one rate, each
 		// after a restart of both services and a warm-up, then back to
 		// the defaults.
 		modes := 2 + o.Extras
+		if slices.Contains(o.Rates, o.VariantRate) {
+			modes--
+		}
 		restarts := time.Duration((modes+1)*sides) * serviceStart
 		warmups := time.Duration(modes) * warmupTime
 		e = e.Add(Estimate{Typical: restarts + warmups, Bound: restarts + warmups})

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"time"
@@ -68,16 +69,22 @@ func (s RateScenario) Run(ctx context.Context, e *Env, run *driver.Run, o RateOp
 // variant measures the pair at o.VariantRate in the default mode, then
 // restarted with the variant's environment, then with each extra's.
 func (s RateScenario) variant(ctx context.Context, e *Env, run *driver.Run, o RateOptions) error {
-	// Fail early, before measuring anything, when a service cannot be
-	// restarted by the driver.
-	if err := e.Ensure(ctx, s.Pair.Services(), s.VariantEnv, nil); err != nil {
-		return err
-	}
 	// The same rate in the default mode, so the two are compared within
 	// one run even when VariantRate is not one of Rates; the extras after
 	// the variant.
 	modes := append([]Extra{{Name: "default"}, {Name: s.Variant, Env: s.VariantEnv}}, s.Extras...)
 	for _, mode := range modes {
+		if mode.Name == "default" {
+			if p, ok := s.ratePoint(run, o.VariantRate); ok {
+				// Measured already, in this run and in this mode: the
+				// fixed-rate point at that rate (the same services,
+				// settings, duration and rounds) is the default mode's.
+				p.Scenario = s.Pair.Name + "." + mode.Name
+				run.Points = append(run.Points, p)
+				run.Note("the default mode's point at %s is the fixed-rate point at that rate, measured earlier in this run", driver.Label(o.VariantRate))
+				continue
+			}
+		}
 		if err := e.Ensure(ctx, s.Pair.Services(), mode.Env, nil); err != nil {
 			return fmt.Errorf("%s: %w", mode.Name, err)
 		}
@@ -87,6 +94,29 @@ func (s RateScenario) variant(ctx context.Context, e *Env, run *driver.Run, o Ra
 		}
 	}
 	return nil
+}
+
+// ratePoint is run's fixed-rate point at rate, when every side of it is
+// valid.
+func (s RateScenario) ratePoint(run *driver.Run, rate float64) (driver.Point, bool) {
+	for _, p := range run.Points {
+		if p.Scenario != s.Pair.Name+".rate" || p.Rate != rate || len(p.Rounds) == 0 {
+			continue
+		}
+		// Judged as the report will judge it (a copy: run's statuses are
+		// filled when it is written).
+		c := p
+		c.Status = maps.Clone(p.Status)
+		judged := driver.Run{Points: []driver.Point{c}}
+		judged.Validate()
+		for _, side := range p.Sides {
+			if !judged.Points[0].SideStatus(side).OK() {
+				return driver.Point{}, false
+			}
+		}
+		return p, true
+	}
+	return driver.Point{}, false
 }
 
 // side measures one side at rate for dur: reset, attack, read, settle,
