@@ -2,11 +2,15 @@ package report
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // TestEveryClaimEvaluatesOnTheFixture runs each row of claimTable on the
@@ -20,8 +24,9 @@ func TestEveryClaimEvaluatesOnTheFixture(t *testing.T) {
 			t.Errorf("incomplete claim row: %+v", s)
 		}
 	}
-	runs := append(fixture(), withSustain(throughputFixture(), false))
-	for _, c := range Claims(runs, notifyFixture()) {
+	runs := append(fixture(), withSustain(throughputFixture(), false), scaleOutFixture())
+	src := Sources{Raw: notifyFixture(), Experiments: slotFixture(0, 3e6, 3e7)}
+	for _, c := range ClaimsFrom(runs, src) {
 		if c.Measured == "" || c.Measured == "–" {
 			t.Errorf("%s %q: nothing measured on the fixture (%s)", c.Pair, c.Short, c.Why)
 		}
@@ -32,7 +37,7 @@ func TestEveryClaimEvaluatesOnTheFixture(t *testing.T) {
 	for _, r := range runs {
 		r.Versions.MongoFlavor = ""
 	}
-	for i, c := range Claims(runs, notifyFixture()) {
+	for i, c := range ClaimsFrom(runs, src) {
 		if c.Verdict != Holds && c.Verdict != DoesNotHold && c.Verdict != Inconclusive {
 			t.Errorf("%s %q with MongoDB: verdict %q (%s)", c.Pair, c.Short, c.Verdict, c.Why)
 		}
@@ -51,6 +56,7 @@ func TestClaimsMissOnlyWhatIsMissing(t *testing.T) {
 	for _, s := range append(throughputClaims, rawClaims...) {
 		fromThroughput[s.short] = true
 	}
+	fromThroughput[fanoutClaim.short] = true // the scale-out run's
 	for _, c := range Claims(fixture()[:1]) {
 		if decided := c.Verdict != NotMeasurable; decided != (c.Pair == "queue" && c.Short != agedShort && !fromThroughput[c.Short]) {
 			t.Errorf("%s %q with the queue run only: %s (%s)", c.Pair, c.Short, c.Verdict, c.Why)
@@ -181,5 +187,76 @@ func TestMissingMetricIsAFailedFigure(t *testing.T) {
 	f := pointFigure(p, driver.ServerDeliveryP99, "no-rabbitmq", " ms")
 	if f.OK() || !strings.Contains(f.String(), "failed: no metric") || !strings.Contains(f.String(), driver.ServerDeliveryP99) {
 		t.Errorf("a missing metric: %q, want a failure naming %s", f.String(), driver.ServerDeliveryP99)
+	}
+}
+
+// slotFixture is an experiments file whose slot-wal-retention run
+// retained bytes[i] at 0, 10,000, 50,000… events.
+func slotFixture(bytes ...float64) *experiments.File {
+	m := map[string]float64{}
+	for i, b := range bytes {
+		m[fmt.Sprintf("retained_bytes_at_%d", []int{0, 10000, 50000, 100000}[i])] = b
+	}
+	return &experiments.File{Results: []experiments.Result{{Name: slotExperiment, Metrics: m}}}
+}
+
+// TestScaleOutClaims decides the scale-out claims on the scale-out
+// fixture: a Postgres side that served its readers at some N makes "no
+// at any load" not hold, saying at which N; served at none, it holds; a
+// failed Postgres side is a failed run. The slot claim holds while the
+// frozen slot's WAL grows with the events, not when it stays flat.
+func TestScaleOutClaims(t *testing.T) {
+	find := func(cs []Claim, short string) Claim {
+		t.Helper()
+		for _, c := range cs {
+			if c.Short == short {
+				return c
+			}
+		}
+		t.Fatalf("no claim %q", short)
+		return Claim{}
+	}
+	runs := []*driver.Run{scaleOutFixture()}
+	cs := ClaimsFrom(runs, Sources{Experiments: slotFixture(0, 3e6, 15e6, 30e6)})
+	if c := find(cs, fanoutClaim.short); c.Verdict != DoesNotHold || !strings.Contains(c.Why, "no-rabbitmq served 1, 8 subscribers") ||
+		!strings.Contains(c.Measured, "8 subscribers: 200/s each of 200 offered, 0 missing") || strings.Contains(c.Why, "rounds") {
+		t.Errorf("fan-out served at 1 and 8: %+v", c)
+	}
+	if c := find(cs, groupsClaim.short); c.Verdict != DoesNotHold || !strings.Contains(c.Why, "no-kafka served 4 groups") ||
+		!strings.Contains(c.Measured, "(kafka: 499/s each)") || !strings.Contains(c.Why, "1,000,000 events is not measured") {
+		t.Errorf("groups served at 4: %+v", c)
+	}
+	if c := find(cs, slotClaim.short); c.Verdict != Holds || !strings.Contains(c.Measured, "100,000 events → 30 MB") ||
+		!strings.Contains(c.Measured, "4 → 1.23 MB") || !strings.Contains(c.Why, "not built yet") {
+		t.Errorf("slot WAL growing: %+v", c)
+	}
+	if c := find(ClaimsFrom(runs, Sources{Experiments: slotFixture(0, 3e6, 3e6)}), slotClaim.short); c.Verdict != DoesNotHold {
+		t.Errorf("slot WAL flat: %+v", c)
+	}
+	if c := find(ClaimsFrom(runs, Sources{}), slotClaim.short); c.Verdict != NotMeasurable {
+		t.Errorf("no experiment: %+v", c)
+	}
+
+	slow := scaleOutFixture()
+	for i := range slow.Points {
+		p := &slow.Points[i]
+		if p.Scenario == scenario.ScaleOutGroups {
+			p.Rounds[0].Sides[pairs.NoKafka].Metrics[scenario.MetricGroupDelivered] = 300
+			p.Metrics = nil
+			driver.Summarize(p)
+		}
+	}
+	if c := find(ClaimsFrom([]*driver.Run{slow}, Sources{}), groupsClaim.short); c.Verdict != Holds || !strings.Contains(c.Measured, "4 groups: 300/s each of 500 offered") {
+		t.Errorf("groups short of the offered rate: %+v", c)
+	}
+
+	failed := scaleOutFixture()
+	for i := range failed.Points {
+		if p := &failed.Points[i]; p.Scenario == scenario.ScaleOutFanout {
+			p.FailSide(pairs.NoRabbitMQ, "no-rabbitmq fan-out: 503")
+		}
+	}
+	if c := find(ClaimsFrom([]*driver.Run{failed}, Sources{}), fanoutClaim.short); c.Verdict != FailedRun || !strings.Contains(c.Why, "503") {
+		t.Errorf("Postgres side failed: %+v", c)
 	}
 }

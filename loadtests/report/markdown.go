@@ -29,7 +29,7 @@ func Write(out, chartsDir string, all []*driver.Run, src Sources, now time.Time,
 		byCmd[r.Command] = r
 	}
 	var rs []*driver.Run
-	for _, c := range append(pairCommands(), "longlived", "throughput") {
+	for _, c := range append(pairCommands(), "longlived", "throughput", scaleOutCmd) {
 		if r := byCmd[c]; r != nil {
 			rs = append(rs, r)
 		}

@@ -110,7 +110,7 @@ type question struct {
 // asks them.
 var questions = []question{
 	{id: "semantics", title: "Is Postgres' semantics enough?",
-		intro: "If you need fan-out, routing, independent consumer groups, replay or exchange between services without a shared database, the answer is no at any load."},
+		intro: "The reference: if you need fan-out, routing, independent consumer groups, replay or exchange between services without a shared database, the answer is no at any load. Fan-out and consumer groups are built on both sides here, and the claims table decides that sentence on their measurements."},
 	{id: "load", title: "What load now, and in two years?",
 		intro: "The highest rate each side sustained on this machine, and where the runs stop: growth beyond them is not measured."},
 	{id: "team", title: "Is the ops team small?",
@@ -162,7 +162,7 @@ var pairSpecs = []pairSpec{
 		has:      func(in *inputs) bool { return in.rs[pairs.Queue] != nil },
 		headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs[pairs.Queue].Versions) },
 		answers: map[string]func(*inputs) string{
-			"semantics": fixedAnswer("a work queue (each task to one worker, retries, dead letters) is what both sides do, checked by one conformance suite. Fan-out, routing and many queues are RabbitMQ's: the Postgres side has one work queue per schema."),
+			"semantics": fixedAnswer("a work queue (each task to one worker, retries, dead letters) and fan-out to the subscribers `FANOUT` names (one copy each, an ordinary task) are what both sides do, checked by one conformance suite. Routing by pattern and many queues are RabbitMQ's: the Postgres side has one work queue per schema, and writes every fan-out copy in the enqueue's transaction."),
 			"load": func(in *inputs) string {
 				return ceilingAnswer(in, pairs.Queue, "queue.rate", pairs.NoRabbitMQ, pairs.RabbitMQ, "tasks")
 			},
@@ -178,7 +178,7 @@ var pairSpecs = []pairSpec{
 			return "Kafka " + orWhy(in.rs[pairs.Log].Versions.Kafka, in.rs[pairs.Log].Versions.Errors["kafka"])
 		},
 		answers: map[string]func(*inputs) string{
-			"semantics": fixedAnswer("one consumer per replication slot, at-least-once delivery observed exactly once. Consumer groups, partitions for parallel consumers, replay from any offset and retention are Kafka's."),
+			"semantics": fixedAnswer("at-least-once delivery observed exactly once, and consumer groups created from the earliest or the latest event, are what both sides do, checked by one conformance suite. On Postgres each group is a replication slot that decodes all of the database's WAL; partitions for parallel consumers of one group, replay from any offset and retention are Kafka's."),
 			"load": func(in *inputs) string {
 				return ceilingAnswer(in, pairs.Log, "log.rate", pairs.NoKafka, pairs.Kafka, "events")
 			},

@@ -353,7 +353,7 @@ func TestCommittedREADMEMatchesResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The runs `go run ./loadtests report` reads (commands.go writeReport).
-	runs := append(readRuns(t, filepath.Join(root, "results"), "cache", "longlived", "throughput"), esRuns...)
+	runs := append(readRuns(t, filepath.Join(root, "results"), "cache", "longlived", "throughput", scaleOutCmd), esRuns...)
 	want := strings.TrimSpace(Findings(runs, Sources{Raw: rr, Experiments: xf}))
 	if got != want {
 		t.Errorf("README.md's generated block differs from what results/*.json render; run `go run ./loadtests report` and commit README.md.\ngot:\n%s\nwant:\n%s", got, want)

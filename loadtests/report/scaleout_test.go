@@ -57,7 +57,7 @@ func scaleOutFixture() *driver.Run {
 			if n == 8 && side == "rabbitmq" {
 				return nil, errors.New("rabbitmq fan-out: 503")
 			}
-			return map[string]float64{scenario.MetricFanoutCopies: 200 * float64(n), driver.ClientP99: 3.5, scenario.MetricScaleP99: 12,
+			return map[string]float64{scenario.MetricFanoutSubscribers: float64(n), scenario.MetricFanoutCopies: 200 * float64(n), driver.ClientP99: 3.5, scenario.MetricScaleP99: 12,
 				scenario.MetricCPUPerThousand("service"): 0.4, scenario.MetricCPUPerThousand("postgres"): 0.9,
 				scenario.MetricFanoutWAL: 410 * float64(n), scenario.MetricFanoutMissing: 0}, nil
 		})
