@@ -206,7 +206,16 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 	o = s.settings(run, o)
 	tag := strings.ToLower(strings.ReplaceAll(run.ID, "-", ""))
 	fresh := s.freshEnv(e, run, tag)
-	if err := e.Ensure(ctx, s.Pair.Services(), fresh, nil); err != nil {
+	err := e.Ensure(ctx, s.Pair.Services(), fresh, nil)
+	if errors.Is(err, ErrExternal) && len(fresh) > 0 {
+		// A service of the user's own answers on the port: it keeps
+		// its database, and the users created there are deleted.
+		e.logf("%s keeps its own database: %v", s.Fresh.Service, err)
+		delete(run.Settings, "fresh_database")
+		fresh = nil
+		err = e.Ensure(ctx, s.Pair.Services(), nil, nil)
+	}
+	if err != nil {
 		return err
 	}
 	us := &createdUsers{e: e, created: map[string][]string{}}
