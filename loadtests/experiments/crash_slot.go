@@ -67,15 +67,27 @@ var slotText = Text{
 // slotRetainedKey is the metric of the WAL retained after n events.
 func slotRetainedKey(n int) string { return fmt.Sprintf("retained_bytes_at_%d", n) }
 
-// slotSteps are the retention points f holds, in order.
-func slotSteps(f *Figures) []int {
-	var steps []int
-	for _, k := range f.Keys("retained_bytes_at_", "") {
-		if n, err := strconv.Atoi(strings.TrimPrefix(k, "retained_bytes_at_")); err == nil {
-			steps = append(steps, n)
+// SlotRetention is what a slot-wal-retention result r holds of its
+// frozen slot: the numbers of events written at its retention points, in
+// order, and the WAL bytes the slot retained at each.
+func SlotRetention(r Result) (events []int, retained []float64) {
+	for k := range r.Metrics {
+		if s, ok := strings.CutPrefix(k, "retained_bytes_at_"); ok {
+			if n, err := strconv.Atoi(s); err == nil {
+				events = append(events, n)
+			}
 		}
 	}
-	slices.Sort(steps)
+	slices.Sort(events)
+	for _, n := range events {
+		retained = append(retained, r.Metrics[slotRetainedKey(n)])
+	}
+	return events, retained
+}
+
+// slotSteps are the retention points f holds, in order.
+func slotSteps(f *Figures) []int {
+	steps, _ := SlotRetention(f.Result())
 	if len(steps) == 0 {
 		f.miss("retained_bytes_at_*")
 		steps = []int{0}

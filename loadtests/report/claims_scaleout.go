@@ -2,11 +2,10 @@ package report
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -118,12 +117,7 @@ func sideFigure(p *driver.Point, metric, side string) (float64, bool) {
 	if p == nil || !p.SideStatus(side).OK() {
 		return 0, false
 	}
-	m := p.Find(metric)
-	if m == nil {
-		return 0, false
-	}
-	a, ok := m.Sides[side]
-	return a.Median, ok
+	return esVal(p, side, metric)
 }
 
 // laggingSlotBloats decides "a lagging slot bloats WAL for everyone" on
@@ -138,24 +132,15 @@ func laggingSlotBloats(in claimInputs) outcome {
 	if r.Error != "" {
 		return outcome{failed: slotExperiment + " experiment: failed: " + firstLine(r.Error)}
 	}
-	var ns []int
-	for k := range r.Metrics {
-		if s, ok := strings.CutPrefix(k, "retained_bytes_at_"); ok {
-			if n, err := strconv.Atoi(s); err == nil {
-				ns = append(ns, n)
-			}
-		}
-	}
+	ns, retained := experiments.SlotRetention(r)
 	if len(ns) < 2 {
 		return outcome{failed: slotExperiment + " experiment: fewer than two retained_bytes_at_* figures"}
 	}
-	slices.Sort(ns)
 	holds := true
 	var parts []string
 	for i, n := range ns {
-		b := r.Metrics[fmt.Sprintf("retained_bytes_at_%d", n)]
-		parts = append(parts, fmt.Sprintf("%s events → %s MB", count(int64(n)), num(b/1e6)))
-		if i > 0 && b <= r.Metrics[fmt.Sprintf("retained_bytes_at_%d", ns[i-1])] {
+		parts = append(parts, fmt.Sprintf("%s events → %s MB", count(int64(n)), num(retained[i]/1e6)))
+		if i > 0 && retained[i] <= retained[i-1] {
 			holds = false
 		}
 	}

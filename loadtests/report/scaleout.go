@@ -68,8 +68,7 @@ func ScaleOutSection(r *driver.Run) string {
 // delivery p99, the CPU per 1,000 written events, the WAL the slots held
 // and the deliveries missing.
 func groupsSection(b *strings.Builder, r *driver.Run) {
-	if pointOf(r, scenario.ScaleOutGroups) == nil {
-		fmt.Fprintf(b, "\n**Consumer groups** (log pair): not in this run (`results/%s.json` has no groups points); `go run ./loadtests scaleout` and the next `make results` measure them (docs/log.md, \"Consumer groups\").\n", r.ID)
+	if notInRun(b, r, scenario.ScaleOutGroups, "**Consumer groups** (log pair)", "groups", `docs/log.md, "Consumer groups"`) {
 		return
 	}
 	fmt.Fprintf(b, "\n**Consumer groups** (log pair): one instance per side with N groups in all, the default one and N−1 created from latest, "+
@@ -96,8 +95,7 @@ func groupsSection(b *strings.Builder, r *driver.Run) {
 // subscribers and side, the enqueue p99, the copies processed, what
 // each published task cost in CPU and WAL, and the copies missing.
 func fanoutSection(b *strings.Builder, r *driver.Run) {
-	if pointOf(r, scenario.ScaleOutFanout) == nil {
-		fmt.Fprintf(b, "\n**Fan-out**: not in this run (`results/%s.json` has no fan-out points); `go run ./loadtests scaleout` and the next `make results` measure them (docs/queue.md, \"Fan-out\").\n", r.ID)
+	if notInRun(b, r, scenario.ScaleOutFanout, "**Fan-out**", "fan-out", `docs/queue.md, "Fan-out"`) {
 		return
 	}
 	fmt.Fprintf(b, "\n**Fan-out**: one instance per side whose `FANOUT` gives `%s` N subscribers, offered %s such tasks for %v s. "+
@@ -119,6 +117,17 @@ func fanoutSection(b *strings.Builder, r *driver.Run) {
 		{"WAL B / task", scenario.MetricFanoutWAL, "", "", ""},
 		{"missing", scenario.MetricFanoutMissing, "", "", ""},
 	})
+}
+
+// notInRun writes, when r has no point of scenarioName (a run older than
+// those points), that title is not in this run and what measures it
+// (doc names where it is explained), and reports whether it did.
+func notInRun(b *strings.Builder, r *driver.Run, scenarioName, title, points, doc string) bool {
+	if pointOf(r, scenarioName) != nil {
+		return false
+	}
+	fmt.Fprintf(b, "\n%s: not in this run (`results/%s.json` has no %s points); `go run ./loadtests scaleout` and the next `make results` measure them (%s).\n", title, r.ID, points, doc)
+	return true
 }
 
 // scaleCol is a column of a scale-out table: a metric (with a unit
