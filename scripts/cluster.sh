@@ -707,25 +707,39 @@ print_rmq_env() {
   printf "export CLUSTER_RABBITMQ_URLS='%s'\n" "$urls"
 }
 
+# node_table WIDTH PIDFN UPFN NODE...: the NODE NAMESPACE ADDRESS PID STATUS table of a
+# cluster's nodes (the first column WIDTH wide, the second WIDTH+4), PIDFN NODE printing an
+# up node's pid and UPFN NODE what it runs as; 1 when a node is down.
+node_table() {
+  local w="$1" pidfn="$2" upfn="$3" fmt node pid bad=0
+  shift 3
+  fmt="%-${w}s %-$((w + 4))s %-12s %-6s %s\n"
+  # shellcheck disable=SC2059 # the format is built above
+  printf "$fmt" NODE NAMESPACE ADDRESS PID STATUS
+  for node in "$@"; do
+    pid="$("$pidfn" "$node")"
+    if [ -z "$pid" ]; then
+      # shellcheck disable=SC2059
+      printf "$fmt" "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" - down; bad=1
+    else
+      # shellcheck disable=SC2059
+      printf "$fmt" "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" "$pid" "up ($("$upfn" "$node"))"
+    fi
+  done
+  return "$bad"
+}
+
 # rmq_status: the nodes and the cluster the first answering node sees; 0 when all
 # three run in one cluster, 3 when not, 4 when no node runs.
 rmq_status() {
-  local node pid bad=0 out running any=""
+  local node bad=0 out running any=""
   for node in "${RMQ_NODES[@]}"; do any+="$(rmq_pid "$node")"; done
   if [ -z "$any" ]; then
     echo "RabbitMQ cluster: not running (make up-cluster starts it)"
     return 4
   fi
   printf 'RabbitMQ cluster:\n'
-  printf '%-5s %-9s %-12s %-6s %s\n' NODE NAMESPACE ADDRESS PID STATUS
-  for node in "${RMQ_NODES[@]}"; do
-    pid="$(rmq_pid "$node")"
-    if [ -z "$pid" ]; then
-      printf '%-5s %-9s %-12s %-6s %s\n' "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" - down; bad=1
-    else
-      printf '%-5s %-9s %-12s %-6s %s\n' "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" "$pid" "up ($(rmq_name "$node"))"
-    fi
-  done
+  node_table 5 rmq_pid rmq_name "${RMQ_NODES[@]}" || bad=1
   for node in "${RMQ_NODES[@]}"; do
     [ -n "$(rmq_pid "$node")" ] || continue
     out="$(RMQ_TIMEOUT=30 rmq "$node" rabbitmqctl -n "$(rmq_name "$node")" cluster_status --formatter json 2>/dev/null)" || continue
@@ -765,6 +779,7 @@ KAFKA_HEAP="${KAFKA_CLUSTER_HEAP_OPTS:--Xms256m -Xmx512m}"
 KAFKA_REPLICA_LAG_MS=10000
 
 kafka_id() { printf '%s' "${1#kafka}"; }   # kafka2 -> 2
+kafka_node_id() { printf 'node.id %s' "$(kafka_id "$1")"; }   # kafka2 -> node.id 2
 
 kafka_need_libs() {
   [ -d "$KAFKA_LIBS" ] && ls "$KAFKA_LIBS"/kafka_2.13-*.jar >/dev/null 2>&1 ||
@@ -928,22 +943,14 @@ print_kafka_env() {
 # quorum's leader and voters, and the partitions whose ISR is short of their replicas; 0 when all is as built, 3 when not,
 # 4 when no node runs.
 kafka_status() {
-  local node pid bad=0 any="" out n under
+  local node bad=0 any="" out n under
   for node in "${KAFKA_NODES[@]}"; do any+="$(kafka_pid "$node")"; done
   if [ -z "$any" ]; then
     echo "Kafka cluster: not running (make up-cluster starts it)"
     return 4
   fi
   printf 'Kafka cluster (KRaft, broker+controller per node, voters %s):\n' "$(kafka_voters)"
-  printf '%-6s %-10s %-12s %-6s %s\n' NODE NAMESPACE ADDRESS PID STATUS
-  for node in "${KAFKA_NODES[@]}"; do
-    pid="$(kafka_pid "$node")"
-    if [ -z "$pid" ]; then
-      printf '%-6s %-10s %-12s %-6s %s\n' "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" - down; bad=1
-    else
-      printf '%-6s %-10s %-12s %-6s %s\n' "$node" "$(ns_of "$node")" "${NODE_ADDR[$node]}" "$pid" "up (node.id $(kafka_id "$node"))"
-    fi
-  done
+  node_table 6 kafka_pid kafka_node_id "${KAFKA_NODES[@]}" || bad=1
   if ! ls "$KAFKA_LIBS"/kafka_2.13-*.jar >/dev/null 2>&1; then
     printf '\ncannot ask the brokers: no Kafka jars in %s (set KAFKA_LIBS=DIR)\n' "$KAFKA_LIBS"
     return 3

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
@@ -58,65 +59,98 @@ func ScaleOutSection(r *driver.Run) string {
 		{"(slowest)", scenario.MetricKillMax, "s", "", ""},
 		{"open", scenario.MetricKillOpen, "", "", ""},
 	})
-	fanoutSection(&b, r)
-	groupsSection(&b, r)
+	for _, p := range scaleOutParts {
+		p.write(&b, r)
+	}
 	return b.String()
 }
 
-// groupsSection writes the groups points' table: per number of consumer
-// groups and log side, the rate each group received, the default group's
-// delivery p99, the CPU per 1,000 written events, the WAL the slots held
-// and the deliveries missing.
-func groupsSection(b *strings.Builder, r *driver.Run) {
-	if notInRun(b, r, scenario.ScaleOutGroups, "**Consumer groups** (log pair)", "groups", `docs/log.md, "Consumer groups"`) {
-		return
-	}
-	fmt.Fprintf(b, "\n**Consumer groups** (log pair): one instance per side with N groups in all, the default one and N−1 created from latest, "+
-		"offered %s single `POST /events` for %v s. kafka: one more Kafka consumer group per group on the one 3-partition topic, written once; "+
-		"no-kafka: one more logical replication slot per group, each decoding all of the database's WAL. "+
-		"events/s per group is every group's first deliveries during the attack over N; the p99 is the default group's write→delivered; "+
-		"CPU is per 1,000 written events, from the attack's start until every group had every event; "+
-		"\"slot WAL\" is what no-kafka's slots retained at the attack's end; \"missing\" counts deliveries not made at the drain bound. "+
-		"docs/log.md, \"Consumer groups\", says what each group costs.\n\n",
-		pointRate(r, scenario.ScaleOutGroups), r.Settings["duration_s"])
-	scaleOutTable(b, r, scenario.ScaleOutGroups, []scaleCol{
-		{"events/s per group", scenario.MetricGroupDelivered, "", "", ""},
-		{"write p99 ms", driver.ClientP99, "", "", ""},
-		{"delivery p99 ms", driver.ServerLatency("delivery", driver.SuffixP99), "", "", ""},
-		{"CPU-s/1k service", scenario.MetricCPUPerThousand("service"), "", "", ""},
-		{"CPU-s/1k Postgres", scenario.MetricCPUPerThousand("postgres"), "", "", ""},
-		{"CPU-s/1k Kafka", scenario.MetricCPUPerThousand("kafka"), "", "", ""},
-		{"slot WAL bytes", scenario.MetricGroupsSlotBytes, "", scenario.LogPair.A.Name, "no slots"},
-		{"missing", scenario.MetricGroupMissing, "", "", ""},
-	})
+// scaleOutPart is a part of the scale-out section that a run older than
+// its points lacks: the points' scenario, the title and points notInRun
+// names with the doc that explains them, the intro (a format and the
+// run's values it takes) and the table's columns.
+type scaleOutPart struct {
+	scenario, title, points, doc string
+	intro                        string
+	args                         func(r *driver.Run) []any
+	// cols come before the CPU columns of the service, Postgres and the
+	// specialist cpu names (as titles write it), after after them, and
+	// the missing metric's column last.
+	cols, after  []scaleCol
+	cpu, missing string
 }
 
-// fanoutSection writes the fan-out points' table: per number of
-// subscribers and side, the enqueue p99, the copies processed, what
-// each published task cost in CPU and WAL, and the copies missing.
-func fanoutSection(b *strings.Builder, r *driver.Run) {
-	if notInRun(b, r, scenario.ScaleOutFanout, "**Fan-out**", "fan-out", `docs/queue.md, "Fan-out"`) {
+// write writes the part's intro and table, or notInRun's line when r has
+// none of its points.
+func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
+	if notInRun(b, r, p.scenario, p.title, p.points, p.doc) {
 		return
 	}
-	fmt.Fprintf(b, "\n**Fan-out**: one instance per side whose `FANOUT` gives `%s` N subscribers, offered %s such tasks for %v s. "+
-		"rabbitmq publishes each task once to the kind's fanout exchange, which copies it into one durable queue per subscriber; "+
-		"no-rabbitmq inserts the N copies in the enqueue's one transaction. Each copy is an ordinary task (%v workers of %v ms). "+
-		"copies/s is during the attack (N × the published rate when the side keeps up); the p99s are the enqueue's (client) and send→processed; "+
-		"CPU and WAL are per 1,000 published tasks and per published task, from the attack's start until the copies drained "+
-		"(WAL: Postgres', where both sides record their tasks; RabbitMQ's own store is not in it); "+
-		"\"missing\" counts copies not processed at the drain bound (0 unless the side fell behind or lost copies). "+
-		"docs/queue.md, \"Fan-out\", says what each design costs.\n\n",
-		r.Settings["fanout_kind"], pointRate(r, scenario.ScaleOutFanout), r.Settings["duration_s"], r.Settings["workers"], r.Settings["fanout_work_ms"])
-	scaleOutTable(b, r, scenario.ScaleOutFanout, []scaleCol{
-		{"copies/s", scenario.MetricFanoutCopies, "", "", ""},
-		{"enqueue p99 ms", driver.ClientP99, "", "", ""},
-		{"processed p99 ms", scenario.MetricScaleP99, "", "", ""},
+	fmt.Fprintf(b, p.intro, p.args(r)...)
+	cpu := []scaleCol{
 		{"CPU-s/1k service", scenario.MetricCPUPerThousand("service"), "", "", ""},
 		{"CPU-s/1k Postgres", scenario.MetricCPUPerThousand("postgres"), "", "", ""},
-		{"CPU-s/1k RabbitMQ", scenario.MetricCPUPerThousand("rabbitmq"), "", "", ""},
-		{"WAL B / task", scenario.MetricFanoutWAL, "", "", ""},
-		{"missing", scenario.MetricFanoutMissing, "", "", ""},
-	})
+		{"CPU-s/1k " + p.cpu, scenario.MetricCPUPerThousand(strings.ToLower(p.cpu)), "", "", ""},
+	}
+	missing := scaleCol{"missing", p.missing, "", "", ""}
+	scaleOutTable(b, r, p.scenario, slices.Concat(p.cols, cpu, p.after, []scaleCol{missing}))
+}
+
+// scaleOutParts are the parts a run older than their points lacks, in
+// the section's order.
+var scaleOutParts = []scaleOutPart{
+	// The fan-out points' table: per number of subscribers and
+	// side, the enqueue p99, the copies processed, what each published task
+	// cost in CPU and WAL, and the copies missing.
+	{
+		cpu: "RabbitMQ", scenario: scenario.ScaleOutFanout, title: "**Fan-out**", points: "fan-out", doc: `docs/queue.md, "Fan-out"`,
+		intro: "\n**Fan-out**: one instance per side whose `FANOUT` gives `%s` N subscribers, offered %s such tasks for %v s. " +
+			"rabbitmq publishes each task once to the kind's fanout exchange, which copies it into one durable queue per subscriber; " +
+			"no-rabbitmq inserts the N copies in the enqueue's one transaction. Each copy is an ordinary task (%v workers of %v ms). " +
+			"copies/s is during the attack (N × the published rate when the side keeps up); the p99s are the enqueue's (client) and send→processed; " +
+			"CPU and WAL are per 1,000 published tasks and per published task, from the attack's start until the copies drained " +
+			"(WAL: Postgres', where both sides record their tasks; RabbitMQ's own store is not in it); " +
+			"\"missing\" counts copies not processed at the drain bound (0 unless the side fell behind or lost copies). " +
+			"docs/queue.md, \"Fan-out\", says what each design costs.\n\n",
+		args: func(r *driver.Run) []any {
+			return []any{r.Settings["fanout_kind"], pointRate(r, scenario.ScaleOutFanout), r.Settings["duration_s"], r.Settings["workers"], r.Settings["fanout_work_ms"]}
+		},
+		cols: []scaleCol{
+			{"copies/s", scenario.MetricFanoutCopies, "", "", ""},
+			{"enqueue p99 ms", driver.ClientP99, "", "", ""},
+			{"processed p99 ms", scenario.MetricScaleP99, "", "", ""},
+		},
+		after: []scaleCol{
+			{"WAL B / task", scenario.MetricFanoutWAL, "", "", ""},
+		},
+		missing: scenario.MetricFanoutMissing,
+	},
+	// The groups points' table: per number of consumer groups
+	// and log side, the rate each group received, the default group's
+	// delivery p99, the CPU per 1,000 written events, the WAL the slots held
+	// and the deliveries missing.
+	{
+		cpu: "Kafka", scenario: scenario.ScaleOutGroups, title: "**Consumer groups** (log pair)", points: "groups", doc: `docs/log.md, "Consumer groups"`,
+		intro: "\n**Consumer groups** (log pair): one instance per side with N groups in all, the default one and N−1 created from latest, " +
+			"offered %s single `POST /events` for %v s. kafka: one more Kafka consumer group per group on the one 3-partition topic, written once; " +
+			"no-kafka: one more logical replication slot per group, each decoding all of the database's WAL. " +
+			"events/s per group is every group's first deliveries during the attack over N; the p99 is the default group's write→delivered; " +
+			"CPU is per 1,000 written events, from the attack's start until every group had every event; " +
+			"\"slot WAL\" is what no-kafka's slots retained at the attack's end; \"missing\" counts deliveries not made at the drain bound. " +
+			"docs/log.md, \"Consumer groups\", says what each group costs.\n\n",
+		args: func(r *driver.Run) []any {
+			return []any{pointRate(r, scenario.ScaleOutGroups), r.Settings["duration_s"]}
+		},
+		cols: []scaleCol{
+			{"events/s per group", scenario.MetricGroupDelivered, "", "", ""},
+			{"write p99 ms", driver.ClientP99, "", "", ""},
+			{"delivery p99 ms", driver.ServerDeliveryP99, "", "", ""},
+		},
+		after: []scaleCol{
+			{"slot WAL bytes", scenario.MetricGroupsSlotBytes, "", scenario.LogPair.A.Name, "no slots"},
+		},
+		missing: scenario.MetricGroupMissing,
+	},
 }
 
 // notInRun writes, when r has no point of scenarioName (a run older than
