@@ -1,6 +1,7 @@
 package kit_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -189,19 +190,12 @@ func pairList(t testing.TB, cell string, names []string) []string {
 // sub-package; log: `d.go`" into the backticked names of each pair.
 func attributed(t testing.TB, text string, names []string) map[string][]string {
 	t.Helper()
-	out := map[string][]string{}
-	for _, part := range strings.Split(text, ";") {
-		pair, list, ok := strings.Cut(part, ":")
-		pair = strings.TrimSpace(pair)
-		if !ok || !slices.Contains(names, pair) {
-			t.Errorf("the guide's list %q: %q does not start with a pair and a colon", text, part)
-			continue
-		}
+	return byPair(t, text, fmt.Sprintf("list %q", text), names, func(list string) (out []string) {
 		for _, m := range backticked.FindAllStringSubmatch(list, -1) {
-			out[pair] = append(out[pair], m[1])
+			out = append(out, m[1])
 		}
-	}
-	return out
+		return out
+	})
 }
 
 // listAfter reads the list in parentheses after marker in text, of the
@@ -214,16 +208,30 @@ func listAfter(t testing.TB, text, marker string, names []string) map[string][]s
 	}
 	rest, _, _ = strings.Cut(rest, ")")
 	rest = strings.Join(strings.Fields(strings.ReplaceAll(rest, "//", "")), " ")
+	return byPair(t, rest, fmt.Sprintf("%q list", marker), names, func(list string) (out []string) {
+		for _, n := range strings.Split(list, ",") {
+			out = append(out, strings.TrimSpace(n))
+		}
+		return out
+	})
+}
+
+// byPair reads text of the form "queue: …; log: …" into each pair's
+// items, as items reads them from the part after the colon; a part that
+// does not start with one of names and a colon fails t (list names the
+// list in the message).
+func byPair(t testing.TB, text, list string, names []string, items func(string) []string) map[string][]string {
+	t.Helper()
 	out := map[string][]string{}
-	for _, part := range strings.Split(rest, ";") {
-		pair, list, ok := strings.Cut(part, ":")
+	for _, part := range strings.Split(text, ";") {
+		pair, rest, ok := strings.Cut(part, ":")
 		pair = strings.TrimSpace(pair)
 		if !ok || !slices.Contains(names, pair) {
-			t.Errorf("the guide's %q list: %q does not start with a pair and a colon", marker, part)
+			t.Errorf("the guide's %s: %q does not start with a pair and a colon", list, part)
 			continue
 		}
-		for _, n := range strings.Split(list, ",") {
-			out[pair] = append(out[pair], strings.TrimSpace(n))
+		if it := items(rest); len(it) > 0 {
+			out[pair] = append(out[pair], it...)
 		}
 	}
 	return out

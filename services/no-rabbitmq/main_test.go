@@ -60,10 +60,6 @@ func TestConfigClaimLinger(t *testing.T) {
 // fails the start naming the variable.
 func TestConfigFanout(t *testing.T) {
 	t.Parallel()
-	if c := kittest.ReadConfig(t, readConfig, map[string]string{"FANOUT": "order.placed:email,warehouse"}); c.Worker.Fanout.String() != "order.placed:email,warehouse" {
-		t.Errorf("FANOUT read as %q", c.Worker.Fanout)
-	}
-	for _, bad := range []string{"order.placed:", "order.placed:email,email", "order.placed=email"} {
-		configtest.NamesBadVariables(t, readConfig, map[string]string{"FANOUT": bad}, "FANOUT")
-	}
+	configtest.ReadsBack(t, readConfig, "FANOUT", "order.placed:email,warehouse", func(c Config) string { return c.Worker.Fanout.String() },
+		"order.placed:", "order.placed:email,email", "order.placed=email")
 }

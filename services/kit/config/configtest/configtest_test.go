@@ -1,6 +1,7 @@
 package configtest
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +128,17 @@ func TestPartReturnsTheReadersError(t *testing.T) {
 		t.Errorf("WORKERS=3: %d, %v", n, err)
 	}
 	NamesBadVariables(t, read, map[string]string{"WORKERS": "many"}, "WORKERS")
+}
+
+// TestReadsBack: a variable read back as set passes, and its bad values
+// are refused naming it.
+func TestReadsBack(t *testing.T) {
+	read := func(r *config.Reader) (int, error) {
+		n := r.Int("WORKERS", 8)
+		if n < 0 {
+			r.Fail("WORKERS", "must not be negative")
+		}
+		return n, r.Err()
+	}
+	ReadsBack(t, read, "WORKERS", "3", strconv.Itoa, "-1", "many")
 }

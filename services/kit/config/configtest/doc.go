@@ -18,6 +18,7 @@
 // Defaults, NamesBadVariables and Renamed are the steps of every service's
 // own config test: the defaults are accepted, each bad value is refused
 // naming its variable, and an old name still sets the new one with a
-// warning. Part gives a kit package's ReadConfig, which returns no error,
+// warning. ReadsBack checks one variable both ways: a good value arrives,
+// bad ones are refused by name. Part gives a kit package's ReadConfig, which returns no error,
 // the read shape those steps take.
 package configtest

@@ -87,3 +87,19 @@ func PostgresDefaults[C any](tb testing.TB, read func(*config.Reader) (C, error)
 		"ADDR", "DATABASE_MAX_CONNS", "DATABASE_SCHEMA")
 	return c
 }
+
+// ReadsBack checks one variable a service reads: name set to good is read
+// back as good (get gives the Config's value as a string), and name set
+// to each of bad is refused naming it.
+func ReadsBack[C any](tb testing.TB, read func(*config.Reader) (C, error), name, good string, get func(C) string, bad ...string) {
+	tb.Helper()
+	r := config.FromMap(map[string]string{name: good})
+	if c, err := read(r); err != nil {
+		tb.Errorf("%s=%q refused: %v", name, good, err)
+	} else if got := get(c); got != good {
+		tb.Errorf("%s read as %q, want %q", name, got, good)
+	}
+	for _, b := range bad {
+		NamesBadVariables(tb, read, map[string]string{name: b}, name)
+	}
+}
