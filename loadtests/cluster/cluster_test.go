@@ -18,14 +18,22 @@ import (
 // not part of the single-node stack that make test runs against.
 func clusterURL(t testing.TB) string {
 	t.Helper()
+	return clusterEnv(t, "CLUSTER_DATABASE_URL")
+}
+
+// clusterEnv returns the cluster profile's variable name, or skips the
+// test under -short or when name is not set: the cluster profile is not
+// part of the single-node stack that make test runs against.
+func clusterEnv(t testing.TB, name string) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the cluster profile's test needs the running cluster")
 	}
-	u := strings.TrimSpace(os.Getenv("CLUSTER_DATABASE_URL"))
-	if u == "" {
-		t.Skip(`CLUSTER_DATABASE_URL is not set: the cluster profile is not part of make test; start it (make up-cluster, root) and run make test-cluster, or eval "$(bash scripts/cluster.sh env)" first`)
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		t.Skip(name + ` is not set: the cluster profile is not part of make test; start it (make up-cluster, root) and run make test-cluster, or eval "$(bash scripts/cluster.sh env)" first`)
 	}
-	return u
+	return v
 }
 
 // uniqueName returns prefix and 8 random hex characters, a name no other

@@ -17,17 +17,15 @@ import (
 )
 
 // kafkaBrokers returns CLUSTER_KAFKA_BROKERS (host:port of each broker,
-// comma-separated), or skips.
+// comma-separated), or skips; it fails t unless the variable names the
+// cluster profile's three brokers.
 func kafkaBrokers(t testing.TB) []string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: the cluster profile's test needs the running cluster")
+	brokers := strings.Split(clusterEnv(t, "CLUSTER_KAFKA_BROKERS"), ",")
+	if len(brokers) != 3 {
+		t.Fatalf("CLUSTER_KAFKA_BROKERS names %d brokers, want 3", len(brokers))
 	}
-	v := strings.TrimSpace(os.Getenv("CLUSTER_KAFKA_BROKERS"))
-	if v == "" {
-		t.Skip(`CLUSTER_KAFKA_BROKERS is not set: the cluster profile is not part of make test; start it (make up-cluster, root) and run make test-cluster, or eval "$(bash scripts/cluster.sh env)" first`)
-	}
-	return strings.Split(v, ",")
+	return brokers
 }
 
 // kafkaClient returns a client of its own transport (so that no metadata
@@ -41,9 +39,10 @@ func kafkaClient(t testing.TB, brokers []string) *kafka.Client {
 
 // createReplicatedTopic creates a one-partition topic with replication
 // factor 3 and min.insync.replicas 2 (the cluster's defaults, named here
-// so that the test does not depend on them) and deletes it when the test
-// ends.
-func createReplicatedTopic(t testing.TB, ctx context.Context, brokers []string) string {
+// so that the test does not depend on them), waits until its three
+// replicas are in sync and returns it with its partition's state; the
+// topic is deleted when the test ends.
+func createReplicatedTopic(t testing.TB, ctx context.Context, brokers []string) (string, partitionState) {
 	t.Helper()
 	topic := uniqueName(t, "cluster_check_")
 	resp, err := kafkaClient(t, brokers).CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
@@ -67,7 +66,11 @@ func createReplicatedTopic(t testing.TB, ctx context.Context, brokers []string) 
 			t.Errorf("delete topic %s: %v", topic, err)
 		}
 	})
-	return topic
+	s, err := waitISR(t, ctx, brokers, topic, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topic, s
 }
 
 // partitionState is partition 0 of a topic as the cluster's metadata
@@ -185,17 +188,9 @@ func readN(t testing.TB, ctx context.Context, brokers []string, topic string, n 
 // acks=all are read back in order.
 func TestKafkaClusterReplicatesToAllThree(t *testing.T) {
 	brokers := kafkaBrokers(t)
-	if len(brokers) != 3 {
-		t.Fatalf("CLUSTER_KAFKA_BROKERS names %d brokers, want 3", len(brokers))
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	topic := createReplicatedTopic(t, ctx, brokers)
-
-	s, err := waitISR(t, ctx, brokers, topic, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, s := createReplicatedTopic(t, ctx, brokers)
 	if len(s.Replicas) != 3 {
 		t.Fatalf("partition 0 of %s has replicas %v, want 3", topic, s.Replicas)
 	}
@@ -229,19 +224,12 @@ func TestKafkaClusterReplicatesToAllThree(t *testing.T) {
 // runs only against the cluster profile.
 func TestKafkaClusterWritesWithOneBrokerCutOff(t *testing.T) {
 	brokers := kafkaBrokers(t)
-	if len(brokers) != 3 {
-		t.Fatalf("CLUSTER_KAFKA_BROKERS names %d brokers, want 3", len(brokers))
-	}
 	if os.Geteuid() != 0 {
 		t.Skip("cutting a broker off takes root (ip netns)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	topic := createReplicatedTopic(t, ctx, brokers)
-	s, err := waitISR(t, ctx, brokers, topic, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, s := createReplicatedTopic(t, ctx, brokers)
 
 	// a follower: not the leader of the topic's partition
 	cut := 0
@@ -279,7 +267,7 @@ func TestKafkaClusterWritesWithOneBrokerCutOff(t *testing.T) {
 		}
 	})
 
-	s, err = waitISR(t, ctx, live, topic, 2)
+	s, err := waitISR(t, ctx, live, topic, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

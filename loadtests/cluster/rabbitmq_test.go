@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,14 +12,7 @@ import (
 // rabbitURLs returns CLUSTER_RABBITMQ_URLS (one AMQP URL per node), or skips.
 func rabbitURLs(t testing.TB) []string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: the cluster profile's test needs the running cluster")
-	}
-	v := strings.TrimSpace(os.Getenv("CLUSTER_RABBITMQ_URLS"))
-	if v == "" {
-		t.Skip(`CLUSTER_RABBITMQ_URLS is not set: the cluster profile is not part of make test; start it (make up-cluster, root) and run make test-cluster, or eval "$(bash scripts/cluster.sh env)" first`)
-	}
-	return strings.Split(v, ",")
+	return strings.Split(clusterEnv(t, "CLUSTER_RABBITMQ_URLS"), ",")
 }
 
 // dialChannel connects to url and opens a channel, both closed when the test ends.
