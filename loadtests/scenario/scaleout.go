@@ -308,6 +308,21 @@ func (pts *scaleOutPoints) set(p *driver.Point, svc string, res *driver.SideResu
 	p.Rounds[0].Sides[svc] = res
 }
 
+// measureOne records svc's side of the one point p, measured on what
+// start makes: start's error, or what measure returns; what start made is
+// stopped after measure, whatever it returned.
+func measureOne[F interface{ stop(context.Context) }](ctx context.Context, pts *scaleOutPoints, p *driver.Point, svc string,
+	start func() (F, error), measure func(F) (*driver.SideResult, error)) {
+	f, err := start()
+	if err != nil {
+		pts.set(p, svc, nil, err)
+		return
+	}
+	res, err := measure(f)
+	pts.set(p, svc, res, err)
+	f.stop(ctx)
+}
+
 // measure starts n instances of svc and measures their points: every
 // rate, the batch and, with two instances, the kill; when the instances
 // do not start, each of those points records why.

@@ -70,16 +70,11 @@ func fanoutBody(n uint64) []byte {
 // FanoutSetting(n) and WORK_MS o.FanoutWorkMS, o.FanoutRate tasks/s for
 // o.Duration, the drain, the CPU and the WAL.
 func (pts *scaleOutPoints) fanout(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) {
-	p := pts.fanouts[n]
 	e.logf("scaleout: %s fan-out to %d subscribers at %s", svc, n, driver.Label(o.FanoutRate))
-	f, err := startFleet(ctx, e, svc, 1, o, map[string]string{"FANOUT": FanoutSetting(n), "WORK_MS": strconv.Itoa(o.FanoutWorkMS)})
-	if err != nil {
-		pts.set(p, svc, nil, err)
-		return
-	}
-	res, err := f.fanoutRate(ctx, n, o)
-	pts.set(p, svc, res, err)
-	f.stop(ctx)
+	env := map[string]string{"FANOUT": FanoutSetting(n), "WORK_MS": strconv.Itoa(o.FanoutWorkMS)}
+	measureOne(ctx, pts, pts.fanouts[n], svc,
+		func() (*fleet, error) { return startFleet(ctx, e, svc, 1, o, env) },
+		func(f *fleet) (*driver.SideResult, error) { return f.fanoutRate(ctx, n, o) })
 }
 
 // fanoutRate offers o.FanoutRate FanoutKind tasks/s to the fleet's one

@@ -60,16 +60,10 @@ func groupPointName(rate float64, n int) string {
 // created, o.GroupRate events/s for o.Duration, the drain and the CPU;
 // then the groups deleted and everything the point made dropped.
 func (pts *scaleOutPoints) groups(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) {
-	p := pts.groupPoints[n]
 	e.logf("scaleout: %s with %d consumer groups at %s", svc, n, driver.Label(o.GroupRate))
-	g, err := startGroups(ctx, e, svc, n)
-	if err != nil {
-		pts.set(p, svc, nil, err)
-		return
-	}
-	res, err := g.measure(ctx, n, o)
-	pts.set(p, svc, res, err)
-	g.stop(ctx)
+	measureOne(ctx, pts, pts.groupPoints[n], svc,
+		func() (*groupFleet, error) { return startGroups(ctx, e, svc, n) },
+		func(g *groupFleet) (*driver.SideResult, error) { return g.measure(ctx, n, o) })
 }
 
 // groupFleet is one log instance of the groups points.
