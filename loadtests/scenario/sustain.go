@@ -251,7 +251,7 @@ func (o SustainOptions) Estimate() Estimate {
 // calls it too, so that the reason is never stored apart from the
 // figures it is read from.
 func StepJudge(m map[string]float64) (bool, string) {
-	offered, req := m[MetricOffered], m["client.requests"]
+	offered, req := m[MetricOffered], m[driver.ClientRequests]
 	bound := m["flat_bound"]
 	growth := func() (bool, string) {
 		return false, fmt.Sprintf("backlog grew %.0f items in %.0f s (flat: ≤ %.0f), processing %.0f/s", m["backlog_growth"], m["window_s"], bound, m[MetricIntake])
@@ -263,10 +263,10 @@ func StepJudge(m map[string]float64) (bool, string) {
 		// Ended by the driver once the backlog had plainly grown; the
 		// requests it cut off are no failure of the side's.
 		return growth()
-	case m["client.errors"] >= driver.FailShare*req:
-		return false, fmt.Sprintf("%.0f of %.0f batch requests failed", m["client.errors"], req)
-	case m["client.shed"] >= driver.FailShare*req:
-		return false, fmt.Sprintf("%.0f of %.0f batches shed (503 + Retry-After)", m["client.shed"], req)
+	case m[driver.ClientErrors] >= driver.FailShare*req:
+		return false, fmt.Sprintf("%.0f of %.0f batch requests failed", m[driver.ClientErrors], req)
+	case m[driver.ClientShed] >= driver.FailShare*req:
+		return false, fmt.Sprintf("%.0f of %.0f batches shed (503 + Retry-After)", m[driver.ClientShed], req)
 	case m["sent_per_s"] < SendShare*offered:
 		return false, fmt.Sprintf("the driver sent only %.0f items/s (its own limit, not the side's)", m["sent_per_s"])
 	case m["backlog_growth"] > bound:
@@ -796,10 +796,10 @@ func (s ThroughputScenario) offerMeasure(m map[string]float64, size int, c drive
 	window := append(w.window, last)
 	span := last.t - warm.t
 	m["window_s"] = math.Round(span*10) / 10
-	m["client.requests"] = float64(c.Requests)
-	m["client.errors"] = float64(c.Errors)
-	m["client.shed"] = float64(c.Shed)
-	m["client.p99_ms"] = c.Latency.P99MS
+	m[driver.ClientRequests] = float64(c.Requests)
+	m[driver.ClientErrors] = float64(c.Errors)
+	m[driver.ClientShed] = float64(c.Shed)
+	m[driver.ClientP99] = c.Latency.P99MS
 	m["sent_per_s"] = math.Round(c.SentRate * float64(size))
 	m["accepted_per_s"] = round1(float64(c.OK*int64(size)) / max(c.DurationS, 1e-9))
 	m["backlog_at_warmup"] = float64(warm.backlog)

@@ -349,7 +349,7 @@ func (s ThroughputScenario) side(ctx context.Context, e *Env, svc string, size i
 	c := driver.Loop(ctx, spec)
 	window := time.Since(t0).Seconds()
 	res.Phases = append(res.Phases, driver.Phase{Name: s.Phase, Client: c})
-	driver.FlattenClient(res.Metrics, "client.", c)
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	final, drained, used, err := s.sideMeasure(ctx, base, res.Metrics, size, c, t0, window, drain, groups, cpu0)
 	if err != nil {
 		return res, err
