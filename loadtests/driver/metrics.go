@@ -49,14 +49,27 @@ const (
 	// overload points).
 	ClientOK       = ClientPrefix + "ok"
 	ClientRequests = ClientPrefix + "requests"
-
-	ClientRewriteP50    = ClientRewritePrefix + SuffixP50
-	ClientRewriteP99    = ClientRewritePrefix + SuffixP99
-	ClientRewriteErrors = ClientRewritePrefix + SuffixErrors
-	ClientPatchP50      = ClientPatchPrefix + SuffixP50
-	ClientPatchP99      = ClientPatchPrefix + SuffixP99
-	ClientPatchErrors   = ClientPatchPrefix + SuffixErrors
 )
+
+// PhaseMetrics is the prefix of the metrics of one client-side Phase; its
+// methods give the keys of its quantiles and errors.
+type PhaseMetrics string
+
+// The documents rewrite point's two phases: ClientRewrite.P50() is
+// "client.rewrite.p50_ms".
+const (
+	ClientRewrite PhaseMetrics = ClientRewritePrefix
+	ClientPatch   PhaseMetrics = ClientPatchPrefix
+)
+
+// P50 is the key of the phase's median latency.
+func (p PhaseMetrics) P50() string { return string(p) + SuffixP50 }
+
+// P99 is the key of the phase's 99th percentile latency.
+func (p PhaseMetrics) P99() string { return string(p) + SuffixP99 }
+
+// Errors is the key of the phase's failed requests.
+func (p PhaseMetrics) Errors() string { return string(p) + SuffixErrors }
 
 // The server-side latencies, named as the services' /stats name them
 // (services/kit/contract/<pair>): the queue's send, delivery and

@@ -360,11 +360,11 @@ func toastChart(r *driver.Run, path string) (bool, error) {
 	}
 	mongo := SideLabel(r, pairs.MongoDB)
 	timeSeries := []series{
-		mk("Postgres rewrite, pglz", 0, false, false, pglz, driver.ClientRewriteP50, pairs.NoMongoDB, 1),
-		mk("Postgres rewrite, lz4", 2, false, true, lz4, driver.ClientRewriteP50, pairs.NoMongoDB, 1),
-		mk("Postgres neighbour patch", 0, true, false, pglz, driver.ClientPatchP50, pairs.NoMongoDB, 1),
-		mk(mongo+" rewrite", 1, false, true, pglz, driver.ClientRewriteP50, pairs.MongoDB, 1),
-		mk(mongo+" neighbour patch", 1, true, true, pglz, driver.ClientPatchP50, pairs.MongoDB, 1),
+		mk("Postgres rewrite, pglz", 0, false, false, pglz, driver.ClientRewrite.P50(), pairs.NoMongoDB, 1),
+		mk("Postgres rewrite, lz4", 2, false, true, lz4, driver.ClientRewrite.P50(), pairs.NoMongoDB, 1),
+		mk("Postgres neighbour patch", 0, true, false, pglz, driver.ClientPatch.P50(), pairs.NoMongoDB, 1),
+		mk(mongo+" rewrite", 1, false, true, pglz, driver.ClientRewrite.P50(), pairs.MongoDB, 1),
+		mk(mongo+" neighbour patch", 1, true, true, pglz, driver.ClientPatch.P50(), pairs.MongoDB, 1),
 	}
 	tp, legend, err := linePanel(lineSpec{title: "request p50 (round trip)", xlabel: "profile size", ylabel: "ms", logX: true, logY: true, series: timeSeries, xticks: ticks})
 	if err != nil || tp == nil {

@@ -411,7 +411,7 @@ var claimTable = []claimSpec{
 		claim: "At 2 MB, Postgres' rewrite p99 is 2.6× MongoDB's",
 		rule:  fmt.Sprintf("per-round ratio no-mongodb ÷ mongodb of rewrite p99 at 2MB within %s× of %s (%s), in every round", num(tolerance), num(rewriteP99Ratio), around(rewriteP99Ratio, rewriteP99Ratio)),
 		evaluate: atPoint(pairs.Documents, "documents.rewrite", "2MB", "documents 2MB rewrite point", func(in claimInputs, p *driver.Point) outcome {
-			r, ok := ratio(p, driver.ClientRewriteP99)
+			r, ok := ratio(p, driver.ClientRewrite.P99())
 			switch {
 			case !ok:
 				return outcome{missing: "no 2MB rewrite latencies on both sides"}
@@ -648,12 +648,12 @@ func lz4BeatsPglz(in claimInputs) outcome {
 	holds := true
 	for _, p := range pg {
 		l := in.rs.point(pairs.Documents, "documents.rewrite_lz4", p.Name)
-		a, okA := median(p, driver.ClientRewriteP50, pairs.NoMongoDB)
+		a, okA := median(p, driver.ClientRewrite.P50(), pairs.NoMongoDB)
 		ra, _ := median(p, "cost_ratio.p50", pairs.NoMongoDB)
 		if l == nil {
 			return outcome{missing: "no lz4 rewrite point at " + p.Name}
 		}
-		b, okB := median(l, driver.ClientRewriteP50, pairs.NoMongoDB)
+		b, okB := median(l, driver.ClientRewrite.P50(), pairs.NoMongoDB)
 		rb, _ := median(l, "cost_ratio.p50", pairs.NoMongoDB)
 		if !okA || !okB {
 			return outcome{missing: "no rewrite p50 at " + p.Name}

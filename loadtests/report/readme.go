@@ -547,7 +547,7 @@ func documentsHeadline(in *inputs) string {
 		parts = append(parts, fmt.Sprintf("On Postgres, rewriting a large profile cost %s a patch of a neighbour column (p50).", strings.Join(cost, " and ")))
 	}
 	if p := in.rs.point(pairs.Documents, "documents.rewrite", ""); p != nil && !ferret {
-		if x, ok := ratio(p, driver.ClientRewriteP99); ok {
+		if x, ok := ratio(p, driver.ClientRewrite.P99()); ok {
 			parts = append(parts, fmt.Sprintf("Rewrite p99 at %s: Postgres %s MongoDB's.", p.Name, times(x)))
 		}
 	}

@@ -64,7 +64,7 @@ func scaleOutFixture() *driver.Run {
 	}
 	point(scenario.ScaleOutGroups, "500/s → 4 groups", 500, func(side string) (map[string]float64, error) {
 		m := map[string]float64{scenario.MetricGroups: 4, scenario.MetricGroupDelivered: 499, driver.ClientP99: 4.5,
-			driver.ServerLatency("delivery", driver.SuffixP99): 21, scenario.MetricCPUPerThousand("postgres"): 1.2, scenario.MetricGroupMissing: 0}
+			driver.ServerDeliveryP99: 21, scenario.MetricCPUPerThousand("postgres"): 1.2, scenario.MetricGroupMissing: 0}
 		if side == "no-kafka" {
 			m[scenario.MetricGroupsSlotBytes] = 1234567
 		}

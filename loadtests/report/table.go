@@ -40,13 +40,13 @@ func keyMetrics(scenario string) []row {
 			{driver.ClientErrors, "errors"}, {driver.ServerSearchP50, "search p50 ms"}, {driver.ServerSearchP95, "search p95 ms"},
 			{driver.ServerSearchP99, "search p99 ms"}}
 	case strings.HasPrefix(scenario, "documents.rewrite"):
-		return []row{{driver.ClientRewriteP50, "rewrite p50 ms"}, {driver.ClientRewriteP99, "rewrite p99 ms"},
-			{driver.ClientPatchP50, "neighbour patch p50 ms"}, {driver.ClientPatchP99, "neighbour patch p99 ms"},
+		return []row{{driver.ClientRewrite.P50(), "rewrite p50 ms"}, {driver.ClientRewrite.P99(), "rewrite p99 ms"},
+			{driver.ClientPatch.P50(), "neighbour patch p50 ms"}, {driver.ClientPatch.P99(), "neighbour patch p99 ms"},
 			{"cost_ratio.p50", "rewrite ÷ patch (p50)"}, {"cost_ratio.p99", "rewrite ÷ patch (p99)"},
 			{driver.ServerReplaceProfileP50, "server rewrite p50 ms"}, {driver.ServerPatchFieldsP50, "server patch p50 ms"},
 			{"server_cost_ratio.p50", "server rewrite ÷ patch (p50)"},
 			{"wal_per_op.rewrite", "WAL bytes per rewrite"}, {"wal_per_op.patch", "WAL bytes per patch"},
-			{driver.ClientRewriteErrors, "rewrite errors"}, {driver.ClientPatchErrors, "patch errors"}}
+			{driver.ClientRewrite.Errors(), "rewrite errors"}, {driver.ClientPatch.Errors(), "patch errors"}}
 	}
 	return client
 }
@@ -242,8 +242,8 @@ var demoMetrics = map[string][]row{
 	pairs.Log: {{"throughput", "delivered/s"}, {driver.ServerWriteP50, "write p50 ms"}, {driver.ServerWriteP99, "write p99 ms"},
 		{driver.ServerDeliveryP50, "delivery p50 ms"}, {driver.ServerDeliveryP99, "delivery p99 ms"}, {driver.ClientErrors, "errors"}, {driver.ClientShed, "shed (503)"}},
 	"documents.search": {{driver.ClientOKRate, "searches/s"}, {driver.ServerSearchP50, "search p50 ms"}, {driver.ServerSearchP99, "search p99 ms"}, {driver.ClientErrors, "errors"}},
-	"documents.rewrite": {{driver.ClientRewriteP50, "rewrite p50 ms"}, {driver.ClientRewriteP99, "rewrite p99 ms"},
-		{driver.ClientPatchP50, "neighbour patch p50 ms"}, {"cost_ratio.p50", "rewrite ÷ patch"}, {"wal_per_op.rewrite", "WAL bytes per rewrite"}},
+	"documents.rewrite": {{driver.ClientRewrite.P50(), "rewrite p50 ms"}, {driver.ClientRewrite.P99(), "rewrite p99 ms"},
+		{driver.ClientPatch.P50(), "neighbour patch p50 ms"}, {"cost_ratio.p50", "rewrite ÷ patch"}, {"wal_per_op.rewrite", "WAL bytes per rewrite"}},
 	"cache.profile":    {{driver.ClientOKRate, "requests/s"}, {driver.ClientP50, "client p50 ms"}, {driver.ClientP99, "client p99 ms"}, {driver.ClientErrors, "errors"}},
 	"cache.kv_write":   {{driver.ClientP50, "kv PUT p50 ms"}, {driver.ClientP99, "kv PUT p99 ms"}, {driver.ClientErrors, "errors"}},
 	"cache.kv_read":    {{driver.ClientP50, "kv GET p50 ms"}, {driver.ClientP99, "kv GET p99 ms"}, {driver.ClientErrors, "errors"}},
