@@ -102,10 +102,11 @@ PG_MAINTENANCE_WORK_MEM=64MB
 # ---------------------------------------------------------------------------
 # helpers
 
-say()  { printf '==> %s\n' "$*"; }
-info() { printf '    %s\n' "$*"; }
-warn() { printf 'warning: %s\n' "$*" >&2; }
-die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
+# say, info, warn, die, fail_with_log; kafka_cluster_id, kafka_java_tool, kafka_broker_cmd
+# shellcheck source=lib/messages.sh
+source "$ROOT/scripts/lib/messages.sh"
+# shellcheck source=lib/kafka.sh
+source "$ROOT/scripts/lib/kafka.sh"
 
 need_root() { [ "$(id -u)" -eq 0 ] || die "the cluster profile needs root (ip netns, veth pairs, a bridge)"; }
 
@@ -181,17 +182,6 @@ psql_node() {
 psql_tcp() {
   local node=$1; shift
   PGCONNECT_TIMEOUT=3 "$CLIENT_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "${NODE_ADDR[$node]}" -p "$PG_PORT" -U postgres "$@"
-}
-
-fail_with_log() {
-  local msg=$1 logfile; shift
-  for logfile in "$@"; do
-    [ -s "$logfile" ] || continue
-    printf -- '--- last lines of %s ---\n' "$logfile" >&2
-    tail -n 25 "$logfile" >&2 || true
-    printf -- '---\n' >&2
-  done
-  die "$msg (log: $*)"
 }
 
 # ---------------------------------------------------------------------------
@@ -790,10 +780,7 @@ kafka_need_libs() {
 # nodes through the bridge); killed after $KAFKA_TOOL_TIMEOUT seconds when that is set.
 kafka_tool() {
   kafka_need_libs
-  ${KAFKA_TOOL_TIMEOUT:+timeout -k 5 "$KAFKA_TOOL_TIMEOUT"} \
-    java -Xmx256m -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
-    -Dlog4j2.configurationFile="$ROOT/scripts/kafka/tools-log4j2.xml" \
-    -cp "$KAFKA_LIBS/*" "$@"
+  kafka_java_tool "$@"
 }
 
 kafka_bootstrap() {
@@ -844,22 +831,12 @@ group.initial.rebalance.delay.ms=0
 log.retention.hours=24
 EOP
   if [ ! -f "$d/data/meta.properties" ]; then
-    [ -s "$KAFKA_DIR/cluster.id" ] || kafka_new_id >"$KAFKA_DIR/cluster.id"
+    [ -s "$KAFKA_DIR/cluster.id" ] || kafka_cluster_id >"$KAFKA_DIR/cluster.id"
     cid="$(cat "$KAFKA_DIR/cluster.id")"
     say "$node: formatting storage (cluster id $cid)"
     kafka_tool kafka.tools.StorageTool format -t "$cid" -c "$d/server.properties" >"$LOG/$node-format.log" 2>&1 ||
       fail_with_log "$node: kafka storage format failed" "$LOG/$node-format.log"
   fi
-}
-
-# kafka_new_id: 16 random bytes, base64url without padding, never starting with '-'
-# (the CLI would take it for an option), as scripts/stack.sh makes them.
-kafka_new_id() {
-  local id=-
-  while [ "${id#-}" != "$id" ]; do
-    id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
-  done
-  printf '%s\n' "$id"
 }
 
 kafka_start() {
@@ -870,13 +847,8 @@ kafka_start() {
   fi
   kafka_prepare "$node"
   say "$node: starting Kafka (node.id $(kafka_id "$node")) on ${NODE_ADDR[$node]}:$KAFKA_PORT in $(ns_of "$node")"
-  # shellcheck disable=SC2086 # the heap options are words
-  ip netns exec "$(ns_of "$node")" setsid nohup java $KAFKA_HEAP -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-    -Djava.awt.headless=true \
-    -Dlog4j2.configurationFile="$ROOT/scripts/kafka/log4j2.xml" \
-    -Dkafka.logs.dir="$LOG/$node" \
-    -cp "$KAFKA_LIBS/*" kafka.Kafka "$d/server.properties" \
-    >>"$LOG/$node/kafka.out" 2>&1 </dev/null &
+  kafka_broker_cmd "$KAFKA_HEAP" "$LOG/$node" "$d/server.properties"
+  ip netns exec "$(ns_of "$node")" setsid nohup "${KAFKA_CMD[@]}" >>"$LOG/$node/kafka.out" 2>&1 </dev/null &
   echo $! >"$d/kafka.pid"
 }
 

@@ -78,10 +78,11 @@ FERRET_BIN="$STACK/bin/ferretdb"
 # ---------------------------------------------------------------------------
 # helpers
 
-say()  { printf '==> %s\n' "$*"; }
-info() { printf '    %s\n' "$*"; }
-warn() { printf 'warning: %s\n' "$*" >&2; }
-die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
+# say, info, warn, die, fail_with_log; kafka_cluster_id, kafka_java_tool, kafka_broker_cmd
+# shellcheck source=lib/messages.sh
+source "$ROOT/scripts/lib/messages.sh"
+# shellcheck source=lib/kafka.sh
+source "$ROOT/scripts/lib/kafka.sh"
 
 is_root() { [ "$(id -u)" -eq 0 ]; }
 
@@ -159,18 +160,6 @@ wait_pid_gone() {
     sleep 0.1
   done
   return 1
-}
-
-# fail_with_log MESSAGE LOGFILE...: die, showing the end of each log that has something in it.
-fail_with_log() {
-  local msg=$1 logfile; shift
-  for logfile in "$@"; do
-    [ -s "$logfile" ] || continue
-    printf -- '--- last lines of %s ---\n' "$logfile" >&2
-    tail -n 25 "$logfile" >&2 || true
-    printf -- '---\n' >&2
-  done
-  die "$msg (log: $*)"
 }
 
 # check_port NAME PORT: die if PORT is taken by something that is not ours.
@@ -591,22 +580,7 @@ epmd_stop() {
 # kafka_tool CLASS ARGS...: run a Kafka CLI class from the stack's jars.
 kafka_tool() {
   [ -d "$KAFKA_LIBS" ] || die "Kafka jars missing ($KAFKA_LIBS); run: bash scripts/stack.sh deps"
-  ${KAFKA_TOOL_TIMEOUT:+timeout "$KAFKA_TOOL_TIMEOUT"} \
-    java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-    -Dlog4j2.configurationFile="$SCRIPTS/kafka/tools-log4j2.xml" \
-    -cp "$KAFKA_LIBS/*" "$@"
-}
-
-# kafka_cluster_id: print a new Kafka cluster id: 16 random bytes, base64url without
-# padding. One id in 64 starts with '-', which the CLI's argument parser takes for an
-# option ("--cluster-id: expected one argument"); Kafka's own Uuid.randomUuid() draws
-# again in that case, and so does this.
-kafka_cluster_id() {
-  local id=-
-  while [ "${id#-}" != "$id" ]; do
-    id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
-  done
-  printf '%s\n' "$id"
+  kafka_java_tool "$@"
 }
 
 # kafka_prepare: write server.properties; format the storage before the very first start.
@@ -650,13 +624,8 @@ EOF
 
 kafka_start() {
   say "kafka: starting on localhost:$KAFKA_PORT (controller :$KAFKA_CONTROLLER_PORT)"
-  # shellcheck disable=SC2086
-  setsid nohup java ${KAFKA_HEAP_OPTS:--Xms512m -Xmx512m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-    -Djava.awt.headless=true \
-    -Dlog4j2.configurationFile="$SCRIPTS/kafka/log4j2.xml" \
-    -Dkafka.logs.dir="$LOG/kafka" \
-    -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_PROPS" \
-    >>"$LOG/kafka/kafka.out" 2>&1 </dev/null &
+  kafka_broker_cmd "${KAFKA_HEAP_OPTS:--Xms512m -Xmx512m}" "$LOG/kafka" "$KAFKA_PROPS"
+  setsid nohup "${KAFKA_CMD[@]}" >>"$LOG/kafka/kafka.out" 2>&1 </dev/null &
   echo $! >"$KAFKA_PID"
 }
 
