@@ -30,29 +30,16 @@ var longFuncs = map[string]string{}
 // and every entry of longFuncs still names a long function.
 func TestFunctionsAreShort(t *testing.T) {
 	t.Parallel()
-	fset := token.NewFileSet()
+	fset, files := parseGoFiles(t, ".")
 	seen := map[string]bool{}
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != "." {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
+	for path, f := range files {
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok {
 				continue
 			}
 			lines := fset.Position(fn.End()).Line - fset.Position(fn.Type.Pos()).Line + 1
-			key := filepath.ToSlash(path) + ":" + fn.Name.Name
+			key := path + ":" + fn.Name.Name
 			if lines <= maxFuncLines {
 				continue
 			}
@@ -61,10 +48,6 @@ func TestFunctionsAreShort(t *testing.T) {
 				t.Errorf("%s is %d lines, more than %d: split it into named steps", key, lines, maxFuncLines)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	for key := range longFuncs {
 		if !seen[key] {
@@ -88,37 +71,55 @@ func TestNamesAreConstants(t *testing.T) {
 			services[s.Name] = true
 		}
 	}
+	fset, files := parseGoFiles(t, "report", "scenario")
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			v, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				return true
+			}
+			switch {
+			case services[v]:
+				t.Errorf("%s: service %q as a literal: use its services/kit/pairs constant", fset.Position(lit.Pos()), v)
+			case strings.HasPrefix(v, driver.ServerPrefix) || strings.HasPrefix(v, driver.ClientPrefix):
+				t.Errorf("%s: metric %q as a literal: use driver's constant", fset.Position(lit.Pos()), v)
+			}
+			return true
+		})
+	}
+}
+
+// parseGoFiles parses the Go files below each of dirs, tests, testdata
+// and dot-folders aside, and returns them by slash path.
+func parseGoFiles(t *testing.T, dirs ...string) (*token.FileSet, map[string]*ast.File) {
+	t.Helper()
 	fset := token.NewFileSet()
-	for _, dir := range []string{"report", "scenario"} {
-		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	files := map[string]*ast.File{}
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != dir {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			files[filepath.ToSlash(path)] = f
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, path := range paths {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				lit, ok := n.(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					return true
-				}
-				v, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					return true
-				}
-				switch {
-				case services[v]:
-					t.Errorf("%s: service %q as a literal: use its services/kit/pairs constant", fset.Position(lit.Pos()), v)
-				case strings.HasPrefix(v, driver.ServerPrefix) || strings.HasPrefix(v, driver.ClientPrefix):
-					t.Errorf("%s: metric %q as a literal: use driver's constant", fset.Position(lit.Pos()), v)
-				}
-				return true
-			})
-		}
 	}
+	if len(files) == 0 {
+		t.Fatalf("no Go files below %v", dirs)
+	}
+	return fset, files
 }

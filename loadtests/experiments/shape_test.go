@@ -9,11 +9,6 @@ import (
 	"testing"
 )
 
-// maxFuncLines is the longest a function of this package may be: an
-// experiment is setup → load → fault → measure → verdict, each a
-// function or a shared helper (issue 27, item 4).
-const maxFuncLines = 80
-
 // parsePackage parses this package's non-test files.
 func parsePackage(t *testing.T) (*token.FileSet, map[string]*ast.File) {
 	t.Helper()
@@ -37,26 +32,6 @@ func parsePackage(t *testing.T) (*token.FileSet, map[string]*ast.File) {
 		t.Fatal("no Go files found")
 	}
 	return fset, files
-}
-
-// TestFunctionsAreShort: no function (or method) of this package, tests
-// aside, is longer than maxFuncLines lines, its comment aside. Scoped to
-// loadtests/experiments for now.
-func TestFunctionsAreShort(t *testing.T) {
-	t.Parallel()
-	fset, files := parsePackage(t)
-	for path, f := range files {
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok {
-				continue
-			}
-			lines := fset.Position(fn.End()).Line - fset.Position(fn.Type.Pos()).Line + 1
-			if lines > maxFuncLines {
-				t.Errorf("%s: %s is %d lines, more than %d: split it into named steps", path, fn.Name.Name, lines, maxFuncLines)
-			}
-		}
-	}
 }
 
 // proseFields are the Result fields a schema 1 file holds sentences in.
