@@ -95,7 +95,7 @@ func TestNamesAreConstants(t *testing.T) {
 
 // parseGoFiles parses the Go files below each of dirs, tests, testdata
 // and dot-folders aside, and returns them by slash path.
-func parseGoFiles(t *testing.T, dirs ...string) (*token.FileSet, map[string]*ast.File) {
+func parseGoFiles(t testing.TB, dirs ...string) (*token.FileSet, map[string]*ast.File) {
 	t.Helper()
 	fset := token.NewFileSet()
 	files := map[string]*ast.File{}
