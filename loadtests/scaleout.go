@@ -38,6 +38,7 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	var c common
 	o := scenario.ScaleOutDefaults
 	c.register(fs, 1, o.Duration)
+	instances := fs.String("scaleout-instances", formatInts(o.Instances), "scaleout: numbers of instances of each queue side (empty: no queue rate, batch or kill points)")
 	rates := fs.String("scaleout-rates", formatRates(o.Rates), "scaleout: fixed rates per second, offered round-robin to the instances")
 	fs.IntVar(&o.BatchTasks, "scaleout-batch-tasks", o.BatchTasks, "scaleout: tasks of the batch point")
 	fs.IntVar(&o.Workers, "scaleout-workers", o.Workers, "scaleout: WORKERS of every instance")
@@ -60,6 +61,13 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	if o.Rates, err = parseRates(*rates); err != nil {
 		fmt.Fprintln(stderr, "loadtests scaleout:", err)
 		return 2
+	}
+	o.Instances = nil
+	if *instances != "" {
+		if o.Instances, err = parseSizes(*instances); err != nil {
+			fmt.Fprintln(stderr, "loadtests scaleout: -scaleout-instances:", err)
+			return 2
+		}
 	}
 	o.Subscribers = nil
 	if *subs != "" {

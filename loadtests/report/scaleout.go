@@ -60,7 +60,31 @@ func ScaleOutSection(r *driver.Run) string {
 	})
 	fanoutSection(&b, r)
 	groupsSection(&b, r)
+	takeoverSection(&b, r)
 	return b.String()
+}
+
+// takeoverSection writes the takeover point's table: per log side, the
+// longest an event waited for its delivery when one of the group's two
+// instances was killed, the events that waited over a second, the
+// deliveries made again and the events missing.
+func takeoverSection(b *strings.Builder, r *driver.Run) {
+	if notInRun(b, r, scenario.ScaleOutTakeover, "**Takeover** (log pair)", "takeover", `docs/log.md, "Consumer groups"`) {
+		return
+	}
+	fmt.Fprintf(b, "\n**Takeover** (log pair): two instances of one consumer group, %s single `POST /events` to the second for %v s, "+
+		"the first killed with SIGKILL a third of the way in. no-kafka: the second waits as a hot standby (the slot is active in the first's "+
+		"walsender) and takes the slot over; kafka: both are members of the group on the 3-partition topic, and the dead member's partitions "+
+		"wait for its session to expire (10 s) and a rebalance. \"longest wait\" is the longest write→delivered of any event of the point: "+
+		"the takeover plus an ordinary delivery; \"again\" counts deliveries the survivor found recorded already (the victim delivered them "+
+		"without confirming its position); \"missing\" counts events not delivered at the drain bound (lost, if not 0).\n\n",
+		pointRate(r, scenario.ScaleOutTakeover), r.Settings["kill_duration_s"])
+	scaleOutTable(b, r, scenario.ScaleOutTakeover, []scaleCol{
+		{"longest wait", scenario.MetricTakeoverMaxWait, " s", "", ""},
+		{"waited > 1 s", scenario.MetricTakeoverSlow, "", "", ""},
+		{"again", scenario.MetricTakeoverAgain, "", "", ""},
+		{"missing", scenario.MetricTakeoverMissing, "", "", ""},
+	})
 }
 
 // groupsSection writes the groups points' table: per number of consumer

@@ -88,7 +88,8 @@ type ScaleOutOptions struct {
 	Lease time.Duration
 	// Kill runs the kill -9 point on two instances: KillDuration of load
 	// at the first rate, posted to the survivor, the victim killed a
-	// third of the way in.
+	// third of the way in; with Groups, the log pair's takeover point
+	// too (two instances of one group, at GroupRate).
 	Kill         bool
 	KillDuration time.Duration
 	// Subscribers are the numbers of subscribers of the fan-out points
@@ -115,7 +116,7 @@ type ScaleOutOptions struct {
 // counted generously): per side 7 instance starts, 6 fixed-rate attacks of 6 s,
 // 3 batch points (4,000 tasks at 400, 800 and 1,600 tasks/s of capacity),
 // the kill point, and 4 fan-out points (one instance each); on the log
-// pair 4 groups points (one instance each, 500 events/s, well within
+// pair 4 groups points and the takeover point (500 events/s, well within
 // what one request at a time reaches on both sides). 300/s is
 // within one instance's capacity (8 workers × 20 ms = 400 tasks/s); 600/s
 // needs two. The fan-out points post 200 tasks/s, 1,600 copies/s at 8
@@ -157,6 +158,11 @@ func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
 	if o.Kill {
 		e.Attacks += sides
 		fixed += time.Duration(sides)*(o.KillDuration+attackOverhead) + o.Lease
+	}
+	if o.Kill && len(o.Groups) > 0 {
+		e.Attacks += sides
+		fixed += time.Duration(sides) * (2*instanceStart + o.KillDuration + attackOverhead)
+		e.Bound += time.Duration(sides) * max(settle, 30*time.Second)
 	}
 	if n := len(o.Subscribers) + len(o.Groups); n > 0 {
 		e.Attacks += sides * n
@@ -210,6 +216,9 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 			}
 			pts.groups(ctx, e, svc, n, o)
 		}
+		if pts.takeoverPoint != nil && ctx.Err() == nil {
+			pts.takeover(ctx, e, svc, o)
+		}
 	}
 	return ctx.Err()
 }
@@ -250,6 +259,8 @@ type scaleOutPoints struct {
 	rates   map[scaleOutKey]*driver.Point
 	batches map[int]*driver.Point
 	kill    *driver.Point
+	// takeoverPoint is the log pair's kill -9 point (nil: not run).
+	takeoverPoint *driver.Point
 	// fanouts are the fan-out points by number of subscribers, and
 	// groupPoints the groups points (log pair) by number of groups.
 	fanouts, groupPoints map[int]*driver.Point
@@ -279,7 +290,7 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		pts.batches[n] = p
 		pts.order = append(pts.order, p)
 	}
-	if o.Kill && len(o.Rates) > 0 {
+	if o.Kill && len(o.Rates) > 0 && slices.Contains(o.Instances, 2) {
 		pts.kill = newPoint(ScaleOutKill, "kill -9 1 of 2", o.Rates[0], o.KillDuration.Seconds())
 		pts.order = append(pts.order, pts.kill)
 	}
@@ -292,6 +303,10 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		p := newPointOf(LogPair.Sides(), ScaleOutGroups, groupPointName(o.GroupRate, n), o.GroupRate, o.Duration.Seconds())
 		pts.groupPoints[n] = p
 		pts.order = append(pts.order, p)
+	}
+	if o.Kill && len(o.Groups) > 0 {
+		pts.takeoverPoint = newPointOf(LogPair.Sides(), ScaleOutTakeover, takeoverPointName, o.GroupRate, o.KillDuration.Seconds())
+		pts.order = append(pts.order, pts.takeoverPoint)
 	}
 	return pts
 }

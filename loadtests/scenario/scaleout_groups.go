@@ -82,6 +82,9 @@ type groupFleet struct {
 	// no-kafka).
 	topic  string
 	schema string
+	// env is the instance's environment (a second instance of the
+	// takeover point starts with the same).
+	env map[string]string
 	// extra are the groups created besides the default one, deleted by
 	// stop.
 	extra []string
@@ -103,6 +106,7 @@ func startGroups(ctx context.Context, e *Env, svc string, n int) (*groupFleet, e
 		g.topic = "scaleout-groups-" + suffix
 		env["KAFKA_TOPIC"], env["KAFKA_GROUP"] = g.topic, groupsName+"_"+suffix
 	}
+	g.env = env
 	g.port = ServiceOf(svc).Port + e.PortOffset + scaleOutPortOffset
 	g.url = fmt.Sprintf("http://%s:%d", e.host(), g.port)
 	timeout := e.ReadyTimeout

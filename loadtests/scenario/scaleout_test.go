@@ -1,10 +1,12 @@
 package scenario
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 )
 
@@ -55,5 +57,40 @@ func TestFanoutSettingIsValid(t *testing.T) {
 	}
 	if n := slices.Max(ScaleOutDefaults.Subscribers); ScaleOutDefaults.FanoutRate*float64(n) > float64(ScaleOutDefaults.Workers)*1000/float64(ScaleOutDefaults.FanoutWorkMS) {
 		t.Errorf("%v tasks/s × %d subscribers is beyond one instance's %d workers × %d ms", ScaleOutDefaults.FanoutRate, n, ScaleOutDefaults.Workers, ScaleOutDefaults.FanoutWorkMS)
+	}
+}
+
+// TestScaleOutPointsFollowTheOptions: the kill point needs two queue
+// instances and the takeover point the log pair's groups points; a part
+// left out (-scaleout-instances "") leaves its points out, and the
+// takeover point is on the log pair's sides.
+func TestScaleOutPointsFollowTheOptions(t *testing.T) {
+	t.Parallel()
+	scenarios := func(o ScaleOutOptions) map[string]*driver.Point {
+		out := map[string]*driver.Point{}
+		for _, p := range newScaleOutPoints(o, QueuePair.Sides()).order {
+			out[p.Scenario] = p
+		}
+		return out
+	}
+	all := scenarios(ScaleOutDefaults)
+	for _, s := range []string{ScaleOutRate, ScaleOutBatch, ScaleOutKill, ScaleOutFanout, ScaleOutGroups, ScaleOutTakeover} {
+		if all[s] == nil {
+			t.Errorf("defaults: no %s point", s)
+		}
+	}
+	if p := all[ScaleOutTakeover]; p != nil && !slices.Equal(p.Sides, LogPair.Sides()) {
+		t.Errorf("takeover point on %v, want the log pair's %v", p.Sides, LogPair.Sides())
+	}
+	o := ScaleOutDefaults
+	o.Instances, o.Subscribers = nil, nil
+	logOnly := scenarios(o)
+	if len(logOnly) != 2 || logOnly[ScaleOutGroups] == nil || logOnly[ScaleOutTakeover] == nil {
+		t.Errorf("no instances or subscribers: points %v, want the groups and takeover points only", slices.Collect(maps.Keys(logOnly)))
+	}
+	o = ScaleOutDefaults
+	o.Instances, o.Groups = []int{1, 4}, nil
+	if noTwo := scenarios(o); noTwo[ScaleOutKill] != nil || noTwo[ScaleOutTakeover] != nil {
+		t.Error("a kill point without two queue instances, or a takeover point without groups")
 	}
 }
