@@ -123,13 +123,17 @@ func replaySection(b *strings.Builder, r *driver.Run) {
 	if notInRun(b, r, scenario.ScaleOutReplay, "**Replay** (log pair)", "replay", `docs/log.md, "From earliest"`) {
 		return
 	}
-	fmt.Fprintf(b, "\n**Replay** (log pair): one instance per side, %v events written in batches and delivered to the default group, "+
+	events := notRecorded
+	if v, ok := r.Settings["replay_events"].(float64); ok {
+		events = count(int64(v))
+	}
+	fmt.Fprintf(b, "\n**Replay** (log pair): one instance per side, %s events written in batches and delivered to the default group, "+
 		"then a new group created from earliest while %s single `POST /events` go on until it has caught up. kafka: a new consumer group "+
 		"reading the 3-partition topic from its first offsets; no-kafka: a new slot, the messages table read in the slot's exported snapshot, "+
 		"then the slot's stream. \"catch-up\" is from the `PUT /groups` until the group had every event written so far; "+
 		"\"missing\" and \"again\" count, after the drain, events the group never received and deliveries it received twice "+
 		"(a gap or a duplicate at the hand-over to live delivery, if not 0).\n\n",
-		r.Settings["replay_events"], pointRate(r, scenario.ScaleOutReplay))
+		events, pointRate(r, scenario.ScaleOutReplay))
 	scaleOutTable(b, r, scenario.ScaleOutReplay, []scaleCol{
 		{"catch-up", scenario.MetricReplayCatchUp, " s", "", ""},
 		{"events/s", scenario.MetricReplayRate, "", "", ""},
