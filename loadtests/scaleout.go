@@ -38,6 +38,7 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	var c common
 	o := scenario.ScaleOutDefaults
 	c.register(fs, 1, o.Duration)
+	instances := fs.String("scaleout-instances", formatInts(o.Instances), "scaleout: numbers of instances of each queue side (empty: no queue rate, batch or kill points)")
 	rates := fs.String("scaleout-rates", formatRates(o.Rates), "scaleout: fixed rates per second, offered round-robin to the instances")
 	fs.IntVar(&o.BatchTasks, "scaleout-batch-tasks", o.BatchTasks, "scaleout: tasks of the batch point")
 	fs.IntVar(&o.Workers, "scaleout-workers", o.Workers, "scaleout: WORKERS of every instance")
@@ -50,6 +51,8 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	fs.IntVar(&o.FanoutWorkMS, "scaleout-fanout-work-ms", o.FanoutWorkMS, "scaleout: WORK_MS of the fan-out points' instance")
 	groups := fs.String("scaleout-groups", formatInts(o.Groups), "scaleout: numbers of consumer groups (the default one included) of the log pair's groups points (empty: none)")
 	fs.Float64Var(&o.GroupRate, "scaleout-group-rate", o.GroupRate, "scaleout: events/s (single POST /events) at the groups points")
+	fs.IntVar(&o.ReplayEvents, "scaleout-replay-events", o.ReplayEvents, "scaleout: events written before the replay point's group is created from earliest (0: no replay point)")
+	fs.Float64Var(&o.ReplayLiveRate, "scaleout-replay-live-rate", o.ReplayLiveRate, "scaleout: events/s written while the replay group catches up")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -60,6 +63,13 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	if o.Rates, err = parseRates(*rates); err != nil {
 		fmt.Fprintln(stderr, "loadtests scaleout:", err)
 		return 2
+	}
+	o.Instances = nil
+	if *instances != "" {
+		if o.Instances, err = parseSizes(*instances); err != nil {
+			fmt.Fprintln(stderr, "loadtests scaleout: -scaleout-instances:", err)
+			return 2
+		}
 	}
 	o.Subscribers = nil
 	if *subs != "" {
@@ -93,6 +103,9 @@ func runScaleOutCommand(ctx context.Context, c common, args []string, o scenario
 	}
 	if len(o.Groups) > 0 && o.GroupRate <= 0 {
 		return errors.New("-scaleout-group-rate must be positive")
+	}
+	if o.ReplayEvents < 0 || (o.ReplayEvents > 0 && o.ReplayLiveRate <= 0) {
+		return errors.New("-scaleout-replay-events must not be negative, and -scaleout-replay-live-rate must be positive")
 	}
 	root, err := launch.Root()
 	if err != nil {

@@ -126,6 +126,19 @@ func (l *Launcher) Running(name string) *Proc {
 // one more instance of service under a name of its own (the cache pair
 // runs several instances of each side).
 func (l *Launcher) Start(ctx context.Context, name string, port int, env map[string]string, readyTimeout time.Duration) (*Proc, error) {
+	return l.start(ctx, name, port, env, "/readyz", readyTimeout)
+}
+
+// StartLive is Start waiting for /healthz instead of /readyz: the process
+// serves HTTP, ready or not. A hot standby (a second no-kafka instance on
+// a slot another one streams) is live and answers 503 on /readyz until it
+// takes over.
+func (l *Launcher) StartLive(ctx context.Context, name string, port int, env map[string]string, timeout time.Duration) (*Proc, error) {
+	return l.start(ctx, name, port, env, "/healthz", timeout)
+}
+
+// start is Start and StartLive: it waits for path to answer 200.
+func (l *Launcher) start(ctx context.Context, name string, port int, env map[string]string, path string, readyTimeout time.Duration) (*Proc, error) {
 	if l.Running(name) != nil {
 		return nil, fmt.Errorf("%s is already running", name)
 	}
@@ -158,15 +171,16 @@ func (l *Launcher) Start(ctx context.Context, name string, port int, env map[str
 	l.procs[name] = p
 	l.mu.Unlock()
 
-	if err := waitReady(ctx, p, readyTimeout); err != nil {
+	if err := waitReady(ctx, p, path, readyTimeout); err != nil {
 		_ = l.Stop(name, 10*time.Second)
 		return nil, fmt.Errorf("%s did not become ready: %w (log: %s)\n%s", name, err, logPath, Tail(logPath, 15))
 	}
 	return p, nil
 }
 
-func waitReady(ctx context.Context, p *Proc, timeout time.Duration) error {
-	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", p.Port)
+// waitReady waits up to timeout for p's path to answer 200.
+func waitReady(ctx context.Context, p *Proc, path string, timeout time.Duration) error {
+	url := fmt.Sprintf("http://127.0.0.1:%d%s", p.Port, path)
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(timeout)
 	last := errors.New("no answer yet")
@@ -187,7 +201,7 @@ func waitReady(ctx context.Context, p *Proc, timeout time.Duration) error {
 		if resp.StatusCode == http.StatusOK {
 			return nil
 		}
-		last = fmt.Errorf("/readyz answered %d", resp.StatusCode)
+		last = fmt.Errorf("%s answered %d", path, resp.StatusCode)
 	}
 	return fmt.Errorf("after %s: %w", timeout, last)
 }

@@ -74,8 +74,8 @@ type scaleOutPart struct {
 	intro                        string
 	args                         func(r *driver.Run) []any
 	// cols come before the CPU columns of the service, Postgres and the
-	// specialist cpu names (as titles write it), after after them, and
-	// the missing metric's column last.
+	// specialist cpu names (as titles write it; none when cpu is ""),
+	// after after them, and the missing metric's column last.
 	cols, after  []scaleCol
 	cpu, missing string
 }
@@ -87,10 +87,13 @@ func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
 		return
 	}
 	fmt.Fprintf(b, p.intro, p.args(r)...)
-	cpu := []scaleCol{
-		{"CPU-s/1k service", scenario.MetricCPUPerThousand("service"), "", "", ""},
-		{"CPU-s/1k Postgres", scenario.MetricCPUPerThousand("postgres"), "", "", ""},
-		{"CPU-s/1k " + p.cpu, scenario.MetricCPUPerThousand(strings.ToLower(p.cpu)), "", "", ""},
+	var cpu []scaleCol
+	if p.cpu != "" {
+		cpu = []scaleCol{
+			{"CPU-s/1k service", scenario.MetricCPUPerThousand("service"), "", "", ""},
+			{"CPU-s/1k Postgres", scenario.MetricCPUPerThousand("postgres"), "", "", ""},
+			{"CPU-s/1k " + p.cpu, scenario.MetricCPUPerThousand(strings.ToLower(p.cpu)), "", "", ""},
+		}
 	}
 	missing := scaleCol{"missing", p.missing, "", "", ""}
 	scaleOutTable(b, r, p.scenario, slices.Concat(p.cols, cpu, p.after, []scaleCol{missing}))
@@ -150,6 +153,55 @@ var scaleOutParts = []scaleOutPart{
 			{"slot WAL bytes", scenario.MetricGroupsSlotBytes, "", scenario.LogPair.A.Name, "no slots"},
 		},
 		missing: scenario.MetricGroupMissing,
+	},
+	// The takeover point's table: per log side, the longest an event
+	// waited for its delivery when one of the group's two instances was
+	// killed, the events that waited over a second, the deliveries made
+	// again and the events missing.
+	{
+		scenario: scenario.ScaleOutTakeover, title: "**Takeover** (log pair)", points: "takeover", doc: `docs/log.md, "Consumer groups"`,
+		intro: "\n**Takeover** (log pair): two instances of one consumer group, %s single `POST /events` to the second for %v s, " +
+			"the first killed with SIGKILL a third of the way in. no-kafka: the second waits as a hot standby (the slot is active in the first's " +
+			"walsender) and takes the slot over; kafka: both are members of the group on the 3-partition topic, and the dead member's partitions " +
+			"wait for its session to expire (10 s) and a rebalance. \"longest wait\" is the longest write→delivered of any event of the point: " +
+			"the takeover plus an ordinary delivery; \"again\" counts deliveries the survivor found recorded already (the victim delivered them " +
+			"without confirming its position); \"missing\" counts events not delivered at the drain bound (lost, if not 0).\n\n",
+		args: func(r *driver.Run) []any {
+			return []any{pointRate(r, scenario.ScaleOutTakeover), r.Settings["kill_duration_s"]}
+		},
+		cols: []scaleCol{
+			{"longest wait", scenario.MetricTakeoverMaxWait, " s", "", ""},
+			{"waited > 1 s", scenario.MetricTakeoverSlow, "", "", ""},
+			{"again", scenario.MetricTakeoverAgain, "", "", ""},
+		},
+		missing: scenario.MetricTakeoverMissing,
+	},
+	// The replay point's table: per log side, the time a new group from
+	// earliest took to catch up with a filled log under live writes, and
+	// what it received twice or missed.
+	{
+		scenario: scenario.ScaleOutReplay, title: "**Replay** (log pair)", points: "replay", doc: `docs/log.md, "From earliest"`,
+		intro: "\n**Replay** (log pair): one instance per side, %s events written in batches and delivered to the default group, " +
+			"then a new group created from earliest while %s single `POST /events` go on until it has caught up. kafka: a new consumer group " +
+			"reading the 3-partition topic from its first offsets; no-kafka: a new slot, the messages table read in the slot's exported snapshot, " +
+			"then the slot's stream. \"catch-up\" is from the `PUT /groups` until the group had every event written so far; " +
+			"\"again\" and \"missing\" count, after the drain, deliveries the group received twice and events it never received " +
+			"(a duplicate or a gap at the hand-over to live delivery, if not 0).\n\n",
+		args: func(r *driver.Run) []any {
+			events := notRecorded
+			if v, ok := r.Settings["replay_events"].(float64); ok {
+				events = count(int64(v))
+			}
+			return []any{events, pointRate(r, scenario.ScaleOutReplay)}
+		},
+		cols: []scaleCol{
+			{"catch-up", scenario.MetricReplayCatchUp, " s", "", ""},
+			{"events/s", scenario.MetricReplayRate, "", "", ""},
+			{"live events", scenario.MetricReplayLive, "", "", ""},
+			{"live write p99 ms", driver.ClientP99, "", "", ""},
+			{"again", scenario.MetricReplayAgain, "", "", ""},
+		},
+		missing: scenario.MetricReplayMissing,
 	},
 }
 

@@ -88,7 +88,8 @@ type ScaleOutOptions struct {
 	Lease time.Duration
 	// Kill runs the kill -9 point on two instances: KillDuration of load
 	// at the first rate, posted to the survivor, the victim killed a
-	// third of the way in.
+	// third of the way in; with Groups, the log pair's takeover point
+	// too (two instances of one group, at GroupRate).
 	Kill         bool
 	KillDuration time.Duration
 	// Subscribers are the numbers of subscribers of the fan-out points
@@ -104,6 +105,11 @@ type ScaleOutOptions struct {
 	// points); GroupRate is their rate of single POST /events.
 	Groups    []int
 	GroupRate float64
+	// ReplayEvents are the events written before the replay point's new
+	// group is created from earliest (0: no replay point), while
+	// ReplayLiveRate events/s are written until it has caught up.
+	ReplayEvents   int
+	ReplayLiveRate float64
 	// StackDir is where the stack keeps its pid files (.stack), to find
 	// the servers whose CPU the fan-out and groups points count; empty:
 	// a /proc scan.
@@ -115,7 +121,7 @@ type ScaleOutOptions struct {
 // counted generously): per side 7 instance starts, 6 fixed-rate attacks of 6 s,
 // 3 batch points (4,000 tasks at 400, 800 and 1,600 tasks/s of capacity),
 // the kill point, and 4 fan-out points (one instance each); on the log
-// pair 4 groups points (one instance each, 500 events/s, well within
+// pair 4 groups points and the takeover point (500 events/s, well within
 // what one request at a time reaches on both sides). 300/s is
 // within one instance's capacity (8 workers × 20 ms = 400 tasks/s); 600/s
 // needs two. The fan-out points post 200 tasks/s, 1,600 copies/s at 8
@@ -128,6 +134,7 @@ var ScaleOutDefaults = ScaleOutOptions{
 	Lease: 5 * time.Second, Kill: true, KillDuration: 8 * time.Second,
 	Subscribers: []int{1, 2, 4, 8}, FanoutRate: 200, FanoutWorkMS: 1,
 	Groups: []int{1, 2, 4, 8}, GroupRate: 500,
+	ReplayEvents: 1000000, ReplayLiveRate: 200,
 }
 
 // instanceStart is one instance started (its binary already built).
@@ -157,6 +164,19 @@ func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
 	if o.Kill {
 		e.Attacks += sides
 		fixed += time.Duration(sides)*(o.KillDuration+attackOverhead) + o.Lease
+	}
+	if o.Kill && len(o.Groups) > 0 {
+		e.Attacks += sides
+		fixed += time.Duration(sides) * (2*instanceStart + o.KillDuration + attackOverhead)
+		e.Bound += time.Duration(sides) * max(settle, 30*time.Second)
+	}
+	if o.ReplayEvents > 0 {
+		// 200,000 events took 29 s per side on 2 cores (the fill, the
+		// default group's delivery, the replay; 2 December 2026)
+		per := time.Duration(float64(o.ReplayEvents)/200000*30*float64(time.Second)) + instanceStart + attackOverhead
+		e.Attacks += sides
+		fixed += time.Duration(sides) * per
+		e.Bound += time.Duration(sides) * per
 	}
 	if n := len(o.Subscribers) + len(o.Groups); n > 0 {
 		e.Attacks += sides * n
@@ -210,6 +230,12 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 			}
 			pts.groups(ctx, e, svc, n, o)
 		}
+		if pts.takeoverPoint != nil && ctx.Err() == nil {
+			pts.takeover(ctx, e, svc, o)
+		}
+		if pts.replayPoint != nil && ctx.Err() == nil {
+			pts.replay(ctx, e, svc, o)
+		}
 	}
 	return ctx.Err()
 }
@@ -236,6 +262,10 @@ func scaleOutSettings(run *driver.Run, o ScaleOutOptions) {
 		run.Settings["groups"] = o.Groups
 		run.Settings["group_rate"] = o.GroupRate
 	}
+	if o.ReplayEvents > 0 {
+		run.Settings["replay_events"] = o.ReplayEvents
+		run.Settings["replay_live_rate"] = o.ReplayLiveRate
+	}
 }
 
 // scaleOutKey names a rate point: its rate and instance count.
@@ -250,6 +280,9 @@ type scaleOutPoints struct {
 	rates   map[scaleOutKey]*driver.Point
 	batches map[int]*driver.Point
 	kill    *driver.Point
+	// takeoverPoint and replayPoint are the log pair's kill -9 and
+	// replay points (nil: not run).
+	takeoverPoint, replayPoint *driver.Point
 	// fanouts are the fan-out points by number of subscribers, and
 	// groupPoints the groups points (log pair) by number of groups.
 	fanouts, groupPoints map[int]*driver.Point
@@ -279,7 +312,7 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		pts.batches[n] = p
 		pts.order = append(pts.order, p)
 	}
-	if o.Kill && len(o.Rates) > 0 {
+	if o.Kill && len(o.Rates) > 0 && slices.Contains(o.Instances, 2) {
 		pts.kill = newPoint(ScaleOutKill, "kill -9 1 of 2", o.Rates[0], o.KillDuration.Seconds())
 		pts.order = append(pts.order, pts.kill)
 	}
@@ -292,6 +325,14 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		p := newPointOf(LogPair.Sides(), ScaleOutGroups, groupPointName(o.GroupRate, n), o.GroupRate, o.Duration.Seconds())
 		pts.groupPoints[n] = p
 		pts.order = append(pts.order, p)
+	}
+	if o.Kill && len(o.Groups) > 0 {
+		pts.takeoverPoint = newPointOf(LogPair.Sides(), ScaleOutTakeover, takeoverPointName, o.GroupRate, o.KillDuration.Seconds())
+		pts.order = append(pts.order, pts.takeoverPoint)
+	}
+	if o.ReplayEvents > 0 {
+		pts.replayPoint = newPointOf(LogPair.Sides(), ScaleOutReplay, replayPointName(o.ReplayEvents), o.ReplayLiveRate, 0)
+		pts.order = append(pts.order, pts.replayPoint)
 	}
 	return pts
 }
@@ -635,7 +676,7 @@ func (f *fleet) batch(ctx context.Context, o ScaleOutOptions) (*driver.SideResul
 	body := QueueThroughput.Body(o.BatchSize)
 	requests := max(o.BatchTasks/max(o.BatchSize, 1), 1)
 	t0 := time.Now()
-	c := postBatches(ctx, urls, body, requests, o.Senders)
+	c := postBatches(ctx, urls, QueueThroughput.Path, body, requests, o.Senders)
 	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
 	res.Metrics[driver.ClientOK] = float64(c.OK)
 	res.Metrics[driver.ClientErrors] = float64(c.Errors)
@@ -650,10 +691,11 @@ func (f *fleet) batch(ctx context.Context, o ScaleOutOptions) (*driver.SideResul
 	return res, nil
 }
 
-// postBatches sends requests POST /tasks/batch of body from senders
-// closed-loop senders, round-robin over urls, and returns what the
-// client saw (answers and their codes; no latency).
-func postBatches(ctx context.Context, urls []string, body []byte, requests, senders int) driver.ClientResult {
+// postBatches sends requests POST path (a batch endpoint: /tasks/batch,
+// /events/batch) of body from senders closed-loop senders, round-robin
+// over urls, and returns what the client saw (answers and their codes;
+// no latency).
+func postBatches(ctx context.Context, urls []string, path string, body []byte, requests, senders int) driver.ClientResult {
 	c := driver.ClientResult{Codes: map[string]int64{}}
 	var mu sync.Mutex
 	var next atomic.Int64
@@ -666,7 +708,7 @@ func postBatches(ctx context.Context, urls []string, body []byte, requests, send
 				if i >= int64(requests) || ctx.Err() != nil {
 					return
 				}
-				code, _, err := driver.Do(ctx, http.MethodPost, urls[int(i)%len(urls)]+"/tasks/batch", body)
+				code, _, err := driver.Do(ctx, http.MethodPost, urls[int(i)%len(urls)]+path, body)
 				mu.Lock()
 				c.Requests++
 				c.Codes[strconv.Itoa(code)]++

@@ -76,6 +76,9 @@ type groupFleet struct {
 	// no-kafka).
 	topic  string
 	schema string
+	// env is the instance's environment (a second instance of the
+	// takeover point starts with the same).
+	env map[string]string
 	// extra are the groups created besides the default one, deleted by
 	// stop.
 	extra []string
@@ -97,6 +100,7 @@ func startGroups(ctx context.Context, e *Env, svc string, n int) (*groupFleet, e
 		g.topic = "scaleout-groups-" + suffix
 		env["KAFKA_TOPIC"], env["KAFKA_GROUP"] = g.topic, groupsName+"_"+suffix
 	}
+	g.env = env
 	g.port = ServiceOf(svc).Port + e.PortOffset + scaleOutPortOffset
 	g.url = fmt.Sprintf("http://%s:%d", e.host(), g.port)
 	timeout := e.ReadyTimeout
@@ -212,18 +216,27 @@ func groupDeliveries(st *driver.ServerStats) int64 {
 // drain waits, up to bound, until every group received every event
 // written, and returns the last stats read.
 func (g *groupFleet) drain(ctx context.Context, n int, bound time.Duration) (*driver.ServerStats, error) {
+	st, _, err := g.waitStats(ctx, bound, func(st *driver.ServerStats) bool {
+		return groupDeliveries(st) >= st.Counters[logc.StatWritten]*int64(n)
+	})
+	return st, err
+}
+
+// waitStats reads the instance's /stats every 100 ms until done says so
+// or bound passes, and returns the last stats read and whether done.
+func (g *groupFleet) waitStats(ctx context.Context, bound time.Duration, done func(*driver.ServerStats) bool) (*driver.ServerStats, bool, error) {
 	deadline := time.Now().Add(bound)
 	for {
 		st, err := driver.GetStats(ctx, g.url)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if groupDeliveries(st) >= st.Counters[logc.StatWritten]*int64(n) || time.Now().After(deadline) {
-			return st, nil
+		if ok := done(st); ok || time.Now().After(deadline) {
+			return st, ok, nil
 		}
 		select {
 		case <-ctx.Done():
-			return st, ctx.Err()
+			return st, false, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -1,0 +1,175 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+)
+
+// Replay (issue 23, item 3): a log of ReplayEvents events, then a new
+// group created from earliest while live writes go on. On kafka the
+// group is a new consumer group reading the 3-partition topic from its
+// first offsets; on no-kafka the service creates the group's slot,
+// replays the messages table in the slot's exported snapshot and hands
+// over to the slot's stream (docs/log.md, "From earliest").
+
+// ScaleOutReplay is a new group from earliest over a filled log.
+const ScaleOutReplay = "scaleout.replay"
+
+// Replay metric names, per side: the events in the log before the group
+// was created, the seconds from the PUT until the group had every event
+// written so far (the live ones too), those events over that time, the
+// events written during the catch-up, and, after the drain, the events
+// the group is missing and the deliveries it received again (both 0
+// unless the hand-over to live delivery left a gap or a duplicate).
+const (
+	MetricReplayEvents  = "replay.events"
+	MetricReplayCatchUp = "replay.catch_up_s"
+	MetricReplayRate    = "replay.events_per_s"
+	MetricReplayLive    = "replay.live_events"
+	MetricReplayMissing = "replay.missing"
+	MetricReplayAgain   = "replay.delivered_again"
+)
+
+// replayGroup is the group the replay point creates.
+const replayGroup = "replay"
+
+// replayBatch is the events per POST /events/batch of the fill.
+const replayBatch = 1000
+
+// replayPointName names the replay point of n events.
+func replayPointName(n int) string {
+	return fmt.Sprintf("new group from earliest over %d events", n)
+}
+
+// replay measures svc's replay point: a fresh instance, the log filled
+// and delivered to the default group, then the new group and the live
+// writes, the catch-up and the drain.
+func (pts *scaleOutPoints) replay(ctx context.Context, e *Env, svc string, o ScaleOutOptions) {
+	e.logf("scaleout: %s, a group from earliest over %d events, %s live", svc, o.ReplayEvents, driver.Label(o.ReplayLiveRate))
+	g, err := startGroups(ctx, e, svc, 1)
+	if err != nil {
+		pts.set(pts.replayPoint, svc, nil, err)
+		return
+	}
+	res, err := g.replay(ctx, o)
+	pts.set(pts.replayPoint, svc, res, err)
+	g.extra = append(g.extra, replayGroup) // stop deletes it
+	g.stop(ctx)
+}
+
+// replay fills g's log, then times the new group's catch-up under live
+// writes and checks what it received.
+func (g *groupFleet) replay(ctx context.Context, o ScaleOutOptions) (*driver.SideResult, error) {
+	res := &driver.SideResult{Metrics: map[string]float64{}}
+	if err := g.fill(ctx, o.ReplayEvents); err != nil {
+		return res, err
+	}
+	res.Metrics[MetricReplayEvents] = float64(o.ReplayEvents)
+	if err := driver.ResetStats(ctx, g.url); err != nil {
+		return res, err
+	}
+	live, stopLive := context.WithCancel(ctx)
+	defer stopLive()
+	spec := driver.AttackSpec{
+		Name: fmt.Sprintf("%-12s replay, live writes", g.svc), Rate: o.ReplayLiveRate, Duration: replayBound(g.e),
+		MaxWorkers: g.e.MaxWorkers, Progress: g.e.Progress,
+		Next: func(i uint64) driver.Request {
+			return driver.Request{Method: http.MethodPost, URL: g.url + "/events", Body: LogScenario.Load.Body(i)}
+		},
+	}
+	done := make(chan driver.ClientResult, 1)
+	go func() { done <- driver.Attack(live, spec) }()
+	catchUp, err := g.catchUp(ctx, int64(o.ReplayEvents))
+	stopLive()
+	c := <-done
+	res.Phases = append(res.Phases, driver.Phase{Name: "write", Client: c})
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
+	if err != nil {
+		return res, err
+	}
+	res.Metrics[MetricReplayCatchUp] = math.Round(catchUp.Seconds()*100) / 100
+	res.Metrics[MetricReplayRate] = round1(float64(o.ReplayEvents) / catchUp.Seconds())
+	st, _, err := g.waitStats(ctx, g.e.settle(), func(st *driver.ServerStats) bool {
+		w := st.Counters[logc.StatWritten]
+		return st.Counters[logc.StatDelivered] >= w && st.Counters[logc.StatGroupDelivered] >= int64(o.ReplayEvents)+w
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Metrics[MetricReplayLive] = float64(st.Counters[logc.StatWritten])
+	res.Metrics[MetricReplayAgain] = float64(st.Counters[logc.StatGroupDuplicates])
+	missing, err := g.groupMissing(ctx, replayGroup)
+	if err != nil {
+		return res, err
+	}
+	res.Metrics[MetricReplayMissing] = float64(missing)
+	res.Stats = st
+	driver.FlattenServer(res.Metrics, st)
+	return res, nil
+}
+
+// replayBound bounds the fill, the catch-up and the live writes.
+func replayBound(e *Env) time.Duration { return max(e.settle(), 5*time.Minute) }
+
+// fill writes n events in batches and waits until the default group has
+// them all.
+func (g *groupFleet) fill(ctx context.Context, n int) error {
+	c := postBatches(ctx, []string{g.url}, LogThroughput.Path, LogThroughput.Body(replayBatch), (n+replayBatch-1)/replayBatch, 4)
+	if c.Errors > 0 {
+		return fmt.Errorf("filling the log: %d of %d batches failed %v", c.Errors, c.Requests, c.ErrorSamples)
+	}
+	st, err := g.drain(ctx, 1, replayBound(g.e))
+	if err != nil {
+		return err
+	}
+	if d, w := st.Counters[logc.StatDelivered], st.Counters[logc.StatWritten]; d < w {
+		return fmt.Errorf("filling the log: the default group had %d of %d events after %v", d, w, replayBound(g.e))
+	}
+	return nil
+}
+
+// catchUp creates the replay group from earliest and returns the time
+// until it had received n events and every live event written so far.
+func (g *groupFleet) catchUp(ctx context.Context, n int64) (time.Duration, error) {
+	t0 := time.Now()
+	code, body, err := driver.Do(ctx, http.MethodPut, g.url+"/groups/"+replayGroup, []byte(`{"from":"earliest"}`))
+	if err == nil && code != http.StatusCreated {
+		err = fmt.Errorf("PUT /groups/%s: %d %s", replayGroup, code, body)
+	}
+	if err != nil {
+		return 0, err
+	}
+	st, ok, err := g.waitStats(ctx, replayBound(g.e), func(st *driver.ServerStats) bool {
+		return st.Counters[logc.StatGroupDelivered] >= n+st.Counters[logc.StatWritten]
+	})
+	if err == nil && !ok {
+		err = fmt.Errorf("group %s had %d of %d events after %v", replayGroup, st.Counters[logc.StatGroupDelivered], n+st.Counters[logc.StatWritten], replayBound(g.e))
+	}
+	return time.Since(t0), err
+}
+
+// groupMissing counts the events of g's messages table without a
+// delivery record of group grp.
+func (g *groupFleet) groupMissing(ctx context.Context, grp string) (int64, error) {
+	conn, err := g.e.connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	var missing int64
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{g.schema, "messages"}.Sanitize()+` m
+		WHERE NOT EXISTS (SELECT 1 FROM `+pgx.Identifier{g.schema, "group_deliveries"}.Sanitize()+` d WHERE d.grp = $1 AND d.id = m.id)`, grp).Scan(&missing)
+	if err != nil {
+		return 0, errors.Join(errors.New("counting the replay group's missing events"), err)
+	}
+	return missing, nil
+}
