@@ -1,6 +1,7 @@
 package report
 
 import (
+	_ "embed"
 	"fmt"
 	"slices"
 	"strings"
@@ -67,12 +68,12 @@ func ScaleOutSection(r *driver.Run) string {
 
 // scaleOutPart is a part of the scale-out section that a run older than
 // its points lacks: the points' scenario, the title and points notInRun
-// names with the doc that explains them, the intro (a format and the
-// run's values it takes) and the table's columns.
+// names with the doc that explains them, the values its intro
+// (scaleOutIntros) takes and the table's columns.
 type scaleOutPart struct {
 	scenario, title, points, doc string
-	intro                        string
-	args                         func(r *driver.Run) []any
+	// args are the intro's values, in its order.
+	args []partArg
 	// cols come before the CPU columns of the service, Postgres and the
 	// specialist cpu names (as titles write it; none when cpu is ""),
 	// after after them, and the missing metric's column last.
@@ -86,7 +87,11 @@ func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
 	if notInRun(b, r, p.scenario, p.title, p.points, p.doc) {
 		return
 	}
-	fmt.Fprintf(b, p.intro, p.args(r)...)
+	values := make([]any, len(p.args))
+	for i, a := range p.args {
+		values[i] = a(r, p.scenario)
+	}
+	fmt.Fprintf(b, "\n"+scaleOutIntros[p.scenario]+"\n\n", values...)
 	var cpu []scaleCol
 	if p.cpu != "" {
 		cpu = []scaleCol{
@@ -99,6 +104,57 @@ func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
 	scaleOutTable(b, r, p.scenario, slices.Concat(p.cols, cpu, p.after, []scaleCol{missing}))
 }
 
+// scaleOutIntros are the parts' intros by scenario, from
+// scaleout_intros.txt: the sentences apart from the code, each a format
+// its part's args fill.
+var scaleOutIntros = parseIntros(scaleOutIntroText)
+
+//go:embed scaleout_intros.txt
+var scaleOutIntroText string
+
+// parseIntros reads text's "== <scenario>" sections: each one paragraph,
+// its lines joined by spaces ("#" lines are comments).
+func parseIntros(text string) map[string]string {
+	out := map[string]string{}
+	var name string
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "== "):
+			name = strings.TrimPrefix(line, "== ")
+		case out[name] == "":
+			out[name] = line
+		default:
+			out[name] += " " + line
+		}
+	}
+	return out
+}
+
+// partArg is a value of a part's intro, from the run r and the part's
+// scenario sc.
+type partArg func(r *driver.Run, sc string) any
+
+// partRate is the rate of the part's first point (pointRate).
+func partRate(r *driver.Run, sc string) any { return pointRate(r, sc) }
+
+// setting is the run's setting key, as recorded.
+func setting(key string) partArg {
+	return func(r *driver.Run, _ string) any { return r.Settings[key] }
+}
+
+// countSetting is the run's setting key, a number, with thousands
+// separators (notRecorded when it has none).
+func countSetting(key string) partArg {
+	return func(r *driver.Run, _ string) any {
+		if v, ok := r.Settings[key].(float64); ok {
+			return count(int64(v))
+		}
+		return notRecorded
+	}
+}
+
 // scaleOutParts are the parts a run older than their points lacks, in
 // the section's order.
 var scaleOutParts = []scaleOutPart{
@@ -107,17 +163,7 @@ var scaleOutParts = []scaleOutPart{
 	// cost in CPU and WAL, and the copies missing.
 	{
 		cpu: "RabbitMQ", scenario: scenario.ScaleOutFanout, title: "**Fan-out**", points: "fan-out", doc: `docs/queue.md, "Fan-out"`,
-		intro: "\n**Fan-out**: one instance per side whose `FANOUT` gives `%s` N subscribers, offered %s such tasks for %v s. " +
-			"rabbitmq publishes each task once to the kind's fanout exchange, which copies it into one durable queue per subscriber; " +
-			"no-rabbitmq inserts the N copies in the enqueue's one transaction. Each copy is an ordinary task (%v workers of %v ms). " +
-			"copies/s is during the attack (N × the published rate when the side keeps up); the p99s are the enqueue's (client) and send→processed; " +
-			"CPU and WAL are per 1,000 published tasks and per published task, from the attack's start until the copies drained " +
-			"(WAL: Postgres', where both sides record their tasks; RabbitMQ's own store is not in it); " +
-			"\"missing\" counts copies not processed at the drain bound (0 unless the side fell behind or lost copies). " +
-			"docs/queue.md, \"Fan-out\", says what each design costs.\n\n",
-		args: func(r *driver.Run) []any {
-			return []any{r.Settings["fanout_kind"], pointRate(r, scenario.ScaleOutFanout), r.Settings["duration_s"], r.Settings["workers"], r.Settings["fanout_work_ms"]}
-		},
+		args: []partArg{setting("fanout_kind"), partRate, setting("duration_s"), setting("workers"), setting("fanout_work_ms")},
 		cols: []scaleCol{
 			{"copies/s", scenario.MetricFanoutCopies, "", "", ""},
 			{"enqueue p99 ms", driver.ClientP99, "", "", ""},
@@ -134,16 +180,7 @@ var scaleOutParts = []scaleOutPart{
 	// and the deliveries missing.
 	{
 		cpu: "Kafka", scenario: scenario.ScaleOutGroups, title: "**Consumer groups** (log pair)", points: "groups", doc: `docs/log.md, "Consumer groups"`,
-		intro: "\n**Consumer groups** (log pair): one instance per side with N groups in all, the default one and N−1 created from latest, " +
-			"offered %s single `POST /events` for %v s. kafka: one more Kafka consumer group per group on the one 3-partition topic, written once; " +
-			"no-kafka: one more logical replication slot per group, each decoding all of the database's WAL. " +
-			"events/s per group is every group's first deliveries during the attack over N; the p99 is the default group's write→delivered; " +
-			"CPU is per 1,000 written events, from the attack's start until every group had every event; " +
-			"\"slot WAL\" is what no-kafka's slots retained at the attack's end; \"missing\" counts deliveries not made at the drain bound. " +
-			"docs/log.md, \"Consumer groups\", says what each group costs.\n\n",
-		args: func(r *driver.Run) []any {
-			return []any{pointRate(r, scenario.ScaleOutGroups), r.Settings["duration_s"]}
-		},
+		args: []partArg{partRate, setting("duration_s")},
 		cols: []scaleCol{
 			{"events/s per group", scenario.MetricGroupDelivered, "", "", ""},
 			{"write p99 ms", driver.ClientP99, "", "", ""},
@@ -160,15 +197,7 @@ var scaleOutParts = []scaleOutPart{
 	// again and the events missing.
 	{
 		scenario: scenario.ScaleOutTakeover, title: "**Takeover** (log pair)", points: "takeover", doc: `docs/log.md, "Consumer groups"`,
-		intro: "\n**Takeover** (log pair): two instances of one consumer group, %s single `POST /events` to the second for %v s, " +
-			"the first killed with SIGKILL a third of the way in. no-kafka: the second waits as a hot standby (the slot is active in the first's " +
-			"walsender) and takes the slot over; kafka: both are members of the group on the 3-partition topic, and the dead member's partitions " +
-			"wait for its session to expire (10 s) and a rebalance. \"longest wait\" is the longest write→delivered of any event of the point: " +
-			"the takeover plus an ordinary delivery; \"again\" counts deliveries the survivor found recorded already (the victim delivered them " +
-			"without confirming its position); \"missing\" counts events not delivered at the drain bound (lost, if not 0).\n\n",
-		args: func(r *driver.Run) []any {
-			return []any{pointRate(r, scenario.ScaleOutTakeover), r.Settings["kill_duration_s"]}
-		},
+		args: []partArg{partRate, setting("kill_duration_s")},
 		cols: []scaleCol{
 			{"longest wait", scenario.MetricTakeoverMaxWait, " s", "", ""},
 			{"waited > 1 s", scenario.MetricTakeoverSlow, "", "", ""},
@@ -181,19 +210,7 @@ var scaleOutParts = []scaleOutPart{
 	// what it received twice or missed.
 	{
 		scenario: scenario.ScaleOutReplay, title: "**Replay** (log pair)", points: "replay", doc: `docs/log.md, "From earliest"`,
-		intro: "\n**Replay** (log pair): one instance per side, %s events written in batches and delivered to the default group, " +
-			"then a new group created from earliest while %s single `POST /events` go on until it has caught up. kafka: a new consumer group " +
-			"reading the 3-partition topic from its first offsets; no-kafka: a new slot, the messages table read in the slot's exported snapshot, " +
-			"then the slot's stream. \"catch-up\" is from the `PUT /groups` until the group had every event written so far; " +
-			"\"again\" and \"missing\" count, after the drain, deliveries the group received twice and events it never received " +
-			"(a duplicate or a gap at the hand-over to live delivery, if not 0).\n\n",
-		args: func(r *driver.Run) []any {
-			events := notRecorded
-			if v, ok := r.Settings["replay_events"].(float64); ok {
-				events = count(int64(v))
-			}
-			return []any{events, pointRate(r, scenario.ScaleOutReplay)}
-		},
+		args: []partArg{countSetting("replay_events"), partRate},
 		cols: []scaleCol{
 			{"catch-up", scenario.MetricReplayCatchUp, " s", "", ""},
 			{"events/s", scenario.MetricReplayRate, "", "", ""},

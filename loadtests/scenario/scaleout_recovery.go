@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"time"
@@ -13,6 +14,178 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 )
+
+// The log pair's recovery points (issue 23, item 3): a group's takeover
+// when one of its instances dies, and a new group's replay of the log.
+
+// Takeover: two instances of one log service in one
+// consumer group, the first killed with SIGKILL under load. On no-kafka
+// the second waits as a hot standby (the slot is active in the first's
+// walsender) and takes the slot over once Postgres notices the dead
+// connection; on kafka both are members of the group, and the dead
+// member's partitions wait for the group coordinator to expire its
+// session (the service's 10 s session timeout) and rebalance them to the
+// survivor.
+
+// ScaleOutTakeover is kill -9 of one of two instances of one group on the
+// log pair.
+const ScaleOutTakeover = "scaleout.takeover"
+
+// Takeover metric names, per side: the longest an event of the point
+// waited between its write and its delivery (the takeover time plus an
+// ordinary delivery latency: the events written at the kill wait for the
+// whole takeover), the events that waited over one second, the events
+// not delivered at the drain bound (0: nothing lost), and the deliveries
+// the survivor found already recorded (events the victim delivered
+// without confirming its position: at-least-once, absorbed by the
+// records).
+const (
+	MetricTakeoverMaxWait = "takeover.max_wait_s"
+	MetricTakeoverSlow    = "takeover.waited_over_1s"
+	MetricTakeoverMissing = "takeover.missing"
+	MetricTakeoverAgain   = "takeover.delivered_again"
+)
+
+// takeoverPointName names the takeover point.
+const takeoverPointName = "kill -9 the first of 2 in one group"
+
+// takeover measures svc's takeover: the groups point's instance (one
+// group: the default one), a second instance of it on the same schema,
+// slot or Kafka group (on no-kafka a standby, live but not ready), load
+// posted to the second, the first killed a third of the way in, then
+// the drain and what the records say.
+func (pts *scaleOutPoints) takeover(ctx context.Context, e *Env, svc string, o ScaleOutOptions) {
+	e.logf("scaleout: %s, kill -9 the first of two instances of one group at %s", svc, driver.Label(o.GroupRate))
+	g, err := startGroups(ctx, e, svc, 1)
+	if err != nil {
+		pts.set(pts.takeoverPoint, svc, nil, err)
+		return
+	}
+	survivor, err := g.startSecond(ctx)
+	if err != nil {
+		pts.set(pts.takeoverPoint, svc, nil, err)
+		g.stop(ctx)
+		return
+	}
+	res, err := g.killFirst(ctx, survivor, o)
+	pts.set(pts.takeoverPoint, svc, res, err)
+	if err := e.Launcher.Stop(g.name+"-2", 30*time.Second); err != nil {
+		e.logf("scaleout: %v", err)
+	}
+	g.drop(context.WithoutCancel(ctx))
+}
+
+// startSecond starts a second instance of g's service with g's settings
+// on the next port and returns its URL. On no-kafka it must be a hot
+// standby (live, /readyz 503): the slot is the first instance's. On
+// kafka it joins the group and must become ready.
+func (g *groupFleet) startSecond(ctx context.Context) (string, error) {
+	timeout := g.e.ReadyTimeout
+	if timeout == 0 {
+		timeout = 90 * time.Second
+	}
+	port := g.port + 10
+	url := fmt.Sprintf("http://%s:%d", g.e.host(), port)
+	env := maps.Clone(g.env)
+	if g.svc == LogPair.A.Name {
+		if _, err := g.e.Launcher.StartLive(ctx, g.name+"-2", port, env, timeout); err != nil {
+			return "", err
+		}
+		code, body, err := driver.Do(ctx, http.MethodGet, url+"/readyz", nil)
+		if err == nil && code != http.StatusServiceUnavailable {
+			err = fmt.Errorf("the second instance is not a standby: /readyz %d %s", code, body)
+		}
+		return url, err
+	}
+	_, err := g.e.Launcher.Start(ctx, g.name+"-2", port, env, timeout)
+	return url, err
+}
+
+// killFirst offers o.GroupRate events/s to survivor for o.KillDuration,
+// kills g's instance a third of the way in, waits until every event
+// written is delivered (bounded by the settle bound and the Kafka
+// session), and reads the waits from the records.
+func (g *groupFleet) killFirst(ctx context.Context, survivor string, o ScaleOutOptions) (*driver.SideResult, error) {
+	res := &driver.SideResult{Metrics: map[string]float64{}}
+	if err := driver.ResetStats(ctx, survivor); err != nil {
+		return res, err
+	}
+	spec := driver.AttackSpec{
+		Name: fmt.Sprintf("%-12s kill -9 1 of 2 in a group", g.svc), Rate: o.GroupRate, Duration: o.KillDuration,
+		MaxWorkers: g.e.MaxWorkers, Progress: g.e.Progress,
+		Next: func(i uint64) driver.Request {
+			return driver.Request{Method: http.MethodPost, URL: survivor + "/events", Body: LogScenario.Load.Body(i)}
+		},
+	}
+	done := make(chan driver.ClientResult, 1)
+	go func() { done <- driver.Attack(ctx, spec) }()
+	var killErr error
+	select {
+	case <-time.After(o.KillDuration / 3):
+		killErr = g.e.Launcher.Kill(g.name)
+	case <-ctx.Done():
+		killErr = ctx.Err()
+	}
+	c := <-done
+	res.Phases = append(res.Phases, driver.Phase{Name: "write", Client: c})
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
+	if killErr != nil {
+		return res, fmt.Errorf("kill -9 %s: %w", g.name, killErr)
+	}
+	w, err := g.waitDelivered(ctx, max(g.e.settle(), 30*time.Second))
+	if err != nil {
+		return res, err
+	}
+	res.Metrics[MetricTakeoverMissing] = float64(w.missing)
+	res.Metrics[MetricTakeoverMaxWait] = math.Round(w.maxWait*100) / 100
+	res.Metrics[MetricTakeoverSlow] = float64(w.slow)
+	st, err := driver.GetStats(ctx, survivor)
+	if err != nil {
+		return res, err
+	}
+	res.Metrics[MetricTakeoverAgain] = float64(st.Counters[logc.StatDuplicates])
+	res.Stats = st
+	driver.FlattenServer(res.Metrics, st)
+	return res, nil
+}
+
+// waits is what the records say of the takeover point's events.
+type waits struct {
+	missing, slow int64
+	maxWait       float64
+}
+
+// waitDelivered waits, up to bound, until every event in g's messages
+// table has a delivery record of the default group, and returns the
+// waits.
+func (g *groupFleet) waitDelivered(ctx context.Context, bound time.Duration) (waits, error) {
+	conn, err := g.e.connect(ctx)
+	if err != nil {
+		return waits{}, err
+	}
+	defer conn.Close(context.Background())
+	messages := pgx.Identifier{g.schema, "messages"}.Sanitize()
+	deliveries := pgx.Identifier{g.schema, "deliveries"}.Sanitize()
+	q := `SELECT count(*) FILTER (WHERE d.id IS NULL),
+		count(*) FILTER (WHERE d.delivered_at - m.created_at > interval '1 second'),
+		coalesce(max(extract(epoch FROM d.delivered_at - m.created_at)), 0)::float8
+		FROM ` + messages + ` m LEFT JOIN ` + deliveries + ` d USING (id)`
+	deadline := time.Now().Add(bound)
+	for {
+		var w waits
+		if err := conn.QueryRow(ctx, q).Scan(&w.missing, &w.slow, &w.maxWait); err != nil {
+			return w, err
+		}
+		if w.missing == 0 || time.Now().After(deadline) {
+			return w, nil
+		}
+		select {
+		case <-ctx.Done():
+			return w, errors.Join(ctx.Err(), fmt.Errorf("%d events not delivered", w.missing))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
 
 // Replay (issue 23, item 3): a log of ReplayEvents events, then a new
 // group created from earliest while live writes go on. On kafka the
