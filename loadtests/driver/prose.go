@@ -20,9 +20,9 @@ var statusKeys = map[string]bool{"error": true, "errors": true, "reason": true, 
 // Prose returns every string in v's JSON that reads as an explanatory
 // sentence (ProseWords plain words or more), as "path: text": a results
 // file holds figures, statuses and settings only. Status fields
-// (statusKeys) are skipped, and a note (Run.Notes) is judged by its
-// "what" alone, the words before its first ": ", the rest being the
-// incident's error.
+// (statusKeys) are skipped, and a note (Run.Notes, any "notes" list) is
+// judged by its "what" alone, the words before its first ": ", the rest
+// being the incident's error.
 func Prose(v any) ([]string, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -56,7 +56,7 @@ func walkProse(v any, path string, out *[]string) {
 		}
 	case string:
 		text := x
-		if strings.HasPrefix(path, ".notes[") {
+		if strings.Contains(path, "notes[") {
 			text, _, _ = strings.Cut(x, ": ")
 		}
 		if PlainWords(text) >= ProseWords {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
 
@@ -104,7 +106,8 @@ func TestCommittedNotesAreGenerated(t *testing.T) {
 }
 
 // TestCommittedResultsHoldNoProse: a committed results file of the
-// current schema holds figures, statuses and settings only.
+// current schema (driver's, raw's) holds figures, statuses and settings
+// only.
 func TestCommittedResultsHoldNoProse(t *testing.T) {
 	n := 0
 	for _, r := range committedRuns(t) {
@@ -116,7 +119,25 @@ func TestCommittedResultsHoldNoProse(t *testing.T) {
 			t.Errorf("%s holds sentences (%v):\n%s", r.ID, err, strings.Join(p, "\n"))
 		}
 	}
-	t.Logf("%d committed files of schema %d", n, driver.SchemaVersion)
+	files, _ := filepath.Glob(filepath.Join("..", "..", "results", "2*-raw.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r raw.Results
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if r.Schema < 2 {
+			continue
+		}
+		n++
+		if p, err := driver.Prose(r); err != nil || len(p) > 0 {
+			t.Errorf("%s holds sentences (%v):\n%s", f, err, strings.Join(p, "\n"))
+		}
+	}
+	t.Logf("%d committed files of the current schemas", n)
 }
 
 // TestUpgradedResultsRenderTheSame: the runs the report reads, rewritten
@@ -170,4 +191,61 @@ func lineDiff(a, b string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// upgradedRaw is the raw loops' results r as the code writes them now
+// (raw.SchemaVersion): no description, the rows that ran out a status.
+// It fails t when a description the code words is not the one r holds.
+func upgradedRaw(t *testing.T, r raw.Results) raw.Results {
+	t.Helper()
+	u := r
+	u.Schema = raw.SchemaVersion
+	u.Loops = slices.Clone(r.Loops)
+	for i := range u.Loops {
+		l := &u.Loops[i]
+		l.Desc, l.RanOut = "", strings.Contains(l.Desc, "ran out before the loop's end")
+		if got := u.LoopDesc(*l); got != r.Loops[i].Desc {
+			t.Errorf("%s %s: worded %q, recorded %q", l.Engine, l.Loop, got, r.Loops[i].Desc)
+		}
+	}
+	if r.Notify != nil {
+		n := *r.Notify
+		n.Desc = ""
+		u.Notify = &n
+	}
+	if r.Retention != nil {
+		m := *r.Retention
+		m.Removals, m.Claims = slices.Clone(m.Removals), slices.Clone(m.Claims)
+		u.Retention = &m
+		for i := range m.Removals {
+			m.Removals[i].Desc = ""
+			if got, want := u.RemovalDesc(m.Removals[i]), r.Retention.Removals[i].Desc; got != want {
+				t.Errorf("removal %s: worded %q, recorded %q", m.Removals[i].Method, got, want)
+			}
+		}
+		for i := range m.Claims {
+			m.Claims[i].Desc = ""
+			if got, want := u.ClaimDesc(m.Claims[i]), r.Retention.Claims[i].Desc; got != want {
+				t.Errorf("claims %s: worded %q, recorded %q", m.Claims[i].State, got, want)
+			}
+		}
+	}
+	if p, err := driver.Prose(u); err != nil || len(p) > 0 {
+		t.Errorf("upgraded, the raw results still hold sentences (%v):\n%s", err, strings.Join(p, "\n"))
+	}
+	return u
+}
+
+// TestUpgradedRawResultsRenderTheSame: the committed raw loops' results,
+// rewritten as the code writes them now, word every description as the
+// file does and render the same raw-limits and retention sections.
+func TestUpgradedRawResultsRenderTheSame(t *testing.T) {
+	runs, src, _ := reportRuns(t)
+	if len(src.Raw.Loops) == 0 {
+		t.Fatal("no committed raw results")
+	}
+	up := upgradedRaw(t, src.Raw)
+	if a, b := RawSection(src.Raw, runs), RawSection(up, runs); a != b {
+		t.Errorf("the raw section differs:\n%s", lineDiff(a, b))
+	}
 }
