@@ -8,17 +8,17 @@ import (
 	"unicode"
 )
 
-// ProseWords is how many plain words (letters only: "the", "mode's")
+// proseWords is how many plain words (letters only: "the", "mode's")
 // make a string a sentence rather than a figure, a status or a setting
 // ("topic t, all 8 partitions", "kill -9 1 of 2").
-const ProseWords = 10
+const proseWords = 10
 
 // statusKeys are the fields whose strings are statuses or errors, free
 // to be sentences: what went wrong, in the words of whatever failed.
 var statusKeys = map[string]bool{"error": true, "errors": true, "reason": true, "why": true, "aborted": true}
 
 // Prose returns every string in v's JSON that reads as an explanatory
-// sentence (ProseWords plain words or more), as "path: text": a results
+// sentence (proseWords plain words or more), as "path: text": a results
 // file holds figures, statuses and settings only. Status fields
 // (statusKeys) are skipped, and a note (Run.Notes, any "notes" list) is
 // judged by its "what" alone, the words before its first ": ", the rest
@@ -59,17 +59,17 @@ func walkProse(v any, path string, out *[]string) {
 		if strings.Contains(path, "notes[") {
 			text, _, _ = strings.Cut(x, ": ")
 		}
-		if PlainWords(text) >= ProseWords {
+		if plainWords(text) >= proseWords {
 			*out = append(*out, path+": "+x)
 		}
 	}
 }
 
-// PlainWords counts the words of s made of letters alone (an apostrophe
+// plainWords counts the words of s made of letters alone (an apostrophe
 // inside allowed), once the punctuation around them is trimmed:
 // identifiers, figures and settings ("no-redis", "CACHE_MODE=local",
 // "400/s") are no words.
-func PlainWords(s string) int {
+func plainWords(s string) int {
 	n := 0
 	for _, f := range strings.Fields(s) {
 		f = strings.TrimFunc(f, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })

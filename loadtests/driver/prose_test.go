@@ -23,7 +23,7 @@ func TestProseFindsSentences(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
-	if n := PlainWords("no-redis CACHE_MODE=local 400/s (flat), the side's own"); n != 4 {
+	if n := plainWords("no-redis CACHE_MODE=local 400/s (flat), the side's own"); n != 4 {
 		t.Errorf("%d plain words", n)
 	}
 }
