@@ -28,7 +28,10 @@
 // computes, for every metric, the median across rounds with the min–max per
 // side and the A/B ratio of every round. A Run (every point of one command,
 // plus the machine, the server versions and the settings) is written as
-// one JSON file under the results folder (WriteRun).
+// one JSON file under the results folder (WriteRun). The file holds
+// figures, statuses and settings only: its notes are incidents, and the
+// sentences that explain its figures are generated beside the scenarios
+// (scenario.Explain); Prose finds a sentence that slipped in.
 //
 // # Validity
 //

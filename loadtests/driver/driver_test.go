@@ -183,7 +183,7 @@ func fixtureRun() *Run {
 		return res, nil
 	})
 	run.Points = append(run.Points, p)
-	run.Ceilings = append(run.Ceilings, Ceiling{Scenario: "queue.ceiling", Service: "no-rabbitmq", Criteria: "c",
+	run.Ceilings = append(run.Ceilings, Ceiling{Scenario: "queue.ceiling", Service: "no-rabbitmq", Spec: &CeilingSpec{Latency: "processing", StepS: 3, P99MS: 100},
 		Rounds: []CeilingRound{{Index: 0, Rate: 4000, Steps: []CeilingStep{{Rate: 4000, Pass: true, Why: "ok", Metrics: map[string]float64{}}}}},
 		Rate:   Aggregate([]float64{4000})})
 	run.FinishedAt = run.StartedAt.Add(time.Minute)
@@ -228,7 +228,7 @@ func TestResultsFileSchema(t *testing.T) {
 		"latency":  {"count", "max_ms", "mean_ms", "p50_ms", "p90_ms", "p95_ms", "p999_ms", "p99_ms"},
 		"metric":   {"name", "ratio", "ratios", "sides"},
 		"agg":      {"max", "median", "min", "n"},
-		"ceiling":  {"criteria", "rate", "rounds", "scenario", "service", "status"},
+		"ceiling":  {"rate", "rounds", "scenario", "service", "spec", "status"},
 	}
 	point := doc["points"].([]any)[0].(map[string]any)
 	round := point["rounds"].([]any)[0].(map[string]any)
@@ -266,5 +266,14 @@ func TestResultsFileSchema(t *testing.T) {
 	_ = os.WriteFile(bad, []byte(`{"schema":99}`), 0o644)
 	if _, err := ReadRun(bad); err == nil {
 		t.Error("schema 99 accepted")
+	}
+	// A file of schema 1 still reads, its ceilings' criteria in words.
+	old := filepath.Join(dir, "old.json")
+	_ = os.WriteFile(old, []byte(`{"schema":1,"ceilings":[{"scenario":"queue.ceiling","criteria":"errors < 1%"}],"notes":["an explanation"]}`), 0o644)
+	if r, err := ReadRun(old); err != nil || r.Ceilings[0].Criteria != "errors < 1%" || len(r.Notes) != 1 {
+		t.Errorf("schema 1: %+v, %v", r, err)
+	}
+	if p, err := Prose(run); err != nil || len(p) > 0 {
+		t.Errorf("the fixture holds sentences: %q %v", p, err)
 	}
 }

@@ -13,8 +13,16 @@ import (
 )
 
 // SchemaVersion is the version of the results file's shape; it changes
-// when a field changes meaning or disappears.
-const SchemaVersion = 1
+// when a field changes meaning or disappears. Version 2 holds figures,
+// statuses and settings only: the sentences that explain a scenario's
+// figures live beside the scenario (scenario.Explain) and Ceiling.Spec
+// replaces Ceiling.Criteria. ReadRun reads every version from
+// OldestSchema on.
+const SchemaVersion = 2
+
+// OldestSchema is the oldest version ReadRun reads: version 1 files
+// kept the explanations in Notes and each ceiling's criteria in words.
+const OldestSchema = 1
 
 // Run is one results file: every point one command measured.
 type Run struct {
@@ -40,7 +48,10 @@ type Run struct {
 	Points []Point `json:"points"`
 	// Ceilings are the ceiling searches.
 	Ceilings []Ceiling `json:"ceilings"`
-	// Notes are things the reader must know (a variant skipped, and why).
+	// Notes are the run's incidents, each "what: why" (a variant not
+	// measured and its error, the run ended early): never a sentence
+	// that explains a figure, which belongs beside the scenario's code
+	// (files of schema 1 held those too).
 	Notes []string `json:"notes"`
 	// StartState is what the pair's tables held at the start (absent in
 	// files written before runs declared it).
@@ -216,15 +227,17 @@ type Ceiling struct {
 	Scenario string `json:"scenario"`
 	// Service is the side searched.
 	Service string `json:"service"`
-	// Criteria says what a passing step is.
-	Criteria string `json:"criteria"`
+	// Criteria said in words what a passing step is, in files of schema
+	// 1; files of schema 2 leave it out: Spec holds it as figures, and
+	// the report words it (scenario.CriteriaText).
+	Criteria string `json:"criteria,omitempty"`
 	// Rounds are every search.
 	Rounds []CeilingRound `json:"rounds"`
 	// Rate is the median ceiling with its range.
 	Rate Agg `json:"rate"`
 	// Status is the search's validity (Validate); absent in older files.
 	Status *Status `json:"status,omitempty"`
-	// Spec is Criteria as figures, with the in-flight bound the services
+	// Spec is what a passing step is, as figures, with the in-flight bound the services
 	// ran the search with and the side's own low-rate p99 (absent in
 	// files written before it was recorded): two sides' ceilings are
 	// compared only when their specs agree.
@@ -294,9 +307,25 @@ func NewRun(command string, args []string, now time.Time) *Run {
 	}
 }
 
-// Note records something the reader must know.
+// Note records an incident: what went wrong and why ("lz4 rewrite points
+// not measured: <error>"). A sentence that explains how a figure is
+// measured is no note: it lives beside the scenario (scenario.Explain).
 func (r *Run) Note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+// Setting decodes r's setting key into v through its JSON, so that a run
+// just measured (Go values) and one read from its file (JSON values) read
+// alike; an absent setting leaves v as it is.
+func (r *Run) Setting(key string, v any) error {
+	b, err := json.Marshal(r.Settings[key])
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		return fmt.Errorf("results %s: setting %q: %w", r.ID, key, err)
+	}
+	return nil
 }
 
 // WriteRun writes run to dir/<id>.json and returns the path.
@@ -320,8 +349,8 @@ func WriteJSON(dir, name string, v any) (string, error) {
 	return path, os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// ReadRun reads a results file, refusing unknown fields and other schema
-// versions, and derives the statuses a file written before they existed
+// ReadRun reads a results file, refusing unknown fields and schema
+// versions outside OldestSchema..SchemaVersion, and derives the statuses a file written before they existed
 // lacks (Validate).
 func ReadRun(path string) (*Run, error) {
 	f, err := os.Open(path)
@@ -335,8 +364,8 @@ func ReadRun(path string) (*Run, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if r.Schema != SchemaVersion {
-		return nil, fmt.Errorf("%s: schema %d, this driver reads %d", path, r.Schema, SchemaVersion)
+	if r.Schema < OldestSchema || r.Schema > SchemaVersion {
+		return nil, fmt.Errorf("%s: schema %d, this driver reads %d to %d", path, r.Schema, OldestSchema, SchemaVersion)
 	}
 	r.Validate()
 	return &r, nil

@@ -324,6 +324,12 @@ func round2(f float64) float64 { return math.Round(f*100) / 100 }
 // pre-fill holds.
 const pointReadEvents = 20
 
+// pointReadSource says where the point-read scenario's stream comes
+// from, with streams streams pre-filled (runPointRead).
+func pointReadSource(streams int) string {
+	return fmt.Sprintf("stream 0 of a pre-fill of this run, the same on every engine: %d streams × %d events, appended one event at a time round-robin", streams, pointReadEvents)
+}
+
 // runPointRead pre-fills the same streams on every engine measured, in
 // this run (o.Streams streams of pointReadEvents events, appended one
 // event at a time round-robin, so that each stream's events lie among
@@ -334,7 +340,6 @@ const pointReadEvents = 20
 func runPointRead(ctx context.Context, run *driver.Run, o Options, engines []*Engine) error {
 	id := runID()
 	stream := fmt.Sprintf("tank-pr-%s-0", id)
-	source := fmt.Sprintf("stream 0 of a pre-fill of this run, the same on every engine: %d streams × %d events, appended one event at a time round-robin", o.Streams, pointReadEvents)
 	failed := map[string]error{}
 	for _, e := range engines {
 		if !e.Up {
@@ -353,7 +358,7 @@ func runPointRead(ctx context.Context, run *driver.Run, o Options, engines []*En
 		}
 	}
 	counts, err := sameStream(ctx, engines, stream, pointReadEvents, failed)
-	run.Settings["stream"], run.Settings["source"], run.Settings["stream_events"] = stream, source, counts
+	run.Settings["stream"], run.Settings["stream_events"] = stream, counts
 	if err != nil {
 		run.Note("point-read: %v", err)
 	}
@@ -438,14 +443,14 @@ func engineNamed(engines []*Engine, name string) *Engine {
 // livePerRun is how many live events each catch-up run sends.
 const livePerRun = 20
 
-// catchUpDescription says what a catch-up run measures.
+// catchUpDescription says what a catch-up run measures (runCatchUp,
+// catchUpRun).
 const catchUpDescription = "Per run: a marker append gives the start position; events are pre-filled in batches of 50; a subscriber opened at the marker must receive them all and caught-up (catch-up time); then an independent subscriber, already caught up, receives live appends sent 20 ms apart (live latency = receive time - send time, same clock)"
 
 // runCatchUp runs o.Runs catch-up runs per engine, as rounds of one
 // point, the engines rotated each round.
 func runCatchUp(ctx context.Context, run *driver.Run, o Options, engines []*Engine, log io.Writer) error {
 	run.Settings["live_events_per_run"] = livePerRun
-	run.Settings["description"] = catchUpDescription
 	p := driver.Point{Scenario: catchUpPoint, Name: fmt.Sprintf("%d events", o.Events), Sides: names(engines)}
 	err := driver.RunPoint(ctx, &p, o.Runs, func(ctx context.Context, svc string, round int) (*driver.SideResult, error) {
 		e := engineNamed(engines, svc)

@@ -358,7 +358,6 @@ func RunCausal(ctx context.Context, o CausalOptions, launch CausalLauncher, log 
 	}
 	c.run.Settings["engines"] = engines
 	c.run.Settings["causal_options"] = o
-	c.run.Settings["fill_method"] = CausalFillMethod
 	c.run.Settings["backend_timeout_s"] = CausalBackendTimeout.Seconds()
 	var cleanups []func()
 	cleanup := func() {

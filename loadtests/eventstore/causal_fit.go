@@ -113,7 +113,8 @@ type CausalResult struct {
 	Fills   []CausalFill  `json:"fills"`
 	Rows    []CausalRow   `json:"rows"`
 	Notes   []string      `json:"notes"`
-	// FillMethod says how the stores were filled.
+	// FillMethod says how the stores were filled: CausalFillMethod (a
+	// file of schema 1 recorded its own words).
 	FillMethod string `json:"fill_method"`
 	// Aborted is why the run ended early ("" when it did not).
 	Aborted string `json:"aborted,omitempty"`
@@ -123,19 +124,15 @@ type CausalResult struct {
 
 // CausalFromRun turns the experiment's results file into its rows.
 func CausalFromRun(run *driver.Run) (*CausalResult, error) {
-	res := &CausalResult{RunID: run.ID, At: run.StartedAt, Notes: run.Notes, Aborted: run.AbortReason()}
-	if err := setting(run, "engines", &res.Engines); err != nil {
-		return nil, err
-	}
-	if err := setting(run, "causal_options", &res.Options); err != nil {
-		return nil, err
-	}
-	if _, ok := run.Settings["fills"]; ok {
-		if err := setting(run, "fills", &res.Fills); err != nil {
+	res := &CausalResult{RunID: run.ID, At: run.StartedAt, Notes: run.Notes, Aborted: run.AbortReason(), FillMethod: CausalFillMethod}
+	for key, v := range map[string]any{"engines": &res.Engines, "causal_options": &res.Options, "fills": &res.Fills} {
+		if err := run.Setting(key, v); err != nil {
 			return nil, err
 		}
 	}
-	res.FillMethod, _ = run.Settings["fill_method"].(string)
+	if s, ok := run.Settings["fill_method"].(string); ok {
+		res.FillMethod = s // a file of schema 1 recorded it
+	}
 	res.BackendTimeoutS, _ = run.Settings["backend_timeout_s"].(float64)
 	for i := range run.Points {
 		p := &run.Points[i]

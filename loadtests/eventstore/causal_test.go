@@ -178,7 +178,7 @@ func causalFixture(t testing.TB) *driver.Run {
 	for _, s := range sides {
 		engines = append(engines, &s.Engine)
 	}
-	run.Settings["engines"], run.Settings["causal_options"], run.Settings["fill_method"] = engines, o, CausalFillMethod
+	run.Settings["engines"], run.Settings["causal_options"] = engines, o
 	run.Settings["backend_timeout_s"] = CausalBackendTimeout.Seconds()
 	for _, size := range o.Run() {
 		for _, s := range sides {
@@ -218,7 +218,11 @@ func causalFixture(t testing.TB) *driver.Run {
 func TestCausalResultsAndFits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if _, err := driver.WriteRun(dir, causalFixture(t)); err != nil {
+	run := causalFixture(t)
+	if p, err := driver.Prose(run); err != nil || len(p) > 0 {
+		t.Errorf("the run holds sentences (%v): %q", err, p)
+	}
+	if _, err := driver.WriteRun(dir, run); err != nil {
 		t.Fatal(err)
 	}
 	all, err := Load(dir)
@@ -226,7 +230,7 @@ func TestCausalResultsAndFits(t *testing.T) {
 	if err != nil || res == nil {
 		t.Fatalf("Load: causal %v, %v", res, err)
 	}
-	if len(res.Rows) != 12 || res.BackendTimeoutS != 25 || res.FillMethod == "" {
+	if len(res.Rows) != 12 || res.BackendTimeoutS != 25 || res.FillMethod != CausalFillMethod {
 		t.Fatalf("%d rows, timeout %v, fill method %q", len(res.Rows), res.BackendTimeoutS, res.FillMethod)
 	}
 	var failed int

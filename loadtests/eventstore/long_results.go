@@ -8,7 +8,7 @@ import (
 // run): the engine with its label when it has one.
 func SideName(run *driver.Run, side string) string {
 	var engines []*Engine
-	if run != nil && setting(run, "engines", &engines) == nil {
+	if run != nil && run.Setting("engines", &engines) == nil {
 		return shown(side, labelOf(engines, side))
 	}
 	return side
@@ -17,13 +17,13 @@ func SideName(run *driver.Run, side string) string {
 // LongSettings are the options a long-stream run recorded.
 func LongSettings(run *driver.Run) (LongOptions, error) {
 	var o LongOptions
-	err := setting(run, "options", &o)
+	err := run.Setting("options", &o)
 	return o, err
 }
 
 // CleanupSettings are the options a cleanup run recorded.
 func CleanupSettings(run *driver.Run) (CleanupOptions, error) {
 	var o CleanupOptions
-	err := setting(run, "options", &o)
+	err := run.Setting("options", &o)
 	return o, err
 }

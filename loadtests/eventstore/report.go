@@ -1,7 +1,6 @@
 package eventstore
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -142,10 +141,10 @@ func (r *Results) add(scenario string, run *driver.Run) error {
 	}
 	var engines []*Engine
 	var o Options
-	if err := setting(run, "engines", &engines); err != nil {
+	if err := run.Setting("engines", &engines); err != nil {
 		return err
 	}
-	if err := setting(run, "options", &o); err != nil {
+	if err := run.Setting("options", &o); err != nil {
 		return err
 	}
 	if r.StartState == nil {
@@ -153,7 +152,7 @@ func (r *Results) add(scenario string, run *driver.Run) error {
 	}
 	var stores []StoreState
 	if _, ok := run.Settings["store_state"]; ok {
-		if err := setting(run, "store_state", &stores); err != nil {
+		if err := run.Setting("store_state", &stores); err != nil {
 			return err
 		}
 	}
@@ -167,18 +166,6 @@ func (r *Results) add(scenario string, run *driver.Run) error {
 	case "catch-up":
 		r.CatchUp = catchUpFromRun(run, o, engines)
 		r.CatchUp.Stores = stores
-	}
-	return nil
-}
-
-// setting decodes run.Settings[key] into v.
-func setting(run *driver.Run, key string, v any) error {
-	b, err := json.Marshal(run.Settings[key])
-	if err == nil {
-		err = json.Unmarshal(b, v)
-	}
-	if err != nil {
-		return fmt.Errorf("results %s: setting %q: %w", run.ID, key, err)
 	}
 	return nil
 }
@@ -227,7 +214,10 @@ func appendFromRun(run *driver.Run, o Options, engines []*Engine) *AppendResult 
 
 func pointReadFromRun(run *driver.Run, o Options, engines []*Engine) *PointReadResult {
 	res := &PointReadResult{At: run.StartedAt, Options: o}
-	res.Source, _ = run.Settings["source"].(string)
+	res.Source = pointReadSource(o.Streams)
+	if s, ok := run.Settings["source"].(string); ok {
+		res.Source = s // a file of schema 1 recorded it
+	}
 	stream, _ := run.Settings["stream"].(string)
 	for i := range run.Points {
 		p := &run.Points[i]
@@ -278,7 +268,10 @@ func catchUpFromRun(run *driver.Run, o Options, engines []*Engine) *CatchUpResul
 	if n, ok := run.Settings["live_events_per_run"].(float64); ok {
 		res.LivePerRun = int(n)
 	}
-	res.Description, _ = run.Settings["description"].(string)
+	res.Description = catchUpDescription
+	if s, ok := run.Settings["description"].(string); ok {
+		res.Description = s // a file of schema 1 recorded it
+	}
 	rows := map[string]*CatchUpRow{}
 	var order []string
 	sides(run, catchUpPoint, func(_ *driver.Point, _ int, svc string, s *driver.SideResult) {

@@ -160,7 +160,7 @@ func legacyValue[T any](run *driver.Run, dst **T) error {
 		return nil
 	}
 	v := new(T)
-	if err := setting(run, legacySetting, v); err != nil {
+	if err := run.Setting(legacySetting, v); err != nil {
 		return err
 	}
 	*dst = v

@@ -23,14 +23,22 @@ const (
 	kafkaProducers  = 4
 )
 
+// produceDesc and fetchDesc say what kafkaPair's loops count, and how.
+func produceDesc(f figures, _ bool) string {
+	return fmt.Sprintf("records/s: acks=all, %d producers × %d-record WriteMessages, batch 1000, linger 1 ms, %d partitions", f.KafkaProducers, f.KafkaBatch, f.KafkaPartitions)
+}
+
+func fetchDesc(figures, bool) string {
+	return "records/s: Conn.ReadBatch from offset 0, one connection per partition"
+}
+
 // kafkaPair creates a scratch topic, produces keyed records to it for
 // o.Duration (kafka-go Writer: acks=all, batches of up to 1000 records,
 // 1 ms linger, kafkaProducers goroutines writing kafkaBatch records per
 // call), then reads every partition from the start with Conn.ReadBatch
 // until it has read all of them. The topic is deleted at the end.
 func kafkaPair(ctx context.Context, o Options) ([]Result, error) {
-	prod := Result{Desc: fmt.Sprintf("records/s: acks=all, %d producers × %d-record WriteMessages, batch 1000, linger 1 ms, %d partitions", kafkaProducers, kafkaBatch, kafkaPartitions)}
-	fetch := Result{Desc: "records/s: Conn.ReadBatch from offset 0, one connection per partition"}
+	var prod, fetch Result
 	topic := "wpe-raw-" + o.Name
 	addr := kafka.TCP(o.KafkaBrokers...)
 	client := &kafka.Client{Addr: addr, Timeout: 10 * time.Second}

@@ -66,8 +66,9 @@ type NotifyPoint struct {
 // NotifySeries is the NOTIFY measurement: every mode at every
 // concurrency, on one scratch table, with one listener.
 type NotifySeries struct {
-	// Desc says how the series ran.
-	Desc string `json:"desc"`
+	// Desc said how the series ran, in files of schema 1 (docs/loadtests.md
+	// says it now).
+	Desc string `json:"desc,omitempty"`
 	// PointSeconds is each point's duration; IntervalMs the Debouncer's
 	// interval.
 	PointSeconds float64 `json:"point_s"`
@@ -115,9 +116,6 @@ func MeasureNotify(ctx context.Context, o Options) *NotifySeries { return measur
 // table, while one connection LISTENs on the channel notified.
 func measureNotify(ctx context.Context, o Options) *NotifySeries {
 	s := &NotifySeries{PointSeconds: o.notifyPoint().Seconds(), IntervalMs: float64(pglisten.DefaultInterval) / float64(time.Millisecond)}
-	s.Desc = fmt.Sprintf("one-row INSERT commits on a logged table, %v per point, one LISTENing connection; "+
-		"notify_in_tx: INSERT and pg_notify in one statement's transaction; notify_debounced: pglisten.Debouncer, at most one NOTIFY per %v after the commits",
-		o.notifyPoint(), pglisten.DefaultInterval)
 	wide := o
 	wide.Conns = NotifyCommitters[len(NotifyCommitters)-1] + 1 // the committers and the Debouncer
 	channel := "wpe_raw_" + o.Name + "_notify"

@@ -99,11 +99,16 @@ func workers(ctx context.Context, n int, d time.Duration, fn func(ctx context.Co
 	return total.Load(), el, first
 }
 
+// insertCommitDesc says what insertCommit counts, and how.
+func insertCommitDesc(f figures, _ bool) string {
+	return fmt.Sprintf("rows/s: one-row INSERT + COMMIT, %d connections, logged table", f.Conns)
+}
+
 // insertCommit inserts one row per transaction (an autocommitted INSERT)
 // from o.Conns connections: the engine's commit rate, what a
 // single-request enqueue or append costs Postgres at least.
 func insertCommit(ctx context.Context, o Options) (Result, error) {
-	r := Result{Desc: fmt.Sprintf("rows/s: one-row INSERT + COMMIT, %d connections, logged table", o.Conns)}
+	var r Result
 	err := withSchema(ctx, o, []string{logTable}, func(pool *pgxpool.Pool) error {
 		n, d, err := workers(ctx, o.Conns, o.Duration, func(ctx context.Context) (int64, error) {
 			_, err := pool.Exec(ctx, `INSERT INTO t (payload) VALUES ($1)`, payload)
@@ -124,11 +129,16 @@ func payloads(n int) []string {
 	return out
 }
 
+// insertBatchDesc says what insertBatch counts, and how.
+func insertBatchDesc(f figures, _ bool) string {
+	return fmt.Sprintf("rows/s: %d-row INSERT per transaction, %d connections, logged table", f.BatchInsertRows, f.Conns)
+}
+
 // insertBatch inserts insertBatchRows rows per statement and transaction
 // (unnest of arrays, as the services' batch endpoints do) from o.Conns
 // connections.
 func insertBatch(ctx context.Context, o Options) (Result, error) {
-	r := Result{Desc: fmt.Sprintf("rows/s: %d-row INSERT per transaction, %d connections, logged table", insertBatchRows, o.Conns)}
+	var r Result
 	rows := payloads(insertBatchRows)
 	err := withSchema(ctx, o, []string{logTable}, func(pool *pgxpool.Pool) error {
 		n, d, err := workers(ctx, o.Conns, o.Duration, func(ctx context.Context) (int64, error) {
@@ -141,13 +151,23 @@ func insertBatch(ctx context.Context, o Options) (Result, error) {
 	return r, err
 }
 
+// claimDeleteDesc says what claimDelete counts, and how, and when its
+// rows ran out.
+func claimDeleteDesc(f figures, ranOut bool) string {
+	s := fmt.Sprintf("rows/s: SKIP LOCKED claim of %d (lease UPDATE) then DELETE, %d workers, unlogged table", f.ClaimBatch, f.Conns)
+	if ranOut {
+		s += fmt.Sprintf(" (the %d rows ran out before the loop's end)", f.ClaimFill)
+	}
+	return s
+}
+
 // claimDelete fills an unlogged queue table shaped like queue_jobs with
 // claimFill rows, then o.Conns workers each claim claimBatch due rows
 // with FOR UPDATE SKIP LOCKED (moving run_at to a lease's end, as
 // no-rabbitmq's claim does) and delete them in a second statement (its
 // completion): the engine's part of a task's trip through the queue.
 func claimDelete(ctx context.Context, o Options) (Result, error) {
-	r := Result{Desc: fmt.Sprintf("rows/s: SKIP LOCKED claim of %d (lease UPDATE) then DELETE, %d workers, unlogged table", claimBatch, o.Conns)}
+	var r Result
 	setup := []string{
 		`CREATE UNLOGGED TABLE q (id bigint PRIMARY KEY, run_at timestamptz NOT NULL, locked_until timestamptz, attempts int NOT NULL DEFAULT 0, payload jsonb NOT NULL)`,
 		`CREATE INDEX q_run_at ON q (run_at)`,
@@ -165,9 +185,7 @@ RETURNING q.id`
 		var empty atomic.Bool
 		n, d, err := workers(ctx, o.Conns, o.Duration, claimThenDelete[int64](pool, claim, `DELETE FROM q WHERE id = ANY($1)`, &empty))
 		finish(&r, n, d)
-		if empty.Load() {
-			r.Desc += fmt.Sprintf(" (the %d rows ran out before the loop's end)", claimFill)
-		}
+		r.RanOut = empty.Load()
 		return err
 	})
 	return r, err
@@ -200,6 +218,16 @@ func claimThenDelete[T any](pool *pgxpool.Pool, claim, del string, empty *atomic
 	}
 }
 
+// recordUpdateDesc says what recordUpdate counts, and how, and when its
+// rows ran out.
+func recordUpdateDesc(f figures, ranOut bool) string {
+	s := fmt.Sprintf("rows/s: %d-row UPDATE by primary key (queued → running, then → done), %d connections, logged table with a partial index on open statuses", f.ClaimBatch, f.Conns)
+	if ranOut {
+		s += fmt.Sprintf(" (the %d rows' two updates ran out before the loop's end)", f.RecordFill)
+	}
+	return s
+}
+
 // recordUpdate fills a logged table shaped like the queue's task records
 // (status, timestamps, a jsonb payload, a partial index on the open
 // statuses as tasks_open is) with recordFill queued rows, then o.Conns
@@ -208,7 +236,7 @@ func claimThenDelete[T any](pool *pgxpool.Pool, claim, del string, empty *atomic
 // record updates each task costs the queue pair's services. The index
 // makes these updates non-HOT, as the services' are.
 func recordUpdate(ctx context.Context, o Options) (Result, error) {
-	r := Result{Desc: fmt.Sprintf("rows/s: %d-row UPDATE by primary key (queued → running, then → done), %d connections, logged table with a partial index on open statuses", claimBatch, o.Conns)}
+	var r Result
 	setup := []string{
 		`CREATE TABLE rec (id bigint PRIMARY KEY, status text NOT NULL, enqueued_at timestamptz NOT NULL DEFAULT now(), delivered_at timestamptz, processed_at timestamptz, payload jsonb NOT NULL)`,
 		`CREATE INDEX rec_open ON rec (status, enqueued_at) WHERE status <> 'done'`,
@@ -240,12 +268,15 @@ UPDATE rec SET status = CASE status WHEN 'queued' THEN 'running' ELSE 'done' END
 			return tag.RowsAffected(), err
 		})
 		finish(&r, n, d)
-		if ranOut.Load() {
-			r.Desc += fmt.Sprintf(" (the %d rows' two updates ran out before the loop's end)", recordFill)
-		}
+		r.RanOut = ranOut.Load()
 		return err
 	})
 	return r, err
+}
+
+// wal2jsonDesc says what wal2jsonDecode counts, and how.
+func wal2jsonDesc(f figures, _ bool) string {
+	return fmt.Sprintf("rows/s: %d rows written first, then streamed through one temporary wal2json slot and decoded", f.SlotRows)
 }
 
 // wal2jsonDecode creates a temporary wal2json slot, writes slotRows rows
@@ -254,7 +285,7 @@ UPDATE rec SET status = CASE status WHEN 'queued' THEN 'running' ELSE 'done' END
 // decodes each change's JSON until every row has come through: the rate
 // one slot decodes at when it has a backlog.
 func wal2jsonDecode(ctx context.Context, o Options) (Result, error) {
-	r := Result{Desc: fmt.Sprintf("rows/s: %d rows written first, then streamed through one temporary wal2json slot and decoded", slotRows)}
+	var r Result
 	err := withSchema(ctx, o, []string{logTable}, func(pool *pgxpool.Pool) error {
 		conn, err := ReplicationConn(ctx, o.PostgresURL, 5*time.Second)
 		if err != nil {

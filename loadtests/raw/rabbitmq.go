@@ -33,14 +33,22 @@ const (
 	amqpAckEvery   = 64
 )
 
+// publishDesc and consumeDesc say what amqpPair's loops count, and how.
+func publishDesc(f figures, _ bool) string {
+	return fmt.Sprintf("messages/s confirmed: persistent, durable classic queue, %d channels with %d confirms in flight each", f.AMQPPublishers, f.AMQPWindow)
+}
+
+func consumeDesc(f figures, _ bool) string {
+	return fmt.Sprintf("messages/s: prefetch %d, ack with multiple every %d", f.AMQPPrefetch, f.AMQPAckEvery)
+}
+
 // amqpPair publishes persistent messages to a scratch durable classic
 // queue for o.Duration, amqpPublishers channels in confirm mode each
 // keeping amqpWindow confirms in flight, then consumes them with a
 // prefetch and multiple acks until the queue is empty (or 2×o.Duration).
 // The queue is deleted at the end.
 func amqpPair(ctx context.Context, o Options) ([]Result, error) {
-	pub := Result{Desc: fmt.Sprintf("messages/s confirmed: persistent, durable classic queue, %d channels with %d confirms in flight each", amqpPublishers, amqpWindow)}
-	con := Result{Desc: fmt.Sprintf("messages/s: prefetch %d, ack with multiple every %d", amqpPrefetch, amqpAckEvery)}
+	var pub, con Result
 	conn, err := amqp.DialConfig(o.RabbitMQURL, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second), Heartbeat: 10 * time.Second})
 	if err != nil {
 		return []Result{pub, con}, err

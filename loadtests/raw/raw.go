@@ -15,8 +15,15 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
-// SchemaVersion is the version of the raw results file's shape.
-const SchemaVersion = 1
+// SchemaVersion is the version of the raw results file's shape. Version
+// 2 holds figures, statuses and settings only: what a loop counts, and
+// how, is worded here (Results.LoopDesc) from the settings. Load reads
+// every version from OldestSchema on.
+const SchemaVersion = 2
+
+// OldestSchema is the oldest version Load reads: version 1 files held
+// each loop's description (Result.Desc).
+const OldestSchema = 1
 
 // Engines measured, the Engine of a Result.
 const (
@@ -106,8 +113,9 @@ type Result struct {
 	// Engine and Loop name the loop.
 	Engine string `json:"engine"`
 	Loop   string `json:"loop"`
-	// Desc says what one item is and how the loop ran.
-	Desc string `json:"desc"`
+	// Desc said what one item is and how the loop ran, in files of schema
+	// 1; LoopDesc words it now.
+	Desc string `json:"desc,omitempty"`
 	// Items counts rows, messages or records; Seconds is the loop's
 	// wall time; Rate is Items / Seconds.
 	Items   int64   `json:"items"`
@@ -115,6 +123,8 @@ type Result struct {
 	Rate    float64 `json:"rate"`
 	// Error is set when the loop could not run (Rate is then 0).
 	Error string `json:"error,omitempty"`
+	// RanOut is set when the loop's rows ran out before its end.
+	RanOut bool `json:"ran_out,omitempty"`
 }
 
 // Results is one raw run: the results file.
@@ -139,6 +149,8 @@ type loop struct {
 	engine string
 	names  []string
 	run    func(ctx context.Context, o Options) ([]Result, error)
+	// descs say what each of names counts, and how (Results.LoopDesc).
+	descs []func(f figures, ranOut bool) string
 }
 
 // one adapts a single loop to the loops table.
@@ -151,13 +163,73 @@ func one(fn func(context.Context, Options) (Result, error)) func(context.Context
 
 // loops are every loop, in the order they run and are reported.
 var loops = []loop{
-	{Postgres, []string{InsertCommit}, one(insertCommit)},
-	{Postgres, []string{InsertBatch}, one(insertBatch)},
-	{Postgres, []string{ClaimDelete}, one(claimDelete)},
-	{Postgres, []string{RecordUpdate}, one(recordUpdate)},
-	{Postgres, []string{Wal2JSON}, one(wal2jsonDecode)},
-	{RabbitMQ, []string{Publish, Consume}, amqpPair},
-	{Kafka, []string{Produce, Fetch}, kafkaPair},
+	{Postgres, []string{InsertCommit}, one(insertCommit), descs(insertCommitDesc)},
+	{Postgres, []string{InsertBatch}, one(insertBatch), descs(insertBatchDesc)},
+	{Postgres, []string{ClaimDelete}, one(claimDelete), descs(claimDeleteDesc)},
+	{Postgres, []string{RecordUpdate}, one(recordUpdate), descs(recordUpdateDesc)},
+	{Postgres, []string{Wal2JSON}, one(wal2jsonDecode), descs(wal2jsonDesc)},
+	{RabbitMQ, []string{Publish, Consume}, amqpPair, descs(publishDesc, consumeDesc)},
+	{Kafka, []string{Produce, Fetch}, kafkaPair, descs(produceDesc, fetchDesc)},
+}
+
+// descs lists a loop's descriptions, one per name.
+func descs(fs ...func(figures, bool) string) []func(figures, bool) string { return fs }
+
+// figures are the loops' parameters their descriptions word, recorded in
+// a run's settings; a file that lacks one (schema 1) is read with this
+// code's constant.
+type figures struct {
+	Conns           int `json:"conns"`
+	BatchInsertRows int `json:"batch_insert_rows"`
+	ClaimBatch      int `json:"claim_batch"`
+	ClaimFill       int `json:"claim_fill"`
+	RecordFill      int `json:"record_fill"`
+	SlotRows        int `json:"slot_rows"`
+	AMQPPrefetch    int `json:"amqp_prefetch"`
+	AMQPWindow      int `json:"amqp_confirm_window"`
+	AMQPPublishers  int `json:"amqp_publishers"`
+	AMQPAckEvery    int `json:"amqp_ack_every"`
+	KafkaBatch      int `json:"kafka_batch"`
+	KafkaPartitions int `json:"kafka_partitions"`
+	KafkaProducers  int `json:"kafka_producers"`
+}
+
+// settings are a run's settings with o: every figure, each loop's
+// duration and the payload's size.
+func settings(o Options) map[string]any {
+	f := figures{Conns: o.Conns, BatchInsertRows: insertBatchRows, ClaimBatch: claimBatch, ClaimFill: claimFill, RecordFill: recordFill,
+		SlotRows: slotRows, AMQPPrefetch: amqpPrefetch, AMQPWindow: amqpWindow, AMQPPublishers: amqpPublishers, AMQPAckEvery: amqpAckEvery,
+		KafkaBatch: kafkaBatch, KafkaPartitions: kafkaPartitions, KafkaProducers: kafkaProducers}
+	s := map[string]any{}
+	b, _ := json.Marshal(f)
+	_ = json.Unmarshal(b, &s)
+	s["duration_s"], s["payload_bytes"] = o.Duration.Seconds(), len(payload)
+	return s
+}
+
+// figures reads r's figures from its settings, this code's constants
+// standing in for those a file of schema 1 did not record.
+func (r Results) figures() figures {
+	var f figures
+	b, _ := json.Marshal(settings(Options{}))
+	_ = json.Unmarshal(b, &f)
+	b, _ = json.Marshal(r.Settings)
+	_ = json.Unmarshal(b, &f)
+	return f
+}
+
+// LoopDesc says what loop l of r counts, and how: the loop's own words
+// (descs) from r's figures, or the description a file of schema 1 held.
+func (r Results) LoopDesc(l Result) string {
+	if l.Desc != "" {
+		return l.Desc
+	}
+	for _, lp := range loops {
+		if i := slices.Index(lp.names, l.Loop); lp.engine == l.Engine && i >= 0 {
+			return lp.descs[i](r.figures(), l.RanOut)
+		}
+	}
+	return ""
 }
 
 // Estimate is Measure's expected wall time with o: each loop's duration
@@ -172,10 +244,8 @@ func Measure(ctx context.Context, o Options) (Results, error) {
 	now := time.Now().UTC()
 	res := Results{
 		Schema: SchemaVersion, ID: now.Format("20060102T150405Z") + "-raw", StartedAt: now,
-		Machine: driver.ThisMachine(),
-		Settings: map[string]any{"duration_s": o.Duration.Seconds(), "conns": o.Conns, "batch_insert_rows": insertBatchRows,
-			"claim_batch": claimBatch, "amqp_prefetch": amqpPrefetch, "amqp_confirm_window": amqpWindow,
-			"kafka_batch": kafkaBatch, "kafka_partitions": kafkaPartitions, "payload_bytes": len(payload)},
+		Machine:  driver.ThisMachine(),
+		Settings: settings(o),
 	}
 	for _, l := range loops {
 		if err := ctx.Err(); err != nil {
@@ -264,8 +334,8 @@ func Load(dir string) (Results, error) {
 	if err := dec.Decode(&r); err != nil {
 		return Results{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if r.Schema != SchemaVersion {
-		return Results{}, fmt.Errorf("%s: schema %d, this driver reads %d", path, r.Schema, SchemaVersion)
+	if r.Schema < OldestSchema || r.Schema > SchemaVersion {
+		return Results{}, fmt.Errorf("%s: schema %d, this driver reads %d to %d", path, r.Schema, OldestSchema, SchemaVersion)
 	}
 	return r, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -42,11 +43,17 @@ func check(t *testing.T, names ...string) {
 		if len(rs) != len(names) {
 			t.Fatalf("%d results for %v", len(rs), names)
 		}
+		res := Results{Settings: settings(o)}
 		for i, r := range rs {
-			if r.Items <= 0 || r.Rate <= 0 || r.Seconds <= 0 || r.Desc == "" {
+			r.Engine, r.Loop = l.engine, names[i]
+			res.Loops = append(res.Loops, r)
+			if r.Items <= 0 || r.Rate <= 0 || r.Seconds <= 0 || r.Desc != "" || res.LoopDesc(r) == "" {
 				t.Errorf("%s: %+v", names[i], r)
 			}
 			t.Logf("%s: %.0f/s (%d in %.2fs)", names[i], r.Rate, r.Items, r.Seconds)
+		}
+		if p, err := driver.Prose(res); err != nil || len(p) > 0 {
+			t.Errorf("the results hold sentences (%v): %q", err, p)
 		}
 		return
 	}

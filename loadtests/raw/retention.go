@@ -91,11 +91,37 @@ type Retention struct {
 	Error string `json:"error,omitempty"`
 }
 
+// RemovalDesc says how removal x of r's retention measurement ran: the
+// words of its method (batchedDelete, dropPartitions), or those a file of
+// schema 1 held.
+func (r Results) RemovalDesc(x Removal) string {
+	switch {
+	case x.Desc != "":
+		return x.Desc
+	case x.Method == BatchedDelete && r.Retention != nil:
+		return fmt.Sprintf("the services' cleaner (records.Store.CleanerJob, cleaner.RunOnce): DELETE of at most %d done tasks per statement, oldest processed_at first through tasks_done, until a batch is short", r.Retention.Batch)
+	case x.Method == DropPartitions:
+		return "DROP TABLE of each day partition before the cutoff, one statement each, on a copy of tasks partitioned by RANGE (processed_at), one partition per day"
+	}
+	return ""
+}
+
+// ClaimDesc says how claim state c of r's retention measurement was
+// measured (claimLoop), or what a file of schema 1 held.
+func (r Results) ClaimDesc(c ClaimState) string {
+	if c.Desc != "" {
+		return c.Desc
+	}
+	f := r.figures()
+	return fmt.Sprintf("rows/s: SKIP LOCKED claim of %d (lease UPDATE) then DELETE, %d workers, unlogged queue_jobs", f.ClaimBatch, f.Conns)
+}
+
 // Removal is one way of removing the oldest half of the history.
 type Removal struct {
-	// Method is BatchedDelete or DropPartitions; Desc says how it ran.
+	// Method is BatchedDelete or DropPartitions; Desc said how it ran, in
+	// files of schema 1 (Results.RemovalDesc words it now).
 	Method string `json:"method"`
-	Desc   string `json:"desc"`
+	Desc   string `json:"desc,omitempty"`
 	// Rows is the number of rows removed, Statements the statements it
 	// took, Seconds their wall time.
 	Rows       int64   `json:"rows"`
@@ -129,9 +155,10 @@ type VacuumCost struct {
 
 // ClaimState is the claim+delete rate on queue_jobs in one state.
 type ClaimState struct {
-	// State is DeadHead or Vacuumed; Desc says how it ran.
+	// State is DeadHead or Vacuumed; Desc said how it ran, in files of
+	// schema 1 (Results.ClaimDesc words it now).
 	State string `json:"state"`
-	Desc  string `json:"desc"`
+	Desc  string `json:"desc,omitempty"`
 	// DeadTuples is queue_jobs' n_dead_tup when the claims began; Bytes
 	// its total size (heap and indexes) then.
 	DeadTuples int64 `json:"dead_tuples"`
@@ -404,7 +431,7 @@ func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 10
 // batchedDelete removes the rows processed before cutoff from tasks with
 // the services' cleaner, then vacuums tasks.
 func batchedDelete(ctx context.Context, one *pgxpool.Pool, wal walMeter, cutoff time.Time, notes *[]string) (Removal, error) {
-	r := Removal{Method: BatchedDelete, Desc: fmt.Sprintf("the services' cleaner (records.Store.CleanerJob, cleaner.RunOnce): DELETE of at most %d done tasks per statement, oldest processed_at first through tasks_done, until a batch is short", cleaner.DefaultBatch)}
+	r := Removal{Method: BatchedDelete}
 	var err error
 	if r.BytesBefore, _, err = tableState(ctx, one, "tasks"); err != nil {
 		return r, err
@@ -456,7 +483,7 @@ func batchedDelete(ctx context.Context, one *pgxpool.Pool, wal walMeter, cutoff 
 // the days, one DROP TABLE each (in a transaction of its own that also
 // reads its xid, so that wal can count its records).
 func dropPartitions(ctx context.Context, one *pgxpool.Pool, wal walMeter) (Removal, error) {
-	r := Removal{Method: DropPartitions, Desc: "DROP TABLE of each day partition before the cutoff, one statement each, on a copy of tasks partitioned by RANGE (processed_at), one partition per day"}
+	r := Removal{Method: DropPartitions}
 	var err error
 	if r.BytesBefore, _, err = tableState(ctx, one, "tasks_by_day"); err != nil {
 		return r, err
@@ -565,7 +592,7 @@ SELECT gen_random_uuid(), t, t
 				return out, err
 			}
 		}
-		c := ClaimState{State: state, Desc: fmt.Sprintf("rows/s: SKIP LOCKED claim of %d (lease UPDATE) then DELETE, %d workers, unlogged queue_jobs", claimBatch, o.Conns)}
+		c := ClaimState{State: state}
 		var err error
 		if c.Bytes, c.DeadTuples, err = flushedState(ctx, one, "queue_jobs", pool); err != nil {
 			return out, err

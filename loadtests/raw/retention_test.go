@@ -39,7 +39,7 @@ func TestMeasureRetention(t *testing.T) {
 		t.Fatalf("methods %s, %s", del.Method, drop.Method)
 	}
 	for _, m := range r.Removals {
-		if m.Rows != half || m.Seconds <= 0 || m.BytesBefore <= 0 || m.BytesAfter <= 0 || m.Desc == "" {
+		if m.Rows != half || m.Seconds <= 0 || m.BytesBefore <= 0 || m.BytesAfter <= 0 || m.Desc != "" || (Results{Retention: &r}).RemovalDesc(m) == "" {
 			t.Errorf("%s: %+v", m.Method, m)
 		}
 	}

@@ -140,7 +140,7 @@ func CacheSection(r *driver.Run) string {
 		}
 		w("\n")
 	}
-	for _, n := range r.Notes {
+	for _, n := range notesOf(r) {
 		w("- Note: %s\n", md(n))
 	}
 	return b.String()

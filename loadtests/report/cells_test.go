@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
 // longCells returns every table cell of doc longer than MaxCell, with
@@ -64,22 +60,9 @@ func TestShortenCells(t *testing.T) {
 // RESULTS.md, raw section included.
 func TestCommittedResultsHaveShortCells(t *testing.T) {
 	root := filepath.Join("..", "..")
-	dir := filepath.Join(root, "results")
-	esRuns, err := eventstore.LoadRuns(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr, err := raw.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	xf, xpath, err := experiments.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs := append(readRuns(t, dir, "cache", "longlived", "throughput"), esRuns...)
+	runs, src, xpath := reportRuns(t)
 	out := filepath.Join(t.TempDir(), "RESULTS.md")
-	if err := Write(out, filepath.Join(t.TempDir(), "charts"), runs, Sources{Raw: rr, Experiments: xf}, time.Now(), FailureModesSection(xf, filepath.Base(xpath))); err != nil {
+	if err := Write(out, filepath.Join(t.TempDir(), "charts"), runs, src, time.Now(), FailureModesSection(src.Experiments, filepath.Base(xpath))); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{out, filepath.Join(root, "RESULTS.md")} {

@@ -439,10 +439,7 @@ func KneeSection(r *driver.Run) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	c0 := &r.Ceilings[0]
-	crit := c0.Criteria
-	if c0.Spec != nil {
-		crit = scenario.CriteriaText(*c0.Spec)
-	}
+	crit := criteriaOf(c0)
 	w("### Knees: latency against offered rate\n\n")
 	w("A step passes when: %s. A side's knee is the highest offered rate whose step passed in a search (the rates under it passed there too); the first failing step above it names the criterion that binds. ", md(crit))
 	var bounds []string

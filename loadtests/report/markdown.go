@@ -220,7 +220,7 @@ func pairSection(b *bytes.Buffer, p pairReport, r *driver.Run, charts map[string
 	if p.chart != nil {
 		b.WriteString(chartLine(charts, p.chart.key, chartsRel))
 	}
-	for _, n := range r.Notes {
+	for _, n := range notesOf(r) {
 		w("- Note: %s\n", md(n))
 	}
 }

@@ -37,7 +37,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		if l.Error != "" {
 			rate = "not measured: " + md(l.Error)
 		}
-		w("| %s | %s | %s | %d | %s | %s |\n", l.Engine, l.Loop, md(l.Desc), l.Items, num(l.Seconds), rate)
+		w("| %s | %s | %s | %d | %s | %s |\n", l.Engine, l.Loop, md(r.LoopDesc(l)), l.Items, num(l.Seconds), rate)
 	}
 	rs := runs2map(runs)
 	w("\n### Services as a share of their engine's raw limit\n\n")

@@ -813,7 +813,7 @@ func ceilingAnswer(in *inputs, cmd, scenario, a, b, unit string) string {
 		if cb := in.rs.ceiling(cmd, b); cb != nil {
 			s += fmt.Sprintf("; %s: %s", who(r, b), ceilingText(cb))
 		}
-		s += "). A step passed when " + ca.Criteria + "."
+		s += "). A step passed when " + criteriaOf(ca) + "."
 		parts = append(parts, s)
 	}
 	var allBehind []string

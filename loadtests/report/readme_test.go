@@ -39,6 +39,27 @@ func readRuns(t testing.TB, dir string, more ...string) []*driver.Run {
 	return out
 }
 
+// reportRuns are the runs `go run ./loadtests report` reads from the
+// committed results (commands.go writeReport), with the raw loops' and
+// the experiments' results and the experiments file's path.
+func reportRuns(t testing.TB) ([]*driver.Run, Sources, string) {
+	t.Helper()
+	dir := filepath.Join("..", "..", "results")
+	esRuns, err := eventstore.LoadRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := raw.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xf, xpath, err := experiments.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(readRuns(t, dir, "cache", "longlived", "throughput", scaleOutCmd), esRuns...), Sources{Raw: rr, Experiments: xf}, xpath
+}
+
 // fixtureInputs are the synthetic runs and event-store results of testdata.
 func fixtureInputs(t testing.TB) ([]*driver.Run, eventstore.Results) {
 	t.Helper()
@@ -340,21 +361,8 @@ func TestCommittedREADMEMatchesResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	esRuns, err := eventstore.LoadRuns(filepath.Join(root, "results"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr, err := raw.Load(filepath.Join(root, "results"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	xf, _, err := experiments.Load(filepath.Join(root, "results"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The runs `go run ./loadtests report` reads (commands.go writeReport).
-	runs := append(readRuns(t, filepath.Join(root, "results"), "cache", "longlived", "throughput", scaleOutCmd), esRuns...)
-	want := strings.TrimSpace(Findings(runs, Sources{Raw: rr, Experiments: xf}))
+	runs, src, _ := reportRuns(t)
+	want := strings.TrimSpace(Findings(runs, src))
 	if got != want {
 		t.Errorf("README.md's generated block differs from what results/*.json render; run `go run ./loadtests report` and commit README.md.\ngot:\n%s\nwant:\n%s", got, want)
 	}

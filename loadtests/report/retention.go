@@ -40,7 +40,7 @@ func RetentionSection(r raw.Results) string {
 	if len(m.Notes) > 0 {
 		w("\n")
 	}
-	retentionRemovals(&b, m)
+	retentionRemovals(&b, r, m)
 	retentionClaims(&b, r, m)
 	w("\n")
 	return b.String()
@@ -48,7 +48,7 @@ func RetentionSection(r raw.Results) string {
 
 // retentionRemovals writes the subsection on removing the oldest half of
 // the history: batched DELETE vs dropped partitions.
-func retentionRemovals(b *strings.Builder, m *raw.Retention) {
+func retentionRemovals(b *strings.Builder, r raw.Results, m *raw.Retention) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("### Removing the oldest half of the history: batched DELETE vs dropped partitions\n\n")
 	w("`tasks` holds %s done tasks processed over %d days, and a copy partitioned by day on `processed_at` (primary key `(id, processed_at)`) holds the same rows; both are vacuumed first, as old history is. The oldest %d days are removed. ", count(int64(m.Rows)), m.Days, m.Days/2)
@@ -62,7 +62,7 @@ func retentionRemovals(b *strings.Builder, m *raw.Retention) {
 	del, drop := lastWith(m.Removals, method, raw.BatchedDelete), lastWith(m.Removals, method, raw.DropPartitions)
 	for _, x := range m.Removals {
 		if x.Error != "" {
-			w("| %s | %s | not measured: %s | | | | | | | |\n", x.Method, md(x.Desc), md(x.Error))
+			w("| %s | %s | not measured: %s | | | | | | | |\n", x.Method, md(r.RemovalDesc(x)), md(x.Error))
 			continue
 		}
 		perRow := "no rows"
@@ -75,7 +75,7 @@ func retentionRemovals(b *strings.Builder, m *raw.Retention) {
 		} else if x.DeadTuples > 0 {
 			vac = "not run"
 		}
-		w("| %s | %s | %s | %d | %s | %s | %s | %s | %s → %s | %s |\n", x.Method, md(x.Desc), count(x.Rows), x.Statements, num(x.Seconds),
+		w("| %s | %s | %s | %d | %s | %s | %s | %s | %s → %s | %s |\n", x.Method, md(r.RemovalDesc(x)), count(x.Rows), x.Statements, num(x.Seconds),
 			bytesIEC(x.WALBytes), perRow, count(x.DeadTuples), bytesIEC(x.BytesBefore), bytesIEC(x.BytesAfter), vac)
 	}
 	if del != nil && drop != nil && del.Error == "" && drop.Error == "" && drop.WALBytes > 0 && drop.Seconds > 0 {
@@ -104,7 +104,7 @@ func retentionClaims(b *strings.Builder, r raw.Results, m *raw.Retention) {
 		} else if c.RanOut {
 			rate += " (the rows ran out before the loop's end)"
 		}
-		w("| %s | %s | %s | %s | %s | %s | %s |\n", claimStateLabel(c.State), md(c.Desc), count(c.DeadTuples), bytesIEC(c.Bytes), count(c.Items), num(c.Seconds), rate)
+		w("| %s | %s | %s | %s | %s | %s | %s |\n", claimStateLabel(c.State), md(r.ClaimDesc(c)), count(c.DeadTuples), bytesIEC(c.Bytes), count(c.Items), num(c.Seconds), rate)
 	}
 	if head != nil && vac != nil && head.Error == "" && vac.Error == "" && vac.Rate > 0 {
 		w("\nWith %s dead tuples at the head, claims ran at %.0f%% of their rate after VACUUM.\n", count(head.DeadTuples), 100*head.Rate/vac.Rate)

@@ -113,7 +113,7 @@ func LongLivedSection(all []*driver.Run) string {
 		w("%s\n\n", strings.Join(rows, "\n"))
 	}
 	w("### Long-lived starting state\n\n%s", StartStateSection(ll))
-	for _, n := range ll.Notes {
+	for _, n := range notesOf(ll) {
 		w("- Note: %s\n", md(n))
 	}
 	return b.String()

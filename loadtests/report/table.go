@@ -210,7 +210,7 @@ func Table(w io.Writer, run *driver.Run) {
 		}
 		tw.Flush()
 	}
-	for _, n := range run.Notes {
+	for _, n := range notesOf(run) {
 		fmt.Fprintln(w, "note:", n)
 	}
 }
@@ -260,7 +260,7 @@ var demoMetrics = map[string][]row{
 func Demo(w io.Writer, run *driver.Run) {
 	run.Validate()
 	if len(run.Points) == 0 {
-		fmt.Fprintf(w, "%s: no measurement (%s)\n\n", run.Command, strings.Join(run.Notes, "; "))
+		fmt.Fprintf(w, "%s: no measurement (%s)\n\n", run.Command, strings.Join(notesOf(run), "; "))
 		return
 	}
 	p0 := run.Points[0]

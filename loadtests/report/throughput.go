@@ -98,7 +98,7 @@ func ThroughputSection(r *driver.Run) string {
 		}
 		closedLoopTable(&b, r, tp, ps)
 	}
-	for _, n := range r.Notes {
+	for _, n := range notesOf(r) {
 		w("- Note: %s\n", md(n))
 	}
 	return b.String()

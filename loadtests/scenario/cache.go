@@ -223,10 +223,6 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 	for i, m := range s.Modes {
 		r.costs[m.Name] = r.costSet(ctx, i)
 	}
-	run.Note("every mode runs as two instances on ports of their own (the side's port + offset + 100 per instance); the load goes to the first, the staleness point reads both")
-	run.Note("no ceiling point: the open-loop rates are fixed (%g/s products, %g/s kv)", o.Rate, o.KVRate)
-	run.Note("CPU-seconds per 1,000 operations: the service is the mode's first instance, postgres the whole server (other activity on it counts too), redis the redis-server process (every mode's column shows it; only the redis and client-side modes use it)")
-
 	if err := r.profiles(ctx, run, rnd); err != nil {
 		return err
 	}
@@ -260,6 +256,36 @@ func (r *cacheRun) settings(run *driver.Run) {
 		modes = append(modes, mode)
 	}
 	run.Settings["modes"] = strings.Join(modes, "; ")
+}
+
+// cacheNotes explains a cache run's figures (none for another run): how
+// Run lays out the instances, why there is no ceiling point, what the
+// CPU columns count (costSet) and, once slowOrigin ran, what it
+// restarted the instances with. Read from run's settings and points.
+func cacheNotes(run *driver.Run) []string {
+	var o struct {
+		Rate         float64 `json:"rate"`
+		KVRate       float64 `json:"kv_rate"`
+		OriginWorkMS int     `json:"origin_work_ms"`
+		StaleTTLS    float64 `json:"stale_ttl_s"`
+	}
+	if !hasPoint(run, CacheProfileScenario) && !hasPoint(run, CacheKVWriteScenario) {
+		return nil
+	}
+	_ = run.Setting("rate", &o.Rate)
+	_ = run.Setting("kv_rate", &o.KVRate)
+	out := []string{
+		"every mode runs as two instances on ports of their own (the side's port + offset + 100 per instance); the load goes to the first, the staleness point reads both",
+		fmt.Sprintf("no ceiling point: the open-loop rates are fixed (%g/s products, %g/s kv)", o.Rate, o.KVRate),
+		"CPU-seconds per 1,000 operations: the service is the mode's first instance, postgres the whole server (other activity on it counts too), redis the redis-server process (every mode's column shows it; only the redis and client-side modes use it)",
+	}
+	if !hasPoint(run, CacheStampedeScenario) {
+		return out
+	}
+	_ = run.Setting("origin_work_ms", &o.OriginWorkMS)
+	_ = run.Setting("stale_ttl_s", &o.StaleTTLS)
+	ttl := time.Duration(o.StaleTTLS * float64(time.Second))
+	return append(out, fmt.Sprintf("stampede and staleness points: every instance restarted with ORIGIN_WORK_MS=%d and PRODUCT_TTL=%s; a staleness window includes the reload, so the %d ms origin work", o.OriginWorkMS, ttl, o.OriginWorkMS))
 }
 
 // profiles measures each profile's point: the Zipf key sequence, read
@@ -348,7 +374,6 @@ func (r *cacheRun) slowOrigin(ctx context.Context, run *driver.Run) error {
 	if err := r.startAll(ctx, slow); err != nil {
 		return err
 	}
-	run.Note("stampede and staleness points: every instance restarted with ORIGIN_WORK_MS=%d and PRODUCT_TTL=%s; a staleness window includes the reload, so the %d ms origin work", o.OriginWorkMS, o.StaleTTL, o.OriginWorkMS)
 	sp := driver.Point{Scenario: CacheStampedeScenario, Name: fmt.Sprintf("%d GETs", o.StampedeN), Sides: s.Sides()}
 	err := driver.RunPoint(ctx, &sp, o.Rounds, func(ctx context.Context, mode string, round int) (*driver.SideResult, error) {
 		return r.stampede(ctx, r.modeIndex(mode), round)

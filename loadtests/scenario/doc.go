@@ -23,6 +23,10 @@
 // end-to-end p99 stays under SustainSLO, each search on a freshly
 // started service with its tables truncated.
 //
+// What explains a run's figures is no part of its results file: Explain
+// generates those sentences from the run's settings and points, each
+// beside the scenario it explains, for the report to print.
+//
 // Side A of every pair is the Postgres service (no-rabbitmq, no-kafka,
 // no-mongodb), side B the other, so every ratio reads "Postgres ÷ X".
 package scenario

@@ -400,6 +400,23 @@ func (s SearchRewriteScenario) search(ctx context.Context, e *Env, sp *driver.Po
 	})
 }
 
+// walNotes says what the WAL bytes of run's phases (newWALMeter) count,
+// when a phase has some.
+func walNotes(run *driver.Run) []string {
+	for _, p := range run.Points {
+		for _, rd := range p.Rounds {
+			for _, sr := range rd.Sides {
+				for i := 0; sr != nil && i < len(sr.Phases); i++ {
+					if sr.Phases[i].WALBytes != nil {
+						return []string{"WAL bytes are pg_current_wal_lsn() deltas over each phase: cluster-wide, so other activity on the server counts too (the MongoDB side's figure is that background)"}
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // rewrites measures a rewrite of a large profile against a patch of a
 // neighbour column at every size, with the WAL each phase wrote, then,
 // with o.LZ4, the same on the Postgres side alone restarted with lz4
@@ -412,7 +429,6 @@ func (s SearchRewriteScenario) rewrites(ctx context.Context, e *Env, run *driver
 		run.Note("WAL per mutation not measured: cannot connect to Postgres at %s", redact(e.PostgresURL))
 	} else {
 		defer wal.Close(context.Background())
-		run.Note("WAL bytes are pg_current_wal_lsn() deltas over each phase: cluster-wide, so other activity on the server counts too (the MongoDB side's figure is that background)")
 	}
 	rw := &rewriter{e: e, o: o, wal: wal, tag: tag, create: create}
 	if err := rw.points(ctx, run, "documents.rewrite", pair.Sides()); err != nil || !o.LZ4 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
@@ -105,6 +106,24 @@ func (o CeilingOptions) spec(latency string, inFlight *int) driver.CeilingSpec {
 
 // share formats a share as a percentage ("1%", "95%").
 func share(v float64) string { return strconv.FormatFloat(100*v, 'g', 4, 64) + "%" }
+
+// ownBoundNotes says of each ceiling searched with the service's own
+// in-flight bound although the run asked for MAX_IN_FLIGHT (its Spec has
+// none: ceilingServices found it running outside the driver) why.
+func ownBoundNotes(run *driver.Run) []string {
+	var o struct{ MaxInFlight *int }
+	if run.Setting("ceiling", &o) != nil || o.MaxInFlight == nil || *o.MaxInFlight < 0 {
+		return nil
+	}
+	var out []string
+	for _, c := range run.Ceilings {
+		if c.Spec != nil && c.Spec.MaxInFlight == nil {
+			out = append(out, fmt.Sprintf("%s ceiling: %s runs outside the driver, so its search ran with its own in-flight bound, not MAX_IN_FLIGHT=%d",
+				strings.TrimSuffix(c.Scenario, ".ceiling"), c.Service, *o.MaxInFlight))
+		}
+	}
+	return out
+}
 
 // CriteriaText words spec's criteria, the latency bound last ("...,
 // server processing p99 < 100ms").
@@ -316,7 +335,7 @@ func lowRateP99(run *driver.Run, scenario, side, latency string) (rate, p99 floa
 // ceilingServices restarts each side with o.MaxInFlight for the search
 // (whatever runs next ensures its own environment) and returns the bound
 // each runs with: nil where the driver left the service's own, because
-// o says so or because it runs outside the driver (noted in run).
+// o says so or because it runs outside the driver (ownBoundNotes).
 func (s RateScenario) ceilingServices(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions) (map[string]*int, error) {
 	out := map[string]*int{}
 	if o.MaxInFlight < 0 {
@@ -329,7 +348,6 @@ func (s RateScenario) ceilingServices(ctx context.Context, e *Env, run *driver.R
 		err := e.Ensure(ctx, []Service{svc}, env, nil)
 		switch {
 		case errors.Is(err, ErrExternal):
-			run.Note("%s ceiling: %s runs outside the driver, so its search ran with its own in-flight bound, not MAX_IN_FLIGHT=%s", s.Pair.Name, svc.Name, v)
 			e.logf("%s ceiling: %s keeps its own in-flight bound: %v", s.Pair.Name, svc.Name, err)
 			continue
 		case err != nil:
@@ -365,7 +383,7 @@ func (s RateScenario) ceiling(ctx context.Context, e *Env, run *driver.Run, o Ce
 			sp.LowRate, sp.LowP99MS = lowRateP99(run, pair.Name+".rate", svc, s.CeilingLatency)
 		}
 		specs[svc] = &sp
-		byside[svc] = &driver.Ceiling{Scenario: scenario, Service: svc, Criteria: CriteriaText(sp), Spec: &sp}
+		byside[svc] = &driver.Ceiling{Scenario: scenario, Service: svc, Spec: &sp}
 	}
 	e.logf("%s %s: search from %g/s (x%g, max %g/s, %d bisections), %s steps, %d rounds, MAX_IN_FLIGHT %d",
 		pair.Name, scenario, o.Start, o.Factor, o.Max, o.Bisect, o.Step, o.Rounds, o.MaxInFlight)

@@ -221,16 +221,24 @@ func TestDeclaredCeilingsLiftTheInFlightBound(t *testing.T) {
 // TestCeilingKeepsTheBoundOfServicesOutsideTheDriver: a service the
 // driver did not start cannot be restarted without its in-flight bound;
 // the search then runs with its own bound, recorded as such (nil) and
-// noted, rather than failing the run.
+// explained (Explain), rather than failing the run.
 func TestCeilingKeepsTheBoundOfServicesOutsideTheDriver(t *testing.T) {
 	e := &Env{Start: StartAuto, Probe: func(context.Context, string, int) error { return nil }}
 	run := driver.NewRun("queue", nil, time.Now())
-	got, err := QueueScenario.ceilingServices(context.Background(), e, run, CeilingOptions{MaxInFlight: 0})
+	o := CeilingOptions{MaxInFlight: 0}
+	got, err := QueueScenario.ceilingServices(context.Background(), e, run, o)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("bounds %v, err %v", got, err)
 	}
-	if len(run.Notes) != 2 || !strings.Contains(run.Notes[0], "no-rabbitmq runs outside the driver, so its search ran with its own in-flight bound, not MAX_IN_FLIGHT=0") {
-		t.Errorf("notes %q", run.Notes)
+	// What ceiling records around it.
+	run.Settings["ceiling"] = o
+	for _, svc := range QueueScenario.Pair.Sides() {
+		sp := o.spec(QueueScenario.CeilingLatency, got[svc])
+		run.Ceilings = append(run.Ceilings, driver.Ceiling{Scenario: "queue.ceiling", Service: svc, Spec: &sp})
+	}
+	notes := Explain(readBack(t, run))
+	if len(run.Notes) != 0 || len(notes) != 2 || notes[0] != "queue ceiling: no-rabbitmq runs outside the driver, so its search ran with its own in-flight bound, not MAX_IN_FLIGHT=0" {
+		t.Errorf("notes %q, explained %q", run.Notes, notes)
 	}
 	if _, ok := run.Settings["ceiling_env"]; ok {
 		t.Errorf("settings record an environment the services did not get: %v", run.Settings)

@@ -78,7 +78,7 @@ func (s RateScenario) Overload(ctx context.Context, e *Env, run *driver.Run, o O
 		if ceil[svc] > 0 {
 			sides = append(sides, svc)
 		} else {
-			run.Note("%s overload: %s has no ceiling in this run, so no overload point", s.Pair.Name, svc)
+			run.Note("%s overload of %s not measured: no ceiling in this run", s.Pair.Name, svc)
 		}
 	}
 	if len(sides) == 0 {

@@ -38,6 +38,7 @@ func TestOverloadWithoutCeilingsOnlyNotes(t *testing.T) {
 	if len(run.Points) != 0 || len(run.Notes) != 2 || !strings.Contains(run.Notes[0], "no ceiling") {
 		t.Errorf("points %d, notes %q", len(run.Points), run.Notes)
 	}
+	readBack(t, run)
 }
 
 // TestExtrasEstimates keeps the added points' estimates within the few

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
@@ -81,7 +83,6 @@ func (s RateScenario) variant(ctx context.Context, e *Env, run *driver.Run, o Ra
 				// settings, duration and rounds) is the default mode's.
 				p.Scenario = s.Pair.Name + "." + mode.Name
 				run.Points = append(run.Points, p)
-				run.Note("the default mode's point at %s is the fixed-rate point at that rate, measured earlier in this run", driver.Label(o.VariantRate))
 				continue
 			}
 		}
@@ -94,6 +95,26 @@ func (s RateScenario) variant(ctx context.Context, e *Env, run *driver.Run, o Ra
 		}
 	}
 	return nil
+}
+
+// reusedDefaultNotes says of each default-mode point that variant took
+// from the fixed-rate point at the same rate (the same rounds) that it
+// is that point.
+func reusedDefaultNotes(run *driver.Run) []string {
+	var out []string
+	for _, p := range run.Points {
+		pair, ok := strings.CutSuffix(p.Scenario, ".default")
+		if !ok || len(p.Rounds) == 0 {
+			continue
+		}
+		for _, q := range run.Points {
+			if q.Scenario == pair+".rate" && q.Rate == p.Rate && reflect.DeepEqual(q.Rounds, p.Rounds) {
+				out = append(out, fmt.Sprintf("the default mode's point at %s is the fixed-rate point at that rate, measured earlier in this run", driver.Label(p.Rate)))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // ratePoint is run's fixed-rate point at rate, when every side of it is

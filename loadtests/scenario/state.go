@@ -268,7 +268,7 @@ func (e *Env) BuildHistory(ctx context.Context, p Pair, n int64) ([]string, erro
 // position: the history's inserts into messages were never the service's
 // events, and a consumer decoding them would spend the measurements
 // delivering a million old rows. A slot in use cannot be advanced: the
-// note says so.
+// note (an incident, driver.Run.Notes) says so.
 func (e *Env) advanceSlot(ctx context.Context, conn *pgx.Conn, p Pair) ([]string, error) {
 	slot := e.ServiceVar(p.A.Name, "SLOT_NAME", "no_kafka")
 	var active bool
@@ -279,7 +279,7 @@ func (e *Env) advanceSlot(ctx context.Context, conn *pgx.Conn, p Pair) ([]string
 	case err != nil:
 		return nil, err
 	case active:
-		return []string{fmt.Sprintf("replication slot %s was in use while the history was written (%s not started by the driver): its consumer decodes the history's inserts and counts them as duplicates", slot, p.A.Name)}, nil
+		return []string{fmt.Sprintf("replication slot %s not advanced past the history: in use while it was written (%s not started by the driver), so its consumer decodes the history's inserts and counts them as duplicates", slot, p.A.Name)}, nil
 	}
 	if _, err := conn.Exec(ctx, `SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())`, slot); err != nil {
 		return nil, fmt.Errorf("advance slot %s: %w", slot, err)
