@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log/conformance"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+)
+
+// cursorsEnv selects the groups' second design.
+var cursorsEnv = map[string]string{"GROUPS_DESIGN": DesignCursors}
+
+// writeBatches posts n batches of size events and returns them.
+func writeBatches(t testing.TB, base string, n, size int, key string) []logc.Created {
+	t.Helper()
+	var out []logc.Created
+	for i := range n {
+		batch := make([]logc.NewEvent, size)
+		for j := range batch {
+			batch[j] = logc.NewEvent{Type: "cursor.resume", Key: fmt.Sprintf("%s%d", key, j%3), Payload: []byte(fmt.Sprintf(`{"i": %d}`, i*size+j))}
+		}
+		out = append(out, conformance.PostBatch(t, base, batch)...)
+	}
+	return out
+}
+
+// groupOf returns group name as GET /groups shows it.
+func groupOf(t testing.TB, base, name string) logc.Group {
+	t.Helper()
+	for _, g := range conformance.Groups(t, base).Groups {
+		if g.Name == name {
+			return g
+		}
+	}
+	t.Fatalf("GET /groups lacks %s", name)
+	return logc.Group{}
+}
+
+// TestCursorGroupResumesAfterCrashAndRestart: a cursor group behind a
+// stream of writes is crashed (its batch in hand rolled back, nothing
+// more committed), written to, restarted gracefully and written to again.
+// Each time it resumes from its committed cursor: every event reaches it
+// exactly once, none is delivered twice (no duplicate counted by the new
+// instances: they did not start from an earlier position), and the group
+// holds no replication slot.
+func TestCursorGroupResumesAfterCrashAndRestart(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, cursorsEnv)
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
+	written := writeBatches(t, tg.URL(), 5, 100, "r")
+	conformance.PutGroup(t, tg.URL(), "resume", logc.FromEarliest)
+	if n := kittest.Count(t, kittest.Pool(t, tg.Env["DATABASE_URL"], ""), `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1`,
+		groupSlot(tg.Env["SLOT_NAME"], "resume")); n != 0 {
+		t.Errorf("a cursor group has a replication slot")
+	}
+	// Mid-stream: the writes go on while the group catches up.
+	written = append(written, writeBatches(t, tg.URL(), 10, 200, "r")...)
+	before := groupOf(t, tg.URL(), "resume").Position
+	tg.Crash(t)
+	written = append(written, writeBatches(t, tg.URL(), 5, 200, "r")...)
+	tg.Restart(t)
+	written = append(written, writeBatches(t, tg.URL(), 5, 100, "r")...)
+	for _, c := range written {
+		conformance.WaitDeliveredTo(t, tg.URL(), "resume", c.ID)
+	}
+	if n := kittest.Count(t, pool, `SELECT count(*) FROM group_deliveries WHERE grp = 'resume'`); n != len(written) {
+		t.Errorf("group resume has %d deliveries, want %d", n, len(written))
+	}
+	if d := kittest.Counter(t, tg.URL(), logc.StatGroupDuplicates); d != 0 {
+		t.Errorf("the restarted instance counted %d group duplicates: it did not resume from the committed cursor", d)
+	}
+	g := groupOf(t, tg.URL(), "resume")
+	if g.LagEvents == nil || *g.LagEvents != 0 || g.Position == "" || !g.Running {
+		t.Errorf("group resume after it caught up: %+v", g)
+	}
+	t.Logf("%d events; cursor at %s before the crash, %s at the end", len(written), before, g.Position)
+}
+
+// TestCursorGroupSecondInstanceIsStandby: a second instance of a cursor
+// group (same schema) waits while the first holds the group's lock, and
+// takes over when the first stops; every event reaches the group once.
+func TestCursorGroupSecondInstanceIsStandby(t *testing.T) {
+	t.Parallel()
+	active := newTarget(t, cursorsEnv)
+	pool := kittest.Pool(t, active.Env["DATABASE_URL"], active.Env["DATABASE_SCHEMA"])
+	conformance.PutGroup(t, active.URL(), "pair", logc.FromLatest)
+	cfg := kittest.ReadConfig(t, readConfig, maps.Clone(active.Env))
+	svc, cons, err := assemble(kittest.Context(t, time.Minute), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := kittest.Serve(t, svc)
+	t.Cleanup(func() { cons.Abort() })
+	kittest.Eventually(t, 30*time.Second, "the active instance to run group pair", func() bool { return groupOf(t, active.URL(), "pair").Running })
+	written := writeBatches(t, active.URL(), 3, 50, "s")
+	for _, c := range written {
+		conformance.WaitDeliveredTo(t, active.URL(), "pair", c.ID)
+	}
+	if groupOf(t, second, "pair").Running {
+		t.Fatalf("both instances run group pair")
+	}
+	active.Stop()
+	kittest.Eventually(t, 60*time.Second, "the second instance to take group pair over", func() bool { return groupOf(t, second, "pair").Running })
+	written = append(written, writeBatches(t, second, 3, 50, "s")...)
+	for _, c := range written {
+		conformance.WaitDeliveredTo(t, second, "pair", c.ID)
+	}
+	if n := kittest.Count(t, pool, `SELECT count(*) FROM group_deliveries WHERE grp = 'pair'`); n != len(written) {
+		t.Errorf("group pair has %d deliveries, want %d", n, len(written))
+	}
+}
+
+// TestLaggingCursorHoldsTableRows: with a cursor group stalled (the test
+// holds its lock, so its consumer waits as a standby), the retention
+// cleaner keeps the events the group has not received, however old; once
+// the group runs, it receives them and the cleaner removes them. A lagging
+// cursor holds table rows, not WAL.
+func TestLaggingCursorHoldsTableRows(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"GROUPS_DESIGN": DesignCursors, "EVENT_RETENTION": "1ms", "RETENTION_INTERVAL": "20ms"}
+	tg := newTarget(t, env)
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
+	lock := kittest.Conn(t, tg.Env["DATABASE_URL"])
+	ctx := kittest.Context(t, time.Minute)
+	key := cursorLockKey(tg.Env["DATABASE_SCHEMA"], "lagging")
+	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	conformance.PutGroup(t, tg.URL(), "lagging", logc.FromEarliest)
+	written := writeBatches(t, tg.URL(), 1, 5, "l")
+	for _, c := range written {
+		conformance.WaitDelivered(t, tg.URL(), c.ID)
+	}
+	passes := kittest.Counter(t, tg.URL(), cleaner.StatPasses)
+	kittest.Eventually(t, 10*time.Second, "three more cleaner passes", func() bool { return kittest.Counter(t, tg.URL(), cleaner.StatPasses) >= passes+3 })
+	if n := kittest.Count(t, pool, `SELECT count(*) FROM group_deliveries WHERE grp = 'lagging'`); n != 0 {
+		t.Fatalf("the stalled group received %d events: the test's lock did not stall it", n)
+	}
+	for _, c := range written {
+		if s := kittest.Status(t, tg.URL()+"/events/"+c.ID); s != 200 {
+			t.Errorf("GET /events/%s = %d while a cursor has not passed it: the cleaner removed it", c.ID, s)
+		}
+	}
+	if g := groupOf(t, tg.URL(), "lagging"); g.Running || g.LagEvents == nil || *g.LagEvents < int64(len(written)) {
+		t.Errorf("the stalled group: %+v, want not running with lag_events >= %d", g, len(written))
+	}
+	if _, err := lock.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			var xmin, txids string
+			_ = pool.QueryRow(context.Background(), `SELECT pg_snapshot_xmin(pg_current_snapshot())::text, coalesce((SELECT string_agg(txid::text || '/' || seq, ' ') FROM deliveries), '')`).Scan(&xmin, &txids)
+			t.Logf("group %+v; watermark %s; deliveries %s; messages %d", groupOf(t, tg.URL(), "lagging"), xmin, txids, kittest.Count(t, pool, `SELECT count(*) FROM messages`))
+		}
+	}()
+	kittest.Eventually(t, 30*time.Second, "the group to receive the events and the cleaner to remove them", func() bool {
+		// group_delivered, not group_deliveries rows: those go with their
+		// events, at a retention of 1ms.
+		return kittest.Counter(t, tg.URL(), logc.StatGroupDelivered) == int64(len(written)) &&
+			kittest.Count(t, pool, `SELECT count(*) FROM messages`) == 0
+	})
+}
+
+// TestRetentionCursors runs the pair's retention check in design cursors.
+func TestRetentionCursors(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, map[string]string{"GROUPS_DESIGN": DesignCursors, "EVENT_RETENTION": "1h", "RETENTION_INTERVAL": "20ms", "STANDBY_STATUS_INTERVAL": "100ms"})
+	conformance.Retention(t, tg, tg.Env)
+}
