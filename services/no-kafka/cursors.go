@@ -89,9 +89,9 @@ WHERE (d.txid, d.seq) > ($1::text::xid8, $2::bigint)
 ORDER BY d.txid, d.seq
 LIMIT $3`
 
-// cursorAheadSQL reports whether rows past the cursor exist at all: after
-// an empty read, rows above the watermark (a transaction older than them
-// still running) are worth a quick retry.
+// cursorAheadSQL reports whether committed rows past the cursor exist at
+// all: after a short read, rows above the watermark (a transaction older
+// than them still running) are worth a quick retry.
 const cursorAheadSQL = `SELECT EXISTS (SELECT 1 FROM deliveries WHERE (txid, seq) > ($1::text::xid8, $2::bigint))`
 
 // cursorStartSQL creates a group's cursor (kept if it exists: a set-up
@@ -324,19 +324,18 @@ func (c *cursorConsumer) session(ctx context.Context, b *backoff.Backoff) error 
 		case n >= c.cfg.MaxBatch:
 			quick.Reset()
 			continue
-		case n > 0:
-			quick.Reset()
-			// Fewer than a batch: read again on the next wake-up.
-			if !c.sleep(ctx, c.cfg.GroupPoll, true) {
-				return nil
-			}
 		case ahead:
-			// Rows past the cursor, above the watermark: an older
-			// transaction is still running (often another group's batch).
-			if !c.sleep(ctx, quick.Next(), false) {
+			// Rows past the cursor wait above the watermark: a transaction
+			// older than theirs is still running (often another group's
+			// batch). Their announcement may be spent already: retry soon.
+			if n > 0 {
+				quick.Reset()
+			}
+			if !c.sleep(ctx, quick.Next(), true) {
 				return nil
 			}
 		default:
+			// Caught up: read again on the next wake-up, or the poll.
 			quick.Reset()
 			if !c.sleep(ctx, c.cfg.GroupPoll, true) {
 				return nil
@@ -365,8 +364,8 @@ func (r timedRow) Scan(dest ...any) error {
 }
 
 // batch delivers the rows past *at below the watermark, at most
-// CONSUMER_MAX_BATCH, and moves *at past them; ahead reports, when it read
-// none, that rows past the cursor wait above the watermark.
+// CONSUMER_MAX_BATCH, and moves *at past them; ahead reports, after a
+// short batch, that rows past the (moved) cursor wait above the watermark.
 func (c *cursorConsumer) batch(ctx context.Context, conn *pgx.Conn, at *position) (n int, ahead bool, err error) {
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.BackendTimeout)
 	defer cancel()
@@ -396,6 +395,11 @@ func (c *cursorConsumer) batch(ctx context.Context, conn *pgx.Conn, at *position
 		err := conn.QueryRow(rctx, cursorAheadSQL, at.txid, at.seq).Scan(&ahead)
 		return 0, ahead, err
 	}
+	defer func() {
+		if err == nil && n < c.cfg.MaxBatch {
+			err = conn.QueryRow(rctx, cursorAheadSQL, at.txid, at.seq).Scan(&ahead)
+		}
+	}()
 	rec := &cursorMove{conn: conn, group: c.group, from: *at, to: to}
 	if len(events) == 0 {
 		// Only rows of events the cleaner removed: move past them.
