@@ -175,3 +175,21 @@ func TestRetentionCursors(t *testing.T) {
 	tg := newTarget(t, map[string]string{"GROUPS_DESIGN": DesignCursors, "EVENT_RETENTION": "1h", "RETENTION_INTERVAL": "20ms", "STANDBY_STATUS_INTERVAL": "100ms"})
 	conformance.Retention(t, tg, tg.Env)
 }
+
+// TestCursorGroupsWakeOnEachRecordedBatch: with the poll out of the way
+// (GROUP_POLL_INTERVAL=1h), a cursor group receives events through its
+// wake-ups alone, and each batch the default consumer records is
+// announced on the schema's channel for the other instances' LISTEN.
+func TestCursorGroupsWakeOnEachRecordedBatch(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, map[string]string{"GROUPS_DESIGN": DesignCursors, "GROUP_POLL_INTERVAL": "1h"})
+	conformance.PutGroup(t, tg.URL(), "woken", logc.FromLatest)
+	listen := kittest.Listen(t, tg.Env["DATABASE_URL"], notifyChannel(tg.Env["DATABASE_SCHEMA"]))
+	for i := range 3 {
+		c := conformance.Post(t, tg.URL(), logc.NewEvent{Type: "woken", Key: fmt.Sprint(i)})
+		conformance.WaitDeliveredTo(t, tg.URL(), "woken", c.ID)
+	}
+	if n := len(kittest.Notifications(t, listen, 500*time.Millisecond)); n == 0 {
+		t.Errorf("no NOTIFY on %s after three recorded batches", notifyChannel(tg.Env["DATABASE_SCHEMA"]))
+	}
+}
