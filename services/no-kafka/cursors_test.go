@@ -193,3 +193,33 @@ func TestCursorGroupsWakeOnEachRecordedBatch(t *testing.T) {
 		t.Errorf("no NOTIFY on %s after three recorded batches", notifyChannel(tg.Env["DATABASE_SCHEMA"]))
 	}
 }
+
+// TestCursorGroupWokenByAnotherInstance: the group runs on a second
+// instance whose slot consumer waits as a standby, so its cursor consumer
+// has no local wake-up; with the poll at 1h it receives the events the
+// first instance's default consumer records through the NOTIFY that
+// announces them and its own LISTEN alone.
+func TestCursorGroupWokenByAnotherInstance(t *testing.T) {
+	t.Parallel()
+	first := newTarget(t, map[string]string{"GROUPS_DESIGN": DesignCursors, "GROUP_POLL_INTERVAL": "1h"})
+	conformance.PutGroup(t, first.URL(), "remote", logc.FromLatest)
+	kittest.Eventually(t, 30*time.Second, "the first instance to run group remote", func() bool { return groupOf(t, first.URL(), "remote").Running })
+	// The first instance's groups end as in a crash (its slot consumer
+	// streams on): its session, and the group's lock, go.
+	first.App().onAbort()
+	cfg := kittest.ReadConfig(t, readConfig, maps.Clone(first.Env))
+	svc, cons, err := assemble(kittest.Context(t, time.Minute), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := kittest.Serve(t, svc)
+	t.Cleanup(func() { cons.Abort() })
+	kittest.Eventually(t, 30*time.Second, "the second instance to run group remote", func() bool { return groupOf(t, second, "remote").Running })
+	if cons.Running() {
+		t.Fatalf("the second instance streams the slot: the first one's should")
+	}
+	for i := range 3 {
+		c := conformance.Post(t, first.URL(), logc.NewEvent{Type: "remote", Key: fmt.Sprint(i)})
+		conformance.WaitDeliveredTo(t, second, "remote", c.ID)
+	}
+}
