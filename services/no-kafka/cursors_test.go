@@ -223,3 +223,42 @@ func TestCursorGroupWokenByAnotherInstance(t *testing.T) {
 		conformance.WaitDeliveredTo(t, second, "remote", c.ID)
 	}
 }
+
+// TestCursorNeverPassesARowThatCommitsLater: a deliveries row of a
+// transaction that is still open (a lower txid and seq) must not be
+// passed by a cursor that reads a later, committed row. The test opens
+// such a transaction (an event and its deliveries row, as a consumer
+// batch slow to commit), has an event written and recorded after it,
+// gives the group time to read, then commits: both reach the group. A
+// cursor reading without the xid watermark moves past the open row and
+// never delivers it.
+func TestCursorNeverPassesARowThatCommitsLater(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, cursorsEnv)
+	conformance.PutGroup(t, tg.URL(), "ordered", logc.FromEarliest)
+	ctx := kittest.Context(t, time.Minute)
+	conn := kittest.Conn(t, tg.Env["DATABASE_URL"])
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	early := "01890000-0000-7000-8000-00000000e001"
+	schema := tg.Env["DATABASE_SCHEMA"]
+	if _, err := tx.Exec(ctx, `INSERT INTO `+schema+`.messages (id, type, key) VALUES ($1, 'slow', 'k')`, early); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO `+schema+`.deliveries (id, delivered_at) VALUES ($1, now())`, early); err != nil {
+		t.Fatal(err)
+	}
+	late := conformance.Post(t, tg.URL(), logc.NewEvent{Type: "fast", Key: "k"})
+	conformance.WaitDelivered(t, tg.URL(), late.ID)
+	// Not a measurement: reads of the group's consumer happen meanwhile
+	// (each wake-up, each quick retry).
+	time.Sleep(time.Second)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conformance.WaitDeliveredTo(t, tg.URL(), "ordered", early)
+	conformance.WaitDeliveredTo(t, tg.URL(), "ordered", late.ID)
+}
