@@ -31,7 +31,9 @@ import (
 // group_deliveries. Each slot decodes all of the database's WAL: N groups
 // cost N decodings of every change, and a stopped group's slot retains WAL
 // for everyone (bounded by max_slot_wal_keep_size). docs/log.md,
-// "Consumer groups", says what that costs and where it ends.
+// "Consumer groups", says what that costs and where it ends. Design 2
+// (GROUPS_DESIGN=cursors, cursors.go) keeps this manager and its
+// reconcile loop and swaps the consumer, the set-up and the release.
 //
 // Every instance runs a consumer for every ready group (a second instance
 // waits as a standby on each slot, as on the default one) and
