@@ -31,6 +31,21 @@ func writeBatches(t testing.TB, base string, n, size int, key string) []logc.Cre
 	return out
 }
 
+// secondInstance starts another instance on env (the same schema and
+// slot as a target's), aborted when the test ends, and returns its URL and
+// its slot consumer.
+func secondInstance(t testing.TB, env map[string]string) (string, *consumer) {
+	t.Helper()
+	cfg := kittest.ReadConfig(t, readConfig, maps.Clone(env))
+	svc, cons, err := assemble(kittest.Context(t, time.Minute), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := kittest.Serve(t, svc)
+	t.Cleanup(func() { cons.Abort() })
+	return base, cons
+}
+
 // groupOf returns group name as GET /groups shows it.
 func groupOf(t testing.TB, base, name string) logc.Group {
 	t.Helper()
@@ -91,13 +106,7 @@ func TestCursorGroupSecondInstanceIsStandby(t *testing.T) {
 	active := newTarget(t, cursorsEnv)
 	pool := kittest.Pool(t, active.Env["DATABASE_URL"], active.Env["DATABASE_SCHEMA"])
 	conformance.PutGroup(t, active.URL(), "pair", logc.FromLatest)
-	cfg := kittest.ReadConfig(t, readConfig, maps.Clone(active.Env))
-	svc, cons, err := assemble(kittest.Context(t, time.Minute), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	second := kittest.Serve(t, svc)
-	t.Cleanup(func() { cons.Abort() })
+	second, _ := secondInstance(t, active.Env)
 	kittest.Eventually(t, 30*time.Second, "the active instance to run group pair", func() bool { return groupOf(t, active.URL(), "pair").Running })
 	written := writeBatches(t, active.URL(), 3, 50, "s")
 	for _, c := range written {
@@ -207,13 +216,7 @@ func TestCursorGroupWokenByAnotherInstance(t *testing.T) {
 	// The first instance's groups end as in a crash (its slot consumer
 	// streams on): its session, and the group's lock, go.
 	first.App().onAbort()
-	cfg := kittest.ReadConfig(t, readConfig, maps.Clone(first.Env))
-	svc, cons, err := assemble(kittest.Context(t, time.Minute), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	second := kittest.Serve(t, svc)
-	t.Cleanup(func() { cons.Abort() })
+	second, cons := secondInstance(t, first.Env)
 	kittest.Eventually(t, 30*time.Second, "the second instance to run group remote", func() bool { return groupOf(t, second, "remote").Running })
 	if cons.Running() {
 		t.Fatalf("the second instance streams the slot: the first one's should")
