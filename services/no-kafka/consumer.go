@@ -60,6 +60,9 @@ type consumer struct {
 	onAbort func()
 }
 
+// Running reports whether the consumer streams its slot (groupConsumer).
+func (c *consumer) Running() bool { return c.running.Load() }
+
 // standbyError is /readyz's answer while the consumer waits as a standby.
 func (c *consumer) standbyError() error {
 	return fmt.Errorf("standby: slot %s is active in another process (another instance streams it); this one takes over when it is released", c.slot)

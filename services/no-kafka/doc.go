@@ -15,7 +15,9 @@
 // retains. Consumer groups (PUT /groups/{name}) each get a slot of their
 // own; a group from earliest first replays the messages table in the
 // snapshot its slot exported at creation, then streams the slot (see
-// groups.go). The HTTP handlers, types and conformance suite are shared
+// groups.go). With GROUPS_DESIGN=cursors they get a cursor instead: one
+// row of group_cursors over the deliveries the default slot records, read
+// below the xid watermark (see cursors.go). The HTTP handlers, types and conformance suite are shared
 // with kafka in services/kit/contract/log.
 //
 //	go run ./services/no-kafka

@@ -19,6 +19,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
@@ -30,7 +31,9 @@ import (
 // group_deliveries. Each slot decodes all of the database's WAL: N groups
 // cost N decodings of every change, and a stopped group's slot retains WAL
 // for everyone (bounded by max_slot_wal_keep_size). docs/log.md,
-// "Consumer groups", says what that costs and where it ends.
+// "Consumer groups", says what that costs and where it ends. Design 2
+// (GROUPS_DESIGN=cursors, cursors.go) keeps this manager and its
+// reconcile loop and swaps the consumer, the set-up and the release.
 //
 // Every instance runs a consumer for every ready group (a second instance
 // waits as a standby on each slot, as on the default one) and
@@ -82,15 +85,42 @@ type groupManager struct {
 	logger  *slog.Logger
 	def     *consumer // the default group's
 
-	runner logc.GroupRunner[*consumer]
+	// notify, in design cursors, tells the other instances' cursor
+	// consumers that the shared log grew (nil in design slots).
+	notify *pglisten.Debouncer
+
+	runner logc.GroupRunner[groupConsumer]
 
 	mu     sync.Mutex
 	setups map[string]context.CancelFunc // set-ups in progress here
 	wg     sync.WaitGroup                // set-ups
 }
 
-// newConsumer returns a consumer of group name on its slot (not started).
-func (m *groupManager) newConsumer(name string) *consumer {
+// groupConsumer is a non-default group's consumer in either design: a
+// slot's (*consumer) or a cursor's (*cursorConsumer).
+type groupConsumer interface {
+	logc.GroupConsumer
+	// Abort ends it as a crash would: nothing more confirmed.
+	Abort()
+	// Running reports whether it delivers now (not a standby).
+	Running() bool
+}
+
+// cursors reports whether the groups are cursors (GROUPS_DESIGN=cursors).
+func (m *groupManager) cursors() bool { return m.cfg.GroupsDesign == DesignCursors }
+
+// newConsumer returns the consumer of group name (not started): a
+// cursor's or a slot's, by GROUPS_DESIGN.
+func (m *groupManager) newConsumer(name string) groupConsumer {
+	if m.cursors() {
+		return m.newCursorConsumer(name)
+	}
+	return m.newSlotConsumer(name)
+}
+
+// newSlotConsumer returns a consumer of group name on its slot (not
+// started).
+func (m *groupManager) newSlotConsumer(name string) *consumer {
 	return &consumer{
 		cfg:   m.cfg,
 		slot:  groupSlot(m.cfg.Slot, name),
@@ -106,15 +136,21 @@ func (m *groupManager) newConsumer(name string) *consumer {
 // start begins the reconcile loop.
 func (m *groupManager) start() {
 	m.setups = map[string]context.CancelFunc{}
-	m.runner = logc.GroupRunner[*consumer]{
+	pending, reconciled := func(_ context.Context, g logc.GroupRow) { m.setupAsync(g, true) }, m.dropOrphans
+	if m.cursors() {
+		// A cursor's set-up is one short transaction, run on the loop;
+		// there is no slot to drop.
+		pending, reconciled = m.setupCursorPending, nil
+	}
+	m.runner = logc.GroupRunner[groupConsumer]{
 		Rows: m.store.GroupRows,
 		New:  m.newConsumer,
 		// Not ready long after its creation: its creator died before the
 		// set-up ended (or is still replaying, holding the lock, and the
 		// attempt gives way).
-		Pending:      func(_ context.Context, g logc.GroupRow) { m.setupAsync(g, true) },
+		Pending:      pending,
 		PendingAfter: m.cfg.SlotCreateTimeout,
-		Reconciled:   m.dropOrphans,
+		Reconciled:   reconciled,
 		Drain:        m.wg.Wait,
 		Poll:         m.cfg.GroupPoll,
 		ReadTimeout:  m.cfg.BackendTimeout,
@@ -393,6 +429,13 @@ func (m *groupManager) put(ctx context.Context, name, from string) (bool, error)
 		return created, err
 	}
 	m.runner.Created(name)
+	if m.cursors() {
+		if err := m.setupCursor(ctx, name, from); err != nil {
+			return false, fmt.Errorf("group %s registered, but its cursor was not created (the next reconcile creates it, from a later point if from latest): %w", name, err)
+		}
+		m.runner.Run(name)
+		return true, nil
+	}
 	g := logc.GroupRow{Name: name, From: from, CreatedAt: time.Now()}
 	if from == logc.FromEarliest {
 		m.setupAsync(g, false)
@@ -406,7 +449,8 @@ func (m *groupManager) put(ctx context.Context, name, from string) (bool, error)
 }
 
 // remove deletes the group's row and deliveries, stops its consumer and
-// set-up here and drops its slot: the WAL it retained is freed.
+// set-up here and drops its slot: the WAL it retained is freed. A cursor
+// group's cursor goes with its row.
 func (m *groupManager) remove(ctx context.Context, name string) error {
 	if err := m.store.DeleteGroupRow(ctx, name); err != nil {
 		return err
@@ -419,6 +463,11 @@ func (m *groupManager) remove(ctx context.Context, name string) error {
 	m.mu.Unlock()
 	if running {
 		_ = c.Stop(ctx)
+	}
+	if m.cursors() {
+		// The cursor row went with the group's (ON DELETE CASCADE), and
+		// with it everything the group held.
+		return nil
 	}
 	return m.dropSlot(ctx, groupSlot(m.cfg.Slot, name))
 }
@@ -475,13 +524,29 @@ func (m *groupManager) list(ctx context.Context) (logc.GroupList, error) {
 	}
 	running := map[string]bool{}
 	for name, c := range m.runner.Consumers() {
-		running[name] = c.running.Load()
+		running[name] = c.Running()
+	}
+	cursors := map[string]cursorLag{}
+	if m.cursors() {
+		if cursors, err = m.cursorLags(ctx); err != nil {
+			return logc.GroupList{}, err
+		}
 	}
 	running[logc.DefaultGroup] = m.def.running.Load()
 	out := logc.GroupList{MaxGroups: m.cfg.MaxGroups}
 	for _, g := range rows {
 		gs := logc.Group{Name: g.Name, From: g.From, Ready: g.Ready, Running: running[g.Name],
 			Unknown: map[string]string{"lag_events": noEvents}}
+		if m.cursors() && g.Name != logc.DefaultGroup {
+			gs.Unknown = map[string]string{"lag_bytes": noBytes}
+			if cl, ok := cursors[g.Name]; ok {
+				gs.Position, gs.LagEvents = cl.at.String(), &cl.lag
+			} else {
+				gs.Unknown["lag_events"] = "the group's cursor does not exist yet (the group is being set up)"
+			}
+			out.Groups = append(out.Groups, gs)
+			continue
+		}
 		if sl, ok := slots[slotOf[g.Name]]; ok {
 			s := sl.s
 			gs.Slot, gs.Position, gs.LagBytes = &s, s.ConfirmedFlushLSN, sl.lag

@@ -14,6 +14,7 @@ import (
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
@@ -43,6 +44,8 @@ const (
 	DefaultMaxGroups = logc.DefaultMaxGroups
 	// DefaultGroupPoll is GROUP_POLL_INTERVAL's default.
 	DefaultGroupPoll = 2 * time.Second
+	// DefaultGroupsDesign is GROUPS_DESIGN's default.
+	DefaultGroupsDesign = DesignSlots
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -94,9 +97,20 @@ type Config struct {
 	SlotCreateTimeout time.Duration
 	// MaxGroups bounds the consumer groups, the default one included;
 	// each group other than the default one is a replication slot of its
-	// own (which decodes all of the database's WAL). Env MAX_GROUPS;
-	// default DefaultMaxGroups, at most logc.MaxMaxGroups.
+	// own (which decodes all of the database's WAL) in design slots, a
+	// row of group_cursors in design cursors. Env MAX_GROUPS; default
+	// DefaultMaxGroups, at most logc.MaxMaxGroups.
 	MaxGroups int
+	// GroupsDesign is how the groups other than the default one are
+	// served: DesignSlots ("slots"), a replication slot per group, or
+	// DesignCursors ("cursors"), one cursor per group over the deliveries
+	// the default group's slot records, read below the xid watermark
+	// (cursors.go; docs/log.md, "Consumer groups"). In design cursors each
+	// group's consumer, and one LISTEN per instance, hold a session of
+	// their own on REPLICATION_URL. Groups are not carried from one design
+	// to the other: delete them and create them again. Env GROUPS_DESIGN;
+	// default DefaultGroupsDesign.
+	GroupsDesign string
 	// GroupPoll is how often an instance reconciles its group consumers
 	// with the groups table (groups created or deleted through another
 	// instance, set-ups left unfinished, slots of deleted groups). Env
@@ -120,6 +134,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		SlotCreateTimeout: r.Duration("SLOT_CREATE_TIMEOUT", DefaultSlotCreateTimeout),
 		MaxGroups:         r.Int("MAX_GROUPS", DefaultMaxGroups),
 		GroupPoll:         r.Duration("GROUP_POLL_INTERVAL", DefaultGroupPoll),
+		GroupsDesign:      r.Enum("GROUPS_DESIGN", DefaultGroupsDesign, DesignSlots, DesignCursors),
 	}
 	c.ReplicationURL = r.URL("REPLICATION_URL", c.Postgres.URL, "postgres", "postgresql")
 	c.validate(r)
@@ -217,6 +232,20 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	groups := &groupManager{cfg: cfg, store: store, records: logc.NewRecords(cpool, cfg.SynchronousCommit), pool: pool,
 		hub: hub, stats: svc.Stats, logger: svc.Logger, def: cons}
 	cons.onAbort = groups.abort
+	if cfg.GroupsDesign == DesignCursors {
+		// The default consumer's batches are the shared log: each one
+		// recorded wakes the cursor consumers, here and (debounced
+		// NOTIFY, on a connection of its own) on the other instances.
+		npool, err := pools.Reserve(ctx, "notify", 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		groups.notify = &pglisten.Debouncer{DB: npool, Channel: notifyChannel(cfg.Postgres.Schema), Timeout: cfg.BackendTimeout,
+			OnError: func(err error) {
+				svc.Logger.Warn("announcing the log's growth to the cursor groups failed; retrying", "err", err)
+			}}
+		cons.deliver.Records = announcing{DeliveryRecorder: cons.deliver.Records, after: groups.announce}
+	}
 	logc.Mount(svc.Router, &backend{store: store, consumer: cons, groups: groups}, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer stops (recording and confirming what
 	// it read) before the pool it records with closes.
@@ -250,6 +279,16 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	cons.Start()
 	groups.start()
 	svc.OnStop("consumer groups", groups.stop)
+	if groups.notify != nil {
+		l, err := groups.listen(ctx)
+		if err != nil {
+			cons.Abort()
+			pools.Close()
+			return nil, nil, err
+		}
+		svc.OnStop("cursor groups' notify", groups.notify.Close)
+		svc.OnStop("cursor groups' listener", l.Close)
+	}
 	// Last: its Close hook runs first, before the pools close.
 	cleaner.Attach(svc, cfg.Retention, store.CleanerJobs()...)
 	return svc, cons, nil

@@ -21,6 +21,13 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		"ADDR", "DATABASE_MAX_CONNS", "DATABASE_SCHEMA", "SLOT_NAME", "SYNCHRONOUS_COMMIT", "STANDBY_STATUS_INTERVAL", "CONSUMER_MAX_BATCH", "REPLICATION_URL",
 		"MAX_GROUPS", "GROUP_POLL_INTERVAL")
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"MAX_GROUPS": "1001"}, "MAX_GROUPS")
+	configtest.NamesBadVariables(t, readConfig, map[string]string{"GROUPS_DESIGN": "rows"}, "GROUPS_DESIGN")
+	if c.GroupsDesign != DesignSlots {
+		t.Errorf("GROUPS_DESIGN's default: %q, want %q (nothing changes unless it is set)", c.GroupsDesign, DesignSlots)
+	}
+	if c := kittest.ReadConfig(t, readConfig, map[string]string{"GROUPS_DESIGN": "cursors"}); c.GroupsDesign != DesignCursors {
+		t.Errorf("GROUPS_DESIGN=cursors read as %q", c.GroupsDesign)
+	}
 	if c.MaxGroups != 16 || c.GroupPoll != 2*time.Second {
 		t.Errorf("group defaults: MAX_GROUPS %d, GROUP_POLL_INTERVAL %v", c.MaxGroups, c.GroupPoll)
 	}

@@ -87,8 +87,15 @@ func dropGroupSlots(t testing.TB, url, base string) {
 
 // GroupHeld reports whether the group's replication slot exists
 // (conformance.GroupHolder): DELETE /groups/{name} must drop it.
+//
+// In design cursors what a group holds is its cursor row (and so the
+// table rows the retention cleaner keeps for it).
 func (tg *target) GroupHeld(t testing.TB, name string) bool {
 	t.Helper()
+	if tg.Env["GROUPS_DESIGN"] == DesignCursors {
+		return kittest.Count(t, kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"]),
+			`SELECT count(*) FROM group_cursors WHERE grp = $1`, name) > 0
+	}
 	return kittest.Count(t, kittest.Pool(t, tg.Env["DATABASE_URL"], ""), `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1`,
 		groupSlot(tg.Env["SLOT_NAME"], name)) > 0
 }
@@ -106,4 +113,14 @@ func (tg *target) Crash(t testing.TB) {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	conformance.Run(t, conformance.Features{}, func(t testing.TB) conformance.Target { return newTarget(t, nil) })
+}
+
+// TestConformanceCursors runs the suite again with the groups' second
+// design, GROUPS_DESIGN=cursors: every area, groups included, must pass
+// in both designs.
+func TestConformanceCursors(t *testing.T) {
+	t.Parallel()
+	conformance.Run(t, conformance.Features{}, func(t testing.TB) conformance.Target {
+		return newTarget(t, map[string]string{"GROUPS_DESIGN": DesignCursors})
+	})
 }

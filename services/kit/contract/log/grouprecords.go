@@ -175,12 +175,22 @@ func (s *Records) ForGroup(group string) DeliveryRecorder {
 	if group == "" || group == DefaultGroup {
 		return s
 	}
-	return groupRecorder{s: s, group: group}
+	return groupRecorder{q: s.pool, group: group}
+}
+
+// GroupRecorderIn returns the DeliveryRecorder of a non-default group that
+// records through q, typically a transaction that the caller commits after
+// more writes (no-kafka's cursor groups move their cursor in it). Its
+// Deliver returns before that commit: wrap it in a DeliveryRecorder that
+// commits before returning, since a Deliverer wakes the waiters as soon
+// as its Records return.
+func GroupRecorderIn(q Querier, group string) DeliveryRecorder {
+	return groupRecorder{q: q, group: group}
 }
 
 // groupRecorder records a non-default group's deliveries.
 type groupRecorder struct {
-	s     *Records
+	q     Querier
 	group string
 }
 
@@ -194,5 +204,5 @@ RETURNING id::text`
 
 // Deliver records the batch as the group's (DeliveryRecorder).
 func (g groupRecorder) Deliver(ctx context.Context, batch []Delivery, at time.Time) (map[string]bool, error) {
-	return deliverBatch(ctx, g.s.pool, groupDeliverSQL, batch, at, g.group)
+	return deliverBatch(ctx, g.q, groupDeliverSQL, batch, at, g.group)
 }

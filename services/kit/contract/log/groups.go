@@ -73,7 +73,8 @@ type Group struct {
 	// Running is true while this instance's consumer of the group streams.
 	Running bool `json:"running"`
 	// Position is where the group has confirmed it is: the committed
-	// offsets summed on Kafka, its slot's confirmed_flush_lsn on Postgres,
+	// offsets summed on Kafka, its slot's confirmed_flush_lsn on Postgres
+	// (its cursor's txid/seq in deliveries with GROUPS_DESIGN=cursors),
 	// an index in memory. Empty before the group's first position exists.
 	Position string `json:"position"`
 	// LagEvents is how many events the group has still to receive, or
@@ -84,7 +85,8 @@ type Group struct {
 	LagBytes *int64 `json:"lag_bytes"`
 	// Unknown names each lag field that is null, with the reason.
 	Unknown map[string]string `json:"unknown,omitempty"`
-	// Slot is the group's replication slot (no-kafka only).
+	// Slot is the group's replication slot (no-kafka only; none for a
+	// cursor group).
 	Slot *SlotStatus `json:"slot,omitempty"`
 	// KafkaGroup is the Kafka consumer group id (kafka only).
 	KafkaGroup string `json:"kafka_group,omitempty"`

@@ -190,12 +190,12 @@ func (s *Records) Deliver(ctx context.Context, batch []Delivery, at time.Time) (
 // deliverBatch runs a deliver statement (deliverSQL, groupDeliverSQL:
 // $1 the batch's ids, $2 the time, then extra) and returns the ids it
 // recorded for the first time.
-func deliverBatch(ctx context.Context, pool *pgxpool.Pool, sql string, batch []Delivery, at time.Time, extra ...any) (map[string]bool, error) {
+func deliverBatch(ctx context.Context, q Querier, sql string, batch []Delivery, at time.Time, extra ...any) (map[string]bool, error) {
 	ids := make([]string, len(batch))
 	for i, d := range batch {
 		ids[i] = d.ID
 	}
-	rows, err := pool.Query(ctx, sql, append([]any{postgres.UUIDs(ids), at}, extra...)...)
+	rows, err := q.Query(ctx, sql, append([]any{postgres.UUIDs(ids), at}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +210,12 @@ func deliverBatch(ctx context.Context, pool *pgxpool.Pool, sql string, batch []D
 	}
 	rows.Close()
 	return fresh, rows.Err()
+}
+
+// Querier runs a query: a *pgxpool.Pool, or a pgx.Tx whose owner commits
+// the deliveries together with more (a group cursor's move).
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // DeliveryRecorder records that a consumer observed a batch at a time and
