@@ -51,6 +51,7 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	fs.IntVar(&o.FanoutWorkMS, "scaleout-fanout-work-ms", o.FanoutWorkMS, "scaleout: WORK_MS of the fan-out points' instance")
 	groups := fs.String("scaleout-groups", formatInts(o.Groups), "scaleout: numbers of consumer groups (the default one included) of the log pair's groups points (empty: none)")
 	fs.Float64Var(&o.GroupRate, "scaleout-group-rate", o.GroupRate, "scaleout: events/s (single POST /events) at the groups points")
+	fs.BoolVar(&o.Cursors, "scaleout-cursors", o.Cursors, "scaleout: measure the fan-out and groups points on the Postgres sides' second designs too (FANOUT_DESIGN, GROUPS_DESIGN=cursors)")
 	fs.IntVar(&o.ReplayEvents, "scaleout-replay-events", o.ReplayEvents, "scaleout: events written before the replay point's group is created from earliest (0: no replay point)")
 	fs.Float64Var(&o.ReplayLiveRate, "scaleout-replay-live-rate", o.ReplayLiveRate, "scaleout: events/s written while the replay group catches up")
 	if err := fs.Parse(args); err != nil {

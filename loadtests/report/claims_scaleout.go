@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
@@ -92,13 +94,13 @@ func noAtAnyLoad(sc readerScale, pg, spec, note string) func(claimInputs) outcom
 			if !okN || !okG || !okM {
 				return outcome{failed: fmt.Sprintf("%s %s, %s: no %s, %s or %s figure in the results", p.Scenario, p.Name, pg, sc.nMetric, sc.noun+" rate", sc.missing)}
 			}
-			part := fmt.Sprintf("%s %s: %s/s each of %s offered, %s missing", num(n), sc.noun, num(got), num(p.Rate), count(int64(miss)))
+			part := fmt.Sprintf("%s %s%s: %s/s each of %s offered, %s missing", num(n), sc.noun, designOf(p, pg), num(got), num(p.Rate), count(int64(miss)))
 			if s, ok := sc.perReader(func(metric string) (float64, bool) { return sideFigure(p, metric, spec) }); ok {
 				part += fmt.Sprintf(" (%s: %s/s each)", spec, num(s))
 			}
 			parts = append(parts, part)
 			if got >= scaleKept*p.Rate && miss == 0 {
-				served = append(served, num(n))
+				served = append(served, num(n)+designOf(p, pg))
 			}
 		}
 		o := outcome{measured: pg + ": " + strings.Join(parts, "; "), holds: len(served) == 0,
@@ -108,6 +110,21 @@ func noAtAnyLoad(sc readerScale, pg, spec, note string) func(claimInputs) outcom
 		}
 		return o
 	}
+}
+
+// designOf is " (<setting>)" for a point of a second design of side
+// (the settings in its Env, as "GROUPS_DESIGN=cursors"), "" for the
+// first design's.
+func designOf(p *driver.Point, side string) string {
+	env := p.Env[side]
+	if len(env) == 0 {
+		return ""
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		kv = append(kv, k+"="+env[k])
+	}
+	return " (" + strings.Join(kv, ", ") + ")"
 }
 
 // sideFigure is side's median of metric in p when side is valid and has
@@ -146,18 +163,28 @@ func laggingSlotBloats(in claimInputs) outcome {
 	}
 	measured := fmt.Sprintf("the %s experiment's frozen slot retained %s", slotExperiment, strings.Join(parts, ", "))
 	var slots []string
+	var cursors []string
 	for _, p := range in.rs.points(scaleOutCmd, scenario.ScaleOutGroups) {
 		n, ok1 := sideFigure(p, scenario.MetricGroups, pairs.NoKafka)
 		b, ok2 := sideFigure(p, scenario.MetricGroupsSlotBytes, pairs.NoKafka)
-		if ok1 && ok2 {
+		switch {
+		case !ok1 || !ok2:
+		case designOf(p, pairs.NoKafka) == "":
 			slots = append(slots, fmt.Sprintf("%s → %s MB", num(n), num(b/1e6)))
+		default:
+			cursors = append(cursors, fmt.Sprintf("%s → %s MB", num(n), num(b/1e6)))
 		}
 	}
 	if len(slots) > 0 {
 		measured += "; no-kafka's slots, one per consumer group, retained at the groups points' end: " + strings.Join(slots, ", ")
 	}
+	if len(cursors) > 0 {
+		measured += "; with per-group cursors over one slot (GROUPS_DESIGN=cursors), that slot retained: " + strings.Join(cursors, ", ")
+		return outcome{measured: measured, holds: holds,
+			note: "its first half holds for no-kafka's slot-per-group design (each slot decodes all of the database's WAL); with per-group cursors one slot serves every group, and a lagging group holds rows of the deliveries table instead of WAL (docs/log.md, \"design 2\")"}
+	}
 	return outcome{measured: measured, holds: holds,
-		note: "its first half is no-kafka's design (a slot per group, each decoding all of the database's WAL); the one-slot design with per-group cursors that would test it is not built yet (issue 23)"}
+		note: "its first half is no-kafka's design (a slot per group, each decoding all of the database's WAL); the one-slot design with per-group cursors (GROUPS_DESIGN=cursors) that would test it is not in this run"}
 }
 
 // replayUntested is the groups claim's note when the run has no replay

@@ -227,7 +227,7 @@ func TestScaleOutClaims(t *testing.T) {
 		t.Errorf("groups served at 4: %+v", c)
 	}
 	if c := find(cs, slotClaim.short); c.Verdict != Holds || !strings.Contains(c.Measured, "100,000 events → 30 MB") ||
-		!strings.Contains(c.Measured, "4 → 1.23 MB") || !strings.Contains(c.Why, "not built yet") {
+		!strings.Contains(c.Measured, "4 → 1.23 MB") || !strings.Contains(c.Why, "not in this run") {
 		t.Errorf("slot WAL growing: %+v", c)
 	}
 	if c := find(ClaimsFrom(runs, Sources{Experiments: slotFixture(0, 3e6, 3e6)}), slotClaim.short); c.Verdict != DoesNotHold {

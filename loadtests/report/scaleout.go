@@ -91,7 +91,11 @@ func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
 	for i, a := range p.args {
 		values[i] = a(r, p.scenario)
 	}
-	fmt.Fprintf(b, "\n"+scaleOutIntros[p.scenario]+"\n\n", values...)
+	intro := scaleOutIntros[p.scenario]
+	if extra, ok := scaleOutIntros[p.scenario+" cursors"]; ok && hasSecondDesign(r, p.scenario) {
+		intro += " " + extra
+	}
+	fmt.Fprintf(b, "\n"+intro+"\n\n", values...)
 	var cpu []scaleCol
 	if p.cpu != "" {
 		cpu = []scaleCol{
@@ -130,6 +134,12 @@ func parseIntros(text string) map[string]string {
 		}
 	}
 	return out
+}
+
+// hasSecondDesign reports whether r has a point of scenario sc measured
+// on a Postgres side's second design (a point whose Env sets it).
+func hasSecondDesign(r *driver.Run, sc string) bool {
+	return slices.ContainsFunc(r.Points, func(p driver.Point) bool { return p.Scenario == sc && len(p.Env) > 0 })
 }
 
 // partArg is a value of a part's intro, from the run r and the part's

@@ -3,6 +3,7 @@ package report
 import (
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -26,9 +27,13 @@ func TestScaleOutIntrosMatchTheParts(t *testing.T) {
 			t.Errorf("part %s: its intro has %d verbs, the part gives %d values", p.scenario, n, len(p.args))
 		}
 	}
-	for name := range scaleOutIntros {
-		if !slices.Contains(names, name) {
+	for name, intro := range scaleOutIntros {
+		part, design := strings.CutSuffix(name, " cursors")
+		if !slices.Contains(names, part) {
 			t.Errorf("scaleout_intros.txt has an intro for %q, which is no part", name)
+		}
+		if design && fmtVerb.MatchString(intro) {
+			t.Errorf("%q is added to its part's intro and takes no values, but has a verb", name)
 		}
 	}
 }

@@ -110,6 +110,11 @@ type ScaleOutOptions struct {
 	// ReplayLiveRate events/s are written until it has caught up.
 	ReplayEvents   int
 	ReplayLiveRate float64
+	// Cursors adds the Postgres sides' second designs as points of their
+	// own beside each fan-out and groups point: no-rabbitmq with one
+	// message row and a cursor per subscriber, no-kafka with one slot
+	// and a cursor per group (secondDesign).
+	Cursors bool
 	// StackDir is where the stack keeps its pid files (.stack), to find
 	// the servers whose CPU the fan-out and groups points count; empty:
 	// a /proc scan.
@@ -134,7 +139,36 @@ var ScaleOutDefaults = ScaleOutOptions{
 	Lease: 5 * time.Second, Kill: true, KillDuration: 8 * time.Second,
 	Subscribers: []int{1, 2, 4, 8}, FanoutRate: 200, FanoutWorkMS: 1,
 	Groups: []int{1, 2, 4, 8}, GroupRate: 500,
-	ReplayEvents: 1000000, ReplayLiveRate: 200,
+	ReplayEvents: 1000000, ReplayLiveRate: 200, Cursors: true,
+}
+
+// secondDesign is a Postgres side's second design, selected by a
+// setting of the service, measured as points of their own (on that side
+// only) beside the first design's.
+type secondDesign struct {
+	side, env, value string
+}
+
+// Second designs (issue 23): no-kafka's groups as cursors over the one
+// slot's log (GROUPS_DESIGN=cursors, docs/log.md "design 2"), and
+// no-rabbitmq's fan-out as one message row with a cursor per subscriber
+// (FANOUT_DESIGN=cursors, docs/queue.md "Fan-out").
+var (
+	groupsCursors = secondDesign{side: LogPair.A.Name, env: "GROUPS_DESIGN", value: "cursors"}
+	fanoutCursors = secondDesign{side: QueuePair.A.Name, env: "FANOUT_DESIGN", value: "cursors"}
+)
+
+// settings are the service's environment for the design.
+func (d secondDesign) settings() map[string]string { return map[string]string{d.env: d.value} }
+
+// point is first's point for the design: same scenario, rate and
+// duration, on the design's side only, named "<first's name>, <value>",
+// the setting in its Env.
+func (d secondDesign) point(first *driver.Point) *driver.Point {
+	sides := []string{d.side}
+	return &driver.Point{Scenario: first.Scenario, Name: first.Name + ", " + d.value, Rate: first.Rate, DurationS: first.DurationS,
+		Sides: sides, Env: map[string]map[string]string{d.side: d.settings()},
+		Rounds: []driver.Round{{Index: 0, Order: sides, Sides: map[string]*driver.SideResult{}}}}
 }
 
 // instanceStart is one instance started (its binary already built).
@@ -179,6 +213,9 @@ func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
 		e.Bound += time.Duration(sides) * per
 	}
 	if n := len(o.Subscribers) + len(o.Groups); n > 0 {
+		if o.Cursors { // one more side at each point
+			sides++
+		}
 		e.Attacks += sides * n
 		fixed += time.Duration(sides*n) * (instanceStart + o.Duration + 2*time.Second + attackOverhead)
 		e.Bound += time.Duration(sides*n) * settle
@@ -220,7 +257,10 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			pts.fanout(ctx, e, svc, n, o)
+			pts.fanout(ctx, e, svc, n, o, pts.fanouts[n], nil)
+			if p := pts.cursorFanouts[n]; p != nil && svc == fanoutCursors.side {
+				pts.fanout(ctx, e, svc, n, o, p, fanoutCursors.settings())
+			}
 		}
 	}
 	for _, svc := range LogPair.Sides() {
@@ -228,7 +268,10 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			pts.groups(ctx, e, svc, n, o)
+			pts.groups(ctx, e, svc, n, o, pts.groupPoints[n], nil)
+			if p := pts.cursorGroups[n]; p != nil && svc == groupsCursors.side {
+				pts.groups(ctx, e, svc, n, o, p, groupsCursors.settings())
+			}
 		}
 		if pts.takeoverPoint != nil && ctx.Err() == nil {
 			pts.takeover(ctx, e, svc, o)
@@ -262,6 +305,10 @@ func scaleOutSettings(run *driver.Run, o ScaleOutOptions) {
 		run.Settings["groups"] = o.Groups
 		run.Settings["group_rate"] = o.GroupRate
 	}
+	if o.Cursors {
+		run.Settings["cursors"] = map[string]string{groupsCursors.side: groupsCursors.env + "=" + groupsCursors.value,
+			fanoutCursors.side: fanoutCursors.env + "=" + fanoutCursors.value}
+	}
 	if o.ReplayEvents > 0 {
 		run.Settings["replay_events"] = o.ReplayEvents
 		run.Settings["replay_live_rate"] = o.ReplayLiveRate
@@ -284,8 +331,10 @@ type scaleOutPoints struct {
 	// replay points (nil: not run).
 	takeoverPoint, replayPoint *driver.Point
 	// fanouts are the fan-out points by number of subscribers, and
-	// groupPoints the groups points (log pair) by number of groups.
-	fanouts, groupPoints map[int]*driver.Point
+	// groupPoints the groups points (log pair) by number of groups;
+	// cursorFanouts and cursorGroups the same points of the Postgres
+	// sides' second designs (empty unless ScaleOutOptions.Cursors).
+	fanouts, groupPoints, cursorFanouts, cursorGroups map[int]*driver.Point
 	// order is every point in the order of the results file.
 	order []*driver.Point
 }
@@ -299,7 +348,8 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 	newPoint := func(scenario, name string, rate, d float64) *driver.Point {
 		return newPointOf(sides, scenario, name, rate, d)
 	}
-	pts := &scaleOutPoints{rates: map[scaleOutKey]*driver.Point{}, batches: map[int]*driver.Point{}, fanouts: map[int]*driver.Point{}, groupPoints: map[int]*driver.Point{}}
+	pts := &scaleOutPoints{rates: map[scaleOutKey]*driver.Point{}, batches: map[int]*driver.Point{}, fanouts: map[int]*driver.Point{}, groupPoints: map[int]*driver.Point{},
+		cursorFanouts: map[int]*driver.Point{}, cursorGroups: map[int]*driver.Point{}}
 	for _, r := range o.Rates {
 		for _, n := range o.Instances {
 			p := newPoint(ScaleOutRate, fmt.Sprintf("%s ×%d", driver.Label(r), n), r, o.Duration.Seconds())
@@ -320,11 +370,19 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		p := newPoint(ScaleOutFanout, fanoutName(o.FanoutRate, n), o.FanoutRate, o.Duration.Seconds())
 		pts.fanouts[n] = p
 		pts.order = append(pts.order, p)
+		if o.Cursors {
+			pts.cursorFanouts[n] = fanoutCursors.point(p)
+			pts.order = append(pts.order, pts.cursorFanouts[n])
+		}
 	}
 	for _, n := range o.Groups {
 		p := newPointOf(LogPair.Sides(), ScaleOutGroups, groupPointName(o.GroupRate, n), o.GroupRate, o.Duration.Seconds())
 		pts.groupPoints[n] = p
 		pts.order = append(pts.order, p)
+		if o.Cursors {
+			pts.cursorGroups[n] = groupsCursors.point(p)
+			pts.order = append(pts.order, pts.cursorGroups[n])
+		}
 	}
 	if o.Kill && len(o.Groups) > 0 {
 		pts.takeoverPoint = newPointOf(LogPair.Sides(), ScaleOutTakeover, takeoverPointName, o.GroupRate, o.KillDuration.Seconds())

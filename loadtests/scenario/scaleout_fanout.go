@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"strconv"
@@ -66,13 +67,15 @@ func fanoutBody(n uint64) []byte {
 	return []byte(`{"kind":"` + FanoutKind + `","payload":{"n":` + strconv.FormatUint(n, 10) + `},"fail_times":0}`)
 }
 
-// fanout measures svc with n subscribers: one fresh instance with
-// FanoutSetting(n) and WORK_MS o.FanoutWorkMS, o.FanoutRate tasks/s for
-// o.Duration, the drain, the CPU and the WAL.
-func (pts *scaleOutPoints) fanout(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) {
-	e.logf("scaleout: %s fan-out to %d subscribers at %s", svc, n, driver.Label(o.FanoutRate))
+// fanout measures svc's side of p, n subscribers: one fresh instance
+// with FanoutSetting(n), WORK_MS o.FanoutWorkMS and extra (a second
+// design's setting), o.FanoutRate tasks/s for o.Duration, the drain, the
+// CPU and the WAL.
+func (pts *scaleOutPoints) fanout(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions, p *driver.Point, extra map[string]string) {
+	e.logf("scaleout: %s fan-out to %d subscribers at %s %v", svc, n, driver.Label(o.FanoutRate), extra)
 	env := map[string]string{"FANOUT": FanoutSetting(n), "WORK_MS": strconv.Itoa(o.FanoutWorkMS)}
-	measureOne(ctx, pts, pts.fanouts[n], svc,
+	maps.Copy(env, extra)
+	measureOne(ctx, pts, p, svc,
 		func() (*fleet, error) { return startFleet(ctx, e, svc, 1, o, env) },
 		func(f *fleet) (*driver.SideResult, error) { return f.fanoutRate(ctx, n, o) })
 }

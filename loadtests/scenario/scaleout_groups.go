@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"strconv"
@@ -56,13 +57,14 @@ func groupPointName(rate float64, n int) string {
 	return fmt.Sprintf("%s → %d groups", driver.Label(rate), n)
 }
 
-// groups measures svc with n groups: a fresh instance, its groups
+// groups measures svc's side of p, n groups: a fresh instance (with
+// extra, a second design's setting, in its environment), its groups
 // created, o.GroupRate events/s for o.Duration, the drain and the CPU;
 // then the groups deleted and everything the point made dropped.
-func (pts *scaleOutPoints) groups(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) {
-	e.logf("scaleout: %s with %d consumer groups at %s", svc, n, driver.Label(o.GroupRate))
-	measureOne(ctx, pts, pts.groupPoints[n], svc,
-		func() (*groupFleet, error) { return startGroups(ctx, e, svc, n) },
+func (pts *scaleOutPoints) groups(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions, p *driver.Point, extra map[string]string) {
+	e.logf("scaleout: %s with %d consumer groups at %s %v", svc, n, driver.Label(o.GroupRate), extra)
+	measureOne(ctx, pts, p, svc,
+		func() (*groupFleet, error) { return startGroups(ctx, e, svc, n, extra) },
 		func(g *groupFleet) (*driver.SideResult, error) { return g.measure(ctx, n, o) })
 }
 
@@ -86,8 +88,9 @@ type groupFleet struct {
 
 // startGroups drops what an earlier point left, starts one instance of
 // svc on its own schema (and, on kafka, a fresh topic and group id;
-// on no-kafka its own slot), and creates n-1 groups from latest.
-func startGroups(ctx context.Context, e *Env, svc string, n int) (*groupFleet, error) {
+// on no-kafka its own slot) with extra added to its environment, and
+// creates n-1 groups from latest.
+func startGroups(ctx context.Context, e *Env, svc string, n int, extra map[string]string) (*groupFleet, error) {
 	suffix := strconv.FormatInt(time.Now().Unix(), 36)
 	g := &groupFleet{e: e, svc: svc, name: svc + "@scaleout-groups", schema: groupsName + "_" + strings.ReplaceAll(svc, "-", "_")}
 	if err := g.reset(ctx); err != nil {
@@ -100,6 +103,7 @@ func startGroups(ctx context.Context, e *Env, svc string, n int) (*groupFleet, e
 		g.topic = "scaleout-groups-" + suffix
 		env["KAFKA_TOPIC"], env["KAFKA_GROUP"] = g.topic, groupsName+"_"+suffix
 	}
+	maps.Copy(env, extra)
 	g.env = env
 	g.port = ServiceOf(svc).Port + e.PortOffset + scaleOutPortOffset
 	g.url = fmt.Sprintf("http://%s:%d", e.host(), g.port)

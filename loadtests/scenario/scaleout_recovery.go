@@ -56,7 +56,7 @@ const takeoverPointName = "kill -9 the first of 2 in one group"
 // the drain and what the records say.
 func (pts *scaleOutPoints) takeover(ctx context.Context, e *Env, svc string, o ScaleOutOptions) {
 	e.logf("scaleout: %s, kill -9 the first of two instances of one group at %s", svc, driver.Label(o.GroupRate))
-	g, err := startGroups(ctx, e, svc, 1)
+	g, err := startGroups(ctx, e, svc, 1, nil)
 	if err != nil {
 		pts.set(pts.takeoverPoint, svc, nil, err)
 		return
@@ -228,7 +228,7 @@ func replayPointName(n int) string {
 // writes, the catch-up and the drain.
 func (pts *scaleOutPoints) replay(ctx context.Context, e *Env, svc string, o ScaleOutOptions) {
 	e.logf("scaleout: %s, a group from earliest over %d events, %s live", svc, o.ReplayEvents, driver.Label(o.ReplayLiveRate))
-	g, err := startGroups(ctx, e, svc, 1)
+	g, err := startGroups(ctx, e, svc, 1, nil)
 	if err != nil {
 		pts.set(pts.replayPoint, svc, nil, err)
 		return
