@@ -102,7 +102,9 @@ type Config struct {
 	// ClaimBatch is the most rows one claim statement takes (LIMIT of the
 	// SKIP LOCKED select). Env CLAIM_BATCH; default DefaultClaimBatch, at
 	// most MaxClaimBatch. The service holds
-	// at most WORKERS + CLAIM_BATCH tasks at once.
+	// at most WORKERS + CLAIM_BATCH tasks at once, plus, with
+	// FANOUT_DESIGN=cursors, up to CLAIM_BATCH copies per subscriber's
+	// batch (the most messages one batch reads).
 	ClaimBatch int
 	// ClaimLinger is how long the fetcher waits after a poke (an enqueue,
 	// a completion freeing capacity, the listener's sweep) before it
