@@ -59,25 +59,23 @@ func doneCopies(t testing.TB, sc schema) int {
 	return scalar[int](t, sc.pool, `SELECT count(*) FROM task_records WHERE status = 'done'`)
 }
 
-// TestCursorsKillNineMidStream: two instances share the subscribers'
-// cursors; one is killed (-9) while a batch of copies is in its hands. Its
-// batch was never committed, so its cursor did not move: the survivor
-// takes the subscriber's lock once the dead connection's transaction is
-// gone and runs those copies again. Every copy of every accepted task
-// ends done, once (one record, never moved into tasks), and each
-// subscriber's batches cover the messages once each: no two batches of a
-// subscriber overlap, and the last reaches the last message.
+// TestCursorsKillNineMidStream: an instance is killed (-9) while batches
+// of copies are in its hands, and a new instance starts on the same
+// schema. The killed batches were never committed, so their cursors did
+// not move: the new instance takes the subscribers' locks (the dead
+// connections' transactions are gone) and runs those copies again. Every
+// copy of every accepted task, before and after the kill, ends done,
+// once (one record, never moved into tasks), and each cursor ends at the
+// last message, at its last batch.
 func TestCursorsKillNineMidStream(t *testing.T) {
 	t.Parallel()
 	sc := newSchema(t)
 	env := map[string]string{"DATABASE_URL": sc.url, "DATABASE_SCHEMA": sc.name, "POLL_INTERVAL": "100ms", "CLAIM_BATCH": "64"}
 	maps.Copy(env, cursorsEnv)
 	maps.Copy(env, conformance.Settings{Workers: 4, Work: 20 * time.Millisecond}.Env())
-	victim, survivor := conformance.StartProcess(t, env), conformance.StartProcess(t, env)
+	victim := conformance.StartProcess(t, env)
 	var posted []string
 	for range 4 {
-		// To the victim: its readers, woken by its own enqueues, take the
-		// subscribers' locks first.
 		posted = append(posted, postOrders(t, victim.URL(), 100)...)
 	}
 	var held int64
@@ -87,7 +85,9 @@ func TestCursorsKillNineMidStream(t *testing.T) {
 		return c[queue.CounterProcessed] >= 8 && held > 0
 	})
 	victim.Kill(t)
-	// More after the kill: the survivor alone, from where the cursors are.
+	// The restart, and more tasks: the cursors go on from where the
+	// victim's last commits left them.
+	survivor := conformance.StartProcess(t, env)
 	posted = append(posted, postOrders(t, survivor.URL(), 100)...)
 	kittest.Eventually(t, 2*time.Minute, "every copy done", func() bool { return doneCopies(t, sc) >= len(posted) })
 	recs := map[string]int{}
@@ -129,7 +129,7 @@ SELECT count(*) FROM fanout_cursors c
 		t.Errorf("%d cursors short of the last message or of their last batch", n)
 	}
 	survivorDone := kittest.Counters(t, survivor.URL())[queue.CounterProcessed]
-	t.Logf("%d copies: killed holding about %d copies of uncommitted batches; the survivor processed %d, the victim the rest before the kill",
+	t.Logf("%d copies: killed holding about %d copies of uncommitted batches; the restarted instance processed %d, the victim the rest before the kill",
 		len(posted), held, survivorDone)
 }
 
