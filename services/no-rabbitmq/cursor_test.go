@@ -228,3 +228,26 @@ func TestCursorsRetentionWaitsForEverySubscriber(t *testing.T) {
 		t.Errorf("%d messages left", n)
 	}
 }
+
+// TestCursorsCopyDeadAtFirstFailure: with MAX_ATTEMPTS=1 a copy that
+// fails in its cursor batch goes straight to the dead letters: a tasks
+// row under its copy id, dead after one attempt, with no queue row.
+func TestCursorsCopyDeadAtFirstFailure(t *testing.T) {
+	t.Parallel()
+	sc := newSchema(t)
+	in := sc.start(t, conformance.Settings{Workers: 2, MaxAttempts: 1}, cursorsEnv)
+	var e queue.Enqueued
+	if s, raw := kittest.Do(t, http.MethodPost, in.URL()+"/tasks", queue.TaskRequest{Kind: "order.placed", FailTimes: 1}, &e); s != http.StatusAccepted || len(e.IDs) != 3 {
+		t.Fatalf("POST /tasks: %d %s", s, raw)
+	}
+	for _, id := range e.IDs {
+		var task queue.Task
+		if s, raw := kittest.Do(t, http.MethodGet, in.URL()+"/tasks/"+id+"/wait?timeout=30s", nil, &task); s != http.StatusOK || task.Status != queue.StatusDead || task.Attempts != 1 || task.LastError == nil {
+			t.Errorf("copy %s: %d %s, want dead after 1 attempt", id, s, raw)
+		}
+	}
+	if n := scalar[int](t, sc.pool, `SELECT count(*) FROM tasks WHERE status = 'dead'`); n != 3 {
+		t.Errorf("%d dead tasks rows, want the 3 copies", n)
+	}
+	checkQueueEmpty(t, sc.pool)
+}
