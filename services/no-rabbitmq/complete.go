@@ -54,6 +54,10 @@ func (q *pgQueue) work() {
 		if q.hardCtx.Err() != nil {
 			continue // crashing: drop the task, its lease will expire
 		}
+		if j.reply != nil {
+			j.reply <- result{j, err} // a cursor batch's copy
+			continue
+		}
 		q.results <- result{j, err}
 	}
 }

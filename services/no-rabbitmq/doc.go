@@ -39,7 +39,13 @@
 //   - listen.go: the LISTEN connection that wakes the fetcher, whose
 //     state (pglisten.Listener's) /readyz and the start read;
 //   - recovery.go: QUEUE_TABLE, and the rebuild of queue_jobs from the
-//     task records after a crash emptied it.
+//     task records after a crash emptied it;
+//   - cursor.go: fan-out's second design (FANOUT_DESIGN=cursors): a
+//     fanned-out task stored once, in fanout_messages, and a reader per
+//     subscriber that runs the messages past its cursor below the xid
+//     watermark, one batch per subscriber at a time across instances;
+//     the derived records of its copies (Get, Finished, Depth) and its
+//     retention jobs.
 //
 // The retention of done task records is kit's (records.Store.CleanerJob,
 // run by package cleaner, attached in main.go).

@@ -21,19 +21,34 @@ import (
 // pokes the Debouncer after the commit. The task records are written by
 // kit's records.InsertTasksSQL, the statement the rabbitmq side's records
 // use too.
-const enqueueSQL = `
+const enqueueSQL = enqueueCTEs + `
+SELECT pg_notify($6, '') WHERE $7::boolean`
+
+// enqueueCTEs are enqueueSQL's writes: the task records, then their queue
+// rows.
+const enqueueCTEs = `
 WITH t AS (` + records.InsertTasksSQL + `
     RETURNING id, fail_times, enqueued_at
 ), q AS (
     INSERT INTO queue_jobs (task_id, run_at, fail_times, enqueued_at)
     SELECT id, now(), fail_times, enqueued_at FROM t
-)
-SELECT pg_notify($6, '') WHERE $7::boolean`
+)`
 
 // Enqueue implements queue.Backend: one statement records and queues.
+// With FANOUT_DESIGN=cursors a task posted with a kind that has
+// subscribers is one fanout_messages row, written by the same statement
+// (enqueueMessagesSQL), instead of its copies' rows.
 func (q *pgQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
+	var m messages
+	if q.cfg.FanoutDesign == DesignCursors {
+		tasks, m = splitMessages(tasks)
+	}
 	ids, kinds, payloads, fails, at := records.TaskColumns(tasks)
-	if _, err := q.pool.Exec(ctx, enqueueSQL, postgres.UUIDs(ids), kinds, payloads, fails, at, q.channel, q.notifier == nil); err != nil {
+	sql, args := enqueueSQL, []any{postgres.UUIDs(ids), kinds, payloads, fails, at, q.channel, q.notifier == nil}
+	if len(m.ids) > 0 {
+		sql, args = enqueueMessagesSQL, append(args, postgres.UUIDs(m.ids), m.kinds, m.subscribers, m.payloads, m.fails, m.at)
+	}
+	if _, err := q.pool.Exec(ctx, sql, args...); err != nil {
 		return postgres.MapError("enqueue", err)
 	}
 	q.committed()
@@ -64,6 +79,7 @@ func (q *pgQueue) Pay(ctx context.Context, p queue.NewPayment, fault bool) error
 // mode, every instance's through the Debouncer's next NOTIFY.
 func (q *pgQueue) committed() {
 	q.poke()
+	q.wakeCursors()
 	if q.notifier != nil {
 		q.notifier.Poke()
 	}
@@ -81,6 +97,14 @@ func (q *pgQueue) countBacklog(ctx context.Context, limit int64) (int64, error) 
 	var n int64
 	if err := q.wpool.QueryRow(ctx, backlogSQL, limit).Scan(&n); err != nil {
 		return 0, postgres.MapError("count the backlog", err)
+	}
+	if q.cfg.FanoutDesign == DesignCursors && n < limit {
+		// The copies past their cursors are open tasks too.
+		pending, _, err := pendingCopies(ctx, q.wpool, limit-n)
+		if err != nil {
+			return 0, err
+		}
+		n += pending
 	}
 	return n, nil
 }

@@ -69,9 +69,10 @@ func (q *pgQueue) newListener() (*pglisten.Listener, error) {
 				}
 			}
 			q.poke() // sweep: rows queued while nobody listened
+			q.wakeCursors()
 			return nil
 		},
-		OnNotification: func(context.Context, *pgconn.Notification) { q.poke() },
+		OnNotification: func(context.Context, *pgconn.Notification) { q.poke(); q.wakeCursors() },
 		OnDisconnect: func(err error, retryIn time.Duration) {
 			q.log.Warn("LISTEN connection lost; reconnecting", "err", err, "in", retryIn)
 		},

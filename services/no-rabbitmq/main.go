@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
@@ -45,6 +46,8 @@ const (
 	DefaultPollInterval, MinPollInterval = time.Second, 10 * time.Millisecond
 	// DefaultQueueTable is QUEUE_TABLE's default.
 	DefaultQueueTable = "unlogged"
+	// DefaultFanoutDesign is FANOUT_DESIGN's default: DesignCopies.
+	DefaultFanoutDesign = DesignCopies
 	// DefaultVacuumInterval is VACUUM_INTERVAL's default; MinVacuumInterval
 	// its smallest accepted value but 0 (no vacuum by the service).
 	DefaultVacuumInterval, MinVacuumInterval = time.Second, 100 * time.Millisecond
@@ -76,6 +79,14 @@ type Config struct {
 	// (FANOUT) becomes its copies in the handler; the enqueue statement
 	// inserts them with the rest of the request, in its one transaction.
 	Worker queue.WorkerConfig
+	// FanoutDesign is how a task of a kind with subscribers (FANOUT) is
+	// stored, the contract the same either way (docs/queue.md,
+	// "Fan-out"). copies (DesignCopies): one task row and one queue row
+	// per subscriber, inserted by the enqueue statement. cursors
+	// (DesignCursors): one fanout_messages row, read by a cursor per
+	// subscriber below the xid watermark; only a copy that fails gets
+	// rows of its own. Env FANOUT_DESIGN; default DefaultFanoutDesign.
+	FanoutDesign string
 	// Retention holds TASK_RETENTION (default
 	// records.DefaultTaskRetention; 0 keeps every record),
 	// RETENTION_INTERVAL and RETENTION_BATCH: done task records are
@@ -91,7 +102,9 @@ type Config struct {
 	// ClaimBatch is the most rows one claim statement takes (LIMIT of the
 	// SKIP LOCKED select). Env CLAIM_BATCH; default DefaultClaimBatch, at
 	// most MaxClaimBatch. The service holds
-	// at most WORKERS + CLAIM_BATCH tasks at once.
+	// at most WORKERS + CLAIM_BATCH tasks at once, plus, with
+	// FANOUT_DESIGN=cursors, up to CLAIM_BATCH copies per subscriber's
+	// batch (the most messages one batch reads).
 	ClaimBatch int
 	// ClaimLinger is how long the fetcher waits after a poke (an enqueue,
 	// a completion freeing capacity, the listener's sweep) before it
@@ -151,6 +164,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		Lease:          r.Duration("LEASE", DefaultLease),
 		PollInterval:   r.Duration("POLL_INTERVAL", DefaultPollInterval),
 		QueueTable:     r.Enum("QUEUE_TABLE", DefaultQueueTable, "unlogged", "logged"),
+		FanoutDesign:   r.Enum("FANOUT_DESIGN", DefaultFanoutDesign, DesignCopies, DesignCursors),
 		VacuumInterval: r.Duration("VACUUM_INTERVAL", DefaultVacuumInterval),
 		Notify:         pglisten.ReadNotifyConfig(r),
 		Admission:      queue.ReadAdmissionConfig(r),
@@ -205,8 +219,16 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	if err != nil {
 		return nil, nil, err
 	}
+	// The fan-out cursors' batches hold a transaction each while their
+	// copies run: one connection per cursor.
+	var cpool *pgxpool.Pool
+	if n := len(newCursors(cfg)); n > 0 {
+		if cpool, err = pools.Reserve(ctx, "fan-out cursors'", n); err != nil {
+			return nil, nil, err
+		}
+	}
 	svc := service.New(info, cfg.HTTP, logger, queue.Latencies, queue.Counters)
-	q, err := newPGQueue(pools.Main, wpool, npool, cfg, svc.Stats, svc.Logger)
+	q, err := newPGQueue(pools.Main, wpool, npool, cpool, cfg, svc.Stats, svc.Logger)
 	if err != nil {
 		pools.Close()
 		return nil, nil, err
@@ -238,8 +260,14 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		return nil, nil, err
 	}
 	svc.OnStop("backlog count (MAX_BACKLOG)", admission.Start())
-	// Last: its Close hook runs first, before the pools close.
-	cleaner.Attach(svc, cfg.Retention, records.Store{Pool: pools.Main}.CleanerJob())
+	// Last: its Close hook runs first, before the pools close. With
+	// cursors, the messages go first (a message is kept until every
+	// subscriber has passed it), then the batch rows they leave.
+	var jobs []cleaner.Job
+	if cfg.FanoutDesign == DesignCursors {
+		jobs = cursorCleanerJobs(pools.Main)
+	}
+	cleaner.Attach(svc, cfg.Retention, append(jobs, records.Store{Pool: pools.Main}.CleanerJob())...)
 	return svc, q, nil
 }
 

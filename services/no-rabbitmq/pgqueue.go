@@ -22,6 +22,10 @@ type job struct {
 	attempts   int
 	failTimes  int
 	enqueuedAt time.Time
+	// reply, for a copy run by a fan-out cursor's batch (cursor.go),
+	// takes its outcome instead of the completer; buffered for the whole
+	// batch, so a worker never waits on it.
+	reply chan<- result
 }
 
 // result is a job's outcome, from a worker to the completer.
@@ -57,6 +61,15 @@ type pgQueue struct {
 	listener *pglisten.Listener
 	// leases are the tasks claimed and not yet completed (lease.go).
 	leases leases
+	// cursors are the subscribers' readers of the cursors design
+	// (FANOUT_DESIGN=cursors, cursor.go), none in the copies design;
+	// cpool, one connection per cursor, holds their batches'
+	// transactions.
+	cursors []*cursor
+	cpool   *pgxpool.Pool
+	// watermarkWaits counts the cursor reads that found committed
+	// messages waiting above the xid watermark (tests observe it).
+	watermarkWaits atomic.Int64
 	pipeline
 	stages
 }
@@ -87,8 +100,9 @@ type stages struct {
 }
 
 // newPGQueue returns a stopped queue on pool (requests) and wpool (the
-// workers' machinery); npool, if not nil, carries the debounced NOTIFYs.
-func newPGQueue(pool, wpool, npool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Logger) (*pgQueue, error) {
+// workers' machinery); npool, if not nil, carries the debounced NOTIFYs;
+// cpool the fan-out cursors' batches (nil without cursors).
+func newPGQueue(pool, wpool, npool, cpool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Logger) (*pgQueue, error) {
 	capacity := int64(cfg.Worker.Workers + cfg.ClaimBatch)
 	q := &pgQueue{
 		Store: records.Store{Pool: pool}, pool: pool, wpool: wpool, cfg: cfg, stats: st, log: log,
@@ -100,7 +114,9 @@ func newPGQueue(pool, wpool, npool *pgxpool.Pool, cfg Config, st *stats.Recorder
 			jobs:     make(chan job, capacity),
 			results:  make(chan result, capacity),
 		},
-		stages: stages{completerDone: make(chan struct{})},
+		stages:  stages{completerDone: make(chan struct{})},
+		cursors: newCursors(cfg),
+		cpool:   cpool,
 	}
 	if npool != nil {
 		q.notifier = &pglisten.Debouncer{
@@ -129,6 +145,9 @@ func (q *pgQueue) Start() {
 	go func() { defer q.fetchers.Done(); q.listen(q.fetchCtx) }()
 	go func() { defer q.fetchers.Done(); q.fetch(q.fetchCtx) }()
 	go func() { defer q.fetchers.Done(); q.vacuumHot(q.fetchCtx) }()
+	for _, c := range q.cursors {
+		q.fetchers.Go(func() { q.follow(q.fetchCtx, c) })
+	}
 	for range q.cfg.Worker.Workers {
 		q.workers.Go(q.work)
 	}

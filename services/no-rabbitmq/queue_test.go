@@ -52,10 +52,17 @@ func (sc schema) assemble(t testing.TB, s conformance.Settings, env map[string]s
 // as a crash would (their claimed rows stay running until the lease
 // expires), then starts a new instance.
 func newTarget(t testing.TB, s conformance.Settings) conformance.Target {
-	sc := newSchema(t)
-	return conformance.StartServiceTarget(t, sc.pool, s, func(t testing.TB, s conformance.Settings) (*pgQueue, *service.Service) {
-		return sc.assemble(t, s, nil)
-	})
+	return newTargetWith(nil)(t, s)
+}
+
+// newTargetWith is newTarget with env on top of each instance's settings.
+func newTargetWith(env map[string]string) conformance.NewTarget {
+	return func(t testing.TB, s conformance.Settings) conformance.Target {
+		sc := newSchema(t)
+		return conformance.StartServiceTarget(t, sc.pool, s, func(t testing.TB, s conformance.Settings) (*pgQueue, *service.Service) {
+			return sc.assemble(t, s, env)
+		})
+	}
 }
 
 // TestConformance runs the pair's one suite against no-rabbitmq: the
@@ -63,4 +70,13 @@ func newTarget(t testing.TB, s conformance.Settings) conformance.Target {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	conformance.Run(t, conformance.Features{AtomicOutbox: true, BacklogBound: true}, newTarget)
+}
+
+// TestConformanceCursors runs the suite again with fan-out's second
+// design (FANOUT_DESIGN=cursors): a fanned-out task is one message row
+// read by a cursor per subscriber, and the contract must not tell.
+func TestConformanceCursors(t *testing.T) {
+	t.Parallel()
+	conformance.Run(t, conformance.Features{AtomicOutbox: true, BacklogBound: true},
+		newTargetWith(map[string]string{"FANOUT_DESIGN": DesignCursors}))
 }

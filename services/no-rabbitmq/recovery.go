@@ -23,7 +23,8 @@ SELECT id,
   FROM (SELECT *, id = ANY($1::uuid[]) AS held FROM tasks WHERE status IN ('queued', 'running')) t
 ON CONFLICT (task_id) DO NOTHING`
 
-// prepare applies QUEUE_TABLE and rebuilds missing queue rows.
+// prepare applies QUEUE_TABLE, creates the fan-out cursors
+// (FANOUT_DESIGN=cursors) and rebuilds missing queue rows.
 func (q *pgQueue) prepare(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -39,6 +40,9 @@ func (q *pgQueue) prepare(ctx context.Context) error {
 			return fmt.Errorf("QUEUE_TABLE=%s: %w", q.cfg.QueueTable, err)
 		}
 		q.log.Info("queue table durability changed", "queue_table", q.cfg.QueueTable)
+	}
+	if err := q.createCursors(ctx); err != nil {
+		return fmt.Errorf("create the fan-out cursors: %w", err)
 	}
 	return q.rebuild(ctx)
 }

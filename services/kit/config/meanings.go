@@ -30,6 +30,7 @@ var meanings = map[string]string{
 	"DEBUG_ADDR":                           "empty: off. host:port of a second listener serving Go's net/http/pprof under /debug/pprof/, without authentication: bind it to loopback and only while profiling (security)",
 	"EVENT_RETENTION":                      "how long a delivered event (and then its deliveries row) stays, from delivered_at; the cleaner removes it after. Undelivered events are never removed. 0 keeps everything (see Retention)",
 	"EXPIRED_RETENTION":                    "how long after its expiry the reaper removes a row of the cache table (reads ignore it from its expiry on); 0s disables the reaper",
+	"FANOUT_DESIGN":                        "copies or cursors: how no-rabbitmq stores a fanned-out task, one task row per subscriber or one message row read by a cursor per subscriber",
 	"FANOUT":                               "the task kinds with subscribers, kind:sub,sub;kind:sub (order.placed:email,warehouse): a task of such a kind becomes one task per subscriber, of kind kind@sub; empty: none",
 	"FAULTS":                               "allow POST /payments?fault=between",
 	"IDLE_TIMEOUT":                         "HTTP server: idle keep-alive connections",

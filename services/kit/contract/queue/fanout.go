@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
+	"github.com/google/uuid"
 )
 
 // Limits of FANOUT.
@@ -119,10 +119,26 @@ type Copy struct {
 	First string
 }
 
+// CopyID is the id of copy number i (0-based, in FANOUT's subscriber
+// order, i < MaxSubscribers) of the posted task whose first copy's id is
+// first: first with its last byte XORed with i, so that copy 0 is first
+// itself. A backend that stores a posted task once (no-rabbitmq's
+// FANOUT_DESIGN=cursors) finds the task of a copy's id among the ids that
+// differ from it in the last six bits only, one index range, and the
+// subscriber by the XOR; the same derivation is SQL's fanout_copy_id
+// (migrations/queue/0008). The id stays a version 7 UUID with first's
+// timestamp: only random bits change.
+func CopyID(first string, i int) string {
+	u := uuid.MustParse(first)
+	u[15] ^= byte(i)
+	return u.String()
+}
+
 // Expand returns the tasks t becomes: t itself when its kind has no
 // subscribers, else one copy per subscriber, in FANOUT's order, each with
-// a new id, the kind CopyKind(t.Kind, subscriber) and Copy set, and t's
-// payload, fail_times and enqueue time. The first copy keeps t's id.
+// the id CopyID(t.ID, i), the kind CopyKind(t.Kind, subscriber) and Copy
+// set, and t's payload, fail_times and enqueue time. The first copy keeps
+// t's id.
 func (f Fanout) Expand(t NewTask) []NewTask {
 	subs := f.subs[t.Kind]
 	if len(subs) == 0 {
@@ -131,9 +147,7 @@ func (f Fanout) Expand(t NewTask) []NewTask {
 	out := make([]NewTask, len(subs))
 	for i, sub := range subs {
 		c := t
-		if i > 0 {
-			c.ID = ids.New()
-		}
+		c.ID = CopyID(t.ID, i)
 		c.Kind = CopyKind(t.Kind, sub)
 		c.Copy = &Copy{Of: t.Kind, Subscriber: sub, First: t.ID}
 		out[i] = c

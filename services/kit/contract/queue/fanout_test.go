@@ -115,3 +115,22 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyID: copy 0 is the posted task's id, and the copies of one
+// posted task differ from it in the last six bits only, each distinct and
+// still a version 7 UUID.
+func TestCopyID(t *testing.T) {
+	t.Parallel()
+	first := "0190a6e4-7f43-7b6e-9a3c-2f4c8d1e0b5a"
+	if got := CopyID(first, 0); got != first {
+		t.Errorf("CopyID(first, 0) = %s, want first", got)
+	}
+	seen := map[string]bool{}
+	for i := range MaxSubscribers {
+		id := CopyID(first, i)
+		if seen[id] || !ValidID(id) || id[:34] != first[:34] || id[14] != '7' {
+			t.Errorf("CopyID(first, %d) = %s: duplicate, invalid, or not first but for its last byte", i, id)
+		}
+		seen[id] = true
+	}
+}

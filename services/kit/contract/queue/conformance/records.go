@@ -50,14 +50,17 @@ func records(tg Target) Records {
 	return pgRecords{tg.DB()}
 }
 
-// pgRecords reads the tasks and payments tables of migrations/queue.
+// pgRecords reads the task records (the view task_records: the tasks
+// table, and the fanned-out copies no-rabbitmq's FANOUT_DESIGN=cursors
+// keeps as one message row; migration 0008) and the payments table of
+// migrations/queue.
 type pgRecords struct{ db *pgxpool.Pool }
 
 func (r pgRecords) Tasks(t testing.TB) []TaskRecord {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := r.db.Query(ctx, `SELECT id::text, kind, status, attempts, enqueued_at, delivered_at, processed_at, last_error, payload FROM tasks`)
+	rows, err := r.db.Query(ctx, `SELECT id::text, kind, status, attempts, enqueued_at, delivered_at, processed_at, last_error, payload FROM task_records`)
 	if err != nil {
 		t.Fatalf("read tasks: %v", err)
 	}

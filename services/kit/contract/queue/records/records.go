@@ -70,10 +70,19 @@ type Store struct {
 
 // Get returns the task's record; an unknown id wraps httpapi.ErrNotFound.
 func (s Store) Get(ctx context.Context, id string) (queue.Task, error) {
-	var t queue.Task
-	err := s.Pool.QueryRow(ctx, `
+	return s.GetBy(ctx, id, `
 SELECT id::text, kind, status, attempts, enqueued_at, delivered_at, processed_at, last_error
-  FROM tasks WHERE id = $1`, id).Scan(&t.ID, &t.Kind, &t.Status, &t.Attempts, &t.EnqueuedAt, &t.DeliveredAt, &t.ProcessedAt, &t.LastError)
+  FROM tasks WHERE id = $1`, id)
+}
+
+// GetBy is Get through sql (with args), a statement that returns at most
+// one row of Get's columns (id, kind, status, attempts, enqueued_at,
+// delivered_at, processed_at, last_error) for the task id: a backend
+// whose records are not all rows of tasks (no-rabbitmq's fan-out
+// cursors) reads them so.
+func (s Store) GetBy(ctx context.Context, id, sql string, args ...any) (queue.Task, error) {
+	var t queue.Task
+	err := s.Pool.QueryRow(ctx, sql, args...).Scan(&t.ID, &t.Kind, &t.Status, &t.Attempts, &t.EnqueuedAt, &t.DeliveredAt, &t.ProcessedAt, &t.LastError)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return queue.Task{}, fmt.Errorf("task %s: %w", id, httpapi.ErrNotFound)
 	}
@@ -90,7 +99,13 @@ var _ queue.FinishedReader = Store{}
 // query: the shared re-read of every GET /tasks/{id}/wait of a service
 // (queue.FinishedReader).
 func (s Store) Finished(ctx context.Context, ids []string) ([]string, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT id::text FROM tasks WHERE id = ANY($1::uuid[]) AND status IN ('done', 'dead')`, postgres.UUIDs(ids))
+	return s.FinishedBy(ctx, `SELECT id::text FROM tasks WHERE id = ANY($1::uuid[]) AND status IN ('done', 'dead')`, postgres.UUIDs(ids))
+}
+
+// FinishedBy is Finished through sql (with args), a statement that
+// returns the ids (text) of the finished tasks.
+func (s Store) FinishedBy(ctx context.Context, sql string, args ...any) ([]string, error) {
+	rows, err := s.Pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, postgres.MapError("read finished tasks", err)
 	}
