@@ -162,7 +162,7 @@ var pairSpecs = []pairSpec{
 		has:      func(in *inputs) bool { return in.rs[pairs.Queue] != nil },
 		headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs[pairs.Queue].Versions) },
 		answers: map[string]func(*inputs) string{
-			"semantics": fixedAnswer("a work queue (each task to one worker, retries, dead letters) and fan-out to the subscribers `FANOUT` names (one copy each, an ordinary task) are what both sides do, checked by one conformance suite. Routing by pattern and many queues are RabbitMQ's: the Postgres side has one work queue per schema, and writes every fan-out copy in the enqueue's transaction."),
+			"semantics": fixedAnswer("a work queue (each task to one worker, retries, dead letters) and fan-out to the subscribers `FANOUT` names (one copy each, an ordinary task) are what both sides do, checked by one conformance suite. Routing by pattern and many queues are RabbitMQ's: the Postgres side has one work queue per schema, and writes every fan-out copy in the enqueue's transaction (or, with `FANOUT_DESIGN=cursors`, one message row that a cursor per subscriber reads, PgQ style)."),
 			"load": func(in *inputs) string {
 				return ceilingAnswer(in, pairs.Queue, "queue.rate", pairs.NoRabbitMQ, pairs.RabbitMQ, "tasks")
 			},
@@ -178,7 +178,7 @@ var pairSpecs = []pairSpec{
 			return "Kafka " + orWhy(in.rs[pairs.Log].Versions.Kafka, in.rs[pairs.Log].Versions.Errors["kafka"])
 		},
 		answers: map[string]func(*inputs) string{
-			"semantics": fixedAnswer("at-least-once delivery observed exactly once, and consumer groups created from the earliest or the latest event, are what both sides do, checked by one conformance suite. On Postgres each group is a replication slot that decodes all of the database's WAL; partitions for parallel consumers of one group, replay from any offset and retention are Kafka's."),
+			"semantics": fixedAnswer("at-least-once delivery observed exactly once, and consumer groups created from the earliest or the latest event, are what both sides do, checked by one conformance suite. On Postgres each group is a replication slot that decodes all of the database's WAL (or, with `GROUPS_DESIGN=cursors`, a cursor over the one slot's log, Sequin/PgQ style); partitions for parallel consumers of one group, replay from any offset and retention are Kafka's."),
 			"load": func(in *inputs) string {
 				return ceilingAnswer(in, pairs.Log, "log.rate", pairs.NoKafka, pairs.Kafka, "events")
 			},
