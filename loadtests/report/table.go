@@ -166,9 +166,26 @@ func pointRows(p *driver.Point) [][4]string {
 		if bad {
 			r = st[3]
 		}
-		out = append(out, [4]string{km.label, sideCell(p, m, p.Sides[0]), sideCell(p, m, p.Sides[1]), r})
+		b := oneSide
+		if len(p.Sides) >= 2 {
+			b = sideCell(p, m, p.Sides[1])
+		}
+		out = append(out, [4]string{km.label, sideCell(p, m, p.Sides[0]), b, r})
 	}
 	return out
+}
+
+// oneSide is the B cell and header of a point measured on one side only
+// (a Postgres side's second design, as the scale-out scenario's).
+const oneSide = "(one side)"
+
+// sideLabels are the labels of p's A and B sides, oneSide for a point
+// with one side.
+func sideLabels(run *driver.Run, p *driver.Point) (string, string) {
+	if len(p.Sides) < 2 {
+		return SideLabel(run, p.Sides[0]), oneSide
+	}
+	return SideLabel(run, p.Sides[0]), SideLabel(run, p.Sides[1])
 }
 
 // sideErrors lists the errors of a point's sides.
@@ -189,10 +206,10 @@ func Table(w io.Writer, run *driver.Run) {
 	run.Validate()
 	for i := range run.Points {
 		p := &run.Points[i]
-		fmt.Fprintf(w, "\n== %s %s (%g s per attack, %d rounds; A/B = %s ÷ %s)\n", p.Scenario, p.Name, p.DurationS, len(p.Rounds),
-			SideLabel(run, p.Sides[0]), SideLabel(run, p.Sides[1]))
+		a, b := sideLabels(run, p)
+		fmt.Fprintf(w, "\n== %s %s (%g s per attack, %d rounds; A/B = %s ÷ %s)\n", p.Scenario, p.Name, p.DurationS, len(p.Rounds), a, b)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "metric\t%s\t%s\tA/B [per round]\n", SideLabel(run, p.Sides[0]), SideLabel(run, p.Sides[1]))
+		fmt.Fprintf(tw, "metric\t%s\t%s\tA/B [per round]\n", a, b)
 		for _, r := range pointRows(p) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r[0], r[1], r[2], r[3])
 		}
@@ -264,9 +281,10 @@ func Demo(w io.Writer, run *driver.Run) {
 		return
 	}
 	p0 := run.Points[0]
-	fmt.Fprintf(w, "%s pair: %s vs %s\n", run.Command, SideLabel(run, p0.Sides[0]), SideLabel(run, p0.Sides[1]))
+	a, b := sideLabels(run, &p0)
+	fmt.Fprintf(w, "%s pair: %s vs %s\n", run.Command, a, b)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "  \t%s\t%s\tratio\n", SideLabel(run, p0.Sides[0]), SideLabel(run, p0.Sides[1]))
+	fmt.Fprintf(tw, "  \t%s\t%s\tratio\n", a, b)
 	for i := range run.Points {
 		p := &run.Points[i]
 		rows := demoMetrics[run.Command]
@@ -286,7 +304,11 @@ func Demo(w io.Writer, run *driver.Run) {
 			if bad := invalidSides(p); len(bad) > 0 {
 				ratio = "no ratio: " + strings.Join(bad, " and ") + " not valid"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.label, sideCell(p, m, p.Sides[0]), sideCell(p, m, p.Sides[1]), ratio)
+			b := oneSide
+			if len(p.Sides) >= 2 {
+				b = sideCell(p, m, p.Sides[1])
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.label, sideCell(p, m, p.Sides[0]), b, ratio)
 		}
 		for _, e := range sideErrors(p) {
 			fmt.Fprintf(tw, "  error: %s\t\t\t\n", e)

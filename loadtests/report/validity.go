@@ -98,7 +98,10 @@ func metricMissing(p *driver.Point, metric, side string) {
 // statusRow is the row a point's table gets when a side is not valid:
 // each side's status in words.
 func statusRow(p *driver.Point) ([4]string, bool) {
-	a, b := p.SideStatus(p.Sides[0]), p.SideStatus(p.Sides[1])
+	a, b := p.SideStatus(p.Sides[0]), driver.Status{State: driver.StateOK}
+	if len(p.Sides) >= 2 {
+		b = p.SideStatus(p.Sides[1])
+	}
 	if a.OK() && b.OK() {
 		return [4]string{}, false
 	}
