@@ -51,6 +51,9 @@ func committedRuns(t *testing.T) []*driver.Run {
 // criteria are not its Spec's words.
 func upgraded(t *testing.T, run *driver.Run) *driver.Run {
 	t.Helper()
+	if run.Schema >= driver.SchemaVersion {
+		return run // written by the current code: nothing to upgrade
+	}
 	c := *run
 	c.Schema = driver.SchemaVersion
 	gen := scenario.Explain(run)
@@ -243,6 +246,9 @@ func TestUpgradedRawResultsRenderTheSame(t *testing.T) {
 	runs, src, _ := reportRuns(t)
 	if len(src.Raw.Loops) == 0 {
 		t.Fatal("no committed raw results")
+	}
+	if src.Raw.Schema >= raw.SchemaVersion {
+		t.Skipf("the committed raw results are of schema %d, written by the current code: nothing to upgrade", src.Raw.Schema)
 	}
 	up := upgradedRaw(t, src.Raw)
 	if a, b := RawSection(src.Raw, runs), RawSection(up, runs); a != b {
