@@ -166,11 +166,7 @@ func pointRows(p *driver.Point) [][4]string {
 		if bad {
 			r = st[3]
 		}
-		b := oneSide
-		if len(p.Sides) >= 2 {
-			b = sideCell(p, m, p.Sides[1])
-		}
-		out = append(out, [4]string{km.label, sideCell(p, m, p.Sides[0]), b, r})
+		out = append(out, [4]string{km.label, sideCell(p, m, p.Sides[0]), sideBCell(p, m), r})
 	}
 	return out
 }
@@ -178,6 +174,14 @@ func pointRows(p *driver.Point) [][4]string {
 // oneSide is the B cell and header of a point measured on one side only
 // (a Postgres side's second design, as the scale-out scenario's).
 const oneSide = "(one side)"
+
+// sideBCell is m's cell of p's B side, oneSide for a point with one.
+func sideBCell(p *driver.Point, m *driver.Metric) string {
+	if len(p.Sides) < 2 {
+		return oneSide
+	}
+	return sideCell(p, m, p.Sides[1])
+}
 
 // sideLabels are the labels of p's A and B sides, oneSide for a point
 // with one side.
@@ -304,11 +308,7 @@ func Demo(w io.Writer, run *driver.Run) {
 			if bad := invalidSides(p); len(bad) > 0 {
 				ratio = "no ratio: " + strings.Join(bad, " and ") + " not valid"
 			}
-			b := oneSide
-			if len(p.Sides) >= 2 {
-				b = sideCell(p, m, p.Sides[1])
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.label, sideCell(p, m, p.Sides[0]), b, ratio)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.label, sideCell(p, m, p.Sides[0]), sideBCell(p, m), ratio)
 		}
 		for _, e := range sideErrors(p) {
 			fmt.Fprintf(tw, "  error: %s\t\t\t\n", e)

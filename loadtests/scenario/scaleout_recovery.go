@@ -56,24 +56,24 @@ const takeoverPointName = "kill -9 the first of 2 in one group"
 // the drain and what the records say.
 func (pts *scaleOutPoints) takeover(ctx context.Context, e *Env, svc string, o ScaleOutOptions) {
 	e.logf("scaleout: %s, kill -9 the first of two instances of one group at %s", svc, driver.Label(o.GroupRate))
-	g, err := startGroups(ctx, e, svc, 1, nil)
-	if err != nil {
-		pts.set(pts.takeoverPoint, svc, nil, err)
-		return
-	}
-	survivor, err := g.startSecond(ctx)
-	if err != nil {
-		pts.set(pts.takeoverPoint, svc, nil, err)
-		g.stop(ctx)
-		return
-	}
-	res, err := g.killFirst(ctx, survivor, o)
-	pts.set(pts.takeoverPoint, svc, res, err)
-	if err := e.Launcher.Stop(g.name+"-2", 30*time.Second); err != nil {
-		e.logf("scaleout: %v", err)
-	}
-	g.drop(context.WithoutCancel(ctx))
+	measureOne(ctx, pts, pts.takeoverPoint, svc,
+		func() (*groupFleet, error) { return startGroups(ctx, e, svc, 1, nil) },
+		func(g *groupFleet) (*driver.SideResult, error) {
+			survivor, err := g.startSecond(ctx)
+			defer func() {
+				if err := e.Launcher.Stop(g.second(), 30*time.Second); err != nil {
+					e.logf("scaleout: %v", err)
+				}
+			}()
+			if err != nil {
+				return nil, err
+			}
+			return g.killFirst(ctx, survivor, o)
+		})
 }
+
+// second is the name of g's second instance (startSecond).
+func (g *groupFleet) second() string { return g.name + "-2" }
 
 // startSecond starts a second instance of g's service with g's settings
 // on the next port and returns its URL. On no-kafka it must be a hot
@@ -88,7 +88,7 @@ func (g *groupFleet) startSecond(ctx context.Context) (string, error) {
 	url := fmt.Sprintf("http://%s:%d", g.e.host(), port)
 	env := maps.Clone(g.env)
 	if g.svc == LogPair.A.Name {
-		if _, err := g.e.Launcher.StartLive(ctx, g.name+"-2", port, env, timeout); err != nil {
+		if _, err := g.e.Launcher.StartLive(ctx, g.second(), port, env, timeout); err != nil {
 			return "", err
 		}
 		code, body, err := driver.Do(ctx, http.MethodGet, url+"/readyz", nil)
@@ -97,7 +97,7 @@ func (g *groupFleet) startSecond(ctx context.Context) (string, error) {
 		}
 		return url, err
 	}
-	_, err := g.e.Launcher.Start(ctx, g.name+"-2", port, env, timeout)
+	_, err := g.e.Launcher.Start(ctx, g.second(), port, env, timeout)
 	return url, err
 }
 
@@ -228,15 +228,13 @@ func replayPointName(n int) string {
 // writes, the catch-up and the drain.
 func (pts *scaleOutPoints) replay(ctx context.Context, e *Env, svc string, o ScaleOutOptions) {
 	e.logf("scaleout: %s, a group from earliest over %d events, %s live", svc, o.ReplayEvents, driver.Label(o.ReplayLiveRate))
-	g, err := startGroups(ctx, e, svc, 1, nil)
-	if err != nil {
-		pts.set(pts.replayPoint, svc, nil, err)
-		return
-	}
-	res, err := g.replay(ctx, o)
-	pts.set(pts.replayPoint, svc, res, err)
-	g.extra = append(g.extra, replayGroup) // stop deletes it
-	g.stop(ctx)
+	measureOne(ctx, pts, pts.replayPoint, svc,
+		func() (*groupFleet, error) { return startGroups(ctx, e, svc, 1, nil) },
+		func(g *groupFleet) (*driver.SideResult, error) {
+			res, err := g.replay(ctx, o)
+			g.extra = append(g.extra, replayGroup) // stop deletes it
+			return res, err
+		})
 }
 
 // replay fills g's log, then times the new group's catch-up under live
