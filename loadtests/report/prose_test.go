@@ -11,10 +11,66 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
+
+// legacyRuns are the report's inputs (reportRuns) as the last run of the
+// code before driver.SchemaVersion and raw.SchemaVersion wrote them: for
+// each command the newest committed file of an older schema, which still
+// holds its sentences. The upgrade tests prove on them that what the
+// code generates now is what those files say.
+func legacyRuns(t testing.TB) ([]*driver.Run, Sources, string) {
+	t.Helper()
+	dir := filepath.Join("..", "..", "results")
+	newestFirst := func(cmd string) []string {
+		m, err := filepath.Glob(filepath.Join(dir, "2*-"+cmd+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Reverse(m)
+		return m
+	}
+	var runs []*driver.Run
+	for _, cmd := range append([]string{"queue", "log", "documents", "cache", "longlived", "throughput", scaleOutCmd}, eventstore.Commands()...) {
+		for _, f := range newestFirst(cmd) {
+			r, err := driver.ReadRun(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Schema < driver.SchemaVersion {
+				runs = append(runs, r)
+				break
+			}
+		}
+	}
+	var src Sources
+	for _, f := range newestFirst("raw") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r raw.Results
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if r.Schema < raw.SchemaVersion {
+			src.Raw = r
+			break
+		}
+	}
+	xf, xpath, err := experiments.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Experiments = xf
+	if len(runs) == 0 || len(src.Raw.Loops) == 0 {
+		t.Fatalf("no committed results of an older schema in %s: the upgrade tests need the last run of the code before it", dir)
+	}
+	return runs, src, xpath
+}
 
 // committedRuns reads every committed results file that is a driver.Run
 // (the raw loops', the experiments' and the event store's legacy files
@@ -51,9 +107,6 @@ func committedRuns(t *testing.T) []*driver.Run {
 // criteria are not its Spec's words.
 func upgraded(t *testing.T, run *driver.Run) *driver.Run {
 	t.Helper()
-	if run.Schema >= driver.SchemaVersion {
-		return run // written by the current code: nothing to upgrade
-	}
 	c := *run
 	c.Schema = driver.SchemaVersion
 	gen := scenario.Explain(run)
@@ -96,7 +149,7 @@ func upgraded(t *testing.T, run *driver.Run) *driver.Run {
 // is left is incidents (upgraded). Older files are history, in the words
 // of the code of their day: they are only read.
 func TestCommittedNotesAreGenerated(t *testing.T) {
-	runs, _, _ := reportRuns(t)
+	runs, _, _ := legacyRuns(t)
 	for _, r := range runs {
 		if r.Schema < 2 {
 			upgraded(t, r)
@@ -148,7 +201,7 @@ func TestCommittedResultsHoldNoProse(t *testing.T) {
 // and RESULTS.md as the committed files: the sentences the files no
 // longer hold are generated, each once, where they were printed.
 func TestUpgradedResultsRenderTheSame(t *testing.T) {
-	runs, src, xpath := reportRuns(t)
+	runs, src, xpath := legacyRuns(t)
 	var up []*driver.Run
 	for _, r := range runs {
 		up = append(up, upgraded(t, r))
@@ -243,12 +296,9 @@ func upgradedRaw(t *testing.T, r raw.Results) raw.Results {
 // rewritten as the code writes them now, word every description as the
 // file does and render the same raw-limits and retention sections.
 func TestUpgradedRawResultsRenderTheSame(t *testing.T) {
-	runs, src, _ := reportRuns(t)
+	runs, src, _ := legacyRuns(t)
 	if len(src.Raw.Loops) == 0 {
 		t.Fatal("no committed raw results")
-	}
-	if src.Raw.Schema >= raw.SchemaVersion {
-		t.Skipf("the committed raw results are of schema %d, written by the current code: nothing to upgrade", src.Raw.Schema)
 	}
 	up := upgradedRaw(t, src.Raw)
 	if a, b := RawSection(src.Raw, runs), RawSection(up, runs); a != b {
