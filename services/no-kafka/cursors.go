@@ -131,8 +131,7 @@ type cursorConsumer struct {
 	cfg     Config
 	group   string
 	lockKey int64
-	deliver *logc.Deliverer // its Records are set per batch
-	base    logc.Deliverer  // Hub, Stats, Group
+	base    logc.Deliverer // Hub, Stats, Group
 	logger  *slog.Logger
 
 	running atomic.Bool
