@@ -160,22 +160,41 @@ var cleanupPhases = []string{phaseBaseline, phaseDelete, phaseVacuum}
 // append's latency and each event's delivery latency (receive time minus
 // the time the append was sent).
 type liveLoad struct {
-	mu      sync.Mutex
-	phase   string
-	sentAt  []time.Time
-	sentIn  []string
+	mu    sync.Mutex
+	phase string
+	// sentAt, sentIn and answered are indexed by the append's number i
+	// (its event's data.i): when it was sent, in which phase, and
+	// whether it was answered 201.
+	sentAt   []time.Time
+	sentIn   []string
+	answered []bool
+	// gotAt is when the subscriber first delivered event i. An append
+	// cut off by the stop may still have been committed and delivered:
+	// it is in gotAt but not answered, and counts on neither side.
+	gotAt   map[int]time.Time
 	appends map[string][]float64
-	deliver map[string][]float64
-	// failed counts the appends that were not answered 201; received the
-	// events the subscriber delivered.
-	failed, received int
+	// failed counts the appends that were not answered 201 while the
+	// load ran.
+	failed int
 }
 
 // sent counts the appends answered 201; call with mu held.
 func (l *liveLoad) sent() int {
 	n := 0
-	for _, t := range l.sentAt {
-		if !t.IsZero() {
+	for _, ok := range l.answered {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// received counts the answered appends the subscriber delivered; call
+// with mu held.
+func (l *liveLoad) received() int {
+	n := 0
+	for i := range l.gotAt {
+		if l.answered[i] {
 			n++
 		}
 	}
@@ -192,7 +211,7 @@ func (l *liveLoad) setPhase(p string) {
 // appender, waits up to 10 s for the subscriber to receive what was
 // sent, and ends it.
 func runLiveLoad(ctx context.Context, e *Engine, stream string) (*liveLoad, func(), error) {
-	l := &liveLoad{phase: phaseBaseline, appends: map[string][]float64{}, deliver: map[string][]float64{}}
+	l := &liveLoad{phase: phaseBaseline, appends: map[string][]float64{}, gotAt: map[int]time.Time{}}
 	status, marker, err := appendEvents(ctx, e.URL, stream, "any", event{Type: "TankRegistered", Data: map[string]any{"capacity_liters": 1}})
 	if err != nil || status != http.StatusCreated {
 		return nil, nil, fmt.Errorf("live stream's marker append: %d %v %s", status, err, marker.Error)
@@ -220,7 +239,7 @@ func runLiveLoad(ctx context.Context, e *Engine, stream string) (*liveLoad, func
 		// that was answered.
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 			l.mu.Lock()
-			done := l.received >= l.sent()
+			done := l.received() >= l.sent()
 			l.mu.Unlock()
 			if done {
 				break
@@ -251,9 +270,10 @@ func (l *liveLoad) receive(ch <-chan sseMsg, stream string, got chan<- struct{})
 			continue
 		}
 		l.mu.Lock()
-		if i := *ev.Data.I; i >= 0 && i < len(l.sentAt) && !l.sentAt[i].IsZero() {
-			l.deliver[l.sentIn[i]] = append(l.deliver[l.sentIn[i]], durMS(m.At.Sub(l.sentAt[i])))
-			l.received++
+		if i := *ev.Data.I; i >= 0 && i < len(l.sentAt) {
+			if _, dup := l.gotAt[i]; !dup {
+				l.gotAt[i] = m.At
+			}
 		}
 		l.mu.Unlock()
 	}
@@ -268,6 +288,7 @@ func (l *liveLoad) appendLoop(actx context.Context, e *Engine, stream string, ap
 		l.mu.Lock()
 		l.sentAt = append(l.sentAt, time.Now())
 		l.sentIn = append(l.sentIn, l.phase)
+		l.answered = append(l.answered, false)
 		phase := l.phase
 		l.mu.Unlock()
 		t0 := time.Now()
@@ -277,10 +298,8 @@ func (l *liveLoad) appendLoop(actx context.Context, e *Engine, stream string, ap
 			if actx.Err() == nil {
 				l.failed++
 			}
-			// Not sent: drop it, so that the subscriber waits only for
-			// the appends that were answered.
-			l.sentAt[i] = time.Time{}
 		} else {
+			l.answered[i] = true
 			l.appends[phase] = append(l.appends[phase], durMS(time.Since(t0)))
 		}
 		l.mu.Unlock()
@@ -300,8 +319,12 @@ func durMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (l *liveLoad) record(m map[string]float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	sent := l.sent()
-	received := 0
+	deliver := map[string][]float64{}
+	for i, at := range l.gotAt {
+		if l.answered[i] {
+			deliver[l.sentIn[i]] = append(deliver[l.sentIn[i]], durMS(at.Sub(l.sentAt[i])))
+		}
+	}
 	for _, ph := range cleanupPhases {
 		if a := l.appends[ph]; len(a) > 0 {
 			slices.Sort(a)
@@ -310,14 +333,13 @@ func (l *liveLoad) record(m map[string]float64) {
 			m["append_"+ph+"_p99_ms"] = round2(sortedQuantile(a, 0.99))
 			m["append_"+ph+"_max_ms"] = round2(a[len(a)-1])
 		}
-		if d := l.deliver[ph]; len(d) > 0 {
+		if d := deliver[ph]; len(d) > 0 {
 			slices.Sort(d)
-			received += len(d)
 			m["deliver_"+ph+"_p50_ms"] = round2(sortedQuantile(d, 0.5))
 			m["deliver_"+ph+"_max_ms"] = round2(d[len(d)-1])
 		}
 	}
-	m["live_sent"], m["live_received"], m["live_failed"] = float64(sent), float64(received), float64(l.failed)
+	m["live_sent"], m["live_received"], m["live_failed"] = float64(l.sent()), float64(l.received()), float64(l.failed)
 }
 
 // sortedQuantile is the q-quantile (nearest rank) of sorted xs.

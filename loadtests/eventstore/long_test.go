@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -279,5 +280,38 @@ func TestKafkaCompactionOnRealKafka(t *testing.T) {
 	}
 	if m["dir_mb_after"]*2 > m["dir_mb_before"] {
 		t.Errorf("the directory: %v → %v MB", m["dir_mb_before"], m["dir_mb_after"])
+	}
+}
+
+// TestLiveLoadCountsOnlyAnsweredAppends: an append cut off by the stop
+// may be committed and delivered though its answer never came; it counts
+// neither as sent nor as received (CI once read "sent 35, received 36"),
+// and a delivery seen twice counts once.
+func TestLiveLoadCountsOnlyAnsweredAppends(t *testing.T) {
+	t0 := time.Now()
+	l := &liveLoad{
+		sentAt:   []time.Time{t0, t0, t0},
+		sentIn:   []string{phaseBaseline, phaseBaseline, phaseDelete},
+		answered: []bool{true, true, false},
+		gotAt:    map[int]time.Time{},
+		appends:  map[string][]float64{},
+	}
+	ch := make(chan sseMsg, 4)
+	for _, i := range []int{0, 2, 0} {
+		ch <- sseMsg{Event: "event", At: t0.Add(5 * time.Millisecond), Data: fmt.Sprintf(`{"stream":"s","data":{"i":%d}}`, i)}
+	}
+	close(ch)
+	got := make(chan struct{})
+	l.receive(ch, "s", got)
+	m := map[string]float64{}
+	l.record(m)
+	if m["live_sent"] != 2 || m["live_received"] != 1 {
+		t.Fatalf("sent %v, received %v: want 2 answered, 1 of them delivered", m["live_sent"], m["live_received"])
+	}
+	if _, ok := m["deliver_"+phaseDelete+"_max_ms"]; ok {
+		t.Errorf("the unanswered append's delivery was recorded: %v", m)
+	}
+	if m["deliver_"+phaseBaseline+"_max_ms"] != 5 {
+		t.Errorf("delivery latency %v ms, want 5", m["deliver_"+phaseBaseline+"_max_ms"])
 	}
 }
