@@ -51,7 +51,8 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	fs.IntVar(&o.FanoutWorkMS, "scaleout-fanout-work-ms", o.FanoutWorkMS, "scaleout: WORK_MS of the fan-out points' instance")
 	groups := fs.String("scaleout-groups", formatInts(o.Groups), "scaleout: numbers of consumer groups (the default one included) of the log pair's groups points (empty: none)")
 	fs.Float64Var(&o.GroupRate, "scaleout-group-rate", o.GroupRate, "scaleout: events/s (single POST /events) at the groups points")
-	fs.BoolVar(&o.Cursors, "scaleout-cursors", o.Cursors, "scaleout: measure the fan-out and groups points on the Postgres sides' second designs too (FANOUT_DESIGN, GROUPS_DESIGN=cursors)")
+	fs.BoolVar(&o.Cursors, "scaleout-cursors", o.Cursors, "scaleout: measure the fan-out, groups, takeover, replay and stopped points on the Postgres sides' second designs too (FANOUT_DESIGN, GROUPS_DESIGN=cursors)")
+	fs.DurationVar(&o.StoppedFor, "scaleout-stopped-for", o.StoppedFor, "scaleout: how long one of three groups is not consumed at the stopped point, at -scaleout-group-rate (0: no stopped point)")
 	fs.IntVar(&o.ReplayEvents, "scaleout-replay-events", o.ReplayEvents, "scaleout: events written before the replay point's group is created from earliest (0: no replay point)")
 	fs.Float64Var(&o.ReplayLiveRate, "scaleout-replay-live-rate", o.ReplayLiveRate, "scaleout: events/s written while the replay group catches up")
 	if err := fs.Parse(args); err != nil {
@@ -104,6 +105,9 @@ func runScaleOutCommand(ctx context.Context, c common, args []string, o scenario
 	}
 	if len(o.Groups) > 0 && o.GroupRate <= 0 {
 		return errors.New("-scaleout-group-rate must be positive")
+	}
+	if o.StoppedFor < 0 || (o.StoppedFor > 0 && o.GroupRate <= 0) {
+		return errors.New("-scaleout-stopped-for must not be negative, and -scaleout-group-rate must be positive")
 	}
 	if o.ReplayEvents < 0 || (o.ReplayEvents > 0 && o.ReplayLiveRate <= 0) {
 		return errors.New("-scaleout-replay-events must not be negative, and -scaleout-replay-live-rate must be positive")

@@ -178,6 +178,7 @@ func laggingSlotBloats(in claimInputs) outcome {
 	if len(slots) > 0 {
 		measured += "; no-kafka's slots, one per consumer group, retained at the groups points' end: " + strings.Join(slots, ", ")
 	}
+	measured += stoppedRetained(in)
 	if len(cursors) > 0 {
 		measured += "; with per-group cursors over one slot (GROUPS_DESIGN=cursors), that slot retained: " + strings.Join(cursors, ", ")
 		return outcome{measured: measured, holds: holds,
@@ -185,6 +186,30 @@ func laggingSlotBloats(in claimInputs) outcome {
 	}
 	return outcome{measured: measured, holds: holds,
 		note: "its first half is no-kafka's design (a slot per group, each decoding all of the database's WAL); the one-slot design with per-group cursors (GROUPS_DESIGN=cursors) that would test it is not in this run"}
+}
+
+// stoppedRetained is what the stopped-group points say of the slot
+// claim: per no-kafka design, the WAL the slots held when one of three
+// groups had not been consumed for the point's time, and the default
+// group's delivery p99 meanwhile ("" without stopped points).
+func stoppedRetained(in claimInputs) string {
+	var parts []string
+	for _, p := range in.rs.points(scaleOutCmd, scenario.ScaleOutStopped) {
+		b, ok1 := sideFigure(p, scenario.MetricGroupsSlotBytes, pairs.NoKafka)
+		p99, ok2 := sideFigure(p, driver.ServerDeliveryP99, pairs.NoKafka)
+		switch st := p.SideStatus(pairs.NoKafka); {
+		case !st.OK():
+			parts = append(parts, fmt.Sprintf("%s%s: %s", p.Name, designOf(p, pairs.NoKafka), statusText(st)))
+		case !ok1 || !ok2:
+			parts = append(parts, fmt.Sprintf("%s%s: %s", p.Name, designOf(p, pairs.NoKafka), notRecorded))
+		default:
+			parts = append(parts, fmt.Sprintf("%s MB%s (the default group's delivery p99 meanwhile %s ms)", num(b/1e6), designOf(p, pairs.NoKafka), num(p99)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; with one of three groups not consumed for the stopped point's time, no-kafka's slots retained " + strings.Join(parts, ", ")
 }
 
 // replayUntested is the groups claim's note when the run has no replay

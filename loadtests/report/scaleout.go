@@ -212,6 +212,10 @@ var scaleOutParts = []scaleOutPart{
 			{"longest wait", scenario.MetricTakeoverMaxWait, " s", "", ""},
 			{"waited > 1 s", scenario.MetricTakeoverSlow, "", "", ""},
 			{"again", scenario.MetricTakeoverAgain, "", "", ""},
+			{"g1: longest wait", scenario.MetricTakeoverGroupMaxWait, " s", "", ""},
+			{"g1: waited > 1 s", scenario.MetricTakeoverGroupSlow, "", "", ""},
+			{"g1: again", scenario.MetricTakeoverGroupAgain, "", "", ""},
+			{"g1: missing", scenario.MetricTakeoverGroupMissing, "", "", ""},
 		},
 		missing: scenario.MetricTakeoverMissing,
 	},
@@ -229,6 +233,23 @@ var scaleOutParts = []scaleOutPart{
 			{"again", scenario.MetricReplayAgain, "", "", ""},
 		},
 		missing: scenario.MetricReplayMissing,
+	},
+	// The stopped point's table: per log side, what the group that was
+	// not consumed held at the stop's end, what the running groups
+	// received meanwhile, and its catch-up once consumed.
+	{
+		scenario: scenario.ScaleOutStopped, title: "**A stopped group** (log pair)", points: "stopped-group", doc: `docs/log.md, "Consumer groups"`,
+		args: []partArg{setting("stopped_for_s"), partRate},
+		cols: []scaleCol{
+			{"stopped group's lag, events", scenario.MetricStoppedLagEvents, "", "", ""},
+			{"lag, bytes", scenario.MetricStoppedLagBytes, "", "", ""},
+			{"slot WAL bytes", scenario.MetricGroupsSlotBytes, "", scenario.LogPair.A.Name, "no slots"},
+			{"others: events/s per group", scenario.MetricGroupDelivered, "", "", ""},
+			{"default group's delivery p99 ms", driver.ServerDeliveryP99, "", "", ""},
+			{"catch-up", scenario.MetricStoppedCatchUp, " s", "", ""},
+			{"slot WAL bytes after", scenario.MetricStoppedAfterBytes, "", scenario.LogPair.A.Name, "no slots"},
+		},
+		missing: scenario.MetricStoppedMissing,
 	},
 }
 

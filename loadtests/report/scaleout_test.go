@@ -23,7 +23,7 @@ func scaleOutFixture() *driver.Run {
 	r.Settings["batch_tasks"], r.Settings["batch_size"], r.Settings["senders"] = 4000, 100, 4
 	point := func(sc, name string, rate float64, fn func(side string) (map[string]float64, error)) {
 		sides := scenario.QueuePair.Sides()
-		if sc == scenario.ScaleOutGroups {
+		if sc == scenario.ScaleOutGroups || sc == scenario.ScaleOutStopped {
 			sides = scenario.LogPair.Sides()
 		}
 		p := driver.Point{Scenario: sc, Name: name, Rate: rate, Sides: sides}
@@ -70,6 +70,15 @@ func scaleOutFixture() *driver.Run {
 		}
 		return m, nil
 	})
+	r.Settings["stopped_for_s"] = 60.0
+	point(scenario.ScaleOutStopped, "500/s → 3 groups, 1 stopped for 60 s", 500, func(side string) (map[string]float64, error) {
+		if side == "kafka" {
+			return nil, errors.New("GET /groups does not list group g2")
+		}
+		return map[string]float64{scenario.MetricGroups: 3, scenario.MetricStoppedFor: 60, scenario.MetricStoppedLagEvents: 30000, scenario.MetricStoppedLagBytes: 41000000,
+			scenario.MetricGroupsSlotBytes: 42000000, scenario.MetricGroupDelivered: 500, driver.ServerDeliveryP99: 19,
+			scenario.MetricStoppedCatchUp: 3.5, scenario.MetricStoppedAfterBytes: 120000, scenario.MetricStoppedMissing: 0}, nil
+	})
 	return r
 }
 
@@ -87,6 +96,10 @@ func TestScaleOutSection(t *testing.T) {
 		"**Consumer groups** (log pair)", "offered 500/s single `POST /events`",
 		"| 500/s → 4 groups | no-kafka | 499 | 4.50 | 21 | not recorded | 1.20 | not recorded | 1234567 | 0 |",
 		"| 500/s → 4 groups | kafka | 499 | 4.50 | 21 | not recorded | 1.20 | not recorded | no slots | 0 |",
+		"nothing reads it for 60 s of 500/s single `POST /events`",
+		"| 500/s → 3 groups, 1 stopped for 60 s | no-kafka | 30000 | 41000000 | 42000000 | 500 | 19 | 3.50 s | 120000 | 0 |",
+		"| 500/s → 3 groups, 1 stopped for 60 s | kafka | failed: GET /groups does not list group g2 |",
+		"**Takeover** (log pair): not in this run",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the section lacks %q:\n%s", want, s)

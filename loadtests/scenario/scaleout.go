@@ -110,10 +110,15 @@ type ScaleOutOptions struct {
 	// ReplayLiveRate events/s are written until it has caught up.
 	ReplayEvents   int
 	ReplayLiveRate float64
+	// StoppedFor is how long the stopped-group point writes while one of
+	// its three groups is not consumed (0: no stopped point), at
+	// GroupRate.
+	StoppedFor time.Duration
 	// Cursors adds the Postgres sides' second designs as points of their
-	// own beside each fan-out and groups point: no-rabbitmq with one
-	// message row and a cursor per subscriber, no-kafka with one slot
-	// and a cursor per group (secondDesign).
+	// own beside each fan-out, groups, takeover, replay and stopped
+	// point: no-rabbitmq with one message row and a cursor per
+	// subscriber, no-kafka with one slot and a cursor per group
+	// (secondDesign).
 	Cursors bool
 	// StackDir is where the stack keeps its pid files (.stack), to find
 	// the servers whose CPU the fan-out and groups points count; empty:
@@ -139,7 +144,7 @@ var ScaleOutDefaults = ScaleOutOptions{
 	Lease: 5 * time.Second, Kill: true, KillDuration: 8 * time.Second,
 	Subscribers: []int{1, 2, 4, 8}, FanoutRate: 200, FanoutWorkMS: 1,
 	Groups: []int{1, 2, 4, 8}, GroupRate: 500,
-	ReplayEvents: 1000000, ReplayLiveRate: 200, Cursors: true,
+	ReplayEvents: 1000000, ReplayLiveRate: 200, StoppedFor: time.Minute, Cursors: true,
 }
 
 // secondDesign is a Postgres side's second design, selected by a
@@ -199,18 +204,29 @@ func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
 		e.Attacks += sides
 		fixed += time.Duration(sides)*(o.KillDuration+attackOverhead) + o.Lease
 	}
+	logSides := sides // the log pair's one-off points, with no-kafka's second design
+	if o.Cursors {
+		logSides++
+	}
 	if o.Kill && len(o.Groups) > 0 {
-		e.Attacks += sides
-		fixed += time.Duration(sides) * (2*instanceStart + o.KillDuration + attackOverhead)
-		e.Bound += time.Duration(sides) * max(settle, 30*time.Second)
+		e.Attacks += logSides
+		fixed += time.Duration(logSides) * (2*instanceStart + o.KillDuration + attackOverhead)
+		e.Bound += time.Duration(logSides) * max(settle, 30*time.Second)
 	}
 	if o.ReplayEvents > 0 {
 		// 200,000 events took 29 s per side on 2 cores (the fill, the
 		// default group's delivery, the replay; 2 December 2026)
 		per := time.Duration(float64(o.ReplayEvents)/200000*30*float64(time.Second)) + instanceStart + attackOverhead
-		e.Attacks += sides
-		fixed += time.Duration(sides) * per
-		e.Bound += time.Duration(sides) * per
+		e.Attacks += logSides
+		fixed += time.Duration(logSides) * per
+		e.Bound += time.Duration(logSides) * per
+	}
+	if o.StoppedFor > 0 {
+		// The writes, then a second instance and the catch-up.
+		per := o.StoppedFor + 2*instanceStart + 2*attackOverhead
+		e.Attacks += logSides
+		fixed += time.Duration(logSides) * per
+		e.Bound += time.Duration(logSides) * (per + 2*max(settle, 30*time.Second))
 	}
 	if n := len(o.Subscribers) + len(o.Groups); n > 0 {
 		if o.Cursors { // one more side at each point
@@ -273,11 +289,17 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 				pts.groups(ctx, e, svc, n, o, p, groupsCursors.settings())
 			}
 		}
-		if pts.takeoverPoint != nil && ctx.Err() == nil {
-			pts.takeover(ctx, e, svc, o)
-		}
-		if pts.replayPoint != nil && ctx.Err() == nil {
-			pts.replay(ctx, e, svc, o)
+		for _, one := range []struct {
+			p       *driver.Point
+			measure func(context.Context, *Env, string, ScaleOutOptions, *driver.Point, map[string]string)
+		}{{pts.takeoverPoint, pts.takeover}, {pts.replayPoint, pts.replay}, {pts.stoppedPoint, pts.stopped}} {
+			if one.p == nil || ctx.Err() != nil {
+				continue
+			}
+			one.measure(ctx, e, svc, o, one.p, nil)
+			if p := pts.cursorsOf[one.p]; p != nil && svc == groupsCursors.side && ctx.Err() == nil {
+				one.measure(ctx, e, svc, o, p, groupsCursors.settings())
+			}
 		}
 	}
 	return ctx.Err()
@@ -313,6 +335,9 @@ func scaleOutSettings(run *driver.Run, o ScaleOutOptions) {
 		run.Settings["replay_events"] = o.ReplayEvents
 		run.Settings["replay_live_rate"] = o.ReplayLiveRate
 	}
+	if o.StoppedFor > 0 {
+		run.Settings["stopped_for_s"] = o.StoppedFor.Seconds()
+	}
 }
 
 // scaleOutKey names a rate point: its rate and instance count.
@@ -327,9 +352,12 @@ type scaleOutPoints struct {
 	rates   map[scaleOutKey]*driver.Point
 	batches map[int]*driver.Point
 	kill    *driver.Point
-	// takeoverPoint and replayPoint are the log pair's kill -9 and
-	// replay points (nil: not run).
-	takeoverPoint, replayPoint *driver.Point
+	// takeoverPoint, replayPoint and stoppedPoint are the log pair's
+	// kill -9, replay and stopped-group points (nil: not run); cursorsOf
+	// has each one's point of no-kafka's second design (none unless
+	// ScaleOutOptions.Cursors).
+	takeoverPoint, replayPoint, stoppedPoint *driver.Point
+	cursorsOf                                map[*driver.Point]*driver.Point
 	// fanouts are the fan-out points by number of subscribers, and
 	// groupPoints the groups points (log pair) by number of groups;
 	// cursorFanouts and cursorGroups the same points of the Postgres
@@ -349,7 +377,7 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		return newPointOf(sides, scenario, name, rate, d)
 	}
 	pts := &scaleOutPoints{rates: map[scaleOutKey]*driver.Point{}, batches: map[int]*driver.Point{}, fanouts: map[int]*driver.Point{}, groupPoints: map[int]*driver.Point{},
-		cursorFanouts: map[int]*driver.Point{}, cursorGroups: map[int]*driver.Point{}}
+		cursorFanouts: map[int]*driver.Point{}, cursorGroups: map[int]*driver.Point{}, cursorsOf: map[*driver.Point]*driver.Point{}}
 	for _, r := range o.Rates {
 		for _, n := range o.Instances {
 			p := newPoint(ScaleOutRate, fmt.Sprintf("%s ×%d", driver.Label(r), n), r, o.Duration.Seconds())
@@ -384,13 +412,23 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 			pts.order = append(pts.order, pts.cursorGroups[n])
 		}
 	}
+	logPoint := func(scenario, name string, rate, d float64) *driver.Point {
+		p := newPointOf(LogPair.Sides(), scenario, name, rate, d)
+		pts.order = append(pts.order, p)
+		if o.Cursors {
+			pts.cursorsOf[p] = groupsCursors.point(p)
+			pts.order = append(pts.order, pts.cursorsOf[p])
+		}
+		return p
+	}
 	if o.Kill && len(o.Groups) > 0 {
-		pts.takeoverPoint = newPointOf(LogPair.Sides(), ScaleOutTakeover, takeoverPointName, o.GroupRate, o.KillDuration.Seconds())
-		pts.order = append(pts.order, pts.takeoverPoint)
+		pts.takeoverPoint = logPoint(ScaleOutTakeover, takeoverPointName, o.GroupRate, o.KillDuration.Seconds())
 	}
 	if o.ReplayEvents > 0 {
-		pts.replayPoint = newPointOf(LogPair.Sides(), ScaleOutReplay, replayPointName(o.ReplayEvents), o.ReplayLiveRate, 0)
-		pts.order = append(pts.order, pts.replayPoint)
+		pts.replayPoint = logPoint(ScaleOutReplay, replayPointName(o.ReplayEvents), o.ReplayLiveRate, 0)
+	}
+	if o.StoppedFor > 0 && len(o.Groups) > 0 {
+		pts.stoppedPoint = logPoint(ScaleOutStopped, stoppedPointName(o.GroupRate, o.StoppedFor), o.GroupRate, o.StoppedFor.Seconds())
 	}
 	return pts
 }

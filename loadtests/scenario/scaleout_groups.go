@@ -127,14 +127,14 @@ func startGroups(ctx context.Context, e *Env, svc string, n int, extra map[strin
 		}
 		g.extra = append(g.extra, name)
 	}
-	if err := g.waitRunning(ctx, n, 60*time.Second); err != nil {
+	if err := g.waitRunning(ctx, groupsRunning(env, n), 60*time.Second); err != nil {
 		g.stop(ctx)
 		return nil, err
 	}
 	return g, nil
 }
 
-// waitRunning waits, up to bound, until GET /groups lists n groups, each
+// waitRunning waits, up to bound, until GET /groups lists n groups
 // ready and running on the instance.
 func (g *groupFleet) waitRunning(ctx context.Context, n int, bound time.Duration) error {
 	deadline := time.Now().Add(bound)

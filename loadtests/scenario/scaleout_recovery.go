@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"net/http"
 	"time"
@@ -18,14 +17,16 @@ import (
 // The log pair's recovery points (issue 23, item 3): a group's takeover
 // when one of its instances dies, and a new group's replay of the log.
 
-// Takeover: two instances of one log service in one
-// consumer group, the first killed with SIGKILL under load. On no-kafka
-// the second waits as a hot standby (the slot is active in the first's
-// walsender) and takes the slot over once Postgres notices the dead
-// connection; on kafka both are members of the group, and the dead
-// member's partitions wait for the group coordinator to expire its
-// session (the service's 10 s session timeout) and rebalance them to the
-// survivor.
+// Takeover: two instances of one log service, each consuming the default
+// group and one group created from latest (takeoverGroup), the first
+// killed with SIGKILL under load. On no-kafka the second waits as a hot
+// standby on each (the default group's slot is active in the first's
+// walsender; the created group's slot too, or, with
+// GROUPS_DESIGN=cursors, its advisory lock held by the first's session)
+// and takes each over once Postgres notices the dead connection; on
+// kafka both are members of each consumer group, and the dead member's
+// partitions wait for the group coordinator to expire its session (the
+// service's 10 s session timeout) and rebalance them to the survivor.
 
 // ScaleOutTakeover is kill -9 of one of two instances of one group on the
 // log pair.
@@ -39,27 +40,39 @@ const ScaleOutTakeover = "scaleout.takeover"
 // the survivor found already recorded (events the victim delivered
 // without confirming its position: at-least-once, absorbed by the
 // records).
+// The created group's figures are the same, named
+// MetricTakeoverGroupMaxWait and so on (its deliveries made again are in
+// the services' group duplicate counter).
 const (
-	MetricTakeoverMaxWait = "takeover.max_wait_s"
-	MetricTakeoverSlow    = "takeover.waited_over_1s"
-	MetricTakeoverMissing = "takeover.missing"
-	MetricTakeoverAgain   = "takeover.delivered_again"
+	MetricTakeoverMaxWait      = "takeover.max_wait_s"
+	MetricTakeoverSlow         = "takeover.waited_over_1s"
+	MetricTakeoverMissing      = "takeover.missing"
+	MetricTakeoverAgain        = "takeover.delivered_again"
+	MetricTakeoverGroupMaxWait = "takeover.group.max_wait_s"
+	MetricTakeoverGroupSlow    = "takeover.group.waited_over_1s"
+	MetricTakeoverGroupMissing = "takeover.group.missing"
+	MetricTakeoverGroupAgain   = "takeover.group.delivered_again"
 )
 
 // takeoverPointName names the takeover point.
 const takeoverPointName = "kill -9 the first of 2 in one group"
 
-// takeover measures svc's takeover: the groups point's instance (one
-// group: the default one), a second instance of it on the same schema,
-// slot or Kafka group (on no-kafka a standby, live but not ready), load
-// posted to the second, the first killed a third of the way in, then
-// the drain and what the records say.
-func (pts *scaleOutPoints) takeover(ctx context.Context, e *Env, svc string, o ScaleOutOptions) {
-	e.logf("scaleout: %s, kill -9 the first of two instances of one group at %s", svc, driver.Label(o.GroupRate))
-	measureOne(ctx, pts, pts.takeoverPoint, svc,
-		func() (*groupFleet, error) { return startGroups(ctx, e, svc, 1, nil) },
+// takeoverGroup is the group the takeover point creates besides the
+// default one (startGroups' first).
+const takeoverGroup = "g1"
+
+// takeover measures svc's side of p, the takeover: the groups point's
+// instance (with extra, a second design's setting, in its environment)
+// with two groups (the default one and takeoverGroup), a second instance
+// of it on the same schema, slots or Kafka groups (on no-kafka a
+// standby, live but not ready), load posted to the second, the first
+// killed a third of the way in, then the drain and what the records say.
+func (pts *scaleOutPoints) takeover(ctx context.Context, e *Env, svc string, o ScaleOutOptions, p *driver.Point, extra map[string]string) {
+	e.logf("scaleout: %s, kill -9 the first of two instances of two groups at %s %v", svc, driver.Label(o.GroupRate), extra)
+	measureOne(ctx, pts, p, svc,
+		func() (*groupFleet, error) { return startGroups(ctx, e, svc, 2, extra) },
 		func(g *groupFleet) (*driver.SideResult, error) {
-			survivor, err := g.startSecond(ctx)
+			survivor, err := g.startSecond(ctx, g.env)
 			defer func() {
 				if err := e.Launcher.Stop(g.second(), 30*time.Second); err != nil {
 					e.logf("scaleout: %v", err)
@@ -75,18 +88,18 @@ func (pts *scaleOutPoints) takeover(ctx context.Context, e *Env, svc string, o S
 // second is the name of g's second instance (startSecond).
 func (g *groupFleet) second() string { return g.name + "-2" }
 
-// startSecond starts a second instance of g's service with g's settings
-// on the next port and returns its URL. On no-kafka it must be a hot
-// standby (live, /readyz 503): the slot is the first instance's. On
-// kafka it joins the group and must become ready.
-func (g *groupFleet) startSecond(ctx context.Context) (string, error) {
+// startSecond starts a second instance of g's service with environment
+// env (g's, or g's with another CONSUME_GROUPS) on the next port and
+// returns its URL. On no-kafka it must be a hot standby (live, /readyz
+// 503): the default group's slot is the first instance's. On kafka it
+// joins the groups and must become ready.
+func (g *groupFleet) startSecond(ctx context.Context, env map[string]string) (string, error) {
 	timeout := g.e.ReadyTimeout
 	if timeout == 0 {
 		timeout = 90 * time.Second
 	}
 	port := g.port + 10
 	url := fmt.Sprintf("http://%s:%d", g.e.host(), port)
-	env := maps.Clone(g.env)
 	if g.svc == LogPair.A.Name {
 		if _, err := g.e.Launcher.StartLive(ctx, g.second(), port, env, timeout); err != nil {
 			return "", err
@@ -132,18 +145,24 @@ func (g *groupFleet) killFirst(ctx context.Context, survivor string, o ScaleOutO
 	if killErr != nil {
 		return res, fmt.Errorf("kill -9 %s: %w", g.name, killErr)
 	}
-	w, err := g.waitDelivered(ctx, max(g.e.settle(), 30*time.Second))
-	if err != nil {
-		return res, err
+	for _, grp := range []struct{ name, missing, maxWait, slow string }{
+		{logc.DefaultGroup, MetricTakeoverMissing, MetricTakeoverMaxWait, MetricTakeoverSlow},
+		{takeoverGroup, MetricTakeoverGroupMissing, MetricTakeoverGroupMaxWait, MetricTakeoverGroupSlow},
+	} {
+		w, err := g.waitDelivered(ctx, max(g.e.settle(), 30*time.Second), grp.name)
+		if err != nil {
+			return res, err
+		}
+		res.Metrics[grp.missing] = float64(w.missing)
+		res.Metrics[grp.maxWait] = math.Round(w.maxWait*100) / 100
+		res.Metrics[grp.slow] = float64(w.slow)
 	}
-	res.Metrics[MetricTakeoverMissing] = float64(w.missing)
-	res.Metrics[MetricTakeoverMaxWait] = math.Round(w.maxWait*100) / 100
-	res.Metrics[MetricTakeoverSlow] = float64(w.slow)
 	st, err := driver.GetStats(ctx, survivor)
 	if err != nil {
 		return res, err
 	}
 	res.Metrics[MetricTakeoverAgain] = float64(st.Counters[logc.StatDuplicates])
+	res.Metrics[MetricTakeoverGroupAgain] = float64(st.Counters[logc.StatGroupDuplicates])
 	res.Stats = st
 	driver.FlattenServer(res.Metrics, st)
 	return res, nil
@@ -156,24 +175,27 @@ type waits struct {
 }
 
 // waitDelivered waits, up to bound, until every event in g's messages
-// table has a delivery record of the default group, and returns the
-// waits.
-func (g *groupFleet) waitDelivered(ctx context.Context, bound time.Duration) (waits, error) {
+// table has a delivery record of group grp (the default group's in
+// deliveries, another's in group_deliveries), and returns the waits.
+func (g *groupFleet) waitDelivered(ctx context.Context, bound time.Duration, grp string) (waits, error) {
 	conn, err := g.e.connect(ctx)
 	if err != nil {
 		return waits{}, err
 	}
 	defer conn.Close(context.Background())
 	messages := pgx.Identifier{g.schema, "messages"}.Sanitize()
-	deliveries := pgx.Identifier{g.schema, "deliveries"}.Sanitize()
+	records, args := pgx.Identifier{g.schema, "deliveries"}.Sanitize()+" d ON d.id = m.id", []any(nil)
+	if grp != logc.DefaultGroup {
+		records, args = pgx.Identifier{g.schema, "group_deliveries"}.Sanitize()+" d ON d.id = m.id AND d.grp = $1", []any{grp}
+	}
 	q := `SELECT count(*) FILTER (WHERE d.id IS NULL),
 		count(*) FILTER (WHERE d.delivered_at - m.created_at > interval '1 second'),
 		coalesce(max(extract(epoch FROM d.delivered_at - m.created_at)), 0)::float8
-		FROM ` + messages + ` m LEFT JOIN ` + deliveries + ` d USING (id)`
+		FROM ` + messages + ` m LEFT JOIN ` + records
 	deadline := time.Now().Add(bound)
 	for {
 		var w waits
-		if err := conn.QueryRow(ctx, q).Scan(&w.missing, &w.slow, &w.maxWait); err != nil {
+		if err := conn.QueryRow(ctx, q, args...).Scan(&w.missing, &w.slow, &w.maxWait); err != nil {
 			return w, err
 		}
 		if w.missing == 0 || time.Now().After(deadline) {
@@ -223,13 +245,14 @@ func replayPointName(n int) string {
 	return fmt.Sprintf("new group from earliest over %d events", n)
 }
 
-// replay measures svc's replay point: a fresh instance, the log filled
+// replay measures svc's side of p, the replay: a fresh instance (with
+// extra, a second design's setting, in its environment), the log filled
 // and delivered to the default group, then the new group and the live
 // writes, the catch-up and the drain.
-func (pts *scaleOutPoints) replay(ctx context.Context, e *Env, svc string, o ScaleOutOptions) {
-	e.logf("scaleout: %s, a group from earliest over %d events, %s live", svc, o.ReplayEvents, driver.Label(o.ReplayLiveRate))
-	measureOne(ctx, pts, pts.replayPoint, svc,
-		func() (*groupFleet, error) { return startGroups(ctx, e, svc, 1, nil) },
+func (pts *scaleOutPoints) replay(ctx context.Context, e *Env, svc string, o ScaleOutOptions, p *driver.Point, extra map[string]string) {
+	e.logf("scaleout: %s, a group from earliest over %d events, %s live %v", svc, o.ReplayEvents, driver.Label(o.ReplayLiveRate), extra)
+	measureOne(ctx, pts, p, svc,
+		func() (*groupFleet, error) { return startGroups(ctx, e, svc, 1, extra) },
 		func(g *groupFleet) (*driver.SideResult, error) {
 			res, err := g.replay(ctx, o)
 			g.extra = append(g.extra, replayGroup) // stop deletes it
