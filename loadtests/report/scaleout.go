@@ -216,6 +216,7 @@ var scaleOutParts = []scaleOutPart{
 			{"g1: waited > 1 s", scenario.MetricTakeoverGroupSlow, "", "", ""},
 			{"g1: again", scenario.MetricTakeoverGroupAgain, "", "", ""},
 			{"g1: missing", scenario.MetricTakeoverGroupMissing, "", "", ""},
+			{"writes shed (503)", driver.ClientShed, "", "", ""},
 		},
 		missing: scenario.MetricTakeoverMissing,
 	},
