@@ -1,6 +1,6 @@
 // Package raw measures the engines' own limits, without any service: raw
 // pgx loops on a scratch schema (one-row INSERT+COMMIT, batched INSERT,
-// SKIP LOCKED claim+delete in batches of 64, wal2json decoding through
+// SKIP LOCKED claim+delete in batches of 256, wal2json decoding through
 // one logical slot), raw amqp091 publish (pipelined publisher confirms)
 // and consume (prefetch, multiple acks), and raw kafka-go produce
 // (batched, acks=all) and fetch (Conn.ReadBatch). The NOTIFY series
