@@ -39,10 +39,11 @@ const (
 	InsertCommit = "insert_commit"
 	// InsertBatch is a 100-row multi-row INSERT per transaction.
 	InsertBatch = "insert_batch"
-	// ClaimDelete is FOR UPDATE SKIP LOCKED claims of 64 rows, deleted in
-	// the same statement, on an unlogged table like queue_jobs.
+	// ClaimDelete is FOR UPDATE SKIP LOCKED claims of claimBatch (256)
+	// rows, then a DELETE of them by id, on an unlogged table like
+	// queue_jobs.
 	ClaimDelete = "claim_delete"
-	// RecordUpdate is 64-row UPDATEs by primary key of a logged record
+	// RecordUpdate is claimBatch-row (256) UPDATEs by primary key of a logged record
 	// table (status and a timestamp, with a partial index on open
 	// statuses), as the queue pair's task records are updated on delivery
 	// and completion.
