@@ -27,8 +27,8 @@ import (
 // latest), so "latest" means the events written after the answer, not
 // after the reader's first join. The groups table (shared with no-kafka)
 // is the registry; every instance reads it every GROUP_POLL_INTERVAL and
-// runs a reader for each ready group, so instances of one group share its
-// partitions.
+// runs a reader for each ready group it consumes (CONSUME_GROUPS, every
+// group by default), so instances of one group share its partitions.
 
 // kafkaGroup is the Kafka consumer group id of group name.
 func kafkaGroup(base, name string) string {
@@ -56,6 +56,7 @@ func (m *groupManager) start() {
 	m.runner = logc.GroupRunner[*consumer]{
 		Rows:         m.b.store.GroupRows,
 		New:          m.newConsumer,
+		Consumes:     m.cfg.ConsumeGroups.Has,
 		Pending:      m.pending,
 		PendingAfter: m.cfg.WriteTimeout * 2,
 		Poll:         m.cfg.GroupPoll,

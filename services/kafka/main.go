@@ -120,6 +120,15 @@ type Config struct {
 	// with the groups table (groups created or deleted through another
 	// instance). Env GROUP_POLL_INTERVAL; default DefaultGroupPoll.
 	GroupPoll time.Duration
+	// ConsumeGroups is the groups other than the default one that this
+	// instance consumes: every group (logc.AllGroups, "*") or a list. A
+	// group not listed is created (its start offsets committed by PUT
+	// here as by any instance), listed and deleted here like any other,
+	// but no reader of it joins its Kafka group from this instance: the
+	// instances that list it consume it (or none: it lags meanwhile). The
+	// default group is always consumed. Env CONSUME_GROUPS; default
+	// logc.AllGroups.
+	ConsumeGroups logc.ConsumeGroups
 }
 
 // readConfig reads and validates Config; the error names every bad
@@ -142,6 +151,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		Retention:         cleaner.ReadConfig(r, "EVENT_RETENTION", logc.DefaultEventRetention),
 		MaxGroups:         r.Int("MAX_GROUPS", DefaultMaxGroups),
 		GroupPoll:         r.Duration("GROUP_POLL_INTERVAL", DefaultGroupPoll),
+		ConsumeGroups:     logc.ReadConsumeGroups(r),
 	}
 	for i, b := range c.Brokers {
 		c.Brokers[i] = strings.TrimSpace(b)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
@@ -18,9 +19,11 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		"MAX_GROUPS": "1001", "GROUP_POLL_INTERVAL": "-1s"},
 		"KAFKA_BROKERS", "KAFKA_DIAL_TIMEOUT", "KAFKA_TOPIC", "KAFKA_PARTITIONS", "SYNCHRONOUS_COMMIT", "KAFKA_WRITE_TIMEOUT",
 		"MAX_GROUPS", "GROUP_POLL_INTERVAL")
-	if c := configtest.Defaults(t, readConfig); c.Partitions != 3 || c.MaxGroups != 16 {
-		t.Errorf("defaults: KAFKA_PARTITIONS %d (3: a group's instances share the topic), MAX_GROUPS %d", c.Partitions, c.MaxGroups)
+	if c := configtest.Defaults(t, readConfig); c.Partitions != 3 || c.MaxGroups != 16 || c.ConsumeGroups.String() != logc.AllGroups {
+		t.Errorf("defaults: KAFKA_PARTITIONS %d (3: a group's instances share the topic), MAX_GROUPS %d, CONSUME_GROUPS %s", c.Partitions, c.MaxGroups, c.ConsumeGroups)
 	}
+	configtest.ReadsBack(t, readConfig, logc.ConsumeGroupsVar, "billing,audit", func(c Config) string { return c.ConsumeGroups.String() },
+		"billing,,audit", "billing,billing", "Billing")
 }
 
 func TestStartsAndServesSharedEndpoints(t *testing.T) {

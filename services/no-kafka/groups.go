@@ -35,13 +35,14 @@ import (
 // (GROUPS_DESIGN=cursors, cursors.go) keeps this manager and its
 // reconcile loop and swaps the consumer, the set-up and the release.
 //
-// Every instance runs a consumer for every ready group (a second instance
-// waits as a standby on each slot, as on the default one) and
-// reconciles with the groups table every GROUP_POLL_INTERVAL: it starts
-// the consumers of groups created elsewhere, stops those of groups
-// deleted elsewhere, finishes the set-up of a group whose creator died
-// before it was ready, and drops the slots of groups that no longer
-// exist.
+// Every instance runs a consumer for every ready group it consumes
+// (CONSUME_GROUPS, every group by default; a second instance waits as a
+// standby on each slot, as on the default one) and reconciles with the
+// groups table every GROUP_POLL_INTERVAL: it starts the consumers of
+// groups created elsewhere, stops those of groups deleted elsewhere,
+// finishes the set-up of a group whose creator died before it was ready
+// (consumed here or not), and drops the slots of groups that no longer
+// exist (never the slot of a group that exists but runs nowhere).
 
 // groupSlot is the replication slot of group name: SLOT_NAME_g_name, or,
 // when that is longer than a slot name may be (63), SLOT_NAME cut and a
@@ -143,8 +144,9 @@ func (m *groupManager) start() {
 		pending, reconciled = m.setupCursorPending, nil
 	}
 	m.runner = logc.GroupRunner[groupConsumer]{
-		Rows: m.store.GroupRows,
-		New:  m.newConsumer,
+		Rows:     m.store.GroupRows,
+		New:      m.newConsumer,
+		Consumes: m.cfg.ConsumeGroups.Has,
 		// Not ready long after its creation: its creator died before the
 		// set-up ended (or is still replaying, holding the lock, and the
 		// attempt gives way).

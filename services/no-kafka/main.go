@@ -116,6 +116,15 @@ type Config struct {
 	// instance, set-ups left unfinished, slots of deleted groups). Env
 	// GROUP_POLL_INTERVAL; default DefaultGroupPoll.
 	GroupPoll time.Duration
+	// ConsumeGroups is the groups other than the default one that this
+	// instance consumes: every group (logc.AllGroups, "*") or a list. A
+	// group not listed is created (its slot, or cursor row, made by PUT
+	// here as by any instance, retaining from then on), listed and deleted
+	// here like any other, and never dropped as an orphan, but its
+	// consumer runs only on the instances that list it (or nowhere: it
+	// lags meanwhile). The default group is always consumed. Env
+	// CONSUME_GROUPS; default logc.AllGroups.
+	ConsumeGroups logc.ConsumeGroups
 }
 
 var slotRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
@@ -134,6 +143,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		SlotCreateTimeout: r.Duration("SLOT_CREATE_TIMEOUT", DefaultSlotCreateTimeout),
 		MaxGroups:         r.Int("MAX_GROUPS", DefaultMaxGroups),
 		GroupPoll:         r.Duration("GROUP_POLL_INTERVAL", DefaultGroupPoll),
+		ConsumeGroups:     logc.ReadConsumeGroups(r),
 		GroupsDesign:      r.Enum("GROUPS_DESIGN", DefaultGroupsDesign, DesignSlots, DesignCursors),
 	}
 	c.ReplicationURL = r.URL("REPLICATION_URL", c.Postgres.URL, "postgres", "postgresql")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
+	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -28,9 +29,11 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	if c := kittest.ReadConfig(t, readConfig, map[string]string{"GROUPS_DESIGN": "cursors"}); c.GroupsDesign != DesignCursors {
 		t.Errorf("GROUPS_DESIGN=cursors read as %q", c.GroupsDesign)
 	}
-	if c.MaxGroups != 16 || c.GroupPoll != 2*time.Second {
-		t.Errorf("group defaults: MAX_GROUPS %d, GROUP_POLL_INTERVAL %v", c.MaxGroups, c.GroupPoll)
+	if c.MaxGroups != 16 || c.GroupPoll != 2*time.Second || c.ConsumeGroups.String() != logc.AllGroups {
+		t.Errorf("group defaults: MAX_GROUPS %d, GROUP_POLL_INTERVAL %v, CONSUME_GROUPS %s", c.MaxGroups, c.GroupPoll, c.ConsumeGroups)
 	}
+	configtest.ReadsBack(t, readConfig, logc.ConsumeGroupsVar, "billing,audit", func(c Config) string { return c.ConsumeGroups.String() },
+		"billing,,audit", "billing,billing", "Billing")
 }
 
 func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {

@@ -20,8 +20,10 @@ type GroupConsumer interface {
 // GroupRunner is the part of a service's consumer-group manager that does
 // not depend on where the groups live: every Poll it reads the groups
 // table (Rows), starts a consumer (New) for each ready group that has none
-// here, hands a group that is still not ready PendingAfter after its
-// creation to Pending, and stops the consumers of groups that are gone.
+// here and that this instance consumes (Consumes), hands a group that is
+// still not ready PendingAfter after its creation to Pending (consumed
+// here or not: its set-up is the group's, not its consumer's), and stops
+// the consumers of groups that are gone.
 // What a group is on the specialist or on Postgres (its Kafka group, its
 // slot) stays in the service, in these hooks.
 //
@@ -43,6 +45,11 @@ type GroupRunner[C GroupConsumer] struct {
 	Rows func(ctx context.Context) ([]GroupRow, error)
 	// New returns the (not started) consumer of group name.
 	New func(name string) C
+	// Consumes, if set, reports whether this instance consumes group name
+	// (CONSUME_GROUPS, ConsumeGroups.Has): Run starts no consumer of a
+	// group it refuses. Nil consumes every group. The groups Reconciled
+	// gets are every group of the table all the same.
+	Consumes func(name string) bool
 	// Pending is called, on the loop, for a group that is not ready
 	// PendingAfter after its creation (its creator died before its set-up
 	// ended); ctx is the reconcile's, bounded by ReadTimeout.
@@ -174,9 +181,13 @@ func (r *GroupRunner[C]) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// Run starts group name's consumer here unless it runs, the group was
-// deleted here, or the runner is halted.
+// Run starts group name's consumer here unless it runs, this instance
+// does not consume the group (Consumes), the group was deleted here, or
+// the runner is halted.
 func (r *GroupRunner[C]) Run(name string) {
+	if r.Consumes != nil && !r.Consumes(name) {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.consumers[name]; ok || r.deleted[name] || r.ctx.Err() != nil {
