@@ -34,8 +34,9 @@ const ScaleOutStopped = "scaleout.stopped"
 
 // Stopped-group metric names, per side (besides the client.* of the
 // attack and the default group's server.delivery.* latencies): how long
-// the group was stopped, its lag at the stop's end as GET /groups shows
-// it (events and bytes; absent when the side cannot know it), the WAL
+// the group was stopped, its lag at the stop's end (events: the written
+// events without a delivery record of the group; bytes: as GET /groups
+// shows it, absent when the side cannot know it), the WAL
 // the point's slots retained then (no-kafka; MetricGroupsSlotBytes) and
 // once the group had caught up, the events per second each running
 // group received during the stop, the seconds from the consuming
@@ -111,6 +112,11 @@ func (g *groupFleet) stopOne(ctx context.Context, o ScaleOutOptions) (*driver.Si
 	if err := g.lagOf(ctx, stoppedGroup, res.Metrics); err != nil {
 		return res, err
 	}
+	behind, err := g.groupMissing(ctx, stoppedGroup)
+	if err != nil {
+		return res, err
+	}
+	res.Metrics[MetricStoppedLagEvents] = float64(behind)
 	if b, ok := g.slotsRetained(ctx); ok {
 		res.Metrics[MetricGroupsSlotBytes] = float64(b)
 	}
@@ -125,7 +131,8 @@ func (g *groupFleet) stopOne(ctx context.Context, o ScaleOutOptions) (*driver.Si
 	return res, g.catchUpStopped(ctx, res.Metrics)
 }
 
-// lagOf records group grp's lag as GET /groups shows it.
+// lagOf records group grp's lag in bytes as GET /groups shows it (none
+// when the side cannot know it: Kafka's lag is in offsets).
 func (g *groupFleet) lagOf(ctx context.Context, grp string, m map[string]float64) error {
 	code, body, err := driver.Do(ctx, http.MethodGet, g.url+"/groups", nil)
 	if err == nil && code != http.StatusOK {
@@ -141,9 +148,6 @@ func (g *groupFleet) lagOf(ctx context.Context, grp string, m map[string]float64
 	for _, gr := range list.Groups {
 		if gr.Name != grp {
 			continue
-		}
-		if gr.LagEvents != nil {
-			m[MetricStoppedLagEvents] = float64(*gr.LagEvents)
 		}
 		if gr.LagBytes != nil {
 			m[MetricStoppedLagBytes] = float64(*gr.LagBytes)
