@@ -3,6 +3,7 @@ package report
 import (
 	_ "embed"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -76,7 +77,8 @@ type scaleOutPart struct {
 	args []partArg
 	// cols come before the CPU columns of the service, Postgres and the
 	// specialist cpu names (as titles write it; none when cpu is ""),
-	// after after them, and the missing metric's column last.
+	// after after them, and the missing metric's column last (none when
+	// missing is "").
 	cols, after  []scaleCol
 	cpu, missing string
 }
@@ -104,8 +106,11 @@ func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
 			{"CPU-s/1k " + p.cpu, scenario.MetricCPUPerThousand(strings.ToLower(p.cpu)), "", "", ""},
 		}
 	}
-	missing := scaleCol{"missing", p.missing, "", "", ""}
-	scaleOutTable(b, r, p.scenario, slices.Concat(p.cols, cpu, p.after, []scaleCol{missing}))
+	var missing []scaleCol
+	if p.missing != "" {
+		missing = []scaleCol{{"missing", p.missing, "", "", ""}}
+	}
+	scaleOutTable(b, r, p.scenario, slices.Concat(p.cols, cpu, p.after, missing))
 }
 
 // scaleOutIntros are the parts' intros by scenario, from
@@ -154,6 +159,28 @@ func setting(key string) partArg {
 	return func(r *driver.Run, _ string) any { return r.Settings[key] }
 }
 
+// fanoutSearchArg is a value of the fan-out search's settings the run
+// recorded (scenario.FanoutSustainSetting; notRecorded when it has none).
+func fanoutSearchArg(f func(s *scenario.SustainSettings) any) partArg {
+	return func(r *driver.Run, _ string) any {
+		s := sustainSettingsAt(r, scenario.FanoutSustainSetting)
+		if s == nil || len(s.Sizes) == 0 {
+			return notRecorded
+		}
+		return f(s)
+	}
+}
+
+// fanoutCapacity is the copies/s the fan-out points' instance's workers
+// process at most: workers × 1000 / fanout_work_ms.
+func fanoutCapacity(r *driver.Run, _ string) any {
+	var workers, work float64
+	if r.Setting("workers", &workers) != nil || r.Setting("fanout_work_ms", &work) != nil || work <= 0 {
+		return notRecorded
+	}
+	return count(int64(workers * 1000 / work))
+}
+
 // countSetting is the run's setting key, a number, with thousands
 // separators (notRecorded when it has none).
 func countSetting(key string) partArg {
@@ -183,6 +210,39 @@ var scaleOutParts = []scaleOutPart{
 			{"WAL B / task", scenario.MetricFanoutWAL, "", "", ""},
 		},
 		missing: scenario.MetricFanoutMissing,
+	},
+	// The fan-out searches' table: per number of subscribers, side and
+	// design, the sustainable published rate, the copies processed and
+	// their p99 at it, and each search's steps.
+	{
+		scenario: scenario.ScaleOutFanoutSustain, title: "**Fan-out: sustainable published rate**", points: "fan-out search", doc: `docs/queue.md, "Fan-out"`,
+		args: []partArg{setting("fanout_kind"),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return count(int64(s.SLOMS)) }),
+			setting("workers"), setting("fanout_work_ms"),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return s.Sizes[0] }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.StepS) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.WarmupS) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.FlatMinBatches) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.FlatArrivalsS) }),
+			func(*driver.Run, string) any { return pct(driver.FailShare) },
+			func(*driver.Run, string) any { return pct(scenario.SendShare) },
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return count(int64(s.Ladders["copies"].Start)) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.Ladders["copies"].Factor) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return count(int64(s.Ladders["copies"].Max)) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return s.Ladders["copies"].Bisect }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.EarlyFailBy) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.EarlyFailAfter) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any {
+				return num(math.Round(100*s.FlatArrivalsS/max(s.StepS-s.WarmupS, 1e-9))) + "%"
+			}),
+			fanoutCapacity,
+		},
+		cols: []scaleCol{
+			{"sustainable published/s", "", "sustainable", "", ""},
+			{"copies/s at it", "at." + scenario.MetricIntake, "", "", ""},
+			{"p99 ms at it", "at.p99_ms", "", "", ""},
+			{"search", "", "search", "", ""},
+		},
 	},
 	// The groups points' table: per number of consumer groups
 	// and log side, the rate each group received, the default group's
@@ -244,7 +304,9 @@ func notInRun(b *strings.Builder, r *driver.Run, scenarioName, title, points, do
 }
 
 // scaleCol is a column of a scale-out table: a metric (with a unit
-// suffix), or "shares" for the instances' shares.
+// suffix), or "shares" for the instances' shares, "sustainable" for a
+// search's sustainable rate (sustainableCell) and "search" for its
+// rounds' steps (sustainRounds).
 type scaleCol struct {
 	title, metric, unit string
 	// only, when set, is the one side the metric exists on; the other
@@ -291,8 +353,13 @@ func scaleCell(p *driver.Point, side string, c scaleCol) string {
 	if c.only != "" && side != c.only {
 		return c.otherwise
 	}
-	if c.unit == "shares" {
+	switch c.unit {
+	case "shares":
 		return sharesText(p, side)
+	case "sustainable":
+		return sustainableCell(p, side)
+	case "search":
+		return sustainRounds(p, side)
 	}
 	m := p.Find(c.metric)
 	if m == nil {
