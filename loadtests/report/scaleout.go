@@ -81,6 +81,9 @@ type scaleOutPart struct {
 	// missing is "").
 	cols, after  []scaleCol
 	cpu, missing string
+	// against, when set, writes a summary before the table (the
+	// fan-out search's rate against N: againstN).
+	against func(b *strings.Builder, r *driver.Run, sc string)
 }
 
 // write writes the part's intro and table, or notInRun's line when r has
@@ -98,6 +101,9 @@ func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
 		intro += " " + extra
 	}
 	fmt.Fprintf(b, "\n"+intro+"\n\n", values...)
+	if p.against != nil {
+		p.against(b, r, p.scenario)
+	}
 	var cpu []scaleCol
 	if p.cpu != "" {
 		cpu = []scaleCol{
@@ -159,6 +165,53 @@ func setting(key string) partArg {
 	return func(r *driver.Run, _ string) any { return r.Settings[key] }
 }
 
+// againstN writes the sustainable rate of r's points of sc (searches)
+// as a table of one row per point name before its ", <design>" (the
+// number of subscribers) and one column per side and design
+// ("no-rabbitmq, cursors"), the cell sustainableCell's: the rate, or
+// the side's status in words.
+func againstN(b *strings.Builder, r *driver.Run, sc string) {
+	var rows, cols []string
+	cells := map[[2]string]string{}
+	for i := range r.Points {
+		p := &r.Points[i]
+		if p.Scenario != sc {
+			continue
+		}
+		row, design, _ := strings.Cut(p.Name, ", ")
+		if !slices.Contains(rows, row) {
+			rows = append(rows, row)
+		}
+		for _, side := range p.Sides {
+			col := SideLabel(r, side)
+			if design != "" {
+				col += ", " + design
+			}
+			if !slices.Contains(cols, col) {
+				cols = append(cols, col)
+			}
+			cells[[2]string{row, col}] = sustainableCell(p, side)
+		}
+	}
+	b.WriteString("Sustainable published tasks/s against the number of subscribers:\n\n| subscribers |")
+	for _, c := range cols {
+		fmt.Fprintf(b, " %s |", md(c))
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(cols)) + "\n")
+	for _, row := range rows {
+		fmt.Fprintf(b, "| %s |", md(row))
+		for _, c := range cols {
+			v, ok := cells[[2]string{row, c}]
+			if !ok {
+				v = driver.StateNotRun
+			}
+			fmt.Fprintf(b, " %s |", v)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
 // fanoutSearchArg is a value of the fan-out search's settings the run
 // recorded (scenario.FanoutSustainSetting; notRecorded when it has none).
 func fanoutSearchArg(f func(s *scenario.SustainSettings) any) partArg {
@@ -211,9 +264,10 @@ var scaleOutParts = []scaleOutPart{
 		},
 		missing: scenario.MetricFanoutMissing,
 	},
-	// The fan-out searches' table: per number of subscribers, side and
-	// design, the sustainable published rate, the copies processed and
-	// their p99 at it, and each search's steps.
+	// The fan-out searches' table, after the rate against N (againstN):
+	// per number of subscribers, side and design, the sustainable
+	// published rate, the copies processed and their p99 at it, and each
+	// search's steps.
 	{
 		scenario: scenario.ScaleOutFanoutSustain, title: "**Fan-out: sustainable published rate**", points: "fan-out search", doc: `docs/queue.md, "Fan-out"`,
 		args: []partArg{setting("fanout_kind"),
@@ -243,6 +297,7 @@ var scaleOutParts = []scaleOutPart{
 			{"p99 ms at it", "at.p99_ms", "", "", ""},
 			{"search", "", "search", "", ""},
 		},
+		against: againstN,
 	},
 	// The groups points' table: per number of consumer groups
 	// and log side, the rate each group received, the default group's

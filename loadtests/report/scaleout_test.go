@@ -168,7 +168,8 @@ func fanoutSearchFixture(r *driver.Run) {
 
 // TestScaleOutFanoutSearch renders the fan-out search's part: the
 // criteria and the copies ladder from the run's settings, per number of
-// subscribers, side and design the sustainable published rate (≥ when
+// subscribers, side and design (in a table against N too: a side a
+// point lacks is "not run") the sustainable published rate (≥ when
 // the ladder's top passed), the copies processed and their p99 at it,
 // the failing step's reason read from its figures, a search that found
 // no rate as "failed: <reason>", never as a figure; and a run without
@@ -187,6 +188,9 @@ func TestScaleOutFanoutSearch(t *testing.T) {
 		"Rows named \", cursors\" are no-rabbitmq with `FANOUT_DESIGN=cursors`, searched the same way.",
 		"| 8 subscribers | no-rabbitmq | 750 | 5998 | 41 |",
 		"| 8 subscribers | rabbitmq | failed: no offered rate down to 63 items/s kept the backlog flat |",
+		"| subscribers | no-rabbitmq | rabbitmq | no-rabbitmq, cursors |",
+		"| 1 subscriber | 6000 | ≥ 16000 (the ladder's top passed) | 4000 |",
+		"| 8 subscribers | 750 | failed: no offered rate down to 63 items/s kept the backlog flat | not run |",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the section lacks %q:\n%s", want, s)
