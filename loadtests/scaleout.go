@@ -20,7 +20,7 @@ import (
 const scaleoutCommand = "scaleout"
 
 func init() {
-	loadCommands[scaleoutCommand] = "competing consumers: 1, 2 and 4 instances of each queue service on one schema / one queue, fixed rates, a batch, kill -9 of one of two; fan-out to 1, 2, 4 and 8 subscribers; 1, 2, 4 and 8 consumer groups of each log service"
+	loadCommands[scaleoutCommand] = "competing consumers: 1, 2 and 4 instances of each queue service on one schema / one queue, fixed rates, a batch, kill -9 of one of two; fan-out to 1, 2, 4 and 8 subscribers, each with its sustainable published rate; 1, 2, 4 and 8 consumer groups of each log service"
 }
 
 // scaleoutMain runs `go run ./loadtests scaleout [flags]`: the scale-out
@@ -49,6 +49,9 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	subs := fs.String("scaleout-subscribers", formatInts(o.Subscribers), "scaleout: numbers of subscribers of the fan-out points (empty: none)")
 	fs.Float64Var(&o.FanoutRate, "scaleout-fanout-rate", o.FanoutRate, "scaleout: tasks/s posted at the fan-out points (each becomes one copy per subscriber)")
 	fs.IntVar(&o.FanoutWorkMS, "scaleout-fanout-work-ms", o.FanoutWorkMS, "scaleout: WORK_MS of the fan-out points' instance")
+	fanoutSustain := fs.Bool("scaleout-fanout-sustainable", o.FanoutSustain != nil, "scaleout: search each fan-out point's sustainable published rate on each side and design (backlog of copies flat, send→processed p99 < "+scenario.SustainSLO.String()+")")
+	fo := *scenario.ScaleOutDefaults.FanoutSustain
+	fs.DurationVar(&fo.Step, "scaleout-fanout-step", fo.Step, "scaleout: duration of each offered rate of the fan-out search (its first "+fo.Warmup.String()+" left out of the backlog's trend)")
 	groups := fs.String("scaleout-groups", formatInts(o.Groups), "scaleout: numbers of consumer groups (the default one included) of the log pair's groups points (empty: none)")
 	fs.Float64Var(&o.GroupRate, "scaleout-group-rate", o.GroupRate, "scaleout: events/s (single POST /events) at the groups points")
 	fs.BoolVar(&o.Cursors, "scaleout-cursors", o.Cursors, "scaleout: measure the fan-out, groups, takeover, replay and stopped points on the Postgres sides' second designs too (FANOUT_DESIGN, GROUPS_DESIGN=cursors)")
@@ -88,6 +91,10 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 		}
 	}
 	o.Duration = c.duration
+	o.FanoutSustain = nil
+	if *fanoutSustain {
+		o.FanoutSustain = &fo
+	}
 	if err := runScaleOutCommand(ctx, c, args, o); err != nil {
 		fmt.Fprintln(stderr, "loadtests scaleout:", err)
 		return 1
@@ -102,6 +109,11 @@ func runScaleOutCommand(ctx context.Context, c common, args []string, o scenario
 	}
 	if len(o.Subscribers) > 0 && (o.FanoutRate <= 0 || o.FanoutWorkMS < 1) {
 		return errors.New("-scaleout-fanout-rate and -scaleout-fanout-work-ms must be positive")
+	}
+	if o.FanoutSustain != nil && len(o.Subscribers) > 0 {
+		if err := o.FanoutSustain.Validate(); err != nil {
+			return fmt.Errorf("-scaleout-fanout-step: %w", err)
+		}
 	}
 	if len(o.Groups) > 0 && o.GroupRate <= 0 {
 		return errors.New("-scaleout-group-rate must be positive")

@@ -3,6 +3,7 @@ package report
 import (
 	_ "embed"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -76,9 +77,13 @@ type scaleOutPart struct {
 	args []partArg
 	// cols come before the CPU columns of the service, Postgres and the
 	// specialist cpu names (as titles write it; none when cpu is ""),
-	// after after them, and the missing metric's column last.
+	// after after them, and the missing metric's column last (none when
+	// missing is "").
 	cols, after  []scaleCol
 	cpu, missing string
+	// against, when set, writes a summary before the table (the
+	// fan-out search's rate against N: againstN).
+	against func(b *strings.Builder, r *driver.Run, sc string)
 }
 
 // write writes the part's intro and table, or notInRun's line when r has
@@ -96,6 +101,9 @@ func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
 		intro += " " + extra
 	}
 	fmt.Fprintf(b, "\n"+intro+"\n\n", values...)
+	if p.against != nil {
+		p.against(b, r, p.scenario)
+	}
 	var cpu []scaleCol
 	if p.cpu != "" {
 		cpu = []scaleCol{
@@ -104,8 +112,11 @@ func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
 			{"CPU-s/1k " + p.cpu, scenario.MetricCPUPerThousand(strings.ToLower(p.cpu)), "", "", ""},
 		}
 	}
-	missing := scaleCol{"missing", p.missing, "", "", ""}
-	scaleOutTable(b, r, p.scenario, slices.Concat(p.cols, cpu, p.after, []scaleCol{missing}))
+	var missing []scaleCol
+	if p.missing != "" {
+		missing = []scaleCol{{"missing", p.missing, "", "", ""}}
+	}
+	scaleOutTable(b, r, p.scenario, slices.Concat(p.cols, cpu, p.after, missing))
 }
 
 // scaleOutIntros are the parts' intros by scenario, from
@@ -154,6 +165,75 @@ func setting(key string) partArg {
 	return func(r *driver.Run, _ string) any { return r.Settings[key] }
 }
 
+// againstN writes the sustainable rate of r's points of sc (searches)
+// as a table of one row per point name before its ", <design>" (the
+// number of subscribers) and one column per side and design
+// ("no-rabbitmq, cursors"), the cell sustainableCell's: the rate, or
+// the side's status in words.
+func againstN(b *strings.Builder, r *driver.Run, sc string) {
+	var rows, cols []string
+	cells := map[[2]string]string{}
+	for i := range r.Points {
+		p := &r.Points[i]
+		if p.Scenario != sc {
+			continue
+		}
+		row, design, _ := strings.Cut(p.Name, ", ")
+		if !slices.Contains(rows, row) {
+			rows = append(rows, row)
+		}
+		for _, side := range p.Sides {
+			col := SideLabel(r, side)
+			if design != "" {
+				col += ", " + design
+			}
+			if !slices.Contains(cols, col) {
+				cols = append(cols, col)
+			}
+			cells[[2]string{row, col}] = sustainableCell(p, side)
+		}
+	}
+	b.WriteString("Sustainable published tasks/s against the number of subscribers:\n\n| subscribers |")
+	for _, c := range cols {
+		fmt.Fprintf(b, " %s |", md(c))
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(cols)) + "\n")
+	for _, row := range rows {
+		fmt.Fprintf(b, "| %s |", md(row))
+		for _, c := range cols {
+			v, ok := cells[[2]string{row, c}]
+			if !ok {
+				v = driver.StateNotRun
+			}
+			fmt.Fprintf(b, " %s |", v)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+// fanoutSearchArg is a value of the fan-out search's settings the run
+// recorded (scenario.FanoutSustainSetting; notRecorded when it has none).
+func fanoutSearchArg(f func(s *scenario.SustainSettings) any) partArg {
+	return func(r *driver.Run, _ string) any {
+		s := sustainSettingsAt(r, scenario.FanoutSustainSetting)
+		if s == nil || len(s.Sizes) == 0 {
+			return notRecorded
+		}
+		return f(s)
+	}
+}
+
+// fanoutCapacity is the copies/s the fan-out points' instance's workers
+// process at most: workers × 1000 / fanout_work_ms.
+func fanoutCapacity(r *driver.Run, _ string) any {
+	var workers, work float64
+	if r.Setting("workers", &workers) != nil || r.Setting("fanout_work_ms", &work) != nil || work <= 0 {
+		return notRecorded
+	}
+	return count(int64(workers * 1000 / work))
+}
+
 // countSetting is the run's setting key, a number, with thousands
 // separators (notRecorded when it has none).
 func countSetting(key string) partArg {
@@ -183,6 +263,41 @@ var scaleOutParts = []scaleOutPart{
 			{"WAL B / task", scenario.MetricFanoutWAL, "", "", ""},
 		},
 		missing: scenario.MetricFanoutMissing,
+	},
+	// The fan-out searches' table, after the rate against N (againstN):
+	// per number of subscribers, side and design, the sustainable
+	// published rate, the copies processed and their p99 at it, and each
+	// search's steps.
+	{
+		scenario: scenario.ScaleOutFanoutSustain, title: "**Fan-out: sustainable published rate**", points: "fan-out search", doc: `docs/queue.md, "Fan-out"`,
+		args: []partArg{setting("fanout_kind"),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return count(int64(s.SLOMS)) }),
+			setting("workers"), setting("fanout_work_ms"),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return s.Sizes[0] }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.StepS) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.WarmupS) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.FlatMinBatches) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.FlatArrivalsS) }),
+			func(*driver.Run, string) any { return pct(driver.FailShare) },
+			func(*driver.Run, string) any { return pct(scenario.SendShare) },
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return count(int64(s.Ladders["copies"].Start)) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.Ladders["copies"].Factor) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return count(int64(s.Ladders["copies"].Max)) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return s.Ladders["copies"].Bisect }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.EarlyFailBy) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.EarlyFailAfter) }),
+			fanoutSearchArg(func(s *scenario.SustainSettings) any {
+				return num(math.Round(100*s.FlatArrivalsS/max(s.StepS-s.WarmupS, 1e-9))) + "%"
+			}),
+			fanoutCapacity,
+		},
+		cols: []scaleCol{
+			{"sustainable published/s", "", "sustainable", "", ""},
+			{"copies/s at it", "at." + scenario.MetricIntake, "", "", ""},
+			{"p99 ms at it", "at.p99_ms", "", "", ""},
+			{"search", "", "search", "", ""},
+		},
+		against: againstN,
 	},
 	// The groups points' table: per number of consumer groups
 	// and log side, the rate each group received, the default group's
@@ -266,7 +381,9 @@ func notInRun(b *strings.Builder, r *driver.Run, scenarioName, title, points, do
 }
 
 // scaleCol is a column of a scale-out table: a metric (with a unit
-// suffix), or "shares" for the instances' shares.
+// suffix), or "shares" for the instances' shares, "sustainable" for a
+// search's sustainable rate (sustainableCell) and "search" for its
+// rounds' steps (sustainRounds).
 type scaleCol struct {
 	title, metric, unit string
 	// only, when set, is the one side the metric exists on; the other
@@ -313,8 +430,13 @@ func scaleCell(p *driver.Point, side string, c scaleCol) string {
 	if c.only != "" && side != c.only {
 		return c.otherwise
 	}
-	if c.unit == "shares" {
+	switch c.unit {
+	case "shares":
 		return sharesText(p, side)
+	case "sustainable":
+		return sustainableCell(p, side)
+	case "search":
+		return sustainRounds(p, side)
 	}
 	m := p.Find(c.metric)
 	if m == nil {

@@ -125,3 +125,101 @@ func TestScaleOutSection(t *testing.T) {
 		t.Error("a missing scale-out run should render nothing")
 	}
 }
+
+// fanoutSearchFixture adds to r the fan-out search's settings and
+// points with made-up figures: at 1 subscriber no-rabbitmq passed 6,000
+// published/s and failed 8,000 (its backlog of copies grew), rabbitmq
+// passed the ladder's top; at 8 subscribers rabbitmq's search found no
+// rate; the cursors design at 1 subscriber, on no-rabbitmq only.
+func fanoutSearchFixture(r *driver.Run) {
+	r.Settings["workers"] = 8
+	r.Settings[scenario.FanoutSustainSetting] = scenario.FanoutSustainDefaults.Settings()
+	step := func(m map[string]float64, i int, offered, copies float64, pass bool) {
+		for k, v := range map[string]float64{scenario.MetricOffered: offered, scenario.MetricCopies: copies, driver.ClientRequests: offered * 8 / 100,
+			"sent_per_s": offered, "flat_bound": copies * 0.25 * offered, "window_s": 8, "p99_count": 100, "p99_ms": 35} {
+			m[scenario.StepMetric(i, k)] = v
+		}
+		if !pass {
+			m[scenario.StepMetric(i, "backlog_growth")] = copies * offered
+			m[scenario.StepMetric(i, "stopped_early")] = 1
+			m[scenario.StepMetric(i, scenario.MetricIntake)] = copies * offered * 0.7
+		}
+	}
+	search := func(name string, sides []string, fn func(side string) (map[string]float64, error)) {
+		p := driver.Point{Scenario: scenario.ScaleOutFanoutSustain, Name: name, DurationS: 10, Sides: sides}
+		_ = driver.RunPoint(context.Background(), &p, 1, func(_ context.Context, s string, _ int) (*driver.SideResult, error) {
+			m, err := fn(s)
+			return &driver.SideResult{Metrics: m}, err
+		})
+		r.Points = append(r.Points, p)
+	}
+	search("1 subscriber", scenario.QueuePair.Sides(), func(side string) (map[string]float64, error) {
+		m := map[string]float64{scenario.MetricFanoutSubscribers: 1, scenario.MetricSteps: 3, "at." + scenario.MetricIntake: 5990, "at.p99_ms": 35}
+		if side == "rabbitmq" {
+			m[scenario.MetricSustainable], m[scenario.MetricCapped] = 16000, 1
+			return m, nil
+		}
+		m[scenario.MetricSustainable], m[scenario.MetricFirstFail], m[scenario.MetricCapped] = 6000, 8000, 0
+		step(m, 0, 4000, 1, true)
+		step(m, 1, 8000, 1, false)
+		step(m, 2, 6000, 1, true)
+		return m, nil
+	})
+	search("1 subscriber, cursors", []string{"no-rabbitmq"}, func(string) (map[string]float64, error) {
+		return map[string]float64{scenario.MetricFanoutSubscribers: 1, scenario.MetricSteps: 2, scenario.MetricSustainable: 4000,
+			scenario.MetricFirstFail: 8000, scenario.MetricCapped: 0, "at." + scenario.MetricIntake: 3995, "at.p99_ms": 20}, nil
+	})
+	r.Points[len(r.Points)-1].Env = map[string]map[string]string{"no-rabbitmq": {"FANOUT_DESIGN": "cursors"}}
+	search("8 subscribers", scenario.QueuePair.Sides(), func(side string) (map[string]float64, error) {
+		if side == "rabbitmq" {
+			return map[string]float64{scenario.MetricSteps: 4}, errors.New("no offered rate down to 63 items/s kept the backlog flat")
+		}
+		return map[string]float64{scenario.MetricFanoutSubscribers: 8, scenario.MetricSteps: 2, scenario.MetricSustainable: 750,
+			scenario.MetricFirstFail: 1000, scenario.MetricCapped: 0, "at." + scenario.MetricIntake: 5998, "at.p99_ms": 41}, nil
+	})
+}
+
+// TestScaleOutFanoutSearch renders the fan-out search's part: the
+// criteria and the copies ladder from the run's settings, per number of
+// subscribers, side and design (in a table against N too: a side a
+// point lacks is "not run") the sustainable published rate (≥ when
+// the ladder's top passed), the copies processed and their p99 at it,
+// the failing step's reason read from its figures, a search that found
+// no rate as "failed: <reason>", never as a figure; and a run without
+// the search's points (every run before it) says it is not in the run.
+func TestScaleOutFanoutSearch(t *testing.T) {
+	t.Parallel()
+	r := scaleOutFixture()
+	fanoutSearchFixture(r)
+	s := ScaleOutSection(r)
+	for _, want := range []string{
+		"**Fan-out: sustainable published rate**: per number of subscribers", "under 1,000 ms", "(8 workers of 1 ms)", "in batches of 100 tasks",
+		"from 4,000 copies/s ×2 up to 16,000 copies/s, 1 bisection(s)", "at most 8,000 copies/s", "fall up to 3% behind",
+		"| 1 subscriber | no-rabbitmq | 6000 | 5990 | 35 | round 0: 6000, 8000 failed (backlog grew 8000 items in 8 s (flat: ≤ 2000), processing 5600/s) |",
+		"| 1 subscriber | rabbitmq | ≥ 16000 (the ladder's top passed) | 5990 | 35 | round 0: 16000+ |",
+		"| 1 subscriber, cursors | no-rabbitmq | 4000 | 3995 | 20 | round 0: 4000, 8000 failed |",
+		"Rows named \", cursors\" are no-rabbitmq with `FANOUT_DESIGN=cursors`, searched the same way.",
+		"| 8 subscribers | no-rabbitmq | 750 | 5998 | 41 |",
+		"| 8 subscribers | rabbitmq | failed: no offered rate down to 63 items/s kept the backlog flat |",
+		"| subscribers | no-rabbitmq | rabbitmq | no-rabbitmq, cursors |",
+		"| 1 subscriber | 6000 | ≥ 16000 (the ladder's top passed) | 4000 |",
+		"| 8 subscribers | 750 | failed: no offered rate down to 63 items/s kept the backlog flat | not run |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the section lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "%!") {
+		t.Errorf("a verb without its value:\n%s", s)
+	}
+	// Without the search's settings (a hand-made run), the intro says so
+	// instead of printing zero values.
+	delete(r.Settings, scenario.FanoutSustainSetting)
+	if s := ScaleOutSection(r); !strings.Contains(s, "from not recorded copies/s") || strings.Contains(s, "%!") {
+		t.Errorf("a run without the search's settings:\n%s", s)
+	}
+	old := ScaleOutSection(scaleOutFixture())
+	if !strings.Contains(old, "**Fan-out: sustainable published rate**: not in this run (`results/") || strings.Contains(old, "| 1 subscriber |") {
+		t.Errorf("a run without the search's points:\n%s", old)
+	}
+}

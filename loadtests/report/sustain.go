@@ -32,7 +32,13 @@ func init() {
 // sustainSettings returns the sustainable search's settings the run
 // recorded (nil when it has none).
 func sustainSettings(r *driver.Run) *scenario.SustainSettings {
-	v, ok := r.Settings[scenario.SustainSetting]
+	return sustainSettingsAt(r, scenario.SustainSetting)
+}
+
+// sustainSettingsAt returns the search settings the run recorded as key
+// (nil when it has none).
+func sustainSettingsAt(r *driver.Run, key string) *scenario.SustainSettings {
+	v, ok := r.Settings[key]
 	if !ok {
 		return nil
 	}

@@ -100,6 +100,10 @@ type ScaleOutOptions struct {
 	Subscribers  []int
 	FanoutRate   float64
 	FanoutWorkMS int
+	// FanoutSustain adds, per number of subscribers, the search for the
+	// sustainable published rate on each side and design
+	// (scaleout_sustain.go; nil: none).
+	FanoutSustain *FanoutSustainOptions
 	// Groups are the numbers of consumer groups (the default one
 	// included) of the groups points, on the log pair (none: no groups
 	// points); GroupRate is their rate of single POST /events.
@@ -127,8 +131,13 @@ type ScaleOutOptions struct {
 }
 
 // ScaleOutDefaults took 4 min 12 s on 2 cores (2 December 2026, by
-// hand; ScaleOutOptions.Estimate plans about 7, its instance starts
-// counted generously): per side 7 instance starts, 6 fixed-rate attacks of 6 s,
+// hand, before the takeover, replay and fan-out search points;
+// ScaleOutOptions.Estimate plans about 7, its instance starts counted
+// generously). The fan-out search (FanoutSustainDefaults: 12 searches,
+// N = 1, 2, 4, 8 on rabbitmq, no-rabbitmq and its cursors design) adds
+// about 7 minutes by FanoutSustainOptions.estimate, which assumes each
+// later search's bracket holds (two steps): an estimate, not measured.
+// Per side 7 instance starts, 6 fixed-rate attacks of 6 s,
 // 3 batch points (4,000 tasks at 400, 800 and 1,600 tasks/s of capacity),
 // the kill point, and 4 fan-out points (one instance each); on the log
 // pair 4 groups points and the takeover point (500 events/s, well within
@@ -142,7 +151,7 @@ var ScaleOutDefaults = ScaleOutOptions{
 	Instances: []int{1, 2, 4}, Rates: []float64{300, 600}, Duration: 6 * time.Second,
 	BatchTasks: 4000, BatchSize: 100, Senders: 4, Workers: 8, WorkMS: 20,
 	Lease: 5 * time.Second, Kill: true, KillDuration: 8 * time.Second,
-	Subscribers: []int{1, 2, 4, 8}, FanoutRate: 200, FanoutWorkMS: 1,
+	Subscribers: []int{1, 2, 4, 8}, FanoutRate: 200, FanoutWorkMS: 1, FanoutSustain: &FanoutSustainDefaults,
 	Groups: []int{1, 2, 4, 8}, GroupRate: 500,
 	ReplayEvents: 1000000, ReplayLiveRate: 200, StoppedFor: time.Minute, Cursors: true,
 }
@@ -186,6 +195,15 @@ const scaleOutPortOffset = 2000
 // capacity is one instance's tasks per second.
 func (o ScaleOutOptions) capacity() float64 {
 	return float64(o.Workers) * 1000 / float64(max(o.WorkMS, 1))
+}
+
+// fanoutSides is how many sides each number of subscribers is measured
+// on: both queue sides, and no-rabbitmq's cursors design with Cursors.
+func fanoutSides(o ScaleOutOptions) int {
+	if o.Cursors {
+		return 3
+	}
+	return 2
 }
 
 // Estimate returns the expected duration of the scenario.
@@ -236,6 +254,9 @@ func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
 		fixed += time.Duration(sides*n) * (instanceStart + o.Duration + 2*time.Second + attackOverhead)
 		e.Bound += time.Duration(sides*n) * settle
 	}
+	if o.FanoutSustain != nil {
+		e = e.Add(o.FanoutSustain.estimate(fanoutSides(o), o.Subscribers))
+	}
 	e.Typical += fixed
 	e.Bound += fixed + time.Duration(sides*len(o.Instances))*settle
 	return e
@@ -273,10 +294,7 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			pts.fanout(ctx, e, svc, n, o, pts.fanouts[n], nil)
-			if p := pts.cursorFanouts[n]; p != nil && svc == fanoutCursors.side {
-				pts.fanout(ctx, e, svc, n, o, p, fanoutCursors.settings())
-			}
+			pts.fanoutPoints(ctx, e, svc, n, o)
 		}
 	}
 	for _, svc := range LogPair.Sides() {
@@ -322,6 +340,9 @@ func scaleOutSettings(run *driver.Run, o ScaleOutOptions) {
 		run.Settings["fanout_rate"] = o.FanoutRate
 		run.Settings["fanout_work_ms"] = o.FanoutWorkMS
 		run.Settings["fanout_kind"] = FanoutKind
+		if o.FanoutSustain != nil {
+			run.Settings[FanoutSustainSetting] = o.FanoutSustain.Settings()
+		}
 	}
 	if len(o.Groups) > 0 {
 		run.Settings["groups"] = o.Groups
@@ -361,8 +382,14 @@ type scaleOutPoints struct {
 	// fanouts are the fan-out points by number of subscribers, and
 	// groupPoints the groups points (log pair) by number of groups;
 	// cursorFanouts and cursorGroups the same points of the Postgres
-	// sides' second designs (empty unless ScaleOutOptions.Cursors).
+	// sides' second designs (empty unless ScaleOutOptions.Cursors);
+	// fanoutSustains and cursorFanoutSustains the fan-out searches'
+	// points (empty unless ScaleOutOptions.FanoutSustain).
 	fanouts, groupPoints, cursorFanouts, cursorGroups map[int]*driver.Point
+	fanoutSustains, cursorFanoutSustains              map[int]*driver.Point
+	// copySeeds are the last fan-out search's bracket, in copies per
+	// second, by side and design (fanoutSustain).
+	copySeeds map[string]bracket
 	// order is every point in the order of the results file.
 	order []*driver.Point
 }
@@ -377,7 +404,8 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		return newPointOf(sides, scenario, name, rate, d)
 	}
 	pts := &scaleOutPoints{rates: map[scaleOutKey]*driver.Point{}, batches: map[int]*driver.Point{}, fanouts: map[int]*driver.Point{}, groupPoints: map[int]*driver.Point{},
-		cursorFanouts: map[int]*driver.Point{}, cursorGroups: map[int]*driver.Point{}, cursorsOf: map[*driver.Point]*driver.Point{}}
+		cursorFanouts: map[int]*driver.Point{}, cursorGroups: map[int]*driver.Point{}, cursorsOf: map[*driver.Point]*driver.Point{},
+		fanoutSustains: map[int]*driver.Point{}, cursorFanoutSustains: map[int]*driver.Point{}, copySeeds: map[string]bracket{}}
 	for _, r := range o.Rates {
 		for _, n := range o.Instances {
 			p := newPoint(ScaleOutRate, fmt.Sprintf("%s ×%d", driver.Label(r), n), r, o.Duration.Seconds())
@@ -401,6 +429,18 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		if o.Cursors {
 			pts.cursorFanouts[n] = fanoutCursors.point(p)
 			pts.order = append(pts.order, pts.cursorFanouts[n])
+		}
+	}
+	for _, n := range o.Subscribers {
+		if o.FanoutSustain == nil {
+			break
+		}
+		p := newPoint(ScaleOutFanoutSustain, subscribersName(n), 0, o.FanoutSustain.Step.Seconds())
+		pts.fanoutSustains[n] = p
+		pts.order = append(pts.order, p)
+		if o.Cursors {
+			pts.cursorFanoutSustains[n] = fanoutCursors.point(p)
+			pts.order = append(pts.order, pts.cursorFanoutSustains[n])
 		}
 	}
 	for _, n := range o.Groups {

@@ -56,15 +56,28 @@ func FanoutSetting(n int) string {
 // fanoutName names the fan-out point of n subscribers at rate:
 // "200/s → 1 subscriber", "200/s → 8 subscribers".
 func fanoutName(rate float64, n int) string {
-	if n == 1 {
-		return driver.Label(rate) + " → 1 subscriber"
-	}
-	return fmt.Sprintf("%s → %d subscribers", driver.Label(rate), n)
+	return driver.Label(rate) + " → " + subscribersName(n)
 }
 
 // fanoutBody is the n-th FanoutKind task posted.
 func fanoutBody(n uint64) []byte {
 	return []byte(`{"kind":"` + FanoutKind + `","payload":{"n":` + strconv.FormatUint(n, 10) + `},"fail_times":0}`)
+}
+
+// fanoutPoints measures svc's side of the fan-out points of n
+// subscribers: the fixed rate, then the sustainable search (when run),
+// each on the cursors design too (when run) on its side.
+func (pts *scaleOutPoints) fanoutPoints(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) {
+	pts.fanout(ctx, e, svc, n, o, pts.fanouts[n], nil)
+	if p := pts.cursorFanouts[n]; p != nil && svc == fanoutCursors.side {
+		pts.fanout(ctx, e, svc, n, o, p, fanoutCursors.settings())
+	}
+	if p := pts.fanoutSustains[n]; p != nil && ctx.Err() == nil {
+		pts.fanoutSustain(ctx, e, svc, n, o, p, nil)
+	}
+	if p := pts.cursorFanoutSustains[n]; p != nil && svc == fanoutCursors.side && ctx.Err() == nil {
+		pts.fanoutSustain(ctx, e, svc, n, o, p, fanoutCursors.settings())
+	}
 }
 
 // fanout measures svc's side of p, n subscribers: one fresh instance

@@ -99,6 +99,11 @@ const (
 	MetricShare   = "share_of_sustainable"
 	MetricDrain   = "drain_s"
 	MetricDrained = "drained"
+	// MetricCopies is a step's items out per item offered when it is
+	// more than 1 (a fan-out's subscribers: each published task becomes
+	// one copy per subscriber): its flat bound, backlog and processing
+	// count copies while its offered and sent rates count items sent.
+	MetricCopies = "copies"
 )
 
 // SustainScenarioName is the Point.Scenario of a pair's sustainable
@@ -282,13 +287,13 @@ func StepJudge(m map[string]float64) (bool, string) {
 // StepStarved reports whether a step starved: its backlog grew past the
 // flat bound while it processed under StarvedShare of the lower of the
 // offered rate and ref (the highest rate the side passed before it in
-// the same search; 0 for none).
+// the same search; 0 for none), times the step's MetricCopies.
 func StepStarved(m map[string]float64, ref float64) bool {
 	base := m[MetricOffered]
 	if ref > 0 {
 		base = min(base, ref)
 	}
-	return m["backlog_growth"] > m["flat_bound"] && m[MetricIntake] < StarvedShare*base
+	return m["backlog_growth"] > m["flat_bound"] && m[MetricIntake] < StarvedShare*base*max(m[MetricCopies], 1)
 }
 
 // flatBound is the most a flat backlog may grow over a window at rate.
@@ -510,7 +515,15 @@ func (s ThroughputScenario) search(ctx context.Context, e *Env, svc string, size
 	if err != nil {
 		return res, bracket{}, err
 	}
-	st := &sideState{}
+	b, err := s.searchAt(ctx, e, svc, size, body, l, seed, o, &sideState{base: e.URL(svc)}, res)
+	return res, b, err
+}
+
+// searchAt is a search's warm-up and steps on the side st targets,
+// started already: a 1 s warm-up, then the steps searchSustainable asks
+// for, each recorded in res as "step<i>.*" metrics, and the search's
+// outcome; it leaves no backlog behind (up to o.Drain).
+func (s ThroughputScenario) searchAt(ctx context.Context, e *Env, svc string, size int, body []byte, l SustainLadder, seed bracket, o SustainOptions, st *sideState, res *driver.SideResult) (bracket, error) {
 	s.warmSide(ctx, e, svc, size, body, st, o)
 	res.Metrics["slo_ms"] = float64(SustainSLO.Milliseconds())
 	res.Metrics["batch"] = float64(size)
@@ -556,14 +569,14 @@ func (s ThroughputScenario) search(ctx context.Context, e *Env, svc string, size
 	res.Metrics[MetricCapped] = b2f(b.capped)
 	// Leave no backlog to the next search (rabbitmq's stays in the
 	// broker across a restart).
-	if _, _, derr := s.drainSide(ctx, e.URL(svc), st, o.Drain); err == nil && derr != nil {
+	if _, _, derr := s.drainSide(ctx, st.base, st, o.Drain); err == nil && derr != nil {
 		err = derr
 	}
 	if err != nil {
-		return res, b, err
+		return b, err
 	}
 	if b.lo <= 0 {
-		return res, b, fmt.Errorf("no offered rate down to %g items/s kept the backlog flat with %s p99 under %s", roundRate(l.Start/math.Pow(l.Factor, sustainDescents)), s.EndToEnd, SustainSLO)
+		return b, fmt.Errorf("no offered rate down to %g items/s kept the backlog flat with %s p99 under %s", roundRate(l.Start/math.Pow(l.Factor, sustainDescents)), s.EndToEnd, SustainSLO)
 	}
 	res.Metrics[MetricSustainable] = b.lo
 	if b.hi > 0 {
@@ -574,7 +587,7 @@ func (s ThroughputScenario) search(ctx context.Context, e *Env, svc string, size
 			res.Metrics["at."+k] = m[k]
 		}
 	}
-	return res, b, nil
+	return b, nil
 }
 
 // over offers svc SustainOver times its sustainable rate ref, in batches,
@@ -591,7 +604,7 @@ func (s ThroughputScenario) over(ctx context.Context, e *Env, svc string, size i
 	if err != nil {
 		return res, err
 	}
-	st := &sideState{}
+	st := &sideState{base: e.URL(svc)}
 	s.warmSide(ctx, e, svc, size, body, st, o)
 	rate := math.Round(SustainOver * ref)
 	m, c, err := s.offer(ctx, e, svc, size, body, rate, st, o, false)
@@ -608,16 +621,26 @@ func (s ThroughputScenario) over(ctx context.Context, e *Env, svc string, size i
 	res.Metrics[MetricShare] = math.Round(m[MetricIntake]/ref*1000) / 1000
 	res.Metrics[MetricStarved] = b2f(StepStarved(m, ref))
 	t0 := time.Now()
-	left, _, err := s.drainSide(ctx, e.URL(svc), st, o.Drain)
+	left, _, err := s.drainSide(ctx, st.base, st, o.Drain)
 	res.Metrics[MetricDrain] = math.Round(time.Since(t0).Seconds()*10) / 10
 	res.Metrics[MetricDrained] = b2f(left <= 0)
 	return res, err
 }
 
-// sideState carries, from one step to the next on one side, the backlog
-// its counters do not show: a step resets /stats, and what was left
-// then is processed after the reset without having been counted in.
-type sideState struct{ carry int64 }
+// sideState is the side a search's steps target and what carries from
+// one step to the next on it. base is the URL its steps post to and read
+// /stats from; copies is how many items out each item sent becomes (a
+// fan-out's subscribers; 0 and 1 both mean one); carry is the backlog
+// its counters do not show: a step resets /stats, and what was left then
+// is processed after the reset without having been counted in.
+type sideState struct {
+	base   string
+	copies int
+	carry  int64
+}
+
+// perItem is the items out per item sent (MetricCopies).
+func (st *sideState) perItem() float64 { return float64(max(st.copies, 1)) }
 
 // backlog is the side's backlog now, from counters read since the last
 // reset.
@@ -650,7 +673,7 @@ func (s ThroughputScenario) drainSide(ctx context.Context, base string, st *side
 // recording nothing: a freshly started service fills its pools (a Kafka
 // consumer joins its group) before its first step.
 func (s ThroughputScenario) warmSide(ctx context.Context, e *Env, svc string, size int, body []byte, st *sideState, o SustainOptions) {
-	base := e.URL(svc)
+	base := st.base
 	if err := driver.ResetStats(ctx, base); err != nil {
 		e.logf("warm-up of %s: %v", svc, err)
 		return
@@ -680,12 +703,17 @@ type sample struct {
 // early it ends the step once its backlog has plainly grown
 // (earlyFailFactor × the flat bound, earlyFailAfter into the window).
 func (s ThroughputScenario) offer(ctx context.Context, e *Env, svc string, size int, body []byte, rate float64, st *sideState, o SustainOptions, early bool) (map[string]float64, driver.ClientResult, error) {
-	base := e.URL(svc)
+	base := st.base
 	m := map[string]float64{MetricOffered: rate, "batch": float64(size)}
 	if err := s.offerSetup(ctx, e, svc, st, o, m); err != nil {
 		return m, driver.ClientResult{}, err
 	}
-	bound := flatBound(rate, size)
+	// The backlog and the processing count items out: copies, when each
+	// item sent becomes several.
+	bound := flatBound(rate, size) * st.perItem()
+	if st.copies > 1 {
+		m[MetricCopies] = st.perItem()
+	}
 	m["flat_bound"] = bound
 	c, w := s.offerLoad(ctx, e, svc, size, body, rate, st, o, early, bound, m)
 	end, err := driver.GetStats(ctx, base)
@@ -701,14 +729,14 @@ func (s ThroughputScenario) offer(ctx context.Context, e *Env, svc string, size 
 // (start.*) in m, and resets /stats, carrying the backlog at the reset
 // in st.
 func (s ThroughputScenario) offerSetup(ctx context.Context, e *Env, svc string, st *sideState, o SustainOptions, m map[string]float64) error {
-	base := e.URL(svc)
+	base := st.base
 	left, waited, err := s.drainSide(ctx, base, st, o.Drain)
 	if err != nil {
 		return err
 	}
 	m["start.backlog"] = float64(left)
 	m["start.wait_s"] = math.Round(waited.Seconds()*10) / 10
-	for k, v := range e.progressStart(ctx, s.Pair, svc) {
+	for k, v := range e.progressStart(ctx, s.Pair, svc, base) {
 		m[k] = v
 	}
 	// The backlog at the reset is carried: the counters restart at 0.
@@ -740,7 +768,7 @@ type stepWindow struct {
 // earlyFailFactor × bound, earlyFailAfter past the warm-up
 // ("stopped_early").
 func (s ThroughputScenario) offerLoad(ctx context.Context, e *Env, svc string, size int, body []byte, rate float64, st *sideState, o SustainOptions, early bool, bound float64, m map[string]float64) (driver.ClientResult, stepWindow) {
-	base := e.URL(svc)
+	base := st.base
 	url := base + s.Path
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -841,14 +869,14 @@ func slope(xs []sample) float64 {
 	return num / den
 }
 
-// progressStart reads the side's progress endpoint before a step: the
-// queue's waiting and running tasks ("start.queued": the broker's or the
-// table's own count, which the counters of a fresh process do not
-// know), the log consumer's lag ("start.consumer_lag", in the side's
+// progressStart reads the progress endpoint of svc's side at base
+// before a step: the queue's waiting and running tasks ("start.queued":
+// the broker's or the table's own count, which the counters of a fresh
+// process do not know), the log consumer's lag ("start.consumer_lag", in the side's
 // unit) and, for no-kafka, its slot's lag ("start.slot_lag_bytes").
-func (e *Env) progressStart(ctx context.Context, p Pair, svc string) map[string]float64 {
+func (e *Env) progressStart(ctx context.Context, p Pair, svc, base string) map[string]float64 {
 	m := map[string]float64{}
-	if raw, err := driver.GetRaw(ctx, e.URL(svc)+p.Progress); err == nil {
+	if raw, err := driver.GetRaw(ctx, base+p.Progress); err == nil {
 		var v map[string]any
 		if json.Unmarshal(raw, &v) == nil {
 			q, _ := v["queued"].(float64)

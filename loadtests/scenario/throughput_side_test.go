@@ -28,6 +28,17 @@ import (
 // real services.
 func serveMemoryQueue(t testing.TB) int {
 	t.Helper()
+	return serveMemoryFanout(t, "")
+}
+
+// serveMemoryFanout is serveMemoryQueue with the FANOUT setting fanout
+// ("": none).
+func serveMemoryFanout(t testing.TB, fanout string) int {
+	t.Helper()
+	fo, err := queue.ParseFanout(fanout)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := config.FromMap(map[string]string{"STATS_RESET": "true"})
 	c := service.ReadCommon(r, "127.0.0.1:0", httpapi.DefaultBodyLimit)
 	if err := r.Err(); err != nil {
@@ -38,7 +49,7 @@ func serveMemoryQueue(t testing.TB) int {
 	b := memory.New(new(memory.Store), memory.Config{Workers: 16}, hub, svc.Stats)
 	b.Start()
 	t.Cleanup(b.Stop)
-	queue.Mount(svc.Router, b, queue.Options{Stats: svc.Stats, Hub: hub, Stopping: svc.Stopping()})
+	queue.Mount(svc.Router, b, queue.Options{Stats: svc.Stats, Hub: hub, Stopping: svc.Stopping(), Fanout: fo})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,100 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+)
+
+// TestFanoutSearchCountsCopies runs quick fan-out searches on the queue
+// contract's memory backend with FANOUT giving FanoutKind 4 subscribers
+// (it keeps up with anything this test offers): the search climbs the
+// copies ladder over 4 in published tasks/s, each step's flat bound
+// counts copies (4 per published task) and records them, the service
+// counts 4 copies for each task sent, and a seed in copies per second
+// starts the next search from its bracket over 4. The figures mean
+// nothing about a real service.
+func TestFanoutSearchCountsCopies(t *testing.T) {
+	port := serveMemoryFanout(t, FanoutSetting(4))
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	e := &Env{Start: StartNever, Settle: 5 * time.Second}
+	o := FanoutSustainOptions{Step: 1500 * time.Millisecond, Warmup: 500 * time.Millisecond, Sample: 100 * time.Millisecond, Drain: 5 * time.Second,
+		Batch: 10, Copies: SustainLadder{Start: 800, Factor: 2, Max: 1600}}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res, b, err := fanoutSearch(context.Background(), e, base, QueuePair.A.Name, 4, o, bracket{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Metrics
+	if b.lo != 400 || !b.capped || m[MetricSustainable] != 400 || m[MetricSteps] != 2 || m[MetricFanoutSubscribers] != 4 {
+		t.Errorf("bracket %+v, sustainable %v, steps %v, subscribers %v; want 200 and 400 published/s passed, capped", b, m[MetricSustainable], m[MetricSteps], m[MetricFanoutSubscribers])
+	}
+	for i, rate := range []float64{200, 400} {
+		step := func(k string) float64 { return m[StepMetric(i, k)] }
+		if step(MetricOffered) != rate || step(MetricCopies) != 4 || step("flat_bound") != 4*flatBound(rate, 10) || step("pass") != 1 {
+			t.Errorf("step %d: offered %v, copies %v, flat bound %v (want %v), pass %v", i, step(MetricOffered), step(MetricCopies), step("flat_bound"), 4*flatBound(rate, 10), step("pass"))
+		}
+	}
+	st, err := driver.GetStats(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := m[StepMetric(1, driver.ClientRequests)]
+	if got := float64(st.Counters[queue.CounterEnqueued]); reqs == 0 || got < 4*10*reqs*(1-driver.FailShare) {
+		t.Errorf("enqueued %v copies in the last step's %v batches of 10, want 4 per task", got, reqs)
+	}
+	// The next number of subscribers starts from this bracket in copies
+	// per second (1,600: capped), over 4: one step, at 400.
+	res, b, err = fanoutSearch(context.Background(), e, base, QueuePair.A.Name, 4, o, bracket{lo: 1600, capped: true})
+	if err != nil || b.lo != 400 || res.Metrics[MetricSteps] != 1 || res.Metrics[StepMetric(0, MetricOffered)] != 400 {
+		t.Errorf("seeded search: %v, bracket %+v, steps %v, first offered %v", err, b, res.Metrics[MetricSteps], res.Metrics[StepMetric(0, MetricOffered)])
+	}
+}
+
+// TestFanoutSustainPointsAndOptions: the defaults add one search point
+// per number of subscribers and one more per cursors design, named by
+// the subscribers, none without FanoutSustain; the ladder of N
+// subscribers is the copies ladder over N; a ladder that cannot climb
+// or a step shorter than its warm-up is refused; the settings record
+// the criteria and the copies ladder.
+func TestFanoutSustainPointsAndOptions(t *testing.T) {
+	t.Parallel()
+	o := ScaleOutDefaults
+	pts := newScaleOutPoints(o, QueuePair.Sides())
+	if len(pts.fanoutSustains) != len(o.Subscribers) || len(pts.cursorFanoutSustains) != len(o.Subscribers) {
+		t.Fatalf("%d search points, %d of the cursors design, want %d each", len(pts.fanoutSustains), len(pts.cursorFanoutSustains), len(o.Subscribers))
+	}
+	if p := pts.fanoutSustains[8]; p.Scenario != ScaleOutFanoutSustain || p.Name != "8 subscribers" || pts.fanoutSustains[1].Name != "1 subscriber" {
+		t.Errorf("points %q, %q", p.Name, pts.fanoutSustains[1].Name)
+	}
+	if p := pts.cursorFanoutSustains[2]; p.Name != "2 subscribers, cursors" || len(p.Sides) != 1 || p.Sides[0] != fanoutCursors.side {
+		t.Errorf("cursors point %q on %v", p.Name, p.Sides)
+	}
+	o.FanoutSustain = nil
+	if pts := newScaleOutPoints(o, QueuePair.Sides()); len(pts.fanoutSustains)+len(pts.cursorFanoutSustains) != 0 {
+		t.Error("search points without FanoutSustain")
+	}
+	fo := FanoutSustainDefaults
+	if err := fo.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if l := fo.ladder(8); l.Start != 500 || l.Max != 2000 || l.Factor != fo.Copies.Factor || l.Bisect != fo.Copies.Bisect {
+		t.Errorf("ladder of 8 subscribers %+v", l)
+	}
+	bad := fo
+	bad.Copies.Factor, bad.Warmup = 1, bad.Step
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "copies ladder") || !strings.Contains(err.Error(), "warm-up") {
+		t.Errorf("bad options: %v", err)
+	}
+	s := fo.Settings()
+	if s.StepS != fo.Step.Seconds() || s.SLOMS != float64(SustainSLO.Milliseconds()) || s.Ladders["copies"] != fo.Copies || s.Rounds != 1 {
+		t.Errorf("settings %+v", s)
+	}
+}
