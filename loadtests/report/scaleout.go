@@ -224,16 +224,6 @@ func fanoutSearchArg(f func(s *scenario.SustainSettings) any) partArg {
 	}
 }
 
-// fanoutCapacity is the copies/s the fan-out points' instance's workers
-// process at most: workers × 1000 / fanout_work_ms.
-func fanoutCapacity(r *driver.Run, _ string) any {
-	var workers, work float64
-	if r.Setting("workers", &workers) != nil || r.Setting("fanout_work_ms", &work) != nil || work <= 0 {
-		return notRecorded
-	}
-	return count(int64(workers * 1000 / work))
-}
-
 // countSetting is the run's setting key, a number, with thousands
 // separators (notRecorded when it has none).
 func countSetting(key string) partArg {
@@ -272,7 +262,7 @@ var scaleOutParts = []scaleOutPart{
 		scenario: scenario.ScaleOutFanoutSustain, title: "**Fan-out: sustainable published rate**", points: "fan-out search", doc: `docs/queue.md, "Fan-out"`,
 		args: []partArg{setting("fanout_kind"),
 			fanoutSearchArg(func(s *scenario.SustainSettings) any { return count(int64(s.SLOMS)) }),
-			setting("workers"), setting("fanout_work_ms"),
+			setting("workers"), setting(scenario.FanoutSustainWorkSetting),
 			fanoutSearchArg(func(s *scenario.SustainSettings) any { return s.Sizes[0] }),
 			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.StepS) }),
 			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.WarmupS) }),
@@ -289,7 +279,6 @@ var scaleOutParts = []scaleOutPart{
 			fanoutSearchArg(func(s *scenario.SustainSettings) any {
 				return num(math.Round(100*s.FlatArrivalsS/max(s.StepS-s.WarmupS, 1e-9))) + "%"
 			}),
-			fanoutCapacity,
 		},
 		cols: []scaleCol{
 			{"sustainable published/s", "", "sustainable", "", ""},

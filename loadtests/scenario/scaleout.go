@@ -342,6 +342,7 @@ func scaleOutSettings(run *driver.Run, o ScaleOutOptions) {
 		run.Settings["fanout_kind"] = FanoutKind
 		if o.FanoutSustain != nil {
 			run.Settings[FanoutSustainSetting] = o.FanoutSustain.Settings()
+			run.Settings[FanoutSustainWorkSetting] = o.FanoutSustain.WorkMS
 		}
 	}
 	if len(o.Groups) > 0 {

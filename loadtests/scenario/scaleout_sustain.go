@@ -21,20 +21,17 @@ import (
 // offered batches of published tasks while the flat bound, the backlog
 // and the processing count copies: N per published task (MetricCopies).
 //
-// What bounds it: what a copy costs the side, or the instance's
-// workers, whichever is lower. Each copy costs its claim, its completion
-// and its record in Postgres (both sides record every copy), its
-// delivery and ack in RabbitMQ on the rabbitmq side, and its share of
+// What bounds it: what a copy costs the side. The search's instance
+// runs with WORK_MS 0 (FanoutSustainOptions.WorkMS), as the throughput
+// section's search does, so that the workers' simulated work does not
+// bind (8 workers × 1 ms, the fixed-rate points' setting, would cap
+// either side near 6,000 copies/s: a first run of this search, 3
+// December 2026, found both sides there). Each copy costs its claim, its
+// completion and its record in Postgres (both sides record every copy),
+// its delivery and ack in RabbitMQ on the rabbitmq side, and its share of
 // the enqueue (the N rows of no-rabbitmq's one transaction, the one
 // publish RabbitMQ copies N times), all on the two cores the service,
-// Postgres, RabbitMQ and the driver share. The workers process at most
-// Workers × 1000 / FanoutWorkMS copies/s, 8,000 with the defaults (a
-// little less: a 1 ms sleep overshoots): above the 5,000 tasks/s
-// rabbitmq sustained without fan-out on this machine (RESULTS.md's
-// throughput section, each task one copy, WORK_MS 0), below
-// no-rabbitmq's 10,000–15,000, so on no-rabbitmq the simulated work may
-// be what binds, and a rate near 8,000/N published tasks/s there says
-// the workers, not Postgres, were full. When a side's cost is all per
+// Postgres, RabbitMQ and the driver share. When a side's cost is all per
 // copy its sustainable published rate falls as 1/N; what it keeps above
 // that is what it shares between the copies (no-rabbitmq's cursors
 // design stores a task once for its N subscribers).
@@ -48,6 +45,10 @@ const ScaleOutFanoutSustain = "scaleout.fanout_sustainable"
 // search's options and criteria: a SustainSettings whose one ladder,
 // "copies", is in copies per second.
 const FanoutSustainSetting = "fanout_sustainable"
+
+// FanoutSustainWorkSetting is the run setting that holds the search's
+// WORK_MS (FanoutSustainOptions.WorkMS).
+const FanoutSustainWorkSetting = "fanout_sustainable_work_ms"
 
 // FanoutSustainOptions parameterize the fan-out points' sustainable
 // search. Each point's search climbs Copies divided by its number of
@@ -71,21 +72,25 @@ const FanoutSustainSetting = "fanout_sustainable"
 // a few percent above one a longer window would pass, and a backlog
 // growing faster still fails. The p99 bound is unchanged and covers
 // every copy processed in the step.
+//
+// WorkMS is the instance's WORK_MS during the search (0: no simulated
+// work, as in the throughput section's search).
 type FanoutSustainOptions struct {
 	Step, Warmup, Sample, Drain time.Duration
-	Batch                       int
+	Batch, WorkMS               int
 	Copies                      SustainLadder
 }
 
 // FanoutSustainDefaults are ScaleOutDefaults' fan-out search: 10 s
-// steps (2 s warm-up, an 8 s window), batches of 100, copies from
-// 4,000/s ×2 up to 16,000/s with one bisection: 4,000 published tasks/s
-// at one subscriber, 500 at eight. The ladder's top is twice the
-// instance's simulated capacity (8 workers × 1 ms), so a side passing
-// it would say the search, not the side, stopped.
+// steps (2 s warm-up, an 8 s window), batches of 100, WORK_MS 0, copies
+// from 2,000/s ×2 up to 32,000/s with two bisections (a bracket of about
+// 1.2×): 2,000 published tasks/s at one subscriber, 250 at eight. The
+// ladder's top is above what either side sustained without fan-out on
+// this machine (RESULTS.md's throughput section), so a side passing it
+// would say the search, not the side, stopped.
 var FanoutSustainDefaults = FanoutSustainOptions{
 	Step: 10 * time.Second, Warmup: 2 * time.Second, Sample: 500 * time.Millisecond, Drain: 20 * time.Second,
-	Batch: 100, Copies: SustainLadder{Start: 4000, Factor: 2, Max: 16000, Bisect: 1},
+	Batch: 100, Copies: SustainLadder{Start: 2000, Factor: 2, Max: 32000, Bisect: 2},
 }
 
 // Validate says what is wrong with o.
@@ -93,6 +98,9 @@ func (o FanoutSustainOptions) Validate() error {
 	var errs []error
 	if o.Step <= 0 || o.Warmup < 0 || o.Warmup >= o.Step || o.Sample <= 0 || o.Drain <= 0 {
 		errs = append(errs, fmt.Errorf("fan-out sustainable: step %s must be longer than its warm-up %s, sampled every %s > 0, drained within %s > 0", o.Step, o.Warmup, o.Sample, o.Drain))
+	}
+	if o.WorkMS < 0 {
+		errs = append(errs, fmt.Errorf("fan-out sustainable: WORK_MS %d must not be negative", o.WorkMS))
 	}
 	if o.Batch < 1 || o.Batch > 1000 {
 		errs = append(errs, fmt.Errorf("fan-out sustainable: batch size %d (1 to 1000)", o.Batch))
@@ -171,15 +179,15 @@ func subscribersName(n int) string {
 }
 
 // fanoutSustain measures svc's side of the search point p, n
-// subscribers: one fresh instance as the fan-out points' (FANOUT, WORK_MS
-// o.FanoutWorkMS, extra: a second design's setting) with the throughput
+// subscribers: one fresh instance as the fan-out points' (FANOUT, but
+// WORK_MS the search's, extra: a second design's setting) with the throughput
 // scenario's SustainEnv, searched from the bracket the side's (and
 // design's) last search found, which it then replaces.
 func (pts *scaleOutPoints) fanoutSustain(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions, p *driver.Point, extra map[string]string) {
 	fo := *o.FanoutSustain
 	key := svc + fmt.Sprint(extra)
 	e.logf("scaleout: %s fan-out to %d subscribers, sustainable published rate %v", svc, n, extra)
-	env := map[string]string{"FANOUT": FanoutSetting(n), "WORK_MS": strconv.Itoa(o.FanoutWorkMS)}
+	env := map[string]string{"FANOUT": FanoutSetting(n), "WORK_MS": strconv.Itoa(fo.WorkMS)}
 	maps.Copy(env, fanoutThroughput.SustainEnv)
 	maps.Copy(env, extra)
 	measureOne(ctx, pts, p, svc,

@@ -85,7 +85,7 @@ func TestFanoutSustainPointsAndOptions(t *testing.T) {
 	if err := fo.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if l := fo.ladder(8); l.Start != 500 || l.Max != 2000 || l.Factor != fo.Copies.Factor || l.Bisect != fo.Copies.Bisect {
+	if l := fo.ladder(8); l.Start != 250 || l.Max != 4000 || l.Factor != fo.Copies.Factor || l.Bisect != fo.Copies.Bisect {
 		t.Errorf("ladder of 8 subscribers %+v", l)
 	}
 	bad := fo
