@@ -244,7 +244,7 @@ func queueVerdict(in *inputs) Verdict {
 		RateCriterion: criterionLatency(in, pairs.Queue, pairs.NoRabbitMQ), MaxRate: maxRate(in, pairs.Queue),
 		PGCPU: cpuFigure(in, pairs.Queue, pairs.NoRabbitMQ), SpecCPU: cpuFigure(in, pairs.Queue, pairs.RabbitMQ),
 		PayloadBytes: []float64{typicalPayload},
-		SpecOnly:     []string{"routing by pattern (topic and header exchanges)", "many queues", "fan-out to many subscribers without writing each copy to the database"},
+		SpecOnly:     []string{"routing by pattern (topic and header exchanges)", "many queues"},
 		Doc:          "docs/queue.md", Section: titleOf(pairs.Queue), Chart: "docs/results/queue-card.svg",
 		LatencyWhat: "delivery p99",
 	}
@@ -274,7 +274,7 @@ func logVerdict(in *inputs) Verdict {
 		RateCriterion: criterionLatency(in, pairs.Log, pairs.NoKafka), MaxRate: maxRate(in, pairs.Log),
 		PGCPU: cpuFigure(in, pairs.Log, pairs.NoKafka), SpecCPU: cpuFigure(in, pairs.Log, pairs.Kafka),
 		PayloadBytes: []float64{typicalPayload},
-		SpecOnly:     []string{"partitions for parallel consumers of one group", "replay from any offset", "retention", "many consumer groups without a replication slot each"},
+		SpecOnly:     []string{"partitions for parallel consumers of one group", "replay from any offset", "retention"},
 		Doc:          "docs/log.md", Section: titleOf(pairs.Log), Chart: "docs/results/log-card.svg",
 		LatencyWhat: "delivery p95",
 	}

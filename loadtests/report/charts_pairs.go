@@ -513,6 +513,9 @@ func pairCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 			errs = append(errs, add("cpu", cpuFile, ok, err))
 			ok, err = throughputChart(r, []string{pairs.Log}, filepath.Join(dir, CardFile(pairs.Log)))
 			errs = append(errs, add("log-card", CardFile(pairs.Log), ok, err))
+		case "scaleout":
+			ok, err := scaleOutChart(r, filepath.Join(dir, scaleOutFile))
+			errs = append(errs, add("scaleout", scaleOutFile, ok, err))
 		default:
 			if p, ok := reportOf(r.Command); ok && p.chart != nil {
 				ok, err := p.chart.draw(r, filepath.Join(dir, p.chart.file))
@@ -550,6 +553,10 @@ func pairCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 // charts of pairCharts, by key. They say what to read, and what the
 // chart does not show because it is not measured yet.
 var chartCaptions = map[string]string{
+	"scaleout": "One round per point, both axes logarithmic; dashed: the Postgres sides' second designs (\", cursors\"). " +
+		"Top: the fan-out search's sustainable published tasks/s (higher is better; a side whose cost is all per copy falls as 1/N; a search that passed its ladder's top is drawn at the top, a lower bound: the table says \"≥\") and Postgres WAL per published task (lower is better). " +
+		"Bottom: what each consumer group received per second at the groups points' fixed rate (flat is every group served) and the WAL no-kafka's slots retained at the attack's end (lower is better; Kafka has no slots). " +
+		"A point whose measurement failed is marked \"failed\", never drawn.",
 	"throughput": "Higher is better. Solid: items/s the batch endpoint accepted; dashed: items/s the service processed or delivered; whiskers: min–max of the rounds; both axes logarithmic. " +
 		"A closed loop finds a maximum, not a sustainable rate: where processed/s is under accepted/s a backlog grew (the table says where it was only draining). Sustainable throughput at a stated p99 is not measured yet.",
 	"cpu": "Lower is better: CPU-seconds (utime+stime) per 1,000 items of each process group, median of the rounds with min–max, both axes logarithmic; total is dashed. " +

@@ -34,13 +34,13 @@ func chartSets(t *testing.T) map[string]chartInputs {
 	_, es := fixtureInputs(t)
 	failedRuns, failedES := failedFixture()
 	sets := map[string]chartInputs{
-		"fixture": {runs: append(fixture(), throughputFixture()), es: es, src: Sources{Raw: notifyFixture()},
+		"fixture": {runs: append(fixture(), throughputFixture(), scaleOutFixture()), es: es, src: Sources{Raw: notifyFixture()},
 			want: []string{"queue", "log", "documents", "ceilings", "queue-rate", "toast", "staleness", "throughput", "cpu", "notify", "eventstore",
-				"queue-card", "log-card", "documents-card", "eventstore-card", "cache-card"}},
+				"queue-card", "log-card", "documents-card", "eventstore-card", "cache-card", "scaleout"}},
 		"failed fixture": {runs: failedRuns, es: failedES, want: []string{"queue", "documents", "eventstore"}},
 	}
 	root := filepath.Join("..", "..", "results")
-	if runs := readRuns(t, root, "cache", "throughput"); len(runs) > 0 {
+	if runs := readRuns(t, root, "cache", "throughput", "scaleout"); len(runs) > 0 {
 		es, err := eventstore.Load(root)
 		if err != nil {
 			t.Fatal(err)
@@ -51,7 +51,7 @@ func chartSets(t *testing.T) map[string]chartInputs {
 		}
 		sets["committed results"] = chartInputs{runs: runs, es: es, src: Sources{Raw: rr}, want: []string{
 			"queue", "log", "documents", "ceilings", "queue-rate", "log-rate", "toast", "staleness", "throughput", "cpu", "notify", "eventstore",
-			"queue-card", "log-card", "documents-card", "eventstore-card", "cache-card"}}
+			"queue-card", "log-card", "documents-card", "eventstore-card", "cache-card", "scaleout"}}
 	}
 	return sets
 }

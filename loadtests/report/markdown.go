@@ -59,7 +59,9 @@ func Write(out, chartsDir string, all []*driver.Run, src Sources, now time.Time,
 			b.WriteString("\n" + section + "\n" + chartLine(charts, p.name, chartsRel))
 		}
 	}
-	b.WriteString(ScaleOutSection(byCmd["scaleout"]))
+	if section := ScaleOutSection(byCmd["scaleout"]); section != "" {
+		b.WriteString(section + "\n" + chartLine(charts, "scaleout", chartsRel))
+	}
 	for _, section := range extra {
 		if section != "" {
 			b.WriteString("\n" + withChartAfter(section, "### "+NotifyTitle, chartLine(charts, "notify", chartsRel)))
