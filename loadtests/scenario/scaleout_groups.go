@@ -267,15 +267,23 @@ func (g *groupFleet) slotsRetained(ctx context.Context) (int64, bool) {
 // stop deletes the groups (the service drops their slots and Kafka
 // groups), stops the instance and drops what the point made.
 func (g *groupFleet) stop(ctx context.Context) {
-	for _, name := range g.extra {
-		if code, body, err := driver.Do(ctx, http.MethodDelete, g.url+"/groups/"+name, nil); err != nil || code != http.StatusNoContent {
-			g.e.logf("scaleout: DELETE /groups/%s on %s: %d %s %v", name, g.svc, code, body, err)
-		}
-	}
+	g.deleteGroups(ctx, g.url)
 	if err := g.e.Launcher.Stop(g.name, 30*time.Second); err != nil {
 		g.e.logf("scaleout: %v", err)
 	}
 	g.drop(context.WithoutCancel(ctx))
+}
+
+// deleteGroups deletes g's extra groups through the instance at url (the
+// service drops their slots and Kafka groups); once done, stop has none
+// left to delete.
+func (g *groupFleet) deleteGroups(ctx context.Context, url string) {
+	for _, name := range g.extra {
+		if code, body, err := driver.Do(ctx, http.MethodDelete, url+"/groups/"+name, nil); err != nil || code != http.StatusNoContent {
+			g.e.logf("scaleout: DELETE /groups/%s on %s: %d %s %v", name, g.svc, code, body, err)
+		}
+	}
+	g.extra = nil
 }
 
 // drop removes the point's schema, its slots and its topic.

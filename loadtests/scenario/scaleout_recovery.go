@@ -74,6 +74,11 @@ func (pts *scaleOutPoints) takeover(ctx context.Context, e *Env, svc string, o S
 		func(g *groupFleet) (*driver.SideResult, error) {
 			survivor, err := g.startSecond(ctx, g.env)
 			defer func() {
+				// The first instance may be dead: the groups are
+				// deleted through the second, before it stops.
+				if err == nil {
+					g.deleteGroups(ctx, survivor)
+				}
 				if err := e.Launcher.Stop(g.second(), 30*time.Second); err != nil {
 					e.logf("scaleout: %v", err)
 				}
