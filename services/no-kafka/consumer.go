@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,17 +23,16 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
-// consumer streams the slot with wal2json and hands each insert into the
-// messages table to the Deliverer. It confirms (standby status update) only
-// positions whose events are recorded: at-least-once, duplicates absorbed
-// by the Deliverer. Start once, Stop or Abort once; Running is safe from
+// consumer streams the slot with its plugin's decoder (decoders.go) and
+// hands each insert into the messages table to the Deliverer. It confirms
+// (standby status update) only positions whose events are recorded:
+// at-least-once, duplicates absorbed by the Deliverer. Start once, Stop or Abort once; Running is safe from
 // any goroutine.
 type consumer struct {
 	cfg Config
 	// slot is the replication slot streamed: SLOT_NAME for the default
 	// group, groupSlot's name for another.
 	slot    string
-	table   string // schema.messages, the add-tables filter
 	pool    *pgxpool.Pool
 	deliver *logc.Deliverer
 	stats   *stats.Recorder
@@ -102,27 +100,13 @@ type item struct {
 	keepalive bool
 	reply     bool
 	lsn       pglogrepl.LSN // XLogData start, or the keepalive's server WAL end
-	action    string        // wal2json: B, C, I, U, D, ...
-	event     logc.Delivery // for I on the messages table
+	change                  // the XLogData's, decoded
 }
 
-// wal2json format-version 2: one JSON object per change, plus B and C for
-// each transaction.
-type walMessage struct {
-	Action  string `json:"action"`
-	Schema  string `json:"schema"`
-	Table   string `json:"table"`
-	Columns []struct {
-		Name  string          `json:"name"`
-		Value json.RawMessage `json:"value"`
-	} `json:"columns"`
-}
-
-// pgTimestamp is how Postgres prints a timestamptz in a UTC session.
-const pgTimestamp = "2006-01-02 15:04:05.999999-07"
-
-// ensureSlot creates the persistent slot if it is missing (and says so,
-// with created true), and refuses one that cannot be used.
+// ensureSlot creates the persistent slot with SLOT_PLUGIN if it is
+// missing (and says so, with created true), and refuses one that cannot be
+// used, or group slots of another plugin. With pgoutput it makes the
+// publication first (ensurePublication).
 func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slog.Logger) (created bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.SlotCreateTimeout)
 	defer cancel()
@@ -135,18 +119,32 @@ func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slo
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
 		return false, fmt.Errorf("read slot %s: %w", cfg.Slot, err)
-	case !logical || plugin != "wal2json":
-		return false, fmt.Errorf("SLOT_NAME: slot %s exists with plugin %q, not a logical wal2json slot", cfg.Slot, plugin)
+	case !logical:
+		return false, fmt.Errorf("SLOT_NAME: slot %s exists and is not a logical slot", cfg.Slot)
 	case database != current:
 		// A logical slot decodes one database only; START_REPLICATION on
 		// a connection to another database fails forever.
 		return false, fmt.Errorf("SLOT_NAME: slot %s belongs to database %q, not %q (DATABASE_URL / REPLICATION_URL); "+
 			"choose another SLOT_NAME", cfg.Slot, database, current)
+	case plugin != cfg.SlotPlugin:
+		// A slot's plugin is fixed at its creation.
+		return false, fmt.Errorf("SLOT_PLUGIN is %s, but slot %s (SLOT_NAME) was made with %s: set SLOT_PLUGIN=%s, "+
+			"or choose another SLOT_NAME (a new slot streams from its creation; the start delivers the events the table holds undelivered)",
+			cfg.SlotPlugin, cfg.Slot, plugin, plugin)
 	case walStatus == "lost":
 		return false, fmt.Errorf("SLOT_NAME: slot %s is lost (max_slot_wal_keep_size removed WAL it needed; the events in it are gone): "+
 			"drop it with SELECT pg_drop_replication_slot('%s') and restart to create a new one", cfg.Slot, cfg.Slot)
-	default:
-		logger.Info("resuming replication slot", "slot", cfg.Slot, "database", database, "wal_status", walStatus)
+	}
+	if err := checkGroupPlugins(ctx, cfg, pool); err != nil {
+		return false, err
+	}
+	if cfg.SlotPlugin == PluginPgoutput {
+		if err := ensurePublication(ctx, cfg, pool); err != nil {
+			return false, err
+		}
+	}
+	if plugin != "" {
+		logger.Info("resuming replication slot", "slot", cfg.Slot, "plugin", plugin, "database", database, "wal_status", walStatus)
 		return false, nil
 	}
 	conn, err := connectReplication(ctx, cfg, cfg.Slot)
@@ -157,7 +155,7 @@ func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slo
 	// Persistent (not TEMPORARY): a restarted service resumes from its
 	// confirmed_flush_lsn. NOEXPORT_SNAPSHOT: no initial table copy; the
 	// log starts at the slot's creation, before the service accepts writes.
-	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, cfg.Slot, "wal2json",
+	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, cfg.Slot, cfg.SlotPlugin,
 		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"})
 	if postgres.SQLSTATE(err) == pgerrcode.DuplicateObject { // created meanwhile by another instance
 		return false, nil
@@ -165,7 +163,7 @@ func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slo
 	if err != nil {
 		return false, fmt.Errorf("create replication slot %s: %w", cfg.Slot, err)
 	}
-	logger.Info("created replication slot (it was missing)", "slot", cfg.Slot, "plugin", "wal2json", "consistent_point", res.ConsistentPoint)
+	logger.Info("created replication slot (it was missing)", "slot", cfg.Slot, "plugin", cfg.SlotPlugin, "consistent_point", res.ConsistentPoint)
 	return true, nil
 }
 
@@ -226,8 +224,10 @@ func connectReplication(ctx context.Context, cfg Config, slot string) (*pgconn.P
 		return nil, fmt.Errorf("REPLICATION_URL: %w", err)
 	}
 	pc.RuntimeParams["replication"] = "database"
-	// wal2json prints timestamptz in the session's time zone.
+	// The plugins print timestamptz in the session's time zone and date
+	// style (pgTimestamp).
 	pc.RuntimeParams["timezone"] = "UTC"
+	pc.RuntimeParams["datestyle"] = "ISO"
 	pc.RuntimeParams["application_name"] = "no-kafka:" + slot
 	// The walsender's own socket: if this process freezes (SIGSTOP, a
 	// debugger, swap) or its network hangs, the walsender blocks in a send
@@ -345,19 +345,10 @@ func (c *consumer) stream(ctx context.Context) error {
 	}
 	defer conn.Close(context.Background())
 	c.pid.Store(conn.PID())
-	args := []string{
-		`"format-version" '2'`,
-		// Only the messages table of this service's schema: the consumer's
-		// own writes (deliveries) and every other table stay out of the
-		// stream, so nothing loops back.
-		`"add-tables" '` + c.table + `'`,
-		`"actions" 'insert'`,
-		`"include-transaction" 'true'`,
-		`"include-types" 'false'`,
-	}
+	dec := newDecoder(c.cfg)
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.Postgres.ConnectTimeout*2)
 	// Start at 0/0: the server resumes from the slot's confirmed_flush_lsn.
-	err = pglogrepl.StartReplication(sctx, conn, c.slot, 0, pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: args})
+	err = pglogrepl.StartReplication(sctx, conn, c.slot, 0, pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: dec.options()})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("start replication on slot %s: %w", c.slot, err)
@@ -368,12 +359,12 @@ func (c *consumer) stream(ctx context.Context) error {
 	if c.standby.Swap(false) {
 		c.logger.Info("the other process released the replication slot: this instance takes over", "slot", c.slot)
 	}
-	c.logger.Info("streaming replication slot", "slot", c.slot, "table", c.table, "walsender_pid", conn.PID())
+	c.logger.Info("streaming replication slot", "slot", c.slot, "plugin", c.cfg.SlotPlugin, "walsender_pid", conn.PID())
 
 	items := make(chan item, 8192)
 	rctx, stopReader := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { c.read(rctx, conn, items) })
+	wg.Go(func() { read(rctx, conn, dec, items) })
 	defer func() { stopReader(); wg.Wait() }()
 
 	var (
@@ -516,9 +507,10 @@ func (c *consumer) flush(ctx context.Context, batch []logc.Delivery) error {
 		})
 }
 
-// read receives and decodes the server's messages until ctx ends or the
-// connection fails, then sends the error (if any) and closes items.
-func (c *consumer) read(ctx context.Context, conn *pgconn.PgConn, items chan<- item) {
+// read receives and decodes the server's messages (dec the XLogData's)
+// until ctx ends or the connection fails, then sends the error (if any)
+// and closes items.
+func read(ctx context.Context, conn *pgconn.PgConn, dec decoder, items chan<- item) {
 	defer close(items)
 	send := func(it item) bool {
 		select {
@@ -538,7 +530,7 @@ func (c *consumer) read(ctx context.Context, conn *pgconn.PgConn, items chan<- i
 		}
 		switch m := msg.(type) {
 		case *pgproto3.CopyData:
-			it, err := c.decode(m.Data)
+			it, err := decode(dec, m.Data)
 			if err != nil {
 				send(item{err: err})
 				return
@@ -555,7 +547,9 @@ func (c *consumer) read(ctx context.Context, conn *pgconn.PgConn, items chan<- i
 	}
 }
 
-func (c *consumer) decode(data []byte) (item, error) {
+// decode decodes one CopyData of the stream: a keepalive, or XLogData
+// (dec decodes its payload).
+func decode(dec decoder, data []byte) (item, error) {
 	if len(data) == 0 {
 		return item{}, errors.New("empty CopyData")
 	}
@@ -571,29 +565,11 @@ func (c *consumer) decode(data []byte) (item, error) {
 		if err != nil {
 			return item{}, err
 		}
-		var m walMessage
-		if err := json.Unmarshal(x.WALData, &m); err != nil {
-			return item{}, fmt.Errorf("decode wal2json at %s: %w", x.WALStart, err)
+		ch, err := dec.decode(x.WALData, x.WALStart)
+		if err != nil {
+			return item{}, err
 		}
-		it := item{lsn: x.WALStart, action: m.Action}
-		if m.Action == "I" && m.Table == "messages" {
-			for _, col := range m.Columns {
-				switch col.Name {
-				case "id":
-					_ = json.Unmarshal(col.Value, &it.event.ID)
-				case "created_at":
-					var s string
-					_ = json.Unmarshal(col.Value, &s)
-					if at, err := time.Parse(pgTimestamp, s); err == nil {
-						it.event.CreatedAt = at
-					}
-				}
-			}
-			if it.event.CreatedAt.IsZero() {
-				it.event.CreatedAt = time.Now()
-			}
-		}
-		return it, nil
+		return item{lsn: x.WALStart, change: ch}, nil
 	default:
 		return item{}, fmt.Errorf("unknown replication message %q", data[0])
 	}

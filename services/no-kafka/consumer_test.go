@@ -111,7 +111,7 @@ func TestSlotRetainsWALWhileConsumerDownAndCatchesUp(t *testing.T) {
 	conformance.PostDelivered(t, tg.URL(), ev("k"))
 	st := conformance.Consumer(t, tg.URL())
 	s := st.Slot
-	if s == nil || s.Name != tg.Env["SLOT_NAME"] || s.Plugin != "wal2json" || !s.Active || s.WALStatus == "" || s.WALStatus == "lost" ||
+	if s == nil || s.Name != tg.Env["SLOT_NAME"] || s.Plugin != tg.Env["SLOT_PLUGIN"] || !s.Active || s.WALStatus == "" || s.WALStatus == "lost" ||
 		s.ConfirmedFlushLSN == "" || s.RestartLSN == "" || st.Position != s.ConfirmedFlushLSN || st.LagUnit != "bytes" {
 		t.Fatalf("/consumer: %+v slot %+v", st, s)
 	}
@@ -219,7 +219,7 @@ func TestSlotOfAnotherDatabaseIsRefused(t *testing.T) {
 	other := kittest.Pool(t, u.String(), "")
 	slot := kittest.UniqueName(t, "s")
 	ctx := kittest.Context(t, time.Minute)
-	if _, err := other.Exec(ctx, `SELECT pg_create_logical_replication_slot($1, 'wal2json')`, slot); err != nil {
+	if _, err := other.Exec(ctx, `SELECT pg_create_logical_replication_slot($1, $2)`, slot, testPlugin()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropSlot(t, base, slot) })
@@ -232,7 +232,7 @@ func TestSlotOfAnotherDatabaseIsRefused(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT current_database()`).Scan(&current); err != nil || current == db {
 		t.Skipf("the test database is %q (%v): no other database to put the slot in", current, err)
 	}
-	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": base, "SLOT_NAME": slot})
+	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": base, "SLOT_NAME": slot, "SLOT_PLUGIN": testPlugin()})
 	_, err = ensureSlot(ctx, cfg, pool, kittest.Logger(cfg))
 	if err == nil || !strings.Contains(err.Error(), "SLOT_NAME") || !strings.Contains(err.Error(), db) {
 		t.Fatalf("ensureSlot with a slot of database %q: %v, want an error naming SLOT_NAME and the database", db, err)

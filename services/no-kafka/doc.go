@@ -1,4 +1,4 @@
-// Command no-kafka is the log pair's Postgres side: an event log whose transport is the WAL, read through a logical replication slot with wal2json.
+// Command no-kafka is the log pair's Postgres side: an event log whose transport is the WAL, read through a logical replication slot, decoded with wal2json or pgoutput.
 //
 // It serves the log pair's REST contract on :8084, beside
 // kafka, which serves the same contract on the other side of the
@@ -6,8 +6,12 @@
 // none set it uses the stack started by `make up` or `docker compose up -d`.
 //
 // POST /events only INSERTs into the messages table. A consumer streams a
-// persistent logical replication slot (wal2json format-version 2, filtered
-// to that table) over the replication protocol (pglogrepl), records each
+// persistent logical replication slot over the replication protocol
+// (pglogrepl), decoded by the output plugin SLOT_PLUGIN names (see
+// decoders.go): wal2json format-version 2 filtered to that table (the
+// default), or the built-in pgoutput from a publication of that table alone,
+// which the service creates (for servers without wal2json, such as
+// PostgreSQL 18.4 from npm). One consumer loop serves both; it records each
 // batch in the deliveries table (dedup by id) and only then confirms the
 // LSN in a standby status update: at-least-once delivery, each event
 // observed once, resumed from confirmed_flush_lsn after a restart or a

@@ -123,10 +123,9 @@ func (m *groupManager) newConsumer(name string) groupConsumer {
 // started).
 func (m *groupManager) newSlotConsumer(name string) *consumer {
 	return &consumer{
-		cfg:   m.cfg,
-		slot:  groupSlot(m.cfg.Slot, name),
-		table: tableFilter(m.cfg.Postgres.Schema),
-		pool:  m.pool,
+		cfg:  m.cfg,
+		slot: groupSlot(m.cfg.Slot, name),
+		pool: m.pool,
 		deliver: &logc.Deliverer{Records: m.records.ForGroup(name), Hub: m.hub, Stats: m.stats,
 			Group: name},
 		stats:  m.stats,
@@ -311,7 +310,7 @@ func (m *groupManager) setup(ctx context.Context, g logc.GroupRow, try bool) err
 	if g.From == logc.FromEarliest {
 		action = "EXPORT_SNAPSHOT"
 	}
-	res, err := pglogrepl.CreateReplicationSlot(cctx, conn, slot, "wal2json",
+	res, err := pglogrepl.CreateReplicationSlot(cctx, conn, slot, m.cfg.SlotPlugin,
 		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: action})
 	if err != nil {
 		return fmt.Errorf("create replication slot %s of group %s: %w", slot, g.Name, err)

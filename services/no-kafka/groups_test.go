@@ -56,7 +56,7 @@ func TestInterruptedGroupSetUpIsRedone(t *testing.T) {
 	// The slot first, then the row in one statement with the replay's
 	// first delivery: a reconcile in between sees either no group (and
 	// may drop the slot: the set-up creates one anyway) or all of it.
-	kittest.Exec(t, pool, `SELECT pg_create_logical_replication_slot($1, 'wal2json')`, groupSlot(tg.Env["SLOT_NAME"], "orphan"))
+	kittest.Exec(t, pool, `SELECT pg_create_logical_replication_slot($1, $2)`, groupSlot(tg.Env["SLOT_NAME"], "orphan"), tg.Env["SLOT_PLUGIN"])
 	kittest.Exec(t, pool, `WITH g AS (INSERT INTO groups (name, from_position, ready, created_at) VALUES ('orphan', 'earliest', false, now() - interval '1 hour'))
 		INSERT INTO group_deliveries (grp, id, delivered_at) VALUES ('orphan', $1, now())`, written[0].ID)
 	orphan := func() (g logc.Group) {

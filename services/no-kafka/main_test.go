@@ -18,11 +18,17 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"ADDR": "8084", "DATABASE_MAX_CONNS": "0", "DATABASE_SCHEMA": "Bad-Name",
 		"SLOT_NAME": "Bad-Slot", "SYNCHRONOUS_COMMIT": "maybe", "STANDBY_STATUS_INTERVAL": "0s", "CONSUMER_MAX_BATCH": "0",
-		"REPLICATION_URL": "postgres://localhost:6432/wpe", "MAX_GROUPS": "0", "GROUP_POLL_INTERVAL": "0s"},
+		"REPLICATION_URL": "postgres://localhost:6432/wpe", "MAX_GROUPS": "0", "GROUP_POLL_INTERVAL": "0s", "SLOT_PLUGIN": "test_decoding"},
 		"ADDR", "DATABASE_MAX_CONNS", "DATABASE_SCHEMA", "SLOT_NAME", "SYNCHRONOUS_COMMIT", "STANDBY_STATUS_INTERVAL", "CONSUMER_MAX_BATCH", "REPLICATION_URL",
-		"MAX_GROUPS", "GROUP_POLL_INTERVAL")
+		"MAX_GROUPS", "GROUP_POLL_INTERVAL", "SLOT_PLUGIN")
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"MAX_GROUPS": "1001"}, "MAX_GROUPS")
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"GROUPS_DESIGN": "rows"}, "GROUPS_DESIGN")
+	if c.SlotPlugin != PluginWal2json {
+		t.Errorf("SLOT_PLUGIN's default: %q, want wal2json (nothing changes unless it is set)", c.SlotPlugin)
+	}
+	if c := kittest.ReadConfig(t, readConfig, map[string]string{"SLOT_PLUGIN": "pgoutput"}); c.SlotPlugin != PluginPgoutput {
+		t.Errorf("SLOT_PLUGIN=pgoutput read as %q", c.SlotPlugin)
+	}
 	if c.GroupsDesign != DesignSlots {
 		t.Errorf("GROUPS_DESIGN's default: %q, want %q (nothing changes unless it is set)", c.GroupsDesign, DesignSlots)
 	}

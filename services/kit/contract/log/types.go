@@ -98,7 +98,7 @@ type ConsumerStatus struct {
 type SlotStatus struct {
 	// Name is the slot's name.
 	Name string `json:"name"`
-	// Plugin is the output plugin (wal2json).
+	// Plugin is the output plugin (wal2json or pgoutput).
 	Plugin string `json:"plugin"`
 	// Active is true while a walsender streams the slot.
 	Active bool `json:"active"`
