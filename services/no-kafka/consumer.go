@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,6 +57,12 @@ type consumer struct {
 	// onAbort, on the default group's consumer, aborts the other groups'
 	// consumers with it (a crash ends them all).
 	onAbort func()
+	// onMissing, on the default group's consumer, is called when
+	// START_REPLICATION finds no slot: a standby promoted on PostgreSQL
+	// 15 or 16 starts without it (no failover slots before 17), or it was
+	// dropped. It creates the slot again and delivers, from the messages
+	// table, the events the lost slot had not delivered (resync).
+	onMissing func(ctx context.Context) error
 }
 
 // Running reports whether the consumer streams its slot (groupConsumer).
@@ -71,6 +78,13 @@ func (c *consumer) standbyError() error {
 // is active for PID ...").
 func slotInUse(err error) bool {
 	return postgres.SQLSTATE(err) == pgerrcode.ObjectInUse
+}
+
+// slotMissing reports whether err is START_REPLICATION's refusal of a
+// slot that does not exist (SQLSTATE 42704, "replication slot ... does
+// not exist").
+func slotMissing(err error) bool {
+	return postgres.SQLSTATE(err) == pgerrcode.UndefinedObject
 }
 
 // streamError returns why the stream last ended, or "".
@@ -155,16 +169,46 @@ func ensureSlot(ctx context.Context, cfg Config, pool *pgxpool.Pool, logger *slo
 	// Persistent (not TEMPORARY): a restarted service resumes from its
 	// confirmed_flush_lsn. NOEXPORT_SNAPSHOT: no initial table copy; the
 	// log starts at the slot's creation, before the service accepts writes.
-	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, cfg.Slot, cfg.SlotPlugin,
-		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"})
+	res, err := createSlot(ctx, conn, cfg.Slot, cfg.SlotPlugin, "nothing")
 	if postgres.SQLSTATE(err) == pgerrcode.DuplicateObject { // created meanwhile by another instance
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("create replication slot %s: %w", cfg.Slot, err)
 	}
-	logger.Info("created replication slot (it was missing)", "slot", cfg.Slot, "plugin", cfg.SlotPlugin, "consistent_point", res.ConsistentPoint)
+	logger.Info("created replication slot (it was missing)", "slot", cfg.Slot, "plugin", cfg.SlotPlugin,
+		"consistent_point", res.ConsistentPoint, "failover", failoverSlots(conn))
 	return true, nil
+}
+
+// createSlot creates the persistent logical slot on the replication
+// connection conn, with snapshot "nothing" or "export" (then the result
+// names the snapshot). On PostgreSQL 17 and later the slot is created
+// with FAILOVER: a standby with sync_replication_slots = on keeps a
+// synchronized copy of it, which a promoted standby then streams from
+// (docs/cluster.md). Before 17 a promoted standby has no slot: the
+// consumer makes it again and resyncs (consumer.onMissing).
+func createSlot(ctx context.Context, conn *pgconn.PgConn, slot, plugin, snapshot string) (pglogrepl.CreateReplicationSlotResult, error) {
+	opts := "SNAPSHOT '" + snapshot + "'"
+	if failoverSlots(conn) {
+		opts += ", FAILOVER true"
+	}
+	// The option list is PostgreSQL 15's syntax (the older keywords, which
+	// pglogrepl.CreateReplicationSlot writes, have no FAILOVER).
+	return pglogrepl.ParseCreateReplicationSlot(conn.Exec(ctx,
+		fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL %s (%s)", slot, plugin, opts)))
+}
+
+// failoverSlots reports whether the server of conn has failover slots
+// (PostgreSQL 17 and later), from its server_version.
+func failoverSlots(conn *pgconn.PgConn) bool {
+	v := conn.ParameterStatus("server_version")
+	i := strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+	if i < 0 {
+		i = len(v)
+	}
+	major, err := strconv.Atoi(v[:i])
+	return err == nil && major >= 17
 }
 
 // resyncBatch is how many events one resync round delivers.
@@ -308,6 +352,15 @@ func (c *consumer) run(ctx context.Context) {
 				return
 			}
 			continue
+		}
+		if slotMissing(err) && c.onMissing != nil {
+			c.logger.Warn("replication slot is missing (a promoted standby without it, or dropped): creating it again and delivering what it had not from the messages table",
+				"slot", c.slot, "err", err)
+			if err = c.onMissing(ctx); err == nil {
+				b.Reset()
+				continue
+			}
+			err = fmt.Errorf("slot %s was missing and could not be made again: %w", c.slot, err)
 		}
 		err = explain(c.slot, err)
 		if err != nil {

@@ -275,6 +275,71 @@ func TestNewSlotResyncsUndeliveredEvents(t *testing.T) {
 	}
 }
 
+// The slot is dropped under a running service, as a standby promoted on
+// PostgreSQL 15 or 16 has none (no failover slots before 17): the
+// consumer finds it missing, makes it again and resyncs, and the events
+// written afterwards are delivered. Before, it retried START_REPLICATION
+// forever and delivered nothing more.
+func TestMissingSlotIsMadeAgainWhileRunning(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, map[string]string{"STANDBY_STATUS_INTERVAL": "100ms"})
+	conformance.PostDelivered(t, tg.URL(), ev("m"))
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], "")
+	slot := tg.Env["SLOT_NAME"]
+	// End the walsender and drop the slot in one statement, before the
+	// consumer's reconnect (50 ms later) can take the slot again.
+	drop := fmt.Sprintf(`DO $$
+DECLARE p int;
+BEGIN
+  LOOP
+    SELECT active_pid INTO p FROM pg_replication_slots WHERE slot_name = '%s';
+    IF NOT FOUND THEN RAISE EXCEPTION 'no slot %s'; END IF;
+    IF p IS NULL THEN PERFORM pg_drop_replication_slot('%s'); EXIT; END IF;
+    PERFORM pg_terminate_backend(p);
+    PERFORM pg_sleep(0.002);
+  END LOOP;
+END $$`, slot, slot, slot)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := pool.Exec(ctx, drop)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("drop slot %s under the service: %v", slot, err)
+		}
+	}
+	var written []logc.Created
+	for range 20 {
+		written = append(written, conformance.Post(t, tg.URL(), ev("m")))
+	}
+	for _, c := range written {
+		conformance.WaitDelivered(t, tg.URL(), c.ID)
+	}
+	c := conformance.Consumer(t, tg.URL())
+	if c.Slot == nil || !c.Slot.Active || !c.Running {
+		t.Errorf("after the slot was dropped: slot %+v, running %v; want it made again and streamed", c.Slot, c.Running)
+	}
+	if c.Delivered != 21 {
+		t.Errorf("delivered %d for the first time, want 21", c.Delivered)
+	}
+	// On 17 and later the slot is made with FAILOVER, so that a standby
+	// with sync_replication_slots keeps a copy of it.
+	ctx := kittest.Context(t, 10*time.Second)
+	var version int
+	if err := pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version >= 170000 {
+		var failover bool
+		if err := pool.QueryRow(ctx, `SELECT failover FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&failover); err != nil || !failover {
+			t.Errorf("slot %s on %d: failover %v (%v), want true", slot, version, failover, err)
+		}
+	}
+}
+
 // TestExplainLostSlot: the errors PostgreSQL answers START_REPLICATION
 // with on an invalidated slot (logical.c, CreateDecodingContext) get the
 // way out that /readyz shows; other errors pass unchanged. 15 answers

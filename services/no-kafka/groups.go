@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgerrcode"
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -306,12 +305,11 @@ func (m *groupManager) setup(ctx context.Context, g logc.GroupRow, try bool) err
 		return err
 	}
 	defer conn.Close(context.Background())
-	action := "NOEXPORT_SNAPSHOT"
+	snapshot := "nothing"
 	if g.From == logc.FromEarliest {
-		action = "EXPORT_SNAPSHOT"
+		snapshot = "export"
 	}
-	res, err := pglogrepl.CreateReplicationSlot(cctx, conn, slot, m.cfg.SlotPlugin,
-		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: action})
+	res, err := createSlot(cctx, conn, slot, m.cfg.SlotPlugin, snapshot)
 	if err != nil {
 		return fmt.Errorf("create replication slot %s of group %s: %w", slot, g.Name, err)
 	}

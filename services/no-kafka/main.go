@@ -256,6 +256,19 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	groups := &groupManager{cfg: cfg, store: store, records: logc.NewRecords(cpool, cfg.SynchronousCommit), pool: pool,
 		hub: hub, stats: svc.Stats, logger: svc.Logger, def: cons}
 	cons.onAbort = groups.abort
+	cons.onMissing = func(ctx context.Context) error {
+		created, err := ensureSlot(ctx, cfg, pool, svc.Logger)
+		if err != nil || !created {
+			return err // !created: another instance made it, and resyncs
+		}
+		n, err := resync(ctx, cpool, cons.deliver)
+		if err != nil {
+			return err
+		}
+		svc.Logger.Warn("made the missing replication slot again and delivered the events it had not, from the messages table",
+			"slot", cfg.Slot, "events", n)
+		return nil
+	}
 	if cfg.GroupsDesign == DesignCursors {
 		// The default consumer's batches are the shared log: each one
 		// recorded wakes the cursor consumers, here and (debounced
