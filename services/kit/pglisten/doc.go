@@ -17,7 +17,11 @@
 // a channel of its own, has a notification sent there from another
 // connection (Notify), and refuses the connection with ErrDeaf if it does
 // not arrive within ProbeTimeout. A service fails loudly instead of
-// running deaf on its fallback poll.
+// running deaf on its fallback poll. A standby (a server in recovery)
+// refuses LISTEN outright; the Listener reports that as ErrStandby. With a
+// multi-host connection string and target_session_attrs=read-write the
+// Listener connects to the primary, and after a promotion it reconnects to
+// the new one (docs/cluster.md, "Promotion").
 //
 // The Listener reports its own state, for readiness checks and for a
 // service that must not serve what only notifications keep fresh while

@@ -31,6 +31,14 @@ const DefaultProbeTimeout = 5 * time.Second
 // and nothing ever arrives.
 var ErrDeaf = errors.New("pglisten: LISTEN receives no notifications (a connection pooler in transaction mode, such as pgbouncer, between the listener and Postgres? LISTEN needs a direct connection)")
 
+// ErrStandby is the error of a connection to a standby (a server in
+// recovery): Postgres refuses LISTEN there ("cannot execute LISTEN during
+// recovery", SQLSTATE 25006), and a notification is delivered only on the
+// server that committed it, the primary. A multi-host connection string
+// with target_session_attrs=read-write always lands on the primary, and
+// lands on the new one after a promotion.
+var ErrStandby = errors.New("pglisten: LISTEN refused by a standby (the server is in recovery): LISTEN needs the primary (connect to its address, or through a multi-host URL with target_session_attrs=read-write)")
+
 // Listener LISTENs on Channels over a connection of its own and reconnects
 // whenever it is lost. Fill the fields, then either call Run once, on a
 // goroutine the caller owns, until its ctx ends; or call Start once and
@@ -315,6 +323,9 @@ func (l *Listener) session(ctx context.Context, b *backoff.Backoff, listened *bo
 	}()
 	for _, ch := range l.Channels {
 		if _, err := conn.Exec(cctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			if inRecovery(err) {
+				return fmt.Errorf("LISTEN %s: %w: %w", ch, ErrStandby, err)
+			}
 			return fmt.Errorf("LISTEN %s: %w", ch, err)
 		}
 	}
@@ -345,6 +356,14 @@ func (l *Listener) session(ctx context.Context, b *backoff.Backoff, listened *bo
 			l.OnNotification(ctx, n)
 		}
 	}
+}
+
+// inRecovery reports whether err is a standby's refusal of LISTEN:
+// read_only_sql_transaction (25006), which a primary never answers to
+// LISTEN (it is allowed in read-only transactions).
+func inRecovery(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "25006"
 }
 
 // probe checks that conn receives notifications (see session) and returns
