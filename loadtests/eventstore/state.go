@@ -50,8 +50,8 @@ type StoreState struct {
 const storeStateTimeout = time.Minute
 
 // storeStates reads every engine's store size at the start of a
-// scenario: the events table of o.Schema through o.DatabaseURL for the
-// Postgres side, the partition of o.KafkaTopic for the Kafka side (or,
+// scenario: the events table of o.Schema through the Postgres side's
+// server (pgURL), the partition of o.KafkaTopic for the Kafka side (or,
 // when the topic is not known, the records a read of a stream never
 // written scans: the whole partition). An engine that is not up, or
 // whose store has no size the bench can read, has Error set.
@@ -68,7 +68,7 @@ func storeStates(ctx context.Context, o Options, engines []*Engine) []StoreState
 		case e.Backend == "postgres":
 			st.Store = "table " + o.Schema + ".events"
 			var rows, size int64
-			if rows, size, err = EventsTable(ctx, o.DatabaseURL, o.Schema); err == nil {
+			if rows, size, err = EventsTable(ctx, pgURL(o, e), o.Schema); err == nil {
 				st.Records, st.TotalBytes = &rows, size
 			}
 		case e.Name == KeyedName && o.KeyedTopic != "":
