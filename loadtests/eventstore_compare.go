@@ -52,6 +52,7 @@ func compareEventStore(ctx context.Context, o *eventstore.Options, bindirs strin
 		name := eventstore.CompareName(p.Major())
 		o.Targets += "," + name + "=" + p.URL
 		o.EngineDatabaseURLs[name] = p.DatabaseURL
+		o.FreshEngines = append(o.FreshEngines, name)
 		fmt.Fprintf(log, "eventstore: %s is %s on PostgreSQL %s (%s)\n", name, p.URL, p.Version, bin)
 	}
 	return stop, nil

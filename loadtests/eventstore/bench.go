@@ -61,6 +61,10 @@ type Options struct {
 	// no-kurrentdb's (DatabaseURL), by engine name: a no-kurrentdb run
 	// against another PostgreSQL version (CompareName) beside it.
 	EngineDatabaseURLs map[string]string `json:"-"`
+	// FreshEngines are the engines whose store was created empty for
+	// this bench run (a -compare-bindirs server): their store state
+	// says so (StoreFresh).
+	FreshEngines []string `json:"fresh_engines,omitempty"`
 	// Before, when set, is called with the results run before the
 	// scenario starts: the load commands record the event store's
 	// starting state (driver.StartState) there.

@@ -65,3 +65,36 @@ func TestPostgresVersionsOnRealPostgres(t *testing.T) {
 		t.Errorf("alone %+v", *one[0])
 	}
 }
+
+// TestCompareStoreIsFresh: a store created empty for the run says so,
+// and the run's starting state is never a compared side's.
+func TestCompareStoreIsFresh(t *testing.T) {
+	t.Parallel()
+	name := CompareName("18")
+	engines := defaultEngines("no-kurrentdb=http://a,"+name+"=http://b", 8)
+	for _, e := range engines {
+		e.Why = "probe refused"
+	}
+	run := driver.NewRun("eventstore-test", nil, time.Now())
+	o := Options{Schema: "eventstore", FreshEngines: []string{name}}
+	recordStart(context.Background(), run, o, engines)
+	st := run.Settings["store_state"].([]StoreState)
+	if len(st) != 2 || st[0].Mode != StoreKept || st[1].Mode != StoreFresh {
+		t.Errorf("store states %+v", st)
+	}
+	if run.StartState != nil {
+		t.Errorf("start state %+v from sides that did not answer", run.StartState)
+	}
+	if testing.Short() {
+		return
+	}
+	// A compared side that answers (its table missing here) is still not
+	// the run's starting state.
+	engines[1].Up = true
+	run = driver.NewRun("eventstore-test", nil, time.Now())
+	o.Schema, o.EngineDatabaseURLs = "es_compare_missing", map[string]string{name: envOr("DATABASE_URL", pairs.DefaultPostgresURL)}
+	recordStart(context.Background(), run, o, engines[1:])
+	if st := run.Settings["store_state"].([]StoreState); st[0].Store == "" || st[0].Error == "" || run.StartState != nil {
+		t.Errorf("store state %+v, start state %+v", st[0], run.StartState)
+	}
+}

@@ -115,6 +115,9 @@ func TestNotifyFigurePerVersion(t *testing.T) {
 	if len(p.Missing) > 0 {
 		t.Fatalf("missing %v", p.Missing)
 	}
+	if want := "At 16 committers pg_notify in the transaction gives 0.33× the commits/s on PostgreSQL 15.18 (the shared stack), 0.33× on 18.4 (a private server). "; !strings.HasPrefix(p.Figure, want) {
+		t.Errorf("figure does not start with %q:\n%s", want, p.Figure)
+	}
 	for _, want := range []string{"PostgreSQL 15.18 (Debian 15.18-0+deb12u1) (the shared stack): Commits/s", "PostgreSQL 18.4 (a private server, the stack's settings): Commits/s"} {
 		if !strings.Contains(p.Figure, want) {
 			t.Errorf("figure lacks %q:\n%s", want, p.Figure)

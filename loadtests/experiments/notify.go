@@ -98,13 +98,23 @@ func comparedPrefixes(f *Figures) []string {
 
 // notifyFigure is the commits/s of each mode at each count of committers
 // and the ratio at the most; per version when the result measured other
-// versions than the shared server's (or says why it did not).
+// versions than the shared server's (or says why it did not), led by
+// each version's ratio at the most committers.
 func notifyFigure(f *Figures) string {
 	others, none := comparedPrefixes(f), f.StrOr("not_compared", "")
 	if len(others) == 0 && none == "" {
 		return notifySeriesFigure(f, "")
 	}
-	parts := []string{"PostgreSQL " + f.Str("server_version") + " (the shared stack): " + notifySeriesFigure(f, "")}
+	n := raw.NotifyCommitters[len(raw.NotifyCommitters)-1]
+	share := func(prefix string) string {
+		at := func(mode string) float64 { return f.Num(prefix + "tps_" + mode + "_" + strconv.Itoa(n)) }
+		return ratio(at(raw.NotifyInTx), at(raw.NotifyNone)) + "×"
+	}
+	lead := fmt.Sprintf("At %d committers pg_notify in the transaction gives %s the commits/s on PostgreSQL %s (the shared stack)", n, share(""), firstWord(f.Str("server_version")))
+	for _, p := range others {
+		lead += fmt.Sprintf(", %s on %s (a private server)", share(p), firstWord(f.Str(p+"server_version")))
+	}
+	parts := []string{lead, "PostgreSQL " + f.Str("server_version") + " (the shared stack): " + notifySeriesFigure(f, "")}
 	for _, p := range others {
 		parts = append(parts, "PostgreSQL "+f.Str(p+"server_version")+" (a private server, the stack's settings): "+notifySeriesFigure(f, p))
 	}
@@ -112,6 +122,13 @@ func notifyFigure(f *Figures) string {
 		parts = append(parts, "other PostgreSQL versions not measured: "+none)
 	}
 	return strings.Join(parts, ". ")
+}
+
+// firstWord is a server_version's number ("15.18" of "15.18 (Debian
+// 15.18-0+deb12u1)").
+func firstWord(version string) string {
+	w, _, _ := strings.Cut(strings.TrimSpace(version), " ")
+	return w
 }
 
 // notifySeriesFigure is notifyFigure of the series whose metrics start
