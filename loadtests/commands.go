@@ -641,6 +641,7 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 	if x.experiments {
 		env.Progress.Begin("experiments")
 		xenv := experiments.Env{PostgresURL: c.pgURL, Root: root}
+		xenv.CompareBindirs, xenv.CompareNone = experiments.DefaultCompareBindirs(root)
 		if _, err := runExperiments(ctx, xenv, experiments.Full, experiments.All(), c.resultsDir, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintf(os.Stderr, "experiments: %v (the report will say what is missing)\n", err)
 		}
@@ -928,6 +929,7 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 	o.DatabaseURL = envOr("DATABASE_URL", versions.DefaultPostgresURL)
 	o.KafkaBrokers = envOr("KAFKA_BROKERS", o.KafkaBrokers)
 	o.Register(fs)
+	compare := fs.String("compare-bindirs", "", "comma-separated bin directories of other PostgreSQL versions: no-kurrentdb also runs against a private server of each (the -database-url server's settings), as engine no-kurrentdb-pg<major> beside the targets; \"default\": PostgreSQL 18 from make deps-cluster ("+experiments.CompareBindirsEnv+")")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "%s\n\nflags (the same for every scenario):\n", use)
 		fs.PrintDefaults()
@@ -946,6 +948,14 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *compare != "" {
+		closeCompared, err := compareEventStore(ctx, &o, *compare, stderr)
+		defer closeCompared()
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+	}
 	// One line per loop: the plan's estimate first, as the load commands
 	// write it.
 	est := eventstore.Append.Estimate(o, len(eventstore.Append.Sides))

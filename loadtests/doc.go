@@ -28,7 +28,9 @@
 // (its command, flags, options and scenario), and commands.go's loadTable
 // one small function per load command, with throughput.go, longlived.go,
 // scaleout.go, extras.go, experiments.go, eventstore_long.go, causal.go,
-// fuzz.go and publish.go beside it; extras.go adds the overload points,
+// fuzz.go and publish.go beside it; eventstore_compare.go starts the
+// event store bench's no-kurrentdb on other PostgreSQL versions
+// (-compare-bindirs); extras.go adds the overload points,
 // the log pair at its batch throughput and the raw limits to queue, log
 // and results, and publish.go is the results command's last step, which
 // fails it when a point failed (unless -publish-failed). Metrics are

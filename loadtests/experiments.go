@@ -14,6 +14,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 )
 
@@ -33,12 +34,15 @@ func experimentsMain(args []string, stdout, stderr io.Writer) int {
 	var env experiments.Env
 	fs.StringVar(&env.PostgresURL, "database-url", "", "Postgres (default DATABASE_URL or the stack's): scratch schemas are created and dropped there")
 	fs.StringVar(&env.PgBouncerURL, "pgbouncer-url", "", "pgbouncer in transaction mode (default PGBOUNCER_URL or the stack's)")
+	compare := fs.String("compare-bindirs", "", "comma-separated bin directories of other PostgreSQL versions that "+experiments.NotifySerializes+
+		" measures again on a private server of each, \"none\" for none (default "+experiments.CompareBindirsEnv+", else PostgreSQL 18 from make deps-cluster when present)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
+	env.CompareBindirs, env.CompareNone = compareBindirs(*compare)
 	sz, err := experiments.ParseSize(*size)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
@@ -116,4 +120,18 @@ func experimentNames() []string {
 		names = append(names, x.Name)
 	}
 	return names
+}
+
+// compareBindirs is the -compare-bindirs flag's value as
+// experiments.Env's CompareBindirs and CompareNone: "none" for none,
+// empty for experiments.DefaultCompareBindirs.
+func compareBindirs(flagValue string) ([]string, string) {
+	switch flagValue {
+	case "":
+		root, _ := launch.Root()
+		return experiments.DefaultCompareBindirs(root)
+	case "none":
+		return nil, "-compare-bindirs none"
+	}
+	return strings.Split(flagValue, ","), ""
 }

@@ -57,6 +57,14 @@ type Options struct {
 	// Grace bounds the wait, after each append loop's window, for the
 	// operations still running (driver.LoopSpec.Grace).
 	Grace time.Duration `json:"grace,omitempty"`
+	// EngineDatabaseURLs are the servers of the Postgres sides other than
+	// no-kurrentdb's (DatabaseURL), by engine name: a no-kurrentdb run
+	// against another PostgreSQL version (CompareName) beside it.
+	EngineDatabaseURLs map[string]string `json:"-"`
+	// FreshEngines are the engines whose store was created empty for
+	// this bench run (a -compare-bindirs server): their store state
+	// says so (StoreFresh).
+	FreshEngines []string `json:"fresh_engines,omitempty"`
 	// Before, when set, is called with the results run before the
 	// scenario starts: the load commands record the event store's
 	// starting state (driver.StartState) there.
@@ -72,6 +80,9 @@ func defaultEngines(targets string, keyedPartitions int) []*Engine {
 			continue
 		}
 		e := &Engine{Name: name, Backend: backends[name], URL: strings.TrimRight(u, "/")}
+		if IsCompareName(name) {
+			e.Backend = "postgres"
+		}
 		switch name {
 		case pairs.KafkaEventStore:
 			e.Label, e.Partitions = ReferenceLabel, 1
@@ -159,6 +170,7 @@ func Bench(ctx context.Context, scenario string, o Options, progress *driver.Pro
 	run := driver.NewRun(Command(scenario), nil, time.Now())
 	run.Settings["engines"] = engines
 	run.Settings["options"] = o
+	postgresVersions(ctx, run, o, engines)
 	if o.Before != nil {
 		o.Before(ctx, run)
 	}

@@ -35,6 +35,13 @@ type Engine struct {
 	Up bool `json:"up"`
 	// Why says why it is not up.
 	Why string `json:"why,omitempty"`
+	// ServerVersion is a Postgres side's server_version, asked at the
+	// bench's start through its DatabaseURL ("" when it could not be
+	// asked, or in files written before it was recorded).
+	ServerVersion string `json:"server_version,omitempty"`
+	// DatabaseURL is a Postgres side's server: Options.DatabaseURL, or
+	// its entry of Options.EngineDatabaseURLs. Never written.
+	DatabaseURL string `json:"-"`
 }
 
 // probe fills Up and Conditional from GET /capabilities.

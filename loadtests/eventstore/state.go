@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,8 +51,8 @@ type StoreState struct {
 const storeStateTimeout = time.Minute
 
 // storeStates reads every engine's store size at the start of a
-// scenario: the events table of o.Schema through o.DatabaseURL for the
-// Postgres side, the partition of o.KafkaTopic for the Kafka side (or,
+// scenario: the events table of o.Schema through the Postgres side's
+// server (pgURL), the partition of o.KafkaTopic for the Kafka side (or,
 // when the topic is not known, the records a read of a stream never
 // written scans: the whole partition). An engine that is not up, or
 // whose store has no size the bench can read, has Error set.
@@ -61,6 +62,9 @@ func storeStates(ctx context.Context, o Options, engines []*Engine) []StoreState
 	var out []StoreState
 	for _, e := range engines {
 		st := StoreState{Engine: e.Name, Mode: StoreKept}
+		if slices.Contains(o.FreshEngines, e.Name) {
+			st.Mode = StoreFresh
+		}
 		var err error
 		switch {
 		case !e.Up:
@@ -68,7 +72,7 @@ func storeStates(ctx context.Context, o Options, engines []*Engine) []StoreState
 		case e.Backend == "postgres":
 			st.Store = "table " + o.Schema + ".events"
 			var rows, size int64
-			if rows, size, err = EventsTable(ctx, o.DatabaseURL, o.Schema); err == nil {
+			if rows, size, err = EventsTable(ctx, pgURL(o, e), o.Schema); err == nil {
 				st.Records, st.TotalBytes = &rows, size
 			}
 		case e.Name == KeyedName && o.KeyedTopic != "":
@@ -313,9 +317,10 @@ func keyedCursor(ctx context.Context, o Options) (string, error) {
 }
 
 // recordStart records the engines' store sizes in run, and, when no
-// Before hook declared the run's starting state, the Postgres events
-// table's as the run's driver.StartState (mode keep: the event store
-// keeps its history).
+// Before hook declared the run's starting state, the Postgres side's
+// events table (the stack's, never a -compare-bindirs server's) as the
+// run's driver.StartState (mode keep: the event store keeps its
+// history).
 func recordStart(ctx context.Context, run *driver.Run, o Options, engines []*Engine) {
 	states := storeStates(ctx, o, engines)
 	run.Settings["store_state"] = states
@@ -323,7 +328,7 @@ func recordStart(ctx context.Context, run *driver.Run, o Options, engines []*Eng
 		return
 	}
 	for _, s := range states {
-		if s.Store != "table "+o.Schema+".events" {
+		if s.Store != "table "+o.Schema+".events" || IsCompareName(s.Engine) {
 			continue
 		}
 		st := &driver.StartState{Mode: driver.StateKeep, Tables: []driver.TableState{}, Error: s.Error}
@@ -331,5 +336,6 @@ func recordStart(ctx context.Context, run *driver.Run, o Options, engines []*Eng
 			st.Tables = append(st.Tables, driver.TableState{Schema: o.Schema, Table: "events", Rows: *s.Records, TotalBytes: s.TotalBytes})
 		}
 		run.StartState = st
+		break
 	}
 }

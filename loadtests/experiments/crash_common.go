@@ -28,11 +28,22 @@ type crashRig struct {
 // newCrashRig starts a private cluster with extra settings and a
 // launcher for the services. Close undoes both.
 func newCrashRig(ctx context.Context, env Env, extra map[string]string) (*crashRig, error) {
+	return newCrashRigAt(ctx, env, "", extra)
+}
+
+// newCrashRigAt is newCrashRig with the server binaries of bin ("": the
+// default's, pgBindir).
+func newCrashRigAt(ctx context.Context, env Env, bin string, extra map[string]string) (*crashRig, error) {
 	root, err := env.root()
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newPGCluster(ctx, extra)
+	if bin == "" {
+		if bin, err = pgBindir(); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := newPGClusterAt(ctx, bin, extra)
 	if err != nil {
 		return nil, err
 	}

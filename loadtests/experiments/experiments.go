@@ -50,6 +50,15 @@ type Env struct {
 	KafkaBrokers []string
 	// Root is the repository root (services are built from it).
 	Root string
+	// CompareBindirs are the bin directories of other PostgreSQL versions
+	// (PostgreSQL 18's from make deps-cluster: DefaultCompareBindirs):
+	// the experiments that compare versions (notify-serializes-commits)
+	// measure again on a private server of each, given the shared
+	// server's settings. Empty: the shared server's version only.
+	CompareBindirs []string
+	// CompareNone says why CompareBindirs is empty, for the results (""
+	// when nobody asked: then they say nothing about other versions).
+	CompareNone string
 	// Out receives progress lines; nil for none.
 	Out io.Writer
 }

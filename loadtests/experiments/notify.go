@@ -29,14 +29,24 @@ const (
 
 // notifyVersionNote is what the PostgreSQL sources say about the lock
 // (read in src/backend/commands/async.c; docs/queue.md has the whole
-// reading).
+// reading), for a result measured on PostgreSQL 15 alone.
 const notifyVersionNote = "Which versions take the lock (read in src/backend/commands/async.c, not measured; docs/queue.md): " +
-	"PreCommit_Notify takes LockSharedObject(DatabaseRelationId, InvalidOid, 0, AccessExclusiveLock), one heavyweight lock for the whole cluster, " +
+	notifySourceReading + "Verified by measurement here on PostgreSQL 15 only; 16–19 are not measured."
+
+// notifySourceReading is the reading of the sources every version note
+// carries.
+const notifySourceReading = "PreCommit_Notify takes LockSharedObject(DatabaseRelationId, InvalidOid, 0, AccessExclusiveLock), one heavyweight lock for the whole cluster, " +
 	"held until the transaction ends (across its commit record's flush), so that queue entries appear in commit order. " +
 	"Every version read has it: 9.x, 13+ and master after the PostgreSQL 19 rework. " +
 	"The reference's \"fixed only in PostgreSQL 19\" is contradicted by the source: the 19 change, commit 282b1cde9dedf456ecf02eb27caf086023a7bb71, " +
-	"stops waking listeners with no interest in the channel and keeps the commit lock (its direct advancement relies on it). " +
-	"Verified by measurement here on PostgreSQL 15 only; 16–19 are not measured."
+	"stops waking listeners with no interest in the channel and keeps the commit lock (its direct advancement relies on it). "
+
+// notifyVersionsNote is notifyVersionNote for a result that measured
+// the majors of measured.
+func notifyVersionsNote(measured []string) string {
+	return "Which versions take the lock (read in src/backend/commands/async.c; docs/queue.md): " + notifySourceReading +
+		"Verified by measurement here on PostgreSQL " + strings.Join(measured, " and ") + " only; the other versions are read, not measured."
+}
 
 // notifyText is notify-serializes-commits' prose.
 var notifyText = Text{
@@ -44,31 +54,95 @@ var notifyText = Text{
 	Happens:  "A transaction that calls pg_notify takes one cluster-wide lock at commit and holds it across the commit's flush: notifying commits run one at a time, so adding committers stops adding throughput.",
 	UserMust: "Keep pg_notify out of the hot transaction: commit, then send one debounced NOTIFY for many commits (NOTIFY_MODE=debounced, the default here), and treat it as a wake-up only.",
 	Figure:   notifyFigure,
-	Notes: func(f *Figures) []string {
-		point := secondsDur(f.Num("point_s"))
-		interval := msDur(f.Num("debounce_interval_ms"))
-		return []string{
-			fmt.Sprintf("Measured on PostgreSQL %s: one-row INSERT commits on a logged table, %v per point, one LISTENing connection; "+
-				"notify_in_tx: INSERT and pg_notify in one statement's transaction; notify_debounced: pglisten.Debouncer, at most one NOTIFY per %v after the commits.",
-				f.Str("server_version"), point, interval),
-			notifyVersionNote,
-			"The acknowledged-writes count is committed NOTIFYs the listening connection did not receive (in the committing transaction and debounced).",
+	Notes:    notifyNotes,
+}
+
+// notifyNotes are notify-serializes-commits' notes: how it ran, what the
+// sources say about each version, and what the acknowledged count is.
+func notifyNotes(f *Figures) []string {
+	point := secondsDur(f.Num("point_s"))
+	interval := msDur(f.Num("debounce_interval_ms"))
+	notes := []string{
+		fmt.Sprintf("Measured on PostgreSQL %s: one-row INSERT commits on a logged table, %v per point, one LISTENing connection; "+
+			"notify_in_tx: INSERT and pg_notify in one statement's transaction; notify_debounced: pglisten.Debouncer, at most one NOTIFY per %v after the commits.",
+			f.Str("server_version"), point, interval),
+	}
+	others := comparedPrefixes(f)
+	if len(others) == 0 {
+		return append(notes, notifyVersionNote,
+			"The acknowledged-writes count is committed NOTIFYs the listening connection did not receive (in the committing transaction and debounced).")
+	}
+	measured := []string{majorOf(f.Str("server_version"))}
+	for _, p := range others {
+		v := f.Str(p + "server_version")
+		measured = append(measured, majorOf(v))
+		notes = append(notes, fmt.Sprintf("PostgreSQL %s: the same series, after the shared server's, on a private server of its own (own data directory, in the temporary directory, and own port) "+
+			"given the shared server's settings (shared_buffers, synchronous_commit, fsync, wal_level, …: versions.PostgresSettingNames), "+
+			"so that the two differ in version, not in settings; the shared server may also be serving other work.", v))
+	}
+	return append(notes, notifyVersionsNote(measured),
+		"The acknowledged-writes count is committed NOTIFYs the listening connections did not receive (in the committing transaction and debounced, on every version measured).")
+}
+
+// comparedPrefixes are the metric prefixes ("pg18.") of the other
+// versions the result measured (its "compared" setting), in order.
+func comparedPrefixes(f *Figures) []string {
+	var out []string
+	for _, p := range strings.Split(f.StrOr("compared", ""), ",") {
+		if p != "" {
+			out = append(out, p+".")
 		}
-	},
+	}
+	return out
 }
 
 // notifyFigure is the commits/s of each mode at each count of committers
-// and the ratio at the most.
+// and the ratio at the most; per version when the result measured other
+// versions than the shared server's (or says why it did not), led by
+// each version's ratio at the most committers.
 func notifyFigure(f *Figures) string {
+	others, none := comparedPrefixes(f), f.StrOr("not_compared", "")
+	if len(others) == 0 && none == "" {
+		return notifySeriesFigure(f, "")
+	}
+	n := raw.NotifyCommitters[len(raw.NotifyCommitters)-1]
+	share := func(prefix string) string {
+		at := func(mode string) float64 { return f.Num(prefix + "tps_" + mode + "_" + strconv.Itoa(n)) }
+		return ratio(at(raw.NotifyInTx), at(raw.NotifyNone)) + "×"
+	}
+	lead := fmt.Sprintf("At %d committers pg_notify in the transaction gives %s the commits/s on PostgreSQL %s (the shared stack)", n, share(""), firstWord(f.Str("server_version")))
+	for _, p := range others {
+		lead += fmt.Sprintf(", %s on %s (a private server)", share(p), firstWord(f.Str(p+"server_version")))
+	}
+	parts := []string{lead, "PostgreSQL " + f.Str("server_version") + " (the shared stack): " + notifySeriesFigure(f, "")}
+	for _, p := range others {
+		parts = append(parts, "PostgreSQL "+f.Str(p+"server_version")+" (a private server, the stack's settings): "+notifySeriesFigure(f, p))
+	}
+	if none != "" {
+		parts = append(parts, "other PostgreSQL versions not measured: "+none)
+	}
+	return strings.Join(parts, ". ")
+}
+
+// firstWord is a server_version's number ("15.18" of "15.18 (Debian
+// 15.18-0+deb12u1)").
+func firstWord(version string) string {
+	w, _, _ := strings.Cut(strings.TrimSpace(version), " ")
+	return w
+}
+
+// notifySeriesFigure is notifyFigure of the series whose metrics start
+// with prefix ("" for the shared server's).
+func notifySeriesFigure(f *Figures, prefix string) string {
 	series := func(mode string) string {
 		var parts []string
 		for _, c := range raw.NotifyCommitters {
-			parts = append(parts, num(f.Num("tps_"+mode+"_"+strconv.Itoa(c))))
+			parts = append(parts, num(f.Num(prefix+"tps_"+mode+"_"+strconv.Itoa(c))))
 		}
 		return strings.Join(parts, " / ")
 	}
 	n := raw.NotifyCommitters[len(raw.NotifyCommitters)-1]
-	at := func(what, mode string) float64 { return f.Num(what + mode + "_" + strconv.Itoa(n)) }
+	at := func(what, mode string) float64 { return f.Num(prefix + what + mode + "_" + strconv.Itoa(n)) }
 	return fmt.Sprintf("Commits/s at %s committers: without pg_notify %s; with pg_notify in the transaction %s; debounced %s. At %d committers pg_notify in the transaction gives %s× the commits/s, commit p99 %s ms vs %s ms (debounced %s ms)",
 		committers(), series(raw.NotifyNone), series(raw.NotifyInTx), series(raw.NotifyDebounced), n,
 		ratio(at("tps_", raw.NotifyInTx), at("tps_", raw.NotifyNone)),
@@ -93,32 +167,98 @@ func notifySerializes(ctx context.Context, env Env, size Size) (Result, error) {
 	if s.Error != "" {
 		return r, errors.New(s.Error)
 	}
-	lost, err := notifyMetrics(&r, s)
+	lost, err := notifyMetrics(&r, "", s)
 	if err != nil {
 		return r, err
 	}
-	// Committed NOTIFYs the listener never heard: each announced commits.
-	r.AckedLost = lost
 	r.metric("point_s", s.PointSeconds)
 	r.metric("debounce_interval_ms", s.IntervalMs)
 	r.setting("server_version", s.ServerVersion)
+	// Committed NOTIFYs the listeners never heard: each announced commits.
+	r.AckedLost = lost + notifyOnVersions(ctx, env, o, &r)
 	return r, nil
 }
 
-// notifyMetrics records every point of s in r and returns the committed
+// notifyOnVersions measures the series again on a private server of each
+// of env.CompareBindirs, given the shared server's settings, recording
+// its figures under "pg<major>." and its prefix in the setting
+// "compared"; a version that could not measure, or why none was asked
+// (env.CompareNone), is in "not_compared". It returns the committed
+// NOTIFYs their listeners did not receive.
+func notifyOnVersions(ctx context.Context, env Env, o raw.Options, r *Result) (lost int64) {
+	var compared, none []string
+	if len(env.CompareBindirs) == 0 && env.CompareNone != "" {
+		none = append(none, env.CompareNone)
+	}
+	var set map[string]string
+	if len(env.CompareBindirs) > 0 {
+		var err error
+		if set, err = serverSettings(ctx, env.PostgresURL); err != nil {
+			none = append(none, err.Error())
+		}
+	}
+	for _, bin := range env.CompareBindirs {
+		if set == nil {
+			break
+		}
+		p, n, err := notifyOnPrivate(ctx, env, bin, set, o, r)
+		if err != nil {
+			first, _, _ := strings.Cut(err.Error(), "\n") // the whole error is in the log
+			none = append(none, bin+": "+first)
+			env.logf("notify on %s: could not measure: %v", bin, err)
+			continue
+		}
+		compared = append(compared, p)
+		lost += n
+	}
+	if len(compared) > 0 {
+		r.setting("compared", strings.Join(compared, ","))
+	}
+	if len(none) > 0 {
+		r.setting("not_compared", strings.Join(none, "; "))
+	}
+	return lost
+}
+
+// notifyOnPrivate runs the series on a private server of bin with
+// settings set and records it in r under its prefix ("pg18"), which it
+// returns with the NOTIFYs the listener missed.
+func notifyOnPrivate(ctx context.Context, env Env, bin string, set map[string]string, o raw.Options, r *Result) (string, int64, error) {
+	cl, err := newPGClusterAt(ctx, bin, set)
+	if err != nil {
+		return "", 0, err
+	}
+	defer cl.Close()
+	env.logf("notify: PostgreSQL %s, a private server (%s)", cl.Version(), bin)
+	o.PostgresURL = cl.URL()
+	s := raw.MeasureNotify(ctx, o)
+	if s.Error != "" {
+		return "", 0, errors.New(s.Error)
+	}
+	p := "pg" + majorOf(s.ServerVersion)
+	lost, err := notifyMetrics(r, p+".", s)
+	if err != nil {
+		return "", 0, err
+	}
+	r.setting(p+".server_version", s.ServerVersion)
+	return p, lost, nil
+}
+
+// notifyMetrics records every point of s in r, each metric's name
+// starting with prefix ("" for the shared server's), and returns the committed
 // NOTIFYs the listener did not receive; an error when a point failed or
 // is missing.
-func notifyMetrics(r *Result, s *raw.NotifySeries) (lost int64, err error) {
+func notifyMetrics(r *Result, prefix string, s *raw.NotifySeries) (lost int64, err error) {
 	for _, p := range s.Points {
 		if p.Error != "" {
 			return 0, fmt.Errorf("%s ×%d: %s", p.Mode, p.Committers, p.Error)
 		}
 		k := p.Mode + "_" + strconv.Itoa(p.Committers)
-		r.Metrics["tps_"+k] = p.TPS
-		r.Metrics["p99_ms_"+k] = p.P99Ms
+		r.Metrics[prefix+"tps_"+k] = p.TPS
+		r.Metrics[prefix+"p99_ms_"+k] = p.P99Ms
 		if p.Mode != raw.NotifyNone {
-			r.Metrics["sent_"+k] = float64(p.Sent)
-			r.Metrics["received_"+k] = float64(p.Received)
+			r.Metrics[prefix+"sent_"+k] = float64(p.Sent)
+			r.Metrics[prefix+"received_"+k] = float64(p.Received)
 			lost += max(p.Sent-p.Received, 0)
 		}
 	}
@@ -133,8 +273,8 @@ func notifyMetrics(r *Result, s *raw.NotifySeries) (lost int64, err error) {
 	pn, _ := s.Find(raw.NotifyNone, n)
 	pi, _ := s.Find(raw.NotifyInTx, n)
 	pd, _ := s.Find(raw.NotifyDebounced, n)
-	r.Metrics["in_tx_over_none_at_16"] = pi.TPS / pn.TPS
-	r.Metrics["debounced_over_none_at_16"] = pd.TPS / pn.TPS
+	r.Metrics[prefix+"in_tx_over_none_at_16"] = pi.TPS / pn.TPS
+	r.Metrics[prefix+"debounced_over_none_at_16"] = pd.TPS / pn.TPS
 	return lost, nil
 }
 

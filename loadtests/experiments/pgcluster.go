@@ -26,6 +26,7 @@ const pgUser = "postgres"
 // shared stack's server, so that it can be crashed and restarted.
 type pgCluster struct {
 	bin     string // the server's bin directory
+	libDir  string // LD_LIBRARY_PATH for its programs ("" for none): pgLibDir
 	dir     string // the temporary directory holding data/ and the log
 	data    string
 	log     string
@@ -60,6 +61,19 @@ func pgBindir() (string, error) {
 	return best, nil
 }
 
+// pgLibDir is the library directory the programs of bin need on
+// LD_LIBRARY_PATH: <bin>/../lib when it holds libpq.so.5, as the npm
+// package of PostgreSQL 18 lays itself out (native/bin, native/lib; make
+// deps-cluster); "" for a system install (Debian's /usr/lib/postgresql/N
+// has no libpq there).
+func pgLibDir(bin string) string {
+	lib := filepath.Join(filepath.Dir(bin), "lib")
+	if _, err := os.Stat(filepath.Join(lib, "libpq.so.5")); err != nil {
+		return ""
+	}
+	return lib
+}
+
 // newPGCluster initdbs a private cluster (wal_level=logical, wal2json
 // allowed, trust on loopback) with extra postgresql.conf settings, and
 // starts it. Close removes it.
@@ -68,11 +82,20 @@ func newPGCluster(ctx context.Context, extra map[string]string) (*pgCluster, err
 	if err != nil {
 		return nil, err
 	}
+	return newPGClusterAt(ctx, bin, extra)
+}
+
+// newPGClusterAt is newPGCluster with the binaries of bin (any version:
+// PG_BINDIR's, or another one to compare with).
+func newPGClusterAt(ctx context.Context, bin string, extra map[string]string) (*pgCluster, error) {
+	if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
+		return nil, fmt.Errorf("%s has no postgres binary", bin)
+	}
 	dir, err := os.MkdirTemp("", "wpe-exp-pg-")
 	if err != nil {
 		return nil, err
 	}
-	c := &pgCluster{bin: bin, dir: dir, data: filepath.Join(dir, "data"), log: filepath.Join(dir, "postgres.log"), asUser: os.Geteuid() == 0}
+	c := &pgCluster{bin: bin, libDir: pgLibDir(bin), dir: dir, data: filepath.Join(dir, "data"), log: filepath.Join(dir, "postgres.log"), asUser: os.Geteuid() == 0}
 	fail := func(err error) (*pgCluster, error) { _ = os.RemoveAll(dir); return nil, err }
 	if c.port, err = freePort(); err != nil {
 		return fail(err)
@@ -164,15 +187,18 @@ func pgAppendFile(path, s string) error {
 	return f.Close()
 }
 
-// run runs one of the server's programs (as pgUser when we are root).
+// run runs one of the server's programs (as pgUser when we are root),
+// with LD_LIBRARY_PATH set to c.libDir when it has one (through env(1),
+// so that runuser passes it on; pg_ctl's server inherits it).
 func (c *pgCluster) run(ctx context.Context, prog string, args ...string) ([]byte, error) {
-	path := filepath.Join(c.bin, prog)
-	var cmd *exec.Cmd
-	if c.asUser {
-		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", pgUser, "--", path}, args...)...)
-	} else {
-		cmd = exec.CommandContext(ctx, path, args...)
+	argv := append([]string{filepath.Join(c.bin, prog)}, args...)
+	if c.libDir != "" {
+		argv = append([]string{"env", "LD_LIBRARY_PATH=" + c.libDir}, argv...)
 	}
+	if c.asUser {
+		argv = append([]string{"runuser", "-u", pgUser, "--"}, argv...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = c.dir
 	return cmd.CombinedOutput()
 }

@@ -752,6 +752,10 @@ func Claims(all []*driver.Run, rr ...raw.Results) []Claim {
 type Sources struct {
 	Raw         raw.Results
 	Experiments *experiments.File
+	// Bench are the runs of the benches with sections of their own (the
+	// event store's), for the server versions they measured (Write sets
+	// them).
+	Bench []*driver.Run
 }
 
 // first1 is the first of src, or none.

@@ -47,6 +47,7 @@ func Write(out, chartsDir string, all []*driver.Run, src Sources, now time.Time,
 	}
 	chartsRel := filepath.ToSlash(rel)
 	var b bytes.Buffer
+	src.Bench = bench
 	Markdown(&b, rs, charts, chartsRel, now, src)
 	if section := failedSection(rs, es); section != "" {
 		b.WriteString(section)
@@ -160,6 +161,9 @@ func machineSection(b *bytes.Buffer, rs []*driver.Run, src Sources) {
 	w("| PostgreSQL | %s |\n", orWhy(v.Postgres, v.Errors["postgres"]))
 	if len(v.PostgresSettings) > 0 {
 		w("| PostgreSQL settings | %s |\n", postgresSettings(v.PostgresSettings))
+	}
+	if others := otherPostgres(v.Postgres, rs, src); others != "" {
+		w("| PostgreSQL, other versions measured | %s |\n", md(others))
 	}
 	w("| RabbitMQ | %s |\n", orWhy(join(v.RabbitMQ, "Erlang "+v.Erlang), v.Errors["rabbitmq"]))
 	w("| Kafka | %s |\n", orWhy(v.Kafka, v.Errors["kafka"]))

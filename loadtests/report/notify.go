@@ -2,8 +2,10 @@ package report
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -29,7 +31,7 @@ var rawClaims = []claimSpec{
 	{pair: pairs.Queue, short: notifyShort,
 		claim: "NOTIFY in the committing transaction serializes commits (the reference adds \"fixed only in PostgreSQL 19\"; " +
 			"the PostgreSQL source does not confirm that: commit 282b1cde9d for 19 reworks listener wake-ups, and PreCommit_Notify " +
-			"still takes the cluster-wide lock on \"database 0\" until the commit ends, see docs/queue.md). Verified here on the stack's PostgreSQL 15 only",
+			"still takes the cluster-wide lock on \"database 0\" until the commit ends, see docs/queue.md). Verified here on the stack's PostgreSQL 15, and on every other version the notify-serializes-commits experiment measured beside it (PostgreSQL 18 from make deps-cluster), named in the measured column",
 		rule: fmt.Sprintf("at %d concurrent committers, INSERT + pg_notify in the transaction reaches < %.0f%% of plain INSERT + COMMIT's tps, "+
 			"and the debounced mode (NOTIFY_MODE=debounced: at most one NOTIFY per 5 ms, outside the transactions) ≥ %.0f%% of it while its listener still receives every NOTIFY sent",
 			notifyAt, 100*notifyInTxBelow, 100*notifyDebounceMin),
@@ -60,6 +62,7 @@ func notifySerializes(in claimInputs) outcome {
 	if s.ServerVersion != "" {
 		measured += "; PostgreSQL " + s.ServerVersion
 	}
+	measured += notifyOtherVersions(in)
 	return outcome{measured: measured, holds: rb < notifyInTxBelow && rc >= notifyDebounceMin && c.Sent > 0 && c.Received >= c.Sent}
 }
 
@@ -143,4 +146,35 @@ func notMeasured(s *raw.NotifySeries, mode string, n int) string {
 		}
 	}
 	return notMeasuredHere
+}
+
+// notifyOtherVersions is what the notify-serializes-commits experiment
+// measured on the other PostgreSQL versions it compared ("; PostgreSQL
+// 18.4 (notify-serializes-commits, a private server): … (12%), …"), or
+// why it measured none; "" without the experiment's result. The verdict
+// stays the raw loops'.
+func notifyOtherVersions(in claimInputs) string {
+	if in.xf == nil {
+		return ""
+	}
+	for _, r := range in.xf.Results {
+		if r.Name != experiments.NotifySerializes || r.Error != "" {
+			continue
+		}
+		var out string
+		for _, p := range strings.Split(r.Settings["compared"], ",") {
+			at := func(mode string) float64 { return r.Metrics[p+".tps_"+mode+"_"+strconv.Itoa(notifyAt)] }
+			none, inTx, deb := at(raw.NotifyNone), at(raw.NotifyInTx), at(raw.NotifyDebounced)
+			if p == "" || none <= 0 {
+				continue
+			}
+			out += fmt.Sprintf("; PostgreSQL %s (%s, a private server): %d committers: %s tps plain, %s with pg_notify in the transaction (%.0f%%), %s debounced (%.0f%%)",
+				r.Settings[p+".server_version"], experiments.NotifySerializes, notifyAt, num(none), num(inTx), 100*inTx/none, num(deb), 100*deb/none)
+		}
+		if why := r.Settings["not_compared"]; why != "" {
+			out += "; other versions not measured: " + why
+		}
+		return out
+	}
+	return ""
 }
