@@ -203,6 +203,28 @@ func (b *backend) checkSizes(events []logc.NewEvent) ([][]byte, error) {
 	return heads, nil
 }
 
+// describeTopic is topicConfig, retried (for 30 s at most) while the
+// broker it asks does not know the topic yet: a topic just created is
+// known to the brokers once each has read it from the metadata log, and
+// one that was cut off a moment ago may lag (seen in kafka-leader-cut: a
+// start failed with UNKNOWN_TOPIC_OR_PARTITION right after the
+// creation).
+func describeTopic(ctx context.Context, cfg Config, client *kafkago.Client) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		n, err := topicConfig(ctx, cfg, client)
+		if err == nil || !errors.Is(err, kafkago.UnknownTopicOrPartition) || ctx.Err() != nil {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return n, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // topicConfig reads the topic's effective max.message.bytes (its own
 // setting, else the broker's message.max.bytes) and min.insync.replicas
 // with DescribeConfigs. When cfg.MinInsyncReplicas is set, a topic whose

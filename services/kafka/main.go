@@ -281,7 +281,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	if err := ensureTopic(ctx, cfg, client, logger.With("service", info.Service)); err != nil {
 		return nil, nil, err
 	}
-	maxBytes, err := topicConfig(ctx, cfg, client)
+	maxBytes, err := describeTopic(ctx, cfg, client)
 	if err != nil {
 		return nil, nil, err
 	}
