@@ -24,7 +24,8 @@ var kafkaLeaderCutText = Text{
 	Happens: "A leader cut off from the other two brokers while the service still reaches it goes on leading in its own eyes: it cannot shrink its ISR without the controller, and the service's producer keeps sending to it until a metadata refresh names the leader the other two elected once they fenced it (9 s and more). " +
 		"With acks=all it acknowledges nothing meanwhile (its writes wait for followers that never fetch, and time out: 503), and nothing acknowledged is lost. " +
 		"With acks=1 it acknowledges every write at once, and when healed it truncates its log to the new leader's: every event it acknowledged alone is gone (the loss acks=1 allows). " +
-		"Consumers read only up to the high watermark, which the cut-off leader cannot advance, so none of those events was delivered (no phantom).",
+		"Consumers read only up to the high watermark, which the cut-off leader cannot advance, so none of those events was delivered (no phantom). " +
+		"A leader cut off from everyone (its link down) takes no writes at all, so acks=1 loses no more there than writes in flight.",
 	UserMust: "Use acks=all with min.insync.replicas=2 (and unclean leader election off) if an acknowledged event must survive a partition: it costs the writes refused while the leader is cut off, about as long as a dead leader's, and the replication round trip on every write. With acks=1 expect to lose what a cut-off leader acknowledged until the producer moved: every write for seconds, not a few in flight.",
 	Figure:   func(f *Figures) string { return leaderFigures(f) },
 	Notes: func(f *Figures) []string {
