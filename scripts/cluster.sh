@@ -36,7 +36,11 @@
 #   bash scripts/cluster.sh rabbitmqctl NODE ARGS...
 #                                       rabbitmqctl against a RabbitMQ node, from its namespace
 #   bash scripts/cluster.sh cut NODE    take the node's network link down (ip link set eth0 down)
-#   bash scripts/cluster.sh heal NODE   bring it back up
+#   bash scripts/cluster.sh heal NODE   bring it back up (and undo isolate)
+#   bash scripts/cluster.sh isolate NODE
+#                                       cut the node off from the other nodes of its cluster only
+#                                       (a blackhole route to each); the host still reaches it
+#   bash scripts/cluster.sh kill NODE   SIGKILL a Kafka node's JVM (kill -9); `up kafka` starts it again
 #   bash scripts/cluster.sh wipe        down, then delete the cluster's data (.stack/cluster)
 #
 # Nodes, each in the namespace wpe-<node> on its own address, joined by the bridge wpe-br0
@@ -1366,7 +1370,39 @@ cmd_link() {
   local state=$1 node=${2:-}
   known_any "$node"
   ip -n "$(ns_of "$node")" link set eth0 "$state"
+  # heal also removes isolate's routes
+  [ "$state" = down ] || ip -n "$(ns_of "$node")" route flush type blackhole 2>/dev/null || true
   say "$node: eth0 in $(ns_of "$node") is $state"
+}
+
+# cmd_isolate NODE: the node loses its cluster's other nodes while the host (the clients)
+# still reaches it: a blackhole route to each peer's address in its namespace, so that
+# nothing it sends reaches them (their packets still arrive; its answers do not leave).
+cmd_isolate() {
+  need_root
+  local node=${1:-} peer peers=()
+  known_any "$node"
+  case "$node" in
+    pg*) peers=("${PG_NODES[@]}") ;;
+    rmq*) peers=("${RMQ_NODES[@]}") ;;
+    kafka*) peers=("${KAFKA_NODES[@]}") ;;
+  esac
+  for peer in "${peers[@]}"; do
+    [ "$peer" = "$node" ] || ip -n "$(ns_of "$node")" route replace blackhole "${NODE_ADDR[$peer]}/32"
+  done
+  say "$node: isolated from its peers in $(ns_of "$node") (blackhole routes); heal undoes it"
+}
+
+# cmd_kill NODE: SIGKILL a Kafka node's JVM (no controlled shutdown) and wait until it is gone.
+cmd_kill() {
+  need_root
+  local node=${1:-} pid i
+  case " ${KAFKA_NODES[*]} " in *" $node "*) ;; *) die "kill: '$node' is not a Kafka node (${KAFKA_NODES[*]})" ;; esac
+  pid="$(kafka_pid "$node")"
+  [ -n "$pid" ] || die "kill: $node is not running"
+  kill -KILL "$pid"
+  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  say "$node: killed (SIGKILL to pid $pid)"
 }
 
 usage() {
@@ -1434,6 +1470,8 @@ main() {
       ;;
     cut) cmd_link down "$@" ;;
     heal) cmd_link up "$@" ;;
+    isolate) cmd_isolate "$@" ;;
+    kill) cmd_kill "$@" ;;
     wipe) cmd_wipe ;;
     rabbitmqctl)
       known_rmq "${1:-}"

@@ -48,6 +48,11 @@ type Env struct {
 	// RabbitMQURL and KafkaBrokers locate the stack's brokers.
 	RabbitMQURL  string
 	KafkaBrokers []string
+	// ClusterKafkaBrokers are the cluster profile's three brokers
+	// (CLUSTER_KAFKA_BROKERS, `bash scripts/cluster.sh env running`);
+	// empty when the profile's Kafka does not run: the Cluster
+	// experiments on it then report why they did not run.
+	ClusterKafkaBrokers []string
 	// Root is the repository root (services are built from it).
 	Root string
 	// CompareBindirs are the bin directories of other PostgreSQL versions
@@ -158,10 +163,21 @@ type File struct {
 	Results []Result `json:"results"`
 }
 
-// All returns every experiment, in the table's order.
+// All returns every experiment make results runs, in the table's order.
 func All() []Experiment {
 	return slices.Concat(stackExperiments(), crashExperiments(), brokerExperiments())
 }
+
+// Cluster returns the experiments that need the cluster profile
+// (scripts/cluster.sh, docs/cluster.md) running: they are not in All, so
+// make results on a machine without the profile does not run them; -only
+// names them. Without the profile each reports why it did not run.
+func Cluster() []Experiment {
+	return slices.Concat(kafkaClusterExperiments())
+}
+
+// Known returns All and Cluster: every experiment -only may name.
+func Known() []Experiment { return slices.Concat(All(), Cluster()) }
 
 // String is the -size spelling of s.
 func (s Size) String() string {
@@ -183,8 +199,9 @@ func ParseSize(s string) (Size, error) {
 }
 
 // WithDefaults fills the empty fields of e from the environment
-// (DATABASE_URL, PGBOUNCER_URL, RABBITMQ_URL, KAFKA_BROKERS) or the
-// stack's defaults, and Root from the working directory.
+// (DATABASE_URL, PGBOUNCER_URL, RABBITMQ_URL, KAFKA_BROKERS,
+// CLUSTER_KAFKA_BROKERS) or the stack's defaults, and Root from the
+// working directory.
 func (e Env) WithDefaults() Env {
 	if e.PostgresURL == "" {
 		e.PostgresURL = envOr("DATABASE_URL", pairs.DefaultPostgresURL)
@@ -197,6 +214,9 @@ func (e Env) WithDefaults() Env {
 	}
 	if len(e.KafkaBrokers) == 0 {
 		e.KafkaBrokers = strings.Split(envOr("KAFKA_BROKERS", pairs.DefaultKafkaBrokers), ",")
+	}
+	if v := os.Getenv("CLUSTER_KAFKA_BROKERS"); len(e.ClusterKafkaBrokers) == 0 && v != "" {
+		e.ClusterKafkaBrokers = strings.Split(v, ",")
 	}
 	if e.Root == "" {
 		if root, err := launch.Root(); err == nil {
@@ -251,13 +271,13 @@ func envOr(k, d string) string {
 	return d
 }
 
-// Select returns the experiments named in only (every one when only is
-// empty), in All's order, or an error naming an unknown name.
+// Select returns the experiments named in only (All when only is
+// empty), in Known's order, or an error naming an unknown name.
 func Select(only []string) ([]Experiment, error) {
-	all := All()
 	if len(only) == 0 {
-		return all, nil
+		return All(), nil
 	}
+	all := Known()
 	known := map[string]bool{}
 	for _, x := range all {
 		known[x.Name] = true

@@ -129,8 +129,9 @@ func (b *backend) newWriter(brokers []string) *kafkago.Writer {
 		Topic: b.cfg.Topic,
 		// Same key, same partition: per-key order.
 		Balancer: &kafkago.Hash{},
-		// acks=all: answered only once every in-sync replica has it.
-		RequiredAcks: kafkago.RequireAll,
+		// acks=all (KAFKA_ACKS' default): answered only once every
+		// in-sync replica has it.
+		RequiredAcks: b.cfg.requiredAcks(),
 		BatchSize:    logc.MaxBatch,
 		BatchBytes:   b.batchBytes(),
 		BatchTimeout: b.cfg.BatchTimeout,
@@ -139,6 +140,14 @@ func (b *backend) newWriter(brokers []string) *kafkago.Writer {
 		ReadTimeout:  b.cfg.WriteTimeout,
 		Transport:    &kafkago.Transport{DialTimeout: b.cfg.DialTimeout, ClientID: info.Service},
 	}
+}
+
+// requiredAcks is KAFKA_ACKS as kafka-go's RequiredAcks.
+func (c Config) requiredAcks() kafkago.RequiredAcks {
+	if c.Acks == AcksLeader {
+		return kafkago.RequireOne
+	}
+	return kafkago.RequireAll
 }
 
 // recordBatchOverhead is the fixed part of a v2 record batch (base offset
@@ -194,31 +203,69 @@ func (b *backend) checkSizes(events []logc.NewEvent) ([][]byte, error) {
 	return heads, nil
 }
 
-// topicMaxMessageBytes reads the topic's effective max.message.bytes (its
-// own setting, else the broker's message.max.bytes) with DescribeConfigs.
-func topicMaxMessageBytes(ctx context.Context, client *kafkago.Client, topic string) (int, error) {
+// describeTopic is topicConfig, retried (for 30 s at most) while the
+// broker it asks does not know the topic yet: a topic just created is
+// known to the brokers once each has read it from the metadata log, and
+// one that was cut off a moment ago may lag (seen in kafka-leader-cut: a
+// start failed with UNKNOWN_TOPIC_OR_PARTITION right after the
+// creation).
+func describeTopic(ctx context.Context, cfg Config, client *kafkago.Client) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		n, err := topicConfig(ctx, cfg, client)
+		if err == nil || !errors.Is(err, kafkago.UnknownTopicOrPartition) || ctx.Err() != nil {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return n, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// topicConfig reads the topic's effective max.message.bytes (its own
+// setting, else the broker's message.max.bytes) and min.insync.replicas
+// with DescribeConfigs. When cfg.MinInsyncReplicas is set, a topic whose
+// min.insync.replicas differs is refused: the topic existed before, and
+// the durability KAFKA_MIN_INSYNC_REPLICAS asks for would silently not
+// hold.
+func topicConfig(ctx context.Context, cfg Config, client *kafkago.Client) (maxMessageBytes int, err error) {
+	topic := cfg.Topic
 	ctx, cancel := context.WithTimeout(ctx, client.Timeout)
 	defer cancel()
 	resp, err := client.DescribeConfigs(ctx, &kafkago.DescribeConfigsRequest{Resources: []kafkago.DescribeConfigRequestResource{{
-		ResourceType: kafkago.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"max.message.bytes"}}}})
+		ResourceType: kafkago.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"max.message.bytes", "min.insync.replicas"}}}})
 	if err != nil {
 		return 0, fmt.Errorf("describe configs of topic %s (KAFKA_TOPIC): %w", topic, err)
 	}
+	minISR := ""
 	for _, r := range resp.Resources {
 		if r.Error != nil {
 			return 0, fmt.Errorf("describe configs of topic %s (KAFKA_TOPIC): %w", topic, r.Error)
 		}
 		for _, c := range r.ConfigEntries {
-			if c.ConfigName == "max.message.bytes" {
+			switch c.ConfigName {
+			case "max.message.bytes":
 				n, err := strconv.Atoi(c.ConfigValue)
 				if err != nil || n <= recordBatchOverhead+messageOverhead {
 					return 0, fmt.Errorf("topic %s has max.message.bytes %q: not a usable size", topic, c.ConfigValue)
 				}
-				return n, nil
+				maxMessageBytes = n
+			case "min.insync.replicas":
+				minISR = c.ConfigValue
 			}
 		}
 	}
-	return 0, fmt.Errorf("topic %s: the broker did not report max.message.bytes", topic)
+	if maxMessageBytes == 0 {
+		return 0, fmt.Errorf("topic %s: the broker did not report max.message.bytes", topic)
+	}
+	if want := strconv.Itoa(cfg.MinInsyncReplicas); cfg.MinInsyncReplicas > 0 && minISR != want {
+		return 0, fmt.Errorf("topic %s exists with min.insync.replicas %q, KAFKA_MIN_INSYNC_REPLICAS asks for %s: "+
+			"alter the topic (kafka-configs --alter --add-config min.insync.replicas=%s) or set KAFKA_MIN_INSYNC_REPLICAS=0 to accept the topic's", topic, minISR, want, want)
+	}
+	return maxMessageBytes, nil
 }
 
 // Append implements logc.Backend: the dual write. When the produce fails
@@ -398,14 +445,17 @@ func ensureTopic(ctx context.Context, cfg Config, client *kafkago.Client, logger
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	addr := kafkago.TCP(cfg.Brokers...)
-	res, err := client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Addr: addr, Topics: []kafkago.TopicConfig{{
-		Topic: cfg.Topic, NumPartitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor}}})
+	tc := kafkago.TopicConfig{Topic: cfg.Topic, NumPartitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor}
+	if cfg.MinInsyncReplicas > 0 {
+		tc.ConfigEntries = []kafkago.ConfigEntry{{ConfigName: "min.insync.replicas", ConfigValue: strconv.Itoa(cfg.MinInsyncReplicas)}}
+	}
+	res, err := client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Addr: addr, Topics: []kafkago.TopicConfig{tc}})
 	if err != nil {
 		return fmt.Errorf("create topic %s (KAFKA_BROKERS): %w", cfg.Topic, err)
 	}
 	switch terr := res.Errors[cfg.Topic]; {
 	case terr == nil:
-		logger.Info("created topic", "topic", cfg.Topic, "partitions", cfg.Partitions)
+		logger.Info("created topic", "topic", cfg.Topic, "partitions", cfg.Partitions, "replication_factor", cfg.ReplicationFactor, "min_insync_replicas", cfg.MinInsyncReplicas)
 	case errors.Is(terr, kafkago.TopicAlreadyExists):
 	default:
 		return fmt.Errorf("create topic %s (KAFKA_TOPIC): %w", cfg.Topic, terr)

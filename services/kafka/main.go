@@ -51,6 +51,12 @@ const (
 	// DefaultReplicationFactor is KAFKA_REPLICATION_FACTOR's default (the
 	// stack has one broker).
 	DefaultReplicationFactor = 1
+	// DefaultMinInsyncReplicas is KAFKA_MIN_INSYNC_REPLICAS' default: 0,
+	// the topic is created without its own min.insync.replicas and the
+	// broker's applies (1 on the stack, 2 on the cluster profile).
+	DefaultMinInsyncReplicas = 0
+	// DefaultAcks is KAFKA_ACKS' default: acks=all.
+	DefaultAcks = AcksAll
 	// DefaultWriteTimeout is KAFKA_WRITE_TIMEOUT's default.
 	DefaultWriteTimeout = 10 * time.Second
 	// DefaultBatchTimeout is KAFKA_BATCH_TIMEOUT's default.
@@ -59,6 +65,18 @@ const (
 	DefaultMaxGroups = logc.DefaultMaxGroups
 	// DefaultGroupPoll is GROUP_POLL_INTERVAL's default.
 	DefaultGroupPoll = 2 * time.Second
+)
+
+// The producer's acknowledgements (KAFKA_ACKS).
+const (
+	// AcksAll is acks=all (kafka-go RequireAll): the leader answers once
+	// every in-sync replica has the write, and refuses it when fewer than
+	// the topic's min.insync.replicas are in sync.
+	AcksAll = "all"
+	// AcksLeader is acks=1 (kafka-go RequireOne): the leader answers once
+	// it has appended the write itself; a write acknowledged so and not
+	// yet copied is lost if another replica takes over.
+	AcksLeader = "1"
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -91,6 +109,15 @@ type Config struct {
 	// ReplicationFactor is the topic's replication factor when created.
 	// Env KAFKA_REPLICATION_FACTOR; default DefaultReplicationFactor.
 	ReplicationFactor int
+	// MinInsyncReplicas is the topic's min.insync.replicas when this
+	// service creates it; 0 leaves it to the broker's setting. When set,
+	// a topic that exists with another value is refused at start. Env
+	// KAFKA_MIN_INSYNC_REPLICAS; default DefaultMinInsyncReplicas, at
+	// most ReplicationFactor.
+	MinInsyncReplicas int
+	// Acks is the producer's acknowledgement (AcksAll or AcksLeader).
+	// Env KAFKA_ACKS; default DefaultAcks.
+	Acks string
 	// WriteTimeout bounds each produce (all attempts) and each offset
 	// commit. Env KAFKA_WRITE_TIMEOUT; default DefaultWriteTimeout.
 	WriteTimeout time.Duration
@@ -144,6 +171,8 @@ func readConfig(r *config.Reader) (Config, error) {
 		Partitions:  r.Int("KAFKA_PARTITIONS", DefaultPartitions),
 		// Named so for the test: the one broker of the stack.
 		ReplicationFactor: r.Int("KAFKA_REPLICATION_FACTOR", DefaultReplicationFactor),
+		MinInsyncReplicas: r.Int("KAFKA_MIN_INSYNC_REPLICAS", DefaultMinInsyncReplicas),
+		Acks:              r.Enum("KAFKA_ACKS", DefaultAcks, AcksAll, AcksLeader),
 		WriteTimeout:      r.Duration("KAFKA_WRITE_TIMEOUT", DefaultWriteTimeout),
 		BatchTimeout:      r.Duration("KAFKA_BATCH_TIMEOUT", DefaultBatchTimeout),
 		SynchronousCommit: r.Enum("SYNCHRONOUS_COMMIT", logc.DefaultSynchronousCommit, logc.SynchronousCommits...),
@@ -180,6 +209,9 @@ func (c Config) validate(r *config.Reader) {
 	}
 	if c.ReplicationFactor < 1 {
 		r.Fail("KAFKA_REPLICATION_FACTOR", "must be at least 1, got %d", c.ReplicationFactor)
+	}
+	if c.MinInsyncReplicas < 0 || c.MinInsyncReplicas > max(c.ReplicationFactor, 1) {
+		r.Fail("KAFKA_MIN_INSYNC_REPLICAS", "must be between 0 (the broker's setting) and KAFKA_REPLICATION_FACTOR (%d), got %d", c.ReplicationFactor, c.MinInsyncReplicas)
 	}
 	if c.WriteTimeout <= 0 {
 		r.Fail("KAFKA_WRITE_TIMEOUT", "must be positive, got %v", c.WriteTimeout)
@@ -249,7 +281,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	if err := ensureTopic(ctx, cfg, client, logger.With("service", info.Service)); err != nil {
 		return nil, nil, err
 	}
-	maxBytes, err := topicMaxMessageBytes(ctx, client, cfg.Topic)
+	maxBytes, err := describeTopic(ctx, cfg, client)
 	if err != nil {
 		return nil, nil, err
 	}

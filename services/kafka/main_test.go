@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	logc "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/log"
@@ -16,9 +20,16 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"KAFKA_BROKERS": "localhost", "KAFKA_DIAL_TIMEOUT": "0s",
 		"KAFKA_TOPIC": "bad topic", "KAFKA_PARTITIONS": "0", "SYNCHRONOUS_COMMIT": "maybe", "KAFKA_WRITE_TIMEOUT": "-1s",
-		"MAX_GROUPS": "1001", "GROUP_POLL_INTERVAL": "-1s"},
+		"MAX_GROUPS": "1001", "GROUP_POLL_INTERVAL": "-1s", "KAFKA_MIN_INSYNC_REPLICAS": "2", "KAFKA_ACKS": "0"},
 		"KAFKA_BROKERS", "KAFKA_DIAL_TIMEOUT", "KAFKA_TOPIC", "KAFKA_PARTITIONS", "SYNCHRONOUS_COMMIT", "KAFKA_WRITE_TIMEOUT",
-		"MAX_GROUPS", "GROUP_POLL_INTERVAL")
+		"MAX_GROUPS", "GROUP_POLL_INTERVAL", "KAFKA_MIN_INSYNC_REPLICAS", "KAFKA_ACKS")
+	if c := configtest.Defaults(t, readConfig); c.Acks != AcksAll || c.requiredAcks() != kafkago.RequireAll || c.MinInsyncReplicas != 0 {
+		t.Errorf("defaults: KAFKA_ACKS %q (%v), KAFKA_MIN_INSYNC_REPLICAS %d: want all (RequireAll) and 0 (the broker's)", c.Acks, c.requiredAcks(), c.MinInsyncReplicas)
+	}
+	c := kittest.ReadConfig(t, readConfig, map[string]string{"KAFKA_REPLICATION_FACTOR": "3", "KAFKA_MIN_INSYNC_REPLICAS": "2", "KAFKA_ACKS": "1"})
+	if c.MinInsyncReplicas != 2 || c.requiredAcks() != kafkago.RequireOne {
+		t.Errorf("KAFKA_MIN_INSYNC_REPLICAS=2 under factor 3, KAFKA_ACKS=1: %d, %v", c.MinInsyncReplicas, c.requiredAcks())
+	}
 	if c := configtest.Defaults(t, readConfig); c.Partitions != 3 || c.MaxGroups != 16 || c.ConsumeGroups.String() != logc.AllGroups {
 		t.Errorf("defaults: KAFKA_PARTITIONS %d (3: a group's instances share the topic), MAX_GROUPS %d, CONSUME_GROUPS %s", c.Partitions, c.MaxGroups, c.ConsumeGroups)
 	}
@@ -36,4 +47,29 @@ func TestUnreachableBrokerFailsAtStartNamingTheVariable(t *testing.T) {
 	t.Parallel()
 	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"KAFKA_BROKERS": "127.0.0.1:1", "KAFKA_DIAL_TIMEOUT": "1s"})
 	servicetest.RefusesToStart(t, build, cfg, "KAFKA_BROKERS")
+}
+
+// A topic that exists with another min.insync.replicas than
+// KAFKA_MIN_INSYNC_REPLICAS asks for is refused at start, naming the
+// variable: the durability asked for would silently not hold. (On the
+// stack's one broker: the topic is made with factor 1 and the broker's
+// min.insync.replicas, 1; the service asks for 2 of 2, and finds the
+// topic there before it would have to create it.)
+func TestExistingTopicWithOtherMinInsyncReplicasIsRefused(t *testing.T) {
+	t.Parallel()
+	brokers := kittest.Server(t, "KAFKA_BROKERS", kittest.DefaultKafkaBrokers)
+	topic := kittest.UniqueName(t, "t")
+	client := &kafkago.Client{Addr: kafkago.TCP(brokers), Timeout: 10 * time.Second}
+	ctx := kittest.Context(t, time.Minute)
+	res, err := client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{{Topic: topic, NumPartitions: 1, ReplicationFactor: 1}}})
+	if err != nil || res.Errors[topic] != nil {
+		t.Fatalf("create %s: %v %v", topic, err, res)
+	}
+	t.Cleanup(func() {
+		_, _ = client.DeleteTopics(context.Background(), &kafkago.DeleteTopicsRequest{Topics: []string{topic}})
+	})
+	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"KAFKA_BROKERS": brokers, "KAFKA_TOPIC": topic,
+		"KAFKA_REPLICATION_FACTOR": "2", "KAFKA_MIN_INSYNC_REPLICAS": "2"})
+	err = servicetest.RefusesToStart(t, build, cfg, "KAFKA_MIN_INSYNC_REPLICAS")
+	t.Logf("refused: %v", err)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,10 +19,14 @@ type target struct {
 }
 
 // newTarget starts an instance on a fresh schema, topic and group; extra
-// overrides the environment. The topic is deleted when the test ends.
+// overrides the environment (KAFKA_BROKERS too: the topic is then deleted
+// there). The topic is deleted when the test ends.
 func newTarget(t testing.TB, extra map[string]string) *target {
 	t.Helper()
-	brokers := kittest.Server(t, "KAFKA_BROKERS", kittest.DefaultKafkaBrokers)
+	brokers := extra["KAFKA_BROKERS"]
+	if brokers == "" {
+		brokers = kittest.Server(t, "KAFKA_BROKERS", kittest.DefaultKafkaBrokers)
+	}
 	topic := kittest.UniqueName(t, "t")
 	tg := &target{conformance.NewServiceTarget(t, readConfig, assemble, map[string]string{
 		"KAFKA_BROKERS": brokers, "KAFKA_TOPIC": topic, "KAFKA_GROUP": "g_" + topic,
@@ -29,7 +34,7 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 		"MAX_GROUPS": "4", "GROUP_POLL_INTERVAL": "500ms",
 	}, extra)}
 	t.Cleanup(func() {
-		client := &kafkago.Client{Addr: kafkago.TCP(brokers), Timeout: 10 * time.Second}
+		client := &kafkago.Client{Addr: kafkago.TCP(strings.Split(brokers, ",")...), Timeout: 10 * time.Second}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := client.DeleteTopics(ctx, &kafkago.DeleteTopicsRequest{Topics: []string{topic}}); err != nil {
