@@ -1150,8 +1150,13 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
+	cf, cpath, err := experiments.LoadCluster(c.resultsDir)
+	if err != nil {
+		return err
+	}
 	src := report.Sources{Raw: rr, Experiments: xf}
-	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath))); err != nil {
+	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath)),
+		report.FailoverSection(cf, filepath.Base(cpath))); err != nil {
 		return err
 	}
 	if c.readme != "" {

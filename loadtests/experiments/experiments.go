@@ -327,19 +327,59 @@ func Run(ctx context.Context, env Env, size Size, xs []Experiment) (File, error)
 	return f, ctx.Err()
 }
 
-// FileSuffix ends the name of every experiments results file.
+// FileSuffix ends the name of every results file of the single-node
+// experiments (All), which RESULTS.md's "Failure modes" section reads.
 const FileSuffix = "-experiments.json"
 
-// Write writes f to dir/<UTC start time>-experiments.json and returns the
-// path.
-func Write(dir string, f File) (string, error) {
-	return driver.WriteJSON(dir, f.Started.UTC().Format("20060102T150405Z")+FileSuffix, f)
+// ClusterFileSuffix ends the name of every results file of the cluster
+// profile's experiments (Cluster), which RESULTS.md's "Replicated and
+// failover" section reads. They run apart from make results (only with
+// the profile up), so their file is apart too: a run of them alone does
+// not hide the single-node experiments' newest file, nor they its.
+const ClusterFileSuffix = "-failover.json"
+
+// IsCluster reports whether the experiment named name is one of Cluster.
+func IsCluster(name string) bool {
+	return slices.ContainsFunc(Cluster(), func(x Experiment) bool { return x.Name == name })
 }
 
-// Load reads the newest dir/*-experiments.json; nil and no error when
-// there is none.
-func Load(dir string) (*File, string, error) {
-	m, _ := filepath.Glob(filepath.Join(dir, "*"+FileSuffix))
+// Split divides xs into the single-node experiments and the cluster
+// profile's (IsCluster), each in xs' order: each set runs and writes a
+// file of its own.
+func Split(xs []Experiment) (single, cluster []Experiment) {
+	for _, x := range xs {
+		if IsCluster(x.Name) {
+			cluster = append(cluster, x)
+		} else {
+			single = append(single, x)
+		}
+	}
+	return single, cluster
+}
+
+// Write writes f to dir/<UTC start time>-experiments.json, or
+// -failover.json when its first result is a cluster experiment (Split
+// keeps the two apart), and returns the path.
+func Write(dir string, f File) (string, error) {
+	suffix := FileSuffix
+	if len(f.Results) > 0 && IsCluster(f.Results[0].Name) {
+		suffix = ClusterFileSuffix
+	}
+	return driver.WriteJSON(dir, f.Started.UTC().Format("20060102T150405Z")+suffix, f)
+}
+
+// Load reads the newest dir/*-experiments.json (the single-node
+// experiments); nil and no error when there is none.
+func Load(dir string) (*File, string, error) { return loadNewest(dir, FileSuffix) }
+
+// LoadCluster reads the newest dir/*-failover.json (the cluster profile's
+// experiments); nil and no error when there is none.
+func LoadCluster(dir string) (*File, string, error) { return loadNewest(dir, ClusterFileSuffix) }
+
+// loadNewest reads the newest dir/*suffix; nil and no error when there is
+// none.
+func loadNewest(dir, suffix string) (*File, string, error) {
+	m, _ := filepath.Glob(filepath.Join(dir, "*"+suffix))
 	if len(m) == 0 {
 		return nil, "", nil
 	}

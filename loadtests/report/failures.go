@@ -26,6 +26,40 @@ func FailureModesSection(f *experiments.File, file string) string {
 		w("No experiments results file (`results/*%s`) was found: run `go run ./loadtests experiments`.\n", experiments.FileSuffix)
 		return b.String()
 	}
+	experimentsTable(&b, f, file)
+	return b.String()
+}
+
+// FailoverTitle heads RESULTS.md's section of the cluster profile's
+// experiments.
+const FailoverTitle = "Replicated and failover"
+
+// FailoverSection renders RESULTS.md's section of the cluster profile's
+// experiments (experiments.Cluster) from their results file f (named file
+// in results/), as FailureModesSection does the single-node ones'. With no
+// file it says how to make one: they need the cluster profile up, so
+// make results does not run them.
+func FailoverSection(f *experiments.File, file string) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("## %s\n\n", FailoverTitle)
+	w("What each side loses when a node of a replicated cluster dies or is cut off, as runnable experiments against the cluster profile ")
+	w("([docs/cluster.md](docs/cluster.md): each node in its own network namespace on this machine): ")
+	w("`make up-cluster`, then `eval \"$(bash scripts/cluster.sh env running)\"; go run ./loadtests experiments -only <names>` (root; not part of `make results`, which runs on the single-node stack). ")
+	w("Acknowledged means answered 2xx to the client; duplicated, delivered twice; phantom, delivered to a consumer but absent from the log or table afterwards ([docs/experiments.md](docs/experiments.md) defines each per experiment). ")
+	w("The last column must be 0 unless the experiment demonstrates a loss its settings allow (such as `acks=1`).\n\n")
+	if f == nil || len(f.Results) == 0 {
+		w("No results file of the cluster experiments (`results/*%s`) was found: none has run against the cluster profile yet.\n", experiments.ClusterFileSuffix)
+		return b.String()
+	}
+	experimentsTable(&b, f, file)
+	return b.String()
+}
+
+// experimentsTable writes f's table (one row per experiment) and each
+// experiment's notes to b.
+func experimentsTable(b *strings.Builder, f *experiments.File, file string) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("From `results/%s` (size %s, started %s).\n\n", file, orDash(f.Size), f.Started.UTC().Format("2006-01-02 15:04 MST"))
 	w("| experiment | what happens | the figure | what the user must do | acknowledged writes lost |\n|---|---|---|---|---|\n")
 	var notes []string
@@ -39,7 +73,6 @@ func FailureModesSection(f *experiments.File, file string) string {
 	if len(notes) > 0 {
 		w("\n%s", strings.Join(notes, ""))
 	}
-	return b.String()
 }
 
 // figureCell is the figure cell of r, whose prose is p: the figure, or

@@ -120,3 +120,37 @@ func goldenSection(t *testing.T, f experiments.File, dir, golden string) string 
 	}
 	return got
 }
+
+// TestFailoverSection: a cluster experiment's results go to a file of
+// their own (-failover.json), which the single-node section's Load does
+// not read and LoadCluster does; the section renders its rows, or says
+// that none has run.
+func TestFailoverSection(t *testing.T) {
+	dir := t.TempDir()
+	single := experimentsFixtureV2()
+	cluster := experiments.File{SchemaVersion: experiments.SchemaVersion, Started: single.Started.Add(time.Hour), Size: "small",
+		Results: []experiments.Result{{Name: experiments.Cluster()[0].Name, DurationS: 42, AckedLost: 0, Error: "not run: CLUSTER_KAFKA_BROKERS is not set"}}}
+	for _, f := range []experiments.File{single, cluster} {
+		if _, err := experiments.Write(dir, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	xf, _, err := experiments.Load(dir)
+	if err != nil || xf == nil || len(xf.Results) != len(single.Results) {
+		t.Fatalf("Load read %+v (%v), want the single-node file although the cluster one is newer", xf, err)
+	}
+	cf, cpath, err := experiments.LoadCluster(dir)
+	if err != nil || cf == nil || len(cf.Results) != 1 || !strings.HasSuffix(cpath, experiments.ClusterFileSuffix) {
+		t.Fatalf("LoadCluster read %+v from %s (%v)", cf, cpath, err)
+	}
+	got := FailoverSection(cf, filepath.Base(cpath))
+	wantContains(t, "failover section", got, "## "+FailoverTitle, "(`"+cluster.Results[0].Name+"`, 42s)",
+		"not measured: not run: CLUSTER_KAFKA_BROKERS is not set", "| not measured |")
+	if none := FailoverSection(nil, ""); !strings.Contains(none, "none has run") || strings.Contains(none, "| experiment |") {
+		t.Errorf("without a file:\n%s", none)
+	}
+	single1, cluster1 := experiments.Split(experiments.Known())
+	if len(single1) != len(experiments.All()) || len(cluster1) != len(experiments.Cluster()) {
+		t.Errorf("Split(Known) = %d single, %d cluster; want %d and %d", len(single1), len(cluster1), len(experiments.All()), len(experiments.Cluster()))
+	}
+}
