@@ -21,6 +21,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -49,6 +50,9 @@ type message struct {
 // deliveries unacknowledged, delivers nothing more (docs/queue.md,
 // "Tuning").
 type session struct {
+	// node is the index in RABBITMQ_URL of the node both connections
+	// are to.
+	node      int
 	conn      *amqp.Connection
 	pub       *amqp.Channel
 	consConn  *amqp.Connection // nil without workers
@@ -128,6 +132,10 @@ type mqQueue struct {
 	mu    sync.Mutex
 	cur   *session      // nil while disconnected
 	ready chan struct{} // closed when cur is set; replaced on loss
+	// next is the index in RABBITMQ_URL of the node connect tries
+	// first: the one after the last session's node once that session is
+	// lost. Only maintain (and Start, before it) reads and writes it.
+	next int
 
 	ackers []*acker // the current consumer channels'; kept after a loss until the next session
 
@@ -206,14 +214,16 @@ func (q *mqQueue) connectionName() string { return info.Service + " " + q.cfg.Qu
 // consumerConnectionName is the consuming connection's connection_name.
 func (q *mqQueue) consumerConnectionName() string { return q.connectionName() + " consumer" }
 
-func (q *mqQueue) dial(name string) (*amqp.Connection, error) {
-	conn, err := amqp.DialConfig(q.cfg.RabbitMQURL, amqp.Config{
+// dial opens a connection called name to the node of RABBITMQ_URL at
+// index node.
+func (q *mqQueue) dial(node int, name string) (*amqp.Connection, error) {
+	conn, err := amqp.DialConfig(q.cfg.RabbitMQURLs[node], amqp.Config{
 		Dial:       amqp.DefaultDial(q.cfg.DialTimeout),
 		Heartbeat:  q.cfg.Heartbeat,
 		Properties: amqp.Table{"connection_name": name},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("rabbitmq unreachable (RABBITMQ_URL): %w", err)
+		return nil, fmt.Errorf("rabbitmq unreachable (RABBITMQ_URL=%s): %w", service.Redact(q.cfg.RabbitMQURLs[node]), err)
 	}
 	return conn, nil
 }
@@ -279,11 +289,34 @@ func (q *mqQueue) declare(ch *amqp.Channel) error {
 	return nil
 }
 
-// connect dials, declares, opens the confirm-mode publishing channel and,
-// with workers, a consuming channel per consumed queue (the work queue and
-// each subscriber's queue), each with PREFETCH.
+// connect makes a session on the first node of RABBITMQ_URL that takes
+// one, trying them in turn from q.next (wrapping around), each for at
+// most RABBITMQ_DIAL_TIMEOUT to answer: a node that is down or cut off
+// costs one failed dial, then the next node is tried. The error names
+// every node's failure.
 func (q *mqQueue) connect() (*session, error) {
-	conn, err := q.dial(q.connectionName())
+	n := len(q.cfg.RabbitMQURLs)
+	var errs []error
+	for k := range n {
+		node := (q.next + k) % n
+		s, err := q.connectTo(node)
+		if err == nil {
+			return s, nil
+		}
+		errs = append(errs, err)
+		if n > 1 {
+			q.log.Warn("rabbitmq node refused a session; trying the next", "node", service.Redact(q.cfg.RabbitMQURLs[node]), "err", err)
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// connectTo dials the node at index node, declares, opens the
+// confirm-mode publishing channel and, with workers, a consuming
+// connection to the same node with a consuming channel per consumed
+// queue (the work queue and each subscriber's queue), each with PREFETCH.
+func (q *mqQueue) connectTo(node int) (*session, error) {
+	conn, err := q.dial(node, q.connectionName())
 	if err != nil {
 		return nil, err
 	}
@@ -310,9 +343,9 @@ func (q *mqQueue) connect() (*session, error) {
 	if err := pub.Confirm(false); err != nil {
 		return fail("enable publisher confirms", err)
 	}
-	s := &session{conn: conn, pub: pub}
+	s := &session{node: node, conn: conn, pub: pub}
 	if q.cfg.Worker.Workers > 0 {
-		if consConn, err = q.dial(q.consumerConnectionName()); err != nil {
+		if consConn, err = q.dial(node, q.consumerConnectionName()); err != nil {
 			return fail("open consuming connection", err)
 		}
 		s.consConn = consConn
@@ -348,14 +381,15 @@ func (q *mqQueue) consumed() []consumer {
 	return out
 }
 
-// Start connects once (an unreachable broker fails the start, naming
-// RABBITMQ_URL), then keeps the connection alive and starts the consumer
+// Start connects once (a broker none of whose nodes is reachable fails
+// the start, naming RABBITMQ_URL), then keeps the connection alive and starts the consumer
 // pipeline: intake, workers, completer.
 func (q *mqQueue) Start(ctx context.Context) error {
 	s, err := q.connect()
 	if err != nil {
 		return err
 	}
+	q.log.Info("rabbitmq connected", "node", service.Redact(q.cfg.RabbitMQURLs[s.node]))
 	go q.intake()
 	for range q.cfg.Worker.Workers {
 		q.workers.Go(q.work)
@@ -373,9 +407,21 @@ func (q *mqQueue) connected() bool {
 	return q.cur != nil && !q.cur.closed()
 }
 
+// node is the index in RABBITMQ_URL of the current session's node, or
+// -1 while disconnected.
+func (q *mqQueue) node() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cur == nil {
+		return -1
+	}
+	return q.cur.node
+}
+
 // maintain serves one session at a time: it forwards deliveries to the
 // pipeline until either connection, a consumer channel or the publishing
-// channel is lost, then reconnects with backoff. On stop it stops
+// channel is lost, then reconnects with backoff, to the next node of
+// RABBITMQ_URL first (connect). On stop it stops
 // forwarding and lets the pipeline drain on the still-current session (a
 // retry needs it for its publish, every outcome for its ack): the intake
 // records what it holds, the workers finish, the completer flushes its
@@ -417,7 +463,9 @@ func (q *mqQueue) maintain(s *session) {
 		}
 		drop()
 		s.close()
-		q.log.Warn("rabbitmq connection lost; reconnecting", "err", err)
+		// The node may be down or cut off: try the next one first.
+		q.next = (s.node + 1) % len(q.cfg.RabbitMQURLs)
+		q.log.Warn("rabbitmq connection lost; reconnecting", "node", service.Redact(q.cfg.RabbitMQURLs[s.node]), "err", err)
 		for {
 			if backoff.Sleep(q.stopCtx, b.Next()) != nil {
 				close(q.inbound)
@@ -426,7 +474,7 @@ func (q *mqQueue) maintain(s *session) {
 			}
 			q.stats.Inc(queue.CounterReconnects)
 			if s, err = q.connect(); err == nil {
-				q.log.Info("rabbitmq reconnected")
+				q.log.Info("rabbitmq reconnected", "node", service.Redact(q.cfg.RabbitMQURLs[s.node]))
 				b.Reset()
 				break
 			}
