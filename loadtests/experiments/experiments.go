@@ -48,6 +48,11 @@ type Env struct {
 	// RabbitMQURL and KafkaBrokers locate the stack's brokers.
 	RabbitMQURL  string
 	KafkaBrokers []string
+	// ClusterRabbitMQURLs are the cluster profile's RabbitMQ nodes, rmq1
+	// first (CLUSTER_RABBITMQ_URLS, which `bash scripts/cluster.sh env`
+	// prints); empty when the profile does not run, and then the
+	// experiments that need it report "not run".
+	ClusterRabbitMQURLs []string
 	// Root is the repository root (services are built from it).
 	Root string
 	// Out receives progress lines; nil for none.
@@ -149,10 +154,22 @@ type File struct {
 	Results []Result `json:"results"`
 }
 
-// All returns every experiment, in the table's order.
+// All returns every experiment a plain run (and make results) runs, in
+// the table's order.
 func All() []Experiment {
 	return slices.Concat(stackExperiments(), crashExperiments(), brokerExperiments())
 }
+
+// Cluster returns the experiments that need the cluster profile running
+// (scripts/cluster.sh, as root; docs/cluster.md): not in All, so that
+// make results never needs the profile; -only names them. Without the
+// profile each reports "not run" and why.
+func Cluster() []Experiment {
+	return rabbitmqClusterExperiments()
+}
+
+// Known returns All and Cluster: every experiment -only accepts.
+func Known() []Experiment { return slices.Concat(All(), Cluster()) }
 
 // String is the -size spelling of s.
 func (s Size) String() string {
@@ -174,8 +191,9 @@ func ParseSize(s string) (Size, error) {
 }
 
 // WithDefaults fills the empty fields of e from the environment
-// (DATABASE_URL, PGBOUNCER_URL, RABBITMQ_URL, KAFKA_BROKERS) or the
-// stack's defaults, and Root from the working directory.
+// (DATABASE_URL, PGBOUNCER_URL, RABBITMQ_URL, KAFKA_BROKERS,
+// CLUSTER_RABBITMQ_URLS) or the stack's defaults, and Root from the
+// working directory.
 func (e Env) WithDefaults() Env {
 	if e.PostgresURL == "" {
 		e.PostgresURL = envOr("DATABASE_URL", pairs.DefaultPostgresURL)
@@ -188,6 +206,9 @@ func (e Env) WithDefaults() Env {
 	}
 	if len(e.KafkaBrokers) == 0 {
 		e.KafkaBrokers = strings.Split(envOr("KAFKA_BROKERS", pairs.DefaultKafkaBrokers), ",")
+	}
+	if v := strings.TrimSpace(os.Getenv("CLUSTER_RABBITMQ_URLS")); len(e.ClusterRabbitMQURLs) == 0 && v != "" {
+		e.ClusterRabbitMQURLs = strings.Split(v, ",")
 	}
 	if e.Root == "" {
 		if root, err := launch.Root(); err == nil {
@@ -242,13 +263,14 @@ func envOr(k, d string) string {
 	return d
 }
 
-// Select returns the experiments named in only (every one when only is
-// empty), in All's order, or an error naming an unknown name.
+// Select returns the experiments named in only, in Known's order (All's
+// when only is empty, which leaves the cluster experiments out), or an
+// error naming an unknown name.
 func Select(only []string) ([]Experiment, error) {
-	all := All()
 	if len(only) == 0 {
-		return all, nil
+		return All(), nil
 	}
+	all := Known()
 	known := map[string]bool{}
 	for _, x := range all {
 		known[x.Name] = true

@@ -102,9 +102,9 @@ func (f *Figures) miss(k string) {
 	}
 }
 
-// textOf is the Text of the experiment named name, if All has it.
+// textOf is the Text of the experiment named name, if Known has it.
 func textOf(name string) (Text, bool) {
-	for _, x := range All() {
+	for _, x := range Known() {
 		if x.Name == name {
 			return x.Text, true
 		}
