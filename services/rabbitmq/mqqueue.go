@@ -57,6 +57,27 @@ type session struct {
 	pub       *amqp.Channel
 	consConn  *amqp.Connection // nil without workers
 	consumers []consumer       // none without workers
+	// dropped is closed (once, by drop) when a publish on the session
+	// was not confirmed: maintain then replaces the session, and
+	// publishes wait for the next one.
+	dropped  chan struct{}
+	dropOnce sync.Once
+}
+
+// drop gives the session up: no publish uses it any more, and maintain
+// replaces it. Never blocks (a channel or connection close would wait
+// for the broker's answer).
+func (s *session) drop() { s.dropOnce.Do(func() { close(s.dropped) }) }
+
+// usable reports whether publishes may use the session: its publishing
+// channel open and the session not dropped.
+func (s *session) usable() bool {
+	select {
+	case <-s.dropped:
+		return false
+	default:
+		return !s.pub.IsClosed()
+	}
 }
 
 // consumer is one queue the session consumes, on a channel of its own:
@@ -343,7 +364,7 @@ func (q *mqQueue) connectTo(node int) (*session, error) {
 	if err := pub.Confirm(false); err != nil {
 		return fail("enable publisher confirms", err)
 	}
-	s := &session{node: node, conn: conn, pub: pub}
+	s := &session{node: node, conn: conn, pub: pub, dropped: make(chan struct{})}
 	if q.cfg.Worker.Workers > 0 {
 		if consConn, err = q.dial(node, q.consumerConnectionName()); err != nil {
 			return fail("open consuming connection", err)
@@ -450,7 +471,7 @@ func (q *mqQueue) maintain(s *session) {
 			consLost = s.consConn.NotifyClose(make(chan *amqp.Error, 1))
 		}
 		pubLost := s.pub.NotifyClose(make(chan *amqp.Error, 1))
-		err := q.forward(s.consumers, lost, consLost, pubLost)
+		err := q.forward(s.consumers, lost, consLost, pubLost, s.dropped)
 		if q.stopCtx.Err() != nil {
 			// Stop: the pipeline finishes what it holds (and acks it, or
 			// publishes its retry) first, on this session; only then
@@ -487,11 +508,12 @@ func (q *mqQueue) maintain(s *session) {
 // loss: of the publishing or the consuming connection, of a consumer
 // channel, or of the publishing channel alone (a channel-level error
 // closes only that channel; nothing would reopen it, and every publish
-// would wait for a session that never comes). Each consumer is read by a
+// would wait for a session that never comes), or the session dropped
+// after a publish was not confirmed. Each consumer is read by a
 // goroutine of its own, which keeps its channel's tags in order; forward
 // returns only once they have all stopped, so that nothing sends on
 // inbound after it.
-func (q *mqQueue) forward(consumers []consumer, lost, consLost, pubLost chan *amqp.Error) error {
+func (q *mqQueue) forward(consumers []consumer, lost, consLost, pubLost chan *amqp.Error, dropped <-chan struct{}) error {
 	done := make(chan struct{})
 	failed := make(chan error, len(consumers))
 	var readers sync.WaitGroup
@@ -513,6 +535,8 @@ func (q *mqQueue) forward(consumers []consumer, lost, consLost, pubLost chan *am
 		return fmt.Errorf("consuming connection closed: %v", e)
 	case e := <-pubLost:
 		return fmt.Errorf("publishing channel closed: %v", e)
+	case <-dropped:
+		return errors.New("a publish was not confirmed (nacked, or its channel went): a new session")
 	case err := <-failed:
 		return err
 	}
@@ -580,13 +604,14 @@ func (q *mqQueue) session(ctx context.Context) (*session, error) {
 		q.mu.Lock()
 		s, ready := q.cur, q.ready
 		q.mu.Unlock()
-		if s != nil && !s.pub.IsClosed() {
+		if s != nil && s.usable() {
 			return s, nil
 		}
 		if s != nil {
-			// The current session's channel is dead but maintain has not
-			// dropped it yet (ready is still the closed one): wait on the
-			// timer, not on ready, so as not to spin.
+			// The current session's channel is dead (or the session
+			// dropped) but maintain has not replaced it yet (ready is
+			// still the closed one): wait on the timer, not on ready, so
+			// as not to spin.
 			ready = nil
 		}
 		select {
@@ -602,7 +627,8 @@ func (q *mqQueue) session(ctx context.Context) (*session, error) {
 
 // publish sends persistent messages to the queue named key and returns once
 // the broker has confirmed every one. Messages that are nacked or whose
-// channel dies before the confirm are published again on the next session:
+// channel dies before the confirm are published again on the next session
+// (a nack drops the session, so that maintain makes a new one):
 // a confirmed message is on disk (persistent, durable queue), an
 // unconfirmed one may be duplicated, never lost silently.
 //
@@ -639,7 +665,17 @@ func (q *mqQueue) publish(ctx context.Context, msgs []outbound) error {
 			}
 		}
 		if len(failed) > 0 {
-			q.log.Warn("messages not confirmed; publishing again", "messages", len(failed))
+			// Nacked, or the channel went before the confirm: publish
+			// again on a new session, never on this one. Seen on the
+			// cluster profile: after its node was killed, the session
+			// the service opened on another node had every publish to
+			// the quorum queue nacked at once, for minutes, while its
+			// connection stayed up; publishing again on it was a busy
+			// loop (22,842 nacks in 50 s) and nothing got through.
+			// Dropping the session makes maintain replace it, starting
+			// from the next node of RABBITMQ_URL.
+			q.log.Warn("messages not confirmed; publishing again on a new session", "messages", len(failed))
+			s.drop()
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("publish: %w (%w)", httpapi.ErrUnavailable, err)
 			}
