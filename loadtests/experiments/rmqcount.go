@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +21,7 @@ type rmqOutcome struct {
 	sent, acked, refused503 int
 	otherErrors             int
 	kinds                   map[string]int // 503s by kind
+	others                  map[string]int // the other answers, by status ("transport error" for none)
 	ids, unknownIDs         []string       // answered 202; named by 503s of kind unknown
 	// publishStall is the longest stretch without a 202 answer that
 	// ends after the fault, and publishResume when it ended, from the
@@ -46,7 +49,7 @@ type rmqOutcome struct {
 
 // tally counts the answers.
 func (o *rmqOutcome) tally(answers []answer) {
-	o.kinds = map[string]int{}
+	o.kinds, o.others = map[string]int{}, map[string]int{}
 	// Never nil: a nil slice is sent as NULL, and "NOT id = ANY(NULL)"
 	// is never true.
 	o.ids, o.unknownIDs = []string{}, []string{}
@@ -66,6 +69,11 @@ func (o *rmqOutcome) tally(answers []answer) {
 			}
 		default:
 			o.otherErrors++
+			k := strconv.Itoa(a.status)
+			if a.status == 0 {
+				k = "transport error"
+			}
+			o.others[k]++
 		}
 	}
 	o.publishStall, o.publishResume = stallAfter(ends, o.t.fault)
@@ -152,4 +160,10 @@ func (o *rmqOutcome) record(res *Result, size Size) {
 	res.setting("old_leader", o.oldLeader)
 	res.setting("new_leader", o.t.newLeader)
 	res.setting("service_nodes", o.serviceNodes)
+	var others []string
+	for k, n := range o.others {
+		others = append(others, fmt.Sprintf("%s×%d", k, n))
+	}
+	sort.Strings(others)
+	res.setting("other_answers", strings.Join(others, ", "))
 }
