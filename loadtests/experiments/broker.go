@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -280,30 +281,8 @@ func brokerCaseRun(ctx context.Context, l *launch.Launcher, node *rabbitNode, pg
 // service's readiness in o.
 func brokerRestartUnderLoad(ctx context.Context, node *rabbitNode, base string, client *http.Client, c brokerCase, size Size, o *brokerOutcome, logf func(string, ...any)) ([]answer, time.Time, time.Time, error) {
 	rate, before, after := brokerLoad(size)
-	var mu sync.Mutex
-	var answers []answer
-	loadCtx, stopLoad := context.WithCancel(ctx)
+	stopLoad := taskLoad(ctx, client, base, rate)
 	defer stopLoad()
-	var inflight sync.WaitGroup
-	loadDone := make(chan struct{})
-	go func() {
-		defer close(loadDone)
-		t := time.NewTicker(time.Duration(float64(time.Second) / rate))
-		defer t.Stop()
-		for {
-			select {
-			case <-loadCtx.Done():
-				return
-			case <-t.C:
-			}
-			inflight.Go(func() {
-				a := post(client, base+"/tasks")
-				mu.Lock()
-				answers = append(answers, a)
-				mu.Unlock()
-			})
-		}
-	}()
 	sleep(ctx, before)
 	down := time.Now()
 	if err := brokerDown(ctx, node, c, logf); err != nil {
@@ -323,10 +302,44 @@ func brokerRestartUnderLoad(ctx context.Context, node *rabbitNode, base string, 
 	}
 	logf("%s: node back after %.1f s, service ready %.1f s later", c.name(), o.downFor.Seconds(), o.readyAfter.Seconds())
 	sleep(ctx, after)
-	stopLoad()
-	<-loadDone
-	inflight.Wait()
-	return answers, down, up, nil
+	return stopLoad(), down, up, nil
+}
+
+// taskLoad posts single tasks to base at rate with client, each in its
+// own goroutine (an open load: an outage does not slow the sending),
+// until stop is called; stop waits for every answer and returns them in
+// the order they were sent (the same ones at every call).
+func taskLoad(ctx context.Context, client *http.Client, base string, rate float64) (stop func() []answer) {
+	lctx, cancel := context.WithCancel(ctx)
+	var mu sync.Mutex
+	var answers []answer
+	var inflight sync.WaitGroup
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+		defer tick.Stop()
+		for {
+			select {
+			case <-lctx.Done():
+				return
+			case <-tick.C:
+			}
+			inflight.Go(func() {
+				a := post(client, base+"/tasks")
+				mu.Lock()
+				answers = append(answers, a)
+				mu.Unlock()
+			})
+		}
+	}()
+	return sync.OnceValue(func() []answer {
+		cancel()
+		<-done
+		inflight.Wait()
+		sort.Slice(answers, func(i, j int) bool { return answers[i].sent.Before(answers[j].sent) })
+		return answers
+	})
 }
 
 // brokerDown stops the node, or kills it (SIGKILL) in a kill case.

@@ -19,4 +19,11 @@
 // of their own (own data directory and port), never on the shared stack,
 // so that they leave the stack as they found it and can run beside other
 // tests.
+//
+// The cluster profile's experiments (Cluster: issue 25's failover
+// experiments, rabbitmq-quorum-leader-kill and -cut) kill or cut off a
+// node of the profile's RabbitMQ (scripts/cluster.sh, root) and put it
+// back; they are not in All, so a plain run and make results never need
+// the profile, and run only when -only names them. Without the profile
+// they fail at once with "not run: <reason>".
 package experiments

@@ -53,6 +53,11 @@ type Env struct {
 	// empty when the profile's Kafka does not run: the Cluster
 	// experiments on it then report why they did not run.
 	ClusterKafkaBrokers []string
+	// ClusterRabbitMQURLs are the cluster profile's RabbitMQ nodes, rmq1
+	// first (CLUSTER_RABBITMQ_URLS, which `bash scripts/cluster.sh env`
+	// prints); empty when the profile does not run, and then the
+	// experiments that need it report "not run".
+	ClusterRabbitMQURLs []string
 	// Root is the repository root (services are built from it).
 	Root string
 	// CompareBindirs are the bin directories of other PostgreSQL versions
@@ -163,20 +168,21 @@ type File struct {
 	Results []Result `json:"results"`
 }
 
-// All returns every experiment make results runs, in the table's order.
+// All returns every experiment a plain run (and make results) runs, in
+// the table's order.
 func All() []Experiment {
 	return slices.Concat(stackExperiments(), crashExperiments(), brokerExperiments())
 }
 
-// Cluster returns the experiments that need the cluster profile
-// (scripts/cluster.sh, docs/cluster.md) running: they are not in All, so
-// make results on a machine without the profile does not run them; -only
-// names them. Without the profile each reports why it did not run.
+// Cluster returns the experiments that need the cluster profile running
+// (scripts/cluster.sh, as root; docs/cluster.md): not in All, so that
+// make results never needs the profile; -only names them. Without the
+// profile each reports "not run" and why.
 func Cluster() []Experiment {
-	return slices.Concat(kafkaClusterExperiments())
+	return slices.Concat(kafkaClusterExperiments(), rabbitmqClusterExperiments())
 }
 
-// Known returns All and Cluster: every experiment -only may name.
+// Known returns All and Cluster: every experiment -only accepts.
 func Known() []Experiment { return slices.Concat(All(), Cluster()) }
 
 // String is the -size spelling of s.
@@ -200,7 +206,7 @@ func ParseSize(s string) (Size, error) {
 
 // WithDefaults fills the empty fields of e from the environment
 // (DATABASE_URL, PGBOUNCER_URL, RABBITMQ_URL, KAFKA_BROKERS,
-// CLUSTER_KAFKA_BROKERS) or the stack's defaults, and Root from the
+// CLUSTER_KAFKA_BROKERS, CLUSTER_RABBITMQ_URLS) or the stack's defaults, and Root from the
 // working directory.
 func (e Env) WithDefaults() Env {
 	if e.PostgresURL == "" {
@@ -217,6 +223,9 @@ func (e Env) WithDefaults() Env {
 	}
 	if v := os.Getenv("CLUSTER_KAFKA_BROKERS"); len(e.ClusterKafkaBrokers) == 0 && v != "" {
 		e.ClusterKafkaBrokers = strings.Split(v, ",")
+	}
+	if v := strings.TrimSpace(os.Getenv("CLUSTER_RABBITMQ_URLS")); len(e.ClusterRabbitMQURLs) == 0 && v != "" {
+		e.ClusterRabbitMQURLs = strings.Split(v, ",")
 	}
 	if e.Root == "" {
 		if root, err := launch.Root(); err == nil {
@@ -271,8 +280,9 @@ func envOr(k, d string) string {
 	return d
 }
 
-// Select returns the experiments named in only (All when only is
-// empty), in Known's order, or an error naming an unknown name.
+// Select returns the experiments named in only, in Known's order (All's
+// when only is empty, which leaves the cluster experiments out), or an
+// error naming an unknown name.
 func Select(only []string) ([]Experiment, error) {
 	if len(only) == 0 {
 		return All(), nil

@@ -20,13 +20,14 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestAllNamesAreUniqueIDs: every experiment has a Run and a unique
-// lowercase-words name, which Select finds and the -only flag accepts.
+// TestAllNamesAreUniqueIDs: every experiment (the cluster profile's too)
+// has a Run and a unique lowercase-words name, which Select finds and the
+// -only flag accepts.
 func TestAllNamesAreUniqueIDs(t *testing.T) {
 	t.Parallel()
 	id := regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 	seen := map[string]bool{}
-	for _, x := range All() {
+	for _, x := range Known() {
 		if !id.MatchString(x.Name) || seen[x.Name] || x.Run == nil {
 			t.Errorf("experiment %q: bad name, duplicate or no Run", x.Name)
 		}
@@ -111,7 +112,7 @@ func TestRunWriteLoad(t *testing.T) {
 
 // TestDocsExplainEveryExperiment: docs/experiments.md has a section
 // (an anchor the report's table links to) and an index row for every
-// experiment.
+// experiment, the cluster profile's too.
 func TestDocsExplainEveryExperiment(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "experiments.md"))

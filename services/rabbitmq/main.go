@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
@@ -28,7 +29,8 @@ const (
 	// DefaultSchema is DATABASE_SCHEMA's default: apart from no-rabbitmq's
 	// "queue", so that both can run on one database.
 	DefaultSchema = "queue_rabbitmq"
-	// DefaultRabbitMQURL is RABBITMQ_URL's default, the stack's broker.
+	// DefaultRabbitMQURL is RABBITMQ_URL's default, the stack's broker
+	// (one node).
 	DefaultRabbitMQURL = pairs.DefaultRabbitMQURL
 	// DefaultDialTimeout is RABBITMQ_DIAL_TIMEOUT's default.
 	DefaultDialTimeout = 5 * time.Second
@@ -115,9 +117,14 @@ type Config struct {
 	// removed that long after processing, as on the other side of the
 	// pair.
 	Retention cleaner.Config
-	// RabbitMQURL is the AMQP 0-9-1 URL. Env RABBITMQ_URL; default
-	// DefaultRabbitMQURL.
-	RabbitMQURL string
+	// RabbitMQURLs are the AMQP 0-9-1 URLs of the broker's nodes: one,
+	// or the nodes of one cluster, comma-separated. The service connects
+	// to the first that answers; when its connection is lost it tries the
+	// next node first, so that it carries on on another node of the
+	// cluster when its own dies or is cut off (a quorum queue,
+	// QUEUE_TYPE=quorum, is what survives a node). Env RABBITMQ_URL;
+	// default DefaultRabbitMQURL.
+	RabbitMQURLs []string
 	// DialTimeout bounds the AMQP connection handshake (amqp091
 	// Config.Dial). Env RABBITMQ_DIAL_TIMEOUT; default DefaultDialTimeout.
 	DialTimeout time.Duration
@@ -194,15 +201,15 @@ const maxAMQPName = 255
 // variable.
 func readConfig(r *config.Reader) (Config, error) {
 	c := Config{
-		Common:      service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
-		Postgres:    postgres.ReadConfig(r, DefaultSchema),
-		Worker:      queue.ReadWorkerConfig(r),
-		Retention:   cleaner.ReadConfig(r, "TASK_RETENTION", records.DefaultTaskRetention),
-		RabbitMQURL: r.URL("RABBITMQ_URL", DefaultRabbitMQURL, "amqp", "amqps"),
-		DialTimeout: r.Duration("RABBITMQ_DIAL_TIMEOUT", DefaultDialTimeout),
-		Heartbeat:   r.Duration("RABBITMQ_HEARTBEAT", DefaultHeartbeat),
-		Queue:       r.String("RABBITMQ_QUEUE", DefaultQueue),
-		QueueType:   r.Enum("QUEUE_TYPE", DefaultQueueType, "classic", "quorum"),
+		Common:       service.ReadCommon(r, self.Addr(), httpapi.DefaultBodyLimit),
+		Postgres:     postgres.ReadConfig(r, DefaultSchema),
+		Worker:       queue.ReadWorkerConfig(r),
+		Retention:    cleaner.ReadConfig(r, "TASK_RETENTION", records.DefaultTaskRetention),
+		RabbitMQURLs: r.URLs("RABBITMQ_URL", DefaultRabbitMQURL, "amqp", "amqps"),
+		DialTimeout:  r.Duration("RABBITMQ_DIAL_TIMEOUT", DefaultDialTimeout),
+		Heartbeat:    r.Duration("RABBITMQ_HEARTBEAT", DefaultHeartbeat),
+		Queue:        r.String("RABBITMQ_QUEUE", DefaultQueue),
+		QueueType:    r.Enum("QUEUE_TYPE", DefaultQueueType, "classic", "quorum"),
 	}
 	c.Prefetch = r.Int("PREFETCH", DefaultPrefetch)
 	c.RecordBatch = r.Int("RECORD_BATCH", DefaultRecordBatch)
@@ -218,6 +225,11 @@ func readConfig(r *config.Reader) (Config, error) {
 }
 
 func (c Config) validate(r *config.Reader) {
+	for i, u := range c.RabbitMQURLs {
+		if j := slices.Index(c.RabbitMQURLs[:i], u); j >= 0 {
+			r.Fail("RABBITMQ_URL", "entry %d repeats entry %d: list each node once", i+1, j+1)
+		}
+	}
 	if c.DialTimeout <= 0 {
 		r.Fail("RABBITMQ_DIAL_TIMEOUT", "must be positive, got %v", c.DialTimeout)
 	}
@@ -255,6 +267,15 @@ func (c Config) validate(r *config.Reader) {
 	if c.OutboxBatch < 1 || c.OutboxBatch > MaxOutboxBatch {
 		r.Fail("OUTBOX_BATCH", "must be between 1 and %d, got %d", MaxOutboxBatch, c.OutboxBatch)
 	}
+}
+
+// redactURLs is urls comma-separated, each with its password masked.
+func redactURLs(urls []string) string {
+	out := make([]string, len(urls))
+	for i, u := range urls {
+		out[i] = service.Redact(u)
+	}
+	return strings.Join(out, ",")
 }
 
 // info names the service in /stats and /metrics.
@@ -301,10 +322,10 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 			// Enqueues still commit (to the outbox) and the relay
 			// publishes them on reconnect: the service does its job,
 			// late, so it stays in rotation and says why it is late.
-			return service.Degraded(service.Unreachable("rabbitmq", "RABBITMQ_URL", cfg.RabbitMQURL,
+			return service.Degraded(service.Unreachable("rabbitmq", "RABBITMQ_URL", redactURLs(cfg.RabbitMQURLs),
 				errors.New("connection down (reconnecting); enqueues are kept in the outbox until the relay can publish them")))
 		}
-		return service.Unreachable("rabbitmq", "RABBITMQ_URL", cfg.RabbitMQURL, errors.New("connection down (reconnecting)"))
+		return service.Unreachable("rabbitmq", "RABBITMQ_URL", redactURLs(cfg.RabbitMQURLs), errors.New("connection down (reconnecting)"))
 	})
 	queue.Mount(svc.Router, q, queue.Options{
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),

@@ -21,6 +21,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/records"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
 )
@@ -49,10 +50,34 @@ type message struct {
 // deliveries unacknowledged, delivers nothing more (docs/queue.md,
 // "Tuning").
 type session struct {
+	// node is the index in RABBITMQ_URL of the node both connections
+	// are to.
+	node      int
 	conn      *amqp.Connection
 	pub       *amqp.Channel
 	consConn  *amqp.Connection // nil without workers
 	consumers []consumer       // none without workers
+	// dropped is closed (once, by drop) when a publish on the session
+	// was not confirmed: maintain then replaces the session, and
+	// publishes wait for the next one.
+	dropped  chan struct{}
+	dropOnce sync.Once
+}
+
+// drop gives the session up: no publish uses it any more, and maintain
+// replaces it. Never blocks (a channel or connection close would wait
+// for the broker's answer).
+func (s *session) drop() { s.dropOnce.Do(func() { close(s.dropped) }) }
+
+// usable reports whether publishes may use the session: its publishing
+// channel open and the session not dropped.
+func (s *session) usable() bool {
+	select {
+	case <-s.dropped:
+		return false
+	default:
+		return !s.pub.IsClosed()
+	}
 }
 
 // consumer is one queue the session consumes, on a channel of its own:
@@ -128,6 +153,10 @@ type mqQueue struct {
 	mu    sync.Mutex
 	cur   *session      // nil while disconnected
 	ready chan struct{} // closed when cur is set; replaced on loss
+	// next is the index in RABBITMQ_URL of the node connect tries
+	// first: the one after the last session's node once that session is
+	// lost. Only maintain (and Start, before it) reads and writes it.
+	next int
 
 	ackers []*acker // the current consumer channels'; kept after a loss until the next session
 
@@ -206,14 +235,16 @@ func (q *mqQueue) connectionName() string { return info.Service + " " + q.cfg.Qu
 // consumerConnectionName is the consuming connection's connection_name.
 func (q *mqQueue) consumerConnectionName() string { return q.connectionName() + " consumer" }
 
-func (q *mqQueue) dial(name string) (*amqp.Connection, error) {
-	conn, err := amqp.DialConfig(q.cfg.RabbitMQURL, amqp.Config{
+// dial opens a connection called name to the node of RABBITMQ_URL at
+// index node.
+func (q *mqQueue) dial(node int, name string) (*amqp.Connection, error) {
+	conn, err := amqp.DialConfig(q.cfg.RabbitMQURLs[node], amqp.Config{
 		Dial:       amqp.DefaultDial(q.cfg.DialTimeout),
 		Heartbeat:  q.cfg.Heartbeat,
 		Properties: amqp.Table{"connection_name": name},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("rabbitmq unreachable (RABBITMQ_URL): %w", err)
+		return nil, fmt.Errorf("rabbitmq unreachable (RABBITMQ_URL=%s): %w", service.Redact(q.cfg.RabbitMQURLs[node]), err)
 	}
 	return conn, nil
 }
@@ -279,11 +310,34 @@ func (q *mqQueue) declare(ch *amqp.Channel) error {
 	return nil
 }
 
-// connect dials, declares, opens the confirm-mode publishing channel and,
-// with workers, a consuming channel per consumed queue (the work queue and
-// each subscriber's queue), each with PREFETCH.
+// connect makes a session on the first node of RABBITMQ_URL that takes
+// one, trying them in turn from q.next (wrapping around), each for at
+// most RABBITMQ_DIAL_TIMEOUT to answer: a node that is down or cut off
+// costs one failed dial, then the next node is tried. The error names
+// every node's failure.
 func (q *mqQueue) connect() (*session, error) {
-	conn, err := q.dial(q.connectionName())
+	n := len(q.cfg.RabbitMQURLs)
+	var errs []error
+	for k := range n {
+		node := (q.next + k) % n
+		s, err := q.connectTo(node)
+		if err == nil {
+			return s, nil
+		}
+		errs = append(errs, err)
+		if n > 1 {
+			q.log.Warn("rabbitmq node refused a session; trying the next", "node", service.Redact(q.cfg.RabbitMQURLs[node]), "err", err)
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// connectTo dials the node at index node, declares, opens the
+// confirm-mode publishing channel and, with workers, a consuming
+// connection to the same node with a consuming channel per consumed
+// queue (the work queue and each subscriber's queue), each with PREFETCH.
+func (q *mqQueue) connectTo(node int) (*session, error) {
+	conn, err := q.dial(node, q.connectionName())
 	if err != nil {
 		return nil, err
 	}
@@ -310,9 +364,9 @@ func (q *mqQueue) connect() (*session, error) {
 	if err := pub.Confirm(false); err != nil {
 		return fail("enable publisher confirms", err)
 	}
-	s := &session{conn: conn, pub: pub}
+	s := &session{node: node, conn: conn, pub: pub, dropped: make(chan struct{})}
 	if q.cfg.Worker.Workers > 0 {
-		if consConn, err = q.dial(q.consumerConnectionName()); err != nil {
+		if consConn, err = q.dial(node, q.consumerConnectionName()); err != nil {
 			return fail("open consuming connection", err)
 		}
 		s.consConn = consConn
@@ -348,14 +402,15 @@ func (q *mqQueue) consumed() []consumer {
 	return out
 }
 
-// Start connects once (an unreachable broker fails the start, naming
-// RABBITMQ_URL), then keeps the connection alive and starts the consumer
+// Start connects once (a broker none of whose nodes is reachable fails
+// the start, naming RABBITMQ_URL), then keeps the connection alive and starts the consumer
 // pipeline: intake, workers, completer.
 func (q *mqQueue) Start(ctx context.Context) error {
 	s, err := q.connect()
 	if err != nil {
 		return err
 	}
+	q.log.Info("rabbitmq connected", "node", service.Redact(q.cfg.RabbitMQURLs[s.node]))
 	go q.intake()
 	for range q.cfg.Worker.Workers {
 		q.workers.Go(q.work)
@@ -373,9 +428,21 @@ func (q *mqQueue) connected() bool {
 	return q.cur != nil && !q.cur.closed()
 }
 
+// node is the index in RABBITMQ_URL of the current session's node, or
+// -1 while disconnected.
+func (q *mqQueue) node() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cur == nil {
+		return -1
+	}
+	return q.cur.node
+}
+
 // maintain serves one session at a time: it forwards deliveries to the
 // pipeline until either connection, a consumer channel or the publishing
-// channel is lost, then reconnects with backoff. On stop it stops
+// channel is lost, then reconnects with backoff, to the next node of
+// RABBITMQ_URL first (connect). On stop it stops
 // forwarding and lets the pipeline drain on the still-current session (a
 // retry needs it for its publish, every outcome for its ack): the intake
 // records what it holds, the workers finish, the completer flushes its
@@ -404,7 +471,7 @@ func (q *mqQueue) maintain(s *session) {
 			consLost = s.consConn.NotifyClose(make(chan *amqp.Error, 1))
 		}
 		pubLost := s.pub.NotifyClose(make(chan *amqp.Error, 1))
-		err := q.forward(s.consumers, lost, consLost, pubLost)
+		err := q.forward(s.consumers, lost, consLost, pubLost, s.dropped)
 		if q.stopCtx.Err() != nil {
 			// Stop: the pipeline finishes what it holds (and acks it, or
 			// publishes its retry) first, on this session; only then
@@ -417,7 +484,9 @@ func (q *mqQueue) maintain(s *session) {
 		}
 		drop()
 		s.close()
-		q.log.Warn("rabbitmq connection lost; reconnecting", "err", err)
+		// The node may be down or cut off: try the next one first.
+		q.next = (s.node + 1) % len(q.cfg.RabbitMQURLs)
+		q.log.Warn("rabbitmq connection lost; reconnecting", "node", service.Redact(q.cfg.RabbitMQURLs[s.node]), "err", err)
 		for {
 			if backoff.Sleep(q.stopCtx, b.Next()) != nil {
 				close(q.inbound)
@@ -426,7 +495,7 @@ func (q *mqQueue) maintain(s *session) {
 			}
 			q.stats.Inc(queue.CounterReconnects)
 			if s, err = q.connect(); err == nil {
-				q.log.Info("rabbitmq reconnected")
+				q.log.Info("rabbitmq reconnected", "node", service.Redact(q.cfg.RabbitMQURLs[s.node]))
 				b.Reset()
 				break
 			}
@@ -439,11 +508,12 @@ func (q *mqQueue) maintain(s *session) {
 // loss: of the publishing or the consuming connection, of a consumer
 // channel, or of the publishing channel alone (a channel-level error
 // closes only that channel; nothing would reopen it, and every publish
-// would wait for a session that never comes). Each consumer is read by a
+// would wait for a session that never comes), or the session dropped
+// after a publish was not confirmed. Each consumer is read by a
 // goroutine of its own, which keeps its channel's tags in order; forward
 // returns only once they have all stopped, so that nothing sends on
 // inbound after it.
-func (q *mqQueue) forward(consumers []consumer, lost, consLost, pubLost chan *amqp.Error) error {
+func (q *mqQueue) forward(consumers []consumer, lost, consLost, pubLost chan *amqp.Error, dropped <-chan struct{}) error {
 	done := make(chan struct{})
 	failed := make(chan error, len(consumers))
 	var readers sync.WaitGroup
@@ -465,6 +535,8 @@ func (q *mqQueue) forward(consumers []consumer, lost, consLost, pubLost chan *am
 		return fmt.Errorf("consuming connection closed: %v", e)
 	case e := <-pubLost:
 		return fmt.Errorf("publishing channel closed: %v", e)
+	case <-dropped:
+		return errors.New("a publish was not confirmed (nacked, or its channel went): a new session")
 	case err := <-failed:
 		return err
 	}
@@ -532,13 +604,14 @@ func (q *mqQueue) session(ctx context.Context) (*session, error) {
 		q.mu.Lock()
 		s, ready := q.cur, q.ready
 		q.mu.Unlock()
-		if s != nil && !s.pub.IsClosed() {
+		if s != nil && s.usable() {
 			return s, nil
 		}
 		if s != nil {
-			// The current session's channel is dead but maintain has not
-			// dropped it yet (ready is still the closed one): wait on the
-			// timer, not on ready, so as not to spin.
+			// The current session's channel is dead (or the session
+			// dropped) but maintain has not replaced it yet (ready is
+			// still the closed one): wait on the timer, not on ready, so
+			// as not to spin.
 			ready = nil
 		}
 		select {
@@ -554,7 +627,8 @@ func (q *mqQueue) session(ctx context.Context) (*session, error) {
 
 // publish sends persistent messages to the queue named key and returns once
 // the broker has confirmed every one. Messages that are nacked or whose
-// channel dies before the confirm are published again on the next session:
+// channel dies before the confirm are published again on the next session
+// (a nack drops the session, so that maintain makes a new one):
 // a confirmed message is on disk (persistent, durable queue), an
 // unconfirmed one may be duplicated, never lost silently.
 //
@@ -591,7 +665,17 @@ func (q *mqQueue) publish(ctx context.Context, msgs []outbound) error {
 			}
 		}
 		if len(failed) > 0 {
-			q.log.Warn("messages not confirmed; publishing again", "messages", len(failed))
+			// Nacked, or the channel went before the confirm: publish
+			// again on a new session, never on this one. Seen on the
+			// cluster profile: after its node was killed, the session
+			// the service opened on another node had every publish to
+			// the quorum queue nacked at once, for minutes, while its
+			// connection stayed up; publishing again on it was a busy
+			// loop (22,842 nacks in 50 s) and nothing got through.
+			// Dropping the session makes maintain replace it, starting
+			// from the next node of RABBITMQ_URL.
+			q.log.Warn("messages not confirmed; publishing again on a new session", "messages", len(failed))
+			s.drop()
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("publish: %w (%w)", httpapi.ErrUnavailable, err)
 			}

@@ -34,7 +34,7 @@ type Var struct {
 	// Name is the variable's (current) name.
 	Name string
 	// Kind is how the value is parsed: string, int, bytes, duration, bool,
-	// enum, url or loglevel.
+	// enum, url, urls (a comma-separated list) or loglevel.
 	Kind string
 	// Default is the default, formatted as the docs write it ("10s",
 	// "1MiB", "8").
@@ -178,15 +178,51 @@ func (r *Reader) Enum(name, def string, allowed ...string) string {
 // password.
 func (r *Reader) URL(name, def string, schemes ...string) string {
 	return parseVar(r, name, "url", def, identity, func(v string) (string, error) {
-		u, err := url.Parse(v)
-		if err != nil || u.Scheme == "" {
-			return "", errors.New("not a URL")
-		}
-		if len(schemes) > 0 && !slices.Contains(schemes, u.Scheme) {
-			return "", fmt.Errorf("scheme %q is not one of %s", u.Scheme, strings.Join(schemes, ", "))
-		}
-		return v, nil
+		return v, checkURL(v, schemes)
 	}, "")
+}
+
+// URLs returns the variable as a comma-separated list of URLs, each with
+// one of schemes (any when none is given), or def's list: the nodes of a
+// cluster, for example, tried in turn. Spaces around an entry are
+// dropped. An empty entry or one that is not such a URL fails, naming
+// its place in the list and never echoing the value (a URL may hold a
+// password). A comma inside one URL must be percent-encoded (%2C).
+func (r *Reader) URLs(name, def string, schemes ...string) []string {
+	return parseVar(r, name, "urls", splitList(def), func(v []string) string { return strings.Join(v, ",") }, func(v string) ([]string, error) {
+		list := splitList(v)
+		for i, u := range list {
+			if err := checkURL(u, schemes); err != nil {
+				return nil, fmt.Errorf("entry %d of %d: %w", i+1, len(list), err)
+			}
+		}
+		return list, nil
+	}, "")
+}
+
+// splitList splits a comma-separated list, trimming each entry.
+func splitList(v string) []string {
+	list := strings.Split(v, ",")
+	for i := range list {
+		list[i] = strings.TrimSpace(list[i])
+	}
+	return list
+}
+
+// checkURL fails when v is not a URL with one of schemes (any when none
+// is given); its message does not echo v.
+func checkURL(v string, schemes []string) error {
+	if v == "" {
+		return errors.New("empty")
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme == "" {
+		return errors.New("not a URL")
+	}
+	if len(schemes) > 0 && !slices.Contains(schemes, u.Scheme) {
+		return fmt.Errorf("scheme %q is not one of %s", u.Scheme, strings.Join(schemes, ", "))
+	}
+	return nil
 }
 
 // LogLevel returns the variable parsed as a slog level (debug, info, warn,

@@ -67,6 +67,37 @@ func TestReaderNamesEveryBadVariable(t *testing.T) {
 	}
 }
 
+// TestURLsReadsAList: a comma-separated list of URLs is read entry by
+// entry (spaces dropped), the default is a list too, and a bad entry
+// fails naming the variable and its place, without echoing a password.
+func TestURLsReadsAList(t *testing.T) {
+	t.Parallel()
+	r := FromMap(map[string]string{"NODES": " amqp://a:5672/ , amqps://u:p@b/ ", "BAD": "amqp://a/,http://u:secret@b/", "HOLE": "amqp://a/,,amqp://c/"})
+	if got := r.URLs("NODES", "amqp://d/", "amqp", "amqps"); len(got) != 2 || got[0] != "amqp://a:5672/" || got[1] != "amqps://u:p@b/" {
+		t.Errorf("URLs(NODES) = %q", got)
+	}
+	if got := r.URLs("UNSET", "amqp://d/,amqp://e/", "amqp"); len(got) != 2 || got[1] != "amqp://e/" {
+		t.Errorf("URLs(UNSET) = %q, want the default's two", got)
+	}
+	r.URLs("BAD", "amqp://d/", "amqp")
+	r.URLs("HOLE", "amqp://d/", "amqp")
+	err := r.Err()
+	if err == nil {
+		t.Fatal("Err = nil, want an error")
+	}
+	for _, want := range []string{"BAD: entry 2 of 2: scheme \"http\"", "HOLE: entry 2 of 3: empty"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("error echoes a URL that may hold a password: %v", err)
+	}
+	if v := r.Vars(); v[0].Name != "NODES" || v[0].Kind != "urls" || v[1].Default != "amqp://d/,amqp://e/" {
+		t.Errorf("Vars = %+v", v)
+	}
+}
+
 func TestParseBytes(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]int64{"10": 10, "1KB": 1000, "1KiB": 1024, "2 MiB": 2 << 20, "3MB": 3e6} {

@@ -78,7 +78,7 @@ var meanings = map[string]string{
 	"RABBITMQ_DIAL_TIMEOUT":                "AMQP connection handshake",
 	"RABBITMQ_HEARTBEAT":                   "AMQP heartbeat (at least 1s)",
 	"RABBITMQ_QUEUE":                       "work queue; also <q>.dlx, <q>.dead, <q>.retry.<ms>",
-	"RABBITMQ_URL":                         "broker",
+	"RABBITMQ_URL":                         "broker: one AMQP URL, or the nodes of one cluster comma-separated (on a lost session the next node is tried first)",
 	"READ_HEADER_TIMEOUT":                  "HTTP server: reading the request headers",
 	"READ_TIMEOUT":                         "HTTP server: reading a whole request",
 	"RECONCILE_AFTER":                      "a task queued and never delivered for this long has its message published again (both modes); 0 turns the reconciler off",
