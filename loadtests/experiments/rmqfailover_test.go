@@ -11,7 +11,8 @@ import (
 )
 
 // TestClusterExperimentsSayNotRun: without the cluster profile
-// (CLUSTER_RABBITMQ_URLS unset, or naming other than three nodes) each
+// (CLUSTER_RABBITMQ_URLS unset, or naming other than three nodes, for
+// the RabbitMQ ones; CLUSTER_KAFKA_BROKERS unset for Kafka's) each
 // cluster experiment fails at once with "not run: <reason>", so the run
 // records an error and the report prints no figure; and a plain run
 // (Select with no names) leaves them out.
@@ -25,6 +26,14 @@ func TestClusterExperimentsSayNotRun(t *testing.T) {
 		{Env{ClusterRabbitMQURLs: []string{"amqp://a/", "amqp://b/"}}, "not run: CLUSTER_RABBITMQ_URLS names 2 nodes"},
 	}
 	for _, x := range Cluster() {
+		cases := cases
+		if !strings.HasPrefix(x.Name, "rabbitmq-") {
+			// The others need another cluster: without it, "not run".
+			cases = []struct {
+				env  Env
+				want string
+			}{{Env{}, "not run: "}}
+		}
 		for _, c := range cases {
 			// x.Run, not Run: Run fills the Env from the environment,
 			// which may name a running cluster.
@@ -44,7 +53,7 @@ func TestClusterExperimentsSayNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range all {
-		if strings.HasPrefix(x.Name, "rabbitmq-quorum-") {
+		if IsCluster(x.Name) {
 			t.Errorf("a plain run includes %s, which needs the cluster profile", x.Name)
 		}
 	}
