@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,24 +48,9 @@ var resyncEvents = regexp.MustCompile(logSlotMade + `.* events=(\d+)`)
 func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
 	url := clusterURL(t)
 	requireRoot(t)
-	root, err := launch.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := launch.New(root, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.StopAll(20 * time.Second); err != nil {
-			t.Error(err)
-		}
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	if err := l.Build(ctx, "no-kafka"); err != nil {
-		t.Fatal(err)
-	}
+	l := newLauncher(t, ctx, "no-kafka")
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -86,22 +70,15 @@ func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
 			t.Cleanup(func() { dropLogSchema(t, pool, schema, slot) })
 			name := "no-kafka@" + how.name
 			port := servicePort(t)
-			if _, err := l.Start(ctx, name, port, map[string]string{
+			// Stopped before the schema and the slot are dropped.
+			base, logPath := startService(t, ctx, l, name, port, map[string]string{
 				"DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SLOT_NAME": slot, "SLOT_PLUGIN": plugin,
 				"LOG_FORMAT": "text",
-			}, 2*time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { // before the schema and the slot are dropped
-				if err := l.Stop(name, 20*time.Second); err != nil {
-					t.Error(err)
-				}
 			})
-			base := "http://127.0.0.1:" + strconv.Itoa(port)
-			logPath := l.Running(name).Log
 
 			p := startEventProducer(ctx, base)
 			w := startDeliveryWatcher(ctx, pool, schema)
+			t.Cleanup(func() { p.stop(); w.stop() }) // on a failure before they are stopped
 			p.waitAcked(t, 50)
 			if failoverSlots {
 				waitSlotSafe(t, ctx, pool, url, mustStandby(t, r, "sync").Host, slot)
