@@ -142,7 +142,7 @@ status-cluster: ## show the cluster profile's nodes, namespaces and addresses, t
 
 .PHONY: test-cluster
 test-cluster: ## run the cluster profile's tests (loadtests/cluster, the kafka service's leader kill) against the running cluster (make up-cluster first)
-	eval "$$(bash scripts/cluster.sh env running)" && $(GO) test -count=1 -v ./loadtests/cluster/ && \
+	eval "$$(bash scripts/cluster.sh env running)" && $(GO) test -count=1 -v -timeout 30m ./loadtests/cluster/ && \
 	  $(GO) test -count=1 -v -run '^TestCluster' ./services/kafka/
 
 # The Postgres sides' services whose suites run against the cluster's

@@ -25,7 +25,8 @@ type Node struct {
 // Addr is the node's host:port.
 func (n Node) Addr() string { return net.JoinHostPort(n.Host, strconv.Itoa(int(n.Port))) }
 
-// Standby is one row of the primary's pg_stat_replication.
+// Standby is one row of the primary's pg_stat_replication: a physical
+// standby (the walsenders of logical slots are not listed).
 type Standby struct {
 	// Name is the standby's application_name (the cluster profile names it after the node).
 	Name string
@@ -43,7 +44,8 @@ type Topology struct {
 	Nodes []Node
 	// Primary is the one node not in recovery.
 	Primary Node
-	// Standbys are the primary's pg_stat_replication rows, by name.
+	// Standbys are the primary's pg_stat_replication rows of its physical
+	// standbys, by name.
 	Standbys []Standby
 	// VersionNum is the primary's server_version_num, e.g. 180004.
 	VersionNum int
@@ -167,8 +169,13 @@ func replication(ctx context.Context, cfg *pgx.ConnConfig, timeout time.Duration
 	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
 		return nil, 0, err
 	}
-	rows, err := conn.Query(ctx, `SELECT application_name, coalesce(host(client_addr), ''), state, sync_state
-		FROM pg_stat_replication ORDER BY application_name`)
+	// A logical walsender (a consumer streaming a logical slot, no-kafka's)
+	// is a row of pg_stat_replication too, with sync_state async: it is
+	// not a standby, and is left out by its active logical slot.
+	rows, err := conn.Query(ctx, `SELECT r.application_name, coalesce(host(r.client_addr), ''), r.state, r.sync_state
+		FROM pg_stat_replication r
+		WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots s WHERE s.active_pid = r.pid AND s.slot_type = 'logical')
+		ORDER BY r.application_name`)
 	if err != nil {
 		return nil, 0, err
 	}

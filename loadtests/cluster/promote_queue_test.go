@@ -37,25 +37,9 @@ const queueBacklog = 3000
 func TestQueueKeepsTasksAcrossPromotion(t *testing.T) {
 	url := clusterURL(t)
 	requireRoot(t)
-	root, err := launch.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logDir := t.TempDir()
-	l, err := launch.New(root, logDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.StopAll(20 * time.Second); err != nil {
-			t.Error(err)
-		}
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	if err := l.Build(ctx, "no-rabbitmq"); err != nil {
-		t.Fatal(err)
-	}
+	l := newLauncher(t, ctx, "no-rabbitmq")
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -75,19 +59,10 @@ func TestQueueKeepsTasksAcrossPromotion(t *testing.T) {
 			})
 			name := "no-rabbitmq@" + how.name
 			port := servicePort(t)
-			if _, err := l.Start(ctx, name, port, map[string]string{
+			base, logPath := startService(t, ctx, l, name, port, map[string]string{
 				"DATABASE_URL": url, "DATABASE_SCHEMA": schema, "QUEUE_TABLE": "unlogged",
 				"WORKERS": "2", "WORK_MS": "10", "LEASE": "3s", "TASK_RETENTION": "0", "LOG_FORMAT": "text",
-			}, 2*time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if err := l.Stop(name, 20*time.Second); err != nil {
-					t.Error(err)
-				}
 			})
-			base := "http://127.0.0.1:" + strconv.Itoa(port)
-			logPath := l.Running(name).Log
 
 			ids := enqueueBacklog(t, ctx, base, queueBacklog)
 			// The queue rows are not on the standbys: Postgres refuses to
@@ -136,6 +111,45 @@ func TestQueueKeepsTasksAcrossPromotion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newLauncher builds service (a directory of services/) for a test that
+// starts it as a process, and stops what it started when the test ends.
+func newLauncher(t testing.TB, ctx context.Context, service string) *launch.Launcher {
+	t.Helper()
+	root, err := launch.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := launch.New(root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.StopAll(20 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := l.Build(ctx, service); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// startService starts name ("service@instance") on port with env, stops
+// it when the test ends, and returns its base URL and its log's path.
+func startService(t testing.TB, ctx context.Context, l *launch.Launcher, name string, port int, env map[string]string) (base, logPath string) {
+	t.Helper()
+	p, err := l.Start(ctx, name, port, env, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Stop(name, 20*time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	return "http://127.0.0.1:" + strconv.Itoa(port), p.Log
 }
 
 // mustStandby is r's standby with sync_state state.
