@@ -19,7 +19,7 @@
 //	go run ./loadtests report [-in a.json,b.json]   RESULTS.md from results files
 //	go run ./loadtests raw [-duration 3s]           the engines' own limits, results/<id>-raw.json
 //	go run ./loadtests fuzz [flags]                 Schemathesis against every service's contract
-//	go run ./loadtests experiments [-size small]    the failure-mode experiments, results/<time>-experiments.json
+//	go run ./loadtests experiments [-size small]    the failure-mode experiments, results/<time>-experiments.json (the cluster profile's: -failover.json)
 //	go run ./loadtests advise --pair log --rate 4000  the decision questions for your workload, from results/
 //
 // The five pairs (queue, log, documents, eventstore, cache) are those of

@@ -83,7 +83,7 @@ func committedRuns(t *testing.T) []*driver.Run {
 	}
 	var out []*driver.Run
 	for _, f := range files {
-		if strings.HasSuffix(f, "-raw.json") || strings.HasSuffix(f, experiments.FileSuffix) {
+		if strings.HasSuffix(f, "-raw.json") || strings.HasSuffix(f, experiments.FileSuffix) || strings.HasSuffix(f, experiments.ClusterFileSuffix) {
 			continue
 		}
 		r, err := driver.ReadRun(f)
