@@ -121,7 +121,7 @@ func (m *groupManager) newConsumer(name string) groupConsumer {
 // newSlotConsumer returns a consumer of group name on its slot (not
 // started).
 func (m *groupManager) newSlotConsumer(name string) *consumer {
-	return &consumer{
+	c := &consumer{
 		cfg:  m.cfg,
 		slot: groupSlot(m.cfg.Slot, name),
 		pool: m.pool,
@@ -129,6 +129,79 @@ func (m *groupManager) newSlotConsumer(name string) *consumer {
 			Group: name},
 		stats:  m.stats,
 		logger: m.logger.With("group", name),
+	}
+	c.onMissing = func(ctx context.Context) error { return m.remake(ctx, name, c.deliver) }
+	return c
+}
+
+// remake makes group name's slot again when its consumer finds it
+// missing (a standby promoted on 15 or 16 has none), then delivers to the
+// group through d, from the messages table, the events it has not had
+// (resyncGroup): the default group's consumer does the same with
+// ensureSlot and resync. A slot made meanwhile by another instance is
+// left to it.
+func (m *groupManager) remake(ctx context.Context, name string, d *logc.Deliverer) error {
+	slot := groupSlot(m.cfg.Slot, name)
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.SlotCreateTimeout)
+	defer cancel()
+	conn, err := connectReplication(cctx, m.cfg, slot)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = createSlot(cctx, conn, slot, m.cfg.SlotPlugin, "nothing")
+	if postgres.SQLSTATE(err) == pgerrcode.DuplicateObject {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create replication slot %s of group %s: %w", slot, name, err)
+	}
+	n, err := m.resyncGroup(ctx, name, d)
+	if err != nil {
+		return err
+	}
+	m.logger.Warn("made the missing replication slot of a consumer group again and delivered the events it had not, from the messages table",
+		"group", name, "slot", slot, "events", n)
+	return nil
+}
+
+// resyncGroupSQL reads a batch of the events group $1 has not had: for a
+// group from earliest every one; for a group from latest those created
+// since the earlier of its creation and its first delivered event (so
+// never the events from before its start, which it never was to get).
+// The events its new slot also streams come twice; the Deliverer counts
+// the second as a duplicate.
+const resyncGroupSQL = `WITH g AS (SELECT from_position, created_at FROM groups WHERE name = $1),
+first AS (SELECT min(m2.created_at) AS at FROM group_deliveries d JOIN messages m2 ON m2.id = d.id WHERE d.grp = $1)
+SELECT m.id::text, m.created_at FROM messages m, g, first
+WHERE (g.from_position = 'earliest' OR m.created_at >= least(g.created_at, coalesce(first.at, g.created_at)))
+  AND NOT EXISTS (SELECT 1 FROM group_deliveries d WHERE d.grp = $1 AND d.id = m.id)
+ORDER BY m.created_at, m.id LIMIT $2`
+
+// resyncGroup delivers to group, through d, every event resyncGroupSQL
+// finds, in batches of replayBatch, and returns how many.
+func (m *groupManager) resyncGroup(ctx context.Context, group string, d *logc.Deliverer) (int, error) {
+	total := 0
+	for {
+		rows, err := m.pool.Query(ctx, resyncGroupSQL, group, replayBatch)
+		if err != nil {
+			return total, fmt.Errorf("resync group %s: %w", group, err)
+		}
+		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (logc.Delivery, error) {
+			var e logc.Delivery
+			return e, r.Scan(&e.ID, &e.CreatedAt)
+		})
+		if err != nil {
+			return total, fmt.Errorf("resync group %s: %w", group, err)
+		}
+		if len(batch) == 0 {
+			return total, nil
+		}
+		b := backoff.Backoff{Initial: 50 * time.Millisecond, Max: 2 * time.Second}
+		if err := backoff.Retry(ctx, &b, func() error { return d.Deliver(ctx, batch) }, nil); err != nil {
+			return total, err
+		}
+		total += len(batch)
 	}
 }
 

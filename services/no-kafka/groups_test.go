@@ -85,3 +85,32 @@ func TestInterruptedGroupSetUpIsRedone(t *testing.T) {
 	}
 	t.Logf("group orphan set up again, at %s", orphan().Position)
 }
+
+// A consumer group's slot is dropped under the running service, as a
+// promotion on PostgreSQL 15 or 16 loses it: the group's consumer makes
+// it again and delivers, from the messages table, what the group had
+// not had; every event written afterwards reaches the group, and none
+// from before the group (it is from latest).
+func TestMissingGroupSlotIsMadeAgainWhileRunning(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, map[string]string{"STANDBY_STATUS_INTERVAL": "100ms"})
+	base := tg.URL()
+	before := conformance.PostDelivered(t, base, ev("gm"))
+	conformance.PutGroup(t, base, "gm", logc.FromLatest)
+	first := conformance.Post(t, base, ev("gm"))
+	conformance.WaitDeliveredTo(t, base, "gm", first.ID)
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], "")
+	dropSlotUnder(t, pool, groupSlot(tg.Env["SLOT_NAME"], "gm"))
+	var written []logc.Created
+	for range 20 {
+		written = append(written, conformance.Post(t, base, ev("gm")))
+	}
+	for _, c := range written {
+		conformance.WaitDeliveredTo(t, base, "gm", c.ID)
+	}
+	spool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
+	var n int
+	if err := spool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT count(*) FROM group_deliveries WHERE grp = 'gm' AND id = $1`, before.ID).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the event from before the group (from latest) has %d deliveries to it (%v), want 0", n, err)
+	}
+}
