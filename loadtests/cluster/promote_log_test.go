@@ -46,16 +46,7 @@ var resyncEvents = regexp.MustCompile(logSlotMade + `.* events=(\d+)`)
 // holds it (failover and synced in pg_replication_slots) and the service
 // streams from it: no resync.
 func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
-	url := clusterURL(t)
-	requireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
-	l := newLauncher(t, ctx, "no-kafka")
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	url, ctx, l, pool := promotionRig(t, "no-kafka")
 
 	for _, how := range promotions {
 		t.Run(how.name, func(t *testing.T) {

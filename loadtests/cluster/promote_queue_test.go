@@ -35,16 +35,7 @@ const queueBacklog = 3000
 // more than once (at-least-once: a task whose completion was cut off by
 // the promotion runs again) are counted and logged.
 func TestQueueKeepsTasksAcrossPromotion(t *testing.T) {
-	url := clusterURL(t)
-	requireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
-	l := newLauncher(t, ctx, "no-rabbitmq")
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	url, ctx, l, pool := promotionRig(t, "no-rabbitmq")
 
 	for _, how := range promotions {
 		t.Run(how.name, func(t *testing.T) {
@@ -111,6 +102,25 @@ func TestQueueKeepsTasksAcrossPromotion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// promotionRig is what a service's test across a promotion starts from:
+// the cluster's multi-host URL (or a skip), root, a context of 25
+// minutes, a launcher of service and a pool on the URL, each closed or
+// stopped at the test's end.
+func promotionRig(t *testing.T, service string) (string, context.Context, *launch.Launcher, *pgxpool.Pool) {
+	t.Helper()
+	url := clusterURL(t)
+	requireRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	t.Cleanup(cancel)
+	l := newLauncher(t, ctx, service)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return url, ctx, l, pool
 }
 
 // newLauncher builds service (a directory of services/) for a test that
