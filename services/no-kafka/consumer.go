@@ -224,26 +224,37 @@ const resyncBatch = 1000
 // commit after the new slot's creation come through the slot as well;
 // the Deliverer's dedup counts the second sighting as a duplicate.
 func resync(ctx context.Context, pool *pgxpool.Pool, d *logc.Deliverer) (int, error) {
+	return deliverUnseen(ctx, pool, "resync", d.Deliver, `SELECT m.id::text, m.created_at FROM messages m
+		WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = m.id)
+		ORDER BY m.created_at, m.id LIMIT $1`)
+}
+
+// deliverUnseen reads the events query finds (id and created_at, in
+// order, at most resyncBatch at a time: its last argument, after args)
+// and hands each batch to deliver, until a read finds none; deliver must
+// record them so that the next read no longer finds them. It returns how
+// many it delivered; errors start with what.
+func deliverUnseen(ctx context.Context, pool *pgxpool.Pool, what string, deliver func(context.Context, []logc.Delivery) error,
+	query string, args ...any) (int, error) {
 	total := 0
+	args = append(args, resyncBatch)
 	for {
-		rows, err := pool.Query(ctx, `SELECT m.id::text, m.created_at FROM messages m
-			WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = m.id)
-			ORDER BY m.created_at, m.id LIMIT $1`, resyncBatch)
+		rows, err := pool.Query(ctx, query, args...)
 		if err != nil {
-			return total, fmt.Errorf("resync: read undelivered events: %w", err)
+			return total, fmt.Errorf("%s: read undelivered events: %w", what, err)
 		}
 		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (logc.Delivery, error) {
 			var e logc.Delivery
 			return e, r.Scan(&e.ID, &e.CreatedAt)
 		})
 		if err != nil {
-			return total, fmt.Errorf("resync: read undelivered events: %w", err)
+			return total, fmt.Errorf("%s: read undelivered events: %w", what, err)
 		}
 		if len(batch) == 0 {
 			return total, nil
 		}
-		if err := d.Deliver(ctx, batch); err != nil {
-			return total, fmt.Errorf("resync: %w", err)
+		if err := deliver(ctx, batch); err != nil {
+			return total, fmt.Errorf("%s: %w", what, err)
 		}
 		total += len(batch)
 	}

@@ -179,30 +179,14 @@ WHERE (g.from_position = 'earliest' OR m.created_at >= least(g.created_at, coale
 ORDER BY m.created_at, m.id LIMIT $2`
 
 // resyncGroup delivers to group, through d, every event resyncGroupSQL
-// finds, in batches of replayBatch, and returns how many.
+// finds (deliverUnseen; each batch retried as the replay's), and returns
+// how many.
 func (m *groupManager) resyncGroup(ctx context.Context, group string, d *logc.Deliverer) (int, error) {
-	total := 0
-	for {
-		rows, err := m.pool.Query(ctx, resyncGroupSQL, group, replayBatch)
-		if err != nil {
-			return total, fmt.Errorf("resync group %s: %w", group, err)
-		}
-		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (logc.Delivery, error) {
-			var e logc.Delivery
-			return e, r.Scan(&e.ID, &e.CreatedAt)
-		})
-		if err != nil {
-			return total, fmt.Errorf("resync group %s: %w", group, err)
-		}
-		if len(batch) == 0 {
-			return total, nil
-		}
+	deliver := func(ctx context.Context, batch []logc.Delivery) error {
 		b := backoff.Backoff{Initial: 50 * time.Millisecond, Max: 2 * time.Second}
-		if err := backoff.Retry(ctx, &b, func() error { return d.Deliver(ctx, batch) }, nil); err != nil {
-			return total, err
-		}
-		total += len(batch)
+		return backoff.Retry(ctx, &b, func() error { return d.Deliver(ctx, batch) }, nil)
 	}
+	return deliverUnseen(ctx, m.pool, "resync group "+group, deliver, resyncGroupSQL, group)
 }
 
 // start begins the reconcile loop.
