@@ -50,6 +50,12 @@ status: ## show each server of the stack, its port and whether it answers; then 
 fresh-check: ## prove `make deps`, `make up` and `make test` on a clean Debian root (debootstrap; own network namespace; root only; ~10 min, base cached in .stack/fresh)
 	bash scripts/fresh-check.sh
 
+.PHONY: fresh-check-cluster
+fresh-check-cluster: ## prove `make deps`, `make deps-cluster` and `make up-cluster` (PostgreSQL 15, then 18) with `make status-cluster` on a clean Debian root (as fresh-check; root only)
+	FRESH_DEPS_CMD='make deps && make deps-cluster' FRESH_EXTRA_PACKAGES='nodejs npm' \
+	  FRESH_TEST_CMD='make up-cluster && make status-cluster && bash scripts/cluster.sh down postgres && PG_VERSION=18 bash scripts/cluster.sh up postgres && make status-cluster && make down-cluster' \
+	  bash scripts/fresh-check.sh
+
 .PHONY: test
 test: ## run every module's tests against the running stack (make up first)
 	$(GO) test $(TESTFLAGS) $(PACKAGES)

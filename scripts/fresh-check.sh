@@ -33,9 +33,17 @@
 # Environment knobs:
 #   FRESH_DIR=DIR        where the base and the run live (default <repo>/.stack/fresh)
 #   FRESH_REBUILD=1      rebuild the base even when a cached one exists
+#   FRESH_DEPS_CMD=...   the deps step's command (default: make deps)
+#   FRESH_EXTRA_PACKAGES="a b"  more Debian packages in the base (its own cached base)
 #   FRESH_TEST_CMD=...   the test step's command (default: make up && make test)
 #   DEBIAN_MIRROR=URL    mirror for debootstrap (default: the host's first apt source,
 #                        else http://deb.debian.org/debian)
+#
+# make fresh-check-cluster runs it with FRESH_DEPS_CMD="make deps && make deps-cluster",
+# FRESH_EXTRA_PACKAGES="nodejs npm" (make deps-cluster runs npm pack; the machine's Node
+# has npm, a Debian root has neither), and a test step that starts the cluster profile
+# (make up-cluster, on PostgreSQL 15, then its Postgres again on 18) and checks it with
+# make status-cluster.
 set -Eeuo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -65,6 +73,10 @@ BASE_PACKAGES=(
   ca-certificates make gcc libc6-dev git procps iproute2 less
   openjdk-17-jdk-headless maven python3
 )
+# FRESH_EXTRA_PACKAGES: more of what the machine ships, for a check that needs it
+# (fresh-check-cluster: nodejs npm, as the machine's Node comes with npm).
+read -r -a EXTRA_PACKAGES <<<"${FRESH_EXTRA_PACKAGES:-}"
+BASE_PACKAGES+=("${EXTRA_PACKAGES[@]}")
 BASE_VERSION=1 # bump to force a new base when the recipe below changes
 
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot, unshare and overlayfs)"
@@ -206,10 +218,11 @@ step() {
   say "$name: done in $((SECONDS - t))s"
 }
 
-say "deps: make deps (host network: Debian mirror, Maven Central, Go module proxy)"
-step deps host "make deps"
+DEPS_CMD="${FRESH_DEPS_CMD:-make deps}"
+say "deps: $DEPS_CMD (host network: Debian mirror, Maven Central, Go module proxy, npm registry)"
+step deps host "$DEPS_CMD"
 
 TEST_CMD="${FRESH_TEST_CMD:-make up && make test}"
 say "test: $TEST_CMD (own network namespace: loopback only, GOPROXY=off)"
 step test isolated "$TEST_CMD"
-say "fresh-check passed in $((SECONDS - t0))s: make deps and $TEST_CMD work on a clean $SUITE root"
+say "fresh-check passed in $((SECONDS - t0))s: $DEPS_CMD and $TEST_CMD work on a clean $SUITE root"
