@@ -1154,7 +1154,7 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	src := report.Sources{Raw: rr, Experiments: xf}
+	src := report.Sources{Raw: rr, Experiments: xf, Failover: []*experiments.File{cf}}
 	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath)),
 		report.FailoverSection(cf, filepath.Base(cpath))); err != nil {
 		return err

@@ -113,6 +113,11 @@ type Verdict struct {
 	Bites string
 	// Shape is the pair's data-shape figure in words ("" for none).
 	Shape string
+	// Failover is what each side lost when a node of its cluster died or
+	// was cut off, and how soon writes came back (the cluster profile's
+	// experiments), or why it is not measured; "" when the pair has no
+	// failover experiment.
+	Failover string
 	// Doc, Section and Chart link the details.
 	Doc, Section, Chart string
 }
@@ -129,7 +134,17 @@ func Verdicts(all []*driver.Run, src ...Sources) []Verdict {
 	all, bench := splitBench(all)
 	validate(all)
 	in := newInputs(all, eventStoreOf(bench), src...)
-	return []Verdict{queueVerdict(in), logVerdict(in), documentsVerdict(in), eventStoreVerdict(in), cacheVerdict(in)}
+	return verdictsOf(in, first1(src))
+}
+
+// verdictsOf returns the pairs' verdicts from in, with their failover
+// lines read from src, in card order.
+func verdictsOf(in *inputs, src Sources) []Verdict {
+	vs := []Verdict{queueVerdict(in), logVerdict(in), documentsVerdict(in), eventStoreVerdict(in), cacheVerdict(in)}
+	for i := range vs {
+		vs[i].Failover = failoverText(vs[i].Pair, src.Failover)
+	}
+	return vs
 }
 
 // newInputs indexes the runs for the findings and the verdicts.

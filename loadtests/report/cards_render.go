@@ -91,6 +91,7 @@ func Card(v Verdict) string {
 		w(" Above %s %s/s nothing was measured.", num(v.MaxRate), v.Item)
 	}
 	w("\n")
+	w("- **On failover** (3 nodes each, [Replicated and failover](RESULTS.md#%s)): %s.\n", anchor(FailoverTitle), failoverLine(v))
 	conf := v.SpecConfidence
 	if conf == MeasuredHere {
 		server := v.Specialist
@@ -112,4 +113,13 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// failoverLine is the card's failover sentence: the verdict's, or why the
+// pair has none.
+func failoverLine(v Verdict) string {
+	if v.Failover == "" {
+		return "not measured for this pair (the cluster profile's experiments cover the queue and the log)"
+	}
+	return v.Failover
 }

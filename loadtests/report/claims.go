@@ -756,6 +756,9 @@ type Sources struct {
 	// event store's), for the server versions they measured (Write sets
 	// them).
 	Bench []*driver.Run
+	// Failover are the cluster profile's experiments' results files
+	// (experiments.LoadCluster), for the cards' failover lines.
+	Failover []*experiments.File
 }
 
 // first1 is the first of src, or none.

@@ -234,7 +234,7 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 		return b.String()
 	}
 	verdicts := map[string]Verdict{}
-	for _, v := range []Verdict{queueVerdict(in), logVerdict(in), documentsVerdict(in), eventStoreVerdict(in), cacheVerdict(in)} {
+	for _, v := range verdictsOf(in, first1(src)) {
 		verdicts[v.Pair] = v
 	}
 	for _, s := range present {

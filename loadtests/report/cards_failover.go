@@ -1,0 +1,194 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// failCase is one fault of a cluster experiment as a card counts it: who
+// lost what, and when writes came back.
+type failCase struct {
+	// side is the card's name of the side ("RabbitMQ", "Postgres 15").
+	side string
+	// label names the fault ("leader killed").
+	label string
+	// lost and acked count acknowledged writes lost, of those answered.
+	lost, acked float64
+	// backS is when the first write sent after the fault was
+	// acknowledged, in seconds after it; back is false when none was
+	// within the run.
+	backS float64
+	back  bool
+	// allowed is true for a loss the settings allow (acks=1, an
+	// asynchronous standby promoted): the card says so apart.
+	allowed bool
+	// failed is why the experiment measured nothing ("" when it did).
+	failed string
+}
+
+// failExtractor reads the cases of one experiment's result.
+type failExtractor func(r experiments.Result) []failCase
+
+// failExtractors are the card's readers by experiment name, by pair. An
+// experiment of the cluster profile without one is not on the cards.
+var failExtractors = map[string]map[string]failExtractor{
+	pairs.Queue: {
+		experiments.RabbitMQLeaderKill: rmqCases("quorum queue's leader killed"),
+		experiments.RabbitMQLeaderCut:  rmqCases("quorum queue's leader cut off"),
+	},
+	pairs.Log: {
+		experiments.KafkaLeaderKill: kafkaCases,
+		experiments.KafkaLeaderCut:  kafkaCases,
+	},
+}
+
+// rmqCases reads a RabbitMQ failover experiment: one case.
+func rmqCases(label string) failExtractor {
+	return func(r experiments.Result) []failCase {
+		m := r.Metrics
+		c := failCase{side: "RabbitMQ", label: label, lost: m["acked_lost"] + m["phantom"], acked: m["acked"],
+			backS: m["publish_resume_s"], back: m["publish_resumed"] == 1, failed: r.Error}
+		return []failCase{c}
+	}
+}
+
+// kafkaFaults names the Kafka experiments' faults for the card.
+var kafkaFaults = map[string]string{"kill": "leader killed", "isolate": "leader cut off from its peers", "cut": "leader cut off"}
+
+// kafkaCases reads a Kafka failover experiment: one case per fault and
+// acks setting (its "cases" setting), an acks=1 loss allowed.
+func kafkaCases(r experiments.Result) []failCase {
+	if r.Error != "" {
+		return []failCase{{side: "Kafka", label: r.Name, failed: r.Error}}
+	}
+	var cs []failCase
+	for _, name := range strings.Split(r.Settings["cases"], ",") {
+		fault, acks, ok := strings.Cut(name, ".acks_")
+		if !ok {
+			continue
+		}
+		m := func(k string) float64 { return r.Metrics[name+"."+k] }
+		back, measured := r.Metrics[name+".appends_resume_s"]
+		cs = append(cs, failCase{side: "Kafka, acks=" + acks, label: kafkaFaults[fault],
+			lost: m("lost") + m("undelivered") + m("phantom"), acked: m("acked"), backS: back, back: measured && back > 0,
+			allowed: acks != "all"})
+	}
+	return cs
+}
+
+// failCasesOf reads every case of pair from the cluster experiments'
+// files.
+func failCasesOf(pair string, files []*experiments.File) []failCase {
+	var cs []failCase
+	for _, f := range files {
+		if f == nil {
+			continue
+		}
+		for _, r := range f.Results {
+			if x := failExtractors[pair][r.Name]; x != nil {
+				cs = append(cs, x(r)...)
+			}
+		}
+	}
+	return cs
+}
+
+// failoverText is the card's failover line for pair: per side, what the
+// faults lost and how soon writes came back; "" when the pair has no
+// failover experiment at all.
+func failoverText(pair string, files []*experiments.File) string {
+	if len(failExtractors[pair]) == 0 {
+		return ""
+	}
+	cs := failCasesOf(pair, files)
+	if len(cs) == 0 {
+		return "not measured: no results of the cluster profile's experiments (`results/*" + experiments.ClusterFileSuffix + "`)"
+	}
+	var sides []string
+	for _, c := range cs {
+		if !slices.Contains(sides, c.side) {
+			sides = append(sides, c.side)
+		}
+	}
+	var parts []string
+	for _, side := range sides {
+		parts = append(parts, sideFailover(side, cs))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sideFailover sums one side's cases: the faults, the acknowledged
+// writes lost of those answered, and the range of times until writes
+// came back (or why a case has none).
+func sideFailover(side string, all []failCase) string {
+	var labels, failed []string
+	var lost, acked float64
+	lo, hi, notBack := -1.0, 0.0, 0
+	allowed := false
+	for _, c := range all {
+		if c.side != side {
+			continue
+		}
+		if c.failed != "" {
+			failed = append(failed, c.label+": failed: "+c.failed)
+			continue
+		}
+		labels = append(labels, c.label)
+		lost += c.lost
+		acked += c.acked
+		allowed = allowed || c.allowed
+		switch {
+		case !c.back:
+			notBack++
+		case lo < 0:
+			lo, hi = c.backS, c.backS
+		default:
+			lo, hi = min(lo, c.backS), max(hi, c.backS)
+		}
+	}
+	s := side + ": "
+	if len(labels) > 0 {
+		s += fmt.Sprintf("%s of %s acknowledged writes lost over %s (%s)", count(int64(lost)), count(int64(acked)), faults(len(labels)), strings.Join(labels, ", "))
+		if allowed && lost > 0 {
+			s += ", a loss these settings allow"
+		}
+		s += ", " + backRange(lo, hi, notBack)
+	}
+	if len(failed) > 0 {
+		if len(labels) > 0 {
+			s += "; "
+		}
+		s += strings.Join(failed, "; ")
+	}
+	return s
+}
+
+// backRange says when writes came back after the faults: "writes back
+// after 0.2–29 s", with the faults after which none came back counted.
+func backRange(lo, hi float64, notBack int) string {
+	var s string
+	switch {
+	case lo < 0:
+		s = "writes not back within the run"
+	case hi-lo < 0.05:
+		s = fmt.Sprintf("writes back after %s s", num(lo))
+	default:
+		s = fmt.Sprintf("writes back after %s–%s s", num(lo), num(hi))
+	}
+	if lo >= 0 && notBack > 0 {
+		s += fmt.Sprintf(" (after %s: not back within the run)", faults(notBack))
+	}
+	return s
+}
+
+// faults is "1 fault" or "n faults".
+func faults(n int) string {
+	if n == 1 {
+		return "1 fault"
+	}
+	return fmt.Sprintf("%d faults", n)
+}

@@ -1,0 +1,39 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+func TestFailoverLineSaysWhatWasLostAndWhatFailed(t *testing.T) {
+	f := &experiments.File{Results: []experiments.Result{
+		{Name: experiments.RabbitMQLeaderKill, Metrics: map[string]float64{"acked": 1000, "acked_lost": 0, "publish_resume_s": 0.2, "publish_resumed": 1}},
+		{Name: experiments.RabbitMQLeaderCut, Metrics: map[string]float64{"acked": 500, "acked_lost": 0, "publish_resumed": 0}},
+		{Name: experiments.KafkaLeaderKill, Error: "no broker answered"},
+		{Name: experiments.KafkaLeaderCut, Settings: map[string]string{"cases": "isolate.acks_all,isolate.acks_1"}, Metrics: map[string]float64{
+			"isolate.acks_all.acked": 800, "isolate.acks_all.appends_resume_s": 29,
+			"isolate.acks_1.acked": 2000, "isolate.acks_1.lost": 1260, "isolate.acks_1.appends_resume_s": 26}},
+	}}
+	files := []*experiments.File{f}
+	q := failoverText(pairs.Queue, files)
+	for _, want := range []string{"RabbitMQ: 0 of 1,500 acknowledged writes lost over 2 faults", "writes back after 0.20 s (after 1 fault: not back within the run)"} {
+		if !strings.Contains(q, want) {
+			t.Errorf("queue: %q lacks %q", q, want)
+		}
+	}
+	l := failoverText(pairs.Log, files)
+	for _, want := range []string{"kafka-leader-kill: failed: no broker answered", "Kafka, acks=all: 0 of 800", "Kafka, acks=1: 1,260 of 2,000 acknowledged writes lost over 1 fault", "a loss these settings allow"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("log: %q lacks %q", l, want)
+		}
+	}
+	if got := failoverText(pairs.Cache, files); got != "" {
+		t.Errorf("cache has no failover experiment, got %q", got)
+	}
+	if got := failoverText(pairs.Queue, nil); !strings.Contains(got, "not measured") {
+		t.Errorf("no file: %q", got)
+	}
+}
