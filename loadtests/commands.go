@@ -23,7 +23,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
@@ -1142,21 +1141,16 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	rr, err := raw.Load(c.resultsDir)
+	src, xfile, cfile, err := report.LoadSources(c.resultsDir)
 	if err != nil {
 		return err
 	}
-	xf, xpath, err := experiments.Load(c.resultsDir)
-	if err != nil {
-		return err
+	var cf *experiments.File
+	if len(src.Failover) > 0 {
+		cf = src.Failover[0]
 	}
-	cf, cpath, err := experiments.LoadCluster(c.resultsDir)
-	if err != nil {
-		return err
-	}
-	src := report.Sources{Raw: rr, Experiments: xf, Failover: []*experiments.File{cf}}
-	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath)),
-		report.FailoverSection(cf, filepath.Base(cpath))); err != nil {
+	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(src.Experiments, xfile),
+		report.FailoverSection(cf, cfile)); err != nil {
 		return err
 	}
 	if c.readme != "" {

@@ -12,8 +12,6 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
 // readRuns reads the newest results file of each pair in dir, and of
@@ -49,15 +47,11 @@ func reportRuns(t testing.TB) ([]*driver.Run, Sources, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr, err := raw.Load(dir)
+	src, xfile, _, err := LoadSources(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	xf, xpath, err := experiments.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(readRuns(t, dir, "cache", "longlived", "throughput", scaleOutCmd), esRuns...), Sources{Raw: rr, Experiments: xf}, xpath
+	return append(readRuns(t, dir, "cache", "longlived", "throughput", scaleOutCmd), esRuns...), src, xfile
 }
 
 // fixtureInputs are the synthetic runs and event-store results of testdata.
@@ -188,6 +182,7 @@ func TestFindingsLinkToRealHeadings(t *testing.T) {
 	var b bytes.Buffer
 	Markdown(&b, runs, map[string]string{}, "docs/results", time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
 	b.WriteString(eventStoreSection(es))
+	b.WriteString(FailoverSection(nil, ""))
 	headings := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^## (.*)$`).FindAllStringSubmatch(b.String(), -1) {
 		headings[anchor(m[1])] = true
