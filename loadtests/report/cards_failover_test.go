@@ -1,6 +1,8 @@
 package report
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,5 +37,31 @@ func TestFailoverLineSaysWhatWasLostAndWhatFailed(t *testing.T) {
 	}
 	if got := failoverText(pairs.Queue, nil); !strings.Contains(got, "not measured") {
 		t.Errorf("no file: %q", got)
+	}
+}
+
+func TestFailoverChartMarksWhatHasNoFigure(t *testing.T) {
+	f := &experiments.File{Results: []experiments.Result{
+		{Name: experiments.RabbitMQLeaderKill, Metrics: map[string]float64{"acked": 1000, "publish_resume_s": 0.2, "publish_resumed": 1}},
+		{Name: experiments.RabbitMQLeaderCut, Metrics: map[string]float64{"acked": 500, "publish_resumed": 0}},
+		{Name: experiments.KafkaLeaderKill, Error: "no broker answered"},
+		{Name: experiments.KafkaLeaderCut, Settings: map[string]string{"cases": "cut.acks_all"}, Metrics: map[string]float64{"cut.acks_all.acked": 10, "cut.acks_all.appends_resume_s": 15}},
+	}}
+	path := filepath.Join(t.TempDir(), failoverFile)
+	ok, err := failoverChart([]*experiments.File{f}, path)
+	if err != nil || !ok {
+		t.Fatalf("drawn %v, %v", ok, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"not back", failedMark, "RabbitMQ"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	if ok, err := failoverChart(nil, path); ok || err != nil {
+		t.Errorf("no files: drawn %v, %v", ok, err)
 	}
 }

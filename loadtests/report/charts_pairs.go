@@ -527,6 +527,8 @@ func pairCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 	errs = append(errs, add("notify", notifyFile, ok, err))
 	ok, err = eventStoreChart(es, filepath.Join(dir, eventStoreFile))
 	errs = append(errs, add(pairs.EventStore, eventStoreFile, ok, err))
+	ok, err = failoverChart(src.Failover, filepath.Join(dir, failoverFile))
+	errs = append(errs, add("failover", failoverFile, ok, err))
 	// The cards: a copy of the chart that best answers "should I replace
 	// X with Postgres" (the log's is drawn above, its panel alone).
 	for _, p := range pairReports() {
@@ -553,6 +555,8 @@ func pairCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 // charts of pairCharts, by key. They say what to read, and what the
 // chart does not show because it is not measured yet.
 var chartCaptions = map[string]string{
+	"failover": "Lower is better. Per fault of the cluster experiments, seconds from the fault to the first write sent after it that was acknowledged (and, for Kafka, found in the log afterwards); one bar per side and setting, one run each. " +
+		"What was lost is in the table above and on the README's cards, not on this chart. A failed experiment is marked \"failed\", writes not back within the run \"not back\", never a bar.",
 	"scaleout": "One round per point, both axes logarithmic; dashed: the Postgres sides' second designs (\", cursors\"). " +
 		"Top: the fan-out search's sustainable published tasks/s (higher is better; a side whose cost is all per copy falls as 1/N; a search that passed its ladder's top is drawn at the top, a lower bound: the table says \"≥\") and Postgres WAL per published task (lower is better). " +
 		"Bottom: what each consumer group received per second at the groups points' fixed rate (flat is every group served) and the WAL no-kafka's slots retained at the attack's end (lower is better; Kafka has no slots). " +

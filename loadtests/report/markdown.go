@@ -65,6 +65,7 @@ func Write(out, chartsDir string, all []*driver.Run, src Sources, now time.Time,
 	}
 	for _, section := range extra {
 		if section != "" {
+			section = withChartAfter(section, "## "+FailoverTitle, chartLine(charts, "failover", chartsRel))
 			b.WriteString("\n" + withChartAfter(section, "### "+NotifyTitle, chartLine(charts, "notify", chartsRel)))
 		}
 	}

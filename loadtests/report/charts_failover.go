@@ -1,0 +1,106 @@
+package report
+
+import (
+	"image/color"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// failoverFile is the failover chart's file name in the charts directory.
+const failoverFile = "failover.svg"
+
+// failoverPanels are the failover chart's panels: the pairs with
+// failover experiments, with their titles.
+var failoverPanels = []struct{ pair, title string }{
+	{pairs.Queue, "queue: writes back after the fault"},
+	{pairs.Log, "log: writes back after the fault"},
+}
+
+// failoverChart draws, per pair, when writes came back after each fault
+// of the cluster experiments in files: one group per fault, one bar per
+// side. A failed experiment, or writes not back within the run, is a
+// mark, never a bar. false when no value is valid.
+func failoverChart(files []*experiments.File, path string) (bool, error) {
+	var plots []*plot.Plot
+	var legend []legendEntry
+	colors := map[string]color.Color{}
+	for _, pn := range failoverPanels {
+		cs := failCasesOf(pn.pair, files)
+		var groups, sides []string
+		for _, c := range cs {
+			if !slices.Contains(groups, c.label) {
+				groups = append(groups, c.label)
+			}
+			if !slices.Contains(sides, c.side) {
+				sides = append(sides, c.side)
+			}
+		}
+		var ss []series
+		for _, side := range sides {
+			s := series{label: side, color: failoverColor(colors, side)}
+			for _, c := range cs {
+				if c.side == side {
+					s.pts = append(s.pts, failXY(c, slices.Index(groups, c.label)))
+				}
+			}
+			ss = append(ss, s)
+		}
+		p, lg, err := barPanel(barSpec{title: pn.title, ylabel: "seconds", groups: groups, series: ss})
+		if err != nil {
+			return false, err
+		}
+		if p == nil {
+			continue
+		}
+		plots = append(plots, p)
+		for _, e := range lg {
+			if !slices.ContainsFunc(legend, func(o legendEntry) bool { return o.label == e.label }) {
+				legend = append(legend, e)
+			}
+		}
+	}
+	if len(plots) == 0 {
+		return false, nil
+	}
+	return true, renderPanels("failover: the first acknowledged write after the fault (3-node clusters)", legend, plots, len(plots), 1, tallChartHeight, path)
+}
+
+// failXY is case c's bar in group x: when writes came back, or the mark
+// saying why there is none.
+func failXY(c failCase, x int) xy {
+	v := xy{x: float64(x), y: c.backS, lo: c.backS, hi: c.backS}
+	switch {
+	case c.failed != "":
+		v.failed = failedMark
+	case !c.back:
+		v.failed = "not back"
+	}
+	return v
+}
+
+// failoverColor is side's colour, the same in every panel: the Postgres
+// sides take the palette's even places (the first is the Postgres side's
+// colour of every chart), the specialists the odd ones.
+func failoverColor(colors map[string]color.Color, side string) color.Color {
+	if c, ok := colors[side]; ok {
+		return c
+	}
+	pg := strings.HasPrefix(side, "Postgres")
+	n := 0
+	for s := range colors {
+		if strings.HasPrefix(s, "Postgres") == pg {
+			n++
+		}
+	}
+	i := 2 * n
+	if !pg {
+		i++
+	}
+	colors[side] = palette[i%len(palette)]
+	return colors[side]
+}
