@@ -108,6 +108,9 @@ func esVersionRows(es eventstore.Results) []esVersionRow {
 	if p := es.PointRead; p != nil {
 		by := map[string]esFigure{}
 		for _, r := range p.Rows {
+			if !r.Measured && r.Failed == "" {
+				continue // not run here
+			}
 			if st := pointReadStatus(r); !st.OK() {
 				by[r.Engine] = esFigure{text: statusText(st)}
 				continue

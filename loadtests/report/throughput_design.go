@@ -61,6 +61,10 @@ func designSection(r *driver.Run, d throughputDesign) string {
 	case outcome.Error != "":
 		b.WriteString("**" + s.Design.Name + "**: failed: " + md(outcome.Error) + "\n\n")
 	}
+	closed := scenario.DesignScenarioName(scenario.ThroughputScenarioName(pair), s.Design.Name)
+	if pointOf(r, closed) == nil && pointOf(r, scenario.DesignScenarioName(scenario.SustainScenarioName(pair), s.Design.Name)) == nil {
+		return b.String() // nothing to set beside the pair's rows above
+	}
 	b.WriteString(designSustainTable(r, d))
 	if ps := designClosedLoop(r, d); len(ps) > 0 {
 		closedLoopTable(&b, r, d.tp, ps)
