@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"time"
 
@@ -101,9 +102,10 @@ func (s ThroughputScenario) pointEnv() map[string]map[string]string {
 // runDesign measures design scenario s with o: its side restarted with
 // the design's environment (a side running outside the driver cannot be,
 // and fails the design), the closed-loop points, then the sustainable
-// search; stop (nil for nothing) is called after them, then the
-// design's slot and publication are dropped. The outcome goes to run's
-// DesignsSetting; the error is returned too.
+// search; stop (nil for nothing) is called after them, then endDesign
+// drops the design's slot and publication and moves the pair's slot past
+// the design's WAL. The outcome goes to run's DesignsSetting; the error
+// is returned too.
 func (s ThroughputScenario) runDesign(ctx context.Context, e *Env, run *driver.Run, o ThroughputOptions, stop func(Pair)) error {
 	d, side := s.Design, s.Pair.A.Name
 	e.logf("%s throughput, %s design: %s restarted with %v", s.Pair.Name, d.Name, side, d.Env)
@@ -119,10 +121,8 @@ func (s ThroughputScenario) runDesign(ctx context.Context, e *Env, run *driver.R
 		stop(s.Pair)
 	}
 	restore()
-	if d.Slot != "" {
-		if derr := e.dropSlot(context.WithoutCancel(ctx), d.Slot); derr != nil {
-			e.logf("%s design: slot %s not dropped: %v (drop it by hand: it retains WAL)", d.Name, d.Slot, derr)
-		}
+	if derr := e.endDesign(context.WithoutCancel(ctx), s.Pair, d.Slot); derr != nil {
+		e.logf("%s design: %v (a slot left behind retains WAL: drop it by hand)", d.Name, derr)
 	}
 	out := DesignOutcome{Side: side, Env: d.Env}
 	if err != nil {
@@ -159,9 +159,12 @@ func (e *Env) withServiceEnv(service string, env map[string]string) func() {
 	}
 }
 
-// dropSlot drops replication slot slot when no one streams it, and the
-// publication of the same name.
-func (e *Env) dropSlot(ctx context.Context, slot string) error {
+// endDesign drops replication slot slot ("" for none) when no one
+// streams it, and the publication of the same name, then moves the pair's
+// own slot (its service stopped) past the WAL the design wrote: those
+// events were the design's, delivered by it, and the pair's next consumer
+// would otherwise decode them again as duplicates.
+func (e *Env) endDesign(ctx context.Context, p Pair, slot string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	conn, err := e.connect(ctx)
@@ -169,9 +172,17 @@ func (e *Env) dropSlot(ctx context.Context, slot string) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, slot); err != nil {
-		return err
+	if slot != "" {
+		if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, slot); err != nil {
+			return fmt.Errorf("slot %s not dropped: %w", slot, err)
+		}
+		if _, err := conn.Exec(ctx, `DROP PUBLICATION IF EXISTS `+pgx.Identifier{slot}.Sanitize()); err != nil {
+			return fmt.Errorf("publication %s not dropped: %w", slot, err)
+		}
 	}
-	_, err = conn.Exec(ctx, `DROP PUBLICATION IF EXISTS `+pgx.Identifier{slot}.Sanitize())
+	notes, err := e.advanceSlot(ctx, conn, p)
+	for _, n := range notes {
+		e.logf("%s", n)
+	}
 	return err
 }
