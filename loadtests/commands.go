@@ -872,18 +872,15 @@ func ensureEventStore(ctx context.Context, env *scenario.Env, keyedTopic string)
 	return services, nil
 }
 
-// measureEventStore runs the bench's scenarios, then the long streams and
-// cleanup (issue 24) at their defaults on the same services and stores
-// (results files of their own), then the causal point-read experiment on
-// instances and stores of its own.
+// measureEventStore runs the bench's scenarios (benchScenarios: with
+// PostgreSQL 18 beside the stack's 15 when make deps-cluster fetched it),
+// then the long streams and cleanup (issue 24) at their defaults on the
+// same services and stores (results files of their own), then the causal
+// point-read experiment on instances and stores of its own: those three
+// on the stack's Postgres only.
 func measureEventStore(ctx context.Context, env *scenario.Env, o eventstore.Options) error {
-	for _, sc := range eventstore.Scenarios {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if _, err := eventstore.Bench(ctx, sc, o, env.Progress, os.Stderr); err != nil {
-			return fmt.Errorf("eventstore %s: %w", sc, err)
-		}
+	if err := benchScenarios(ctx, env, o); err != nil {
+		return err
 	}
 	lo, co := eventstore.DefaultLongOptions(), eventstore.DefaultCleanupOptions()
 	lo.Options, co.Options = o, o
@@ -900,6 +897,46 @@ func measureEventStore(ctx context.Context, env *scenario.Env, o eventstore.Opti
 		xerr = fmt.Errorf("eventstore %s: %w", causalScenario, err)
 	}
 	return errors.Join(lerr, cerr, xerr)
+}
+
+// benchScenarios runs the bench's scenarios with o, and with
+// no-kurrentdb on a private server of each other PostgreSQL version of
+// experiments.DefaultCompareBindirs beside the stack's (the reference
+// measured on 18.4), in the same rounds; those servers stop when the
+// scenarios end. A version that is absent or does not start is recorded
+// in the results (Options.Compare), and the rest runs.
+func benchScenarios(ctx context.Context, env *scenario.Env, o eventstore.Options) error {
+	dirs, none := resultsCompareBindirs()
+	if len(dirs) == 0 {
+		o.Compare = &eventstore.CompareOutcome{Why: none}
+	} else {
+		stop, err := compareEventStore(ctx, &o, strings.Join(dirs, ","), os.Stderr)
+		defer stop()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "eventstore: %v (the report says so in place of its figures)\n", err)
+			o.Compare = &eventstore.CompareOutcome{Error: err.Error()}
+		}
+	}
+	for _, sc := range eventstore.Scenarios {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if _, err := eventstore.Bench(ctx, sc, o, env.Progress, os.Stderr); err != nil {
+			return fmt.Errorf("eventstore %s: %w", sc, err)
+		}
+	}
+	return nil
+}
+
+// resultsCompareBindirs are the other PostgreSQL versions make results
+// measures the event store bench on (experiments.DefaultCompareBindirs:
+// PostgreSQL 18 from make deps-cluster when present), or why none.
+func resultsCompareBindirs() ([]string, string) {
+	root, err := launch.Root()
+	if err != nil {
+		return nil, err.Error()
+	}
+	return experiments.DefaultCompareBindirs(root)
 }
 
 // eventStoreResultsOptions are the bench's options in the results

@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
+
+// compareStart is how long a private server of another PostgreSQL
+// version and its no-kurrentdb take to start: initdb, the server, the
+// service's build and migrations.
+const compareStart = 20 * time.Second
 
 // compareEventStore starts, for each bin directory of bindirs (the
 // event-store command's -compare-bindirs; "default" for

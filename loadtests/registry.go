@@ -345,7 +345,12 @@ func (p *eventStorePair) estimate(time.Duration) scenario.Estimate {
 	if p.cmd == demoCommand {
 		return eventstore.Append.Estimate(demoEventStore(p.c), 2)
 	}
-	return eventstore.BenchEstimate(eventStoreResultsOptions(p.c), len(eventStoreServices)).
+	dirs, _ := resultsCompareBindirs()
+	// no-kurrentdb on each other version, beside the stack's, after its
+	// server's start (compareStart).
+	start := time.Duration(len(dirs)) * compareStart
+	return eventstore.BenchEstimate(eventStoreResultsOptions(p.c), len(eventStoreServices)+len(dirs)).
+		Add(scenario.Estimate{Typical: start, Bound: 2 * start}).
 		Add(eventstore.LongEstimate(len(eventStoreServices) + 1)).
 		Add(eventstore.CausalEstimate(eventstore.DefaultCausalOptions()))
 }

@@ -39,6 +39,7 @@ type throughputFlags struct {
 	duration *time.Duration
 	rounds   *int
 	drain    *time.Duration
+	designs  *bool
 	// The sustainable search's flags.
 	closedLoop, sustain, quick *bool
 	sRounds, sOver, sOverSize  *int
@@ -52,6 +53,7 @@ func registerThroughput(fs *flag.FlagSet, cmd string) *throughputFlags {
 	f := &throughputFlags{cmd: cmd}
 	f.sizes = fs.String("batch-sizes", formatInts(d.Sizes), "throughput: items per batch request, comma-separated (1 to 1000)")
 	f.senders = fs.Int("senders", d.Senders, "throughput: closed-loop senders per side")
+	f.designs = fs.Bool("throughput-designs", d.Designs, "throughput: measure the Postgres sides' other designs too, on their side alone after the pairs (no-kafka with SLOT_PLUGIN=pgoutput on a slot of its own, against wal2json)")
 	f.drain = fs.Duration("throughput-drain", d.Drain, "throughput: longest wait for a side's backlog to drain after its loop (and before its next point); -settle when that is longer")
 	if cmd == "results" {
 		f.duration = fs.Duration("throughput-duration", d.Duration, "throughput: duration of each loop")
@@ -100,7 +102,7 @@ func (f *throughputFlags) sustainOptions() (*scenario.SustainOptions, error) {
 
 // options returns the scenario's options from the parsed flags.
 func (f *throughputFlags) options(c common, root string) (scenario.ThroughputOptions, error) {
-	o := scenario.ThroughputOptions{Senders: *f.senders, Duration: c.duration, Rounds: c.rounds, Drain: *f.drain, StackDir: scenario.StackDir(root)}
+	o := scenario.ThroughputOptions{Senders: *f.senders, Duration: c.duration, Rounds: c.rounds, Drain: *f.drain, StackDir: scenario.StackDir(root), Designs: *f.designs}
 	if f.duration != nil {
 		o.Duration, o.Rounds = *f.duration, *f.rounds
 	}

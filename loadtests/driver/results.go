@@ -83,6 +83,10 @@ type Versions struct {
 	// figure (versions.PostgresSettingNames), as the run saw them
 	// (absent in files written before they were recorded).
 	PostgresSettings map[string]string `json:"postgres_settings,omitempty"`
+	// Wal2json is the version of the wal2json output plugin installed
+	// for that server, and where it was learned (absent in files written
+	// before it was recorded).
+	Wal2json string `json:"wal2json,omitempty"`
 	// RabbitMQ and Erlang come from the management API's /api/overview.
 	RabbitMQ string `json:"rabbitmq"`
 	Erlang   string `json:"erlang"`

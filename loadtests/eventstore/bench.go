@@ -65,6 +65,11 @@ type Options struct {
 	// this bench run (a -compare-bindirs server): their store state
 	// says so (StoreFresh).
 	FreshEngines []string `json:"fresh_engines,omitempty"`
+	// Compare is what became of the other PostgreSQL versions the run
+	// was to measure beside the stack's when none of them joined the
+	// targets (make results: PostgreSQL 18 absent, or its server or
+	// service did not start); nil when none was asked or they all ran.
+	Compare *CompareOutcome `json:"compare,omitempty"`
 	// Before, when set, is called with the results run before the
 	// scenario starts: the load commands record the event store's
 	// starting state (driver.StartState) there.

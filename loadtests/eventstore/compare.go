@@ -19,6 +19,15 @@ const compareNamePrefix = pairs.NoKurrentDB + "-pg"
 // (docs/eventstore.md, *PostgreSQL 18 beside 15*).
 func CompareName(major string) string { return compareNamePrefix + major }
 
+// CompareOutcome says why a bench run that was to measure other
+// PostgreSQL versions beside the stack's (Options.Compare) has no such
+// side: Why when none was there to measure (no binaries), Error when one
+// could not be started. The report shows it in place of their figures.
+type CompareOutcome struct {
+	Why   string `json:"why,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
 // IsCompareName reports whether name is a CompareName.
 func IsCompareName(name string) bool {
 	return strings.HasPrefix(name, compareNamePrefix) && len(name) > len(compareNamePrefix)

@@ -86,6 +86,7 @@ func eventStoreSection(es eventstore.Results) string {
 	if c := es.CatchUp; c != nil {
 		catchUpSection(&b, c)
 	}
+	b.WriteString(esVersionsSection(es))      // eventstore_versions.go
 	b.WriteString(eventStoreLongSections(es)) // eventstore_long.go
 	return b.String()
 }

@@ -166,6 +166,9 @@ func machineSection(b *bytes.Buffer, rs []*driver.Run, src Sources) {
 	if others := otherPostgres(v.Postgres, rs, src); others != "" {
 		w("| PostgreSQL, other versions measured | %s |\n", md(others))
 	}
+	if dec := decodingPlugins(rs); dec != "" {
+		w("| logical decoding plugins | %s |\n", dec)
+	}
 	w("| RabbitMQ | %s |\n", orWhy(join(v.RabbitMQ, "Erlang "+v.Erlang), v.Errors["rabbitmq"]))
 	w("| Kafka | %s |\n", orWhy(v.Kafka, v.Errors["kafka"]))
 	mongo := orWhy(v.Mongo, v.Errors["mongo"])

@@ -98,6 +98,7 @@ func ThroughputSection(r *driver.Run) string {
 		}
 		closedLoopTable(&b, r, tp, ps)
 	}
+	b.WriteString(designSections(r)) // throughput_design.go
 	for _, n := range notesOf(r) {
 		w("- Note: %s\n", md(n))
 	}

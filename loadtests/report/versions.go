@@ -9,6 +9,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
 
 // otherPostgres names every PostgreSQL version the results measured other
@@ -90,4 +91,28 @@ func firstField(version string) string {
 		return ""
 	}
 	return f[0]
+}
+
+// decodingPlugins names the logical decoding plugins the runs decoded
+// with: wal2json's version as the first run that recorded it saw it (or
+// why it is missing), and pgoutput, built into the server, when a
+// throughput run measured its design (scenario.LogPgoutputThroughput);
+// "" when no run says.
+func decodingPlugins(rs []*driver.Run) string {
+	var parts []string
+	for _, r := range rs {
+		if v := r.Versions; v.Wal2json != "" || v.Errors["wal2json"] != "" {
+			parts = append(parts, "wal2json "+orWhy(v.Wal2json, v.Errors["wal2json"]))
+			break
+		}
+	}
+	d := scenario.LogPgoutputThroughput
+	name := scenario.DesignScenarioName(scenario.ThroughputScenarioName(d.Pair.Name), d.Design.Name)
+	for _, r := range rs {
+		if r.Command == "throughput" && pointOf(r, name) != nil {
+			parts = append(parts, d.Design.Name+" (built into the server): the throughput run's "+d.Design.Name+" design of "+d.Pair.A.Name)
+			break
+		}
+	}
+	return strings.Join(parts, "; ")
 }

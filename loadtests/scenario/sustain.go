@@ -224,29 +224,36 @@ func (o SustainOptions) Validate() error {
 // Bound: every search climbs its whole ladder, every step runs to its end
 // and every drain to its bound.
 func (o SustainOptions) Estimate() Estimate {
-	const sides = 2
+	var e Estimate
+	for _, s := range Throughputs {
+		e = e.Add(o.estimateOf(s))
+	}
+	return e
+}
+
+// estimateOf is Estimate's part of s, on each of its sides.
+func (o SustainOptions) estimateOf(s ThroughputScenario) Estimate {
+	sides := len(s.sides())
 	pass := o.Step + attackOverhead
 	drain := min(o.Drain, o.Step/3)
 	fail := o.Warmup + earlyFailAfter + 2*attackOverhead + drain
 	start := serviceStart + time.Second + 2*attackOverhead
 	full := o.Step + attackOverhead + o.Drain
 	var e Estimate
-	for _, s := range Throughputs {
-		l := o.Ladders[s.Pair.Name]
-		ladder := 1
-		if l.Factor > 1 && l.Max > l.Start && l.Start > 0 {
-			ladder += int(math.Floor(math.Log(l.Max/l.Start) / math.Log(l.Factor)))
-		}
-		passes := 1 + l.Bisect/2 + (o.Rounds - 1)
-		fails := 1 + l.Bisect - l.Bisect/2 + (o.Rounds - 1)
-		n := len(o.Sizes) * sides
-		perSide := time.Duration(o.Rounds)*start + time.Duration(passes)*pass + time.Duration(fails)*fail
-		boundSide := time.Duration(o.Rounds)*(start+time.Duration(ladder+l.Bisect)*full) + full
-		e = e.Add(Estimate{Attacks: n * (passes + fails), Typical: time.Duration(n) * perSide, Bound: time.Duration(n) * boundSide})
-		if s.Overload && o.OverRounds > 0 {
-			k := time.Duration(sides * o.OverRounds)
-			e = e.Add(Estimate{Attacks: sides * o.OverRounds, Typical: k * (start + pass + o.Drain), Bound: k * (start + full)})
-		}
+	l := o.Ladders[s.Pair.Name]
+	ladder := 1
+	if l.Factor > 1 && l.Max > l.Start && l.Start > 0 {
+		ladder += int(math.Floor(math.Log(l.Max/l.Start) / math.Log(l.Factor)))
+	}
+	passes := 1 + l.Bisect/2 + (o.Rounds - 1)
+	fails := 1 + l.Bisect - l.Bisect/2 + (o.Rounds - 1)
+	n := len(o.Sizes) * sides
+	perSide := time.Duration(o.Rounds)*start + time.Duration(passes)*pass + time.Duration(fails)*fail
+	boundSide := time.Duration(o.Rounds)*(start+time.Duration(ladder+l.Bisect)*full) + full
+	e = e.Add(Estimate{Attacks: n * (passes + fails), Typical: time.Duration(n) * perSide, Bound: time.Duration(n) * boundSide})
+	if s.Overload && o.OverRounds > 0 {
+		k := time.Duration(sides * o.OverRounds)
+		e = e.Add(Estimate{Attacks: sides * o.OverRounds, Typical: k * (start + pass + o.Drain), Bound: k * (start + full)})
 	}
 	return e
 }
@@ -455,7 +462,7 @@ func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *dri
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if err := e.Ensure(ctx, s.Pair.Services(), nil, s.SustainEnv); err != nil {
+	if err := e.Ensure(ctx, s.services(), nil, s.SustainEnv); err != nil {
 		return err
 	}
 	if len(s.SustainEnv) > 0 {
@@ -470,7 +477,7 @@ func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *dri
 		body := s.Body(size)
 		e.logf("%s sustainable: batch %d, %s steps from %g/s (×%g, max %g/s, %d bisections), %d rounds, %s p99 < %s",
 			s.Pair.Name, size, o.Step, l.Start, l.Factor, l.Max, l.Bisect, o.Rounds, s.EndToEnd, SustainSLO)
-		p := driver.Point{Scenario: SustainScenarioName(s.Pair.Name), Name: BatchLabel(size), DurationS: o.Step.Seconds(), Sides: s.Pair.Sides()}
+		p := driver.Point{Scenario: s.pointScenario(SustainScenarioName(s.Pair.Name)), Name: BatchLabel(size), DurationS: o.Step.Seconds(), Sides: s.sides(), Env: s.pointEnv()}
 		found := map[string][]float64{}
 		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 			res, b, err := s.search(ctx, e, svc, size, body, l, seeds[svc], o)
@@ -488,7 +495,7 @@ func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *dri
 			continue
 		}
 		e.logf("%s at %g× each side's sustainable rate: batch %d, %s, %d round(s)", s.Pair.Name, SustainOver, size, o.Step, o.OverRounds)
-		q := driver.Point{Scenario: OverScenarioName(s.Pair.Name), Name: BatchLabel(size), DurationS: o.Step.Seconds(), Sides: s.Pair.Sides()}
+		q := driver.Point{Scenario: s.pointScenario(OverScenarioName(s.Pair.Name)), Name: BatchLabel(size), DurationS: o.Step.Seconds(), Sides: s.sides()}
 		err = driver.RunPoint(ctx, &q, o.OverRounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 			if len(found[svc]) == 0 {
 				return nil, errors.New("no sustainable rate was measured for this side")

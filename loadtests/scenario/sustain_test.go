@@ -155,8 +155,10 @@ func TestSustainOptions(t *testing.T) {
 	if q := SustainQuick.Estimate(); q.Typical > 3*time.Minute {
 		t.Errorf("quick estimate %s", q.Typical)
 	}
-	// The throughput scenario's estimate adds the search.
+	// The throughput scenario's estimate adds the search (the pairs';
+	// the designs add theirs).
 	o := ThroughputDefaults
+	o.Designs = false
 	without := o.Estimate(20 * time.Second)
 	o.Sustain = &SustainDefaults
 	if with := o.Estimate(20 * time.Second); with.Typical != without.Typical+e.Typical {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ type ThroughputScenario struct {
 	// SustainEnv is set on both sides for the sustainable search and its
 	// overload point (recorded in the run's settings as sustain_env).
 	SustainEnv map[string]string
+	// Design, when set, makes the scenario a Postgres side's other
+	// design (throughput_design.go): its points are on Pair.A alone,
+	// named by DesignScenarioName, with the design's environment.
+	Design *Design
 }
 
 // The pairs' throughput scenarios: the same items as their rate
@@ -89,6 +94,10 @@ type ThroughputOptions struct {
 	// leaves the closed-loop points out (the sustainable command).
 	Sustain        *SustainOptions
 	SkipClosedLoop bool
+	// Designs measures the Postgres sides' other designs too
+	// (ThroughputDesigns: no-kafka decoding with pgoutput), after the
+	// pairs, the same points on their side alone.
+	Designs bool
 }
 
 // ThroughputDefaults fit the whole scenario (2 pairs × 4 sizes × 2 sides
@@ -99,7 +108,7 @@ type ThroughputOptions struct {
 // checkpoint, an autovacuum of the fresh tables) moved a batch-1 median by
 // a fifth (make results of 1 Dec 2026, 04:42 UTC: no-rabbitmq 1,661 and
 // 1,996 tasks/s in its two rounds).
-var ThroughputDefaults = ThroughputOptions{Sizes: []int{1, 10, 100, 1000}, Senders: 4, Duration: 5 * time.Second, Rounds: 3, Drain: 90 * time.Second}
+var ThroughputDefaults = ThroughputOptions{Sizes: []int{1, 10, 100, 1000}, Senders: 4, Duration: 5 * time.Second, Rounds: 3, Drain: 90 * time.Second, Designs: true}
 
 // ThroughputScenarioName is the Point.Scenario of a pair's throughput
 // points ("queue.throughput").
@@ -139,25 +148,35 @@ var CostGroups = []string{"service", "postgres", "rabbitmq", "kafka"}
 // overhead; the drains after the larger batches are the unknown (Bound
 // lets each take the whole drain bound).
 func (o ThroughputOptions) Estimate(settle time.Duration) Estimate {
-	var sustain Estimate
-	if o.Sustain != nil {
-		sustain = o.Sustain.Estimate()
+	var e Estimate
+	for _, s := range o.scenarios() {
+		if o.Sustain != nil {
+			e = e.Add(o.Sustain.estimateOf(s))
+		}
+		if !o.SkipClosedLoop {
+			e = e.Add(o.closedLoopEstimate(s, settle))
+		}
 	}
-	if o.SkipClosedLoop {
-		return sustain
-	}
-	return o.closedLoopEstimate(settle).Add(sustain)
+	return e
 }
 
-// closedLoopEstimate is Estimate's closed-loop part.
-func (o ThroughputOptions) closedLoopEstimate(settle time.Duration) Estimate {
-	pairs, sides := len(Throughputs), 2
-	fixed := time.Duration(pairs) * (time.Duration(sides)*serviceStart + warmupTime)
-	n := pairs * len(o.Sizes) * o.Rounds * sides
-	e := attacks(n, o.Duration, o.drainBound(settle))
+// scenarios are the scenarios o runs: Throughputs, then
+// ThroughputDesigns when o.Designs.
+func (o ThroughputOptions) scenarios() []ThroughputScenario {
+	if o.Designs {
+		return append(slices.Clone(Throughputs), ThroughputDesigns...)
+	}
+	return Throughputs
+}
+
+// closedLoopEstimate is Estimate's closed-loop part of s.
+func (o ThroughputOptions) closedLoopEstimate(s ThroughputScenario, settle time.Duration) Estimate {
+	sides := len(s.sides())
+	fixed := time.Duration(sides)*serviceStart + warmupTime
+	e := attacks(len(o.Sizes)*o.Rounds*sides, o.Duration, o.drainBound(settle))
 	// Typically the three largest sizes leave one side of each pair (the
 	// Postgres queue most) a backlog of several loop durations.
-	big := min(3, len(o.Sizes)) * pairs * o.Rounds
+	big := min(3, len(o.Sizes)) * o.Rounds
 	e.Typical += fixed + time.Duration(big)*3*o.Duration
 	e.Bound += fixed
 	return e
@@ -171,7 +190,9 @@ func (o ThroughputOptions) drainBound(settle time.Duration) time.Duration {
 
 // RunThroughput runs every pair's throughput points with o (the
 // closed-loop points unless o.SkipClosedLoop, then the sustainable search
-// when o.Sustain is set), recording them in run: before (nil for nothing) is called with each pair before
+// when o.Sustain is set), then, with o.Designs, every design of
+// ThroughputDesigns the same way on its side alone (runDesign), recording
+// them in run: before (nil for nothing) is called with each pair before
 // its services are started (to declare its tables' starting state), stop
 // (nil for nothing) after its points, to leave the CPU to the next pair.
 func RunThroughput(ctx context.Context, e *Env, run *driver.Run, o ThroughputOptions, before, stop func(Pair)) error {
@@ -203,6 +224,19 @@ func RunThroughput(ctx context.Context, e *Env, run *driver.Run, o ThroughputOpt
 			return err
 		}
 	}
+	if !o.Designs {
+		return nil
+	}
+	// A design that fails is recorded (DesignsSetting) and the run goes
+	// on: the pairs' figures stand without it.
+	for _, s := range ThroughputDesigns {
+		if err := s.runDesign(ctx, e, run, o, stop); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			e.logf("%s design of %s: %v (the report says so in place of its figures)", s.Design.Name, s.Pair.A.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -225,11 +259,11 @@ func (s ThroughputScenario) Body(size int) []byte {
 // appends the points to run. The processes whose CPU is counted, and how
 // each was found, go to run.Settings["cost_processes"].
 func (s ThroughputScenario) Run(ctx context.Context, e *Env, run *driver.Run, o ThroughputOptions) error {
-	if err := e.Ensure(ctx, s.Pair.Services(), nil, nil); err != nil {
+	if err := e.Ensure(ctx, s.services(), nil, nil); err != nil {
 		return err
 	}
 	groups := map[string]cost.Set{}
-	for _, svc := range s.Pair.Sides() {
+	for _, svc := range s.sides() {
 		groups[svc] = s.costSet(ctx, e, svc, o.StackDir)
 		all, _ := run.Settings[CostProcessesSetting].(map[string]cost.Set)
 		if all == nil {
@@ -245,7 +279,7 @@ func (s ThroughputScenario) Run(ctx context.Context, e *Env, run *driver.Run, o 
 		}
 		e.logf("%s throughput: batch %d, %d senders, %s, %d rounds", s.Pair.Name, size, o.Senders, o.Duration, o.Rounds)
 		body := s.Body(size)
-		p := driver.Point{Scenario: ThroughputScenarioName(s.Pair.Name), Name: BatchLabel(size), DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides()}
+		p := driver.Point{Scenario: s.pointScenario(ThroughputScenarioName(s.Pair.Name)), Name: BatchLabel(size), DurationS: o.Duration.Seconds(), Sides: s.sides(), Env: s.pointEnv()}
 		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 			return s.side(ctx, e, svc, size, body, o, groups[svc], true)
 		})
@@ -325,7 +359,7 @@ func (s ThroughputScenario) warmup(ctx context.Context, e *Env, o ThroughputOpti
 	defer func() { e.Progress = progress }()
 	w := o
 	w.Duration = time.Second
-	for _, svc := range s.Pair.Sides() {
+	for _, svc := range s.sides() {
 		if _, err := s.side(ctx, e, svc, 10, s.Body(10), w, nil, false); err != nil {
 			e.logf("warm-up of %s: %v", svc, err)
 		}

@@ -38,12 +38,16 @@ func strict(b []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// TestThroughputDefaultsFitTheBudget keeps the scenario's default size
-// within the ~12 minutes it may add to make results on a 2-core machine,
-// counting the drains after the three largest batch sizes.
+// TestThroughputDefaultsFitTheBudget keeps the pairs' part of the
+// scenario's default size within the ~12 minutes it may add to make
+// results on a 2-core machine, counting the drains after the three
+// largest batch sizes, and the designs' (pgoutput) within 4 more, the
+// same points on one side.
 func TestThroughputDefaultsFitTheBudget(t *testing.T) {
-	e := ThroughputDefaults.Estimate(20 * time.Second)
-	if want := 2 * 4 * 2 * ThroughputDefaults.Rounds; e.Attacks != want {
+	o := ThroughputDefaults
+	o.Designs = false
+	e := o.Estimate(20 * time.Second)
+	if want := 2 * 4 * 2 * o.Rounds; e.Attacks != want {
 		t.Errorf("attacks %d, want %d (2 pairs × 4 sizes × 2 sides × rounds)", e.Attacks, want)
 	}
 	if e.Typical > 12*time.Minute {
@@ -51,5 +55,12 @@ func TestThroughputDefaultsFitTheBudget(t *testing.T) {
 	}
 	if e.Bound <= e.Typical {
 		t.Errorf("bound %s not above typical %s", e.Bound, e.Typical)
+	}
+	d := ThroughputDefaults.Estimate(20 * time.Second)
+	if want := 4 * len(ThroughputDesigns) * o.Rounds; d.Attacks-e.Attacks != want {
+		t.Errorf("the designs add %d attacks, want %d (4 sizes × 1 side × rounds each)", d.Attacks-e.Attacks, want)
+	}
+	if add := d.Typical - e.Typical; add <= 0 || add > 4*time.Minute {
+		t.Errorf("the designs add %s, want under 4 minutes", add)
 	}
 }

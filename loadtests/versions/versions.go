@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -77,6 +78,11 @@ func Collect(ctx context.Context, c Config) driver.Versions {
 		} else {
 			v.PostgresSettings = set
 		}
+		if w, err := Wal2json(ctx, s); err != nil {
+			fail("wal2json", err)
+		} else {
+			v.Wal2json = w
+		}
 	}
 	if r, e, err := RabbitMQ(ctx, c.RabbitMQManagementURL); err != nil {
 		fail("rabbitmq", err)
@@ -108,6 +114,21 @@ func Collect(ctx context.Context, c Config) driver.Versions {
 // Postgres returns SHOW server_version.
 func Postgres(ctx context.Context, url string) (string, error) {
 	return show(ctx, url, "server_version")
+}
+
+// Wal2json returns the version of the wal2json output plugin for a
+// server of serverVersion: Debian's postgresql-<major>-wal2json package,
+// as dpkg-query knows it on this machine (the stack's server runs here).
+func Wal2json(ctx context.Context, serverVersion string) (string, error) {
+	major, _, _ := strings.Cut(strings.TrimSpace(serverVersion), ".")
+	pkg := "postgresql-" + major + "-wal2json"
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Version}", pkg).Output()
+	if v := strings.TrimSpace(string(out)); err == nil && v != "" {
+		return v + " (Debian package " + pkg + ")", nil
+	}
+	return "", fmt.Errorf("dpkg-query %s: %v (not a Debian package here)", pkg, err)
 }
 
 // PostgresSettingNames are the server settings a run records: memory,

@@ -1,9 +1,13 @@
 package versions
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode"
 )
 
 func TestFlavorTellsFerretDBFromMongoDB(t *testing.T) {
@@ -79,5 +83,29 @@ func TestPostgresSettingsReadsEveryName(t *testing.T) {
 		if set[name] == "" {
 			t.Errorf("%s: no value in %v", name, set)
 		}
+	}
+}
+
+// TestWal2jsonVersionOfTheServersMajor asks dpkg for the wal2json package
+// of the stack's server's major version (skipped where dpkg-query is
+// absent), and refuses a major version that has none.
+func TestWal2jsonVersionOfTheServersMajor(t *testing.T) {
+	if _, err := exec.LookPath("dpkg-query"); err != nil {
+		t.Skip("no dpkg-query here: wal2json's version is asked from Debian's packages")
+	}
+	if v, err := Wal2json(context.Background(), "9.1 (none)"); err == nil {
+		t.Errorf("PostgreSQL 9 has no wal2json package here, yet %q", v)
+	}
+	url := os.Getenv("DATABASE_URL")
+	if url == "" {
+		url = DefaultPostgresURL
+	}
+	server, err := Postgres(context.Background(), url)
+	if err != nil {
+		t.Skipf("the stack's Postgres does not answer (%v)", err)
+	}
+	v, err := Wal2json(context.Background(), server)
+	if err != nil || !strings.Contains(v, "-wal2json)") || !unicode.IsDigit(rune(v[0])) {
+		t.Errorf("wal2json of %s: %q, %v", server, v, err)
 	}
 }
