@@ -220,7 +220,7 @@ func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
 	tg := startTarget(t, e, conformance.Settings{Workers: 1, Work: 2 * time.Second, RetryBase: 30 * time.Second, MaxAttempts: 3}, nil)
 	// The cleanup of newEnv knows only the default-range retry queues.
 	t.Cleanup(func() {
-		conn, err := amqp.DialConfig(e.amqpURL, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
+		conn, err := amqp.DialConfig(nodeURL(e.amqpURL), amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
 		if err != nil {
 			return
 		}
