@@ -188,6 +188,23 @@ func readN(t testing.TB, ctx context.Context, brokers []string, topic string, n 
 	return got
 }
 
+// faultTopic is the start of a test that makes a network fault on the
+// cluster's brokers: it skips unless the cluster runs and the test runs as
+// root (why says what the fault takes), and returns a context that ends
+// 3 minutes on (or with the test), the brokers, and a new topic made by
+// createReplicatedTopic with its partition's state.
+func faultTopic(t *testing.T, why string) (context.Context, []string, string, partitionState) {
+	t.Helper()
+	brokers := kafkaBrokers(t)
+	if os.Geteuid() != 0 {
+		t.Skip(why)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	topic, s := createReplicatedTopic(t, ctx, brokers)
+	return ctx, brokers, topic, s
+}
+
 // TestKafkaClusterReplicatesToAllThree checks the running cluster
 // profile's Kafka: a topic created with replication factor 3 has a replica
 // on each broker and all three in sync, and messages produced with
@@ -229,13 +246,7 @@ func TestKafkaClusterReplicatesToAllThree(t *testing.T) {
 // The broker is healed when the test ends. It needs root (ip netns) and
 // runs only against the cluster profile.
 func TestKafkaClusterWritesWithOneBrokerCutOff(t *testing.T) {
-	brokers := kafkaBrokers(t)
-	if os.Geteuid() != 0 {
-		t.Skip("cutting a broker off takes root (ip netns)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	topic, s := createReplicatedTopic(t, ctx, brokers)
+	ctx, brokers, topic, s := faultTopic(t, "cutting a broker off takes root (ip netns)")
 
 	// a follower: not the leader of the topic's partition
 	cut := 0
@@ -349,13 +360,7 @@ func TestKafkaClusterWritesWithOneBrokerCutOff(t *testing.T) {
 // which waits for the ISR to be whole again. Root only (tc in the
 // namespaces), against the cluster profile.
 func TestKafkaClusterRefusesAWriteWithOneReplicaLeft(t *testing.T) {
-	brokers := kafkaBrokers(t)
-	if os.Geteuid() != 0 {
-		t.Skip("cutting replication takes root (tc in the nodes' namespaces)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	topic, s := createReplicatedTopic(t, ctx, brokers)
+	ctx, brokers, topic, s := faultTopic(t, "cutting replication takes root (tc in the nodes' namespaces)")
 	var followers []string
 	for _, id := range s.Replicas {
 		if id != s.Leader {
