@@ -167,3 +167,29 @@ test-cluster-services: ## run the Postgres sides' service suites against the clu
 	  pkgs=""; for s in $(CLUSTER_SERVICES); do pkgs="$$pkgs ./services/$$s/..."; done; \
 	  echo "DATABASE_URL=$$CLUSTER_DATABASE_URL (PostgreSQL $$v), no-kafka's SLOT_PLUGIN=$$plugin"; \
 	  SLOT_PLUGIN=$$plugin DATABASE_URL="$$CLUSTER_DATABASE_URL" $(GO) test -count=1 $$pkgs
+
+# The brokers' services whose suites run against the cluster's RabbitMQ and
+# Kafka (test-cluster-brokers): rabbitmq on the three RabbitMQ nodes with
+# quorum queues, kafka on the three brokers with replication factor 3,
+# min.insync.replicas 2 and acks=all (test knobs read by their tests:
+# QUEUE_TYPE, RABBITMQ_CTL; KAFKA_REPLICATION_FACTOR,
+# KAFKA_MIN_INSYNC_REPLICAS, KAFKA_ACKS). Their Postgres (task records, the
+# events' rows) stays the single-node stack's: DATABASE_URL, when set, is
+# passed on. The CLUSTER_* variables are not: the node-kill tests
+# (TestCluster*) are test-cluster's.
+.PHONY: test-cluster-brokers
+test-cluster-brokers: ## run the rabbitmq service's suite on the cluster profile's 3 RabbitMQ nodes (quorum queues) and the kafka service's on its 3 brokers (factor 3, min.insync.replicas 2, acks=all); their Postgres stays the stack's (make up and make up-cluster first; root)
+	@eval "$$(bash scripts/cluster.sh env running)"; \
+	  [ -n "$${CLUSTER_RABBITMQ_URLS:-}$${CLUSTER_KAFKA_BROKERS:-}" ] || { echo "neither the cluster profile's RabbitMQ nor its Kafka runs: make up-cluster (root)"; exit 2; }; \
+	  rc=0; \
+	  if [ -n "$${CLUSTER_RABBITMQ_URLS:-}" ]; then \
+	    echo "rabbitmq: RABBITMQ_URL=$$CLUSTER_RABBITMQ_URLS QUEUE_TYPE=quorum"; \
+	    env -u CLUSTER_DATABASE_URL -u CLUSTER_RABBITMQ_URLS -u CLUSTER_KAFKA_BROKERS RABBITMQ_URL="$$CLUSTER_RABBITMQ_URLS" QUEUE_TYPE=quorum \
+	      RABBITMQ_CTL="bash $(CURDIR)/scripts/cluster.sh rabbitmqctl rmq1" $(GO) test -count=1 -timeout 20m ./services/rabbitmq/... || rc=1; \
+	  else echo "rabbitmq: skipped, the cluster profile's RabbitMQ is not running"; rc=1; fi; \
+	  if [ -n "$${CLUSTER_KAFKA_BROKERS:-}" ]; then \
+	    echo "kafka: KAFKA_BROKERS=$$CLUSTER_KAFKA_BROKERS KAFKA_REPLICATION_FACTOR=3 KAFKA_MIN_INSYNC_REPLICAS=2 KAFKA_ACKS=all"; \
+	    env -u CLUSTER_DATABASE_URL -u CLUSTER_RABBITMQ_URLS -u CLUSTER_KAFKA_BROKERS KAFKA_BROKERS="$$CLUSTER_KAFKA_BROKERS" \
+	      KAFKA_REPLICATION_FACTOR=3 KAFKA_MIN_INSYNC_REPLICAS=2 KAFKA_ACKS=all $(GO) test -count=1 -timeout 20m ./services/kafka/... || rc=1; \
+	  else echo "kafka: skipped, the cluster profile's Kafka is not running"; rc=1; fi; \
+	  exit $$rc

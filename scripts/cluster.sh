@@ -40,6 +40,10 @@
 #   bash scripts/cluster.sh isolate NODE
 #                                       cut the node off from the other nodes of its cluster only
 #                                       (a blackhole route to each); the host still reaches it
+#   bash scripts/cluster.sh cut-replication NODE
+#                                       a Kafka node stops fetching from the other brokers: its packets
+#                                       to their 9092 are dropped (tc), the controller quorum (9093),
+#                                       the clients and the others' fetches from it still flow; heal undoes it
 #   bash scripts/cluster.sh kill NODE   SIGKILL a Kafka node's JVM (kill -9); `up kafka` starts it again
 #   bash scripts/cluster.sh wipe        down, then delete the cluster's data (.stack/cluster)
 #
@@ -1370,8 +1374,11 @@ cmd_link() {
   local state=$1 node=${2:-}
   known_any "$node"
   ip -n "$(ns_of "$node")" link set eth0 "$state"
-  # heal also removes isolate's routes
-  [ "$state" = down ] || ip -n "$(ns_of "$node")" route flush type blackhole 2>/dev/null || true
+  # heal also removes isolate's routes and cut-replication's tc rules
+  if [ "$state" = up ]; then
+    ip -n "$(ns_of "$node")" route flush type blackhole 2>/dev/null || true
+    repl_uncut "$node"
+  fi
   say "$node: eth0 in $(ns_of "$node") is $state"
 }
 
@@ -1391,6 +1398,46 @@ cmd_isolate() {
     [ "$peer" = "$node" ] || ip -n "$(ns_of "$node")" route replace blackhole "${NODE_ADDR[$peer]}/32"
   done
   say "$node: isolated from its peers in $(ns_of "$node") (blackhole routes); heal undoes it"
+}
+
+# The root qdisc that cut-replication puts on a Kafka node's eth0: an htb whose unclassified
+# packets go out directly (no default class, no shaping), and one class, REPL_DROP_CLASS, whose
+# pfifo holds no packet (limit 0): every packet a u32 filter sends there is dropped. (This
+# kernel has no gact action to drop in a filter, nor prio or netem; htb, u32 and pfifo it has.)
+REPL_QDISC=9092:
+REPL_DROP_CLASS=9092:2
+
+# cmd_cut_replication NODE: the Kafka node's packets to the other brokers' client port (9092, which
+# replication uses: a follower fetches from its leader there) are dropped in its namespace, so it
+# stops fetching from them and falls out of the ISR of the partitions they lead after
+# replica.lag.time.max.ms. The controller quorum (9093) still reaches it, and it the controllers;
+# the clients on the host still reach it; the others still fetch from it (their packets to its
+# 9092 and its answers, from port 9092, pass). heal undoes it.
+cmd_cut_replication() {
+  need_root
+  local node=${1:-} peer ns
+  case " ${KAFKA_NODES[*]} " in *" $node "*) ;; *) die "cut-replication: '$node' is not a Kafka node (${KAFKA_NODES[*]})" ;; esac
+  ns=$(ns_of "$node")
+  repl_uncut "$node"
+  ip netns exec "$ns" tc qdisc add dev eth0 root handle "$REPL_QDISC" htb
+  ip netns exec "$ns" tc class add dev eth0 parent "$REPL_QDISC" classid "$REPL_DROP_CLASS" htb rate 1gbit
+  ip netns exec "$ns" tc qdisc add dev eth0 parent "$REPL_DROP_CLASS" pfifo limit 0
+  for peer in "${KAFKA_NODES[@]}"; do
+    [ "$peer" != "$node" ] || continue
+    ip netns exec "$ns" tc filter add dev eth0 parent "$REPL_QDISC" protocol ip prio 1 u32 \
+      match ip dst "${NODE_ADDR[$peer]}/32" match ip protocol 6 0xff match ip dport "$KAFKA_PORT" 0xffff flowid "$REPL_DROP_CLASS"
+  done
+  say "$node: its packets to the other brokers' port $KAFKA_PORT are dropped (tc in $ns): it fetches from none of them; heal undoes it"
+}
+
+# repl_uncut NODE: remove cut-replication's root qdisc from the node's eth0, if it is there (another
+# root qdisc, a tbf put there by hand, stays).
+repl_uncut() {
+  local ns
+  ns=$(ns_of "$1")
+  if ip netns exec "$ns" tc qdisc show dev eth0 root 2>/dev/null | grep -q "^qdisc htb $REPL_QDISC root"; then
+    ip netns exec "$ns" tc qdisc del dev eth0 root
+  fi
 }
 
 # cmd_kill NODE: SIGKILL a Kafka node's JVM (no controlled shutdown) and wait until it is gone.
@@ -1471,6 +1518,7 @@ main() {
     cut) cmd_link down "$@" ;;
     heal) cmd_link up "$@" ;;
     isolate) cmd_isolate "$@" ;;
+    cut-replication) cmd_cut_replication "$@" ;;
     kill) cmd_kill "$@" ;;
     wipe) cmd_wipe ;;
     rabbitmqctl)

@@ -143,12 +143,18 @@ func waitISR(t testing.TB, ctx context.Context, brokers []string, topic string, 
 // produceAll writes msgs to topic with acks=all through brokers (a
 // writer of its own, closed before it returns).
 func produceAll(ctx context.Context, brokers []string, topic string, msgs ...string) error {
+	return produce(ctx, brokers, topic, kafka.RequireAll, msgs...)
+}
+
+// produce writes msgs to topic with acks through brokers (a writer of
+// its own, closed before it returns; up to 5 attempts).
+func produce(ctx context.Context, brokers []string, topic string, acks kafka.RequiredAcks, msgs ...string) error {
 	tr := &kafka.Transport{DialTimeout: 3 * time.Second, MetadataTTL: time.Second}
 	defer tr.CloseIdleConnections()
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(brokers...),
 		Topic:        topic,
-		RequiredAcks: kafka.RequireAll,
+		RequiredAcks: acks,
 		Balancer:     &kafka.LeastBytes{},
 		BatchTimeout: 10 * time.Millisecond,
 		WriteTimeout: 10 * time.Second,
@@ -180,6 +186,23 @@ func readN(t testing.TB, ctx context.Context, brokers []string, topic string, n 
 		got = append(got, string(m.Value))
 	}
 	return got
+}
+
+// faultTopic is the start of a test that makes a network fault on the
+// cluster's brokers: it skips unless the cluster runs and the test runs as
+// root (why says what the fault takes), and returns a context that ends
+// 3 minutes on (or with the test), the brokers, and a new topic made by
+// createReplicatedTopic with its partition's state.
+func faultTopic(t *testing.T, why string) (context.Context, []string, string, partitionState) {
+	t.Helper()
+	brokers := kafkaBrokers(t)
+	if os.Geteuid() != 0 {
+		t.Skip(why)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	topic, s := createReplicatedTopic(t, ctx, brokers)
+	return ctx, brokers, topic, s
 }
 
 // TestKafkaClusterReplicatesToAllThree checks the running cluster
@@ -223,13 +246,7 @@ func TestKafkaClusterReplicatesToAllThree(t *testing.T) {
 // The broker is healed when the test ends. It needs root (ip netns) and
 // runs only against the cluster profile.
 func TestKafkaClusterWritesWithOneBrokerCutOff(t *testing.T) {
-	brokers := kafkaBrokers(t)
-	if os.Geteuid() != 0 {
-		t.Skip("cutting a broker off takes root (ip netns)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	topic, s := createReplicatedTopic(t, ctx, brokers)
+	ctx, brokers, topic, s := faultTopic(t, "cutting a broker off takes root (ip netns)")
 
 	// a follower: not the leader of the topic's partition
 	cut := 0
@@ -325,6 +342,156 @@ func TestKafkaClusterWritesWithOneBrokerCutOff(t *testing.T) {
 		t.Logf("refused as expected: %v (%d writes accepted before the leader applied the change)", err, accepted)
 		break
 	}
+}
+
+// TestKafkaClusterRefusesAWriteWithOneReplicaLeft: the ISR of a new
+// topic's partition shrinks to its leader alone while the controller
+// quorum stays whole, and a write with acks=all is then refused with
+// NOT_ENOUGH_REPLICAS (min.insync.replicas = 2), while the same write
+// with acks=1 is taken but not readable (the high watermark stays) until
+// the followers are healed and have it. Cutting two nodes off would take
+// two of the three controllers with them (each node is a broker and a
+// controller), and without a controller quorum the leader cannot shrink
+// its ISR; so only replication is cut (scripts/cluster.sh
+// cut-replication: each follower's packets to the other brokers' 9092
+// dropped, 9093 untouched), and the leader is given an acks=1 write the
+// followers cannot fetch, without which they would stay in sync. The
+// followers are healed at the end (and by a cleanup if the test fails),
+// which waits for the ISR to be whole again. Root only (tc in the
+// namespaces), against the cluster profile.
+func TestKafkaClusterRefusesAWriteWithOneReplicaLeft(t *testing.T) {
+	ctx, brokers, topic, s := faultTopic(t, "cutting replication takes root (tc in the nodes' namespaces)")
+	var followers []string
+	for _, id := range s.Replicas {
+		if id != s.Leader {
+			followers = append(followers, "kafka"+strconv.Itoa(id))
+		}
+	}
+	if len(followers) != 2 {
+		t.Fatalf("partition 0 of %s: leader %d, replicas %v: want two followers", topic, s.Leader, s.Replicas)
+	}
+	t.Cleanup(func() {
+		for _, node := range followers {
+			clusterScript(t, "heal", node)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := waitISR(t, ctx, brokers, topic, 3); err != nil {
+			t.Errorf("after heal: %v", err)
+		}
+	})
+	for _, node := range followers {
+		clusterScript(t, "cut-replication", node)
+	}
+	cutAt := time.Now()
+	// A follower that stops fetching leaves the ISR only once it is
+	// behind: the leader counts a replica whose log ends where its own
+	// does as caught up, however long ago it fetched (Kafka's
+	// ReplicaState.isCaughtUp). An idle partition whose followers had
+	// fetched before the cut keeps its three in sync for good, so the
+	// leader is given a write they cannot fetch (acks=1: it does not wait
+	// for them).
+	first := "taken with acks=1 after the cut"
+	if err := produce(ctx, brokers, topic, kafka.RequireOne, first); err != nil {
+		t.Fatalf("acks=1 write after the cut: %v", err)
+	}
+
+	s1, err := waitISR(t, ctx, brokers, topic, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shrunk := time.Since(cutAt)
+	if s1.Leader != s.Leader || len(s1.ISR) != 1 || s1.ISR[0] != s.Leader {
+		t.Fatalf("with both followers' replication cut: leader %d, ISR %v; want leader %d alone in the ISR (the leader stays, nothing fenced)", s1.Leader, s1.ISR, s.Leader)
+	}
+	// the controller fenced no broker: all three are still registered
+	md, err := kafkaClient(t, brokers).Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.Brokers) != 3 {
+		t.Errorf("the metadata lists %d brokers with replication cut, want 3 (the controller quorum still hears every broker)", len(md.Brokers))
+	}
+	t.Logf("%s: followers %v cut from replication; ISR %v (leader %d alone) seen %.1f s after the cut, %d brokers registered",
+		topic, followers, s1.ISR, s1.Leader, shrunk.Seconds(), len(md.Brokers))
+
+	err = produceAll(ctx, brokers, topic, "refused: one replica in sync")
+	code, ok := kafkaErrorOf(err)
+	if !ok || code != kafka.NotEnoughReplicas {
+		t.Fatalf("acks=all write with 1 of 3 replicas in sync (min.insync.replicas=2): %v, want NOT_ENOUGH_REPLICAS (%d)", err, kafka.NotEnoughReplicas)
+	}
+	t.Logf("acks=all refused: %v", err)
+
+	second := "taken with acks=1: one replica in sync"
+	if err := produce(ctx, brokers, topic, kafka.RequireOne, second); err != nil {
+		t.Fatalf("acks=1 write with 1 of 3 replicas in sync: %v, want it taken (acks=1 does not wait for the ISR)", err)
+	}
+	// Taken, but not yet visible: with eligible leader replicas (KIP-966,
+	// on by default in Kafka 4) the high watermark advances only while
+	// the ISR holds min.insync.replicas, so a consumer cannot read either
+	// acks=1 write until a follower is back in sync.
+	hw, err := highWatermark(t, ctx, brokers, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hw != 0 {
+		t.Errorf("high watermark %d after two acks=1 writes with the followers cut off, want 0 (KIP-966: it does not advance below min.insync.replicas)", hw)
+	}
+	t.Logf("acks=1 taken; high watermark still %d", hw)
+
+	for _, node := range followers {
+		clusterScript(t, "heal", node)
+	}
+	healedAt := time.Now()
+	if s3, err := waitISR(t, ctx, brokers, topic, 3); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("healed: ISR %v %.1f s after the heal", s3.ISR, time.Since(healedAt).Seconds())
+	}
+	// the refused write was never appended: the log holds the two
+	// acks=1 writes, readable once the followers have them
+	want := []string{first, second}
+	if got := readN(t, ctx, brokers, topic, 2); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("messages of %s: %q, want %q (the refused write must not be in the log)", topic, got, want)
+	}
+	if hw, err := highWatermark(t, ctx, brokers, topic); err != nil || hw != 2 {
+		t.Errorf("high watermark after the heal: %d (%v), want 2", hw, err)
+	}
+}
+
+// highWatermark is partition 0 of topic's high watermark (ListOffsets
+// latest, read uncommitted): the offset a consumer can read up to.
+func highWatermark(t testing.TB, ctx context.Context, brokers []string, topic string) (int64, error) {
+	t.Helper()
+	res, err := kafkaClient(t, brokers).ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(0)}}})
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range res.Topics[topic] {
+		if p.Partition == 0 {
+			return p.LastOffset, p.Error
+		}
+	}
+	return 0, fmt.Errorf("no offsets of %s partition 0", topic)
+}
+
+// kafkaErrorOf returns the Kafka error code err (from produce) carries,
+// for its only message or from the error itself.
+func kafkaErrorOf(err error) (kafka.Error, bool) {
+	var we kafka.WriteErrors
+	if errors.As(err, &we) {
+		for _, e := range we {
+			if e != nil {
+				err = e
+				break
+			}
+		}
+	}
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		return ke, true
+	}
+	return 0, false
 }
 
 // isNotEnoughReplicas reports whether err (from produceAll) holds Kafka's

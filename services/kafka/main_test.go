@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,17 +52,19 @@ func TestUnreachableBrokerFailsAtStartNamingTheVariable(t *testing.T) {
 
 // A topic that exists with another min.insync.replicas than
 // KAFKA_MIN_INSYNC_REPLICAS asks for is refused at start, naming the
-// variable: the durability asked for would silently not hold. (On the
-// stack's one broker: the topic is made with factor 1 and the broker's
-// min.insync.replicas, 1; the service asks for 2 of 2, and finds the
-// topic there before it would have to create it.)
+// variable: the durability asked for would silently not hold. (The topic
+// is made with factor 1 and its own min.insync.replicas=1, not the
+// broker's, which is 1 on the stack but 2 on the cluster profile; the
+// service asks for 2 of 2, and finds the topic there before it would
+// have to create it.)
 func TestExistingTopicWithOtherMinInsyncReplicasIsRefused(t *testing.T) {
 	t.Parallel()
 	brokers := kittest.Server(t, "KAFKA_BROKERS", kittest.DefaultKafkaBrokers)
 	topic := kittest.UniqueName(t, "t")
-	client := &kafkago.Client{Addr: kafkago.TCP(brokers), Timeout: 10 * time.Second}
+	client := &kafkago.Client{Addr: kafkago.TCP(strings.Split(brokers, ",")...), Timeout: 10 * time.Second}
 	ctx := kittest.Context(t, time.Minute)
-	res, err := client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{{Topic: topic, NumPartitions: 1, ReplicationFactor: 1}}})
+	res, err := client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{{Topic: topic, NumPartitions: 1, ReplicationFactor: 1,
+		ConfigEntries: []kafkago.ConfigEntry{{ConfigName: "min.insync.replicas", ConfigValue: "1"}}}}})
 	if err != nil || res.Errors[topic] != nil {
 		t.Fatalf("create %s: %v %v", topic, err, res)
 	}

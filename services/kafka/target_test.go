@@ -18,9 +18,18 @@ type target struct {
 	*conformance.ServiceTarget[*app]
 }
 
-// newTarget starts an instance on a fresh schema, topic and group; extra
-// overrides the environment (KAFKA_BROKERS too: the topic is then deleted
-// there). The topic is deleted when the test ends.
+// testDurability are the variables an instance takes from the test's
+// environment when they are set there (a cluster's replication, its
+// min.insync.replicas and the producer's acks: make
+// test-cluster-brokers sets them for the cluster profile's three
+// brokers); unset, the service's defaults apply (one replica, the
+// broker's min.insync.replicas, acks=all).
+var testDurability = []string{"KAFKA_REPLICATION_FACTOR", "KAFKA_MIN_INSYNC_REPLICAS", "KAFKA_ACKS"}
+
+// newTarget starts an instance on a fresh schema, topic and group, with
+// KAFKA_BROKERS and testDurability from the test's environment; extra
+// overrides them (KAFKA_BROKERS too: the topic is then deleted there).
+// The topic is deleted when the test ends.
 func newTarget(t testing.TB, extra map[string]string) *target {
 	t.Helper()
 	brokers := extra["KAFKA_BROKERS"]
@@ -28,11 +37,17 @@ func newTarget(t testing.TB, extra map[string]string) *target {
 		brokers = kittest.Server(t, "KAFKA_BROKERS", kittest.DefaultKafkaBrokers)
 	}
 	topic := kittest.UniqueName(t, "t")
-	tg := &target{conformance.NewServiceTarget(t, readConfig, assemble, map[string]string{
+	base := map[string]string{
 		"KAFKA_BROKERS": brokers, "KAFKA_TOPIC": topic, "KAFKA_GROUP": "g_" + topic,
 		// The suite's bound check fills the service up to MAX_GROUPS.
 		"MAX_GROUPS": "4", "GROUP_POLL_INTERVAL": "500ms",
-	}, extra)}
+	}
+	for _, name := range testDurability {
+		if v := kittest.Env(name, ""); v != "" {
+			base[name] = v
+		}
+	}
+	tg := &target{conformance.NewServiceTarget(t, readConfig, assemble, base, extra)}
 	t.Cleanup(func() {
 		client := &kafkago.Client{Addr: kafkago.TCP(strings.Split(brokers, ",")...), Timeout: 10 * time.Second}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

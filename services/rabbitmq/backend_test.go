@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -42,57 +40,6 @@ func waitDone(t testing.TB, tg *target, n int, d time.Duration) {
 			t.Fatalf("%d of %d tasks done after %v", done, n, d)
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// brokerConnection waits until the management API lists the AMQP
-// connection called name and returns a function that force-closes it, as a
-// broker restart or a network cut would (the client sees
-// CONNECTION_FORCED, not its own Close).
-func brokerConnection(t testing.TB, name string) (closeIt func()) {
-	t.Helper()
-	mgmt := kittest.Server(t, "RABBITMQ_MANAGEMENT_URL", "http://guest:guest@localhost:15672")
-	client := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(45 * time.Second) // the management API lists new connections after its stats interval
-	for {
-		resp, err := client.Get(mgmt + "/api/connections?columns=name,client_properties.connection_name")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var conns []struct {
-			Name  string `json:"name"`
-			Props struct {
-				ConnectionName string `json:"connection_name"`
-			} `json:"client_properties"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&conns)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("management API: %v", err)
-		}
-		for _, c := range conns {
-			if c.Props.ConnectionName == name {
-				return func() { deleteConnection(t, client, mgmt, c.Name) }
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connection %q not listed by the management API", name)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-func deleteConnection(t testing.TB, client *http.Client, mgmt, name string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodDelete, mgmt+"/api/connections/"+url.PathEscape(name), nil)
-	req.Header.Set("X-Reason", "test: connection loss")
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("close connection: %d", resp.StatusCode)
 	}
 }
 
@@ -220,7 +167,7 @@ func TestGracefulStopPublishesInFlightRetry(t *testing.T) {
 	tg := startTarget(t, e, conformance.Settings{Workers: 1, Work: 2 * time.Second, RetryBase: 30 * time.Second, MaxAttempts: 3}, nil)
 	// The cleanup of newEnv knows only the default-range retry queues.
 	t.Cleanup(func() {
-		conn, err := amqp.DialConfig(e.amqpURL, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
+		conn, err := amqp.DialConfig(nodeURL(e.amqpURL), amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
 		if err != nil {
 			return
 		}

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
@@ -63,19 +61,6 @@ func killClusterNode(ctx context.Context, node string) error {
 		return fmt.Errorf("%s's pid: %q", node, out)
 	}
 	return syscall.Kill(pid, syscall.SIGKILL)
-}
-
-// deleteClusterTopology deletes the queue's topology through the first
-// node that answers.
-func deleteClusterTopology(t testing.TB, urls []string, name string) {
-	for _, u := range urls {
-		if c, err := amqp.DialConfig(u, amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)}); err == nil {
-			_ = c.Close()
-			deleteTopology(t, u, name, nil)
-			return
-		}
-	}
-	t.Logf("cleanup: no node answers to delete %s", name)
 }
 
 // clusterLoad is a load of single tasks posted one after another: the
@@ -148,7 +133,7 @@ func TestClusterNodeKilled(t *testing.T) {
 	e := env{pgURL: kittest.PostgresURL(t), amqpURL: strings.Join(urls, ","), fanouts: new([]string)}
 	e.schema = kittest.Schema(t, e.pgURL)
 	e.queue = kittest.UniqueName(t, "failover")
-	t.Cleanup(func() { deleteClusterTopology(t, urls, e.queue) })
+	t.Cleanup(func() { deleteTopology(t, e.amqpURL, e.queue, nil) })
 	tg := startTarget(t, e, conformance.Settings{Workers: 4}, map[string]string{"QUEUE_TYPE": "quorum", "WORK_MS": "5"})
 	q := tg.App()
 	kittest.Eventually(t, 30*time.Second, "a session", func() bool { return q.node() >= 0 })

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -19,51 +17,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
-
-// vhost is a RabbitMQ virtual host of the test's own: deleting it closes
-// every connection to it and refuses new ones, a broker outage for this
-// test's service alone (the broker stays up for the other tests).
-type vhost struct {
-	mgmt, name string
-	client     *http.Client
-}
-
-func newVhost(t testing.TB) vhost {
-	t.Helper()
-	v := vhost{mgmt: kittest.Server(t, "RABBITMQ_MANAGEMENT_URL", "http://guest:guest@localhost:15672"),
-		name: kittest.UniqueName(t, "vh"), client: &http.Client{Timeout: 10 * time.Second}}
-	v.create(t)
-	t.Cleanup(func() { v.call(t, http.MethodDelete, "/api/vhosts/"+url.PathEscape(v.name), "", true) })
-	return v
-}
-
-func (v vhost) create(t testing.TB) {
-	t.Helper()
-	v.call(t, http.MethodPut, "/api/vhosts/"+url.PathEscape(v.name), "{}", false)
-	v.call(t, http.MethodPut, "/api/permissions/"+url.PathEscape(v.name)+"/guest", `{"configure":".*","write":".*","read":".*"}`, false)
-}
-
-func (v vhost) call(t testing.TB, method, path, body string, quiet bool) {
-	t.Helper()
-	req, _ := http.NewRequest(method, v.mgmt+path, bytes.NewBufferString(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := v.client.Do(req)
-	switch {
-	case err != nil && !quiet:
-		t.Fatalf("management API %s %s: %v", method, path, err)
-	case err != nil:
-	case resp.StatusCode/100 != 2 && !(quiet && resp.StatusCode == http.StatusNotFound):
-		resp.Body.Close()
-		t.Fatalf("management API %s %s: %d", method, path, resp.StatusCode)
-	default:
-		resp.Body.Close()
-	}
-}
-
-// amqpURL is base (the stack's broker) on the vhost.
-func (v vhost) amqpURL(base string) string {
-	return strings.TrimSuffix(base, "/") + "/" + url.PathEscape(v.name)
-}
 
 // TestBrokerDownRefusesBeforeRecording: while the broker is down, a write
 // is refused with 503 at once and records nothing, so no task is left
@@ -78,7 +31,7 @@ func TestBrokerDownRefusesBeforeRecording(t *testing.T) {
 	post(t, tg.URL(), 10, 0)
 	waitDone(t, tg, 10, time.Minute)
 
-	v.call(t, http.MethodDelete, "/api/vhosts/"+url.PathEscape(v.name), "", false)
+	v.delete(t, false)
 	kittest.Eventually(t, 30*time.Second, "the broker session lost", func() bool { return !tg.App().connected() })
 	for _, path := range []string{"/tasks", "/tasks/batch"} {
 		var body any = queue.TaskRequest{Kind: "t"}

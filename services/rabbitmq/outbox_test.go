@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -98,7 +97,7 @@ func TestBrokerOutageStrandsNothing(t *testing.T) {
 				})
 			}
 			time.Sleep(500 * time.Millisecond)
-			v.call(t, http.MethodDelete, "/api/vhosts/"+url.PathEscape(v.name), "", false)
+			v.delete(t, false)
 			kittest.Eventually(t, 30*time.Second, "the broker session lost", func() bool { return !tg.App().connected() })
 			mu.Lock()
 			down = true

@@ -2,6 +2,7 @@ package main
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 
 // env is where one target lives: its schema and its queue.
 type env struct {
+	// amqpURL is RABBITMQ_URL as the service takes it: one node, or
+	// several comma-separated (the cluster profile's); the test's own
+	// connections go to its first node (nodeURL).
 	pgURL, amqpURL, schema, queue string
 	// fanouts are the FANOUT values the env's instances were started
 	// with, whose exchanges and queues the cleanup deletes.
@@ -39,7 +43,7 @@ func newEnv(t testing.TB) env {
 // closes the channel: take a new one for each.
 func (e env) channel(t testing.TB) *amqp.Channel {
 	t.Helper()
-	conn, err := amqp.DialConfig(e.amqpURL, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
+	conn, err := amqp.DialConfig(nodeURL(e.amqpURL), amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +55,25 @@ func (e env) channel(t testing.TB) *amqp.Channel {
 	return ch
 }
 
+// nodeURL is the first node's URL of urls (RABBITMQ_URL's form: one URL
+// or several, comma-separated): in a cluster every node sees every queue.
+func nodeURL(urls string) string {
+	first, _, _ := strings.Cut(urls, ",")
+	return strings.TrimSpace(first)
+}
+
 // deleteTopology deletes every queue and the exchange the service declared
 // for name (retry queues are found by trying the names a default-range
-// backoff can produce), with the fan-out exchanges and queues of fanouts.
-func deleteTopology(t testing.TB, url, name string, fanouts []string) {
-	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
+// backoff can produce), with the fan-out exchanges and queues of fanouts,
+// through the first node of urls (RABBITMQ_URL's form) that answers.
+func deleteTopology(t testing.TB, urls, name string, fanouts []string) {
+	var conn *amqp.Connection
+	var err error
+	for u := range strings.SplitSeq(urls, ",") {
+		if conn, err = amqp.DialConfig(strings.TrimSpace(u), amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)}); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		t.Logf("cleanup: %v", err)
 		return
@@ -102,6 +120,12 @@ type target struct {
 	*conformance.ServiceTarget[*mqQueue]
 }
 
+// testQueueType is QUEUE_TYPE of the test's environment (quorum, for the
+// cluster profile's three nodes: make test-cluster-brokers), which every
+// instance takes unless its test names another; unset, the service's
+// default (classic).
+func testQueueType() string { return kittest.Env("QUEUE_TYPE", DefaultQueueType) }
+
 // startTarget starts an instance in e with extra on top of s.
 func startTarget(t testing.TB, e env, s conformance.Settings, extra map[string]string) *target {
 	t.Helper()
@@ -111,7 +135,7 @@ func startTarget(t testing.TB, e env, s conformance.Settings, extra map[string]s
 			*e.fanouts = append(*e.fanouts, s.Fanout)
 		}
 		return servicetest.Assembled(t, readConfig, assemble, map[string]string{"DATABASE_URL": e.pgURL, "DATABASE_SCHEMA": e.schema,
-			"RABBITMQ_URL": e.amqpURL, "RABBITMQ_QUEUE": e.queue, "SHUTDOWN_TIMEOUT": "10s"}, s.Env(), extra)
+			"RABBITMQ_URL": e.amqpURL, "RABBITMQ_QUEUE": e.queue, "SHUTDOWN_TIMEOUT": "10s", "QUEUE_TYPE": testQueueType()}, s.Env(), extra)
 	})
 	return tg
 }
