@@ -102,3 +102,14 @@ func TestHelpAtEveryLevel(t *testing.T) {
 		t.Errorf("loadtests queue -no-such-flag: exit %d, want 2", code)
 	}
 }
+
+// TestParseExports reads what `scripts/cluster.sh env running` prints.
+func TestParseExports(t *testing.T) {
+	out := "# the cluster profile's Postgres\nexport CLUSTER_DATABASE_URL='postgres://p@10.77.0.11:5432,10.77.0.12:5432/wpe?sslmode=disable'\n" +
+		"export CLUSTER_PG_ROLES='primary=pg1 sync=pg2 async=pg3'\nexport CLUSTER_KAFKA_BROKERS='10.77.0.31:9092,10.77.0.32:9092'\nnoise=1\n"
+	got := parseExports(out)
+	if len(got) != 3 || got["CLUSTER_DATABASE_URL"] != "postgres://p@10.77.0.11:5432,10.77.0.12:5432/wpe?sslmode=disable" ||
+		got["CLUSTER_PG_ROLES"] != "primary=pg1 sync=pg2 async=pg3" || got["CLUSTER_KAFKA_BROKERS"] != "10.77.0.31:9092,10.77.0.32:9092" {
+		t.Fatalf("parseExports = %v", got)
+	}
+}
