@@ -387,7 +387,7 @@ func resultsPlan(c common, set pairSet, to scenario.ThroughputOptions) []step {
 	}
 	steps = append(steps, set.steps(c.settle, true)...)
 	// Measured only when the cluster profile runs (runResultsDurability).
-	return append(steps, step{scenario.DurabilityCommand, scenario.DurabilityDefaults.Estimate(10)})
+	return append(steps, step{scenario.DurabilityCommand, scenario.DurabilityDefaults.Estimate(scenario.DurabilityDefaults.Count())})
 }
 
 // resultsLongLived are the long-lived variant's options in results: the

@@ -50,7 +50,7 @@ func durabilitySetup(fs *flag.FlagSet, _ *common, _ *extras) action {
 			o.Cluster, err = fillCluster(context.Background(), root, cl)
 			return err
 		},
-		plan: func(c common) []step { return []step{{scenario.DurabilityCommand, o.Estimate(10)}} },
+		plan: func(c common) []step { return []step{{scenario.DurabilityCommand, o.Estimate(o.Count())}} },
 		run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
 			c.pgURL = o.Cluster.DatabaseURL
 			return runPair(ctx, c, env, root, scenario.DurabilityCommand, args, durabilityRun(ctx, env, o))

@@ -222,6 +222,21 @@ func (o DurabilityOptions) keep(c DurabilityConfig) bool {
 	})
 }
 
+// Count is how many configurations o runs (o.Only kept).
+func (o DurabilityOptions) Count() int {
+	cs, err := DurabilityConfigs(o.Cluster, "")
+	if err != nil {
+		return len(SyncCommitModes)*2 + len(QueueTypes) + len(AcksModes)
+	}
+	n := 0
+	for _, c := range cs {
+		if o.keep(c) {
+			n++
+		}
+	}
+	return n
+}
+
 // Estimate is the scenario's expected duration on n configurations:
 // each a service start and warm-up, the fixed point and its drain, and a
 // search whose first rate passes, the next fails (ending early) and one
