@@ -60,6 +60,9 @@ func durabilityTable(b *strings.Builder, run *driver.Run, file string) {
 		cells = append(append(cells, sustainCell(run, pair, p.Name, svc)), durabilityCPU(p, svc)...)
 		w("| %s |\n", strings.Join(mdAll(cells), " | "))
 	}
+	if n := noSyncStandby(run); n > 0 {
+		w("\nIn %d configuration(s) no synchronous standby was streaming from the primary when the fixed point began: there, on and remote_apply waited for none (a single server, or a cluster short of its standby).\n", n)
+	}
 	if notes := run.Notes; len(notes) > 0 {
 		w("\n")
 		for _, n := range notes {
@@ -162,4 +165,20 @@ func durabilityCPU(p driver.Point, svc string) []string {
 		parts = append(parts, g+" "+one(g))
 	}
 	return []string{one(scenario.DurabilityServiceGroup), orDash(strings.Join(parts, " · ")), one("total")}
+}
+
+// noSyncStandby counts run's fixed points measured with no synchronous
+// standby streaming (scenario.MetricSyncStandbys 0).
+func noSyncStandby(run *driver.Run) int {
+	n := 0
+	for _, p := range run.Points {
+		for _, r := range p.Rounds {
+			for _, s := range r.Sides {
+				if v, ok := s.Metrics[scenario.MetricSyncStandbys]; ok && v == 0 {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }

@@ -366,13 +366,17 @@ func durabilityRate(p Pair) RateScenario {
 	return QueueScenario
 }
 
-// durabilityFixed starts c's service fresh (its tables emptied, the
+// durabilityFixed checks the configuration's synchronous_commit
+// (checkSyncCommit), starts c's service fresh (its tables emptied, the
 // pair's other side stopped), warms it (2 s at 50/s), then offers o.Rate
 // single items per second for o.Duration, counting the CPU of the
 // service and of every node (durabilityGroups) over the load, and records
 // it per 1,000 items answered 2xx (MetricCPUPerThousand).
 func (e *Env) durabilityFixed(ctx context.Context, c DurabilityConfig, o DurabilityOptions) (*driver.SideResult, cost.Set, error) {
 	res := &driver.SideResult{Metrics: map[string]float64{}}
+	if err := checkSyncCommit(ctx, c, res.Metrics); err != nil {
+		return res, nil, err
+	}
 	th := durabilityThroughput(c.Pair)
 	start, err := e.freshSide(ctx, c.Pair, c.Service, th.SustainEnv)
 	maps.Copy(res.Metrics, start)

@@ -176,3 +176,35 @@ func PostgresMajor(ctx context.Context, u string) (int, string, error) {
 	}
 	return num / 10000, version, nil
 }
+
+// MetricSyncStandbys is a fixed point's count of synchronous standbys
+// streaming from the primary when it began (pg_stat_replication,
+// sync_state = 'sync'): with none, on and remote_apply waited for no
+// standby.
+const MetricSyncStandbys = "synchronous_standbys"
+
+// checkSyncCommit connects as c's service does (its DATABASE_URL) and
+// fails unless the session's synchronous_commit is the configuration's
+// (SettingSyncCommit) or the server's default (the other sides); it
+// records the synchronous standbys streaming in m.
+func checkSyncCommit(ctx context.Context, c DurabilityConfig, m map[string]float64) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, c.Env["DATABASE_URL"])
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	var got string
+	var standbys int
+	err = conn.QueryRow(cctx, `SELECT current_setting('synchronous_commit'),
+		(SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync')::int`).Scan(&got, &standbys)
+	if err != nil {
+		return err
+	}
+	m[MetricSyncStandbys] = float64(standbys)
+	if c.Setting == SettingSyncCommit && got != c.Value {
+		return fmt.Errorf("the service's connections would run with synchronous_commit %s, not %s", got, c.Value)
+	}
+	return nil
+}

@@ -171,3 +171,27 @@ func showSyncCommit(t *testing.T, u string) (pooled, replication string) {
 	}
 	return pooled, string(res[0].Rows[0][0])
 }
+
+// TestCheckSyncCommit: a configuration whose URL carries its setting
+// passes; one whose URL does not (the server's default, on) fails,
+// naming both.
+func TestCheckSyncCommit(t *testing.T) {
+	base := cmpOr(os.Getenv("DATABASE_URL"), versions.DefaultPostgresURL)
+	if testing.Short() {
+		t.Skip("-short: needs Postgres")
+	}
+	ctx := context.Background()
+	u, _ := WithRuntimeParam(base, SettingSyncCommit, "remote_apply")
+	m := map[string]float64{}
+	good := DurabilityConfig{Setting: SettingSyncCommit, Value: "remote_apply", Env: map[string]string{"DATABASE_URL": u}}
+	if err := checkSyncCommit(ctx, good, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m[MetricSyncStandbys]; !ok {
+		t.Errorf("no %s recorded: %v", MetricSyncStandbys, m)
+	}
+	bad := DurabilityConfig{Setting: SettingSyncCommit, Value: "local", Env: map[string]string{"DATABASE_URL": base}}
+	if err := checkSyncCommit(ctx, bad, m); err == nil || !strings.Contains(err.Error(), "not local") {
+		t.Errorf("a URL without the setting passed: %v", err)
+	}
+}
