@@ -42,7 +42,7 @@ var loadCommands = loadHelp()
 
 func loadHelp() map[string]string {
 	m := map[string]string{
-		resultsCommand:   "run queue, log, documents, cache, the throughput and scale-out scenarios, the event-store bench and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
+		resultsCommand:   "run queue, log, documents, cache, the throughput and scale-out scenarios, the event-store bench, the durability scenario (when the cluster profile runs) and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
 		demoCommand:      "drive every pair briefly (queue, log, documents, cache, and the event store through its bench) and print one side-by-side table per pair",
 		reportCommand:    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
 		longLivedCommand: "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
@@ -311,6 +311,8 @@ func loadCommandTable() map[string]loadCommand {
 		reportCommand:    {duration: defaultDuration, rounds: defaultRounds, setup: reportSetup},
 		longLivedCommand: {duration: defaultDuration, rounds: defaultRounds, setup: longLivedSetup},
 		"throughput":     {duration: scenario.ThroughputDefaults.Duration, rounds: scenario.ThroughputDefaults.Rounds, setup: throughputSetup},
+		// The fixed point's length is the scenario's own (-size).
+		scenario.DurabilityCommand: {duration: scenario.DurabilityDefaults.Duration, rounds: 1, setup: durabilitySetup},
 	}
 	for _, p := range loadPairs {
 		if p.help != "" {
@@ -382,7 +384,9 @@ func resultsPlan(c common, set pairSet, to scenario.ThroughputOptions) []step {
 	if c.state.longLived {
 		steps = append(steps, resultsLongLived(c, set).steps(c.settle, c.state.history)...)
 	}
-	return append(steps, set.steps(c.settle, true)...)
+	steps = append(steps, set.steps(c.settle, true)...)
+	// Measured only when the cluster profile runs (runResultsDurability).
+	return append(steps, step{scenario.DurabilityCommand, scenario.DurabilityDefaults.Estimate(scenario.DurabilityDefaults.Count())})
 }
 
 // resultsLongLived are the long-lived variant's options in results: the
@@ -636,6 +640,13 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 	// which the report reads from the results folder).
 	if _, err := runResultsSteps(ctx, c, env, root, args, pairSteps(ctx, env, set, true)); err != nil {
 		return err
+	}
+	// Its file stays out of files: the report reads the newest itself,
+	// and a failed configuration is a row that says so, not a failed
+	// make results.
+	runResultsDurability(ctx, c, env, root, args)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	if x.experiments {
 		env.Progress.Begin("experiments")
@@ -1186,8 +1197,15 @@ func writeReport(c common, inputs string) error {
 	if len(src.Failover) > 0 {
 		cf = src.Failover[0]
 	}
+	drun, dpath, err := newestDurability(c.resultsDir)
+	if err != nil {
+		return err
+	}
+	if dpath != "" {
+		dpath = filepath.Base(dpath)
+	}
 	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(src.Experiments, xfile),
-		report.FailoverSection(cf, cfile)); err != nil {
+		report.FailoverSection(cf, cfile)+report.DurabilitySection(drun, dpath)); err != nil {
 		return err
 	}
 	if c.readme != "" {
@@ -1208,7 +1226,7 @@ func loadUsage(w io.Writer) {
 			ks = append(ks, p.name)
 		}
 	}
-	for _, k := range append(ks, "throughput", sustainableCommand, resultsCommand, longLivedCommand, demoCommand, reportCommand) {
+	for _, k := range append(ks, "throughput", sustainableCommand, scenario.DurabilityCommand, resultsCommand, longLivedCommand, demoCommand, reportCommand) {
 		fmt.Fprintf(w, "%-10s %s\n", k, loadCommands[k])
 	}
 	fmt.Fprintln(w, "\nrun `go run ./loadtests <command> -h` for a command's flags")

@@ -14,6 +14,7 @@
 //	go run ./loadtests sustainable [flags]          the open-loop sustainable search alone
 //	go run ./loadtests longlived [flags]            queue and log on long-lived tables
 //	go run ./loadtests scaleout [flags]             1, 2 and 4 instances of each queue service (competing consumers, kill -9)
+//	go run ./loadtests durability [-size small]     durability at equal guarantees on the cluster profile, results/<id>-durability.json
 //	go run ./loadtests results [flags]              every pair, then RESULTS.md
 //	go run ./loadtests demo                         every pair briefly, one table each
 //	go run ./loadtests report [-in a.json,b.json]   RESULTS.md from results files
@@ -27,7 +28,7 @@
 // above; registry.go's loadPairs holds each pair's part of the load driver
 // (its command, flags, options and scenario), and commands.go's loadTable
 // one small function per load command, with throughput.go, longlived.go,
-// scaleout.go, extras.go, experiments.go, eventstore_long.go, causal.go,
+// scaleout.go, durability.go, extras.go, experiments.go, eventstore_long.go, causal.go,
 // fuzz.go and publish.go beside it; eventstore_compare.go starts the
 // event store bench's no-kurrentdb on other PostgreSQL versions
 // (-compare-bindirs); extras.go adds the overload points,

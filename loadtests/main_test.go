@@ -5,12 +5,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
 
@@ -100,5 +102,35 @@ func TestHelpAtEveryLevel(t *testing.T) {
 	}
 	if code := run([]string{"queue", "-no-such-flag"}, &out, &errOut); code != 2 {
 		t.Errorf("loadtests queue -no-such-flag: exit %d, want 2", code)
+	}
+}
+
+// TestParseExports reads what `scripts/cluster.sh env running` prints.
+func TestParseExports(t *testing.T) {
+	out := "# the cluster profile's Postgres\nexport CLUSTER_DATABASE_URL='postgres://p@10.77.0.11:5432,10.77.0.12:5432/wpe?sslmode=disable'\n" +
+		"export CLUSTER_PG_ROLES='primary=pg1 sync=pg2 async=pg3'\nexport CLUSTER_KAFKA_BROKERS='10.77.0.31:9092,10.77.0.32:9092'\nnoise=1\n"
+	got := parseExports(out)
+	if len(got) != 3 || got["CLUSTER_DATABASE_URL"] != "postgres://p@10.77.0.11:5432,10.77.0.12:5432/wpe?sslmode=disable" ||
+		got["CLUSTER_PG_ROLES"] != "primary=pg1 sync=pg2 async=pg3" || got["CLUSTER_KAFKA_BROKERS"] != "10.77.0.31:9092,10.77.0.32:9092" {
+		t.Fatalf("parseExports = %v", got)
+	}
+}
+
+// TestResultsDurabilityNotMeasured: without the cluster profile (here, a
+// root without scripts/cluster.sh) the results command's durability step
+// writes a results file without figures that says why, and the report
+// says it was not measured.
+func TestResultsDurabilityNotMeasured(t *testing.T) {
+	c := common{resultsDir: t.TempDir()}
+	runResultsDurability(context.Background(), c, &scenario.Env{}, t.TempDir(), nil)
+	run, path, err := newestDurability(c.resultsDir)
+	if err != nil || run == nil {
+		t.Fatalf("no durability results file: %v", err)
+	}
+	if len(run.Points) != 0 || !strings.Contains(run.Aborted, "not measured: the cluster profile's postgres, rabbitmq, kafka not running") {
+		t.Fatalf("%s: %d points, aborted %q", path, len(run.Points), run.Aborted)
+	}
+	if md := report.DurabilitySection(run, filepath.Base(path)); !strings.Contains(md, "Not measured (`results/"+filepath.Base(path)) {
+		t.Errorf("the report does not say it was not measured:\n%s", md)
 	}
 }

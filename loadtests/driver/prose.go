@@ -15,7 +15,7 @@ const proseWords = 10
 
 // statusKeys are the fields whose strings are statuses or errors, free
 // to be sentences: what went wrong, in the words of whatever failed.
-var statusKeys = map[string]bool{"error": true, "errors": true, "reason": true, "why": true, "aborted": true}
+var statusKeys = map[string]bool{"error": true, "errors": true, "error_samples": true, "reason": true, "why": true, "aborted": true}
 
 // Prose returns every string in v's JSON that reads as an explanatory
 // sentence (proseWords plain words or more), as "path: text": a results

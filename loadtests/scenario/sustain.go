@@ -1021,7 +1021,7 @@ func (e *Env) resetTables(ctx context.Context, p Pair, svc string, schemas []str
 		// emptied would give the next start stale deliveries to drain.
 		// The service declares its queues again when it starts.
 		url := e.ServiceVar(svc, "RABBITMQ_URL", rabbitMQURL())
-		if err := deleteQueues(url, e.ServiceVar(svc, "RABBITMQ_QUEUE", rabbitMQDefaultQueue)); err != nil {
+		if err := deleteQueues(firstURL(url), e.ServiceVar(svc, "RABBITMQ_QUEUE", rabbitMQDefaultQueue)); err != nil {
 			return err
 		}
 		m["start.queues_deleted"] = 1

@@ -1,0 +1,184 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+)
+
+// DurabilityTitle heads the durability table within the "Replicated and
+// failover" section.
+const DurabilityTitle = "Durability at equal guarantees"
+
+// DurabilitySection renders the durability scenario's table from its
+// newest results file run (named file in results/; nil for none): one
+// row per configuration. A run that was not measured says why, never
+// zeros; a configuration that failed says why in its cells.
+func DurabilitySection(run *driver.Run, file string) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("\n### %s\n\n", DurabilityTitle)
+	w("Each side of the queue and log pairs on the cluster profile under each durability setting, end to end through the services' HTTP API: ")
+	w("the Postgres sides with `synchronous_commit` local (the primary's flush), on (the synchronous standby's flush too) and remote_apply (the standby has applied it); ")
+	w("RabbitMQ on 3 nodes with publisher confirms, a classic queue (one node) against a quorum queue (Raft over three); ")
+	w("Kafka on 3 brokers, replication factor 3 and `min.insync.replicas=2`, with `acks=1` (the leader) against `acks=all` (every in-sync replica). ")
+	w("The specialists' sides keep their records in the same Postgres at its server setting (on). ")
+	w("`go run ./loadtests durability` (root, the cluster profile up; part of `make results` when its three clusters run). ")
+	w("Acknowledged: the write's 2xx answer, single items at a fixed rate; end to end: send→processed (queue) or write→delivered (log) at that rate; ")
+	w("sustainable: the throughput section's search (backlog flat, end-to-end p99 under %s) in batches; ", scenario.SustainSLO)
+	w("CPU-seconds per 1,000 items at the fixed rate, read from each process's own counters: the service, and each node of the servers the side uses (idle time included).\n\n")
+	switch {
+	case run == nil:
+		w("No results file of the durability scenario (`results/*-%s.json`) was found: it has not run against the cluster profile yet.\n", scenario.DurabilityCommand)
+		return b.String()
+	case len(run.Points) == 0:
+		w("Not measured (`results/%s`, %s): %s\n", file, run.StartedAt.UTC().Format("2006-01-02 15:04 MST"), md(orDash(run.Aborted)))
+		return b.String()
+	}
+	durabilityTable(&b, run, file)
+	return b.String()
+}
+
+// durabilityTable writes run's table to b.
+func durabilityTable(b *strings.Builder, run *driver.Run, file string) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	w("From `results/%s` (started %s, Postgres %s", file, run.StartedAt.UTC().Format("2006-01-02 15:04 MST"), orDash(fmt.Sprint(run.Settings[scenario.DurabilityServerSetting])))
+	if r, ok := run.Settings["rate"].(float64); ok {
+		w(", fixed rate %s/s", num(r))
+	}
+	w(").\n\n| pair | side | setting | acknowledged p50 / p99 | end to end p50 / p99 | sustainable (items/s) | CPU-s / 1,000 items: service | nodes | total |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, p := range run.Points {
+		if !strings.HasPrefix(p.Scenario, scenario.DurabilityCommand+".") || strings.HasSuffix(p.Scenario, ".sustainable") || len(p.Sides) != 1 {
+			continue
+		}
+		pair := strings.TrimPrefix(p.Scenario, scenario.DurabilityCommand+".")
+		svc := p.Sides[0]
+		cells := append([]string{pair, svc, "`" + p.Name + "`"}, durabilityLatencies(p, svc, pair)...)
+		cells = append(append(cells, sustainCell(run, pair, p.Name, svc)), durabilityCPU(p, svc)...)
+		w("| %s |\n", strings.Join(mdAll(cells), " | "))
+	}
+	if n := noSyncStandby(run); n > 0 {
+		w("\nIn %d configuration(s) no synchronous standby was streaming from the primary when the fixed point began: there, on and remote_apply waited for none (a single server, or a cluster short of its standby).\n", n)
+	}
+	if notes := run.Notes; len(notes) > 0 {
+		w("\n")
+		for _, n := range notes {
+			w("- %s\n", md(n))
+		}
+	}
+}
+
+// sideMetrics are svc's metrics in p's first round, or why there are
+// none ("failed: <reason>").
+func sideMetrics(p driver.Point, svc string) (map[string]float64, string) {
+	if st := p.SideStatus(svc); !st.OK() {
+		return nil, st.String()
+	}
+	if len(p.Rounds) == 0 || p.Rounds[0].Sides[svc] == nil {
+		return nil, "not measured"
+	}
+	return p.Rounds[0].Sides[svc].Metrics, ""
+}
+
+// durabilityLatencies are the acknowledgement and end-to-end cells of
+// svc's fixed point p, or its failure in both.
+func durabilityLatencies(p driver.Point, svc, pair string) []string {
+	m, why := sideMetrics(p, svc)
+	if m == nil {
+		return []string{why, why}
+	}
+	lat := scenario.QueueThroughput.Latency
+	if pair == scenario.LogPair.Name {
+		lat = scenario.LogThroughput.Latency
+	}
+	return []string{quantiles(m, driver.ClientP50, driver.ClientP99),
+		quantiles(m, driver.ServerLatency(lat, driver.SuffixP50), driver.ServerLatency(lat, driver.SuffixP99))}
+}
+
+// quantiles is "p50 / p99 ms" from m's keys, or what is not recorded.
+func quantiles(m map[string]float64, p50, p99 string) string {
+	a, ok1 := m[p50]
+	c, ok2 := m[p99]
+	if !ok1 || !ok2 {
+		return notRecorded
+	}
+	return num(a) + " / " + num(c) + " ms"
+}
+
+// sustainCell is the sustainable rate of svc under setting name, from
+// run's search point of pair.
+func sustainCell(run *driver.Run, pair, name, svc string) string {
+	for _, p := range run.Points {
+		if p.Scenario != scenario.DurabilitySustainName(pair) || p.Name != name {
+			continue
+		}
+		m, why := sideMetrics(p, svc)
+		if m == nil {
+			return why
+		}
+		v, ok := m[scenario.MetricSustainable]
+		switch {
+		case !ok:
+			return notRecorded
+		case m[scenario.MetricCapped] == 1:
+			return "≥ " + num(v) + " (the search's top)"
+		}
+		return num(v)
+	}
+	return "not measured"
+}
+
+// durabilityCPU is the CPU cells of svc's fixed point p: the service's,
+// each node's ("pg1 0.31 · pg2 0.05") and the total.
+func durabilityCPU(p driver.Point, svc string) []string {
+	m, why := sideMetrics(p, svc)
+	if m == nil {
+		return []string{why, why, why}
+	}
+	one := func(g string) string {
+		if v, ok := m[scenario.MetricCPUPerThousand(g)]; ok {
+			return num(v)
+		}
+		return notRecorded
+	}
+	var nodes []string
+	for k := range m {
+		g, ok := strings.CutPrefix(k, "cpu.")
+		if g, ok = strings.CutSuffix(g, ".per_1k"); ok && g != scenario.DurabilityServiceGroup && g != "total" {
+			nodes = append(nodes, g)
+		}
+	}
+	// The Postgres nodes first (pg1, pg2, ... or postgres), then the
+	// broker's.
+	pgFirst := func(g string) string {
+		if strings.HasPrefix(g, "pg") || g == "postgres" {
+			return "0" + g
+		}
+		return "1" + g
+	}
+	slices.SortFunc(nodes, func(a, b string) int { return strings.Compare(pgFirst(a), pgFirst(b)) })
+	var parts []string
+	for _, g := range nodes {
+		parts = append(parts, g+" "+one(g))
+	}
+	return []string{one(scenario.DurabilityServiceGroup), orDash(strings.Join(parts, " · ")), one("total")}
+}
+
+// noSyncStandby counts run's fixed points measured with no synchronous
+// standby streaming (scenario.MetricSyncStandbys 0).
+func noSyncStandby(run *driver.Run) int {
+	n := 0
+	for _, p := range run.Points {
+		for _, r := range p.Rounds {
+			for _, s := range r.Sides {
+				if v, ok := s.Metrics[scenario.MetricSyncStandbys]; ok && v == 0 {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}

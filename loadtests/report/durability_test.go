@@ -1,0 +1,78 @@
+package report
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// durabilityFixture is a durability run of two configurations: the
+// Postgres queue side measured, its search capped; Kafka with acks=all
+// whose fixed point failed (its search not run).
+func durabilityFixture() *driver.Run {
+	run := driver.NewRun(scenario.DurabilityCommand, nil, time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
+	run.Settings["rate"] = 200.0
+	run.Settings[scenario.DurabilityServerSetting] = "15.18"
+	ok := &driver.SideResult{Service: pairs.NoRabbitMQ, Metrics: map[string]float64{
+		driver.ClientP50: 4.2, driver.ClientP99: 12, driver.ServerProcessingP50: 30, driver.ServerProcessingP99: 80,
+		scenario.MetricCPUPerThousand(scenario.DurabilityServiceGroup): 0.5, scenario.MetricCPUPerThousand("pg2"): 0.1,
+		scenario.MetricCPUPerThousand("pg1"): 1.25, scenario.MetricCPUPerThousand("total"): 1.85, scenario.MetricSyncStandbys: 0,
+	}, Phases: []driver.Phase{{Name: "send", Client: driver.ClientResult{Requests: 2000, OK: 2000}}}}
+	search := &driver.SideResult{Service: pairs.NoRabbitMQ, Metrics: map[string]float64{scenario.MetricSustainable: 16000, scenario.MetricCapped: 1}}
+	bad := &driver.SideResult{Service: pairs.Kafka, Metrics: map[string]float64{}, Error: "kafka is not up on :8083"}
+	notRun := &driver.SideResult{Service: pairs.Kafka, Metrics: map[string]float64{}, Error: "not run: the fixed point failed"}
+	point := func(sc, name string, r *driver.SideResult) driver.Point {
+		return driver.Point{Scenario: sc, Name: name, Sides: []string{r.Service},
+			Rounds: []driver.Round{{Order: []string{r.Service}, Sides: map[string]*driver.SideResult{r.Service: r}}}}
+	}
+	run.Points = []driver.Point{
+		point(scenario.DurabilityScenarioName(pairs.Queue), "synchronous_commit=on", ok),
+		point(scenario.DurabilitySustainName(pairs.Queue), "synchronous_commit=on", search),
+		point(scenario.DurabilityScenarioName(pairs.Log), "KAFKA_ACKS=all", bad),
+		point(scenario.DurabilitySustainName(pairs.Log), "KAFKA_ACKS=all", notRun),
+	}
+	run.Validate()
+	return run
+}
+
+func TestDurabilitySection(t *testing.T) {
+	md := DurabilitySection(durabilityFixture(), "20261203T120000Z-durability.json")
+	for _, want := range []string{
+		"### " + DurabilityTitle,
+		"Postgres 15.18, fixed rate 200/s",
+		"| queue | no-rabbitmq | `synchronous_commit=on` | 4.20 / 12 ms | 30 / 80 ms | ≥ 16000 (the search's top) | 0.50 | pg1 1.25 · pg2 0.10 | 1.85 |",
+		"| log | kafka | `KAFKA_ACKS=all` | failed: kafka is not up on :8083 |",
+		"In 1 configuration(s) no synchronous standby was streaming",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "| log |") && strings.Count(line, " | ")+2 != 10 {
+			t.Errorf("a failed row has the wrong number of cells: %s", line)
+		}
+		if strings.HasPrefix(line, "| queue |") && strings.Contains(line, " 0 ") {
+			t.Errorf("a zero where a figure should be: %s", line)
+		}
+	}
+}
+
+// TestDurabilityNotMeasured: no file, and a file without figures, each
+// say so and why, never zeros.
+func TestDurabilityNotMeasured(t *testing.T) {
+	if md := DurabilitySection(nil, ""); !strings.Contains(md, "No results file of the durability scenario") {
+		t.Errorf("no file:\n%s", md)
+	}
+	run := driver.NewRun(scenario.DurabilityCommand, nil, time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
+	run.Aborted = "not measured: " + errors.New("the cluster profile's kafka not running").Error()
+	md := DurabilitySection(run, "x-durability.json")
+	if !strings.Contains(md, "Not measured (`results/x-durability.json`, 2026-12-03 12:00 UTC): not measured: the cluster profile's kafka not running") || strings.Contains(md, "| queue |") {
+		t.Errorf("not measured:\n%s", md)
+	}
+}

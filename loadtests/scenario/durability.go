@@ -1,0 +1,421 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// Durability at equal guarantees (issue 25, item 3): each side of the
+// queue and log pairs on the cluster profile (docs/cluster.md), under
+// each of its durability settings, measured the same way: the write's
+// acknowledgement latency (the 2xx answer) and the end-to-end latency at
+// one fixed moderate rate, the CPU-seconds per 1,000 items of the
+// service and of every server node's processes at that rate, and the
+// sustainable rate (the throughput scenario's search, searchAt and
+// StepJudge: the same criteria, shorter steps).
+//
+// The settings: the Postgres sides' synchronous_commit (local: the
+// primary's flush; on: the synchronous standby's flush too; remote_apply:
+// the standby has applied it), through the connection string (pgx sends
+// an unknown URL parameter as a runtime parameter: every connection of
+// the service, the replication one too) and, for no-kafka, its
+// SYNCHRONOUS_COMMIT as well (it sets it per write transaction, which
+// would override the URL's); RabbitMQ's queue type on its three nodes
+// (classic: on one node; quorum: Raft over three), publisher confirms
+// (the service's default); Kafka's producer acks (1: the leader; all:
+// every in-sync replica, at least min.insync.replicas = 2) on a topic
+// of replication factor 3. The specialists' sides keep their business
+// records in the same Postgres at its server setting (on, with the
+// cluster's synchronous standby).
+
+// DurabilityCommand is the scenario's command and its results file's
+// suffix ("<id>-durability.json").
+const DurabilityCommand = "durability"
+
+// The settings a configuration varies (DurabilityConfig.Setting).
+const (
+	SettingSyncCommit = "synchronous_commit"
+	SettingQueueType  = "QUEUE_TYPE"
+	SettingAcks       = "KAFKA_ACKS"
+)
+
+// DurabilityScenarioName is the Point.Scenario of a pair's fixed-rate
+// points ("durability.queue"); DurabilitySustainName that of its
+// sustainable searches ("durability.queue.sustainable").
+func DurabilityScenarioName(pair string) string { return DurabilityCommand + "." + pair }
+
+// DurabilitySustainName: see DurabilityScenarioName.
+func DurabilitySustainName(pair string) string {
+	return DurabilityScenarioName(pair) + ".sustainable"
+}
+
+// DurabilityConfig is one side under one durability setting.
+type DurabilityConfig struct {
+	// Pair is the side's pair; Service the side.
+	Pair    Pair
+	Service string
+	// Setting is what varies (SettingSyncCommit, ...), Value its value.
+	Setting, Value string
+	// Env is the service's environment for this configuration.
+	Env map[string]string
+}
+
+// Name labels the configuration's points: "synchronous_commit=local".
+func (c DurabilityConfig) Name() string { return c.Setting + "=" + c.Value }
+
+// DurabilityCluster is where the configurations run: the Postgres (a
+// multi-host URL), the RabbitMQ nodes (AMQP URLs, comma-separated, as
+// RABBITMQ_URL takes them) and the Kafka brokers (comma-separated).
+type DurabilityCluster struct {
+	DatabaseURL, RabbitMQURLs, KafkaBrokers string
+	// PostgresMajor is the server's major version: no-kafka decodes with
+	// pgoutput from 16 on, wal2json before.
+	PostgresMajor int
+}
+
+// The values each setting takes, in the table's order.
+var (
+	SyncCommitModes = []string{"local", "on", "remote_apply"}
+	QueueTypes      = []string{"classic", "quorum"}
+	AcksModes       = []string{"1", "all"}
+)
+
+// DurabilitySchema is the Postgres schema the scenario gives svc: apart
+// from the other scenarios' (DefaultSchemas), emptied before each
+// configuration.
+func DurabilitySchema(svc string) string { return "durability_" + DefaultSchemas[svc] }
+
+// DurabilitySlot is no-kafka's replication slot in the scenario, dropped
+// before and after it (an inactive logical slot holds WAL back).
+const DurabilitySlot = "durability_no_kafka"
+
+// WithRuntimeParam returns the connection URL u with the query parameter
+// key=value set (replacing one already there): pgx sends a parameter it
+// does not know as a runtime parameter of every connection.
+func WithRuntimeParam(u, key, value string) (string, error) {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "", fmt.Errorf("not a URL: %w", err)
+	}
+	if p.Scheme != "postgres" && p.Scheme != "postgresql" {
+		return "", fmt.Errorf("not a postgres:// URL: %q", p.Scheme)
+	}
+	q := p.Query()
+	q.Set(key, value)
+	p.RawQuery = q.Encode()
+	return p.String(), nil
+}
+
+// DurabilityConfigs are the configurations on c, queue pair first, each
+// pair's Postgres side first; tag makes the queue and topic names of
+// this run unique.
+func DurabilityConfigs(c DurabilityCluster, tag string) ([]DurabilityConfig, error) {
+	var out []DurabilityConfig
+	plugin := "wal2json"
+	if c.PostgresMajor >= 16 {
+		plugin = "pgoutput"
+	}
+	for _, m := range SyncCommitModes {
+		u, err := WithRuntimeParam(c.DatabaseURL, SettingSyncCommit, m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, DurabilityConfig{Pair: QueuePair, Service: pairs.NoRabbitMQ, Setting: SettingSyncCommit, Value: m,
+			Env: map[string]string{"DATABASE_URL": u}})
+	}
+	for _, t := range QueueTypes {
+		out = append(out, DurabilityConfig{Pair: QueuePair, Service: pairs.RabbitMQ, Setting: SettingQueueType, Value: t,
+			Env: map[string]string{"DATABASE_URL": c.DatabaseURL, "RABBITMQ_URL": c.RabbitMQURLs, SettingQueueType: t,
+				"RABBITMQ_QUEUE": "durability-" + tag + "-" + t}})
+	}
+	for _, m := range SyncCommitModes {
+		u, _ := WithRuntimeParam(c.DatabaseURL, SettingSyncCommit, m)
+		out = append(out, DurabilityConfig{Pair: LogPair, Service: pairs.NoKafka, Setting: SettingSyncCommit, Value: m,
+			Env: map[string]string{"DATABASE_URL": u, "SYNCHRONOUS_COMMIT": m, "SLOT_NAME": DurabilitySlot, "SLOT_PLUGIN": plugin}})
+	}
+	for _, a := range AcksModes {
+		name := "durability-" + tag + "-acks-" + a
+		out = append(out, DurabilityConfig{Pair: LogPair, Service: pairs.Kafka, Setting: SettingAcks, Value: a,
+			Env: map[string]string{"DATABASE_URL": c.DatabaseURL, "KAFKA_BROKERS": c.KafkaBrokers, SettingAcks: a,
+				"KAFKA_REPLICATION_FACTOR": "3", "KAFKA_MIN_INSYNC_REPLICAS": "2", "KAFKA_TOPIC": name, "KAFKA_GROUP": name}})
+	}
+	for i := range out {
+		out[i].Env["DATABASE_SCHEMA"] = DurabilitySchema(out[i].Service)
+	}
+	return out, nil
+}
+
+// DurabilityOptions parameterize the scenario.
+type DurabilityOptions struct {
+	// Cluster is where it runs.
+	Cluster DurabilityCluster
+	// Rate is the fixed point's items/s (single-item POSTs), Duration
+	// its length.
+	Rate     float64
+	Duration time.Duration
+	// Search is the sustainable search (one batch size, one round, no
+	// overload point; Ladders "queue" and "log").
+	Search SustainOptions
+	// StackDir is where the cluster profile keeps its pid files
+	// (<StackDir>/cluster/...): the nodes whose CPU is counted.
+	StackDir string
+	// Only, when not empty, keeps the configurations whose
+	// "<service> <name>" contains one of its strings.
+	Only []string
+}
+
+// DurabilityDefaults fit the ten configurations in about 15 minutes on 2
+// cores: 10 s at 200 items/s, then a search of 10 s steps (2 s warm-up)
+// in batches of 100, one bisection.
+var DurabilityDefaults = DurabilityOptions{
+	Rate: 200, Duration: 10 * time.Second,
+	Search: SustainOptions{Sizes: []int{100}, Step: 10 * time.Second, Warmup: 2 * time.Second, Sample: 500 * time.Millisecond,
+		Rounds: 1, Drain: 20 * time.Second, Ladders: map[string]SustainLadder{
+			"queue": {Start: 1000, Factor: 2, Max: 16000, Bisect: 1},
+			"log":   {Start: 2000, Factor: 2, Max: 32000, Bisect: 1},
+		}},
+}
+
+// DurabilitySmall is a check that the scenario runs (about 2 minutes):
+// 3 s at 50/s, 4 s steps at 200–400 items/s. Its figures are no
+// measurement.
+var DurabilitySmall = DurabilityOptions{
+	Rate: 50, Duration: 3 * time.Second,
+	Search: SustainOptions{Sizes: []int{100}, Step: 4 * time.Second, Warmup: time.Second, Sample: 250 * time.Millisecond,
+		Rounds: 1, Drain: 10 * time.Second, Ladders: map[string]SustainLadder{
+			"queue": {Start: 200, Factor: 2, Max: 400},
+			"log":   {Start: 200, Factor: 2, Max: 400},
+		}},
+}
+
+// Validate says what is wrong with o.
+func (o DurabilityOptions) Validate() error {
+	var errs []error
+	if o.Rate <= 0 || o.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("durability: rate %g and duration %s must be positive", o.Rate, o.Duration))
+	}
+	if len(o.Search.Sizes) != 1 || o.Search.Rounds != 1 || o.Search.OverRounds != 0 {
+		errs = append(errs, errors.New("durability: the search takes one batch size, one round and no overload point"))
+	}
+	c := o.Cluster
+	if c.DatabaseURL == "" || c.RabbitMQURLs == "" || c.KafkaBrokers == "" {
+		errs = append(errs, errors.New("durability: the Postgres URL, the RabbitMQ URLs and the Kafka brokers are all required"))
+	}
+	return errors.Join(append(errs, o.Search.Validate())...)
+}
+
+// keep reports whether o.Only keeps c.
+func (o DurabilityOptions) keep(c DurabilityConfig) bool {
+	return len(o.Only) == 0 || slices.ContainsFunc(o.Only, func(s string) bool {
+		return strings.Contains(c.Service+" "+c.Name(), s)
+	})
+}
+
+// Count is how many configurations o runs (o.Only kept).
+func (o DurabilityOptions) Count() int {
+	cs, err := DurabilityConfigs(o.Cluster, "")
+	if err != nil {
+		return len(SyncCommitModes)*2 + len(QueueTypes) + len(AcksModes)
+	}
+	n := 0
+	for _, c := range cs {
+		if o.keep(c) {
+			n++
+		}
+	}
+	return n
+}
+
+// Estimate is the scenario's expected duration on n configurations:
+// each a service start and warm-up, the fixed point and its drain, and a
+// search whose first rate passes, the next fails (ending early) and one
+// bisection passes. Bound: every search climbs its whole ladder.
+func (o DurabilityOptions) Estimate(n int) Estimate {
+	s := o.Search
+	pass := s.Step + attackOverhead
+	fail := s.Warmup + earlyFailAfter + 2*attackOverhead + min(s.Drain, s.Step/3)
+	fixed := serviceStart + warmupTime/2 + o.Duration + 2*attackOverhead
+	typical := fixed + time.Second + 2*pass + fail
+	rungs := 1
+	for _, l := range s.Ladders {
+		k := 1
+		for r := l.Start * l.Factor; r <= l.Max; r *= l.Factor {
+			k++
+		}
+		rungs = max(rungs, k+l.Bisect)
+	}
+	bound := fixed + o.Duration + time.Duration(rungs)*(s.Step+attackOverhead+s.Drain)
+	return Estimate{Attacks: n * 5, Typical: time.Duration(n) * typical, Bound: time.Duration(n) * bound}
+}
+
+// DurabilityConfigsSetting and DurabilityServerSetting are run
+// settings: each configuration's environment by "<service>
+// <configuration>", and the cluster's Postgres server_version. The
+// process groups whose CPU was counted are CostProcessesSetting's, by
+// the same key.
+const (
+	DurabilityConfigsSetting = "durability_configs"
+	DurabilityServerSetting  = "durability_postgres_version"
+)
+
+// RunDurability measures every configuration of o (DurabilityConfigs)
+// on e, one after the other, each with two points: the fixed rate
+// (DurabilityScenarioName) and the search (DurabilitySustainName). The
+// configuration's environment is e.ServiceEnv's for its service while it
+// runs (the fresh start reads its schema, slot and queue from there).
+func RunDurability(ctx context.Context, e *Env, run *driver.Run, o DurabilityOptions, tag string) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	configs, err := DurabilityConfigs(o.Cluster, tag)
+	if err != nil {
+		return err
+	}
+	run.Settings["rate"] = o.Rate
+	run.Settings["duration_s"] = o.Duration.Seconds()
+	run.Settings[SustainSetting] = o.Search.Settings()
+	envs := map[string]map[string]string{}
+	run.Settings[DurabilityConfigsSetting] = envs
+	costs := map[string]cost.Set{}
+	run.Settings[CostProcessesSetting] = costs
+	e.dropSlot(ctx, DurabilitySlot)
+	defer e.dropSlot(context.WithoutCancel(ctx), DurabilitySlot)
+	defer durabilityCleanup(o.Cluster, configs, e.logf)
+	for _, c := range configs {
+		if !o.keep(c) {
+			continue
+		}
+		key := c.Service + " " + c.Name()
+		envs[key] = c.Env
+		groups := e.durabilityOne(ctx, run, c, o)
+		costs[key] = groups
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// durabilityOne measures configuration c: its fixed point, then its
+// search, appended to run; it returns the process groups it counted.
+func (e *Env) durabilityOne(ctx context.Context, run *driver.Run, c DurabilityConfig, o DurabilityOptions) cost.Set {
+	prev, had := e.ServiceEnv[c.Service]
+	if e.ServiceEnv == nil {
+		e.ServiceEnv = map[string]map[string]string{}
+	}
+	e.ServiceEnv[c.Service] = maps.Clone(c.Env)
+	defer func() {
+		if had {
+			e.ServiceEnv[c.Service] = prev
+		} else {
+			delete(e.ServiceEnv, c.Service)
+		}
+	}()
+	e.logf("durability: %s %s", c.Service, c.Name())
+	sides := []string{c.Service}
+	fixed := driver.Point{Scenario: DurabilityScenarioName(c.Pair.Name), Name: c.Name(), Rate: o.Rate, DurationS: o.Duration.Seconds(),
+		Sides: sides, Env: map[string]map[string]string{c.Service: c.Env}}
+	var groups cost.Set
+	var startErr error
+	_ = driver.RunPoint(ctx, &fixed, 1, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+		var res *driver.SideResult
+		res, groups, startErr = e.durabilityFixed(ctx, c, o)
+		return res, startErr
+	})
+	run.Points = append(run.Points, fixed)
+	th := durabilityThroughput(c.Pair)
+	search := driver.Point{Scenario: DurabilitySustainName(c.Pair.Name), Name: c.Name(), DurationS: o.Search.Step.Seconds(), Sides: sides}
+	_ = driver.RunPoint(ctx, &search, 1, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+		res := &driver.SideResult{Metrics: map[string]float64{}}
+		if startErr != nil {
+			return res, fmt.Errorf("not run: the fixed point failed: %w", startErr)
+		}
+		size := o.Search.Sizes[0]
+		_, err := th.searchAt(ctx, e, svc, size, th.Body(size), o.Search.Ladders[c.Pair.Name], bracket{}, o.Search, &sideState{base: e.URL(svc)}, res)
+		return res, err
+	})
+	run.Points = append(run.Points, search)
+	return groups
+}
+
+// durabilityThroughput is the throughput scenario of pair p.
+func durabilityThroughput(p Pair) ThroughputScenario {
+	if p.Name == LogPair.Name {
+		return LogThroughput
+	}
+	return QueueThroughput
+}
+
+// durabilityRate is the rate scenario of pair p (its fixed point's
+// single-item POSTs).
+func durabilityRate(p Pair) RateScenario {
+	if p.Name == LogPair.Name {
+		return LogScenario
+	}
+	return QueueScenario
+}
+
+// durabilityFixed checks the configuration's synchronous_commit
+// (checkSyncCommit), starts c's service fresh (its tables emptied, the
+// pair's other side stopped), warms it (2 s at 50/s), then offers o.Rate
+// single items per second for o.Duration, counting the CPU of the
+// service and of every node (durabilityGroups) over the load, and records
+// it per 1,000 items answered 2xx (MetricCPUPerThousand).
+func (e *Env) durabilityFixed(ctx context.Context, c DurabilityConfig, o DurabilityOptions) (*driver.SideResult, cost.Set, error) {
+	res := &driver.SideResult{Metrics: map[string]float64{}}
+	if err := checkSyncCommit(ctx, c, res.Metrics); err != nil {
+		return res, nil, err
+	}
+	th := durabilityThroughput(c.Pair)
+	start, err := e.freshSide(ctx, c.Pair, c.Service, th.SustainEnv)
+	maps.Copy(res.Metrics, start)
+	if err != nil {
+		return res, nil, err
+	}
+	rs := durabilityRate(c.Pair)
+	if _, err := rs.side(ctx, e, c.Service, 50, 2*time.Second, e.settle()); err != nil {
+		e.logf("warm-up of %s: %v", c.Service, err)
+	}
+	groups := e.durabilityGroups(ctx, c, o.StackDir)
+	fixed, err := rs.sideCost(ctx, e, c.Service, o.Rate, o.Duration, e.settle(), groups)
+	if fixed != nil {
+		maps.Copy(fixed.Metrics, res.Metrics)
+		res = fixed
+	}
+	if err != nil {
+		return res, groups, err
+	}
+	var ok int64
+	for _, ph := range res.Phases {
+		ok += ph.Client.OK
+	}
+	perThousand(res.Metrics, groups, ok)
+	return res, groups, nil
+}
+
+// perThousand records in m each group's CPU-seconds ("cpu.<group>.s",
+// from sideCost) per 1,000 items, and their total.
+func perThousand(m map[string]float64, groups cost.Set, items int64) {
+	used := map[string]float64{}
+	for _, g := range groups {
+		if v, ok := m["cpu."+g.Name+".s"]; ok {
+			used[g.Name] = v
+		}
+	}
+	sideCPU(m, groups, used, items)
+}
+
+// DurabilityTag is the unique part of the queue and topic names of a run
+// started at t.
+func DurabilityTag(t time.Time) string { return strconv.FormatInt(t.Unix(), 36) }
