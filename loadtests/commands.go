@@ -1197,15 +1197,8 @@ func writeReport(c common, inputs string) error {
 	if len(src.Failover) > 0 {
 		cf = src.Failover[0]
 	}
-	drun, dpath, err := newestDurability(c.resultsDir)
-	if err != nil {
-		return err
-	}
-	if dpath != "" {
-		dpath = filepath.Base(dpath)
-	}
 	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(src.Experiments, xfile),
-		report.FailoverSection(cf, cfile)+report.DurabilitySection(drun, dpath)); err != nil {
+		report.FailoverSection(cf, cfile)+report.DurabilitySection(src.Durability, src.DurabilityFile)); err != nil {
 		return err
 	}
 	if c.readme != "" {

@@ -192,14 +192,3 @@ func writeNotMeasured(c common, args []string, err error) {
 	}
 	fmt.Fprintf(os.Stderr, "%s: %s (%s)\n", scenario.DurabilityCommand, run.Aborted, path)
 }
-
-// newestDurability reads the newest durability results file of dir (nil
-// and "" when there is none).
-func newestDurability(dir string) (*driver.Run, string, error) {
-	path := newest(dir, scenario.DurabilityCommand)
-	if path == "" {
-		return nil, "", nil
-	}
-	run, err := driver.ReadRun(path)
-	return run, path, err
-}

@@ -123,7 +123,7 @@ func TestParseExports(t *testing.T) {
 func TestResultsDurabilityNotMeasured(t *testing.T) {
 	c := common{resultsDir: t.TempDir()}
 	runResultsDurability(context.Background(), c, &scenario.Env{}, t.TempDir(), nil)
-	run, path, err := newestDurability(c.resultsDir)
+	run, path, err := report.NewestDurability(c.resultsDir)
 	if err != nil || run == nil {
 		t.Fatalf("no durability results file: %v", err)
 	}

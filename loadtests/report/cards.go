@@ -118,6 +118,10 @@ type Verdict struct {
 	// experiments), or why it is not measured; "" when the pair has no
 	// failover experiment.
 	Failover string
+	// LoseNothing is what each side's setting that loses nothing costs
+	// against its cheaper one (the durability scenario), or why it is not
+	// measured; "" when the pair has none.
+	LoseNothing string
 	// Doc, Section and Chart link the details.
 	Doc, Section, Chart string
 }
@@ -143,6 +147,7 @@ func verdictsOf(in *inputs, src Sources) []Verdict {
 	vs := []Verdict{queueVerdict(in), logVerdict(in), documentsVerdict(in), eventStoreVerdict(in), cacheVerdict(in)}
 	for i := range vs {
 		vs[i].Failover = failoverText(vs[i].Pair, src.Failover)
+		vs[i].LoseNothing = loseNothingText(vs[i].Pair, src.Durability)
 	}
 	return vs
 }

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -191,4 +193,71 @@ func faults(n int) string {
 		return "1 fault"
 	}
 	return fmt.Sprintf("%d faults", n)
+}
+
+// durableChoice is one side's setting that loses nothing on failover
+// against its cheaper one, as the durability scenario names them.
+type durableChoice struct {
+	side, svc, durable, cheap string
+}
+
+// durableChoices are the choices the cards price, by pair.
+var durableChoices = map[string][]durableChoice{
+	pairs.Queue: {
+		{"Postgres, a synchronous standby", pairs.NoRabbitMQ, scenario.SettingSyncCommit + "=on", scenario.SettingSyncCommit + "=local"},
+		{"RabbitMQ, quorum queues", pairs.RabbitMQ, scenario.SettingQueueType + "=quorum", scenario.SettingQueueType + "=classic"},
+	},
+	pairs.Log: {
+		{"Postgres, a synchronous standby", pairs.NoKafka, scenario.SettingSyncCommit + "=on", scenario.SettingSyncCommit + "=local"},
+		{"Kafka, acks=all", pairs.Kafka, scenario.SettingAcks + "=all", scenario.SettingAcks + "=1"},
+	},
+}
+
+// loseNothingText is what losing nothing costs each side of pair: the
+// acknowledgement p99 with the durable setting against the cheaper one,
+// from the durability run; "" when the pair has no choices, or why it is
+// not measured.
+func loseNothingText(pair string, run *driver.Run) string {
+	cs := durableChoices[pair]
+	if len(cs) == 0 {
+		return ""
+	}
+	if run == nil || len(run.Points) == 0 {
+		why := "the durability scenario has not run"
+		if run != nil && run.Aborted != "" {
+			why = run.Aborted
+		}
+		if strings.HasPrefix(why, "not measured") {
+			return why
+		}
+		return "not measured (" + why + ")"
+	}
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%s, acknowledged p99 %s (`%s`: %s)", c.side,
+			ackP99(run, pair, c.durable, c.svc), c.cheap, ackP99(run, pair, c.cheap, c.svc)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ackP99 is svc's acknowledgement p99 under setting name in run's
+// fixed-rate points of pair, or why there is none.
+func ackP99(run *driver.Run, pair, name, svc string) string {
+	for _, p := range run.Points {
+		if p.Scenario != scenario.DurabilityScenarioName(pair) || p.Name != name {
+			continue
+		}
+		m, why := sideMetrics(p, svc)
+		if m == nil {
+			return why
+		}
+		if v, ok := m[driver.ClientP99]; ok {
+			if n, ok := m[scenario.MetricSyncStandbys]; ok && n == 0 && name != scenario.SettingSyncCommit+"=local" {
+				return num(v) + " ms, but with no synchronous standby streaming"
+			}
+			return num(v) + " ms"
+		}
+		return notRecorded
+	}
+	return "not measured"
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -63,5 +64,25 @@ func TestFailoverChartMarksWhatHasNoFigure(t *testing.T) {
 	}
 	if ok, err := failoverChart(nil, path); ok || err != nil {
 		t.Errorf("no files: drawn %v, %v", ok, err)
+	}
+}
+
+func TestLoseNothingPricesEachSideOrSaysWhy(t *testing.T) {
+	run := durabilityFixture()
+	q := loseNothingText(pairs.Queue, run)
+	for _, want := range []string{"Postgres, a synchronous standby, acknowledged p99 12 ms, but with no synchronous standby streaming (`synchronous_commit=local`: not measured)",
+		"RabbitMQ, quorum queues, acknowledged p99 not measured"} {
+		if !strings.Contains(q, want) {
+			t.Errorf("queue: %q lacks %q", q, want)
+		}
+	}
+	if l := loseNothingText(pairs.Log, run); !strings.Contains(l, "Kafka, acks=all, acknowledged p99 failed: kafka is not up on :8083") {
+		t.Errorf("log: %q", l)
+	}
+	if got := loseNothingText(pairs.Queue, &driver.Run{Aborted: "not measured: the cluster profile is not running"}); got != "not measured: the cluster profile is not running" {
+		t.Errorf("aborted: %q", got)
+	}
+	if got := loseNothingText(pairs.Cache, run); got != "" {
+		t.Errorf("cache: %q", got)
 	}
 }

@@ -91,7 +91,11 @@ func Card(v Verdict) string {
 		w(" Above %s %s/s nothing was measured.", num(v.MaxRate), v.Item)
 	}
 	w("\n")
-	w("- **On failover** (3 nodes each, [Replicated and failover](RESULTS.md#%s)): %s.\n", anchor(FailoverTitle), failoverLine(v))
+	w("- **On failover** (3 nodes each, [Replicated and failover](RESULTS.md#%s)): %s.", anchor(FailoverTitle), failoverLine(v))
+	if v.LoseNothing != "" {
+		w(" **To lose nothing:** %s.", v.LoseNothing)
+	}
+	w("\n")
 	conf := v.SpecConfidence
 	if conf == MeasuredHere {
 		server := v.Specialist

@@ -759,6 +759,10 @@ type Sources struct {
 	// Failover are the cluster profile's experiments' results files
 	// (experiments.LoadCluster), for the cards' failover lines.
 	Failover []*experiments.File
+	// Durability is the durability scenario's run (NewestDurability), for
+	// the cards' cost of losing nothing; DurabilityFile its file's name.
+	Durability     *driver.Run
+	DurabilityFile string
 }
 
 // first1 is the first of src, or none.
