@@ -243,21 +243,16 @@ func loseNothingText(pair string, run *driver.Run) string {
 // ackP99 is svc's acknowledgement p99 under setting name in run's
 // fixed-rate points of pair, or why there is none.
 func ackP99(run *driver.Run, pair, name, svc string) string {
-	for _, p := range run.Points {
-		if p.Scenario != scenario.DurabilityScenarioName(pair) || p.Name != name {
-			continue
-		}
-		m, why := sideMetrics(p, svc)
-		if m == nil {
-			return why
-		}
-		if v, ok := m[driver.ClientP99]; ok {
-			if n, ok := m[scenario.MetricSyncStandbys]; ok && n == 0 && name != scenario.SettingSyncCommit+"=local" {
-				return num(v) + " ms, but with no synchronous standby streaming"
-			}
-			return num(v) + " ms"
-		}
+	m, why := durabilityMetrics(run, scenario.DurabilityScenarioName(pair), name, svc)
+	if m == nil {
+		return why
+	}
+	v, ok := m[driver.ClientP99]
+	if !ok {
 		return notRecorded
 	}
-	return "not measured"
+	if n, ok := m[scenario.MetricSyncStandbys]; ok && n == 0 && name != scenario.SettingSyncCommit+"=local" {
+		return num(v) + " ms, but with no synchronous standby streaming"
+	}
+	return num(v) + " ms"
 }

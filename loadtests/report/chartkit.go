@@ -3,6 +3,7 @@ package report
 import (
 	"image/color"
 	"math"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/plot"
@@ -466,4 +467,25 @@ func agg(vs []float64) (xy, bool) {
 		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return xy{y: m, lo: s[0], hi: s[len(s)-1]}, true
+}
+
+// panelSet gathers a chart's panels and one legend for them all (each
+// label once, in the order first seen).
+type panelSet struct {
+	plots  []*plot.Plot
+	legend []legendEntry
+}
+
+// add keeps panel p (nil: nothing to draw, skipped) and its legend's new
+// labels.
+func (s *panelSet) add(p *plot.Plot, lg []legendEntry) {
+	if p == nil {
+		return
+	}
+	s.plots = append(s.plots, p)
+	for _, e := range lg {
+		if !slices.ContainsFunc(s.legend, func(o legendEntry) bool { return o.label == e.label }) {
+			s.legend = append(s.legend, e)
+		}
+	}
 }

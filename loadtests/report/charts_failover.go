@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"gonum.org/v1/plot"
-
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -26,8 +24,7 @@ var failoverPanels = []struct{ pair, title string }{
 // side. A failed experiment, or writes not back within the run, is a
 // mark, never a bar. false when no value is valid.
 func failoverChart(files []*experiments.File, path string) (bool, error) {
-	var plots []*plot.Plot
-	var legend []legendEntry
+	var set panelSet
 	colors := map[string]color.Color{}
 	for _, pn := range failoverPanels {
 		cs := failCasesOf(pn.pair, files)
@@ -54,20 +51,12 @@ func failoverChart(files []*experiments.File, path string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if p == nil {
-			continue
-		}
-		plots = append(plots, p)
-		for _, e := range lg {
-			if !slices.ContainsFunc(legend, func(o legendEntry) bool { return o.label == e.label }) {
-				legend = append(legend, e)
-			}
-		}
+		set.add(p, lg)
 	}
-	if len(plots) == 0 {
+	if len(set.plots) == 0 {
 		return false, nil
 	}
-	return true, renderPanels("failover: the first acknowledged write after the fault (3-node clusters)", legend, plots, len(plots), 1, tallChartHeight, path)
+	return true, renderPanels("failover: the first acknowledged write after the fault (3-node clusters)", set.legend, set.plots, len(set.plots), 1, tallChartHeight, path)
 }
 
 // failXY is case c's bar in group x: when writes came back, or the mark

@@ -132,9 +132,7 @@ func throughputChart(r *driver.Run, pairs []string, path string) (bool, error) {
 func cpuChart(r *driver.Run, path string) (bool, error) {
 	groups := map[string][]string{pairs.Queue: {"service", "postgres", "rabbitmq", "total"}, pairs.Log: {"service", "postgres", "kafka", "total"}}
 	colors := map[string]int{"service": 2, "postgres": 0, "rabbitmq": 1, "kafka": 1, "total": 4}
-	var plots []*plot.Plot
-	seen := map[string]bool{}
-	var legend []legendEntry
+	var set panelSet
 	for _, pair := range []string{pairs.Queue, pairs.Log} {
 		ps := throughputPoints(r, pair)
 		if len(ps) == 0 {
@@ -160,22 +158,13 @@ func cpuChart(r *driver.Run, path string) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			if p == nil {
-				continue
-			}
-			plots = append(plots, p)
-			for _, e := range lg {
-				if !seen[e.label] {
-					seen[e.label] = true
-					legend = append(legend, e)
-				}
-			}
+			set.add(p, lg)
 		}
 	}
-	if len(plots) == 0 {
+	if len(set.plots) == 0 {
 		return false, nil
 	}
-	return true, renderPanels("CPU-seconds per 1,000 items by batch size, per process", legend, plots, 2, 2, tallChartHeight, path)
+	return true, renderPanels("CPU-seconds per 1,000 items by batch size, per process", set.legend, set.plots, 2, 2, tallChartHeight, path)
 }
 
 // sloRE reads a ceiling criteria's latency limit ("... p99 < 100ms"),

@@ -54,8 +54,7 @@ func readersOf(p *driver.Point) float64 {
 // "<point>, <design>"), both axes logarithmic; a side whose point failed
 // is marked, never drawn.
 func scaleOutChart(r *driver.Run, path string) (bool, error) {
-	var plots []*plot.Plot
-	var legend []legendEntry
+	var set panelSet
 	// One colour per side and design across the panels, so that one
 	// legend serves them all.
 	colors := map[string]int{}
@@ -104,21 +103,13 @@ func scaleOutChart(r *driver.Run, path string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if p == nil {
-			continue
-		}
-		plots = append(plots, p)
-		for _, e := range lg {
-			if !slices.ContainsFunc(legend, func(o legendEntry) bool { return o.label == e.label }) {
-				legend = append(legend, e)
-			}
-		}
+		set.add(p, lg)
 	}
-	if len(plots) == 0 {
+	if len(set.plots) == 0 {
 		return false, nil
 	}
-	rows := (len(plots) + 1) / 2
-	return true, renderPanels("scale-out: against the number of readers (log scales)", legend, plots, rows, min(len(plots), 2), tallChartHeight, path)
+	rows := (len(set.plots) + 1) / 2
+	return true, renderPanels("scale-out: against the number of readers (log scales)", set.legend, set.plots, rows, min(len(set.plots), 2), tallChartHeight, path)
 }
 
 // readerTicks labels each number of readers the series have.

@@ -111,24 +111,29 @@ func quantiles(m map[string]float64, p50, p99 string) string {
 // sustainCell is the sustainable rate of svc under setting name, from
 // run's search point of pair.
 func sustainCell(run *driver.Run, pair, name, svc string) string {
-	for _, p := range run.Points {
-		if p.Scenario != scenario.DurabilitySustainName(pair) || p.Name != name {
-			continue
-		}
-		m, why := sideMetrics(p, svc)
-		if m == nil {
-			return why
-		}
-		v, ok := m[scenario.MetricSustainable]
-		switch {
-		case !ok:
-			return notRecorded
-		case m[scenario.MetricCapped] == 1:
-			return "≥ " + num(v) + " (the search's top)"
-		}
-		return num(v)
+	m, why := durabilityMetrics(run, scenario.DurabilitySustainName(pair), name, svc)
+	if m == nil {
+		return why
 	}
-	return "not measured"
+	v, ok := m[scenario.MetricSustainable]
+	switch {
+	case !ok:
+		return notRecorded
+	case m[scenario.MetricCapped] == 1:
+		return "≥ " + num(v) + " (the search's top)"
+	}
+	return num(v)
+}
+
+// durabilityMetrics are svc's metrics in run's point of scenario sc
+// under setting name, or why there are none.
+func durabilityMetrics(run *driver.Run, sc, name, svc string) (map[string]float64, string) {
+	for _, p := range run.Points {
+		if p.Scenario == sc && p.Name == name {
+			return sideMetrics(p, svc)
+		}
+	}
+	return nil, "not measured"
 }
 
 // durabilityCPU is the CPU cells of svc's fixed point p: the service's,
