@@ -1150,13 +1150,13 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	cf, cpath, err := experiments.LoadCluster(c.resultsDir)
+	parts, err := experiments.LoadClusterParts(c.resultsDir)
 	if err != nil {
 		return err
 	}
 	src := report.Sources{Raw: rr, Experiments: xf}
 	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(xf, filepath.Base(xpath)),
-		report.FailoverSection(cf, filepath.Base(cpath))); err != nil {
+		report.FailoverSection(parts)); err != nil {
 		return err
 	}
 	if c.readme != "" {
