@@ -5,12 +5,12 @@ import (
 	"strings"
 )
 
-// pgText is a Postgres failover experiment's prose: its sentences, and
-// its figure and notes, how saying what happened to the old primary.
+// pgText is a Postgres failover experiment's prose: t's sentences, with
+// the figure and the notes of them all, how saying what happened to the
+// old primary.
 func pgText(t Text, how string) Text {
-	t.Figure = func(f *Figures) string { return pgFailoverFigure(f, how) }
-	t.Notes = pgFailoverNotes
-	return t
+	return Text{Title: t.Title, Happens: t.Happens, UserMust: t.UserMust,
+		Figure: func(f *Figures) string { return pgFailoverFigure(f, how) }, Notes: pgFailoverNotes}
 }
 
 // pgSwitchoverText is pg-switchover's prose.
