@@ -1189,16 +1189,12 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	src, xfile, cfile, err := report.LoadSources(c.resultsDir)
+	src, xfile, err := report.LoadSources(c.resultsDir)
 	if err != nil {
 		return err
 	}
-	var cf *experiments.File
-	if len(src.Failover) > 0 {
-		cf = src.Failover[0]
-	}
 	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(src.Experiments, xfile),
-		report.FailoverSection(cf, cfile)+report.DurabilitySection(src.Durability, src.DurabilityFile)); err != nil {
+		report.FailoverSection(src.FailoverParts)+report.DurabilitySection(src.Durability, src.DurabilityFile)); err != nil {
 		return err
 	}
 	if c.readme != "" {

@@ -1317,8 +1317,10 @@ cmd_status() {
       pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn) AS replay_behind_bytes, replay_lag
     FROM pg_stat_replication ORDER BY application_name" || bad=1
   local states
-  states="$(psql_tcp "$primary" -d postgres -tAc "SELECT string_agg(sync_state, ',' ORDER BY sync_state DESC)
-    FROM pg_stat_replication WHERE state = 'streaming'" 2>/dev/null || true)"
+  # a consumer streaming a logical slot (no-kafka's) is a row too, async: not a standby
+  states="$(psql_tcp "$primary" -d postgres -tAc "SELECT string_agg(r.sync_state, ',' ORDER BY r.sync_state DESC)
+    FROM pg_stat_replication r WHERE r.state = 'streaming' AND NOT EXISTS (SELECT 1 FROM pg_replication_slots s
+      WHERE s.active_pid = r.pid AND s.slot_type = 'logical')" 2>/dev/null || true)"
   [ "$states" = "sync,async" ] || { echo "expected one sync and one async standby streaming, found: ${states:-none}"; bad=1; }
   local syncname
   syncname="$(psql_tcp "$primary" -d postgres -tAc "SELECT application_name FROM pg_stat_replication WHERE sync_state = 'sync'" 2>/dev/null || true)"

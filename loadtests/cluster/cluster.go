@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Node is one host of the connection string and what it said about itself.
@@ -187,6 +191,62 @@ func replication(ctx context.Context, cfg *pgx.ConnConfig, timeout time.Duration
 	return standbys, version, err
 }
 
+// Roles names a whole cluster's nodes by role: each node's cluster_name,
+// which the cluster profile also gives a standby as its application_name
+// (pg1, pg2, pg3).
+type Roles struct {
+	Primary, Sync, Async string
+	// Top is what Discover found.
+	Top Topology
+}
+
+// DiscoverRoles asks every host of url who is what, and fails unless the
+// cluster is whole: one primary, one sync and one async standby streaming
+// from it, and every host answering.
+func DiscoverRoles(ctx context.Context, url string) (Roles, error) {
+	top, err := Discover(ctx, url, 10*time.Second)
+	if err != nil {
+		return Roles{}, err
+	}
+	s, okS := top.Standby("sync")
+	a, okA := top.Standby("async")
+	if !okS || !okA || s.State != "streaming" || a.State != "streaming" {
+		return Roles{}, errors.New("pg_stat_replication: want one sync and one async standby streaming")
+	}
+	for _, n := range top.Nodes {
+		if n.Err != nil {
+			return Roles{}, n.Err
+		}
+	}
+	cfg, err := HostConfig(url, top.Primary.Host)
+	if err != nil {
+		return Roles{}, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return Roles{}, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var p string
+	err = conn.QueryRow(ctx, "SELECT current_setting('cluster_name')").Scan(&p)
+	return Roles{Primary: p, Sync: s.Name, Async: a.Name, Top: top}, err
+}
+
+// HostConfig is the configuration of host alone of the multi-host
+// connection string url (Hosts), or an error when url does not name it.
+func HostConfig(url, host string) (*pgx.ConnConfig, error) {
+	cfgs, err := Hosts(url)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cfgs {
+		if c.Host == host {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("cluster: the connection string names no host %s", host)
+}
+
 // WaitReplayed waits until the standby conn has replayed the WAL up to
 // lsn (as pg_current_wal_lsn() printed it on the primary), polling every
 // 50 ms until ctx ends.
@@ -231,4 +291,60 @@ func poll(ctx context.Context, check func() (bool, error), timeoutErr func() err
 		case <-t.C:
 		}
 	}
+}
+
+// Seen reads, through a pool on the multi-host URL, the rows a consumer
+// records (deliveries, tasks done), as a reader would see them throughout
+// a promotion: an id it saw on the old primary that the new primary does
+// not hold is a phantom.
+type Seen struct {
+	mu     sync.Mutex
+	ids    map[string]bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartSeen runs query every 50 ms (each run 5 s at most; a failed run is
+// tried again) until Stop. The query takes the largest cursor seen so far
+// as $1 (0 at first) and returns rows of an id (text) and its cursor
+// (bigint): a sequence, or a time in microseconds.
+func StartSeen(ctx context.Context, pool *pgxpool.Pool, query string) *Seen {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &Seen{ids: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		var last int64
+		for ctx.Err() == nil {
+			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+			rows, err := pool.Query(rctx, query, last)
+			if err == nil {
+				for rows.Next() {
+					var id string
+					var cursor int64
+					if rows.Scan(&id, &cursor) == nil {
+						w.mu.Lock()
+						w.ids[id] = true
+						w.mu.Unlock()
+						last = max(last, cursor)
+					}
+				}
+				rows.Close()
+			}
+			rcancel()
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+// Stop ends the reads and returns the ids seen (the same at every call).
+func (w *Seen) Stop() []string {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.AppendSeq(make([]string, 0, len(w.ids)), maps.Keys(w.ids))
 }

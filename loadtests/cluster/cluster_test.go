@@ -61,17 +61,11 @@ func connect(t testing.TB, ctx context.Context, cfg *pgx.ConnConfig) *pgx.Conn {
 // hostConfig returns the configuration of the one host named host.
 func hostConfig(t testing.TB, connString, host string) *pgx.ConnConfig {
 	t.Helper()
-	cfgs, err := Hosts(connString)
+	c, err := HostConfig(connString, host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range cfgs {
-		if c.Host == host {
-			return c
-		}
-	}
-	t.Fatalf("no host %s in the connection string", host)
-	return nil
+	return c
 }
 
 func TestHostsSplitsAMultiHostString(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -69,7 +68,7 @@ func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
 
 			p := startEventProducer(ctx, base)
 			w := startDeliveryWatcher(ctx, pool, schema)
-			t.Cleanup(func() { p.stop(); w.stop() }) // on a failure before they are stopped
+			t.Cleanup(func() { p.stop(); w.Stop() }) // on a failure before they are stopped
 			p.waitAcked(t, 50)
 			if failoverSlots {
 				waitSlotSafe(t, ctx, pool, url, mustStandby(t, r, "sync").Host, slot)
@@ -82,7 +81,7 @@ func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
 				how.name, r.primary, newPrimary, r.top.VersionNum, plugin, len(acked), failed, strings.Join(seen, "; "))
 
 			delivered, missing := waitDelivered(t, ctx, pool, schema, acked)
-			observed := w.stop()
+			observed := w.Stop()
 			var st struct {
 				Delivered  int64 `json:"delivered"`
 				Duplicates int64 `json:"duplicates"`
@@ -200,61 +199,11 @@ func startEventProducer(ctx context.Context, base string) *acker[string] {
 	})
 }
 
-// deliveryWatcher reads, through the multi-host URL, the deliveries the
-// consumer records, as a reader of the log would see them: what it saw
-// on the old primary and the new one is missing is a phantom.
-type deliveryWatcher struct {
-	mu     sync.Mutex
-	seen   map[string]bool
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// startDeliveryWatcher reads schema's deliveries every 50 ms (new rows by
-// seq) until stop.
-func startDeliveryWatcher(ctx context.Context, pool *pgxpool.Pool, schema string) *deliveryWatcher {
-	ctx, cancel := context.WithCancel(ctx)
-	w := &deliveryWatcher{seen: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		var last int64
-		for ctx.Err() == nil {
-			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-			rows, err := pool.Query(rctx, "SELECT id::text, seq FROM "+schema+".deliveries WHERE seq > $1 ORDER BY seq LIMIT 5000", last)
-			if err == nil {
-				for rows.Next() {
-					var id string
-					var seq int64
-					if rows.Scan(&id, &seq) == nil {
-						w.mu.Lock()
-						w.seen[id] = true
-						w.mu.Unlock()
-						last = seq
-					}
-				}
-				rows.Close()
-			}
-			rcancel()
-			select {
-			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}()
-	return w
-}
-
-// stop ends the reads and returns the ids seen delivered.
-func (w *deliveryWatcher) stop() []string {
-	w.cancel()
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ids := make([]string, 0, len(w.seen))
-	for id := range w.seen {
-		ids = append(ids, id)
-	}
-	return ids
+// startDeliveryWatcher reads schema's deliveries (new rows by seq)
+// through pool until Stop: what it saw on the old primary and the new one
+// is missing is a phantom.
+func startDeliveryWatcher(ctx context.Context, pool *pgxpool.Pool, schema string) *Seen {
+	return StartSeen(ctx, pool, "SELECT id::text, seq FROM "+schema+".deliveries WHERE seq > $1 ORDER BY seq LIMIT 5000")
 }
 
 // waitDelivered waits (up to 3 minutes) until every event of ids has a

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,42 +101,8 @@ func wholePG(t testing.TB, ctx context.Context, url string) pgRoles {
 }
 
 func discoverRoles(ctx context.Context, url string) (pgRoles, error) {
-	top, err := Discover(ctx, url, 10*time.Second)
-	if err != nil {
-		return pgRoles{}, err
-	}
-	s, okS := top.Standby("sync")
-	a, okA := top.Standby("async")
-	if !okS || !okA || s.State != "streaming" || a.State != "streaming" {
-		return pgRoles{}, errors.New("pg_stat_replication: want one sync and one async standby streaming")
-	}
-	for _, n := range top.Nodes {
-		if n.Err != nil {
-			return pgRoles{}, n.Err
-		}
-	}
-	conn, err := pgx.ConnectConfig(ctx, hostConfigOf(url, top.Primary.Host))
-	if err != nil {
-		return pgRoles{}, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	p, err := nodeName(ctx, conn)
-	return pgRoles{primary: p, sync: s.Name, async: a.Name, top: top}, err
-}
-
-// hostConfigOf is hostConfig without a test: the configuration of host
-// alone (nil when the string does not name it).
-func hostConfigOf(url, host string) *pgx.ConnConfig {
-	cfgs, err := Hosts(url)
-	if err != nil {
-		return nil
-	}
-	for _, c := range cfgs {
-		if c.Host == host {
-			return c
-		}
-	}
-	return nil
+	r, err := DiscoverRoles(ctx, url)
+	return pgRoles{primary: r.Primary, sync: r.Sync, async: r.Async, top: r.Top}, err
 }
 
 // promoteSync promotes the synchronous standby of the whole cluster r

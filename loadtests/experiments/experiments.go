@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +60,12 @@ type Env struct {
 	// prints); empty when the profile does not run, and then the
 	// experiments that need it report "not run".
 	ClusterRabbitMQURLs []string
+	// ClusterDatabaseURL is the cluster profile's multi-host Postgres URL
+	// (CLUSTER_DATABASE_URL, `bash scripts/cluster.sh env running`:
+	// target_session_attrs=read-write); empty when the profile's Postgres
+	// does not run: the Postgres failover experiments then report why
+	// they did not run.
+	ClusterDatabaseURL string
 	// Root is the repository root (services are built from it).
 	Root string
 	// CompareBindirs are the bin directories of other PostgreSQL versions
@@ -179,7 +187,7 @@ func All() []Experiment {
 // make results never needs the profile; -only names them. Without the
 // profile each reports "not run" and why.
 func Cluster() []Experiment {
-	return slices.Concat(kafkaClusterExperiments(), rabbitmqClusterExperiments())
+	return slices.Concat(kafkaClusterExperiments(), rabbitmqClusterExperiments(), pgFailoverExperiments())
 }
 
 // Known returns All and Cluster: every experiment -only accepts.
@@ -206,7 +214,7 @@ func ParseSize(s string) (Size, error) {
 
 // WithDefaults fills the empty fields of e from the environment
 // (DATABASE_URL, PGBOUNCER_URL, RABBITMQ_URL, KAFKA_BROKERS,
-// CLUSTER_KAFKA_BROKERS, CLUSTER_RABBITMQ_URLS) or the stack's defaults, and Root from the
+// CLUSTER_KAFKA_BROKERS, CLUSTER_RABBITMQ_URLS, CLUSTER_DATABASE_URL) or the stack's defaults, and Root from the
 // working directory.
 func (e Env) WithDefaults() Env {
 	if e.PostgresURL == "" {
@@ -226,6 +234,9 @@ func (e Env) WithDefaults() Env {
 	}
 	if v := strings.TrimSpace(os.Getenv("CLUSTER_RABBITMQ_URLS")); len(e.ClusterRabbitMQURLs) == 0 && v != "" {
 		e.ClusterRabbitMQURLs = strings.Split(v, ",")
+	}
+	if e.ClusterDatabaseURL == "" {
+		e.ClusterDatabaseURL = strings.TrimSpace(os.Getenv("CLUSTER_DATABASE_URL"))
 	}
 	if e.Root == "" {
 		if root, err := launch.Root(); err == nil {
@@ -394,18 +405,113 @@ func loadNewest(dir, suffix string) (*File, string, error) {
 		return nil, "", nil
 	}
 	path := m[len(m)-1] // names start with a sortable UTC timestamp
+	f, err := loadFile(path)
+	return f, path, err
+}
+
+// loadFile reads one results file of either schema.
+func loadFile(path string) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	var f File
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if f.SchemaVersion != SchemaVersion && f.SchemaVersion != legacySchema {
-		return nil, "", fmt.Errorf("%s: schema %d, this driver reads %d and %d", path, f.SchemaVersion, legacySchema, SchemaVersion)
+		return nil, fmt.Errorf("%s: schema %d, this driver reads %d and %d", path, f.SchemaVersion, legacySchema, SchemaVersion)
 	}
-	return &f, path, nil
+	return &f, nil
+}
+
+// ClusterPart is one part of RESULTS.md's "Replicated and failover"
+// section: some results of one failover file.
+type ClusterPart struct {
+	// File is the file with its Results narrowed to the part's; Name is
+	// its base name in results/.
+	File *File
+	Name string
+	// PGMajor is the PostgreSQL major version of a part of Postgres
+	// failover experiments (IsPostgresFailover); 0 for the RabbitMQ and
+	// Kafka experiments' part.
+	PGMajor int
+}
+
+// LoadClusterParts reads every dir/*-failover.json and returns what the
+// section shows: the RabbitMQ and Kafka experiments of the newest file
+// that holds any of them (as LoadCluster would), then, for each
+// PostgreSQL major version, the Postgres failover experiments of the
+// newest file that holds any run on it, the oldest version first. So a
+// run on 18 does not hide the newest run on 15, nor a run of the brokers'
+// experiments either. Empty and no error when there is no file.
+func LoadClusterParts(dir string) ([]ClusterPart, error) {
+	m, _ := filepath.Glob(filepath.Join(dir, "*"+ClusterFileSuffix))
+	var brokers []ClusterPart
+	pg := map[int]ClusterPart{}
+	for i := len(m) - 1; i >= 0; i-- { // newest first
+		f, err := loadFile(m[i])
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range splitClusterFile(f, filepath.Base(m[i])) {
+			if _, seen := pg[p.PGMajor]; p.PGMajor > 0 && !seen {
+				pg[p.PGMajor] = p
+			}
+			if p.PGMajor == 0 && len(brokers) == 0 {
+				brokers = append(brokers, p)
+			}
+		}
+	}
+	majors := slices.Sorted(maps.Keys(pg))
+	for _, v := range majors {
+		brokers = append(brokers, pg[v])
+	}
+	return brokers, nil
+}
+
+// splitClusterFile divides f's results into its parts: the others, then
+// the Postgres failover experiments by major version. A Postgres result
+// whose version is unknown (it did not reach the cluster: "not run") is
+// left out: it says nothing about either version.
+func splitClusterFile(f *File, name string) []ClusterPart {
+	byMajor := map[int][]Result{}
+	for _, r := range f.Results {
+		v := 0
+		if IsPostgresFailover(r.Name) {
+			if v = PGMajor(r); v <= 0 {
+				continue
+			}
+		}
+		byMajor[v] = append(byMajor[v], r)
+	}
+	var parts []ClusterPart
+	for _, v := range slices.Sorted(maps.Keys(byMajor)) {
+		g := *f
+		g.Results = byMajor[v]
+		parts = append(parts, ClusterPart{File: &g, Name: name, PGMajor: v})
+	}
+	return parts
+}
+
+// IsPostgresFailover reports whether the experiment named name is one of
+// the Postgres failover experiments (pg-switchover, pg-failover-sync,
+// pg-failover-async).
+func IsPostgresFailover(name string) bool {
+	return slices.ContainsFunc(pgFailoverExperiments(), func(x Experiment) bool { return x.Name == name })
+}
+
+// PGMajor is the PostgreSQL major version a result ran on: its
+// server_version_num metric (150018: 15), else the leading number of its
+// server_version setting; 0 when it has neither (an experiment that could
+// not measure may not).
+func PGMajor(r Result) int {
+	if n := r.Metrics["server_version_num"]; n >= 100000 {
+		return int(n) / 10000
+	}
+	v, _, _ := strings.Cut(r.Settings["server_version"], ".")
+	n, _ := strconv.Atoi(strings.TrimSpace(v))
+	return n
 }
 
 // Find returns the result named name, if f holds it.

@@ -91,9 +91,11 @@ func (o *leaderOutcome) measure(ctx context.Context, k *kafkaCluster, pg *pgx.Co
 	return err
 }
 
-// readDeliveries reads the deliveries table: each delivered id and when.
-func readDeliveries(ctx context.Context, pg *pgx.Conn, deliveries string) (map[string]time.Time, error) {
-	rows, err := pg.Query(ctx, `SELECT id::text, delivered_at FROM `+deliveries)
+// readDeliveries reads each delivered id and when (delivered_at) from
+// from: the deliveries table, or a table with a WHERE clause whose rows
+// have an id and a delivered_at.
+func readDeliveries(ctx context.Context, pg *pgx.Conn, from string) (map[string]time.Time, error) {
+	rows, err := pg.Query(ctx, `SELECT id::text, delivered_at FROM `+from)
 	if err != nil {
 		return nil, fmt.Errorf("read deliveries: %w", err)
 	}

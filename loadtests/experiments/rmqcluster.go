@@ -126,9 +126,16 @@ func (c *rmqCluster) dial(i int) (*amqp.Connection, error) {
 // run runs scripts/cluster.sh with args (the environment passed on, so
 // STACK_DIR holds), for at most timeout, and returns its output.
 func (c *rmqCluster) run(ctx context.Context, timeout time.Duration, args ...string) (string, error) {
+	return runClusterScript(ctx, c.script, timeout, args...)
+}
+
+// runClusterScript runs script (scripts/cluster.sh) with args, the
+// environment passed on (STACK_DIR), for at most timeout, and returns its
+// output; its error quotes the output's last lines.
+func runClusterScript(ctx context.Context, script string, timeout time.Duration, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{c.script}, args...)...)
+	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
@@ -41,11 +42,40 @@ var failExtractors = map[string]map[string]failExtractor{
 	pairs.Queue: {
 		experiments.RabbitMQLeaderKill: rmqCases("quorum queue's leader killed"),
 		experiments.RabbitMQLeaderCut:  rmqCases("quorum queue's leader cut off"),
+		experiments.PGSwitchover:       pgCases("queue", pgFaults[experiments.PGSwitchover]),
+		experiments.PGFailoverSync:     pgCases("queue", pgFaults[experiments.PGFailoverSync]),
+		experiments.PGFailoverAsync:    pgCases("queue", pgFaults[experiments.PGFailoverAsync]),
 	},
 	pairs.Log: {
 		experiments.KafkaLeaderKill: kafkaCases,
 		experiments.KafkaLeaderCut:  kafkaCases,
+		experiments.PGSwitchover:    pgCases("log", pgFaults[experiments.PGSwitchover]),
+		experiments.PGFailoverSync:  pgCases("log", pgFaults[experiments.PGFailoverSync]),
+		experiments.PGFailoverAsync: pgCases("log", pgFaults[experiments.PGFailoverAsync]),
 	},
+}
+
+// pgFaults names the Postgres failover experiments' faults for the card.
+var pgFaults = map[string]string{
+	experiments.PGSwitchover:    "switchover",
+	experiments.PGFailoverSync:  "primary killed, synchronous standby promoted",
+	experiments.PGFailoverAsync: "primary killed, asynchronous standby promoted",
+}
+
+// pgCases reads a Postgres failover experiment: the case of its side key
+// ("queue": no-rabbitmq, "log": no-kafka), under "Postgres <major>"; the
+// asynchronous standby's loss allowed.
+func pgCases(key, label string) failExtractor {
+	return func(r experiments.Result) []failCase {
+		side := "Postgres"
+		if v := experiments.PGMajor(r); v > 0 {
+			side += " " + strconv.Itoa(v)
+		}
+		m := func(k string) float64 { return r.Metrics[key+"."+k] }
+		back := m("writes_resume_s")
+		return []failCase{{side: side, label: label, lost: m("lost") + m("phantom"), acked: m("acked"),
+			backS: back, back: back >= 0 && r.Metrics != nil, allowed: r.Name == experiments.PGFailoverAsync, failed: r.Error}}
+	}
 }
 
 // rmqCases reads a RabbitMQ failover experiment: one case.
@@ -125,16 +155,35 @@ func failoverText(pair string, files []*experiments.File) string {
 
 // sideFailover sums one side's cases: the faults, the acknowledged
 // writes lost of those answered, and the range of times until writes
-// came back (or why a case has none).
+// came back (or why a case has none). When some of the side's cases
+// allow a loss and others do not (an asynchronous standby promoted,
+// beside the synchronous one), the allowed ones are summed apart, so
+// that a loss the design does not allow never hides among them.
 func sideFailover(side string, all []failCase) string {
+	var strict, allowed []failCase
+	for _, c := range all {
+		switch {
+		case c.side != side:
+		case c.allowed:
+			allowed = append(allowed, c)
+		default:
+			strict = append(strict, c)
+		}
+	}
+	if len(strict) == 0 || len(allowed) == 0 {
+		return side + ": " + sumCases(append(strict, allowed...))
+	}
+	return side + ": " + sumCases(strict) + "; " + sumCases(allowed)
+}
+
+// sumCases sums cases into one clause; a loss is said to be allowed when
+// every case allows it.
+func sumCases(cases []failCase) string {
 	var labels, failed []string
 	var lost, acked float64
 	lo, hi, notBack := -1.0, 0.0, 0
-	allowed := false
-	for _, c := range all {
-		if c.side != side {
-			continue
-		}
+	allowed := true
+	for _, c := range cases {
 		if c.failed != "" {
 			failed = append(failed, c.label+": failed: "+c.failed)
 			continue
@@ -142,7 +191,7 @@ func sideFailover(side string, all []failCase) string {
 		labels = append(labels, c.label)
 		lost += c.lost
 		acked += c.acked
-		allowed = allowed || c.allowed
+		allowed = allowed && c.allowed
 		switch {
 		case !c.back:
 			notBack++
@@ -152,16 +201,16 @@ func sideFailover(side string, all []failCase) string {
 			lo, hi = min(lo, c.backS), max(hi, c.backS)
 		}
 	}
-	s := side + ": "
+	var s string
 	if len(labels) > 0 {
-		s += fmt.Sprintf("%s of %s acknowledged writes lost over %s (%s)", count(int64(lost)), count(int64(acked)), faults(len(labels)), strings.Join(labels, ", "))
+		s = fmt.Sprintf("%s of %s acknowledged writes lost over %s (%s)", count(int64(lost)), count(int64(acked)), faults(len(labels)), strings.Join(labels, ", "))
 		if allowed && lost > 0 {
 			s += ", a loss these settings allow"
 		}
 		s += ", " + backRange(lo, hi, notBack)
 	}
 	if len(failed) > 0 {
-		if len(labels) > 0 {
+		if s != "" {
 			s += "; "
 		}
 		s += strings.Join(failed, "; ")

@@ -86,3 +86,17 @@ func TestLoseNothingPricesEachSideOrSaysWhy(t *testing.T) {
 		t.Errorf("cache: %q", got)
 	}
 }
+
+func TestFailoverLineKeepsAnAllowedLossApart(t *testing.T) {
+	pg := func(name string, lost float64) experiments.Result {
+		return experiments.Result{Name: name, Metrics: map[string]float64{"server_version_num": 150018,
+			"queue.acked": 100, "queue.lost": lost, "queue.writes_resume_s": 4}}
+	}
+	f := &experiments.File{Results: []experiments.Result{pg(experiments.PGSwitchover, 0), pg(experiments.PGFailoverSync, 2), pg(experiments.PGFailoverAsync, 40)}}
+	got := failoverText(pairs.Queue, []*experiments.File{f})
+	want := "Postgres 15: 2 of 200 acknowledged writes lost over 2 faults (switchover, primary killed, synchronous standby promoted), writes back after 4 s; " +
+		"40 of 100 acknowledged writes lost over 1 fault (primary killed, asynchronous standby promoted), a loss these settings allow, writes back after 4 s"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

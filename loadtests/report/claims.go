@@ -756,9 +756,11 @@ type Sources struct {
 	// event store's), for the server versions they measured (Write sets
 	// them).
 	Bench []*driver.Run
-	// Failover are the cluster profile's experiments' results files
-	// (experiments.LoadCluster), for the cards' failover lines.
-	Failover []*experiments.File
+	// FailoverParts are the cluster profile's experiments' results
+	// (experiments.LoadClusterParts); Failover their files, narrowed to
+	// each part's results, for the cards' failover lines and the chart.
+	FailoverParts []experiments.ClusterPart
+	Failover      []*experiments.File
 	// Durability is the durability scenario's run (NewestDurability), for
 	// the cards' cost of losing nothing; DurabilityFile its file's name.
 	Durability     *driver.Run

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,11 +36,13 @@ func FailureModesSection(f *experiments.File, file string) string {
 const FailoverTitle = "Replicated and failover"
 
 // FailoverSection renders RESULTS.md's section of the cluster profile's
-// experiments (experiments.Cluster) from their results file f (named file
-// in results/), as FailureModesSection does the single-node ones'. With no
-// file it says how to make one: they need the cluster profile up, so
-// make results does not run them.
-func FailoverSection(f *experiments.File, file string) string {
+// experiments (experiments.Cluster) from their parts
+// (experiments.LoadClusterParts): the RabbitMQ and Kafka experiments of
+// their newest results file, then the Postgres failover experiments of
+// the newest file of each PostgreSQL major version, each part a table as
+// FailureModesSection's. With no part it says how to make one: they need
+// the cluster profile up, so make results does not run them.
+func FailoverSection(parts []experiments.ClusterPart) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("## %s\n\n", FailoverTitle)
@@ -47,14 +50,25 @@ func FailoverSection(f *experiments.File, file string) string {
 	w("([docs/cluster.md](docs/cluster.md): each node in its own network namespace on this machine): ")
 	w("`make up-cluster`, then `eval \"$(bash scripts/cluster.sh env running)\"; go run ./loadtests experiments -only <names>` (root; not part of `make results`, which runs on the single-node stack). ")
 	w("Acknowledged means answered 2xx to the client; duplicated, delivered twice; phantom, delivered to a consumer but absent from the log or table afterwards ([docs/experiments.md](docs/experiments.md) defines each per experiment). ")
-	w("The last column must be 0 unless the experiment demonstrates a loss its settings allow (such as `acks=1`). ")
-	w("The Postgres side's failover (a standby promoted under load) is not an experiment here yet: ")
-	w("the tests across a promotion ([docs/cluster.md](docs/cluster.md#the-tests): no-rabbitmq and no-kafka on PostgreSQL 15 and 18) check that it loses no acknowledged write, and do not time it.\n\n")
-	if f == nil || len(f.Results) == 0 {
+	w("The last column must be 0 unless the experiment demonstrates a loss its settings allow (such as `acks=1`, or promoting an asynchronous standby). ")
+	w("The Postgres side's failover (`%s`, `%s`, `%s`: a standby promoted while the queue and the log pair's Postgres sides both run on the cluster's multi-host URL) runs on PostgreSQL 15 and on 18, whose logical slots differ across a promotion: ", experiments.PGSwitchover, experiments.PGFailoverSync, experiments.PGFailoverAsync)
+	w("below are the newest run of the RabbitMQ and Kafka experiments, then the newest run of the Postgres ones on each major version, each from its own results file.\n\n")
+	if len(parts) == 0 {
 		w("No results file of the cluster experiments (`results/*%s`) was found: none has run against the cluster profile yet.\n", experiments.ClusterFileSuffix)
 		return b.String()
 	}
-	experimentsTable(&b, f, file)
+	if !slices.ContainsFunc(parts, func(p experiments.ClusterPart) bool { return p.PGMajor > 0 }) {
+		w("No run of the Postgres failover experiments is in `results/` yet.\n\n")
+	}
+	for i, p := range parts {
+		if i > 0 {
+			w("\n")
+		}
+		if p.PGMajor > 0 {
+			w("### PostgreSQL %d\n\n", p.PGMajor)
+		}
+		experimentsTable(&b, p.File, p.Name)
+	}
 	return b.String()
 }
 

@@ -143,14 +143,73 @@ func TestFailoverSection(t *testing.T) {
 	if err != nil || cf == nil || len(cf.Results) != 1 || !strings.HasSuffix(cpath, experiments.ClusterFileSuffix) {
 		t.Fatalf("LoadCluster read %+v from %s (%v)", cf, cpath, err)
 	}
-	got := FailoverSection(cf, filepath.Base(cpath))
+	parts, err := experiments.LoadClusterParts(dir)
+	if err != nil || len(parts) != 1 || parts[0].Name != filepath.Base(cpath) {
+		t.Fatalf("LoadClusterParts read %+v (%v), want the one file %s", parts, err, cpath)
+	}
+	got := FailoverSection(parts)
 	wantContains(t, "failover section", got, "## "+FailoverTitle, "(`"+cluster.Results[0].Name+"`, 42s)",
 		"not measured: not run: CLUSTER_KAFKA_BROKERS is not set", "| not measured |")
-	if none := FailoverSection(nil, ""); !strings.Contains(none, "none has run") || strings.Contains(none, "| experiment |") {
+	if none := FailoverSection(nil); !strings.Contains(none, "none has run") || strings.Contains(none, "| experiment |") {
 		t.Errorf("without a file:\n%s", none)
 	}
 	single1, cluster1 := experiments.Split(experiments.Known())
 	if len(single1) != len(experiments.All()) || len(cluster1) != len(experiments.Cluster()) {
 		t.Errorf("Split(Known) = %d single, %d cluster; want %d and %d", len(single1), len(cluster1), len(experiments.All()), len(experiments.Cluster()))
+	}
+}
+
+// TestFailoverSectionPicksEachPostgresVersion: the Postgres failover
+// experiments run on 15 and on 18, each run writing a file of its own;
+// the section shows the newest run of each major version, and the
+// RabbitMQ and Kafka experiments of the newest file that holds them, so
+// that no run hides another version's.
+func TestFailoverSectionPicksEachPostgresVersion(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	pg := func(version string, num float64, lost int64) experiments.Result {
+		return experiments.Result{Name: experiments.PGSwitchover, AckedLost: lost, Metrics: map[string]float64{"server_version_num": num},
+			Settings: map[string]string{"server_version": version}}
+	}
+	files := []experiments.File{
+		{Started: at, Results: []experiments.Result{{Name: experiments.KafkaLeaderKill, Error: "not run: old"}, pg("15.18", 150018, 7)}},
+		{Started: at.Add(time.Hour), Results: []experiments.Result{pg("18.4", 180004, 0)}},
+		{Started: at.Add(2 * time.Hour), Results: []experiments.Result{pg("15.18", 150018, 0),
+			{Name: experiments.PGFailoverSync, AckedLost: -1, Error: "not run: CLUSTER_DATABASE_URL is not set"}}},
+	}
+	var names []string
+	for _, f := range files {
+		f.SchemaVersion, f.Size = experiments.SchemaVersion, "small"
+		path, err := experiments.Write(dir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, filepath.Base(path))
+	}
+	parts, err := experiments.LoadClusterParts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		name    string
+		major   int
+		results int
+	}
+	wants := []want{{names[0], 0, 1}, {names[2], 15, 1}, {names[1], 18, 1}}
+	if len(parts) != len(wants) {
+		t.Fatalf("%d parts, want %d: %+v", len(parts), len(wants), parts)
+	}
+	for i, w := range wants {
+		if p := parts[i]; p.Name != w.name || p.PGMajor != w.major || len(p.File.Results) != w.results {
+			t.Errorf("part %d: %s, PostgreSQL %d, %d results; want %s, %d, %d", i, p.Name, p.PGMajor, len(p.File.Results), w.name, w.major, w.results)
+		}
+	}
+	if parts[1].File.Results[0].AckedLost != 0 {
+		t.Errorf("the 15 part is not the newest run on 15: %+v", parts[1].File.Results)
+	}
+	got := FailoverSection(parts)
+	wantContains(t, "failover section", got, "### PostgreSQL 15", "### PostgreSQL 18", "From `results/"+names[2]+"`", "From `results/"+names[1]+"`", "From `results/"+names[0]+"`")
+	if strings.Index(got, "### PostgreSQL 15") > strings.Index(got, "### PostgreSQL 18") {
+		t.Errorf("15 after 18:\n%s", got)
 	}
 }

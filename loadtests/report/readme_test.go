@@ -47,7 +47,7 @@ func reportRuns(t testing.TB) ([]*driver.Run, Sources, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, xfile, _, err := LoadSources(dir)
+	src, xfile, err := LoadSources(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestFindingsLinkToRealHeadings(t *testing.T) {
 	var b bytes.Buffer
 	Markdown(&b, runs, map[string]string{}, "docs/results", time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
 	b.WriteString(eventStoreSection(es))
-	b.WriteString(FailoverSection(nil, ""))
+	b.WriteString(FailoverSection(nil))
 	headings := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^## (.*)$`).FindAllStringSubmatch(b.String(), -1) {
 		headings[anchor(m[1])] = true

@@ -11,30 +11,29 @@ import (
 )
 
 // LoadSources reads the Sources of the results directory dir: the raw
-// loops, the newest experiments file, the cluster experiments' files and
-// the durability run (NewestDurability). It also returns the base names
-// of the experiments and the cluster files the sections cite ("" for
-// none). Bench is left to the caller.
-func LoadSources(dir string) (src Sources, xfile, cfile string, err error) {
+// loops, the newest experiments file, the cluster experiments' parts
+// (experiments.LoadClusterParts) and the durability run
+// (NewestDurability). It also returns the base name of the experiments
+// file the section cites ("" for none). Bench is left to the caller.
+func LoadSources(dir string) (src Sources, xfile string, err error) {
 	if src.Raw, err = raw.Load(dir); err != nil {
-		return src, "", "", err
+		return src, "", err
 	}
 	xf, xpath, err := experiments.Load(dir)
 	if err != nil {
-		return src, "", "", err
+		return src, "", err
 	}
-	cf, cpath, err := experiments.LoadCluster(dir)
-	if err != nil {
-		return src, "", "", err
+	if src.FailoverParts, err = experiments.LoadClusterParts(dir); err != nil {
+		return src, "", err
+	}
+	for _, p := range src.FailoverParts {
+		src.Failover = append(src.Failover, p.File)
 	}
 	if src.Durability, src.DurabilityFile, err = NewestDurability(dir); err != nil {
-		return src, "", "", err
+		return src, "", err
 	}
 	src.Experiments = xf
-	if cf != nil {
-		src.Failover = []*experiments.File{cf}
-	}
-	return src, base(xpath), base(cpath), nil
+	return src, base(xpath), nil
 }
 
 // base is filepath.Base of a path, "" for "".

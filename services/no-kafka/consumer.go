@@ -526,14 +526,14 @@ func (c *consumer) stream(ctx context.Context) error {
 					break drain
 				}
 			}
-			if err := c.flush(ctx, pending); err != nil {
+			if err := c.flushStreaming(ctx, pending); err != nil {
 				if ctx.Err() != nil {
 					// Stop or Abort interrupted the batch: pending is
 					// intact, and finish records and confirms it on a
 					// graceful stop.
 					return finish()
 				}
-				return err
+				return fmt.Errorf("recording deliveries: %w", err)
 			}
 			pending = pending[:0]
 			confirmed = candidate
@@ -558,6 +558,31 @@ func (c *consumer) stream(ctx context.Context) error {
 func endCopy(conn *pgconn.PgConn) {
 	_ = conn.Conn().SetDeadline(time.Now().Add(5 * time.Second))
 	_, _ = pglogrepl.SendStandbyCopyDone(context.Background(), conn)
+}
+
+// flushRetryFor bounds the retries of a batch's recording while the
+// stream is open (flushStreaming), once an attempt has failed.
+const flushRetryFor = 2 * time.Second
+
+// flushStreaming records a batch as flush does, but once an attempt has
+// failed retries for flushRetryFor only, then returns the error: the
+// stream ends with the batch unconfirmed (the slot sends it again:
+// at-least-once), so that a consumer that cannot record does not hold the
+// slot's walsender. A primary's fast shutdown (a switchover) waits until
+// each logical walsender has had everything it sent confirmed, and this
+// consumer records its deliveries on that same server, which no longer
+// takes them: retrying with the stream open held the shutdown until
+// wal_sender_timeout (60 s; seen in the pg-switchover experiment). The
+// first attempt is not bounded: a slow batch is not a failed one.
+func (c *consumer) flushStreaming(ctx context.Context, batch []logc.Delivery) error {
+	err := c.deliver.Deliver(ctx, batch)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	c.logger.Warn("recording deliveries failed; retrying", "err", err, "events", len(batch), "for", flushRetryFor)
+	rctx, cancel := context.WithTimeout(ctx, flushRetryFor)
+	defer cancel()
+	return c.flush(rctx, batch)
 }
 
 // flush records a batch, retrying while the database is unreachable: an
