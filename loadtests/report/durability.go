@@ -151,8 +151,9 @@ func durabilityCPU(p driver.Point, svc string) []string {
 	}
 	var nodes []string
 	for k := range m {
-		g, ok := strings.CutPrefix(k, "cpu.")
-		if g, ok = strings.CutSuffix(g, ".per_1k"); ok && g != scenario.DurabilityServiceGroup && g != "total" {
+		g, isCPU := strings.CutPrefix(k, "cpu.")
+		g, perThousand := strings.CutSuffix(g, ".per_1k")
+		if isCPU && perThousand && g != scenario.DurabilityServiceGroup && g != "total" {
 			nodes = append(nodes, g)
 		}
 	}
