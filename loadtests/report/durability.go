@@ -29,7 +29,8 @@ func DurabilitySection(run *driver.Run, file string) string {
 	w("`go run ./loadtests durability` (root, the cluster profile up; part of `make results` when its three clusters run). ")
 	w("Acknowledged: the write's 2xx answer, single items at a fixed rate; end to end: send→processed (queue) or write→delivered (log) at that rate; ")
 	w("sustainable: the throughput section's search (backlog flat, end-to-end p99 under %s) in batches; ", scenario.SustainSLO)
-	w("CPU-seconds per 1,000 items at the fixed rate, read from each process's own counters: the service, and each node of the servers the side uses (idle time included).\n\n")
+	w("CPU-seconds per 1,000 items at the fixed rate, read from each process's own counters: the service, and each node of the servers the side uses (idle time included). ")
+	w("Each configuration is measured once, one after the other, on one 2-core machine whose nodes share those cores (the standbys' round trip is a veth pair, not a network): a difference between two rows that a second run could reverse decides nothing, and no verdict is drawn from this table.\n\n")
 	switch {
 	case run == nil:
 		w("No results file of the durability scenario (`results/*-%s.json`) was found: it has not run against the cluster profile yet.\n", scenario.DurabilityCommand)
