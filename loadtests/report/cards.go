@@ -146,7 +146,7 @@ func Verdicts(all []*driver.Run, src ...Sources) []Verdict {
 func verdictsOf(in *inputs, src Sources) []Verdict {
 	vs := []Verdict{queueVerdict(in), logVerdict(in), documentsVerdict(in), eventStoreVerdict(in), cacheVerdict(in)}
 	for i := range vs {
-		vs[i].Failover = failoverText(vs[i].Pair, src.Failover)
+		vs[i].Failover = failoverText(vs[i].Pair, src.FailoverParts)
 		vs[i].LoseNothing = loseNothingText(vs[i].Pair, src.Durability)
 	}
 	return vs

@@ -116,14 +116,14 @@ func kafkaCases(r experiments.Result) []failCase {
 }
 
 // failCasesOf reads every case of pair from the cluster experiments'
-// files.
-func failCasesOf(pair string, files []*experiments.File) []failCase {
+// parts.
+func failCasesOf(pair string, parts []experiments.ClusterPart) []failCase {
 	var cs []failCase
-	for _, f := range files {
-		if f == nil {
+	for _, part := range parts {
+		if part.File == nil {
 			continue
 		}
-		for _, r := range f.Results {
+		for _, r := range part.File.Results {
 			if x := failExtractors[pair][r.Name]; x != nil {
 				cs = append(cs, x(r)...)
 			}
@@ -135,11 +135,11 @@ func failCasesOf(pair string, files []*experiments.File) []failCase {
 // failoverText is the card's failover line for pair: per side, what the
 // faults lost and how soon writes came back; "" when the pair has no
 // failover experiment at all.
-func failoverText(pair string, files []*experiments.File) string {
+func failoverText(pair string, parts []experiments.ClusterPart) string {
 	if len(failExtractors[pair]) == 0 {
 		return ""
 	}
-	cs := failCasesOf(pair, files)
+	cs := failCasesOf(pair, parts)
 	if len(cs) == 0 {
 		return "not measured: no results of the cluster profile's experiments (`results/*" + experiments.ClusterFileSuffix + "`)"
 	}
@@ -149,11 +149,11 @@ func failoverText(pair string, files []*experiments.File) string {
 			sides = append(sides, c.side)
 		}
 	}
-	var parts []string
+	var clauses []string
 	for _, side := range sides {
-		parts = append(parts, sideFailover(side, cs))
+		clauses = append(clauses, sideFailover(side, cs))
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(clauses, "; ")
 }
 
 // sideFailover sums one side's cases: the faults, the acknowledged

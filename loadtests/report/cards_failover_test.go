@@ -20,7 +20,7 @@ func TestFailoverLineSaysWhatWasLostAndWhatFailed(t *testing.T) {
 			"isolate.acks_all.acked": 800, "isolate.acks_all.appends_resume_s": 29,
 			"isolate.acks_1.acked": 2000, "isolate.acks_1.lost": 1260, "isolate.acks_1.appends_resume_s": 26}},
 	}}
-	files := []*experiments.File{f}
+	files := []experiments.ClusterPart{{File: f}}
 	q := failoverText(pairs.Queue, files)
 	for _, want := range []string{"RabbitMQ: 0 of 1,500 acknowledged writes lost over 2 faults", "writes back after 0.20 s (after 1 fault: not back within the run)"} {
 		if !strings.Contains(q, want) {
@@ -49,7 +49,7 @@ func TestFailoverChartMarksWhatHasNoFigure(t *testing.T) {
 		{Name: experiments.KafkaLeaderCut, Settings: map[string]string{"cases": "cut.acks_all"}, Metrics: map[string]float64{"cut.acks_all.acked": 10, "cut.acks_all.appends_resume_s": 15}},
 	}}
 	path := filepath.Join(t.TempDir(), failoverFile)
-	ok, err := failoverChart([]*experiments.File{f}, path)
+	ok, err := failoverChart([]experiments.ClusterPart{{File: f}}, path)
 	if err != nil || !ok {
 		t.Fatalf("drawn %v, %v", ok, err)
 	}
@@ -93,7 +93,7 @@ func TestFailoverLineKeepsAnAllowedLossApart(t *testing.T) {
 			"queue.acked": 100, "queue.lost": lost, "queue.writes_resume_s": 4}}
 	}
 	f := &experiments.File{Results: []experiments.Result{pg(experiments.PGSwitchover, 0), pg(experiments.PGFailoverSync, 2), pg(experiments.PGFailoverAsync, 40)}}
-	got := failoverText(pairs.Queue, []*experiments.File{f})
+	got := failoverText(pairs.Queue, []experiments.ClusterPart{{File: f}})
 	want := "Postgres 15: 2 of 200 acknowledged writes lost over 2 faults (switchover, primary killed, synchronous standby promoted), writes back after 4 s; " +
 		"40 of 100 acknowledged writes lost over 1 fault (primary killed, asynchronous standby promoted), a loss these settings allow, writes back after 4 s"
 	if got != want {

@@ -20,14 +20,14 @@ var failoverPanels = []struct{ pair, title string }{
 }
 
 // failoverChart draws, per pair, when writes came back after each fault
-// of the cluster experiments in files: one group per fault, one bar per
+// of the cluster experiments' parts: one group per fault, one bar per
 // side. A failed experiment, or writes not back within the run, is a
 // mark, never a bar. false when no value is valid.
-func failoverChart(files []*experiments.File, path string) (bool, error) {
+func failoverChart(parts []experiments.ClusterPart, path string) (bool, error) {
 	var set panelSet
 	colors := map[string]color.Color{}
 	for _, pn := range failoverPanels {
-		cs := failCasesOf(pn.pair, files)
+		cs := failCasesOf(pn.pair, parts)
 		var groups, sides []string
 		for _, c := range cs {
 			if !slices.Contains(groups, c.label) {

@@ -516,7 +516,7 @@ func pairCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 	errs = append(errs, add("notify", notifyFile, ok, err))
 	ok, err = eventStoreChart(es, filepath.Join(dir, eventStoreFile))
 	errs = append(errs, add(pairs.EventStore, eventStoreFile, ok, err))
-	ok, err = failoverChart(src.Failover, filepath.Join(dir, failoverFile))
+	ok, err = failoverChart(src.FailoverParts, filepath.Join(dir, failoverFile))
 	errs = append(errs, add("failover", failoverFile, ok, err))
 	// The cards: a copy of the chart that best answers "should I replace
 	// X with Postgres" (the log's is drawn above, its panel alone).

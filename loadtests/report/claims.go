@@ -757,10 +757,9 @@ type Sources struct {
 	// them).
 	Bench []*driver.Run
 	// FailoverParts are the cluster profile's experiments' results
-	// (experiments.LoadClusterParts); Failover their files, narrowed to
-	// each part's results, for the cards' failover lines and the chart.
+	// (experiments.LoadClusterParts), for the failover section, the
+	// cards' failover lines and the failover chart.
 	FailoverParts []experiments.ClusterPart
-	Failover      []*experiments.File
 	// Durability is the durability scenario's run (NewestDurability), for
 	// the cards' cost of losing nothing; DurabilityFile its file's name.
 	Durability     *driver.Run

@@ -26,9 +26,6 @@ func LoadSources(dir string) (src Sources, xfile string, err error) {
 	if src.FailoverParts, err = experiments.LoadClusterParts(dir); err != nil {
 		return src, "", err
 	}
-	for _, p := range src.FailoverParts {
-		src.Failover = append(src.Failover, p.File)
-	}
 	if src.Durability, src.DurabilityFile, err = NewestDurability(dir); err != nil {
 		return src, "", err
 	}
