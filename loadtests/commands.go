@@ -614,18 +614,19 @@ func stopPair(env *scenario.Env, p scenario.Pair) {
 }
 
 func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, set pairSet, x *extras, to scenario.ThroughputOptions) error {
-	if x.raw {
+	if x.raw && x.runs("raw") {
 		env.Progress.Begin("raw")
 		if err := measureRaw(ctx, c, x.rawDuration, os.Stderr); err != nil {
 			fmt.Fprintf(os.Stderr, "raw: %v (the report will say what is missing)\n", err)
 		}
 	}
-	files, err := runResultsSteps(ctx, c, env, root, args, resultsSteps(ctx, c, env, set, to))
+	files, err := runResultsSteps(ctx, c, env, root, args, x.keep(resultsSteps(ctx, c, env, set, to)))
 	if err != nil {
 		return err
 	}
-	if c.state.longLived {
+	if c.state.longLived && x.runs(longLivedCommand) {
 		f, err := runLongLived(ctx, c, env, root, args, resultsLongLived(c, set))
+		env.ReleaseSlot(ctx)
 		if f != "" {
 			files = append(files, f)
 		}
@@ -638,17 +639,19 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 	}
 	// The pairs run last (the event store's bench writes its own files,
 	// which the report reads from the results folder).
-	if _, err := runResultsSteps(ctx, c, env, root, args, pairSteps(ctx, env, set, true)); err != nil {
+	if _, err := runResultsSteps(ctx, c, env, root, args, x.keep(pairSteps(ctx, env, set, true))); err != nil {
 		return err
 	}
 	// Its file stays out of files: the report reads the newest itself,
 	// and a failed configuration is a row that says so, not a failed
 	// make results.
-	runResultsDurability(ctx, c, env, root, args)
+	if x.runs(scenario.DurabilityCommand) {
+		runResultsDurability(ctx, c, env, root, args)
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if x.experiments {
+	if x.experiments && x.runs("experiments") {
 		env.Progress.Begin("experiments")
 		xenv := experiments.Env{PostgresURL: c.pgURL, Root: root}
 		xenv.CompareBindirs, xenv.CompareNone = experiments.DefaultCompareBindirs(root)
@@ -659,10 +662,20 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 			return ctx.Err()
 		}
 	}
-	if err := writeReport(c, strings.Join(files, ",")); err != nil {
+	inputs := strings.Join(files, ",")
+	if len(x.steps) > 0 {
+		// Some steps only: the report reads every step's newest file.
+		inputs = ""
+	}
+	if err := writeReport(c, inputs); err != nil {
 		return err
 	}
 	return publishVerdict(c, files)
+}
+
+// keep is those of steps the results command runs (-steps).
+func (x *extras) keep(steps []resultsStep) []resultsStep {
+	return slices.DeleteFunc(steps, func(s resultsStep) bool { return !x.runs(s.name) })
 }
 
 // resultsStep is one results file of the results command.
@@ -719,6 +732,7 @@ func runResultsSteps(ctx context.Context, c common, env *scenario.Env, root stri
 		before := newest(c.resultsDir, step.name)
 		err := runPair(ctx, c, env, root, step.name, args, step.fn)
 		stopPair(env, step.stop)
+		env.ReleaseSlot(ctx)
 		if f := newest(c.resultsDir, step.name); f != "" && f != before {
 			files = append(files, f)
 		}
@@ -1194,7 +1208,7 @@ func writeReport(c common, inputs string) error {
 		return err
 	}
 	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(src.Experiments, xfile),
-		report.FailoverSection(src.FailoverParts)+report.DurabilitySection(src.Durability, src.DurabilityFile)); err != nil {
+		report.FailoverSection(src.FailoverParts)+report.DurabilitySection(src.Durability)); err != nil {
 		return err
 	}
 	if c.readme != "" {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,7 +48,7 @@ func durabilitySetup(fs *flag.FlagSet, _ *common, _ *extras) action {
 			}
 			cl := scenario.DurabilityCluster{DatabaseURL: *pg, RabbitMQURLs: *rmq, KafkaBrokers: *kafka}
 			var err error
-			o.Cluster, err = fillCluster(context.Background(), root, cl)
+			o.Cluster, err = fillCluster(context.Background(), root, cl, o.Needs())
 			return err
 		},
 		plan: func(c common) []step { return []step{{scenario.DurabilityCommand, o.Estimate(o.Count())}} },
@@ -59,11 +60,15 @@ func durabilitySetup(fs *flag.FlagSet, _ *common, _ *extras) action {
 }
 
 // fillCluster completes cl's empty fields from the cluster profile
-// (clusterProfile) and asks the Postgres for its version; it fails,
-// saying why, when a field stays empty.
-func fillCluster(ctx context.Context, root string, cl scenario.DurabilityCluster) (scenario.DurabilityCluster, error) {
-	if cl.DatabaseURL == "" || cl.RabbitMQURLs == "" || cl.KafkaBrokers == "" {
-		p, err := clusterProfile(ctx, root)
+// (clusterProfile: its Postgres, and the clusters named in needs, as
+// DurabilityOptions.Needs names them) and asks the Postgres for its
+// version; it fails, saying why, when one of those is not running.
+func fillCluster(ctx context.Context, root string, cl scenario.DurabilityCluster, needs []string) (scenario.DurabilityCluster, error) {
+	lacks := cl.DatabaseURL == "" ||
+		(slices.Contains(needs, scenario.NeedsRabbitMQ) && cl.RabbitMQURLs == "") ||
+		(slices.Contains(needs, scenario.NeedsKafka) && cl.KafkaBrokers == "")
+	if lacks {
+		p, err := clusterProfile(ctx, root, needs)
 		if err != nil {
 			return cl, err
 		}
@@ -88,16 +93,17 @@ func cmp(a, b string) string {
 }
 
 // clusterProfile asks scripts/cluster.sh which of the cluster profile's
-// clusters run (`running`) and, when all three do, their addresses (`env
-// running`); the error says which do not.
-func clusterProfile(ctx context.Context, root string) (scenario.DurabilityCluster, error) {
+// clusters run (`running`) and, when its Postgres and every cluster in
+// needs do, the running ones' addresses (`env running`); the error says
+// which do not.
+func clusterProfile(ctx context.Context, root string, needs []string) (scenario.DurabilityCluster, error) {
 	script := filepath.Join(root, "scripts", "cluster.sh")
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	out, _ := exec.CommandContext(cctx, "bash", script, "running").Output()
 	running := strings.Fields(string(out))
 	var missing []string
-	for _, want := range []string{"postgres", "rabbitmq", "kafka"} {
+	for _, want := range append([]string{"postgres"}, needs...) {
 		if !strings.Contains(" "+strings.Join(running, " ")+" ", " "+want+" ") {
 			missing = append(missing, want)
 		}
@@ -161,7 +167,7 @@ func runResultsDurability(ctx context.Context, c common, env *scenario.Env, root
 	env.Progress.Begin(scenario.DurabilityCommand)
 	o := scenario.DurabilityDefaults
 	o.StackDir = scenario.StackDir(root)
-	cl, err := fillCluster(ctx, root, scenario.DurabilityCluster{})
+	cl, err := fillCluster(ctx, root, scenario.DurabilityCluster{}, o.Needs())
 	if err != nil {
 		writeNotMeasured(c, args, err)
 		return

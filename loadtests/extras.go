@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,7 +26,10 @@ import (
 type extras struct {
 	overload, atThroughput, raw bool
 	// experiments runs the failure-mode experiments (issue 14) last.
-	experiments  bool
+	experiments bool
+	// steps are the results command's steps to run (resultsStepNames),
+	// every one when empty (-steps).
+	steps        map[string]bool
 	rawDuration  time.Duration
 	overloadOpts scenario.OverloadOptions
 	atOpts       scenario.AtThroughputOptions
@@ -59,7 +63,39 @@ func (x *extras) registerResults(fs *flag.FlagSet) {
 	fs.BoolVar(&x.raw, "raw", true, "measure the engines' raw limits (no service) before the pairs")
 	fs.DurationVar(&x.rawDuration, "raw-duration", 3*time.Second, "duration of each raw loop")
 	fs.BoolVar(&x.experiments, "experiments", true, "after the event-store bench, run the failure-mode experiments at full size (go run ./loadtests experiments)")
+	fs.Func("steps", "results: run only these steps, comma-separated ("+strings.Join(resultsStepNames(), ", ")+"; default every one), then write the report from the newest results file of every step: to complete a run whose later steps failed (a full disk, a server that died) without measuring the others again", func(v string) error {
+		x.steps = map[string]bool{}
+		for _, name := range strings.Split(v, ",") {
+			name = strings.TrimSpace(name)
+			if !slices.Contains(resultsStepNames(), name) {
+				return fmt.Errorf("unknown step %q (have %s)", name, strings.Join(resultsStepNames(), ", "))
+			}
+			x.steps[name] = true
+		}
+		return nil
+	})
 }
+
+// resultsStepNames are the results command's steps, in their order: the
+// names -steps takes.
+func resultsStepNames() []string {
+	names := []string{"raw"}
+	for _, p := range loadPairs {
+		if !p.last {
+			names = append(names, p.name)
+		}
+	}
+	names = append(names, "throughput", scaleoutCommand, longLivedCommand)
+	for _, p := range loadPairs {
+		if p.last {
+			names = append(names, p.name)
+		}
+	}
+	return append(names, scenario.DurabilityCommand, "experiments")
+}
+
+// runs reports whether the results command runs step name (-steps).
+func (x *extras) runs(name string) bool { return len(x.steps) == 0 || x.steps[name] }
 
 // overloadEstimate is the overload points' part of a rate pair's step
 // (none when -overload is off).
@@ -94,7 +130,15 @@ func (x *extras) plan(steps []step) []step {
 		d := experiments.Estimate(experiments.All())
 		out = append(out, step{"experiments", scenario.Estimate{Typical: d, Bound: 2 * d}})
 	}
-	return out
+	// -steps: those the run takes (the long-lived variant's two steps are
+	// "long-lived queue" and "long-lived log").
+	return slices.DeleteFunc(out, func(s step) bool {
+		name := s.name
+		if strings.HasPrefix(name, "long-lived ") {
+			name = longLivedCommand
+		}
+		return !x.runs(name)
+	})
 }
 
 // queue runs the queue pair's extras on run, after its scenario.

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,14 +122,15 @@ func TestParseExports(t *testing.T) {
 func TestResultsDurabilityNotMeasured(t *testing.T) {
 	c := common{resultsDir: t.TempDir()}
 	runResultsDurability(context.Background(), c, &scenario.Env{}, t.TempDir(), nil)
-	run, path, err := report.NewestDurability(c.resultsDir)
-	if err != nil || run == nil {
-		t.Fatalf("no durability results file: %v", err)
+	parts, err := report.LoadDurabilityParts(c.resultsDir)
+	if err != nil || len(parts) != 1 {
+		t.Fatalf("durability results files: %d, %v", len(parts), err)
 	}
+	run, path := parts[0].Run, parts[0].File
 	if len(run.Points) != 0 || !strings.Contains(run.Aborted, "not measured: the cluster profile's postgres, rabbitmq, kafka not running") {
 		t.Fatalf("%s: %d points, aborted %q", path, len(run.Points), run.Aborted)
 	}
-	if md := report.DurabilitySection(run, filepath.Base(path)); !strings.Contains(md, "Not measured (`results/"+filepath.Base(path)) {
+	if md := report.DurabilitySection(parts); !strings.Contains(md, "Not measured (`results/"+path) {
 		t.Errorf("the report does not say it was not measured:\n%s", md)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +118,40 @@ func TestOneRouteForEveryPair(t *testing.T) {
 	}
 	if !slices.Equal(got, want) || !slices.Contains(got, pairs.EventStore) {
 		t.Errorf("demo steps %v, want every pair of the table %v", got, want)
+	}
+}
+
+// TestResultsStepsFlag: -steps keeps the named steps of the results
+// command, in the plan and in the run, and refuses a name it does not
+// know; without it every step runs.
+func TestResultsStepsFlag(t *testing.T) {
+	x := newExtras()
+	fs := flag.NewFlagSet("results", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	x.registerResults(fs)
+	if !x.runs("queue") || !x.runs("experiments") {
+		t.Fatal("without -steps a step does not run")
+	}
+	if err := fs.Parse([]string{"-steps", "queue,nope"}); err == nil || !strings.Contains(err.Error(), `unknown step "nope"`) {
+		t.Fatalf("-steps queue,nope: %v", err)
+	}
+	if err := fs.Parse([]string{"-steps", "longlived, eventstore,experiments"}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range x.plan([]step{{name: "queue"}, {name: "long-lived queue"}, {name: "long-lived log"}, {name: "eventstore"}}) {
+		names = append(names, s.name)
+	}
+	if want := []string{"long-lived queue", "long-lived log", "eventstore", "experiments"}; !slices.Equal(names, want) {
+		t.Errorf("plan = %q, want %q", names, want)
+	}
+	kept := x.keep([]resultsStep{{name: "queue"}, {name: "throughput"}, {name: "eventstore"}})
+	if len(kept) != 1 || kept[0].name != "eventstore" {
+		t.Errorf("keep = %+v, want the eventstore step alone", kept)
+	}
+	for _, name := range resultsStepNames() {
+		if strings.Contains(name, " ") || name == "" {
+			t.Errorf("step name %q cannot be given to -steps", name)
+		}
 	}
 }

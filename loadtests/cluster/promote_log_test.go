@@ -20,8 +20,12 @@ import (
 // The log lines of no-kafka that say which recovery followed a promotion
 // (services/no-kafka/consumer.go and main.go).
 const (
-	logSlotMissing = "replication slot is missing"
-	logSlotMade    = "made the missing replication slot again"
+	logSlotMissing      = "replication slot is missing"
+	logSlotMade         = "made the missing replication slot again"
+	logGroupSlotMade    = "made the missing replication slot of a consumer group again"
+	promotedGroup       = "promoted"
+	groupReadyTimeout   = 2 * time.Minute
+	groupSlotNameSuffix = "_g_" + promotedGroup // no-kafka's groupSlot, for a short SLOT_NAME
 )
 
 // resyncEvents finds the number of events the resync delivered in that
@@ -44,6 +48,12 @@ var resyncEvents = regexp.MustCompile(logSlotMade + `.* events=(\d+)`)
 // (sync_replication_slots) before the promotion, the promoted standby
 // holds it (failover and synced in pg_replication_slots) and the service
 // streams from it: no resync.
+//
+// A consumer group besides the default one ("promoted", from earliest,
+// made before the load) must get every acknowledged event as well,
+// through its own slot and the same recovery: made again and resynced
+// from the messages table for the group on 15 and 16, its synchronized
+// failover slot on 17+.
 func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
 	url, ctx, l, pool := promotionRig(t, "no-kafka")
 
@@ -57,7 +67,8 @@ func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
 			}
 			schema := uniqueName(t, "lpromote_")
 			slot := schema // with pgoutput also the publication's name
-			t.Cleanup(func() { dropLogSchema(t, pool, schema, slot) })
+			groupSlot := slot + groupSlotNameSuffix
+			t.Cleanup(func() { dropSlots(t, pool, groupSlot); dropLogSchema(t, pool, schema, slot) })
 			name := "no-kafka@" + how.name
 			port := servicePort(t)
 			// Stopped before the schema and the slot are dropped.
@@ -66,12 +77,15 @@ func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
 				"LOG_FORMAT": "text",
 			})
 
+			putGroupReady(t, ctx, base, promotedGroup)
+
 			p := startEventProducer(ctx, base)
 			w := startDeliveryWatcher(ctx, pool, schema)
 			t.Cleanup(func() { p.stop(); w.Stop() }) // on a failure before they are stopped
 			p.waitAcked(t, 50)
 			if failoverSlots {
 				waitSlotSafe(t, ctx, pool, url, mustStandby(t, r, "sync").Host, slot)
+				waitSlotSafe(t, ctx, pool, url, mustStandby(t, r, "sync").Host, groupSlot)
 			}
 			newPrimary := promoteSync(t, ctx, url, r, how)
 			// Writes are accepted again after the promotion.
@@ -96,6 +110,11 @@ func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
 			if lost := len(acked) - delivered; lost > 0 {
 				t.Errorf("%d acknowledged events lost (%d not in messages, the others not delivered within 3 minutes)", lost, missing)
 			}
+			inGroup := waitDeliveredToGroup(t, ctx, pool, schema, promotedGroup, acked)
+			t.Logf("group %s: %d of %d acknowledged events delivered", promotedGroup, inGroup, len(acked))
+			if lost := len(acked) - inGroup; lost > 0 {
+				t.Errorf("group %s: %d acknowledged events lost (not delivered to it within 3 minutes)", promotedGroup, lost)
+			}
 			if len(phantoms) > 0 {
 				t.Errorf("%d events delivered on the old primary are absent on the new primary %s (phantoms): %v", len(phantoms), newPrimary, phantoms[:min(5, len(phantoms))])
 			}
@@ -113,6 +132,11 @@ func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
 					t.Fatalf("the service's log (%s) does not say it made the missing slot again and resynced:\n%s", logPath, launch.Tail(logPath, 30))
 				}
 				t.Logf("recovery: the slot was missing on %s, made again, and the resync delivered %s events from messages", newPrimary, m[1])
+				if line := logLine(logText, logGroupSlotMade); line == "" {
+					t.Errorf("the service's log (%s) does not say it made group %s's missing slot again and resynced it:\n%s", logPath, promotedGroup, launch.Tail(logPath, 30))
+				} else {
+					t.Logf("recovery of group %s: %s", promotedGroup, line)
+				}
 				return
 			}
 			// 17+: the promoted standby holds the synchronized failover
@@ -120,16 +144,89 @@ func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
 			if strings.Contains(logText, logSlotMissing) {
 				t.Errorf("the service found its slot missing on %s, which held a synchronized failover slot:\n%s", newPrimary, launch.Tail(logPath, 30))
 			}
-			var fo, synced bool
-			if err := pool.QueryRow(ctx, `SELECT failover, synced FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&fo, &synced); err != nil {
-				t.Fatalf("slot %s on the new primary %s: %v", slot, newPrimary, err)
-			}
-			if !fo || !synced {
-				t.Errorf("slot %s on the new primary %s: failover %v, synced %v; want the synchronized failover slot (both true)", slot, newPrimary, fo, synced)
-			} else {
-				t.Logf("recovery: %s held the synchronized failover slot (failover, synced) and the service streamed from it, no resync", newPrimary)
+			for _, sl := range []string{slot, groupSlot} {
+				var fo, synced bool
+				if err := pool.QueryRow(ctx, `SELECT failover, synced FROM pg_replication_slots WHERE slot_name = $1`, sl).Scan(&fo, &synced); err != nil {
+					t.Fatalf("slot %s on the new primary %s: %v", sl, newPrimary, err)
+				}
+				if !fo || !synced {
+					t.Errorf("slot %s on the new primary %s: failover %v, synced %v; want the synchronized failover slot (both true)", sl, newPrimary, fo, synced)
+				} else {
+					t.Logf("recovery: %s held the synchronized failover slot %s (failover, synced) and the service streamed from it, no resync", newPrimary, sl)
+				}
 			}
 		})
+	}
+}
+
+// putGroupReady makes consumer group name from earliest through base's
+// PUT /groups/{name} and waits (up to groupReadyTimeout) until GET /groups
+// says it is ready and its consumer runs.
+func putGroupReady(t testing.TB, ctx context.Context, base, name string) {
+	t.Helper()
+	code, body, err := driver.Do(ctx, http.MethodPut, base+"/groups/"+name, []byte(`{"from":"earliest"}`))
+	if err != nil || (code != http.StatusCreated && code != http.StatusOK) {
+		t.Fatalf("PUT /groups/%s: %d %s %v", name, code, body, err)
+	}
+	deadline := time.Now().Add(groupReadyTimeout)
+	for {
+		var l struct {
+			Groups []struct {
+				Name           string
+				Ready, Running bool
+			}
+		}
+		code, body, err := driver.Do(ctx, http.MethodGet, base+"/groups", nil)
+		if err == nil && code == http.StatusOK && json.Unmarshal(body, &l) == nil {
+			for _, g := range l.Groups {
+				if g.Name == name && g.Ready && g.Running {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s not ready and running after %v: GET /groups %d %s %v", name, groupReadyTimeout, code, body, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitDeliveredToGroup waits (up to 3 minutes) until every event of ids
+// is in schema's group_deliveries for group, and returns how many are.
+func waitDeliveredToGroup(t testing.TB, ctx context.Context, pool *pgxpool.Pool, schema, group string, ids []string) int {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM `+schema+`.group_deliveries WHERE grp = $1 AND id = ANY($2::uuid[])`, group, ids).Scan(&n)
+		if (err == nil && n == len(ids)) || time.Now().After(deadline) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// logLine is the first line of text that contains s, "" for none.
+func logLine(text, s string) string {
+	for line := range strings.Lines(text) {
+		if strings.Contains(line, s) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
+
+// dropSlots drops the named slots where they are inactive on the primary
+// (a synchronized copy on a standby goes with each).
+func dropSlots(t testing.TB, pool *pgxpool.Pool, slots ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := pool.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ANY($1) AND NOT active`, slots); err != nil {
+		t.Errorf("drop slots %v: %v", slots, err)
 	}
 }
 

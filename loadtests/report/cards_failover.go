@@ -251,45 +251,63 @@ func faults(n int) string {
 // against its cheaper one, as the durability scenario names them.
 type durableChoice struct {
 	side, svc, durable, cheap string
+	// postgres marks a Postgres side's choice, priced on each PostgreSQL
+	// version the durability scenario ran on.
+	postgres bool
 }
 
 // durableChoices are the choices the cards price, by pair.
 var durableChoices = map[string][]durableChoice{
 	pairs.Queue: {
-		{"Postgres, a synchronous standby", pairs.NoRabbitMQ, scenario.SettingSyncCommit + "=on", scenario.SettingSyncCommit + "=local"},
-		{"RabbitMQ, quorum queues", pairs.RabbitMQ, scenario.SettingQueueType + "=quorum", scenario.SettingQueueType + "=classic"},
+		{"a synchronous standby", pairs.NoRabbitMQ, scenario.SettingSyncCommit + "=on", scenario.SettingSyncCommit + "=local", true},
+		{"RabbitMQ, quorum queues", pairs.RabbitMQ, scenario.SettingQueueType + "=quorum", scenario.SettingQueueType + "=classic", false},
 	},
 	pairs.Log: {
-		{"Postgres, a synchronous standby", pairs.NoKafka, scenario.SettingSyncCommit + "=on", scenario.SettingSyncCommit + "=local"},
-		{"Kafka, acks=all", pairs.Kafka, scenario.SettingAcks + "=all", scenario.SettingAcks + "=1"},
+		{"a synchronous standby", pairs.NoKafka, scenario.SettingSyncCommit + "=on", scenario.SettingSyncCommit + "=local", true},
+		{"Kafka, acks=all", pairs.Kafka, scenario.SettingAcks + "=all", scenario.SettingAcks + "=1", false},
 	},
 }
 
 // loseNothingText is what losing nothing costs each side of pair: the
 // acknowledgement p99 with the durable setting against the cheaper one,
-// from the durability run; "" when the pair has no choices, or why it is
+// from the durability runs (LoadDurabilityParts): the Postgres side's on
+// each PostgreSQL version, the broker's from the first run (the lowest
+// version, the stack's); "" when the pair has no choices, or why it is
 // not measured.
-func loseNothingText(pair string, run *driver.Run) string {
+func loseNothingText(pair string, parts []DurabilityPart) string {
 	cs := durableChoices[pair]
 	if len(cs) == 0 {
 		return ""
 	}
-	if run == nil || len(run.Points) == 0 {
+	if len(parts) == 0 || !parts[0].Measured() {
 		why := "the durability scenario has not run"
-		if run != nil && run.Aborted != "" {
-			why = run.Aborted
+		if len(parts) > 0 && parts[0].Run != nil && parts[0].Run.Aborted != "" {
+			why = parts[0].Run.Aborted
 		}
 		if strings.HasPrefix(why, "not measured") {
 			return why
 		}
 		return "not measured (" + why + ")"
 	}
-	var parts []string
-	for _, c := range cs {
-		parts = append(parts, fmt.Sprintf("%s, acknowledged p99 %s (`%s`: %s)", c.side,
-			ackP99(run, pair, c.durable, c.svc), c.cheap, ackP99(run, pair, c.cheap, c.svc)))
+	var out []string
+	price := func(side string, run *driver.Run, c durableChoice) string {
+		return fmt.Sprintf("%s, acknowledged p99 %s (`%s`: %s)", side,
+			ackP99(run, pair, c.durable, c.svc), c.cheap, ackP99(run, pair, c.cheap, c.svc))
 	}
-	return strings.Join(parts, "; ") + " (one run each: no verdict is drawn from it)"
+	for _, c := range cs {
+		if !c.postgres {
+			out = append(out, price(c.side, parts[0].Run, c))
+			continue
+		}
+		for _, p := range parts {
+			name := "Postgres"
+			if p.PGMajor > 0 {
+				name = fmt.Sprintf("Postgres %d", p.PGMajor)
+			}
+			out = append(out, price(name+", "+c.side, p.Run, c))
+		}
+	}
+	return strings.Join(out, "; ") + " (one run each: no verdict is drawn from it)"
 }
 
 // ackP99 is svc's acknowledgement p99 under setting name in run's

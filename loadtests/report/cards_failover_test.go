@@ -68,9 +68,9 @@ func TestFailoverChartMarksWhatHasNoFigure(t *testing.T) {
 }
 
 func TestLoseNothingPricesEachSideOrSaysWhy(t *testing.T) {
-	run := durabilityFixture()
+	run := []DurabilityPart{{Run: durabilityFixture("15.18"), PGMajor: 15}}
 	q := loseNothingText(pairs.Queue, run)
-	for _, want := range []string{"Postgres, a synchronous standby, acknowledged p99 12 ms, but with no synchronous standby streaming (`synchronous_commit=local`: not measured)",
+	for _, want := range []string{"Postgres 15, a synchronous standby, acknowledged p99 12 ms, but with no synchronous standby streaming (`synchronous_commit=local`: not measured)",
 		"RabbitMQ, quorum queues, acknowledged p99 not measured"} {
 		if !strings.Contains(q, want) {
 			t.Errorf("queue: %q lacks %q", q, want)
@@ -79,7 +79,7 @@ func TestLoseNothingPricesEachSideOrSaysWhy(t *testing.T) {
 	if l := loseNothingText(pairs.Log, run); !strings.Contains(l, "Kafka, acks=all, acknowledged p99 failed: kafka is not up on :8083") {
 		t.Errorf("log: %q", l)
 	}
-	if got := loseNothingText(pairs.Queue, &driver.Run{Aborted: "not measured: the cluster profile is not running"}); got != "not measured: the cluster profile is not running" {
+	if got := loseNothingText(pairs.Queue, []DurabilityPart{{Run: &driver.Run{Aborted: "not measured: the cluster profile is not running"}}}); got != "not measured: the cluster profile is not running" {
 		t.Errorf("aborted: %q", got)
 	}
 	if got := loseNothingText(pairs.Cache, run); got != "" {

@@ -760,10 +760,10 @@ type Sources struct {
 	// (experiments.LoadClusterParts), for the failover section, the
 	// cards' failover lines and the failover chart.
 	FailoverParts []experiments.ClusterPart
-	// Durability is the durability scenario's run (NewestDurability), for
-	// the cards' cost of losing nothing; DurabilityFile its file's name.
-	Durability     *driver.Run
-	DurabilityFile string
+	// Durability are the durability scenario's runs to show
+	// (LoadDurabilityParts), for the cards' cost of losing nothing and the
+	// durability tables.
+	Durability []DurabilityPart
 }
 
 // first1 is the first of src, or none.

@@ -13,11 +13,12 @@ import (
 // failover" section.
 const DurabilityTitle = "Durability at equal guarantees"
 
-// DurabilitySection renders the durability scenario's table from its
-// newest results file run (named file in results/; nil for none): one
-// row per configuration. A run that was not measured says why, never
-// zeros; a configuration that failed says why in its cells.
-func DurabilitySection(run *driver.Run, file string) string {
+// DurabilitySection renders the durability scenario's tables from parts
+// (LoadDurabilityParts: one run per PostgreSQL major version; none when
+// there is no results file): one row per configuration. A run that was
+// not measured says why, never zeros; a configuration that failed says
+// why in its cells.
+func DurabilitySection(parts []DurabilityPart) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("\n### %s\n\n", DurabilityTitle)
@@ -30,16 +31,26 @@ func DurabilitySection(run *driver.Run, file string) string {
 	w("Acknowledged: the write's 2xx answer, single items at a fixed rate; end to end: send→processed (queue) or write→delivered (log) at that rate; ")
 	w("sustainable: the throughput section's search (backlog flat, end-to-end p99 under %s) in batches; ", scenario.SustainSLO)
 	w("CPU-seconds per 1,000 items at the fixed rate, read from each process's own counters: the service, and each node of the servers the side uses (idle time included). ")
-	w("Each configuration is measured once, one after the other, on one 2-core machine whose nodes share those cores (the standbys' round trip is a veth pair, not a network): a difference between two rows that a second run could reverse decides nothing, and no verdict is drawn from this table.\n\n")
+	w("Each configuration is measured once, one after the other, on one 2-core machine whose nodes share those cores (the standbys' round trip is a veth pair, not a network): a difference between two rows that a second run could reverse decides nothing, and no verdict is drawn from this table.")
 	switch {
-	case run == nil:
-		w("No results file of the durability scenario (`results/*-%s.json`) was found: it has not run against the cluster profile yet.\n", scenario.DurabilityCommand)
+	case len(parts) == 0:
+		w("\n\nNo results file of the durability scenario (`results/*-%s.json`) was found: it has not run against the cluster profile yet.\n", scenario.DurabilityCommand)
 		return b.String()
-	case len(run.Points) == 0:
-		w("Not measured (`results/%s`, %s): %s\n", file, run.StartedAt.UTC().Format("2006-01-02 15:04 MST"), md(orDash(run.Aborted)))
+	case !parts[0].Measured():
+		run := parts[0].Run
+		w("\n\nNot measured (`results/%s`, %s): %s\n", parts[0].File, run.StartedAt.UTC().Format("2006-01-02 15:04 MST"), md(orDash(run.Aborted)))
 		return b.String()
+	case len(parts) > 1:
+		w(" One table per PostgreSQL version the cluster ran, each from its own run: every run measures all the configurations, the brokers' too (their services keep their own records in that run's Postgres), so a broker's rows in two tables show how far one run differs from another here.")
 	}
-	durabilityTable(&b, run, file)
+	w("\n")
+	for _, p := range parts {
+		if len(parts) > 1 && p.Label() != "" {
+			w("\n#### %s\n", p.Label())
+		}
+		w("\n")
+		durabilityTable(&b, p.Run, p.File)
+	}
 	return b.String()
 }
 

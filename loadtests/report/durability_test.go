@@ -2,6 +2,8 @@ package report
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,13 +13,14 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
-// durabilityFixture is a durability run of two configurations: the
-// Postgres queue side measured, its search capped; Kafka with acks=all
-// whose fixed point failed (its search not run).
-func durabilityFixture() *driver.Run {
+// durabilityFixture is a durability run of two configurations on the
+// PostgreSQL version (server_version) given: the Postgres queue side
+// measured, its search capped; Kafka with acks=all whose fixed point
+// failed (its search not run).
+func durabilityFixture(version string) *driver.Run {
 	run := driver.NewRun(scenario.DurabilityCommand, nil, time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
 	run.Settings["rate"] = 200.0
-	run.Settings[scenario.DurabilityServerSetting] = "15.18"
+	run.Settings[scenario.DurabilityServerSetting] = version
 	ok := &driver.SideResult{Service: pairs.NoRabbitMQ, Metrics: map[string]float64{
 		driver.ClientP50: 4.2, driver.ClientP99: 12, driver.ServerProcessingP50: 30, driver.ServerProcessingP99: 80,
 		scenario.MetricCPUPerThousand(scenario.DurabilityServiceGroup): 0.5, scenario.MetricCPUPerThousand("pg2"): 0.1,
@@ -41,7 +44,10 @@ func durabilityFixture() *driver.Run {
 }
 
 func TestDurabilitySection(t *testing.T) {
-	md := DurabilitySection(durabilityFixture(), "20261203T120000Z-durability.json")
+	md := DurabilitySection([]DurabilityPart{{Run: durabilityFixture("15.18"), File: "20261203T120000Z-durability.json", PGMajor: 15}})
+	if strings.Contains(md, "#### ") {
+		t.Errorf("one run, yet a heading per version:\n%s", md)
+	}
 	for _, want := range []string{
 		"### " + DurabilityTitle,
 		"Postgres 15.18, fixed rate 200/s",
@@ -66,13 +72,59 @@ func TestDurabilitySection(t *testing.T) {
 // TestDurabilityNotMeasured: no file, and a file without figures, each
 // say so and why, never zeros.
 func TestDurabilityNotMeasured(t *testing.T) {
-	if md := DurabilitySection(nil, ""); !strings.Contains(md, "No results file of the durability scenario") {
+	if md := DurabilitySection(nil); !strings.Contains(md, "No results file of the durability scenario") {
 		t.Errorf("no file:\n%s", md)
 	}
 	run := driver.NewRun(scenario.DurabilityCommand, nil, time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
 	run.Aborted = "not measured: " + errors.New("the cluster profile's kafka not running").Error()
-	md := DurabilitySection(run, "x-durability.json")
+	md := DurabilitySection([]DurabilityPart{{Run: run, File: "x-durability.json"}})
 	if !strings.Contains(md, "Not measured (`results/x-durability.json`, 2026-12-03 12:00 UTC): not measured: the cluster profile's kafka not running") || strings.Contains(md, "| queue |") {
 		t.Errorf("not measured:\n%s", md)
+	}
+}
+
+// TestDurabilityPartsOnePerVersion: the newest run with figures of each
+// PostgreSQL version is shown, lowest version first, under a heading of
+// its own; a newer run without figures hides none of them, and is shown
+// alone only when no run has figures.
+func TestDurabilityPartsOnePerVersion(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, run *driver.Run) {
+		t.Helper()
+		if _, err := driver.WriteJSON(dir, name, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := driver.NewRun(scenario.DurabilityCommand, nil, time.Date(2026, 12, 3, 14, 0, 0, 0, time.UTC))
+	empty.Aborted = "not measured: the cluster profile's postgres not running"
+	write("20261203T140000Z-durability.json", empty)
+	if parts, err := LoadDurabilityParts(dir); err != nil || len(parts) != 1 || parts[0].Measured() || parts[0].File != "20261203T140000Z-durability.json" {
+		t.Fatalf("only a file without figures: %+v, %v", parts, err)
+	}
+	old15 := durabilityFixture("15.17")
+	old15.Settings["rate"] = 100.0
+	write("20261203T100000Z-durability.json", old15)
+	write("20261203T110000Z-durability.json", durabilityFixture("18.4"))
+	write("20261203T120000Z-durability.json", durabilityFixture("15.18 (Debian 15.18-0+deb12u1)"))
+	parts, err := LoadDurabilityParts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range parts {
+		got = append(got, fmt.Sprintf("%d %s", p.PGMajor, p.File))
+	}
+	if want := []string{"15 20261203T120000Z-durability.json", "18 20261203T110000Z-durability.json"}; !slices.Equal(got, want) {
+		t.Fatalf("parts = %q, want %q", got, want)
+	}
+	md := DurabilitySection(parts)
+	i15, i18 := strings.Index(md, "#### PostgreSQL 15"), strings.Index(md, "#### PostgreSQL 18")
+	if i15 < 0 || i18 < i15 || strings.Count(md, "| queue | no-rabbitmq |") != 2 || strings.Contains(md, "fixed rate 100/s") || strings.Contains(md, "Not measured") {
+		t.Errorf("section:\n%s", md)
+	}
+	q := loseNothingText(pairs.Queue, parts)
+	if !strings.Contains(q, "Postgres 15, a synchronous standby, acknowledged p99 12 ms") || !strings.Contains(q, "Postgres 18, a synchronous standby") ||
+		strings.Count(q, "RabbitMQ, quorum queues") != 1 {
+		t.Errorf("lose nothing: %q", q)
 	}
 }

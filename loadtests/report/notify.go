@@ -14,10 +14,14 @@ import (
 // raw-limits section.
 const NotifyTitle = "NOTIFY in the committing transaction vs debounced (raw loops)"
 
-// notifyShort is the short name of the NOTIFY claim.
-const notifyShort = "NOTIFY serializes commits"
+// notifyShort and debounceShort are the short names of the NOTIFY
+// claims: the reference's, and the project's remedy.
+const (
+	notifyShort   = "NOTIFY serializes commits"
+	debounceShort = "debounced NOTIFY keeps the commit rate"
+)
 
-// Thresholds of the NOTIFY claim, at notifyAt committers.
+// Thresholds of the NOTIFY claims, at notifyAt committers.
 const (
 	notifyAt          = 16
 	notifyInTxBelow   = 0.5
@@ -26,44 +30,149 @@ const (
 
 func init() { claimTable = append(claimTable, rawClaims...) }
 
+// notifyEvery names the measurements both NOTIFY claims are decided on.
+const notifyEvery = "in every measurement: the raw loops' on the stack's PostgreSQL, and the notify-serializes-commits experiment's on it and on every other version it ran (one measurement each: they are the rounds)"
+
 // rawClaims are the claims the raw loops' results settle.
 var rawClaims = []claimSpec{
 	{pair: pairs.Queue, short: notifyShort,
 		claim: "NOTIFY in the committing transaction serializes commits (the reference adds \"fixed only in PostgreSQL 19\"; " +
 			"the PostgreSQL source does not confirm that: commit 282b1cde9d for 19 reworks listener wake-ups, and PreCommit_Notify " +
 			"still takes the cluster-wide lock on \"database 0\" until the commit ends, see docs/queue.md). Verified here on the stack's PostgreSQL 15, and on every other version the notify-serializes-commits experiment measured beside it (PostgreSQL 18 from make deps-cluster), named in the measured column",
-		rule: fmt.Sprintf("at %d concurrent committers, INSERT + pg_notify in the transaction reaches < %.0f%% of plain INSERT + COMMIT's tps, "+
-			"and the debounced mode (NOTIFY_MODE=debounced: at most one NOTIFY per 5 ms, outside the transactions) ≥ %.0f%% of it while its listener still receives every NOTIFY sent",
-			notifyAt, 100*notifyInTxBelow, 100*notifyDebounceMin),
-		evaluate: notifySerializes},
+		rule: fmt.Sprintf("at %d concurrent committers, INSERT + pg_notify in the transaction reaches < %.0f%% of plain INSERT + COMMIT's tps, %s",
+			notifyAt, 100*notifyInTxBelow, notifyEvery),
+		evaluate: func(in claimInputs) outcome { return notifyEvaluate(in, notifySerializesIn) }},
+	{pair: pairs.Queue, short: debounceShort,
+		claim: "The project's remedy, not the reference's: NOTIFY sent outside the committing transactions, at most one per 5 ms (NOTIFY_MODE=debounced, docs/queue.md), " +
+			"gives back the commit rate NOTIFY in the transaction costs, and the listener still hears every NOTIFY sent",
+		rule: fmt.Sprintf("at %d concurrent committers, the debounced mode reaches ≥ %.0f%% of plain INSERT + COMMIT's tps and its listener receives every NOTIFY sent, %s",
+			notifyAt, 100*notifyDebounceMin, notifyEvery),
+		evaluate: func(in claimInputs) outcome { return notifyEvaluate(in, debounceKeepsUpIn) }},
 }
 
-// notifySerializes evaluates the NOTIFY claim on the raw results' NOTIFY
-// series.
-func notifySerializes(in claimInputs) outcome {
-	s := in.raw.Notify
-	if s == nil || len(s.Points) == 0 {
-		return outcome{missing: "the raw loops' NOTIFY series is not in these results (`go run ./loadtests raw`)"}
+// notifyMeasure is one measurement of the three NOTIFY modes at
+// notifyAt committers: their commits per second, and the NOTIFYs the
+// debounced mode sent and its listener received.
+type notifyMeasure struct {
+	// where names the measurement ("the raw loops, PostgreSQL 15.18").
+	where           string
+	none, inTx, deb float64
+	sent, received  float64
+}
+
+// notifySerializesIn is the reference's claim on one measurement.
+func notifySerializesIn(m notifyMeasure) (bool, string) {
+	return m.inTx/m.none < notifyInTxBelow, fmt.Sprintf("%s: %.0f%%", m.where, 100*m.inTx/m.none)
+}
+
+// debounceKeepsUpIn is the remedy's claim on one measurement.
+func debounceKeepsUpIn(m notifyMeasure) (bool, string) {
+	return m.deb/m.none >= notifyDebounceMin && m.sent > 0 && m.received >= m.sent,
+		fmt.Sprintf("%s: %.0f%% (%s of %s NOTIFYs received)", m.where, 100*m.deb/m.none, num(m.received), num(m.sent))
+}
+
+// notifyEvaluate decides a NOTIFY claim with judge on every measurement
+// of in (notifyMeasures): it holds when every one holds, does not when
+// none does, and is inconclusive otherwise.
+func notifyEvaluate(in claimInputs, judge func(notifyMeasure) (bool, string)) outcome {
+	ms, measured := notifyMeasures(in)
+	if len(ms) == 0 {
+		return outcome{missing: "neither the raw loops' NOTIFY series nor the notify-serializes-commits experiment is in these results (`go run ./loadtests raw`, `go run ./loadtests experiments -only notify-serializes-commits`)"}
 	}
-	a, okA := s.Find(raw.NotifyNone, notifyAt)
-	b, okB := s.Find(raw.NotifyInTx, notifyAt)
-	c, okC := s.Find(raw.NotifyDebounced, notifyAt)
-	if !okA || !okB || !okC {
-		return outcome{missing: fmt.Sprintf("the NOTIFY series lacks a mode at %d committers", notifyAt)}
-	}
-	rb, rc := b.TPS/a.TPS, c.TPS/a.TPS
-	measured := fmt.Sprintf("%d committers: %s tps plain, %s with pg_notify in the transaction (%.0f%%), %s debounced (%.0f%%; %s NOTIFYs sent, %s received)",
-		notifyAt, num(a.TPS), num(b.TPS), 100*rb, num(c.TPS), 100*rc, count(c.Sent), count(c.Received))
-	if one, ok1 := s.Find(raw.NotifyNone, 1); ok1 {
-		if oneB, ok2 := s.Find(raw.NotifyInTx, 1); ok2 {
-			measured += fmt.Sprintf("; 1 committer: %s vs %s tps", num(one.TPS), num(oneB.TPS))
+	var held, missed []string
+	for _, m := range ms {
+		ok, text := judge(m)
+		if ok {
+			held = append(held, text)
+		} else {
+			missed = append(missed, text)
 		}
 	}
-	if s.ServerVersion != "" {
-		measured += "; PostgreSQL " + s.ServerVersion
+	o := outcome{measured: measured, holds: len(missed) == 0}
+	switch {
+	case len(held) > 0 && len(missed) > 0:
+		o.inconclusive = fmt.Sprintf("holds in %s; not in %s", strings.Join(held, ", "), strings.Join(missed, ", "))
+	case len(ms) > 1:
+		o.note = fmt.Sprintf("every measurement agrees (%d: %s)", len(ms), strings.Join(append(held, missed...), ", "))
 	}
-	measured += notifyOtherVersions(in)
-	return outcome{measured: measured, holds: rb < notifyInTxBelow && rc >= notifyDebounceMin && c.Sent > 0 && c.Received >= c.Sent}
+	return o
+}
+
+// notifyMeasures returns every measurement of the NOTIFY modes at
+// notifyAt committers in the results (the raw loops' series first, then
+// the notify-serializes-commits experiment's per version), and the
+// measured column's text for them.
+func notifyMeasures(in claimInputs) ([]notifyMeasure, string) {
+	var ms []notifyMeasure
+	var measured []string
+	if s := in.raw.Notify; s != nil {
+		a, okA := s.Find(raw.NotifyNone, notifyAt)
+		b, okB := s.Find(raw.NotifyInTx, notifyAt)
+		c, okC := s.Find(raw.NotifyDebounced, notifyAt)
+		if okA && okB && okC && a.TPS > 0 {
+			where := "the raw loops"
+			if s.ServerVersion != "" {
+				where += ", PostgreSQL " + s.ServerVersion
+			}
+			ms = append(ms, notifyMeasure{where: where, none: a.TPS, inTx: b.TPS, deb: c.TPS, sent: float64(c.Sent), received: float64(c.Received)})
+			text := fmt.Sprintf("%s: %d committers: %s tps plain, %s with pg_notify in the transaction (%.0f%%), %s debounced (%.0f%%; %s NOTIFYs sent, %s received)",
+				where, notifyAt, num(a.TPS), num(b.TPS), 100*b.TPS/a.TPS, num(c.TPS), 100*c.TPS/a.TPS, count(c.Sent), count(c.Received))
+			if one, ok1 := s.Find(raw.NotifyNone, 1); ok1 {
+				if oneB, ok2 := s.Find(raw.NotifyInTx, 1); ok2 {
+					text += fmt.Sprintf("; 1 committer: %s vs %s tps", num(one.TPS), num(oneB.TPS))
+				}
+			}
+			measured = append(measured, text)
+		} else {
+			measured = append(measured, fmt.Sprintf("the raw loops' NOTIFY series lacks a mode at %d committers", notifyAt))
+		}
+	}
+	xm, xtext := notifyExperimentMeasures(in)
+	return append(ms, xm...), strings.Join(append(measured, xtext...), "; ")
+}
+
+// notifyExperimentMeasures are the notify-serializes-commits
+// experiment's measurements: the stack's server, then each other
+// version it compared on a private server, and their texts (with why
+// other versions were not measured).
+func notifyExperimentMeasures(in claimInputs) ([]notifyMeasure, []string) {
+	if in.xf == nil {
+		return nil, nil
+	}
+	for _, r := range in.xf.Results {
+		if r.Name != experiments.NotifySerializes || r.Error != "" {
+			continue
+		}
+		var ms []notifyMeasure
+		var texts []string
+		prefixes := []string{""}
+		for _, p := range strings.Split(r.Settings["compared"], ",") {
+			if p != "" {
+				prefixes = append(prefixes, p+".")
+			}
+		}
+		for _, p := range prefixes {
+			at := func(what, mode string) float64 { return r.Metrics[p+what+"_"+mode+"_"+strconv.Itoa(notifyAt)] }
+			none := at("tps", raw.NotifyNone)
+			if none <= 0 {
+				continue
+			}
+			where := experiments.NotifySerializes + ", PostgreSQL " + r.Settings[p+"server_version"]
+			if p != "" {
+				where += " (a private server)"
+			}
+			m := notifyMeasure{where: where, none: none, inTx: at("tps", raw.NotifyInTx), deb: at("tps", raw.NotifyDebounced),
+				sent: at("sent", raw.NotifyDebounced), received: at("received", raw.NotifyDebounced)}
+			ms = append(ms, m)
+			texts = append(texts, fmt.Sprintf("%s: %d committers: %s tps plain, %s with pg_notify in the transaction (%.0f%%), %s debounced (%.0f%%; %s NOTIFYs sent, %s received)",
+				where, notifyAt, num(m.none), num(m.inTx), 100*m.inTx/m.none, num(m.deb), 100*m.deb/m.none, num(m.sent), num(m.received)))
+		}
+		if why := r.Settings["not_compared"]; why != "" {
+			texts = append(texts, "other versions not measured: "+why)
+		}
+		return ms, texts
+	}
+	return nil, nil
 }
 
 // notifyModeLabels are the table's column heads per mode.
@@ -146,35 +255,4 @@ func notMeasured(s *raw.NotifySeries, mode string, n int) string {
 		}
 	}
 	return notMeasuredHere
-}
-
-// notifyOtherVersions is what the notify-serializes-commits experiment
-// measured on the other PostgreSQL versions it compared ("; PostgreSQL
-// 18.4 (notify-serializes-commits, a private server): … (12%), …"), or
-// why it measured none; "" without the experiment's result. The verdict
-// stays the raw loops'.
-func notifyOtherVersions(in claimInputs) string {
-	if in.xf == nil {
-		return ""
-	}
-	for _, r := range in.xf.Results {
-		if r.Name != experiments.NotifySerializes || r.Error != "" {
-			continue
-		}
-		var out string
-		for _, p := range strings.Split(r.Settings["compared"], ",") {
-			at := func(mode string) float64 { return r.Metrics[p+".tps_"+mode+"_"+strconv.Itoa(notifyAt)] }
-			none, inTx, deb := at(raw.NotifyNone), at(raw.NotifyInTx), at(raw.NotifyDebounced)
-			if p == "" || none <= 0 {
-				continue
-			}
-			out += fmt.Sprintf("; PostgreSQL %s (%s, a private server): %d committers: %s tps plain, %s with pg_notify in the transaction (%.0f%%), %s debounced (%.0f%%)",
-				r.Settings[p+".server_version"], experiments.NotifySerializes, notifyAt, num(none), num(inTx), 100*inTx/none, num(deb), 100*deb/none)
-		}
-		if why := r.Settings["not_compared"]; why != "" {
-			out += "; other versions not measured: " + why
-		}
-		return out
-	}
-	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
 
@@ -26,16 +27,32 @@ func notifyFixture() raw.Results {
 	return raw.Results{Schema: raw.SchemaVersion, ID: "20260102T025000Z-raw", Settings: map[string]any{"duration_s": 3}, Notify: s}
 }
 
-// notifyClaim returns the NOTIFY claim evaluated on r.
-func notifyClaim(t *testing.T, r raw.Results) Claim {
+// notifyClaim returns the NOTIFY claim named short, evaluated on src.
+func notifyClaim(t *testing.T, short string, src Sources) Claim {
 	t.Helper()
-	for _, c := range Claims(nil, r) {
-		if c.Short == notifyShort {
+	for _, c := range ClaimsFrom(nil, src) {
+		if c.Short == short {
 			return c
 		}
 	}
-	t.Fatal("no NOTIFY claim")
+	t.Fatalf("no claim %q", short)
 	return Claim{}
+}
+
+// notifyExperiment is a notify-serializes-commits result measured on
+// the stack's 15.18 and on 18.4, with debounced shares deb15 and deb18
+// of plain commits at 16 committers and pg_notify in the transaction at
+// 30%.
+func notifyExperiment(deb15, deb18 float64) *experiments.File {
+	m := map[string]float64{}
+	for p, deb := range map[string]float64{"": deb15, "pg18.": deb18} {
+		m[p+"tps_insert_commit_16"] = 10000
+		m[p+"tps_notify_in_tx_16"] = 3000
+		m[p+"tps_notify_debounced_16"] = 10000 * deb
+		m[p+"sent_notify_debounced_16"], m[p+"received_notify_debounced_16"] = 200, 200
+	}
+	return &experiments.File{Results: []experiments.Result{{Name: experiments.NotifySerializes, Metrics: m,
+		Settings: map[string]string{"compared": "pg18", "server_version": "15.18", "pg18.server_version": "18.4"}}}}
 }
 
 // TestNotifySection renders the fixture's series inside the raw-limits
@@ -60,17 +77,22 @@ func TestNotifySection(t *testing.T) {
 	}
 }
 
-// TestNotifyClaim: the fixture holds; a debounced mode under 80% of plain
-// commits, or one whose listener missed NOTIFYs, does not; no series is
-// not measurable.
+// TestNotifyClaim: on the fixture both claims hold (the reference's and
+// the debounced remedy); a debounced mode under 80% of plain commits, or
+// one whose listener missed NOTIFYs, breaks the remedy's claim and not
+// the reference's; no measurement at all is not measurable.
 func TestNotifyClaim(t *testing.T) {
-	c := notifyClaim(t, notifyFixture())
+	src := Sources{Raw: notifyFixture()}
+	c := notifyClaim(t, notifyShort, src)
 	if c.Verdict != Holds || c.Pair != "queue" ||
-		!strings.Contains(c.Measured, "16 committers: 10000 tps plain, 2500 with pg_notify in the transaction (25%), 9000 debounced (90%; 300 NOTIFYs sent, 300 received)") ||
-		!strings.Contains(c.Measured, "1 committer: 3400 vs 1700 tps") || !strings.Contains(c.Measured, "PostgreSQL 15.18") {
+		!strings.Contains(c.Measured, "the raw loops, PostgreSQL 15.18: 16 committers: 10000 tps plain, 2500 with pg_notify in the transaction (25%), 9000 debounced (90%; 300 NOTIFYs sent, 300 received)") ||
+		!strings.Contains(c.Measured, "1 committer: 3400 vs 1700 tps") {
 		t.Errorf("fixture: %+v", c)
 	}
-	// Each change, made to every debounced point, breaks the claim.
+	if d := notifyClaim(t, debounceShort, src); d.Verdict != Holds || d.Measured != c.Measured {
+		t.Errorf("fixture, the remedy: %+v", d)
+	}
+	// Each change, made to every debounced point, breaks the remedy.
 	for name, change := range map[string]func(*raw.NotifyPoint){
 		"debounced at 70%":       func(p *raw.NotifyPoint) { p.TPS = 7000 },
 		"listener heard nothing": func(p *raw.NotifyPoint) { p.Received = 0 },
@@ -81,11 +103,47 @@ func TestNotifyClaim(t *testing.T) {
 				change(p)
 			}
 		}
-		if c := notifyClaim(t, r); c.Verdict != DoesNotHold {
+		if c := notifyClaim(t, debounceShort, Sources{Raw: r}); c.Verdict != DoesNotHold {
 			t.Errorf("%s: %+v", name, c)
 		}
+		if c := notifyClaim(t, notifyShort, Sources{Raw: r}); c.Verdict != Holds {
+			t.Errorf("%s, the reference's claim: %+v", name, c)
+		}
 	}
-	if c := notifyClaim(t, raw.Results{}); c.Verdict != NotMeasurable || !strings.Contains(c.Why, "NOTIFY series") {
-		t.Errorf("no series: %+v", c)
+	for _, short := range []string{notifyShort, debounceShort} {
+		if c := notifyClaim(t, short, Sources{}); c.Verdict != NotMeasurable || !strings.Contains(c.Why, "NOTIFY series") {
+			t.Errorf("%s, no measurement: %+v", short, c)
+		}
+	}
+}
+
+// TestNotifyClaimEveryMeasurement: the experiment's measurements (the
+// stack's version and each other one) are rounds of both claims beside
+// the raw loops': when they disagree the verdict is inconclusive and
+// names each; when they agree the verdict says how many agree.
+func TestNotifyClaimEveryMeasurement(t *testing.T) {
+	r := notifyFixture()
+	for i := range r.Notify.Points {
+		if p := &r.Notify.Points[i]; p.Mode == raw.NotifyDebounced {
+			p.TPS = 7900 // 79%: the raw loops miss the remedy's bar
+		}
+	}
+	src := Sources{Raw: r, Experiments: notifyExperiment(0.93, 0.99)}
+	c := notifyClaim(t, debounceShort, src)
+	if c.Verdict != Inconclusive ||
+		!strings.Contains(c.Why, "holds in notify-serializes-commits, PostgreSQL 15.18: 93% (200 of 200 NOTIFYs received), notify-serializes-commits, PostgreSQL 18.4 (a private server): 99%") ||
+		!strings.Contains(c.Why, "not in the raw loops, PostgreSQL 15.18: 79%") {
+		t.Errorf("disagreeing measurements: %+v", c)
+	}
+	if !strings.Contains(c.Measured, "notify-serializes-commits, PostgreSQL 18.4 (a private server): 16 committers: 10000 tps plain, 3000 with pg_notify in the transaction (30%), 9900 debounced (99%; 200 NOTIFYs sent, 200 received)") {
+		t.Errorf("measured: %s", c.Measured)
+	}
+	n := notifyClaim(t, notifyShort, src)
+	if n.Verdict != Holds || !strings.Contains(n.Why, "every measurement agrees (3: the raw loops, PostgreSQL 15.18: 25%") {
+		t.Errorf("the reference's claim: %+v", n)
+	}
+	// The experiment alone decides when the raw loops did not run.
+	if c := notifyClaim(t, debounceShort, Sources{Experiments: notifyExperiment(0.7, 0.75)}); c.Verdict != DoesNotHold {
+		t.Errorf("experiment only: %+v", c)
 	}
 }

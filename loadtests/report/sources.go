@@ -1,8 +1,12 @@
 package report
 
 import (
+	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
@@ -12,8 +16,8 @@ import (
 
 // LoadSources reads the Sources of the results directory dir: the raw
 // loops, the newest experiments file, the cluster experiments' parts
-// (experiments.LoadClusterParts) and the durability run
-// (NewestDurability). It also returns the base name of the experiments
+// (experiments.LoadClusterParts) and the durability runs
+// (LoadDurabilityParts). It also returns the base name of the experiments
 // file the section cites ("" for none). Bench is left to the caller.
 func LoadSources(dir string) (src Sources, xfile string, err error) {
 	if src.Raw, err = raw.Load(dir); err != nil {
@@ -26,7 +30,7 @@ func LoadSources(dir string) (src Sources, xfile string, err error) {
 	if src.FailoverParts, err = experiments.LoadClusterParts(dir); err != nil {
 		return src, "", err
 	}
-	if src.Durability, src.DurabilityFile, err = NewestDurability(dir); err != nil {
+	if src.Durability, err = LoadDurabilityParts(dir); err != nil {
 		return src, "", err
 	}
 	src.Experiments = xf
@@ -41,27 +45,71 @@ func base(path string) string {
 	return filepath.Base(path)
 }
 
-// NewestDurability reads the durability scenario's results file to
-// report from dir: the newest with figures, else the newest (a run
-// without the cluster profile writes a file that says why it measured
-// nothing, which must not hide an earlier measured run); nil and "" when
-// there is none. The name is the file's base name.
-func NewestDurability(dir string) (*driver.Run, string, error) {
+// DurabilityPart is one durability scenario run the report shows.
+type DurabilityPart struct {
+	// Run is the run; File its results file's base name.
+	Run  *driver.Run
+	File string
+	// PGMajor is the major version of the cluster's PostgreSQL it ran on
+	// (scenario.DurabilityServerSetting), 0 when it did not say (a run
+	// without figures may not).
+	PGMajor int
+}
+
+// Measured reports whether p's run has figures.
+func (p DurabilityPart) Measured() bool { return p.Run != nil && len(p.Run.Points) > 0 }
+
+// Label is "PostgreSQL 15" for p's version, "" when unknown.
+func (p DurabilityPart) Label() string {
+	if p.PGMajor <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("PostgreSQL %d", p.PGMajor)
+}
+
+// LoadDurabilityParts reads the durability scenario's results files to
+// report from dir: the newest with figures for each PostgreSQL major
+// version, lowest version first (the stack's 15 before 18). When no file
+// has figures it returns the newest alone (a run without the cluster
+// profile writes a file that says why it measured nothing, which must
+// not hide an earlier measured run); nil when there is no file.
+func LoadDurabilityParts(dir string) ([]DurabilityPart, error) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "*-"+scenario.DurabilityCommand+".json"))
 	slices.Reverse(paths) // names start with a sortable UTC timestamp
-	var first *driver.Run
-	var firstPath string
+	var newest *DurabilityPart
+	byMajor := map[int]DurabilityPart{}
 	for _, path := range paths {
 		run, err := driver.ReadRun(path)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
-		if len(run.Points) > 0 {
-			return run, filepath.Base(path), nil
+		p := DurabilityPart{Run: run, File: filepath.Base(path), PGMajor: durabilityMajor(run)}
+		if newest == nil {
+			newest = &p
 		}
-		if first == nil {
-			first, firstPath = run, filepath.Base(path)
+		if _, seen := byMajor[p.PGMajor]; p.Measured() && !seen {
+			byMajor[p.PGMajor] = p
 		}
 	}
-	return first, firstPath, nil
+	if len(byMajor) == 0 {
+		if newest == nil {
+			return nil, nil
+		}
+		return []DurabilityPart{*newest}, nil
+	}
+	var parts []DurabilityPart
+	for _, v := range slices.Sorted(maps.Keys(byMajor)) {
+		parts = append(parts, byMajor[v])
+	}
+	return parts, nil
+}
+
+// durabilityMajor is the leading number of run's
+// scenario.DurabilityServerSetting ("15.18 (Debian ...)": 15), 0 when
+// it has none.
+func durabilityMajor(run *driver.Run) int {
+	v, _ := run.Settings[scenario.DurabilityServerSetting].(string)
+	v, _, _ = strings.Cut(strings.TrimSpace(v), ".")
+	n, _ := strconv.Atoi(v)
+	return n
 }

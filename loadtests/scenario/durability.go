@@ -209,8 +209,13 @@ func (o DurabilityOptions) Validate() error {
 		errs = append(errs, errors.New("durability: the search takes one batch size, one round and no overload point"))
 	}
 	c := o.Cluster
-	if c.DatabaseURL == "" || c.RabbitMQURLs == "" || c.KafkaBrokers == "" {
-		errs = append(errs, errors.New("durability: the Postgres URL, the RabbitMQ URLs and the Kafka brokers are all required"))
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("durability: the Postgres URL is required"))
+	}
+	for _, n := range o.Needs() {
+		if (n == NeedsRabbitMQ && c.RabbitMQURLs == "") || (n == NeedsKafka && c.KafkaBrokers == "") {
+			errs = append(errs, fmt.Errorf("durability: the %s cluster's addresses are required by the configurations kept", n))
+		}
 	}
 	return errors.Join(append(errs, o.Search.Validate())...)
 }
@@ -220,6 +225,36 @@ func (o DurabilityOptions) keep(c DurabilityConfig) bool {
 	return len(o.Only) == 0 || slices.ContainsFunc(o.Only, func(s string) bool {
 		return strings.Contains(c.Service+" "+c.Name(), s)
 	})
+}
+
+// NeedsRabbitMQ and NeedsKafka are what Needs names: the cluster
+// profile's names of those clusters (scripts/cluster.sh running).
+const (
+	NeedsRabbitMQ = "rabbitmq"
+	NeedsKafka    = "kafka"
+)
+
+// Needs names the clusters besides Postgres (which every configuration
+// uses: the specialists' sides keep their records there) that the
+// configurations o keeps run on: NeedsRabbitMQ, NeedsKafka, in that
+// order. It reads no address, so it can decide which clusters to look
+// for.
+func (o DurabilityOptions) Needs() []string {
+	var out []string
+	for _, s := range []struct {
+		service, setting, need string
+		values                 []string
+	}{
+		{pairs.RabbitMQ, SettingQueueType, NeedsRabbitMQ, QueueTypes},
+		{pairs.Kafka, SettingAcks, NeedsKafka, AcksModes},
+	} {
+		if slices.ContainsFunc(s.values, func(v string) bool {
+			return o.keep(DurabilityConfig{Service: s.service, Setting: s.setting, Value: v})
+		}) {
+			out = append(out, s.need)
+		}
+	}
+	return out
 }
 
 // Count is how many configurations o runs (o.Only kept).
@@ -278,10 +313,11 @@ func RunDurability(ctx context.Context, e *Env, run *driver.Run, o DurabilityOpt
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	configs, err := DurabilityConfigs(o.Cluster, tag)
+	all, err := DurabilityConfigs(o.Cluster, tag)
 	if err != nil {
 		return err
 	}
+	configs := slices.DeleteFunc(all, func(c DurabilityConfig) bool { return !o.keep(c) })
 	run.Settings["rate"] = o.Rate
 	run.Settings["duration_s"] = o.Duration.Seconds()
 	run.Settings[SustainSetting] = o.Search.Settings()
@@ -293,9 +329,6 @@ func RunDurability(ctx context.Context, e *Env, run *driver.Run, o DurabilityOpt
 	defer e.dropSlot(context.WithoutCancel(ctx), DurabilitySlot)
 	defer durabilityCleanup(o.Cluster, configs, e.logf)
 	for _, c := range configs {
-		if !o.keep(c) {
-			continue
-		}
 		key := c.Service + " " + c.Name()
 		envs[key] = c.Env
 		groups := e.durabilityOne(ctx, run, c, o)

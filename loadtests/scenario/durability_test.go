@@ -115,6 +115,21 @@ func TestDurabilityOptions(t *testing.T) {
 	if n := o.Count(); n != 1 {
 		t.Errorf("-durability-only kept %d configurations, want 1", n)
 	}
+	// The clusters needed follow the configurations kept: the Postgres
+	// sides alone need no broker's addresses.
+	for only, want := range map[string]string{"": "rabbitmq kafka", "no-rabbitmq,no-kafka": "", "rabbitmq QUEUE": "rabbitmq", "kafka KAFKA_ACKS=all": "kafka"} {
+		x := DurabilityDefaults
+		if only != "" {
+			x.Only = strings.Split(only, ",")
+		}
+		if got := strings.Join(x.Needs(), " "); got != want {
+			t.Errorf("-durability-only %q needs %q, want %q", only, got, want)
+		}
+		x.Cluster = DurabilityCluster{DatabaseURL: "postgres://x/y"}
+		if err := x.Validate(); (err == nil) != (want == "") {
+			t.Errorf("-durability-only %q without brokers' addresses: %v", only, err)
+		}
+	}
 }
 
 // TestSyncCommitReachesTheServicesPool: the URL parameter is what the

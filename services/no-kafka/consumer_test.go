@@ -206,6 +206,52 @@ func TestStopRecordsAndConfirmsTheBatchInHand(t *testing.T) {
 	}
 }
 
+// TestFailedRecordingEndsTheStream: once recording a batch fails, the
+// consumer retries for flushRetryFor, then ends its replication stream
+// with the batch unconfirmed and reconnects, instead of retrying with the
+// stream open. A primary's fast shutdown (a switchover) waits until every
+// logical walsender has had what it sent confirmed: a consumer that held
+// its stream open while its deliveries could not be recorded held the
+// switchover until wal_sender_timeout (66 s in the pg-switchover
+// experiment). Here recording fails because the deliveries table is
+// renamed away; once it is back, the batch comes again and is delivered
+// once.
+func TestFailedRecordingEndsTheStream(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, nil)
+	conformance.PostDelivered(t, tg.URL(), ev("k"))
+	before := conformance.Consumer(t, tg.URL())
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
+	ctx := kittest.Context(t, 3*time.Minute)
+	rename := func(from, to string) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, fmt.Sprintf(`ALTER TABLE IF EXISTS %s RENAME TO %s`, from, to)); err != nil {
+			t.Fatalf("rename %s to %s: %v", from, to, err)
+		}
+	}
+	rename("deliveries", "deliveries_away")
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), `ALTER TABLE IF EXISTS deliveries_away RENAME TO deliveries`)
+	})
+	inHand := conformance.Post(t, tg.URL(), ev("k"))
+	// Each attempt fails at once (no such table); after flushRetryFor the
+	// stream ends and the consumer reconnects. Without the bound it would
+	// retry on the open stream until recording worked again.
+	deadline := time.Now().Add(time.Minute)
+	var st logc.ConsumerStatus
+	for st = conformance.Consumer(t, tg.URL()); st.Reconnects <= before.Reconnects; st = conformance.Consumer(t, tg.URL()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("recording has failed for a minute and the stream is still the first one: reconnects %d, walsender %+v", st.Reconnects, st.Slot)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	rename("deliveries_away", "deliveries")
+	conformance.WaitDelivered(t, tg.URL(), inHand.ID)
+	if after := conformance.Consumer(t, tg.URL()); after.Delivered != 2 {
+		t.Errorf("delivered %d for the first time, want 2 (the batch that could not be recorded, once)", after.Delivered)
+	}
+}
+
 // A slot of the same name in another database cannot serve this one
 // (logical decoding is per database): the service refuses it at start,
 // naming SLOT_NAME, instead of failing START_REPLICATION forever.
