@@ -51,10 +51,22 @@ func TestFanoutSearchCountsCopies(t *testing.T) {
 		t.Errorf("enqueued %v copies in the last step's %v batches of 10, want 4 per task", got, reqs)
 	}
 	// The next number of subscribers starts from this bracket in copies
-	// per second (1,600: capped), over 4: one step, at 400.
+	// per second (1,600: capped), over 4: its first step offers 400, and
+	// when that step passes the search ends there. Whether a 1.5 s step
+	// passes depends on the machine: on a CI runner whose two cores also
+	// run the other packages' tests under -race, one once failed (and the
+	// search bisected down to 200, as it should), so the seed is what
+	// this part asserts, and the rest only when the step passed.
 	res, b, err = fanoutSearch(context.Background(), e, base, QueuePair.A.Name, 4, o, bracket{lo: 1600, capped: true})
-	if err != nil || b.lo != 400 || res.Metrics[MetricSteps] != 1 || res.Metrics[StepMetric(0, MetricOffered)] != 400 {
-		t.Errorf("seeded search: %v, bracket %+v, steps %v, first offered %v", err, b, res.Metrics[MetricSteps], res.Metrics[StepMetric(0, MetricOffered)])
+	if err != nil || res.Metrics[StepMetric(0, MetricOffered)] != 400 {
+		t.Fatalf("seeded search: %v, first offered %v, want 400 (1,600 copies/s over 4)", err, res.Metrics[StepMetric(0, MetricOffered)])
+	}
+	if res.Metrics[StepMetric(0, "pass")] != 1 {
+		t.Logf("the seeded step at 400/s failed on this machine (bracket %+v, steps %v): the seed is right, the step's outcome is the machine's", b, res.Metrics[MetricSteps])
+		return
+	}
+	if b.lo != 400 || res.Metrics[MetricSteps] != 1 {
+		t.Errorf("seeded search: bracket %+v, steps %v; want one step, passed at 400", b, res.Metrics[MetricSteps])
 	}
 }
 
