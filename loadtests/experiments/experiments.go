@@ -10,12 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -509,9 +509,7 @@ func PGMajor(r Result) int {
 	if n := r.Metrics["server_version_num"]; n >= 100000 {
 		return int(n) / 10000
 	}
-	v, _, _ := strings.Cut(r.Settings["server_version"], ".")
-	n, _ := strconv.Atoi(strings.TrimSpace(v))
-	return n
+	return versions.PostgresMajor(r.Settings["server_version"])
 }
 
 // Find returns the result named name, if f holds it.

@@ -60,6 +60,14 @@ type notifyMeasure struct {
 	sent, received  float64
 }
 
+// text is m in the measured column: "<where>: 16 committers: … tps
+// plain, … with pg_notify in the transaction (28%), … debounced (79%; …
+// NOTIFYs sent, … received)".
+func (m notifyMeasure) text() string {
+	return fmt.Sprintf("%s: %d committers: %s tps plain, %s with pg_notify in the transaction (%.0f%%), %s debounced (%.0f%%; %s NOTIFYs sent, %s received)",
+		m.where, notifyAt, num(m.none), num(m.inTx), 100*m.inTx/m.none, num(m.deb), 100*m.deb/m.none, count(int64(m.sent)), count(int64(m.received)))
+}
+
 // notifySerializesIn is the reference's claim on one measurement.
 func notifySerializesIn(m notifyMeasure) (bool, string) {
 	return m.inTx/m.none < notifyInTxBelow, fmt.Sprintf("%s: %.0f%%", m.where, 100*m.inTx/m.none)
@@ -114,9 +122,9 @@ func notifyMeasures(in claimInputs) ([]notifyMeasure, string) {
 			if s.ServerVersion != "" {
 				where += ", PostgreSQL " + s.ServerVersion
 			}
-			ms = append(ms, notifyMeasure{where: where, none: a.TPS, inTx: b.TPS, deb: c.TPS, sent: float64(c.Sent), received: float64(c.Received)})
-			text := fmt.Sprintf("%s: %d committers: %s tps plain, %s with pg_notify in the transaction (%.0f%%), %s debounced (%.0f%%; %s NOTIFYs sent, %s received)",
-				where, notifyAt, num(a.TPS), num(b.TPS), 100*b.TPS/a.TPS, num(c.TPS), 100*c.TPS/a.TPS, count(c.Sent), count(c.Received))
+			m := notifyMeasure{where: where, none: a.TPS, inTx: b.TPS, deb: c.TPS, sent: float64(c.Sent), received: float64(c.Received)}
+			ms = append(ms, m)
+			text := m.text()
 			if one, ok1 := s.Find(raw.NotifyNone, 1); ok1 {
 				if oneB, ok2 := s.Find(raw.NotifyInTx, 1); ok2 {
 					text += fmt.Sprintf("; 1 committer: %s vs %s tps", num(one.TPS), num(oneB.TPS))
@@ -164,8 +172,7 @@ func notifyExperimentMeasures(in claimInputs) ([]notifyMeasure, []string) {
 			m := notifyMeasure{where: where, none: none, inTx: at("tps", raw.NotifyInTx), deb: at("tps", raw.NotifyDebounced),
 				sent: at("sent", raw.NotifyDebounced), received: at("received", raw.NotifyDebounced)}
 			ms = append(ms, m)
-			texts = append(texts, fmt.Sprintf("%s: %d committers: %s tps plain, %s with pg_notify in the transaction (%.0f%%), %s debounced (%.0f%%; %s NOTIFYs sent, %s received)",
-				where, notifyAt, num(m.none), num(m.inTx), 100*m.inTx/m.none, num(m.deb), 100*m.deb/m.none, num(m.sent), num(m.received)))
+			texts = append(texts, m.text())
 		}
 		if why := r.Settings["not_compared"]; why != "" {
 			texts = append(texts, "other versions not measured: "+why)

@@ -5,13 +5,12 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
 )
 
 // LoadSources reads the Sources of the results directory dir: the raw
@@ -109,7 +108,5 @@ func LoadDurabilityParts(dir string) ([]DurabilityPart, error) {
 // it has none.
 func durabilityMajor(run *driver.Run) int {
 	v, _ := run.Settings[scenario.DurabilityServerSetting].(string)
-	v, _, _ = strings.Cut(strings.TrimSpace(v), ".")
-	n, _ := strconv.Atoi(v)
-	return n
+	return versions.PostgresMajor(v)
 }

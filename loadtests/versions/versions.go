@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,6 +115,15 @@ func Collect(ctx context.Context, c Config) driver.Versions {
 // Postgres returns SHOW server_version.
 func Postgres(ctx context.Context, url string) (string, error) {
 	return show(ctx, url, "server_version")
+}
+
+// PostgresMajor is the major version number of a server_version (15 of
+// "15.18 (Debian 15.18-0+deb12u1)", 18 of "18.4"), 0 when it starts with
+// no number.
+func PostgresMajor(serverVersion string) int {
+	v, _, _ := strings.Cut(strings.TrimSpace(serverVersion), ".")
+	n, _ := strconv.Atoi(strings.TrimSpace(v))
+	return n
 }
 
 // Wal2json returns the version of the wal2json output plugin for a
