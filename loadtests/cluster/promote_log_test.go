@@ -235,10 +235,10 @@ func dropSlots(t testing.TB, pool *pgxpool.Pool, slots ...string) {
 // the publication (pgoutput) and the schema.
 func dropLogSchema(t testing.TB, pool *pgxpool.Pool, schema, slot string) {
 	t.Helper()
+	dropSlots(t, pool, slot)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, q := range []string{
-		"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '" + slot + "' AND NOT active",
 		"DROP PUBLICATION IF EXISTS " + slot,
 		"DROP SCHEMA IF EXISTS " + schema + " CASCADE",
 	} {
