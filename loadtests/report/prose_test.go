@@ -2,11 +2,13 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,14 +74,25 @@ func legacyRuns(t testing.TB) ([]*driver.Run, Sources, string) {
 	return runs, src, xpath
 }
 
-// committedRuns reads every committed results file that is a driver.Run
-// (the raw loops', the experiments' and the event store's legacy files
-// have shapes of their own).
-func committedRuns(t *testing.T) []*driver.Run {
+// committedRuns returns every committed results file that is a
+// driver.Run (the raw loops', the experiments' and the event store's
+// legacy files have shapes of their own), read once per test binary: the
+// files do not change under the tests, and decoding them (tens of MB of
+// JSON, under -race) was most of what each test that reads them cost.
+// The runs are shared: a caller must not modify them.
+func committedRuns(t testing.TB) []*driver.Run {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "results", "2*.json"))
+	runs, err := committed()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return runs
+}
+
+var committed = sync.OnceValues(func() ([]*driver.Run, error) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "results", "2*.json"))
+	if err != nil {
+		return nil, err
 	}
 	var out []*driver.Run
 	for _, f := range files {
@@ -88,15 +101,15 @@ func committedRuns(t *testing.T) []*driver.Run {
 		}
 		r, err := driver.ReadRun(f)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		out = append(out, r)
 	}
 	if len(out) == 0 {
-		t.Fatal("no committed results files")
+		return nil, errors.New("no committed results files")
 	}
-	return out
-}
+	return out, nil
+})
 
 // upgraded is run as the code writes it now (driver.SchemaVersion): its
 // notes without the explanations scenario.Explain generates, its
