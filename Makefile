@@ -57,8 +57,8 @@ fresh-check-cluster: ## prove `make deps`, `make deps-cluster` and `make up-clus
 	  bash scripts/fresh-check.sh
 
 .PHONY: test
-test: ## run every module's tests against the running stack (make up first)
-	$(GO) test $(TESTFLAGS) $(PACKAGES)
+test: ## run every module's tests against the running stack (make up first); SKIP_FILE=f skips the tests of f's -skip pattern
+	$(GO) test $(TESTFLAGS) $(if $(SKIP_FILE),-skip "$$(grep -v '^#' $(SKIP_FILE))") $(PACKAGES)
 
 .PHONY: test-smoke
 test-smoke: ## the stack's own checks (every server) and four services' suites against the running stack (make up first): CI's proof on a fresh root; make test runs everything
