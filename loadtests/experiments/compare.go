@@ -57,14 +57,6 @@ func serverSettings(ctx context.Context, url string) (map[string]string, error) 
 	return out, nil
 }
 
-// majorOf is the major version of a server_version ("18" of "18.4",
-// "15" of "15.18 (Debian 15.18-0+deb12u1)").
-func majorOf(version string) string {
-	major, _, _ := strings.Cut(strings.TrimSpace(version), ".")
-	major, _, _ = strings.Cut(major, " ")
-	return major
-}
-
 // PrivateService is one service of the repository running against a
 // private PostgreSQL server of its own (own data directory, port and
 // binaries, the shared server's settings), started by
@@ -103,7 +95,7 @@ func StartPrivateService(ctx context.Context, env Env, bin, service string) (*Pr
 }
 
 // Major is the private server's major version ("18").
-func (p *PrivateService) Major() string { return majorOf(p.Version) }
+func (p *PrivateService) Major() string { return versions.PostgresMajorText(p.Version) }
 
 // Close stops the service and the server and removes their files.
 func (p *PrivateService) Close() { p.rig.Close() }

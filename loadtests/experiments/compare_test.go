@@ -36,17 +36,6 @@ func TestPgLibDir(t *testing.T) {
 	}
 }
 
-// TestMajorOf reads the major version of Debian's and the npm package's
-// server_version.
-func TestMajorOf(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{"15.18 (Debian 15.18-0+deb12u1)": "15", "18.4": "18", "19devel": "19devel", "": ""} {
-		if got := majorOf(in); got != want {
-			t.Errorf("majorOf(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestDefaultCompareBindirs: PG_COMPARE_BINDIRS wins ("none" for none);
 // else PostgreSQL 18 under STACK_DIR when it is there, and a reason when
 // it is not.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
 )
 
 // Names of the stack experiments.
@@ -72,10 +73,10 @@ func notifyNotes(f *Figures) []string {
 		return append(notes, notifyVersionNote,
 			"The acknowledged-writes count is committed NOTIFYs the listening connection did not receive (in the committing transaction and debounced).")
 	}
-	measured := []string{majorOf(f.Str("server_version"))}
+	measured := []string{versions.PostgresMajorText(f.Str("server_version"))}
 	for _, p := range others {
 		v := f.Str(p + "server_version")
-		measured = append(measured, majorOf(v))
+		measured = append(measured, versions.PostgresMajorText(v))
 		notes = append(notes, fmt.Sprintf("PostgreSQL %s: the same series, after the shared server's, on a private server of its own (own data directory, in the temporary directory, and own port) "+
 			"given the shared server's settings (shared_buffers, synchronous_commit, fsync, wal_level, …: versions.PostgresSettingNames), "+
 			"so that the two differ in version, not in settings; the shared server may also be serving other work.", v))
@@ -235,7 +236,7 @@ func notifyOnPrivate(ctx context.Context, env Env, bin string, set map[string]st
 	if s.Error != "" {
 		return "", 0, errors.New(s.Error)
 	}
-	p := "pg" + majorOf(s.ServerVersion)
+	p := "pg" + versions.PostgresMajorText(s.ServerVersion)
 	lost, err := notifyMetrics(r, p+".", s)
 	if err != nil {
 		return "", 0, err

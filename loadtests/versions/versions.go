@@ -117,12 +117,19 @@ func Postgres(ctx context.Context, url string) (string, error) {
 	return show(ctx, url, "server_version")
 }
 
-// PostgresMajor is the major version number of a server_version (15 of
-// "15.18 (Debian 15.18-0+deb12u1)", 18 of "18.4"), 0 when it starts with
-// no number.
+// PostgresMajorText is the major version of a server_version as it is
+// written: "15" of "15.18 (Debian 15.18-0+deb12u1)", "18" of "18.4",
+// "19devel" of "19devel".
+func PostgresMajorText(serverVersion string) string {
+	major, _, _ := strings.Cut(strings.TrimSpace(serverVersion), ".")
+	major, _, _ = strings.Cut(major, " ")
+	return major
+}
+
+// PostgresMajor is the number of PostgresMajorText (15, 18), 0 when it is
+// not one ("19devel", "").
 func PostgresMajor(serverVersion string) int {
-	v, _, _ := strings.Cut(strings.TrimSpace(serverVersion), ".")
-	n, _ := strconv.Atoi(strings.TrimSpace(v))
+	n, _ := strconv.Atoi(PostgresMajorText(serverVersion))
 	return n
 }
 
@@ -130,8 +137,7 @@ func PostgresMajor(serverVersion string) int {
 // server of serverVersion: Debian's postgresql-<major>-wal2json package,
 // as dpkg-query knows it on this machine (the stack's server runs here).
 func Wal2json(ctx context.Context, serverVersion string) (string, error) {
-	major, _, _ := strings.Cut(strings.TrimSpace(serverVersion), ".")
-	pkg := "postgresql-" + major + "-wal2json"
+	pkg := "postgresql-" + PostgresMajorText(serverVersion) + "-wal2json"
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Version}", pkg).Output()

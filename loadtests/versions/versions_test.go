@@ -109,3 +109,23 @@ func TestWal2jsonVersionOfTheServersMajor(t *testing.T) {
 		t.Errorf("wal2json of %s: %q, %v", server, v, err)
 	}
 }
+
+// TestPostgresMajor reads the major version of Debian's and the npm
+// package's server_version, as written and as a number.
+func TestPostgresMajor(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]struct {
+		text string
+		n    int
+	}{
+		"15.18 (Debian 15.18-0+deb12u1)": {"15", 15}, "18.4": {"18", 18}, " 16.2 ": {"16", 16},
+		"19devel": {"19devel", 0}, "": {"", 0},
+	} {
+		if got := PostgresMajorText(in); got != want.text {
+			t.Errorf("PostgresMajorText(%q) = %q, want %q", in, got, want.text)
+		}
+		if got := PostgresMajor(in); got != want.n {
+			t.Errorf("PostgresMajor(%q) = %d, want %d", in, got, want.n)
+		}
+	}
+}
