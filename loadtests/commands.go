@@ -42,10 +42,11 @@ var loadCommands = loadHelp()
 
 func loadHelp() map[string]string {
 	m := map[string]string{
-		resultsCommand:   "run queue, log, documents, cache, the throughput and scale-out scenarios, the event-store bench, the durability scenario (when the cluster profile runs) and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
-		demoCommand:      "drive every pair briefly (queue, log, documents, cache, and the event store through its bench) and print one side-by-side table per pair",
-		reportCommand:    "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
-		longLivedCommand: "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
+		resultsCommand:            "run queue, log, documents, cache, the throughput and scale-out scenarios, the event-store bench and append ceiling, the durability scenario (when the cluster profile runs) and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
+		demoCommand:               "drive every pair briefly (queue, log, documents, cache, and the event store through its bench) and print one side-by-side table per pair",
+		reportCommand:             "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
+		longLivedCommand:          "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
+		eventstore.CeilingCommand: "search the event store's append ceiling (no-kurrentdb vs kafka-eventstore, kurrentdb with KURRENTDB_URL): appends/s, CPU per 1,000 appends",
 	}
 	for _, p := range loadPairs {
 		if p.help != "" {
@@ -104,18 +105,15 @@ func rateFlags(fs *flag.FlagSet, o *scenario.RateOptions, sc scenario.RateScenar
 	fs.Float64Var(&o.CeilingOpts.Start, "ceiling-start", c.Start, "ceiling: first rate")
 	fs.Float64Var(&o.CeilingOpts.Factor, "ceiling-factor", c.Factor, "ceiling: rate multiplier while steps pass")
 	fs.Float64Var(&o.CeilingOpts.Max, "ceiling-max", c.Max, "ceiling: highest rate tried")
-	fs.IntVar(&o.CeilingOpts.Bisect, "ceiling-bisect", c.Bisect, "ceiling: bisection steps after the first failure")
-	fs.DurationVar(&o.CeilingOpts.Step, "ceiling-step", c.Step, "ceiling: duration of each step")
-	fs.IntVar(&o.CeilingOpts.Rounds, "ceiling-rounds", c.Rounds, "ceiling: searches per side")
-	fs.DurationVar(&o.CeilingOpts.P99, "ceiling-p99", c.P99, "ceiling: server-side latency p99 limit")
-	fs.Float64Var(&o.CeilingOpts.KneeFactor, "ceiling-knee-factor", c.KneeFactor, "ceiling: a step's p99 must stay within this many times the side's low-rate p99 (0: no such bound)")
-	fs.IntVar(&o.CeilingOpts.MaxInFlight, "ceiling-max-in-flight", c.MaxInFlight, "ceiling: MAX_IN_FLIGHT the services are restarted with for the search (0: no bound, -1: leave theirs)")
+	ceilingShapeFlags(fs, &o.CeilingOpts, c)
 	variant := sc.VariantFlag()
 	help := "run the " + variant + " variant (restarts the services with another environment)"
 	for _, x := range sc.Extras {
 		help += ", then the " + x.Name + " variant"
 	}
 	o.Extras = len(sc.Extras)
+	o.DesignSides = sc.DesignSides()
+	fs.BoolVar(&o.Designs, "ceiling-designs", d.Designs, "ceiling: after the main search, search the ceiling designs too (equal durability, the specialist alone, the tuning table's before and after)")
 	fs.BoolVar(&o.Variant, variant, d.Variant, help)
 	fs.Float64Var(&o.VariantRate, variant+"-rate", d.VariantRate, "rate of the "+variant+" variant")
 	return r
@@ -313,6 +311,8 @@ func loadCommandTable() map[string]loadCommand {
 		"throughput":     {duration: scenario.ThroughputDefaults.Duration, rounds: scenario.ThroughputDefaults.Rounds, setup: throughputSetup},
 		// The fixed point's length is the scenario's own (-size).
 		scenario.DurabilityCommand: {duration: scenario.DurabilityDefaults.Duration, rounds: 1, setup: durabilitySetup},
+		// The search's shape is its -ceiling-* flags, not -duration.
+		eventstore.CeilingCommand: {duration: defaultDuration, rounds: 1, setup: eventStoreCeilingSetup},
 	}
 	for _, p := range loadPairs {
 		if p.help != "" {
@@ -385,6 +385,7 @@ func resultsPlan(c common, set pairSet, to scenario.ThroughputOptions) []step {
 		steps = append(steps, resultsLongLived(c, set).steps(c.settle, c.state.history)...)
 	}
 	steps = append(steps, set.steps(c.settle, true)...)
+	steps = append(steps, eventStoreCeilingPlan(c, set)...)
 	// Measured only when the cluster profile runs (runResultsDurability).
 	return append(steps, step{scenario.DurabilityCommand, scenario.DurabilityDefaults.Estimate(scenario.DurabilityDefaults.Count())})
 }
@@ -510,11 +511,10 @@ func resultsLog(qo scenario.RateOptions) scenario.RateOptions {
 	d := scenario.LogScenario.Defaults
 	lo := qo
 	lo.Rates = d.Rates
-	lo.CeilingOpts = d.CeilingOpts
-	lo.CeilingOpts.Step, lo.CeilingOpts.Rounds, lo.CeilingOpts.Bisect = qo.CeilingOpts.Step, qo.CeilingOpts.Rounds, qo.CeilingOpts.Bisect
-	lo.CeilingOpts.MaxInFlight, lo.CeilingOpts.KneeFactor = qo.CeilingOpts.MaxInFlight, qo.CeilingOpts.KneeFactor
+	lo.CeilingOpts = withShape(d.CeilingOpts, qo.CeilingOpts)
 	lo.VariantRate = d.VariantRate
 	lo.Extras = len(scenario.LogScenario.Extras)
+	lo.Designs, lo.DesignSides = qo.Designs, scenario.LogScenario.DesignSides()
 	return lo
 }
 
@@ -522,6 +522,7 @@ func resultsLog(qo scenario.RateOptions) scenario.RateOptions {
 // of rewrite, attacks of at most 3 s.
 func demoDocuments(do scenario.DocumentsOptions) scenario.DocumentsOptions {
 	do.Sizes, do.RewriteRates, do.RewriteUsers, do.LZ4 = []int{512 << 10}, []float64{5}, 2, false
+	do.SearchCeiling, do.WriteCeiling = false, false
 	// FerretDB answers the Mongo side slowly: 3 s attacks keep the pair
 	// near a minute.
 	do.Duration = min(do.Duration, 3*time.Second)
@@ -533,7 +534,7 @@ func demoDocuments(do scenario.DocumentsOptions) scenario.DocumentsOptions {
 func newEnv(c common, root string) (*scenario.Env, func(), error) {
 	env := &scenario.Env{
 		Host: c.host, PortOffset: c.portOffset, Start: c.start, Out: os.Stdout,
-		Settle: c.settle, MaxWorkers: c.maxWorkers, PostgresURL: c.pgURL,
+		Settle: c.settle, MaxWorkers: c.maxWorkers, PostgresURL: c.pgURL, StackDir: scenario.StackDir(root),
 	}
 	client := &http.Client{Timeout: 3 * time.Second}
 	env.Probe = func(ctx context.Context, name string, port int) error {
@@ -638,8 +639,11 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 		}
 	}
 	// The pairs run last (the event store's bench writes its own files,
-	// which the report reads from the results folder).
-	if _, err := runResultsSteps(ctx, c, env, root, args, x.keep(pairSteps(ctx, env, set, true))); err != nil {
+	// which the report reads from the results folder), then the event
+	// store's append ceiling (its own file, which the report reads the
+	// same way).
+	last := append(pairSteps(ctx, env, set, true), eventStoreCeilingSteps(ctx, env, set)...)
+	if _, err := runResultsSteps(ctx, c, env, root, args, x.keep(last)); err != nil {
 		return err
 	}
 	// Its file stays out of files: the report reads the newest itself,
@@ -1075,6 +1079,7 @@ func demoCache(c common) (scenario.CacheScenario, scenario.CacheOptions) {
 	o.Rate, o.KVRate, o.Rounds = 200, 200, 1
 	o.Duration = min(c.duration, 3*time.Second)
 	o.StampedeN, o.StaleTTL, o.RawDuration = 50, 2*time.Second, 2*time.Second
+	o.ReadCeiling = false
 	return s, o
 }
 
@@ -1229,7 +1234,7 @@ func loadUsage(w io.Writer) {
 			ks = append(ks, p.name)
 		}
 	}
-	for _, k := range append(ks, "throughput", sustainableCommand, scenario.DurabilityCommand, resultsCommand, longLivedCommand, demoCommand, reportCommand) {
+	for _, k := range append(ks, eventstore.CeilingCommand, "throughput", sustainableCommand, scenario.DurabilityCommand, resultsCommand, longLivedCommand, demoCommand, reportCommand) {
 		fmt.Fprintf(w, "%-10s %s\n", k, loadCommands[k])
 	}
 	fmt.Fprintln(w, "\nrun `go run ./loadtests <command> -h` for a command's flags")

@@ -10,6 +10,7 @@
 //	go run ./loadtests eventstore <append|point-read|catch-up|causal> [flags]  the event store trio's bench
 //	go run ./loadtests eventstore-long [-sizes 100000]  one long stream per engine: paged, service and snapshot folds
 //	go run ./loadtests eventstore-cleanup [flags]   delete one stream: Postgres batches, Kafka retention and compaction
+//	go run ./loadtests eventstore-ceiling [flags]   the append ceiling search, results/<time>-eventstore-ceiling.json
 //	go run ./loadtests throughput [flags]           closed-loop batch senders on queue and log, then the sustainable search
 //	go run ./loadtests sustainable [flags]          the open-loop sustainable search alone
 //	go run ./loadtests longlived [flags]            queue and log on long-lived tables
@@ -29,9 +30,13 @@
 // (its command, flags, options and scenario), and commands.go's loadTable
 // one small function per load command, with throughput.go, longlived.go,
 // scaleout.go, durability.go, extras.go, experiments.go, eventstore_long.go, causal.go,
-// fuzz.go and publish.go beside it; eventstore_compare.go starts the
-// event store bench's no-kurrentdb on other PostgreSQL versions
-// (-compare-bindirs); extras.go adds the overload points,
+// fuzz.go and publish.go beside it; ceilings.go holds the ceiling
+// searches' shared flags and the eventstore-ceiling command (also a
+// results step after the event store's bench); eventstore_compare.go
+// starts the event store bench's no-kurrentdb on other PostgreSQL
+// versions (-compare-bindirs); cache_roles_flags.go holds the cache
+// pair's flags of the roles beyond the cache (scenario.CacheRoles);
+// extras.go adds the overload points,
 // the log pair at its batch throughput and the raw limits to queue, log
 // and results, and publish.go is the results command's last step, which
 // fails it when a point failed (unless -publish-failed). Metrics are

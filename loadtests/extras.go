@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
@@ -91,7 +92,7 @@ func resultsStepNames() []string {
 			names = append(names, p.name)
 		}
 	}
-	return append(names, scenario.DurabilityCommand, "experiments")
+	return append(names, eventstore.CeilingCommand, scenario.DurabilityCommand, "experiments")
 }
 
 // runs reports whether the results command runs step name (-steps).

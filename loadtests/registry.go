@@ -170,18 +170,14 @@ func (p *ratePair) run(ctx context.Context, env *scenario.Env, run *driver.Run) 
 }
 
 // queueSetup is the queue pair's part of cmd: its own command and
-// results take the rate flags (results with shorter ceiling steps and one
-// bisection, to fit a 2-core machine in about 20 minutes) and the
+// results take the rate flags (the declared ceiling: 15 s steps after a
+// 5 s warm-up, two bisections, three searches per side) and the
 // overload extra; demo runs one rate.
 func queueSetup(fs *flag.FlagSet, cmd string, x *extras, _ pairSet) pairRun {
 	p := &ratePair{sc: scenario.QueueScenario, x: x}
 	switch cmd {
 	case pairs.Queue, resultsCommand:
-		c := scenario.QueueScenario.Defaults.CeilingOpts
-		if cmd == resultsCommand {
-			c.Step, c.Bisect = 3*time.Second, 1
-		}
-		p.rates = rateFlags(fs, &p.o, scenario.QueueScenario, c)
+		p.rates = rateFlags(fs, &p.o, scenario.QueueScenario, scenario.QueueScenario.Defaults.CeilingOpts)
 		x.registerOverload(fs)
 		p.extra, p.extraEst = x.queue, x.overloadEstimate
 	case demoCommand:
@@ -227,6 +223,9 @@ type documentsPair struct {
 	o              scenario.DocumentsOptions
 	sizes, rwRates *string
 	demo           bool
+	// shape is its ceiling searches' shape: its own command's -ceiling-*
+	// flags (nil in results, where the queue's flags give it).
+	shape *scenario.CeilingOptions
 }
 
 // documentsSetup registers the documents flags of its command, results
@@ -249,10 +248,22 @@ func documentsSetup(fs *flag.FlagSet, cmd string, _ *extras, _ pairSet) pairRun 
 	p.rwRates = fs.String("rewrite-rates", formatRates(d.RewriteRates), "documents: rewrites (then neighbour patches) per second, per size")
 	fs.IntVar(&p.o.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")
 	fs.BoolVar(&p.o.LZ4, "lz4", d.LZ4, "documents: measure the rewrite points again with TOAST_COMPRESSION=lz4 on the Postgres side")
+	p.o.SearchCeilingOpts, p.o.WriteCeilingOpts = d.SearchCeilingOpts, d.WriteCeilingOpts
+	ladderFlags(fs, "search-ceiling", "documents containment search", &p.o.SearchCeiling, d.SearchCeiling, &p.o.SearchCeilingOpts)
+	ladderFlags(fs, "write-ceiling", "documents profile write", &p.o.WriteCeiling, d.WriteCeiling, &p.o.WriteCeilingOpts)
+	if cmd == pairs.Documents {
+		p.shape = &scenario.CeilingOptions{}
+		ceilingShapeFlags(fs, p.shape, d.SearchCeilingOpts)
+	}
 	return p
 }
 
-func (p *documentsPair) options(c common, _ pairSet) error {
+func (p *documentsPair) options(c common, set pairSet) error {
+	shape := shapeOf(set)
+	if p.shape != nil {
+		shape = *p.shape
+	}
+	p.o.SearchCeilingOpts, p.o.WriteCeilingOpts = withShape(p.o.SearchCeilingOpts, shape), withShape(p.o.WriteCeilingOpts, shape)
 	var err error
 	if p.o.Sizes, err = parseSizes(*p.sizes); err != nil {
 		return err
@@ -269,7 +280,7 @@ func (p *documentsPair) options(c common, _ pairSet) error {
 	return nil
 }
 
-func (p *documentsPair) estimate(time.Duration) scenario.Estimate { return p.o.Estimate() }
+func (p *documentsPair) estimate(settle time.Duration) scenario.Estimate { return p.o.Estimate(settle) }
 
 func (p *documentsPair) run(ctx context.Context, env *scenario.Env, run *driver.Run) error {
 	return scenario.DocumentsScenario.Run(ctx, env, run, p.o)
@@ -280,6 +291,12 @@ type cachePair struct {
 	s   scenario.CacheScenario
 	o   scenario.CacheOptions
 	cmd string
+	// shape is its read ceiling's shape: its own command's -ceiling-*
+	// flags (results takes the queue's).
+	shape scenario.CeilingOptions
+	// ro are the roles beyond the cache (scenario.CacheRoles), run after
+	// the cache points (off in demo).
+	ro rolesFlags
 }
 
 // cacheSetup registers the cache flags of its command and results; demo
@@ -295,49 +312,74 @@ func cacheSetup(fs *flag.FlagSet, cmd string, _ *extras, _ pairSet) pairRun {
 		fs.IntVar(&p.o.OriginWorkMS, "origin-work-ms", p.o.OriginWorkMS, "cache: ORIGIN_WORK_MS of the stampede and staleness points")
 		fs.DurationVar(&p.o.StaleTTL, "stale-ttl", p.o.StaleTTL, "cache: PRODUCT_TTL of the stampede and staleness points")
 		fs.DurationVar(&p.o.RawDuration, "raw-lookup-duration", p.o.RawDuration, "cache: duration of each raw lookup loop")
+		ladderFlags(fs, "read-ceiling", "cache read", &p.o.ReadCeiling, p.o.ReadCeiling, &p.o.ReadCeilingOpts)
+		if cmd == pairs.Cache {
+			ceilingShapeFlags(fs, &p.shape, p.o.ReadCeilingOpts)
+		}
+		p.ro.register(fs)
 	case demoCommand:
+		p.ro.o.Off = true
 	default:
 		return nil
 	}
 	return p
 }
 
-func (p *cachePair) options(c common, _ pairSet) error {
+func (p *cachePair) options(c common, set pairSet) error {
 	switch p.cmd {
 	case pairs.Cache:
 		// Its own command takes -duration and -rounds; results keeps the
 		// scenario's declared size.
 		p.o.Duration, p.o.Rounds = c.duration, c.rounds
+		p.o.ReadCeilingOpts = withShape(p.o.ReadCeilingOpts, p.shape)
+	case resultsCommand:
+		p.o.ReadCeilingOpts = withShape(p.o.ReadCeilingOpts, shapeOf(set))
 	case demoCommand:
 		p.s, p.o = demoCache(c)
 	}
-	return nil
+	return p.ro.parse()
 }
 
-func (p *cachePair) estimate(time.Duration) scenario.Estimate { return p.s.Estimate(p.o) }
+func (p *cachePair) estimate(settle time.Duration) scenario.Estimate {
+	return p.s.Estimate(p.o, settle).Add(scenario.CacheRoles.Estimate(p.ro.o))
+}
 
 func (p *cachePair) run(ctx context.Context, env *scenario.Env, run *driver.Run) error {
-	return p.s.Run(ctx, env, run, p.o)
+	if err := p.s.Run(ctx, env, run, p.o); err != nil {
+		return err
+	}
+	return scenario.CacheRoles.Run(ctx, env, run, p.ro.o)
 }
 
 // eventStorePair is the event store's part of results or demo.
 type eventStorePair struct {
 	cmd string
 	c   common
+	// ceiling is results' append ceiling search, a step of its own after
+	// the bench (eventStoreCeilingSteps); nil in demo.
+	ceiling *eventStoreCeiling
 }
 
 // eventStoreSetup: the event store takes part in results (the bench,
-// long streams, cleanup and the causal experiment) and in demo (the
-// append scenario).
-func eventStoreSetup(_ *flag.FlagSet, cmd string, _ *extras, _ pairSet) pairRun {
+// long streams, cleanup and the causal experiment, then the append
+// ceiling) and in demo (the append scenario).
+func eventStoreSetup(fs *flag.FlagSet, cmd string, _ *extras, _ pairSet) pairRun {
 	if cmd != resultsCommand && cmd != demoCommand {
 		return nil
 	}
-	return &eventStorePair{cmd: cmd}
+	p := &eventStorePair{cmd: cmd}
+	if cmd == resultsCommand {
+		p.ceiling = &eventStoreCeiling{}
+		p.ceiling.register(fs, cmd)
+	}
+	return p
 }
 
-func (p *eventStorePair) options(c common, _ pairSet) error {
+func (p *eventStorePair) options(c common, set pairSet) error {
 	p.c = c
+	if p.ceiling != nil {
+		p.ceiling.o = withShape(p.ceiling.o, shapeOf(set))
+	}
 	return nil
 }
 

@@ -34,7 +34,19 @@ type Workload struct {
 	LatencyMS float64
 	// PostgresInStack is true when Postgres already runs in the stack.
 	PostgresInStack bool
+	// The roles beyond the cache (the cache pair only; 0: not needed).
+	// PubSubRate is the messages per second one channel must carry to
+	// each of Subscribers subscribers; LockRate the lock acquire +
+	// release cycles per second; TakeRate the rate-limit takes per
+	// second.
+	PubSubRate  float64
+	Subscribers int
+	LockRate    float64
+	TakeRate    float64
 }
+
+// roles reports whether w asks about a role beyond the cache.
+func (w Workload) roles() bool { return w.PubSubRate > 0 || w.LockRate > 0 || w.TakeRate > 0 }
 
 // The verdicts of one answer.
 const (
@@ -83,6 +95,16 @@ func (w Workload) Validate() error {
 		return fmt.Errorf("team-size %d must be at least 1", w.TeamSize)
 	case w.LatencyMS < 0:
 		return fmt.Errorf("latency-ms %v is negative", w.LatencyMS)
+	case w.PubSubRate < 0:
+		return fmt.Errorf("pubsub-rate %v is negative", w.PubSubRate)
+	case w.PubSubRate > 0 && w.Subscribers < 1:
+		return fmt.Errorf("subscribers %d must be at least 1 with a pub/sub rate", w.Subscribers)
+	case w.LockRate < 0:
+		return fmt.Errorf("lock-rate %v is negative", w.LockRate)
+	case w.TakeRate < 0:
+		return fmt.Errorf("take-rate %v is negative", w.TakeRate)
+	case w.roles() && w.Pair != pairs.Cache:
+		return fmt.Errorf("pubsub-rate, lock-rate and take-rate are the cache pair's roles; pair is %q", w.Pair)
 	}
 	return nil
 }
@@ -136,6 +158,9 @@ func Advise(w Workload, vs []report.Verdict) (Advice, error) {
 		return Advice{}, fmt.Errorf("no results for pair %q", w.Pair)
 	}
 	a := Advice{Answers: []Answer{semantics(w, *v), load(w, *v), team(w, *v), integrity(w, *v), stack(w, *v), shape(w, *v)}}
+	if w.roles() {
+		a.Answers = append(a.Answers, roles(w, *v))
+	}
 	a.Final = "Postgres: every answer is yes on this machine's measurements."
 	var unmeasured []string
 	for i, ans := range a.Answers {
@@ -189,7 +214,7 @@ func load(w Workload, v report.Verdict) Answer {
 	what := fmt.Sprintf("%g %s/s now, %g/s in two years (growth %g×)", w.Rate, v.Item, target, w.Growth)
 	rangeText := "nothing was measured"
 	if v.MaxRate > 0 {
-		rangeText = fmt.Sprintf("the highest rate measured was %g/s; yours is %s of it", v.MaxRate, times(target, v.MaxRate))
+		rangeText = fmt.Sprintf("the highest rate measured was %g/s%s; yours is %s of it", v.MaxRate, v.MaxRateHow, times(target, v.MaxRate))
 	}
 	switch {
 	case v.MaxRate == 0 || target > v.MaxRate:
@@ -197,16 +222,16 @@ func load(w Workload, v report.Verdict) Answer {
 		q.Text = fmt.Sprintf("outside the measured range: %s; %s. Nothing is extrapolated.", what, rangeText)
 	case !v.PGRate.OK():
 		q.Verdict = Postgres
-		q.Text = fmt.Sprintf("yes within what ran: %s; %s; Postgres' sustainable rate: %s.", what, rangeText, v.PGRate)
+		q.Text = fmt.Sprintf("yes within what ran: %s; %s; Postgres' single-request ceiling: %s.", what, rangeText, v.PGRate)
 	case target <= v.PGRate.Value:
 		q.Verdict = Postgres
 		q.Text = fmt.Sprintf("yes: %s, %s of Postgres' %s (%s); %s.", what, times(target, v.PGRate.Value), v.PGRate, v.RateCriterion, rangeText)
 	case v.SpecRate.OK() && target <= v.SpecRate.Value:
 		q.Verdict = Specialist
-		q.Text = fmt.Sprintf("no: %s is %s Postgres' %s; %s passed %s; %s.", what, times(target, v.PGRate.Value), v.PGRate, v.Specialist, v.SpecRate, rangeText)
+		q.Text = fmt.Sprintf("no: %s is %s Postgres' %s; %s passed %s; %s.", what, times(target, v.PGRate.Value), v.PGRate, v.SpecName(), v.SpecRate, rangeText)
 	default:
 		q.Verdict = Outside
-		q.Text = fmt.Sprintf("neither side passed it: %s is %s Postgres' %s, %s: %s; %s.", what, times(target, v.PGRate.Value), v.PGRate, v.Specialist, v.SpecRate, rangeText)
+		q.Text = fmt.Sprintf("neither side passed it: %s is %s Postgres' %s, %s: %s; %s.", what, times(target, v.PGRate.Value), v.PGRate, v.SpecName(), v.SpecRate, rangeText)
 	}
 	return q
 }
@@ -251,7 +276,7 @@ func integrity(w Workload, v report.Verdict) Answer {
 
 func stack(w Workload, v report.Verdict) Answer {
 	q := Answer{Question: "Is Postgres already in the stack?"}
-	cpu := fmt.Sprintf("CPU per 1,000 %s: Postgres %s, %s %s", v.Item, v.PGCPU, v.Specialist, v.SpecCPU)
+	cpu := fmt.Sprintf("CPU per 1,000 %s: Postgres %s, %s %s", v.Item, v.PGCPU, v.SpecName(), v.SpecCPU)
 	if w.PostgresInStack {
 		q.Verdict, q.Text = Postgres, "yes: the use case adds no server. "+cpu+"."
 	} else {
@@ -284,4 +309,104 @@ func shape(w Workload, v report.Verdict) Answer {
 	}
 	q.Verdict, q.Text = Postgres, fmt.Sprintf("yes: your %g bytes is %s the largest item measured (%s).%s", w.PayloadBytes, times(w.PayloadBytes, hi), span, extra)
 	return q
+}
+
+// roles answers for the roles beyond the cache w asks about: each role's
+// need against the figures both sides measured, the worst answer of them
+// the question's.
+func roles(w Workload, v report.Verdict) Answer {
+	q := Answer{Question: "Does Postgres carry your roles beyond the cache? (locks, pub/sub, rate limits)", Verdict: Postgres}
+	var texts []string
+	add := func(verdict, text string) {
+		texts = append(texts, text)
+		if rank[verdict] > rank[q.Verdict] {
+			q.Verdict = verdict
+		}
+	}
+	if w.PubSubRate > 0 {
+		add(pubsub(w, v.RoleLimits))
+	}
+	for _, r := range []struct {
+		role, unit string
+		need       float64
+	}{{report.RoleLocks, "lock cycles", w.LockRate}, {report.RoleRateLimits, "takes", w.TakeRate}} {
+		if r.need > 0 {
+			add(roleNeed(r.role, fmt.Sprintf("%g %s/s", r.need, r.unit), r.need, find(v.RoleLimits, r.role)))
+		}
+	}
+	q.Text = strings.Join(texts, "; ") + "."
+	if q.Verdict == Outside && allUnmeasured(texts) {
+		q.Text = "not measured: " + q.Text
+	}
+	return q
+}
+
+// rank orders the verdicts: a role that needs Redis outweighs one Postgres
+// carries, one outside the measurements outweighs both.
+var rank = map[string]int{Postgres: 0, Specialist: 1, Outside: 2}
+
+// pubsub answers for w's pub/sub need with the ceiling of the fewest
+// subscribers measured at or above w's.
+func pubsub(w Workload, ls []report.RoleLimit) (string, string) {
+	need := fmt.Sprintf("pub/sub: %g messages/s to %d subscriber(s)", w.PubSubRate, w.Subscribers)
+	var best *report.RoleLimit
+	most := 0
+	for i, l := range ls {
+		if l.Role != report.RolePubSub {
+			continue
+		}
+		most = max(most, l.Subscribers)
+		if l.Subscribers >= w.Subscribers && (best == nil || l.Subscribers < best.Subscribers) {
+			best = &ls[i]
+		}
+	}
+	if best == nil && most > 0 {
+		return Outside, fmt.Sprintf("%s is outside the measured range: at most %d subscribers were measured", need, most)
+	}
+	return roleNeed(report.RolePubSub, need, w.PubSubRate, best)
+}
+
+// roleNeed answers need (rate per second) against l's figures.
+func roleNeed(role, need string, rate float64, l *report.RoleLimit) (string, string) {
+	if l == nil {
+		return Outside, fmt.Sprintf("%s: %s not measured in these results", need, role)
+	}
+	what := "passed (the highest rate a majority of rounds passed under the bound)"
+	if !l.Ceiling {
+		what = "did (closed loop: the most its clients drove, not a ceiling under a latency bound)"
+	}
+	at := fmt.Sprintf("at %s Postgres %s %s, Redis %s", l.Point, what, l.PG, l.Spec)
+	switch {
+	case !l.PG.OK():
+		return Outside, fmt.Sprintf("%s: %s", need, at)
+	case rate <= l.PG.Value:
+		return Postgres, fmt.Sprintf("yes, %s is %s of what Postgres %s: %s", need, times(rate, l.PG.Value), strings.Fields(what)[0], at)
+	case l.PG.AtLeast:
+		return Outside, fmt.Sprintf("%s is above the top of the ladder Postgres passed: %s", need, at)
+	case l.Spec.OK() && rate <= l.Spec.Value:
+		return Specialist, fmt.Sprintf("no, %s is %s Postgres' figure and within Redis': %s", need, times(rate, l.PG.Value), at)
+	default:
+		return Outside, fmt.Sprintf("neither side reached %s: %s", need, at)
+	}
+}
+
+// find is the RoleLimit of role (locks or rate limits: one each), nil if
+// none.
+func find(ls []report.RoleLimit, role string) *report.RoleLimit {
+	for i, l := range ls {
+		if l.Role == role {
+			return &ls[i]
+		}
+	}
+	return nil
+}
+
+// allUnmeasured reports whether every role text says it was not measured.
+func allUnmeasured(texts []string) bool {
+	for _, t := range texts {
+		if !strings.HasSuffix(t, "not measured in these results") {
+			return false
+		}
+	}
+	return true
 }

@@ -15,7 +15,8 @@ func fixture() []report.Verdict {
 		Pair: "log", Specialist: "Kafka", Item: "events", SpecConfidence: report.MeasuredHere,
 		PGRate: report.Figure{Value: 3000, Unit: "/s"}, SpecRate: report.Figure{Value: 1000, Unit: "/s"},
 		RateCriterion: "server delivery p99 < 100ms", MaxRate: 4000,
-		PGCPU: report.Figure{Value: 0.64, Unit: " CPU-s"}, SpecCPU: report.Figure{Why: "failed: 100% of requests 503"},
+		PGCPU:        report.CPUCost{Design: report.Figure{Value: 0.64, Unit: " CPU-s"}, Groups: []string{"service", "postgres"}, Parts: map[string]float64{"service": 0.3, "postgres": 0.34}},
+		SpecCPU:      report.CPUCost{Design: report.Figure{Why: "failed: 100% of requests 503"}},
 		PayloadBytes: []float64{60}, SpecOnly: []string{"consumer groups", "replay"},
 		PGLatency: report.Figure{Value: 1, Unit: " ms"}, SpecLatency: report.Figure{Value: 6, Unit: " ms"}, LatencyWhat: "delivery p95",
 	}}
@@ -140,5 +141,67 @@ func TestAdviseOnCommittedResults(t *testing.T) {
 	}
 	if len(vs) != len(Pairs) {
 		t.Errorf("%d verdicts, want one per pair", len(vs))
+	}
+}
+
+// cacheFixture is a cache verdict whose roles were measured: pub/sub
+// ceilings of 1 and 10 subscribers (Postgres 4000/s and 1000/s, Redis
+// 16000/s and 8000/s), locks (Postgres 900, Redis 5000 cycles/s); no
+// rate limits.
+func cacheFixture() []report.Verdict {
+	f := func(v float64, unit string) report.Figure { return report.Figure{Value: v, Unit: unit} }
+	return []report.Verdict{{
+		Pair: "cache", Specialist: "Redis", Item: "reads", SpecConfidence: report.MeasuredHere,
+		PGRate: f(3000, "/s"), SpecRate: f(3000, "/s"), MaxRate: 4000, PayloadBytes: []float64{200},
+		PGLatency: f(0.3, " ms"), SpecLatency: f(0.3, " ms"), LatencyWhat: "one lookup by key, p50",
+		RoleLimits: []report.RoleLimit{
+			{Role: report.RolePubSub, Point: "1 subscriber", Subscribers: 1, Ceiling: true, PG: f(4000, "/s"), Spec: f(16000, "/s")},
+			{Role: report.RolePubSub, Point: "10 subscribers", Subscribers: 10, Ceiling: true, PG: f(1000, "/s"), Spec: f(8000, "/s")},
+			{Role: report.RoleLocks, Point: "16 contenders on 8 names", PG: f(900, " cycles/s"), Spec: f(5000, " cycles/s")},
+		},
+	}}
+}
+
+// TestAdviseRoles: the cache pair's roles answer a seventh question from
+// the measured figures: within Postgres' figure yes, within Redis' only
+// Redis, beyond what was measured (or a role not measured) "measure it".
+func TestAdviseRoles(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(*Workload)
+		final string
+		want  string
+	}{
+		{"pub/sub within Postgres", func(w *Workload) { w.PubSubRate, w.Subscribers = 2000, 1 }, "Postgres", "0.5× of what Postgres passed"},
+		{"pub/sub to 5 subscribers is judged on 10", func(w *Workload) { w.PubSubRate, w.Subscribers = 2000, 5 }, "Redis (question 7", "at 10 subscribers Postgres passed"},
+		{"more subscribers than measured", func(w *Workload) { w.PubSubRate, w.Subscribers = 100, 100 }, "measure it: question 7", "at most 10 subscribers were measured"},
+		{"above both", func(w *Workload) { w.PubSubRate, w.Subscribers = 20000, 1 }, "measure it: question 7", "neither side reached"},
+		{"locks within Postgres", func(w *Workload) { w.LockRate = 300 }, "Postgres", "closed loop"},
+		{"rate limits not measured", func(w *Workload) { w.LockRate, w.TakeRate = 300, 50 }, "measure it: question 7", "rate limits not measured in these results"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := base()
+			w.Pair = "cache"
+			c.edit(&w)
+			a, err := Advise(w, cacheFixture())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(a.Answers) != 7 {
+				t.Fatalf("%d answers, want the six and the roles'", len(a.Answers))
+			}
+			if !strings.HasPrefix(a.Final, c.final) {
+				t.Errorf("final %q, want prefix %q", a.Final, c.final)
+			}
+			if !strings.Contains(a.Answers[6].Text, c.want) {
+				t.Errorf("roles' answer %q lacks %q", a.Answers[6].Text, c.want)
+			}
+		})
+	}
+	w := base()
+	w.PubSubRate, w.Subscribers = 10, 1
+	if _, err := Advise(w, fixture()); err == nil || !strings.Contains(err.Error(), "cache pair's roles") {
+		t.Errorf("a pub/sub rate on the log pair: %v, want refused", err)
 	}
 }

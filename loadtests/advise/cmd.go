@@ -31,6 +31,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&w.Integrity, "integrity", false, "an item must commit with business state in one transaction (true/false)")
 	fs.Float64Var(&w.LatencyMS, "latency-ms", 0, "latency the workload needs, in milliseconds (0: no target)")
 	fs.BoolVar(&w.PostgresInStack, "postgres-in-stack", true, "Postgres already runs in your stack (true/false)")
+	fs.Float64Var(&w.PubSubRate, "pubsub-rate", 0, "cache: messages per second one channel must carry (0: no pub/sub)")
+	fs.IntVar(&w.Subscribers, "subscribers", 1, "cache: subscribers of that channel (count)")
+	fs.Float64Var(&w.LockRate, "lock-rate", 0, "cache: lock acquire + release cycles per second (0: no locks)")
+	fs.Float64Var(&w.TakeRate, "take-rate", 0, "cache: rate-limit takes per second (0: no rate limits)")
 	dir := fs.String("results", DefaultResults, "folder of the committed results/*.json (path)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -73,6 +77,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 func Print(out io.Writer, w Workload, a Advice) {
 	fmt.Fprintf(out, "Workload: %s, %g items/s (growth %g×), %g-byte items, %d consumer group(s), replay %t, fan-out %t, team of %d.\n",
 		w.Pair, w.Rate, w.Growth, w.PayloadBytes, w.ConsumerGroups, w.Replay, w.Fanout, w.TeamSize)
+	if w.roles() {
+		fmt.Fprintf(out, "Roles beyond the cache: pub/sub %g messages/s to %d subscriber(s), locks %g cycles/s, rate limits %g takes/s (0: not needed).\n",
+			w.PubSubRate, w.Subscribers, w.LockRate, w.TakeRate)
+	}
 	fmt.Fprintln(out, "Thresholds: this machine's committed results/*.json (see README.md's cards).")
 	for i, ans := range a.Answers {
 		fmt.Fprintf(out, "\n%d. %s\n   %s\n", i+1, ans.Question, ans.Text)
@@ -83,7 +91,8 @@ func Print(out io.Writer, w Workload, a Advice) {
 func usage(out io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(out, "usage: go run ./loadtests advise [flags]")
 	fmt.Fprintln(out, "\nAnswers the reference's five questions and the project's sixth for your workload with this machine's")
-	fmt.Fprintln(out, "measured thresholds, and ends with Postgres, the specialist, or \"measure it\". Flags (unit, default):")
+	fmt.Fprintln(out, "measured thresholds (for the cache pair, a seventh when you name a role beyond the cache: --pubsub-rate,")
+	fmt.Fprintln(out, "--lock-rate, --take-rate), and ends with Postgres, the specialist, or \"measure it\". Flags (unit, default):")
 	fs.VisitAll(func(f *flag.Flag) {
 		fmt.Fprintf(out, "  --%-18s %s (default %s)\n", f.Name, f.Usage, f.DefValue)
 	})

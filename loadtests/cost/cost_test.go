@@ -5,6 +5,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -212,5 +215,30 @@ func TestMachineBusy(t *testing.T) {
 	}
 	if got := (b1 - b0).Seconds(); got < own-0.03 {
 		t.Fatalf("the machine was busy %.3f CPU-s while this process alone used %.3f", got, own)
+	}
+}
+
+// TestSpecialistFinders: FerretDB and Redis are found by the pid file the
+// stack writes under its folder first (here, one naming this process),
+// named by their process; without one a /proc scan looks for their
+// command, and says what it did or why it found nothing.
+func TestSpecialistFinders(t *testing.T) {
+	dir := t.TempDir()
+	for name, find := range map[string]func(string) Group{"ferretdb": FerretDB, "redis": Redis} {
+		sub := map[string]string{"ferretdb": "ferretdb/ferretdb.pid", "redis": "redis/redis.pid"}[name]
+		path := filepath.Join(dir, sub)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g := find(dir)
+		if g.Name != name || len(g.Roots) != 1 || g.Roots[0] != os.Getpid() || !strings.Contains(g.Source, sub) {
+			t.Errorf("%s from its pid file: %+v", name, g)
+		}
+		if g := find(t.TempDir()); g.Name != name || g.Source == "" {
+			t.Errorf("%s by a /proc scan: %+v", name, g)
+		}
 	}
 }

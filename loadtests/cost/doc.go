@@ -1,8 +1,8 @@
 // Package cost measures what a load costs the machine: the CPU time of
 // every process involved (Postgres and its children, RabbitMQ's beam.smp,
-// Kafka's JVM, a service), read from /proc/<pid>/stat before and after a
-// measurement. It is Linux only; elsewhere every lookup reports that it
-// found nothing.
+// Kafka's JVM, FerretDB, redis-server, a service), read from
+// /proc/<pid>/stat before and after a measurement. It is Linux only;
+// elsewhere every lookup reports that it found nothing.
 //
 // A Group is one or more root processes and all their descendants. Its
 // CPU time is each root's utime+stime+cutime+cstime plus the utime+stime of
@@ -14,7 +14,8 @@
 //
 // The finders locate the stack's servers robustly: the pid files the
 // stack writes (.stack/pg/postmaster.pid, .stack/rabbitmq/rabbitmq.pid,
-// .stack/kafka/kafka.pid), then a scan of /proc by command name;
+// .stack/kafka/kafka.pid, .stack/ferretdb/ferretdb.pid,
+// .stack/redis/redis.pid), then a scan of /proc by command name;
 // ListenerPID finds the process listening on a TCP port (a service the
 // driver did not start).
 //

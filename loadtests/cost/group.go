@@ -217,6 +217,17 @@ func Kafka(stackDir string) Group {
 	return server("java", stackDir, filepath.Join("kafka", "kafka.pid"), "java", "kafka.Kafka")
 }
 
+// FerretDB finds FerretDB's process (the stack's ferretdb binary, the
+// MongoDB stand-in of the native stack), named "ferretdb".
+func FerretDB(stackDir string) Group {
+	return server("ferretdb", stackDir, filepath.Join("ferretdb", "ferretdb.pid"), "ferretdb")
+}
+
+// Redis finds redis-server, named "redis".
+func Redis(stackDir string) Group {
+	return server("redis", stackDir, filepath.Join("redis", "redis.pid"), "redis-server")
+}
+
 // Process is a group of one known process (a service the driver started),
 // or the process listening on port when pid is 0.
 func Process(name string, pid, port int) Group {

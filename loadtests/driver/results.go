@@ -179,6 +179,11 @@ type SideResult struct {
 	Metrics map[string]float64 `json:"metrics"`
 	// Error is set when the side could not be measured.
 	Error string `json:"error,omitempty"`
+	// Precondition says why the side's starting state was not the one
+	// its scenario declares (a replication slot behind, a queue not
+	// empty, a table not at its size), proven before its load began:
+	// the round is invalid (StateInvalid) and its figures unused.
+	Precondition string `json:"precondition,omitempty"`
 	// Status is set (by Validate) when this round of the side is not
 	// ok.
 	Status *Status `json:"status,omitempty"`
@@ -268,11 +273,17 @@ type CeilingSpec struct {
 	BacklogMin float64 `json:"backlog_min"`
 	// P99MS is the bound the latency's p99 must stay under.
 	P99MS float64 `json:"p99_ms"`
-	// KneeFactor bounds the p99 to KneeFactor × LowP99MS, the side's own
-	// p99 at LowRate (0: no such bound, or no low-rate p99 was measured).
+	// KneeFactor bounded the p99 to KneeFactor × LowP99MS, the side's
+	// own p99 at LowRate, in files written before 5 December 2026: a
+	// relative rule that gave the side with the lower floor the tighter
+	// bound. Searches now judge every side by the absolute P99MS alone
+	// and leave it 0.
 	KneeFactor float64 `json:"knee_factor"`
 	LowRate    float64 `json:"low_rate,omitempty"`
 	LowP99MS   float64 `json:"low_p99_ms,omitempty"`
+	// WarmupS is how long each step first offered its own rate, not
+	// measured, before its StepS measured seconds (0 in older files).
+	WarmupS float64 `json:"warmup_s,omitempty"`
 	// MaxInFlight is the MAX_IN_FLIGHT the services ran the search with
 	// (0: no bound); nil when the driver left the services' own bound.
 	MaxInFlight *int `json:"max_in_flight"`
@@ -287,6 +298,10 @@ type CeilingRound struct {
 	Rate float64 `json:"rate"`
 	// Capped is true when the search stopped at its maximum rate.
 	Capped bool `json:"capped"`
+	// Invalid says why the search stopped without a verdict: a step's
+	// starting state could not be proven (the step's Invalid). Its Rate
+	// is then not used.
+	Invalid string `json:"invalid,omitempty"`
 }
 
 // CeilingStep is one rate tried.
@@ -299,6 +314,10 @@ type CeilingStep struct {
 	// package's Crit* keys); absent when it passed and in files written
 	// before it was recorded.
 	Failed []string `json:"failed,omitempty"`
+	// Invalid says why the step was not measured: its precondition (the
+	// backlog of the step before drained, a slot caught up) did not hold
+	// within its bound. Neither Pass nor Failed then means anything.
+	Invalid string `json:"invalid,omitempty"`
 }
 
 // NewRun starts a Run for command at now.

@@ -100,13 +100,16 @@ func Summarize(p *Point) {
 		for _, side := range p.Sides {
 			var vs []float64
 			for _, r := range p.Rounds {
-				if s := r.Sides[side]; s != nil && s.Error == "" {
+				if s := r.Sides[side]; s != nil && s.Error == "" && s.Precondition == "" {
 					if v, ok := s.Metrics[n]; ok {
 						vs = append(vs, v)
 					}
 				}
 			}
-			if len(vs) > 0 {
+			switch {
+			case len(vs) > 0 && offeredRates[n]:
+				m.Sides[side] = RateAgg(vs)
+			case len(vs) > 0:
 				m.Sides[side] = Aggregate(vs)
 			}
 		}
@@ -115,7 +118,7 @@ func Summarize(p *Point) {
 			for _, r := range p.Rounds {
 				a, b := r.Sides[p.Sides[0]], r.Sides[p.Sides[1]]
 				var ratio *float64
-				if a != nil && b != nil && a.Error == "" && b.Error == "" {
+				if a != nil && b != nil && a.Error == "" && b.Error == "" && a.Precondition == "" && b.Precondition == "" {
 					va, okA := a.Metrics[n]
 					vb, okB := b.Metrics[n]
 					if okA && okB && vb != 0 {
@@ -135,6 +138,16 @@ func Summarize(p *Point) {
 	}
 }
 
+// offeredRates are the metrics MarkOfferedRate named.
+var offeredRates = map[string]bool{}
+
+// MarkOfferedRate declares metric a rate that every round's search
+// offered and passed (a sustainable rate): Summarize then publishes, as
+// its median, the rate a majority of rounds passed (RateAgg), always a
+// rate that was offered, never the mean of two rounds. Call it from an
+// init function, before any point is summarized.
+func MarkOfferedRate(metric string) { offeredRates[metric] = true }
+
 // Find returns the metric named name, or nil.
 func (p *Point) Find(name string) *Metric {
 	for i := range p.Metrics {
@@ -150,6 +163,28 @@ func Aggregate(vs []float64) Agg {
 	s := slices.Clone(vs)
 	sort.Float64s(s)
 	return Agg{Median: Median(s), Min: s[0], Max: s[len(s)-1], N: len(s)}
+}
+
+// PassedInMost is the highest rate a majority of searches passed, from
+// each search's highest passing rate: the (n/2+1)-th highest, so the
+// middle one of 3 (2 of 3 passed it), the lower of 2. Unlike a median
+// of an even count it is always a rate that was offered. 0 for none.
+func PassedInMost(rates []float64) float64 {
+	if len(rates) == 0 {
+		return 0
+	}
+	s := slices.Clone(rates)
+	sort.Sort(sort.Reverse(sort.Float64Slice(s)))
+	return s[len(s)/2]
+}
+
+// RateAgg is the range of searches' highest passing rates with Median
+// set to PassedInMost: the published rate is one that was offered and
+// passed in a majority of the searches.
+func RateAgg(rates []float64) Agg {
+	a := Aggregate(rates)
+	a.Median = PassedInMost(rates)
+	return a
 }
 
 // Median returns the median of vs (the mean of the middle two for an even

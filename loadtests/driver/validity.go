@@ -27,6 +27,12 @@ const (
 	// reason (the MongoDB side of the lz4 points, which only change a
 	// Postgres setting): it has no figures, and it is not a failure.
 	StateSkipped = "skipped"
+	// StateInvalid is a point (or a ceiling) whose starting state was not
+	// the one its scenario declares: a precondition proven before it
+	// failed (a replication slot gigabytes behind, a queue not empty, a
+	// table not at its size). Its figures are not the system's at that
+	// load, so none is printed, compared or used by a claim.
+	StateInvalid = "invalid"
 )
 
 // FailShare is the share of a phase's requests that may fail (non-2xx
@@ -73,6 +79,8 @@ func RoundStatus(s *SideResult) Status {
 	switch {
 	case s == nil:
 		return Status{State: StateNotRun, Reason: "no result recorded"}
+	case s.Precondition != "":
+		return Status{State: StateInvalid, Reason: "precondition: " + firstLine(s.Precondition)}
 	case s.Error != "":
 		return Failed("%s", firstLine(s.Error))
 	case len(s.Metrics) == 0 && len(s.Phases) == 0:
@@ -242,17 +250,50 @@ func (r *Run) Validate() {
 		if c.Status != nil {
 			continue
 		}
-		st := Status{State: StateOK}
-		switch {
-		case len(c.Rounds) == 0 && aborted != "":
-			st = Failed("the run aborted before this search (%s)", aborted)
-		case len(c.Rounds) == 0:
-			st = Status{State: StateNotRun, Reason: "no search ran"}
-		case !slices.ContainsFunc(c.Rounds, func(cr CeilingRound) bool { return cr.Rate > 0 }):
-			st = Failed("no step passed in any round")
-		}
-		c.Status = &st
+		c.Status = ceilingStatus(c, aborted)
 	}
+}
+
+// ceilingStatus decides a ceiling search from its rounds: not run, or
+// failed by an abort, without rounds; invalid when fewer than a majority
+// of its rounds ran from a proven start (CeilingRound.Invalid); failed
+// when no step of any valid round passed and one of them ended on an
+// error rather than on a judged step. A search whose judged steps all
+// failed is valid: the side passed no rate it was offered, which the
+// report says with the lowest rate tried.
+func ceilingStatus(c *Ceiling, aborted string) *Status {
+	st := Status{State: StateOK}
+	valid, invalid := 0, ""
+	for _, r := range c.Rounds {
+		if r.Invalid != "" {
+			if invalid == "" {
+				invalid = r.Invalid
+			}
+			continue
+		}
+		valid++
+	}
+	switch {
+	case len(c.Rounds) == 0 && aborted != "":
+		st = Failed("the run aborted before this search (%s)", aborted)
+	case len(c.Rounds) == 0:
+		st = Status{State: StateNotRun, Reason: "no search ran"}
+	case valid < len(c.Rounds)/2+1:
+		st = Status{State: StateInvalid, Reason: fmt.Sprintf("precondition: %s (%d of %d searches started from a proven state)", firstLine(invalid), valid, len(c.Rounds))}
+	case !slices.ContainsFunc(c.Rounds, func(cr CeilingRound) bool { return cr.Rate > 0 }) && slices.ContainsFunc(c.Rounds, endedOnError):
+		st = Failed("no step passed in any round")
+	}
+	return &st
+}
+
+// endedOnError reports whether a search's last step could not be judged:
+// it recorded why without failing any criterion.
+func endedOnError(r CeilingRound) bool {
+	if len(r.Steps) == 0 {
+		return true
+	}
+	last := r.Steps[len(r.Steps)-1]
+	return !last.Pass && len(last.Failed) == 0
 }
 
 // FailSide marks side of p failed before it is measured, with reason

@@ -31,6 +31,9 @@ type Results struct {
 	// Long and Cleanup are the newest eventstore-long and
 	// eventstore-cleanup runs (long_results.go); nil when none ran.
 	Long, Cleanup *driver.Run
+	// Ceiling is the newest eventstore-ceiling run (CeilingCommand): the
+	// append ceiling search in its Ceilings; nil when none ran.
+	Ceiling *driver.Run
 }
 
 // AppendRow is one engine's loop of one series and round.

@@ -17,16 +17,23 @@ import (
 // results, as they were written.
 const legacySetting = "legacy_result"
 
+// CeilingCommand is the command of the append ceiling search's results
+// file (<time>-eventstore-ceiling.json: the load driver's
+// eventstore-ceiling command, scenario.RunEventStoreCeiling), a run whose
+// Ceilings hold the search.
+const CeilingCommand = "eventstore-ceiling"
+
 // Commands are the commands of every results file the event store's
 // measurements write: the bench's scenarios (Command), then the causal
-// experiment, the long streams and the cleanup. The report reads the
-// newest run of each (LoadRuns), like the other pairs' runs.
+// experiment, the long streams, the cleanup and the append ceiling. The
+// report reads the newest run of each (LoadRuns), like the other pairs'
+// runs.
 func Commands() []string {
 	var out []string
 	for _, sc := range Scenarios {
 		out = append(out, Command(sc))
 	}
-	return append(out, CausalCommand, LongCommand, CleanupCommand)
+	return append(out, CausalCommand, LongCommand, CleanupCommand, CeilingCommand)
 }
 
 // IsCommand reports whether cmd is one of the event store's results
@@ -94,7 +101,7 @@ func FromRuns(runs []*driver.Run) (Results, error) {
 			errs = append(errs, err)
 		}
 	}
-	r.Long, r.Cleanup = last[LongCommand], last[CleanupCommand]
+	r.Long, r.Cleanup, r.Ceiling = last[LongCommand], last[CleanupCommand], last[CeilingCommand]
 	return r, errors.Join(errs...)
 }
 
@@ -192,7 +199,7 @@ func (r Results) Runs() []*driver.Run {
 	if len(out) > 0 {
 		out[0].StartState = r.StartState
 	}
-	for _, run := range []*driver.Run{r.Long, r.Cleanup} {
+	for _, run := range []*driver.Run{r.Long, r.Cleanup, r.Ceiling} {
 		if run != nil {
 			out = append(out, run)
 		}

@@ -12,7 +12,8 @@ import (
 
 // TestRunsAreTheReportsInput checks that the event store's results reach
 // the report as runs like every other pair's: the older files are
-// converted on load into runs of the scenarios' commands, a newer
+// converted on load into runs of the scenarios' commands, the newest
+// file of the long streams and of the append ceiling is found, a newer
 // timestamped file of a command wins over the older one, FromRuns leaves
 // the other pairs' runs alone and keeps the last run of a command, and
 // Results.Runs reads back into the same Results.
@@ -30,6 +31,11 @@ func TestRunsAreTheReportsInput(t *testing.T) {
 	if _, err := driver.WriteRun(dir, long); err != nil {
 		t.Fatal(err)
 	}
+	ceiling := driver.NewRun(CeilingCommand, nil, time.Date(2026, 12, 1, 23, 30, 0, 0, time.UTC))
+	ceiling.Ceilings = []driver.Ceiling{{Scenario: "eventstore.append.ceiling", Service: "no-kurrentdb"}}
+	if _, err := driver.WriteRun(dir, ceiling); err != nil {
+		t.Fatal(err)
+	}
 	runs, err := LoadRuns(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -38,12 +44,13 @@ func TestRunsAreTheReportsInput(t *testing.T) {
 	for _, r := range runs {
 		cmds = append(cmds, r.Command)
 	}
-	if want := []string{Command("point-read"), Command("catch-up"), LongCommand}; !reflect.DeepEqual(cmds, want) {
+	if want := []string{Command("point-read"), Command("catch-up"), LongCommand, CeilingCommand}; !reflect.DeepEqual(cmds, want) {
 		t.Fatalf("LoadRuns read %v, want %v", cmds, want)
 	}
 	queue := driver.NewRun("queue", nil, time.Now())
 	r, err := FromRuns(append([]*driver.Run{queue}, runs...))
-	if err != nil || r.PointRead == nil || r.PointRead.Rows[0].Matched != 3 || r.CatchUp == nil || r.CatchUp.LivePerRun != 5 || r.Long == nil || r.Append != nil {
+	if err != nil || r.PointRead == nil || r.PointRead.Rows[0].Matched != 3 || r.CatchUp == nil || r.CatchUp.LivePerRun != 5 || r.Long == nil || r.Append != nil ||
+		r.Ceiling == nil || len(r.Ceiling.Ceilings) != 1 {
 		t.Fatalf("FromRuns: %+v, %v", r, err)
 	}
 	if !IsCommand(Command("append")) || !IsCommand(CausalCommand) || IsCommand("queue") {

@@ -18,6 +18,12 @@ import (
 // file's .added.json beside it, read from those sentences.
 func TestTextsRenderAsTheyWere(t *testing.T) {
 	t.Parallel()
+	// proseRewritten names the experiments whose explanation (Happens)
+	// was rewritten on purpose since the files were written, and why:
+	// their figures and notes still render as they were.
+	proseRewritten := map[string]string{
+		"kafka-broker-restart": "the franz-go producer rides out an outage shorter than KAFKA_WRITE_TIMEOUT, which kafka-go did not",
+	}
 	paths, _ := filepath.Glob(filepath.Join("testdata", "schema1", "*"+FileSuffix))
 	if len(paths) == 0 {
 		t.Fatal("no testdata/schema1/*" + FileSuffix)
@@ -32,6 +38,10 @@ func TestTextsRenderAsTheyWere(t *testing.T) {
 				continue
 			}
 			want := c.want
+			if why, ok := proseRewritten[c.r.Name]; ok {
+				t.Logf("%s: its explanation is compared no more: %s", c.r.Name, why)
+				want.Happens = got.Happens
+			}
 			if got.Title != want.Title || got.Happens != want.Happens || got.UserMust != want.UserMust {
 				t.Errorf("%s: title or explanations differ:\ngot  %q\n     %q\n     %q\nwant %q\n     %q\n     %q", c.r.Name, got.Title, got.Happens, got.UserMust, want.Title, want.Happens, want.UserMust)
 			}

@@ -61,7 +61,9 @@ func amqpPair(ctx context.Context, o Options) ([]Result, error) {
 	if err != nil {
 		return []Result{pub, con}, err
 	}
-	if _, err := ch.QueueDeclare(queue, true, false, false, false, nil); err != nil {
+	// Classic queues v2, as the rabbitmq service declares them
+	// (RABBITMQ_QUEUE_VERSION's default).
+	if _, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{"x-queue-version": 2}); err != nil {
 		return []Result{pub, con}, err
 	}
 	defer func() {

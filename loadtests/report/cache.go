@@ -140,6 +140,7 @@ func CacheSection(r *driver.Run) string {
 		}
 		w("\n")
 	}
+	b.WriteString(cacheRolesSection(r))
 	for _, n := range notesOf(r) {
 		w("- Note: %s\n", md(n))
 	}

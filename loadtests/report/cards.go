@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
@@ -34,8 +35,13 @@ type Figure struct {
 	Why string
 	// Lo and Hi are the range across rounds of a median Value (the
 	// sustainable rates), printed beside it when they differ; both 0 for
-	// a figure without one.
+	// a figure without one. N is how many rounds or searches they span
+	// (0 when not recorded).
 	Lo, Hi float64
+	N      int
+	// AtLeast marks a lower bound: the search passed its ladder's top,
+	// so the system's ceiling is Value or more.
+	AtLeast bool
 }
 
 // OK reports whether the figure holds a valid value.
@@ -47,10 +53,14 @@ func (f Figure) String() string {
 	if !f.OK() {
 		return f.Why
 	}
-	if f.Hi > f.Lo {
-		return fmt.Sprintf("%s%s (%s–%s across rounds)", num(f.Value), f.Unit, num(f.Lo), num(f.Hi))
+	v := num(f.Value)
+	if f.AtLeast {
+		v = "≥ " + v
 	}
-	return num(f.Value) + f.Unit
+	if f.Hi > f.Lo {
+		return fmt.Sprintf("%s%s (%s–%s across rounds)", v, f.Unit, num(f.Lo), num(f.Hi))
+	}
+	return v + f.Unit
 }
 
 // noFigure is a figure no result holds.
@@ -79,11 +89,27 @@ type Verdict struct {
 	// SpecConfidence is the confidence of the specialist's figures
 	// (MeasuredHere, StandInFerretDB, NotRunKurrentDB).
 	SpecConfidence string
-	// PGRate and SpecRate are the highest rates (items/s) passing every
-	// check of the ceiling search (median of the searches).
+	// PGRate and SpecRate are the single-request ceilings (items/s): the
+	// highest rate a majority of searches passed with every absolute
+	// check of a step holding, with the searches' range; RateOp says how
+	// the items came ("sent one per request").
 	PGRate, SpecRate Figure
-	// RateCriterion is the latency bound those rates held ("server
-	// delivery p99 < 100ms"), "" when no search ran.
+	RateOp           string
+	// PGSLO and SpecSLO are the same searches read at each of
+	// scenario.CeilingSLOs, in its order (empty when no search ran).
+	PGSLO, SpecSLO []Figure
+	// SpecOverload is what the specialist served at 5× its own ceiling
+	// ("" when not measured).
+	SpecOverload string
+	// Guarantee says under which durability the ceilings were measured
+	// ("" when the pair has nothing to say); Designs are the pair's other
+	// ceiling searches, one sentence each (the same guarantee at a higher
+	// price, the specialist alone, the tuning's before).
+	Guarantee string
+	Designs   []string
+	// RateCriterion is the rule those rates held ("server processing
+	// p99 < 100 ms, errors and sheds < 1%, backlog flat"), "" when no
+	// search ran.
 	RateCriterion string
 	// PGSustained and SpecSustained are the sustainable rates (open
 	// loop, batched: backlog flat, end-to-end p99 under the SLO, median
@@ -91,12 +117,24 @@ type Verdict struct {
 	// Postgres' was highest; SustainedAt is "" when none was searched.
 	PGSustained, SpecSustained Figure
 	SustainedAt                string
-	// MaxRate is the highest rate any measurement of the pair offered:
-	// the top of the measured range (0 when none).
-	MaxRate float64
-	// PGCPU and SpecCPU are CPU-seconds per 1,000 items, every process
-	// counted, with one item per request.
-	PGCPU, SpecCPU Figure
+	// MaxRate is the highest rate any measurement of the pair offered,
+	// batches included: the top of the measured range (0 when none);
+	// MaxRateHow says how it was offered (" in batches of 100", "").
+	MaxRate    float64
+	MaxRateHow string
+	// PGCPU and SpecCPU are each design's CPU-seconds per 1,000 requests
+	// (one item each) at CPUAt items/s, the highest rate both ceilings
+	// passed, by process: the specialist's process apart from the
+	// service and Postgres.
+	PGCPU, SpecCPU CPUCost
+	CPUAt          float64
+	// Roles are the cache card's sentences on the roles beyond the cache
+	// (locks, pub/sub, rate limits), one each; nil for the other pairs.
+	Roles []string
+	// RoleLimits are the same roles' figures, for advise: one per pub/sub
+	// subscriber count, one for locks and one for rate limits, each only
+	// when measured; nil for the other pairs.
+	RoleLimits []RoleLimit
 	// PayloadBytes are the item sizes measured, in bytes.
 	PayloadBytes []float64
 	// PGLatency is Postgres' figure for the latency question, described
@@ -158,6 +196,11 @@ func newInputs(all []*driver.Run, es eventstore.Results, src ...Sources) *inputs
 	for _, r := range all {
 		in.rs[r.Command] = r
 	}
+	if es.Ceiling != nil {
+		// A bench's run, read like a pair's for its ceiling.
+		es.Ceiling.Validate()
+		in.rs[es.Ceiling.Command] = es.Ceiling
+	}
 	for _, c := range pairCommands() {
 		if r := in.rs[c]; r != nil {
 			in.order = append(in.order, r)
@@ -166,79 +209,212 @@ func newInputs(all []*driver.Run, es eventstore.Results, src ...Sources) *inputs
 	return in
 }
 
-// ceilingFigure is a side's median knee, or why it is no figure (the
-// search failed, the knee was not reached, the admission limit set it).
-func ceilingFigure(in *inputs, cmd, side string) Figure {
-	c := in.rs.ceiling(cmd, side)
+// SpecName is the name the specialist's figures are printed under: the
+// stand-in's own name when one answered in its place.
+func (v Verdict) SpecName() string {
+	if v.SpecConfidence == StandInFerretDB {
+		return "FerretDB (standing in for MongoDB)"
+	}
+	return v.Specialist
+}
+
+// rateSource is where a pair's single-request ceiling is read: the
+// results command and ceiling scenario, and what one request is.
+type rateSource struct{ cmd, scenario, op string }
+
+// rateSources are the pairs' single-request ceilings.
+var rateSources = map[string]rateSource{
+	pairs.Queue:      {pairs.Queue, "queue.ceiling", "sent one per request"},
+	pairs.Log:        {pairs.Log, "log.ceiling", "written one per request"},
+	pairs.Documents:  {pairs.Documents, "documents.search.ceiling", "one containment search per request"},
+	pairs.EventStore: {EventStoreCeilingCommand, "eventstore.append.ceiling", "appended one per request"},
+	pairs.Cache:      {pairs.Cache, "cache.read.ceiling", "one read per request"},
+}
+
+// EventStoreCeilingCommand is the results command (and file suffix) of
+// the event store's single-request ceiling search.
+const EventStoreCeilingCommand = eventstore.CeilingCommand
+
+// rates fills v's single-request figures from its pair's ceiling
+// searches of pg and spec: the ceilings with their ranges, the same
+// searches at every SLO, the rule, and each design's CPU by process at
+// the highest rate both passed.
+func (v *Verdict) rates(in *inputs, pg, spec string) {
+	src := rateSources[v.Pair]
+	v.RateOp = src.op
+	pc, sc := in.rs.ceilingOf(src.cmd, src.scenario, pg), in.rs.ceilingOf(src.cmd, src.scenario, spec)
+	v.PGRate, v.SpecRate = ceilingFig(pc), ceilingFig(sc)
+	if pc != nil && pc.Spec != nil {
+		v.RateCriterion = ruleText(pc.Spec)
+	}
+	if pc != nil || sc != nil {
+		for _, slo := range scenario.CeilingSLOs {
+			ms := float64(slo.Milliseconds())
+			v.PGSLO, v.SpecSLO = append(v.PGSLO, sloFig(pc, ms)), append(v.SpecSLO, sloFig(sc, ms))
+		}
+	}
+	v.CPUAt = commonRate(pc, sc)
+	v.PGCPU, v.SpecCPU = cpuCost(pc, pg, v.CPUAt), cpuCost(sc, spec, v.CPUAt)
+	v.MaxRate, v.MaxRateHow = maxOffered(in, v.Pair)
+	v.Designs = designLines(in, src, pg, spec, v.SpecName())
+}
+
+// designLines words every other ceiling scenario of the pair's run: its
+// title and each side's ceiling.
+func designLines(in *inputs, src rateSource, pg, spec, specName string) []string {
+	r := in.rs[src.cmd]
+	if r == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{src.scenario: true}
+	for i := range r.Ceilings {
+		sc := r.Ceilings[i].Scenario
+		if seen[sc] {
+			continue
+		}
+		seen[sc] = true
+		var parts []string
+		for _, side := range []string{pg, spec} {
+			if c := in.rs.ceilingOf(src.cmd, sc, side); c != nil {
+				name := specName
+				if side == pg {
+					name = "Postgres"
+				}
+				parts = append(parts, passedText(name, ceilingFig(c)))
+			}
+		}
+		title := strings.TrimSuffix(strings.TrimPrefix(ceilingTitle(r, sc), "Ceilings ("), "): latency against offered rate")
+		out = append(out, fmt.Sprintf("%s: %s", title, strings.Join(parts, ", ")))
+	}
+	return out
+}
+
+// ruleText is a ceiling's rule in a card: the latency bound and the
+// checks beside it, the same for both sides.
+func ruleText(sp *driver.CeilingSpec) string {
+	s := fmt.Sprintf("the rule for both sides: server %s p99 < %s, errors and sheds < %s, backlog flat over %s steps",
+		sp.Latency, ms(sp.P99MS), percent(sp.ErrorShare), driver.Human(time.Duration(sp.StepS*float64(time.Second))))
+	if sp.KneeFactor > 0 {
+		s += fmt.Sprintf(", and ≤ %s× the side's own low-rate p99 (the relative rule of files before 5 December 2026)", num(sp.KneeFactor))
+	}
+	return s
+}
+
+// ceilingFig is a ceiling search as a card figure: the rate a majority of
+// its searches passed with their range, a lower bound when the ladder's
+// top passed, or why there is no figure.
+func ceilingFig(c *driver.Ceiling) Figure {
 	if c == nil {
 		return noFigure("/s")
 	}
 	if st := c.CeilingStatus(); !st.OK() {
 		return failedFigure("/s", st)
 	}
-	v, why := kneeOf(c).value()
+	k := kneeOf(c)
+	if k.capped {
+		return Figure{Value: k.top, Unit: "/s", AtLeast: true, N: len(validRounds(c))}
+	}
+	v, why := k.value()
 	if why != "" {
 		return Figure{Unit: "/s", Why: why}
 	}
-	return Figure{Value: v, Unit: "/s"}
+	return Figure{Value: v, Unit: "/s", Lo: c.Rate.Min, Hi: c.Rate.Max, N: c.Rate.N}
 }
 
-// criterionLatency is the latency bound of a ceiling's criteria ("server
-// delivery p99 < 100 ms, and under 5× its low-rate p99"): from its
-// figures, or the last clause of an older file's criteria.
-func criterionLatency(in *inputs, cmd, side string) string {
-	c := in.rs.ceiling(cmd, side)
+// sloFig is c read at sloMS as a card figure.
+func sloFig(c *driver.Ceiling, sloMS float64) Figure {
 	if c == nil {
-		return ""
+		return noFigure("/s")
 	}
-	if sp := c.Spec; sp != nil {
-		s := fmt.Sprintf("server %s p99 < %s", sp.Latency, ms(sp.P99MS))
-		if sp.KneeFactor > 0 && sp.LowP99MS > 0 {
-			s += fmt.Sprintf(" and ≤ %s× its low-rate p99", num(sp.KneeFactor))
-		}
-		return s
+	if st := c.CeilingStatus(); !st.OK() {
+		return failedFigure("/s", st)
 	}
-	parts := strings.Split(c.Criteria, ", ")
-	return parts[len(parts)-1]
+	a, ok := sloCeiling(c, sloMS)
+	switch {
+	case !ok:
+		return noFigure("/s")
+	case a.Max == 0:
+		return Figure{Unit: "/s", Why: "no rate passed"}
+	case a.Median == 0:
+		return Figure{Unit: "/s", Why: fmt.Sprintf("no rate passed in a majority of searches (the best: %s/s)", count(int64(a.Max)))}
+	}
+	return Figure{Value: a.Median, Unit: "/s", Lo: a.Min, Hi: a.Max, N: a.N}
 }
 
-// maxRate is the highest rate offered by any ceiling step or point of cmd.
-func maxRate(in *inputs, cmd string) float64 {
-	r := in.rs[cmd]
-	if r == nil {
-		return 0
+// maxOffered is the highest rate any measurement of pair offered, single
+// requests or batches, and how ("" or " in batches of N").
+func maxOffered(in *inputs, pair string) (float64, string) {
+	best, how := 0.0, ""
+	see := func(rate float64, h string) {
+		if rate > best {
+			best, how = rate, h
+		}
 	}
-	var m float64
-	for _, c := range r.Ceilings {
-		for _, rd := range c.Rounds {
-			for _, s := range rd.Steps {
-				m = max(m, s.Rate)
+	for _, cmd := range []string{pair, rateSources[pair].cmd} {
+		r := in.rs[cmd]
+		if r == nil {
+			continue
+		}
+		for _, c := range r.Ceilings {
+			for _, rd := range c.Rounds {
+				for _, st := range rd.Steps {
+					see(st.Rate, "")
+				}
+			}
+		}
+		for _, p := range r.Points {
+			if !strings.Contains(p.Name, "ceiling") {
+				see(p.Rate, "")
+			}
+			if v, ok := pointMax(p, "offered_rate"); ok {
+				see(v, "")
 			}
 		}
 	}
-	for _, p := range r.Points {
-		if !strings.Contains(p.Name, "ceiling") {
-			m = max(m, p.Rate)
+	for _, p := range in.rs.points("throughput", scenario.SustainScenarioName(pair)) {
+		for _, rd := range p.Rounds {
+			for _, sr := range rd.Sides {
+				for k, v := range sr.Metrics {
+					if strings.HasSuffix(k, "."+scenario.MetricOffered) {
+						see(v, fmt.Sprintf(" in batches of %d", batchOf(p)))
+					}
+				}
+			}
 		}
 	}
-	return m
+	return best, how
 }
 
-// cpuFigure is a side's CPU-seconds per 1,000 items at batch 1 in the
-// throughput run.
-func cpuFigure(in *inputs, pair, side string) Figure {
-	p := in.rs.point("throughput", pair+".throughput", "batch 1")
-	if p == nil {
-		return noFigure(" CPU-s")
+// pointMax is the largest of metric over p's sides (any round).
+func pointMax(p driver.Point, metric string) (float64, bool) {
+	m := p.Find(metric)
+	if m == nil {
+		return 0, false
 	}
-	if st := p.SideStatus(side); !st.OK() {
-		return failedFigure(" CPU-s", st)
+	best, ok := 0.0, false
+	for _, a := range m.Sides {
+		best, ok = max(best, a.Max), true
 	}
-	v, ok := median(p, scenario.MetricCPUPerThousand("total"), side)
-	if !ok {
-		return noFigure(" CPU-s")
+	return best, ok
+}
+
+// overloadText is what side served at 5× its own ceiling, from the
+// pair's overload point ("" when not measured or not valid).
+func overloadText(in *inputs, pair, side, name, verb string) string {
+	p := in.rs.point(pair, pair+".overload", "5× ceiling")
+	if p == nil || !p.SideStatus(side).OK() {
+		return ""
 	}
-	return Figure{Value: v, Unit: " CPU-s"}
+	offered, ok1 := median(p, "offered_rate", side)
+	acc, ok2 := median(p, "accepted_rate", side)
+	tp, ok3 := median(p, "throughput", side)
+	pct, ok4 := median(p, "pct_of_ceiling", side)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return ""
+	}
+	return fmt.Sprintf("offered 5× its own ceiling (%s/s), %s accepted %s/s and %s %s/s during the attack (%s%% of its ceiling)",
+		count(int64(offered)), name, count(int64(acc)), verb, count(int64(tp)), num(pct))
 }
 
 // pointFigure is a side's median of metric at p, or why there is none.
@@ -260,9 +436,6 @@ func pointFigure(p *driver.Point, metric, side, unit string) Figure {
 
 func queueVerdict(in *inputs) Verdict {
 	v := Verdict{Pair: pairs.Queue, Title: "Queue", Specialist: "RabbitMQ", Item: "tasks", SpecConfidence: MeasuredHere,
-		PGRate: ceilingFigure(in, pairs.Queue, pairs.NoRabbitMQ), SpecRate: ceilingFigure(in, pairs.Queue, pairs.RabbitMQ),
-		RateCriterion: criterionLatency(in, pairs.Queue, pairs.NoRabbitMQ), MaxRate: maxRate(in, pairs.Queue),
-		PGCPU: cpuFigure(in, pairs.Queue, pairs.NoRabbitMQ), SpecCPU: cpuFigure(in, pairs.Queue, pairs.RabbitMQ),
 		PayloadBytes: []float64{typicalPayload},
 		SpecOnly:     []string{"routing by pattern (topic and header exchanges)", "many queues"},
 		Doc:          "docs/queue.md", Section: titleOf(pairs.Queue), Chart: "docs/results/queue-card.svg",
@@ -271,6 +444,12 @@ func queueVerdict(in *inputs) Verdict {
 	if r := in.rs[pairs.Queue]; r != nil {
 		v.SpecServer = rabbitVersion(r.Versions)
 	}
+	v.rates(in, pairs.NoRabbitMQ, pairs.RabbitMQ)
+	v.Guarantee = unequalQueueTitle
+	if equalDurability(in.rs[pairs.Queue]) {
+		v.Guarantee = ceilingTitles["queue.ceiling"]
+	}
+	v.SpecOverload = overloadText(in, pairs.Queue, pairs.RabbitMQ, "RabbitMQ", "processed")
 	v.PGSustained, v.SpecSustained, v.SustainedAt = sustainedFigures(in, pairs.Queue, pairs.NoRabbitMQ, pairs.RabbitMQ)
 	v.Claims = claimCount(in.claims, pairs.Queue)
 	best, _ := highestKeptUp(in.rs, pairs.Queue, "queue.rate")
@@ -279,20 +458,42 @@ func queueVerdict(in *inputs) Verdict {
 		v.LatencyWhat = "delivery p99 at " + best.Name
 	}
 	v.Bites = "every `NOTIFY` serializes commits"
-	for _, p := range in.rs.points(pairs.Queue, "queue.rate") {
-		if tp, ok := median(p, "throughput", pairs.NoRabbitMQ); ok && p.Rate > 0 && tp < keptUpShare*p.Rate {
-			v.Bites = fmt.Sprintf("past its ceiling the backlog grows (Postgres fell behind at %s); %s", p.Name, v.Bites)
-			break
-		}
+	if past := pastCeiling(in.rs.points(pairs.Queue, "queue.rate"), pairs.NoRabbitMQ, "tasks"); past != "" {
+		v.Bites = past + "; " + v.Bites
 	}
 	return v
 }
 
+// pastCeiling says what the first fixed rate whose point side did not
+// keep up shows: a backlog that grew (the only case called falling
+// behind), or sheds of its admission limit, or a p99 over the ceilings'
+// bound; "" when it kept up at every fixed rate.
+func pastCeiling(ps []*driver.Point, side, item string) string {
+	for _, p := range ps {
+		if p.Rate <= 0 || !p.SideStatus(side).OK() {
+			continue
+		}
+		if b, ok := median(p, "backlog_end", side); ok && b > flatBacklog(p.Rate) {
+			return fmt.Sprintf("past its ceiling the backlog grows (at %s: %s %s left at the end of the step)", p.Name, count(int64(b)), item)
+		}
+		if sideKeptUp(p, side) {
+			continue
+		}
+		if miss := keptUpMiss(p, side); miss != "" {
+			return fmt.Sprintf("past its ceiling it stops keeping up (at %s: %s)", p.Name, miss)
+		}
+		tp, _ := median(p, "throughput", side)
+		return fmt.Sprintf("past its ceiling it processes less than it is sent (at %s: %s/s)", p.Name, num(tp))
+	}
+	return ""
+}
+
+// flatBacklog is the most backlog a step at rate may end with and still
+// be flat, by the ceiling steps' own bound (scenario.FlatBacklog).
+func flatBacklog(rate float64) float64 { return scenario.FlatBacklog(rate) }
+
 func logVerdict(in *inputs) Verdict {
 	v := Verdict{Pair: pairs.Log, Title: "Log", Specialist: "Kafka", Item: "events", SpecConfidence: MeasuredHere,
-		PGRate: ceilingFigure(in, pairs.Log, pairs.NoKafka), SpecRate: ceilingFigure(in, pairs.Log, pairs.Kafka),
-		RateCriterion: criterionLatency(in, pairs.Log, pairs.NoKafka), MaxRate: maxRate(in, pairs.Log),
-		PGCPU: cpuFigure(in, pairs.Log, pairs.NoKafka), SpecCPU: cpuFigure(in, pairs.Log, pairs.Kafka),
 		PayloadBytes: []float64{typicalPayload},
 		SpecOnly:     []string{"partitions for parallel consumers of one group", "replay from any offset", "retention"},
 		Doc:          "docs/log.md", Section: titleOf(pairs.Log), Chart: "docs/results/log-card.svg",
@@ -301,6 +502,8 @@ func logVerdict(in *inputs) Verdict {
 	if r := in.rs[pairs.Log]; r != nil {
 		v.SpecServer = "Kafka " + orWhy(r.Versions.Kafka, r.Versions.Errors["kafka"])
 	}
+	v.rates(in, pairs.NoKafka, pairs.Kafka)
+	v.SpecOverload = overloadText(in, pairs.Log, pairs.Kafka, "Kafka", "delivered")
 	v.Claims = claimCount(in.claims, pairs.Log)
 	v.PGSustained, v.SpecSustained, v.SustainedAt = sustainedFigures(in, pairs.Log, pairs.NoKafka, pairs.Kafka)
 	ps := in.rs.points(pairs.Log, "log.rate")
@@ -317,8 +520,6 @@ func logVerdict(in *inputs) Verdict {
 
 func documentsVerdict(in *inputs) Verdict {
 	v := Verdict{Pair: pairs.Documents, Title: "Documents", Specialist: "MongoDB", Item: "searches", SpecConfidence: MeasuredHere,
-		PGRate: noFigure("/s"), SpecRate: noFigure("/s"), MaxRate: 0,
-		PGCPU: noFigure(" CPU-s"), SpecCPU: noFigure(" CPU-s"),
 		SpecOnly: []string{"frequent whole rewrites of large documents", "queries other than containment (`@>`) served by an index", "sharded writes"},
 		Doc:      "docs/documents.md", Section: titleOf(pairs.Documents), Chart: "docs/results/documents-card.svg",
 		LatencyWhat: "containment search p95",
@@ -328,11 +529,22 @@ func documentsVerdict(in *inputs) Verdict {
 	if r != nil && r.Versions.MongoFlavor == "FerretDB" {
 		v.SpecConfidence = StandInFerretDB
 	}
+	v.rates(in, pairs.NoMongoDB, pairs.MongoDB)
 	p := in.rs.point(pairs.Documents, "documents.search", "")
 	v.PGLatency, v.SpecLatency = pointFigure(p, driver.ServerSearchP95, pairs.NoMongoDB, " ms"), pointFigure(p, driver.ServerSearchP95, pairs.MongoDB, " ms")
 	if p != nil {
-		v.MaxRate = p.Rate
 		v.LatencyWhat += " at " + p.Name
+		if n := searchesPerRound(p, pairs.NoMongoDB); n > 0 {
+			// A p95 of a few searches is nearly their slowest: say so.
+			v.LatencyWhat += fmt.Sprintf(" (%s/s, %d searches per round)", num(p.Rate), n)
+		}
+	}
+	src := rateSources[pairs.Documents]
+	if v.CPUAt > 0 {
+		pc, sc := in.rs.ceilingOf(src.cmd, src.scenario, pairs.NoMongoDB), in.rs.ceilingOf(src.cmd, src.scenario, pairs.MongoDB)
+		key := driver.ServerLatency("search", driver.SuffixP99)
+		v.PGLatency, v.SpecLatency = stepFigure(pc, v.CPUAt, key, " ms"), stepFigure(sc, v.CPUAt, key, " ms")
+		v.LatencyWhat = fmt.Sprintf("containment search p99 at %s/s (the ceiling steps at the highest rate both passed)", count(int64(v.CPUAt)))
 	}
 	var sizes []string
 	for _, p := range in.rs.points(pairs.Documents, "documents.rewrite") {
@@ -348,6 +560,38 @@ func documentsVerdict(in *inputs) Verdict {
 		v.Bites += ": " + v.Shape
 	}
 	return v
+}
+
+// searchesPerRound is the requests side's first round of p sent.
+func searchesPerRound(p *driver.Point, side string) int {
+	for _, r := range p.Rounds {
+		if sr := r.Sides[side]; sr != nil {
+			for _, ph := range sr.Phases {
+				return int(ph.Client.Requests)
+			}
+		}
+	}
+	return 0
+}
+
+// stepFigure is the median of metric over c's passing valid steps at
+// rate, or why there is none.
+func stepFigure(c *driver.Ceiling, rate float64, metric, unit string) Figure {
+	if c == nil {
+		return noFigure(unit)
+	}
+	var vs []float64
+	for _, r := range validRounds(c) {
+		for _, st := range r.Steps {
+			if v, ok := st.Metrics[metric]; ok && st.Pass && st.Rate == rate {
+				vs = append(vs, v)
+			}
+		}
+	}
+	if len(vs) == 0 {
+		return Figure{Unit: unit, Why: fmt.Sprintf("not measured: no passing step at %s/s recorded it", num(rate))}
+	}
+	return Figure{Value: driver.Median(vs), Unit: unit}
 }
 
 // sizeOf parses a point name such as "512KB" or "2MB" into bytes (0 when
@@ -386,29 +630,28 @@ func ParseSize(s string) (float64, error) {
 
 func eventStoreVerdict(in *inputs) Verdict {
 	v := Verdict{Pair: pairs.EventStore, Title: "Event store", Specialist: "KurrentDB", Item: "events", SpecConfidence: NotRunKurrentDB,
-		PGRate: noFigure("/s"), SpecRate: Figure{Why: "not run"},
-		PGCPU: noFigure(" CPU-s"), SpecCPU: Figure{Why: "not run"},
 		SpecOnly: []string{"server-side projections", "persistent subscriptions managed by the server"},
 		Doc:      "docs/eventstore.md", Section: eventstore.SectionTitle, Chart: "docs/results/eventstore-card.svg",
 		LatencyWhat: "live delivery p50 to a caught-up subscriber",
 		SpecLatency: Figure{Why: "not run"},
 	}
+	v.rates(in, pairs.NoKurrentDB, pairs.KurrentDB)
+	if !v.SpecRate.OK() && v.SpecRate.Why == "not measured" {
+		v.SpecRate.Why = "not run"
+	}
 	rta := eventstore.ReadThenAppend
 	if pg := appendRows(in.es, rta, pairs.NoKurrentDB, ""); len(pg) > 0 {
-		rates := opsPerSec(pg)
-		v.PGRate = Figure{Value: slices.Min(rates), Unit: "/s"}
-		v.MaxRate = slices.Max(rates)
-		v.RateCriterion = fmt.Sprintf("read-then-append, %d workers, lowest of %d loops", in.es.Append.Options.Workers, len(pg))
 		if c, ok := conflictShare(pg); ok {
-			v.Bites = fmt.Sprintf("concurrent writers to one stream: %s of append attempts refused as version conflicts (409)", percent(c))
+			v.Bites = fmt.Sprintf("concurrent writers to one stream: %s of read-then-append attempts (%d workers) refused as version conflicts (409)", percent(c), in.es.Append.Options.Workers)
 		}
-	} else if f := appendFailure(in.es, rta, pairs.NoKurrentDB); f != "" {
-		v.PGRate = Figure{Unit: "/s", Why: "failed: " + f}
 	}
 	if f := appendFailure(in.es, rta, pairs.KafkaEventStore); f != "" {
 		v.Alt = "Kafka is no substitute here: its read-then-append " + f
 	} else if e := engine(in.es, pairs.KafkaEventStore); e != nil && e.Up && !e.Conditional {
 		v.Alt = "Kafka is no substitute here: it cannot check an expected version"
+		if k := in.rs.ceilingOf(EventStoreCeilingCommand, rateSources[pairs.EventStore].scenario, pairs.KafkaEventStore); k != nil {
+			v.Alt += fmt.Sprintf(" (its unconditional appends: %s)", rateFigure(ceilingFig(k)))
+		}
 	}
 	if pg := catchUp(in.es, pairs.NoKurrentDB); pg != nil && len(pg.LiveP50MS) > 0 {
 		v.PGLatency = Figure{Value: slices.Max(pg.LiveP50MS), Unit: " ms"}
@@ -426,9 +669,8 @@ func eventStoreVerdict(in *inputs) Verdict {
 
 func cacheVerdict(in *inputs) Verdict {
 	v := Verdict{Pair: pairs.Cache, Title: "Cache", Specialist: "Redis", Item: "reads", SpecConfidence: MeasuredHere,
-		PGRate: noFigure("/s"), SpecRate: noFigure("/s"),
-		PGCPU: noFigure(" CPU-s"), SpecCPU: noFigure(" CPU-s"),
-		SpecOnly: []string{"data structures", "eviction policies", "pub/sub", "one cache shared by every instance without a database round trip"},
+		// Pub/sub is measured on both sides (Roles), not assumed Redis'.
+		SpecOnly: []string{"data structures", "eviction policies", "one cache shared by every instance without a database round trip"},
 		Doc:      "docs/cache.md", Section: CacheTitle, Chart: "docs/results/cache-card.svg",
 		LatencyWhat: "one lookup by key, p50",
 	}
@@ -436,12 +678,11 @@ func cacheVerdict(in *inputs) Verdict {
 		v.SpecServer = "Redis " + orWhy(r.Versions.Redis, r.Versions.Errors["redis"])
 	}
 	v.Claims = claimCount(in.claims, pairs.Cache)
-	if p := in.rs.point(pairs.Cache, cacheProfile, ""); p != nil {
-		v.MaxRate = p.Rate
-		v.RateCriterion = "open loop, no ceiling searched"
-	}
+	v.rates(in, pairs.NoRedis, pairs.Redis)
 	raw := in.rs.point(pairs.Cache, cacheRaw, "")
 	v.PGLatency, v.SpecLatency = pointFigure(raw, driver.ClientP50, scenario.RawSidePostgres, " ms"), pointFigure(raw, driver.ClientP50, scenario.RawSideRedis, " ms")
+	v.Roles = rolesLines(in.rs)
+	v.RoleLimits = roleLimits(in.rs)
 	v.Bites = "a mode bound by a TTL serves the old value until the TTL ends"
 	if p := in.rs.point(pairs.Cache, cacheStaleness, ""); p != nil {
 		v.Shape = "fresh after an out-of-band UPDATE within: " + stalenessModes(p)

@@ -311,8 +311,8 @@ func Caption(key string) string {
 		return p.caption
 	}
 	if key == "ceilings" {
-		return "Higher is better: each side's knee, the highest offered rate whose ceiling step passed every check (the criteria and the in-flight bound are in each pair's Knees section), median of the searches. " +
-			"A side whose knee was not reached, was set by the services' admission limit or whose search failed has no bar, a mark saying why. " +
+		return "Higher is better: each side's single-request ceiling, the highest offered rate whose step passed every check of the one absolute rule (the criteria and the in-flight bound are in each pair's Ceilings section), the rate a majority of its searches passed. " +
+			"A side whose ceiling was not reached, was set by the services' admission limit or whose search failed has no bar, a mark saying why. " +
 			"Compare the two bars of a pair, not one pair with another: their requests do different work."
 	}
 	return ""
@@ -475,7 +475,7 @@ func drawCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 		}
 		bars = append(bars, br)
 	}
-	ok, err := barChart("knees: highest rate passing every check (median)", "per second",
+	ok, err := barChart("ceilings: highest rate passing every check (2 of 3 searches)", "per second",
 		[2]string{"Postgres side", "RabbitMQ / Kafka side"}, bars, filepath.Join(dir, "ceilings.svg"))
 	if err != nil {
 		return nil, fmt.Errorf("ceilings chart: %w", err)

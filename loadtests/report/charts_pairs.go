@@ -215,13 +215,13 @@ func rateLatencyChart(r *driver.Run, pair, path string) (bool, error) {
 		k := kneeOf(c)
 		label, suffix := SideLabel(r, side), ""
 		if v, why := k.value(); why == "" {
-			kl := fmt.Sprintf("%s knee %s/s", label, num(v))
+			kl := fmt.Sprintf("%s ceiling %s/s", label, num(v))
 			if b := k.bindShort(); b != "" {
 				kl += " (" + b + ")"
 			}
 			knees = append(knees, vline{x: v, color: sideColors[i], label: kl})
 		} else {
-			suffix = " (knee " + k.mark() + ")"
+			suffix = " (ceiling " + k.mark() + ")"
 		}
 		curve := kneeCurve(c, l)
 		for _, q := range []string{"p99", "p50"} {
@@ -569,8 +569,8 @@ var chartCaptions = map[string]string{
 // kneeCaption is the caption of a rate pair's latency-against-rate chart.
 func kneeCaption(latency string) string {
 	return "Lower is better. Server-side " + latency + " p99 (solid) and p50 (dashed) per offered rate, from every step of the ceiling searches (median with min–max where a rate was tried more than once), both axes logarithmic; " +
-		"red: the p99 bound the steps were judged by; vertical dotted: each side's knee, its median over the searches, labelled with the criterion that most often failed first above it. " +
-		"Points right of a knee failed a criterion but were measured, so the curve shows what lies past it; a rate whose measurement failed (errors, nothing accepted, a backlog that did not drain) is marked \"failed\", not drawn. " +
+		"red: the p99 bound the steps were judged by; vertical dotted: each side's ceiling, the rate a majority of its searches passed, labelled with the criterion that most often failed first above it. " +
+		"Points right of a ceiling failed a criterion but were measured, so the curve shows what lies past it; a rate whose measurement failed (errors, nothing accepted, a backlog that did not drain) is marked \"failed\", not drawn. " +
 		"The searches ran with the in-flight bound the section above states; fixed-rate points, which keep the services' own bound, are in the chart above."
 }
 

@@ -64,7 +64,7 @@ func EventStoreSection(runs []*driver.Run) string {
 
 // eventStoreSection renders the event-store section from its results.
 func eventStoreSection(es eventstore.Results) string {
-	if es.Append == nil && es.PointRead == nil && es.CatchUp == nil && es.Causal == nil && es.Long == nil && es.Cleanup == nil {
+	if es.Append == nil && es.PointRead == nil && es.CatchUp == nil && es.Causal == nil && es.Long == nil && es.Cleanup == nil && es.Ceiling == nil {
 		return ""
 	}
 	var b strings.Builder
@@ -73,6 +73,11 @@ func eventStoreSection(es eventstore.Results) string {
 	b.WriteString("KurrentDB cannot be installed on these machines: its rows say \"" + esNotMeasured + "\" unless the bench ran against a real KurrentDB.\n\n")
 	if es.StartState != nil {
 		b.WriteString(startState(es.StartState))
+	}
+	if es.Ceiling != nil {
+		// The single-request ceiling of appends (eventstore-ceiling),
+		// judged by the rule of every pair's.
+		b.WriteString(KneeSection(es.Ceiling))
 	}
 	if a := es.Append; a != nil {
 		appendSection(&b, a)

@@ -28,6 +28,8 @@ type knee struct {
 	// any search tried.
 	capped bool
 	top    float64
+	// bottom is the lowest rate any search measured.
+	bottom float64
 	// binds counts, per criterion, the searches whose first failing step
 	// above their knee failed it; searches counts the searches.
 	binds    map[string]int
@@ -43,6 +45,13 @@ func kneeOf(c *driver.Ceiling) knee {
 	for _, r := range c.Rounds {
 		for _, st := range r.Steps {
 			k.top = math.Max(k.top, st.Rate)
+			if st.Invalid == "" && (k.bottom == 0 || st.Rate < k.bottom) {
+				k.bottom = st.Rate
+			}
+		}
+		if r.Invalid != "" {
+			k.searches--
+			continue
 		}
 		if r.Capped {
 			k.capped = true
@@ -111,6 +120,8 @@ func (k knee) value() (float64, string) {
 		return 0, fmt.Sprintf("not reached: every step passed up to %s/s", num(k.top))
 	case k.admission:
 		return 0, fmt.Sprintf("at least %s/s: the services' admission limit (503 sheds) stopped the search, not the system", num(k.c.Rate.Median))
+	case k.c.Rate.Max == 0:
+		return 0, fmt.Sprintf("no rate passed, down to %s/s", num(k.bottom))
 	}
 	return k.c.Rate.Median, ""
 }
@@ -170,7 +181,7 @@ func critWords(c string, sp *driver.CeilingSpec) string {
 func (k knee) bindText() string {
 	if len(k.binds) == 0 {
 		if k.capped {
-			return "none: the knee was not reached"
+			return "none: the ceiling was not reached"
 		}
 		return notRecorded
 	}
@@ -178,7 +189,7 @@ func (k knee) bindText() string {
 	for c := range k.binds {
 		cs = append(cs, c)
 	}
-	order := append(slices.Clone(scenario.Criteria), critStep)
+	order := append(slices.Clone(scenario.Criteria), scenario.CritKnee, critStep)
 	sort.Slice(cs, func(i, j int) bool {
 		if k.binds[cs[i]] != k.binds[cs[j]] {
 			return k.binds[cs[i]] > k.binds[cs[j]]
@@ -200,7 +211,7 @@ func (k knee) bindText() string {
 // label.
 func (k knee) bindShort() string {
 	best, n := "", 0
-	for _, c := range append(slices.Clone(scenario.Criteria), critStep) {
+	for _, c := range append(slices.Clone(scenario.Criteria), scenario.CritKnee, critStep) {
 		if k.binds[c] > n {
 			best, n = c, k.binds[c]
 		}
@@ -270,9 +281,9 @@ func kneeRatio(r *driver.Run, a, b *driver.Ceiling) string {
 	vb, wb := kneeOf(b).value()
 	switch {
 	case wa != "":
-		return fmt.Sprintf("no ratio: the %s side's knee is %s", who(r, a.Service), wa)
+		return fmt.Sprintf("no ratio: the %s side's ceiling is %s", who(r, a.Service), wa)
 	case wb != "":
-		return fmt.Sprintf("no ratio: the %s side's knee is %s", who(r, b.Service), wb)
+		return fmt.Sprintf("no ratio: the %s side's ceiling is %s", who(r, b.Service), wb)
 	}
 	if d := criteriaDiff(r, a, b); d != "" {
 		return "no ratio: the two sides were not measured to the same criteria (" + d + ")"
@@ -303,6 +314,8 @@ func stepInvalid(st driver.CeilingStep, latency string, stepS float64) string {
 	sent := m[driver.ClientSentRate]
 	crit := stepCriteria(st)
 	switch {
+	case st.Invalid != "":
+		return "precondition: " + firstLine(st.Invalid)
 	case slices.Contains(crit, critStep) || len(m) == 0:
 		return "the step did not run: " + firstLine(st.Why)
 	case sent <= 0:
@@ -390,19 +403,6 @@ func kneeCurve(c *driver.Ceiling, latency string) []curvePoint {
 	return out
 }
 
-// lowText is a side's low-rate p99 and the bound it sets on the steps.
-func lowText(sp *driver.CeilingSpec) string {
-	switch {
-	case sp == nil:
-		return notRecorded
-	case sp.KneeFactor <= 0:
-		return "no knee bound (p99 judged against its bound only)"
-	case sp.LowP99MS <= 0:
-		return "none measured: no knee bound"
-	}
-	return fmt.Sprintf("%s at %s/s: p99 ≤ %s", ms(sp.LowP99MS), num(sp.LowRate), ms(sp.KneeFactor*sp.LowP99MS))
-}
-
 // curveCell is one figure of a curve point, or why there is none.
 func curveCell(cp curvePoint, v xy) string {
 	if cp.invalid != "" {
@@ -417,7 +417,7 @@ func curveCell(cp curvePoint, v xy) string {
 // critCounts words the criteria a curve point's steps failed.
 func critCounts(cp curvePoint, sp *driver.CeilingSpec) string {
 	var parts []string
-	for _, c := range append(slices.Clone(scenario.Criteria), critStep) {
+	for _, c := range append(slices.Clone(scenario.Criteria), scenario.CritKnee, critStep) {
 		if n := cp.crit[c]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s (%d)", critWords(c, sp), n))
 		}
@@ -428,63 +428,136 @@ func critCounts(cp curvePoint, sp *driver.CeilingSpec) string {
 	return strings.Join(parts, ", ")
 }
 
-// KneeSection renders a rate pair's ceiling searches: the criteria and
-// in-flight bound, each side's knee with what bound it, the comparison
-// of the two sides (a ratio only between knees reached under the same
-// criteria), and each side's latency against offered rate, step by step.
+// KneeSection renders a run's ceiling searches, one subsection per
+// operation searched (its scenario): the criteria and in-flight bound,
+// each side's ceiling at the SLO with its range, the same steps read at
+// the tighter SLOs, what bound the searches, each side's CPU per 1,000
+// requests at the highest rate both passed, the comparison of the sides
+// (a ratio only between ceilings reached under the same criteria), and
+// each side's latency against offered rate, step by step.
 func KneeSection(r *driver.Run) string {
 	if len(r.Ceilings) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	c0 := &r.Ceilings[0]
-	crit := criteriaOf(c0)
-	w("### Knees: latency against offered rate\n\n")
-	w("A step passes when: %s. A side's knee is the highest offered rate whose step passed in a search (the rates under it passed there too); the first failing step above it names the criterion that binds. ", md(crit))
-	var bounds []string
+	var order []string
+	by := map[string][]*driver.Ceiling{}
 	for i := range r.Ceilings {
 		c := &r.Ceilings[i]
+		if by[c.Scenario] == nil {
+			order = append(order, c.Scenario)
+		}
+		by[c.Scenario] = append(by[c.Scenario], c)
+	}
+	for _, sc := range order {
+		kneeScenario(&b, r, sc, by[sc])
+	}
+	return b.String() + "\n"
+}
+
+// ceilingTitles say what each ceiling scenario searched, for its
+// heading: the operation, or the design (its environment) it ran with.
+var ceilingTitles = map[string]string{
+	"queue.ceiling":             "equal durability: RabbitMQ's transient messages, which the reconciler republishes after a broker restart, against the UNLOGGED queue table, rebuilt from the task records",
+	"queue.logged.ceiling":      "both durable: RabbitMQ's persistent, confirmed messages against a logged queue table (QUEUE_TABLE=logged)",
+	"queue.broker-only.ceiling": "RabbitMQ alone: the broker carries each task and the consumer records it (PUBLISH_MODE=broker-only), no task row per request",
+	"queue.classic-v1.ceiling":  "RabbitMQ's classic queues v1 (RABBITMQ_QUEUE_VERSION=1), the tuning table's before",
+	"log.kafka-go.ceiling":      "kafka-go's Writer (KAFKA_PRODUCER=kafka-go), the tuning table's before",
+	"log.sync-commit.ceiling":   "an offset commit after every batch (KAFKA_COMMIT_INTERVAL=0), the tuning table's before",
+	"log.partitions-6.ceiling":  "6 partitions instead of 3 (KAFKA_PARTITIONS=6)",
+	"documents.search.ceiling":  "containment searches",
+	"documents.write.ceiling":   "profile writes",
+	"cache.read.ceiling":        "reads",
+	"eventstore.append.ceiling": "appends with an expected version",
+}
+
+// unequalQueueTitle is the queue's main search in files before it ran
+// at equal durability.
+const unequalQueueTitle = "the services' defaults: RabbitMQ's persistent messages against the UNLOGGED queue table, not the same durability"
+
+// ceilingTitle is the heading of run's ceiling subsection of scenario sc.
+func ceilingTitle(run *driver.Run, sc string) string {
+	if sc == "queue.ceiling" && !equalDurability(run) {
+		return "Ceilings (" + unequalQueueTitle + "): latency against offered rate"
+	}
+	if t, ok := ceilingTitles[sc]; ok {
+		return "Ceilings (" + t + "): latency against offered rate"
+	}
+	op := strings.TrimSuffix(strings.TrimSuffix(sc, ".ceiling"), "ceiling")
+	if _, rest, ok := strings.Cut(op, "."); ok && rest != "" {
+		return "Ceilings (" + rest + "): latency against offered rate"
+	}
+	return "Ceilings: latency against offered rate"
+}
+
+// kneeScenario writes one operation's ceiling searches (cs, the sides).
+func kneeScenario(b *strings.Builder, r *driver.Run, sc string, cs []*driver.Ceiling) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	c0 := cs[0]
+	w("### %s\n\n", ceilingTitle(r, sc))
+	w("A step passes when: %s. A side's ceiling is the highest offered rate whose step passed in a search (every rate under it passed there too); the figure is the rate a majority of its searches passed (2 of 3), with their range. The same steps read with their p99 under %s give the ceilings at the tighter SLOs. ", md(criteriaOf(c0)), sloText())
+	var bounds []string
+	for _, c := range cs {
 		bounds = append(bounds, SideLabel(r, c.Service)+": "+inFlightText(c.Spec))
 	}
-	if t := inFlightText(c0.Spec); slices.ContainsFunc(r.Ceilings, func(c driver.Ceiling) bool { return inFlightText(c.Spec) != t }) {
+	if t := inFlightText(c0.Spec); slices.ContainsFunc(cs, func(c *driver.Ceiling) bool { return inFlightText(c.Spec) != t }) {
 		w("In-flight bound during the searches, per side: %s.\n\n", md(strings.Join(bounds, "; ")))
 	} else {
 		w("In-flight bound during the searches: %s.\n\n", md(t))
 	}
-	w("| service | knee/s, median (min–max) | per search (+: every step passed up to the search's maximum) | binds (searches whose first step past the knee failed it) | low-rate p99 and knee bound |\n|---|---|---|---|---|\n")
-	for i := range r.Ceilings {
-		c := &r.Ceilings[i]
-		k := kneeOf(c)
-		w("| %s | %s | %s | %s | %s |\n", SideLabel(r, c.Service), kneeCell(k), ceilingRounds(*c), md(k.bindText()), md(lowText(c.Spec)))
+	at := commonRate(cs...)
+	slos := scenario.CeilingSLOs
+	head := fmt.Sprintf("| service | ceiling/s at p99 < %s (range) | per search (+: the ladder's top passed) |", ms(float64(slos[len(slos)-1])/float64(time.Millisecond)))
+	for i := len(slos) - 2; i >= 0; i-- {
+		head += fmt.Sprintf(" at p99 < %s |", ms(float64(slos[i])/float64(time.Millisecond)))
 	}
-	if len(r.Ceilings) == 2 {
-		a, c := &r.Ceilings[0], &r.Ceilings[1]
-		w("\n%s ÷ %s knee: %s.\n", SideLabel(r, a.Service), SideLabel(r, c.Service), md(kneeRatio(r, a, c)))
+	head += " binds (searches whose first step past the ceiling failed it) | CPU-s per 1,000 requests at " + rateOrNone(at) + " |"
+	w("%s\n|%s\n", head, strings.Repeat("---|", strings.Count(head, "|")-1))
+	for _, c := range cs {
+		k := kneeOf(c)
+		row := []string{SideLabel(r, c.Service), kneeCell(k), ceilingRounds(*c)}
+		for i := len(slos) - 2; i >= 0; i-- {
+			row = append(row, sloCell(c, float64(slos[i])/float64(time.Millisecond)))
+		}
+		row = append(row, k.bindText(), cpuCost(c, c.Service, at).String())
+		w("| %s |\n", strings.Join(mdAll(row), " | "))
+	}
+	if len(cs) == 2 {
+		w("\n%s ÷ %s ceiling: %s.\n", SideLabel(r, cs[0].Service), SideLabel(r, cs[1].Service), md(kneeRatio(r, cs[0], cs[1])))
 	}
 	lat := ""
 	if ps, ok := pairSides[r.Command]; ok {
 		lat = ps.latency
 	}
-	for i := range r.Ceilings {
-		c := &r.Ceilings[i]
-		l := kneeLatency(c, lat)
-		curve := kneeCurve(c, l)
-		if len(curve) == 0 {
-			continue
-		}
-		w("\n#### %s: %s latency against offered rate\n\n", SideLabel(r, c.Service), l)
-		w("| offered/s | steps | p50 ms | p99 ms | processed/s | passed | criteria failed (steps) |\n|---|---|---|---|---|---|---|\n")
-		for _, cp := range curve {
-			row := []string{num(cp.rate), fmt.Sprint(cp.steps), curveCell(cp, cp.p50), curveCell(cp, cp.p99), curveCell(cp, cp.tput),
-				fmt.Sprintf("%d of %d", cp.passed, cp.steps), critCounts(cp, c.Spec)}
-			if cp.invalid != "" {
-				row[2] = "failed: " + cp.invalid
-			}
-			w("| %s |\n", strings.Join(mdAll(row), " | "))
-		}
+	for _, c := range cs {
+		kneeCurveTable(b, r, c, kneeLatency(c, lat))
 	}
-	return b.String() + "\n"
+}
+
+// rateOrNone is a common rate for a heading, or why there is none.
+func rateOrNone(rate float64) string {
+	if rate <= 0 {
+		return "a rate both passed (none)"
+	}
+	return num(rate) + "/s, the highest rate every side passed"
+}
+
+// kneeCurveTable writes one side's latency against offered rate.
+func kneeCurveTable(b *strings.Builder, r *driver.Run, c *driver.Ceiling, l string) {
+	curve := kneeCurve(c, l)
+	if len(curve) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n#### %s: %s latency against offered rate\n\n", SideLabel(r, c.Service), l)
+	b.WriteString("| offered/s | steps | p50 ms | p99 ms | processed/s | passed | criteria failed (steps) |\n|---|---|---|---|---|---|---|\n")
+	for _, cp := range curve {
+		row := []string{num(cp.rate), fmt.Sprint(cp.steps), curveCell(cp, cp.p50), curveCell(cp, cp.p99), curveCell(cp, cp.tput),
+			fmt.Sprintf("%d of %d", cp.passed, cp.steps), critCounts(cp, c.Spec)}
+		if cp.invalid != "" {
+			row[2] = "failed: " + cp.invalid
+		}
+		fmt.Fprintf(b, "| %s |\n", strings.Join(mdAll(row), " | "))
+	}
 }
 
 // mdAll escapes every cell.
@@ -543,4 +616,15 @@ func keptUpRule(p *driver.Point) string {
 		s += fmt.Sprintf(", %s p99 under %s", lat, ms(bound))
 	}
 	return s
+}
+
+// equalDurability reports whether run's main queue search ran RabbitMQ
+// with transient messages (its recorded ceiling environment), the
+// durability of the UNLOGGED queue table.
+func equalDurability(run *driver.Run) bool {
+	var env map[string]map[string]string
+	if run == nil || run.Setting("ceiling_env", &env) != nil {
+		return false
+	}
+	return env[pairs.RabbitMQ]["DELIVERY_MODE"] == "transient"
 }

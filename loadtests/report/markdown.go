@@ -72,6 +72,19 @@ func Write(out, chartsDir string, all []*driver.Run, src Sources, now time.Time,
 	return os.WriteFile(out, []byte(ShortenCells(b.String())), 0o644)
 }
 
+// VerdictsTitle is RESULTS.md's heading of the whole verdict cards.
+const VerdictsTitle = "Verdicts"
+
+// verdictsSection writes every pair's whole card: the README's short
+// answers link here.
+func verdictsSection(b *bytes.Buffer, rs []*driver.Run, src Sources) {
+	in := newInputs(rs, eventStoreOf(src.Bench), src)
+	fmt.Fprintf(b, "\n## %s\n\nEach pair's answer and the figures behind it: the single-request ceilings at three p99 bounds (the same rule for both sides), batches, CPU per process, failover and confidence. Every figure is read from the files under [Sources](#sources).\n\n", VerdictsTitle)
+	for _, v := range verdictsOf(in, src) {
+		fmt.Fprintf(b, "%s\n", Card(v))
+	}
+}
+
 // withChartAfter inserts chart at the end of section's subsection that
 // starts with heading (before the next heading), if section has it.
 func withChartAfter(section, heading, chart string) string {
@@ -106,9 +119,11 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	case len(gs) == 1:
 		w("\nThey come from one invocation: %s.\n", gs[0])
 	}
-	w("\nEvery number can be regenerated with the same command on your own machine; the JSON files hold every round.\n")
+	files := sourceFiles(rs, first1(src))
+	w("\n%s Every number can be regenerated with the same command on your own machine; the JSON files hold every round.\n", strings.Replace(provenanceLine(files), "RESULTS.md#sources", "#sources", 1))
 
 	machineSection(b, rs, first1(src))
+	b.WriteString(sourcesSection(files))
 	w(`
 ## How measurements are taken
 
@@ -118,7 +133,8 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 - **Honest labels.** Numbers measured against FerretDB are labelled FerretDB. The driver runs on the same machine as the servers, so it competes with them for the CPUs.
 `)
 
-	w("\n## Claims\n\nEvery numeric claim of the reference measurements, what was measured here, and a verdict. The rule column says how the verdict is decided; reference figures come from other machines, so a verdict is about the direction and rough size of an effect, not an exact number.\n\n")
+	verdictsSection(b, rs, first1(src))
+	w("\n## Claims\n\nEvery numeric claim of %s, what was measured here, and a verdict. The rule column says how the verdict is decided; reference figures come from other machines, so a verdict is about the direction and rough size of an effect, not an exact number.\n\n", referenceTexts)
 	w("| pair | claim | rule | measured here | verdict |\n|---|---|---|---|---|\n")
 	for _, c := range ClaimsFrom(rs, first1(src)) {
 		verdict := "**" + c.Verdict + "**"

@@ -88,8 +88,14 @@ func blockBounds(doc string) (int, int, error) {
 func Findings(all []*driver.Run, src ...Sources) string {
 	all, bench := splitBench(all)
 	validate(all)
-	return findings(pairSpecs, all, eventStoreOf(bench), src...)
+	s := first1(src)
+	s.Bench = bench
+	return findings(pairSpecs, all, eventStoreOf(bench), s)
 }
+
+// The reference texts whose claims RESULTS.md scores, by their titles
+// (both in Russian; shared/reference holds them).
+const referenceTexts = "the two reference articles, \"where-postgres-ends\" (the queue, log, documents and Redis verdicts and the five questions) and \"Event store вглубь: EventStoreDB, Postgres и Kafka под нагрузкой\" (the event-store deep dive)"
 
 // inputs is what the pairs' summaries read.
 type inputs struct {
@@ -163,9 +169,6 @@ var pairSpecs = []pairSpec{
 		headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs[pairs.Queue].Versions) },
 		answers: map[string]func(*inputs) string{
 			"semantics": fixedAnswer("a work queue (each task to one worker, retries, dead letters) and fan-out to the subscribers `FANOUT` names (one copy each, an ordinary task) are what both sides do, checked by one conformance suite. Routing by pattern and many queues are RabbitMQ's: the Postgres side has one work queue per schema, and writes every fan-out copy in the enqueue's transaction (or, with `FANOUT_DESIGN=cursors`, one message row that a cursor per subscriber reads, PgQ style)."),
-			"load": func(in *inputs) string {
-				return ceilingAnswer(in, pairs.Queue, "queue.rate", pairs.NoRabbitMQ, pairs.RabbitMQ, "tasks")
-			},
 			"team":      fixedAnswer("the queue table is unlogged by default: crash recovery empties it and the service rebuilds it from the task records at start."),
 			"integrity": queueIntegrity,
 		},
@@ -179,9 +182,6 @@ var pairSpecs = []pairSpec{
 		},
 		answers: map[string]func(*inputs) string{
 			"semantics": fixedAnswer("at-least-once delivery observed exactly once, and consumer groups created from the earliest or the latest event, are what both sides do, checked by one conformance suite. On Postgres each group is a replication slot that decodes all of the database's WAL (or, with `GROUPS_DESIGN=cursors`, a cursor over the one slot's log, Sequin/PgQ style); partitions for parallel consumers of one group, replay from any offset and retention are Kafka's."),
-			"load": func(in *inputs) string {
-				return ceilingAnswer(in, pairs.Log, "log.rate", pairs.NoKafka, pairs.Kafka, "events")
-			},
 			"team":      fixedAnswer("a slot whose consumer is dead keeps WAL without bound unless `max_slot_wal_keep_size` is set, and then the lagging slot is invalidated and its events lost."),
 			"integrity": logIntegrity,
 		},
@@ -193,7 +193,6 @@ var pairSpecs = []pairSpec{
 		headline: documentsHeadline, servers: func(in *inputs) string { return mongoVersion(in.rs[pairs.Documents].Versions) },
 		answers: map[string]func(*inputs) string{
 			"semantics": fixedAnswer("containment search (`@>`) is served by a GIN `jsonb_path_ops` index, which serves no key-existence query; fixed columns sit beside the free-form profile."),
-			"load":      documentsLoad,
 			"team":      fixedAnswer("every write of a row with a large profile, even of a neighbour column, writes a new row version: vacuum and WAL volume are yours to watch."),
 			"shape":     documentsShape,
 		},
@@ -237,12 +236,13 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 	for _, v := range verdictsOf(in, first1(src)) {
 		verdicts[v.Pair] = v
 	}
+	w("%s %s\n\n", machineLine(in), provenanceLine(sourceFiles(all, first1(src))))
+	w("Every claim of %s is scored in [RESULTS.md](RESULTS.md#claims); `go run ./loadtests advise` answers the questions below for your own workload.\n\n", referenceTexts)
 	for _, s := range present {
 		if v, ok := verdicts[s.verdict]; ok {
-			w("%s\n", Card(v))
+			w("%s\n", ShortCard(v))
 		}
 	}
-	w("%s Every [claim of the reference](RESULTS.md#claims) is checked in RESULTS.md; `go run ./loadtests advise` answers the questions below for your own workload.\n", machineLine(in))
 	w("\n## Should you just use Postgres?\n\n")
 	w("The reference's five questions, in its order of importance, and the project's sixth. A yes to each means Postgres will do; the first no names the tool you need instead. Each is answered with what these runs measured.\n")
 	for i, q := range questions {
@@ -255,6 +255,17 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 			f := s.answers[q.id]
 			v, hasV := verdicts[s.verdict]
 			switch {
+			case q.id == "load" && hasV:
+				own := f
+				f = func(in *inputs) string {
+					a := loadAnswer(in, v)
+					if own != nil {
+						if x := own(in); x != "" {
+							a += " " + x
+						}
+					}
+					return a
+				}
 			case q.id == "stack" && hasV:
 				f = func(*inputs) string { return stackAnswer(v) }
 			case q.id == "shape" && f == nil && hasV && len(v.PayloadBytes) > 0:
@@ -283,6 +294,39 @@ func stackAnswer(v Verdict) string {
 	return s + ". " + capitalize(cpuText(v)) + "."
 }
 
+// loadAnswer answers "What load now, and in two years?" for a pair from
+// its verdict: both sides' single-request ceilings under the one rule,
+// their batched rates, the top of what was offered, and the design
+// target claim's verdict.
+func loadAnswer(in *inputs, v Verdict) string {
+	s := fmt.Sprintf("single requests (%s): %s, %s", v.RateOp, passedText("Postgres", v.PGRate), passedText(v.SpecName(), v.SpecRate))
+	if v.RateCriterion != "" {
+		s += " (" + v.RateCriterion + ")"
+	}
+	if v.SustainedAt != "" {
+		s += fmt.Sprintf("; in batches (%s, open loop) Postgres sustained %s, %s %s", v.SustainedAt, rateFigure(v.PGSustained), v.SpecName(), rateFigure(v.SpecSustained))
+	}
+	s += "."
+	if v.MaxRate > 0 {
+		s += fmt.Sprintf(" The highest rate offered: %s %s/s%s; beyond it, and on larger machines, nothing was measured.", count(int64(v.MaxRate)), v.Item, v.MaxRateHow)
+	}
+	for _, c := range in.claims {
+		if c.Pair == v.Pair && c.Short == designTarget {
+			s += fmt.Sprintf(" The reference's design target (%s): **%s**.", strings.TrimSuffix(c.Claim, " (design target)"), c.Verdict)
+		}
+	}
+	return s
+}
+
+// passedText says what side passed: "Postgres passed 6,500/s (…)", or
+// "Postgres: not measured".
+func passedText(side string, f Figure) string {
+	if !f.OK() {
+		return side + ": " + f.Why
+	}
+	return side + " passed " + rateFigure(f)
+}
+
 // itemSizeAnswer answers the data-shape question for a pair whose load
 // used one item size: that size, and that others are not measured.
 func itemSizeAnswer(v Verdict) string {
@@ -296,15 +340,8 @@ func machineLine(in *inputs) string {
 	}
 	r := in.order[0]
 	m := r.Machine
-	var ids []string
-	for _, r := range in.order {
-		ids = append(ids, "`results/"+r.ID+".json`")
-	}
-	if in.es.Append != nil || in.es.PointRead != nil || in.es.CatchUp != nil {
-		ids = append(ids, "`results/eventstore-*.json`")
-	}
-	return fmt.Sprintf("Measured on one %d-CPU machine (%s), with the load driver on the same machine as the servers, on PostgreSQL %s. Every figure below is read from %s.",
-		m.CPUs, orDash(m.CPUModel), orWhy(r.Versions.Postgres, r.Versions.Errors["postgres"]), strings.Join(ids, ", "))
+	return fmt.Sprintf("Measured on one %d-CPU machine (%s), the load driver on the same machine as the servers, PostgreSQL %s.",
+		m.CPUs, orDash(m.CPUModel), orWhy(r.Versions.Postgres, r.Versions.Errors["postgres"]))
 }
 
 // anchor is GitHub's anchor for a Markdown heading.
@@ -801,45 +838,6 @@ func pointReadText(r eventstore.PointReadRow) string {
 	return fmt.Sprintf("%d events in %s", r.Matched, ms(r.MedianMS))
 }
 
-// ceilingAnswer answers the load question for a rate-driven pair.
-func ceilingAnswer(in *inputs, cmd, scenario, a, b, unit string) string {
-	r := in.rs[cmd]
-	var parts []string
-	if ca := in.rs.ceiling(cmd, a); ca != nil {
-		s := fmt.Sprintf("on %d CPUs %s passed every check up to %s %s/s (median ceiling", r.Machine.CPUs, who(r, a), num(ca.Rate.Median), unit)
-		if _, why := kneeOf(ca).value(); why != "" {
-			s = fmt.Sprintf("on %d CPUs the %s side's knee search: %s (%s", r.Machine.CPUs, who(r, a), why, unit)
-		}
-		if cb := in.rs.ceiling(cmd, b); cb != nil {
-			s += fmt.Sprintf("; %s: %s", who(r, b), ceilingText(cb))
-		}
-		s += "). A step passed when " + criteriaOf(ca) + "."
-		parts = append(parts, s)
-	}
-	var allBehind []string
-	for _, p := range in.rs.points(cmd, scenario) {
-		if ok, known := keptUp(p); known && !ok && !sideKeptUp(p, a) && !sideKeptUp(p, b) {
-			allBehind = append(allBehind, p.Name)
-		}
-	}
-	if len(allBehind) > 0 {
-		parts = append(parts, fmt.Sprintf("Both fell behind at %s.", strings.Join(allBehind, ", ")))
-	}
-	for _, c := range in.claims {
-		if c.Pair == cmd && c.Short == "design-target ceiling" {
-			v := fmt.Sprintf("**%s** here", c.Verdict)
-			if c.Verdict == NotMeasurable {
-				v = "**" + c.Verdict + "**" // it says "here" already
-			}
-			parts = append(parts, "The reference's design target: "+v+".")
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return strings.Join(parts, " ") + " Larger machines, and rates above the searches', are not measured."
-}
-
 func queueIntegrity(in *inputs) string {
 	parts := []string{"the Postgres side commits a task with its business row in one transaction; the RabbitMQ side commits, then publishes (a dual write)."}
 	if best, _ := highestKeptUp(in.rs, pairs.Queue, "queue.rate"); best != nil {
@@ -873,15 +871,6 @@ func logIntegrity(in *inputs) string {
 		}
 	}
 	return strings.Join(parts, " ")
-}
-
-func documentsLoad(in *inputs) string {
-	r := in.rs[pairs.Documents]
-	p := in.rs.point(pairs.Documents, "documents.search", "")
-	if p == nil {
-		return ""
-	}
-	return fmt.Sprintf("searches ran at %s/s on %s; higher rates and larger data sets are not measured.", num(p.Rate), p.Name) + ferretNote(r)
 }
 
 func documentsShape(in *inputs) string {

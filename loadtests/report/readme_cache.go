@@ -23,7 +23,6 @@ var cacheSpec = pairSpec{
 	},
 	answers: map[string]func(*inputs) string{
 		"semantics": fixedAnswer("both sides serve one contract: read-through `products` invalidated on PUT, and a key-value cache with a TTL. Redis' data structures, eviction policies, pub/sub and clustering are Redis'; the Postgres side caches rows and JSON values."),
-		"load":      cacheLoad,
 		"team":      fixedAnswer("the `UNLOGGED` cache table is emptied by a crash (the failure-mode experiments show nothing stale is served after it); the in-process cache depends on its LISTEN connection, and while that is down the service answers from the origin (`X-Cache: bypass`)."),
 		"integrity": cacheIntegrity,
 	},
@@ -82,16 +81,6 @@ func stalenessModes(p *driver.Point) string {
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-// cacheLoad says at what rates the cache run measured, and that no
-// ceiling was searched.
-func cacheLoad(in *inputs) string {
-	p := in.rs.point(pairs.Cache, cacheProfile, "")
-	if p == nil {
-		return ""
-	}
-	return fmt.Sprintf("the profiles ran open loop at %s operations/s on every mode: no ceiling was searched for this pair, so how far each side scales on this machine is not measured.", num(p.Rate))
 }
 
 // cacheIntegrity prices freshness: how long each mode served a stale

@@ -325,12 +325,13 @@ var scaleOutParts = []scaleOutPart{
 		missing: scenario.MetricTakeoverMissing,
 	},
 	// The replay point's table: per log side, the time a new group from
-	// earliest took to catch up with a filled log under live writes, and
-	// what it received twice or missed.
+	// earliest took to receive its first event and to catch up with a
+	// filled log under live writes, and what it received twice or missed.
 	{
 		scenario: scenario.ScaleOutReplay, title: "**Replay** (log pair)", points: "replay", doc: `docs/log.md, "From earliest"`,
 		args: []partArg{countSetting("replay_events"), partRate},
 		cols: []scaleCol{
+			{"first event", scenario.MetricReplayFirst, " s", "", ""},
 			{"catch-up", scenario.MetricReplayCatchUp, " s", "", ""},
 			{"events/s", scenario.MetricReplayRate, "", "", ""},
 			{"live events", scenario.MetricReplayLive, "", "", ""},

@@ -117,8 +117,9 @@ func TestThroughputInResults(t *testing.T) {
 	verdicts := map[string]string{
 		// Decided from the sustainable rates, not the drain rates:
 		// no-rabbitmq sustained 5,000 then 7,500 tasks/s against a
-		// comfortable 6,250.
-		"~5K msg/s comfortably": "| 6250 tasks/s sustainable at batch 100 | **inconclusive**: holds in round 1",
+		// comfortable 6,250: both rounds passed 5,000 (the rate
+		// published, one that was offered, not their mean 6,250).
+		"~5K msg/s comfortably": "| 5000 tasks/s sustainable at batch 100 | **inconclusive**: holds in round 1",
 		// no-kafka's 80,000 sustained beats the claimed capacity: it
 		// holds, by how much is said.
 		"5–15K events/s": "| 80000 events/s sustainable at batch 100 (kafka ≥ 160000 events/s) | **holds**: beats the claim's upper figure (15,000 events/s) by 5.33×",

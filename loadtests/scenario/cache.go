@@ -68,6 +68,10 @@ type CacheOptions struct {
 	StaleTTL time.Duration
 	// RawDuration is each raw lookup loop's (pgx vs go-redis, no HTTP).
 	RawDuration time.Duration
+	// ReadCeiling runs the read ceiling search (CacheReadCeiling) with
+	// ReadCeilingOpts, after the raw lookups.
+	ReadCeiling     bool
+	ReadCeilingOpts CeilingOptions
 }
 
 // CacheScenario declares the cache pair's scenario: the modes driven, the
@@ -80,6 +84,10 @@ type CacheScenario struct {
 	Modes []CacheMode
 	// Profiles are the product read/write mixes.
 	Profiles []CacheProfile
+	// CeilingModes are the modes the read ceiling searches, one per side,
+	// the Postgres side's first: each side's default (no-redis' CACHE_MODE
+	// local, the in-process cache; redis' CACHE_MODE redis).
+	CeilingModes []string
 	// Defaults are the options the cache command starts from (also the
 	// results command's size).
 	Defaults CacheOptions
@@ -116,9 +124,11 @@ var Cache = CacheScenario{
 		// the client-side mode's hits (each mode starts cold).
 		{Name: "client-side", Service: ServiceOf(pairs.Redis), Env: map[string]string{"CACHE_MODE": "client-side", "REDIS_KEY_PREFIX": "cache-cs:"}},
 	},
-	Profiles: []CacheProfile{{"read_heavy", 95}, {"mixed", 50}, {"write_heavy", 5}},
+	Profiles:     []CacheProfile{{"read_heavy", 95}, {"mixed", 50}, {"write_heavy", 5}},
+	CeilingModes: []string{"local", "redis"},
 	Defaults: CacheOptions{Rate: 400, KVRate: 400, Duration: 3 * time.Second, Rounds: 2, Keys: 10000, ZipfS: 1.1,
-		StampedeN: 100, OriginWorkMS: 100, StaleTTL: 3 * time.Second, RawDuration: 3 * time.Second},
+		StampedeN: 100, OriginWorkMS: 100, StaleTTL: 3 * time.Second, RawDuration: 3 * time.Second,
+		ReadCeiling: true, ReadCeilingOpts: CacheReadCeilingOpts},
 }
 
 // Validate says what is missing or inconsistent in a declared scenario.
@@ -147,7 +157,7 @@ func (s CacheScenario) Validate() error {
 		d.StampedeN < 2 || d.OriginWorkMS <= 0 || d.StaleTTL <= 0 || d.RawDuration <= 0 {
 		errs = append(errs, fmt.Errorf("cache: defaults %+v incomplete", d))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, s.validateCeiling())...)
 }
 
 // Sides returns the modes' names, in order.
@@ -172,8 +182,9 @@ func (s CacheScenario) InstancePort(e *Env, i, j int) int {
 	return s.Modes[i].Service.Port + e.PortOffset + 100*(1+2*i+j)
 }
 
-// Estimate returns the expected duration of a run with o.
-func (s CacheScenario) Estimate(o CacheOptions) Estimate {
+// Estimate returns the expected duration of a run with o, each ceiling
+// step's wait for its start bounded by 1.5 × settle.
+func (s CacheScenario) Estimate(o CacheOptions, settle time.Duration) Estimate {
 	modes := len(s.Modes)
 	// Every instance started twice (plain, then slow origin and short TTL).
 	start := time.Duration(2*2*modes) * 1500 * time.Millisecond
@@ -184,7 +195,11 @@ func (s CacheScenario) Estimate(o CacheOptions) Estimate {
 	origin := time.Duration(o.OriginWorkMS) * time.Millisecond
 	per := time.Duration(modes*o.Rounds) * (2*(origin+300*time.Millisecond) + o.StaleTTL/2 + time.Second)
 	bound := time.Duration(modes*o.Rounds) * (2*(origin+300*time.Millisecond) + o.StaleTTL + 3*time.Second)
-	return e.Add(Estimate{Typical: per, Bound: bound})
+	e = e.Add(Estimate{Typical: per, Bound: bound})
+	if o.ReadCeiling {
+		e = e.Add(o.ReadCeilingOpts.opEstimate(len(s.CeilingModes), settle, true))
+	}
+	return e
 }
 
 // cacheRun is one run of the scenario: its environment and options.
@@ -226,7 +241,7 @@ func (s CacheScenario) Run(ctx context.Context, e *Env, run *driver.Run, o Cache
 	if err := r.profiles(ctx, run, rnd); err != nil {
 		return err
 	}
-	for _, step := range []func(context.Context, *driver.Run) error{r.kv, r.rawLookups, r.slowOrigin} {
+	for _, step := range []func(context.Context, *driver.Run) error{r.kv, r.rawLookups, r.readCeiling, r.slowOrigin} {
 		if err := step(ctx, run); err != nil {
 			return err
 		}
@@ -259,9 +274,10 @@ func (r *cacheRun) settings(run *driver.Run) {
 }
 
 // cacheNotes explains a cache run's figures (none for another run): how
-// Run lays out the instances, why there is no ceiling point, what the
-// CPU columns count (costSet) and, once slowOrigin ran, what it
-// restarted the instances with. Read from run's settings and points.
+// Run lays out the instances, which points have fixed rates and what the
+// read ceiling searched, what the CPU columns count (costSet) and, once
+// slowOrigin ran, what it restarted the instances with. Read from run's
+// settings, points and ceilings.
 func cacheNotes(run *driver.Run) []string {
 	var o struct {
 		Rate         float64 `json:"rate"`
@@ -274,9 +290,14 @@ func cacheNotes(run *driver.Run) []string {
 	}
 	_ = run.Setting("rate", &o.Rate)
 	_ = run.Setting("kv_rate", &o.KVRate)
+	rates := fmt.Sprintf("no ceiling point: the open-loop rates are fixed (%g/s products, %g/s kv)", o.Rate, o.KVRate)
+	if len(run.Ceilings) > 0 {
+		rates = fmt.Sprintf("the profiles' and kv points' open-loop rates are fixed (%g/s products, %g/s kv); the read ceiling (%s) searches each side's default mode, its first instance, judged by a read's server p99, hit or miss (at most the p99 of both together)",
+			o.Rate, o.KVRate, CacheReadCeiling)
+	}
 	out := []string{
 		"every mode runs as two instances on ports of their own (the side's port + offset + 100 per instance); the load goes to the first, the staleness point reads both",
-		fmt.Sprintf("no ceiling point: the open-loop rates are fixed (%g/s products, %g/s kv)", o.Rate, o.KVRate),
+		rates,
 		"CPU-seconds per 1,000 operations: the service is the mode's first instance, postgres the whole server (other activity on it counts too), redis the redis-server process (every mode's column shows it; only the redis and client-side modes use it)",
 	}
 	if !hasPoint(run, CacheStampedeScenario) {
@@ -390,14 +411,7 @@ func (r *cacheRun) slowOrigin(ctx context.Context, run *driver.Run) error {
 	return err
 }
 
-func (r *cacheRun) modeIndex(name string) int {
-	for i, m := range r.s.Modes {
-		if m.Name == name {
-			return i
-		}
-	}
-	return -1
-}
+func (r *cacheRun) modeIndex(name string) int { return modeIndexOf(r.s.Modes, name) }
 
 // url is instance j of mode i.
 func (r *cacheRun) url(i, j int) string {
@@ -407,32 +421,34 @@ func (r *cacheRun) url(i, j int) string {
 // startAll (re)starts both instances of every mode with the mode's
 // environment plus extra.
 func (r *cacheRun) startAll(ctx context.Context, extra map[string]string) error {
-	for i, m := range r.s.Modes {
+	for i := range r.s.Modes {
 		for j := range 2 {
-			env := map[string]string{}
-			for k, v := range r.e.ServiceEnv[m.Service.Name] {
-				env[k] = v
-			}
-			for k, v := range m.Env {
-				env[k] = v
-			}
-			for k, v := range extra {
-				env[k] = v
-			}
-			name := r.s.InstanceName(i, j)
-			if r.e.Launcher.Running(name) != nil {
-				if err := r.e.Launcher.Stop(name, 30*time.Second); err != nil {
-					return err
-				}
-			}
-			port := r.s.InstancePort(r.e, i, j)
-			r.e.logf("starting %s on :%d with %v", name, port, env)
-			if _, err := r.e.Launcher.Start(ctx, name, port, env, 90*time.Second); err != nil {
+			if err := r.start(ctx, i, j, extra); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// start (re)starts instance j of mode i with the mode's environment plus
+// extra.
+func (r *cacheRun) start(ctx context.Context, i, j int, extra map[string]string) error {
+	m := r.s.Modes[i]
+	env := map[string]string{}
+	maps.Copy(env, r.e.ServiceEnv[m.Service.Name])
+	maps.Copy(env, m.Env)
+	maps.Copy(env, extra)
+	name := r.s.InstanceName(i, j)
+	if r.e.Launcher.Running(name) != nil {
+		if err := r.e.Launcher.Stop(name, 30*time.Second); err != nil {
+			return err
+		}
+	}
+	port := r.s.InstancePort(r.e, i, j)
+	r.e.logf("starting %s on :%d with %v", name, port, env)
+	_, err := r.e.Launcher.Start(ctx, name, port, env, 90*time.Second)
+	return err
 }
 
 func (r *cacheRun) stopAll() {
@@ -448,8 +464,7 @@ func (r *cacheRun) stopAll() {
 func (r *cacheRun) costSet(ctx context.Context, i int) cost.Set {
 	service := cost.Process("service", 0, r.s.InstancePort(r.e, i, 0))
 	pg := cost.Postgres(StackDir(""), backendPID(ctx, r.e.PostgresURL))
-	rd := cost.Group{Name: "redis", Roots: cost.FindRoots("redis-server"), Source: "/proc scan for redis-server"}
-	return cost.Set{service, pg, rd}
+	return cost.Set{service, pg, cost.Redis(StackDir(""))}
 }
 
 // attack runs one open-loop attack on mode's first instance and records

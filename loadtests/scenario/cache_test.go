@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +14,9 @@ import (
 
 // TestCacheScenarioDeclaration checks the declared cache scenario: valid,
 // every mode of the issue present, the Postgres table first and Redis
-// second (ratios are Postgres ÷ Redis), and a results-size run estimated
-// under 5 minutes (4 before the client-side mode made five columns).
+// second (ratios are Postgres ÷ Redis), a results-size run's points
+// estimated under 5 minutes (4 before the client-side mode made five
+// columns), the read ceiling on each side's default mode on top.
 func TestCacheScenarioDeclaration(t *testing.T) {
 	t.Parallel()
 	if err := Cache.Validate(); err != nil {
@@ -29,8 +31,16 @@ func TestCacheScenarioDeclaration(t *testing.T) {
 	if m := Cache.Modes[4]; m.Service.Name != "redis" || m.Env["CACHE_MODE"] != "client-side" {
 		t.Errorf("client-side mode %+v", m)
 	}
-	if est := Cache.Estimate(Cache.Defaults); est.Typical > 5*time.Minute || est.Attacks == 0 {
-		t.Errorf("estimate %+v: the results size must fit 5 minutes", est)
+	points := Cache.Defaults
+	points.ReadCeiling = false
+	if est := Cache.Estimate(points, 20*time.Second); est.Typical > 5*time.Minute || est.Attacks == 0 {
+		t.Errorf("estimate %+v: the results size's points must fit 5 minutes", est)
+	}
+	if all := Cache.Estimate(Cache.Defaults, 20*time.Second); all.Typical <= Cache.Estimate(points, 20*time.Second).Typical {
+		t.Errorf("the read ceiling adds nothing to the estimate: %+v", all)
+	}
+	if !slices.Equal(Cache.CeilingModes, []string{"local", "redis"}) {
+		t.Errorf("read ceiling modes %v, want each side's default: local, redis", Cache.CeilingModes)
 	}
 	bad := Cache
 	bad.Modes = append([]CacheMode{{Name: "x", Service: Service{Name: "nope", Port: 1}}}, Cache.Modes...)

@@ -28,6 +28,17 @@ type RateScenario struct {
 	// after it (the queue pair's outbox): each restarts the services with
 	// its own environment.
 	Extras []Extra
+	// CeilingEnv is the environment the main ceiling search restarts each
+	// side with, beside MAX_IN_FLIGHT: the settings under which the two
+	// sides give the same guarantee (the queue pair: transient messages
+	// that the reconciler republishes against an UNLOGGED queue table,
+	// both rebuilt from the durable task records after a crash).
+	CeilingEnv map[string]map[string]string
+	// CeilingDesigns are further ceiling searches, each of the sides its
+	// Env names, restarted with it (scenario <pair>.<Name>.ceiling): the
+	// same guarantee at a higher price, the specialist alone, and the
+	// tuning table's before and after.
+	CeilingDesigns []Extra
 	// Defaults are the options the pair's command starts from.
 	Defaults RateOptions
 }
@@ -58,8 +69,16 @@ func (s RateScenario) Validate() error {
 	if s.CeilingLatency == "" || s.Variant == "" {
 		errs = append(errs, fmt.Errorf("%s: ceiling latency and variant name are required", s.Pair.Name))
 	}
-	envs := []map[string]map[string]string{s.VariantEnv}
+	envs := []map[string]map[string]string{s.VariantEnv, s.CeilingEnv}
 	names := map[string]bool{"rate": true, "default": true, "ceiling": true, s.Variant: true}
+	designs := map[string]bool{}
+	for _, x := range s.CeilingDesigns {
+		envs = append(envs, x.Env)
+		if x.Name == "" || designs[x.Name] || len(x.Env) == 0 || strings.Contains(x.Name, ".") {
+			errs = append(errs, fmt.Errorf("%s: ceiling design %q needs a name of its own without a dot and an environment", s.Pair.Name, x.Name))
+		}
+		designs[x.Name] = true
+	}
 	for _, x := range s.Extras {
 		envs = append(envs, x.Env)
 		if x.Name == "" || names[x.Name] || len(x.Env) == 0 {
@@ -78,12 +97,20 @@ func (s RateScenario) Validate() error {
 	if len(d.Rates) == 0 || d.VariantRate <= 0 {
 		errs = append(errs, fmt.Errorf("%s: default rates and variant rate are required", s.Pair.Name))
 	}
-	if c := d.CeilingOpts; c.Start <= 0 || c.Factor <= 1 || c.Max < c.Start || c.Step <= 0 || c.Rounds < 1 || c.P99 <= 0 {
-		errs = append(errs, fmt.Errorf("%s: default ceiling %+v cannot climb", s.Pair.Name, c))
+	errs = append(errs, d.CeilingOpts.validate(s.Pair.Name+": default ceiling"))
+	return errors.Join(errs...)
+}
+
+// validate says why c cannot run a search (nil: it can), each reason
+// after what ("queue: default ceiling").
+func (c CeilingOptions) validate(what string) error {
+	var errs []error
+	if c.Start <= 0 || c.Factor <= 1 || c.Max < c.Start || c.Step <= 0 || c.Rounds < 1 || c.P99 <= 0 {
+		errs = append(errs, fmt.Errorf("%s %+v cannot climb", what, c))
 	}
-	if c := d.CeilingOpts; (c.KneeFactor != 0 && c.KneeFactor <= 1) || c.MaxInFlight < LeaveInFlight || c.MaxInFlight > maxInFlight {
-		errs = append(errs, fmt.Errorf("%s: default ceiling knee factor %g (0 or above 1) or MAX_IN_FLIGHT %d (%d to %d) out of range",
-			s.Pair.Name, c.KneeFactor, c.MaxInFlight, LeaveInFlight, maxInFlight))
+	if c.Warmup < 0 || c.MaxInFlight < LeaveInFlight || c.MaxInFlight > maxInFlight {
+		errs = append(errs, fmt.Errorf("%s warm-up %s (0 or more) or MAX_IN_FLIGHT %d (%d to %d) out of range",
+			what, c.Warmup, c.MaxInFlight, LeaveInFlight, maxInFlight))
 	}
 	return errors.Join(errs...)
 }

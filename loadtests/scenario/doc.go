@@ -13,6 +13,16 @@
 // default options) run by one RateScenario.Run; documents has its own
 // shape (Documents).
 //
+// The pairs without a backlog search the ceiling of one synchronous
+// operation each with the same search (CeilingOp, opceiling.go:
+// runCeiling and Judge, a step offering the operation at its rate): the
+// documents pair's containment search and profile write on its data set
+// (documents_ceiling.go), the cache's read on each side's default mode
+// (cache_ceiling.go) and the event store's append to a fresh stream
+// (eventstore_ceiling.go, RunEventStoreCeiling). Each step first proves
+// its start within a bound: the data set counted, the pair's own
+// processes quiet (quietWhy), a probe answered.
+//
 // The scale-out scenario (RunScaleOut) starts its own instances of the
 // queue pair, 1, 2 and 4 per side on one schema or one queue, as
 // competing consumers.

@@ -44,6 +44,12 @@ type DocumentsOptions struct {
 	// LZ4 measures the rewrite points once more on the Postgres side
 	// with TOAST_COMPRESSION=lz4 (scenario "documents.rewrite_lz4").
 	LZ4 bool
+	// SearchCeiling and WriteCeiling run, after the points, the ceiling
+	// searches of the containment search (DocumentsSearchCeiling) and of
+	// the profile write (DocumentsWriteCeiling) on the data set, with
+	// SearchCeilingOpts and WriteCeilingOpts.
+	SearchCeiling, WriteCeiling         bool
+	SearchCeilingOpts, WriteCeilingOpts CeilingOptions
 }
 
 var (
@@ -169,7 +175,8 @@ var DocumentsScenario = SearchRewriteScenario{
 		`{"address":{"country":"FR"},"prefs":{"theme":"dark"}}`,
 	},
 	Defaults: DocumentsOptions{Users: 2000, Seed: 1, SearchRate: 0.5, SearchTimeout: DefaultSearchTimeout,
-		Sizes: []int{512 << 10, 2 << 20}, RewriteRates: []float64{10, 4}, RewriteUsers: 4, LZ4: true},
+		Sizes: []int{512 << 10, 2 << 20}, RewriteRates: []float64{10, 4}, RewriteUsers: 4, LZ4: true,
+		SearchCeiling: true, WriteCeiling: true, SearchCeilingOpts: DocumentsSearchCeilingOpts, WriteCeilingOpts: DocumentsWriteCeilingOpts},
 	// FerretDB deletes one document in about 0.2 s on this machine (the
 	// 2 Dec 2026 make results spent two minutes deleting its 2,016 users,
 	// and the deletes that timed out left users behind for the next run's
@@ -195,6 +202,7 @@ func (s SearchRewriteScenario) Validate() error {
 	if d.Users < 1 || d.SearchRate <= 0 || d.RewriteUsers < 1 || len(d.Sizes) == 0 || len(d.RewriteRates) == 0 {
 		errs = append(errs, fmt.Errorf("%s: default users, search rate, sizes, rewrite rates and rewrite users are required", s.Pair.Name))
 	}
+	errs = append(errs, d.SearchCeilingOpts.validate(DocumentsSearchCeiling), d.WriteCeilingOpts.validate(DocumentsWriteCeiling))
 	return errors.Join(errs...)
 }
 
@@ -232,12 +240,16 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 	if err != nil {
 		return err
 	}
+	seeded := us.counts()
 	err = s.search(ctx, e, &sp, o)
 	run.Points = append(run.Points, sp)
 	if err != nil {
 		return err
 	}
-	return s.rewrites(ctx, e, run, o, tag, us.create)
+	if err := s.rewrites(ctx, e, run, o, tag, us.create); err != nil {
+		return err
+	}
+	return s.ceilings(ctx, e, run, o, us, seeded, fresh)
 }
 
 // freshEnv is the environment that gives s.Fresh's service a database of
@@ -294,6 +306,8 @@ func (s SearchRewriteScenario) settings(run *driver.Run, o DocumentsOptions) Doc
 	run.Settings["toast_compression"] = "pglz"
 	run.Settings["lz4_variant"] = o.LZ4
 	run.Settings["search_queries"] = s.SearchQueries
+	run.Settings["search_ceiling"] = o.SearchCeiling
+	run.Settings["write_ceiling"] = o.WriteCeiling
 	return o
 }
 
@@ -332,6 +346,17 @@ func (us *createdUsers) create(ctx context.Context, svc string, n int, body func
 	}
 	us.mu.Unlock()
 	return ids, err
+}
+
+// counts is how many users were created on each service so far.
+func (us *createdUsers) counts() map[string]int {
+	us.mu.Lock()
+	defer us.mu.Unlock()
+	out := map[string]int{}
+	for svc, ids := range us.created {
+		out[svc] = len(ids)
+	}
+	return out
 }
 
 // deleteAll deletes every user created, within 2 minutes even when ctx

@@ -99,16 +99,17 @@ type Env struct {
 	// ServiceEnv is added, per service, to the environment of every
 	// service the driver starts (-schemas sets DATABASE_SCHEMA here).
 	ServiceEnv map[string]map[string]string
+	// StackDir is where the stack keeps its pid files (.stack), to find
+	// the processes whose CPU a ceiling step counts ("" falls back to
+	// $STACK_DIR, then to a /proc scan).
+	StackDir string
 }
 
-// URL returns the service's base URL.
+// URL returns the service's base URL: its port of the pair table
+// (services/kit/pairs) plus e.PortOffset, on e's host.
 func (e *Env) URL(name string) string {
-	for _, p := range []Pair{QueuePair, LogPair, DocumentsPair} {
-		for _, s := range p.Services() {
-			if s.Name == name {
-				return fmt.Sprintf("http://%s:%d", e.host(), s.Port+e.PortOffset)
-			}
-		}
+	if s, ok := pairs.Lookup(name); ok {
+		return fmt.Sprintf("http://%s:%d", e.host(), s.Port+e.PortOffset)
 	}
 	return "http://unknown-service-" + name
 }

@@ -51,6 +51,9 @@ func (o RateOptions) Estimate(settle time.Duration) Estimate {
 	e = e.Add(attacks(len(o.Rates)*o.Rounds*sides, o.Duration, settle))
 	if o.Ceiling {
 		e = e.Add(o.CeilingOpts.estimate(sides, settle))
+		if o.Designs && o.DesignSides > 0 {
+			e = e.Add(o.CeilingOpts.estimate(o.DesignSides, settle))
+		}
 	}
 	if o.Variant {
 		// The default mode (none when VariantRate is one of Rates: that
@@ -86,8 +89,9 @@ func (o CeilingOptions) estimate(sides int, settle time.Duration) Estimate {
 	if o.Rounds > 1 {
 		steps += sides * (o.Rounds - 1) * (2 + o.Bisect)
 	}
-	typical := attacks(steps, o.Step, 3*settle/2)
-	bound := attacks(searches*(n+o.Bisect), o.Step, 3*settle/2)
+	// Each step offers its rate for o.Warmup before its measured o.Step.
+	typical := attacks(steps, o.Warmup+o.Step, 3*settle/2)
+	bound := attacks(searches*(n+o.Bisect), o.Warmup+o.Step, 3*settle/2)
 	e := Estimate{Attacks: typical.Attacks, Typical: typical.Typical + time.Duration(searches)*pastKneeDrain, Bound: bound.Bound}
 	if o.MaxInFlight != LeaveInFlight {
 		restart := time.Duration(sides)*serviceStart + warmupTime
@@ -97,8 +101,9 @@ func (o CeilingOptions) estimate(sides int, settle time.Duration) Estimate {
 	return e
 }
 
-// Estimate returns the expected duration of Documents run with o.
-func (o DocumentsOptions) Estimate() Estimate {
+// Estimate returns the expected duration of Documents run with o, each
+// ceiling step's wait for its start bounded by 1.5 × settle.
+func (o DocumentsOptions) Estimate(settle time.Duration) Estimate {
 	const sides = 2
 	// Creating and deleting the data set: a few milliseconds per user
 	// and side on a small machine.
@@ -110,6 +115,12 @@ func (o DocumentsOptions) Estimate() Estimate {
 		// The Postgres side again, after two restarts.
 		e = e.Add(Estimate{Typical: 2 * serviceStart, Bound: 2 * serviceStart})
 		e = e.Add(attacks(len(o.Sizes)*o.Rounds*2, o.Duration, 0))
+	}
+	if o.SearchCeiling {
+		e = e.Add(o.SearchCeilingOpts.opEstimate(sides, settle, true))
+	}
+	if o.WriteCeiling {
+		e = e.Add(o.WriteCeilingOpts.opEstimate(sides, settle, !o.SearchCeiling))
 	}
 	return e
 }

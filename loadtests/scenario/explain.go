@@ -10,7 +10,7 @@ import "github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 // (Run.Notes); a file of schema 1 kept them in its notes instead.
 func Explain(run *driver.Run) []string {
 	var out []string
-	for _, explain := range []func(*driver.Run) []string{ownBoundNotes, reusedDefaultNotes, walNotes, cacheNotes} {
+	for _, explain := range []func(*driver.Run) []string{ownBoundNotes, reusedDefaultNotes, walNotes, cacheNotes, cacheRolesNotes} {
 		out = append(out, explain(run)...)
 	}
 	return out

@@ -1,44 +1,54 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cost"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
-// CeilingOptions parameterize a ceiling search: each side's knee, the
-// highest offered rate it takes before any criterion of a step fails,
-// found on a ladder of rates and refined by bisection.
+// CeilingOptions parameterize a ceiling search: each side's ceiling, the
+// highest offered rate it takes with every absolute check of a step
+// passing, found on a ladder of rates and refined by bisection. Both
+// sides are judged by the same absolute bounds: no rule relative to a
+// side's own floor, which would give the side with the lower floor the
+// tighter bound.
 type CeilingOptions struct {
 	// Start is the first rate tried. The ladder is Start × Factor^i, to
 	// two significant digits, up to Max: the first search of a side
-	// climbs it until a step fails (past Max: the knee was not reached),
-	// then bisects (geometrically) Bisect times between the last pass and
-	// the first failure. A side's later searches start on the ladder at
-	// or below the median knee of its searches before (the rates under
-	// it passed there), so that their steps are spent around the knee.
+	// climbs it until a step fails (past Max: the ceiling was not
+	// reached), then bisects (geometrically) Bisect times between the
+	// last pass and the first failure. A side's later searches start on
+	// the ladder at or below the rate a majority of its searches before
+	// passed, so that their steps are spent around the ceiling.
 	Start, Factor, Max float64
-	// Bisect is how many bisection steps refine the knee between the
+	// Bisect is how many bisection steps refine the ceiling between the
 	// last pass and the first failure.
 	Bisect int
-	// Step is each step's duration.
+	// Warmup is how long each step first offers its own rate, measured
+	// by nothing, so that the measured Step starts in the steady state
+	// of that rate (pools, batches and caches sized for it) rather than
+	// cold from the step before.
+	Warmup time.Duration
+	// Step is each step's measured duration.
 	Step time.Duration
 	// Rounds is how many searches per side (alternating sides, order
-	// rotated).
+	// rotated); the published ceiling is the rate a majority of them
+	// passed (driver.PassedInMost), with their range.
 	Rounds int
-	// P99 is the server-side latency p99 a step must stay under.
+	// P99 is the server-side latency p99 a step must stay under: the
+	// pair's SLO, the same for both sides.
 	P99 time.Duration
-	// KneeFactor bounds a step's p99 to KneeFactor × the side's own p99
-	// at a low rate (its lowest fixed rate, else its first passing step):
-	// past it latency has left its low-load level. 0 leaves P99 the only
-	// latency bound.
-	KneeFactor float64
 	// MaxInFlight is the MAX_IN_FLIGHT the services are restarted with
 	// for the search: 0 lifts the bound, so that what fails first is the
 	// system (its latency, its backlog), not the service's admission
@@ -46,12 +56,25 @@ type CeilingOptions struct {
 	MaxInFlight int
 }
 
-// DefaultKneeFactor is the declared scenarios' CeilingOptions.KneeFactor:
-// a p99 five times its low-load level has left it whatever the noise of
-// a short step on a shared machine (on this one the queue's p99 sits
-// near 50 ms at low rates, so its 100 ms bound binds first; the log's
-// near 5-10 ms).
-const DefaultKneeFactor = 5
+// CeilingSLOs are the p99 bounds the report reads every ceiling search
+// at: from the same steps, the highest rate each search passed with its
+// p99 under each (the latency-vs-rate curve, three points of it). The
+// search itself bisects at CeilingOptions.P99, the largest of them.
+var CeilingSLOs = []time.Duration{25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
+
+// The ceiling searches' declared durations: each step is measured for
+// CeilingStep after CeilingWarmup at its own rate, refined by
+// CeilingBisect bisections, CeilingRounds searches per side.
+const (
+	CeilingWarmup = 5 * time.Second
+	CeilingStep   = 15 * time.Second
+	CeilingBisect = 2
+	CeilingRounds = 3
+	// CeilingP99 is the pairs' SLO for a single request's server-side
+	// latency (processing, delivery, a search's answer): the largest of
+	// CeilingSLOs.
+	CeilingP99 = 100 * time.Millisecond
+)
 
 // maxInFlight is the largest MAX_IN_FLIGHT the services accept
 // (httpapi.MaxMaxInFlight).
@@ -80,12 +103,13 @@ const (
 	// CritP99: the latency's p99 reached P99MS.
 	CritP99 = "p99"
 	// CritKnee: the latency's p99 passed KneeFactor × the side's
-	// low-rate p99.
+	// low-rate p99: a relative rule of files written before 5 December
+	// 2026 (driver.CeilingSpec.KneeFactor), never judged now.
 	CritKnee = "knee"
 )
 
 // Criteria are the Crit* keys in the order a step is judged by.
-var Criteria = []string{CritErrors, CritShed, CritSent, CritLatency, CritBacklog, CritP99, CritKnee}
+var Criteria = []string{CritErrors, CritShed, CritSent, CritLatency, CritBacklog, CritP99}
 
 // The bounds of a ceiling step besides the options' latency bounds:
 // each is written here once, CriteriaText words them.
@@ -96,12 +120,16 @@ const (
 	stepBacklogMin = 100
 )
 
+// FlatBacklog is the most backlog a step at rate may end with and still
+// count as flat: max(stepBacklogMin, stepBacklogS seconds of arrivals).
+func FlatBacklog(rate float64) float64 { return math.Max(stepBacklogMin, stepBacklogS*rate) }
+
 // spec is the criteria of o for latency, with the in-flight bound the
 // services run with (nil: their own).
 func (o CeilingOptions) spec(latency string, inFlight *int) driver.CeilingSpec {
-	return driver.CeilingSpec{Latency: latency, StepS: o.Step.Seconds(), ErrorShare: driver.FailShare, ShedShare: stepShedShare,
+	return driver.CeilingSpec{Latency: latency, StepS: o.Step.Seconds(), WarmupS: o.Warmup.Seconds(), ErrorShare: driver.FailShare, ShedShare: stepShedShare,
 		SentShare: stepSentShare, BacklogS: stepBacklogS, BacklogMin: stepBacklogMin,
-		P99MS: float64(o.P99) / float64(time.Millisecond), KneeFactor: o.KneeFactor, MaxInFlight: inFlight}
+		P99MS: float64(o.P99) / float64(time.Millisecond), MaxInFlight: inFlight}
 }
 
 // share formats a share as a percentage ("1%", "95%").
@@ -109,14 +137,20 @@ func share(v float64) string { return strconv.FormatFloat(100*v, 'g', 4, 64) + "
 
 // ownBoundNotes says of each ceiling searched with the service's own
 // in-flight bound although the run asked for MAX_IN_FLIGHT (its Spec has
-// none: ceilingServices found it running outside the driver) why.
+// none: ceilingServices found it running outside the driver) why. The
+// options asked for are the search's own setting (named by its scenario:
+// a run of several searches records each), else the run's "ceiling".
 func ownBoundNotes(run *driver.Run) []string {
-	var o struct{ MaxInFlight *int }
-	if run.Setting("ceiling", &o) != nil || o.MaxInFlight == nil || *o.MaxInFlight < 0 {
-		return nil
-	}
 	var out []string
 	for _, c := range run.Ceilings {
+		key := "ceiling"
+		if _, own := run.Settings[c.Scenario]; own {
+			key = c.Scenario
+		}
+		var o struct{ MaxInFlight *int }
+		if run.Setting(key, &o) != nil || o.MaxInFlight == nil || *o.MaxInFlight < 0 {
+			continue
+		}
 		if c.Spec != nil && c.Spec.MaxInFlight == nil {
 			out = append(out, fmt.Sprintf("%s ceiling: %s runs outside the driver, so its search ran with its own in-flight bound, not MAX_IN_FLIGHT=%d",
 				strings.TrimSuffix(c.Scenario, ".ceiling"), c.Service, *o.MaxInFlight))
@@ -128,8 +162,12 @@ func ownBoundNotes(run *driver.Run) []string {
 // CriteriaText words spec's criteria, the latency bound last ("...,
 // server processing p99 < 100ms").
 func CriteriaText(s driver.CeilingSpec) string {
-	t := fmt.Sprintf("errors < %s and shed < %s of the requests sent, sent >= %s of the rate, backlog at the end of each %s step <= max(%g, %g s of arrivals) (flat)",
-		share(s.ErrorShare), share(s.ShedShare), share(s.SentShare), time.Duration(s.StepS*float64(time.Second)), s.BacklogMin, s.BacklogS)
+	step := time.Duration(s.StepS*float64(time.Second)).String() + " step"
+	if s.WarmupS > 0 {
+		step += " (after " + time.Duration(s.WarmupS*float64(time.Second)).String() + " at the same rate)"
+	}
+	t := fmt.Sprintf("errors < %s and shed < %s of the requests sent, sent >= %s of the rate, backlog at the end of each %s <= max(%g, %g s of arrivals) (flat)",
+		share(s.ErrorShare), share(s.ShedShare), share(s.SentShare), step, s.BacklogMin, s.BacklogS)
 	if s.KneeFactor > 0 {
 		t += fmt.Sprintf(", server %s p99 <= %g× the side's own p99 at a low rate", s.Latency, s.KneeFactor)
 	}
@@ -171,9 +209,6 @@ func Judge(spec driver.CeilingSpec, m map[string]float64, rate float64) (failed 
 	if has && p99 >= spec.P99MS {
 		add(CritP99, "%s p99 %.1f ms", spec.Latency, p99)
 	}
-	if has && spec.KneeFactor > 0 && spec.LowP99MS > 0 && p99 > spec.KneeFactor*spec.LowP99MS {
-		add(CritKnee, "%s p99 %.1f ms > %g× its %.1f ms at %g/s", spec.Latency, p99, spec.KneeFactor, spec.LowP99MS, spec.LowRate)
-	}
 	if len(failed) == 0 {
 		why = fmt.Sprintf("%s p99 %.1f ms, backlog %.0f", spec.Latency, p99, m["backlog_end"])
 	}
@@ -200,20 +235,37 @@ func (o CeilingOptions) ladder() []float64 {
 }
 
 // warmStart is where a side's search after its first starts: the highest
-// ladder rate at or below the median knee of its searches before, or
-// o.Start when no step of theirs passed.
+// ladder rate at or below the rate a majority of its valid searches
+// before passed; when they all passed nothing, the lowest rate they
+// tried (a floor below the ladder, which climbAndBisect tries alone
+// instead of descending again: a side that fails every step, FerretDB's
+// seconds-long searches, costs one step per later search); o.Start when
+// no valid search ran before.
 func warmStart(o CeilingOptions, before []driver.CeilingRound) float64 {
 	var rates []float64
+	floor, valid := 0.0, false
 	for _, r := range before {
+		if r.Invalid != "" {
+			continue
+		}
+		valid = true
 		if r.Rate > 0 {
 			rates = append(rates, r.Rate)
 		}
+		for _, st := range r.Steps {
+			if st.Invalid == "" && (floor == 0 || st.Rate < floor) {
+				floor = st.Rate
+			}
+		}
 	}
 	lad := o.ladder()
+	if valid && len(rates) == 0 && floor > 0 {
+		return floor
+	}
 	if len(rates) == 0 || len(lad) == 0 {
 		return o.Start
 	}
-	m := driver.Aggregate(rates).Median
+	m := driver.PassedInMost(rates)
 	start := lad[0]
 	for _, r := range lad {
 		if r <= m {
@@ -223,20 +275,51 @@ func warmStart(o CeilingOptions, before []driver.CeilingRound) float64 {
 	return start
 }
 
+// ceilingDescents is how many times a search halves its rate when its
+// first step fails.
+const ceilingDescents = 4
+
 // search finds the highest passing rate from start: up the ladder until a
 // step fails (past its top: Capped), then o.Bisect geometric bisections.
-// If the first step fails, it halves the rate up to three times.
+// If the first step fails, it halves the rate up to ceilingDescents
+// times. A step whose precondition did not hold (CeilingStep.Invalid)
+// ends the search without a verdict (CeilingRound.Invalid).
 func search(ctx context.Context, svc string, o CeilingOptions, start float64, step func(context.Context, string, float64) (driver.CeilingStep, error)) (driver.CeilingRound, error) {
 	var cr driver.CeilingRound
 	try := func(rate float64) (bool, error) {
 		st, err := step(ctx, svc, rate)
 		cr.Steps = append(cr.Steps, st)
+		if st.Invalid != "" {
+			cr.Invalid = fmt.Sprintf("%s at %s/s", st.Invalid, strconv.FormatFloat(rate, 'g', -1, 64))
+			return false, errInvalidStep
+		}
 		if st.Pass && rate > cr.Rate {
 			cr.Rate = rate
 		}
 		return st.Pass, err
 	}
+	capped, err := climbAndBisect(o, start, try)
+	cr.Capped = capped
+	if errors.Is(err, errInvalidStep) {
+		err = nil
+	}
+	return cr, err
+}
+
+// errInvalidStep ends a search whose step could not start from a proven
+// state.
+var errInvalidStep = errors.New("step precondition failed")
+
+// climbAndBisect is search's walk: it calls try on the ladder from start
+// up to the first failure (or halves from start while it fails), then
+// bisects o.Bisect times; it reports whether the ladder's top passed. A
+// start below the ladder is a floor (warmStart): it is tried alone, and
+// only when it passes is the search refined above it (floorWalk).
+func climbAndBisect(o CeilingOptions, start float64, try func(float64) (bool, error)) (capped bool, err error) {
 	lad := o.ladder()
+	if len(lad) > 0 && start > 0 && start < lad[0] {
+		return false, floorWalk(o, start, try)
+	}
 	i := 0
 	for i < len(lad)-1 && lad[i] < start {
 		i++
@@ -244,12 +327,11 @@ func search(ctx context.Context, svc string, o CeilingOptions, start float64, st
 	lo, hi := 0.0, 0.0
 	for ; ; i++ {
 		if i >= len(lad) {
-			cr.Capped = true
-			return cr, nil
+			return true, nil
 		}
 		ok, err := try(lad[i])
 		if err != nil {
-			return cr, err
+			return false, err
 		}
 		if !ok {
 			hi = lad[i]
@@ -258,11 +340,11 @@ func search(ctx context.Context, svc string, o CeilingOptions, start float64, st
 		lo = lad[i]
 	}
 	if lo == 0 {
-		for range 3 {
+		for range ceilingDescents {
 			r := roundRate(hi / 2)
 			ok, err := try(r)
 			if err != nil {
-				return cr, err
+				return false, err
 			}
 			if ok {
 				lo = r
@@ -271,9 +353,27 @@ func search(ctx context.Context, svc string, o CeilingOptions, start float64, st
 			hi = r
 		}
 		if lo == 0 {
-			return cr, nil
+			return false, nil
 		}
 	}
+	return false, bisect(o, lo, hi, try)
+}
+
+// floorWalk tries the floor start once: failing, the search ends there
+// (an earlier search descended from above it already); passing, it
+// bisects between the floor and twice it, the rate the earlier search
+// failed at before halving to the floor.
+func floorWalk(o CeilingOptions, start float64, try func(float64) (bool, error)) error {
+	ok, err := try(start)
+	if err != nil || !ok {
+		return err
+	}
+	return bisect(o, start, roundRate(2*start), try)
+}
+
+// bisect refines a pass at lo and a failure at hi with o.Bisect
+// geometric bisections.
+func bisect(o CeilingOptions, lo, hi float64, try func(float64) (bool, error)) error {
 	for range o.Bisect {
 		mid := roundRate(math.Sqrt(lo * hi))
 		if mid <= lo || mid >= hi {
@@ -281,7 +381,7 @@ func search(ctx context.Context, svc string, o CeilingOptions, start float64, st
 		}
 		ok, err := try(mid)
 		if err != nil {
-			return cr, err
+			return err
 		}
 		if ok {
 			lo = mid
@@ -289,130 +389,222 @@ func search(ctx context.Context, svc string, o CeilingOptions, start float64, st
 			hi = mid
 		}
 	}
-	return cr, nil
+	return nil
 }
 
-// roundRate rounds to two significant digits.
+// roundRate rounds to two significant digits, as the decimal written
+// (9.2, not 9.200000000000001: a rate below 10 is a FerretDB side's).
 func roundRate(r float64) float64 {
 	if r <= 0 {
 		return 0
 	}
 	p := math.Pow(10, math.Floor(math.Log10(r))-1)
-	return math.Round(r/p) * p
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(math.Round(r/p)*p, 'g', 2, 64), 64)
+	return v
 }
 
-// lowRateP99 is side's median p99 of latency at the lowest fixed rate of
-// scenario in run whose every round of the side is valid and recorded
-// it, with that rate; 0, 0 when there is none.
-func lowRateP99(run *driver.Run, scenario, side, latency string) (rate, p99 float64) {
-	key := driver.ServerLatency(latency, driver.SuffixP99)
-	for i := range run.Points {
-		p := &run.Points[i]
-		if p.Scenario != scenario || p.Rate <= 0 || (rate > 0 && p.Rate >= rate) {
-			continue
-		}
-		var vs []float64
-		valid := len(p.Rounds) > 0
-		for _, r := range p.Rounds {
-			sr := r.Sides[side]
-			v, ok := 0.0, false
-			if sr != nil && driver.RoundStatus(sr).OK() {
-				v, ok = sr.Metrics[key]
-			}
-			if !ok || v <= 0 {
-				valid = false
-				break
-			}
-			vs = append(vs, v)
-		}
-		if valid {
-			rate, p99 = p.Rate, driver.Aggregate(vs).Median
-		}
-	}
-	return rate, p99
-}
-
-// ceilingServices restarts each side with o.MaxInFlight for the search
-// (whatever runs next ensures its own environment) and returns the bound
-// each runs with: nil where the driver left the service's own, because
-// o says so or because it runs outside the driver (ownBoundNotes).
-func (s RateScenario) ceilingServices(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions) (map[string]*int, error) {
-	out := map[string]*int{}
-	if o.MaxInFlight < 0 {
-		return out, nil
-	}
-	v := strconv.Itoa(o.MaxInFlight)
-	envs := map[string]map[string]string{}
+// ceilingServices restarts each side of sides with o.MaxInFlight and its
+// environment of env for the search (ceilingInFlight), then warms up the
+// sides restarted.
+func (s RateScenario) ceilingServices(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions, scenario string, sides []string, env map[string]map[string]string) (map[string]*int, error) {
+	var svcs []Service
 	for _, svc := range s.Pair.Services() {
-		env := map[string]map[string]string{svc.Name: {"MAX_IN_FLIGHT": v}}
-		err := e.Ensure(ctx, []Service{svc}, env, nil)
-		switch {
-		case errors.Is(err, ErrExternal):
-			e.logf("%s ceiling: %s keeps its own in-flight bound: %v", s.Pair.Name, svc.Name, err)
-			continue
-		case err != nil:
-			return nil, err
+		if slices.Contains(sides, svc.Name) {
+			svcs = append(svcs, svc)
 		}
-		n := o.MaxInFlight
-		out[svc.Name] = &n
-		envs[svc.Name] = env[svc.Name]
 	}
-	if len(envs) > 0 {
-		run.Settings["ceiling_env"] = envs
+	out, restarted, err := e.ceilingInFlight(ctx, run, scenario, svcs, env, o)
+	if restarted {
 		s.warmup(ctx, e)
 	}
-	return out, nil
+	return out, err
 }
 
-// ceiling runs the ceiling search on both sides of the pair, o.Rounds
-// times, alternating sides with the order rotated, with the services'
-// in-flight bound set to o.MaxInFlight, and appends one Ceiling per side
-// to run: every step with the criteria it failed, the side's knee per
-// search and their median.
-func (s RateScenario) ceiling(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions) error {
-	pair, scenario := s.Pair, s.Pair.Name+".ceiling"
-	inFlight, err := s.ceilingServices(ctx, e, run, o)
+// ceilingInFlight restarts svcs for the search scenario with o.MaxInFlight
+// beside each one's variables of env (a design's, a documents run's own
+// database), on fresh broker resources where a design names its own
+// (freshResources), records that environment in run's settings
+// (ceilingEnvSetting; whatever runs next ensures its own), and returns
+// the bound each runs with: nil where the driver left the service's own,
+// because o says so or because it runs outside the driver
+// (ownBoundNotes). It reports whether it restarted any.
+func (e *Env) ceilingInFlight(ctx context.Context, run *driver.Run, scenario string, svcs []Service, env map[string]map[string]string, o CeilingOptions) (map[string]*int, bool, error) {
+	out := map[string]*int{}
+	envs := map[string]map[string]string{}
+	for _, svc := range svcs {
+		want := maps.Clone(env[svc.Name])
+		if want == nil {
+			want = map[string]string{}
+		}
+		if o.MaxInFlight >= 0 {
+			want["MAX_IN_FLIGHT"] = strconv.Itoa(o.MaxInFlight)
+		}
+		if len(want) == 0 {
+			continue
+		}
+		if err := e.freshResources(ctx, svc.Name, env[svc.Name]); err != nil {
+			return nil, len(envs) > 0, err
+		}
+		err := e.Ensure(ctx, []Service{svc}, map[string]map[string]string{svc.Name: want}, nil)
+		switch {
+		case errors.Is(err, ErrExternal):
+			e.logf("%s: %s keeps its own environment (its in-flight bound too): %v", scenario, svc.Name, err)
+			continue
+		case err != nil:
+			return nil, len(envs) > 0, err
+		}
+		if o.MaxInFlight >= 0 {
+			n := o.MaxInFlight
+			out[svc.Name] = &n
+		}
+		envs[svc.Name] = want
+	}
+	if len(envs) > 0 {
+		run.Settings[ceilingEnvSetting(scenario)] = envs
+	}
+	return out, len(envs) > 0, nil
+}
+
+// ceilingEnvSetting is the run setting that records the environment the
+// services ran a ceiling scenario with ("ceiling_env" for the pair's
+// main search, as files before the designs named it).
+func ceilingEnvSetting(scenario string) string {
+	if strings.Count(scenario, ".") == 1 {
+		return "ceiling_env"
+	}
+	return strings.TrimSuffix(scenario, ".ceiling") + "_env"
+}
+
+// CeilingScenarioName is the Ceiling.Scenario of a pair's search of
+// design ("" for the main one): "queue.ceiling", "queue.broker-only.ceiling".
+func CeilingScenarioName(pair, design string) string {
+	if design == "" {
+		return pair + ".ceiling"
+	}
+	return pair + "." + design + ".ceiling"
+}
+
+// ceiling runs the pair's main ceiling search on both sides, each with
+// CeilingEnv, then (withDesigns) every one of CeilingDesigns on the sides
+// its environment names (see runCeiling), with the services' in-flight
+// bound set to o.MaxInFlight: each step proves its start (startState),
+// offers its rate for o.Warmup, then measures o.Step.
+func (s RateScenario) ceiling(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions, withDesigns bool) error {
+	designs := []Extra{{Env: s.CeilingEnv}}
+	if withDesigns {
+		designs = append(designs, s.CeilingDesigns...)
+	}
+	var first error
+	for _, d := range designs {
+		sides := s.Pair.Sides()
+		if d.Name != "" {
+			sides = slices.DeleteFunc(slices.Clone(sides), func(svc string) bool { _, ok := d.Env[svc]; return !ok })
+		}
+		err := s.ceilingOf(ctx, e, run, o, CeilingScenarioName(s.Pair.Name, d.Name), sides, d.Env)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			run.Note("%s not measured: %v", CeilingScenarioName(s.Pair.Name, d.Name), err)
+			first = cmp.Or(first, err)
+		}
+	}
+	return first
+}
+
+// ceilingOf runs one ceiling scenario on sides, each restarted with its
+// environment of env.
+func (s RateScenario) ceilingOf(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions, scenario string, sides []string, env map[string]map[string]string) error {
+	inFlight, err := s.ceilingServices(ctx, e, run, o, scenario, sides, env)
 	if err != nil {
 		return err
 	}
-	specs := map[string]*driver.CeilingSpec{}
-	byside := map[string]*driver.Ceiling{}
-	for _, svc := range pair.Sides() {
-		sp := o.spec(s.CeilingLatency, inFlight[svc])
-		if o.KneeFactor > 0 {
-			sp.LowRate, sp.LowP99MS = lowRateP99(run, pair.Name+".rate", svc, s.CeilingLatency)
+	pair := s.Pair
+	e.logf("%s %s: search from %g/s (x%g, max %g/s, %d bisections), %s steps after %s at the rate, %d rounds, MAX_IN_FLIGHT %d, env %v",
+		pair.Name, scenario, o.Start, o.Factor, o.Max, o.Bisect, o.Step, o.Warmup, o.Rounds, o.MaxInFlight, env)
+	spec := func(svc string) driver.CeilingSpec { return o.spec(s.CeilingLatency, inFlight[svc]) }
+	measure := func(ctx context.Context, svc string, rate float64) (*driver.SideResult, error) {
+		if why := e.startState(ctx, pair, svc, 3*e.settle()/2); why != "" {
+			return &driver.SideResult{Precondition: why, Metrics: map[string]float64{}}, nil
 		}
-		specs[svc] = &sp
+		carry, err := s.warmAt(ctx, e, svc, rate, o.Warmup)
+		if err != nil {
+			return nil, err
+		}
+		groups := pairCostSet(ctx, e, pair, svc, e.StackDir)
+		res, err := s.sideCost(ctx, e, svc, rate, o.Step, 3*e.settle()/2, groups)
+		if res != nil {
+			res.Metrics["warmup_backlog"] = float64(carry)
+			res.Metrics["backlog_end"] += float64(carry)
+			StepCPU(res.Metrics, groups)
+		}
+		return res, err
+	}
+	return runCeiling(ctx, e, run, scenario, sides, o, spec, measure)
+}
+
+// warmAt offers rate to svc for d, measured by nothing, and returns the
+// backlog left at its end (counted since the reset before it), which the
+// measured step that follows at once carries: its counters restart at 0.
+func (s RateScenario) warmAt(ctx context.Context, e *Env, svc string, rate float64, d time.Duration) (int64, error) {
+	if d <= 0 {
+		return 0, nil
+	}
+	base := e.URL(svc)
+	if err := driver.ResetStats(ctx, base); err != nil {
+		return 0, err
+	}
+	url := base + s.Load.Path
+	driver.Attack(ctx, driver.AttackSpec{
+		Name: fmt.Sprintf("%-12s %6g/s warm-up", svc, rate), Rate: rate, Duration: d, MaxWorkers: e.MaxWorkers,
+		Next: func(n uint64) driver.Request {
+			return driver.Request{Method: http.MethodPost, URL: url, Body: s.Load.Body(n)}
+		},
+	})
+	st, err := driver.GetStats(ctx, base)
+	if err != nil {
+		return 0, err
+	}
+	return max(s.Pair.backlog(st), 0), nil
+}
+
+// runCeiling runs o.Rounds searches on each side, alternating sides with
+// the order rotated, and appends one Ceiling per side to run under
+// scenario: every step with the criteria it failed (Judge against
+// spec(side)), each search's highest passing rate and the rate a
+// majority of them passed. measure offers one step: a result with a
+// Precondition is an invalid step, which ends its search without a
+// verdict.
+func runCeiling(ctx context.Context, e *Env, run *driver.Run, scenario string, sides []string, o CeilingOptions,
+	spec func(svc string) driver.CeilingSpec, measure func(ctx context.Context, svc string, rate float64) (*driver.SideResult, error)) error {
+	byside := map[string]*driver.Ceiling{}
+	for _, svc := range sides {
+		sp := spec(svc)
 		byside[svc] = &driver.Ceiling{Scenario: scenario, Service: svc, Spec: &sp}
 	}
-	e.logf("%s %s: search from %g/s (x%g, max %g/s, %d bisections), %s steps, %d rounds, MAX_IN_FLIGHT %d",
-		pair.Name, scenario, o.Start, o.Factor, o.Max, o.Bisect, o.Step, o.Rounds, o.MaxInFlight)
 	step := func(ctx context.Context, svc string, rate float64) (driver.CeilingStep, error) {
-		res, err := s.side(ctx, e, svc, rate, o.Step, 3*e.settle()/2)
+		res, err := measure(ctx, svc, rate)
 		st := driver.CeilingStep{Rate: rate}
 		if res != nil {
 			st.Metrics = res.Metrics
+			if res.Precondition != "" {
+				st.Invalid = res.Precondition
+				e.logf("  %s %g/s: not measured (precondition: %s)", svc, rate, res.Precondition)
+				return st, nil
+			}
 		}
 		if err != nil {
 			st.Why = err.Error()
 			return st, err
 		}
-		sp := specs[svc]
-		st.Failed, st.Why = Judge(*sp, res.Metrics, rate)
+		st.Failed, st.Why = Judge(*byside[svc].Spec, res.Metrics, rate)
 		st.Pass = len(st.Failed) == 0
-		if st.Pass && sp.KneeFactor > 0 && sp.LowP99MS == 0 {
-			// No fixed rate measured this side: its first passing step
-			// is its low-rate p99.
-			if v := res.Metrics[driver.ServerLatency(sp.Latency, driver.SuffixP99)]; v > 0 {
-				sp.LowRate, sp.LowP99MS = rate, v
-			}
-		}
 		e.logf("  %s %g/s: pass=%v (%s)", svc, rate, st.Pass, st.Why)
 		return st, nil
 	}
 	var first error
 	for r := range o.Rounds {
-		for _, svc := range driver.Order(pair.Sides(), r) {
+		for _, svc := range driver.Order(sides, r) {
 			start := o.Start
 			if r > 0 {
 				start = warmStart(o, byside[svc].Rounds)
@@ -428,14 +620,16 @@ func (s RateScenario) ceiling(ctx context.Context, e *Env, run *driver.Run, o Ce
 			}
 		}
 	}
-	for _, svc := range pair.Sides() {
+	for _, svc := range sides {
 		c := byside[svc]
 		var rates []float64
 		for _, r := range c.Rounds {
-			rates = append(rates, r.Rate)
+			if r.Invalid == "" {
+				rates = append(rates, r.Rate)
+			}
 		}
 		if len(rates) > 0 {
-			c.Rate = driver.Aggregate(rates)
+			c.Rate = driver.RateAgg(rates)
 		}
 		run.Ceilings = append(run.Ceilings, *c)
 	}
@@ -443,4 +637,50 @@ func (s RateScenario) ceiling(ctx context.Context, e *Env, run *driver.Run, o Ce
 		return ctx.Err()
 	}
 	return first
+}
+
+// StepCPU adds to a measured step's metrics m, which hold each group's
+// CPU-seconds over its attack ("cpu.<group>.s", sideCost), each group's
+// CPU-seconds per 1,000 requests answered 2xx (MetricCPUPerThousand):
+// the same unit for every pair, whatever its items are.
+func StepCPU(m map[string]float64, groups cost.Set) {
+	ok := m[driver.ClientOK]
+	if ok <= 0 {
+		return
+	}
+	for _, g := range groups {
+		if v, has := m["cpu."+g.Name+".s"]; has {
+			if pk := cost.PerThousand(v, int64(ok)); !math.IsNaN(pk) {
+				m[MetricCPUPerThousand(g.Name)] = pk
+			}
+		}
+	}
+}
+
+// DesignSides counts the side searches of s's ceiling designs.
+func (s RateScenario) DesignSides() int {
+	n := 0
+	for _, d := range s.CeilingDesigns {
+		n += len(d.Env)
+	}
+	return n
+}
+
+// freshResources deletes the broker resources a design names of its own
+// (a queue, RABBITMQ_QUEUE; a topic, KAFKA_TOPIC), so that its search
+// starts on none of an earlier run's messages: the driver empties the
+// pair's tables, and messages whose records are gone would be work no
+// step offered. The service must not use them yet.
+func (e *Env) freshResources(ctx context.Context, svc string, env map[string]string) error {
+	if q := env["RABBITMQ_QUEUE"]; q != "" {
+		if err := deleteQueues(firstURL(e.ServiceVar(svc, "RABBITMQ_URL", rabbitMQURL())), q); err != nil {
+			return fmt.Errorf("delete queue %s: %w", q, err)
+		}
+	}
+	if t := env["KAFKA_TOPIC"]; t != "" {
+		if err := deleteTopic(ctx, firstURL(e.ServiceVar(svc, "KAFKA_BROKERS", kafkaBrokers())), t); err != nil {
+			return fmt.Errorf("delete topic %s: %w", t, err)
+		}
+	}
+	return nil
 }

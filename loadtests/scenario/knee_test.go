@@ -83,9 +83,8 @@ func TestLaterSearchesStartAtTheKnee(t *testing.T) {
 // recorded, not only the first, so that the report can say which binds;
 // a missing latency fails (it used to pass as 0 ms).
 func TestJudgeNamesEveryFailedCriterion(t *testing.T) {
-	o := CeilingOptions{Step: 4 * time.Second, P99: 100 * time.Millisecond, KneeFactor: 5}
+	o := CeilingOptions{Step: 15 * time.Second, Warmup: 5 * time.Second, P99: 100 * time.Millisecond}
 	sp := o.spec("processing", nil)
-	sp.LowRate, sp.LowP99MS = 100, 10
 	ok := map[string]float64{"client.sent_rate": 1000, "client.errors": 0, "backlog_end": 50, "server.processing.p99_ms": 20}
 	if failed, why := Judge(sp, ok, 1000); len(failed) != 0 {
 		t.Errorf("should pass: %v %s", failed, why)
@@ -95,11 +94,10 @@ func TestJudgeNamesEveryFailedCriterion(t *testing.T) {
 		drop   string
 		want   []string
 	}{
-		"errors":   {change: map[string]float64{"client.errors": 100}, want: []string{CritErrors}},
-		"shed":     {change: map[string]float64{"client.shed": 100}, want: []string{CritShed}},
-		"slow":     {change: map[string]float64{"server.processing.p99_ms": 150}, want: []string{CritP99, CritKnee}},
-		"knee":     {change: map[string]float64{"server.processing.p99_ms": 60}, want: []string{CritKnee}},
-		"backlog":  {change: map[string]float64{"backlog_end": 500, "server.processing.p99_ms": 120}, want: []string{CritBacklog, CritP99, CritKnee}},
+		"errors":   {change: map[string]float64{"client.errors": 200}, want: []string{CritErrors}},
+		"shed":     {change: map[string]float64{"client.shed": 200}, want: []string{CritShed}},
+		"slow":     {change: map[string]float64{"server.processing.p99_ms": 150}, want: []string{CritP99}},
+		"backlog":  {change: map[string]float64{"backlog_end": 500, "server.processing.p99_ms": 120}, want: []string{CritBacklog, CritP99}},
 		"underrun": {change: map[string]float64{"client.sent_rate": 800}, want: []string{CritSent}},
 		"nothing":  {change: map[string]float64{"client.sent_rate": 0}, want: []string{CritSent}},
 		"missing":  {drop: "server.processing.p99_ms", want: []string{CritLatency}},
@@ -112,57 +110,60 @@ func TestJudgeNamesEveryFailedCriterion(t *testing.T) {
 			t.Errorf("%s: failed %v (%s), want %v", name, failed, why, c.want)
 		}
 	}
-	// No low-rate p99: no knee clause.
-	sp.LowP99MS = 0
-	m := maps.Clone(ok)
-	m["server.processing.p99_ms"] = 90
-	if failed, _ := Judge(sp, m, 1000); len(failed) != 0 {
-		t.Errorf("without a low-rate p99 the knee clause applied: %v", failed)
-	}
 	text := CriteriaText(sp)
-	for _, want := range []string{"errors < 1%", "shed < 1%", "sent >= 95%", "max(100, 0.2 s of arrivals)", "5× the side's own p99", "server processing p99 < 100ms"} {
+	for _, want := range []string{"errors < 1%", "shed < 1%", "sent >= 95%", "max(100, 0.2 s of arrivals)", "15s step (after 5s at the same rate)", "server processing p99 < 100ms"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("criteria %q lacks %q", text, want)
 		}
+	}
+	if strings.Contains(text, "own p99") || strings.Contains(text, "×") {
+		t.Errorf("criteria %q: a relative bound came back", text)
 	}
 	if !strings.HasSuffix(text, "p99 < 100ms") {
 		t.Errorf("criteria %q: the latency bound must come last", text)
 	}
 }
 
-// TestLowRateP99 takes the lowest fixed rate whose rounds are all valid.
-func TestLowRateP99(t *testing.T) {
-	side := func(p99 float64, codes map[string]int64) *driver.SideResult {
-		var ok, errs int64
-		for c, n := range codes {
-			if c == "202" {
-				ok += n
-			} else {
-				errs += n
-			}
+// TestOneAbsoluteRuleForBothSides: the same step figures pass or fail
+// the same way whatever the side's own floor: a side with a 14 ms floor
+// at 90 ms passes exactly as a side with a 67 ms floor does (the knee
+// rule of the files before 5 December 2026 failed the first alone).
+func TestOneAbsoluteRuleForBothSides(t *testing.T) {
+	o := QueueScenario.Defaults.CeilingOpts
+	low, high := o.spec("delivery", nil), o.spec("delivery", nil)
+	low.LowRate, low.LowP99MS = 100, 14.4
+	high.LowRate, high.LowP99MS = 100, 67.6
+	m := map[string]float64{"client.sent_rate": 1000, "backlog_end": 10, "server.delivery.p99_ms": 90}
+	f1, _ := Judge(low, m, 1000)
+	f2, _ := Judge(high, m, 1000)
+	if len(f1) != 0 || len(f2) != 0 {
+		t.Errorf("a 90 ms p99 under the 100 ms SLO failed: %v / %v", f1, f2)
+	}
+}
+
+// TestInvalidStepEndsTheSearch: a step whose precondition did not hold
+// is neither a pass nor a failure: its search ends, marked invalid, and
+// its rate does not count toward the ceiling.
+func TestInvalidStepEndsTheSearch(t *testing.T) {
+	var tried []float64
+	step := func(_ context.Context, _ string, rate float64) (driver.CeilingStep, error) {
+		tried = append(tried, rate)
+		if rate == 2000 {
+			return driver.CeilingStep{Rate: rate, Invalid: "replication slot 4.1 GiB behind"}, nil
 		}
-		return &driver.SideResult{Phases: []driver.Phase{{Name: "send", Client: driver.ClientResult{Requests: ok + errs, OK: ok, Errors: errs, Codes: codes}}},
-			Metrics: map[string]float64{"server.processing.p99_ms": p99}}
+		return driver.CeilingStep{Rate: rate, Pass: true}, nil
 	}
-	point := func(rate float64, sides ...*driver.SideResult) driver.Point {
-		p := driver.Point{Scenario: "queue.rate", Rate: rate}
-		for i, s := range sides {
-			p.Rounds = append(p.Rounds, driver.Round{Index: i, Sides: map[string]*driver.SideResult{"a": s}})
-		}
-		return p
+	cr, err := search(context.Background(), "x", CeilingOptions{Start: 1000, Factor: 2, Max: 16000, Bisect: 2}, 1000, step)
+	if err != nil {
+		t.Fatal(err)
 	}
-	good := map[string]int64{"202": 100}
-	bad := map[string]int64{"202": 50, "500": 50}
-	run := &driver.Run{Points: []driver.Point{
-		point(1000, side(30, good), side(50, good), side(40, good)),
-		point(200, side(5, good), side(900, bad)),
-		point(500, side(12, good), side(10, good), side(11, good)),
-	}}
-	if r, v := lowRateP99(run, "queue.rate", "a", "processing"); r != 500 || v != 11 {
-		t.Errorf("low rate %g, p99 %g; want 500, 11", r, v)
+	if !reflect.DeepEqual(tried, []float64{1000, 2000}) || cr.Invalid == "" || !strings.Contains(cr.Invalid, "at 2000/s") {
+		t.Errorf("tried %v, round %+v", tried, cr)
 	}
-	if r, v := lowRateP99(run, "queue.rate", "b", "processing"); r != 0 || v != 0 {
-		t.Errorf("a side never measured: %g %g", r, v)
+	run := &driver.Run{Ceilings: []driver.Ceiling{{Scenario: "q.ceiling", Service: "x", Rounds: []driver.CeilingRound{cr, cr, {Rate: 1000, Steps: []driver.CeilingStep{{Rate: 1000, Pass: true}}}}}}}
+	run.Validate()
+	if st := run.Ceilings[0].CeilingStatus(); st.State != driver.StateInvalid || !strings.Contains(st.Reason, "1 of 3 searches") {
+		t.Errorf("two invalid searches of three: %s", st)
 	}
 }
 
@@ -199,22 +200,28 @@ func TestEstimateCountsTheScenariosAttacks(t *testing.T) {
 }
 
 // TestDeclaredCeilingsLiftTheInFlightBound: both rate scenarios search
-// with the services' in-flight bound lifted and a knee factor, and
-// Validate refuses a knee factor of 1 or less.
+// with the services' in-flight bound lifted, steps long enough to trust
+// (15 s after a 5 s warm-up at the rate), two bisections and three
+// searches per side, under the one absolute SLO; Validate refuses a
+// negative warm-up.
 func TestDeclaredCeilingsLiftTheInFlightBound(t *testing.T) {
 	for _, s := range []RateScenario{QueueScenario, LogScenario} {
 		c := s.Defaults.CeilingOpts
-		if c.MaxInFlight != 0 || c.KneeFactor <= 1 || c.Factor >= 2 || len(c.ladder()) < 8 {
+		if c.MaxInFlight != 0 || c.Factor >= 2 || len(c.ladder()) < 8 || c.Step < 15*time.Second || c.Warmup <= 0 ||
+			c.Bisect < 2 || c.Rounds < 3 || c.P99 != CeilingP99 {
 			t.Errorf("%s: %+v", s.Pair.Name, c)
 		}
 		bad := s
-		bad.Defaults.CeilingOpts.KneeFactor = 1
-		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "knee factor") {
-			t.Errorf("%s with knee factor 1: %v", s.Pair.Name, err)
+		bad.Defaults.CeilingOpts.Warmup = -time.Second
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "warm-up") {
+			t.Errorf("%s with a negative warm-up: %v", s.Pair.Name, err)
 		}
 	}
-	if !slices.Equal(Criteria, []string{CritErrors, CritShed, CritSent, CritLatency, CritBacklog, CritP99, CritKnee}) {
+	if !slices.Equal(Criteria, []string{CritErrors, CritShed, CritSent, CritLatency, CritBacklog, CritP99}) {
 		t.Errorf("criteria %v", Criteria)
+	}
+	if CeilingSLOs[len(CeilingSLOs)-1] != CeilingP99 {
+		t.Errorf("the search bisects at %s, the largest SLO read is %s", CeilingP99, CeilingSLOs[len(CeilingSLOs)-1])
 	}
 }
 
@@ -226,7 +233,7 @@ func TestCeilingKeepsTheBoundOfServicesOutsideTheDriver(t *testing.T) {
 	e := &Env{Start: StartAuto, Probe: func(context.Context, string, int) error { return nil }}
 	run := driver.NewRun("queue", nil, time.Now())
 	o := CeilingOptions{MaxInFlight: 0}
-	got, err := QueueScenario.ceilingServices(context.Background(), e, run, o)
+	got, err := QueueScenario.ceilingServices(context.Background(), e, run, o, "queue.ceiling", QueueScenario.Pair.Sides(), nil)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("bounds %v, err %v", got, err)
 	}
@@ -244,7 +251,48 @@ func TestCeilingKeepsTheBoundOfServicesOutsideTheDriver(t *testing.T) {
 		t.Errorf("settings record an environment the services did not get: %v", run.Settings)
 	}
 	run.Notes = nil
-	if got, err := QueueScenario.ceilingServices(context.Background(), e, run, CeilingOptions{MaxInFlight: LeaveInFlight}); err != nil || len(got) != 0 || len(run.Notes) != 0 {
+	if got, err := QueueScenario.ceilingServices(context.Background(), e, run, CeilingOptions{MaxInFlight: LeaveInFlight}, "queue.ceiling", QueueScenario.Pair.Sides(), nil); err != nil || len(got) != 0 || len(run.Notes) != 0 {
 		t.Errorf("leaving the bound: %v %v %q", got, err, run.Notes)
+	}
+}
+
+// TestLaterSearchesOfASideThatPassedNothingTryItsFloorOnce: a side
+// whose valid searches passed nothing (FerretDB's searches, seconds
+// each) starts its later searches at the lowest rate tried, alone: a
+// failure ends the search there, without halving again; a pass is
+// refined between the floor and twice it. An invalid search says
+// nothing about the floor.
+func TestLaterSearchesOfASideThatPassedNothingTryItsFloorOnce(t *testing.T) {
+	o := CeilingOptions{Start: 100, Factor: math.Sqrt2, Max: 12800, Bisect: 2}
+	var tried []float64
+	failing := func(_ context.Context, _ string, rate float64) (driver.CeilingStep, error) {
+		tried = append(tried, rate)
+		return driver.CeilingStep{Rate: rate}, nil
+	}
+	first, _ := search(context.Background(), "x", o, o.Start, failing)
+	if !reflect.DeepEqual(tried, []float64{100, 50, 25, 13, 6.5}) || first.Rate != 0 {
+		t.Fatalf("first search tried %v (rate %g), want the start and four halvings", tried, first.Rate)
+	}
+	before := []driver.CeilingRound{first}
+	if s := warmStart(o, before); s != 6.5 {
+		t.Fatalf("after a search that passed nothing down to 6.5/s, the next starts at %g", s)
+	}
+	if s := warmStart(o, []driver.CeilingRound{{Invalid: "not idle", Steps: []driver.CeilingStep{{Rate: 3, Invalid: "not idle"}}}}); s != o.Start {
+		t.Errorf("after an invalid search only, the next starts at %g, want the ladder's start", s)
+	}
+	tried = nil
+	cr, _ := search(context.Background(), "x", o, warmStart(o, before), failing)
+	if !reflect.DeepEqual(tried, []float64{6.5}) || cr.Rate != 0 {
+		t.Errorf("floor search tried %v (rate %g), want the floor once", tried, cr.Rate)
+	}
+	tried = nil
+	upTo9 := func(_ context.Context, _ string, rate float64) (driver.CeilingStep, error) {
+		tried = append(tried, rate)
+		return driver.CeilingStep{Rate: rate, Pass: rate <= 9}, nil
+	}
+	cr, _ = search(context.Background(), "x", o, 6.5, upTo9)
+	// √(6.5·13) = 9.2 fails, √(6.5·9.2) = 7.7 passes.
+	if !reflect.DeepEqual(tried, []float64{6.5, 9.2, 7.7}) || cr.Rate != 7.7 {
+		t.Errorf("a passing floor tried %v, rate %g; want 6.5, 9.2, 7.7 and 7.7", tried, cr.Rate)
 	}
 }

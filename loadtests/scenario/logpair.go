@@ -3,7 +3,6 @@ package scenario
 import (
 	"math"
 	"strconv"
-	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -24,13 +23,26 @@ var LogScenario = RateScenario{
 		pairs.NoKafka: {"SYNCHRONOUS_COMMIT": "off"},
 		pairs.Kafka:   {"SYNCHRONOUS_COMMIT": "off"},
 	},
+	// The tuning table's before and after (docs/log.md), each a search of
+	// the kafka side alone: kafka-go's Writer against franz-go's batching
+	// producer, a commit after every batch against one a second, and 6
+	// partitions against 3 (a topic and group of their own: a topic's
+	// partitions are set when it is created).
+	CeilingDesigns: []Extra{
+		{Name: "kafka-go", Env: map[string]map[string]string{pairs.Kafka: {"KAFKA_PRODUCER": "kafka-go"}}},
+		{Name: "sync-commit", Env: map[string]map[string]string{pairs.Kafka: {"KAFKA_COMMIT_INTERVAL": "0"}}},
+		{Name: "partitions-6", Env: map[string]map[string]string{pairs.Kafka: {"KAFKA_PARTITIONS": "6", "KAFKA_TOPIC": "events-p6", "KAFKA_GROUP": "events-p6"}}},
+	},
+	// The producer's before at the variant's rate: write p50/p99 at
+	// 200/s with kafka-go's Writer (no-kafka unchanged).
+	Extras: []Extra{{Name: "kafka-go", Env: map[string]map[string]string{pairs.Kafka: {"KAFKA_PRODUCER": "kafka-go"}}}},
 	Defaults: RateOptions{
 		Rates:   []float64{100, 150, 200},
 		Ceiling: true,
-		// The search starts at 1000/s: the fixed rates measure the low
-		// end, and give the knee its low-rate p99.
-		CeilingOpts: CeilingOptions{Start: 1000, Factor: math.Sqrt2, Max: 32000, Bisect: 2,
-			Step: 4 * time.Second, Rounds: 3, P99: 100 * time.Millisecond, KneeFactor: DefaultKneeFactor},
-		Variant: true, VariantRate: 200,
+		// Each step first offers its rate for CeilingWarmup, so a first
+		// step at 500/s is not a cold one.
+		CeilingOpts: CeilingOptions{Start: 500, Factor: math.Sqrt2, Max: 32000, Bisect: 2,
+			Warmup: CeilingWarmup, Step: CeilingStep, Rounds: CeilingRounds, P99: CeilingP99},
+		Variant: true, VariantRate: 200, Extras: 1, Designs: true,
 	},
 }

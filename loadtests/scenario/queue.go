@@ -27,6 +27,12 @@ type RateOptions struct {
 	// (RateScenario.Extras) run after the variant, at VariantRate; the
 	// commands set it from the scenario. It sizes the estimate.
 	Extras int
+	// Designs runs the scenario's ceiling designs
+	// (RateScenario.CeilingDesigns) after its main ceiling search;
+	// DesignSides is how many side searches they are (the commands set
+	// it from the scenario, for the estimate).
+	Designs     bool
+	DesignSides int
 }
 
 // QueueScenario is the queue pair's: POST /tasks at fixed rates, a
@@ -48,6 +54,22 @@ var QueueScenario = RateScenario{
 		// x-queue-type).
 		pairs.RabbitMQ: {"QUEUE_TYPE": "quorum", "RABBITMQ_QUEUE": "tasks-quorum"},
 	},
+	// The main ceiling search at equal durability: on both sides the
+	// task record is the durable truth and the queue's state is rebuilt
+	// from it after a crash (RabbitMQ's transient messages by the
+	// reconciler, no-rabbitmq's UNLOGGED queue table at start).
+	CeilingEnv: map[string]map[string]string{pairs.RabbitMQ: {"DELIVERY_MODE": "transient"}},
+	// The same guarantee at its higher price on both sides (persistent,
+	// confirmed messages against a logged queue table), RabbitMQ alone
+	// (no task row per request: the broker's own ceiling, and the dual
+	// write's price beside it), and classic queues v1, the tuning table's
+	// before (a queue of its own: RabbitMQ refuses to redeclare a queue
+	// with another x-queue-version).
+	CeilingDesigns: []Extra{
+		{Name: "logged", Env: map[string]map[string]string{pairs.NoRabbitMQ: {"QUEUE_TABLE": "logged"}, pairs.RabbitMQ: {"DELIVERY_MODE": "persistent"}}},
+		{Name: "broker-only", Env: map[string]map[string]string{pairs.RabbitMQ: {"PUBLISH_MODE": "broker-only", "RABBITMQ_QUEUE": "tasks-broker-only"}}},
+		{Name: "classic-v1", Env: map[string]map[string]string{pairs.RabbitMQ: {"RABBITMQ_QUEUE_VERSION": "1", "DELIVERY_MODE": "transient", "RABBITMQ_QUEUE": "tasks-v1"}}},
+	},
 	// The outbox variant: what RabbitMQ at its most careful costs, the
 	// record and an outbox row in one transaction and a relay publishing
 	// them (the classic queue of the default mode; no-rabbitmq, whose
@@ -59,7 +81,7 @@ var QueueScenario = RateScenario{
 		Rates:   []float64{500, 1000, 2000, 5000},
 		Ceiling: true,
 		CeilingOpts: CeilingOptions{Start: 1000, Factor: math.Sqrt2, Max: 16000, Bisect: 2,
-			Step: 4 * time.Second, Rounds: 3, P99: 100 * time.Millisecond, KneeFactor: DefaultKneeFactor},
-		Variant: true, VariantRate: 1000, Extras: 1,
+			Warmup: CeilingWarmup, Step: CeilingStep, Rounds: CeilingRounds, P99: CeilingP99},
+		Variant: true, VariantRate: 1000, Extras: 1, Designs: true,
 	},
 }

@@ -43,7 +43,7 @@ func (s RateScenario) Run(ctx context.Context, e *Env, run *driver.Run, o RateOp
 	}
 	if o.Ceiling {
 		run.Settings["ceiling"] = o.CeilingOpts
-		if err := s.ceiling(ctx, e, run, o.CeilingOpts); err != nil {
+		if err := s.ceiling(ctx, e, run, o.CeilingOpts, o.Designs); err != nil {
 			return err
 		}
 	}
@@ -160,35 +160,19 @@ func (s RateScenario) sideCost(ctx context.Context, e *Env, svc string, rate flo
 		return res, err
 	}
 	url := base + load.Path
-	var cpu0 cost.Sample
-	var busy0 time.Duration
-	if len(groups) > 0 {
-		cpu0 = groups.Sample()
-		busy0, _ = cost.MachineBusy()
-	}
-	t0 := time.Now()
-	c := driver.Attack(ctx, driver.AttackSpec{
-		Name: fmt.Sprintf("%-12s %6g/s", svc, rate), Rate: rate, Duration: dur,
-		MaxWorkers: e.MaxWorkers, Progress: e.Progress,
-		Next: func(n uint64) driver.Request {
-			return driver.Request{Method: http.MethodPost, URL: url, Body: load.Body(n)}
-		},
+	var c driver.ClientResult
+	costWindow(res.Metrics, groups, func() {
+		c = driver.Attack(ctx, driver.AttackSpec{
+			Name: fmt.Sprintf("%-12s %6g/s", svc, rate), Rate: rate, Duration: dur,
+			MaxWorkers: e.MaxWorkers, Progress: e.Progress,
+			Next: func(n uint64) driver.Request {
+				return driver.Request{Method: http.MethodPost, URL: url, Body: load.Body(n)}
+			},
+		})
 	})
-	if len(groups) > 0 {
-		window := time.Since(t0).Seconds()
-		used := groups.Sample().Sub(cpu0)
-		for _, g := range groups {
-			if v, ok := used[g.Name]; ok {
-				res.Metrics["cpu."+g.Name+".s"] = v
-				res.Metrics["cores."+g.Name] = math.Round(v/window*100) / 100
-			}
-		}
-		if busy1, err := cost.MachineBusy(); err == nil && busy0 > 0 {
-			res.Metrics["cores.machine"] = math.Round((busy1-busy0).Seconds()/window*100) / 100
-		}
-	}
 	res.Phases = append(res.Phases, driver.Phase{Name: load.Phase, Client: c})
 	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
+	res.Metrics[driver.ClientOK] = float64(c.OK)
 	atEnd, err := driver.GetStats(ctx, base)
 	if err != nil {
 		return res, err
@@ -199,7 +183,7 @@ func (s RateScenario) sideCost(ctx context.Context, e *Env, svc string, rate flo
 	// Settle: wait for what was sent to be processed, so that the
 	// server-side latencies cover every request and the next round starts
 	// from an empty backlog.
-	t0 = time.Now()
+	t0 := time.Now()
 	final, drained, err := pair.drain(ctx, base, atEnd, settle, 200*time.Millisecond)
 	if err != nil {
 		return res, err
@@ -213,6 +197,33 @@ func (s RateScenario) sideCost(ctx context.Context, e *Env, svc string, rate flo
 	res.Progress, _ = driver.GetRaw(ctx, base+pair.Progress)
 	driver.FlattenServer(res.Metrics, final)
 	return res, nil
+}
+
+// costWindow runs attack and writes into m, for each group of groups
+// found, the CPU-seconds it used from the attack's first send to its last
+// answer ("cpu.<group>.s") and the cores that is ("cores.<group>"), and
+// the cores the whole machine was busy ("cores.machine": everybody's).
+// Without groups it only runs attack.
+func costWindow(m map[string]float64, groups cost.Set, attack func()) {
+	if len(groups) == 0 {
+		attack()
+		return
+	}
+	cpu0 := groups.Sample()
+	busy0, _ := cost.MachineBusy()
+	t0 := time.Now()
+	attack()
+	window := time.Since(t0).Seconds()
+	used := groups.Sample().Sub(cpu0)
+	for _, g := range groups {
+		if v, ok := used[g.Name]; ok {
+			m["cpu."+g.Name+".s"] = v
+			m["cores."+g.Name] = math.Round(v/window*100) / 100
+		}
+	}
+	if busy1, err := cost.MachineBusy(); err == nil && busy0 > 0 {
+		m["cores.machine"] = math.Round((busy1-busy0).Seconds()/window*100) / 100
+	}
 }
 
 // warmup sends 2 s at 50/s to each side and waits for it to drain,
@@ -244,6 +255,9 @@ func (s RateScenario) point(ctx context.Context, e *Env, run *driver.Run, kind s
 	e.logf("%s %s: %g/s for %s, %d rounds", s.Pair.Name, scenario, rate, o.Duration, o.Rounds)
 	p := driver.Point{Scenario: scenario, Name: driver.Label(rate), Rate: rate, DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides(), Env: env}
 	err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
+		if why := e.startState(ctx, s.Pair, svc, e.settle()); why != "" {
+			return &driver.SideResult{Precondition: why, Metrics: map[string]float64{}}, nil
+		}
 		return s.side(ctx, e, svc, rate, o.Duration, e.settle())
 	})
 	run.Points = append(run.Points, p)

@@ -436,7 +436,7 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		if o.FanoutSustain == nil {
 			break
 		}
-		p := newPoint(ScaleOutFanoutSustain, subscribersName(n), 0, o.FanoutSustain.Step.Seconds())
+		p := newPoint(ScaleOutFanoutSustain, SubscribersName(n), 0, o.FanoutSustain.Step.Seconds())
 		pts.fanoutSustains[n] = p
 		pts.order = append(pts.order, p)
 		if o.Cursors {

@@ -56,7 +56,7 @@ func FanoutSetting(n int) string {
 // fanoutName names the fan-out point of n subscribers at rate:
 // "200/s → 1 subscriber", "200/s → 8 subscribers".
 func fanoutName(rate float64, n int) string {
-	return driver.Label(rate) + " → " + subscribersName(n)
+	return driver.Label(rate) + " → " + SubscribersName(n)
 }
 
 // fanoutBody is the n-th FanoutKind task posted.

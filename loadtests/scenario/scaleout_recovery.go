@@ -218,20 +218,24 @@ func (g *groupFleet) waitDelivered(ctx context.Context, bound time.Duration, grp
 // group created from earliest while live writes go on. On kafka the
 // group is a new consumer group reading the 3-partition topic from its
 // first offsets; on no-kafka the service creates the group's slot,
-// replays the messages table in the slot's exported snapshot and hands
-// over to the slot's stream (docs/log.md, "From earliest").
+// replays the messages table, creates the group's slot, replays what
+// committed until its consistent point in the slot's exported snapshot
+// and hands over to the slot's stream (docs/log.md, "From earliest").
 
 // ScaleOutReplay is a new group from earliest over a filled log.
 const ScaleOutReplay = "scaleout.replay"
 
 // Replay metric names, per side: the events in the log before the group
-// was created, the seconds from the PUT until the group had every event
+// was created, the seconds from the PUT until the group received its
+// first event (its earliest delivery record, stamped by the service on
+// this machine's clock), the seconds from the PUT until the group had every event
 // written so far (the live ones too), those events over that time, the
 // events written during the catch-up, and, after the drain, the events
 // the group is missing and the deliveries it received again (both 0
 // unless the hand-over to live delivery left a gap or a duplicate).
 const (
 	MetricReplayEvents  = "replay.events"
+	MetricReplayFirst   = "replay.first_event_s"
 	MetricReplayCatchUp = "replay.catch_up_s"
 	MetricReplayRate    = "replay.events_per_s"
 	MetricReplayLive    = "replay.live_events"
@@ -287,7 +291,7 @@ func (g *groupFleet) replay(ctx context.Context, o ScaleOutOptions) (*driver.Sid
 	}
 	done := make(chan driver.ClientResult, 1)
 	go func() { done <- driver.Attack(live, spec) }()
-	catchUp, err := g.catchUp(ctx, int64(o.ReplayEvents))
+	put, catchUp, err := g.catchUp(ctx, int64(o.ReplayEvents))
 	stopLive()
 	c := <-done
 	res.Phases = append(res.Phases, driver.Phase{Name: "write", Client: c})
@@ -295,6 +299,11 @@ func (g *groupFleet) replay(ctx context.Context, o ScaleOutOptions) (*driver.Sid
 	if err != nil {
 		return res, err
 	}
+	first, err := g.firstDelivery(ctx, replayGroup)
+	if err != nil {
+		return res, err
+	}
+	res.Metrics[MetricReplayFirst] = math.Round(first.Sub(put).Seconds()*1000) / 1000
 	res.Metrics[MetricReplayCatchUp] = math.Round(catchUp.Seconds()*100) / 100
 	res.Metrics[MetricReplayRate] = round1(float64(o.ReplayEvents) / catchUp.Seconds())
 	st, _, err := g.waitStats(ctx, g.e.settle(), func(st *driver.ServerStats) bool {
@@ -336,16 +345,17 @@ func (g *groupFleet) fill(ctx context.Context, n int) error {
 	return nil
 }
 
-// catchUp creates the replay group from earliest and returns the time
-// until it had received n events and every live event written so far.
-func (g *groupFleet) catchUp(ctx context.Context, n int64) (time.Duration, error) {
+// catchUp creates the replay group from earliest and returns when it sent
+// the PUT and the time from then until the group had received n events
+// and every live event written so far.
+func (g *groupFleet) catchUp(ctx context.Context, n int64) (time.Time, time.Duration, error) {
 	t0 := time.Now()
 	code, body, err := driver.Do(ctx, http.MethodPut, g.url+"/groups/"+replayGroup, []byte(`{"from":"earliest"}`))
 	if err == nil && code != http.StatusCreated {
 		err = fmt.Errorf("PUT /groups/%s: %d %s", replayGroup, code, body)
 	}
 	if err != nil {
-		return 0, err
+		return t0, 0, err
 	}
 	st, ok, err := g.waitStats(ctx, replayBound(g.e), func(st *driver.ServerStats) bool {
 		return st.Counters[logc.StatGroupDelivered] >= n+st.Counters[logc.StatWritten]
@@ -353,7 +363,27 @@ func (g *groupFleet) catchUp(ctx context.Context, n int64) (time.Duration, error
 	if err == nil && !ok {
 		err = fmt.Errorf("group %s had %d of %d events after %v", replayGroup, st.Counters[logc.StatGroupDelivered], n+st.Counters[logc.StatWritten], replayBound(g.e))
 	}
-	return time.Since(t0), err
+	return t0, time.Since(t0), err
+}
+
+// firstDelivery returns when group grp received its first event: the
+// earliest delivered_at of its delivery records in g's schema (both sides
+// record them).
+func (g *groupFleet) firstDelivery(ctx context.Context, grp string) (time.Time, error) {
+	conn, err := g.e.connect(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer conn.Close(context.Background())
+	var first *time.Time
+	err = conn.QueryRow(ctx, `SELECT min(delivered_at) FROM `+pgx.Identifier{g.schema, "group_deliveries"}.Sanitize()+` WHERE grp = $1`, grp).Scan(&first)
+	if err == nil && first == nil {
+		err = fmt.Errorf("group %s has no delivery", grp)
+	}
+	if err != nil {
+		return time.Time{}, errors.Join(errors.New("reading the replay group's first delivery"), err)
+	}
+	return *first, nil
 }
 
 // groupMissing counts the events of g's messages table without a

@@ -169,9 +169,9 @@ var fanoutThroughput = func() ThroughputScenario {
 	return s
 }()
 
-// subscribersName names a point of n subscribers: "1 subscriber", "8
+// SubscribersName names a point of n subscribers: "1 subscriber", "8
 // subscribers".
-func subscribersName(n int) string {
+func SubscribersName(n int) string {
 	if n == 1 {
 		return "1 subscriber"
 	}

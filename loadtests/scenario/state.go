@@ -180,8 +180,42 @@ func (e *Env) PrepareStart(ctx context.Context, run *driver.Run, p Pair, mode st
 	st := &driver.StartState{Mode: mode, Tables: []driver.TableState{}}
 	run.StartState = st
 	err := e.prepare(ctx, st, e.Schemas(p))
+	if err == nil && mode == driver.StateFresh && p.Name == pairs.Log {
+		// The slot decodes the whole cluster's WAL: what the pairs before
+		// wrote while no-kafka was stopped (gigabytes after the queue's
+		// ceiling search) would be read through before its first event.
+		err = e.skipForeignWAL(ctx, run, p)
+	}
+	if err == nil && mode == driver.StateFresh && p.Name == pairs.Queue && !e.answers(ctx, p.B) {
+		// The broker keeps the rabbitmq side's messages apart from its
+		// emptied tables: messages of records just truncated would be
+		// work no step offered. The service declares them again.
+		err = deleteQueues(firstURL(e.ServiceVar(pairs.RabbitMQ, "RABBITMQ_URL", rabbitMQURL())), e.ServiceVar(pairs.RabbitMQ, "RABBITMQ_QUEUE", rabbitMQDefaultQueue))
+	}
 	if err != nil {
 		st.Error = err.Error()
+	}
+	return err
+}
+
+// skipForeignWAL moves no-kafka's slot, inactive while its service is
+// stopped, to the current WAL position after its tables were emptied, and
+// notes how far behind it was; an active slot is left, with a note.
+func (e *Env) skipForeignWAL(ctx context.Context, run *driver.Run, p Pair) error {
+	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
+	defer cancel()
+	conn, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	lag, ok := e.slotLag(ctx, p.A.Name)
+	notes, err := e.advanceSlot(ctx, conn, p)
+	for _, n := range notes {
+		run.Note("%s", n)
+	}
+	if ok && len(notes) == 0 && err == nil {
+		run.Settings["start_slot_skipped_bytes"] = lag
 	}
 	return err
 }
@@ -333,4 +367,10 @@ func splitSteps(s string) []string {
 	}
 	flush()
 	return out
+}
+
+// answers reports whether a service answers on svc's port (ours or
+// someone else's): a resource it may use must then be left alone.
+func (e *Env) answers(ctx context.Context, svc Service) bool {
+	return e.Probe != nil && e.Probe(ctx, svc.Name, svc.Port+e.PortOffset) == nil
 }

@@ -149,7 +149,7 @@ func TestSustainOptions(t *testing.T) {
 		t.Errorf("an overload size outside the searched sizes: %v", err)
 	}
 	e := SustainDefaults.Estimate()
-	if e.Typical < 8*time.Minute || e.Typical > 16*time.Minute || e.Bound < e.Typical || e.Attacks == 0 {
+	if e.Typical < 8*time.Minute || e.Typical > 25*time.Minute || e.Bound < e.Typical || e.Attacks == 0 {
 		t.Errorf("default estimate %+v (typical %s)", e, e.Typical)
 	}
 	if q := SustainQuick.Estimate(); q.Typical > 3*time.Minute {

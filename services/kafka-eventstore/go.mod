@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/segmentio/kafka-go v0.4.51
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	github.com/where-postgres-ends/where-postgres-ends/services/kit v0.0.0
 )
 

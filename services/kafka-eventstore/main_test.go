@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +11,9 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config/configtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore/conformance"
@@ -60,13 +64,62 @@ func testConfigPartitions(t testing.TB, partitions int) Config {
 	return cfg
 }
 
+// target is a kafka-eventstore instance for the suite, on a topic of the
+// test's own.
+type target struct {
+	*servicetest.Target[struct{}]
+	cfg Config
+}
+
+// newTarget starts an instance on cfg's topic.
+func newTarget(t testing.TB, cfg Config) *target {
+	t.Helper()
+	return &target{Target: &servicetest.Target[struct{}]{Service: "kafka-eventstore", Backend: "kafka", Instance: servicetest.Start(t, build, cfg)}, cfg: cfg}
+}
+
+// ForgetRecorded deletes every record of the topic, in every partition,
+// as its retention would (conformance.Forgetter): a DeleteRecords request
+// up to each partition's high watermark, which moves the log start offset
+// there at once.
+func (tg *target) ForgetRecorded(t testing.TB) {
+	t.Helper()
+	ctx := kittest.Context(t, 30*time.Second)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.cfg.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topic := kmsg.NewDeleteRecordsRequestTopic()
+	topic.Topic = tg.cfg.Topic
+	for p := range tg.cfg.Partitions {
+		part := kmsg.NewDeleteRecordsRequestTopicPartition()
+		part.Partition = int32(p)
+		part.Offset = -1 // the high watermark: every record
+		topic.Partitions = append(topic.Partitions, part)
+	}
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.Topics = append(req.Topics, topic)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("delete the records of topic %s: %v", tg.cfg.Topic, err)
+	}
+	var starts []string
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				t.Fatalf("delete the records of topic %s, partition %d: %v", rt.Topic, rp.Partition, err)
+			}
+			starts = append(starts, fmt.Sprintf("%d:%d", rp.Partition, rp.LowWatermark))
+		}
+	}
+	t.Logf("topic %s: every record deleted; log start offsets (partition:offset) now %s", tg.cfg.Topic, strings.Join(starts, " "))
+}
+
 // TestConformance runs the event store suite against kafka-eventstore.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	features := conformance.Features{ConditionalAppend: false, ServerSideStreamRead: false, PushSubscription: false}
-	conformance.Run(t, features, func(t testing.TB) conformance.Target {
-		return &servicetest.Target[struct{}]{Service: "kafka-eventstore", Backend: "kafka", Instance: servicetest.Start(t, build, testConfig(t))}
-	})
+	conformance.Run(t, features, func(t testing.TB) conformance.Target { return newTarget(t, testConfig(t)) })
 }
 
 // TestConformanceKeyed runs the same suite against the keyed design: a
@@ -76,7 +129,7 @@ func TestConformanceKeyed(t *testing.T) {
 	t.Parallel()
 	features := conformance.Features{ConditionalAppend: false, ServerSideStreamRead: false, PushSubscription: false}
 	conformance.Run(t, features, func(t testing.TB) conformance.Target {
-		return &servicetest.Target[struct{}]{Service: "kafka-eventstore", Backend: "kafka", Instance: servicetest.Start(t, build, testConfigPartitions(t, keyedPartitions))}
+		return newTarget(t, testConfigPartitions(t, keyedPartitions))
 	},
 		conformance.WithoutTotalOrder("a keyed topic orders records only within a partition: the subscription delivers each partition in order (so each stream in order), the partitions interleaved as their fetches answer"),
 		conformance.ScansAPartition("a keyed topic's read consumes the one partition the stream id hashes to"))

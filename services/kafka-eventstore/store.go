@@ -491,6 +491,9 @@ func (s *store) Read(ctx context.Context, stream string, from int64, limit int) 
 // a live event waits for the next fetch answer. Versions are null: a
 // reader resumed mid-partition cannot count a stream's earlier records.
 // A failed fetch is retried: the subscription survives a broker restart.
+// A from past the partition's end is a 404 (not a position of this
+// topic); one whose next records retention deleted (below the log start
+// offset) is the contract's 410: the events after it are gone.
 func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subscriber) error {
 	if s.keyed() {
 		return s.subscribeKeyed(ctx, from, sub)

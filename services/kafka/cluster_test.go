@@ -147,7 +147,7 @@ func readLog(t testing.TB, b *backend) map[string]int {
 	if end[0] == 0 {
 		return ids
 	}
-	r := newReader(b.cfg, "check."+b.cfg.Topic)
+	r := newReader(b.cfg, "check."+b.cfg.Topic, b.logger)
 	defer r.Close()
 	for {
 		m, err := r.FetchMessage(ctx)
@@ -169,8 +169,10 @@ func readLog(t testing.TB, b *backend) map[string]int {
 // -9) under a closed load of single POSTs, and started again. Writes go
 // on once another replica leads, and every event answered 201 is delivered
 // and is in the topic's log afterwards: nothing acknowledged is lost.
-// Duplicates are allowed (kafka-go has no idempotent producer; the
-// consumer is at-least-once) and logged. Root (scripts/cluster.sh kill)
+// Duplicates in the log are allowed and logged: franz-go's idempotent
+// producer (the default) should leave none, but the kafka-go producer
+// (KAFKA_PRODUCER=kafka-go) is not idempotent, and the consumer is
+// at-least-once either way. Root (scripts/cluster.sh kill)
 // and the cluster profile's Kafka only.
 func TestClusterLeaderKilledLosesNoAcknowledgedEvent(t *testing.T) {
 	brokers := clusterBrokers(t)
@@ -180,8 +182,15 @@ func TestClusterLeaderKilledLosesNoAcknowledgedEvent(t *testing.T) {
 	tg := newTarget(t, map[string]string{"KAFKA_BROKERS": brokers, "KAFKA_REPLICATION_FACTOR": "3", "KAFKA_MIN_INSYNC_REPLICAS": "2",
 		"KAFKA_PARTITIONS": "1", "KAFKA_WRITE_TIMEOUT": "5s", "BACKEND_TIMEOUT": "5s"})
 	b := tg.App().backend
-	if acks := b.writer.Load().RequiredAcks; acks != kafkago.RequireAll {
-		t.Fatalf("the producer's RequiredAcks is %v, want RequireAll (acks=all)", acks)
+	switch p := b.producing().(type) {
+	case *franzProducer:
+		if !p.idempotent {
+			t.Fatal("the franz-go producer is not idempotent: acks=1, want acks=all")
+		}
+	case *kafkaGoProducer:
+		if acks := p.w.RequiredAcks; acks != kafkago.RequireAll {
+			t.Fatalf("the producer's RequiredAcks is %v, want RequireAll (acks=all)", acks)
+		}
 	}
 	topic := b.cfg.Topic
 	tr := &kafkago.Transport{DialTimeout: 3 * time.Second, MetadataTTL: time.Second}

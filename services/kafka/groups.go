@@ -89,7 +89,7 @@ func (m *groupManager) newConsumer(name string) *consumer {
 			Group: name},
 		stats:  m.stats,
 		logger: m.logger.With("group", name),
-		reader: newReader(m.cfg, kafkaGroup(m.cfg.Group, name)),
+		reader: newReader(m.cfg, kafkaGroup(m.cfg.Group, name), m.logger),
 	}
 }
 

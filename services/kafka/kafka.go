@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,18 +36,44 @@ type wireEvent struct {
 type backend struct {
 	cfg    Config
 	store  *logc.Records
-	writer atomic.Pointer[kafkago.Writer]
 	client *kafkago.Client
 	cons   *consumer
 	groups *groupManager
+	logger *slog.Logger
+	// current is the producer (KAFKA_PRODUCER); a test swaps it for one
+	// aimed at a dead broker.
+	current atomic.Pointer[producerSlot]
+	// probe is the transport of checkBroker's metadata requests.
+	probe *kafkago.Transport
 	// maxMessageBytes is the topic's max.message.bytes, read from the
-	// broker at start: the largest record batch it accepts.
+	// broker at start (at most maxBatchBytes): the largest record batch
+	// it accepts.
 	maxMessageBytes int
 	// down is set by a failed produce and cleared by the next produce or
 	// probe that reaches the broker (checkBroker); lastProbe is the unix
 	// nanos at which the last probe started.
 	down      atomic.Bool
 	lastProbe atomic.Int64
+}
+
+// producerSlot holds the backend's producer in an atomic.Pointer.
+type producerSlot struct{ producer }
+
+// producing returns the backend's producer.
+func (b *backend) producing() producer { return b.current.Load().producer }
+
+// swapProducer makes p the backend's producer and returns the one it
+// replaces.
+func (b *backend) swapProducer(p producer) producer {
+	if old := b.current.Swap(&producerSlot{p}); old != nil {
+		return old.producer
+	}
+	return nil
+}
+
+// newProducer returns a producer of KAFKA_PRODUCER's kind for brokers.
+func (b *backend) newProducer(brokers []string) (producer, error) {
+	return newProducer(b.cfg, brokers, b.maxMessageBytes, b.logger)
 }
 
 // Probing a broker a failed produce left suspect.
@@ -77,10 +104,9 @@ func (b *backend) checkBroker(ctx context.Context) error {
 	if now-last < int64(probeEvery) || !b.lastProbe.CompareAndSwap(last, now) {
 		return refuse(errors.New("probed less than 200ms ago"))
 	}
-	w := b.writer.Load()
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	c := &kafkago.Client{Addr: w.Addr, Transport: w.Transport, Timeout: probeTimeout}
+	c := &kafkago.Client{Addr: kafkago.TCP(b.producing().brokers()...), Transport: b.probe, Timeout: probeTimeout}
 	meta, err := c.Metadata(pctx, &kafkago.MetadataRequest{Topics: []string{b.cfg.Topic}})
 	if err != nil {
 		return refuse(err)
@@ -121,27 +147,6 @@ func writable(meta *kafkago.MetadataResponse, topic string) error {
 	return fmt.Errorf("topic %s is not in the broker's metadata", topic)
 }
 
-// newWriter returns the producer for brokers (see docs/log.md, "Producer
-// tuning").
-func (b *backend) newWriter(brokers []string) *kafkago.Writer {
-	return &kafkago.Writer{
-		Addr:  kafkago.TCP(brokers...),
-		Topic: b.cfg.Topic,
-		// Same key, same partition: per-key order.
-		Balancer: &kafkago.Hash{},
-		// acks=all (KAFKA_ACKS' default): answered only once every
-		// in-sync replica has it.
-		RequiredAcks: b.cfg.requiredAcks(),
-		BatchSize:    logc.MaxBatch,
-		BatchBytes:   b.batchBytes(),
-		BatchTimeout: b.cfg.BatchTimeout,
-		MaxAttempts:  3,
-		WriteTimeout: b.cfg.WriteTimeout,
-		ReadTimeout:  b.cfg.WriteTimeout,
-		Transport:    &kafkago.Transport{DialTimeout: b.cfg.DialTimeout, ClientID: info.Service},
-	}
-}
-
 // requiredAcks is KAFKA_ACKS as kafka-go's RequiredAcks.
 func (c Config) requiredAcks() kafkago.RequiredAcks {
 	if c.Acks == AcksLeader {
@@ -163,14 +168,10 @@ const recordBatchOverhead = 61
 // timestamp and offset deltas, key and value lengths, header count as
 // varints) is at most 14 bytes for records under 2 MiB in a batch spanning
 // under 8 s, so a batch kafka-go sizes at n bytes is at most
-// recordBatchOverhead+n bytes on the wire (uncompressed).
+// recordBatchOverhead+n bytes on the wire (uncompressed). The kafka-go
+// producer's Writer.BatchBytes is max.message.bytes less
+// recordBatchOverhead.
 const messageOverhead = 23
-
-// batchBytes is Writer.BatchBytes: every batch kafka-go builds, a single
-// event's included, fits the topic's max.message.bytes.
-func (b *backend) batchBytes() int64 {
-	return int64(b.maxMessageBytes - recordBatchOverhead)
-}
 
 // maxCreatedAt is the longest created_at JSON can carry (nanoseconds and
 // a numeric offset): the size check encodes it in place of the time
@@ -179,13 +180,16 @@ func (b *backend) batchBytes() int64 {
 var maxCreatedAt = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(12*3600+59*60)))
 
 // checkSizes refuses, with 413 and before anything is written, events
-// whose record the broker would refuse: otherwise the row would be
-// committed, the produce refused ("Message Size Too Large"), and the row
-// left in Postgres, never delivered (one more at each retry). It returns
-// each event's value up to its created_at (wireHead), which the produce
-// completes: each event is encoded once.
+// whose record the producer or the broker would refuse: otherwise the row
+// would be committed, the produce refused ("Message Size Too Large"), and
+// the row left in Postgres, never delivered (one more at each retry). An
+// event is refused when a record batch holding its record alone, counted
+// as the producer counts it (producer.batchSize), would be larger than
+// the topic's max.message.bytes. It returns each event's value up to its
+// created_at (wireHead), which the produce completes: each event is
+// encoded once.
 func (b *backend) checkSizes(events []logc.NewEvent) ([][]byte, error) {
-	limit := b.batchBytes()
+	p := b.producing()
 	heads := make([][]byte, len(events))
 	for i, e := range events {
 		h, err := wireHead(e)
@@ -193,10 +197,10 @@ func (b *backend) checkSizes(events []logc.NewEvent) ([][]byte, error) {
 			return nil, err
 		}
 		heads[i] = h
-		if n := int64(messageOverhead + len(e.Key) + wireSize(h)); n > limit {
+		if n := p.batchSize(len(e.Key), wireSize(h)); n > b.maxMessageBytes {
 			return nil, &httpapi.Error{Status: http.StatusRequestEntityTooLarge,
-				Message: fmt.Sprintf("event %d (%s) would be a Kafka record of up to %d bytes; topic %s accepts record batches of at most %d bytes (max.message.bytes), i.e. records of at most %d bytes as the producer counts them; nothing was written",
-					i, e.ID, n, b.cfg.Topic, b.maxMessageBytes, limit),
+				Message: fmt.Sprintf("event %d (%s) would take a Kafka record batch of up to %d bytes as the producer (%s) counts it; topic %s accepts record batches of at most %d bytes (max.message.bytes); nothing was written",
+					i, e.ID, n, b.cfg.Producer, b.cfg.Topic, b.maxMessageBytes),
 				Fields: map[string]any{"max_message_bytes": b.maxMessageBytes}}
 		}
 	}
@@ -249,10 +253,10 @@ func topicConfig(ctx context.Context, cfg Config, client *kafkago.Client) (maxMe
 			switch c.ConfigName {
 			case "max.message.bytes":
 				n, err := strconv.Atoi(c.ConfigValue)
-				if err != nil || n <= recordBatchOverhead+messageOverhead {
-					return 0, fmt.Errorf("topic %s has max.message.bytes %q: not a usable size", topic, c.ConfigValue)
+				if err != nil || n < minMaxMessageBytes {
+					return 0, fmt.Errorf("topic %s has max.message.bytes %q: not a usable size (at least %d)", topic, c.ConfigValue, minMaxMessageBytes)
 				}
-				maxMessageBytes = n
+				maxMessageBytes = min(n, maxBatchBytes)
 			case "min.insync.replicas":
 				minISR = c.ConfigValue
 			}
@@ -284,15 +288,15 @@ func (b *backend) Append(ctx context.Context, events []logc.NewEvent) ([]logc.Cr
 	if err != nil {
 		return nil, err
 	}
-	msgs := make([]kafkago.Message, len(events))
+	records := make([]record, len(events))
 	ids := make([]string, len(events))
 	for i, e := range events {
-		msgs[i] = kafkago.Message{Key: []byte(e.Key), Value: appendCreatedAt(heads[i], created[i].CreatedAt)}
+		records[i] = record{key: []byte(e.Key), value: appendCreatedAt(heads[i], created[i].CreatedAt)}
 		ids[i] = e.ID
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.cfg.WriteTimeout)
 	defer cancel()
-	if err := b.writer.Load().WriteMessages(wctx, msgs...); err != nil {
+	if err := b.producing().produce(wctx, records); err != nil {
 		b.down.Store(true)
 		return nil, produceError(err, ids)
 	}
@@ -303,15 +307,20 @@ func (b *backend) Append(ctx context.Context, events []logc.NewEvent) ([]logc.Cr
 // produceError is the 503 for a failed produce. The rows are committed in
 // Postgres either way; what the answer can say about Kafka depends on how
 // the produce failed:
-//   - kafka-go gave up on the batch (its attempts spent, or an error per
-//     message, kafka.WriteErrors): the events it did not write are never
-//     delivered (the dual-write gap). "ids" names them, "ids_in_kafka"
-//     those of a partly written batch that made it; "delivery" is "never".
-//   - the write timeout (or the request) ended first: kafka-go keeps the
-//     batch and sends it when the broker answers, so the events may still
-//     be delivered after this 503 (the kafka-broker-restart experiment
-//     counted most of them delivered). "delivery" is "unknown", and a
-//     client that retries may write an event twice.
+//   - the producer gave up on the records (kafka-go: its attempts spent;
+//     franz-go: a record failed when that was safe, i.e. before it was
+//     sent or after the broker answered): the events it did not write are
+//     never delivered (the dual-write gap). "ids" names them,
+//     "ids_in_kafka" those of a partly written batch that made it
+//     (recordErrors); "delivery" is "never".
+//   - the write timeout (or the request) ended first, or a producer
+//     without idempotence (KAFKA_ACKS=1 on franz-go) gave up on a request
+//     the broker may have taken (errMayBeWritten): the producer keeps the
+//     records and sends them when the broker answers, or they are there
+//     already, so the events may still be delivered after this 503 (the
+//     kafka-broker-restart experiment counted most of them delivered).
+//     "delivery" is "unknown", and a client that retries may write an
+//     event twice.
 //
 // Both are 503s of kind "unknown" (httpapi.KindUnknown): the events are
 // recorded in Postgres, and a produce kafka-go gave up on after a
@@ -319,27 +328,27 @@ func (b *backend) Append(ctx context.Context, events []logc.NewEvent) ([]logc.Cr
 // client cannot retry without risking a duplicate. A write checkBroker
 // refuses before the INSERT is of kind "not_recorded".
 func produceError(err error, ids []string) error {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return &httpapi.Error{
-			Status: 503,
-			Kind:   httpapi.KindUnknown,
-			Message: fmt.Sprintf("kafka produce did not complete in time (%v); the %d event(s) are committed in Postgres and may still reach Kafka: "+
-				"the producer keeps the batch and sends it when the broker answers, so they may be delivered after this answer "+
-				"(a retry may write them twice)", err, len(ids)),
-			Fields: map[string]any{"ids": ids, "ids_in_kafka": []string{}, "in_postgres": true, "in_kafka": false, "delivery": "unknown"},
-			Cause:  err,
-		}
-	}
 	missing, written := ids, []string{}
-	var werrs kafkago.WriteErrors
-	if errors.As(err, &werrs) && len(werrs) == len(ids) {
+	var rerrs recordErrors
+	if errors.As(err, &rerrs) && len(rerrs) == len(ids) {
 		missing = []string{}
-		for i, werr := range werrs {
-			if werr != nil {
+		for i, rerr := range rerrs {
+			if rerr != nil {
 				missing = append(missing, ids[i])
 			} else {
 				written = append(written, ids[i])
 			}
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, errMayBeWritten) {
+		return &httpapi.Error{
+			Status: 503,
+			Kind:   httpapi.KindUnknown,
+			Message: fmt.Sprintf("kafka produce did not complete (%v); %d of the %d event(s) are committed in Postgres and may still reach Kafka: "+
+				"the producer keeps the records and sends them when the broker answers, so they may be delivered after this answer "+
+				"(a retry may write them twice)", err, len(missing), len(ids)),
+			Fields: map[string]any{"ids": missing, "ids_in_kafka": written, "in_postgres": true, "in_kafka": false, "delivery": "unknown"},
+			Cause:  err,
 		}
 	}
 	return &httpapi.Error{
@@ -479,9 +488,11 @@ func ensureTopic(ctx context.Context, cfg Config, client *kafkago.Client, logger
 	}
 }
 
-// consumer reads the topic in a consumer group and commits offsets after
-// the Deliverer recorded each batch: at-least-once, duplicates absorbed.
-// Start once; Stop is safe twice.
+// consumer reads the topic in a consumer group and hands each batch's
+// offsets to the reader once the Deliverer recorded it; the reader commits
+// them every KAFKA_COMMIT_INTERVAL (0: after each batch, synchronously)
+// and when it stops: at-least-once, duplicates absorbed. Start once; Stop
+// is safe twice.
 type consumer struct {
 	cfg     Config
 	deliver *logc.Deliverer
@@ -497,8 +508,21 @@ type consumer struct {
 }
 
 // newReader returns the reader of the Kafka consumer group groupID
-// (KAFKA_GROUP for the default group, kafkaGroup's id for another).
-func newReader(cfg Config, groupID string) *kafkago.Reader {
+// (KAFKA_GROUP for the default group, kafkaGroup's id for another). Its
+// errors (a failed commit, a failed join) are logged as warnings.
+//
+// Offsets are committed every cfg.CommitInterval (kafka-go's
+// CommitInterval; 0: synchronously in CommitMessages). With an interval,
+// CommitMessages only stashes the offsets; kafka-go v0.4.51 commits the
+// stash at each tick, and when the group's generation ends, which a
+// rebalance and Close both do, with that generation's id before the
+// member rejoins or leaves (Reader.Close returns after that commit and
+// the LeaveGroup). A tick whose commit fails keeps the stash for the
+// next; the commit at a generation's end (3 attempts, 1 on Close) that
+// fails drops it: those records are delivered again, to this or another
+// member, and deduplicated through the deliveries table.
+func newReader(cfg Config, groupID string, logger *slog.Logger) *kafkago.Reader {
+	errLog := logger.With("kafka_group", groupID)
 	return kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers: cfg.Brokers,
 		GroupID: groupID,
@@ -511,13 +535,17 @@ func newReader(cfg Config, groupID string) *kafkago.Reader {
 		// A new group starts at the beginning: nothing written before the
 		// first join is skipped.
 		StartOffset: kafkago.FirstOffset,
-		// Commit synchronously, after handling (CommitMessages).
-		CommitInterval:    0,
+		// Commit what was handled every KAFKA_COMMIT_INTERVAL, as the
+		// Postgres side confirms its slot once a second.
+		CommitInterval:    cfg.CommitInterval,
 		HeartbeatInterval: time.Second,
 		SessionTimeout:    10 * time.Second,
 		RebalanceTimeout:  10 * time.Second,
 		ReadBackoffMin:    10 * time.Millisecond,
 		ReadBackoffMax:    500 * time.Millisecond,
+		ErrorLogger: kafkago.LoggerFunc(func(format string, args ...any) {
+			errLog.Warn("kafka-go reader: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
+		}),
 	})
 }
 
@@ -569,10 +597,12 @@ func (c *consumer) Start() {
 }
 
 // handle records batches until msgs closes; each batch is recorded, then
-// committed. While Postgres is unreachable it retries the batch in hand
-// without limit: a consumer never drops out on its own, however long the
-// outage. It gives up (without committing, so the batch is redelivered)
-// only when abort ends, which Stop does when its own deadline passes.
+// its offsets are handed to the reader to commit (at once with
+// KAFKA_COMMIT_INTERVAL=0, else at the next interval or on Close). While
+// Postgres is unreachable it retries the batch in hand without limit: a
+// consumer never drops out on its own, however long the outage. It gives
+// up (without committing, so the batch is redelivered) only when abort
+// ends, which Stop does when its own deadline passes.
 func (c *consumer) handle(abort context.Context, msgs <-chan kafkago.Message) {
 	batch := make([]kafkago.Message, 0, c.cfg.MaxBatch)
 	for m := range msgs {
@@ -608,6 +638,8 @@ func (c *consumer) handle(abort context.Context, msgs <-chan kafkago.Message) {
 			c.logger.Error("stopping: giving up on a batch without committing it; it will be redelivered", "err", err)
 			return
 		}
+		// With an interval this only stashes the offsets (it waits only
+		// while no generation takes them, between two).
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.WriteTimeout)
 		if err := c.reader.CommitMessages(ctx, batch...); err != nil {
 			c.logger.Warn("offset commit failed; the batch will be redelivered", "err", err)
@@ -616,9 +648,10 @@ func (c *consumer) handle(abort context.Context, msgs <-chan kafkago.Message) {
 	}
 }
 
-// Stop stops fetching, finishes and commits the batch in hand, and leaves
-// the group. When ctx ends first it gives up on the batch (uncommitted,
-// so it is redelivered) and returns ctx's error.
+// Stop stops fetching, finishes the batch in hand, commits every batch
+// handled (Reader.Close commits the stash of an interval before it leaves
+// the group), and leaves the group. When ctx ends first it gives up on
+// the batch (uncommitted, so it is redelivered) and returns ctx's error.
 func (c *consumer) Stop(ctx context.Context) error {
 	var err error
 	c.once.Do(func() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,23 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 	conformance.PostDelivered(t, tg.URL(), logc.NewEvent{Type: "t", Key: "k"})
 
 	b := tg.App().backend
-	good := b.writer.Swap(b.newWriter([]string{"127.0.0.1:1"}))
-	t.Cleanup(func() { _ = good.Close() })
+	dead, err := b.newProducer([]string{"127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := b.swapProducer(dead)
+	// restore puts the good producer back and closes the dead one (here
+	// or, if the test stops first, when it ends).
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = b.swapProducer(good).Close(ctx)
+		}
+	}
+	t.Cleanup(restore)
 	var body struct {
 		Error      string   `json:"error"`
 		IDs        []string `json:"ids"`
@@ -73,7 +89,7 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 	}
 	// The broker comes back: new events flow again (after a probe), the
 	// gap stays.
-	b.writer.Store(good)
+	restore()
 	kittest.Eventually(t, 10*time.Second, "writes taken again", func() bool {
 		s, _ := kittest.Do(t, http.MethodPost, tg.URL()+"/events", logc.NewEvent{Type: "t", Key: "k"}, nil)
 		return s == http.StatusCreated
@@ -81,9 +97,14 @@ func TestBrokerUnreachableAtPostIs503AndRowStaysUndelivered(t *testing.T) {
 	if s, _ := kittest.Do(t, http.MethodGet, tg.URL()+"/events/"+lost.ID+"/wait?timeout=1s", nil, nil); s != http.StatusRequestTimeout {
 		t.Errorf("wait on the unproduced event: %d, want 408", s)
 	}
+	// The offsets are committed once a second (KAFKA_COMMIT_INTERVAL):
+	// the lag drops to 0 by then.
 	var st logc.ConsumerStatus
-	kittest.Do(t, http.MethodGet, tg.URL()+"/consumer", nil, &st)
-	if st.Delivered != 2 || st.Lag != 0 || st.Kafka == nil || len(st.Kafka.Partitions) != 3 {
+	kittest.Eventually(t, 30*time.Second, "the consumer's lag back to 0", func() bool {
+		st = conformance.Consumer(t, tg.URL())
+		return st.Lag == 0
+	})
+	if st.Delivered != 2 || st.Kafka == nil || len(st.Kafka.Partitions) != 3 {
 		t.Errorf("/consumer: %+v", st)
 	}
 }
@@ -132,10 +153,10 @@ func TestStopGivesUpOnABlockedBatchAtItsDeadline(t *testing.T) {
 	conformance.WaitDelivered(t, tg.URL(), inHand.ID)
 }
 
-// A partly written batch (kafka.WriteErrors) names, per id, what is
-// missing from Kafka and what is there.
+// A partly written batch (recordErrors) names, per id, what is missing
+// from Kafka and what is there.
 func TestProduceErrorNamesEachID(t *testing.T) {
-	werr := kafkago.WriteErrors{nil, errors.New("leader not available"), nil}
+	werr := recordErrors{nil, errors.New("leader not available"), nil}
 	err := produceError(werr, []string{"a", "b", "c"})
 	var he *httpapi.Error
 	if !errors.As(err, &he) || he.Status != http.StatusServiceUnavailable || he.Kind != httpapi.KindUnknown {
@@ -160,12 +181,26 @@ func TestProduceErrorNamesEachID(t *testing.T) {
 		he.Fields["delivery"] != "never" {
 		t.Errorf("%#v", he)
 	}
-	// The write timeout ended first: kafka-go still holds the batch, so
-	// the answer must not promise the events are lost.
+	// The write timeout ended first: the producer still holds the batch,
+	// so the answer must not promise the events are lost.
 	he = nil
 	if !errors.As(produceError(fmt.Errorf("write: %w", context.DeadlineExceeded), []string{"a", "b"}), &he) ||
 		he.Fields["delivery"] != "unknown" || he.Kind != httpapi.KindUnknown || strings.Contains(he.Message, "will not be delivered") || !strings.Contains(he.Message, "may still reach Kafka") {
 		t.Errorf("a timed-out produce: %#v", he)
+	}
+	// Records franz-go failed at their deadline, one written: the failed
+	// ones are named, and may still be delivered.
+	he = nil
+	if !errors.As(produceError(recordErrors{nil, context.DeadlineExceeded}, []string{"a", "b"}), &he) ||
+		he.Fields["delivery"] != "unknown" || !slices.Equal(he.Fields["ids"].([]string), []string{"b"}) || !slices.Equal(he.Fields["ids_in_kafka"].([]string), []string{"a"}) {
+		t.Errorf("records failed at their deadline: %#v", he)
+	}
+	// acks=1 on franz-go (no idempotence): a record it gave up on may be
+	// in Kafka.
+	he = nil
+	if !errors.As(produceError(fmt.Errorf("%w: %w", errMayBeWritten, recordErrors{errors.New("broken pipe")}), []string{"a"}), &he) ||
+		he.Fields["delivery"] != "unknown" || !slices.Equal(he.Fields["ids"].([]string), []string{"a"}) {
+		t.Errorf("a non-idempotent produce that failed: %#v", he)
 	}
 }
 
@@ -265,26 +300,119 @@ func TestTooLargeForKafkaIs413AndLeavesNoRow(t *testing.T) {
 	t.Logf("largest accepted body: %d bytes (topic max.message.bytes %d)", lo, tg.App().backend.maxMessageBytes)
 }
 
-// POST /events/batch of 1000 events is produced in one produce request per
-// partition (the Writer's BatchSize and BatchBytes hold the whole batch; its
-// linger does not split it), not one per event; every event is delivered.
+// POST /events/batch of 1000 events is produced in few produce requests,
+// not one per event: with franz-go one record batch per partition, and at
+// most one produce request per partition (franz-go puts every partition's
+// batch of a broker in one request; counted by its hooks), with kafka-go
+// (KAFKA_PRODUCER=kafka-go) at most one produce request per partition
+// (Writer.Stats). Every event is delivered, and each record is on the
+// partition kafka-go's Hash chose for its key (KAFKA_PARTITIONS 3 and 6):
+// switching the producer moves no key.
+//
+// franz-go's ProduceSync buffers the request's records one by one, and a
+// partition whose linger (KAFKA_BATCH_TIMEOUT) ends meanwhile is sent with
+// what it has: under the race detector buffering 1000 records takes
+// longer than the default 1 ms, and the batch went out in 2 to 4
+// requests. The franz-go cases set a 1 s linger, which ProduceSync ends
+// as soon as the records are buffered (the first write, before the
+// producer knows the topic's partitions, waits it once): what is checked
+// is that one request's records go out together when nothing else
+// interrupts them, not the default linger's timing.
 func TestBatchIsFewProduceRequests(t *testing.T) {
 	t.Parallel()
-	tg := newTarget(t, nil)
-	w := tg.App().backend.writer.Load()
-	_ = w.Stats() // Stats resets the counters: start from zero
-	events := make([]logc.NewEvent, logc.MaxBatch)
-	for i := range events {
-		events[i] = logc.NewEvent{Type: "t", Key: "k" + strings.Repeat("x", i%7)}
+	for _, c := range []struct {
+		producer   string
+		partitions int
+	}{{ProducerFranz, 3}, {ProducerFranz, 6}, {ProducerKafkaGo, 3}, {ProducerKafkaGo, 6}} {
+		t.Run(fmt.Sprintf("%s/%d", c.producer, c.partitions), func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"KAFKA_PRODUCER": c.producer, "KAFKA_PARTITIONS": strconv.Itoa(c.partitions)}
+			if c.producer == ProducerFranz {
+				env["KAFKA_BATCH_TIMEOUT"] = "1s"
+			}
+			tg := newTarget(t, env)
+			b := tg.App().backend
+			// A first write: the producer knows the topic's partitions
+			// (franz-go partitions records as they come only then).
+			conformance.PostDelivered(t, tg.URL(), logc.NewEvent{Type: "t", Key: "first"})
+			events := make([]logc.NewEvent, logc.MaxBatch)
+			for i := range events {
+				events[i] = logc.NewEvent{Type: "t", Key: fmt.Sprintf("key-%d", i%97)}
+			}
+			var requests, batches, records int64
+			switch p := b.producing().(type) {
+			case *franzProducer:
+				r0, b0, n0 := p.written.requests.Load(), p.written.batches.Load(), p.written.records.Load()
+				conformance.PostBatch(t, tg.URL(), events)
+				requests, batches, records = p.written.requests.Load()-r0, p.written.batches.Load()-b0, p.written.records.Load()-n0
+				if batches > int64(c.partitions) {
+					t.Errorf("batch of %d events: %d record batches, want at most %d (one per partition)", len(events), batches, c.partitions)
+				}
+			case *kafkaGoProducer:
+				_ = p.w.Stats() // Stats resets the counters: start from zero
+				conformance.PostBatch(t, tg.URL(), events)
+				st := p.w.Stats()
+				requests, batches, records = st.Writes, st.Writes, st.Messages
+			default:
+				t.Fatalf("producer %T", p)
+			}
+			t.Logf("batch of %d on %d partitions (%s): %d produce requests, %d record batches, %d records", len(events), c.partitions, c.producer, requests, batches, records)
+			if records != int64(len(events)) || requests > int64(c.partitions) {
+				t.Fatalf("batch of %d events: %d produce requests for %d records, want at most %d (one per partition)", len(events), requests, records, c.partitions)
+			}
+			st := conformance.Consumer(t, tg.URL())
+			if st.Kafka == nil || len(st.Kafka.Partitions) != c.partitions {
+				t.Fatalf("/consumer shows %+v, want %d partitions", st.Kafka, c.partitions)
+			}
+			kittest.Eventually(t, time.Minute, "every event delivered", func() bool { return conformance.Consumer(t, tg.URL()).Delivered == int64(len(events))+1 })
+			parts := make([]int, c.partitions)
+			for i := range parts {
+				parts[i] = i
+			}
+			for key, p := range keyPartitions(t, b) {
+				if want := (&kafkago.Hash{}).Balance(kafkago.Message{Key: []byte(key)}, parts...); p != want {
+					t.Errorf("key %q is on partition %d, kafka-go's Hash puts it on %d", key, p, want)
+				}
+			}
+		})
 	}
-	created := conformance.PostBatch(t, tg.URL(), events)
-	st := w.Stats()
-	partitions := tg.App().backend.cfg.Partitions
-	t.Logf("batch of %d: %d produce requests, %d messages, batch size avg %d", len(events), st.Writes, st.Messages, st.BatchSize.Avg)
-	if st.Messages != int64(len(events)) || st.Writes > int64(partitions) {
-		t.Fatalf("batch of %d events: %d produce requests for %d messages, want at most %d (one per partition)", len(events), st.Writes, st.Messages, partitions)
+}
+
+// keyPartitions reads every partition of the backend's topic from its
+// first offset to its end and returns the partition each key is on
+// (failing t if a key is on two).
+func keyPartitions(t testing.TB, b *backend) map[string]int {
+	t.Helper()
+	ctx := kittest.Context(t, time.Minute)
+	parts, err := b.partitions(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range created {
-		conformance.WaitDelivered(t, tg.URL(), c.ID)
+	end, err := b.ends(ctx, parts, false)
+	if err != nil {
+		t.Fatal(err)
 	}
+	keys := map[string]int{}
+	for _, p := range parts {
+		if end[p] == 0 {
+			continue
+		}
+		r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: b.cfg.Brokers, Topic: b.cfg.Topic, Partition: p, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 500 * time.Millisecond})
+		for {
+			m, err := r.FetchMessage(ctx)
+			if err != nil {
+				_ = r.Close()
+				t.Fatalf("read partition %d of %s up to offset %d: %v", p, b.cfg.Topic, end[p], err)
+			}
+			if q, ok := keys[string(m.Key)]; ok && q != p {
+				t.Errorf("key %q is on partitions %d and %d", m.Key, q, p)
+			}
+			keys[string(m.Key)] = p
+			if m.Offset+1 >= end[p] {
+				break
+			}
+		}
+		_ = r.Close()
+	}
+	return keys
 }

@@ -61,6 +61,11 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 	// DefaultBatchTimeout is KAFKA_BATCH_TIMEOUT's default.
 	DefaultBatchTimeout = time.Millisecond
+	// DefaultProducer is KAFKA_PRODUCER's default: franz-go.
+	DefaultProducer = ProducerFranz
+	// DefaultCommitInterval is KAFKA_COMMIT_INTERVAL's default: once a
+	// second, as no-kafka confirms its slot (STANDBY_STATUS_INTERVAL).
+	DefaultCommitInterval = time.Second
 	// DefaultMaxGroups is MAX_GROUPS' default.
 	DefaultMaxGroups = logc.DefaultMaxGroups
 	// DefaultGroupPoll is GROUP_POLL_INTERVAL's default.
@@ -69,13 +74,15 @@ const (
 
 // The producer's acknowledgements (KAFKA_ACKS).
 const (
-	// AcksAll is acks=all (kafka-go RequireAll): the leader answers once
-	// every in-sync replica has the write, and refuses it when fewer than
-	// the topic's min.insync.replicas are in sync.
+	// AcksAll is acks=all (franz-go AllISRAcks, with the idempotent
+	// producer; kafka-go RequireAll): the leader answers once every
+	// in-sync replica has the write, and refuses it when fewer than the
+	// topic's min.insync.replicas are in sync.
 	AcksAll = "all"
-	// AcksLeader is acks=1 (kafka-go RequireOne): the leader answers once
-	// it has appended the write itself; a write acknowledged so and not
-	// yet copied is lost if another replica takes over.
+	// AcksLeader is acks=1 (franz-go LeaderAck, idempotence disabled as
+	// franz-go requires; kafka-go RequireOne): the leader answers once it
+	// has appended the write itself; a write acknowledged so and not yet
+	// copied is lost if another replica takes over.
 	AcksLeader = "1"
 )
 
@@ -118,13 +125,34 @@ type Config struct {
 	// Acks is the producer's acknowledgement (AcksAll or AcksLeader).
 	// Env KAFKA_ACKS; default DefaultAcks.
 	Acks string
-	// WriteTimeout bounds each produce (all attempts) and each offset
-	// commit. Env KAFKA_WRITE_TIMEOUT; default DefaultWriteTimeout.
+	// WriteTimeout bounds each produce: the answer (a 503 when it
+	// passes), how long its records may wait in the producer (franz-go's
+	// record context and RecordDeliveryTimeout, failing them when that is
+	// safe) and the broker's wait for the replicas (ProduceRequestTimeout;
+	// kafka-go: all attempts). It also bounds handing a batch's offsets to
+	// the reader (the commit itself with KAFKA_COMMIT_INTERVAL=0). Env
+	// KAFKA_WRITE_TIMEOUT; default DefaultWriteTimeout.
 	WriteTimeout time.Duration
-	// BatchTimeout is how long the producer waits to fill a batch
-	// (kafka-go Writer.BatchTimeout, linger.ms). Env KAFKA_BATCH_TIMEOUT;
-	// default DefaultBatchTimeout.
+	// BatchTimeout is the producer's linger (linger.ms; franz-go
+	// ProducerLinger, kafka-go Writer.BatchTimeout): how long a
+	// partition's first buffered record waits for others. franz-go's
+	// ProduceSync ends the linger of its partitions once the request's
+	// records are all buffered, so it never delays a request beyond that.
+	// Env KAFKA_BATCH_TIMEOUT; default DefaultBatchTimeout.
 	BatchTimeout time.Duration
+	// Producer is the producer's library: ProducerFranz, or
+	// ProducerKafkaGo, the producer before franz-go, kept only to measure
+	// the two side by side in one load-driver run. Env KAFKA_PRODUCER;
+	// default DefaultProducer.
+	Producer string
+	// CommitInterval is how often the consumers commit the offsets of the
+	// batches they recorded (kafka-go ReaderConfig.CommitInterval); 0
+	// commits synchronously after every batch, as before (kept to measure
+	// it). A stop commits what was handled; a crash loses at most one
+	// interval of commits, whose records are redelivered and
+	// deduplicated. Env KAFKA_COMMIT_INTERVAL; default
+	// DefaultCommitInterval.
+	CommitInterval time.Duration
 	// SynchronousCommit is the Postgres write's synchronous_commit (SET
 	// LOCAL per transaction). Env SYNCHRONOUS_COMMIT (on, off, local,
 	// remote_write, remote_apply); default logc.DefaultSynchronousCommit.
@@ -175,6 +203,8 @@ func readConfig(r *config.Reader) (Config, error) {
 		Acks:              r.Enum("KAFKA_ACKS", DefaultAcks, AcksAll, AcksLeader),
 		WriteTimeout:      r.Duration("KAFKA_WRITE_TIMEOUT", DefaultWriteTimeout),
 		BatchTimeout:      r.Duration("KAFKA_BATCH_TIMEOUT", DefaultBatchTimeout),
+		Producer:          r.Enum("KAFKA_PRODUCER", DefaultProducer, ProducerFranz, ProducerKafkaGo),
+		CommitInterval:    r.Duration("KAFKA_COMMIT_INTERVAL", DefaultCommitInterval),
 		SynchronousCommit: r.Enum("SYNCHRONOUS_COMMIT", logc.DefaultSynchronousCommit, logc.SynchronousCommits...),
 		MaxBatch:          r.Int("CONSUMER_MAX_BATCH", logc.DefaultMaxBatch),
 		Retention:         cleaner.ReadConfig(r, "EVENT_RETENTION", logc.DefaultEventRetention),
@@ -218,6 +248,9 @@ func (c Config) validate(r *config.Reader) {
 	}
 	if c.BatchTimeout <= 0 {
 		r.Fail("KAFKA_BATCH_TIMEOUT", "must be positive, got %v", c.BatchTimeout)
+	}
+	if c.CommitInterval < 0 {
+		r.Fail("KAFKA_COMMIT_INTERVAL", "must be 0 (commit after every batch) or positive, got %v", c.CommitInterval)
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > logc.MaxMaxBatch {
 		r.Fail("CONSUMER_MAX_BATCH", "must be between 1 and %d, got %d", logc.MaxMaxBatch, c.MaxBatch)
@@ -278,20 +311,32 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	}
 	client := &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: cfg.WriteTimeout,
 		Transport: &kafkago.Transport{DialTimeout: cfg.DialTimeout, ClientID: info.Service}}
-	if err := ensureTopic(ctx, cfg, client, logger.With("service", info.Service)); err != nil {
+	slogger := logger.With("service", info.Service)
+	if err := ensureTopic(ctx, cfg, client, slogger); err != nil {
 		return nil, nil, err
 	}
 	maxBytes, err := describeTopic(ctx, cfg, client)
 	if err != nil {
 		return nil, nil, err
 	}
+	prod, err := newProducer(cfg, cfg.Brokers, maxBytes, slogger)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeProducer := func() {
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.WriteTimeout)
+		defer cancel()
+		_ = prod.Close(cctx)
+	}
 	pools, err := postgres.OpenPools(ctx, cfg.Postgres, migrations.MustFS("log"), logger)
 	if err != nil {
+		closeProducer()
 		return nil, nil, err
 	}
 	pool := pools.Main
 	cpool, err := pools.Reserve(ctx, "consumer's", ConsumerConns)
 	if err != nil {
+		closeProducer()
 		return nil, nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, logc.Latencies, logc.Counters)
@@ -302,17 +347,18 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		deliver: &logc.Deliverer{Records: logc.NewRecords(cpool, cfg.SynchronousCommit), Hub: hub, Stats: svc.Stats},
 		stats:   svc.Stats,
 		logger:  svc.Logger,
-		reader:  newReader(cfg, cfg.Group),
+		reader:  newReader(cfg, cfg.Group, svc.Logger),
 	}
-	b := &backend{cfg: cfg, store: store, client: client, cons: cons, maxMessageBytes: maxBytes}
-	b.writer.Store(b.newWriter(cfg.Brokers))
+	b := &backend{cfg: cfg, store: store, client: client, cons: cons, logger: slogger, maxMessageBytes: maxBytes,
+		probe: &kafkago.Transport{DialTimeout: cfg.DialTimeout, ClientID: info.Service}}
+	b.swapProducer(prod)
 	groups := &groupManager{cfg: cfg, b: b, records: logc.NewRecords(cpool, cfg.SynchronousCommit), hub: hub, stats: svc.Stats, logger: svc.Logger}
 	b.groups = groups
 	logc.Mount(svc.Router, b, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer (finishing and committing its batch,
 	// leaving the group) and the producer stop before the pool closes.
 	pools.Register(svc)
-	svc.OnStop("kafka producer", func(context.Context) error { return b.writer.Load().Close() })
+	svc.OnStop("kafka producer", func(ctx context.Context) error { return b.producing().Close(ctx) })
 	svc.OnStop("kafka consumer", cons.Stop)
 	svc.ReadyBackend("kafka", "KAFKA_BROKERS", strings.Join(cfg.Brokers, ","), ping(cfg))
 	cons.Start()

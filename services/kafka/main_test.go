@@ -21,9 +21,11 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"KAFKA_BROKERS": "localhost", "KAFKA_DIAL_TIMEOUT": "0s",
 		"KAFKA_TOPIC": "bad topic", "KAFKA_PARTITIONS": "0", "SYNCHRONOUS_COMMIT": "maybe", "KAFKA_WRITE_TIMEOUT": "-1s",
-		"MAX_GROUPS": "1001", "GROUP_POLL_INTERVAL": "-1s", "KAFKA_MIN_INSYNC_REPLICAS": "2", "KAFKA_ACKS": "0"},
+		"MAX_GROUPS": "1001", "GROUP_POLL_INTERVAL": "-1s", "KAFKA_MIN_INSYNC_REPLICAS": "2", "KAFKA_ACKS": "0",
+		"KAFKA_PRODUCER": "sarama", "KAFKA_COMMIT_INTERVAL": "-1s", "KAFKA_BATCH_TIMEOUT": "0s"},
 		"KAFKA_BROKERS", "KAFKA_DIAL_TIMEOUT", "KAFKA_TOPIC", "KAFKA_PARTITIONS", "SYNCHRONOUS_COMMIT", "KAFKA_WRITE_TIMEOUT",
-		"MAX_GROUPS", "GROUP_POLL_INTERVAL", "KAFKA_MIN_INSYNC_REPLICAS", "KAFKA_ACKS")
+		"MAX_GROUPS", "GROUP_POLL_INTERVAL", "KAFKA_MIN_INSYNC_REPLICAS", "KAFKA_ACKS", "KAFKA_PRODUCER", "KAFKA_COMMIT_INTERVAL",
+		"KAFKA_BATCH_TIMEOUT")
 	if c := configtest.Defaults(t, readConfig); c.Acks != AcksAll || c.requiredAcks() != kafkago.RequireAll || c.MinInsyncReplicas != 0 {
 		t.Errorf("defaults: KAFKA_ACKS %q (%v), KAFKA_MIN_INSYNC_REPLICAS %d: want all (RequireAll) and 0 (the broker's)", c.Acks, c.requiredAcks(), c.MinInsyncReplicas)
 	}
@@ -33,6 +35,14 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 	if c := configtest.Defaults(t, readConfig); c.Partitions != 3 || c.MaxGroups != 16 || c.ConsumeGroups.String() != logc.AllGroups {
 		t.Errorf("defaults: KAFKA_PARTITIONS %d (3: a group's instances share the topic), MAX_GROUPS %d, CONSUME_GROUPS %s", c.Partitions, c.MaxGroups, c.ConsumeGroups)
+	}
+	if c := configtest.Defaults(t, readConfig); c.Producer != ProducerFranz || c.CommitInterval != time.Second || c.BatchTimeout != time.Millisecond {
+		t.Errorf("defaults: KAFKA_PRODUCER %q, KAFKA_COMMIT_INTERVAL %v, KAFKA_BATCH_TIMEOUT %v: want franz-go, 1s (as no-kafka's slot confirmation) and 1ms", c.Producer, c.CommitInterval, c.BatchTimeout)
+	}
+	// KAFKA_COMMIT_INTERVAL=0 is the synchronous commit after every batch;
+	// KAFKA_PRODUCER=kafka-go the Writer from before franz-go.
+	if c := kittest.ReadConfig(t, readConfig, map[string]string{"KAFKA_COMMIT_INTERVAL": "0", "KAFKA_PRODUCER": "kafka-go"}); c.CommitInterval != 0 || c.Producer != ProducerKafkaGo {
+		t.Errorf("KAFKA_COMMIT_INTERVAL=0 KAFKA_PRODUCER=kafka-go: %v %q", c.CommitInterval, c.Producer)
 	}
 	configtest.ReadsBack(t, readConfig, logc.ConsumeGroupsVar, "billing,audit", func(c Config) string { return c.ConsumeGroups.String() },
 		"billing,,audit", "billing,billing", "Billing")

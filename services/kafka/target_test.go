@@ -22,9 +22,12 @@ type target struct {
 // environment when they are set there (a cluster's replication, its
 // min.insync.replicas and the producer's acks: make
 // test-cluster-brokers sets them for the cluster profile's three
-// brokers); unset, the service's defaults apply (one replica, the
-// broker's min.insync.replicas, acks=all).
-var testDurability = []string{"KAFKA_REPLICATION_FACTOR", "KAFKA_MIN_INSYNC_REPLICAS", "KAFKA_ACKS"}
+// brokers; the producer and the commit interval, to run the suite on
+// the kafka-go producer or with synchronous commits:
+// KAFKA_PRODUCER=kafka-go KAFKA_COMMIT_INTERVAL=0 go test
+// ./services/kafka); unset, the service's defaults apply (one replica,
+// the broker's min.insync.replicas, acks=all, franz-go, 1s).
+var testDurability = []string{"KAFKA_REPLICATION_FACTOR", "KAFKA_MIN_INSYNC_REPLICAS", "KAFKA_ACKS", "KAFKA_PRODUCER", "KAFKA_COMMIT_INTERVAL"}
 
 // newTarget starts an instance on a fresh schema, topic and group, with
 // KAFKA_BROKERS and testDurability from the test's environment; extra

@@ -17,8 +17,10 @@
 // observed once, resumed from confirmed_flush_lsn after a restart or a
 // dropped connection. GET /consumer shows the slot, including the WAL it
 // retains. Consumer groups (PUT /groups/{name}) each get a slot of their
-// own; a group from earliest first replays the messages table in the
-// snapshot its slot exported at creation, then streams the slot (see
+// own; a group from earliest first replays the messages table (before
+// its slot exists: a slot's creation waits for every open transaction
+// that holds an xid), then what committed until the slot's consistent
+// point, in the snapshot the slot exported, then streams the slot (see
 // groups.go). With GROUPS_DESIGN=cursors they get a cursor instead: one
 // row of group_cursors over the deliveries the default slot records, read
 // below the xid watermark (see cursors.go). The HTTP handlers, types and conformance suite are shared

@@ -299,28 +299,47 @@ func (m *groupManager) setupAsync(g logc.GroupRow, try bool) {
 // advisory lock on the slot's name, so that one instance at a time sets a
 // group up; with try, a lock held elsewhere is errBusy at once, else it
 // waits for it. A slot left by an earlier attempt that did not finish is
-// dropped and created again: the replay is idempotent (the deliveries of
-// the earlier attempt are absorbed as duplicates).
+// dropped and created again: the replay is idempotent (it skips what an
+// earlier attempt recorded).
 //
-// The hand-over from the replay to the slot, with no gap and no
-// duplicate: CREATE_REPLICATION_SLOT ... EXPORT_SNAPSHOT returns the
-// slot's consistent point C and a snapshot S that is exactly the database
-// as of C: every transaction that committed before C is visible in S, and
-// the slot decodes exactly the transactions that commit after C (this is
-// how PostgreSQL's own logical replication copies a table before it
-// streams it). The replay reads messages in S, in a REPEATABLE READ
-// transaction that imports it (SET TRANSACTION SNAPSHOT), while the
-// replication connection that exported it stays open and idle (the
-// snapshot lives until that connection's next command). Each event's
-// INSERT committed either before C (in S, replayed) or after it (decoded
-// by the slot, delivered once the consumer streams from C): never both,
-// never neither. Concurrent writers need no pause: a transaction still
-// running at slot creation is waited for by CREATE_REPLICATION_SLOT
-// itself (the consistent point is after it) and lands on one side. The
-// replay delivers in created_at order, all of it before the stream's
-// first event, so per-key order holds as it does for one consumer. An
-// event removed by the retention cleaner before S is not replayed: from
-// earliest means the oldest event the table still holds.
+// From earliest, the replay runs twice, around the slot's creation, so
+// that the events written before the group reach it without waiting for
+// the slot. CREATE_REPLICATION_SLOT waits until every transaction that
+// holds an xid anywhere in the cluster when it starts has ended (its
+// snapshot builder waits for them: wait event Lock:transactionid on the
+// walsender): one long or idle-in-transaction session, in any database,
+// holds it for as long as it lasts. So:
+//
+//  1. The first replay reads messages in a snapshot of its own, S0, taken
+//     now, and delivers every event visible in it that the group has not
+//     recorded, in created_at order: the backlog, at once.
+//  2. The slot is created with CREATE_REPLICATION_SLOT ... EXPORT_SNAPSHOT,
+//     which returns the slot's consistent point C and a snapshot S that is
+//     exactly the database as of C: every transaction that committed
+//     before C is visible in S, and the slot decodes exactly the
+//     transactions that commit after C (this is how PostgreSQL's own
+//     logical replication copies a table before it streams it).
+//  3. The second replay reads messages in S (a REPEATABLE READ transaction
+//     that imports it with SET TRANSACTION SNAPSHOT, while the replication
+//     connection that exported it stays open and idle: the snapshot lives
+//     until that connection's next command) and delivers every event the
+//     group has not recorded: those committed between S0 and C. The first
+//     replay's deliveries committed before the slot's creation began, so
+//     they are visible in S and not read again.
+//
+// Each event's INSERT committed either before C (visible in S: delivered
+// by the first replay, or else by the second) or after it (decoded by the
+// slot, delivered once the consumer streams from C): never both, never
+// neither. Concurrent writers need no pause: a transaction still running
+// at slot creation is waited for by CREATE_REPLICATION_SLOT itself (the
+// consistent point is after it) and lands on one side. Each replay
+// delivers in created_at order, the first before the second and both
+// before the stream's first event; one writer's events of a key (each
+// written after the previous one's commit) are a prefix in S0, the next
+// ones in S, the rest after C, so per-key order holds as it does for one
+// consumer. An event removed by the retention cleaner before a replay
+// reads it is not replayed: from earliest means the oldest event the
+// table still holds.
 func (m *groupManager) setup(ctx context.Context, g logc.GroupRow, try bool) error {
 	slot := groupSlot(m.cfg.Slot, g.Name)
 	tx, err := m.pool.Begin(ctx)
@@ -355,6 +374,15 @@ func (m *groupManager) setup(ctx context.Context, g logc.GroupRow, try bool) err
 	if err := m.dropSlot(ctx, slot); err != nil {
 		return err
 	}
+	if g.From == logc.FromEarliest {
+		start := time.Now()
+		n, err := m.replay(ctx, g.Name, "")
+		if err != nil {
+			return fmt.Errorf("replay into group %s: %w", g.Name, err)
+		}
+		m.logger.Info("replayed the messages table into a consumer group; its slot is created next", "group", g.Name, "events", n,
+			"took", time.Since(start))
+	}
 	cctx, cancel := context.WithTimeout(ctx, m.cfg.SlotCreateTimeout)
 	defer cancel()
 	conn, err := connectReplication(cctx, m.cfg, slot)
@@ -366,17 +394,20 @@ func (m *groupManager) setup(ctx context.Context, g logc.GroupRow, try bool) err
 	if g.From == logc.FromEarliest {
 		snapshot = "export"
 	}
+	start := time.Now()
 	res, err := createSlot(cctx, conn, slot, m.cfg.SlotPlugin, snapshot)
 	if err != nil {
 		return fmt.Errorf("create replication slot %s of group %s: %w", slot, g.Name, err)
 	}
-	m.logger.Info("created the replication slot of a consumer group", "group", g.Name, "slot", slot, "from", g.From, "consistent_point", res.ConsistentPoint)
+	m.logger.Info("created the replication slot of a consumer group", "group", g.Name, "slot", slot, "from", g.From,
+		"consistent_point", res.ConsistentPoint, "took", time.Since(start))
 	if g.From == logc.FromEarliest {
 		n, err := m.replay(ctx, g.Name, res.SnapshotName)
 		if err != nil {
 			return fmt.Errorf("replay into group %s: %w", g.Name, err)
 		}
-		m.logger.Info("replayed the messages table into a consumer group; the slot takes over", "group", g.Name, "events", n, "consistent_point", res.ConsistentPoint)
+		m.logger.Info("replayed the events committed while the slot was created; the slot takes over", "group", g.Name, "events", n,
+			"consistent_point", res.ConsistentPoint)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE groups SET ready = true WHERE name = $1`, g.Name); err != nil {
 		return postgres.MapError("mark group ready", err)
@@ -392,10 +423,18 @@ var snapshotRE = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
 // replayBatch is how many events the replay delivers at once.
 const replayBatch = 1000
 
-// replay delivers, in created_at order, every event of the messages table
-// visible in the exported snapshot to the group, and returns how many.
+// replaySQL reads the events of the messages table that group $1 has not
+// recorded, in created_at order.
+const replaySQL = `SELECT m.id::text, m.created_at FROM messages m
+WHERE NOT EXISTS (SELECT 1 FROM group_deliveries d WHERE d.grp = $1 AND d.id = m.id)
+ORDER BY m.created_at, m.id`
+
+// replay delivers to the group, in created_at order, every event of the
+// messages table it has not recorded, as one snapshot shows them: the
+// exported snapshot named snapshot, or with "" one of its own, taken now.
+// It returns how many it delivered.
 func (m *groupManager) replay(ctx context.Context, group, snapshot string) (int, error) {
-	if !snapshotRE.MatchString(snapshot) {
+	if snapshot != "" && !snapshotRE.MatchString(snapshot) {
 		return 0, fmt.Errorf("unexpected snapshot name %q", snapshot)
 	}
 	tx, err := m.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
@@ -403,10 +442,12 @@ func (m *groupManager) replay(ctx context.Context, group, snapshot string) (int,
 		return 0, err
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, `SET TRANSACTION SNAPSHOT '`+snapshot+`'`); err != nil {
-		return 0, fmt.Errorf("import the slot's snapshot: %w", err)
+	if snapshot != "" {
+		if _, err := tx.Exec(ctx, `SET TRANSACTION SNAPSHOT '`+snapshot+`'`); err != nil {
+			return 0, fmt.Errorf("import the slot's snapshot: %w", err)
+		}
 	}
-	rows, err := tx.Query(ctx, `SELECT id::text, created_at FROM messages ORDER BY created_at, id`)
+	rows, err := tx.Query(ctx, replaySQL, group)
 	if err != nil {
 		return 0, err
 	}

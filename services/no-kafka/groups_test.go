@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +48,7 @@ func TestGroupSlotNames(t *testing.T) {
 // replay: the row not ready, a slot left behind, part of the replay
 // recorded) is set up again by the next reconcile: the leftover slot is
 // dropped and created anew, the table replayed (what was recorded before
-// absorbed), and every event, earlier and later, reaches the group once.
+// skipped), and every event, earlier and later, reaches the group once.
 func TestInterruptedGroupSetUpIsRedone(t *testing.T) {
 	t.Parallel()
 	tg := newTarget(t, nil)
@@ -112,5 +115,83 @@ func TestMissingGroupSlotIsMadeAgainWhileRunning(t *testing.T) {
 	var n int
 	if err := spool.QueryRow(kittest.Context(t, 10*time.Second), `SELECT count(*) FROM group_deliveries WHERE grp = 'gm' AND id = $1`, before.ID).Scan(&n); err != nil || n != 0 {
 		t.Errorf("the event from before the group (from latest) has %d deliveries to it (%v), want 0", n, err)
+	}
+}
+
+// A group from earliest receives the events written before it while its
+// slot's creation still waits: CREATE_REPLICATION_SLOT waits for every
+// transaction holding an xid in the cluster (in any database), and one is
+// held open here, as another client's could be. The backlog comes
+// from the first replay at once; the events written while the slot waits
+// come from the second replay (the exported snapshot), those written after
+// it from the slot; each once, in write order, no duplicate counted. The
+// transaction is held only until the first event arrives (at most
+// slotWaitBound) and for the writes during the wait: other tests on the
+// server wait as long.
+func TestGroupBacklogDoesNotWaitForItsSlot(t *testing.T) {
+	t.Parallel()
+	const slotWaitBound = 5 * time.Second
+	tg := newTarget(t, nil)
+	base := tg.URL()
+	var written []logc.Created
+	for range 30 {
+		written = append(written, conformance.Post(t, base, ev("bw")))
+	}
+	conformance.WaitDelivered(t, base, written[len(written)-1].ID)
+	// An open transaction with an xid, on a connection of its own.
+	holder := kittest.Conn(t, kittest.PostgresURL(t))
+	ctx := kittest.Context(t, time.Minute)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := sync.OnceFunc(func() { _ = tx.Rollback(context.Background()) })
+	t.Cleanup(release)
+	if _, err := tx.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	conformance.PutGroup(t, base, "backlog", logc.FromEarliest)
+	var e logc.Event
+	s, raw := kittest.Do(t, http.MethodGet, base+"/events/"+written[0].ID+"/wait?group=backlog&timeout="+slotWaitBound.String(), nil, &e)
+	first := time.Since(start)
+	if s != http.StatusOK {
+		release()
+		t.Fatalf("group backlog had not received the first event of its backlog %v after the PUT, while its slot's creation waited: %d %s", first.Round(time.Millisecond), s, raw)
+	}
+	// Then its slot's creation waits for the transaction (the first
+	// replay runs before it: it may not have started yet).
+	pool := kittest.Pool(t, tg.Env["DATABASE_URL"], "")
+	kittest.Eventually(t, 30*time.Second, "the group's slot creation waiting for the open transaction", func() bool {
+		return kittest.Count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'walsender'
+			AND wait_event = 'transactionid' AND query LIKE 'CREATE_REPLICATION_SLOT ' || $1 || ' %'`,
+			groupSlot(tg.Env["SLOT_NAME"], "backlog")) == 1
+	})
+	if g := groupOf(t, base, "backlog"); g.Ready {
+		t.Errorf("group backlog is ready while its slot is being created: %+v", g)
+	}
+	for range 10 {
+		written = append(written, conformance.Post(t, base, ev("bw")))
+	}
+	release()
+	t.Logf("first event of the backlog %v after the PUT, while the slot's creation waited for a transaction", first.Round(time.Millisecond))
+	kittest.Eventually(t, 60*time.Second, "group backlog ready", func() bool { return groupOf(t, base, "backlog").Ready })
+	for range 10 {
+		written = append(written, conformance.Post(t, base, ev("bw")))
+	}
+	var last int64
+	for i, c := range written {
+		got := conformance.WaitDeliveredTo(t, base, "backlog", c.ID)
+		if *got.DeliverySeq <= last {
+			t.Errorf("event %d received at seq %d, after an earlier write received at %d", i, *got.DeliverySeq, last)
+		}
+		last = *got.DeliverySeq
+	}
+	spool := kittest.Pool(t, tg.Env["DATABASE_URL"], tg.Env["DATABASE_SCHEMA"])
+	if n := kittest.Count(t, spool, `SELECT count(*) FROM group_deliveries WHERE grp = 'backlog'`); n != len(written) {
+		t.Errorf("group backlog has %d deliveries, want %d", n, len(written))
+	}
+	if d := kittest.Counter(t, base, logc.StatGroupDuplicates); d != 0 {
+		t.Errorf("%d group duplicates: the replays and the slot overlapped", d)
 	}
 }

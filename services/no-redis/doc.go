@@ -19,5 +19,13 @@
 // CACHE_TABLE=logged for the comparison; expired rows are ignored by
 // reads and removed in batches by a reaper (kit/cleaner).
 //
+// Beyond the cache, in every mode (roles.go, pubsub.go,
+// migrations/cache/0005): locks are lease rows in cache_locks with
+// fencing tokens from the sequence cache_lock_tokens (not session
+// advisory locks: docs/cache.md says why), pub/sub is NOTIFY on
+// cache_pubsub received by the process' one LISTEN connection (the same
+// connection as the local mode's invalidations), and a rate-limit take is
+// one upsert on the UNLOGGED table cache_limits.
+//
 //	go run ./services/no-redis
 package main

@@ -11,12 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/maypok86/otter/v2"
 
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
@@ -69,8 +65,6 @@ type localStore struct {
 	schema string
 	stats  *stats.Recorder
 	log    *slog.Logger
-	pool   *pgxpool.Pool
-	cc     *pgx.ConnConfig
 
 	// seed hashes keys to stripes; epoch is bumped by every flush (the
 	// whole cache). A FillToken is stripe generation + epoch: both only
@@ -79,20 +73,16 @@ type localStore struct {
 	stripes [genStripes]genStripe
 	epoch   atomic.Uint64
 
-	// ln is the invalidation listener; its state (Listening) gates
-	// every read and write of the cache, and it runs from start to Close.
+	// ln is the process' listener (newListener), which carries the
+	// invalidations; its state (Listening) gates every read and write of
+	// the cache. Set before it starts; the service runs and stops it.
 	ln *pglisten.Listener
 }
 
 var _ cache.Backend = (*localStore)(nil)
 
-func newLocalStore(cfg Config, pool *pgxpool.Pool, st *stats.Recorder, logger *slog.Logger) (*localStore, error) {
-	cc, err := postgres.ListenConnConfig(cfg.ListenURL, cfg.Postgres, ListenerName(cfg.Postgres.Schema))
-	if err != nil {
-		return nil, err
-	}
-	l := &localStore{seed: maphash.MakeSeed(), schema: cfg.Postgres.Schema, stats: st, log: logger.With("component", "local cache"), pool: pool, cc: cc}
-	l.ln = l.newListener()
+func newLocalStore(cfg Config, st *stats.Recorder, logger *slog.Logger) *localStore {
+	l := &localStore{seed: maphash.MakeSeed(), schema: cfg.Postgres.Schema, stats: st, log: logger.With("component", "local cache")}
 	l.c = otter.Must(&otter.Options[string, item]{
 		MaximumWeight: uint64(cfg.LocalCacheBytes),
 		Weigher: func(k string, v item) uint32 {
@@ -110,7 +100,7 @@ func newLocalStore(cfg Config, pool *pgxpool.Pool, st *stats.Recorder, logger *s
 			}
 		},
 	})
-	return l, nil
+	return l
 }
 
 // ListenerName is the LISTEN connection's application_name, which shows
@@ -195,12 +185,11 @@ func (l *localStore) Delete(_ context.Context, key string) error {
 	return nil
 }
 
-// Close stops the listener, waiting until its connection is closed, and
-// empties the cache. It may be called more than once.
+// Close empties the cache. It may be called more than once; the
+// listener is the service's to stop.
 func (l *localStore) Close() error {
-	err := l.ln.Close(context.Background()) // no deadline: Run's close of its connection is bounded
 	l.c.InvalidateAll()
-	return err
+	return nil
 }
 
 // flush empties the cache and counts it as one invalidation. It bumps the
@@ -218,53 +207,6 @@ func (l *localStore) flush(why string) {
 	l.c.InvalidateAll()
 	l.stats.Inc(cache.CounterInvalidations)
 	l.log.Info("local cache flushed", "why", why)
-}
-
-// newListener returns the invalidation listener, not yet running. It is
-// the cache's gate: served only while the listener listens (Listening,
-// which turns false as soon as the connection is lost and true once a new
-// one LISTENs and OnConnect has flushed).
-func (l *localStore) newListener() *pglisten.Listener {
-	return &pglisten.Listener{
-		Connect: func(ctx context.Context) (*pgx.Conn, error) {
-			conn, err := pgx.ConnectConfig(ctx, l.cc)
-			if err != nil {
-				return nil, fmt.Errorf("DATABASE_LISTEN_URL: %w", err)
-			}
-			return conn, nil
-		},
-		Channels: []string{Channel},
-		// After LISTEN: every change committed from here on is notified.
-		// On a reconnect, what changed while nobody listened is unknown:
-		// the cache was flushed when the connection was lost, and is
-		// flushed again here (values filled meanwhile were refused, but a
-		// fill that raced the loss is dropped too).
-		OnConnect: func(_ context.Context, _ *pgx.Conn, reconnect bool) error {
-			if reconnect {
-				l.flush("listener reconnected")
-			}
-			return nil
-		},
-		OnNotification: func(_ context.Context, n *pgconn.Notification) { l.invalidate(n.Payload) },
-		// Listening is already false: Get, Set and Fill refuse.
-		OnLost: func(error) { l.flush("listener lost") },
-		OnDisconnect: func(err error, retryIn time.Duration) {
-			l.log.Warn("LISTEN connection lost; bypassing the local cache until it is back", "err", err, "in", retryIn)
-		},
-		// The probe's NOTIFY goes through the pool.
-		Notify:         pglisten.NotifyThrough(l.pool),
-		Backoff:        backoff.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
-		ConnectTimeout: 2 * l.cc.ConnectTimeout,
-	}
-}
-
-// start runs the listener until Close and waits until it listens, at
-// most d.
-func (l *localStore) start(ctx context.Context, d time.Duration) error {
-	if err := l.ln.Start(); err != nil {
-		return err
-	}
-	return postgres.AwaitListening(ctx, d, l.ln)
 }
 
 // invalidate applies one notification of the products trigger: the ids of
@@ -289,12 +231,4 @@ func (l *localStore) invalidate(payload string) {
 			l.stats.Inc(cache.CounterInvalidations)
 		}
 	}
-}
-
-// listeningErr is the readiness check: nil while the listener listens.
-func (l *localStore) listeningErr() error {
-	if err := l.ln.ListenErr(); err != nil {
-		return fmt.Errorf("LISTEN connection down: %w", err)
-	}
-	return nil
 }

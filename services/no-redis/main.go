@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache/pgorigin"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
@@ -76,15 +78,21 @@ type Config struct {
 	// LOCAL_CACHE_BYTES; default DefaultLocalCacheBytes, at least
 	// MinLocalCacheBytes.
 	LocalCacheBytes int64
-	// ListenURL is the connection LISTEN uses (ModeLocal). It must reach
-	// Postgres directly: through pgbouncer in transaction mode LISTEN
-	// "works" and then receives nothing. Env DATABASE_LISTEN_URL; default
+	// ListenURL is the connection LISTEN uses: the pub/sub role's in every
+	// mode, and ModeLocal's invalidations. It must reach Postgres
+	// directly: through pgbouncer in transaction mode LISTEN "works" and
+	// then receives nothing. Env DATABASE_LISTEN_URL; default
 	// DATABASE_URL.
 	ListenURL string
-	// Reaper paces the removal of expired rows of the cache table
-	// (ModeUnlogged): EXPIRED_RETENTION (default DefaultExpiredRetention),
-	// RETENTION_INTERVAL and RETENTION_BATCH.
+	// Reaper paces the removal of expired rows: the cache table's
+	// (ModeUnlogged), and in every mode the lock rows whose lease ended
+	// and the rate-limit rows whose window ended. EXPIRED_RETENTION
+	// (default DefaultExpiredRetention), RETENTION_INTERVAL and
+	// RETENTION_BATCH.
 	Reaper cleaner.Config
+	// Roles bounds the pub/sub subscriptions: SUBSCRIBERS_MAX and
+	// SUBSCRIBER_BUFFER_BYTES (cache.ReadRolesConfig).
+	Roles cache.RolesConfig
 }
 
 // readConfig reads and validates Config; the error names every bad
@@ -98,6 +106,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		Table:           r.Enum("CACHE_TABLE", DefaultCacheTable, TableUnlogged, TableLogged),
 		LocalCacheBytes: r.Bytes("LOCAL_CACHE_BYTES", DefaultLocalCacheBytes),
 		Reaper:          cleaner.ReadConfig(r, "EXPIRED_RETENTION", DefaultExpiredRetention),
+		Roles:           cache.ReadRolesConfig(r),
 	}
 	c.ListenURL = postgres.ReadListenURL(r, c.Postgres)
 	if c.LocalCacheBytes < MinLocalCacheBytes {
@@ -111,17 +120,25 @@ var info = service.Info(self)
 
 // app is what build assembles and the tests reach into.
 type app struct {
-	svc   *service.Service
-	pool  *pgxpool.Pool
-	local *localStore // nil in ModeUnlogged
+	svc      *service.Service
+	pool     *pgxpool.Pool
+	local    *localStore // nil in ModeUnlogged
+	listener *pglisten.Listener
 }
 
 // assemble connects and migrates Postgres and assembles the service in
-// cfg.Mode. In ModeLocal it returns once the listener listens, so that
-// nothing is cached before invalidations can arrive.
+// cfg.Mode, with the roles beyond the cache (locks, pub/sub, rate
+// limits). It returns once the process' listener listens, so that
+// nothing is cached before invalidations can arrive and no subscription
+// is refused at start.
 func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Service, *app, error) {
 	pool, err := postgres.OpenMigrated(ctx, cfg.Postgres, migrations.MustFS("cache"), logger)
 	if err != nil {
+		return nil, nil, err
+	}
+	cc, err := postgres.ListenConnConfig(cfg.ListenURL, cfg.Postgres, ListenerName(cfg.Postgres.Schema))
+	if err != nil {
+		pool.Close()
 		return nil, nil, err
 	}
 	svc := service.New(info, cfg.HTTP, logger, cache.Latencies, cache.Counters)
@@ -131,33 +148,50 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	a := &app{svc: svc, pool: pool}
 	var backend cache.Backend
 	var layer string
+	jobs := rolesReapJobs(pool)
 	switch cfg.Mode {
 	case ModeLocal:
-		l, err := newLocalStore(cfg, pool, svc.Stats, logger)
-		if err != nil {
-			pool.Close()
-			return nil, nil, err
-		}
-		if err := l.start(ctx, cfg.Postgres.ConnectTimeout*2+5*time.Second); err != nil {
-			_ = l.Close()
-			pool.Close()
-			return nil, nil, err
-		}
-		a.local, backend, layer = l, l, ModeLocal
-		svc.Ready("listener", func(context.Context) error { return l.listeningErr() })
+		a.local = newLocalStore(cfg, svc.Stats, logger)
+		backend, layer = a.local, ModeLocal
 	default:
 		t := newTableStore(pool, cfg.Table)
 		backend, layer = t, cfg.Table
-		c := cleaner.New(cfg.Reaper, svc.Stats, logger, t.reapJob())
-		c.Start()
-		svc.OnStop("reaper", c.Close)
+		jobs = append([]cleaner.Job{t.reapJob()}, jobs...)
+	}
+	ps := newPubSub(pool, cfg.Postgres.Schema)
+	a.listener = newListener(cc, pool, a.local, ps, logger)
+	ps.ln = a.listener
+	if a.local != nil {
+		a.local.ln = a.listener
 	}
 	svc.OnStop("cache", func(context.Context) error { return backend.Close() })
-	logger.Info("backend", "mode", cfg.Mode, "layer", layer, "local_cache_bytes", cfg.LocalCacheBytes)
+	logger.Info("backend", "mode", cfg.Mode, "layer", layer, "local_cache_bytes", cfg.LocalCacheBytes, "message_limit", ps.MessageLimit())
 	cache.Mount(svc.Router, backend, cache.Options{
 		Stats: svc.Stats, Timeout: cfg.BackendTimeout, Layer: layer, Logger: logger,
 		Origin: pgorigin.New(pool, cfg.Origin.Work), ProductTTL: cfg.Origin.ProductTTL,
+		Locks: &pgLocks{pool: pool}, Limits: &pgLimits{pool: pool}, PubSub: ps,
+		Roles: cfg.Roles, Stopping: svc.Stopping(),
 	})
+	// After Mount attached the fan-out; the service does not serve yet.
+	if err := a.listener.Start(); err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	svc.OnStop("listener", a.listener.Close)
+	if err := postgres.AwaitListening(ctx, cfg.Postgres.ConnectTimeout*2+5*time.Second, a.listener); err != nil {
+		_ = a.listener.Close(context.Background()) // no deadline: Run's close of its connection is bounded
+		pool.Close()
+		return nil, nil, err
+	}
+	svc.Ready("listener", func(context.Context) error {
+		if err := a.listener.ListenErr(); err != nil {
+			return fmt.Errorf("LISTEN connection down: %w", err)
+		}
+		return nil
+	})
+	c := cleaner.New(cfg.Reaper, svc.Stats, logger, jobs...)
+	c.Start()
+	svc.OnStop("reaper", c.Close)
 	return svc, a, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -165,9 +166,23 @@ func deleteConnection(t testing.TB, client *http.Client, mgmt, name string) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("close connection: %d", resp.StatusCode)
+	if resp.StatusCode/100 == 2 {
+		return
 	}
+	// The broker refuses (500, not_a_connection) to close a connection
+	// whose process is gone while its statistics still list it: the
+	// client closed it first (a service drops a connection whose channel
+	// a killed queue broke). Gone is what the caller wanted; a connection
+	// still open after 10 s is a failure.
+	status := resp.StatusCode
+	kittest.Eventually(t, 10*time.Second, fmt.Sprintf("connection %s closed (the broker answered %d to its close)", name, status), func() bool {
+		resp, err := client.Get(mgmt + "/api/connections/" + url.PathEscape(name))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusNotFound
+	})
 }
 
 // ctlConnection is brokerConnection through RABBITMQ_CTL: list_connections

@@ -13,15 +13,17 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
-// TestFanoutOneMessagePerTask: in both publish modes, a task of a kind
+// TestFanoutOneMessagePerTask: in every publish mode, a task of a kind
 // with subscribers is ONE message, which the kind's fanout exchange puts
-// in every subscriber's queue (it names every copy); an ordinary task goes
-// to the work queue. Workers then process every copy once.
+// in every subscriber's queue (it names every copy; in broker-only mode it
+// also carries the posted kind, from which each copy's record takes its
+// own, and nothing is recorded before a worker takes it); an ordinary
+// task goes to the work queue. Workers then process every copy once.
 func TestFanoutOneMessagePerTask(t *testing.T) {
 	t.Parallel()
 	const fanout = "order.placed:email,warehouse,analytics"
 	subs := []string{"email", "warehouse", "analytics"}
-	for _, mode := range []string{PublishDualWrite, PublishOutbox} {
+	for _, mode := range []string{PublishDualWrite, PublishOutbox, PublishBrokerOnly} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
@@ -67,6 +69,12 @@ func TestFanoutOneMessagePerTask(t *testing.T) {
 			if err := json.Unmarshal(d.Body, &m); err != nil || len(m.Copies) != 3 || m.ID != m.Copies["email"] || !contains(be.Copies, m.Copies) {
 				t.Errorf("fan-out message %s: want the three copies of a posted task", d.Body)
 			}
+			if carries := m.Kind == "order.placed" && string(m.Payload) == "{}"; carries != (mode == PublishBrokerOnly) {
+				t.Errorf("fan-out message %s in %s mode: carries the task %v", d.Body, mode, carries)
+			}
+			if n, want := count(t, tg, `SELECT count(*) FROM tasks`), map[bool]int{true: 0, false: 16}[mode == PublishBrokerOnly]; n != want {
+				t.Errorf("%d task records before any worker, want %d", n, want)
+			}
 			if err := d.Nack(false, true); err != nil {
 				t.Fatal(err)
 			}
@@ -75,6 +83,9 @@ func TestFanoutOneMessagePerTask(t *testing.T) {
 			waitDone(t, tg, 16, 30*time.Second)
 			if n := count(t, tg, `SELECT count(*) FROM tasks WHERE attempts <> 1`); n != 0 {
 				t.Errorf("%d tasks delivered more than once", n)
+			}
+			if n := count(t, tg, `SELECT count(*) FROM tasks WHERE kind LIKE 'order.placed@%'`); n != 15 {
+				t.Errorf("%d records of order.placed's copies, want 15", n)
 			}
 		})
 	}

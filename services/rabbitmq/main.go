@@ -41,6 +41,12 @@ const (
 	DefaultQueue = "tasks"
 	// DefaultQueueType is QUEUE_TYPE's default.
 	DefaultQueueType = "classic"
+	// DefaultQueueVersion is RABBITMQ_QUEUE_VERSION's default: classic
+	// queues version 2, whose index and message store RabbitMQ 3.10
+	// introduced as the cheaper successor of version 1 (the broker's own
+	// default there, which a queue declared without x-queue-version
+	// gets).
+	DefaultQueueVersion = 2
 	// DefaultPrefetch is PREFETCH's default: within the 100–300 range
 	// RabbitMQ's consumer prefetch guide names for throughput, and four
 	// record batches, so the intake can fill a batch while one is in the
@@ -64,6 +70,9 @@ const (
 	PipelineConns = 5
 	// DefaultPublishMode is PUBLISH_MODE's default: the dual write.
 	DefaultPublishMode = PublishDualWrite
+	// DefaultDeliveryMode is DELIVERY_MODE's default: persistent
+	// messages, written to disk before their confirm.
+	DefaultDeliveryMode = DeliveryPersistent
 	// DefaultReconcileAfter is RECONCILE_AFTER's default: well above a
 	// publish's confirm latency and the broker's normal backlog, so that
 	// only a message that is missing, not one merely waiting, is
@@ -91,6 +100,22 @@ const (
 	// PublishOutbox commits the record and an outbox row in one
 	// transaction; a relay publishes the row.
 	PublishOutbox = "outbox"
+	// PublishBrokerOnly publishes the task itself (a persistent,
+	// confirmed message) and records nothing: the consumer records the
+	// task when it first takes it (brokeronly.go).
+	PublishBrokerOnly = "broker-only"
+)
+
+// The values of DELIVERY_MODE.
+const (
+	// DeliveryPersistent publishes the tasks' messages persistent
+	// (delivery mode 2): a confirm means the message is on disk.
+	DeliveryPersistent = "persistent"
+	// DeliveryTransient publishes them transient (delivery mode 1): a
+	// confirm means the queue holds the message in memory, and a broker
+	// restart loses it; the task's record in Postgres stays, and the
+	// reconciler publishes it again.
+	DeliveryTransient = "transient"
 )
 
 // Config is the service's configuration, read from the environment in main
@@ -140,6 +165,15 @@ type Config struct {
 	// QueueType is the x-queue-type of every queue: classic (one node) or
 	// quorum (Raft-replicated). Env QUEUE_TYPE; default DefaultQueueType.
 	QueueType string
+	// QueueVersion is the x-queue-version of every classic queue the
+	// service declares (the work queue, <queue>.dead, the delay queues
+	// and the subscribers' queues): 1 or 2. Ignored with
+	// QUEUE_TYPE=quorum, whose queues have no version (the broker refuses
+	// the argument there). RabbitMQ does not change a queue's arguments:
+	// a queue declared with another version, or before the service set
+	// one, makes the start fail naming this variable. Env
+	// RABBITMQ_QUEUE_VERSION; default DefaultQueueVersion.
+	QueueVersion int
 	// Prefetch is the channel's basic.qos prefetch count: unacknowledged
 	// deliveries the broker lets the service hold. Env PREFETCH; default
 	// DefaultPrefetch; at most MaxPrefetch. Below about 3×RecordBatch
@@ -157,13 +191,28 @@ type Config struct {
 	RecordLinger time.Duration
 	// PublishMode is how an enqueue reaches the broker: PublishDualWrite
 	// (commit the record, then publish with confirms; the broker must be
-	// up, else 503 before anything is recorded) or PublishOutbox (the
+	// up, else 503 before anything is recorded), PublishOutbox (the
 	// record and an outbox row commit in one transaction and the 202
 	// follows the commit; a relay publishes the outbox rows in batches
 	// with pipelined confirms and deletes them after the confirms, so
-	// writes are accepted while the broker is down). Env PUBLISH_MODE;
-	// default DefaultPublishMode.
+	// writes are accepted while the broker is down) or PublishBrokerOnly
+	// (the task itself is the message, persistent and confirmed, and
+	// nothing is recorded before the 202: the consumer records the task
+	// when it first takes it, so GET /tasks/{id} answers 404 until then;
+	// POST /payments stays the dual write, its payment row needing
+	// Postgres anyway). Env PUBLISH_MODE; default DefaultPublishMode.
 	PublishMode string
+	// DeliveryMode is how the tasks' messages are published:
+	// DeliveryPersistent, or DeliveryTransient, whose messages a broker
+	// restart loses: the task records in Postgres are the durable truth
+	// then, and the reconciler (RECONCILE_AFTER, which must be on)
+	// publishes again what was lost. It applies to what an enqueue
+	// publishes (directly, through the outbox relay, or again through
+	// the reconciler); a retry's message is always persistent, because
+	// the reconciler does not republish a task waiting for a retry.
+	// Refused with QUEUE_TYPE=quorum, which keeps every message as a
+	// persistent one. Env DELIVERY_MODE; default DefaultDeliveryMode.
+	DeliveryMode string
 	// ReconcileAfter is how long a task may stay queued and never
 	// delivered before the reconciler publishes its message again (the
 	// dual write's repair: a publish lost after its record committed);
@@ -187,7 +236,9 @@ type Config struct {
 	// queue.DefaultBacklogInterval), shared with the no-rabbitmq side: an
 	// enqueue that would take the backlog, counted here as the open task
 	// records (queued or running) in Postgres, past MAX_BACKLOG is shed
-	// with 503 before anything of it is recorded or published.
+	// with 503 before anything of it is recorded or published. With
+	// PUBLISH_MODE=broker-only the backlog is counted as the broker's
+	// ready messages plus the running records (brokerBacklog).
 	Admission queue.AdmissionConfig
 }
 
@@ -210,11 +261,13 @@ func readConfig(r *config.Reader) (Config, error) {
 		Heartbeat:    r.Duration("RABBITMQ_HEARTBEAT", DefaultHeartbeat),
 		Queue:        r.String("RABBITMQ_QUEUE", DefaultQueue),
 		QueueType:    r.Enum("QUEUE_TYPE", DefaultQueueType, "classic", "quorum"),
+		QueueVersion: r.Int("RABBITMQ_QUEUE_VERSION", DefaultQueueVersion),
 	}
 	c.Prefetch = r.Int("PREFETCH", DefaultPrefetch)
 	c.RecordBatch = r.Int("RECORD_BATCH", DefaultRecordBatch)
 	c.RecordLinger = r.Duration("RECORD_LINGER", DefaultRecordLinger)
-	c.PublishMode = r.Enum("PUBLISH_MODE", DefaultPublishMode, PublishDualWrite, PublishOutbox)
+	c.PublishMode = r.Enum("PUBLISH_MODE", DefaultPublishMode, PublishDualWrite, PublishOutbox, PublishBrokerOnly)
+	c.DeliveryMode = r.Enum("DELIVERY_MODE", DefaultDeliveryMode, DeliveryPersistent, DeliveryTransient)
 	c.ReconcileAfter = r.Duration("RECONCILE_AFTER", DefaultReconcileAfter)
 	c.ReconcileInterval = r.Duration("RECONCILE_INTERVAL", DefaultReconcileInterval)
 	c.ReconcileBatch = r.Int("RECONCILE_BATCH", DefaultReconcileBatch)
@@ -235,6 +288,11 @@ func (c Config) validate(r *config.Reader) {
 	}
 	if c.Heartbeat < MinHeartbeat {
 		r.Fail("RABBITMQ_HEARTBEAT", "must be at least %v, got %v", MinHeartbeat, c.Heartbeat)
+	}
+	if c.QueueVersion != 1 && c.QueueVersion != 2 {
+		// Checked whatever QUEUE_TYPE says: a value that would be
+		// refused on classic queues is a mistake on quorum ones too.
+		r.Fail("RABBITMQ_QUEUE_VERSION", "must be 1 or 2 (classic queue versions; ignored with QUEUE_TYPE=quorum), got %d", c.QueueVersion)
 	}
 	if !queueNameRE.MatchString(c.Queue) {
 		r.Fail("RABBITMQ_QUEUE", "%q is not a queue name (letters, digits, _ . : -)", c.Queue)
@@ -257,6 +315,16 @@ func (c Config) validate(r *config.Reader) {
 	}
 	if c.ReconcileAfter < 0 {
 		r.Fail("RECONCILE_AFTER", "must not be negative (0 turns the reconciler off), got %v", c.ReconcileAfter)
+	}
+	if c.DeliveryMode == DeliveryTransient {
+		switch {
+		case c.ReconcileAfter == 0:
+			r.Fail("DELIVERY_MODE", "transient needs the reconciler, which publishes again what a broker restart lost: set RECONCILE_AFTER above 0 (it is 0, off)")
+		case c.QueueType == "quorum":
+			r.Fail("DELIVERY_MODE", "transient changes nothing with QUEUE_TYPE=quorum: a quorum queue keeps every message as a persistent one")
+		case c.PublishMode == PublishBrokerOnly:
+			r.Fail("DELIVERY_MODE", "transient cannot go with PUBLISH_MODE=broker-only: the message is the only copy of the task there, and a broker restart would lose it with nothing to publish it again")
+		}
 	}
 	if c.ReconcileInterval < MinReconcileInterval {
 		r.Fail("RECONCILE_INTERVAL", "must be at least %v, got %v", MinReconcileInterval, c.ReconcileInterval)
@@ -303,8 +371,11 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	svc := service.New(info, cfg.HTTP, logger, queue.Latencies, append(slices.Clone(queue.Counters), CounterRepublished, CounterRelayed))
 	q := newMQQueue(pool, ppool, cfg, svc.Stats, svc.Logger)
 	q.relayPool = rpool
-	admission := queue.NewAdmission(cfg.Admission, records.Store{Pool: ppool}.CountOpen,
-		func() { svc.Stats.Inc(service.CounterShed) }, svc.Logger)
+	count := records.Store{Pool: ppool}.CountOpen
+	if cfg.PublishMode == PublishBrokerOnly {
+		count = q.brokerBacklog // the broker holds the tasks not yet taken
+	}
+	admission := queue.NewAdmission(cfg.Admission, count, func() { svc.Stats.Inc(service.CounterShed) }, svc.Logger)
 	q.admission = admission
 	if err := q.Start(ctx); err != nil {
 		pools.Close()
@@ -331,6 +402,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		Stats: svc.Stats, Hub: q.hub, Stopping: svc.Stopping(),
 		PayloadLimit: cfg.Worker.PayloadLimit, Faults: cfg.Worker.Faults,
 		Timeout: cfg.BackendTimeout, Admission: admission, Fanout: cfg.Worker.Fanout,
+		LateRecords: cfg.PublishMode == PublishBrokerOnly,
 	})
 	svc.OnStop("backlog count (MAX_BACKLOG)", admission.Start())
 	// Last: its Close hook runs first, before the pool closes.

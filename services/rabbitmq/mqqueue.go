@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,10 +33,20 @@ import (
 // the kind's fanout exchange: ID is its first copy's and Copies maps each
 // subscriber to its copy's id; the consumer of a subscriber's queue takes
 // its own (deliver) and handles it as an ordinary task from then on.
+//
+// With PUBLISH_MODE=broker-only there is no record before the consumer
+// takes the task, so the message carries the task itself (Kind, Payload,
+// FailTimes; for a fanned-out task the posted kind, from which each
+// subscriber's copy takes its own): the consumer records it from them.
+// A message with a Kind carries its task, whatever the mode that reads
+// it.
 type message struct {
 	ID         string            `json:"id"`
 	EnqueuedAt time.Time         `json:"enqueued_at"`
 	Copies     map[string]string `json:"copies,omitempty"`
+	Kind       string            `json:"kind,omitempty"`
+	Payload    json.RawMessage   `json:"payload,omitempty"`
+	FailTimes  int               `json:"fail_times,omitempty"`
 }
 
 // session is one live publishing connection with its publishing channel
@@ -249,37 +260,71 @@ func (q *mqQueue) dial(node int, name string) (*amqp.Connection, error) {
 	return conn, nil
 }
 
+// queueArgs are the arguments of every queue the service declares: its
+// type (QUEUE_TYPE) and, for a classic queue, its version
+// (RABBITMQ_QUEUE_VERSION; a quorum queue refuses the argument).
+func (q *mqQueue) queueArgs(extra amqp.Table) amqp.Table {
+	t := amqp.Table{"x-queue-type": q.cfg.QueueType}
+	if q.cfg.QueueType == "classic" {
+		t["x-queue-version"] = q.cfg.QueueVersion
+	}
+	for k, v := range extra {
+		t[k] = v
+	}
+	return t
+}
+
+// declareQueue declares the durable queue name with queueArgs and extra.
+func (q *mqQueue) declareQueue(ch *amqp.Channel, name string, extra amqp.Table) error {
+	if _, err := ch.QueueDeclare(name, true, false, false, false, q.queueArgs(extra)); err != nil {
+		return fmt.Errorf("declare queue %s: %w", name, q.explainDeclare(err))
+	}
+	return nil
+}
+
+// explainDeclare says what to do about a queue declare the broker
+// refused because the queue exists with other arguments (406
+// PRECONDITION_FAILED, "inequivalent arg"): RabbitMQ never changes the
+// arguments of a queue, so the service cannot start on it. The error
+// names the variable that asked for the other value.
+func (q *mqQueue) explainDeclare(err error) error {
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Code != amqp.PreconditionFailed || !strings.Contains(ae.Reason, "inequivalent arg") {
+		return err
+	}
+	switch {
+	case strings.Contains(ae.Reason, "'x-queue-version'"):
+		return fmt.Errorf("the queue exists with another classic queue version than RABBITMQ_QUEUE_VERSION=%d "+
+			"(a queue declared before the service set x-queue-version has none, and RabbitMQ 3.10 runs it as version 1), "+
+			"and RabbitMQ never changes a queue's arguments: drain the service's queues and delete them "+
+			"(docs/queue.md, \"Classic queue version\"), or give RABBITMQ_QUEUE a new name: %w", q.cfg.QueueVersion, err)
+	case strings.Contains(ae.Reason, "'x-queue-type'"):
+		return fmt.Errorf("the queue exists with another type than QUEUE_TYPE=%s, and RabbitMQ never changes a queue's arguments: "+
+			"drain the service's queues and delete them, or give RABBITMQ_QUEUE a new name: %w", q.cfg.QueueType, err)
+	}
+	return err
+}
+
 // declare creates the topology (idempotent): the work queue, whose rejected
 // messages go to the dead-letter exchange; the dead-letter exchange and
 // queue; per kind with subscribers (FANOUT) a fanout exchange and one
 // durable queue per subscriber bound to it, dead-lettering as the work
 // queue does; a delay queue per retry step (a copy's retry goes through
-// them back to the work queue, as an ordinary task's). A subscriber
-// removed from FANOUT keeps its queue and what is in it; nothing consumes
-// it until the subscriber is back.
+// them back to the work queue, as an ordinary task's). Every queue has
+// queueArgs. A subscriber removed from FANOUT keeps its queue and what is
+// in it; nothing consumes it until the subscriber is back.
 func (q *mqQueue) declare(ch *amqp.Channel) error {
-	typ := amqp.Table{"x-queue-type": q.cfg.QueueType}
-	with := func(extra amqp.Table) amqp.Table {
-		t := amqp.Table{}
-		for k, v := range typ {
-			t[k] = v
-		}
-		for k, v := range extra {
-			t[k] = v
-		}
-		return t
-	}
 	if err := ch.ExchangeDeclare(q.deadExchange(), amqp.ExchangeFanout, true, false, false, false, nil); err != nil {
 		return fmt.Errorf("declare exchange %s: %w", q.deadExchange(), err)
 	}
-	if _, err := ch.QueueDeclare(q.deadQueue(), true, false, false, false, with(nil)); err != nil {
-		return fmt.Errorf("declare queue %s: %w", q.deadQueue(), err)
+	if err := q.declareQueue(ch, q.deadQueue(), nil); err != nil {
+		return err
 	}
 	if err := ch.QueueBind(q.deadQueue(), "", q.deadExchange(), false, nil); err != nil {
 		return fmt.Errorf("bind %s: %w", q.deadQueue(), err)
 	}
-	if _, err := ch.QueueDeclare(q.cfg.Queue, true, false, false, false, with(amqp.Table{"x-dead-letter-exchange": q.deadExchange()})); err != nil {
-		return fmt.Errorf("declare queue %s: %w", q.cfg.Queue, err)
+	if err := q.declareQueue(ch, q.cfg.Queue, amqp.Table{"x-dead-letter-exchange": q.deadExchange()}); err != nil {
+		return err
 	}
 	fanout := q.cfg.Worker.Fanout
 	for _, kind := range fanout.Kinds() {
@@ -289,8 +334,8 @@ func (q *mqQueue) declare(ch *amqp.Channel) error {
 		}
 		for _, sub := range fanout.Subscribers(kind) {
 			name := fanoutQueue(q.cfg.Queue, kind, sub)
-			if _, err := ch.QueueDeclare(name, true, false, false, false, with(amqp.Table{"x-dead-letter-exchange": q.deadExchange()})); err != nil {
-				return fmt.Errorf("declare queue %s: %w", name, err)
+			if err := q.declareQueue(ch, name, amqp.Table{"x-dead-letter-exchange": q.deadExchange()}); err != nil {
+				return err
 			}
 			if err := ch.QueueBind(name, "", ex, false, nil); err != nil {
 				return fmt.Errorf("bind %s: %w", name, err)
@@ -299,12 +344,12 @@ func (q *mqQueue) declare(ch *amqp.Channel) error {
 	}
 	for n := 1; n < q.cfg.Worker.MaxAttempts; n++ {
 		name, d := q.retryQueue(n)
-		if _, err := ch.QueueDeclare(name, true, false, false, false, with(amqp.Table{
+		if err := q.declareQueue(ch, name, amqp.Table{
 			"x-message-ttl":             d.Milliseconds(),
 			"x-dead-letter-exchange":    "",
 			"x-dead-letter-routing-key": q.cfg.Queue,
-		})); err != nil {
-			return fmt.Errorf("declare queue %s: %w", name, err)
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -625,17 +670,29 @@ func (q *mqQueue) session(ctx context.Context) (*session, error) {
 	}
 }
 
-// publish sends persistent messages to the queue named key and returns once
-// the broker has confirmed every one. Messages that are nacked or whose
-// channel dies before the confirm are published again on the next session
-// (a nack drops the session, so that maintain makes a new one):
-// a confirmed message is on disk (persistent, durable queue), an
-// unconfirmed one may be duplicated, never lost silently.
+// deliveryMode is the AMQP delivery mode of what an enqueue publishes
+// (DELIVERY_MODE): persistent, or transient.
+func (q *mqQueue) deliveryMode() uint8 {
+	if q.cfg.DeliveryMode == DeliveryTransient {
+		return amqp.Transient
+	}
+	return amqp.Persistent
+}
+
+// publish sends messages with the delivery mode mode (amqp.Persistent or
+// amqp.Transient) and returns once the broker has confirmed every one.
+// Messages that are nacked or whose channel dies before the confirm are
+// published again on the next session (a nack drops the session, so that
+// maintain makes a new one): a confirmed persistent message is on disk
+// (durable queue), a confirmed transient one in the queue's memory (a
+// broker restart loses it; its record stays, and the reconciler
+// publishes it again), an unconfirmed one may be duplicated, never lost
+// silently.
 //
 // The confirms are pipelined: every message of the batch is published
 // before the first confirm is awaited (RabbitMQ, "Publishers": publish in
 // batches and handle confirms asynchronously rather than one at a time).
-func (q *mqQueue) publish(ctx context.Context, msgs []outbound) error {
+func (q *mqQueue) publish(ctx context.Context, msgs []outbound, mode uint8) error {
 	pending := msgs
 	for len(pending) > 0 {
 		s, err := q.session(ctx)
@@ -647,7 +704,7 @@ func (q *mqQueue) publish(ctx context.Context, msgs []outbound) error {
 		for i, m := range pending {
 			body, _ := json.Marshal(m.msg)
 			c, err := s.pub.PublishWithDeferredConfirmWithContext(ctx, m.exchange, m.key, false, false, amqp.Publishing{
-				DeliveryMode: amqp.Persistent, ContentType: "application/json", MessageId: m.msg.ID, Body: body,
+				DeliveryMode: mode, ContentType: "application/json", MessageId: m.msg.ID, Body: body,
 			})
 			if err != nil {
 				failed = append(failed, pending[i:]...)
@@ -687,17 +744,26 @@ func (q *mqQueue) publish(ctx context.Context, msgs []outbound) error {
 
 // messages are the tasks' messages: one to the work queue per ordinary
 // task, and one to its kind's fanout exchange per fanned-out task, for all
-// its copies (adjacent in tasks, as queue.Fanout.Expand makes them).
+// its copies (adjacent in tasks, as queue.Fanout.Expand makes them). With
+// PUBLISH_MODE=broker-only each carries its task.
 func (q *mqQueue) messages(tasks []queue.NewTask) []outbound {
+	carry := q.cfg.PublishMode == PublishBrokerOnly
 	m := make([]outbound, 0, len(tasks))
 	for i := 0; i < len(tasks); {
 		t := tasks[i]
 		if t.Copy == nil {
-			m = append(m, outbound{key: q.cfg.Queue, msg: message{ID: t.ID, EnqueuedAt: t.EnqueuedAt}})
+			msg := message{ID: t.ID, EnqueuedAt: t.EnqueuedAt}
+			if carry {
+				msg.Kind, msg.Payload, msg.FailTimes = t.Kind, t.Payload, t.FailTimes
+			}
+			m = append(m, outbound{key: q.cfg.Queue, msg: msg})
 			i++
 			continue
 		}
 		msg := message{ID: t.ID, EnqueuedAt: t.EnqueuedAt, Copies: map[string]string{}}
+		if carry {
+			msg.Kind, msg.Payload, msg.FailTimes = t.Copy.Of, t.Payload, t.FailTimes
+		}
 		for ; i < len(tasks) && tasks[i].Copy != nil && tasks[i].Copy.First == t.Copy.First; i++ {
 			msg.Copies[tasks[i].Copy.Subscriber] = tasks[i].ID
 		}
@@ -740,7 +806,7 @@ func (q *mqQueue) awaitBroker(ctx context.Context) error {
 // new ids) may run them twice. A client that must not run a task twice
 // reads GET /tasks/{id} for the ids before it retries.
 func (q *mqQueue) publishRecorded(ctx context.Context, tasks []queue.NewTask) error {
-	err := q.publish(ctx, q.messages(tasks))
+	err := q.publish(ctx, q.messages(tasks), q.deliveryMode())
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -759,8 +825,10 @@ func (q *mqQueue) publishRecorded(ctx context.Context, tasks []queue.NewTask) er
 	}
 }
 
-// Enqueue implements queue.Backend. In outbox mode the records and their
-// outbox rows commit in one statement and the relay publishes them.
+// Enqueue implements queue.Backend. In broker-only mode the tasks are
+// published and nothing is recorded (enqueueBrokerOnly). In outbox mode
+// the records and their outbox rows commit in one statement and the relay
+// publishes them.
 // Otherwise it is the dual write: with a live broker session
 // (awaitBroker), the records commit, then the messages are published; if
 // the publish fails the records stay queued with no message (the client
@@ -768,6 +836,9 @@ func (q *mqQueue) publishRecorded(ctx context.Context, tasks []queue.NewTask) er
 // them again after RECONCILE_AFTER, so a retry may run them twice). A
 // write refused by awaitBroker is a 503 of kind "not_recorded".
 func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
+	if q.cfg.PublishMode == PublishBrokerOnly {
+		return q.enqueueBrokerOnly(ctx, tasks)
+	}
 	if q.cfg.PublishMode == PublishOutbox {
 		if err := q.enqueueToOutbox(ctx, q.pool, tasks); err != nil {
 			return postgres.MapError("record tasks and outbox rows", err)
@@ -785,7 +856,8 @@ func (q *mqQueue) Enqueue(ctx context.Context, tasks []queue.NewTask) error {
 }
 
 // Pay implements queue.Backend: insert the payment (and its task's record),
-// commit, then publish. The fault returns between the commit and the
+// commit, then publish (also in broker-only mode: the payment row needs
+// Postgres anyway, and its task's record commits with it). The fault returns between the commit and the
 // publish, as a crash there would: the payment is orphaned. In outbox
 // mode the payment, its task's record and its outbox row commit in one
 // transaction, and the fault rolls all three back (as on no-rabbitmq).

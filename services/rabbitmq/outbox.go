@@ -229,7 +229,7 @@ func (q *mqQueue) relayPass() (int, error) {
 		if len(seqs) == 0 {
 			return nil
 		}
-		if err := q.publish(ctx, msgs); err != nil {
+		if err := q.publish(ctx, msgs, q.deliveryMode()); err != nil {
 			return err
 		}
 		if q.relayKills.Load() > 0 && q.relayKills.Add(-1) >= 0 {
@@ -310,7 +310,7 @@ func (q *mqQueue) reconcilePass() (int, error) {
 		if len(msgs) == 0 {
 			return nil
 		}
-		if err := q.publish(ctx, msgs); err != nil {
+		if err := q.publish(ctx, msgs, q.deliveryMode()); err != nil {
 			return err
 		}
 		n = len(msgs)

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
@@ -151,15 +154,9 @@ func (q *mqQueue) deliver(batch []inbound, b *backoff.Backoff) {
 	if len(open) == 0 {
 		return
 	}
-	ids := make([]string, len(open))
-	for i, j := range open {
-		ids[i] = j.msg.ID
-	}
-	slices.Sort(ids)
 	ctx, cancel := context.WithTimeout(q.hardCtx, recordTimeout)
-	recs, err := q.pipe.DeliverMany(ctx, ids)
+	recs, err := q.recordDeliveries(ctx, open)
 	cancel()
-	q.deliverStatements.Add(1)
 	if q.hardCtx.Err() != nil {
 		return // crashing: unacknowledged, the broker redelivers them
 	}
@@ -188,8 +185,11 @@ func (q *mqQueue) deliver(batch []inbound, b *backoff.Backoff) {
 
 // decode reads a delivery's message. From a subscriber's queue it is the
 // subscriber's copy: the message of a fanned-out task names every copy,
-// and this one takes its own id; the copy is an ordinary task from then
-// on (its retries go through the work queue).
+// and this one takes its own id (and, when the message carries the task,
+// its copy's kind); the copy is an ordinary task from then on (its retries
+// go through the work queue). A message that carries its task is checked
+// as the handler checks a request, so that its record cannot fail to be
+// written for what it holds.
 func decode(in inbound) (message, error) {
 	var m message
 	if err := json.Unmarshal(in.body, &m); err != nil {
@@ -201,12 +201,56 @@ func decode(in inbound) (message, error) {
 			return message{}, fmt.Errorf("no copy for subscriber %q", in.subscriber)
 		}
 		m.ID = id
+		if m.Kind != "" {
+			m.Kind = queue.CopyKind(m.Kind, in.subscriber)
+		}
 	}
 	m.Copies = nil
 	if !queue.ValidID(m.ID) {
 		return message{}, fmt.Errorf("bad task id %q", m.ID)
 	}
+	if m.Kind != "" {
+		if err := checkCarried(m); err != nil {
+			return message{}, err
+		}
+	}
 	return m, nil
+}
+
+// recordDeliveries records one delivery of each job in at most two
+// statements: DeliverMany for the tasks recorded at their enqueue, and
+// for messages that carry their task (PUBLISH_MODE=broker-only) the
+// upsert that records the task at its first delivery (deliverCarried).
+// The answer holds the open tasks, as DeliverMany's.
+func (q *mqQueue) recordDeliveries(ctx context.Context, jobs []job) (map[string]records.Delivery, error) {
+	var ids []string
+	var carried []message
+	for _, j := range jobs {
+		if j.msg.Kind != "" {
+			carried = append(carried, j.msg)
+		} else {
+			ids = append(ids, j.msg.ID)
+		}
+	}
+	recs := map[string]records.Delivery{}
+	if len(ids) > 0 {
+		slices.Sort(ids)
+		open, err := q.pipe.DeliverMany(ctx, ids)
+		q.deliverStatements.Add(1)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(recs, open)
+	}
+	if len(carried) > 0 {
+		open, err := q.deliverCarried(ctx, carried)
+		q.deliverStatements.Add(1)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(recs, open)
+	}
+	return recs, nil
 }
 
 // requeueLater holds jobs unacknowledged for the stage's next backoff, then
@@ -326,7 +370,10 @@ func (q *mqQueue) finish(batch []result, b *backoff.Backoff) {
 	if len(retries) == 0 {
 		return
 	}
-	if err := q.publish(ctx, retries); err != nil {
+	// Persistent whatever DELIVERY_MODE says: the reconciler republishes
+	// only tasks never delivered, so a retry's message lost by a broker
+	// restart would strand its task.
+	if err := q.publish(ctx, retries, amqp.Persistent); err != nil {
 		jobs := make([]job, len(retried))
 		for i, r := range retried {
 			jobs[i] = r.job

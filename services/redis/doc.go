@@ -18,5 +18,12 @@
 // invalidation when a key it read changes, whoever changed it. A hit says
 // X-Cache-Layer: local when the copy answered, redis when Redis did.
 //
+// Beyond the cache (roles.go), on go-redis in both modes: locks (SET NX
+// PX in a Lua script that also INCRs the name's fencing counter, seeded
+// from the server's clock; release and extend by Lua scripts checking
+// the value), pub/sub (PUBLISH, and one PSUBSCRIBE connection per process
+// feeding the contract's fan-out) and fixed-window rate limits (INCR and
+// PEXPIRE in one script).
+//
 //	go run ./services/redis
 package main

@@ -90,6 +90,9 @@ type Config struct {
 	// RedisTimeout bounds dialing and each read and write on a Redis
 	// connection. Env REDIS_TIMEOUT; default DefaultRedisTimeout.
 	RedisTimeout time.Duration
+	// Roles bounds the pub/sub subscriptions: SUBSCRIBERS_MAX and
+	// SUBSCRIBER_BUFFER_BYTES (cache.ReadRolesConfig).
+	Roles cache.RolesConfig
 }
 
 // readConfig reads and validates Config; the error names every bad
@@ -105,6 +108,7 @@ func readConfig(r *config.Reader) (Config, error) {
 		RedisTimeout:     r.Duration("REDIS_TIMEOUT", DefaultRedisTimeout),
 		ClientCacheBytes: r.Bytes("CLIENT_CACHE_BYTES", DefaultClientCacheBytes),
 		ClientCacheTTL:   r.Duration("CLIENT_CACHE_TTL", DefaultClientCacheTTL),
+		Roles:            cache.ReadRolesConfig(r),
 	}
 	if c.RedisTimeout <= 0 {
 		r.Fail("REDIS_TIMEOUT", "must be above 0, got %v", c.RedisTimeout)
@@ -181,10 +185,32 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	// Product reads bypass a Redis that is down, but kv requests fail:
 	// the service is not ready without it.
 	svc.ReadyBackend("redis", "REDIS_URL", cfg.RedisURL, backend.Ping)
+	// The roles beyond the cache run on go-redis in both modes: the
+	// store's client, or one of their own beside rueidis.
+	var rc *redis.Client
+	if st, ok := backend.(*store); ok {
+		rc = st.client
+	} else if rc, err = newClient(cfg); err != nil {
+		_ = backend.Close()
+		pool.Close()
+		return nil, err
+	} else {
+		svc.OnStop("redis roles", func(context.Context) error { return rc.Close() })
+	}
+	ps := newPubSub(rc, cfg.KeyPrefix, cfg.RedisTimeout, logger)
 	cache.Mount(svc.Router, backend, cache.Options{
 		Stats: svc.Stats, Timeout: cfg.BackendTimeout, Layer: layer, Logger: logger,
 		Origin: pgorigin.New(pool, cfg.Origin.Work), ProductTTL: cfg.Origin.ProductTTL,
+		Locks: &redisLocks{client: rc, prefix: cfg.KeyPrefix}, Limits: &redisLimits{client: rc, prefix: cfg.KeyPrefix}, PubSub: ps,
+		Roles: cfg.Roles, Stopping: svc.Stopping(),
 	})
+	// After Mount attached the fan-out. A Redis that does not answer is
+	// not fatal: subscriptions are refused (503) until it does.
+	ps.Start()
+	svc.OnStop("pubsub", func(context.Context) error { return ps.Close() })
+	if !ps.Await(4 * cfg.RedisTimeout) {
+		logger.Warn("the pub/sub connection is not subscribed yet; subscriptions are refused until it is")
+	}
 	return svc, nil
 }
 

@@ -102,10 +102,22 @@ func TestConformance(t *testing.T) {
 			t.Parallel()
 			f := conformance.Features{SharedCache: true, PushedInvalidation: mode == ModeClientSide}
 			conformance.Run(t, f, func(t testing.TB, o conformance.Options) conformance.Target {
-				return startPair(t, testConfig(t, map[string]string{"CACHE_MODE": mode, "ORIGIN_WORK_MS": fmt.Sprint(o.OriginWork.Milliseconds())}))
+				return startPair(t, testConfig(t, rolesEnv(o), map[string]string{"CACHE_MODE": mode, "ORIGIN_WORK_MS": fmt.Sprint(o.OriginWork.Milliseconds())}))
 			})
 		})
 	}
+}
+
+// rolesEnv is the environment of a suite's Options for the roles.
+func rolesEnv(o conformance.Options) map[string]string {
+	env := map[string]string{}
+	if o.SubscribersMax > 0 {
+		env["SUBSCRIBERS_MAX"] = fmt.Sprint(o.SubscribersMax)
+	}
+	if o.SubscriberBuffer > 0 {
+		env["SUBSCRIBER_BUFFER_BYTES"] = fmt.Sprint(o.SubscriberBuffer)
+	}
+	return env
 }
 
 // closedPort returns an address nothing listens on: a port the kernel gave

@@ -83,6 +83,8 @@ var waitRoutes = map[string]bool{
 	"/tasks/{id}/wait":  true,
 	"/events/{id}/wait": true,
 	"/subscribe":        true,
+	// The cache pair's pub/sub stream (issue 41).
+	"/channels/{channel}/subscribe": true,
 }
 
 // WaitRoutes returns the route patterns that take a waiter slot

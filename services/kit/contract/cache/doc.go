@@ -12,4 +12,11 @@
 // invalidated by Postgres NOTIFY, an UNLOGGED table): status codes,
 // validation, X-Cache headers, singleflight and counting are identical by
 // construction.
+//
+// Beyond the cache, the contract holds three roles teams use Redis for
+// (issue 41): locks with leases and fencing tokens (Locker), pub/sub
+// fan-out over Server-Sent Events (PubSub, with the shared fan-out in
+// hub.go) and fixed-window rate limits (Limiter). Each side implements
+// the three small interfaces; the handlers (roles_handler.go) validate,
+// bound and map errors to statuses in one place for both.
 package cache

@@ -39,6 +39,26 @@ type Options struct {
 	// Logger receives the warnings of the read-through path (a fill or an
 	// invalidation the cache refused); nil discards them.
 	Logger *slog.Logger
+	// Locks, Limits and PubSub are the side's roles beyond the cache
+	// (roles.go); required. Mount attaches its fan-out to PubSub
+	// (PubSub.Attach), so the service starts the bus's connection after
+	// Mount.
+	Locks  Locker
+	Limits Limiter
+	PubSub PubSub
+	// Roles bounds the subscriptions (SUBSCRIBERS_MAX,
+	// SUBSCRIBER_BUFFER_BYTES); zero fields are the defaults.
+	Roles RolesConfig
+	// Stopping ends open subscriptions when shutdown begins (pass
+	// service.Stopping()), so that they do not hold the HTTP drain; nil:
+	// never.
+	Stopping <-chan struct{}
+	// Heartbeat is the interval of a subscription's SSE comment lines;
+	// zero means DefaultHeartbeat.
+	Heartbeat time.Duration
+	// SendTimeout bounds each write to a subscriber; zero means the
+	// server's WRITE_TIMEOUT, else DefaultSendTimeout.
+	SendTimeout time.Duration
 }
 
 // Mount registers the contract's routes on r, served by b in front of
@@ -57,16 +77,21 @@ func Mount(r chi.Router, b Backend, o Options) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Origin == nil {
-		panic("cache.Mount: Options.Origin is required")
+	if o.Origin == nil || o.Locks == nil || o.Limits == nil || o.PubSub == nil {
+		panic("cache.Mount: Options.Origin, Locks, Limits and PubSub are required")
 	}
-	h := &handler{backend: b, o: o}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	h := &handler{backend: b, o: o, hub: newHub(o.Roles, o.Stats)}
+	o.PubSub.Attach(h.hub)
 	r.Get("/openapi.yaml", httpapi.ServeYAML(OpenAPI))
 	r.Method(http.MethodGet, "/products/{id}", httpapi.HandlerFunc(h.getProduct))
 	r.Method(http.MethodPut, "/products/{id}", httpapi.HandlerFunc(h.putProduct))
 	r.Method(http.MethodGet, "/kv/{key}", httpapi.HandlerFunc(h.getKV))
 	r.Method(http.MethodPut, "/kv/{key}", httpapi.HandlerFunc(h.putKV))
 	r.Method(http.MethodDelete, "/kv/{key}", httpapi.HandlerFunc(h.deleteKV))
+	mountRoles(r, h)
 }
 
 type handler struct {
@@ -75,6 +100,8 @@ type handler struct {
 	// flight coalesces concurrent origin loads of one key within this
 	// instance: 100 concurrent misses make one load.
 	flight singleflight.Group
+	// hub is the pub/sub fan-out of this instance.
+	hub *hub
 }
 
 func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {

@@ -20,10 +20,20 @@ const (
 	StatSet = "set"
 	// StatOrigin is one origin load (a product read from Postgres).
 	StatOrigin = "origin"
+	// StatLockAcquire is a granted POST /locks/{name}.
+	StatLockAcquire = "lock_acquire"
+	// StatLockExtend is a granted PUT /locks/{name}.
+	StatLockExtend = "lock_extend"
+	// StatLockRelease is a granted DELETE /locks/{name}.
+	StatLockRelease = "lock_release"
+	// StatPublish is an accepted POST /channels/{channel}/messages.
+	StatPublish = "publish"
+	// StatLimitTake is a POST /limits/{key}/take answered 200 or 429.
+	StatLimitTake = "limit_take"
 )
 
 // Latencies lists every latency name, for service.New.
-var Latencies = []string{StatGetHit, StatGetMiss, StatSet, StatOrigin}
+var Latencies = []string{StatGetHit, StatGetMiss, StatSet, StatOrigin, StatLockAcquire, StatLockExtend, StatLockRelease, StatPublish, StatLimitTake}
 
 // Counter names (GET /stats).
 const (
@@ -47,10 +57,40 @@ const (
 	// unavailable (X-Cache: bypass), and invalidations that could not
 	// reach it.
 	CounterBypasses = "bypasses"
+	// CounterLocksAcquired counts granted lock acquisitions.
+	CounterLocksAcquired = "locks_acquired"
+	// CounterLockConflicts counts acquisitions refused because the lock
+	// was held (409).
+	CounterLockConflicts = "lock_conflicts"
+	// CounterPublished counts messages the bus accepted (202).
+	CounterPublished = "published"
+	// CounterDelivered counts messages written to subscribers of this
+	// instance (one per subscriber).
+	CounterDelivered = "delivered"
+	// CounterSubscribers counts subscriptions that started (their
+	// "subscribed" event sent); CounterSubscribersEnded those that ended
+	// since, whatever the reason: the difference is what is open.
+	CounterSubscribers      = "subscribers"
+	CounterSubscribersEnded = "subscribers_ended"
+	// CounterSubscribersDropped counts subscribers dropped for reading
+	// too slowly (their queue passed SUBSCRIBER_BUFFER_BYTES).
+	CounterSubscribersDropped = "subscribers_dropped"
+	// CounterSubscribersLost counts subscriptions ended because the bus's
+	// connection was lost.
+	CounterSubscribersLost = "subscribers_lost"
+	// CounterSubscribersRefused counts subscriptions refused with 503
+	// (SUBSCRIBERS_MAX, or the bus not listening).
+	CounterSubscribersRefused = "subscribers_refused"
+	// CounterTakesAdmitted and CounterTakesRefused count rate-limit
+	// takes answered 200 and 429.
+	CounterTakesAdmitted = "takes_admitted"
+	CounterTakesRefused  = "takes_refused"
 )
 
 // Counters lists every counter name, for service.New.
-var Counters = []string{CounterHits, CounterMisses, CounterOriginLoads, CounterInvalidations, CounterEvictions, CounterBypasses}
+var Counters = []string{CounterHits, CounterMisses, CounterOriginLoads, CounterInvalidations, CounterEvictions, CounterBypasses,
+	CounterLocksAcquired, CounterLockConflicts, CounterPublished, CounterDelivered, CounterSubscribers, CounterSubscribersEnded,
+	CounterSubscribersDropped, CounterSubscribersLost, CounterSubscribersRefused, CounterTakesAdmitted, CounterTakesRefused}
 
 // X-Cache values.
 const (

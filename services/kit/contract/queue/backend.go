@@ -20,8 +20,10 @@ type Backend interface {
 	// transport. no-rabbitmq does both in one transaction; rabbitmq commits
 	// the records, then publishes with confirms (or, with
 	// PUBLISH_MODE=outbox, commits them with outbox rows that its relay
-	// publishes). It returns once the tasks are durable (committed, or
-	// confirmed by the broker).
+	// publishes; with PUBLISH_MODE=broker-only it only publishes, and the
+	// consumer records each task when it takes it: Options.LateRecords).
+	// It returns once the tasks are durable (committed, or confirmed by
+	// the broker).
 	Enqueue(ctx context.Context, tasks []NewTask) error
 	// Pay writes the payment row and enqueues p.Task. With fault set it
 	// stops between the two steps as a crash would (whatever that leaves

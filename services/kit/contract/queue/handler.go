@@ -58,6 +58,14 @@ type Options struct {
 	// /tasks/batch enqueue one copy per subscriber of a task of such a
 	// kind (Fanout.Expand). A payment's task is never fanned out.
 	Fanout Fanout
+	// LateRecords says the backend records a task only when a worker
+	// takes it, not before its 202 (rabbitmq's PUBLISH_MODE=broker-only,
+	// where the broker alone holds it until then): Get does not know an
+	// accepted task for a while. GET /tasks/{id} answers 404 then; GET
+	// /tasks/{id}/wait waits for the record to appear as for the task to
+	// finish, and answers 404 only when the id is still unknown at its
+	// timeout.
+	LateRecords bool
 }
 
 type handler struct {
@@ -251,18 +259,24 @@ func (h *handler) wait(w http.ResponseWriter, r *http.Request) error {
 	// batched query for every wait of the service when the backend
 	// allows it, catches tasks finished by another instance.
 	var t Task
+	unknown := false // with LateRecords: Get did not know the id at the last read
 	err = h.o.Hub.Poll(r.Context(), id, waiter.PollOptions{Timeout: timeout, Stop: h.o.Stopping, Shared: h.shared},
 		func(context.Context) (bool, error) {
 			ctx, cancel := h.ctx(r)
 			defer cancel()
 			var err error
 			t, err = h.backend.Get(ctx, id)
+			if unknown = h.o.LateRecords && errors.Is(err, httpapi.ErrNotFound); unknown {
+				return false, nil // not recorded yet, or unknown: the timeout tells
+			}
 			return err == nil && t.Terminal(), err
 		})
 	switch {
 	case err == nil:
 		httpapi.WriteJSON(w, http.StatusOK, t)
 		return nil
+	case errors.Is(err, waiter.ErrTimeout) && unknown:
+		return fmt.Errorf("task %s: unknown, or not yet taken by a worker within %v (this service records a task only then): %w", id, timeout, httpapi.ErrNotFound)
 	case errors.Is(err, waiter.ErrTimeout):
 		httpapi.WriteJSON(w, http.StatusRequestTimeout, WaitTimeout{Task: t,
 			Error: fmt.Sprintf("task not done or dead within %v", timeout)})

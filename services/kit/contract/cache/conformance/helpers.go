@@ -67,3 +67,19 @@ func PutProduct(t testing.TB, base string, id int64, u cache.ProductUpdate) cach
 	}
 	return p
 }
+
+// checkError sends method url with body and fails the test unless the
+// answer is want with a JSON {"error": ...} body.
+func checkError(t testing.TB, method, url string, body any, want int) {
+	t.Helper()
+	status, raw := kittest.Do(t, method, url, body, nil)
+	var e struct {
+		Error string `json:"error"`
+	}
+	if status != want || json.Unmarshal(raw, &e) != nil || e.Error == "" {
+		t.Errorf("%s %s: %d %.200s, want %d with a JSON error", method, url, status, raw, want)
+	}
+}
+
+// decode unmarshals a JSON answer.
+func decode(raw []byte, v any) error { return json.Unmarshal(raw, v) }

@@ -25,6 +25,12 @@ type Features struct {
 	// (bounded, far below PRODUCT_TTL) even with a SharedCache; the
 	// instance that wrote must still answer the new value at once.
 	PushedInvalidation bool
+	// SmallMessages, when not empty, says why the side's pub/sub bus
+	// carries less than the contract's cache.MaxMessageBytes (a Postgres
+	// NOTIFY payload is under 8000 bytes): the suite checks the side's
+	// own bound (the "limit" of its 413) and skips the delivery of a
+	// message of the contract's size, naming this reason.
+	SmallMessages string
 }
 
 // peerAtOnce reports whether the peer must serve a PUT's value at once
@@ -49,6 +55,10 @@ type Options struct {
 	// OriginWork is added to every origin load (ORIGIN_WORK_MS; the
 	// memory Origin's Work). Zero: none.
 	OriginWork time.Duration
+	// SubscribersMax and SubscriberBuffer are SUBSCRIBERS_MAX and
+	// SUBSCRIBER_BUFFER_BYTES (cache.RolesConfig); zero: the defaults.
+	SubscribersMax   int
+	SubscriberBuffer int64
 }
 
 // NewTarget starts a side on state of its own (a Postgres schema with the
@@ -70,4 +80,7 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 	runInvalidation(t, shared, own)
 	runKV(t, shared, own)
 	runBadInput(t, shared, own)
+	runLocks(t, shared, own)
+	runPubSub(t, shared, own)
+	runLimits(t, shared, own)
 }

@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache"
@@ -29,11 +30,16 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	conformance.Run(t, conformance.Features{SharedCache: true}, func(t testing.TB, opt conformance.Options) conformance.Target {
 		b, o := new(memory.Backend), &memory.Origin{Work: opt.OriginWork}
+		locks, limits, bus := new(memory.Locks), new(memory.Limits), new(memory.Bus)
 		start := func() *kittest.Instance[struct{}] {
 			return kittest.StartInstance(t, func(t testing.TB) (struct{}, *service.Service) {
 				svc := kittest.NewService(t, stats.Info{Service: "memory", Pair: "cache", Backend: "memory"},
 					cache.DefaultBodyLimit, cache.Latencies, cache.Counters)
-				cache.Mount(svc.Router, b, cache.Options{Stats: svc.Stats, Layer: "memory", Origin: o})
+				ps := bus.Client()
+				svc.OnStop("bus", func(context.Context) error { return ps.Close() })
+				cache.Mount(svc.Router, b, cache.Options{Stats: svc.Stats, Layer: "memory", Origin: o,
+					Locks: locks, Limits: limits, PubSub: ps, Stopping: svc.Stopping(),
+					Roles: cache.RolesConfig{SubscribersMax: opt.SubscribersMax, SubscriberBuffer: opt.SubscriberBuffer}})
 				return struct{}{}, svc
 			})
 		}

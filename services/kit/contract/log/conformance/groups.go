@@ -33,6 +33,7 @@ func runGroups(t *testing.T, newTarget NewTarget) {
 		{"GroupsEarliestAndLatest", testGroupsEarliestLatest},
 		{"GroupsPutDeleteAndBadInput", testGroupsAPI},
 		{"GroupEarliestHandOverUnderWrites", testGroupHandOver},
+		{"GroupEarliestStartsPromptly", testGroupEarliestPrompt},
 	})
 }
 
@@ -270,4 +271,47 @@ func testGroupHandOver(t *testing.T, tg Target) {
 	// Per key, written holds each writer's events in write order (one
 	// writer per key after the pre-batch, which precedes them).
 	checkGroupOnce(t, base, "handover", written, keys)
+}
+
+// promptEvents is how many events testGroupEarliestPrompt writes before it
+// creates its group, and promptBound how soon after the PUT the group must
+// have received the first of them: a behaviour bound (a new group from
+// earliest does not wait for anything but its backlog), generous for a
+// loaded 2-core machine, not a speed benchmark. The measured time is
+// logged.
+const (
+	promptEvents = 50
+	promptBound  = 5 * time.Second
+)
+
+// testGroupEarliestPrompt writes promptEvents events one at a time (each
+// its own transaction, as a client's POSTs are), waits until the default
+// group has them, then creates a group from earliest: it must receive the
+// first of them within promptBound of the PUT, and all of them, once and
+// per key in write order.
+func testGroupEarliestPrompt(t *testing.T, tg Target) {
+	base := tg.URL()
+	keys := make([]string, promptEvents)
+	written := make([]logc.Created, promptEvents)
+	for i := range promptEvents {
+		keys[i] = []string{"p1", "p2", "p3"}[i%3]
+		written[i] = Post(t, base, logc.NewEvent{Type: "prompt", Key: keys[i], Payload: []byte(fmt.Sprintf(`{"i": %d}`, i))})
+	}
+	WaitDelivered(t, base, written[len(written)-1].ID)
+	start := time.Now()
+	if s := PutGroup(t, base, "prompt", logc.FromEarliest); s != http.StatusCreated {
+		t.Fatalf("PUT /groups/prompt = %d, want 201", s)
+	}
+	put := time.Since(start)
+	WaitDeliveredTo(t, base, "prompt", written[0].ID)
+	first := time.Since(start)
+	WaitDeliveredTo(t, base, "prompt", written[len(written)-1].ID)
+	all := time.Since(start)
+	t.Logf("group from earliest after %d events: PUT answered in %v, first event received %v after the PUT was sent, all %d after %v (bound on the first: %v)",
+		promptEvents, put.Round(time.Millisecond), first.Round(time.Millisecond), promptEvents, all.Round(time.Millisecond), promptBound)
+	if first > promptBound {
+		t.Errorf("group prompt (from earliest) received the first of the %d events written before it %v after the PUT, past the bound of %v",
+			promptEvents, first.Round(time.Millisecond), promptBound)
+	}
+	checkGroupOnce(t, base, "prompt", written, keys)
 }

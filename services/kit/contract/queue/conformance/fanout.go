@@ -34,34 +34,48 @@ func runFanout(t *testing.T, f Features, newTarget NewTarget) {
 }
 
 // checkCopies checks that ids are the copies of one posted task of kind,
-// one per subscriber in subs' order, each valid and distinct, and returns
-// them.
-func checkCopies(t testing.TB, base, kind string, subs, ids []string) {
+// one per subscriber in subs' order, each valid and distinct, and that
+// each reads back with its copy's kind: at once, or, on a side that
+// records a task only when a worker takes it (Features.RecordsOnConsume),
+// once it is done or dead.
+func checkCopies(t *testing.T, f Features, base, kind string, subs, ids []string) {
 	t.Helper()
 	if len(ids) != len(subs) {
 		t.Fatalf("%s answered %d ids, want one per subscriber (%d)", kind, len(ids), len(subs))
 	}
 	seen := map[string]bool{}
-	for i, id := range ids {
+	for _, id := range ids {
 		if !queue.ValidID(id) || seen[id] {
 			t.Fatalf("bad or duplicate copy id %q in %q", id, ids)
 		}
 		seen[id] = true
-		var got queue.Task
-		if s, raw := call(t, http.MethodGet, base+"/tasks/"+id, nil, &got); s != http.StatusOK || got.Kind != queue.CopyKind(kind, subs[i]) {
-			t.Errorf("GET copy %d: %d %s, want kind %s", i, s, raw, queue.CopyKind(kind, subs[i]))
+	}
+	readRightAfterEnqueue(t, f, "GetEachCopyRightAfterThe202", func(t *testing.T) {
+		for i, id := range ids {
+			var got queue.Task
+			if s, raw := call(t, http.MethodGet, base+"/tasks/"+id, nil, &got); s != http.StatusOK || got.Kind != queue.CopyKind(kind, subs[i]) {
+				t.Errorf("GET copy %d: %d %s, want kind %s", i, s, raw, queue.CopyKind(kind, subs[i]))
+			}
+		}
+	})
+	if f.RecordsOnConsume == "" {
+		return
+	}
+	for i, id := range ids {
+		if got := waitTask(t, base, id); got.Kind != queue.CopyKind(kind, subs[i]) {
+			t.Errorf("copy %d once finished: %+v, want kind %s", i, got, queue.CopyKind(kind, subs[i]))
 		}
 	}
 }
 
-func testFanoutCopies(t *testing.T, _ Features, newTarget NewTarget) {
+func testFanoutCopies(t *testing.T, f Features, newTarget NewTarget) {
 	tg := newTarget(t, Settings{Fanout: fanoutSetting})
 	base := tg.URL()
 	e := enqueue(t, base, queue.TaskRequest{Kind: "order.placed", Payload: json.RawMessage(`{"order":42}`)})
 	if len(e.IDs) == 0 || e.IDs[0] != e.ID || e.Status != queue.StatusQueued {
 		t.Fatalf("POST /tasks of a kind with subscribers answered %+v, want id = ids[0]", e)
 	}
-	checkCopies(t, base, "order.placed", orderSubscribers, e.IDs)
+	checkCopies(t, f, base, "order.placed", orderSubscribers, e.IDs)
 	// A kind without subscribers is one task, answered as before.
 	plain := enqueue(t, base, queue.TaskRequest{Kind: "email"})
 	if plain.IDs != nil {
@@ -96,13 +110,13 @@ func testFanoutCopies(t *testing.T, _ Features, newTarget NewTarget) {
 	}
 }
 
-func testFanoutRetries(t *testing.T, _ Features, newTarget NewTarget) {
+func testFanoutRetries(t *testing.T, f Features, newTarget NewTarget) {
 	tg := newTarget(t, Settings{Fanout: fanoutSetting, MaxAttempts: 3, RetryBase: 20 * time.Millisecond})
 	base := tg.URL()
 	flaky := enqueue(t, base, queue.TaskRequest{Kind: "order.placed", FailTimes: 1})
-	checkCopies(t, base, "order.placed", orderSubscribers, flaky.IDs)
+	checkCopies(t, f, base, "order.placed", orderSubscribers, flaky.IDs)
 	poison := enqueue(t, base, queue.TaskRequest{Kind: "invoice.paid", FailTimes: 10})
-	checkCopies(t, base, "invoice.paid", []string{"ledger"}, poison.IDs)
+	checkCopies(t, f, base, "invoice.paid", []string{"ledger"}, poison.IDs)
 	for _, id := range flaky.IDs {
 		task := waitTask(t, base, id)
 		if task.Status != queue.StatusDone || task.Attempts != 2 || task.LastError == nil || !strings.Contains(*task.LastError, "simulated failure") {
@@ -123,7 +137,7 @@ func testFanoutRetries(t *testing.T, _ Features, newTarget NewTarget) {
 	}
 }
 
-func testFanoutBatch(t *testing.T, _ Features, newTarget NewTarget) {
+func testFanoutBatch(t *testing.T, f Features, newTarget NewTarget) {
 	tg := newTarget(t, Settings{Fanout: fanoutSetting})
 	base := tg.URL()
 	req := queue.BatchRequest{Tasks: []queue.TaskRequest{{Kind: "order.placed"}, {Kind: "email"}, {Kind: "invoice.paid"}, {Kind: "order.placed"}}}
@@ -134,9 +148,9 @@ func testFanoutBatch(t *testing.T, _ Features, newTarget NewTarget) {
 	if len(e.IDs) != 4 || len(e.Copies) != 4 {
 		t.Fatalf("batch of 4 answered %d ids and %d copies lists, want 4 and 4", len(e.IDs), len(e.Copies))
 	}
-	checkCopies(t, base, "order.placed", orderSubscribers, e.Copies[0])
-	checkCopies(t, base, "invoice.paid", []string{"ledger"}, e.Copies[2])
-	checkCopies(t, base, "order.placed", orderSubscribers, e.Copies[3])
+	checkCopies(t, f, base, "order.placed", orderSubscribers, e.Copies[0])
+	checkCopies(t, f, base, "invoice.paid", []string{"ledger"}, e.Copies[2])
+	checkCopies(t, f, base, "order.placed", orderSubscribers, e.Copies[3])
 	if !slices.Equal(e.Copies[1], []string{e.IDs[1]}) {
 		t.Errorf("copies of a task without subscribers: %q, want its one id %s", e.Copies[1], e.IDs[1])
 	}

@@ -26,6 +26,20 @@ func runTests(t *testing.T, f Features, newTarget NewTarget, tests []test) {
 	kittest.RunParallel(t, tests, func(t *testing.T, fn func(*testing.T, Features, NewTarget)) { fn(t, f, newTarget) })
 }
 
+// readRightAfterEnqueue runs check, which reads a task (or its record)
+// right after its 202, as a subtest called name; the subtest skips,
+// naming Features.RecordsOnConsume and its reason, on a side that
+// records a task only when a worker takes it.
+func readRightAfterEnqueue(t *testing.T, f Features, name string, check func(t *testing.T)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		if f.RecordsOnConsume != "" {
+			t.Skipf("RecordsOnConsume: %s", f.RecordsOnConsume)
+		}
+		check(t)
+	})
+}
+
 // call is kittest.Do that also checks the answer is JSON (or the YAML of
 // /openapi.yaml), as the contract says every answer is.
 func call(t testing.TB, method, url string, body any, out any) (int, []byte) {

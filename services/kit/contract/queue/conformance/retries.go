@@ -20,18 +20,20 @@ func runRetries(t *testing.T, f Features, newTarget NewTarget) {
 	})
 }
 
-func testRetries(t *testing.T, _ Features, newTarget NewTarget) {
+func testRetries(t *testing.T, f Features, newTarget NewTarget) {
 	tg := newTarget(t, Settings{MaxAttempts: 5, RetryBase: 50 * time.Millisecond})
 	base := tg.URL()
 	e := enqueue(t, base, queue.TaskRequest{Kind: "flaky", FailTimes: 2})
 	slow := enqueue(t, base, queue.TaskRequest{Kind: "flaky", FailTimes: 4}) // backoff 50+100+200+400 ms
 	// The wait times out while the task is still being retried: 408 with
 	// the current status.
-	var wt queue.WaitTimeout
-	if s, raw := call(t, http.MethodGet, base+"/tasks/"+slow.ID+"/wait?timeout=10ms", nil, &wt); s != http.StatusRequestTimeout ||
-		wt.ID != slow.ID || wt.Terminal() || wt.Error == "" {
-		t.Errorf("short wait: %d %s, want 408 with the current status", s, raw)
-	}
+	readRightAfterEnqueue(t, f, "ShortWaitAnswers408WithTheTask", func(t *testing.T) {
+		var wt queue.WaitTimeout
+		if s, raw := call(t, http.MethodGet, base+"/tasks/"+slow.ID+"/wait?timeout=10ms", nil, &wt); s != http.StatusRequestTimeout ||
+			wt.ID != slow.ID || wt.Terminal() || wt.Error == "" {
+			t.Errorf("short wait: %d %s, want 408 with the current status", s, raw)
+		}
+	})
 	task := waitTask(t, base, e.ID)
 	if task.Status != queue.StatusDone || task.Attempts != 3 || task.LastError == nil || !strings.Contains(*task.LastError, "simulated failure") {
 		t.Fatalf("retried task: %+v", task)

@@ -26,6 +26,17 @@ type Features struct {
 	// (queue.Admission): both services. The in-memory reference backend
 	// has no backlog count, and skips the test.
 	BacklogBound bool
+	// RecordsOnConsume, when not empty, says why the side has no record
+	// of a task between its 202 and the moment a worker takes it
+	// (rabbitmq's PUBLISH_MODE=broker-only: the broker alone holds the
+	// task until then), so that GET /tasks/{id} answers 404 right after
+	// the enqueue. The checks that read a task right after enqueueing it
+	// are subtests that skip with this reason; the rest of their tests
+	// runs (a wait waits for the record: queue.Options.LateRecords), and
+	// what they would have read of the records at once is checked once
+	// the tasks are done. Empty: the record commits before the 202, as
+	// on both services' other modes.
+	RecordsOnConsume string
 }
 
 // Settings configures a service instance under test. Zero values mean the

@@ -1,0 +1,358 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// The roles beyond the cache (issue 41): their subsection of the cache
+// section and their claims. The point and metric names are those of
+// package scenario's cache_roles.go, redeclared: the report reads
+// results files, not the scenario.
+const (
+	rolesLock      = "cache.lock"
+	rolesHandover  = "cache.lock_handover"
+	rolesPubSub    = "cache.pubsub"
+	rolesCeiling   = "cache.pubsub_ceiling"
+	rolesRateLimit = "cache.ratelimit"
+)
+
+// RolesTitle is the heading of the roles' subsection.
+const RolesTitle = "Beyond the cache: locks, pub/sub and rate limits"
+
+// The roles' claims' thresholds.
+const (
+	// tensOfThousands is the publish rate the reference's "pub/sub at
+	// tens of thousands of events per second" starts at.
+	tensOfThousands = 10000
+	// handoverWithin is how long after a dead holder's lease the lock
+	// may be handed over and still count as freed by its lease.
+	handoverWithin = 1000.0
+)
+
+// rolesCPURows are the CPU-seconds per 1,000 of a point's items.
+func rolesCPURows(prefix, items string) []cacheRow {
+	var out []cacheRow
+	for _, g := range []string{"service", "postgres", "redis", "driver"} {
+		label := map[string]string{"redis": "redis-server", "driver": "load driver"}[g]
+		if label == "" {
+			label = g
+		}
+		out = append(out, cacheRow{fmt.Sprintf("CPU-s / 1,000 %s: %s", items, label), prefix + g})
+	}
+	return out
+}
+
+// cacheRolesSection renders the roles' subsection of the cache section,
+// or "" when r has none of their points.
+func cacheRolesSection(r *driver.Run) string {
+	if r == nil || r.Command != pairs.Cache {
+		return ""
+	}
+	rs := runs{pairs.Cache: r}
+	if len(rs.points(pairs.Cache, rolesLock)) == 0 && len(rs.points(pairs.Cache, rolesPubSub)) == 0 && len(rs.points(pairs.Cache, rolesRateLimit)) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("### %s\n\n", RolesTitle)
+	w("The roles teams use Redis for beside a cache, on both sides behind the same contract: `no-redis` is a lease row per lock (token from a sequence), NOTIFY on one LISTEN connection per process, one upsert per take on an UNLOGGED table; `redis` is `SET NX PX` with Lua release (token from `INCR`), one `PSUBSCRIBE` connection per process, `INCR` + `PEXPIRE` in one script ([docs/cache.md](docs/cache.md#beyond-the-cache-locks-pubsub-and-rate-limits)). One instance per side; cells are the median across rounds (min–max).\n\n")
+	if ps := rs.points(pairs.Cache, rolesLock); len(ps) > 0 {
+		w("#### Locks: acquire + release cycles (closed loop; a 409 is retried at once)\n\n")
+		cacheTable(&b, ps, append([]cacheRow{
+			{"cycles/s", "cycles_per_s"}, {"cycle p50 ms", "cycle_p50_ms"}, {"cycle p99 ms", "cycle_p99_ms"},
+			{"acquire p50 ms (409s included)", "acquire_p50_ms"}, {"acquire p99 ms", "acquire_p99_ms"}, {"409s/s", "conflicts_per_s"},
+			{"double grants", "overlaps"}, {"tokens not above the name's last", "token_regressions"}, {"errors", "errors"},
+		}, rolesCPURows("cpu_per_k.", "cycles")...))
+	}
+	if ps := rs.points(pairs.Cache, rolesHandover); len(ps) > 0 {
+		w("#### A dead holder's lock: ms until another client (polling every 5 ms) got it\n\n")
+		cacheTable(&b, ps, []cacheRow{{"lease ms", "lease_ms"}, {"ms until another holder", "handover_ms"},
+			{"ms after the lease", "after_lease_ms"}, {"new token higher (1 = yes)", "token_higher"}})
+	}
+	if ps := rs.points(pairs.Cache, rolesCeiling); len(ps) > 0 {
+		w("#### Pub/sub: the highest publish rate each side passed (delivery p99 within the bound, nothing missed)\n\n")
+		cacheTable(&b, ps, []cacheRow{{"publishes/s", "max_publish_rate"}, {"deliveries/s at it", "max_deliveries_per_s"},
+			{"the ladder's top passed (1 = yes: a lower bound)", "capped"}})
+	}
+	if ps := rs.points(pairs.Cache, rolesPubSub); len(ps) > 0 {
+		w("#### Pub/sub: every step of the ladders (– : that side's ladder had stopped below)\n\n")
+		cacheTable(&b, ps, append([]cacheRow{
+			{"publishes/s answered", "published_per_s"}, {"deliveries/s", "deliveries_per_s"}, {"delivery p50 ms", "delivery_p50_ms"},
+			{"delivery p99 ms", "delivery_p99_ms"}, {"missed", "missed"}, {"subscriptions ended", "ended"}, {"passed (1 = yes)", "pass"},
+		}, rolesCPURows("cpu_per_k_deliveries.", "deliveries")...))
+	}
+	if ps := rs.points(pairs.Cache, rolesRateLimit); len(ps) > 0 {
+		w("#### Rate limit: concurrent clients taking from one key (closed loop)\n\n")
+		cacheTable(&b, ps, append([]cacheRow{
+			{"takes/s", "takes_per_s"}, {"take p50 ms", "take_p50_ms"}, {"take p99 ms", "take_p99_ms"}, {"limit per window", "limit"},
+			{"windows", "windows"}, {"most admitted in a window", "admitted_max_per_window"}, {"fewest admitted in a full window", "admitted_min_per_window"},
+			{"windows over the limit", "over_limit_windows"}, {"errors", "errors"},
+		}, rolesCPURows("cpu_per_k.", "takes")...))
+	}
+	return b.String()
+}
+
+// contendedLock is the lock point with contenders (the one that is not
+// "uncontended").
+func contendedLock(rs runs) *driver.Point {
+	for _, p := range rs.points(pairs.Cache, rolesLock) {
+		if p.Name != "uncontended" {
+			return p
+		}
+	}
+	return nil
+}
+
+// firstPubSubStep is the lowest-rate step of the one-subscriber ladder.
+func firstPubSubStep(in claimInputs) *driver.Point {
+	for _, p := range in.rs.points(pairs.Cache, rolesPubSub) {
+		if strings.HasPrefix(p.Name, scenario.SubscribersName(1)+", ") {
+			return p
+		}
+	}
+	return nil
+}
+
+// cacheRolesClaims are the reference's Redis sentences the roles decide,
+// appended to claimTable.
+var cacheRolesClaims = []claimSpec{
+	{pair: pairs.Cache, short: "a Postgres lock in Redis' place",
+		claim: "Postgres has an analogue of Redis' distributed locks (advisory locks in the reference; a lease row with a fencing token here)",
+		rule:  fmt.Sprintf("no-redis' lock under contention: no double grant and no token below or equal to the name's previous one, and a dead holder's lock handed over within %s ms after its lease with a higher token, in every round; redis' figures are shown, not judged", num(handoverWithin)),
+		evaluate: func(in claimInputs) outcome {
+			c, h := contendedLock(in.rs), in.rs.point(pairs.Cache, rolesHandover, "")
+			if c == nil || h == nil {
+				return notRun("cache roles' lock")
+			}
+			v, ok := medians(at{c, "overlaps", pairs.NoRedis}, at{c, "token_regressions", pairs.NoRedis},
+				at{h, "after_lease_ms", pairs.NoRedis}, at{h, "token_higher", pairs.NoRedis})
+			if !ok {
+				return outcome{missing: "no lock figures for no-redis"}
+			}
+			o := outcome{measured: fmt.Sprintf("no-redis, %s: %s double grants, %s tokens not increasing; handover %s ms after a %s ms lease",
+				c.Name, num(v[0]), num(v[1]), num(v[2]), lease(h)),
+				holds: v[0] == 0 && v[1] == 0 && v[2] <= handoverWithin && v[3] == 1}
+			if r, ok := optionalMedians(at{c, "overlaps", pairs.Redis}, at{h, "after_lease_ms", pairs.Redis}); ok {
+				o.measured += fmt.Sprintf(" (redis: %s double grants, handover %s ms after the lease)", num(r[0]), num(r[1]))
+			}
+			return o
+		}},
+	{pair: pairs.Cache, short: "Postgres slower at locks, limits and pub/sub",
+		claim: "Postgres is slower than Redis at every type of operation: here, a lock cycle, a rate-limit take and a pub/sub delivery",
+		rule:  fmt.Sprintf("redis' median below no-redis' (by more than %s%%: closer is a tie, which decides nothing) for the uncontended lock cycle p50, the rate-limit take p50 and the delivery p50 of the one-subscriber ladder's lowest rate, in every round", num(100*tieWithin)),
+		evaluate: func(in claimInputs) outcome {
+			lk, rl, ps := in.rs.point(pairs.Cache, rolesLock, "uncontended"), in.rs.point(pairs.Cache, rolesRateLimit, ""), firstPubSubStep(in)
+			if lk == nil || rl == nil || ps == nil {
+				return notRun("cache roles")
+			}
+			var parts, ties []string
+			holds, behind := true, false
+			for _, q := range []struct {
+				what   string
+				p      *driver.Point
+				metric string
+			}{{"lock cycle", lk, "cycle_p50_ms"}, {"take", rl, "take_p50_ms"}, {"delivery at " + ps.Name, ps, "delivery_p50_ms"}} {
+				v, ok := medians(at{q.p, q.metric, pairs.NoRedis}, at{q.p, q.metric, pairs.Redis})
+				if !ok {
+					return outcome{missing: "no " + q.what + " p50 on both sides"}
+				}
+				part := fmt.Sprintf("%s p50 %s vs %s ms", q.what, num(v[0]), num(v[1]))
+				switch {
+				case tie(v[0], v[1]):
+					part += " (a tie)"
+					ties = append(ties, q.what)
+					holds = false
+				case v[1] >= v[0]:
+					behind, holds = true, false
+				}
+				parts = append(parts, part)
+			}
+			o := outcome{measured: "no-redis vs redis: " + strings.Join(parts, "; "), holds: holds}
+			if len(ties) > 0 && !behind {
+				o.inconclusive = fmt.Sprintf("a tie (within %s%%) at %s decides no direction, and Redis is behind at none", num(100*tieWithin), strings.Join(ties, ", "))
+			}
+			return o
+		}},
+	{pair: pairs.Cache, short: "pub/sub at tens of thousands/s needs Redis",
+		claim: "Pub/sub at tens of thousands of events per second needs Redis: LISTEN/NOTIFY does not get there",
+		rule:  fmt.Sprintf("the highest publish rate each side passed with one subscriber (delivery p99 within the bound, nothing missed): holds when redis passed ≥ %s/s and no-redis stayed below it; does not hold when no-redis passed it; not measurable here when redis did not reach it either (the machine, not the system, is then the limit)", count(tensOfThousands)),
+		evaluate: atPoint(pairs.Cache, rolesCeiling, scenario.SubscribersName(1), "cache roles' pub/sub", func(in claimInputs, p *driver.Point) outcome {
+			v, ok := medians(at{p, "max_publish_rate", pairs.NoRedis}, at{p, "max_publish_rate", pairs.Redis})
+			if !ok {
+				return outcome{missing: "no pub/sub ceiling on both sides"}
+			}
+			o := outcome{measured: fmt.Sprintf("one subscriber: no-redis %s/s, redis %s/s", num(v[0]), num(v[1])),
+				holds: v[1] >= tensOfThousands && v[0] < tensOfThousands}
+			for _, q := range in.rs.points(pairs.Cache, rolesCeiling) {
+				if q.Name == p.Name {
+					continue
+				}
+				if w, ok := optionalMedians(at{q, "max_publish_rate", pairs.NoRedis}, at{q, "max_publish_rate", pairs.Redis}); ok {
+					o.measured += fmt.Sprintf("; %s: %s/s vs %s/s", q.Name, num(w[0]), num(w[1]))
+				}
+			}
+			if v[0] < tensOfThousands && v[1] < tensOfThousands {
+				o.unmeasurable = fmt.Sprintf("neither side passed %s publishes/s on this machine: where Redis ends is not measured here", count(tensOfThousands))
+			}
+			return o
+		})},
+	{pair: pairs.Cache, short: "no rate limiter in Postgres",
+		claim: "Rate limiters (like sorted sets and bitmaps) have no standard replacement in Postgres",
+		rule:  "the rate-limiter part only: does not hold when no-redis' fixed window (one upsert on an UNLOGGED table) admits at most the limit in every window and exactly the limit in every full window under concurrent clients, in every round (a one-statement replacement exists); holds otherwise. Sorted sets and bitmaps are not measured",
+		evaluate: atPoint(pairs.Cache, rolesRateLimit, "", "cache roles' rate limit", func(_ claimInputs, p *driver.Point) outcome {
+			v, ok := medians(at{p, "over_limit_windows", pairs.NoRedis}, at{p, "admitted_min_per_window", pairs.NoRedis},
+				at{p, "admitted_max_per_window", pairs.NoRedis}, at{p, "limit", pairs.NoRedis}, at{p, "takes_per_s", pairs.NoRedis})
+			if !ok {
+				return outcome{missing: "no per-window figures for no-redis"}
+			}
+			accurate := v[0] == 0 && v[1] == v[3] && v[2] == v[3]
+			o := outcome{measured: fmt.Sprintf("no-redis, %s: %s takes/s, admitted per window %s–%s of a limit of %s, %s windows over it",
+				p.Name, num(v[4]), num(v[1]), num(v[2]), num(v[3]), num(v[0])), holds: !accurate}
+			if r, ok := optionalMedians(at{p, "takes_per_s", pairs.Redis}, at{p, "over_limit_windows", pairs.Redis}); ok {
+				o.measured += fmt.Sprintf(" (redis: %s takes/s, %s windows over the limit)", num(r[0]), num(r[1]))
+			}
+			return o
+		})},
+}
+
+// lease is the handover point's lease in ms, as text.
+func lease(p *driver.Point) string {
+	if v, ok := medianOf(p, "lease_ms", pairs.NoRedis, false); ok {
+		return num(v)
+	}
+	return "?"
+}
+
+func init() { claimTable = append(claimTable, cacheRolesClaims...) }
+
+// roleFigure is side's median of metric at p with its range across
+// rounds, or why there is none.
+func roleFigure(p *driver.Point, metric, side, unit string) Figure {
+	f := pointFigure(p, metric, side, unit)
+	if !f.OK() || p == nil {
+		return f
+	}
+	if m := p.Find(metric); m != nil {
+		if a, ok := m.Sides[side]; ok && a.N > 1 {
+			f.Lo, f.Hi, f.N = a.Min, a.Max, a.N
+		}
+	}
+	return f
+}
+
+// The roles of a RoleLimit.
+const (
+	// RolePubSub is pub/sub: LISTEN/NOTIFY against PUBLISH/SUBSCRIBE.
+	RolePubSub = "pub/sub"
+	// RoleLocks is locks with leases and fencing tokens.
+	RoleLocks = "locks"
+	// RoleRateLimits is fixed-window rate limits.
+	RoleRateLimits = "rate limits"
+)
+
+// RoleLimit is one role beyond the cache, measured on both sides.
+type RoleLimit struct {
+	// Role is RolePubSub, RoleLocks or RoleRateLimits.
+	Role string
+	// Point names what was measured: "1 subscriber", "16 contenders on
+	// 8 names", "32 clients".
+	Point string
+	// Subscribers is a pub/sub point's subscribers per channel (0 for
+	// the other roles).
+	Subscribers int
+	// Ceiling is true when PG and Spec are the highest rate a majority
+	// of rounds passed under the bound (pub/sub), false when they are
+	// the rate the clients drove (locks, rate limits: closed loops,
+	// the most they did, not a ceiling under a latency bound).
+	Ceiling bool
+	// PG and Spec are the Postgres side's and Redis' figures, per
+	// second.
+	PG, Spec Figure
+}
+
+// roleLimits are the RoleLimits of the measured roles, pub/sub by
+// subscriber count.
+func roleLimits(rs runs) []RoleLimit {
+	pg, rd := pairs.NoRedis, pairs.Redis
+	var out []RoleLimit
+	for _, p := range rs.points(pairs.Cache, rolesCeiling) {
+		n, _ := median(p, "subscribers", pg)
+		l := RoleLimit{Role: RolePubSub, Point: p.Name, Subscribers: int(n), Ceiling: true,
+			PG: roleFigure(p, "max_publish_rate", pg, "/s"), Spec: roleFigure(p, "max_publish_rate", rd, "/s")}
+		for side, f := range map[string]*Figure{pg: &l.PG, rd: &l.Spec} {
+			if v, ok := median(p, "capped", side); ok && v == 1 && f.OK() {
+				f.AtLeast = true
+			}
+		}
+		out = append(out, l)
+	}
+	if p := contendedLock(rs); p != nil {
+		out = append(out, RoleLimit{Role: RoleLocks, Point: p.Name,
+			PG: roleFigure(p, "cycles_per_s", pg, " cycles/s"), Spec: roleFigure(p, "cycles_per_s", rd, " cycles/s")})
+	}
+	if p := rs.point(pairs.Cache, rolesRateLimit, ""); p != nil {
+		out = append(out, RoleLimit{Role: RoleRateLimits, Point: p.Name,
+			PG: roleFigure(p, "takes_per_s", pg, " takes/s"), Spec: roleFigure(p, "takes_per_s", rd, " takes/s")})
+	}
+	return out
+}
+
+// rolesLines are the cache card's sentences on the roles beyond the
+// cache, one per role, each true alone: the measured figures of both
+// sides, or that the role was not measured in these results.
+func rolesLines(rs runs) []string {
+	pg, rd := pairs.NoRedis, pairs.Redis
+	var locks, limits *RoleLimit
+	var ps []string
+	for _, l := range roleLimits(rs) {
+		switch l.Role {
+		case RoleLocks:
+			locks = &l
+		case RoleRateLimits:
+			limits = &l
+		case RolePubSub:
+			ps = append(ps, fmt.Sprintf("%s: Postgres %s, Redis %s", l.Point, publishRate(l.PG), publishRate(l.Spec)))
+		}
+	}
+	var out []string
+	if locks == nil {
+		out = append(out, "**Locks:** not measured in these results")
+	} else {
+		c := contendedLock(rs)
+		line := fmt.Sprintf("**Locks** (%s, acquire + release): Postgres (a lease row) %s, Redis (`SET NX PX`) %s; double grants: Postgres %s, Redis %s",
+			locks.Point, locks.PG, locks.Spec, roleFigure(c, "overlaps", pg, ""), roleFigure(c, "overlaps", rd, ""))
+		if h := rs.point(pairs.Cache, rolesHandover, ""); h != nil {
+			line += fmt.Sprintf("; a dead holder's lock passed on after its %s ms lease plus Postgres %s, Redis %s",
+				lease(h), roleFigure(h, "after_lease_ms", pg, " ms"), roleFigure(h, "after_lease_ms", rd, " ms"))
+		}
+		out = append(out, line)
+	}
+	if len(ps) == 0 {
+		out = append(out, "**Pub/sub:** not measured in these results")
+	} else {
+		out = append(out, "**Pub/sub** (LISTEN/NOTIFY against PUBLISH/SUBSCRIBE; the highest publish rate a majority of rounds passed with every message delivered and delivery p99 < 100 ms): "+strings.Join(ps, "; "))
+	}
+	if limits == nil {
+		out = append(out, "**Rate limits:** not measured in these results")
+	} else {
+		p := rs.point(pairs.Cache, rolesRateLimit, "")
+		out = append(out, fmt.Sprintf("**Rate limits** (%s on one key): Postgres (an upsert on an UNLOGGED table) %s, Redis (`INCR` + `PEXPIRE`) %s; windows admitting more than the limit: Postgres %s, Redis %s",
+			limits.Point, limits.PG, limits.Spec, roleFigure(p, "over_limit_windows", pg, ""), roleFigure(p, "over_limit_windows", rd, "")))
+	}
+	return out
+}
+
+// publishRate is a pub/sub ceiling as the card prints it: a ceiling of 0
+// in every round is "no rate passed in any round", not a rate.
+func publishRate(f Figure) string {
+	if f.OK() && f.Value == 0 && f.Hi == 0 {
+		return "no rate passed in any round"
+	}
+	return rateFigure(f)
+}

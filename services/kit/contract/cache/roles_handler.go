@@ -1,0 +1,464 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+)
+
+// DefaultHeartbeat is the interval of the SSE comment lines that keep an
+// idle subscription's connection alive when Options.Heartbeat is zero.
+const DefaultHeartbeat = 15 * time.Second
+
+// DefaultSendTimeout bounds each write to a subscriber when neither
+// Options.SendTimeout nor the serving http.Server's WriteTimeout is set.
+const DefaultSendTimeout = 30 * time.Second
+
+// mountRoles registers the three roles' routes.
+func mountRoles(r chi.Router, h *handler) {
+	r.Method(http.MethodPost, "/locks/{name}", httpapi.HandlerFunc(h.acquireLock))
+	r.Method(http.MethodPut, "/locks/{name}", httpapi.HandlerFunc(h.extendLock))
+	r.Method(http.MethodDelete, "/locks/{name}", httpapi.HandlerFunc(h.releaseLock))
+	r.Method(http.MethodPost, "/channels/{channel}/messages", httpapi.HandlerFunc(h.publish))
+	r.Method(http.MethodGet, "/channels/{channel}/subscribe", httpapi.HandlerFunc(h.subscribe))
+	r.Method(http.MethodPost, "/limits/{key}/take", httpapi.HandlerFunc(h.take))
+}
+
+// roleError is the one place a role's error becomes its HTTP answer: a
+// held lock is a 409 with Retry-After (the rest of the holder's lease);
+// everything else maps through httpapi (ErrLockNotHeld 404,
+// ErrUnavailable and timeouts 503).
+func roleError(w http.ResponseWriter, err error) error {
+	if he, ok := errIsHeld(err); ok {
+		w.Header().Set("Retry-After", retryAfter(he.Remaining))
+		return httpapi.Errorf(http.StatusConflict, "%s", he.Error())
+	}
+	return err
+}
+
+// retryAfter is d in whole seconds, rounded up, at least 1.
+func retryAfter(d time.Duration) string {
+	return strconv.FormatInt(max(1, int64(math.Ceil(d.Seconds()))), 10)
+}
+
+func lockName(r *http.Request) (string, error) {
+	n := httpapi.PathParam(r, "name")
+	if !nameRE.MatchString(n) {
+		return "", httpapi.BadRequest("lock name %q must be 1 to %d characters of A-Z a-z 0-9 . _ : -", httpapi.Truncate(n, 64), MaxKeyLen)
+	}
+	return n, nil
+}
+
+// checkOwner validates a lock owner: 1 to MaxOwnerLen characters of
+// UTF-8, no control characters (Unicode's Cc: U+0000 to U+001F, U+007F to
+// U+009F; U+0000 Postgres text cannot hold), the OpenAPI document's
+// pattern and maxLength.
+func checkOwner(owner *string) (string, error) {
+	if owner == nil || *owner == "" || !utf8.ValidString(*owner) || utf8.RuneCountInString(*owner) > MaxOwnerLen ||
+		strings.IndexFunc(*owner, unicode.IsControl) >= 0 {
+		return "", httpapi.BadRequest("owner is required: 1 to %d characters of UTF-8 without control characters", MaxOwnerLen)
+	}
+	return *owner, nil
+}
+
+// checkLease validates lease_ms: required, 1 to MaxLease in milliseconds.
+func checkLease(ms *int64) (time.Duration, error) {
+	if ms == nil || *ms < 1 || *ms > MaxLease.Milliseconds() {
+		return 0, httpapi.BadRequest("lease_ms is required: 1 to %d milliseconds", MaxLease.Milliseconds())
+	}
+	return time.Duration(*ms) * time.Millisecond, nil
+}
+
+// tokenRE is a fencing token as a query parameter: 1 to 18 digits, no
+// leading zero (every such number fits an int64).
+var tokenRE = regexp.MustCompile(`^[1-9][0-9]{0,17}$`)
+
+func checkToken(t *int64) (int64, error) {
+	if t == nil || *t < 1 {
+		return 0, httpapi.BadRequest("token is required: the fencing token the acquire answered (a positive integer)")
+	}
+	return *t, nil
+}
+
+func (h *handler) acquireLock(w http.ResponseWriter, r *http.Request) error {
+	name, err := lockName(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Owner   *string `json:"owner"`
+		LeaseMS *int64  `json:"lease_ms"`
+	}
+	if err := httpapi.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	owner, err := checkOwner(in.Owner)
+	if err != nil {
+		return err
+	}
+	lease, err := checkLease(in.LeaseMS)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	l, err := h.o.Locks.Acquire(ctx, name, owner, lease)
+	if err != nil {
+		if _, held := errIsHeld(err); held {
+			h.o.Stats.Inc(CounterLockConflicts)
+		}
+		return roleError(w, err)
+	}
+	h.o.Stats.Since(StatLockAcquire, start)
+	h.o.Stats.Inc(CounterLocksAcquired)
+	httpapi.WriteJSON(w, http.StatusCreated, l)
+	return nil
+}
+
+func (h *handler) extendLock(w http.ResponseWriter, r *http.Request) error {
+	name, err := lockName(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Owner   *string `json:"owner"`
+		Token   *int64  `json:"token"`
+		LeaseMS *int64  `json:"lease_ms"`
+	}
+	if err := httpapi.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	owner, err := checkOwner(in.Owner)
+	if err != nil {
+		return err
+	}
+	token, err := checkToken(in.Token)
+	if err != nil {
+		return err
+	}
+	lease, err := checkLease(in.LeaseMS)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	l, err := h.o.Locks.Extend(ctx, name, owner, token, lease)
+	if err != nil {
+		return roleError(w, err)
+	}
+	h.o.Stats.Since(StatLockExtend, start)
+	httpapi.WriteJSON(w, http.StatusOK, l)
+	return nil
+}
+
+func (h *handler) releaseLock(w http.ResponseWriter, r *http.Request) error {
+	name, err := lockName(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if len(q["owner"]) > 1 || len(q["token"]) > 1 {
+		return httpapi.BadRequest("owner and token must be given once each")
+	}
+	o := q.Get("owner")
+	owner, err := checkOwner(&o)
+	if err != nil {
+		return err
+	}
+	ts := q.Get("token")
+	if !tokenRE.MatchString(ts) {
+		return httpapi.BadRequest("query parameter token is required: the fencing token the acquire answered, got %q", httpapi.Truncate(ts, 32))
+	}
+	token, _ := strconv.ParseInt(ts, 10, 64)
+	start := time.Now()
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	if err := h.o.Locks.Release(ctx, name, owner, token); err != nil {
+		return roleError(w, err)
+	}
+	h.o.Stats.Since(StatLockRelease, start)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *handler) take(w http.ResponseWriter, r *http.Request) error {
+	key := httpapi.PathParam(r, "key")
+	if !nameRE.MatchString(key) {
+		return httpapi.BadRequest("key %q must be 1 to %d characters of A-Z a-z 0-9 . _ : -", httpapi.Truncate(key, 64), MaxKeyLen)
+	}
+	var in struct {
+		Limit    *int64 `json:"limit"`
+		WindowMS *int64 `json:"window_ms"`
+	}
+	if err := httpapi.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	if in.Limit == nil || *in.Limit < 1 || *in.Limit > MaxLimit {
+		return httpapi.BadRequest("limit is required: 1 to %d takes per window", MaxLimit)
+	}
+	if in.WindowMS == nil || *in.WindowMS < 1 || *in.WindowMS > MaxWindow.Milliseconds() {
+		return httpapi.BadRequest("window_ms is required: 1 to %d milliseconds", MaxWindow.Milliseconds())
+	}
+	start := time.Now()
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	t, err := h.o.Limits.Take(ctx, key, *in.Limit, time.Duration(*in.WindowMS)*time.Millisecond)
+	if err != nil {
+		return roleError(w, err)
+	}
+	h.o.Stats.Since(StatLimitTake, start)
+	if !t.Admitted {
+		h.o.Stats.Inc(CounterTakesRefused)
+		w.Header().Set("Retry-After", retryAfter(time.Duration(t.ResetMS)*time.Millisecond))
+		return &httpapi.Error{Status: http.StatusTooManyRequests,
+			Message: fmt.Sprintf("rate limit of %d per window reached for key %q; retry when the window ends (reset_ms, Retry-After)", t.Limit, key),
+			Fields:  map[string]any{"limit": t.Limit, "remaining": 0, "reset_ms": t.ResetMS}}
+	}
+	h.o.Stats.Inc(CounterTakesAdmitted)
+	httpapi.WriteJSON(w, http.StatusOK, t)
+	return nil
+}
+
+func channelParam(r *http.Request) (string, error) {
+	c := httpapi.PathParam(r, "channel")
+	if !ValidChannel(c) {
+		return "", httpapi.BadRequest("channel %q must be 1 to %d characters of A-Z a-z 0-9 . _ : -", httpapi.Truncate(c, 80), MaxChannelLen)
+	}
+	return c, nil
+}
+
+// tooLarge is the 413 of a message above limit bytes, naming the limit.
+func tooLarge(limit int) error {
+	return &httpapi.Error{Status: http.StatusRequestEntityTooLarge,
+		Message: fmt.Sprintf("the message exceeds %d bytes of compact JSON, the most this side's bus carries", limit),
+		Fields:  map[string]any{"limit": limit}}
+}
+
+// publish sends one JSON message, compacted, to the channel's
+// subscribers on every instance: 202 once the bus took it.
+func (h *handler) publish(w http.ResponseWriter, r *http.Request) error {
+	ch, err := channelParam(r)
+	if err != nil {
+		return err
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return httpapi.Errorf(http.StatusUnsupportedMediaType, "Content-Type must be application/json, got %q", httpapi.Truncate(ct, 64))
+		}
+	}
+	limit := min(h.o.PubSub.MessageLimit(), MaxMessageBytes)
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessageBytes+1))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe) || len(body) > MaxMessageBytes:
+		return tooLarge(limit)
+	case err != nil:
+		return httpapi.BadRequest("reading the body: %v", err)
+	case !utf8.Valid(body) || !json.Valid(body):
+		return httpapi.BadRequest("the body must be one JSON value (UTF-8)")
+	}
+	if err := httpapi.CheckJSONValues(body); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, body); err != nil {
+		return httpapi.BadRequest("the body must be one JSON value: %v", err)
+	}
+	msg := buf.Bytes()
+	if len(msg) > limit {
+		return tooLarge(limit)
+	}
+	start := time.Now()
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	if err := h.o.PubSub.Publish(ctx, ch, msg); err != nil {
+		return err
+	}
+	h.o.Stats.Since(StatPublish, start)
+	h.o.Stats.Inc(CounterPublished)
+	httpapi.WriteJSON(w, http.StatusAccepted, map[string]any{"channel": ch, "bytes": len(msg)})
+	return nil
+}
+
+// refuseSubscribe is the 503 of a subscription that cannot start now,
+// with Retry-After: kind is shed for SUBSCRIBERS_MAX, "" (not_recorded,
+// a read) otherwise.
+func (h *handler) refuseSubscribe(w http.ResponseWriter, kind httpapi.Kind, format string, args ...any) error {
+	h.o.Stats.Inc(CounterSubscribersRefused)
+	w.Header().Set("Retry-After", retryAfter(RetryAfterSubscribe))
+	return &httpapi.Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf(format, args...), Kind: kind}
+}
+
+// sse writes one subscription's Server-Sent Events: each write under a
+// deadline of its own (timeout from now), so that a client that stops
+// reading holds the goroutine until then at most; the first failure
+// sticks. Only the handler's goroutine writes.
+type sse struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	failed  error
+	mu      sync.Mutex
+}
+
+func (s *sse) write(block []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed != nil {
+		return s.failed
+	}
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.failed = err
+		return err
+	}
+	if _, err := s.w.Write(block); err != nil {
+		s.failed = err
+		return err
+	}
+	if err := s.rc.Flush(); err != nil {
+		s.failed = err
+	}
+	return s.failed
+}
+
+func (s *sse) event(name string, data []byte) error {
+	block := make([]byte, 0, len(name)+len(data)+16)
+	block = append(block, "event: "...)
+	block = append(block, name...)
+	block = append(block, "\ndata: "...)
+	block = append(block, data...)
+	block = append(block, "\n\n"...)
+	return s.write(block)
+}
+
+// end writes the final event, naming why the stream ends.
+func (s *sse) end(reason string) {
+	msg := map[string]string{
+		EndSlow:     "dropped: this subscriber read too slowly and its queue passed SUBSCRIBER_BUFFER_BYTES; messages after this point were not delivered to it",
+		EndLost:     "the bus's connection was lost: messages published until it is back are missed; subscribe again",
+		EndShutdown: "the service is stopping; subscribe again",
+	}[reason]
+	b, _ := json.Marshal(map[string]string{"reason": reason, "error": msg})
+	_ = s.event("end", b)
+}
+
+// sendTimeout is o.SendTimeout, else the serving http.Server's
+// WriteTimeout, else DefaultSendTimeout.
+func (h *handler) sendTimeout(r *http.Request) time.Duration {
+	if h.o.SendTimeout > 0 {
+		return h.o.SendTimeout
+	}
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.WriteTimeout > 0 {
+		return srv.WriteTimeout
+	}
+	return DefaultSendTimeout
+}
+
+// subscribe streams the channel's messages published after the
+// subscription starts (the hub's marker, see hub), as SSE: first
+// "subscribed", then one "message" per message (its data the compact
+// JSON), and at the end, unless the client went away, "end" with the
+// reason. A subscription that cannot start is a JSON 503 with
+// Retry-After.
+func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) error {
+	ch, err := channelParam(r)
+	if err != nil {
+		return err
+	}
+	if !h.o.PubSub.Listening() {
+		return h.refuseSubscribe(w, "", "the pub/sub bus is not listening (its connection is down); retry later")
+	}
+	sub, ok := h.hub.join(ch)
+	if !ok {
+		return h.refuseSubscribe(w, httpapi.KindShed, "too many subscribers: %d are open on this instance (SUBSCRIBERS_MAX); retry after %v",
+			h.hub.cfg.SubscribersMax, RetryAfterSubscribe)
+	}
+	defer h.hub.leave(sub)
+	// The marker: the subscription starts where it comes back.
+	ctx, cancel := h.ctx(r)
+	err = h.o.PubSub.Publish(ctx, SyncChannel, []byte(sub.marker))
+	cancel()
+	if err != nil {
+		return err
+	}
+	wait := time.NewTimer(h.o.Timeout)
+	defer wait.Stop()
+	for active := false; !active; {
+		select {
+		case <-sub.wake:
+			var reason string
+			_, active, reason = sub.take()
+			if reason != "" {
+				return h.refuseSubscribe(w, "", "the pub/sub bus's connection was lost while the subscription started; retry")
+			}
+		case <-wait.C:
+			return h.refuseSubscribe(w, "", "the subscription did not start within %v (its marker did not come back through the bus)", h.o.Timeout)
+		case <-r.Context().Done():
+			return r.Context().Err()
+		case <-h.o.Stopping:
+			return h.refuseSubscribe(w, "", "the service is stopping")
+		}
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s := &sse{w: w, rc: http.NewResponseController(w), timeout: h.sendTimeout(r)}
+	h.o.Stats.Inc(CounterSubscribers)
+	defer h.o.Stats.Inc(CounterSubscribersEnded)
+	started, _ := json.Marshal(map[string]string{"channel": ch})
+	if s.event("subscribed", started) != nil {
+		return nil
+	}
+	hb := time.NewTicker(h.o.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-sub.wake:
+			msgs, _, reason := sub.take()
+			for _, m := range msgs {
+				if s.event("message", m) != nil {
+					if errors.Is(s.failed, os.ErrDeadlineExceeded) {
+						httpapi.Logger(r.Context()).Warn("subscriber dropped: a write did not complete within the send timeout", "channel", ch, "timeout", s.timeout)
+					}
+					return nil
+				}
+			}
+			h.o.Stats.Add(CounterDelivered, int64(len(msgs)))
+			if reason != "" {
+				s.end(reason)
+				return nil
+			}
+		case <-hb.C:
+			if s.write([]byte(": heartbeat\n\n")) != nil {
+				return nil
+			}
+		case <-r.Context().Done():
+			return nil
+		case <-h.o.Stopping:
+			s.end(EndShutdown)
+			return nil
+		}
+	}
+}
