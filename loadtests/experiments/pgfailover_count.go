@@ -166,8 +166,10 @@ func deliveriesOf(ids []string, delivered map[string]time.Time) []time.Time {
 }
 
 // record writes the run's figures and settings into res: each side's
-// under its key, the promotion's, and the loss (lost and phantom, both
-// sides), documented for a promotion of the asynchronous standby.
+// under its key, the promotion's, and the acknowledged writes lost (both
+// sides), documented for a promotion of the asynchronous standby. A
+// phantom is a lost write a reader had seen: it is among the lost, and
+// counted apart in its own metric (FailoverLosses), never added to them.
 func (r *pgRun) record(res *Result, p pgPromotion, size Size) {
 	rate, before, after := pgFailoverLoad(size)
 	for k, v := range map[string]float64{
@@ -181,7 +183,7 @@ func (r *pgRun) record(res *Result, p pgPromotion, size Size) {
 	var lost int64
 	for _, s := range r.sides() {
 		s.o.record(res, s.key+".")
-		lost += s.o.lost + s.o.phantom
+		lost += s.o.lost
 	}
 	res.AckedLost = lost
 	res.LossDocumented = p.async && lost > 0

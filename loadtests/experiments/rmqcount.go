@@ -141,7 +141,9 @@ func (o *rmqOutcome) count(ctx context.Context, svc *rmqService) error {
 // record writes o's figures and settings into res.
 func (o *rmqOutcome) record(res *Result, size Size) {
 	phantom := int64(o.probeHeld - o.probeBack)
-	res.AckedLost = o.lost + phantom
+	// The service's tasks lost; the probe's phantoms are counted apart
+	// (FailoverLosses), each write once.
+	res.AckedLost = o.lost
 	for k, v := range map[string]float64{
 		"rate": o.rate, "before_s": o.before.Seconds(), "hold_s": o.hold.Seconds(), "after_s": o.after.Seconds(), "full_size": b2f(size == Full),
 		"sent": float64(o.sent), "acked": float64(o.acked), "acked_lost": float64(o.lost), "duplicated": float64(o.duplicated),

@@ -19,8 +19,9 @@ type failCase struct {
 	side string
 	// label names the fault ("leader killed").
 	label string
-	// lost and acked count acknowledged writes lost, of those answered.
-	lost, acked float64
+	// loss is what the case did to the writes it acknowledged, counted
+	// as the failover tables count it (experiments.FailoverLosses).
+	loss experiments.Loss
 	// backS is when the first write sent after the fault was
 	// acknowledged, in seconds after it; back is false when none was
 	// within the run.
@@ -71,12 +72,8 @@ func pgCases(key, label string) failExtractor {
 		if v := experiments.PGMajor(r); v > 0 {
 			side += " " + strconv.Itoa(v)
 		}
-		m := func(k string) float64 { return r.Metrics[key+"."+k] }
-		back := m("writes_resume_s")
-		// A phantom (seen done or delivered, then absent) is also lost
-		// (answered, absent afterwards): counting both would count it
-		// twice; the section's table has the phantoms.
-		return []failCase{{side: side, label: label, lost: m("lost"), acked: m("acked"),
+		back := r.Metrics[key+".writes_resume_s"]
+		return []failCase{{side: side, label: label, loss: caseLoss(r, key),
 			backS: back, back: back >= 0 && r.Metrics != nil, allowed: r.Name == experiments.PGFailoverAsync, failed: r.Error}}
 	}
 }
@@ -85,7 +82,7 @@ func pgCases(key, label string) failExtractor {
 func rmqCases(label string) failExtractor {
 	return func(r experiments.Result) []failCase {
 		m := r.Metrics
-		c := failCase{side: "RabbitMQ", label: label, lost: m["acked_lost"], acked: m["acked"],
+		c := failCase{side: "RabbitMQ", label: label, loss: caseLoss(r, ""),
 			backS: m["publish_resume_s"], back: m["publish_resumed"] == 1, failed: r.Error}
 		return []failCase{c}
 	}
@@ -106,13 +103,23 @@ func kafkaCases(r experiments.Result) []failCase {
 		if !ok {
 			continue
 		}
-		m := func(k string) float64 { return r.Metrics[name+"."+k] }
 		back, measured := r.Metrics[name+".appends_resume_s"]
 		cs = append(cs, failCase{side: "Kafka, acks=" + acks, label: kafkaFaults[fault],
-			lost: m("lost") + m("undelivered"), acked: m("acked"), backS: back, back: measured && back > 0,
+			loss: caseLoss(r, name), backS: back, back: measured && back > 0,
 			allowed: acks != "all"})
 	}
 	return cs
+}
+
+// caseLoss is the Loss of r's case key (experiments.CaseLoss.Key); zero
+// when r has no such case.
+func caseLoss(r experiments.Result, key string) experiments.Loss {
+	for _, c := range experiments.FailoverLosses(r) {
+		if c.Key == key {
+			return c.Loss
+		}
+	}
+	return experiments.Loss{}
 }
 
 // failCasesOf reads every case of pair from the cluster experiments'
@@ -183,7 +190,7 @@ func sideFailover(side string, all []failCase) string {
 // every case allows it.
 func sumCases(cases []failCase) string {
 	var labels, failed []string
-	var lost, acked float64
+	var loss experiments.Loss
 	lo, hi, notBack := -1.0, 0.0, 0
 	allowed := true
 	for _, c := range cases {
@@ -192,8 +199,7 @@ func sumCases(cases []failCase) string {
 			continue
 		}
 		labels = append(labels, c.label)
-		lost += c.lost
-		acked += c.acked
+		loss = loss.Add(c.loss)
 		allowed = allowed && c.allowed
 		switch {
 		case !c.back:
@@ -206,8 +212,9 @@ func sumCases(cases []failCase) string {
 	}
 	var s string
 	if len(labels) > 0 {
-		s = fmt.Sprintf("%s of %s acknowledged writes lost over %s (%s)", count(int64(lost)), count(int64(acked)), faults(len(labels)), strings.Join(labels, ", "))
-		if allowed && lost > 0 {
+		s = fmt.Sprintf("%s of %s acknowledged writes lost, %s phantom, %s duplicated over %s (%s)", count(loss.Lost), count(loss.Acked),
+			count(loss.Phantom), count(loss.Duplicated), faults(len(labels)), strings.Join(labels, ", "))
+		if allowed && loss.Lost+loss.Phantom > 0 {
 			s += ", a loss these settings allow"
 		}
 		s += ", " + backRange(lo, hi, notBack)

@@ -22,13 +22,13 @@ func TestFailoverLineSaysWhatWasLostAndWhatFailed(t *testing.T) {
 	}}
 	files := []experiments.ClusterPart{{File: f}}
 	q := failoverText(pairs.Queue, files)
-	for _, want := range []string{"RabbitMQ: 0 of 1,500 acknowledged writes lost over 2 faults", "writes back after 0.20 s (after 1 fault: not back within the run)"} {
+	for _, want := range []string{"RabbitMQ: 0 of 1,500 acknowledged writes lost, 0 phantom, 0 duplicated over 2 faults", "writes back after 0.20 s (after 1 fault: not back within the run)"} {
 		if !strings.Contains(q, want) {
 			t.Errorf("queue: %q lacks %q", q, want)
 		}
 	}
 	l := failoverText(pairs.Log, files)
-	for _, want := range []string{"kafka-leader-kill: failed: no broker answered", "Kafka, acks=all: 0 of 800", "Kafka, acks=1: 1,260 of 2,000 acknowledged writes lost over 1 fault", "a loss these settings allow"} {
+	for _, want := range []string{"kafka-leader-kill: failed: no broker answered", "Kafka, acks=all: 0 of 800", "Kafka, acks=1: 1,260 of 2,000 acknowledged writes lost, 0 phantom, 0 duplicated over 1 fault", "a loss these settings allow"} {
 		if !strings.Contains(l, want) {
 			t.Errorf("log: %q lacks %q", l, want)
 		}
@@ -88,15 +88,24 @@ func TestLoseNothingPricesEachSideOrSaysWhy(t *testing.T) {
 }
 
 func TestFailoverLineKeepsAnAllowedLossApart(t *testing.T) {
-	pg := func(name string, lost float64) experiments.Result {
-		return experiments.Result{Name: name, Metrics: map[string]float64{"server_version_num": 150018,
-			"queue.acked": 100, "queue.lost": lost, "queue.writes_resume_s": 4}}
+	pg := func(name string, lost, phantom float64) experiments.Result {
+		return experiments.Result{Name: name, AckedLost: int64(lost), LossDocumented: name == experiments.PGFailoverAsync && lost > 0,
+			Metrics: map[string]float64{"server_version_num": 150018,
+				"queue.acked": 100, "queue.lost": lost, "queue.phantom": phantom, "queue.duplicated": 1, "queue.writes_resume_s": 4}}
 	}
-	f := &experiments.File{Results: []experiments.Result{pg(experiments.PGSwitchover, 0), pg(experiments.PGFailoverSync, 2), pg(experiments.PGFailoverAsync, 40)}}
+	f := &experiments.File{Results: []experiments.Result{pg(experiments.PGSwitchover, 0, 0), pg(experiments.PGFailoverSync, 2, 0), pg(experiments.PGFailoverAsync, 40, 38)}}
 	got := failoverText(pairs.Queue, []experiments.ClusterPart{{File: f}})
-	want := "Postgres 15: 2 of 200 acknowledged writes lost over 2 faults (switchover, primary killed, synchronous standby promoted), writes back after 4 s; " +
-		"40 of 100 acknowledged writes lost over 1 fault (primary killed, asynchronous standby promoted), a loss these settings allow, writes back after 4 s"
+	want := "Postgres 15: 2 of 200 acknowledged writes lost, 0 phantom, 2 duplicated over 2 faults (switchover, primary killed, synchronous standby promoted), writes back after 4 s; " +
+		"40 of 100 acknowledged writes lost, 38 phantom, 1 duplicated over 1 fault (primary killed, asynchronous standby promoted), a loss these settings allow, writes back after 4 s"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	// The table counts the same way: the 38 phantoms are among the 40
+	// lost, never added to them (the 78 a file once said).
+	if cell, want := LostCell(f.Results[2]), "**40 lost (documented loss)**; **38 phantom (documented loss)**; 1 duplicated"; cell != want {
+		t.Errorf("async cell %q, want %q", cell, want)
+	}
+	if cell, want := LostCell(f.Results[1]), "**2 lost (a loss that must not happen)**; 0 phantom; 1 duplicated"; cell != want {
+		t.Errorf("sync cell %q, want %q", cell, want)
 	}
 }

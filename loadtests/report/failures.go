@@ -27,7 +27,7 @@ func FailureModesSection(f *experiments.File, file string) string {
 		w("No experiments results file (`results/*%s`) was found: run `go run ./loadtests experiments`.\n", experiments.FileSuffix)
 		return b.String()
 	}
-	experimentsTable(&b, f, file)
+	experimentsTable(&b, f, file, "acknowledged writes lost")
 	return b.String()
 }
 
@@ -49,8 +49,9 @@ func FailoverSection(parts []experiments.ClusterPart) string {
 	w("What each side loses when a node of a replicated cluster dies or is cut off, as runnable experiments against the cluster profile ")
 	w("([docs/cluster.md](docs/cluster.md): each node in its own network namespace on this machine): ")
 	w("`make up-cluster`, then `eval \"$(bash scripts/cluster.sh env running)\"; go run ./loadtests experiments -only <names>` (root; not part of `make results`, which runs on the single-node stack). ")
-	w("Acknowledged means answered 2xx to the client; duplicated, delivered twice; phantom, delivered to a consumer but absent from the log or table afterwards ([docs/experiments.md](docs/experiments.md) defines each per experiment). ")
-	w("The last column must be 0 unless the experiment demonstrates a loss its settings allow (such as `acks=1`, or promoting an asynchronous standby). ")
+	w("Acknowledged means answered 2xx to the client; lost, acknowledged and missing afterwards; phantom, delivered to a consumer but absent from the log or table afterwards; duplicated, delivered or processed twice ([docs/experiments.md](docs/experiments.md) defines each per experiment). ")
+	w("The last column counts each write once per count, the same way as the cards: a Postgres phantom is a lost write a consumer had already seen, so it is among the lost too and never added to them; RabbitMQ's phantoms are its probe's messages, apart from the service's tasks. ")
+	w("Lost and phantom must be 0 unless the experiment demonstrates a loss its settings allow (such as `acks=1`, or promoting an asynchronous standby); duplicates are allowed (at-least-once). ")
 	w("The Postgres side's failover (`%s`, `%s`, `%s`: a standby promoted while the queue and the log pair's Postgres sides both run on the cluster's multi-host URL) runs on PostgreSQL 15 and on 18, whose logical slots differ across a promotion: ", experiments.PGSwitchover, experiments.PGFailoverSync, experiments.PGFailoverAsync)
 	w("below are the newest run of the RabbitMQ and Kafka experiments, then the newest run of the Postgres ones on each major version, each from its own results file.\n\n")
 	if len(parts) == 0 {
@@ -67,17 +68,17 @@ func FailoverSection(parts []experiments.ClusterPart) string {
 		if p.PGMajor > 0 {
 			w("### PostgreSQL %d\n\n", p.PGMajor)
 		}
-		experimentsTable(&b, p.File, p.Name)
+		experimentsTable(&b, p.File, p.Name, "acknowledged writes lost; phantom; duplicated")
 	}
 	return b.String()
 }
 
-// experimentsTable writes f's table (one row per experiment) and each
-// experiment's notes to b.
-func experimentsTable(b *strings.Builder, f *experiments.File, file string) {
+// experimentsTable writes f's table (one row per experiment, its last
+// column headed lossHeader) and each experiment's notes to b.
+func experimentsTable(b *strings.Builder, f *experiments.File, file, lossHeader string) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("From `results/%s` (size %s, started %s).\n\n", file, orDash(f.Size), f.Started.UTC().Format("2006-01-02 15:04 MST"))
-	w("| experiment | what happens | the figure | what the user must do | acknowledged writes lost |\n|---|---|---|---|---|\n")
+	w("| experiment | what happens | the figure | what the user must do | %s |\n|---|---|---|---|---|\n", lossHeader)
 	var notes []string
 	for _, r := range f.Results {
 		p := experiments.Describe(r)
@@ -107,18 +108,32 @@ func figureCell(r experiments.Result, p experiments.Prose) string {
 }
 
 // LostCell is the acknowledged-writes-lost cell of r: the count, marked
-// when it is a documented loss or a loss that should not happen.
+// when it is a documented loss or a loss that should not happen. A
+// cluster experiment's cell counts its lost, phantom and duplicated
+// writes apart (experiments.FailoverLosses), as the cards do.
 func LostCell(r experiments.Result) string {
-	n := strconv.FormatInt(r.AckedLost, 10)
 	switch {
 	case r.Error != "" && r.Figure == "":
 		return "not measured"
 	case r.AckedLost < 0:
 		return "– (writes nothing it acknowledges)"
-	case r.AckedLost > 0 && r.LossDocumented:
-		return "**" + n + " (documented loss)**"
-	case r.AckedLost > 0:
-		return "**" + n + " (a loss that must not happen)**"
 	}
-	return n
+	if cs := experiments.FailoverLosses(r); cs != nil {
+		l := experiments.TotalLoss(cs)
+		return lossCount(l.Lost, " lost", r.LossDocumented) + "; " + lossCount(l.Phantom, " phantom", r.LossDocumented) + "; " + strconv.FormatInt(l.Duplicated, 10) + " duplicated"
+	}
+	return lossCount(r.AckedLost, "", r.LossDocumented)
+}
+
+// lossCount is n writes lost (what names them), marked when it is a
+// documented loss or a loss that should not happen.
+func lossCount(n int64, what string, documented bool) string {
+	s := strconv.FormatInt(n, 10) + what
+	switch {
+	case n > 0 && documented:
+		return "**" + s + " (documented loss)**"
+	case n > 0:
+		return "**" + s + " (a loss that must not happen)**"
+	}
+	return s
 }
