@@ -31,6 +31,7 @@ func experimentsMain(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("results", "results", "folder for the results JSON file")
 	size := fs.String("size", "full", "small (seconds each, as the tests run them) or full (make results' size)")
 	only := fs.String("only", "", "comma-separated experiments to run (default all but the cluster profile's): "+strings.Join(experimentNames(), ", "))
+	repeat := fs.Int("repeat", 1, "run the selected experiments this many times, in rounds, into one results file (the cluster profile's faults: 3 or more, for the cards' ranges)")
 	var env experiments.Env
 	fs.StringVar(&env.PostgresURL, "database-url", "", "Postgres (default DATABASE_URL or the stack's): scratch schemas are created and dropped there")
 	fs.StringVar(&env.PgBouncerURL, "pgbouncer-url", "", "pgbouncer in transaction mode (default PGBOUNCER_URL or the stack's)")
@@ -57,6 +58,11 @@ func experimentsMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
+	if *repeat < 1 {
+		fmt.Fprintln(stderr, "error: -repeat must be at least 1")
+		return 2
+	}
+	xs = experiments.Repeat(xs, *repeat)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env.Out = stderr

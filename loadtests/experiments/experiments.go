@@ -101,6 +101,9 @@ type Result struct {
 	Settings map[string]string `json:"settings,omitempty"`
 	// DurationS is how long the experiment ran.
 	DurationS float64 `json:"duration_s"`
+	// Round is which run of the experiment this is (1, 2, ...) when the
+	// run repeated it (Repeat); 0 when it ran once.
+	Round int `json:"round,omitempty"`
 	// Error is set when the experiment could not measure (Run recorded
 	// the Experiment's error); the figure is then missing.
 	Error string `json:"error,omitempty"`
@@ -321,20 +324,44 @@ func Select(only []string) ([]Experiment, error) {
 	return out, nil
 }
 
+// Repeat returns xs n times over, in rounds: each experiment once per
+// round, in xs' order, so that a slow drift of the machine spreads over
+// every experiment instead of piling on one. A fault measured once says
+// little (its times varied 3x between runs here), so the cluster
+// profile's experiments run at least 3 times for the cards' ranges.
+func Repeat(xs []Experiment, n int) []Experiment {
+	var out []Experiment
+	for range max(n, 1) {
+		out = append(out, xs...)
+	}
+	return out
+}
+
 // Run runs xs in turn at size. An experiment that could not measure is
 // recorded with its Error (its AckedLost -1) and the others
-// still run; only a cancelled ctx stops the run early.
+// still run; only a cancelled ctx stops the run early. An experiment
+// listed more than once (Repeat) records each run with its Round.
 func Run(ctx context.Context, env Env, size Size, xs []Experiment) (File, error) {
 	env = env.WithDefaults()
 	f := File{SchemaVersion: SchemaVersion, Started: time.Now().UTC(), Size: size.String()}
+	times, seen := map[string]int{}, map[string]int{}
+	for _, x := range xs {
+		times[x.Name]++
+	}
 	for _, x := range xs {
 		if err := ctx.Err(); err != nil {
 			return f, err
 		}
+		seen[x.Name]++
+		round := 0
+		if times[x.Name] > 1 {
+			round = seen[x.Name]
+			env.logf("experiment %s: run %d of %d", x.Name, round, times[x.Name])
+		}
 		env.logf("experiment %s: running (%s)", x.Name, size)
 		t0 := time.Now()
 		r, err := x.Run(ctx, env, size)
-		r.Name = x.Name
+		r.Name, r.Round = x.Name, round
 		r.DurationS = math.Round(time.Since(t0).Seconds()*10) / 10
 		if err != nil {
 			r.Error = err.Error()

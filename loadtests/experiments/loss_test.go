@@ -1,6 +1,9 @@
 package experiments
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +43,34 @@ func TestFailoverLosses(t *testing.T) {
 	}
 	if cs := FailoverLosses(pg); cs[0].Key != "queue" || cs[1].Key != "log" || cs[0].Lost != 251 {
 		t.Errorf("Postgres cases: %+v, want queue then log", cs)
+	}
+}
+
+// TestRunRepeatsInRounds: Repeat runs each experiment once per round, in
+// order, and Run numbers the runs of a repeated experiment (Round), while
+// one that runs once keeps Round 0.
+func TestRunRepeatsInRounds(t *testing.T) {
+	t.Parallel()
+	var calls []string
+	x := func(name string) Experiment {
+		return Experiment{Name: name, Run: func(context.Context, Env, Size) (Result, error) {
+			calls = append(calls, name)
+			return Result{Metrics: map[string]float64{}}, nil
+		}}
+	}
+	xs := append(Repeat([]Experiment{x("a"), x("b")}, 3), x("c"))
+	f, err := Run(context.Background(), Env{}, Small, xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range f.Results {
+		got = append(got, fmt.Sprintf("%s%d", r.Name, r.Round))
+	}
+	if want := "a1 b1 a2 b2 a3 b3 c0"; strings.Join(got, " ") != want || strings.Join(calls, "") != "abababc" {
+		t.Errorf("results %v, calls %v; want %s", got, calls, want)
+	}
+	if n := len(Repeat([]Experiment{x("a")}, 0)); n != 1 {
+		t.Errorf("Repeat(xs, 0) has %d experiments, want xs once", n)
 	}
 }

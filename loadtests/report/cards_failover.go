@@ -213,7 +213,7 @@ func sumCases(cases []failCase) string {
 	var s string
 	if len(labels) > 0 {
 		s = fmt.Sprintf("%s of %s acknowledged writes lost, %s phantom, %s duplicated over %s (%s)", count(loss.Lost), count(loss.Acked),
-			count(loss.Phantom), count(loss.Duplicated), faults(len(labels)), strings.Join(labels, ", "))
+			count(loss.Phantom), count(loss.Duplicated), faults(len(labels)), timesEach(labels))
 		if allowed && loss.Lost+loss.Phantom > 0 {
 			s += ", a loss these settings allow"
 		}
@@ -226,6 +226,25 @@ func sumCases(cases []failCase) string {
 		s += strings.Join(failed, "; ")
 	}
 	return s
+}
+
+// timesEach lists labels once each, in order, with how many times a
+// repeated one occurs ("leader killed ×3, leader cut off ×3").
+func timesEach(labels []string) string {
+	var order []string
+	n := map[string]int{}
+	for _, l := range labels {
+		if n[l] == 0 {
+			order = append(order, l)
+		}
+		n[l]++
+	}
+	for i, l := range order {
+		if n[l] > 1 {
+			order[i] = fmt.Sprintf("%s ×%d", l, n[l])
+		}
+	}
+	return strings.Join(order, ", ")
 }
 
 // backRange says when writes came back after the faults: "writes back

@@ -3,6 +3,7 @@ package report
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,5 +108,55 @@ func TestFailoverLineKeepsAnAllowedLossApart(t *testing.T) {
 	}
 	if cell, want := LostCell(f.Results[1]), "**2 lost (a loss that must not happen)**; 0 phantom; 1 duplicated"; cell != want {
 		t.Errorf("sync cell %q, want %q", cell, want)
+	}
+}
+
+// TestRepeatedFaultsReadAsRanges: an experiment run three times
+// (experiments.Repeat) is one fault ×3 on the card, its writes-back
+// range spanning the runs; the table has a row per run and writes a note
+// the runs share once; the chart's bar is the median run, its whiskers
+// the fastest and the slowest.
+func TestRepeatedFaultsReadAsRanges(t *testing.T) {
+	var rs []experiments.Result
+	for i, back := range []float64{0.2, 3, 1} {
+		rs = append(rs, experiments.Result{Name: experiments.RabbitMQLeaderKill, Round: i + 1,
+			Metrics: map[string]float64{"acked": 100, "acked_lost": 0, "phantom": 0, "duplicated": 1, "publish_resume_s": back, "publish_resumed": 1}})
+	}
+	f := &experiments.File{Results: rs}
+	parts := []experiments.ClusterPart{{File: f}}
+	q := failoverText(pairs.Queue, parts)
+	// Notes as a schema 1 file holds them: one the runs share, one of
+	// the second run alone.
+	tabled := slices.Clone(rs)
+	for i := range tabled {
+		tabled[i].Notes = []string{"lost = answered 202 and not done"}
+	}
+	tabled[1].Notes = append(tabled[1].Notes, "the second run's own note")
+	if want := "RabbitMQ: 0 of 300 acknowledged writes lost, 0 phantom, 3 duplicated over 3 faults (quorum queue's leader killed ×3), writes back after 0.20–3 s"; q != want {
+		t.Errorf("card\n got  %q\n want %q", q, want)
+	}
+	var b strings.Builder
+	experimentsTable(&b, &experiments.File{Results: tabled}, "x-failover.json", "lost")
+	table := b.String()
+	for _, run := range []string{"(`rabbitmq-quorum-leader-kill`, run 1,", "(`rabbitmq-quorum-leader-kill`, run 3,"} {
+		if !strings.Contains(table, run) {
+			t.Errorf("table lacks a row %q:\n%s", run, table)
+		}
+	}
+	if n := strings.Count(table, "lost = answered 202 and not done"); n != 1 {
+		t.Errorf("the runs' shared note written %d times, want once:\n%s", n, table)
+	}
+	if !strings.Contains(table, "- `rabbitmq-quorum-leader-kill`, run 2: the second run's own note") {
+		t.Errorf("the second run's note is not marked as its own:\n%s", table)
+	}
+	var runs []failCase
+	for _, r := range rs {
+		runs = append(runs, failCasesOf(pairs.Queue, []experiments.ClusterPart{{File: &experiments.File{Results: []experiments.Result{r}}}})...)
+	}
+	if v := failXY(runs, 0); v.y != 1 || v.lo != 0.2 || v.hi != 3 || v.failed != "" {
+		t.Errorf("chart point %+v, want the median 1 s from 0.2 to 3 s", v)
+	}
+	if v := failXY([]failCase{{failed: "down"}, {back: false}}, 0); v.failed != "not back" {
+		t.Errorf("one run failed, the other not back: %+v", v)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -40,9 +41,15 @@ func failoverChart(parts []experiments.ClusterPart, path string) (bool, error) {
 		var ss []series
 		for _, side := range sides {
 			s := series{label: side, color: failoverColor(colors, side)}
-			for _, c := range cs {
-				if c.side == side {
-					s.pts = append(s.pts, failXY(c, slices.Index(groups, c.label)))
+			for x, g := range groups {
+				var runs []failCase
+				for _, c := range cs {
+					if c.side == side && c.label == g {
+						runs = append(runs, c)
+					}
+				}
+				if len(runs) > 0 {
+					s.pts = append(s.pts, failXY(runs, x))
 				}
 			}
 			ss = append(ss, s)
@@ -59,15 +66,31 @@ func failoverChart(parts []experiments.ClusterPart, path string) (bool, error) {
 	return true, renderPanels("failover: the first acknowledged write after the fault (3-node clusters)", set.legend, set.plots, len(set.plots), 1, tallChartHeight, path)
 }
 
-// failXY is case c's bar in group x: when writes came back, or the mark
-// saying why there is none.
-func failXY(c failCase, x int) xy {
-	v := xy{x: float64(x), y: c.backS, lo: c.backS, hi: c.backS}
+// failXY is the bar in group x of one side's runs of a fault: the
+// median time until writes came back, its whiskers the fastest and the
+// slowest run; or the mark saying why there is none (no run measured, or
+// writes came back in none). A run that failed or where writes did not
+// come back is left out of the median, and the card says so.
+func failXY(runs []failCase, x int) xy {
+	var backs []float64
+	failed := 0
+	for _, c := range runs {
+		switch {
+		case c.failed != "":
+			failed++
+		case c.back:
+			backs = append(backs, c.backS)
+		}
+	}
+	v := xy{x: float64(x)}
 	switch {
-	case c.failed != "":
+	case failed == len(runs):
 		v.failed = failedMark
-	case !c.back:
+	case len(backs) == 0:
 		v.failed = "not back"
+	default:
+		slices.Sort(backs)
+		v.y, v.lo, v.hi = driver.Median(backs), backs[0], backs[len(backs)-1]
 	}
 	return v
 }

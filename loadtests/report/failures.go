@@ -48,7 +48,7 @@ func FailoverSection(parts []experiments.ClusterPart) string {
 	w("## %s\n\n", FailoverTitle)
 	w("What each side loses when a node of a replicated cluster dies or is cut off, as runnable experiments against the cluster profile ")
 	w("([docs/cluster.md](docs/cluster.md): each node in its own network namespace on this machine): ")
-	w("`make up-cluster`, then `eval \"$(bash scripts/cluster.sh env running)\"; go run ./loadtests experiments -only <names>` (root; not part of `make results`, which runs on the single-node stack). ")
+	w("`make up-cluster`, then `eval \"$(bash scripts/cluster.sh env running)\"; go run ./loadtests experiments -repeat 3 -only <names>` (root; not part of `make results`, which runs on the single-node stack; `-repeat 3` runs each fault three times, a row per run). ")
 	w("Acknowledged means answered 2xx to the client; lost, acknowledged and missing afterwards; phantom, delivered to a consumer but absent from the log or table afterwards; duplicated, delivered or processed twice ([docs/experiments.md](docs/experiments.md) defines each per experiment). ")
 	w("The last column counts each write once per count, the same way as the cards: a Postgres phantom is a lost write a consumer had already seen, so it is among the lost too and never added to them; RabbitMQ's phantoms are its probe's messages, apart from the service's tasks. ")
 	w("Lost and phantom must be 0 unless the experiment demonstrates a loss its settings allow (such as `acks=1`, or promoting an asynchronous standby); duplicates are allowed (at-least-once). ")
@@ -79,17 +79,43 @@ func experimentsTable(b *strings.Builder, f *experiments.File, file, lossHeader 
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("From `results/%s` (size %s, started %s).\n\n", file, orDash(f.Size), f.Started.UTC().Format("2006-01-02 15:04 MST"))
 	w("| experiment | what happens | the figure | what the user must do | %s |\n|---|---|---|---|---|\n", lossHeader)
-	var notes []string
+	// A repeated experiment (experiments.Repeat) has a row per run; a
+	// note the runs share (a definition, the settings) is written once,
+	// one of a single run says which.
+	type note struct{ name, text string }
+	var order []note
+	runs := map[note][]int{}
 	for _, r := range f.Results {
 		p := experiments.Describe(r)
-		w("| [**%s**](docs/experiments.md#%s) (`%s`, %ss) | %s | %s | %s | %s |\n", md(orDash(p.Title)), r.Name, r.Name, num(r.DurationS), md(orDash(p.Happens)), md(figureCell(r, p)), md(orDash(p.UserMust)), md(LostCell(r)))
+		w("| [**%s**](docs/experiments.md#%s) (`%s`%s, %ss) | %s | %s | %s | %s |\n", md(orDash(p.Title)), r.Name, r.Name, runLabel(r.Round), num(r.DurationS), md(orDash(p.Happens)), md(figureCell(r, p)), md(orDash(p.UserMust)), md(LostCell(r)))
 		for _, n := range p.Notes {
-			notes = append(notes, fmt.Sprintf("- `%s`: %s\n", r.Name, md(n)))
+			k := note{r.Name, n}
+			if _, ok := runs[k]; !ok {
+				order = append(order, k)
+			}
+			runs[k] = append(runs[k], r.Round)
 		}
+	}
+	var notes []string
+	for _, k := range order {
+		run := ""
+		if rs := runs[k]; len(rs) == 1 {
+			run = runLabel(rs[0])
+		}
+		notes = append(notes, fmt.Sprintf("- `%s`%s: %s\n", k.name, run, md(k.text)))
 	}
 	if len(notes) > 0 {
 		w("\n%s", strings.Join(notes, ""))
 	}
+}
+
+// runLabel is ", run n" for the nth run of a repeated experiment, ""
+// for one that ran once (round 0).
+func runLabel(round int) string {
+	if round == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", run %d", round)
 }
 
 // figureCell is the figure cell of r, whose prose is p: the figure, or
