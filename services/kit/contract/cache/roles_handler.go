@@ -90,9 +90,14 @@ func checkLease(ms *int64) (time.Duration, error) {
 // leading zero (every such number fits an int64).
 var tokenRE = regexp.MustCompile(`^[1-9][0-9]{0,17}$`)
 
+// maxToken is the largest fencing token the contract admits (18 digits,
+// as tokenRE).
+const maxToken = 999_999_999_999_999_999
+
+// checkToken checks a fencing token in a request body: 1 to maxToken.
 func checkToken(t *int64) (int64, error) {
-	if t == nil || *t < 1 {
-		return 0, httpapi.BadRequest("token is required: the fencing token the acquire answered (a positive integer)")
+	if t == nil || *t < 1 || *t > maxToken {
+		return 0, httpapi.BadRequest("token is required: the fencing token the acquire answered (a positive integer of at most 18 digits)")
 	}
 	return *t, nil
 }

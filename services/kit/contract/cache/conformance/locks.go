@@ -246,7 +246,9 @@ func testLockBadInput(t *testing.T, s side, _ ownTarget) {
 	}
 	checkError(t, http.MethodPost, u, fmt.Sprintf(`{"owner":%q,"lease_ms":100}`, strings.Repeat("o", cache.MaxOwnerLen+1)), http.StatusBadRequest)
 	for _, body := range []string{`{"owner":"a","lease_ms":100}`, `{"owner":"a","token":0,"lease_ms":100}`, `{"owner":"a","token":-1,"lease_ms":100}`,
-		`{"owner":"a","token":1,"lease_ms":0}`} {
+		`{"owner":"a","token":1,"lease_ms":0}`,
+		// Past 18 digits, within an int64 and past it.
+		`{"owner":"a","token":1000000000000000000,"lease_ms":100}`, `{"owner":"a","token":157535039033952534528,"lease_ms":100}`} {
 		checkError(t, http.MethodPut, u, body, http.StatusBadRequest)
 	}
 	for _, q := range []string{"", "?owner=a", "?token=1", "?owner=a&token=0", "?owner=a&token=x", "?owner=a&token=1&token=2", "?owner=&token=1"} {
