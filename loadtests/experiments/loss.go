@@ -16,7 +16,9 @@ import (
 //     seen, so it is among Lost too (the two say different things about
 //     the same write: it is gone, and someone acted on it); on RabbitMQ
 //     it is a message of the phantom probe, apart from the service's
-//     tasks; on Kafka, an event read past the high watermark;
+//     tasks; on Kafka, an event delivered to the group and absent from
+//     the partition's log afterwards (read past the high watermark, then
+//     truncated);
 //   - Duplicated: delivered or processed more than once, which
 //     at-least-once allows.
 //

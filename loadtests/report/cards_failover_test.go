@@ -160,3 +160,16 @@ func TestRepeatedFaultsReadAsRanges(t *testing.T) {
 		t.Errorf("one run failed, the other not back: %+v", v)
 	}
 }
+
+// TestKafkaPhantomIsNeverDocumented: acks=1 documents the loss of a
+// write the leader acknowledged alone, never a phantom (consumers read
+// only up to the high watermark): the cell marks one as a loss that must
+// not happen.
+func TestKafkaPhantomIsNeverDocumented(t *testing.T) {
+	r := experiments.Result{Name: experiments.KafkaLeaderCut, AckedLost: 5, LossDocumented: true,
+		Settings: map[string]string{"cases": "isolate.acks_1"},
+		Metrics:  map[string]float64{"isolate.acks_1.acked": 100, "isolate.acks_1.lost": 5, "isolate.acks_1.phantom": 1}}
+	if cell, want := LostCell(r), "**5 lost (documented loss)**; **1 phantom (a loss that must not happen)**; 0 duplicated"; cell != want {
+		t.Errorf("cell %q, want %q", cell, want)
+	}
+}
