@@ -127,7 +127,11 @@ func printExperiments(w io.Writer, f experiments.File) {
 		if r.Error != "" {
 			fig = "could not measure: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\n", r.Name, report.LostCell(r), r.DurationS, fig)
+		name := r.Name
+		if r.Round > 0 {
+			name = fmt.Sprintf("%s (run %d)", r.Name, r.Round)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\n", name, report.LostCell(r), r.DurationS, fig)
 	}
 	tw.Flush()
 }

@@ -229,7 +229,9 @@ func sumCases(cases []failCase) string {
 }
 
 // timesEach lists labels once each, in order, with how many times a
-// repeated one occurs ("leader killed ×3, leader cut off ×3").
+// repeated one occurs ("leader killed ×3; leader cut off ×3"); a
+// semicolon parts them, as a label may hold a comma ("primary killed,
+// synchronous standby promoted").
 func timesEach(labels []string) string {
 	var order []string
 	n := map[string]int{}
@@ -244,7 +246,7 @@ func timesEach(labels []string) string {
 			order[i] = fmt.Sprintf("%s ×%d", l, n[l])
 		}
 	}
-	return strings.Join(order, ", ")
+	return strings.Join(order, "; ")
 }
 
 // backRange says when writes came back after the faults: "writes back

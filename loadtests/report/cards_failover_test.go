@@ -96,7 +96,7 @@ func TestFailoverLineKeepsAnAllowedLossApart(t *testing.T) {
 	}
 	f := &experiments.File{Results: []experiments.Result{pg(experiments.PGSwitchover, 0, 0), pg(experiments.PGFailoverSync, 2, 0), pg(experiments.PGFailoverAsync, 40, 38)}}
 	got := failoverText(pairs.Queue, []experiments.ClusterPart{{File: f}})
-	want := "Postgres 15: 2 of 200 acknowledged writes lost, 0 phantom, 2 duplicated over 2 faults (switchover, primary killed, synchronous standby promoted), writes back after 4 s; " +
+	want := "Postgres 15: 2 of 200 acknowledged writes lost, 0 phantom, 2 duplicated over 2 faults (switchover; primary killed, synchronous standby promoted), writes back after 4 s; " +
 		"40 of 100 acknowledged writes lost, 38 phantom, 1 duplicated over 1 fault (primary killed, asynchronous standby promoted), a loss these settings allow, writes back after 4 s"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
