@@ -173,3 +173,13 @@ func TestKafkaPhantomIsNeverDocumented(t *testing.T) {
 		t.Errorf("cell %q, want %q", cell, want)
 	}
 }
+
+// TestWrapLabelsBreaksAtSpaces: the failover chart's fault names break at
+// spaces into lines of about the width, a long word whole on its line.
+func TestWrapLabelsBreaksAtSpaces(t *testing.T) {
+	got := wrapLabels([]string{"switchover", "primary killed, synchronous standby promoted"}, 11)
+	want := []string{"switchover", "primary\nkilled,\nsynchronous\nstandby\npromoted"}
+	if !slices.Equal(got, want) {
+		t.Errorf("wrapLabels = %q, want %q", got, want)
+	}
+}

@@ -54,7 +54,7 @@ func failoverChart(parts []experiments.ClusterPart, path string) (bool, error) {
 			}
 			ss = append(ss, s)
 		}
-		p, lg, err := barPanel(barSpec{title: pn.title, ylabel: "seconds", groups: groups, series: ss})
+		p, lg, err := barPanel(barSpec{title: pn.title, ylabel: "seconds", groups: wrapLabels(groups, 11), series: ss})
 		if err != nil {
 			return false, err
 		}
@@ -64,6 +64,30 @@ func failoverChart(parts []experiments.ClusterPart, path string) (bool, error) {
 		return false, nil
 	}
 	return true, renderPanels("failover: the first acknowledged write after the fault (3-node clusters)", set.legend, set.plots, len(set.plots), 1, tallChartHeight, path)
+}
+
+// wrapLabels breaks each label into lines of about width characters at
+// its spaces, so that the long fault names ("primary killed, synchronous
+// standby promoted") do not run into each other under their bars.
+func wrapLabels(labels []string, width int) []string {
+	out := make([]string, len(labels))
+	for i, l := range labels {
+		var lines []string
+		line := ""
+		for _, w := range strings.Fields(l) {
+			if line != "" && len(line)+1+len(w) > width {
+				lines = append(lines, line)
+				line = w
+				continue
+			}
+			if line != "" {
+				line += " "
+			}
+			line += w
+		}
+		out[i] = strings.Join(append(lines, line), "\n")
+	}
+	return out
 }
 
 // failXY is the bar in group x of one side's runs of a fault: the
