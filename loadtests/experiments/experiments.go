@@ -327,8 +327,9 @@ func Select(only []string) ([]Experiment, error) {
 // Repeat returns xs n times over, in rounds: each experiment once per
 // round, in xs' order, so that a slow drift of the machine spreads over
 // every experiment instead of piling on one. A fault measured once says
-// little (its times varied 3x between runs here), so the cluster
-// profile's experiments run at least 3 times for the cards' ranges.
+// little (RabbitMQ's writes came back 0.25 s after one kill of its
+// leader and 10.4 s after another here), so the cluster profile's
+// experiments run at least 3 times for the cards' ranges.
 func Repeat(xs []Experiment, n int) []Experiment {
 	var out []Experiment
 	for range max(n, 1) {
