@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -67,16 +66,7 @@ func productsWhy(got int64, err error, keys int) string {
 // countProducts counts the products of ids 1 to keys in schema's origin
 // table.
 func (e *Env) countProducts(ctx context.Context, schema string, keys int) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	conn, err := e.connect(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var n int64
-	err = conn.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schema, "products"}.Sanitize()+" WHERE id BETWEEN 1 AND $1", keys).Scan(&n)
-	return n, err
+	return e.countRows(ctx, pgx.Identifier{schema, "products"}, "id BETWEEN 1 AND $1", keys)
 }
 
 // readCeiling runs the read ceiling search (when o asks) on each side's

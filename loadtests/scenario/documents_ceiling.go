@@ -98,17 +98,8 @@ func usersWhy(got int64, err error, want int) string {
 // countPostgresUsers counts the users table of the no-mongodb side's
 // schema.
 func (e *Env) countPostgresUsers(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	conn, err := e.connect(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	schema := e.ServiceVar(pairs.NoMongoDB, "DATABASE_SCHEMA", DefaultSchemas[pairs.NoMongoDB])
-	var n int64
-	err = conn.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schema, "users"}.Sanitize()).Scan(&n)
-	return n, err
+	return e.countRows(ctx, pgx.Identifier{schema, "users"}, "")
 }
 
 // mongoUsers opens the mongodb side's users collection: in the run's own

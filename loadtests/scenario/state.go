@@ -80,6 +80,25 @@ func (e *Env) connect(ctx context.Context) (*pgx.Conn, error) {
 	return pgx.Connect(cctx, e.PostgresURL)
 }
 
+// countRows counts table's rows (those matching where, with args, when
+// where is not empty) on a connection of its own, within 30 s.
+func (e *Env) countRows(ctx context.Context, table pgx.Identifier, where string, args ...any) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := e.connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	q := "SELECT count(*) FROM " + table.Sanitize()
+	if where != "" {
+		q += " WHERE " + where
+	}
+	var n int64
+	err = conn.QueryRow(ctx, q, args...).Scan(&n)
+	return n, err
+}
+
 // tables lists the pair's tables in schemas (the migrations' bookkeeping,
 // goose_db_version, left out), ordered by schema as given, then name.
 func tables(ctx context.Context, conn *pgx.Conn, schemas []string) ([][2]string, error) {

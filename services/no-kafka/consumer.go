@@ -73,6 +73,22 @@ func (c *consumer) standbyError() error {
 	return fmt.Errorf("standby: slot %s is active in another process (another instance streams it); this one takes over when it is released", c.slot)
 }
 
+// ready is /readyz's check of the replication: nil while the consumer
+// streams its slot, else why not (a standby waiting for the slot, or the
+// stream's last error).
+func (c *consumer) ready(context.Context) error {
+	if c.running.Load() {
+		return nil
+	}
+	if c.standby.Load() {
+		return c.standbyError()
+	}
+	if why := c.streamError(); why != "" {
+		return fmt.Errorf("not streaming slot %s: %s", c.slot, why)
+	}
+	return fmt.Errorf("not streaming slot %s", c.slot)
+}
+
 // slotInUse reports whether err is START_REPLICATION's refusal of a slot
 // that another walsender streams (SQLSTATE 55006, "replication slot ...
 // is active for PID ...").
@@ -401,22 +417,11 @@ func (c *consumer) run(ctx context.Context) {
 
 // stream runs one replication connection until an error or ctx ends.
 func (c *consumer) stream(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.Postgres.ConnectTimeout*2)
-	conn, err := connectReplication(cctx, c.cfg, c.slot)
-	cancel()
+	conn, dec, err := c.startStream(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
-	c.pid.Store(conn.PID())
-	dec := newDecoder(c.cfg)
-	sctx, cancel := context.WithTimeout(ctx, c.cfg.Postgres.ConnectTimeout*2)
-	// Start at 0/0: the server resumes from the slot's confirmed_flush_lsn.
-	err = pglogrepl.StartReplication(sctx, conn, c.slot, 0, pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: dec.options()})
-	cancel()
-	if err != nil {
-		return fmt.Errorf("start replication on slot %s: %w", c.slot, err)
-	}
 	c.streamed.Store(time.Now().UnixNano())
 	c.running.Store(true)
 	defer c.running.Store(false)
@@ -429,122 +434,179 @@ func (c *consumer) stream(ctx context.Context) error {
 	rctx, stopReader := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { read(rctx, conn, dec, items) })
-	defer func() { stopReader(); wg.Wait() }()
+	stop := func() { stopReader(); wg.Wait() }
+	defer stop()
+	s := &streamState{c: c, ctx: ctx, conn: conn, items: items, stopReader: stop}
+	return s.run()
+}
 
-	var (
-		pending   []logc.Delivery
-		inTx      bool
-		candidate pglogrepl.LSN // confirmable once pending is recorded
-		confirmed pglogrepl.LSN // recorded: sent in standby status updates
-		reply     bool
-	)
-	status := func() error {
-		// Flush = apply = write: everything up to confirmed is handled.
-		return pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: confirmed})
+// startStream opens the replication connection and starts streaming the
+// slot, at 0/0: the server resumes from the slot's confirmed_flush_lsn.
+func (c *consumer) startStream(ctx context.Context) (*pgconn.PgConn, decoder, error) {
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.Postgres.ConnectTimeout*2)
+	conn, err := connectReplication(cctx, c.cfg, c.slot)
+	cancel()
+	if err != nil {
+		return nil, nil, err
 	}
-	process := func(it item) error {
-		switch {
-		case it.err != nil:
-			return it.err
-		case it.keepalive:
-			// Outside a transaction everything the server sent is handled:
-			// confirm its WAL end, so the slot does not hold WAL written by
-			// other tables.
-			if !inTx && len(pending) == 0 {
-				candidate = max(candidate, it.lsn)
-			}
-			reply = reply || it.reply
-		case it.action == "B":
-			inTx = true
-		case it.action == "C":
-			inTx = false
-			candidate = max(candidate, it.lsn) // the commit's end
-		case it.action == "I" && it.event.ID != "":
-			pending = append(pending, it.event)
-		}
-		return nil
+	c.pid.Store(conn.PID())
+	dec := newDecoder(c.cfg)
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.Postgres.ConnectTimeout*2)
+	err = pglogrepl.StartReplication(sctx, conn, c.slot, 0, pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: dec.options()})
+	cancel()
+	if err != nil {
+		conn.Close(context.Background())
+		return nil, nil, fmt.Errorf("start replication on slot %s: %w", c.slot, err)
 	}
-	// finish ends the stream once the reader has stopped: on a graceful
-	// stop it records what was read and confirms it.
-	finish := func() error {
-		stopReader()
-		wg.Wait()
-		if ctx.Err() == nil {
-			return errors.New("replication reader stopped")
-		}
-		if c.aborted.Load() {
-			return ctx.Err()
-		}
-		for it := range items {
-			if process(it) != nil {
-				break
-			}
-		}
-		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if c.flush(fctx, pending) == nil {
-			confirmed = max(confirmed, candidate)
-		}
-		_ = status()
-		endCopy(conn)
-		return ctx.Err()
-	}
-	// take handles one receive from items, the first of a batch or one
-	// drained after it: done when the loop must return err (finish's, once
-	// the reader has closed items, or process's).
-	take := func(it item, ok bool) (done bool, err error) {
-		if !ok {
-			return true, finish()
-		}
-		if err := process(it); err != nil {
-			return true, err
-		}
-		return false, nil
-	}
-	ticker := time.NewTicker(c.cfg.StatusInterval)
+	return conn, dec, nil
+}
+
+// streamState is one replication stream's progress, kept by its loop
+// (run) alone: the deliveries read and not yet recorded, whether the
+// reader is inside a transaction, and the LSNs confirmable and
+// confirmed.
+type streamState struct {
+	c     *consumer
+	ctx   context.Context
+	conn  *pgconn.PgConn
+	items chan item
+	// stopReader stops the reader and waits until it has (it closes
+	// items).
+	stopReader func()
+
+	pending   []logc.Delivery
+	inTx      bool
+	candidate pglogrepl.LSN // confirmable once pending is recorded
+	confirmed pglogrepl.LSN // recorded: sent in standby status updates
+	reply     bool
+}
+
+// run receives the reader's items, records them in batches of at most
+// MAX_BATCH and confirms each batch's end, and sends a standby status
+// update every STATUS_INTERVAL and whenever the server asks, until ctx
+// ends or an error.
+func (s *streamState) run() error {
+	ticker := time.NewTicker(s.c.cfg.StatusInterval)
 	defer ticker.Stop()
 	for {
 		select {
-		case <-ctx.Done():
-			return finish()
+		case <-s.ctx.Done():
+			return s.finish()
 		case <-ticker.C:
-			if err := status(); err != nil {
+			if err := s.status(); err != nil {
 				return fmt.Errorf("standby status update: %w", err)
 			}
-		case it, ok := <-items:
-			if done, err := take(it, ok); done {
+		case it, ok := <-s.items:
+			if done, err := s.take(it, ok); done {
 				return err
 			}
-		drain:
-			for len(pending) < c.cfg.MaxBatch {
-				select {
-				case it, ok := <-items:
-					if done, err := take(it, ok); done {
-						return err
-					}
-				default:
-					break drain
-				}
-			}
-			if err := c.flushStreaming(ctx, pending); err != nil {
-				if ctx.Err() != nil {
-					// Stop or Abort interrupted the batch: pending is
-					// intact, and finish records and confirms it on a
-					// graceful stop.
-					return finish()
-				}
-				return fmt.Errorf("recording deliveries: %w", err)
-			}
-			pending = pending[:0]
-			confirmed = candidate
-			if reply {
-				reply = false
-				if err := status(); err != nil {
-					return fmt.Errorf("standby status update: %w", err)
-				}
+			if done, err := s.batch(); done {
+				return err
 			}
 		}
 	}
+}
+
+// batch drains what the reader has ready, up to MAX_BATCH deliveries,
+// records them and confirms their end: done when the loop must return
+// err.
+func (s *streamState) batch() (done bool, err error) {
+drain:
+	for len(s.pending) < s.c.cfg.MaxBatch {
+		select {
+		case it, ok := <-s.items:
+			if done, err := s.take(it, ok); done {
+				return true, err
+			}
+		default:
+			break drain
+		}
+	}
+	if err := s.c.flushStreaming(s.ctx, s.pending); err != nil {
+		if s.ctx.Err() != nil {
+			// Stop or Abort interrupted the batch: pending is intact, and
+			// finish records and confirms it on a graceful stop.
+			return true, s.finish()
+		}
+		return true, fmt.Errorf("recording deliveries: %w", err)
+	}
+	s.pending = s.pending[:0]
+	s.confirmed = s.candidate
+	if s.reply {
+		s.reply = false
+		if err := s.status(); err != nil {
+			return true, fmt.Errorf("standby status update: %w", err)
+		}
+	}
+	return false, nil
+}
+
+// status sends a standby status update: flush = apply = write,
+// everything up to confirmed is handled.
+func (s *streamState) status() error {
+	return pglogrepl.SendStandbyStatusUpdate(s.ctx, s.conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: s.confirmed})
+}
+
+// process takes one item of the reader.
+func (s *streamState) process(it item) error {
+	switch {
+	case it.err != nil:
+		return it.err
+	case it.keepalive:
+		// Outside a transaction everything the server sent is handled:
+		// confirm its WAL end, so the slot does not hold WAL written by
+		// other tables.
+		if !s.inTx && len(s.pending) == 0 {
+			s.candidate = max(s.candidate, it.lsn)
+		}
+		s.reply = s.reply || it.reply
+	case it.action == "B":
+		s.inTx = true
+	case it.action == "C":
+		s.inTx = false
+		s.candidate = max(s.candidate, it.lsn) // the commit's end
+	case it.action == "I" && it.event.ID != "":
+		s.pending = append(s.pending, it.event)
+	}
+	return nil
+}
+
+// finish ends the stream once the reader has stopped: on a graceful
+// stop it records what was read and confirms it.
+func (s *streamState) finish() error {
+	s.stopReader()
+	if s.ctx.Err() == nil {
+		return errors.New("replication reader stopped")
+	}
+	if s.c.aborted.Load() {
+		return s.ctx.Err()
+	}
+	for it := range s.items {
+		if s.process(it) != nil {
+			break
+		}
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s.c.flush(fctx, s.pending) == nil {
+		s.confirmed = max(s.confirmed, s.candidate)
+	}
+	_ = s.status()
+	endCopy(s.conn)
+	return s.ctx.Err()
+}
+
+// take handles one receive from items, the first of a batch or one
+// drained after it: done when the loop must return err (finish's, once
+// the reader has closed items, or process's).
+func (s *streamState) take(it item, ok bool) (done bool, err error) {
+	if !ok {
+		return true, s.finish()
+	}
+	if err := s.process(it); err != nil {
+		return true, err
+	}
+	return false, nil
 }
 
 // endCopy ends the replication stream as the protocol does (CopyDone, then

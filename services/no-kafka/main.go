@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/url"
 	"regexp"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
@@ -256,50 +257,18 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	groups := &groupManager{cfg: cfg, store: store, records: logc.NewRecords(cpool, cfg.SynchronousCommit), pool: pool,
 		hub: hub, stats: svc.Stats, logger: svc.Logger, def: cons}
 	cons.onAbort = groups.abort
-	cons.onMissing = func(ctx context.Context) error {
-		created, err := ensureSlot(ctx, cfg, pool, svc.Logger)
-		if err != nil || !created {
-			return err // !created: another instance made it, and resyncs
-		}
-		n, err := resync(ctx, cpool, cons.deliver)
-		if err != nil {
-			return err
-		}
-		svc.Logger.Warn("made the missing replication slot again and delivered the events it had not, from the messages table",
-			"slot", cfg.Slot, "events", n)
-		return nil
-	}
+	cons.onMissing = remakeSlot(cfg, pool, cpool, cons, svc.Logger)
 	if cfg.GroupsDesign == DesignCursors {
-		// The default consumer's batches are the shared log: each one
-		// recorded wakes the cursor consumers, here and (debounced
-		// NOTIFY, on a connection of its own) on the other instances.
-		npool, err := pools.Reserve(ctx, "notify", 1)
-		if err != nil {
+		if err := announceToCursors(ctx, pools, cfg, groups, cons, svc.Logger); err != nil {
 			return nil, nil, err
 		}
-		groups.notify = &pglisten.Debouncer{DB: npool, Channel: notifyChannel(cfg.Postgres.Schema), Timeout: cfg.BackendTimeout,
-			OnError: func(err error) {
-				svc.Logger.Warn("announcing the log's growth to the cursor groups failed; retrying", "err", err)
-			}}
-		cons.deliver.Records = announcing{DeliveryRecorder: cons.deliver.Records, after: groups.announce}
 	}
 	logc.Mount(svc.Router, &backend{store: store, consumer: cons, groups: groups}, logc.Options{Records: store, Hub: hub, Stats: svc.Stats, Stopping: svc.Stopping(), Timeout: cfg.BackendTimeout})
 	// OnStop runs LIFO: the consumer stops (recording and confirming what
 	// it read) before the pool it records with closes.
 	pools.Register(svc)
 	svc.OnStop("replication consumer", cons.Stop)
-	svc.Ready("replication", func(context.Context) error {
-		if !cons.running.Load() {
-			if cons.standby.Load() {
-				return cons.standbyError()
-			}
-			if why := cons.streamError(); why != "" {
-				return fmt.Errorf("not streaming slot %s: %s", cfg.Slot, why)
-			}
-			return fmt.Errorf("not streaming slot %s", cfg.Slot)
-		}
-		return nil
-	})
+	svc.Ready("replication", cons.ready)
 	if created {
 		// A new slot streams nothing written before it: deliver what the
 		// messages table holds undelivered (resync says why).
@@ -329,6 +298,42 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	// Last: its Close hook runs first, before the pools close.
 	cleaner.Attach(svc, cfg.Retention, store.CleanerJobs()...)
 	return svc, cons, nil
+}
+
+// remakeSlot is the consumer's onMissing: the slot is made again, and
+// the events it had not delivered are delivered from the messages table
+// (resync), unless another instance made it first (that one resyncs).
+func remakeSlot(cfg Config, pool, cpool *pgxpool.Pool, cons *consumer, logger *slog.Logger) func(context.Context) error {
+	return func(ctx context.Context) error {
+		created, err := ensureSlot(ctx, cfg, pool, logger)
+		if err != nil || !created {
+			return err // !created: another instance made it, and resyncs
+		}
+		n, err := resync(ctx, cpool, cons.deliver)
+		if err != nil {
+			return err
+		}
+		logger.Warn("made the missing replication slot again and delivered the events it had not, from the messages table",
+			"slot", cfg.Slot, "events", n)
+		return nil
+	}
+}
+
+// announceToCursors makes the default consumer's batches the shared log
+// of the cursor groups: each one recorded wakes the cursor consumers,
+// here and (debounced NOTIFY, on a connection of its own) on the other
+// instances.
+func announceToCursors(ctx context.Context, pools *postgres.Pools, cfg Config, groups *groupManager, cons *consumer, logger *slog.Logger) error {
+	npool, err := pools.Reserve(ctx, "notify", 1)
+	if err != nil {
+		return err
+	}
+	groups.notify = &pglisten.Debouncer{DB: npool, Channel: notifyChannel(cfg.Postgres.Schema), Timeout: cfg.BackendTimeout,
+		OnError: func(err error) {
+			logger.Warn("announcing the log's growth to the cursor groups failed; retrying", "err", err)
+		}}
+	cons.deliver.Records = announcing{DeliveryRecorder: cons.deliver.Records, after: groups.announce}
+	return nil
 }
 
 func main() { service.Start(self, readConfig, build) }

@@ -495,36 +495,41 @@ func (s *store) Subscribe(ctx context.Context, from string, sub eventstore.Subsc
 				return err
 			}
 		}
-		// Held back (committed rows above the watermark), or the question
-		// failed: look again soon on its own. Otherwise wait for a
-		// notification or for the shared fallback poll (pollShared),
-		// which wakes every subscription only when a new event may be
-		// readable: one query per POLL_INTERVAL for all of them.
-		var t *time.Timer
-		var timeout <-chan time.Time
-		if perr != nil || pending {
-			wait := s.cfg.PollInterval
-			if perr == nil {
-				wait = min(heldBack, wait)
-				heldBack = min(heldBack*2, time.Second)
-			}
-			t = time.NewTimer(wait)
-			timeout = t.C
-		} else {
-			heldBack = 20 * time.Millisecond
-		}
-		select {
-		case <-ctx.Done():
-		case <-wake:
-		case <-timeout:
-		}
-		if t != nil {
-			t.Stop()
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if err := s.waitNext(ctx, wake, perr, pending, &heldBack); err != nil {
+			return err
 		}
 	}
+}
+
+// waitNext waits for a subscription's next read. Held back (committed
+// rows above the watermark: pending), or the question failed (perr):
+// look again soon on its own: after heldBack (at most POLL_INTERVAL),
+// which doubles each time up to a second, or after POLL_INTERVAL when
+// the question failed. Otherwise wait for a
+// notification (wake) or for the shared fallback poll (pollShared),
+// which wakes every subscription only when a new event may be readable:
+// one query per POLL_INTERVAL for all of them. It returns ctx's error
+// once ctx ends.
+func (s *store) waitNext(ctx context.Context, wake <-chan struct{}, perr error, pending bool, heldBack *time.Duration) error {
+	var timeout <-chan time.Time
+	if perr != nil || pending {
+		wait := s.cfg.PollInterval
+		if perr == nil {
+			wait = min(*heldBack, wait)
+			*heldBack = min(*heldBack*2, time.Second)
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	} else {
+		*heldBack = 20 * time.Millisecond
+	}
+	select {
+	case <-ctx.Done():
+	case <-wake:
+	case <-timeout:
+	}
+	return ctx.Err()
 }
 
 // tailSQL is the shared fallback poll's question: the largest xid of the

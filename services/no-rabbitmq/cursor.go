@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
@@ -268,7 +269,38 @@ func (q *pgQueue) batch(c *cursor) (n int, waiting bool, err error) {
 	}); err != nil || !locked {
 		return 0, false, err
 	}
-	var msgs []message
+	msgs, waiting, err := q.readCursor(ctx, tx, c)
+	if err != nil || len(msgs) == 0 {
+		return 0, waiting, err
+	}
+	readAt := time.Now()
+	results, ok := q.runCopies(msgs)
+	if !ok {
+		return 0, false, ctx.Err() // crashing: roll back, nothing recorded
+	}
+	o := q.copyOutcomes(results)
+	last := msgs[len(msgs)-1]
+	err = stmt(ctx, func(ctx context.Context) error {
+		_, err := tx.Exec(ctx, recordCursorSQL, c.kind, c.subscriber, last.xid, last.id,
+			postgres.UUIDs(o.failedMsgs), o.failedIdx, o.failedErrs, o.delays, readAt)
+		return err
+	})
+	if err == nil {
+		err = stmt(ctx, tx.Commit)
+	}
+	if err != nil {
+		// Nothing of the batch is recorded and the cursor has not
+		// moved: the next batch runs these copies again.
+		return 0, false, err
+	}
+	q.counted(o)
+	return len(msgs), waiting, nil
+}
+
+// readCursor reads, in tx, the messages past c's position that are ready
+// (below the watermark), at most CLAIM_BATCH; waiting says a row past
+// them waits for the watermark.
+func (q *pgQueue) readCursor(ctx context.Context, tx pgx.Tx, c *cursor) (msgs []message, waiting bool, err error) {
 	err = stmt(ctx, func(ctx context.Context) error {
 		rows, err := tx.Query(ctx, readCursorSQL, c.kind, c.subscriber, q.cfg.ClaimBatch)
 		if err != nil {
@@ -290,62 +322,58 @@ func (q *pgQueue) batch(c *cursor) (n int, waiting bool, err error) {
 		}
 		return rows.Err()
 	})
-	if err != nil || len(msgs) == 0 {
-		return 0, waiting, err
-	}
-	readAt := time.Now()
-	results, ok := q.runCopies(msgs)
-	if !ok {
-		return 0, false, ctx.Err() // crashing: roll back, nothing recorded
-	}
-	var fMsgs, fErrs []string
-	var fIdx []int32
-	var fDelays []*int64
-	var done []copyResult
-	var dead []string
+	return msgs, waiting, err
+}
+
+// batchOutcomes are a batch's copies by outcome: the done ones, and the
+// failed ones as recordCursorSQL takes them (message, copy index, error,
+// retry delay in ms or nil when dead), with the dead ones' ids apart.
+type batchOutcomes struct {
+	done                   []copyResult
+	dead                   []string
+	failedMsgs, failedErrs []string
+	failedIdx              []int32
+	delays                 []*int64
+}
+
+// copyOutcomes decides each copy's outcome (one attempt each: a retry is
+// a new copy, after RETRY_BASE).
+func (q *pgQueue) copyOutcomes(results []copyResult) batchOutcomes {
+	var o batchOutcomes
 	for _, r := range results {
 		switch queue.Decide(r.err, 1, q.cfg.Worker.MaxAttempts) {
 		case queue.OutcomeDone:
-			done = append(done, r)
+			o.done = append(o.done, r)
 			continue
 		case queue.OutcomeDead:
-			fDelays = append(fDelays, nil)
-			dead = append(dead, r.id)
+			o.delays = append(o.delays, nil)
+			o.dead = append(o.dead, r.id)
 		case queue.OutcomeRetry:
 			d := queue.Backoff(q.cfg.Worker.RetryBase, 1).Milliseconds()
-			fDelays = append(fDelays, &d)
+			o.delays = append(o.delays, &d)
 		}
-		fMsgs, fIdx, fErrs = append(fMsgs, r.message), append(fIdx, int32(r.idx)), append(fErrs, r.err.Error())
+		o.failedMsgs, o.failedIdx, o.failedErrs = append(o.failedMsgs, r.message), append(o.failedIdx, int32(r.idx)), append(o.failedErrs, r.err.Error())
 	}
-	last := msgs[len(msgs)-1]
-	err = stmt(ctx, func(ctx context.Context) error {
-		_, err := tx.Exec(ctx, recordCursorSQL, c.kind, c.subscriber, last.xid, last.id,
-			postgres.UUIDs(fMsgs), fIdx, fErrs, fDelays, readAt)
-		return err
-	})
-	if err == nil {
-		err = stmt(ctx, tx.Commit)
-	}
-	if err != nil {
-		// Nothing of the batch is recorded and the cursor has not
-		// moved: the next batch runs these copies again.
-		return 0, false, err
-	}
-	q.admission.Finished(len(done) + len(dead))
-	for _, r := range done {
+	return o
+}
+
+// counted counts a committed batch's outcomes, wakes their waiters, and
+// pokes the fetcher when a retry is due after its backoff.
+func (q *pgQueue) counted(o batchOutcomes) {
+	q.admission.Finished(len(o.done) + len(o.dead))
+	for _, r := range o.done {
 		q.stats.Inc(queue.CounterProcessed)
 		q.stats.Since(queue.LatencyProcessing, r.enqueuedAt)
 		q.hub.Wake(r.id)
 	}
-	for _, id := range dead {
+	for _, id := range o.dead {
 		q.stats.Inc(queue.CounterDead)
 		q.hub.Wake(id)
 	}
-	q.stats.Add(queue.CounterRetried, int64(len(fMsgs)-len(dead)))
-	if len(fMsgs) > len(dead) {
+	q.stats.Add(queue.CounterRetried, int64(len(o.failedMsgs)-len(o.dead)))
+	if len(o.failedMsgs) > len(o.dead) {
 		q.poke() // the fetcher: a retry is due after its backoff
 	}
-	return len(msgs), waiting, nil
 }
 
 // copyResult is a copy's outcome in a batch.

@@ -92,19 +92,8 @@ func (l *pgLocks) Acquire(ctx context.Context, name, owner string, lease time.Du
 	}
 	lk := cache.Lock{Name: name, Owner: owner}
 	err := br.QueryRow().Scan(&lk.Token, &lk.ExpiresAt)
-	switch {
-	case err == nil:
-		lk.ExpiresAt = lk.ExpiresAt.UTC()
-		// The batch commits at Close: an error there is not a grant.
-		if _, err := br.Exec(); err != nil {
-			return cache.Lock{}, postgres.MapError("cache_locks", err)
-		}
-		if err := br.Close(); err != nil {
-			return cache.Lock{}, postgres.MapError("cache_locks", err)
-		}
-		return lk, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return cache.Lock{}, postgres.MapError("cache_locks", err)
+	if lk, err = grant(br, lk, err); !errors.Is(err, errNotGranted) {
+		return lk, err
 	}
 	if err := state(br, name); !errors.Is(err, cache.ErrLockNotHeld) {
 		return cache.Lock{}, err
@@ -122,20 +111,35 @@ func (l *pgLocks) Extend(ctx context.Context, name, owner string, token int64, l
 	defer br.Close()
 	lk := cache.Lock{Name: name, Owner: owner, Token: token}
 	err := br.QueryRow().Scan(&lk.ExpiresAt)
-	switch {
-	case err == nil:
-		lk.ExpiresAt = lk.ExpiresAt.UTC()
-		if _, err := br.Exec(); err != nil {
-			return cache.Lock{}, postgres.MapError("cache_locks", err)
-		}
-		if err := br.Close(); err != nil {
-			return cache.Lock{}, postgres.MapError("cache_locks", err)
-		}
-		return lk, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return cache.Lock{}, postgres.MapError("cache_locks", err)
+	if lk, err = grant(br, lk, err); !errors.Is(err, errNotGranted) {
+		return lk, err
 	}
 	return cache.Lock{}, state(br, name)
+}
+
+// errNotGranted is grant's answer when the granting statement matched no
+// row: the caller reads the lock's state from the batch's next result.
+var errNotGranted = errors.New("lock not granted")
+
+// grant finishes a lock batch whose granting statement's Scan into lk
+// ended in scanErr: lk once the batch's remaining statement ran and the
+// batch committed (it commits at Close: an error there is not a grant),
+// errNotGranted when the statement matched no row, else the error.
+func grant(br pgx.BatchResults, lk cache.Lock, scanErr error) (cache.Lock, error) {
+	switch {
+	case errors.Is(scanErr, pgx.ErrNoRows):
+		return cache.Lock{}, errNotGranted
+	case scanErr != nil:
+		return cache.Lock{}, postgres.MapError("cache_locks", scanErr)
+	}
+	lk.ExpiresAt = lk.ExpiresAt.UTC()
+	if _, err := br.Exec(); err != nil {
+		return cache.Lock{}, postgres.MapError("cache_locks", err)
+	}
+	if err := br.Close(); err != nil {
+		return cache.Lock{}, postgres.MapError("cache_locks", err)
+	}
+	return lk, nil
 }
 
 func (l *pgLocks) Release(ctx context.Context, name, owner string, token int64) error {

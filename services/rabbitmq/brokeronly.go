@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -117,22 +116,9 @@ func (q *mqQueue) enqueueBrokerOnly(ctx context.Context, tasks []queue.NewTask) 
 		return err
 	}
 	err := q.publish(ctx, q.messages(tasks), amqp.Persistent)
-	if err == nil || errors.Is(err, context.Canceled) {
-		return err
-	}
-	ids := make([]string, len(tasks))
-	for i, t := range tasks {
-		ids[i] = t.ID
-	}
-	return &httpapi.Error{
-		Status: http.StatusServiceUnavailable,
-		Kind:   httpapi.KindUnknown,
-		Message: fmt.Sprintf("the %d task(s) were published to RabbitMQ but not every publish was confirmed; "+
-			"those the broker took will run, so a retry may run them twice "+
-			"(GET /tasks/{id} knows a task once a worker has taken it)", len(ids)),
-		Fields: map[string]any{"ids": ids, "recorded": false},
-		Cause:  err,
-	}
+	return unconfirmed(tasks, false, err, "the %d task(s) were published to RabbitMQ but not every publish was confirmed; "+
+		"those the broker took will run, so a retry may run them twice "+
+		"(GET /tasks/{id} knows a task once a worker has taken it)")
 }
 
 // brokerReadTimeout bounds the broker reads of Depth and brokerBacklog

@@ -807,6 +807,16 @@ func (q *mqQueue) awaitBroker(ctx context.Context) error {
 // reads GET /tasks/{id} for the ids before it retries.
 func (q *mqQueue) publishRecorded(ctx context.Context, tasks []queue.NewTask) error {
 	err := q.publish(ctx, q.messages(tasks), q.deliveryMode())
+	return unconfirmed(tasks, true, err, "the %d task(s) are recorded but their publish to RabbitMQ was not confirmed; "+
+		"the reconciler publishes them again after RECONCILE_AFTER, so they will probably run: "+
+		"a retry may run them twice (read GET /tasks/{id} for the ids first)")
+}
+
+// unconfirmed is what a publish of tasks that ended in err answers: nil
+// or err itself when it succeeded or its caller went away, else a 503
+// of kind "unknown" naming the ids (the broker may hold some of them)
+// and whether they are recorded, with msg (its %d: how many tasks).
+func unconfirmed(tasks []queue.NewTask, recorded bool, err error, msg string) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -815,13 +825,11 @@ func (q *mqQueue) publishRecorded(ctx context.Context, tasks []queue.NewTask) er
 		ids[i] = t.ID
 	}
 	return &httpapi.Error{
-		Status: http.StatusServiceUnavailable,
-		Kind:   httpapi.KindUnknown,
-		Message: fmt.Sprintf("the %d task(s) are recorded but their publish to RabbitMQ was not confirmed; "+
-			"the reconciler publishes them again after RECONCILE_AFTER, so they will probably run: "+
-			"a retry may run them twice (read GET /tasks/{id} for the ids first)", len(ids)),
-		Fields: map[string]any{"ids": ids, "recorded": true},
-		Cause:  err,
+		Status:  http.StatusServiceUnavailable,
+		Kind:    httpapi.KindUnknown,
+		Message: fmt.Sprintf(msg, len(ids)),
+		Fields:  map[string]any{"ids": ids, "recorded": recorded},
+		Cause:   err,
 	}
 }
 

@@ -297,6 +297,33 @@ func (q *mqQueue) complete() {
 // exchange. The record decides: an outcome whose record was already done
 // or dead is a duplicate, acknowledged without effect.
 func (q *mqQueue) finish(batch []result, b *backoff.Backoff) {
+	outcomes, byID := q.outcomes(batch)
+	if len(outcomes) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(q.hardCtx, recordTimeout)
+	defer cancel()
+	changed, err := q.pipe.FinishMany(ctx, outcomes)
+	q.finishStatements.Add(1)
+	if q.hardCtx.Err() != nil {
+		return
+	}
+	if err != nil {
+		jobs := make([]job, 0, len(byID))
+		for _, r := range byID {
+			jobs = append(jobs, r.job)
+		}
+		q.requeueLater(b, "recording outcomes failed", err, jobs)
+		return
+	}
+	b.Reset()
+	q.publishRetries(ctx, b, q.settle(outcomes, byID, changed))
+}
+
+// outcomes are the records' outcomes of batch, one per task, sorted by
+// id, and the result of each task by id. A second delivery of a
+// task in work is acknowledged here: one outcome is recorded.
+func (q *mqQueue) outcomes(batch []result) ([]records.Outcome, map[string]result) {
 	outcomes := make([]records.Outcome, 0, len(batch))
 	byID := make(map[string]result, len(batch))
 	for _, r := range batch {
@@ -318,28 +345,16 @@ func (q *mqQueue) finish(batch []result, b *backoff.Backoff) {
 		}
 		outcomes = append(outcomes, o)
 	}
-	if len(outcomes) == 0 {
-		return
-	}
 	slices.SortFunc(outcomes, func(a, b records.Outcome) int { return strings.Compare(a.ID, b.ID) })
-	ctx, cancel := context.WithTimeout(q.hardCtx, recordTimeout)
-	defer cancel()
-	changed, err := q.pipe.FinishMany(ctx, outcomes)
-	q.finishStatements.Add(1)
-	if q.hardCtx.Err() != nil {
-		return
-	}
-	if err != nil {
-		jobs := make([]job, 0, len(byID))
-		for _, r := range byID {
-			jobs = append(jobs, r.job)
-		}
-		q.requeueLater(b, "recording outcomes failed", err, jobs)
-		return
-	}
-	b.Reset()
-	var retries []outbound
-	var retried []result
+	return outcomes, byID
+}
+
+// settle acknowledges the deliveries whose outcome was recorded (done;
+// or unchanged: a duplicate), rejects the dead ones to the dead-letter
+// exchange, and returns the retries still to publish, each with its
+// result.
+func (q *mqQueue) settle(outcomes []records.Outcome, byID map[string]result, changed map[string]bool) []retry {
+	var retries []retry
 	for _, o := range outcomes {
 		r := byID[o.ID]
 		switch {
@@ -363,26 +378,43 @@ func (q *mqQueue) finish(batch []result, b *backoff.Backoff) {
 			q.hub.Wake(o.ID)
 		default:
 			name, _ := q.retryQueue(r.rec.Attempts)
-			retries = append(retries, outbound{key: name, msg: r.msg})
-			retried = append(retried, r)
+			retries = append(retries, retry{out: outbound{key: name, msg: r.msg}, r: r})
 		}
 	}
+	return retries
+}
+
+// retry is a delivery to publish again to its delay queue, then
+// acknowledge.
+type retry struct {
+	out outbound
+	r   result
+}
+
+// publishRetries publishes retries to their delay queues (one pipelined
+// confirm batch), then acknowledges their deliveries; on a failed
+// publish they go back to the intake after a backoff.
+func (q *mqQueue) publishRetries(ctx context.Context, b *backoff.Backoff, retries []retry) {
 	if len(retries) == 0 {
 		return
+	}
+	msgs := make([]outbound, len(retries))
+	for i, x := range retries {
+		msgs[i] = x.out
 	}
 	// Persistent whatever DELIVERY_MODE says: the reconciler republishes
 	// only tasks never delivered, so a retry's message lost by a broker
 	// restart would strand its task.
-	if err := q.publish(ctx, retries, amqp.Persistent); err != nil {
-		jobs := make([]job, len(retried))
-		for i, r := range retried {
-			jobs[i] = r.job
+	if err := q.publish(ctx, msgs, amqp.Persistent); err != nil {
+		jobs := make([]job, len(retries))
+		for i, x := range retries {
+			jobs[i] = x.r.job
 		}
 		q.requeueLater(b, "publishing retries failed", err, jobs)
 		return
 	}
-	for _, r := range retried {
-		r.acks.ack(r.tag)
+	for _, x := range retries {
+		x.r.acks.ack(x.r.tag)
 	}
-	q.stats.Add(queue.CounterRetried, int64(len(retried)))
+	q.stats.Add(queue.CounterRetried, int64(len(retries)))
 }

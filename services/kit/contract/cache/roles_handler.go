@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -122,19 +123,30 @@ func (h *handler) acquireLock(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return h.lockCall(w, r, http.StatusCreated, StatLockAcquire, func(ctx context.Context) (Lock, error) {
+		l, err := h.o.Locks.Acquire(ctx, name, owner, lease)
+		switch _, held := errIsHeld(err); {
+		case held:
+			h.o.Stats.Inc(CounterLockConflicts)
+		case err == nil:
+			h.o.Stats.Inc(CounterLocksAcquired)
+		}
+		return l, err
+	})
+}
+
+// lockCall answers a lock request with what call returns: the lock with
+// status, its latency recorded as stat, or the error (roleError).
+func (h *handler) lockCall(w http.ResponseWriter, r *http.Request, status int, stat string, call func(context.Context) (Lock, error)) error {
 	start := time.Now()
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	l, err := h.o.Locks.Acquire(ctx, name, owner, lease)
+	l, err := call(ctx)
 	if err != nil {
-		if _, held := errIsHeld(err); held {
-			h.o.Stats.Inc(CounterLockConflicts)
-		}
 		return roleError(w, err)
 	}
-	h.o.Stats.Since(StatLockAcquire, start)
-	h.o.Stats.Inc(CounterLocksAcquired)
-	httpapi.WriteJSON(w, http.StatusCreated, l)
+	h.o.Stats.Since(stat, start)
+	httpapi.WriteJSON(w, status, l)
 	return nil
 }
 
@@ -163,16 +175,9 @@ func (h *handler) extendLock(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	ctx, cancel := h.ctx(r)
-	defer cancel()
-	l, err := h.o.Locks.Extend(ctx, name, owner, token, lease)
-	if err != nil {
-		return roleError(w, err)
-	}
-	h.o.Stats.Since(StatLockExtend, start)
-	httpapi.WriteJSON(w, http.StatusOK, l)
-	return nil
+	return h.lockCall(w, r, http.StatusOK, StatLockExtend, func(ctx context.Context) (Lock, error) {
+		return h.o.Locks.Extend(ctx, name, owner, token, lease)
+	})
 }
 
 func (h *handler) releaseLock(w http.ResponseWriter, r *http.Request) error {
@@ -399,31 +404,49 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) error {
 			h.hub.cfg.SubscribersMax, RetryAfterSubscribe)
 	}
 	defer h.hub.leave(sub)
-	// The marker: the subscription starts where it comes back.
+	if started, err := h.startSubscription(w, r, sub); !started {
+		return err
+	}
+	return h.streamSubscription(w, r, ch, sub)
+}
+
+// startSubscription publishes sub's marker and waits until it comes back
+// through the bus: the subscription starts there. started is false when
+// it did not (the bus lost, the timeout, the client gone, the service
+// stopping): the answer is then err, or the refusal already written.
+func (h *handler) startSubscription(w http.ResponseWriter, r *http.Request, sub *subscriber) (started bool, err error) {
 	ctx, cancel := h.ctx(r)
 	err = h.o.PubSub.Publish(ctx, SyncChannel, []byte(sub.marker))
 	cancel()
 	if err != nil {
-		return err
+		return false, err
 	}
 	wait := time.NewTimer(h.o.Timeout)
 	defer wait.Stop()
-	for active := false; !active; {
+	for {
 		select {
 		case <-sub.wake:
-			var reason string
-			_, active, reason = sub.take()
+			_, active, reason := sub.take()
 			if reason != "" {
-				return h.refuseSubscribe(w, "", "the pub/sub bus's connection was lost while the subscription started; retry")
+				return false, h.refuseSubscribe(w, "", "the pub/sub bus's connection was lost while the subscription started; retry")
+			}
+			if active {
+				return true, nil
 			}
 		case <-wait.C:
-			return h.refuseSubscribe(w, "", "the subscription did not start within %v (its marker did not come back through the bus)", h.o.Timeout)
+			return false, h.refuseSubscribe(w, "", "the subscription did not start within %v (its marker did not come back through the bus)", h.o.Timeout)
 		case <-r.Context().Done():
-			return r.Context().Err()
+			return false, r.Context().Err()
 		case <-h.o.Stopping:
-			return h.refuseSubscribe(w, "", "the service is stopping")
+			return false, h.refuseSubscribe(w, "", "the service is stopping")
 		}
 	}
+}
+
+// streamSubscription writes the started subscription sub of channel ch
+// as SSE until the client goes away, the bus ends it or the service
+// stops.
+func (h *handler) streamSubscription(w http.ResponseWriter, r *http.Request, ch string, sub *subscriber) error {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache")

@@ -417,6 +417,50 @@ func (s *sseWriter) comment(text string) error {
 	return s.write([]byte(": " + text + "\n\n"))
 }
 
+// subscribeFrom is the position a subscription starts after:
+// Last-Event-ID wins over ?from=, since an EventSource reconnects to the
+// same URL (its original ?from=) with the last id it received. The shape
+// is the contract's (PositionPattern, 400), checked for both even when
+// one wins; whether a well-formed position is one of this backend's is
+// the store's answer (404: kafka-eventstore's offsets are not
+// no-kurrentdb's <xid>:<global_pos>).
+func subscribeFrom(r *http.Request) (string, error) {
+	query, header := r.URL.Query().Get("from"), r.Header.Get("Last-Event-ID")
+	for name, v := range map[string]string{"from": query, "Last-Event-ID": header} {
+		if v != "" && (len(v) > MaxPositionLen || !positionRE.MatchString(v)) {
+			return "", httpapi.BadRequest("%s %q is not a position: want digits, or digits:digits (or more numbers joined by colons), as events and appends report it", name, httpapi.Truncate(v, 64))
+		}
+	}
+	if header != "" {
+		return header, nil
+	}
+	return query, nil
+}
+
+// heartbeat writes a heartbeat comment to sw every h.o.Heartbeat until
+// ctx ends, and cancels the subscription when one cannot be written;
+// the channel it returns closes when it has stopped.
+func (h *handler) heartbeat(ctx context.Context, cancel context.CancelFunc, sw *sseWriter) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(h.o.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if sw.comment("heartbeat") != nil {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return done
+}
+
 // dropped reports the write failure that ended the subscription, if any.
 func (s *sseWriter) dropped() error {
 	s.mu.Lock()
@@ -425,21 +469,9 @@ func (s *sseWriter) dropped() error {
 }
 
 func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) error {
-	// Last-Event-ID wins over ?from=: an EventSource reconnects to the
-	// same URL (its original ?from=) with the last id it received.
-	// The shape is the contract's (PositionPattern, 400), checked for
-	// both even when one wins; whether a well-formed position is one of
-	// this backend's is the store's answer (404: kafka-eventstore's
-	// offsets are not no-kurrentdb's <xid>:<global_pos>).
-	query, header := r.URL.Query().Get("from"), r.Header.Get("Last-Event-ID")
-	for name, v := range map[string]string{"from": query, "Last-Event-ID": header} {
-		if v != "" && (len(v) > MaxPositionLen || !positionRE.MatchString(v)) {
-			return httpapi.BadRequest("%s %q is not a position: want digits, or digits:digits (or more numbers joined by colons), as events and appends report it", name, httpapi.Truncate(v, 64))
-		}
-	}
-	from := header
-	if from == "" {
-		from = query
+	from, err := subscribeFrom(r)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -456,25 +488,9 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) error {
 	// subscriptions - subscriptions_ended is what is still held.
 	defer h.o.Stats.Inc("subscriptions_ended")
 	last := from
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		t := time.NewTicker(h.o.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if sw.comment("heartbeat") != nil {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
+	hbDone := h.heartbeat(ctx, cancel, sw)
 	defer func() { cancel(); <-hbDone }()
-	err := h.backend.Subscribe(ctx, from, Subscriber{
+	err = h.backend.Subscribe(ctx, from, Subscriber{
 		Event: func(e RecordedEvent) error {
 			last = e.Position
 			h.o.Stats.Inc("events_streamed")
