@@ -29,7 +29,7 @@ var durabilitySizes = map[string]scenario.DurabilityOptions{"full": scenario.Dur
 // (by default the CLUSTER_* variables, else what `scripts/cluster.sh env
 // running` prints).
 func durabilitySetup(fs *flag.FlagSet, _ *common, _ *extras) action {
-	size := fs.String("size", "full", "durability: full (the measurement, ~15 min on 2 cores) or small (a check that it runs: its figures are no measurement)")
+	size := fs.String("size", "full", "durability: full (the measurement: 3 windows of 30 s per configuration, ~35 min on 2 cores) or small (a check that it runs: its figures are no measurement)")
 	pg := fs.String("durability-database-url", os.Getenv("CLUSTER_DATABASE_URL"), "durability: the Postgres (multi-host URL) of every configuration; default CLUSTER_DATABASE_URL, else the cluster profile's")
 	rmq := fs.String("durability-rabbitmq-urls", os.Getenv("CLUSTER_RABBITMQ_URLS"), "durability: the RabbitMQ nodes' AMQP URLs, comma-separated; default CLUSTER_RABBITMQ_URLS, else the cluster profile's")
 	kafka := fs.String("durability-kafka-brokers", os.Getenv("CLUSTER_KAFKA_BROKERS"), "durability: the Kafka brokers, comma-separated; default CLUSTER_KAFKA_BROKERS, else the cluster profile's")

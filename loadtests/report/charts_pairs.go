@@ -544,7 +544,7 @@ func pairCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 // charts of pairCharts, by key. They say what to read, and what the
 // chart does not show because it is not measured yet.
 var chartCaptions = map[string]string{
-	"failover": "Lower is better. Per fault of the cluster experiments, seconds from the fault to the first write sent after it that was acknowledged (and, for Kafka, found in the log afterwards); one bar per side and setting, one run each. " +
+	"failover": "Lower is better. Per fault of the cluster experiments, seconds from the fault to the first write sent after it that was acknowledged (and, for Kafka, found in the log afterwards); one bar per side and setting: the median of its runs, the whisker from the fastest to the slowest run (none for a fault run once). " +
 		"What was lost is in the table above and on the README's cards, not on this chart. A failed experiment is marked \"failed\", writes not back within the run \"not back\", never a bar.",
 	"scaleout": "One round per point, both axes logarithmic; dashed: the Postgres sides' second designs (\", cursors\"). " +
 		"Top: the fan-out search's sustainable published tasks/s (higher is better; a side whose cost is all per copy falls as 1/N; a search that passed its ladder's top is drawn at the top, a lower bound: the table says \"≥\") and Postgres WAL per published task (lower is better). " +

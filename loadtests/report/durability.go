@@ -31,7 +31,8 @@ func DurabilitySection(parts []DurabilityPart) string {
 	w("Acknowledged: the write's 2xx answer, single items at a fixed rate; end to end: send→processed (queue) or write→delivered (log) at that rate; ")
 	w("sustainable: the throughput section's search (backlog flat, end-to-end p99 under %s) in batches; ", scenario.SustainSLO)
 	w("CPU-seconds per 1,000 items at the fixed rate, read from each process's own counters: the service, and each node of the servers the side uses (idle time included). ")
-	w("Each configuration is measured once, one after the other, on one 2-core machine whose nodes share those cores (the standbys' round trip is a veth pair, not a network): a difference between two rows that a second run could reverse decides nothing, and no verdict is drawn from this table.")
+	w("The fixed rate runs in windows interleaved across the configurations (every configuration's first window, then every one's second, and so on), each on its service started afresh; a cell gives the median over the windows and, for the p99s and the CPU total, their range; a window that failed leaves its configuration without figures. ")
+	w("All of it runs on one 2-core machine whose nodes share those cores (the standbys' round trip is a veth pair, not a network): the cards state a difference between two settings only when it has the same sign in every window, and none from a run of one window.")
 	switch {
 	case len(parts) == 0:
 		w("\n\nNo results file of the durability scenario (`results/*-%s.json`) was found: it has not run against the cluster profile yet.\n", scenario.DurabilityCommand)
@@ -60,6 +61,9 @@ func durabilityTable(b *strings.Builder, run *driver.Run, file string) {
 	w("From `results/%s` (started %s, Postgres %s", file, run.StartedAt.UTC().Format("2006-01-02 15:04 MST"), orDash(fmt.Sprint(run.Settings[scenario.DurabilityServerSetting])))
 	if r, ok := run.Settings["rate"].(float64); ok {
 		w(", fixed rate %s/s", num(r))
+		if d, ok := run.Settings["duration_s"].(float64); ok {
+			w(" in %s of %s s", windowsText(runWindows(run)), num(d))
+		}
 	}
 	w(").\n\n| pair | side | setting | acknowledged p50 / p99 | end to end p50 / p99 | sustainable (items/s) | CPU-s / 1,000 items: service | nodes | total |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range run.Points {
@@ -83,22 +87,78 @@ func durabilityTable(b *strings.Builder, run *driver.Run, file string) {
 	}
 }
 
-// sideMetrics are svc's metrics in p's first round, or why there are
-// none ("failed: <reason>").
+// sideMetrics are svc's metrics in p, each the median over p's rounds
+// (driver.Summarize), with their medians and ranges, or why there are
+// none ("failed: <reason>": a point with a failed round has no figure).
 func sideMetrics(p driver.Point, svc string) (map[string]float64, string) {
+	aggs, why := sideAggs(p, svc)
+	if aggs == nil {
+		return nil, why
+	}
+	m := make(map[string]float64, len(aggs))
+	for k, a := range aggs {
+		m[k] = a.Median
+	}
+	return m, ""
+}
+
+// sideAggs are svc's metrics in p as medians with their range over p's
+// rounds, or why there are none.
+func sideAggs(p driver.Point, svc string) (map[string]driver.Agg, string) {
 	if st := p.SideStatus(svc); !st.OK() {
 		return nil, st.String()
 	}
-	if len(p.Rounds) == 0 || p.Rounds[0].Sides[svc] == nil {
+	// Summarized afresh from the rounds: the file's summary may predate
+	// a metric's rule, and the rounds are the record.
+	q := driver.Point{Sides: []string{svc}, Rounds: p.Rounds}
+	driver.Summarize(&q)
+	out := map[string]driver.Agg{}
+	for _, m := range q.Metrics {
+		if a, ok := m.Sides[svc]; ok && a.N > 0 {
+			out[m.Name] = a
+		}
+	}
+	if len(out) == 0 {
 		return nil, "not measured"
 	}
-	return p.Rounds[0].Sides[svc].Metrics, ""
+	return out, ""
+}
+
+// runWindows is the most windows any fixed point of run measured (1 in
+// files written before the scenario had rounds).
+func runWindows(run *driver.Run) int {
+	n := 1
+	for _, p := range run.Points {
+		if len(p.Sides) == 1 && !strings.HasSuffix(p.Scenario, ".sustainable") {
+			n = max(n, windows(p, p.Sides[0]))
+		}
+	}
+	return n
+}
+
+// windowsText is "1 window" or "n windows".
+func windowsText(n int) string {
+	if n == 1 {
+		return "1 window"
+	}
+	return fmt.Sprintf("%d windows", n)
+}
+
+// windows is how many rounds of p measured svc.
+func windows(p driver.Point, svc string) int {
+	n := 0
+	for _, r := range p.Rounds {
+		if r.Sides[svc] != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // durabilityLatencies are the acknowledgement and end-to-end cells of
 // svc's fixed point p, or its failure in both.
 func durabilityLatencies(p driver.Point, svc, pair string) []string {
-	m, why := sideMetrics(p, svc)
+	m, why := sideAggs(p, svc)
 	if m == nil {
 		return []string{why, why}
 	}
@@ -110,14 +170,25 @@ func durabilityLatencies(p driver.Point, svc, pair string) []string {
 		quantiles(m, driver.ServerLatency(lat, driver.SuffixP50), driver.ServerLatency(lat, driver.SuffixP99))}
 }
 
-// quantiles is "p50 / p99 ms" from m's keys, or what is not recorded.
-func quantiles(m map[string]float64, p50, p99 string) string {
+// quantiles is "p50 / p99 ms" from m's keys, medians over the rounds,
+// with the p99's range when the rounds differ ("1.2 / 3.4 ms (p99
+// 2.9–4.1)"), or what is not recorded.
+func quantiles(m map[string]driver.Agg, p50, p99 string) string {
 	a, ok1 := m[p50]
 	c, ok2 := m[p99]
 	if !ok1 || !ok2 {
 		return notRecorded
 	}
-	return num(a) + " / " + num(c) + " ms"
+	return num(a.Median) + " / " + num(c.Median) + " ms" + aggRange(" (p99 ", c, ")")
+}
+
+// aggRange is a's range between before and after when it has one (more
+// than one value, not all equal), else "".
+func aggRange(before string, a driver.Agg, after string) string {
+	if a.N < 2 || a.Min == a.Max {
+		return ""
+	}
+	return before + num(a.Min) + "–" + num(a.Max) + after
 }
 
 // sustainCell is the sustainable rate of svc under setting name, from
@@ -140,10 +211,8 @@ func sustainCell(run *driver.Run, pair, name, svc string) string {
 // durabilityMetrics are svc's metrics in run's point of scenario sc
 // under setting name, or why there are none.
 func durabilityMetrics(run *driver.Run, sc, name, svc string) (map[string]float64, string) {
-	for _, p := range run.Points {
-		if p.Scenario == sc && p.Name == name {
-			return sideMetrics(p, svc)
-		}
+	if p := durabilityPoint(run, sc, name); p != nil {
+		return sideMetrics(*p, svc)
 	}
 	return nil, "not measured"
 }
@@ -151,13 +220,13 @@ func durabilityMetrics(run *driver.Run, sc, name, svc string) (map[string]float6
 // durabilityCPU is the CPU cells of svc's fixed point p: the service's,
 // each node's ("pg1 0.31 · pg2 0.05") and the total.
 func durabilityCPU(p driver.Point, svc string) []string {
-	m, why := sideMetrics(p, svc)
+	m, why := sideAggs(p, svc)
 	if m == nil {
 		return []string{why, why, why}
 	}
 	one := func(g string) string {
 		if v, ok := m[scenario.MetricCPUPerThousand(g)]; ok {
-			return num(v)
+			return num(v.Median)
 		}
 		return notRecorded
 	}
@@ -182,7 +251,11 @@ func durabilityCPU(p driver.Point, svc string) []string {
 	for _, g := range nodes {
 		parts = append(parts, g+" "+one(g))
 	}
-	return []string{one(scenario.DurabilityServiceGroup), orDash(strings.Join(parts, " · ")), one("total")}
+	total := one("total")
+	if v, ok := m[scenario.MetricCPUPerThousand("total")]; ok {
+		total += aggRange(" (", v, ")")
+	}
+	return []string{one(scenario.DurabilityServiceGroup), orDash(strings.Join(parts, " · ")), total}
 }
 
 // noSyncStandby counts run's fixed points measured with no synchronous

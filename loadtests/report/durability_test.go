@@ -128,3 +128,55 @@ func TestDurabilityPartsOnePerVersion(t *testing.T) {
 		t.Errorf("lose nothing: %q", q)
 	}
 }
+
+// windowedRun is a durability run of the Postgres queue side under
+// synchronous_commit on and local, a window of each per round, with the
+// acknowledgement p99s given (on's, local's) per window.
+func windowedRun(p99s ...[2]float64) *driver.Run {
+	run := driver.NewRun(scenario.DurabilityCommand, nil, time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC))
+	run.Settings["rate"] = 200.0
+	run.Settings["duration_s"] = 30.0
+	run.Settings[scenario.DurabilityServerSetting] = "15.18"
+	point := func(name string, k int) driver.Point {
+		p := driver.Point{Scenario: scenario.DurabilityScenarioName(pairs.Queue), Name: name, Sides: []string{pairs.NoRabbitMQ}}
+		for i, w := range p99s {
+			p.Rounds = append(p.Rounds, driver.Round{Index: i, Order: p.Sides, Sides: map[string]*driver.SideResult{pairs.NoRabbitMQ: {
+				Service: pairs.NoRabbitMQ, Metrics: map[string]float64{driver.ClientP50: 2, driver.ClientP99: w[k],
+					scenario.MetricCPUPerThousand("total"): 1 + float64(i), scenario.MetricSyncStandbys: 1},
+				Phases: []driver.Phase{{Name: "send", Client: driver.ClientResult{Requests: 6000, OK: 6000}}}}}})
+		}
+		driver.Summarize(&p)
+		return p
+	}
+	run.Points = []driver.Point{point("synchronous_commit=on", 0), point("synchronous_commit=local", 1)}
+	run.Validate()
+	return run
+}
+
+// TestDurabilityWindows: the table gives medians with the p99's and
+// the CPU total's range over the windows, and the card claims a
+// difference between two settings only when every window agrees on its
+// sign (issue 40: no price read off one window).
+func TestDurabilityWindows(t *testing.T) {
+	agree := windowedRun([2]float64{14, 10}, [2]float64{20, 11}, [2]float64{12, 9})
+	md := DurabilitySection([]DurabilityPart{{Run: agree, File: "x-durability.json", PGMajor: 15}})
+	for _, want := range []string{"fixed rate 200/s in 3 windows of 30 s",
+		"| queue | no-rabbitmq | `synchronous_commit=on` | 2 / 14 ms (p99 12–20) |",
+		"| 2 (1–3) |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+	q := loseNothingText(pairs.Queue, []DurabilityPart{{Run: agree, PGMajor: 15}})
+	if want := "Postgres 15, a synchronous standby, acknowledged p99 14 ms (windows 12–20 ms) (`synchronous_commit=local`: 10 ms (windows 9–11 ms); higher in each of the 3 windows)"; !strings.Contains(q, want) {
+		t.Errorf("agreeing windows: %q lacks %q", q, want)
+	}
+	split := windowedRun([2]float64{14, 10}, [2]float64{8, 11}, [2]float64{12, 9})
+	if q := loseNothingText(pairs.Queue, []DurabilityPart{{Run: split, PGMajor: 15}}); !strings.Contains(q, "higher in 2 of 3 windows: no difference is claimed") || strings.Contains(q, "each of") {
+		t.Errorf("disagreeing windows: %q", q)
+	}
+	one := windowedRun([2]float64{14, 10})
+	if q := loseNothingText(pairs.Queue, []DurabilityPart{{Run: one, PGMajor: 15}}); !strings.Contains(q, "1 window each: no difference is claimed") {
+		t.Errorf("one window: %q", q)
+	}
+}

@@ -161,9 +161,17 @@ type DurabilityOptions struct {
 	// Cluster is where it runs.
 	Cluster DurabilityCluster
 	// Rate is the fixed point's items/s (single-item POSTs), Duration
-	// its length.
+	// the length of each of its windows.
 	Rate     float64
 	Duration time.Duration
+	// Rounds is how many windows each configuration's fixed point gets,
+	// interleaved: every configuration's first window, then every one's
+	// second, and so on (driver.RunPoints), so that a drift of the
+	// machine over the run reaches every configuration alike. Each
+	// window starts its service fresh. The report gives the median and
+	// the range over the windows, and a difference between two settings
+	// only when every window agrees.
+	Rounds int
 	// Search is the sustainable search (one batch size, one round, no
 	// overload point; Ladders "queue" and "log").
 	Search SustainOptions
@@ -175,11 +183,12 @@ type DurabilityOptions struct {
 	Only []string
 }
 
-// DurabilityDefaults fit the ten configurations in about 15 minutes on 2
-// cores: 10 s at 200 items/s, then a search of 10 s steps (2 s warm-up)
-// in batches of 100, one bisection.
+// DurabilityDefaults fit the ten configurations in about 35 minutes on 2
+// cores: 3 windows of 30 s at 200 items/s each (issue 40: a price is
+// not read off one short window), then a search of 10 s steps (2 s
+// warm-up) in batches of 100, one bisection.
 var DurabilityDefaults = DurabilityOptions{
-	Rate: 200, Duration: 10 * time.Second,
+	Rate: 200, Duration: 30 * time.Second, Rounds: 3,
 	Search: SustainOptions{Sizes: []int{100}, Step: 10 * time.Second, Warmup: 2 * time.Second, Sample: 500 * time.Millisecond,
 		Rounds: 1, Drain: 20 * time.Second, Ladders: map[string]SustainLadder{
 			"queue": {Start: 1000, Factor: 2, Max: 16000, Bisect: 1},
@@ -188,10 +197,10 @@ var DurabilityDefaults = DurabilityOptions{
 }
 
 // DurabilitySmall is a check that the scenario runs (about 2 minutes):
-// 3 s at 50/s, 4 s steps at 200–400 items/s. Its figures are no
-// measurement.
+// one window of 3 s at 50/s, 4 s steps at 200–400 items/s. Its figures
+// are no measurement.
 var DurabilitySmall = DurabilityOptions{
-	Rate: 50, Duration: 3 * time.Second,
+	Rate: 50, Duration: 3 * time.Second, Rounds: 1,
 	Search: SustainOptions{Sizes: []int{100}, Step: 4 * time.Second, Warmup: time.Second, Sample: 250 * time.Millisecond,
 		Rounds: 1, Drain: 10 * time.Second, Ladders: map[string]SustainLadder{
 			"queue": {Start: 200, Factor: 2, Max: 400},
@@ -204,6 +213,9 @@ func (o DurabilityOptions) Validate() error {
 	var errs []error
 	if o.Rate <= 0 || o.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("durability: rate %g and duration %s must be positive", o.Rate, o.Duration))
+	}
+	if o.Rounds < 1 {
+		errs = append(errs, fmt.Errorf("durability: rounds %d: want at least 1", o.Rounds))
 	}
 	if len(o.Search.Sizes) != 1 || o.Search.Rounds != 1 || o.Search.OverRounds != 0 {
 		errs = append(errs, errors.New("durability: the search takes one batch size, one round and no overload point"))
@@ -273,15 +285,17 @@ func (o DurabilityOptions) Count() int {
 }
 
 // Estimate is the scenario's expected duration on n configurations:
-// each a service start and warm-up, the fixed point and its drain, and a
-// search whose first rate passes, the next fails (ending early) and one
-// bisection passes. Bound: every search climbs its whole ladder.
+// each o.Rounds windows (a service start and warm-up, the fixed point
+// and its drain), and a search whose first rate passes, the next fails
+// (ending early) and one bisection passes. Bound: every search climbs
+// its whole ladder.
 func (o DurabilityOptions) Estimate(n int) Estimate {
 	s := o.Search
 	pass := s.Step + attackOverhead
 	fail := s.Warmup + earlyFailAfter + 2*attackOverhead + min(s.Drain, s.Step/3)
 	fixed := serviceStart + warmupTime/2 + o.Duration + 2*attackOverhead
-	typical := fixed + time.Second + 2*pass + fail
+	rounds := time.Duration(max(o.Rounds, 1))
+	typical := rounds*fixed + time.Second + 2*pass + fail
 	rungs := 1
 	for _, l := range s.Ladders {
 		k := 1
@@ -290,8 +304,8 @@ func (o DurabilityOptions) Estimate(n int) Estimate {
 		}
 		rungs = max(rungs, k+l.Bisect)
 	}
-	bound := fixed + o.Duration + time.Duration(rungs)*(s.Step+attackOverhead+s.Drain)
-	return Estimate{Attacks: n * 5, Typical: time.Duration(n) * typical, Bound: time.Duration(n) * bound}
+	bound := rounds*(fixed+o.Duration) + time.Duration(rungs)*(s.Step+attackOverhead+s.Drain)
+	return Estimate{Attacks: n * (2*int(rounds) + 3), Typical: time.Duration(n) * typical, Bound: time.Duration(n) * bound}
 }
 
 // DurabilityConfigsSetting and DurabilityServerSetting are run
@@ -305,10 +319,12 @@ const (
 )
 
 // RunDurability measures every configuration of o (DurabilityConfigs)
-// on e, one after the other, each with two points: the fixed rate
-// (DurabilityScenarioName) and the search (DurabilitySustainName). The
-// configuration's environment is e.ServiceEnv's for its service while it
-// runs (the fresh start reads its schema, slot and queue from there).
+// on e: first every configuration's fixed rate (DurabilityScenarioName),
+// o.Rounds windows each, interleaved across the configurations; then
+// each configuration's search (DurabilitySustainName), one after the
+// other. A configuration's environment is e.ServiceEnv's for its service
+// while it runs (the fresh start reads its schema, slot and queue from
+// there).
 func RunDurability(ctx context.Context, e *Env, run *driver.Run, o DurabilityOptions, tag string) error {
 	if err := o.Validate(); err != nil {
 		return err
@@ -320,6 +336,7 @@ func RunDurability(ctx context.Context, e *Env, run *driver.Run, o DurabilityOpt
 	configs := slices.DeleteFunc(all, func(c DurabilityConfig) bool { return !o.keep(c) })
 	run.Settings["rate"] = o.Rate
 	run.Settings["duration_s"] = o.Duration.Seconds()
+	run.Settings["rounds"] = o.Rounds
 	run.Settings[SustainSetting] = o.Search.Settings()
 	envs := map[string]map[string]string{}
 	run.Settings[DurabilityConfigsSetting] = envs
@@ -328,11 +345,32 @@ func RunDurability(ctx context.Context, e *Env, run *driver.Run, o DurabilityOpt
 	e.dropSlot(ctx, DurabilitySlot)
 	defer e.dropSlot(context.WithoutCancel(ctx), DurabilitySlot)
 	defer durabilityCleanup(o.Cluster, configs, e.logf)
-	for _, c := range configs {
-		key := c.Service + " " + c.Name()
-		envs[key] = c.Env
-		groups := e.durabilityOne(ctx, run, c, o)
-		costs[key] = groups
+	fixed := make([]*driver.Point, len(configs))
+	started := make([]bool, len(configs))
+	for i, c := range configs {
+		envs[c.Service+" "+c.Name()] = c.Env
+		fixed[i] = &driver.Point{Scenario: DurabilityScenarioName(c.Pair.Name), Name: c.Name(), Rate: o.Rate, DurationS: o.Duration.Seconds(),
+			Sides: []string{c.Service}, Env: map[string]map[string]string{c.Service: c.Env}}
+	}
+	_ = driver.RunPoints(ctx, fixed, o.Rounds, func(ctx context.Context, i int, _ string, round int) (*driver.SideResult, error) {
+		c := configs[i]
+		defer e.useConfig(c)()
+		e.logf("durability: %s %s, window %d of %d", c.Service, c.Name(), round+1, o.Rounds)
+		res, groups, err := e.durabilityFixed(ctx, c, o)
+		if key := c.Service + " " + c.Name(); costs[key] == nil {
+			costs[key] = groups
+		}
+		started[i] = started[i] || err == nil
+		return res, err
+	})
+	for _, p := range fixed {
+		run.Points = append(run.Points, *p)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for i, c := range configs {
+		run.Points = append(run.Points, e.durabilitySearch(ctx, c, o, started[i]))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -340,46 +378,48 @@ func RunDurability(ctx context.Context, e *Env, run *driver.Run, o DurabilityOpt
 	return nil
 }
 
-// durabilityOne measures configuration c: its fixed point, then its
-// search, appended to run; it returns the process groups it counted.
-func (e *Env) durabilityOne(ctx context.Context, run *driver.Run, c DurabilityConfig, o DurabilityOptions) cost.Set {
+// useConfig makes c's environment e.ServiceEnv's for its service and
+// returns what puts the previous one back.
+func (e *Env) useConfig(c DurabilityConfig) (restore func()) {
 	prev, had := e.ServiceEnv[c.Service]
 	if e.ServiceEnv == nil {
 		e.ServiceEnv = map[string]map[string]string{}
 	}
 	e.ServiceEnv[c.Service] = maps.Clone(c.Env)
-	defer func() {
+	return func() {
 		if had {
 			e.ServiceEnv[c.Service] = prev
 		} else {
 			delete(e.ServiceEnv, c.Service)
 		}
-	}()
-	e.logf("durability: %s %s", c.Service, c.Name())
-	sides := []string{c.Service}
-	fixed := driver.Point{Scenario: DurabilityScenarioName(c.Pair.Name), Name: c.Name(), Rate: o.Rate, DurationS: o.Duration.Seconds(),
-		Sides: sides, Env: map[string]map[string]string{c.Service: c.Env}}
-	var groups cost.Set
-	var startErr error
-	_ = driver.RunPoint(ctx, &fixed, 1, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
-		var res *driver.SideResult
-		res, groups, startErr = e.durabilityFixed(ctx, c, o)
-		return res, startErr
-	})
-	run.Points = append(run.Points, fixed)
+	}
+}
+
+// durabilitySearch is configuration c's sustainable search, one round,
+// on its service started afresh; not run when none of its fixed windows
+// could start it (started false).
+func (e *Env) durabilitySearch(ctx context.Context, c DurabilityConfig, o DurabilityOptions, started bool) driver.Point {
+	defer e.useConfig(c)()
+	e.logf("durability: %s %s, sustainable search", c.Service, c.Name())
 	th := durabilityThroughput(c.Pair)
-	search := driver.Point{Scenario: DurabilitySustainName(c.Pair.Name), Name: c.Name(), DurationS: o.Search.Step.Seconds(), Sides: sides}
+	search := driver.Point{Scenario: DurabilitySustainName(c.Pair.Name), Name: c.Name(), DurationS: o.Search.Step.Seconds(), Sides: []string{c.Service}}
 	_ = driver.RunPoint(ctx, &search, 1, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 		res := &driver.SideResult{Metrics: map[string]float64{}}
-		if startErr != nil {
-			return res, fmt.Errorf("not run: the fixed point failed: %w", startErr)
+		if !started {
+			return res, errors.New("not run: no window of the fixed point could start the service")
+		}
+		// The service runs the last window's configuration, which may be
+		// another's: start it afresh on c's.
+		start, err := e.freshSide(ctx, c.Pair, svc, th.SustainEnv)
+		maps.Copy(res.Metrics, start)
+		if err != nil {
+			return res, err
 		}
 		size := o.Search.Sizes[0]
-		_, err := th.searchAt(ctx, e, svc, size, th.Body(size), o.Search.Ladders[c.Pair.Name], bracket{}, o.Search, &sideState{base: e.URL(svc)}, res)
+		_, err = th.searchAt(ctx, e, svc, size, th.Body(size), o.Search.Ladders[c.Pair.Name], bracket{}, o.Search, &sideState{base: e.URL(svc)}, res)
 		return res, err
 	})
-	run.Points = append(run.Points, search)
-	return groups
+	return search
 }
 
 // durabilityThroughput is the throughput scenario of pair p.

@@ -104,9 +104,19 @@ func TestDurabilityOptions(t *testing.T) {
 			t.Errorf("%v", err)
 		}
 	}
-	// The issue's budget: the ten configurations in about 15 minutes.
-	if e := o.Estimate(10); e.Typical > 15*time.Minute || e.Typical < 5*time.Minute || e.Bound < e.Typical {
-		t.Errorf("estimate %+v: want about 15 minutes typically", e)
+	// The budget: the ten configurations, 3 windows of 30 s each (issue
+	// 40), in about 35 minutes.
+	if o.Rounds < 3 || o.Duration < 30*time.Second {
+		t.Errorf("defaults: %d windows of %s, want at least 3 of 30 s", o.Rounds, o.Duration)
+	}
+	if e := o.Estimate(10); e.Typical > 40*time.Minute || e.Typical < 20*time.Minute || e.Bound < e.Typical || e.Attacks != 90 {
+		t.Errorf("estimate %+v: want about 35 minutes typically, 90 attacks", e)
+	}
+	if x := o; true {
+		x.Rounds = 0
+		if err := x.Validate(); err == nil || !strings.Contains(err.Error(), "rounds 0") {
+			t.Errorf("0 rounds: %v", err)
+		}
 	}
 	if n := o.Count(); n != 10 {
 		t.Errorf("%d configurations, want 10", n)
