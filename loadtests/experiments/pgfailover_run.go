@@ -158,16 +158,30 @@ func (r *pgRun) close() {
 
 // promoteUnderLoad runs both sides' open loads and watchers, promotes
 // target (on 17+ once it holds a persistent copy of the log's slot, or
-// after slotSafeWait), and loads a while more.
+// after slotSafeWait), or applies an automatic failover's fault to the
+// primary, and loads a while more.
 func (r *pgRun) promoteUnderLoad(ctx context.Context, roles cluster.Roles, target string, p pgPromotion, size Size) (pgTimes, error) {
 	var t pgTimes
-	rate, before, after := pgFailoverLoad(size)
+	rate, before, after := p.load(size)
 	for _, s := range r.sides() {
 		s.stop = startLoad(ctx, s.base, s.side, rate)
 		s.watch = cluster.StartSeen(ctx, r.pool, s.watchQuery)
 	}
 	defer r.stopLoads()
 	sleep(ctx, before)
+	if p.auto != "" {
+		// Nobody promotes: the fault is all, and the monitor does the rest
+		// while the load goes on.
+		t.fault = time.Now()
+		d, err := r.autoFault(ctx, p, roles.Primary)
+		t.promoted, r.promotion = time.Now(), d
+		if err != nil {
+			return t, err
+		}
+		sleep(ctx, after)
+		r.stopLoads()
+		return t, ctx.Err()
+	}
 	if r.num >= failoverSlotsFrom {
 		r.slotSafe = r.waitSlotSafe(ctx, roles, target)
 	}

@@ -175,3 +175,37 @@ func TestPGFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestFailoverFormations: each kind of Postgres failover experiment runs
+// on its own formation and says "not run" on the other: the scripted
+// promotions on the scripted roles, the automatic failovers under
+// pg_auto_failover (CLUSTER_PG_HA=auto).
+func TestFailoverFormations(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		p    pgPromotion
+		ha   string
+		want string
+	}{
+		{pgPromotion{name: PGSwitchover}, "", ""},
+		{pgPromotion{name: PGSwitchover}, HAAuto, "not run: the cluster profile's Postgres runs under pg_auto_failover"},
+		{pgPromotion{name: PGAutoKill, auto: autoKill, kill: true}, HAAuto, ""},
+		{pgPromotion{name: PGAutoCut, auto: autoCut}, "", "not run: the cluster profile's Postgres does not run under pg_auto_failover"},
+	} {
+		err := checkFormation(Env{ClusterPGHA: c.ha}, c.p)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), c.want)) {
+			t.Errorf("%s on %q: %v, want %q", c.p.name, c.ha, err, c.want)
+		}
+	}
+	for _, x := range pgAutoExperiments() {
+		if !IsPostgresFailover(x.Name) || !IsAutoFailover(x.Name) || !IsCluster(x.Name) {
+			t.Errorf("%s: not a cluster Postgres failover experiment", x.Name)
+		}
+	}
+	if IsAutoFailover(PGFailoverSync) {
+		t.Error("pg-failover-sync taken for an automatic failover")
+	}
+	if _, _, after := (pgPromotion{auto: autoKill}).load(Full); after <= time.Minute/2 {
+		t.Errorf("the load after an automatic failover's fault: %s, shorter than pg_auto_failover's detection", after)
+	}
+}

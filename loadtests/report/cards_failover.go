@@ -46,31 +46,51 @@ var failExtractors = map[string]map[string]failExtractor{
 		experiments.PGSwitchover:       pgCases("queue", pgFaults[experiments.PGSwitchover]),
 		experiments.PGFailoverSync:     pgCases("queue", pgFaults[experiments.PGFailoverSync]),
 		experiments.PGFailoverAsync:    pgCases("queue", pgFaults[experiments.PGFailoverAsync]),
+		experiments.PGAutoKill:         pgCases("queue", pgFaults[experiments.PGAutoKill]),
+		experiments.PGAutoCut:          pgCases("queue", pgFaults[experiments.PGAutoCut]),
+		experiments.PGAutoIsolate:      pgCases("queue", pgFaults[experiments.PGAutoIsolate]),
+		experiments.PGAutoStandbyCut:   pgCases("queue", pgFaults[experiments.PGAutoStandbyCut]),
 	},
 	pairs.Log: {
-		experiments.KafkaLeaderKill: kafkaCases,
-		experiments.KafkaLeaderCut:  kafkaCases,
-		experiments.PGSwitchover:    pgCases("log", pgFaults[experiments.PGSwitchover]),
-		experiments.PGFailoverSync:  pgCases("log", pgFaults[experiments.PGFailoverSync]),
-		experiments.PGFailoverAsync: pgCases("log", pgFaults[experiments.PGFailoverAsync]),
+		experiments.KafkaLeaderKill:  kafkaCases,
+		experiments.KafkaLeaderCut:   kafkaCases,
+		experiments.PGSwitchover:     pgCases("log", pgFaults[experiments.PGSwitchover]),
+		experiments.PGFailoverSync:   pgCases("log", pgFaults[experiments.PGFailoverSync]),
+		experiments.PGFailoverAsync:  pgCases("log", pgFaults[experiments.PGFailoverAsync]),
+		experiments.PGAutoKill:       pgCases("log", pgFaults[experiments.PGAutoKill]),
+		experiments.PGAutoCut:        pgCases("log", pgFaults[experiments.PGAutoCut]),
+		experiments.PGAutoIsolate:    pgCases("log", pgFaults[experiments.PGAutoIsolate]),
+		experiments.PGAutoStandbyCut: pgCases("log", pgFaults[experiments.PGAutoStandbyCut]),
 	},
 }
 
-// pgFaults names the Postgres failover experiments' faults for the card.
+// pgFaults names the Postgres failover experiments' faults for the card:
+// the scripted promotions name who promoted, the automatic ones the
+// fault alone (pg_auto_failover's monitor detected it and promoted).
 var pgFaults = map[string]string{
-	experiments.PGSwitchover:    "switchover",
-	experiments.PGFailoverSync:  "primary killed, synchronous standby promoted",
-	experiments.PGFailoverAsync: "primary killed, asynchronous standby promoted",
+	experiments.PGSwitchover:     "switchover",
+	experiments.PGFailoverSync:   "primary killed, synchronous standby promoted",
+	experiments.PGFailoverAsync:  "primary killed, asynchronous standby promoted",
+	experiments.PGAutoKill:       "primary killed, pg_auto_failover",
+	experiments.PGAutoCut:        "primary cut off, pg_auto_failover",
+	experiments.PGAutoIsolate:    "primary cut off from its peers, pg_auto_failover",
+	experiments.PGAutoStandbyCut: "a standby cut off, pg_auto_failover",
 }
 
 // pgCases reads a Postgres failover experiment: the case of its side key
-// ("queue": no-rabbitmq, "log": no-kafka), under "Postgres <major>"; the
-// asynchronous standby's loss allowed.
+// ("queue": no-rabbitmq, "log": no-kafka), under "Postgres <major>" (an
+// automatic failover's under "Postgres <major> under pg_auto_failover");
+// the asynchronous standby's loss allowed.
 func pgCases(key, label string) failExtractor {
 	return func(r experiments.Result) []failCase {
 		side := "Postgres"
 		if v := experiments.PGMajor(r); v > 0 {
 			side += " " + strconv.Itoa(v)
+		}
+		if experiments.IsAutoFailover(r.Name) {
+			// detection included: never in one range with a scripted
+			// promotion's times
+			side += " under pg_auto_failover"
 		}
 		back := r.Metrics[key+".writes_resume_s"]
 		return []failCase{{side: side, label: label, loss: caseLoss(r, key),
@@ -319,8 +339,8 @@ func loseNothingText(pair string, parts []DurabilityPart) string {
 	}
 	var out []string
 	price := func(side string, run *driver.Run, c durableChoice) string {
-		return fmt.Sprintf("%s, acknowledged p99 %s (`%s`: %s)", side,
-			ackP99(run, pair, c.durable, c.svc), c.cheap, ackP99(run, pair, c.cheap, c.svc))
+		return fmt.Sprintf("%s, acknowledged p99 %s (`%s`: %s; %s)", side,
+			ackP99(run, pair, c.durable, c.svc), c.cheap, ackP99(run, pair, c.cheap, c.svc), ackDifference(run, pair, c))
 	}
 	for _, c := range cs {
 		if !c.postgres {
@@ -335,13 +355,68 @@ func loseNothingText(pair string, parts []DurabilityPart) string {
 			out = append(out, price(name+", "+c.side, p.Run, c))
 		}
 	}
-	return strings.Join(out, "; ") + " (one run each: no verdict is drawn from it)"
+	return strings.Join(out, "; ")
+}
+
+// ackDifference says whether c's durable setting answered slower than
+// its cheaper one, window by window (the scenario interleaves them, so
+// window i of each ran side by side): a difference only when every
+// window agrees on its sign, else that none is claimed.
+func ackDifference(run *driver.Run, pair string, c durableChoice) string {
+	sc := scenario.DurabilityScenarioName(pair)
+	d, k := durabilityPoint(run, sc, c.durable), durabilityPoint(run, sc, c.cheap)
+	if d == nil || k == nil || !d.SideStatus(c.svc).OK() || !k.SideStatus(c.svc).OK() {
+		return "no difference is claimed without both"
+	}
+	var higher, lower, n int
+	for i := range min(len(d.Rounds), len(k.Rounds)) {
+		a, b := d.Rounds[i].Sides[c.svc], k.Rounds[i].Sides[c.svc]
+		if a == nil || b == nil {
+			continue
+		}
+		x, ok1 := a.Metrics[driver.ClientP99]
+		y, ok2 := b.Metrics[driver.ClientP99]
+		if !ok1 || !ok2 {
+			continue
+		}
+		n++
+		switch {
+		case x > y:
+			higher++
+		case x < y:
+			lower++
+		}
+	}
+	switch {
+	case n < 2:
+		return fmt.Sprintf("%s each: no difference is claimed", windowsText(n))
+	case higher == n:
+		return fmt.Sprintf("higher in each of the %d windows", n)
+	case lower == n:
+		return fmt.Sprintf("lower in each of the %d windows", n)
+	}
+	return fmt.Sprintf("higher in %d of %d windows: no difference is claimed", higher, n)
+}
+
+// durabilityPoint is run's point of scenario sc under setting name, or
+// nil.
+func durabilityPoint(run *driver.Run, sc, name string) *driver.Point {
+	for i := range run.Points {
+		if p := &run.Points[i]; p.Scenario == sc && p.Name == name {
+			return p
+		}
+	}
+	return nil
 }
 
 // ackP99 is svc's acknowledgement p99 under setting name in run's
 // fixed-rate points of pair, or why there is none.
 func ackP99(run *driver.Run, pair, name, svc string) string {
-	m, why := durabilityMetrics(run, scenario.DurabilityScenarioName(pair), name, svc)
+	p := durabilityPoint(run, scenario.DurabilityScenarioName(pair), name)
+	if p == nil {
+		return "not measured"
+	}
+	m, why := sideAggs(*p, svc)
 	if m == nil {
 		return why
 	}
@@ -349,8 +424,9 @@ func ackP99(run *driver.Run, pair, name, svc string) string {
 	if !ok {
 		return notRecorded
 	}
-	if n, ok := m[scenario.MetricSyncStandbys]; ok && n == 0 && name != scenario.SettingSyncCommit+"=local" {
-		return num(v) + " ms, but with no synchronous standby streaming"
+	s := num(v.Median) + " ms" + aggRange(" (windows ", v, " ms)")
+	if n, ok := m[scenario.MetricSyncStandbys]; ok && n.Min == 0 && name != scenario.SettingSyncCommit+"=local" {
+		s += ", but with no synchronous standby streaming"
 	}
-	return num(v) + " ms"
+	return s
 }

@@ -71,7 +71,7 @@ func TestFailoverChartMarksWhatHasNoFigure(t *testing.T) {
 func TestLoseNothingPricesEachSideOrSaysWhy(t *testing.T) {
 	run := []DurabilityPart{{Run: durabilityFixture("15.18"), PGMajor: 15}}
 	q := loseNothingText(pairs.Queue, run)
-	for _, want := range []string{"Postgres 15, a synchronous standby, acknowledged p99 12 ms, but with no synchronous standby streaming (`synchronous_commit=local`: not measured)",
+	for _, want := range []string{"Postgres 15, a synchronous standby, acknowledged p99 12 ms, but with no synchronous standby streaming (`synchronous_commit=local`: not measured; no difference is claimed without both)",
 		"RabbitMQ, quorum queues, acknowledged p99 not measured"} {
 		if !strings.Contains(q, want) {
 			t.Errorf("queue: %q lacks %q", q, want)

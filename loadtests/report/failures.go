@@ -52,8 +52,9 @@ func FailoverSection(parts []experiments.ClusterPart) string {
 	w("Acknowledged means answered 2xx to the client; lost, acknowledged and missing afterwards; phantom, delivered to a consumer but absent from the log or table afterwards; duplicated, delivered or processed twice ([docs/experiments.md](docs/experiments.md) defines each per experiment). ")
 	w("The last column counts each write once per count, the same way as the cards: a Postgres phantom is a lost write a consumer had already seen, so it is among the lost too and never added to them; RabbitMQ's phantoms are its probe's messages, apart from the service's tasks. ")
 	w("Lost and phantom must be 0 unless the experiment demonstrates a loss its settings allow (such as `acks=1`, or promoting an asynchronous standby); duplicates are allowed (at-least-once). ")
-	w("The Postgres side's failover (`%s`, `%s`, `%s`: a standby promoted while the queue and the log pair's Postgres sides both run on the cluster's multi-host URL) runs on PostgreSQL 15 and on 18, whose logical slots differ across a promotion: ", experiments.PGSwitchover, experiments.PGFailoverSync, experiments.PGFailoverAsync)
-	w("below are the newest run of the RabbitMQ and Kafka experiments, then the newest run of the Postgres ones on each major version, each from its own results file.\n\n")
+	w("The Postgres side's failover (`%s`, `%s`, `%s`: a standby promoted by a script while the queue and the log pair's Postgres sides both run on the cluster's multi-host URL) runs on PostgreSQL 15 and on 18, whose logical slots differ across a promotion; ", experiments.PGSwitchover, experiments.PGFailoverSync, experiments.PGFailoverAsync)
+	w("its automatic failover (`%s`, `%s`, `%s`: the primary killed, cut off, or cut off from its peers, and pg_auto_failover's monitor detecting it and promoting, so that the time to the first acknowledged write counts the detection as the brokers' do) runs on PostgreSQL 15 (`bash scripts/cluster.sh up postgres-auto`; Debian packages pg_auto_failover for 15 only): ", experiments.PGAutoKill, experiments.PGAutoCut, experiments.PGAutoIsolate)
+	w("below are the newest run of the RabbitMQ and Kafka experiments, then the newest run of the Postgres ones on each major version and formation, each from its own results file.\n\n")
 	if len(parts) == 0 {
 		w("No results file of the cluster experiments (`results/*%s`) was found: none has run against the cluster profile yet.\n", experiments.ClusterFileSuffix)
 		return b.String()
@@ -65,8 +66,8 @@ func FailoverSection(parts []experiments.ClusterPart) string {
 		if i > 0 {
 			w("\n")
 		}
-		if p.PGMajor > 0 {
-			w("### PostgreSQL %d\n\n", p.PGMajor)
+		if l := p.Label(); l != "" {
+			w("### %s\n\n", l)
 		}
 		experimentsTable(&b, p.File, p.Name, "acknowledged writes lost; phantom; duplicated")
 	}

@@ -176,6 +176,13 @@ func TestFailoverSectionPicksEachPostgresVersion(t *testing.T) {
 		{Started: at.Add(time.Hour), Results: []experiments.Result{pg("18.4", 180004, 0)}},
 		{Started: at.Add(2 * time.Hour), Results: []experiments.Result{pg("15.18", 150018, 0),
 			{Name: experiments.PGFailoverSync, AckedLost: -1, Error: "not run: CLUSTER_DATABASE_URL is not set"}}},
+		// The automatic failovers on 15, newer still: their own part,
+		// which hides neither the scripted one on 15 nor the brokers'.
+		{Started: at.Add(3 * time.Hour), Results: []experiments.Result{func() experiments.Result {
+			r := pg("15.18", 150018, 0)
+			r.Name = experiments.PGAutoKill
+			return r
+		}(), {Name: experiments.PGSwitchover, AckedLost: -1, Error: "not run: the cluster profile's Postgres runs under pg_auto_failover"}}},
 	}
 	var names []string
 	for _, f := range files {
@@ -195,7 +202,7 @@ func TestFailoverSectionPicksEachPostgresVersion(t *testing.T) {
 		major   int
 		results int
 	}
-	wants := []want{{names[0], 0, 1}, {names[2], 15, 1}, {names[1], 18, 1}}
+	wants := []want{{names[0], 0, 1}, {names[2], 15, 1}, {names[3], 15, 1}, {names[1], 18, 1}}
 	if len(parts) != len(wants) {
 		t.Fatalf("%d parts, want %d: %+v", len(parts), len(wants), parts)
 	}
@@ -204,11 +211,14 @@ func TestFailoverSectionPicksEachPostgresVersion(t *testing.T) {
 			t.Errorf("part %d: %s, PostgreSQL %d, %d results; want %s, %d, %d", i, p.Name, p.PGMajor, len(p.File.Results), w.name, w.major, w.results)
 		}
 	}
+	if parts[1].Auto || !parts[2].Auto || parts[2].File.Results[0].Name != experiments.PGAutoKill {
+		t.Errorf("the automatic failovers are not the second part on 15: %+v", parts)
+	}
 	if parts[1].File.Results[0].AckedLost != 0 {
 		t.Errorf("the 15 part is not the newest run on 15: %+v", parts[1].File.Results)
 	}
 	got := FailoverSection(parts)
-	wantContains(t, "failover section", got, "### PostgreSQL 15", "### PostgreSQL 18", "From `results/"+names[2]+"`", "From `results/"+names[1]+"`", "From `results/"+names[0]+"`")
+	wantContains(t, "failover section", got, "### PostgreSQL 15", "### PostgreSQL 15 under pg_auto_failover", "### PostgreSQL 18", "From `results/"+names[2]+"`", "From `results/"+names[1]+"`", "From `results/"+names[0]+"`", "From `results/"+names[3]+"`")
 	if strings.Index(got, "### PostgreSQL 15") > strings.Index(got, "### PostgreSQL 18") {
 		t.Errorf("15 after 18:\n%s", got)
 	}
