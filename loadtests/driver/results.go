@@ -271,7 +271,13 @@ type CeilingSpec struct {
 	// max(BacklogMin, BacklogS seconds of arrivals).
 	BacklogS   float64 `json:"backlog_s"`
 	BacklogMin float64 `json:"backlog_min"`
-	// P99MS is the bound the latency's p99 must stay under.
+	// AckLatency names the server-side latency of the request's own
+	// acknowledgement ("send", "write"), whose p99 P99MS bounds as well:
+	// a step whose delivery keeps up while the producer waits longer
+	// than the bound for its answer does not pass. Empty in files
+	// written before 7 December 2026, which judged Latency alone.
+	AckLatency string `json:"ack_latency,omitempty"`
+	// P99MS is the bound the latencies' p99 must stay under.
 	P99MS float64 `json:"p99_ms"`
 	// KneeFactor bounded the p99 to KneeFactor × LowP99MS, the side's
 	// own p99 at LowRate, in files written before 5 December 2026: a

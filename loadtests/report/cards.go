@@ -294,7 +294,7 @@ func designLines(in *inputs, src rateSource, pg, spec, specName string) []string
 // checks beside it, the same for both sides.
 func ruleText(sp *driver.CeilingSpec) string {
 	s := fmt.Sprintf("the rule for both sides: server %s p99 < %s, errors and sheds < %s, backlog flat over %s steps",
-		sp.Latency, ms(sp.P99MS), percent(sp.ErrorShare), driver.Human(time.Duration(sp.StepS*float64(time.Second))))
+		scenario.JudgedLatencies(*sp), ms(sp.P99MS), percent(sp.ErrorShare), driver.Human(time.Duration(sp.StepS*float64(time.Second))))
 	if sp.KneeFactor > 0 {
 		s += fmt.Sprintf(", and ≤ %s× the side's own low-rate p99 (the relative rule of files before 5 December 2026)", num(sp.KneeFactor))
 	}

@@ -40,18 +40,28 @@ func validRounds(c *driver.Ceiling) []driver.CeilingRound {
 	return out
 }
 
-// roundAtSLO is the highest rate of search r whose step passed with its
-// p99 of latency under sloMS, every step of r at a lower rate passing
-// with its p99 under sloMS too (the same steps judged at a tighter SLO);
-// 0 when none did.
-func roundAtSLO(r driver.CeilingRound, latency string, sloMS float64) float64 {
+// roundAtSLO is the highest rate of search r whose step passed with the
+// p99 of each of latencies under sloMS, every step of r at a lower rate
+// passing with its p99s under sloMS too (the same steps judged at a
+// tighter SLO); 0 when none did. An empty latency is not judged.
+func roundAtSLO(r driver.CeilingRound, sloMS float64, latencies ...string) float64 {
 	steps := slices.Clone(r.Steps)
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].Rate < steps[j].Rate })
 	best := 0.0
-	key := driver.ServerLatency(latency, driver.SuffixP99)
+	under := func(st driver.CeilingStep) bool {
+		for _, l := range latencies {
+			if l == "" {
+				continue
+			}
+			p99, ok := st.Metrics[driver.ServerLatency(l, driver.SuffixP99)]
+			if !ok || p99 >= sloMS {
+				return false
+			}
+		}
+		return true
+	}
 	for _, st := range steps {
-		p99, ok := st.Metrics[key]
-		if !st.Pass || !ok || p99 >= sloMS {
+		if !st.Pass || !under(st) {
 			break
 		}
 		best = st.Rate
@@ -73,7 +83,7 @@ func sloCeiling(c *driver.Ceiling, sloMS float64) (driver.Agg, bool) {
 			rates = append(rates, r.Rate)
 			continue
 		}
-		rates = append(rates, roundAtSLO(r, c.Spec.Latency, sloMS))
+		rates = append(rates, roundAtSLO(r, sloMS, c.Spec.Latency, c.Spec.AckLatency))
 	}
 	if len(rates) == 0 {
 		return driver.Agg{}, false

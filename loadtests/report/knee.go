@@ -256,6 +256,7 @@ func criteriaDiff(r *driver.Run, a, b *driver.Ceiling) string {
 		}
 	}
 	diff("latency judged:", x.Latency, y.Latency)
+	diff("acknowledgement judged:", x.AckLatency, y.AckLatency)
 	diff("step of", time.Duration(x.StepS*float64(time.Second)), time.Duration(y.StepS*float64(time.Second)))
 	diff("error share", x.ErrorShare, y.ErrorShare)
 	diff("shed share", x.ShedShare, y.ShedShare)

@@ -11,6 +11,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // kneeStep is a ceiling step of the log pair at rate with delivery p99,
@@ -263,5 +264,35 @@ func TestKeptUpUsesTheCeilingCriteria(t *testing.T) {
 	}
 	if !sideKeptUp(p, "rabbitmq") {
 		t.Errorf("rabbitmq kept up: %q", keptUpMiss(p, "rabbitmq"))
+	}
+}
+
+// TestSLOCeilingBoundsTheAnswerToo: a search whose spec bounds the
+// request's answer (AckLatency) is read at a tighter SLO with both p99s
+// under it: a step whose delivery kept up while its write answered
+// slower than the SLO does not count at that SLO, and a file without the
+// field is read by its delivery alone.
+func TestSLOCeilingBoundsTheAnswerToo(t *testing.T) {
+	step := func(rate, delivery, write float64) driver.CeilingStep {
+		st := kneeStep(rate, delivery)
+		st.Metrics["server.write.p99_ms"] = write
+		return st
+	}
+	round := driver.CeilingRound{Rate: 3600, Steps: []driver.CeilingStep{step(2000, 20, 10), step(2800, 30, 60), step(3600, 45, 90)}}
+	sp := kneeSpec(nil)
+	sp.AckLatency = "write"
+	c := kneeCeiling(pairs.Kafka, sp, round, round, round)
+	for slo, want := range map[float64]float64{25: 2000, 50: 2000, 100: 3600} {
+		if a, ok := sloCeiling(&c, slo); !ok || a.Median != want {
+			t.Errorf("p99 < %g ms with the write judged: %+v (ok %v), want %g", slo, a, ok, want)
+		}
+	}
+	old := kneeSpec(nil)
+	c = kneeCeiling(pairs.Kafka, old, round, round, round)
+	if a, ok := sloCeiling(&c, 50); !ok || a.Median != 3600 {
+		t.Errorf("p99 < 50 ms, delivery alone (a file before AckLatency): %+v, want 3600", a)
+	}
+	if got := ruleText(sp); !strings.Contains(got, "server delivery and write p99 < 100 ms") {
+		t.Errorf("rule %q does not name both latencies", got)
 	}
 }

@@ -19,6 +19,10 @@ type RateScenario struct {
 	// CeilingLatency names the server-side latency whose p99 bounds a
 	// ceiling step ("processing" is send→processed, "delivery").
 	CeilingLatency string
+	// CeilingAck names the server-side latency of the request's own
+	// answer ("send", "write"), bounded by the same p99 as
+	// CeilingLatency (empty: not judged).
+	CeilingAck string
 	// Variant names the variant in scenarios and settings ("durable",
 	// "sync_off"; its flag spells _ as -), VariantEnv its environment per
 	// service.

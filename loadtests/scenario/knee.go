@@ -100,7 +100,8 @@ const (
 	// CritBacklog: the backlog at the end of the step grew past its
 	// bound.
 	CritBacklog = "backlog"
-	// CritP99: the latency's p99 reached P99MS.
+	// CritP99: the latency's p99, or the acknowledgement's, reached
+	// P99MS.
 	CritP99 = "p99"
 	// CritKnee: the latency's p99 passed KneeFactor × the side's
 	// low-rate p99: a relative rule of files written before 5 December
@@ -126,8 +127,8 @@ func FlatBacklog(rate float64) float64 { return math.Max(stepBacklogMin, stepBac
 
 // spec is the criteria of o for latency, with the in-flight bound the
 // services run with (nil: their own).
-func (o CeilingOptions) spec(latency string, inFlight *int) driver.CeilingSpec {
-	return driver.CeilingSpec{Latency: latency, StepS: o.Step.Seconds(), WarmupS: o.Warmup.Seconds(), ErrorShare: driver.FailShare, ShedShare: stepShedShare,
+func (o CeilingOptions) spec(latency, ack string, inFlight *int) driver.CeilingSpec {
+	return driver.CeilingSpec{Latency: latency, AckLatency: ack, StepS: o.Step.Seconds(), WarmupS: o.Warmup.Seconds(), ErrorShare: driver.FailShare, ShedShare: stepShedShare,
 		SentShare: stepSentShare, BacklogS: stepBacklogS, BacklogMin: stepBacklogMin,
 		P99MS: float64(o.P99) / float64(time.Millisecond), MaxInFlight: inFlight}
 }
@@ -171,7 +172,16 @@ func CriteriaText(s driver.CeilingSpec) string {
 	if s.KneeFactor > 0 {
 		t += fmt.Sprintf(", server %s p99 <= %g× the side's own p99 at a low rate", s.Latency, s.KneeFactor)
 	}
-	return t + fmt.Sprintf(", server %s p99 < %s", s.Latency, time.Duration(s.P99MS*float64(time.Millisecond)))
+	return t + fmt.Sprintf(", server %s p99 < %s", JudgedLatencies(s), time.Duration(s.P99MS*float64(time.Millisecond)))
+}
+
+// JudgedLatencies words the latencies spec bounds: "delivery", or
+// "delivery and write" when it bounds the acknowledgement too.
+func JudgedLatencies(s driver.CeilingSpec) string {
+	if s.AckLatency == "" || s.AckLatency == s.Latency {
+		return s.Latency
+	}
+	return s.Latency + " and " + s.AckLatency
 }
 
 // Judge returns every criterion of spec that a step at rate, with
@@ -208,6 +218,15 @@ func Judge(spec driver.CeilingSpec, m map[string]float64, rate float64) (failed 
 	}
 	if has && p99 >= spec.P99MS {
 		add(CritP99, "%s p99 %.1f ms", spec.Latency, p99)
+	}
+	if spec.AckLatency != "" && spec.AckLatency != spec.Latency {
+		ack, ok := m[driver.ServerLatency(spec.AckLatency, driver.SuffixP99)]
+		switch {
+		case !ok:
+			add(CritLatency, "no %s latency recorded", spec.AckLatency)
+		case ack >= spec.P99MS && !slices.Contains(failed, CritP99):
+			add(CritP99, "%s p99 %.1f ms", spec.AckLatency, ack)
+		}
 	}
 	if len(failed) == 0 {
 		why = fmt.Sprintf("%s p99 %.1f ms, backlog %.0f", spec.Latency, p99, m["backlog_end"])
@@ -522,7 +541,7 @@ func (s RateScenario) ceilingOf(ctx context.Context, e *Env, run *driver.Run, o 
 	pair := s.Pair
 	e.logf("%s %s: search from %g/s (x%g, max %g/s, %d bisections), %s steps after %s at the rate, %d rounds, MAX_IN_FLIGHT %d, env %v",
 		pair.Name, scenario, o.Start, o.Factor, o.Max, o.Bisect, o.Step, o.Warmup, o.Rounds, o.MaxInFlight, env)
-	spec := func(svc string) driver.CeilingSpec { return o.spec(s.CeilingLatency, inFlight[svc]) }
+	spec := func(svc string) driver.CeilingSpec { return o.spec(s.CeilingLatency, s.CeilingAck, inFlight[svc]) }
 	measure := func(ctx context.Context, svc string, rate float64) (*driver.SideResult, error) {
 		if why := e.startState(ctx, pair, svc, 3*e.settle()/2); why != "" {
 			return &driver.SideResult{Precondition: why, Metrics: map[string]float64{}}, nil

@@ -237,7 +237,7 @@ func (e *Env) runOpCeiling(ctx context.Context, run *driver.Run, op CeilingOp, s
 	e.logf("%s: search from %g/s (x%g, max %g/s, %d bisections), %s steps after %s at the rate, %d rounds, MAX_IN_FLIGHT %d",
 		op.Scenario, o.Start, o.Factor, o.Max, o.Bisect, o.Step, o.Warmup, o.Rounds, o.MaxInFlight)
 	bound := 3 * e.settle() / 2
-	spec := func(svc string) driver.CeilingSpec { return o.spec(op.Latency, byName[svc].inFlight) }
+	spec := func(svc string) driver.CeilingSpec { return o.spec(op.Latency, "", byName[svc].inFlight) }
 	measure := func(ctx context.Context, svc string, rate float64) (*driver.SideResult, error) {
 		return e.opStep(ctx, op, byName[svc], o, rate, bound)
 	}

@@ -46,6 +46,7 @@ var QueueScenario = RateScenario{
 		return []byte(`{"kind":"load","payload":{"n":` + strconv.FormatUint(n, 10) + `},"fail_times":0}`)
 	}},
 	CeilingLatency: "processing",
+	CeilingAck:     "send",
 	Variant:        "durable",
 	VariantEnv: map[string]map[string]string{
 		pairs.NoRabbitMQ: {"QUEUE_TABLE": "logged"},
