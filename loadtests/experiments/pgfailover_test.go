@@ -90,8 +90,8 @@ func TestPGFailoverCounts(t *testing.T) {
 func pgFixture(name string, async bool, num int, recovery string, rejoined bool) Result {
 	r := &pgRun{num: num, plugin: "pgoutput", recovery: recovery, resynced: -1, slotSafe: 40 * time.Second, rejoined: rejoined,
 		promotion: 3 * time.Second, rejoinTaken: 5 * time.Second,
-		queue: &pgFailSide{key: pgQueueKey, o: pgSideOutcome{sent: 300, acked: 250, failed: 50, codes: "503×50", seen: 240, writesResume: 4 * time.Second, deliveriesResume: -1}},
-		log:   &pgFailSide{key: pgLogKey, o: pgSideOutcome{sent: 300, acked: 250, failed: 50, codes: "503×50", lost: 4, seen: 230, phantom: 2, writesResume: 4 * time.Second}}}
+		queue: &pgFailSide{key: pgQueueKey, o: pgSideOutcome{sent: 300, acked: 250, failed: 50, codes: "503×50", seen: 240, writesResume: 4 * time.Second, writesStall: 4 * time.Second, deliveriesResume: -1}},
+		log:   &pgFailSide{key: pgLogKey, o: pgSideOutcome{sent: 300, acked: 250, failed: 50, codes: "503×50", lost: 4, seen: 230, phantom: 2, writesResume: 4 * time.Second, writesStall: 4 * time.Second}}}
 	res := Result{Name: name, Settings: map[string]string{"server_version": "18.4", "old_primary": "pg1", "promoted": "pg2"}}
 	r.record(&res, pgPromotion{name: name, async: async, kill: true}, Full)
 	return res
@@ -111,7 +111,7 @@ func TestPGFailoverFiguresRender(t *testing.T) {
 		}
 		how := map[bool]string{true: "pg1 stopped cleanly, pg2 promoted", false: "pg1 killed, pg2 promoted"}[name == PGSwitchover]
 		wantIn := []string{"PostgreSQL 18.4", how, "of 250 answered 2xx, 4 lost", "2 phantom",
-			"deliveries: never resumed", "stalled 0.0 s at most, again 4.0 s after the fault", "synchronized failover slot", "pg1 rejoined"}
+			"deliveries: never resumed", "stalled 4.0 s at most, again 4.0 s after the fault", "synchronized failover slot", "pg1 rejoined"}
 		for _, w := range wantIn {
 			if !strings.Contains(p.Figure, w) {
 				t.Errorf("%s: figure lacks %q:\n%s", name, w, p.Figure)

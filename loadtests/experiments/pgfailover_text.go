@@ -61,7 +61,11 @@ func pgSideFigure(f *Figures, key, settled, twice string) string {
 	if f.Result().LossDocumented && f.Int(p+"lost")+f.Int(p+"phantom") > 0 {
 		lost += " (allowed: the asynchronous standby had not received them)"
 	}
-	return fmt.Sprintf("of %d answered 2xx, %s, %d %s (at-least-once, allowed), %d phantom of %d seen %s by a reader on the old primary; "+
+	phantom := ""
+	if why := PhantomAllowed(f.Result()); why != "" && !f.Result().LossDocumented && f.Int(p+"phantom") > 0 {
+		phantom = " (allowed: " + why + ")"
+	}
+	return fmt.Sprintf("of %d answered 2xx, %s, %d %s (at-least-once, allowed), %d phantom of %d seen %s by a reader on the old primary"+phantom+"; "+
 		"writes: %s; deliveries: %s; %d of %d writes failed (%s)",
 		f.Int(p+"acked"), lost, f.Int(p+"duplicated"), twice, f.Int(p+"phantom"), f.Int(p+"seen"), settled,
 		pgStall(f, p+"writes"), pgStall(f, p+"deliveries"), f.Int(p+"failed"), f.Int(p+"sent"), f.Str(p+"answers"))
@@ -69,10 +73,15 @@ func pgSideFigure(f *Figures, key, settled, twice string) string {
 
 // pgStall is the longest stall of what (prefix.writes, prefix.deliveries)
 // in words: how long, and when it ended from the fault; "never resumed"
-// (within the load and the settle) when nothing came after the fault.
+// (within the load and the settle) when nothing came after the fault;
+// "never stalled" when its longest gap was under NoStall (a fault that
+// stopped nothing, whose longest gap can end anywhere in the load).
 func pgStall(f *Figures, what string) string {
 	if f.Num(what+"_resume_s") < 0 {
 		return "never resumed after the fault (within the load and the settle)"
+	}
+	if s, ok := f.Result().Metrics[what+"_stall_s"]; ok && s < NoStall.Seconds() {
+		return fmt.Sprintf("never stalled (the longest gap after the fault %.2f s)", s)
 	}
 	return fmt.Sprintf("stalled %.1f s at most, again %.1f s after the fault", f.Num(what+"_stall_s"), f.Num(what+"_resume_s"))
 }

@@ -80,7 +80,8 @@ var pgFaults = map[string]string{
 // pgCases reads a Postgres failover experiment: the case of its side key
 // ("queue": no-rabbitmq, "log": no-kafka), under "Postgres <major>" (an
 // automatic failover's under "Postgres <major> under pg_auto_failover");
-// the asynchronous standby's loss allowed.
+// the asynchronous standby's loss allowed, and phantoms alone where
+// experiments.PhantomAllowed allows them.
 func pgCases(key, label string) failExtractor {
 	return func(r experiments.Result) []failCase {
 		side := "Postgres"
@@ -93,8 +94,17 @@ func pgCases(key, label string) failExtractor {
 			side += " under pg_auto_failover"
 		}
 		back := r.Metrics[key+".writes_resume_s"]
-		return []failCase{{side: side, label: label, loss: caseLoss(r, key),
-			backS: back, back: back >= 0 && r.Metrics != nil, allowed: r.Name == experiments.PGFailoverAsync, failed: r.Error}}
+		if st, ok := r.Metrics[key+".writes_stall_s"]; ok && back >= 0 && st < experiments.NoStall.Seconds() {
+			// writes never stopped: back at once (the longest gap)
+			back = st
+		}
+		loss := caseLoss(r, key)
+		// a promoted asynchronous standby's loss; phantoms alone where
+		// experiments.PhantomAllowed says why (a partitioned primary's
+		// logical decoding before PostgreSQL 17)
+		allowed := r.Name == experiments.PGFailoverAsync || (experiments.PhantomAllowed(r) != "" && loss.Lost == 0)
+		return []failCase{{side: side, label: label, loss: loss,
+			backS: back, back: back >= 0 && r.Metrics != nil, allowed: allowed, failed: r.Error}}
 	}
 }
 

@@ -183,3 +183,50 @@ func TestWrapLabelsBreaksAtSpaces(t *testing.T) {
 		t.Errorf("wrapLabels = %q, want %q", got, want)
 	}
 }
+
+// TestPartitionedPrimaryPhantomIsAllowedBefore17: a primary cut off from
+// its standbys (pg-auto-isolate) decodes for its logical slot commits no
+// standby has, before PostgreSQL 17: no-kafka's consumer on it delivers
+// writes the promoted standby never had. Those phantoms are a loss the
+// settings allow on 15 (the cell and the card say so); on 17 one is not,
+// nor is a lost acknowledged write on any version.
+func TestPartitionedPrimaryPhantomIsAllowedBefore17(t *testing.T) {
+	isolate := func(version, lost, phantom float64) experiments.Result {
+		return experiments.Result{Name: experiments.PGAutoIsolate, AckedLost: int64(lost),
+			Metrics: map[string]float64{"server_version_num": version,
+				"log.acked": 500, "log.lost": lost, "log.phantom": phantom, "log.duplicated": 6, "log.writes_resume_s": 59}}
+	}
+	r := isolate(150018, 0, 50)
+	if cell, want := LostCell(r), "0 lost; **50 phantom (documented loss)**; 6 duplicated"; cell != want {
+		t.Errorf("15: cell %q, want %q", cell, want)
+	}
+	if why := experiments.PhantomAllowed(r); !strings.Contains(why, "synchronized_standby_slots") {
+		t.Errorf("15: the reason %q does not name what closes it", why)
+	}
+	if got := failoverText(pairs.Log, []experiments.ClusterPart{{File: &experiments.File{Results: []experiments.Result{r}}}}); !strings.Contains(got, "50 phantom") || !strings.Contains(got, "a loss these settings allow") {
+		t.Errorf("15: card %q does not call the phantoms allowed", got)
+	}
+	if cell, want := LostCell(isolate(170002, 0, 50)), "0 lost; **50 phantom (a loss that must not happen)**; 6 duplicated"; cell != want {
+		t.Errorf("17: cell %q, want %q", cell, want)
+	}
+	lost := isolate(150018, 2, 50)
+	if got := failoverText(pairs.Log, []experiments.ClusterPart{{File: &experiments.File{Results: []experiments.Result{lost}}}}); strings.Contains(got, "a loss these settings allow") {
+		t.Errorf("15 with 2 acknowledged writes lost: card %q calls the loss allowed", got)
+	}
+	if cell := LostCell(lost); !strings.Contains(cell, "2 lost (a loss that must not happen)") {
+		t.Errorf("15 with 2 lost: cell %q", cell)
+	}
+}
+
+// TestNoStallIsNotARecoveryTime: a fault that stopped no write (a
+// standby cut off from a quorum of two: the longest gap 0.04 s, ending
+// 20.6 s after the fault) reads as writes back at once, not after 20.6 s.
+func TestNoStallIsNotARecoveryTime(t *testing.T) {
+	r := experiments.Result{Name: experiments.PGAutoStandbyCut,
+		Metrics: map[string]float64{"server_version_num": 150018,
+			"queue.acked": 100, "queue.writes_resume_s": 20.65, "queue.writes_stall_s": 0.04}}
+	got := failoverText(pairs.Queue, []experiments.ClusterPart{{File: &experiments.File{Results: []experiments.Result{r}}}})
+	if strings.Contains(got, "20.6") || !strings.Contains(got, "writes back after 0.04") {
+		t.Errorf("card %q: a gap of 0.04 s is no recovery after 20.6 s", got)
+	}
+}

@@ -148,10 +148,10 @@ func LostCell(r experiments.Result) string {
 	if cs := experiments.FailoverLosses(r); cs != nil {
 		l := experiments.TotalLoss(cs)
 		// A phantom is allowed where the settings allow losing a write a
-		// consumer had seen (an asynchronous standby promoted); Kafka's
+		// consumer had seen (experiments.PhantomAllowed); Kafka's
 		// consumers never read past the high watermark, so one there is
 		// never documented, acks=1 or not.
-		phantomDocumented := r.LossDocumented && experiments.IsPostgresFailover(r.Name)
+		phantomDocumented := experiments.PhantomAllowed(r) != ""
 		return lossCount(l.Lost, " lost", r.LossDocumented) + "; " + lossCount(l.Phantom, " phantom", phantomDocumented) + "; " + strconv.FormatInt(l.Duplicated, 10) + " duplicated"
 	}
 	return lossCount(r.AckedLost, "", r.LossDocumented)

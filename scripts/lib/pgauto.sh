@@ -162,17 +162,22 @@ auto_start_monitor() {
   auto_prepare "$AUTO_MONITOR"
   if [ -n "$(auto_pids "$AUTO_MONITOR")" ]; then
     info "$AUTO_MONITOR: already running"
-  elif [ -f "$d/PG_VERSION" ]; then
+  elif [ -f "$d/PG_VERSION" ] && [ -n "$(find "$(auto_home "$AUTO_MONITOR")/config" -name pg_autoctl.cfg 2>/dev/null)" ]; then
     say "$AUTO_MONITOR: starting the pg_auto_failover monitor on ${NODE_ADDR[$AUTO_MONITOR]}:$PG_PORT"
     auto_spawn "$AUTO_MONITOR" run --pgdata "$d"
   else
+    # a data directory without pg_autoctl's configuration is a create that failed: start over
+    rm -rf "$d"
     auto_initdb "$AUTO_MONITOR"
     say "$AUTO_MONITOR: creating the pg_auto_failover monitor on ${NODE_ADDR[$AUTO_MONITOR]}:$PG_PORT"
     auto_spawn "$AUTO_MONITOR" create monitor --pgctl "$PG15_BIN/pg_ctl" --pgdata "$d" --pgport "$PG_PORT" \
-      --hostname "${NODE_ADDR[$AUTO_MONITOR]}" --auth trust --skip-pg-hba --no-ssl --run
+      --hostname "${NODE_ADDR[$AUTO_MONITOR]}" --skip-pg-hba --no-ssl --run
   fi
   for ((i = 0; i < 240; i++)); do
     ! auto_sql "SELECT 1 FROM pgautofailover.formation LIMIT 1" >/dev/null 2>&1 || return 0
+    # the monitor's pg_autoctl exited (a refused option, a bad data directory): no use waiting
+    [ "$i" -lt 10 ] || [ -n "$(auto_pids "$AUTO_MONITOR")" ] ||
+      fail_with_log "the pg_auto_failover monitor exited" "$LOG/auto-$AUTO_MONITOR.log"
     sleep 0.5
   done
   fail_with_log "the pg_auto_failover monitor did not answer within 2 minutes" "$LOG/auto-$AUTO_MONITOR.log"
@@ -201,7 +206,7 @@ auto_start_node() {
   say "$node: creating its pg_auto_failover node on ${NODE_ADDR[$node]}:$PG_PORT"
   auto_ctl "$node" create postgres --pgctl "$PG15_BIN/pg_ctl" --pgdata "$d" --pgport "$PG_PORT" \
     --hostname "${NODE_ADDR[$node]}" --name "$node" --dbname "$PG_DB" --monitor "$(auto_monitor_url)" \
-    --auth trust --skip-pg-hba --no-ssl >>"$LOG/auto-$node.log" 2>&1 ||
+    --skip-pg-hba --no-ssl >>"$LOG/auto-$node.log" 2>&1 ||
     fail_with_log "$node: pg_autoctl create postgres failed" "$LOG/auto-$node.log"
   # the keeper starts Postgres with every setting, the formation's last: stop what create left
   for ((i = 0; i < 60; i++)); do
