@@ -344,11 +344,17 @@ func (e *Env) ReleaseSlot(ctx context.Context) {
 // position: the history's inserts into messages were never the service's
 // events, and a consumer decoding them would spend the measurements
 // delivering a million old rows. A slot in use cannot be advanced: the
-// note (an incident, driver.Run.Notes) says so.
+// note (an incident, driver.Run.Notes) says so. A slot the server has
+// invalidated (wal_status lost: max_slot_wal_keep_size removed WAL it
+// still needed, as the other configurations' writes did to the
+// durability scenario's idle slot on 6 December 2026) cannot be advanced
+// either, and no-kafka refuses to start on it: on a fresh start, which
+// needs none of its events, it is dropped, and the service makes a new
+// one at the current position.
 func (e *Env) advanceSlot(ctx context.Context, conn *pgx.Conn, p Pair) ([]string, error) {
 	slot := e.ServiceVar(p.A.Name, "SLOT_NAME", "no_kafka")
-	var active bool
-	err := conn.QueryRow(ctx, `SELECT active FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active)
+	var active, lost bool
+	err := conn.QueryRow(ctx, `SELECT active, coalesce(wal_status = 'lost', false) FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active, &lost)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, nil // created after the history: it never sees it
@@ -356,6 +362,12 @@ func (e *Env) advanceSlot(ctx context.Context, conn *pgx.Conn, p Pair) ([]string
 		return nil, err
 	case active:
 		return []string{fmt.Sprintf("replication slot %s not advanced past the history: in use while it was written (%s not started by the driver), so its consumer decodes the history's inserts and counts them as duplicates", slot, p.A.Name)}, nil
+	case lost:
+		if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot); err != nil {
+			return nil, fmt.Errorf("drop lost slot %s: %w", slot, err)
+		}
+		e.logf("replication slot %s was lost (max_slot_wal_keep_size): dropped, the service makes a new one", slot)
+		return nil, nil
 	}
 	if _, err := conn.Exec(ctx, `SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())`, slot); err != nil {
 		return nil, fmt.Errorf("advance slot %s: %w", slot, err)

@@ -276,12 +276,14 @@ func testGroupHandOver(t *testing.T, tg Target) {
 // promptEvents is how many events testGroupEarliestPrompt writes before it
 // creates its group, and promptBound how soon after the PUT the group must
 // have received the first of them: a behaviour bound (a new group from
-// earliest does not wait for anything but its backlog), generous for a
-// loaded 2-core machine, not a speed benchmark. The measured time is
-// logged.
+// earliest does not wait for anything but its backlog; issue 40 asks for
+// 1 s on a caught-up database), not a speed benchmark. Measured here on
+// 6 December 2026 with the stack otherwise idle: 19-24 ms on no-kafka,
+// 33 ms on Kafka, so the bound leaves 30× for a loaded CI machine. The
+// measured time is logged.
 const (
 	promptEvents = 50
-	promptBound  = 5 * time.Second
+	promptBound  = time.Second
 )
 
 // testGroupEarliestPrompt writes promptEvents events one at a time (each
