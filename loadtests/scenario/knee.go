@@ -230,6 +230,10 @@ func Judge(spec driver.CeilingSpec, m map[string]float64, rate float64) (failed 
 	}
 	if len(failed) == 0 {
 		why = fmt.Sprintf("%s p99 %.1f ms, backlog %.0f", spec.Latency, p99, m["backlog_end"])
+		if spec.AckLatency != "" && spec.AckLatency != spec.Latency {
+			why = fmt.Sprintf("%s p99 %.1f ms, %s p99 %.1f ms, backlog %.0f", spec.Latency, p99,
+				spec.AckLatency, m[driver.ServerLatency(spec.AckLatency, driver.SuffixP99)], m["backlog_end"])
+		}
 	}
 	return failed, why
 }
