@@ -177,11 +177,15 @@ func CriteriaText(s driver.CeilingSpec) string {
 
 // JudgedLatencies words the latencies spec bounds: "delivery", or
 // "delivery and write" when it bounds the acknowledgement too.
-func JudgedLatencies(s driver.CeilingSpec) string {
+func JudgedLatencies(s driver.CeilingSpec) string { return strings.Join(judged(s), " and ") }
+
+// judged is the latencies spec bounds by P99MS: Latency, then AckLatency
+// when it names another.
+func judged(s driver.CeilingSpec) []string {
 	if s.AckLatency == "" || s.AckLatency == s.Latency {
-		return s.Latency
+		return []string{s.Latency}
 	}
-	return s.Latency + " and " + s.AckLatency
+	return []string{s.Latency, s.AckLatency}
 }
 
 // Judge returns every criterion of spec that a step at rate, with
@@ -208,32 +212,31 @@ func Judge(spec driver.CeilingSpec, m map[string]float64, rate float64) (failed 
 	case sent < spec.SentShare*rate:
 		add(CritSent, "driver sent only %.0f/s", sent)
 	}
-	key := driver.ServerLatency(spec.Latency, driver.SuffixP99)
-	p99, has := m[key]
-	if !has {
-		add(CritLatency, "no %s latency recorded", spec.Latency)
+	// every judged latency read once: each missing one and each over the
+	// bound named, each criterion recorded once, in Criteria's order
+	var missing, slow, seen []string
+	for _, l := range judged(spec) {
+		p99, ok := m[driver.ServerLatency(l, driver.SuffixP99)]
+		text := fmt.Sprintf("%s p99 %.1f ms", l, p99)
+		switch {
+		case !ok:
+			missing = append(missing, l)
+		case p99 >= spec.P99MS:
+			slow = append(slow, text)
+		}
+		seen = append(seen, text)
+	}
+	if len(missing) > 0 {
+		add(CritLatency, "no %s latency recorded", strings.Join(missing, " or "))
 	}
 	if b := m["backlog_end"]; b > math.Max(spec.BacklogMin, spec.BacklogS*rate) {
 		add(CritBacklog, "backlog %.0f at the end", b)
 	}
-	if has && p99 >= spec.P99MS {
-		add(CritP99, "%s p99 %.1f ms", spec.Latency, p99)
-	}
-	if spec.AckLatency != "" && spec.AckLatency != spec.Latency {
-		ack, ok := m[driver.ServerLatency(spec.AckLatency, driver.SuffixP99)]
-		switch {
-		case !ok:
-			add(CritLatency, "no %s latency recorded", spec.AckLatency)
-		case ack >= spec.P99MS && !slices.Contains(failed, CritP99):
-			add(CritP99, "%s p99 %.1f ms", spec.AckLatency, ack)
-		}
+	if len(slow) > 0 {
+		add(CritP99, "%s", strings.Join(slow, ", "))
 	}
 	if len(failed) == 0 {
-		why = fmt.Sprintf("%s p99 %.1f ms, backlog %.0f", spec.Latency, p99, m["backlog_end"])
-		if spec.AckLatency != "" && spec.AckLatency != spec.Latency {
-			why = fmt.Sprintf("%s p99 %.1f ms, %s p99 %.1f ms, backlog %.0f", spec.Latency, p99,
-				spec.AckLatency, m[driver.ServerLatency(spec.AckLatency, driver.SuffixP99)], m["backlog_end"])
-		}
+		why = fmt.Sprintf("%s, backlog %.0f", strings.Join(seen, ", "), m["backlog_end"])
 	}
 	return failed, why
 }

@@ -110,16 +110,12 @@ func CheckShared(t testing.TB, base, service, pair, backend string) {
 	// is that it answers 200 once the service is ready.
 	var rs int
 	var rm map[string]any
-	ready := func() bool { rs, rm = GetJSON(t, base+"/readyz"); return rs == 200 }
-	if !ready() {
-		deadline := time.Now().Add(30 * time.Second)
-		for !ready() && time.Now().Before(deadline) {
-			time.Sleep(200 * time.Millisecond)
-		}
+	defer func() { // runs on Eventually's Fatalf too: the last answer
 		if rs != 200 {
-			t.Errorf("/readyz: %d %v (for 30 s)", rs, rm)
+			t.Logf("/readyz last answered %d %v", rs, rm)
 		}
-	}
+	}()
+	Eventually(t, 30*time.Second, "/readyz to answer 200", func() bool { rs, rm = GetJSON(t, base+"/readyz"); return rs == 200 })
 	s, m := GetJSON(t, base+"/stats")
 	if s != 200 || m["service"] != service || m["pair"] != pair || m["backend"] != backend {
 		t.Errorf("/stats: %d %v, want service=%s pair=%s backend=%s", s, m, service, pair, backend)
