@@ -40,6 +40,9 @@
 //     past its retention (the queue pair's finished task records, the log
 //     pair's delivered events), with its progress in /stats.
 //   - waiter:   wakes long polls in this process when their outcome is in.
+//   - sse:      Server-Sent Events: a writer with a deadline per write and
+//     a heartbeat, and the reader the tests use (the event store's
+//     subscriptions, the documents pair's change feed).
 //   - jsonbtext: refuses in JSON what Postgres jsonb cannot store (\u0000,
 //     lone surrogates) or would write back far longer than sent (numbers
 //     out of bounds), so both sides of a pair answer it with 400.

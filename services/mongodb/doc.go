@@ -15,5 +15,15 @@
 // server cannot have it (FerretDB on SQLite); see setup.go and
 // docs/documents.md.
 //
+// The three capabilities beside the CRUD (contract/documents' extras.go)
+// are MongoDB's own: a report is one aggregation pipeline ($match,
+// $group with $sum and $avg, $sort, $limit; report.go), sessions expire
+// through a TTL index on expires_at, reads hiding the expired ones
+// meanwhile (sessions.go), and the change feed is the users collection's
+// change stream, resumable from its resume token (changes.go). FerretDB
+// v1 lacks $avg, TTL indexes and change streams: a report with an
+// average and GET /users/changes answer 501, expired sessions stay
+// stored (never read), and GET /backend's notes say so.
+//
 //	go run ./services/mongodb
 package main

@@ -113,14 +113,21 @@ func build(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Servi
 	svc := service.New(info, cfg.HTTP, logger, documents.Latencies, documents.Counters)
 	svc.OnStop("mongodb client", client.Disconnect)
 	svc.ReadyBackend("mongodb", "MONGO_URL", cfg.MongoURL, func(ctx context.Context) error { return client.Ping(ctx, readpref.Primary()) })
-	users := client.Database(cfg.Database).Collection("users")
-	backend, err := prepare(ctx, client.Database(cfg.Database), users, cfg.BackendTimeout, logger)
+	db := client.Database(cfg.Database)
+	users := db.Collection("users")
+	backend, err := prepare(ctx, db, users, cfg.BackendTimeout, logger)
 	if err != nil {
 		_ = client.Disconnect(context.Background())
 		return nil, err
 	}
-	documents.Mount(svc.Router, &store{users: users, rec: svc.Stats, ferret: strings.HasPrefix(backend.Server, "FerretDB")}, documents.Options{
+	s := &store{users: users, rec: svc.Stats, ferret: strings.HasPrefix(backend.Server, "FerretDB"), sessions: db.Collection(sessionsCollection)}
+	if err := prepareExtras(ctx, s, cfg.BackendTimeout, &backend, logger); err != nil {
+		_ = client.Disconnect(context.Background())
+		return nil, err
+	}
+	documents.Mount(svc.Router, s, documents.Options{
 		Stats: svc.Stats, Timeout: cfg.BackendTimeout, Info: backend, SearchMaxBytes: cfg.SearchMaxBytes,
+		Reports: s, Sessions: s, Changes: s, Stopping: svc.Stopping(),
 	})
 	return svc, nil
 }

@@ -101,3 +101,21 @@ func prepare(ctx context.Context, db *mongo.Database, users *mongo.Collection, t
 	}
 	return b, nil
 }
+
+// prepareExtras readies the report, session and change-feed capabilities
+// on s, noting in b what the server cannot do: FerretDB's missing $avg
+// (reports with an average answer 501), the sessions' TTL index
+// (prepareSessions) and change streams (probeChanges).
+func prepareExtras(ctx context.Context, s *store, timeout time.Duration, b *documents.BackendInfo, logger *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*timeout)
+	defer cancel()
+	if s.ferret {
+		b.Notes = append(b.Notes, "FerretDB v1 does not implement $group's $avg: POST /users/report with \"average\" answers 501; groups and counts work")
+		logger.Warn("reports: FerretDB does not implement $avg; reports with an average answer 501")
+	}
+	if err := prepareSessions(ctx, s.sessions, b, logger); err != nil {
+		return err
+	}
+	s.changesOff = probeChanges(ctx, s.users, timeout, b, logger)
+	return nil
+}

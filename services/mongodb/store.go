@@ -38,6 +38,11 @@ type store struct {
 	// locks serialise each user's profile writes within this process
 	// (see PatchProfile).
 	locks profileLocks
+	// sessions is the sessions collection (sessions.go).
+	sessions *mongo.Collection
+	// changesOff, when set, is what Changes answers: the server has no
+	// change streams (probeChanges; FerretDB v1).
+	changesOff error
 }
 
 // profileLocks serialise, within one process, the profile writes of a

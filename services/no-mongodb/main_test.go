@@ -44,7 +44,7 @@ func schemaConfig(t testing.TB) Config {
 // service, on a schema of its own.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, conformance.Features{NestedArrays: true}, func(t testing.TB) conformance.Target {
+	conformance.Run(t, conformance.Features{NestedArrays: true, ReportAverage: true, ChangeStreams: true}, func(t testing.TB) conformance.Target {
 		cfg := schemaConfig(t)
 		return conformance.StartServiceTarget(t, build, cfg, cfg.HTTP.BodyLimit, cfg.SearchMaxBytes)
 	})

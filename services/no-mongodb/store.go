@@ -21,6 +21,17 @@ import (
 // service, not by the store.
 type store struct {
 	pool *pgxpool.Pool
+	// changed wakes the change streams after a write committed (feed.wake;
+	// nil wakes nothing).
+	changed func()
+}
+
+// wrote wakes the change streams when a write succeeded; it returns err.
+func (s *store) wrote(err error) error {
+	if err == nil && s.changed != nil {
+		s.changed()
+	}
+	return err
 }
 
 var _ documents.Backend = (*store)(nil)
@@ -72,7 +83,7 @@ func (s *store) Create(ctx context.Context, u documents.NewUser) (documents.User
 		`INSERT INTO users (id, email, name, plan, profile) VALUES ($1, $2, $3, $4, $5::jsonb)
 		 RETURNING `+fullCols,
 		u.ID, u.Email, u.Name, u.Plan, string(documents.Encode(u.Profile))))
-	return user, mapErr(err, u.Email)
+	return user, s.wrote(mapErr(err, u.Email))
 }
 
 func (s *store) Get(ctx context.Context, id string) (documents.User, error) {
@@ -86,7 +97,7 @@ func (s *store) PatchFields(ctx context.Context, id string, p documents.FieldsPa
 	u, err := scanSummary(s.pool.QueryRow(ctx,
 		`UPDATE users SET name = COALESCE($2, name), plan = COALESCE($3, plan), updated_at = clock_timestamp()
 		 WHERE id = $1 RETURNING `+summaryCols, id, p.Name, p.Plan))
-	return u, mapErr(err, id)
+	return u, s.wrote(mapErr(err, id))
 }
 
 // PatchProfile reads the profile under a row lock (SELECT … FOR UPDATE),
@@ -129,14 +140,14 @@ func (s *store) PatchProfile(ctx context.Context, id string, p documents.Profile
 	if err := tx.Commit(ctx); err != nil {
 		return documents.User{}, mapErr(err, id)
 	}
-	return u, nil
+	return u, s.wrote(nil)
 }
 
 func (s *store) ReplaceProfile(ctx context.Context, id string, profile documents.Object) (documents.User, error) {
 	u, err := scanSummary(s.pool.QueryRow(ctx,
 		`UPDATE users SET profile = $2::jsonb, updated_at = clock_timestamp()
 		 WHERE id = $1 RETURNING `+summaryCols, id, string(documents.Encode(profile))))
-	return u, mapErr(err, id)
+	return u, s.wrote(mapErr(err, id))
 }
 
 // searchSQL is keyset pagination over the primary key: @> can use the GIN
@@ -191,5 +202,5 @@ func (s *store) Delete(ctx context.Context, id string) error {
 	if tag.RowsAffected() == 0 {
 		return documents.NotFound(id)
 	}
-	return nil
+	return s.wrote(nil)
 }

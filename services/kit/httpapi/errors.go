@@ -18,6 +18,10 @@ var (
 	// ErrUnsupported maps to 422: the request is valid but this backend
 	// lacks the capability it needs (say which in the wrapping message).
 	ErrUnsupported = errors.New("not supported by this backend")
+	// ErrNotImplemented maps to 501: this backend's server has no such
+	// feature at all (FerretDB's change streams); say which server in
+	// the wrapping message.
+	ErrNotImplemented = errors.New("not implemented by this backend's server")
 	// ErrUnavailable maps to 503: a backend could not be reached or timed
 	// out. Its kind (KindOf) is "unknown" for a write unless the error
 	// also wraps ErrNotRecorded.
@@ -134,6 +138,8 @@ func StatusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, ErrUnsupported):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, ErrNotImplemented):
+		return http.StatusNotImplemented
 	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable
 	default:

@@ -29,6 +29,21 @@ type Options struct {
 	// (UserBytes); a page cut by it has a next cursor. Env
 	// SEARCH_MAX_BYTES; zero means DefaultSearchMaxBytes.
 	SearchMaxBytes int64
+	// Reports, Sessions and Changes serve POST /users/report, /sessions
+	// and GET /users/changes; nil answers them with a 501.
+	Reports  Reporter
+	Sessions Sessions
+	Changes  ChangeFeed
+	// Stopping ends open change streams when shutdown begins (pass
+	// service.Stopping()), so that they do not hold the HTTP drain.
+	Stopping <-chan struct{}
+	// Heartbeat is the interval of a change stream's comment lines; zero
+	// means DefaultHeartbeat.
+	Heartbeat time.Duration
+	// SendTimeout bounds each write of a change stream; zero means the
+	// server's WriteTimeout (applied to each write, not to the stream),
+	// else sse.DefaultSendTimeout.
+	SendTimeout time.Duration
 }
 
 // Mount registers the contract's routes on r, served by b. Both services
@@ -46,11 +61,15 @@ func Mount(r chi.Router, b Backend, o Options) {
 	if o.SearchMaxBytes <= 0 {
 		o.SearchMaxBytes = DefaultSearchMaxBytes
 	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
 	h := &handler{backend: b, o: o}
 	r.Get("/openapi.yaml", httpapi.ServeYAML(OpenAPI))
 	r.Get("/backend", func(w http.ResponseWriter, _ *http.Request) { httpapi.WriteJSON(w, http.StatusOK, o.Info) })
 	r.Method(http.MethodPost, "/users", httpapi.HandlerFunc(h.create))
 	r.Method(http.MethodPost, "/users/search", httpapi.HandlerFunc(h.search))
+	mountExtras(r, h)
 	r.Method(http.MethodGet, "/users/{id}", httpapi.HandlerFunc(h.get))
 	r.Method(http.MethodPatch, "/users/{id}", httpapi.HandlerFunc(h.patchFields))
 	r.Method(http.MethodDelete, "/users/{id}", httpapi.HandlerFunc(h.delete))

@@ -25,7 +25,8 @@ const (
 )
 
 // Latencies lists every latency name, for service.New.
-var Latencies = []string{StatCreate, StatGet, StatPatchFields, StatPatchProfile, StatReplaceProfile, StatSearch, StatDelete}
+var Latencies = []string{StatCreate, StatGet, StatPatchFields, StatPatchProfile, StatReplaceProfile, StatSearch, StatDelete,
+	StatReport, StatSessionCreate, StatSessionGet, StatSessionDelete}
 
 // CounterRecheckDropped counts search candidates that a backend's own
 // filter returned but the containment re-check rejected (MongoDB side; the
@@ -33,7 +34,7 @@ var Latencies = []string{StatCreate, StatGet, StatPatchFields, StatPatchProfile,
 const CounterRecheckDropped = "search_recheck_dropped"
 
 // Counters lists every counter name, for service.New.
-var Counters = []string{CounterRecheckDropped}
+var Counters = []string{CounterRecheckDropped, CounterChangeStreams, CounterChangeStreamsEnded, CounterChangesSent}
 
 // User is a user as the API returns it. Profile is omitted from the answers
 // of PATCH and PUT, which must not read a multi-megabyte document back.

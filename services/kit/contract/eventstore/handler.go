@@ -11,12 +11,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/sse"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -42,7 +42,7 @@ var (
 
 // DefaultSendTimeout bounds each write to a subscriber when neither
 // Options.SendTimeout nor the serving http.Server's WriteTimeout is set.
-const DefaultSendTimeout = 30 * time.Second
+const DefaultSendTimeout = sse.DefaultSendTimeout
 
 // streamRE: stream ids are plain names; "$" is KurrentDB's system prefix.
 var streamRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$`)
@@ -329,94 +329,6 @@ func Fold(st *State, e RecordedEvent) error {
 	return nil
 }
 
-// sseWriter writes Server-Sent Events; the heartbeat goroutine and the
-// subscription share it, hence the mutex. Headers are written lazily, so
-// that an invalid start position still gets a JSON 400. Every write has
-// its own deadline (timeout from now): a client that stops reading fills
-// the socket buffers, the write fails at the deadline, and the first
-// failure (failed) ends the subscription, so that a stalled client holds
-// neither a goroutine nor the backend's resources beyond the deadline.
-type sseWriter struct {
-	mu      sync.Mutex
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	started bool
-	failed  error
-}
-
-// sendTimeout is o.SendTimeout, else the serving http.Server's
-// WriteTimeout, else DefaultSendTimeout.
-func sendTimeout(r *http.Request, o Options) time.Duration {
-	if o.SendTimeout > 0 {
-		return o.SendTimeout
-	}
-	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.WriteTimeout > 0 {
-		return srv.WriteTimeout
-	}
-	return DefaultSendTimeout
-}
-
-func (s *sseWriter) start() {
-	if s.started {
-		return
-	}
-	s.started = true
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
-}
-
-// write writes one SSE block under its own deadline and flushes it; the
-// first failure sticks.
-func (s *sseWriter) write(block []byte) error {
-	if s.failed != nil {
-		return s.failed
-	}
-	// A subscription outlives WRITE_TIMEOUT as a whole; each write
-	// gets its own deadline instead.
-	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.failed = err
-		return err
-	}
-	s.start()
-	if _, err := s.w.Write(block); err != nil {
-		s.failed = err
-		return err
-	}
-	if err := s.rc.Flush(); err != nil {
-		s.failed = err
-		return err
-	}
-	return nil
-}
-
-func (s *sseWriter) send(event, id string, data any) error {
-	b, err := httpapi.MarshalJSON(data)
-	if err != nil {
-		return err
-	}
-	var block []byte
-	if id != "" {
-		block = fmt.Appendf(block, "id: %s\n", id)
-	}
-	block = fmt.Appendf(block, "event: %s\ndata: %s\n\n", event, b)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.write(block)
-}
-
-func (s *sseWriter) comment(text string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.started {
-		return nil
-	}
-	return s.write([]byte(": " + text + "\n\n"))
-}
-
 // subscribeFrom is the position a subscription starts after:
 // Last-Event-ID wins over ?from=, since an EventSource reconnects to the
 // same URL (its original ?from=) with the last id it received. The shape
@@ -437,37 +349,6 @@ func subscribeFrom(r *http.Request) (string, error) {
 	return query, nil
 }
 
-// heartbeat writes a heartbeat comment to sw every h.o.Heartbeat until
-// ctx ends, and cancels the subscription when one cannot be written;
-// the channel it returns closes when it has stopped.
-func (h *handler) heartbeat(ctx context.Context, cancel context.CancelFunc, sw *sseWriter) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(h.o.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if sw.comment("heartbeat") != nil {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	return done
-}
-
-// dropped reports the write failure that ended the subscription, if any.
-func (s *sseWriter) dropped() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.failed
-}
-
 func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) error {
 	from, err := subscribeFrom(r)
 	if err != nil {
@@ -475,40 +356,32 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	go func() {
-		select {
-		case <-h.o.Stopping:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: sendTimeout(r, h.o)}
+	go sse.StopOn(ctx, cancel, h.o.Stopping)
+	sw := sse.NewWriter(w, r, h.o.SendTimeout)
 	h.o.Stats.Inc("subscriptions")
 	// Counted once the heartbeat has stopped and Subscribe has returned:
 	// subscriptions - subscriptions_ended is what is still held.
 	defer h.o.Stats.Inc("subscriptions_ended")
 	last := from
-	hbDone := h.heartbeat(ctx, cancel, sw)
+	hbDone := sw.Heartbeat(ctx, cancel, h.o.Heartbeat)
 	defer func() { cancel(); <-hbDone }()
 	err = h.backend.Subscribe(ctx, from, Subscriber{
 		Event: func(e RecordedEvent) error {
 			last = e.Position
 			h.o.Stats.Inc("events_streamed")
-			return sw.send("event", e.Position, e)
+			return sw.Send("event", e.Position, e)
 		},
 		CaughtUp: func() error {
-			return sw.send("caught-up", "", map[string]string{"position": last})
+			return sw.Send("caught-up", "", map[string]string{"position": last})
 		},
 	})
-	sw.mu.Lock()
-	started := sw.started
-	sw.mu.Unlock()
-	if werr := sw.dropped(); werr != nil {
+	started := sw.Started()
+	if werr := sw.Dropped(); werr != nil {
 		// The stream is broken: nothing more can be sent, in-band or not.
 		if errors.Is(werr, os.ErrDeadlineExceeded) {
 			h.o.Stats.Inc("subscribers_dropped")
 			httpapi.Logger(r.Context()).Warn("subscriber dropped: a write did not complete within the send timeout (a client that does not read); it resumes with Last-Event-ID",
-				"timeout", sw.timeout, "last_event_id", last, "err", werr)
+				"timeout", sw.Timeout(), "last_event_id", last, "err", werr)
 		}
 		return nil
 	}
@@ -523,7 +396,7 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) error {
 		// The stream is open: report the failure in-band; the client
 		// resumes from the last id it saw.
 		httpapi.Logger(r.Context()).Error("subscription failed", "err", err)
-		_ = sw.send("error", "", map[string]string{"error": "subscription failed; resume from the last event id"})
+		_ = sw.Send("error", "", map[string]string{"error": "subscription failed; resume from the last event id"})
 	}
 	return nil
 }

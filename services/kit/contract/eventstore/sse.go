@@ -1,63 +1,16 @@
 package eventstore
 
 import (
-	"bufio"
 	"io"
-	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/sse"
 )
 
-// SSEMessage is one Server-Sent Event as the client sees it.
-type SSEMessage struct {
-	// Event is the "event:" field ("event", "caught-up", "error").
-	Event string
-	// ID is the "id:" field (the event's position), if any.
-	ID string
-	// Data is the "data:" field (JSON).
-	Data string
-}
+// SSEMessage is one Server-Sent Event as the client sees it (sse.Message).
+type SSEMessage = sse.Message
 
-// SSEReader parses a text/event-stream body; comment lines are skipped.
-// It is not safe for concurrent use.
-type SSEReader struct {
-	sc *bufio.Scanner
-}
+// SSEReader parses a text/event-stream body (sse.Reader).
+type SSEReader = sse.Reader
 
 // NewSSEReader returns a reader over r.
-func NewSSEReader(r io.Reader) *SSEReader {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	return &SSEReader{sc: sc}
-}
-
-// Next returns the next message, or an error (io.EOF when the stream ends).
-func (s *SSEReader) Next() (SSEMessage, error) {
-	var m SSEMessage
-	var data []string
-	for s.sc.Scan() {
-		line := s.sc.Text()
-		if line == "" {
-			if m.Event == "" && len(data) == 0 {
-				continue
-			}
-			m.Data = strings.Join(data, "\n")
-			return m, nil
-		}
-		if strings.HasPrefix(line, ":") {
-			continue
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "event":
-			m.Event = value
-		case "id":
-			m.ID = value
-		case "data":
-			data = append(data, value)
-		}
-	}
-	if err := s.sc.Err(); err != nil {
-		return m, err
-	}
-	return m, io.EOF
-}
+func NewSSEReader(r io.Reader) *SSEReader { return sse.NewReader(r) }

@@ -120,3 +120,13 @@ func bigProfile(size int, seed uint64) map[string]any {
 	}
 	return map[string]any{"items": items, "count": len(items)}
 }
+
+// mustJSON encodes v.
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -14,6 +14,10 @@ func runRestart(t *testing.T, f Features, newTarget NewTarget) {
 		t.Parallel()
 		testRestartCrash(t, side{Target: newTarget(t), Features: f})
 	})
+	t.Run("ChangesResumeAcrossRestartAndCrash", func(t *testing.T) {
+		t.Parallel()
+		testChangesSurviveRestart(t, side{Target: newTarget(t), Features: f})
+	})
 }
 
 // testRestartCrash checks that what a side answered survives a graceful

@@ -17,6 +17,13 @@ type Features struct {
 	// NestedArrays: arrays directly inside arrays ([[1,2],[3]]) can be
 	// stored. Postgres and MongoDB can; FerretDB v1 cannot.
 	NestedArrays bool
+	// ReportAverage: a report can average a profile number per group
+	// ($group's $avg). Postgres and MongoDB can; FerretDB v1 cannot.
+	ReportAverage bool
+	// ChangeStreams: GET /users/changes streams the users' changes.
+	// Postgres (a trigger-fed change table) and MongoDB (change streams,
+	// on a replica set) can; FerretDB v1 cannot and answers 501.
+	ChangeStreams bool
 }
 
 // Target is one running service under test (see kittest.Target).
@@ -58,4 +65,7 @@ func Run(t *testing.T, f Features, newTarget NewTarget) {
 	runShared(t, c, tg)
 	runCRUD(t, c, tg)
 	runBadInput(t, c, tg)
+	runReport(t, c, tg)
+	runSessions(t, c, tg)
+	runChanges(t, c, tg)
 }

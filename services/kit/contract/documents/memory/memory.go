@@ -17,6 +17,12 @@ type Backend struct {
 	users map[string]*documents.User // by id; Profile holds the encoded profile
 	// profiles holds each user's profile as parsed values, for Search.
 	profiles map[string]documents.Object
+	// sessions holds the sessions by id (extras.go).
+	sessions map[string]documents.Session
+	// changes is the change feed: every change in order, its token its
+	// index + 1; wake is closed (and replaced) when one is added.
+	changes []documents.Change
+	wake    chan struct{}
 }
 
 var _ documents.Backend = (*Backend)(nil)
@@ -40,6 +46,7 @@ func (b *Backend) Create(_ context.Context, u documents.NewUser) (documents.User
 	}
 	user := &documents.User{ID: u.ID, Email: u.Email, Name: u.Name, Plan: u.Plan, CreatedAt: now, UpdatedAt: now}
 	b.users[u.ID], b.profiles[u.ID] = user, profile
+	b.record(documents.OpInsert, u.ID)
 	return b.full(u.ID), nil
 }
 
@@ -66,6 +73,7 @@ func (b *Backend) update(id string, fn func(u *documents.User, p documents.Objec
 	}
 	b.profiles[id] = prof
 	u.UpdatedAt = time.Now().UTC()
+	b.record(documents.OpUpdate, id)
 	return *u, nil
 }
 
@@ -147,5 +155,6 @@ func (b *Backend) Delete(_ context.Context, id string) error {
 	}
 	delete(b.users, id)
 	delete(b.profiles, id)
+	b.record(documents.OpDelete, id)
 	return nil
 }

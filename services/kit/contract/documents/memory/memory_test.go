@@ -32,7 +32,7 @@ func (tg target) Crash(t testing.TB) { tg.Restart(t) }
 // the memory Backend. It needs no server, so -short runs it too.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, conformance.Features{NestedArrays: true}, func(t testing.TB) conformance.Target {
+	conformance.Run(t, conformance.Features{NestedArrays: true, ReportAverage: true, ChangeStreams: true}, func(t testing.TB) conformance.Target {
 		b := new(memory.Backend)
 		return target{kittest.StartInstance(t, func(t testing.TB) (struct{}, *service.Service) {
 			svc := kittest.NewService(t, stats.Info{Service: "memory", Pair: "documents", Backend: "memory"},
@@ -42,6 +42,7 @@ func TestConformance(t *testing.T) {
 			// its search (documents.Contains) reproduces, and says what it
 			// is in Server.
 			documents.Mount(svc.Router, b, documents.Options{Stats: svc.Stats, SearchMaxBytes: searchMaxBytes,
+				Reports: b, Sessions: b, Changes: b, Stopping: svc.Stopping(),
 				Info: documents.BackendInfo{Backend: "postgres", Server: "in-memory reference Backend (no server)", Notes: []string{}}})
 			return struct{}{}, svc
 		})}
