@@ -66,12 +66,12 @@ func experimentsMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env.Out = stderr
-	// The single-node and the cluster profile's experiments write files
-	// of their own (experiments.Split), read by RESULTS.md's two sections.
-	single, cluster := experiments.Split(xs)
+	// The single-node, the documents pair's and the cluster profile's
+	// experiments write files of their own (experiments.Groups), read by
+	// RESULTS.md's sections.
 	rc := 0
-	for _, set := range [][]experiments.Experiment{single, cluster} {
-		if len(set) == 0 || ctx.Err() != nil {
+	for _, set := range experiments.Groups(xs) {
+		if ctx.Err() != nil {
 			continue
 		}
 		if _, err := runExperiments(ctx, env, sz, set, *dir, stdout, stderr); err != nil {
@@ -101,8 +101,11 @@ func runExperiments(ctx context.Context, env experiments.Env, size experiments.S
 	}
 	printExperiments(stdout, f)
 	section := report.FailureModesTitle
-	if experiments.IsCluster(f.Results[0].Name) {
+	switch {
+	case experiments.IsCluster(f.Results[0].Name):
 		section = report.FailoverTitle
+	case experiments.IsBeyondCRUD(f.Results[0].Name):
+		section = report.BeyondCRUDTitle
 	}
 	fmt.Fprintf(stdout, "\nresults: %s (RESULTS.md's %q section: go run ./loadtests report)\n", path, section)
 	var failed []string

@@ -47,6 +47,9 @@ type Env struct {
 	PostgresURL string
 	// PgBouncerURL is the stack's pgbouncer (transaction pooling).
 	PgBouncerURL string
+	// MongoURL is the stack's MongoDB (FerretDB on the native stack),
+	// for the documents pair's experiments (BeyondCRUD).
+	MongoURL string
 	// RabbitMQURL and KafkaBrokers locate the stack's brokers.
 	RabbitMQURL  string
 	KafkaBrokers []string
@@ -188,8 +191,15 @@ type File struct {
 // All returns every experiment a plain run (and make results) runs, in
 // the table's order.
 func All() []Experiment {
-	return slices.Concat(stackExperiments(), crashExperiments(), brokerExperiments())
+	return slices.Concat(stackExperiments(), crashExperiments(), brokerExperiments(), BeyondCRUD())
 }
+
+// BeyondCRUD returns the documents pair's experiments beyond CRUD (issue
+// 42: the change feed, expiring sessions, the aggregation report): in
+// All, but written to a results file of their own (BeyondCRUDFileSuffix),
+// read by RESULTS.md's documents section, so that running them alone
+// does not hide the failure modes' newest file, nor it theirs.
+func BeyondCRUD() []Experiment { return documentsExperiments() }
 
 // Cluster returns the experiments that need the cluster profile running
 // (scripts/cluster.sh, as root; docs/cluster.md): not in All, so that
@@ -231,6 +241,9 @@ func (e Env) WithDefaults() Env {
 	}
 	if e.PgBouncerURL == "" {
 		e.PgBouncerURL = envOr("PGBOUNCER_URL", pairs.DefaultPgBouncerURL)
+	}
+	if e.MongoURL == "" {
+		e.MongoURL = envOr("MONGO_URL", pairs.DefaultMongoURL)
 	}
 	if e.RabbitMQURL == "" {
 		e.RabbitMQURL = envOr("RABBITMQ_URL", pairs.DefaultRabbitMQURL)
@@ -396,32 +409,62 @@ const FileSuffix = "-experiments.json"
 // not hide the single-node experiments' newest file, nor they its.
 const ClusterFileSuffix = "-failover.json"
 
+// BeyondCRUDFileSuffix ends the name of every results file of the
+// documents pair's experiments beyond CRUD (BeyondCRUD).
+const BeyondCRUDFileSuffix = "-beyond-crud.json"
+
+// IsBeyondCRUD reports whether the experiment named name is one of
+// BeyondCRUD.
+func IsBeyondCRUD(name string) bool {
+	return slices.ContainsFunc(BeyondCRUD(), func(x Experiment) bool { return x.Name == name })
+}
+
+// SuffixOf is the results file suffix of the experiment named name.
+func SuffixOf(name string) string {
+	switch {
+	case IsCluster(name):
+		return ClusterFileSuffix
+	case IsBeyondCRUD(name):
+		return BeyondCRUDFileSuffix
+	}
+	return FileSuffix
+}
+
+// Suffixes are the experiments' results file suffixes, in Groups' order:
+// every file the experiments write ends with one of them.
+func Suffixes() []string { return []string{FileSuffix, BeyondCRUDFileSuffix, ClusterFileSuffix} }
+
+// Groups divides xs by the results file they write (SuffixOf), each in
+// xs' order, in the order failure modes, beyond CRUD, cluster; empty
+// groups are left out. Each group runs and writes a file of its own.
+func Groups(xs []Experiment) [][]Experiment {
+	var out [][]Experiment
+	for _, suffix := range Suffixes() {
+		var g []Experiment
+		for _, x := range xs {
+			if SuffixOf(x.Name) == suffix {
+				g = append(g, x)
+			}
+		}
+		if len(g) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // IsCluster reports whether the experiment named name is one of Cluster.
 func IsCluster(name string) bool {
 	return slices.ContainsFunc(Cluster(), func(x Experiment) bool { return x.Name == name })
 }
 
-// Split divides xs into the single-node experiments and the cluster
-// profile's (IsCluster), each in xs' order: each set runs and writes a
-// file of its own.
-func Split(xs []Experiment) (single, cluster []Experiment) {
-	for _, x := range xs {
-		if IsCluster(x.Name) {
-			cluster = append(cluster, x)
-		} else {
-			single = append(single, x)
-		}
-	}
-	return single, cluster
-}
-
-// Write writes f to dir/<UTC start time>-experiments.json, or
-// -failover.json when its first result is a cluster experiment (Split
-// keeps the two apart), and returns the path.
+// Write writes f to dir/<UTC start time> plus the SuffixOf its first
+// result (Groups keeps the files' experiments apart), and returns the
+// path.
 func Write(dir string, f File) (string, error) {
 	suffix := FileSuffix
-	if len(f.Results) > 0 && IsCluster(f.Results[0].Name) {
-		suffix = ClusterFileSuffix
+	if len(f.Results) > 0 {
+		suffix = SuffixOf(f.Results[0].Name)
 	}
 	return driver.WriteJSON(dir, f.Started.UTC().Format("20060102T150405Z")+suffix, f)
 }
@@ -429,6 +472,20 @@ func Write(dir string, f File) (string, error) {
 // Load reads the newest dir/*-experiments.json (the single-node
 // experiments); nil and no error when there is none.
 func Load(dir string) (*File, string, error) { return loadNewest(dir, FileSuffix) }
+
+// Ended is when f's run ended: its start plus its results' durations (the
+// experiments run one after another); its start when it has none.
+func (f *File) Ended() time.Time {
+	end := f.Started
+	for _, r := range f.Results {
+		end = end.Add(time.Duration(r.DurationS * float64(time.Second)))
+	}
+	return end
+}
+
+// LoadBeyondCRUD reads the newest dir/*-beyond-crud.json (BeyondCRUD's
+// results); nil and no error when there is none.
+func LoadBeyondCRUD(dir string) (*File, string, error) { return loadNewest(dir, BeyondCRUDFileSuffix) }
 
 // LoadCluster reads the newest dir/*-failover.json (the cluster profile's
 // experiments); nil and no error when there is none.

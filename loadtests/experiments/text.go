@@ -25,6 +25,10 @@ type Text struct {
 	Figure func(f *Figures) string
 	// Notes say what the figure depends on, made from the same.
 	Notes func(f *Figures) []string
+	// Card is the experiment's clause on its pair's card (the documents
+	// pair's experiments beyond CRUD have one: CardClauses), made from
+	// the same; nil for none. It must be true read alone.
+	Card func(f *Figures) string
 }
 
 // Prose is what the report prints for one result: its experiment's Text
@@ -153,6 +157,33 @@ func describe(r Result, t Text, known bool) Prose {
 		}
 	}
 	return p
+}
+
+// CardClauses are the card clauses (Text.Card) of f's results, in the
+// file's order: a result that could not measure, or lacks a figure its
+// clause reads, gives "<title>: failed: <why>" instead of a figure.
+func CardClauses(f *File) []string {
+	if f == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range f.Results {
+		t, known := textOf(r.Name)
+		if !known || t.Card == nil {
+			continue
+		}
+		if r.Error != "" {
+			out = append(out, t.Title+": failed: "+r.Error)
+			continue
+		}
+		fig := &Figures{r: r}
+		c := t.Card(fig)
+		if len(fig.missing) > 0 {
+			c = t.Title + ": failed: the results file lacks " + missingText(fig.missing)
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // secondsDur is a figure in seconds as a duration, rounded to the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -131,6 +132,10 @@ type Verdict struct {
 	// Roles are the cache card's sentences on the roles beyond the cache
 	// (locks, pub/sub, rate limits), one each; nil for the other pairs.
 	Roles []string
+	// Beyond are the documents card's clauses on what the pair does
+	// beyond CRUD (experiments.CardClauses of the newest beyond-CRUD
+	// file), nil for the other pairs and when none ran.
+	Beyond []string
 	// RoleLimits are the same roles' figures, for advise: one per pub/sub
 	// subscriber count, one for locks and one for rate limits, each only
 	// when measured; nil for the other pairs.
@@ -186,6 +191,9 @@ func verdictsOf(in *inputs, src Sources) []Verdict {
 	for i := range vs {
 		vs[i].Failover = failoverText(vs[i].Pair, src.FailoverParts)
 		vs[i].LoseNothing = loseNothingText(vs[i].Pair, src.Durability)
+		if vs[i].Pair == pairs.Documents {
+			vs[i].Beyond = experiments.CardClauses(src.BeyondCRUD)
+		}
 	}
 	return vs
 }

@@ -199,6 +199,13 @@ func Card(v Verdict) string {
 	if len(v.Roles) > 0 {
 		w("- **Beyond the cache** ([%s](#%s)): %s.\n", RolesTitle, anchor(RolesTitle), strings.Join(v.Roles, ". "))
 	}
+	if len(v.Beyond) > 0 {
+		var cs []string
+		for _, c := range v.Beyond {
+			cs = append(cs, capitalize(c))
+		}
+		w("- **Beyond CRUD** ([%s](#%s)): %s.\n", BeyondCRUDTitle, anchor(BeyondCRUDTitle), strings.Join(cs, ". "))
+	}
 	w("- **Latency:** %s: Postgres %s, %s %s.\n", v.LatencyWhat, v.PGLatency, v.SpecName(), v.SpecLatency)
 	w("- **Bites Postgres first:** %s.", v.Bites)
 	if v.MaxRate > 0 {

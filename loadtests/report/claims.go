@@ -771,6 +771,11 @@ type Sources struct {
 	// (experiments.LoadClusterParts), for the failover section, the
 	// cards' failover lines and the failover chart.
 	FailoverParts []experiments.ClusterPart
+	// BeyondCRUD is the newest results file of the documents pair's
+	// experiments beyond CRUD (experiments.BeyondCRUD), nil when none;
+	// BeyondCRUDFile its base name.
+	BeyondCRUD     *experiments.File
+	BeyondCRUDFile string
 	// Durability are the durability scenario's runs to show
 	// (LoadDurabilityParts), for the cards' cost of losing nothing and the
 	// durability tables.

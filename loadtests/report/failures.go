@@ -31,6 +31,29 @@ func FailureModesSection(f *experiments.File, file string) string {
 	return b.String()
 }
 
+// BeyondCRUDTitle heads RESULTS.md's section of the documents pair's
+// experiments beyond CRUD.
+const BeyondCRUDTitle = "Documents beyond CRUD"
+
+// BeyondCRUDSection renders RESULTS.md's section of the documents pair's
+// experiments beyond CRUD (experiments.BeyondCRUD) from their newest
+// results file f (named file), as FailureModesSection's table. With no
+// file it says how to make one.
+func BeyondCRUDSection(f *experiments.File, file string) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("## %s\n\n", BeyondCRUDTitle)
+	w("What the reference says Postgres has no direct analogue for (the aggregation pipeline, change streams, TTL indexes), built behind the documents contract on both sides ")
+	w("([docs/documents.md](docs/documents.md#beyond-crud)) and measured: `go run ./loadtests experiments -only %s,%s,%s` (part of `make results`). ", experiments.DocumentsChangeFeed, experiments.DocumentsSessionExpiry, experiments.DocumentsReport)
+	w("On this machine the MongoDB side is FerretDB, which has no change streams, no TTL index and no $avg: where a figure would be FerretDB's it says so, and none of its figures is MongoDB's.\n\n")
+	if f == nil || len(f.Results) == 0 {
+		w("No results file of these experiments (`results/*%s`) was found: run the command above.\n", experiments.BeyondCRUDFileSuffix)
+		return b.String()
+	}
+	experimentsTable(&b, f, file, "acknowledged writes lost")
+	return b.String()
+}
+
 // FailoverTitle heads RESULTS.md's section of the cluster profile's
 // experiments.
 const FailoverTitle = "Replicated and failover"

@@ -153,9 +153,15 @@ func TestFailoverSection(t *testing.T) {
 	if none := FailoverSection(nil); !strings.Contains(none, "none has run") || strings.Contains(none, "| experiment |") {
 		t.Errorf("without a file:\n%s", none)
 	}
-	single1, cluster1 := experiments.Split(experiments.Known())
-	if len(single1) != len(experiments.All()) || len(cluster1) != len(experiments.Cluster()) {
-		t.Errorf("Split(Known) = %d single, %d cluster; want %d and %d", len(single1), len(cluster1), len(experiments.All()), len(experiments.Cluster()))
+	groups := experiments.Groups(experiments.Known())
+	want := []int{len(experiments.All()) - len(experiments.BeyondCRUD()), len(experiments.BeyondCRUD()), len(experiments.Cluster())}
+	if len(groups) != len(want) {
+		t.Fatalf("Groups(Known) = %d groups, want %d", len(groups), len(want))
+	}
+	for i, g := range groups {
+		if len(g) != want[i] || experiments.SuffixOf(g[0].Name) != experiments.Suffixes()[i] {
+			t.Errorf("Groups(Known)[%d]: %d experiments from %s, want %d", i, len(g), g[0].Name, want[i])
+		}
 	}
 }
 

@@ -96,7 +96,7 @@ var committed = sync.OnceValues(func() ([]*driver.Run, error) {
 	}
 	var out []*driver.Run
 	for _, f := range files {
-		if strings.HasSuffix(f, "-raw.json") || strings.HasSuffix(f, experiments.FileSuffix) || strings.HasSuffix(f, experiments.ClusterFileSuffix) {
+		if strings.HasSuffix(f, "-raw.json") || slices.ContainsFunc(experiments.Suffixes(), func(s string) bool { return strings.HasSuffix(f, s) }) {
 			continue
 		}
 		r, err := driver.ReadRun(f)

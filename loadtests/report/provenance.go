@@ -19,7 +19,8 @@ type sourceFile struct {
 }
 
 // sourceFiles lists every results file the report reads: the runs (rs),
-// the benches', the raw loops', the experiments', and the cluster
+// the benches', the raw loops', the experiments' (the documents pair's
+// beyond CRUD too), and the cluster
 // profile's failover and durability files.
 func sourceFiles(rs []*driver.Run, src Sources) []sourceFile {
 	var out []sourceFile
@@ -32,7 +33,10 @@ func sourceFiles(rs []*driver.Run, src Sources) []sourceFile {
 		out = append(out, sourceFile{name: r.ID + ".json", what: "raw", start: r.StartedAt, end: r.FinishedAt})
 	}
 	if x := src.Experiments; x != nil {
-		out = append(out, sourceFile{name: x.Started.UTC().Format("20060102T150405Z") + "-experiments.json", what: "experiments", start: x.Started, end: x.Started})
+		out = append(out, sourceFile{name: x.Started.UTC().Format("20060102T150405Z") + "-experiments.json", what: "experiments", start: x.Started, end: x.Ended()})
+	}
+	if x := src.BeyondCRUD; x != nil {
+		out = append(out, sourceFile{name: src.BeyondCRUDFile, what: "beyond-crud", start: x.Started, end: x.Ended()})
 	}
 	seen := map[string]bool{}
 	for _, p := range src.FailoverParts {

@@ -16,7 +16,8 @@ import (
 // LoadSources reads the Sources of the results directory dir: the raw
 // loops, the newest experiments file, the cluster experiments' parts
 // (experiments.LoadClusterParts) and the durability runs
-// (LoadDurabilityParts). It also returns the base name of the experiments
+// (LoadDurabilityParts) and the documents pair's experiments beyond CRUD
+// (experiments.LoadBeyondCRUD). It also returns the base name of the experiments
 // file the section cites ("" for none). Bench is left to the caller.
 func LoadSources(dir string) (src Sources, xfile string, err error) {
 	if src.Raw, err = raw.Load(dir); err != nil {
@@ -32,6 +33,11 @@ func LoadSources(dir string) (src Sources, xfile string, err error) {
 	if src.Durability, err = LoadDurabilityParts(dir); err != nil {
 		return src, "", err
 	}
+	bf, bpath, err := experiments.LoadBeyondCRUD(dir)
+	if err != nil {
+		return src, "", err
+	}
+	src.BeyondCRUD, src.BeyondCRUDFile = bf, base(bpath)
 	src.Experiments = xf
 	return src, base(xpath), nil
 }
