@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -158,4 +159,49 @@ func StopOn(ctx context.Context, cancel context.CancelFunc, stopping <-chan stru
 		cancel()
 	case <-ctx.Done():
 	}
+}
+
+// Ending says how a stream's handler ends the stream (Finish).
+type Ending struct {
+	// What names the stream in logs and errors ("subscription",
+	// "change stream").
+	What string
+	// Last is the id of the last event sent (or the start position), for
+	// the log of a dropped client.
+	Last string
+	// ErrorData is the in-band "error" event's data when the stream fails
+	// after it started.
+	ErrorData any
+}
+
+// Finish ends a stream whose source returned err, ctx being the stream's
+// context, and returns what the handler returns:
+//   - a client dropped by a write that missed its deadline (or any failed
+//     write): nothing more can be sent; dropped is true for the deadline,
+//     which is logged; nil;
+//   - nothing sent yet: err, or a 503 when the stream ended by shutdown or
+//     a gone client (err nil or ctx done), so that a bad start position is
+//     still a JSON error;
+//   - a failure after the start: logged and sent in-band as an "error"
+//     event (the client resumes from the last id); nil.
+func (s *Writer) Finish(ctx context.Context, r *http.Request, err error, e Ending) (dropped bool, _ error) {
+	if werr := s.Dropped(); werr != nil {
+		if errors.Is(werr, os.ErrDeadlineExceeded) {
+			httpapi.Logger(r.Context()).Warn(e.What+" dropped: a write did not complete within the send timeout (a client that does not read); it resumes with Last-Event-ID",
+				"timeout", s.Timeout(), "last_event_id", e.Last, "err", werr)
+			return true, nil
+		}
+		return false, nil
+	}
+	if !s.Started() {
+		if err == nil || ctx.Err() != nil {
+			return false, fmt.Errorf("%s ended before it started: %w", e.What, httpapi.ErrUnavailable)
+		}
+		return false, err
+	}
+	if err != nil && ctx.Err() == nil {
+		httpapi.Logger(r.Context()).Error(e.What+" failed", "err", err)
+		_ = s.Send("error", "", e.ErrorData)
+	}
+	return false, nil
 }

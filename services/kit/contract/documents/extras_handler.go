@@ -2,10 +2,8 @@ package documents
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
@@ -204,22 +202,7 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) error {
 			h.o.Stats.Inc(CounterChangesSent)
 			return sw.Send("change", c.Token, c)
 		})
-	if werr := sw.Dropped(); werr != nil {
-		if errors.Is(werr, os.ErrDeadlineExceeded) {
-			httpapi.Logger(r.Context()).Warn("change stream dropped: a write did not complete within the send timeout (a client that does not read); it resumes with Last-Event-ID",
-				"timeout", sw.Timeout(), "last_event_id", last, "err", werr)
-		}
-		return nil
-	}
-	if !sw.Started() {
-		if err == nil || ctx.Err() != nil {
-			return fmt.Errorf("change stream ended before it started: %w", httpapi.ErrUnavailable)
-		}
-		return err
-	}
-	if err != nil && ctx.Err() == nil {
-		httpapi.Logger(r.Context()).Error("change stream failed", "err", err)
-		_ = sw.Send("error", "", map[string]string{"error": "change stream failed; resume from the last id", "token": last})
-	}
-	return nil
+	_, err = sw.Finish(ctx, r, err, sse.Ending{What: "change stream", Last: last,
+		ErrorData: map[string]string{"error": "change stream failed; resume from the last id", "token": last}})
+	return err
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -375,28 +374,10 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) error {
 			return sw.Send("caught-up", "", map[string]string{"position": last})
 		},
 	})
-	started := sw.Started()
-	if werr := sw.Dropped(); werr != nil {
-		// The stream is broken: nothing more can be sent, in-band or not.
-		if errors.Is(werr, os.ErrDeadlineExceeded) {
-			h.o.Stats.Inc("subscribers_dropped")
-			httpapi.Logger(r.Context()).Warn("subscriber dropped: a write did not complete within the send timeout (a client that does not read); it resumes with Last-Event-ID",
-				"timeout", sw.Timeout(), "last_event_id", last, "err", werr)
-		}
-		return nil
+	dropped, err := sw.Finish(ctx, r, err, sse.Ending{What: "subscription", Last: last,
+		ErrorData: map[string]string{"error": "subscription failed; resume from the last event id"}})
+	if dropped {
+		h.o.Stats.Inc("subscribers_dropped")
 	}
-	if !started {
-		if err == nil || ctx.Err() != nil {
-			// Shutdown (or a gone client) before anything was sent.
-			return fmt.Errorf("subscription ended before it started: %w", httpapi.ErrUnavailable)
-		}
-		return err
-	}
-	if err != nil && ctx.Err() == nil {
-		// The stream is open: report the failure in-band; the client
-		// resumes from the last id it saw.
-		httpapi.Logger(r.Context()).Error("subscription failed", "err", err)
-		_ = sw.Send("error", "", map[string]string{"error": "subscription failed; resume from the last event id"})
-	}
-	return nil
+	return err
 }
