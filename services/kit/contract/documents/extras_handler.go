@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/ids"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/sse"
@@ -17,9 +19,7 @@ import (
 const DefaultHeartbeat = 15 * time.Second
 
 // mountExtras registers the report, session and change-feed routes.
-func mountExtras(r interface {
-	Method(method, pattern string, h http.Handler)
-}, h *handler) {
+func mountExtras(r chi.Router, h *handler) {
 	r.Method(http.MethodPost, "/users/report", httpapi.HandlerFunc(h.report))
 	r.Method(http.MethodGet, "/users/changes", httpapi.HandlerFunc(h.changes))
 	r.Method(http.MethodPost, "/sessions", httpapi.HandlerFunc(h.createSession))
