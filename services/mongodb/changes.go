@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -200,7 +199,7 @@ func (s *store) watch(ctx context.Context, after string) (*mongo.ChangeStream, e
 // watchErr maps an error of opening a stream after the token after: a
 // server without change streams (which the probe at start could not
 // tell) is a 501, a token older than the oplog (or whose event it no
-// longer finds) a 410, a token the server cannot read a 400, anything
+// longer finds) a 410, a token the server cannot read a 404, anything
 // else mapErr's.
 func watchErr(err error, after string) error {
 	var se mongo.ServerError
@@ -241,9 +240,13 @@ func isResumeData(token string) bool {
 	return true
 }
 
-// badToken is the 400 of a token MongoDB cannot read (cause: the server's
-// refusal, or nil when its shape alone gave it away).
+// badToken is the 404 of a token of the contract's shape that MongoDB
+// cannot read as a resume token (cause: the server's refusal, or nil when
+// its shape alone gave it away): another side's token.
 func badToken(after string, cause error) error {
-	return &httpapi.Error{Status: http.StatusBadRequest, Cause: cause,
-		Message: fmt.Sprintf("after %q is not a change token MongoDB can read (a resume token's hexadecimal _data): use the token (or SSE id) of a change this stream sent", httpapi.Truncate(after, 64))}
+	err := documents.UnknownToken(after, "MongoDB's are a resume token's hexadecimal _data")
+	if cause != nil {
+		err.(*httpapi.Error).Cause = cause
+	}
+	return err
 }

@@ -60,7 +60,7 @@ func TestStartToken(t *testing.T) {
 }
 
 // TestWatchErrors: a token MongoDB no longer holds is a 410, one it
-// cannot read a 400, a server without change streams a 501; other
+// cannot read a 404, a server without change streams a 501; other
 // errors go through mapErr.
 func TestWatchErrors(t *testing.T) {
 	t.Parallel()
@@ -71,9 +71,9 @@ func TestWatchErrors(t *testing.T) {
 	}{
 		{mongo.CommandError{Code: 286, Message: "Resume of change stream was not possible, as the resume point may no longer be in the oplog."}, "8200", http.StatusGone},
 		{mongo.CommandError{Code: 280, Message: "cannot resume stream; the resume token was not found."}, "8200", http.StatusGone},
-		{mongo.CommandError{Code: 260, Message: "Invalid resume token"}, "zz", http.StatusBadRequest},
-		{mongo.CommandError{Code: 9, Message: "The string 'zz' is not valid hex"}, "zz", http.StatusBadRequest},
-		{mongo.CommandError{Code: 40649, Message: "Bad resume token: _data of missing or of wrong type"}, "zz", http.StatusBadRequest},
+		{mongo.CommandError{Code: 260, Message: "Invalid resume token"}, "zz", http.StatusNotFound},
+		{mongo.CommandError{Code: 9, Message: "The string 'zz' is not valid hex"}, "zz", http.StatusNotFound},
+		{mongo.CommandError{Code: 40649, Message: "Bad resume token: _data of missing or of wrong type"}, "zz", http.StatusNotFound},
 		{mongo.CommandError{Code: 238, Message: "`aggregate` stage \"$changeStream\" is not implemented yet"}, "", http.StatusNotImplemented},
 		{mongo.CommandError{Code: 40573, Message: "The $changeStream stage is only supported on replica sets"}, "", http.StatusNotImplemented},
 		{mongo.CommandError{Code: 13, Message: "not authorized"}, "8200", http.StatusInternalServerError},
@@ -94,7 +94,7 @@ func TestResumeDataShape(t *testing.T) {
 			t.Errorf("isResumeData(%q) = %v, want %v", token, got, want)
 		}
 	}
-	if got := httpapi.StatusOf(badToken("zz", nil)); got != http.StatusBadRequest {
+	if got := httpapi.StatusOf(badToken("zz", nil)); got != http.StatusNotFound {
 		t.Errorf("badToken: status %d", got)
 	}
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/cleaner"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 )
 
 var (
@@ -153,13 +152,14 @@ func (x *xid) ScanText(v pgtype.Text) error {
 	return err
 }
 
-// parsePosition reads a token of this side.
+// parsePosition reads a token of this side (UnknownToken's 404 when it
+// is not one).
 func parsePosition(token string) (position, error) {
 	tx, seq, ok := strings.Cut(token, "-")
 	t, err1 := strconv.ParseUint(tx, 10, 64)
 	s, err2 := strconv.ParseInt(seq, 10, 64)
 	if !ok || err1 != nil || err2 != nil || s < 0 {
-		return position{}, httpapi.BadRequest("change token %q is not one of this side's (<transaction id>-<sequence>)", httpapi.Truncate(token, 64))
+		return position{}, documents.UnknownToken(token, "this side's are <transaction id>-<sequence>")
 	}
 	return position{t, s}, nil
 }
@@ -222,7 +222,7 @@ func (f *feed) start(ctx context.Context, after string) (position, error) {
 		return p, documents.TokenGone(after, fmt.Sprintf("CHANGES_RETENTION removed the changes up to %s", position{htx, hseq}.token()))
 	}
 	if p.tx >= uint64(xmax) {
-		return p, httpapi.BadRequest("change token %q is ahead of this database's transactions (a token of another database?)", httpapi.Truncate(after, 64))
+		return p, documents.UnknownToken(after, "it is ahead of this database's transactions: another database's?")
 	}
 	return p, nil
 }

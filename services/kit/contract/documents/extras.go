@@ -58,8 +58,8 @@ type ReportRequest struct {
 	// GroupBy is the top-level profile key whose string value groups.
 	GroupBy string `json:"group_by"`
 	// Average is the top-level profile key whose numbers are averaged
-	// per group; optional.
-	Average string `json:"average,omitempty"`
+	// per group; optional (nil: no average; "" is refused).
+	Average *string `json:"average,omitempty"`
 	// Top is how many groups to return, 1 to MaxReportTop; default
 	// DefaultReportTop.
 	Top *int `json:"top,omitempty"`
@@ -168,8 +168,9 @@ type ChangeFeed interface {
 	// (after itself, or the current end of the feed when after is ""),
 	// then deliver for every change after it, in order, until ctx ends
 	// (returning ctx's error) or a call fails (returning its error). A
-	// token the backend cannot read is an *httpapi.Error 400, and one
-	// older than what the backend still holds a 410, both before open.
+	// token of the contract's shape (CheckToken) that is no token of
+	// this backend is UnknownToken's 404, and one older than what the
+	// backend still holds TokenGone's 410, both before open.
 	// A backend without change streams returns an error wrapping
 	// httpapi.ErrNotImplemented.
 	Changes(ctx context.Context, after string, open func(token string) error, deliver func(Change) error) error
@@ -205,6 +206,13 @@ func CheckToken(name, token string) error {
 		return httpapi.BadRequest("%s %q is not a change token: use the token (or SSE id) of a change this stream sent", name, httpapi.Truncate(token, 64))
 	}
 	return nil
+}
+
+// UnknownToken is the 404 a ChangeFeed returns for a token of the
+// contract's shape that is none of its own (another side's, another
+// database's): why says what this side's tokens look like.
+func UnknownToken(token, why string) error {
+	return &httpapi.Error{Status: 404, Message: fmt.Sprintf("change token %q is not a token of this side's feed (%s): use the token (or SSE id) of a change this stream sent", httpapi.Truncate(token, 64), why)}
 }
 
 // TokenGone is the 410 a ChangeFeed returns for a token older than its

@@ -40,7 +40,13 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	q := ReportQuery{GroupBy: in.GroupBy, Average: in.Average, Top: DefaultReportTop}
+	q := ReportQuery{GroupBy: in.GroupBy, Top: DefaultReportTop}
+	if in.Average != nil {
+		if *in.Average == "" {
+			return httpapi.BadRequest("average must name a top-level profile key (leave it out for no average)")
+		}
+		q.Average = *in.Average
+	}
 	if in.Top != nil {
 		q.Top = *in.Top
 	}

@@ -202,9 +202,12 @@ func testChangesResume(t *testing.T, c *client, tg side) {
 
 func testChangesBadToken(t *testing.T, c *client, tg side) {
 	skipWithoutChanges(t, c, tg)
-	for _, q := range []string{"?after=" + url.QueryEscape("no token!"), "?after=" + strings.Repeat("9", documents.MaxTokenLen+1), "?after=zz"} {
-		if status, raw := c.do("GET", "/users/changes"+q, nil); status != 400 || !strings.Contains(string(raw), `"error"`) {
-			t.Errorf("GET /users/changes%s: %d %.200s, want a 400 JSON error", q, status, raw)
+	// Outside the contract's shape: 400. Of that shape but no token of
+	// this side (zz is neither a Postgres position nor hexadecimal; 0 is
+	// neither a position nor an even number of hex digits): 404.
+	for q, want := range map[string]int{"?after=" + url.QueryEscape("no token!"): 400, "?after=" + strings.Repeat("9", documents.MaxTokenLen+1): 400, "?after=zz": 404, "?after=0": 404} {
+		if status, raw := c.do("GET", "/users/changes"+q, nil); status != want || !strings.Contains(string(raw), `"error"`) {
+			t.Errorf("GET /users/changes%s: %d %.200s, want a %d JSON error", q, status, raw, want)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 )
 
 var (
@@ -139,7 +138,7 @@ func parseToken(token string) (int, error) {
 	}
 	var n int
 	if _, err := fmt.Sscanf(token, "m-%d", &n); err != nil || n < 0 || "m-"+strconv.Itoa(n) != token {
-		return 0, httpapi.BadRequest("change token %q is not one of this side's (m-<number>)", httpapi.Truncate(token, 64))
+		return 0, documents.UnknownToken(token, "this side's are m-<number>")
 	}
 	return n, nil
 }
@@ -155,7 +154,7 @@ func (b *Backend) Changes(ctx context.Context, after string, open func(string) e
 		next = len(b.changes)
 	} else if next > len(b.changes) {
 		b.mu.Unlock()
-		return httpapi.BadRequest("change token %q is ahead of this side's feed", after)
+		return documents.UnknownToken(after, "it is ahead of this side's feed")
 	}
 	b.mu.Unlock()
 	if err := open("m-" + strconv.Itoa(next)); err != nil {
