@@ -199,8 +199,8 @@ func (f *feed) waitCh() <-chan struct{} {
 
 // start is where a stream begins: after the token, which must be no
 // older than the horizon (410) and not ahead of the server's next
-// transaction id (400), or, for "", at the watermark (every change of a
-// transaction not yet ended is after it).
+// transaction id (404: another database's token), or, for "", at the
+// watermark (every change of a transaction not yet ended is after it).
 func (f *feed) start(ctx context.Context, after string) (position, error) {
 	var h, xmin, xmax xid
 	var hseq int64
