@@ -21,17 +21,33 @@ type shot struct {
 // end is when the answer arrived.
 func (s shot) end() time.Time { return s.sent.Add(s.lat) }
 
-// openLoad sends side's single writes to base at rate per second, each
-// in its own goroutine (an open load: an outage does not slow the
-// sending), until ctx ends; it returns every shot once all are answered.
+// openLoad sends side's single writes to base at rate per second, open
+// loop (openLoop: an outage does not slow the sending), until ctx ends;
+// it returns every shot once all are answered.
 func openLoad(ctx context.Context, base string, side pgSide, rate float64) []shot {
+	return openLoop(ctx, rate, func(reqCtx context.Context, i int) shot {
+		t0 := time.Now()
+		id, code, body, err := side.write(reqCtx, base, i)
+		s := shot{sent: t0, lat: time.Since(t0), code: code, id: id, err: err}
+		if err == nil && code != side.okCode && s.err == nil {
+			s.err = fmt.Errorf("%d %s", code, strings.TrimSpace(string(body)))
+		}
+		return s
+	})
+}
+
+// openLoop calls fire(reqCtx, i) at rate per second, each call in its own
+// goroutine (an open load: a slow answer or an outage does not slow the
+// sending), until ctx ends; it returns every shot once all are answered,
+// in the order sent. The requests outlive ctx (reqCtx is ctx without its
+// cancel): a request in flight when the load stops is answered, so that
+// its answer is counted.
+func openLoop(ctx context.Context, rate float64, fire func(reqCtx context.Context, i int) shot) []shot {
 	var mu sync.Mutex
 	var shots []shot
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
-	// The requests outlive ctx: a request in flight when the load stops
-	// is answered, so that its acknowledgement is counted.
 	reqCtx := context.WithoutCancel(ctx)
 	for i := 0; ; i++ {
 		select {
@@ -41,19 +57,12 @@ func openLoad(ctx context.Context, base string, side pgSide, rate float64) []sho
 			return shots
 		case <-tick.C:
 		}
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			t0 := time.Now()
-			id, code, body, err := side.write(reqCtx, base, i)
-			s := shot{sent: t0, lat: time.Since(t0), code: code, id: id, err: err}
-			if err == nil && code != side.okCode && s.err == nil {
-				s.err = fmt.Errorf("%d %s", code, strings.TrimSpace(string(body)))
-			}
+		wg.Go(func() {
+			s := fire(reqCtx, i)
 			mu.Lock()
 			shots = append(shots, s)
 			mu.Unlock()
-		}(i)
+		})
 	}
 }
 

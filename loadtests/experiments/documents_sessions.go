@@ -423,35 +423,16 @@ func watchExpired(ctx context.Context, st sessionStore, exp time.Time, bound tim
 	}
 }
 
-// readSessions GETs the live sessions in turn at rate per second, each
-// request in its own goroutine (an open load: a slow answer does not
-// slow the sending), until ctx ends; it returns every shot once all are
-// answered, in the order sent.
+// readSessions GETs the live sessions in turn at rate per second, open
+// loop (openLoop), until ctx ends; it returns every shot, in the order
+// sent.
 func readSessions(ctx context.Context, base string, live []string, rate float64) []shot {
-	var mu sync.Mutex
-	var shots []shot
-	var wg sync.WaitGroup
-	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
-	defer tick.Stop()
-	reqCtx := context.WithoutCancel(ctx)
-	for i := 0; ; i++ {
-		select {
-		case <-ctx.Done():
-			wg.Wait()
-			slices.SortFunc(shots, func(a, b shot) int { return a.sent.Compare(b.sent) })
-			return shots
-		case <-tick.C:
-		}
+	return openLoop(ctx, rate, func(reqCtx context.Context, i int) shot {
 		id := live[i%len(live)]
-		wg.Go(func() {
-			t0 := time.Now()
-			code, _, err := driver.Do(reqCtx, http.MethodGet, base+"/sessions/"+id, nil)
-			s := shot{sent: t0, lat: time.Since(t0), code: code, id: id, err: err}
-			mu.Lock()
-			shots = append(shots, s)
-			mu.Unlock()
-		})
-	}
+		t0 := time.Now()
+		code, _, err := driver.Do(reqCtx, http.MethodGet, base+"/sessions/"+id, nil)
+		return shot{sent: t0, lat: time.Since(t0), code: code, id: id, err: err}
+	})
 }
 
 // removal is what the counts saw: the last count that still found all
