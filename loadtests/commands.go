@@ -179,6 +179,23 @@ func parseSizes(s string) ([]int, error) {
 	return out, nil
 }
 
+// parseInts parses a comma-separated list of positive integers ("" is
+// none).
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("bad count %q (e.g. 100000)", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // loadMain runs one of loadCommands and returns the exit code.
 // Flag errors and -h write to stderr; -h exits 0, a bad flag 2.
 func loadMain(cmd string, args []string, stderr io.Writer) int {
@@ -522,7 +539,7 @@ func resultsLog(qo scenario.RateOptions) scenario.RateOptions {
 // of rewrite, attacks of at most 3 s.
 func demoDocuments(do scenario.DocumentsOptions) scenario.DocumentsOptions {
 	do.Sizes, do.RewriteRates, do.RewriteUsers, do.LZ4 = []int{512 << 10}, []float64{5}, 2, false
-	do.SearchCeiling, do.WriteCeiling = false, false
+	do.SearchCeiling, do.WriteCeiling, do.ScaleUsers = false, false, nil
 	// FerretDB answers the Mongo side slowly: 3 s attacks keep the pair
 	// near a minute.
 	do.Duration = min(do.Duration, 3*time.Second)

@@ -223,6 +223,8 @@ type documentsPair struct {
 	o              scenario.DocumentsOptions
 	sizes, rwRates *string
 	demo           bool
+	// scale is -scale-users.
+	scale *string
 	// shape is its ceiling searches' shape: its own command's -ceiling-*
 	// flags (nil in results, where the queue's flags give it).
 	shape *scenario.CeilingOptions
@@ -248,6 +250,7 @@ func documentsSetup(fs *flag.FlagSet, cmd string, _ *extras, _ pairSet) pairRun 
 	p.rwRates = fs.String("rewrite-rates", formatRates(d.RewriteRates), "documents: rewrites (then neighbour patches) per second, per size")
 	fs.IntVar(&p.o.RewriteUsers, "rewrite-users", d.RewriteUsers, "documents: users of each size rewritten in turn")
 	fs.BoolVar(&p.o.LZ4, "lz4", d.LZ4, "documents: measure the rewrite points again with TOAST_COMPRESSION=lz4 on the Postgres side")
+	p.scale = fs.String("scale-users", formatInts(d.ScaleUsers), "documents: larger data sets (users, comma-separated, ascending) loaded straight into both databases, the ceilings searched again on each; empty for none")
 	p.o.SearchCeilingOpts, p.o.WriteCeilingOpts = d.SearchCeilingOpts, d.WriteCeilingOpts
 	ladderFlags(fs, "search-ceiling", "documents containment search", &p.o.SearchCeiling, d.SearchCeiling, &p.o.SearchCeilingOpts)
 	ladderFlags(fs, "write-ceiling", "documents profile write", &p.o.WriteCeiling, d.WriteCeiling, &p.o.WriteCeilingOpts)
@@ -267,6 +270,12 @@ func (p *documentsPair) options(c common, set pairSet) error {
 	var err error
 	if p.o.Sizes, err = parseSizes(*p.sizes); err != nil {
 		return err
+	}
+	if p.o.ScaleUsers, err = parseInts(*p.scale); err != nil {
+		return fmt.Errorf("-scale-users: %v", err)
+	}
+	if err := scenario.ValidateScaleUsers(p.o.Users, p.o.ScaleUsers); err != nil {
+		return fmt.Errorf("-scale-users: %v", err)
 	}
 	if rr, err := parseRates(*p.rwRates); err != nil || len(rr) == 0 {
 		return fmt.Errorf("-rewrite-rates: %v", err)

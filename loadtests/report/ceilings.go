@@ -14,7 +14,8 @@ import (
 )
 
 // ceilingOf is the ceiling search of service under scenario in the run of
-// cmd ("" scenario: the service's first search), or nil.
+// cmd ("" scenario: the service's first search), or nil (a search with
+// neither rounds nor a status saying why is none).
 func (rs runs) ceilingOf(cmd, sc, service string) *driver.Ceiling {
 	r := rs[cmd]
 	if r == nil {
@@ -22,7 +23,10 @@ func (rs runs) ceilingOf(cmd, sc, service string) *driver.Ceiling {
 	}
 	for i := range r.Ceilings {
 		c := &r.Ceilings[i]
-		if c.Service == service && (sc == "" || c.Scenario == sc) && len(c.Rounds) > 0 {
+		// A search without rounds counts when its status says why
+		// (skipped by design, failed before a step): its figure is
+		// that reason.
+		if c.Service == service && (sc == "" || c.Scenario == sc) && (len(c.Rounds) > 0 || (c.Status != nil && !c.Status.OK())) {
 			return c
 		}
 	}

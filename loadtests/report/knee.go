@@ -484,6 +484,9 @@ func ceilingTitle(run *driver.Run, sc string) string {
 	if t, ok := ceilingTitles[sc]; ok {
 		return "Ceilings (" + t + "): latency against offered rate"
 	}
+	if op, n, ok := scenario.ParseDocumentsScaleCeiling(sc); ok {
+		return fmt.Sprintf("Ceilings (%s at %s users, loaded straight into the databases): latency against offered rate", ceilingTitles[scenario.CeilingScenarioName("documents."+op, "")], count(int64(n)))
+	}
 	op := strings.TrimSuffix(strings.TrimSuffix(sc, ".ceiling"), "ceiling")
 	if _, rest, ok := strings.Cut(op, "."); ok && rest != "" {
 		return "Ceilings (" + rest + "): latency against offered rate"
@@ -497,22 +500,28 @@ func kneeScenario(b *strings.Builder, r *driver.Run, sc string, cs []*driver.Cei
 	c0 := cs[0]
 	w("### %s\n\n", ceilingTitle(r, sc))
 	w("A step passes when: %s. A side's ceiling is the highest offered rate whose step passed in a search (every rate under it passed there too); the figure is the rate a majority of its searches passed (2 of 3), with their range. The same steps read with their p99 under %s give the ceilings at the tighter SLOs. ", md(criteriaOf(c0)), sloText())
+	// A side left out by design (its status says why) has no bound and
+	// no steps: the rate the CPU is read at is the searched sides'.
+	searched := slices.DeleteFunc(slices.Clone(cs), func(c *driver.Ceiling) bool { return len(c.Rounds) == 0 && c.Status != nil && !c.Status.OK() })
+	if len(searched) == 0 {
+		searched = cs
+	}
 	var bounds []string
-	for _, c := range cs {
+	for _, c := range searched {
 		bounds = append(bounds, SideLabel(r, c.Service)+": "+inFlightText(c.Spec))
 	}
-	if t := inFlightText(c0.Spec); slices.ContainsFunc(cs, func(c *driver.Ceiling) bool { return inFlightText(c.Spec) != t }) {
+	if t := inFlightText(searched[0].Spec); slices.ContainsFunc(searched, func(c *driver.Ceiling) bool { return inFlightText(c.Spec) != t }) {
 		w("In-flight bound during the searches, per side: %s.\n\n", md(strings.Join(bounds, "; ")))
 	} else {
 		w("In-flight bound during the searches: %s.\n\n", md(t))
 	}
-	at := commonRate(cs...)
+	at := commonRate(searched...)
 	slos := scenario.CeilingSLOs
 	head := fmt.Sprintf("| service | ceiling/s at p99 < %s (range) | per search (+: the ladder's top passed) |", ms(float64(slos[len(slos)-1])/float64(time.Millisecond)))
 	for i := len(slos) - 2; i >= 0; i-- {
 		head += fmt.Sprintf(" at p99 < %s |", ms(float64(slos[i])/float64(time.Millisecond)))
 	}
-	head += " binds (searches whose first step past the ceiling failed it) | CPU-s per 1,000 requests at " + rateOrNone(at) + " |"
+	head += " binds (searches whose first step past the ceiling failed it) | CPU-s per 1,000 requests at " + rateOrNone(at, len(searched) < len(cs)) + " |"
 	w("%s\n|%s\n", head, strings.Repeat("---|", strings.Count(head, "|")-1))
 	for _, c := range cs {
 		k := kneeOf(c)
@@ -520,7 +529,11 @@ func kneeScenario(b *strings.Builder, r *driver.Run, sc string, cs []*driver.Cei
 		for i := len(slos) - 2; i >= 0; i-- {
 			row = append(row, sloCell(c, float64(slos[i])/float64(time.Millisecond)))
 		}
-		row = append(row, k.bindText(), cpuCost(c, c.Service, at).String())
+		binds := k.bindText()
+		if !slices.Contains(searched, c) {
+			binds = c.CeilingStatus().String()
+		}
+		row = append(row, binds, cpuCost(c, c.Service, at).String())
 		w("| %s |\n", strings.Join(mdAll(row), " | "))
 	}
 	if len(cs) == 2 {
@@ -536,9 +549,14 @@ func kneeScenario(b *strings.Builder, r *driver.Run, sc string, cs []*driver.Cei
 }
 
 // rateOrNone is a common rate for a heading, or why there is none.
-func rateOrNone(rate float64) string {
-	if rate <= 0 {
+// skipped says some side was left out by design: the rate is the
+// searched sides'.
+func rateOrNone(rate float64, skipped bool) string {
+	switch {
+	case rate <= 0:
 		return "a rate both passed (none)"
+	case skipped:
+		return num(rate) + "/s, the highest rate every searched side passed"
 	}
 	return num(rate) + "/s, the highest rate every side passed"
 }

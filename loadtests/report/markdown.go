@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
 
 // Write regenerates the Markdown report at out and its charts in
@@ -292,6 +293,8 @@ func scenarioTitle(sc string, p *driver.Point) string {
 		return "Containment search (same generated data set on both sides)"
 	case "documents.rewrite":
 		return "Rewrite of a large profile vs patch of a neighbour column"
+	case scenario.DocumentsScale:
+		return "The data set at scale: users loaded straight into each database, the secondary indexes then built (the ceilings below search each size)"
 	case "documents.rewrite_lz4":
 		return "The same rewrite with lz4 TOAST compression on the Postgres side (TOAST_COMPRESSION=lz4; above: pglz, the default)"
 	}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	sc "github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -39,6 +40,9 @@ func keyMetrics(scenario string) []row {
 		return []row{{driver.ClientP50, "client p50 ms"}, {driver.ClientP95, "client p95 ms"}, {driver.ClientP99, "client p99 ms"},
 			{driver.ClientErrors, "errors"}, {driver.ServerSearchP50, "search p50 ms"}, {driver.ServerSearchP95, "search p95 ms"},
 			{driver.ServerSearchP99, "search p99 ms"}}
+	case scenario == sc.DocumentsScale:
+		return []row{{sc.ScaleLoadS, "bulk load s"}, {sc.ScaleIndexBuildS, "index build s"}, {sc.ScaleSearchIndexMB, "search index MB"},
+			{sc.ScaleIndexesMB, "all indexes MB"}, {sc.ScaleTableMB, "table MB"}, {sc.ScaleOneSearchMS, "one search ms (no ceiling searched)"}}
 	case strings.HasPrefix(scenario, "documents.rewrite"):
 		return []row{{driver.ClientRewrite.P50(), "rewrite p50 ms"}, {driver.ClientRewrite.P99(), "rewrite p99 ms"},
 			{driver.ClientPatch.P50(), "neighbour patch p50 ms"}, {driver.ClientPatch.P99(), "neighbour patch p99 ms"},

@@ -50,6 +50,11 @@ type DocumentsOptions struct {
 	// SearchCeilingOpts and WriteCeilingOpts.
 	SearchCeiling, WriteCeiling         bool
 	SearchCeilingOpts, WriteCeilingOpts CeilingOptions
+	// ScaleUsers are the larger data sets, in users, the same ceilings
+	// run on after the data set's own (DocumentsScale): each loaded
+	// straight into both databases, its indexes rebuilt, timed and
+	// sized. Empty: none.
+	ScaleUsers []int
 }
 
 var (
@@ -176,7 +181,8 @@ var DocumentsScenario = SearchRewriteScenario{
 	},
 	Defaults: DocumentsOptions{Users: 2000, Seed: 1, SearchRate: 0.5, SearchTimeout: DefaultSearchTimeout,
 		Sizes: []int{512 << 10, 2 << 20}, RewriteRates: []float64{10, 4}, RewriteUsers: 4, LZ4: true,
-		SearchCeiling: true, WriteCeiling: true, SearchCeilingOpts: DocumentsSearchCeilingOpts, WriteCeilingOpts: DocumentsWriteCeilingOpts},
+		SearchCeiling: true, WriteCeiling: true, SearchCeilingOpts: DocumentsSearchCeilingOpts, WriteCeilingOpts: DocumentsWriteCeilingOpts,
+		ScaleUsers: []int{100_000, 1_000_000}},
 	// FerretDB deletes one document in about 0.2 s on this machine (the
 	// 2 Dec 2026 make results spent two minutes deleting its 2,016 users,
 	// and the deletes that timed out left users behind for the next run's
@@ -202,7 +208,7 @@ func (s SearchRewriteScenario) Validate() error {
 	if d.Users < 1 || d.SearchRate <= 0 || d.RewriteUsers < 1 || len(d.Sizes) == 0 || len(d.RewriteRates) == 0 {
 		errs = append(errs, fmt.Errorf("%s: default users, search rate, sizes, rewrite rates and rewrite users are required", s.Pair.Name))
 	}
-	errs = append(errs, d.SearchCeilingOpts.validate(DocumentsSearchCeiling), d.WriteCeilingOpts.validate(DocumentsWriteCeiling))
+	errs = append(errs, d.SearchCeilingOpts.validate(DocumentsSearchCeiling), d.WriteCeilingOpts.validate(DocumentsWriteCeiling), ValidateScaleUsers(d.Users, d.ScaleUsers))
 	return errors.Join(errs...)
 }
 
@@ -249,7 +255,10 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 	if err := s.rewrites(ctx, e, run, o, tag, us.create); err != nil {
 		return err
 	}
-	return s.ceilings(ctx, e, run, o, us, seeded, fresh)
+	if err := s.ceilings(ctx, e, run, o, us, seeded, fresh); err != nil {
+		return err
+	}
+	return s.scale(ctx, e, run, o, us, seeded, fresh, tag)
 }
 
 // freshEnv is the environment that gives s.Fresh's service a database of
@@ -308,6 +317,7 @@ func (s SearchRewriteScenario) settings(run *driver.Run, o DocumentsOptions) Doc
 	run.Settings["search_queries"] = s.SearchQueries
 	run.Settings["search_ceiling"] = o.SearchCeiling
 	run.Settings["write_ceiling"] = o.WriteCeiling
+	run.Settings["scale_users"] = o.ScaleUsers
 	return o
 }
 

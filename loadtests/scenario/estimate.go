@@ -122,5 +122,28 @@ func (o DocumentsOptions) Estimate(settle time.Duration) Estimate {
 	if o.WriteCeiling {
 		e = e.Add(o.WriteCeilingOpts.opEstimate(sides, settle, !o.SearchCeiling))
 	}
+	return e.Add(o.scaleEstimate(settle))
+}
+
+// scaleEstimate is the ScaleUsers part of Estimate: each size's load
+// (about 60 µs a user on Postgres and 300 µs on FerretDB here, each with
+// its index build), removal, and the ceilings: the search on the
+// Postgres side only when the MongoDB side is FerretDB (one timed search
+// there, of a minute or more), the write on both.
+func (o DocumentsOptions) scaleEstimate(settle time.Duration) Estimate {
+	var e Estimate
+	if !o.SearchCeiling && !o.WriteCeiling {
+		return e // scale runs nothing without a ceiling to search
+	}
+	for _, n := range o.ScaleUsers {
+		load := time.Duration(n) * 400 * time.Microsecond
+		e = e.Add(Estimate{Typical: load, Bound: 3 * load})
+		if o.SearchCeiling {
+			e = e.Add(o.SearchCeilingOpts.opEstimate(1, settle, false)).Add(Estimate{Typical: time.Minute, Bound: 10 * time.Minute})
+		}
+		if o.WriteCeiling {
+			e = e.Add(o.WriteCeilingOpts.opEstimate(2, settle, false))
+		}
+	}
 	return e
 }

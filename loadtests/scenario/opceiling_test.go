@@ -178,9 +178,16 @@ func TestOpEstimate(t *testing.T) {
 		t.Errorf("bound %s not above the rate pairs' %s", first.Bound, base.Bound)
 	}
 	docs := DocumentsScenario.Defaults
+	unscaled := docs
+	unscaled.ScaleUsers = nil
 	without := docs
 	without.SearchCeiling, without.WriteCeiling = false, false
-	if add := docs.Estimate(20*time.Second).Typical - without.Estimate(20*time.Second).Typical; add < 10*time.Minute || add > 40*time.Minute {
+	if add := unscaled.Estimate(20*time.Second).Typical - without.Estimate(20*time.Second).Typical; add < 10*time.Minute || add > 40*time.Minute {
 		t.Errorf("the documents ceilings add %s to the estimate", add)
+	}
+	// At 100,000 and 1,000,000 users: two loads, a search on one side
+	// and a write on both at each size.
+	if add := docs.Estimate(20*time.Second).Typical - unscaled.Estimate(20*time.Second).Typical; add < 30*time.Minute || add > 90*time.Minute {
+		t.Errorf("the scale sizes add %s to the estimate", add)
 	}
 }

@@ -1,0 +1,53 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// TestDocumentsScaleSection: a documents run with the data set at
+// 100,000 users shows the load and index figures per side, each scale
+// ceiling under its own heading, a side whose search was skipped says
+// why (never a 0 or a bar), and the documents card names every scale
+// ceiling among its other searches.
+func TestDocumentsScaleSection(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
+	p := driver.Point{Scenario: scenario.DocumentsScale, Name: "100000 users", Sides: []string{pairs.NoMongoDB, pairs.MongoDB},
+		Rounds: []driver.Round{{Order: []string{pairs.NoMongoDB, pairs.MongoDB}, Sides: map[string]*driver.SideResult{
+			pairs.NoMongoDB: {Service: pairs.NoMongoDB, Metrics: map[string]float64{scenario.ScaleLoadS: 12.5, scenario.ScaleIndexBuildS: 4.25,
+				scenario.ScaleSearchIndexMB: 48, scenario.ScaleIndexesMB: 90, scenario.ScaleTableMB: 1200}},
+			pairs.MongoDB: {Service: pairs.MongoDB, Metrics: map[string]float64{scenario.ScaleLoadS: 140, scenario.ScaleIndexBuildS: 2,
+				scenario.ScaleIndexesMB: 30, scenario.ScaleTableMB: 1500, scenario.ScaleOneSearchMS: 95000}},
+		}}}}
+	driver.Summarize(&p)
+	search := kneeCeiling(pairs.NoMongoDB, kneeSpec(nil), driver.CeilingRound{Rate: 2800, Steps: []driver.CeilingStep{kneeStep(2000, 9), kneeStep(2800, 14), kneeStep(4000, 160, scenario.CritP99)}})
+	search.Scenario = scenario.DocumentsScaleCeiling("search", 100_000)
+	skipped := driver.Status{State: driver.StateSkipped, Reason: "FerretDB scans every document for a search; one search took 95.0 s"}
+	r := &driver.Run{Schema: driver.SchemaVersion, ID: "20261207T030000Z-documents", Command: pairs.Documents, StartedAt: at, FinishedAt: at.Add(time.Hour),
+		Machine: driver.Machine{CPUs: 2}, Versions: driver.Versions{MongoFlavor: "FerretDB"}, Settings: map[string]any{}, Points: []driver.Point{p},
+		Ceilings: []driver.Ceiling{search, {Scenario: search.Scenario, Service: pairs.MongoDB, Status: &skipped}}}
+	r.Validate()
+	var b bytes.Buffer
+	pr, _ := reportOf(pairs.Documents)
+	pairSection(&b, pr, r, nil, "docs/results")
+	out := b.String()
+	for _, want := range []string{"The data set at scale", "bulk load s", "12.5", "index build s", "one search ms (no ceiling searched)",
+		"Ceilings (containment searches at 100,000 users, loaded straight into the databases)", "skipped: FerretDB scans every document", "at 2800/s, the highest rate every searched side passed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("section lacks %q:\n%s", want, out)
+		}
+	}
+	v := documentsVerdict(newInputs([]*driver.Run{r}, eventstore.Results{}))
+	designs := strings.Join(v.Designs, "\n")
+	if !strings.Contains(designs, "containment searches at 100,000 users") || !strings.Contains(designs, "skipped: FerretDB scans every document") {
+		t.Errorf("card's other searches: %q", v.Designs)
+	}
+}

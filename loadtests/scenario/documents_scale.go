@@ -1,0 +1,558 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
+)
+
+// DocumentsScale is the scenario of the documents pair's data set grown
+// to each of DocumentsOptions.ScaleUsers: one point per size, each
+// side's figures how long the load and the index builds took and how
+// large the table and its indexes are (the Scale* metrics). The ceiling
+// searches then run on it under DocumentsScaleCeiling's names.
+const DocumentsScale = "documents.scale"
+
+// The documents.scale point's metrics, per side.
+const (
+	// ScaleLoadS is the seconds the bulk load of the users took (straight
+	// into the database, its secondary indexes dropped).
+	ScaleLoadS = "load_s"
+	// ScaleIndexBuildS is the seconds the secondary indexes took to
+	// build after the load: the GIN index on Postgres; the unique email
+	// and the wildcard indexes on MongoDB (the service's, where its
+	// server took them).
+	ScaleIndexBuildS = "index_build_s"
+	// ScaleSearchIndexMB is the size of the index a containment search
+	// uses: the GIN index (jsonb_path_ops) on Postgres, the wildcard
+	// index on MongoDB (absent where the server refused it).
+	ScaleSearchIndexMB = "search_index_mb"
+	// ScaleIndexesMB is every index of the users table or collection.
+	ScaleIndexesMB = "indexes_mb"
+	// ScaleTableMB is the table's (or collection's) data on disk.
+	ScaleTableMB = "table_mb"
+	// ScaleOneSearchMS is one containment search's latency on a side
+	// whose search ceiling is not searched at this size (FerretDB, which
+	// scans every document): the figure that says why.
+	ScaleOneSearchMS = "one_search_ms"
+)
+
+// ScaleLabel names a data-set size in scenario and point names: "100k",
+// "1m", "2500".
+func ScaleLabel(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dm", n/1_000_000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+// DocumentsScaleCeiling is the ceiling scenario of op ("search" or
+// "write") at n users: "documents.search.100k.ceiling".
+func DocumentsScaleCeiling(op string, n int) string {
+	return CeilingScenarioName(pairs.Documents+"."+op, ScaleLabel(n))
+}
+
+// scaleBatch is how many users one COPY or insertMany call of the bulk
+// load carries.
+const scaleBatch = 5000
+
+// scaleSearchSkipAbove is the size above which a side that scans every
+// document for a search (FerretDB) is not searched at all: at 100,000
+// users one of its searches takes minutes, and its figure would say
+// nothing about MongoDB.
+const scaleSearchSkipAbove = 100_000
+
+// scale grows the data set to each of o.ScaleUsers in turn and runs the
+// ceilings o asks for on it: the users are loaded straight into each
+// database (the service's API would take an hour to create a million),
+// the same generated users on both sides, after which each side's
+// secondary indexes are rebuilt, timed and sized (the documents.scale
+// point). A side whose server scans every document for a search
+// (FerretDB) has its search ceiling replaced by one timed search, and
+// none above scaleSearchSkipAbove. The loaded users are removed at the
+// end.
+func (s SearchRewriteScenario) scale(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions, us *createdUsers, seeded map[string]int, fresh map[string]map[string]string, tag string) error {
+	if len(o.ScaleUsers) == 0 || (!o.SearchCeiling && !o.WriteCeiling) {
+		return nil
+	}
+	for _, svc := range s.Pair.Sides() {
+		us.trim(ctx, svc, seeded[svc])
+	}
+	users, closeUsers, err := s.mongoUsers(e, fresh)
+	if err != nil {
+		return err
+	}
+	defer closeUsers()
+	pg, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer pg.Close(context.WithoutCancel(ctx))
+	schema := e.ServiceVar(pairs.NoMongoDB, "DATABASE_SCHEMA", DefaultSchemas[pairs.NoMongoDB])
+	l := &scaleLoader{pg: pg, table: pgx.Identifier{schema, "users"}, users: users, seed: o.Seed, tag: tag, pgSide: s.Pair.A.Name, mongoDropped: len(fresh) > 0,
+		have: map[string]int{s.Pair.A.Name: seeded[s.Pair.A.Name], s.Pair.B.Name: seeded[s.Pair.B.Name]}}
+	defer l.remove(ctx, e)
+	scans := scansEveryDocument(ctx, users)
+	opts := o.SearchCeilingOpts
+	if !o.SearchCeiling {
+		opts = o.WriteCeilingOpts
+	}
+	inFlight, _, err := e.ceilingInFlight(ctx, run, CeilingScenarioName(s.Pair.Name, ""), s.Pair.Services(), fresh, opts)
+	if err != nil {
+		return err
+	}
+	for _, n := range o.ScaleUsers {
+		p := driver.Point{Scenario: DocumentsScale, Name: fmt.Sprintf("%d users", n), Sides: s.Pair.Sides()}
+		p.Rounds = []driver.Round{{Order: s.Pair.Sides(), Sides: map[string]*driver.SideResult{}}}
+		for _, svc := range s.Pair.Sides() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			e.logf("documents at %d users: loading %s", n, svc)
+			m, err := l.grow(ctx, svc == s.Pair.A.Name, svc, n)
+			if err != nil {
+				p.FailSide(svc, fmt.Sprintf("loading %d users failed: %v", n, err))
+				continue
+			}
+			p.Rounds[0].Sides[svc] = &driver.SideResult{Service: svc, StartedAt: time.Now(), Metrics: m}
+		}
+		err := e.scaleCeilings(ctx, run, s, o, &p, n, users, inFlight, scans)
+		driver.Summarize(&p)
+		run.Points = append(run.Points, p)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scaleCeilings runs the search and write ceilings at n users on the
+// sides of p whose load succeeded. The MongoDB side's search ceiling is
+// left out when its server scans every document (scans): one search is
+// timed instead, up to scaleSearchSkipAbove users, and recorded in p.
+func (e *Env) scaleCeilings(ctx context.Context, run *driver.Run, s SearchRewriteScenario, o DocumentsOptions, p *driver.Point, n int, users *mongo.Collection, inFlight map[string]*int, scans string) error {
+	all := s.ceilingSides(ctx, e, n, users, inFlight)
+	var sides []ceilingSide
+	for _, side := range all {
+		if p.SetupFailed(side.name) {
+			continue
+		}
+		if side.name == s.Pair.B.Name {
+			// The collection's count from its metadata: counting a
+			// million documents one by one before every step would take
+			// FerretDB longer than the step.
+			side.ready = func(ctx context.Context) string {
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				got, err := users.EstimatedDocumentCount(cctx)
+				return usersWhy(got, err, n)
+			}
+		}
+		sides = append(sides, side)
+	}
+	ids := map[string][]string{}
+	for _, side := range sides {
+		var err error
+		if ids[side.base], err = e.scaleIDs(ctx, side.name == s.Pair.A.Name, users, 10_000); err != nil {
+			return err
+		}
+	}
+	if o.SearchCeiling {
+		op := s.searchOp(o.SearchTimeout)
+		op.Scenario = DocumentsScaleCeiling("search", n)
+		searched, skipped := sides, []driver.Ceiling(nil)
+		if scans != "" {
+			searched = nil
+			for _, side := range sides {
+				if side.name != s.Pair.B.Name {
+					searched = append(searched, side)
+					continue
+				}
+				why := s.searchSkip(ctx, op, side, p, n, scans)
+				st := driver.Status{State: driver.StateSkipped, Reason: why}
+				skipped = append(skipped, driver.Ceiling{Scenario: op.Scenario, Service: side.name, Status: &st})
+			}
+		}
+		if len(searched) > 0 {
+			if err := e.runOpCeiling(ctx, run, op, searched, o.SearchCeilingOpts); err != nil {
+				return err
+			}
+		}
+		run.Ceilings = append(run.Ceilings, skipped...)
+	}
+	if o.WriteCeiling && len(sides) > 0 {
+		op := writeOp(ids)
+		op.Scenario = DocumentsScaleCeiling("write", n)
+		return e.runOpCeiling(ctx, run, op, sides, o.WriteCeilingOpts)
+	}
+	return nil
+}
+
+// searchSkip is why side's search ceiling at n users is not searched:
+// its server (scans) reads every document for a search. Up to
+// scaleSearchSkipAbove users one search is timed instead, recorded in p
+// as ScaleOneSearchMS.
+func (s SearchRewriteScenario) searchSkip(ctx context.Context, op CeilingOp, side ceilingSide, p *driver.Point, n int, scans string) string {
+	why := fmt.Sprintf("%s scans every document for a search", scans)
+	if n > scaleSearchSkipAbove {
+		return why + fmt.Sprintf(", not even once above %s users: its figure would say nothing about MongoDB", ScaleLabel(scaleSearchSkipAbove))
+	}
+	t, err := oneSearch(ctx, op, side.base)
+	if err != nil {
+		return why + fmt.Sprintf("; one search failed: %v", err)
+	}
+	if sr := p.Rounds[0].Sides[side.name]; sr != nil {
+		sr.Metrics[ScaleOneSearchMS] = float64(t.Microseconds()) / 1000
+	}
+	return why + fmt.Sprintf("; one search took %.1f s", t.Seconds())
+}
+
+// oneSearch times one request of op on base, bounded by 10 minutes.
+func oneSearch(ctx context.Context, op CeilingOp, base string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	req := op.Requests(base)(0)
+	t := time.Now()
+	code, b, err := driver.Do(ctx, req.Method, req.URL, req.Body)
+	if err == nil && code != 200 {
+		err = fmt.Errorf("answered %d %s", code, strings.TrimSpace(string(b)))
+	}
+	return time.Since(t), err
+}
+
+// scansEveryDocument names the MongoDB side's server when it scans every
+// document for a containment search whatever its indexes (FerretDB,
+// whose plans use no secondary index), "" otherwise.
+func scansEveryDocument(ctx context.Context, users *mongo.Collection) string {
+	var info struct {
+		FerretDBVersion string `bson:"ferretdbVersion"`
+	}
+	if err := users.Database().RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil || info.FerretDBVersion == "" {
+		return ""
+	}
+	return "FerretDB"
+}
+
+// scaleIDs are up to limit ids of the side's users, for the write
+// ceiling's patches.
+func (e *Env) scaleIDs(ctx context.Context, postgres bool, users *mongo.Collection, limit int) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var out []string
+	if postgres {
+		conn, err := e.connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		schema := e.ServiceVar(pairs.NoMongoDB, "DATABASE_SCHEMA", DefaultSchemas[pairs.NoMongoDB])
+		rows, err := conn.Query(ctx, "SELECT id::text FROM "+pgx.Identifier{schema, "users"}.Sanitize()+" LIMIT $1", limit)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	cur, err := users.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(limit)))
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(ctx)
+	for cur.Next(ctx) {
+		var d struct {
+			ID string `bson:"_id"`
+		}
+		if err := cur.Decode(&d); err != nil {
+			return nil, err
+		}
+		out = append(out, d.ID)
+	}
+	return out, cur.Err()
+}
+
+// scaleLoader loads the generated users straight into each side's store.
+type scaleLoader struct {
+	pg    *pgx.Conn
+	table pgx.Identifier
+	users *mongo.Collection
+	seed  uint64
+	tag   string
+	// have is how many users each side holds (the data set's first).
+	have map[string]int
+	// loaded is whether a side got users of the loader's.
+	loaded map[string]bool
+	// pgSide names the Postgres side; mongoDropped is set when the
+	// MongoDB side's database is the run's own, dropped at its end, so
+	// that its loaded users need no deleting.
+	pgSide       string
+	mongoDropped bool
+}
+
+// scaleUser is the i-th loaded user: the same on both sides for the
+// same seed (its profile drawn from a generator of its own).
+func (l *scaleLoader) scaleUser(i int) (id, email, name, plan string, profile []byte) {
+	r := rand.New(rand.NewPCG(l.seed, uint64(i)))
+	profile, _ = json.Marshal(SeedProfile(r))
+	return uuid.NewString(), fmt.Sprintf("scale%d-%s@load.test", i, l.tag), fmt.Sprintf("user %d", i), []string{"free", "pro", "team"}[i%3], profile
+}
+
+// grow loads svc (the Postgres side when postgres) from the users it
+// holds to n, its secondary indexes dropped first and rebuilt after,
+// and returns the documents.scale figures.
+func (l *scaleLoader) grow(ctx context.Context, postgres bool, svc string, n int) (map[string]float64, error) {
+	if l.loaded == nil {
+		l.loaded = map[string]bool{}
+	}
+	l.loaded[svc] = true
+	from := l.have[svc]
+	if postgres {
+		m, err := l.growPostgres(ctx, from, n)
+		if err == nil {
+			l.have[svc] = n
+		}
+		return m, err
+	}
+	m, err := l.growMongo(ctx, from, n)
+	if err == nil {
+		l.have[svc] = n
+	}
+	return m, err
+}
+
+// searchIndex is the GIN index the containment search uses, as the
+// documents migrations create it.
+const searchIndex = "users_profile_path_ops"
+
+// growPostgres: the GIN index dropped and the change-feed trigger
+// disabled (a bulk load would write a change row per user), users from+1
+// .. n copied in, then the index built (timed), the table vacuumed and
+// analysed, its sizes read.
+func (l *scaleLoader) growPostgres(ctx context.Context, from, n int) (map[string]float64, error) {
+	t := l.table.Sanitize()
+	schema := pgx.Identifier{l.table[0]}.Sanitize()
+	exec := func(sql string) error { _, err := l.pg.Exec(ctx, sql); return err }
+	if err := exec("DROP INDEX IF EXISTS " + schema + "." + searchIndex); err != nil {
+		return nil, err
+	}
+	if err := exec("ALTER TABLE " + t + " DISABLE TRIGGER users_changed"); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	i := from
+	_, err := l.pg.CopyFrom(ctx, l.table, []string{"id", "email", "name", "plan", "profile"}, pgx.CopyFromFunc(func() ([]any, error) {
+		if i >= n {
+			return nil, nil
+		}
+		i++
+		id, email, name, plan, profile := l.scaleUser(i)
+		return []any{id, email, name, plan, string(profile)}, nil
+	}))
+	if eerr := exec("ALTER TABLE " + t + " ENABLE TRIGGER users_changed"); err == nil {
+		err = eerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("copy: %w", err)
+	}
+	m := map[string]float64{ScaleLoadS: time.Since(began).Seconds()}
+	began = time.Now()
+	if err := exec("CREATE INDEX " + searchIndex + " ON " + t + " USING gin (profile jsonb_path_ops)"); err != nil {
+		return nil, err
+	}
+	m[ScaleIndexBuildS] = time.Since(began).Seconds()
+	if err := exec("VACUUM ANALYZE " + t); err != nil {
+		return nil, err
+	}
+	var gin, all, table int64
+	if err := l.pg.QueryRow(ctx, "SELECT pg_relation_size($1::regclass), pg_indexes_size($2::regclass), pg_table_size($2::regclass)",
+		schema+"."+searchIndex, t).Scan(&gin, &all, &table); err != nil {
+		return nil, err
+	}
+	m[ScaleSearchIndexMB], m[ScaleIndexesMB], m[ScaleTableMB] = mb(gin), mb(all), mb(table)
+	return m, nil
+}
+
+// growMongo: the collection's secondary indexes dropped (their specs
+// kept), users from+1 .. n inserted in batches, the indexes created again
+// (timed), the sizes read from collStats.
+func (l *scaleLoader) growMongo(ctx context.Context, from, n int) (map[string]float64, error) {
+	specs, err := secondaryIndexes(ctx, l.users)
+	if err != nil {
+		return nil, err
+	}
+	for _, ix := range specs {
+		if err := l.users.Indexes().DropOne(ctx, ix.name); err != nil {
+			return nil, fmt.Errorf("drop index %s: %w", ix.name, err)
+		}
+	}
+	began := time.Now()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for lo := from; lo < n; lo += scaleBatch {
+		docs := make([]any, 0, scaleBatch)
+		for i := lo + 1; i <= min(lo+scaleBatch, n); i++ {
+			id, email, name, plan, profile := l.scaleUser(i)
+			var p bson.D
+			if err := bson.UnmarshalExtJSON(profile, false, &p); err != nil {
+				return nil, err
+			}
+			docs = append(docs, bson.D{{Key: "_id", Value: id}, {Key: "email", Value: email}, {Key: "name", Value: name}, {Key: "plan", Value: plan},
+				{Key: "profile", Value: p}, {Key: "created_at", Value: now}, {Key: "updated_at", Value: now}})
+		}
+		if _, err := l.users.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
+			return nil, fmt.Errorf("insert: %w", err)
+		}
+	}
+	m := map[string]float64{ScaleLoadS: time.Since(began).Seconds()}
+	began = time.Now()
+	var models []mongo.IndexModel
+	for _, ix := range specs {
+		models = append(models, mongo.IndexModel{Keys: ix.keys, Options: options.Index().SetName(ix.name).SetUnique(ix.unique)})
+	}
+	if len(models) > 0 {
+		if _, err := l.users.Indexes().CreateMany(ctx, models); err != nil {
+			return nil, fmt.Errorf("create indexes: %w", err)
+		}
+	}
+	m[ScaleIndexBuildS] = time.Since(began).Seconds()
+	var st struct {
+		Size           int64            `bson:"size"`
+		StorageSize    int64            `bson:"storageSize"`
+		TotalIndexSize int64            `bson:"totalIndexSize"`
+		IndexSizes     map[string]int64 `bson:"indexSizes"`
+	}
+	if err := l.users.Database().RunCommand(ctx, bson.D{{Key: "collStats", Value: l.users.Name()}}).Decode(&st); err != nil {
+		return m, nil // the sizes stay unmeasured: the report says so
+	}
+	m[ScaleTableMB], m[ScaleIndexesMB] = mb(max(st.StorageSize, st.Size)), mb(st.TotalIndexSize)
+	for name, size := range st.IndexSizes {
+		if strings.Contains(name, "wildcard") {
+			m[ScaleSearchIndexMB] = mb(size)
+		}
+	}
+	return m, nil
+}
+
+// mongoIndex is one secondary index's spec, as listIndexes gives it.
+type mongoIndex struct {
+	name   string
+	keys   bson.D
+	unique bool
+}
+
+// secondaryIndexes are the collection's indexes but _id's.
+func secondaryIndexes(ctx context.Context, c *mongo.Collection) ([]mongoIndex, error) {
+	cur, err := c.Indexes().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(ctx)
+	var out []mongoIndex
+	for cur.Next(ctx) {
+		var ix struct {
+			Name   string `bson:"name"`
+			Key    bson.D `bson:"key"`
+			Unique bool   `bson:"unique"`
+		}
+		if err := cur.Decode(&ix); err != nil {
+			return nil, err
+		}
+		if ix.Name != "_id_" {
+			out = append(out, mongoIndex{name: ix.Name, keys: ix.Key, unique: ix.Unique})
+		}
+	}
+	return out, cur.Err()
+}
+
+// remove deletes the loaded users from each side that got some, within
+// 5 minutes even when ctx has ended: on Postgres with the change-feed
+// trigger disabled (the rows are the loader's, no change of a user's),
+// then vacuumed; on MongoDB by their emails' pattern.
+func (l *scaleLoader) remove(ctx context.Context, e *Env) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	pattern := "scale%-" + l.tag + "@load.test"
+	for svc := range l.loaded {
+		var err error
+		switch {
+		case svc == l.pgSide:
+			t := l.table.Sanitize()
+			if _, err = l.pg.Exec(ctx, "ALTER TABLE "+t+" DISABLE TRIGGER users_changed"); err == nil {
+				_, err = l.pg.Exec(ctx, "DELETE FROM "+t+" WHERE email LIKE $1", pattern)
+				if _, eerr := l.pg.Exec(ctx, "ALTER TABLE "+t+" ENABLE TRIGGER users_changed"); err == nil {
+					err = eerr
+				}
+			}
+			if err == nil {
+				_, err = l.pg.Exec(ctx, "VACUUM "+t)
+			}
+		case !l.mongoDropped:
+			_, err = l.users.DeleteMany(ctx, bson.D{{Key: "email", Value: bson.D{{Key: "$regex", Value: "^scale[0-9]+-" + l.tag + "@load\\.test$"}}}})
+		}
+		if err != nil {
+			e.logf("removing the users loaded on %s: %v", svc, err)
+		}
+	}
+}
+
+// mb is bytes in MiB.
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+// ValidateScaleUsers says what is wrong with scale, the sizes of
+// DocumentsOptions.ScaleUsers, for a data set of users: each larger than
+// the one before it (the first than users), at most 10,000,000.
+func ValidateScaleUsers(users int, scale []int) error {
+	last := users
+	for _, n := range scale {
+		switch {
+		case n <= last:
+			return fmt.Errorf("scale users %d: each size must exceed the one before it (the first the data set's %d users)", n, users)
+		case n > 10_000_000:
+			return fmt.Errorf("scale users %d: at most 10,000,000", n)
+		}
+		last = n
+	}
+	return nil
+}
+
+// ParseDocumentsScaleCeiling reads a DocumentsScaleCeiling name back:
+// its operation and size, ok false for any other name.
+func ParseDocumentsScaleCeiling(name string) (op string, n int, ok bool) {
+	rest, found := strings.CutPrefix(name, pairs.Documents+".")
+	if !found {
+		return "", 0, false
+	}
+	rest, found = strings.CutSuffix(rest, ".ceiling")
+	if !found {
+		return "", 0, false
+	}
+	op, label, found := strings.Cut(rest, ".")
+	if !found || (op != "search" && op != "write") {
+		return "", 0, false
+	}
+	mult := 1
+	switch {
+	case strings.HasSuffix(label, "m"):
+		label, mult = strings.TrimSuffix(label, "m"), 1_000_000
+	case strings.HasSuffix(label, "k"):
+		label, mult = strings.TrimSuffix(label, "k"), 1000
+	}
+	v, err := strconv.Atoi(label)
+	if err != nil || v <= 0 {
+		return "", 0, false
+	}
+	return op, v * mult, true
+}
