@@ -118,7 +118,7 @@ $(foreach s,$(SERVICES),$(eval $(call RUN_SERVICE,$(s))))
 RESULTS_FLAGS ?=
 
 .PHONY: results
-results: ## run every pair's scenarios, the durability scenario when the cluster profile runs (else the report says it was not measured) and the failure-mode experiments (2-core size: ~4h50m, the estimate it prints first, the cluster's 10 min included) and regenerate RESULTS.md + docs/results/*.svg (make up first; RESULTS_FLAGS="-duration 30s" for longer)
+results: ## run every pair's scenarios, the durability scenario when the cluster profile runs (else the report says it was not measured) and the failure-mode experiments (2-core size: ~5h40m, the estimate it prints first, the cluster's 10 min included) and regenerate RESULTS.md + docs/results/*.svg (make up first; RESULTS_FLAGS="-duration 30s" for longer)
 	$(GO) run ./loadtests results $(RESULTS_FLAGS)
 
 .PHONY: demo

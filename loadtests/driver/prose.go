@@ -14,8 +14,12 @@ import (
 const proseWords = 10
 
 // statusKeys are the fields whose strings are statuses or errors, free
-// to be sentences: what went wrong, in the words of whatever failed.
-var statusKeys = map[string]bool{"error": true, "errors": true, "error_samples": true, "reason": true, "why": true, "aborted": true}
+// to be sentences: what went wrong, in the words of whatever failed
+// ("invalid": a ceiling step's or search's precondition that did not
+// hold, CeilingStep.Invalid, CeilingRound.Invalid; "precondition": a
+// side's, SideResult.Precondition).
+var statusKeys = map[string]bool{"error": true, "errors": true, "error_samples": true, "reason": true, "why": true, "aborted": true,
+	"invalid": true, "precondition": true}
 
 // Prose returns every string in v's JSON that reads as an explanatory
 // sentence (proseWords plain words or more), as "path: text": a results

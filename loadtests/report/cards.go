@@ -365,6 +365,9 @@ func maxOffered(in *inputs, pair string) (float64, string) {
 			continue
 		}
 		for _, c := range r.Ceilings {
+			if !offersItem(pair, c.Scenario) {
+				continue
+			}
 			for _, rd := range c.Rounds {
 				for _, st := range rd.Steps {
 					see(st.Rate, "")
@@ -392,6 +395,13 @@ func maxOffered(in *inputs, pair string) (float64, string) {
 		}
 	}
 	return best, how
+}
+
+// offersItem reports whether the ceiling search sc of pair offers the
+// pair's item (its verdict's Item): the documents pair's searches do,
+// its profile writes (documents.write.*) do not.
+func offersItem(pair, sc string) bool {
+	return pair != pairs.Documents || strings.HasPrefix(sc, pairs.Documents+".search.")
 }
 
 // pointMax is the largest of metric over p's sides (any round).

@@ -497,20 +497,21 @@ func ceilingTitle(run *driver.Run, sc string) string {
 // kneeScenario writes one operation's ceiling searches (cs, the sides).
 func kneeScenario(b *strings.Builder, r *driver.Run, sc string, cs []*driver.Ceiling) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	c0 := cs[0]
-	w("### %s\n\n", ceilingTitle(r, sc))
-	w("A step passes when: %s. A side's ceiling is the highest offered rate whose step passed in a search (every rate under it passed there too); the figure is the rate a majority of its searches passed (2 of 3), with their range. The same steps read with their p99 under %s give the ceilings at the tighter SLOs. ", md(criteriaOf(c0)), sloText())
-	// A side left out by design (its status says why) has no bound and
-	// no steps: the rate the CPU is read at is the searched sides'.
+	// A side left out by design, or failed before its first step (its
+	// status says why), has no bound and no steps: the criteria, the
+	// bound and the rate the CPU is read at are the searched sides'.
 	searched := slices.DeleteFunc(slices.Clone(cs), func(c *driver.Ceiling) bool { return len(c.Rounds) == 0 && c.Status != nil && !c.Status.OK() })
 	if len(searched) == 0 {
 		searched = cs
 	}
+	c0 := searched[0]
+	w("### %s\n\n", ceilingTitle(r, sc))
+	w("A step passes when: %s. A side's ceiling is the highest offered rate whose step passed in a search (every rate under it passed there too); the figure is the rate a majority of its searches passed (2 of 3), with their range. The same steps read with their p99 under %s give the ceilings at the tighter SLOs. ", md(criteriaOf(c0)), sloText())
 	var bounds []string
 	for _, c := range searched {
 		bounds = append(bounds, SideLabel(r, c.Service)+": "+inFlightText(c.Spec))
 	}
-	if t := inFlightText(searched[0].Spec); slices.ContainsFunc(searched, func(c *driver.Ceiling) bool { return inFlightText(c.Spec) != t }) {
+	if t := inFlightText(c0.Spec); slices.ContainsFunc(searched, func(c *driver.Ceiling) bool { return inFlightText(c.Spec) != t }) {
 		w("In-flight bound during the searches, per side: %s.\n\n", md(strings.Join(bounds, "; ")))
 	} else {
 		w("In-flight bound during the searches: %s.\n\n", md(t))
