@@ -71,11 +71,14 @@ func TestDocumentsScaleLoadOnTheStack(t *testing.T) {
 	e := startNoMongoDB(t, ctx)
 	const seeded, n = 30, 1500
 	us := &createdUsers{e: e, created: map[string][]string{}}
+	// The bodies are made first: create calls body from several
+	// goroutines, and one generator must not be shared by them.
 	r := rand.New(rand.NewPCG(1, 7))
-	if _, err := us.create(ctx, pairs.NoMongoDB, seeded, func(i int) []byte {
-		b, _ := json.Marshal(map[string]any{"email": fmt.Sprintf("u%d@scale.test", i), "name": "u", "plan": "pro", "profile": SeedProfile(r)})
-		return b
-	}); err != nil {
+	bodies := make([][]byte, seeded)
+	for i := range bodies {
+		bodies[i], _ = json.Marshal(map[string]any{"email": fmt.Sprintf("u%d@scale.test", i), "name": "u", "plan": "pro", "profile": SeedProfile(r)})
+	}
+	if _, err := us.create(ctx, pairs.NoMongoDB, seeded, func(i int) []byte { return bodies[i] }); err != nil {
 		t.Fatal(err)
 	}
 	pg, err := e.connect(ctx)
