@@ -24,13 +24,18 @@ func (rs runs) ceilingOf(cmd, sc, service string) *driver.Ceiling {
 	for i := range r.Ceilings {
 		c := &r.Ceilings[i]
 		// A search without rounds counts when its status says why
-		// (skipped by design, failed before a step): its figure is
-		// that reason.
-		if c.Service == service && (sc == "" || c.Scenario == sc) && (len(c.Rounds) > 0 || (c.Status != nil && !c.Status.OK())) {
+		// (notSearched): its figure is that reason.
+		if c.Service == service && (sc == "" || c.Scenario == sc) && (len(c.Rounds) > 0 || notSearched(c)) {
 			return c
 		}
 	}
 	return nil
+}
+
+// notSearched reports whether c has no rounds and a status that says
+// why: left out by design (skipped) or failed before its first step.
+func notSearched(c *driver.Ceiling) bool {
+	return len(c.Rounds) == 0 && c.Status != nil && !c.Status.OK()
 }
 
 // validRounds are c's searches that started from a proven state.

@@ -500,7 +500,7 @@ func kneeScenario(b *strings.Builder, r *driver.Run, sc string, cs []*driver.Cei
 	// A side left out by design, or failed before its first step (its
 	// status says why), has no bound and no steps: the criteria, the
 	// bound and the rate the CPU is read at are the searched sides'.
-	searched := slices.DeleteFunc(slices.Clone(cs), func(c *driver.Ceiling) bool { return len(c.Rounds) == 0 && c.Status != nil && !c.Status.OK() })
+	searched := slices.DeleteFunc(slices.Clone(cs), notSearched)
 	if len(searched) == 0 {
 		searched = cs
 	}

@@ -134,7 +134,7 @@ func (s SearchRewriteScenario) scale(ctx context.Context, e *Env, run *driver.Ru
 			}
 			p.Rounds[0].Sides[svc] = &driver.SideResult{Service: svc, StartedAt: time.Now(), Metrics: m}
 		}
-		err := e.scaleCeilings(ctx, run, s, o, &p, n, users, inFlight, scans)
+		err := e.scaleCeilings(ctx, run, s, o, &p, n, l, inFlight, scans)
 		driver.Summarize(&p)
 		run.Points = append(run.Points, p)
 		if err != nil {
@@ -148,7 +148,8 @@ func (s SearchRewriteScenario) scale(ctx context.Context, e *Env, run *driver.Ru
 // sides of p whose load succeeded. The MongoDB side's search ceiling is
 // left out when its server scans every document (scans): one search is
 // timed instead, up to scaleSearchSkipAbove users, and recorded in p.
-func (e *Env) scaleCeilings(ctx context.Context, run *driver.Run, s SearchRewriteScenario, o DocumentsOptions, p *driver.Point, n int, users *mongo.Collection, inFlight map[string]*int, scans string) error {
+func (e *Env) scaleCeilings(ctx context.Context, run *driver.Run, s SearchRewriteScenario, o DocumentsOptions, p *driver.Point, n int, l *scaleLoader, inFlight map[string]*int, scans string) error {
+	users := l.users
 	all := s.ceilingSides(ctx, e, n, users, inFlight)
 	var sides []ceilingSide
 	for _, side := range all {
@@ -176,7 +177,7 @@ func (e *Env) scaleCeilings(ctx context.Context, run *driver.Run, s SearchRewrit
 	ids := map[string][]string{}
 	for _, side := range sides {
 		var err error
-		if ids[side.base], err = e.scaleIDs(ctx, side.name == s.Pair.A.Name, users, 10_000); err != nil {
+		if ids[side.base], err = l.ids(ctx, side.name == s.Pair.A.Name, 10_000); err != nil {
 			return err
 		}
 	}
@@ -268,30 +269,25 @@ func scansEveryDocument(ctx context.Context, users *mongo.Collection) string {
 	return "FerretDB"
 }
 
-// scaleIDs are up to limit ids of the side's users, for the write
-// ceiling's patches.
-func (e *Env) scaleIDs(ctx context.Context, postgres bool, users *mongo.Collection, limit int) ([]string, error) {
+// ids are up to limit ids of a side's users (the Postgres side's when
+// postgres), for the write ceiling's patches, read on the loader's own
+// connection and collection.
+func (l *scaleLoader) ids(ctx context.Context, postgres bool, limit int) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var out []string
 	if postgres {
-		conn, err := e.connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer conn.Close(context.WithoutCancel(ctx))
-		schema := e.ServiceVar(pairs.NoMongoDB, "DATABASE_SCHEMA", DefaultSchemas[pairs.NoMongoDB])
-		rows, err := conn.Query(ctx, "SELECT id::text FROM "+pgx.Identifier{schema, "users"}.Sanitize()+" LIMIT $1", limit)
+		rows, err := l.pg.Query(ctx, "SELECT id::text FROM "+l.table.Sanitize()+" LIMIT $1", limit)
 		if err != nil {
 			return nil, err
 		}
 		return pgx.CollectRows(rows, pgx.RowTo[string])
 	}
-	cur, err := users.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(limit)))
+	cur, err := l.users.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(limit)))
 	if err != nil {
 		return nil, err
 	}
 	defer cur.Close(ctx)
+	var out []string
 	for cur.Next(ctx) {
 		var d struct {
 			ID string `bson:"_id"`
@@ -368,22 +364,19 @@ func (l *scaleLoader) growPostgres(ctx context.Context, from, n int) (map[string
 	if err := exec("DROP INDEX IF EXISTS " + schema + "." + searchIndex); err != nil {
 		return nil, err
 	}
-	if err := exec("ALTER TABLE " + t + " DISABLE TRIGGER users_changed"); err != nil {
-		return nil, err
-	}
 	began := time.Now()
 	i := from
-	_, err := l.pg.CopyFrom(ctx, l.table, []string{"id", "email", "name", "plan", "profile"}, pgx.CopyFromFunc(func() ([]any, error) {
-		if i >= n {
-			return nil, nil
-		}
-		i++
-		id, email, name, plan, profile := l.scaleUser(i)
-		return []any{id, email, name, plan, string(profile)}, nil
-	}))
-	if eerr := exec("ALTER TABLE " + t + " ENABLE TRIGGER users_changed"); err == nil {
-		err = eerr
-	}
+	err := l.withoutChangeTrigger(ctx, func() error {
+		_, err := l.pg.CopyFrom(ctx, l.table, []string{"id", "email", "name", "plan", "profile"}, pgx.CopyFromFunc(func() ([]any, error) {
+			if i >= n {
+				return nil, nil
+			}
+			i++
+			id, email, name, plan, profile := l.scaleUser(i)
+			return []any{id, email, name, plan, string(profile)}, nil
+		}))
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("copy: %w", err)
 	}
@@ -515,6 +508,21 @@ func secondaryIndexes(ctx context.Context, c *mongo.Collection) ([]mongoIndex, e
 	return out, cur.Err()
 }
 
+// withoutChangeTrigger runs fn with the users table's change-feed
+// trigger disabled (the loader's rows are no user's changes), enabling
+// it again whatever fn returned.
+func (l *scaleLoader) withoutChangeTrigger(ctx context.Context, fn func() error) error {
+	t := l.table.Sanitize()
+	if _, err := l.pg.Exec(ctx, "ALTER TABLE "+t+" DISABLE TRIGGER users_changed"); err != nil {
+		return err
+	}
+	err := fn()
+	if _, eerr := l.pg.Exec(ctx, "ALTER TABLE "+t+" ENABLE TRIGGER users_changed"); err == nil {
+		err = eerr
+	}
+	return err
+}
+
 // remove deletes the loaded users from each side that got some, within
 // 5 minutes even when ctx has ended: on Postgres with the change-feed
 // trigger disabled (the rows are the loader's, no change of a user's),
@@ -527,15 +535,12 @@ func (l *scaleLoader) remove(ctx context.Context, e *Env) {
 		var err error
 		switch {
 		case svc == l.pgSide:
-			t := l.table.Sanitize()
-			if _, err = l.pg.Exec(ctx, "ALTER TABLE "+t+" DISABLE TRIGGER users_changed"); err == nil {
-				_, err = l.pg.Exec(ctx, "DELETE FROM "+t+" WHERE email LIKE $1", pattern)
-				if _, eerr := l.pg.Exec(ctx, "ALTER TABLE "+t+" ENABLE TRIGGER users_changed"); err == nil {
-					err = eerr
-				}
-			}
+			err = l.withoutChangeTrigger(ctx, func() error {
+				_, err := l.pg.Exec(ctx, "DELETE FROM "+l.table.Sanitize()+" WHERE email LIKE $1", pattern)
+				return err
+			})
 			if err == nil {
-				_, err = l.pg.Exec(ctx, "VACUUM "+t)
+				_, err = l.pg.Exec(ctx, "VACUUM "+l.table.Sanitize())
 			}
 		case !l.mongoDropped:
 			_, err = l.users.DeleteMany(ctx, bson.D{{Key: "email", Value: bson.D{{Key: "$regex", Value: "^scale[0-9]+-" + l.tag + "@load\\.test$"}}}})
