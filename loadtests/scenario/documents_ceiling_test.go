@@ -51,6 +51,23 @@ func startNoMongoDB(t testing.TB, ctx context.Context) *Env {
 		ServiceEnv: map[string]map[string]string{pairs.NoMongoDB: {"DATABASE_SCHEMA": schema}}}
 }
 
+// createTestUsers creates n users of the data set's profiles on the
+// no-mongodb service of e, through its API, their emails at domain. The
+// bodies are made first: create calls body from several goroutines, and
+// one generator must not be shared by them.
+func createTestUsers(t testing.TB, ctx context.Context, e *Env, n int, domain string) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 7))
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i], _ = json.Marshal(map[string]any{"email": fmt.Sprintf("u%d@%s", i, domain), "name": "u", "plan": "pro", "profile": SeedProfile(r)})
+	}
+	us := &createdUsers{e: e, created: map[string][]string{}}
+	if _, err := us.create(ctx, pairs.NoMongoDB, n, func(i int) []byte { return bodies[i] }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestDocumentsSearchCeilingOnTheStack runs a tiny containment search
 // ceiling (1 s steps, no warm-up, one search, a ladder of 20 and 40/s) on
 // the real no-mongodb service and Postgres, its data set of 100 users
@@ -67,15 +84,7 @@ func TestDocumentsSearchCeilingOnTheStack(t *testing.T) {
 	ctx := kittest.Context(t, 5*time.Minute)
 	e := startNoMongoDB(t, ctx)
 	const users = 100
-	us := &createdUsers{e: e, created: map[string][]string{}}
-	r := rand.New(rand.NewPCG(1, 7))
-	bodies := make([][]byte, users)
-	for i := range bodies {
-		bodies[i], _ = json.Marshal(map[string]any{"email": fmt.Sprintf("u%d@ceiling.test", i), "name": "u", "plan": "pro", "profile": SeedProfile(r)})
-	}
-	if _, err := us.create(ctx, pairs.NoMongoDB, users, func(i int) []byte { return bodies[i] }); err != nil {
-		t.Fatal(err)
-	}
+	createTestUsers(t, ctx, e, users, "ceiling.test")
 	svc := DocumentsPair.A
 	side := e.documentsPostgresSide(ctx, svc, users, e.ownQuiet([]Service{svc}))
 	o := CeilingOptions{Start: 20, Factor: 2, Max: 40, Step: time.Second, Rounds: 1, P99: CeilingP99, MaxInFlight: LeaveInFlight}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"reflect"
 	"strings"
@@ -70,17 +69,7 @@ func TestDocumentsScaleLoadOnTheStack(t *testing.T) {
 	ctx := kittest.Context(t, 5*time.Minute)
 	e := startNoMongoDB(t, ctx)
 	const seeded, n = 30, 1500
-	us := &createdUsers{e: e, created: map[string][]string{}}
-	// The bodies are made first: create calls body from several
-	// goroutines, and one generator must not be shared by them.
-	r := rand.New(rand.NewPCG(1, 7))
-	bodies := make([][]byte, seeded)
-	for i := range bodies {
-		bodies[i], _ = json.Marshal(map[string]any{"email": fmt.Sprintf("u%d@scale.test", i), "name": "u", "plan": "pro", "profile": SeedProfile(r)})
-	}
-	if _, err := us.create(ctx, pairs.NoMongoDB, seeded, func(i int) []byte { return bodies[i] }); err != nil {
-		t.Fatal(err)
-	}
+	createTestUsers(t, ctx, e, seeded, "scale.test")
 	pg, err := e.connect(ctx)
 	if err != nil {
 		t.Fatal(err)
