@@ -107,8 +107,8 @@ func TestSubscribersLeaveNothingBehind(t *testing.T) {
 		c := kittest.Counters(t, r.URL())
 		return c["subscriptions"] - c["subscriptions_ended"]
 	}
-	after, over := kittest.UsageBack(t, time.Now().Add(leaveBound), 20*time.Millisecond, before, kittest.Usage{FDs: 10, Goroutines: 10},
-		func() kittest.Usage { return kittest.SelfUsage(t) }, func() bool { return held() == 0 })
+	after, over := kittest.UsageBack(t, kittest.Wait{Deadline: time.Now().Add(leaveBound), Every: 20 * time.Millisecond, Base: before,
+		Slack: kittest.Usage{FDs: 10, Goroutines: 10}, Sample: func() kittest.Usage { return kittest.SelfUsage(t) }, Done: func() bool { return held() == 0 }})
 	if len(over) > 0 {
 		var buf bytes.Buffer
 		_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)

@@ -44,8 +44,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	if c := kittest.ReadConfig(t, readConfig, map[string]string{"KAFKA_COMMIT_INTERVAL": "0", "KAFKA_PRODUCER": "kafka-go"}); c.CommitInterval != 0 || c.Producer != ProducerKafkaGo {
 		t.Errorf("KAFKA_COMMIT_INTERVAL=0 KAFKA_PRODUCER=kafka-go: %v %q", c.CommitInterval, c.Producer)
 	}
-	configtest.ReadsBack(t, readConfig, logc.ConsumeGroupsVar, "billing,audit", func(c Config) string { return c.ConsumeGroups.String() },
-		"billing,,audit", "billing,billing", "Billing")
+	configtest.ReadsBack(t, readConfig, configtest.Var[Config]{Name: logc.ConsumeGroupsVar, Good: "billing,audit", Get: func(c Config) string { return c.ConsumeGroups.String() }, Bad: []string{"billing,,audit", "billing,billing", "Billing"}})
 }
 
 func TestStartsAndServesSharedEndpoints(t *testing.T) {

@@ -10,13 +10,25 @@ import (
 	"testing"
 )
 
+// maxParams is the most parameters a function of the services may take
+// (issue 43, item 6): more become a struct whose fields name them.
+const maxParams = 5
+
+// wideFuncs are the functions allowed more than maxParams parameters, by
+// "<module>/<file>:<name>", each with why: a library's signature the
+// function implements.
+var wideFuncs = map[string]string{
+	"kafka/producer.go:OnBrokerWrite": "franz-go's kgo.HookBrokerWrite interface fixes its parameters",
+}
+
 // maxFuncLines is the longest a function of the services may be, its
 // comment aside, as in loadtests (issue 43, item 6): a handler or a
 // loop is its steps, each a named function.
 const maxFuncLines = 80
 
 // TestServiceFunctionsAreShort: no function (or method) of any module
-// below services/, tests aside, is longer than maxFuncLines lines.
+// below services/, tests aside, is longer than maxFuncLines lines or
+// takes more than maxParams parameters (but those of wideFuncs).
 // Tests are _test.go files, testdata and the conformance suites
 // (contract/<pair>/conformance): those are test code that lives in
 // ordinary files only so both services' tests can import it, and a
@@ -25,6 +37,7 @@ func TestServiceFunctionsAreShort(t *testing.T) {
 	t.Parallel()
 	fset := token.NewFileSet()
 	n := 0
+	wide := map[string]bool{}
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -48,6 +61,13 @@ func TestServiceFunctionsAreShort(t *testing.T) {
 			if lines := fset.Position(fn.End()).Line - fset.Position(fn.Type.Pos()).Line + 1; lines > maxFuncLines {
 				t.Errorf("%s: %s is %d lines, more than %d: split it into named steps", filepath.ToSlash(path), fn.Name.Name, lines, maxFuncLines)
 			}
+			key := strings.TrimPrefix(filepath.ToSlash(path), "../") + ":" + fn.Name.Name
+			if n := paramCount(fn.Type); n > maxParams {
+				if _, ok := wideFuncs[key]; !ok {
+					t.Errorf("%s takes %d parameters, more than %d: make a struct whose fields name them", key, n, maxParams)
+				}
+				wide[key] = true
+			}
 		}
 		return nil
 	})
@@ -57,4 +77,19 @@ func TestServiceFunctionsAreShort(t *testing.T) {
 	if n < 100 {
 		t.Fatalf("parsed %d Go files below services/: the walk did not start at services/", n)
 	}
+	for key := range wideFuncs {
+		if !wide[key] {
+			t.Errorf("wideFuncs lists %s, which no longer takes more than %d parameters: remove it", key, maxParams)
+		}
+	}
+}
+
+// paramCount is how many parameters ft declares (a variadic one counts
+// once).
+func paramCount(ft *ast.FuncType) int {
+	n := 0
+	for _, f := range ft.Params.List {
+		n += max(len(f.Names), 1)
+	}
+	return n
 }

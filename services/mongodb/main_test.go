@@ -187,6 +187,24 @@ func TestTimeoutIs503SayingSo(t *testing.T) {
 	if !errors.Is(got, httpapi.ErrUnavailable) || httpapi.KindOf(httptest.NewRequest(http.MethodPost, "/users", nil), got) != httpapi.KindUnknown {
 		t.Errorf("mapErr(%v) = %v: want ErrUnavailable with an unknown write outcome", err, got)
 	}
+	// FerretDB answers an operation past its maxTimeMS with InternalError
+	// (1), not MaxTimeMSExpired (50), and a write refused by its locked
+	// SQLite database likewise: a 503 that says which, never a 500.
+	ferret := mongo.CommandError{Code: 1, Name: "InternalError", Message: "[msg_find.go:344 handler.handleMaxTimeMSError] [collection.go:94 sqlite.(*collection).Query] interrupted (9)"}
+	if got := mapErr(ferret, ""); !errors.As(got, &he) || he.Status != http.StatusServiceUnavailable || !strings.Contains(he.Message, "BACKEND_TIMEOUT") {
+		t.Errorf("mapErr(FerretDB's maxTimeMS answer) = %v, want the 503 naming BACKEND_TIMEOUT", got)
+	}
+	mid := mongo.CommandError{Code: 1, Name: "InternalError", Message: "[msg_update.go:133 handler.(*Handler).updateDocument] [db.go:134 fsql.(*DB).InTransaction] interrupted (9)"}
+	if got := mapErr(mid, ""); !errors.As(got, &he) || he.Status != http.StatusServiceUnavailable || !strings.Contains(he.Message, "BACKEND_TIMEOUT") {
+		t.Errorf("mapErr(FerretDB's interrupted update) = %v, want the 503 naming BACKEND_TIMEOUT", got)
+	}
+	busy := mongo.CommandError{Code: 1, Name: "InternalError", Message: "[collection.go:177 sqlite.(*collection).UpdateAll.func1] database is locked (5) (SQLITE_BUSY)"}
+	if got := mapErr(busy, ""); !errors.As(got, &he) || he.Status != http.StatusServiceUnavailable || !strings.Contains(he.Message, "locked") || !errors.Is(got, httpapi.ErrUnavailable) {
+		t.Errorf("mapErr(FerretDB's locked database) = %v, want a 503 saying it was locked", got)
+	}
+	if got := mapErr(mongo.CommandError{Code: 1, Name: "InternalError", Message: "something else"}, ""); httpapi.StatusOf(got) == http.StatusServiceUnavailable {
+		t.Errorf("mapErr(another InternalError) = %v: only a timeout or a lock is a 503", got)
+	}
 }
 
 // fakeCursor serves n candidates, each a user whose profile holds a

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,7 +129,8 @@ func (m mongoUser) user() (documents.User, error) {
 // mapErr turns driver errors into the contract's: no document is a 404, a
 // duplicate key a 409, a document past BSON's 16 MiB limit a 422 (a
 // backstop: documents.MaxProfileBytes refuses a profile before it), a
-// timeout a 503 that says so, a network error a 503.
+// timeout (FerretDB's included) or a locked FerretDB a 503 that says
+// so, a network error a 503.
 func mapErr(err error, id string) error {
 	switch {
 	case err == nil:
@@ -140,17 +142,44 @@ func mapErr(err error, id string) error {
 	case tooLarge(err):
 		return &httpapi.Error{Status: http.StatusUnprocessableEntity, Cause: err,
 			Message: "the user document would exceed MongoDB's 16 MiB document limit (BSON); it was not changed"}
-	case mongo.IsTimeout(err), errors.Is(err, context.DeadlineExceeded):
+	case mongo.IsTimeout(err), errors.Is(err, context.DeadlineExceeded), pastMaxTime(err):
 		// Said in the answer, so that a load run records why (FerretDB
 		// overloaded by scans, a 2 MB write past the bound) rather than a
 		// bare 503; the driver's text (hosts, connection ids) stays in
 		// the log.
 		return &httpapi.Error{Status: http.StatusServiceUnavailable, Cause: fmt.Errorf("mongodb: %w: %v", httpapi.ErrUnavailable, err),
 			Message: "mongodb did not answer within BACKEND_TIMEOUT; retry later"}
+	case locked(err):
+		return &httpapi.Error{Status: http.StatusServiceUnavailable, Cause: fmt.Errorf("mongodb: %w: %v", httpapi.ErrUnavailable, err),
+			Message: "mongodb is busy: its database was locked by another write; retry later"}
 	case mongo.IsNetworkError(err):
 		return fmt.Errorf("mongodb: %w: %v", httpapi.ErrUnavailable, err)
 	}
 	return fmt.Errorf("mongodb: %w", err)
+}
+
+// pastMaxTime reports whether err is FerretDB's answer to an operation
+// it interrupted at its maxTimeMS (the driver sets it from
+// BACKEND_TIMEOUT): MongoDB answers MaxTimeMSExpired (50), which
+// mongo.IsTimeout knows, but FerretDB (v1.24.2 on SQLite, seen 7
+// December 2026) answers InternalError (1), from its
+// handleMaxTimeMSError or with SQLite's "interrupted (9)" mid-update,
+// which would otherwise be a 500 for what is a timeout.
+func pastMaxTime(err error) bool {
+	return ferretInternal(err) && (strings.Contains(err.Error(), "MaxTimeMS") || strings.Contains(err.Error(), "interrupted (9)"))
+}
+
+// locked reports whether err is FerretDB's answer to a write its SQLite
+// database refused while another held the lock (SQLITE_BUSY): also an
+// InternalError (1), and a busy server, not a fault of the request.
+func locked(err error) bool {
+	return ferretInternal(err) && strings.Contains(err.Error(), "SQLITE_BUSY")
+}
+
+// ferretInternal reports whether err is a server's InternalError (1).
+func ferretInternal(err error) bool {
+	var se mongo.ServerError
+	return errors.As(err, &se) && se.HasErrorCode(1)
 }
 
 // Server error codes of a document past the BSON size limit: 10334

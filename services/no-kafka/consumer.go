@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,22 +241,27 @@ const resyncBatch = 1000
 // commit after the new slot's creation come through the slot as well;
 // the Deliverer's dedup counts the second sighting as a duplicate.
 func resync(ctx context.Context, pool *pgxpool.Pool, d *logc.Deliverer) (int, error) {
-	return deliverUnseen(ctx, pool, "resync", d.Deliver, `SELECT m.id::text, m.created_at FROM messages m
+	return deliverUnseen(ctx, pool, unseenQuery{what: "resync", sql: `SELECT m.id::text, m.created_at FROM messages m
 		WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = m.id)
-		ORDER BY m.created_at, m.id LIMIT $1`)
+		ORDER BY m.created_at, m.id LIMIT $1`}, d.Deliver)
 }
 
-// deliverUnseen reads the events query finds (id and created_at, in
-// order, at most resyncBatch at a time: its last argument, after args)
-// and hands each batch to deliver, until a read finds none; deliver must
-// record them so that the next read no longer finds them. It returns how
-// many it delivered; errors start with what.
-func deliverUnseen(ctx context.Context, pool *pgxpool.Pool, what string, deliver func(context.Context, []logc.Delivery) error,
-	query string, args ...any) (int, error) {
+// unseenQuery reads events not delivered yet: id and created_at, in
+// order, at most resyncBatch at a time (its last argument, after args).
+// what starts its errors.
+type unseenQuery struct {
+	what, sql string
+	args      []any
+}
+
+// deliverUnseen reads the events q finds and hands each batch to
+// deliver, until a read finds none; deliver must record them so that the
+// next read no longer finds them. It returns how many it delivered.
+func deliverUnseen(ctx context.Context, pool *pgxpool.Pool, q unseenQuery, deliver func(context.Context, []logc.Delivery) error) (int, error) {
 	total := 0
-	args = append(args, resyncBatch)
+	what, args := q.what, append(slices.Clone(q.args), resyncBatch)
 	for {
-		rows, err := pool.Query(ctx, query, args...)
+		rows, err := pool.Query(ctx, q.sql, args...)
 		if err != nil {
 			return total, fmt.Errorf("%s: read undelivered events: %w", what, err)
 		}

@@ -186,7 +186,7 @@ func (m *groupManager) resyncGroup(ctx context.Context, group string, d *logc.De
 		b := backoff.Backoff{Initial: 50 * time.Millisecond, Max: 2 * time.Second}
 		return backoff.Retry(ctx, &b, func() error { return d.Deliver(ctx, batch) }, nil)
 	}
-	return deliverUnseen(ctx, m.pool, "resync group "+group, deliver, resyncGroupSQL, group)
+	return deliverUnseen(ctx, m.pool, unseenQuery{what: "resync group " + group, sql: resyncGroupSQL, args: []any{group}}, deliver)
 }
 
 // start begins the reconcile loop.

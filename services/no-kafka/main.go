@@ -259,7 +259,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 	cons.onAbort = groups.abort
 	cons.onMissing = remakeSlot(cfg, pool, cpool, cons, svc.Logger)
 	if cfg.GroupsDesign == DesignCursors {
-		if err := announceToCursors(ctx, pools, cfg, groups, cons, svc.Logger); err != nil {
+		if err := announceToCursors(ctx, pools, groups, cons); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -322,12 +322,13 @@ func remakeSlot(cfg Config, pool, cpool *pgxpool.Pool, cons *consumer, logger *s
 // announceToCursors makes the default consumer's batches the shared log
 // of the cursor groups: each one recorded wakes the cursor consumers,
 // here and (debounced NOTIFY, on a connection of its own) on the other
-// instances.
-func announceToCursors(ctx context.Context, pools *postgres.Pools, cfg Config, groups *groupManager, cons *consumer, logger *slog.Logger) error {
+// instances. The Debouncer's settings and log are groups'.
+func announceToCursors(ctx context.Context, pools *postgres.Pools, groups *groupManager, cons *consumer) error {
 	npool, err := pools.Reserve(ctx, "notify", 1)
 	if err != nil {
 		return err
 	}
+	cfg, logger := groups.cfg, groups.logger
 	groups.notify = &pglisten.Debouncer{DB: npool, Channel: notifyChannel(cfg.Postgres.Schema), Timeout: cfg.BackendTimeout,
 		OnError: func(err error) {
 			logger.Warn("announcing the log's growth to the cursor groups failed; retrying", "err", err)

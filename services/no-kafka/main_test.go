@@ -38,8 +38,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	if c.MaxGroups != 16 || c.GroupPoll != 2*time.Second || c.ConsumeGroups.String() != logc.AllGroups {
 		t.Errorf("group defaults: MAX_GROUPS %d, GROUP_POLL_INTERVAL %v, CONSUME_GROUPS %s", c.MaxGroups, c.GroupPoll, c.ConsumeGroups)
 	}
-	configtest.ReadsBack(t, readConfig, logc.ConsumeGroupsVar, "billing,audit", func(c Config) string { return c.ConsumeGroups.String() },
-		"billing,,audit", "billing,billing", "Billing")
+	configtest.ReadsBack(t, readConfig, configtest.Var[Config]{Name: logc.ConsumeGroupsVar, Good: "billing,audit", Get: func(c Config) string { return c.ConsumeGroups.String() }, Bad: []string{"billing,,audit", "billing,billing", "Billing"}})
 }
 
 func TestStartsMigratesAndServesSharedEndpoints(t *testing.T) {

@@ -91,7 +91,7 @@ func TestBusyPortCreatesNothing(t *testing.T) {
 	schema := kittest.UniqueName(t, "busy")
 	slot := kittest.UniqueName(t, "s")
 	r := config.FromMap(map[string]string{"ADDR": busy.Addr().String(), "DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SLOT_NAME": slot})
-	_, err = service.Assemble(kittest.Context(t, time.Minute), r, nil, &bytes.Buffer{}, readConfig, build)
+	_, err = service.Assemble(kittest.Context(t, time.Minute), service.Process{Vars: r, Stderr: &bytes.Buffer{}}, readConfig, build)
 	if err == nil || !strings.Contains(err.Error(), "(ADDR)") {
 		t.Fatalf("start on the busy port %s: %v, want an error naming ADDR", busy.Addr(), err)
 	}

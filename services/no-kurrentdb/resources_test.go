@@ -119,9 +119,9 @@ func TestClientsLeaveNothingBehind(t *testing.T) {
 	leave()
 
 	left := time.Now()
-	after, over := kittest.UsageBack(t, left.Add(leaveWithin), 200*time.Millisecond, before,
-		kittest.Usage{FDs: leaveSlack, Goroutines: leaveSlack, Heap: leaveLiveHeap, RSS: leavePeakRSS},
-		func() kittest.Usage { return p.sample(t, debug) }, nil)
+	after, over := kittest.UsageBack(t, kittest.Wait{Deadline: left.Add(leaveWithin), Every: 200 * time.Millisecond, Base: before,
+		Slack:  kittest.Usage{FDs: leaveSlack, Goroutines: leaveSlack, Heap: leaveLiveHeap, RSS: leavePeakRSS},
+		Sample: func() kittest.Usage { return p.sample(t, debug) }})
 	t.Logf("%v after they left: %v", time.Since(left).Round(time.Millisecond), after)
 	for _, o := range over {
 		t.Errorf("%v after the subscribers left: %s", leaveWithin, o)

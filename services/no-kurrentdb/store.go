@@ -99,12 +99,7 @@ const anyRetries = 50
 
 // Append implements eventstore.Backend.
 func (s *store) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (eventstore.AppendResult, error) {
-	types := make([]string, len(events))
-	data := make([]string, len(events))
-	meta := make([]string, len(events))
-	for i, e := range events {
-		types[i], data[i], meta[i] = e.Type, string(e.Data), string(e.Metadata)
-	}
+	cols := columnsOf(events)
 	var cond *int64
 	if v, ok := expected.Version(); ok {
 		cond = &v
@@ -113,7 +108,7 @@ func (s *store) Append(ctx context.Context, stream string, expected eventstore.E
 		cond = &none
 	}
 	for attempt := 0; ; attempt++ {
-		res, n, err := s.tryAppend(ctx, stream, types, data, meta, cond)
+		res, n, err := s.tryAppend(ctx, stream, cols, cond)
 		lostRace := postgres.SQLSTATE(err) == pgerrcode.UniqueViolation
 		if lostRace && expected.IsAny() && attempt < anyRetries {
 			continue
@@ -191,7 +186,25 @@ func notRecorded(err error) error {
 	return fmt.Errorf("%w (%w)", err, httpapi.ErrNotRecorded)
 }
 
-func (s *store) tryAppend(ctx context.Context, stream string, types, data, meta []string, cond *int64) (eventstore.AppendResult, int, error) {
+// appendColumns are a batch of events as appendSQL's arrays: $2 the
+// types, $3 the data, $4 the metadata.
+type appendColumns struct {
+	types, data, meta []string
+}
+
+// columnsOf is events as appendSQL's arrays.
+func columnsOf(events []eventstore.EventData) appendColumns {
+	c := appendColumns{make([]string, len(events)), make([]string, len(events)), make([]string, len(events))}
+	for i, e := range events {
+		c.types[i], c.data[i], c.meta[i] = e.Type, string(e.Data), string(e.Metadata)
+	}
+	return c
+}
+
+// tryAppend runs appendSQL once: the events of cols appended to stream
+// when its version is cond (nil: any). It returns the result and how
+// many rows the statement wrote (0: the condition failed).
+func (s *store) tryAppend(ctx context.Context, stream string, cols appendColumns, cond *int64) (eventstore.AppendResult, int, error) {
 	notify := "on"
 	if s.notifier != nil {
 		notify = "off"
@@ -201,7 +214,7 @@ func (s *store) tryAppend(ctx context.Context, stream string, types, data, meta 
 		return eventstore.AppendResult{}, 0, errNoConnection{err}
 	}
 	defer conn.Release()
-	rows, err := conn.Query(ctx, appendSQL, stream, types, data, meta, cond, notify)
+	rows, err := conn.Query(ctx, appendSQL, stream, cols.types, cols.data, cols.meta, cond, notify)
 	if err != nil {
 		return eventstore.AppendResult{}, 0, err
 	}

@@ -228,7 +228,7 @@ func assemble(ctx context.Context, cfg Config, logger *slog.Logger) (*service.Se
 		}
 	}
 	svc := service.New(info, cfg.HTTP, logger, queue.Latencies, queue.Counters)
-	q, err := newPGQueue(pools.Main, wpool, npool, cpool, cfg, svc.Stats, svc.Logger)
+	q, err := newPGQueue(queuePools{requests: pools.Main, workers: wpool, notify: npool, cursors: cpool}, cfg, svc.Stats, svc.Logger)
 	if err != nil {
 		pools.Close()
 		return nil, nil, err

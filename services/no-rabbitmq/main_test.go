@@ -60,6 +60,5 @@ func TestConfigClaimLinger(t *testing.T) {
 // fails the start naming the variable.
 func TestConfigFanout(t *testing.T) {
 	t.Parallel()
-	configtest.ReadsBack(t, readConfig, "FANOUT", "order.placed:email,warehouse", func(c Config) string { return c.Worker.Fanout.String() },
-		"order.placed:", "order.placed:email,email", "order.placed=email")
+	configtest.ReadsBack(t, readConfig, configtest.Var[Config]{Name: "FANOUT", Good: "order.placed:email,warehouse", Get: func(c Config) string { return c.Worker.Fanout.String() }, Bad: []string{"order.placed:", "order.placed:email,email", "order.placed=email"}})
 }

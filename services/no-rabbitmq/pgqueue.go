@@ -99,13 +99,21 @@ type stages struct {
 	stopOnce                sync.Once
 }
 
-// newPGQueue returns a stopped queue on pool (requests) and wpool (the
-// workers' machinery); npool, if not nil, carries the debounced NOTIFYs;
-// cpool the fan-out cursors' batches (nil without cursors).
-func newPGQueue(pool, wpool, npool, cpool *pgxpool.Pool, cfg Config, st *stats.Recorder, log *slog.Logger) (*pgQueue, error) {
+// queuePools are the queue's connection pools.
+type queuePools struct {
+	// requests serves the HTTP requests; workers the workers' machinery.
+	requests, workers *pgxpool.Pool
+	// notify, if not nil, carries the debounced NOTIFYs; cursors the
+	// fan-out cursors' batches (nil without cursors).
+	notify, cursors *pgxpool.Pool
+}
+
+// newPGQueue returns a stopped queue on pools.
+func newPGQueue(pools queuePools, cfg Config, st *stats.Recorder, log *slog.Logger) (*pgQueue, error) {
 	capacity := int64(cfg.Worker.Workers + cfg.ClaimBatch)
+	pool, npool := pools.requests, pools.notify
 	q := &pgQueue{
-		Store: records.Store{Pool: pool}, pool: pool, wpool: wpool, cfg: cfg, stats: st, log: log,
+		Store: records.Store{Pool: pool}, pool: pool, wpool: pools.workers, cfg: cfg, stats: st, log: log,
 		hub:     new(waiter.Hub),
 		channel: notifyChannel(cfg.Postgres.Schema),
 		pipeline: pipeline{
@@ -116,7 +124,7 @@ func newPGQueue(pool, wpool, npool, cpool *pgxpool.Pool, cfg Config, st *stats.R
 		},
 		stages:  stages{completerDone: make(chan struct{})},
 		cursors: newCursors(cfg),
-		cpool:   cpool,
+		cpool:   pools.cursors,
 	}
 	if npool != nil {
 		q.notifier = &pglisten.Debouncer{

@@ -70,8 +70,7 @@ func TestUnreachableBrokerFailsAtStartNamingTheVariable(t *testing.T) {
 // variable.
 func TestConfigFanout(t *testing.T) {
 	t.Parallel()
-	configtest.ReadsBack(t, readConfig, "FANOUT", "order.placed:email,warehouse", func(c Config) string { return c.Worker.Fanout.String() },
-		"order.placed:", "order.placed:email,email", "order.placed=email")
+	configtest.ReadsBack(t, readConfig, configtest.Var[Config]{Name: "FANOUT", Good: "order.placed:email,warehouse", Get: func(c Config) string { return c.Worker.Fanout.String() }, Bad: []string{"order.placed:", "order.placed:email,email", "order.placed=email"}})
 	long := strings.Repeat("q", 200)
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"RABBITMQ_QUEUE": long, "FANOUT": strings.Repeat("k", 40) + ":" + strings.Repeat("s", 40)}, "FANOUT")
 	if _, err := readConfig(config.FromMap(map[string]string{"RABBITMQ_QUEUE": long, "FANOUT": "k:s"})); err != nil {

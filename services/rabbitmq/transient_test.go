@@ -253,9 +253,9 @@ func TestDeliveryModeOfMessages(t *testing.T) {
 // every message as a persistent one).
 func TestConfigDeliveryMode(t *testing.T) {
 	t.Parallel()
-	configtest.ReadsBack(t, readConfig, "DELIVERY_MODE", DeliveryTransient, func(c Config) string { return c.DeliveryMode }, "durable", "2")
+	configtest.ReadsBack(t, readConfig, configtest.Var[Config]{Name: "DELIVERY_MODE", Good: DeliveryTransient, Get: func(c Config) string { return c.DeliveryMode }, Bad: []string{"durable", "2"}})
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"DELIVERY_MODE": DeliveryTransient, "RECONCILE_AFTER": "0"}, "DELIVERY_MODE")
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"DELIVERY_MODE": DeliveryTransient, "QUEUE_TYPE": "quorum"}, "DELIVERY_MODE")
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"DELIVERY_MODE": DeliveryTransient, "PUBLISH_MODE": PublishBrokerOnly}, "DELIVERY_MODE")
-	configtest.ReadsBack(t, readConfig, "PUBLISH_MODE", PublishBrokerOnly, func(c Config) string { return c.PublishMode }, "broker", "direct")
+	configtest.ReadsBack(t, readConfig, configtest.Var[Config]{Name: "PUBLISH_MODE", Good: PublishBrokerOnly, Get: func(c Config) string { return c.PublishMode }, Bad: []string{"broker", "direct"}})
 }

@@ -176,6 +176,6 @@ func TestQueueVersionMismatchFailsTheStart(t *testing.T) {
 // would refuse is refused there too).
 func TestConfigQueueVersion(t *testing.T) {
 	t.Parallel()
-	configtest.ReadsBack(t, readConfig, "RABBITMQ_QUEUE_VERSION", "1", func(c Config) string { return strconv.Itoa(c.QueueVersion) }, "0", "3", "two")
+	configtest.ReadsBack(t, readConfig, configtest.Var[Config]{Name: "RABBITMQ_QUEUE_VERSION", Good: "1", Get: func(c Config) string { return strconv.Itoa(c.QueueVersion) }, Bad: []string{"0", "3", "two"}})
 	configtest.NamesBadVariables(t, readConfig, map[string]string{"QUEUE_TYPE": "quorum", "RABBITMQ_QUEUE_VERSION": "3"}, "RABBITMQ_QUEUE_VERSION")
 }

@@ -128,10 +128,11 @@ func (l *redisLocks) Acquire(ctx context.Context, name, owner string, lease time
 	return cache.Lock{Name: name, Owner: owner, Token: token, ExpiresAt: start.Add(lease).UTC()}, nil
 }
 
-// checked runs a release or extend script and maps its answer.
-func (l *redisLocks) checked(ctx context.Context, op string, script *redis.Script, name, owner string, token int64, args ...any) error {
-	value := strconv.FormatInt(token, 10) + " " + owner
-	v, err := script.Run(ctx, l.client, []string{l.lockKey(name)}, append([]any{value}, args...)...).Result()
+// checked runs a release or extend script (op) for the lock held (its
+// Name, Owner and Token) and maps its answer.
+func (l *redisLocks) checked(ctx context.Context, op string, script *redis.Script, held cache.Lock, args ...any) error {
+	value := strconv.FormatInt(held.Token, 10) + " " + held.Owner
+	v, err := script.Run(ctx, l.client, []string{l.lockKey(held.Name)}, append([]any{value}, args...)...).Result()
 	if err != nil {
 		return mapErr("EVALSHA "+op, err)
 	}
@@ -142,21 +143,21 @@ func (l *redisLocks) checked(ctx context.Context, op string, script *redis.Scrip
 	case code == 0:
 		return cache.ErrLockNotHeld
 	case code < 0:
-		return &cache.LockHeldError{Name: name, Remaining: remaining(val)}
+		return &cache.LockHeldError{Name: held.Name, Remaining: remaining(val)}
 	}
 	return nil
 }
 
 func (l *redisLocks) Extend(ctx context.Context, name, owner string, token int64, lease time.Duration) (cache.Lock, error) {
 	start := time.Now()
-	if err := l.checked(ctx, "extend", extendScript, name, owner, token, lease.Milliseconds()); err != nil {
+	if err := l.checked(ctx, "extend", extendScript, cache.Lock{Name: name, Owner: owner, Token: token}, lease.Milliseconds()); err != nil {
 		return cache.Lock{}, err
 	}
 	return cache.Lock{Name: name, Owner: owner, Token: token, ExpiresAt: start.Add(lease).UTC()}, nil
 }
 
 func (l *redisLocks) Release(ctx context.Context, name, owner string, token int64) error {
-	return l.checked(ctx, "release", releaseScript, name, owner, token)
+	return l.checked(ctx, "release", releaseScript, cache.Lock{Name: name, Owner: owner, Token: token})
 }
 
 // Close does nothing: the client belongs to the service.

@@ -142,44 +142,44 @@ func (r *Reader) String(name, def string) string {
 
 // Int returns the variable parsed as a base-10 integer, or def.
 func (r *Reader) Int(name string, def int) int {
-	return parseVar(r, name, "int", def, strconv.Itoa, strconv.Atoi, "%q is not an integer")
+	return parseVar(r, name, def, codec[int]{kind: "int", format: strconv.Itoa, parse: strconv.Atoi, bad: "%q is not an integer"})
 }
 
 // Bytes returns a size such as 1048576, 512KiB, 2MiB or 2MB, or def.
 func (r *Reader) Bytes(name string, def int64) int64 {
-	return parseVar(r, name, "bytes", def, FormatBytes, ParseBytes, "")
+	return parseVar(r, name, def, codec[int64]{kind: "bytes", format: FormatBytes, parse: ParseBytes})
 }
 
 // Duration returns the variable parsed by time.ParseDuration ("200ms",
 // "5s"), or def.
 func (r *Reader) Duration(name string, def time.Duration) time.Duration {
-	return parseVar(r, name, "duration", def, time.Duration.String, time.ParseDuration,
-		"%q is not a duration (examples: 200ms, 5s, 1m)")
+	return parseVar(r, name, def, codec[time.Duration]{kind: "duration", format: time.Duration.String, parse: time.ParseDuration,
+		bad: "%q is not a duration (examples: 200ms, 5s, 1m)"})
 }
 
 // Bool returns the variable parsed by strconv.ParseBool, or def.
 func (r *Reader) Bool(name string, def bool) bool {
-	return parseVar(r, name, "bool", def, strconv.FormatBool, strconv.ParseBool,
-		"%q is not a boolean (true or false)")
+	return parseVar(r, name, def, codec[bool]{kind: "bool", format: strconv.FormatBool, parse: strconv.ParseBool,
+		bad: "%q is not a boolean (true or false)"})
 }
 
 // Enum returns the variable's value if it is one of allowed, or def.
 func (r *Reader) Enum(name, def string, allowed ...string) string {
-	return parseVar(r, name, "enum", def, identity, func(v string) (string, error) {
+	return parseVar(r, name, def, codec[string]{kind: "enum", format: identity, parse: func(v string) (string, error) {
 		if !slices.Contains(allowed, v) {
 			return "", fmt.Errorf("%q is not one of %s", v, strings.Join(allowed, ", "))
 		}
 		return v, nil
-	}, "")
+	}})
 }
 
 // URL returns the variable if it parses as an absolute URL with one of the
 // given schemes, or def. The error never echoes the value, which may hold a
 // password.
 func (r *Reader) URL(name, def string, schemes ...string) string {
-	return parseVar(r, name, "url", def, identity, func(v string) (string, error) {
+	return parseVar(r, name, def, codec[string]{kind: "url", format: identity, parse: func(v string) (string, error) {
 		return v, checkURL(v, schemes)
-	}, "")
+	}})
 }
 
 // URLs returns the variable as a comma-separated list of URLs, each with
@@ -189,7 +189,8 @@ func (r *Reader) URL(name, def string, schemes ...string) string {
 // its place in the list and never echoing the value (a URL may hold a
 // password). A comma inside one URL must be percent-encoded (%2C).
 func (r *Reader) URLs(name, def string, schemes ...string) []string {
-	return parseVar(r, name, "urls", splitList(def), func(v []string) string { return strings.Join(v, ",") }, func(v string) ([]string, error) {
+	join := func(v []string) string { return strings.Join(v, ",") }
+	return parseVar(r, name, splitList(def), codec[[]string]{kind: "urls", format: join, parse: func(v string) ([]string, error) {
 		list := splitList(v)
 		for i, u := range list {
 			if err := checkURL(u, schemes); err != nil {
@@ -197,7 +198,7 @@ func (r *Reader) URLs(name, def string, schemes ...string) []string {
 			}
 		}
 		return list, nil
-	}, "")
+	}})
 }
 
 // splitList splits a comma-separated list, trimming each entry.
@@ -229,29 +230,41 @@ func checkURL(v string, schemes []string) error {
 // error), or def.
 func (r *Reader) LogLevel(name string, def slog.Level) slog.Level {
 	format := func(l slog.Level) string { return strings.ToLower(l.String()) }
-	return parseVar(r, name, "loglevel", def, format, func(v string) (l slog.Level, err error) {
+	return parseVar(r, name, def, codec[slog.Level]{kind: "loglevel", format: format, parse: func(v string) (l slog.Level, err error) {
 		return l, l.UnmarshalText([]byte(v))
-	}, "%q is not a log level (debug, info, warn, error)")
+	}, bad: "%q is not a log level (debug, info, warn, error)"})
 }
 
-// parseVar is every typed read: it records the read under kind with def
-// formatted by format, and returns def when the variable is unset or does
-// not parse. A value that does not parse fails with bad (its one verb the
-// value) or, where bad is empty, with parse's error, which must then not
-// echo a secret.
-func parseVar[T any](r *Reader, name, kind string, def T, format func(T) string, parse func(string) (T, error), bad string) T {
-	v, ok := r.raw(name, kind, format(def))
+// codec is how a typed read names, formats and parses its type.
+type codec[T any] struct {
+	// kind names the type in the reads' record ("int", "url").
+	kind string
+	// format writes a default; parse reads a value.
+	format func(T) string
+	parse  func(string) (T, error)
+	// bad is the message of a value that does not parse, its one verb
+	// the value; empty: parse's error, which must then not echo a
+	// secret.
+	bad string
+}
+
+// parseVar is every typed read: it records the read under c.kind with
+// def formatted by c.format, and returns def when the variable is unset
+// or does not parse. A value that does not parse fails with c.bad or
+// c.parse's error.
+func parseVar[T any](r *Reader, name string, def T, c codec[T]) T {
+	v, ok := r.raw(name, c.kind, c.format(def))
 	if !ok {
 		return def
 	}
-	x, err := parse(v)
+	x, err := c.parse(v)
 	switch {
 	case err == nil:
 		return x
-	case bad == "":
+	case c.bad == "":
 		r.Fail(name, "%v", err)
 	default:
-		r.Fail(name, bad, v)
+		r.Fail(name, c.bad, v)
 	}
 	return def
 }

@@ -299,13 +299,13 @@ func TestNullBodyIsRefused(t *testing.T) {
 func TestDurationParam(t *testing.T) {
 	t.Parallel()
 	for q, want := range map[string]string{"": "5s", "?t=2h": "1m0s", "?t=0s": "1ms", "?t=250ms": "250ms", "?t=99999999h99999999h": "1m0s", "?t=1.5": "1.5s"} {
-		d, err := httpapi.DurationParam(httptest.NewRequest("GET", "/"+q, nil), "t", 5*time.Second, time.Millisecond, time.Minute, true)
+		d, err := httpapi.DurationParam(httptest.NewRequest("GET", "/"+q, nil), "t", httpapi.DurationSpec{Default: 5 * time.Second, Min: time.Millisecond, Max: time.Minute, Seconds: true})
 		if err != nil || d.String() != want {
 			t.Errorf("%q: %v %v, want %s", q, d, err, want)
 		}
 	}
 	for _, q := range []string{"?t=", "?t=-1s", "?t=1µs", "?t=soon", "?t=1s&t=2s"} {
-		if _, err := httpapi.DurationParam(httptest.NewRequest("GET", "/"+q, nil), "t", 5*time.Second, time.Millisecond, time.Minute, true); httpapi.StatusOf(err) != 400 {
+		if _, err := httpapi.DurationParam(httptest.NewRequest("GET", "/"+q, nil), "t", httpapi.DurationSpec{Default: 5 * time.Second, Min: time.Millisecond, Max: time.Minute, Seconds: true}); httpapi.StatusOf(err) != 400 {
 			t.Errorf("%q: %v, want a 400", q, err)
 		}
 	}

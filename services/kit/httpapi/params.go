@@ -31,16 +31,26 @@ var (
 	secondsRE  = regexp.MustCompile(SecondsPattern)
 )
 
-// DurationParam reads the query parameter name of r as a duration: def
-// when it is absent, a 400 when it matches neither
-// DurationPattern nor (with seconds) SecondsPattern, else the value
-// clamped to [lo, hi]. A value too large for a time.Duration is hi.
-// Clamping rather than refusing keeps every value the pattern admits
-// valid, as the OpenAPI document promises.
-func DurationParam(r *http.Request, name string, def, lo, hi time.Duration, seconds bool) (time.Duration, error) {
+// DurationSpec is what DurationParam admits of one query parameter.
+type DurationSpec struct {
+	// Default is the value when the parameter is absent; a value is
+	// clamped to [Min, Max].
+	Default, Min, Max time.Duration
+	// Seconds also admits a bare number of seconds (SecondsPattern).
+	Seconds bool
+}
+
+// DurationParam reads the query parameter name of r as a duration:
+// spec.Default when it is absent, a 400 when it matches neither
+// DurationPattern nor (with spec.Seconds) SecondsPattern, else the value
+// clamped to [spec.Min, spec.Max]. A value too large for a time.Duration
+// is spec.Max. Clamping rather than refusing keeps every value the
+// pattern admits valid, as the OpenAPI document promises.
+func DurationParam(r *http.Request, name string, spec DurationSpec) (time.Duration, error) {
+	lo, hi, seconds := spec.Min, spec.Max, spec.Seconds
 	vs, ok := r.URL.Query()[name]
 	if !ok {
-		return def, nil
+		return spec.Default, nil
 	}
 	// ?timeout= (empty) or a repeated parameter does not match the
 	// pattern: it is refused, not read as absent.

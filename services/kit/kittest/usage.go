@@ -59,21 +59,34 @@ func SelfUsage(t testing.TB) Usage {
 	return Usage{FDs: len(ents), Goroutines: runtime.NumGoroutine()}
 }
 
-// UsageBack samples every interval until the sample is back within slack
-// of base and done (nil: always true) holds, or until deadline, and
-// returns the last sample and what is still not back: the fields Over
-// names, and "not done" when done does not hold.
-func UsageBack(t testing.TB, deadline time.Time, every time.Duration, base, slack Usage, sample func() Usage, done func() bool) (Usage, []string) {
+// Wait is how UsageBack waits for a usage to come back.
+type Wait struct {
+	// Deadline ends the wait; Every is the interval between samples.
+	Deadline time.Time
+	Every    time.Duration
+	// Base is the usage to come back to, within Slack.
+	Base, Slack Usage
+	// Sample measures the usage now; Done (nil: always true) must hold
+	// too.
+	Sample func() Usage
+	Done   func() bool
+}
+
+// UsageBack samples every w.Every until the sample is back within
+// w.Slack of w.Base and w.Done holds, or until w.Deadline, and returns
+// the last sample and what is still not back: the fields Over names, and
+// "not done" when Done does not hold.
+func UsageBack(t testing.TB, w Wait) (Usage, []string) {
 	t.Helper()
 	for {
-		u := sample()
-		over := u.Over(base, slack)
-		if done != nil && !done() {
+		u := w.Sample()
+		over := u.Over(w.Base, w.Slack)
+		if w.Done != nil && !w.Done() {
 			over = append(over, "not done")
 		}
-		if len(over) == 0 || time.Now().After(deadline) {
+		if len(over) == 0 || time.Now().After(w.Deadline) {
 			return u, over
 		}
-		time.Sleep(every)
+		time.Sleep(w.Every)
 	}
 }

@@ -21,12 +21,12 @@ func TestUsageBack(t *testing.T) {
 	samples := []Usage{{FDs: 20}, {FDs: 11}, {FDs: 11}}
 	i := 0
 	sample := func() Usage { u := samples[min(i, len(samples)-1)]; i++; return u }
-	u, over := UsageBack(t, time.Now().Add(5*time.Second), time.Millisecond, base, slack, sample, func() bool { return i >= 3 })
+	u, over := UsageBack(t, Wait{Deadline: time.Now().Add(5 * time.Second), Every: time.Millisecond, Base: base, Slack: slack, Sample: sample, Done: func() bool { return i >= 3 }})
 	if len(over) != 0 || u.FDs != 11 || i != 3 {
 		t.Errorf("UsageBack = %v %q after %d samples, want back at the third", u, over, i)
 	}
 	i = 0
-	_, over = UsageBack(t, time.Now().Add(20*time.Millisecond), time.Millisecond, base, slack, func() Usage { return Usage{FDs: 20} }, nil)
+	_, over = UsageBack(t, Wait{Deadline: time.Now().Add(20 * time.Millisecond), Every: time.Millisecond, Base: base, Slack: slack, Sample: func() Usage { return Usage{FDs: 20} }})
 	if len(over) != 1 {
 		t.Errorf("UsageBack of a usage that stays over: %q, want the descriptors named", over)
 	}

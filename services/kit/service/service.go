@@ -433,7 +433,7 @@ func Start[C any, P commonPtr[C]](
 		os.Exit(code)
 	}
 	Main(func(ctx context.Context) (*Service, error) {
-		return Assemble[C, P](ctx, config.FromEnv(), os.Environ(), os.Stderr, read, build)
+		return Assemble[C, P](ctx, Process{Vars: config.FromEnv(), Environ: os.Environ(), Stderr: os.Stderr}, read, build)
 	})
 }
 
@@ -490,18 +490,29 @@ func Help[C any](w io.Writer, self pairs.Service, read func(*config.Reader) (C, 
 	return config.Usage(w, self.Name, r.Vars())
 }
 
-// Assemble is Start without the process: it reads the Config from r
-// with read, makes the logger the Config describes (on stderr), logs the
-// variables set under an old name and those of environ (os.Environ) that
-// look like settings but are none (config.Reader.Strays), binds ADDR and
-// only then calls build, which opens the backends, migrates and creates
-// slots and queues: a busy port fails here, naming ADDR, before anything
-// was created. The Service serves on the listener bound here.
+// Process is what Assemble takes of the process: its settings, its
+// whole environment (os.Environ: the strays are looked for there) and
+// where it logs.
+type Process struct {
+	Vars    *config.Reader
+	Environ []string
+	Stderr  io.Writer
+}
+
+// Assemble is Start without the process: it reads the Config from
+// proc.Vars with read, makes the logger the Config describes (on
+// proc.Stderr), logs the variables set under an old name and those of
+// proc.Environ that look like settings but are none
+// (config.Reader.Strays), binds ADDR and only then calls build, which
+// opens the backends, migrates and creates slots and queues: a busy
+// port fails here, naming ADDR, before anything was created. The
+// Service serves on the listener bound here.
 func Assemble[C any, P commonPtr[C]](
-	ctx context.Context, r *config.Reader, environ []string, stderr io.Writer,
+	ctx context.Context, proc Process,
 	read func(*config.Reader) (C, error),
 	build func(ctx context.Context, cfg C, logger *slog.Logger) (*Service, error),
 ) (*Service, error) {
+	r, environ, stderr := proc.Vars, proc.Environ, proc.Stderr
 	cfg, err := read(r)
 	if err != nil {
 		return nil, err

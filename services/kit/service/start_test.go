@@ -92,7 +92,7 @@ func TestAssembleBindsADDRBeforeBuild(t *testing.T) {
 		return nil, errors.New("built")
 	}
 	r := config.FromMap(map[string]string{"ADDR": busy.Addr().String()})
-	_, err = Assemble(t.Context(), r, nil, &bytes.Buffer{}, readStart, build)
+	_, err = Assemble(t.Context(), Process{Vars: r, Stderr: &bytes.Buffer{}}, readStart, build)
 	if err == nil || !strings.Contains(err.Error(), "(ADDR)") || !strings.Contains(err.Error(), busy.Addr().String()) {
 		t.Errorf("Assemble on a busy port: %v, want an error naming ADDR and %s", err, busy.Addr())
 	}
@@ -111,7 +111,7 @@ func TestAssembleServesOnTheBoundListener(t *testing.T) {
 		bound = cfg.HTTP.Listener
 		return New(stats.Info{Service: "test", Pair: "none", Backend: "none"}, cfg.HTTP, logger, nil, nil), nil
 	}
-	svc, err := Assemble(t.Context(), config.FromMap(map[string]string{"ADDR": "127.0.0.1:0"}), nil, &bytes.Buffer{}, readStart, build)
+	svc, err := Assemble(t.Context(), Process{Vars: config.FromMap(map[string]string{"ADDR": "127.0.0.1:0"}), Stderr: &bytes.Buffer{}}, readStart, build)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestAssembleServesOnTheBoundListener(t *testing.T) {
 		addr = cfg.HTTP.Listener.Addr().String()
 		return nil, errors.New("no database")
 	}
-	if _, err := Assemble(t.Context(), config.FromMap(map[string]string{"ADDR": "127.0.0.1:0"}), nil, &bytes.Buffer{}, readStart, failing); err == nil {
+	if _, err := Assemble(t.Context(), Process{Vars: config.FromMap(map[string]string{"ADDR": "127.0.0.1:0"}), Stderr: &bytes.Buffer{}}, readStart, failing); err == nil {
 		t.Fatal("a failed build did not fail Assemble")
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -161,7 +161,7 @@ func TestAssembleWarnsOfStrays(t *testing.T) {
 	build := func(_ context.Context, cfg startConfig, logger *slog.Logger) (*Service, error) {
 		return New(stats.Info{Service: "test", Pair: "none", Backend: "none"}, cfg.HTTP, logger, nil, nil), nil
 	}
-	svc, err := Assemble(t.Context(), config.FromMap(env), environ, &logs, readStart, build)
+	svc, err := Assemble(t.Context(), Process{Vars: config.FromMap(env), Environ: environ, Stderr: &logs}, readStart, build)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,5 +140,5 @@ func TestReadsBack(t *testing.T) {
 		}
 		return n, r.Err()
 	}
-	ReadsBack(t, read, "WORKERS", "3", strconv.Itoa, "-1", "many")
+	ReadsBack(t, read, Var[int]{Name: "WORKERS", Good: "3", Get: strconv.Itoa, Bad: []string{"-1", "many"}})
 }

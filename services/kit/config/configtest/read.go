@@ -88,18 +88,27 @@ func PostgresDefaults[C any](tb testing.TB, read func(*config.Reader) (C, error)
 	return c
 }
 
-// ReadsBack checks one variable a service reads: name set to good is read
-// back as good (get gives the Config's value as a string), and name set
-// to each of bad is refused naming it.
-func ReadsBack[C any](tb testing.TB, read func(*config.Reader) (C, error), name, good string, get func(C) string, bad ...string) {
+// Var is one variable a service reads, as ReadsBack checks it.
+type Var[C any] struct {
+	// Name is the variable, Good a value it is read back as (Get gives
+	// the Config's value as a string).
+	Name, Good string
+	Get        func(C) string
+	// Bad are values refused naming the variable.
+	Bad []string
+}
+
+// ReadsBack checks one variable a service reads: v.Name set to v.Good is
+// read back as v.Good, and set to each of v.Bad is refused naming it.
+func ReadsBack[C any](tb testing.TB, read func(*config.Reader) (C, error), v Var[C]) {
 	tb.Helper()
-	r := config.FromMap(map[string]string{name: good})
+	r := config.FromMap(map[string]string{v.Name: v.Good})
 	if c, err := read(r); err != nil {
-		tb.Errorf("%s=%q refused: %v", name, good, err)
-	} else if got := get(c); got != good {
-		tb.Errorf("%s read as %q, want %q", name, got, good)
+		tb.Errorf("%s=%q refused: %v", v.Name, v.Good, err)
+	} else if got := v.Get(c); got != v.Good {
+		tb.Errorf("%s read as %q, want %q", v.Name, got, v.Good)
 	}
-	for _, b := range bad {
-		NamesBadVariables(tb, read, map[string]string{name: b}, name)
+	for _, b := range v.Bad {
+		NamesBadVariables(tb, read, map[string]string{v.Name: b}, v.Name)
 	}
 }

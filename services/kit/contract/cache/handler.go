@@ -315,7 +315,7 @@ func (h *handler) getKV(w http.ResponseWriter, r *http.Request) error {
 // (httpapi.DurationPattern, a 400 if it does not match) clamped to
 // [MinTTL, MaxTTL], as every duration parameter of the project is.
 func ttlParam(r *http.Request) (time.Duration, error) {
-	return httpapi.DurationParam(r, "ttl", 0, MinTTL, MaxTTL, false)
+	return httpapi.DurationParam(r, "ttl", httpapi.DurationSpec{Min: MinTTL, Max: MaxTTL})
 }
 
 func (h *handler) putKV(w http.ResponseWriter, r *http.Request) error {

@@ -207,7 +207,7 @@ func (h *handler) waitEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	timeout, err := httpapi.DurationParam(r, "timeout", 5*time.Second, time.Millisecond, MaxWait, false)
+	timeout, err := httpapi.DurationParam(r, "timeout", httpapi.DurationSpec{Default: 5 * time.Second, Min: time.Millisecond, Max: MaxWait})
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,15 @@ RETURNING id::text, created_at`
 // true) is local to that implicit transaction, so synchronous_commit
 // applies to this commit only and never leaks to the pooled connection.
 func (s *Records) Insert(ctx context.Context, events []NewEvent) ([]Created, error) {
+	out, err := s.insert(ctx, events)
+	if err != nil {
+		return nil, postgres.MapError("insert events", err)
+	}
+	return out, nil
+}
+
+// insert is Insert's batch: the events as insertSQL's four columns.
+func (s *Records) insert(ctx context.Context, events []NewEvent) (out []Created, err error) {
 	ids := make([]string, len(events))
 	types := make([]string, len(events))
 	keys := make([]string, len(events))
@@ -73,14 +82,6 @@ func (s *Records) Insert(ctx context.Context, events []NewEvent) ([]Created, err
 	for i, e := range events {
 		ids[i], types[i], keys[i], payloads[i] = e.ID, e.Type, e.Key, string(e.Payload)
 	}
-	out, err := s.insert(ctx, ids, types, keys, payloads, events)
-	if err != nil {
-		return nil, postgres.MapError("insert events", err)
-	}
-	return out, nil
-}
-
-func (s *Records) insert(ctx context.Context, ids, types, keys, payloads []string, events []NewEvent) (out []Created, err error) {
 	b := &pgx.Batch{}
 	if s.syncCommit != "" {
 		// is_local: only this (implicit) transaction's commit is affected.
@@ -188,14 +189,14 @@ func (s *Records) Deliver(ctx context.Context, batch []Delivery, at time.Time) (
 }
 
 // deliverBatch runs a deliver statement (deliverSQL, groupDeliverSQL:
-// $1 the batch's ids, $2 the time, then extra) and returns the ids it
-// recorded for the first time.
-func deliverBatch(ctx context.Context, q Querier, sql string, batch []Delivery, at time.Time, extra ...any) (map[string]bool, error) {
+// $1 the batch's ids, then args: $2 the time, then the statement's own)
+// and returns the ids it recorded for the first time.
+func deliverBatch(ctx context.Context, q Querier, sql string, batch []Delivery, args ...any) (map[string]bool, error) {
 	ids := make([]string, len(batch))
 	for i, d := range batch {
 		ids[i] = d.ID
 	}
-	rows, err := q.Query(ctx, sql, append([]any{postgres.UUIDs(ids), at}, extra...)...)
+	rows, err := q.Query(ctx, sql, append([]any{postgres.UUIDs(ids)}, args...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -251,7 +251,7 @@ func (h *handler) wait(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	timeout, err := httpapi.DurationParam(r, "timeout", DefaultWait, time.Millisecond, MaxWait, true)
+	timeout, err := httpapi.DurationParam(r, "timeout", httpapi.DurationSpec{Default: DefaultWait, Min: time.Millisecond, Max: MaxWait, Seconds: true})
 	if err != nil {
 		return err
 	}
