@@ -25,35 +25,23 @@
 //	go run ./loadtests advise --pair log --rate 4000  the decision questions for your workload, from results/
 //
 // The five pairs (queue, log, documents, eventstore, cache) are those of
-// the pair table, services/kit/pairs. main.go dispatches the commands
-// above; registry.go's loadPairs holds each pair's part of the load driver
-// (its command, flags, options and scenario), and commands.go's loadTable
-// one small function per load command, with throughput.go, longlived.go,
-// scaleout.go, durability.go, extras.go, experiments.go, eventstore_long.go, causal.go,
-// fuzz.go and publish.go beside it; ceilings.go holds the ceiling
-// searches' shared flags and the eventstore-ceiling command (also a
-// results step after the event store's bench); eventstore_compare.go
-// starts the event store bench's no-kurrentdb on other PostgreSQL
-// versions (-compare-bindirs); cache_roles_flags.go holds the cache
-// pair's flags of the roles beyond the cache (scenario.CacheRoles);
-// extras.go adds the overload points,
-// the log pair at its batch throughput and the raw limits to queue, log
-// and results, and publish.go is the results command's last step, which
-// fails it when a point failed (unless -publish-failed). Metrics are
-// named by package driver's constants (driver.ServerDeliveryP99, ...),
-// services by kit/pairs'; the tests of registry_test.go and shape_test.go
-// keep every pair driven and reported, every function under 80 lines and
-// those names constants. doc_test.go checks that the usage lines above
-// name every command run dispatches, and that this list names every file,
-// and no other.
-// Its packages: driver (pacing, rounds, results files), scenario (the
+// the pair table, services/kit/pairs. main.go is the whole command: it
+// hands the command line to package cli, whose one command table
+// dispatches the commands above, as River's cmd/river hands it to
+// rivercli. shape_test.go keeps every function of the load driver under
+// 80 lines and the report's and scenarios' names constants.
+// Its packages: cli (the command table and each command), driver
+// (pacing, rounds, the runs it records), resultfile
+// (every results file's name, kind, schema version rule and reading),
+// scenario (the
 // pairs' scenarios), launch (services as child processes), versions
 // (server versions), cost (the CPU time a load costs each process), raw
 // (the engines' own limits, without a service), eventstore (the event
-// store trio's bench), experiments (the failure-mode experiments), report
+// store trio's bench), eventstorerun (the event store's services, topics,
+// other PostgreSQL versions and the order of its parts), experiments (the failure-mode experiments), report
 // (tables, RESULTS.md, charts, README's verdict cards), advise (the
 // decision questions answered for a reader's workload), cluster (the roles of
 // the cluster profile's Postgres: primary, synchronous and asynchronous
-// standbys) and k6 (k6 scripts of the queue, log and documents loads). docs/loadtests.md explains them; doc_test.go checks
-// that this comment names every pair and package, and no other.
+// standbys) and k6 (k6 scripts of the queue, log and documents loads). docs/loadtests.md explains them; cli/doc_test.go checks
+// that this comment names every pair, command and package, and no other.
 package main

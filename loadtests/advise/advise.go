@@ -2,12 +2,12 @@ package advise
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -123,15 +123,13 @@ func contains(xs []string, x string) bool {
 func Load(dir string) ([]report.Verdict, error) {
 	var runs []*driver.Run
 	for _, p := range []string{pairs.Queue, pairs.Log, pairs.Documents, pairs.Cache, "throughput"} {
-		m, _ := filepath.Glob(filepath.Join(dir, "*-"+p+".json"))
-		if len(m) == 0 {
-			continue
-		}
-		r, err := driver.ReadRun(m[len(m)-1]) // names start with a sortable UTC timestamp
+		r, err := driver.NewestRun(dir, resultfile.Kind(p))
 		if err != nil {
 			return nil, err
 		}
-		runs = append(runs, r)
+		if r != nil {
+			runs = append(runs, r)
+		}
 	}
 	es, err := eventstore.LoadRuns(dir)
 	if err != nil {

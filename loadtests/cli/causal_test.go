@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -11,13 +11,13 @@ import (
 func TestCausalCommandLine(t *testing.T) {
 	t.Parallel()
 	var out, errOut strings.Builder
-	if code := run([]string{"eventstore", causalScenario, "-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String()+errOut.String(), "\n  -causal-max") {
+	if code := Run([]string{"eventstore", causalScenario, "-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String()+errOut.String(), "\n  -causal-max") {
 		t.Errorf("eventstore causal -h: exit %d, output %q", code, out.String()+errOut.String())
 	}
 	for _, args := range [][]string{{"-no-such-flag"}, {"-causal-max", "10"}, {"-causal-streams", "20000"}, {"-causal-sizes", "x"}} {
 		out.Reset()
 		errOut.Reset()
-		if code := run(append([]string{"eventstore", causalScenario}, args...), &out, &errOut); code != 2 {
+		if code := Run(append([]string{"eventstore", causalScenario}, args...), &out, &errOut); code != 2 {
 			t.Errorf("eventstore causal %v: exit %d, want 2 (%s)", args, code, errOut.String())
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstorerun"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -81,36 +82,9 @@ func (s *eventStoreCeiling) estimate(settle time.Duration) scenario.Estimate {
 	return (&scenario.Env{}).EventStoreCeilingEstimate(s.o, settle)
 }
 
-// run runs the search into run: kafka-eventstore on a topic created
-// empty for it when the driver starts it (as the bench's), the services
-// stopped at the end.
+// run runs the search into run (eventstorerun.Ceiling).
 func (s *eventStoreCeiling) run(ctx context.Context, env *scenario.Env, run *driver.Run) error {
-	eo := eventstore.DefaultOptions()
-	eo.KafkaBrokers = env.ServiceVar(pairs.KafkaEventStore, "KAFKA_BROKERS", eo.KafkaBrokers)
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
-	topic := ""
-	if env.Launcher != nil {
-		var cl []func()
-		topic, cl = freshEventStoreTopic(ctx, env, eo)
-		cleanups = append(cleanups, cl...)
-		cleanups = append(cleanups, func() {
-			for _, svc := range env.EventStoreCeilingServices() {
-				_ = env.Launcher.Stop(svc.Name, 30*time.Second)
-			}
-		})
-	}
-	err := scenario.RunEventStoreCeiling(ctx, env, run, s.o)
-	if topic != "" {
-		if p := env.Launcher.Running(pairs.KafkaEventStore); p != nil && p.Env["KAFKA_TOPIC"] == topic {
-			run.Settings["kafka_topic"], run.Settings["fresh_topic"] = topic, true
-		}
-	}
-	return err
+	return eventstorerun.Ceiling(ctx, env, run, s.o)
 }
 
 // eventStoreCeilingSetup is the eventstore-ceiling command: the append

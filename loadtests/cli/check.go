@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync"
 	"text/tabwriter"
 	"time"
 
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/advise"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -51,81 +48,21 @@ type Status struct {
 	Err string
 }
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// isHelp reports whether arg asks for help.
-func isHelp(arg string) bool {
-	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
-}
-
-// run dispatches a command line (without the program name) and returns
-// the exit status. -h (or --help) works at every level: alone, it lists
-// the commands; after a command, it prints that command's flags; both
-// exit 0 without touching any server.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) < 1 {
-		usage(stderr)
+// checkMain runs `check [-host localhost] [-timeout 2s]`: one line per
+// service of the pair table, up or why not; it returns the exit status.
+func checkMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	host := fs.String("host", "localhost", "host the services listen on")
+	timeout := fs.Duration("timeout", 2*time.Second, "timeout per request")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
-	if _, ok := loadTable[args[0]]; ok {
-		return loadMain(args[0], args[1:], stderr)
-	}
-	switch args[0] {
-	case "check":
-		fs := flag.NewFlagSet("check", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		host := fs.String("host", "localhost", "host the services listen on")
-		timeout := fs.Duration("timeout", 2*time.Second, "timeout per request")
-		if err := fs.Parse(args[1:]); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		statuses := Check(context.Background(), *host, *timeout, Targets)
-		Print(stdout, statuses)
-		return 0
-	case sustainableCommand:
-		return loadMain("throughput", sustainableArgs(args[1:]), stderr)
-	case pairs.EventStore:
-		return eventStoreMain(args[1:], stdout, stderr)
-	case eventstore.LongCommand, eventstore.CleanupCommand:
-		return eventStoreExtraMain(args[0], args[1:], stdout, stderr)
-	case "raw":
-		return rawMain(args[1:], stdout, stderr)
-	case "advise":
-		return advise.Main(args[1:], stdout, stderr)
-	case "fuzz":
-		return fuzzMain(args[1:], stdout, stderr)
-	case experimentsCommand:
-		return experimentsMain(args[1:], stdout, stderr)
-	case scaleoutCommand:
-		return scaleoutMain(args[1:], stderr)
-	}
-	if isHelp(args[0]) {
-		usage(stdout)
-		return 0
-	}
-	fmt.Fprintf(stderr, "unknown command %q\n\n", args[0])
-	usage(stderr)
-	return 2
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: go run ./loadtests <command> [flags]   (go run ./loadtests <command> -h lists a command's flags)")
-	fmt.Fprintln(w, "       go run ./loadtests check [-host localhost] [-timeout 2s]")
-	fmt.Fprintln(w, "       go run ./loadtests eventstore <append|point-read|catch-up|causal> [flags]")
-	fmt.Fprintln(w, "       go run ./loadtests eventstore-long|eventstore-cleanup [flags]")
-	fmt.Fprintln(w, "\ncheck       asks every service for /healthz and /stats and prints which are up")
-	fmt.Fprintln(w, "eventstore  benches the event store trio (see loadtests/eventstore)")
-	fmt.Fprintln(w, "raw         measures the engines' own limits without a service (see loadtests/raw)")
-	fmt.Fprintln(w, "fuzz        starts each service and runs Schemathesis against its contract (make fuzz)")
-	fmt.Fprintln(w, "experiments runs the failure-mode experiments (see loadtests/experiments, docs/experiments.md)")
-	fmt.Fprintln(w, "scaleout    runs 1, 2 and 4 instances of each queue service on one queue (competing consumers, kill -9)")
-	fmt.Fprintln(w, "advise      answers the reference's decision questions for your workload from the committed results")
-	loadUsage(w)
+	Print(stdout, Check(context.Background(), *host, *timeout, Targets))
+	return 0
 }
 
 // Check asks each target for /healthz and /stats, concurrently.

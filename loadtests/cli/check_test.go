@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -72,35 +72,64 @@ func TestSizesFlagRoundTrips(t *testing.T) {
 }
 
 // TestHelpAtEveryLevel checks that -h works alone and after every command
-// (and the event-store bench's scenarios): exit 0, the usage or the flags
-// printed, no server touched (each returns before connecting anything).
+// of the table (and the event-store bench's scenarios): exit 0, the usage
+// or the flags printed, no server touched (each returns before
+// connecting anything).
 func TestHelpAtEveryLevel(t *testing.T) {
 	t.Parallel()
 	var out, errOut strings.Builder
-	if code := run([]string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "usage:") {
+	if code := Run([]string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "usage:") {
 		t.Errorf("loadtests -h: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
-	cmds := [][]string{{"check"}, {"eventstore"}, {"eventstore", "append"}, {"eventstore", "point-read"}, {"eventstore", "catch-up"},
-		{"raw"}, {"fuzz"}, {experimentsCommand}}
-	for k := range loadCommands {
-		cmds = append(cmds, []string{k})
+	cmds := [][]string{{"eventstore", "append"}, {"eventstore", "point-read"}, {"eventstore", "catch-up"}}
+	for _, c := range commands() {
+		cmds = append(cmds, []string{c.name})
 	}
 	for _, c := range cmds {
 		for _, h := range []string{"-h", "--help"} {
 			var out, errOut strings.Builder
-			code := run(append(slices.Clone(c), h), &out, &errOut)
+			code := Run(append(slices.Clone(c), h), &out, &errOut)
 			all := out.String() + errOut.String()
 			if code != 0 || !strings.Contains(all, "\n  -") {
 				t.Errorf("loadtests %s %s: exit %d (want 0) and flags printed; got:\n%s", strings.Join(c, " "), h, code, all)
 			}
 		}
 	}
-	// A bad flag is still an error.
-	if code := run([]string{"eventstore", "append", "-no-such-flag"}, &out, &errOut); code != 2 {
+	// A bad flag is still an error, and so is an unknown command.
+	if code := Run([]string{"eventstore", "append", "-no-such-flag"}, &out, &errOut); code != 2 {
 		t.Errorf("loadtests eventstore append -no-such-flag: exit %d, want 2", code)
 	}
-	if code := run([]string{"queue", "-no-such-flag"}, &out, &errOut); code != 2 {
+	if code := Run([]string{"queue", "-no-such-flag"}, &out, &errOut); code != 2 {
 		t.Errorf("loadtests queue -no-such-flag: exit %d, want 2", code)
+	}
+	if code := Run([]string{"no-such-command"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), `unknown command "no-such-command"`) {
+		t.Errorf("loadtests no-such-command: exit %d, want 2", code)
+	}
+}
+
+// TestCommandTable: the table names each command once, with a usage
+// line, and its load commands are exactly loadTable's (sustainable is
+// throughput's, run with -closed-loop=false).
+func TestCommandTable(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, c := range commands() {
+		if seen[c.name] || c.help == "" || c.main == nil {
+			t.Errorf("command %q: listed twice, or without a usage line or a main", c.name)
+		}
+		seen[c.name] = true
+	}
+	for name := range loadTable {
+		if !seen[name] {
+			t.Errorf("loadTable's %s is no command of the table", name)
+		}
+	}
+	var b strings.Builder
+	usage(&b)
+	for name := range seen {
+		if !strings.Contains(b.String(), "\n"+name+" ") {
+			t.Errorf("the usage does not list %s", name)
+		}
 	}
 }
 

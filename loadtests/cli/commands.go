@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
 	"os/signal"
@@ -21,12 +20,13 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstorerun"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // The load commands that are not a pair's.
@@ -35,26 +35,6 @@ const (
 	demoCommand    = "demo"
 	reportCommand  = "report"
 )
-
-// loadCommands are the load commands' lines in the usage: each pair's
-// (loadPairs) and the others'; throughput.go and scaleout.go add theirs.
-var loadCommands = loadHelp()
-
-func loadHelp() map[string]string {
-	m := map[string]string{
-		resultsCommand:            "run queue, log, documents, cache, the throughput and scale-out scenarios, the event-store bench and append ceiling, the durability scenario (when the cluster profile runs) and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings",
-		demoCommand:               "drive every pair briefly (queue, log, documents, cache, and the event store through its bench) and print one side-by-side table per pair",
-		reportCommand:             "regenerate RESULTS.md, the charts and README.md's findings from results/*.json",
-		longLivedCommand:          "drive the queue and log pairs (fixed rates, one round) on -history rows of history per table: results' long-lived variant alone",
-		eventstore.CeilingCommand: "search the event store's append ceiling (no-kurrentdb vs kafka-eventstore, kurrentdb with KURRENTDB_URL): appends/s, CPU per 1,000 appends",
-	}
-	for _, p := range loadPairs {
-		if p.help != "" {
-			m[p.name] = p.help
-		}
-	}
-	return m
-}
 
 // common holds the flags every load command takes.
 type common struct {
@@ -196,7 +176,7 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-// loadMain runs one of loadCommands and returns the exit code.
+// loadMain runs one command of loadTable and returns the exit code.
 // Flag errors and -h write to stderr; -h exits 0, a bad flag 2.
 func loadMain(cmd string, args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -225,7 +205,7 @@ func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) e
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: go run ./loadtests %s [flags]\n%s\n\nflags:\n", cmd, loadCommands[cmd])
+		fmt.Fprintf(stderr, "usage: go run ./loadtests %s [flags]\n%s\n\nflags:\n", cmd, helpOf(cmd))
 		fs.PrintDefaults()
 	}
 	var c common
@@ -752,11 +732,11 @@ func pairSteps(ctx context.Context, env *scenario.Env, set pairSet, last bool) [
 func runResultsSteps(ctx context.Context, c common, env *scenario.Env, root string, args []string, steps []resultsStep) ([]string, error) {
 	var files []string
 	for _, step := range steps {
-		before := newest(c.resultsDir, step.name)
+		before := resultfile.Newest(c.resultsDir, resultfile.Kind(step.name))
 		err := runPair(ctx, c, env, root, step.name, args, step.fn)
 		stopPair(env, step.stop)
 		env.ReleaseSlot(ctx)
-		if f := newest(c.resultsDir, step.name); f != "" && f != before {
+		if f := resultfile.Newest(c.resultsDir, resultfile.Kind(step.name)); f != "" && f != before {
 			files = append(files, f)
 		}
 		if err != nil {
@@ -767,232 +747,6 @@ func runResultsSteps(ctx context.Context, c common, env *scenario.Env, root stri
 		}
 	}
 	return files, nil
-}
-
-// eventStoreServices are the trio's services the driver can start here;
-// KurrentDB cannot be installed on these machines, so the bench reports it
-// as "not measured here" unless one answers on its port.
-var eventStoreServices = []scenario.Service{scenario.ServiceOf(pairs.NoKurrentDB), scenario.ServiceOf(pairs.KafkaEventStore)}
-
-// keyedService is the keyed Kafka design: one more kafka-eventstore
-// instance (KAFKA_PARTITIONS > 1) at eventstore.KeyedPort, the bench's
-// eventstore.KeyedName target.
-var keyedService = scenario.Service{Name: "kafka-eventstore@keyed", Port: eventstore.KeyedPort}
-
-// runEventStoreBench runs the event-store bench (append, point-read,
-// catch-up) at the results size: 5 s append rounds instead of 30 s, every
-// other setting at the issue's defaults, against the trio at -host and
-// -port-offset. Its JSON goes to the results folder, from which
-// writeReport renders its section of RESULTS.md.
-//
-// When the driver starts kafka-eventstore itself, it gives it a topic
-// created empty for this run (deleted at the end), instead of one that
-// grows across runs; a kafka-eventstore already running keeps its topic,
-// whose size the bench declares. It also starts the keyed design
-// (keyedService: KAFKA_PARTITIONS=o.KeyedPartitions on a fresh topic of as
-// many partitions), measured as a second Kafka row; if that instance does
-// not start, its rows say why and the rest runs.
-func runEventStoreBench(ctx context.Context, c common, env *scenario.Env) error {
-	o := eventStoreResultsOptions(c)
-	o.DatabaseURL = c.pgURL
-	o.Schema = env.ServiceVar(pairs.NoKurrentDB, "DATABASE_SCHEMA", o.Schema)
-	o.KafkaBrokers = env.ServiceVar(pairs.KafkaEventStore, "KAFKA_BROKERS", o.KafkaBrokers)
-	// The cleanups run in the reverse of their order, as defers would.
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
-	topic, keyedTopic := "", ""
-	if env.Launcher != nil {
-		var cl []func()
-		topic, cl = freshEventStoreTopic(ctx, env, o)
-		cleanups = append(cleanups, cl...)
-		// The keyed design: a second kafka-eventstore, on a fresh topic of
-		// its own with KAFKA_PARTITIONS partitions, measured as its own row.
-		keyedTopic, cl = keyedEventStoreTopic(ctx, env, o)
-		cleanups = append(cleanups, cl...)
-	}
-	services, err := ensureEventStore(ctx, env, keyedTopic)
-	if err != nil {
-		return err
-	}
-	cleanups = append(cleanups, func() {
-		if env.Launcher != nil {
-			for _, s := range services {
-				_ = env.Launcher.Stop(s.Name, 30*time.Second)
-			}
-		}
-	})
-	if topic != "" {
-		if p := env.Launcher.Running(pairs.KafkaEventStore); p != nil && p.Env["KAFKA_TOPIC"] == topic {
-			o.KafkaTopic, o.FreshTopic = topic, true
-		}
-	}
-	if keyedTopic != "" {
-		if p := env.Launcher.Running(keyedService.Name); p != nil && p.Env["KAFKA_TOPIC"] == keyedTopic {
-			o.KeyedTopic = keyedTopic
-		}
-	}
-	o.Before = eventStoreState(env)
-	return measureEventStore(ctx, env, o)
-}
-
-// freshEventStoreTopic creates a topic for this run and has the
-// kafka-eventstore the driver starts use it; it returns the topic ("" when
-// it could not be created: kafka-eventstore keeps its own, and the bench
-// declares its size) and the cleanups that delete it and restore the
-// service's environment.
-func freshEventStoreTopic(ctx context.Context, env *scenario.Env, o eventstore.Options) (string, []func()) {
-	topic := eventstore.BenchTopic(time.Now())
-	if err := eventstore.CreateTopic(ctx, o.KafkaBrokers, topic); err != nil {
-		fmt.Fprintf(os.Stderr, "eventstore: no fresh topic (%v); kafka-eventstore keeps its own, and the bench declares its size\n", err)
-		return "", nil
-	}
-	cleanups := []func(){func() {
-		if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, topic); err != nil {
-			fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
-		}
-	}}
-	prev, had := env.ServiceEnv[pairs.KafkaEventStore]
-	kenv := maps.Clone(prev)
-	if kenv == nil {
-		kenv = map[string]string{}
-	}
-	kenv["KAFKA_TOPIC"] = topic
-	if env.ServiceEnv == nil {
-		env.ServiceEnv = map[string]map[string]string{}
-	}
-	env.ServiceEnv[pairs.KafkaEventStore] = kenv
-	return topic, append(cleanups, func() {
-		if had {
-			env.ServiceEnv[pairs.KafkaEventStore] = prev
-		} else {
-			delete(env.ServiceEnv, pairs.KafkaEventStore)
-		}
-	})
-}
-
-// keyedEventStoreTopic creates the keyed design's topic (o.KeyedPartitions
-// partitions) and sets keyedService's environment to use it; it returns
-// the topic ("" when it could not be created: the keyed rows say why) and
-// the cleanups that delete it and the environment.
-func keyedEventStoreTopic(ctx context.Context, env *scenario.Env, o eventstore.Options) (string, []func()) {
-	keyedTopic := eventstore.BenchTopic(time.Now()) + "-keyed"
-	if err := eventstore.CreateTopicPartitions(ctx, o.KafkaBrokers, keyedTopic, o.KeyedPartitions); err != nil {
-		fmt.Fprintf(os.Stderr, "eventstore: no keyed topic (%v); the keyed rows say why\n", err)
-		return "", nil
-	}
-	cleanups := []func(){func() {
-		if err := eventstore.DeleteTopic(context.Background(), o.KafkaBrokers, keyedTopic); err != nil {
-			fmt.Fprintf(os.Stderr, "eventstore: %v\n", err)
-		}
-	}}
-	kenv := maps.Clone(env.ServiceEnv[pairs.KafkaEventStore])
-	if kenv == nil {
-		kenv = map[string]string{}
-	}
-	kenv["KAFKA_TOPIC"], kenv["KAFKA_PARTITIONS"] = keyedTopic, strconv.Itoa(o.KeyedPartitions)
-	if env.ServiceEnv == nil {
-		env.ServiceEnv = map[string]map[string]string{}
-	}
-	env.ServiceEnv[keyedService.Name] = kenv
-	return keyedTopic, append(cleanups, func() { delete(env.ServiceEnv, keyedService.Name) })
-}
-
-// ensureEventStore starts the trio's services the driver can start and,
-// when keyedTopic is set, the keyed design's instance, and returns the
-// services up. The keyed side is an addition: if it does not start, its
-// rows say "not measured here" and the rest of the bench runs.
-func ensureEventStore(ctx context.Context, env *scenario.Env, keyedTopic string) ([]scenario.Service, error) {
-	services := eventStoreServices
-	if err := env.Ensure(ctx, services, nil, nil); err != nil {
-		return nil, err
-	}
-	if keyedTopic != "" {
-		if err := env.Ensure(ctx, []scenario.Service{keyedService}, nil, nil); err != nil {
-			fmt.Fprintf(os.Stderr, "eventstore: the keyed side did not start (%v); its rows say not measured here\n", err)
-		} else {
-			services = append(slices.Clone(services), keyedService)
-		}
-	}
-	return services, nil
-}
-
-// measureEventStore runs the bench's scenarios (benchScenarios: with
-// PostgreSQL 18 beside the stack's 15 when make deps-cluster fetched it),
-// then the long streams and cleanup (issue 24) at their defaults on the
-// same services and stores (results files of their own), then the causal
-// point-read experiment on instances and stores of its own: those three
-// on the stack's Postgres only.
-func measureEventStore(ctx context.Context, env *scenario.Env, o eventstore.Options) error {
-	if err := benchScenarios(ctx, env, o); err != nil {
-		return err
-	}
-	lo, co := eventstore.DefaultLongOptions(), eventstore.DefaultCleanupOptions()
-	lo.Options, co.Options = o, o
-	_, lerr := eventstore.Long(ctx, lo, os.Stderr)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	_, cerr := eventstore.Cleanup(ctx, co, os.Stderr)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	var xerr error
-	if err := runEventStoreCausal(ctx, env, o); err != nil {
-		xerr = fmt.Errorf("eventstore %s: %w", causalScenario, err)
-	}
-	return errors.Join(lerr, cerr, xerr)
-}
-
-// benchScenarios runs the bench's scenarios with o, and with
-// no-kurrentdb on a private server of each other PostgreSQL version of
-// experiments.DefaultCompareBindirs beside the stack's (the reference
-// measured on 18.4), in the same rounds; those servers stop when the
-// scenarios end. A version that is absent or does not start is recorded
-// in the results (Options.Compare), and the rest runs.
-func benchScenarios(ctx context.Context, env *scenario.Env, o eventstore.Options) error {
-	dirs, none := resultsCompareBindirs()
-	if len(dirs) == 0 {
-		o.Compare = &eventstore.CompareOutcome{Why: none}
-	} else {
-		stop, err := compareEventStore(ctx, &o, strings.Join(dirs, ","), os.Stderr)
-		defer stop()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "eventstore: %v (the report says so in place of its figures)\n", err)
-			o.Compare = &eventstore.CompareOutcome{Error: err.Error()}
-		}
-	}
-	for _, sc := range eventstore.Scenarios {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if _, err := eventstore.Bench(ctx, sc, o, env.Progress, os.Stderr); err != nil {
-			return fmt.Errorf("eventstore %s: %w", sc, err)
-		}
-	}
-	return nil
-}
-
-// resultsCompareBindirs are the other PostgreSQL versions make results
-// measures the event store bench on (experiments.DefaultCompareBindirs:
-// PostgreSQL 18 from make deps-cluster when present), or why none.
-func resultsCompareBindirs() ([]string, string) {
-	root, err := launch.Root()
-	if err != nil {
-		return nil, err.Error()
-	}
-	return experiments.DefaultCompareBindirs(root)
-}
-
-// eventStoreResultsOptions are the bench's options in the results
-// command.
-func eventStoreResultsOptions(c common) eventstore.Options {
-	o := eventstore.DefaultOptions()
-	o.Targets, o.Out, o.Duration = eventstore.Targets(c.host, c.portOffset), c.resultsDir, 5*time.Second
-	return o
 }
 
 // eventStoreMain runs `eventstore <append|point-read|catch-up> [flags]`:
@@ -1033,7 +787,7 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if *compare != "" {
-		closeCompared, err := compareEventStore(ctx, &o, *compare, stderr)
+		closeCompared, err := eventstorerun.Compare(ctx, &o, *compare, stderr)
 		defer closeCompared()
 		if err != nil {
 			fmt.Fprintln(stderr, "error:", err)
@@ -1102,23 +856,6 @@ func demoCache(c common) (scenario.CacheScenario, scenario.CacheOptions) {
 	return s, o
 }
 
-// demoEventStore are the demo's event-store bench options: the append
-// scenario only, one 2 s round per series, against no-kurrentdb and
-// kafka-eventstore (KurrentDB does not run on the native stack).
-func demoEventStore(c common) eventstore.Options {
-	o := eventStoreResultsOptions(c)
-	var targets []string
-	for _, t := range strings.Split(o.Targets, ",") {
-		if !strings.HasPrefix(t, "kurrentdb=") {
-			targets = append(targets, t)
-		}
-	}
-	o.Targets = strings.Join(targets, ",")
-	o.Duration, o.Rounds, o.Workers, o.Streams = 2*time.Second, 1, 8, 16
-	o.Out = filepath.Join(os.TempDir(), "wpe-demo-eventstore")
-	return o
-}
-
 // runDemo drives every pair briefly, one after the other (each pair's
 // services stopped before the next starts), and prints one side-by-side
 // table per pair: queue, log, documents, cache (in-process vs Redis) and
@@ -1153,43 +890,6 @@ func runDemo(ctx context.Context, c common, env *scenario.Env, root string, set 
 	return errors.Join(errs...)
 }
 
-// demoEventStoreRun starts no-kurrentdb and kafka-eventstore, runs the
-// bench's append scenario at the demo's size and returns its run (its
-// results file goes to a temporary folder, not results/).
-func demoEventStoreRun(ctx context.Context, c common, env *scenario.Env) (*driver.Run, error) {
-	failed := driver.NewRun(pairs.EventStore, nil, time.Now())
-	if err := env.Ensure(ctx, eventStoreServices, nil, nil); err != nil {
-		return failed, err
-	}
-	defer func() {
-		if env.Launcher != nil {
-			for _, s := range eventStoreServices {
-				_ = env.Launcher.Stop(s.Name, 30*time.Second)
-			}
-		}
-	}()
-	o := demoEventStore(c)
-	path, err := eventstore.Bench(ctx, "append", o, env.Progress, os.Stderr)
-	if err != nil {
-		return failed, err
-	}
-	run, err := driver.ReadRun(path)
-	if err != nil {
-		return failed, err
-	}
-	run.Command = pairs.EventStore
-	return run, nil
-}
-
-// newest returns the newest results file of pair in dir, or "".
-func newest(dir, pair string) string {
-	m, _ := filepath.Glob(filepath.Join(dir, "*-"+pair+".json"))
-	if len(m) == 0 {
-		return ""
-	}
-	return m[len(m)-1] // names start with a sortable UTC timestamp
-}
-
 // reportCommands are the commands whose newest results file the report
 // reads by default: every pair's with a command of its own (the event
 // store's several files, one per bench scenario, readInputs adds with
@@ -1211,7 +911,7 @@ func writeReport(c common, inputs string) error {
 		files = strings.Split(inputs, ",")
 	} else {
 		for _, p := range reportCommands() {
-			if f := newest(c.resultsDir, p); f != "" {
+			if f := resultfile.Newest(c.resultsDir, resultfile.Kind(p)); f != "" {
 				files = append(files, f)
 			}
 		}
@@ -1243,18 +943,4 @@ func writeReport(c common, inputs string) error {
 	}
 	fmt.Printf("wrote %s and charts in %s from %d results files\n", c.out, c.chartsDir, len(runs))
 	return nil
-}
-
-// loadUsage lists the load commands.
-func loadUsage(w io.Writer) {
-	var ks []string
-	for _, p := range loadPairs {
-		if p.help != "" {
-			ks = append(ks, p.name)
-		}
-	}
-	for _, k := range append(ks, eventstore.CeilingCommand, "throughput", sustainableCommand, scenario.DurabilityCommand, resultsCommand, longLivedCommand, demoCommand, reportCommand) {
-		fmt.Fprintf(w, "%-10s %s\n", k, loadCommands[k])
-	}
-	fmt.Fprintln(w, "\nrun `go run ./loadtests <command> -h` for a command's flags")
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -14,12 +14,9 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
-
-func init() {
-	loadCommands[scenario.DurabilityCommand] = "durability at equal guarantees on the cluster profile: synchronous_commit local/on/remote_apply, classic vs quorum queues, acks=1 vs all; acknowledgement and end-to-end latency at a fixed rate, CPU per 1,000 items per node, sustainable rate"
-}
 
 // durabilitySizes are the -size values of the durability command.
 var durabilitySizes = map[string]scenario.DurabilityOptions{"full": scenario.DurabilityDefaults, "small": scenario.DurabilitySmall}
@@ -174,13 +171,13 @@ func runResultsDurability(ctx context.Context, c common, env *scenario.Env, root
 	}
 	o.Cluster = cl
 	c.pgURL = cl.DatabaseURL
-	before := newest(c.resultsDir, scenario.DurabilityCommand)
+	before := resultfile.Newest(c.resultsDir, resultfile.Kind(scenario.DurabilityCommand))
 	err = runPair(ctx, c, env, root, scenario.DurabilityCommand, args, durabilityRun(ctx, env, o))
 	if err == nil {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v (the report will say what is missing)\n", scenario.DurabilityCommand, err)
-	if newest(c.resultsDir, scenario.DurabilityCommand) == before {
+	if resultfile.Newest(c.resultsDir, resultfile.Kind(scenario.DurabilityCommand)) == before {
 		writeNotMeasured(c, args, err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,6 +13,14 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
 )
+
+// eventStoreExtra is the main of the command cmd, eventstore-long or
+// eventstore-cleanup (eventStoreExtraMain).
+func eventStoreExtra(cmd string) func(args []string, stdout, stderr io.Writer) int {
+	return func(args []string, stdout, stderr io.Writer) int {
+		return eventStoreExtraMain(cmd, args, stdout, stderr)
+	}
+}
 
 // eventStoreExtraMain runs `eventstore-long` or `eventstore-cleanup`
 // [flags], then prints the event-store section rendered from every JSON

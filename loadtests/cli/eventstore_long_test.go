@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -16,18 +16,18 @@ func TestEventStoreExtraCommands(t *testing.T) {
 	for _, cmd := range []string{eventstore.LongCommand, eventstore.CleanupCommand} {
 		for _, h := range []string{"-h", "--help"} {
 			var out, errOut strings.Builder
-			code := run([]string{cmd, h}, &out, &errOut)
+			code := Run([]string{cmd, h}, &out, &errOut)
 			if all := out.String() + errOut.String(); code != 0 || !strings.Contains(all, "\n  -targets") {
 				t.Errorf("loadtests %s %s: exit %d (want 0) and flags printed; got:\n%s", cmd, h, code, all)
 			}
 		}
 		var out, errOut strings.Builder
-		if code := run([]string{cmd, "-no-such-flag"}, &out, &errOut); code != 2 {
+		if code := Run([]string{cmd, "-no-such-flag"}, &out, &errOut); code != 2 {
 			t.Errorf("loadtests %s -no-such-flag: exit %d, want 2", cmd, code)
 		}
 	}
 	var out, errOut strings.Builder
-	if code := run([]string{eventstore.LongCommand, "-sizes", "500", "-targets", "no-kurrentdb=http://127.0.0.1:1"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "sizes") {
+	if code := Run([]string{eventstore.LongCommand, "-sizes", "500", "-targets", "no-kurrentdb=http://127.0.0.1:1"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "sizes") {
 		t.Errorf("a stream no longer than -snapshot-every: exit %d (want 2), stderr %q", code, errOut.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -109,23 +109,6 @@ func prepareStart(ctx context.Context, c common, env *scenario.Env, run *driver.
 	if err := env.PrepareStart(ctx, run, p.pair, c.state.mode); err != nil {
 		run.Note("starting state (%s) not prepared: %v", c.state.mode, err)
 		fmt.Fprintf(os.Stderr, "%s: starting state: %v\n", pair, err)
-	}
-}
-
-// eventStoreState returns the event-store bench's Before hook: it records
-// the trio's Postgres tables (no-kurrentdb's schema) as the run's starting
-// state. The event store keeps everything by design, so the state is
-// always "keep": the bench's own streams are fresh every round.
-func eventStoreState(env *scenario.Env) func(context.Context, *driver.Run) {
-	return func(ctx context.Context, run *driver.Run) {
-		st := &driver.StartState{Mode: driver.StateKeep, Tables: []driver.TableState{}}
-		tables, err := env.ReadState(ctx, env.SchemasOf(eventStoreServices))
-		if err != nil {
-			st.Error = err.Error()
-		} else {
-			st.Tables = tables
-		}
-		run.StartState = st
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstorerun"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -394,15 +395,15 @@ func (p *eventStorePair) options(c common, set pairSet) error {
 
 func (p *eventStorePair) estimate(time.Duration) scenario.Estimate {
 	if p.cmd == demoCommand {
-		return eventstore.Append.Estimate(demoEventStore(p.c), 2)
+		return eventstore.Append.Estimate(eventstorerun.DemoOptions(p.c.host, p.c.portOffset), 2)
 	}
-	dirs, _ := resultsCompareBindirs()
+	dirs, _ := eventstorerun.CompareBindirs()
 	// no-kurrentdb on each other version, beside the stack's, after its
-	// server's start (compareStart).
-	start := time.Duration(len(dirs)) * compareStart
-	return eventstore.BenchEstimate(eventStoreResultsOptions(p.c), len(eventStoreServices)+len(dirs)).
+	// server's start (eventstorerun.CompareStart).
+	start := time.Duration(len(dirs)) * eventstorerun.CompareStart
+	return eventstore.BenchEstimate(eventstorerun.ResultsOptions(p.c.host, p.c.portOffset, p.c.resultsDir), len(eventstorerun.Services)+len(dirs)).
 		Add(scenario.Estimate{Typical: start, Bound: 2 * start}).
-		Add(eventstore.LongEstimate(len(eventStoreServices) + 1)).
+		Add(eventstore.LongEstimate(len(eventstorerun.Services) + 1)).
 		Add(eventstore.CausalEstimate(eventstore.DefaultCausalOptions()))
 }
 
@@ -411,9 +412,11 @@ func (p *eventStorePair) estimate(time.Duration) scenario.Estimate {
 // empty; in demo, run becomes the demo's short append bench's run.
 func (p *eventStorePair) run(ctx context.Context, env *scenario.Env, run *driver.Run) error {
 	if p.cmd != demoCommand {
-		return runEventStoreBench(ctx, p.c, env)
+		o := eventstorerun.ResultsOptions(p.c.host, p.c.portOffset, p.c.resultsDir)
+		o.DatabaseURL = p.c.pgURL
+		return eventstorerun.Results(ctx, env, o)
 	}
-	got, err := demoEventStoreRun(ctx, p.c, env)
+	got, err := eventstorerun.Demo(ctx, env, eventstorerun.DemoOptions(p.c.host, p.c.portOffset))
 	*run = *got
 	return err
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -19,10 +19,6 @@ import (
 // scaleoutCommand is the scale-out scenario's command (issue 23).
 const scaleoutCommand = "scaleout"
 
-func init() {
-	loadCommands[scaleoutCommand] = "competing consumers: 1, 2 and 4 instances of each queue service on one schema / one queue, fixed rates, a batch, kill -9 of one of two; fan-out to 1, 2, 4 and 8 subscribers, each with its sustainable published rate; 1, 2, 4 and 8 consumer groups of each log service"
-}
-
 // scaleoutMain runs `go run ./loadtests scaleout [flags]`: the scale-out
 // scenario alone, as one results file "<id>-scaleout.json". It returns
 // the exit code.
@@ -32,7 +28,7 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet(scaleoutCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: go run ./loadtests %s [flags]\n%s\n\nflags:\n", scaleoutCommand, loadCommands[scaleoutCommand])
+		fmt.Fprintf(stderr, "usage: go run ./loadtests %s [flags]\n%s\n\nflags:\n", scaleoutCommand, helpOf(scaleoutCommand))
 		fs.PrintDefaults()
 	}
 	var c common

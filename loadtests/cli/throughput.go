@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -11,11 +11,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
-
-func init() {
-	loadCommands["throughput"] = "closed-loop batch senders on the queue and log pairs: accepted and end-to-end items/s, latency, CPU per 1,000 items; then the open-loop sustainable search"
-	loadCommands[sustainableCommand] = "the open-loop sustainable search alone (throughput -closed-loop=false): the highest batched rate each side keeps flat under the SLO, and the queue sides at twice it"
-}
 
 // sustainableCommand runs the throughput command without its closed-loop
 // points (main maps it to throughput -closed-loop=false), so that its

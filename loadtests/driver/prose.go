@@ -18,8 +18,23 @@ const proseWords = 10
 // ("invalid": a ceiling step's or search's precondition that did not
 // hold, CeilingStep.Invalid, CeilingRound.Invalid; "precondition": a
 // side's, SideResult.Precondition).
+//
+// "status" is a state and its reason; "body" and "message" are what a
+// server or service answered, in its words. A field whose name ends in
+// "_" and one of these ("fault_errors", "mongo_status", "readyz_reason",
+// "readyz_body", the experiments' settings) is one too (isStatusKey).
 var statusKeys = map[string]bool{"error": true, "errors": true, "error_samples": true, "reason": true, "why": true, "aborted": true,
-	"invalid": true, "precondition": true}
+	"invalid": true, "precondition": true, "status": true, "body": true, "message": true}
+
+// isStatusKey reports whether a field named k holds a status or an
+// error: one of statusKeys, or a name ending in "_" and one of them.
+func isStatusKey(k string) bool {
+	if statusKeys[k] {
+		return true
+	}
+	i := strings.LastIndex(k, "_")
+	return i >= 0 && statusKeys[k[i+1:]]
+}
 
 // Prose returns every string in v's JSON that reads as an explanatory
 // sentence (proseWords plain words or more), as "path: text": a results
@@ -50,7 +65,7 @@ func walkProse(v any, path string, out *[]string) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if !statusKeys[k] {
+			if !isStatusKey(k) {
 				walkProse(x[k], path+"."+k, out)
 			}
 		}

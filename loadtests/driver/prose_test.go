@@ -6,10 +6,13 @@ import (
 )
 
 // TestProseFindsSentences: a sentence is found wherever it is but in
-// a status field, and a note is judged by the words before its error.
+// a status field (one of statusKeys, or a name ending in "_" and one of
+// them: "mongo_status", not "statusline"), and a note is judged by the
+// words before its error.
 func TestProseFindsSentences(t *testing.T) {
 	sentence := "the default mode's point is the fixed-rate point at that rate, measured earlier in this run"
-	run := &Run{Settings: map[string]any{"description": sentence, "topic": "topic t, all 8 partitions", "modes": "unlogged: no-redis CACHE_MODE=unlogged CACHE_TABLE=unlogged; redis: redis CACHE_MODE=redis"},
+	run := &Run{Settings: map[string]any{"description": sentence, "topic": "topic t, all 8 partitions", "modes": "unlogged: no-redis CACHE_MODE=unlogged CACHE_TABLE=unlogged; redis: redis CACHE_MODE=redis",
+		"mongo_status": "not measured: " + sentence, "fault_errors": sentence, "readyz_body": sentence, "statusline": sentence},
 		Notes:    []string{"lz4 rewrite points not measured: " + sentence, sentence},
 		Ceilings: []Ceiling{{Criteria: "errors < 1% and shed < 1% of the requests sent, sent >= 95% of the rate, backlog at the end of each step"}},
 		Points:   []Point{{Name: "stream of 1000 events, store of 300000 records", Status: map[string]Status{"a": {State: "failed", Reason: sentence}}}},
@@ -19,7 +22,7 @@ func TestProseFindsSentences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{".ceilings[0].criteria: " + run.Ceilings[0].Criteria, ".notes[1]: " + sentence, ".settings.description: " + sentence}
+	want := []string{".ceilings[0].criteria: " + run.Ceilings[0].Criteria, ".notes[1]: " + sentence, ".settings.description: " + sentence, ".settings.statusline: " + sentence}
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}

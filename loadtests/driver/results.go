@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 )
 
 // SchemaVersion is the version of the results file's shape; it changes
@@ -23,6 +24,9 @@ const SchemaVersion = 2
 // OldestSchema is the oldest version ReadRun reads: version 1 files
 // kept the explanations in Notes and each ceiling's criteria in words.
 const OldestSchema = 1
+
+// RunSchema is the versions ReadRun reads, under resultfile's one rule.
+var RunSchema = resultfile.Schema{Oldest: OldestSchema, Current: SchemaVersion}
 
 // Run is one results file: every point one command measured.
 type Run struct {
@@ -330,7 +334,7 @@ type CeilingStep struct {
 func NewRun(command string, args []string, now time.Time) *Run {
 	now = now.UTC()
 	return &Run{
-		Schema: SchemaVersion, ID: now.Format("20060102T150405Z") + "-" + command, Command: command,
+		Schema: SchemaVersion, ID: resultfile.ID(now, resultfile.Kind(command)), Command: command,
 		Args: args, StartedAt: now, Machine: ThisMachine(), Settings: map[string]any{},
 		Points: []Point{}, Ceilings: []Ceiling{}, Notes: []string{},
 	}
@@ -360,44 +364,32 @@ func (r *Run) Setting(key string, v any) error {
 // WriteRun writes run to dir/<id>.json and returns the path.
 func WriteRun(dir string, run *Run) (string, error) {
 	run.Validate()
-	return WriteJSON(dir, run.ID+".json", run)
-}
-
-// WriteJSON writes v as indented JSON, with a final newline, to
-// dir/name (making dir when it is missing) and returns the path: every
-// results file is written so.
-func WriteJSON(dir, name string, v any) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, name)
-	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+	return resultfile.Write(dir, run.ID+".json", run)
 }
 
 // ReadRun reads a results file, refusing unknown fields and schema
-// versions outside OldestSchema..SchemaVersion, and derives the statuses a file written before they existed
-// lacks (Validate).
+// versions outside RunSchema, and derives the statuses a file written
+// before they existed lacks (Validate).
 func ReadRun(path string) (*Run, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	var r Run
+	if err := resultfile.Read(path, &r); err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	dec := json.NewDecoder(f)
-	dec.DisallowUnknownFields()
-	var r Run
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if r.Schema < OldestSchema || r.Schema > SchemaVersion {
-		return nil, fmt.Errorf("%s: schema %d, this driver reads %d to %d", path, r.Schema, OldestSchema, SchemaVersion)
+	if err := RunSchema.Check(path, r.Schema); err != nil {
+		return nil, err
 	}
 	r.Validate()
 	return &r, nil
+}
+
+// NewestRun reads the newest results file of kind k in dir; nil and no
+// error when there is none.
+func NewestRun(dir string, k resultfile.Kind) (*Run, error) {
+	path := resultfile.Newest(dir, k)
+	if path == "" {
+		return nil, nil
+	}
+	return ReadRun(path)
 }
 
 // ThisMachine describes the host.

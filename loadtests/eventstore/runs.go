@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 )
 
 // legacySetting is the setting under which a run converted from a file
@@ -50,7 +51,7 @@ func LoadRuns(dir string) ([]*driver.Run, error) {
 	var runs []*driver.Run
 	var errs []error
 	for _, cmd := range Commands() {
-		run, err := newestRun(dir, cmd)
+		run, err := driver.NewestRun(dir, resultfile.Kind(cmd))
 		if err == nil && run == nil {
 			run, err = legacyRun(dir, cmd)
 		}
@@ -103,16 +104,6 @@ func FromRuns(runs []*driver.Run) (Results, error) {
 	}
 	r.Long, r.Cleanup, r.Ceiling = last[LongCommand], last[CleanupCommand], last[CeilingCommand]
 	return r, errors.Join(errs...)
-}
-
-// newestRun reads the newest results file of command in dir; nil when
-// there is none.
-func newestRun(dir, command string) (*driver.Run, error) {
-	m, _ := filepath.Glob(filepath.Join(dir, "*-"+command+".json"))
-	if len(m) == 0 {
-		return nil, nil
-	}
-	return driver.ReadRun(m[len(m)-1]) // names start with a sortable UTC timestamp
 }
 
 // legacyRun reads dir/eventstore-<scenario>.json, written by the bench

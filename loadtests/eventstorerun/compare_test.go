@@ -1,7 +1,8 @@
-package main
+package eventstorerun
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -72,11 +73,14 @@ func TestResultsBenchRunsPostgres18(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a private PostgreSQL 18 server and no-kurrentdb")
 	}
-	if dirs, none := resultsCompareBindirs(); len(dirs) == 0 {
+	if dirs, none := CompareBindirs(); len(dirs) == 0 {
 		t.Skip(none)
 	}
 	o := eventstore.DefaultOptions()
-	o.DatabaseURL = envOr("DATABASE_URL", versions.DefaultPostgresURL)
+	o.DatabaseURL = versions.DefaultPostgresURL
+	if v := os.Getenv("DATABASE_URL"); v != "" {
+		o.DatabaseURL = v
+	}
 	o.Targets, o.Out = "no-kurrentdb=http://127.0.0.1:9", t.TempDir()
 	o.Duration, o.Rounds, o.Workers, o.Streams, o.Runs, o.Reads, o.Events = time.Second, 1, 2, 4, 1, 3, 50
 	if err := benchScenarios(context.Background(), &scenario.Env{}, o); err != nil {

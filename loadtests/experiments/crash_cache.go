@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // unloggedCacheCrash is the second half of issue 14's item 4: no-redis
@@ -119,7 +120,7 @@ func runUnloggedCacheCrash(ctx context.Context, env Env, size Size) (Result, err
 	// PRODUCT_TTL 1h: nothing expires during the run, so that a value the
 	// cache serves after the crash is there because it survived or was
 	// refilled, never because it expired.
-	base, err := rig.start(ctx, "no-redis", map[string]string{"CACHE_MODE": "unlogged", "PRODUCT_TTL": "1h"})
+	base, err := rig.start(ctx, pairs.NoRedis, map[string]string{"CACHE_MODE": "unlogged", "PRODUCT_TTL": "1h"})
 	if err != nil {
 		return Result{}, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // crashRig is one crash experiment's private world: a private Postgres
@@ -141,22 +142,22 @@ type pgSide struct {
 
 // pgSides are the Postgres sides that run on this machine's stack.
 var pgSides = map[string]pgSide{
-	"no-kafka": {name: "no-kafka", okCode: http.StatusCreated,
+	pairs.NoKafka: {name: pairs.NoKafka, okCode: http.StatusCreated,
 		write: func(ctx context.Context, base string, i int) (string, int, []byte, error) {
 			return crashPostID(ctx, base+"/events", fmt.Sprintf(`{"type":"exp.crash","key":"k%d","payload":{"n":%d}}`, i%16, i))
 		},
 		path: func(id string) string { return "/events/" + id }},
-	"no-rabbitmq": {name: "no-rabbitmq", okCode: http.StatusAccepted,
+	pairs.NoRabbitMQ: {name: pairs.NoRabbitMQ, okCode: http.StatusAccepted,
 		write: func(ctx context.Context, base string, i int) (string, int, []byte, error) {
 			return crashPostID(ctx, base+"/tasks", fmt.Sprintf(`{"kind":"exp","payload":{"n":%d},"fail_times":0}`, i))
 		},
 		path: func(id string) string { return "/tasks/" + id }},
-	"no-mongodb": {name: "no-mongodb", okCode: http.StatusCreated,
+	pairs.NoMongoDB: {name: pairs.NoMongoDB, okCode: http.StatusCreated,
 		write: func(ctx context.Context, base string, i int) (string, int, []byte, error) {
 			return crashPostID(ctx, base+"/users", fmt.Sprintf(`{"email":"exp%d-%d@crash.test","name":"n%d","plan":"pro"}`, i, time.Now().UnixNano(), i))
 		},
 		path: func(id string) string { return "/users/" + id }},
-	"no-kurrentdb": {name: "no-kurrentdb", okCode: http.StatusCreated,
+	pairs.NoKurrentDB: {name: pairs.NoKurrentDB, okCode: http.StatusCreated,
 		write: func(ctx context.Context, base string, i int) (string, int, []byte, error) {
 			stream := fmt.Sprintf("exp-%d-%d", time.Now().UnixNano(), i)
 			code, b, err := driver.Do(ctx, http.MethodPost, base+"/streams/"+stream+"/events",

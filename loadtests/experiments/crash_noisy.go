@@ -17,6 +17,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // noisyNeighbourSlot is issue 14's item 10: WAL written into an unrelated
@@ -366,7 +367,7 @@ func (r *noisyRun) running(ctx context.Context, amount int64, small bool) error 
 // noisyCatchUp starts no-kafka with extra, writes one event, waits until
 // it is delivered (the slot is caught up) and stops it.
 func noisyCatchUp(ctx context.Context, rig *crashRig, extra map[string]string) error {
-	base, err := rig.start(ctx, "no-kafka", extra)
+	base, err := rig.start(ctx, pairs.NoKafka, extra)
 	if err != nil {
 		return err
 	}
@@ -377,7 +378,7 @@ func noisyCatchUp(ctx context.Context, rig *crashRig, extra map[string]string) e
 	if ok, err := noisyWaitDelivered(ctx, base, id, time.Minute); err != nil || !ok {
 		return fmt.Errorf("probe event %s not delivered (%v)", id, err)
 	}
-	return rig.stop("no-kafka")
+	return rig.stop(pairs.NoKafka)
 }
 
 // noisyWrite writes at least amount bytes of WAL into public.noise, in
@@ -451,7 +452,7 @@ func noisySlotLag(ctx context.Context, conn *pgx.Conn, slot string) (int64, erro
 // launch.
 func noisyDeliverAfterStart(ctx context.Context, rig *crashRig, extra map[string]string, id string) (time.Duration, bool, error) {
 	t0 := time.Now()
-	base, err := rig.start(ctx, "no-kafka", extra)
+	base, err := rig.start(ctx, pairs.NoKafka, extra)
 	if err != nil {
 		return 0, false, err
 	}
@@ -460,7 +461,7 @@ func noisyDeliverAfterStart(ctx context.Context, rig *crashRig, extra map[string
 		return 0, false, err
 	}
 	wait := time.Since(t0)
-	return wait, ok, rig.stop("no-kafka")
+	return wait, ok, rig.stop(pairs.NoKafka)
 }
 
 // noisyWaitDelivered long-polls GET /events/{id}/wait until it answers 200
@@ -485,12 +486,12 @@ func noisyWaitDelivered(ctx context.Context, base, id string, within time.Durati
 // no-kafka has it, the WAL and transactions written, and how far behind
 // no-kafka's walsender was at the commit.
 func noisyWhileRunning(ctx context.Context, rig *crashRig, conn *pgx.Conn, extra map[string]string, amount int64, small bool) (wait time.Duration, written, txs, lag int64, ok bool, err error) {
-	base, err := rig.start(ctx, "no-kafka", extra)
+	base, err := rig.start(ctx, pairs.NoKafka, extra)
 	if err != nil {
 		return 0, 0, 0, 0, false, err
 	}
 	defer func() {
-		if e := rig.stop("no-kafka"); err == nil {
+		if e := rig.stop(pairs.NoKafka); err == nil {
 			err = e
 		}
 	}()

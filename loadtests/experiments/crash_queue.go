@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // unloggedQueueCrash is issue 14's item 4: no-rabbitmq with N tasks
@@ -94,7 +95,7 @@ func runUnloggedQueueCrash(ctx context.Context, env Env, size Size) (Result, err
 }
 
 // queueService is the service unlogged-queue-crash runs.
-const queueService = "no-rabbitmq"
+const queueService = pairs.NoRabbitMQ
 
 // queueFillAndCrash queues n tasks on an API-only no-rabbitmq (WORKERS=0,
 // so that every task stays queued), stops it, stops Postgres immediately

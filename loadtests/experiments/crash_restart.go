@@ -6,11 +6,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // restartSides are the Postgres sides restarted under load, in the
 // table's order.
-var restartSides = []string{"no-rabbitmq", "no-kafka", "no-mongodb", "no-kurrentdb"}
+var restartSides = []string{pairs.NoRabbitMQ, pairs.NoKafka, pairs.NoMongoDB, pairs.NoKurrentDB}
 
 // restartBackendTimeout is the BACKEND_TIMEOUT the services run with in
 // postgres-restart-under-load: a failed request must answer within it.

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // slotWALRetention is issue 14's item 3: no-kafka's consumer frozen
@@ -116,7 +117,7 @@ type slotRun struct {
 
 // The service and slot of slot-wal-retention, and the bound it sets.
 const (
-	slotService = "no-kafka"
+	slotService = pairs.NoKafka
 	slotName    = "exp_slot"
 	slotKeep    = "16MB"
 )

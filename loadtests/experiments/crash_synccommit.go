@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // synchronousCommitOffCrash is issue 14's item 5: no-kafka's single
@@ -74,7 +76,7 @@ func runSyncCommitCrash(ctx context.Context, env Env, size Size) (Result, error)
 // immediately after load, then the events answered 201 counted against
 // those still there.
 func syncCrashRun(ctx context.Context, rig *crashRig, setting string, workers int, load time.Duration) (syncCrashRound, error) {
-	side := pgSides["no-kafka"]
+	side := pgSides[pairs.NoKafka]
 	base, err := rig.start(ctx, side.name, map[string]string{"SYNCHRONOUS_COMMIT": setting})
 	if err != nil {
 		return syncCrashRound{}, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // The documents pair's experiments beyond CRUD (BeyondCRUD).
@@ -44,7 +45,7 @@ func documentsExperiments() []Experiment {
 // The documents pair's two sides, as the rig starts them.
 const (
 	sideMongo = "mongodb"
-	sidePG    = "no-mongodb"
+	sidePG    = pairs.NoMongoDB
 )
 
 // docRig runs the documents pair's two services against the shared

@@ -15,6 +15,8 @@ import (
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
 
 // The report's data set: users whose profile has a country (50 codes, the
@@ -111,14 +113,6 @@ func reportCell(f *Figures, key string) string {
 	return fmt.Sprintf("%s / %s ms (%d runs)", num(f.Num(key+"_p50_ms")), num(f.Num(key+"_p99_ms")), f.Int(key+"_runs"))
 }
 
-// sizeKey names a user count in metric keys: 100k, 1m, 2k.
-func sizeKey(n int) string {
-	if n >= 1_000_000 && n%1_000_000 == 0 {
-		return fmt.Sprintf("%dm", n/1_000_000)
-	}
-	return fmt.Sprintf("%dk", n/1000)
-}
-
 // documentsReport runs reportPlans on both sides.
 func documentsReport(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
@@ -142,11 +136,11 @@ func documentsReport(ctx context.Context, env Env, size Size) (Result, error) {
 		}
 		loaded[sidePG] = p.users
 		if p.mongoSkip && strings.HasPrefix(mongoServer(ctx, rig.db()), "FerretDB") {
-			res.setting("mongo_"+sizeKey(p.users)+"_status", "not run at this size on FerretDB, which scans every document for each report (its 100,000-user figure shows the slope) and whose figure would say nothing about MongoDB")
+			res.setting("mongo_"+scenario.ScaleLabel(p.users)+"_status", "not run at this size on FerretDB, which scans every document for each report (its 100,000-user figure shows the slope) and whose figure would say nothing about MongoDB")
 			continue
 		}
 		if err := reportMongo(ctx, rig, bases[sideMongo], p, loaded[sideMongo], &res); err != nil {
-			res.setting("mongo_"+sizeKey(p.users)+"_status", "failed: "+err.Error())
+			res.setting("mongo_"+scenario.ScaleLabel(p.users)+"_status", "failed: "+err.Error())
 		}
 		loaded[sideMongo] = p.users
 	}
@@ -159,7 +153,7 @@ func documentsReport(ctx context.Context, env Env, size Size) (Result, error) {
 // the GIN index (timed, sized), then measures every query, then the
 // counts again with an expression index on profile->>'country'.
 func reportPG(ctx context.Context, rig *docRig, base string, p reportPlan, have int, res *Result) error {
-	k := "pg_" + sizeKey(p.users)
+	k := "pg_" + scenario.ScaleLabel(p.users)
 	db := rig.pg.Pool
 	began := time.Now()
 	// The bulk load skips the change-feed trigger (it would write a
@@ -220,7 +214,7 @@ const reportInsertSQL = `INSERT INTO users (id, email, name, plan, profile)
 // counts (and, where the server averages, every query; on FerretDB the
 // gold tier without its average).
 func reportMongo(ctx context.Context, rig *docRig, base string, p reportPlan, have int, res *Result) error {
-	k := "mongo_" + sizeKey(p.users)
+	k := "mongo_" + scenario.ScaleLabel(p.users)
 	began := time.Now()
 	if err := loadMongoUsers(ctx, rig, have, p.users); err != nil {
 		return fmt.Errorf("load: %w", err)

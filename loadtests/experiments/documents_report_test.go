@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -18,7 +19,7 @@ func TestDocumentsReport(t *testing.T) {
 	}
 	r := runSmall(t, DocumentsReport)
 	for _, p := range reportPlans(Small) {
-		k := sizeKey(p.users)
+		k := scenario.ScaleLabel(p.users)
 		for _, q := range []string{"counts", "average", "gold", "counts_expr"} {
 			if r.Metrics["pg_"+k+"_"+q+"_p50_ms"] <= 0 || r.Metrics["pg_"+k+"_"+q+"_runs"] < 3 {
 				t.Errorf("Postgres %s %s: p50 %v ms over %v runs", k, q, r.Metrics["pg_"+k+"_"+q+"_p50_ms"], r.Metrics["pg_"+k+"_"+q+"_runs"])

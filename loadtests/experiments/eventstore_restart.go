@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // This file holds the event-store pair's restart experiments (issue 26,
@@ -23,7 +24,7 @@ import (
 
 // esAppendSide appends one event to a new stream with expected_version
 // "any" (Kafka answers every other condition 422); the id is the stream.
-var esAppendSide = pgSide{name: "kafka-eventstore", okCode: http.StatusCreated,
+var esAppendSide = pgSide{name: pairs.KafkaEventStore, okCode: http.StatusCreated,
 	write: func(ctx context.Context, base string, i int) (string, int, []byte, error) {
 		stream := fmt.Sprintf("exp-%d-%d", time.Now().UnixNano(), i)
 		code, b, err := driver.Do(ctx, http.MethodPost, base+"/streams/"+stream+"/events",
@@ -192,7 +193,7 @@ func runKafkaEventstoreRestart(ctx context.Context, env Env, size Size) (Result,
 		return res, err
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if _, err := l.Start(ctx, "kafka-eventstore", port, map[string]string{
+	if _, err := l.Start(ctx, pairs.KafkaEventStore, port, map[string]string{
 		"KAFKA_BROKERS": node.brokers(), "KAFKA_TOPIC": topic,
 		"BACKEND_TIMEOUT": kafkaServiceTimeout.String(), "LOG_LEVEL": "warn", "LOG_FORMAT": "text",
 	}, 2*time.Minute); err != nil {
@@ -343,7 +344,7 @@ func runNoKurrentdbRestart(ctx context.Context, env Env, size Size) (Result, err
 		return res, err
 	}
 	defer rig.Close()
-	base, err := rig.start(ctx, "no-kurrentdb", map[string]string{"BACKEND_TIMEOUT": restartBackendTimeout.String()})
+	base, err := rig.start(ctx, pairs.NoKurrentDB, map[string]string{"BACKEND_TIMEOUT": restartBackendTimeout.String()})
 	if err != nil {
 		return res, err
 	}
@@ -359,7 +360,7 @@ func runNoKurrentdbRestart(ctx context.Context, env Env, size Size) (Result, err
 	if err != nil {
 		return res, err
 	}
-	ids := acked(shots, pgSides["no-kurrentdb"])
+	ids := acked(shots, pgSides[pairs.NoKurrentDB])
 	// Settle: the subscriber has every acknowledged stream, or 30 s
 	// passed.
 	deadline := time.Now().Add(30 * time.Second)
@@ -381,7 +382,7 @@ func runNoKurrentdbRestart(ctx context.Context, env Env, size Size) (Result, err
 // more; it returns the shots (at least one acknowledged) and when
 // Postgres was back, and records the outage's length in m.
 func nkRestartUnderLoad(ctx context.Context, rig *crashRig, base string, rate float64, pre, post time.Duration, m map[string]float64) ([]shot, time.Time, error) {
-	side := pgSides["no-kurrentdb"]
+	side := pgSides[pairs.NoKurrentDB]
 	stopLoad := startLoad(ctx, base, side, rate)
 	defer stopLoad()
 	sleep(ctx, pre)
@@ -410,7 +411,7 @@ func nkRestartUnderLoad(ctx context.Context, rig *crashRig, base string, rate fl
 // answered 503, and records in res what the answers, the streams and the
 // subscriber say.
 func nkMeasure(ctx context.Context, res *Result, base string, shots []shot, ids []string, upAt time.Time, sub *sseCounter) error {
-	side := pgSides["no-kurrentdb"]
+	side := pgSides[pairs.NoKurrentDB]
 	undelivered := sub.missing(ids)
 	lost, dup, err := esCountStreams(ctx, base, ids)
 	if err != nil {

@@ -2,7 +2,6 @@ package experiments
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -13,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -196,7 +195,7 @@ func All() []Experiment {
 
 // BeyondCRUD returns the documents pair's experiments beyond CRUD (issue
 // 42: the change feed, expiring sessions, the aggregation report): in
-// All, but written to a results file of their own (BeyondCRUDFileSuffix),
+// All, but written to a results file of their own (resultfile.BeyondCRUD),
 // read by RESULTS.md's documents section, so that running them alone
 // does not hide the failure modes' newest file, nor it theirs.
 func BeyondCRUD() []Experiment { return documentsExperiments() }
@@ -398,20 +397,14 @@ func Run(ctx context.Context, env Env, size Size, xs []Experiment) (File, error)
 	return f, ctx.Err()
 }
 
-// FileSuffix ends the name of every results file of the single-node
-// experiments (All), which RESULTS.md's "Failure modes" section reads.
-const FileSuffix = "-experiments.json"
-
-// ClusterFileSuffix ends the name of every results file of the cluster
-// profile's experiments (Cluster), which RESULTS.md's "Replicated and
-// failover" section reads. They run apart from make results (only with
-// the profile up), so their file is apart too: a run of them alone does
-// not hide the single-node experiments' newest file, nor they its.
-const ClusterFileSuffix = "-failover.json"
-
-// BeyondCRUDFileSuffix ends the name of every results file of the
-// documents pair's experiments beyond CRUD (BeyondCRUD).
-const BeyondCRUDFileSuffix = "-beyond-crud.json"
+// The experiments write three kinds of results file, each read by its
+// own section of RESULTS.md: the single-node failure modes
+// (resultfile.Experiments, "Failure modes"), the documents pair's
+// experiments beyond CRUD (resultfile.BeyondCRUD) and the cluster
+// profile's (resultfile.Failover, "Replicated and failover"). The
+// cluster's run apart from make results (only with the profile up), so
+// their file is apart too: a run of them alone does not hide the
+// single-node experiments' newest file, nor they its.
 
 // IsBeyondCRUD reports whether the experiment named name is one of
 // BeyondCRUD.
@@ -419,30 +412,33 @@ func IsBeyondCRUD(name string) bool {
 	return slices.ContainsFunc(BeyondCRUD(), func(x Experiment) bool { return x.Name == name })
 }
 
-// SuffixOf is the results file suffix of the experiment named name.
-func SuffixOf(name string) string {
+// KindOf is the kind of results file the experiment named name is
+// written to.
+func KindOf(name string) resultfile.Kind {
 	switch {
 	case IsCluster(name):
-		return ClusterFileSuffix
+		return resultfile.Failover
 	case IsBeyondCRUD(name):
-		return BeyondCRUDFileSuffix
+		return resultfile.BeyondCRUD
 	}
-	return FileSuffix
+	return resultfile.Experiments
 }
 
-// Suffixes are the experiments' results file suffixes, in Groups' order:
-// every file the experiments write ends with one of them.
-func Suffixes() []string { return []string{FileSuffix, BeyondCRUDFileSuffix, ClusterFileSuffix} }
+// Kinds are the experiments' kinds of results file, in Groups' order:
+// every file the experiments write is of one of them.
+func Kinds() []resultfile.Kind {
+	return []resultfile.Kind{resultfile.Experiments, resultfile.BeyondCRUD, resultfile.Failover}
+}
 
-// Groups divides xs by the results file they write (SuffixOf), each in
+// Groups divides xs by the results file they write (KindOf), each in
 // xs' order, in the order failure modes, beyond CRUD, cluster; empty
 // groups are left out. Each group runs and writes a file of its own.
 func Groups(xs []Experiment) [][]Experiment {
 	var out [][]Experiment
-	for _, suffix := range Suffixes() {
+	for _, k := range Kinds() {
 		var g []Experiment
 		for _, x := range xs {
-			if SuffixOf(x.Name) == suffix {
+			if KindOf(x.Name) == k {
 				g = append(g, x)
 			}
 		}
@@ -458,20 +454,19 @@ func IsCluster(name string) bool {
 	return slices.ContainsFunc(Cluster(), func(x Experiment) bool { return x.Name == name })
 }
 
-// Write writes f to dir/<UTC start time> plus the SuffixOf its first
-// result (Groups keeps the files' experiments apart), and returns the
-// path.
+// Write writes f to dir as a file of the KindOf its first result
+// (Groups keeps the files' experiments apart), and returns the path.
 func Write(dir string, f File) (string, error) {
-	suffix := FileSuffix
+	k := resultfile.Experiments
 	if len(f.Results) > 0 {
-		suffix = SuffixOf(f.Results[0].Name)
+		k = KindOf(f.Results[0].Name)
 	}
-	return driver.WriteJSON(dir, f.Started.UTC().Format("20060102T150405Z")+suffix, f)
+	return resultfile.Write(dir, resultfile.Name(f.Started, k), f)
 }
 
 // Load reads the newest dir/*-experiments.json (the single-node
 // experiments); nil and no error when there is none.
-func Load(dir string) (*File, string, error) { return loadNewest(dir, FileSuffix) }
+func Load(dir string) (*File, string, error) { return loadNewest(dir, resultfile.Experiments) }
 
 // Ended is when f's run ended: its start plus its results' durations (the
 // experiments run one after another); its start when it has none.
@@ -485,36 +480,38 @@ func (f *File) Ended() time.Time {
 
 // LoadBeyondCRUD reads the newest dir/*-beyond-crud.json (BeyondCRUD's
 // results); nil and no error when there is none.
-func LoadBeyondCRUD(dir string) (*File, string, error) { return loadNewest(dir, BeyondCRUDFileSuffix) }
+func LoadBeyondCRUD(dir string) (*File, string, error) {
+	return loadNewest(dir, resultfile.BeyondCRUD)
+}
 
 // LoadCluster reads the newest dir/*-failover.json (the cluster profile's
 // experiments); nil and no error when there is none.
-func LoadCluster(dir string) (*File, string, error) { return loadNewest(dir, ClusterFileSuffix) }
+func LoadCluster(dir string) (*File, string, error) { return loadNewest(dir, resultfile.Failover) }
 
-// loadNewest reads the newest dir/*suffix; nil and no error when there is
-// none.
-func loadNewest(dir, suffix string) (*File, string, error) {
-	m, _ := filepath.Glob(filepath.Join(dir, "*"+suffix))
-	if len(m) == 0 {
+// loadNewest reads the newest file of kind k in dir; nil and no error
+// when there is none.
+func loadNewest(dir string, k resultfile.Kind) (*File, string, error) {
+	path := resultfile.Newest(dir, k)
+	if path == "" {
 		return nil, "", nil
 	}
-	path := m[len(m)-1] // names start with a sortable UTC timestamp
-	f, err := loadFile(path)
+	f, err := Read(path)
 	return f, path, err
 }
 
-// loadFile reads one results file of either schema.
-func loadFile(path string) (*File, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+// FileSchema is the versions of File a reader accepts, under
+// resultfile's one rule.
+var FileSchema = resultfile.Schema{Oldest: legacySchema, Current: SchemaVersion}
+
+// Read reads the experiments results file at path, of any of Kinds,
+// refusing unknown fields and versions outside FileSchema.
+func Read(path string) (*File, error) {
+	var f File
+	if err := resultfile.Read(path, &f); err != nil {
 		return nil, err
 	}
-	var f File
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if f.SchemaVersion != SchemaVersion && f.SchemaVersion != legacySchema {
-		return nil, fmt.Errorf("%s: schema %d, this driver reads %d and %d", path, f.SchemaVersion, legacySchema, SchemaVersion)
+	if err := FileSchema.Check(path, f.SchemaVersion); err != nil {
+		return nil, err
 	}
 	return &f, nil
 }
@@ -563,7 +560,7 @@ func IsAutoFailover(name string) bool {
 // run on 18 does not hide the newest run on 15, nor a run of the brokers'
 // experiments either. Empty and no error when there is no file.
 func LoadClusterParts(dir string) ([]ClusterPart, error) {
-	m, _ := filepath.Glob(filepath.Join(dir, "*"+ClusterFileSuffix))
+	m := resultfile.Paths(dir, resultfile.Failover)
 	var brokers []ClusterPart
 	type key struct {
 		major int
@@ -571,7 +568,7 @@ func LoadClusterParts(dir string) ([]ClusterPart, error) {
 	}
 	pg := map[key]ClusterPart{}
 	for i := len(m) - 1; i >= 0; i-- { // newest first
-		f, err := loadFile(m[i])
+		f, err := Read(m[i])
 		if err != nil {
 			return nil, err
 		}

@@ -79,7 +79,7 @@ func TestRunWriteLoad(t *testing.T) {
 		t.Errorf("Load(empty) = %v %q %v", f, path, err)
 	}
 	path, err := Write(dir, f)
-	if err != nil || !strings.HasSuffix(path, f.Started.Format("20060102T150405Z")+FileSuffix) {
+	if err != nil || filepath.Base(path) != f.Started.Format("20060102T150405Z")+"-experiments.json" {
 		t.Fatalf("Write = %q, %v", path, err)
 	}
 	got, gotPath, err := Load(dir)
@@ -177,10 +177,10 @@ func TestDescribe(t *testing.T) {
 func TestLoadRefusesUnknownSchema(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "20260101T000000Z"+FileSuffix), []byte(`{"schema_version": 9, "results": []}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "20260101T000000Z-experiments.json"), []byte(`{"schema_version": 9, "results": []}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if f, _, err := Load(dir); f != nil || err == nil || !strings.Contains(err.Error(), "schema 9, this driver reads 1 and 2") {
+	if f, _, err := Load(dir); f != nil || err == nil || !strings.Contains(err.Error(), "schema 9, this driver reads 1 to 2") {
 		t.Errorf("Load(schema 9) = %v, %v", f, err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // kafkaBrokerRestart is issue 14's item 7 for Kafka: the kafka service
@@ -124,7 +125,7 @@ func kafkaLoad(size Size) (rate float64, before, hold, after time.Duration) {
 // kafkaSide is the kafka service as the load writes to it: single POST
 // /events, acknowledged 201.
 var kafkaSide = pgSide{name: "kafka", okCode: http.StatusCreated,
-	write: pgSides["no-kafka"].write, path: pgSides["no-kafka"].path}
+	write: pgSides[pairs.NoKafka].write, path: pgSides[pairs.NoKafka].path}
 
 // privateKafkaLauncher starts a private KRaft node and a launcher of
 // the services under env's root whose logs go to a temporary directory

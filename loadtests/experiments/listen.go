@@ -15,12 +15,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 )
 
 // listenService is the LISTEN user started with its LISTEN URL on
 // pgbouncer.
-const listenService = "no-rabbitmq"
+const listenService = pairs.NoRabbitMQ
 
 // listenThroughPgBouncer LISTENs on one channel twice, on a direct
 // connection and through the stack's pgbouncer (transaction pooling),

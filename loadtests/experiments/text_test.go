@@ -24,9 +24,9 @@ func TestTextsRenderAsTheyWere(t *testing.T) {
 	proseRewritten := map[string]string{
 		"kafka-broker-restart": "the franz-go producer rides out an outage shorter than KAFKA_WRITE_TIMEOUT, which kafka-go did not",
 	}
-	paths, _ := filepath.Glob(filepath.Join("testdata", "schema1", "*"+FileSuffix))
+	paths, _ := filepath.Glob(filepath.Join("testdata", "schema1", "*-experiments.json"))
 	if len(paths) == 0 {
-		t.Fatal("no testdata/schema1/*" + FileSuffix)
+		t.Fatal("no testdata/schema1/*-experiments.json")
 	}
 	for _, path := range paths {
 		rendered := 0

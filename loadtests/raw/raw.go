@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -24,6 +24,9 @@ const SchemaVersion = 2
 // OldestSchema is the oldest version Load reads: version 1 files held
 // each loop's description (Result.Desc).
 const OldestSchema = 1
+
+// Schema is the versions Load reads, under resultfile's one rule.
+var Schema = resultfile.Schema{Oldest: OldestSchema, Current: SchemaVersion}
 
 // Engines measured, the Engine of a Result.
 const (
@@ -244,7 +247,7 @@ func Estimate(o Options) time.Duration {
 func Measure(ctx context.Context, o Options) (Results, error) {
 	now := time.Now().UTC()
 	res := Results{
-		Schema: SchemaVersion, ID: now.Format("20060102T150405Z") + "-raw", StartedAt: now,
+		Schema: SchemaVersion, ID: resultfile.ID(now, resultfile.Raw), StartedAt: now,
 		Machine:  driver.ThisMachine(),
 		Settings: settings(o),
 	}
@@ -313,30 +316,28 @@ func (r Results) Find(engine, loop string) (Result, bool) {
 
 // Write writes r to dir/<id>.json and returns the path.
 func Write(dir string, r Results) (string, error) {
-	return driver.WriteJSON(dir, r.ID+".json", r)
+	return resultfile.Write(dir, r.ID+".json", r)
 }
 
-// Load reads the newest dir/*-raw.json; a zero Results (no Loops) and no
-// error when there is none.
+// Load reads the newest raw results file in dir; a zero Results (no
+// Loops) and no error when there is none.
 func Load(dir string) (Results, error) {
-	m, _ := filepath.Glob(filepath.Join(dir, "*-raw.json"))
-	if len(m) == 0 {
+	path := resultfile.Newest(dir, resultfile.Raw)
+	if path == "" {
 		return Results{}, nil
 	}
-	path := m[len(m)-1] // names start with a sortable UTC timestamp
-	f, err := os.Open(path)
-	if err != nil {
+	return Read(path)
+}
+
+// Read reads the raw results file at path, refusing unknown fields and
+// versions outside Schema.
+func Read(path string) (Results, error) {
+	var r Results
+	if err := resultfile.Read(path, &r); err != nil {
 		return Results{}, err
 	}
-	defer f.Close()
-	dec := json.NewDecoder(f)
-	dec.DisallowUnknownFields()
-	var r Results
-	if err := dec.Decode(&r); err != nil {
-		return Results{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if r.Schema < OldestSchema || r.Schema > SchemaVersion {
-		return Results{}, fmt.Errorf("%s: schema %d, this driver reads %d to %d", path, r.Schema, OldestSchema, SchemaVersion)
+	if err := Schema.Check(path, r.Schema); err != nil {
+		return Results{}, err
 	}
 	return r, nil
 }

@@ -126,7 +126,8 @@ type Verdict struct {
 	// PGCPU and SpecCPU are each design's CPU-seconds per 1,000 requests
 	// (one item each) at CPUAt items/s, the highest rate both ceilings
 	// passed, by process: the specialist's process apart from the
-	// service and Postgres.
+	// service and Postgres (when they passed no rate in common, each at
+	// its own highest passing rate, CPUCost.Own).
 	PGCPU, SpecCPU CPUCost
 	CPUAt          float64
 	// Roles are the cache card's sentences on the roles beyond the cache
@@ -262,7 +263,7 @@ func (v *Verdict) rates(in *inputs, pg, spec string) {
 		}
 	}
 	v.CPUAt = commonRate(pc, sc)
-	v.PGCPU, v.SpecCPU = cpuCost(pc, pg, v.CPUAt), cpuCost(sc, spec, v.CPUAt)
+	v.PGCPU, v.SpecCPU = cpuCostAt(pc, pg, v.CPUAt), cpuCostAt(sc, spec, v.CPUAt)
 	v.MaxRate, v.MaxRateHow = maxOffered(in, v.Pair)
 	v.Designs = designLines(in, src, pg, spec, v.SpecName())
 }

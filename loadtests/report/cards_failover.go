@@ -8,6 +8,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -178,7 +179,7 @@ func failoverText(pair string, parts []experiments.ClusterPart) string {
 	}
 	cs := failCasesOf(pair, parts)
 	if len(cs) == 0 {
-		return "not measured: no results of the cluster profile's experiments (`results/*" + experiments.ClusterFileSuffix + "`)"
+		return "not measured: no results of the cluster profile's experiments (`results/" + resultfile.Pattern(resultfile.Failover) + "`)"
 	}
 	var sides []string
 	for _, c := range cs {

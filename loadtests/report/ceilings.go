@@ -145,14 +145,7 @@ func commonRate(cs ...*driver.Ceiling) float64 {
 		if c == nil {
 			return 0
 		}
-		mine := map[float64]bool{}
-		for _, r := range validRounds(c) {
-			for _, st := range r.Steps {
-				if st.Pass {
-					mine[st.Rate] = true
-				}
-			}
-		}
+		mine := passedRates(c)
 		if common == nil {
 			common = mine
 			continue
@@ -219,6 +212,57 @@ type CPUCost struct {
 	Design Figure
 	Groups []string
 	Parts  map[string]float64
+	// Own says Rate is the side's own highest passing rate, not one both
+	// sides passed (they passed none in common).
+	Own bool
+}
+
+// ownRate is the highest rate a valid search of c passed a step at, at
+// or under c's ceiling (the rate a majority of its searches passed): one
+// search can pass a step above the ceiling, and a cost read there would
+// be at a rate the side does not sustain. 0 when none.
+func ownRate(c *driver.Ceiling) float64 {
+	top := c.Rate.Median
+	if k := kneeOf(c); k.capped {
+		top = k.top
+	}
+	best := 0.0
+	for r := range passedRates(c) {
+		if r <= top {
+			best = math.Max(best, r)
+		}
+	}
+	return best
+}
+
+// passedRates are the rates a valid search of c passed a step at.
+func passedRates(c *driver.Ceiling) map[float64]bool {
+	out := map[float64]bool{}
+	for _, r := range validRounds(c) {
+		for _, st := range r.Steps {
+			if st.Pass {
+				out[st.Rate] = true
+			}
+		}
+	}
+	return out
+}
+
+// cpuCostAt is side's CPU cost from c at common, the highest rate both
+// sides passed; when they passed none in common (common 0), it is the
+// cost at c's own highest passing rate (ownRate), marked Own, so a side whose
+// rival passed nothing still shows what its requests cost.
+func cpuCostAt(c *driver.Ceiling, side string, common float64) CPUCost {
+	if common > 0 || c == nil || !c.CeilingStatus().OK() {
+		return cpuCost(c, side, common)
+	}
+	own := ownRate(c)
+	if own <= 0 {
+		return CPUCost{Groups: cpuGroups(side), Design: Figure{Unit: " CPU-s", Why: "not measured: no step of its searches passed"}}
+	}
+	out := cpuCost(c, side, own)
+	out.Own = true
+	return out
 }
 
 // cpuCost is side's CPU cost from its ceiling c at rate, or why there is
@@ -253,7 +297,11 @@ func (c CPUCost) String() string {
 	for _, g := range c.Groups {
 		ps = append(ps, groupName(g)+" "+num(c.Parts[g]))
 	}
-	return fmt.Sprintf("%s (%s)", c.Design, strings.Join(ps, " + "))
+	out := fmt.Sprintf("%s (%s)", c.Design, strings.Join(ps, " + "))
+	if c.Own {
+		out += fmt.Sprintf(" at %s/s, its own highest passing rate", num(c.Rate))
+	}
+	return out
 }
 
 // groupName is a process group as a reader names it.

@@ -51,3 +51,46 @@ func TestDocumentsScaleSection(t *testing.T) {
 		t.Errorf("card's other searches: %q", v.Designs)
 	}
 }
+
+// TestCPUAtOwnRateWhenNoneInCommon: when one side passed no step, the
+// other side's CPU per 1,000 requests is read at its own highest passing
+// rate and says so; the side that passed nothing shows why, never a 0.
+func TestCPUAtOwnRateWhenNoneInCommon(t *testing.T) {
+	t.Parallel()
+	withCPU := func(st driver.CeilingStep, service, postgres float64) driver.CeilingStep {
+		st.Metrics[scenario.MetricCPUPerThousand("service")] = service
+		st.Metrics[scenario.MetricCPUPerThousand("postgres")] = postgres
+		return st
+	}
+	pg := kneeCeiling(pairs.NoMongoDB, kneeSpec(nil), driver.CeilingRound{Rate: 2000, Steps: []driver.CeilingStep{
+		withCPU(kneeStep(1000, 9), 1, 2), withCPU(kneeStep(2000, 14), 0.5, 1.25), kneeStep(2800, 160, scenario.CritP99)}})
+	mongo := kneeCeiling(pairs.MongoDB, kneeSpec(nil), driver.CeilingRound{Steps: []driver.CeilingStep{kneeStep(13, 900, scenario.CritP99)}})
+	common := commonRate(&pg, &mongo)
+	if common != 0 {
+		t.Fatalf("commonRate = %v, want 0: the MongoDB side passed nothing", common)
+	}
+	got := cpuCostAt(&pg, pairs.NoMongoDB, common)
+	if !got.Own || got.Rate != 2000 || got.Design.Value != 1.75 || !strings.Contains(got.String(), "at 2000/s, its own highest passing rate") {
+		t.Errorf("Postgres' cost at its own rate: %+v %q", got, got.String())
+	}
+	if m := cpuCostAt(&mongo, pairs.MongoDB, common); m.Design.OK() || m.Own || strings.Contains(m.String(), "CPU-s (") {
+		t.Errorf("the side that passed nothing: %+v %q", m, m.String())
+	}
+	if both := cpuCostAt(&pg, pairs.NoMongoDB, 1000); both.Own || both.Design.Value != 3 {
+		t.Errorf("at a common rate the cost is read there: %+v", both)
+	}
+	// A step one search passed above the ceiling (the rate a majority
+	// passed) is no rate the side sustains: the cost is read at the
+	// ceiling.
+	low := func() driver.CeilingRound {
+		return driver.CeilingRound{Rate: 1000, Steps: []driver.CeilingStep{withCPU(kneeStep(1000, 9), 1, 2), kneeStep(2000, 160, scenario.CritP99)}}
+	}
+	split := kneeCeiling(pairs.NoMongoDB, kneeSpec(nil), driver.CeilingRound{Rate: 2000, Steps: []driver.CeilingStep{
+		withCPU(kneeStep(1000, 9), 1, 2), withCPU(kneeStep(2000, 14), 0.5, 1.25), kneeStep(2800, 160, scenario.CritP99)}}, low(), low())
+	if got := cpuCostAt(&split, pairs.NoMongoDB, 0); got.Rate != 1000 || got.Design.Value != 3 {
+		t.Errorf("cost read above the ceiling of %v/s: %+v", split.Rate.Median, got)
+	}
+	if h := rateOrNone(0, false); !strings.Contains(h, "each side at its own highest passing rate") {
+		t.Errorf("the table's heading without a common rate: %q", h)
+	}
+}

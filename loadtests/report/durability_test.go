@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -91,7 +92,7 @@ func TestDurabilityPartsOnePerVersion(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, run *driver.Run) {
 		t.Helper()
-		if _, err := driver.WriteJSON(dir, name, run); err != nil {
+		if _, err := resultfile.Write(dir, name, run); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 )
 
 // FailureModesTitle heads RESULTS.md's failure-mode section.
@@ -24,7 +25,7 @@ func FailureModesSection(f *experiments.File, file string) string {
 	w("[docs/experiments.md](docs/experiments.md) explains each one: what a user sees, why it happens, what to do. ")
 	w("The last column counts acknowledged writes (a 2xx answer, a committed transaction) missing afterwards: it must be 0 unless the experiment demonstrates a documented loss.\n\n")
 	if f == nil || len(f.Results) == 0 {
-		w("No experiments results file (`results/*%s`) was found: run `go run ./loadtests experiments`.\n", experiments.FileSuffix)
+		w("No experiments results file (`results/%s`) was found: run `go run ./loadtests experiments`.\n", resultfile.Pattern(resultfile.Experiments))
 		return b.String()
 	}
 	experimentsTable(&b, f, file, "acknowledged writes lost")
@@ -47,7 +48,7 @@ func BeyondCRUDSection(f *experiments.File, file string) string {
 	w("([docs/documents.md](docs/documents.md#beyond-crud)) and measured: `go run ./loadtests experiments -only %s,%s,%s` (part of `make results`). ", experiments.DocumentsChangeFeed, experiments.DocumentsSessionExpiry, experiments.DocumentsReport)
 	w("On this machine the MongoDB side is FerretDB, which has no change streams, no TTL index and no $avg: where a figure would be FerretDB's it says so, and none of its figures is MongoDB's.\n\n")
 	if f == nil || len(f.Results) == 0 {
-		w("No results file of these experiments (`results/*%s`) was found: run the command above.\n", experiments.BeyondCRUDFileSuffix)
+		w("No results file of these experiments (`results/%s`) was found: run the command above.\n", resultfile.Pattern(resultfile.BeyondCRUD))
 		return b.String()
 	}
 	experimentsTable(&b, f, file, "acknowledged writes lost")
@@ -79,7 +80,7 @@ func FailoverSection(parts []experiments.ClusterPart) string {
 	w("its automatic failover (`%s`, `%s`, `%s`: the primary killed, cut off, or cut off from its peers, and pg_auto_failover's monitor detecting it and promoting, so that the time to the first acknowledged write counts the detection as the brokers' do) runs on PostgreSQL 15 (`bash scripts/cluster.sh up postgres-auto`; Debian packages pg_auto_failover for 15 only): ", experiments.PGAutoKill, experiments.PGAutoCut, experiments.PGAutoIsolate)
 	w("below are the newest run of the RabbitMQ and Kafka experiments, then the newest run of the Postgres ones on each major version and formation, each from its own results file.\n\n")
 	if len(parts) == 0 {
-		w("No results file of the cluster experiments (`results/*%s`) was found: none has run against the cluster profile yet.\n", experiments.ClusterFileSuffix)
+		w("No results file of the cluster experiments (`results/%s`) was found: none has run against the cluster profile yet.\n", resultfile.Pattern(resultfile.Failover))
 		return b.String()
 	}
 	if !slices.ContainsFunc(parts, func(p experiments.ClusterPart) bool { return p.PGMajor > 0 }) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 )
 
 // experimentsFixture is a synthetic experiments run in the schema 1
@@ -93,7 +94,7 @@ func TestFailureModesSection(t *testing.T) {
 func goldenSection(t *testing.T, f experiments.File, dir, golden string) string {
 	t.Helper()
 	if *update {
-		old, _ := filepath.Glob(filepath.Join(dir, "*"+experiments.FileSuffix))
+		old, _ := filepath.Glob(filepath.Join(dir, resultfile.Pattern(resultfile.Experiments)))
 		for _, f := range old {
 			_ = os.Remove(f)
 		}
@@ -140,7 +141,7 @@ func TestFailoverSection(t *testing.T) {
 		t.Fatalf("Load read %+v (%v), want the single-node file although the cluster one is newer", xf, err)
 	}
 	cf, cpath, err := experiments.LoadCluster(dir)
-	if err != nil || cf == nil || len(cf.Results) != 1 || !strings.HasSuffix(cpath, experiments.ClusterFileSuffix) {
+	if err != nil || cf == nil || len(cf.Results) != 1 || !strings.HasSuffix(cpath, "-failover.json") {
 		t.Fatalf("LoadCluster read %+v from %s (%v)", cf, cpath, err)
 	}
 	parts, err := experiments.LoadClusterParts(dir)
@@ -159,7 +160,7 @@ func TestFailoverSection(t *testing.T) {
 		t.Fatalf("Groups(Known) = %d groups, want %d", len(groups), len(want))
 	}
 	for i, g := range groups {
-		if len(g) != want[i] || experiments.SuffixOf(g[0].Name) != experiments.Suffixes()[i] {
+		if len(g) != want[i] || experiments.KindOf(g[0].Name) != experiments.Kinds()[i] {
 			t.Errorf("Groups(Known)[%d]: %d experiments from %s, want %d", i, len(g), g[0].Name, want[i])
 		}
 	}

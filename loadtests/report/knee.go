@@ -534,7 +534,7 @@ func kneeScenario(b *strings.Builder, r *driver.Run, sc string, cs []*driver.Cei
 		if !slices.Contains(searched, c) {
 			binds = c.CeilingStatus().String()
 		}
-		row = append(row, binds, cpuCost(c, c.Service, at).String())
+		row = append(row, binds, cpuCostAt(c, c.Service, at).String())
 		w("| %s |\n", strings.Join(mdAll(row), " | "))
 	}
 	if len(cs) == 2 {
@@ -555,7 +555,7 @@ func kneeScenario(b *strings.Builder, r *driver.Run, sc string, cs []*driver.Cei
 func rateOrNone(rate float64, skipped bool) string {
 	switch {
 	case rate <= 0:
-		return "a rate both passed (none)"
+		return "a rate both passed (none: each side at its own highest passing rate)"
 	case skipped:
 		return num(rate) + "/s, the highest rate every searched side passed"
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
 
@@ -96,7 +97,7 @@ var committed = sync.OnceValues(func() ([]*driver.Run, error) {
 	}
 	var out []*driver.Run
 	for _, f := range files {
-		if strings.HasSuffix(f, "-raw.json") || slices.ContainsFunc(experiments.Suffixes(), func(s string) bool { return strings.HasSuffix(f, s) }) {
+		if k, _ := resultfile.KindOf(f); k == resultfile.Raw || slices.Contains(experiments.Kinds(), k) {
 			continue
 		}
 		r, err := driver.ReadRun(f)
@@ -172,41 +173,6 @@ func TestCommittedNotesAreGenerated(t *testing.T) {
 	if n := len(committedRuns(t)); n < len(runs) {
 		t.Errorf("%d committed runs, fewer than the report's %d", n, len(runs))
 	}
-}
-
-// TestCommittedResultsHoldNoProse: a committed results file of the
-// current schema (driver's, raw's) holds figures, statuses and settings
-// only.
-func TestCommittedResultsHoldNoProse(t *testing.T) {
-	n := 0
-	for _, r := range committedRuns(t) {
-		if r.Schema < 2 {
-			continue
-		}
-		n++
-		if p, err := driver.Prose(r); err != nil || len(p) > 0 {
-			t.Errorf("%s holds sentences (%v):\n%s", r.ID, err, strings.Join(p, "\n"))
-		}
-	}
-	files, _ := filepath.Glob(filepath.Join("..", "..", "results", "2*-raw.json"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r raw.Results
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if r.Schema < 2 {
-			continue
-		}
-		n++
-		if p, err := driver.Prose(r); err != nil || len(p) > 0 {
-			t.Errorf("%s holds sentences (%v):\n%s", f, err, strings.Join(p, "\n"))
-		}
-	}
-	t.Logf("%d committed files of the current schemas", n)
 }
 
 // TestUpgradedResultsRenderTheSame: the runs the report reads, rewritten

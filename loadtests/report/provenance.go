@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 )
 
 // sourceFile is one results file a report read: its name, what it holds,
@@ -33,7 +34,7 @@ func sourceFiles(rs []*driver.Run, src Sources) []sourceFile {
 		out = append(out, sourceFile{name: r.ID + ".json", what: "raw", start: r.StartedAt, end: r.FinishedAt})
 	}
 	if x := src.Experiments; x != nil {
-		out = append(out, sourceFile{name: x.Started.UTC().Format("20060102T150405Z") + "-experiments.json", what: "experiments", start: x.Started, end: x.Ended()})
+		out = append(out, sourceFile{name: resultfile.Name(x.Started, resultfile.Experiments), what: string(resultfile.Experiments), start: x.Started, end: x.Ended()})
 	}
 	if x := src.BeyondCRUD; x != nil {
 		out = append(out, sourceFile{name: src.BeyondCRUDFile, what: "beyond-crud", start: x.Started, end: x.Ended()})

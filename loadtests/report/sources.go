@@ -9,6 +9,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
 )
@@ -79,8 +80,8 @@ func (p DurabilityPart) Label() string {
 // profile writes a file that says why it measured nothing, which must
 // not hide an earlier measured run); nil when there is no file.
 func LoadDurabilityParts(dir string) ([]DurabilityPart, error) {
-	paths, _ := filepath.Glob(filepath.Join(dir, "*-"+scenario.DurabilityCommand+".json"))
-	slices.Reverse(paths) // names start with a sortable UTC timestamp
+	paths := resultfile.Paths(dir, resultfile.Kind(scenario.DurabilityCommand))
+	slices.Reverse(paths) // newest first
 	var newest *DurabilityPart
 	byMajor := map[int]DurabilityPart{}
 	for _, path := range paths {

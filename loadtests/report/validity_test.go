@@ -13,6 +13,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 )
 
 // failedFixture builds runs whose figures are not valid, each the way a
@@ -194,7 +195,7 @@ func TestOldFilesAreValidatedOnRead(t *testing.T) {
 	runs, _ := failedFixture()
 	docs := runs[1]
 	dir := t.TempDir()
-	path, err := driver.WriteJSON(dir, "old.json", docs) // no Validate: an old file
+	path, err := resultfile.Write(dir, "old.json", docs) // no Validate: an old file
 	if err != nil {
 		t.Fatal(err)
 	}

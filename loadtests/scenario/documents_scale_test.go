@@ -61,7 +61,9 @@ func TestScaleNames(t *testing.T) {
 // index from empty to the same 1,500: both get the same generated users, the
 // indexes come back (the GIN index, the unique index, the change-feed
 // trigger enabled), the figures are recorded, the loaded users answer
-// the service's search, and remove takes exactly the loaded users away.
+// the service's search, and remove takes exactly the loaded users away;
+// a side whose load failed is not grown again, and remove restores the
+// indexes a load drops.
 func TestDocumentsScaleLoadOnTheStack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds no-mongodb and runs it on the stack's Postgres and FerretDB")
@@ -147,6 +149,30 @@ func TestDocumentsScaleLoadOnTheStack(t *testing.T) {
 	}
 	if s := scansEveryDocument(ctx, users); s != "FerretDB" {
 		t.Errorf("FerretDB not named as scanning every document: %q", s)
+	}
+	// A load that fails part way: the side is not grown again, and
+	// remove restores the indexes a load drops.
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.grow(ended, false, pairs.MongoDB, 2*n); err == nil {
+		t.Fatal("a load with an ended context succeeded")
+	}
+	if _, err := l.grow(ctx, false, pairs.MongoDB, 2*n); err == nil || !strings.Contains(err.Error(), "failed part way") {
+		t.Errorf("a side whose load failed was grown again: %v", err)
+	}
+	if err := users.Indexes().DropOne(ctx, "users_email_unique"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pg.Exec(ctx, "DROP INDEX "+pgx.Identifier{schema, searchIndex}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	l.remove(ctx, e)
+	if specs, err := secondaryIndexes(ctx, users); err != nil || len(specs) != 1 || !specs[0].unique {
+		t.Errorf("FerretDB's indexes after remove: %+v, %v", specs, err)
+	}
+	var restored bool
+	if err := pg.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = $2)", schema, searchIndex).Scan(&restored); err != nil || !restored {
+		t.Errorf("the GIN index after remove: %v, %v", restored, err)
 	}
 }
 
