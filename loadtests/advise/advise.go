@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -118,24 +115,16 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// Load reads the newest results of every pair in dir and returns the
-// pairs' verdicts, as the report renders them.
+// Load reads the results in dir the report reads by default
+// (report.NewestInputs: every pair's newest, the long-lived, throughput
+// and scale-out runs, the event store's) and returns the pairs'
+// verdicts, the README's.
 func Load(dir string) ([]report.Verdict, error) {
-	var runs []*driver.Run
-	for _, p := range []string{pairs.Queue, pairs.Log, pairs.Documents, pairs.Cache, "throughput"} {
-		r, err := driver.NewestRun(dir, resultfile.Kind(p))
-		if err != nil {
-			return nil, err
-		}
-		if r != nil {
-			runs = append(runs, r)
-		}
-	}
-	es, err := eventstore.LoadRuns(dir)
+	runs, err := report.ReadInputs(dir, report.NewestInputs(dir))
 	if err != nil {
 		return nil, err
 	}
-	return report.Verdicts(append(runs, es...)), nil
+	return report.Verdicts(runs), nil
 }
 
 // times is a/b as "1.33×".

@@ -41,10 +41,10 @@ func commands() []command {
 	}
 	return append(out,
 		load(eventstore.CeilingCommand, "search the event store's append ceiling (no-kurrentdb vs kafka-eventstore, kurrentdb with KURRENTDB_URL): appends/s, CPU per 1,000 appends"),
-		load("throughput", "closed-loop batch senders on the queue and log pairs: accepted and end-to-end items/s, latency, CPU per 1,000 items; then the open-loop sustainable search"),
+		load(throughputCommand, "closed-loop batch senders on the queue and log pairs: accepted and end-to-end items/s, latency, CPU per 1,000 items; then the open-loop sustainable search"),
 		command{name: sustainableCommand, help: "the open-loop sustainable search alone (throughput -closed-loop=false): the highest batched rate each side keeps flat under the SLO, and the queue sides at twice it",
 			main: func(args []string, _, stderr io.Writer) int {
-				return loadMain("throughput", sustainableArgs(args), stderr)
+				return loadMain(throughputCommand, sustainableArgs(args), stderr)
 			}},
 		load(scenario.DurabilityCommand, "durability at equal guarantees on the cluster profile: synchronous_commit local/on/remote_apply, classic vs quorum queues, acks=1 vs all; acknowledgement and end-to-end latency at a fixed rate, CPU per 1,000 items per node, sustainable rate"),
 		load(resultsCommand, "run queue, log, documents, cache, the throughput and scale-out scenarios, the event-store bench and append ceiling, the durability scenario (when the cluster profile runs) and the failure-mode experiments at the make-results size, then write RESULTS.md and README.md's findings"),

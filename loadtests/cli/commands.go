@@ -301,11 +301,11 @@ var loadTable = loadCommandTable()
 func loadCommandTable() map[string]loadCommand {
 	t := map[string]loadCommand{
 		// demo: five pairs in about 3 minutes on 2 cores.
-		resultsCommand:   {duration: 5 * time.Second, rounds: defaultRounds, setup: resultsSetup},
-		demoCommand:      {duration: 5 * time.Second, rounds: 1, setup: demoSetup},
-		reportCommand:    {duration: defaultDuration, rounds: defaultRounds, setup: reportSetup},
-		longLivedCommand: {duration: defaultDuration, rounds: defaultRounds, setup: longLivedSetup},
-		"throughput":     {duration: scenario.ThroughputDefaults.Duration, rounds: scenario.ThroughputDefaults.Rounds, setup: throughputSetup},
+		resultsCommand:    {duration: 5 * time.Second, rounds: defaultRounds, setup: resultsSetup},
+		demoCommand:       {duration: 5 * time.Second, rounds: 1, setup: demoSetup},
+		reportCommand:     {duration: defaultDuration, rounds: defaultRounds, setup: reportSetup},
+		longLivedCommand:  {duration: defaultDuration, rounds: defaultRounds, setup: longLivedSetup},
+		throughputCommand: {duration: scenario.ThroughputDefaults.Duration, rounds: scenario.ThroughputDefaults.Rounds, setup: throughputSetup},
 		// The fixed point's length is the scenario's own (-size).
 		scenario.DurabilityCommand: {duration: scenario.DurabilityDefaults.Duration, rounds: 1, setup: durabilitySetup},
 		// The search's shape is its -ceiling-* flags, not -duration.
@@ -377,7 +377,7 @@ func resultsSetup(fs *flag.FlagSet, c *common, x *extras) action {
 // last (the event store's bench).
 func resultsPlan(c common, set pairSet, to scenario.ThroughputOptions) []step {
 	steps := set.steps(c.settle, false)
-	steps = append(steps, step{"throughput", to.Estimate(c.settle)}, step{scaleoutCommand, scenario.ScaleOutDefaults.Estimate(c.settle)})
+	steps = append(steps, step{throughputCommand, to.Estimate(c.settle)}, step{scaleoutCommand, scenario.ScaleOutDefaults.Estimate(c.settle)})
 	if c.state.longLived {
 		steps = append(steps, resultsLongLived(c, set).steps(c.settle, c.state.history)...)
 	}
@@ -465,14 +465,14 @@ func longLivedSetup(fs *flag.FlagSet, c *common, _ *extras) action {
 // maps to it): the throughput scenario as one results file.
 func throughputSetup(fs *flag.FlagSet, c *common, _ *extras) action {
 	c.state.registerState(fs)
-	tf := registerThroughput(fs, "throughput")
+	tf := registerThroughput(fs, throughputCommand)
 	var to scenario.ThroughputOptions
 	return action{
 		withRoot: func(c common, root string) (err error) {
 			to, err = tf.options(c, root)
 			return err
 		},
-		plan: func(c common) []step { return []step{{"throughput", to.Estimate(c.settle)}} },
+		plan: func(c common) []step { return []step{{throughputCommand, to.Estimate(c.settle)}} },
 		run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
 			return runThroughput(ctx, c, env, root, args, to)
 		},
@@ -700,7 +700,7 @@ func resultsSteps(ctx context.Context, c common, env *scenario.Env, set pairSet,
 	so.StackDir = to.StackDir
 	return append(steps,
 		// Stops each pair's services itself; its Pair is empty.
-		resultsStep{"throughput", scenario.Pair{}, throughputRun(ctx, c, env, to)},
+		resultsStep{throughputCommand, scenario.Pair{}, throughputRun(ctx, c, env, to)},
 		// Starts and stops its own instances of the queue pair (scaleout.go).
 		resultsStep{scaleoutCommand, scenario.Pair{}, scaleoutRun(ctx, env, so)})
 }
@@ -890,36 +890,15 @@ func runDemo(ctx context.Context, c common, env *scenario.Env, root string, set 
 	return errors.Join(errs...)
 }
 
-// reportCommands are the commands whose newest results file the report
-// reads by default: every pair's with a command of its own (the event
-// store's several files, one per bench scenario, readInputs adds with
-// eventstore.LoadRuns), then the long-lived, throughput and scale-out
-// runs.
-func reportCommands() []string {
-	var out []string
-	for _, p := range loadPairs {
-		if p.help != "" {
-			out = append(out, p.name)
-		}
-	}
-	return append(out, longLivedCommand, "throughput", scaleoutCommand)
-}
-
 func writeReport(c common, inputs string) error {
-	var files []string
+	files := report.NewestInputs(c.resultsDir)
 	if inputs != "" {
 		files = strings.Split(inputs, ",")
-	} else {
-		for _, p := range reportCommands() {
-			if f := resultfile.Newest(c.resultsDir, resultfile.Kind(p)); f != "" {
-				files = append(files, f)
-			}
-		}
 	}
 	// The README's findings read the same runs, the event store's among
 	// them; loading those first fails before anything is written when one
 	// of them does not parse.
-	runs, err := readInputs(c, files)
+	runs, err := report.ReadInputs(c.resultsDir, files)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func resultsStepNames() []string {
 			names = append(names, p.name)
 		}
 	}
-	names = append(names, "throughput", scaleoutCommand, longLivedCommand)
+	names = append(names, throughputCommand, scaleoutCommand, longLivedCommand)
 	for _, p := range loadPairs {
 		if p.last {
 			names = append(names, p.name)

@@ -22,7 +22,7 @@ import (
 
 // longLivedCommand is the command (and results file suffix) of the
 // long-lived variant.
-const longLivedCommand = "longlived"
+const longLivedCommand = scenario.LongLivedCommand
 
 // defaultHistory is -history's default: a million finished tasks and a
 // million delivered events per side, about a minute and a half of

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 )
 
@@ -12,29 +10,9 @@ import (
 // failed. The report is already written, with the failed points shown as
 // failed.
 func publishVerdict(c common, files []string) error {
-	runs, err := readInputs(c, files)
+	runs, err := report.ReadInputs(c.resultsDir, files)
 	if err != nil {
 		return err
 	}
 	return report.PublishDecision(report.FailedPoints(runs), c.publishFailed)
-}
-
-// readInputs reads the report's runs: each results file of files
-// (driver.ReadRun), in order, then the event store's runs in
-// c.resultsDir (eventstore.LoadRuns). The first that does not read is
-// the error.
-func readInputs(c common, files []string) ([]*driver.Run, error) {
-	var runs []*driver.Run
-	for _, f := range files {
-		r, err := driver.ReadRun(f)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	es, err := eventstore.LoadRuns(c.resultsDir)
-	if err != nil {
-		return nil, err
-	}
-	return append(runs, es...), nil
 }

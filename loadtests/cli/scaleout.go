@@ -17,7 +17,7 @@ import (
 )
 
 // scaleoutCommand is the scale-out scenario's command (issue 23).
-const scaleoutCommand = "scaleout"
+const scaleoutCommand = scenario.ScaleOutCommand
 
 // scaleoutMain runs `go run ./loadtests scaleout [flags]`: the scale-out
 // scenario alone, as one results file "<id>-scaleout.json". It returns

@@ -17,6 +17,9 @@ import (
 // results file is a throughput run the report reads.
 const sustainableCommand = "sustainable"
 
+// throughputCommand is the throughput scenarios' command.
+const throughputCommand = scenario.ThroughputCommand
+
 // sustainableArgs are the throughput command's arguments of the
 // sustainable command run with args.
 func sustainableArgs(args []string) []string {
@@ -137,7 +140,7 @@ func formatInts(v []int) string {
 // runThroughput runs the throughput scenario as one results file,
 // "<id>-throughput.json".
 func runThroughput(ctx context.Context, c common, env *scenario.Env, root string, args []string, o scenario.ThroughputOptions) error {
-	return runPair(ctx, c, env, root, "throughput", args, throughputRun(ctx, c, env, o))
+	return runPair(ctx, c, env, root, throughputCommand, args, throughputRun(ctx, c, env, o))
 }
 
 // throughputRun is the throughput scenario's part of a run (the

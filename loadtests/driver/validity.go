@@ -279,7 +279,7 @@ func ceilingStatus(c *Ceiling, aborted string) *Status {
 	case len(c.Rounds) == 0:
 		st = Status{State: StateNotRun, Reason: "no search ran"}
 	case valid < len(c.Rounds)/2+1:
-		st = Status{State: StateInvalid, Reason: fmt.Sprintf("precondition: %s (%d of %d searches started from a proven state)", firstLine(invalid), valid, len(c.Rounds))}
+		st = Status{State: StateInvalid, Reason: fmt.Sprintf("precondition: %s (%d of %d ceiling searches started from a proven state)", firstLine(invalid), valid, len(c.Rounds))}
 	case !slices.ContainsFunc(c.Rounds, func(cr CeilingRound) bool { return cr.Rate > 0 }) && slices.ContainsFunc(c.Rounds, endedOnError):
 		st = Failed("no step passed in any round")
 	}

@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -149,24 +149,14 @@ func documentsSettings(ctx context.Context, res *Result, r *docRig) {
 	res.metric("machine_cpus", float64(m.CPUs))
 }
 
-// mongoServer names the MongoDB side's server: "FerretDB <version>" when
-// buildInfo says so, else "MongoDB <version>".
+// mongoServer names the MongoDB side's server (versions.MongoServer's
+// String), or why it is unknown.
 func mongoServer(ctx context.Context, db *mongo.Database) string {
-	var info struct {
-		Version         string `bson:"version"`
-		FerretDBVersion string `bson:"ferretdbVersion"`
-	}
-	if err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
+	b, err := versions.MongoBuild(ctx, db)
+	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
-	switch info.FerretDBVersion {
-	case "":
-	case "unknown": // built from source without version.txt (scripts/ferretdb pins the module)
-		return "FerretDB (version unknown), MongoDB " + info.Version + " wire protocol"
-	default:
-		return "FerretDB " + info.FerretDBVersion + ", MongoDB " + info.Version + " wire protocol"
-	}
-	return "MongoDB " + info.Version
+	return b.String()
 }
 
 // documentsNotes are the notes every documents experiment carries.

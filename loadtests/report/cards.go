@@ -346,7 +346,7 @@ func sloFig(c *driver.Ceiling, sloMS float64) Figure {
 	case a.Max == 0:
 		return Figure{Unit: "/s", Why: "no rate passed"}
 	case a.Median == 0:
-		return Figure{Unit: "/s", Why: fmt.Sprintf("no rate passed in a majority of searches (the best: %s/s)", count(int64(a.Max)))}
+		return Figure{Unit: "/s", Why: fmt.Sprintf("no rate passed in a majority of ceiling searches (the best: %s/s)", count(int64(a.Max)))}
 	}
 	return Figure{Value: a.Median, Unit: "/s", Lo: a.Min, Hi: a.Max, N: a.N}
 }
@@ -384,7 +384,7 @@ func maxOffered(in *inputs, pair string) (float64, string) {
 			}
 		}
 	}
-	for _, p := range in.rs.points("throughput", scenario.SustainScenarioName(pair)) {
+	for _, p := range in.rs.points(scenario.ThroughputCommand, scenario.SustainScenarioName(pair)) {
 		for _, rd := range p.Rounds {
 			for _, sr := range rd.Sides {
 				for k, v := range sr.Metrics {

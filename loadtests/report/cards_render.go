@@ -48,15 +48,16 @@ func rateText(v Verdict) string {
 }
 
 // rangeText is a ceiling's range across its searches ("2,000–2,800 over
-// 3 searches"), "" for a figure without one.
+// 3 ceiling searches": never bare "searches", which a documents card
+// also uses for containment searches), "" for a figure without one.
 func rangeText(f Figure) string {
 	if !f.OK() || f.N < 2 {
 		return ""
 	}
 	if f.Lo == f.Hi {
-		return fmt.Sprintf("every one of %d searches", f.N)
+		return fmt.Sprintf("every one of %d ceiling searches", f.N)
 	}
-	return fmt.Sprintf("%s–%s over %d searches", count(int64(f.Lo)), count(int64(f.Hi)), f.N)
+	return fmt.Sprintf("%s–%s over %d ceiling searches", count(int64(f.Lo)), count(int64(f.Hi)), f.N)
 }
 
 // rateFigure is a ceiling figure in a sentence: "2,000/s (1,400–2,000 over
@@ -182,7 +183,7 @@ func Card(v Verdict) string {
 		if v.Guarantee != "" {
 			op += "; " + v.Guarantee
 		}
-		w("- **Single requests** (%s), the highest rate a majority of searches passed at each p99 bound: %s.", op, l)
+		w("- **Single requests** (%s), the highest rate a majority of ceiling searches passed at each p99 bound: %s.", op, l)
 		if v.SpecOverload != "" {
 			w(" Under overload: %s.", v.SpecOverload)
 		}

@@ -60,10 +60,10 @@ func TestSpecialistThresholdIsItsOwn(t *testing.T) {
 		want, deny []string
 	}{
 		"specialist lower": {spec: ceilingFixture(1900, 1400, 1900),
-			want: []string{"not for its rate: under the same rule RabbitMQ passed 1,900/s (1,400–1,900 over 3 searches), Postgres more (sent one per request)"},
+			want: []string{"not for its rate: under the same rule RabbitMQ passed 1,900/s (1,400–1,900 over 3 ceiling searches), Postgres more (sent one per request)"},
 			deny: []string{"more than 2,800"}},
 		"specialist higher": {spec: ceilingFixture(4000, 3300, 4000),
-			want: []string{"or more than 2,800 tasks/s sent one per request: RabbitMQ passed 4,000/s (3,300–4,000 over 3 searches) under the same rule"}},
+			want: []string{"or more than 2,800 tasks/s sent one per request: RabbitMQ passed 4,000/s (3,300–4,000 over 3 ceiling searches) under the same rule"}},
 		// The run the issue quotes: 2,800 (2,000–2,800) against 2,000
 		// (1,400–2,000): both passed 2,000 in some search.
 		"overlap": {spec: ceilingFixture(2000, 1400, 2000),

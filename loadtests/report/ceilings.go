@@ -114,7 +114,7 @@ func sloCell(c *driver.Ceiling, sloMS float64) string {
 	case a.Max == 0:
 		return "no rate passed"
 	case a.Median == 0:
-		return fmt.Sprintf("no rate passed in a majority of searches (the best: %s)", num(a.Max))
+		return fmt.Sprintf("no rate passed in a majority of ceiling searches (the best: %s)", num(a.Max))
 	}
 	return cell(a, true)
 }
@@ -299,7 +299,7 @@ func (c CPUCost) String() string {
 	}
 	out := fmt.Sprintf("%s (%s)", c.Design, strings.Join(ps, " + "))
 	if c.Own {
-		out += fmt.Sprintf(" at %s/s, its own highest passing rate", num(c.Rate))
+		out += fmt.Sprintf(" at %s/s, its own highest passing rate", count(int64(c.Rate)))
 	}
 	return out
 }

@@ -475,7 +475,7 @@ func drawCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 		}
 		bars = append(bars, br)
 	}
-	ok, err := barChart("ceilings: highest rate passing every check (2 of 3 searches)", "per second",
+	ok, err := barChart("ceilings: the highest rate 2 of 3 ceiling searches passed", "per second",
 		[2]string{"Postgres side", "RabbitMQ / Kafka side"}, bars, filepath.Join(dir, "ceilings.svg"))
 	if err != nil {
 		return nil, fmt.Errorf("ceilings chart: %w", err)

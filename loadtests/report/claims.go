@@ -495,8 +495,8 @@ func commitFloor(in claimInputs) string {
 // shown beside it.
 func agedWithin(side, metric string, minHistory int64, factor float64) func(claimInputs) outcome {
 	return func(in claimInputs) outcome {
-		ll := in.rs["longlived"]
-		agedPts := in.rs.points("longlived", "queue.rate")
+		ll := in.rs[scenario.LongLivedCommand]
+		agedPts := in.rs.points(scenario.LongLivedCommand, "queue.rate")
 		switch {
 		case ll == nil || len(agedPts) == 0:
 			return notRun("long-lived queue")
@@ -575,7 +575,7 @@ func sustainedRule(side, latency string, target float64, minBatch int) string {
 // nothing.
 func sustainedAtLeast(pair, side, item string, target float64, minBatch int) func(claimInputs) outcome {
 	return func(in claimInputs) outcome {
-		if len(in.rs.points("throughput", scenario.SustainScenarioName(pair))) == 0 {
+		if len(in.rs.points(scenario.ThroughputCommand, scenario.SustainScenarioName(pair))) == 0 {
 			return notRun("sustainable throughput")
 		}
 		v, p, ok := sustainedRate(in.rs, pair, side, minBatch)
@@ -586,7 +586,7 @@ func sustainedAtLeast(pair, side, item string, target float64, minBatch int) fun
 		if c, ok := sideAgg(p, scenario.MetricCapped, side); ok && c.Max >= 1 && !o.holds {
 			o.unmeasurable = fmt.Sprintf("the search passed its ladder's top, %s/s, below the target: how far %s goes is not measured", num(v), side)
 		}
-		if cpus := in.rs["throughput"].Machine.CPUs; cpus > 0 {
+		if cpus := in.rs[scenario.ThroughputCommand].Machine.CPUs; cpus > 0 {
 			o.floor = fmt.Sprintf("the load driver shares the machine's %d cores with the servers", cpus)
 		}
 		return o

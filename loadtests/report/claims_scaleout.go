@@ -18,9 +18,6 @@ import (
 // one bloating WAL for everyone. They are decided on the scale-out run's
 // fan-out and groups points and on the slot-wal-retention experiment.
 
-// scaleOutCmd is the scale-out run's command (loadtests' scaleout).
-const scaleOutCmd = "scaleout"
-
 // scaleKept is the least share of the offered rate one reader (a
 // subscriber's copies, a group's deliveries) must receive during the
 // attack, with no delivery missing at the drain bound, for a side to have
@@ -46,6 +43,14 @@ type readerScale struct {
 
 // fanoutReaders are the fan-out points: a subscriber receives the copies
 // per second over N.
+// nounOf names n readers: "1 subscriber", "2 subscribers".
+func (sc readerScale) nounOf(n float64) string {
+	if n == 1 {
+		return strings.TrimSuffix(sc.noun, "s")
+	}
+	return sc.noun
+}
+
 var fanoutReaders = readerScale{scenario: scenario.ScaleOutFanout, nMetric: scenario.MetricFanoutSubscribers, missing: scenario.MetricFanoutMissing, noun: "subscribers",
 	perReader: func(m func(string) (float64, bool)) (float64, bool) {
 		copies, ok1 := m(scenario.MetricFanoutCopies)
@@ -75,7 +80,7 @@ func servedRule(sc readerScale, pg string) string {
 // that round's.
 func noAtAnyLoad(sc readerScale, pg, spec, note string) func(claimInputs) outcome {
 	return func(in claimInputs) outcome {
-		pts := in.rs.points(scaleOutCmd, sc.scenario)
+		pts := in.rs.points(scenario.ScaleOutCommand, sc.scenario)
 		if len(pts) == 0 {
 			return notRun("scale-out " + sc.noun)
 		}
@@ -94,7 +99,7 @@ func noAtAnyLoad(sc readerScale, pg, spec, note string) func(claimInputs) outcom
 			if !okN || !okG || !okM {
 				return outcome{failed: fmt.Sprintf("%s %s, %s: no %s, %s or %s figure in the results", p.Scenario, p.Name, pg, sc.nMetric, sc.noun+" rate", sc.missing)}
 			}
-			part := fmt.Sprintf("%s %s%s: %s/s each of %s offered, %s missing", num(n), sc.noun, designOf(p, pg), num(got), num(p.Rate), count(int64(miss)))
+			part := fmt.Sprintf("%s %s%s: %s/s each of %s offered, %s missing", num(n), sc.nounOf(n), designOf(p, pg), num(got), num(p.Rate), count(int64(miss)))
 			if s, ok := sc.perReader(func(metric string) (float64, bool) { return sideFigure(p, metric, spec) }); ok {
 				part += fmt.Sprintf(" (%s: %s/s each)", spec, num(s))
 			}
@@ -134,7 +139,7 @@ func sideFigure(p *driver.Point, metric, side string) (float64, bool) {
 	if p == nil || !p.SideStatus(side).OK() {
 		return 0, false
 	}
-	return esVal(p, side, metric)
+	return pointValue(p, side, metric)
 }
 
 // laggingSlotBloats decides "a lagging slot bloats WAL for everyone" on
@@ -164,7 +169,7 @@ func laggingSlotBloats(in claimInputs) outcome {
 	measured := fmt.Sprintf("the %s experiment's frozen slot retained %s", slotExperiment, strings.Join(parts, ", "))
 	var slots []string
 	var cursors []string
-	for _, p := range in.rs.points(scaleOutCmd, scenario.ScaleOutGroups) {
+	for _, p := range in.rs.points(scenario.ScaleOutCommand, scenario.ScaleOutGroups) {
 		n, ok1 := sideFigure(p, scenario.MetricGroups, pairs.NoKafka)
 		b, ok2 := sideFigure(p, scenario.MetricGroupsSlotBytes, pairs.NoKafka)
 		switch {
@@ -194,7 +199,7 @@ func laggingSlotBloats(in claimInputs) outcome {
 // group's delivery p99 meanwhile ("" without stopped points).
 func stoppedRetained(in claimInputs) string {
 	var parts []string
-	for _, p := range in.rs.points(scaleOutCmd, scenario.ScaleOutStopped) {
+	for _, p := range in.rs.points(scenario.ScaleOutCommand, scenario.ScaleOutStopped) {
 		b, ok1 := sideFigure(p, scenario.MetricGroupsSlotBytes, pairs.NoKafka)
 		p99, ok2 := sideFigure(p, driver.ServerDeliveryP99, pairs.NoKafka)
 		switch st := p.SideStatus(pairs.NoKafka); {
@@ -222,7 +227,7 @@ const replayUntested = "replay is tested, not measured: a group created from ear
 func withReplay(evaluate func(claimInputs) outcome) func(claimInputs) outcome {
 	return func(in claimInputs) outcome {
 		o := evaluate(in)
-		pts := in.rs.points(scaleOutCmd, scenario.ScaleOutReplay)
+		pts := in.rs.points(scenario.ScaleOutCommand, scenario.ScaleOutReplay)
 		if len(pts) == 0 {
 			o.note = joinWhy(o.note, replayUntested)
 			return o

@@ -220,7 +220,8 @@ func TestScaleOutClaims(t *testing.T) {
 	runs := []*driver.Run{scaleOutFixture()}
 	cs := ClaimsFrom(runs, Sources{Experiments: slotFixture(0, 3e6, 15e6, 30e6)})
 	if c := find(cs, fanoutClaim.short); c.Verdict != DoesNotHold || !strings.Contains(c.Why, "no-rabbitmq served 1, 8 subscribers") ||
-		!strings.Contains(c.Measured, "8 subscribers: 200/s each of 200 offered, 0 missing") || strings.Contains(c.Why, "rounds") {
+		!strings.Contains(c.Measured, "8 subscribers: 200/s each of 200 offered, 0 missing") || strings.Contains(c.Why, "rounds") ||
+		!strings.Contains(c.Measured, "1 subscriber: ") || strings.Contains(c.Measured, "1 subscribers") {
 		t.Errorf("fan-out served at 1 and 8: %+v", c)
 	}
 	if c := find(cs, groupsClaim.short); c.Verdict != DoesNotHold || !strings.Contains(c.Why, "no-kafka served 4 groups") ||

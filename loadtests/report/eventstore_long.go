@@ -36,9 +36,9 @@ func esCell(p *driver.Point, side string) (string, bool) {
 	return statusText(st), true
 }
 
-// esVal is side's median of metric name in p; ok false when it was not
+// pointValue is side's median of metric name in p; ok false when it was not
 // recorded.
-func esVal(p *driver.Point, side, name string) (float64, bool) {
+func pointValue(p *driver.Point, side, name string) (float64, bool) {
 	m := p.Find(name)
 	if m == nil {
 		return 0, false
@@ -47,9 +47,9 @@ func esVal(p *driver.Point, side, name string) (float64, bool) {
 	return a.Median, ok
 }
 
-// esNum is esVal formatted, or "not recorded".
+// esNum is pointValue formatted, or "not recorded".
 func esNum(p *driver.Point, side, name string) string {
-	if v, ok := esVal(p, side, name); ok {
+	if v, ok := pointValue(p, side, name); ok {
 		return num(v)
 	}
 	return notRecorded
@@ -103,7 +103,7 @@ func longSection(run *driver.Run) string {
 				continue
 			}
 			share := notRecorded
-			if v, ok := esVal(fill, side, "snapshot_overhead_pct"); ok {
+			if v, ok := pointValue(fill, side, "snapshot_overhead_pct"); ok {
 				share = num(v) + "%"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", eventstore.SideName(run, side), esNum(fill, side, "fill_s"), esNum(fill, side, "event_appends"),
@@ -124,7 +124,7 @@ func longSection(run *driver.Run) string {
 					continue
 				}
 				touched := esNum(p, side, "records_scanned")
-				if _, ok := esVal(p, side, "records_scanned"); !ok {
+				if _, ok := pointValue(p, side, "records_scanned"); !ok {
 					touched = esNum(p, side, "records_touched")
 				}
 				folded := esNum(p, side, "events_folded")
@@ -132,7 +132,7 @@ func longSection(run *driver.Run) string {
 					folded = fmt.Sprintf("%s after the snapshot at version %s", esNum(p, side, "tail_events"), esNum(p, side, "snapshot_version"))
 				}
 				rss := notRecorded
-				if _, ok := esVal(p, side, "service_rss_after_mb"); ok {
+				if _, ok := pointValue(p, side, "service_rss_after_mb"); ok {
 					rss = fmt.Sprintf("%s → %s (%s)", esNum(p, side, "service_rss_before_mb"), esNum(p, side, "service_rss_after_mb"), esNum(p, side, "service_rss_peak_mb"))
 				}
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s (%s) |\n", eventstore.SideName(run, side), l.label, esNum(p, side, "read_ms"), esNum(p, side, "requests"),
@@ -165,18 +165,18 @@ func snapshotSavings(run *driver.Run, name string, sides []string) string {
 		if badF || badS {
 			continue
 		}
-		f, ok1 := esVal(full, side, "read_ms")
-		s, ok2 := esVal(snap, side, "read_ms")
+		f, ok1 := pointValue(full, side, "read_ms")
+		s, ok2 := pointValue(snap, side, "read_ms")
 		if !ok1 || !ok2 || s <= 0 {
 			continue
 		}
 		line := fmt.Sprintf("- %s: the load from the snapshot took %s ms against %s ms for the paged read (%s×)", eventstore.SideName(run, side), num(s), num(f), num(f/s))
-		if rf, ok := esVal(full, side, "records_scanned"); ok {
-			if rs, ok := esVal(snap, side, "records_scanned"); ok {
+		if rf, ok := pointValue(full, side, "records_scanned"); ok {
+			if rs, ok := pointValue(snap, side, "records_scanned"); ok {
 				line += fmt.Sprintf(", scanning %s records against %s", count(int64(rs)), count(int64(rf)))
 			}
 		}
-		if v, ok := esVal(fill, side, "snapshot_overhead_pct"); ok && fill.SideStatus(side).OK() {
+		if v, ok := pointValue(fill, side, "snapshot_overhead_pct"); ok && fill.SideStatus(side).OK() {
 			line += fmt.Sprintf("; writing the snapshots added %s%% to the stream's append time", num(v))
 		}
 		b.WriteString(line + ".\n")
@@ -217,7 +217,7 @@ func cleanupSection(run *driver.Run) string {
 				esNum(p, side, "vacuum_s"), esNum(p, side, "vacuum_wal_mb"))
 			b.WriteString("| phase | appends | append p50 (ms) | append p99 (ms) | append max (ms) | delivery p50 (ms) | delivery max (ms) |\n|---|---|---|---|---|---|---|\n")
 			for _, ph := range []string{"baseline", "delete", "vacuum"} {
-				if _, ok := esVal(p, side, "append_"+ph+"_n"); !ok {
+				if _, ok := pointValue(p, side, "append_"+ph+"_n"); !ok {
 					fmt.Fprintf(&b, "| %s | not recorded (no append completed in this phase) | | | | | |\n", ph)
 					continue
 				}
@@ -244,7 +244,7 @@ func cleanupSection(run *driver.Run) string {
 				continue
 			}
 			first := esNum(p, side, "first_change_s")
-			if _, ok := esVal(p, side, "first_change_s"); !ok {
+			if _, ok := pointValue(p, side, "first_change_s"); !ok {
 				first = "no change seen"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s → %s | %s → %s | %s → %s | %s |\n", p.Name, esNum(p, side, "space_returned_s"), first,

@@ -200,7 +200,7 @@ func (k knee) bindText() string {
 	for i, c := range cs {
 		of := fmt.Sprintf("%d of %d", k.binds[c], k.searches)
 		if i == 0 {
-			of += " searches"
+			of += " ceiling searches"
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s)", critWords(c, k.c.Spec), of))
 	}

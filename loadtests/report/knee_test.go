@@ -110,7 +110,7 @@ func TestKneeNotReachedIsNoRatioNorBar(t *testing.T) {
 	sec := KneeSection(r)
 	wantContains(t, "knee section", sec,
 		"In-flight bound during the searches: MAX_IN_FLIGHT=0 (no bound)",
-		"| no-kafka | 2800 (2800–3300) | 2800 3300 2800 | 2800 (2800–3300) | 2800 (2800–3300) | p99 over 100 ms (3 of 3 searches) |",
+		"| no-kafka | 2800 (2800–3300) | 2800 3300 2800 | 2800 (2800–3300) | 2800 (2800–3300) | p99 over 100 ms (3 of 3 ceiling searches) |",
 		"| kafka | not reached: every step passed up to 16000/s |",
 		"#### no-kafka: delivery latency against offered rate",
 		"| 4000 | 3 | failed: 5% of the requests failed | failed | failed | 0 of 3 |",

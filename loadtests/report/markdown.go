@@ -30,7 +30,7 @@ func Write(out, chartsDir string, all []*driver.Run, src Sources, now time.Time,
 		byCmd[r.Command] = r
 	}
 	var rs []*driver.Run
-	for _, c := range append(pairCommands(), "longlived", "throughput", scaleOutCmd) {
+	for _, c := range InputCommands() {
 		if r := byCmd[c]; r != nil {
 			rs = append(rs, r)
 		}
@@ -61,7 +61,7 @@ func Write(out, chartsDir string, all []*driver.Run, src Sources, now time.Time,
 			b.WriteString("\n" + section + "\n" + chartLine(charts, p.name, chartsRel))
 		}
 	}
-	if section := ScaleOutSection(byCmd["scaleout"]); section != "" {
+	if section := ScaleOutSection(byCmd[scenario.ScaleOutCommand]); section != "" {
 		b.WriteString(section + "\n" + chartLine(charts, "scaleout", chartsRel))
 	}
 	for _, section := range extra {
@@ -146,7 +146,7 @@ func Markdown(b *bytes.Buffer, rs []*driver.Run, charts map[string]string, chart
 	}
 
 	for _, r := range rs {
-		if r.Command == "throughput" {
+		if r.Command == scenario.ThroughputCommand {
 			b.WriteString(ThroughputSection(r))
 			b.WriteString("\n" + chartLine(charts, "throughput", chartsRel) + chartLine(charts, "cpu", chartsRel))
 			continue

@@ -37,7 +37,7 @@ func legacyRuns(t testing.TB) ([]*driver.Run, Sources, string) {
 		return m
 	}
 	var runs []*driver.Run
-	for _, cmd := range append([]string{"queue", "log", "documents", "cache", "longlived", "throughput", scaleOutCmd}, eventstore.Commands()...) {
+	for _, cmd := range append([]string{"queue", "log", "documents", "cache", "longlived", "throughput", scenario.ScaleOutCommand}, eventstore.Commands()...) {
 		for _, f := range newestFirst(cmd) {
 			r, err := driver.ReadRun(f)
 			if err != nil {

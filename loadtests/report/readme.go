@@ -466,7 +466,7 @@ func ceilingLine(in *inputs, cmd, a, b string) string {
 		return ""
 	}
 	r := in.rs[cmd]
-	s := fmt.Sprintf("Knee, the highest offered rate passing every check (median of %d searches): %s %s, %s %s", len(ca.Rounds), who(r, a), ceilingText(ca), who(r, b), ceilingText(cb))
+	s := fmt.Sprintf("Knee, the highest offered rate passing every check (median of %d ceiling searches): %s %s, %s %s", len(ca.Rounds), who(r, a), ceilingText(ca), who(r, b), ceilingText(cb))
 	return s + " (" + kneeRatio(r, ca, cb) + ")."
 }
 

@@ -20,7 +20,7 @@ const ScaleOutTitle = "Scale-out: competing consumers, fan-out and consumer grou
 // point, then per number of subscribers the fan-out points. A side whose
 // point is not valid shows its status in words instead of figures.
 func ScaleOutSection(r *driver.Run) string {
-	if r == nil || r.Command != "scaleout" || len(r.Points) == 0 {
+	if r == nil || r.Command != scenario.ScaleOutCommand || len(r.Points) == 0 {
 		return ""
 	}
 	r.Validate()

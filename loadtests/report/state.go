@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -68,7 +69,7 @@ func LongLivedSection(all []*driver.Run) string {
 	for _, r := range all {
 		byCmd[r.Command] = r
 	}
-	ll := byCmd["longlived"]
+	ll := byCmd[scenario.LongLivedCommand]
 	if ll == nil {
 		return ""
 	}

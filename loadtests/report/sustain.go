@@ -392,7 +392,7 @@ func sustainSteps(r *driver.Run, pair string) string {
 // logged by median).
 func sustainedRate(rs runs, pair, side string, minBatch int) (float64, *driver.Point, bool) {
 	best, at := math.Inf(-1), (*driver.Point)(nil)
-	for _, p := range rs.points("throughput", scenario.SustainScenarioName(pair)) {
+	for _, p := range rs.points(scenario.ThroughputCommand, scenario.SustainScenarioName(pair)) {
 		if batchOf(p) < minBatch {
 			continue
 		}

@@ -103,6 +103,7 @@ const (
 	noRatioZero    = "no ratio: a side is 0"
 	noRatioBoth    = "no ratio: both 0"
 	noRatioMissing = "no ratio: a side not recorded"
+	noRatioNone    = "no ratio: a side has none"
 )
 
 // ratioCell formats the median ratio and every round's; a ratio is only
@@ -137,7 +138,8 @@ func ratioCell(m *driver.Metric, sides []string) string {
 }
 
 // sideCell is a side's cell of metric m in p: its status when the side
-// is not valid, else its aggregate.
+// is not valid, else its aggregate, else what its absence means
+// (absentMeans) or "not recorded".
 func sideCell(p *driver.Point, m *driver.Metric, side string) string {
 	if st := p.SideStatus(side); st.State == driver.StateSkipped {
 		return skippedAbove
@@ -148,7 +150,21 @@ func sideCell(p *driver.Point, m *driver.Metric, side string) string {
 		return notRecorded
 	}
 	a, ok := m.Sides[side]
+	if !ok {
+		if am, found := absentMeans[m.Name]; found && hasValue(p, side, am.given) {
+			return am.cell
+		}
+	}
 	return cell(a, ok)
+}
+
+// absentMeans says, by metric, what a side's missing figure means when
+// the same side recorded the metric given: the scale point measures a
+// side's search index among all its indexes, so with those measured
+// and no search index among them, the side has none (FerretDB, which
+// refuses MongoDB's wildcard index), not a figure lost.
+var absentMeans = map[string]struct{ given, cell string }{
+	sc.ScaleSearchIndexMB: {sc.ScaleIndexesMB, "none: no index of this side serves the search (its indexes were measured)"},
 }
 
 // pointRows returns the table rows of a point: label, A, B, A/B. A point
@@ -167,10 +183,14 @@ func pointRows(p *driver.Point) [][4]string {
 			continue
 		}
 		r := ratioCell(m, p.Sides)
+		a, b := sideCell(p, m, p.Sides[0]), sideBCell(p, m)
+		if am, ok := absentMeans[km.metric]; ok && (a == am.cell || b == am.cell) {
+			r = noRatioNone
+		}
 		if bad {
 			r = st[3]
 		}
-		out = append(out, [4]string{km.label, sideCell(p, m, p.Sides[0]), sideBCell(p, m), r})
+		out = append(out, [4]string{km.label, a, b, r})
 	}
 	return out
 }
@@ -320,4 +340,10 @@ func Demo(w io.Writer, run *driver.Run) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+}
+
+// hasValue reports whether side recorded metric name in p.
+func hasValue(p *driver.Point, side, name string) bool {
+	_, ok := pointValue(p, side, name)
+	return ok
 }

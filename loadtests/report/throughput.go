@@ -276,7 +276,7 @@ func joinInts(v []int) string {
 // throughput points with a batch of at least minBatch, and that point.
 func bestE2E(rs runs, pair, side string, minBatch int) (float64, *driver.Point) {
 	best, at := math.Inf(-1), (*driver.Point)(nil)
-	for _, p := range rs.points("throughput", scenario.ThroughputScenarioName(pair)) {
+	for _, p := range rs.points(scenario.ThroughputCommand, scenario.ThroughputScenarioName(pair)) {
 		if batchOf(p) < minBatch {
 			continue
 		}
@@ -323,7 +323,7 @@ var throughputClaims = []claimSpec{
 		rule: fmt.Sprintf("no-rabbitmq's sustainable rate (open loop, batched: backlog flat and send→processed p99 under %s ms; the service's own settings, none tuned for the run) ≥ %s× the claim's %s tasks/s, i.e. ≥ %s tasks/s, in every round: comfortably means with that headroom. "+
 			"A closed-loop rate is a backlog draining and decides nothing", count(scenario.SustainSLO.Milliseconds()), num(comfortHeadroom), count(comfortableRate), count(int64(comfortableRate*comfortHeadroom))),
 		evaluate: func(in claimInputs) outcome {
-			if len(in.rs.points("throughput", scenario.SustainScenarioName(pairs.Queue))) == 0 {
+			if len(in.rs.points(scenario.ThroughputCommand, scenario.SustainScenarioName(pairs.Queue))) == 0 {
 				return notRun("sustainable throughput")
 			}
 			v, p, ok := sustainedRate(in.rs, pairs.Queue, pairs.NoRabbitMQ, 0)
@@ -349,7 +349,7 @@ var throughputClaims = []claimSpec{
 		rule: fmt.Sprintf("no-kafka's sustainable rate at batch ≥ %d (open loop: backlog flat and write→delivered p99 under %s ms) at least the claim's %s events/s within %s× (%s) in every round; above %s it holds all the more, by the factor shown",
 			slotMinBatch, count(scenario.SustainSLO.Milliseconds()), count(slotLo), num(tolerance), count(int64(slotLo/tolerance)), count(slotHi)),
 		evaluate: func(in claimInputs) outcome {
-			if len(in.rs.points("throughput", scenario.SustainScenarioName(pairs.Log))) == 0 {
+			if len(in.rs.points(scenario.ThroughputCommand, scenario.SustainScenarioName(pairs.Log))) == 0 {
 				return notRun("sustainable throughput")
 			}
 			v, p, ok := sustainedRate(in.rs, pairs.Log, pairs.NoKafka, slotMinBatch)
@@ -371,7 +371,7 @@ var throughputClaims = []claimSpec{
 		evaluate: func(in claimInputs) outcome {
 			var parts []string
 			holds, seen := true, false
-			for _, p := range in.rs.points("throughput", "queue.throughput") {
+			for _, p := range in.rs.points(scenario.ThroughputCommand, "queue.throughput") {
 				if batchOf(p) < batchGoalMin {
 					continue
 				}

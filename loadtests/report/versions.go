@@ -109,7 +109,7 @@ func decodingPlugins(rs []*driver.Run) string {
 	d := scenario.LogPgoutputThroughput
 	name := scenario.DesignScenarioName(scenario.ThroughputScenarioName(d.Pair.Name), d.Design.Name)
 	for _, r := range rs {
-		if r.Command == "throughput" && pointOf(r, name) != nil {
+		if r.Command == scenario.ThroughputCommand && pointOf(r, name) != nil {
 			parts = append(parts, d.Design.Name+" (built into the server): the throughput run's "+d.Design.Name+" design of "+d.Pair.A.Name)
 			break
 		}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -196,4 +197,32 @@ func scratchUsers(t testing.TB, ctx context.Context) *mongo.Collection {
 		t.Fatal(err)
 	}
 	return users
+}
+
+// TestWhileLockedRetriesOnlyALock: an operation refused by FerretDB's
+// locked database is tried again until it succeeds; any other error ends
+// it at once; a lock that outlasts ctx fails saying so.
+func TestWhileLockedRetriesOnlyALock(t *testing.T) {
+	t.Parallel()
+	locked := errors.New("(InternalError) [registry.go:554 metadata.(*Registry).indexesDrop] database is locked (517)")
+	tries := 0
+	err := whileLocked(t.Context(), func(context.Context) error {
+		if tries++; tries < 2 {
+			return locked
+		}
+		return nil
+	})
+	if err != nil || tries != 2 {
+		t.Errorf("a lock then success: %v after %d tries, want nil after 2", err, tries)
+	}
+	tries = 0
+	other := errors.New("duplicate key")
+	if err := whileLocked(t.Context(), func(context.Context) error { tries++; return other }); !errors.Is(err, other) || tries != 1 {
+		t.Errorf("another error: %v after %d tries, want it after 1", err, tries)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := whileLocked(ctx, func(context.Context) error { return locked }); !errors.Is(err, locked) || !strings.Contains(err.Error(), "still locked") {
+		t.Errorf("a lock past ctx: %v, want it saying it was still locked", err)
+	}
 }

@@ -169,7 +169,7 @@ func TestInvalidStepEndsTheSearch(t *testing.T) {
 	}
 	run := &driver.Run{Ceilings: []driver.Ceiling{{Scenario: "q.ceiling", Service: "x", Rounds: []driver.CeilingRound{cr, cr, {Rate: 1000, Steps: []driver.CeilingStep{{Rate: 1000, Pass: true}}}}}}}
 	run.Validate()
-	if st := run.Ceilings[0].CeilingStatus(); st.State != driver.StateInvalid || !strings.Contains(st.Reason, "1 of 3 searches") {
+	if st := run.Ceilings[0].CeilingStatus(); st.State != driver.StateInvalid || !strings.Contains(st.Reason, "1 of 3 ceiling searches") {
 		t.Errorf("two invalid searches of three: %s", st)
 	}
 }

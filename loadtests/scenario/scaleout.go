@@ -262,6 +262,10 @@ func (o ScaleOutOptions) Estimate(settle time.Duration) Estimate {
 	return e
 }
 
+// ScaleOutCommand is the scale-out scenario's command and the kind of
+// its results file (issue 23).
+const ScaleOutCommand = "scaleout"
+
 // RunScaleOut runs the scenario: for each side and each number of
 // instances, a fleet of fresh instances on a fresh schema (and queue),
 // the fixed rates, the batch point and, with two instances, the kill -9

@@ -405,3 +405,8 @@ func splitSteps(s string) []string {
 func (e *Env) answers(ctx context.Context, svc Service) bool {
 	return e.Probe != nil && e.Probe(ctx, svc.Name, svc.Port+e.PortOffset) == nil
 }
+
+// LongLivedCommand is the command of the long-lived variant (the pairs
+// measured on a million rows of history) and the kind of its results
+// file.
+const LongLivedCommand = "longlived"

@@ -188,6 +188,10 @@ func (o ThroughputOptions) drainBound(settle time.Duration) time.Duration {
 	return max(o.Drain, settle)
 }
 
+// ThroughputCommand is the throughput scenarios' command and the kind
+// of their results file: not the metric "throughput" (items/s).
+const ThroughputCommand = "throughput"
+
 // RunThroughput runs every pair's throughput points with o (the
 // closed-loop points unless o.SkipClosedLoop, then the sustainable search
 // when o.Sustain is set), then, with o.Designs, every design of

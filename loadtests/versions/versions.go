@@ -268,13 +268,46 @@ func Mongo(ctx context.Context, url string) (version, flavor, ferret string, err
 		return "", "", "", err
 	}
 	defer func() { _ = client.Disconnect(context.Background()) }()
+	b, err := MongoBuild(ctx, client.Database("admin"))
+	return b.Version, b.Flavor, b.FerretDB, err
+}
+
+// MongoServer is what buildInfo says of a MongoDB-protocol server.
+type MongoServer struct {
+	// Version is the MongoDB version it speaks ("7.0.42").
+	Version string
+	// Flavor is "FerretDB" or "MongoDB" (Flavor).
+	Flavor string
+	// FerretDB is FerretDB's own version ("unknown" when built without
+	// one), "" on MongoDB.
+	FerretDB string
+}
+
+// MongoBuild runs buildInfo on db within ctx: the one reading of a
+// MongoDB-protocol server's identity (the version probes, the documents
+// scenarios and experiments).
+func MongoBuild(ctx context.Context, db *mongo.Database) (MongoServer, error) {
 	var info bson.M
-	if err := client.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
-		return "", "", "", err
+	if err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
+		return MongoServer{}, err
 	}
-	version, _ = info["version"].(string)
-	flavor, ferret = Flavor(info)
-	return version, flavor, ferret, nil
+	var b MongoServer
+	b.Version, _ = info["version"].(string)
+	b.Flavor, b.FerretDB = Flavor(info)
+	return b, nil
+}
+
+// String names the server for a reader: "MongoDB 7.0.42", "FerretDB
+// 1.24.2, MongoDB 7.0.42 wire protocol", "FerretDB (version unknown),
+// MongoDB 7.0.42 wire protocol".
+func (b MongoServer) String() string {
+	switch {
+	case b.Flavor != "FerretDB":
+		return "MongoDB " + b.Version
+	case b.FerretDB == "" || b.FerretDB == "unknown": // built from source without version.txt (scripts/ferretdb pins the module)
+		return "FerretDB (version unknown), MongoDB " + b.Version + " wire protocol"
+	}
+	return "FerretDB " + b.FerretDB + ", MongoDB " + b.Version + " wire protocol"
 }
 
 // Flavor tells FerretDB from MongoDB by buildInfo's fields: FerretDB adds

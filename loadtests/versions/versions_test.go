@@ -19,6 +19,25 @@ func TestFlavorTellsFerretDBFromMongoDB(t *testing.T) {
 	}
 }
 
+// TestMongoServerNamesTheStandIn: the server's name for a reader says
+// FerretDB, with its version or that it is unknown, and the MongoDB
+// version it speaks; a MongoDB is named by its version alone.
+func TestMongoServerNamesTheStandIn(t *testing.T) {
+	for _, c := range []struct {
+		b    MongoServer
+		want string
+	}{
+		{MongoServer{Version: "7.0.12", Flavor: "MongoDB"}, "MongoDB 7.0.12"},
+		{MongoServer{Version: "7.0.42", Flavor: "FerretDB", FerretDB: "v1.24.2"}, "FerretDB v1.24.2, MongoDB 7.0.42 wire protocol"},
+		{MongoServer{Version: "7.0.42", Flavor: "FerretDB", FerretDB: "unknown"}, "FerretDB (version unknown), MongoDB 7.0.42 wire protocol"},
+		{MongoServer{Version: "7.0.42", Flavor: "FerretDB"}, "FerretDB (version unknown), MongoDB 7.0.42 wire protocol"},
+	} {
+		if got := c.b.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.b, got, c.want)
+		}
+	}
+}
+
 func TestKafkaVersionFromJarsThenCompose(t *testing.T) {
 	root := t.TempDir()
 	t.Setenv("STACK_DIR", filepath.Join(root, "stack"))
