@@ -387,6 +387,13 @@ func (l *scaleLoader) grow(ctx context.Context, postgres bool, svc string, n int
 // documents migrations create it.
 const searchIndex = "users_profile_path_ops"
 
+// searchIndexDDL is the statement create ("CREATE INDEX", "CREATE INDEX
+// IF NOT EXISTS") of the loader's table's searchIndex, defined as the
+// documents migrations define it (0001_users.sql).
+func (l *scaleLoader) searchIndexDDL(create string) string {
+	return create + " " + searchIndex + " ON " + l.table.Sanitize() + " USING gin (profile jsonb_path_ops)"
+}
+
 // growPostgres: the GIN index dropped and the change-feed trigger
 // disabled (a bulk load would write a change row per user), users from+1
 // .. n copied in, then the index built (timed), the table vacuumed and
@@ -416,7 +423,7 @@ func (l *scaleLoader) growPostgres(ctx context.Context, from, n int) (map[string
 	}
 	m := map[string]float64{ScaleLoadS: time.Since(began).Seconds()}
 	began = time.Now()
-	if err := exec("CREATE INDEX " + searchIndex + " ON " + t + " USING gin (profile jsonb_path_ops)"); err != nil {
+	if err := exec(l.searchIndexDDL("CREATE INDEX")); err != nil {
 		return nil, err
 	}
 	m[ScaleIndexBuildS] = time.Since(began).Seconds()
@@ -455,15 +462,13 @@ func (l *scaleLoader) growMongo(ctx context.Context, from, n int) (map[string]fl
 	}
 	specs := l.mongoSpecs
 	for _, ix := range present {
-		if err := withLongTimeout(ctx, func(ctx context.Context) error {
-			return whileLocked(ctx, func(ctx context.Context) error {
-				err := l.users.Indexes().DropOne(ctx, ix.name)
-				var se mongo.ServerError
-				if errors.As(err, &se) && se.HasErrorCode(indexNotFound) {
-					return nil // a try the lock reported failed did drop it
-				}
-				return err
-			})
+		if err := whileLocked(ctx, func(ctx context.Context) error {
+			err := l.users.Indexes().DropOne(ctx, ix.name)
+			var se mongo.ServerError
+			if errors.As(err, &se) && se.HasErrorCode(indexNotFound) {
+				return nil // a try the lock reported failed did drop it
+			}
+			return err
 		}); err != nil {
 			return nil, fmt.Errorf("drop index %s: %w", ix.name, err)
 		}
@@ -490,9 +495,7 @@ func (l *scaleLoader) growMongo(ctx context.Context, from, n int) (map[string]fl
 	}
 	m := map[string]float64{ScaleLoadS: time.Since(began).Seconds()}
 	began = time.Now()
-	if err := withLongTimeout(ctx, func(ctx context.Context) error {
-		return whileLocked(ctx, func(ctx context.Context) error { return createIndexes(ctx, l.users, specs) })
-	}); err != nil {
+	if err := whileLocked(ctx, func(ctx context.Context) error { return createIndexes(ctx, l.users, specs) }); err != nil {
 		return nil, fmt.Errorf("create indexes: %w", err)
 	}
 	m[ScaleIndexBuildS] = time.Since(began).Seconds()
@@ -533,9 +536,13 @@ const indexNotFound = 27
 // whileLocked runs op, and again while it fails because FerretDB's
 // SQLite database was locked by another writer ("database is locked",
 // SQLITE_BUSY: FerretDB still working off the step before, 7 December
-// 2026), 1 s apart, then 2, 4, up to 10 s, until ctx ends: a lock is the
-// server busy, not the load failing. op must be safe to repeat.
+// 2026), 1 s apart, then 2, 4, up to 10 s, until ctx ends or
+// scaleOpTimeout has passed (the bound withLongTimeout gives the load's
+// other operations): a lock is the server busy, not the load failing.
+// op must be safe to repeat.
 func whileLocked(ctx context.Context, op func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, scaleOpTimeout)
+	defer cancel()
 	wait := time.Second
 	for {
 		err := op(ctx)
@@ -637,7 +644,7 @@ func (l *scaleLoader) remove(ctx context.Context, e *Env) {
 				return err
 			})
 			if err == nil {
-				_, err = l.pg.Exec(ctx, "CREATE INDEX IF NOT EXISTS "+searchIndex+" ON "+t+" USING gin (profile jsonb_path_ops)")
+				_, err = l.pg.Exec(ctx, l.searchIndexDDL("CREATE INDEX IF NOT EXISTS"))
 			}
 			if err == nil {
 				_, err = l.pg.Exec(ctx, "VACUUM "+t)
