@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -56,7 +55,7 @@ func TestFailedAppendsSayNothingWasRecorded(t *testing.T) {
 
 	// A client of a port where nothing listens: the dial is refused.
 	live := s.client
-	s.client = &kafka.Client{Addr: kafka.TCP(closedAddr(t)), Timeout: 5 * time.Second, Transport: &kafka.Transport{}}
+	s.client = &kafka.Client{Addr: kafka.TCP(kittest.ClosedAddr(t)), Timeout: 5 * time.Second, Transport: &kafka.Transport{}}
 	_, err = s.Append(ctx, "kinds-1", eventstore.Any(), events)
 	check("append to a refused broker port", err)
 	s.client = live
@@ -83,16 +82,4 @@ func TestFailedAppendsSayNothingWasRecorded(t *testing.T) {
 			t.Errorf("%s: produceNotSent = %v, want %v", c.name, got, c.want)
 		}
 	}
-}
-
-// closedAddr returns a loopback address where nothing listens.
-func closedAddr(t testing.TB) string {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }

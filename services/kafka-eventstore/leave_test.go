@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,10 +9,10 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service/servicetest"
 )
@@ -51,58 +49,16 @@ func TestSubscribersLeaveNothingBehind(t *testing.T) {
 		map[string]any{"events": []map[string]any{{"type": "TankRegistered", "data": map[string]any{"capacity_liters": 1000}}}}, nil); s != http.StatusCreated {
 		t.Fatalf("append: %d %s", s, b)
 	}
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	client := &http.Client{Transport: tr}
 	time.Sleep(100 * time.Millisecond)
 	before := kittest.SelfUsage(t)
 
 	const n = 100
-	ctx, leave := context.WithCancel(context.Background())
-	defer leave()
-	caughtUp := make(chan error, n)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.URL()+"/subscribe", nil)
-			resp, err := client.Do(req)
-			if err != nil {
-				caughtUp <- err
-				return
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				caughtUp <- fmt.Errorf("status %d", resp.StatusCode)
-				return
-			}
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "event: caught-up") {
-					caughtUp <- nil
-					break
-				}
-			}
-			for sc.Scan() { // hold the stream until the test leaves
-			}
-		})
-	}
-	for range n {
-		select {
-		case err := <-caughtUp:
-			if err != nil {
-				t.Fatalf("subscriber: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("subscribers not caught up within 30s")
-		}
-	}
+	leave := conformance.HoldSubscribers(t, r.URL(), n, nil)
 	// Every subscription is now in a live fetch the broker holds for 8 s.
 	time.Sleep(500 * time.Millisecond)
 	during := runtime.NumGoroutine()
 	left := time.Now()
 	leave()
-	wg.Wait()
-	tr.CloseIdleConnections()
 	held := func() int64 {
 		c := kittest.Counters(t, r.URL())
 		return c["subscriptions"] - c["subscriptions_ended"]

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"maps"
-	"os"
 	"testing"
 	"time"
 
@@ -34,10 +33,7 @@ func TestUnconsumedGroup(t *testing.T) {
 // TestMain lets TestKillNineRedeliversUncommittedOnce start this test
 // binary again as the service itself (queueconf.StartProcess), so that it
 // can kill -9 an instance.
-func TestMain(m *testing.M) {
-	queueconf.ServeChild(main)
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { kittest.Main(m, main) }
 
 // keyedEvents returns n events over a few keys.
 func keyedEvents(n int, typ string) []logc.NewEvent {

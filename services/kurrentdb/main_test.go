@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -52,13 +51,7 @@ func TestConfigNamesBadVariables(t *testing.T) {
 // "backend unavailable", and /readyz names the variable and its value.
 func TestNoServerNamesKurrentDB(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	url := "kurrentdb://" + addr + "?tls=false"
+	url := "kurrentdb://" + kittest.ClosedAddr(t) + "?tls=false"
 	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"KURRENTDB_URL": url, "BACKEND_TIMEOUT": "2s"})
 	base := servicetest.Start(t, build, cfg).URL()
 	var body map[string]any

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +13,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 )
-
-// syncBuffer is a bytes.Buffer safe for the service's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestSecondInstanceWaitsAsStandby starts a second instance on the slot
 // an active one streams (same schema, same SLOT_NAME): it says once that
@@ -45,7 +25,7 @@ func TestSecondInstanceWaitsAsStandby(t *testing.T) {
 	env := maps.Clone(active.Env)
 	env["LOG_LEVEL"] = "info"
 	cfg := kittest.ReadConfig(t, readConfig, env)
-	var logs syncBuffer
+	var logs kittest.LogBuffer
 	svc, cons, err := assemble(kittest.Context(t, time.Minute), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -82,18 +62,14 @@ func TestSecondInstanceWaitsAsStandby(t *testing.T) {
 // having created neither its schema nor its replication slot.
 func TestBusyPortCreatesNothing(t *testing.T) {
 	t.Parallel()
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
+	busy := kittest.BusyAddr(t)
 	url := kittest.PostgresURL(t)
 	schema := kittest.UniqueName(t, "busy")
 	slot := kittest.UniqueName(t, "s")
-	r := config.FromMap(map[string]string{"ADDR": busy.Addr().String(), "DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SLOT_NAME": slot})
-	_, err = service.Assemble(kittest.Context(t, time.Minute), service.Process{Vars: r, Stderr: &bytes.Buffer{}}, readConfig, build)
+	r := config.FromMap(map[string]string{"ADDR": busy, "DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SLOT_NAME": slot})
+	_, err := service.Assemble(kittest.Context(t, time.Minute), service.Process{Vars: r, Stderr: &bytes.Buffer{}}, readConfig, build)
 	if err == nil || !strings.Contains(err.Error(), "(ADDR)") {
-		t.Fatalf("start on the busy port %s: %v, want an error naming ADDR", busy.Addr(), err)
+		t.Fatalf("start on the busy port %s: %v, want an error naming ADDR", busy, err)
 	}
 	conn := kittest.Conn(t, url)
 	var schemas, slots int

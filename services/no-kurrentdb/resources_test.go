@@ -3,36 +3,22 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
-// runMainEnv makes the test binary run the service's main instead of its
-// tests (TestMain): TestClientsLeaveNothingBehind starts the service as
-// a process of its own, whose memory and descriptors it reads from
+// TestMain makes the test binary run the service's main when
+// TestClientsLeaveNothingBehind starts it as a process of its own
+// (kittest.StartChild), whose memory and descriptors it reads from
 // /proc, without a build step.
-const runMainEnv = "NO_KURRENTDB_TEST_RUN_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { kittest.Main(m, main) }
 
 // The bounds TestClientsLeaveNothingBehind holds the service to.
 const (
@@ -83,12 +69,12 @@ func TestClientsLeaveNothingBehind(t *testing.T) {
 	}
 	url := kittest.PostgresURL(t)
 	schema := kittest.Schema(t, url)
-	addr, debug := freeAddr(t), freeAddr(t)
-	p := startProcess(t, map[string]string{
+	addr, debug := kittest.ClosedAddr(t), kittest.ClosedAddr(t)
+	base := "http://" + addr
+	p := &process{kittest.StartChild(t, kittest.ChildCommand(map[string]string{
 		"DATABASE_URL": url, "DATABASE_SCHEMA": schema, "DATABASE_MAX_CONNS": "8", "ADDR": addr, "DEBUG_ADDR": debug,
 		"GODEBUG": "madvdontneed=1", "LOG_LEVEL": "warn",
-	})
-	base := "http://" + addr
+	}), base)}
 
 	stream := "tank-" + kittest.UniqueName(t, "leave")
 	pad := strings.Repeat("x", 8<<10)
@@ -101,12 +87,12 @@ func TestClientsLeaveNothingBehind(t *testing.T) {
 	// Warm up: 16 subscribers read the backlog and leave, so that the
 	// baseline holds the pool's connections (DATABASE_MAX_CONNS 8, kept
 	// open while idle) and the buffers the first subscriptions make.
-	subscribe(t, base, 16)()
+	conformance.HoldSubscribers(t, base, 16, nil)()
 	time.Sleep(500 * time.Millisecond)
 	before := p.sample(t, debug)
 	t.Logf("baseline: %v", before)
 
-	leave := subscribe(t, base, leaveSubscribers)
+	leave := conformance.HoldSubscribers(t, base, leaveSubscribers, nil)
 	held := p.sample(t, debug)
 	t.Logf("%d subscribers caught up: %v", leaveSubscribers, held)
 	if held.RSS-before.RSS > leavePeakRSS {
@@ -128,78 +114,8 @@ func TestClientsLeaveNothingBehind(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address with a port free at the moment.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // process is the service running as a subprocess of the test.
-type process struct {
-	pid  int
-	addr string // its ADDR
-}
-
-// startProcess runs this test binary as the service (runMainEnv) with
-// env added to the test's environment, waits until /readyz answers 200,
-// and stops it with SIGTERM when the test ends. Its log is shown if the
-// test fails.
-func startProcess(t testing.TB, env map[string]string) *process {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("service log:\n%s", logs.String())
-		}
-	})
-	ready := "http://" + env["ADDR"] + "/readyz"
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		select {
-		case err := <-done:
-			t.Fatalf("the service exited before it was ready (%v):\n%s", err, logs.String())
-		default:
-		}
-		resp, err := http.Get(ready)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return &process{pid: cmd.Process.Pid, addr: env["ADDR"]}
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the service was not ready within 30 s (%v):\n%s", err, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+type process struct{ *kittest.Child }
 
 // sample reads the process's RSS and descriptors from /proc, runs a GC
 // through the profiling listener at debug, then reads its goroutines and
@@ -207,7 +123,7 @@ func startProcess(t testing.TB, env map[string]string) *process {
 func (p *process) sample(t testing.TB, debug string) kittest.Usage {
 	t.Helper()
 	var u kittest.Usage
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/status")
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid()) + "/status")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +136,7 @@ func (p *process) sample(t testing.TB, debug string) kittest.Usage {
 			u.RSS = kb << 10
 		}
 	}
-	fds, err := os.ReadDir("/proc/" + strconv.Itoa(p.pid) + "/fd")
+	fds, err := os.ReadDir("/proc/" + strconv.Itoa(p.Pid()) + "/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +144,7 @@ func (p *process) sample(t testing.TB, debug string) kittest.Usage {
 	if s, b := kittest.Do(t, http.MethodGet, "http://"+debug+"/debug/pprof/heap?gc=1", nil, nil); s != http.StatusOK {
 		t.Fatalf("forcing a GC: %d %.200s", s, b)
 	}
-	_, metrics := kittest.Do(t, http.MethodGet, "http://"+p.addr+"/metrics", nil, nil)
+	_, metrics := kittest.Do(t, http.MethodGet, p.URL()+"/metrics", nil, nil)
 	u.Goroutines = int(metric(t, metrics, "go_goroutines"))
 	u.Heap = int64(metric(t, metrics, "go_memstats_heap_inuse_bytes"))
 	return u
@@ -250,84 +166,4 @@ func metric(t testing.TB, exposition []byte, name string) float64 {
 	}
 	t.Fatalf("/metrics has no %s", name)
 	return 0
-}
-
-// subscribe opens n subscriptions from the start at base, each on its own
-// connection, waits until every one has received caught-up, and returns
-// the function that makes them all leave (closing their connections) and
-// waits until their readers ended.
-func subscribe(t testing.TB, base string, n int) (leave func()) {
-	t.Helper()
-	tr := &http.Transport{DisableKeepAlives: true}
-	client := &http.Client{Transport: tr}
-	ctx, cancel := context.WithCancel(context.Background())
-	caughtUp := make(chan error, n)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/subscribe", nil)
-			resp, err := client.Do(req)
-			if err != nil {
-				caughtUp <- err
-				return
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
-				caughtUp <- fmt.Errorf("status %d: %s", resp.StatusCode, b)
-				return
-			}
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
-			found := false
-			for !found && sc.Scan() {
-				found = strings.HasPrefix(sc.Text(), "event: caught-up")
-			}
-			if !found {
-				caughtUp <- fmt.Errorf("stream ended before caught-up: %v", sc.Err())
-				return
-			}
-			caughtUp <- nil
-			for sc.Scan() { // hold the stream until the test leaves
-			}
-		})
-	}
-	leave = func() {
-		cancel()
-		wg.Wait()
-		tr.CloseIdleConnections()
-	}
-	t.Cleanup(leave)
-	timeout := time.After(60 * time.Second)
-	for range n {
-		select {
-		case err := <-caughtUp:
-			if err != nil {
-				leave()
-				t.Fatalf("a subscriber: %v", err)
-			}
-		case <-timeout:
-			leave()
-			t.Fatalf("%d subscribers did not all catch up within 60 s", n)
-		}
-	}
-	return leave
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's two writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

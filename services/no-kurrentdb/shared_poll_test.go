@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore/conformance"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -30,48 +27,16 @@ func TestSubscribersShareTheFallbackPoll(t *testing.T) {
 	owned := kittest.OwnGoroutines(t)
 	r := start(t, schema, 50*time.Millisecond)
 	pool := kittest.Pool(t, url, schema)
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	client := &http.Client{Transport: tr}
 	time.Sleep(100 * time.Millisecond)
 	baseline := owned()
 
 	const n = 50
-	ctx, leave := context.WithCancel(context.Background())
-	defer leave()
-	caughtUp := make(chan error, n)
 	var got atomic.Int64
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.URL()+"/subscribe", nil)
-			resp, err := client.Do(req)
-			if err != nil {
-				caughtUp <- err
-				return
-			}
-			defer resp.Body.Close()
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-				switch {
-				case strings.HasPrefix(sc.Text(), "event: caught-up"):
-					caughtUp <- nil
-				case strings.Contains(sc.Text(), "tank-behind-the-back"):
-					got.Add(1)
-				}
-			}
-		})
-	}
-	for range n {
-		select {
-		case err := <-caughtUp:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("subscribers not caught up within 30s")
+	leave := conformance.HoldSubscribers(t, r.URL(), n, func(line string) {
+		if strings.Contains(line, "tank-behind-the-back") {
+			got.Add(1)
 		}
-	}
+	})
 	// Past the shared poll's first tick, which wakes everyone once.
 	time.Sleep(200 * time.Millisecond)
 	s := r.App()
@@ -92,8 +57,6 @@ func TestSubscribersShareTheFallbackPoll(t *testing.T) {
 	kittest.Eventually(t, 10*time.Second, fmt.Sprintf("all %d subscribers receiving the event", n), func() bool { return got.Load() == n })
 
 	leave()
-	wg.Wait()
-	tr.CloseIdleConnections()
 	kittest.Eventually(t, 5*time.Second, fmt.Sprintf("the test's goroutines back to the baseline of %d and the shared poll ended", baseline), func() bool {
 		s.hub.mu.Lock()
 		polling := s.hub.polling

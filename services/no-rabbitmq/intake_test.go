@@ -24,15 +24,7 @@ func TestWorkersKeepWorkingWithTheRequestPoolExhausted(t *testing.T) {
 	sc := newSchema(t)
 	in := sc.start(t, conformance.Settings{Workers: 4},
 		map[string]string{"DATABASE_MAX_CONNS": "2", "POLL_INTERVAL": "50ms", "MAX_BACKLOG": "1000"})
-	ctx := kittest.Context(t, time.Minute)
-	main := in.App().pool
-	for range int(main.Config().MaxConns) {
-		c, err := main.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Release)
-	}
+	kittest.HoldConns(t, in.App().pool)
 	tasks := make([]queue.NewTask, n)
 	for i := range tasks {
 		tasks[i] = queue.NewTask{ID: ids.New(), Kind: "t", Payload: json.RawMessage(`{}`), EnqueuedAt: time.Now()}

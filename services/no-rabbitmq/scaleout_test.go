@@ -1,19 +1,16 @@
 package main
 
 import (
-	"os"
 	"testing"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/conformance"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
 // TestMain lets the scale-out tests start this test binary again as the
 // service itself (conformance.StartProcess), so that they can kill -9 an
 // instance.
-func TestMain(m *testing.M) {
-	conformance.ServeChild(main)
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { kittest.Main(m, main) }
 
 // TestScaleOut runs the pair's competing-consumer checks against
 // no-rabbitmq: instances on one schema, each a process of its own,

@@ -82,7 +82,7 @@ func TestConformance(t *testing.T) {
 			t.Parallel()
 			f := conformance.Features{SharedCache: v.shared, SmallMessages: SmallMessagesReason}
 			conformance.Run(t, f, func(t testing.TB, o conformance.Options) conformance.Target {
-				cfg := testConfig(t, v.env, rolesEnv(o), map[string]string{"ORIGIN_WORK_MS": fmt.Sprint(o.OriginWork.Milliseconds())})
+				cfg := testConfig(t, v.env, o.Env())
 				return target{Instance: start(t, cfg), peer: start(t, cfg)}
 			})
 		})
@@ -92,18 +92,6 @@ func TestConformance(t *testing.T) {
 // SmallMessagesReason is why the suite's contract-size message is skipped
 // here (conformance.Features.SmallMessages).
 const SmallMessagesReason = "a message travels as a NOTIFY payload, which Postgres limits to under 8000 bytes (less its header: 7870 bytes are left); larger ones are refused with 413, not carried another way"
-
-// rolesEnv is the environment of a suite's Options for the roles.
-func rolesEnv(o conformance.Options) map[string]string {
-	env := map[string]string{}
-	if o.SubscribersMax > 0 {
-		env["SUBSCRIBERS_MAX"] = fmt.Sprint(o.SubscribersMax)
-	}
-	if o.SubscriberBuffer > 0 {
-		env["SUBSCRIBER_BUFFER_BYTES"] = fmt.Sprint(o.SubscriberBuffer)
-	}
-	return env
-}
 
 // TestBulkUpdateInvalidatesEveryInstance: a bulk UPDATE ... WHERE typed
 // in SQL (not through the service) reaches the local caches of two

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -85,7 +83,7 @@ func newPGServer(t *testing.T) *pgServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	_, port, _ := net.SplitHostPort(closedAddr(t))
+	_, port, _ := net.SplitHostPort(kittest.ClosedAddr(t))
 	p := &pgServer{bin: bin, dir: dir, data: filepath.Join(dir, "data"), log: filepath.Join(dir, "postgres.log"), asUser: os.Geteuid() == 0}
 	p.port, _ = strconv.Atoi(port)
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -160,18 +158,6 @@ func (p *pgServer) URL() string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p.port)
 }
 
-// closedAddr is an address nothing listens on.
-func closedAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
 // TestPostgresCrashRoles: what a Postgres crash (a private server stopped
 // with -m immediate, then started: crash recovery) does to the roles.
 // While it is down: a subscription ends with "end" (reason "lost": the
@@ -188,70 +174,29 @@ func TestPostgresCrashRoles(t *testing.T) {
 	url := pg.URL()
 	cfg := kittest.ReadConfig(t, readConfig, map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": kittest.Schema(t, url)})
 	base := start(t, cfg).URL()
-	name, key, ch := kittest.UniqueName(t, "lock"), kittest.UniqueName(t, "rl"), kittest.UniqueName(t, "ch")
-	held := conformance.MustAcquire(t, base, name, "before", time.Minute)
-	for i := range 4 {
-		st, _, _ := conformance.TakeOnce(t, base, key, 3, time.Minute)
-		if want := map[bool]int{true: 200, false: 429}[i < 3]; st != want {
-			t.Fatalf("take %d: %d, want %d", i+1, st, want)
-		}
-	}
-	sub := conformance.Subscribe(t, base, ch)
-	conformance.Publish(t, base, ch, `{"n":1}`)
-	sub.Messages(t, 1, 10*time.Second)
+	o := conformance.StartOutage(t, base)
 
 	pg.Crash(t)
-	ev, err := sub.Next(30 * time.Second)
-	if err != nil || ev.Name != "end" || !strings.Contains(ev.Data, `"reason":"lost"`) {
-		t.Fatalf("the subscriber when Postgres crashed: %+v, %v; want an end event of reason lost", ev, err)
-	}
-	if _, err := sub.Next(5 * time.Second); !errors.Is(err, conformance.ErrStreamEnded) {
-		t.Errorf("after the end event: %v, want the stream closed", err)
-	}
-	if st, _, _ := conformance.Acquire(t, base, name, "other", time.Second); st != http.StatusServiceUnavailable {
-		t.Errorf("acquire while Postgres is down: %d, want 503", st)
-	}
-	if st, _, _ := conformance.TakeOnce(t, base, key, 3, time.Minute); st != http.StatusServiceUnavailable {
-		t.Errorf("take while Postgres is down: %d, want 503", st)
-	}
-	if st, _ := kittest.Do(t, http.MethodPost, conformance.MessagesURL(base, ch), `{"n":0}`, nil); st != http.StatusServiceUnavailable {
-		t.Errorf("publish while Postgres is down: %d, want 503", st)
-	}
-	_, err = conformance.Open(t, kittest.Client, base, ch)
-	var re *conformance.RefusedError
-	if !errors.As(err, &re) || re.Status != http.StatusServiceUnavailable || re.RetryAfter == "" {
-		t.Errorf("subscribe while Postgres is down: %v, want 503 with Retry-After", err)
-	}
+	o.Down(t, "Postgres")
 
 	pg.Start(t)
-	var after *conformance.Subscription
-	kittest.Eventually(t, 60*time.Second, "subscriptions to work again", func() bool {
-		s, err := conformance.Open(t, kittest.Client, base, ch)
-		after = s
-		return err == nil
-	})
+	after := o.Reopen(t, 60*time.Second)
 	var st int
 	kittest.Eventually(t, 30*time.Second, "acquire to answer again", func() bool {
-		st, _, _ = conformance.Acquire(t, base, name, "after", time.Minute)
+		st, _, _ = conformance.Acquire(t, base, o.Name, "after", time.Minute)
 		return st != http.StatusServiceUnavailable
 	})
 	if st != http.StatusConflict {
 		t.Fatalf("acquire by another owner after the crash, the lease still running: %d, want 409 (the lease row survived)", st)
 	}
-	if st, _ := conformance.Extend(t, base, name, "before", held.Token, time.Minute); st != http.StatusOK {
+	if st, _ := conformance.Extend(t, base, o.Name, "before", o.Held.Token, time.Minute); st != http.StatusOK {
 		t.Errorf("the holder's extend after the crash: %d, want 200", st)
 	}
-	if st := conformance.Release(t, base, name, "before", held.Token); st != http.StatusNoContent {
+	if st := conformance.Release(t, base, o.Name, "before", o.Held.Token); st != http.StatusNoContent {
 		t.Errorf("the holder's release after the crash: %d, want 204", st)
 	}
-	if next := conformance.MustAcquire(t, base, name, "after", time.Minute); next.Token <= held.Token {
-		t.Errorf("token after the crash %d, want above %d", next.Token, held.Token)
+	if next := conformance.MustAcquire(t, base, o.Name, "after", time.Minute); next.Token <= o.Held.Token {
+		t.Errorf("token after the crash %d, want above %d", next.Token, o.Held.Token)
 	}
-	if st, tk, _ := conformance.TakeOnce(t, base, key, 3, time.Minute); st != http.StatusOK || tk.Remaining != 2 {
-		t.Errorf("take after the crash: %d %+v, want 200 with 2 remaining (UNLOGGED: the window was lost)", st, tk)
-	}
-	conformance.Publish(t, base, ch, `{"n":2}`)
-	if got := after.Messages(t, 1, 10*time.Second)[0]; got != `{"n":2}` {
-		t.Errorf("after the crash a subscriber got %s", got)
-	}
+	o.After(t, after, "the crash")
 }

@@ -178,20 +178,12 @@ func TestPipelineKeepsWorkingWithTheRequestPoolExhausted(t *testing.T) {
 	const n = 100
 	e := newEnv(t)
 	tg := startTarget(t, e, conformance.Settings{Workers: 4}, map[string]string{"DATABASE_MAX_CONNS": "2"})
-	ctx := kittest.Context(t, time.Minute)
-	main := tg.App().pool
-	for range int(main.Config().MaxConns) {
-		c, err := main.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Release)
-	}
+	kittest.HoldConns(t, tg.App().pool)
 	tasks := make([]queue.NewTask, n)
 	for i := range tasks {
 		tasks[i] = queue.NewTask{ID: ids.New(), Kind: "t", Payload: json.RawMessage(`{}`), EnqueuedAt: time.Now()}
 	}
-	if err := records.InsertTasks(ctx, tg.pool, tasks); err != nil {
+	if err := records.InsertTasks(kittest.Context(t, time.Minute), tg.pool, tasks); err != nil {
 		t.Fatal(err)
 	}
 	for _, task := range tasks {

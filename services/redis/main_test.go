@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -102,35 +100,10 @@ func TestConformance(t *testing.T) {
 			t.Parallel()
 			f := conformance.Features{SharedCache: true, PushedInvalidation: mode == ModeClientSide}
 			conformance.Run(t, f, func(t testing.TB, o conformance.Options) conformance.Target {
-				return startPair(t, testConfig(t, rolesEnv(o), map[string]string{"CACHE_MODE": mode, "ORIGIN_WORK_MS": fmt.Sprint(o.OriginWork.Milliseconds())}))
+				return startPair(t, testConfig(t, o.Env(), map[string]string{"CACHE_MODE": mode}))
 			})
 		})
 	}
-}
-
-// rolesEnv is the environment of a suite's Options for the roles.
-func rolesEnv(o conformance.Options) map[string]string {
-	env := map[string]string{}
-	if o.SubscribersMax > 0 {
-		env["SUBSCRIBERS_MAX"] = fmt.Sprint(o.SubscribersMax)
-	}
-	if o.SubscriberBuffer > 0 {
-		env["SUBSCRIBER_BUFFER_BYTES"] = fmt.Sprint(o.SubscriberBuffer)
-	}
-	return env
-}
-
-// closedPort returns an address nothing listens on: a port the kernel gave
-// and that was closed again.
-func closedPort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }
 
 // checkBypass checks that with Redis unreachable a product read is a 200
@@ -156,7 +129,7 @@ func checkBypass(t testing.TB, base string, id int64) {
 func TestRedisUnreachableBypasses(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode string) {
-		cfg := testConfig(t, map[string]string{"CACHE_MODE": mode, "REDIS_URL": "redis://" + closedPort(t) + "/0"})
+		cfg := testConfig(t, map[string]string{"CACHE_MODE": mode, "REDIS_URL": "redis://" + kittest.ClosedAddr(t) + "/0"})
 		base := servicetest.Start(t, build, cfg).URL()
 		checkBypass(t, base, 7)
 		put := conformance.PutProduct(t, base, 7, cache.ProductUpdate{Name: "while redis is down", PriceCents: 1, Stock: 2})
@@ -193,28 +166,7 @@ func TestRedisStoppedMidTest(t *testing.T) {
 }
 
 func testRedisStopped(t *testing.T, mode string) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("no redis-server on PATH: the private server this test stops cannot start")
-	}
-	addr := closedPort(t)
-	_, port, _ := net.SplitHostPort(addr)
-	dir := t.TempDir()
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		kittest.Eventually(t, 10*time.Second, "the private redis-server to listen", func() bool {
-			c, err := net.Dial("tcp", addr)
-			if err == nil {
-				_ = c.Close()
-			}
-			return err == nil
-		})
-		return cmd
-	}
+	addr, start := privateRedis(t)
 	srv := start()
 	cfg := testConfig(t, map[string]string{"CACHE_MODE": mode, "REDIS_URL": "redis://" + addr + "/0"})
 	base := servicetest.Start(t, build, cfg).URL()
@@ -358,7 +310,7 @@ func TestClientSidePutInvalidatesPeerCopy(t *testing.T) {
 func TestReadyzNamesAnUnreachableRedis(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode string) {
-		url := "redis://" + closedPort(t) + "/0"
+		url := "redis://" + kittest.ClosedAddr(t) + "/0"
 		base := servicetest.Start(t, build, testConfig(t, map[string]string{"CACHE_MODE": mode, "REDIS_URL": url})).URL()
 		status, m := kittest.GetJSON(t, base+"/readyz")
 		msg, _ := m["error"].(string)

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"net"
 	"net/http"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +34,7 @@ func privateRedis(t *testing.T) (addr string, start func() *exec.Cmd) {
 	if err != nil {
 		t.Skip("no redis-server on PATH: the private server this test stops cannot start")
 	}
-	addr = closedPort(t)
+	addr = kittest.ClosedAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	dir := t.TempDir()
 	start = func() *exec.Cmd {
@@ -71,70 +69,23 @@ func TestRedisRestartRoles(t *testing.T) {
 	addr, start := privateRedis(t)
 	srv := start()
 	base := servicetest.Start(t, build, testConfig(t, map[string]string{"REDIS_URL": "redis://" + addr + "/0"})).URL()
-	name, key, ch := kittest.UniqueName(t, "lock"), kittest.UniqueName(t, "rl"), kittest.UniqueName(t, "ch")
-	held := conformance.MustAcquire(t, base, name, "before", time.Minute)
-	for i := range 4 {
-		st, _, _ := conformance.TakeOnce(t, base, key, 3, time.Minute)
-		if want := map[bool]int{true: 200, false: 429}[i < 3]; st != want {
-			t.Fatalf("take %d: %d, want %d", i+1, st, want)
-		}
-	}
-	sub := conformance.Subscribe(t, base, ch)
-	conformance.Publish(t, base, ch, `{"n":1}`)
-	sub.Messages(t, 1, 10*time.Second)
+	o := conformance.StartOutage(t, base)
 
 	_ = srv.Process.Kill()
 	_ = srv.Wait()
-	ev, err := sub.Next(30 * time.Second)
-	if err != nil || ev.Name != "end" || !strings.Contains(ev.Data, `"reason":"lost"`) {
-		t.Fatalf("the subscriber when Redis died: %+v, %v; want an end event of reason lost", ev, err)
-	}
-	if _, err := sub.Next(5 * time.Second); !errors.Is(err, conformance.ErrStreamEnded) {
-		t.Errorf("after the end event: %v, want the stream closed", err)
-	}
-	downStatus(t, base, name, key, ch)
+	o.Down(t, "Redis")
 
 	start()
-	var after *conformance.Subscription
-	kittest.Eventually(t, 30*time.Second, "subscriptions to work again", func() bool {
-		s, err := conformance.Open(t, kittest.Client, base, ch)
-		after = s
-		return err == nil
-	})
-	st, fresh, _ := conformance.Acquire(t, base, name, "after", time.Minute)
+	after := o.Reopen(t, 30*time.Second)
+	st, fresh, _ := conformance.Acquire(t, base, o.Name, "after", time.Minute)
 	if st != http.StatusCreated {
-		t.Fatalf("acquire after the restart, %v before the lost lease would end: %d, want 201 (the lock was lost)", time.Until(held.ExpiresAt).Round(time.Second), st)
+		t.Fatalf("acquire after the restart, %v before the lost lease would end: %d, want 201 (the lock was lost)", time.Until(o.Held.ExpiresAt).Round(time.Second), st)
 	}
-	if fresh.Token <= held.Token {
-		t.Errorf("token after the restart %d, want above the lost holder's %d (the counter seeded from the clock)", fresh.Token, held.Token)
+	if fresh.Token <= o.Held.Token {
+		t.Errorf("token after the restart %d, want above the lost holder's %d (the counter seeded from the clock)", fresh.Token, o.Held.Token)
 	}
-	if st := conformance.Release(t, base, name, "before", held.Token); st != http.StatusConflict {
+	if st := conformance.Release(t, base, o.Name, "before", o.Held.Token); st != http.StatusConflict {
 		t.Errorf("the lost holder's release: %d, want 409", st)
 	}
-	if st, tk, _ := conformance.TakeOnce(t, base, key, 3, time.Minute); st != http.StatusOK || tk.Remaining != 2 {
-		t.Errorf("take after the restart: %d %+v, want 200 with 2 remaining (the window was lost)", st, tk)
-	}
-	conformance.Publish(t, base, ch, `{"n":2}`)
-	if got := after.Messages(t, 1, 10*time.Second)[0]; got != `{"n":2}` {
-		t.Errorf("after the restart a subscriber got %s", got)
-	}
-}
-
-// downStatus checks that every role answers 503 while its server is down.
-func downStatus(t *testing.T, base, name, key, ch string) {
-	t.Helper()
-	if st, _, _ := conformance.Acquire(t, base, name, "other", time.Second); st != http.StatusServiceUnavailable {
-		t.Errorf("acquire while the server is down: %d, want 503", st)
-	}
-	if st, _, _ := conformance.TakeOnce(t, base, key, 3, time.Minute); st != http.StatusServiceUnavailable {
-		t.Errorf("take while the server is down: %d, want 503", st)
-	}
-	if st, _ := kittest.Do(t, http.MethodPost, conformance.MessagesURL(base, ch), `{"n":0}`, nil); st != http.StatusServiceUnavailable {
-		t.Errorf("publish while the server is down: %d, want 503", st)
-	}
-	_, err := conformance.Open(t, kittest.Client, base, ch)
-	var re *conformance.RefusedError
-	if !errors.As(err, &re) || re.Status != http.StatusServiceUnavailable || re.RetryAfter == "" {
-		t.Errorf("subscribe while the server is down: %v, want 503 with Retry-After", err)
-	}
+	o.After(t, after, "the restart")
 }

@@ -63,3 +63,18 @@ func UpdatesTasksByPrimaryKey(t testing.TB, pool *pgxpool.Pool, statements map[s
 		}
 	}
 }
+
+// HoldConns acquires every connection of pool (its MaxConns) and holds
+// them until the test ends: the pool is exhausted, as in-flight requests
+// under overload would leave it.
+func HoldConns(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	ctx := Context(t, time.Minute)
+	for range int(pool.Config().MaxConns) {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Release)
+	}
+}

@@ -327,25 +327,12 @@ func (h *handler) putKV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return httpapi.Errorf(http.StatusUnsupportedMediaType, "Content-Type must be application/json, got %q", httpapi.Truncate(ct, 64))
-		}
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxValueBytes+1))
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe) || len(body) > MaxValueBytes:
-		return httpapi.Errorf(http.StatusRequestEntityTooLarge, "the value exceeds %d bytes", MaxValueBytes)
-	case err != nil:
-		return httpapi.BadRequest("reading the body: %v", err)
-	case !utf8.Valid(body) || !json.Valid(body):
-		return httpapi.BadRequest("the body must be one JSON value (UTF-8)")
-	}
 	// Stored byte for byte on both sides, but held to the one rule of
 	// every JSON body: no lone surrogates, no numbers out of bounds.
-	if err := httpapi.CheckJSONValues(body); err != nil {
+	body, err := readJSONBody(r, MaxValueBytes, func() error {
+		return httpapi.Errorf(http.StatusRequestEntityTooLarge, "the value exceeds %d bytes", MaxValueBytes)
+	})
+	if err != nil {
 		return err
 	}
 	start := time.Now()
@@ -371,4 +358,32 @@ func (h *handler) deleteKV(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// readJSONBody reads a body that is one JSON value, as sent (not
+// decoded): a Content-Type other than JSON is a 415, more than maxBytes
+// is tooLarge's answer (a 413), a body that is not UTF-8 and JSON, or
+// holds a lone surrogate or a number out of bounds
+// (httpapi.CheckJSONValues), a 400.
+func readJSONBody(r *http.Request, maxBytes int, tooLarge func() error) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return nil, httpapi.Errorf(http.StatusUnsupportedMediaType, "Content-Type must be application/json, got %q", httpapi.Truncate(ct, 64))
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBytes)+1))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe) || len(body) > maxBytes:
+		return nil, tooLarge()
+	case err != nil:
+		return nil, httpapi.BadRequest("reading the body: %v", err)
+	case !utf8.Valid(body) || !json.Valid(body):
+		return nil, httpapi.BadRequest("the body must be one JSON value (UTF-8)")
+	}
+	if err := httpapi.CheckJSONValues(body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }

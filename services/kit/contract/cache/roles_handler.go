@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"mime"
 	"net/http"
 	"os"
 	"regexp"
@@ -270,24 +268,9 @@ func (h *handler) publish(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return httpapi.Errorf(http.StatusUnsupportedMediaType, "Content-Type must be application/json, got %q", httpapi.Truncate(ct, 64))
-		}
-	}
 	limit := min(h.o.PubSub.MessageLimit(), MaxMessageBytes)
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessageBytes+1))
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe) || len(body) > MaxMessageBytes:
-		return tooLarge(limit)
-	case err != nil:
-		return httpapi.BadRequest("reading the body: %v", err)
-	case !utf8.Valid(body) || !json.Valid(body):
-		return httpapi.BadRequest("the body must be one JSON value (UTF-8)")
-	}
-	if err := httpapi.CheckJSONValues(body); err != nil {
+	body, err := readJSONBody(r, MaxMessageBytes, func() error { return tooLarge(limit) })
+	if err != nil {
 		return err
 	}
 	var buf bytes.Buffer

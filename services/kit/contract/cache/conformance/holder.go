@@ -1,18 +1,22 @@
 // The lock holder kill test, shared by both services' tests: a process
 // acquires a lock and is killed; another holder gets the lock once the
 // lease ends, with a higher token, and the dead holder's token is
-// refused.
+// refused. And a server outage's effect on the roles (Outage): the
+// server behind them (Redis, Postgres) goes down and comes back, and
+// each side checks what its roles kept.
 
 package conformance
 
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,4 +132,92 @@ func KillLockHolder(t *testing.T, holderTest, base, peer string, lease time.Dura
 		t.Errorf("the dead holder's release once nobody holds the lock: %d, want 404", st)
 	}
 	return handover
+}
+
+// Outage is the roles' state on one instance before its server goes
+// down (StartOutage): a lock held for a minute, a rate-limit window of 3
+// spent, and a subscription that got one message.
+type Outage struct {
+	// Base is the instance's base URL; Name, Key and Channel are the
+	// lock's, the window's and the subscription's.
+	Base, Name, Key, Channel string
+	// Held is the lock, held by the owner "before".
+	Held cache.Lock
+	// Sub is the subscription open before the outage.
+	Sub *Subscription
+}
+
+// StartOutage sets up the roles' state on base that an outage test
+// takes down: the lock, the window (3 takes admitted, the fourth
+// refused) and the subscription.
+func StartOutage(t testing.TB, base string) *Outage {
+	t.Helper()
+	o := &Outage{Base: base, Name: kittest.UniqueName(t, "lock"), Key: kittest.UniqueName(t, "rl"), Channel: kittest.UniqueName(t, "ch")}
+	o.Held = MustAcquire(t, base, o.Name, "before", time.Minute)
+	for i := range 4 {
+		st, _, _ := TakeOnce(t, base, o.Key, 3, time.Minute)
+		if want := map[bool]int{true: 200, false: 429}[i < 3]; st != want {
+			t.Fatalf("take %d: %d, want %d", i+1, st, want)
+		}
+	}
+	o.Sub = Subscribe(t, base, o.Channel)
+	Publish(t, base, o.Channel, `{"n":1}`)
+	o.Sub.Messages(t, 1, 10*time.Second)
+	return o
+}
+
+// Down checks the roles while server (its name, for the messages) is
+// down: the subscription ended with "end" of reason "lost", and
+// acquiring, taking, publishing and subscribing are 503s.
+func (o *Outage) Down(t testing.TB, server string) {
+	t.Helper()
+	ev, err := o.Sub.Next(30 * time.Second)
+	if err != nil || ev.Name != "end" || !strings.Contains(ev.Data, `"reason":"lost"`) {
+		t.Fatalf("the subscriber when %s went down: %+v, %v; want an end event of reason lost", server, ev, err)
+	}
+	if _, err := o.Sub.Next(5 * time.Second); !errors.Is(err, ErrStreamEnded) {
+		t.Errorf("after the end event: %v, want the stream closed", err)
+	}
+	if st, _, _ := Acquire(t, o.Base, o.Name, "other", time.Second); st != http.StatusServiceUnavailable {
+		t.Errorf("acquire while %s is down: %d, want 503", server, st)
+	}
+	if st, _, _ := TakeOnce(t, o.Base, o.Key, 3, time.Minute); st != http.StatusServiceUnavailable {
+		t.Errorf("take while %s is down: %d, want 503", server, st)
+	}
+	if st, _ := kittest.Do(t, http.MethodPost, MessagesURL(o.Base, o.Channel), `{"n":0}`, nil); st != http.StatusServiceUnavailable {
+		t.Errorf("publish while %s is down: %d, want 503", server, st)
+	}
+	_, err = Open(t, kittest.Client, o.Base, o.Channel)
+	var re *RefusedError
+	if !errors.As(err, &re) || re.Status != http.StatusServiceUnavailable || re.RetryAfter == "" {
+		t.Errorf("subscribe while %s is down: %v, want 503 with Retry-After", server, err)
+	}
+}
+
+// Reopen waits up to d for subscriptions to work again once the server
+// is back, and returns the first one that opened.
+func (o *Outage) Reopen(t testing.TB, d time.Duration) *Subscription {
+	t.Helper()
+	var after *Subscription
+	kittest.Eventually(t, d, "subscriptions to work again", func() bool {
+		s, err := Open(t, kittest.Client, o.Base, o.Channel)
+		after = s
+		return err == nil
+	})
+	return after
+}
+
+// After checks, once the server is back (after names it in the
+// messages: "the crash", "the restart"), that the rate-limit window was
+// lost (a take is admitted with 2 remaining) and that sub, opened by
+// Reopen, gets what is published now.
+func (o *Outage) After(t testing.TB, sub *Subscription, after string) {
+	t.Helper()
+	if st, tk, _ := TakeOnce(t, o.Base, o.Key, 3, time.Minute); st != http.StatusOK || tk.Remaining != 2 {
+		t.Errorf("take after %s: %d %+v, want 200 with 2 remaining (the window was lost)", after, st, tk)
+	}
+	Publish(t, o.Base, o.Channel, `{"n":2}`)
+	if got := sub.Messages(t, 1, 10*time.Second)[0]; got != `{"n":2}` {
+		t.Errorf("after %s a subscriber got %s", after, got)
+	}
 }

@@ -4,6 +4,7 @@
 package conformance
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -59,6 +60,20 @@ type Options struct {
 	// SUBSCRIBER_BUFFER_BYTES (cache.RolesConfig); zero: the defaults.
 	SubscribersMax   int
 	SubscriberBuffer int64
+}
+
+// Env is the environment that configures a side as o asks:
+// ORIGIN_WORK_MS, and SUBSCRIBERS_MAX and SUBSCRIBER_BUFFER_BYTES when
+// set.
+func (o Options) Env() map[string]string {
+	env := map[string]string{"ORIGIN_WORK_MS": fmt.Sprint(o.OriginWork.Milliseconds())}
+	if o.SubscribersMax > 0 {
+		env["SUBSCRIBERS_MAX"] = fmt.Sprint(o.SubscribersMax)
+	}
+	if o.SubscriberBuffer > 0 {
+		env["SUBSCRIBER_BUFFER_BYTES"] = fmt.Sprint(o.SubscriberBuffer)
+	}
+	return env
 }
 
 // NewTarget starts a side on state of its own (a Postgres schema with the

@@ -1,9 +1,12 @@
 // Helpers shared by every area: the subtest table, stream names, append
-// and read calls, event builders and the SSE subscription client.
+// and read calls, event builders and the SSE subscription client; and
+// for the sides' own tests, many subscribers held open at once
+// (HoldSubscribers).
 
 package conformance
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -256,5 +259,82 @@ func wantEvents(t testing.TB, what string, got []eventstore.RecordedEvent, want 
 	}
 	if !reflect.DeepEqual(g, norm) {
 		t.Errorf("%s: got %v, want %v", what, g, norm)
+	}
+}
+
+// HoldSubscribers opens n subscriptions from the start at base (GET
+// /subscribe), each on a connection of its own, and waits up to a minute
+// until every one has received caught-up; each then holds its stream
+// until the test leaves. Every line each stream reads goes to line
+// (nil: none). It returns the function that makes them all leave
+// (closing their connections) and waits until their readers ended; the
+// test's end calls it too.
+func HoldSubscribers(t testing.TB, base string, n int, line func(string)) (leave func()) {
+	t.Helper()
+	tr := &http.Transport{DisableKeepAlives: true}
+	client := &http.Client{Transport: tr}
+	ctx, cancel := context.WithCancel(context.Background())
+	caughtUp := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { holdSubscriber(ctx, client, base, line, caughtUp) })
+	}
+	leave = func() {
+		cancel()
+		wg.Wait()
+		tr.CloseIdleConnections()
+	}
+	t.Cleanup(leave)
+	timeout := time.After(60 * time.Second)
+	for range n {
+		select {
+		case err := <-caughtUp:
+			if err != nil {
+				leave()
+				t.Fatalf("a subscriber: %v", err)
+			}
+		case <-timeout:
+			leave()
+			t.Fatalf("%d subscribers did not all catch up within 60 s", n)
+		}
+	}
+	return leave
+}
+
+// holdSubscriber is one subscriber of HoldSubscribers: it sends to
+// caughtUp once, when its stream has caught up (nil) or cannot, and then
+// reads on until the stream ends.
+func holdSubscriber(ctx context.Context, client *http.Client, base string, line func(string), caughtUp chan<- error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/subscribe", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		caughtUp <- err
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		caughtUp <- fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		return
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	read := func() bool {
+		ok := sc.Scan()
+		if ok && line != nil {
+			line(sc.Text())
+		}
+		return ok
+	}
+	found := false
+	for !found && read() {
+		found = strings.HasPrefix(sc.Text(), "event: caught-up")
+	}
+	if !found {
+		caughtUp <- fmt.Errorf("stream ended before caught-up: %v", sc.Err())
+		return
+	}
+	caughtUp <- nil
+	for read() { // hold the stream until the test leaves
 	}
 }

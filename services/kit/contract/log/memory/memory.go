@@ -71,12 +71,18 @@ func (l *Log) wakeLocked() chan struct{} {
 func (l *Log) Get(_ context.Context, id string) (logc.Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.event(id, l.deliveries)
+}
+
+// event returns event id with its delivery in deliveries (the default
+// group's or another group's), if it has one. The caller holds l.mu.
+func (l *Log) event(id string, deliveries map[string]delivery) (logc.Event, error) {
 	i, ok := l.index[id]
 	if !ok {
 		return logc.Event{}, fmt.Errorf("event %s: %w", id, httpapi.ErrNotFound)
 	}
 	e := l.events[i]
-	if d, ok := l.deliveries[id]; ok {
+	if d, ok := deliveries[id]; ok {
 		at, seq := d.at, d.seq
 		ms := float64(at.Sub(e.CreatedAt).Microseconds()) / 1000
 		e.DeliveredAt, e.DeliveryMS, e.DeliverySeq = &at, &ms, &seq
@@ -189,17 +195,7 @@ func (l *Log) GetIn(_ context.Context, name, id string) (logc.Event, error) {
 	if !ok {
 		return logc.Event{}, logc.UnknownGroup(name)
 	}
-	i, ok := l.index[id]
-	if !ok {
-		return logc.Event{}, fmt.Errorf("event %s: %w", id, httpapi.ErrNotFound)
-	}
-	e := l.events[i]
-	if d, ok := g.deliveries[id]; ok {
-		at, seq := d.at, d.seq
-		ms := float64(at.Sub(e.CreatedAt).Microseconds()) / 1000
-		e.DeliveredAt, e.DeliveryMS, e.DeliverySeq = &at, &ms, &seq
-	}
-	return e, nil
+	return l.event(id, g.deliveries)
 }
 
 // GroupHeld reports whether the Log still holds what group name retained

@@ -10,5 +10,5 @@
 // RunScaleOut checks several instances of a side on one schema and queue
 // (competing consumers, kill -9 of one); its instances are processes of
 // their own (StartProcess), the service's test binary started again as
-// the service (ServeChild, called from the service's TestMain).
+// the service (its TestMain is kittest.Main).
 package conformance

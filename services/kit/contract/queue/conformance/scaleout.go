@@ -34,7 +34,7 @@ type NewShared func(t testing.TB) Shared
 
 // RunScaleOut checks competing consumers on one side (issue 23): several
 // instances of the service, each a process of its own on its own port
-// (StartProcess: the service's TestMain must call ServeChild), share one
+// (StartProcess: the service's TestMain must be kittest.Main), share one
 // schema and one queue.
 //   - Two instances process 1,000 tasks posted to one of them exactly
 //     once (one delivery each, counted by both the records and the
