@@ -5,13 +5,27 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
-//go:embed queue/*.sql log/*.sql documents/*.sql eventstore/*.sql cache/*.sql
+// files holds every pair's migrations, a folder per pair named as in
+// services/kit/pairs (TestFoldersArePairs checks).
+//
+//go:embed */*.sql
 var files embed.FS
 
-// Pairs lists the pairs that have migrations, in a stable order.
-func Pairs() []string { return []string{"queue", "log", "documents", "eventstore", "cache"} }
+// Pairs lists the pairs that have migrations (a folder of files), in the
+// order of the pair table, services/kit/pairs.
+func Pairs() []string {
+	var out []string
+	for _, name := range pairs.Names() {
+		if entries, err := fs.ReadDir(files, name); err == nil && len(entries) > 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 // FS returns the migrations of one pair, with the files at its root as
 // goose expects.

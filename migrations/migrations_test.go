@@ -3,7 +3,10 @@ package migrations_test
 import (
 	"context"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,26 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
+
+// TestFoldersArePairs: every folder of migrations is a pair of the pair
+// table, so Pairs (which reads the table) migrates every one of them.
+func TestFoldersArePairs(t *testing.T) {
+	t.Parallel()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if sql, _ := filepath.Glob(filepath.Join(e.Name(), "*.sql")); e.IsDir() && len(sql) > 0 {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	got := slices.Sorted(slices.Values(migrations.Pairs()))
+	if !slices.Equal(got, dirs) {
+		t.Errorf("Pairs() = %v, folders of migrations %v: a folder named after no pair of services/kit/pairs is never migrated", got, dirs)
+	}
+}
 
 // TestFilesFollowTheRules checks every file without a database: numbered
 // names, both goose sections, and re-runnable CREATEs.

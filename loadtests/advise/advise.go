@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
@@ -72,14 +73,15 @@ type Advice struct {
 	Final string
 }
 
-// Pairs are the pairs advise knows, in card order.
-var Pairs = []string{pairs.Queue, pairs.Log, pairs.Documents, pairs.EventStore, pairs.Cache}
+// Pairs are the pairs advise knows: those with a verdict card, in card
+// order (report.CardPairs).
+func Pairs() []string { return report.CardPairs() }
 
 // Validate names the first bad field of w.
 func (w Workload) Validate() error {
 	switch {
-	case !contains(Pairs, w.Pair):
-		return fmt.Errorf("unknown pair %q (want one of %s)", w.Pair, strings.Join(Pairs, ", "))
+	case !slices.Contains(Pairs(), w.Pair):
+		return fmt.Errorf("unknown pair %q (want one of %s)", w.Pair, strings.Join(Pairs(), ", "))
 	case w.Rate < 0:
 		return fmt.Errorf("rate %v is negative", w.Rate)
 	case w.Growth <= 0:
@@ -104,15 +106,6 @@ func (w Workload) Validate() error {
 		return fmt.Errorf("pubsub-rate, lock-rate and take-rate are the cache pair's roles; pair is %q", w.Pair)
 	}
 	return nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Load reads the results in dir the report reads by default

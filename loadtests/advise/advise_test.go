@@ -139,7 +139,7 @@ func TestAdviseOnCommittedResults(t *testing.T) {
 	if !strings.HasPrefix(a.Final, "Kafka (question 1") {
 		t.Errorf("final %q", a.Final)
 	}
-	if len(vs) != len(Pairs) {
+	if len(vs) != len(Pairs()) {
 		t.Errorf("%d verdicts, want one per pair", len(vs))
 	}
 }

@@ -20,7 +20,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("advise", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	w := Workload{}
-	fs.StringVar(&w.Pair, "pair", pairs.Queue, "the pair: "+strings.Join(Pairs, ", "))
+	fs.StringVar(&w.Pair, "pair", pairs.Queue, "the pair: "+strings.Join(Pairs(), ", "))
 	fs.Float64Var(&w.Rate, "rate", 1000, "load now, in items per second")
 	fs.Float64Var(&w.Growth, "growth", 1, "load in two years as a multiple of now (factor)")
 	payload := fs.String("payload", "1KB", "one item's size, in bytes (300, 2KB, 1.5MB)")

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +15,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
 )
 
 // causalScenario is the causal experiment's name after `eventstore`:
@@ -28,35 +25,27 @@ const causalScenario = "causal"
 // (eventstore.RunCausal), starting its own instances, then prints its
 // part of the event store section; it returns the exit status.
 func causalMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("eventstore causal", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("eventstore causal", stderr)
 	o := eventstore.DefaultCausalOptions()
-	o.DatabaseURL = envOr("DATABASE_URL", versions.DefaultPostgresURL)
-	o.KafkaBrokers = envOr("KAFKA_BROKERS", o.KafkaBrokers)
+	eventStoreServers(&o.DatabaseURL, &o.KafkaBrokers)
 	o.Register(fs)
 	c := common{host: "localhost", start: scenario.StartAuto}
 	fs.StringVar(&c.start, "start", c.start, "auto or always: the experiment starts instances of its own (ports 8790-8792); never: it cannot run")
 	fs.StringVar(&c.logDir, "logs", filepath.Join(os.TempDir(), "wpe-loadtests-logs"), "folder for the logs of the instances it starts")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if rc, ok := parseFlags(fs, args); !ok {
+		return rc
 	}
 	if err := o.Validate(); err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
+		return fail(stderr, 2, err)
 	}
 	c.pgURL, c.resultsDir = o.DatabaseURL, o.Out
 	root, err := launch.Root()
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return fail(stderr, 1, err)
 	}
 	env, cleanup, err := newEnv(c, root)
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
+		return fail(stderr, 2, err)
 	}
 	defer cleanup()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -75,8 +64,7 @@ func causalMain(args []string, stdout, stderr io.Writer) int {
 		_, lerr = eventstore.FromRuns([]*driver.Run{run})
 	}
 	if lerr != nil {
-		fmt.Fprintln(stderr, "error:", lerr)
-		return 1
+		return fail(stderr, 1, lerr)
 	}
 	fmt.Fprintf(stdout, "wrote %s\n\n%s", path, report.EventStoreSection([]*driver.Run{run}))
 	if err != nil {

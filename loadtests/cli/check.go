@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -51,15 +49,11 @@ type Status struct {
 // checkMain runs `check [-host localhost] [-timeout 2s]`: one line per
 // service of the pair table, up or why not; it returns the exit status.
 func checkMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("check", stderr)
 	host := fs.String("host", "localhost", "host the services listen on")
 	timeout := fs.Duration("timeout", 2*time.Second, "timeout per request")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if rc, ok := parseFlags(fs, args); !ok {
+		return rc
 	}
 	Print(stdout, Check(context.Background(), *host, *timeout, Targets))
 	return 0

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
@@ -26,7 +27,10 @@ func TestCheckTellsUpFromDownAndWrongService(t *testing.T) {
 	defer srv.Close()
 	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
 	port, _ := strconv.Atoi(portStr)
-	free := freePort(t)
+	free, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	got := Check(context.Background(), "127.0.0.1", time.Second, []Target{
 		{"no-kafka", "log", port}, {"kafka", "log", port}, {"rabbitmq", "queue", free},
@@ -45,16 +49,6 @@ func TestCheckTellsUpFromDownAndWrongService(t *testing.T) {
 	if !strings.Contains(b.String(), "SERVICE") || strings.Count(b.String(), "\n") != 4 {
 		t.Errorf("table:\n%s", b.String())
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // TestSizesFlagRoundTrips checks that the -sizes default written from the

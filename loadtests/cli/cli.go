@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 
@@ -100,6 +102,52 @@ func Run(args []string, stdout, stderr io.Writer) int {
 // isHelp reports whether arg asks for help.
 func isHelp(arg string) bool {
 	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
+
+// newFlagSet is the flag set of the command name: it returns its errors
+// to the caller and writes them, and -h's flags, to stderr.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// commandFlagSet is newFlagSet whose -h writes the command table's
+// usage line of cmd (helpOf) before the flags.
+func commandFlagSet(cmd string, stderr io.Writer) *flag.FlagSet {
+	fs := newFlagSet(cmd, stderr)
+	fs.Usage = func() {
+		printFlags(stderr, fs, fmt.Sprintf("usage: go run ./loadtests %s [flags]\n%s\n\nflags:\n", cmd, helpOf(cmd)))
+	}
+	return fs
+}
+
+// printFlags writes header, then fs's flags, to w (fs writes there from
+// then on).
+func printFlags(w io.Writer, fs *flag.FlagSet, header string) {
+	fs.SetOutput(w)
+	fmt.Fprint(w, header)
+	fs.PrintDefaults()
+}
+
+// parseFlags parses args with fs. When the command cannot go on it
+// returns false and the exit status: 0 after -h (the flags printed), 2
+// for a bad command line (the flag package said why).
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	return 0, true
+}
+
+// fail writes err to stderr as a command's error and returns the exit
+// status code.
+func fail(stderr io.Writer, code int, err error) int {
+	fmt.Fprintln(stderr, "error:", err)
+	return code
 }
 
 // usage lists every command of the table.

@@ -202,12 +202,7 @@ func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) e
 	if !ok {
 		return fmt.Errorf("unknown command %q", cmd)
 	}
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: go run ./loadtests %s [flags]\n%s\n\nflags:\n", cmd, helpOf(cmd))
-		fs.PrintDefaults()
-	}
+	fs := commandFlagSet(cmd, stderr)
 	var c common
 	c.register(fs, lc.rounds, lc.duration)
 	x := newExtras()
@@ -761,28 +756,19 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 	if args[0] == causalScenario {
 		return causalMain(args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("eventstore "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("eventstore "+args[0], stderr)
 	o := eventstore.DefaultOptions()
-	o.DatabaseURL = envOr("DATABASE_URL", versions.DefaultPostgresURL)
-	o.KafkaBrokers = envOr("KAFKA_BROKERS", o.KafkaBrokers)
+	eventStoreServers(&o.DatabaseURL, &o.KafkaBrokers)
 	o.Register(fs)
 	compare := fs.String("compare-bindirs", "", "comma-separated bin directories of other PostgreSQL versions: no-kurrentdb also runs against a private server of each (the -database-url server's settings), as engine no-kurrentdb-pg<major> beside the targets; \"default\": PostgreSQL 18 from make deps-cluster ("+experiments.CompareBindirsEnv+")")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "%s\n\nflags (the same for every scenario):\n", use)
-		fs.PrintDefaults()
-	}
+	const header = use + "\n\nflags (the same for every scenario):\n"
+	fs.Usage = func() { printFlags(stderr, fs, header) }
 	if isHelp(args[0]) {
-		fs.SetOutput(stdout)
-		fmt.Fprintf(stdout, "%s\n\nflags (the same for every scenario):\n", use)
-		fs.PrintDefaults()
+		printFlags(stdout, fs, header)
 		return 0
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if rc, ok := parseFlags(fs, args[1:]); !ok {
+		return rc
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -790,8 +776,7 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 		closeCompared, err := eventstorerun.Compare(ctx, &o, *compare, stderr)
 		defer closeCompared()
 		if err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return 1
+			return fail(stderr, 1, err)
 		}
 	}
 	// One line per loop: the plan's estimate first, as the load commands
@@ -815,15 +800,13 @@ func eventStoreMain(args []string, stdout, stderr io.Writer) int {
 	}
 	es, err := eventstore.LoadRuns(o.Out)
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return fail(stderr, 1, err)
 	}
 	md := report.EventStoreSection(es)
 	wrote := path
 	if o.MD != "" {
 		if err := os.WriteFile(o.MD, []byte(md), 0o644); err != nil {
-			fmt.Fprintln(stderr, "error:", err)
-			return 1
+			return fail(stderr, 1, err)
 		}
 		wrote += " and " + o.MD
 	}

@@ -31,6 +31,23 @@ func readDoc(t testing.TB, path string) string {
 	return string(b)
 }
 
+// checkSameNames reports each name of have that doc does not hold
+// (leftOut, a format of the name) and each name of doc that have does
+// not hold (unknown, likewise).
+func checkSameNames(t testing.TB, have, doc []string, leftOut, unknown string) {
+	t.Helper()
+	for _, n := range have {
+		if !slices.Contains(doc, n) {
+			t.Errorf(leftOut, n)
+		}
+	}
+	for _, n := range doc {
+		if !slices.Contains(have, n) {
+			t.Errorf(unknown, n)
+		}
+	}
+}
+
 // TestCommandDocMatchesTheTable checks the command's doc (../doc.go)
 // against the code: its counts and lists of pairs are the pair table's
 // (pairstest.CheckProse), every pair of the table is a command of its
@@ -56,16 +73,8 @@ func TestCommandDocMatchesTheTable(t *testing.T) {
 	for _, c := range commands() {
 		table = append(table, c.name)
 	}
-	for _, c := range table {
-		if !slices.Contains(documented, c) {
-			t.Errorf("../doc.go's usage lines leave out the command %s, which the table holds", c)
-		}
-	}
-	for _, c := range documented {
-		if !slices.Contains(table, c) {
-			t.Errorf("../doc.go's usage lines name the command %s, which the table does not hold (%s)", c, strings.Join(table, ", "))
-		}
-	}
+	checkSameNames(t, table, documented, "../doc.go's usage lines leave out the command %s, which the table holds",
+		"../doc.go's usage lines name the command %s, which the table does not hold ("+strings.Join(table, ", ")+")")
 
 	flat := strings.Join(strings.Fields(strings.ReplaceAll(doc, "//", "")), " ")
 	_, list, ok := strings.Cut(flat, "Its packages: ")
@@ -78,16 +87,8 @@ func TestCommandDocMatchesTheTable(t *testing.T) {
 		named = append(named, m[1])
 	}
 	pkgs := pairstest.PackageDirs(t, "..")
-	for _, p := range pkgs {
-		if !slices.Contains(named, p) {
-			t.Errorf("../doc.go's list of packages leaves out %s", p)
-		}
-	}
-	for _, p := range named {
-		if !slices.Contains(pkgs, p) {
-			t.Errorf("../doc.go lists the package %s, which the load driver does not have (%s)", p, strings.Join(pkgs, ", "))
-		}
-	}
+	checkSameNames(t, pkgs, named, "../doc.go's list of packages leaves out %s",
+		"../doc.go lists the package %s, which the load driver does not have ("+strings.Join(pkgs, ", ")+")")
 }
 
 // TestPackageDocNamesEveryFile: this package's doc.go names every Go

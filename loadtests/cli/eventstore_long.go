@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,35 +21,36 @@ func eventStoreExtra(cmd string) func(args []string, stdout, stderr io.Writer) i
 	}
 }
 
+// eventStoreServers sets an event-store command's Postgres and Kafka
+// brokers: DATABASE_URL's, else the stack's Postgres, and KAFKA_BROKERS',
+// else the brokers already set.
+func eventStoreServers(databaseURL, kafkaBrokers *string) {
+	*databaseURL = envOr("DATABASE_URL", versions.DefaultPostgresURL)
+	*kafkaBrokers = envOr("KAFKA_BROKERS", *kafkaBrokers)
+}
+
 // eventStoreExtraMain runs `eventstore-long` or `eventstore-cleanup`
 // [flags], then prints the event-store section rendered from every JSON
 // result present; it returns the exit status.
 func eventStoreExtraMain(cmd string, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(cmd, stderr)
 	lo, co := eventstore.DefaultLongOptions(), eventstore.DefaultCleanupOptions()
 	o := &lo.Options
 	if cmd == eventstore.CleanupCommand {
 		o = &co.Options
 	}
-	o.DatabaseURL = envOr("DATABASE_URL", versions.DefaultPostgresURL)
-	o.KafkaBrokers = envOr("KAFKA_BROKERS", o.KafkaBrokers)
+	eventStoreServers(&o.DatabaseURL, &o.KafkaBrokers)
 	if cmd == eventstore.CleanupCommand {
 		co.Register(fs)
 	} else {
 		lo.Register(fs)
 	}
 	if len(args) > 0 && isHelp(args[0]) {
-		fs.SetOutput(stdout)
-		fmt.Fprintf(stdout, "usage: go run ./loadtests %s [flags]\n\nflags:\n", cmd)
-		fs.PrintDefaults()
+		printFlags(stdout, fs, fmt.Sprintf("usage: go run ./loadtests %s [flags]\n\nflags:\n", cmd))
 		return 0
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if rc, ok := parseFlags(fs, args); !ok {
+		return rc
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -62,14 +62,12 @@ func eventStoreExtraMain(cmd string, args []string, stdout, stderr io.Writer) in
 		path, err = eventstore.Long(ctx, lo, stderr)
 	}
 	if path == "" && err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
+		return fail(stderr, 2, err)
 	}
 	es, lerr := eventstore.LoadRuns(o.Out)
 	fmt.Fprintf(stdout, "wrote %s\n\n%s", path, report.EventStoreSection(es))
 	if err = errors.Join(err, lerr); err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return fail(stderr, 1, err)
 	}
 	return 0
 }

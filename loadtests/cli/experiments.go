@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,8 +25,7 @@ const experimentsCommand = "experiments"
 // results/<UTC time>-experiments.json, and a table on stdout; it returns
 // the exit status.
 func experimentsMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet(experimentsCommand, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(experimentsCommand, stderr)
 	dir := fs.String("results", "results", "folder for the results JSON file")
 	size := fs.String("size", "full", "small (seconds each, as the tests run them) or full (make results' size)")
 	only := fs.String("only", "", "comma-separated experiments to run (default all but the cluster profile's): "+strings.Join(experimentNames(), ", "))
@@ -37,17 +35,13 @@ func experimentsMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&env.PgBouncerURL, "pgbouncer-url", "", "pgbouncer in transaction mode (default PGBOUNCER_URL or the stack's)")
 	compare := fs.String("compare-bindirs", "", "comma-separated bin directories of other PostgreSQL versions that "+experiments.NotifySerializes+
 		" measures again on a private server of each, \"none\" for none (default "+experiments.CompareBindirsEnv+", else PostgreSQL 18 from make deps-cluster when present)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if rc, ok := parseFlags(fs, args); !ok {
+		return rc
 	}
 	env.CompareBindirs, env.CompareNone = compareBindirs(*compare)
 	sz, err := experiments.ParseSize(*size)
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
+		return fail(stderr, 2, err)
 	}
 	var names []string
 	if *only != "" {
@@ -55,8 +49,7 @@ func experimentsMain(args []string, stdout, stderr io.Writer) int {
 	}
 	xs, err := experiments.Select(names)
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
+		return fail(stderr, 2, err)
 	}
 	if *repeat < 1 {
 		fmt.Fprintln(stderr, "error: -repeat must be at least 1")

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -200,8 +199,7 @@ func rawSection(c common, runs []*driver.Run) (string, error) {
 // results/<id>-raw.json and printed as RESULTS.md's section would show
 // them.
 func rawMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("raw", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("raw", stderr)
 	o := raw.DefaultOptions()
 	fs.StringVar(&o.PostgresURL, "database-url", o.PostgresURL, "Postgres (a scratch schema and a temporary wal2json slot are created there)")
 	fs.StringVar(&o.RabbitMQURL, "rabbitmq-url", o.RabbitMQURL, "RabbitMQ (a scratch queue)")
@@ -211,11 +209,8 @@ func rawMain(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.RetentionRows, "retention-rows", o.RetentionRows, "rows of the retention measurement's history and queue tables (with the Postgres loops); 0 skips it")
 	dir := fs.String("results", "results", "folder for the results JSON file")
 	only := fs.String("only", "", "comma-separated engines to measure (postgres, rabbitmq, kafka); default all")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if rc, ok := parseFlags(fs, args); !ok {
+		return rc
 	}
 	o.KafkaBrokers = strings.Split(*brokers, ",")
 	if *only != "" {
@@ -229,14 +224,12 @@ func rawMain(args []string, stdout, stderr io.Writer) int {
 	if len(res.Loops) > 0 {
 		path, werr := raw.Write(*dir, res)
 		if werr != nil {
-			fmt.Fprintln(stderr, "error:", werr)
-			return 1
+			return fail(stderr, 1, werr)
 		}
 		fmt.Fprintf(stdout, "wrote %s\n\n%s", path, report.RawSection(res, nil))
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return fail(stderr, 1, err)
 	}
 	return 0
 }

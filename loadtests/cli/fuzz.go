@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,19 +32,15 @@ var fuzzSkipped = map[string]string{
 // every check and phase for -seconds, stop it. It returns 1 when any run
 // failed.
 func fuzzMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("fuzz", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("fuzz", stderr)
 	st := fs.String("st", "st", "the Schemathesis CLI (make fuzz installs a pinned one into .stack/)")
 	seconds := fs.Int("seconds", 60, "Schemathesis' time budget per service (its --max-time)")
 	offset := fs.Int("port-offset", 0, "added to every service's default port (to run beside services of your own)")
 	logDir := fs.String("logs", filepath.Join(os.TempDir(), "wpe-fuzz-logs"), "folder for the services' logs and Schemathesis' reports")
 	only := fs.String("services", "", "comma-separated services to fuzz (default: every built service that runs here)")
 	workers := fs.Int("workers", 1, "Schemathesis workers per service")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if rc, ok := parseFlags(fs, args); !ok {
+		return rc
 	}
 	names := fuzzTargets(*only)
 	if strings.ContainsRune(*st, os.PathSeparator) {

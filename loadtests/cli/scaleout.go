@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,12 +24,7 @@ const scaleoutCommand = scenario.ScaleOutCommand
 func scaleoutMain(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fs := flag.NewFlagSet(scaleoutCommand, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: go run ./loadtests %s [flags]\n%s\n\nflags:\n", scaleoutCommand, helpOf(scaleoutCommand))
-		fs.PrintDefaults()
-	}
+	fs := commandFlagSet(scaleoutCommand, stderr)
 	var c common
 	o := scenario.ScaleOutDefaults
 	c.register(fs, 1, o.Duration)
@@ -54,35 +48,21 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 	fs.DurationVar(&o.StoppedFor, "scaleout-stopped-for", o.StoppedFor, "scaleout: how long one of three groups is not consumed at the stopped point, at -scaleout-group-rate (0: no stopped point)")
 	fs.IntVar(&o.ReplayEvents, "scaleout-replay-events", o.ReplayEvents, "scaleout: events written before the replay point's group is created from earliest (0: no replay point)")
 	fs.Float64Var(&o.ReplayLiveRate, "scaleout-replay-live-rate", o.ReplayLiveRate, "scaleout: events/s written while the replay group catches up")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if rc, ok := parseFlags(fs, args); !ok {
+		return rc
 	}
 	var err error
 	if o.Rates, err = parseRates(*rates); err != nil {
 		fmt.Fprintln(stderr, "loadtests scaleout:", err)
 		return 2
 	}
-	o.Instances = nil
-	if *instances != "" {
-		if o.Instances, err = parseSizes(*instances); err != nil {
-			fmt.Fprintln(stderr, "loadtests scaleout: -scaleout-instances:", err)
-			return 2
-		}
-	}
-	o.Subscribers = nil
-	if *subs != "" {
-		if o.Subscribers, err = parseSizes(*subs); err != nil {
-			fmt.Fprintln(stderr, "loadtests scaleout: -scaleout-subscribers:", err)
-			return 2
-		}
-	}
-	o.Groups = nil
-	if *groups != "" {
-		if o.Groups, err = parseSizes(*groups); err != nil {
-			fmt.Fprintln(stderr, "loadtests scaleout: -scaleout-groups:", err)
+	for _, l := range []struct {
+		name  string
+		value *string
+		to    *[]int
+	}{{"scaleout-instances", instances, &o.Instances}, {"scaleout-subscribers", subs, &o.Subscribers}, {"scaleout-groups", groups, &o.Groups}} {
+		if *l.to, err = optionalSizes(l.name, *l.value); err != nil {
+			fmt.Fprintln(stderr, "loadtests scaleout:", err)
 			return 2
 		}
 	}
@@ -96,6 +76,19 @@ func scaleoutMain(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// optionalSizes is the size list value of the flag name (parseSizes),
+// none when it is empty; an error names the flag.
+func optionalSizes(name, value string) ([]int, error) {
+	if value == "" {
+		return nil, nil
+	}
+	sizes, err := parseSizes(value)
+	if err != nil {
+		return nil, fmt.Errorf("-%s: %w", name, err)
+	}
+	return sizes, nil
 }
 
 // runScaleOutCommand assembles the environment and runs the scenario.

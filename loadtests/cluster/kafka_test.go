@@ -511,18 +511,26 @@ func isNotEnoughReplicas(err error) bool {
 	return false
 }
 
-// clusterScript runs scripts/cluster.sh with args (from the repository,
-// two directories up from this package) and fails the test if it fails.
+// clusterScript runs scripts/cluster.sh with args and fails the test if
+// it fails.
 func clusterScript(t testing.TB, args ...string) {
+	t.Helper()
+	out, err := runClusterScript(t, 30*time.Second, args...)
+	if err != nil {
+		t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// runClusterScript runs scripts/cluster.sh with args (from the
+// repository, two directories up from this package) for at most limit
+// and returns its output, stdout and stderr together.
+func runClusterScript(t testing.TB, limit time.Duration, args ...string) ([]byte, error) {
 	t.Helper()
 	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "cluster.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	return exec.CommandContext(ctx, "bash", append([]string{script}, args...)...).CombinedOutput()
 }

@@ -70,9 +70,8 @@ func TestLogKeepsEventsAcrossPromotion(t *testing.T) {
 			groupSlot := slot + groupSlotNameSuffix
 			t.Cleanup(func() { dropSlots(t, pool, groupSlot); dropLogSchema(t, pool, schema, slot) })
 			name := "no-kafka@" + how.name
-			port := servicePort(t)
 			// Stopped before the schema and the slot are dropped.
-			base, logPath := startService(t, ctx, l, name, port, map[string]string{
+			base, logPath := startService(t, ctx, l, name, map[string]string{
 				"DATABASE_URL": url, "DATABASE_SCHEMA": schema, "SLOT_NAME": slot, "SLOT_PLUGIN": plugin,
 				"LOG_FORMAT": "text",
 			})
@@ -282,17 +281,7 @@ func waitSlotSafe(t testing.TB, ctx context.Context, pool *pgxpool.Pool, url, ho
 // every 10 ms; an event is acknowledged with 201 and its id.
 func startEventProducer(ctx context.Context, base string) *acker[string] {
 	return startAcker(ctx, 10*time.Millisecond, func(ctx context.Context, i int) (string, error) {
-		code, body, err := driver.Do(ctx, http.MethodPost, base+"/events", fmt.Appendf(nil, `{"type":"promote","key":"k%d","payload":{"n":%d}}`, i%8, i))
-		if err != nil {
-			return "", err
-		}
-		var v struct {
-			ID string `json:"id"`
-		}
-		if code != http.StatusCreated || json.Unmarshal(body, &v) != nil || v.ID == "" {
-			return "", fmt.Errorf("POST /events: %d %s", code, body)
-		}
-		return v.ID, nil
+		return postForID(ctx, base, "/events", http.StatusCreated, fmt.Appendf(nil, `{"type":"promote","key":"k%d","payload":{"n":%d}}`, i%8, i))
 	})
 }
 

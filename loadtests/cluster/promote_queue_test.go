@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -49,8 +48,7 @@ func TestQueueKeepsTasksAcrossPromotion(t *testing.T) {
 				}
 			})
 			name := "no-rabbitmq@" + how.name
-			port := servicePort(t)
-			base, logPath := startService(t, ctx, l, name, port, map[string]string{
+			base, logPath := startService(t, ctx, l, name, map[string]string{
 				"DATABASE_URL": url, "DATABASE_SCHEMA": schema, "QUEUE_TABLE": "unlogged",
 				"WORKERS": "2", "WORK_MS": "10", "LEASE": "3s", "TASK_RETENTION": "0", "LOG_FORMAT": "text",
 			})
@@ -146,10 +144,15 @@ func newLauncher(t testing.TB, ctx context.Context, service string) *launch.Laun
 	return l
 }
 
-// startService starts name ("service@instance") on port with env, stops
-// it when the test ends, and returns its base URL and its log's path.
-func startService(t testing.TB, ctx context.Context, l *launch.Launcher, name string, port int, env map[string]string) (base, logPath string) {
+// startService starts name ("service@instance") on a free port with
+// env, stops it when the test ends, and returns its base URL and its
+// log's path.
+func startService(t testing.TB, ctx context.Context, l *launch.Launcher, name string, env map[string]string) (base, logPath string) {
 	t.Helper()
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	p, err := l.Start(ctx, name, port, env, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -170,17 +173,6 @@ func mustStandby(t testing.TB, r pgRoles, state string) Standby {
 		t.Fatalf("no %s standby in %+v", state, r.top.Standbys)
 	}
 	return s
-}
-
-// servicePort is a TCP port on 127.0.0.1 free a moment ago.
-func servicePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // enqueueBacklog queues n tasks through POST /tasks/batch, 1000 a
@@ -217,18 +209,24 @@ func enqueueBacklog(t testing.TB, ctx context.Context, base string, n int) []str
 // 20 ms; a task is acknowledged with 202.
 func startProducer(ctx context.Context, base string) *acker[string] {
 	return startAcker(ctx, 20*time.Millisecond, func(ctx context.Context, i int) (string, error) {
-		code, body, err := driver.Do(ctx, http.MethodPost, base+"/tasks", fmt.Appendf(nil, `{"kind":"promote","payload":{"one":%d}}`, i))
-		if err != nil {
-			return "", err
-		}
-		var v struct {
-			ID string `json:"id"`
-		}
-		if code != http.StatusAccepted || json.Unmarshal(body, &v) != nil || v.ID == "" {
-			return "", fmt.Errorf("POST /tasks: %d %s", code, body)
-		}
-		return v.ID, nil
+		return postForID(ctx, base, "/tasks", http.StatusAccepted, fmt.Appendf(nil, `{"kind":"promote","payload":{"one":%d}}`, i))
 	})
+}
+
+// postForID posts body to base+path and returns the id the answer names:
+// an acknowledgement is status want and an id.
+func postForID(ctx context.Context, base, path string, want int, body []byte) (string, error) {
+	code, answer, err := driver.Do(ctx, http.MethodPost, base+path, body)
+	if err != nil {
+		return "", err
+	}
+	var v struct {
+		ID string `json:"id"`
+	}
+	if code != want || json.Unmarshal(answer, &v) != nil || v.ID == "" {
+		return "", fmt.Errorf("POST %s: %d %s", path, code, answer)
+	}
+	return v.ID, nil
 }
 
 // waitDone waits (up to 3 minutes) until every task of ids is done, and

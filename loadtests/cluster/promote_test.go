@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -45,15 +43,9 @@ type pgRoles struct {
 func pgScript(t testing.TB, args ...string) {
 	t.Helper()
 	requireRoot(t)
-	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "cluster.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A rebuild (rejoin) copies the primary: seconds here, more on a busy
 	// machine.
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...).CombinedOutput()
+	out, err := runClusterScript(t, 6*time.Minute, args...)
 	t.Logf("cluster.sh %s:\n%s", strings.Join(args, " "), strings.TrimSpace(string(out)))
 	if err != nil {
 		t.Fatalf("cluster.sh %s: %v", strings.Join(args, " "), err)

@@ -89,7 +89,7 @@ func TestAttackCountsErrorsAndStatuses(t *testing.T) {
 	if len(res.ErrorSamples) != 1 || !slices.ContainsFunc(res.ErrorSamples, func(s string) bool { return strings.Contains(s, "nope") }) {
 		t.Errorf("samples %q: want the error only, not the shed", res.ErrorSamples)
 	}
-	m := map[string]float64{}
+	m := map[Metric]float64{}
 	FlattenClient(m, "client.", res)
 	if m["client.shed"] != float64(res.Shed) || m["client.errors"] != float64(res.Errors) {
 		t.Errorf("flattened %v", m)
@@ -138,7 +138,7 @@ func TestRunPointAlternatesAndSummarizes(t *testing.T) {
 	vals := map[string][]float64{"pg": {10, 30, 20}, "x": {5, 10, 40}}
 	err := RunPoint(context.Background(), &p, 3, func(_ context.Context, s string, round int) (*SideResult, error) {
 		calls = append(calls, s)
-		return &SideResult{Metrics: map[string]float64{"lat": vals[s][round]}}, nil
+		return &SideResult{Metrics: map[Metric]float64{"lat": vals[s][round]}}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func fixtureRun() *Run {
 	p := Point{Scenario: "queue.rate", Name: "1000/s", Rate: 1000, DurationS: 5, Sides: []string{"no-rabbitmq", "rabbitmq"}}
 	_ = RunPoint(context.Background(), &p, 3, func(_ context.Context, s string, r int) (*SideResult, error) {
 		c := ClientResult{TargetRate: 1000, DurationS: 5, Requests: 5000, OK: 5000, Codes: map[string]int64{"202": 5000}}
-		res := &SideResult{Phases: []Phase{{Name: "send", Client: c}}, Metrics: map[string]float64{},
+		res := &SideResult{Phases: []Phase{{Name: "send", Client: c}}, Metrics: map[Metric]float64{},
 			Stats: &ServerStats{Service: s, Counters: map[string]int64{"processed": 5000}, Latencies: map[string]Summary{"processing": {Count: 5000, P99MS: 4}}}}
 		FlattenClient(res.Metrics, "client.", c)
 		FlattenServer(res.Metrics, res.Stats)
@@ -184,7 +184,7 @@ func fixtureRun() *Run {
 	})
 	run.Points = append(run.Points, p)
 	run.Ceilings = append(run.Ceilings, Ceiling{Scenario: "queue.ceiling", Service: "no-rabbitmq", Spec: &CeilingSpec{Latency: "processing", StepS: 3, P99MS: 100},
-		Rounds: []CeilingRound{{Index: 0, Rate: 4000, Steps: []CeilingStep{{Rate: 4000, Pass: true, Why: "ok", Metrics: map[string]float64{}}}}},
+		Rounds: []CeilingRound{{Index: 0, Rate: 4000, Steps: []CeilingStep{{Rate: 4000, Pass: true, Why: "ok", Metrics: map[Metric]float64{}}}}},
 		Rate:   Aggregate([]float64{4000})})
 	run.FinishedAt = run.StartedAt.Add(time.Minute)
 	return run

@@ -67,7 +67,7 @@ func TestRunPointsInterleavesByRound(t *testing.T) {
 	var got []string
 	err := RunPoints(context.Background(), []*Point{a, b}, 2, func(_ context.Context, i int, svc string, r int) (*SideResult, error) {
 		got = append(got, []string{"g", "r"}[i]+svc+string(rune('0'+r)))
-		return &SideResult{Metrics: map[string]float64{"v": float64(r + 1)}}, nil
+		return &SideResult{Metrics: map[Metric]float64{"v": float64(r + 1)}}, nil
 	})
 	if err != nil {
 		t.Fatal(err)

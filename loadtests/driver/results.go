@@ -131,7 +131,7 @@ type Fsync struct {
 type Point struct {
 	// Scenario groups points: "queue.rate", "queue.durable", "log.rate",
 	// "log.sync_off", "documents.search", "documents.rewrite".
-	Scenario string `json:"scenario"`
+	Scenario ScenarioName `json:"scenario"`
 	// Name labels the point within the scenario ("1000/s", "512KB").
 	Name string `json:"name"`
 	// Rate is the arrival rate per second (0 when not rate-based).
@@ -145,7 +145,7 @@ type Point struct {
 	// Rounds are every round, in order.
 	Rounds []Round `json:"rounds"`
 	// Metrics summarizes the rounds (Summarize).
-	Metrics []Metric `json:"metrics"`
+	Metrics []MetricSummary `json:"metrics"`
 	// Status is each side's validity over every round (Validate): a
 	// side that is not ok has no figure worth printing. Absent in files
 	// written before statuses existed; ReadRun derives it.
@@ -180,7 +180,7 @@ type SideResult struct {
 	Progress      json.RawMessage `json:"progress,omitempty"`
 	// Metrics are the flat numbers compared across sides and rounds
 	// ("client.p99_ms", "server.delivery.p99_ms", "backlog_end", ...).
-	Metrics map[string]float64 `json:"metrics"`
+	Metrics map[Metric]float64 `json:"metrics"`
 	// Error is set when the side could not be measured.
 	Error string `json:"error,omitempty"`
 	// Precondition says why the side's starting state was not the one
@@ -214,10 +214,10 @@ type ServerStats struct {
 	Latencies         map[string]Summary `json:"latencies"`
 }
 
-// Metric is one number summarized over a point's rounds.
-type Metric struct {
+// MetricSummary is one number summarized over a point's rounds.
+type MetricSummary struct {
 	// Name is the metric's key in SideResult.Metrics.
-	Name string `json:"name"`
+	Name Metric `json:"name"`
 	// Sides maps a service to its median, min and max across rounds.
 	Sides map[string]Agg `json:"sides"`
 	// Ratios holds A/B per round (null where B was 0 or a side missing).
@@ -237,7 +237,7 @@ type Agg struct {
 // Ceiling is one side's ceiling search, over several rounds.
 type Ceiling struct {
 	// Scenario is "queue.ceiling" or "log.ceiling".
-	Scenario string `json:"scenario"`
+	Scenario ScenarioName `json:"scenario"`
 	// Service is the side searched.
 	Service string `json:"service"`
 	// Criteria said in words what a passing step is, in files of schema
@@ -319,7 +319,7 @@ type CeilingStep struct {
 	Rate    float64            `json:"rate"`
 	Pass    bool               `json:"pass"`
 	Why     string             `json:"why"`
-	Metrics map[string]float64 `json:"metrics"`
+	Metrics map[Metric]float64 `json:"metrics"`
 	// Failed names every criterion the step failed (the scenario
 	// package's Crit* keys); absent when it passed and in files written
 	// before it was recorded.

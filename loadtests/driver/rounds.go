@@ -62,7 +62,7 @@ func RunPoints(ctx context.Context, points []*Point, rounds int, fn PointsFunc) 
 				started := time.Now().UTC()
 				res, err := fn(ctx, i, s, r)
 				if res == nil {
-					res = &SideResult{Metrics: map[string]float64{}}
+					res = &SideResult{Metrics: map[Metric]float64{}}
 				}
 				res.Service, res.StartedAt = s, started
 				if err != nil {
@@ -80,7 +80,7 @@ func RunPoints(ctx context.Context, points []*Point, rounds int, fn PointsFunc) 
 // reported, each side's median and range across rounds, and the A/B ratio
 // of every round (A = p.Sides[0], B = p.Sides[1]).
 func Summarize(p *Point) {
-	names := map[string]bool{}
+	names := map[Metric]bool{}
 	for _, r := range p.Rounds {
 		for _, s := range r.Sides {
 			for n := range s.Metrics {
@@ -89,14 +89,14 @@ func Summarize(p *Point) {
 		}
 	}
 	p.Metrics = p.Metrics[:0]
-	for _, n := range slices.Sorted(func(yield func(string) bool) {
+	for _, n := range slices.Sorted(func(yield func(Metric) bool) {
 		for k := range names {
 			if !yield(k) {
 				return
 			}
 		}
 	}) {
-		m := Metric{Name: n, Sides: map[string]Agg{}, Ratios: []*float64{}}
+		m := MetricSummary{Name: n, Sides: map[string]Agg{}, Ratios: []*float64{}}
 		for _, side := range p.Sides {
 			var vs []float64
 			for _, r := range p.Rounds {
@@ -139,17 +139,17 @@ func Summarize(p *Point) {
 }
 
 // offeredRates are the metrics MarkOfferedRate named.
-var offeredRates = map[string]bool{}
+var offeredRates = map[Metric]bool{}
 
 // MarkOfferedRate declares metric a rate that every round's search
 // offered and passed (a sustainable rate): Summarize then publishes, as
 // its median, the rate a majority of rounds passed (RateAgg), always a
 // rate that was offered, never the mean of two rounds. Call it from an
 // init function, before any point is summarized.
-func MarkOfferedRate(metric string) { offeredRates[metric] = true }
+func MarkOfferedRate(metric Metric) { offeredRates[metric] = true }
 
 // Find returns the metric named name, or nil.
-func (p *Point) Find(name string) *Metric {
+func (p *Point) Find(name Metric) *MetricSummary {
 	for i := range p.Metrics {
 		if p.Metrics[i].Name == name {
 			return &p.Metrics[i]
@@ -203,21 +203,21 @@ func Median(vs []float64) float64 {
 }
 
 // FlattenClient adds a ClientResult's numbers to m under prefix
-// ("client." or "client.rewrite.").
-func FlattenClient(m map[string]float64, prefix string, c ClientResult) {
-	m[prefix+SuffixP50] = c.Latency.P50MS
-	m[prefix+SuffixP95] = c.Latency.P95MS
-	m[prefix+SuffixP99] = c.Latency.P99MS
-	m[prefix+SuffixMax] = c.Latency.MaxMS
-	m[prefix+SuffixErrors] = float64(c.Errors)
-	m[prefix+SuffixShed] = float64(c.Shed)
-	m[prefix+SuffixSentRate] = c.SentRate
-	m[prefix+SuffixOKRate] = c.Throughput
+// (ClientMetrics, ClientRewrite or ClientPatch).
+func FlattenClient(m map[Metric]float64, prefix PhaseMetrics, c ClientResult) {
+	m[prefix.Key(SuffixP50)] = c.Latency.P50MS
+	m[prefix.Key(SuffixP95)] = c.Latency.P95MS
+	m[prefix.Key(SuffixP99)] = c.Latency.P99MS
+	m[prefix.Key(SuffixMax)] = c.Latency.MaxMS
+	m[prefix.Key(SuffixErrors)] = float64(c.Errors)
+	m[prefix.Key(SuffixShed)] = float64(c.Shed)
+	m[prefix.Key(SuffixSentRate)] = c.SentRate
+	m[prefix.Key(SuffixOKRate)] = c.Throughput
 }
 
 // FlattenServer adds every latency of a /stats body to m as
 // "server.<name>.p50_ms" etc.; latencies with no observation are left out.
-func FlattenServer(m map[string]float64, s *ServerStats) {
+func FlattenServer(m map[Metric]float64, s *ServerStats) {
 	if s == nil {
 		return
 	}
@@ -225,12 +225,11 @@ func FlattenServer(m map[string]float64, s *ServerStats) {
 		if l.Count == 0 {
 			continue
 		}
-		p := ServerPrefix + n + "."
-		m[p+"count"] = float64(l.Count)
-		m[p+SuffixP50] = l.P50MS
-		m[p+SuffixP95] = l.P95MS
-		m[p+SuffixP99] = l.P99MS
-		m[p+SuffixMax] = l.MaxMS
+		m[ServerLatency(n, SuffixCount)] = float64(l.Count)
+		m[ServerLatency(n, SuffixP50)] = l.P50MS
+		m[ServerLatency(n, SuffixP95)] = l.P95MS
+		m[ServerLatency(n, SuffixP99)] = l.P99MS
+		m[ServerLatency(n, SuffixMax)] = l.MaxMS
 	}
 }
 

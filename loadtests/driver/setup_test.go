@@ -17,7 +17,7 @@ func TestFailedSetupFailsThatSideOnly(t *testing.T) {
 	var called []string
 	err := RunPoint(context.Background(), p, 3, func(_ context.Context, svc string, _ int) (*SideResult, error) {
 		called = append(called, svc)
-		return &SideResult{Metrics: map[string]float64{"client.rewrite.p50_ms": 20},
+		return &SideResult{Metrics: map[Metric]float64{"client.rewrite.p50_ms": 20},
 			Phases: []Phase{{Name: "rewrite", Client: ClientResult{Requests: 10, OK: 10, Codes: map[string]int64{"200": 10}}}}}, nil
 	})
 	if err != nil {
@@ -54,7 +54,7 @@ func TestRunPointsGoesOnAfterAFailedSetup(t *testing.T) {
 	n := map[string]int{}
 	err := RunPoints(context.Background(), []*Point{a, b}, 2, func(_ context.Context, i int, svc string, _ int) (*SideResult, error) {
 		n[[]string{"a", "b"}[i]+svc]++
-		return &SideResult{Metrics: map[string]float64{"x": 1}}, nil
+		return &SideResult{Metrics: map[Metric]float64{"x": 1}}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestSkippedSideIsNeitherMeasuredNorFailed(t *testing.T) {
 	var called []string
 	if err := RunPoint(context.Background(), p, 2, func(_ context.Context, svc string, _ int) (*SideResult, error) {
 		called = append(called, svc)
-		return &SideResult{Metrics: map[string]float64{"x": 1}}, nil
+		return &SideResult{Metrics: map[Metric]float64{"x": 1}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -349,8 +349,10 @@ func (c *Ceiling) CeilingStatus() Status {
 // FailedPoint is one side of one point (or one ceiling) whose status is
 // not ok, with the run it belongs to.
 type FailedPoint struct {
-	Run, Scenario, Point, Side string
-	Status                     Status
+	Run         string
+	Scenario    ScenarioName
+	Point, Side string
+	Status      Status
 }
 
 // String names the point and says why: "documents documents.search

@@ -246,7 +246,7 @@ func (s AppendScenario) Run(ctx context.Context, run *driver.Run, o Options, eng
 	var ss []series
 	for _, m := range s.Modes {
 		for _, name := range s.Series {
-			ps = append(ps, &driver.Point{Scenario: appendPrefix + m.Name, Name: name, DurationS: o.Duration.Seconds(), Sides: sides})
+			ps = append(ps, &driver.Point{Scenario: AppendScenarioName(m.Name), Name: name, DurationS: o.Duration.Seconds(), Sides: sides})
 			ss = append(ss, series{m, name})
 		}
 	}
@@ -300,7 +300,7 @@ func appendLoop(ctx context.Context, o Options, e *Engine, m Mode, prefix string
 			return status, err
 		},
 	})
-	res := &driver.SideResult{Metrics: map[string]float64{}, Phases: []driver.Phase{{Name: "append", Client: c}}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}, Phases: []driver.Phase{{Name: "append", Client: c}}}
 	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	conflicts := c.Codes["409"]
 	m2 := res.Metrics
@@ -394,7 +394,7 @@ func runPointRead(ctx context.Context, run *driver.Run, o Options, engines []*En
 		if err != nil || status != http.StatusOK {
 			return nil, fmt.Errorf("%s: read %s: %d %v", e.Name, stream, status, err)
 		}
-		m := map[string]float64{"read_ms": round2(float64(time.Since(t0).Microseconds()) / 1000), "matched": float64(len(r.Events))}
+		m := map[driver.Metric]float64{"read_ms": round2(float64(time.Since(t0).Microseconds()) / 1000), "matched": float64(len(r.Events))}
 		if r.RecordsScanned != nil {
 			m["records_scanned"] = float64(*r.RecordsScanned)
 		}
@@ -479,7 +479,7 @@ func runCatchUp(ctx context.Context, run *driver.Run, o Options, engines []*Engi
 			return nil, fmt.Errorf("%s run %d: %w", e.Name, round+1, err)
 		}
 		fmt.Fprintf(log, "catch-up %-16s run %d: catch-up %.1f ms, live p50 %.1f ms (max %.1f)\n", e.Name, round+1, cu, p50, pmax)
-		return &driver.SideResult{Metrics: map[string]float64{"catch_up_ms": cu, "live_p50_ms": p50, "live_max_ms": pmax}}, nil
+		return &driver.SideResult{Metrics: map[driver.Metric]float64{"catch_up_ms": cu, "live_p50_ms": p50, "live_max_ms": pmax}}, nil
 	})
 	run.Points = append(run.Points, p)
 	return err

@@ -682,7 +682,7 @@ func (c *causalRun) readPoint(ctx context.Context, events int, size int64, fills
 		if err != nil {
 			return nil, err
 		}
-		m := map[string]float64{"read_ms": round2(ms), "matched": float64(len(r.Events)), "store_records": stored[svc]}
+		m := map[driver.Metric]float64{"read_ms": round2(ms), "matched": float64(len(r.Events)), "store_records": stored[svc]}
 		if r.RecordsScanned != nil {
 			m["records_scanned"] = float64(*r.RecordsScanned)
 		}
@@ -706,7 +706,7 @@ func (c *causalRun) readPoint(ctx context.Context, events int, size int64, fills
 	fmt.Fprintf(c.log, "causal: %s: %s\n", p.Name, strings.Join(parts, ", "))
 }
 
-func causalAgg(p *driver.Point, metric, side string) (driver.Agg, bool) {
+func causalAgg(p *driver.Point, metric driver.Metric, side string) (driver.Agg, bool) {
 	m := p.Find(metric)
 	if m == nil {
 		return driver.Agg{}, false

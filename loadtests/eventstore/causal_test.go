@@ -194,11 +194,11 @@ func causalFixture(t testing.TB) *driver.Run {
 			jitter := float64(round) * 0.1
 			switch svc {
 			case "no-kurrentdb":
-				return &driver.SideResult{Metrics: map[string]float64{"read_ms": 2 + jitter, "rows_touched": 101, "shared_buffers": 9}}, nil
+				return &driver.SideResult{Metrics: map[driver.Metric]float64{"read_ms": 2 + jitter, "rows_touched": 101, "shared_buffers": 9}}, nil
 			case "kafka-eventstore":
-				return &driver.SideResult{Metrics: map[string]float64{"read_ms": 1 + x/1000 + jitter, "records_scanned": x}}, nil
+				return &driver.SideResult{Metrics: map[driver.Metric]float64{"read_ms": 1 + x/1000 + jitter, "records_scanned": x}}, nil
 			}
-			return &driver.SideResult{Metrics: map[string]float64{"read_ms": 1 + x/4000 + jitter, "records_scanned": x / 4}}, nil
+			return &driver.SideResult{Metrics: map[driver.Metric]float64{"read_ms": 1 + x/4000 + jitter, "records_scanned": x / 4}}, nil
 		})
 		if err != nil {
 			t.Fatal(err)

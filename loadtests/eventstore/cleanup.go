@@ -130,7 +130,7 @@ func Cleanup(ctx context.Context, o CleanupOptions, log io.Writer) (string, erro
 			if !pg.Up {
 				return nil, notMeasured(pg)
 			}
-			m := map[string]float64{}
+			m := map[driver.Metric]float64{}
 			err := pgCleanup(ctx, o, pg, "customer-"+id, m, log)
 			return &driver.SideResult{Metrics: m}, err
 		})
@@ -316,7 +316,7 @@ func durMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // record writes the live load's figures into m: per phase, appends'
 // p50/p99/max and deliveries' p50/max (ms), and the totals sent and
 // received.
-func (l *liveLoad) record(m map[string]float64) {
+func (l *liveLoad) record(m map[driver.Metric]float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	deliver := map[string][]float64{}
@@ -328,15 +328,15 @@ func (l *liveLoad) record(m map[string]float64) {
 	for _, ph := range cleanupPhases {
 		if a := l.appends[ph]; len(a) > 0 {
 			slices.Sort(a)
-			m["append_"+ph+"_n"] = float64(len(a))
-			m["append_"+ph+"_p50_ms"] = round2(sortedQuantile(a, 0.5))
-			m["append_"+ph+"_p99_ms"] = round2(sortedQuantile(a, 0.99))
-			m["append_"+ph+"_max_ms"] = round2(a[len(a)-1])
+			m[CleanupMetric(AppendOf, ph, "n")] = float64(len(a))
+			m[CleanupMetric(AppendOf, ph, driver.SuffixP50)] = round2(sortedQuantile(a, 0.5))
+			m[CleanupMetric(AppendOf, ph, driver.SuffixP99)] = round2(sortedQuantile(a, 0.99))
+			m[CleanupMetric(AppendOf, ph, driver.SuffixMax)] = round2(a[len(a)-1])
 		}
 		if d := deliver[ph]; len(d) > 0 {
 			slices.Sort(d)
-			m["deliver_"+ph+"_p50_ms"] = round2(sortedQuantile(d, 0.5))
-			m["deliver_"+ph+"_max_ms"] = round2(d[len(d)-1])
+			m[CleanupMetric(DeliverOf, ph, driver.SuffixP50)] = round2(sortedQuantile(d, 0.5))
+			m[CleanupMetric(DeliverOf, ph, driver.SuffixMax)] = round2(d[len(d)-1])
 		}
 	}
 	m["live_sent"], m["live_received"], m["live_failed"] = float64(l.sent()), float64(l.received()), float64(l.failed)
@@ -351,11 +351,11 @@ func sortedQuantile(xs []float64, q float64) float64 {
 // with the live load running, deletes its rows in batches of o.Batch by
 // primary-key range and vacuums the table, measuring time, WAL and the
 // table's size at each step.
-func pgCleanup(ctx context.Context, o CleanupOptions, e *Engine, stream string, m map[string]float64, log io.Writer) error {
+func pgCleanup(ctx context.Context, o CleanupOptions, e *Engine, stream string, m map[driver.Metric]float64, log io.Writer) error {
 	if o.DatabaseURL == "" {
 		return errors.New("no Postgres URL (-database-url): the delete runs in SQL")
 	}
-	fm := map[string]float64{}
+	fm := map[driver.Metric]float64{}
 	if err := fillLong(ctx, e, stream, o.StreamEvents, o.StreamEvents+1, fm); err != nil {
 		return err
 	}
@@ -431,7 +431,7 @@ func (t cleanupTable) walSince(ctx context.Context, from string) (float64, error
 // vacuums the table, the live load told each phase, and records in m the
 // seconds, WAL and sizes of both and the rows and batches deleted; it
 // returns the rows deleted.
-func (t cleanupTable) deleteAndVacuum(ctx context.Context, o CleanupOptions, stream string, live *liveLoad, m map[string]float64) (int64, error) {
+func (t cleanupTable) deleteAndVacuum(ctx context.Context, o CleanupOptions, stream string, live *liveLoad, m map[driver.Metric]float64) (int64, error) {
 	before, err := t.size(ctx)
 	if err != nil {
 		return 0, err
@@ -488,7 +488,7 @@ func (t cleanupTable) deleteAndVacuum(ctx context.Context, o CleanupOptions, str
 
 // pgCleanupVerdict checks the delete: every row removed, the service
 // reading nothing of the stream, and the live load undisturbed.
-func pgCleanupVerdict(ctx context.Context, o CleanupOptions, e *Engine, stream string, deleted int64, m map[string]float64) error {
+func pgCleanupVerdict(ctx context.Context, o CleanupOptions, e *Engine, stream string, deleted int64, m map[driver.Metric]float64) error {
 	var r readResult
 	if status, err := getJSON(ctx, e.URL+"/streams/"+stream+"?limit=1", &r); err != nil || status != http.StatusOK {
 		return fmt.Errorf("read of the deleted stream: %d %v", status, err)

@@ -66,7 +66,7 @@ func kafkaCleanup(ctx context.Context, o CleanupOptions, id string, log io.Write
 		points[i] = driver.Point{Scenario: CleanupKafkaPoint, Name: policy, Sides: []string{KafkaSide}}
 		wg.Go(func() {
 			_ = driver.RunPoint(ctx, &points[i], 1, func(ctx context.Context, _ string, _ int) (*driver.SideResult, error) {
-				m := map[string]float64{}
+				m := map[driver.Metric]float64{}
 				err := kafkaPolicy(ctx, o, id, policy, m, log)
 				return &driver.SideResult{Metrics: m}, err
 			})
@@ -80,7 +80,7 @@ func kafkaCleanup(ctx context.Context, o CleanupOptions, id string, log io.Write
 // others' to a topic of its own, applies policy, and polls the log
 // directory's size and a reader's view until the space is returned (the
 // directory at half its size or less) or the wait bound.
-func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map[string]float64, log io.Writer) error {
+func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map[driver.Metric]float64, log io.Writer) error {
 	c, err := kafkaClient(o.KafkaBrokers)
 	if err != nil {
 		return err

@@ -281,7 +281,7 @@ func longFill(ctx context.Context, run *driver.Run, o LongOptions, engines []*En
 			filled[svc] = notMeasured(e)
 			return nil, filled[svc]
 		}
-		m := map[string]float64{}
+		m := map[driver.Metric]float64{}
 		err := fillLong(ctx, e, stream, n, o.SnapshotEvery, m)
 		filled[svc] = err
 		if err == nil {
@@ -294,12 +294,12 @@ func longFill(ctx context.Context, run *driver.Run, o LongOptions, engines []*En
 }
 
 // longFoldFunc folds the stream on e, recording its figures in m.
-type longFoldFunc func(ctx context.Context, e *Engine, m map[string]float64) error
+type longFoldFunc func(ctx context.Context, e *Engine, m map[driver.Metric]float64) error
 
 // longFold is one way of folding the long stream, as its point's
 // scenario.
 type longFold struct {
-	scenario string
+	scenario driver.ScenarioName
 	fn       longFoldFunc
 }
 
@@ -307,21 +307,21 @@ type longFold struct {
 // want: paged reads, the service's own fold, and from the last snapshot.
 func longFolds(o LongOptions, stream string, want tank) []longFold {
 	return []longFold{
-		{LongFoldPoint, func(ctx context.Context, e *Engine, m map[string]float64) error {
+		{LongFoldPoint, func(ctx context.Context, e *Engine, m map[driver.Metric]float64) error {
 			t, err := foldPaged(ctx, e, stream, 0, o.Page, tank{Version: -1}, m)
 			if err == nil {
 				err = checkFold(t, want)
 			}
 			return err
 		}},
-		{LongStatePoint, func(ctx context.Context, e *Engine, m map[string]float64) error {
+		{LongStatePoint, func(ctx context.Context, e *Engine, m map[driver.Metric]float64) error {
 			t, err := foldState(ctx, e, stream, m)
 			if err == nil {
 				err = checkFold(t, want)
 			}
 			return err
 		}},
-		{LongSnapshotPoint, func(ctx context.Context, e *Engine, m map[string]float64) error {
+		{LongSnapshotPoint, func(ctx context.Context, e *Engine, m map[driver.Metric]float64) error {
 			t, err := foldSnapshot(ctx, e, stream, o.Page, m)
 			if err == nil {
 				err = checkFold(t, want)
@@ -336,7 +336,7 @@ func longFolds(o LongOptions, stream string, want tank) []longFold {
 // (the statistics take up to statsFlush to arrive); note records what
 // could not be measured.
 func longFoldSide(ctx context.Context, o LongOptions, e *Engine, fn longFoldFunc, round int, pid string, pidErr error, note func([]string)) (*driver.SideResult, error) {
-	m := map[string]float64{}
+	m := map[driver.Metric]float64{}
 	var touch *touched
 	var terr error
 	if round == 0 {
@@ -385,7 +385,7 @@ const SnapshotType = "TankSnapshot"
 // cut at every snapshot boundary, and appends a snapshot (the fold so
 // far) to snapshotStream(stream) after every `every` events up to
 // n-every/2. m gets the fill's figures.
-func fillLong(ctx context.Context, e *Engine, stream string, n, every int, m map[string]float64) error {
+func fillLong(ctx context.Context, e *Engine, stream string, n, every int, m map[driver.Metric]float64) error {
 	var t tank
 	t.Version = -1
 	var evS, snS float64
@@ -446,7 +446,7 @@ type foldPage struct {
 }
 
 // readPage reads one page of stream from version from.
-func readPage(ctx context.Context, e *Engine, stream string, from int64, limit int, m map[string]float64) (*foldPage, error) {
+func readPage(ctx context.Context, e *Engine, stream string, from int64, limit int, m map[driver.Metric]float64) (*foldPage, error) {
 	u := fmt.Sprintf("%s/streams/%s?from=%d&limit=%d", e.URL, stream, from, limit)
 	status, b, err := driver.Do(ctx, http.MethodGet, u, nil)
 	m["requests"]++
@@ -470,7 +470,7 @@ func readPage(ctx context.Context, e *Engine, stream string, from int64, limit i
 // foldPaged folds stream from version from onto t, page by page, until
 // a page comes back short; m gets requests, events_folded, bytes_read
 // and (Kafka) records_scanned.
-func foldPaged(ctx context.Context, e *Engine, stream string, from int64, limit int, t tank, m map[string]float64) (tank, error) {
+func foldPaged(ctx context.Context, e *Engine, stream string, from int64, limit int, t tank, m map[driver.Metric]float64) (tank, error) {
 	for {
 		p, err := readPage(ctx, e, stream, from, limit, m)
 		if err != nil {
@@ -492,7 +492,7 @@ func foldPaged(ctx context.Context, e *Engine, stream string, from int64, limit 
 }
 
 // foldState asks the service to fold stream (GET /streams/{stream}/state).
-func foldState(ctx context.Context, e *Engine, stream string, m map[string]float64) (tank, error) {
+func foldState(ctx context.Context, e *Engine, stream string, m map[driver.Metric]float64) (tank, error) {
 	status, b, err := driver.Do(ctx, http.MethodGet, e.URL+"/streams/"+stream+"/state", nil)
 	m["requests"]++
 	if err != nil {
@@ -524,7 +524,7 @@ func foldState(ctx context.Context, e *Engine, stream string, m map[string]float
 // foldSnapshot loads stream from its latest snapshot: the last version
 // of snapshotStream(stream) (one read), that event (a second), then the
 // events after the snapshot's version, paged.
-func foldSnapshot(ctx context.Context, e *Engine, stream string, limit int, m map[string]float64) (tank, error) {
+func foldSnapshot(ctx context.Context, e *Engine, stream string, limit int, m map[driver.Metric]float64) (tank, error) {
 	ss := snapshotStream(stream)
 	head, err := readPage(ctx, e, ss, 0, 1, m)
 	if err != nil {
@@ -620,7 +620,7 @@ func (t *touched) read(ctx context.Context) (int64, error) {
 }
 
 // finish records records_touched; nil t (not Postgres) records nothing.
-func (t *touched) finish(ctx context.Context, m map[string]float64) error {
+func (t *touched) finish(ctx context.Context, m map[driver.Metric]float64) error {
 	if t == nil {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -160,7 +161,7 @@ func startMem(pid string, pidErr error) *memProbe {
 // service_rss_after_mb, service_rss_peak_mb, bench_rss_peak_mb and
 // bench_alloc_mb; a reading that failed is left out, and its reason
 // returned for the run's notes.
-func (m *memProbe) finish(metrics map[string]float64) []string {
+func (m *memProbe) finish(metrics map[driver.Metric]float64) []string {
 	var why []string
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

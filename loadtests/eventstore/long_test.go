@@ -127,7 +127,7 @@ func TestProcessMemory(t *testing.T) {
 	if err != nil || mem.RSS <= 0 || mem.HWM < mem.RSS {
 		t.Fatalf("readProcMem: %+v, %v", mem, err)
 	}
-	m := map[string]float64{}
+	m := map[driver.Metric]float64{}
 	p := startMem(pid, nil)
 	buf := bytes.Repeat([]byte{1}, 8<<20)
 	why := p.finish(m)
@@ -141,7 +141,7 @@ func TestProcessMemory(t *testing.T) {
 	if _, err := servicePID("http://example.com:8090"); err == nil || !strings.Contains(err.Error(), "not on this machine") {
 		t.Errorf("a remote service: %v", err)
 	}
-	m = map[string]float64{}
+	m = map[driver.Metric]float64{}
 	if why := startMem("", nil).finish(m); len(why) == 0 || m["service_rss_after_mb"] != 0 {
 		t.Errorf("no service process: %v %v", why, m)
 	}
@@ -187,8 +187,8 @@ func TestLongOnMemoryBackend(t *testing.T) {
 	}
 	val := func(scenario, name string) float64 {
 		for _, p := range run.Points {
-			if p.Scenario == scenario {
-				if m := p.Find(name); m != nil {
+			if string(p.Scenario) == scenario {
+				if m := p.Find(driver.Metric(name)); m != nil {
 					return m.Sides["no-kurrentdb"].Median
 				}
 			}
@@ -233,7 +233,7 @@ func TestLiveLoadOnMemoryBackend(t *testing.T) {
 	live.setPhase(phaseDelete)
 	time.Sleep(200 * time.Millisecond)
 	stop()
-	m := map[string]float64{}
+	m := map[driver.Metric]float64{}
 	live.record(m)
 	if m["live_sent"] < 4 || m["live_received"] != m["live_sent"] || m["live_failed"] != 0 {
 		t.Fatalf("sent %v, received %v, failed %v", m["live_sent"], m["live_received"], m["live_failed"])
@@ -267,7 +267,7 @@ func TestKafkaCompactionOnRealKafka(t *testing.T) {
 	if _, _, err := kafkaLogDir(ctx, c, "", "__consumer_offsets"); err != nil && strings.Contains(err.Error(), "not under") {
 		t.Skipf("the broker's log directory is not on this machine: %v", err)
 	}
-	m := map[string]float64{}
+	m := map[driver.Metric]float64{}
 	var log bytes.Buffer
 	if err := kafkaPolicy(ctx, o, runID(), KafkaCompaction, m, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
@@ -303,7 +303,7 @@ func TestLiveLoadCountsOnlyAnsweredAppends(t *testing.T) {
 	close(ch)
 	got := make(chan struct{})
 	l.receive(ch, "s", got)
-	m := map[string]float64{}
+	m := map[driver.Metric]float64{}
 	l.record(m)
 	if m["live_sent"] != 2 || m["live_received"] != 1 {
 		t.Fatalf("sent %v, received %v: want 2 answered, 1 of them delivered", m["live_sent"], m["live_received"])

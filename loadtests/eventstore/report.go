@@ -175,7 +175,7 @@ func (r *Results) add(scenario string, run *driver.Run) error {
 
 // sides walks every point of scenario in run, round by round, each side
 // in the point's order (not the round's rotated one).
-func sides(run *driver.Run, scenario string, fn func(p *driver.Point, round int, svc string, s *driver.SideResult)) {
+func sides(run *driver.Run, scenario driver.ScenarioName, fn func(p *driver.Point, round int, svc string, s *driver.SideResult)) {
 	for i := range run.Points {
 		p := &run.Points[i]
 		if p.Scenario != scenario {
@@ -195,7 +195,7 @@ func appendFromRun(run *driver.Run, o Options, engines []*Engine) *AppendResult 
 	tag, _ := run.Settings["run_tag"].(string)
 	res := &AppendResult{RunID: tag, At: run.StartedAt, Options: o, Engines: engines}
 	for _, m := range Append.Modes {
-		sides(run, appendPrefix+m.Name, func(p *driver.Point, round int, svc string, s *driver.SideResult) {
+		sides(run, AppendScenarioName(m.Name), func(p *driver.Point, round int, svc string, s *driver.SideResult) {
 			row := AppendRow{Engine: svc, Label: labelOf(engines, svc), Mode: m.Name, Series: p.Name, Round: round + 1}
 			if s.Error == "" {
 				mt := s.Metrics

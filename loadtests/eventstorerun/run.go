@@ -49,11 +49,7 @@ func Results(ctx context.Context, env *scenario.Env, o eventstore.Options) error
 	o.KafkaBrokers = env.ServiceVar(pairs.KafkaEventStore, "KAFKA_BROKERS", o.KafkaBrokers)
 	// The cleanups run in the reverse of their order, as defers would.
 	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
+	defer func() { undo(cleanups) }()
 	topic, keyedTopic := "", ""
 	if env.Launcher != nil {
 		var cl []func()
@@ -75,18 +71,31 @@ func Results(ctx context.Context, env *scenario.Env, o eventstore.Options) error
 			}
 		}
 	})
-	if topic != "" {
-		if p := env.Launcher.Running(pairs.KafkaEventStore); p != nil && p.Env["KAFKA_TOPIC"] == topic {
-			o.KafkaTopic, o.FreshTopic = topic, true
-		}
+	if onTopic(env, pairs.KafkaEventStore, topic) {
+		o.KafkaTopic, o.FreshTopic = topic, true
 	}
-	if keyedTopic != "" {
-		if p := env.Launcher.Running(keyedService.Name); p != nil && p.Env["KAFKA_TOPIC"] == keyedTopic {
-			o.KeyedTopic = keyedTopic
-		}
+	if onTopic(env, keyedService.Name, keyedTopic) {
+		o.KeyedTopic = keyedTopic
 	}
 	o.Before = state(env)
 	return measure(ctx, env, o)
+}
+
+// undo runs cleanups last first, as defers would.
+func undo(cleanups []func()) {
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
+}
+
+// onTopic reports whether the running instance of service is the
+// driver's on topic ("": none).
+func onTopic(env *scenario.Env, service, topic string) bool {
+	if topic == "" {
+		return false
+	}
+	p := env.Launcher.Running(service)
+	return p != nil && p.Env["KAFKA_TOPIC"] == topic
 }
 
 // freshTopic creates a topic for this run and has the
@@ -314,11 +323,7 @@ func Ceiling(ctx context.Context, env *scenario.Env, run *driver.Run, o scenario
 	eo := eventstore.DefaultOptions()
 	eo.KafkaBrokers = env.ServiceVar(pairs.KafkaEventStore, "KAFKA_BROKERS", eo.KafkaBrokers)
 	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
+	defer func() { undo(cleanups) }()
 	topic := ""
 	if env.Launcher != nil {
 		var cl []func()
@@ -331,10 +336,8 @@ func Ceiling(ctx context.Context, env *scenario.Env, run *driver.Run, o scenario
 		})
 	}
 	err := scenario.RunEventStoreCeiling(ctx, env, run, o)
-	if topic != "" {
-		if p := env.Launcher.Running(pairs.KafkaEventStore); p != nil && p.Env["KAFKA_TOPIC"] == topic {
-			run.Settings["kafka_topic"], run.Settings["fresh_topic"] = topic, true
-		}
+	if onTopic(env, pairs.KafkaEventStore, topic) {
+		run.Settings["kafka_topic"], run.Settings["fresh_topic"] = topic, true
 	}
 	return err
 }

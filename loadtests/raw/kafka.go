@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -86,20 +85,10 @@ func kafkaPair(ctx context.Context, o Options) ([]Result, error) {
 
 	// Fetch every partition from offset 0 to its end.
 	var got atomic.Int64
-	var mu sync.Mutex
-	var ferr error
 	start := time.Now()
-	var wg sync.WaitGroup
-	for p := range kafkaPartitions {
-		wg.Go(func() {
-			if err := readPartition(ctx, o.KafkaBrokers[0], topic, p, 2*o.Duration, &got); err != nil {
-				mu.Lock()
-				ferr = errors.Join(ferr, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	ferr := concurrently(kafkaPartitions, func(p int) error {
+		return readPartition(ctx, o.KafkaBrokers[0], topic, p, 2*o.Duration, &got)
+	})
 	finish(&fetch, got.Load(), time.Since(start))
 	return []Result{prod, fetch}, ferr
 }

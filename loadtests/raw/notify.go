@@ -2,10 +2,8 @@ package raw
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -215,41 +213,35 @@ func runCommitters(ctx context.Context, conns []*pgxpool.Conn, mode, stmt, chann
 	hists := make([]*hdrhistogram.Histogram, n)
 	var stop atomic.Bool
 	var commits atomic.Int64
-	var mu sync.Mutex
-	var first error
+	for i := range hists {
+		hists[i] = hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+	}
 	start := time.Now()
 	end := start.Add(d)
-	var wg sync.WaitGroup
-	for i, c := range conns {
-		h := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
-		hists[i] = h
-		wg.Go(func() {
-			for !stop.Load() && time.Now().Before(end) {
-				t0 := time.Now()
-				sctx, cancel := context.WithTimeout(ctx, statementTimeout)
-				var err error
-				if mode == NotifyInTx {
-					_, err = c.Exec(sctx, stmt, payload, channel)
-				} else {
-					_, err = c.Exec(sctx, stmt, payload)
-				}
-				cancel()
-				if err != nil {
-					mu.Lock()
-					first = errors.Join(first, err)
-					mu.Unlock()
-					stop.Store(true)
-					return
-				}
-				_ = h.RecordValue(time.Since(t0).Microseconds())
-				commits.Add(1)
-				if deb != nil {
-					deb.Poke()
-				}
+	first := concurrently(n, func(i int) error {
+		c, h := conns[i], hists[i]
+		for !stop.Load() && time.Now().Before(end) {
+			t0 := time.Now()
+			sctx, cancel := context.WithTimeout(ctx, statementTimeout)
+			var err error
+			if mode == NotifyInTx {
+				_, err = c.Exec(sctx, stmt, payload, channel)
+			} else {
+				_, err = c.Exec(sctx, stmt, payload)
 			}
-		})
-	}
-	wg.Wait()
+			cancel()
+			if err != nil {
+				stop.Store(true)
+				return err
+			}
+			_ = h.RecordValue(time.Since(t0).Microseconds())
+			commits.Add(1)
+			if deb != nil {
+				deb.Poke()
+			}
+		}
+		return nil
+	})
 	return hists, commits.Load(), time.Since(start), first
 }
 

@@ -70,33 +70,45 @@ func workers(ctx context.Context, n int, d time.Duration, fn func(ctx context.Co
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var total atomic.Int64
-	var mu sync.Mutex
-	var first error
 	start := time.Now()
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			for wctx.Err() == nil {
-				k, err := fn(wctx)
-				if err != nil {
-					if wctx.Err() == nil {
-						mu.Lock()
-						first = errors.Join(first, err)
-						mu.Unlock()
-						cancel()
-					}
-					return
+	first := concurrently(n, func(int) error {
+		for wctx.Err() == nil {
+			k, err := fn(wctx)
+			if err != nil {
+				if wctx.Err() != nil {
+					return nil
 				}
-				total.Add(k)
+				cancel()
+				return err
 			}
-		})
-	}
-	wg.Wait()
+			total.Add(k)
+		}
+		return nil
+	})
 	el := time.Since(start)
 	if ctx.Err() != nil {
 		return total.Load(), el, ctx.Err()
 	}
 	return total.Load(), el, first
+}
+
+// concurrently runs fn(0) to fn(n-1), each in a goroutine of its own,
+// and returns their errors joined once all have returned.
+func concurrently(n int, fn func(i int) error) error {
+	var mu sync.Mutex
+	var errs error
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if err := fn(i); err != nil {
+				mu.Lock()
+				errs = errors.Join(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // insertCommitDesc says what insertCommit counts, and how.

@@ -37,7 +37,10 @@ const (
 )
 
 // cacheRow is one metric row of a cache table.
-type cacheRow struct{ label, metric string }
+type cacheRow struct {
+	label  string
+	metric driver.Metric
+}
 
 // cacheTable writes one table of ps: a row per point and metric, a
 // column per mode (the points' sides).
@@ -101,7 +104,7 @@ func CacheSection(r *driver.Run) string {
 		named := make([]*driver.Point, len(kv))
 		for i, p := range kv {
 			c := *p
-			c.Name = strings.TrimPrefix(p.Scenario, "cache.") + " " + p.Name
+			c.Name = strings.TrimPrefix(string(p.Scenario), "cache.") + " " + p.Name
 			named[i] = &c
 		}
 		cacheTable(&b, named, append([]cacheRow{{"client p50 ms", driver.ClientP50}, {"client p99 ms", driver.ClientP99}, {"errors", driver.ClientErrors}, {"shed (503)", driver.ClientShed}}, cpuRows...))
@@ -148,7 +151,7 @@ func CacheSection(r *driver.Run) string {
 }
 
 // sideMin returns a side's minimum across rounds of m.
-func sideMin(m *driver.Metric, side string) (float64, bool) {
+func sideMin(m *driver.MetricSummary, side string) (float64, bool) {
 	if m == nil {
 		return 0, false
 	}
@@ -171,11 +174,11 @@ const (
 // p50 of any cache mode over HTTP, a figure no mode can go below here.
 func httpFloor(in claimInputs) string {
 	best, where := math.Inf(1), ""
-	for _, sc := range []string{cacheProfile, cacheKVWrite, cacheKVRead} {
+	for _, sc := range []driver.ScenarioName{cacheProfile, cacheKVWrite, cacheKVRead} {
 		for _, p := range in.rs.points(pairs.Cache, sc) {
 			for _, s := range p.Sides {
 				if v, ok := median(p, driver.ClientP50, s); ok && v > 0 && v < best {
-					best, where = v, fmt.Sprintf("%s %s %s", s, strings.TrimPrefix(sc, "cache."), p.Name)
+					best, where = v, fmt.Sprintf("%s %s %s", s, strings.TrimPrefix(string(sc), "cache."), p.Name)
 				}
 			}
 		}
@@ -273,9 +276,9 @@ var cacheClaims = []claimSpec{
 				}
 				v, ok := medians(at{p, driver.ClientP50, modeLocal}, at{p, driver.ClientP50, modeRedis}, at{p, driver.ClientP50, modeUnlogged})
 				if !ok {
-					return outcome{missing: "no " + p.Scenario + " latency on local, redis and unlogged"}
+					return outcome{missing: "no " + string(p.Scenario) + " latency on local, redis and unlogged"}
 				}
-				part := fmt.Sprintf("%s %s: local %s, redis %s, unlogged %s", strings.TrimPrefix(p.Scenario, "cache."), p.Name, num(v[0]), num(v[1]), num(v[2]))
+				part := fmt.Sprintf("%s %s: local %s, redis %s, unlogged %s", strings.TrimPrefix(string(p.Scenario), "cache."), p.Name, num(v[0]), num(v[1]), num(v[2]))
 				if c, ok := median(p, driver.ClientP50, modeClientSide); ok {
 					part += fmt.Sprintf(", client-side %s", num(c))
 				}
@@ -331,7 +334,12 @@ var cacheClaims = []claimSpec{
 func init() {
 	claimTable = append(claimTable, cacheClaims...)
 	registerReport(pairReport{name: pairs.Cache, title: CacheTitle, section: cacheSection,
-		chart: &pairChart{"staleness", stalenessFile, stalenessChart}, card: "staleness"})
+		chart: &pairChart{"staleness", stalenessFile, stalenessChart}, card: "staleness",
+		ceiling: rateSource{pairs.Cache, "cache.read.ceiling", "one read per request"},
+		verdict: cacheVerdict,
+		text: cardText{question: "Postgres behind an in-process cache, or Redis?",
+			pgWhen: "reads dominate and a stale value must vanish on an out-of-band `UPDATE` (NOTIFY invalidation)"},
+		findings: &cacheSpec})
 }
 
 // cacheSection is the cache pair's section and its staleness chart.
@@ -340,7 +348,7 @@ func cacheSection(r *driver.Run, charts map[string]string, chartsRel string) str
 }
 
 // sideMax returns a side's maximum across rounds of m.
-func sideMax(m *driver.Metric, side string) (float64, bool) {
+func sideMax(m *driver.MetricSummary, side string) (float64, bool) {
 	if m == nil {
 		return 0, false
 	}

@@ -36,14 +36,14 @@ const (
 )
 
 // rolesCPURows are the CPU-seconds per 1,000 of a point's items.
-func rolesCPURows(prefix, items string) []cacheRow {
+func rolesCPURows(prefix driver.MetricPrefix, items string) []cacheRow {
 	var out []cacheRow
 	for _, g := range []string{"service", "postgres", "redis", "driver"} {
 		label := map[string]string{"redis": "redis-server", "driver": "load driver"}[g]
 		if label == "" {
 			label = g
 		}
-		out = append(out, cacheRow{fmt.Sprintf("CPU-s / 1,000 %s: %s", items, label), prefix + g})
+		out = append(out, cacheRow{fmt.Sprintf("CPU-s / 1,000 %s: %s", items, label), prefix.Of(g)})
 	}
 	return out
 }
@@ -156,7 +156,7 @@ var cacheRolesClaims = []claimSpec{
 			for _, q := range []struct {
 				what   string
 				p      *driver.Point
-				metric string
+				metric driver.Metric
 			}{{"lock cycle", lk, "cycle_p50_ms"}, {"take", rl, "take_p50_ms"}, {"delivery at " + ps.Name, ps, "delivery_p50_ms"}} {
 				v, ok := medians(at{q.p, q.metric, pairs.NoRedis}, at{q.p, q.metric, pairs.Redis})
 				if !ok {
@@ -233,7 +233,7 @@ func init() { claimTable = append(claimTable, cacheRolesClaims...) }
 
 // roleFigure is side's median of metric at p with its range across
 // rounds, or why there is none.
-func roleFigure(p *driver.Point, metric, side, unit string) Figure {
+func roleFigure(p *driver.Point, metric driver.Metric, side, unit string) Figure {
 	f := pointFigure(p, metric, side, unit)
 	if !f.OK() || p == nil {
 		return f

@@ -13,34 +13,36 @@ import (
 // on either side, a handover shortly after the lease, a one-subscriber
 // pub/sub ceiling of 4,000/s on no-redis against 16,000/s on redis, and
 // an exact rate limit on both.
-func cacheRolesFixture(point func(string, string, float64, []string, func(string, int) map[string]float64) driver.Point) []driver.Point {
+func cacheRolesFixture(point func(string, string, float64, []string, func(string, int) map[driver.Metric]float64) driver.Point) []driver.Point {
 	sides := []string{pairs.NoRedis, pairs.Redis}
-	k := func(s string) float64 { return map[string]float64{pairs.NoRedis: 1.5, pairs.Redis: 1}[s] }
-	lock := func(s string, _ int) map[string]float64 {
-		return map[string]float64{"cycles_per_s": 800 / k(s), "cycle_p50_ms": 2 * k(s), "cycle_p99_ms": 6 * k(s), "acquire_p50_ms": k(s),
+	k := func(s string) float64 {
+		return map[driver.Metric]float64{pairs.NoRedis: 1.5, pairs.Redis: 1}[driver.Metric(s)]
+	}
+	lock := func(s string, _ int) map[driver.Metric]float64 {
+		return map[driver.Metric]float64{"cycles_per_s": 800 / k(s), "cycle_p50_ms": 2 * k(s), "cycle_p99_ms": 6 * k(s), "acquire_p50_ms": k(s),
 			"acquire_p99_ms": 3 * k(s), "conflicts_per_s": 100, "overlaps": 0, "token_regressions": 0, "errors": 0,
 			"cpu_per_k.service": 0.2, "cpu_per_k.postgres": 0.3, "cpu_per_k.redis": 0.05, "cpu_per_k.driver": 0.1}
 	}
 	out := []driver.Point{
 		point("cache.lock", "uncontended", 0, sides, lock),
 		point("cache.lock", "16 contenders on 8 names", 0, sides, lock),
-		point("cache.lock_handover", "lease 1s", 0, sides, func(s string, r int) map[string]float64 {
-			return map[string]float64{"lease_ms": 1000, "handover_ms": 1010 + float64(r), "after_lease_ms": 10 + float64(r), "token_higher": 1}
+		point("cache.lock_handover", "lease 1s", 0, sides, func(s string, r int) map[driver.Metric]float64 {
+			return map[driver.Metric]float64{"lease_ms": 1000, "handover_ms": 1010 + float64(r), "after_lease_ms": 10 + float64(r), "token_higher": 1}
 		}),
-		point("cache.ratelimit", "32 clients, 200 per 1s", 0, sides, func(s string, _ int) map[string]float64 {
-			return map[string]float64{"takes_per_s": 3000 / k(s), "take_p50_ms": k(s), "take_p99_ms": 4 * k(s), "limit": 200, "windows": 3,
+		point("cache.ratelimit", "32 clients, 200 per 1s", 0, sides, func(s string, _ int) map[driver.Metric]float64 {
+			return map[driver.Metric]float64{"takes_per_s": 3000 / k(s), "take_p50_ms": k(s), "take_p99_ms": 4 * k(s), "limit": 200, "windows": 3,
 				"admitted_max_per_window": 200, "admitted_min_per_window": 200, "over_limit_windows": 0, "errors": 0}
 		}),
 	}
 	for _, rate := range []float64{250, 500} {
-		out = append(out, point("cache.pubsub", "1 subscriber, "+driver.Label(rate), 0, sides, func(s string, _ int) map[string]float64 {
-			return map[string]float64{"published_per_s": rate, "deliveries_per_s": rate, "delivery_p50_ms": 2 * k(s), "delivery_p99_ms": 8 * k(s),
+		out = append(out, point("cache.pubsub", "1 subscriber, "+driver.Label(rate), 0, sides, func(s string, _ int) map[driver.Metric]float64 {
+			return map[driver.Metric]float64{"published_per_s": rate, "deliveries_per_s": rate, "delivery_p50_ms": 2 * k(s), "delivery_p99_ms": 8 * k(s),
 				"missed": 0, "ended": 0, "pass": 1, "cpu_per_k_deliveries.postgres": 0.4, "cpu_per_k_deliveries.service": 0.2}
 		}))
 	}
-	out = append(out, point("cache.pubsub_ceiling", "1 subscriber", 0, sides, func(s string, _ int) map[string]float64 {
-		return map[string]float64{"max_publish_rate": map[string]float64{pairs.NoRedis: 4000, pairs.Redis: 16000}[s],
-			"max_deliveries_per_s": map[string]float64{pairs.NoRedis: 4000, pairs.Redis: 16000}[s], "capped": 0, "subscribers": 1}
+	out = append(out, point("cache.pubsub_ceiling", "1 subscriber", 0, sides, func(s string, _ int) map[driver.Metric]float64 {
+		return map[driver.Metric]float64{"max_publish_rate": map[driver.Metric]float64{pairs.NoRedis: 4000, pairs.Redis: 16000}[driver.Metric(s)],
+			"max_deliveries_per_s": map[driver.Metric]float64{pairs.NoRedis: 4000, pairs.Redis: 16000}[driver.Metric(s)], "capped": 0, "subscribers": 1}
 	}))
 	return out
 }

@@ -176,32 +176,38 @@ type Verdict struct {
 const typicalPayload = 60
 
 // Verdicts returns the pairs' verdicts read from the runs (the event
-// store's among them) and the raw results, in card order (queue, log,
-// documents, event store, cache).
+// store's among them) and the raw results, in card order (the report's
+// order of pairs, pairReports).
 func Verdicts(all []*driver.Run, src ...Sources) []Verdict {
 	all, bench := splitBench(all)
 	validate(all)
 	in := newInputs(all, eventStoreOf(bench), src...)
-	return verdictsOf(in, first1(src))
+	return verdictsOf(in)
 }
 
-// verdictsOf returns the pairs' verdicts from in, with their failover
-// lines read from src, in card order.
-func verdictsOf(in *inputs, src Sources) []Verdict {
-	vs := []Verdict{queueVerdict(in), logVerdict(in), documentsVerdict(in), eventStoreVerdict(in), cacheVerdict(in)}
-	for i := range vs {
-		vs[i].Failover = failoverText(vs[i].Pair, src.FailoverParts)
-		vs[i].LoseNothing = loseNothingText(vs[i].Pair, src.Durability)
-		if vs[i].Pair == pairs.Documents {
-			vs[i].Beyond = experiments.CardClauses(src.BeyondCRUD)
+// verdictsOf returns the verdicts of the pairs with a card (a pair
+// entry's verdict), in the report's order, with what their entries say
+// (section, write-up, card chart) and their failover and durability
+// lines read from the inputs' sources.
+func verdictsOf(in *inputs) []Verdict {
+	var vs []Verdict
+	for _, p := range pairReports() {
+		if p.verdict == nil {
+			continue
 		}
+		v := p.verdict(in)
+		v.Section = p.title
+		v.Doc, v.Chart = "docs/"+p.name+".md", "docs/results/"+CardFile(p.name)
+		v.Failover = failoverText(v.Pair, in.src.FailoverParts)
+		v.LoseNothing = loseNothingText(v.Pair, in.src.Durability)
+		vs = append(vs, v)
 	}
 	return vs
 }
 
 // newInputs indexes the runs for the findings and the verdicts.
 func newInputs(all []*driver.Run, es eventstore.Results, src ...Sources) *inputs {
-	in := &inputs{rs: runs{}, es: es, claims: ClaimsFrom(all, first1(src))}
+	in := &inputs{rs: runs{}, es: es, claims: ClaimsFrom(all, first1(src)), src: first1(src)}
 	for _, r := range all {
 		in.rs[r.Command] = r
 	}
@@ -229,15 +235,17 @@ func (v Verdict) SpecName() string {
 
 // rateSource is where a pair's single-request ceiling is read: the
 // results command and ceiling scenario, and what one request is.
-type rateSource struct{ cmd, scenario, op string }
+type rateSource struct {
+	cmd      string
+	scenario driver.ScenarioName
+	op       string
+}
 
-// rateSources are the pairs' single-request ceilings.
-var rateSources = map[string]rateSource{
-	pairs.Queue:      {pairs.Queue, "queue.ceiling", "sent one per request"},
-	pairs.Log:        {pairs.Log, "log.ceiling", "written one per request"},
-	pairs.Documents:  {pairs.Documents, "documents.search.ceiling", "one containment search per request"},
-	pairs.EventStore: {EventStoreCeilingCommand, "eventstore.append.ceiling", "appended one per request"},
-	pairs.Cache:      {pairs.Cache, "cache.read.ceiling", "one read per request"},
+// ceilingSource is where the named pair's single-request ceiling is read
+// (its entry's ceiling).
+func ceilingSource(pair string) rateSource {
+	p, _ := reportOf(pair)
+	return p.ceiling
 }
 
 // EventStoreCeilingCommand is the results command (and file suffix) of
@@ -249,7 +257,7 @@ const EventStoreCeilingCommand = eventstore.CeilingCommand
 // searches at every SLO, the rule, and each design's CPU by process at
 // the highest rate both passed.
 func (v *Verdict) rates(in *inputs, pg, spec string) {
-	src := rateSources[v.Pair]
+	src := ceilingSource(v.Pair)
 	v.RateOp = src.op
 	pc, sc := in.rs.ceilingOf(src.cmd, src.scenario, pg), in.rs.ceilingOf(src.cmd, src.scenario, spec)
 	v.PGRate, v.SpecRate = ceilingFig(pc), ceilingFig(sc)
@@ -276,7 +284,7 @@ func designLines(in *inputs, src rateSource, pg, spec, specName string) []string
 		return nil
 	}
 	var out []string
-	seen := map[string]bool{src.scenario: true}
+	seen := map[driver.ScenarioName]bool{src.scenario: true}
 	for i := range r.Ceilings {
 		sc := r.Ceilings[i].Scenario
 		if seen[sc] {
@@ -360,7 +368,7 @@ func maxOffered(in *inputs, pair string) (float64, string) {
 			best, how = rate, h
 		}
 	}
-	for _, cmd := range []string{pair, rateSources[pair].cmd} {
+	for _, cmd := range []string{pair, ceilingSource(pair).cmd} {
 		r := in.rs[cmd]
 		if r == nil {
 			continue
@@ -388,7 +396,7 @@ func maxOffered(in *inputs, pair string) (float64, string) {
 		for _, rd := range p.Rounds {
 			for _, sr := range rd.Sides {
 				for k, v := range sr.Metrics {
-					if strings.HasSuffix(k, "."+scenario.MetricOffered) {
+					if strings.HasSuffix(string(k), "."+scenario.MetricOffered) {
 						see(v, fmt.Sprintf(" in batches of %d", batchOf(p)))
 					}
 				}
@@ -401,12 +409,12 @@ func maxOffered(in *inputs, pair string) (float64, string) {
 // offersItem reports whether the ceiling search sc of pair offers the
 // pair's item (its verdict's Item): the documents pair's searches do,
 // its profile writes (documents.write.*) do not.
-func offersItem(pair, sc string) bool {
-	return pair != pairs.Documents || strings.HasPrefix(sc, pairs.Documents+".search.")
+func offersItem(pair string, sc driver.ScenarioName) bool {
+	return pair != pairs.Documents || strings.HasPrefix(string(sc), pairs.Documents+".search.")
 }
 
 // pointMax is the largest of metric over p's sides (any round).
-func pointMax(p driver.Point, metric string) (float64, bool) {
+func pointMax(p driver.Point, metric driver.Metric) (float64, bool) {
 	m := p.Find(metric)
 	if m == nil {
 		return 0, false
@@ -421,7 +429,7 @@ func pointMax(p driver.Point, metric string) (float64, bool) {
 // overloadText is what side served at 5× its own ceiling, from the
 // pair's overload point ("" when not measured or not valid).
 func overloadText(in *inputs, pair, side, name, verb string) string {
-	p := in.rs.point(pair, pair+".overload", "5× ceiling")
+	p := in.rs.point(pair, scenario.PairScenarioName(pair, scenario.KindOverload), "5× ceiling")
 	if p == nil || !p.SideStatus(side).OK() {
 		return ""
 	}
@@ -437,7 +445,7 @@ func overloadText(in *inputs, pair, side, name, verb string) string {
 }
 
 // pointFigure is a side's median of metric at p, or why there is none.
-func pointFigure(p *driver.Point, metric, side, unit string) Figure {
+func pointFigure(p *driver.Point, metric driver.Metric, side, unit string) Figure {
 	if p == nil {
 		return noFigure(unit)
 	}
@@ -457,8 +465,7 @@ func queueVerdict(in *inputs) Verdict {
 	v := Verdict{Pair: pairs.Queue, Title: "Queue", Specialist: "RabbitMQ", Item: "tasks", SpecConfidence: MeasuredHere,
 		PayloadBytes: []float64{typicalPayload},
 		SpecOnly:     []string{"routing by pattern (topic and header exchanges)", "many queues"},
-		Doc:          "docs/queue.md", Section: titleOf(pairs.Queue), Chart: "docs/results/queue-card.svg",
-		LatencyWhat: "delivery p99",
+		LatencyWhat:  "delivery p99",
 	}
 	if r := in.rs[pairs.Queue]; r != nil {
 		v.SpecServer = rabbitVersion(r.Versions)
@@ -515,8 +522,7 @@ func logVerdict(in *inputs) Verdict {
 	v := Verdict{Pair: pairs.Log, Title: "Log", Specialist: "Kafka", Item: "events", SpecConfidence: MeasuredHere,
 		PayloadBytes: []float64{typicalPayload},
 		SpecOnly:     []string{"partitions for parallel consumers of one group", "replay from any offset", "retention"},
-		Doc:          "docs/log.md", Section: titleOf(pairs.Log), Chart: "docs/results/log-card.svg",
-		LatencyWhat: "delivery p95",
+		LatencyWhat:  "delivery p95",
 	}
 	if r := in.rs[pairs.Log]; r != nil {
 		v.SpecServer = "Kafka " + orWhy(r.Versions.Kafka, r.Versions.Errors["kafka"])
@@ -539,11 +545,11 @@ func logVerdict(in *inputs) Verdict {
 
 func documentsVerdict(in *inputs) Verdict {
 	v := Verdict{Pair: pairs.Documents, Title: "Documents", Specialist: "MongoDB", Item: "searches", SpecConfidence: MeasuredHere,
-		SpecOnly: []string{"frequent whole rewrites of large documents", "queries other than containment (`@>`) served by an index", "sharded writes"},
-		Doc:      "docs/documents.md", Section: titleOf(pairs.Documents), Chart: "docs/results/documents-card.svg",
+		SpecOnly:    []string{"frequent whole rewrites of large documents", "queries other than containment (`@>`) served by an index", "sharded writes"},
 		LatencyWhat: "containment search p95",
 	}
 	v.Claims = claimCount(in.claims, pairs.Documents)
+	v.Beyond = experiments.CardClauses(in.src.BeyondCRUD)
 	r := in.rs[pairs.Documents]
 	if r != nil && r.Versions.MongoFlavor == "FerretDB" {
 		v.SpecConfidence = StandInFerretDB
@@ -558,7 +564,7 @@ func documentsVerdict(in *inputs) Verdict {
 			v.LatencyWhat += fmt.Sprintf(" (%s/s, %d searches per round)", num(p.Rate), n)
 		}
 	}
-	src := rateSources[pairs.Documents]
+	src := ceilingSource(pairs.Documents)
 	if v.CPUAt > 0 {
 		pc, sc := in.rs.ceilingOf(src.cmd, src.scenario, pairs.NoMongoDB), in.rs.ceilingOf(src.cmd, src.scenario, pairs.MongoDB)
 		key := driver.ServerLatency("search", driver.SuffixP99)
@@ -595,7 +601,7 @@ func searchesPerRound(p *driver.Point, side string) int {
 
 // stepFigure is the median of metric over c's passing valid steps at
 // rate, or why there is none.
-func stepFigure(c *driver.Ceiling, rate float64, metric, unit string) Figure {
+func stepFigure(c *driver.Ceiling, rate float64, metric driver.Metric, unit string) Figure {
 	if c == nil {
 		return noFigure(unit)
 	}
@@ -649,8 +655,7 @@ func ParseSize(s string) (float64, error) {
 
 func eventStoreVerdict(in *inputs) Verdict {
 	v := Verdict{Pair: pairs.EventStore, Title: "Event store", Specialist: "KurrentDB", Item: "events", SpecConfidence: NotRunKurrentDB,
-		SpecOnly: []string{"server-side projections", "persistent subscriptions managed by the server"},
-		Doc:      "docs/eventstore.md", Section: eventstore.SectionTitle, Chart: "docs/results/eventstore-card.svg",
+		SpecOnly:    []string{"server-side projections", "persistent subscriptions managed by the server"},
 		LatencyWhat: "live delivery p50 to a caught-up subscriber",
 		SpecLatency: Figure{Why: "not run"},
 	}
@@ -668,7 +673,7 @@ func eventStoreVerdict(in *inputs) Verdict {
 		v.Alt = "Kafka is no substitute here: its read-then-append " + f
 	} else if e := engine(in.es, pairs.KafkaEventStore); e != nil && e.Up && !e.Conditional {
 		v.Alt = "Kafka is no substitute here: it cannot check an expected version"
-		if k := in.rs.ceilingOf(EventStoreCeilingCommand, rateSources[pairs.EventStore].scenario, pairs.KafkaEventStore); k != nil {
+		if k := in.rs.ceilingOf(EventStoreCeilingCommand, ceilingSource(pairs.EventStore).scenario, pairs.KafkaEventStore); k != nil {
 			v.Alt += fmt.Sprintf(" (its unconditional appends: %s)", rateFigure(ceilingFig(k)))
 		}
 	}
@@ -689,8 +694,7 @@ func eventStoreVerdict(in *inputs) Verdict {
 func cacheVerdict(in *inputs) Verdict {
 	v := Verdict{Pair: pairs.Cache, Title: "Cache", Specialist: "Redis", Item: "reads", SpecConfidence: MeasuredHere,
 		// Pub/sub is measured on both sides (Roles), not assumed Redis'.
-		SpecOnly: []string{"data structures", "eviction policies", "one cache shared by every instance without a database round trip"},
-		Doc:      "docs/cache.md", Section: CacheTitle, Chart: "docs/results/cache-card.svg",
+		SpecOnly:    []string{"data structures", "eviction policies", "one cache shared by every instance without a database round trip"},
 		LatencyWhat: "one lookup by key, p50",
 	}
 	if r := in.rs[pairs.Cache]; r != nil {

@@ -411,7 +411,7 @@ func ackDifference(run *driver.Run, pair string, c durableChoice) string {
 
 // durabilityPoint is run's point of scenario sc under setting name, or
 // nil.
-func durabilityPoint(run *driver.Run, sc, name string) *driver.Point {
+func durabilityPoint(run *driver.Run, sc driver.ScenarioName, name string) *driver.Point {
 	for i := range run.Points {
 		if p := &run.Points[i]; p.Scenario == sc && p.Name == name {
 			return p

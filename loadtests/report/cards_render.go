@@ -1,11 +1,12 @@
 package report
 
 import (
+	_ "embed"
 	"fmt"
 	"strings"
+	"text/template"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // cardText holds a pair's sentences; the figures come from its Verdict.
@@ -16,18 +17,10 @@ type cardText struct {
 	pgWhen string
 }
 
-// cardTexts are the cards' sentences by pair.
-var cardTexts = map[string]cardText{
-	pairs.Queue: {question: "a table with `FOR UPDATE SKIP LOCKED`, or RabbitMQ?",
-		pgWhen: "each task goes to one worker and must commit with its business row in one transaction"},
-	pairs.Log: {question: "logical replication with wal2json, or Kafka?",
-		pgWhen: "one consumer reads the stream (one replication slot) and the event must commit with the row"},
-	pairs.Documents: {question: "`jsonb` with a GIN index, or MongoDB?",
-		pgWhen: "search is containment (`@>`) and large documents are rarely rewritten whole"},
-	pairs.EventStore: {question: "an append-only table, or KurrentDB (or Kafka)?",
-		pgWhen: "appends must check an expected version and events commit with state"},
-	pairs.Cache: {question: "Postgres behind an in-process cache, or Redis?",
-		pgWhen: "reads dominate and a stale value must vanish on an out-of-band `UPDATE` (NOTIFY invalidation)"},
+// textOf is the named pair's card sentences (its entry's text).
+func textOf(pair string) cardText {
+	p, _ := reportOf(pair)
+	return p.text
 }
 
 // MaxBulletChars bounds a card bullet of the README's first screen: a
@@ -97,47 +90,22 @@ func specRateClause(v Verdict) string {
 }
 
 // PGBullet is the card's "Use Postgres when" sentence: when, up to which
-// rate with its range, under which rule.
-func PGBullet(v Verdict) string {
-	t := cardTexts[v.Pair]
-	s := fmt.Sprintf("**Use Postgres when** %s, %s", t.pgWhen, rateText(v))
-	if v.RateCriterion != "" && v.PGRate.OK() {
-		s += "; " + v.RateCriterion
-	}
-	return s + "."
-}
+// rate with its range, under which rule (cards.tmpl's "pg").
+func PGBullet(v Verdict) string { return renderCard("pg", v) }
 
 // SpecBullet is the card's "Use <specialist> when" sentence: what only the
-// specialist does, and what its own measured ceiling says about rate.
-func SpecBullet(v Verdict) string {
-	s := fmt.Sprintf("**Use %s when** you need %s", v.Specialist, strings.Join(v.SpecOnly, ", or "))
-	if c := specRateClause(v); c != "" {
-		if strings.HasPrefix(c, "or ") {
-			s += ", " + c
-		} else {
-			s += "; " + c
-		}
-	}
-	if v.SpecConfidence == NotRunKurrentDB {
-		s += "; " + v.Specialist + " did not run here, so none of its figures is known"
-	}
-	if v.Alt != "" {
-		s += ". " + v.Alt
-	}
-	return s + "."
-}
+// specialist does, and what its own measured ceiling says about rate
+// (cards.tmpl's "spec").
+func SpecBullet(v Verdict) string { return renderCard("spec", v) }
 
 // ShortCard is a pair's answer on the README's first screen: its
-// question, the two bullets, and a link to the whole card.
-func ShortCard(v Verdict) string {
-	t := cardTexts[v.Pair]
-	return fmt.Sprintf("### %s: %s\n\n- %s\n- %s\n\n[The whole card](RESULTS.md#%s): single-request ceilings at three SLOs, batches, CPU per process, failover, confidence.\n",
-		v.Title, t.question, PGBullet(v), SpecBullet(v), anchor(cardHeading(v)))
-}
+// question, the two bullets, and a link to the whole card (cards.tmpl's
+// "short").
+func ShortCard(v Verdict) string { return renderCard("short", v) }
 
 // cardHeading is the heading of a pair's whole card in RESULTS.md.
 func cardHeading(v Verdict) string {
-	return fmt.Sprintf("%s: %s", v.Title, cardTexts[v.Pair].question)
+	return fmt.Sprintf("%s: %s", v.Title, textOf(v.Pair).question)
 }
 
 // cpuText is the CPU cost of both sides at one rate, by process, or why it
@@ -169,68 +137,109 @@ func sloLine(v Verdict) string {
 }
 
 // Card renders one pair's whole verdict card (RESULTS.md's Verdicts):
-// the two answers, then the figures behind them.
-func Card(v Verdict) string {
+// the two answers, then the figures behind them (cards.tmpl's "card").
+func Card(v Verdict) string { return renderCard("card", v) }
+
+//go:embed cards.tmpl
+var cardsText string
+
+// cardTemplates are the cards' sentences, cards.tmpl: each template takes
+// a cardView.
+var cardTemplates = template.Must(template.New("cards.tmpl").Option("missingkey=error").Funcs(template.FuncMap{
+	"join":      strings.Join,
+	"anchor":    anchor,
+	"rate":      rateFigure,
+	"hasPrefix": strings.HasPrefix,
+}).Parse(cardsText))
+
+// renderCard executes the named template of cards.tmpl on v. The
+// templates are parsed at start and read only cardView's fields and
+// methods, so an error is a programming error.
+func renderCard(name string, v Verdict) string {
 	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("### %s\n\n", cardHeading(v))
-	if v.Chart != "" {
-		w("![%s: measured thresholds](%s)\n\n", v.Title, v.Chart)
+	if err := cardTemplates.ExecuteTemplate(&b, name, cardView{v}); err != nil {
+		panic("report: cards.tmpl: " + err.Error())
 	}
-	w("- %s\n- %s\n", PGBullet(v), SpecBullet(v))
-	if l := sloLine(v); l != "" {
-		op := v.RateOp
-		if v.Guarantee != "" {
-			op += "; " + v.Guarantee
-		}
-		w("- **Single requests** (%s), the highest rate a majority of ceiling searches passed at each p99 bound: %s.", op, l)
-		if v.SpecOverload != "" {
-			w(" Under overload: %s.", v.SpecOverload)
-		}
-		w("\n")
+	return b.String()
+}
+
+// cardView is what cards.tmpl reads: a Verdict and the phrases its
+// figures make.
+type cardView struct{ Verdict }
+
+// Heading is the card's heading.
+func (c cardView) Heading() string { return cardHeading(c.Verdict) }
+
+// PGBullet and SpecBullet are the card's two answers.
+func (c cardView) PGBullet() string   { return PGBullet(c.Verdict) }
+func (c cardView) SpecBullet() string { return SpecBullet(c.Verdict) }
+
+// PGWhen opens the "Use Postgres when" sentence (the pair entry's text).
+func (c cardView) PGWhen() string { return textOf(c.Pair).pgWhen }
+
+// RateText says up to which rate Postgres passed, or why there is none.
+func (c cardView) RateText() string { return rateText(c.Verdict) }
+
+// SpecRateClause is what the specialist's own ceiling says about rate.
+func (c cardView) SpecRateClause() string { return specRateClause(c.Verdict) }
+
+// NotRun is true when the specialist did not run here.
+func (c cardView) NotRun() bool { return c.SpecConfidence == NotRunKurrentDB }
+
+// SLOLine is both sides' ceilings at every SLO read ("" for none).
+func (c cardView) SLOLine() string { return sloLine(c.Verdict) }
+
+// SingleOp is what one request is, with the guarantee the ceiling held.
+func (c cardView) SingleOp() string {
+	if c.Guarantee != "" {
+		return c.RateOp + "; " + c.Guarantee
 	}
-	if len(v.Designs) > 0 {
-		w("- **Other designs, one per request, the same rule:** %s.\n", strings.Join(v.Designs, "; "))
+	return c.RateOp
+}
+
+// SustainSLO is the batches' end-to-end p99 bound in milliseconds.
+func (c cardView) SustainSLO() string { return count(scenario.SustainSLO.Milliseconds()) }
+
+// Cost is the CPU cost of both sides, capitalized.
+func (c cardView) Cost() string { return capitalize(cpuText(c.Verdict)) }
+
+// BeyondClauses are the documents' features beyond CRUD, each capitalized.
+func (c cardView) BeyondClauses() []string {
+	var cs []string
+	for _, s := range c.Beyond {
+		cs = append(cs, capitalize(s))
 	}
-	if v.SustainedAt != "" {
-		w("- **In batches** (%s, open loop; backlog flat, end-to-end p99 < %s ms; the rate 2 of 3 rounds passed): Postgres %s, %s %s.\n",
-			v.SustainedAt, count(scenario.SustainSLO.Milliseconds()), rateFigure(v.PGSustained), v.SpecName(), rateFigure(v.SpecSustained))
-	}
-	w("- **Cost:** %s.\n", capitalize(cpuText(v)))
-	if len(v.Roles) > 0 {
-		w("- **Beyond the cache** ([%s](#%s)): %s.\n", RolesTitle, anchor(RolesTitle), strings.Join(v.Roles, ". "))
-	}
-	if len(v.Beyond) > 0 {
-		var cs []string
-		for _, c := range v.Beyond {
-			cs = append(cs, capitalize(c))
-		}
-		w("- **Beyond CRUD** ([%s](#%s)): %s.\n", BeyondCRUDTitle, anchor(BeyondCRUDTitle), strings.Join(cs, ". "))
-	}
-	w("- **Latency:** %s: Postgres %s, %s %s.\n", v.LatencyWhat, v.PGLatency, v.SpecName(), v.SpecLatency)
-	w("- **Bites Postgres first:** %s.", v.Bites)
-	if v.MaxRate > 0 {
-		w(" The highest rate offered to either side: %s %s/s%s; above it nothing was measured.", count(int64(v.MaxRate)), v.Item, v.MaxRateHow)
-	}
-	w("\n")
-	w("- **On failover** (3 nodes each, [Replicated and failover](#%s)): %s.", anchor(FailoverTitle), failoverLine(v))
-	if v.LoseNothing != "" {
-		w(" **To lose nothing:** %s.", v.LoseNothing)
-	}
-	w("\n")
-	conf := v.SpecConfidence
+	return cs
+}
+
+// MaxRateText is the highest rate offered to either side.
+func (c cardView) MaxRateText() string { return count(int64(c.MaxRate)) }
+
+// FailoverLine is the card's failover sentence.
+func (c cardView) FailoverLine() string { return failoverLine(c.Verdict) }
+
+// The headings the card links to, and the confidence every Postgres side
+// has.
+func (cardView) RolesTitle() string      { return RolesTitle }
+func (cardView) BeyondCRUDTitle() string { return BeyondCRUDTitle }
+func (cardView) FailoverTitle() string   { return FailoverTitle }
+func (cardView) MeasuredHere() string    { return MeasuredHere }
+
+// Confidence is the specialist's confidence with its server and the
+// reference's claims scored on the pair.
+func (c cardView) Confidence() string {
+	conf := c.SpecConfidence
 	if conf == MeasuredHere {
-		server := v.Specialist
-		if v.SpecServer != "" {
-			server = v.SpecServer
+		server := c.Specialist
+		if c.SpecServer != "" {
+			server = c.SpecServer
 		}
 		conf = server + " " + conf
 	}
-	if v.Claims != "" {
-		conf += fmt.Sprintf("; [claims of the reference](#claims): %s", v.Claims)
+	if c.Claims != "" {
+		conf += "; [claims of the reference](#claims): " + c.Claims
 	}
-	w("- **Confidence:** Postgres %s; %s. **Details:** [%s](%s), [the pair's section](#%s)\n", MeasuredHere, conf, v.Doc, v.Doc, anchor(v.Section))
-	return b.String()
+	return conf
 }
 
 // capitalize upper-cases the first letter of s.

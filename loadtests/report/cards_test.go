@@ -135,7 +135,7 @@ func TestPastCeilingSaysFallingBehindOnlyFromABacklog(t *testing.T) {
 		for i := range 3 {
 			p.Rounds = append(p.Rounds, driver.Round{Index: i, Sides: map[string]*driver.SideResult{"no-rabbitmq": {
 				Phases:  []driver.Phase{{Name: "send", Client: driver.ClientResult{Requests: 50000, OK: 50000 - int64(shed), Shed: int64(shed)}}},
-				Metrics: map[string]float64{"throughput": 5000 - shed/10, "backlog_end": backlog, driver.ClientSentRate: 5000, driver.ClientShed: shed}}}})
+				Metrics: map[driver.Metric]float64{"throughput": 5000 - shed/10, "backlog_end": backlog, driver.ClientSentRate: 5000, driver.ClientShed: shed}}}})
 		}
 		driver.Summarize(p)
 		return p
@@ -184,8 +184,8 @@ func TestCommittedREADMEShowsEveryCardFirst(t *testing.T) {
 }
 
 func TestParseSizeUnits(t *testing.T) {
-	for in, want := range map[string]float64{"70": 70, "70B": 70, "2KB": 2048, "2 KiB": 2048, "1MB": 1 << 20} {
-		if got, err := ParseSize(in); err != nil || got != want {
+	for in, want := range map[driver.Metric]float64{"70": 70, "70B": 70, "2KB": 2048, "2 KiB": 2048, "1MB": 1 << 20} {
+		if got, err := ParseSize(string(in)); err != nil || got != want {
 			t.Errorf("%q: %v, %v", in, got, err)
 		}
 	}

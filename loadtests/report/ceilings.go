@@ -16,7 +16,7 @@ import (
 // ceilingOf is the ceiling search of service under scenario in the run of
 // cmd ("" scenario: the service's first search), or nil (a search with
 // neither rounds nor a status saying why is none).
-func (rs runs) ceilingOf(cmd, sc, service string) *driver.Ceiling {
+func (rs runs) ceilingOf(cmd string, sc driver.ScenarioName, service string) *driver.Ceiling {
 	r := rs[cmd]
 	if r == nil {
 		return nil

@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"image/color"
 	"math"
 	"os"
@@ -117,14 +118,15 @@ func (f frame) save(path string) error {
 
 // panel is one metric of a latency chart.
 type panel struct {
-	title, metric string
+	title  string
+	metric driver.Metric
 }
 
 // latencyChart draws one panel per metric, with the median latency of the
 // rounds per rate, one line per side. Both axes are logarithmic: the low
 // rates, where the two sides are a few milliseconds apart, get as much
 // room as the high ones where a backlog takes seconds to drain.
-func latencyChart(run *driver.Run, scenario, title string, sides [2]string, panels []panel, path string) (bool, error) {
+func latencyChart(run *driver.Run, scenario driver.ScenarioName, title string, sides [2]string, panels []panel, path string) (bool, error) {
 	var pts []*driver.Point
 	for i := range run.Points {
 		if run.Points[i].Scenario == scenario {
@@ -494,7 +496,7 @@ func drawCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 func rateOverview(pair string) func(run *driver.Run, dir string) (string, bool, error) {
 	return func(run *driver.Run, dir string) (string, bool, error) {
 		lc := latencyCharts[pair]
-		ok, err := latencyChart(run, pair+".rate", lc.title, lc.sides, lc.panels, filepath.Join(dir, lc.file))
+		ok, err := latencyChart(run, scenario.RateScenarioName(pair), lc.title, lc.sides, lc.panels, filepath.Join(dir, lc.file))
 		return lc.file, ok, err
 	}
 }

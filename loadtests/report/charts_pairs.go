@@ -49,7 +49,7 @@ var pairSides = map[string]struct {
 
 // sideXY is one side's metric of p at x: the median of the rounds with
 // their min–max, or a gap saying why there is none.
-func sideXY(p *driver.Point, metric, side string, x float64) xy {
+func sideXY(p *driver.Point, metric driver.Metric, side string, x float64) xy {
 	if st := p.SideStatus(side); !st.OK() {
 		return xy{x: x, failed: failedMark}
 	}
@@ -65,7 +65,7 @@ func sideXY(p *driver.Point, metric, side string, x float64) xy {
 }
 
 // recorded reports whether any of ps has metric for side.
-func recorded(ps []*driver.Point, metric, side string) bool {
+func recorded(ps []*driver.Point, metric driver.Metric, side string) bool {
 	for _, p := range ps {
 		if m := p.Find(metric); m != nil {
 			if _, ok := m.Sides[side]; ok {
@@ -310,7 +310,7 @@ func notifyChart(s *raw.NotifySeries, path string) (bool, error) {
 // against its size, pglz vs lz4 on the Postgres side, against the
 // neighbour-column patch; a second panel the WAL per operation.
 func toastChart(r *driver.Run, path string) (bool, error) {
-	pointsOf := func(sc string) []*driver.Point {
+	pointsOf := func(sc driver.ScenarioName) []*driver.Point {
 		var out []*driver.Point
 		for i := range r.Points {
 			if r.Points[i].Scenario == sc {
@@ -335,7 +335,7 @@ func toastChart(r *driver.Run, path string) (bool, error) {
 	for _, p := range pglz {
 		ticks = append(ticks, plot.Tick{Value: kb(p), Label: p.Name})
 	}
-	mk := func(label string, c int, dashed, box bool, ps []*driver.Point, metric, side string, scale float64) series {
+	mk := func(label string, c int, dashed, box bool, ps []*driver.Point, metric driver.Metric, side string, scale float64) series {
 		s := series{label: label, color: palette[c], dashed: dashed, box: box}
 		for _, p := range ps {
 			v := sideXY(p, metric, side, kb(p))
@@ -407,7 +407,7 @@ func eventStoreChart(es eventstore.Results, path string) (bool, error) {
 	if es.Append == nil {
 		return false, nil
 	}
-	engines := []string{pairs.NoKurrentDB, pairs.KurrentDB, pairs.KafkaEventStore}
+	engines := eventStoreEngines
 	var modes []string
 	for _, row := range es.Append.Rows {
 		if m := modeName(row); slicesIndex(modes, m) < 0 {

@@ -19,9 +19,10 @@ const scaleOutFile = "scaleout.svg"
 // scaleOutPanel is one panel of the scale-out chart: a metric of the
 // points of scenario against their number of readers.
 type scaleOutPanel struct {
-	scenario, metric string
-	title, xlabel    string
-	ylabel           string
+	scenario      driver.ScenarioName
+	metric        driver.Metric
+	title, xlabel string
+	ylabel        string
 	// scale multiplies every value (bytes to MB).
 	scale float64
 }

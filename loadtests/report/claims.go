@@ -46,7 +46,7 @@ type Claim struct {
 // runs indexes the runs by command.
 type runs map[string]*driver.Run
 
-func (rs runs) points(cmd, scenario string) []*driver.Point {
+func (rs runs) points(cmd string, scenario driver.ScenarioName) []*driver.Point {
 	r := rs[cmd]
 	if r == nil {
 		return nil
@@ -60,7 +60,7 @@ func (rs runs) points(cmd, scenario string) []*driver.Point {
 	return out
 }
 
-func (rs runs) point(cmd, scenario, name string) *driver.Point {
+func (rs runs) point(cmd string, scenario driver.ScenarioName, name string) *driver.Point {
 	for _, p := range rs.points(cmd, scenario) {
 		if name == "" || p.Name == name {
 			return p
@@ -83,12 +83,12 @@ func (rs runs) ceiling(cmd, service string) *driver.Ceiling {
 // median returns a side's median of a metric in p. A valid side without
 // the metric is logged in the claim's evaluation (metricMissing): the
 // claim becomes a failed run naming the metric.
-func median(p *driver.Point, metric, side string) (float64, bool) {
+func median(p *driver.Point, metric driver.Metric, side string) (float64, bool) {
 	return medianOf(p, metric, side, true)
 }
 
 // medianOf is median; required says whether a missing metric is logged.
-func medianOf(p *driver.Point, metric, side string, required bool) (float64, bool) {
+func medianOf(p *driver.Point, metric driver.Metric, side string, required bool) (float64, bool) {
 	if p == nil {
 		return 0, false
 	}
@@ -109,8 +109,9 @@ func medianOf(p *driver.Point, metric, side string, required bool) (float64, boo
 
 // at names one side's median of a metric in a point, for medians.
 type at struct {
-	p            *driver.Point
-	metric, side string
+	p      *driver.Point
+	metric driver.Metric
+	side   string
 }
 
 // medians returns the medians qs name, in order, and whether every one
@@ -136,7 +137,7 @@ func mediansOf(required bool, qs ...at) ([]float64, bool) {
 
 // ratio returns the median per-round A/B ratio of metric in p, when both
 // sides are valid and neither median is 0.
-func ratio(p *driver.Point, metric string) (float64, bool) {
+func ratio(p *driver.Point, metric driver.Metric) (float64, bool) {
 	if p == nil || len(p.Sides) < 2 {
 		return 0, false
 	}
@@ -292,18 +293,33 @@ func init() {
 		caption: "Lower is better; both axes are logarithmic, so the low rates get as much room as the high ones. " +
 			"Where the two lines run close, the sides are about as fast; where a line climbs by orders of magnitude, " +
 			"that side has stopped keeping up and its latency is the age of a growing backlog, not its service time.",
-		chart: &pairChart{"queue-rate", queueRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Queue, path) }},
-		card:  "queue-rate"})
+		chart:   &pairChart{"queue-rate", queueRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Queue, path) }},
+		card:    "queue-rate",
+		ceiling: rateSource{pairs.Queue, "queue.ceiling", "sent one per request"},
+		verdict: queueVerdict,
+		text: cardText{question: "a table with `FOR UPDATE SKIP LOCKED`, or RabbitMQ?",
+			pgWhen: "each task goes to one worker and must commit with its business row in one transaction"},
+		findings: &queueFindings})
 	registerReport(pairReport{name: pairs.Log, title: "Log: kafka vs no-kafka",
 		overview: rateOverview(pairs.Log),
 		caption: "Lower is better; both axes are logarithmic, so the vertical gap between the lines is the ratio of the sides' latencies: " +
 			"a steady gap means one side is slower by a constant factor, a gap that widens with the rate means it degrades under load.",
-		chart: &pairChart{"log-rate", logRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Log, path) }}})
+		chart:   &pairChart{"log-rate", logRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Log, path) }},
+		ceiling: rateSource{pairs.Log, "log.ceiling", "written one per request"},
+		verdict: logVerdict,
+		text: cardText{question: "logical replication with wal2json, or Kafka?",
+			pgWhen: "one consumer reads the stream (one replication slot) and the event must commit with the row"},
+		findings: &logFindings})
 	registerReport(pairReport{name: pairs.Documents, title: "Documents: mongodb vs no-mongodb",
 		overview: documentsOverview,
 		caption: "Each bar is a side's rewrite p50 divided by its neighbour-patch p50 in the same rounds. " +
 			"The higher the bar, the more a profile's size costs that side; compare how each side's bar grows from the smaller size to the larger.",
-		chart: &pairChart{"toast", toastFile, toastChart}, card: "toast"})
+		chart: &pairChart{"toast", toastFile, toastChart}, card: "toast",
+		ceiling: rateSource{pairs.Documents, "documents.search.ceiling", "one containment search per request"},
+		verdict: documentsVerdict,
+		text: cardText{question: "`jsonb` with a GIN index, or MongoDB?",
+			pgWhen: "search is containment (`@>`) and large documents are rarely rewritten whole"},
+		findings: &documentsFindings})
 }
 
 // claimTable holds every numeric claim of the reference measurements, in
@@ -493,7 +509,7 @@ func commitFloor(in claimInputs) string {
 // minHistory rows of history) is at most factor × its median in the fresh
 // queue run", at every rate both runs measured; the other side's ratio is
 // shown beside it.
-func agedWithin(side, metric string, minHistory int64, factor float64) func(claimInputs) outcome {
+func agedWithin(side string, metric driver.Metric, minHistory int64, factor float64) func(claimInputs) outcome {
 	return func(in claimInputs) outcome {
 		ll := in.rs[scenario.LongLivedCommand]
 		agedPts := in.rs.points(scenario.LongLivedCommand, "queue.rate")
@@ -535,7 +551,7 @@ func agedWithin(side, metric string, minHistory int64, factor float64) func(clai
 			holds = holds && a <= factor*f
 		}
 		if !seen {
-			return outcome{missing: "no " + metric + " of " + side + " at a rate both the fresh and the long-lived run measured"}
+			return outcome{missing: "no " + string(metric) + " of " + side + " at a rate both the fresh and the long-lived run measured"}
 		}
 		return outcome{measured: fmt.Sprintf("on %s rows of history: %s", count(ll.StartState.HistoryRows), strings.Join(parts, "; ")), holds: holds}
 	}
@@ -543,7 +559,7 @@ func agedWithin(side, metric string, minHistory int64, factor float64) func(clai
 
 // atPoint evaluates a claim on one point (the first of scenario when
 // name is empty); what names the missing scenario when there is none.
-func atPoint(cmd, scenario, name, what string, f func(claimInputs, *driver.Point) outcome) func(claimInputs) outcome {
+func atPoint(cmd string, scenario driver.ScenarioName, name, what string, f func(claimInputs, *driver.Point) outcome) func(claimInputs) outcome {
 	return func(in claimInputs) outcome {
 		p := in.rs.point(cmd, scenario, name)
 		if p == nil {
@@ -596,7 +612,7 @@ func sustainedAtLeast(pair, side, item string, target float64, minBatch int) fun
 // atEveryPoint evaluates a rule that must hold at every point of a
 // scenario: each returns the point's part of the measured text and
 // whether the rule holds there; prefix heads the joined parts.
-func atEveryPoint(cmd, scenario, what string, prefix func(claimInputs) string, each func(*driver.Point) (string, bool)) func(claimInputs) outcome {
+func atEveryPoint(cmd string, scenario driver.ScenarioName, what string, prefix func(claimInputs) string, each func(*driver.Point) (string, bool)) func(claimInputs) outcome {
 	return func(in claimInputs) outcome {
 		ps := in.rs.points(cmd, scenario)
 		if len(ps) == 0 {
@@ -615,7 +631,7 @@ func atEveryPoint(cmd, scenario, what string, prefix func(claimInputs) string, e
 
 // everyLogRate evaluates a rule on both sides' medians of metric at every
 // fixed rate of the log pair; a side without the metric fails the rule.
-func everyLogRate(metric, prefix string, each func(rate string, pg, kafka float64) (string, bool)) func(claimInputs) outcome {
+func everyLogRate(metric driver.Metric, prefix string, each func(rate string, pg, kafka float64) (string, bool)) func(claimInputs) outcome {
 	return atEveryPoint(pairs.Log, "log.rate", pairs.Log, func(claimInputs) string { return prefix }, func(p *driver.Point) (string, bool) {
 		a, okA := median(p, metric, pairs.NoKafka)
 		b, okB := median(p, metric, pairs.Kafka)
@@ -827,10 +843,34 @@ func ClaimsFrom(all []*driver.Run, src Sources) []Claim {
 			}
 		}
 	}
-	out := make([]Claim, 0, len(claimTable))
-	for _, s := range claimTable {
+	specs := orderedClaims()
+	out := make([]Claim, 0, len(specs))
+	for _, s := range specs {
 		out = append(out, decide(s, in, views, log, viewLog))
 	}
+	return out
+}
+
+// orderedClaims are claimTable's rows in the report's order of pairs
+// (pairReports), each pair's in the order its files declare them: the
+// claims table reads pair by pair, whatever file a claim is written in.
+func orderedClaims() []claimSpec {
+	rank := map[string]int{}
+	for i, name := range pairCommands() {
+		rank[name] = i
+	}
+	out := slices.Clone(claimTable)
+	slices.SortStableFunc(out, func(a, b claimSpec) int {
+		ra, oka := rank[a.pair]
+		rb, okb := rank[b.pair]
+		if !oka {
+			ra = len(rank)
+		}
+		if !okb {
+			rb = len(rank)
+		}
+		return ra - rb
+	})
 	return out
 }
 

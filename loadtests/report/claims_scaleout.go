@@ -33,12 +33,13 @@ const slotExperiment = "slot-wal-retention"
 type readerScale struct {
 	// scenario is the points' Point.Scenario; nMetric their N; missing
 	// the deliveries not made at the drain bound.
-	scenario, nMetric, missing string
+	scenario         driver.ScenarioName
+	nMetric, missing driver.Metric
 	// noun names the readers ("subscribers", "groups").
 	noun string
 	// perReader is what one reader received per second at p on side,
 	// from the metrics one side of p holds.
-	perReader func(metrics func(string) (float64, bool)) (float64, bool)
+	perReader func(metrics func(driver.Metric) (float64, bool)) (float64, bool)
 }
 
 // fanoutReaders are the fan-out points: a subscriber receives the copies
@@ -52,7 +53,7 @@ func (sc readerScale) nounOf(n float64) string {
 }
 
 var fanoutReaders = readerScale{scenario: scenario.ScaleOutFanout, nMetric: scenario.MetricFanoutSubscribers, missing: scenario.MetricFanoutMissing, noun: "subscribers",
-	perReader: func(m func(string) (float64, bool)) (float64, bool) {
+	perReader: func(m func(driver.Metric) (float64, bool)) (float64, bool) {
 		copies, ok1 := m(scenario.MetricFanoutCopies)
 		n, ok2 := m(scenario.MetricFanoutSubscribers)
 		if !ok1 || !ok2 || n <= 0 {
@@ -64,7 +65,7 @@ var fanoutReaders = readerScale{scenario: scenario.ScaleOutFanout, nMetric: scen
 // groupReaders are the consumer-groups points: a group receives its own
 // events per second.
 var groupReaders = readerScale{scenario: scenario.ScaleOutGroups, nMetric: scenario.MetricGroups, missing: scenario.MetricGroupMissing, noun: "groups",
-	perReader: func(m func(string) (float64, bool)) (float64, bool) { return m(scenario.MetricGroupDelivered) }}
+	perReader: func(m func(driver.Metric) (float64, bool)) (float64, bool) { return m(scenario.MetricGroupDelivered) }}
 
 // servedRule is the rule of a "no at any load" claim on sc's points.
 func servedRule(sc readerScale, pg string) string {
@@ -92,7 +93,7 @@ func noAtAnyLoad(sc readerScale, pg, spec, note string) func(claimInputs) outcom
 			if st := p.SideStatus(pg); !st.OK() {
 				return outcome{failed: fmt.Sprintf("%s %s, %s: %s", p.Scenario, p.Name, pg, st)}
 			}
-			m := func(metric string) (float64, bool) { return sideFigure(p, metric, pg) }
+			m := func(metric driver.Metric) (float64, bool) { return sideFigure(p, metric, pg) }
 			n, okN := m(sc.nMetric)
 			got, okG := sc.perReader(m)
 			miss, okM := m(sc.missing)
@@ -100,7 +101,7 @@ func noAtAnyLoad(sc readerScale, pg, spec, note string) func(claimInputs) outcom
 				return outcome{failed: fmt.Sprintf("%s %s, %s: no %s, %s or %s figure in the results", p.Scenario, p.Name, pg, sc.nMetric, sc.noun+" rate", sc.missing)}
 			}
 			part := fmt.Sprintf("%s %s%s: %s/s each of %s offered, %s missing", num(n), sc.nounOf(n), designOf(p, pg), num(got), num(p.Rate), count(int64(miss)))
-			if s, ok := sc.perReader(func(metric string) (float64, bool) { return sideFigure(p, metric, spec) }); ok {
+			if s, ok := sc.perReader(func(metric driver.Metric) (float64, bool) { return sideFigure(p, metric, spec) }); ok {
 				part += fmt.Sprintf(" (%s: %s/s each)", spec, num(s))
 			}
 			parts = append(parts, part)
@@ -135,7 +136,7 @@ func designOf(p *driver.Point, side string) string {
 // sideFigure is side's median of metric in p when side is valid and has
 // it; unlike median, a side missing or failed is not logged: the claims
 // read the specialist's figures as context, not as an input.
-func sideFigure(p *driver.Point, metric, side string) (float64, bool) {
+func sideFigure(p *driver.Point, metric driver.Metric, side string) (float64, bool) {
 	if p == nil || !p.SideStatus(side).OK() {
 		return 0, false
 	}

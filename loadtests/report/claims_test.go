@@ -118,7 +118,7 @@ func TestOverloadClaimNotMeasurableWhenTheDriverAteTheMachine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := driver.Point{Scenario: "queue.overload", Name: "5× ceiling", Sides: []string{"no-rabbitmq", "rabbitmq"}}
-			m := map[string]float64{"pct_of_ceiling": tc.pct, "throughput": 840, "ceiling_rate": 2000, "offered_rate": 10000}
+			m := map[driver.Metric]float64{"pct_of_ceiling": tc.pct, "throughput": 840, "ceiling_rate": 2000, "offered_rate": 10000}
 			if tc.driver > 0 {
 				m["cores.driver"], m["cores.machine"] = tc.driver, 2
 			}
@@ -168,7 +168,7 @@ func TestMissingMetricIsAFailedRun(t *testing.T) {
 			continue
 		}
 		found = true
-		if c.Verdict != FailedRun || !strings.Contains(c.Why, driver.ServerDeliveryP99) {
+		if c.Verdict != FailedRun || !strings.Contains(c.Why, string(driver.ServerDeliveryP99)) {
 			t.Errorf("claim on a renamed metric: verdict %q (%s), want %q naming %s", c.Verdict, c.Why, FailedRun, driver.ServerDeliveryP99)
 		}
 	}
@@ -181,12 +181,12 @@ func TestMissingMetricIsAFailedRun(t *testing.T) {
 // a valid point lacks says which metric failed, never "not measured".
 func TestMissingMetricIsAFailedFigure(t *testing.T) {
 	p := &driver.Point{Scenario: "queue.rate", Name: "1000/s", Sides: []string{"no-rabbitmq", "rabbitmq"},
-		Metrics: []driver.Metric{{Name: driver.ClientP99, Sides: map[string]driver.Agg{"no-rabbitmq": {Median: 1, N: 1}, "rabbitmq": {Median: 2, N: 1}}}}}
+		Metrics: []driver.MetricSummary{{Name: driver.ClientP99, Sides: map[string]driver.Agg{"no-rabbitmq": {Median: 1, N: 1}, "rabbitmq": {Median: 2, N: 1}}}}}
 	if f := pointFigure(p, driver.ClientP99, "no-rabbitmq", " ms"); !f.OK() || f.Value != 1 {
 		t.Errorf("a recorded metric: %+v", f)
 	}
 	f := pointFigure(p, driver.ServerDeliveryP99, "no-rabbitmq", " ms")
-	if f.OK() || !strings.Contains(f.String(), "failed: no metric") || !strings.Contains(f.String(), driver.ServerDeliveryP99) {
+	if f.OK() || !strings.Contains(f.String(), "failed: no metric") || !strings.Contains(f.String(), string(driver.ServerDeliveryP99)) {
 		t.Errorf("a missing metric: %q, want a failure naming %s", f.String(), driver.ServerDeliveryP99)
 	}
 }

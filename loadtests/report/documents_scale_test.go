@@ -23,9 +23,9 @@ func TestDocumentsScaleSection(t *testing.T) {
 	at := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
 	p := driver.Point{Scenario: scenario.DocumentsScale, Name: "100000 users", Sides: []string{pairs.NoMongoDB, pairs.MongoDB},
 		Rounds: []driver.Round{{Order: []string{pairs.NoMongoDB, pairs.MongoDB}, Sides: map[string]*driver.SideResult{
-			pairs.NoMongoDB: {Service: pairs.NoMongoDB, Metrics: map[string]float64{scenario.ScaleLoadS: 12.5, scenario.ScaleIndexBuildS: 4.25,
+			pairs.NoMongoDB: {Service: pairs.NoMongoDB, Metrics: map[driver.Metric]float64{scenario.ScaleLoadS: 12.5, scenario.ScaleIndexBuildS: 4.25,
 				scenario.ScaleSearchIndexMB: 48, scenario.ScaleIndexesMB: 90, scenario.ScaleTableMB: 1200}},
-			pairs.MongoDB: {Service: pairs.MongoDB, Metrics: map[string]float64{scenario.ScaleLoadS: 140, scenario.ScaleIndexBuildS: 2,
+			pairs.MongoDB: {Service: pairs.MongoDB, Metrics: map[driver.Metric]float64{scenario.ScaleLoadS: 140, scenario.ScaleIndexBuildS: 2,
 				scenario.ScaleIndexesMB: 30, scenario.ScaleTableMB: 1500, scenario.ScaleOneSearchMS: 95000}},
 		}}}}
 	driver.Summarize(&p)

@@ -67,10 +67,10 @@ func durabilityTable(b *strings.Builder, run *driver.Run, file string) {
 	}
 	w(").\n\n| pair | side | setting | acknowledged p50 / p99 | end to end p50 / p99 | sustainable (items/s) | CPU-s / 1,000 items: service | nodes | total |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range run.Points {
-		if !strings.HasPrefix(p.Scenario, scenario.DurabilityCommand+".") || strings.HasSuffix(p.Scenario, ".sustainable") || len(p.Sides) != 1 {
+		if !strings.HasPrefix(string(p.Scenario), scenario.DurabilityCommand+".") || strings.HasSuffix(string(p.Scenario), ".sustainable") || len(p.Sides) != 1 {
 			continue
 		}
-		pair := strings.TrimPrefix(p.Scenario, scenario.DurabilityCommand+".")
+		pair := strings.TrimPrefix(string(p.Scenario), scenario.DurabilityCommand+".")
 		svc := p.Sides[0]
 		cells := append([]string{pair, svc, "`" + p.Name + "`"}, durabilityLatencies(p, svc, pair)...)
 		cells = append(append(cells, sustainCell(run, pair, p.Name, svc)), durabilityCPU(p, svc)...)
@@ -90,12 +90,12 @@ func durabilityTable(b *strings.Builder, run *driver.Run, file string) {
 // sideMetrics are svc's metrics in p, each the median over p's rounds
 // (driver.Summarize), with their medians and ranges, or why there are
 // none ("failed: <reason>": a point with a failed round has no figure).
-func sideMetrics(p driver.Point, svc string) (map[string]float64, string) {
+func sideMetrics(p driver.Point, svc string) (map[driver.Metric]float64, string) {
 	aggs, why := sideAggs(p, svc)
 	if aggs == nil {
 		return nil, why
 	}
-	m := make(map[string]float64, len(aggs))
+	m := make(map[driver.Metric]float64, len(aggs))
 	for k, a := range aggs {
 		m[k] = a.Median
 	}
@@ -104,7 +104,7 @@ func sideMetrics(p driver.Point, svc string) (map[string]float64, string) {
 
 // sideAggs are svc's metrics in p as medians with their range over p's
 // rounds, or why there are none.
-func sideAggs(p driver.Point, svc string) (map[string]driver.Agg, string) {
+func sideAggs(p driver.Point, svc string) (map[driver.Metric]driver.Agg, string) {
 	if st := p.SideStatus(svc); !st.OK() {
 		return nil, st.String()
 	}
@@ -112,7 +112,7 @@ func sideAggs(p driver.Point, svc string) (map[string]driver.Agg, string) {
 	// a metric's rule, and the rounds are the record.
 	q := driver.Point{Sides: []string{svc}, Rounds: p.Rounds}
 	driver.Summarize(&q)
-	out := map[string]driver.Agg{}
+	out := map[driver.Metric]driver.Agg{}
 	for _, m := range q.Metrics {
 		if a, ok := m.Sides[svc]; ok && a.N > 0 {
 			out[m.Name] = a
@@ -129,7 +129,7 @@ func sideAggs(p driver.Point, svc string) (map[string]driver.Agg, string) {
 func runWindows(run *driver.Run) int {
 	n := 1
 	for _, p := range run.Points {
-		if len(p.Sides) == 1 && !strings.HasSuffix(p.Scenario, ".sustainable") {
+		if len(p.Sides) == 1 && !strings.HasSuffix(string(p.Scenario), ".sustainable") {
 			n = max(n, windows(p, p.Sides[0]))
 		}
 	}
@@ -173,7 +173,7 @@ func durabilityLatencies(p driver.Point, svc, pair string) []string {
 // quantiles is "p50 / p99 ms" from m's keys, medians over the rounds,
 // with the p99's range when the rounds differ ("1.2 / 3.4 ms (p99
 // 2.9–4.1)"), or what is not recorded.
-func quantiles(m map[string]driver.Agg, p50, p99 string) string {
+func quantiles(m map[driver.Metric]driver.Agg, p50, p99 driver.Metric) string {
 	a, ok1 := m[p50]
 	c, ok2 := m[p99]
 	if !ok1 || !ok2 {
@@ -210,7 +210,7 @@ func sustainCell(run *driver.Run, pair, name, svc string) string {
 
 // durabilityMetrics are svc's metrics in run's point of scenario sc
 // under setting name, or why there are none.
-func durabilityMetrics(run *driver.Run, sc, name, svc string) (map[string]float64, string) {
+func durabilityMetrics(run *driver.Run, sc driver.ScenarioName, name, svc string) (map[driver.Metric]float64, string) {
 	if p := durabilityPoint(run, sc, name); p != nil {
 		return sideMetrics(*p, svc)
 	}
@@ -232,7 +232,7 @@ func durabilityCPU(p driver.Point, svc string) []string {
 	}
 	var nodes []string
 	for k := range m {
-		g, isCPU := strings.CutPrefix(k, "cpu.")
+		g, isCPU := strings.CutPrefix(string(k), "cpu.")
 		g, perThousand := strings.CutSuffix(g, ".per_1k")
 		if isCPU && perThousand && g != scenario.DurabilityServiceGroup && g != "total" {
 			nodes = append(nodes, g)

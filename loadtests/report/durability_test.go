@@ -22,23 +22,23 @@ func durabilityFixture(version string) *driver.Run {
 	run := driver.NewRun(scenario.DurabilityCommand, nil, time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
 	run.Settings["rate"] = 200.0
 	run.Settings[scenario.DurabilityServerSetting] = version
-	ok := &driver.SideResult{Service: pairs.NoRabbitMQ, Metrics: map[string]float64{
+	ok := &driver.SideResult{Service: pairs.NoRabbitMQ, Metrics: map[driver.Metric]float64{
 		driver.ClientP50: 4.2, driver.ClientP99: 12, driver.ServerProcessingP50: 30, driver.ServerProcessingP99: 80,
 		scenario.MetricCPUPerThousand(scenario.DurabilityServiceGroup): 0.5, scenario.MetricCPUPerThousand("pg2"): 0.1,
 		scenario.MetricCPUPerThousand("pg1"): 1.25, scenario.MetricCPUPerThousand("total"): 1.85, scenario.MetricSyncStandbys: 0,
 	}, Phases: []driver.Phase{{Name: "send", Client: driver.ClientResult{Requests: 2000, OK: 2000}}}}
-	search := &driver.SideResult{Service: pairs.NoRabbitMQ, Metrics: map[string]float64{scenario.MetricSustainable: 16000, scenario.MetricCapped: 1}}
-	bad := &driver.SideResult{Service: pairs.Kafka, Metrics: map[string]float64{}, Error: "kafka is not up on :8083"}
-	notRun := &driver.SideResult{Service: pairs.Kafka, Metrics: map[string]float64{}, Error: "not run: the fixed point failed"}
+	search := &driver.SideResult{Service: pairs.NoRabbitMQ, Metrics: map[driver.Metric]float64{scenario.MetricSustainable: 16000, scenario.MetricCapped: 1}}
+	bad := &driver.SideResult{Service: pairs.Kafka, Metrics: map[driver.Metric]float64{}, Error: "kafka is not up on :8083"}
+	notRun := &driver.SideResult{Service: pairs.Kafka, Metrics: map[driver.Metric]float64{}, Error: "not run: the fixed point failed"}
 	point := func(sc, name string, r *driver.SideResult) driver.Point {
-		return driver.Point{Scenario: sc, Name: name, Sides: []string{r.Service},
+		return driver.Point{Scenario: driver.ScenarioName(sc), Name: name, Sides: []string{r.Service},
 			Rounds: []driver.Round{{Order: []string{r.Service}, Sides: map[string]*driver.SideResult{r.Service: r}}}}
 	}
 	run.Points = []driver.Point{
-		point(scenario.DurabilityScenarioName(pairs.Queue), "synchronous_commit=on", ok),
-		point(scenario.DurabilitySustainName(pairs.Queue), "synchronous_commit=on", search),
-		point(scenario.DurabilityScenarioName(pairs.Log), "KAFKA_ACKS=all", bad),
-		point(scenario.DurabilitySustainName(pairs.Log), "KAFKA_ACKS=all", notRun),
+		point(string(scenario.DurabilityScenarioName(pairs.Queue)), "synchronous_commit=on", ok),
+		point(string(scenario.DurabilitySustainName(pairs.Queue)), "synchronous_commit=on", search),
+		point(string(scenario.DurabilityScenarioName(pairs.Log)), "KAFKA_ACKS=all", bad),
+		point(string(scenario.DurabilitySustainName(pairs.Log)), "KAFKA_ACKS=all", notRun),
 	}
 	run.Validate()
 	return run
@@ -142,7 +142,7 @@ func windowedRun(p99s ...[2]float64) *driver.Run {
 		p := driver.Point{Scenario: scenario.DurabilityScenarioName(pairs.Queue), Name: name, Sides: []string{pairs.NoRabbitMQ}}
 		for i, w := range p99s {
 			p.Rounds = append(p.Rounds, driver.Round{Index: i, Order: p.Sides, Sides: map[string]*driver.SideResult{pairs.NoRabbitMQ: {
-				Service: pairs.NoRabbitMQ, Metrics: map[string]float64{driver.ClientP50: 2, driver.ClientP99: w[k],
+				Service: pairs.NoRabbitMQ, Metrics: map[driver.Metric]float64{driver.ClientP50: 2, driver.ClientP99: w[k],
 					scenario.MetricCPUPerThousand("total"): 1 + float64(i), scenario.MetricSyncStandbys: 1},
 				Phases: []driver.Phase{{Name: "send", Client: driver.ClientResult{Requests: 6000, OK: 6000}}}}}})
 		}

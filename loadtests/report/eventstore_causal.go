@@ -167,8 +167,17 @@ func causalFits(b *strings.Builder, c *eventstore.CausalResult) {
 // the bench's results, and its claim decided by the causal experiment.
 func init() {
 	registerReport(pairReport{name: pairs.EventStore, title: eventstore.SectionTitle, runs: eventstore.Commands(), benchSection: EventStoreSection, claims: []string{causalShort},
-		card: pairs.EventStore})
+		card:    pairs.EventStore,
+		ceiling: rateSource{EventStoreCeilingCommand, "eventstore.append.ceiling", "appended one per request"},
+		verdict: eventStoreVerdict,
+		text: cardText{question: "an append-only table, or KurrentDB (or Kafka)?",
+			pgWhen: "appends must check an expected version and events commit with state"},
+		findings: &eventStoreFindings})
 }
+
+// eventStoreEngines are the event store's services in the order its
+// figures are shown: the Postgres side, then KurrentDB, then Kafka.
+var eventStoreEngines = []string{pairs.NoKurrentDB, pairs.KurrentDB, pairs.KafkaEventStore}
 
 // causalShort names the causal claim without figures.
 const causalShort = "Kafka's point read slows with the records it scans"

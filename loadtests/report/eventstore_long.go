@@ -38,7 +38,7 @@ func esCell(p *driver.Point, side string) (string, bool) {
 
 // pointValue is side's median of metric name in p; ok false when it was not
 // recorded.
-func pointValue(p *driver.Point, side, name string) (float64, bool) {
+func pointValue(p *driver.Point, side string, name driver.Metric) (float64, bool) {
 	m := p.Find(name)
 	if m == nil {
 		return 0, false
@@ -49,14 +49,14 @@ func pointValue(p *driver.Point, side, name string) (float64, bool) {
 
 // esNum is pointValue formatted, or "not recorded".
 func esNum(p *driver.Point, side, name string) string {
-	if v, ok := pointValue(p, side, name); ok {
+	if v, ok := pointValue(p, side, driver.Metric(name)); ok {
 		return num(v)
 	}
 	return notRecorded
 }
 
 // esPoint returns run's point of scenario and name, or nil.
-func esPoint(run *driver.Run, scenario, name string) *driver.Point {
+func esPoint(run *driver.Run, scenario driver.ScenarioName, name string) *driver.Point {
 	for i := range run.Points {
 		if p := &run.Points[i]; p.Scenario == scenario && p.Name == name {
 			return p
@@ -110,7 +110,10 @@ func longSection(run *driver.Run) string {
 				esNum(fill, side, "event_append_ms"), esNum(fill, side, "snapshots"), esNum(fill, side, "snapshot_append_ms"), share)
 		}
 		b.WriteString("\nLoading the aggregate:\n\n| engine | load | time (ms) | requests | events folded | records touched | service RSS before → after (peak), MB | bench allocated (peak RSS), MB |\n|---|---|---|---|---|---|---|---|\n")
-		loads := []struct{ scenario, label string }{
+		loads := []struct {
+			scenario driver.ScenarioName
+			label    string
+		}{
 			{eventstore.LongFoldPoint, "paged read"}, {eventstore.LongStatePoint, "service fold"}, {eventstore.LongSnapshotPoint, "from snapshot"}}
 		for _, side := range fill.Sides {
 			for _, l := range loads {
@@ -217,7 +220,7 @@ func cleanupSection(run *driver.Run) string {
 				esNum(p, side, "vacuum_s"), esNum(p, side, "vacuum_wal_mb"))
 			b.WriteString("| phase | appends | append p50 (ms) | append p99 (ms) | append max (ms) | delivery p50 (ms) | delivery max (ms) |\n|---|---|---|---|---|---|---|\n")
 			for _, ph := range []string{"baseline", "delete", "vacuum"} {
-				if _, ok := pointValue(p, side, "append_"+ph+"_n"); !ok {
+				if _, ok := pointValue(p, side, eventstore.CleanupMetric(eventstore.AppendOf, ph, "n")); !ok {
 					fmt.Fprintf(&b, "| %s | not recorded (no append completed in this phase) | | | | | |\n", ph)
 					continue
 				}

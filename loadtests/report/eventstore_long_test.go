@@ -11,11 +11,11 @@ import (
 
 // esFixturePoint is a point of one round whose sides answered res.
 func esFixturePoint(scenario, name string, sides []string, res map[string]*driver.SideResult) driver.Point {
-	p := driver.Point{Scenario: scenario, Name: name, Sides: sides, Rounds: []driver.Round{{Order: sides, Sides: res}}}
+	p := driver.Point{Scenario: driver.ScenarioName(scenario), Name: name, Sides: sides, Rounds: []driver.Round{{Order: sides, Sides: res}}}
 	for svc, s := range res {
 		s.Service = svc
 		if s.Metrics == nil {
-			s.Metrics = map[string]float64{}
+			s.Metrics = map[driver.Metric]float64{}
 		}
 	}
 	driver.Summarize(&p)
@@ -41,25 +41,25 @@ func longFixture() *driver.Run {
 	}
 	run.Points = []driver.Point{
 		esFixturePoint(eventstore.LongFillPoint, name, sides, map[string]*driver.SideResult{
-			"no-kurrentdb":     {Metrics: map[string]float64{"fill_s": 1.25, "event_appends": 3, "event_append_ms": 380, "snapshots": 1, "snapshot_append_ms": 4.5, "snapshot_overhead_pct": 0.39}},
+			"no-kurrentdb":     {Metrics: map[driver.Metric]float64{"fill_s": 1.25, "event_appends": 3, "event_append_ms": 380, "snapshots": 1, "snapshot_append_ms": 4.5, "snapshot_overhead_pct": 0.39}},
 			"kurrentdb":        notRun(),
-			"kafka-eventstore": {Metrics: map[string]float64{"fill_s": 0.4, "event_appends": 3, "event_append_ms": 120, "snapshots": 1, "snapshot_append_ms": 3.25, "snapshot_overhead_pct": 0.9}},
+			"kafka-eventstore": {Metrics: map[driver.Metric]float64{"fill_s": 0.4, "event_appends": 3, "event_append_ms": 120, "snapshots": 1, "snapshot_append_ms": 3.25, "snapshot_overhead_pct": 0.9}},
 		}),
 		esFixturePoint(eventstore.LongFoldPoint, name, sides, map[string]*driver.SideResult{
-			"no-kurrentdb": {Metrics: map[string]float64{"read_ms": 812, "requests": 1, "events_folded": 2000, "records_touched": 2001,
+			"no-kurrentdb": {Metrics: map[driver.Metric]float64{"read_ms": 812, "requests": 1, "events_folded": 2000, "records_touched": 2001,
 				"service_rss_before_mb": 30, "service_rss_after_mb": 41, "service_rss_peak_mb": 44.5, "bench_alloc_mb": 3.5, "bench_rss_peak_mb": 20}},
 			"kurrentdb":        notRun(),
-			"kafka-eventstore": {Metrics: map[string]float64{"read_ms": 10004, "requests": 1}, Error: "read of tank-long-x-2000 from version 0 answered 503: backend timeout"},
+			"kafka-eventstore": {Metrics: map[driver.Metric]float64{"read_ms": 10004, "requests": 1}, Error: "read of tank-long-x-2000 from version 0 answered 503: backend timeout"},
 		}),
 		esFixturePoint(eventstore.LongStatePoint, name, sides, map[string]*driver.SideResult{
-			"no-kurrentdb":     {Metrics: map[string]float64{"read_ms": 95, "requests": 1, "events_folded": 2000}},
+			"no-kurrentdb":     {Metrics: map[driver.Metric]float64{"read_ms": 95, "requests": 1, "events_folded": 2000}},
 			"kurrentdb":        notRun(),
-			"kafka-eventstore": {Metrics: map[string]float64{"read_ms": 300, "requests": 1, "events_folded": 2000, "records_scanned": 2001}},
+			"kafka-eventstore": {Metrics: map[driver.Metric]float64{"read_ms": 300, "requests": 1, "events_folded": 2000, "records_scanned": 2001}},
 		}),
 		esFixturePoint(eventstore.LongSnapshotPoint, name, sides, map[string]*driver.SideResult{
-			"no-kurrentdb":     {Metrics: map[string]float64{"read_ms": 3.5, "requests": 3, "events_folded": 1000, "tail_events": 1000, "snapshot_version": 999, "records_touched": 1003}},
+			"no-kurrentdb":     {Metrics: map[driver.Metric]float64{"read_ms": 3.5, "requests": 3, "events_folded": 1000, "tail_events": 1000, "snapshot_version": 999, "records_touched": 1003}},
 			"kurrentdb":        notRun(),
-			"kafka-eventstore": {Metrics: map[string]float64{"read_ms": 45, "requests": 3, "events_folded": 1000, "tail_events": 1000, "snapshot_version": 999, "records_scanned": 6003}},
+			"kafka-eventstore": {Metrics: map[driver.Metric]float64{"read_ms": 45, "requests": 3, "events_folded": 1000, "tail_events": 1000, "snapshot_version": 999, "records_scanned": 6003}},
 		}),
 	}
 	run.Note("kafka-eventstore: service memory not measured: no socket listens on port 8091 on this machine")
@@ -75,19 +75,19 @@ func cleanupFixture() *driver.Run {
 	o := eventstore.DefaultCleanupOptions()
 	o.StreamEvents, o.Batch = 2000, 500
 	run.Settings["options"] = o
-	pg := map[string]float64{"delete_s": 0.42, "batches": 4, "delete_wal_mb": 1.9, "size_before_mb": 12, "size_after_delete_mb": 12, "size_after_vacuum_mb": 11.5,
+	pg := map[driver.Metric]float64{"delete_s": 0.42, "batches": 4, "delete_wal_mb": 1.9, "size_before_mb": 12, "size_after_delete_mb": 12, "size_after_vacuum_mb": 11.5,
 		"returned_mb": 0.5, "vacuum_s": 0.2, "vacuum_wal_mb": 0.3, "live_sent": 80, "live_received": 80, "live_failed": 0}
 	for _, ph := range []string{"baseline", "delete"} {
-		pg["append_"+ph+"_n"], pg["append_"+ph+"_p50_ms"], pg["append_"+ph+"_p99_ms"], pg["append_"+ph+"_max_ms"] = 40, 1.5, 6, 7
-		pg["deliver_"+ph+"_p50_ms"], pg["deliver_"+ph+"_max_ms"] = 2.5, 9
+		pg[eventstore.CleanupMetric(eventstore.AppendOf, ph, "n")], pg[eventstore.CleanupMetric(eventstore.AppendOf, ph, "p50_ms")], pg[eventstore.CleanupMetric(eventstore.AppendOf, ph, "p99_ms")], pg[eventstore.CleanupMetric(eventstore.AppendOf, ph, "max_ms")] = 40, 1.5, 6, 7
+		pg[eventstore.CleanupMetric(eventstore.DeliverOf, ph, "p50_ms")], pg[eventstore.CleanupMetric(eventstore.DeliverOf, ph, "max_ms")] = 2.5, 9
 	}
 	run.Points = []driver.Point{
 		esFixturePoint(eventstore.CleanupPGPoint, eventstore.SizeName(2000), []string{"no-kurrentdb"}, map[string]*driver.SideResult{"no-kurrentdb": {Metrics: pg}}),
 		esFixturePoint(eventstore.CleanupKafkaPoint, eventstore.KafkaRetention, []string{eventstore.KafkaSide}, map[string]*driver.SideResult{eventstore.KafkaSide: {
-			Metrics: map[string]float64{"dir_mb_before": 3, "dir_mb_after": 3, "customer_before": 2000, "customer_after": 2000},
+			Metrics: map[driver.Metric]float64{"dir_mb_before": 3, "dir_mb_after": 3, "customer_before": 2000, "customer_after": 2000},
 			Error:   "the log directory still held 3.0 of 3.0 MB after 5m30s (the broker checks retention every 5m0s: log.retention.check.interval.ms)"}}),
 		esFixturePoint(eventstore.CleanupKafkaPoint, eventstore.KafkaCompaction, []string{eventstore.KafkaSide}, map[string]*driver.SideResult{eventstore.KafkaSide: {
-			Metrics: map[string]float64{"space_returned_s": 16.5, "first_change_s": 16.5, "dir_mb_before": 3, "dir_mb_after": 0.25, "customer_before": 2000, "customer_after": 0,
+			Metrics: map[driver.Metric]float64{"space_returned_s": 16.5, "first_change_s": 16.5, "dir_mb_before": 3, "dir_mb_after": 0.25, "customer_before": 2000, "customer_after": 0,
 				"others_before": 200, "others_after": 10, "partial_views": 0}}}),
 	}
 	return run

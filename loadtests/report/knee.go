@@ -441,8 +441,8 @@ func KneeSection(r *driver.Run) string {
 		return ""
 	}
 	var b strings.Builder
-	var order []string
-	by := map[string][]*driver.Ceiling{}
+	var order []driver.ScenarioName
+	by := map[driver.ScenarioName][]*driver.Ceiling{}
 	for i := range r.Ceilings {
 		c := &r.Ceilings[i]
 		if by[c.Scenario] == nil {
@@ -477,17 +477,17 @@ var ceilingTitles = map[string]string{
 const unequalQueueTitle = "the services' defaults: RabbitMQ's persistent messages against the UNLOGGED queue table, not the same durability"
 
 // ceilingTitle is the heading of run's ceiling subsection of scenario sc.
-func ceilingTitle(run *driver.Run, sc string) string {
+func ceilingTitle(run *driver.Run, sc driver.ScenarioName) string {
 	if sc == "queue.ceiling" && !equalDurability(run) {
 		return "Ceilings (" + unequalQueueTitle + "): latency against offered rate"
 	}
-	if t, ok := ceilingTitles[sc]; ok {
+	if t, ok := ceilingTitles[string(sc)]; ok {
 		return "Ceilings (" + t + "): latency against offered rate"
 	}
-	if op, n, ok := scenario.ParseDocumentsScaleCeiling(sc); ok {
-		return fmt.Sprintf("Ceilings (%s at %s users, loaded straight into the databases): latency against offered rate", ceilingTitles[scenario.CeilingScenarioName("documents."+op, "")], count(int64(n)))
+	if op, n, ok := scenario.ParseDocumentsScaleCeiling(string(sc)); ok {
+		return fmt.Sprintf("Ceilings (%s at %s users, loaded straight into the databases): latency against offered rate", ceilingTitles[string(scenario.CeilingScenarioName("documents."+op, ""))], count(int64(n)))
 	}
-	op := strings.TrimSuffix(strings.TrimSuffix(sc, ".ceiling"), "ceiling")
+	op := strings.TrimSuffix(strings.TrimSuffix(string(sc), ".ceiling"), "ceiling")
 	if _, rest, ok := strings.Cut(op, "."); ok && rest != "" {
 		return "Ceilings (" + rest + "): latency against offered rate"
 	}
@@ -495,7 +495,7 @@ func ceilingTitle(run *driver.Run, sc string) string {
 }
 
 // kneeScenario writes one operation's ceiling searches (cs, the sides).
-func kneeScenario(b *strings.Builder, r *driver.Run, sc string, cs []*driver.Ceiling) {
+func kneeScenario(b *strings.Builder, r *driver.Run, sc driver.ScenarioName, cs []*driver.Ceiling) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	// A side left out by design, or failed before its first step (its
 	// status says why), has no bound and no steps: the criteria, the
@@ -592,8 +592,8 @@ func mdAll(cells []string) []string {
 // keptUpBound is the latency and p99 bound (ms) a fixed-rate point of
 // scenario sc must hold to count as kept up: its pair's ceiling bound,
 // as declared (ok false for a pair without one).
-func keptUpBound(sc string) (latency string, p99MS float64, ok bool) {
-	pair, _, _ := strings.Cut(sc, ".")
+func keptUpBound(sc driver.ScenarioName) (latency string, p99MS float64, ok bool) {
+	pair, _, _ := strings.Cut(string(sc), ".")
 	var o scenario.CeilingOptions
 	switch pair {
 	case pairs.Queue:

@@ -18,7 +18,7 @@ import (
 // failing the criteria listed (none: it passed).
 func kneeStep(rate, p99 float64, failed ...string) driver.CeilingStep {
 	return driver.CeilingStep{Rate: rate, Pass: len(failed) == 0, Failed: failed, Why: "fixture",
-		Metrics: map[string]float64{"client.sent_rate": rate, "client.ok_rate": rate, "throughput": rate, "client.errors": 0,
+		Metrics: map[driver.Metric]float64{"client.sent_rate": rate, "client.ok_rate": rate, "throughput": rate, "client.errors": 0,
 			"server.delivery.p50_ms": p99 / 4, "server.delivery.p99_ms": p99, "backlog_end": 0, "drained": 1}}
 }
 
@@ -242,8 +242,8 @@ func TestKeptUpUsesTheCeilingCriteria(t *testing.T) {
 	p := &driver.Point{Scenario: "queue.rate", Name: "2000/s", Rate: 2000, DurationS: 5, Sides: []string{"no-rabbitmq", "rabbitmq"}}
 	for i, shed := range []float64{0, 257, 0} {
 		p.Rounds = append(p.Rounds, driver.Round{Index: i, Sides: map[string]*driver.SideResult{
-			"no-rabbitmq": {Metrics: map[string]float64{"throughput": 1998, "client.sent_rate": 2000, "client.shed": 0, "server.processing.p99_ms": 64}},
-			"rabbitmq":    {Metrics: map[string]float64{"throughput": 1990, "client.sent_rate": 2000, "client.shed": shed, "server.processing.p99_ms": 60}},
+			"no-rabbitmq": {Metrics: map[driver.Metric]float64{"throughput": 1998, "client.sent_rate": 2000, "client.shed": 0, "server.processing.p99_ms": 64}},
+			"rabbitmq":    {Metrics: map[driver.Metric]float64{"throughput": 1990, "client.sent_rate": 2000, "client.shed": shed, "server.processing.p99_ms": 60}},
 		}})
 	}
 	driver.Summarize(p)

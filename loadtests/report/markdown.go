@@ -81,7 +81,7 @@ const VerdictsTitle = "Verdicts"
 func verdictsSection(b *bytes.Buffer, rs []*driver.Run, src Sources) {
 	in := newInputs(rs, eventStoreOf(src.Bench), src)
 	fmt.Fprintf(b, "\n## %s\n\nEach pair's answer and the figures behind it: the single-request ceilings at three p99 bounds (the same rule for both sides), batches, CPU per process, failover and confidence. Every figure is read from the files under [Sources](#sources).\n\n", VerdictsTitle)
-	for _, v := range verdictsOf(in, src) {
+	for _, v := range verdictsOf(in) {
 		fmt.Fprintf(b, "%s\n", Card(v))
 	}
 }
@@ -225,8 +225,8 @@ func pairSection(b *bytes.Buffer, p pairReport, r *driver.Run, charts map[string
 		b.WriteString(settingsBlock(settings))
 	}
 	b.WriteString(StartStateSection(r))
-	scenarios := map[string][]*driver.Point{}
-	var order []string
+	scenarios := map[driver.ScenarioName][]*driver.Point{}
+	var order []driver.ScenarioName
 	for i := range r.Points {
 		pt := &r.Points[i]
 		if _, ok := scenarios[pt.Scenario]; !ok {
@@ -272,8 +272,8 @@ func scenarioTable(b *bytes.Buffer, r *driver.Run, ps []*driver.Point) {
 	w("\n")
 }
 
-func scenarioTitle(sc string, p *driver.Point) string {
-	if t, ok := extraTitles[sc]; ok {
+func scenarioTitle(sc driver.ScenarioName, p *driver.Point) string {
+	if t, ok := extraTitles[string(sc)]; ok {
 		return t
 	}
 	switch sc {
@@ -298,7 +298,7 @@ func scenarioTitle(sc string, p *driver.Point) string {
 	case "documents.rewrite_lz4":
 		return "The same rewrite with lz4 TOAST compression on the Postgres side (TOAST_COMPRESSION=lz4; above: pglz, the default)"
 	}
-	return sc
+	return string(sc)
 }
 
 func settingsLine(r *driver.Run) string {

@@ -40,7 +40,7 @@ func OutboxSection(r *driver.Run) string {
 	w("### What the outbox costs: rabbitmq dual-write vs PUBLISH_MODE=outbox\n\n")
 	w("rabbitmq restarted with `PUBLISH_MODE=outbox` (the task record and an outbox row in one transaction, a relay publishing the rows with confirms; classic queue) at %s, against its default dual write at the same rate in this run (the durability table's default point), with no-rabbitmq's default beside them. The outbox's `202` follows the commit, not the confirm, so its send time drops the broker and adds the outbox insert; its delivery adds the relay's pass.\n\n", out.Name)
 	w("| metric | no-rabbitmq | rabbitmq dual-write | rabbitmq outbox | outbox ÷ dual-write |\n|---|---|---|---|---|\n")
-	side := func(p *driver.Point, m, svc string) (driver.Agg, bool) {
+	side := func(p *driver.Point, m driver.Metric, svc string) (driver.Agg, bool) {
 		if p == nil {
 			return driver.Agg{}, false
 		}

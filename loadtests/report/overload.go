@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
@@ -10,7 +11,7 @@ import (
 // extraMetrics are the table rows of the scenarios added by issue 15
 // (overload, batch throughput, delivery at a fraction of it); keyMetrics
 // returns them before its own cases.
-var extraMetrics = map[string][]row{
+var extraMetrics = map[driver.ScenarioName][]row{
 	"queue.overload": {{"offered_rate", "offered/s (single requests)"}, {"ceiling_rate", "ceiling/s"}, {"accepted_rate", "accepted/s"},
 		{driver.ClientShed, "shed (503)"}, {driver.ClientErrors, "errors"}, {"throughput", "processed/s during the attack"},
 		{"pct_of_ceiling", "processed, % of ceiling"}, {"backlog_end", "backlog at end"}, {driver.ServerProcessingP99, "send→processed p99 ms"},
@@ -74,7 +75,7 @@ func overloadClaim(pair, side, verb string) claimSpec {
 		claim: fmt.Sprintf("No collapse: at 5× its single-request ceiling, %s keeps %s/s ≥ 80%% of its ceiling's rate (issue 15 goal)", side, verb),
 		rule: fmt.Sprintf("%s's %s/s during the 5× attack ≥ %s%% of its median ceiling, in every round; sheds (503 + Retry-After) are not errors; "+
 			"below %s%%, not measurable here when the load driver itself used more than %.0f%% of the machine's cores during that attack (median across rounds)", side, verb, num(keepsPct), num(keepsPct), 100*DriverShareLimit),
-		evaluate: atPoint(pair, pair+".overload", "5× ceiling", pair+" 5× overload point", func(in claimInputs, p *driver.Point) outcome {
+		evaluate: atPoint(pair, scenario.PairScenarioName(pair, scenario.KindOverload), "5× ceiling", pair+" 5× overload point", func(in claimInputs, p *driver.Point) outcome {
 			pct, ok := median(p, "pct_of_ceiling", side)
 			if !ok {
 				return outcome{missing: side + " has no 5× overload measurement"}

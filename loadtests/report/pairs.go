@@ -2,6 +2,7 @@ package report
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
@@ -49,6 +50,20 @@ type pairReport struct {
 	// claimTable (the event store's causal claim, decided by its
 	// experiment); the rows of claimTable name their pair themselves.
 	claims []string
+	// ceiling is where the pair's single-request ceiling is read: its
+	// card's rates and CPU.
+	ceiling rateSource
+	// verdict, when set, reads the pair's card from the inputs: its
+	// figures and the specialist's name, under Pair (the entry's name).
+	// verdictsOf fills what the entry already says (Section, Doc,
+	// Chart).
+	verdict func(in *inputs) Verdict
+	// text is the card's sentences (its question, "Use Postgres when").
+	text cardText
+	// findings, when set, is the pair's row of the README's findings and
+	// its answers to the decision questions; findingSpecs fills its
+	// section and verdict from the entry.
+	findings *pairSpec
 }
 
 // pairReportsByName is the report's pair table: each pair's claims file
@@ -64,13 +79,51 @@ func registerReport(p pairReport) {
 	pairReportsByName[p.name] = p
 }
 
-// pairReports are the registered pairs in the order of services/kit/pairs,
-// which is the order of RESULTS.md's sections.
+// pairReports are the registered pairs in the report's one order: that
+// of services/kit/pairs, the pairs measured by a bench of their own
+// (runs) after the others, as their sections are, and a pair the kit's
+// table lacks (a test's) last. RESULTS.md's sections, the cards, the
+// README's findings and advise all follow it.
 func pairReports() []pairReport {
-	var out []pairReport
-	for _, name := range pairs.Names() {
-		if p, ok := pairReportsByName[name]; ok {
-			out = append(out, p)
+	rank := map[string]int{}
+	for i, name := range pairs.Names() {
+		rank[name] = i + 1
+	}
+	out := make([]pairReport, 0, len(pairReportsByName))
+	for _, p := range pairReportsByName {
+		out = append(out, p)
+	}
+	key := func(p pairReport) (bool, int) {
+		r, known := rank[p.name]
+		if !known {
+			r = len(rank) + 1
+		}
+		return p.runs != nil, r
+	}
+	slices.SortFunc(out, func(a, b pairReport) int {
+		ab, ar := key(a)
+		bb, br := key(b)
+		switch {
+		case ab != bb:
+			if ab {
+				return 1
+			}
+			return -1
+		case ar != br:
+			return ar - br
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return out
+}
+
+// CardPairs are the pairs with a verdict card, in card order (the
+// report's one order, pairReports): the pairs advise knows.
+func CardPairs() []string {
+	var out []string
+	for _, p := range pairReports() {
+		if p.verdict != nil {
+			out = append(out, p.name)
 		}
 	}
 	return out
@@ -129,7 +182,7 @@ func titleOf(name string) string {
 	return p.title
 }
 
-// pairCommands are the pairs' commands in the order of their sections.
+// pairCommands are the pairs' commands in the report's order.
 func pairCommands() []string {
 	var out []string
 	for _, p := range pairReports() {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
@@ -57,7 +58,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		if c := rs.ceiling(cmd, svc); c != nil && c.Rate.Median > 0 {
 			ceilCell = num(c.Rate.Median) + " (" + r.PercentCell(svc, c.Rate.Median) + ")"
 		}
-		if v, ok := median(rs.point(cmd, cmd+".batch_throughput", ""), "batch_throughput", svc); ok && v > 0 {
+		if v, ok := median(rs.point(cmd, scenario.PairScenarioName(cmd, scenario.KindBatchThroughput), ""), "batch_throughput", svc); ok && v > 0 {
 			tpCell = num(v) + " (" + r.PercentCell(svc, v) + ")"
 		}
 		// The throughput scenario's end-to-end rate at its best batch size
@@ -65,7 +66,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		bestCell, coreCell := notMeasuredHere, notMeasuredHere
 		if v, p := bestE2E(rs, cmd, svc, 0); p != nil && v > 0 {
 			bestCell = num(v) + " at " + p.Name + " (" + r.PercentCell(svc, v) + ")"
-			lat := map[string]string{pairs.Queue: driver.ServerProcessingP50, pairs.Log: driver.ServerDeliveryP50}[cmd]
+			lat := map[string]driver.Metric{pairs.Queue: driver.ServerProcessingP50, pairs.Log: driver.ServerDeliveryP50}[cmd]
 			if l, ok := median(p, lat, svc); ok && l > comfortableP50MS {
 				bestCell += fmt.Sprintf(", a backlog draining (p50 %s s), not a sustained rate", num(l/1000))
 			}

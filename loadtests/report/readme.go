@@ -1,12 +1,13 @@
 package report
 
 import (
-	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"text/template"
 	"unicode"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
@@ -90,7 +91,7 @@ func Findings(all []*driver.Run, src ...Sources) string {
 	validate(all)
 	s := first1(src)
 	s.Bench = bench
-	return findings(pairSpecs, all, eventStoreOf(bench), s)
+	return findings(findingSpecs(), all, eventStoreOf(bench), s)
 }
 
 // The reference texts whose claims RESULTS.md scores, by their titles
@@ -103,6 +104,8 @@ type inputs struct {
 	order  []*driver.Run
 	es     eventstore.Results
 	claims []Claim
+	// src is the raw loops' and the experiments' results beside the runs.
+	src Sources
 }
 
 // question is one question of the decision framework.
@@ -127,15 +130,14 @@ var questions = []question{
 	{id: "shape", title: "What shape and size is the data? (this project's question)"},
 }
 
-// pairSpec is one pair of the findings. A new pair is one more entry of
-// pairSpecs: the rendering loops over them and skips a pair whose results
-// are absent.
+// pairSpec is one pair of the findings, held by its entry of the
+// report's pair table (pairReport.findings): the rendering loops over
+// them (findingSpecs) and skips a pair whose results are absent.
 type pairSpec struct {
 	// name is the pair's name in the table.
 	name string
-	// question is what the pair asks, without figures.
-	question string
-	// section is the pair's RESULTS.md heading, linked from the table.
+	// section is the pair's RESULTS.md heading, linked from the table
+	// (findingSpecs sets it from the entry's title).
 	section string
 	// doc is the pair's write-up.
 	doc string
@@ -148,7 +150,8 @@ type pairSpec struct {
 	// claims is the results command whose claims the row counts ("" for
 	// none).
 	claims string
-	// verdict is the pair's Verdict.Pair (its card).
+	// verdict is the pair's Verdict.Pair, its card (findingSpecs sets it
+	// from the entry's name).
 	verdict string
 	// answers maps a question id to the pair's answer ("" says nothing).
 	answers map[string]func(*inputs) string
@@ -160,130 +163,186 @@ func fixedAnswer(text string) func(*inputs) string {
 	return func(*inputs) string { return text }
 }
 
-// pairSpecs are the pairs in table order.
-var pairSpecs = []pairSpec{
-	{
-		name: pairs.Queue, question: "RabbitMQ, or a table with `FOR UPDATE SKIP LOCKED`?",
-		section: titleOf(pairs.Queue), doc: "docs/queue.md", claims: pairs.Queue, verdict: pairs.Queue,
-		has:      func(in *inputs) bool { return in.rs[pairs.Queue] != nil },
-		headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs[pairs.Queue].Versions) },
-		answers: map[string]func(*inputs) string{
-			"semantics": fixedAnswer("a work queue (each task to one worker, retries, dead letters) and fan-out to the subscribers `FANOUT` names (one copy each, an ordinary task) are what both sides do, checked by one conformance suite. Routing by pattern and many queues are RabbitMQ's: the Postgres side has one work queue per schema, and writes every fan-out copy in the enqueue's transaction (or, with `FANOUT_DESIGN=cursors`, one message row that a cursor per subscriber reads, PgQ style)."),
-			"team":      fixedAnswer("the queue table is unlogged by default: crash recovery empties it and the service rebuilds it from the task records at start."),
-			"integrity": queueIntegrity,
-		},
+// queueFindings is the queue pair's row of the findings and its answers to the decision
+// questions.
+var queueFindings = pairSpec{
+	name: pairs.Queue,
+	doc:  "docs/queue.md", claims: pairs.Queue,
+	has:      func(in *inputs) bool { return in.rs[pairs.Queue] != nil },
+	headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs[pairs.Queue].Versions) },
+	answers: map[string]func(*inputs) string{
+		"semantics": fixedAnswer("a work queue (each task to one worker, retries, dead letters) and fan-out to the subscribers `FANOUT` names (one copy each, an ordinary task) are what both sides do, checked by one conformance suite. Routing by pattern and many queues are RabbitMQ's: the Postgres side has one work queue per schema, and writes every fan-out copy in the enqueue's transaction (or, with `FANOUT_DESIGN=cursors`, one message row that a cursor per subscriber reads, PgQ style)."),
+		"team":      fixedAnswer("the queue table is unlogged by default: crash recovery empties it and the service rebuilds it from the task records at start."),
+		"integrity": queueIntegrity,
 	},
-	{
-		name: pairs.Log, question: "Kafka, or logical replication with wal2json?",
-		section: titleOf(pairs.Log), doc: "docs/log.md", claims: pairs.Log, verdict: pairs.Log,
-		has:      func(in *inputs) bool { return in.rs[pairs.Log] != nil },
-		headline: logHeadline, servers: func(in *inputs) string {
-			return "Kafka " + orWhy(in.rs[pairs.Log].Versions.Kafka, in.rs[pairs.Log].Versions.Errors["kafka"])
-		},
-		answers: map[string]func(*inputs) string{
-			"semantics": fixedAnswer("at-least-once delivery observed exactly once, and consumer groups created from the earliest or the latest event, are what both sides do, checked by one conformance suite. On Postgres each group is a replication slot that decodes all of the database's WAL (or, with `GROUPS_DESIGN=cursors`, a cursor over the one slot's log, Sequin/PgQ style); partitions for parallel consumers of one group, replay from any offset and retention are Kafka's."),
-			"team":      fixedAnswer("a slot whose consumer is dead keeps WAL without bound unless `max_slot_wal_keep_size` is set, and then the lagging slot is invalidated and its events lost."),
-			"integrity": logIntegrity,
-		},
+}
+
+// logFindings is the log pair's row of the findings and its answers to the decision
+// questions.
+var logFindings = pairSpec{
+	name: pairs.Log,
+	doc:  "docs/log.md", claims: pairs.Log,
+	has:      func(in *inputs) bool { return in.rs[pairs.Log] != nil },
+	headline: logHeadline, servers: func(in *inputs) string {
+		return "Kafka " + orWhy(in.rs[pairs.Log].Versions.Kafka, in.rs[pairs.Log].Versions.Errors["kafka"])
 	},
-	{
-		name: pairs.Documents, question: "MongoDB, or `jsonb` with a GIN index?",
-		section: titleOf(pairs.Documents), doc: "docs/documents.md", claims: pairs.Documents, verdict: pairs.Documents,
-		has:      func(in *inputs) bool { return in.rs[pairs.Documents] != nil },
-		headline: documentsHeadline, servers: func(in *inputs) string { return mongoVersion(in.rs[pairs.Documents].Versions) },
-		answers: map[string]func(*inputs) string{
-			"semantics": fixedAnswer("containment search (`@>`) is served by a GIN `jsonb_path_ops` index, which serves no key-existence query; fixed columns sit beside the free-form profile."),
-			"team":      fixedAnswer("every write of a row with a large profile, even of a neighbour column, writes a new row version: vacuum and WAL volume are yours to watch."),
-			"shape":     documentsShape,
-		},
+	answers: map[string]func(*inputs) string{
+		"semantics": fixedAnswer("at-least-once delivery observed exactly once, and consumer groups created from the earliest or the latest event, are what both sides do, checked by one conformance suite. On Postgres each group is a replication slot that decodes all of the database's WAL (or, with `GROUPS_DESIGN=cursors`, a cursor over the one slot's log, Sequin/PgQ style); partitions for parallel consumers of one group, replay from any offset and retention are Kafka's."),
+		"team":      fixedAnswer("a slot whose consumer is dead keeps WAL without bound unless `max_slot_wal_keep_size` is set, and then the lagging slot is invalidated and its events lost."),
+		"integrity": logIntegrity,
 	},
-	{
-		name: "event store", question: "KurrentDB (or Kafka), or an append-only table?",
-		section: eventstore.SectionTitle, doc: "docs/eventstore.md", verdict: pairs.EventStore,
-		has: func(in *inputs) bool {
-			return in.es.Append != nil || in.es.PointRead != nil || in.es.CatchUp != nil
-		},
-		headline: eventStoreHeadline, servers: eventStoreServers,
-		answers: map[string]func(*inputs) string{
-			"semantics": eventStoreSemantics,
-			"load":      eventStoreLoad,
-			"team":      fixedAnswer("the events table grows by every event: partitioning and archiving are the operator's job."),
-			"integrity": eventStoreIntegrity,
-			"shape":     eventStoreShape,
-		},
+}
+
+// documentsFindings is the documents pair's row of the findings and its answers to the decision
+// questions.
+var documentsFindings = pairSpec{
+	name: pairs.Documents,
+	doc:  "docs/documents.md", claims: pairs.Documents,
+	has:      func(in *inputs) bool { return in.rs[pairs.Documents] != nil },
+	headline: documentsHeadline, servers: func(in *inputs) string { return mongoVersion(in.rs[pairs.Documents].Versions) },
+	answers: map[string]func(*inputs) string{
+		"semantics": fixedAnswer("containment search (`@>`) is served by a GIN `jsonb_path_ops` index, which serves no key-existence query; fixed columns sit beside the free-form profile."),
+		"team":      fixedAnswer("every write of a row with a large profile, even of a neighbour column, writes a new row version: vacuum and WAL volume are yours to watch."),
+		"shape":     documentsShape,
 	},
-	cacheSpec,
+}
+
+// eventStoreFindings is the event store's row of the findings and its answers to the decision
+// questions.
+var eventStoreFindings = pairSpec{
+	name: "event store",
+	doc:  "docs/eventstore.md",
+	has: func(in *inputs) bool {
+		return in.es.Append != nil || in.es.PointRead != nil || in.es.CatchUp != nil
+	},
+	headline: eventStoreHeadline, servers: eventStoreServers,
+	answers: map[string]func(*inputs) string{
+		"semantics": eventStoreSemantics,
+		"load":      eventStoreLoad,
+		"team":      fixedAnswer("the events table grows by every event: partitioning and archiving are the operator's job."),
+		"integrity": eventStoreIntegrity,
+		"shape":     eventStoreShape,
+	},
+}
+
+// findingSpecs are the rows of the findings: the pair entries' findings,
+// in the report's order, with the section and card their entries name.
+func findingSpecs() []pairSpec {
+	var out []pairSpec
+	for _, p := range pairReports() {
+		if p.findings != nil {
+			s := *p.findings
+			s.section, s.verdict = p.title, p.name
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // findings renders the block for specs: a verdict card per pair with
 // results, then the decision framework's questions answered per pair.
 func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ...Sources) string {
 	in := newInputs(all, es, src...)
-	var b bytes.Buffer
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("<!-- Generated by `go run ./loadtests report` (part of `make results`) from results/*.json by loadtests/report/readme.go and cards.go: edit those, not this block. -->\n\n")
 	var present []pairSpec
 	for _, s := range specs {
 		if s.has(in) {
 			present = append(present, s)
 		}
 	}
-	if len(present) == 0 {
-		w("No results yet: run `make up`, then `make results`.\n")
-		return b.String()
+	var view findingsView
+	if len(present) > 0 {
+		view = findingsOf(in, present, sourceFiles(all, first1(src)))
 	}
-	verdicts := map[string]Verdict{}
-	for _, v := range verdictsOf(in, first1(src)) {
-		verdicts[v.Pair] = v
-	}
-	w("%s %s\n\n", machineLine(in), provenanceLine(sourceFiles(all, first1(src))))
-	w("Every claim of %s is scored in [RESULTS.md](RESULTS.md#claims); `go run ./loadtests advise` answers the questions below for your own workload.\n\n", referenceTexts)
-	for _, s := range present {
-		if v, ok := verdicts[s.verdict]; ok {
-			w("%s\n", ShortCard(v))
-		}
-	}
-	w("\n## Should you just use Postgres?\n\n")
-	w("The reference's five questions, in its order of importance, and the project's sixth. A yes to each means Postgres will do; the first no names the tool you need instead. Each is answered with what these runs measured.\n")
-	for i, q := range questions {
-		w("\n### %d. %s\n\n", i+1, q.title)
-		if q.intro != "" {
-			w("%s\n\n", q.intro)
-		}
-		n := 0
-		for _, s := range present {
-			f := s.answers[q.id]
-			v, hasV := verdicts[s.verdict]
-			switch {
-			case q.id == "load" && hasV:
-				own := f
-				f = func(in *inputs) string {
-					a := loadAnswer(in, v)
-					if own != nil {
-						if x := own(in); x != "" {
-							a += " " + x
-						}
-					}
-					return a
-				}
-			case q.id == "stack" && hasV:
-				f = func(*inputs) string { return stackAnswer(v) }
-			case q.id == "shape" && f == nil && hasV && len(v.PayloadBytes) > 0:
-				f = func(*inputs) string { return itemSizeAnswer(v) }
-			}
-			if f == nil {
-				continue
-			}
-			if a := f(in); a != "" {
-				w("- **%s**: %s\n", s.name, a)
-				n++
-			}
-		}
-		if n == 0 {
-			w("- Not measured in these results.\n")
-		}
+	var b strings.Builder
+	if err := findingsTemplate.ExecuteTemplate(&b, "findings", view); err != nil {
+		panic("report: findings.tmpl: " + err.Error())
 	}
 	return b.String()
+}
+
+//go:embed findings.tmpl
+var findingsText string
+
+// findingsTemplate is the findings block's sentences, findings.tmpl: it
+// takes a findingsView. Parsed at start; it reads only findingsView's
+// fields, so an error is a programming error.
+var findingsTemplate = template.Must(template.New("findings.tmpl").Parse(findingsText))
+
+// findingsView is what findings.tmpl reads: the figures and the answers,
+// worked out from the results. Questions is empty when no pair has
+// results.
+type findingsView struct {
+	// Machine and Provenance say what machine and which runs.
+	Machine, Provenance string
+	// Reference names the reference texts.
+	Reference string
+	// Cards are the short verdict cards, in the report's order.
+	Cards []string
+	// Questions are the decision questions with each pair's answer.
+	Questions []answeredQuestion
+}
+
+// answeredQuestion is one decision question and the pairs' answers.
+type answeredQuestion struct {
+	Number       int
+	Title, Intro string
+	Answers      []pairAnswer
+}
+
+// pairAnswer is one pair's answer to a question.
+type pairAnswer struct{ Pair, Text string }
+
+// findingsOf works out the findings of the pairs present: their cards
+// and their answers to every question.
+func findingsOf(in *inputs, present []pairSpec, files []sourceFile) findingsView {
+	verdicts := map[string]Verdict{}
+	for _, v := range verdictsOf(in) {
+		verdicts[v.Pair] = v
+	}
+	view := findingsView{Machine: machineLine(in), Provenance: provenanceLine(files), Reference: referenceTexts}
+	for _, s := range present {
+		if v, ok := verdicts[s.verdict]; ok {
+			view.Cards = append(view.Cards, ShortCard(v))
+		}
+	}
+	for i, q := range questions {
+		aq := answeredQuestion{Number: i + 1, Title: q.title, Intro: q.intro}
+		for _, s := range present {
+			v, hasV := verdicts[s.verdict]
+			if f := answerOf(q.id, s, v, hasV); f != nil {
+				if a := f(in); a != "" {
+					aq.Answers = append(aq.Answers, pairAnswer{s.name, a})
+				}
+			}
+		}
+		view.Questions = append(view.Questions, aq)
+	}
+	return view
+}
+
+// answerOf is how the pair of s answers question id: the load and stack
+// questions from its verdict (the load adding the pair's own answer),
+// the shape question from its items' size when the pair has no answer
+// of its own, otherwise its own answer (nil: none).
+func answerOf(id string, s pairSpec, v Verdict, hasV bool) func(*inputs) string {
+	f := s.answers[id]
+	switch {
+	case id == "load" && hasV:
+		return func(in *inputs) string {
+			a := loadAnswer(in, v)
+			if f != nil {
+				if x := f(in); x != "" {
+					a += " " + x
+				}
+			}
+			return a
+		}
+	case id == "stack" && hasV:
+		return func(*inputs) string { return stackAnswer(v) }
+	case id == "shape" && f == nil && hasV && len(v.PayloadBytes) > 0:
+		return func(*inputs) string { return itemSizeAnswer(v) }
+	}
+	return f
 }
 
 // stackAnswer answers "Is Postgres already in the stack?" for a pair:
@@ -445,7 +504,7 @@ func sideKeptUp(p *driver.Point, side string) bool {
 
 // highestKeptUp is the highest-rate point of scenario that every side
 // kept up with, and the lowest-rate point that some side did not.
-func highestKeptUp(rs runs, cmd, scenario string) (best, firstBehind *driver.Point) {
+func highestKeptUp(rs runs, cmd string, scenario driver.ScenarioName) (best, firstBehind *driver.Point) {
 	for _, p := range rs.points(cmd, scenario) {
 		ok, known := keptUp(p)
 		switch {
@@ -728,7 +787,7 @@ func eventStoreHeadline(in *inputs) string {
 		parts = append(parts, "Kafka's read-then-append "+f+".")
 	}
 	var blind []string
-	for _, n := range []string{pairs.NoKurrentDB, pairs.KurrentDB, pairs.KafkaEventStore} {
+	for _, n := range eventStoreEngines {
 		if rows := appendRows(in.es, eventstore.Blind, n, ""); len(rows) > 0 {
 			blind = append(blind, fmt.Sprintf("%s %s events/s", who(nil, n), span(opsPerSec(rows), "")))
 		}
@@ -750,7 +809,7 @@ func eventStoreHeadline(in *inputs) string {
 }
 
 func eventStoreServers(in *inputs) string {
-	names := []string{pairs.NoKurrentDB, pairs.KurrentDB, pairs.KafkaEventStore}
+	names := eventStoreEngines
 	var ran, not []string
 	for _, n := range names {
 		if measured(in.es, n) {
@@ -842,7 +901,10 @@ func queueIntegrity(in *inputs) string {
 	parts := []string{"the Postgres side commits a task with its business row in one transaction; the RabbitMQ side commits, then publishes (a dual write)."}
 	if best, _ := highestKeptUp(in.rs, pairs.Queue, "queue.rate"); best != nil {
 		var xs []string
-		for _, m := range []struct{ metric, label string }{{driver.ServerSendP99, "send"}, {driver.ServerDeliveryP99, "delivery"}, {driver.ServerProcessingP99, "send→processed"}} {
+		for _, m := range []struct {
+			metric driver.Metric
+			label  string
+		}{{driver.ServerSendP99, "send"}, {driver.ServerDeliveryP99, "delivery"}, {driver.ServerProcessingP99, "send→processed"}} {
 			if x, ok := ratio(best, m.metric); ok {
 				xs = append(xs, fmt.Sprintf("%s p99 %s", m.label, times(x)))
 			}

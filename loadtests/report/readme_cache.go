@@ -13,8 +13,8 @@ import (
 // the decision questions, read from a cache run (loadtests/scenario's
 // cache scenario).
 var cacheSpec = pairSpec{
-	name: pairs.Cache, question: "Redis, or Postgres behind an in-process cache?",
-	section: CacheTitle, doc: "docs/cache.md", claims: pairs.Cache, verdict: pairs.Cache,
+	name: pairs.Cache,
+	doc:  "docs/cache.md", claims: pairs.Cache,
 	has:      func(in *inputs) bool { return in.rs[pairs.Cache] != nil },
 	headline: cacheHeadline,
 	servers: func(in *inputs) string {
@@ -30,7 +30,7 @@ var cacheSpec = pairSpec{
 
 // cacheModes lists the p50 of metric at p for every mode measured, in the
 // point's order: "local 1.18, redis 1.34 ms".
-func cacheModes(p *driver.Point, metric string) string {
+func cacheModes(p *driver.Point, metric driver.Metric) string {
 	var parts []string
 	for _, s := range p.Sides {
 		if v, ok := median(p, metric, s); ok {

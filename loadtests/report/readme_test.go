@@ -266,8 +266,8 @@ func TestFindingsSayWhatIsNotMeasured(t *testing.T) {
 // and its answers appear when its results exist, and nothing when not.
 func TestFindingsTakeNewPairsAsData(t *testing.T) {
 	runs, es := fixtureInputs(t)
-	specs := append(slices.Clone(pairSpecs), pairSpec{
-		name: "timeseries", question: "InfluxDB, or partitioned tables?", section: "Timeseries: influxdb vs no-influxdb", doc: "docs/timeseries.md",
+	specs := append(findingSpecs(), pairSpec{
+		name: "timeseries", section: "Timeseries: influxdb vs no-influxdb", doc: "docs/timeseries.md",
 		has:      func(in *inputs) bool { return in.rs["timeseries"] != nil },
 		headline: func(in *inputs) string { return "timeseries headline " + in.rs["timeseries"].ID },
 		servers:  func(*inputs) string { return "InfluxDB" },
@@ -297,7 +297,7 @@ func TestFindingsHaveTheCachePair(t *testing.T) {
 	_, es := fixtureInputs(t)
 	runs := readRuns(t, "testdata", "cache")
 	runs[len(runs)-1].Versions.Redis = "7.0.15"
-	f := findings(pairSpecs, runs, es)
+	f := findings(findingSpecs(), runs, es)
 	row := tableRow(t, f, "cache")
 	wantContains(t, "cache row", row, "**Use Postgres when**", "**Use Redis when**", "[The whole card](RESULTS.md#cache-postgres-behind-an-in-process-cache-or-redis)")
 	card := tableRow(t, Markdown0(t, runs), "cache")
@@ -310,7 +310,7 @@ func TestFindingsHaveTheCachePair(t *testing.T) {
 	if a := answer(t, f, 4, "cache"); !strings.Contains(a, "Longest windows here: ") {
 		t.Errorf("cache integrity answer %q", a)
 	}
-	if without := findings(pairSpecs, readRuns(t, "testdata"), es); tableRow(t, without, "cache") != "" {
+	if without := findings(findingSpecs(), readRuns(t, "testdata"), es); tableRow(t, without, "cache") != "" {
 		t.Error("the cache row rendered without a cache run")
 	}
 }

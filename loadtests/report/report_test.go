@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,18 +25,18 @@ func fixture() []*driver.Run {
 	at := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	vs := driver.Versions{Postgres: "15.20", PostgresSettings: map[string]string{"shared_buffers": "128MB", "random_page_cost": "1.1"}, RabbitMQ: "3.10.8", Erlang: "25.2.3", Kafka: "4.3.1 (native stack jars)", Mongo: "7.0.42", MongoFlavor: "FerretDB", FerretDB: "v1.24.2"}
 	machine := driver.Machine{Hostname: "fixture", OS: "linux", Arch: "amd64", CPUModel: "Test CPU", CPUs: 2, MemoryBytes: 4 << 30, GoVersion: "go1.26"}
-	point := func(scenario, name string, rate float64, sides []string, m func(side string, round int) map[string]float64) driver.Point {
-		p := driver.Point{Scenario: scenario, Name: name, Rate: rate, DurationS: 5, Sides: sides}
+	point := func(scenario, name string, rate float64, sides []string, m func(side string, round int) map[driver.Metric]float64) driver.Point {
+		p := driver.Point{Scenario: driver.ScenarioName(scenario), Name: name, Rate: rate, DurationS: 5, Sides: sides}
 		_ = driver.RunPoint(context.Background(), &p, 3, func(_ context.Context, s string, r int) (*driver.SideResult, error) {
 			return &driver.SideResult{Metrics: m(s, r)}, nil
 		})
 		return p
 	}
 	ceil := func(scenario, svc string, rates ...float64) driver.Ceiling {
-		c := driver.Ceiling{Scenario: scenario, Service: svc, Criteria: "fixture criteria"}
+		c := driver.Ceiling{Scenario: driver.ScenarioName(scenario), Service: svc, Criteria: "fixture criteria"}
 		for i, r := range rates {
 			// A passing step with the figures the knee curve draws.
-			step := map[string]float64{"client.sent_rate": r, "client.ok_rate": r, "throughput": r, "drained": 1,
+			step := map[driver.Metric]float64{"client.sent_rate": r, "client.ok_rate": r, "throughput": r, "drained": 1,
 				"server.processing.p50_ms": 4, "server.processing.p99_ms": 40, "server.delivery.p50_ms": 2, "server.delivery.p99_ms": 20}
 			c.Rounds = append(c.Rounds, driver.CeilingRound{Index: i, Rate: r, Steps: []driver.CeilingStep{{Rate: r, Pass: true, Metrics: step}}})
 		}
@@ -53,42 +54,42 @@ func fixture() []*driver.Run {
 		{Schema: "queue", Table: "tasks", TotalBytes: 8192}, {Schema: "queue_rabbitmq", Table: "tasks", TotalBytes: 8192}}}
 	qs := []string{"no-rabbitmq", "rabbitmq"}
 	for _, rate := range []float64{500, 1000} {
-		q.Points = append(q.Points, point("queue.rate", driver.Label(rate), rate, qs, func(s string, r int) map[string]float64 {
-			k := map[string]float64{"no-rabbitmq": 1, "rabbitmq": 1.25}[s]
-			return map[string]float64{"client.p50_ms": 2 * k, "client.p99_ms": 6 * k, "client.errors": 0, "throughput": rate,
+		q.Points = append(q.Points, point("queue.rate", driver.Label(rate), rate, qs, func(s string, r int) map[driver.Metric]float64 {
+			k := map[driver.Metric]float64{"no-rabbitmq": 1, "rabbitmq": 1.25}[driver.Metric(s)]
+			return map[driver.Metric]float64{"client.p50_ms": 2 * k, "client.p99_ms": 6 * k, "client.errors": 0, "throughput": rate,
 				"server.delivery.p99_ms": (4 + float64(r)) * k, "server.processing.p99_ms": (5 + float64(r)) * k}
 		}))
 	}
 	q.Points = append(q.Points,
-		point("queue.default", "1000/s", 1000, qs, func(s string, r int) map[string]float64 {
+		point("queue.default", "1000/s", 1000, qs, func(s string, r int) map[driver.Metric]float64 {
 			if s == "rabbitmq" {
-				return map[string]float64{"server.processing.p99_ms": 4, "server.send.p99_ms": 5, "throughput": 1000}
+				return map[driver.Metric]float64{"server.processing.p99_ms": 4, "server.send.p99_ms": 5, "throughput": 1000}
 			}
-			return map[string]float64{"server.processing.p99_ms": 4, "server.send.p99_ms": 3, "throughput": 1000}
+			return map[driver.Metric]float64{"server.processing.p99_ms": 4, "server.send.p99_ms": 3, "throughput": 1000}
 		}),
-		point("queue.durable", "1000/s", 1000, qs, func(s string, r int) map[string]float64 {
-			return map[string]float64{"server.processing.p99_ms": 11}
+		point("queue.durable", "1000/s", 1000, qs, func(s string, r int) map[driver.Metric]float64 {
+			return map[driver.Metric]float64{"server.processing.p99_ms": 11}
 		}),
 		// The outbox variant: rabbitmq's send p99 from 5 ms (the default
 		// point's 4 × 1.25) to 2 ms, its processing p99 from 5 ms to 8 ms.
-		point("queue.outbox", "1000/s", 1000, qs, func(s string, r int) map[string]float64 {
+		point("queue.outbox", "1000/s", 1000, qs, func(s string, r int) map[driver.Metric]float64 {
 			if s == "rabbitmq" {
-				return map[string]float64{"server.processing.p99_ms": 8, "server.send.p99_ms": 2, "throughput": 1000}
+				return map[driver.Metric]float64{"server.processing.p99_ms": 8, "server.send.p99_ms": 2, "throughput": 1000}
 			}
-			return map[string]float64{"server.processing.p99_ms": 4, "server.send.p99_ms": 3, "throughput": 1000}
+			return map[driver.Metric]float64{"server.processing.p99_ms": 4, "server.send.p99_ms": 3, "throughput": 1000}
 		}))
 	q.Ceilings = []driver.Ceiling{ceil("queue.ceiling", "no-rabbitmq", 6000, 7000, 6500), ceil("queue.ceiling", "rabbitmq", 4000, 4000, 4500)}
 	overload := func(r *driver.Run, pair string, sides []string, pct map[string]float64, ceilings map[string]float64) {
 		for _, m := range []float64{2, 5} {
-			p := point(pair+".overload", fmt.Sprintf("%g× ceiling", m), 0, sides, func(s string, _ int) map[string]float64 {
+			p := point(pair+".overload", fmt.Sprintf("%g× ceiling", m), 0, sides, func(s string, _ int) map[driver.Metric]float64 {
 				c := ceilings[s]
 				// The driver's cores grow with the multiple, under
 				// DriverShareLimit of the fixture's 2 CPUs at 5×
 				// (claims_test.go checks the case above it).
 				drv := 0.06*m + map[string]float64{"kafka": 0.05}[s]
-				return map[string]float64{"offered_rate": m * c, "ceiling_rate": c, "accepted_rate": 1.2 * c, "client.shed": 100 * m,
+				return map[driver.Metric]float64{"offered_rate": m * c, "ceiling_rate": c, "accepted_rate": 1.2 * c, "client.shed": 100 * m,
 					"client.errors": 0, "throughput": pct[s] / 100 * c, "pct_of_ceiling": pct[s], "backlog_end": 50,
-					"cores.driver": drv, "cores.service": 0.4, "cores.postgres": 0.3, "cores." + map[string]string{"queue": "rabbitmq", "log": "kafka"}[pair]: 0.2,
+					"cores.driver": drv, "cores.service": 0.4, "cores.postgres": 0.3, scenario.MetricCoresOf.Of(map[string]string{"queue": "rabbitmq", "log": "kafka"}[pair]): 0.2,
 					"cores.machine": 1.2 + drv}
 			})
 			r.Points = append(r.Points, p)
@@ -99,45 +100,45 @@ func fixture() []*driver.Run {
 	l := newRun("log", 10*time.Minute)
 	ls := []string{"no-kafka", "kafka"}
 	for _, rate := range []float64{100, 200} {
-		l.Points = append(l.Points, point("log.rate", driver.Label(rate), rate, ls, func(s string, r int) map[string]float64 {
+		l.Points = append(l.Points, point("log.rate", driver.Label(rate), rate, ls, func(s string, r int) map[driver.Metric]float64 {
 			if s == "kafka" {
-				return map[string]float64{"server.write.p99_ms": 16, "server.delivery.p95_ms": 1.5}
+				return map[driver.Metric]float64{"server.write.p99_ms": 16, "server.delivery.p95_ms": 1.5}
 			}
-			return map[string]float64{"server.write.p99_ms": 6, "server.delivery.p95_ms": 1.2}
+			return map[driver.Metric]float64{"server.write.p99_ms": 6, "server.delivery.p95_ms": 1.2}
 		}))
 	}
-	l.Points = append(l.Points, point("log.sync_off", "200/s", 200, ls, func(string, int) map[string]float64 {
-		return map[string]float64{"server.delivery.p50_ms": 170}
+	l.Points = append(l.Points, point("log.sync_off", "200/s", 200, ls, func(string, int) map[driver.Metric]float64 {
+		return map[driver.Metric]float64{"server.delivery.p50_ms": 170}
 	}))
 	l.Ceilings = []driver.Ceiling{ceil("log.ceiling", "no-kafka", 16000, 8000, 16000), ceil("log.ceiling", "kafka", 8000, 8000, 8000)}
 	overload(l, "log", ls, map[string]float64{"no-kafka": 85, "kafka": 95}, map[string]float64{"no-kafka": 16000, "kafka": 8000})
-	l.Points = append(l.Points, point("log.batch_throughput", "4 senders × 100", 0, ls, func(s string, _ int) map[string]float64 {
-		v := map[string]float64{"no-kafka": 40000, "kafka": 60000}[s]
-		return map[string]float64{"accepted_rate": v * 1.2, "delivered_rate": v, "batch_throughput": v}
+	l.Points = append(l.Points, point("log.batch_throughput", "4 senders × 100", 0, ls, func(s string, _ int) map[driver.Metric]float64 {
+		v := map[driver.Metric]float64{"no-kafka": 40000, "kafka": 60000}[driver.Metric(s)]
+		return map[driver.Metric]float64{"accepted_rate": v * 1.2, "delivered_rate": v, "batch_throughput": v}
 	}))
 	for _, f := range []float64{0.25, 0.5, 0.75} {
-		l.Points = append(l.Points, point("log.at_throughput", fmt.Sprintf("%.0f%%", 100*f), 0, ls, func(s string, _ int) map[string]float64 {
-			v := map[string]float64{"no-kafka": 40000, "kafka": 60000}[s]
-			return map[string]float64{"offered_events": f * v, "batch_throughput": v, "throughput": f * v,
+		l.Points = append(l.Points, point("log.at_throughput", fmt.Sprintf("%.0f%%", 100*f), 0, ls, func(s string, _ int) map[driver.Metric]float64 {
+			v := map[driver.Metric]float64{"no-kafka": 40000, "kafka": 60000}[driver.Metric(s)]
+			return map[driver.Metric]float64{"offered_events": f * v, "batch_throughput": v, "throughput": f * v,
 				"server.delivery.p50_ms": 10 * f, "server.delivery.p99_ms": 40 * f}
 		}))
 	}
 
 	d := newRun("documents", 20*time.Minute)
 	ds := []string{"no-mongodb", "mongodb"}
-	d.Points = append(d.Points, point("documents.search", "5000 users", 20, ds, func(s string, _ int) map[string]float64 {
-		return map[string]float64{"server.search.p95_ms": map[string]float64{"no-mongodb": 30, "mongodb": 90}[s]}
+	d.Points = append(d.Points, point("documents.search", "5000 users", 20, ds, func(s string, _ int) map[driver.Metric]float64 {
+		return map[driver.Metric]float64{"server.search.p95_ms": map[driver.Metric]float64{"no-mongodb": 30, "mongodb": 90}[driver.Metric(s)]}
 	}))
 	for _, size := range []string{"512KB", "2MB"} {
-		d.Points = append(d.Points, point("documents.rewrite", size, 5, ds, func(s string, _ int) map[string]float64 {
-			return map[string]float64{"client.rewrite.p50_ms": 40, "client.patch.p50_ms": 10, "client.rewrite.p99_ms": 80,
-				"cost_ratio.p50": map[string]float64{"no-mongodb": 4, "mongodb": 2}[s], "wal_per_op.rewrite": 600000}
+		d.Points = append(d.Points, point("documents.rewrite", size, 5, ds, func(s string, _ int) map[driver.Metric]float64 {
+			return map[driver.Metric]float64{"client.rewrite.p50_ms": 40, "client.patch.p50_ms": 10, "client.rewrite.p99_ms": 80,
+				"cost_ratio.p50": map[driver.Metric]float64{"no-mongodb": 4, "mongodb": 2}[driver.Metric(s)], "wal_per_op.rewrite": 600000}
 		}))
 	}
 	for _, size := range []string{"512KB", "2MB"} {
-		d.Points = append(d.Points, point("documents.rewrite_lz4", size, 5, ds, func(s string, _ int) map[string]float64 {
-			return map[string]float64{"client.rewrite.p50_ms": 30, "client.patch.p50_ms": 10, "client.rewrite.p99_ms": 60,
-				"cost_ratio.p50": map[string]float64{"no-mongodb": 3, "mongodb": 2}[s], "wal_per_op.rewrite": 600000}
+		d.Points = append(d.Points, point("documents.rewrite_lz4", size, 5, ds, func(s string, _ int) map[driver.Metric]float64 {
+			return map[driver.Metric]float64{"client.rewrite.p50_ms": 30, "client.patch.p50_ms": 10, "client.rewrite.p99_ms": 60,
+				"cost_ratio.p50": map[driver.Metric]float64{"no-mongodb": 3, "mongodb": 2}[driver.Metric(s)], "wal_per_op.rewrite": 600000}
 		}))
 	}
 	d.Note("fixture note")
@@ -150,13 +151,13 @@ func fixture() []*driver.Run {
 		{Schema: "queue_rabbitmq", Table: "tasks", Rows: 1_000_000, TotalBytes: 251 << 20, DeadTuples: 150_000},
 	}}
 	for _, rate := range []float64{500, 1000} {
-		ll.Points = append(ll.Points, point("queue.rate", driver.Label(rate), rate, qs, func(s string, r int) map[string]float64 {
-			k := map[string]float64{"no-rabbitmq": 1.5, "rabbitmq": 1.25 * 3}[s]
-			return map[string]float64{"server.delivery.p99_ms": 5 * k, "server.processing.p99_ms": 6 * k, "throughput": rate}
+		ll.Points = append(ll.Points, point("queue.rate", driver.Label(rate), rate, qs, func(s string, r int) map[driver.Metric]float64 {
+			k := map[driver.Metric]float64{"no-rabbitmq": 1.5, "rabbitmq": 1.25 * 3}[driver.Metric(s)]
+			return map[driver.Metric]float64{"server.delivery.p99_ms": 5 * k, "server.processing.p99_ms": 6 * k, "throughput": rate}
 		}))
 	}
-	ll.Points = append(ll.Points, point("log.rate", "100/s", 100, ls, func(s string, r int) map[string]float64 {
-		return map[string]float64{"server.write.p99_ms": 7, "server.delivery.p99_ms": 2}
+	ll.Points = append(ll.Points, point("log.rate", "100/s", 100, ls, func(s string, r int) map[driver.Metric]float64 {
+		return map[driver.Metric]float64{"server.write.p99_ms": 7, "server.delivery.p99_ms": 2}
 	}))
 	return []*driver.Run{q, l, d, ll, cacheFixture(newRun, point)}
 }
@@ -167,39 +168,39 @@ func fixture() []*driver.Run {
 // instance and a NOTIFY-fast local mode beside TTL-bound others; the
 // client-side mode is as fast as local on reads and TTL-bound on an
 // out-of-band UPDATE, like redis.
-func cacheFixture(newRun func(string, time.Duration) *driver.Run, point func(string, string, float64, []string, func(string, int) map[string]float64) driver.Point) *driver.Run {
+func cacheFixture(newRun func(string, time.Duration) *driver.Run, point func(string, string, float64, []string, func(string, int) map[driver.Metric]float64) driver.Point) *driver.Run {
 	c := newRun("cache", 40*time.Minute)
 	c.Settings["rate"], c.Settings["stale_ttl_s"] = 400, 3
 	modes := []string{"unlogged", "redis", "local", "logged", "client-side"}
-	p50 := map[string]float64{"unlogged": 1.4, "redis": 1, "local": 0.5, "logged": 1.5, "client-side": 0.6}
+	p50 := map[driver.Metric]float64{"unlogged": 1.4, "redis": 1, "local": 0.5, "logged": 1.5, "client-side": 0.6}
 	for _, pr := range []string{"read_heavy", "mixed", "write_heavy"} {
-		c.Points = append(c.Points, point("cache.profile", pr, 400, modes, func(s string, r int) map[string]float64 {
-			v := p50[s]
+		c.Points = append(c.Points, point("cache.profile", pr, 400, modes, func(s string, r int) map[driver.Metric]float64 {
+			v := p50[driver.Metric(s)]
 			if pr == "write_heavy" && s == "redis" {
 				v = 2
 			}
-			return map[string]float64{"client.p50_ms": v, "client.p99_ms": 4 * v, "client.errors": 0, "hit_ratio": 0.9,
+			return map[driver.Metric]float64{"client.p50_ms": v, "client.p99_ms": 4 * v, "client.errors": 0, "hit_ratio": 0.9,
 				"counter.origin_loads": 100, "cpu_per_k.service": 0.3, "cpu_per_k.postgres": 0.5, "cpu_per_k.redis": 0.05}
 		}))
 	}
 	c.Points = append(c.Points,
-		point("cache.kv_write", "400/s", 400, modes, func(s string, r int) map[string]float64 {
-			return map[string]float64{"client.p50_ms": map[string]float64{"unlogged": 1, "redis": 0.8, "local": 0.3, "logged": 3, "client-side": 0.9}[s], "client.p99_ms": 9}
+		point("cache.kv_write", "400/s", 400, modes, func(s string, r int) map[driver.Metric]float64 {
+			return map[driver.Metric]float64{"client.p50_ms": map[driver.Metric]float64{"unlogged": 1, "redis": 0.8, "local": 0.3, "logged": 3, "client-side": 0.9}[driver.Metric(s)], "client.p99_ms": 9}
 		}),
-		point("cache.kv_read", "400/s", 400, modes, func(s string, r int) map[string]float64 {
-			return map[string]float64{"client.p50_ms": map[string]float64{"unlogged": 1, "redis": 0.9, "local": 0.3, "logged": 1, "client-side": 0.35}[s], "client.p99_ms": 5}
+		point("cache.kv_read", "400/s", 400, modes, func(s string, r int) map[driver.Metric]float64 {
+			return map[driver.Metric]float64{"client.p50_ms": map[driver.Metric]float64{"unlogged": 1, "redis": 0.9, "local": 0.3, "logged": 1, "client-side": 0.35}[driver.Metric(s)], "client.p99_ms": 5}
 		}),
-		point("cache.raw_lookup", "by key", 0, []string{"postgres", "redis"}, func(s string, r int) map[string]float64 {
-			return map[string]float64{"client.p50_ms": map[string]float64{"postgres": 0.65, "redis": 0.1}[s], "client.p99_ms": 1, "client.ok_rate": 5000}
+		point("cache.raw_lookup", "by key", 0, []string{"postgres", "redis"}, func(s string, r int) map[driver.Metric]float64 {
+			return map[driver.Metric]float64{"client.p50_ms": map[driver.Metric]float64{"postgres": 0.65, "redis": 0.1}[driver.Metric(s)], "client.p99_ms": 1, "client.ok_rate": 5000}
 		}),
-		point("cache.stampede", "100 GETs", 0, modes, func(s string, r int) map[string]float64 {
-			return map[string]float64{"origin_loads.one": 1, "origin_loads.two": 2, "elapsed_ms.one": 110, "errors.one": 0}
+		point("cache.stampede", "100 GETs", 0, modes, func(s string, r int) map[driver.Metric]float64 {
+			return map[driver.Metric]float64{"origin_loads.one": 1, "origin_loads.two": 2, "elapsed_ms.one": 110, "errors.one": 0}
 		}),
-		point("cache.staleness", "TTL 3s", 0, modes, func(s string, r int) map[string]float64 {
+		point("cache.staleness", "TTL 3s", 0, modes, func(s string, r int) map[driver.Metric]float64 {
 			if s == "local" {
-				return map[string]float64{"fresh": 1, "stale_ms": 40 + float64(r), "ttl_ms": 3000}
+				return map[driver.Metric]float64{"fresh": 1, "stale_ms": 40 + float64(r), "ttl_ms": 3000}
 			}
-			return map[string]float64{"fresh": 1, "stale_ms": 3000 + float64(r), "ttl_ms": 3000}
+			return map[driver.Metric]float64{"fresh": 1, "stale_ms": 3000 + float64(r), "ttl_ms": 3000}
 		}))
 	c.Points = append(c.Points, cacheRolesFixture(point)...)
 	c.Note("cache fixture note")

@@ -72,18 +72,20 @@ func ScaleOutSection(r *driver.Run) string {
 // names with the doc that explains them, the values its intro
 // (scaleOutIntros) takes and the table's columns.
 type scaleOutPart struct {
-	scenario, title, points, doc string
+	scenario           driver.ScenarioName
+	title, points, doc string
 	// args are the intro's values, in its order.
 	args []partArg
 	// cols come before the CPU columns of the service, Postgres and the
 	// specialist cpu names (as titles write it; none when cpu is ""),
 	// after after them, and the missing metric's column last (none when
 	// missing is "").
-	cols, after  []scaleCol
-	cpu, missing string
+	cols, after []scaleCol
+	cpu         string
+	missing     driver.Metric
 	// against, when set, writes a summary before the table (the
 	// fan-out search's rate against N: againstN).
-	against func(b *strings.Builder, r *driver.Run, sc string)
+	against func(b *strings.Builder, r *driver.Run, sc driver.ScenarioName)
 }
 
 // write writes the part's intro and table, or notInRun's line when r has
@@ -96,8 +98,8 @@ func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
 	for i, a := range p.args {
 		values[i] = a(r, p.scenario)
 	}
-	intro := scaleOutIntros[p.scenario]
-	if extra, ok := scaleOutIntros[p.scenario+" cursors"]; ok && hasSecondDesign(r, p.scenario) {
+	intro := scaleOutIntros[string(p.scenario)]
+	if extra, ok := scaleOutIntros[string(p.scenario)+" cursors"]; ok && hasSecondDesign(r, p.scenario) {
 		intro += " " + extra
 	}
 	fmt.Fprintf(b, "\n"+intro+"\n\n", values...)
@@ -149,20 +151,20 @@ func parseIntros(text string) map[string]string {
 
 // hasSecondDesign reports whether r has a point of scenario sc measured
 // on a Postgres side's second design (a point whose Env sets it).
-func hasSecondDesign(r *driver.Run, sc string) bool {
+func hasSecondDesign(r *driver.Run, sc driver.ScenarioName) bool {
 	return slices.ContainsFunc(r.Points, func(p driver.Point) bool { return p.Scenario == sc && len(p.Env) > 0 })
 }
 
 // partArg is a value of a part's intro, from the run r and the part's
 // scenario sc.
-type partArg func(r *driver.Run, sc string) any
+type partArg func(r *driver.Run, sc driver.ScenarioName) any
 
 // partRate is the rate of the part's first point (pointRate).
-func partRate(r *driver.Run, sc string) any { return pointRate(r, sc) }
+func partRate(r *driver.Run, sc driver.ScenarioName) any { return pointRate(r, sc) }
 
 // setting is the run's setting key, as recorded.
 func setting(key string) partArg {
-	return func(r *driver.Run, _ string) any { return r.Settings[key] }
+	return func(r *driver.Run, _ driver.ScenarioName) any { return r.Settings[key] }
 }
 
 // againstN writes the sustainable rate of r's points of sc (searches)
@@ -170,7 +172,7 @@ func setting(key string) partArg {
 // number of subscribers) and one column per side and design
 // ("no-rabbitmq, cursors"), the cell sustainableCell's: the rate, or
 // the side's status in words.
-func againstN(b *strings.Builder, r *driver.Run, sc string) {
+func againstN(b *strings.Builder, r *driver.Run, sc driver.ScenarioName) {
 	var rows, cols []string
 	cells := map[[2]string]string{}
 	for i := range r.Points {
@@ -215,7 +217,7 @@ func againstN(b *strings.Builder, r *driver.Run, sc string) {
 // fanoutSearchArg is a value of the fan-out search's settings the run
 // recorded (scenario.FanoutSustainSetting; notRecorded when it has none).
 func fanoutSearchArg(f func(s *scenario.SustainSettings) any) partArg {
-	return func(r *driver.Run, _ string) any {
+	return func(r *driver.Run, _ driver.ScenarioName) any {
 		s := sustainSettingsAt(r, scenario.FanoutSustainSetting)
 		if s == nil || len(s.Sizes) == 0 {
 			return notRecorded
@@ -227,7 +229,7 @@ func fanoutSearchArg(f func(s *scenario.SustainSettings) any) partArg {
 // countSetting is the run's setting key, a number, with thousands
 // separators (notRecorded when it has none).
 func countSetting(key string) partArg {
-	return func(r *driver.Run, _ string) any {
+	return func(r *driver.Run, _ driver.ScenarioName) any {
 		if v, ok := r.Settings[key].(float64); ok {
 			return count(int64(v))
 		}
@@ -268,8 +270,8 @@ var scaleOutParts = []scaleOutPart{
 			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.WarmupS) }),
 			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.FlatMinBatches) }),
 			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.FlatArrivalsS) }),
-			func(*driver.Run, string) any { return pct(driver.FailShare) },
-			func(*driver.Run, string) any { return pct(scenario.SendShare) },
+			func(*driver.Run, driver.ScenarioName) any { return pct(driver.FailShare) },
+			func(*driver.Run, driver.ScenarioName) any { return pct(scenario.SendShare) },
 			fanoutSearchArg(func(s *scenario.SustainSettings) any { return count(int64(s.Ladders["copies"].Start)) }),
 			fanoutSearchArg(func(s *scenario.SustainSettings) any { return num(s.Ladders["copies"].Factor) }),
 			fanoutSearchArg(func(s *scenario.SustainSettings) any { return count(int64(s.Ladders["copies"].Max)) }),
@@ -362,7 +364,7 @@ var scaleOutParts = []scaleOutPart{
 // notInRun writes, when r has no point of scenarioName (a run older than
 // those points), that title is not in this run and what measures it
 // (doc names where it is explained), and reports whether it did.
-func notInRun(b *strings.Builder, r *driver.Run, scenarioName, title, points, doc string) bool {
+func notInRun(b *strings.Builder, r *driver.Run, scenarioName driver.ScenarioName, title, points, doc string) bool {
 	if pointOf(r, scenarioName) != nil {
 		return false
 	}
@@ -375,7 +377,9 @@ func notInRun(b *strings.Builder, r *driver.Run, scenarioName, title, points, do
 // search's sustainable rate (sustainableCell) and "search" for its
 // rounds' steps (sustainRounds).
 type scaleCol struct {
-	title, metric, unit string
+	title  string
+	metric driver.Metric
+	unit   string
 	// only, when set, is the one side the metric exists on; the other
 	// sides' cells say otherwise instead.
 	only, otherwise string
@@ -383,7 +387,7 @@ type scaleCol struct {
 
 // scaleOutTable writes one table of the points of scenario: one row per
 // point and side.
-func scaleOutTable(b *strings.Builder, r *driver.Run, scenarioName string, cols []scaleCol) {
+func scaleOutTable(b *strings.Builder, r *driver.Run, scenarioName driver.ScenarioName, cols []scaleCol) {
 	b.WriteString("| point | side |")
 	for _, c := range cols {
 		fmt.Fprintf(b, " %s |", c.title)
@@ -446,7 +450,7 @@ func scaleCell(p *driver.Point, side string, c scaleCol) string {
 func sharesText(p *driver.Point, side string) string {
 	var parts []string
 	for i := 0; ; i++ {
-		m := p.Find(fmt.Sprintf("share.%d_pct", i))
+		m := p.Find(scenario.MetricScaleShare(i))
 		if m == nil {
 			break
 		}
@@ -479,7 +483,7 @@ func capacityText(r *driver.Run) string {
 
 // pointRate is the rate of r's first point of scenario name (pointOf;
 // "not recorded" when r has none).
-func pointRate(r *driver.Run, name string) string {
+func pointRate(r *driver.Run, name driver.ScenarioName) string {
 	if p := pointOf(r, name); p != nil {
 		return driver.Label(p.Rate)
 	}

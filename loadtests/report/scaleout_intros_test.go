@@ -17,8 +17,8 @@ func TestScaleOutIntrosMatchTheParts(t *testing.T) {
 	t.Parallel()
 	var names []string
 	for _, p := range scaleOutParts {
-		names = append(names, p.scenario)
-		intro, ok := scaleOutIntros[p.scenario]
+		names = append(names, string(p.scenario))
+		intro, ok := scaleOutIntros[string(p.scenario)]
 		if !ok {
 			t.Errorf("part %s has no intro in scaleout_intros.txt", p.scenario)
 			continue

@@ -21,12 +21,12 @@ func scaleOutFixture() *driver.Run {
 	r.FinishedAt = at.Add(4 * time.Minute)
 	r.Settings["workers"], r.Settings["work_ms"], r.Settings["lease_s"], r.Settings["kill_duration_s"] = 8, 20, 5.0, 8.0
 	r.Settings["batch_tasks"], r.Settings["batch_size"], r.Settings["senders"] = 4000, 100, 4
-	point := func(sc, name string, rate float64, fn func(side string) (map[string]float64, error)) {
+	point := func(sc, name string, rate float64, fn func(side string) (map[driver.Metric]float64, error)) {
 		sides := scenario.QueuePair.Sides()
 		if sc == scenario.ScaleOutGroups || sc == scenario.ScaleOutStopped {
 			sides = scenario.LogPair.Sides()
 		}
-		p := driver.Point{Scenario: sc, Name: name, Rate: rate, Sides: sides}
+		p := driver.Point{Scenario: driver.ScenarioName(sc), Name: name, Rate: rate, Sides: sides}
 		_ = driver.RunPoint(context.Background(), &p, 1, func(_ context.Context, s string, _ int) (*driver.SideResult, error) {
 			m, err := fn(s)
 			return &driver.SideResult{Metrics: m}, err
@@ -34,36 +34,36 @@ func scaleOutFixture() *driver.Run {
 		r.Points = append(r.Points, p)
 	}
 	for _, n := range []int{1, 2} {
-		point(scenario.ScaleOutRate, "300/s ×"+string(rune('0'+n)), 300, func(string) (map[string]float64, error) {
-			m := map[string]float64{scenario.MetricScaleProcessed: 299, scenario.MetricScaleP99: 41, scenario.MetricScaleRedelivered: 0, "share.0_pct": 100}
+		point(scenario.ScaleOutRate, "300/s ×"+string(rune('0'+n)), 300, func(string) (map[driver.Metric]float64, error) {
+			m := map[driver.Metric]float64{scenario.MetricScaleProcessed: 299, scenario.MetricScaleP99: 41, scenario.MetricScaleRedelivered: 0, "share.0_pct": 100}
 			if n == 2 {
 				m["share.0_pct"], m["share.1_pct"] = 61, 39
 			}
 			return m, nil
 		})
-		point(scenario.ScaleOutBatch, "4000 tasks ×"+string(rune('0'+n)), 0, func(string) (map[string]float64, error) {
-			return map[string]float64{scenario.MetricScaleProcessed: 390 * float64(n), "share.0_pct": 100 / float64(n)}, nil
+		point(scenario.ScaleOutBatch, "4000 tasks ×"+string(rune('0'+n)), 0, func(string) (map[driver.Metric]float64, error) {
+			return map[driver.Metric]float64{scenario.MetricScaleProcessed: 390 * float64(n), "share.0_pct": 100 / float64(n)}, nil
 		})
 	}
-	point(scenario.ScaleOutKill, "kill -9 1 of 2", 300, func(side string) (map[string]float64, error) {
+	point(scenario.ScaleOutKill, "kill -9 1 of 2", 300, func(side string) (map[driver.Metric]float64, error) {
 		if side == "rabbitmq" {
 			return nil, context.DeadlineExceeded
 		}
-		return map[string]float64{scenario.MetricKillHeld: 72, scenario.MetricKillP50: 4.2, scenario.MetricKillMax: 5.1, scenario.MetricKillOpen: 0}, nil
+		return map[driver.Metric]float64{scenario.MetricKillHeld: 72, scenario.MetricKillP50: 4.2, scenario.MetricKillMax: 5.1, scenario.MetricKillOpen: 0}, nil
 	})
 	r.Settings["fanout_kind"], r.Settings["fanout_work_ms"], r.Settings["duration_s"] = scenario.FanoutKind, 1, 6.0
 	for _, n := range []int{1, 8} {
-		point(scenario.ScaleOutFanout, "200/s → "+string(rune('0'+n))+" subscribers", 200, func(side string) (map[string]float64, error) {
+		point(scenario.ScaleOutFanout, "200/s → "+string(rune('0'+n))+" subscribers", 200, func(side string) (map[driver.Metric]float64, error) {
 			if n == 8 && side == "rabbitmq" {
 				return nil, errors.New("rabbitmq fan-out: 503")
 			}
-			return map[string]float64{scenario.MetricFanoutSubscribers: float64(n), scenario.MetricFanoutCopies: 200 * float64(n), driver.ClientP99: 3.5, scenario.MetricScaleP99: 12,
+			return map[driver.Metric]float64{scenario.MetricFanoutSubscribers: float64(n), scenario.MetricFanoutCopies: 200 * float64(n), driver.ClientP99: 3.5, scenario.MetricScaleP99: 12,
 				scenario.MetricCPUPerThousand("service"): 0.4, scenario.MetricCPUPerThousand("postgres"): 0.9,
 				scenario.MetricFanoutWAL: 410 * float64(n), scenario.MetricFanoutMissing: 0}, nil
 		})
 	}
-	point(scenario.ScaleOutGroups, "500/s → 4 groups", 500, func(side string) (map[string]float64, error) {
-		m := map[string]float64{scenario.MetricGroups: 4, scenario.MetricGroupDelivered: 499, driver.ClientP99: 4.5,
+	point(scenario.ScaleOutGroups, "500/s → 4 groups", 500, func(side string) (map[driver.Metric]float64, error) {
+		m := map[driver.Metric]float64{scenario.MetricGroups: 4, scenario.MetricGroupDelivered: 499, driver.ClientP99: 4.5,
 			driver.ServerDeliveryP99: 21, scenario.MetricCPUPerThousand("postgres"): 1.2, scenario.MetricGroupMissing: 0}
 		if side == "no-kafka" {
 			m[scenario.MetricGroupsSlotBytes] = 1234567
@@ -71,11 +71,11 @@ func scaleOutFixture() *driver.Run {
 		return m, nil
 	})
 	r.Settings["stopped_for_s"] = 60.0
-	point(scenario.ScaleOutStopped, "500/s → 3 groups, 1 stopped for 60 s", 500, func(side string) (map[string]float64, error) {
+	point(scenario.ScaleOutStopped, "500/s → 3 groups, 1 stopped for 60 s", 500, func(side string) (map[driver.Metric]float64, error) {
 		if side == "kafka" {
 			return nil, errors.New("GET /groups does not list group g2")
 		}
-		return map[string]float64{scenario.MetricGroups: 3, scenario.MetricStoppedFor: 60, scenario.MetricStoppedLagEvents: 30000, scenario.MetricStoppedLagBytes: 41000000,
+		return map[driver.Metric]float64{scenario.MetricGroups: 3, scenario.MetricStoppedFor: 60, scenario.MetricStoppedLagEvents: 30000, scenario.MetricStoppedLagBytes: 41000000,
 			scenario.MetricGroupsSlotBytes: 42000000, scenario.MetricGroupDelivered: 500, driver.ServerDeliveryP99: 19,
 			scenario.MetricStoppedCatchUp: 3.5, scenario.MetricStoppedAfterBytes: 120000, scenario.MetricStoppedMissing: 0}, nil
 	})
@@ -135,8 +135,8 @@ func fanoutSearchFixture(r *driver.Run) {
 	r.Settings["workers"] = 8
 	r.Settings[scenario.FanoutSustainSetting] = scenario.FanoutSustainDefaults.Settings()
 	r.Settings[scenario.FanoutSustainWorkSetting] = 0
-	step := func(m map[string]float64, i int, offered, copies float64, pass bool) {
-		for k, v := range map[string]float64{scenario.MetricOffered: offered, scenario.MetricCopies: copies, driver.ClientRequests: offered * 8 / 100,
+	step := func(m map[driver.Metric]float64, i int, offered, copies float64, pass bool) {
+		for k, v := range map[driver.Metric]float64{scenario.MetricOffered: offered, scenario.MetricCopies: copies, driver.ClientRequests: offered * 8 / 100,
 			"sent_per_s": offered, "flat_bound": copies * 0.25 * offered, "window_s": 8, "p99_count": 100, "p99_ms": 35} {
 			m[scenario.StepMetric(i, k)] = v
 		}
@@ -146,7 +146,7 @@ func fanoutSearchFixture(r *driver.Run) {
 			m[scenario.StepMetric(i, scenario.MetricIntake)] = copies * offered * 0.7
 		}
 	}
-	search := func(name string, sides []string, fn func(side string) (map[string]float64, error)) {
+	search := func(name string, sides []string, fn func(side string) (map[driver.Metric]float64, error)) {
 		p := driver.Point{Scenario: scenario.ScaleOutFanoutSustain, Name: name, DurationS: 10, Sides: sides}
 		_ = driver.RunPoint(context.Background(), &p, 1, func(_ context.Context, s string, _ int) (*driver.SideResult, error) {
 			m, err := fn(s)
@@ -154,8 +154,8 @@ func fanoutSearchFixture(r *driver.Run) {
 		})
 		r.Points = append(r.Points, p)
 	}
-	search("1 subscriber", scenario.QueuePair.Sides(), func(side string) (map[string]float64, error) {
-		m := map[string]float64{scenario.MetricFanoutSubscribers: 1, scenario.MetricSteps: 3, "at." + scenario.MetricIntake: 5990, "at.p99_ms": 35}
+	search("1 subscriber", scenario.QueuePair.Sides(), func(side string) (map[driver.Metric]float64, error) {
+		m := map[driver.Metric]float64{scenario.MetricFanoutSubscribers: 1, scenario.MetricSteps: 3, "at." + scenario.MetricIntake: 5990, "at.p99_ms": 35}
 		if side == "rabbitmq" {
 			m[scenario.MetricSustainable], m[scenario.MetricCapped] = 16000, 1
 			return m, nil
@@ -166,16 +166,16 @@ func fanoutSearchFixture(r *driver.Run) {
 		step(m, 2, 6000, 1, true)
 		return m, nil
 	})
-	search("1 subscriber, cursors", []string{"no-rabbitmq"}, func(string) (map[string]float64, error) {
-		return map[string]float64{scenario.MetricFanoutSubscribers: 1, scenario.MetricSteps: 2, scenario.MetricSustainable: 4000,
+	search("1 subscriber, cursors", []string{"no-rabbitmq"}, func(string) (map[driver.Metric]float64, error) {
+		return map[driver.Metric]float64{scenario.MetricFanoutSubscribers: 1, scenario.MetricSteps: 2, scenario.MetricSustainable: 4000,
 			scenario.MetricFirstFail: 8000, scenario.MetricCapped: 0, "at." + scenario.MetricIntake: 3995, "at.p99_ms": 20}, nil
 	})
 	r.Points[len(r.Points)-1].Env = map[string]map[string]string{"no-rabbitmq": {"FANOUT_DESIGN": "cursors"}}
-	search("8 subscribers", scenario.QueuePair.Sides(), func(side string) (map[string]float64, error) {
+	search("8 subscribers", scenario.QueuePair.Sides(), func(side string) (map[driver.Metric]float64, error) {
 		if side == "rabbitmq" {
-			return map[string]float64{scenario.MetricSteps: 4}, errors.New("no offered rate down to 63 items/s kept the backlog flat")
+			return map[driver.Metric]float64{scenario.MetricSteps: 4}, errors.New("no offered rate down to 63 items/s kept the backlog flat")
 		}
-		return map[string]float64{scenario.MetricFanoutSubscribers: 8, scenario.MetricSteps: 2, scenario.MetricSustainable: 750,
+		return map[driver.Metric]float64{scenario.MetricFanoutSubscribers: 8, scenario.MetricSteps: 2, scenario.MetricSustainable: 750,
 			scenario.MetricFirstFail: 1000, scenario.MetricCapped: 0, "at." + scenario.MetricIntake: 5998, "at.p99_ms": 41}, nil
 	})
 }

@@ -78,7 +78,7 @@ func LongLivedSection(all []*driver.Run) string {
 	w("\n## %s\n\n", LongLivedTitle)
 	w("The same fixed rates as the fresh runs above, one round each, after each side's tables were given a history (`results/%s.json`). Retention is on with the services' defaults (TASK_RETENTION and EVENT_RETENTION 24h): the history is inside it, its churn past it. \"fresh\" is the median of the fresh run's rounds, \"long-lived\" the one round on the history; the ratio is long-lived ÷ fresh, per side.\n\n", ll.ID)
 	for _, pair := range []string{pairs.Queue, pairs.Log} {
-		sc := pair + ".rate"
+		sc := scenario.RateScenarioName(pair)
 		fresh := byCmd[pair]
 		var rows []string
 		var sides []string
@@ -92,7 +92,7 @@ func LongLivedSection(all []*driver.Run) string {
 			if fresh != nil {
 				fp = runs{pair: fresh}.point(pair, sc, p.Name)
 			}
-			for _, km := range agingRows[sc] {
+			for _, km := range agingRows[string(sc)] {
 				cells := []string{p.Name, km.label}
 				for _, side := range p.Sides {
 					f, okF := median(fp, km.metric, side)

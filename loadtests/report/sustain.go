@@ -54,7 +54,7 @@ func sustainSettingsAt(r *driver.Run, key string) *scenario.SustainSettings {
 }
 
 // pointNamed returns r's point of scenario named name, or nil.
-func pointNamed(r *driver.Run, scenarioName, name string) *driver.Point {
+func pointNamed(r *driver.Run, scenarioName driver.ScenarioName, name string) *driver.Point {
 	for i := range r.Points {
 		if r.Points[i].Scenario == scenarioName && r.Points[i].Name == name {
 			return &r.Points[i]
@@ -143,7 +143,7 @@ func sustainTable(r *driver.Run, pair, unit, e2e string, s *scenario.SustainSett
 }
 
 // pointOf returns r's first point of scenario, or nil.
-func pointOf(r *driver.Run, scenarioName string) *driver.Point {
+func pointOf(r *driver.Run, scenarioName driver.ScenarioName) *driver.Point {
 	for i := range r.Points {
 		if r.Points[i].Scenario == scenarioName {
 			return &r.Points[i]
@@ -153,7 +153,7 @@ func pointOf(r *driver.Run, scenarioName string) *driver.Point {
 }
 
 // sideAgg returns side's aggregate of metric in p.
-func sideAgg(p *driver.Point, metric, side string) (driver.Agg, bool) {
+func sideAgg(p *driver.Point, metric driver.Metric, side string) (driver.Agg, bool) {
 	m := p.Find(metric)
 	if m == nil {
 		return driver.Agg{}, false
@@ -261,17 +261,17 @@ func sustainRounds(p *driver.Point, side string) string {
 
 // stepAt returns the figures of the last step of a search that offered
 // rate (the "step<i>." metrics without their prefix), or nil.
-func stepAt(m map[string]float64, rate float64) map[string]float64 {
-	var found map[string]float64
+func stepAt(m map[driver.Metric]float64, rate float64) map[driver.Metric]float64 {
+	var found map[driver.Metric]float64
 	for i := range int(m[scenario.MetricSteps]) {
 		if m[scenario.StepMetric(i, scenario.MetricOffered)] != rate {
 			continue
 		}
 		prefix := scenario.StepMetric(i, "")
-		found = map[string]float64{}
+		found = map[driver.Metric]float64{}
 		for k, v := range m {
-			if rest, ok := strings.CutPrefix(k, prefix); ok {
-				found[rest] = v
+			if rest, ok := strings.CutPrefix(string(k), string(prefix)); ok {
+				found[driver.Metric(rest)] = v
 			}
 		}
 	}
@@ -343,11 +343,11 @@ func sustainSteps(r *driver.Run, pair string) string {
 				}
 				var steps []string
 				for k := range int(sr.Metrics[scenario.MetricSteps]) {
-					one := map[string]float64{}
+					one := map[driver.Metric]float64{}
 					prefix := scenario.StepMetric(k, "")
 					for name, v := range sr.Metrics {
-						if rest, ok := strings.CutPrefix(name, prefix); ok {
-							one[rest] = v
+						if rest, ok := strings.CutPrefix(string(name), string(prefix)); ok {
+							one[driver.Metric(rest)] = v
 						}
 					}
 					if _, ok := one[scenario.MetricOffered]; !ok {

@@ -13,15 +13,15 @@ import (
 )
 
 // step returns step i's figures as a search records them.
-func step(i int, offered float64, pass bool, growth, processed, p99 float64) map[string]float64 {
+func step(i int, offered float64, pass bool, growth, processed, p99 float64) map[driver.Metric]float64 {
 	bound := max(scenario.FlatMinBatches*100, scenario.FlatArrivals*offered)
-	m := map[string]float64{scenario.MetricOffered: offered, "batch": 100, "client.requests": offered / 100 * 30, "sent_per_s": offered,
+	m := map[driver.Metric]float64{scenario.MetricOffered: offered, "batch": 100, "client.requests": offered / 100 * 30, "sent_per_s": offered,
 		"flat_bound": bound, "backlog_growth": growth, "window_s": 25, scenario.MetricIntake: processed, "p99_count": 1000, "p99_ms": p99,
 		"start.backlog": 0}
 	if pass {
 		m["pass"] = 1
 	}
-	out := map[string]float64{}
+	out := map[driver.Metric]float64{}
 	for k, v := range m {
 		out[scenario.StepMetric(i, k)] = v
 	}
@@ -29,8 +29,8 @@ func step(i int, offered float64, pass bool, growth, processed, p99 float64) map
 }
 
 // search returns a search's result from its steps.
-func search(sustainable, firstFail float64, capped bool, steps ...map[string]float64) map[string]float64 {
-	m := map[string]float64{scenario.MetricSustainable: sustainable, scenario.MetricSteps: float64(len(steps)),
+func search(sustainable, firstFail float64, capped bool, steps ...map[driver.Metric]float64) map[driver.Metric]float64 {
+	m := map[driver.Metric]float64{scenario.MetricSustainable: sustainable, scenario.MetricSteps: float64(len(steps)),
 		scenario.MetricCapped: 0, scenario.MetricStarved: 0, "start.restarted": 1, "start.truncated": 1, "start.rows": 0, "slo_ms": 1000}
 	if firstFail > 0 {
 		m[scenario.MetricFirstFail] = firstFail
@@ -56,7 +56,7 @@ func search(sustainable, firstFail float64, capped bool, steps ...map[string]flo
 // its overload point could not run.
 func withSustain(r *driver.Run, failPG bool) *driver.Run {
 	r.Settings[scenario.SustainSetting] = scenario.SustainDefaults.Settings()
-	searches := map[string][2]map[string]float64{
+	searches := map[string][2]map[driver.Metric]float64{
 		"no-rabbitmq": {
 			search(5000, 7500, false, step(0, 5000, true, 300, 4990, 45), step(1, 10000, false, 60000, 6000, 4000), step(2, 7500, false, 9000, 7100, 900)),
 			search(7500, 11000, false, step(0, 5000, true, 200, 4995, 40), step(1, 7500, true, 900, 7480, 300), step(2, 15000, false, 200000, 3200, 9000), step(3, 11000, false, 70000, 6000, 5000)),
@@ -78,14 +78,14 @@ func withSustain(r *driver.Run, failPG bool) *driver.Run {
 			case s == "rabbitmq" && round == 1:
 				return nil, errors.New("GET /stats: connection refused")
 			case s == "no-rabbitmq" && failPG:
-				return &driver.SideResult{Metrics: map[string]float64{scenario.MetricSteps: 4, "start.restarted": 1}},
+				return &driver.SideResult{Metrics: map[driver.Metric]float64{scenario.MetricSteps: 4, "start.restarted": 1}},
 					errors.New("no offered rate down to 620 items/s kept the backlog flat with send→processed p99 under 1s")
 			}
 			return &driver.SideResult{Metrics: searches[s][round]}, nil
 		})
 		r.Points = append(r.Points, p)
 	}
-	over := map[string]map[string]float64{
+	over := map[string]map[driver.Metric]float64{
 		"no-rabbitmq": {scenario.MetricOffered: 13000, scenario.MetricSustainable: 6250, scenario.MetricIntake: 4300, scenario.MetricShare: 0.688,
 			scenario.MetricStarved: 0, "client.shed": 0, scenario.MetricDrain: 30, scenario.MetricDrained: 0},
 		"rabbitmq": {scenario.MetricOffered: 20000, scenario.MetricSustainable: 10000, scenario.MetricIntake: 9000, scenario.MetricShare: 0.9,
@@ -199,7 +199,7 @@ func TestSustainClaims(t *testing.T) {
 	// search and decides nothing (it once read "holds in round 1, 2").
 	three := driver.Point{Scenario: scenario.ThroughputScenarioName("queue"), Name: scenario.BatchLabel(7), DurationS: 5, Sides: scenario.QueuePair.Sides()}
 	_ = driver.RunPoint(context.Background(), &three, 3, func(context.Context, string, int) (*driver.SideResult, error) {
-		return &driver.SideResult{Metrics: map[string]float64{scenario.MetricAccepted: 1000}}, nil
+		return &driver.SideResult{Metrics: map[driver.Metric]float64{scenario.MetricAccepted: 1000}}, nil
 	})
 	r3 := withSustain(throughputFixture(), false)
 	r3.Points = append(r3.Points, three)

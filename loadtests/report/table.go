@@ -13,24 +13,27 @@ import (
 )
 
 // row is one metric shown in a table, with its label.
-type row struct{ metric, label string }
+type row struct {
+	metric driver.Metric
+	label  string
+}
 
 // keyMetrics lists, per scenario, the metrics tables show.
-func keyMetrics(scenario string) []row {
+func keyMetrics(scenario driver.ScenarioName) []row {
 	if rows, ok := extraMetrics[scenario]; ok {
 		return rows
 	}
 	client := []row{{driver.ClientP50, "client p50 ms"}, {driver.ClientP99, "client p99 ms"}, {driver.ClientErrors, "errors"}, {driver.ClientShed, "shed (503)"}}
 	switch {
-	case strings.HasSuffix(scenario, ".throughput"):
+	case strings.HasSuffix(string(scenario), ".throughput"):
 		return throughputRows()
-	case strings.HasPrefix(scenario, "queue."):
+	case strings.HasPrefix(string(scenario), "queue."):
 		return append(client,
 			row{"throughput", "processed/s"}, row{"backlog_end", "backlog at end"},
 			row{driver.ServerSendP50, "send p50 ms"}, row{driver.ServerSendP99, "send p99 ms"},
 			row{driver.ServerDeliveryP50, "delivery p50 ms"}, row{driver.ServerDeliveryP99, "delivery p99 ms"},
 			row{driver.ServerProcessingP50, "send→processed p50 ms"}, row{driver.ServerProcessingP99, "send→processed p99 ms"})
-	case strings.HasPrefix(scenario, "log."):
+	case strings.HasPrefix(string(scenario), "log."):
 		return append(client,
 			row{"throughput", "delivered/s"}, row{"backlog_end", "backlog at end"},
 			row{driver.ServerWriteP50, "write p50 ms"}, row{driver.ServerWriteP99, "write p99 ms"},
@@ -43,7 +46,7 @@ func keyMetrics(scenario string) []row {
 	case scenario == sc.DocumentsScale:
 		return []row{{sc.ScaleLoadS, "bulk load s (the driver generating the users included)"}, {sc.ScaleIndexBuildS, "index build s"}, {sc.ScaleSearchIndexMB, "search index MB"},
 			{sc.ScaleIndexesMB, "all indexes MB"}, {sc.ScaleTableMB, "table MB"}, {sc.ScaleOneSearchMS, "one search ms (no ceiling searched)"}}
-	case strings.HasPrefix(scenario, "documents.rewrite"):
+	case strings.HasPrefix(string(scenario), "documents.rewrite"):
 		return []row{{driver.ClientRewrite.P50(), "rewrite p50 ms"}, {driver.ClientRewrite.P99(), "rewrite p99 ms"},
 			{driver.ClientPatch.P50(), "neighbour patch p50 ms"}, {driver.ClientPatch.P99(), "neighbour patch p99 ms"},
 			{"cost_ratio.p50", "rewrite ÷ patch (p50)"}, {"cost_ratio.p99", "rewrite ÷ patch (p99)"},
@@ -109,7 +112,7 @@ const (
 // ratioCell formats the median ratio and every round's; a ratio is only
 // printed when both sides' medians are measured and not zero (0 vs 257
 // is not "0×"), and a round without one is "n/a".
-func ratioCell(m *driver.Metric, sides []string) string {
+func ratioCell(m *driver.MetricSummary, sides []string) string {
 	if m == nil || len(sides) < 2 {
 		return noRatioMissing
 	}
@@ -140,7 +143,7 @@ func ratioCell(m *driver.Metric, sides []string) string {
 // sideCell is a side's cell of metric m in p: its status when the side
 // is not valid, else its aggregate, else what its absence means
 // (absentMeans) or "not recorded".
-func sideCell(p *driver.Point, m *driver.Metric, side string) string {
+func sideCell(p *driver.Point, m *driver.MetricSummary, side string) string {
 	if st := p.SideStatus(side); st.State == driver.StateSkipped {
 		return skippedAbove
 	} else if !st.OK() {
@@ -151,7 +154,7 @@ func sideCell(p *driver.Point, m *driver.Metric, side string) string {
 	}
 	a, ok := m.Sides[side]
 	if !ok {
-		if am, found := absentMeans[m.Name]; found && hasValue(p, side, am.given) {
+		if am, found := absentMeans[string(m.Name)]; found && hasValue(p, side, am.given) {
 			return am.cell
 		}
 	}
@@ -184,7 +187,7 @@ func pointRows(p *driver.Point) [][4]string {
 		}
 		r := ratioCell(m, p.Sides)
 		a, b := sideCell(p, m, p.Sides[0]), sideBCell(p, m)
-		if am, ok := absentMeans[km.metric]; ok && (a == am.cell || b == am.cell) {
+		if am, ok := absentMeans[string(km.metric)]; ok && (a == am.cell || b == am.cell) {
 			r = noRatioNone
 		}
 		if bad {
@@ -200,7 +203,7 @@ func pointRows(p *driver.Point) [][4]string {
 const oneSide = "(one side)"
 
 // sideBCell is m's cell of p's B side, oneSide for a point with one.
-func sideBCell(p *driver.Point, m *driver.Metric) string {
+func sideBCell(p *driver.Point, m *driver.MetricSummary) string {
 	if len(p.Sides) < 2 {
 		return oneSide
 	}
@@ -317,7 +320,7 @@ func Demo(w io.Writer, run *driver.Run) {
 		p := &run.Points[i]
 		rows := demoMetrics[run.Command]
 		if rows == nil {
-			rows = demoMetrics[p.Scenario]
+			rows = demoMetrics[string(p.Scenario)]
 		}
 		fmt.Fprintf(tw, "  %s %s\t\t\t\n", p.Scenario, p.Name)
 		if st, bad := statusRow(p); bad {
@@ -344,6 +347,6 @@ func Demo(w io.Writer, run *driver.Run) {
 
 // hasValue reports whether side recorded metric name in p.
 func hasValue(p *driver.Point, side, name string) bool {
-	_, ok := pointValue(p, side, name)
+	_, ok := pointValue(p, side, driver.Metric(name))
 	return ok
 }

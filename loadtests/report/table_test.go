@@ -33,7 +33,7 @@ func TestTablesTakeAOneSidePoint(t *testing.T) {
 	sides := []string{"no-kafka"}
 	p := driver.Point{Scenario: "scaleout.groups", Name: "500/s → 1 group, cursors", Rate: 500, DurationS: 6, Sides: sides,
 		Rounds: []driver.Round{{Order: sides, Sides: map[string]*driver.SideResult{
-			"no-kafka": {Service: "no-kafka", Metrics: map[string]float64{driver.ClientP99: 5.2, driver.ClientErrors: 0}}}}}}
+			"no-kafka": {Service: "no-kafka", Metrics: map[driver.Metric]float64{driver.ClientP99: 5.2, driver.ClientErrors: 0}}}}}}
 	driver.Summarize(&p)
 	run := &driver.Run{Command: "scaleout", Points: []driver.Point{p}, Settings: map[string]any{}}
 	var b strings.Builder

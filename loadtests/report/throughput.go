@@ -129,10 +129,10 @@ func closedLoopTable(b *strings.Builder, r *driver.Run, tp throughputPair, ps []
 		w(" CPU-s/1k: %s |", costLabels[g])
 	}
 	w("\n|---|---|---:|---:|---:|---:|%s\n", strings.Repeat("---:|", len(groups)))
-	lat := driver.ServerPrefix + map[string]string{pairs.Queue: queue.LatencyProcessing, pairs.Log: logc.StatDelivery}[tp.pair]
+	lat := map[string]string{pairs.Queue: queue.LatencyProcessing, pairs.Log: logc.StatDelivery}[tp.pair]
 	for _, p := range ps {
 		for _, side := range p.Sides {
-			get := func(metric string) (driver.Agg, bool) {
+			get := func(metric driver.Metric) (driver.Agg, bool) {
 				m := p.Find(metric)
 				if m == nil {
 					return driver.Agg{}, false
@@ -143,15 +143,15 @@ func closedLoopTable(b *strings.Builder, r *driver.Run, tp throughputPair, ps []
 			// Rates with their range across rounds; latencies and
 			// costs as medians, to keep the table readable (the JSON
 			// has every round).
-			c := func(metric string) string { return cell(get(metric)) }
-			med := func(metric string) string {
+			c := func(metric driver.Metric) string { return cell(get(metric)) }
+			med := func(metric driver.Metric) string {
 				a, ok := get(metric)
 				if !ok {
 					return notRecorded
 				}
 				return num(a.Median)
 			}
-			pair := func(m1, m2 string) string { return med(m1) + " / " + med(m2) }
+			pair := func(m1, m2 driver.Metric) string { return med(m1) + " / " + med(m2) }
 			if st := p.SideStatus(side); !st.OK() {
 				w("| %s | %s | %s |%s\n", strings.TrimPrefix(p.Name, "batch "), SideLabel(r, side), statusText(st), strings.Repeat(" |", 3+len(groups)))
 				continue
@@ -160,12 +160,12 @@ func closedLoopTable(b *strings.Builder, r *driver.Run, tp throughputPair, ps []
 			if d, ok := get("drained"); ok && d.Min < 1 {
 				e2e += " (backlog left)"
 			}
-			if l, ok := get(lat + ".p50_ms"); ok && l.Median > comfortableP50MS {
+			if l, ok := get(driver.ServerLatency(lat, driver.SuffixP50)); ok && l.Median > comfortableP50MS {
 				e2e += fmt.Sprintf(" (a backlog draining: %s p50 %s s, not a sustained rate)", tp.e2e, num(l.Median/1000))
 			}
 			e2e += starvedRounds(p, side)
 			w("| %s | %s | %s | %s | %s | %s |", strings.TrimPrefix(p.Name, "batch "), SideLabel(r, side), c(scenario.MetricAccepted), e2e,
-				pair(lat+"."+driver.SuffixP50, lat+"."+driver.SuffixP99), pair(driver.ClientP50, driver.ClientP99))
+				pair(driver.ServerLatency(lat, driver.SuffixP50), driver.ServerLatency(lat, driver.SuffixP99)), pair(driver.ClientP50, driver.ClientP99))
 			for _, g := range groups {
 				w(" %s |", med(scenario.MetricCPUPerThousand(g)))
 			}

@@ -90,7 +90,7 @@ type designPair struct {
 
 // designPoints pairs the pair's points of pairScenario with the
 // design's of the same batch, in batch order.
-func designPoints(r *driver.Run, d throughputDesign, pairScenario string) []designPair {
+func designPoints(r *driver.Run, d throughputDesign, pairScenario driver.ScenarioName) []designPair {
 	designed := scenario.DesignScenarioName(pairScenario, d.design.Design.Name)
 	sizes := map[int]string{}
 	for i := range r.Points {
@@ -164,7 +164,7 @@ func (dp designPair) pairOr() *driver.Point {
 }
 
 // medianOr is side's median of metric in p, or not recorded.
-func medianOr(p *driver.Point, metric, side string) string {
+func medianOr(p *driver.Point, metric driver.Metric, side string) string {
 	if why, ok := validCell(p, side); !ok {
 		return why
 	}

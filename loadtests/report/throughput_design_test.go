@@ -24,19 +24,19 @@ func TestPgoutputBesideWal2json(t *testing.T) {
 	side := d.Pair.A.Name
 	closed := driver.Point{Scenario: scenario.DesignScenarioName(scenario.ThroughputScenarioName(d.Pair.Name), d.Design.Name), Name: scenario.BatchLabel(100), DurationS: 3, Sides: []string{side}}
 	_ = driver.RunPoint(context.Background(), &closed, 2, func(context.Context, string, int) (*driver.SideResult, error) {
-		return &driver.SideResult{Metrics: map[string]float64{scenario.MetricAccepted: 77000, scenario.MetricEndToEnd: 99999, "drained": 1, "settle_s": 2,
+		return &driver.SideResult{Metrics: map[driver.Metric]float64{scenario.MetricAccepted: 77000, scenario.MetricEndToEnd: 99999, "drained": 1, "settle_s": 2,
 			"server.delivery.p50_ms": 5, "server.delivery.p99_ms": 55, "cpu.service.per_1k": 0.07, "cpu.postgres.per_1k": 0.9, "cpu.total.per_1k": 0.97}}, nil
 	})
 	sustain := func(name string, rate float64) driver.Point {
-		p := driver.Point{Scenario: name, Name: scenario.BatchLabel(100), DurationS: 30, Sides: []string{side}}
+		p := driver.Point{Scenario: driver.ScenarioName(name), Name: scenario.BatchLabel(100), DurationS: 30, Sides: []string{side}}
 		_ = driver.RunPoint(context.Background(), &p, 1, func(context.Context, string, int) (*driver.SideResult, error) {
-			return &driver.SideResult{Metrics: map[string]float64{scenario.MetricSustainable: rate, "at.p50_ms": 6, "at.p99_ms": 61}}, nil
+			return &driver.SideResult{Metrics: map[driver.Metric]float64{scenario.MetricSustainable: rate, "at.p50_ms": 6, "at.p99_ms": 61}}, nil
 		})
 		return p
 	}
 	r.Points = append(r.Points, closed,
-		sustain(scenario.SustainScenarioName(d.Pair.Name), 21000),
-		sustain(scenario.DesignScenarioName(scenario.SustainScenarioName(d.Pair.Name), d.Design.Name), 44000))
+		sustain(string(scenario.SustainScenarioName(d.Pair.Name)), 21000),
+		sustain(string(scenario.DesignScenarioName(scenario.SustainScenarioName(d.Pair.Name), d.Design.Name)), 44000))
 	r.Settings[scenario.DesignsSetting] = map[string]scenario.DesignOutcome{d.Design.Name: {Side: side, Env: d.Design.Env}}
 	s := ThroughputSection(r)
 	if os.Getenv("SHOW_REPORT") != "" {

@@ -48,7 +48,7 @@ func throughputFixture() *driver.Run {
 				if s == "rabbitmq" && size == 1000 {
 					drained = 0
 				}
-				return &driver.SideResult{Metrics: map[string]float64{
+				return &driver.SideResult{Metrics: map[driver.Metric]float64{
 					scenario.MetricAccepted: v * 2, scenario.MetricEndToEnd: v, "drained": drained, "settle_s": float64(3 + 2*round),
 					"client.p50_ms": 4, "client.p99_ms": 40, "client.errors": 0,
 					"server.processing.p50_ms": 12, "server.processing.p99_ms": 120,

@@ -89,7 +89,7 @@ func sideValid(p *driver.Point, side string) bool {
 // metricMissing logs, when p belongs to a claims evaluation, that a
 // valid side of p lacks metric: a renamed or dropped metric makes the
 // claim a failed run that names it, never a silent "not measured".
-func metricMissing(p *driver.Point, metric, side string) {
+func metricMissing(p *driver.Point, metric driver.Metric, side string) {
 	if l, tracked := trackers.Load(p); tracked {
 		l.(*readLog).add(fmt.Sprintf("%s %s, %s: no metric %q in the results (renamed or not recorded)", p.Scenario, p.Name, side, metric))
 	}

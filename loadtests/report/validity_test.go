@@ -32,7 +32,7 @@ func failedFixture() ([]*driver.Run, eventstore.Results) {
 		return driver.Phase{Name: name, Client: driver.ClientResult{Requests: requests, OK: ok, Errors: errs, Codes: codes, ErrorSamples: samples}}
 	}
 	point := func(scenario, name string, rate float64, sides []string, side func(svc string) *driver.SideResult) driver.Point {
-		p := driver.Point{Scenario: scenario, Name: name, Rate: rate, DurationS: 5, Sides: sides}
+		p := driver.Point{Scenario: driver.ScenarioName(scenario), Name: name, Rate: rate, DurationS: 5, Sides: sides}
 		for r := range 3 {
 			round := driver.Round{Index: r, Order: driver.Order(sides, r), Sides: map[string]*driver.SideResult{}}
 			for _, s := range sides {
@@ -51,19 +51,19 @@ func failedFixture() ([]*driver.Run, eventstore.Results) {
 		point("documents.search", "2000 users", 5, []string{"no-mongodb", "mongodb"}, func(s string) *driver.SideResult {
 			if s == "mongodb" {
 				return &driver.SideResult{Phases: []driver.Phase{phase("search", 25, 0, 25, map[string]int64{"0": 24, "503": 1}, "Post: context deadline exceeded (Client.Timeout exceeded)")},
-					Metrics: map[string]float64{"client.p50_ms": 77777, "client.p95_ms": 77777, "client.p99_ms": 77777, "client.errors": 25}}
+					Metrics: map[driver.Metric]float64{"client.p50_ms": 77777, "client.p95_ms": 77777, "client.p99_ms": 77777, "client.errors": 25}}
 			}
 			return &driver.SideResult{Phases: []driver.Phase{okPhase("search")},
-				Metrics: map[string]float64{"client.p50_ms": 4, "client.p95_ms": 11, "client.p99_ms": 19, "client.errors": 0, "server.search.p95_ms": 5.9}}
+				Metrics: map[driver.Metric]float64{"client.p50_ms": 4, "client.p95_ms": 11, "client.p99_ms": 19, "client.errors": 0, "server.search.p95_ms": 5.9}}
 		}),
 		point("documents.rewrite", "512KB", 10, []string{"no-mongodb", "mongodb"}, func(s string) *driver.SideResult {
 			if s == "mongodb" {
 				all503 := map[string]int64{"503": 50}
 				return &driver.SideResult{Phases: []driver.Phase{phase("rewrite", 50, 0, 50, all503), phase("patch", 50, 0, 50, all503)},
-					Metrics: map[string]float64{"client.rewrite.p50_ms": 77777, "client.rewrite.p99_ms": 77777, "client.patch.p50_ms": 63020, "cost_ratio.p50": 1.234}}
+					Metrics: map[driver.Metric]float64{"client.rewrite.p50_ms": 77777, "client.rewrite.p99_ms": 77777, "client.patch.p50_ms": 63020, "cost_ratio.p50": 1.234}}
 			}
 			return &driver.SideResult{Phases: []driver.Phase{okPhase("rewrite"), okPhase("patch")},
-				Metrics: map[string]float64{"client.rewrite.p50_ms": 63.5, "client.rewrite.p99_ms": 164, "client.patch.p50_ms": 3.29, "cost_ratio.p50": 16.3}}
+				Metrics: map[driver.Metric]float64{"client.rewrite.p50_ms": 63.5, "client.rewrite.p99_ms": 164, "client.patch.p50_ms": 3.29, "cost_ratio.p50": 16.3}}
 		}),
 		{Scenario: "documents.rewrite", Name: "2MB", Rate: 5, DurationS: 5, Sides: []string{"no-mongodb", "mongodb"}},
 	}
@@ -77,15 +77,15 @@ func failedFixture() ([]*driver.Run, eventstore.Results) {
 				return &driver.SideResult{} // nothing recorded
 			}
 			return &driver.SideResult{Phases: []driver.Phase{phase("send", 5000, 5000, 0, map[string]int64{"202": 5000})},
-				Metrics: map[string]float64{"server.delivery.p99_ms": 53, "throughput": 1000, "client.errors": 0}}
+				Metrics: map[driver.Metric]float64{"server.delivery.p99_ms": 53, "throughput": 1000, "client.errors": 0}}
 		}),
 		point("queue.rate", "2000/s", 2000, sides, func(s string) *driver.SideResult {
 			if s == "no-rabbitmq" {
 				return &driver.SideResult{Phases: []driver.Phase{phase("send", 0, 0, 0, map[string]int64{})},
-					Metrics: map[string]float64{"server.delivery.p99_ms": 0, "throughput": 0, "client.errors": 0}}
+					Metrics: map[driver.Metric]float64{"server.delivery.p99_ms": 0, "throughput": 0, "client.errors": 0}}
 			}
 			return &driver.SideResult{Phases: []driver.Phase{phase("send", 10000, 10000, 0, map[string]int64{"202": 10000})},
-				Metrics: map[string]float64{"server.delivery.p99_ms": 257, "throughput": 2000, "client.errors": 0}}
+				Metrics: map[driver.Metric]float64{"server.delivery.p99_ms": 257, "throughput": 2000, "client.errors": 0}}
 		}),
 	}
 	queue.Ceilings = []driver.Ceiling{
@@ -285,18 +285,18 @@ func TestLZ4ClaimReadsTheTOASTExperiment(t *testing.T) {
 // labelled against their own figures: Redis ahead by less than claimed is
 // "does not hold" saying that Redis is ahead; a tie decides no direction.
 func TestClaimsTheIssueFoundContradictory(t *testing.T) {
-	pt := func(scenario, name string, sides []string, vals map[string]float64) driver.Point {
-		p := driver.Point{Scenario: scenario, Name: name, Sides: sides}
+	pt := func(scenario, name string, sides []string, vals map[driver.Metric]float64) driver.Point {
+		p := driver.Point{Scenario: driver.ScenarioName(scenario), Name: name, Sides: sides}
 		_ = driver.RunPoint(t.Context(), &p, 3, func(_ context.Context, s string, _ int) (*driver.SideResult, error) {
-			return &driver.SideResult{Metrics: map[string]float64{"client.p50_ms": vals[s]}}, nil
+			return &driver.SideResult{Metrics: map[driver.Metric]float64{"client.p50_ms": vals[driver.Metric(s)]}}, nil
 		})
 		return p
 	}
 	modes := []string{modeRedis, modeUnlogged}
 	cache := &driver.Run{Command: "cache", Points: []driver.Point{
-		pt(cacheRaw, "by key", []string{"postgres", "redis"}, map[string]float64{"postgres": 0.417, "redis": 0.3}),
-		pt(cacheProfile, "read_heavy", modes, map[string]float64{modeRedis: 1.0, modeUnlogged: 1.3}),
-		pt(cacheProfile, "write_heavy", modes, map[string]float64{modeRedis: 1.47, modeUnlogged: 1.47}),
+		pt(cacheRaw, "by key", []string{"postgres", "redis"}, map[driver.Metric]float64{"postgres": 0.417, "redis": 0.3}),
+		pt(cacheProfile, "read_heavy", modes, map[driver.Metric]float64{modeRedis: 1.0, modeUnlogged: 1.3}),
+		pt(cacheProfile, "write_heavy", modes, map[driver.Metric]float64{modeRedis: 1.47, modeUnlogged: 1.47}),
 	}}
 	byShort := map[string]Claim{}
 	for _, c := range Claims([]*driver.Run{cache}) {

@@ -77,7 +77,7 @@ func (s RateScenario) AtThroughput(ctx context.Context, e *Env, run *driver.Run,
 	bs := s
 	bs.Load = s.batchLoad(o.Batch)
 	e.logf("%s batch throughput: %d senders × %d-event batches for %s", s.Pair.Name, o.Senders, o.Batch, o.Measure)
-	tp := driver.Point{Scenario: s.Pair.Name + ".batch_throughput", Name: fmt.Sprintf("%d senders × %d", o.Senders, o.Batch), DurationS: o.Measure.Seconds(), Sides: s.Pair.Sides()}
+	tp := driver.Point{Scenario: PairScenarioName(s.Pair.Name, KindBatchThroughput), Name: fmt.Sprintf("%d senders × %d", o.Senders, o.Batch), DurationS: o.Measure.Seconds(), Sides: s.Pair.Sides()}
 	through := map[string]float64{}
 	err := driver.RunPoint(ctx, &tp, 1, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 		res, err := bs.closedLoop(ctx, e, svc, o)
@@ -91,7 +91,7 @@ func (s RateScenario) AtThroughput(ctx context.Context, e *Env, run *driver.Run,
 		return err
 	}
 	for _, f := range o.Fractions {
-		p := driver.Point{Scenario: s.Pair.Name + ".at_throughput", Name: fmt.Sprintf("%.0f%%", 100*f), DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides()}
+		p := driver.Point{Scenario: PairScenarioName(s.Pair.Name, KindAtThroughput), Name: fmt.Sprintf("%.0f%%", 100*f), DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides()}
 		e.logf("%s at %.0f%% of each side's batch throughput for %s", s.Pair.Name, 100*f, o.Duration)
 		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 			if through[svc] <= 0 {
@@ -119,7 +119,7 @@ func (s RateScenario) AtThroughput(ctx context.Context, e *Env, run *driver.Run,
 // the same window, batch_throughput the lower of the two.
 func (s RateScenario) closedLoop(ctx context.Context, e *Env, svc string, o AtThroughputOptions) (*driver.SideResult, error) {
 	base := e.URL(svc)
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	if err := driver.ResetStats(ctx, base); err != nil {
 		return res, err
 	}

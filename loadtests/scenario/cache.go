@@ -345,8 +345,9 @@ func (r *cacheRun) kv(ctx context.Context, run *driver.Run) error {
 	s, e, o := r.s, r.e, r.o
 	pad := `"` + strings.Repeat("x", 200) + `"`
 	for _, kv := range []struct {
-		scenario, phase string
-		req             func(base string, n uint64) driver.Request
+		scenario driver.ScenarioName
+		phase    string
+		req      func(base string, n uint64) driver.Request
 	}{
 		{CacheKVWriteScenario, "kv_put", func(base string, n uint64) driver.Request {
 			return driver.Request{Method: http.MethodPut, URL: base + "/kv/load-" + strconv.FormatUint(n%1000, 10) + "?ttl=5m",
@@ -377,7 +378,7 @@ func (r *cacheRun) rawLookups(ctx context.Context, run *driver.Run) error {
 	rp := driver.Point{Scenario: CacheRawScenario, Name: "by key", DurationS: o.RawDuration.Seconds(), Sides: []string{RawSidePostgres, RawSideRedis}}
 	e.logf("cache raw lookup: pgx vs go-redis, one connection each, %s per loop, %d rounds", o.RawDuration, o.Rounds)
 	err := driver.RunPoint(ctx, &rp, o.Rounds, func(ctx context.Context, side string, _ int) (*driver.SideResult, error) {
-		res := &driver.SideResult{Metrics: map[string]float64{}}
+		res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 		c, err := RawLookup(ctx, side, e.PostgresURL, redisURL, r.schema, o.Keys, o.RawDuration, e.Progress)
 		res.Phases = append(res.Phases, driver.Phase{Name: "lookup", Client: c})
 		driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
@@ -471,7 +472,7 @@ func (r *cacheRun) costSet(ctx context.Context, i int) cost.Set {
 // the client's view, /stats (counters, hit ratio) and the CPU-seconds
 // per 1,000 operations of the service, Postgres and Redis.
 func (r *cacheRun) attack(ctx context.Context, mode, phase string, rate float64, req func(base string, n uint64) driver.Request) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	i := r.modeIndex(mode)
 	base := r.url(i, 0)
 	if err := driver.ResetStats(ctx, base); err != nil {
@@ -490,14 +491,14 @@ func (r *cacheRun) attack(ctx context.Context, mode, phase string, rate float64,
 	driver.FlattenClient(m, driver.ClientPrefix, c)
 	var total float64
 	for g, v := range used {
-		m["cpu_s."+g] = math.Round(v*1e4) / 1e4
+		m[MetricCPUSecondsOf.Of(g)] = math.Round(v*1e4) / 1e4
 		total += v
 		if pk := cost.PerThousand(v, c.OK); !math.IsNaN(pk) {
-			m["cpu_per_k."+g] = pk
+			m[MetricCPUPerKOf.Of(g)] = pk
 		}
 	}
 	if pk := cost.PerThousand(total, c.OK); !math.IsNaN(pk) {
-		m["cpu_per_k.total"] = pk
+		m[MetricCPUPerKOf.Of(CostTotal)] = pk
 	}
 	st, err := driver.GetStats(ctx, base)
 	res.Stats = st
@@ -507,12 +508,12 @@ func (r *cacheRun) attack(ctx context.Context, mode, phase string, rate float64,
 }
 
 // cacheCounters adds the cache counters and the hit ratio to m.
-func cacheCounters(m map[string]float64, st *driver.ServerStats) {
+func cacheCounters(m map[driver.Metric]float64, st *driver.ServerStats) {
 	if st == nil {
 		return
 	}
 	for _, n := range CacheCounters {
-		m[driver.CounterPrefix+n] = float64(st.Counters[n])
+		m[driver.Counter(n)] = float64(st.Counters[n])
 	}
 	if h, ms := st.Counters["hits"], st.Counters["misses"]; h+ms > 0 {
 		m["hit_ratio"] = math.Round(float64(h)/float64(h+ms)*1e4) / 1e4
@@ -542,7 +543,7 @@ func (r *cacheRun) invalidate(ctx context.Context, i, id int) error {
 // instance, then (another cold key) half to each instance, and records
 // the origin loads each caused (/stats deltas).
 func (r *cacheRun) stampede(ctx context.Context, i, round int) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	for k, spread := range []int{1, 2} {
 		id := 50000 + 100*round + 10*i + k
 		if err := r.invalidate(ctx, i, id); err != nil {
@@ -572,8 +573,8 @@ func (r *cacheRun) stampede(ctx context.Context, i, round int) (*driver.SideResu
 		close(gate)
 		wg.Wait()
 		name := []string{"one", "two"}[k]
-		res.Metrics["elapsed_ms."+name] = float64(time.Since(t0).Milliseconds())
-		res.Metrics["errors."+name] = float64(failed)
+		res.Metrics[MetricStampedeElapsedOf.Of(name)] = float64(time.Since(t0).Milliseconds())
+		res.Metrics[MetricStampedeErrorsOf.Of(name)] = float64(failed)
 		var loads int64
 		for j := range spread {
 			st, err := driver.GetStats(ctx, r.url(i, j))
@@ -585,7 +586,7 @@ func (r *cacheRun) stampede(ctx context.Context, i, round int) (*driver.SideResu
 				res.Stats = st
 			}
 		}
-		res.Metrics["origin_loads."+name] = float64(loads)
+		res.Metrics[MetricStampedeOriginLoadsOf.Of(name)] = float64(loads)
 	}
 	return res, nil
 }
@@ -595,7 +596,7 @@ func (r *cacheRun) stampede(ctx context.Context, i, round int) (*driver.SideResu
 // measures the milliseconds until both instances serve the new value;
 // "fresh" is 0 when one still served the old value StaleTTL + 2 s later.
 func (r *cacheRun) staleness(ctx context.Context, i, round int) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	first := 70000 + 100*round + 10*i
 	id := first + 5
 	for range 2 {
@@ -636,7 +637,7 @@ func (r *cacheRun) staleness(ctx context.Context, i, round int) (*driver.SideRes
 			if got == stock {
 				fresh[j] = true
 				worst = max(worst, time.Since(t0))
-				res.Metrics[fmt.Sprintf("stale_ms.instance%d", j)] = float64(time.Since(t0).Milliseconds())
+				res.Metrics[MetricStaleInstance(j)] = float64(time.Since(t0).Milliseconds())
 			}
 		}
 		time.Sleep(5 * time.Millisecond)

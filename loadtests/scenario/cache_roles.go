@@ -76,7 +76,7 @@ const (
 	MetricPass           = "pass"
 	// MetricCPUPerKDeliveries prefixes each process group's CPU-seconds
 	// per 1,000 deliveries ("cpu_per_k_deliveries.postgres").
-	MetricCPUPerKDeliveries = "cpu_per_k_deliveries."
+	MetricCPUPerKDeliveries driver.MetricPrefix = "cpu_per_k_deliveries."
 	// A ladder's ceiling.
 	MetricMaxPublishRate    = "max_publish_rate"
 	MetricMaxDeliveriesPerS = "max_deliveries_per_s"
@@ -356,11 +356,11 @@ func (r *rolesRun) costSet(ctx context.Context, i int) cost.Set {
 
 // addCPU records each group's CPU-seconds, and per 1,000 items under
 // prefix ("cpu_per_k." for cycles, MetricCPUPerKDeliveries).
-func addCPU(m map[string]float64, used map[string]float64, items int64, prefix string) {
+func addCPU(m map[driver.Metric]float64, used map[string]float64, items int64, prefix driver.MetricPrefix) {
 	for g, v := range used {
-		m["cpu_s."+g] = math.Round(v*1e4) / 1e4
+		m[MetricCPUSecondsOf.Of(g)] = math.Round(v*1e4) / 1e4
 		if pk := cost.PerThousand(v, items); !math.IsNaN(pk) {
-			m[prefix+g] = pk
+			m[prefix.Of(g)] = pk
 		}
 	}
 }
@@ -424,7 +424,7 @@ type lockTally struct {
 // releasing; a 409 is retried at once. It records the cycles, the
 // conflicts, and any double grant or token not above the name's last.
 func (r *rolesRun) lockLoop(ctx context.Context, side string, round, workers, names int) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	base := r.url(r.sideIndex(side))
 	if err := driver.ResetStats(ctx, base); err != nil {
 		return res, err
@@ -521,7 +521,7 @@ func (r *rolesRun) handover(ctx context.Context, run *driver.Run) error {
 	p := driver.Point{Scenario: CacheLockHandoverScenario, Name: "lease " + o.Lease.String(), Sides: r.sideNames()}
 	r.e.logf("cache roles, lock handover after a holder's death: lease %s, %d rounds", o.Lease, o.Rounds)
 	err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, side string, round int) (*driver.SideResult, error) {
-		res := &driver.SideResult{Metrics: map[string]float64{}}
+		res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 		u := r.url(r.sideIndex(side)) + "/locks/" + fmt.Sprintf("roles-%s-handover-%d", r.id, round)
 		code, b, err := driver.Do(ctx, http.MethodPost, u, lockRequest("dying", o.Lease))
 		if err != nil || code != http.StatusCreated {
@@ -585,7 +585,7 @@ func (r *rolesRun) rateLimit(ctx context.Context, run *driver.Run) error {
 
 func (r *rolesRun) takeLoop(ctx context.Context, side string, round int) (*driver.SideResult, error) {
 	o := r.o
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	base := r.url(r.sideIndex(side))
 	if err := driver.ResetStats(ctx, base); err != nil {
 		return res, err
@@ -660,7 +660,7 @@ func (r *rolesRun) takeWorker(ctx context.Context, u string, deadline time.Time,
 // windowMetrics records the admitted takes per window: how many windows,
 // the most and (over the windows before the last, which the loop's end
 // cuts) the fewest admitted, and the windows over limit.
-func windowMetrics(m map[string]float64, counts []int, limit int) {
+func windowMetrics(m map[driver.Metric]float64, counts []int, limit int) {
 	m[MetricLimit], m[MetricWindows] = float64(limit), float64(len(counts))
 	over := 0
 	for _, c := range counts {

@@ -253,7 +253,7 @@ func (r *rolesRun) ceilingPoint(n, k int, ladders []map[string][]ladderStep) dri
 				rd.Sides[side] = &driver.SideResult{Service: side, Error: "no step was measured"}
 				continue
 			}
-			m := map[string]float64{MetricSubscribers: float64(n), MetricMaxPublishRate: 0, MetricMaxDeliveriesPerS: 0, MetricLadderCapped: 0}
+			m := map[driver.Metric]float64{MetricSubscribers: float64(n), MetricMaxPublishRate: 0, MetricMaxDeliveriesPerS: 0, MetricLadderCapped: 0}
 			for _, st := range steps {
 				if st.pass && st.rate >= m[MetricMaxPublishRate] {
 					m[MetricMaxPublishRate] = st.rate
@@ -359,7 +359,7 @@ func (r *rolesRun) ladderStep(ctx context.Context, side, base, ch string, subs [
 	if err := driver.ResetStats(ctx, base); err != nil {
 		return ladderStep{}, err
 	}
-	res := &driver.SideResult{Service: side, StartedAt: time.Now().UTC(), Metrics: map[string]float64{}}
+	res := &driver.SideResult{Service: side, StartedAt: time.Now().UTC(), Metrics: map[driver.Metric]float64{}}
 	set := r.costs[side]
 	before := set.Sample()
 	c := driver.Attack(ctx, driver.AttackSpec{

@@ -51,7 +51,7 @@ func TestWindowCounts(t *testing.T) {
 	if got := windowCounts(ends, time.Second); !slices.Equal(got, []int{3, 5, 2}) {
 		t.Errorf("windows %v, want [3 5 2]", got)
 	}
-	m := map[string]float64{}
+	m := map[driver.Metric]float64{}
 	windowMetrics(m, []int{4, 5, 2}, 4)
 	if m[MetricAdmittedMax] != 5 || m[MetricAdmittedMin] != 4 || m[MetricOverLimitWindows] != 1 || m[MetricWindows] != 3 {
 		t.Errorf("window metrics %v", m)

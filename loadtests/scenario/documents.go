@@ -414,7 +414,7 @@ func (s SearchRewriteScenario) search(ctx context.Context, e *Env, sp *driver.Po
 		queries[i] = []byte(`{"profile":` + q + `,"limit":50}`)
 	}
 	return driver.RunPoint(ctx, sp, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
-		res := &driver.SideResult{Metrics: map[string]float64{}}
+		res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 		base := e.URL(svc)
 		if err := driver.ResetStats(ctx, base); err != nil {
 			return res, err
@@ -489,7 +489,7 @@ func (s SearchRewriteScenario) rewrites(ctx context.Context, e *Env, run *driver
 
 // points measures scenario's rewrite point at every size into run,
 // stopping at the first error.
-func (rw *rewriter) points(ctx context.Context, run *driver.Run, scenario string, sides []string) error {
+func (rw *rewriter) points(ctx context.Context, run *driver.Run, scenario driver.ScenarioName, sides []string) error {
 	for si, size := range rw.o.Sizes {
 		p, err := rw.point(ctx, scenario, sides, si, size)
 		run.Points = append(run.Points, p)
@@ -514,8 +514,8 @@ type rewriter struct {
 }
 
 // point measures the sizes[si] point of scenario on sides.
-func (rw *rewriter) point(ctx context.Context, scenario string, sides []string, si, size int) (driver.Point, error) {
-	e, o, wal, tag, create := rw.e, rw.o, rw.wal, rw.tag+strings.ReplaceAll(scenario, ".", ""), rw.create
+func (rw *rewriter) point(ctx context.Context, scenario driver.ScenarioName, sides []string, si, size int) (driver.Point, error) {
+	e, o, wal, tag, create := rw.e, rw.o, rw.wal, rw.tag+strings.ReplaceAll(string(scenario), ".", ""), rw.create
 	rate := o.RewriteRates[min(si, len(o.RewriteRates)-1)]
 	variants := [][]byte{LargeProfile(size, 1), LargeProfile(size, 2)}
 	label := sizeLabel(size)
@@ -536,7 +536,7 @@ func (rw *rewriter) point(ctx context.Context, scenario string, sides []string, 
 	}
 	e.logf("%s %s: %g/s rewrites then %g/s patches for %s each, %d rounds", scenario, label, rate, rate, o.Duration, o.Rounds)
 	err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
-		res := &driver.SideResult{Metrics: map[string]float64{}}
+		res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 		base := e.URL(svc)
 		if err := driver.ResetStats(ctx, base); err != nil {
 			return res, err
@@ -564,16 +564,16 @@ func (rw *rewriter) point(ctx context.Context, scenario string, sides []string, 
 				d := after - before
 				phase.WALBytes = &d
 				if c.OK > 0 {
-					res.Metrics["wal_per_op."+ph.name] = math.Round(float64(d) / float64(c.OK))
+					res.Metrics[MetricWALPerOpOf.Of(ph.name)] = math.Round(float64(d) / float64(c.OK))
 				}
 			}
 			res.Phases = append(res.Phases, phase)
-			driver.FlattenClient(res.Metrics, driver.ClientPrefix+ph.name+".", c)
+			driver.FlattenClient(res.Metrics, driver.ClientPhase(ph.name), c)
 		}
 		m := res.Metrics
 		for _, q := range []string{driver.SuffixP50, driver.SuffixP99} {
-			if v := driver.Ratio(m[driver.ClientRewritePrefix+q], m[driver.ClientPatchPrefix+q]); !math.IsNaN(v) {
-				m["cost_ratio."+strings.TrimSuffix(q, "_ms")] = v
+			if v := driver.Ratio(m[driver.ClientRewrite.Key(q)], m[driver.ClientPatch.Key(q)]); !math.IsNaN(v) {
+				m[MetricCostRatioOf.Of(strings.TrimSuffix(q, "_ms"))] = v
 			}
 		}
 		st, err := driver.GetStats(ctx, base)

@@ -119,9 +119,9 @@ func checkCeiling(t testing.TB, run *driver.Run, o CeilingOptions) {
 		}
 		m := st.Metrics
 		t.Logf("%g/s: pass %v (%s), ok %v, service %v CPU-s", st.Rate, st.Pass, st.Why, m[driver.ClientOK], m["cpu.service.s"])
-		for _, k := range []string{driver.ClientOK, driver.ClientSentRate, driver.ServerSearchP99, "cpu.service.s", "cpu.postgres.s",
-			MetricCPUPerThousand("service"), MetricCPUPerThousand("postgres"), "backlog_end"} {
-			if _, ok := m[k]; !ok {
+		for _, k := range []string{string(driver.ClientOK), driver.ClientSentRate, string(driver.ServerSearchP99), "cpu.service.s", "cpu.postgres.s",
+			string(MetricCPUPerThousand("service")), string(MetricCPUPerThousand("postgres")), "backlog_end"} {
+			if _, ok := m[driver.Metric(k)]; !ok {
 				t.Errorf("step %d at %g/s has no %s: %v", i, st.Rate, k, m)
 			}
 		}

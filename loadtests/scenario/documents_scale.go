@@ -68,7 +68,7 @@ func ScaleLabel(n int) string {
 
 // DocumentsScaleCeiling is the ceiling scenario of op ("search" or
 // "write") at n users: "documents.search.100k.ceiling".
-func DocumentsScaleCeiling(op string, n int) string {
+func DocumentsScaleCeiling(op string, n int) driver.ScenarioName {
 	return CeilingScenarioName(pairs.Documents+"."+op, ScaleLabel(n))
 }
 
@@ -359,7 +359,7 @@ func (l *scaleLoader) scaleUser(i int) (id, email, name, plan string, profile []
 // index perhaps missing): the side is marked failed and every later
 // grow of it fails at once, saying so, instead of loading onto rows
 // that are not the size it would record.
-func (l *scaleLoader) grow(ctx context.Context, postgres bool, svc string, n int) (map[string]float64, error) {
+func (l *scaleLoader) grow(ctx context.Context, postgres bool, svc string, n int) (map[driver.Metric]float64, error) {
 	if l.loaded == nil {
 		l.loaded, l.failed = map[string]bool{}, map[string]string{}
 	}
@@ -368,7 +368,7 @@ func (l *scaleLoader) grow(ctx context.Context, postgres bool, svc string, n int
 	}
 	l.loaded[svc] = true
 	from := l.have[svc]
-	var m map[string]float64
+	var m map[driver.Metric]float64
 	var err error
 	if postgres {
 		m, err = l.growPostgres(ctx, from, n)
@@ -398,7 +398,7 @@ func (l *scaleLoader) searchIndexDDL(create string) string {
 // disabled (a bulk load would write a change row per user), users from+1
 // .. n copied in, then the index built (timed), the table vacuumed and
 // analysed, a checkpoint taken, its sizes read.
-func (l *scaleLoader) growPostgres(ctx context.Context, from, n int) (map[string]float64, error) {
+func (l *scaleLoader) growPostgres(ctx context.Context, from, n int) (map[driver.Metric]float64, error) {
 	t := l.table.Sanitize()
 	schema := pgx.Identifier{l.table[0]}.Sanitize()
 	exec := func(sql string) error { _, err := l.pg.Exec(ctx, sql); return err }
@@ -421,7 +421,7 @@ func (l *scaleLoader) growPostgres(ctx context.Context, from, n int) (map[string
 	if err != nil {
 		return nil, fmt.Errorf("copy: %w", err)
 	}
-	m := map[string]float64{ScaleLoadS: time.Since(began).Seconds()}
+	m := map[driver.Metric]float64{ScaleLoadS: time.Since(began).Seconds()}
 	began = time.Now()
 	if err := exec(l.searchIndexDDL("CREATE INDEX")); err != nil {
 		return nil, err
@@ -452,7 +452,7 @@ func (l *scaleLoader) growPostgres(ctx context.Context, from, n int) (map[string
 // growMongo: the collection's secondary indexes dropped (their specs
 // kept), users from+1 .. n inserted in batches, the indexes created again
 // (timed), the sizes read from collStats.
-func (l *scaleLoader) growMongo(ctx context.Context, from, n int) (map[string]float64, error) {
+func (l *scaleLoader) growMongo(ctx context.Context, from, n int) (map[driver.Metric]float64, error) {
 	present, err := secondaryIndexes(ctx, l.users)
 	if err != nil {
 		return nil, err
@@ -493,7 +493,7 @@ func (l *scaleLoader) growMongo(ctx context.Context, from, n int) (map[string]fl
 			return nil, fmt.Errorf("insert: %w", err)
 		}
 	}
-	m := map[string]float64{ScaleLoadS: time.Since(began).Seconds()}
+	m := map[driver.Metric]float64{ScaleLoadS: time.Since(began).Seconds()}
 	began = time.Now()
 	if err := whileLocked(ctx, func(ctx context.Context) error { return createIndexes(ctx, l.users, specs) }); err != nil {
 		return nil, fmt.Errorf("create indexes: %w", err)

@@ -34,10 +34,10 @@ func TestScaleNames(t *testing.T) {
 			t.Errorf("ScaleLabel(%d) = %q, want %q", c.n, got, c.label)
 		}
 		name := DocumentsScaleCeiling(c.op, c.n)
-		if want := "documents." + c.op + "." + c.label + ".ceiling"; name != want {
+		if want := "documents." + c.op + "." + c.label + ".ceiling"; string(name) != want {
 			t.Errorf("DocumentsScaleCeiling = %q, want %q", name, want)
 		}
-		if op, n, ok := ParseDocumentsScaleCeiling(name); !ok || op != c.op || n != c.n {
+		if op, n, ok := ParseDocumentsScaleCeiling(string(name)); !ok || op != c.op || n != c.n {
 			t.Errorf("ParseDocumentsScaleCeiling(%q) = %q %d %v", name, op, n, ok)
 		}
 	}

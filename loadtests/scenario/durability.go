@@ -53,10 +53,12 @@ const (
 // DurabilityScenarioName is the Point.Scenario of a pair's fixed-rate
 // points ("durability.queue"); DurabilitySustainName that of its
 // sustainable searches ("durability.queue.sustainable").
-func DurabilityScenarioName(pair string) string { return DurabilityCommand + "." + pair }
+func DurabilityScenarioName(pair string) driver.ScenarioName {
+	return driver.ScenarioName(DurabilityCommand + "." + pair)
+}
 
 // DurabilitySustainName: see DurabilityScenarioName.
-func DurabilitySustainName(pair string) string {
+func DurabilitySustainName(pair string) driver.ScenarioName {
 	return DurabilityScenarioName(pair) + ".sustainable"
 }
 
@@ -404,7 +406,7 @@ func (e *Env) durabilitySearch(ctx context.Context, c DurabilityConfig, o Durabi
 	th := durabilityThroughput(c.Pair)
 	search := driver.Point{Scenario: DurabilitySustainName(c.Pair.Name), Name: c.Name(), DurationS: o.Search.Step.Seconds(), Sides: []string{c.Service}}
 	_ = driver.RunPoint(ctx, &search, 1, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
-		res := &driver.SideResult{Metrics: map[string]float64{}}
+		res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 		if !started {
 			return res, errors.New("not run: no window of the fixed point could start the service")
 		}
@@ -446,7 +448,7 @@ func durabilityRate(p Pair) RateScenario {
 // service and of every node (durabilityGroups) over the load, and records
 // it per 1,000 items answered 2xx (MetricCPUPerThousand).
 func (e *Env) durabilityFixed(ctx context.Context, c DurabilityConfig, o DurabilityOptions) (*driver.SideResult, cost.Set, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	if err := checkSyncCommit(ctx, c, res.Metrics); err != nil {
 		return res, nil, err
 	}
@@ -479,10 +481,10 @@ func (e *Env) durabilityFixed(ctx context.Context, c DurabilityConfig, o Durabil
 
 // perThousand records in m each group's CPU-seconds ("cpu.<group>.s",
 // from sideCost) per 1,000 items, and their total.
-func perThousand(m map[string]float64, groups cost.Set, items int64) {
+func perThousand(m map[driver.Metric]float64, groups cost.Set, items int64) {
 	used := map[string]float64{}
 	for _, g := range groups {
-		if v, ok := m["cpu."+g.Name+".s"]; ok {
+		if v, ok := m[MetricCPUSeconds(g.Name)]; ok {
 			used[g.Name] = v
 		}
 	}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -187,7 +188,7 @@ const MetricSyncStandbys = "synchronous_standbys"
 // fails unless the session's synchronous_commit is the configuration's
 // (SettingSyncCommit) or the server's default (the other sides); it
 // records the synchronous standbys streaming in m.
-func checkSyncCommit(ctx context.Context, c DurabilityConfig, m map[string]float64) error {
+func checkSyncCommit(ctx context.Context, c DurabilityConfig, m map[driver.Metric]float64) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(cctx, c.Env["DATABASE_URL"])

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"net/url"
 	"os"
 	"strings"
@@ -207,7 +208,7 @@ func TestCheckSyncCommit(t *testing.T) {
 	}
 	ctx := context.Background()
 	u, _ := WithRuntimeParam(base, SettingSyncCommit, "remote_apply")
-	m := map[string]float64{}
+	m := map[driver.Metric]float64{}
 	good := DurabilityConfig{Setting: SettingSyncCommit, Value: "remote_apply", Env: map[string]string{"DATABASE_URL": u}}
 	if err := checkSyncCommit(ctx, good, m); err != nil {
 		t.Fatal(err)

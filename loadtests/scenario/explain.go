@@ -17,7 +17,7 @@ func Explain(run *driver.Run) []string {
 }
 
 // hasPoint reports whether run holds a point of scenario.
-func hasPoint(run *driver.Run, scenario string) bool {
+func hasPoint(run *driver.Run, scenario driver.ScenarioName) bool {
 	for i := range run.Points {
 		if run.Points[i].Scenario == scenario {
 			return true

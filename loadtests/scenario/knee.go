@@ -145,8 +145,8 @@ func ownBoundNotes(run *driver.Run) []string {
 	var out []string
 	for _, c := range run.Ceilings {
 		key := "ceiling"
-		if _, own := run.Settings[c.Scenario]; own {
-			key = c.Scenario
+		if _, own := run.Settings[string(c.Scenario)]; own {
+			key = string(c.Scenario)
 		}
 		var o struct{ MaxInFlight *int }
 		if run.Setting(key, &o) != nil || o.MaxInFlight == nil || *o.MaxInFlight < 0 {
@@ -154,7 +154,7 @@ func ownBoundNotes(run *driver.Run) []string {
 		}
 		if c.Spec != nil && c.Spec.MaxInFlight == nil {
 			out = append(out, fmt.Sprintf("%s ceiling: %s runs outside the driver, so its search ran with its own in-flight bound, not MAX_IN_FLIGHT=%d",
-				strings.TrimSuffix(c.Scenario, ".ceiling"), c.Service, *o.MaxInFlight))
+				strings.TrimSuffix(string(c.Scenario), ".ceiling"), c.Service, *o.MaxInFlight))
 		}
 	}
 	return out
@@ -191,7 +191,7 @@ func judged(s driver.CeilingSpec) []string {
 // Judge returns every criterion of spec that a step at rate, with
 // metrics m, failed (in Criteria's order; none: it passed) and the
 // first failure's reason in words, or what it passed with.
-func Judge(spec driver.CeilingSpec, m map[string]float64, rate float64) (failed []string, why string) {
+func Judge(spec driver.CeilingSpec, m map[driver.Metric]float64, rate float64) (failed []string, why string) {
 	add := func(c, format string, args ...any) {
 		if len(failed) == 0 {
 			why = fmt.Sprintf(format, args...)
@@ -432,7 +432,7 @@ func roundRate(r float64) float64 {
 // ceilingServices restarts each side of sides with o.MaxInFlight and its
 // environment of env for the search (ceilingInFlight), then warms up the
 // sides restarted.
-func (s RateScenario) ceilingServices(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions, scenario string, sides []string, env map[string]map[string]string) (map[string]*int, error) {
+func (s RateScenario) ceilingServices(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions, scenario driver.ScenarioName, sides []string, env map[string]map[string]string) (map[string]*int, error) {
 	var svcs []Service
 	for _, svc := range s.Pair.Services() {
 		if slices.Contains(sides, svc.Name) {
@@ -454,7 +454,7 @@ func (s RateScenario) ceilingServices(ctx context.Context, e *Env, run *driver.R
 // the bound each runs with: nil where the driver left the service's own,
 // because o says so or because it runs outside the driver
 // (ownBoundNotes). It reports whether it restarted any.
-func (e *Env) ceilingInFlight(ctx context.Context, run *driver.Run, scenario string, svcs []Service, env map[string]map[string]string, o CeilingOptions) (map[string]*int, bool, error) {
+func (e *Env) ceilingInFlight(ctx context.Context, run *driver.Run, scenario driver.ScenarioName, svcs []Service, env map[string]map[string]string, o CeilingOptions) (map[string]*int, bool, error) {
 	out := map[string]*int{}
 	envs := map[string]map[string]string{}
 	for _, svc := range svcs {
@@ -494,20 +494,20 @@ func (e *Env) ceilingInFlight(ctx context.Context, run *driver.Run, scenario str
 // ceilingEnvSetting is the run setting that records the environment the
 // services ran a ceiling scenario with ("ceiling_env" for the pair's
 // main search, as files before the designs named it).
-func ceilingEnvSetting(scenario string) string {
-	if strings.Count(scenario, ".") == 1 {
+func ceilingEnvSetting(scenario driver.ScenarioName) string {
+	if strings.Count(string(scenario), ".") == 1 {
 		return "ceiling_env"
 	}
-	return strings.TrimSuffix(scenario, ".ceiling") + "_env"
+	return strings.TrimSuffix(string(scenario), ".ceiling") + "_env"
 }
 
 // CeilingScenarioName is the Ceiling.Scenario of a pair's search of
 // design ("" for the main one): "queue.ceiling", "queue.broker-only.ceiling".
-func CeilingScenarioName(pair, design string) string {
+func CeilingScenarioName(pair, design string) driver.ScenarioName {
 	if design == "" {
-		return pair + ".ceiling"
+		return driver.ScenarioName(pair + ".ceiling")
 	}
-	return pair + "." + design + ".ceiling"
+	return driver.ScenarioName(pair + "." + design + ".ceiling")
 }
 
 // ceiling runs the pair's main ceiling search on both sides, each with
@@ -540,7 +540,7 @@ func (s RateScenario) ceiling(ctx context.Context, e *Env, run *driver.Run, o Ce
 
 // ceilingOf runs one ceiling scenario on sides, each restarted with its
 // environment of env.
-func (s RateScenario) ceilingOf(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions, scenario string, sides []string, env map[string]map[string]string) error {
+func (s RateScenario) ceilingOf(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions, scenario driver.ScenarioName, sides []string, env map[string]map[string]string) error {
 	inFlight, err := s.ceilingServices(ctx, e, run, o, scenario, sides, env)
 	if err != nil {
 		return err
@@ -551,7 +551,7 @@ func (s RateScenario) ceilingOf(ctx context.Context, e *Env, run *driver.Run, o 
 	spec := func(svc string) driver.CeilingSpec { return o.spec(s.CeilingLatency, s.CeilingAck, inFlight[svc]) }
 	measure := func(ctx context.Context, svc string, rate float64) (*driver.SideResult, error) {
 		if why := e.startState(ctx, pair, svc, 3*e.settle()/2); why != "" {
-			return &driver.SideResult{Precondition: why, Metrics: map[string]float64{}}, nil
+			return &driver.SideResult{Precondition: why, Metrics: map[driver.Metric]float64{}}, nil
 		}
 		carry, err := s.warmAt(ctx, e, svc, rate, o.Warmup)
 		if err != nil {
@@ -601,7 +601,7 @@ func (s RateScenario) warmAt(ctx context.Context, e *Env, svc string, rate float
 // majority of them passed. measure offers one step: a result with a
 // Precondition is an invalid step, which ends its search without a
 // verdict.
-func runCeiling(ctx context.Context, e *Env, run *driver.Run, scenario string, sides []string, o CeilingOptions,
+func runCeiling(ctx context.Context, e *Env, run *driver.Run, scenario driver.ScenarioName, sides []string, o CeilingOptions,
 	spec func(svc string) driver.CeilingSpec, measure func(ctx context.Context, svc string, rate float64) (*driver.SideResult, error)) error {
 	byside := map[string]*driver.Ceiling{}
 	for _, svc := range sides {
@@ -669,13 +669,13 @@ func runCeiling(ctx context.Context, e *Env, run *driver.Run, scenario string, s
 // CPU-seconds over its attack ("cpu.<group>.s", sideCost), each group's
 // CPU-seconds per 1,000 requests answered 2xx (MetricCPUPerThousand):
 // the same unit for every pair, whatever its items are.
-func StepCPU(m map[string]float64, groups cost.Set) {
+func StepCPU(m map[driver.Metric]float64, groups cost.Set) {
 	ok := m[driver.ClientOK]
 	if ok <= 0 {
 		return
 	}
 	for _, g := range groups {
-		if v, has := m["cpu."+g.Name+".s"]; has {
+		if v, has := m[MetricCPUSeconds(g.Name)]; has {
 			if pk := cost.PerThousand(v, int64(ok)); !math.IsNaN(pk) {
 				m[MetricCPUPerThousand(g.Name)] = pk
 			}

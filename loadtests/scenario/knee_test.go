@@ -85,33 +85,33 @@ func TestLaterSearchesStartAtTheKnee(t *testing.T) {
 func TestJudgeNamesEveryFailedCriterion(t *testing.T) {
 	o := CeilingOptions{Step: 15 * time.Second, Warmup: 5 * time.Second, P99: 100 * time.Millisecond}
 	sp := o.spec("processing", "send", nil)
-	ok := map[string]float64{"client.sent_rate": 1000, "client.errors": 0, "backlog_end": 50, "server.processing.p99_ms": 20, "server.send.p99_ms": 5}
+	ok := map[driver.Metric]float64{"client.sent_rate": 1000, "client.errors": 0, "backlog_end": 50, "server.processing.p99_ms": 20, "server.send.p99_ms": 5}
 	if failed, why := Judge(sp, ok, 1000); len(failed) != 0 {
 		t.Errorf("should pass: %v %s", failed, why)
 	}
 	for name, c := range map[string]struct {
-		change map[string]float64
+		change map[driver.Metric]float64
 		drop   string
 		want   []string
 	}{
-		"errors":   {change: map[string]float64{"client.errors": 200}, want: []string{CritErrors}},
-		"shed":     {change: map[string]float64{"client.shed": 200}, want: []string{CritShed}},
-		"slow":     {change: map[string]float64{"server.processing.p99_ms": 150}, want: []string{CritP99}},
-		"backlog":  {change: map[string]float64{"backlog_end": 500, "server.processing.p99_ms": 120}, want: []string{CritBacklog, CritP99}},
-		"underrun": {change: map[string]float64{"client.sent_rate": 800}, want: []string{CritSent}},
-		"nothing":  {change: map[string]float64{"client.sent_rate": 0}, want: []string{CritSent}},
+		"errors":   {change: map[driver.Metric]float64{"client.errors": 200}, want: []string{CritErrors}},
+		"shed":     {change: map[driver.Metric]float64{"client.shed": 200}, want: []string{CritShed}},
+		"slow":     {change: map[driver.Metric]float64{"server.processing.p99_ms": 150}, want: []string{CritP99}},
+		"backlog":  {change: map[driver.Metric]float64{"backlog_end": 500, "server.processing.p99_ms": 120}, want: []string{CritBacklog, CritP99}},
+		"underrun": {change: map[driver.Metric]float64{"client.sent_rate": 800}, want: []string{CritSent}},
+		"nothing":  {change: map[driver.Metric]float64{"client.sent_rate": 0}, want: []string{CritSent}},
 		"missing":  {drop: "server.processing.p99_ms", want: []string{CritLatency}},
 		// the consumer keeps up while the producer waits past the bound
 		// for its answer (Kafka at 3,600/s: delivery p99 91 ms, write
 		// p99 296 ms): the step fails, and on p99 once, however many
 		// latencies are over
-		"slow answer": {change: map[string]float64{"server.send.p99_ms": 296}, want: []string{CritP99}},
-		"both slow":   {change: map[string]float64{"server.send.p99_ms": 296, "server.processing.p99_ms": 150}, want: []string{CritP99}},
+		"slow answer": {change: map[driver.Metric]float64{"server.send.p99_ms": 296}, want: []string{CritP99}},
+		"both slow":   {change: map[driver.Metric]float64{"server.send.p99_ms": 296, "server.processing.p99_ms": 150}, want: []string{CritP99}},
 		"no answer":   {drop: "server.send.p99_ms", want: []string{CritLatency}},
 	} {
 		m := maps.Clone(ok)
 		maps.Copy(m, c.change)
-		delete(m, c.drop)
+		delete(m, driver.Metric(c.drop))
 		failed, why := Judge(sp, m, 1000)
 		if !reflect.DeepEqual(failed, c.want) || why == "" {
 			t.Errorf("%s: failed %v (%s), want %v", name, failed, why, c.want)
@@ -140,7 +140,7 @@ func TestOneAbsoluteRuleForBothSides(t *testing.T) {
 	low, high := o.spec("delivery", "", nil), o.spec("delivery", "", nil)
 	low.LowRate, low.LowP99MS = 100, 14.4
 	high.LowRate, high.LowP99MS = 100, 67.6
-	m := map[string]float64{"client.sent_rate": 1000, "backlog_end": 10, "server.delivery.p99_ms": 90}
+	m := map[driver.Metric]float64{"client.sent_rate": 1000, "backlog_end": 10, "server.delivery.p99_ms": 90}
 	f1, _ := Judge(low, m, 1000)
 	f2, _ := Judge(high, m, 1000)
 	if len(f1) != 0 || len(f2) != 0 {

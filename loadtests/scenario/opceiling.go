@@ -27,7 +27,7 @@ import (
 type CeilingOp struct {
 	// Scenario names the ceiling in the results
 	// ("documents.search.ceiling").
-	Scenario string
+	Scenario driver.ScenarioName
 	// Latency is the server-side latency a step is judged by: the name of
 	// a /stats latency, or of the one ServerP99 derives.
 	Latency string
@@ -188,12 +188,12 @@ func (e *Env) opAttack(op CeilingOp, side ceilingSide, rate float64, d time.Dura
 // measured from a reset of /stats, with the CPU of side's groups.
 func (e *Env) opStep(ctx context.Context, op CeilingOp, side ceilingSide, o CeilingOptions, rate float64, bound time.Duration) (*driver.SideResult, error) {
 	if why := opStart(ctx, op, side, bound); why != "" {
-		return &driver.SideResult{Precondition: why, Metrics: map[string]float64{}}, nil
+		return &driver.SideResult{Precondition: why, Metrics: map[driver.Metric]float64{}}, nil
 	}
 	if o.Warmup > 0 {
 		driver.Attack(ctx, e.opAttack(op, side, rate, o.Warmup, "warm-up", nil))
 	}
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	if err := driver.ResetStats(ctx, side.base); err != nil {
 		return res, err
 	}
@@ -222,7 +222,7 @@ func (e *Env) opStep(ctx context.Context, op CeilingOp, side ceilingSide, o Ceil
 // and records o in run's settings under op's scenario. Each step waits
 // up to 1.5 × the settle bound for its start (opStart).
 func (e *Env) runOpCeiling(ctx context.Context, run *driver.Run, op CeilingOp, sides []ceilingSide, o CeilingOptions) error {
-	run.Settings[op.Scenario] = o
+	run.Settings[string(op.Scenario)] = o
 	byName := map[string]ceilingSide{}
 	var names []string
 	for _, s := range sides {

@@ -70,7 +70,7 @@ func (s RateScenario) Overload(ctx context.Context, e *Env, run *driver.Run, o O
 	ceil := map[string]float64{}
 	var sides []string
 	for _, c := range run.Ceilings {
-		if c.Scenario == s.Pair.Name+".ceiling" && c.Rate.Median > 0 {
+		if c.Scenario == CeilingScenarioName(s.Pair.Name, "") && c.Rate.Median > 0 {
 			ceil[c.Service] = c.Rate.Median
 		}
 	}
@@ -97,7 +97,7 @@ func (s RateScenario) Overload(ctx context.Context, e *Env, run *driver.Run, o O
 	run.Settings[OverloadCostSetting] = groups
 	s.warmup(ctx, e)
 	for _, m := range o.Multiples {
-		scenario := s.Pair.Name + ".overload"
+		scenario := PairScenarioName(s.Pair.Name, KindOverload)
 		e.logf("%s %s: %g× each side's ceiling for %s, %d rounds", s.Pair.Name, scenario, m, o.Duration, o.Rounds)
 		p := driver.Point{Scenario: scenario, Name: fmt.Sprintf("%g× ceiling", m), DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides()}
 		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {

@@ -81,7 +81,7 @@ func (s RateScenario) variant(ctx context.Context, e *Env, run *driver.Run, o Ra
 				// Measured already, in this run and in this mode: the
 				// fixed-rate point at that rate (the same services,
 				// settings, duration and rounds) is the default mode's.
-				p.Scenario = s.Pair.Name + "." + mode.Name
+				p.Scenario = PairScenarioName(s.Pair.Name, mode.Name)
 				run.Points = append(run.Points, p)
 				continue
 			}
@@ -103,12 +103,12 @@ func (s RateScenario) variant(ctx context.Context, e *Env, run *driver.Run, o Ra
 func reusedDefaultNotes(run *driver.Run) []string {
 	var out []string
 	for _, p := range run.Points {
-		pair, ok := strings.CutSuffix(p.Scenario, ".default")
+		pair, ok := strings.CutSuffix(string(p.Scenario), "."+KindDefault)
 		if !ok || len(p.Rounds) == 0 {
 			continue
 		}
 		for _, q := range run.Points {
-			if q.Scenario == pair+".rate" && q.Rate == p.Rate && reflect.DeepEqual(q.Rounds, p.Rounds) {
+			if q.Scenario == RateScenarioName(pair) && q.Rate == p.Rate && reflect.DeepEqual(q.Rounds, p.Rounds) {
 				out = append(out, fmt.Sprintf("the default mode's point at %s is the fixed-rate point at that rate, measured earlier in this run", driver.Label(p.Rate)))
 				break
 			}
@@ -121,7 +121,7 @@ func reusedDefaultNotes(run *driver.Run) []string {
 // valid.
 func (s RateScenario) ratePoint(run *driver.Run, rate float64) (driver.Point, bool) {
 	for _, p := range run.Points {
-		if p.Scenario != s.Pair.Name+".rate" || p.Rate != rate || len(p.Rounds) == 0 {
+		if p.Scenario != RateScenarioName(s.Pair.Name) || p.Rate != rate || len(p.Rounds) == 0 {
 			continue
 		}
 		// Judged as the report will judge it (a copy: run's statuses are
@@ -155,7 +155,7 @@ func (s RateScenario) side(ctx context.Context, e *Env, svc string, rate float64
 func (s RateScenario) sideCost(ctx context.Context, e *Env, svc string, rate float64, dur, settle time.Duration, groups cost.Set) (*driver.SideResult, error) {
 	pair, load := s.Pair, s.Load
 	base := e.URL(svc)
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	if err := driver.ResetStats(ctx, base); err != nil {
 		return res, err
 	}
@@ -204,7 +204,7 @@ func (s RateScenario) sideCost(ctx context.Context, e *Env, svc string, rate flo
 // answer ("cpu.<group>.s") and the cores that is ("cores.<group>"), and
 // the cores the whole machine was busy ("cores.machine": everybody's).
 // Without groups it only runs attack.
-func costWindow(m map[string]float64, groups cost.Set, attack func()) {
+func costWindow(m map[driver.Metric]float64, groups cost.Set, attack func()) {
 	if len(groups) == 0 {
 		attack()
 		return
@@ -217,8 +217,8 @@ func costWindow(m map[string]float64, groups cost.Set, attack func()) {
 	used := groups.Sample().Sub(cpu0)
 	for _, g := range groups {
 		if v, ok := used[g.Name]; ok {
-			m["cpu."+g.Name+".s"] = v
-			m["cores."+g.Name] = math.Round(v/window*100) / 100
+			m[MetricCPUSeconds(g.Name)] = v
+			m[MetricCoresOf.Of(g.Name)] = math.Round(v/window*100) / 100
 		}
 	}
 	if busy1, err := cost.MachineBusy(); err == nil && busy0 > 0 {
@@ -251,12 +251,12 @@ func b2f(b bool) float64 {
 // appends the point, named <pair>.<kind>, to run; env is the environment
 // the services run with (nil: the defaults).
 func (s RateScenario) point(ctx context.Context, e *Env, run *driver.Run, kind string, rate float64, o RateOptions, env map[string]map[string]string) error {
-	scenario := s.Pair.Name + "." + kind
+	scenario := PairScenarioName(s.Pair.Name, kind)
 	e.logf("%s %s: %g/s for %s, %d rounds", s.Pair.Name, scenario, rate, o.Duration, o.Rounds)
 	p := driver.Point{Scenario: scenario, Name: driver.Label(rate), Rate: rate, DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides(), Env: env}
 	err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 		if why := e.startState(ctx, s.Pair, svc, e.settle()); why != "" {
-			return &driver.SideResult{Precondition: why, Metrics: map[string]float64{}}, nil
+			return &driver.SideResult{Precondition: why, Metrics: map[driver.Metric]float64{}}, nil
 		}
 		return s.side(ctx, e, svc, rate, o.Duration, e.settle())
 	})

@@ -401,11 +401,11 @@ type scaleOutPoints struct {
 
 // newScaleOutPoints makes the points of o for sides.
 func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
-	newPointOf := func(sides []string, scenario, name string, rate, d float64) *driver.Point {
+	newPointOf := func(sides []string, scenario driver.ScenarioName, name string, rate, d float64) *driver.Point {
 		return &driver.Point{Scenario: scenario, Name: name, Rate: rate, DurationS: d, Sides: sides,
 			Rounds: []driver.Round{{Index: 0, Order: sides, Sides: map[string]*driver.SideResult{}}}}
 	}
-	newPoint := func(scenario, name string, rate, d float64) *driver.Point {
+	newPoint := func(scenario driver.ScenarioName, name string, rate, d float64) *driver.Point {
 		return newPointOf(sides, scenario, name, rate, d)
 	}
 	pts := &scaleOutPoints{rates: map[scaleOutKey]*driver.Point{}, batches: map[int]*driver.Point{}, fanouts: map[int]*driver.Point{}, groupPoints: map[int]*driver.Point{},
@@ -457,7 +457,7 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 			pts.order = append(pts.order, pts.cursorGroups[n])
 		}
 	}
-	logPoint := func(scenario, name string, rate, d float64) *driver.Point {
+	logPoint := func(scenario driver.ScenarioName, name string, rate, d float64) *driver.Point {
 		p := newPointOf(LogPair.Sides(), scenario, name, rate, d)
 		pts.order = append(pts.order, p)
 		if o.Cursors {
@@ -481,7 +481,7 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 // set records svc's result (or err) in p's round.
 func (pts *scaleOutPoints) set(p *driver.Point, svc string, res *driver.SideResult, err error) {
 	if res == nil {
-		res = &driver.SideResult{Metrics: map[string]float64{}}
+		res = &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	}
 	res.Service = svc
 	if err != nil {
@@ -735,7 +735,7 @@ func (f *fleet) drain(ctx context.Context, bound time.Duration) ([]*driver.Serve
 
 // fill adds the shares, the highest p99 and, when drained, the tasks
 // delivered more than once.
-func fill(m map[string]float64, sts []*driver.ServerStats, drained bool) {
+func fill(m map[driver.Metric]float64, sts []*driver.ServerStats, drained bool) {
 	processed := sum(sts, queue.CounterProcessed)
 	m[MetricScaleInstances] = float64(len(sts))
 	m["processed"] = float64(processed)
@@ -744,7 +744,7 @@ func fill(m map[string]float64, sts []*driver.ServerStats, drained bool) {
 		lo, hi := 100.0, 0.0
 		for i, s := range sts {
 			share := math.Round(1000*float64(s.Counters[queue.CounterProcessed])/float64(processed)) / 10
-			m["share."+strconv.Itoa(i)+"_pct"] = share
+			m[MetricScaleShare(i)] = share
 			lo, hi = min(lo, share), max(hi, share)
 		}
 		m[MetricScaleShareMin], m[MetricScaleShareMax] = lo, hi
@@ -766,7 +766,7 @@ func fill(m map[string]float64, sts []*driver.ServerStats, drained bool) {
 // rate offers rate tasks/s round-robin to the instances for d, then waits
 // for the backlog to drain.
 func (f *fleet) rate(ctx context.Context, rate float64, d time.Duration) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	if err := f.resetStats(ctx); err != nil {
 		return res, err
 	}
@@ -790,7 +790,7 @@ func (f *fleet) rate(ctx context.Context, rate float64, d time.Duration) (*drive
 // the tasks processed per second during it as metric and the backlog at
 // its end, then waits for the backlog to drain (the settle bound); it
 // returns the stats read last and whether they drained.
-func (f *fleet) attack(ctx context.Context, spec driver.AttackSpec, res *driver.SideResult, metric string) ([]*driver.ServerStats, bool, error) {
+func (f *fleet) attack(ctx context.Context, spec driver.AttackSpec, res *driver.SideResult, metric driver.Metric) ([]*driver.ServerStats, bool, error) {
 	c := driver.Attack(ctx, spec)
 	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
 	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
@@ -809,7 +809,7 @@ func (f *fleet) attack(ctx context.Context, spec driver.AttackSpec, res *driver.
 // can and times them until every one is processed: processed/s is the
 // tasks over that time.
 func (f *fleet) batch(ctx context.Context, o ScaleOutOptions) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	if err := f.resetStats(ctx); err != nil {
 		return res, err
 	}
@@ -883,7 +883,7 @@ func postBatches(ctx context.Context, urls []string, path string, body []byte, r
 // victim held (tasks delivered more than once) and how long after the
 // kill each was processed.
 func (f *fleet) kill(ctx context.Context, rate float64, o ScaleOutOptions) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	if len(f.urls) < 2 {
 		return res, errors.New("the kill point needs two instances")
 	}

@@ -98,7 +98,7 @@ func (pts *scaleOutPoints) fanout(ctx context.Context, e *Env, svc string, n int
 // the copies' rate, what is missing, the CPU of each process group and
 // the WAL per published task.
 func (f *fleet) fanoutRate(ctx context.Context, subs int, o ScaleOutOptions) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{MetricFanoutSubscribers: float64(subs)}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{MetricFanoutSubscribers: float64(subs)}}
 	if err := f.resetStats(ctx); err != nil {
 		return res, err
 	}

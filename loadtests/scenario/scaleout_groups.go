@@ -172,7 +172,7 @@ func (g *groupFleet) waitRunning(ctx context.Context, n int, bound time.Duration
 // latencies, the CPU of each process group and, on no-kafka, the WAL the
 // slots retained at the attack's end.
 func (g *groupFleet) measure(ctx context.Context, n int, o ScaleOutOptions) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{MetricGroups: float64(n)}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{MetricGroups: float64(n)}}
 	if err := driver.ResetStats(ctx, g.url); err != nil {
 		return res, err
 	}

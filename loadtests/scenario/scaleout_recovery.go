@@ -124,7 +124,7 @@ func (g *groupFleet) startSecond(ctx context.Context, env map[string]string) (st
 // written is delivered (bounded by the settle bound and the Kafka
 // session), and reads the waits from the records.
 func (g *groupFleet) killFirst(ctx context.Context, survivor string, o ScaleOutOptions) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	if err := driver.ResetStats(ctx, survivor); err != nil {
 		return res, err
 	}
@@ -150,7 +150,10 @@ func (g *groupFleet) killFirst(ctx context.Context, survivor string, o ScaleOutO
 	if killErr != nil {
 		return res, fmt.Errorf("kill -9 %s: %w", g.name, killErr)
 	}
-	for _, grp := range []struct{ name, missing, maxWait, slow string }{
+	for _, grp := range []struct {
+		name                   string
+		missing, maxWait, slow driver.Metric
+	}{
 		{logc.DefaultGroup, MetricTakeoverMissing, MetricTakeoverMaxWait, MetricTakeoverSlow},
 		{takeoverGroup, MetricTakeoverGroupMissing, MetricTakeoverGroupMaxWait, MetricTakeoverGroupSlow},
 	} {
@@ -272,7 +275,7 @@ func (pts *scaleOutPoints) replay(ctx context.Context, e *Env, svc string, o Sca
 // replay fills g's log, then times the new group's catch-up under live
 // writes and checks what it received.
 func (g *groupFleet) replay(ctx context.Context, o ScaleOutOptions) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	if err := g.fill(ctx, o.ReplayEvents); err != nil {
 		return res, err
 	}

@@ -88,7 +88,7 @@ func (pts *scaleOutPoints) stopped(ctx context.Context, e *Env, svc string, o Sc
 // not consumed, records what it held and what the others received, then
 // times its catch-up on a second instance.
 func (g *groupFleet) stopOne(ctx context.Context, o ScaleOutOptions) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{MetricGroups: stoppedGroups, MetricStoppedFor: o.StoppedFor.Seconds()}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{MetricGroups: stoppedGroups, MetricStoppedFor: o.StoppedFor.Seconds()}}
 	if err := driver.ResetStats(ctx, g.url); err != nil {
 		return res, err
 	}
@@ -133,7 +133,7 @@ func (g *groupFleet) stopOne(ctx context.Context, o ScaleOutOptions) (*driver.Si
 
 // lagOf records group grp's lag in bytes as GET /groups shows it (none
 // when the side cannot know it: Kafka's lag is in offsets).
-func (g *groupFleet) lagOf(ctx context.Context, grp string, m map[string]float64) error {
+func (g *groupFleet) lagOf(ctx context.Context, grp string, m map[driver.Metric]float64) error {
 	code, body, err := driver.Do(ctx, http.MethodGet, g.url+"/groups", nil)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("GET /groups: %d %s", code, body)
@@ -162,7 +162,7 @@ func (g *groupFleet) lagOf(ctx context.Context, grp string, m map[string]float64
 // kafka a second member of the default group), and records the seconds
 // from its start until the group had every event, what it missed at the
 // bound, and the WAL the slots retained then.
-func (g *groupFleet) catchUpStopped(ctx context.Context, m map[string]float64) error {
+func (g *groupFleet) catchUpStopped(ctx context.Context, m map[driver.Metric]float64) error {
 	env := maps.Clone(g.env)
 	env[consumeSetting] = stoppedGroup
 	t0 := time.Now()

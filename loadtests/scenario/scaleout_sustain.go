@@ -209,7 +209,7 @@ func (pts *scaleOutPoints) fanoutSustain(ctx context.Context, e *Env, svc string
 // tasks/s) and the subscribers; the bracket it returns is in published
 // tasks/s.
 func fanoutSearch(ctx context.Context, e *Env, base, svc string, n int, o FanoutSustainOptions, seed bracket) (*driver.SideResult, bracket, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{MetricFanoutSubscribers: float64(n)}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{MetricFanoutSubscribers: float64(n)}}
 	if seed.lo > 0 {
 		seed = bracket{lo: roundRate(seed.lo / float64(n)), hi: roundRate(seed.hi / float64(n)), capped: seed.capped}
 	}

@@ -40,7 +40,7 @@ func TestFanoutSearchCountsCopies(t *testing.T) {
 	// as it should). The outcome is asserted whole when both passed.
 	passed := 0
 	for i, rate := range []float64{200, 400} {
-		step := func(k string) float64 { return m[StepMetric(i, k)] }
+		step := func(k string) float64 { return m[StepMetric(i, driver.Metric(k))] }
 		if step(MetricOffered) != rate || step(MetricCopies) != 4 || step("flat_bound") != 4*flatBound(rate, 10) {
 			t.Errorf("step %d: offered %v, copies %v, flat bound %v; want %v published/s, 4 copies, flat bound %v", i, step(MetricOffered), step(MetricCopies), step("flat_bound"), rate, 4*flatBound(rate, 10))
 		}

@@ -79,8 +79,8 @@ func TestScaleOutPointsFollowTheOptions(t *testing.T) {
 	scenarios := func(o ScaleOutOptions) map[string]*driver.Point {
 		out := map[string]*driver.Point{}
 		for _, p := range newScaleOutPoints(o, QueuePair.Sides()).order {
-			if out[p.Scenario] == nil { // the first design's, not a second design's
-				out[p.Scenario] = p
+			if out[string(p.Scenario)] == nil { // the first design's, not a second design's
+				out[string(p.Scenario)] = p
 			}
 		}
 		return out
@@ -100,7 +100,7 @@ func TestScaleOutPointsFollowTheOptions(t *testing.T) {
 	if len(logOnly) != 4 || logOnly[ScaleOutGroups] == nil || logOnly[ScaleOutTakeover] == nil || logOnly[ScaleOutReplay] == nil || logOnly[ScaleOutStopped] == nil {
 		t.Errorf("no instances or subscribers: points %v, want the groups, takeover, replay and stopped points only", slices.Collect(maps.Keys(logOnly)))
 	}
-	for _, s := range []string{ScaleOutTakeover, ScaleOutReplay, ScaleOutStopped} {
+	for _, s := range []driver.ScenarioName{ScaleOutTakeover, ScaleOutReplay, ScaleOutStopped} {
 		n := 0
 		for _, p := range newScaleOutPoints(o, QueuePair.Sides()).order {
 			if p.Scenario == s && slices.Equal(p.Sides, []string{groupsCursors.side}) && p.Env[groupsCursors.side][groupsCursors.env] == groupsCursors.value {

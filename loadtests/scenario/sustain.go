@@ -111,13 +111,19 @@ func init() { driver.MarkOfferedRate(MetricSustainable) }
 // SustainScenarioName is the Point.Scenario of a pair's sustainable
 // search ("queue.sustainable"); OverScenarioName that of its overload
 // point at SustainOver times the sustainable rate.
-func SustainScenarioName(pair string) string { return pair + ".sustainable" }
+func SustainScenarioName(pair string) driver.ScenarioName {
+	return driver.ScenarioName(pair + ".sustainable")
+}
 
 // OverScenarioName: see SustainScenarioName.
-func OverScenarioName(pair string) string { return pair + ".over_sustainable" }
+func OverScenarioName(pair string) driver.ScenarioName {
+	return driver.ScenarioName(pair + ".over_sustainable")
+}
 
 // StepMetric is the name of step i's metric name in a search's result.
-func StepMetric(i int, name string) string { return "step" + strconv.Itoa(i) + "." + name }
+func StepMetric(i int, name driver.Metric) driver.Metric {
+	return driver.Metric("step"+strconv.Itoa(i)+".") + name
+}
 
 // SustainLadder is a pair's rate ladder: the search starts at Start
 // items/s and multiplies by Factor while steps pass, up to Max; then
@@ -266,7 +272,7 @@ func (o SustainOptions) estimateOf(s ThroughputScenario) Estimate {
 // without their prefix): whether it passed and why, in words. The report
 // calls it too, so that the reason is never stored apart from the
 // figures it is read from.
-func StepJudge(m map[string]float64) (bool, string) {
+func StepJudge(m map[driver.Metric]float64) (bool, string) {
 	offered, req := m[MetricOffered], m[driver.ClientRequests]
 	bound := m["flat_bound"]
 	growth := func() (bool, string) {
@@ -299,7 +305,7 @@ func StepJudge(m map[string]float64) (bool, string) {
 // flat bound while it processed under StarvedShare of the lower of the
 // offered rate and ref (the highest rate the side passed before it in
 // the same search; 0 for none), times the step's MetricCopies.
-func StepStarved(m map[string]float64, ref float64) bool {
+func StepStarved(m map[driver.Metric]float64, ref float64) bool {
 	base := m[MetricOffered]
 	if ref > 0 {
 		base = min(base, ref)
@@ -518,7 +524,7 @@ func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *dri
 // emptied: freshSide), a 1 s warm-up, then the steps searchSustainable
 // asks for, each recorded as "step<i>.*" metrics.
 func (s ThroughputScenario) search(ctx context.Context, e *Env, svc string, size int, body []byte, l SustainLadder, seed bracket, o SustainOptions) (*driver.SideResult, bracket, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	start, err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv)
 	for k, v := range start {
 		res.Metrics[k] = v
@@ -546,11 +552,11 @@ func (s ThroughputScenario) searchAt(ctx context.Context, e *Env, svc string, si
 	var best float64
 	starvedAt := math.Inf(1)
 	n := 0
-	stepsByRate := map[float64]map[string]float64{}
+	stepsByRate := map[float64]map[driver.Metric]float64{}
 	try := func(rate float64) (bool, error) {
 		m, _, err := s.offer(ctx, e, svc, size, body, rate, st, o, true)
 		if m == nil {
-			m = map[string]float64{}
+			m = map[driver.Metric]float64{}
 		}
 		pass, why := false, ""
 		if err == nil {
@@ -599,8 +605,8 @@ func (s ThroughputScenario) searchAt(ctx context.Context, e *Env, svc string, si
 		res.Metrics[MetricFirstFail] = b.hi
 	}
 	if m := stepsByRate[b.lo]; m != nil {
-		for _, k := range []string{"p99_ms", "p50_ms", MetricIntake, "backlog_growth"} {
-			res.Metrics["at."+k] = m[k]
+		for _, k := range []driver.Metric{"p99_ms", "p50_ms", MetricIntake, "backlog_growth"} {
+			res.Metrics[MetricAt(k)] = m[k]
 		}
 	}
 	return b, nil
@@ -612,7 +618,7 @@ func (s ThroughputScenario) searchAt(ctx context.Context, e *Env, svc string, si
 // to drain. The step's client phase is recorded, so that failed requests
 // (sheds apart) fail the point.
 func (s ThroughputScenario) over(ctx context.Context, e *Env, svc string, size int, body []byte, ref float64, o SustainOptions) (*driver.SideResult, error) {
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	start, err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv)
 	for k, v := range start {
 		res.Metrics[k] = v
@@ -718,9 +724,9 @@ type sample struct {
 // reading /stats every o.Sample, and returns the step's figures. With
 // early it ends the step once its backlog has plainly grown
 // (earlyFailFactor × the flat bound, earlyFailAfter into the window).
-func (s ThroughputScenario) offer(ctx context.Context, e *Env, svc string, size int, body []byte, rate float64, st *sideState, o SustainOptions, early bool) (map[string]float64, driver.ClientResult, error) {
+func (s ThroughputScenario) offer(ctx context.Context, e *Env, svc string, size int, body []byte, rate float64, st *sideState, o SustainOptions, early bool) (map[driver.Metric]float64, driver.ClientResult, error) {
 	base := st.base
-	m := map[string]float64{MetricOffered: rate, "batch": float64(size)}
+	m := map[driver.Metric]float64{MetricOffered: rate, "batch": float64(size)}
 	if err := s.offerSetup(ctx, e, svc, st, o, m); err != nil {
 		return m, driver.ClientResult{}, err
 	}
@@ -744,7 +750,7 @@ func (s ThroughputScenario) offer(ctx context.Context, e *Env, svc string, size 
 // drain (bounded by o.Drain), records what is left and the start state
 // (start.*) in m, and resets /stats, carrying the backlog at the reset
 // in st.
-func (s ThroughputScenario) offerSetup(ctx context.Context, e *Env, svc string, st *sideState, o SustainOptions, m map[string]float64) error {
+func (s ThroughputScenario) offerSetup(ctx context.Context, e *Env, svc string, st *sideState, o SustainOptions, m map[driver.Metric]float64) error {
 	base := st.base
 	left, waited, err := s.drainSide(ctx, base, st, o.Drain)
 	if err != nil {
@@ -790,7 +796,7 @@ type stepWindow struct {
 // samples. With early it ends the step once the backlog has grown
 // earlyFailFactor × bound, earlyFailAfter past the warm-up
 // ("stopped_early").
-func (s ThroughputScenario) offerLoad(ctx context.Context, e *Env, svc string, size int, body []byte, rate float64, st *sideState, o SustainOptions, early bool, bound float64, m map[string]float64) (driver.ClientResult, stepWindow) {
+func (s ThroughputScenario) offerLoad(ctx context.Context, e *Env, svc string, size int, body []byte, rate float64, st *sideState, o SustainOptions, early bool, bound float64, m map[driver.Metric]float64) (driver.ClientResult, stepWindow) {
 	base := st.base
 	url := base + s.Path
 	actx, cancel := context.WithCancel(ctx)
@@ -838,7 +844,7 @@ func (s ThroughputScenario) offerLoad(ctx context.Context, e *Env, svc string, s
 // warm-up, the client's counts, the backlog's growth and slope over the
 // window, the intake (items through per second) and the end-to-end
 // latency.
-func (s ThroughputScenario) offerMeasure(m map[string]float64, size int, c driver.ClientResult, w stepWindow, st *sideState, end *driver.ServerStats) {
+func (s ThroughputScenario) offerMeasure(m map[driver.Metric]float64, size int, c driver.ClientResult, w stepWindow, st *sideState, end *driver.ServerStats) {
 	last := sample{t: time.Since(w.t0).Seconds(), backlog: s.backlog(st, end), out: counterSum(end, s.Pair.Out)}
 	warm := w.warm
 	if warm == nil {
@@ -897,8 +903,8 @@ func slope(xs []sample) float64 {
 // the broker's or the table's own count, which the counters of a fresh
 // process do not know), the log consumer's lag ("start.consumer_lag", in the side's
 // unit) and, for no-kafka, its slot's lag ("start.slot_lag_bytes").
-func (e *Env) progressStart(ctx context.Context, p Pair, svc, base string) map[string]float64 {
-	m := map[string]float64{}
+func (e *Env) progressStart(ctx context.Context, p Pair, svc, base string) map[driver.Metric]float64 {
+	m := map[driver.Metric]float64{}
 	if raw, err := driver.GetRaw(ctx, base+p.Progress); err == nil {
 		var v map[string]any
 		if json.Unmarshal(raw, &v) == nil {
@@ -947,8 +953,8 @@ func (e *Env) slotLag(ctx context.Context, svc string) (float64, bool) {
 // again. Either way it records start.restarted, start.truncated and the
 // rows its tables hold (start.rows). A service the driver did not start
 // keeps its process and tables: start.restarted is 0.
-func (e *Env) freshSide(ctx context.Context, p Pair, svc string, startEnv map[string]string) (map[string]float64, error) {
-	m := map[string]float64{"start.restarted": 0, "start.truncated": 0}
+func (e *Env) freshSide(ctx context.Context, p Pair, svc string, startEnv map[string]string) (map[driver.Metric]float64, error) {
+	m := map[driver.Metric]float64{"start.restarted": 0, "start.truncated": 0}
 	var service Service
 	for _, x := range p.Services() {
 		if x.Name == svc {
@@ -996,7 +1002,7 @@ const rabbitMQDefaultQueue = "tasks"
 // the hundreds of thousands of records a search updates, a backlog the
 // other side's workers still drain). Each side is started again, fresh,
 // by its own next search.
-func (e *Env) resetOthers(ctx context.Context, p Pair, svc string, m map[string]float64) {
+func (e *Env) resetOthers(ctx context.Context, p Pair, svc string, m map[driver.Metric]float64) {
 	m["start.others_reset"] = 0
 	for _, x := range p.Services() {
 		if x.Name == svc || e.Launcher == nil || e.Launcher.Running(x.Name) == nil {
@@ -1006,7 +1012,7 @@ func (e *Env) resetOthers(ctx context.Context, p Pair, svc string, m map[string]
 			e.logf("%s: not stopped (%v); its tables keep what they held", x.Name, err)
 			continue
 		}
-		if err := e.resetTables(ctx, p, x.Name, e.SchemasOf([]Service{x}), map[string]float64{}); err != nil {
+		if err := e.resetTables(ctx, p, x.Name, e.SchemasOf([]Service{x}), map[driver.Metric]float64{}); err != nil {
 			e.logf("%s: tables not reset (%v)", x.Name, err)
 			continue
 		}
@@ -1016,7 +1022,7 @@ func (e *Env) resetOthers(ctx context.Context, p Pair, svc string, m map[string]
 
 // resetTables truncates schemas and, for no-kafka, advances its slot
 // (the service is stopped, its slot inactive).
-func (e *Env) resetTables(ctx context.Context, p Pair, svc string, schemas []string, m map[string]float64) error {
+func (e *Env) resetTables(ctx context.Context, p Pair, svc string, schemas []string, m map[driver.Metric]float64) error {
 	if e.PostgresURL == "" {
 		return errors.New("no Postgres URL")
 	}

@@ -73,25 +73,25 @@ func TestSearchSustainable(t *testing.T) {
 // driver that could not send, and a step ended early (whose cut-off
 // requests are not blamed on the side) each fail with their reason.
 func TestStepJudge(t *testing.T) {
-	ok := func() map[string]float64 {
-		return map[string]float64{MetricOffered: 5000, "client.requests": 1500, "sent_per_s": 5000, "flat_bound": flatBound(5000, 100),
+	ok := func() map[driver.Metric]float64 {
+		return map[driver.Metric]float64{MetricOffered: 5000, "client.requests": 1500, "sent_per_s": 5000, "flat_bound": flatBound(5000, 100),
 			"backlog_growth": 300, "window_s": 25, MetricIntake: 4990, "p99_count": 100000, "p99_ms": 45}
 	}
 	if pass, why := StepJudge(ok()); !pass || !strings.Contains(why, "flat") {
 		t.Errorf("flat step: %v %q", pass, why)
 	}
 	for name, c := range map[string]struct {
-		set  map[string]float64
+		set  map[driver.Metric]float64
 		want string
 	}{
-		"growing":  {map[string]float64{"backlog_growth": 1251}, "backlog grew 1251 items"},
-		"slow":     {map[string]float64{"p99_ms": float64(SustainSLO.Milliseconds())}, "p99 1000 ms"},
-		"shed":     {map[string]float64{"client.shed": 15}, "15 of 1500 batches shed"},
-		"errors":   {map[string]float64{"client.errors": 15}, "15 of 1500 batch requests failed"},
-		"driver":   {map[string]float64{"sent_per_s": 4000}, "the driver sent only 4000"},
-		"nothing":  {map[string]float64{"p99_count": 0}, "nothing was processed"},
-		"early":    {map[string]float64{"stopped_early": 1, "client.errors": 300, "backlog_growth": 9000}, "backlog grew 9000"},
-		"not sent": {map[string]float64{"client.requests": 0}, "nothing sent"},
+		"growing":  {map[driver.Metric]float64{"backlog_growth": 1251}, "backlog grew 1251 items"},
+		"slow":     {map[driver.Metric]float64{"p99_ms": float64(SustainSLO.Milliseconds())}, "p99 1000 ms"},
+		"shed":     {map[driver.Metric]float64{"client.shed": 15}, "15 of 1500 batches shed"},
+		"errors":   {map[driver.Metric]float64{"client.errors": 15}, "15 of 1500 batch requests failed"},
+		"driver":   {map[driver.Metric]float64{"sent_per_s": 4000}, "the driver sent only 4000"},
+		"nothing":  {map[driver.Metric]float64{"p99_count": 0}, "nothing was processed"},
+		"early":    {map[driver.Metric]float64{"stopped_early": 1, "client.errors": 300, "backlog_growth": 9000}, "backlog grew 9000"},
+		"not sent": {map[driver.Metric]float64{"client.requests": 0}, "nothing sent"},
 	} {
 		m := ok()
 		for k, v := range c.set {
@@ -111,7 +111,7 @@ func TestStepJudge(t *testing.T) {
 // before, whichever is lower; a backlog that stayed flat is no
 // starvation.
 func TestStepStarved(t *testing.T) {
-	m := map[string]float64{MetricOffered: 16000, "flat_bound": 4000, "backlog_growth": 200000, MetricIntake: 3200}
+	m := map[driver.Metric]float64{MetricOffered: 16000, "flat_bound": 4000, "backlog_growth": 200000, MetricIntake: 3200}
 	if !StepStarved(m, 0) || !StepStarved(m, 8000) {
 		t.Error("3,200/s processed at 16,000/s offered, backlog growing: not flagged")
 	}

@@ -112,7 +112,9 @@ var ThroughputDefaults = ThroughputOptions{Sizes: []int{1, 10, 100, 1000}, Sende
 
 // ThroughputScenarioName is the Point.Scenario of a pair's throughput
 // points ("queue.throughput").
-func ThroughputScenarioName(pair string) string { return pair + ".throughput" }
+func ThroughputScenarioName(pair string) driver.ScenarioName {
+	return driver.ScenarioName(pair + ".throughput")
+}
 
 // BatchLabel names a throughput point ("batch 100").
 func BatchLabel(size int) string { return "batch " + strconv.Itoa(size) }
@@ -131,7 +133,13 @@ const (
 // MetricCPUPerThousand is the metric of the CPU-seconds a process group
 // ("service", "postgres", "rabbitmq", "kafka"; "total" for their sum)
 // used per 1,000 items: "cpu.<group>.per_1k".
-func MetricCPUPerThousand(group string) string { return "cpu." + group + ".per_1k" }
+func MetricCPUPerThousand(group string) driver.Metric {
+	return driver.Metric("cpu." + group + ".per_1k")
+}
+
+// MetricCPUSeconds is the metric of the CPU-seconds a process group used
+// over a window: "cpu.<group>.s".
+func MetricCPUSeconds(group string) driver.Metric { return driver.Metric("cpu." + group + ".s") }
 
 // CostProcessesSetting is the run setting that lists, per service, the
 // process groups whose CPU was counted: their pids and how each was found
@@ -376,7 +384,7 @@ func (s ThroughputScenario) warmup(ctx context.Context, e *Env, o ThroughputOpti
 // again and read /stats once more.
 func (s ThroughputScenario) side(ctx context.Context, e *Env, svc string, size int, body []byte, o ThroughputOptions, groups cost.Set, report bool) (*driver.SideResult, error) {
 	base := e.URL(svc)
-	res := &driver.SideResult{Metrics: map[string]float64{}}
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	drain := o.drainBound(e.settle())
 	if err := s.sideSetup(ctx, base, drain, res.Metrics); err != nil {
 		return res, err
@@ -411,7 +419,7 @@ func (s ThroughputScenario) side(ctx context.Context, e *Env, svc string, size i
 // drain hit the drain bound) would be counted as this point's end-to-end
 // items, so it lets it drain first, within the same bound (recording
 // what is left as "backlog_before"), then resets the side's stats.
-func (s ThroughputScenario) sideSetup(ctx context.Context, base string, drain time.Duration, m map[string]float64) error {
+func (s ThroughputScenario) sideSetup(ctx context.Context, base string, drain time.Duration, m map[driver.Metric]float64) error {
 	if left, err := s.waitDrained(ctx, base, drain); err != nil {
 		return err
 	} else if left > 0 {
@@ -445,7 +453,7 @@ func (s ThroughputScenario) sideLoop(e *Env, svc string, size int, body []byte, 
 // the end-to-end rate, the items and how long the drain took. It returns
 // /stats after the drain, whether the backlog drained, and the CPU
 // seconds used per group.
-func (s ThroughputScenario) sideMeasure(ctx context.Context, base string, m map[string]float64, size int, c driver.ClientResult, t0 time.Time, window float64, drain time.Duration, groups cost.Set, cpu0 cost.Sample) (*driver.ServerStats, bool, map[string]float64, error) {
+func (s ThroughputScenario) sideMeasure(ctx context.Context, base string, m map[driver.Metric]float64, size int, c driver.ClientResult, t0 time.Time, window float64, drain time.Duration, groups cost.Set, cpu0 cost.Sample) (*driver.ServerStats, bool, map[string]float64, error) {
 	atEnd, err := driver.GetStats(ctx, base)
 	if err != nil {
 		return nil, false, nil, err
@@ -476,11 +484,11 @@ func (s ThroughputScenario) sideMeasure(ctx context.Context, base string, m map[
 
 // sideCPU records in m the CPU seconds each of groups used (used) and
 // per thousand items, and their total.
-func sideCPU(m map[string]float64, groups cost.Set, used map[string]float64, items int64) {
+func sideCPU(m map[driver.Metric]float64, groups cost.Set, used map[string]float64, items int64) {
 	var total float64
 	for _, g := range groups {
 		if v, ok := used[g.Name]; ok {
-			m["cpu."+g.Name+".s"] = v
+			m[MetricCPUSeconds(g.Name)] = v
 			total += v
 			if pk := cost.PerThousand(v, items); !math.IsNaN(pk) {
 				m[MetricCPUPerThousand(g.Name)] = pk
@@ -488,9 +496,9 @@ func sideCPU(m map[string]float64, groups cost.Set, used map[string]float64, ite
 		}
 	}
 	if len(used) > 0 {
-		m["cpu.total.s"] = math.Round(total*1000) / 1000
+		m[MetricCPUSeconds(CostTotal)] = math.Round(total*1000) / 1000
 		if pk := cost.PerThousand(total, items); !math.IsNaN(pk) {
-			m[MetricCPUPerThousand("total")] = pk
+			m[MetricCPUPerThousand(CostTotal)] = pk
 		}
 	}
 }

@@ -51,7 +51,9 @@ func withDesign(s ThroughputScenario, d Design) ThroughputScenario {
 // DesignScenarioName is the Point.Scenario of a design's points: its
 // pair's scenario (ThroughputScenarioName, SustainScenarioName) and the
 // design's name, "log.throughput.pgoutput".
-func DesignScenarioName(pairScenario, design string) string { return pairScenario + "." + design }
+func DesignScenarioName(pairScenario driver.ScenarioName, design string) driver.ScenarioName {
+	return pairScenario + driver.ScenarioName("."+design)
+}
 
 // DesignsSetting is the run setting that records, by design name, the
 // designs measured (a DesignOutcome each).
@@ -83,7 +85,7 @@ func (s ThroughputScenario) services() []Service {
 
 // pointScenario is the Point.Scenario of the scenario's points whose
 // pair's scenario is pairScenario.
-func (s ThroughputScenario) pointScenario(pairScenario string) string {
+func (s ThroughputScenario) pointScenario(pairScenario driver.ScenarioName) driver.ScenarioName {
 	if s.Design == nil {
 		return pairScenario
 	}
