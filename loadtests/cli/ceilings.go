@@ -94,8 +94,8 @@ func eventStoreCeilingSetup(fs *flag.FlagSet, _ *common, _ *extras) action {
 	s.register(fs, eventstore.CeilingCommand)
 	return action{
 		plan: func(c common) []step { return []step{{eventstore.CeilingCommand, s.estimate(c.settle)}} },
-		run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
-			return runPair(ctx, c, env, root, eventstore.CeilingCommand, args, func(run *driver.Run) error { return s.run(ctx, env, run) })
+		run: func(ctx context.Context, inv invocation) error {
+			return runPair(ctx, inv, eventstore.CeilingCommand, func(run *driver.Run) error { return s.run(ctx, inv.env, run) })
 		},
 	}
 }

@@ -144,7 +144,7 @@ func TestParseExports(t *testing.T) {
 // says it was not measured.
 func TestResultsDurabilityNotMeasured(t *testing.T) {
 	c := common{resultsDir: t.TempDir()}
-	runResultsDurability(context.Background(), c, &scenario.Env{}, t.TempDir(), nil)
+	runResultsDurability(context.Background(), invocation{c: c, env: &scenario.Env{}, root: t.TempDir()})
 	parts, err := report.LoadDurabilityParts(c.resultsDir)
 	if err != nil || len(parts) != 1 {
 		t.Fatalf("durability results files: %d, %v", len(parts), err)

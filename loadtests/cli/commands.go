@@ -242,7 +242,7 @@ func runLoad(ctx context.Context, cmd string, args []string, stderr io.Writer) e
 	if c.progress {
 		env.Progress = newProgress(os.Stderr, cmd, c.settle, x.plan(a.plan(c)))
 	}
-	return a.run(ctx, c, env, root, args)
+	return a.run(ctx, invocation{c, env, root, args})
 }
 
 // checkCommon checks the common flags' values.
@@ -279,7 +279,17 @@ type action struct {
 	// plan is the progress plan, before the extras' steps.
 	plan func(c common) []step
 	// run runs the command.
-	run func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error
+	run func(ctx context.Context, inv invocation) error
+}
+
+// invocation is what every step of one load command shares: its common
+// flags, the environment of services and servers, the repository's root
+// and the command line its results files record.
+type invocation struct {
+	c    common
+	env  *scenario.Env
+	root string
+	args []string
 }
 
 // defaultRounds and defaultDuration are -rounds' and -duration's
@@ -333,8 +343,8 @@ func pairCommand(p loadPair) loadCommand {
 		return action{
 			options: set.options,
 			plan:    func(c common) []step { return []step{{p.name, r.estimate(c.settle)}} },
-			run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
-				return runPair(ctx, c, env, root, p.name, args, func(run *driver.Run) error { return r.run(ctx, env, run) })
+			run: func(ctx context.Context, inv invocation) error {
+				return runPair(ctx, inv, p.name, func(run *driver.Run) error { return r.run(ctx, inv.env, run) })
 			},
 		}
 	}
@@ -361,8 +371,8 @@ func resultsSetup(fs *flag.FlagSet, c *common, x *extras) action {
 			return err
 		},
 		plan: func(c common) []step { return resultsPlan(c, set, to) },
-		run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
-			return runResults(ctx, c, env, root, args, set, x, to)
+		run: func(ctx context.Context, inv invocation) error {
+			return runResults(ctx, inv, set, x, to)
 		},
 	}
 }
@@ -428,8 +438,8 @@ func demoSetup(fs *flag.FlagSet, _ *common, x *extras) action {
 		plan: func(c common) []step {
 			return set.demoSteps(c.settle)
 		},
-		run: func(ctx context.Context, c common, env *scenario.Env, root string, _ []string) error {
-			return runDemo(ctx, c, env, root, set)
+		run: func(ctx context.Context, inv invocation) error {
+			return runDemo(ctx, inv, set)
 		},
 	}
 }
@@ -449,8 +459,8 @@ func longLivedSetup(fs *flag.FlagSet, c *common, _ *extras) action {
 	opts := func(c common) longLivedOpts { return longLivedOptions(nil, c) }
 	return action{
 		plan: func(c common) []step { return opts(c).steps(c.settle, c.state.history) },
-		run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
-			_, err := runLongLived(ctx, c, env, root, args, opts(c))
+		run: func(ctx context.Context, inv invocation) error {
+			_, err := runLongLived(ctx, inv, opts(inv.c))
 			return err
 		},
 	}
@@ -468,8 +478,8 @@ func throughputSetup(fs *flag.FlagSet, c *common, _ *extras) action {
 			return err
 		},
 		plan: func(c common) []step { return []step{{throughputCommand, to.Estimate(c.settle)}} },
-		run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
-			return runThroughput(ctx, c, env, root, args, to)
+		run: func(ctx context.Context, inv invocation) error {
+			return runThroughput(ctx, inv, to)
 		},
 	}
 }
@@ -565,10 +575,11 @@ func newEnv(c common, root string) (*scenario.Env, func(), error) {
 
 // runPair runs one pair's scenario, writes its results file and prints
 // its table. The file is written even when the scenario fails midway.
-func runPair(ctx context.Context, c common, env *scenario.Env, root, pair string, args []string, fn func(*driver.Run) error) error {
+func runPair(ctx context.Context, inv invocation, pair string, fn func(*driver.Run) error) error {
+	c, env := inv.c, inv.env
 	env.Progress.Begin(pair)
-	run := driver.NewRun(pair, args, time.Now())
-	run.Versions = versions.Collect(ctx, versionsConfig(c, root))
+	run := driver.NewRun(pair, inv.args, time.Now())
+	run.Versions = versions.Collect(ctx, versionsConfig(c, inv.root))
 	run.Settings["host"] = c.host
 	run.Settings["port_offset"] = c.portOffset
 	prepareStart(ctx, c, env, run, pair)
@@ -606,19 +617,20 @@ func stopPair(env *scenario.Env, p scenario.Pair) {
 	}
 }
 
-func runResults(ctx context.Context, c common, env *scenario.Env, root string, args []string, set pairSet, x *extras, to scenario.ThroughputOptions) error {
+func runResults(ctx context.Context, inv invocation, set pairSet, x *extras, to scenario.ThroughputOptions) error {
+	c, env, root := inv.c, inv.env, inv.root
 	if x.raw && x.runs("raw") {
 		env.Progress.Begin("raw")
 		if err := measureRaw(ctx, c, x.rawDuration, os.Stderr); err != nil {
 			fmt.Fprintf(os.Stderr, "raw: %v (the report will say what is missing)\n", err)
 		}
 	}
-	files, err := runResultsSteps(ctx, c, env, root, args, x.keep(resultsSteps(ctx, c, env, set, to)))
+	files, err := runResultsSteps(ctx, inv, x.keep(resultsSteps(ctx, c, env, set, to)))
 	if err != nil {
 		return err
 	}
 	if c.state.longLived && x.runs(longLivedCommand) {
-		f, err := runLongLived(ctx, c, env, root, args, resultsLongLived(c, set))
+		f, err := runLongLived(ctx, inv, resultsLongLived(c, set))
 		env.ReleaseSlot(ctx)
 		if f != "" {
 			files = append(files, f)
@@ -635,14 +647,14 @@ func runResults(ctx context.Context, c common, env *scenario.Env, root string, a
 	// store's append ceiling (its own file, which the report reads the
 	// same way).
 	last := append(pairSteps(ctx, env, set, true), eventStoreCeilingSteps(ctx, env, set)...)
-	if _, err := runResultsSteps(ctx, c, env, root, args, x.keep(last)); err != nil {
+	if _, err := runResultsSteps(ctx, inv, x.keep(last)); err != nil {
 		return err
 	}
 	// Its file stays out of files: the report reads the newest itself,
 	// and a failed configuration is a row that says so, not a failed
 	// make results.
 	if x.runs(scenario.DurabilityCommand) {
-		runResultsDurability(ctx, c, env, root, args)
+		runResultsDurability(ctx, inv)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -724,11 +736,12 @@ func pairSteps(ctx context.Context, env *scenario.Env, set pairSet, last bool) [
 // runResultsSteps runs steps, one results file each, and returns the
 // files written; a step that fails is reported and the next one runs,
 // until ctx ends.
-func runResultsSteps(ctx context.Context, c common, env *scenario.Env, root string, args []string, steps []resultsStep) ([]string, error) {
+func runResultsSteps(ctx context.Context, inv invocation, steps []resultsStep) ([]string, error) {
+	c, env := inv.c, inv.env
 	var files []string
 	for _, step := range steps {
 		before := resultfile.Newest(c.resultsDir, resultfile.Kind(step.name))
-		err := runPair(ctx, c, env, root, step.name, args, step.fn)
+		err := runPair(ctx, inv, step.name, step.fn)
 		stopPair(env, step.stop)
 		env.ReleaseSlot(ctx)
 		if f := resultfile.Newest(c.resultsDir, resultfile.Kind(step.name)); f != "" && f != before {
@@ -843,7 +856,8 @@ func demoCache(c common) (scenario.CacheScenario, scenario.CacheOptions) {
 // services stopped before the next starts), and prints one side-by-side
 // table per pair: queue, log, documents, cache (in-process vs Redis) and
 // the event store (its bench's append scenario, Postgres vs Kafka).
-func runDemo(ctx context.Context, c common, env *scenario.Env, root string, set pairSet) error {
+func runDemo(ctx context.Context, inv invocation, set pairSet) error {
+	c, env, root := inv.c, inv.env, inv.root
 	var errs []error
 	var runs []*driver.Run
 	for _, p := range loadPairs {

@@ -49,9 +49,9 @@ func durabilitySetup(fs *flag.FlagSet, _ *common, _ *extras) action {
 			return err
 		},
 		plan: func(c common) []step { return []step{{scenario.DurabilityCommand, o.Estimate(o.Count())}} },
-		run: func(ctx context.Context, c common, env *scenario.Env, root string, args []string) error {
-			c.pgURL = o.Cluster.DatabaseURL
-			return runPair(ctx, c, env, root, scenario.DurabilityCommand, args, durabilityRun(ctx, env, o))
+		run: func(ctx context.Context, inv invocation) error {
+			inv.c.pgURL = o.Cluster.DatabaseURL
+			return runPair(ctx, inv, scenario.DurabilityCommand, durabilityRun(ctx, inv.env, o))
 		},
 	}
 }
@@ -160,25 +160,25 @@ func durabilityRun(ctx context.Context, env *scenario.Env, o scenario.Durability
 // run; otherwise a results file that says why it was not measured (no
 // figures), so that the report says so. It never fails make results: a
 // configuration that fails is a failed row of the report's table.
-func runResultsDurability(ctx context.Context, c common, env *scenario.Env, root string, args []string) {
-	env.Progress.Begin(scenario.DurabilityCommand)
+func runResultsDurability(ctx context.Context, inv invocation) {
+	inv.env.Progress.Begin(scenario.DurabilityCommand)
 	o := scenario.DurabilityDefaults
-	o.StackDir = scenario.StackDir(root)
-	cl, err := fillCluster(ctx, root, scenario.DurabilityCluster{}, o.Needs())
+	o.StackDir = scenario.StackDir(inv.root)
+	cl, err := fillCluster(ctx, inv.root, scenario.DurabilityCluster{}, o.Needs())
 	if err != nil {
-		writeNotMeasured(c, args, err)
+		writeNotMeasured(inv.c, inv.args, err)
 		return
 	}
 	o.Cluster = cl
-	c.pgURL = cl.DatabaseURL
-	before := resultfile.Newest(c.resultsDir, resultfile.Kind(scenario.DurabilityCommand))
-	err = runPair(ctx, c, env, root, scenario.DurabilityCommand, args, durabilityRun(ctx, env, o))
+	inv.c.pgURL = cl.DatabaseURL
+	before := resultfile.Newest(inv.c.resultsDir, resultfile.Kind(scenario.DurabilityCommand))
+	err = runPair(ctx, inv, scenario.DurabilityCommand, durabilityRun(ctx, inv.env, o))
 	if err == nil {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v (the report will say what is missing)\n", scenario.DurabilityCommand, err)
-	if resultfile.Newest(c.resultsDir, resultfile.Kind(scenario.DurabilityCommand)) == before {
-		writeNotMeasured(c, args, err)
+	if resultfile.Newest(inv.c.resultsDir, resultfile.Kind(scenario.DurabilityCommand)) == before {
+		writeNotMeasured(inv.c, inv.args, err)
 	}
 }
 

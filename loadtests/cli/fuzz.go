@@ -68,7 +68,8 @@ func fuzzMain(args []string, stdout, stderr io.Writer) int {
 	}
 	var failed []string
 	for _, name := range names {
-		if err := fuzzOne(ctx, l, root, name, *st, *seconds, *offset, *workers, *logDir, stdout); err != nil {
+		run := fuzzRun{l: l, root: root, schemathesis: *st, seconds: *seconds, offset: *offset, workers: *workers, logDir: *logDir, out: stdout}
+		if err := run.one(ctx, name); err != nil {
 			fmt.Fprintf(stderr, "fuzz %s: %v\n", name, err)
 			failed = append(failed, name)
 		}
@@ -104,7 +105,22 @@ func fuzzTargets(only string) []string {
 	return names
 }
 
-func fuzzOne(ctx context.Context, l *launch.Launcher, root, name, st string, seconds, offset, workers int, logDir string, stdout io.Writer) error {
+// fuzzRun is what every service's Schemathesis run shares: the
+// launcher, the repository's root, the Schemathesis binary, the time
+// budget, the port offset, the workers, the folder of reports and logs,
+// and where the output goes.
+type fuzzRun struct {
+	l                        *launch.Launcher
+	root, schemathesis       string
+	seconds, offset, workers int
+	logDir                   string
+	out                      io.Writer
+}
+
+// one fuzzes the named service: it starts it, runs Schemathesis against
+// its contract for the budget and stops it.
+func (f fuzzRun) one(ctx context.Context, name string) error {
+	l, root, st, seconds, offset, workers, logDir, stdout := f.l, f.root, f.schemathesis, f.seconds, f.offset, f.workers, f.logDir, f.out
 	s, ok := pairs.Lookup(name)
 	if !ok || s.Planned {
 		return fmt.Errorf("no built service %q", name)

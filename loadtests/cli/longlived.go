@@ -169,7 +169,8 @@ func (o longLivedOpts) steps(settle time.Duration, history int64) []step {
 // pair's fixed rates with the services' default retention (24 hours) on.
 // Everything goes into one run, command "longlived", which the report
 // sets beside the fresh runs.
-func runLongLived(ctx context.Context, c common, env *scenario.Env, root string, args []string, o longLivedOpts) (string, error) {
+func runLongLived(ctx context.Context, inv invocation, o longLivedOpts) (string, error) {
+	c, env, root, args := inv.c, inv.env, inv.root, inv.args
 	if c.state.history < 1 {
 		return "", errors.New("-history must be at least 1 for the long-lived variant")
 	}
@@ -185,7 +186,7 @@ func runLongLived(ctx context.Context, c common, env *scenario.Env, root string,
 	for _, part := range o {
 		p := part.p.pair
 		env.Progress.Begin("long-lived " + p.Name)
-		err := longLivedPair(ctx, env, run, p, part.sc, part.o, c.state.history)
+		err := part.run(ctx, env, run, c.state.history)
 		stopPair(env, p)
 		if err != nil {
 			run.Note("long-lived %s: %v", p.Name, err)
@@ -211,8 +212,10 @@ func runLongLived(ctx context.Context, c common, env *scenario.Env, root string,
 	return path, errors.Join(errs...)
 }
 
-// longLivedPair prepares one pair's history and runs its fixed rates.
-func longLivedPair(ctx context.Context, env *scenario.Env, run *driver.Run, p scenario.Pair, sc scenario.RateScenario, o scenario.RateOptions, n int64) error {
+// run prepares the pair's history of n rows per table and runs its
+// fixed rates into run.
+func (part longLivedPart) run(ctx context.Context, env *scenario.Env, run *driver.Run, n int64) error {
+	p, sc, o := part.p.pair, part.sc, part.o
 	// The services create and migrate their schemas (goose) when they
 	// start: the history goes into tables exactly as they make them. In
 	// `results` the fresh runs have done it already.

@@ -126,7 +126,7 @@ func runScaleOutCommand(ctx context.Context, c common, args []string, o scenario
 	if c.progress {
 		env.Progress = newProgress(os.Stderr, scaleoutCommand, c.settle, []step{{scaleoutCommand, o.Estimate(c.settle)}})
 	}
-	return runPair(ctx, c, env, root, scaleoutCommand, args, scaleoutRun(ctx, env, o))
+	return runPair(ctx, invocation{c, env, root, args}, scaleoutCommand, scaleoutRun(ctx, env, o))
 }
 
 // scaleoutRun is the scenario's part of a run (the scaleout and results

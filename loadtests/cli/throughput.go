@@ -139,8 +139,8 @@ func formatInts(v []int) string {
 
 // runThroughput runs the throughput scenario as one results file,
 // "<id>-throughput.json".
-func runThroughput(ctx context.Context, c common, env *scenario.Env, root string, args []string, o scenario.ThroughputOptions) error {
-	return runPair(ctx, c, env, root, throughputCommand, args, throughputRun(ctx, c, env, o))
+func runThroughput(ctx context.Context, inv invocation, o scenario.ThroughputOptions) error {
+	return runPair(ctx, inv, throughputCommand, throughputRun(ctx, inv.c, inv.env, o))
 }
 
 // throughputRun is the throughput scenario's part of a run (the

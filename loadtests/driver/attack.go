@@ -173,7 +173,7 @@ func Attack(ctx context.Context, spec AttackSpec) ClientResult {
 		if len(r.Body) > 0 {
 			msg += ": " + string(bytes.TrimSpace(r.Body))
 		}
-		t.add(int(r.Code), IsShed(r.Code, r.Headers), msg, d, r.Latency, r.End())
+		t.add(answer{int(r.Code), IsShed(r.Code, r.Headers), msg, d, r.Latency, r.End()})
 		if bar != nil {
 			_ = bar.Add(1)
 			if now := time.Now(); now.Sub(lastDescribe) > 250*time.Millisecond {
@@ -249,11 +249,21 @@ func newTally(rate float64, d time.Duration) *tally {
 	}
 }
 
-// add counts one answer: its status (0 for a transport error), whether it
-// was shed (a 503 with Retry-After: counted apart from errors), the error
-// message kept as a sample when it is neither a 2xx nor shed, its latency
-// and service time, and when it ended.
-func (t *tally) add(code int, shed bool, msg string, latency, service time.Duration, end time.Time) {
+// answer is one answer the tally counts: its status (0 for a transport
+// error), whether it was shed (a 503 with Retry-After: counted apart from
+// errors), the error message kept as a sample when it is neither a 2xx
+// nor shed, its latency and service time, and when it ended.
+type answer struct {
+	code             int
+	shed             bool
+	msg              string
+	latency, service time.Duration
+	end              time.Time
+}
+
+// add counts one answer.
+func (t *tally) add(a answer) {
+	code, shed, msg, latency, service, end := a.code, a.shed, a.msg, a.latency, a.service, a.end
 	t.res.Requests++
 	_ = t.lat.RecordValue(max(latency.Microseconds(), 1))
 	_ = t.svc.RecordValue(max(service.Microseconds(), 1))
@@ -371,7 +381,7 @@ func Loop(ctx context.Context, spec LoopSpec) ClientResult {
 					msg = strconv.Itoa(code) + " " + http.StatusText(code)
 				}
 				mu.Lock()
-				t.add(code, false, msg, end.Sub(t0), end.Sub(t0), end)
+				t.add(answer{code, false, msg, end.Sub(t0), end.Sub(t0), end})
 				mu.Unlock()
 			}
 		})

@@ -202,13 +202,6 @@ func runID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Point scenarios of the bench's results files.
-const (
-	appendPrefix   = "eventstore.append."
-	pointReadPoint = "eventstore.point-read"
-	catchUpPoint   = "eventstore.catch-up"
-)
-
 // streamPrefix names the streams of a series: the read-then-append
 // growing series keeps the bench's historical "tank-<tag>-g".
 func streamPrefix(tag string, m Mode, series string, round int) string {
@@ -306,17 +299,17 @@ func appendLoop(ctx context.Context, o Options, e *Engine, m Mode, prefix string
 	m2 := res.Metrics
 	// ops counts every append completed, in the window or late;
 	// in_flight those abandoned at the grace bound (counted nowhere else).
-	m2["ops"] = float64(c.OK)
-	m2["late"] = float64(c.Late)
-	m2["in_flight"] = float64(c.InFlight)
-	m2["conflicts"] = float64(conflicts)
-	m2["errors"] = float64(c.Errors - conflicts)
-	m2["seconds"] = round2(c.DurationS)
+	m2[MetricAppendOps] = float64(c.OK)
+	m2[MetricAppendLate] = float64(c.Late)
+	m2[MetricAppendInFlight] = float64(c.InFlight)
+	m2[MetricAppendConflicts] = float64(conflicts)
+	m2[MetricAppendErrors] = float64(c.Errors - conflicts)
+	m2[MetricAppendSeconds] = round2(c.DurationS)
 	if c.DurationS > 0 {
-		m2["ops_per_sec"] = round2(float64(c.OK) / c.DurationS)
+		m2[MetricAppendOpsPerSec] = round2(float64(c.OK) / c.DurationS)
 	}
 	if attempts := c.OK + conflicts; attempts > 0 {
-		m2["conflicts_per_op"] = math.Round(float64(conflicts)/float64(attempts)*1000) / 1000
+		m2[MetricAppendConflictsPerOp] = math.Round(float64(conflicts)/float64(attempts)*1000) / 1000
 	}
 	// Stream length at the end: sample a few streams' last versions.
 	var total, n float64
@@ -330,7 +323,7 @@ func appendLoop(ctx context.Context, o Options, e *Engine, m Mode, prefix string
 		}
 	}
 	if n > 0 {
-		m2["events_per_stream_at_end"] = round2(total / n)
+		m2[MetricEventsPerStreamAtEnd] = round2(total / n)
 	}
 	return res
 }
@@ -379,7 +372,7 @@ func runPointRead(ctx context.Context, run *driver.Run, o Options, engines []*En
 	if err != nil {
 		run.Note("point-read: %v", err)
 	}
-	p := driver.Point{Scenario: pointReadPoint, Name: stream, Sides: names(engines)}
+	p := driver.Point{Scenario: PointReadPoint, Name: stream, Sides: names(engines)}
 	rerr := driver.RunPoint(ctx, &p, max(o.Reads, 1), func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 		e := engineNamed(engines, svc)
 		if !e.Up {
@@ -394,9 +387,9 @@ func runPointRead(ctx context.Context, run *driver.Run, o Options, engines []*En
 		if err != nil || status != http.StatusOK {
 			return nil, fmt.Errorf("%s: read %s: %d %v", e.Name, stream, status, err)
 		}
-		m := map[driver.Metric]float64{"read_ms": round2(float64(time.Since(t0).Microseconds()) / 1000), "matched": float64(len(r.Events))}
+		m := map[driver.Metric]float64{MetricReadMS: round2(float64(time.Since(t0).Microseconds()) / 1000), MetricMatched: float64(len(r.Events))}
 		if r.RecordsScanned != nil {
-			m["records_scanned"] = float64(*r.RecordsScanned)
+			m[MetricRecordsScanned] = float64(*r.RecordsScanned)
 		}
 		return &driver.SideResult{Metrics: m}, nil
 	})
@@ -468,7 +461,7 @@ const catchUpDescription = "Per run: a marker append gives the start position; e
 // point, the engines rotated each round.
 func runCatchUp(ctx context.Context, run *driver.Run, o Options, engines []*Engine, log io.Writer) error {
 	run.Settings["live_events_per_run"] = livePerRun
-	p := driver.Point{Scenario: catchUpPoint, Name: fmt.Sprintf("%d events", o.Events), Sides: names(engines)}
+	p := driver.Point{Scenario: CatchUpPoint, Name: fmt.Sprintf("%d events", o.Events), Sides: names(engines)}
 	err := driver.RunPoint(ctx, &p, o.Runs, func(ctx context.Context, svc string, round int) (*driver.SideResult, error) {
 		e := engineNamed(engines, svc)
 		if !e.Up {
@@ -479,7 +472,7 @@ func runCatchUp(ctx context.Context, run *driver.Run, o Options, engines []*Engi
 			return nil, fmt.Errorf("%s run %d: %w", e.Name, round+1, err)
 		}
 		fmt.Fprintf(log, "catch-up %-16s run %d: catch-up %.1f ms, live p50 %.1f ms (max %.1f)\n", e.Name, round+1, cu, p50, pmax)
-		return &driver.SideResult{Metrics: map[driver.Metric]float64{"catch_up_ms": cu, "live_p50_ms": p50, "live_max_ms": pmax}}, nil
+		return &driver.SideResult{Metrics: map[driver.Metric]float64{MetricCatchUpMS: cu, MetricLiveP50: p50, MetricLiveMax: pmax}}, nil
 	})
 	run.Points = append(run.Points, p)
 	return err

@@ -35,10 +35,6 @@ import (
 // <out>/<UTC time>-eventstore-causal.json.
 const CausalCommand = "eventstore-causal"
 
-// causalPoint is the scenario of the experiment's points: one per read
-// stream and size step, named by causalPointName.
-const causalPoint = "eventstore.causal"
-
 // CausalLadder is the store sizes, in records, the experiment can step
 // through: the 10 K, 100 K, 1 M and 5 M, with 300 K between 100 K
 // and 1 M so that the default run has four sizes.
@@ -645,7 +641,7 @@ func causalVacuum(ctx context.Context, dbURL, schema string) error {
 // results.
 func (c *causalRun) readPoint(ctx context.Context, events int, size int64, fills []CausalFill) {
 	stream := causalStream(c.id, events)
-	p := driver.Point{Scenario: causalPoint, Name: causalPointName(events, size)}
+	p := driver.Point{Scenario: CausalPoint, Name: causalPointName(events, size)}
 	stored := map[string]float64{}
 	scan := map[string]causalScan{}
 	for _, s := range c.sides {
@@ -682,12 +678,12 @@ func (c *causalRun) readPoint(ctx context.Context, events int, size int64, fills
 		if err != nil {
 			return nil, err
 		}
-		m := map[driver.Metric]float64{"read_ms": round2(ms), "matched": float64(len(r.Events)), "store_records": stored[svc]}
+		m := map[driver.Metric]float64{MetricReadMS: round2(ms), MetricMatched: float64(len(r.Events)), MetricStoreRecords: stored[svc]}
 		if r.RecordsScanned != nil {
-			m["records_scanned"] = float64(*r.RecordsScanned)
+			m[MetricRecordsScanned] = float64(*r.RecordsScanned)
 		}
 		if sc, ok := scan[svc]; ok {
-			m["rows_touched"], m["shared_buffers"] = float64(sc.Rows), float64(sc.Buffers)
+			m[MetricRowsTouched], m[MetricSharedBuffers] = float64(sc.Rows), float64(sc.Buffers)
 		}
 		return &driver.SideResult{Metrics: m}, nil
 	})
@@ -697,7 +693,7 @@ func (c *causalRun) readPoint(ctx context.Context, events int, size int64, fills
 	c.run.Points = append(c.run.Points, p)
 	var parts []string
 	for _, svc := range p.Sides {
-		if a, ok := causalAgg(&p, "read_ms", svc); ok {
+		if a, ok := causalAgg(&p, MetricReadMS, svc); ok {
 			parts = append(parts, fmt.Sprintf("%s %.1f ms", svc, a.Median))
 		} else {
 			parts = append(parts, svc+" failed")

@@ -136,7 +136,7 @@ func CausalFromRun(run *driver.Run) (*CausalResult, error) {
 	res.BackendTimeoutS, _ = run.Settings["backend_timeout_s"].(float64)
 	for i := range run.Points {
 		p := &run.Points[i]
-		if p.Scenario != causalPoint {
+		if p.Scenario != CausalPoint {
 			continue
 		}
 		events, size, ok := parseCausalPointName(p.Name)
@@ -160,13 +160,13 @@ func CausalFromRun(run *driver.Run) (*CausalResult, error) {
 			}
 			for _, rd := range p.Rounds {
 				if s := rd.Sides[svc]; s != nil && s.Error == "" {
-					row.ReadsMS = append(row.ReadsMS, s.Metrics["read_ms"])
-					if v, ok := s.Metrics["records_scanned"]; ok {
+					row.ReadsMS = append(row.ReadsMS, s.Metrics[MetricReadMS])
+					if v, ok := s.Metrics[MetricRecordsScanned]; ok {
 						n := int64(v)
 						row.Scanned = &n
 					}
-					if v, ok := s.Metrics["rows_touched"]; ok {
-						n, b := int64(v), int64(s.Metrics["shared_buffers"])
+					if v, ok := s.Metrics[MetricRowsTouched]; ok {
+						n, b := int64(v), int64(s.Metrics[MetricSharedBuffers])
 						row.Scanned, row.Buffers = &n, &b
 					}
 				}

@@ -185,7 +185,7 @@ func causalFixture(t testing.TB) *driver.Run {
 			n := size
 			fills = append(fills, CausalFill{Engine: s.Name, Size: size, Records: &n})
 		}
-		p := driver.Point{Scenario: causalPoint, Name: causalPointName(100, size), Sides: []string{sides[0].Name, sides[1].Name, sides[2].Name}}
+		p := driver.Point{Scenario: CausalPoint, Name: causalPointName(100, size), Sides: []string{sides[0].Name, sides[1].Name, sides[2].Name}}
 		if size == 1_000_000 {
 			p.FailSide(KeyedName, "read causal-fixture-read-100: answered 503: kafka fetch timed out")
 		}

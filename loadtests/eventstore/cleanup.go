@@ -23,17 +23,6 @@ import (
 // suffix: `go run ./loadtests eventstore-cleanup`.
 const CleanupCommand = "eventstore-cleanup"
 
-// Point scenarios of the cleanup results file.
-const (
-	// CleanupPGPoint deletes one stream's rows from the Postgres side's
-	// events table in batches, with appends and a live subscriber running.
-	CleanupPGPoint = "eventstore.cleanup.postgres"
-	// CleanupKafkaPoint is one Kafka cleanup policy (point name
-	// KafkaRetention or KafkaCompaction) on a topic of its own holding
-	// the same stream.
-	CleanupKafkaPoint = "eventstore.cleanup.kafka"
-)
-
 // CleanupOptions are eventstore-cleanup's settings.
 type CleanupOptions struct {
 	Options
@@ -153,7 +142,9 @@ const (
 	phaseVacuum   = "vacuum"
 )
 
-var cleanupPhases = []string{phaseBaseline, phaseDelete, phaseVacuum}
+// CleanupPhases are the phases of the Postgres cleanup, in order: the
+// parts of its live-load metrics' keys (CleanupMetric).
+var CleanupPhases = []string{phaseBaseline, phaseDelete, phaseVacuum}
 
 // liveLoad appends one event at a time to a stream of its own, every
 // 10 ms, and receives them on a subscriber opened before: per phase, each
@@ -325,10 +316,10 @@ func (l *liveLoad) record(m map[driver.Metric]float64) {
 			deliver[l.sentIn[i]] = append(deliver[l.sentIn[i]], durMS(at.Sub(l.sentAt[i])))
 		}
 	}
-	for _, ph := range cleanupPhases {
+	for _, ph := range CleanupPhases {
 		if a := l.appends[ph]; len(a) > 0 {
 			slices.Sort(a)
-			m[CleanupMetric(AppendOf, ph, "n")] = float64(len(a))
+			m[CleanupMetric(AppendOf, ph, CleanupCount)] = float64(len(a))
 			m[CleanupMetric(AppendOf, ph, driver.SuffixP50)] = round2(sortedQuantile(a, 0.5))
 			m[CleanupMetric(AppendOf, ph, driver.SuffixP99)] = round2(sortedQuantile(a, 0.99))
 			m[CleanupMetric(AppendOf, ph, driver.SuffixMax)] = round2(a[len(a)-1])
@@ -339,7 +330,7 @@ func (l *liveLoad) record(m map[driver.Metric]float64) {
 			m[CleanupMetric(DeliverOf, ph, driver.SuffixMax)] = round2(d[len(d)-1])
 		}
 	}
-	m["live_sent"], m["live_received"], m["live_failed"] = float64(l.sent()), float64(l.received()), float64(l.failed)
+	m[MetricLiveSent], m[MetricLiveReceived], m[MetricLiveFailed] = float64(l.sent()), float64(l.received()), float64(l.failed)
 }
 
 // sortedQuantile is the q-quantile (nearest rank) of sorted xs.
@@ -359,7 +350,7 @@ func pgCleanup(ctx context.Context, o CleanupOptions, e *Engine, stream string, 
 	if err := fillLong(ctx, e, stream, o.StreamEvents, o.StreamEvents+1, fm); err != nil {
 		return err
 	}
-	m["fill_s"] = fm["fill_s"]
+	m[MetricFillSeconds] = fm[MetricFillSeconds]
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.Connect(cctx, o.DatabaseURL)
 	cancel()
@@ -396,7 +387,7 @@ func pgCleanup(ctx context.Context, o CleanupOptions, e *Engine, stream string, 
 	stopped = true
 	live.record(m)
 	fmt.Fprintf(log, "eventstore-cleanup postgres: deleted %d rows in %.0f batches in %.2f s (%.1f MB of WAL); table %.1f → %.1f MB after VACUUM\n",
-		deleted, m["batches"], m["delete_s"], m["delete_wal_mb"], m["size_before_mb"], m["size_after_vacuum_mb"])
+		deleted, m[MetricBatches], m[MetricDeleteSeconds], m[MetricDeleteWALMB], m[MetricSizeBeforeMB], m[MetricSizeAfterVacuumMB])
 	return pgCleanupVerdict(ctx, o, e, stream, deleted, m)
 }
 
@@ -452,7 +443,7 @@ func (t cleanupTable) deleteAndVacuum(ctx context.Context, o CleanupOptions, str
 		deleted += tag.RowsAffected()
 		batches++
 	}
-	m["delete_s"] = round2(time.Since(t0).Seconds())
+	m[MetricDeleteSeconds] = round2(time.Since(t0).Seconds())
 	wal, err := t.walSince(ctx, l0)
 	if err != nil {
 		return 0, err
@@ -470,7 +461,7 @@ func (t cleanupTable) deleteAndVacuum(ctx context.Context, o CleanupOptions, str
 	if _, err := t.conn.Exec(ctx, `VACUUM `+t.table); err != nil {
 		return 0, fmt.Errorf("vacuum: %w", err)
 	}
-	m["vacuum_s"] = round2(time.Since(t1).Seconds())
+	m[MetricVacuumSeconds] = round2(time.Since(t1).Seconds())
 	vwal, err := t.walSince(ctx, l1)
 	if err != nil {
 		return 0, err
@@ -479,10 +470,10 @@ func (t cleanupTable) deleteAndVacuum(ctx context.Context, o CleanupOptions, str
 	if err != nil {
 		return 0, err
 	}
-	m["events_deleted"], m["batches"] = float64(deleted), float64(batches)
-	m["delete_wal_mb"], m["vacuum_wal_mb"] = bytesMB(int64(wal)), bytesMB(int64(vwal))
-	m["size_before_mb"], m["size_after_delete_mb"], m["size_after_vacuum_mb"] = bytesMB(before), bytesMB(afterDelete), bytesMB(afterVacuum)
-	m["returned_mb"] = bytesMB(before - afterVacuum)
+	m[MetricEventsDeleted], m[MetricBatches] = float64(deleted), float64(batches)
+	m[MetricDeleteWALMB], m[MetricVacuumWALMB] = bytesMB(int64(wal)), bytesMB(int64(vwal))
+	m[MetricSizeBeforeMB], m[MetricSizeAfterDeleteMB], m[MetricSizeAfterVacuumMB] = bytesMB(before), bytesMB(afterDelete), bytesMB(afterVacuum)
+	m[MetricReturnedMB] = bytesMB(before - afterVacuum)
 	return deleted, nil
 }
 
@@ -500,11 +491,11 @@ func pgCleanupVerdict(ctx context.Context, o CleanupOptions, e *Engine, stream s
 	if len(r.Events) != 0 || r.LastVersion != nil {
 		why = append(why, fmt.Sprintf("the service still reads %d events of the deleted stream", len(r.Events)))
 	}
-	if m["live_received"] != m["live_sent"] {
-		why = append(why, fmt.Sprintf("the live subscriber received %.0f of %.0f appends", m["live_received"], m["live_sent"]))
+	if m[MetricLiveReceived] != m[MetricLiveSent] {
+		why = append(why, fmt.Sprintf("the live subscriber received %.0f of %.0f appends", m[MetricLiveReceived], m[MetricLiveSent]))
 	}
-	if m["live_failed"] > driver.FailShare*(m["live_sent"]+m["live_failed"]) {
-		why = append(why, fmt.Sprintf("%.0f concurrent appends failed", m["live_failed"]))
+	if m[MetricLiveFailed] > driver.FailShare*(m[MetricLiveSent]+m[MetricLiveFailed]) {
+		why = append(why, fmt.Sprintf("%.0f concurrent appends failed", m[MetricLiveFailed]))
 	}
 	if len(why) > 0 {
 		return errors.New(strings.Join(why, "; "))

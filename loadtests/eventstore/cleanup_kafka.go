@@ -108,13 +108,13 @@ func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map
 	if wait == 0 {
 		wait = interval + 30*time.Second
 	}
-	m["retention_check_interval_s"] = interval.Seconds()
+	m[MetricRetentionCheckIntervalS] = interval.Seconds()
 	customer := "customer-" + id
 	t0 := time.Now()
 	if err := produceCleanupData(ctx, c, topic, customer, id, o); err != nil {
 		return err
 	}
-	m["fill_s"] = round2(time.Since(t0).Seconds())
+	m[MetricFillSeconds] = round2(time.Since(t0).Seconds())
 	v0, err := readView(ctx, broker, topic, customer)
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map
 	if err != nil {
 		return err
 	}
-	m["customer_before"], m["others_before"], m["dir_mb_before"] = float64(v0.customer), float64(v0.others), bytesMB(size0)
+	m[MetricCustomerBefore], m[MetricOthersBefore], m[MetricDirMBBefore] = float64(v0.customer), float64(v0.others), bytesMB(size0)
 	if err := applyKafkaPolicy(ctx, c, topic, customer, id, policy); err != nil {
 		return err
 	}
@@ -135,21 +135,21 @@ func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map
 		return err
 	}
 	last, partial, firstChange, returned, size, applied := w.last, w.partial, w.firstChange, w.returned, w.size, w.applied
-	m["dir_mb_after"] = bytesMB(size)
-	m["customer_after"], m["others_after"], m["tombstones_after"] = float64(last.customer), float64(last.others), float64(last.tombstones)
-	m["log_start_after"] = float64(last.first)
-	m["partial_views"] = float64(partial)
-	m["waited_s"] = round2(time.Since(applied).Seconds())
+	m[MetricDirMBAfter] = bytesMB(size)
+	m[MetricCustomerAfter], m[MetricOthersAfter], m[MetricTombstonesAfter] = float64(last.customer), float64(last.others), float64(last.tombstones)
+	m[MetricLogStartAfter] = float64(last.first)
+	m[MetricPartialViews] = float64(partial)
+	m[MetricWaitedSeconds] = round2(time.Since(applied).Seconds())
 	if firstChange >= 0 {
-		m["first_change_s"] = round2(firstChange)
+		m[MetricFirstChangeSeconds] = round2(firstChange)
 	}
 	fmt.Fprintf(log, "eventstore-cleanup kafka %s: log dir %.1f → %.1f MB after %.0f s; the customer's events visible %d → %d, the others' %d → %d\n",
-		policy, m["dir_mb_before"], m["dir_mb_after"], m["waited_s"], v0.customer, last.customer, v0.others, last.others)
+		policy, m[MetricDirMBBefore], m[MetricDirMBAfter], m[MetricWaitedSeconds], v0.customer, last.customer, v0.others, last.others)
 	if returned < 0 {
 		return fmt.Errorf("the log directory still held %.1f of %.1f MB after %s (the broker checks retention every %s: log.retention.check.interval.ms)",
 			bytesMB(size), bytesMB(size0), wait.Round(time.Second), interval)
 	}
-	m["space_returned_s"] = round2(returned)
+	m[MetricSpaceReturnedSeconds] = round2(returned)
 	return nil
 }
 

@@ -23,23 +23,6 @@ import (
 // suffix: `go run ./loadtests eventstore-long`.
 const LongCommand = "eventstore-long"
 
-// Point scenarios of the long-stream results file, one point per stream
-// size (named SizeName(n)).
-const (
-	// LongFillPoint writes the stream through the service (batches of up
-	// to MaxAppend events) and a snapshot every SnapshotEvery events.
-	LongFillPoint = "eventstore.long.fill"
-	// LongFoldPoint reads the whole stream through the service's paged
-	// read and folds every event in the bench.
-	LongFoldPoint = "eventstore.long.fold"
-	// LongStatePoint asks the service to fold it (GET
-	// /streams/{stream}/state, capped at 100,000 events by the contract).
-	LongStatePoint = "eventstore.long.state"
-	// LongSnapshotPoint folds from the stream's latest snapshot: the last
-	// event of <stream>-snapshot, then the events after its version.
-	LongSnapshotPoint = "eventstore.long.snapshot"
-)
-
 // MaxAppend is the contract's largest append (events per request).
 const MaxAppend = 1000
 
@@ -285,7 +268,7 @@ func longFill(ctx context.Context, run *driver.Run, o LongOptions, engines []*En
 		err := fillLong(ctx, e, stream, n, o.SnapshotEvery, m)
 		filled[svc] = err
 		if err == nil {
-			fmt.Fprintf(log, "eventstore-long %-24s filled %d events in %.1f s (%d snapshots, %.2f s of them)\n", svc, n, m["fill_s"], int(m["snapshots"]), m["snapshot_append_s"])
+			fmt.Fprintf(log, "eventstore-long %-24s filled %d events in %.1f s (%d snapshots, %.2f s of them)\n", svc, n, m[MetricFillSeconds], int(m[MetricSnapshots]), m[MetricSnapshotAppendSeconds])
 		}
 		return &driver.SideResult{Metrics: m}, err
 	})
@@ -346,12 +329,12 @@ func longFoldSide(ctx context.Context, o LongOptions, e *Engine, fn longFoldFunc
 	mem := startMem(pid, pidErr)
 	t0 := time.Now()
 	err := fn(fctx, e, m)
-	m["read_ms"] = round2(float64(time.Since(t0).Microseconds()) / 1000)
+	m[MetricReadMS] = round2(float64(time.Since(t0).Microseconds()) / 1000)
 	note(mem.finish(m))
 	timedOut := fctx.Err() != nil && ctx.Err() == nil
 	cancel()
 	if timedOut && err != nil {
-		err = fmt.Errorf("did not finish within %s (-fold-timeout) after %d requests: %w", o.FoldTimeout, int(m["requests"]), err)
+		err = fmt.Errorf("did not finish within %s (-fold-timeout) after %d requests: %w", o.FoldTimeout, int(m[MetricRequests]), err)
 	}
 	if err != nil {
 		return &driver.SideResult{Metrics: m}, err
@@ -418,16 +401,16 @@ func fillLong(ctx context.Context, e *Engine, stream string, n, every int, m map
 			snN++
 		}
 	}
-	m["events"] = float64(n)
-	m["fill_s"] = round2(time.Since(t0).Seconds())
-	m["event_appends"], m["event_append_s"] = float64(evN), round2(evS)
-	m["snapshots"], m["snapshot_append_s"] = float64(snN), round2(snS)
+	m[MetricEvents] = float64(n)
+	m[MetricFillSeconds] = round2(time.Since(t0).Seconds())
+	m[MetricEventAppends], m[MetricEventAppendSeconds] = float64(evN), round2(evS)
+	m[MetricSnapshots], m[MetricSnapshotAppendSeconds] = float64(snN), round2(snS)
 	if evN > 0 && snN > 0 {
-		m["event_append_ms"] = round2(evS / float64(evN) * 1000)
-		m["snapshot_append_ms"] = round2(snS / float64(snN) * 1000)
+		m[MetricEventAppendMS] = round2(evS / float64(evN) * 1000)
+		m[MetricSnapshotAppendMS] = round2(snS / float64(snN) * 1000)
 		// What snapshots add to writing the stream, as a share of the
 		// events' own append time.
-		m["snapshot_overhead_pct"] = round2(snS / evS * 100)
+		m[MetricSnapshotOverheadPct] = round2(snS / evS * 100)
 	}
 	return nil
 }
@@ -449,7 +432,7 @@ type foldPage struct {
 func readPage(ctx context.Context, e *Engine, stream string, from int64, limit int, m map[driver.Metric]float64) (*foldPage, error) {
 	u := fmt.Sprintf("%s/streams/%s?from=%d&limit=%d", e.URL, stream, from, limit)
 	status, b, err := driver.Do(ctx, http.MethodGet, u, nil)
-	m["requests"]++
+	m[MetricRequests]++
 	if err != nil {
 		return nil, err
 	}
@@ -460,9 +443,9 @@ func readPage(ctx context.Context, e *Engine, stream string, from int64, limit i
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("read of %s: %w", stream, err)
 	}
-	m["bytes_read"] += float64(len(b))
+	m[MetricBytesRead] += float64(len(b))
 	if p.RecordsScanned != nil {
-		m["records_scanned"] += float64(*p.RecordsScanned)
+		m[MetricRecordsScanned] += float64(*p.RecordsScanned)
 	}
 	return &p, nil
 }
@@ -482,7 +465,7 @@ func foldPaged(ctx context.Context, e *Engine, stream string, from int64, limit 
 			}
 			t.apply(ev.Type, ev.Data.Liters)
 			t.Version = *ev.Version
-			m["events_folded"]++
+			m[MetricEventsFolded]++
 		}
 		if len(p.Events) < limit {
 			return t, nil
@@ -494,7 +477,7 @@ func foldPaged(ctx context.Context, e *Engine, stream string, from int64, limit 
 // foldState asks the service to fold stream (GET /streams/{stream}/state).
 func foldState(ctx context.Context, e *Engine, stream string, m map[driver.Metric]float64) (tank, error) {
 	status, b, err := driver.Do(ctx, http.MethodGet, e.URL+"/streams/"+stream+"/state", nil)
-	m["requests"]++
+	m[MetricRequests]++
 	if err != nil {
 		return tank{}, err
 	}
@@ -514,9 +497,9 @@ func foldState(ctx context.Context, e *Engine, stream string, m map[driver.Metri
 	if st.Version != nil {
 		t.Version = *st.Version
 	}
-	m["events_folded"] = float64(st.Events)
+	m[MetricEventsFolded] = float64(st.Events)
 	if st.RecordsScanned != nil {
-		m["records_scanned"] = float64(*st.RecordsScanned)
+		m[MetricRecordsScanned] = float64(*st.RecordsScanned)
 	}
 	return t, nil
 }
@@ -535,7 +518,7 @@ func foldSnapshot(ctx context.Context, e *Engine, stream string, limit int, m ma
 	}
 	u := fmt.Sprintf("%s/streams/%s?from=%d&limit=1", e.URL, ss, *head.LastVersion)
 	status, b, err := driver.Do(ctx, http.MethodGet, u, nil)
-	m["requests"]++
+	m[MetricRequests]++
 	if err != nil {
 		return tank{}, err
 	}
@@ -550,13 +533,13 @@ func foldSnapshot(ctx context.Context, e *Engine, stream string, limit int, m ma
 		return tank{}, fmt.Errorf("read of the snapshot %s@%d: %d %s", ss, *head.LastVersion, status, httpBody(b))
 	}
 	if snap.RecordsScanned != nil {
-		m["records_scanned"] += float64(*snap.RecordsScanned)
+		m[MetricRecordsScanned] += float64(*snap.RecordsScanned)
 	}
 	t := snap.Events[0].Data
-	m["snapshot_version"] = float64(t.Version)
-	folded := m["events_folded"]
+	m[MetricSnapshotVersion] = float64(t.Version)
+	folded := m[MetricEventsFolded]
 	t, err = foldPaged(ctx, e, stream, t.Version+1, limit, t, m)
-	m["tail_events"] = m["events_folded"] - folded
+	m[MetricTailEvents] = m[MetricEventsFolded] - folded
 	return t, err
 }
 
@@ -629,7 +612,7 @@ func (t *touched) finish(ctx context.Context, m map[driver.Metric]float64) error
 	if err != nil {
 		return err
 	}
-	m["records_touched"] = float64(after - t.before)
+	m[MetricRecordsTouched] = float64(after - t.before)
 	return nil
 }
 

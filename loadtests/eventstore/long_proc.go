@@ -165,15 +165,15 @@ func (m *memProbe) finish(metrics map[driver.Metric]float64) []string {
 	var why []string
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	metrics["bench_alloc_mb"] = bytesMB(int64(ms.TotalAlloc - m.alloc))
+	metrics[MetricBenchAllocMB] = bytesMB(int64(ms.TotalAlloc - m.alloc))
 	if m.serviceErr == nil {
 		after, err := readProcMem(m.pid)
 		if err != nil {
 			m.serviceErr = err
 		} else {
-			metrics["service_rss_before_mb"] = bytesMB(m.before.RSS)
-			metrics["service_rss_after_mb"] = bytesMB(after.RSS)
-			metrics["service_rss_peak_mb"] = bytesMB(after.HWM)
+			metrics[MetricServiceRSSBeforeMB] = bytesMB(m.before.RSS)
+			metrics[MetricServiceRSSAfterMB] = bytesMB(after.RSS)
+			metrics[MetricServiceRSSPeakMB] = bytesMB(after.HWM)
 		}
 	}
 	if m.serviceErr != nil {
@@ -181,7 +181,7 @@ func (m *memProbe) finish(metrics map[driver.Metric]float64) []string {
 	}
 	if m.selfErr == nil {
 		if self, err := readProcMem("self"); err == nil {
-			metrics["bench_rss_peak_mb"] = bytesMB(self.HWM)
+			metrics[MetricBenchRSSPeakMB] = bytesMB(self.HWM)
 		} else {
 			m.selfErr = err
 		}

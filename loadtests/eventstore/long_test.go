@@ -185,10 +185,10 @@ func TestLongOnMemoryBackend(t *testing.T) {
 			t.Errorf("%s: %s", p.Scenario, st)
 		}
 	}
-	val := func(scenario, name string) float64 {
+	val := func(scenario driver.ScenarioName, name driver.Metric) float64 {
 		for _, p := range run.Points {
-			if string(p.Scenario) == scenario {
-				if m := p.Find(driver.Metric(name)); m != nil {
+			if p.Scenario == scenario {
+				if m := p.Find(name); m != nil {
 					return m.Sides["no-kurrentdb"].Median
 				}
 			}

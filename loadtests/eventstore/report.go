@@ -199,11 +199,11 @@ func appendFromRun(run *driver.Run, o Options, engines []*Engine) *AppendResult 
 			row := AppendRow{Engine: svc, Label: labelOf(engines, svc), Mode: m.Name, Series: p.Name, Round: round + 1}
 			if s.Error == "" {
 				mt := s.Metrics
-				row.Ops, row.Conflicts, row.Errors = int64(mt["ops"]), int64(mt["conflicts"]), int64(mt["errors"])
-				row.Seconds, row.OpsPerSec, row.ConflictsPerOp = mt["seconds"], mt["ops_per_sec"], mt["conflicts_per_op"]
-				row.EventsPerStream, row.Measured = mt["events_per_stream_at_end"], true
-				if late, ok := mt["late"]; ok {
-					row.Late, row.InFlight, row.Counted = int64(late), int64(mt["in_flight"]), true
+				row.Ops, row.Conflicts, row.Errors = int64(mt[MetricAppendOps]), int64(mt[MetricAppendConflicts]), int64(mt[MetricAppendErrors])
+				row.Seconds, row.OpsPerSec, row.ConflictsPerOp = mt[MetricAppendSeconds], mt[MetricAppendOpsPerSec], mt[MetricAppendConflictsPerOp]
+				row.EventsPerStream, row.Measured = mt[MetricEventsPerStreamAtEnd], true
+				if late, ok := mt[MetricAppendLate]; ok {
+					row.Late, row.InFlight, row.Counted = int64(late), int64(mt[MetricAppendInFlight]), true
 				}
 			}
 			res.Rows = append(res.Rows, row)
@@ -224,12 +224,12 @@ func pointReadFromRun(run *driver.Run, o Options, engines []*Engine) *PointReadR
 	stream, _ := run.Settings["stream"].(string)
 	for i := range run.Points {
 		p := &run.Points[i]
-		if p.Scenario != pointReadPoint {
+		if p.Scenario != PointReadPoint {
 			continue
 		}
 		for _, svc := range p.Sides {
 			row := PointReadRow{Engine: svc, Label: labelOf(engines, svc)}
-			if m := p.Find("read_ms"); m != nil {
+			if m := p.Find(MetricReadMS); m != nil {
 				if a, ok := m.Sides[svc]; ok {
 					row.Stream, row.MedianMS, row.Measured = stream, a.Median, true
 				}
@@ -237,10 +237,10 @@ func pointReadFromRun(run *driver.Run, o Options, engines []*Engine) *PointReadR
 			if !row.Measured {
 				row.Failed = sideFailure(p, svc)
 			}
-			if m := p.Find("matched"); m != nil {
+			if m := p.Find(MetricMatched); m != nil {
 				row.Matched = int(m.Sides[svc].Max)
 			}
-			if m := p.Find("records_scanned"); m != nil {
+			if m := p.Find(MetricRecordsScanned); m != nil {
 				if a, ok := m.Sides[svc]; ok {
 					n := int64(a.Max)
 					row.RecordsScanned = &n
@@ -277,7 +277,7 @@ func catchUpFromRun(run *driver.Run, o Options, engines []*Engine) *CatchUpResul
 	}
 	rows := map[string]*CatchUpRow{}
 	var order []string
-	sides(run, catchUpPoint, func(_ *driver.Point, _ int, svc string, s *driver.SideResult) {
+	sides(run, CatchUpPoint, func(_ *driver.Point, _ int, svc string, s *driver.SideResult) {
 		row := rows[svc]
 		if row == nil {
 			row = &CatchUpRow{Engine: svc, Label: labelOf(engines, svc)}
@@ -286,9 +286,9 @@ func catchUpFromRun(run *driver.Run, o Options, engines []*Engine) *CatchUpResul
 		}
 		if s.Error == "" {
 			row.Measured = true
-			row.CatchUpMS = append(row.CatchUpMS, s.Metrics["catch_up_ms"])
-			row.LiveP50MS = append(row.LiveP50MS, s.Metrics["live_p50_ms"])
-			row.LiveMaxMS = append(row.LiveMaxMS, s.Metrics["live_max_ms"])
+			row.CatchUpMS = append(row.CatchUpMS, s.Metrics[MetricCatchUpMS])
+			row.LiveP50MS = append(row.LiveP50MS, s.Metrics[MetricLiveP50])
+			row.LiveMaxMS = append(row.LiveMaxMS, s.Metrics[MetricLiveMax])
 		}
 	})
 	for _, svc := range order {

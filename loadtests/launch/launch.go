@@ -127,7 +127,7 @@ func (l *Launcher) Running(name string) *Proc {
 // one more instance of service under a name of its own (the cache pair
 // runs several instances of each side).
 func (l *Launcher) Start(ctx context.Context, name string, port int, env map[string]string, readyTimeout time.Duration) (*Proc, error) {
-	return l.start(ctx, name, port, env, "/readyz", readyTimeout)
+	return l.start(ctx, name, port, env, probe{"/readyz", readyTimeout})
 }
 
 // StartLive is Start waiting for /healthz instead of /readyz: the process
@@ -135,11 +135,19 @@ func (l *Launcher) Start(ctx context.Context, name string, port int, env map[str
 // a slot another one streams) is live and answers 503 on /readyz until it
 // takes over.
 func (l *Launcher) StartLive(ctx context.Context, name string, port int, env map[string]string, timeout time.Duration) (*Proc, error) {
-	return l.start(ctx, name, port, env, "/healthz", timeout)
+	return l.start(ctx, name, port, env, probe{"/healthz", timeout})
 }
 
-// start is Start and StartLive: it waits for path to answer 200.
-func (l *Launcher) start(ctx context.Context, name string, port int, env map[string]string, path string, readyTimeout time.Duration) (*Proc, error) {
+// probe is what start waits for: path answering 200, for at most
+// timeout.
+type probe struct {
+	path    string
+	timeout time.Duration
+}
+
+// start is Start and StartLive: it waits for ready's path to answer 200.
+func (l *Launcher) start(ctx context.Context, name string, port int, env map[string]string, ready probe) (*Proc, error) {
+	path, readyTimeout := ready.path, ready.timeout
 	if l.Running(name) != nil {
 		return nil, fmt.Errorf("%s is already running", name)
 	}

@@ -14,17 +14,6 @@ import (
 // CacheTitle is the heading of the cache pair's RESULTS.md section.
 const CacheTitle = "Cache: redis vs no-redis"
 
-// The cache scenario's point names (package scenario declares them; the
-// report reads results files, not the scenario).
-const (
-	cacheProfile   = "cache.profile"
-	cacheKVWrite   = "cache.kv_write"
-	cacheKVRead    = "cache.kv_read"
-	cacheStampede  = "cache.stampede"
-	cacheStaleness = "cache.staleness"
-	cacheRaw       = "cache.raw_lookup"
-)
-
 // The cache modes the claims compare: the Postgres cache table
 // (UNLOGGED), Redis, the in-process cache, the logged table and Redis'
 // client-side caching (results before it was built lack it).
@@ -72,9 +61,9 @@ func cacheTable(b *bytes.Buffer, ps []*driver.Point, rows []cacheRow) {
 
 // cpuRows are the CPU-seconds per 1,000 operations of each process group.
 var cpuRows = []cacheRow{
-	{"CPU-s / 1,000 ops: service", "cpu_per_k.service"},
-	{"CPU-s / 1,000 ops: postgres", "cpu_per_k.postgres"},
-	{"CPU-s / 1,000 ops: redis-server", "cpu_per_k.redis"},
+	{"CPU-s / 1,000 ops: service", scenario.MetricCPUPerKOf.Of("service")},
+	{"CPU-s / 1,000 ops: postgres", scenario.MetricCPUPerKOf.Of("postgres")},
+	{"CPU-s / 1,000 ops: redis-server", scenario.MetricCPUPerKOf.Of("redis")},
 }
 
 // CacheSection renders the cache run's section of RESULTS.md, or "" when
@@ -91,14 +80,14 @@ func CacheSection(r *driver.Run) string {
 		b.WriteString(settingsBlock(s))
 	}
 	w("Every mode is a column, driven identically: `unlogged` and `logged` are no-redis with `CACHE_MODE=unlogged` (`CACHE_TABLE=unlogged` or `logged`), `local` no-redis' in-process cache, `redis` the redis service, `client-side` the redis service with `CACHE_MODE=client-side` (a copy in the process, invalidated by Redis' tracking pushes; runs before it was built lack the column). Cells are the median across rounds (min–max).\n\n")
-	if ps := rs.points(pairs.Cache, cacheProfile); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, scenario.CacheProfileScenario); len(ps) > 0 {
 		w("### Products over a Zipf key set (open loop, same rate on every mode)\n\n")
 		cacheTable(&b, ps, append([]cacheRow{
 			{"client p50 ms", driver.ClientP50}, {"client p99 ms", driver.ClientP99}, {"errors", driver.ClientErrors},
-			{"shed (503)", driver.ClientShed}, {"hit ratio", "hit_ratio"}, {"origin loads", driver.CounterOriginLoads},
+			{"shed (503)", driver.ClientShed}, {"hit ratio", scenario.MetricHitRatio}, {"origin loads", driver.CounterOriginLoads},
 		}, cpuRows...))
 	}
-	kv := append(rs.points(pairs.Cache, cacheKVWrite), rs.points(pairs.Cache, cacheKVRead)...)
+	kv := append(rs.points(pairs.Cache, scenario.CacheKVWriteScenario), rs.points(pairs.Cache, scenario.CacheKVReadScenario)...)
 	if len(kv) > 0 {
 		w("### kv writes, then reads of what was written: logged vs unlogged\n\n")
 		named := make([]*driver.Point, len(kv))
@@ -109,24 +98,24 @@ func CacheSection(r *driver.Run) string {
 		}
 		cacheTable(&b, named, append([]cacheRow{{"client p50 ms", driver.ClientP50}, {"client p99 ms", driver.ClientP99}, {"errors", driver.ClientErrors}, {"shed (503)", driver.ClientShed}}, cpuRows...))
 	}
-	if ps := rs.points(pairs.Cache, cacheRaw); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, scenario.CacheRawScenario); len(ps) > 0 {
 		w("### Lookup by key without HTTP (pgx SELECT by primary key vs go-redis GET, one connection, one at a time)\n\n")
 		cacheTable(&b, ps, []cacheRow{{"p50 ms", driver.ClientP50}, {"p99 ms", driver.ClientP99}, {"lookups/s", driver.ClientOKRate}})
 	}
-	if ps := rs.points(pairs.Cache, cacheStampede); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, scenario.CacheStampedeScenario); len(ps) > 0 {
 		w("### Stampede: concurrent GETs of one cold key (origin loads from /stats)\n\n")
-		cacheTable(&b, ps, []cacheRow{{"origin loads, one instance", "origin_loads.one"}, {"origin loads, two instances", "origin_loads.two"},
-			{"ms until every GET answered, one instance", "elapsed_ms.one"}, {"failed GETs", "errors.one"}})
+		cacheTable(&b, ps, []cacheRow{{"origin loads, one instance", scenario.MetricStampedeOriginLoadsOf.Of(scenario.StampedeOneInstance)}, {"origin loads, two instances", scenario.MetricStampedeOriginLoadsOf.Of(scenario.StampedeTwoInstances)},
+			{"ms until every GET answered, one instance", scenario.MetricStampedeElapsedOf.Of(scenario.StampedeOneInstance)}, {"failed GETs", scenario.MetricStampedeErrorsOf.Of(scenario.StampedeOneInstance)}})
 	}
-	if ps := rs.points(pairs.Cache, cacheStaleness); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, scenario.CacheStalenessScenario); len(ps) > 0 {
 		w("### Staleness after an out-of-band `UPDATE products ... WHERE` (10 rows, through pgx)\n\n")
 		w("Milliseconds until both instances of a mode serve the new value; **TTL-bound** when the window lasts until `PRODUCT_TTL` (more than half of it) or past it.\n\n")
 		p := ps[0]
 		w("| mode | ms until every instance is fresh | |\n|---|---|---|\n")
 		for _, s := range p.Sides {
-			v, ok := median(p, "stale_ms", s)
-			fresh, _ := sideMin(p.Find("fresh"), s)
-			ttl, _ := median(p, "ttl_ms", s)
+			v, ok := median(p, scenario.MetricStaleMS, s)
+			fresh, _ := sideMin(p.Find(scenario.MetricFresh), s)
+			ttl, _ := median(p, scenario.MetricStaleTTLMS, s)
 			label := ""
 			switch {
 			case !ok || fresh < 1:
@@ -134,7 +123,7 @@ func CacheSection(r *driver.Run) string {
 			case ttl > 0 && v > ttl/2:
 				label = fmt.Sprintf("**TTL-bound** (TTL %s ms)", num(ttl))
 			}
-			a := p.Find("stale_ms")
+			a := p.Find(scenario.MetricStaleMS)
 			var agg driver.Agg
 			if a != nil {
 				agg, ok = a.Sides[s]
@@ -174,7 +163,7 @@ const (
 // p50 of any cache mode over HTTP, a figure no mode can go below here.
 func httpFloor(in claimInputs) string {
 	best, where := math.Inf(1), ""
-	for _, sc := range []driver.ScenarioName{cacheProfile, cacheKVWrite, cacheKVRead} {
+	for _, sc := range []driver.ScenarioName{scenario.CacheProfileScenario, scenario.CacheKVWriteScenario, scenario.CacheKVReadScenario} {
 		for _, p := range in.rs.points(pairs.Cache, sc) {
 			for _, s := range p.Sides {
 				if v, ok := median(p, driver.ClientP50, s); ok && v > 0 && v < best {
@@ -196,7 +185,7 @@ var cacheClaims = []claimSpec{
 		claim: "Lookup by key: p50 about 0.1 ms on Redis vs about 0.65 ms on Postgres (raw client, no HTTP)",
 		rule: fmt.Sprintf("postgres' p50 ÷ redis' within %s× of %s (%s) in every round, pgx SELECT by primary key vs go-redis GET, one connection each; Redis ahead by less is the right direction at the wrong size and does not hold",
 			num(tolerance), num(rawLookupRatio), around(rawLookupRatio, rawLookupRatio)),
-		evaluate: atPoint(pairs.Cache, cacheRaw, "", "cache raw lookup", func(_ claimInputs, p *driver.Point) outcome {
+		evaluate: atPoint(pairs.Cache, scenario.CacheRawScenario, "", "cache raw lookup", func(_ claimInputs, p *driver.Point) outcome {
 			v, ok := medians(at{p, driver.ClientP50, scenario.RawSidePostgres}, at{p, driver.ClientP50, scenario.RawSideRedis})
 			if !ok || v[1] <= 0 {
 				return outcome{missing: "no lookup latency on both sides"}
@@ -221,7 +210,7 @@ var cacheClaims = []claimSpec{
 		evaluate: func(in claimInputs) outcome {
 			var ties []string
 			behind := false
-			o := atEveryPoint(pairs.Cache, cacheProfile, pairs.Cache, func(claimInputs) string { return "p50 redis vs unlogged: " }, func(p *driver.Point) (string, bool) {
+			o := atEveryPoint(pairs.Cache, scenario.CacheProfileScenario, pairs.Cache, func(claimInputs) string { return "p50 redis vs unlogged: " }, func(p *driver.Point) (string, bool) {
 				v, ok := medians(at{p, driver.ClientP50, modeRedis}, at{p, driver.ClientP50, modeUnlogged})
 				if !ok {
 					return p.Name + ": " + notRecorded, false
@@ -234,7 +223,7 @@ var cacheClaims = []claimSpec{
 				case v[0] > v[1]:
 					behind = true
 				}
-				if c, ok := optionalMedians(at{p, "cpu_per_k.redis", modeRedis}, at{p, "cpu_per_k.postgres", modeUnlogged}); ok {
+				if c, ok := optionalMedians(at{p, scenario.MetricCPUPerKOf.Of("redis"), modeRedis}, at{p, scenario.MetricCPUPerKOf.Of("postgres"), modeUnlogged}); ok {
 					part += fmt.Sprintf(" (CPU-s/1k ops: redis-server %s, postgres %s)", num(c[0]), num(c[1]))
 				}
 				return part, v[0] < v[1] && !tie(v[0], v[1])
@@ -250,7 +239,7 @@ var cacheClaims = []claimSpec{
 		rule: fmt.Sprintf("kv PUT p50 on the logged table ≥ %s× the unlogged one's (%s× within %s×), and kv GET p50 within ±%s%%, same rate, in every round",
 			num(unloggedWriteClaim/tolerance), num(unloggedWriteClaim), num(tolerance), num(100*readsUnchanged)),
 		evaluate: func(in claimInputs) outcome {
-			wp, rp := in.rs.point(pairs.Cache, cacheKVWrite, ""), in.rs.point(pairs.Cache, cacheKVRead, "")
+			wp, rp := in.rs.point(pairs.Cache, scenario.CacheKVWriteScenario, ""), in.rs.point(pairs.Cache, scenario.CacheKVReadScenario, "")
 			if wp == nil || rp == nil {
 				return notRun("cache kv write and read")
 			}
@@ -270,7 +259,7 @@ var cacheClaims = []claimSpec{
 		evaluate: func(in claimInputs) outcome {
 			var parts []string
 			holds := true
-			for _, p := range []*driver.Point{in.rs.point(pairs.Cache, cacheProfile, "read_heavy"), in.rs.point(pairs.Cache, cacheKVRead, "")} {
+			for _, p := range []*driver.Point{in.rs.point(pairs.Cache, scenario.CacheProfileScenario, "read_heavy"), in.rs.point(pairs.Cache, scenario.CacheKVReadScenario, "")} {
 				if p == nil {
 					return notRun("cache read-heavy and kv read")
 				}
@@ -290,8 +279,8 @@ var cacheClaims = []claimSpec{
 	{pair: pairs.Cache, short: "stampede computed once in-process",
 		claim: "Concurrent misses on one key are computed once by an in-process cache (stampede protection); Redis knows nothing of concurrent requests",
 		rule:  "local: 1 origin load for the concurrent GETs of one cold key on one instance in every round, at most 2 across two instances; the other modes' counts are shown (their services have singleflight too: Redis itself is not what protects them)",
-		evaluate: atPoint(pairs.Cache, cacheStampede, "", "cache stampede", func(_ claimInputs, p *driver.Point) outcome {
-			one, two := p.Find("origin_loads.one"), p.Find("origin_loads.two")
+		evaluate: atPoint(pairs.Cache, scenario.CacheStampedeScenario, "", "cache stampede", func(_ claimInputs, p *driver.Point) outcome {
+			one, two := p.Find(scenario.MetricStampedeOriginLoadsOf.Of(scenario.StampedeOneInstance)), p.Find(scenario.MetricStampedeOriginLoadsOf.Of(scenario.StampedeTwoInstances))
 			if one == nil || two == nil {
 				return outcome{missing: "no origin loads recorded"}
 			}
@@ -311,22 +300,22 @@ var cacheClaims = []claimSpec{
 	{pair: pairs.Cache, short: "Postgres as the invalidation source",
 		claim: "Postgres can be the cache's invalidation source. Logical replication (or a statement trigger) also catches a bulk `UPDATE ... WHERE` made outside the service",
 		rule:  "local (statement trigger + NOTIFY): both instances serve the new value within 1 s of an out-of-band UPDATE ... WHERE of 10 rows, in every round; the TTL-bound modes are shown",
-		evaluate: atPoint(pairs.Cache, cacheStaleness, "", "cache staleness", func(_ claimInputs, p *driver.Point) outcome {
-			fresh, ok := sideMin(p.Find("fresh"), modeLocal)
+		evaluate: atPoint(pairs.Cache, scenario.CacheStalenessScenario, "", "cache staleness", func(_ claimInputs, p *driver.Point) outcome {
+			fresh, ok := sideMin(p.Find(scenario.MetricFresh), modeLocal)
 			if !ok {
 				return outcome{missing: "the local mode was not measured"}
 			}
 			var parts []string
 			for _, s := range p.Sides {
-				if f, _ := sideMin(p.Find("fresh"), s); f < 1 {
+				if f, _ := sideMin(p.Find(scenario.MetricFresh), s); f < 1 {
 					parts = append(parts, s+" stale past the TTL in a round")
-				} else if v, ok := sideMax(p.Find("stale_ms"), s); ok {
+				} else if v, ok := sideMax(p.Find(scenario.MetricStaleMS), s); ok {
 					parts = append(parts, fmt.Sprintf("%s %s ms", s, num(v)))
 				} else {
 					parts = append(parts, s+" stale past the TTL")
 				}
 			}
-			worst, ok := sideMax(p.Find("stale_ms"), modeLocal)
+			worst, ok := sideMax(p.Find(scenario.MetricStaleMS), modeLocal)
 			return outcome{measured: fmt.Sprintf("%s, longest window: %s", p.Name, strings.Join(parts, "; ")), holds: fresh == 1 && ok && worst <= 1000}
 		})},
 }
@@ -335,7 +324,7 @@ func init() {
 	claimTable = append(claimTable, cacheClaims...)
 	registerReport(pairReport{name: pairs.Cache, title: CacheTitle, section: cacheSection,
 		chart: &pairChart{"staleness", stalenessFile, stalenessChart}, card: "staleness",
-		ceiling: rateSource{pairs.Cache, "cache.read.ceiling", "one read per request"},
+		ceiling: rateSource{pairs.Cache, scenario.CacheReadCeiling, "one read per request"},
 		verdict: cacheVerdict,
 		text: cardText{question: "Postgres behind an in-process cache, or Redis?",
 			pgWhen: "reads dominate and a stale value must vanish on an out-of-band `UPDATE` (NOTIFY invalidation)"},

@@ -11,16 +11,8 @@ import (
 )
 
 // The roles beyond the cache (issue 41): their subsection of the cache
-// section and their claims. The point and metric names are those of
-// package scenario's cache_roles.go, redeclared: the report reads
-// results files, not the scenario.
-const (
-	rolesLock      = "cache.lock"
-	rolesHandover  = "cache.lock_handover"
-	rolesPubSub    = "cache.pubsub"
-	rolesCeiling   = "cache.pubsub_ceiling"
-	rolesRateLimit = "cache.ratelimit"
-)
+// section and their claims, from the points and metrics package scenario
+// names (cache_names.go).
 
 // RolesTitle is the heading of the roles' subsection.
 const RolesTitle = "Beyond the cache: locks, pub/sub and rate limits"
@@ -55,45 +47,45 @@ func cacheRolesSection(r *driver.Run) string {
 		return ""
 	}
 	rs := runs{pairs.Cache: r}
-	if len(rs.points(pairs.Cache, rolesLock)) == 0 && len(rs.points(pairs.Cache, rolesPubSub)) == 0 && len(rs.points(pairs.Cache, rolesRateLimit)) == 0 {
+	if len(rs.points(pairs.Cache, scenario.CacheLockScenario)) == 0 && len(rs.points(pairs.Cache, scenario.CachePubSubScenario)) == 0 && len(rs.points(pairs.Cache, scenario.CacheRateLimitScenario)) == 0 {
 		return ""
 	}
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("### %s\n\n", RolesTitle)
 	w("The roles teams use Redis for beside a cache, on both sides behind the same contract: `no-redis` is a lease row per lock (token from a sequence), NOTIFY on one LISTEN connection per process, one upsert per take on an UNLOGGED table; `redis` is `SET NX PX` with Lua release (token from `INCR`), one `PSUBSCRIBE` connection per process, `INCR` + `PEXPIRE` in one script ([docs/cache.md](docs/cache.md#beyond-the-cache-locks-pubsub-and-rate-limits)). One instance per side; cells are the median across rounds (min–max).\n\n")
-	if ps := rs.points(pairs.Cache, rolesLock); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, scenario.CacheLockScenario); len(ps) > 0 {
 		w("#### Locks: acquire + release cycles (closed loop; a 409 is retried at once)\n\n")
 		cacheTable(&b, ps, append([]cacheRow{
-			{"cycles/s", "cycles_per_s"}, {"cycle p50 ms", "cycle_p50_ms"}, {"cycle p99 ms", "cycle_p99_ms"},
-			{"acquire p50 ms (409s included)", "acquire_p50_ms"}, {"acquire p99 ms", "acquire_p99_ms"}, {"409s/s", "conflicts_per_s"},
-			{"double grants", "overlaps"}, {"tokens not above the name's last", "token_regressions"}, {"errors", "errors"},
-		}, rolesCPURows("cpu_per_k.", "cycles")...))
+			{"cycles/s", scenario.MetricCyclesPerS}, {"cycle p50 ms", scenario.MetricCycleP50}, {"cycle p99 ms", scenario.MetricCycleP99},
+			{"acquire p50 ms (409s included)", scenario.MetricAcquireP50}, {"acquire p99 ms", scenario.MetricAcquireP99}, {"409s/s", scenario.MetricConflictsPerS},
+			{"double grants", scenario.MetricOverlaps}, {"tokens not above the name's last", scenario.MetricTokenRegress}, {"errors", scenario.MetricRoleErrors},
+		}, rolesCPURows(scenario.MetricCPUPerKOf, "cycles")...))
 	}
-	if ps := rs.points(pairs.Cache, rolesHandover); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, scenario.CacheLockHandoverScenario); len(ps) > 0 {
 		w("#### A dead holder's lock: ms until another client (polling every 5 ms) got it\n\n")
-		cacheTable(&b, ps, []cacheRow{{"lease ms", "lease_ms"}, {"ms until another holder", "handover_ms"},
-			{"ms after the lease", "after_lease_ms"}, {"new token higher (1 = yes)", "token_higher"}})
+		cacheTable(&b, ps, []cacheRow{{"lease ms", scenario.MetricLeaseMS}, {"ms until another holder", scenario.MetricHandoverMS},
+			{"ms after the lease", scenario.MetricAfterLeaseMS}, {"new token higher (1 = yes)", scenario.MetricTokenHigher}})
 	}
-	if ps := rs.points(pairs.Cache, rolesCeiling); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, scenario.CachePubSubCeilingScenario); len(ps) > 0 {
 		w("#### Pub/sub: the highest publish rate each side passed (delivery p99 within the bound, nothing missed)\n\n")
-		cacheTable(&b, ps, []cacheRow{{"publishes/s", "max_publish_rate"}, {"deliveries/s at it", "max_deliveries_per_s"},
-			{"the ladder's top passed (1 = yes: a lower bound)", "capped"}})
+		cacheTable(&b, ps, []cacheRow{{"publishes/s", scenario.MetricMaxPublishRate}, {"deliveries/s at it", scenario.MetricMaxDeliveriesPerS},
+			{"the ladder's top passed (1 = yes: a lower bound)", scenario.MetricLadderCapped}})
 	}
-	if ps := rs.points(pairs.Cache, rolesPubSub); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, scenario.CachePubSubScenario); len(ps) > 0 {
 		w("#### Pub/sub: every step of the ladders (– : that side's ladder had stopped below)\n\n")
 		cacheTable(&b, ps, append([]cacheRow{
-			{"publishes/s answered", "published_per_s"}, {"deliveries/s", "deliveries_per_s"}, {"delivery p50 ms", "delivery_p50_ms"},
-			{"delivery p99 ms", "delivery_p99_ms"}, {"missed", "missed"}, {"subscriptions ended", "ended"}, {"passed (1 = yes)", "pass"},
-		}, rolesCPURows("cpu_per_k_deliveries.", "deliveries")...))
+			{"publishes/s answered", scenario.MetricPublishedPerS}, {"deliveries/s", scenario.MetricDeliveriesPerS}, {"delivery p50 ms", scenario.MetricDeliveryP50},
+			{"delivery p99 ms", scenario.MetricDeliveryP99}, {"missed", scenario.MetricMissed}, {"subscriptions ended", scenario.MetricEnded}, {"passed (1 = yes)", scenario.MetricPass},
+		}, rolesCPURows(scenario.MetricCPUPerKDeliveries, "deliveries")...))
 	}
-	if ps := rs.points(pairs.Cache, rolesRateLimit); len(ps) > 0 {
+	if ps := rs.points(pairs.Cache, scenario.CacheRateLimitScenario); len(ps) > 0 {
 		w("#### Rate limit: concurrent clients taking from one key (closed loop)\n\n")
 		cacheTable(&b, ps, append([]cacheRow{
-			{"takes/s", "takes_per_s"}, {"take p50 ms", "take_p50_ms"}, {"take p99 ms", "take_p99_ms"}, {"limit per window", "limit"},
-			{"windows", "windows"}, {"most admitted in a window", "admitted_max_per_window"}, {"fewest admitted in a full window", "admitted_min_per_window"},
-			{"windows over the limit", "over_limit_windows"}, {"errors", "errors"},
-		}, rolesCPURows("cpu_per_k.", "takes")...))
+			{"takes/s", scenario.MetricTakesPerS}, {"take p50 ms", scenario.MetricTakeP50}, {"take p99 ms", scenario.MetricTakeP99}, {"limit per window", scenario.MetricLimit},
+			{"windows", scenario.MetricWindows}, {"most admitted in a window", scenario.MetricAdmittedMax}, {"fewest admitted in a full window", scenario.MetricAdmittedMin},
+			{"windows over the limit", scenario.MetricOverLimitWindows}, {"errors", scenario.MetricRoleErrors},
+		}, rolesCPURows(scenario.MetricCPUPerKOf, "takes")...))
 	}
 	return b.String()
 }
@@ -101,7 +93,7 @@ func cacheRolesSection(r *driver.Run) string {
 // contendedLock is the lock point with contenders (the one that is not
 // "uncontended").
 func contendedLock(rs runs) *driver.Point {
-	for _, p := range rs.points(pairs.Cache, rolesLock) {
+	for _, p := range rs.points(pairs.Cache, scenario.CacheLockScenario) {
 		if p.Name != "uncontended" {
 			return p
 		}
@@ -111,7 +103,7 @@ func contendedLock(rs runs) *driver.Point {
 
 // firstPubSubStep is the lowest-rate step of the one-subscriber ladder.
 func firstPubSubStep(in claimInputs) *driver.Point {
-	for _, p := range in.rs.points(pairs.Cache, rolesPubSub) {
+	for _, p := range in.rs.points(pairs.Cache, scenario.CachePubSubScenario) {
 		if strings.HasPrefix(p.Name, scenario.SubscribersName(1)+", ") {
 			return p
 		}
@@ -126,19 +118,19 @@ var cacheRolesClaims = []claimSpec{
 		claim: "Postgres has an analogue of Redis' distributed locks (advisory locks in the reference; a lease row with a fencing token here)",
 		rule:  fmt.Sprintf("no-redis' lock under contention: no double grant and no token below or equal to the name's previous one, and a dead holder's lock handed over within %s ms after its lease with a higher token, in every round; redis' figures are shown, not judged", num(handoverWithin)),
 		evaluate: func(in claimInputs) outcome {
-			c, h := contendedLock(in.rs), in.rs.point(pairs.Cache, rolesHandover, "")
+			c, h := contendedLock(in.rs), in.rs.point(pairs.Cache, scenario.CacheLockHandoverScenario, "")
 			if c == nil || h == nil {
 				return notRun("cache roles' lock")
 			}
-			v, ok := medians(at{c, "overlaps", pairs.NoRedis}, at{c, "token_regressions", pairs.NoRedis},
-				at{h, "after_lease_ms", pairs.NoRedis}, at{h, "token_higher", pairs.NoRedis})
+			v, ok := medians(at{c, scenario.MetricOverlaps, pairs.NoRedis}, at{c, scenario.MetricTokenRegress, pairs.NoRedis},
+				at{h, scenario.MetricAfterLeaseMS, pairs.NoRedis}, at{h, scenario.MetricTokenHigher, pairs.NoRedis})
 			if !ok {
 				return outcome{missing: "no lock figures for no-redis"}
 			}
 			o := outcome{measured: fmt.Sprintf("no-redis, %s: %s double grants, %s tokens not increasing; handover %s ms after a %s ms lease",
 				c.Name, num(v[0]), num(v[1]), num(v[2]), lease(h)),
 				holds: v[0] == 0 && v[1] == 0 && v[2] <= handoverWithin && v[3] == 1}
-			if r, ok := optionalMedians(at{c, "overlaps", pairs.Redis}, at{h, "after_lease_ms", pairs.Redis}); ok {
+			if r, ok := optionalMedians(at{c, scenario.MetricOverlaps, pairs.Redis}, at{h, scenario.MetricAfterLeaseMS, pairs.Redis}); ok {
 				o.measured += fmt.Sprintf(" (redis: %s double grants, handover %s ms after the lease)", num(r[0]), num(r[1]))
 			}
 			return o
@@ -147,7 +139,7 @@ var cacheRolesClaims = []claimSpec{
 		claim: "Postgres is slower than Redis at every type of operation: here, a lock cycle, a rate-limit take and a pub/sub delivery",
 		rule:  fmt.Sprintf("redis' median below no-redis' (by more than %s%%: closer is a tie, which decides nothing) for the uncontended lock cycle p50, the rate-limit take p50 and the delivery p50 of the one-subscriber ladder's lowest rate, in every round", num(100*tieWithin)),
 		evaluate: func(in claimInputs) outcome {
-			lk, rl, ps := in.rs.point(pairs.Cache, rolesLock, "uncontended"), in.rs.point(pairs.Cache, rolesRateLimit, ""), firstPubSubStep(in)
+			lk, rl, ps := in.rs.point(pairs.Cache, scenario.CacheLockScenario, "uncontended"), in.rs.point(pairs.Cache, scenario.CacheRateLimitScenario, ""), firstPubSubStep(in)
 			if lk == nil || rl == nil || ps == nil {
 				return notRun("cache roles")
 			}
@@ -157,7 +149,7 @@ var cacheRolesClaims = []claimSpec{
 				what   string
 				p      *driver.Point
 				metric driver.Metric
-			}{{"lock cycle", lk, "cycle_p50_ms"}, {"take", rl, "take_p50_ms"}, {"delivery at " + ps.Name, ps, "delivery_p50_ms"}} {
+			}{{"lock cycle", lk, scenario.MetricCycleP50}, {"take", rl, scenario.MetricTakeP50}, {"delivery at " + ps.Name, ps, scenario.MetricDeliveryP50}} {
 				v, ok := medians(at{q.p, q.metric, pairs.NoRedis}, at{q.p, q.metric, pairs.Redis})
 				if !ok {
 					return outcome{missing: "no " + q.what + " p50 on both sides"}
@@ -182,18 +174,18 @@ var cacheRolesClaims = []claimSpec{
 	{pair: pairs.Cache, short: "pub/sub at tens of thousands/s needs Redis",
 		claim: "Pub/sub at tens of thousands of events per second needs Redis: LISTEN/NOTIFY does not get there",
 		rule:  fmt.Sprintf("the highest publish rate each side passed with one subscriber (delivery p99 within the bound, nothing missed): holds when redis passed ≥ %s/s and no-redis stayed below it; does not hold when no-redis passed it; not measurable here when redis did not reach it either (the machine, not the system, is then the limit)", count(tensOfThousands)),
-		evaluate: atPoint(pairs.Cache, rolesCeiling, scenario.SubscribersName(1), "cache roles' pub/sub", func(in claimInputs, p *driver.Point) outcome {
-			v, ok := medians(at{p, "max_publish_rate", pairs.NoRedis}, at{p, "max_publish_rate", pairs.Redis})
+		evaluate: atPoint(pairs.Cache, scenario.CachePubSubCeilingScenario, scenario.SubscribersName(1), "cache roles' pub/sub", func(in claimInputs, p *driver.Point) outcome {
+			v, ok := medians(at{p, scenario.MetricMaxPublishRate, pairs.NoRedis}, at{p, scenario.MetricMaxPublishRate, pairs.Redis})
 			if !ok {
 				return outcome{missing: "no pub/sub ceiling on both sides"}
 			}
 			o := outcome{measured: fmt.Sprintf("one subscriber: no-redis %s/s, redis %s/s", num(v[0]), num(v[1])),
 				holds: v[1] >= tensOfThousands && v[0] < tensOfThousands}
-			for _, q := range in.rs.points(pairs.Cache, rolesCeiling) {
+			for _, q := range in.rs.points(pairs.Cache, scenario.CachePubSubCeilingScenario) {
 				if q.Name == p.Name {
 					continue
 				}
-				if w, ok := optionalMedians(at{q, "max_publish_rate", pairs.NoRedis}, at{q, "max_publish_rate", pairs.Redis}); ok {
+				if w, ok := optionalMedians(at{q, scenario.MetricMaxPublishRate, pairs.NoRedis}, at{q, scenario.MetricMaxPublishRate, pairs.Redis}); ok {
 					o.measured += fmt.Sprintf("; %s: %s/s vs %s/s", q.Name, num(w[0]), num(w[1]))
 				}
 			}
@@ -205,16 +197,16 @@ var cacheRolesClaims = []claimSpec{
 	{pair: pairs.Cache, short: "no rate limiter in Postgres",
 		claim: "Rate limiters (like sorted sets and bitmaps) have no standard replacement in Postgres",
 		rule:  "the rate-limiter part only: does not hold when no-redis' fixed window (one upsert on an UNLOGGED table) admits at most the limit in every window and exactly the limit in every full window under concurrent clients, in every round (a one-statement replacement exists); holds otherwise. Sorted sets and bitmaps are not measured",
-		evaluate: atPoint(pairs.Cache, rolesRateLimit, "", "cache roles' rate limit", func(_ claimInputs, p *driver.Point) outcome {
-			v, ok := medians(at{p, "over_limit_windows", pairs.NoRedis}, at{p, "admitted_min_per_window", pairs.NoRedis},
-				at{p, "admitted_max_per_window", pairs.NoRedis}, at{p, "limit", pairs.NoRedis}, at{p, "takes_per_s", pairs.NoRedis})
+		evaluate: atPoint(pairs.Cache, scenario.CacheRateLimitScenario, "", "cache roles' rate limit", func(_ claimInputs, p *driver.Point) outcome {
+			v, ok := medians(at{p, scenario.MetricOverLimitWindows, pairs.NoRedis}, at{p, scenario.MetricAdmittedMin, pairs.NoRedis},
+				at{p, scenario.MetricAdmittedMax, pairs.NoRedis}, at{p, scenario.MetricLimit, pairs.NoRedis}, at{p, scenario.MetricTakesPerS, pairs.NoRedis})
 			if !ok {
 				return outcome{missing: "no per-window figures for no-redis"}
 			}
 			accurate := v[0] == 0 && v[1] == v[3] && v[2] == v[3]
 			o := outcome{measured: fmt.Sprintf("no-redis, %s: %s takes/s, admitted per window %s–%s of a limit of %s, %s windows over it",
 				p.Name, num(v[4]), num(v[1]), num(v[2]), num(v[3]), num(v[0])), holds: !accurate}
-			if r, ok := optionalMedians(at{p, "takes_per_s", pairs.Redis}, at{p, "over_limit_windows", pairs.Redis}); ok {
+			if r, ok := optionalMedians(at{p, scenario.MetricTakesPerS, pairs.Redis}, at{p, scenario.MetricOverLimitWindows, pairs.Redis}); ok {
 				o.measured += fmt.Sprintf(" (redis: %s takes/s, %s windows over the limit)", num(r[0]), num(r[1]))
 			}
 			return o
@@ -223,7 +215,7 @@ var cacheRolesClaims = []claimSpec{
 
 // lease is the handover point's lease in ms, as text.
 func lease(p *driver.Point) string {
-	if v, ok := medianOf(p, "lease_ms", pairs.NoRedis, false); ok {
+	if v, ok := medianOf(p, scenario.MetricLeaseMS, pairs.NoRedis, false); ok {
 		return num(v)
 	}
 	return "?"
@@ -281,12 +273,12 @@ type RoleLimit struct {
 func roleLimits(rs runs) []RoleLimit {
 	pg, rd := pairs.NoRedis, pairs.Redis
 	var out []RoleLimit
-	for _, p := range rs.points(pairs.Cache, rolesCeiling) {
-		n, _ := median(p, "subscribers", pg)
+	for _, p := range rs.points(pairs.Cache, scenario.CachePubSubCeilingScenario) {
+		n, _ := median(p, scenario.MetricSubscribers, pg)
 		l := RoleLimit{Role: RolePubSub, Point: p.Name, Subscribers: int(n), Ceiling: true,
-			PG: roleFigure(p, "max_publish_rate", pg, "/s"), Spec: roleFigure(p, "max_publish_rate", rd, "/s")}
+			PG: roleFigure(p, scenario.MetricMaxPublishRate, pg, "/s"), Spec: roleFigure(p, scenario.MetricMaxPublishRate, rd, "/s")}
 		for side, f := range map[string]*Figure{pg: &l.PG, rd: &l.Spec} {
-			if v, ok := median(p, "capped", side); ok && v == 1 && f.OK() {
+			if v, ok := median(p, scenario.MetricLadderCapped, side); ok && v == 1 && f.OK() {
 				f.AtLeast = true
 			}
 		}
@@ -294,11 +286,11 @@ func roleLimits(rs runs) []RoleLimit {
 	}
 	if p := contendedLock(rs); p != nil {
 		out = append(out, RoleLimit{Role: RoleLocks, Point: p.Name,
-			PG: roleFigure(p, "cycles_per_s", pg, " cycles/s"), Spec: roleFigure(p, "cycles_per_s", rd, " cycles/s")})
+			PG: roleFigure(p, scenario.MetricCyclesPerS, pg, " cycles/s"), Spec: roleFigure(p, scenario.MetricCyclesPerS, rd, " cycles/s")})
 	}
-	if p := rs.point(pairs.Cache, rolesRateLimit, ""); p != nil {
+	if p := rs.point(pairs.Cache, scenario.CacheRateLimitScenario, ""); p != nil {
 		out = append(out, RoleLimit{Role: RoleRateLimits, Point: p.Name,
-			PG: roleFigure(p, "takes_per_s", pg, " takes/s"), Spec: roleFigure(p, "takes_per_s", rd, " takes/s")})
+			PG: roleFigure(p, scenario.MetricTakesPerS, pg, " takes/s"), Spec: roleFigure(p, scenario.MetricTakesPerS, rd, " takes/s")})
 	}
 	return out
 }
@@ -326,10 +318,10 @@ func rolesLines(rs runs) []string {
 	} else {
 		c := contendedLock(rs)
 		line := fmt.Sprintf("**Locks** (%s, acquire + release): Postgres (a lease row) %s, Redis (`SET NX PX`) %s; double grants: Postgres %s, Redis %s",
-			locks.Point, locks.PG, locks.Spec, roleFigure(c, "overlaps", pg, ""), roleFigure(c, "overlaps", rd, ""))
-		if h := rs.point(pairs.Cache, rolesHandover, ""); h != nil {
+			locks.Point, locks.PG, locks.Spec, roleFigure(c, scenario.MetricOverlaps, pg, ""), roleFigure(c, scenario.MetricOverlaps, rd, ""))
+		if h := rs.point(pairs.Cache, scenario.CacheLockHandoverScenario, ""); h != nil {
 			line += fmt.Sprintf("; a dead holder's lock passed on after its %s ms lease plus Postgres %s, Redis %s",
-				lease(h), roleFigure(h, "after_lease_ms", pg, " ms"), roleFigure(h, "after_lease_ms", rd, " ms"))
+				lease(h), roleFigure(h, scenario.MetricAfterLeaseMS, pg, " ms"), roleFigure(h, scenario.MetricAfterLeaseMS, rd, " ms"))
 		}
 		out = append(out, line)
 	}
@@ -341,9 +333,9 @@ func rolesLines(rs runs) []string {
 	if limits == nil {
 		out = append(out, "**Rate limits:** not measured in these results")
 	} else {
-		p := rs.point(pairs.Cache, rolesRateLimit, "")
+		p := rs.point(pairs.Cache, scenario.CacheRateLimitScenario, "")
 		out = append(out, fmt.Sprintf("**Rate limits** (%s on one key): Postgres (an upsert on an UNLOGGED table) %s, Redis (`INCR` + `PEXPIRE`) %s; windows admitting more than the limit: Postgres %s, Redis %s",
-			limits.Point, limits.PG, limits.Spec, roleFigure(p, "over_limit_windows", pg, ""), roleFigure(p, "over_limit_windows", rd, "")))
+			limits.Point, limits.PG, limits.Spec, roleFigure(p, scenario.MetricOverLimitWindows, pg, ""), roleFigure(p, scenario.MetricOverLimitWindows, rd, "")))
 	}
 	return out
 }

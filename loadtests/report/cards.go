@@ -387,7 +387,7 @@ func maxOffered(in *inputs, pair string) (float64, string) {
 			if !strings.Contains(p.Name, "ceiling") {
 				see(p.Rate, "")
 			}
-			if v, ok := pointMax(p, "offered_rate"); ok {
+			if v, ok := pointMax(p, scenario.MetricOfferedRate); ok {
 				see(v, "")
 			}
 		}
@@ -433,10 +433,10 @@ func overloadText(in *inputs, pair, side, name, verb string) string {
 	if p == nil || !p.SideStatus(side).OK() {
 		return ""
 	}
-	offered, ok1 := median(p, "offered_rate", side)
-	acc, ok2 := median(p, "accepted_rate", side)
-	tp, ok3 := median(p, "throughput", side)
-	pct, ok4 := median(p, "pct_of_ceiling", side)
+	offered, ok1 := median(p, scenario.MetricOfferedRate, side)
+	acc, ok2 := median(p, scenario.MetricAcceptedRate, side)
+	tp, ok3 := median(p, scenario.MetricThroughput, side)
+	pct, ok4 := median(p, scenario.MetricPctOfCeiling, side)
 	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return ""
 	}
@@ -478,13 +478,13 @@ func queueVerdict(in *inputs) Verdict {
 	v.SpecOverload = overloadText(in, pairs.Queue, pairs.RabbitMQ, "RabbitMQ", "processed")
 	v.PGSustained, v.SpecSustained, v.SustainedAt = sustainedFigures(in, pairs.Queue, pairs.NoRabbitMQ, pairs.RabbitMQ)
 	v.Claims = claimCount(in.claims, pairs.Queue)
-	best, _ := highestKeptUp(in.rs, pairs.Queue, "queue.rate")
+	best, _ := highestKeptUp(in.rs, pairs.Queue, scenario.RateScenarioName(pairs.Queue))
 	v.PGLatency, v.SpecLatency = pointFigure(best, driver.ServerDeliveryP99, pairs.NoRabbitMQ, " ms"), pointFigure(best, driver.ServerDeliveryP99, pairs.RabbitMQ, " ms")
 	if best != nil {
 		v.LatencyWhat = "delivery p99 at " + best.Name
 	}
 	v.Bites = "every `NOTIFY` serializes commits"
-	if past := pastCeiling(in.rs.points(pairs.Queue, "queue.rate"), pairs.NoRabbitMQ, "tasks"); past != "" {
+	if past := pastCeiling(in.rs.points(pairs.Queue, scenario.RateScenarioName(pairs.Queue)), pairs.NoRabbitMQ, "tasks"); past != "" {
 		v.Bites = past + "; " + v.Bites
 	}
 	return v
@@ -499,7 +499,7 @@ func pastCeiling(ps []*driver.Point, side, item string) string {
 		if p.Rate <= 0 || !p.SideStatus(side).OK() {
 			continue
 		}
-		if b, ok := median(p, "backlog_end", side); ok && b > flatBacklog(p.Rate) {
+		if b, ok := median(p, scenario.MetricBacklogEnd, side); ok && b > flatBacklog(p.Rate) {
 			return fmt.Sprintf("past its ceiling the backlog grows (at %s: %s %s left at the end of the step)", p.Name, count(int64(b)), item)
 		}
 		if sideKeptUp(p, side) {
@@ -508,7 +508,7 @@ func pastCeiling(ps []*driver.Point, side, item string) string {
 		if miss := keptUpMiss(p, side); miss != "" {
 			return fmt.Sprintf("past its ceiling it stops keeping up (at %s: %s)", p.Name, miss)
 		}
-		tp, _ := median(p, "throughput", side)
+		tp, _ := median(p, scenario.MetricThroughput, side)
 		return fmt.Sprintf("past its ceiling it processes less than it is sent (at %s: %s/s)", p.Name, num(tp))
 	}
 	return ""
@@ -531,7 +531,7 @@ func logVerdict(in *inputs) Verdict {
 	v.SpecOverload = overloadText(in, pairs.Log, pairs.Kafka, "Kafka", "delivered")
 	v.Claims = claimCount(in.claims, pairs.Log)
 	v.PGSustained, v.SpecSustained, v.SustainedAt = sustainedFigures(in, pairs.Log, pairs.NoKafka, pairs.Kafka)
-	ps := in.rs.points(pairs.Log, "log.rate")
+	ps := in.rs.points(pairs.Log, scenario.RateScenarioName(pairs.Log))
 	if len(ps) > 0 {
 		p := ps[len(ps)-1]
 		v.PGLatency, v.SpecLatency = pointFigure(p, driver.ServerDeliveryP95, pairs.NoKafka, " ms"), pointFigure(p, driver.ServerDeliveryP95, pairs.Kafka, " ms")
@@ -555,7 +555,7 @@ func documentsVerdict(in *inputs) Verdict {
 		v.SpecConfidence = StandInFerretDB
 	}
 	v.rates(in, pairs.NoMongoDB, pairs.MongoDB)
-	p := in.rs.point(pairs.Documents, "documents.search", "")
+	p := in.rs.point(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindSearch), "")
 	v.PGLatency, v.SpecLatency = pointFigure(p, driver.ServerSearchP95, pairs.NoMongoDB, " ms"), pointFigure(p, driver.ServerSearchP95, pairs.MongoDB, " ms")
 	if p != nil {
 		v.LatencyWhat += " at " + p.Name
@@ -572,11 +572,11 @@ func documentsVerdict(in *inputs) Verdict {
 		v.LatencyWhat = fmt.Sprintf("containment search p99 at %s/s (the ceiling steps at the highest rate both passed)", count(int64(v.CPUAt)))
 	}
 	var sizes []string
-	for _, p := range in.rs.points(pairs.Documents, "documents.rewrite") {
+	for _, p := range in.rs.points(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite)) {
 		if b := sizeOf(p.Name); b > 0 {
 			v.PayloadBytes = append(v.PayloadBytes, b)
 		}
-		f := pointFigure(p, "cost_ratio.p50", pairs.NoMongoDB, "×")
+		f := pointFigure(p, scenario.MetricCostRatioP50, pairs.NoMongoDB, "×")
 		sizes = append(sizes, p.Name+" "+f.String())
 	}
 	v.Bites = "a large profile is rewritten whole (TOAST), even for a neighbour column"
@@ -702,12 +702,12 @@ func cacheVerdict(in *inputs) Verdict {
 	}
 	v.Claims = claimCount(in.claims, pairs.Cache)
 	v.rates(in, pairs.NoRedis, pairs.Redis)
-	raw := in.rs.point(pairs.Cache, cacheRaw, "")
+	raw := in.rs.point(pairs.Cache, scenario.CacheRawScenario, "")
 	v.PGLatency, v.SpecLatency = pointFigure(raw, driver.ClientP50, scenario.RawSidePostgres, " ms"), pointFigure(raw, driver.ClientP50, scenario.RawSideRedis, " ms")
 	v.Roles = rolesLines(in.rs)
 	v.RoleLimits = roleLimits(in.rs)
 	v.Bites = "a mode bound by a TTL serves the old value until the TTL ends"
-	if p := in.rs.point(pairs.Cache, cacheStaleness, ""); p != nil {
+	if p := in.rs.point(pairs.Cache, scenario.CacheStalenessScenario, ""); p != nil {
 		v.Shape = "fresh after an out-of-band UPDATE within: " + stalenessModes(p)
 		v.Bites += " (" + stalenessModes(p) + ")"
 	}

@@ -25,7 +25,7 @@ func (rs runs) ceilingOf(cmd string, sc driver.ScenarioName, service string) *dr
 		c := &r.Ceilings[i]
 		// A search without rounds counts when its status says why
 		// (notSearched): its figure is that reason.
-		if c.Service == service && (sc == "" || c.Scenario == sc) && (len(c.Rounds) > 0 || notSearched(c)) {
+		if c.Service == service && (len(sc) == 0 || c.Scenario == sc) && (len(c.Rounds) > 0 || notSearched(c)) {
 			return c
 		}
 	}

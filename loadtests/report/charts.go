@@ -507,12 +507,12 @@ func documentsOverview(run *driver.Run, dir string) (string, bool, error) {
 	var bars []bar
 	for i := range run.Points {
 		p := &run.Points[i]
-		if p.Scenario != "documents.rewrite" {
+		if p.Scenario != scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite) {
 			continue
 		}
 		br := bar{group: p.Name}
 		for i, side := range p.Sides[:2] {
-			v, ok := median(p, "cost_ratio.p50", side)
+			v, ok := median(p, scenario.MetricCostRatioP50, side)
 			switch {
 			case !p.SideStatus(side).OK():
 				br.failed[i] = failedMark

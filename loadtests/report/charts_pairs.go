@@ -320,7 +320,7 @@ func toastChart(r *driver.Run, path string) (bool, error) {
 		sort.Slice(out, func(i, j int) bool { return sizeBytes(out[i].Name) < sizeBytes(out[j].Name) })
 		return out
 	}
-	pglz, lz4 := pointsOf("documents.rewrite"), pointsOf("documents.rewrite_lz4")
+	pglz, lz4 := pointsOf(scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite)), pointsOf(scenario.PairScenarioName(pairs.Documents, scenario.KindRewriteLZ4))
 	if len(pglz)+len(lz4) == 0 {
 		return false, nil
 	}
@@ -360,9 +360,9 @@ func toastChart(r *driver.Run, path string) (bool, error) {
 		return false, err
 	}
 	walSeries := []series{
-		mk("Postgres rewrite, pglz", 0, false, false, pglz, "wal_per_op.rewrite", pairs.NoMongoDB, 1.0/1024),
-		mk("Postgres rewrite, lz4", 2, false, true, lz4, "wal_per_op.rewrite", pairs.NoMongoDB, 1.0/1024),
-		mk("Postgres neighbour patch", 0, true, false, pglz, "wal_per_op.patch", pairs.NoMongoDB, 1.0/1024),
+		mk("Postgres rewrite, pglz", 0, false, false, pglz, scenario.MetricWALPerRewrite, pairs.NoMongoDB, 1.0/1024),
+		mk("Postgres rewrite, lz4", 2, false, true, lz4, scenario.MetricWALPerRewrite, pairs.NoMongoDB, 1.0/1024),
+		mk("Postgres neighbour patch", 0, true, false, pglz, scenario.MetricWALPerPatch, pairs.NoMongoDB, 1.0/1024),
 	}
 	plots := []*plot.Plot{tp}
 	if wp, _, err := linePanel(lineSpec{title: "Postgres WAL per operation", xlabel: "profile size", ylabel: "KiB", logX: true, logY: true, series: walSeries, xticks: ticks}); err != nil {
@@ -378,7 +378,7 @@ func toastChart(r *driver.Run, path string) (bool, error) {
 func stalenessChart(r *driver.Run, path string) (bool, error) {
 	var p *driver.Point
 	for i := range r.Points {
-		if r.Points[i].Scenario == cacheStaleness {
+		if r.Points[i].Scenario == scenario.CacheStalenessScenario {
 			p = &r.Points[i]
 		}
 	}
@@ -388,8 +388,8 @@ func stalenessChart(r *driver.Run, path string) (bool, error) {
 	s := series{label: "ms until every instance serves the new value", color: palette[0]}
 	var ref *hline
 	for i, mode := range p.Sides {
-		s.pts = append(s.pts, sideXY(p, "stale_ms", mode, float64(i)))
-		if ttl, ok := median(p, "ttl_ms", mode); ok && ref == nil {
+		s.pts = append(s.pts, sideXY(p, scenario.MetricStaleMS, mode, float64(i)))
+		if ttl, ok := median(p, scenario.MetricStaleTTLMS, mode); ok && ref == nil {
 			ref = &hline{y: ttl, label: fmt.Sprintf("PRODUCT_TTL (%s ms)", num(ttl))}
 		}
 	}

@@ -295,7 +295,7 @@ func init() {
 			"that side has stopped keeping up and its latency is the age of a growing backlog, not its service time.",
 		chart:   &pairChart{"queue-rate", queueRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Queue, path) }},
 		card:    "queue-rate",
-		ceiling: rateSource{pairs.Queue, "queue.ceiling", "sent one per request"},
+		ceiling: rateSource{pairs.Queue, scenario.CeilingScenarioName(pairs.Queue, ""), "sent one per request"},
 		verdict: queueVerdict,
 		text: cardText{question: "a table with `FOR UPDATE SKIP LOCKED`, or RabbitMQ?",
 			pgWhen: "each task goes to one worker and must commit with its business row in one transaction"},
@@ -305,7 +305,7 @@ func init() {
 		caption: "Lower is better; both axes are logarithmic, so the vertical gap between the lines is the ratio of the sides' latencies: " +
 			"a steady gap means one side is slower by a constant factor, a gap that widens with the rate means it degrades under load.",
 		chart:   &pairChart{"log-rate", logRateFile, func(r *driver.Run, path string) (bool, error) { return rateLatencyChart(r, pairs.Log, path) }},
-		ceiling: rateSource{pairs.Log, "log.ceiling", "written one per request"},
+		ceiling: rateSource{pairs.Log, scenario.CeilingScenarioName(pairs.Log, ""), "written one per request"},
 		verdict: logVerdict,
 		text: cardText{question: "logical replication with wal2json, or Kafka?",
 			pgWhen: "one consumer reads the stream (one replication slot) and the event must commit with the row"},
@@ -315,7 +315,7 @@ func init() {
 		caption: "Each bar is a side's rewrite p50 divided by its neighbour-patch p50 in the same rounds. " +
 			"The higher the bar, the more a profile's size costs that side; compare how each side's bar grows from the smaller size to the larger.",
 		chart: &pairChart{"toast", toastFile, toastChart}, card: "toast",
-		ceiling: rateSource{pairs.Documents, "documents.search.ceiling", "one containment search per request"},
+		ceiling: rateSource{pairs.Documents, scenario.DocumentsSearchCeiling, "one containment search per request"},
 		verdict: documentsVerdict,
 		text: cardText{question: "`jsonb` with a GIN index, or MongoDB?",
 			pgWhen: "search is containment (`@>`) and large documents are rarely rewritten whole"},
@@ -332,7 +332,7 @@ var claimTable = []claimSpec{
 	{pair: pairs.Queue, short: "delivery p99 close to RabbitMQ's",
 		claim: "Delivery p99 on Postgres within 1.5× of RabbitMQ's at 1,000 tasks/s (design target)",
 		rule:  fmt.Sprintf("per-round ratio no-rabbitmq ÷ rabbitmq of server delivery p99 at %s ≤ %s in every round", deliveryAt, num(deliveryP99Within)),
-		evaluate: atPoint(pairs.Queue, "queue.rate", deliveryAt, "queue "+deliveryAt+" point", func(in claimInputs, p *driver.Point) outcome {
+		evaluate: atPoint(pairs.Queue, scenario.RateScenarioName(pairs.Queue), deliveryAt, "queue "+deliveryAt+" point", func(in claimInputs, p *driver.Point) outcome {
 			a, _ := median(p, driver.ServerDeliveryP99, pairs.NoRabbitMQ)
 			b, _ := median(p, driver.ServerDeliveryP99, pairs.RabbitMQ)
 			r, ok := ratio(p, driver.ServerDeliveryP99)
@@ -349,7 +349,7 @@ var claimTable = []claimSpec{
 		claim: "p99 send→processed goes from 4 ms to 11 ms when the queue tables become logged",
 		rule:  fmt.Sprintf("no-rabbitmq's send→processed p99 with QUEUE_TABLE=logged ≥ %s× the unlogged one, same rate, same run, in every round", num(loggedAtLeast)),
 		evaluate: func(in claimInputs) outcome {
-			def, dur := in.rs.point(pairs.Queue, "queue.default", ""), in.rs.point(pairs.Queue, "queue.durable", "")
+			def, dur := in.rs.point(pairs.Queue, scenario.PairScenarioName(pairs.Queue, scenario.KindDefault), ""), in.rs.point(pairs.Queue, scenario.PairScenarioName(pairs.Queue, scenario.VariantDurable), "")
 			if def == nil || dur == nil {
 				return notRun("queue durable variant")
 			}
@@ -381,13 +381,13 @@ var claimTable = []claimSpec{
 	{pair: pairs.Log, short: "synchronous_commit=off delays delivery",
 		claim: "With synchronous_commit=off, logical delivery p50 ≈ 160 ms (the WAL writer's flush delay)",
 		rule:  fmt.Sprintf("no-kafka's delivery p50 with SYNCHRONOUS_COMMIT=off within %s× of %s ms (%s ms), in every round", num(tolerance), num(syncOffDeliveryP50MS), around(syncOffDeliveryP50MS, syncOffDeliveryP50MS)),
-		evaluate: atPoint(pairs.Log, "log.sync_off", "", "log sync-off variant", func(in claimInputs, p *driver.Point) outcome {
+		evaluate: atPoint(pairs.Log, scenario.PairScenarioName(pairs.Log, scenario.VariantSyncOff), "", "log sync-off variant", func(in claimInputs, p *driver.Point) outcome {
 			v, ok := median(p, driver.ServerDeliveryP50, pairs.NoKafka)
 			if !ok {
 				return outcome{missing: "no delivery latency recorded"}
 			}
 			o := outcome{measured: fmt.Sprintf("%s ms at %s", num(v), p.Name), holds: around(syncOffDeliveryP50MS, syncOffDeliveryP50MS).has(v)}
-			if d, ok := median(in.rs.point(pairs.Log, "log.default", ""), driver.ServerDeliveryP50, pairs.NoKafka); ok {
+			if d, ok := median(in.rs.point(pairs.Log, scenario.PairScenarioName(pairs.Log, scenario.KindDefault), ""), driver.ServerDeliveryP50, pairs.NoKafka); ok {
 				o.measured += fmt.Sprintf(" (%s ms with synchronous_commit=on)", num(d))
 			}
 			return o
@@ -401,7 +401,7 @@ var claimTable = []claimSpec{
 	{pair: pairs.Documents, short: "search p95 vs MongoDB", mongo: true,
 		claim: "Containment search p95: 33 ms on Postgres vs 48 ms on MongoDB",
 		rule:  "Postgres' search p95 below MongoDB's, same data set, in every round",
-		evaluate: atPoint(pairs.Documents, "documents.search", "", pairs.Documents, func(in claimInputs, p *driver.Point) outcome {
+		evaluate: atPoint(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindSearch), "", pairs.Documents, func(in claimInputs, p *driver.Point) outcome {
 			a, okA := median(p, driver.ServerSearchP95, pairs.NoMongoDB)
 			b, okB := median(p, driver.ServerSearchP95, pairs.MongoDB)
 			if !okA || !okB {
@@ -427,7 +427,7 @@ var claimTable = []claimSpec{
 	{pair: pairs.Documents, short: "large rewrite p99 vs MongoDB", mongo: true,
 		claim: "At 2 MB, Postgres' rewrite p99 is 2.6× MongoDB's",
 		rule:  fmt.Sprintf("per-round ratio no-mongodb ÷ mongodb of rewrite p99 at 2MB within %s× of %s (%s), in every round", num(tolerance), num(rewriteP99Ratio), around(rewriteP99Ratio, rewriteP99Ratio)),
-		evaluate: atPoint(pairs.Documents, "documents.rewrite", "2MB", "documents 2MB rewrite point", func(in claimInputs, p *driver.Point) outcome {
+		evaluate: atPoint(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite), "2MB", "documents 2MB rewrite point", func(in claimInputs, p *driver.Point) outcome {
 			r, ok := ratio(p, driver.ClientRewrite.P99())
 			switch {
 			case !ok:
@@ -447,7 +447,7 @@ const nearFloor = 1.5
 // rate of the queue run, and where: the floor queue latencies sit on here.
 func queueFloor(in claimInputs) (float64, string, bool) {
 	best, where := 0.0, ""
-	for _, p := range in.rs.points(pairs.Queue, "queue.rate") {
+	for _, p := range in.rs.points(pairs.Queue, scenario.RateScenarioName(pairs.Queue)) {
 		for _, s := range p.Sides {
 			if v, ok := median(p, driver.ServerDeliveryP99, s); ok && v > 0 && (where == "" || v < best) {
 				best, where = v, s+" at "+p.Name
@@ -512,7 +512,7 @@ func commitFloor(in claimInputs) string {
 func agedWithin(side string, metric driver.Metric, minHistory int64, factor float64) func(claimInputs) outcome {
 	return func(in claimInputs) outcome {
 		ll := in.rs[scenario.LongLivedCommand]
-		agedPts := in.rs.points(scenario.LongLivedCommand, "queue.rate")
+		agedPts := in.rs.points(scenario.LongLivedCommand, scenario.RateScenarioName(pairs.Queue))
 		switch {
 		case ll == nil || len(agedPts) == 0:
 			return notRun("long-lived queue")
@@ -526,7 +526,7 @@ func agedWithin(side string, metric driver.Metric, minHistory int64, factor floa
 		var parts []string
 		holds, seen := true, false
 		for _, aged := range agedPts {
-			fresh := in.rs.point(pairs.Queue, "queue.rate", aged.Name)
+			fresh := in.rs.point(pairs.Queue, scenario.RateScenarioName(pairs.Queue), aged.Name)
 			if fresh == nil {
 				continue
 			}
@@ -632,7 +632,7 @@ func atEveryPoint(cmd string, scenario driver.ScenarioName, what string, prefix 
 // everyLogRate evaluates a rule on both sides' medians of metric at every
 // fixed rate of the log pair; a side without the metric fails the rule.
 func everyLogRate(metric driver.Metric, prefix string, each func(rate string, pg, kafka float64) (string, bool)) func(claimInputs) outcome {
-	return atEveryPoint(pairs.Log, "log.rate", pairs.Log, func(claimInputs) string { return prefix }, func(p *driver.Point) (string, bool) {
+	return atEveryPoint(pairs.Log, scenario.RateScenarioName(pairs.Log), pairs.Log, func(claimInputs) string { return prefix }, func(p *driver.Point) (string, bool) {
 		a, okA := median(p, metric, pairs.NoKafka)
 		b, okB := median(p, metric, pairs.Kafka)
 		if !okA || !okB {
@@ -651,8 +651,8 @@ func costRatioWithin(side string, within band) func(claimInputs) outcome {
 		}
 		return ""
 	}
-	return atEveryPoint(pairs.Documents, "documents.rewrite", pairs.Documents, prefix, func(p *driver.Point) (string, bool) {
-		v, ok := median(p, "cost_ratio.p50", side)
+	return atEveryPoint(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite), pairs.Documents, prefix, func(p *driver.Point) (string, bool) {
+		v, ok := median(p, scenario.MetricCostRatioP50, side)
 		if !ok {
 			return p.Name + ": " + notRecorded, false
 		}
@@ -664,8 +664,8 @@ func costRatioWithin(side string, within band) func(claimInputs) outcome {
 // patch at each size of documents.rewrite (pglz) and
 // documents.rewrite_lz4.
 func lz4BeatsPglz(in claimInputs) outcome {
-	pg := in.rs.points(pairs.Documents, "documents.rewrite")
-	if len(pg) == 0 || len(in.rs.points(pairs.Documents, "documents.rewrite_lz4")) == 0 {
+	pg := in.rs.points(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite))
+	if len(pg) == 0 || len(in.rs.points(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindRewriteLZ4))) == 0 {
 		if o, ok := toastLZ4(in); ok {
 			return o
 		}
@@ -674,14 +674,14 @@ func lz4BeatsPglz(in claimInputs) outcome {
 	var parts []string
 	holds := true
 	for _, p := range pg {
-		l := in.rs.point(pairs.Documents, "documents.rewrite_lz4", p.Name)
+		l := in.rs.point(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindRewriteLZ4), p.Name)
 		a, okA := median(p, driver.ClientRewrite.P50(), pairs.NoMongoDB)
-		ra, _ := median(p, "cost_ratio.p50", pairs.NoMongoDB)
+		ra, _ := median(p, scenario.MetricCostRatioP50, pairs.NoMongoDB)
 		if l == nil {
 			return outcome{missing: "no lz4 rewrite point at " + p.Name}
 		}
 		b, okB := median(l, driver.ClientRewrite.P50(), pairs.NoMongoDB)
-		rb, _ := median(l, "cost_ratio.p50", pairs.NoMongoDB)
+		rb, _ := median(l, scenario.MetricCostRatioP50, pairs.NoMongoDB)
 		if !okA || !okB {
 			return outcome{missing: "no rewrite p50 at " + p.Name}
 		}

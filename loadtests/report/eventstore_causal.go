@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -168,7 +169,7 @@ func causalFits(b *strings.Builder, c *eventstore.CausalResult) {
 func init() {
 	registerReport(pairReport{name: pairs.EventStore, title: eventstore.SectionTitle, runs: eventstore.Commands(), benchSection: EventStoreSection, claims: []string{causalShort},
 		card:    pairs.EventStore,
-		ceiling: rateSource{EventStoreCeilingCommand, "eventstore.append.ceiling", "appended one per request"},
+		ceiling: rateSource{EventStoreCeilingCommand, scenario.EventStoreAppendCeiling, "appended one per request"},
 		verdict: eventStoreVerdict,
 		text: cardText{question: "an append-only table, or KurrentDB (or Kafka)?",
 			pgWhen: "appends must check an expected version and events commit with state"},

@@ -48,8 +48,8 @@ func pointValue(p *driver.Point, side string, name driver.Metric) (float64, bool
 }
 
 // esNum is pointValue formatted, or "not recorded".
-func esNum(p *driver.Point, side, name string) string {
-	if v, ok := pointValue(p, side, driver.Metric(name)); ok {
+func esNum(p *driver.Point, side string, name driver.Metric) string {
+	if v, ok := pointValue(p, side, name); ok {
 		return num(v)
 	}
 	return notRecorded
@@ -103,11 +103,11 @@ func longSection(run *driver.Run) string {
 				continue
 			}
 			share := notRecorded
-			if v, ok := pointValue(fill, side, "snapshot_overhead_pct"); ok {
+			if v, ok := pointValue(fill, side, eventstore.MetricSnapshotOverheadPct); ok {
 				share = num(v) + "%"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", eventstore.SideName(run, side), esNum(fill, side, "fill_s"), esNum(fill, side, "event_appends"),
-				esNum(fill, side, "event_append_ms"), esNum(fill, side, "snapshots"), esNum(fill, side, "snapshot_append_ms"), share)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", eventstore.SideName(run, side), esNum(fill, side, eventstore.MetricFillSeconds), esNum(fill, side, eventstore.MetricEventAppends),
+				esNum(fill, side, eventstore.MetricEventAppendMS), esNum(fill, side, eventstore.MetricSnapshots), esNum(fill, side, eventstore.MetricSnapshotAppendMS), share)
 		}
 		b.WriteString("\nLoading the aggregate:\n\n| engine | load | time (ms) | requests | events folded | records touched | service RSS before → after (peak), MB | bench allocated (peak RSS), MB |\n|---|---|---|---|---|---|---|---|\n")
 		loads := []struct {
@@ -126,20 +126,20 @@ func longSection(run *driver.Run) string {
 					fmt.Fprintf(&b, "| %s | %s | %s | | | | | |\n", eventstore.SideName(run, side), l.label, why)
 					continue
 				}
-				touched := esNum(p, side, "records_scanned")
-				if _, ok := pointValue(p, side, "records_scanned"); !ok {
-					touched = esNum(p, side, "records_touched")
+				touched := esNum(p, side, eventstore.MetricRecordsScanned)
+				if _, ok := pointValue(p, side, eventstore.MetricRecordsScanned); !ok {
+					touched = esNum(p, side, eventstore.MetricRecordsTouched)
 				}
-				folded := esNum(p, side, "events_folded")
+				folded := esNum(p, side, eventstore.MetricEventsFolded)
 				if l.scenario == eventstore.LongSnapshotPoint {
-					folded = fmt.Sprintf("%s after the snapshot at version %s", esNum(p, side, "tail_events"), esNum(p, side, "snapshot_version"))
+					folded = fmt.Sprintf("%s after the snapshot at version %s", esNum(p, side, eventstore.MetricTailEvents), esNum(p, side, eventstore.MetricSnapshotVersion))
 				}
 				rss := notRecorded
-				if _, ok := pointValue(p, side, "service_rss_after_mb"); ok {
-					rss = fmt.Sprintf("%s → %s (%s)", esNum(p, side, "service_rss_before_mb"), esNum(p, side, "service_rss_after_mb"), esNum(p, side, "service_rss_peak_mb"))
+				if _, ok := pointValue(p, side, eventstore.MetricServiceRSSAfterMB); ok {
+					rss = fmt.Sprintf("%s → %s (%s)", esNum(p, side, eventstore.MetricServiceRSSBeforeMB), esNum(p, side, eventstore.MetricServiceRSSAfterMB), esNum(p, side, eventstore.MetricServiceRSSPeakMB))
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s (%s) |\n", eventstore.SideName(run, side), l.label, esNum(p, side, "read_ms"), esNum(p, side, "requests"),
-					folded, touched, rss, esNum(p, side, "bench_alloc_mb"), esNum(p, side, "bench_rss_peak_mb"))
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s (%s) |\n", eventstore.SideName(run, side), l.label, esNum(p, side, eventstore.MetricReadMS), esNum(p, side, eventstore.MetricRequests),
+					folded, touched, rss, esNum(p, side, eventstore.MetricBenchAllocMB), esNum(p, side, eventstore.MetricBenchRSSPeakMB))
 			}
 		}
 		b.WriteString("\n" + snapshotSavings(run, name, fill.Sides))
@@ -168,18 +168,18 @@ func snapshotSavings(run *driver.Run, name string, sides []string) string {
 		if badF || badS {
 			continue
 		}
-		f, ok1 := pointValue(full, side, "read_ms")
-		s, ok2 := pointValue(snap, side, "read_ms")
+		f, ok1 := pointValue(full, side, eventstore.MetricReadMS)
+		s, ok2 := pointValue(snap, side, eventstore.MetricReadMS)
 		if !ok1 || !ok2 || s <= 0 {
 			continue
 		}
 		line := fmt.Sprintf("- %s: the load from the snapshot took %s ms against %s ms for the paged read (%s×)", eventstore.SideName(run, side), num(s), num(f), num(f/s))
-		if rf, ok := pointValue(full, side, "records_scanned"); ok {
-			if rs, ok := pointValue(snap, side, "records_scanned"); ok {
+		if rf, ok := pointValue(full, side, eventstore.MetricRecordsScanned); ok {
+			if rs, ok := pointValue(snap, side, eventstore.MetricRecordsScanned); ok {
 				line += fmt.Sprintf(", scanning %s records against %s", count(int64(rs)), count(int64(rf)))
 			}
 		}
-		if v, ok := pointValue(fill, side, "snapshot_overhead_pct"); ok && fill.SideStatus(side).OK() {
+		if v, ok := pointValue(fill, side, eventstore.MetricSnapshotOverheadPct); ok && fill.SideStatus(side).OK() {
 			line += fmt.Sprintf("; writing the snapshots added %s%% to the stream's append time", num(v))
 		}
 		b.WriteString(line + ".\n")
@@ -215,19 +215,25 @@ func cleanupSection(run *driver.Run) string {
 			fmt.Fprintf(&b, "%s\n\n", why)
 		} else {
 			b.WriteString("| delete (s) | batches | WAL (MB) | table before → after delete → after VACUUM (MB) | returned (MB) | VACUUM (s) | VACUUM WAL (MB) |\n|---|---|---|---|---|---|---|\n")
-			fmt.Fprintf(&b, "| %s | %s | %s | %s → %s → %s | %s | %s | %s |\n\n", esNum(p, side, "delete_s"), esNum(p, side, "batches"), esNum(p, side, "delete_wal_mb"),
-				esNum(p, side, "size_before_mb"), esNum(p, side, "size_after_delete_mb"), esNum(p, side, "size_after_vacuum_mb"), esNum(p, side, "returned_mb"),
-				esNum(p, side, "vacuum_s"), esNum(p, side, "vacuum_wal_mb"))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s → %s → %s | %s | %s | %s |\n\n", esNum(p, side, eventstore.MetricDeleteSeconds), esNum(p, side, eventstore.MetricBatches), esNum(p, side, eventstore.MetricDeleteWALMB),
+				esNum(p, side, eventstore.MetricSizeBeforeMB), esNum(p, side, eventstore.MetricSizeAfterDeleteMB), esNum(p, side, eventstore.MetricSizeAfterVacuumMB), esNum(p, side, eventstore.MetricReturnedMB),
+				esNum(p, side, eventstore.MetricVacuumSeconds), esNum(p, side, eventstore.MetricVacuumWALMB))
 			b.WriteString("| phase | appends | append p50 (ms) | append p99 (ms) | append max (ms) | delivery p50 (ms) | delivery max (ms) |\n|---|---|---|---|---|---|---|\n")
-			for _, ph := range []string{"baseline", "delete", "vacuum"} {
-				if _, ok := pointValue(p, side, eventstore.CleanupMetric(eventstore.AppendOf, ph, "n")); !ok {
+			for _, ph := range eventstore.CleanupPhases {
+				appendOf := func(what string) string {
+					return esNum(p, side, eventstore.CleanupMetric(eventstore.AppendOf, ph, what))
+				}
+				deliverOf := func(what string) string {
+					return esNum(p, side, eventstore.CleanupMetric(eventstore.DeliverOf, ph, what))
+				}
+				if _, ok := pointValue(p, side, eventstore.CleanupMetric(eventstore.AppendOf, ph, eventstore.CleanupCount)); !ok {
 					fmt.Fprintf(&b, "| %s | not recorded (no append completed in this phase) | | | | | |\n", ph)
 					continue
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", ph, esNum(p, side, "append_"+ph+"_n"), esNum(p, side, "append_"+ph+"_p50_ms"), esNum(p, side, "append_"+ph+"_p99_ms"),
-					esNum(p, side, "append_"+ph+"_max_ms"), esNum(p, side, "deliver_"+ph+"_p50_ms"), esNum(p, side, "deliver_"+ph+"_max_ms"))
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", ph, appendOf(eventstore.CleanupCount), appendOf(driver.SuffixP50), appendOf(driver.SuffixP99),
+					appendOf(driver.SuffixMax), deliverOf(driver.SuffixP50), deliverOf(driver.SuffixMax))
 			}
-			fmt.Fprintf(&b, "\nThe live subscriber received %s of the %s appends.\n\n", esNum(p, side, "live_received"), esNum(p, side, "live_sent"))
+			fmt.Fprintf(&b, "\nThe live subscriber received %s of the %s appends.\n\n", esNum(p, side, eventstore.MetricLiveReceived), esNum(p, side, eventstore.MetricLiveSent))
 		}
 	}
 	var kafka []*driver.Point
@@ -246,13 +252,13 @@ func cleanupSection(run *driver.Run) string {
 				fmt.Fprintf(&b, "| %s | %s | | | | | |\n", p.Name, why)
 				continue
 			}
-			first := esNum(p, side, "first_change_s")
-			if _, ok := pointValue(p, side, "first_change_s"); !ok {
+			first := esNum(p, side, eventstore.MetricFirstChangeSeconds)
+			if _, ok := pointValue(p, side, eventstore.MetricFirstChangeSeconds); !ok {
 				first = "no change seen"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s → %s | %s → %s | %s → %s | %s |\n", p.Name, esNum(p, side, "space_returned_s"), first,
-				esNum(p, side, "dir_mb_before"), esNum(p, side, "dir_mb_after"), esNum(p, side, "customer_before"), esNum(p, side, "customer_after"),
-				esNum(p, side, "others_before"), esNum(p, side, "others_after"), esNum(p, side, "partial_views"))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s → %s | %s → %s | %s → %s | %s |\n", p.Name, esNum(p, side, eventstore.MetricSpaceReturnedSeconds), first,
+				esNum(p, side, eventstore.MetricDirMBBefore), esNum(p, side, eventstore.MetricDirMBAfter), esNum(p, side, eventstore.MetricCustomerBefore), esNum(p, side, eventstore.MetricCustomerAfter),
+				esNum(p, side, eventstore.MetricOthersBefore), esNum(p, side, eventstore.MetricOthersAfter), esNum(p, side, eventstore.MetricPartialViews))
 		}
 		b.WriteString("\nRetention deletes whole segments by age, everyone's events alike; compaction keeps the last record of every key, so it deletes every other stream's history too. Neither deletes one stream: see docs/eventstore.md.\n\n")
 	}

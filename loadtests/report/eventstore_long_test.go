@@ -10,8 +10,8 @@ import (
 )
 
 // esFixturePoint is a point of one round whose sides answered res.
-func esFixturePoint(scenario, name string, sides []string, res map[string]*driver.SideResult) driver.Point {
-	p := driver.Point{Scenario: driver.ScenarioName(scenario), Name: name, Sides: sides, Rounds: []driver.Round{{Order: sides, Sides: res}}}
+func esFixturePoint(scenario driver.ScenarioName, name string, sides []string, res map[string]*driver.SideResult) driver.Point {
+	p := driver.Point{Scenario: scenario, Name: name, Sides: sides, Rounds: []driver.Round{{Order: sides, Sides: res}}}
 	for svc, s := range res {
 		s.Service = svc
 		if s.Metrics == nil {

@@ -331,7 +331,7 @@ func stepInvalid(st driver.CeilingStep, latency string, stepS float64) string {
 	if _, ok := m[driver.ServerLatency(latency, driver.SuffixP99)]; !ok {
 		return "no " + latency + " latency recorded"
 	}
-	if d, ok := m["drained"]; ok && d == 0 {
+	if d, ok := m[scenario.MetricDrained]; ok && d == 0 {
 		return "the backlog did not drain: the latency of what was still queued is missing"
 	}
 	return ""
@@ -383,7 +383,7 @@ func kneeCurve(c *driver.Ceiling, latency string) []curvePoint {
 			v := vals[st.Rate]
 			v[0] = append(v[0], st.Metrics[driver.ServerLatency(latency, driver.SuffixP50)])
 			v[1] = append(v[1], st.Metrics[driver.ServerLatency(latency, driver.SuffixP99)])
-			v[2] = append(v[2], st.Metrics["throughput"])
+			v[2] = append(v[2], st.Metrics[scenario.MetricThroughput])
 			vals[st.Rate] = v
 		}
 	}
@@ -478,7 +478,7 @@ const unequalQueueTitle = "the services' defaults: RabbitMQ's persistent message
 
 // ceilingTitle is the heading of run's ceiling subsection of scenario sc.
 func ceilingTitle(run *driver.Run, sc driver.ScenarioName) string {
-	if sc == "queue.ceiling" && !equalDurability(run) {
+	if sc == scenario.CeilingScenarioName(pairs.Queue, "") && !equalDurability(run) {
 		return "Ceilings (" + unequalQueueTitle + "): latency against offered rate"
 	}
 	if t, ok := ceilingTitles[string(sc)]; ok {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // Write regenerates the Markdown report at out and its charts in
@@ -277,25 +278,25 @@ func scenarioTitle(sc driver.ScenarioName, p *driver.Point) string {
 		return t
 	}
 	switch sc {
-	case "queue.rate", "log.rate":
+	case scenario.RateScenarioName(pairs.Queue), scenario.RateScenarioName(pairs.Log):
 		return "Fixed rates"
-	case "queue.default":
+	case scenario.PairScenarioName(pairs.Queue, scenario.KindDefault):
 		return "Durability: default mode (unlogged queue table, classic queue)"
-	case "queue.durable":
+	case scenario.PairScenarioName(pairs.Queue, scenario.VariantDurable):
 		return "Durability: QUEUE_TABLE=logged vs QUEUE_TYPE=quorum"
-	case "queue.outbox":
+	case scenario.PairScenarioName(pairs.Queue, scenario.ExtraOutbox):
 		return "Outbox: rabbitmq with PUBLISH_MODE=outbox (no-rabbitmq unchanged)"
-	case "log.default":
+	case scenario.PairScenarioName(pairs.Log, scenario.KindDefault):
 		return "synchronous_commit: on (default)"
-	case "log.sync_off":
+	case scenario.PairScenarioName(pairs.Log, scenario.VariantSyncOff):
 		return "synchronous_commit: off"
-	case "documents.search":
+	case scenario.PairScenarioName(pairs.Documents, scenario.KindSearch):
 		return "Containment search (same generated data set on both sides)"
-	case "documents.rewrite":
+	case scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite):
 		return "Rewrite of a large profile vs patch of a neighbour column"
 	case scenario.DocumentsScale:
 		return "The data set at scale: users loaded straight into each database, the secondary indexes then built (the ceilings below search each size)"
-	case "documents.rewrite_lz4":
+	case scenario.PairScenarioName(pairs.Documents, scenario.KindRewriteLZ4):
 		return "The same rewrite with lz4 TOAST compression on the Postgres side (TOAST_COMPRESSION=lz4; above: pglz, the default)"
 	}
 	return string(sc)

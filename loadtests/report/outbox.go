@@ -5,12 +5,13 @@ import (
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
 // outboxRows are the metrics of the outbox comparison, in order.
 var outboxRows = []row{
-	{"throughput", "processed/s"}, {driver.ClientErrors, "errors"}, {driver.ClientShed, "shed (503)"},
+	{scenario.MetricThroughput, "processed/s"}, {driver.ClientErrors, "errors"}, {driver.ClientShed, "shed (503)"},
 	{driver.ServerSendP50, "send p50 ms"}, {driver.ServerSendP99, "send p99 ms"},
 	{driver.ServerDeliveryP50, "delivery p50 ms"}, {driver.ServerDeliveryP99, "delivery p99 ms"},
 	{driver.ServerProcessingP50, "send→processed p50 ms"}, {driver.ServerProcessingP99, "send→processed p99 ms"},
@@ -26,9 +27,9 @@ func OutboxSection(r *driver.Run) string {
 	var def, out *driver.Point
 	for i := range r.Points {
 		switch p := &r.Points[i]; p.Scenario {
-		case "queue.default":
+		case scenario.PairScenarioName(pairs.Queue, scenario.KindDefault):
 			def = p
-		case "queue.outbox":
+		case scenario.PairScenarioName(pairs.Queue, scenario.ExtraOutbox):
 			out = p
 		}
 	}

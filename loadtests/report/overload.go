@@ -12,20 +12,20 @@ import (
 // (overload, batch throughput, delivery at a fraction of it); keyMetrics
 // returns them before its own cases.
 var extraMetrics = map[driver.ScenarioName][]row{
-	"queue.overload": {{"offered_rate", "offered/s (single requests)"}, {"ceiling_rate", "ceiling/s"}, {"accepted_rate", "accepted/s"},
-		{driver.ClientShed, "shed (503)"}, {driver.ClientErrors, "errors"}, {"throughput", "processed/s during the attack"},
-		{"pct_of_ceiling", "processed, % of ceiling"}, {"backlog_end", "backlog at end"}, {driver.ServerProcessingP99, "send→processed p99 ms"},
-		{"cores.driver", driverCoresLabel}, {"cores.service", "service cores"}, {"cores.postgres", "Postgres cores"},
-		{"cores.rabbitmq", "RabbitMQ cores"}, {"cores.machine", machineCoresLabel}},
-	"log.overload": {{"offered_rate", "offered/s (single requests)"}, {"ceiling_rate", "ceiling/s"}, {"accepted_rate", "accepted/s"},
-		{driver.ClientShed, "shed (503)"}, {driver.ClientErrors, "errors"}, {"throughput", "delivered/s during the attack"},
-		{"pct_of_ceiling", "delivered, % of ceiling"}, {"backlog_end", "backlog at end"}, {driver.ServerDeliveryP99, "delivery p99 ms"},
-		{"cores.driver", driverCoresLabel}, {"cores.service", "service cores"}, {"cores.postgres", "Postgres cores"},
-		{"cores.kafka", "Kafka cores"}, {"cores.machine", machineCoresLabel}},
-	"log.batch_throughput": {{"accepted_rate", "events/s accepted"}, {"delivered_rate", "events/s delivered in the same window"},
-		{"batch_throughput", "batch throughput (the lower), events/s"}, {driver.ClientErrors, "errors"}},
-	"log.at_throughput": {{"offered_events", "events/s offered (open loop, batches)"}, {"batch_throughput", "batch throughput, events/s"},
-		{"throughput", "delivered/s"}, {"backlog_end", "backlog at end"},
+	scenario.PairScenarioName(pairs.Queue, scenario.KindOverload): {{scenario.MetricOfferedRate, "offered/s (single requests)"}, {scenario.MetricCeilingRate, "ceiling/s"}, {scenario.MetricAcceptedRate, "accepted/s"},
+		{driver.ClientShed, "shed (503)"}, {driver.ClientErrors, "errors"}, {scenario.MetricThroughput, "processed/s during the attack"},
+		{scenario.MetricPctOfCeiling, "processed, % of ceiling"}, {scenario.MetricBacklogEnd, "backlog at end"}, {driver.ServerProcessingP99, "send→processed p99 ms"},
+		{scenario.MetricCoresOf.Of(scenario.DriverGroup), driverCoresLabel}, {scenario.MetricCoresOf.Of(scenario.CostGroupService), "service cores"}, {scenario.MetricCoresOf.Of(scenario.CostGroupPostgres), "Postgres cores"},
+		{scenario.MetricCoresOf.Of(scenario.CostGroupRabbitMQ), "RabbitMQ cores"}, {scenario.MetricCoresMachine, machineCoresLabel}},
+	scenario.PairScenarioName(pairs.Log, scenario.KindOverload): {{scenario.MetricOfferedRate, "offered/s (single requests)"}, {scenario.MetricCeilingRate, "ceiling/s"}, {scenario.MetricAcceptedRate, "accepted/s"},
+		{driver.ClientShed, "shed (503)"}, {driver.ClientErrors, "errors"}, {scenario.MetricThroughput, "delivered/s during the attack"},
+		{scenario.MetricPctOfCeiling, "delivered, % of ceiling"}, {scenario.MetricBacklogEnd, "backlog at end"}, {driver.ServerDeliveryP99, "delivery p99 ms"},
+		{scenario.MetricCoresOf.Of(scenario.DriverGroup), driverCoresLabel}, {scenario.MetricCoresOf.Of(scenario.CostGroupService), "service cores"}, {scenario.MetricCoresOf.Of(scenario.CostGroupPostgres), "Postgres cores"},
+		{scenario.MetricCoresOf.Of(scenario.CostGroupKafka), "Kafka cores"}, {scenario.MetricCoresMachine, machineCoresLabel}},
+	scenario.PairScenarioName(pairs.Log, scenario.KindBatchThroughput): {{scenario.MetricAcceptedRate, "events/s accepted"}, {scenario.MetricDeliveredRate, "events/s delivered in the same window"},
+		{scenario.MetricBatchThroughput, "batch throughput (the lower), events/s"}, {driver.ClientErrors, "errors"}},
+	scenario.PairScenarioName(pairs.Log, scenario.KindAtThroughput): {{scenario.MetricOfferedEvents, "events/s offered (open loop, batches)"}, {scenario.MetricBatchThroughput, "batch throughput, events/s"},
+		{scenario.MetricThroughput, "delivered/s"}, {scenario.MetricBacklogEnd, "backlog at end"},
 		{driver.ServerDeliveryP50, "delivery p50 ms"}, {driver.ServerDeliveryP95, "delivery p95 ms"},
 		{driver.ServerDeliveryP99, "delivery p99 ms"}, {driver.ServerWriteP99, "write p99 ms"}, {driver.ClientShed, "shed (503)"}, {driver.ClientErrors, "errors"}},
 }
@@ -76,13 +76,13 @@ func overloadClaim(pair, side, verb string) claimSpec {
 		rule: fmt.Sprintf("%s's %s/s during the 5× attack ≥ %s%% of its median ceiling, in every round; sheds (503 + Retry-After) are not errors; "+
 			"below %s%%, not measurable here when the load driver itself used more than %.0f%% of the machine's cores during that attack (median across rounds)", side, verb, num(keepsPct), num(keepsPct), 100*DriverShareLimit),
 		evaluate: atPoint(pair, scenario.PairScenarioName(pair, scenario.KindOverload), "5× ceiling", pair+" 5× overload point", func(in claimInputs, p *driver.Point) outcome {
-			pct, ok := median(p, "pct_of_ceiling", side)
+			pct, ok := median(p, scenario.MetricPctOfCeiling, side)
 			if !ok {
 				return outcome{missing: side + " has no 5× overload measurement"}
 			}
-			tp, _ := median(p, "throughput", side)
-			ceil, _ := median(p, "ceiling_rate", side)
-			offered, _ := median(p, "offered_rate", side)
+			tp, _ := median(p, scenario.MetricThroughput, side)
+			ceil, _ := median(p, scenario.MetricCeilingRate, side)
+			offered, _ := median(p, scenario.MetricOfferedRate, side)
 			shed, _ := median(p, driver.ClientShed, side)
 			errs, _ := median(p, driver.ClientErrors, side)
 			o := outcome{measured: fmt.Sprintf("%s%% (%s %s/s of a %s/s ceiling; offered %s/s, shed %s, errors %s",
@@ -91,9 +91,9 @@ func overloadClaim(pair, side, verb string) claimSpec {
 			if r := in.rs[pair]; r != nil {
 				cpus = r.Machine.CPUs
 			}
-			if dc, ok := median(p, "cores.driver", side); ok {
+			if dc, ok := median(p, scenario.MetricCoresOf.Of(scenario.DriverGroup), side); ok {
 				o.measured += "; driver " + num(dc) + " cores"
-				if mc, ok := median(p, "cores.machine", side); ok {
+				if mc, ok := median(p, scenario.MetricCoresMachine, side); ok {
 					o.measured += ", machine " + num(mc)
 				}
 				if cpus > 0 {

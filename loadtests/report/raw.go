@@ -58,7 +58,7 @@ func RawSection(r raw.Results, runs []*driver.Run) string {
 		if c := rs.ceiling(cmd, svc); c != nil && c.Rate.Median > 0 {
 			ceilCell = num(c.Rate.Median) + " (" + r.PercentCell(svc, c.Rate.Median) + ")"
 		}
-		if v, ok := median(rs.point(cmd, scenario.PairScenarioName(cmd, scenario.KindBatchThroughput), ""), "batch_throughput", svc); ok && v > 0 {
+		if v, ok := median(rs.point(cmd, scenario.PairScenarioName(cmd, scenario.KindBatchThroughput), ""), scenario.MetricBatchThroughput, svc); ok && v > 0 {
 			tpCell = num(v) + " (" + r.PercentCell(svc, v) + ")"
 		}
 		// The throughput scenario's end-to-end rate at its best batch size

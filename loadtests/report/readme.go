@@ -12,6 +12,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -482,7 +483,7 @@ const keptUpShare = 0.95
 func keptUp(p *driver.Point) (ok, known bool) {
 	ok = true
 	for _, s := range p.Sides {
-		if _, has := median(p, "throughput", s); !has || p.Rate <= 0 {
+		if _, has := median(p, scenario.MetricThroughput, s); !has || p.Rate <= 0 {
 			return false, false
 		}
 		ok = ok && sideKeptUp(p, s)
@@ -495,7 +496,7 @@ func keptUp(p *driver.Point) (ok, known bool) {
 // it shed less than driver.FailShare of the requests sent in every round
 // and its median p99 stayed under the ceilings' bound (keptUpMiss).
 func sideKeptUp(p *driver.Point, side string) bool {
-	v, has := median(p, "throughput", side)
+	v, has := median(p, scenario.MetricThroughput, side)
 	if !has || p.Rate <= 0 || v < keptUpShare*p.Rate {
 		return false
 	}
@@ -546,7 +547,7 @@ func behindLine(r *driver.Run, p *driver.Point, verb string) string {
 	}
 	var parts []string
 	for _, s := range p.Sides {
-		v, ok := median(p, "throughput", s)
+		v, ok := median(p, scenario.MetricThroughput, s)
 		if !ok {
 			parts = append(parts, fmt.Sprintf("%s: %s", who(r, s), p.SideStatus(s)))
 			continue
@@ -574,7 +575,7 @@ func percentOf(a, b float64) string {
 func queueHeadline(in *inputs) string {
 	r := in.rs[pairs.Queue]
 	parts := []string{ceilingLine(in, pairs.Queue, pairs.NoRabbitMQ, pairs.RabbitMQ)}
-	best, behind := highestKeptUp(in.rs, pairs.Queue, "queue.rate")
+	best, behind := highestKeptUp(in.rs, pairs.Queue, scenario.RateScenarioName(pairs.Queue))
 	if best != nil {
 		a, okA := median(best, driver.ServerDeliveryP99, pairs.NoRabbitMQ)
 		b, okB := median(best, driver.ServerDeliveryP99, pairs.RabbitMQ)
@@ -590,7 +591,7 @@ func logHeadline(in *inputs) string {
 	parts := []string{ceilingLine(in, pairs.Log, pairs.NoKafka, pairs.Kafka)}
 	var writeX, dA, dB []float64
 	var names []string
-	for _, p := range in.rs.points(pairs.Log, "log.rate") {
+	for _, p := range in.rs.points(pairs.Log, scenario.RateScenarioName(pairs.Log)) {
 		if x, ok := ratio(p, driver.ServerWriteP99); ok {
 			writeX = append(writeX, x)
 			names = append(names, p.Name)
@@ -609,7 +610,7 @@ func logHeadline(in *inputs) string {
 		}
 		parts = append(parts, s+".")
 	}
-	if p := in.rs.point(pairs.Log, "log.sync_off", ""); p != nil {
+	if p := in.rs.point(pairs.Log, scenario.PairScenarioName(pairs.Log, scenario.VariantSyncOff), ""); p != nil {
 		if v, ok := median(p, driver.ServerDeliveryP50, pairs.NoKafka); ok {
 			parts = append(parts, fmt.Sprintf("`synchronous_commit=off` made Postgres' delivery p50 %s at %s.", ms(v), p.Name))
 		}
@@ -621,7 +622,7 @@ func documentsHeadline(in *inputs) string {
 	r := in.rs[pairs.Documents]
 	ferret := r.Versions.MongoFlavor == "FerretDB"
 	var parts []string
-	if p := in.rs.point(pairs.Documents, "documents.search", ""); p != nil {
+	if p := in.rs.point(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindSearch), ""); p != nil {
 		if a, ok := median(p, driver.ServerSearchP95, pairs.NoMongoDB); ok {
 			s := fmt.Sprintf("Containment search p95 on Postgres: %s (%s)", ms(a), p.Name)
 			if b, okB := median(p, driver.ServerSearchP95, pairs.MongoDB); okB && !ferret {
@@ -634,15 +635,15 @@ func documentsHeadline(in *inputs) string {
 		}
 	}
 	var cost []string
-	for _, p := range in.rs.points(pairs.Documents, "documents.rewrite") {
-		if v, ok := median(p, "cost_ratio.p50", pairs.NoMongoDB); ok {
+	for _, p := range in.rs.points(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite)) {
+		if v, ok := median(p, scenario.MetricCostRatioP50, pairs.NoMongoDB); ok {
 			cost = append(cost, fmt.Sprintf("%s (%s)", times(v), p.Name))
 		}
 	}
 	if len(cost) > 0 {
 		parts = append(parts, fmt.Sprintf("On Postgres, rewriting a large profile cost %s a patch of a neighbour column (p50).", strings.Join(cost, " and ")))
 	}
-	if p := in.rs.point(pairs.Documents, "documents.rewrite", ""); p != nil && !ferret {
+	if p := in.rs.point(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite), ""); p != nil && !ferret {
 		if x, ok := ratio(p, driver.ClientRewrite.P99()); ok {
 			parts = append(parts, fmt.Sprintf("Rewrite p99 at %s: Postgres %s MongoDB's.", p.Name, times(x)))
 		}
@@ -899,7 +900,7 @@ func pointReadText(r eventstore.PointReadRow) string {
 
 func queueIntegrity(in *inputs) string {
 	parts := []string{"the Postgres side commits a task with its business row in one transaction; the RabbitMQ side commits, then publishes (a dual write)."}
-	if best, _ := highestKeptUp(in.rs, pairs.Queue, "queue.rate"); best != nil {
+	if best, _ := highestKeptUp(in.rs, pairs.Queue, scenario.RateScenarioName(pairs.Queue)); best != nil {
 		var xs []string
 		for _, m := range []struct {
 			metric driver.Metric
@@ -913,7 +914,7 @@ func queueIntegrity(in *inputs) string {
 			parts = append(parts, fmt.Sprintf("What that cost at %s, Postgres ÷ RabbitMQ: %s.", best.Name, strings.Join(xs, ", ")))
 		}
 	}
-	def, dur := in.rs.point(pairs.Queue, "queue.default", ""), in.rs.point(pairs.Queue, "queue.durable", "")
+	def, dur := in.rs.point(pairs.Queue, scenario.PairScenarioName(pairs.Queue, scenario.KindDefault), ""), in.rs.point(pairs.Queue, scenario.PairScenarioName(pairs.Queue, scenario.VariantDurable), "")
 	if def != nil && dur != nil {
 		const p99 = driver.ServerProcessingP99
 		if v, ok := medians(at{def, p99, pairs.NoRabbitMQ}, at{dur, p99, pairs.NoRabbitMQ}, at{def, p99, pairs.RabbitMQ}, at{dur, p99, pairs.RabbitMQ}); ok {
@@ -925,7 +926,7 @@ func queueIntegrity(in *inputs) string {
 
 func logIntegrity(in *inputs) string {
 	parts := []string{"the Postgres write is one insert; the Kafka side inserts, then produces (a dual write: 503 and an undelivered row when the broker is down)."}
-	def, off := in.rs.point(pairs.Log, "log.default", ""), in.rs.point(pairs.Log, "log.sync_off", "")
+	def, off := in.rs.point(pairs.Log, scenario.PairScenarioName(pairs.Log, scenario.KindDefault), ""), in.rs.point(pairs.Log, scenario.PairScenarioName(pairs.Log, scenario.VariantSyncOff), "")
 	if def != nil && off != nil {
 		const write, delivery = driver.ServerWriteP99, driver.ServerDeliveryP50
 		if v, ok := medians(at{off, write, pairs.NoKafka}, at{def, write, pairs.NoKafka}, at{off, delivery, pairs.NoKafka}, at{def, delivery, pairs.NoKafka}); ok {
@@ -938,9 +939,9 @@ func logIntegrity(in *inputs) string {
 func documentsShape(in *inputs) string {
 	r := in.rs[pairs.Documents]
 	var sizes []string
-	for _, p := range in.rs.points(pairs.Documents, "documents.rewrite") {
+	for _, p := range in.rs.points(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite)) {
 		s := p.Name + ": rewrite ÷ patch p50 "
-		if v, ok := median(p, "cost_ratio.p50", pairs.NoMongoDB); ok {
+		if v, ok := median(p, scenario.MetricCostRatioP50, pairs.NoMongoDB); ok {
 			s += times(v)
 		} else if st := p.SideStatus(pairs.NoMongoDB); !st.OK() {
 			s = p.Name + ": " + st.String()
@@ -949,8 +950,8 @@ func documentsShape(in *inputs) string {
 		} else {
 			s += notRecorded
 		}
-		wr, ok1 := median(p, "wal_per_op.rewrite", pairs.NoMongoDB)
-		wp, ok2 := median(p, "wal_per_op.patch", pairs.NoMongoDB)
+		wr, ok1 := median(p, scenario.MetricWALPerRewrite, pairs.NoMongoDB)
+		wp, ok2 := median(p, scenario.MetricWALPerPatch, pairs.NoMongoDB)
 		if ok1 && ok2 {
 			s += fmt.Sprintf(", WAL %s per rewrite vs %s per patch", bytesH(wr), bytesH(wp))
 		} else if ok1 {

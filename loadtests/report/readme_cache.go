@@ -47,17 +47,17 @@ func cacheModes(p *driver.Point, metric driver.Metric) string {
 // per mode, the stampede's origin loads and the staleness windows.
 func cacheHeadline(in *inputs) string {
 	var parts []string
-	if p := in.rs.point(pairs.Cache, cacheProfile, "read_heavy"); p != nil {
+	if p := in.rs.point(pairs.Cache, scenario.CacheProfileScenario, "read_heavy"); p != nil {
 		if s := cacheModes(p, driver.ClientP50); s != "" {
 			parts = append(parts, fmt.Sprintf("Read-heavy products over a Zipf key set at %s/s through the same HTTP contract, client p50: %s.", num(p.Rate), s))
 		}
 	}
-	if p := in.rs.point(pairs.Cache, cacheRaw, ""); p != nil {
+	if p := in.rs.point(pairs.Cache, scenario.CacheRawScenario, ""); p != nil {
 		if v, ok := medians(at{p, driver.ClientP50, scenario.RawSidePostgres}, at{p, driver.ClientP50, scenario.RawSideRedis}); ok {
 			parts = append(parts, fmt.Sprintf("One lookup by key without HTTP: p50 %s ms on Postgres (pgx, primary key) vs %s ms on Redis.", num(v[0]), num(v[1])))
 		}
 	}
-	if p := in.rs.point(pairs.Cache, cacheStaleness, ""); p != nil {
+	if p := in.rs.point(pairs.Cache, scenario.CacheStalenessScenario, ""); p != nil {
 		parts = append(parts, "After an out-of-band `UPDATE ... WHERE`, every instance was fresh within: "+stalenessModes(p)+".")
 	}
 	return joinNonEmpty(parts, "No cache measurement in these results.")
@@ -68,9 +68,9 @@ func cacheHeadline(in *inputs) string {
 func stalenessModes(p *driver.Point) string {
 	var parts []string
 	for _, s := range p.Sides {
-		f, _ := sideMin(p.Find("fresh"), s)
-		v, ok := sideMax(p.Find("stale_ms"), s)
-		ttl, _ := median(p, "ttl_ms", s)
+		f, _ := sideMin(p.Find(scenario.MetricFresh), s)
+		v, ok := sideMax(p.Find(scenario.MetricStaleMS), s)
+		ttl, _ := median(p, scenario.MetricStaleTTLMS, s)
 		switch {
 		case f < 1 || !ok:
 			parts = append(parts, s+" stale past its TTL")
@@ -86,7 +86,7 @@ func stalenessModes(p *driver.Point) string {
 // cacheIntegrity prices freshness: how long each mode served a stale
 // value after an update made outside the service.
 func cacheIntegrity(in *inputs) string {
-	p := in.rs.point(pairs.Cache, cacheStaleness, "")
+	p := in.rs.point(pairs.Cache, scenario.CacheStalenessScenario, "")
 	if p == nil {
 		return ""
 	}

@@ -40,14 +40,14 @@ func ScaleOutSection(r *driver.Run) string {
 	scaleOutTable(&b, r, scenario.ScaleOutRate, []scaleCol{
 		{"processed/s", scenario.MetricScaleProcessed, "", "", ""},
 		{"p99 ms", scenario.MetricScaleP99, "", "", ""},
-		{"shares", "", "shares", "", ""},
+		{title: "shares", unit: "shares"},
 		{"twice", scenario.MetricScaleRedelivered, "", "", ""},
 	})
 	w("\n**Batch**: %v tasks posted in batches of %v by %v senders, timed until the last is processed.\n\n",
 		r.Settings["batch_tasks"], r.Settings["batch_size"], r.Settings["senders"])
 	scaleOutTable(&b, r, scenario.ScaleOutBatch, []scaleCol{
 		{"processed/s", scenario.MetricScaleProcessed, "", "", ""},
-		{"shares", "", "shares", "", ""},
+		{title: "shares", unit: "shares"},
 		{"twice", scenario.MetricScaleRedelivered, "", "", ""},
 	})
 	w("\n**kill -9** of one of two instances a third of the way into %v s at %s posted to the other "+
@@ -115,7 +115,7 @@ func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
 		}
 	}
 	var missing []scaleCol
-	if p.missing != "" {
+	if len(p.missing) > 0 {
 		missing = []scaleCol{{"missing", p.missing, "", "", ""}}
 	}
 	scaleOutTable(b, r, p.scenario, slices.Concat(p.cols, cpu, p.after, missing))
@@ -283,10 +283,10 @@ var scaleOutParts = []scaleOutPart{
 			}),
 		},
 		cols: []scaleCol{
-			{"sustainable published/s", "", "sustainable", "", ""},
-			{"copies/s at it", "at." + scenario.MetricIntake, "", "", ""},
-			{"p99 ms at it", "at.p99_ms", "", "", ""},
-			{"search", "", "search", "", ""},
+			{title: "sustainable published/s", unit: "sustainable"},
+			{"copies/s at it", scenario.MetricAt(scenario.MetricIntake), "", "", ""},
+			{"p99 ms at it", scenario.MetricAt(scenario.MetricEndToEndP99), "", "", ""},
+			{title: "search", unit: "search"},
 		},
 		against: againstN,
 	},

@@ -56,8 +56,8 @@ func startState(st *driver.StartState) string {
 
 // agingRows are the metrics of the long-lived table, per scenario.
 var agingRows = map[string][]row{
-	"queue.rate": {{driver.ServerDeliveryP99, "delivery p99 ms"}, {driver.ServerProcessingP99, "send→processed p99 ms"}, {"throughput", "processed/s"}},
-	"log.rate":   {{driver.ServerWriteP99, "write p99 ms"}, {driver.ServerDeliveryP99, "delivery p99 ms"}, {"throughput", "delivered/s"}},
+	"queue.rate": {{driver.ServerDeliveryP99, "delivery p99 ms"}, {driver.ServerProcessingP99, "send→processed p99 ms"}, {scenario.MetricThroughput, "processed/s"}},
+	"log.rate":   {{driver.ServerWriteP99, "write p99 ms"}, {driver.ServerDeliveryP99, "delivery p99 ms"}, {scenario.MetricThroughput, "delivered/s"}},
 }
 
 // LongLivedSection renders the long-lived run beside the fresh runs of

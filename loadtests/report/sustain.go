@@ -17,12 +17,12 @@ func init() {
 	search := []row{{scenario.MetricSustainable, "sustainable items/s"}, {scenario.MetricFirstFail, "first failing items/s"},
 		{scenario.MetricCapped, "capped at the ladder's top (1 = yes)"}, {scenario.MetricStarved, "a step starved (1 = yes)"},
 		{scenario.MetricStarvedAt, "starved at items/s offered"}, {scenario.MetricSteps, "steps"},
-		{"at.p99_ms", "end-to-end p99 ms at the sustainable rate"}, {"at." + scenario.MetricIntake, "processed/s at the sustainable rate"},
-		{"start.rows", "rows at the start"}, {"start.slot_lag_found_bytes", "slot lag found at the start, bytes"}}
+		{scenario.MetricAt(scenario.MetricEndToEndP99), "end-to-end p99 ms at the sustainable rate"}, {scenario.MetricAt(scenario.MetricIntake), "processed/s at the sustainable rate"},
+		{scenario.MetricStartRows, "rows at the start"}, {scenario.MetricStartSlotLagFound, "slot lag found at the start, bytes"}}
 	over := []row{{scenario.MetricOffered, "items/s offered (batches, open loop)"}, {scenario.MetricSustainable, "sustainable items/s"},
 		{scenario.MetricIntake, "processed/s during the intake"}, {scenario.MetricShare, "share of the sustainable rate"},
-		{scenario.MetricStarved, "starved (1 = yes)"}, {"accepted_per_s", "accepted items/s"}, {driver.ClientShed, "batches shed (503)"},
-		{driver.ClientErrors, "errors"}, {"p99_ms", "end-to-end p99 ms"}, {scenario.MetricDrain, "drain after the intake, s"}}
+		{scenario.MetricStarved, "starved (1 = yes)"}, {scenario.MetricAccepted, "accepted items/s"}, {driver.ClientShed, "batches shed (503)"},
+		{driver.ClientErrors, "errors"}, {scenario.MetricEndToEndP99, "end-to-end p99 ms"}, {scenario.MetricDrain, "drain after the intake, s"}}
 	for _, tp := range throughputPairs {
 		extraMetrics[scenario.SustainScenarioName(tp.pair)] = search
 		extraMetrics[scenario.OverScenarioName(tp.pair)] = over
@@ -188,12 +188,12 @@ func drainCell(r *driver.Run, p *driver.Point, side string) string {
 	if why, ok := validCell(p, side); !ok {
 		return why
 	}
-	a, ok := sideAgg(p, "settle_s", side)
+	a, ok := sideAgg(p, scenario.MetricSettle, side)
 	if !ok {
 		return notRecorded
 	}
 	out := cell(a, true) + " s"
-	if d, ok := sideAgg(p, "drained", side); ok && d.Min < 1 {
+	if d, ok := sideAgg(p, scenario.MetricDrained, side); ok && d.Min < 1 {
 		if bound, ok := r.Settings["drain_s"].(float64); ok && bound > 0 {
 			out += fmt.Sprintf(" (a round had not drained after %s s: backlog left)", num(bound))
 		} else {
@@ -267,10 +267,10 @@ func stepAt(m map[driver.Metric]float64, rate float64) map[driver.Metric]float64
 		if m[scenario.StepMetric(i, scenario.MetricOffered)] != rate {
 			continue
 		}
-		prefix := scenario.StepMetric(i, "")
+		prefix := scenario.StepPrefix(i)
 		found = map[driver.Metric]float64{}
 		for k, v := range m {
-			if rest, ok := strings.CutPrefix(string(k), string(prefix)); ok {
+			if rest, ok := prefix.Name(k); ok {
 				found[driver.Metric(rest)] = v
 			}
 		}
@@ -344,9 +344,9 @@ func sustainSteps(r *driver.Run, pair string) string {
 				var steps []string
 				for k := range int(sr.Metrics[scenario.MetricSteps]) {
 					one := map[driver.Metric]float64{}
-					prefix := scenario.StepMetric(k, "")
+					prefix := scenario.StepPrefix(k)
 					for name, v := range sr.Metrics {
-						if rest, ok := strings.CutPrefix(string(name), string(prefix)); ok {
+						if rest, ok := prefix.Name(name); ok {
 							one[driver.Metric(rest)] = v
 						}
 					}
@@ -359,7 +359,7 @@ func sustainSteps(r *driver.Run, pair string) string {
 					}
 					_, why := scenario.StepJudge(one)
 					mark := "fail"
-					if one["pass"] == 1 {
+					if one[scenario.MetricStepPass] == 1 {
 						mark = "pass"
 					}
 					steps = append(steps, fmt.Sprintf("%s/s %s (%s)", num(one[scenario.MetricOffered]), mark, why))
@@ -368,15 +368,15 @@ func sustainSteps(r *driver.Run, pair string) string {
 					continue
 				}
 				start := ""
-				if sr.Metrics["start.restarted"] == 1 {
+				if sr.Metrics[scenario.MetricStartRestarted] == 1 {
 					start = "fresh process"
-					if sr.Metrics["start.truncated"] == 1 {
+					if sr.Metrics[scenario.MetricStartTruncated] == 1 {
 						start += ", tables truncated"
 					}
 				} else {
 					start = "the running process, tables kept"
 				}
-				if v, ok := sr.Metrics["start.slot_lag_found_bytes"]; ok {
+				if v, ok := sr.Metrics[scenario.MetricStartSlotLagFound]; ok {
 					start += fmt.Sprintf(", slot found %s bytes behind", count(int64(v)))
 				}
 				fmt.Fprintf(&b, "- %s %s, round %d (%s): %s\n", side, p.Name, rd.Index, start, md(strings.Join(steps, "; ")))

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	sc "github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -29,17 +30,17 @@ func keyMetrics(scenario driver.ScenarioName) []row {
 		return throughputRows()
 	case strings.HasPrefix(string(scenario), "queue."):
 		return append(client,
-			row{"throughput", "processed/s"}, row{"backlog_end", "backlog at end"},
+			row{sc.MetricThroughput, "processed/s"}, row{sc.MetricBacklogEnd, "backlog at end"},
 			row{driver.ServerSendP50, "send p50 ms"}, row{driver.ServerSendP99, "send p99 ms"},
 			row{driver.ServerDeliveryP50, "delivery p50 ms"}, row{driver.ServerDeliveryP99, "delivery p99 ms"},
 			row{driver.ServerProcessingP50, "send→processed p50 ms"}, row{driver.ServerProcessingP99, "send→processed p99 ms"})
 	case strings.HasPrefix(string(scenario), "log."):
 		return append(client,
-			row{"throughput", "delivered/s"}, row{"backlog_end", "backlog at end"},
+			row{sc.MetricThroughput, "delivered/s"}, row{sc.MetricBacklogEnd, "backlog at end"},
 			row{driver.ServerWriteP50, "write p50 ms"}, row{driver.ServerWriteP99, "write p99 ms"},
 			row{driver.ServerDeliveryP50, "delivery p50 ms"}, row{driver.ServerDeliveryP95, "delivery p95 ms"},
 			row{driver.ServerDeliveryP99, "delivery p99 ms"})
-	case scenario == "documents.search":
+	case scenario == sc.PairScenarioName(pairs.Documents, sc.KindSearch):
 		return []row{{driver.ClientP50, "client p50 ms"}, {driver.ClientP95, "client p95 ms"}, {driver.ClientP99, "client p99 ms"},
 			{driver.ClientErrors, "errors"}, {driver.ServerSearchP50, "search p50 ms"}, {driver.ServerSearchP95, "search p95 ms"},
 			{driver.ServerSearchP99, "search p99 ms"}}
@@ -49,10 +50,10 @@ func keyMetrics(scenario driver.ScenarioName) []row {
 	case strings.HasPrefix(string(scenario), "documents.rewrite"):
 		return []row{{driver.ClientRewrite.P50(), "rewrite p50 ms"}, {driver.ClientRewrite.P99(), "rewrite p99 ms"},
 			{driver.ClientPatch.P50(), "neighbour patch p50 ms"}, {driver.ClientPatch.P99(), "neighbour patch p99 ms"},
-			{"cost_ratio.p50", "rewrite ÷ patch (p50)"}, {"cost_ratio.p99", "rewrite ÷ patch (p99)"},
+			{sc.MetricCostRatioP50, "rewrite ÷ patch (p50)"}, {sc.MetricCostRatioP99, "rewrite ÷ patch (p99)"},
 			{driver.ServerReplaceProfileP50, "server rewrite p50 ms"}, {driver.ServerPatchFieldsP50, "server patch p50 ms"},
-			{"server_cost_ratio.p50", "server rewrite ÷ patch (p50)"},
-			{"wal_per_op.rewrite", "WAL bytes per rewrite"}, {"wal_per_op.patch", "WAL bytes per patch"},
+			{sc.MetricServerCostRatioP50, "server rewrite ÷ patch (p50)"},
+			{sc.MetricWALPerRewrite, "WAL bytes per rewrite"}, {sc.MetricWALPerPatch, "WAL bytes per patch"},
 			{driver.ClientRewrite.Errors(), "rewrite errors"}, {driver.ClientPatch.Errors(), "patch errors"}}
 	}
 	return client
@@ -284,23 +285,23 @@ func ceilingRounds(c driver.Ceiling) string {
 
 // demoMetrics are the few numbers the demo shows per pair.
 var demoMetrics = map[string][]row{
-	pairs.Queue: {{"throughput", "processed/s"}, {driver.ClientP50, "POST /tasks p50 ms"}, {driver.ClientP99, "POST /tasks p99 ms"},
+	pairs.Queue: {{sc.MetricThroughput, "processed/s"}, {driver.ClientP50, "POST /tasks p50 ms"}, {driver.ClientP99, "POST /tasks p99 ms"},
 		{driver.ServerDeliveryP50, "delivery p50 ms"}, {driver.ServerDeliveryP99, "delivery p99 ms"},
 		{driver.ServerProcessingP50, "send→processed p50 ms"}, {driver.ServerProcessingP99, "send→processed p99 ms"}, {driver.ClientErrors, "errors"}, {driver.ClientShed, "shed (503)"}},
-	pairs.Log: {{"throughput", "delivered/s"}, {driver.ServerWriteP50, "write p50 ms"}, {driver.ServerWriteP99, "write p99 ms"},
+	pairs.Log: {{sc.MetricThroughput, "delivered/s"}, {driver.ServerWriteP50, "write p50 ms"}, {driver.ServerWriteP99, "write p99 ms"},
 		{driver.ServerDeliveryP50, "delivery p50 ms"}, {driver.ServerDeliveryP99, "delivery p99 ms"}, {driver.ClientErrors, "errors"}, {driver.ClientShed, "shed (503)"}},
 	"documents.search": {{driver.ClientOKRate, "searches/s"}, {driver.ServerSearchP50, "search p50 ms"}, {driver.ServerSearchP99, "search p99 ms"}, {driver.ClientErrors, "errors"}},
 	"documents.rewrite": {{driver.ClientRewrite.P50(), "rewrite p50 ms"}, {driver.ClientRewrite.P99(), "rewrite p99 ms"},
-		{driver.ClientPatch.P50(), "neighbour patch p50 ms"}, {"cost_ratio.p50", "rewrite ÷ patch"}, {"wal_per_op.rewrite", "WAL bytes per rewrite"}},
+		{driver.ClientPatch.P50(), "neighbour patch p50 ms"}, {sc.MetricCostRatioP50, "rewrite ÷ patch"}, {sc.MetricWALPerRewrite, "WAL bytes per rewrite"}},
 	"cache.profile":    {{driver.ClientOKRate, "requests/s"}, {driver.ClientP50, "client p50 ms"}, {driver.ClientP99, "client p99 ms"}, {driver.ClientErrors, "errors"}},
 	"cache.kv_write":   {{driver.ClientP50, "kv PUT p50 ms"}, {driver.ClientP99, "kv PUT p99 ms"}, {driver.ClientErrors, "errors"}},
 	"cache.kv_read":    {{driver.ClientP50, "kv GET p50 ms"}, {driver.ClientP99, "kv GET p99 ms"}, {driver.ClientErrors, "errors"}},
 	"cache.raw_lookup": {{driver.ClientP50, "lookup p50 ms (no HTTP)"}, {driver.ClientP99, "lookup p99 ms (no HTTP)"}},
-	"cache.stampede":   {{"origin_loads.one", "origin loads, instance 1"}, {"origin_loads.two", "origin loads, instance 2"}},
-	"cache.staleness":  {{"stale_ms", "stale after an UPDATE, ms"}},
+	"cache.stampede":   {{sc.MetricStampedeOriginLoadsOf.Of(sc.StampedeOneInstance), "origin loads, instance 1"}, {sc.MetricStampedeOriginLoadsOf.Of(sc.StampedeTwoInstances), "origin loads, instance 2"}},
+	"cache.staleness":  {{sc.MetricStaleMS, "stale after an UPDATE, ms"}},
 	// The event store in the demo: the bench's append scenario.
-	"eventstore.append.read-then-append": {{"ops_per_sec", "appends/s"}, {driver.ClientP50, "append p50 ms"}, {driver.ClientP99, "append p99 ms"}, {"errors", "errors"}},
-	"eventstore.append.blind":            {{"ops_per_sec", "appends/s"}, {driver.ClientP50, "append p50 ms"}, {driver.ClientP99, "append p99 ms"}, {"errors", "errors"}},
+	"eventstore.append.read-then-append": {{eventstore.MetricAppendOpsPerSec, "appends/s"}, {driver.ClientP50, "append p50 ms"}, {driver.ClientP99, "append p99 ms"}, {eventstore.MetricAppendErrors, "errors"}},
+	"eventstore.append.blind":            {{eventstore.MetricAppendOpsPerSec, "appends/s"}, {driver.ClientP50, "append p50 ms"}, {driver.ClientP99, "append p99 ms"}, {eventstore.MetricAppendErrors, "errors"}},
 }
 
 // Demo prints one side-by-side table for a pair's run: throughput, the

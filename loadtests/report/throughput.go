@@ -40,7 +40,7 @@ func throughputRows() []row {
 	rows := []row{
 		{scenario.MetricAccepted, "accepted items/s"}, {scenario.MetricEndToEnd, "end-to-end items/s"},
 		{driver.ClientP50, "request p50 ms"}, {driver.ClientP99, "request p99 ms"}, {driver.ClientErrors, "errors"},
-		{"backlog_end", "backlog at end"}, {"drained", "drained (1 = yes)"},
+		{scenario.MetricBacklogEnd, "backlog at end"}, {scenario.MetricDrained, "drained (1 = yes)"},
 	}
 	for _, lat := range []string{"processing", "delivery"} {
 		rows = append(rows, row{driver.ServerLatency(lat, driver.SuffixP50), lat + " p50 ms"}, row{driver.ServerLatency(lat, driver.SuffixP99), lat + " p99 ms"})
@@ -157,7 +157,7 @@ func closedLoopTable(b *strings.Builder, r *driver.Run, tp throughputPair, ps []
 				continue
 			}
 			e2e := c(scenario.MetricEndToEnd)
-			if d, ok := get("drained"); ok && d.Min < 1 {
+			if d, ok := get(scenario.MetricDrained); ok && d.Min < 1 {
 				e2e += " (backlog left)"
 			}
 			if l, ok := get(driver.ServerLatency(lat, driver.SuffixP50)); ok && l.Median > comfortableP50MS {
@@ -371,7 +371,7 @@ var throughputClaims = []claimSpec{
 		evaluate: func(in claimInputs) outcome {
 			var parts []string
 			holds, seen := true, false
-			for _, p := range in.rs.points(scenario.ThroughputCommand, "queue.throughput") {
+			for _, p := range in.rs.points(scenario.ThroughputCommand, scenario.ThroughputScenarioName(pairs.Queue)) {
 				if batchOf(p) < batchGoalMin {
 					continue
 				}

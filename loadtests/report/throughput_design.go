@@ -147,7 +147,7 @@ func designSustainTable(r *driver.Run, d throughputDesign) string {
 			sus, rounds, at := notMeasuredHere, "", ""
 			if x.p != nil {
 				sus, rounds = sustainableCell(x.p, side), sustainRounds(x.p, side)
-				at = medianOr(x.p, "at.p50_ms", side) + " / " + medianOr(x.p, "at.p99_ms", side)
+				at = medianOr(x.p, scenario.MetricAt(scenario.MetricEndToEndP50), side) + " / " + medianOr(x.p, scenario.MetricAt(scenario.MetricEndToEndP99), side)
 			}
 			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", batchOf(dp.pairOr()), x.name, sus, rounds, at)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
 
 // failedFixture builds runs whose figures are not valid, each the way a
@@ -285,8 +286,8 @@ func TestLZ4ClaimReadsTheTOASTExperiment(t *testing.T) {
 // labelled against their own figures: Redis ahead by less than claimed is
 // "does not hold" saying that Redis is ahead; a tie decides no direction.
 func TestClaimsTheIssueFoundContradictory(t *testing.T) {
-	pt := func(scenario, name string, sides []string, vals map[driver.Metric]float64) driver.Point {
-		p := driver.Point{Scenario: driver.ScenarioName(scenario), Name: name, Sides: sides}
+	pt := func(sc driver.ScenarioName, name string, sides []string, vals map[driver.Metric]float64) driver.Point {
+		p := driver.Point{Scenario: sc, Name: name, Sides: sides}
 		_ = driver.RunPoint(t.Context(), &p, 3, func(_ context.Context, s string, _ int) (*driver.SideResult, error) {
 			return &driver.SideResult{Metrics: map[driver.Metric]float64{"client.p50_ms": vals[driver.Metric(s)]}}, nil
 		})
@@ -294,9 +295,9 @@ func TestClaimsTheIssueFoundContradictory(t *testing.T) {
 	}
 	modes := []string{modeRedis, modeUnlogged}
 	cache := &driver.Run{Command: "cache", Points: []driver.Point{
-		pt(cacheRaw, "by key", []string{"postgres", "redis"}, map[driver.Metric]float64{"postgres": 0.417, "redis": 0.3}),
-		pt(cacheProfile, "read_heavy", modes, map[driver.Metric]float64{modeRedis: 1.0, modeUnlogged: 1.3}),
-		pt(cacheProfile, "write_heavy", modes, map[driver.Metric]float64{modeRedis: 1.47, modeUnlogged: 1.47}),
+		pt(scenario.CacheRawScenario, "by key", []string{"postgres", "redis"}, map[driver.Metric]float64{"postgres": 0.417, "redis": 0.3}),
+		pt(scenario.CacheProfileScenario, "read_heavy", modes, map[driver.Metric]float64{modeRedis: 1.0, modeUnlogged: 1.3}),
+		pt(scenario.CacheProfileScenario, "write_heavy", modes, map[driver.Metric]float64{modeRedis: 1.47, modeUnlogged: 1.47}),
 	}}
 	byShort := map[string]Claim{}
 	for _, c := range Claims([]*driver.Run{cache}) {

@@ -27,6 +27,17 @@ type AtThroughputOptions struct {
 	Rounds    int
 }
 
+// The batch throughput point's metrics, per side: the events accepted
+// and delivered per second over the closed loop (MetricAcceptedRate),
+// and its batch throughput, the lower of the two. The points at a
+// fraction of it record that batch throughput too, and the events per
+// second they offered.
+const (
+	MetricDeliveredRate   driver.Metric = "delivered_rate"
+	MetricBatchThroughput driver.Metric = "batch_throughput"
+	MetricOfferedEvents   driver.Metric = "offered_events"
+)
+
 // DefaultAtThroughput measures the batch throughput with 4 senders of
 // 100-event batches for 3 s, then offers 25%, 50% and 75% of it for 3 s
 // each, one round.
@@ -82,7 +93,7 @@ func (s RateScenario) AtThroughput(ctx context.Context, e *Env, run *driver.Run,
 	err := driver.RunPoint(ctx, &tp, 1, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
 		res, err := bs.closedLoop(ctx, e, svc, o)
 		if res != nil {
-			through[svc] = res.Metrics["batch_throughput"]
+			through[svc] = res.Metrics[MetricBatchThroughput]
 		}
 		return res, err
 	})
@@ -100,8 +111,8 @@ func (s RateScenario) AtThroughput(ctx context.Context, e *Env, run *driver.Run,
 			events := math.Round(f * through[svc])
 			res, err := bs.side(ctx, e, svc, events/float64(o.Batch), o.Duration, e.settle())
 			if res != nil {
-				res.Metrics["offered_events"] = events
-				res.Metrics["batch_throughput"] = through[svc]
+				res.Metrics[MetricOfferedEvents] = events
+				res.Metrics[MetricBatchThroughput] = through[svc]
 			}
 			return res, err
 		})
@@ -139,9 +150,9 @@ func (s RateScenario) closedLoop(ctx context.Context, e *Env, svc string, o AtTh
 	}
 	accepted := float64(c.OK*int64(o.Batch)) / c.DurationS
 	delivered := float64(counterSum(st, s.Pair.Out)) / c.DurationS
-	res.Metrics["accepted_rate"] = math.Round(accepted)
-	res.Metrics["delivered_rate"] = math.Round(delivered)
-	res.Metrics["batch_throughput"] = math.Round(min(accepted, delivered))
+	res.Metrics[MetricAcceptedRate] = math.Round(accepted)
+	res.Metrics[MetricDeliveredRate] = math.Round(delivered)
+	res.Metrics[MetricBatchThroughput] = math.Round(min(accepted, delivered))
 	// Let the backlog drain before the next side or point.
 	t0 := time.Now()
 	for time.Since(t0) < e.settle() {
@@ -157,7 +168,7 @@ func (s RateScenario) closedLoop(ctx context.Context, e *Env, svc string, o AtTh
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	res.Metrics["settle_s"] = math.Round(time.Since(t0).Seconds()*100) / 100
+	res.Metrics[MetricSettle] = math.Round(time.Since(t0).Seconds()*100) / 100
 	res.Stats = st
 	return res, nil
 }

@@ -93,16 +93,6 @@ type CacheScenario struct {
 	Defaults CacheOptions
 }
 
-// The cache scenario's point names.
-const (
-	CacheProfileScenario   = "cache.profile"
-	CacheKVWriteScenario   = "cache.kv_write"
-	CacheKVReadScenario    = "cache.kv_read"
-	CacheStampedeScenario  = "cache.stampede"
-	CacheStalenessScenario = "cache.staleness"
-	CacheRawScenario       = "cache.raw_lookup"
-)
-
 // CacheCounters are the /stats counters every cache point records as
 // "counter.<name>".
 var CacheCounters = []string{"hits", "misses", "origin_loads", "invalidations", "evictions", "bypasses"}
@@ -516,7 +506,7 @@ func cacheCounters(m map[driver.Metric]float64, st *driver.ServerStats) {
 		m[driver.Counter(n)] = float64(st.Counters[n])
 	}
 	if h, ms := st.Counters["hits"], st.Counters["misses"]; h+ms > 0 {
-		m["hit_ratio"] = math.Round(float64(h)/float64(h+ms)*1e4) / 1e4
+		m[MetricHitRatio] = math.Round(float64(h)/float64(h+ms)*1e4) / 1e4
 	}
 }
 
@@ -572,7 +562,7 @@ func (r *cacheRun) stampede(ctx context.Context, i, round int) (*driver.SideResu
 		t0 := time.Now()
 		close(gate)
 		wg.Wait()
-		name := []string{"one", "two"}[k]
+		name := []string{StampedeOneInstance, StampedeTwoInstances}[k]
 		res.Metrics[MetricStampedeElapsedOf.Of(name)] = float64(time.Since(t0).Milliseconds())
 		res.Metrics[MetricStampedeErrorsOf.Of(name)] = float64(failed)
 		var loads int64
@@ -642,12 +632,12 @@ func (r *cacheRun) staleness(ctx context.Context, i, round int) (*driver.SideRes
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	res.Metrics["ttl_ms"] = float64(r.o.StaleTTL.Milliseconds())
+	res.Metrics[MetricStaleTTLMS] = float64(r.o.StaleTTL.Milliseconds())
 	if fresh[0] && fresh[1] {
-		res.Metrics["fresh"] = 1
-		res.Metrics["stale_ms"] = float64(worst.Milliseconds())
+		res.Metrics[MetricFresh] = 1
+		res.Metrics[MetricStaleMS] = float64(worst.Milliseconds())
 	} else {
-		res.Metrics["fresh"] = 0
+		res.Metrics[MetricFresh] = 0
 	}
 	return res, nil
 }

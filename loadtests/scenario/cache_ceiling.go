@@ -16,10 +16,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/cache/pgorigin"
 )
 
-// CacheReadCeiling is the cache pair's ceiling search: read-through GETs
-// per second of the profiles' products, over their key space.
-const CacheReadCeiling = "cache.read.ceiling"
-
 // CacheReadLatency names the server latency a read ceiling step is
 // judged by: a read's, hit or miss. /stats keeps a hit's (get_hit) and a
 // miss's (get_miss, the origin's load included) apart; the step's p99 is
@@ -134,7 +130,7 @@ func (s CacheScenario) validateCeiling() error {
 			errs = append(errs, fmt.Errorf("cache: read ceiling mode %q is not a mode of side %d", name, k+1))
 		}
 	}
-	return errors.Join(append(errs, s.Defaults.ReadCeilingOpts.validate(CacheReadCeiling))...)
+	return errors.Join(append(errs, s.Defaults.ReadCeilingOpts.validate(string(CacheReadCeiling)))...)
 }
 
 // modeIndexOf is the index of the mode named name in modes, or -1.

@@ -28,72 +28,6 @@ import (
 // on both sides of the cache pair, measured after the cache scenario in
 // the same run (`go run ./loadtests cache`, `make results`).
 
-// The roles' point names.
-const (
-	// CacheLockScenario: acquire+release cycles, uncontended and with
-	// contenders on a few names.
-	CacheLockScenario = "cache.lock"
-	// CacheLockHandoverScenario: the time until another holder gets a
-	// lock whose holder died.
-	CacheLockHandoverScenario = "cache.lock_handover"
-	// CachePubSubScenario: one step of a pub/sub ladder (a subscriber
-	// count, a publish rate).
-	CachePubSubScenario = "cache.pubsub"
-	// CachePubSubCeilingScenario: each ladder's highest passing step.
-	CachePubSubCeilingScenario = "cache.pubsub_ceiling"
-	// CacheRateLimitScenario: takes from one key by concurrent clients.
-	CacheRateLimitScenario = "cache.ratelimit"
-)
-
-// The roles' metric names (per side, per round).
-const (
-	// Lock points (per granted cycle: the acquire and the release).
-	MetricCyclesPerS    = "cycles_per_s"
-	MetricCycleP50      = "cycle_p50_ms"
-	MetricCycleP99      = "cycle_p99_ms"
-	MetricAcquireP50    = "acquire_p50_ms"
-	MetricAcquireP99    = "acquire_p99_ms"
-	MetricConflictsPerS = "conflicts_per_s"
-	MetricOverlaps      = "overlaps"
-	MetricTokenRegress  = "token_regressions"
-	MetricRoleErrors    = "errors"
-	// The handover point.
-	MetricLeaseMS      = "lease_ms"
-	MetricHandoverMS   = "handover_ms"
-	MetricAfterLeaseMS = "after_lease_ms"
-	MetricTokenHigher  = "token_higher"
-	// A pub/sub step.
-	MetricPublishRate    = "publish_rate"
-	MetricPublishedPerS  = "published_per_s"
-	MetricPublishErrors  = "publish_errors"
-	MetricDeliveriesPerS = "deliveries_per_s"
-	MetricDeliveryP50    = "delivery_p50_ms"
-	MetricDeliveryP99    = "delivery_p99_ms"
-	MetricDeliveryMax    = "delivery_max_ms"
-	MetricMissed         = "missed"
-	MetricEnded          = "ended"
-	MetricSubscribers    = "subscribers"
-	MetricPass           = "pass"
-	// MetricCPUPerKDeliveries prefixes each process group's CPU-seconds
-	// per 1,000 deliveries ("cpu_per_k_deliveries.postgres").
-	MetricCPUPerKDeliveries driver.MetricPrefix = "cpu_per_k_deliveries."
-	// A ladder's ceiling.
-	MetricMaxPublishRate    = "max_publish_rate"
-	MetricMaxDeliveriesPerS = "max_deliveries_per_s"
-	MetricLadderCapped      = "capped"
-	// The rate-limit point.
-	MetricTakesPerS        = "takes_per_s"
-	MetricTakeP50          = "take_p50_ms"
-	MetricTakeP99          = "take_p99_ms"
-	MetricAdmitted         = "admitted"
-	MetricRefused          = "refused"
-	MetricWindows          = "windows"
-	MetricAdmittedMax      = "admitted_max_per_window"
-	MetricAdmittedMin      = "admitted_min_per_window"
-	MetricOverLimitWindows = "over_limit_windows"
-	MetricLimit            = "limit"
-)
-
 // CacheRolesOptions parameterize the roles' points.
 type CacheRolesOptions struct {
 	// Off leaves the roles out (the cache command's -cache-roles=false).
@@ -355,7 +289,7 @@ func (r *rolesRun) costSet(ctx context.Context, i int) cost.Set {
 }
 
 // addCPU records each group's CPU-seconds, and per 1,000 items under
-// prefix ("cpu_per_k." for cycles, MetricCPUPerKDeliveries).
+// prefix (MetricCPUPerKOf for cycles and takes, MetricCPUPerKDeliveries).
 func addCPU(m map[driver.Metric]float64, used map[string]float64, items int64, prefix driver.MetricPrefix) {
 	for g, v := range used {
 		m[MetricCPUSecondsOf.Of(g)] = math.Round(v*1e4) / 1e4
@@ -458,7 +392,7 @@ func (r *rolesRun) lockLoop(ctx context.Context, side string, round, workers, na
 	m[MetricOverlaps] = float64(t.overlaps.Load())
 	m[MetricTokenRegress] = float64(t.regress.Load())
 	m[MetricRoleErrors] = float64(t.errs.Load())
-	addCPU(m, used, t.cycles.Load(), "cpu_per_k.")
+	addCPU(m, used, t.cycles.Load(), MetricCPUPerKOf)
 	st, err := driver.GetStats(ctx, base)
 	res.Stats = st
 	if err == nil && float64(t.errs.Load()) >= driver.FailShare*float64(max(t.attempts.Load(), 1)) {
@@ -618,7 +552,7 @@ func (r *rolesRun) takeLoop(ctx context.Context, side string, round int) (*drive
 	m[MetricTakeP50], m[MetricTakeP99] = ms(h, 50), ms(h, 99)
 	m[MetricAdmitted], m[MetricRefused], m[MetricRoleErrors] = float64(admitted), float64(refused.Load()), float64(errs.Load())
 	windowMetrics(m, windowCounts(all, o.Window), o.Limit)
-	addCPU(m, used, takes, "cpu_per_k.")
+	addCPU(m, used, takes, MetricCPUPerKOf)
 	st, err := driver.GetStats(ctx, base)
 	res.Stats = st
 	if err == nil && float64(errs.Load()) >= driver.FailShare*float64(max(takes, 1)) {

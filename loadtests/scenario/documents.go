@@ -153,6 +153,35 @@ type FreshDatabase struct {
 	Service, Var, URLVar, DefaultURL string
 }
 
+// The kinds of the documents pair's points (PairScenarioName): the
+// containment search, the rewrite point and, on the Postgres side with
+// lz4 TOAST compression, the same rewrite ("documents.rewrite_lz4").
+const (
+	KindSearch     = "search"
+	KindRewrite    = "rewrite"
+	KindRewriteLZ4 = "rewrite_lz4"
+)
+
+// The rewrite point's two phases: the rewrite of a large profile and the
+// patch of a neighbour column (driver.ClientRewrite and
+// driver.ClientPatch are their client-side metrics).
+const (
+	PhaseRewrite = "rewrite"
+	PhasePatch   = "patch"
+)
+
+// The rewrite point's ratios and WAL, per side: the client-side rewrite
+// latency ÷ the patch's at p50 and p99 (MetricCostRatioOf), the same at
+// p50 on the server (the /stats latencies), and the WAL bytes per
+// operation of each phase (MetricWALPerOpOf).
+const (
+	MetricCostRatioP50       = driver.Metric(MetricCostRatioOf + "p50")
+	MetricCostRatioP99       = driver.Metric(MetricCostRatioOf + "p99")
+	MetricServerCostRatioP50 = driver.Metric("server_cost_ratio.p50")
+	MetricWALPerRewrite      = driver.Metric(MetricWALPerOpOf + PhaseRewrite)
+	MetricWALPerPatch        = driver.Metric(MetricWALPerOpOf + PhasePatch)
+)
+
 // DefaultSearchTimeout bounds each search request of the documents
 // scenario: FerretDB (the stand-in on the native stack) scans every
 // document, 2.5–5 s a search at 2,000 users on this machine, and a search
@@ -394,7 +423,7 @@ func (s SearchRewriteScenario) dataSet(ctx context.Context, e *Env, us *createdU
 			"plan": []string{"free", "pro", "team"}[i%3], "profile": SeedProfile(r),
 		})
 	}
-	sp := driver.Point{Scenario: "documents.search", Name: fmt.Sprintf("%d users", o.Users), Rate: o.SearchRate, DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides()}
+	sp := driver.Point{Scenario: PairScenarioName(s.Pair.Name, KindSearch), Name: fmt.Sprintf("%d users", o.Users), Rate: o.SearchRate, DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides()}
 	err := setupSides(ctx, &sp, fmt.Sprintf("creating its %d users", o.Users), func(svc string) error {
 		t0 := time.Now()
 		_, err := us.create(ctx, svc, o.Users, func(i int) []byte { return bodies[i] })
@@ -466,7 +495,7 @@ func (s SearchRewriteScenario) rewrites(ctx context.Context, e *Env, run *driver
 		defer wal.Close(context.Background())
 	}
 	rw := &rewriter{e: e, o: o, wal: wal, tag: tag, create: create}
-	if err := rw.points(ctx, run, "documents.rewrite", pair.Sides()); err != nil || !o.LZ4 {
+	if err := rw.points(ctx, run, PairScenarioName(pair.Name, KindRewrite), pair.Sides()); err != nil || !o.LZ4 {
 		return err
 	}
 	lz4 := map[string]map[string]string{pair.A.Name: {"TOAST_COMPRESSION": "lz4"}}
@@ -484,7 +513,7 @@ func (s SearchRewriteScenario) rewrites(ctx context.Context, e *Env, run *driver
 	// again (about two minutes of make results for figures that say
 	// nothing about lz4).
 	rw.skip = map[string]string{pair.B.Name: "TOAST_COMPRESSION is a Postgres setting: this side is unchanged, its figures are the rewrite points above"}
-	return rw.points(ctx, run, "documents.rewrite_lz4", pair.Sides())
+	return rw.points(ctx, run, PairScenarioName(pair.Name, KindRewriteLZ4), pair.Sides())
 }
 
 // points measures scenario's rewrite point at every size into run,
@@ -546,10 +575,10 @@ func (rw *rewriter) point(ctx context.Context, scenario driver.ScenarioName, sid
 			name string
 			req  func(n uint64) driver.Request
 		}{
-			{"rewrite", func(n uint64) driver.Request {
+			{PhaseRewrite, func(n uint64) driver.Request {
 				return driver.Request{Method: http.MethodPut, URL: base + "/users/" + us[n%uint64(len(us))] + "/profile", Body: variants[(n/uint64(len(us))+1)%2]}
 			}},
-			{"patch", func(n uint64) driver.Request {
+			{PhasePatch, func(n uint64) driver.Request {
 				return driver.Request{Method: http.MethodPatch, URL: base + "/users/" + us[n%uint64(len(us))], Body: []byte(`{"name":"n` + strconv.FormatUint(n, 10) + `"}`)}
 			}},
 		}
@@ -571,16 +600,19 @@ func (rw *rewriter) point(ctx context.Context, scenario driver.ScenarioName, sid
 			driver.FlattenClient(res.Metrics, driver.ClientPhase(ph.name), c)
 		}
 		m := res.Metrics
-		for _, q := range []string{driver.SuffixP50, driver.SuffixP99} {
-			if v := driver.Ratio(m[driver.ClientRewrite.Key(q)], m[driver.ClientPatch.Key(q)]); !math.IsNaN(v) {
-				m[MetricCostRatioOf.Of(strings.TrimSuffix(q, "_ms"))] = v
+		for _, q := range []struct {
+			suffix string
+			ratio  driver.Metric
+		}{{driver.SuffixP50, MetricCostRatioP50}, {driver.SuffixP99, MetricCostRatioP99}} {
+			if v := driver.Ratio(m[driver.ClientRewrite.Key(q.suffix)], m[driver.ClientPatch.Key(q.suffix)]); !math.IsNaN(v) {
+				m[q.ratio] = v
 			}
 		}
 		st, err := driver.GetStats(ctx, base)
 		res.Stats = st
 		driver.FlattenServer(m, st)
 		if v := driver.Ratio(m[driver.ServerReplaceProfileP50], m[driver.ServerPatchFieldsP50]); !math.IsNaN(v) {
-			m["server_cost_ratio.p50"] = v
+			m[MetricServerCostRatioP50] = v
 		}
 		return res, err
 	})

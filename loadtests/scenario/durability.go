@@ -59,7 +59,7 @@ func DurabilityScenarioName(pair string) driver.ScenarioName {
 
 // DurabilitySustainName: see DurabilityScenarioName.
 func DurabilitySustainName(pair string) driver.ScenarioName {
-	return DurabilityScenarioName(pair) + ".sustainable"
+	return PairScenarioName(string(DurabilityScenarioName(pair)), KindSustainable)
 }
 
 // DurabilityConfig is one side under one durability setting.

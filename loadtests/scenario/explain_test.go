@@ -47,8 +47,8 @@ func TestExplainReadsTheRun(t *testing.T) {
 	other := rate
 	other.Scenario, other.Rate = "queue.default", 500
 	run.Points = append(run.Points, rate, reused, other)
-	for _, p := range []string{CacheProfileScenario, CacheStampedeScenario} {
-		run.Points = append(run.Points, driver.Point{Scenario: driver.ScenarioName(p), Name: "p", Sides: []string{"a", "b"}})
+	for _, p := range []driver.ScenarioName{CacheProfileScenario, CacheStampedeScenario} {
+		run.Points = append(run.Points, driver.Point{Scenario: p, Name: "p", Sides: []string{"a", "b"}})
 	}
 	(&cacheRun{s: Cache, o: Cache.Defaults}).settings(run)
 	got := Explain(readBack(t, run))

@@ -112,6 +112,10 @@ const (
 // Criteria are the Crit* keys in the order a step is judged by.
 var Criteria = []string{CritErrors, CritShed, CritSent, CritLatency, CritBacklog, CritP99}
 
+// MetricWarmupBacklog is a ceiling step's backlog left by its warm-up at
+// the step's rate, carried into its MetricBacklogEnd.
+const MetricWarmupBacklog driver.Metric = "warmup_backlog"
+
 // The bounds of a ceiling step besides the options' latency bounds:
 // each is written here once, CriteriaText words them.
 const (
@@ -229,14 +233,14 @@ func Judge(spec driver.CeilingSpec, m map[driver.Metric]float64, rate float64) (
 	if len(missing) > 0 {
 		add(CritLatency, "no %s latency recorded", strings.Join(missing, " or "))
 	}
-	if b := m["backlog_end"]; b > math.Max(spec.BacklogMin, spec.BacklogS*rate) {
+	if b := m[MetricBacklogEnd]; b > math.Max(spec.BacklogMin, spec.BacklogS*rate) {
 		add(CritBacklog, "backlog %.0f at the end", b)
 	}
 	if len(slow) > 0 {
 		add(CritP99, "%s", strings.Join(slow, ", "))
 	}
 	if len(failed) == 0 {
-		why = fmt.Sprintf("%s, backlog %.0f", strings.Join(seen, ", "), m["backlog_end"])
+		why = fmt.Sprintf("%s, backlog %.0f", strings.Join(seen, ", "), m[MetricBacklogEnd])
 	}
 	return failed, why
 }
@@ -560,8 +564,8 @@ func (s RateScenario) ceilingOf(ctx context.Context, e *Env, run *driver.Run, o 
 		groups := pairCostSet(ctx, e, pair, svc, e.StackDir)
 		res, err := s.sideCost(ctx, e, svc, rate, o.Step, 3*e.settle()/2, groups)
 		if res != nil {
-			res.Metrics["warmup_backlog"] = float64(carry)
-			res.Metrics["backlog_end"] += float64(carry)
+			res.Metrics[MetricWarmupBacklog] = float64(carry)
+			res.Metrics[MetricBacklogEnd] += float64(carry)
 			StepCPU(res.Metrics, groups)
 		}
 		return res, err

@@ -7,6 +7,10 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
+// VariantSyncOff is the log pair's variant (PairScenarioName
+// "log.sync_off").
+const VariantSyncOff = "sync_off"
+
 // LogScenario is the log pair's: POST /events over 64 keys at fixed rates,
 // a ceiling search on delivery p99 with the consumer keeping up (the
 // services without an in-flight bound), and the
@@ -21,7 +25,7 @@ var LogScenario = RateScenario{
 	// the producer's answer too: a step whose consumer keeps up while
 	// the write waits past the bound does not pass
 	CeilingAck: "write",
-	Variant:    "sync_off",
+	Variant:    VariantSyncOff,
 	VariantEnv: map[string]map[string]string{
 		pairs.NoKafka: {"SYNCHRONOUS_COMMIT": "off"},
 		pairs.Kafka:   {"SYNCHRONOUS_COMMIT": "off"},

@@ -60,4 +60,23 @@ func MetricScaleShare(i int) driver.Metric {
 
 // MetricAt is a sustainable search's metric k at its sustainable rate:
 // "at.<k>".
-func MetricAt(k driver.Metric) driver.Metric { return "at." + k }
+func MetricAt(k driver.Metric) driver.Metric { return MetricAtOf.Of(string(k)) }
+
+// MetricAtOf starts a sustainable search's metrics at its sustainable
+// rate (MetricAt).
+const MetricAtOf driver.MetricPrefix = "at."
+
+// The figures of a pair's fixed-rate points (rate, overload, a ceiling's
+// steps) and of the throughput and scale-out points, per side: the items
+// processed (or delivered) per second during the attack, the backlog left
+// at its end, the seconds the backlog took to drain after it
+// (MetricDrained 0 when it had not within the bound), the batch size of a
+// batched point, and the cores the whole machine was busy during the
+// attack (everybody's: MetricCoresOf is a process group's).
+const (
+	MetricThroughput   driver.Metric = "throughput"
+	MetricBacklogEnd   driver.Metric = "backlog_end"
+	MetricSettle       driver.Metric = "settle_s"
+	MetricBatch        driver.Metric = "batch"
+	MetricCoresMachine driver.Metric = "cores.machine"
+)

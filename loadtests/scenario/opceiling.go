@@ -202,7 +202,7 @@ func (e *Env) opStep(ctx context.Context, op CeilingOp, side ceilingSide, o Ceil
 	res.Phases = append(res.Phases, driver.Phase{Name: op.Latency, Client: c})
 	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	res.Metrics[driver.ClientOK] = float64(c.OK)
-	res.Metrics["backlog_end"] = 0
+	res.Metrics[MetricBacklogEnd] = 0
 	StepCPU(res.Metrics, side.costs)
 	st, err := driver.GetStats(ctx, side.base)
 	res.Stats = st

@@ -137,10 +137,10 @@ func TestCeilingRequests(t *testing.T) {
 // bisections and SLO, and the services' in-flight bound lifted; each
 // pair's declaration validates.
 func TestCeilingDeclarations(t *testing.T) {
-	for name, o := range map[string]CeilingOptions{DocumentsSearchCeiling: DocumentsSearchCeilingOpts, DocumentsWriteCeiling: DocumentsWriteCeilingOpts,
+	for name, o := range map[driver.ScenarioName]CeilingOptions{DocumentsSearchCeiling: DocumentsSearchCeilingOpts, DocumentsWriteCeiling: DocumentsWriteCeilingOpts,
 		CacheReadCeiling: CacheReadCeilingOpts, EventStoreAppendCeiling: EventStoreAppendCeilingOpts} {
 		lad := o.ladder()
-		if err := o.validate(name); err != nil || len(lad) < 10 || lad[len(lad)-1] < 10000 || o.Factor >= 1.5 {
+		if err := o.validate(string(name)); err != nil || len(lad) < 10 || lad[len(lad)-1] < 10000 || o.Factor >= 1.5 {
 			t.Errorf("%s: %v, ladder %v", name, err, lad)
 		}
 		if o.Step != CeilingStep || o.Warmup != CeilingWarmup || o.Rounds != CeilingRounds || o.Bisect != CeilingBisect || o.P99 != CeilingP99 || o.MaxInFlight != 0 {

@@ -34,6 +34,18 @@ const OverloadCostSetting = "overload_cost_processes"
 // overload points' CPU figures ("cores.driver").
 const DriverGroup = "driver"
 
+// The overload points' metrics, per side, besides a rate point's: the
+// rate offered, the side's median ceiling it is a multiple of, the
+// requests accepted per second (2xx answers: MetricAcceptedRate is also
+// the batch throughput point's events accepted per second), and
+// MetricThroughput as a percentage of the ceiling.
+const (
+	MetricOfferedRate  driver.Metric = "offered_rate"
+	MetricCeilingRate  driver.Metric = "ceiling_rate"
+	MetricAcceptedRate driver.Metric = "accepted_rate"
+	MetricPctOfCeiling driver.Metric = "pct_of_ceiling"
+)
+
 // DefaultOverload is 2× and 5× the ceiling, 3 s each, three rounds: the
 // points are about whether throughput holds, which a short attack shows
 // (at 5× each attack leaves a backlog to drain), and the verdict takes the
@@ -108,12 +120,12 @@ func (s RateScenario) Overload(ctx context.Context, e *Env, run *driver.Run, o O
 			rate := math.Round(m * c)
 			res, err := s.sideCost(ctx, e, svc, rate, o.Duration, e.settle(), groups[svc])
 			if res != nil {
-				res.Metrics["offered_rate"] = rate
-				res.Metrics["ceiling_rate"] = c
+				res.Metrics[MetricOfferedRate] = rate
+				res.Metrics[MetricCeilingRate] = c
 				if cr := res.Phases; len(cr) > 0 {
-					res.Metrics["accepted_rate"] = math.Round(float64(cr[0].Client.OK)/o.Duration.Seconds()*10) / 10
+					res.Metrics[MetricAcceptedRate] = math.Round(float64(cr[0].Client.OK)/o.Duration.Seconds()*10) / 10
 				}
-				res.Metrics["pct_of_ceiling"] = math.Round(1000*res.Metrics["throughput"]/c) / 10
+				res.Metrics[MetricPctOfCeiling] = math.Round(1000*res.Metrics[MetricThroughput]/c) / 10
 			}
 			return res, err
 		})

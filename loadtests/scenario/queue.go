@@ -35,6 +35,13 @@ type RateOptions struct {
 	DesignSides int
 }
 
+// The queue pair's variant and extra variant (PairScenarioName
+// "queue.durable", "queue.outbox").
+const (
+	VariantDurable = "durable"
+	ExtraOutbox    = "outbox"
+)
+
 // QueueScenario is the queue pair's: POST /tasks at fixed rates, a
 // ceiling search on send→processed p99 with a flat backlog (the services
 // without an in-flight bound), the durable
@@ -47,7 +54,7 @@ var QueueScenario = RateScenario{
 	}},
 	CeilingLatency: "processing",
 	CeilingAck:     "send",
-	Variant:        "durable",
+	Variant:        VariantDurable,
 	VariantEnv: map[string]map[string]string{
 		pairs.NoRabbitMQ: {"QUEUE_TABLE": "logged"},
 		// A quorum queue cannot take over the classic queue's name
@@ -75,7 +82,7 @@ var QueueScenario = RateScenario{
 	// record and an outbox row in one transaction and a relay publishing
 	// them (the classic queue of the default mode; no-rabbitmq, whose
 	// enqueue is its own outbox already, unchanged).
-	Extras: []Extra{{Name: "outbox", Env: map[string]map[string]string{
+	Extras: []Extra{{Name: ExtraOutbox, Env: map[string]map[string]string{
 		pairs.RabbitMQ: {"PUBLISH_MODE": "outbox"},
 	}}},
 	Defaults: RateOptions{

@@ -178,8 +178,8 @@ func (s RateScenario) sideCost(ctx context.Context, e *Env, svc string, rate flo
 		return res, err
 	}
 	res.ProgressAtEnd, _ = driver.GetRaw(ctx, base+pair.Progress)
-	res.Metrics["backlog_end"] = float64(max(pair.backlog(atEnd), 0))
-	res.Metrics["throughput"] = math.Round(float64(counterSum(atEnd, pair.Out))/dur.Seconds()*10) / 10
+	res.Metrics[MetricBacklogEnd] = float64(max(pair.backlog(atEnd), 0))
+	res.Metrics[MetricThroughput] = math.Round(float64(counterSum(atEnd, pair.Out))/dur.Seconds()*10) / 10
 	// Settle: wait for what was sent to be processed, so that the
 	// server-side latencies cover every request and the next round starts
 	// from an empty backlog.
@@ -191,8 +191,8 @@ func (s RateScenario) sideCost(ctx context.Context, e *Env, svc string, rate flo
 	if !drained {
 		final, _ = driver.GetStats(ctx, base)
 	}
-	res.Metrics["settle_s"] = math.Round(time.Since(t0).Seconds()*100) / 100
-	res.Metrics["drained"] = b2f(drained)
+	res.Metrics[MetricSettle] = math.Round(time.Since(t0).Seconds()*100) / 100
+	res.Metrics[MetricDrained] = b2f(drained)
 	res.Stats = final
 	res.Progress, _ = driver.GetRaw(ctx, base+pair.Progress)
 	driver.FlattenServer(res.Metrics, final)
@@ -222,7 +222,7 @@ func costWindow(m map[driver.Metric]float64, groups cost.Set, attack func()) {
 		}
 	}
 	if busy1, err := cost.MachineBusy(); err == nil && busy0 > 0 {
-		m["cores.machine"] = math.Round((busy1-busy0).Seconds()/window*100) / 100
+		m[MetricCoresMachine] = math.Round((busy1-busy0).Seconds()/window*100) / 100
 	}
 }
 

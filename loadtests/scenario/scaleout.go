@@ -70,6 +70,10 @@ const (
 	MetricKillOpen         = "open_after_bound"
 )
 
+// MetricScaleProcessedTasks is a scale-out point's tasks processed over
+// every instance (the /stats processed counters' sum).
+const MetricScaleProcessedTasks driver.Metric = "processed"
+
 // ScaleOutOptions parameterize the scale-out scenario.
 type ScaleOutOptions struct {
 	// Instances are the numbers of instances per side.
@@ -738,8 +742,8 @@ func (f *fleet) drain(ctx context.Context, bound time.Duration) ([]*driver.Serve
 func fill(m map[driver.Metric]float64, sts []*driver.ServerStats, drained bool) {
 	processed := sum(sts, queue.CounterProcessed)
 	m[MetricScaleInstances] = float64(len(sts))
-	m["processed"] = float64(processed)
-	m["drained"] = b2f(drained)
+	m[MetricScaleProcessedTasks] = float64(processed)
+	m[MetricDrained] = b2f(drained)
 	if processed > 0 {
 		lo, hi := 100.0, 0.0
 		for i, s := range sts {
@@ -801,7 +805,7 @@ func (f *fleet) attack(ctx context.Context, spec driver.AttackSpec, res *driver.
 	if c.DurationS > 0 {
 		res.Metrics[metric] = round1(float64(sum(atEnd, queue.CounterProcessed)) / c.DurationS)
 	}
-	res.Metrics["backlog_end"] = float64(max(sum(atEnd, queue.CounterEnqueued)-sum(atEnd, queue.CounterProcessed)-sum(atEnd, queue.CounterDead), 0))
+	res.Metrics[MetricBacklogEnd] = float64(max(sum(atEnd, queue.CounterEnqueued)-sum(atEnd, queue.CounterProcessed)-sum(atEnd, queue.CounterDead), 0))
 	return f.drain(ctx, f.e.settle())
 }
 

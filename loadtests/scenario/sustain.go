@@ -108,21 +108,85 @@ const (
 
 func init() { driver.MarkOfferedRate(MetricSustainable) }
 
+// MetricSLO is the end-to-end p99 bound a search's steps are judged by
+// (SustainSLO), in milliseconds, recorded beside the search's outcome
+// with its batch size (MetricBatch).
+const MetricSLO driver.Metric = "slo_ms"
+
+// A step's figures besides MetricOffered, MetricIntake, MetricCopies,
+// MetricAccepted and the client's requests, errors, sheds and p99
+// (StepJudge reads them): the most the backlog may grow and still count
+// as flat (flatBound), the seconds of its window past the warm-up, the
+// items the driver sent per second, the backlog at the warm-up's end,
+// its growth over the window and its slope, the end-to-end latency's
+// observations, p50 and p99 over the step, 1 when the driver ended the
+// step early (its backlog had plainly grown), the /stats reads that
+// failed during it, and whether it passed (1) or failed (0).
+const (
+	MetricFlatBound       driver.Metric = "flat_bound"
+	MetricWindow          driver.Metric = "window_s"
+	MetricSent            driver.Metric = "sent_per_s"
+	MetricBacklogAtWarmup driver.Metric = "backlog_at_warmup"
+	MetricBacklogGrowth   driver.Metric = "backlog_growth"
+	MetricBacklogSlope    driver.Metric = "backlog_slope_per_s"
+	MetricEndToEndCount   driver.Metric = "p99_count"
+	MetricEndToEndP50     driver.Metric = "p50_ms"
+	MetricEndToEndP99     driver.Metric = "p99_ms"
+	MetricStoppedEarly    driver.Metric = "stopped_early"
+	MetricStatsErrors     driver.Metric = "stats_errors"
+	MetricStepPass        driver.Metric = "pass"
+)
+
+// A step's start state (offerSetup, progressStart) and a side's at the
+// start of its search (freshSide): the backlog the last step left
+// undrained and the seconds its drain was waited for, the pair's
+// progress (tasks queued or running, the consumer's lag), no-kafka's
+// slot lag in bytes; whether the side was restarted (1) or kept its
+// process (0), its tables truncated, the rows they held after the
+// start, the pair's other services stopped and emptied, rabbitmq's
+// queues deleted, and the slot lag found before no-kafka's slot was
+// advanced.
+const (
+	MetricStartBacklog       driver.Metric = "start.backlog"
+	MetricStartWait          driver.Metric = "start.wait_s"
+	MetricStartQueued        driver.Metric = "start.queued"
+	MetricStartConsumerLag   driver.Metric = "start.consumer_lag"
+	MetricStartSlotLag       driver.Metric = "start.slot_lag_bytes"
+	MetricStartRestarted     driver.Metric = "start.restarted"
+	MetricStartTruncated     driver.Metric = "start.truncated"
+	MetricStartRows          driver.Metric = "start.rows"
+	MetricStartOthersReset   driver.Metric = "start.others_reset"
+	MetricStartQueuesDeleted driver.Metric = "start.queues_deleted"
+	MetricStartSlotLagFound  driver.Metric = "start.slot_lag_found_bytes"
+)
+
+// The kinds of a pair's sustainable search and of its overload point
+// (PairScenarioName).
+const (
+	KindSustainable     = "sustainable"
+	KindOverSustainable = "over_sustainable"
+)
+
 // SustainScenarioName is the Point.Scenario of a pair's sustainable
 // search ("queue.sustainable"); OverScenarioName that of its overload
 // point at SustainOver times the sustainable rate.
 func SustainScenarioName(pair string) driver.ScenarioName {
-	return driver.ScenarioName(pair + ".sustainable")
+	return PairScenarioName(pair, KindSustainable)
 }
 
 // OverScenarioName: see SustainScenarioName.
 func OverScenarioName(pair string) driver.ScenarioName {
-	return driver.ScenarioName(pair + ".over_sustainable")
+	return PairScenarioName(pair, KindOverSustainable)
 }
 
 // StepMetric is the name of step i's metric name in a search's result.
 func StepMetric(i int, name driver.Metric) driver.Metric {
-	return driver.Metric("step"+strconv.Itoa(i)+".") + name
+	return StepPrefix(i).Of(string(name))
+}
+
+// StepPrefix starts step i's metrics in a search's result: "step<i>.".
+func StepPrefix(i int) driver.MetricPrefix {
+	return driver.MetricPrefix("step" + strconv.Itoa(i) + ".")
 }
 
 // SustainLadder is a pair's rate ladder: the search starts at Start
@@ -274,14 +338,14 @@ func (o SustainOptions) estimateOf(s ThroughputScenario) Estimate {
 // figures it is read from.
 func StepJudge(m map[driver.Metric]float64) (bool, string) {
 	offered, req := m[MetricOffered], m[driver.ClientRequests]
-	bound := m["flat_bound"]
+	bound := m[MetricFlatBound]
 	growth := func() (bool, string) {
-		return false, fmt.Sprintf("backlog grew %.0f items in %.0f s (flat: ≤ %.0f), processing %.0f/s", m["backlog_growth"], m["window_s"], bound, m[MetricIntake])
+		return false, fmt.Sprintf("backlog grew %.0f items in %.0f s (flat: ≤ %.0f), processing %.0f/s", m[MetricBacklogGrowth], m[MetricWindow], bound, m[MetricIntake])
 	}
 	switch {
 	case req == 0:
 		return false, "nothing sent"
-	case m["stopped_early"] == 1:
+	case m[MetricStoppedEarly] == 1:
 		// Ended by the driver once the backlog had plainly grown; the
 		// requests it cut off are no failure of the side's.
 		return growth()
@@ -289,16 +353,16 @@ func StepJudge(m map[driver.Metric]float64) (bool, string) {
 		return false, fmt.Sprintf("%.0f of %.0f batch requests failed", m[driver.ClientErrors], req)
 	case m[driver.ClientShed] >= driver.FailShare*req:
 		return false, fmt.Sprintf("%.0f of %.0f batches shed (503 + Retry-After)", m[driver.ClientShed], req)
-	case m["sent_per_s"] < SendShare*offered:
-		return false, fmt.Sprintf("the driver sent only %.0f items/s (its own limit, not the side's)", m["sent_per_s"])
-	case m["backlog_growth"] > bound:
+	case m[MetricSent] < SendShare*offered:
+		return false, fmt.Sprintf("the driver sent only %.0f items/s (its own limit, not the side's)", m[MetricSent])
+	case m[MetricBacklogGrowth] > bound:
 		return growth()
-	case m["p99_count"] == 0:
+	case m[MetricEndToEndCount] == 0:
 		return false, "nothing was processed"
-	case m["p99_ms"] >= float64(SustainSLO.Milliseconds()):
-		return false, fmt.Sprintf("p99 %.0f ms ≥ %s", m["p99_ms"], SustainSLO)
+	case m[MetricEndToEndP99] >= float64(SustainSLO.Milliseconds()):
+		return false, fmt.Sprintf("p99 %.0f ms ≥ %s", m[MetricEndToEndP99], SustainSLO)
 	}
-	return true, fmt.Sprintf("flat (grew %.0f ≤ %.0f), p99 %.0f ms", m["backlog_growth"], bound, m["p99_ms"])
+	return true, fmt.Sprintf("flat (grew %.0f ≤ %.0f), p99 %.0f ms", m[MetricBacklogGrowth], bound, m[MetricEndToEndP99])
 }
 
 // StepStarved reports whether a step starved: its backlog grew past the
@@ -310,7 +374,7 @@ func StepStarved(m map[driver.Metric]float64, ref float64) bool {
 	if ref > 0 {
 		base = min(base, ref)
 	}
-	return m["backlog_growth"] > m["flat_bound"] && m[MetricIntake] < StarvedShare*base*max(m[MetricCopies], 1)
+	return m[MetricBacklogGrowth] > m[MetricFlatBound] && m[MetricIntake] < StarvedShare*base*max(m[MetricCopies], 1)
 }
 
 // flatBound is the most a flat backlog may grow over a window at rate.
@@ -547,8 +611,8 @@ func (s ThroughputScenario) search(ctx context.Context, e *Env, svc string, size
 // outcome; it leaves no backlog behind (up to o.Drain).
 func (s ThroughputScenario) searchAt(ctx context.Context, e *Env, svc string, size int, body []byte, l SustainLadder, seed bracket, o SustainOptions, st *sideState, res *driver.SideResult) (bracket, error) {
 	s.warmSide(ctx, e, svc, size, body, st, o)
-	res.Metrics["slo_ms"] = float64(SustainSLO.Milliseconds())
-	res.Metrics["batch"] = float64(size)
+	res.Metrics[MetricSLO] = float64(SustainSLO.Milliseconds())
+	res.Metrics[MetricBatch] = float64(size)
 	var best float64
 	starvedAt := math.Inf(1)
 	n := 0
@@ -564,7 +628,7 @@ func (s ThroughputScenario) searchAt(ctx context.Context, e *Env, svc string, si
 		} else {
 			why = err.Error()
 		}
-		m["pass"] = b2f(pass)
+		m[MetricStepPass] = b2f(pass)
 		if err == nil && StepStarved(m, best) {
 			m[MetricStarved] = 1
 			if rate < starvedAt {
@@ -605,7 +669,7 @@ func (s ThroughputScenario) searchAt(ctx context.Context, e *Env, svc string, si
 		res.Metrics[MetricFirstFail] = b.hi
 	}
 	if m := stepsByRate[b.lo]; m != nil {
-		for _, k := range []driver.Metric{"p99_ms", "p50_ms", MetricIntake, "backlog_growth"} {
+		for _, k := range []driver.Metric{MetricEndToEndP99, MetricEndToEndP50, MetricIntake, MetricBacklogGrowth} {
 			res.Metrics[MetricAt(k)] = m[k]
 		}
 	}
@@ -726,7 +790,7 @@ type sample struct {
 // (earlyFailFactor × the flat bound, earlyFailAfter into the window).
 func (s ThroughputScenario) offer(ctx context.Context, e *Env, svc string, size int, body []byte, rate float64, st *sideState, o SustainOptions, early bool) (map[driver.Metric]float64, driver.ClientResult, error) {
 	base := st.base
-	m := map[driver.Metric]float64{MetricOffered: rate, "batch": float64(size)}
+	m := map[driver.Metric]float64{MetricOffered: rate, MetricBatch: float64(size)}
 	if err := s.offerSetup(ctx, e, svc, st, o, m); err != nil {
 		return m, driver.ClientResult{}, err
 	}
@@ -736,7 +800,7 @@ func (s ThroughputScenario) offer(ctx context.Context, e *Env, svc string, size 
 	if st.copies > 1 {
 		m[MetricCopies] = st.perItem()
 	}
-	m["flat_bound"] = bound
+	m[MetricFlatBound] = bound
 	c, w := s.offerLoad(ctx, e, svc, size, body, rate, st, o, early, bound, m)
 	end, err := driver.GetStats(ctx, base)
 	if err != nil {
@@ -756,12 +820,12 @@ func (s ThroughputScenario) offerSetup(ctx context.Context, e *Env, svc string, 
 	if err != nil {
 		return err
 	}
-	m["start.backlog"] = float64(left)
-	m["start.wait_s"] = math.Round(waited.Seconds()*10) / 10
+	m[MetricStartBacklog] = float64(left)
+	m[MetricStartWait] = math.Round(waited.Seconds()*10) / 10
 	for k, v := range e.progressStart(ctx, s.Pair, svc, base) {
 		m[k] = v
 	}
-	if lag := m["start.slot_lag_bytes"]; lag > SlotLagBound {
+	if lag := m[MetricStartSlotLag]; lag > SlotLagBound {
 		// The slot reads the whole cluster's WAL: wait for it as for a
 		// backlog, then refuse to measure from a contaminated start.
 		if why := e.startState(ctx, s.Pair, svc, o.Drain); why != "" {
@@ -820,7 +884,7 @@ func (s ThroughputScenario) offerLoad(ctx context.Context, e *Env, svc string, s
 		case <-tick.C:
 			x, err := driver.GetStats(ctx, base)
 			if err != nil {
-				m["stats_errors"]++
+				m[MetricStatsErrors]++
 				continue
 			}
 			smp := sample{t: time.Since(w.t0).Seconds(), backlog: s.backlog(st, x), out: counterSum(x, s.Pair.Out)}
@@ -830,8 +894,8 @@ func (s ThroughputScenario) offerLoad(ctx context.Context, e *Env, svc string, s
 			}
 			if w.warm != nil {
 				w.window = append(w.window, smp)
-				if early && smp.t-w.warm.t >= earlyFailAfter.Seconds() && float64(smp.backlog-w.warm.backlog) > earlyFailFactor*bound && m["stopped_early"] == 0 {
-					m["stopped_early"] = 1
+				if early && smp.t-w.warm.t >= earlyFailAfter.Seconds() && float64(smp.backlog-w.warm.backlog) > earlyFailFactor*bound && m[MetricStoppedEarly] == 0 {
+					m[MetricStoppedEarly] = 1
 					cancel()
 				}
 			}
@@ -852,24 +916,24 @@ func (s ThroughputScenario) offerMeasure(m map[driver.Metric]float64, size int, 
 	}
 	window := append(w.window, last)
 	span := last.t - warm.t
-	m["window_s"] = math.Round(span*10) / 10
+	m[MetricWindow] = math.Round(span*10) / 10
 	m[driver.ClientRequests] = float64(c.Requests)
 	m[driver.ClientErrors] = float64(c.Errors)
 	m[driver.ClientShed] = float64(c.Shed)
 	m[driver.ClientP99] = c.Latency.P99MS
-	m["sent_per_s"] = math.Round(c.SentRate * float64(size))
-	m["accepted_per_s"] = round1(float64(c.OK*int64(size)) / max(c.DurationS, 1e-9))
-	m["backlog_at_warmup"] = float64(warm.backlog)
-	m["backlog_end"] = float64(last.backlog)
-	m["backlog_growth"] = float64(last.backlog - warm.backlog)
-	m["backlog_slope_per_s"] = round1(slope(window))
+	m[MetricSent] = math.Round(c.SentRate * float64(size))
+	m[MetricAccepted] = round1(float64(c.OK*int64(size)) / max(c.DurationS, 1e-9))
+	m[MetricBacklogAtWarmup] = float64(warm.backlog)
+	m[MetricBacklogEnd] = float64(last.backlog)
+	m[MetricBacklogGrowth] = float64(last.backlog - warm.backlog)
+	m[MetricBacklogSlope] = round1(slope(window))
 	if span > 0 {
 		m[MetricIntake] = round1(float64(last.out-warm.out) / span)
 	}
 	if l, ok := end.Latencies[s.Latency]; ok {
-		m["p99_count"] = float64(l.Count)
+		m[MetricEndToEndCount] = float64(l.Count)
 		if l.Count > 0 {
-			m["p99_ms"], m["p50_ms"] = l.P99MS, l.P50MS
+			m[MetricEndToEndP99], m[MetricEndToEndP50] = l.P99MS, l.P50MS
 		}
 	}
 }
@@ -911,16 +975,16 @@ func (e *Env) progressStart(ctx context.Context, p Pair, svc, base string) map[d
 			q, _ := v["queued"].(float64)
 			r, _ := v["running"].(float64)
 			if _, ok := v["queued"]; ok {
-				m["start.queued"] = q + r
+				m[MetricStartQueued] = q + r
 			}
 			if lag, ok := v["lag"].(float64); ok {
-				m["start.consumer_lag"] = lag
+				m[MetricStartConsumerLag] = lag
 			}
 		}
 	}
 	if svc == LogPair.A.Name {
 		if lag, ok := e.slotLag(ctx, svc); ok {
-			m["start.slot_lag_bytes"] = lag
+			m[MetricStartSlotLag] = lag
 		}
 	}
 	return m
@@ -954,7 +1018,7 @@ func (e *Env) slotLag(ctx context.Context, svc string) (float64, bool) {
 // rows its tables hold (start.rows). A service the driver did not start
 // keeps its process and tables: start.restarted is 0.
 func (e *Env) freshSide(ctx context.Context, p Pair, svc string, startEnv map[string]string) (map[driver.Metric]float64, error) {
-	m := map[driver.Metric]float64{"start.restarted": 0, "start.truncated": 0}
+	m := map[driver.Metric]float64{MetricStartRestarted: 0, MetricStartTruncated: 0}
 	var service Service
 	for _, x := range p.Services() {
 		if x.Name == svc {
@@ -971,7 +1035,7 @@ func (e *Env) freshSide(ctx context.Context, p Pair, svc string, startEnv map[st
 				return m, err
 			}
 		}
-		m["start.restarted"] = 1
+		m[MetricStartRestarted] = 1
 		if err := e.resetTables(ctx, p, svc, schemas, m); err != nil {
 			e.logf("%s: tables not reset (%v); the step records what they held", svc, err)
 		}
@@ -986,7 +1050,7 @@ func (e *Env) freshSide(ctx context.Context, p Pair, svc string, startEnv map[st
 			for _, t := range ts {
 				rows += t.Rows
 			}
-			m["start.rows"] = float64(rows)
+			m[MetricStartRows] = float64(rows)
 		}
 	}
 	return m, nil
@@ -1003,7 +1067,7 @@ const rabbitMQDefaultQueue = "tasks"
 // other side's workers still drain). Each side is started again, fresh,
 // by its own next search.
 func (e *Env) resetOthers(ctx context.Context, p Pair, svc string, m map[driver.Metric]float64) {
-	m["start.others_reset"] = 0
+	m[MetricStartOthersReset] = 0
 	for _, x := range p.Services() {
 		if x.Name == svc || e.Launcher == nil || e.Launcher.Running(x.Name) == nil {
 			continue
@@ -1016,7 +1080,7 @@ func (e *Env) resetOthers(ctx context.Context, p Pair, svc string, m map[driver.
 			e.logf("%s: tables not reset (%v)", x.Name, err)
 			continue
 		}
-		m["start.others_reset"]++
+		m[MetricStartOthersReset]++
 	}
 }
 
@@ -1036,7 +1100,7 @@ func (e *Env) resetTables(ctx context.Context, p Pair, svc string, schemas []str
 	if err := truncate(ctx, conn, schemas); err != nil {
 		return err
 	}
-	m["start.truncated"] = 1
+	m[MetricStartTruncated] = 1
 	if svc == QueuePair.B.Name {
 		// The broker holds the rabbitmq side's messages apart from its
 		// tables: a queue left with messages whose records were just
@@ -1046,13 +1110,13 @@ func (e *Env) resetTables(ctx context.Context, p Pair, svc string, schemas []str
 		if err := deleteQueues(firstURL(url), e.ServiceVar(svc, "RABBITMQ_QUEUE", rabbitMQDefaultQueue)); err != nil {
 			return err
 		}
-		m["start.queues_deleted"] = 1
+		m[MetricStartQueuesDeleted] = 1
 	}
 	if svc != LogPair.A.Name {
 		return nil
 	}
 	if lag, ok := e.slotLag(ctx, svc); ok {
-		m["start.slot_lag_found_bytes"] = lag
+		m[MetricStartSlotLagFound] = lag
 	}
 	_, err = e.advanceSlot(ctx, conn, p)
 	return err

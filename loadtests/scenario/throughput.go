@@ -130,6 +130,25 @@ const (
 	MetricEndToEnd = "e2e_per_s"
 )
 
+// The throughput points' other figures, per side: the backlog the previous
+// point left that had not drained when this one began (absent when none),
+// and the items the side took in (the /stats counters of the pair's
+// intake, read after the drain).
+const (
+	MetricBacklogBefore driver.Metric = "backlog_before"
+	MetricItems         driver.Metric = "items"
+)
+
+// The process groups of the CPU figures (CostGroups; DriverGroup is the
+// load driver's own): the side's service, every Postgres process,
+// RabbitMQ's Erlang VM and Kafka's JVM.
+const (
+	CostGroupService  = "service"
+	CostGroupPostgres = "postgres"
+	CostGroupRabbitMQ = "rabbitmq"
+	CostGroupKafka    = "kafka"
+)
+
 // MetricCPUPerThousand is the metric of the CPU-seconds a process group
 // ("service", "postgres", "rabbitmq", "kafka"; "total" for their sum)
 // used per 1,000 items: "cpu.<group>.per_1k".
@@ -149,7 +168,7 @@ const CostProcessesSetting = "cost_processes"
 // CostGroups are the process groups measured, in the report's order:
 // the side's own service process, every Postgres process, RabbitMQ's
 // Erlang VM and Kafka's JVM.
-var CostGroups = []string{"service", "postgres", "rabbitmq", "kafka"}
+var CostGroups = []string{CostGroupService, CostGroupPostgres, CostGroupRabbitMQ, CostGroupKafka}
 
 // Estimate returns the expected duration of the throughput scenario: per
 // pair two service starts and a warm-up, then every loop with its
@@ -329,10 +348,10 @@ func costSetAt(ctx context.Context, e *Env, port int, stackDir string) cost.Set 
 	if stackDir == "" {
 		stackDir = os.Getenv("STACK_DIR")
 	}
-	service := cost.Process("service", 0, port)
+	service := cost.Process(CostGroupService, 0, port)
 	pg := cost.Postgres(stackDir, backendPID(ctx, e.PostgresURL))
 	rmq, kafka := cost.RabbitMQ(stackDir), cost.Kafka(stackDir)
-	rmq.Name, kafka.Name = "rabbitmq", "kafka"
+	rmq.Name, kafka.Name = CostGroupRabbitMQ, CostGroupKafka
 	return cost.Set{service, pg, rmq, kafka}
 }
 
@@ -423,7 +442,7 @@ func (s ThroughputScenario) sideSetup(ctx context.Context, base string, drain ti
 	if left, err := s.waitDrained(ctx, base, drain); err != nil {
 		return err
 	} else if left > 0 {
-		m["backlog_before"] = float64(left)
+		m[MetricBacklogBefore] = float64(left)
 	}
 	return driver.ResetStats(ctx, base)
 }
@@ -459,10 +478,10 @@ func (s ThroughputScenario) sideMeasure(ctx context.Context, base string, m map[
 		return nil, false, nil, err
 	}
 	accepted := c.OK * int64(size)
-	m["batch"] = float64(size)
+	m[MetricBatch] = float64(size)
 	m[MetricAccepted] = round1(float64(accepted) / window)
 	inWindow := float64(counterSum(atEnd, s.Pair.Out)) / window
-	m["backlog_end"] = float64(max(s.Pair.backlog(atEnd), 0))
+	m[MetricBacklogEnd] = float64(max(s.Pair.backlog(atEnd), 0))
 	t1 := time.Now()
 	final, drained, err := s.Pair.drain(ctx, base, atEnd, drain, 100*time.Millisecond)
 	if err != nil {
@@ -476,9 +495,9 @@ func (s ThroughputScenario) sideMeasure(ctx context.Context, base string, m map[
 	// the second is the sustained processing rate; without one, the first.
 	through := counterSum(final, s.Pair.Out)
 	m[MetricEndToEnd] = round1(max(inWindow, float64(through)/time.Since(t0).Seconds()))
-	m["items"] = float64(counterSum(final, s.Pair.In))
-	m["settle_s"] = math.Round(time.Since(t1).Seconds()*100) / 100
-	m["drained"] = b2f(drained)
+	m[MetricItems] = float64(counterSum(final, s.Pair.In))
+	m[MetricSettle] = math.Round(time.Since(t1).Seconds()*100) / 100
+	m[MetricDrained] = b2f(drained)
 	return final, drained, used, nil
 }
 
