@@ -34,12 +34,18 @@ func withShape(o, shape scenario.CeilingOptions) scenario.CeilingOptions {
 	return o
 }
 
+// ladder names a ceiling search's flags: name is their stem
+// ("search-ceiling"), what the search in the help ("documents
+// containment search").
+type ladder struct{ name, what string }
+
 // ladderFlags registers the on/off, first-rate and highest-rate flags of
-// the search named name ("search-ceiling": -search-ceiling,
+// the search l names ("search-ceiling": -search-ceiling,
 // -search-ceiling-start, -search-ceiling-max) into on and o, defaulting
 // to the declared d and o's values; on nil registers no on/off flag
 // (the eventstore-ceiling command is the search).
-func ladderFlags(fs *flag.FlagSet, name, what string, on *bool, d bool, o *scenario.CeilingOptions) {
+func ladderFlags(fs *flag.FlagSet, l ladder, on *bool, d bool, o *scenario.CeilingOptions) {
+	name, what := l.name, l.what
 	if on != nil {
 		fs.BoolVar(on, name, d, "run the "+what+" ceiling search")
 	}
@@ -69,10 +75,10 @@ type eventStoreCeiling struct {
 func (s *eventStoreCeiling) register(fs *flag.FlagSet, cmd string) {
 	s.on, s.o = true, scenario.EventStoreAppendCeilingOpts
 	if cmd == resultsCommand {
-		ladderFlags(fs, "append-ceiling", "event store append", &s.on, true, &s.o)
+		ladderFlags(fs, ladder{"append-ceiling", "event store append"}, &s.on, true, &s.o)
 		return
 	}
-	ladderFlags(fs, "append-ceiling", "event store append", nil, true, &s.o)
+	ladderFlags(fs, ladder{"append-ceiling", "event store append"}, nil, true, &s.o)
 	ceilingShapeFlags(fs, &s.o, s.o)
 }
 

@@ -664,7 +664,7 @@ func runResults(ctx context.Context, inv invocation, set pairSet, x *extras, to 
 		xenv := experiments.Env{PostgresURL: c.pgURL, Root: root}
 		xenv.CompareBindirs, xenv.CompareNone = experiments.DefaultCompareBindirs(root)
 		for _, set := range experiments.Groups(experiments.All()) {
-			if _, err := runExperiments(ctx, xenv, experiments.Full, set, c.resultsDir, os.Stdout, os.Stderr); err != nil {
+			if _, err := runExperiments(ctx, xenv, experiments.Full, set, experimentsOut{c.resultsDir, os.Stdout, os.Stderr}); err != nil {
 				fmt.Fprintf(os.Stderr, "experiments: %v (the report will say what is missing)\n", err)
 			}
 		}
@@ -907,7 +907,7 @@ func writeReport(c common, inputs string) error {
 	if err != nil {
 		return err
 	}
-	if err := report.Write(c.out, c.chartsDir, runs, src, time.Now(), rawMD, report.FailureModesSection(src.Experiments, xfile),
+	if err := report.Write(report.Files{Markdown: c.out, Charts: c.chartsDir}, runs, src, time.Now(), rawMD, report.FailureModesSection(src.Experiments, xfile),
 		report.BeyondCRUDSection(src.BeyondCRUD, src.BeyondCRUDFile)+"\n"+report.FailoverSection(src.FailoverParts)+report.DurabilitySection(src.Durability)); err != nil {
 		return err
 	}

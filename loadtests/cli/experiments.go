@@ -67,7 +67,7 @@ func experimentsMain(args []string, stdout, stderr io.Writer) int {
 		if ctx.Err() != nil {
 			continue
 		}
-		if _, err := runExperiments(ctx, env, sz, set, *dir, stdout, stderr); err != nil {
+		if _, err := runExperiments(ctx, env, sz, set, experimentsOut{*dir, stdout, stderr}); err != nil {
 			fmt.Fprintln(stderr, "error:", err)
 			rc = 1
 		}
@@ -75,11 +75,19 @@ func experimentsMain(args []string, stdout, stderr io.Writer) int {
 	return rc
 }
 
+// experimentsOut is where runExperiments writes: the results folder, the
+// table's stream and the progress's.
+type experimentsOut struct {
+	dir            string
+	stdout, stderr io.Writer
+}
+
 // runExperiments runs xs at size, writes their results file to dir and
 // prints their table to stdout; it returns the file's path ("" when
 // nothing ran) and an error when an experiment could not measure or the
 // run was cut short.
-func runExperiments(ctx context.Context, env experiments.Env, size experiments.Size, xs []experiments.Experiment, dir string, stdout, stderr io.Writer) (string, error) {
+func runExperiments(ctx context.Context, env experiments.Env, size experiments.Size, xs []experiments.Experiment, out experimentsOut) (string, error) {
+	dir, stdout, stderr := out.dir, out.stdout, out.stderr
 	if env.Out == nil {
 		env.Out = stderr
 	}

@@ -253,8 +253,8 @@ func documentsSetup(fs *flag.FlagSet, cmd string, _ *extras, _ pairSet) pairRun 
 	fs.BoolVar(&p.o.LZ4, "lz4", d.LZ4, "documents: measure the rewrite points again with TOAST_COMPRESSION=lz4 on the Postgres side")
 	p.scale = fs.String("scale-users", formatInts(d.ScaleUsers), "documents: larger data sets (users, comma-separated, ascending) loaded straight into both databases, the ceilings searched again on each; empty for none")
 	p.o.SearchCeilingOpts, p.o.WriteCeilingOpts = d.SearchCeilingOpts, d.WriteCeilingOpts
-	ladderFlags(fs, "search-ceiling", "documents containment search", &p.o.SearchCeiling, d.SearchCeiling, &p.o.SearchCeilingOpts)
-	ladderFlags(fs, "write-ceiling", "documents profile write", &p.o.WriteCeiling, d.WriteCeiling, &p.o.WriteCeilingOpts)
+	ladderFlags(fs, ladder{"search-ceiling", "documents containment search"}, &p.o.SearchCeiling, d.SearchCeiling, &p.o.SearchCeilingOpts)
+	ladderFlags(fs, ladder{"write-ceiling", "documents profile write"}, &p.o.WriteCeiling, d.WriteCeiling, &p.o.WriteCeilingOpts)
 	if cmd == pairs.Documents {
 		p.shape = &scenario.CeilingOptions{}
 		ceilingShapeFlags(fs, p.shape, d.SearchCeilingOpts)
@@ -322,7 +322,7 @@ func cacheSetup(fs *flag.FlagSet, cmd string, _ *extras, _ pairSet) pairRun {
 		fs.IntVar(&p.o.OriginWorkMS, "origin-work-ms", p.o.OriginWorkMS, "cache: ORIGIN_WORK_MS of the stampede and staleness points")
 		fs.DurationVar(&p.o.StaleTTL, "stale-ttl", p.o.StaleTTL, "cache: PRODUCT_TTL of the stampede and staleness points")
 		fs.DurationVar(&p.o.RawDuration, "raw-lookup-duration", p.o.RawDuration, "cache: duration of each raw lookup loop")
-		ladderFlags(fs, "read-ceiling", "cache read", &p.o.ReadCeiling, p.o.ReadCeiling, &p.o.ReadCeilingOpts)
+		ladderFlags(fs, ladder{"read-ceiling", "cache read"}, &p.o.ReadCeiling, p.o.ReadCeiling, &p.o.ReadCeilingOpts)
 		if cmd == pairs.Cache {
 			ceilingShapeFlags(fs, &p.shape, p.o.ReadCeilingOpts)
 		}

@@ -165,6 +165,6 @@ func throughputRun(ctx context.Context, c common, env *scenario.Env, o scenario.
 			tables = append(tables, run.StartState.Tables...)
 			run.StartState.Tables, run.StartState.Error = tables, strings.Join(errs, "; ")
 		}
-		return scenario.RunThroughput(ctx, env, run, o, before, func(p scenario.Pair) { stopPair(env, p) })
+		return scenario.RunThroughput(ctx, env, run, o, scenario.PairHooks{Before: before, After: func(p scenario.Pair) { stopPair(env, p) }})
 	}
 }

@@ -15,7 +15,8 @@ import (
 // declared next to the code that writes it (here for the driver's own,
 // in the scenario, experiments and eventstore packages for theirs), or
 // built by a typed helper (PhaseMetrics, ServerLatency); the loadtests
-// test TestNamesAreConstants fails on a literal key elsewhere.
+// test TestMetricAndScenarioKeysAreConstants fails on a literal key
+// elsewhere (by type: a literal used as a Metric outside a const).
 type Metric string
 
 // ScenarioName names a scenario: the group of points or ceilings it

@@ -248,7 +248,7 @@ func (s AppendScenario) Run(ctx context.Context, run *driver.Run, o Options, eng
 		if !e.Up {
 			return nil, notMeasured(e)
 		}
-		return appendLoop(ctx, o, e, ss[i].mode, streamPrefix(tag, ss[i].mode, ss[i].name, round), progress), nil
+		return appendLoop(ctx, o, e, seriesStreams{mode: ss[i].mode, prefix: streamPrefix(tag, ss[i].mode, ss[i].name, round)}, progress), nil
 	})
 	for _, p := range ps {
 		run.Points = append(run.Points, *p)
@@ -256,8 +256,16 @@ func (s AppendScenario) Run(ctx context.Context, run *driver.Run, o Options, eng
 	return err
 }
 
-// appendLoop is one engine's loop of one series and round.
-func appendLoop(ctx context.Context, o Options, e *Engine, m Mode, prefix string, progress *driver.Progress) *driver.SideResult {
+// seriesStreams are the streams of one series and round: the mode its
+// appends follow, and the prefix of their names.
+type seriesStreams struct {
+	mode   Mode
+	prefix string
+}
+
+// appendLoop is one engine's loop of one series and round (on ss).
+func appendLoop(ctx context.Context, o Options, e *Engine, ss seriesStreams, progress *driver.Progress) *driver.SideResult {
+	m, prefix := ss.mode, ss.prefix
 	var registered sync.Map
 	seed := uint64(time.Now().UnixNano())
 	c := driver.Loop(ctx, driver.LoopSpec{
@@ -478,13 +486,13 @@ func runCatchUp(ctx context.Context, run *driver.Run, o Options, engines []*Engi
 	return err
 }
 
-// prefill appends n events to stream in batches of 50, the j-th event's
-// data from data(j).
-func prefill(ctx context.Context, base, stream string, n int, typ string, data func(j int) map[string]any) error {
+// prefill appends n OxygenAdded events to stream in batches of 50, the
+// j-th's data {"liters": 1, "n": j}.
+func prefill(ctx context.Context, base, stream string, n int) error {
 	for i := 0; i < n; i += 50 {
 		batch := make([]event, 0, 50)
 		for j := i; j < min(i+50, n); j++ {
-			batch = append(batch, event{Type: typ, Data: data(j)})
+			batch = append(batch, event{Type: "OxygenAdded", Data: map[string]any{"liters": 1, "n": j}})
 		}
 		if status, r, err := appendEvents(ctx, base, stream, "any", batch...); err != nil || status != http.StatusCreated {
 			return fmt.Errorf("pre-fill: %d %v %s", status, err, r.Error)
@@ -512,7 +520,7 @@ func catchUpRun(ctx context.Context, o Options, e *Engine) (catchUp, p50, pmax f
 	} else {
 		from = marker.Position
 	}
-	if err := prefill(ctx, e.URL, stream, o.Events, "OxygenAdded", func(j int) map[string]any { return map[string]any{"liters": 1, "n": j} }); err != nil {
+	if err := prefill(ctx, e.URL, stream, o.Events); err != nil {
 		return 0, 0, 0, err
 	}
 	catchUp, last, err := catchUpTime(ctx, e, from, stream, o.Events)

@@ -484,7 +484,7 @@ func dropCausalSchema(ctx context.Context, dbURL, schema string) error {
 // writeStreams appends the read streams through s's API.
 func (c *causalRun) writeStreams(ctx context.Context, s *CausalSide) {
 	for _, n := range c.o.Streams {
-		err := prefill(ctx, s.URL, causalStream(c.id, n), n, "OxygenAdded", func(j int) map[string]any { return map[string]any{"liters": 1, "n": j} })
+		err := prefill(ctx, s.URL, causalStream(c.id, n), n)
 		if err != nil {
 			c.broken[s.Name] = fmt.Sprintf("writing the %d-event read stream: %v", n, err)
 			return

@@ -120,7 +120,7 @@ func Cleanup(ctx context.Context, o CleanupOptions, log io.Writer) (string, erro
 				return nil, notMeasured(pg)
 			}
 			m := map[driver.Metric]float64{}
-			err := pgCleanup(ctx, o, pg, "customer-"+id, m, log)
+			err := pgCleanup(ctx, o, pg, "customer-"+id, cleanupOut{m: m, log: log})
 			return &driver.SideResult{Metrics: m}, err
 		})
 		run.Points = append(run.Points, p)
@@ -341,13 +341,14 @@ func sortedQuantile(xs []float64, q float64) float64 {
 // pgCleanup writes stream (o.StreamEvents events) through the service, then,
 // with the live load running, deletes its rows in batches of o.Batch by
 // primary-key range and vacuums the table, measuring time, WAL and the
-// table's size at each step.
-func pgCleanup(ctx context.Context, o CleanupOptions, e *Engine, stream string, m map[driver.Metric]float64, log io.Writer) error {
+// table's size at each step, into out.
+func pgCleanup(ctx context.Context, o CleanupOptions, e *Engine, stream string, out cleanupOut) error {
+	m, log := out.m, out.log
 	if o.DatabaseURL == "" {
 		return errors.New("no Postgres URL (-database-url): the delete runs in SQL")
 	}
 	fm := map[driver.Metric]float64{}
-	if err := fillLong(ctx, e, stream, o.StreamEvents, o.StreamEvents+1, fm); err != nil {
+	if err := (engineStream{e: e, stream: stream}).fill(ctx, o.StreamEvents, o.StreamEvents+1, fm); err != nil {
 		return err
 	}
 	m[MetricFillSeconds] = fm[MetricFillSeconds]
@@ -388,7 +389,7 @@ func pgCleanup(ctx context.Context, o CleanupOptions, e *Engine, stream string, 
 	live.record(m)
 	fmt.Fprintf(log, "eventstore-cleanup postgres: deleted %d rows in %.0f batches in %.2f s (%.1f MB of WAL); table %.1f → %.1f MB after VACUUM\n",
 		deleted, m[MetricBatches], m[MetricDeleteSeconds], m[MetricDeleteWALMB], m[MetricSizeBeforeMB], m[MetricSizeAfterVacuumMB])
-	return pgCleanupVerdict(ctx, o, e, stream, deleted, m)
+	return pgCleanupVerdict(ctx, o, e.URL+"/streams/"+stream, deleted, m)
 }
 
 // cleanupTable is the Postgres side's events table, on one connection.
@@ -477,11 +478,19 @@ func (t cleanupTable) deleteAndVacuum(ctx context.Context, o CleanupOptions, str
 	return deleted, nil
 }
 
-// pgCleanupVerdict checks the delete: every row removed, the service
-// reading nothing of the stream, and the live load undisturbed.
-func pgCleanupVerdict(ctx context.Context, o CleanupOptions, e *Engine, stream string, deleted int64, m map[driver.Metric]float64) error {
+// cleanupOut is where a cleanup records: its figures (m) and its log's
+// lines.
+type cleanupOut struct {
+	m   map[driver.Metric]float64
+	log io.Writer
+}
+
+// pgCleanupVerdict checks the delete: every row removed (deleted), the
+// service reading nothing of the stream at streamURL, and the live load
+// undisturbed (m).
+func pgCleanupVerdict(ctx context.Context, o CleanupOptions, streamURL string, deleted int64, m map[driver.Metric]float64) error {
 	var r readResult
-	if status, err := getJSON(ctx, e.URL+"/streams/"+stream+"?limit=1", &r); err != nil || status != http.StatusOK {
+	if status, err := getJSON(ctx, streamURL+"?limit=1", &r); err != nil || status != http.StatusOK {
 		return fmt.Errorf("read of the deleted stream: %d %v", status, err)
 	}
 	var why []string

@@ -67,7 +67,7 @@ func kafkaCleanup(ctx context.Context, o CleanupOptions, id string, log io.Write
 		wg.Go(func() {
 			_ = driver.RunPoint(ctx, &points[i], 1, func(ctx context.Context, _ string, _ int) (*driver.SideResult, error) {
 				m := map[driver.Metric]float64{}
-				err := kafkaPolicy(ctx, o, id, policy, m, log)
+				err := kafkaPolicy(ctx, o, id, policy, cleanupOut{m: m, log: log})
 				return &driver.SideResult{Metrics: m}, err
 			})
 		})
@@ -79,8 +79,10 @@ func kafkaCleanup(ctx context.Context, o CleanupOptions, id string, log io.Write
 // kafkaPolicy writes the customer's stream (o.StreamEvents events) and the
 // others' to a topic of its own, applies policy, and polls the log
 // directory's size and a reader's view until the space is returned (the
-// directory at half its size or less) or the wait bound.
-func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map[driver.Metric]float64, log io.Writer) error {
+// directory at half its size or less) or the wait bound, recording into
+// out.
+func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, out cleanupOut) error {
+	m, log := out.m, out.log
 	c, err := kafkaClient(o.KafkaBrokers)
 	if err != nil {
 		return err
@@ -110,8 +112,9 @@ func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map
 	}
 	m[MetricRetentionCheckIntervalS] = interval.Seconds()
 	customer := "customer-" + id
+	ct := cleanupTopic{c: c, broker: broker, topic: topic, dir: dir, customer: customer, id: id}
 	t0 := time.Now()
-	if err := produceCleanupData(ctx, c, topic, customer, id, o); err != nil {
+	if err := ct.produce(ctx, o); err != nil {
 		return err
 	}
 	m[MetricFillSeconds] = round2(time.Since(t0).Seconds())
@@ -127,10 +130,10 @@ func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map
 		return err
 	}
 	m[MetricCustomerBefore], m[MetricOthersBefore], m[MetricDirMBBefore] = float64(v0.customer), float64(v0.others), bytesMB(size0)
-	if err := applyKafkaPolicy(ctx, c, topic, customer, id, policy); err != nil {
+	if err := ct.apply(ctx, policy); err != nil {
 		return err
 	}
-	w, err := watchKafkaCleanup(ctx, broker, topic, customer, dir, o.StreamEvents, v0, size0, wait)
+	w, err := ct.watch(ctx, o.StreamEvents, v0, size0, wait)
 	if err != nil {
 		return err
 	}
@@ -153,9 +156,22 @@ func kafkaPolicy(ctx context.Context, o CleanupOptions, id, policy string, m map
 	return nil
 }
 
-// applyKafkaPolicy applies policy to topic: retention, or a tombstone of
+// cleanupTopic is the topic of one cleanup policy: the client and a
+// broker it reaches it by, its name and log directory, the customer
+// whose stream the policy removes, and the run's id.
+type cleanupTopic struct {
+	c      *kafka.Client
+	broker string
+	topic  string
+	dir    string
+	// customer is the stream removed; id names the other streams.
+	customer, id string
+}
+
+// apply applies policy to the topic: retention, or a tombstone of the
 // customer then compaction.
-func applyKafkaPolicy(ctx context.Context, c *kafka.Client, topic, customer, id, policy string) error {
+func (ct cleanupTopic) apply(ctx context.Context, policy string) error {
+	c, topic, customer, id := ct.c, ct.topic, ct.customer, ct.id
 	var err error
 	switch policy {
 	case KafkaRetention:
@@ -176,7 +192,7 @@ func applyKafkaPolicy(ctx context.Context, c *kafka.Client, topic, customer, id,
 	return err
 }
 
-// kafkaWatch is what watchKafkaCleanup saw after the policy was applied.
+// kafkaWatch is what cleanupTopic.watch saw after the policy was applied.
 type kafkaWatch struct {
 	// last is the last view of the topic read; partial counts the views
 	// that held some of the customer's events but not all.
@@ -190,11 +206,12 @@ type kafkaWatch struct {
 	applied time.Time
 }
 
-// watchKafkaCleanup polls the log directory every second and the topic's
-// view every 5 s (every second once the space is returned), for at most
-// wait, until the directory holds half of size0 and a reader sees none of
-// the customer's events.
-func watchKafkaCleanup(ctx context.Context, broker, topic, customer, dir string, events int, v0 kafkaView, size0 int64, wait time.Duration) (kafkaWatch, error) {
+// watch polls the log directory every second and the topic's view every
+// 5 s (every second once the space is returned), for at most wait, until
+// the directory holds half of size0 and a reader sees none of the
+// customer's events (of the events written; v0 the view before).
+func (ct cleanupTopic) watch(ctx context.Context, events int, v0 kafkaView, size0 int64, wait time.Duration) (kafkaWatch, error) {
+	broker, topic, customer, dir := ct.broker, ct.topic, ct.customer, ct.dir
 	w := kafkaWatch{last: v0, firstChange: -1, returned: -1, size: size0, applied: time.Now()}
 	nextView := time.Now()
 	for time.Since(w.applied) < wait {
@@ -239,11 +256,12 @@ func envelopeOf(e event) []byte {
 	return b
 }
 
-// produceCleanupData writes the customer's o.StreamEvents events in batches of
+// produce writes the customer's o.StreamEvents events in batches of
 // MaxAppend, each followed by o.Others events of each other stream, as
 // kafka-eventstore writes them (key: the stream id, value: the event's
 // envelope).
-func produceCleanupData(ctx context.Context, c *kafka.Client, topic, customer, id string, o CleanupOptions) error {
+func (ct cleanupTopic) produce(ctx context.Context, o CleanupOptions) error {
+	c, topic, customer, id := ct.c, ct.topic, ct.customer, ct.id
 	for j := 0; j < o.StreamEvents; j += MaxAppend {
 		var recs []kafka.Record
 		for k := j; k < min(j+MaxAppend, o.StreamEvents); k++ {

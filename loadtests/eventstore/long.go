@@ -209,10 +209,10 @@ func Long(ctx context.Context, o LongOptions, log io.Writer) (string, error) {
 			}
 		}
 	}
-	tag := runID()
+	lr := longRun{run: run, o: o, engines: engines, tag: runID(), pids: pids, pidErrs: pidErrs, note: note, log: log}
 	var err error
 	for _, n := range o.Sizes {
-		if err = longSize(ctx, run, o, engines, tag, n, pids, pidErrs, note, log); err != nil {
+		if err = lr.size(ctx, n); err != nil {
 			break
 		}
 	}
@@ -224,11 +224,29 @@ func Long(ctx context.Context, o LongOptions, log io.Writer) (string, error) {
 	return path, errors.Join(err, werr)
 }
 
-// longSize runs one stream size's points.
-func longSize(ctx context.Context, run *driver.Run, o LongOptions, engines []*Engine, tag string, n int,
-	pids map[string]string, pidErrs map[string]error, note func(string, []string), log io.Writer) error {
-	stream := fmt.Sprintf("tank-long-%s-%d", tag, n)
-	filled, err := longFill(ctx, run, o, engines, stream, n, log)
+// longRun is one run of the long-stream scenario: where it records, its
+// options and engines, and what every size's points share.
+type longRun struct {
+	run     *driver.Run
+	o       LongOptions
+	engines []*Engine
+	// tag names the run's streams.
+	tag string
+	// pids and pidErrs are each engine's service process (by name), or
+	// why it was not found: its memory is measured from it.
+	pids    map[string]string
+	pidErrs map[string]error
+	// note records, once, what a side could not measure.
+	note func(side string, why []string)
+	// log gets the fills' lines.
+	log io.Writer
+}
+
+// size runs one stream size's points.
+func (lr longRun) size(ctx context.Context, n int) error {
+	run, o, engines := lr.run, lr.o, lr.engines
+	stream := fmt.Sprintf("tank-long-%s-%d", lr.tag, n)
+	filled, err := lr.fill(ctx, stream, n)
 	if err != nil {
 		return err
 	}
@@ -242,7 +260,7 @@ func longSize(ctx context.Context, run *driver.Run, o LongOptions, engines []*En
 			if ferr := filled[svc]; ferr != nil {
 				return nil, fmt.Errorf("the stream was not written: %v", ferr)
 			}
-			return longFoldSide(ctx, o, e, f.fn, round, pids[svc], pidErrs[svc], func(lines []string) { note(svc, lines) })
+			return lr.foldSide(ctx, e, f.fn, round)
 		})
 		run.Points = append(run.Points, p)
 		if err != nil {
@@ -252,10 +270,11 @@ func longSize(ctx context.Context, run *driver.Run, o LongOptions, engines []*En
 	return nil
 }
 
-// longFill writes the stream of n events (a snapshot every
+// fill writes the stream of n events (a snapshot every
 // o.SnapshotEvery) on every engine up, as the fill point of run, and
 // returns each engine's error (nil when written).
-func longFill(ctx context.Context, run *driver.Run, o LongOptions, engines []*Engine, stream string, n int, log io.Writer) (map[string]error, error) {
+func (lr longRun) fill(ctx context.Context, stream string, n int) (map[string]error, error) {
+	run, o, engines, log := lr.run, lr.o, lr.engines, lr.log
 	filled := map[string]error{}
 	fill := driver.Point{Scenario: LongFillPoint, Name: SizeName(n), Sides: names(engines)}
 	err := driver.RunPoint(ctx, &fill, 1, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
@@ -265,7 +284,7 @@ func longFill(ctx context.Context, run *driver.Run, o LongOptions, engines []*En
 			return nil, filled[svc]
 		}
 		m := map[driver.Metric]float64{}
-		err := fillLong(ctx, e, stream, n, o.SnapshotEvery, m)
+		err := (engineStream{e: e, stream: stream}).fill(ctx, n, o.SnapshotEvery, m)
 		filled[svc] = err
 		if err == nil {
 			fmt.Fprintf(log, "eventstore-long %-24s filled %d events in %.1f s (%d snapshots, %.2f s of them)\n", svc, n, m[MetricFillSeconds], int(m[MetricSnapshots]), m[MetricSnapshotAppendSeconds])
@@ -291,7 +310,7 @@ type longFold struct {
 func longFolds(o LongOptions, stream string, want tank) []longFold {
 	return []longFold{
 		{LongFoldPoint, func(ctx context.Context, e *Engine, m map[driver.Metric]float64) error {
-			t, err := foldPaged(ctx, e, stream, 0, o.Page, tank{Version: -1}, m)
+			t, err := (engineStream{e: e, stream: stream}).foldPaged(ctx, o.Page, tank{Version: -1}, m)
 			if err == nil {
 				err = checkFold(t, want)
 			}
@@ -314,11 +333,13 @@ func longFolds(o LongOptions, stream string, want tank) []longFold {
 	}
 }
 
-// longFoldSide measures one fold on e: its read time and memory, bounded
-// by o.FoldTimeout, and on the first round Postgres' records touched
-// (the statistics take up to statsFlush to arrive); note records what
-// could not be measured.
-func longFoldSide(ctx context.Context, o LongOptions, e *Engine, fn longFoldFunc, round int, pid string, pidErr error, note func([]string)) (*driver.SideResult, error) {
+// foldSide measures one fold (fn) on e: its read time and memory,
+// bounded by o.FoldTimeout, and on the first round Postgres' records
+// touched (the statistics take up to statsFlush to arrive); lr.note
+// records what could not be measured.
+func (lr longRun) foldSide(ctx context.Context, e *Engine, fn longFoldFunc, round int) (*driver.SideResult, error) {
+	o, pid, pidErr := lr.o, lr.pids[e.Name], lr.pidErrs[e.Name]
+	note := func(lines []string) { lr.note(e.Name, lines) }
 	m := map[driver.Metric]float64{}
 	var touch *touched
 	var terr error
@@ -364,11 +385,18 @@ func snapshotStream(stream string) string { return stream + "-snapshot" }
 // SnapshotType is the snapshot events' type.
 const SnapshotType = "TankSnapshot"
 
-// fillLong appends n events to stream in batches of up to MaxAppend,
+// engineStream is one stream on one engine.
+type engineStream struct {
+	e      *Engine
+	stream string
+}
+
+// fill appends n events to the stream in batches of up to MaxAppend,
 // cut at every snapshot boundary, and appends a snapshot (the fold so
 // far) to snapshotStream(stream) after every `every` events up to
 // n-every/2. m gets the fill's figures.
-func fillLong(ctx context.Context, e *Engine, stream string, n, every int, m map[driver.Metric]float64) error {
+func (es engineStream) fill(ctx context.Context, n, every int, m map[driver.Metric]float64) error {
+	e, stream := es.e, es.stream
 	var t tank
 	t.Version = -1
 	var evS, snS float64
@@ -428,8 +456,10 @@ type foldPage struct {
 	RecordsScanned *int64 `json:"records_scanned"`
 }
 
-// readPage reads one page of stream from version from.
-func readPage(ctx context.Context, e *Engine, stream string, from int64, limit int, m map[driver.Metric]float64) (*foldPage, error) {
+// readPage reads one page (limit events) of the stream from version
+// from.
+func (es engineStream) readPage(ctx context.Context, from int64, limit int, m map[driver.Metric]float64) (*foldPage, error) {
+	e, stream := es.e, es.stream
 	u := fmt.Sprintf("%s/streams/%s?from=%d&limit=%d", e.URL, stream, from, limit)
 	status, b, err := driver.Do(ctx, http.MethodGet, u, nil)
 	m[MetricRequests]++
@@ -450,12 +480,14 @@ func readPage(ctx context.Context, e *Engine, stream string, from int64, limit i
 	return &p, nil
 }
 
-// foldPaged folds stream from version from onto t, page by page, until
-// a page comes back short; m gets requests, events_folded, bytes_read
-// and (Kafka) records_scanned.
-func foldPaged(ctx context.Context, e *Engine, stream string, from int64, limit int, t tank, m map[driver.Metric]float64) (tank, error) {
+// foldPaged folds the stream onto t from the version after t's, page by
+// page (limit events each), until a page comes back short; m gets
+// requests, events_folded, bytes_read and (Kafka) records_scanned.
+func (es engineStream) foldPaged(ctx context.Context, limit int, t tank, m map[driver.Metric]float64) (tank, error) {
+	stream := es.stream
+	from := t.Version + 1
 	for {
-		p, err := readPage(ctx, e, stream, from, limit, m)
+		p, err := es.readPage(ctx, from, limit, m)
 		if err != nil {
 			return t, err
 		}
@@ -509,7 +541,7 @@ func foldState(ctx context.Context, e *Engine, stream string, m map[driver.Metri
 // events after the snapshot's version, paged.
 func foldSnapshot(ctx context.Context, e *Engine, stream string, limit int, m map[driver.Metric]float64) (tank, error) {
 	ss := snapshotStream(stream)
-	head, err := readPage(ctx, e, ss, 0, 1, m)
+	head, err := (engineStream{e: e, stream: ss}).readPage(ctx, 0, 1, m)
 	if err != nil {
 		return tank{}, err
 	}
@@ -538,7 +570,7 @@ func foldSnapshot(ctx context.Context, e *Engine, stream string, limit int, m ma
 	t := snap.Events[0].Data
 	m[MetricSnapshotVersion] = float64(t.Version)
 	folded := m[MetricEventsFolded]
-	t, err = foldPaged(ctx, e, stream, t.Version+1, limit, t, m)
+	t, err = (engineStream{e: e, stream: stream}).foldPaged(ctx, limit, t, m)
 	m[MetricTailEvents] = m[MetricEventsFolded] - folded
 	return t, err
 }

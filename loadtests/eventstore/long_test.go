@@ -269,7 +269,7 @@ func TestKafkaCompactionOnRealKafka(t *testing.T) {
 	}
 	m := map[driver.Metric]float64{}
 	var log bytes.Buffer
-	if err := kafkaPolicy(ctx, o, runID(), KafkaCompaction, m, &log); err != nil {
+	if err := kafkaPolicy(ctx, o, runID(), KafkaCompaction, cleanupOut{m: m, log: &log}); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	if m["customer_before"] != 20000 || m["customer_after"] != 0 {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 )
 
@@ -48,7 +49,7 @@ var brokerText = Text{
 	},
 	Notes: func(f *Figures) []string {
 		return []string{
-			fmt.Sprintf("a private single RabbitMQ node (own node name, ports and mnesia directory) stopped with rabbitmqctl stop, or killed with SIGKILL (cases .kill9), and started again; load %g tasks/s of single POST /tasks; every answer's time counts in the slowest", f.Num("rate")),
+			fmt.Sprintf("a private single RabbitMQ node (own node name, ports and mnesia directory) stopped with rabbitmqctl stop, or killed with SIGKILL (cases .kill9), and started again; load %g tasks/s of single POST /tasks; every answer's time counts in the slowest", f.Num(MetricRate)),
 			"the Kafka broker restart is its own experiment, kafka-broker-restart",
 		}
 	},
@@ -70,19 +71,19 @@ func brokerCasesOf(f *Figures) []brokerCase {
 
 // brokerCaseFigure is case c's figure in words.
 func brokerCaseFigure(f *Figures, c brokerCase) string {
-	p := c.name() + "."
+	p := SidePrefix(c.name() + ".")
 	how := "stopped"
 	if c.kill {
 		how = "killed (kill -9)"
 	}
 	refused := "0 answered 503" // a slowest of no answers is no figure, never "0 ms"
-	if n := f.Int(p + "refused_503"); n > 0 {
+	if n := f.Int(p.Of(MetricRefused503)); n > 0 {
 		refused = fmt.Sprintf("%d answered 503 (slowest %.0f ms: %d not_recorded, %d unknown of which %d ran later, %d shed, %d without a kind)",
-			n, f.Num(p+"max_503_ms"), f.Int(p+"503_not_recorded"), f.Int(p+"503_unknown"), f.Int(p+"unknown_ran"), f.Int(p+"503_shed"), f.Int(p+"503_without_kind"))
+			n, f.Num(p.Of(MetricMax503MS)), f.Int(p.Of(Metric503NotRecorded)), f.Int(p.Of(Metric503Unknown)), f.Int(p.Of(MetricUnknownRan)), f.Int(p.Of(Metric503Shed)), f.Int(p.Of(Metric503WithoutKind)))
 	}
 	return fmt.Sprintf("%s %s: node %s and started again in %.1f s; %s, %d accepted while down, %d other errors, slowest answer %.0f ms; service ready %.1f s after the node; %d of %d acknowledged lost; %d records no answer accounts for",
-		c.queueType, c.publishMode, how, f.Num(p+"down_s"), refused, f.Int(p+"accepted_while_down"), f.Int(p+"other_errors"), f.Num(p+"slowest_answer_ms"),
-		f.Num(p+"ready_after_s"), f.Int(p+"acked_lost"), f.Int(p+"accepted"), f.Int(p+"unexplained_records"))
+		c.queueType, c.publishMode, how, f.Num(p.Of(MetricDownSeconds)), refused, f.Int(p.Of(MetricAcceptedWhileDown)), f.Int(p.Of(MetricOtherErrors)), f.Num(p.Of(MetricSlowestAnswerMS)),
+		f.Num(p.Of(MetricReadyAfterSeconds)), f.Int(p.Of(MetricAckedLost)), f.Int(p.Of(MetricAccepted)), f.Int(p.Of(MetricUnexplainedRecords)))
 }
 
 // brokerCase is one service configuration the broker restart is tried on,
@@ -136,7 +137,7 @@ func brokerLoad(size Size) (rate float64, before, after time.Duration) {
 // acknowledged tasks were never processed.
 func runBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	start := time.Now()
-	res := Result{Name: "broker-restart", Metrics: map[string]float64{}}
+	res := Result{Name: "broker-restart", Metrics: map[driver.Metric]float64{}}
 	logf := env.prefixed("broker-restart")
 	node, err := startPrivateRabbit(ctx)
 	if err != nil {
@@ -167,12 +168,12 @@ func runBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
 		}
 		res.AckedLost += o.lost
 		for k, v := range o.metrics() {
-			res.Metrics[c.name()+"."+k] = v
+			res.Metrics[SidePrefix(c.name()+".").Of(k)] = v
 		}
 		names = append(names, c.name())
 	}
 	res.setting("cases", strings.Join(names, ","))
-	res.Metrics["rate"], _, _ = brokerLoad(size)
+	res.Metrics[MetricRate], _, _ = brokerLoad(size)
 	res.DurationS = math.Round(time.Since(start).Seconds()*10) / 10
 	return res, nil
 }
@@ -197,17 +198,17 @@ type brokerOutcome struct {
 	republished, relayed              int64
 }
 
-func (o brokerOutcome) metrics() map[string]float64 {
-	return map[string]float64{
-		"accepted": float64(o.accepted), "refused_503": float64(o.refused503), "other_errors": float64(o.otherErrors),
-		"max_503_ms": ms(o.max503), "down_s": secs(o.downFor), "ready_after_s": secs(o.readyAfter),
-		"first_accept_after_s": secs(o.firstAcceptAfter), "accepted_while_down": float64(o.acceptedWhileDown),
-		"acked_lost": float64(o.lost), "stranded": float64(o.stranded),
-		"republished": float64(o.republished), "relayed": float64(o.relayed),
-		"slowest_answer_ms": ms(o.slowest),
-		"503_not_recorded":  float64(o.kinds["not_recorded"]), "503_unknown": float64(o.kinds["unknown"]),
-		"503_shed": float64(o.kinds["shed"]), "503_without_kind": float64(o.refused503 - o.kinds["not_recorded"] - o.kinds["unknown"] - o.kinds["shed"]),
-		"unknown_ran": float64(o.unknownRan), "unexplained_records": float64(o.unexplained),
+func (o brokerOutcome) metrics() map[driver.Metric]float64 {
+	return map[driver.Metric]float64{
+		MetricAccepted: float64(o.accepted), MetricRefused503: float64(o.refused503), MetricOtherErrors: float64(o.otherErrors),
+		MetricMax503MS: ms(o.max503), MetricDownSeconds: secs(o.downFor), MetricReadyAfterSeconds: secs(o.readyAfter),
+		MetricFirstAcceptAfterSeconds: secs(o.firstAcceptAfter), MetricAcceptedWhileDown: float64(o.acceptedWhileDown),
+		MetricAckedLost: float64(o.lost), MetricStranded: float64(o.stranded),
+		MetricRepublished: float64(o.republished), MetricRelayed: float64(o.relayed),
+		MetricSlowestAnswerMS: ms(o.slowest),
+		Metric503NotRecorded:  float64(o.kinds["not_recorded"]), Metric503Unknown: float64(o.kinds["unknown"]),
+		Metric503Shed: float64(o.kinds["shed"]), Metric503WithoutKind: float64(o.refused503 - o.kinds["not_recorded"] - o.kinds["unknown"] - o.kinds["shed"]),
+		MetricUnknownRan: float64(o.unknownRan), MetricUnexplainedRecords: float64(o.unexplained),
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // TestBrokerRestart runs the broker-restart experiment small: a private
@@ -48,14 +50,14 @@ func TestBrokerRestart(t *testing.T) {
 		t.Errorf("outbox mode accepted nothing while the node was down: %v", m)
 	}
 	for _, c := range brokerCases(Small) {
-		if m[c.name()+".stranded"] != 0 {
-			t.Errorf("%s: %v records left undone", c.name(), m[c.name()+".stranded"])
+		if m[driver.Metric(c.name()+".stranded")] != 0 {
+			t.Errorf("%s: %v records left undone", c.name(), m[driver.Metric(c.name()+".stranded")])
 		}
 		// Every 503 says its kind, and no record exists that no answer
 		// accounts for (a "not_recorded" 503 whose task was recorded).
-		if m[c.name()+".503_without_kind"] != 0 || m[c.name()+".unexplained_records"] != 0 {
+		if m[driver.Metric(c.name()+".503_without_kind")] != 0 || m[driver.Metric(c.name()+".unexplained_records")] != 0 {
 			t.Errorf("%s: %v 503s without a kind, %v records no answer accounts for", c.name(),
-				m[c.name()+".503_without_kind"], m[c.name()+".unexplained_records"])
+				m[driver.Metric(c.name()+".503_without_kind")], m[driver.Metric(c.name()+".unexplained_records")])
 		}
 	}
 	if m["classic.dual-write.kill9.refused_503"] == 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
@@ -74,8 +75,8 @@ func notifyResult(r *Result, prefix, version string) {
 	for _, m := range raw.NotifyModes {
 		for _, n := range raw.NotifyCommitters {
 			k := m + "_" + strconv.Itoa(n)
-			r.metric(prefix+"tps_"+k, tps[m])
-			r.metric(prefix+"p99_ms_"+k, 1)
+			r.metric(driver.Metric(prefix+"tps_"+k), tps[m])
+			r.metric(driver.Metric(prefix+"p99_ms_"+k), 1)
 		}
 	}
 	r.setting(prefix+"server_version", version)
@@ -169,7 +170,7 @@ func TestNotifySerializesCommitsOn18(t *testing.T) {
 	}
 	for _, m := range raw.NotifyModes {
 		for _, n := range raw.NotifyCommitters {
-			if k := p + ".tps_" + m + "_" + strconv.Itoa(n); r.Metrics[k] <= 0 {
+			if k := driver.Metric(p + ".tps_" + m + "_" + strconv.Itoa(n)); r.Metrics[k] <= 0 {
 				t.Errorf("%s: %v", k, r.Metrics[k])
 			}
 		}

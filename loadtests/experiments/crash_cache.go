@@ -34,17 +34,17 @@ var cacheCrashText = Text{
 		"Nothing stale survives: each GET afterwards answers the source's current row, including rows updated out of band just before the crash, which the cache was serving stale until then.",
 	UserMust: "Use the UNLOGGED cache only for values you can recompute from a logged source: expect a cold cache (a burst of origin loads) after every crash or failover, and never keep the only copy of a value in PUT /kv on it (CACHE_TABLE=logged keeps them, at the price of WAL).",
 	Figure: func(f *Figures) string {
-		n := f.Int("kv_keys")
+		n := f.Int(MetricKVKeys)
 		return fmt.Sprintf("%d kv values and %d products cached (cache_kv %d rows), the source updated just before an immediate stop (%d products by PUT, %d out of band, %d of which were served stale before the crash): cache_kv held %d rows after recovery; %d of %d kv values gone (404), %d stale; %d stale product answers in 2×%d GETs after the restart (the second round %d hits); service ready %.2f s after Postgres; %d acknowledged product updates lost.",
-			n, f.Int("products"), f.Int("cache_rows_before"), f.Int("products_put"), f.Int("products_out_of_band"), f.Int("stale_before_crash"),
-			f.Int("cache_rows_after_crash"), f.Int("kv_gone"), n, f.Int("stale_kv"), f.Int("stale_products"), f.Int("products"),
-			f.Int("hits_after_refill"), f.Num("ready_after_s"), f.Int("product_updates_lost"))
+			n, f.Int(MetricProducts), f.Int(MetricCacheRowsBefore), f.Int(MetricProductsPut), f.Int(MetricProductsOutOfBand), f.Int(MetricStaleBeforeCrash),
+			f.Int(MetricCacheRowsAfterCrash), f.Int(MetricKVGone), n, f.Int(MetricStaleKV), f.Int(MetricStaleProducts), f.Int(MetricProducts),
+			f.Int(MetricHitsAfterRefill), f.Num(MetricReadyAfterSeconds), f.Int(MetricProductUpdatesLost))
 	},
 	Notes: func(f *Figures) []string {
 		notes := crashNotes(f,
 			"no-redis CACHE_MODE=unlogged, PRODUCT_TTL 1h (nothing expires during the run); the service keeps running through the crash",
 			"stale = a GET answering another row than the source's after the restart (products), or a kv value older than the last PUT; acknowledged lost = kv values gone (the documented loss of an UNLOGGED cache) + PUT /products answered 200 whose row is not in the source")
-		if stale := f.Int("stale_after_restart"); stale > 0 {
+		if stale := f.Int(MetricStaleAfterRestart); stale > 0 {
 			notes = append(notes, fmt.Sprintf("%d stale answers after the restart: a value older than the source survived the crash", stale))
 		}
 		return notes
@@ -100,7 +100,7 @@ type cacheRun struct {
 	n        int
 	client   *http.Client
 	putAcked []cacheProduct // products 1..n/2 as their acknowledged PUT wrote them
-	metrics  map[string]float64
+	metrics  map[driver.Metric]float64
 }
 
 // cacheWorkers is how many requests the run has in flight.
@@ -125,21 +125,21 @@ func runUnloggedCacheCrash(ctx context.Context, env Env, size Size) (Result, err
 		return Result{}, err
 	}
 	c := &cacheRun{rig: rig, base: base, n: n, client: &http.Client{Timeout: 10 * time.Second},
-		metrics: map[string]float64{"kv_keys": float64(n), "products": float64(n)}}
+		metrics: map[driver.Metric]float64{MetricKVKeys: float64(n), MetricProducts: float64(n)}}
 	for _, step := range []func(context.Context) error{c.fill, c.updateSource, c.crash, c.readProducts, c.readKV} {
 		if err := step(ctx); err != nil {
 			return Result{}, err
 		}
 	}
 	m := c.metrics
-	m["stale_after_restart"] = m["stale_products"] + m["stale_kv"]
+	m[MetricStaleAfterRestart] = m[MetricStaleProducts] + m[MetricStaleKV]
 	res := Result{
 		Name: "unlogged-cache-crash",
 		// The kv values' loss is the one docs/cache.md states: a cache
 		// that forgets on a crash. A lost product update (the source is
 		// logged) is not.
-		AckedLost:      int64(m["kv_gone"] + m["product_updates_lost"]),
-		LossDocumented: m["product_updates_lost"] == 0,
+		AckedLost:      int64(m[MetricKVGone] + m[MetricProductUpdatesLost]),
+		LossDocumented: m[MetricProductUpdatesLost] == 0,
 		Metrics:        m,
 	}
 	crashSettings(&res, rig.cluster)
@@ -206,7 +206,7 @@ func (c *cacheRun) fill(ctx context.Context) error {
 		}
 	}
 	rows, err := c.cacheRows(ctx)
-	c.metrics["cache_rows_filled"] = float64(rows)
+	c.metrics[MetricCacheRowsFilled] = float64(rows)
 	return err
 }
 
@@ -240,10 +240,10 @@ func (c *cacheRun) updateSource(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.metrics["products_put"] = float64(half)
-	c.metrics["products_out_of_band"] = float64(c.n - half)
-	c.metrics["stale_before_crash"] = float64(staleBefore)
-	c.metrics["cache_rows_before"] = float64(rowsBefore)
+	c.metrics[MetricProductsPut] = float64(half)
+	c.metrics[MetricProductsOutOfBand] = float64(c.n - half)
+	c.metrics[MetricStaleBeforeCrash] = float64(staleBefore)
+	c.metrics[MetricCacheRowsBefore] = float64(rowsBefore)
 	c.rig.logf("cache_kv holds %d rows (%d kv, %d products); %d of the %d products updated out of band served stale before the crash", rowsBefore, c.n, c.n, staleBefore, c.n-half)
 	return nil
 }
@@ -283,9 +283,9 @@ func (c *cacheRun) crash(ctx context.Context) error {
 		return err
 	}
 	readyAfter := time.Since(upAt)
-	c.metrics["cache_rows_after_crash"] = float64(rowsAfter)
-	c.metrics["gen_rows_after_crash"] = float64(gensAfter)
-	c.metrics["ready_after_s"] = readyAfter.Seconds()
+	c.metrics[MetricCacheRowsAfterCrash] = float64(rowsAfter)
+	c.metrics[MetricGenRowsAfterCrash] = float64(gensAfter)
+	c.metrics[MetricReadyAfterSeconds] = readyAfter.Seconds()
 	c.rig.logf("after the crash: cache_kv holds %d rows, cache_kv_gen %d; the service was ready %.2f s after Postgres", rowsAfter, gensAfter, readyAfter.Seconds())
 	return nil
 }
@@ -315,9 +315,9 @@ func (c *cacheRun) readProducts(ctx context.Context) error {
 			hitsRefilled = stats(c.client, c.base)["hits"] - h0
 		}
 	}
-	c.metrics["product_updates_lost"] = float64(updatesLost)
-	c.metrics["stale_products"] = float64(stale)
-	c.metrics["hits_after_refill"] = float64(hitsRefilled)
+	c.metrics[MetricProductUpdatesLost] = float64(updatesLost)
+	c.metrics[MetricStaleProducts] = float64(stale)
+	c.metrics[MetricHitsAfterRefill] = float64(hitsRefilled)
 	return nil
 }
 
@@ -345,9 +345,9 @@ func (c *cacheRun) readKV(ctx context.Context) error {
 		}
 		return nil
 	})
-	c.metrics["kv_gone"] = float64(gone.Load())
-	c.metrics["kv_survived"] = float64(current.Load())
-	c.metrics["stale_kv"] = float64(stale.Load())
+	c.metrics[MetricKVGone] = float64(gone.Load())
+	c.metrics[MetricKVSurvived] = float64(current.Load())
+	c.metrics[MetricStaleKV] = float64(stale.Load())
 	return err
 }
 

@@ -110,7 +110,7 @@ func crashSettings(r *Result, cl *pgCluster) {
 	r.setting("machine_cpu_model", m.CPUModel)
 	r.setting("machine_os", m.OS)
 	r.setting("machine_arch", m.Arch)
-	r.metric("machine_cpus", float64(m.CPUs))
+	r.metric(MetricMachineCpus, float64(m.CPUs))
 }
 
 // crashNotes are the notes every crash experiment's result carries (from
@@ -118,7 +118,7 @@ func crashSettings(r *Result, cl *pgCluster) {
 func crashNotes(f *Figures, more ...string) []string {
 	return append([]string{
 		fmt.Sprintf("PostgreSQL %s, a private cluster (own data directory and port, fsync on, defaults otherwise); the shared stack is not touched", f.Str("postgres_version")),
-		fmt.Sprintf("machine: %s, %d CPUs, %s/%s (shared with other work: times are indicative)", f.Str("machine_cpu_model"), f.Int("machine_cpus"), f.Str("machine_os"), f.Str("machine_arch")),
+		fmt.Sprintf("machine: %s, %d CPUs, %s/%s (shared with other work: times are indicative)", f.Str("machine_cpu_model"), f.Int(MetricMachineCpus), f.Str("machine_os"), f.Str("machine_arch")),
 	}, more...)
 }
 

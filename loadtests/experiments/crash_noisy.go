@@ -95,8 +95,7 @@ func (rd noisyRound) key() string {
 // by amount, the one-row-transaction rounds last, as they ran.
 func noisyRoundsOf(f *Figures) []noisyRound {
 	var rounds []noisyRound
-	for _, k := range f.Keys("first_event_s_", "") {
-		rest := strings.TrimPrefix(k, "first_event_s_")
+	for _, rest := range f.Names(MetricFirstEventSecondsOf, "") {
 		digits, _, _ := strings.Cut(rest, "mb")
 		mb, err := strconv.ParseInt(digits, 10, 64)
 		if err != nil {
@@ -131,13 +130,13 @@ func noisyFigure(f *Figures) string {
 	raw := map[bool][]string{}
 	for _, rd := range rounds {
 		k := rd.key()
-		what := noisyWhat(f.Int("unrelated_wal_bytes_"+k), f.Int("unrelated_transactions_"+k), rd.small)
-		away = append(away, fmt.Sprintf("%s (slot lag %s) → %.2f s", what, noisyBytes(f.Int("lag_bytes_"+k)), f.Num("first_event_s_"+k)))
-		otherDB = append(otherDB, fmt.Sprintf("%s → %.2f s", what, f.Num("other_db_first_event_s_"+k)))
+		what := noisyWhat(f.Int(MetricUnrelatedWALBytesOf.Of(k)), f.Int(MetricUnrelatedTransactionsOf.Of(k)), rd.small)
+		away = append(away, fmt.Sprintf("%s (slot lag %s) → %.2f s", what, noisyBytes(f.Int(MetricLagBytesOf.Of(k))), f.Num(MetricFirstEventSecondsOf.Of(k))))
+		otherDB = append(otherDB, fmt.Sprintf("%s → %.2f s", what, f.Num(MetricOtherDBFirstEventSecondsOf.Of(k))))
 		if rd.amount == largest {
 			var rawFigs []string
 			for _, s := range noisyRawSlots {
-				rawFigs = append(rawFigs, fmt.Sprintf("%s %.2f s (%s received)", s.label, f.Num("raw_"+s.key+"_s_"+k), noisyBytes(f.Int("raw_"+s.key+"_bytes_received_"+k))))
+				rawFigs = append(rawFigs, fmt.Sprintf("%s %.2f s (%s received)", s.label, f.Num(noisyRawKey(s.key, MetricRawSecondsOf, k)), noisyBytes(f.Int(noisyRawKey(s.key, MetricRawBytesReceivedOf, k)))))
 			}
 			raw[rd.small] = append(raw[rd.small], what+": "+strings.Join(rawFigs, ", "))
 		}
@@ -146,7 +145,7 @@ func noisyFigure(f *Figures) string {
 	for _, small := range []bool{false, true} {
 		key := noisyRunningKey(small)
 		running = append(running, fmt.Sprintf("%s (walsender %s behind at the event's commit) → %.3f s",
-			noisyWhat(f.Int(key+"_unrelated_wal_bytes"), f.Int(key+"_unrelated_transactions"), small), noisyBytes(f.Int(key+"_decode_lag_bytes")), f.Num(key+"_event_s")))
+			noisyWhat(f.Int(SidePrefix(key+"_").Of(MetricUnrelatedWALBytes)), f.Int(SidePrefix(key+"_").Of(MetricUnrelatedTransactions)), small), noisyBytes(f.Int(SidePrefix(key+"_").Of(MetricDecodeLagBytes))), f.Num(SidePrefix(key+"_").Of(MetricEventSeconds))))
 	}
 	return "Consumer away (no-kafka stopped, unrelated WAL written into another table of its database, one event, no-kafka started; time from its start until it delivered the event): " +
 		strings.Join(away, "; ") + ". Remedies, same noise: " +
@@ -172,7 +171,7 @@ type noisyRun struct {
 	mainURL         string
 	conn, otherConn *pgx.Conn
 	same, other     map[string]string
-	metrics         map[string]float64
+	metrics         map[driver.Metric]float64
 	undelivered     int64
 }
 
@@ -189,7 +188,7 @@ func runNoisyNeighbour(ctx context.Context, env Env, size Size) (Result, error) 
 		return Result{}, err
 	}
 	defer rig.Close()
-	res := Result{Name: "noisy-neighbour-slot", Metrics: map[string]float64{}}
+	res := Result{Name: "noisy-neighbour-slot", Metrics: map[driver.Metric]float64{}}
 	r := &noisyRun{rig: rig, metrics: res.Metrics}
 	defer r.close()
 	if err := r.setup(ctx); err != nil {
@@ -278,8 +277,8 @@ func (r *noisyRun) away(ctx context.Context, rd noisyRound) error {
 		return err
 	}
 	key := rd.key()
-	r.metrics["unrelated_wal_bytes_"+key] = float64(written)
-	r.metrics["unrelated_transactions_"+key] = float64(txs)
+	r.metrics[MetricUnrelatedWALBytesOf.Of(key)] = float64(written)
+	r.metrics[MetricUnrelatedTransactionsOf.Of(key)] = float64(txs)
 	// The new events are written after the noise, before the starts: a
 	// walsender reaches them only once it has got through the noise.
 	id, err := noisyEvent(ctx, r.conn)
@@ -299,22 +298,22 @@ func (r *noisyRun) away(ctx context.Context, rd noisyRound) error {
 	if err != nil {
 		return err
 	}
-	r.metrics["lag_bytes_"+key] = float64(lag)
-	r.metrics["other_db_lag_bytes_"+key] = float64(otherLag)
-	if err := r.deliver(ctx, r.same, id, "first_event_s_"+key); err != nil {
+	r.metrics[MetricLagBytesOf.Of(key)] = float64(lag)
+	r.metrics[MetricOtherDBLagBytesOf.Of(key)] = float64(otherLag)
+	if err := r.deliver(ctx, r.same, id, MetricFirstEventSecondsOf.Of(key)); err != nil {
 		return err
 	}
-	if err := r.deliver(ctx, r.other, otherID, "other_db_first_event_s_"+key); err != nil {
+	if err := r.deliver(ctx, r.other, otherID, MetricOtherDBFirstEventSecondsOf.Of(key)); err != nil {
 		return err
 	}
 	r.rig.logf("consumer away, %s: no-kafka delivered %.2f s after its start (slot lag %.0f bytes); log in database %s: %.2f s (slot lag %.0f bytes)",
-		noisyWhat(written, txs, rd.small), r.metrics["first_event_s_"+key], r.metrics["lag_bytes_"+key], noisyDB, r.metrics["other_db_first_event_s_"+key], r.metrics["other_db_lag_bytes_"+key])
+		noisyWhat(written, txs, rd.small), r.metrics[MetricFirstEventSecondsOf.Of(key)], r.metrics[MetricLagBytesOf.Of(key)], noisyDB, r.metrics[MetricOtherDBFirstEventSecondsOf.Of(key)], r.metrics[MetricOtherDBLagBytesOf.Of(key)])
 	return r.readRawSlots(ctx, id, key)
 }
 
 // deliver starts no-kafka with extra and records under metric how long
 // it took until it delivered event id.
-func (r *noisyRun) deliver(ctx context.Context, extra map[string]string, id, metric string) error {
+func (r *noisyRun) deliver(ctx context.Context, extra map[string]string, id string, metric driver.Metric) error {
 	wait, ok, err := noisyDeliverAfterStart(ctx, r.rig, extra, id)
 	if err != nil {
 		return err
@@ -334,8 +333,8 @@ func (r *noisyRun) readRawSlots(ctx context.Context, id, key string) error {
 		if err != nil {
 			return fmt.Errorf("slot exp_raw_%s: %w", s.key, err)
 		}
-		r.metrics["raw_"+s.key+"_s_"+key] = d.Seconds()
-		r.metrics["raw_"+s.key+"_bytes_received_"+key] = float64(recv)
+		r.metrics[noisyRawKey(s.key, MetricRawSecondsOf, key)] = d.Seconds()
+		r.metrics[noisyRawKey(s.key, MetricRawBytesReceivedOf, key)] = float64(recv)
 		r.rig.logf("consumer away, %s: slot %s read to the event in %.2f s (%s received)", key, s.key, d.Seconds(), noisyBytes(recv))
 		if err := noisyDropSlot(ctx, r.conn, "exp_raw_"+s.key); err != nil {
 			return err
@@ -356,10 +355,10 @@ func (r *noisyRun) running(ctx context.Context, amount int64, small bool) error 
 		r.undelivered++
 	}
 	key := noisyRunningKey(small)
-	r.metrics[key+"_unrelated_wal_bytes"] = float64(written)
-	r.metrics[key+"_unrelated_transactions"] = float64(txs)
-	r.metrics[key+"_decode_lag_bytes"] = float64(lag)
-	r.metrics[key+"_event_s"] = wait.Seconds()
+	r.metrics[SidePrefix(key+"_").Of(MetricUnrelatedWALBytes)] = float64(written)
+	r.metrics[SidePrefix(key+"_").Of(MetricUnrelatedTransactions)] = float64(txs)
+	r.metrics[SidePrefix(key+"_").Of(MetricDecodeLagBytes)] = float64(lag)
+	r.metrics[SidePrefix(key+"_").Of(MetricEventSeconds)] = wait.Seconds()
 	r.rig.logf("consumer running: %s (walsender %s behind at the event's commit) → %.3f s", noisyWhat(written, txs, small), noisyBytes(lag), wait.Seconds())
 	return nil
 }
@@ -596,4 +595,10 @@ func noisyBytes(n int64) string {
 		return fmt.Sprintf("%.0f MB", float64(n)/1e6)
 	}
 	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+}
+
+// noisyRawKey is the key of figure fig (the seconds until the event,
+// the bytes received) of raw slot slot in round: "raw_<slot>_s_<round>".
+func noisyRawKey(slot string, fig driver.MetricPrefix, round string) driver.Metric {
+	return driver.MetricPrefix("raw_" + slot + "_" + string(fig)).Of(round)
 }

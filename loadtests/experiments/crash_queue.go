@@ -33,10 +33,10 @@ var queueCrashText = Text{
 	UserMust: "Keep the source of truth logged: an UNLOGGED queue (QUEUE_TABLE=unlogged) must be rebuildable from logged records, and rebuilt after every crash or failover (unlogged tables are not replicated either: a promoted standby starts with them empty).",
 	Figure: func(f *Figures) string {
 		fig := fmt.Sprintf("%d tasks queued, Postgres stopped immediately: queue_jobs held %d before and %d after recovery; the service's start rebuilt %d rows (the rebuild statement took %s, start to ready %.2f s); tasks lost %d.",
-			f.Int("tasks"), f.Int("queue_rows_before"), f.Int("queue_rows_after_crash"), f.Int("queue_rows_rebuilt"), fmtRebuildMS(f.Num("rebuild_ms")),
-			f.Num("start_to_ready_s"), f.Int("records_missing")+f.Int("stranded"))
-		if f.Has("done_after_rebuild") {
-			fig += fmt.Sprintf(" With workers started, %d of %d were done in %.1f s.", f.Int("done_after_rebuild"), f.Int("tasks"), f.Num("drain_s"))
+			f.Int(MetricTasks), f.Int(MetricQueueRowsBefore), f.Int(MetricQueueRowsAfterCrash), f.Int(MetricQueueRowsRebuilt), fmtRebuildMS(f.Num(MetricRebuildMS)),
+			f.Num(MetricStartToReadySeconds), f.Int(MetricRecordsMissing)+f.Int(MetricStranded))
+		if f.Has(MetricDoneAfterRebuild) {
+			fig += fmt.Sprintf(" With workers started, %d of %d were done in %.1f s.", f.Int(MetricDoneAfterRebuild), f.Int(MetricTasks), f.Num(MetricDrainSeconds))
 		}
 		return fig
 	},
@@ -44,8 +44,8 @@ var queueCrashText = Text{
 		notes := crashNotes(f,
 			"the rebuild time is the rebuild statement's own duration in the server log (log_min_duration_statement = 0)",
 			"tasks lost = acknowledged tasks without a record + open records without a queue row after the rebuild")
-		if f.Has("done_after_rebuild") {
-			if undone := f.Int("tasks") - f.Int("done_after_rebuild"); undone > 0 {
+		if f.Has(MetricDoneAfterRebuild) {
+			if undone := f.Int(MetricTasks) - f.Int(MetricDoneAfterRebuild); undone > 0 {
 				notes = append(notes, fmt.Sprintf("%d tasks were not done within 60 s of starting the workers", undone))
 			}
 		}
@@ -67,7 +67,7 @@ func runUnloggedQueueCrash(ctx context.Context, env Env, size Size) (Result, err
 		return Result{}, err
 	}
 	defer rig.Close()
-	res := Result{Name: "unlogged-queue-crash", Metrics: map[string]float64{}}
+	res := Result{Name: "unlogged-queue-crash", Metrics: map[driver.Metric]float64{}}
 	ids, err := queueFillAndCrash(ctx, rig, n, res.Metrics)
 	if err != nil {
 		return Result{}, err
@@ -80,7 +80,7 @@ func runUnloggedQueueCrash(ctx context.Context, env Env, size Size) (Result, err
 	if err := queueRebuild(ctx, rig, conn, ids, res.Metrics); err != nil {
 		return Result{}, err
 	}
-	res.AckedLost = int64(res.Metrics["records_missing"] + res.Metrics["stranded"])
+	res.AckedLost = int64(res.Metrics[MetricRecordsMissing] + res.Metrics[MetricStranded])
 	// Small: run the workers and see every task done once.
 	if size == Small {
 		done, err := queueDrain(ctx, rig, conn, ids, res.Metrics)
@@ -101,7 +101,7 @@ const queueService = pairs.NoRabbitMQ
 // so that every task stays queued), stops it, stops Postgres immediately
 // and starts it with every statement's duration logged; it returns the
 // tasks' ids.
-func queueFillAndCrash(ctx context.Context, rig *crashRig, n int, m map[string]float64) ([]string, error) {
+func queueFillAndCrash(ctx context.Context, rig *crashRig, n int, m map[driver.Metric]float64) ([]string, error) {
 	base, err := rig.start(ctx, queueService, map[string]string{"WORKERS": "0"})
 	if err != nil {
 		return nil, err
@@ -114,8 +114,8 @@ func queueFillAndCrash(ctx context.Context, rig *crashRig, n int, m map[string]f
 	if err := rig.cluster.QueryRow(ctx, `SELECT count(*) FROM queue.queue_jobs`, nil, &before); err != nil {
 		return nil, err
 	}
-	m["tasks"] = float64(len(ids))
-	m["queue_rows_before"] = float64(before)
+	m[MetricTasks] = float64(len(ids))
+	m[MetricQueueRowsBefore] = float64(before)
 	rig.logf("%d tasks queued (queue_jobs holds %d); stopping the service and crashing Postgres", len(ids), before)
 	if err := rig.stop(queueService); err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func queueFillAndCrash(ctx context.Context, rig *crashRig, n int, m map[string]f
 // queueRebuild counts what crash recovery left, starts the service
 // (which rebuilds the queue) and counts the tasks it lost: acknowledged
 // tasks without a record, open records without a queue row.
-func queueRebuild(ctx context.Context, rig *crashRig, conn *pgx.Conn, ids []string, m map[string]float64) error {
+func queueRebuild(ctx context.Context, rig *crashRig, conn *pgx.Conn, ids []string, m map[driver.Metric]float64) error {
 	var afterCrash, open int64
 	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM queue.queue_jobs), (SELECT count(*) FROM queue.tasks WHERE status IN ('queued', 'running'))`).Scan(&afterCrash, &open); err != nil {
 		return err
@@ -158,18 +158,18 @@ func queueRebuild(ctx context.Context, rig *crashRig, conn *pgx.Conn, ids []stri
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM queue.queue_jobs`).Scan(&rebuilt); err != nil {
 		return err
 	}
-	m["queue_rows_after_crash"] = float64(afterCrash)
-	m["queue_rows_rebuilt"] = float64(rebuilt)
-	m["rebuild_ms"] = rebuildMS(rebuildDuration(rig.cluster.log))
-	m["start_to_ready_s"] = startToReady.Seconds()
-	m["records_missing"] = float64(missingRecords)
-	m["stranded"] = float64(stranded)
+	m[MetricQueueRowsAfterCrash] = float64(afterCrash)
+	m[MetricQueueRowsRebuilt] = float64(rebuilt)
+	m[MetricRebuildMS] = rebuildMS(rebuildDuration(rig.cluster.log))
+	m[MetricStartToReadySeconds] = startToReady.Seconds()
+	m[MetricRecordsMissing] = float64(missingRecords)
+	m[MetricStranded] = float64(stranded)
 	return nil
 }
 
 // queueDrain restarts the service with workers and waits (60 s at most)
 // until every task of ids is done; it returns how many are.
-func queueDrain(ctx context.Context, rig *crashRig, conn *pgx.Conn, ids []string, m map[string]float64) (int64, error) {
+func queueDrain(ctx context.Context, rig *crashRig, conn *pgx.Conn, ids []string, m map[driver.Metric]float64) (int64, error) {
 	if err := rig.stop(queueService); err != nil {
 		return 0, err
 	}
@@ -187,8 +187,8 @@ func queueDrain(ctx context.Context, rig *crashRig, conn *pgx.Conn, ids []string
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	m["done_after_rebuild"] = float64(done)
-	m["drain_s"] = time.Since(t1).Seconds()
+	m[MetricDoneAfterRebuild] = float64(done)
+	m[MetricDrainSeconds] = time.Since(t1).Seconds()
 	return done, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -35,30 +36,32 @@ var restartText = Text{
 		for _, name := range restartSides {
 			p := restartPrefix(name)
 			rec := "did not recover"
-			if r := f.Num(p + "recover_s"); r >= 0 {
+			if r := f.Num(p.Of(MetricRecoverSeconds)); r >= 0 {
 				rec = fmt.Sprintf("recovered in %.2f s", r)
 			}
 			failures := "0 failed" // a slowest of no failures is no figure, never "0 ms"
-			if failed := f.Int(p + "failed"); failed > 0 {
-				failures = fmt.Sprintf("%d failed (%d not 503), slowest %.0f ms", failed, f.Int(p+"failed_not_503"), f.Num(p+"max_failed_latency_ms"))
+			if failed := f.Int(p.Of(MetricFailed)); failed > 0 {
+				failures = fmt.Sprintf("%d failed (%d not 503), slowest %.0f ms", failed, f.Int(p.Of(MetricFailedNot503)), f.Num(p.Of(MetricMaxFailedLatencyMS)))
 			}
-			figs = append(figs, fmt.Sprintf("%s: %s; %s; %d of %d acknowledged lost", name, failures, rec, f.Int(p+"acked_lost"), f.Int(p+"acked")))
+			figs = append(figs, fmt.Sprintf("%s: %s; %s; %d of %d acknowledged lost", name, failures, rec, f.Int(p.Of(MetricAckedLost)), f.Int(p.Of(MetricAcked))))
 		}
 		return fmt.Sprintf("Postgres down %.1f s (immediate stop under load), BACKEND_TIMEOUT %s: %s. Recovery is counted from Postgres accepting connections.",
-			f.Num("down_s"), msDur(f.Num("backend_timeout_ms")), strings.Join(figs, "; "))
+			f.Num(MetricDownSeconds), msDur(f.Num(MetricBackendTimeoutMS)), strings.Join(figs, "; "))
 	},
 	Notes: func(f *Figures) []string {
 		var notes []string
 		for _, name := range restartSides {
-			notes = append(notes, fmt.Sprintf("%s: answers other than %d: %s", name, pgSides[name].okCode, f.Str(restartPrefix(name)+"answers")))
+			notes = append(notes, fmt.Sprintf("%s: answers other than %d: %s", name, pgSides[name].okCode, f.Str(string(restartPrefix(name))+"answers")))
 		}
-		notes = append(notes, fmt.Sprintf("open load of single writes, %.0f/s per service, all four services at once on one private cluster", f.Num("rate_per_side")))
+		notes = append(notes, fmt.Sprintf("open load of single writes, %.0f/s per service, all four services at once on one private cluster", f.Num(MetricRatePerSide)))
 		return crashNotes(f, notes...)
 	},
 }
 
 // restartPrefix starts the metrics of side name.
-func restartPrefix(name string) string { return strings.ReplaceAll(name, "-", "_") + "_" }
+func restartPrefix(name string) SidePrefix {
+	return SidePrefix(strings.ReplaceAll(name, "-", "_") + "_")
+}
 
 func runPostgresRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
@@ -82,8 +85,8 @@ func runPostgresRestart(ctx context.Context, env Env, size Size) (Result, error)
 	}
 	res := Result{
 		Name: "postgres-restart-under-load",
-		Metrics: map[string]float64{"outage_s": restartOutage.Seconds(), "rate_per_side": rate, "backend_timeout_ms": crashMS(restartBackendTimeout),
-			"down_s": down.Seconds()},
+		Metrics: map[driver.Metric]float64{MetricOutageSeconds: restartOutage.Seconds(), MetricRatePerSide: rate, MetricBackendTimeoutMS: crashMS(restartBackendTimeout),
+			MetricDownSeconds: down.Seconds()},
 	}
 	for _, name := range restartSides {
 		lost, err := restartSideFigures(ctx, &res, name, bases[name], shots[name], upAt)
@@ -183,17 +186,17 @@ func restartSideFigures(ctx context.Context, res *Result, name, base string, ss 
 		return 0, fmt.Errorf("%s: count acknowledged writes: %w", name, err)
 	}
 	p := restartPrefix(name)
-	res.Metrics[p+"sent"] = float64(len(ss))
-	res.Metrics[p+"acked"] = float64(len(ids))
-	res.Metrics[p+"failed"] = float64(failed)
-	res.Metrics[p+"failed_not_503"] = float64(not503)
-	res.Metrics[p+"max_failed_latency_ms"] = crashMS(maxFail)
+	res.Metrics[p.Of(MetricSent)] = float64(len(ss))
+	res.Metrics[p.Of(MetricAcked)] = float64(len(ids))
+	res.Metrics[p.Of(MetricFailed)] = float64(failed)
+	res.Metrics[p.Of(MetricFailedNot503)] = float64(not503)
+	res.Metrics[p.Of(MetricMaxFailedLatencyMS)] = crashMS(maxFail)
 	// -1, not -0: never recovered must read as below 0.
-	res.Metrics[p+"recover_s"] = -1
+	res.Metrics[p.Of(MetricRecoverSeconds)] = -1
 	if recover >= 0 {
-		res.Metrics[p+"recover_s"] = recover.Seconds()
+		res.Metrics[p.Of(MetricRecoverSeconds)] = recover.Seconds()
 	}
-	res.Metrics[p+"acked_lost"] = float64(lost)
-	res.setting(p+"answers", codeCounts(ss, side))
+	res.Metrics[p.Of(MetricAckedLost)] = float64(lost)
+	res.setting(string(p)+"answers", codeCounts(ss, side))
 	return lost, nil
 }

@@ -45,20 +45,20 @@ var slotText = Text{
 			points = append(points, fmt.Sprintf("%d events → %.1f MB", n, f.Num(slotRetainedKey(n))/1e6))
 		}
 		return fmt.Sprintf("Consumer frozen: the slot retained %s (about %.0f bytes of WAL per event). With max_slot_wal_keep_size=%s and %d events written, the consumer still frozen, CHECKPOINT: wal_status lost, the slowest CHECKPOINT took %.1f s (bound %.0f s); /readyz answered %d. Drop + restart resynced from messages in %.2f s: %d of %d events delivered, %d lost.",
-			strings.Join(points, ", "), perEvent(f.Result().Metrics, steps), f.Str("max_slot_wal_keep_size"), f.Int("events_written"),
-			f.Num("checkpoint_max_s"), f.Num("checkpoint_bound_s"), f.Int("readyz_code"), f.Num("recovery_start_s"),
-			f.Int("events_delivered"), f.Int("events_written"), f.Int("events_lost"))
+			strings.Join(points, ", "), perEvent(f.Result().Metrics, steps), f.Str("max_slot_wal_keep_size"), f.Int(MetricEventsWritten),
+			f.Num(MetricCheckpointMaxSeconds), f.Num(MetricCheckpointBoundSeconds), f.Int(MetricReadyzCode), f.Num(MetricRecoveryStartSeconds),
+			f.Int(MetricEventsDelivered), f.Int(MetricEventsWritten), f.Int(MetricEventsLost))
 	},
 	Notes: func(f *Figures) []string {
-		active := map[bool]string{true: "still active", false: "already gone"}[f.Num("walsender_active_at_bound") != 0]
+		active := map[bool]string{true: "still active", false: "already gone"}[f.Num(MetricWalsenderActiveAtBound) != 0]
 		notes := crashNotes(f,
 			"the consumer is frozen with SIGSTOP, so that it confirms nothing (a stopped service gives the same retention); events are written straight into log.messages, 100-byte payloads for the retention points and 1.5 kB ones to pass the bound",
 			fmt.Sprintf("the stack's settings: wal_sender_timeout at its default (60 s), %s; no-kafka asks its walsender for the same TCP settings; its walsender was %s when the bound was set", tcpSettingsText(), active),
-			"/readyz after the invalidation: "+clipErr(fmt.Sprintf("%d %s", f.Int("readyz_code"), f.Str("readyz_body"))))
-		if took, bound := f.Num("checkpoint_max_s"), f.Num("checkpoint_bound_s"); took > bound {
+			"/readyz after the invalidation: "+clipErr(fmt.Sprintf("%d %s", f.Int(MetricReadyzCode), f.Str("readyz_body"))))
+		if took, bound := f.Num(MetricCheckpointMaxSeconds), f.Num(MetricCheckpointBoundSeconds); took > bound {
 			notes = append(notes, fmt.Sprintf("FINDING: a CHECKPOINT with the consumer frozen took %.1f s, past its bound of %.0f s", took, bound))
 		}
-		if f.Num("readyz_names_recovery") == 0 {
+		if f.Num(MetricReadyzNamesRecovery) == 0 {
 			notes = append(notes, "FINDING: /readyz did not answer 503 naming pg_drop_replication_slot after the slot was invalidated")
 		}
 		return notes
@@ -66,14 +66,14 @@ var slotText = Text{
 }
 
 // slotRetainedKey is the metric of the WAL retained after n events.
-func slotRetainedKey(n int) string { return fmt.Sprintf("retained_bytes_at_%d", n) }
+func slotRetainedKey(n int) driver.Metric { return MetricRetainedBytesAtOf.Of(strconv.Itoa(n)) }
 
 // SlotRetention is what a slot-wal-retention result r holds of its
 // frozen slot: the numbers of events written at its retention points, in
 // order, and the WAL bytes the slot retained at each.
 func SlotRetention(r Result) (events []int, retained []float64) {
 	for k := range r.Metrics {
-		if s, ok := strings.CutPrefix(k, "retained_bytes_at_"); ok {
+		if s, ok := MetricRetainedBytesAtOf.Name(k); ok {
 			if n, err := strconv.Atoi(s); err == nil {
 				events = append(events, n)
 			}
@@ -111,7 +111,7 @@ type slotRun struct {
 	pid     int
 	thawed  bool
 	total   int // events written
-	metrics map[string]float64
+	metrics map[driver.Metric]float64
 	res     *Result
 }
 
@@ -140,7 +140,7 @@ func runSlotWALRetention(ctx context.Context, env Env, size Size) (Result, error
 		return Result{}, err
 	}
 	defer rig.Close()
-	res := Result{Name: "slot-wal-retention", Metrics: map[string]float64{}}
+	res := Result{Name: "slot-wal-retention", Metrics: map[driver.Metric]float64{}}
 	r := &slotRun{rig: rig, extra: map[string]string{"SLOT_NAME": slotName, "STANDBY_STATUS_INTERVAL": "200ms"}, metrics: res.Metrics, res: &res}
 	defer r.close()
 	if err := r.freeze(ctx); err != nil {
@@ -252,10 +252,10 @@ func (r *slotRun) invalidate(ctx context.Context) error {
 		}
 		r.rig.logf("max_slot_wal_keep_size=%s, %d events written, CHECKPOINT in %.2f s: wal_status %q, walsender active %v", slotKeep, r.total, took.Seconds(), status, active)
 	}
-	r.metrics["events_written"] = float64(r.total)
-	r.metrics["checkpoint_max_s"] = checkpointMax.Seconds()
-	r.metrics["checkpoint_bound_s"] = checkpointBound.Seconds()
-	r.metrics["walsender_active_at_bound"] = b2f(activeAtBound)
+	r.metrics[MetricEventsWritten] = float64(r.total)
+	r.metrics[MetricCheckpointMaxSeconds] = checkpointMax.Seconds()
+	r.metrics[MetricCheckpointBoundSeconds] = checkpointBound.Seconds()
+	r.metrics[MetricWalsenderActiveAtBound] = b2f(activeAtBound)
 	if status != "lost" {
 		return fmt.Errorf("the slot was not invalidated after %d events with max_slot_wal_keep_size=%s (wal_status %q)", r.total, slotKeep, status)
 	}
@@ -298,8 +298,8 @@ func (r *slotRun) readyz(ctx context.Context) error {
 	}
 	r.rig.logf("/readyz after the invalidation: %d %s", readyCode, readyBody)
 	readyOK := readyCode == http.StatusServiceUnavailable && strings.Contains(readyBody, "pg_drop_replication_slot")
-	r.metrics["readyz_code"] = float64(readyCode)
-	r.metrics["readyz_names_recovery"] = b2f(readyOK)
+	r.metrics[MetricReadyzCode] = float64(readyCode)
+	r.metrics[MetricReadyzNamesRecovery] = b2f(readyOK)
 	r.res.setting("readyz_body", readyBody)
 	return nil
 }
@@ -328,9 +328,9 @@ func (r *slotRun) recover(ctx context.Context) error {
 		lost += int64(r.total) - delivered - undelivered
 	}
 	r.res.AckedLost = lost
-	r.metrics["events_delivered"] = float64(delivered)
-	r.metrics["events_lost"] = float64(lost)
-	r.metrics["recovery_start_s"] = recoverTime.Seconds()
+	r.metrics[MetricEventsDelivered] = float64(delivered)
+	r.metrics[MetricEventsLost] = float64(lost)
+	r.metrics[MetricRecoveryStartSeconds] = recoverTime.Seconds()
 	return nil
 }
 
@@ -364,12 +364,12 @@ func tcpSettingsText() string {
 
 // perEvent is the retained WAL per event between the first and the last
 // retention point.
-func perEvent(m map[string]float64, steps []int) float64 {
+func perEvent(m map[driver.Metric]float64, steps []int) float64 {
 	first, last := steps[0], steps[len(steps)-1]
 	if last == first {
 		return 0
 	}
-	return (m[fmt.Sprintf("retained_bytes_at_%d", last)] - m[fmt.Sprintf("retained_bytes_at_%d", first)]) / float64(last-first)
+	return (m[slotRetainedKey(last)] - m[slotRetainedKey(first)]) / float64(last-first)
 }
 
 // insertEvents writes n events straight into log.messages (committed in

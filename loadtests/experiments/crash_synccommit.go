@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -24,8 +25,8 @@ var syncCommitText = Text{
 	UserMust: "Keep synchronous_commit on wherever a 201 must mean durable; use off only for data the client can resend, and count on losing up to 3 × wal_writer_delay of acknowledged writes on a crash.",
 	Figure: func(f *Figures) string {
 		return fmt.Sprintf("no-kafka, %d writers of single appends, Postgres stopped immediately after %s: off lost %d of %d events answered 201 (p50 answer %.1f ms); on lost %d of %d (p50 %.1f ms).",
-			f.Int("writers"), secondsDur(f.Num("load_s")), f.Int("off_acked_lost"), f.Int("off_acked"), f.Num("off_p50_ms"),
-			f.Int("on_acked_lost"), f.Int("on_acked"), f.Num("on_p50_ms"))
+			f.Int(MetricWriters), secondsDur(f.Num(MetricLoadSeconds)), f.Int(syncCommitPrefix("off").Of(MetricAckedLost)), f.Int(syncCommitPrefix("off").Of(MetricAcked)), f.Num(syncCommitPrefix("off").Of(MetricP50MS)),
+			f.Int(syncCommitPrefix("on").Of(MetricAckedLost)), f.Int(syncCommitPrefix("on").Of(MetricAcked)), f.Num(syncCommitPrefix("on").Of(MetricP50MS)))
 	},
 	Notes: func(f *Figures) []string {
 		return crashNotes(f,
@@ -51,15 +52,15 @@ func runSyncCommitCrash(ctx context.Context, env Env, size Size) (Result, error)
 		return Result{}, err
 	}
 	defer rig.Close()
-	res := Result{Name: "synchronous-commit-off-crash", Metrics: map[string]float64{"writers": float64(workers), "load_s": load.Seconds()}}
+	res := Result{Name: "synchronous-commit-off-crash", Metrics: map[driver.Metric]float64{MetricWriters: float64(workers), MetricLoadSeconds: load.Seconds()}}
 	for _, setting := range []string{"off", "on"} {
 		r, err := syncCrashRun(ctx, rig, setting, workers, load)
 		if err != nil {
 			return Result{}, err
 		}
-		res.Metrics[setting+"_acked"] = float64(r.acked)
-		res.Metrics[setting+"_acked_lost"] = float64(r.lost)
-		res.Metrics[setting+"_p50_ms"] = crashMS(r.p50)
+		res.Metrics[syncCommitPrefix(setting).Of(MetricAcked)] = float64(r.acked)
+		res.Metrics[syncCommitPrefix(setting).Of(MetricAckedLost)] = float64(r.lost)
+		res.Metrics[syncCommitPrefix(setting).Of(MetricP50MS)] = crashMS(r.p50)
 		res.AckedLost += r.lost
 		// The loss with off is the documented one; any with on is not.
 		if setting == "on" {
@@ -119,3 +120,7 @@ func syncCrashRun(ctx context.Context, rig *crashRig, setting string, workers in
 	rig.logf("SYNCHRONOUS_COMMIT=%s: %d acknowledged, %d missing after the crash, p50 %s", setting, r.acked, r.lost, r.p50)
 	return r, rig.stop(side.name)
 }
+
+// syncCommitPrefix starts the figures of the run with synchronous_commit
+// = setting ("off_acked").
+func syncCommitPrefix(setting string) SidePrefix { return SidePrefix(setting + "_") }

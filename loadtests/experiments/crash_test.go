@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // runCrash runs e Small (Full with EXPERIMENTS_FULL set) against a
@@ -47,10 +49,10 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	}
 	for _, side := range restartSides {
 		p := strings.ReplaceAll(side, "-", "_") + "_"
-		if r.Metrics[p+"failed_not_503"] != 0 {
+		if r.Metrics[driver.Metric(p+"failed_not_503")] != 0 {
 			t.Errorf("%s answered a failed request with another status than 503 during the outage: %v", side, Describe(r).Notes)
 		}
-		if r.Metrics[p+"recover_s"] < 0 {
+		if r.Metrics[driver.Metric(p+"recover_s")] < 0 {
 			t.Errorf("%s did not recover after Postgres started", side)
 		}
 	}
@@ -125,15 +127,15 @@ func TestNoisyNeighbourSlot(t *testing.T) {
 	}
 	rounds := 0
 	for k, lag := range r.Metrics {
-		amount, ok := strings.CutPrefix(k, "lag_bytes_")
+		amount, ok := strings.CutPrefix(string(k), "lag_bytes_")
 		if !ok {
 			continue
 		}
 		rounds++
-		noise := r.Metrics["unrelated_wal_bytes_"+amount]
+		noise := r.Metrics[driver.Metric("unrelated_wal_bytes_"+amount)]
 		// The lag in bytes holds the whole cluster's WAL, that of the log
 		// in a database of its own too.
-		if lag < noise || r.Metrics["other_db_lag_bytes_"+amount] < noise {
+		if lag < noise || r.Metrics[driver.Metric("other_db_lag_bytes_"+amount)] < noise {
 			t.Errorf("a slot's lag (%s) does not hold the unrelated WAL: %s", amount, Describe(r).Figure)
 		}
 		if noise == 0 {
@@ -141,7 +143,7 @@ func TestNoisyNeighbourSlot(t *testing.T) {
 		}
 		// Without add-tables the client receives the noise; with it, or
 		// with a publication, it does not.
-		all, filter, pub := r.Metrics["raw_wal2json_all_bytes_received_"+amount], r.Metrics["raw_wal2json_filter_bytes_received_"+amount], r.Metrics["raw_pgoutput_pub_bytes_received_"+amount]
+		all, filter, pub := r.Metrics[driver.Metric("raw_wal2json_all_bytes_received_"+amount)], r.Metrics[driver.Metric("raw_wal2json_filter_bytes_received_"+amount)], r.Metrics[driver.Metric("raw_pgoutput_pub_bytes_received_"+amount)]
 		if all < noise/2 || filter >= all || pub >= all {
 			t.Errorf("%s: received without a filter %v, with add-tables %v, with a publication %v bytes", amount, all, filter, pub)
 		}
@@ -154,7 +156,7 @@ func TestNoisyNeighbourSlot(t *testing.T) {
 	if rounds < 3 {
 		t.Errorf("%d consumer-away rounds, want 0 MB, the noise and the one-row transactions: %v", rounds, r.Metrics)
 	}
-	for _, k := range []string{"running_event_s", "running_small_tx_event_s"} {
+	for _, k := range []driver.Metric{"running_event_s", "running_small_tx_event_s"} {
 		if _, ok := r.Metrics[k]; !ok {
 			t.Errorf("no %s (consumer kept running): %v", k, r.Metrics)
 		}

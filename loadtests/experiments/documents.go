@@ -146,7 +146,7 @@ func documentsSettings(ctx context.Context, res *Result, r *docRig) {
 	res.setting("mongo_server", mongoServer(ctx, r.db()))
 	m := driver.ThisMachine()
 	res.setting("machine_cpu_model", m.CPUModel)
-	res.metric("machine_cpus", float64(m.CPUs))
+	res.metric(MetricMachineCpus, float64(m.CPUs))
 }
 
 // mongoServer names the MongoDB side's server (versions.MongoServer's
@@ -163,6 +163,6 @@ func mongoServer(ctx context.Context, db *mongo.Database) string {
 func documentsNotes(f *Figures, more ...string) []string {
 	return append([]string{
 		fmt.Sprintf("Postgres side: PostgreSQL %s (the shared stack); MongoDB side: %s — where it is FerretDB, its figures say nothing about MongoDB", f.StrOr("postgres_version", "?"), f.StrOr("mongo_server", "?")),
-		fmt.Sprintf("machine: %s, %d CPUs, both services and both servers on it", f.StrOr("machine_cpu_model", "?"), f.Int("machine_cpus")),
+		fmt.Sprintf("machine: %s, %d CPUs, both services and both servers on it", f.StrOr("machine_cpu_model", "?"), f.Int(MetricMachineCpus)),
 	}, more...)
 }

@@ -42,18 +42,18 @@ func feedFigure(f *Figures, key, name string) string {
 	}
 	rates := feedRates(f, key)
 	if len(rates) == 0 {
-		f.Num(key + "_r100_p99_ms") // recorded as missing
+		f.Num(feedRateKey(key, 100).Of(MetricP99MS)) // recorded as missing
 		return name + ": no figures"
 	}
 	var parts []string
 	var lost int64
 	for _, r := range rates {
 		p := feedRateKey(key, r)
-		parts = append(parts, fmt.Sprintf("p50 %s ms / p99 %s ms at %s/s", num(f.Num(p+"p50_ms")), num(f.Num(p+"p99_ms")), feedThousands(r)))
-		lost += f.Int(p + "changes_lost")
+		parts = append(parts, fmt.Sprintf("p50 %s ms / p99 %s ms at %s/s", num(f.Num(p.Of(MetricP50MS))), num(f.Num(p.Of(MetricP99MS))), feedThousands(r)))
+		lost += f.Int(p.Of(MetricChangesLost))
 	}
 	return fmt.Sprintf("%s: %s; %d lost; resumed after a kill: %d lost, %d duplicates",
-		name, strings.Join(parts, ", "), lost, f.Int(key+"_resume_lost"), f.Int(key+"_resume_duplicates"))
+		name, strings.Join(parts, ", "), lost, f.Int(SidePrefix(key+"_").Of(MetricResumeLost)), f.Int(SidePrefix(key+"_").Of(MetricResumeDuplicates)))
 }
 
 // feedNotes are the experiment's own notes: the rates offered and
@@ -68,24 +68,23 @@ func feedNotes(f *Figures) []string {
 		var parts []string
 		for _, r := range rates {
 			p := feedRateKey(side.key, r)
-			parts = append(parts, fmt.Sprintf("%s/s offered, %s/s achieved (%d acknowledged creates)", feedThousands(r), num(f.Num(p+"achieved_rate")), f.Int(p+"writes")))
+			parts = append(parts, fmt.Sprintf("%s/s offered, %s/s achieved (%d acknowledged creates)", feedThousands(r), num(f.Num(p.Of(MetricAchievedRate))), f.Int(p.Of(MetricWrites))))
 		}
 		notes = append(notes, fmt.Sprintf("%s side: %s; resume: %d creates acknowledged at %s/s, %d refused or failed while the service was down (killed with SIGKILL and restarted on its port, ready %.1f s after the kill)",
-			side.name, strings.Join(parts, "; "), f.Int(side.key+"_resume_acked"), num(f.Num(side.key+"_resume_rate")), f.Int(side.key+"_resume_failed_writes"), f.Num(side.key+"_resume_outage_s")))
+			side.name, strings.Join(parts, "; "), f.Int(SidePrefix(side.key+"_").Of(MetricResumeAcked)), num(f.Num(SidePrefix(side.key+"_").Of(MetricResumeRate))), f.Int(SidePrefix(side.key+"_").Of(MetricResumeFailedWrites)), f.Num(SidePrefix(side.key+"_").Of(MetricResumeOutageSeconds))))
 	}
 	return append(notes,
 		"latency is from just before each POST /users is sent to the arrival of its insert on one open SSE stream (no token), the writer, the stream and both services on the same machine; each rate is an open-loop writer of 32 concurrent requests, a warm-up at the same rate discarded at full size",
 		"lost = an acknowledged create (201) whose insert did not arrive within 10 s after the load; the resume opens a new stream with ?after=<the last token the first stream received before the kill> and reads until 3 s pass without a change; a duplicate is a user whose insert arrived on both streams (or twice on one): the feed is at-least-once",
-		fmt.Sprintf("the Postgres side's streams poll every %s ms for changes of other writers besides being woken by their own service's commits; the watermark (pg_snapshot_xmin) is the whole server's, shared with whatever else runs on it", num(f.Num("pg_poll_interval_ms"))))
+		fmt.Sprintf("the Postgres side's streams poll every %s ms for changes of other writers besides being woken by their own service's commits; the watermark (pg_snapshot_xmin) is the whole server's, shared with whatever else runs on it", num(f.Num(MetricPGPollIntervalMS))))
 }
 
 // feedRates are the rates the result holds latency for on side key,
 // ascending.
 func feedRates(f *Figures, key string) []int {
 	var rates []int
-	prefix, suffix := key+"_r", "_p99_ms"
-	for _, k := range f.Keys(prefix, suffix) {
-		if r, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(k, prefix), suffix)); err == nil {
+	for _, k := range f.Names(driver.MetricPrefix(key+"_r"), "_"+string(MetricP99MS)) {
+		if r, err := strconv.Atoi(k); err == nil {
 			rates = append(rates, r)
 		}
 	}
@@ -94,7 +93,9 @@ func feedRates(f *Figures, key string) []int {
 }
 
 // feedRateKey is the prefix of side key's metrics at rate writes/s.
-func feedRateKey(key string, rate int) string { return key + "_r" + strconv.Itoa(rate) + "_" }
+func feedRateKey(key string, rate int) SidePrefix {
+	return SidePrefix(key + "_r" + strconv.Itoa(rate) + "_")
+}
 
 // feedThousands writes n with a comma between thousands (1,000).
 func feedThousands(n int) string {
@@ -161,8 +162,8 @@ func documentsChangeFeed(ctx context.Context, env Env, size Size) (Result, error
 		return Result{}, err
 	}
 	defer rig.Close()
-	res := Result{Name: DocumentsChangeFeed, Metrics: map[string]float64{}}
-	res.metric("pg_poll_interval_ms", float64(feedPoll.Milliseconds()))
+	res := Result{Name: DocumentsChangeFeed, Metrics: map[driver.Metric]float64{}}
+	res.metric(MetricPGPollIntervalMS, float64(feedPoll.Milliseconds()))
 	var lost int64
 	for _, side := range []string{sidePG, sideMongo} {
 		n, err := measureFeedSide(ctx, env, rig, side, plan, &res)
@@ -244,17 +245,17 @@ func feedLatency(ctx context.Context, env Env, base string, rate int, plan feedP
 	}
 	slices.Sort(lat)
 	p := feedRateKey(key, rate)
-	res.metric(p+"p50_ms", feedQuantile(lat, 0.50))
-	res.metric(p+"p99_ms", feedQuantile(lat, 0.99))
-	res.metric(p+"max_ms", lat[len(lat)-1])
-	res.metric(p+"writes", float64(writes))
-	res.metric(p+"warmup_writes", float64(warm))
-	res.metric(p+"failed_writes", float64(w.failed))
-	res.metric(p+"not_sent", float64(w.notSent))
-	res.metric(p+"changes_lost", float64(lost))
-	res.metric(p+"duplicates", float64(s.repeatCount()))
-	res.metric(p+"offered_rate", float64(rate))
-	res.metric(p+"achieved_rate", float64(writes)/plan.dur.Seconds())
+	res.metric(p.Of(MetricP50MS), feedQuantile(lat, 0.50))
+	res.metric(p.Of(MetricP99MS), feedQuantile(lat, 0.99))
+	res.metric(p.Of(MetricMaxMS), lat[len(lat)-1])
+	res.metric(p.Of(MetricWrites), float64(writes))
+	res.metric(p.Of(MetricWarmupWrites), float64(warm))
+	res.metric(p.Of(MetricFailedWrites), float64(w.failed))
+	res.metric(p.Of(MetricNotSent), float64(w.notSent))
+	res.metric(p.Of(MetricChangesLost), float64(lost))
+	res.metric(p.Of(MetricDuplicates), float64(s.repeatCount()))
+	res.metric(p.Of(MetricOfferedRate), float64(rate))
+	res.metric(p.Of(MetricAchievedRate), float64(writes)/plan.dur.Seconds())
 	env.logf("%s: %s at %d/s: p50 %.1f ms, p99 %.1f ms, max %.1f ms over %d creates (%d failed), %d lost",
 		DocumentsChangeFeed, key, rate, feedQuantile(lat, 0.50), feedQuantile(lat, 0.99), lat[len(lat)-1], writes, w.failed, lost)
 	return lost, nil
@@ -302,14 +303,14 @@ func feedResume(ctx context.Context, env Env, rig *docRig, side, base string, pl
 	}
 	key := feedKey(side)
 	acked := len(w.ackedSends())
-	res.metric(key+"_resume_acked", float64(acked))
-	res.metric(key+"_resume_lost", float64(lost))
-	res.metric(key+"_resume_duplicates", float64(both+s1.repeatCount()+s2.repeatCount()))
-	res.metric(key+"_resume_failed_writes", float64(w.failed))
-	res.metric(key+"_resume_rate", float64(plan.resumeRate))
-	res.metric(key+"_resume_outage_s", outage.Seconds())
-	res.metric(key+"_resume_before_kill", float64(s1.insertCount()))
-	res.metric(key+"_resume_after_restart", float64(s2.insertCount()))
+	res.metric(SidePrefix(key+"_").Of(MetricResumeAcked), float64(acked))
+	res.metric(SidePrefix(key+"_").Of(MetricResumeLost), float64(lost))
+	res.metric(SidePrefix(key+"_").Of(MetricResumeDuplicates), float64(both+s1.repeatCount()+s2.repeatCount()))
+	res.metric(SidePrefix(key+"_").Of(MetricResumeFailedWrites), float64(w.failed))
+	res.metric(SidePrefix(key+"_").Of(MetricResumeRate), float64(plan.resumeRate))
+	res.metric(SidePrefix(key+"_").Of(MetricResumeOutageSeconds), outage.Seconds())
+	res.metric(SidePrefix(key+"_").Of(MetricResumeBeforeKill), float64(s1.insertCount()))
+	res.metric(SidePrefix(key+"_").Of(MetricResumeAfterRestart), float64(s2.insertCount()))
 	env.logf("%s: %s resume: %d creates acknowledged (%d failed), %d before the kill, %d after; %d lost, %d on both streams",
 		DocumentsChangeFeed, key, acked, w.failed, s1.insertCount(), s2.insertCount(), lost, both)
 	return lost, nil

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
 
@@ -20,10 +21,10 @@ func TestDocumentsChangeFeed(t *testing.T) {
 	rates := changeFeedPlan(Small).rates
 	for _, rate := range rates {
 		p := feedRateKey("pg", rate)
-		if r.Metrics[p+"p99_ms"] <= 0 || r.Metrics[p+"writes"] <= 0 {
-			t.Errorf("Postgres at %d/s: p99 %v ms over %v writes", rate, r.Metrics[p+"p99_ms"], r.Metrics[p+"writes"])
+		if r.Metrics[driver.Metric(p+"p99_ms")] <= 0 || r.Metrics[driver.Metric(p+"writes")] <= 0 {
+			t.Errorf("Postgres at %d/s: p99 %v ms over %v writes", rate, r.Metrics[driver.Metric(p+"p99_ms")], r.Metrics[driver.Metric(p+"writes")])
 		}
-		if lost, ok := r.Metrics[p+"changes_lost"]; !ok || lost != 0 {
+		if lost, ok := r.Metrics[driver.Metric(p+"changes_lost")]; !ok || lost != 0 {
 			t.Errorf("Postgres at %d/s: changes_lost %v (recorded %v)", rate, lost, ok)
 		}
 	}
@@ -37,7 +38,7 @@ func TestDocumentsChangeFeed(t *testing.T) {
 		if !strings.HasPrefix(st, "not measured") {
 			t.Errorf("mongo_status %q", st)
 		}
-	} else if r.Metrics[feedRateKey("mongo", rates[0])+"p99_ms"] <= 0 {
+	} else if r.Metrics[driver.Metric(feedRateKey("mongo", rates[0])+"p99_ms")] <= 0 {
 		t.Errorf("the MongoDB side has neither figures nor a status: %v", r.Metrics)
 	}
 	t.Logf("metrics: %v", r.Metrics)

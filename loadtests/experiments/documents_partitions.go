@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // The partition variant of expiring sessions, measured at the engine
@@ -70,17 +71,18 @@ func measurePartitionDrop(ctx context.Context, pool *pgxpool.Pool, n, batch int,
 		return err
 	}
 	for _, m := range []struct {
-		key string
-		fn  func(context.Context) error
-	}{{"pg_rows_delete", del}, {"pg_partition_drop", drop}} {
+		key    string
+		s, wal driver.Metric
+		fn     func(context.Context) error
+	}{{"pg_rows_delete", MetricPGRowsDeleteSeconds, MetricPGRowsDeleteWALMB, del}, {"pg_partition_drop", MetricPGPartitionDropSeconds, MetricPGPartitionDropWALMB, drop}} {
 		secs, wal, err := timedWAL(ctx, pool, m.fn)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.key, err)
 		}
-		res.metric(m.key+"_s", secs)
-		res.metric(m.key+"_wal_mb", wal/(1<<20))
+		res.metric(m.s, secs)
+		res.metric(m.wal, wal/(1<<20))
 	}
-	res.metric("pg_partition_rows", float64(n))
+	res.metric(MetricPGPartitionRows, float64(n))
 	return nil
 }
 

@@ -83,18 +83,18 @@ var reportText = Text{
 func reportFigure(f *Figures) string {
 	var parts []string
 	for _, n := range []string{"100k", "1m", "2k", "6k"} {
-		if !f.Has("pg_" + n + "_counts_p50_ms") {
+		if !f.Has(reportSide("pg", n).Of(MetricCountsP50MS)) {
 			continue
 		}
 		s := fmt.Sprintf("%s users — Postgres: counts %s, with average %s, gold tier %s; with the expression index: counts %s; GIN index %s MB built in %s s",
 			n, reportCell(f, "pg_"+n+"_counts"), reportCell(f, "pg_"+n+"_average"), reportCell(f, "pg_"+n+"_gold"), reportCell(f, "pg_"+n+"_counts_expr"),
-			num(f.Num("pg_"+n+"_gin_mb")), num(f.Num("pg_"+n+"_gin_build_s")))
-		if f.Has("mongo_" + n + "_counts_p50_ms") {
+			num(f.Num(reportSide("pg", n).Of(MetricGINMB))), num(f.Num(reportSide("pg", n).Of(MetricGINBuildSeconds))))
+		if f.Has(reportSide("mongo", n).Of(MetricCountsP50MS)) {
 			s += fmt.Sprintf("; %s: counts %s", f.StrOr("mongo_server", "MongoDB side"), reportCell(f, "mongo_"+n+"_counts"))
 			switch {
-			case f.Has("mongo_"+n+"_gold_p50_ms") && f.Has("mongo_"+n+"_average_p50_ms"):
+			case f.Has(reportSide("mongo", n).Of(MetricGoldP50MS)) && f.Has(reportSide("mongo", n).Of(MetricAverageP50MS)):
 				s += ", with average " + reportCell(f, "mongo_"+n+"_average") + ", gold tier " + reportCell(f, "mongo_"+n+"_gold")
-			case f.Has("mongo_" + n + "_gold_p50_ms"):
+			case f.Has(reportSide("mongo", n).Of(MetricGoldP50MS)):
 				s += ", gold tier without the average " + reportCell(f, "mongo_"+n+"_gold") + " (no $avg: 501)"
 			}
 		} else {
@@ -107,10 +107,10 @@ func reportFigure(f *Figures) string {
 
 // reportCell is "p50 / p99 ms (n runs)" of the metrics under key.
 func reportCell(f *Figures, key string) string {
-	if !f.Has(key + "_p50_ms") {
+	if !f.Has(SidePrefix(key + "_").Of(MetricP50MS)) {
 		return f.StrOr(key+"_status", "not measured")
 	}
-	return fmt.Sprintf("%s / %s ms (%d runs)", num(f.Num(key+"_p50_ms")), num(f.Num(key+"_p99_ms")), f.Int(key+"_runs"))
+	return fmt.Sprintf("%s / %s ms (%d runs)", num(f.Num(SidePrefix(key+"_").Of(MetricP50MS))), num(f.Num(SidePrefix(key+"_").Of(MetricP99MS))), f.Int(SidePrefix(key+"_").Of(MetricRuns)))
 }
 
 // documentsReport runs reportPlans on both sides.
@@ -169,18 +169,18 @@ func reportPG(ctx context.Context, rig *docRig, base string, p reportPlan, have 
 	if _, err := db.Exec(ctx, `ALTER TABLE users ENABLE TRIGGER users_changed`); err != nil {
 		return err
 	}
-	res.metric(k+"_load_s", time.Since(began).Seconds())
+	res.metric(SidePrefix(k+"_").Of(MetricLoadSeconds), time.Since(began).Seconds())
 	t := time.Now()
 	if _, err := db.Exec(ctx, `CREATE INDEX users_profile_path_ops ON users USING gin (profile jsonb_path_ops)`); err != nil {
 		return err
 	}
-	res.metric(k+"_gin_build_s", time.Since(t).Seconds())
+	res.metric(SidePrefix(k+"_").Of(MetricGINBuildSeconds), time.Since(t).Seconds())
 	var gin, table int64
 	if err := db.QueryRow(ctx, `SELECT pg_relation_size('users_profile_path_ops'), pg_table_size('users')`).Scan(&gin, &table); err != nil {
 		return err
 	}
-	res.metric(k+"_gin_mb", float64(gin)/(1<<20))
-	res.metric(k+"_table_mb", float64(table)/(1<<20))
+	res.metric(SidePrefix(k+"_").Of(MetricGINMB), float64(gin)/(1<<20))
+	res.metric(SidePrefix(k+"_").Of(MetricTableMB), float64(table)/(1<<20))
 	if _, err := db.Exec(ctx, `ANALYZE users`); err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func reportPG(ctx context.Context, rig *docRig, base string, p reportPlan, have 
 	if _, err := db.Exec(ctx, `CREATE INDEX users_country_expr ON users ((profile->>'country'))`); err != nil {
 		return err
 	}
-	res.metric(k+"_expr_build_s", time.Since(t).Seconds())
+	res.metric(SidePrefix(k+"_").Of(MetricExprBuildSeconds), time.Since(t).Seconds())
 	if _, err := db.Exec(ctx, `ANALYZE users`); err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func reportMongo(ctx context.Context, rig *docRig, base string, p reportPlan, ha
 	if err := loadMongoUsers(ctx, rig, have, p.users); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	res.metric(k+"_load_s", time.Since(began).Seconds())
+	res.metric(SidePrefix(k+"_").Of(MetricLoadSeconds), time.Since(began).Seconds())
 	if err := measureReport(ctx, base, reportQueries[0].body, p, k+"_counts", res); err != nil {
 		return err
 	}
@@ -285,9 +285,9 @@ func measureReport(ctx context.Context, base, body string, p reportPlan, key str
 		}
 	}
 	slices.Sort(ms)
-	res.metric(key+"_p50_ms", feedQuantile(ms, 0.5))
-	res.metric(key+"_p99_ms", feedQuantile(ms, 0.99))
-	res.metric(key+"_runs", float64(len(ms)))
+	res.metric(SidePrefix(key+"_").Of(MetricP50MS), feedQuantile(ms, 0.5))
+	res.metric(SidePrefix(key+"_").Of(MetricP99MS), feedQuantile(ms, 0.99))
+	res.metric(SidePrefix(key+"_").Of(MetricRuns), float64(len(ms)))
 	return nil
 }
 
@@ -312,3 +312,7 @@ func postReport(ctx context.Context, base, body string) error {
 	}
 	return nil
 }
+
+// reportSide starts the aggregation report's figures of side ("pg",
+// "mongo") at size users ("1m"): "pg_1m_".
+func reportSide(side, size string) SidePrefix { return SidePrefix(side + "_" + size + "_") }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
@@ -21,18 +22,18 @@ func TestDocumentsReport(t *testing.T) {
 	for _, p := range reportPlans(Small) {
 		k := scenario.ScaleLabel(p.users)
 		for _, q := range []string{"counts", "average", "gold", "counts_expr"} {
-			if r.Metrics["pg_"+k+"_"+q+"_p50_ms"] <= 0 || r.Metrics["pg_"+k+"_"+q+"_runs"] < 3 {
-				t.Errorf("Postgres %s %s: p50 %v ms over %v runs", k, q, r.Metrics["pg_"+k+"_"+q+"_p50_ms"], r.Metrics["pg_"+k+"_"+q+"_runs"])
+			if r.Metrics[driver.Metric("pg_"+k+"_"+q+"_p50_ms")] <= 0 || r.Metrics[driver.Metric("pg_"+k+"_"+q+"_runs")] < 3 {
+				t.Errorf("Postgres %s %s: p50 %v ms over %v runs", k, q, r.Metrics[driver.Metric("pg_"+k+"_"+q+"_p50_ms")], r.Metrics[driver.Metric("pg_"+k+"_"+q+"_runs")])
 			}
 		}
-		if r.Metrics["pg_"+k+"_gin_mb"] <= 0 || r.Metrics["pg_"+k+"_gin_build_s"] <= 0 {
-			t.Errorf("Postgres %s: GIN %v MB built in %v s", k, r.Metrics["pg_"+k+"_gin_mb"], r.Metrics["pg_"+k+"_gin_build_s"])
+		if r.Metrics[driver.Metric("pg_"+k+"_gin_mb")] <= 0 || r.Metrics[driver.Metric("pg_"+k+"_gin_build_s")] <= 0 {
+			t.Errorf("Postgres %s: GIN %v MB built in %v s", k, r.Metrics[driver.Metric("pg_"+k+"_gin_mb")], r.Metrics[driver.Metric("pg_"+k+"_gin_build_s")])
 		}
 		if st, ok := r.Settings["mongo_"+k+"_status"]; ok {
 			t.Errorf("MongoDB side %s: %s", k, st)
 		}
-		if r.Metrics["mongo_"+k+"_counts_p50_ms"] <= 0 {
-			t.Errorf("MongoDB side %s: counts p50 %v ms", k, r.Metrics["mongo_"+k+"_counts_p50_ms"])
+		if r.Metrics[driver.Metric("mongo_"+k+"_counts_p50_ms")] <= 0 {
+			t.Errorf("MongoDB side %s: counts p50 %v ms", k, r.Metrics[driver.Metric("mongo_"+k+"_counts_p50_ms")])
 		}
 	}
 }
@@ -44,7 +45,7 @@ func TestCardClauses(t *testing.T) {
 	t.Parallel()
 	f := &File{Results: []Result{
 		{Name: DocumentsChangeFeed, Error: "postgres side: no insert arrived"},
-		{Name: DocumentsReport, Metrics: map[string]float64{"pg_1m_average_p50_ms": 3000}},
+		{Name: DocumentsReport, Metrics: map[driver.Metric]float64{"pg_1m_average_p50_ms": 3000}},
 		{Name: ToastRewrite},
 	}}
 	got := CardClauses(f)

@@ -28,12 +28,12 @@ var sessionExpiryText = Text{
 		"on both sides an expired session is hidden at once and removed late.",
 	UserMust: "Filter every read on the expiry (never count on the removal for correctness), delete expired rows in small batches through an index on the expiry so that foreground reads barely notice, and when whole cohorts expire together, partition by expiry time and drop past partitions whole instead of deleting rows.",
 	Figure: func(f *Figures) string {
-		pg := fmt.Sprintf("Postgres (delete job every %s, %d rows per statement): %s", secondsDur(f.Num("pg_interval_s")), f.Int("pg_batch"), sessionSideFigure(f, "pg"))
+		pg := fmt.Sprintf("Postgres (delete job every %s, %d rows per statement): %s", secondsDur(f.Num(MetricPGIntervalSeconds)), f.Int(MetricPGBatch), sessionSideFigure(f, "pg"))
 		mongo := "MongoDB: " + f.StrOr("mongo_status", "not measured")
-		if f.Has("mongo_expired") {
+		if f.Has(MetricMongoExpired) {
 			monitor := "TTL monitor"
-			if f.Has("mongo_ttl_monitor_s") {
-				monitor = fmt.Sprintf("TTL monitor every %s", secondsDur(f.Num("mongo_ttl_monitor_s")))
+			if f.Has(MetricMongoTTLMonitorSeconds) {
+				monitor = fmt.Sprintf("TTL monitor every %s", secondsDur(f.Num(MetricMongoTTLMonitorSeconds)))
 			}
 			mongo = fmt.Sprintf("MongoDB (%s): %s", monitor, sessionSideFigure(f, "mongo"))
 		}
@@ -42,15 +42,15 @@ var sessionExpiryText = Text{
 	Notes: func(f *Figures) []string {
 		notes := documentsNotes(f,
 			fmt.Sprintf("%s sessions expiring at one moment %s after their load began (%s), plus %s live sessions (ttl 1 h), inserted straight into each side's store in batches of %d UUIDv7 ids (Postgres: INSERT ... SELECT over the ids, then VACUUM ANALYZE, as autovacuum would after a bulk load; MongoDB: insertMany)",
-				feedThousands(int(f.Int("expired"))), secondsDur(f.Num("expire_in_s")), sessionLoadTimes(f), feedThousands(int(f.Int("live"))), f.Int("insert_batch")),
-			fmt.Sprintf("foreground: GET /sessions/{live id} open-loop at %s/s from the end of the load until the expired sessions are all removed or %s after their expiry; 'before removal' = reads sent before the last count that still found all of them, 'during' = from then until a count found none (or the bound)", num(f.Num("rate")), secondsDur(f.Num("bound_s"))),
+				feedThousands(int(f.Int(MetricExpired))), secondsDur(f.Num(MetricExpireInSeconds)), sessionLoadTimes(f), feedThousands(int(f.Int(MetricLive))), f.Int(MetricInsertBatch)),
+			fmt.Sprintf("foreground: GET /sessions/{live id} open-loop at %s/s from the end of the load until the expired sessions are all removed or %s after their expiry; 'before removal' = reads sent before the last count that still found all of them, 'during' = from then until a count found none (or the bound)", num(f.Num(MetricRate)), secondsDur(f.Num(MetricBoundSeconds))),
 			"removal is observed by counting the expired sessions every 250 ms (the count is part of the load on both sides), so its moments are known to about 250 ms",
 			fmt.Sprintf("Postgres side: RETENTION_INTERVAL %s, RETENTION_BATCH %d, EXPIRED_RETENTION %s; the delete job's first pass runs at the service's start, then every interval, so the first removal falls anywhere up to one interval after the expiry (MongoDB's monitor likewise runs on its own clock)",
-				secondsDur(f.Num("pg_interval_s")), f.Int("pg_batch"), msDur(f.Num("pg_grace_ms"))),
+				secondsDur(f.Num(MetricPGIntervalSeconds)), f.Int(MetricPGBatch), msDur(f.Num(MetricPGGraceMS))),
 			fmt.Sprintf("the partition variant is measured at the engine, not through the service: the same %s expired rows removed by the job's batched DELETE took %.1f s and wrote %s MB of WAL; held in one time partition, DETACH PARTITION CONCURRENTLY and DROP took %.2f s and wrote %s MB (WAL is cluster-wide); the service keeps the delete job, since a partition per expiry window suits bulk expiry with a bounded TTL range, which 1 s to 30 days is not",
-				feedThousands(int(f.Int("pg_partition_rows"))), f.Num("pg_rows_delete_s"), num(f.Num("pg_rows_delete_wal_mb")), f.Num("pg_partition_drop_s"), num(f.Num("pg_partition_drop_wal_mb"))))
-		if f.Has("pg_interval_s") && f.Num("pg_interval_s") < cleaner.DefaultInterval.Seconds() {
-			notes = append(notes, fmt.Sprintf("a Small run: RETENTION_INTERVAL shortened to %s so that the test is quick; the service's default, and make results', is %s, as MongoDB's monitor", secondsDur(f.Num("pg_interval_s")), cleaner.DefaultInterval))
+				feedThousands(int(f.Int(MetricPGPartitionRows))), f.Num(MetricPGRowsDeleteSeconds), num(f.Num(MetricPGRowsDeleteWALMB)), f.Num(MetricPGPartitionDropSeconds), num(f.Num(MetricPGPartitionDropWALMB))))
+		if f.Has(MetricPGIntervalSeconds) && f.Num(MetricPGIntervalSeconds) < cleaner.DefaultInterval.Seconds() {
+			notes = append(notes, fmt.Sprintf("a Small run: RETENTION_INTERVAL shortened to %s so that the test is quick; the service's default, and make results', is %s, as MongoDB's monitor", secondsDur(f.Num(MetricPGIntervalSeconds)), cleaner.DefaultInterval))
 		}
 		return notes
 	},
@@ -62,8 +62,8 @@ var sessionExpiryText = Text{
 func sessionLoadTimes(f *Figures) string {
 	var parts []string
 	for _, side := range []struct{ key, name string }{{"pg", "Postgres"}, {"mongo", "MongoDB"}} {
-		if f.Has(side.key+"_load_s") && f.Has(side.key+"_expire_in_s") {
-			parts = append(parts, fmt.Sprintf("%s: loaded in %.1f s, expired %.1f s after the load began", side.name, f.Num(side.key+"_load_s"), f.Num(side.key+"_expire_in_s")))
+		if f.Has(SidePrefix(side.key+"_").Of(MetricLoadSeconds)) && f.Has(SidePrefix(side.key+"_").Of(MetricExpireInSeconds)) {
+			parts = append(parts, fmt.Sprintf("%s: loaded in %.1f s, expired %.1f s after the load began", side.name, f.Num(SidePrefix(side.key+"_").Of(MetricLoadSeconds)), f.Num(SidePrefix(side.key+"_").Of(MetricExpireInSeconds))))
 		}
 	}
 	return "planned; " + strings.Join(parts, "; ")
@@ -72,28 +72,28 @@ func sessionLoadTimes(f *Figures) string {
 // sessionSideFigure is one measured side's figure; it reads only the
 // metrics the side recorded.
 func sessionSideFigure(f *Figures, s string) string {
-	p := s + "_"
+	p := SidePrefix(s + "_")
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s sessions expired together", feedThousands(int(f.Int(p+"expired"))))
+	fmt.Fprintf(&b, "%s sessions expired together", feedThousands(int(f.Int(p.Of(MetricExpired)))))
 	switch {
-	case f.Has(p+"all_removed_after_s") && f.Has(p+"first_removed_after_s"):
-		took := fmt.Sprintf("removal %.1f s", f.Num(p+"removal_s"))
-		if f.Num(p+"removal_s") < expiredPoll.Seconds() {
+	case f.Has(p.Of(MetricAllRemovedAfterSeconds)) && f.Has(p.Of(MetricFirstRemovedAfterSeconds)):
+		took := fmt.Sprintf("removal %.1f s", f.Num(p.Of(MetricRemovalSeconds)))
+		if f.Num(p.Of(MetricRemovalSeconds)) < expiredPoll.Seconds() {
 			took = fmt.Sprintf("all removed between two counts, %s apart", expiredPoll)
 		}
-		fmt.Fprintf(&b, "; the first removed %.1f s after the expiry, all %.1f s after (%s)", f.Num(p+"first_removed_after_s"), f.Num(p+"all_removed_after_s"), took)
-	case f.Has(p + "first_removed_after_s"):
-		fmt.Fprintf(&b, "; the first removed %.1f s after the expiry, but %d still stored %s after it: not all removed within the bound", f.Num(p+"first_removed_after_s"), f.Int(p+"left_at_end"), secondsDur(f.Num("bound_s")))
+		fmt.Fprintf(&b, "; the first removed %.1f s after the expiry, all %.1f s after (%s)", f.Num(p.Of(MetricFirstRemovedAfterSeconds)), f.Num(p.Of(MetricAllRemovedAfterSeconds)), took)
+	case f.Has(p.Of(MetricFirstRemovedAfterSeconds)):
+		fmt.Fprintf(&b, "; the first removed %.1f s after the expiry, but %d still stored %s after it: not all removed within the bound", f.Num(p.Of(MetricFirstRemovedAfterSeconds)), f.Int(p.Of(MetricLeftAtEnd)), secondsDur(f.Num(MetricBoundSeconds)))
 	default:
-		fmt.Fprintf(&b, "; none removed within %s of the expiry (%d still stored)", secondsDur(f.Num("bound_s")), f.Int(p+"left_at_end"))
+		fmt.Fprintf(&b, "; none removed within %s of the expiry (%d still stored)", secondsDur(f.Num(MetricBoundSeconds)), f.Int(p.Of(MetricLeftAtEnd)))
 	}
-	if f.Has(p + "fg_p99_baseline_ms") {
-		fmt.Fprintf(&b, "; foreground GET p50/p99 %s/%s ms before the removal", num(f.Num(p+"fg_p50_baseline_ms")), num(f.Num(p+"fg_p99_baseline_ms")))
+	if f.Has(p.Of(MetricForegroundP99BaselineMS)) {
+		fmt.Fprintf(&b, "; foreground GET p50/p99 %s/%s ms before the removal", num(f.Num(p.Of(MetricForegroundP50BaselineMS))), num(f.Num(p.Of(MetricForegroundP99BaselineMS))))
 	}
-	if f.Has(p + "fg_p99_during_ms") {
-		fmt.Fprintf(&b, ", %s/%s ms during it (%d reads)", num(f.Num(p+"fg_p50_during_ms")), num(f.Num(p+"fg_p99_during_ms")), f.Int(p+"fg_reads_during"))
+	if f.Has(p.Of(MetricForegroundP99DuringMS)) {
+		fmt.Fprintf(&b, ", %s/%s ms during it (%d reads)", num(f.Num(p.Of(MetricForegroundP50DuringMS))), num(f.Num(p.Of(MetricForegroundP99DuringMS))), f.Int(p.Of(MetricForegroundReadsDuring)))
 	}
-	fmt.Fprintf(&b, "; %d failed reads, %d live sessions lost", f.Int(p+"fg_errors"), f.Int(p+"live_lost"))
+	fmt.Fprintf(&b, "; %d failed reads, %d live sessions lost", f.Int(p.Of(MetricForegroundErrors)), f.Int(p.Of(MetricLiveLost)))
 	return b.String()
 }
 
@@ -146,7 +146,7 @@ func documentsSessionExpiry(ctx context.Context, env Env, size Size) (Result, er
 		return Result{}, err
 	}
 	defer rig.Close()
-	res := Result{Name: DocumentsSessionExpiry, Metrics: map[string]float64{}}
+	res := Result{Name: DocumentsSessionExpiry, Metrics: map[driver.Metric]float64{}}
 	if err := sessionsPG(ctx, rig, plan, &res, logf); err != nil {
 		return Result{}, fmt.Errorf("postgres side: %w", err)
 	}
@@ -156,9 +156,9 @@ func documentsSessionExpiry(ctx context.Context, env Env, size Size) (Result, er
 	if err := sessionsMongo(ctx, rig, plan, &res, logf); err != nil {
 		return Result{}, fmt.Errorf("mongodb side: %w", err)
 	}
-	res.AckedLost = int64(res.Metrics["pg_live_lost"] + res.Metrics["mongo_live_lost"])
-	for k, v := range map[string]float64{"expired": float64(plan.expired), "live": float64(plan.live), "expire_in_s": plan.expireIn.Seconds(),
-		"bound_s": plan.bound.Seconds(), "rate": plan.rate, "insert_batch": sessionBatch} {
+	res.AckedLost = int64(res.Metrics[MetricPGLiveLost] + res.Metrics[MetricMongoLiveLost])
+	for k, v := range map[driver.Metric]float64{MetricExpired: float64(plan.expired), MetricLive: float64(plan.live), MetricExpireInSeconds: plan.expireIn.Seconds(),
+		MetricBoundSeconds: plan.bound.Seconds(), MetricRate: plan.rate, MetricInsertBatch: sessionBatch} {
 		res.metric(k, v)
 	}
 	documentsSettings(ctx, &res, rig)
@@ -179,9 +179,9 @@ func sessionsPG(ctx context.Context, rig *docRig, plan sessionPlan, res *Result,
 	if err != nil {
 		return err
 	}
-	res.metric("pg_interval_s", interval.Seconds())
-	res.metric("pg_batch", cleaner.DefaultBatch)
-	res.metric("pg_grace_ms", float64(pgExpiredGrace.Milliseconds()))
+	res.metric(MetricPGIntervalSeconds, interval.Seconds())
+	res.metric(MetricPGBatch, cleaner.DefaultBatch)
+	res.metric(MetricPGGraceMS, float64(pgExpiredGrace.Milliseconds()))
 	if err := measureSessions(ctx, pgSessions{rig.pg.Pool}, base, "pg", plan, res, logf); err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func sessionsMongo(ctx context.Context, rig *docRig, plan sessionPlan, res *Resu
 		return rig.stop(sideMongo)
 	}
 	if s, ok := ttlMonitorSleep(ctx, rig.mongo); ok {
-		res.metric("mongo_ttl_monitor_s", s)
+		res.metric(MetricMongoTTLMonitorSeconds, s)
 	}
 	if err := measureSessions(ctx, mongoSessions{rig.db().Collection("sessions")}, base, "mongo", plan, res, logf); err != nil {
 		return err
@@ -292,15 +292,15 @@ func measureSessions(ctx context.Context, st sessionStore, base, prefix string, 
 		return err
 	}
 	m := sessionMetrics(shots, samples, exp, int64(plan.expired))
-	m["load_s"], m["expire_in_s"] = secs(loaded), secs(exp.Sub(loadStart))
-	if m["live_lost"], m["final_read_errors"], err = sweepLive(ctx, base, live, shots); err != nil {
+	m[MetricLoadSeconds], m[MetricExpireInSeconds] = secs(loaded), secs(exp.Sub(loadStart))
+	if m[MetricLiveLost], m[MetricFinalReadErrors], err = sweepLive(ctx, base, live, shots); err != nil {
 		return err
 	}
 	for k, v := range m {
-		res.metric(prefix+"_"+k, v)
+		res.metric(SidePrefix(prefix+"_").Of(k), v)
 	}
 	logf("%s: first removed after %.2f s, all after %.2f s, %d left; p99 %.1f ms before, %.1f ms during; %d live lost",
-		prefix, m["first_removed_after_s"], m["all_removed_after_s"], int64(m["left_at_end"]), m["fg_p99_baseline_ms"], m["fg_p99_during_ms"], int64(m["live_lost"]))
+		prefix, m[MetricFirstRemovedAfterSeconds], m[MetricAllRemovedAfterSeconds], int64(m[MetricLeftAtEnd]), m[MetricForegroundP99BaselineMS], m[MetricForegroundP99DuringMS], int64(m[MetricLiveLost]))
 	return nil
 }
 
@@ -468,21 +468,21 @@ func findRemoval(samples []countSample, n int64) removal {
 // sessionMetrics are a side's figures: when the n sessions expiring at
 // exp were removed, and the foreground's latencies before and during the
 // removal.
-func sessionMetrics(shots []shot, samples []countSample, exp time.Time, n int64) map[string]float64 {
+func sessionMetrics(shots []shot, samples []countSample, exp time.Time, n int64) map[driver.Metric]float64 {
 	r := findRemoval(samples, n)
-	m := map[string]float64{"expired": float64(n), "left_at_end": float64(r.left), "fg_reads": float64(len(shots)), "fg_errors": 0}
+	m := map[driver.Metric]float64{MetricExpired: float64(n), MetricLeftAtEnd: float64(r.left), MetricForegroundReads: float64(len(shots)), MetricForegroundErrors: 0}
 	if r.started {
-		m["first_removed_after_s"] = secs(r.first.Sub(exp))
+		m[MetricFirstRemovedAfterSeconds] = secs(r.first.Sub(exp))
 	}
 	end := r.end
 	if r.done {
-		m["all_removed_after_s"], m["removal_s"] = secs(r.zero.Sub(exp)), secs(r.zero.Sub(r.first))
+		m[MetricAllRemovedAfterSeconds], m[MetricRemovalSeconds] = secs(r.zero.Sub(exp)), secs(r.zero.Sub(r.first))
 		end = r.zero
 	}
 	var before, during []time.Duration
 	for _, s := range shots {
 		if s.err != nil || s.code != http.StatusOK {
-			m["fg_errors"]++
+			m[MetricForegroundErrors]++
 		}
 		switch {
 		case !r.started || s.sent.Before(r.lastFull):
@@ -491,21 +491,32 @@ func sessionMetrics(shots []shot, samples []countSample, exp time.Time, n int64)
 			during = append(during, s.lat)
 		}
 	}
-	latencyFigures(m, "baseline", before)
-	latencyFigures(m, "during", during)
+	latencyFigures(m, sessionBaseline, before)
+	latencyFigures(m, sessionDuring, during)
 	return m
 }
 
+// sessionWindow names the figures of the foreground reads of one window
+// (before the expiry, during the removal): their count, p50, p99 and
+// max.
+type sessionWindow struct{ reads, p50, p99, max driver.Metric }
+
+// The windows of the foreground reads.
+var (
+	sessionBaseline = sessionWindow{MetricForegroundReadsBaseline, MetricForegroundP50BaselineMS, MetricForegroundP99BaselineMS, MetricForegroundMaxBaselineMS}
+	sessionDuring   = sessionWindow{MetricForegroundReadsDuring, MetricForegroundP50DuringMS, MetricForegroundP99DuringMS, MetricForegroundMaxDuringMS}
+)
+
 // latencyFigures records the p50, p99 and max of lats (when there are
-// any) and their count, as fg_<figure>_<window>[_ms].
-func latencyFigures(m map[string]float64, window string, lats []time.Duration) {
-	m["fg_reads_"+window] = float64(len(lats))
+// any) and their count under window's keys.
+func latencyFigures(m map[driver.Metric]float64, window sessionWindow, lats []time.Duration) {
+	m[window.reads] = float64(len(lats))
 	if len(lats) == 0 {
 		return
 	}
 	slices.Sort(lats)
 	at := func(q float64) time.Duration { return lats[max(0, int(math.Ceil(q*float64(len(lats))))-1)] }
-	m["fg_p50_"+window+"_ms"], m["fg_p99_"+window+"_ms"], m["fg_max_"+window+"_ms"] = ms(at(0.5)), ms(at(0.99)), ms(lats[len(lats)-1])
+	m[window.p50], m[window.p99], m[window.max] = ms(at(0.5)), ms(at(0.99)), ms(lats[len(lats)-1])
 }
 
 // sweepLive reads every live session once more and returns how many live

@@ -3,6 +3,8 @@ package experiments
 import (
 	"strings"
 	"testing"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // TestDocumentsSessionExpiry runs documents-session-expiry at Small: the
@@ -36,7 +38,7 @@ func TestDocumentsSessionExpiry(t *testing.T) {
 }
 
 // hasSessionMetric reports whether m holds k.
-func hasSessionMetric(m map[string]float64, k string) bool {
+func hasSessionMetric(m map[driver.Metric]float64, k driver.Metric) bool {
 	_, ok := m[k]
 	return ok
 }

@@ -122,11 +122,11 @@ func recoverS(d time.Duration) float64 {
 }
 
 // esKindMetrics are the 503-kind figures of kinds, under prefix.
-func esKindMetrics(m map[string]float64, prefix string, kinds map[string]int) {
-	m[prefix+"503_not_recorded"] = float64(kinds["not_recorded"])
-	m[prefix+"503_unknown"] = float64(kinds["unknown"])
-	m[prefix+"503_shed"] = float64(kinds["shed"])
-	m[prefix+"503_without_kind"] = float64(kinds[""])
+func esKindMetrics(m map[driver.Metric]float64, prefix SidePrefix, kinds map[string]int) {
+	m[prefix.Of(Metric503NotRecorded)] = float64(kinds["not_recorded"])
+	m[prefix.Of(Metric503Unknown)] = float64(kinds["unknown"])
+	m[prefix.Of(Metric503Shed)] = float64(kinds["shed"])
+	m[prefix.Of(Metric503WithoutKind)] = float64(kinds[""])
 }
 
 // kafkaEventstoreRestart is issue 26's item 6 for kafka-eventstore: its
@@ -146,14 +146,14 @@ var esKafkaText = Text{
 	Figure: func(f *Figures) string {
 		var figs []string
 		for _, c := range kafkaCases(Full) {
-			p := c.name + "."
+			p := SidePrefix(c.name + ".")
 			rec := "never recovered"
-			if r := f.Num(p + "recover_s"); r >= 0 {
+			if r := f.Num(p.Of(MetricRecoverSeconds)); r >= 0 {
 				rec = fmt.Sprintf("first 201 %.2f s after the broker was back", r)
 			}
 			figs = append(figs, fmt.Sprintf("%s: broker back %.1f s after the signal; %d of %d appends acknowledged, %d failed (%d not 503; 503s by kind: %s); %d of the 503s appended all the same; slowest answer %.0f ms; %s; %d acknowledged lost, %d duplicated",
-				strings.ToUpper(c.name), f.Num(p+"down_s"), f.Int(p+"acked"), f.Int(p+"sent"), f.Int(p+"failed"), f.Int(p+"failed_not_503"), esKindsText(f, p),
-				f.Int(p+"503_appended_anyway"), f.Num(p+"slowest_answer_ms"), rec, f.Int(p+"acked_lost"), f.Int(p+"duplicated")))
+				strings.ToUpper(c.name), f.Num(p.Of(MetricDownSeconds)), f.Int(p.Of(MetricAcked)), f.Int(p.Of(MetricSent)), f.Int(p.Of(MetricFailed)), f.Int(p.Of(MetricFailedNot503)), esKindsText(f, p),
+				f.Int(p.Of(Metric503AppendedAnyway)), f.Num(p.Of(MetricSlowestAnswerMS)), rec, f.Int(p.Of(MetricAckedLost)), f.Int(p.Of(MetricDuplicated))))
 		}
 		return strings.Join(figs, "; ")
 	},
@@ -161,7 +161,7 @@ var esKafkaText = Text{
 		notes := []string{
 			fmt.Sprintf("a private single-node KRaft Kafka %s (own ports and data directory) from the stack's jars; kafka-eventstore on a port and topic of its own", f.Str("kafka_version")),
 			fmt.Sprintf("open load of single appends, each to a new stream (expected_version \"any\"), at %g/s: %s before the stop, the broker held down %s after its process exited, %s after it answers again; BACKEND_TIMEOUT %s",
-				f.Num("rate"), secondsDur(f.Num("before_s")), secondsDur(f.Num("hold_s")), secondsDur(f.Num("after_s")), msDur(f.Num("backend_timeout_ms"))),
+				f.Num(MetricRate), secondsDur(f.Num(MetricBeforeSeconds)), secondsDur(f.Num(MetricHoldSeconds)), secondsDur(f.Num(MetricAfterSeconds)), msDur(f.Num(MetricBackendTimeoutMS))),
 			"acknowledged lost = streams answered 201 that read back without an event; duplicated = streams that read back with more than one; appended all the same = streams answered 503 that read back with their event",
 		}
 		for _, c := range kafkaCases(Full) {
@@ -172,14 +172,14 @@ var esKafkaText = Text{
 }
 
 // esKindsText is the 503s by kind of the metrics under prefix p.
-func esKindsText(f *Figures, p string) string {
+func esKindsText(f *Figures, p SidePrefix) string {
 	return fmt.Sprintf("%d not_recorded, %d unknown, %d shed, %d without a kind",
-		f.Int(p+"503_not_recorded"), f.Int(p+"503_unknown"), f.Int(p+"503_shed"), f.Int(p+"503_without_kind"))
+		f.Int(p.Of(Metric503NotRecorded)), f.Int(p.Of(Metric503Unknown)), f.Int(p.Of(Metric503Shed)), f.Int(p.Of(Metric503WithoutKind)))
 }
 
 func runKafkaEventstoreRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
-	res := Result{Name: "kafka-eventstore-broker-restart", Metrics: map[string]float64{}}
+	res := Result{Name: "kafka-eventstore-broker-restart", Metrics: map[driver.Metric]float64{}}
 	logf := env.prefixed("kafka-eventstore-broker-restart")
 	node, l, cleanup, err := privateKafkaLauncher(ctx, env, "wpe-kafka-es-restart-logs-", logf)
 	if err != nil {
@@ -205,14 +205,14 @@ func runKafkaEventstoreRestart(ctx context.Context, env Env, size Size) (Result,
 			return res, fmt.Errorf("%s: %w", c.name, err)
 		}
 		res.AckedLost += o.lost
-		o.record(&res, c.name+".")
+		o.record(&res, SidePrefix(c.name+"."))
 	}
 	rate, before, hold, after := kafkaLoad(size)
-	res.Metrics["rate"] = rate
-	res.Metrics["before_s"] = before.Seconds()
-	res.Metrics["hold_s"] = hold.Seconds()
-	res.Metrics["after_s"] = after.Seconds()
-	res.Metrics["backend_timeout_ms"] = ms(kafkaServiceTimeout)
+	res.Metrics[MetricRate] = rate
+	res.Metrics[MetricBeforeSeconds] = before.Seconds()
+	res.Metrics[MetricHoldSeconds] = hold.Seconds()
+	res.Metrics[MetricAfterSeconds] = after.Seconds()
+	res.Metrics[MetricBackendTimeoutMS] = ms(kafkaServiceTimeout)
 	res.setting("kafka_version", kafkaVersion(node.libs))
 	res.DurationS = secs(time.Since(began))
 	return res, nil
@@ -229,20 +229,20 @@ type esOutcome struct {
 }
 
 // record writes o's figures into r under prefix p.
-func (o esOutcome) record(r *Result, p string) {
+func (o esOutcome) record(r *Result, p SidePrefix) {
 	m := r.Metrics
-	m[p+"sent"] = float64(o.sent)
-	m[p+"acked"] = float64(o.acked)
-	m[p+"failed"] = float64(o.failed)
-	m[p+"failed_not_503"] = float64(o.not503)
-	m[p+"acked_lost"] = float64(o.lost)
-	m[p+"duplicated"] = float64(o.dup)
-	m[p+"503_appended_anyway"] = float64(o.appended503)
-	m[p+"slowest_answer_ms"] = ms(o.slowest)
-	m[p+"down_s"] = secs(o.downFor)
-	m[p+"recover_s"] = recoverS(o.recover)
+	m[p.Of(MetricSent)] = float64(o.sent)
+	m[p.Of(MetricAcked)] = float64(o.acked)
+	m[p.Of(MetricFailed)] = float64(o.failed)
+	m[p.Of(MetricFailedNot503)] = float64(o.not503)
+	m[p.Of(MetricAckedLost)] = float64(o.lost)
+	m[p.Of(MetricDuplicated)] = float64(o.dup)
+	m[p.Of(Metric503AppendedAnyway)] = float64(o.appended503)
+	m[p.Of(MetricSlowestAnswerMS)] = ms(o.slowest)
+	m[p.Of(MetricDownSeconds)] = secs(o.downFor)
+	m[p.Of(MetricRecoverSeconds)] = recoverS(o.recover)
 	esKindMetrics(m, p, o.kinds)
-	r.setting(p+"answers", o.codes)
+	r.setting(string(p)+"answers", o.codes)
 }
 
 // esKafkaCaseRun runs one case: load, stop the broker with c.sig, hold,
@@ -314,18 +314,18 @@ var noKurrentdbText = Text{
 	UserMust: "Retry a 503 with backoff (an append with an expected_version is safe to resend: a second try gets 409 if the first landed); let subscribers reconnect with Last-Event-ID, as EventSource does.",
 	Figure: func(f *Figures) string {
 		rec := "did not recover"
-		if r := f.Num("recover_s"); r >= 0 {
+		if r := f.Num(MetricRecoverSeconds); r >= 0 {
 			rec = fmt.Sprintf("first 201 %.2f s after Postgres was back", r)
 		}
 		return fmt.Sprintf("Postgres down %.1f s (immediate stop), BACKEND_TIMEOUT %s: %d of %d appends acknowledged, %d failed (%d not 503; 503s by kind: %s), %d of the 503s appended all the same; slowest answer %.0f ms; %s; %d acknowledged lost, %d duplicated in their stream; the live subscriber reconnected %d time(s), missed %d acknowledged events and got %d twice",
-			f.Num("outage_s"), msDur(f.Num("backend_timeout_ms")), f.Int("acked"), f.Int("sent"), f.Int("failed"), f.Int("failed_not_503"), esKindsText(f, ""),
-			f.Int("503_appended_anyway"), f.Num("slowest_answer_ms"), rec, f.Int("acked_lost"), f.Int("duplicated_in_stream"),
-			f.Int("subscriber_reconnects"), f.Int("acked_not_delivered"), f.Int("redelivered"))
+			f.Num(MetricOutageSeconds), msDur(f.Num(MetricBackendTimeoutMS)), f.Int(MetricAcked), f.Int(MetricSent), f.Int(MetricFailed), f.Int(MetricFailedNot503), esKindsText(f, ""),
+			f.Int(Metric503AppendedAnyway), f.Num(MetricSlowestAnswerMS), rec, f.Int(MetricAckedLost), f.Int(MetricDuplicatedInStream),
+			f.Int(MetricSubscriberReconnects), f.Int(MetricAckedNotDelivered), f.Int(MetricRedelivered))
 	},
 	Notes: func(f *Figures) []string {
 		return crashNotes(f,
 			fmt.Sprintf("open load of single appends, each to a new stream (expected_version \"no_stream\"), at %g/s: %s before the stop, Postgres held down %s, %s after it is back; one SSE subscriber from the beginning, reconnecting with Last-Event-ID",
-				f.Num("rate"), secondsDur(f.Num("before_s")), secondsDur(f.Num("hold_s")), secondsDur(f.Num("after_s"))),
+				f.Num(MetricRate), secondsDur(f.Num(MetricBeforeSeconds)), secondsDur(f.Num(MetricHoldSeconds)), secondsDur(f.Num(MetricAfterSeconds))),
 			fmt.Sprintf("answers other than 201: %s", f.Str("answers")),
 			"acknowledged lost = streams answered 201 that read back without an event (or that the subscriber never received within 30 s); duplicated = streams with more than one event; got twice = events the subscriber received more than once; appended all the same = streams answered 503 that read back with their event")
 	},
@@ -337,8 +337,8 @@ func runNoKurrentdbRestart(ctx context.Context, env Env, size Size) (Result, err
 	if size == Full {
 		rate, pre, post = 100, 4*time.Second, 8*time.Second
 	}
-	res := Result{Name: "no-kurrentdb-postgres-restart", Metrics: map[string]float64{
-		"rate": rate, "before_s": pre.Seconds(), "hold_s": restartOutage.Seconds(), "after_s": post.Seconds(), "backend_timeout_ms": ms(restartBackendTimeout)}}
+	res := Result{Name: "no-kurrentdb-postgres-restart", Metrics: map[driver.Metric]float64{
+		MetricRate: rate, MetricBeforeSeconds: pre.Seconds(), MetricHoldSeconds: restartOutage.Seconds(), MetricAfterSeconds: post.Seconds(), MetricBackendTimeoutMS: ms(restartBackendTimeout)}}
 	rig, err := newCrashRig(ctx, env, nil)
 	if err != nil {
 		return res, err
@@ -381,7 +381,7 @@ func runNoKurrentdbRestart(ctx context.Context, env Env, size Size) (Result, err
 // stops Postgres immediately, starts it restartOutage later and loads post
 // more; it returns the shots (at least one acknowledged) and when
 // Postgres was back, and records the outage's length in m.
-func nkRestartUnderLoad(ctx context.Context, rig *crashRig, base string, rate float64, pre, post time.Duration, m map[string]float64) ([]shot, time.Time, error) {
+func nkRestartUnderLoad(ctx context.Context, rig *crashRig, base string, rate float64, pre, post time.Duration, m map[driver.Metric]float64) ([]shot, time.Time, error) {
 	side := pgSides[pairs.NoKurrentDB]
 	stopLoad := startLoad(ctx, base, side, rate)
 	defer stopLoad()
@@ -395,7 +395,7 @@ func nkRestartUnderLoad(ctx context.Context, rig *crashRig, base string, rate fl
 		return nil, time.Time{}, err
 	}
 	upAt := time.Now()
-	m["outage_s"] = secs(upAt.Sub(stopAt))
+	m[MetricOutageSeconds] = secs(upAt.Sub(stopAt))
 	sleep(ctx, post)
 	shots := stopLoad()
 	if err := ctx.Err(); err != nil {
@@ -425,18 +425,18 @@ func nkMeasure(ctx context.Context, res *Result, base string, shots []shot, ids 
 	failed, not503, recover := esFailures(shots, side, upAt)
 	kinds, slowest := esKinds(shots)
 	m := res.Metrics
-	m["sent"] = float64(len(shots))
-	m["acked"] = float64(len(ids))
-	m["failed"] = float64(failed)
-	m["failed_not_503"] = float64(not503)
-	m["slowest_answer_ms"] = ms(slowest)
-	m["recover_s"] = recoverS(recover)
-	m["acked_lost"] = float64(lost)
-	m["duplicated_in_stream"] = float64(dup)
-	m["acked_not_delivered"] = float64(undelivered)
-	m["redelivered"] = float64(sub.redelivered())
-	m["503_appended_anyway"] = float64(int64(len(failedIDs)) - notAppended)
-	m["subscriber_reconnects"] = float64(sub.reconnects.Load())
+	m[MetricSent] = float64(len(shots))
+	m[MetricAcked] = float64(len(ids))
+	m[MetricFailed] = float64(failed)
+	m[MetricFailedNot503] = float64(not503)
+	m[MetricSlowestAnswerMS] = ms(slowest)
+	m[MetricRecoverSeconds] = recoverS(recover)
+	m[MetricAckedLost] = float64(lost)
+	m[MetricDuplicatedInStream] = float64(dup)
+	m[MetricAckedNotDelivered] = float64(undelivered)
+	m[MetricRedelivered] = float64(sub.redelivered())
+	m[Metric503AppendedAnyway] = float64(int64(len(failedIDs)) - notAppended)
+	m[MetricSubscriberReconnects] = float64(sub.reconnects.Load())
 	esKindMetrics(m, "", kinds)
 	res.setting("answers", codeCounts(shots, side))
 	res.AckedLost = lost + undelivered

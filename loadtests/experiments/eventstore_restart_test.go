@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // TestKafkaEventstoreBrokerRestart runs kafka-eventstore-broker-restart
@@ -32,16 +34,16 @@ func TestKafkaEventstoreBrokerRestart(t *testing.T) {
 	m := res.Metrics
 	for _, c := range kafkaCases(Small) {
 		p := c.name + "."
-		if m[p+"failed"] == 0 {
+		if m[driver.Metric(p+"failed")] == 0 {
 			t.Errorf("%s: no append failed while the broker was down: %v", c.name, m)
 		}
-		if m[p+"failed_not_503"] != 0 || m[p+"503_without_kind"] != 0 {
+		if m[driver.Metric(p+"failed_not_503")] != 0 || m[driver.Metric(p+"503_without_kind")] != 0 {
 			t.Errorf("%s: failures other than a 503 with a kind: %v", c.name, Describe(res).Notes)
 		}
-		if m[p+"duplicated"] != 0 {
-			t.Errorf("%s: %v appends duplicated", c.name, m[p+"duplicated"])
+		if m[driver.Metric(p+"duplicated")] != 0 {
+			t.Errorf("%s: %v appends duplicated", c.name, m[driver.Metric(p+"duplicated")])
 		}
-		if m[p+"recover_s"] < 0 {
+		if m[driver.Metric(p+"recover_s")] < 0 {
 			t.Errorf("%s: did not recover: %v", c.name, m)
 		}
 	}

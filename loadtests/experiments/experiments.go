@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
@@ -103,7 +104,7 @@ type Result struct {
 	// documented loss (AckedLost > 0 is then the figure, not a failure).
 	LossDocumented bool `json:"loss_documented,omitempty"`
 	// Metrics are the raw figures, named.
-	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Metrics map[driver.Metric]float64 `json:"metrics,omitempty"`
 	// Settings are the run's settings and statuses that are not numbers:
 	// server versions, the machine, a service's answer quoted.
 	Settings map[string]string `json:"settings,omitempty"`
@@ -136,9 +137,9 @@ func (r *Result) setting(k, v string) {
 }
 
 // metric records metric k = v in r.Metrics.
-func (r *Result) metric(k string, v float64) {
+func (r *Result) metric(k driver.Metric, v float64) {
 	if r.Metrics == nil {
-		r.Metrics = map[string]float64{}
+		r.Metrics = map[driver.Metric]float64{}
 	}
 	r.Metrics[k] = v
 }
@@ -648,7 +649,7 @@ func IsPostgresFailover(name string) bool {
 // server_version setting; 0 when it has neither (an experiment that could
 // not measure may not).
 func PGMajor(r Result) int {
-	if n := r.Metrics["server_version_num"]; n >= 100000 {
+	if n := r.Metrics[MetricServerVersionNum]; n >= 100000 {
 		return int(n) / 10000
 	}
 	return versions.PostgresMajor(r.Settings["server_version"])

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // logWriter sends an experiment's progress lines to the test log.
@@ -57,10 +59,10 @@ func TestRunWriteLoad(t *testing.T) {
 	t.Parallel()
 	xs := []Experiment{
 		{Name: "fine", Run: func(context.Context, Env, Size) (Result, error) {
-			return Result{AckedLost: 0, Metrics: map[string]float64{"x": 1}}, nil
+			return Result{AckedLost: 0, Metrics: map[driver.Metric]float64{"x": 1}}, nil
 		}, Text: Text{Title: "t", Figure: func(f *Figures) string { return "x is " + num(f.Num("x")) }}},
 		{Name: "broken", Run: func(context.Context, Env, Size) (Result, error) {
-			return Result{Metrics: map[string]float64{"x": 1}}, errors.New("server gone")
+			return Result{Metrics: map[driver.Metric]float64{"x": 1}}, errors.New("server gone")
 		}},
 	}
 	var out strings.Builder
@@ -135,7 +137,7 @@ func TestDocsExplainEveryExperiment(t *testing.T) {
 // result with its own figure and notes.
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	full := Result{Name: CommitOrderGap, Metrics: map[string]float64{
+	full := Result{Name: CommitOrderGap, Metrics: map[driver.Metric]float64{
 		"runs": 2, "writers": 8, "events_per_writer": 40, "stagger_ms": 4, "catch_up_bound_s": 30, "committed": 640,
 		"global_pos_cursor_missed": 64, "global_pos_cursor_runs_with_loss": 2, "watermark_cursor_missed": 0, "watermark_catch_up_max_s": 0.25,
 	}}
@@ -150,7 +152,7 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("notes %q", p.Notes)
 	}
 
-	partial := Result{Name: CommitOrderGap, Metrics: map[string]float64{"runs": 2}}
+	partial := Result{Name: CommitOrderGap, Metrics: map[driver.Metric]float64{"runs": 2}}
 	p = Describe(partial)
 	if !strings.HasPrefix(p.Figure, "failed: the results file lacks committed, global_pos_cursor_missed, writers") || len(p.Notes) != 0 || p.Title != gapText.Title {
 		t.Errorf("Describe(partial) = %+v", p)

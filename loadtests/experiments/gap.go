@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/migrations"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/postgres"
 )
@@ -61,16 +62,16 @@ var gapText = Text{
 	Happens:  "A bigserial position is taken at INSERT and becomes visible at COMMIT, so a later position can be read before an earlier one commits: a reader paging by global_pos > last moves past the slower transaction's event and never reads it.",
 	UserMust: "Never page a table by a sequence alone while writers commit concurrently: read only below the transaction watermark (xid8 < pg_snapshot_xmin(pg_current_snapshot())) with (xid, global_pos) as the cursor, as no-kurrentdb does, or serialize the writers.",
 	Figure: func(f *Figures) string {
-		runs, committed, naive := f.Int("runs"), f.Int("committed"), f.Int("global_pos_cursor_missed")
+		runs, committed, naive := f.Int(MetricRuns), f.Int(MetricCommitted), f.Int(MetricGlobalPosCursorMissed)
 		return fmt.Sprintf("Over %d runs of %d writers (%d committed events): paging by global_pos > last missed %d events (%.2f%%, in %d of %d runs); the (xid, global_pos) watermark cursor missed %d",
-			runs, f.Int("writers"), committed, naive, 100*float64(naive)/float64(max(committed, 1)), f.Int("global_pos_cursor_runs_with_loss"), runs, f.Int("watermark_cursor_missed"))
+			runs, f.Int(MetricWriters), committed, naive, 100*float64(naive)/float64(max(committed, 1)), f.Int(MetricGlobalPosCursorRunsWithLoss), runs, f.Int(MetricWatermarkCursorMissed))
 	},
 	Notes: func(f *Figures) []string {
 		return []string{
 			fmt.Sprintf("Each writer appends %d events one transaction each, pausing up to %v between INSERT and COMMIT; both readers poll while they write, then read until caught up.",
-				f.Int("events_per_writer"), msDur(f.Num("stagger_ms"))),
+				f.Int(MetricEventsPerWriter), msDur(f.Num(MetricStaggerMS))),
 			fmt.Sprintf("The watermark reader waits for transactions open anywhere on the server (the watermark is cluster-wide): its longest wait after the writers finished was %.2f s here (bound %v).",
-				f.Num("watermark_catch_up_max_s"), secondsDur(f.Num("catch_up_bound_s"))),
+				f.Num(MetricWatermarkCatchUpMaxSeconds), secondsDur(f.Num(MetricCatchUpBoundSeconds))),
 		}
 	},
 }
@@ -82,7 +83,7 @@ var gapText = Text{
 // global_pos) watermark cursor. It counts the committed events each never
 // read, over several runs.
 func commitOrderGap(ctx context.Context, env Env, size Size) (Result, error) {
-	r := Result{AckedLost: -1, Metrics: map[string]float64{}}
+	r := Result{AckedLost: -1, Metrics: map[driver.Metric]float64{}}
 	g := gapSizeOf(size)
 	// eventstore.notify=off: the migrations' trigger would NOTIFY in every
 	// append, which serializes commits (notify-serializes-commits).
@@ -112,16 +113,16 @@ func commitOrderGap(ctx context.Context, env Env, size Size) (Result, error) {
 		}
 	}
 	r.AckedLost = int64(wmLost)
-	r.Metrics["runs"] = float64(g.runs)
-	r.Metrics["writers"] = float64(g.writers)
-	r.Metrics["events_per_writer"] = float64(g.events)
-	r.Metrics["stagger_ms"] = float64(g.stagger) / float64(time.Millisecond)
-	r.Metrics["catch_up_bound_s"] = catchUp.Seconds()
-	r.Metrics["committed"] = float64(committed)
-	r.Metrics["global_pos_cursor_missed"] = float64(naiveLost)
-	r.Metrics["global_pos_cursor_runs_with_loss"] = float64(runsWithLoss)
-	r.Metrics["watermark_cursor_missed"] = float64(wmLost)
-	r.Metrics["watermark_catch_up_max_s"] = wmWait.Seconds()
+	r.Metrics[MetricRuns] = float64(g.runs)
+	r.Metrics[MetricWriters] = float64(g.writers)
+	r.Metrics[MetricEventsPerWriter] = float64(g.events)
+	r.Metrics[MetricStaggerMS] = float64(g.stagger) / float64(time.Millisecond)
+	r.Metrics[MetricCatchUpBoundSeconds] = catchUp.Seconds()
+	r.Metrics[MetricCommitted] = float64(committed)
+	r.Metrics[MetricGlobalPosCursorMissed] = float64(naiveLost)
+	r.Metrics[MetricGlobalPosCursorRunsWithLoss] = float64(runsWithLoss)
+	r.Metrics[MetricWatermarkCursorMissed] = float64(wmLost)
+	r.Metrics[MetricWatermarkCatchUpMaxSeconds] = wmWait.Seconds()
 	return r, nil
 }
 

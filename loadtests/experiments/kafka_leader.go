@@ -104,7 +104,7 @@ func runKafkaLeaderCut(ctx context.Context, env Env, size Size) (Result, error) 
 // the loss is documented when only acks=1 cases lost any.
 func runLeaderCases(ctx context.Context, env Env, name string, cases []leaderCase, size Size) (Result, error) {
 	began := time.Now()
-	res := Result{Name: name, Metrics: map[string]float64{}}
+	res := Result{Name: name, Metrics: map[driver.Metric]float64{}}
 	logf := env.prefixed(name)
 	k, err := newKafkaCluster(ctx, env, logf)
 	if err != nil {
@@ -136,8 +136,8 @@ func runLeaderCases(ctx context.Context, env Env, name string, cases []leaderCas
 	}
 	res.LossDocumented = res.AckedLost > 0 && lostAll == 0
 	rate, before, hold, after := leaderLoad(size)
-	for key, v := range map[string]float64{"rate": rate, "before_s": before.Seconds(), "hold_s": hold.Seconds(), "after_s": after.Seconds(),
-		"timeout_ms": ms(leaderServiceTimeout)} {
+	for key, v := range map[driver.Metric]float64{MetricRate: rate, MetricBeforeSeconds: before.Seconds(), MetricHoldSeconds: hold.Seconds(), MetricAfterSeconds: after.Seconds(),
+		MetricTimeoutMS: ms(leaderServiceTimeout)} {
 		res.Metrics[key] = v
 	}
 	res.setting("cases", strings.Join(names, ","))

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // leaderOutcome is what one leader-fault case measured.
@@ -217,22 +219,22 @@ func (o *leaderOutcome) resumes(shots []shot, inLog map[string]int, delivered ma
 
 // record writes the case's figures into res under c's prefix.
 func (o *leaderOutcome) record(res *Result, c leaderCase) {
-	p := c.name() + "."
-	for k, v := range map[string]float64{
-		"sent": float64(o.sent), "acked": float64(o.acked), "failed": float64(o.failed), "slowest_ms": ms(o.slowest),
-		"lost": float64(o.lost), "undelivered": float64(o.undelivered), "phantom": float64(o.phantom),
-		"acked_during_fault": float64(o.ackedFault), "lost_during_fault": float64(o.lostFault),
-		"log_duplicates": float64(o.logDuplicates), "consumer_duplicates": float64(o.consumerDuplicates),
-		"election_s": secsSince(o.t.fault, o.t.elected), "min_isr_after_election": float64(o.t.minISR), "appends_resume_s": recoverS(o.appendsResume),
-		"deliveries_resume_s": recoverS(o.deliveriesResume), "held_s": secs(o.t.heal.Sub(o.t.fault)),
-		"back_s": secs(o.t.healed.Sub(o.t.heal)), "whole_s": secs(o.t.whole.Sub(o.t.heal)), "writable_s": secsSince(o.t.whole, o.t.writable),
-		"503_unknown": float64(o.kinds["unknown"]), "503_not_recorded": float64(o.kinds["not_recorded"]),
-		"503_shed": float64(o.kinds["shed"]), "503_without_kind": float64(o.kinds[""]),
+	p := SidePrefix(c.name() + ".")
+	for k, v := range map[driver.Metric]float64{
+		MetricSent: float64(o.sent), MetricAcked: float64(o.acked), MetricFailed: float64(o.failed), MetricSlowestMS: ms(o.slowest),
+		MetricLost: float64(o.lost), MetricUndelivered: float64(o.undelivered), MetricPhantom: float64(o.phantom),
+		MetricAckedDuringFault: float64(o.ackedFault), MetricLostDuringFault: float64(o.lostFault),
+		MetricLogDuplicates: float64(o.logDuplicates), MetricConsumerDuplicates: float64(o.consumerDuplicates),
+		MetricElectionSeconds: secsSince(o.t.fault, o.t.elected), MetricMinISRAfterElection: float64(o.t.minISR), MetricAppendsResumeSeconds: recoverS(o.appendsResume),
+		MetricDeliveriesResumeSeconds: recoverS(o.deliveriesResume), MetricHeldSeconds: secs(o.t.heal.Sub(o.t.fault)),
+		MetricBackSeconds: secs(o.t.healed.Sub(o.t.heal)), MetricWholeSeconds: secs(o.t.whole.Sub(o.t.heal)), MetricWritableSeconds: secsSince(o.t.whole, o.t.writable),
+		Metric503Unknown: float64(o.kinds["unknown"]), Metric503NotRecorded: float64(o.kinds["not_recorded"]),
+		Metric503Shed: float64(o.kinds["shed"]), Metric503WithoutKind: float64(o.kinds[""]),
 	} {
-		res.metric(p+k, v)
+		res.metric(p.Of(k), v)
 	}
-	res.setting(p+"answers", o.codes)
-	res.setting(p+"fault_errors", o.topErrors())
-	res.setting(p+"leader", fmt.Sprintf("kafka%d", o.leader))
-	res.setting(p+"new_leader", fmt.Sprintf("kafka%d", o.t.newLeader))
+	res.setting(string(p)+"answers", o.codes)
+	res.setting(string(p)+"fault_errors", o.topErrors())
+	res.setting(string(p)+"leader", fmt.Sprintf("kafka%d", o.leader))
+	res.setting(string(p)+"new_leader", fmt.Sprintf("kafka%d", o.t.newLeader))
 }

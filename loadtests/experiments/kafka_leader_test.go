@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // The cluster profile's experiments are not in All (make results on a
@@ -52,7 +54,7 @@ func TestKafkaLeaderFiguresRender(t *testing.T) {
 		text  Text
 		cases []leaderCase
 	}{{kafkaLeaderKillText, leaderKillCases(Full)}, {kafkaLeaderCutText, leaderCutCases(Full)}} {
-		res := Result{Name: "x", Metrics: map[string]float64{"rate": 50, "before_s": 5, "hold_s": 25, "after_s": 10, "timeout_ms": 5000}}
+		res := Result{Name: "x", Metrics: map[driver.Metric]float64{"rate": 50, "before_s": 5, "hold_s": 25, "after_s": 10, "timeout_ms": 5000}}
 		var names []string
 		for _, c := range x.cases {
 			o := leaderOutcome{leader: 2, sent: 100, acked: 90, failed: 10, lost: 3, ackedFault: 20, lostFault: 3, appendsResume: -1, deliveriesResume: time.Second,
@@ -131,7 +133,7 @@ func TestKafkaLeaderCut(t *testing.T) {
 		t.Errorf("%d lost, not all under acks=1", res.AckedLost)
 	}
 	for _, c := range leaderCutCases(Small) {
-		if p := m[c.name()+".phantom"]; p != 0 {
+		if p := m[driver.Metric(c.name()+".phantom")]; p != 0 {
 			t.Errorf("%s: %g phantom deliveries", c.name(), p)
 		}
 	}

@@ -57,21 +57,21 @@ func leaderFigures(f *Figures) string {
 
 // leaderCaseFigure is case c's figure in words.
 func leaderCaseFigure(f *Figures, c leaderCase) string {
-	p := c.name() + "."
-	lost := fmt.Sprintf("%d of %d acknowledged lost", f.Int(p+"lost")+f.Int(p+"undelivered"), f.Int(p+"acked"))
-	if n := f.Int(p + "lost"); n > 0 && c.acks == "1" {
-		lost += fmt.Sprintf(" (%d absent from the log, %d of the %d acknowledged during the fault: allowed by acks=1)", n, f.Int(p+"lost_during_fault"), f.Int(p+"acked_during_fault"))
+	p := SidePrefix(c.name() + ".")
+	lost := fmt.Sprintf("%d of %d acknowledged lost", f.Int(p.Of(MetricLost))+f.Int(p.Of(MetricUndelivered)), f.Int(p.Of(MetricAcked)))
+	if n := f.Int(p.Of(MetricLost)); n > 0 && c.acks == "1" {
+		lost += fmt.Sprintf(" (%d absent from the log, %d of the %d acknowledged during the fault: allowed by acks=1)", n, f.Int(p.Of(MetricLostDuringFault)), f.Int(p.Of(MetricAckedDuringFault)))
 	}
 	return fmt.Sprintf("%s, acks=%s: leader %s, new leader %s %s after the fault (then at fewest %d in sync); durable 201s again %s, deliveries again %s after it; "+
 		"%d of %d writes failed (%s; 503s: %s; slowest answer %.0f ms); %s, %d undelivered, %d phantom; "+
 		"duplicates: %d acknowledged events twice in the log (a retried produce), %d redeliveries absorbed by the consumer (both allowed: at-least-once); "+
 		"held %.0f s, back in %.1f s, ISR whole %.1f s after, a write taken %s after that",
-		strings.ToUpper(c.fault), c.acks, f.Str(p+"leader"), f.Str(p+"new_leader"), orNever(f.Num(p+"election_s")), f.Int(p+"min_isr_after_election"),
-		orNever(f.Num(p+"appends_resume_s")), orNever(f.Num(p+"deliveries_resume_s")),
-		f.Int(p+"failed"), f.Int(p+"sent"), f.Str(p+"answers"), esKindsText(f, p), f.Num(p+"slowest_ms"),
-		lost, f.Int(p+"undelivered"), f.Int(p+"phantom"),
-		f.Int(p+"log_duplicates"), f.Int(p+"consumer_duplicates"),
-		f.Num(p+"held_s"), f.Num(p+"back_s"), f.Num(p+"whole_s"), orNever(f.Num(p+"writable_s")))
+		strings.ToUpper(c.fault), c.acks, f.Str(string(p)+"leader"), f.Str(string(p)+"new_leader"), orNever(f.Num(p.Of(MetricElectionSeconds))), f.Int(p.Of(MetricMinISRAfterElection)),
+		orNever(f.Num(p.Of(MetricAppendsResumeSeconds))), orNever(f.Num(p.Of(MetricDeliveriesResumeSeconds))),
+		f.Int(p.Of(MetricFailed)), f.Int(p.Of(MetricSent)), f.Str(string(p)+"answers"), esKindsText(f, p), f.Num(p.Of(MetricSlowestMS)),
+		lost, f.Int(p.Of(MetricUndelivered)), f.Int(p.Of(MetricPhantom)),
+		f.Int(p.Of(MetricLogDuplicates)), f.Int(p.Of(MetricConsumerDuplicates)),
+		f.Num(p.Of(MetricHeldSeconds)), f.Num(p.Of(MetricBackSeconds)), f.Num(p.Of(MetricWholeSeconds)), orNever(f.Num(p.Of(MetricWritableSeconds))))
 }
 
 // orNever is a time in seconds in words, "never" when it is negative.
@@ -91,9 +91,9 @@ func leaderNotes(f *Figures) []string {
 	}
 	return append([]string{
 		fmt.Sprintf("the cluster profile's Kafka (3 KRaft nodes, broker and controller each, docs/cluster.md: %s); the kafka service with KAFKA_PARTITIONS=1, KAFKA_REPLICATION_FACTOR=3, KAFKA_MIN_INSYNC_REPLICAS=2, KAFKA_ACKS per case, KAFKA_WRITE_TIMEOUT and BACKEND_TIMEOUT %s; its Postgres is the shared stack's, a schema per case",
-			f.Str("brokers"), msDur(f.Num("timeout_ms"))),
+			f.Str("brokers"), msDur(f.Num(MetricTimeoutMS))),
 		fmt.Sprintf("open load of single POST /events at %g/s: %s before the fault, the fault held %s, then the node brought back and the load run until the partition's 3 replicas are in sync again, a probe write is answered 201 (one every 500 ms, a minute at most), and %s more; the service's own consumer group reads the events",
-			f.Num("rate"), secondsDur(f.Num("before_s")), secondsDur(f.Num("hold_s")), secondsDur(f.Num("after_s"))),
+			f.Num(MetricRate), secondsDur(f.Num(MetricBeforeSeconds)), secondsDur(f.Num(MetricHoldSeconds)), secondsDur(f.Num(MetricAfterSeconds))),
 		"new leader = the first metadata answer of the other two brokers naming another leader; durable 201s again = the first 201 to a request sent after the fault whose event is in the log afterwards; deliveries again = the first delivery (delivered_at) of an event sent after the fault",
 		"acknowledged lost = answered 201 and absent from the partition's log read from offset 0 once it is whole again, or in it and not delivered to the group a minute later; phantom = delivered to the group (a deliveries row) and absent from that log: read past the high watermark and then truncated, which Kafka's consumers should never see",
 	}, errs...)

@@ -55,17 +55,17 @@ func kafkaRestartNotes(f *Figures) []string {
 	notes := []string{
 		fmt.Sprintf("a private single-node KRaft Kafka %s (broker and controller in one JVM, -Xmx384m, own ports and data directory) from the stack's jars; the service's Postgres is the shared stack's, in a schema of its own", f.Str("kafka_version")),
 		fmt.Sprintf("open load of single POST /events at %g/s: %s before the stop, the broker held down %s after its process exited, %s after it answers again; KAFKA_WRITE_TIMEOUT and BACKEND_TIMEOUT %s",
-			f.Num("rate"), secondsDur(f.Num("before_s")), secondsDur(f.Num("hold_s")), secondsDur(f.Num("after_s")), msDur(f.Num("timeout_ms"))),
+			f.Num(MetricRate), secondsDur(f.Num(MetricBeforeSeconds)), secondsDur(f.Num(MetricHoldSeconds)), secondsDur(f.Num(MetricAfterSeconds)), msDur(f.Num(MetricTimeoutMS))),
 		"broker back = the node answers a metadata request naming a leader for every partition of the topic; recovery = the first 201 to a request sent after that",
 		"acknowledged lost = events answered 201 without a row in the service's deliveries table 60 s after the load; dual-write gap answers = 503s whose body says the rows are in Postgres (in_postgres), checked against the deliveries table too, those answered \"delivery\": \"never\" apart",
 	}
 	for _, c := range kafkaCases(Full) {
 		notes = append(notes, fmt.Sprintf("%s: answers other than 201: %s; /readyz during the outage: %s", c.name, f.Str(c.name+".answers"), orNone(f.StrOr(c.name+".readyz_reason", ""))))
 	}
-	if moves := f.Int("controller_moves"); moves > 0 {
+	if moves := f.Int(MetricControllerMoves); moves > 0 {
 		notes = append(notes, fmt.Sprintf("the controller's port was taken while the node was down and moved %d time(s) (it is the node's own; the broker's port stayed)", moves))
 	}
-	if f.Num("full_size") != 0 {
+	if f.Num(MetricFullSize) != 0 {
 		notes = append(notes, "after SIGKILL the restarted node waits for its previous registration's session to expire (broker.session.timeout.ms, 9 s) before it serves: a hard kill costs that much more downtime than a clean stop")
 	}
 	return notes
@@ -73,24 +73,24 @@ func kafkaRestartNotes(f *Figures) []string {
 
 // kafkaCaseFigure is case c's figure in words.
 func kafkaCaseFigure(f *Figures, c kafkaCase) string {
-	p := c.name + "."
+	p := SidePrefix(c.name + ".")
 	rec := "never recovered"
-	if f.Num(p+"recovered") != 0 {
-		rec = fmt.Sprintf("first 201 %.2f s after the broker was back", f.Num(p+"recover_s"))
+	if f.Num(p.Of(MetricRecovered)) != 0 {
+		rec = fmt.Sprintf("first 201 %.2f s after the broker was back", f.Num(p.Of(MetricRecoverSeconds)))
 	}
 	readyz := "/readyz never answered 503"
-	if f.Num(p+"readyz_failed") != 0 {
-		readyz = fmt.Sprintf("/readyz 503 %.1f s after the signal, 200 again %.1f s after the broker", f.Num(p+"readyz_503_after_s"), f.Num(p+"readyz_200_after_s"))
+	if f.Num(p.Of(MetricReadyzFailed)) != 0 {
+		readyz = fmt.Sprintf("/readyz 503 %.1f s after the signal, 200 again %.1f s after the broker", f.Num(p.Of(MetricReadyz503AfterSeconds)), f.Num(p.Of(MetricReadyz200AfterSeconds)))
 	}
-	stopping, down, starting := f.Int(p+"slow_failed_sent_stopping"), f.Int(p+"slow_failed_sent_down"), f.Int(p+"slow_failed_sent_starting")
+	stopping, down, starting := f.Int(p.Of(MetricSlowFailedSentStopping)), f.Int(p.Of(MetricSlowFailedSentDown)), f.Int(p.Of(MetricSlowFailedSentStarting))
 	return fmt.Sprintf("%s: broker back %.1f s after the signal; %d of %d writes failed, %d of them not 503, p99 %.0f ms and slowest %.0f ms (timeout %s; %d slower than %s, sent while the broker stopped/was down/started: %d/%d/%d); "+
 		"503s by kind: %s; slowest answer of any status %.0f ms; "+
 		"%s; %s; %d answers named the dual-write gap (%d of them \"delivery\": \"never\", %d of whose events were delivered): %d of their events were delivered after the 503, %d rows stay undelivered; %d of %d acknowledged lost",
-		strings.ToUpper(c.name), f.Num(p+"down_s"), f.Int(p+"failed"), f.Int(p+"sent"), f.Int(p+"failed_not_503"), f.Num(p+"p99_failed_ms"), f.Num(p+"max_failed_ms"), msDur(f.Num(p+"timeout_ms")),
-		stopping+down+starting, msDur(f.Num(p+"slow_failure_ms")), stopping, down, starting,
-		esKindsText(f, p), f.Num(p+"slowest_answer_ms"),
-		readyz, rec, f.Int(p+"dual_write_gap_answers"), f.Int(p+"gap_never_answers"), f.Int(p+"gap_never_ids_delivered"), f.Int(p+"gap_ids_delivered"), f.Int(p+"undelivered_rows"),
-		f.Int(p+"acked_lost"), f.Int(p+"acked"))
+		strings.ToUpper(c.name), f.Num(p.Of(MetricDownSeconds)), f.Int(p.Of(MetricFailed)), f.Int(p.Of(MetricSent)), f.Int(p.Of(MetricFailedNot503)), f.Num(p.Of(MetricP99FailedMS)), f.Num(p.Of(MetricMaxFailedMS)), msDur(f.Num(p.Of(MetricTimeoutMS))),
+		stopping+down+starting, msDur(f.Num(p.Of(MetricSlowFailureMS))), stopping, down, starting,
+		esKindsText(f, p), f.Num(p.Of(MetricSlowestAnswerMS)),
+		readyz, rec, f.Int(p.Of(MetricDualWriteGapAnswers)), f.Int(p.Of(MetricGapNeverAnswers)), f.Int(p.Of(MetricGapNeverIDsDelivered)), f.Int(p.Of(MetricGapIDsDelivered)), f.Int(p.Of(MetricUndeliveredRows)),
+		f.Int(p.Of(MetricAckedLost)), f.Int(p.Of(MetricAcked)))
 }
 
 // kafkaServiceTimeout is the kafka service's KAFKA_WRITE_TIMEOUT and
@@ -155,7 +155,7 @@ func privateKafkaLauncher(ctx context.Context, env Env, pattern string, logf fun
 
 func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
-	res := Result{Name: "kafka-broker-restart", Metrics: map[string]float64{}}
+	res := Result{Name: "kafka-broker-restart", Metrics: map[driver.Metric]float64{}}
 	logf := env.prefixed("kafka-broker-restart")
 	node, l, cleanup, err := privateKafkaLauncher(ctx, env, "wpe-kafka-restart-logs-", logf)
 	if err != nil {
@@ -198,14 +198,14 @@ func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, err
 		}
 		res.AckedLost += o.lost
 		for k, v := range o.metrics() {
-			res.Metrics[c.name+"."+k] = v
+			res.Metrics[SidePrefix(c.name+".").Of(k)] = v
 		}
 		res.setting(c.name+".answers", o.codes)
 		res.setting(c.name+".readyz_reason", o.readyReason)
 	}
 	rate, before, hold, after := kafkaLoad(size)
-	for k, v := range map[string]float64{"rate": rate, "before_s": before.Seconds(), "hold_s": hold.Seconds(), "after_s": after.Seconds(),
-		"timeout_ms": ms(kafkaServiceTimeout), "controller_moves": float64(node.ctrlMoves), "full_size": b2f(size == Full)} {
+	for k, v := range map[driver.Metric]float64{MetricRate: rate, MetricBeforeSeconds: before.Seconds(), MetricHoldSeconds: hold.Seconds(), MetricAfterSeconds: after.Seconds(),
+		MetricTimeoutMS: ms(kafkaServiceTimeout), MetricControllerMoves: float64(node.ctrlMoves), MetricFullSize: b2f(size == Full)} {
 		res.Metrics[k] = v
 	}
 	res.setting("kafka_version", kafkaVersion(node.libs))
@@ -246,23 +246,23 @@ type kafkaOutcome struct {
 // 500 ms.
 const slowFailure = time.Second
 
-func (o kafkaOutcome) metrics() map[string]float64 {
-	return map[string]float64{
-		"sent": float64(o.sent), "acked": float64(o.acked), "failed": float64(o.failed), "failed_not_503": float64(o.failedNot503),
-		"p99_failed_ms": ms(o.p99Failed), "max_failed_ms": ms(o.maxFailed), "exit_s": secs(o.exitTook), "down_s": secs(o.downFor),
+func (o kafkaOutcome) metrics() map[driver.Metric]float64 {
+	return map[driver.Metric]float64{
+		MetricSent: float64(o.sent), MetricAcked: float64(o.acked), MetricFailed: float64(o.failed), MetricFailedNot503: float64(o.failedNot503),
+		MetricP99FailedMS: ms(o.p99Failed), MetricMaxFailedMS: ms(o.maxFailed), MetricExitSeconds: secs(o.exitTook), MetricDownSeconds: secs(o.downFor),
 		// Never recovered, /readyz never failed: a flag, and -1 (recoverS),
 		// never secs(-1ns), which is -0 and not below 0.
-		"recovered": b2f(o.recover >= 0), "recover_s": recoverS(o.recover),
-		"readyz_failed": b2f(o.readyDownAfter >= 0), "readyz_503_after_s": recoverS(o.readyDownAfter), "readyz_200_after_s": secs(o.readyUpAfter),
-		"slow_failure_ms":  ms(slowFailure),
-		"acked_while_down": float64(o.ackedWhileDown), "acked_lost": float64(o.lost),
-		"undelivered_rows": float64(o.undelivered), "dual_write_gap_answers": float64(o.gapAnswers),
-		"timeout_ms": ms(kafkaServiceTimeout), "gap_ids_delivered": float64(o.gapDelivered),
-		"gap_never_answers": float64(o.gapNever), "gap_never_ids_delivered": float64(o.gapNeverDelivered),
-		"slow_failed_sent_stopping": float64(o.slowStopping), "slow_failed_sent_down": float64(o.slowDown),
-		"slow_failed_sent_starting": float64(o.slowStarting), "slowest_answer_ms": ms(o.slowest),
-		"503_not_recorded": float64(o.kinds["not_recorded"]), "503_unknown": float64(o.kinds["unknown"]),
-		"503_shed": float64(o.kinds["shed"]), "503_without_kind": float64(o.kinds[""]),
+		MetricRecovered: b2f(o.recover >= 0), MetricRecoverSeconds: recoverS(o.recover),
+		MetricReadyzFailed: b2f(o.readyDownAfter >= 0), MetricReadyz503AfterSeconds: recoverS(o.readyDownAfter), MetricReadyz200AfterSeconds: secs(o.readyUpAfter),
+		MetricSlowFailureMS:  ms(slowFailure),
+		MetricAckedWhileDown: float64(o.ackedWhileDown), MetricAckedLost: float64(o.lost),
+		MetricUndeliveredRows: float64(o.undelivered), MetricDualWriteGapAnswers: float64(o.gapAnswers),
+		MetricTimeoutMS: ms(kafkaServiceTimeout), MetricGapIDsDelivered: float64(o.gapDelivered),
+		MetricGapNeverAnswers: float64(o.gapNever), MetricGapNeverIDsDelivered: float64(o.gapNeverDelivered),
+		MetricSlowFailedSentStopping: float64(o.slowStopping), MetricSlowFailedSentDown: float64(o.slowDown),
+		MetricSlowFailedSentStarting: float64(o.slowStarting), MetricSlowestAnswerMS: ms(o.slowest),
+		Metric503NotRecorded: float64(o.kinds["not_recorded"]), Metric503Unknown: float64(o.kinds["unknown"]),
+		Metric503Shed: float64(o.kinds["shed"]), Metric503WithoutKind: float64(o.kinds[""]),
 	}
 }
 

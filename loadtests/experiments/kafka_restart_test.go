@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 )
 
@@ -69,8 +70,8 @@ func TestKafkaBrokerRestart(t *testing.T) {
 	// (Small holds the broker down 0 s, so a clean stop is often back
 	// within the timeout) may be ridden out by the producer's retries.
 	for _, c := range kafkaCases(Small) {
-		if m[c.name+".down_s"]*1000 > m["timeout_ms"]+1000 && m[c.name+".failed"] == 0 {
-			t.Errorf("%s: down %.1f s, longer than the %v ms write timeout, and no write failed: %v", c.name, m[c.name+".down_s"], m["timeout_ms"], m)
+		if m[driver.Metric(c.name+".down_s")]*1000 > m["timeout_ms"]+1000 && m[driver.Metric(c.name+".failed")] == 0 {
+			t.Errorf("%s: down %.1f s, longer than the %v ms write timeout, and no write failed: %v", c.name, m[driver.Metric(c.name+".down_s")], m["timeout_ms"], m)
 		}
 	}
 	if m["sigterm.failed"]+m["sigkill.failed"] == 0 {
@@ -86,10 +87,10 @@ func TestKafkaBrokerRestart(t *testing.T) {
 		t.Errorf("/readyz never failed while the broker was down: %v", Describe(res).Notes)
 	}
 	for _, c := range kafkaCases(Small) {
-		if m[c.name+".503_without_kind"] != 0 {
-			t.Errorf("%s: %v 503s without a kind", c.name, m[c.name+".503_without_kind"])
+		if m[driver.Metric(c.name+".503_without_kind")] != 0 {
+			t.Errorf("%s: %v 503s without a kind", c.name, m[driver.Metric(c.name+".503_without_kind")])
 		}
-		if m[c.name+".recovered"] != 1 {
+		if m[driver.Metric(c.name+".recovered")] != 1 {
 			t.Errorf("%s: the service did not recover after the broker was back: %v", c.name, m)
 		}
 	}
@@ -144,12 +145,12 @@ func TestKafkaNeverRecoveredIsFlagged(t *testing.T) {
 	if back["recovered"] != 1 || back["recover_s"] != 1.5 || back["readyz_failed"] != 1 || back["readyz_503_after_s"] != 0.3 {
 		t.Errorf("recovered: %v", back)
 	}
-	r := Result{Name: "kafka-broker-restart", Metrics: map[string]float64{
+	r := Result{Name: "kafka-broker-restart", Metrics: map[driver.Metric]float64{
 		"rate": 50, "before_s": 2, "hold_s": 0, "after_s": 3, "timeout_ms": 5000, "controller_moves": 0, "full_size": 0,
 	}, Settings: map[string]string{"kafka_version": "4.1.0"}}
-	for c, m := range map[string]map[string]float64{"sigterm": back, "sigkill": never} {
+	for c, m := range map[string]map[driver.Metric]float64{"sigterm": back, "sigkill": never} {
 		for k, v := range m {
-			r.Metrics[c+"."+k] = v
+			r.Metrics[driver.Metric(c+".")+k] = v
 		}
 		r.Settings[c+".answers"] = "none"
 		r.Settings[c+".readyz_reason"] = ""

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
@@ -29,7 +30,7 @@ const listenService = pairs.NoRabbitMQ
 // listener received; then starts no-rabbitmq with DATABASE_LISTEN_URL on
 // pgbouncer and checks that it refuses to start, naming the problem.
 func listenThroughPgBouncer(ctx context.Context, env Env, size Size) (Result, error) {
-	r := Result{AckedLost: -1, Metrics: map[string]float64{}}
+	r := Result{AckedLost: -1, Metrics: map[driver.Metric]float64{}}
 	n := 100
 	if size == Full {
 		n = 1000
@@ -38,9 +39,9 @@ func listenThroughPgBouncer(ctx context.Context, env Env, size Size) (Result, er
 	if err != nil {
 		return r, err
 	}
-	r.Metrics["sent"] = float64(n)
-	r.Metrics["received_direct"] = float64(dn)
-	r.Metrics["received_pgbouncer"] = float64(bn)
+	r.Metrics[MetricSent] = float64(n)
+	r.Metrics[MetricReceivedDirect] = float64(dn)
+	r.Metrics[MetricReceivedPgbouncer] = float64(bn)
 	// The direct listener's count is the one a correctly configured
 	// service relies on.
 	r.AckedLost = int64(n) - dn
@@ -49,8 +50,8 @@ func listenThroughPgBouncer(ctx context.Context, env Env, size Size) (Result, er
 	if err != nil {
 		return r, fmt.Errorf("starting %s with its LISTEN URL on pgbouncer: %w", listenService, err)
 	}
-	r.Metrics["service_refused"] = b2f(refused)
-	r.Metrics["service_exit_s"] = took.Seconds()
+	r.Metrics[MetricServiceRefused] = b2f(refused)
+	r.Metrics[MetricServiceExitSeconds] = took.Seconds()
 	r.setting("service_message", msg)
 	return r, nil
 }
@@ -61,19 +62,19 @@ var listenText = Text{
 	Happens:  "LISTEN through a transaction-mode pooler succeeds on whichever server connection ran it, which the pooler then hands to other clients: no notification reaches the listener, and a service that starts anyway runs deaf on its fallback poll.",
 	UserMust: "Give LISTEN a direct connection (DATABASE_LISTEN_URL) and keep the pooler for the rest; the services here probe LISTEN with a NOTIFY round trip at start and after every reconnect and refuse to run deaf.",
 	Figure: func(f *Figures) string {
-		verdict := fmt.Sprintf("%s with DATABASE_LISTEN_URL on pgbouncer refused to start in %.1f s", listenService, f.Num("service_exit_s"))
-		if f.Num("service_refused") == 0 {
+		verdict := fmt.Sprintf("%s with DATABASE_LISTEN_URL on pgbouncer refused to start in %.1f s", listenService, f.Num(MetricServiceExitSeconds))
+		if f.Num(MetricServiceRefused) == 0 {
 			verdict = fmt.Sprintf("%s with DATABASE_LISTEN_URL on pgbouncer did NOT refuse to start (%s)", listenService, f.Str("service_message"))
 		}
 		return fmt.Sprintf("%d notifications sent: %d received on a direct connection, %d through pgbouncer; %s",
-			f.Int("sent"), f.Int("received_direct"), f.Int("received_pgbouncer"), verdict)
+			f.Int(MetricSent), f.Int(MetricReceivedDirect), f.Int(MetricReceivedPgbouncer), verdict)
 	},
 	Notes: func(f *Figures) []string {
 		notes := []string{
 			"pgbouncer: the stack's, in transaction pooling mode (PGBOUNCER_URL). The notifications are sent on a direct connection, each in a transaction of its own. pgbouncer drops each one arriving on the idle server connection that ran LISTEN, logging only a warning (\"got packet 'A' from server when not linked\").",
 			"The acknowledged-writes count is notifications the direct listener missed; in the services a notification is only a wake-up (the rows are the truth), so a deaf listener delays work by the poll interval but loses none.",
 		}
-		if f.Num("service_refused") != 0 {
+		if f.Num(MetricServiceRefused) != 0 {
 			notes = append(notes, "The refusal names the problem: "+f.Str("service_message"))
 		}
 		return notes

@@ -2,6 +2,8 @@ package experiments
 
 import (
 	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // Loss is what one case of a cluster experiment did to the writes it
@@ -55,33 +57,33 @@ func FailoverLosses(r Result) []CaseLoss {
 	if r.Metrics == nil {
 		return nil
 	}
-	m := func(k string) int64 { return int64(r.Metrics[k]) }
+	m := func(k driver.Metric) int64 { return int64(r.Metrics[k]) }
 	switch {
 	case IsPostgresFailover(r.Name):
 		var cs []CaseLoss
 		for _, side := range []string{"queue", "log"} {
-			p := side + "."
-			if _, ok := r.Metrics[p+"acked"]; !ok {
+			p := SidePrefix(side + ".")
+			if _, ok := r.Metrics[p.Of(MetricAcked)]; !ok {
 				continue
 			}
-			cs = append(cs, CaseLoss{Key: side, Loss: Loss{Acked: m(p + "acked"), Lost: m(p + "lost"), Phantom: m(p + "phantom"), Duplicated: m(p + "duplicated")}})
+			cs = append(cs, CaseLoss{Key: side, Loss: Loss{Acked: m(p.Of(MetricAcked)), Lost: m(p.Of(MetricLost)), Phantom: m(p.Of(MetricPhantom)), Duplicated: m(p.Of(MetricDuplicated))}})
 		}
 		return cs
 	case r.Name == KafkaLeaderKill || r.Name == KafkaLeaderCut:
 		var cs []CaseLoss
 		for _, name := range strings.Split(r.Settings["cases"], ",") {
-			p := name + "."
-			if _, ok := r.Metrics[p+"acked"]; !ok {
+			p := SidePrefix(name + ".")
+			if _, ok := r.Metrics[p.Of(MetricAcked)]; !ok {
 				continue
 			}
 			// undelivered: in the log, never delivered to the group: an
 			// acknowledged event lost to its consumers.
-			cs = append(cs, CaseLoss{Key: name, Loss: Loss{Acked: m(p + "acked"), Lost: m(p+"lost") + m(p+"undelivered"), Phantom: m(p + "phantom"),
-				Duplicated: m(p+"log_duplicates") + m(p+"consumer_duplicates")}})
+			cs = append(cs, CaseLoss{Key: name, Loss: Loss{Acked: m(p.Of(MetricAcked)), Lost: m(p.Of(MetricLost)) + m(p.Of(MetricUndelivered)), Phantom: m(p.Of(MetricPhantom)),
+				Duplicated: m(p.Of(MetricLogDuplicates)) + m(p.Of(MetricConsumerDuplicates))}})
 		}
 		return cs
 	case r.Name == RabbitMQLeaderKill || r.Name == RabbitMQLeaderCut:
-		return []CaseLoss{{Loss: Loss{Acked: m("acked"), Lost: m("acked_lost"), Phantom: m("phantom"), Duplicated: m("duplicated")}}}
+		return []CaseLoss{{Loss: Loss{Acked: m(MetricAcked), Lost: m(MetricAckedLost), Phantom: m(MetricPhantom), Duplicated: m(MetricDuplicated)}}}
 	}
 	return nil
 }

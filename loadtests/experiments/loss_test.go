@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // TestFailoverLosses reads each cluster experiment's cases in the one
@@ -15,16 +17,16 @@ import (
 // have no cases.
 func TestFailoverLosses(t *testing.T) {
 	t.Parallel()
-	pg := Result{Name: PGFailoverAsync, AckedLost: 1000, Metrics: map[string]float64{ // a file written when AckedLost added the phantoms
+	pg := Result{Name: PGFailoverAsync, AckedLost: 1000, Metrics: map[driver.Metric]float64{ // a file written when AckedLost added the phantoms
 		"queue.acked": 1634, "queue.lost": 251, "queue.phantom": 248, "queue.duplicated": 0,
 		"log.acked": 1634, "log.lost": 251, "log.phantom": 250, "log.duplicated": 1,
 	}}
-	kafka := Result{Name: KafkaLeaderCut, Settings: map[string]string{"cases": "isolate.acks_1,cut.acks_all"}, Metrics: map[string]float64{
+	kafka := Result{Name: KafkaLeaderCut, Settings: map[string]string{"cases": "isolate.acks_1,cut.acks_all"}, Metrics: map[driver.Metric]float64{
 		"isolate.acks_1.acked": 2003, "isolate.acks_1.lost": 1260, "isolate.acks_1.undelivered": 2, "isolate.acks_1.phantom": 0,
 		"isolate.acks_1.log_duplicates": 1, "isolate.acks_1.consumer_duplicates": 2,
 		"cut.acks_all.acked": 1277,
 	}}
-	rmq := Result{Name: RabbitMQLeaderKill, Metrics: map[string]float64{"acked": 1439, "acked_lost": 1, "phantom": 3, "duplicated": 2}}
+	rmq := Result{Name: RabbitMQLeaderKill, Metrics: map[driver.Metric]float64{"acked": 1439, "acked_lost": 1, "phantom": 3, "duplicated": 2}}
 	for _, c := range []struct {
 		r     Result
 		cases int
@@ -34,7 +36,7 @@ func TestFailoverLosses(t *testing.T) {
 		{kafka, 2, Loss{Acked: 3280, Lost: 1262, Duplicated: 3}},
 		{rmq, 1, Loss{Acked: 1439, Lost: 1, Phantom: 3, Duplicated: 2}},
 		{Result{Name: PGFailoverSync, Error: "the cluster is not up"}, 0, Loss{}},
-		{Result{Name: "listen-notify-reconnect", Metrics: map[string]float64{"lost": 3}}, 0, Loss{}},
+		{Result{Name: "listen-notify-reconnect", Metrics: map[driver.Metric]float64{"lost": 3}}, 0, Loss{}},
 	} {
 		cs := FailoverLosses(c.r)
 		if len(cs) != c.cases || TotalLoss(cs) != c.want {
@@ -55,7 +57,7 @@ func TestRunRepeatsInRounds(t *testing.T) {
 	x := func(name string) Experiment {
 		return Experiment{Name: name, Run: func(context.Context, Env, Size) (Result, error) {
 			calls = append(calls, name)
-			return Result{Metrics: map[string]float64{}}, nil
+			return Result{Metrics: map[driver.Metric]float64{}}, nil
 		}}
 	}
 	xs := append(Repeat([]Experiment{x("a"), x("b")}, 3), x("c"))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
 )
@@ -61,8 +62,8 @@ var notifyText = Text{
 // notifyNotes are notify-serializes-commits' notes: how it ran, what the
 // sources say about each version, and what the acknowledged count is.
 func notifyNotes(f *Figures) []string {
-	point := secondsDur(f.Num("point_s"))
-	interval := msDur(f.Num("debounce_interval_ms"))
+	point := secondsDur(f.Num(MetricPointSeconds))
+	interval := msDur(f.Num(MetricDebounceIntervalMS))
 	notes := []string{
 		fmt.Sprintf("Measured on PostgreSQL %s: one-row INSERT commits on a logged table, %v per point, one LISTENing connection; "+
 			"notify_in_tx: INSERT and pg_notify in one statement's transaction; notify_debounced: pglisten.Debouncer, at most one NOTIFY per %v after the commits.",
@@ -108,7 +109,7 @@ func notifyFigure(f *Figures) string {
 	}
 	n := raw.NotifyCommitters[len(raw.NotifyCommitters)-1]
 	share := func(prefix string) string {
-		at := func(mode string) float64 { return f.Num(prefix + "tps_" + mode + "_" + strconv.Itoa(n)) }
+		at := func(mode string) float64 { return f.Num(NotifyKey(prefix, MetricNotifyTPSOf, mode, n)) }
 		return ratio(at(raw.NotifyInTx), at(raw.NotifyNone)) + "×"
 	}
 	lead := fmt.Sprintf("At %d committers pg_notify in the transaction gives %s the commits/s on PostgreSQL %s (the shared stack)", n, share(""), firstWord(f.Str("server_version")))
@@ -138,16 +139,16 @@ func notifySeriesFigure(f *Figures, prefix string) string {
 	series := func(mode string) string {
 		var parts []string
 		for _, c := range raw.NotifyCommitters {
-			parts = append(parts, num(f.Num(prefix+"tps_"+mode+"_"+strconv.Itoa(c))))
+			parts = append(parts, num(f.Num(NotifyKey(prefix, MetricNotifyTPSOf, mode, c))))
 		}
 		return strings.Join(parts, " / ")
 	}
 	n := raw.NotifyCommitters[len(raw.NotifyCommitters)-1]
-	at := func(what, mode string) float64 { return f.Num(prefix + what + mode + "_" + strconv.Itoa(n)) }
+	at := func(what driver.MetricPrefix, mode string) float64 { return f.Num(NotifyKey(prefix, what, mode, n)) }
 	return fmt.Sprintf("Commits/s at %s committers: without pg_notify %s; with pg_notify in the transaction %s; debounced %s. At %d committers pg_notify in the transaction gives %s× the commits/s, commit p99 %s ms vs %s ms (debounced %s ms)",
 		committers(), series(raw.NotifyNone), series(raw.NotifyInTx), series(raw.NotifyDebounced), n,
-		ratio(at("tps_", raw.NotifyInTx), at("tps_", raw.NotifyNone)),
-		num(at("p99_ms_", raw.NotifyInTx)), num(at("p99_ms_", raw.NotifyNone)), num(at("p99_ms_", raw.NotifyDebounced)))
+		ratio(at(MetricNotifyTPSOf, raw.NotifyInTx), at(MetricNotifyTPSOf, raw.NotifyNone)),
+		num(at(MetricNotifyP99MSOf, raw.NotifyInTx)), num(at(MetricNotifyP99MSOf, raw.NotifyNone)), num(at(MetricNotifyP99MSOf, raw.NotifyDebounced)))
 }
 
 // notifySerializes runs loadtests/raw's NOTIFY series: 1, 2, 4, 8 and 16
@@ -155,7 +156,7 @@ func notifySeriesFigure(f *Figures, prefix string) string {
 // pg_notify in the transaction, and debounced (at most one NOTIFY per
 // interval, after the commits, in a transaction of its own).
 func notifySerializes(ctx context.Context, env Env, size Size) (Result, error) {
-	r := Result{AckedLost: -1, Metrics: map[string]float64{}}
+	r := Result{AckedLost: -1, Metrics: map[driver.Metric]float64{}}
 	o := raw.DefaultOptions()
 	o.PostgresURL = env.PostgresURL
 	o.Name = uniqueName("x")[2:]
@@ -172,8 +173,8 @@ func notifySerializes(ctx context.Context, env Env, size Size) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	r.metric("point_s", s.PointSeconds)
-	r.metric("debounce_interval_ms", s.IntervalMs)
+	r.metric(MetricPointSeconds, s.PointSeconds)
+	r.metric(MetricDebounceIntervalMS, s.IntervalMs)
 	r.setting("server_version", s.ServerVersion)
 	// Committed NOTIFYs the listeners never heard: each announced commits.
 	r.AckedLost = lost + notifyOnVersions(ctx, env, o, &r)
@@ -254,12 +255,11 @@ func notifyMetrics(r *Result, prefix string, s *raw.NotifySeries) (lost int64, e
 		if p.Error != "" {
 			return 0, fmt.Errorf("%s ×%d: %s", p.Mode, p.Committers, p.Error)
 		}
-		k := p.Mode + "_" + strconv.Itoa(p.Committers)
-		r.Metrics[prefix+"tps_"+k] = p.TPS
-		r.Metrics[prefix+"p99_ms_"+k] = p.P99Ms
+		r.Metrics[NotifyKey(prefix, MetricNotifyTPSOf, p.Mode, p.Committers)] = p.TPS
+		r.Metrics[NotifyKey(prefix, MetricNotifyP99MSOf, p.Mode, p.Committers)] = p.P99Ms
 		if p.Mode != raw.NotifyNone {
-			r.Metrics[prefix+"sent_"+k] = float64(p.Sent)
-			r.Metrics[prefix+"received_"+k] = float64(p.Received)
+			r.Metrics[NotifyKey(prefix, MetricNotifySentOf, p.Mode, p.Committers)] = float64(p.Sent)
+			r.Metrics[NotifyKey(prefix, MetricNotifyReceivedOf, p.Mode, p.Committers)] = float64(p.Received)
 			lost += max(p.Sent-p.Received, 0)
 		}
 	}
@@ -274,8 +274,8 @@ func notifyMetrics(r *Result, prefix string, s *raw.NotifySeries) (lost int64, e
 	pn, _ := s.Find(raw.NotifyNone, n)
 	pi, _ := s.Find(raw.NotifyInTx, n)
 	pd, _ := s.Find(raw.NotifyDebounced, n)
-	r.Metrics[prefix+"in_tx_over_none_at_16"] = pi.TPS / pn.TPS
-	r.Metrics[prefix+"debounced_over_none_at_16"] = pd.TPS / pn.TPS
+	r.Metrics[SidePrefix(prefix).Of(MetricInTxOverNoneAt16)] = pi.TPS / pn.TPS
+	r.Metrics[SidePrefix(prefix).Of(MetricDebouncedOverNoneAt16)] = pd.TPS / pn.TPS
 	return lost, nil
 }
 
@@ -306,4 +306,12 @@ func ratio(a, b float64) string {
 		return "–"
 	}
 	return strconv.FormatFloat(a/b, 'f', 2, 64)
+}
+
+// NotifyKey is the key of figure fig (MetricNotifyTPSOf, ...) of the
+// series whose metrics start with prefix ("" for the shared server's,
+// "18." for a private server's) in mode with committers committers:
+// "tps_in_tx_16".
+func NotifyKey(prefix string, fig driver.MetricPrefix, mode string, committers int) driver.Metric {
+	return driver.MetricPrefix(prefix + string(fig)).Of(mode + "_" + strconv.Itoa(committers))
 }

@@ -204,8 +204,8 @@ func pgAutoFigure(f *Figures, how string) string {
 	case promoted == f.Str("old_primary"):
 		after = fmt.Sprintf("no failover: %s was the primary again afterwards", promoted)
 	}
-	back := fmt.Sprintf("%s back as a standby, the formation whole %.1f s after the load", f.Str("old_primary"), f.Num("rejoin_s"))
-	if f.Num("rejoined") == 0 {
+	back := fmt.Sprintf("%s back as a standby, the formation whole %.1f s after the load", f.Str("old_primary"), f.Num(MetricRejoinSeconds))
+	if f.Num(MetricRejoined) == 0 {
 		back = fmt.Sprintf("failed: the formation was not whole after %s came back (cluster.sh auto-wait), see the run's log", f.Str("old_primary"))
 	}
 	return fmt.Sprintf("PostgreSQL %s under pg_auto_failover: %s %s, %s; queue: %s; log: %s; %s",
@@ -233,7 +233,7 @@ func pgAutoNotes(f *Figures) []string {
 		fmt.Sprintf("the cluster profile's Postgres under pg_auto_failover (docs/cluster.md, \"Automatic failover\": a monitor in a namespace of its own and a keeper on each of three nodes, the formation's defaults: synchronous replication to ANY 1 of the two standbys, health checks every 5 s, a node unhealthy after 20 s), PostgreSQL %s; both services on the multi-host CLUSTER_DATABASE_URL (target_session_attrs=read-write), each in a schema of its own: no-rabbitmq with QUEUE_TABLE=%s (its default) and TASK_RETENTION=0, its other settings default (LEASE 30 s), no-kafka with SLOT_PLUGIN=%s and its default consumer group",
 			f.Str("server_version"), f.Str("queue_table"), f.Str("slot_plugin")),
 		fmt.Sprintf("open load of single POST /tasks and single POST /events at %g/s each: %s before the fault and %s after it, nobody promoting; then the old primary came back (its keeper started again, or its link healed), the formation was waited for until whole (bash scripts/cluster.sh auto-wait), and the counts waited up to %s for every acknowledged write to be done or delivered",
-			f.Num("rate"), secondsDur(f.Num("before_s")), secondsDur(f.Num("after_s")), secondsDur(f.Num("settle_s"))),
+			f.Num(MetricRate), secondsDur(f.Num(MetricBeforeSeconds)), secondsDur(f.Num(MetricAfterSeconds)), secondsDur(f.Num(MetricSettleSeconds))),
 		"lost, duplicated and phantom as in the scripted promotions; the fault = the start of the command that applies it (scripts/cluster.sh auto-kill, cut or isolate), so that the writes' \"again\" counts the monitor's detection and promotion and the services' reconnection, as the brokers' experiments count theirs",
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cluster"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // The cluster profile's Postgres failover experiments (issue 25, item 4):
@@ -175,7 +176,7 @@ type pgTimes struct {
 // load, rejoins the old primary (whatever failed on the way) and counts.
 func runPGFailover(ctx context.Context, env Env, size Size, p pgPromotion) (Result, error) {
 	began := time.Now()
-	res := Result{Name: p.name, Metrics: map[string]float64{}}
+	res := Result{Name: p.name, Metrics: map[driver.Metric]float64{}}
 	logf := env.prefixed(p.name)
 	prof, err := openPGProfile(env, logf)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cluster"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -172,17 +173,17 @@ func deliveriesOf(ids []string, delivered map[string]time.Time) []time.Time {
 // counted apart in its own metric (FailoverLosses), never added to them.
 func (r *pgRun) record(res *Result, p pgPromotion, size Size) {
 	rate, before, after := p.load(size)
-	for k, v := range map[string]float64{
-		"rate": rate, "before_s": before.Seconds(), "after_s": after.Seconds(), "full_size": b2f(size == Full),
-		"promotion_s": secs(r.promotion), "rejoined": b2f(r.rejoined), "rejoin_s": secs(r.rejoinTaken),
-		"slot_safe_s": recoverS(r.slotSafe), "resync_events": float64(r.resynced), "settle_s": pgSettle.Seconds(),
-		"server_version_num": float64(r.num), "async_cut_s": r.lag.Seconds(),
+	for k, v := range map[driver.Metric]float64{
+		MetricRate: rate, MetricBeforeSeconds: before.Seconds(), MetricAfterSeconds: after.Seconds(), MetricFullSize: b2f(size == Full),
+		MetricPromotionSeconds: secs(r.promotion), MetricRejoined: b2f(r.rejoined), MetricRejoinSeconds: secs(r.rejoinTaken),
+		MetricSlotSafeSeconds: recoverS(r.slotSafe), MetricResyncEvents: float64(r.resynced), MetricSettleSeconds: pgSettle.Seconds(),
+		MetricServerVersionNum: float64(r.num), MetricAsyncCutSeconds: r.lag.Seconds(),
 	} {
 		res.metric(k, v)
 	}
 	var lost int64
 	for _, s := range r.sides() {
-		s.o.record(res, s.key+".")
+		s.o.record(res, SidePrefix(s.key+"."))
 		lost += s.o.lost
 	}
 	res.AckedLost = lost
@@ -194,15 +195,15 @@ func (r *pgRun) record(res *Result, p pgPromotion, size Size) {
 }
 
 // record writes o's figures under prefix p.
-func (o *pgSideOutcome) record(res *Result, p string) {
-	for k, v := range map[string]float64{
-		"sent": float64(o.sent), "acked": float64(o.acked), "failed": float64(o.failed),
-		"lost": float64(o.lost), "absent": float64(o.absent), "duplicated": float64(o.duplicated),
-		"seen": float64(o.seen), "phantom": float64(o.phantom),
-		"writes_resume_s": recoverS(o.writesResume), "deliveries_resume_s": recoverS(o.deliveriesResume),
-		"writes_stall_s": secs(o.writesStall), "deliveries_stall_s": secs(o.deliveriesStall),
+func (o *pgSideOutcome) record(res *Result, p SidePrefix) {
+	for k, v := range map[driver.Metric]float64{
+		MetricSent: float64(o.sent), MetricAcked: float64(o.acked), MetricFailed: float64(o.failed),
+		MetricLost: float64(o.lost), MetricAbsent: float64(o.absent), MetricDuplicated: float64(o.duplicated),
+		MetricSeen: float64(o.seen), MetricPhantom: float64(o.phantom),
+		MetricWritesResumeSeconds: recoverS(o.writesResume), MetricDeliveriesResumeSeconds: recoverS(o.deliveriesResume),
+		MetricWritesStallSeconds: secs(o.writesStall), MetricDeliveriesStallSeconds: secs(o.deliveriesStall),
 	} {
-		res.metric(p+k, v)
+		res.metric(p.Of(k), v)
 	}
-	res.setting(p+"answers", o.codes)
+	res.setting(string(p)+"answers", o.codes)
 }

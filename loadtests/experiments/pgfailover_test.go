@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
@@ -168,7 +169,7 @@ func TestPGFailover(t *testing.T) {
 		if len(p.Missing) > 0 || m["rejoined"] != 1 || (res.AckedLost != 0 && !res.LossDocumented) {
 			t.Errorf("%s: %+v", x.Name, res)
 		}
-		for _, k := range []string{"queue.writes_resume_s", "queue.deliveries_resume_s", "log.writes_resume_s", "log.deliveries_resume_s"} {
+		for _, k := range []driver.Metric{"queue.writes_resume_s", "queue.deliveries_resume_s", "log.writes_resume_s", "log.deliveries_resume_s"} {
 			if m[k] < 0 {
 				t.Errorf("%s: %s never resumed", x.Name, k)
 			}

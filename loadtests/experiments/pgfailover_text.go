@@ -3,6 +3,8 @@ package experiments
 import (
 	"fmt"
 	"strings"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // pgText is a Postgres failover experiment's prose: t's sentences, with
@@ -44,46 +46,46 @@ var pgFailoverAsyncText = pgText(Text{
 // pgFailoverFigure is a Postgres failover result's figure in words; how
 // is what happened to the old primary.
 func pgFailoverFigure(f *Figures, how string) string {
-	rejoin := fmt.Sprintf("%s rejoined as a standby, the cluster whole %.1f s after the load", f.Str("old_primary"), f.Num("rejoin_s"))
-	if f.Num("rejoined") == 0 {
+	rejoin := fmt.Sprintf("%s rejoined as a standby, the cluster whole %.1f s after the load", f.Str("old_primary"), f.Num(MetricRejoinSeconds))
+	if f.Num(MetricRejoined) == 0 {
 		rejoin = fmt.Sprintf("failed: %s did not rejoin, or the cluster was not whole after it (cluster.sh status postgres), see the run's log", f.Str("old_primary"))
 	}
 	return fmt.Sprintf("PostgreSQL %s: %s %s, %s promoted (the script took %.1f s); queue: %s; log: %s; %s",
-		f.Str("server_version"), f.Str("old_primary"), how, f.Str("promoted"), f.Num("promotion_s"),
+		f.Str("server_version"), f.Str("old_primary"), how, f.Str("promoted"), f.Num(MetricPromotionSeconds),
 		pgSideFigure(f, pgQueueKey, "done", "processed twice"), pgSideFigure(f, pgLogKey, "delivered", "redelivered")+"; "+pgRecoveryText(f), rejoin)
 }
 
 // pgSideFigure is one side's figures in words: what a write counts as
 // once settled (done, delivered) and what a duplicate is.
 func pgSideFigure(f *Figures, key, settled, twice string) string {
-	p := key + "."
-	lost := fmt.Sprintf("%d lost (not %s; %d without a record)", f.Int(p+"lost"), settled, f.Int(p+"absent"))
-	if f.Result().LossDocumented && f.Int(p+"lost")+f.Int(p+"phantom") > 0 {
+	p := SidePrefix(key + ".")
+	lost := fmt.Sprintf("%d lost (not %s; %d without a record)", f.Int(p.Of(MetricLost)), settled, f.Int(p.Of(MetricAbsent)))
+	if f.Result().LossDocumented && f.Int(p.Of(MetricLost))+f.Int(p.Of(MetricPhantom)) > 0 {
 		lost += " (allowed: the asynchronous standby had not received them)"
 	}
 	phantom := ""
-	if why := PhantomAllowed(f.Result()); why != "" && !f.Result().LossDocumented && f.Int(p+"phantom") > 0 {
+	if why := PhantomAllowed(f.Result()); why != "" && !f.Result().LossDocumented && f.Int(p.Of(MetricPhantom)) > 0 {
 		phantom = " (allowed: " + why + ")"
 	}
 	return fmt.Sprintf("of %d answered 2xx, %s, %d %s (at-least-once, allowed), %d phantom of %d seen %s by a reader on the old primary"+phantom+"; "+
 		"writes: %s; deliveries: %s; %d of %d writes failed (%s)",
-		f.Int(p+"acked"), lost, f.Int(p+"duplicated"), twice, f.Int(p+"phantom"), f.Int(p+"seen"), settled,
-		pgStall(f, p+"writes"), pgStall(f, p+"deliveries"), f.Int(p+"failed"), f.Int(p+"sent"), f.Str(p+"answers"))
+		f.Int(p.Of(MetricAcked)), lost, f.Int(p.Of(MetricDuplicated)), twice, f.Int(p.Of(MetricPhantom)), f.Int(p.Of(MetricSeen)), settled,
+		pgStall(f, p.Of(MetricWritesStallSeconds), p.Of(MetricWritesResumeSeconds)), pgStall(f, p.Of(MetricDeliveriesStallSeconds), p.Of(MetricDeliveriesResumeSeconds)), f.Int(p.Of(MetricFailed)), f.Int(p.Of(MetricSent)), f.Str(string(p)+"answers"))
 }
 
-// pgStall is the longest stall of what (prefix.writes, prefix.deliveries)
-// in words: how long, and when it ended from the fault; "never resumed"
+// pgStall is the longest stall of the writes or the deliveries (the keys
+// of its length and of when it ended) in words: how long, and when it ended from the fault; "never resumed"
 // (within the load and the settle) when nothing came after the fault;
 // "never stalled" when its longest gap was under NoStall (a fault that
 // stopped nothing, whose longest gap can end anywhere in the load).
-func pgStall(f *Figures, what string) string {
-	if f.Num(what+"_resume_s") < 0 {
+func pgStall(f *Figures, stall, resume driver.Metric) string {
+	if f.Num(resume) < 0 {
 		return "never resumed after the fault (within the load and the settle)"
 	}
-	if s, ok := f.Result().Metrics[what+"_stall_s"]; ok && s < NoStall.Seconds() {
+	if s, ok := f.Result().Metrics[stall]; ok && s < NoStall.Seconds() {
 		return fmt.Sprintf("never stalled (the longest gap after the fault %.2f s)", s)
 	}
-	return fmt.Sprintf("stalled %.1f s at most, again %.1f s after the fault", f.Num(what+"_stall_s"), f.Num(what+"_resume_s"))
+	return fmt.Sprintf("stalled %.1f s at most, again %.1f s after the fault", f.Num(stall), f.Num(resume))
 }
 
 // pgRecoveryText says which way no-kafka resumed.
@@ -91,7 +93,7 @@ func pgRecoveryText(f *Figures) string {
 	switch f.Str("recovery") {
 	case recoveryResync:
 		n := "failed: the log does not say how many events"
-		if e := f.Int("resync_events"); e >= 0 {
+		if e := f.Int(MetricResyncEvents); e >= 0 {
 			n = fmt.Sprintf("%d events", e)
 		}
 		return "resumed by a resync: the slot was missing on the promoted standby, made again, and the resync delivered " + n + " from the messages table"
@@ -107,18 +109,18 @@ func pgFailoverNotes(f *Figures) []string {
 		fmt.Sprintf("the cluster profile's Postgres (docs/cluster.md: a primary, a synchronous and an asynchronous standby, each in its own network namespace), PostgreSQL %s; both services on the multi-host CLUSTER_DATABASE_URL (target_session_attrs=read-write), each in a schema of its own: no-rabbitmq with QUEUE_TABLE=%s (its default) and TASK_RETENTION=0, its other settings default (LEASE 30 s), no-kafka with SLOT_PLUGIN=%s and its default consumer group",
 			f.Str("server_version"), f.Str("queue_table"), f.Str("slot_plugin")),
 		fmt.Sprintf("open load of single POST /tasks and single POST /events at %g/s each: %s before the promotion, %s after the script returned; then the old primary rejoined (bash scripts/cluster.sh rejoin) and the counts waited up to %s for every acknowledged write to be done or delivered",
-			f.Num("rate"), secondsDur(f.Num("before_s")), secondsDur(f.Num("after_s")), secondsDur(f.Num("settle_s"))),
+			f.Num(MetricRate), secondsDur(f.Num(MetricBeforeSeconds)), secondsDur(f.Num(MetricAfterSeconds)), secondsDur(f.Num(MetricSettleSeconds))),
 		"lost = answered 2xx and not done (task) or without a deliveries row (event) on the promoted primary after the settle; duplicated = tasks given to a worker more than once (attempts > 1) and the redeliveries no-kafka's consumer absorbed by id (GET /consumer); phantom = a task a reader saw done, or an event it saw delivered (a deliveries row), through the URL during the run, whose record (tasks; messages) is absent on the promoted primary; the fault = the promote command's start (the switchover's clean stop begins a moment later, after the script's checks); the writes' stall = the longest stretch without a 2xx answer that ends after the fault, and \"again\" when it ended: writes resumed; the deliveries' the same for the delivered_at of the acknowledged writes",
 	}
-	if f.Num("server_version_num") >= failoverSlotsFrom {
+	if f.Num(MetricServerVersionNum) >= failoverSlotsFrom {
 		safe := "failed: the copy was not persistent within 3 minutes, promoted anyway"
-		if s := f.Num("slot_safe_s"); s >= 0 {
+		if s := f.Num(MetricSlotSafeSeconds); s >= 0 {
 			safe = fmt.Sprintf("persistent after %.1f s of load", s)
 		}
 		notes = append(notes, "17+: before the promotion the load ran until the promoted standby held a synchronized, persistent copy of no-kafka's failover slot (pg_log_standby_snapshot every 2 s): "+safe)
 	}
-	if c := f.Num("async_cut_s"); c > 0 {
+	if c := f.Num(MetricAsyncCutSeconds); c > 0 {
 		notes = append(notes, fmt.Sprintf("the asynchronous standby was cut off (bash scripts/cluster.sh cut) %s before the kill, the load going on (commits wait for the synchronous standby only), and healed %s after the promote command began", secondsDur(c), asyncHealAfter))
 	}
-	return append(notes, "the promotion's time is scripts/cluster.sh promote's own (the fault, the standby's replay, pg_ctl promote, the other standby repointed and, after an asynchronous promotion, rebuilt if it was past the fork): "+strings.TrimSpace(fmt.Sprintf("%.1f s", f.Num("promotion_s"))))
+	return append(notes, "the promotion's time is scripts/cluster.sh promote's own (the fault, the standby's replay, pg_ctl promote, the other standby repointed and, after an asynchronous promotion, rebuilt if it was past the fork): "+strings.TrimSpace(fmt.Sprintf("%.1f s", f.Num(MetricPromotionSeconds))))
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // rmqOutcome is what one RabbitMQ failover run measured.
@@ -144,18 +146,18 @@ func (o *rmqOutcome) record(res *Result, size Size) {
 	// The service's tasks lost; the probe's phantoms are counted apart
 	// (FailoverLosses), each write once.
 	res.AckedLost = o.lost
-	for k, v := range map[string]float64{
-		"rate": o.rate, "before_s": o.before.Seconds(), "hold_s": o.hold.Seconds(), "after_s": o.after.Seconds(), "full_size": b2f(size == Full),
-		"sent": float64(o.sent), "acked": float64(o.acked), "acked_lost": float64(o.lost), "duplicated": float64(o.duplicated),
-		"probe_held": float64(o.probeHeld), "probe_back": float64(o.probeBack), "phantom": float64(phantom),
-		"refused_503": float64(o.refused503), "503_not_recorded": float64(o.kinds["not_recorded"]), "503_unknown": float64(o.kinds["unknown"]),
-		"503_shed": float64(o.kinds["shed"]), "503_without_kind": float64(o.refused503 - o.kinds["not_recorded"] - o.kinds["unknown"] - o.kinds["shed"]),
-		"other_errors": float64(o.otherErrors), "unknown_delivered": float64(o.unknownDelivered), "unknown_stranded": float64(o.unknownStranded),
-		"unexplained_records": float64(o.unexplained),
-		"leader_moved_s":      secs(o.t.leaderMoved.Sub(o.t.fault)), "restored_s": secs(o.t.restored.Sub(o.t.fault)),
-		"publish_resumed": b2f(o.publishResume >= 0), "publish_resume_s": recoverS(o.publishResume), "publish_stall_s": secs(o.publishStall),
-		"delivery_resumed": b2f(o.deliveryResume >= 0), "delivery_resume_s": recoverS(o.deliveryResume), "delivery_stall_s": secs(o.deliveryStall),
-		"service_reconnects": float64(o.reconnects), "new_session": b2f(!o.newSession.IsZero()), "new_session_s": secs(o.newSession.Sub(o.t.fault)),
+	for k, v := range map[driver.Metric]float64{
+		MetricRate: o.rate, MetricBeforeSeconds: o.before.Seconds(), MetricHoldSeconds: o.hold.Seconds(), MetricAfterSeconds: o.after.Seconds(), MetricFullSize: b2f(size == Full),
+		MetricSent: float64(o.sent), MetricAcked: float64(o.acked), MetricAckedLost: float64(o.lost), MetricDuplicated: float64(o.duplicated),
+		MetricProbeHeld: float64(o.probeHeld), MetricProbeBack: float64(o.probeBack), MetricPhantom: float64(phantom),
+		MetricRefused503: float64(o.refused503), Metric503NotRecorded: float64(o.kinds["not_recorded"]), Metric503Unknown: float64(o.kinds["unknown"]),
+		Metric503Shed: float64(o.kinds["shed"]), Metric503WithoutKind: float64(o.refused503 - o.kinds["not_recorded"] - o.kinds["unknown"] - o.kinds["shed"]),
+		MetricOtherErrors: float64(o.otherErrors), MetricUnknownDelivered: float64(o.unknownDelivered), MetricUnknownStranded: float64(o.unknownStranded),
+		MetricUnexplainedRecords: float64(o.unexplained),
+		MetricLeaderMovedSeconds: secs(o.t.leaderMoved.Sub(o.t.fault)), MetricRestoredSeconds: secs(o.t.restored.Sub(o.t.fault)),
+		MetricPublishResumed: b2f(o.publishResume >= 0), MetricPublishResumeSeconds: recoverS(o.publishResume), MetricPublishStallSeconds: secs(o.publishStall),
+		MetricDeliveryResumed: b2f(o.deliveryResume >= 0), MetricDeliveryResumeSeconds: recoverS(o.deliveryResume), MetricDeliveryStallSeconds: secs(o.deliveryStall),
+		MetricServiceReconnects: float64(o.reconnects), MetricNewSession: b2f(!o.newSession.IsZero()), MetricNewSessionSeconds: secs(o.newSession.Sub(o.t.fault)),
 	} {
 		res.Metrics[k] = v
 	}

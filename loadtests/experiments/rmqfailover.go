@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 )
 
@@ -81,7 +82,7 @@ const probeMessages = 200
 // counts.
 func runRMQLeaderFault(ctx context.Context, env Env, size Size, f rmqFault) (Result, error) {
 	began := time.Now()
-	res := Result{Name: f.name, Metrics: map[string]float64{}}
+	res := Result{Name: f.name, Metrics: map[driver.Metric]float64{}}
 	logf := env.prefixed(f.name)
 	c, err := openRMQCluster(env)
 	if err != nil {

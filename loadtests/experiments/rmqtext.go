@@ -1,6 +1,10 @@
 package experiments
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+)
 
 // leaderKillText is rabbitmq-quorum-leader-kill's prose.
 var leaderKillText = Text{
@@ -28,37 +32,37 @@ var leaderCutText = Text{
 // what happened to the leader.
 func rmqFigure(f *Figures, how string) string {
 	session := "no new session after the fault"
-	if f.Num("new_session") != 0 {
-		session = fmt.Sprintf("its new session began %.1f s after the fault", f.Num("new_session_s"))
+	if f.Num(MetricNewSession) != 0 {
+		session = fmt.Sprintf("its new session began %.1f s after the fault", f.Num(MetricNewSessionSeconds))
 	}
 	return fmt.Sprintf("leader %s %s: Raft's new leader %s seen %.1f s later; the service's sessions %s (%d reconnect attempts; %s); "+
 		"%s; %s; %d of %d answered 503 (%d not_recorded, %d shed, %d unknown: %d of their tasks delivered anyway, %d left queued, the dual-write gap), %d other errors; "+
 		"all three nodes running again %.1f s after the fault; of %d tasks answered 202: %d lost, %d processed twice (at-least-once, allowed); probe: %d phantom of %d deliveries held unacknowledged across the fault",
-		f.Str("old_leader"), how, f.Str("new_leader"), f.Num("leader_moved_s"), f.Str("service_nodes"), f.Int("service_reconnects"), session,
-		rmqStall(f, "writes", "202", "publish"), rmqStall(f, "deliveries", "delivery", "delivery"),
-		f.Int("refused_503"), f.Int("sent"), f.Int("503_not_recorded"), f.Int("503_shed"), f.Int("503_unknown"), f.Int("unknown_delivered"), f.Int("unknown_stranded"), f.Int("other_errors"),
-		f.Num("restored_s"), f.Int("acked"), f.Int("acked_lost"), f.Int("duplicated"), f.Int("phantom"), f.Int("probe_held"))
+		f.Str("old_leader"), how, f.Str("new_leader"), f.Num(MetricLeaderMovedSeconds), f.Str("service_nodes"), f.Int(MetricServiceReconnects), session,
+		rmqStall(f, "writes", "202", rmqPublishStall), rmqStall(f, "deliveries", "delivery", rmqDeliveryStall),
+		f.Int(MetricRefused503), f.Int(MetricSent), f.Int(Metric503NotRecorded), f.Int(Metric503Shed), f.Int(Metric503Unknown), f.Int(MetricUnknownDelivered), f.Int(MetricUnknownStranded), f.Int(MetricOtherErrors),
+		f.Num(MetricRestoredSeconds), f.Int(MetricAcked), f.Int(MetricAckedLost), f.Int(MetricDuplicated), f.Int(MetricPhantom), f.Int(MetricProbeHeld))
 }
 
 // rmqStall is the longest stall of what (writes: answers 202;
-// deliveries) in words, from the metrics under prefix.
-func rmqStall(f *Figures, what, one, prefix string) string {
-	if f.Num(prefix+"_resumed") == 0 {
+// deliveries) in words, from the metrics k names.
+func rmqStall(f *Figures, what, one string, k stallKeys) string {
+	if f.Num(k.resumed) == 0 {
 		return what + " never resumed after the fault"
 	}
-	return fmt.Sprintf("%s: the longest stretch without a %s %.1f s, ending %.1f s after the fault", what, one, f.Num(prefix+"_stall_s"), f.Num(prefix+"_resume_s"))
+	return fmt.Sprintf("%s: the longest stretch without a %s %.1f s, ending %.1f s after the fault", what, one, f.Num(k.stall), f.Num(k.resume))
 }
 
 // rmqNotes are a RabbitMQ failover result's notes.
 func rmqNotes(f *Figures, cut bool) []string {
-	away := fmt.Sprintf("the node restarted (bash scripts/cluster.sh up rabbitmq) %s after the new leader was seen", secondsDur(f.Num("hold_s")))
+	away := fmt.Sprintf("the node restarted (bash scripts/cluster.sh up rabbitmq) %s after the new leader was seen", secondsDur(f.Num(MetricHoldSeconds)))
 	if cut {
-		away = fmt.Sprintf("the node cut off (bash scripts/cluster.sh cut) for %s, then healed", secondsDur(f.Num("hold_s")))
+		away = fmt.Sprintf("the node cut off (bash scripts/cluster.sh cut) for %s, then healed", secondsDur(f.Num(MetricHoldSeconds)))
 	}
 	notes := []string{
 		fmt.Sprintf("the cluster profile's three RabbitMQ %s nodes (docs/cluster.md), cluster_partition_handling = %s; the rabbitmq service with RABBITMQ_URL listing all three (rmq1 first), QUEUE_TYPE=quorum, default RABBITMQ_HEARTBEAT and BACKEND_TIMEOUT, on the shared stack's Postgres in a schema of its own",
 			f.Str("rabbitmq_version"), f.Str("partition_handling")),
-		fmt.Sprintf("open load of single POST /tasks at %g/s: %s before the fault, %s, %s more once all three nodes ran again", f.Num("rate"), secondsDur(f.Num("before_s")), away, secondsDur(f.Num("after_s"))),
+		fmt.Sprintf("open load of single POST /tasks at %g/s: %s before the fault, %s, %s more once all three nodes ran again", f.Num(MetricRate), secondsDur(f.Num(MetricBeforeSeconds)), away, secondsDur(f.Num(MetricAfterSeconds))),
 		"the reconciler is off (RECONCILE_AFTER=0) so that a message the broker lost shows as a lost task instead of being published again a minute later; with it on, the unknown tasks left queued are published again and run",
 		"lost = answered 202 and not done 2 minutes after the load; processed twice = answered 202, done, and given to a worker more than once (attempts > 1; no task of the load fails); Raft's leader is read from the next node with rabbitmqctl eval rabbit_quorum_queue:status (the members' own view; rabbitmqctl list_queues' leader column is the queue's metadata record, which stayed on a cut-off leader until the net tick), each call 3-6 s here, so its time is that coarse; the stalls are the longest stretches without a 202 answer, and without a delivery of a task answered 202, that end after the fault",
 		"phantom, for a queue: a message a consumer was given, had not acknowledged, and the cluster does not give again afterwards (the queue's counterpart of a row read on an old primary and missing on the promoted one). The service's records cannot show one (it finishes every delivery it holds when its channel dies), so a probe measures it: a second quorum queue led by the same node, 200 messages published with confirms and held unacknowledged by a consumer on another node across the fault, then given back (the consumer's connection closed) and consumed again; phantom = held − given back. Lost (the service's tasks) and phantom (the probe's messages) are counted apart, each message once",
@@ -71,3 +75,13 @@ func rmqNotes(f *Figures, cut bool) []string {
 	}
 	return notes
 }
+
+// stallKeys name the figures of one stream's longest stall after the
+// fault: whether it resumed, how long it stalled, when it resumed.
+type stallKeys struct{ resumed, stall, resume driver.Metric }
+
+// The RabbitMQ failover's publishes and deliveries (rmqcount.go).
+var (
+	rmqPublishStall  = stallKeys{resumed: MetricPublishResumed, stall: MetricPublishStallSeconds, resume: MetricPublishResumeSeconds}
+	rmqDeliveryStall = stallKeys{resumed: MetricDeliveryResumed, stall: MetricDeliveryStallSeconds, resume: MetricDeliveryResumeSeconds}
+)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 )
@@ -62,8 +63,8 @@ func TestNotifySerializesCommits(t *testing.T) {
 	for _, mode := range raw.NotifyModes {
 		for _, n := range raw.NotifyCommitters {
 			k := mode + "_" + strconv.Itoa(n)
-			if r.Metrics["tps_"+k] <= 0 || r.Metrics["p99_ms_"+k] <= 0 {
-				t.Errorf("%s: tps %v p99 %v", k, r.Metrics["tps_"+k], r.Metrics["p99_ms_"+k])
+			if r.Metrics[driver.Metric("tps_"+k)] <= 0 || r.Metrics[driver.Metric("p99_ms_"+k)] <= 0 {
+				t.Errorf("%s: tps %v p99 %v", k, r.Metrics[driver.Metric("tps_"+k)], r.Metrics[driver.Metric("p99_ms_"+k)])
 			}
 		}
 	}
@@ -115,8 +116,8 @@ func TestToastRewrite(t *testing.T) {
 		for _, sz := range toastSizes {
 			for _, op := range toastOps {
 				k := c + "_" + sizeName(sz) + "_" + op
-				if r.Metrics["wal_bytes_min_"+k] <= 0 || r.Metrics["ms_"+k] <= 0 {
-					t.Errorf("%s: WAL %v, %v ms", k, r.Metrics["wal_bytes_min_"+k], r.Metrics["ms_"+k])
+				if r.Metrics[driver.Metric("wal_bytes_min_"+k)] <= 0 || r.Metrics[driver.Metric("ms_"+k)] <= 0 {
+					t.Errorf("%s: WAL %v, %v ms", k, r.Metrics[driver.Metric("wal_bytes_min_"+k)], r.Metrics[driver.Metric("ms_"+k)])
 				}
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // Text is an experiment's prose, kept in code beside the experiment and
@@ -49,20 +51,20 @@ type Figures struct {
 }
 
 // Num is metric k (0, recorded as missing, when the result lacks it).
-func (f *Figures) Num(k string) float64 {
+func (f *Figures) Num(k driver.Metric) float64 {
 	v, ok := f.r.Metrics[k]
 	if !ok {
-		f.miss(k)
+		f.miss(string(k))
 	}
 	return v
 }
 
 // Int is metric k as an integer.
-func (f *Figures) Int(k string) int64 { return int64(f.Num(k)) }
+func (f *Figures) Int(k driver.Metric) int64 { return int64(f.Num(k)) }
 
 // Has reports whether the result holds metric k, without recording it
 // as missing.
-func (f *Figures) Has(k string) bool {
+func (f *Figures) Has(k driver.Metric) bool {
 	_, ok := f.r.Metrics[k]
 	return ok
 }
@@ -84,16 +86,19 @@ func (f *Figures) StrOr(k, d string) string {
 	return d
 }
 
-// Keys are the metric names that start with prefix and end with suffix,
-// sorted.
-func (f *Figures) Keys(prefix, suffix string) []string {
+// Names are the parts between prefix and suffix of the metric keys that
+// start with prefix and end with suffix, in the keys' sorted order.
+func (f *Figures) Names(prefix driver.MetricPrefix, suffix string) []string {
 	var ks []string
 	for k := range f.r.Metrics {
-		if strings.HasPrefix(k, prefix) && strings.HasSuffix(k, suffix) && len(k) >= len(prefix)+len(suffix) {
-			ks = append(ks, k)
+		if strings.HasPrefix(string(k), string(prefix)) && strings.HasSuffix(string(k), suffix) && len(k) >= len(prefix)+len(suffix) {
+			ks = append(ks, string(k))
 		}
 	}
 	sort.Strings(ks)
+	for i, k := range ks {
+		ks[i] = strings.TrimSuffix(strings.TrimPrefix(k, string(prefix)), suffix)
+	}
 	return ks
 }
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 )
 
 // TestTextsRenderAsTheyWere renders every result of the schema 1 files
@@ -74,8 +76,8 @@ func schema1Cases(t *testing.T, path string) []schema1Case {
 		t.Fatalf("%s: schema %d, want a schema %d file", path, f.SchemaVersion, legacySchema)
 	}
 	var added map[string]struct {
-		Metrics  map[string]float64 `json:"metrics"`
-		Settings map[string]string  `json:"settings"`
+		Metrics  map[driver.Metric]float64 `json:"metrics"`
+		Settings map[string]string         `json:"settings"`
 	}
 	readJSON(t, strings.TrimSuffix(path, ".json")+".added.json", &added)
 	var cs []schema1Case
@@ -86,7 +88,7 @@ func schema1Cases(t *testing.T, path string) []schema1Case {
 		r := Result{Name: old.Name, AckedLost: old.AckedLost, LossDocumented: old.LossDocumented, DurationS: old.DurationS,
 			Metrics: maps.Clone(old.Metrics), Settings: map[string]string{}}
 		if r.Metrics == nil {
-			r.Metrics = map[string]float64{}
+			r.Metrics = map[driver.Metric]float64{}
 		}
 		maps.Copy(r.Metrics, added[old.Name].Metrics)
 		maps.Copy(r.Settings, added[old.Name].Settings)

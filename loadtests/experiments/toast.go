@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
 
@@ -45,10 +46,10 @@ var toastText = Text{
 		var parts []string
 		for _, sz := range toastSizes {
 			g := func(op string) string {
-				return kib(f.Num("wal_bytes_min_"+toastKey("pglz", sz, op))) + " / " + kib(f.Num("wal_bytes_min_"+toastKey("lz4", sz, op)))
+				return kib(f.Num(MetricToastWALBytesMinOf.Of(toastKey("pglz", sz, op)))) + " / " + kib(f.Num(MetricToastWALBytesMinOf.Of(toastKey("lz4", sz, op))))
 			}
 			t := func(op string) string {
-				return num(f.Num("ms_"+toastKey("pglz", sz, op))) + " / " + num(f.Num("ms_"+toastKey("lz4", sz, op))) + " ms"
+				return num(f.Num(MetricToastMSOf.Of(toastKey("pglz", sz, op)))) + " / " + num(f.Num(MetricToastMSOf.Of(toastKey("lz4", sz, op)))) + " ms"
 			}
 			parts = append(parts, fmt.Sprintf("%s document: WAL per rewrite %s, per || patch of one field %s, per neighbour-column patch %s; time %s, %s, %s",
 				sizeName(sz), g(opRewrite), g(opFieldPatch), g(opNeighbour), t(opRewrite), t(opFieldPatch), t(opNeighbour)))
@@ -59,7 +60,7 @@ var toastText = Text{
 		largest := sizeName(toastSizes[len(toastSizes)-1])
 		return []string{
 			fmt.Sprintf("Each update %d times per size and compression on a scratch table (one row per document); documents are scenario.LargeProfile's prose sections, stored compressed at %s (pglz) and %s (lz4) for %s.",
-				f.Int("repetitions"), kib(f.Num("stored_bytes_pglz_"+largest)), kib(f.Num("stored_bytes_lz4_"+largest)), largest),
+				f.Int(MetricRepetitions), kib(f.Num(MetricToastStoredBytesOf.Of("pglz_"+largest))), kib(f.Num(MetricToastStoredBytesOf.Of("lz4_"+largest))), largest),
 			"WAL bytes are pg_current_wal_lsn() differences around each update on the same connection: cluster-wide, so others' writes count too; the figure takes the smallest of the repetitions (the least disturbed), the metrics also hold the median. Times are the median.",
 		}
 	},
@@ -75,12 +76,12 @@ func toastKey(comp string, sz int, op string) string { return comp + "_" + sizeN
 // a whole-document rewrite, a || patch of one field inside the same
 // document, and a patch of a neighbour column.
 func toastRewrite(ctx context.Context, env Env, size Size) (Result, error) {
-	r := Result{AckedLost: -1, Metrics: map[string]float64{}}
+	r := Result{AckedLost: -1, Metrics: map[driver.Metric]float64{}}
 	reps := 3
 	if size == Full {
 		reps = 10
 	}
-	r.Metrics["repetitions"] = float64(reps)
+	r.Metrics[MetricRepetitions] = float64(reps)
 	s, err := openScratch(ctx, env.PostgresURL, "toast", 2, nil)
 	if err != nil {
 		return r, err
@@ -133,12 +134,12 @@ func toastDocument(ctx context.Context, env Env, pool *pgxpool.Pool, r *Result, 
 			wal, ms = append(wal, float64(w)), append(ms, float64(d.Microseconds())/1000)
 		}
 		k := toastKey(comp, sz, op)
-		r.Metrics["wal_bytes_"+k] = median(wal)
-		r.Metrics["wal_bytes_min_"+k] = slices.Min(wal)
-		r.Metrics["ms_"+k] = median(ms)
+		r.Metrics[MetricToastWALBytesOf.Of(k)] = median(wal)
+		r.Metrics[MetricToastWALBytesMinOf.Of(k)] = slices.Min(wal)
+		r.Metrics[MetricToastMSOf.Of(k)] = median(ms)
 		env.logf("toast-rewrite %s %s %s: WAL %s (min %s), %.2f ms", comp, sizeName(sz), op, kib(median(wal)), kib(slices.Min(wal)), median(ms))
 	}
-	r.Metrics["stored_bytes_"+comp+"_"+sizeName(sz)] = stored
+	r.Metrics[MetricToastStoredBytesOf.Of(comp+"_"+sizeName(sz))] = stored
 	return nil
 }
 
@@ -196,4 +197,24 @@ func kib(b float64) string {
 		return num(b) + " B"
 	}
 	return num(b/1024) + " KiB"
+}
+
+// ToastRewriteTime is the key of toast-rewrite's median time of a
+// whole-document rewrite of a document of size (sizeName: "2MiB") under
+// compression comp ("pglz", "lz4"): "ms_pglz_2MiB_rewrite".
+func ToastRewriteTime(comp, size string) driver.Metric {
+	return MetricToastMSOf.Of(comp + "_" + size + "_" + opRewrite)
+}
+
+// ToastRewriteSize is the document size of k when k is a
+// ToastRewriteTime key of compression comp.
+func ToastRewriteSize(k driver.Metric, comp string) (string, bool) {
+	s, ok := MetricToastMSOf.Name(k)
+	if !ok {
+		return "", false
+	}
+	if s, ok = strings.CutPrefix(s, comp+"_"); !ok {
+		return "", false
+	}
+	return strings.CutSuffix(s, "_"+opRewrite)
 }

@@ -87,16 +87,23 @@ func kafkaPair(ctx context.Context, o Options) ([]Result, error) {
 	var got atomic.Int64
 	start := time.Now()
 	ferr := concurrently(kafkaPartitions, func(p int) error {
-		return readPartition(ctx, o.KafkaBrokers[0], topic, p, 2*o.Duration, &got)
+		return readPartition(ctx, kafkaPartition{broker: o.KafkaBrokers[0], topic: topic, p: p}, 2*o.Duration, &got)
 	})
 	finish(&fetch, got.Load(), time.Since(start))
 	return []Result{prod, fetch}, ferr
 }
 
-// readPartition reads partition p of topic from offset 0 to its last
-// offset with ReadBatch (up to 10 MB per fetch), adding each record to
-// got; it gives up after limit.
-func readPartition(ctx context.Context, broker, topic string, p int, limit time.Duration, got *atomic.Int64) error {
+// kafkaPartition is partition p of topic, read through broker.
+type kafkaPartition struct {
+	broker, topic string
+	p             int
+}
+
+// readPartition reads partition kp from offset 0 to its last offset with
+// ReadBatch (up to 10 MB per fetch), adding each record to got; it gives
+// up after limit.
+func readPartition(ctx context.Context, kp kafkaPartition, limit time.Duration, got *atomic.Int64) error {
+	broker, topic, p := kp.broker, kp.topic, kp.p
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := kafka.DialLeader(dctx, "tcp", broker, topic, p)
 	cancel()

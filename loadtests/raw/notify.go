@@ -133,7 +133,7 @@ func measureNotify(ctx context.Context, o Options) *NotifySeries {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				p, err := notifyPoint(ctx, pool, l, channel, mode, n, o.notifyPoint())
+				p, err := notifyPoint(ctx, pool, l, channel, notifyCase{mode: mode, committers: n, d: o.notifyPoint()})
 				if err != nil {
 					p.Error = err.Error()
 					o.logf("raw postgres notify %s ×%d: %s", mode, n, err)
@@ -152,8 +152,18 @@ func measureNotify(ctx context.Context, o Options) *NotifySeries {
 	return s
 }
 
-// notifyPoint runs n committers in mode for d and returns the point.
-func notifyPoint(ctx context.Context, pool *pgxpool.Pool, l *Listener, channel, mode string, n int, d time.Duration) (NotifyPoint, error) {
+// notifyCase is one point of the notify series: its mode, how many
+// committers and for how long.
+type notifyCase struct {
+	mode       string
+	committers int
+	d          time.Duration
+}
+
+// notifyPoint runs nc's committers in its mode for its duration,
+// notifying channel (l listens on it), and returns the point.
+func notifyPoint(ctx context.Context, pool *pgxpool.Pool, l *Listener, channel string, nc notifyCase) (NotifyPoint, error) {
+	mode, n, d := nc.mode, nc.committers, nc.d
 	p := NotifyPoint{Mode: mode, Committers: n}
 	conns := make([]*pgxpool.Conn, 0, n)
 	defer func() {
@@ -177,7 +187,7 @@ func notifyPoint(ctx context.Context, pool *pgxpool.Pool, l *Listener, channel, 
 		stmt = `WITH i AS (INSERT INTO t (payload) VALUES ($1)) SELECT pg_notify($2, '')`
 	}
 	received := l.count.Load()
-	hists, commits, el, first := runCommitters(ctx, conns, mode, stmt, channel, d, deb)
+	hists, commits, el, first := runCommitters(ctx, conns, commitStmt{mode: mode, stmt: stmt, channel: channel, deb: deb}, d)
 	if deb != nil {
 		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
 		_ = deb.Close(cctx)
@@ -203,12 +213,20 @@ func notifyPoint(ctx context.Context, pool *pgxpool.Pool, l *Listener, channel, 
 	return p, nil
 }
 
-// runCommitters has each of conns commit stmt in a loop for d (poking deb
-// after each commit when set) and returns each one's commit latencies,
-// the commits, the time taken and the errors met. Committers stop
-// starting statements at the deadline and finish the one in flight, so
-// no connection is cut and every commit counts.
-func runCommitters(ctx context.Context, conns []*pgxpool.Conn, mode, stmt, channel string, d time.Duration, deb *pglisten.Debouncer) ([]*hdrhistogram.Histogram, int64, time.Duration, error) {
+// commitStmt is what each commit of a notify point runs: stmt, in mode
+// (NotifyInTx passes channel to it), then a poke of deb when set.
+type commitStmt struct {
+	mode, stmt, channel string
+	deb                 *pglisten.Debouncer
+}
+
+// runCommitters has each of conns commit cs.stmt in a loop for d (poking
+// cs.deb after each commit when set) and returns each one's commit
+// latencies, the commits, the time taken and the errors met. Committers
+// stop starting statements at the deadline and finish the one in flight,
+// so no connection is cut and every commit counts.
+func runCommitters(ctx context.Context, conns []*pgxpool.Conn, cs commitStmt, d time.Duration) ([]*hdrhistogram.Histogram, int64, time.Duration, error) {
+	mode, stmt, channel, deb := cs.mode, cs.stmt, cs.channel, cs.deb
 	n := len(conns)
 	hists := make([]*hdrhistogram.Histogram, n)
 	var stop atomic.Bool

@@ -78,7 +78,7 @@ func amqpPair(ctx context.Context, o Options) ([]Result, error) {
 	if err != nil {
 		return []Result{pub, con}, err
 	}
-	err = amqpConsume(ctx, conn, queue, confirmed, o, &con)
+	err = amqpConsume(ctx, amqpQueue{conn: conn, name: queue}, confirmed, o, &con)
 	return []Result{pub, con}, err
 }
 
@@ -136,10 +136,17 @@ func amqpPublish(ctx context.Context, conn *amqp.Connection, queue string, o Opt
 	return confirmed.Load(), time.Since(start), perr
 }
 
-// amqpConsume consumes the total messages published to queue (prefetch
+// amqpQueue is a queue and the connection its channels are opened on.
+type amqpQueue struct {
+	conn *amqp.Connection
+	name string
+}
+
+// amqpConsume consumes the total messages published to q (prefetch
 // amqpPrefetch, acked with multiple every amqpAckEvery), waiting at most
 // twice o.Duration, and records the rate in con.
-func amqpConsume(ctx context.Context, conn *amqp.Connection, queue string, total int64, o Options, con *Result) error {
+func amqpConsume(ctx context.Context, q amqpQueue, total int64, o Options, con *Result) error {
+	conn, queue := q.conn, q.name
 	cc, err := conn.Channel()
 	if err != nil {
 		return err

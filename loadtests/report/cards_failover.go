@@ -94,8 +94,8 @@ func pgCases(key, label string) failExtractor {
 			// promotion's times
 			side += " under pg_auto_failover"
 		}
-		back := r.Metrics[key+".writes_resume_s"]
-		if st, ok := r.Metrics[key+".writes_stall_s"]; ok && back >= 0 && st < experiments.NoStall.Seconds() {
+		back := r.Metrics[experiments.SidePrefix(key+".").Of(experiments.MetricWritesResumeSeconds)]
+		if st, ok := r.Metrics[experiments.SidePrefix(key+".").Of(experiments.MetricWritesStallSeconds)]; ok && back >= 0 && st < experiments.NoStall.Seconds() {
 			// writes never stopped: back at once (the longest gap)
 			back = st
 		}
@@ -114,7 +114,7 @@ func rmqCases(label string) failExtractor {
 	return func(r experiments.Result) []failCase {
 		m := r.Metrics
 		c := failCase{side: "RabbitMQ", label: label, loss: caseLoss(r, ""),
-			backS: m["publish_resume_s"], back: m["publish_resumed"] == 1, failed: r.Error}
+			backS: m[experiments.MetricPublishResumeSeconds], back: m[experiments.MetricPublishResumed] == 1, failed: r.Error}
 		return []failCase{c}
 	}
 }
@@ -134,7 +134,7 @@ func kafkaCases(r experiments.Result) []failCase {
 		if !ok {
 			continue
 		}
-		back, measured := r.Metrics[name+".appends_resume_s"]
+		back, measured := r.Metrics[experiments.SidePrefix(name+".").Of(experiments.MetricAppendsResumeSeconds)]
 		cs = append(cs, failCase{side: "Kafka, acks=" + acks, label: kafkaFaults[fault],
 			loss: caseLoss(r, name), backS: back, back: measured && back > 0,
 			allowed: acks != "all"})

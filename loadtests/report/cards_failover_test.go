@@ -14,10 +14,10 @@ import (
 
 func TestFailoverLineSaysWhatWasLostAndWhatFailed(t *testing.T) {
 	f := &experiments.File{Results: []experiments.Result{
-		{Name: experiments.RabbitMQLeaderKill, Metrics: map[string]float64{"acked": 1000, "acked_lost": 0, "publish_resume_s": 0.2, "publish_resumed": 1}},
-		{Name: experiments.RabbitMQLeaderCut, Metrics: map[string]float64{"acked": 500, "acked_lost": 0, "publish_resumed": 0}},
+		{Name: experiments.RabbitMQLeaderKill, Metrics: map[driver.Metric]float64{"acked": 1000, "acked_lost": 0, "publish_resume_s": 0.2, "publish_resumed": 1}},
+		{Name: experiments.RabbitMQLeaderCut, Metrics: map[driver.Metric]float64{"acked": 500, "acked_lost": 0, "publish_resumed": 0}},
 		{Name: experiments.KafkaLeaderKill, Error: "no broker answered"},
-		{Name: experiments.KafkaLeaderCut, Settings: map[string]string{"cases": "isolate.acks_all,isolate.acks_1"}, Metrics: map[string]float64{
+		{Name: experiments.KafkaLeaderCut, Settings: map[string]string{"cases": "isolate.acks_all,isolate.acks_1"}, Metrics: map[driver.Metric]float64{
 			"isolate.acks_all.acked": 800, "isolate.acks_all.appends_resume_s": 29,
 			"isolate.acks_1.acked": 2000, "isolate.acks_1.lost": 1260, "isolate.acks_1.appends_resume_s": 26}},
 	}}
@@ -44,10 +44,10 @@ func TestFailoverLineSaysWhatWasLostAndWhatFailed(t *testing.T) {
 
 func TestFailoverChartMarksWhatHasNoFigure(t *testing.T) {
 	f := &experiments.File{Results: []experiments.Result{
-		{Name: experiments.RabbitMQLeaderKill, Metrics: map[string]float64{"acked": 1000, "publish_resume_s": 0.2, "publish_resumed": 1}},
-		{Name: experiments.RabbitMQLeaderCut, Metrics: map[string]float64{"acked": 500, "publish_resumed": 0}},
+		{Name: experiments.RabbitMQLeaderKill, Metrics: map[driver.Metric]float64{"acked": 1000, "publish_resume_s": 0.2, "publish_resumed": 1}},
+		{Name: experiments.RabbitMQLeaderCut, Metrics: map[driver.Metric]float64{"acked": 500, "publish_resumed": 0}},
 		{Name: experiments.KafkaLeaderKill, Error: "no broker answered"},
-		{Name: experiments.KafkaLeaderCut, Settings: map[string]string{"cases": "cut.acks_all"}, Metrics: map[string]float64{"cut.acks_all.acked": 10, "cut.acks_all.appends_resume_s": 15}},
+		{Name: experiments.KafkaLeaderCut, Settings: map[string]string{"cases": "cut.acks_all"}, Metrics: map[driver.Metric]float64{"cut.acks_all.acked": 10, "cut.acks_all.appends_resume_s": 15}},
 	}}
 	path := filepath.Join(t.TempDir(), failoverFile)
 	ok, err := failoverChart([]experiments.ClusterPart{{File: f}}, path)
@@ -91,7 +91,7 @@ func TestLoseNothingPricesEachSideOrSaysWhy(t *testing.T) {
 func TestFailoverLineKeepsAnAllowedLossApart(t *testing.T) {
 	pg := func(name string, lost, phantom float64) experiments.Result {
 		return experiments.Result{Name: name, AckedLost: int64(lost), LossDocumented: name == experiments.PGFailoverAsync && lost > 0,
-			Metrics: map[string]float64{"server_version_num": 150018,
+			Metrics: map[driver.Metric]float64{"server_version_num": 150018,
 				"queue.acked": 100, "queue.lost": lost, "queue.phantom": phantom, "queue.duplicated": 1, "queue.writes_resume_s": 4}}
 	}
 	f := &experiments.File{Results: []experiments.Result{pg(experiments.PGSwitchover, 0, 0), pg(experiments.PGFailoverSync, 2, 0), pg(experiments.PGFailoverAsync, 40, 38)}}
@@ -120,7 +120,7 @@ func TestRepeatedFaultsReadAsRanges(t *testing.T) {
 	var rs []experiments.Result
 	for i, back := range []float64{0.2, 3, 1} {
 		rs = append(rs, experiments.Result{Name: experiments.RabbitMQLeaderKill, Round: i + 1,
-			Metrics: map[string]float64{"acked": 100, "acked_lost": 0, "phantom": 0, "duplicated": 1, "publish_resume_s": back, "publish_resumed": 1}})
+			Metrics: map[driver.Metric]float64{"acked": 100, "acked_lost": 0, "phantom": 0, "duplicated": 1, "publish_resume_s": back, "publish_resumed": 1}})
 	}
 	f := &experiments.File{Results: rs}
 	parts := []experiments.ClusterPart{{File: f}}
@@ -168,7 +168,7 @@ func TestRepeatedFaultsReadAsRanges(t *testing.T) {
 func TestKafkaPhantomIsNeverDocumented(t *testing.T) {
 	r := experiments.Result{Name: experiments.KafkaLeaderCut, AckedLost: 5, LossDocumented: true,
 		Settings: map[string]string{"cases": "isolate.acks_1"},
-		Metrics:  map[string]float64{"isolate.acks_1.acked": 100, "isolate.acks_1.lost": 5, "isolate.acks_1.phantom": 1}}
+		Metrics:  map[driver.Metric]float64{"isolate.acks_1.acked": 100, "isolate.acks_1.lost": 5, "isolate.acks_1.phantom": 1}}
 	if cell, want := LostCell(r), "**5 lost (documented loss)**; **1 phantom (a loss that must not happen)**; 0 duplicated"; cell != want {
 		t.Errorf("cell %q, want %q", cell, want)
 	}
@@ -193,7 +193,7 @@ func TestWrapLabelsBreaksAtSpaces(t *testing.T) {
 func TestPartitionedPrimaryPhantomIsAllowedBefore17(t *testing.T) {
 	isolate := func(version, lost, phantom float64) experiments.Result {
 		return experiments.Result{Name: experiments.PGAutoIsolate, AckedLost: int64(lost),
-			Metrics: map[string]float64{"server_version_num": version,
+			Metrics: map[driver.Metric]float64{"server_version_num": version,
 				"log.acked": 500, "log.lost": lost, "log.phantom": phantom, "log.duplicated": 6, "log.writes_resume_s": 59}}
 	}
 	r := isolate(150018, 0, 50)
@@ -223,7 +223,7 @@ func TestPartitionedPrimaryPhantomIsAllowedBefore17(t *testing.T) {
 // 20.6 s after the fault) reads as writes back at once, not after 20.6 s.
 func TestNoStallIsNotARecoveryTime(t *testing.T) {
 	r := experiments.Result{Name: experiments.PGAutoStandbyCut,
-		Metrics: map[string]float64{"server_version_num": 150018,
+		Metrics: map[driver.Metric]float64{"server_version_num": 150018,
 			"queue.acked": 100, "queue.writes_resume_s": 20.65, "queue.writes_stall_s": 0.04}}
 	got := failoverText(pairs.Queue, []experiments.ClusterPart{{File: &experiments.File{Results: []experiments.Result{r}}}})
 	if strings.Contains(got, "20.6") || !strings.Contains(got, "writes back after 0.04") {

@@ -62,7 +62,7 @@ func TestCommittedResultsHaveShortCells(t *testing.T) {
 	root := filepath.Join("..", "..")
 	runs, src, xpath := reportRuns(t)
 	out := filepath.Join(t.TempDir(), "RESULTS.md")
-	if err := Write(out, filepath.Join(t.TempDir(), "charts"), runs, src, time.Now(), FailureModesSection(src.Experiments, filepath.Base(xpath))); err != nil {
+	if err := Write(Files{out, filepath.Join(t.TempDir(), "charts")}, runs, src, time.Now(), FailureModesSection(src.Experiments, filepath.Base(xpath))); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{out, filepath.Join(root, "RESULTS.md")} {

@@ -430,9 +430,17 @@ func barPanel(spec barSpec) (*plot.Plot, []legendEntry, error) {
 	return p, legend, nil
 }
 
-// renderPanels draws plots into a frame with title and legend, rows ×
-// cols panels, height tall, and saves it to path.
-func renderPanels(title string, legend []legendEntry, plots []*plot.Plot, rows, cols int, height vg.Length, path string) error {
+// panelGrid is how a chart lays its panels out: rows × cols of them,
+// the whole height tall.
+type panelGrid struct {
+	rows, cols int
+	height     vg.Length
+}
+
+// renderPanels draws plots into a frame with title and legend, laid out
+// as g, and saves it to path.
+func renderPanels(title string, legend []legendEntry, plots []*plot.Plot, g panelGrid, path string) error {
+	rows, cols, height := g.rows, g.cols, g.height
 	f := newFrameSized(title, legend, chartWidth, height)
 	grid := make([][]*plot.Plot, rows)
 	for r := range rows {

@@ -122,11 +122,22 @@ type panel struct {
 	metric driver.Metric
 }
 
-// latencyChart draws one panel per metric, with the median latency of the
-// rounds per rate, one line per side. Both axes are logarithmic: the low
-// rates, where the two sides are a few milliseconds apart, get as much
-// room as the high ones where a backlog takes seconds to drain.
-func latencyChart(run *driver.Run, scenario driver.ScenarioName, title string, sides [2]string, panels []panel, path string) (bool, error) {
+// latencyChartSpec is a rate pair's latency chart: its title, sides (A
+// first), one panel per server-side metric, and file name.
+type latencyChartSpec struct {
+	title  string
+	sides  [2]string
+	panels []panel
+	file   string
+}
+
+// latencyChart draws lc's panels, one per metric, with the median
+// latency of the rounds per rate, one line per side, to path. Both axes
+// are logarithmic: the low rates, where the two sides are a few
+// milliseconds apart, get as much room as the high ones where a backlog
+// takes seconds to drain.
+func latencyChart(run *driver.Run, scenario driver.ScenarioName, lc latencyChartSpec, path string) (bool, error) {
+	title, sides, panels := lc.title, lc.sides, lc.panels
 	var pts []*driver.Point
 	for i := range run.Points {
 		if run.Points[i].Scenario == scenario {
@@ -413,12 +424,7 @@ func barChart(title, ylabel string, sides [2]string, bars []bar, path string) (b
 
 // latencyCharts declares the latency chart of each rate pair: its title,
 // sides (A first), one panel per server-side metric, and file name.
-var latencyCharts = map[string]struct {
-	title  string
-	sides  [2]string
-	panels []panel
-	file   string
-}{
+var latencyCharts = map[string]latencyChartSpec{
 	pairs.Queue: {"queue: latency p99 per arrival rate (log scales)", [2]string{pairs.NoRabbitMQ, pairs.RabbitMQ}, []panel{
 		{"send → processed p99", driver.ServerProcessingP99},
 		{"delivery p99", driver.ServerDeliveryP99},
@@ -496,7 +502,7 @@ func drawCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 func rateOverview(pair string) func(run *driver.Run, dir string) (string, bool, error) {
 	return func(run *driver.Run, dir string) (string, bool, error) {
 		lc := latencyCharts[pair]
-		ok, err := latencyChart(run, scenario.RateScenarioName(pair), lc.title, lc.sides, lc.panels, filepath.Join(dir, lc.file))
+		ok, err := latencyChart(run, scenario.RateScenarioName(pair), lc, filepath.Join(dir, lc.file))
 		return lc.file, ok, err
 	}
 }

@@ -63,7 +63,7 @@ func failoverChart(parts []experiments.ClusterPart, path string) (bool, error) {
 	if len(set.plots) == 0 {
 		return false, nil
 	}
-	return true, renderPanels("failover: the first acknowledged write after the fault (3-node clusters)", set.legend, set.plots, len(set.plots), 1, tallChartHeight, path)
+	return true, renderPanels("failover: the first acknowledged write after the fault (3-node clusters)", set.legend, set.plots, panelGrid{rows: len(set.plots), cols: 1, height: tallChartHeight}, path)
 }
 
 // wrapLabels breaks each label into lines of about width characters at

@@ -123,7 +123,7 @@ func throughputChart(r *driver.Run, pairs []string, path string) (bool, error) {
 	if len(pairs) == 1 {
 		title = pairs[0] + ": " + title
 	}
-	return true, renderPanels(title, legend, plots, 1, len(plots), chartHeight, path)
+	return true, renderPanels(title, legend, plots, panelGrid{rows: 1, cols: len(plots), height: chartHeight}, path)
 }
 
 // cpuChart draws CPU-seconds per 1,000 items against batch size, one
@@ -164,7 +164,7 @@ func cpuChart(r *driver.Run, path string) (bool, error) {
 	if len(set.plots) == 0 {
 		return false, nil
 	}
-	return true, renderPanels("CPU-seconds per 1,000 items by batch size, per process", set.legend, set.plots, 2, 2, tallChartHeight, path)
+	return true, renderPanels("CPU-seconds per 1,000 items by batch size, per process", set.legend, set.plots, panelGrid{rows: 2, cols: 2, height: tallChartHeight}, path)
 }
 
 // sloRE reads a ceiling criteria's latency limit ("... p99 < 100ms"),
@@ -249,7 +249,7 @@ func rateLatencyChart(r *driver.Run, pair, path string) (bool, error) {
 	if err != nil || p == nil {
 		return false, err
 	}
-	return true, renderPanels(pair+": latency against offered rate (log scales)", legend, []*plot.Plot{p}, 1, 1, chartHeight, path)
+	return true, renderPanels(pair+": latency against offered rate (log scales)", legend, []*plot.Plot{p}, panelGrid{rows: 1, cols: 1, height: chartHeight}, path)
 }
 
 // modeName is an append row's mode ("read-then-append" for the older
@@ -303,7 +303,7 @@ func notifyChart(s *raw.NotifySeries, path string) (bool, error) {
 	if err != nil || p == nil {
 		return false, err
 	}
-	return true, renderPanels("NOTIFY: commits/s against committers (raw loops)", legend, []*plot.Plot{p}, 1, 1, chartHeight, path)
+	return true, renderPanels("NOTIFY: commits/s against committers (raw loops)", legend, []*plot.Plot{p}, panelGrid{rows: 1, cols: 1, height: chartHeight}, path)
 }
 
 // toastChart draws the documents pair's rewrite of a large profile
@@ -370,7 +370,7 @@ func toastChart(r *driver.Run, path string) (bool, error) {
 	} else if wp != nil {
 		plots = append(plots, wp)
 	}
-	return true, renderPanels("documents: rewrite vs neighbour patch by profile size", legend, plots, 1, len(plots), chartHeight, path)
+	return true, renderPanels("documents: rewrite vs neighbour patch by profile size", legend, plots, panelGrid{rows: 1, cols: len(plots), height: chartHeight}, path)
 }
 
 // stalenessChart draws the cache pair's staleness window per mode after
@@ -397,7 +397,7 @@ func stalenessChart(r *driver.Run, path string) (bool, error) {
 	if err != nil || bp == nil {
 		return false, err
 	}
-	return true, renderPanels("cache: staleness window per mode", legend, []*plot.Plot{bp}, 1, 1, chartHeight, path)
+	return true, renderPanels("cache: staleness window per mode", legend, []*plot.Plot{bp}, panelGrid{rows: 1, cols: 1, height: chartHeight}, path)
 }
 
 // eventStoreChart draws the event store's append rate per mode and
@@ -476,7 +476,7 @@ func eventStoreChart(es eventstore.Results, path string) (bool, error) {
 			plots = append(plots, rp)
 		}
 	}
-	return true, renderPanels("event store: append rate by mode, and point-read time", legend, plots, 1, len(plots), chartHeight, path)
+	return true, renderPanels("event store: append rate by mode, and point-read time", legend, plots, panelGrid{rows: 1, cols: len(plots), height: chartHeight}, path)
 }
 
 // pairCharts draws the charts of issue 22's list that the runs, the

@@ -217,7 +217,7 @@ func TestChartsDrawNothingFromAMissingValue(t *testing.T) {
 		legend []legendEntry
 	}{"line": {lp, legend}, "bar": {bp, blegend}} {
 		path := filepath.Join(dir, name+".svg")
-		if err := renderPanels(name, c.legend, []*plot.Plot{c.p}, 1, 1, 9*vg.Centimeter, path); err != nil {
+		if err := renderPanels(name, c.legend, []*plot.Plot{c.p}, panelGrid{rows: 1, cols: 1, height: 9 * vg.Centimeter}, path); err != nil {
 			t.Fatal(err)
 		}
 		img := renderPNG(t, bin, path)

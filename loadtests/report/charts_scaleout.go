@@ -110,7 +110,7 @@ func scaleOutChart(r *driver.Run, path string) (bool, error) {
 		return false, nil
 	}
 	rows := (len(set.plots) + 1) / 2
-	return true, renderPanels("scale-out: against the number of readers (log scales)", set.legend, set.plots, rows, min(len(set.plots), 2), tallChartHeight, path)
+	return true, renderPanels("scale-out: against the number of readers (log scales)", set.legend, set.plots, panelGrid{rows: rows, cols: min(len(set.plots), 2), height: tallChartHeight}, path)
 }
 
 // readerTicks labels each number of readers the series have.

@@ -711,10 +711,8 @@ func toastLZ4(in claimInputs) (outcome, bool) {
 		}
 		var sizes []string
 		for k := range r.Metrics {
-			if s, ok := strings.CutPrefix(k, "ms_pglz_"); ok {
-				if size, ok := strings.CutSuffix(s, "_rewrite"); ok {
-					sizes = append(sizes, size)
-				}
+			if size, ok := experiments.ToastRewriteSize(k, "pglz"); ok {
+				sizes = append(sizes, size)
 			}
 		}
 		if len(sizes) == 0 {
@@ -724,8 +722,8 @@ func toastLZ4(in claimInputs) (outcome, bool) {
 		var parts []string
 		holds := true
 		for _, size := range sizes {
-			p, okP := r.Metrics["ms_pglz_"+size+"_rewrite"]
-			l, okL := r.Metrics["ms_lz4_"+size+"_rewrite"]
+			p, okP := r.Metrics[experiments.ToastRewriteTime("pglz", size)]
+			l, okL := r.Metrics[experiments.ToastRewriteTime("lz4", size)]
 			if !okP || !okL || p <= 0 || l <= 0 {
 				return outcome{failed: fmt.Sprintf("%s experiment: no rewrite time with both compressions at %s", toastExperiment, size)}, true
 			}

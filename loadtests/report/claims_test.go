@@ -194,9 +194,9 @@ func TestMissingMetricIsAFailedFigure(t *testing.T) {
 // slotFixture is an experiments file whose slot-wal-retention run
 // retained bytes[i] at 0, 10,000, 50,000… events.
 func slotFixture(bytes ...float64) *experiments.File {
-	m := map[string]float64{}
+	m := map[driver.Metric]float64{}
 	for i, b := range bytes {
-		m[fmt.Sprintf("retained_bytes_at_%d", []int{0, 10000, 50000, 100000}[i])] = b
+		m[driver.Metric(fmt.Sprintf("retained_bytes_at_%d", []int{0, 10000, 50000, 100000}[i]))] = b
 	}
 	return &experiments.File{Results: []experiments.Result{{Name: slotExperiment, Metrics: m}}}
 }

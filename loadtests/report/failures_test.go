@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 )
@@ -21,7 +22,7 @@ func experimentsFixture() experiments.File {
 		Results: []experiments.Result{
 			{Name: "commit-order-gap", Title: "The commit-order gap of a sequence cursor", Happens: "A reader paging by global_pos > last skips events.",
 				Figure: "global_pos cursor missed 12 of 16000; watermark cursor missed 0", UserMust: "Read below the xid watermark.",
-				Metrics: map[string]float64{"watermark_cursor_missed": 0}, Notes: []string{"20 runs of 8 writers | staggered"}, DurationS: 12.3},
+				Metrics: map[driver.Metric]float64{"watermark_cursor_missed": 0}, Notes: []string{"20 runs of 8 writers | staggered"}, DurationS: 12.3},
 			{Name: "synchronous-commit-off-crash", Title: "synchronous_commit = off loses acknowledged writes on a crash", Happens: "The last commits answered 201 are gone after a crash.",
 				Figure: "8 of 3000 answered 201 missing", UserMust: "Use it only where a lost 201 is acceptable.", AckedLost: 8, LossDocumented: true, DurationS: 30},
 			{Name: "bad-one", Title: "A loss", Happens: "h", Figure: "f", UserMust: "u", AckedLost: 3, DurationS: 1},
@@ -39,13 +40,13 @@ func experimentsFixtureV2() experiments.File {
 	return experiments.File{
 		SchemaVersion: experiments.SchemaVersion, Started: time.Date(2026, 1, 3, 3, 40, 0, 0, time.UTC), Size: "full",
 		Results: []experiments.Result{
-			{Name: "commit-order-gap", Metrics: map[string]float64{
+			{Name: "commit-order-gap", Metrics: map[driver.Metric]float64{
 				"runs": 20, "writers": 8, "events_per_writer": 100, "stagger_ms": 4, "catch_up_bound_s": 30, "committed": 16000,
 				"global_pos_cursor_missed": 12, "global_pos_cursor_runs_with_loss": 3, "watermark_cursor_missed": 0, "watermark_catch_up_max_s": 0.0017,
 			}, DurationS: 12.3},
-			{Name: "toast-rewrite", AckedLost: -1, Metrics: map[string]float64{"repetitions": 10}, DurationS: 4},
+			{Name: "toast-rewrite", AckedLost: -1, Metrics: map[driver.Metric]float64{"repetitions": 10}, DurationS: 4},
 			{Name: "broker-restart", AckedLost: -1, Error: "rabbitmq: connection refused", DurationS: 0.5},
-			{Name: "no-such-experiment", AckedLost: 2, Metrics: map[string]float64{"x": 1}, DurationS: 1},
+			{Name: "no-such-experiment", AckedLost: 2, Metrics: map[driver.Metric]float64{"x": 1}, DurationS: 1},
 		},
 	}
 }
@@ -175,7 +176,7 @@ func TestFailoverSectionPicksEachPostgresVersion(t *testing.T) {
 	dir := t.TempDir()
 	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	pg := func(version string, num float64, lost int64) experiments.Result {
-		return experiments.Result{Name: experiments.PGSwitchover, AckedLost: lost, Metrics: map[string]float64{"server_version_num": num},
+		return experiments.Result{Name: experiments.PGSwitchover, AckedLost: lost, Metrics: map[driver.Metric]float64{"server_version_num": num},
 			Settings: map[string]string{"server_version": version}}
 	}
 	files := []experiments.File{

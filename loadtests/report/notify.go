@@ -2,9 +2,9 @@ package report
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
@@ -160,8 +160,10 @@ func notifyExperimentMeasures(in claimInputs) ([]notifyMeasure, []string) {
 			}
 		}
 		for _, p := range prefixes {
-			at := func(what, mode string) float64 { return r.Metrics[p+what+"_"+mode+"_"+strconv.Itoa(notifyAt)] }
-			none := at("tps", raw.NotifyNone)
+			at := func(what driver.MetricPrefix, mode string) float64 {
+				return r.Metrics[experiments.NotifyKey(p, what, mode, notifyAt)]
+			}
+			none := at(experiments.MetricNotifyTPSOf, raw.NotifyNone)
 			if none <= 0 {
 				continue
 			}
@@ -169,8 +171,8 @@ func notifyExperimentMeasures(in claimInputs) ([]notifyMeasure, []string) {
 			if p != "" {
 				where += " (a private server)"
 			}
-			m := notifyMeasure{where: where, none: none, inTx: at("tps", raw.NotifyInTx), deb: at("tps", raw.NotifyDebounced),
-				sent: at("sent", raw.NotifyDebounced), received: at("received", raw.NotifyDebounced)}
+			m := notifyMeasure{where: where, none: none, inTx: at(experiments.MetricNotifyTPSOf, raw.NotifyInTx), deb: at(experiments.MetricNotifyTPSOf, raw.NotifyDebounced),
+				sent: at(experiments.MetricNotifySentOf, raw.NotifyDebounced), received: at(experiments.MetricNotifyReceivedOf, raw.NotifyDebounced)}
 			ms = append(ms, m)
 			texts = append(texts, m.text())
 		}

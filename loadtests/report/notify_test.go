@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/experiments"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
 )
@@ -44,12 +45,12 @@ func notifyClaim(t *testing.T, short string, src Sources) Claim {
 // of plain commits at 16 committers and pg_notify in the transaction at
 // 30%.
 func notifyExperiment(deb15, deb18 float64) *experiments.File {
-	m := map[string]float64{}
-	for p, deb := range map[string]float64{"": deb15, "pg18.": deb18} {
-		m[p+"tps_insert_commit_16"] = 10000
-		m[p+"tps_notify_in_tx_16"] = 3000
-		m[p+"tps_notify_debounced_16"] = 10000 * deb
-		m[p+"sent_notify_debounced_16"], m[p+"received_notify_debounced_16"] = 200, 200
+	m := map[driver.Metric]float64{}
+	for p, deb := range map[experiments.SidePrefix]float64{"": deb15, "pg18.": deb18} {
+		m[p.Of("tps_insert_commit_16")] = 10000
+		m[p.Of("tps_notify_in_tx_16")] = 3000
+		m[p.Of("tps_notify_debounced_16")] = 10000 * deb
+		m[p.Of("sent_notify_debounced_16")], m[p.Of("received_notify_debounced_16")] = 200, 200
 	}
 	return &experiments.File{Results: []experiments.Result{{Name: experiments.NotifySerializes, Metrics: m,
 		Settings: map[string]string{"compared": "pg18", "server_version": "15.18", "pg18.server_version": "18.4"}}}}

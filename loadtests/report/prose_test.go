@@ -192,7 +192,7 @@ func TestUpgradedResultsRenderTheSame(t *testing.T) {
 	render := func(name string, rs []*driver.Run) string {
 		dir := filepath.Join(t.TempDir(), name)
 		out := filepath.Join(dir, "RESULTS.md")
-		if err := Write(out, filepath.Join(dir, "charts"), rs, src, now, FailureModesSection(src.Experiments, filepath.Base(xpath))); err != nil {
+		if err := Write(Files{out, filepath.Join(dir, "charts")}, rs, src, now, FailureModesSection(src.Experiments, filepath.Base(xpath))); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(out)

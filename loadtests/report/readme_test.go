@@ -78,7 +78,7 @@ func Markdown0(t testing.TB, all []*driver.Run) string {
 	rs, bench := splitBench(all)
 	validate(rs)
 	var b bytes.Buffer
-	Markdown(&b, rs, map[string]string{}, "docs/results", time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC), Sources{Bench: bench})
+	Markdown(&b, rs, ChartLinks{Files: map[string]string{}, Rel: "docs/results"}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC), Sources{Bench: bench})
 	_, after, _ := strings.Cut(b.String(), "\n## "+VerdictsTitle+"\n")
 	before, _, _ := strings.Cut(after, "\n## ")
 	return before
@@ -205,7 +205,7 @@ func TestFindingsFromFixture(t *testing.T) {
 func TestFindingsLinkToRealHeadings(t *testing.T) {
 	runs, es := fixtureInputs(t)
 	var b bytes.Buffer
-	Markdown(&b, runs, map[string]string{}, "docs/results", time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
+	Markdown(&b, runs, ChartLinks{Files: map[string]string{}, Rel: "docs/results"}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
 	b.WriteString(eventStoreSection(es))
 	b.WriteString(FailoverSection(nil))
 	headings := map[string]bool{}

@@ -233,7 +233,7 @@ func TestReportFromFixture(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "RESULTS.md")
-	if err := Write(out, filepath.Join(dir, "docs", "results"), runs, Sources{Raw: notifyFixture()}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+	if err := Write(Files{out, filepath.Join(dir, "docs", "results")}, runs, Sources{Raw: notifyFixture()}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)

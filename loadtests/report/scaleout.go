@@ -68,8 +68,8 @@ func ScaleOutSection(r *driver.Run) string {
 }
 
 // scaleOutPart is a part of the scale-out section that a run older than
-// its points lacks: the points' scenario, the title and points notInRun
-// names with the doc that explains them, the values its intro
+// its points lacks: the points' scenario, the title and points its
+// notInRun names with the doc that explains them, the values its intro
 // (scaleOutIntros) takes and the table's columns.
 type scaleOutPart struct {
 	scenario           driver.ScenarioName
@@ -91,7 +91,7 @@ type scaleOutPart struct {
 // write writes the part's intro and table, or notInRun's line when r has
 // none of its points.
 func (p scaleOutPart) write(b *strings.Builder, r *driver.Run) {
-	if notInRun(b, r, p.scenario, p.title, p.points, p.doc) {
+	if p.notInRun(b, r) {
 		return
 	}
 	values := make([]any, len(p.args))
@@ -361,11 +361,13 @@ var scaleOutParts = []scaleOutPart{
 	},
 }
 
-// notInRun writes, when r has no point of scenarioName (a run older than
-// those points), that title is not in this run and what measures it
-// (doc names where it is explained), and reports whether it did.
-func notInRun(b *strings.Builder, r *driver.Run, scenarioName driver.ScenarioName, title, points, doc string) bool {
-	if pointOf(r, scenarioName) != nil {
+// notInRun writes, when r has no point of the part's scenario (a run
+// older than those points), that its title is not in this run and what
+// measures it (doc names where it is explained), and reports whether it
+// did.
+func (p scaleOutPart) notInRun(b *strings.Builder, r *driver.Run) bool {
+	title, points, doc := p.title, p.points, p.doc
+	if pointOf(r, p.scenario) != nil {
 		return false
 	}
 	fmt.Fprintf(b, "\n%s: not in this run (`results/%s.json` has no %s points); `go run ./loadtests scaleout` and the next `make results` measure them (%s).\n", title, r.ID, points, doc)

@@ -98,7 +98,7 @@ func TestThroughputSection(t *testing.T) {
 func TestThroughputInResults(t *testing.T) {
 	runs := append(fixture(), withSustain(throughputFixture(), false))
 	out := filepath.Join(t.TempDir(), "RESULTS.md")
-	if err := Write(out, filepath.Join(filepath.Dir(out), "charts"), runs, Sources{}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+	if err := Write(Files{out, filepath.Join(filepath.Dir(out), "charts")}, runs, Sources{}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)

@@ -74,7 +74,7 @@ func TestToyPair(t *testing.T) {
 	rs := append(readRuns(t, "testdata"), toy)
 
 	var b bytes.Buffer
-	Markdown(&b, rs, map[string]string{}, "results", time.Now(), Sources{})
+	Markdown(&b, rs, ChartLinks{Files: map[string]string{}, Rel: "results"}, time.Now(), Sources{})
 	results := b.String()
 	for _, want := range []string{
 		"`results/20261207T000000Z-toy.json` (toy,",

@@ -123,7 +123,7 @@ func TestFailedPointsAreNeverFigures(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "RESULTS.md")
 	charts := filepath.Join(dir, "docs", "results")
-	if err := Write(out, charts, withES(runs, es), Sources{Raw: notifyFixture()}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+	if err := Write(Files{out, charts}, withES(runs, es), Sources{Raw: notifyFixture()}, time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
@@ -270,7 +270,7 @@ func TestLZ4ClaimReadsTheTOASTExperiment(t *testing.T) {
 	if c := find(ClaimsFrom(runs, Sources{})); c.Verdict != NotMeasurable {
 		t.Errorf("no lz4 points, no experiment: %s (%s)", c.Verdict, c.Why)
 	}
-	xf := &experiments.File{Results: []experiments.Result{{Name: toastExperiment, Metrics: map[string]float64{
+	xf := &experiments.File{Results: []experiments.Result{{Name: toastExperiment, Metrics: map[driver.Metric]float64{
 		"ms_pglz_512KiB_rewrite": 28.9, "ms_lz4_512KiB_rewrite": 5.47, "ms_pglz_2MiB_rewrite": 102, "ms_lz4_2MiB_rewrite": 31.2}}}}
 	c := find(ClaimsFrom(runs, Sources{Experiments: xf}))
 	if c.Verdict != Holds || !strings.Contains(c.Measured, "512KiB: rewrite 28.9 ms (pglz) vs 5.47 ms (lz4)") || !strings.Contains(c.Measured, toastExperiment) {

@@ -109,7 +109,7 @@ func (s RateScenario) AtThroughput(ctx context.Context, e *Env, run *driver.Run,
 				return nil, fmt.Errorf("no batch throughput measured")
 			}
 			events := math.Round(f * through[svc])
-			res, err := bs.side(ctx, e, svc, events/float64(o.Batch), o.Duration, e.settle())
+			res, err := bs.side(ctx, e, rateAttack{svc: svc, rate: events / float64(o.Batch), dur: o.Duration, settle: e.settle()})
 			if res != nil {
 				res.Metrics[MetricOfferedEvents] = events
 				res.Metrics[MetricBatchThroughput] = through[svc]

@@ -369,7 +369,7 @@ func (r *cacheRun) rawLookups(ctx context.Context, run *driver.Run) error {
 	e.logf("cache raw lookup: pgx vs go-redis, one connection each, %s per loop, %d rounds", o.RawDuration, o.Rounds)
 	err := driver.RunPoint(ctx, &rp, o.Rounds, func(ctx context.Context, side string, _ int) (*driver.SideResult, error) {
 		res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
-		c, err := RawLookup(ctx, side, e.PostgresURL, redisURL, r.schema, o.Keys, o.RawDuration, e.Progress)
+		c, err := RawLookup(ctx, side, RawLookupSpec{PostgresURL: e.PostgresURL, RedisURL: redisURL, Schema: r.schema, Keys: o.Keys, Duration: o.RawDuration, Progress: e.Progress})
 		res.Phases = append(res.Phases, driver.Phase{Name: "lookup", Client: c})
 		driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 		return res, err

@@ -373,7 +373,8 @@ func (r *rolesRun) lockLoop(ctx context.Context, side string, round, workers, na
 		cycleH[w], acqH[w] = stats.NewHistogram(), stats.NewHistogram()
 		name := fmt.Sprintf("roles-%s-%d-%d-%d", r.id, workers, round, w%names)
 		wg.Go(func() {
-			r.lockWorker(ctx, base+"/locks/"+name, "w"+strconv.Itoa(w), w, w%names, start.Add(r.o.Duration), t, cycleH[w], acqH[w])
+			c := lockClient{u: base + "/locks/" + name, owner: "w" + strconv.Itoa(w), w: w, n: w % names, cycleH: cycleH[w], acqH: acqH[w]}
+			r.lockWorker(ctx, c, start.Add(r.o.Duration), t)
 		})
 	}
 	wg.Wait()
@@ -404,9 +405,21 @@ func (r *rolesRun) lockLoop(ctx context.Context, side string, round, workers, na
 	return res, err
 }
 
-// lockWorker is client w of a lock loop on the lock at u (name n of the
-// tally) until deadline.
-func (r *rolesRun) lockWorker(ctx context.Context, u, owner string, w, n int, deadline time.Time, t *lockTally, cycleH, acqH *hdrhistogram.Histogram) {
+// lockClient is one client of a lock loop: the lock it takes and
+// releases, as whom, and where it records its latencies.
+type lockClient struct {
+	// u is the lock's URL; owner the client's name in its requests.
+	u, owner string
+	// w is the client's index, n its lock's among the tally's names.
+	w, n int
+	// cycleH records each acquire-release cycle, acqH each acquire.
+	cycleH, acqH *hdrhistogram.Histogram
+}
+
+// lockWorker is client c of a lock loop on the lock at c.u (name c.n of
+// the tally) until deadline.
+func (r *rolesRun) lockWorker(ctx context.Context, c lockClient, deadline time.Time, t *lockTally) {
+	u, owner, w, n, cycleH, acqH := c.u, c.owner, c.w, c.n, c.cycleH, c.acqH
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		t0 := time.Now()
 		code, b, err := driver.Do(ctx, http.MethodPost, u, lockRequest(owner, 10*time.Second))
@@ -527,14 +540,15 @@ func (r *rolesRun) takeLoop(ctx context.Context, side string, round int) (*drive
 	u := base + "/limits/" + fmt.Sprintf("roles-%s-%d", r.id, round) + "/take"
 	hs := make([]*hdrhistogram.Histogram, o.LimitClients)
 	ends := make([][]time.Time, o.LimitClients)
-	var refused, errs atomic.Int64
+	var tally takeTally
+	refused, errs := &tally.refused, &tally.errs
 	set := r.costs[side]
 	before := set.Sample()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range o.LimitClients {
 		hs[w] = stats.NewHistogram()
-		wg.Go(func() { ends[w] = r.takeWorker(ctx, u, start.Add(o.Duration), hs[w], &refused, &errs) })
+		wg.Go(func() { ends[w] = r.takeWorker(ctx, u, start.Add(o.Duration), hs[w], &tally) })
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
@@ -561,9 +575,17 @@ func (r *rolesRun) takeLoop(ctx context.Context, side string, round int) (*drive
 	return res, err
 }
 
-// takeWorker takes from the key at u until deadline and returns the
-// window end each admitted take's answer states.
-func (r *rolesRun) takeWorker(ctx context.Context, u string, deadline time.Time, h *hdrhistogram.Histogram, refused, errs *atomic.Int64) []time.Time {
+// takeTally counts a take loop's refused takes (429) and failed ones
+// across its clients.
+type takeTally struct {
+	refused, errs atomic.Int64
+}
+
+// takeWorker takes from the key at u until deadline, recording each
+// take's latency in h and counting in tally, and returns the window end each
+// admitted take's answer states.
+func (r *rolesRun) takeWorker(ctx context.Context, u string, deadline time.Time, h *hdrhistogram.Histogram, tally *takeTally) []time.Time {
+	refused, errs := &tally.refused, &tally.errs
 	body := fmt.Appendf(nil, `{"limit":%d,"window_ms":%d}`, r.o.Limit, r.o.Window.Milliseconds())
 	var ends []time.Time
 	for ctx.Err() == nil && time.Now().Before(deadline) {

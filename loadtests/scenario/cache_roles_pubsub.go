@@ -311,7 +311,7 @@ func (r *rolesRun) ladder(ctx context.Context, side string, n, round int) ([]lad
 		if err := open(); err != nil {
 			return false, fmt.Errorf("%d subscribers at step %d: %w", n, si, err)
 		}
-		st, err := r.ladderStep(ctx, side, base, ch, subs, si, rate)
+		st, err := r.ladderStep(ctx, ladderChannel{side: side, base: base, ch: ch, subs: subs}, si, rate)
 		if err != nil {
 			return false, err
 		}
@@ -351,10 +351,18 @@ func (r *rolesRun) ladder(ctx context.Context, side string, n, round int) ([]lad
 	return steps, ctx.Err()
 }
 
-// ladderStep publishes at rate for Step to ch, whose subscribers are
-// subs, waits up to rolesDrain for the deliveries and measures the step
-// (number si of the ladder).
-func (r *rolesRun) ladderStep(ctx context.Context, side, base, ch string, subs []*rolesSub, si int, rate float64) (ladderStep, error) {
+// ladderChannel is the channel a pub/sub ladder's steps publish to: the
+// side, its base URL, the channel's name and its subscribers now.
+type ladderChannel struct {
+	side, base, ch string
+	subs           []*rolesSub
+}
+
+// ladderStep publishes at rate for Step to lc.ch, whose subscribers are
+// lc.subs, waits up to rolesDrain for the deliveries and measures the
+// step (number si of the ladder).
+func (r *rolesRun) ladderStep(ctx context.Context, lc ladderChannel, si int, rate float64) (ladderStep, error) {
+	side, base, ch, subs := lc.side, lc.base, lc.ch, lc.subs
 	o, n := r.o, len(subs)
 	if err := driver.ResetStats(ctx, base); err != nil {
 		return ladderStep{}, err

@@ -93,7 +93,7 @@ func TestRawLookupLoops(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, side := range []string{"postgres", "redis"} {
-		res, err := RawLookup(ctx, side, url, redisURL, schema, 50, 300*time.Millisecond, nil)
+		res, err := RawLookup(ctx, side, RawLookupSpec{PostgresURL: url, RedisURL: redisURL, Schema: schema, Keys: 50, Duration: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatalf("%s: %v", side, err)
 		}
@@ -101,7 +101,7 @@ func TestRawLookupLoops(t *testing.T) {
 			t.Errorf("%s: %+v", side, res)
 		}
 	}
-	if _, err := RawLookup(ctx, "memcached", url, redisURL, schema, 50, time.Millisecond, nil); err == nil {
+	if _, err := RawLookup(ctx, "memcached", RawLookupSpec{PostgresURL: url, RedisURL: redisURL, Schema: schema, Keys: 50, Duration: time.Millisecond}); err == nil {
 		t.Error("an unknown side was measured")
 	}
 }

@@ -27,12 +27,27 @@ const (
 	RawSideRedis    = "redis"
 )
 
+// RawLookupSpec is what a raw lookup reads and for how long.
+type RawLookupSpec struct {
+	// PostgresURL and Schema locate the products table of the
+	// "postgres" side; RedisURL is the "redis" side's server.
+	PostgresURL, RedisURL, Schema string
+	// Keys is how many products there are (ids 1 to Keys).
+	Keys int
+	// Duration is how long the loop runs.
+	Duration time.Duration
+	// Progress draws the loop (nil: not drawn).
+	Progress *driver.Progress
+}
+
 // RawLookup measures a lookup by key without HTTP, one connection, one
-// lookup at a time for d: side "postgres" is a pgx SELECT of a product by
-// primary key from schema.products (ids 1 to keys), side "redis" a
-// go-redis GET of a product's JSON (written first). Latencies are each
-// lookup's round trip.
-func RawLookup(ctx context.Context, side, pgURL, redisURL, schema string, keys int, d time.Duration, progress *driver.Progress) (driver.ClientResult, error) {
+// lookup at a time for sp.Duration: side "postgres" is a pgx SELECT of a
+// product by primary key from Schema.products (ids 1 to Keys), side
+// "redis" a go-redis GET of a product's JSON (written first). Latencies
+// are each lookup's round trip.
+func RawLookup(ctx context.Context, side string, sp RawLookupSpec) (driver.ClientResult, error) {
+	pgURL, redisURL, schema, keys := sp.PostgresURL, sp.RedisURL, sp.Schema, sp.Keys
+	d, progress := sp.Duration, sp.Progress
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var op func(ctx context.Context, w int, n uint64) (int, error)

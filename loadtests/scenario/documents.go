@@ -281,13 +281,32 @@ func (s SearchRewriteScenario) Run(ctx context.Context, e *Env, run *driver.Run,
 	if err != nil {
 		return err
 	}
-	if err := s.rewrites(ctx, e, run, o, tag, us.create); err != nil {
+	dr := documentsRun{s: s, e: e, run: run, o: o, tag: tag, us: us, seeded: seeded, fresh: fresh}
+	if err := dr.rewrites(ctx); err != nil {
 		return err
 	}
-	if err := s.ceilings(ctx, e, run, o, us, seeded, fresh); err != nil {
+	if err := dr.ceilings(ctx); err != nil {
 		return err
 	}
-	return s.scale(ctx, e, run, o, us, seeded, fresh, tag)
+	return dr.scale(ctx)
+}
+
+// documentsRun is a run of the documents scenario once its data set is
+// searched: what its rewrites, ceilings and scale points share.
+type documentsRun struct {
+	s SearchRewriteScenario
+	// e is where it runs, run where it records its points, o its options.
+	e   *Env
+	run *driver.Run
+	o   DocumentsOptions
+	// tag names what the run creates (from its id).
+	tag string
+	// us are the users created through the API, seeded each side's
+	// count of the data set's among them.
+	us     *createdUsers
+	seeded map[string]int
+	// fresh gives a side a database of the run's own (nil: none).
+	fresh map[string]map[string]string
 }
 
 // freshEnv is the environment that gives s.Fresh's service a database of
@@ -486,8 +505,9 @@ func walNotes(run *driver.Run) []string {
 // with o.LZ4, the same on the Postgres side alone restarted with lz4
 // TOAST compression (fresh users written with it), and back to its
 // default for what runs next.
-func (s SearchRewriteScenario) rewrites(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions, tag string, create func(context.Context, string, int, func(int) []byte) ([]string, error)) error {
-	pair := s.Pair
+func (dr documentsRun) rewrites(ctx context.Context) error {
+	e, run, o, tag, create := dr.e, dr.run, dr.o, dr.tag, dr.us.create
+	pair := dr.s.Pair
 	wal := newWALMeter(ctx, e.PostgresURL)
 	if wal == nil {
 		run.Note("WAL per mutation not measured: cannot connect to Postgres at %s", redact(e.PostgresURL))

@@ -124,7 +124,8 @@ func (s SearchRewriteScenario) mongoUsers(e *Env, fresh map[string]map[string]st
 // in-flight bound. Every step proves its start: the users counted, the
 // pair's own processes quiet (both services and FerretDB), a probe
 // answered.
-func (s SearchRewriteScenario) ceilings(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions, us *createdUsers, seeded map[string]int, fresh map[string]map[string]string) error {
+func (dr documentsRun) ceilings(ctx context.Context) error {
+	s, e, run, o, us, seeded, fresh := dr.s, dr.e, dr.run, dr.o, dr.us, dr.seeded, dr.fresh
 	var ops []CeilingOp
 	var opts []CeilingOptions
 	if o.SearchCeiling {
@@ -141,7 +142,7 @@ func (s SearchRewriteScenario) ceilings(ctx context.Context, e *Env, run *driver
 		us.trim(ctx, svc, seeded[svc])
 		ids[e.URL(svc)] = us.seeds(svc, seeded[svc])
 	}
-	inFlight, _, err := e.ceilingInFlight(ctx, run, CeilingScenarioName(s.Pair.Name, ""), s.Pair.Services(), fresh, opts[0])
+	inFlight, _, err := e.ceilingInFlight(ctx, run, ceilingScenario{name: CeilingScenarioName(s.Pair.Name, ""), env: fresh}, s.Pair.Services(), opts[0])
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ func TestDocumentsSearchCeilingOnTheStack(t *testing.T) {
 	}
 	checkCeiling(t, run, o)
 	bad := e.documentsPostgresSide(ctx, svc, users+1, nil)
-	res, err := e.opStep(ctx, op, bad, o, 20, 300*time.Millisecond)
+	res, err := e.opStep(ctx, opOnSide{op: op, side: bad}, o, 20, 300*time.Millisecond)
 	if err != nil || !strings.Contains(res.Precondition, "holds 100 users, not the 101 of the data set") {
 		t.Errorf("a data set of another size: %v, precondition %q", err, res.Precondition)
 	}

@@ -91,7 +91,8 @@ const scaleSearchSkipAbove = 100_000
 // (FerretDB) has its search ceiling replaced by one timed search, and
 // none above scaleSearchSkipAbove. The loaded users are removed at the
 // end.
-func (s SearchRewriteScenario) scale(ctx context.Context, e *Env, run *driver.Run, o DocumentsOptions, us *createdUsers, seeded map[string]int, fresh map[string]map[string]string, tag string) error {
+func (dr documentsRun) scale(ctx context.Context) error {
+	s, e, run, o, us, seeded, fresh, tag := dr.s, dr.e, dr.run, dr.o, dr.us, dr.seeded, dr.fresh, dr.tag
 	if len(o.ScaleUsers) == 0 || (!o.SearchCeiling && !o.WriteCeiling) {
 		return nil
 	}
@@ -117,7 +118,7 @@ func (s SearchRewriteScenario) scale(ctx context.Context, e *Env, run *driver.Ru
 	if !o.SearchCeiling {
 		opts = o.WriteCeilingOpts
 	}
-	inFlight, _, err := e.ceilingInFlight(ctx, run, CeilingScenarioName(s.Pair.Name, ""), s.Pair.Services(), fresh, opts)
+	inFlight, _, err := e.ceilingInFlight(ctx, run, ceilingScenario{name: CeilingScenarioName(s.Pair.Name, ""), env: fresh}, s.Pair.Services(), opts)
 	if err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func (s SearchRewriteScenario) scale(ctx context.Context, e *Env, run *driver.Ru
 			}
 			p.Rounds[0].Sides[svc] = &driver.SideResult{Service: svc, StartedAt: time.Now(), Metrics: m}
 		}
-		err := e.scaleCeilings(ctx, run, s, o, &p, n, l, inFlight, scans)
+		err := dr.scaleCeilings(ctx, scaleSet{l: l, inFlight: inFlight, scans: scans}, &p, n)
 		driver.Summarize(&p)
 		run.Points = append(run.Points, p)
 		if err != nil {
@@ -146,11 +147,23 @@ func (s SearchRewriteScenario) scale(ctx context.Context, e *Env, run *driver.Ru
 	return nil
 }
 
+// scaleSet is what every size of the scale points shares: the loader
+// that grows the data set, the in-flight bound each service runs with,
+// and the MongoDB side's server when it scans every document for a
+// search ("": it does not).
+type scaleSet struct {
+	l        *scaleLoader
+	inFlight map[string]*int
+	scans    string
+}
+
 // scaleCeilings runs the search and write ceilings at n users on the
 // sides of p whose load succeeded. The MongoDB side's search ceiling is
-// left out when its server scans every document (scans): one search is
-// timed instead, up to scaleSearchSkipAbove users, and recorded in p.
-func (e *Env) scaleCeilings(ctx context.Context, run *driver.Run, s SearchRewriteScenario, o DocumentsOptions, p *driver.Point, n int, l *scaleLoader, inFlight map[string]*int, scans string) error {
+// left out when its server scans every document (ss.scans): one search
+// is timed instead, up to scaleSearchSkipAbove users, and recorded in p.
+func (dr documentsRun) scaleCeilings(ctx context.Context, ss scaleSet, p *driver.Point, n int) error {
+	e, run, s, o := dr.e, dr.run, dr.s, dr.o
+	l, inFlight, scans := ss.l, ss.inFlight, ss.scans
 	users := l.users
 	all := s.ceilingSides(ctx, e, n, users, inFlight)
 	var sides []ceilingSide
@@ -200,7 +213,7 @@ func (e *Env) scaleCeilings(ctx context.Context, run *driver.Run, s SearchRewrit
 					searched = append(searched, side)
 					continue
 				}
-				why := s.searchSkip(ctx, op, side, p, n, scans)
+				why := ss.searchSkip(ctx, op, side, p, n)
 				st := driver.Status{State: driver.StateSkipped, Reason: why}
 				skipped = append(skipped, driver.Ceiling{Scenario: op.Scenario, Service: side.name, Status: &st})
 			}
@@ -246,11 +259,11 @@ func scaleOps(o DocumentsOptions) []string {
 }
 
 // searchSkip is why side's search ceiling at n users is not searched:
-// its server (scans) reads every document for a search. Up to
+// its server (ss.scans) reads every document for a search. Up to
 // scaleSearchSkipAbove users one search is timed instead, recorded in p
 // as ScaleOneSearchMS.
-func (s SearchRewriteScenario) searchSkip(ctx context.Context, op CeilingOp, side ceilingSide, p *driver.Point, n int, scans string) string {
-	why := fmt.Sprintf("%s scans every document for a search", scans)
+func (ss scaleSet) searchSkip(ctx context.Context, op CeilingOp, side ceilingSide, p *driver.Point, n int) string {
+	why := fmt.Sprintf("%s scans every document for a search", ss.scans)
 	if n > scaleSearchSkipAbove {
 		return why + fmt.Sprintf(", not even once above %s users: its figure would say nothing about MongoDB", ScaleLabel(scaleSearchSkipAbove))
 	}

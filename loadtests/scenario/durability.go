@@ -418,7 +418,8 @@ func (e *Env) durabilitySearch(ctx context.Context, c DurabilityConfig, o Durabi
 			return res, err
 		}
 		size := o.Search.Sizes[0]
-		_, err = th.searchAt(ctx, e, svc, size, th.Body(size), o.Search.Ladders[c.Pair.Name], bracket{}, o.Search, &sideState{base: e.URL(svc)}, res)
+		side := sideLoad{e: e, svc: svc, size: size, body: th.Body(size), o: o.Search, st: &sideState{base: e.URL(svc)}}
+		_, err = th.searchAt(ctx, side, o.Search.Ladders[c.Pair.Name], bracket{}, res)
 		return res, err
 	})
 	return search
@@ -459,11 +460,11 @@ func (e *Env) durabilityFixed(ctx context.Context, c DurabilityConfig, o Durabil
 		return res, nil, err
 	}
 	rs := durabilityRate(c.Pair)
-	if _, err := rs.side(ctx, e, c.Service, 50, 2*time.Second, e.settle()); err != nil {
+	if _, err := rs.side(ctx, e, rateAttack{svc: c.Service, rate: 50, dur: 2 * time.Second, settle: e.settle()}); err != nil {
 		e.logf("warm-up of %s: %v", c.Service, err)
 	}
 	groups := e.durabilityGroups(ctx, c, o.StackDir)
-	fixed, err := rs.sideCost(ctx, e, c.Service, o.Rate, o.Duration, e.settle(), groups)
+	fixed, err := rs.side(ctx, e, rateAttack{svc: c.Service, rate: o.Rate, dur: o.Duration, settle: e.settle(), groups: groups})
 	if fixed != nil {
 		maps.Copy(fixed.Metrics, res.Metrics)
 		res = fixed
@@ -480,7 +481,7 @@ func (e *Env) durabilityFixed(ctx context.Context, c DurabilityConfig, o Durabil
 }
 
 // perThousand records in m each group's CPU-seconds ("cpu.<group>.s",
-// from sideCost) per 1,000 items, and their total.
+// from side) per 1,000 items, and their total.
 func perThousand(m map[driver.Metric]float64, groups cost.Set, items int64) {
 	used := map[string]float64{}
 	for _, g := range groups {

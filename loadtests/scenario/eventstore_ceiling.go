@@ -103,7 +103,7 @@ func RunEventStoreCeiling(ctx context.Context, e *Env, run *driver.Run, o Ceilin
 			return err
 		}
 	}
-	inFlight, _, err := e.ceilingInFlight(ctx, run, CeilingScenarioName(pairs.EventStore, ""), svcs, nil, o)
+	inFlight, _, err := e.ceilingInFlight(ctx, run, ceilingScenario{name: CeilingScenarioName(pairs.EventStore, "")}, svcs, o)
 	if err != nil {
 		return err
 	}

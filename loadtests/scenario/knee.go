@@ -433,32 +433,52 @@ func roundRate(r float64) float64 {
 	return v
 }
 
-// ceilingServices restarts each side of sides with o.MaxInFlight and its
-// environment of env for the search (ceilingInFlight), then warms up the
-// sides restarted.
-func (s RateScenario) ceilingServices(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions, scenario driver.ScenarioName, sides []string, env map[string]map[string]string) (map[string]*int, error) {
+// ceilingScenario is one ceiling scenario of a run: its name, the sides
+// it searches and each side's environment (a design's, a documents run's
+// own database; nil: the defaults).
+type ceilingScenario struct {
+	name  driver.ScenarioName
+	sides []string
+	env   map[string]map[string]string
+}
+
+// ceilingSearch is how a ceiling scenario searches: its options (ladder,
+// rounds), a side's criteria (spec) and one step's measurement
+// (measure; see runCeiling).
+type ceilingSearch struct {
+	o       CeilingOptions
+	spec    func(svc string) driver.CeilingSpec
+	measure func(ctx context.Context, svc string, rate float64) (*driver.SideResult, error)
+}
+
+// ceilingServices restarts each side of cs.sides with o.MaxInFlight and
+// its environment of cs.env for the search (ceilingInFlight), then warms
+// up the sides restarted.
+func (s RateScenario) ceilingServices(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions, cs ceilingScenario) (map[string]*int, error) {
 	var svcs []Service
 	for _, svc := range s.Pair.Services() {
-		if slices.Contains(sides, svc.Name) {
+		if slices.Contains(cs.sides, svc.Name) {
 			svcs = append(svcs, svc)
 		}
 	}
-	out, restarted, err := e.ceilingInFlight(ctx, run, scenario, svcs, env, o)
+	out, restarted, err := e.ceilingInFlight(ctx, run, cs, svcs, o)
 	if restarted {
 		s.warmup(ctx, e)
 	}
 	return out, err
 }
 
-// ceilingInFlight restarts svcs for the search scenario with o.MaxInFlight
-// beside each one's variables of env (a design's, a documents run's own
-// database), on fresh broker resources where a design names its own
-// (freshResources), records that environment in run's settings
-// (ceilingEnvSetting; whatever runs next ensures its own), and returns
-// the bound each runs with: nil where the driver left the service's own,
-// because o says so or because it runs outside the driver
-// (ownBoundNotes). It reports whether it restarted any.
-func (e *Env) ceilingInFlight(ctx context.Context, run *driver.Run, scenario driver.ScenarioName, svcs []Service, env map[string]map[string]string, o CeilingOptions) (map[string]*int, bool, error) {
+// ceilingInFlight restarts svcs for the search cs (its name and
+// environment; cs.sides aside) with o.MaxInFlight beside each one's
+// variables of cs.env (a design's, a documents run's own database), on
+// fresh broker resources where a design names its own (freshResources),
+// records that environment in run's settings (ceilingEnvSetting;
+// whatever runs next ensures its own), and returns the bound each runs
+// with: nil where the driver left the service's own, because o says so
+// or because it runs outside the driver (ownBoundNotes). It reports
+// whether it restarted any.
+func (e *Env) ceilingInFlight(ctx context.Context, run *driver.Run, cs ceilingScenario, svcs []Service, o CeilingOptions) (map[string]*int, bool, error) {
+	scenario, env := cs.name, cs.env
 	out := map[string]*int{}
 	envs := map[string]map[string]string{}
 	for _, svc := range svcs {
@@ -530,7 +550,7 @@ func (s RateScenario) ceiling(ctx context.Context, e *Env, run *driver.Run, o Ce
 		if d.Name != "" {
 			sides = slices.DeleteFunc(slices.Clone(sides), func(svc string) bool { _, ok := d.Env[svc]; return !ok })
 		}
-		err := s.ceilingOf(ctx, e, run, o, CeilingScenarioName(s.Pair.Name, d.Name), sides, d.Env)
+		err := s.ceilingOf(ctx, e, run, o, ceilingScenario{name: CeilingScenarioName(s.Pair.Name, d.Name), sides: sides, env: d.Env})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -542,10 +562,11 @@ func (s RateScenario) ceiling(ctx context.Context, e *Env, run *driver.Run, o Ce
 	return first
 }
 
-// ceilingOf runs one ceiling scenario on sides, each restarted with its
-// environment of env.
-func (s RateScenario) ceilingOf(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions, scenario driver.ScenarioName, sides []string, env map[string]map[string]string) error {
-	inFlight, err := s.ceilingServices(ctx, e, run, o, scenario, sides, env)
+// ceilingOf runs the ceiling scenario cs on its sides, each restarted
+// with its environment.
+func (s RateScenario) ceilingOf(ctx context.Context, e *Env, run *driver.Run, o CeilingOptions, cs ceilingScenario) error {
+	scenario, env := cs.name, cs.env
+	inFlight, err := s.ceilingServices(ctx, e, run, o, cs)
 	if err != nil {
 		return err
 	}
@@ -562,7 +583,7 @@ func (s RateScenario) ceilingOf(ctx context.Context, e *Env, run *driver.Run, o 
 			return nil, err
 		}
 		groups := pairCostSet(ctx, e, pair, svc, e.StackDir)
-		res, err := s.sideCost(ctx, e, svc, rate, o.Step, 3*e.settle()/2, groups)
+		res, err := s.side(ctx, e, rateAttack{svc: svc, rate: rate, dur: o.Step, settle: 3 * e.settle() / 2, groups: groups})
 		if res != nil {
 			res.Metrics[MetricWarmupBacklog] = float64(carry)
 			res.Metrics[MetricBacklogEnd] += float64(carry)
@@ -570,7 +591,7 @@ func (s RateScenario) ceilingOf(ctx context.Context, e *Env, run *driver.Run, o 
 		}
 		return res, err
 	}
-	return runCeiling(ctx, e, run, scenario, sides, o, spec, measure)
+	return runCeiling(ctx, e, run, cs, ceilingSearch{o: o, spec: spec, measure: measure})
 }
 
 // warmAt offers rate to svc for d, measured by nothing, and returns the
@@ -598,15 +619,15 @@ func (s RateScenario) warmAt(ctx context.Context, e *Env, svc string, rate float
 	return max(s.Pair.backlog(st), 0), nil
 }
 
-// runCeiling runs o.Rounds searches on each side, alternating sides with
-// the order rotated, and appends one Ceiling per side to run under
-// scenario: every step with the criteria it failed (Judge against
-// spec(side)), each search's highest passing rate and the rate a
-// majority of them passed. measure offers one step: a result with a
+// runCeiling runs cw.o.Rounds searches on each side of cs, alternating
+// sides with the order rotated, and appends one Ceiling per side to run
+// under cs.name: every step with the criteria it failed (Judge against
+// cw.spec(side)), each search's highest passing rate and the rate a
+// majority of them passed. cw.measure offers one step: a result with a
 // Precondition is an invalid step, which ends its search without a
 // verdict.
-func runCeiling(ctx context.Context, e *Env, run *driver.Run, scenario driver.ScenarioName, sides []string, o CeilingOptions,
-	spec func(svc string) driver.CeilingSpec, measure func(ctx context.Context, svc string, rate float64) (*driver.SideResult, error)) error {
+func runCeiling(ctx context.Context, e *Env, run *driver.Run, cs ceilingScenario, cw ceilingSearch) error {
+	scenario, sides, o, spec, measure := cs.name, cs.sides, cw.o, cw.spec, cw.measure
 	byside := map[string]*driver.Ceiling{}
 	for _, svc := range sides {
 		sp := spec(svc)
@@ -670,9 +691,10 @@ func runCeiling(ctx context.Context, e *Env, run *driver.Run, scenario driver.Sc
 }
 
 // StepCPU adds to a measured step's metrics m, which hold each group's
-// CPU-seconds over its attack ("cpu.<group>.s", sideCost), each group's
-// CPU-seconds per 1,000 requests answered 2xx (MetricCPUPerThousand):
-// the same unit for every pair, whatever its items are.
+// CPU-seconds over its attack ("cpu.<group>.s", RateScenario.side), each
+// group's CPU-seconds per 1,000 requests answered 2xx
+// (MetricCPUPerThousand): the same unit for every pair, whatever its
+// items are.
 func StepCPU(m map[driver.Metric]float64, groups cost.Set) {
 	ok := m[driver.ClientOK]
 	if ok <= 0 {

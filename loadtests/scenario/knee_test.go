@@ -240,7 +240,7 @@ func TestCeilingKeepsTheBoundOfServicesOutsideTheDriver(t *testing.T) {
 	e := &Env{Start: StartAuto, Probe: func(context.Context, string, int) error { return nil }}
 	run := driver.NewRun("queue", nil, time.Now())
 	o := CeilingOptions{MaxInFlight: 0}
-	got, err := QueueScenario.ceilingServices(context.Background(), e, run, o, "queue.ceiling", QueueScenario.Pair.Sides(), nil)
+	got, err := QueueScenario.ceilingServices(context.Background(), e, run, o, ceilingScenario{name: "queue.ceiling", sides: QueueScenario.Pair.Sides()})
 	if err != nil || len(got) != 0 {
 		t.Fatalf("bounds %v, err %v", got, err)
 	}
@@ -258,7 +258,7 @@ func TestCeilingKeepsTheBoundOfServicesOutsideTheDriver(t *testing.T) {
 		t.Errorf("settings record an environment the services did not get: %v", run.Settings)
 	}
 	run.Notes = nil
-	if got, err := QueueScenario.ceilingServices(context.Background(), e, run, CeilingOptions{MaxInFlight: LeaveInFlight}, "queue.ceiling", QueueScenario.Pair.Sides(), nil); err != nil || len(got) != 0 || len(run.Notes) != 0 {
+	if got, err := QueueScenario.ceilingServices(context.Background(), e, run, CeilingOptions{MaxInFlight: LeaveInFlight}, ceilingScenario{name: "queue.ceiling", sides: QueueScenario.Pair.Sides()}); err != nil || len(got) != 0 || len(run.Notes) != 0 {
 		t.Errorf("leaving the bound: %v %v %q", got, err, run.Notes)
 	}
 }

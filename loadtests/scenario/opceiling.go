@@ -175,30 +175,41 @@ func (e *Env) ownQuiet(svcs []Service, private ...cost.Group) cost.Set {
 	return append(set, private...)
 }
 
-// opAttack is the attack of op on side at rate for d.
-func (e *Env) opAttack(op CeilingOp, side ceilingSide, rate float64, d time.Duration, label string, progress *driver.Progress) driver.AttackSpec {
+// opOnSide is an operation of a ceiling search on one side: the requests
+// its steps send and the side they go to.
+type opOnSide struct {
+	op   CeilingOp
+	side ceilingSide
+}
+
+// opAttack is the attack of t.op on t.side at rate for d, named with
+// label and drawn on progress (nil: not drawn).
+func (e *Env) opAttack(t opOnSide, rate float64, d time.Duration, label string, progress *driver.Progress) driver.AttackSpec {
+	op, side := t.op, t.side
 	return driver.AttackSpec{
 		Name: strings.TrimSpace(fmt.Sprintf("%-12s %6g/s %s", side.name, rate, label)), Rate: rate, Duration: d,
 		MaxWorkers: e.MaxWorkers, Progress: progress, Timeout: op.Timeout, Next: op.Requests(side.base),
 	}
 }
 
-// opStep is one step of op's search on side at rate: its start proven
-// (opStart, within bound), o.Warmup at the rate unmeasured, then o.Step
-// measured from a reset of /stats, with the CPU of side's groups.
-func (e *Env) opStep(ctx context.Context, op CeilingOp, side ceilingSide, o CeilingOptions, rate float64, bound time.Duration) (*driver.SideResult, error) {
+// opStep is one step of t.op's search on t.side at rate: its start
+// proven (opStart, within bound), o.Warmup at the rate unmeasured, then
+// o.Step measured from a reset of /stats, with the CPU of the side's
+// groups.
+func (e *Env) opStep(ctx context.Context, t opOnSide, o CeilingOptions, rate float64, bound time.Duration) (*driver.SideResult, error) {
+	op, side := t.op, t.side
 	if why := opStart(ctx, op, side, bound); why != "" {
 		return &driver.SideResult{Precondition: why, Metrics: map[driver.Metric]float64{}}, nil
 	}
 	if o.Warmup > 0 {
-		driver.Attack(ctx, e.opAttack(op, side, rate, o.Warmup, "warm-up", nil))
+		driver.Attack(ctx, e.opAttack(t, rate, o.Warmup, "warm-up", nil))
 	}
 	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	if err := driver.ResetStats(ctx, side.base); err != nil {
 		return res, err
 	}
 	var c driver.ClientResult
-	costWindow(res.Metrics, side.costs, func() { c = driver.Attack(ctx, e.opAttack(op, side, rate, o.Step, "", e.Progress)) })
+	costWindow(res.Metrics, side.costs, func() { c = driver.Attack(ctx, e.opAttack(t, rate, o.Step, "", e.Progress)) })
 	res.Phases = append(res.Phases, driver.Phase{Name: op.Latency, Client: c})
 	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
 	res.Metrics[driver.ClientOK] = float64(c.OK)
@@ -239,9 +250,9 @@ func (e *Env) runOpCeiling(ctx context.Context, run *driver.Run, op CeilingOp, s
 	bound := 3 * e.settle() / 2
 	spec := func(svc string) driver.CeilingSpec { return o.spec(op.Latency, "", byName[svc].inFlight) }
 	measure := func(ctx context.Context, svc string, rate float64) (*driver.SideResult, error) {
-		return e.opStep(ctx, op, byName[svc], o, rate, bound)
+		return e.opStep(ctx, opOnSide{op: op, side: byName[svc]}, o, rate, bound)
 	}
-	return runCeiling(ctx, e, run, op.Scenario, names, o, spec, measure)
+	return runCeiling(ctx, e, run, ceilingScenario{name: op.Scenario, sides: names}, ceilingSearch{o: o, spec: spec, measure: measure})
 }
 
 // opEstimate is the expected duration of an operation's search on sides

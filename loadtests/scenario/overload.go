@@ -75,7 +75,7 @@ func (o OverloadOptions) Estimate(settle time.Duration) Estimate {
 // Retry-After) are counted apart from errors, as in every point. Each
 // side also records the cores each process used during the attack
 // ("cores.<group>": the load driver itself, the service, Postgres,
-// RabbitMQ, Kafka; see RateScenario.sideCost), so that a reader sees when
+// RabbitMQ, Kafka; see RateScenario.side), so that a reader sees when
 // the driver, on the same machine, took the CPU the point measures. A
 // side without a ceiling is left out, with a note.
 func (s RateScenario) Overload(ctx context.Context, e *Env, run *driver.Run, o OverloadOptions) error {
@@ -118,7 +118,7 @@ func (s RateScenario) Overload(ctx context.Context, e *Env, run *driver.Run, o O
 				return nil, fmt.Errorf("no ceiling measured")
 			}
 			rate := math.Round(m * c)
-			res, err := s.sideCost(ctx, e, svc, rate, o.Duration, e.settle(), groups[svc])
+			res, err := s.side(ctx, e, rateAttack{svc: svc, rate: rate, dur: o.Duration, settle: e.settle(), groups: groups[svc]})
 			if res != nil {
 				res.Metrics[MetricOfferedRate] = rate
 				res.Metrics[MetricCeilingRate] = c

@@ -37,7 +37,7 @@ func (s RateScenario) Run(ctx context.Context, e *Env, run *driver.Run, o RateOp
 	}
 	s.warmup(ctx, e)
 	for _, r := range o.Rates {
-		if err := s.point(ctx, e, run, "rate", r, o, nil); err != nil {
+		if err := s.point(ctx, e, run, ratePoint{kind: "rate", rate: r}, o); err != nil {
 			return err
 		}
 	}
@@ -90,7 +90,7 @@ func (s RateScenario) variant(ctx context.Context, e *Env, run *driver.Run, o Ra
 			return fmt.Errorf("%s: %w", mode.Name, err)
 		}
 		s.warmup(ctx, e)
-		if err := s.point(ctx, e, run, mode.Name, o.VariantRate, o, mode.Env); err != nil {
+		if err := s.point(ctx, e, run, ratePoint{kind: mode.Name, rate: o.VariantRate, env: mode.Env}, o); err != nil {
 			return fmt.Errorf("%s: %w", mode.Name, err)
 		}
 	}
@@ -140,19 +140,30 @@ func (s RateScenario) ratePoint(run *driver.Run, rate float64) (driver.Point, bo
 	return driver.Point{}, false
 }
 
-// side measures one side at rate for dur: reset, attack, read, settle,
-// read.
-func (s RateScenario) side(ctx context.Context, e *Env, svc string, rate float64, dur, settle time.Duration) (*driver.SideResult, error) {
-	return s.sideCost(ctx, e, svc, rate, dur, settle, nil)
+// rateAttack is one side's attack at a constant rate: the service, the
+// rate and how long, how long its backlog may settle after, and the
+// process groups whose CPU it samples (nil: none).
+type rateAttack struct {
+	// svc is the side's service.
+	svc string
+	// rate is the requests per second, for dur.
+	rate float64
+	dur  time.Duration
+	// settle bounds the wait for the backlog to drain after the attack.
+	settle time.Duration
+	// groups are the processes whose CPU is sampled (nil: none).
+	groups cost.Set
 }
 
-// sideCost is side, also sampling the CPU of groups around the attack
+// side measures one side at a.rate for a.dur: reset, attack, read,
+// settle, read; with a.groups it also samples their CPU around the attack
 // (from its first send to its last answer, the settle excluded): each
 // group's CPU-seconds ("cpu.<group>.s") and the cores it used
 // ("cores.<group>": CPU-seconds per second of the attack), and the cores
 // the whole machine was busy ("cores.machine": everybody's, the other
 // users of the machine too).
-func (s RateScenario) sideCost(ctx context.Context, e *Env, svc string, rate float64, dur, settle time.Duration, groups cost.Set) (*driver.SideResult, error) {
+func (s RateScenario) side(ctx context.Context, e *Env, a rateAttack) (*driver.SideResult, error) {
+	svc, rate, dur, settle, groups := a.svc, a.rate, a.dur, a.settle, a.groups
 	pair, load := s.Pair, s.Load
 	base := e.URL(svc)
 	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
@@ -234,7 +245,7 @@ func (s RateScenario) warmup(ctx context.Context, e *Env) {
 	e.Progress = nil
 	defer func() { e.Progress = progress }()
 	for _, svc := range s.Pair.Sides() {
-		if _, err := s.side(ctx, e, svc, 50, 2*time.Second, e.settle()); err != nil {
+		if _, err := s.side(ctx, e, rateAttack{svc: svc, rate: 50, dur: 2 * time.Second, settle: e.settle()}); err != nil {
 			e.logf("warm-up of %s: %v", svc, err)
 		}
 	}
@@ -247,10 +258,19 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// point measures the pair at rate over o.Rounds rounds of o.Duration and
-// appends the point, named <pair>.<kind>, to run; env is the environment
-// the services run with (nil: the defaults).
-func (s RateScenario) point(ctx context.Context, e *Env, run *driver.Run, kind string, rate float64, o RateOptions, env map[string]map[string]string) error {
+// ratePoint names a point of a rate scenario and what it runs: the kind
+// (its name is <pair>.<kind>), the rate, and the environment the
+// services run with (nil: the defaults).
+type ratePoint struct {
+	kind string
+	rate float64
+	env  map[string]map[string]string
+}
+
+// point measures the pair at rp.rate over o.Rounds rounds of o.Duration
+// and appends the point, named <pair>.<kind>, to run.
+func (s RateScenario) point(ctx context.Context, e *Env, run *driver.Run, rp ratePoint, o RateOptions) error {
+	kind, rate, env := rp.kind, rp.rate, rp.env
 	scenario := PairScenarioName(s.Pair.Name, kind)
 	e.logf("%s %s: %g/s for %s, %d rounds", s.Pair.Name, scenario, rate, o.Duration, o.Rounds)
 	p := driver.Point{Scenario: scenario, Name: driver.Label(rate), Rate: rate, DurationS: o.Duration.Seconds(), Sides: s.Pair.Sides(), Env: env}
@@ -258,7 +278,7 @@ func (s RateScenario) point(ctx context.Context, e *Env, run *driver.Run, kind s
 		if why := e.startState(ctx, s.Pair, svc, e.settle()); why != "" {
 			return &driver.SideResult{Precondition: why, Metrics: map[driver.Metric]float64{}}, nil
 		}
-		return s.side(ctx, e, svc, rate, o.Duration, e.settle())
+		return s.side(ctx, e, rateAttack{svc: svc, rate: rate, dur: o.Duration, settle: e.settle()})
 	})
 	run.Points = append(run.Points, p)
 	return err

@@ -310,21 +310,21 @@ func RunScaleOut(ctx context.Context, e *Env, run *driver.Run, o ScaleOutOptions
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			pts.groups(ctx, e, svc, n, o, pts.groupPoints[n], nil)
+			pts.groups(ctx, e, scaleOutSide{svc: svc, p: pts.groupPoints[n]}, n, o)
 			if p := pts.cursorGroups[n]; p != nil && svc == groupsCursors.side {
-				pts.groups(ctx, e, svc, n, o, p, groupsCursors.settings())
+				pts.groups(ctx, e, scaleOutSide{svc: svc, p: p, extra: groupsCursors.settings()}, n, o)
 			}
 		}
 		for _, one := range []struct {
 			p       *driver.Point
-			measure func(context.Context, *Env, string, ScaleOutOptions, *driver.Point, map[string]string)
+			measure func(context.Context, *Env, scaleOutSide, ScaleOutOptions)
 		}{{pts.takeoverPoint, pts.takeover}, {pts.replayPoint, pts.replay}, {pts.stoppedPoint, pts.stopped}} {
 			if one.p == nil || ctx.Err() != nil {
 				continue
 			}
-			one.measure(ctx, e, svc, o, one.p, nil)
+			one.measure(ctx, e, scaleOutSide{svc: svc, p: one.p}, o)
 			if p := pts.cursorsOf[one.p]; p != nil && svc == groupsCursors.side && ctx.Err() == nil {
-				one.measure(ctx, e, svc, o, p, groupsCursors.settings())
+				one.measure(ctx, e, scaleOutSide{svc: svc, p: p, extra: groupsCursors.settings()}, o)
 			}
 		}
 	}
@@ -494,11 +494,21 @@ func (pts *scaleOutPoints) set(p *driver.Point, svc string, res *driver.SideResu
 	p.Rounds[0].Sides[svc] = res
 }
 
-// measureOne records svc's side of the one point p, measured on what
-// start makes: start's error, or what measure returns; what start made is
-// stopped after measure, whatever it returned.
-func measureOne[F interface{ stop(context.Context) }](ctx context.Context, pts *scaleOutPoints, p *driver.Point, svc string,
+// scaleOutSide is one side's measure of one scale-out point: the side's
+// service, the point, and a second design's setting its instance runs
+// with (nil: the main design's).
+type scaleOutSide struct {
+	svc   string
+	p     *driver.Point
+	extra map[string]string
+}
+
+// measureOne records at.svc's side of the one point at.p, measured on
+// what start makes: start's error, or what measure returns; what start
+// made is stopped after measure, whatever it returned.
+func measureOne[F interface{ stop(context.Context) }](ctx context.Context, pts *scaleOutPoints, at scaleOutSide,
 	start func() (F, error), measure func(F) (*driver.SideResult, error)) {
+	p, svc := at.p, at.svc
 	f, err := start()
 	if err != nil {
 		pts.set(p, svc, nil, err)
@@ -514,7 +524,7 @@ func measureOne[F interface{ stop(context.Context) }](ctx context.Context, pts *
 // do not start, each of those points records why.
 func (pts *scaleOutPoints) measure(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) {
 	e.logf("scaleout: %s ×%d (%d workers of %d ms each)", svc, n, o.Workers, o.WorkMS)
-	f, err := startFleet(ctx, e, svc, n, o, nil)
+	f, err := startFleet(ctx, e, fleetSpec{svc: svc, n: n}, o)
 	if err != nil {
 		for _, r := range o.Rates {
 			pts.set(pts.rates[scaleOutKey{r, n}], svc, nil, err)
@@ -552,10 +562,19 @@ type fleet struct {
 	subscribers int
 }
 
+// fleetSpec is the instances a fleet starts: n of svc, with extra added
+// to (or replacing) their environment (nil: nothing).
+type fleetSpec struct {
+	svc   string
+	n     int
+	extra map[string]string
+}
+
 // startFleet drops what a previous run left in the side's schema (and
-// queues), then starts n instances, with extra added to (or replacing)
-// their environment.
-func startFleet(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions, extra map[string]string) (*fleet, error) {
+// queues), then starts fs.n instances of fs.svc, with fs.extra added to
+// (or replacing) their environment.
+func startFleet(ctx context.Context, e *Env, fs fleetSpec, o ScaleOutOptions) (*fleet, error) {
+	svc, n, extra := fs.svc, fs.n, fs.extra
 	f := &fleet{e: e, svc: svc, schema: "scaleout_" + strings.ReplaceAll(svc, "-", "_"), queue: "scaleout", subscribers: slices.Max(append([]int{0}, o.Subscribers...))}
 	if err := f.reset(ctx); err != nil {
 		return nil, err
@@ -821,7 +840,7 @@ func (f *fleet) batch(ctx context.Context, o ScaleOutOptions) (*driver.SideResul
 	body := QueueThroughput.Body(o.BatchSize)
 	requests := max(o.BatchTasks/max(o.BatchSize, 1), 1)
 	t0 := time.Now()
-	c := postBatches(ctx, urls, QueueThroughput.Path, body, requests, o.Senders)
+	c := postBatches(ctx, urls, batchPosts{path: QueueThroughput.Path, body: body, requests: requests, senders: o.Senders})
 	res.Phases = append(res.Phases, driver.Phase{Name: "send", Client: c})
 	res.Metrics[driver.ClientOK] = float64(c.OK)
 	res.Metrics[driver.ClientErrors] = float64(c.Errors)
@@ -836,11 +855,19 @@ func (f *fleet) batch(ctx context.Context, o ScaleOutOptions) (*driver.SideResul
 	return res, nil
 }
 
-// postBatches sends requests POST path (a batch endpoint: /tasks/batch,
-// /events/batch) of body from senders closed-loop senders, round-robin
-// over urls, and returns what the client saw (answers and their codes;
-// no latency).
-func postBatches(ctx context.Context, urls []string, path string, body []byte, requests, senders int) driver.ClientResult {
+// batchPosts is what postBatches sends: requests POSTs of body to path
+// (a batch endpoint: /tasks/batch, /events/batch), from senders
+// closed-loop senders.
+type batchPosts struct {
+	path              string
+	body              []byte
+	requests, senders int
+}
+
+// postBatches sends bp's requests round-robin over urls and returns what
+// the client saw (answers and their codes; no latency).
+func postBatches(ctx context.Context, urls []string, bp batchPosts) driver.ClientResult {
+	path, body, requests, senders := bp.path, bp.body, bp.requests, bp.senders
 	c := driver.ClientResult{Codes: map[string]int64{}}
 	var mu sync.Mutex
 	var next atomic.Int64

@@ -68,28 +68,29 @@ func fanoutBody(n uint64) []byte {
 // subscribers: the fixed rate, then the sustainable search (when run),
 // each on the cursors design too (when run) on its side.
 func (pts *scaleOutPoints) fanoutPoints(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions) {
-	pts.fanout(ctx, e, svc, n, o, pts.fanouts[n], nil)
+	pts.fanout(ctx, e, scaleOutSide{svc: svc, p: pts.fanouts[n]}, n, o)
 	if p := pts.cursorFanouts[n]; p != nil && svc == fanoutCursors.side {
-		pts.fanout(ctx, e, svc, n, o, p, fanoutCursors.settings())
+		pts.fanout(ctx, e, scaleOutSide{svc: svc, p: p, extra: fanoutCursors.settings()}, n, o)
 	}
 	if p := pts.fanoutSustains[n]; p != nil && ctx.Err() == nil {
-		pts.fanoutSustain(ctx, e, svc, n, o, p, nil)
+		pts.fanoutSustain(ctx, e, scaleOutSide{svc: svc, p: p}, n, o)
 	}
 	if p := pts.cursorFanoutSustains[n]; p != nil && svc == fanoutCursors.side && ctx.Err() == nil {
-		pts.fanoutSustain(ctx, e, svc, n, o, p, fanoutCursors.settings())
+		pts.fanoutSustain(ctx, e, scaleOutSide{svc: svc, p: p, extra: fanoutCursors.settings()}, n, o)
 	}
 }
 
-// fanout measures svc's side of p, n subscribers: one fresh instance
-// with FanoutSetting(n), WORK_MS o.FanoutWorkMS and extra (a second
+// fanout measures at.svc's side of at.p, n subscribers: one fresh instance
+// with FanoutSetting(n), WORK_MS o.FanoutWorkMS and at.extra (a second
 // design's setting), o.FanoutRate tasks/s for o.Duration, the drain, the
 // CPU and the WAL.
-func (pts *scaleOutPoints) fanout(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions, p *driver.Point, extra map[string]string) {
+func (pts *scaleOutPoints) fanout(ctx context.Context, e *Env, at scaleOutSide, n int, o ScaleOutOptions) {
+	svc, extra := at.svc, at.extra
 	e.logf("scaleout: %s fan-out to %d subscribers at %s %v", svc, n, driver.Label(o.FanoutRate), extra)
 	env := map[string]string{"FANOUT": FanoutSetting(n), "WORK_MS": strconv.Itoa(o.FanoutWorkMS)}
 	maps.Copy(env, extra)
-	measureOne(ctx, pts, p, svc,
-		func() (*fleet, error) { return startFleet(ctx, e, svc, 1, o, env) },
+	measureOne(ctx, pts, at,
+		func() (*fleet, error) { return startFleet(ctx, e, fleetSpec{svc: svc, n: 1, extra: env}, o) },
 		func(f *fleet) (*driver.SideResult, error) { return f.fanoutRate(ctx, n, o) })
 }
 

@@ -57,13 +57,14 @@ func groupPointName(rate float64, n int) string {
 	return fmt.Sprintf("%s → %d groups", driver.Label(rate), n)
 }
 
-// groups measures svc's side of p, n groups: a fresh instance (with
-// extra, a second design's setting, in its environment), its groups
+// groups measures at.svc's side of at.p, n groups: a fresh instance (with
+// at.extra, a second design's setting, in its environment), its groups
 // created, o.GroupRate events/s for o.Duration, the drain and the CPU;
 // then the groups deleted and everything the point made dropped.
-func (pts *scaleOutPoints) groups(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions, p *driver.Point, extra map[string]string) {
+func (pts *scaleOutPoints) groups(ctx context.Context, e *Env, at scaleOutSide, n int, o ScaleOutOptions) {
+	svc, extra := at.svc, at.extra
 	e.logf("scaleout: %s with %d consumer groups at %s %v", svc, n, driver.Label(o.GroupRate), extra)
-	measureOne(ctx, pts, p, svc,
+	measureOne(ctx, pts, at,
 		func() (*groupFleet, error) { return startGroups(ctx, e, svc, n, extra) },
 		func(g *groupFleet) (*driver.SideResult, error) { return g.measure(ctx, n, o) })
 }

@@ -61,15 +61,16 @@ const takeoverPointName = "kill -9 the first of 2 in one group"
 // default one (startGroups' first).
 const takeoverGroup = "g1"
 
-// takeover measures svc's side of p, the takeover: the groups point's
-// instance (with extra, a second design's setting, in its environment)
+// takeover measures at.svc's side of at.p, the takeover: the groups point's
+// instance (with at.extra, a second design's setting, in its environment)
 // with two groups (the default one and takeoverGroup), a second instance
 // of it on the same schema, slots or Kafka groups (on no-kafka a
 // standby, live but not ready), load posted to the second, the first
 // killed a third of the way in, then the drain and what the records say.
-func (pts *scaleOutPoints) takeover(ctx context.Context, e *Env, svc string, o ScaleOutOptions, p *driver.Point, extra map[string]string) {
+func (pts *scaleOutPoints) takeover(ctx context.Context, e *Env, at scaleOutSide, o ScaleOutOptions) {
+	svc, extra := at.svc, at.extra
 	e.logf("scaleout: %s, kill -9 the first of two instances of two groups at %s %v", svc, driver.Label(o.GroupRate), extra)
-	measureOne(ctx, pts, p, svc,
+	measureOne(ctx, pts, at,
 		func() (*groupFleet, error) { return startGroups(ctx, e, svc, 2, extra) },
 		func(g *groupFleet) (*driver.SideResult, error) {
 			survivor, err := g.startSecond(ctx, g.env)
@@ -257,13 +258,14 @@ func replayPointName(n int) string {
 	return fmt.Sprintf("new group from earliest over %d events", n)
 }
 
-// replay measures svc's side of p, the replay: a fresh instance (with
-// extra, a second design's setting, in its environment), the log filled
+// replay measures at.svc's side of at.p, the replay: a fresh instance (with
+// at.extra, a second design's setting, in its environment), the log filled
 // and delivered to the default group, then the new group and the live
 // writes, the catch-up and the drain.
-func (pts *scaleOutPoints) replay(ctx context.Context, e *Env, svc string, o ScaleOutOptions, p *driver.Point, extra map[string]string) {
+func (pts *scaleOutPoints) replay(ctx context.Context, e *Env, at scaleOutSide, o ScaleOutOptions) {
+	svc, extra := at.svc, at.extra
 	e.logf("scaleout: %s, a group from earliest over %d events, %s live %v", svc, o.ReplayEvents, driver.Label(o.ReplayLiveRate), extra)
-	measureOne(ctx, pts, p, svc,
+	measureOne(ctx, pts, at,
 		func() (*groupFleet, error) { return startGroups(ctx, e, svc, 1, extra) },
 		func(g *groupFleet) (*driver.SideResult, error) {
 			res, err := g.replay(ctx, o)
@@ -334,7 +336,7 @@ func replayBound(e *Env) time.Duration { return max(e.settle(), 5*time.Minute) }
 // fill writes n events in batches and waits until the default group has
 // them all.
 func (g *groupFleet) fill(ctx context.Context, n int) error {
-	c := postBatches(ctx, []string{g.url}, LogThroughput.Path, LogThroughput.Body(replayBatch), (n+replayBatch-1)/replayBatch, 4)
+	c := postBatches(ctx, []string{g.url}, batchPosts{path: LogThroughput.Path, body: LogThroughput.Body(replayBatch), requests: (n + replayBatch - 1) / replayBatch, senders: 4})
 	if c.Errors > 0 {
 		return fmt.Errorf("filling the log: %d of %d batches failed %v", c.Errors, c.Requests, c.ErrorSamples)
 	}

@@ -68,18 +68,19 @@ func stoppedPointName(rate float64, d time.Duration) string {
 // instance consumes (docs/log.md).
 const consumeSetting = "CONSUME_GROUPS"
 
-// stopped measures svc's side of p: the instance consuming every group
-// but stoppedGroup (with extra, a second design's setting, in its
+// stopped measures at.svc's side of at.p: the instance consuming every group
+// but stoppedGroup (with at.extra, a second design's setting, in its
 // environment), the writes, the lag and WAL at the stop's end, then the
 // catch-up on a second instance.
-func (pts *scaleOutPoints) stopped(ctx context.Context, e *Env, svc string, o ScaleOutOptions, p *driver.Point, extra map[string]string) {
+func (pts *scaleOutPoints) stopped(ctx context.Context, e *Env, at scaleOutSide, o ScaleOutOptions) {
+	svc, extra := at.svc, at.extra
 	e.logf("scaleout: %s, %d groups, %s stopped for %v at %s %v", svc, stoppedGroups, stoppedGroup, o.StoppedFor, driver.Label(o.GroupRate), extra)
 	env := maps.Clone(extra)
 	if env == nil {
 		env = map[string]string{}
 	}
 	env[consumeSetting] = "g1"
-	measureOne(ctx, pts, p, svc,
+	measureOne(ctx, pts, at,
 		func() (*groupFleet, error) { return startGroups(ctx, e, svc, stoppedGroups, env) },
 		func(g *groupFleet) (*driver.SideResult, error) { return g.stopOne(ctx, o) })
 }

@@ -178,22 +178,23 @@ func SubscribersName(n int) string {
 	return strconv.Itoa(n) + " subscribers"
 }
 
-// fanoutSustain measures svc's side of the search point p, n
+// fanoutSustain measures at.svc's side of the search point at.p, n
 // subscribers: one fresh instance as the fan-out points' (FANOUT, but
-// WORK_MS the search's, extra: a second design's setting) with the throughput
+// WORK_MS the search's, at.extra: a second design's setting) with the throughput
 // scenario's SustainEnv, searched from the bracket the side's (and
 // design's) last search found, which it then replaces.
-func (pts *scaleOutPoints) fanoutSustain(ctx context.Context, e *Env, svc string, n int, o ScaleOutOptions, p *driver.Point, extra map[string]string) {
+func (pts *scaleOutPoints) fanoutSustain(ctx context.Context, e *Env, at scaleOutSide, n int, o ScaleOutOptions) {
+	svc, extra := at.svc, at.extra
 	fo := *o.FanoutSustain
 	key := svc + fmt.Sprint(extra)
 	e.logf("scaleout: %s fan-out to %d subscribers, sustainable published rate %v", svc, n, extra)
 	env := map[string]string{"FANOUT": FanoutSetting(n), "WORK_MS": strconv.Itoa(fo.WorkMS)}
 	maps.Copy(env, fanoutThroughput.SustainEnv)
 	maps.Copy(env, extra)
-	measureOne(ctx, pts, p, svc,
-		func() (*fleet, error) { return startFleet(ctx, e, svc, 1, o, env) },
+	measureOne(ctx, pts, at,
+		func() (*fleet, error) { return startFleet(ctx, e, fleetSpec{svc: svc, n: 1, extra: env}, o) },
 		func(f *fleet) (*driver.SideResult, error) {
-			res, b, err := fanoutSearch(ctx, e, f.urls[0], svc, n, fo, pts.copySeeds[key])
+			res, b, err := fanoutSearch(ctx, e, fanoutInstance{svc: svc, base: f.urls[0], n: n}, fo, pts.copySeeds[key])
 			if b.lo > 0 {
 				pts.copySeeds[key] = bracket{lo: b.lo * float64(n), hi: b.hi * float64(n), capped: b.capped}
 			}
@@ -201,19 +202,27 @@ func (pts *scaleOutPoints) fanoutSustain(ctx context.Context, e *Env, svc string
 		})
 }
 
-// fanoutSearch runs the sustainable search on the instance of svc at
-// base whose FANOUT gives FanoutKind n subscribers: the published rates
-// of o's ladder over n, from seed (a bracket in copies per second; none:
-// a climb), each step's backlog, processing and flat bound in copies.
-// The result holds the search's figures (MetricSustainable in published
-// tasks/s) and the subscribers; the bracket it returns is in published
-// tasks/s.
-func fanoutSearch(ctx context.Context, e *Env, base, svc string, n int, o FanoutSustainOptions, seed bracket) (*driver.SideResult, bracket, error) {
+// fanoutInstance is the instance a fan-out search drives: svc's at
+// base, whose FANOUT gives FanoutKind n subscribers.
+type fanoutInstance struct {
+	svc, base string
+	n         int
+}
+
+// fanoutSearch runs the sustainable search on the instance fi: the
+// published rates of o's ladder over fi.n, from seed (a bracket in
+// copies per second; none: a climb), each step's backlog, processing and
+// flat bound in copies. The result holds the search's figures
+// (MetricSustainable in published tasks/s) and the subscribers; the
+// bracket it returns is in published tasks/s.
+func fanoutSearch(ctx context.Context, e *Env, fi fanoutInstance, o FanoutSustainOptions, seed bracket) (*driver.SideResult, bracket, error) {
+	svc, base, n := fi.svc, fi.base, fi.n
 	res := &driver.SideResult{Metrics: map[driver.Metric]float64{MetricFanoutSubscribers: float64(n)}}
 	if seed.lo > 0 {
 		seed = bracket{lo: roundRate(seed.lo / float64(n)), hi: roundRate(seed.hi / float64(n)), capped: seed.capped}
 	}
 	s := fanoutThroughput
-	b, err := s.searchAt(ctx, e, svc, o.Batch, s.Body(o.Batch), o.ladder(n), seed, o.options(), &sideState{base: base, copies: n}, res)
+	side := sideLoad{e: e, svc: svc, size: o.Batch, body: s.Body(o.Batch), o: o.options(), st: &sideState{base: base, copies: n}}
+	b, err := s.searchAt(ctx, side, o.ladder(n), seed, res)
 	return res, b, err
 }

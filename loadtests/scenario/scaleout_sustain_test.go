@@ -28,7 +28,7 @@ func TestFanoutSearchCountsCopies(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	res, b, err := fanoutSearch(context.Background(), e, base, QueuePair.A.Name, 4, o, bracket{})
+	res, b, err := fanoutSearch(context.Background(), e, fanoutInstance{svc: QueuePair.A.Name, base: base, n: 4}, o, bracket{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestFanoutSearchCountsCopies(t *testing.T) {
 	// run the other packages' tests under -race, one once failed (and the
 	// search bisected down to 200, as it should), so the seed is what
 	// this part asserts, and the rest only when the step passed.
-	res, b, err = fanoutSearch(context.Background(), e, base, QueuePair.A.Name, 4, o, bracket{lo: 1600, capped: true})
+	res, b, err = fanoutSearch(context.Background(), e, fanoutInstance{svc: QueuePair.A.Name, base: base, n: 4}, o, bracket{lo: 1600, capped: true})
 	if err != nil || res.Metrics[StepMetric(0, MetricOffered)] != 400 {
 		t.Fatalf("seeded search: %v, first offered %v, want 400 (1,600 copies/s over 4)", err, res.Metrics[StepMetric(0, MetricOffered)])
 	}

@@ -554,7 +554,7 @@ func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *dri
 		p := driver.Point{Scenario: s.pointScenario(SustainScenarioName(s.Pair.Name)), Name: BatchLabel(size), DurationS: o.Step.Seconds(), Sides: s.sides(), Env: s.pointEnv()}
 		found := map[string][]float64{}
 		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
-			res, b, err := s.search(ctx, e, svc, size, body, l, seeds[svc], o)
+			res, b, err := s.search(ctx, sideLoad{e: e, svc: svc, size: size, body: body, o: o}, l, seeds[svc])
 			if b.lo > 0 {
 				seeds[svc] = b
 				found[svc] = append(found[svc], b.lo)
@@ -574,7 +574,7 @@ func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *dri
 			if len(found[svc]) == 0 {
 				return nil, errors.New("no sustainable rate was measured for this side")
 			}
-			return s.over(ctx, e, svc, size, body, driver.Median(found[svc]), o)
+			return s.over(ctx, sideLoad{e: e, svc: svc, size: size, body: body, o: o}, driver.Median(found[svc]))
 		})
 		run.Points = append(run.Points, q)
 		if err != nil {
@@ -584,10 +584,37 @@ func (s ThroughputScenario) RunSustainable(ctx context.Context, e *Env, run *dri
 	return nil
 }
 
-// search runs one search on svc: a fresh start (restarted, its tables
-// emptied: freshSide), a 1 s warm-up, then the steps searchSustainable
-// asks for, each recorded as "step<i>.*" metrics.
-func (s ThroughputScenario) search(ctx context.Context, e *Env, svc string, size int, body []byte, l SustainLadder, seed bracket, o SustainOptions) (*driver.SideResult, bracket, error) {
+// sideLoad is one side of a sustain search or overload point and what
+// each of its steps sends: the side's service, the batches it posts,
+// the steps' options and the side's state from one step to the next.
+type sideLoad struct {
+	// e is the run's environment (logging, workers, progress).
+	e *Env
+	// svc is the side's service.
+	svc string
+	// size is the items per batch, body one batch of them.
+	size int
+	body []byte
+	// o bounds each step: its length, sampling, warm-up and drain.
+	o SustainOptions
+	// st is what the steps target and carry; search and over start
+	// their own.
+	st *sideState
+}
+
+// stepOffer is what one step offers: rate items/s, and whether it ends
+// early once its backlog has plainly grown past bound (items out).
+type stepOffer struct {
+	rate  float64
+	early bool
+	bound float64
+}
+
+// search runs one search on sl's service: a fresh start (restarted, its
+// tables emptied: freshSide), a 1 s warm-up, then the steps
+// searchSustainable asks for, each recorded as "step<i>.*" metrics.
+func (s ThroughputScenario) search(ctx context.Context, sl sideLoad, l SustainLadder, seed bracket) (*driver.SideResult, bracket, error) {
+	e, svc := sl.e, sl.svc
 	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	start, err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv)
 	for k, v := range start {
@@ -596,7 +623,8 @@ func (s ThroughputScenario) search(ctx context.Context, e *Env, svc string, size
 	if err != nil {
 		return res, bracket{}, err
 	}
-	b, err := s.searchAt(ctx, e, svc, size, body, l, seed, o, &sideState{base: e.URL(svc)}, res)
+	sl.st = &sideState{base: e.URL(svc)}
+	b, err := s.searchAt(ctx, sl, l, seed, res)
 	if errors.Is(err, ErrPrecondition) {
 		// Invalid, not failed: its figures are not the system's.
 		res.Precondition = err.Error()
@@ -605,12 +633,13 @@ func (s ThroughputScenario) search(ctx context.Context, e *Env, svc string, size
 	return res, b, err
 }
 
-// searchAt is a search's warm-up and steps on the side st targets,
+// searchAt is a search's warm-up and steps on the side sl.st targets,
 // started already: a 1 s warm-up, then the steps searchSustainable asks
 // for, each recorded in res as "step<i>.*" metrics, and the search's
-// outcome; it leaves no backlog behind (up to o.Drain).
-func (s ThroughputScenario) searchAt(ctx context.Context, e *Env, svc string, size int, body []byte, l SustainLadder, seed bracket, o SustainOptions, st *sideState, res *driver.SideResult) (bracket, error) {
-	s.warmSide(ctx, e, svc, size, body, st, o)
+// outcome; it leaves no backlog behind (up to sl.o.Drain).
+func (s ThroughputScenario) searchAt(ctx context.Context, sl sideLoad, l SustainLadder, seed bracket, res *driver.SideResult) (bracket, error) {
+	e, svc, size, st, o := sl.e, sl.svc, sl.size, sl.st, sl.o
+	s.warmSide(ctx, sl)
 	res.Metrics[MetricSLO] = float64(SustainSLO.Milliseconds())
 	res.Metrics[MetricBatch] = float64(size)
 	var best float64
@@ -618,7 +647,7 @@ func (s ThroughputScenario) searchAt(ctx context.Context, e *Env, svc string, si
 	n := 0
 	stepsByRate := map[float64]map[driver.Metric]float64{}
 	try := func(rate float64) (bool, error) {
-		m, _, err := s.offer(ctx, e, svc, size, body, rate, st, o, true)
+		m, _, err := s.offer(ctx, sl, rate, true)
 		if m == nil {
 			m = map[driver.Metric]float64{}
 		}
@@ -676,12 +705,13 @@ func (s ThroughputScenario) searchAt(ctx context.Context, e *Env, svc string, si
 	return b, nil
 }
 
-// over offers svc SustainOver times its sustainable rate ref, in batches,
-// for a whole step, and measures what it processes during the intake
-// (after the warm-up) as a share of ref, then how long its backlog takes
-// to drain. The step's client phase is recorded, so that failed requests
-// (sheds apart) fail the point.
-func (s ThroughputScenario) over(ctx context.Context, e *Env, svc string, size int, body []byte, ref float64, o SustainOptions) (*driver.SideResult, error) {
+// over offers sl's service SustainOver times its sustainable rate ref,
+// in batches, for a whole step, and measures what it processes during
+// the intake (after the warm-up) as a share of ref, then how long its
+// backlog takes to drain. The step's client phase is recorded, so that
+// failed requests (sheds apart) fail the point.
+func (s ThroughputScenario) over(ctx context.Context, sl sideLoad, ref float64) (*driver.SideResult, error) {
+	e, svc := sl.e, sl.svc
 	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
 	start, err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv)
 	for k, v := range start {
@@ -691,9 +721,10 @@ func (s ThroughputScenario) over(ctx context.Context, e *Env, svc string, size i
 		return res, err
 	}
 	st := &sideState{base: e.URL(svc)}
-	s.warmSide(ctx, e, svc, size, body, st, o)
+	sl.st = st
+	s.warmSide(ctx, sl)
 	rate := math.Round(SustainOver * ref)
-	m, c, err := s.offer(ctx, e, svc, size, body, rate, st, o, false)
+	m, c, err := s.offer(ctx, sl, rate, false)
 	for k, v := range m {
 		res.Metrics[k] = v
 	}
@@ -707,7 +738,7 @@ func (s ThroughputScenario) over(ctx context.Context, e *Env, svc string, size i
 	res.Metrics[MetricShare] = math.Round(m[MetricIntake]/ref*1000) / 1000
 	res.Metrics[MetricStarved] = b2f(StepStarved(m, ref))
 	t0 := time.Now()
-	left, _, err := s.drainSide(ctx, st.base, st, o.Drain)
+	left, _, err := s.drainSide(ctx, st.base, st, sl.o.Drain)
 	res.Metrics[MetricDrain] = math.Round(time.Since(t0).Seconds()*10) / 10
 	res.Metrics[MetricDrained] = b2f(left <= 0)
 	return res, err
@@ -758,7 +789,8 @@ func (s ThroughputScenario) drainSide(ctx context.Context, base string, st *side
 // warmSide sends 1 s of batches at 10 per second and lets them drain,
 // recording nothing: a freshly started service fills its pools (a Kafka
 // consumer joins its group) before its first step.
-func (s ThroughputScenario) warmSide(ctx context.Context, e *Env, svc string, size int, body []byte, st *sideState, o SustainOptions) {
+func (s ThroughputScenario) warmSide(ctx context.Context, sl sideLoad) {
+	e, svc, body, st := sl.e, sl.svc, sl.body, sl.st
 	base := st.base
 	if err := driver.ResetStats(ctx, base); err != nil {
 		e.logf("warm-up of %s: %v", svc, err)
@@ -769,7 +801,7 @@ func (s ThroughputScenario) warmSide(ctx context.Context, e *Env, svc string, si
 		Next: func(uint64) driver.Request {
 			return driver.Request{Method: http.MethodPost, URL: base + s.Path, Body: body}
 		}})
-	if _, _, err := s.drainSide(ctx, base, st, o.Drain); err != nil {
+	if _, _, err := s.drainSide(ctx, base, st, sl.o.Drain); err != nil {
 		e.logf("warm-up of %s: %v", svc, err)
 	}
 }
@@ -781,17 +813,18 @@ type sample struct {
 	out     int64
 }
 
-// offer runs one step on svc: it waits for the last step's backlog to
-// drain (bounded by o.Drain; what is left is the step's declared
+// offer runs one step on sl's side: it waits for the last step's backlog
+// to drain (bounded by o.Drain; what is left is the step's declared
 // "start.backlog"), records the start state (start.*), resets /stats,
 // offers rate items/s as batches of size, open loop, for o.Step while
 // reading /stats every o.Sample, and returns the step's figures. With
 // early it ends the step once its backlog has plainly grown
 // (earlyFailFactor × the flat bound, earlyFailAfter into the window).
-func (s ThroughputScenario) offer(ctx context.Context, e *Env, svc string, size int, body []byte, rate float64, st *sideState, o SustainOptions, early bool) (map[driver.Metric]float64, driver.ClientResult, error) {
+func (s ThroughputScenario) offer(ctx context.Context, sl sideLoad, rate float64, early bool) (map[driver.Metric]float64, driver.ClientResult, error) {
+	size, st := sl.size, sl.st
 	base := st.base
 	m := map[driver.Metric]float64{MetricOffered: rate, MetricBatch: float64(size)}
-	if err := s.offerSetup(ctx, e, svc, st, o, m); err != nil {
+	if err := s.offerSetup(ctx, sl, m); err != nil {
 		return m, driver.ClientResult{}, err
 	}
 	// The backlog and the processing count items out: copies, when each
@@ -801,20 +834,21 @@ func (s ThroughputScenario) offer(ctx context.Context, e *Env, svc string, size 
 		m[MetricCopies] = st.perItem()
 	}
 	m[MetricFlatBound] = bound
-	c, w := s.offerLoad(ctx, e, svc, size, body, rate, st, o, early, bound, m)
+	c, w := s.offerLoad(ctx, sl, stepOffer{rate: rate, early: early, bound: bound}, m)
 	end, err := driver.GetStats(ctx, base)
 	if err != nil {
 		return m, c, err
 	}
-	s.offerMeasure(m, size, c, w, st, end)
+	s.offerMeasure(m, sl, c, w, end)
 	return m, c, nil
 }
 
 // offerSetup is a step's setup: it waits for the last step's backlog to
 // drain (bounded by o.Drain), records what is left and the start state
 // (start.*) in m, and resets /stats, carrying the backlog at the reset
-// in st.
-func (s ThroughputScenario) offerSetup(ctx context.Context, e *Env, svc string, st *sideState, o SustainOptions, m map[driver.Metric]float64) error {
+// in sl.st.
+func (s ThroughputScenario) offerSetup(ctx context.Context, sl sideLoad, m map[driver.Metric]float64) error {
+	e, svc, st, o := sl.e, sl.svc, sl.st, sl.o
 	base := st.base
 	left, waited, err := s.drainSide(ctx, base, st, o.Drain)
 	if err != nil {
@@ -854,13 +888,15 @@ type stepWindow struct {
 	window []sample
 }
 
-// offerLoad is a step's load: it offers rate items/s as batches of size,
-// open loop, for o.Step, reading /stats every o.Sample (counting failed
-// reads in m as "stats_errors"), and returns what the client saw and the
-// samples. With early it ends the step once the backlog has grown
-// earlyFailFactor × bound, earlyFailAfter past the warm-up
-// ("stopped_early").
-func (s ThroughputScenario) offerLoad(ctx context.Context, e *Env, svc string, size int, body []byte, rate float64, st *sideState, o SustainOptions, early bool, bound float64, m map[driver.Metric]float64) (driver.ClientResult, stepWindow) {
+// offerLoad is a step's load: it offers so.rate items/s as batches of
+// sl.size, open loop, for o.Step, reading /stats every o.Sample
+// (counting failed reads in m as "stats_errors"), and returns what the
+// client saw and the samples. With so.early it ends the step once the
+// backlog has grown earlyFailFactor × so.bound, earlyFailAfter past the
+// warm-up ("stopped_early").
+func (s ThroughputScenario) offerLoad(ctx context.Context, sl sideLoad, so stepOffer, m map[driver.Metric]float64) (driver.ClientResult, stepWindow) {
+	e, svc, size, body, st, o := sl.e, sl.svc, sl.size, sl.body, sl.st, sl.o
+	rate, early, bound := so.rate, so.early, so.bound
 	base := st.base
 	url := base + s.Path
 	actx, cancel := context.WithCancel(ctx)
@@ -908,7 +944,8 @@ func (s ThroughputScenario) offerLoad(ctx context.Context, e *Env, svc string, s
 // warm-up, the client's counts, the backlog's growth and slope over the
 // window, the intake (items through per second) and the end-to-end
 // latency.
-func (s ThroughputScenario) offerMeasure(m map[driver.Metric]float64, size int, c driver.ClientResult, w stepWindow, st *sideState, end *driver.ServerStats) {
+func (s ThroughputScenario) offerMeasure(m map[driver.Metric]float64, sl sideLoad, c driver.ClientResult, w stepWindow, end *driver.ServerStats) {
+	size, st := sl.size, sl.st
 	last := sample{t: time.Since(w.t0).Seconds(), backlog: s.backlog(st, end), out: counterSum(end, s.Pair.Out)}
 	warm := w.warm
 	if warm == nil {

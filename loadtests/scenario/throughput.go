@@ -219,14 +219,21 @@ func (o ThroughputOptions) drainBound(settle time.Duration) time.Duration {
 // of their results file: not the metric "throughput" (items/s).
 const ThroughputCommand = "throughput"
 
+// PairHooks are called around each pair of a run of several: Before (nil
+// for nothing) before its services are started (to declare its tables'
+// starting state), After (nil for nothing) after its points, to leave the
+// CPU to the next pair.
+type PairHooks struct {
+	Before, After func(Pair)
+}
+
 // RunThroughput runs every pair's throughput points with o (the
 // closed-loop points unless o.SkipClosedLoop, then the sustainable search
 // when o.Sustain is set), then, with o.Designs, every design of
 // ThroughputDesigns the same way on its side alone (runDesign), recording
-// them in run: before (nil for nothing) is called with each pair before
-// its services are started (to declare its tables' starting state), stop
-// (nil for nothing) after its points, to leave the CPU to the next pair.
-func RunThroughput(ctx context.Context, e *Env, run *driver.Run, o ThroughputOptions, before, stop func(Pair)) error {
+// them in run, calling h's hooks around each pair.
+func RunThroughput(ctx context.Context, e *Env, run *driver.Run, o ThroughputOptions, h PairHooks) error {
+	before, stop := h.Before, h.After
 	run.Settings["batch_sizes"] = o.Sizes
 	run.Settings["senders"] = o.Senders
 	run.Settings["duration_s"] = o.Duration.Seconds()
@@ -312,7 +319,7 @@ func (s ThroughputScenario) Run(ctx context.Context, e *Env, run *driver.Run, o 
 		body := s.Body(size)
 		p := driver.Point{Scenario: s.pointScenario(ThroughputScenarioName(s.Pair.Name)), Name: BatchLabel(size), DurationS: o.Duration.Seconds(), Sides: s.sides(), Env: s.pointEnv()}
 		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, svc string, _ int) (*driver.SideResult, error) {
-			return s.side(ctx, e, svc, size, body, o, groups[svc], true)
+			return s.side(ctx, e, sidePoint{svc: svc, size: size, body: body, o: o, groups: groups[svc], report: true})
 		})
 		run.Points = append(run.Points, p)
 		if err != nil {
@@ -391,31 +398,62 @@ func (s ThroughputScenario) warmup(ctx context.Context, e *Env, o ThroughputOpti
 	w := o
 	w.Duration = time.Second
 	for _, svc := range s.sides() {
-		if _, err := s.side(ctx, e, svc, 10, s.Body(10), w, nil, false); err != nil {
+		if _, err := s.side(ctx, e, sidePoint{svc: svc, size: 10, body: s.Body(10), o: w}); err != nil {
 			e.logf("warm-up of %s: %v", svc, err)
 		}
 	}
 }
 
+// sidePoint is one side of a closed-loop point: the side's service, the
+// batches its loops post, how they run, the process groups whose CPU it
+// samples, and whether its loops draw on the run's progress.
+type sidePoint struct {
+	// svc is the side's service.
+	svc string
+	// size is the items per batch, body one batch of them.
+	size int
+	body []byte
+	// o sets the loops (senders, duration) and the drain bound.
+	o ThroughputOptions
+	// groups are the processes whose CPU the point samples (nil: none).
+	groups cost.Set
+	// report draws the loops on e.Progress (false for the warm-up).
+	report bool
+	// base and drain are the side's URL and drain bound, set by side.
+	base  string
+	drain time.Duration
+}
+
+// sideLoopRun is what a point's loop left for its measurement: what the
+// client saw, when the loop began and how many seconds it ran, and the
+// CPU sample taken just before it.
+type sideLoopRun struct {
+	c      driver.ClientResult
+	t0     time.Time
+	window float64
+	cpu0   cost.Sample
+}
+
 // side measures one side at one batch size: reset its stats, sample the
-// CPU of groups, run o.Senders closed loops for o.Duration, read /stats,
-// wait for the backlog to drain (up to the drain bound), sample the CPU
-// again and read /stats once more.
-func (s ThroughputScenario) side(ctx context.Context, e *Env, svc string, size int, body []byte, o ThroughputOptions, groups cost.Set, report bool) (*driver.SideResult, error) {
-	base := e.URL(svc)
+// CPU of p.groups, run o.Senders closed loops for o.Duration, read
+// /stats, wait for the backlog to drain (up to the drain bound), sample
+// the CPU again and read /stats once more.
+func (s ThroughputScenario) side(ctx context.Context, e *Env, p sidePoint) (*driver.SideResult, error) {
+	p.base = e.URL(p.svc)
+	p.drain = p.o.drainBound(e.settle())
+	groups := p.groups
 	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
-	drain := o.drainBound(e.settle())
-	if err := s.sideSetup(ctx, base, drain, res.Metrics); err != nil {
+	if err := s.sideSetup(ctx, p.base, p.drain, res.Metrics); err != nil {
 		return res, err
 	}
-	spec := s.sideLoop(e, svc, size, body, o, report)
+	spec := s.sideLoop(e, p)
 	cpu0 := groups.Sample()
 	t0 := time.Now()
 	c := driver.Loop(ctx, spec)
 	window := time.Since(t0).Seconds()
 	res.Phases = append(res.Phases, driver.Phase{Name: s.Phase, Client: c})
 	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
-	final, drained, used, err := s.sideMeasure(ctx, base, res.Metrics, size, c, t0, window, drain, groups, cpu0)
+	final, drained, used, err := s.sideMeasure(ctx, p, res.Metrics, sideLoopRun{c: c, t0: t0, window: window, cpu0: cpu0})
 	if err != nil {
 		return res, err
 	}
@@ -450,7 +488,8 @@ func (s ThroughputScenario) sideSetup(ctx context.Context, base string, drain ti
 // sideLoop is a point's load: o.Senders closed loops POSTing body to
 // the side's batch endpoint for o.Duration, drawn on e.Progress when
 // report.
-func (s ThroughputScenario) sideLoop(e *Env, svc string, size int, body []byte, o ThroughputOptions, report bool) driver.LoopSpec {
+func (s ThroughputScenario) sideLoop(e *Env, p sidePoint) driver.LoopSpec {
+	svc, size, body, o := p.svc, p.size, p.body, p.o
 	url := e.URL(svc) + s.Path
 	spec := driver.LoopSpec{
 		Name: fmt.Sprintf("%-12s batch %d ×%d", svc, size, o.Senders), Workers: o.Senders, Duration: o.Duration,
@@ -459,20 +498,22 @@ func (s ThroughputScenario) sideLoop(e *Env, svc string, size int, body []byte, 
 			return code, err
 		},
 	}
-	if report {
+	if p.report {
 		spec.Progress = e.Progress
 	}
 	return spec
 }
 
-// sideMeasure is a point's measurement, once its loop (begun at t0,
+// sideMeasure is a point's measurement, once its loop (lr: begun at t0,
 // window seconds long) has ended: it reads /stats, records the accepted
-// rate and the backlog at the end in m, waits up to drain for the
-// backlog to drain, samples the CPU of groups since cpu0, and records
+// rate and the backlog at the end in m, waits up to p.drain for the
+// backlog to drain, samples the CPU of p.groups since cpu0, and records
 // the end-to-end rate, the items and how long the drain took. It returns
 // /stats after the drain, whether the backlog drained, and the CPU
 // seconds used per group.
-func (s ThroughputScenario) sideMeasure(ctx context.Context, base string, m map[driver.Metric]float64, size int, c driver.ClientResult, t0 time.Time, window float64, drain time.Duration, groups cost.Set, cpu0 cost.Sample) (*driver.ServerStats, bool, map[string]float64, error) {
+func (s ThroughputScenario) sideMeasure(ctx context.Context, p sidePoint, m map[driver.Metric]float64, lr sideLoopRun) (*driver.ServerStats, bool, map[string]float64, error) {
+	base, size, drain, groups := p.base, p.size, p.drain, p.groups
+	c, t0, window, cpu0 := lr.c, lr.t0, lr.window, lr.cpu0
 	atEnd, err := driver.GetStats(ctx, base)
 	if err != nil {
 		return nil, false, nil, err
