@@ -62,41 +62,10 @@ func TestFunctionsAreShort(t *testing.T) {
 // named struct, or a value whose methods share them (issue 43).
 const maxParams = 5
 
-// experimentsNotYet is why the experiments package's long parameter
-// lists stay for now: the package was being edited at the same time
-// (its metric keys typed), so its grouping is a change of its own.
-const experimentsNotYet = "experiments: grouped in a change of its own, not alongside the typing of its metric keys (issue 43)"
-
 // manyParams are the functions allowed over maxParams, by
-// "<dir>/<file>:<name>", each with why. Keep it short: group the
+// "<dir>/<file>:<name>", each with why. Keep it empty: group the
 // parameters instead of adding one here.
-var manyParams = map[string]string{
-	"experiments/broker.go:brokerCaseRun":                  experimentsNotYet,
-	"experiments/broker.go:brokerRestartUnderLoad":         experimentsNotYet,
-	"experiments/crash_noisy.go:noisyWhileRunning":         experimentsNotYet,
-	"experiments/crash_restart.go:restartUnderLoad":        experimentsNotYet,
-	"experiments/crash_restart.go:restartSideFigures":      experimentsNotYet,
-	"experiments/documents_changes.go:measureFeedSide":     experimentsNotYet,
-	"experiments/documents_changes.go:feedLatency":         experimentsNotYet,
-	"experiments/documents_changes.go:feedResume":          experimentsNotYet,
-	"experiments/documents_changes.go:feedKillRestart":     experimentsNotYet,
-	"experiments/documents_report.go:reportPG":             experimentsNotYet,
-	"experiments/documents_report.go:reportMongo":          experimentsNotYet,
-	"experiments/documents_report.go:measureReport":        experimentsNotYet,
-	"experiments/documents_sessions.go:measureSessions":    experimentsNotYet,
-	"experiments/eventstore_restart.go:esKafkaCaseRun":     experimentsNotYet,
-	"experiments/eventstore_restart.go:nkRestartUnderLoad": experimentsNotYet,
-	"experiments/eventstore_restart.go:nkMeasure":          experimentsNotYet,
-	"experiments/kafka_leader.go:runLeaderCase":            experimentsNotYet,
-	"experiments/kafka_leader.go:leaderFault":              experimentsNotYet,
-	"experiments/kafka_leader_measure.go:measure":          experimentsNotYet,
-	"experiments/kafka_restart.go:kafkaCaseRun":            experimentsNotYet,
-	"experiments/kafka_restart.go:kafkaOutage":             experimentsNotYet,
-	"experiments/notify.go:notifyOnPrivate":                experimentsNotYet,
-	"experiments/rmqfailover.go:rmqFaultUnderLoad":         experimentsNotYet,
-	"experiments/rmqfailover.go:rmqFaultSequence":          experimentsNotYet,
-	"experiments/toast.go:toastDocument":                   experimentsNotYet,
-}
+var manyParams = map[string]string{}
 
 // TestFunctionsTakeFewParams: no function (or method) of the loadtests
 // tree, tests aside, takes more than maxParams parameters, but those of

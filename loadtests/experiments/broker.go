@@ -160,9 +160,10 @@ func runBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	if pgURL == "" {
 		pgURL = defaultPostgresURL
 	}
+	run := brokerRun{l: l, node: node, pgURL: pgURL, size: size, logf: logf}
 	var names []string
 	for _, c := range brokerCases(size) {
-		o, err := brokerCaseRun(ctx, l, node, pgURL, c, size, logf)
+		o, err := run.runCase(ctx, c)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", c.name(), err)
 		}
@@ -226,9 +227,27 @@ type answer struct {
 	errText string
 }
 
-// brokerCaseRun runs one case: service up, load, restart, load, settle,
+// brokerRun is what every case of broker-restart shares: the launcher
+// its service runs by, the private node, the Postgres the service
+// records in, the size and the log.
+type brokerRun struct {
+	// l starts and stops the rabbitmq service, once per case.
+	l *launch.Launcher
+	// node is the private RabbitMQ node restarted under the load.
+	node *rabbitNode
+	// pgURL is the Postgres the service keeps its tasks in (a schema of
+	// its own per case).
+	pgURL string
+	// size sets the load (brokerLoad).
+	size Size
+	// logf logs the run's progress.
+	logf func(string, ...any)
+}
+
+// runCase runs one case: service up, load, restart, load, settle,
 // count.
-func brokerCaseRun(ctx context.Context, l *launch.Launcher, node *rabbitNode, pgURL string, c brokerCase, size Size, logf func(string, ...any)) (brokerOutcome, error) {
+func (br brokerRun) runCase(ctx context.Context, c brokerCase) (brokerOutcome, error) {
+	l, node, pgURL, logf := br.l, br.node, br.pgURL, br.logf
 	var o brokerOutcome
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	schema := "exp_broker_" + suffix
@@ -258,7 +277,7 @@ func brokerCaseRun(ctx context.Context, l *launch.Launcher, node *rabbitNode, pg
 	defer func() { _ = l.Stop("rabbitmq", 30*time.Second) }()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	client := &http.Client{Timeout: 20 * time.Second}
-	answers, down, up, err := brokerRestartUnderLoad(ctx, node, base, client, c, size, &o, logf)
+	answers, down, up, err := br.restartUnderLoad(ctx, base, client, c, &o)
 	if err != nil {
 		return o, err
 	}
@@ -275,13 +294,14 @@ func brokerCaseRun(ctx context.Context, l *launch.Launcher, node *rabbitNode, pg
 	return o, ctx.Err()
 }
 
-// brokerRestartUnderLoad runs the light load of size on base, stops (or
+// restartUnderLoad runs the light load of the size on base, stops (or
 // kills) the node and starts it, waits for the service to be ready again
 // and loads a while more; it returns every answer, when the node went
 // down and when it was back, and records the node's downtime and the
 // service's readiness in o.
-func brokerRestartUnderLoad(ctx context.Context, node *rabbitNode, base string, client *http.Client, c brokerCase, size Size, o *brokerOutcome, logf func(string, ...any)) ([]answer, time.Time, time.Time, error) {
-	rate, before, after := brokerLoad(size)
+func (br brokerRun) restartUnderLoad(ctx context.Context, base string, client *http.Client, c brokerCase, o *brokerOutcome) ([]answer, time.Time, time.Time, error) {
+	node, logf := br.node, br.logf
+	rate, before, after := brokerLoad(br.size)
 	stopLoad := taskLoad(ctx, client, base, rate)
 	defer stopLoad()
 	sleep(ctx, before)

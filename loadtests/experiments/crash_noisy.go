@@ -347,7 +347,7 @@ func (r *noisyRun) readRawSlots(ctx context.Context, id, key string) error {
 // transactions when small) written while no-kafka streams, then one
 // event, timed from its commit until no-kafka has it.
 func (r *noisyRun) running(ctx context.Context, amount int64, small bool) error {
-	wait, written, txs, lag, ok, err := noisyWhileRunning(ctx, r.rig, r.conn, r.same, amount, small)
+	wait, written, txs, lag, ok, err := r.whileRunning(ctx, amount, small)
 	if err != nil {
 		return err
 	}
@@ -479,12 +479,13 @@ func noisyWaitDelivered(ctx context.Context, base, id string, within time.Durati
 	return false, nil
 }
 
-// noisyWhileRunning starts no-kafka (caught up), writes amount bytes of
-// unrelated WAL (in one-row transactions when small) while it streams,
-// then one event, and returns the time from that event's commit until
-// no-kafka has it, the WAL and transactions written, and how far behind
-// no-kafka's walsender was at the commit.
-func noisyWhileRunning(ctx context.Context, rig *crashRig, conn *pgx.Conn, extra map[string]string, amount int64, small bool) (wait time.Duration, written, txs, lag int64, ok bool, err error) {
+// whileRunning starts no-kafka with r.same (caught up), writes amount
+// bytes of unrelated WAL on r.conn (in one-row transactions when small)
+// while it streams, then one event, and returns the time from that
+// event's commit until no-kafka has it, the WAL and transactions
+// written, and how far behind no-kafka's walsender was at the commit.
+func (r *noisyRun) whileRunning(ctx context.Context, amount int64, small bool) (wait time.Duration, written, txs, lag int64, ok bool, err error) {
+	rig, conn, extra := r.rig, r.conn, r.same
 	base, err := rig.start(ctx, pairs.NoKafka, extra)
 	if err != nil {
 		return 0, 0, 0, 0, false, err

@@ -65,9 +65,9 @@ func restartPrefix(name string) SidePrefix {
 
 func runPostgresRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
-	rate, pre, post := 20.0, 2*time.Second, 5*time.Second
+	load := restartLoad{rate: 20, pre: 2 * time.Second, post: 5 * time.Second}
 	if size == Full {
-		rate, pre, post = 100, 4*time.Second, 8*time.Second
+		load = restartLoad{rate: 100, pre: 4 * time.Second, post: 8 * time.Second}
 	}
 	rig, err := newCrashRig(ctx, env, nil)
 	if err != nil {
@@ -78,18 +78,18 @@ func runPostgresRestart(ctx context.Context, env Env, size Size) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	rig.logf("4 services up on %s; load %.0f/s each", rig.cluster.URL(), rate)
-	shots, down, upAt, err := restartUnderLoad(ctx, rig, bases, rate, pre, post)
+	rig.logf("4 services up on %s; load %.0f/s each", rig.cluster.URL(), load.rate)
+	seen, err := restartUnderLoad(ctx, rig, bases, load)
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{
 		Name: "postgres-restart-under-load",
-		Metrics: map[driver.Metric]float64{MetricOutageSeconds: restartOutage.Seconds(), MetricRatePerSide: rate, MetricBackendTimeoutMS: crashMS(restartBackendTimeout),
-			MetricDownSeconds: down.Seconds()},
+		Metrics: map[driver.Metric]float64{MetricOutageSeconds: restartOutage.Seconds(), MetricRatePerSide: load.rate, MetricBackendTimeoutMS: crashMS(restartBackendTimeout),
+			MetricDownSeconds: seen.down.Seconds()},
 	}
 	for _, name := range restartSides {
-		lost, err := restartSideFigures(ctx, &res, name, bases[name], shots[name], upAt)
+		lost, err := restartSideFigures(ctx, &res, name, bases[name], seen)
 		if err != nil {
 			return Result{}, err
 		}
@@ -120,11 +120,32 @@ func restartStartSides(ctx context.Context, rig *crashRig) (map[string]string, e
 	return bases, nil
 }
 
-// restartUnderLoad runs an open load of rate on every side for pre,
-// stops Postgres immediately, starts it restartOutage later and loads
-// post more; it returns each side's shots, how long Postgres was down
-// and when it was back.
-func restartUnderLoad(ctx context.Context, rig *crashRig, bases map[string]string, rate float64, pre, post time.Duration) (map[string][]shot, time.Duration, time.Time, error) {
+// restartLoad is an open load across a Postgres restart: rate requests
+// per second (on each side), for pre before the stop and post after
+// Postgres is back.
+type restartLoad struct {
+	// rate is the requests per second on each side.
+	rate float64
+	// pre is how long the load runs before Postgres stops, post how long
+	// after it is back.
+	pre, post time.Duration
+}
+
+// restartShots is what a load across a Postgres restart saw: each
+// side's shots by name, how long Postgres was down and when it was back.
+type restartShots struct {
+	// shots are each side's requests and answers, by side name.
+	shots map[string][]shot
+	// down is from the stop until Postgres was back, upAt when it was.
+	down time.Duration
+	upAt time.Time
+}
+
+// restartUnderLoad runs load on every side (bases by name), stops
+// Postgres immediately after load.pre, starts it restartOutage later and
+// loads load.post more; it returns what the load saw.
+func restartUnderLoad(ctx context.Context, rig *crashRig, bases map[string]string, load restartLoad) (restartShots, error) {
+	rate, pre, post := load.rate, load.pre, load.post
 	lctx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	shots := map[string][]shot{}
@@ -138,10 +159,10 @@ func restartUnderLoad(ctx context.Context, rig *crashRig, bases map[string]strin
 			mu.Unlock()
 		})
 	}
-	fail := func(err error) (map[string][]shot, time.Duration, time.Time, error) {
+	fail := func(err error) (restartShots, error) {
 		stopLoad()
 		wg.Wait()
-		return nil, 0, time.Time{}, err
+		return restartShots{}, err
 	}
 	time.Sleep(pre)
 	stopAt := time.Now()
@@ -157,12 +178,14 @@ func restartUnderLoad(ctx context.Context, rig *crashRig, bases map[string]strin
 	time.Sleep(post)
 	stopLoad()
 	wg.Wait()
-	return shots, upAt.Sub(stopAt), upAt, nil
+	return restartShots{shots: shots, down: upAt.Sub(stopAt), upAt: upAt}, nil
 }
 
-// restartSideFigures records side name's figures from its shots in res
-// and returns its acknowledged writes lost.
-func restartSideFigures(ctx context.Context, res *Result, name, base string, ss []shot, upAt time.Time) (int64, error) {
+// restartSideFigures records side name's figures (its service at base)
+// from its shots of seen in res and returns its acknowledged writes
+// lost.
+func restartSideFigures(ctx context.Context, res *Result, name, base string, seen restartShots) (int64, error) {
+	ss, upAt := seen.shots[name], seen.upAt
 	side := pgSides[name]
 	var failed, not503 int
 	var maxFail time.Duration

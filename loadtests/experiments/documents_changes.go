@@ -164,9 +164,10 @@ func documentsChangeFeed(ctx context.Context, env Env, size Size) (Result, error
 	defer rig.Close()
 	res := Result{Name: DocumentsChangeFeed, Metrics: map[driver.Metric]float64{}}
 	res.metric(MetricPGPollIntervalMS, float64(feedPoll.Milliseconds()))
+	run := feedRun{env: env, rig: rig, plan: plan, res: &res}
 	var lost int64
 	for _, side := range []string{sidePG, sideMongo} {
-		n, err := measureFeedSide(ctx, env, rig, side, plan, &res)
+		n, err := run.measureSide(ctx, side)
 		if err != nil {
 			return Result{}, fmt.Errorf("%s: %w", side, err)
 		}
@@ -178,10 +179,24 @@ func documentsChangeFeed(ctx context.Context, env Env, size Size) (Result, error
 	return res, nil
 }
 
-// measureFeedSide starts side, probes its change feed and, unless it
+// feedRun is one run of documents-change-feed: its environment (the
+// log), the services' rig, the plan, and the result it records in.
+type feedRun struct {
+	// env logs the run's progress.
+	env Env
+	// rig starts, kills and stops each side's service.
+	rig *docRig
+	// plan is how long and how fast the run writes.
+	plan feedPlan
+	// res is the result the figures are recorded in.
+	res *Result
+}
+
+// measureSide starts side, probes its change feed and, unless it
 // answers 501, measures each rate and the resume; it returns the
 // acknowledged creates whose change was lost.
-func measureFeedSide(ctx context.Context, env Env, rig *docRig, side string, plan feedPlan, res *Result) (int64, error) {
+func (fr feedRun) measureSide(ctx context.Context, side string) (int64, error) {
+	env, rig, plan, res := fr.env, fr.rig, fr.plan, fr.res
 	key := feedKey(side)
 	base, err := rig.start(ctx, side, feedEnv(side))
 	if err != nil {
@@ -201,24 +216,26 @@ func measureFeedSide(ctx context.Context, env Env, rig *docRig, side string, pla
 	probe.close()
 	var lost int64
 	for _, rate := range plan.rates {
-		n, err := feedLatency(ctx, env, base, rate, plan, res, key)
+		n, err := fr.latency(ctx, base, rate, key)
 		if err != nil {
 			return 0, fmt.Errorf("%d writes/s: %w", rate, err)
 		}
 		lost += n
 	}
-	n, err := feedResume(ctx, env, rig, side, base, plan, res)
+	n, err := fr.resume(ctx, side, base)
 	if err != nil {
 		return 0, fmt.Errorf("resume after a kill: %w", err)
 	}
 	return lost + n, nil
 }
 
-// feedLatency opens a stream, writes at rate for the plan's warm-up and
-// duration, waits for every acknowledged insert (feedDrain at most) and
-// records the latency of those sent after the warm-up; it returns the
-// acknowledged creates whose insert never arrived.
-func feedLatency(ctx context.Context, env Env, base string, rate int, plan feedPlan, res *Result, key string) (int64, error) {
+// latency opens a stream on base, writes at rate for the plan's warm-up
+// and duration, waits for every acknowledged insert (feedDrain at most)
+// and records the latency of those sent after the warm-up under the
+// side's key; it returns the acknowledged creates whose insert never
+// arrived.
+func (fr feedRun) latency(ctx context.Context, base string, rate int, key string) (int64, error) {
+	env, plan, res := fr.env, fr.plan, fr.res
 	s, err := openFeed(ctx, base, "")
 	if err != nil {
 		return 0, err
@@ -267,11 +284,13 @@ func feedQuantile(sorted []float64, q float64) float64 {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// feedResume opens a stream, writes at the plan's resume rate and, in
-// the middle, kills side and starts it again; then it opens a second
-// stream after the last token the first received, reads it until quiet
-// and records what neither stream delivered and what both did.
-func feedResume(ctx context.Context, env Env, rig *docRig, side, base string, plan feedPlan, res *Result) (int64, error) {
+// resume opens a stream on side's base, writes at the plan's resume
+// rate and, in the middle, kills side and starts it again; then it
+// opens a second stream after the last token the first received, reads
+// it until quiet and records what neither stream delivered and what
+// both did.
+func (fr feedRun) resume(ctx context.Context, side, base string) (int64, error) {
+	env, plan, res := fr.env, fr.plan, fr.res
 	s1, err := openFeed(ctx, base, "")
 	if err != nil {
 		return 0, err
@@ -281,7 +300,7 @@ func feedResume(ctx context.Context, env Env, rig *docRig, side, base string, pl
 	defer cancel()
 	writer := make(chan *feedWrites, 1)
 	go func() { writer <- writeFeedUsers(wctx, base, plan.resumeRate, plan.resumeDur, "resume") }()
-	s2, outage, err := feedKillRestart(ctx, rig, side, base, plan.resumeDur/2, s1)
+	s2, outage, err := fr.killRestart(ctx, side, base, plan.resumeDur/2, s1)
 	if err != nil {
 		cancel()
 		<-writer
@@ -316,10 +335,11 @@ func feedResume(ctx context.Context, env Env, rig *docRig, side, base string, pl
 	return lost, nil
 }
 
-// feedKillRestart waits after, kills side (SIGKILL), waits for s1 to
-// end, starts side again and opens a stream after s1's last token; it
-// returns that stream and how long the side was down.
-func feedKillRestart(ctx context.Context, rig *docRig, side, base string, after time.Duration, s1 *feedStream) (*feedStream, time.Duration, error) {
+// killRestart waits after, kills side (SIGKILL), waits for s1 to end,
+// starts side again and opens a stream on base after s1's last token;
+// it returns that stream and how long the side was down.
+func (fr feedRun) killRestart(ctx context.Context, side, base string, after time.Duration, s1 *feedStream) (*feedStream, time.Duration, error) {
+	rig := fr.rig
 	select {
 	case <-ctx.Done():
 		return nil, 0, ctx.Err()

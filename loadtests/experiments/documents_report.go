@@ -131,7 +131,8 @@ func documentsReport(ctx context.Context, env Env, size Size) (Result, error) {
 	res := Result{Name: DocumentsReport, AckedLost: -1}
 	loaded := map[string]int{}
 	for _, p := range reportPlans(size) {
-		if err := reportPG(ctx, rig, bases[sidePG], p, loaded[sidePG], &res); err != nil {
+		pg := reportRun{rig: rig, base: bases[sidePG], p: p, have: loaded[sidePG], res: &res}
+		if err := pg.measurePG(ctx); err != nil {
 			return Result{}, fmt.Errorf("postgres side, %d users: %w", p.users, err)
 		}
 		loaded[sidePG] = p.users
@@ -139,7 +140,8 @@ func documentsReport(ctx context.Context, env Env, size Size) (Result, error) {
 			res.setting("mongo_"+scenario.ScaleLabel(p.users)+"_status", "not run at this size on FerretDB, which scans every document for each report (its 100,000-user figure shows the slope) and whose figure would say nothing about MongoDB")
 			continue
 		}
-		if err := reportMongo(ctx, rig, bases[sideMongo], p, loaded[sideMongo], &res); err != nil {
+		mongo := reportRun{rig: rig, base: bases[sideMongo], p: p, have: loaded[sideMongo], res: &res}
+		if err := mongo.measureMongo(ctx); err != nil {
 			res.setting("mongo_"+scenario.ScaleLabel(p.users)+"_status", "failed: "+err.Error())
 		}
 		loaded[sideMongo] = p.users
@@ -149,10 +151,27 @@ func documentsReport(ctx context.Context, env Env, size Size) (Result, error) {
 	return res, nil
 }
 
-// reportPG loads the Postgres side from have to p.users users, rebuilds
+// reportRun is one side's turn at one size of documents-report: the
+// rig (both databases), the side's service (base), the size's plan, the
+// users the side already holds (have), and the result it records in.
+type reportRun struct {
+	// rig holds both sides' databases, loaded directly.
+	rig *docRig
+	// base is the side's service, which runs the reports.
+	base string
+	// p is the size measured: its users, repetitions and time budget.
+	p reportPlan
+	// have is how many users the side already holds (a smaller size's).
+	have int
+	// res is the result the figures are recorded in.
+	res *Result
+}
+
+// measurePG loads the Postgres side from have to p.users users, rebuilds
 // the GIN index (timed, sized), then measures every query, then the
 // counts again with an expression index on profile->>'country'.
-func reportPG(ctx context.Context, rig *docRig, base string, p reportPlan, have int, res *Result) error {
+func (rr reportRun) measurePG(ctx context.Context) error {
+	rig, p, have, res := rr.rig, rr.p, rr.have, rr.res
 	k := "pg_" + scenario.ScaleLabel(p.users)
 	db := rig.pg.Pool
 	began := time.Now()
@@ -185,7 +204,7 @@ func reportPG(ctx context.Context, rig *docRig, base string, p reportPlan, have 
 		return err
 	}
 	for _, q := range reportQueries {
-		if err := measureReport(ctx, base, q.body, p, k+"_"+q.name, res); err != nil {
+		if err := rr.measure(ctx, q.body, k+"_"+q.name); err != nil {
 			return err
 		}
 	}
@@ -197,7 +216,7 @@ func reportPG(ctx context.Context, rig *docRig, base string, p reportPlan, have 
 	if _, err := db.Exec(ctx, `ANALYZE users`); err != nil {
 		return err
 	}
-	return measureReport(ctx, base, reportQueries[0].body, p, k+"_counts_expr", res)
+	return rr.measure(ctx, reportQueries[0].body, k+"_counts_expr")
 }
 
 // reportInsertSQL adds users $1+1 .. $2 with the data set's profiles:
@@ -210,28 +229,29 @@ const reportInsertSQL = `INSERT INTO users (id, email, name, plan, profile)
 	                          'bio', md5(i::text))
 	FROM generate_series($1::int + 1, $2::int) AS i, LATERAL (SELECT random() AS u, random() AS t, i AS j) AS r`
 
-// reportMongo loads the MongoDB side the same way and measures the
+// measureMongo loads the MongoDB side the same way and measures the
 // counts (and, where the server averages, every query; on FerretDB the
 // gold tier without its average).
-func reportMongo(ctx context.Context, rig *docRig, base string, p reportPlan, have int, res *Result) error {
+func (rr reportRun) measureMongo(ctx context.Context) error {
+	rig, p, have, res := rr.rig, rr.p, rr.have, rr.res
 	k := "mongo_" + scenario.ScaleLabel(p.users)
 	began := time.Now()
 	if err := loadMongoUsers(ctx, rig, have, p.users); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
 	res.metric(SidePrefix(k+"_").Of(MetricLoadSeconds), time.Since(began).Seconds())
-	if err := measureReport(ctx, base, reportQueries[0].body, p, k+"_counts", res); err != nil {
+	if err := rr.measure(ctx, reportQueries[0].body, k+"_counts"); err != nil {
 		return err
 	}
-	avg := measureReport(ctx, base, reportQueries[1].body, p, k+"_average", res)
+	avg := rr.measure(ctx, reportQueries[1].body, k+"_average")
 	if avg != nil && strings.Contains(avg.Error(), "501") {
 		res.setting(k+"_average_status", "not measured: "+avg.Error())
-		return measureReport(ctx, base, `{"match":{"tier":"gold"},"group_by":"country","top":10}`, p, k+"_gold", res)
+		return rr.measure(ctx, `{"match":{"tier":"gold"},"group_by":"country","top":10}`, k+"_gold")
 	}
 	if avg != nil {
 		return avg
 	}
-	return measureReport(ctx, base, reportQueries[2].body, p, k+"_gold", res)
+	return rr.measure(ctx, reportQueries[2].body, k+"_gold")
 }
 
 // loadMongoUsers inserts users have+1 .. n in batches of 10,000.
@@ -266,10 +286,12 @@ func loadMongoUsers(ctx context.Context, rig *docRig, have, n int) error {
 // documents by FerretDB takes about a minute.
 var reportClient = &http.Client{Timeout: 5 * time.Minute}
 
-// measureReport runs the report body against base: a warm-up, then up
-// to p.reps runs within p.budget (at least 3), recording p50, p99 and
-// the run count under key. A non-200 answer is an error naming it.
-func measureReport(ctx context.Context, base, body string, p reportPlan, key string, res *Result) error {
+// measure runs the report body against the side's base: a warm-up,
+// then up to p.reps runs within p.budget (at least 3), recording p50,
+// p99 and the run count under key. A non-200 answer is an error naming
+// it.
+func (rr reportRun) measure(ctx context.Context, body, key string) error {
+	base, p, res := rr.base, rr.p, rr.res
 	var ms []float64
 	deadline := time.Now().Add(p.budget)
 	for i := 0; i < reportWarmups+p.reps; i++ {

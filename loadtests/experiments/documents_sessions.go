@@ -147,13 +147,14 @@ func documentsSessionExpiry(ctx context.Context, env Env, size Size) (Result, er
 	}
 	defer rig.Close()
 	res := Result{Name: DocumentsSessionExpiry, Metrics: map[driver.Metric]float64{}}
-	if err := sessionsPG(ctx, rig, plan, &res, logf); err != nil {
+	run := sessionsRun{rig: rig, plan: plan, res: &res, logf: logf}
+	if err := run.measurePG(ctx); err != nil {
 		return Result{}, fmt.Errorf("postgres side: %w", err)
 	}
 	if err := measurePartitionDrop(ctx, rig.pg.Pool, plan.expired, cleaner.DefaultBatch, &res); err != nil {
 		return Result{}, fmt.Errorf("postgres side, the partition variant: %w", err)
 	}
-	if err := sessionsMongo(ctx, rig, plan, &res, logf); err != nil {
+	if err := run.measureMongo(ctx); err != nil {
 		return Result{}, fmt.Errorf("mongodb side: %w", err)
 	}
 	res.AckedLost = int64(res.Metrics[MetricPGLiveLost] + res.Metrics[MetricMongoLiveLost])
@@ -166,9 +167,23 @@ func documentsSessionExpiry(ctx context.Context, env Env, size Size) (Result, er
 	return res, nil
 }
 
-// sessionsPG measures the Postgres side with its delete job's defaults
+// sessionsRun is one run of documents-session-expiry: the services'
+// rig, the plan, the result it records in and the log.
+type sessionsRun struct {
+	// rig starts and stops each side's service and holds its database.
+	rig *docRig
+	// plan is the sessions loaded, when they expire and the read load.
+	plan sessionPlan
+	// res is the result the figures are recorded in.
+	res *Result
+	// logf logs the run's progress.
+	logf func(string, ...any)
+}
+
+// measurePG measures the Postgres side with its delete job's defaults
 // (at Small, a shorter RETENTION_INTERVAL), then stops it.
-func sessionsPG(ctx context.Context, rig *docRig, plan sessionPlan, res *Result, logf func(string, ...any)) error {
+func (sr sessionsRun) measurePG(ctx context.Context) error {
+	rig, plan, res := sr.rig, sr.plan, sr.res
 	extra := map[string]string{}
 	interval := cleaner.DefaultInterval
 	if plan.interval > 0 {
@@ -182,15 +197,16 @@ func sessionsPG(ctx context.Context, rig *docRig, plan sessionPlan, res *Result,
 	res.metric(MetricPGIntervalSeconds, interval.Seconds())
 	res.metric(MetricPGBatch, cleaner.DefaultBatch)
 	res.metric(MetricPGGraceMS, float64(pgExpiredGrace.Milliseconds()))
-	if err := measureSessions(ctx, pgSessions{rig.pg.Pool}, base, "pg", plan, res, logf); err != nil {
+	if err := sr.measure(ctx, pgSessions{rig.pg.Pool}, base, "pg"); err != nil {
 		return err
 	}
 	return rig.stop(sidePG)
 }
 
-// sessionsMongo measures the MongoDB side, unless its server refused
+// measureMongo measures the MongoDB side, unless its server refused
 // the TTL index: then it records the service's note as mongo_status.
-func sessionsMongo(ctx context.Context, rig *docRig, plan sessionPlan, res *Result, logf func(string, ...any)) error {
+func (sr sessionsRun) measureMongo(ctx context.Context) error {
+	rig, res, logf := sr.rig, sr.res, sr.logf
 	base, err := rig.start(ctx, sideMongo, nil)
 	if err != nil {
 		return err
@@ -207,7 +223,7 @@ func sessionsMongo(ctx context.Context, rig *docRig, plan sessionPlan, res *Resu
 	if s, ok := ttlMonitorSleep(ctx, rig.mongo); ok {
 		res.metric(MetricMongoTTLMonitorSeconds, s)
 	}
-	if err := measureSessions(ctx, mongoSessions{rig.db().Collection("sessions")}, base, "mongo", plan, res, logf); err != nil {
+	if err := sr.measure(ctx, mongoSessions{rig.db().Collection("sessions")}, base, "mongo"); err != nil {
 		return err
 	}
 	return rig.stop(sideMongo)
@@ -267,10 +283,11 @@ type sessionStore interface {
 	expiredBy(ctx context.Context, t time.Time) (int64, error)
 }
 
-// measureSessions loads plan's sessions into st, reads the live ones
+// measure loads the plan's sessions into st, reads the live ones
 // through base while the expired ones are removed, and records the
 // side's metrics under prefix.
-func measureSessions(ctx context.Context, st sessionStore, base, prefix string, plan sessionPlan, res *Result, logf func(string, ...any)) error {
+func (sr sessionsRun) measure(ctx context.Context, st sessionStore, base, prefix string) error {
+	plan, res, logf := sr.plan, sr.res, sr.logf
 	loadStart := time.Now()
 	live, exp, err := loadSessions(ctx, st, plan, loadStart)
 	if err != nil {

@@ -199,8 +199,9 @@ func runKafkaEventstoreRestart(ctx context.Context, env Env, size Size) (Result,
 	}, 2*time.Minute); err != nil {
 		return res, err
 	}
+	run := kafkaRun{node: node, base: base, topic: topic, size: size, logf: logf}
 	for _, c := range kafkaCases(size) {
-		o, err := esKafkaCaseRun(ctx, node, base, topic, c, size, logf)
+		o, err := run.runEventstoreCase(ctx, c)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", c.name, err)
 		}
@@ -245,14 +246,16 @@ func (o esOutcome) record(r *Result, p SidePrefix) {
 	r.setting(string(p)+"answers", o.codes)
 }
 
-// esKafkaCaseRun runs one case: load, stop the broker with c.sig, hold,
-// start, load, then read every acknowledged stream.
-func esKafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, c kafkaCase, size Size, logf func(string, ...any)) (esOutcome, error) {
+// runEventstoreCase runs one case of kafka-eventstore-broker-restart:
+// load, stop the broker with c.sig, hold, start, load, then read every
+// acknowledged stream.
+func (kr kafkaRun) runEventstoreCase(ctx context.Context, c kafkaCase) (esOutcome, error) {
+	node, base, topic, logf := kr.node, kr.base, kr.topic, kr.logf
 	o := esOutcome{recover: -1}
 	if err := crashWaitReady(ctx, base, time.Minute); err != nil {
 		return o, err
 	}
-	rate, before, hold, after := kafkaLoad(size)
+	rate, before, hold, after := kafkaLoad(kr.size)
 	stopLoad := startLoad(ctx, base, esAppendSide, rate)
 	defer stopLoad()
 	sleep(ctx, before)
@@ -333,12 +336,12 @@ var noKurrentdbText = Text{
 
 func runNoKurrentdbRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	began := time.Now()
-	rate, pre, post := 20.0, 2*time.Second, 4*time.Second
+	load := restartLoad{rate: 20, pre: 2 * time.Second, post: 4 * time.Second}
 	if size == Full {
-		rate, pre, post = 100, 4*time.Second, 8*time.Second
+		load = restartLoad{rate: 100, pre: 4 * time.Second, post: 8 * time.Second}
 	}
 	res := Result{Name: "no-kurrentdb-postgres-restart", Metrics: map[driver.Metric]float64{
-		MetricRate: rate, MetricBeforeSeconds: pre.Seconds(), MetricHoldSeconds: restartOutage.Seconds(), MetricAfterSeconds: post.Seconds(), MetricBackendTimeoutMS: ms(restartBackendTimeout)}}
+		MetricRate: load.rate, MetricBeforeSeconds: load.pre.Seconds(), MetricHoldSeconds: restartOutage.Seconds(), MetricAfterSeconds: load.post.Seconds(), MetricBackendTimeoutMS: ms(restartBackendTimeout)}}
 	rig, err := newCrashRig(ctx, env, nil)
 	if err != nil {
 		return res, err
@@ -356,20 +359,19 @@ func runNoKurrentdbRestart(ctx context.Context, env Env, size Size) (Result, err
 	if err := sub.waitCaughtUp(ctx, 30*time.Second); err != nil {
 		return res, err
 	}
-	shots, upAt, err := nkRestartUnderLoad(ctx, rig, base, rate, pre, post, res.Metrics)
+	seen, err := nkRestartUnderLoad(ctx, rig, base, load, res.Metrics)
 	if err != nil {
 		return res, err
 	}
-	ids := acked(shots, pgSides[pairs.NoKurrentDB])
 	// Settle: the subscriber has every acknowledged stream, or 30 s
 	// passed.
 	deadline := time.Now().Add(30 * time.Second)
-	for sub.missing(ids) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for sub.missing(seen.ids) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(200 * time.Millisecond)
 	}
 	stopSub()
 	subWG.Wait()
-	if err := nkMeasure(ctx, &res, base, shots, ids, upAt, sub); err != nil {
+	if err := nkMeasure(ctx, &res, base, seen, sub); err != nil {
 		return res, err
 	}
 	crashSettings(&res, rig.cluster)
@@ -377,40 +379,55 @@ func runNoKurrentdbRestart(ctx context.Context, env Env, size Size) (Result, err
 	return res, nil
 }
 
-// nkRestartUnderLoad runs an open load of appends at rate on base for pre,
-// stops Postgres immediately, starts it restartOutage later and loads post
-// more; it returns the shots (at least one acknowledged) and when
-// Postgres was back, and records the outage's length in m.
-func nkRestartUnderLoad(ctx context.Context, rig *crashRig, base string, rate float64, pre, post time.Duration, m map[driver.Metric]float64) ([]shot, time.Time, error) {
+// nkShots is what the load of appends across the restart saw: its
+// shots, the streams acknowledged among them (ids) and when Postgres was
+// back.
+type nkShots struct {
+	// shots are the appends and their answers, in the order sent.
+	shots []shot
+	// ids are the streams of the appends answered 201.
+	ids []string
+	// upAt is when Postgres was back.
+	upAt time.Time
+}
+
+// nkRestartUnderLoad runs load (appends) on base, stops Postgres
+// immediately after load.pre, starts it restartOutage later and loads
+// load.post more; it returns what the load saw (at least one append
+// acknowledged), and records the outage's length in m.
+func nkRestartUnderLoad(ctx context.Context, rig *crashRig, base string, load restartLoad, m map[driver.Metric]float64) (nkShots, error) {
+	rate, pre, post := load.rate, load.pre, load.post
 	side := pgSides[pairs.NoKurrentDB]
 	stopLoad := startLoad(ctx, base, side, rate)
 	defer stopLoad()
 	sleep(ctx, pre)
 	stopAt := time.Now()
 	if err := rig.cluster.Stop(ctx, "immediate"); err != nil {
-		return nil, time.Time{}, err
+		return nkShots{}, err
 	}
 	sleep(ctx, restartOutage)
 	if err := rig.cluster.Start(ctx); err != nil {
-		return nil, time.Time{}, err
+		return nkShots{}, err
 	}
 	upAt := time.Now()
 	m[MetricOutageSeconds] = secs(upAt.Sub(stopAt))
 	sleep(ctx, post)
 	shots := stopLoad()
 	if err := ctx.Err(); err != nil {
-		return nil, time.Time{}, err
+		return nkShots{}, err
 	}
-	if len(acked(shots, side)) == 0 {
-		return nil, time.Time{}, fmt.Errorf("no append was acknowledged (answers: %s)", codeCounts(shots, side))
+	ids := acked(shots, side)
+	if len(ids) == 0 {
+		return nkShots{}, fmt.Errorf("no append was acknowledged (answers: %s)", codeCounts(shots, side))
 	}
-	return shots, upAt, nil
+	return nkShots{shots: shots, ids: ids, upAt: upAt}, nil
 }
 
-// nkMeasure reads back every acknowledged stream (ids) and every stream
-// answered 503, and records in res what the answers, the streams and the
-// subscriber say.
-func nkMeasure(ctx context.Context, res *Result, base string, shots []shot, ids []string, upAt time.Time, sub *sseCounter) error {
+// nkMeasure reads back every acknowledged stream (seen.ids) and every
+// stream answered 503, and records in res what the answers, the streams
+// and the subscriber say.
+func nkMeasure(ctx context.Context, res *Result, base string, seen nkShots, sub *sseCounter) error {
+	shots, ids, upAt := seen.shots, seen.ids, seen.upAt
 	side := pgSides[pairs.NoKurrentDB]
 	undelivered := sub.missing(ids)
 	lost, dup, err := esCountStreams(ctx, base, ids)

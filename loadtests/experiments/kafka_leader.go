@@ -120,10 +120,11 @@ func runLeaderCases(ctx context.Context, env Env, name string, cases []leaderCas
 	}
 	defer func() { _ = os.RemoveAll(logDir) }()
 	defer func() { _ = l.StopAll(30 * time.Second) }()
+	run := leaderRun{env: env, k: k, l: l, size: size}
 	var names []string
 	var lostAll int64
 	for _, c := range cases {
-		o, err := runLeaderCase(ctx, env, k, l, c, size)
+		o, err := run.runCase(ctx, c)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", c.name(), err)
 		}
@@ -146,9 +147,38 @@ func runLeaderCases(ctx context.Context, env Env, name string, cases []leaderCas
 	return res, nil
 }
 
-// runLeaderCase starts the service on a new topic, runs the fault under
-// load and measures.
-func runLeaderCase(ctx context.Context, env Env, k *kafkaCluster, l *launch.Launcher, c leaderCase, size Size) (leaderOutcome, error) {
+// leaderRun is what every case of a leader-fault experiment shares: its
+// environment, the cluster, the launcher its services run by, and the
+// size.
+type leaderRun struct {
+	// env holds the Postgres the services record deliveries in.
+	env Env
+	// k is the three-broker cluster whose leader is faulted.
+	k *kafkaCluster
+	// l starts and stops the kafka service, once per case.
+	l *launch.Launcher
+	// size sets the load and the fault's hold (leaderLoad).
+	size Size
+}
+
+// leaderService is one case's service: the cluster it writes to, its
+// topic, the schema its consumer group records deliveries in, and its
+// URL (base).
+type leaderService struct {
+	// k is the cluster the service writes to.
+	k *kafkaCluster
+	// topic is the case's topic (one partition, three replicas).
+	topic string
+	// schema holds the service's tables (deliveries among them).
+	schema string
+	// base is the service's URL.
+	base string
+}
+
+// runCase starts the service on a new topic, runs the fault under load
+// and measures.
+func (lr leaderRun) runCase(ctx context.Context, c leaderCase) (leaderOutcome, error) {
+	env, k, l := lr.env, lr.k, lr.l
 	o := leaderOutcome{}
 	schema := uniqueName("exp_leader")
 	topic := strings.ReplaceAll(schema, "_", "-")
@@ -174,7 +204,8 @@ func runLeaderCase(ctx context.Context, env Env, k *kafkaCluster, l *launch.Laun
 		return o, err
 	}
 	o.leader = leader
-	shots, t, err := leaderFault(ctx, k, base, topic, c, size, leader)
+	svc := leaderService{k: k, topic: topic, schema: schema, base: base}
+	shots, t, err := leaderFault(ctx, svc, c, lr.size, leader)
 	o.t = t
 	if err != nil {
 		return o, err
@@ -184,7 +215,7 @@ func runLeaderCase(ctx context.Context, env Env, k *kafkaCluster, l *launch.Laun
 		return o, fmt.Errorf("postgres: %w", err)
 	}
 	defer pg.Close(context.WithoutCancel(ctx))
-	if err := o.measure(ctx, k, pg, schema, topic, base, shots); err != nil {
+	if err := o.measure(ctx, svc, pg, shots); err != nil {
 		return o, err
 	}
 	k.logf("%s: leader %s, new leader %s; %d acknowledged, %d lost, %d undelivered, %d phantom; answers other than 201: %s",
@@ -209,11 +240,12 @@ type leaderTimes struct {
 	newLeader, minISR int
 }
 
-// leaderFault runs the open load while the leader (node id leader) is
-// faulted with c.fault, held so for the size's hold, and brought back;
-// the load goes on until the partition is whole again and the size's
-// after has passed. On error the node is still brought back.
-func leaderFault(ctx context.Context, k *kafkaCluster, base, topic string, c leaderCase, size Size, leader int) ([]shot, leaderTimes, error) {
+// leaderFault runs the open load on svc while the leader (node id
+// leader) is faulted with c.fault, held so for the size's hold, and
+// brought back; the load goes on until the partition is whole again and
+// the size's after has passed. On error the node is still brought back.
+func leaderFault(ctx context.Context, svc leaderService, c leaderCase, size Size, leader int) ([]shot, leaderTimes, error) {
+	k, base, topic := svc.k, svc.base, svc.topic
 	var t leaderTimes
 	rate, before, hold, after := leaderLoad(size)
 	stopLoad := startLoad(ctx, base, kafkaSide, rate)

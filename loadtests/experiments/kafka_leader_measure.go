@@ -56,7 +56,8 @@ type leaderOutcome struct {
 // read, would look like a phantom against it; every delivered event was
 // in the log when it was delivered, so one absent from a later read was
 // truncated.
-func (o *leaderOutcome) measure(ctx context.Context, k *kafkaCluster, pg *pgx.Conn, schema, topic, base string, shots []shot) error {
+func (o *leaderOutcome) measure(ctx context.Context, svc leaderService, pg *pgx.Conn, shots []shot) error {
+	k, topic, schema, base := svc.k, svc.topic, svc.schema, svc.base
 	first, err := k.readLog(ctx, k.brokers(0), topic)
 	if err != nil {
 		return err

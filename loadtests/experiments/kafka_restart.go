@@ -191,8 +191,9 @@ func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, err
 	}
 	defer pg.Close(context.WithoutCancel(ctx))
 
+	run := kafkaRun{node: node, base: base, topic: topic, size: size, logf: logf}
 	for _, c := range kafkaCases(size) {
-		o, err := kafkaCaseRun(ctx, node, base, topic, pg, suffix, c, size, logf)
+		o, err := run.runCase(ctx, pg, suffix, c)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", c.name, err)
 		}
@@ -289,9 +290,26 @@ func watchReady(ctx context.Context, base string) []readySample {
 	return out
 }
 
-// kafkaCaseRun runs one case: load, stop, hold, start, load, settle,
-// count.
-func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *pgx.Conn, schema string, c kafkaCase, size Size, logf func(string, ...any)) (kafkaOutcome, error) {
+// kafkaRun is what every case of a private broker's restart shares
+// (kafka-broker-restart's, kafka-eventstore-broker-restart's): the node,
+// the service on it (its URL, base) and the service's topic, the size
+// and the log.
+type kafkaRun struct {
+	// node is the private broker stopped and started in every case.
+	node *kafkaNode
+	// base is the service's URL, topic the topic it writes to.
+	base, topic string
+	// size sets the load and the outage (kafkaLoad).
+	size Size
+	// logf logs the run's progress.
+	logf func(string, ...any)
+}
+
+// runCase runs one case of kafka-broker-restart (the service keeps its
+// rows in schema, read through pg): load, stop, hold, start, load,
+// settle, count.
+func (kr kafkaRun) runCase(ctx context.Context, pg *pgx.Conn, schema string, c kafkaCase) (kafkaOutcome, error) {
+	base, logf := kr.base, kr.logf
 	o := kafkaOutcome{recover: -1}
 	if err := crashWaitReady(ctx, base, time.Minute); err != nil {
 		return o, err
@@ -303,7 +321,7 @@ func kafkaCaseRun(ctx context.Context, node *kafkaNode, base, topic string, pg *
 	if err := pg.QueryRow(ctx, undeliveredSQL).Scan(&undeliveredBefore); err != nil {
 		return o, fmt.Errorf("count undelivered: %w", err)
 	}
-	shots, samples, t, err := kafkaOutage(ctx, node, base, topic, c, size, logf)
+	shots, samples, t, err := kr.outage(ctx, c)
 	if err != nil {
 		return o, err
 	}
@@ -339,13 +357,14 @@ type outageTimes struct {
 	exitTook time.Duration
 }
 
-// kafkaOutage runs an open load of single writes and a /readyz watch on
-// base while the broker is stopped with c.sig, held down and started
+// outage runs an open load of single writes and a /readyz watch on the
+// service while the broker is stopped with c.sig, held down and started
 // again; it returns the shots, the /readyz answers and the outage's
 // moments.
-func kafkaOutage(ctx context.Context, node *kafkaNode, base, topic string, c kafkaCase, size Size, logf func(string, ...any)) ([]shot, []readySample, outageTimes, error) {
+func (kr kafkaRun) outage(ctx context.Context, c kafkaCase) ([]shot, []readySample, outageTimes, error) {
+	node, base, topic, logf := kr.node, kr.base, kr.topic, kr.logf
 	var t outageTimes
-	rate, before, hold, after := kafkaLoad(size)
+	rate, before, hold, after := kafkaLoad(kr.size)
 	lctx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	var shots []shot

@@ -203,7 +203,7 @@ func notifyOnVersions(ctx context.Context, env Env, o raw.Options, r *Result) (l
 		if set == nil {
 			break
 		}
-		p, n, err := notifyOnPrivate(ctx, env, bin, set, o, r)
+		p, n, err := notifyOnPrivate(ctx, env, privateServer{bin: bin, set: set}, o, r)
 		if err != nil {
 			first, _, _ := strings.Cut(err.Error(), "\n") // the whole error is in the log
 			none = append(none, bin+": "+first)
@@ -222,11 +222,22 @@ func notifyOnVersions(ctx context.Context, env Env, o raw.Options, r *Result) (l
 	return lost
 }
 
-// notifyOnPrivate runs the series on a private server of bin with
-// settings set and records it in r under its prefix ("pg18"), which it
-// returns with the NOTIFYs the listener missed.
-func notifyOnPrivate(ctx context.Context, env Env, bin string, set map[string]string, o raw.Options, r *Result) (string, int64, error) {
-	cl, err := newPGClusterAt(ctx, bin, set)
+// privateServer is how a private PostgreSQL server starts: the
+// directory of its binaries (bin) and the settings it runs with (set,
+// postgresql.conf values).
+type privateServer struct {
+	// bin is the directory of the server's binaries (any version).
+	bin string
+	// set is the settings it runs with, as postgresql.conf values.
+	set map[string]string
+}
+
+// notifyOnPrivate runs the series on a private server srv and records
+// it in r under its prefix ("pg18"), which it returns with the NOTIFYs
+// the listener missed.
+func notifyOnPrivate(ctx context.Context, env Env, srv privateServer, o raw.Options, r *Result) (string, int64, error) {
+	bin := srv.bin
+	cl, err := newPGClusterAt(ctx, bin, srv.set)
 	if err != nil {
 		return "", 0, err
 	}

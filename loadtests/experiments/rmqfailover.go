@@ -107,7 +107,8 @@ func runRMQLeaderFault(ctx context.Context, env Env, size Size, f rmqFault) (Res
 	}
 	defer probe.close()
 	logf("quorum queue %s led by %s; probe holds %d deliveries on %s", svc.queue, leaderName, probe.held, c.node(probe.holderNode))
-	o, err := rmqFaultUnderLoad(ctx, c, svc, leader, f, size, logf)
+	fault := rmqLeaderFault{c: c, leader: leader, f: f, logf: logf}
+	o, err := fault.underLoad(ctx, svc, size)
 	if err != nil {
 		return res, err
 	}
@@ -234,16 +235,31 @@ type rmqTimes struct {
 	newLeader                    string
 }
 
-// rmqFaultUnderLoad runs the open load on the service across the fault
-// and the node's return, then a while more, and tallies the answers.
-func rmqFaultUnderLoad(ctx context.Context, c *rmqCluster, svc *rmqService, leader int, f rmqFault, size Size, logf func(string, ...any)) (*rmqOutcome, error) {
+// rmqLeaderFault is fault f on the cluster's node leader (its index),
+// the queue's leader, with the run's log.
+type rmqLeaderFault struct {
+	// c is the three-node cluster.
+	c *rmqCluster
+	// leader is the index in c of the node faulted, the queue's leader.
+	leader int
+	// f is the fault: a kill or a cut.
+	f rmqFault
+	// logf logs the fault's progress.
+	logf func(string, ...any)
+}
+
+// underLoad runs the open load of the size on the service across the
+// fault and the node's return, then a while more, and tallies the
+// answers.
+func (lf rmqLeaderFault) underLoad(ctx context.Context, svc *rmqService, size Size) (*rmqOutcome, error) {
+	c, leader, f := lf.c, lf.leader, lf.f
 	rate, before, hold, after := rmqFaultLoad(size, f)
 	if err := crashWaitReady(ctx, svc.base, time.Minute); err != nil {
 		return nil, err
 	}
 	stop := taskLoad(ctx, &http.Client{Timeout: 30 * time.Second}, svc.base, rate)
 	sleep(ctx, before)
-	t, err := rmqFaultSequence(ctx, c, svc.queue, leader, f, hold, logf)
+	t, err := lf.sequence(ctx, svc.queue, hold)
 	if err != nil {
 		stop()
 		return nil, err
@@ -258,11 +274,12 @@ func rmqFaultUnderLoad(ctx context.Context, c *rmqCluster, svc *rmqService, lead
 	return o, ctx.Err()
 }
 
-// rmqFaultSequence kills or cuts off the leader, waits for a new leader
-// (asked of the next node), keeps the node away for hold, and brings it
-// back (a restart; a heal), waiting until all three nodes run together.
-// The node is brought back whatever fails on the way.
-func rmqFaultSequence(ctx context.Context, c *rmqCluster, queue string, leader int, f rmqFault, hold time.Duration, logf func(string, ...any)) (t rmqTimes, err error) {
+// sequence kills or cuts off the leader, waits for a new leader of
+// queue (asked of the next node), keeps the node away for hold, and
+// brings it back (a restart; a heal), waiting until all three nodes run
+// together. The node is brought back whatever fails on the way.
+func (lf rmqLeaderFault) sequence(ctx context.Context, queue string, hold time.Duration) (t rmqTimes, err error) {
+	c, leader, f, logf := lf.c, lf.leader, lf.f, lf.logf
 	watch := (leader + 1) % len(c.urls)
 	back := func() error {
 		if f.cut {

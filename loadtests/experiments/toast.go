@@ -90,6 +90,7 @@ func toastRewrite(ctx context.Context, env Env, size Size) (Result, error) {
 	if _, err := s.Pool.Exec(ctx, `CREATE TABLE docs (id int PRIMARY KEY, name text NOT NULL, profile jsonb NOT NULL)`); err != nil {
 		return r, err
 	}
+	run := toastRun{env: env, pool: s.Pool, r: &r, reps: reps}
 	id := 0
 	for _, comp := range toastCompressions {
 		if _, err := s.Pool.Exec(ctx, "ALTER TABLE docs ALTER COLUMN profile SET COMPRESSION "+comp); err != nil {
@@ -97,7 +98,7 @@ func toastRewrite(ctx context.Context, env Env, size Size) (Result, error) {
 		}
 		for _, sz := range toastSizes {
 			id++
-			if err := toastDocument(ctx, env, s.Pool, &r, comp, sz, id, reps); err != nil {
+			if err := run.document(ctx, comp, sz, id); err != nil {
 				return r, err
 			}
 		}
@@ -105,10 +106,25 @@ func toastRewrite(ctx context.Context, env Env, size Size) (Result, error) {
 	return r, nil
 }
 
-// toastDocument stores one document of sz bytes as row id under comp and
-// records, for each update, its WAL (median and smallest) and median time
-// over reps repetitions, and the document's stored size.
-func toastDocument(ctx context.Context, env Env, pool *pgxpool.Pool, r *Result, comp string, sz, id, reps int) error {
+// toastRun is one run of toast-rewrite: its environment (the log), the
+// scratch database's pool, the result it records in, and how many times
+// each update is repeated.
+type toastRun struct {
+	// env logs each update's figures.
+	env Env
+	// pool is the scratch database holding the docs table.
+	pool *pgxpool.Pool
+	// r is the result the figures are recorded in.
+	r *Result
+	// reps is how many times each update is repeated.
+	reps int
+}
+
+// document stores one document of sz bytes as row id under comp and
+// records, for each update, its WAL (median and smallest) and median
+// time over the run's repetitions, and the document's stored size.
+func (tr toastRun) document(ctx context.Context, comp string, sz, id int) error {
+	env, pool, r, reps := tr.env, tr.pool, tr.r, tr.reps
 	docs := make([]string, reps+1)
 	for i := range docs {
 		docs[i] = string(scenario.LargeProfile(sz, i))
