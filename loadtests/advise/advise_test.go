@@ -1,10 +1,14 @@
-package advise
+package advise_test
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/advise"
+	// cli registers the project's pairs with the report (its pair table,
+	// loadPairs), as the loadtests command does before advise runs.
+	_ "github.com/where-postgres-ends/where-postgres-ends/loadtests/cli"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 )
 
@@ -22,32 +26,32 @@ func fixture() []report.Verdict {
 	}}
 }
 
-func base() Workload {
-	return Workload{Pair: "log", Rate: 1000, Growth: 1, PayloadBytes: 100, ConsumerGroups: 1, TeamSize: 2, PostgresInStack: true}
+func base() advise.Workload {
+	return advise.Workload{Pair: "log", Rate: 1000, Growth: 1, PayloadBytes: 100, ConsumerGroups: 1, TeamSize: 2, PostgresInStack: true}
 }
 
 func TestAdviseOnFixture(t *testing.T) {
 	cases := []struct {
 		name  string
-		edit  func(*Workload)
+		edit  func(*advise.Workload)
 		final string
 		want  []string
 	}{
-		{"within everything", func(*Workload) {}, "Postgres", []string{"0.33× of Postgres' 3000/s", "failed: 100% of requests 503"}},
-		{"replay needs Kafka", func(w *Workload) { w.Replay = true; w.ConsumerGroups = 3 }, "Kafka (question 1", []string{"3 independent consumer groups"}},
-		{"beyond the range", func(w *Workload) { w.Rate = 8000 }, "measure it: question 2", []string{"2× of it", "Nothing is extrapolated"}},
-		{"growth beyond the range", func(w *Workload) { w.Growth = 5 }, "measure it: question 2", []string{"5000/s in two years"}},
-		{"above both ceilings", func(w *Workload) { w.Rate = 3500 }, "measure it: question 2", []string{"neither side passed it"}},
-		{"big team", func(w *Workload) { w.TeamSize = 12 }, "Kafka (question 3", nil},
-		{"payload outside", func(w *Workload) { w.PayloadBytes = 2048 }, "measure it: question 6", []string{"34× the largest item measured (60 bytes)"}},
-		{"latency met", func(w *Workload) { w.LatencyMS = 5 }, "Postgres", []string{"0.2× your 5 ms target"}},
-		{"no Postgres yet", func(w *Workload) { w.PostgresInStack = false }, "Kafka (question 5", nil},
+		{"within everything", func(*advise.Workload) {}, "Postgres", []string{"0.33× of Postgres' 3000/s", "failed: 100% of requests 503"}},
+		{"replay needs Kafka", func(w *advise.Workload) { w.Replay = true; w.ConsumerGroups = 3 }, "Kafka (question 1", []string{"3 independent consumer groups"}},
+		{"beyond the range", func(w *advise.Workload) { w.Rate = 8000 }, "measure it: question 2", []string{"2× of it", "Nothing is extrapolated"}},
+		{"growth beyond the range", func(w *advise.Workload) { w.Growth = 5 }, "measure it: question 2", []string{"5000/s in two years"}},
+		{"above both ceilings", func(w *advise.Workload) { w.Rate = 3500 }, "measure it: question 2", []string{"neither side passed it"}},
+		{"big team", func(w *advise.Workload) { w.TeamSize = 12 }, "Kafka (question 3", nil},
+		{"payload outside", func(w *advise.Workload) { w.PayloadBytes = 2048 }, "measure it: question 6", []string{"34× the largest item measured (60 bytes)"}},
+		{"latency met", func(w *advise.Workload) { w.LatencyMS = 5 }, "Postgres", []string{"0.2× your 5 ms target"}},
+		{"no Postgres yet", func(w *advise.Workload) { w.PostgresInStack = false }, "Kafka (question 5", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := base()
 			c.edit(&w)
-			a, err := Advise(w, fixture())
+			a, err := advise.Advise(w, fixture())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +59,7 @@ func TestAdviseOnFixture(t *testing.T) {
 				t.Errorf("final %q, want prefix %q", a.Final, c.final)
 			}
 			var all strings.Builder
-			Print(&all, w, a)
+			advise.Print(&all, w, a)
 			for _, s := range c.want {
 				if !strings.Contains(all.String(), s) {
 					t.Errorf("answers lack %q:\n%s", s, all.String())
@@ -83,7 +87,7 @@ func TestMainInputs(t *testing.T) {
 		{[]string{"--pair", "log", "--results", "../../results", "--rate", "10"}, 0, "Answer: "},
 	} {
 		var out, errb bytes.Buffer
-		if code := Main(c.args, &out, &errb); code != c.code {
+		if code := advise.Main(c.args, &out, &errb); code != c.code {
 			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, code, c.code, errb.String())
 		}
 		got := out.String() + errb.String()
@@ -114,7 +118,7 @@ func TestParseSize(t *testing.T) {
 func TestUnmeasuredAnswersAreNamed(t *testing.T) {
 	vs := fixture()
 	vs[0].PayloadBytes = nil
-	a, err := Advise(base(), vs)
+	a, err := advise.Advise(base(), vs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,20 +130,20 @@ func TestUnmeasuredAnswersAreNamed(t *testing.T) {
 // TestAdviseOnCommittedResults answers from the committed results: the
 // reference's example workload needs Kafka (replay, consumer groups).
 func TestAdviseOnCommittedResults(t *testing.T) {
-	vs, err := Load("../../results")
+	vs, err := advise.Load("../../results")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := base()
 	w.Rate, w.PayloadBytes, w.ConsumerGroups, w.Replay = 4000, 2048, 3, true
-	a, err := Advise(w, vs)
+	a, err := advise.Advise(w, vs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(a.Final, "Kafka (question 1") {
 		t.Errorf("final %q", a.Final)
 	}
-	if len(vs) != len(Pairs()) {
+	if len(vs) != len(advise.Pairs()) {
 		t.Errorf("%d verdicts, want one per pair", len(vs))
 	}
 }
@@ -168,23 +172,23 @@ func cacheFixture() []report.Verdict {
 func TestAdviseRoles(t *testing.T) {
 	cases := []struct {
 		name  string
-		edit  func(*Workload)
+		edit  func(*advise.Workload)
 		final string
 		want  string
 	}{
-		{"pub/sub within Postgres", func(w *Workload) { w.PubSubRate, w.Subscribers = 2000, 1 }, "Postgres", "0.5× of what Postgres passed"},
-		{"pub/sub to 5 subscribers is judged on 10", func(w *Workload) { w.PubSubRate, w.Subscribers = 2000, 5 }, "Redis (question 7", "at 10 subscribers Postgres passed"},
-		{"more subscribers than measured", func(w *Workload) { w.PubSubRate, w.Subscribers = 100, 100 }, "measure it: question 7", "at most 10 subscribers were measured"},
-		{"above both", func(w *Workload) { w.PubSubRate, w.Subscribers = 20000, 1 }, "measure it: question 7", "neither side reached"},
-		{"locks within Postgres", func(w *Workload) { w.LockRate = 300 }, "Postgres", "closed loop"},
-		{"rate limits not measured", func(w *Workload) { w.LockRate, w.TakeRate = 300, 50 }, "measure it: question 7", "rate limits not measured in these results"},
+		{"pub/sub within Postgres", func(w *advise.Workload) { w.PubSubRate, w.Subscribers = 2000, 1 }, "Postgres", "0.5× of what Postgres passed"},
+		{"pub/sub to 5 subscribers is judged on 10", func(w *advise.Workload) { w.PubSubRate, w.Subscribers = 2000, 5 }, "Redis (question 7", "at 10 subscribers Postgres passed"},
+		{"more subscribers than measured", func(w *advise.Workload) { w.PubSubRate, w.Subscribers = 100, 100 }, "measure it: question 7", "at most 10 subscribers were measured"},
+		{"above both", func(w *advise.Workload) { w.PubSubRate, w.Subscribers = 20000, 1 }, "measure it: question 7", "neither side reached"},
+		{"locks within Postgres", func(w *advise.Workload) { w.LockRate = 300 }, "Postgres", "closed loop"},
+		{"rate limits not measured", func(w *advise.Workload) { w.LockRate, w.TakeRate = 300, 50 }, "measure it: question 7", "rate limits not measured in these results"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := base()
 			w.Pair = "cache"
 			c.edit(&w)
-			a, err := Advise(w, cacheFixture())
+			a, err := advise.Advise(w, cacheFixture())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +205,7 @@ func TestAdviseRoles(t *testing.T) {
 	}
 	w := base()
 	w.PubSubRate, w.Subscribers = 10, 1
-	if _, err := Advise(w, fixture()); err == nil || !strings.Contains(err.Error(), "cache pair's roles") {
+	if _, err := advise.Advise(w, fixture()); err == nil || !strings.Contains(err.Error(), "cache pair's roles") {
 		t.Errorf("a pub/sub rate on the log pair: %v, want refused", err)
 	}
 }

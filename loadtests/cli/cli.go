@@ -38,7 +38,7 @@ func commands() []command {
 	var out []command
 	for _, p := range loadPairs {
 		if p.help != "" {
-			out = append(out, load(p.name, p.help))
+			out = append(out, load(p.name(), p.help))
 		}
 	}
 	return append(out,

@@ -318,7 +318,7 @@ func loadCommandTable() map[string]loadCommand {
 	}
 	for _, p := range loadPairs {
 		if p.help != "" {
-			t[p.name] = pairCommand(p)
+			t[p.name()] = pairCommand(p)
 		}
 	}
 	return t
@@ -338,13 +338,13 @@ func pairCommand(p loadPair) loadCommand {
 		if p.state {
 			c.state.registerState(fs)
 		}
-		set := setupPairs(fs, p.name, x)
-		r := set[p.name]
+		set := setupPairs(fs, p.name(), x)
+		r := set[p.name()]
 		return action{
 			options: set.options,
-			plan:    func(c common) []step { return []step{{p.name, r.estimate(c.settle)}} },
+			plan:    func(c common) []step { return []step{{p.name(), r.estimate(c.settle)}} },
 			run: func(ctx context.Context, inv invocation) error {
-				return runPair(ctx, inv, p.name, func(run *driver.Run) error { return r.run(ctx, inv.env, run) })
+				return runPair(ctx, inv, p.name(), func(run *driver.Run) error { return r.run(ctx, inv.env, run) })
 			},
 		}
 	}
@@ -409,11 +409,11 @@ func resultsLongLived(c common, set pairSet) longLivedOpts {
 func (s pairSet) steps(settle time.Duration, last bool) []step {
 	var out []step
 	for _, p := range loadPairs {
-		r := s[p.name]
+		r := s[p.name()]
 		if r == nil || p.last != last {
 			continue
 		}
-		out = append(out, step{p.name, r.estimate(settle)})
+		out = append(out, step{p.name(), r.estimate(settle)})
 	}
 	return out
 }
@@ -423,8 +423,8 @@ func (s pairSet) steps(settle time.Duration, last bool) []step {
 func (s pairSet) demoSteps(settle time.Duration) []step {
 	var out []step
 	for _, p := range loadPairs {
-		if r := s[p.name]; r != nil {
-			out = append(out, step{p.name, r.estimate(settle)})
+		if r := s[p.name()]; r != nil {
+			out = append(out, step{p.name(), r.estimate(settle)})
 		}
 	}
 	return out
@@ -717,7 +717,7 @@ func resultsSteps(ctx context.Context, c common, env *scenario.Env, set pairSet,
 func pairSteps(ctx context.Context, env *scenario.Env, set pairSet, last bool) []resultsStep {
 	var steps []resultsStep
 	for _, p := range loadPairs {
-		r := set[p.name]
+		r := set[p.name()]
 		if r == nil || p.last != last {
 			continue
 		}
@@ -728,7 +728,7 @@ func pairSteps(ctx context.Context, env *scenario.Env, set pairSet, last bool) [
 			// cores).
 			stop = scenario.Pair{}
 		}
-		steps = append(steps, resultsStep{p.name, stop, func(run *driver.Run) error { return r.run(ctx, env, run) }})
+		steps = append(steps, resultsStep{p.name(), stop, func(run *driver.Run) error { return r.run(ctx, env, run) }})
 	}
 	return steps
 }
@@ -861,20 +861,20 @@ func runDemo(ctx context.Context, inv invocation, set pairSet) error {
 	var errs []error
 	var runs []*driver.Run
 	for _, p := range loadPairs {
-		r := set[p.name]
+		r := set[p.name()]
 		if r == nil {
 			continue
 		}
-		env.Progress.Begin(p.name)
-		run := driver.NewRun(p.name, nil, time.Now())
+		env.Progress.Begin(p.name())
+		run := driver.NewRun(p.name(), nil, time.Now())
 		run.Versions = versions.Collect(ctx, versionsConfig(c, root))
 		err := r.run(ctx, env, run)
 		stopPair(env, p.pair)
 		runs = append(runs, run)
 		if err != nil {
 			run.Note("run ended early: %v", err)
-			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
-			fmt.Fprintf(os.Stderr, "%s: %v\n", p.name, err)
+			errs = append(errs, fmt.Errorf("%s: %w", p.name(), err))
+			fmt.Fprintf(os.Stderr, "%s: %v\n", p.name(), err)
 		}
 		if ctx.Err() != nil {
 			break

@@ -3,8 +3,10 @@
 // and main; Run dispatches on it, usage lists it) and check.go the check
 // command. ../doc.go shows every command with its flags.
 //
-// registry.go's loadPairs holds each pair's part of the load driver (its
-// command, flags, options and scenario), and commands.go's loadTable one
+// registry.go's loadPairs is the project's pair table, where a pair is
+// registered once: its part of the load driver (its command, flags,
+// options and scenario) and its report.Pair, which init hands to
+// report.Use; commands.go holds loadTable, one
 // small function per load command, with throughput.go, longlived.go,
 // scaleout.go, durability.go, extras.go, experiments.go,
 // eventstore_long.go, causal.go, fuzz.go and publish.go beside it;

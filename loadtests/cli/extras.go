@@ -82,13 +82,13 @@ func resultsStepNames() []string {
 	names := []string{"raw"}
 	for _, p := range loadPairs {
 		if !p.last {
-			names = append(names, p.name)
+			names = append(names, p.name())
 		}
 	}
 	names = append(names, throughputCommand, scaleoutCommand, longLivedCommand)
 	for _, p := range loadPairs {
 		if p.last {
-			names = append(names, p.name)
+			names = append(names, p.name())
 		}
 	}
 	return append(names, eventstore.CeilingCommand, scenario.DurabilityCommand, "experiments")

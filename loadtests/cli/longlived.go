@@ -133,7 +133,7 @@ func longLivedOptions(opts map[string]scenario.RateOptions, c common) longLivedO
 		if p.longLived == nil {
 			continue
 		}
-		o, ok := opts[p.name]
+		o, ok := opts[p.name()]
 		if !ok {
 			o = p.longLived.Defaults
 		}
@@ -157,7 +157,7 @@ func (o longLivedOpts) steps(settle time.Duration, history int64) []step {
 		est := part.o.Estimate(settle)
 		est.Typical += h
 		est.Bound += 2 * h
-		out = append(out, step{"long-lived " + part.p.name, est})
+		out = append(out, step{"long-lived " + part.p.name(), est})
 	}
 	return out
 }
@@ -179,7 +179,7 @@ func runLongLived(ctx context.Context, inv invocation, o longLivedOpts) (string,
 	run.Settings["host"], run.Settings["port_offset"] = c.host, c.portOffset
 	run.Settings["history_rows"] = c.state.history
 	for _, part := range o {
-		run.Settings[part.p.name+"_rates"] = part.o.Rates
+		run.Settings[part.p.name()+"_rates"] = part.o.Rates
 	}
 	run.StartState = &driver.StartState{Mode: driver.StateLongLived, HistoryRows: c.state.history, Tables: []driver.TableState{}}
 	var errs []error

@@ -10,19 +10,23 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstorerun"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
-// loadPair is one pair of the load driver: its command, its services,
-// and how it takes part in the commands that drive several pairs
-// (results, demo). Its scenario is in loadtests/scenario, its report
-// section and claims in loadtests/report; TestEveryPairIsDriven checks
-// that every pair of services/kit/pairs has all three.
+// loadPair is one pair of the load driver and the report, registered
+// once: its command, its services, how it takes part in the commands
+// that drive several pairs (results, demo), and how the report shows it.
+// Its scenario is in loadtests/scenario, its report's Pair and claims in
+// loadtests/report; TestEveryPairIsDriven checks that every pair of
+// services/kit/pairs has all of them.
 type loadPair struct {
-	// name is the pair's name in services/kit/pairs, its command and the
-	// suffix of its results files.
-	name string
+	// report is how the report shows the pair (its section, card,
+	// findings and claims); its Name is the pair's name in
+	// services/kit/pairs, its command and the suffix of its results
+	// files. init hands every entry's report to report.Use.
+	report report.Pair
 	// help is its command's line in the usage; "" when the pair has no
 	// load command of its own (the event store has its bench's command).
 	help string
@@ -70,27 +74,43 @@ type pairRun interface {
 // pairSet is the pairs taking part in one command, by name.
 type pairSet map[string]pairRun
 
-// loadPairs is the load driver's pair table, in the order the commands
-// run the pairs: one entry per pair of services/kit/pairs.
+// loadPairs is the project's pair table, in the order the commands run
+// the pairs: one entry per pair of services/kit/pairs, the one place a
+// pair is registered, for the driver and for the report.
 var loadPairs = []loadPair{
-	{name: pairs.Queue, help: "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
+	{report: report.Queue(), help: "drive the queue pair (rabbitmq vs no-rabbitmq): fixed rates, ceiling, durable variant",
 		pair: scenario.QueuePair, state: true, setup: queueSetup, longLived: &scenario.QueueScenario},
-	{name: pairs.Log, help: "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
+	{report: report.Log(), help: "drive the log pair (kafka vs no-kafka): fixed rates, ceiling, synchronous_commit=off",
 		pair: scenario.LogPair, state: true, setup: logSetup, longLived: &scenario.LogScenario},
-	{name: pairs.Documents, help: "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
+	{report: report.Documents(), help: "drive the documents pair (mongodb vs no-mongodb): search, rewrite vs patch, WAL",
 		pair: scenario.DocumentsPair, state: true, setup: documentsSetup},
-	{name: pairs.Cache, help: "drive the cache pair (redis vs no-redis, every mode): Zipf profiles, kv writes logged vs unlogged, raw lookups, stampede, staleness, CPU",
+	{report: report.Cache(), help: "drive the cache pair (redis vs no-redis, every mode): Zipf profiles, kv writes logged vs unlogged, raw lookups, stampede, staleness, CPU",
 		pair: scenario.CachePair, ownInstances: true, setup: cacheSetup,
 		duration: scenario.Cache.Defaults.Duration, rounds: scenario.Cache.Defaults.Rounds},
 	// The event store is measured by its bench (the eventstore command,
 	// eventStoreMain): results runs it last, demo in table order.
-	{name: pairs.EventStore, setup: eventStoreSetup, last: true},
+	{report: report.EventStore(), setup: eventStoreSetup, last: true},
+}
+
+// name is the pair's name: its report's.
+func (p loadPair) name() string { return p.report.Name }
+
+func init() { useReports() }
+
+// useReports gives the report the pairs of loadPairs, in table order
+// (report.Use): the report's pair table is derived from this one.
+func useReports() {
+	ps := make([]report.Pair, len(loadPairs))
+	for i, p := range loadPairs {
+		ps[i] = p.report
+	}
+	report.Use(ps...)
 }
 
 // lookupPair returns the named pair's entry.
 func lookupPair(name string) (loadPair, bool) {
 	for _, p := range loadPairs {
-		if p.name == name {
+		if p.name() == name {
 			return p, true
 		}
 	}
@@ -103,7 +123,7 @@ func setupPairs(fs *flag.FlagSet, cmd string, x *extras) pairSet {
 	set := pairSet{}
 	for _, p := range loadPairs {
 		if r := p.setup(fs, cmd, x, set); r != nil {
-			set[p.name] = r
+			set[p.name()] = r
 		}
 	}
 	return set
@@ -112,7 +132,7 @@ func setupPairs(fs *flag.FlagSet, cmd string, x *extras) pairSet {
 // options completes every pair's options, in table order.
 func (s pairSet) options(c common) error {
 	for _, p := range loadPairs {
-		if r := s[p.name]; r != nil {
+		if r := s[p.name()]; r != nil {
 			if err := r.options(c, s); err != nil {
 				return err
 			}

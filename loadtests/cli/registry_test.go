@@ -37,12 +37,12 @@ func TestEveryPairIsDriven(t *testing.T) {
 		}
 	}
 	for _, p := range loadPairs {
-		if !slices.Contains(pairs.Names(), p.name) {
-			t.Errorf("loadPairs names %q, which is not a pair of services/kit/pairs", p.name)
+		if !slices.Contains(pairs.Names(), p.name()) {
+			t.Errorf("loadPairs names %q, which is not a pair of services/kit/pairs", p.name())
 		}
 		if p.help != "" {
-			if _, ok := loadTable[p.name]; !ok {
-				t.Errorf("pair %s has a help line but no command in loadTable", p.name)
+			if _, ok := loadTable[p.name()]; !ok {
+				t.Errorf("pair %s has a help line but no command in loadTable", p.name())
 			}
 		}
 	}
@@ -57,7 +57,7 @@ func TestLongLivedFromTheTable(t *testing.T) {
 	c := common{duration: 7 * time.Second}
 	q := scenario.RateOptions{Rates: []float64{42}, Ceiling: true, Rounds: 3}
 	o := longLivedOptions(map[string]scenario.RateOptions{pairs.Queue: q}, c)
-	if len(o) != 2 || o[0].p.name != pairs.Queue || o[1].p.name != pairs.Log {
+	if len(o) != 2 || o[0].p.name() != pairs.Queue || o[1].p.name() != pairs.Log {
 		t.Fatalf("long-lived pairs: %+v, want queue then log", o)
 	}
 	if r := o[0].o; !slices.Equal(r.Rates, q.Rates) || r.Rounds != 1 || r.Ceiling || r.Variant || r.Duration != c.duration {
@@ -88,13 +88,13 @@ func TestOneRouteForEveryPair(t *testing.T) {
 	set := setupPairs(fs, resultsCommand, newExtras())
 	var first, last []string
 	for _, p := range loadPairs {
-		if set[p.name] == nil {
+		if set[p.name()] == nil {
 			continue
 		}
 		if p.last {
-			last = append(last, p.name)
+			last = append(last, p.name())
 		} else {
-			first = append(first, p.name)
+			first = append(first, p.name())
 		}
 	}
 	if got := names(pairSteps(context.Background(), nil, set, false)); !slices.Equal(got, first) {
@@ -108,8 +108,8 @@ func TestOneRouteForEveryPair(t *testing.T) {
 	demo := setupPairs(fs, demoCommand, newExtras())
 	var want []string
 	for _, p := range loadPairs {
-		if demo[p.name] != nil {
-			want = append(want, p.name)
+		if demo[p.name()] != nil {
+			want = append(want, p.name())
 		}
 	}
 	var got []string

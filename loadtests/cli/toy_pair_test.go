@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/resultfile"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
 )
@@ -45,17 +47,27 @@ func (r *toyRun) run(_ context.Context, _ *scenario.Env, run *driver.Run) error 
 // toyScenario is the toy pair's one scenario.
 const toyScenario driver.ScenarioName = "toy.rate"
 
-// TestToyPairIsDriven: adding a pair to the driver is one entry of
-// loadPairs. A toy entry, with no other edit, gets a command of its own
-// with its help line in the usage, a step of results (which -steps
-// knows) and of demo, and results writes its results file. Not
-// parallel: it changes loadPairs, which the parallel tests read only
-// after it is restored.
+// toyTitle is the toy pair's section heading.
+const toyTitle = "Toy: toy-specialist vs no-toy"
+
+// TestToyPairIsDriven: adding a pair to the driver and the report is one
+// entry of loadPairs. A toy entry, with no other edit, gets a command of
+// its own with its help line in the usage, a step of results (which
+// -steps knows) and of demo, results writes its results file, and the
+// report reads that file and gives it a RESULTS.md section under the
+// entry's title, with its scenario's table. (report's TestToyPair shows the rest of a Pair: card,
+// findings, claims.) Not parallel: it changes loadPairs and the report's
+// pair table, which the parallel tests read only after both are
+// restored.
 func TestToyPairIsDriven(t *testing.T) {
 	saved := loadPairs
-	loadPairs = append(slices.Clone(loadPairs), loadPair{name: toyPair, help: "drive the toy pair",
+	loadPairs = append(slices.Clone(loadPairs), loadPair{report: report.Pair{Name: toyPair, Title: toyTitle}, help: "drive the toy pair",
 		setup: func(*flag.FlagSet, string, *extras, pairSet) pairRun { return &toyRun{} }})
-	t.Cleanup(func() { loadPairs = saved })
+	useReports()
+	t.Cleanup(func() {
+		loadPairs = saved
+		useReports()
+	})
 
 	if _, ok := loadCommandTable()[toyPair]; !ok {
 		t.Error("the toy pair has no command of its own")
@@ -98,5 +110,14 @@ func TestToyPairIsDriven(t *testing.T) {
 	}
 	if resultfile.Newest(c.resultsDir, resultfile.Kind(toyPair)) != files[0] {
 		t.Error("the toy pair's file is not the newest of its kind")
+	}
+
+	if !slices.Contains(report.InputCommands(), toyPair) {
+		t.Errorf("report.InputCommands() = %v: the report does not read the toy pair's runs", report.InputCommands())
+	}
+	var b bytes.Buffer
+	report.Markdown(&b, []*driver.Run{run}, report.ChartLinks{Files: map[string]string{}, Rel: "results"}, time.Now(), report.Sources{})
+	if md := b.String(); !strings.Contains(md, "\n## "+toyTitle+"\n") || !strings.Contains(md, "\n### "+string(toyScenario)+"\n") {
+		t.Errorf("RESULTS.md has no toy section with its scenario:\n%s", md)
 	}
 }

@@ -322,13 +322,18 @@ var cacheClaims = []claimSpec{
 
 func init() {
 	claimTable = append(claimTable, cacheClaims...)
-	registerReport(pairReport{name: pairs.Cache, title: CacheTitle, section: cacheSection,
+}
+
+// Cache is the cache pair's Pair: its whole section, written from its
+// run (every mode), with the staleness chart.
+func Cache() Pair {
+	return Pair{Name: pairs.Cache, Title: CacheTitle, section: cacheSection,
 		chart: &pairChart{"staleness", stalenessFile, stalenessChart}, card: "staleness",
 		ceiling: rateSource{pairs.Cache, scenario.CacheReadCeiling, "one read per request"},
 		verdict: cacheVerdict,
 		text: cardText{question: "Postgres behind an in-process cache, or Redis?",
 			pgWhen: "reads dominate and a stale value must vanish on an out-of-band `UPDATE` (NOTIFY invalidation)"},
-		findings: &cacheSpec})
+		findings: &cacheSpec}
 }
 
 // cacheSection is the cache pair's section and its staleness chart.

@@ -196,8 +196,8 @@ func verdictsOf(in *inputs) []Verdict {
 			continue
 		}
 		v := p.verdict(in)
-		v.Section = p.title
-		v.Doc, v.Chart = "docs/"+p.name+".md", "docs/results/"+CardFile(p.name)
+		v.Section = p.Title
+		v.Doc, v.Chart = "docs/"+p.Name+".md", "docs/results/"+CardFile(p.Name)
 		v.Failover = failoverText(v.Pair, in.src.FailoverParts)
 		v.LoseNothing = loseNothingText(v.Pair, in.src.Durability)
 		vs = append(vs, v)

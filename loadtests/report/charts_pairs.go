@@ -21,7 +21,7 @@ import (
 )
 
 // The file names of the charts this file draws, by key; the pairs'
-// cards (pairReport.card) are <pair>-card.svg.
+// cards (Pair.card) are <pair>-card.svg.
 const (
 	throughputFile  = "throughput-batch.svg"
 	cpuFile         = "cpu-per-1k.svg"
@@ -521,7 +521,7 @@ func pairCharts(all []*driver.Run, es eventstore.Results, src Sources, dir strin
 	// The cards: a copy of the chart that best answers "should I replace
 	// X with Postgres" (the log's is drawn above, its panel alone).
 	for _, p := range pairReports() {
-		pair, key := p.name, p.card
+		pair, key := p.Name, p.card
 		f, ok := out[key]
 		if key == "" || !ok {
 			continue

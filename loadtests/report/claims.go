@@ -284,11 +284,10 @@ func tie(a, b float64) bool {
 	return m > 0 && (max(a, b)-min(a, b))/m < tieWithin
 }
 
-// The queue, log and documents pairs' entries of the report's pair
-// table: the sections every rate pair's tables make, with their extra
-// subsection and charts.
-func init() {
-	registerReport(pairReport{name: pairs.Queue, title: "Queue: rabbitmq vs no-rabbitmq", after: OutboxSection,
+// Queue is the queue pair's Pair: the section every rate pair's tables
+// make, with the outbox subsection and the rate-latency chart.
+func Queue() Pair {
+	return Pair{Name: pairs.Queue, Title: "Queue: rabbitmq vs no-rabbitmq", after: OutboxSection,
 		overview: rateOverview(pairs.Queue),
 		caption: "Lower is better; both axes are logarithmic, so the low rates get as much room as the high ones. " +
 			"Where the two lines run close, the sides are about as fast; where a line climbs by orders of magnitude, " +
@@ -299,8 +298,13 @@ func init() {
 		verdict: queueVerdict,
 		text: cardText{question: "a table with `FOR UPDATE SKIP LOCKED`, or RabbitMQ?",
 			pgWhen: "each task goes to one worker and must commit with its business row in one transaction"},
-		findings: &queueFindings})
-	registerReport(pairReport{name: pairs.Log, title: "Log: kafka vs no-kafka",
+		findings: &queueFindings}
+}
+
+// Log is the log pair's Pair: the section every rate pair's tables make,
+// with the rate-latency chart.
+func Log() Pair {
+	return Pair{Name: pairs.Log, Title: "Log: kafka vs no-kafka",
 		overview: rateOverview(pairs.Log),
 		caption: "Lower is better; both axes are logarithmic, so the vertical gap between the lines is the ratio of the sides' latencies: " +
 			"a steady gap means one side is slower by a constant factor, a gap that widens with the rate means it degrades under load.",
@@ -309,8 +313,13 @@ func init() {
 		verdict: logVerdict,
 		text: cardText{question: "logical replication with wal2json, or Kafka?",
 			pgWhen: "one consumer reads the stream (one replication slot) and the event must commit with the row"},
-		findings: &logFindings})
-	registerReport(pairReport{name: pairs.Documents, title: "Documents: mongodb vs no-mongodb",
+		findings: &logFindings}
+}
+
+// Documents is the documents pair's Pair: the section every pair's
+// tables make, with the cost-ratio overview and the TOAST chart.
+func Documents() Pair {
+	return Pair{Name: pairs.Documents, Title: "Documents: mongodb vs no-mongodb",
 		overview: documentsOverview,
 		caption: "Each bar is a side's rewrite p50 divided by its neighbour-patch p50 in the same rounds. " +
 			"The higher the bar, the more a profile's size costs that side; compare how each side's bar grows from the smaller size to the larger.",
@@ -319,7 +328,7 @@ func init() {
 		verdict: documentsVerdict,
 		text: cardText{question: "`jsonb` with a GIN index, or MongoDB?",
 			pgWhen: "search is containment (`@>`) and large documents are rarely rewritten whole"},
-		findings: &documentsFindings})
+		findings: &documentsFindings}
 }
 
 // claimTable holds every numeric claim of the reference measurements, in

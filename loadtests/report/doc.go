@@ -15,6 +15,11 @@
 // the reference's decision questions answered with the same numbers, between marker comments, so that the README cannot drift
 // from the results.
 //
+// The report knows the pairs it is given (Use): each a Pair, built in
+// this package (Queue, Log, Documents, Cache, EventStore) and registered
+// by the load driver's pair table, from which every list of the report
+// derives (sections, claims order, cards, findings, advise).
+//
 // A value whose point or side is not valid (driver.Status: failed, not
 // run) is never printed as a figure: tables, charts and claims show its
 // status in words ("failed: …"), a chart marks it instead of drawing it,

@@ -164,16 +164,16 @@ func causalFits(b *strings.Builder, c *eventstore.CausalResult) {
 	}
 }
 
-// The event store's entry of the report's pair table: its section from
-// the bench's results, and its claim decided by the causal experiment.
-func init() {
-	registerReport(pairReport{name: pairs.EventStore, title: eventstore.SectionTitle, runs: eventstore.Commands(), benchSection: EventStoreSection, claims: []string{causalShort},
+// EventStore is the event store's Pair: its section from the bench's
+// results, and its claim decided by the causal experiment.
+func EventStore() Pair {
+	return Pair{Name: pairs.EventStore, Title: eventstore.SectionTitle, runs: eventstore.Commands(), benchSection: EventStoreSection, claims: []string{causalShort},
 		card:    pairs.EventStore,
 		ceiling: rateSource{EventStoreCeilingCommand, scenario.EventStoreAppendCeiling, "appended one per request"},
 		verdict: eventStoreVerdict,
 		text: cardText{question: "an append-only table, or KurrentDB (or Kafka)?",
 			pgWhen: "appends must check an expected version and events commit with state"},
-		findings: &eventStoreFindings})
+		findings: &eventStoreFindings}
 }
 
 // eventStoreEngines are the event store's services in the order its

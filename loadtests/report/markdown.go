@@ -66,7 +66,7 @@ func Write(to Files, all []*driver.Run, src Sources, now time.Time, extra ...str
 			continue
 		}
 		if section := p.benchSection(bench); section != "" {
-			b.WriteString("\n" + section + "\n" + chartLine(charts, p.name, chartsRel))
+			b.WriteString("\n" + section + "\n" + chartLine(charts, p.Name, chartsRel))
 		}
 	}
 	if section := ScaleOutSection(byCmd[scenario.ScaleOutCommand]); section != "" {
@@ -236,9 +236,9 @@ func postgresSettings(set map[string]string) string {
 // pairSection writes a pair's section from its run: its settings and
 // starting state, one table per scenario, then p.after's subsection, its
 // knee, its charts and the run's notes.
-func pairSection(b *bytes.Buffer, p pairReport, r *driver.Run, charts map[string]string, chartsRel string) {
+func pairSection(b *bytes.Buffer, p Pair, r *driver.Run, charts map[string]string, chartsRel string) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	w("\n## %s\n\n", p.title)
+	w("\n## %s\n\n", p.Title)
 	if settings := settingsLine(r); settings != "" {
 		b.WriteString(settingsBlock(settings))
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
@@ -9,16 +10,20 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
-// pairReport is how the report shows one pair of services/kit/pairs: its
-// RESULTS.md section, the charts under it and its claims. A pair's claims
-// file registers its entry (registerReport) beside its claims: adding a
-// pair to the report means that one file.
-type pairReport struct {
-	// name is the pair's name and its runs' command.
-	name string
-	// title is the heading of its RESULTS.md section, which the README's
+// Pair is how the report shows one pair of services/kit/pairs: its
+// RESULTS.md section, the charts under it, its verdict card, its row of
+// the README's findings and the questions it answers. The load driver
+// registers it once, in the pair's one entry of its pair table (cli's
+// loadPairs), which hands every entry's Pair to Use; the values of the
+// project's pairs come from this package (Queue, Log, Documents, Cache,
+// EventStore), each built in the pair's own file beside its claims. Only
+// Name and Title are exported: a pair is otherwise built here.
+type Pair struct {
+	// Name is the pair's name and its runs' command.
+	Name string
+	// Title is the heading of its RESULTS.md section, which the README's
 	// findings and the verdict cards link to.
-	title string
+	Title string
 	// section, when set, writes the pair's whole section from its run
 	// (the cache). Otherwise the pair gets the tables every pair's
 	// scenarios share, then after's subsection (when set), its knee, the
@@ -66,17 +71,24 @@ type pairReport struct {
 	findings *pairSpec
 }
 
-// pairReportsByName is the report's pair table: each pair's claims file
-// registers its entry (registerReport), beside its claims.
-var pairReportsByName = map[string]pairReport{}
+// pairTable is the report's pair table, by name: what Use was last given.
+// It is written only by Use (at start-up, or by a test that is not
+// parallel) and read by everything else.
+var pairTable = map[string]Pair{}
 
-// registerReport adds a pair's entry to the report's pair table; a pair
-// registered twice is a programming error.
-func registerReport(p pairReport) {
-	if _, dup := pairReportsByName[p.name]; dup {
-		panic("report: pair " + p.name + " registered twice")
+// Use makes ps the report's pair table, replacing what it held: the load
+// driver calls it once at start-up with every entry of its pair table. A
+// pair without a name, or two of one name, is a programming error. Not
+// safe to call while a report is being made.
+func Use(ps ...Pair) {
+	t := make(map[string]Pair, len(ps))
+	for _, p := range ps {
+		if _, dup := t[p.Name]; dup || p.Name == "" {
+			panic("report: pair " + strconv.Quote(p.Name) + " given twice or unnamed")
+		}
+		t[p.Name] = p
 	}
-	pairReportsByName[p.name] = p
+	pairTable = t
 }
 
 // pairReports are the registered pairs in the report's one order: that
@@ -84,23 +96,23 @@ func registerReport(p pairReport) {
 // (runs) after the others, as their sections are, and a pair the kit's
 // table lacks (a test's) last. RESULTS.md's sections, the cards, the
 // README's findings and advise all follow it.
-func pairReports() []pairReport {
+func pairReports() []Pair {
 	rank := map[string]int{}
 	for i, name := range pairs.Names() {
 		rank[name] = i + 1
 	}
-	out := make([]pairReport, 0, len(pairReportsByName))
-	for _, p := range pairReportsByName {
+	out := make([]Pair, 0, len(pairTable))
+	for _, p := range pairTable {
 		out = append(out, p)
 	}
-	key := func(p pairReport) (bool, int) {
-		r, known := rank[p.name]
+	key := func(p Pair) (bool, int) {
+		r, known := rank[p.Name]
 		if !known {
 			r = len(rank) + 1
 		}
 		return p.runs != nil, r
 	}
-	slices.SortFunc(out, func(a, b pairReport) int {
+	slices.SortFunc(out, func(a, b Pair) int {
 		ab, ar := key(a)
 		bb, br := key(b)
 		switch {
@@ -112,7 +124,7 @@ func pairReports() []pairReport {
 		case ar != br:
 			return ar - br
 		}
-		return strings.Compare(a.name, b.name)
+		return strings.Compare(a.Name, b.Name)
 	})
 	return out
 }
@@ -123,7 +135,7 @@ func CardPairs() []string {
 	var out []string
 	for _, p := range pairReports() {
 		if p.verdict != nil {
-			out = append(out, p.name)
+			out = append(out, p.Name)
 		}
 	}
 	return out
@@ -137,7 +149,7 @@ type pairChart struct {
 }
 
 // splitBench separates the runs of the pairs measured by a bench of their
-// own (a pairReport's runs) from all and returns both, each in all's
+// own (a Pair's runs) from all and returns both, each in all's
 // order: the other runs go through the pairs' sections, claims and
 // charts; the bench runs through eventStoreOf and benchSection.
 func splitBench(all []*driver.Run) (rest, bench []*driver.Run) {
@@ -151,9 +163,9 @@ func splitBench(all []*driver.Run) (rest, bench []*driver.Run) {
 	return rest, bench
 }
 
-// benchCommand reports whether cmd is one of a pairReport's runs.
+// benchCommand reports whether cmd is one of a Pair's runs.
 func benchCommand(cmd string) bool {
-	for _, p := range pairReportsByName {
+	for _, p := range pairTable {
 		if slices.Contains(p.runs, cmd) {
 			return true
 		}
@@ -171,22 +183,22 @@ func eventStoreOf(runs []*driver.Run) eventstore.Results {
 }
 
 // reportOf returns the named pair's entry.
-func reportOf(name string) (pairReport, bool) {
-	p, ok := pairReportsByName[name]
+func reportOf(name string) (Pair, bool) {
+	p, ok := pairTable[name]
 	return p, ok
 }
 
 // titleOf is the heading of the named pair's section ("" for none).
 func titleOf(name string) string {
 	p, _ := reportOf(name)
-	return p.title
+	return p.Title
 }
 
 // pairCommands are the pairs' commands in the report's order.
 func pairCommands() []string {
 	var out []string
 	for _, p := range pairReports() {
-		out = append(out, p.name)
+		out = append(out, p.Name)
 	}
 	return out
 }
@@ -198,8 +210,8 @@ func PairCoverage(name string) string {
 	p, ok := reportOf(name)
 	switch {
 	case !ok:
-		return "no entry in the report's pair table (registerReport)"
-	case p.title == "":
+		return "no entry in the report's pair table (Use)"
+	case p.Title == "":
 		return "no section title"
 	}
 	n := len(p.claims)

@@ -132,7 +132,7 @@ var questions = []question{
 }
 
 // pairSpec is one pair of the findings, held by its entry of the
-// report's pair table (pairReport.findings): the rendering loops over
+// report's pair table (Pair.findings): the rendering loops over
 // them (findingSpecs) and skips a pair whose results are absent.
 type pairSpec struct {
 	// name is the pair's name in the table.
@@ -233,7 +233,7 @@ func findingSpecs() []pairSpec {
 	for _, p := range pairReports() {
 		if p.findings != nil {
 			s := *p.findings
-			s.section, s.verdict = p.title, p.name
+			s.section, s.verdict = p.Title, p.Name
 			out = append(out, s)
 		}
 	}

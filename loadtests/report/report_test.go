@@ -374,16 +374,16 @@ func TestPairReportsArePairs(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}
 	for _, p := range pairReports() {
-		if seen[p.name] || !slices.Contains(pairs.Names(), p.name) {
-			t.Errorf("the report's pair table: %q twice or not a pair of services/kit/pairs", p.name)
+		if seen[p.Name] || !slices.Contains(pairs.Names(), p.Name) {
+			t.Errorf("the report's pair table: %q twice or not a pair of services/kit/pairs", p.Name)
 		}
-		seen[p.name] = true
-		if why := PairCoverage(p.name); why != "" {
-			t.Errorf("%s: %s", p.name, why)
+		seen[p.Name] = true
+		if why := PairCoverage(p.Name); why != "" {
+			t.Errorf("%s: %s", p.Name, why)
 		}
 	}
-	if len(seen) != len(pairReportsByName) {
-		t.Errorf("the report's pair table has %d entries, %d of them pairs of services/kit/pairs", len(pairReportsByName), len(seen))
+	if len(seen) != len(pairTable) {
+		t.Errorf("the report's pair table has %d entries, %d of them pairs of services/kit/pairs", len(pairTable), len(seen))
 	}
 	if PairCoverage("nope") == "" {
 		t.Error("PairCoverage covered a pair that does not exist")

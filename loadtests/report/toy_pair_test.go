@@ -11,18 +11,20 @@ import (
 )
 
 // toyPair is a pair the project does not have, added to the report the
-// way docs/adding-a-pair.md says: one entry of the report's pair table
-// (registerReport) and the rows of its claims, nothing else.
+// way docs/adding-a-pair.md says: one Pair, given to Use as the load
+// driver gives every entry of its pair table, and the rows of its
+// claims, nothing else. cli's TestToyPairIsDriven registers a toy the
+// driver's way, through loadPairs.
 const toyPair = "toy"
 
 // registerToy adds the toy pair's entry and its claim, as a pair's
 // claims file does in its init, and takes both out after the test.
 func registerToy(t testing.TB) {
 	t.Helper()
-	saved := slices.Clone(claimTable)
-	registerReport(pairReport{
-		name:  toyPair,
-		title: "Toy: toy-specialist vs no-toy",
+	saved, savedPairs := slices.Clone(claimTable), pairReports()
+	Use(append(pairReports(), Pair{
+		Name:  toyPair,
+		Title: "Toy: toy-specialist vs no-toy",
 		section: func(r *driver.Run, _ map[string]string, _ string) string {
 			return "\n## Toy: toy-specialist vs no-toy\n\nThe toy section of " + r.ID + ".\n"
 		},
@@ -38,7 +40,7 @@ func registerToy(t testing.TB) {
 			headline: func(*inputs) string { return "Toys were measured." },
 			servers:  func(*inputs) string { return "ToySpecialist 1.0" },
 			answers:  map[string]func(*inputs) string{"semantics": fixedAnswer("a toy is a toy on both sides.")}},
-	})
+	})...)
 	claimTable = append(claimTable, claimSpec{pair: toyPair, short: "toys fit", claim: "A toy fits in a table", rule: "the toy run exists",
 		evaluate: func(in claimInputs) outcome {
 			if in.rs[toyPair] == nil {
@@ -47,7 +49,7 @@ func registerToy(t testing.TB) {
 			return outcome{measured: "one toy run", holds: true}
 		}})
 	t.Cleanup(func() {
-		delete(pairReportsByName, toyPair)
+		Use(savedPairs...)
 		claimTable = saved
 	})
 }
