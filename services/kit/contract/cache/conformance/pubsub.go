@@ -124,21 +124,26 @@ func smallReadBuffer() *http.Client {
 // is dropped (subscribers_dropped) while messages keep coming; a
 // subscriber of the same channel that reads gets every message in
 // order, and the slow one's stream, read afterwards, ends with "end"
-// (reason "slow") having missed messages.
+// (reason "slow") having missed messages. The publisher waits for the
+// reading subscriber to receive each message before the next: its queue
+// is as small as the slow one's, and a publisher running ahead of it
+// would make it slow too whenever the machine is busy (seen under
+// make test's parallel packages).
 func testSlowSubscriber(t *testing.T, _ side, own ownTarget) {
 	s := own(t, Options{SubscriberBuffer: cache.MinSubscriberBuffer})
 	ch := kittest.UniqueName(t, "slow")
 	slow := SubscribeWith(t, smallReadBuffer(), s.URL(), ch)
 	fast := Subscribe(t, s.PeerURL(), ch)
-	fast.Start() // it reads as messages come
 	pad := strings.Repeat("x", 3000)
 	before := kittest.Counter(t, s.URL(), cache.CounterSubscribersDropped)
 	dropped := false
 	n := 0
+	var got []string
 	for sent := 0; sent < 64<<20 && !dropped; n++ {
 		body := fmt.Sprintf(`{"n":%d,"pad":%q}`, n, pad)
 		Publish(t, s.URL(), ch, body)
 		sent += len(body)
+		got = append(got, fast.Messages(t, 1, 30*time.Second)...)
 		if n%50 == 49 {
 			dropped = kittest.Counter(t, s.URL(), cache.CounterSubscribersDropped) > before
 		}
@@ -146,7 +151,6 @@ func testSlowSubscriber(t *testing.T, _ side, own ownTarget) {
 	if !dropped {
 		t.Fatalf("a subscriber that does not read was not dropped after %d messages", n)
 	}
-	got := fast.Messages(t, n, 30*time.Second)
 	for i, m := range got {
 		var v struct{ N int }
 		if json.Unmarshal([]byte(m), &v) != nil || v.N != i {
