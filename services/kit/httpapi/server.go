@@ -33,6 +33,19 @@ const (
 	DefaultStatsReset = false
 )
 
+// DefaultCallTimeout bounds each backend call of a contract's handlers
+// when its Options set no Timeout.
+const DefaultCallTimeout = 10 * time.Second
+
+// CallTimeout is timeout, or DefaultCallTimeout when it is zero or less:
+// a contract's Options.Timeout as its handlers apply it.
+func CallTimeout(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return DefaultCallTimeout
+	}
+	return timeout
+}
+
 // ServerConfig holds the HTTP server's settings. Every service embeds it in
 // its Config and reads it with the same variable names.
 type ServerConfig struct {

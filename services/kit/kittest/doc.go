@@ -10,7 +10,8 @@
 // Start, Serve, Logger, NewService), talk HTTP and JSON to it (Do,
 // NewRequest, Send, GetJSON, CheckShared), hold many long-poll GETs open
 // at once (StartWaits) and poll with a deadline (Eventually). Each takes the test, calls t.Helper and registers its
-// cleanup with t.Cleanup.
+// cleanup with t.Cleanup. ReadEvents reads a stream of Server-Sent Events
+// as it arrives, for the suites' subscriptions and change streams.
 //
 // ValidateOpenAPI makes every exchange Send makes for a test and its
 // subtests be checked against an OpenAPI document (NewOpenAPI, with

@@ -150,6 +150,20 @@ func (s *Writer) Heartbeat(ctx context.Context, cancel context.CancelFunc, inter
 	return done
 }
 
+// Open starts a handler's stream on w: ctx is r's context, cancelled
+// too when stopping closes (StopOn) or a heartbeat cannot be written; sw
+// writes each event within sendTimeout (NewWriter) and a heartbeat
+// comment every heartbeat. end cancels ctx and returns once the
+// heartbeat has stopped: the handler defers it, and counts the stream as
+// ended after it.
+func Open(w http.ResponseWriter, r *http.Request, stopping <-chan struct{}, sendTimeout, heartbeat time.Duration) (ctx context.Context, sw *Writer, end func()) {
+	ctx, cancel := context.WithCancel(r.Context())
+	go StopOn(ctx, cancel, stopping)
+	sw = NewWriter(w, r, sendTimeout)
+	hbDone := sw.Heartbeat(ctx, cancel, heartbeat)
+	return ctx, sw, func() { cancel(); <-hbDone }
+}
+
 // StopOn cancels ctx's stream when stopping closes (the service's
 // shutdown: open streams must not hold the HTTP drain); it returns once
 // either happens, so call it in its own goroutine.

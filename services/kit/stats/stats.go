@@ -252,6 +252,15 @@ func (r *Recorder) Snapshot() Snapshot {
 	return s
 }
 
+// OrNew is r, or when r is nil a new Recorder of its own that nothing
+// serves: what a contract's Options mean by "nil records nothing".
+func OrNew(r *Recorder) *Recorder {
+	if r == nil {
+		return New(Info{}, nil, nil)
+	}
+	return r
+}
+
 // NewHistogram returns a histogram of the shape every latency here uses:
 // microseconds, 1 µs to 1 h, 3 significant digits. The load driver records
 // its client-side latencies in the same shape, so that both ends of a

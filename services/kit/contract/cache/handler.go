@@ -65,12 +65,7 @@ type Options struct {
 // o.Origin. Both services call it, so their HTTP behaviour, their
 // singleflight and their counting are the same by construction.
 func Mount(r chi.Router, b Backend, o Options) {
-	if o.Stats == nil {
-		o.Stats = stats.New(stats.Info{}, nil, nil)
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
+	o.Stats, o.Timeout = stats.OrNew(o.Stats), httpapi.CallTimeout(o.Timeout)
 	if o.ProductTTL <= 0 {
 		o.ProductTTL = DefaultProductTTL
 	}

@@ -101,28 +101,66 @@ func checkToken(t *int64) (int64, error) {
 	return *t, nil
 }
 
+// lockBody is the JSON body of an extend: the owner, the fencing token
+// and the new lease.
+type lockBody struct {
+	Owner   *string `json:"owner"`
+	Token   *int64  `json:"token"`
+	LeaseMS *int64  `json:"lease_ms"`
+}
+
+// acquireBody is lockBody as an acquire reads it: without the token,
+// which DecodeJSON refuses there as an unknown field (a struct
+// conversion ignores the tags, so one *lockBody serves both).
+type acquireBody struct {
+	Owner   *string `json:"owner"`
+	Token   *int64  `json:"-"`
+	LeaseMS *int64  `json:"lease_ms"`
+}
+
+// lockArgs are a checked acquire's or extend's arguments.
+type lockArgs struct {
+	name, owner string
+	token       int64 // extend only
+	lease       time.Duration
+}
+
+// readLock reads an acquire's (withToken false) or an extend's request:
+// the lock's name from the path, then the body, checked in the order
+// owner, token, lease_ms; the first fault is the error.
+func readLock(r *http.Request, withToken bool) (lockArgs, error) {
+	var a lockArgs
+	var err error
+	if a.name, err = lockName(r); err != nil {
+		return a, err
+	}
+	var in lockBody
+	var dst any = &in
+	if !withToken {
+		dst = (*acquireBody)(&in)
+	}
+	if err = httpapi.DecodeJSON(r, dst); err != nil {
+		return a, err
+	}
+	if a.owner, err = checkOwner(in.Owner); err != nil {
+		return a, err
+	}
+	if withToken {
+		if a.token, err = checkToken(in.Token); err != nil {
+			return a, err
+		}
+	}
+	a.lease, err = checkLease(in.LeaseMS)
+	return a, err
+}
+
 func (h *handler) acquireLock(w http.ResponseWriter, r *http.Request) error {
-	name, err := lockName(r)
-	if err != nil {
-		return err
-	}
-	var in struct {
-		Owner   *string `json:"owner"`
-		LeaseMS *int64  `json:"lease_ms"`
-	}
-	if err := httpapi.DecodeJSON(r, &in); err != nil {
-		return err
-	}
-	owner, err := checkOwner(in.Owner)
-	if err != nil {
-		return err
-	}
-	lease, err := checkLease(in.LeaseMS)
+	args, err := readLock(r, false)
 	if err != nil {
 		return err
 	}
 	return h.lockCall(w, r, http.StatusCreated, StatLockAcquire, func(ctx context.Context) (Lock, error) {
-		l, err := h.o.Locks.Acquire(ctx, name, owner, lease)
+		l, err := h.o.Locks.Acquire(ctx, args.name, args.owner, args.lease)
 		switch _, held := errIsHeld(err); {
 		case held:
 			h.o.Stats.Inc(CounterLockConflicts)
@@ -149,32 +187,12 @@ func (h *handler) lockCall(w http.ResponseWriter, r *http.Request, status int, s
 }
 
 func (h *handler) extendLock(w http.ResponseWriter, r *http.Request) error {
-	name, err := lockName(r)
-	if err != nil {
-		return err
-	}
-	var in struct {
-		Owner   *string `json:"owner"`
-		Token   *int64  `json:"token"`
-		LeaseMS *int64  `json:"lease_ms"`
-	}
-	if err := httpapi.DecodeJSON(r, &in); err != nil {
-		return err
-	}
-	owner, err := checkOwner(in.Owner)
-	if err != nil {
-		return err
-	}
-	token, err := checkToken(in.Token)
-	if err != nil {
-		return err
-	}
-	lease, err := checkLease(in.LeaseMS)
+	args, err := readLock(r, true)
 	if err != nil {
 		return err
 	}
 	return h.lockCall(w, r, http.StatusOK, StatLockExtend, func(ctx context.Context) (Lock, error) {
-		return h.o.Locks.Extend(ctx, name, owner, token, lease)
+		return h.o.Locks.Extend(ctx, args.name, args.owner, args.token, args.lease)
 	})
 }
 

@@ -189,14 +189,9 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	go sse.StopOn(ctx, cancel, h.o.Stopping)
-	sw := sse.NewWriter(w, r, h.o.SendTimeout)
+	ctx, sw, end := sse.Open(w, r, h.o.Stopping, h.o.SendTimeout, h.o.Heartbeat)
 	h.o.Stats.Inc(CounterChangeStreams)
-	defer h.o.Stats.Inc(CounterChangeStreamsEnded)
-	hbDone := sw.Heartbeat(ctx, cancel, h.o.Heartbeat)
-	defer func() { cancel(); <-hbDone }()
+	defer func() { end(); h.o.Stats.Inc(CounterChangeStreamsEnded) }()
 	last := after
 	err = h.o.Changes.Changes(ctx, after,
 		func(token string) error {

@@ -49,12 +49,7 @@ type Options struct {
 // Mount registers the contract's routes on r, served by b. Both services
 // call it, so their HTTP behaviour is the same by construction.
 func Mount(r chi.Router, b Backend, o Options) {
-	if o.Stats == nil {
-		o.Stats = stats.New(stats.Info{}, nil, nil)
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
+	o.Stats, o.Timeout = stats.OrNew(o.Stats), httpapi.CallTimeout(o.Timeout)
 	if o.Info.Notes == nil {
 		o.Info.Notes = []string{}
 	}

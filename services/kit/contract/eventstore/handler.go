@@ -71,12 +71,7 @@ type Options struct {
 
 // Mount registers the contract's routes on r, served by b.
 func Mount(r chi.Router, b Backend, o Options) {
-	if o.Stats == nil {
-		o.Stats = stats.New(stats.Info{}, nil, nil)
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
+	o.Stats, o.Timeout = stats.OrNew(o.Stats), httpapi.CallTimeout(o.Timeout)
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 15 * time.Second
 	}
@@ -353,17 +348,12 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	go sse.StopOn(ctx, cancel, h.o.Stopping)
-	sw := sse.NewWriter(w, r, h.o.SendTimeout)
+	ctx, sw, end := sse.Open(w, r, h.o.Stopping, h.o.SendTimeout, h.o.Heartbeat)
 	h.o.Stats.Inc("subscriptions")
 	// Counted once the heartbeat has stopped and Subscribe has returned:
 	// subscriptions - subscriptions_ended is what is still held.
-	defer h.o.Stats.Inc("subscriptions_ended")
+	defer func() { end(); h.o.Stats.Inc("subscriptions_ended") }()
 	last := from
-	hbDone := sw.Heartbeat(ctx, cancel, h.o.Heartbeat)
-	defer func() { cancel(); <-hbDone }()
 	err = h.backend.Subscribe(ctx, from, Subscriber{
 		Event: func(e RecordedEvent) error {
 			last = e.Position

@@ -81,10 +81,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 }
 
 func (h *handler) timeout() time.Duration {
-	if h.o.Timeout > 0 {
-		return h.o.Timeout
-	}
-	return 10 * time.Second
+	return httpapi.CallTimeout(h.o.Timeout)
 }
 
 const maxText = 200

@@ -83,9 +83,7 @@ func Mount(r chi.Router, b Backend, o Options) {
 	if o.PayloadLimit <= 0 {
 		o.PayloadLimit = DefaultPayloadLimit
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
+	o.Timeout = httpapi.CallTimeout(o.Timeout)
 	if o.Hub == nil {
 		o.Hub = new(waiter.Hub)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/sse"
 )
 
@@ -49,8 +50,8 @@ func skipWithoutChanges(t *testing.T, c *client, tg side) {
 // stream is an open GET /users/changes.
 type stream struct {
 	t    testing.TB
-	msgs chan sse.Message
-	done chan error
+	msgs <-chan sse.Message
+	done <-chan error
 	// open is the token of the stream's "open" event.
 	open string
 }
@@ -82,20 +83,8 @@ func openChanges(t testing.TB, base, token string, header bool) *stream {
 		resp.Body.Close()
 		t.Fatalf("GET /users/changes after %q: %d %s", token, resp.StatusCode, raw)
 	}
-	s := &stream{t: t, msgs: make(chan sse.Message, 1024), done: make(chan error, 1)}
-	go func() {
-		defer resp.Body.Close()
-		r := sse.NewReader(resp.Body)
-		for {
-			m, err := r.Next()
-			if err != nil {
-				s.done <- err
-				close(s.msgs)
-				return
-			}
-			s.msgs <- m
-		}
-	}()
+	s := &stream{t: t}
+	s.msgs, s.done = kittest.ReadEvents(resp.Body)
 	m := s.next()
 	if m.Event != "open" {
 		t.Fatalf("first event %q %s, want open", m.Event, m.Data)

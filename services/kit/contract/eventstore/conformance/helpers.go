@@ -142,8 +142,8 @@ func jsonEqual(a, b json.RawMessage) bool {
 
 // subscription is an open GET /subscribe read by a goroutine.
 type subscription struct {
-	msgs   chan eventstore.SSEMessage
-	done   chan error
+	msgs   <-chan eventstore.SSEMessage
+	done   <-chan error
 	cancel context.CancelFunc
 }
 
@@ -177,20 +177,8 @@ func openSubscriptionAfter(t testing.TB, base, from, lastEventID string) *subscr
 		cancel()
 		t.Fatalf("GET %s: %d %s %s", u, resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
-	s := &subscription{msgs: make(chan eventstore.SSEMessage, 1024), done: make(chan error, 1), cancel: cancel}
-	go func() {
-		defer resp.Body.Close()
-		r := eventstore.NewSSEReader(resp.Body)
-		for {
-			m, err := r.Next()
-			if err != nil {
-				s.done <- err
-				close(s.msgs)
-				return
-			}
-			s.msgs <- m
-		}
-	}()
+	s := &subscription{cancel: cancel}
+	s.msgs, s.done = kittest.ReadEvents(resp.Body)
 	t.Cleanup(cancel)
 	return s
 }
