@@ -165,13 +165,7 @@ func Bench(ctx context.Context, scenario string, o Options, progress *driver.Pro
 	if !slices.Contains(Scenarios, scenario) {
 		return "", fmt.Errorf("%w: %q", ErrUnknownScenario, scenario)
 	}
-	engines := defaultEngines(o.Targets, o.KeyedPartitions)
-	for _, e := range engines {
-		probe(ctx, e)
-		if !e.Up {
-			fmt.Fprintf(log, "%s (%s): not measured here: %s\n", e.Name, e.URL, e.Why)
-		}
-	}
+	engines := probeEngines(ctx, o, log)
 	run := driver.NewRun(Command(scenario), nil, time.Now())
 	run.Settings["engines"] = engines
 	run.Settings["options"] = o

@@ -93,11 +93,7 @@ func Cleanup(ctx context.Context, o CleanupOptions, log io.Writer) (string, erro
 	if err := o.Validate(); err != nil {
 		return "", err
 	}
-	engines := probeEngines(ctx, o.Options, log)
-	run := driver.NewRun(CleanupCommand, nil, time.Now())
-	run.Settings["engines"] = engines
-	run.Settings["options"] = o
-	recordStart(ctx, run, o.Options, engines)
+	run, engines := startRun(ctx, CleanupCommand, o.Options, o, log)
 	id := runID()
 	var kafkaPoints []driver.Point
 	var wg sync.WaitGroup
@@ -127,12 +123,7 @@ func Cleanup(ctx context.Context, o CleanupOptions, log io.Writer) (string, erro
 	}
 	wg.Wait()
 	run.Points = append(run.Points, kafkaPoints...)
-	run.FinishedAt = time.Now().UTC()
-	if err := ctx.Err(); err != nil {
-		run.Aborted = err.Error()
-	}
-	path, err := driver.WriteRun(o.Out, run)
-	return path, errors.Join(ctx.Err(), err)
+	return finishRun(run, o.Out, ctx.Err())
 }
 
 // Phases of the concurrent appends and the live subscriber.

@@ -139,6 +139,30 @@ func probeEngines(ctx context.Context, o Options, log io.Writer) []*Engine {
 	return engines
 }
 
+// startRun probes o's engines (probeEngines) and opens command's run:
+// its settings the engines and the command's options, its start the
+// engines' stores (recordStart).
+func startRun(ctx context.Context, command string, o Options, options any, log io.Writer) (*driver.Run, []*Engine) {
+	engines := probeEngines(ctx, o, log)
+	run := driver.NewRun(command, nil, time.Now())
+	run.Settings["engines"] = engines
+	run.Settings["options"] = options
+	recordStart(ctx, run, o, engines)
+	return run, engines
+}
+
+// finishRun stamps run's end, marks it aborted by abort when abort is
+// not nil, and writes it to out; it returns the file's path and abort
+// joined with the write's error.
+func finishRun(run *driver.Run, out string, abort error) (string, error) {
+	run.FinishedAt = time.Now().UTC()
+	if abort != nil {
+		run.Aborted = abort.Error()
+	}
+	path, err := driver.WriteRun(out, run)
+	return path, errors.Join(abort, err)
+}
+
 // tankEvent is the j-th event of a long stream: a registration first,
 // then OxygenAdded of 1 liter, every fifth an OxygenConsumed of 2.
 func tankEvent(j int) event {
@@ -189,11 +213,7 @@ func Long(ctx context.Context, o LongOptions, log io.Writer) (string, error) {
 	if err := o.Validate(); err != nil {
 		return "", err
 	}
-	engines := probeEngines(ctx, o.Options, log)
-	run := driver.NewRun(LongCommand, nil, time.Now())
-	run.Settings["engines"] = engines
-	run.Settings["options"] = o
-	recordStart(ctx, run, o.Options, engines)
+	run, engines := startRun(ctx, LongCommand, o.Options, o, log)
 	pids, pidErrs := map[string]string{}, map[string]error{}
 	for _, e := range engines {
 		if e.Up {
@@ -216,12 +236,7 @@ func Long(ctx context.Context, o LongOptions, log io.Writer) (string, error) {
 			break
 		}
 	}
-	run.FinishedAt = time.Now().UTC()
-	if err != nil {
-		run.Aborted = err.Error()
-	}
-	path, werr := driver.WriteRun(o.Out, run)
-	return path, errors.Join(err, werr)
+	return finishRun(run, o.Out, err)
 }
 
 // longRun is one run of the long-stream scenario: where it records, its

@@ -40,13 +40,7 @@ var brokerText = Text{
 	Title:    "RabbitMQ restart under load",
 	Happens:  "While the broker is known down, dual-write refuses writes with 503 of kind not_recorded (nothing recorded, safe to retry); a write caught in the instant the node goes down is recorded and answered 503 of kind unknown, and the reconciler publishes it later, so it runs although it was answered 503. Outbox mode keeps accepting writes into its outbox. Once the node is back (stopped or killed with kill -9) the service reconnects by itself, and every task answered 202 is processed.",
 	UserMust: "Retry a 503 of kind not_recorded or shed; on kind unknown, read GET /tasks/{id} for the ids the answer names before retrying, or accept that a retry may run the task twice; or run PUBLISH_MODE=outbox to take writes through a broker outage; keep the reconciler on (RECONCILE_AFTER) for publishes lost in the outage's first instant.",
-	Figure: func(f *Figures) string {
-		var figs []string
-		for _, c := range brokerCasesOf(f) {
-			figs = append(figs, brokerCaseFigure(f, c))
-		}
-		return strings.Join(figs, "; ")
-	},
+	Figure:   func(f *Figures) string { return caseFigures(f, brokerCasesOf(f), brokerCaseFigure) },
 	Notes: func(f *Figures) []string {
 		return []string{
 			fmt.Sprintf("a private single RabbitMQ node (own node name, ports and mnesia directory) stopped with rabbitmqctl stop, or killed with SIGKILL (cases .kill9), and started again; load %g tasks/s of single POST /tasks; every answer's time counts in the slowest", f.Num(MetricRate)),

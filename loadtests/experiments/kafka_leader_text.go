@@ -47,13 +47,7 @@ func leaderCasesOf(f *Figures) []leaderCase {
 }
 
 // leaderFigures joins every case's figure.
-func leaderFigures(f *Figures) string {
-	var figs []string
-	for _, c := range leaderCasesOf(f) {
-		figs = append(figs, leaderCaseFigure(f, c))
-	}
-	return strings.Join(figs, "; ")
-}
+func leaderFigures(f *Figures) string { return caseFigures(f, leaderCasesOf(f), leaderCaseFigure) }
 
 // leaderCaseFigure is case c's figure in words.
 func leaderCaseFigure(f *Figures, c leaderCase) string {

@@ -40,14 +40,8 @@ var kafkaRestartText = Text{
 		"But it learns that the broker is down only from a produce that failed, which takes the whole KAFKA_WRITE_TIMEOUT: until then (and, after a kill, while the restarted broker answers metadata but cannot take writes yet) each write commits its row and waits the timeout. " +
 		"Those 503s say the row is committed in Postgres and, when the produce timed out, that delivery is unknown: the producer keeps the batch and most are delivered once the broker is back, the rest stay undelivered (the dual-write gap). Only records the producer gave up on before sending them (or after the broker refused them) are answered \"delivery\": \"never\".",
 	UserMust: "Retry on 503 with backoff, and treat a 503 from the dual write as \"unknown\", not \"not written\": the event may be in the log undelivered, or delivered anyway (a retry then writes it twice). Keep KAFKA_WRITE_TIMEOUT short, since it is how long an outage's first writes hang. For neither gap nor duplicates, write through Postgres only (no-kafka) or add an outbox and a relay.",
-	Figure: func(f *Figures) string {
-		var figs []string
-		for _, c := range kafkaCases(Full) {
-			figs = append(figs, kafkaCaseFigure(f, c))
-		}
-		return strings.Join(figs, "; ")
-	},
-	Notes: kafkaRestartNotes,
+	Figure:   func(f *Figures) string { return caseFigures(f, kafkaCases(Full), kafkaCaseFigure) },
+	Notes:    kafkaRestartNotes,
 }
 
 // kafkaRestartNotes are kafka-broker-restart's notes.

@@ -206,3 +206,13 @@ func missingText(missing []string) string {
 	}
 	return fmt.Sprintf("%s, … (%d figures in all)", strings.Join(missing[:3], ", "), len(missing))
 }
+
+// caseFigures is each of cases' figure in words (figure), joined by
+// "; ": the figure of an experiment of several cases.
+func caseFigures[C any](f *Figures, cases []C, figure func(*Figures, C) string) string {
+	var figs []string
+	for _, c := range cases {
+		figs = append(figs, figure(f, c))
+	}
+	return strings.Join(figs, "; ")
+}

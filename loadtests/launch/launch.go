@@ -219,17 +219,9 @@ func waitReady(ctx context.Context, p *Proc, path string, timeout time.Duration)
 // grace for it to exit, then kills it. Stopping a name not running is a
 // no-op.
 func (l *Launcher) Stop(name string, grace time.Duration) error {
-	l.mu.Lock()
-	p := l.procs[name]
-	delete(l.procs, name)
-	l.mu.Unlock()
+	p := l.take(name)
 	if p == nil {
 		return nil
-	}
-	select {
-	case <-p.done:
-		return nil
-	default:
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -246,6 +238,18 @@ func (l *Launcher) Stop(name string, grace time.Duration) error {
 // (no drain, nothing released: the scale-out scenario's fault), and
 // waits for it to exit. Killing a name not running is a no-op.
 func (l *Launcher) Kill(name string) error {
+	p := l.take(name)
+	if p == nil {
+		return nil
+	}
+	err := p.cmd.Process.Kill()
+	<-p.done
+	return err
+}
+
+// take removes the process started for name from l and returns it, or
+// nil when there is none or it has already exited.
+func (l *Launcher) take(name string) *Proc {
 	l.mu.Lock()
 	p := l.procs[name]
 	delete(l.procs, name)
@@ -257,10 +261,8 @@ func (l *Launcher) Kill(name string) error {
 	case <-p.done:
 		return nil
 	default:
+		return p
 	}
-	err := p.cmd.Process.Kill()
-	<-p.done
-	return err
 }
 
 // StopAll stops every process this Launcher started, in reverse name

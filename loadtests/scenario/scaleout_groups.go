@@ -179,22 +179,9 @@ func (g *groupFleet) measure(ctx context.Context, n int, o ScaleOutOptions) (*dr
 	}
 	groups := costSetAt(ctx, g.e, g.port, o.StackDir)
 	cpu0 := groups.Sample()
-	spec := driver.AttackSpec{
-		Name: fmt.Sprintf("%-12s %d groups %s", g.svc, n, driver.Label(o.GroupRate)), Rate: o.GroupRate, Duration: o.Duration,
-		MaxWorkers: g.e.MaxWorkers, Progress: g.e.Progress,
-		Next: func(i uint64) driver.Request {
-			return driver.Request{Method: http.MethodPost, URL: g.url + "/events", Body: LogScenario.Load.Body(i)}
-		},
-	}
-	c := driver.Attack(ctx, spec)
-	res.Phases = append(res.Phases, driver.Phase{Name: "write", Client: c})
-	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
-	atEnd, err := driver.GetStats(ctx, g.url)
-	if err != nil {
+	spec := g.eventsSpec(fmt.Sprintf("%-12s %d groups %s", g.svc, n, driver.Label(o.GroupRate)), o.GroupRate, o.Duration)
+	if err := g.write(ctx, res, spec, float64(n)); err != nil {
 		return res, err
-	}
-	if c.DurationS > 0 {
-		res.Metrics[MetricGroupDelivered] = round1(float64(groupDeliveries(atEnd)) / float64(n) / c.DurationS)
 	}
 	if b, ok := g.slotsRetained(ctx); ok {
 		res.Metrics[MetricGroupsSlotBytes] = float64(b)
@@ -210,6 +197,35 @@ func (g *groupFleet) measure(ctx context.Context, n int, o ScaleOutOptions) (*dr
 	res.Stats = final
 	driver.FlattenServer(res.Metrics, final)
 	return res, nil
+}
+
+// eventsSpec is the attack named name that posts the log scenario's
+// events to g's instance at rate for d.
+func (g *groupFleet) eventsSpec(name string, rate float64, d time.Duration) driver.AttackSpec {
+	return driver.AttackSpec{
+		Name: name, Rate: rate, Duration: d,
+		MaxWorkers: g.e.MaxWorkers, Progress: g.e.Progress,
+		Next: func(i uint64) driver.Request {
+			return driver.Request{Method: http.MethodPost, URL: g.url + "/events", Body: LogScenario.Load.Body(i)}
+		},
+	}
+}
+
+// write runs spec against g's instance, records its write phase and
+// client figures in res and, from the instance's stats at its end, the
+// events each of the consumers running groups received per second.
+func (g *groupFleet) write(ctx context.Context, res *driver.SideResult, spec driver.AttackSpec, consumers float64) error {
+	c := driver.Attack(ctx, spec)
+	res.Phases = append(res.Phases, driver.Phase{Name: "write", Client: c})
+	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
+	atEnd, err := driver.GetStats(ctx, g.url)
+	if err != nil {
+		return err
+	}
+	if c.DurationS > 0 {
+		res.Metrics[MetricGroupDelivered] = round1(float64(groupDeliveries(atEnd)) / consumers / c.DurationS)
+	}
+	return nil
 }
 
 // groupDeliveries is every group's first deliveries in st: the default

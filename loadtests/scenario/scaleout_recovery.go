@@ -287,13 +287,7 @@ func (g *groupFleet) replay(ctx context.Context, o ScaleOutOptions) (*driver.Sid
 	}
 	live, stopLive := context.WithCancel(ctx)
 	defer stopLive()
-	spec := driver.AttackSpec{
-		Name: fmt.Sprintf("%-12s replay, live writes", g.svc), Rate: o.ReplayLiveRate, Duration: replayBound(g.e),
-		MaxWorkers: g.e.MaxWorkers, Progress: g.e.Progress,
-		Next: func(i uint64) driver.Request {
-			return driver.Request{Method: http.MethodPost, URL: g.url + "/events", Body: LogScenario.Load.Body(i)}
-		},
-	}
+	spec := g.eventsSpec(fmt.Sprintf("%-12s replay, live writes", g.svc), o.ReplayLiveRate, replayBound(g.e))
 	done := make(chan driver.ClientResult, 1)
 	go func() { done <- driver.Attack(live, spec) }()
 	put, catchUp, err := g.catchUp(ctx, int64(o.ReplayEvents))

@@ -93,22 +93,9 @@ func (g *groupFleet) stopOne(ctx context.Context, o ScaleOutOptions) (*driver.Si
 	if err := driver.ResetStats(ctx, g.url); err != nil {
 		return res, err
 	}
-	spec := driver.AttackSpec{
-		Name: fmt.Sprintf("%-12s %s stopped", g.svc, stoppedGroup), Rate: o.GroupRate, Duration: o.StoppedFor,
-		MaxWorkers: g.e.MaxWorkers, Progress: g.e.Progress,
-		Next: func(i uint64) driver.Request {
-			return driver.Request{Method: http.MethodPost, URL: g.url + "/events", Body: LogScenario.Load.Body(i)}
-		},
-	}
-	c := driver.Attack(ctx, spec)
-	res.Phases = append(res.Phases, driver.Phase{Name: "write", Client: c})
-	driver.FlattenClient(res.Metrics, driver.ClientPrefix, c)
-	atEnd, err := driver.GetStats(ctx, g.url)
-	if err != nil {
+	spec := g.eventsSpec(fmt.Sprintf("%-12s %s stopped", g.svc, stoppedGroup), o.GroupRate, o.StoppedFor)
+	if err := g.write(ctx, res, spec, stoppedGroups-1); err != nil {
 		return res, err
-	}
-	if c.DurationS > 0 {
-		res.Metrics[MetricGroupDelivered] = round1(float64(groupDeliveries(atEnd)) / (stoppedGroups - 1) / c.DurationS)
 	}
 	if err := g.lagOf(ctx, stoppedGroup, res.Metrics); err != nil {
 		return res, err

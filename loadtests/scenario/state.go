@@ -80,16 +80,30 @@ func (e *Env) connect(ctx context.Context) (*pgx.Conn, error) {
 	return pgx.Connect(cctx, e.PostgresURL)
 }
 
+// connectWithin connects to e's Postgres for work bounded by timeout:
+// it returns the bounded context, the connection and done, which closes
+// the connection and releases the bound.
+func (e *Env) connectWithin(ctx context.Context, timeout time.Duration) (context.Context, *pgx.Conn, func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	conn, err := e.connect(ctx)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, conn, func() {
+		conn.Close(context.Background())
+		cancel()
+	}, nil
+}
+
 // countRows counts table's rows (those matching where, with args, when
 // where is not empty) on a connection of its own, within 30 s.
 func (e *Env) countRows(ctx context.Context, table pgx.Identifier, where string, args ...any) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	conn, err := e.connect(ctx)
+	ctx, conn, done, err := e.connectWithin(ctx, 30*time.Second)
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer done()
 	q := "SELECT count(*) FROM " + table.Sanitize()
 	if where != "" {
 		q += " WHERE " + where
@@ -119,13 +133,11 @@ func tables(ctx context.Context, conn *pgx.Conn, schemas []string) ([][2]string,
 // last flush: the writers of this package flush theirs before they
 // return).
 func (e *Env) ReadState(ctx context.Context, schemas []string) ([]driver.TableState, error) {
-	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
-	defer cancel()
-	conn, err := e.connect(ctx)
+	ctx, conn, done, err := e.connectWithin(ctx, stateTimeout)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.Background())
+	defer done()
 	return readState(ctx, conn, schemas)
 }
 
@@ -221,13 +233,11 @@ func (e *Env) PrepareStart(ctx context.Context, run *driver.Run, p Pair, mode st
 // stopped, to the current WAL position after its tables were emptied, and
 // notes how far behind it was; an active slot is left, with a note.
 func (e *Env) skipForeignWAL(ctx context.Context, run *driver.Run, p Pair) error {
-	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
-	defer cancel()
-	conn, err := e.connect(ctx)
+	ctx, conn, done, err := e.connectWithin(ctx, stateTimeout)
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.Background())
+	defer done()
 	lag, ok := e.slotLag(ctx, p.A.Name)
 	notes, err := e.advanceSlot(ctx, conn, p)
 	for _, n := range notes {
@@ -243,13 +253,11 @@ func (e *Env) prepare(ctx context.Context, st *driver.StartState, schemas []stri
 	if st.Mode != driver.StateFresh && st.Mode != driver.StateKeep {
 		return fmt.Errorf("start state %q: want %s or %s", st.Mode, driver.StateFresh, driver.StateKeep)
 	}
-	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
-	defer cancel()
-	conn, err := e.connect(ctx)
+	ctx, conn, done, err := e.connectWithin(ctx, stateTimeout)
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.Background())
+	defer done()
 	if st.Mode == driver.StateFresh {
 		if err := truncate(ctx, conn, schemas); err != nil {
 			return err
@@ -280,13 +288,11 @@ func (e *Env) BuildHistory(ctx context.Context, p Pair, n int64) ([]string, erro
 		return nil, err
 	}
 	steps := splitSteps(string(b))
-	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
-	defer cancel()
-	conn, err := e.connect(ctx)
+	ctx, conn, done, err := e.connectWithin(ctx, historyTimeout)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.Background())
+	defer done()
 	schemas := e.Schemas(p)
 	if err := truncate(ctx, conn, schemas); err != nil {
 		return nil, err

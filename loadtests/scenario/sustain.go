@@ -1127,13 +1127,11 @@ func (e *Env) resetTables(ctx context.Context, p Pair, svc string, schemas []str
 	if e.PostgresURL == "" {
 		return errors.New("no Postgres URL")
 	}
-	ctx, cancel := context.WithTimeout(ctx, stateTimeout)
-	defer cancel()
-	conn, err := e.connect(ctx)
+	ctx, conn, done, err := e.connectWithin(ctx, stateTimeout)
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.Background())
+	defer done()
 	if err := truncate(ctx, conn, schemas); err != nil {
 		return err
 	}
