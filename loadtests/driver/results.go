@@ -364,7 +364,7 @@ func (r *Run) Setting(key string, v any) error {
 // WriteRun writes run to dir/<id>.json and returns the path.
 func WriteRun(dir string, run *Run) (string, error) {
 	run.Validate()
-	return resultfile.Write(dir, run.ID+".json", run)
+	return resultfile.Write(dir, resultfile.FileOf(run.ID), run)
 }
 
 // ReadRun reads a results file, refusing unknown fields and schema

@@ -316,7 +316,7 @@ func (r Results) Find(engine, loop string) (Result, bool) {
 
 // Write writes r to dir/<id>.json and returns the path.
 func Write(dir string, r Results) (string, error) {
-	return resultfile.Write(dir, r.ID+".json", r)
+	return resultfile.Write(dir, resultfile.FileOf(r.ID), r)
 }
 
 // Load reads the newest raw results file in dir; a zero Results (no

@@ -27,11 +27,11 @@ func sourceFiles(rs []*driver.Run, src Sources) []sourceFile {
 	var out []sourceFile
 	for _, r := range append(slices.Clone(rs), src.Bench...) {
 		if r != nil {
-			out = append(out, sourceFile{name: r.ID + ".json", what: r.Command, start: r.StartedAt, end: r.FinishedAt})
+			out = append(out, sourceFile{name: resultfile.FileOf(r.ID), what: r.Command, start: r.StartedAt, end: r.FinishedAt})
 		}
 	}
 	if r := src.Raw; r.ID != "" {
-		out = append(out, sourceFile{name: r.ID + ".json", what: "raw", start: r.StartedAt, end: r.FinishedAt})
+		out = append(out, sourceFile{name: resultfile.FileOf(r.ID), what: "raw", start: r.StartedAt, end: r.FinishedAt})
 	}
 	if x := src.Experiments; x != nil {
 		out = append(out, sourceFile{name: resultfile.Name(x.Started, resultfile.Experiments), what: string(resultfile.Experiments), start: x.Started, end: x.Ended()})

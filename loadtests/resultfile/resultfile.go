@@ -38,7 +38,11 @@ func ID(t time.Time, k Kind) string {
 }
 
 // Name is the file name of a file of kind k started at t.
-func Name(t time.Time, k Kind) string { return ID(t, k) + ".json" }
+func Name(t time.Time, k Kind) string { return FileOf(ID(t, k)) }
+
+// FileOf is the file name of the results file whose identifier is id
+// (ID): id and ".json".
+func FileOf(id string) string { return id + ".json" }
 
 // Pattern is the glob of every file of kind k, as a reader is told to
 // look for one: "*-experiments.json".
