@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,11 +29,14 @@ const maxFuncLines = 80
 
 // TestServiceFunctionsAreShort: no function (or method) of any module
 // below services/, tests aside, is longer than maxFuncLines lines or
-// takes more than maxParams parameters (but those of wideFuncs).
-// Tests are _test.go files, testdata and the conformance suites
-// (contract/<pair>/conformance): those are test code that lives in
-// ordinary files only so both services' tests can import it, and a
-// test case there is a list of subtests read top to bottom.
+// takes more than maxParams parameters (but those of wideFuncs). Tests
+// are _test.go files and testdata. The conformance suites
+// (contract/<pair>/conformance) are held to the length too: a test case
+// there is its steps, each a named helper. They are left out of the
+// parameter count only: they are test code that lives in ordinary files
+// so both services' tests can import it, and their request helpers take
+// a request's fields one by one (cache's Extend: base, name, owner,
+// token and lease), as the services' own tests call them.
 func TestServiceFunctionsAreShort(t *testing.T) {
 	t.Parallel()
 	fset := token.NewFileSet()
@@ -42,7 +46,7 @@ func TestServiceFunctionsAreShort(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "conformance" || (strings.HasPrefix(d.Name(), ".") && path != "..")) {
+		if d.IsDir() && (d.Name() == "testdata" || (strings.HasPrefix(d.Name(), ".") && path != "..")) {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
@@ -53,6 +57,7 @@ func TestServiceFunctionsAreShort(t *testing.T) {
 			return err
 		}
 		n++
+		conformance := slices.Contains(strings.Split(filepath.ToSlash(filepath.Dir(path)), "/"), "conformance")
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok {
@@ -62,7 +67,7 @@ func TestServiceFunctionsAreShort(t *testing.T) {
 				t.Errorf("%s: %s is %d lines, more than %d: split it into named steps", filepath.ToSlash(path), fn.Name.Name, lines, maxFuncLines)
 			}
 			key := strings.TrimPrefix(filepath.ToSlash(path), "../") + ":" + fn.Name.Name
-			if n := paramCount(fn.Type); n > maxParams {
+			if n := paramCount(fn.Type); n > maxParams && !conformance {
 				if _, ok := wideFuncs[key]; !ok {
 					t.Errorf("%s takes %d parameters, more than %d: make a struct whose fields name them", key, n, maxParams)
 				}

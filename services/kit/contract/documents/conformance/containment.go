@@ -103,7 +103,22 @@ func testSearchEquivalence(t *testing.T, c *client, tg side) {
 	for i := range profiles {
 		profiles[i] = genProfile(r, ds, tg.Features.NestedArrays)
 	}
-	// Create concurrently; keep each id's profile as the service stored it.
+	stored := createProfiles(t, c, ds, profiles)
+	start := time.Now()
+	queries := withSubDocuments(r, profiles)
+	total := checkSearches(t, c, ds, stored, queries)
+	t.Logf("%d queries over %d users, %d matches in all, in %v", len(queries), n, total, time.Since(start))
+	if total < n {
+		t.Errorf("only %d matches in all: the data set is not exercising search", total)
+	}
+}
+
+// createProfiles creates a user of data set ds for each of profiles,
+// concurrently, and returns each id's profile as the service stored it;
+// it stops the test if any create failed.
+func createProfiles(t testing.TB, c *client, ds string, profiles []map[string]any) map[string]any {
+	t.Helper()
+	n := len(profiles)
 	start := time.Now()
 	stored := map[string]any{}
 	var mu sync.Mutex
@@ -138,14 +153,18 @@ func testSearchEquivalence(t *testing.T, c *client, tg side) {
 	}
 	wg.Wait()
 	t.Logf("created %d users in %v", n, time.Since(start))
-	start = time.Now()
 	if t.Failed() {
 		t.FailNow()
 	}
+	return stored
+}
+
+// withSubDocuments returns searchQueries plus 15 sub-documents of
+// profiles picked with r: each matches at least its source.
+func withSubDocuments(r *rand.Rand, profiles []map[string]any) []string {
 	queries := slices.Clone(searchQueries)
-	// Plus sub-documents of stored profiles: each matches at least its source.
 	for i := range 15 {
-		src := profiles[r.IntN(n)]
+		src := profiles[r.IntN(len(profiles))]
 		sub := map[string]any{}
 		for k, v := range src {
 			if r.IntN(2) == 0 || i%5 == 0 {
@@ -155,7 +174,14 @@ func testSearchEquivalence(t *testing.T, c *client, tg side) {
 		b, _ := json.Marshal(sub)
 		queries = append(queries, string(b))
 	}
-	total := 0
+	return queries
+}
+
+// checkSearches searches data set ds for each of queries (with "ds"
+// added), checks the ids found are those of stored that
+// documents.Contains matches, and returns how many were found in all.
+func checkSearches(t testing.TB, c *client, ds string, stored map[string]any, queries []string) (total int) {
+	t.Helper()
 	for _, qs := range queries {
 		qv, err := documents.Parse([]byte(qs))
 		if err != nil {
@@ -175,8 +201,5 @@ func testSearchEquivalence(t *testing.T, c *client, tg side) {
 			t.Errorf("search %s: %d users, want %d (jsonb @> semantics)\n got %v\nwant %v", qs, len(got), len(want), got, want)
 		}
 	}
-	t.Logf("%d queries over %d users, %d matches in all, in %v", len(queries), n, total, time.Since(start))
-	if total < n {
-		t.Errorf("only %d matches in all: the data set is not exercising search", total)
-	}
+	return total
 }

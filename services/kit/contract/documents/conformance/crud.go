@@ -175,98 +175,31 @@ func testProfileSizeBound(t *testing.T, c *client, _ side) {
 	fixed := int64(5 + 4*(2+2+5))
 	last := int(documents.MaxProfileBytes - fixed - 3*chunk)
 	str := func(n int, fill string) string { return strings.Repeat(fill, n) }
-	bound := strconv.Itoa(documents.MaxProfileBytes)
-	refused := func(what string, status int, b []byte) {
-		t.Helper()
-		var e struct {
-			Error string `json:"error"`
-		}
-		if status != 422 || json.Unmarshal(b, &e) != nil || !strings.Contains(e.Error, bound) {
-			t.Fatalf("%s: %d %.300s, want 422 naming the bound %s", what, status, b, bound)
-		}
-	}
-	// The large exchanges skip the OpenAPI check (kin-openapi takes
-	// seconds per megabyte of profile); the small refusal below is
-	// checked.
-	raw := func(method, path string, body any) (int, []byte) {
-		t.Helper()
-		resp, err := kittest.Client.Do(kittest.NewRequest(t, method, c.base+path, body))
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		return resp.StatusCode, b
-	}
-	patch := func(id string, body any) {
-		t.Helper()
-		if status, b := raw("PATCH", "/users/"+id+"/profile", body); status != 200 {
-			t.Fatalf("PATCH /users/%s/profile: %d %.300s, want 200", id, status, b)
-		}
-	}
-	// profile decodes the user's profile once (a GET of 8 MiB is the
-	// test's largest cost after the service's own).
-	profile := func(id string) map[string]any {
-		t.Helper()
-		status, b := raw("GET", "/users/"+id, nil)
-		var u struct {
-			Profile map[string]any `json:"profile"`
-		}
-		if status != 200 || json.Unmarshal(b, &u) != nil {
-			t.Fatalf("GET /users/%s: %d %.300s", id, status, b)
-		}
-		return u.Profile
-	}
-	lengths := func(p map[string]any) map[string]int {
-		out := map[string]int{}
-		for k, v := range p {
-			s, _ := v.(string)
-			out[k] = len(s)
-		}
-		return out
-	}
-	keys := func(id string) map[string]int {
-		t.Helper()
-		return lengths(profile(id))
-	}
-	sameKeys := func(what string, got, want map[string]int) {
-		t.Helper()
-		if len(got) != len(want) {
-			t.Fatalf("%s: keys and string lengths %v, want %v", what, got, want)
-		}
-		for k, n := range want {
-			if got[k] != n {
-				t.Fatalf("%s: keys and string lengths %v, want %v", what, got, want)
-			}
-		}
-	}
+	rc := rawClient{base: c.base}
 
 	u := c.create(uniqueEmail(t, "bound"), map[string]any{"k0": "a"})
-	patch(u.ID, map[string]any{"k0": str(chunk, "a")})
-	patch(u.ID, map[string]any{"k1": str(chunk, "b")})
-	patch(u.ID, map[string]any{"k2": str(chunk, "c")})
-	status, b := raw("PATCH", "/users/"+u.ID+"/profile", map[string]any{"k3": str(last+1, "d")})
-	refused("a PATCH making the profile one byte over the bound", status, b)
-	sameKeys("after the refused PATCH", keys(u.ID), map[string]int{"k0": chunk, "k1": chunk, "k2": chunk})
-	patch(u.ID, map[string]any{"k3": str(last, "d")})
+	rc.patch(t, u.ID, map[string]any{"k0": str(chunk, "a")})
+	rc.patch(t, u.ID, map[string]any{"k1": str(chunk, "b")})
+	rc.patch(t, u.ID, map[string]any{"k2": str(chunk, "c")})
+	status, b := rc.do(t, "PATCH", "/users/"+u.ID+"/profile", map[string]any{"k3": str(last+1, "d")})
+	refusedAtBound(t, "a PATCH making the profile one byte over the bound", status, b)
+	sameKeys(t, "after the refused PATCH", rc.keys(t, u.ID), map[string]int{"k0": chunk, "k1": chunk, "k2": chunk})
+	rc.patch(t, u.ID, map[string]any{"k3": str(last, "d")})
 	atBound := map[string]int{"k0": chunk, "k1": chunk, "k2": chunk, "k3": last}
-	p := profile(u.ID)
-	sameKeys("a profile of exactly the bound", lengths(p), atBound)
+	p := rc.profile(t, u.ID)
+	sameKeys(t, "a profile of exactly the bound", stringLengths(p), atBound)
 	if p["k3"] != str(last, "d") {
 		t.Fatalf("k3 came back changed")
 	}
 
 	// Replacing a key counts its new value, not both; removing one frees it.
-	patch(u.ID, map[string]any{"k0": str(chunk, "e")})
-	patch(u.ID, map[string]any{"k0": nil, "k4": str(chunk, "f")})
+	rc.patch(t, u.ID, map[string]any{"k0": str(chunk, "e")})
+	rc.patch(t, u.ID, map[string]any{"k0": nil, "k4": str(chunk, "f")})
 	atBound = map[string]int{"k4": chunk, "k1": chunk, "k2": chunk, "k3": last}
-	sameKeys("after a replaced and a swapped key", keys(u.ID), atBound)
+	sameKeys(t, "after a replaced and a swapped key", rc.keys(t, u.ID), atBound)
 	status, b = c.do("PATCH", "/users/"+u.ID+"/profile", map[string]any{"k5": ""})
-	refused("a PATCH adding an empty string to a profile at the bound", status, b)
-	sameKeys("after the refused PATCH at the bound", keys(u.ID), atBound)
+	refusedAtBound(t, "a PATCH adding an empty string to a profile at the bound", status, b)
+	sameKeys(t, "after the refused PATCH at the bound", rc.keys(t, u.ID), atBound)
 
 	// An array of small numbers is small as JSON and large as stored
 	// (indexes and 8-byte numbers): the fewest zeros past the bound (about
@@ -274,14 +207,107 @@ func testProfileSizeBound(t *testing.T, c *client, _ side) {
 	// of them than they must.
 	n := zerosPast(documents.MaxProfileBytes)
 	zeros := []byte(`{"zeros":[0` + strings.Repeat(",0", n-1) + `]}`)
-	status, b = raw("PUT", "/users/"+u.ID+"/profile", zeros)
-	refused("a PUT of a profile past the bound", status, b)
-	sameKeys("after the refused PUT", keys(u.ID), atBound)
+	status, b = rc.do(t, "PUT", "/users/"+u.ID+"/profile", zeros)
+	refusedAtBound(t, "a PUT of a profile past the bound", status, b)
+	sameKeys(t, "after the refused PUT", rc.keys(t, u.ID), atBound)
 	email := uniqueEmail(t, "bound-post")
 	create := []byte(`{"email":"` + email + `","name":"n","plan":"p","profile":` + string(zeros) + `}`)
-	status, b = raw("POST", "/users", create)
-	refused("a POST of a profile past the bound", status, b)
+	status, b = rc.do(t, "POST", "/users", create)
+	refusedAtBound(t, "a POST of a profile past the bound", status, b)
 	c.create(email, map[string]any{}) // the refused POST created nobody
+}
+
+// rawClient is testProfileSizeBound's client for its large exchanges:
+// they skip the OpenAPI check (kin-openapi takes seconds per megabyte of
+// profile); the small refusal the test sends with client.do is checked.
+type rawClient struct {
+	base string
+}
+
+// do sends body (encoded as kittest.NewRequest does) with method to
+// path, unchecked against the OpenAPI document, and returns the status
+// and the raw answer.
+func (c rawClient) do(t testing.TB, method, path string, body any) (int, []byte) {
+	t.Helper()
+	resp, err := kittest.Client.Do(kittest.NewRequest(t, method, c.base+path, body))
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, b
+}
+
+// patch merge-patches the profile of user id with body and fails the
+// test unless it is stored (200).
+func (c rawClient) patch(t testing.TB, id string, body any) {
+	t.Helper()
+	if status, b := c.do(t, "PATCH", "/users/"+id+"/profile", body); status != 200 {
+		t.Fatalf("PATCH /users/%s/profile: %d %.300s, want 200", id, status, b)
+	}
+}
+
+// profile decodes the user's profile once (a GET of 8 MiB is the
+// test's largest cost after the service's own).
+func (c rawClient) profile(t testing.TB, id string) map[string]any {
+	t.Helper()
+	status, b := c.do(t, "GET", "/users/"+id, nil)
+	var u struct {
+		Profile map[string]any `json:"profile"`
+	}
+	if status != 200 || json.Unmarshal(b, &u) != nil {
+		t.Fatalf("GET /users/%s: %d %.300s", id, status, b)
+	}
+	return u.Profile
+}
+
+// keys returns the keys of the user's profile with the lengths of their
+// strings (stringLengths).
+func (c rawClient) keys(t testing.TB, id string) map[string]int {
+	t.Helper()
+	return stringLengths(c.profile(t, id))
+}
+
+// stringLengths maps each key of p to the length of its value as a
+// string (0 for a value of another type).
+func stringLengths(p map[string]any) map[string]int {
+	out := map[string]int{}
+	for k, v := range p {
+		s, _ := v.(string)
+		out[k] = len(s)
+	}
+	return out
+}
+
+// refusedAtBound fails the test unless status and b, the answer to the
+// request what names, are a 422 whose error names the bound,
+// documents.MaxProfileBytes.
+func refusedAtBound(t testing.TB, what string, status int, b []byte) {
+	t.Helper()
+	bound := strconv.Itoa(documents.MaxProfileBytes)
+	var e struct {
+		Error string `json:"error"`
+	}
+	if status != 422 || json.Unmarshal(b, &e) != nil || !strings.Contains(e.Error, bound) {
+		t.Fatalf("%s: %d %.300s, want 422 naming the bound %s", what, status, b, bound)
+	}
+}
+
+// sameKeys fails the test unless got, a profile's keys and string
+// lengths (stringLengths), is want.
+func sameKeys(t testing.TB, what string, got, want map[string]int) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: keys and string lengths %v, want %v", what, got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Fatalf("%s: keys and string lengths %v, want %v", what, got, want)
+		}
+	}
 }
 
 // zerosPast returns the fewest zeros whose array, as the only member of

@@ -24,11 +24,22 @@ func runBadInput(t *testing.T, newTarget NewTarget) {
 
 func testBadInput(t *testing.T, tg Target) {
 	base := tg.URL()
-	cases := []struct {
-		name, method, path, ctype, body string
-		status                          int
-		contains                        string
-	}{
+	checkBadRequests(t, base, badRequests())
+	checkLookalikeEscapes(t, base)
+	checkWaitTimesOut(t, tg)
+}
+
+// badRequest is one request testBadInput sends, and the answer it wants:
+// status, with an error containing contains.
+type badRequest struct {
+	name, method, path, ctype, body string
+	status                          int
+	contains                        string
+}
+
+// badRequests are the requests of testBadInput, each refused with a 4xx.
+func badRequests() []badRequest {
+	return []badRequest{
 		{"no type", "POST", "/events", "", `{"key": "k"}`, 400, "type is required"},
 		{"no key", "POST", "/events", "", `{"type": "t"}`, 400, "key is required"},
 		{"payload array", "POST", "/events", "", `{"type": "t", "key": "k", "payload": [1]}`, 400, "payload must be a JSON object"},
@@ -59,7 +70,12 @@ func testBadInput(t *testing.T, tg Target) {
 		{"high surrogate then letter", "POST", "/events", "", `{"type": "t", "key": "k", "payload": {"x": "\ud800\u0041"}}`, 400, "unpaired UTF-16 surrogate"},
 		{"lone low surrogate", "POST", "/events", "", `{"type": "t", "key": "k", "payload": {"x": "a\uDC00"}}`, 400, "unpaired UTF-16 surrogate"},
 		{"surrogate in batch", "POST", "/events/batch", "", `{"events": [{"type": "t", "key": "k"}, {"type": "t", "key": "k", "payload": {"\ud83d": 1}}]}`, 400, "events[1].payload has an unpaired"},
+		{"batch too big", "POST", "/events/batch", "", tooBigBatch(), 400, "at most 1000"},
 	}
+}
+
+// tooBigBatch is a batch of one event more than logc.MaxBatch.
+func tooBigBatch() string {
 	var big strings.Builder
 	big.WriteString(`{"events": [`)
 	for i := range logc.MaxBatch + 1 {
@@ -69,11 +85,13 @@ func testBadInput(t *testing.T, tg Target) {
 		big.WriteString(`{"type": "t", "key": "k"}`)
 	}
 	big.WriteString(`]}`)
-	cases = append(cases, struct {
-		name, method, path, ctype, body string
-		status                          int
-		contains                        string
-	}{"batch too big", "POST", "/events/batch", "", big.String(), 400, "at most 1000"})
+	return big.String()
+}
+
+// checkBadRequests sends each of cases to base and checks its answer: the
+// status wanted, with a JSON error containing what it names.
+func checkBadRequests(t testing.TB, base string, cases []badRequest) {
+	t.Helper()
 	for _, c := range cases {
 		var send any // no body at all when c.body is empty
 		if c.body != "" {
@@ -91,18 +109,29 @@ func testBadInput(t *testing.T, tg Target) {
 			t.Errorf("%s: %d %v (decode err %v), want %d with an error containing %q", c.name, resp.StatusCode, body, err, c.status, c.contains)
 		}
 	}
-	// Escapes that only look like the refused ones are accepted and kept:
-	// an escaped backslash before "u0000" is the six characters \u0000,
-	// and a surrogate pair is one character.
+}
+
+// checkLookalikeEscapes checks that escapes that only look like the
+// refused ones are accepted and kept: an escaped backslash before "u0000"
+// is the six characters \u0000, and a surrogate pair is one character.
+func checkLookalikeEscapes(t testing.TB, base string) {
+	t.Helper()
 	odd := Post(t, base, logc.NewEvent{Type: "t", Key: "k", Payload: json.RawMessage(`{"x": "\\u0000", "y": "\\\\\ud83d\ude00"}`)})
 	var got struct{ X, Y string }
 	if err := json.Unmarshal(Get(t, base, odd.ID).Payload, &got); err != nil || got.X != `\u0000` || got.Y != "\\\\\U0001F600" {
 		t.Errorf("escaped backslash / surrogate pair payload came back as %+v (%v)", got, err)
 	}
-	// 408: an event that exists but is not delivered when the wait gives
-	// up. The target holds the consumer's delivery record, so the event
-	// cannot be delivered until it is released: the answer does not race
-	// the consumer, however loaded the machine.
+}
+
+// checkWaitTimesOut checks the 408: an event that exists but is not
+// delivered when the wait gives up. The target holds the consumer's
+// delivery record, so the event cannot be delivered until it is
+// released: the answer does not race the consumer, however loaded the
+// machine. Released, the consumer records it: nothing was lost while
+// held.
+func checkWaitTimesOut(t testing.TB, tg Target) {
+	t.Helper()
+	base := tg.URL()
 	release := tg.HoldDeliveries(t)
 	held := Post(t, base, logc.NewEvent{Type: "t", Key: "held"})
 	var timedOut map[string]any
@@ -112,6 +141,5 @@ func testBadInput(t *testing.T, tg Target) {
 		t.Errorf("408 body: %v, want the 1ms asked for named", timedOut)
 	}
 	release()
-	// Released, the consumer records it: nothing was lost while held.
 	WaitDelivered(t, base, held.ID)
 }

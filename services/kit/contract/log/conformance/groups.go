@@ -113,6 +113,19 @@ func testGroupsEarliestLatest(t *testing.T, tg Target) {
 
 func testGroupsAPI(t *testing.T, tg Target) {
 	base := tg.URL()
+	checkGroupsPut(t, base)
+	c := Post(t, base, logc.NewEvent{Type: "t", Key: "k"})
+	WaitDeliveredTo(t, base, "billing", c.ID)
+	checkGroupRequests(t, base, groupRequests(c.ID))
+	checkGroupDelete(t, tg, c.ID)
+	checkGroupsBound(t, base)
+}
+
+// checkGroupsPut checks that the default group is listed, that a PUT
+// creates group billing (201) and a PUT again of the same is a 200, and
+// that the default group may be PUT from earliest (200).
+func checkGroupsPut(t testing.TB, base string) {
+	t.Helper()
 	l := Groups(t, base)
 	if _, ok := findGroup(l, logc.DefaultGroup); !ok {
 		t.Fatalf("GET /groups lacks the default group: %+v", l)
@@ -126,13 +139,20 @@ func testGroupsAPI(t *testing.T, tg Target) {
 	if s := PutGroup(t, base, logc.DefaultGroup, logc.FromEarliest); s != http.StatusOK {
 		t.Errorf("PUT the default group from earliest = %d, want 200", s)
 	}
-	c := Post(t, base, logc.NewEvent{Type: "t", Key: "k"})
-	WaitDeliveredTo(t, base, "billing", c.ID)
-	cases := []struct {
-		name, method, path, body string
-		status                   int
-		contains                 string
-	}{
+}
+
+// groupRequest is one request of testGroupsAPI on groups, and the answer
+// it wants: status, with a body containing contains.
+type groupRequest struct {
+	name, method, path, body string
+	status                   int
+	contains                 string
+}
+
+// groupRequests are testGroupsAPI's conflicting and bad requests on
+// groups, with group billing existing and id an event delivered to it.
+func groupRequests(id string) []groupRequest {
+	return []groupRequest{
 		{"PUT other from", "PUT", "/groups/billing", `{"from": "earliest"}`, 409, "another from"},
 		{"PUT default latest", "PUT", "/groups/default", `{"from": "latest"}`, 409, "another from"},
 		{"PUT bad from", "PUT", "/groups/x", `{"from": "now"}`, 400, "from must be"},
@@ -142,14 +162,20 @@ func testGroupsAPI(t *testing.T, tg Target) {
 		{"PUT digit first", "PUT", "/groups/1x", `{"from": "latest"}`, 400, logc.GroupNameRule},
 		{"PUT dash", "PUT", "/groups/a-b", `{"from": "latest"}`, 400, logc.GroupNameRule},
 		{"PUT too long", "PUT", "/groups/" + strings.Repeat("a", 33), `{"from": "latest"}`, 400, logc.GroupNameRule},
-		{"wait bad group", "GET", "/events/" + c.ID + "/wait?group=No&timeout=1s", ``, 400, logc.GroupNameRule},
-		{"wait unknown group", "GET", "/events/" + c.ID + "/wait?group=nobody&timeout=1s", ``, 404, "group nobody"},
-		{"get unknown group", "GET", "/events/" + c.ID + "?group=nobody", ``, 404, "group nobody"},
+		{"wait bad group", "GET", "/events/" + id + "/wait?group=No&timeout=1s", ``, 400, logc.GroupNameRule},
+		{"wait unknown group", "GET", "/events/" + id + "/wait?group=nobody&timeout=1s", ``, 404, "group nobody"},
+		{"get unknown group", "GET", "/events/" + id + "?group=nobody", ``, 404, "group nobody"},
 		{"wait unknown event in group", "GET", "/events/01890000-0000-7000-8000-000000000000/wait?group=billing&timeout=1s", ``, 404, "not found"},
 		{"delete unknown", "DELETE", "/groups/nobody", ``, 404, "group nobody"},
 		{"delete bad name", "DELETE", "/groups/A", ``, 400, logc.GroupNameRule},
 		{"delete default", "DELETE", "/groups/default", ``, 409, "cannot be deleted"},
 	}
+}
+
+// checkGroupRequests sends each of cases to base and checks its answer:
+// the status wanted, with a body containing what it names.
+func checkGroupRequests(t testing.TB, base string, cases []groupRequest) {
+	t.Helper()
 	for _, c := range cases {
 		var send any
 		if c.body != "" {
@@ -160,8 +186,15 @@ func testGroupsAPI(t *testing.T, tg Target) {
 			t.Errorf("%s: %s %s = %d %s, want %d containing %q", c.name, c.method, c.path, status, raw, c.status, c.contains)
 		}
 	}
+}
 
-	// Deleting frees what the group held.
+// checkGroupDelete deletes group billing, which event id was delivered
+// to: deleting frees what the group held (when tg is a GroupHolder), the
+// group is no longer listed nor waited in, and recreated it is a new
+// group, to which id is delivered again.
+func checkGroupDelete(t testing.TB, tg Target, id string) {
+	t.Helper()
+	base := tg.URL()
 	holder, canCheck := tg.(GroupHolder)
 	if canCheck && !holder.GroupHeld(t, "billing") {
 		t.Errorf("before DELETE the side holds nothing for group billing: the check proves nothing")
@@ -177,16 +210,20 @@ func testGroupsAPI(t *testing.T, tg Target) {
 	if _, ok := findGroup(Groups(t, base), "billing"); ok {
 		t.Errorf("GET /groups still lists billing after DELETE")
 	}
-	if s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+c.ID+"/wait?group=billing&timeout=1s", nil, nil); s != http.StatusNotFound {
+	if s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+id+"/wait?group=billing&timeout=1s", nil, nil); s != http.StatusNotFound {
 		t.Errorf("wait in a deleted group = %d, want 404", s)
 	}
 	// Recreated, it is a new group.
 	if s := PutGroup(t, base, "billing", logc.FromEarliest); s != http.StatusCreated {
 		t.Errorf("PUT after DELETE = %d, want 201", s)
 	}
-	WaitDeliveredTo(t, base, "billing", c.ID)
+	WaitDeliveredTo(t, base, "billing", id)
+}
 
-	// The bound: groups up to max_groups, then a 409 naming MAX_GROUPS.
+// checkGroupsBound checks the bound: groups up to max_groups, then a 409
+// naming MAX_GROUPS. A bound above 64 is not exercised.
+func checkGroupsBound(t testing.TB, base string) {
+	t.Helper()
 	max := Groups(t, base).MaxGroups
 	if max > 64 {
 		t.Logf("max_groups %d: the bound is not exercised here (more than 64 groups)", max)
