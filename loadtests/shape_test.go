@@ -30,30 +30,12 @@ var longFuncs = map[string]string{}
 // and every entry of longFuncs still names a long function.
 func TestFunctionsAreShort(t *testing.T) {
 	t.Parallel()
-	fset, files := parseGoFiles(t, ".")
-	seen := map[string]bool{}
-	for path, f := range files {
-		for _, decl := range f.Decls {
-			fn, ok := decl.(*ast.FuncDecl)
-			if !ok {
-				continue
-			}
-			lines := fset.Position(fn.End()).Line - fset.Position(fn.Type.Pos()).Line + 1
-			key := path + ":" + fn.Name.Name
-			if lines <= maxFuncLines {
-				continue
-			}
-			seen[key] = true
-			if _, allowed := longFuncs[key]; !allowed {
-				t.Errorf("%s is %d lines, more than %d: split it into named steps", key, lines, maxFuncLines)
-			}
-		}
-	}
-	for key := range longFuncs {
-		if !seen[key] {
-			t.Errorf("longFuncs lists %s, which is no longer over %d lines: remove it", key, maxFuncLines)
-		}
-	}
+	checkFuncs(t, funcBound{max: maxFuncLines, allowed: longFuncs,
+		measure: func(fset *token.FileSet, fn *ast.FuncDecl) int {
+			return fset.Position(fn.End()).Line - fset.Position(fn.Type.Pos()).Line + 1
+		},
+		over:  "%s is %d lines, more than %d: split it into named steps",
+		stale: "longFuncs lists %s, which is no longer over %d lines: remove it"})
 }
 
 // maxParams is the most parameters a function of loadtests may take, its
@@ -72,7 +54,35 @@ var manyParams = map[string]string{}
 // manyParams; and every entry of manyParams still names such a function.
 func TestFunctionsTakeFewParams(t *testing.T) {
 	t.Parallel()
-	_, files := parseGoFiles(t, ".")
+	checkFuncs(t, funcBound{max: maxParams, allowed: manyParams,
+		measure: func(_ *token.FileSet, fn *ast.FuncDecl) int {
+			n := 0
+			for _, field := range fn.Type.Params.List {
+				n += max(len(field.Names), 1)
+			}
+			return n
+		},
+		over:  "%s takes %d parameters, more than %d: group those that travel together into a named struct",
+		stale: "manyParams lists %s, which no longer takes more than %d parameters: remove it"})
+}
+
+// funcBound is one bound on the functions of the loadtests tree: what
+// measure counts of a function may be at most max, but for the functions
+// of allowed (by "<dir>/<file>:<name>"). over is the error of a function
+// past it (its key, its count, max), stale that of an allowed entry no
+// longer past it (its key, max).
+type funcBound struct {
+	max         int
+	allowed     map[string]string
+	measure     func(*token.FileSet, *ast.FuncDecl) int
+	over, stale string
+}
+
+// checkFuncs checks b on every function (or method) of the loadtests
+// tree, tests aside, and that every entry of b.allowed is still past it.
+func checkFuncs(t *testing.T, b funcBound) {
+	t.Helper()
+	fset, files := parseGoFiles(t, ".")
 	seen := map[string]bool{}
 	for path, f := range files {
 		for _, decl := range f.Decls {
@@ -80,23 +90,20 @@ func TestFunctionsTakeFewParams(t *testing.T) {
 			if !ok {
 				continue
 			}
-			n := 0
-			for _, field := range fn.Type.Params.List {
-				n += max(len(field.Names), 1)
-			}
-			key := path + ":" + fn.Name.Name
-			if n <= maxParams {
+			n := b.measure(fset, fn)
+			if n <= b.max {
 				continue
 			}
+			key := path + ":" + fn.Name.Name
 			seen[key] = true
-			if _, allowed := manyParams[key]; !allowed {
-				t.Errorf("%s takes %d parameters, more than %d: group those that travel together into a named struct", key, n, maxParams)
+			if _, ok := b.allowed[key]; !ok {
+				t.Errorf(b.over, key, n, b.max)
 			}
 		}
 	}
-	for key := range manyParams {
+	for key := range b.allowed {
 		if !seen[key] {
-			t.Errorf("manyParams lists %s, which no longer takes more than %d parameters: remove it", key, maxParams)
+			t.Errorf(b.stale, key, b.max)
 		}
 	}
 }
