@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -221,7 +222,7 @@ type instance struct {
 	spec ServiceSpec
 	port int
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *kittest.LogBuffer
 	done chan error
 }
 
@@ -290,7 +291,7 @@ func (r *docRun) start(t *testing.T, b Block, spec ServiceSpec) *instance {
 	}
 	port := freePort(t)
 	env = append(env, "ADDR=127.0.0.1:"+strconv.Itoa(port))
-	in := &instance{spec: spec, port: port, logs: new(syncBuffer), done: make(chan error, 1)}
+	in := &instance{spec: spec, port: port, logs: new(kittest.LogBuffer), done: make(chan error, 1)}
 	in.cmd = exec.Command(filepath.Join(r.bin, spec.Name))
 	in.cmd.Env = env
 	in.cmd.Stdout, in.cmd.Stderr = in.logs, in.logs
@@ -471,22 +472,4 @@ func freePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer collects a service's log from its two streams.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
