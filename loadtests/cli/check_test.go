@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/report"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 )
 
 func TestCheckTellsUpFromDownAndWrongService(t *testing.T) {
@@ -27,7 +27,7 @@ func TestCheckTellsUpFromDownAndWrongService(t *testing.T) {
 	defer srv.Close()
 	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
 	port, _ := strconv.Atoi(portStr)
-	free, err := launch.FreePort()
+	free, err := localport.Free()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 )
 
 // queueBacklog is how many tasks the queue test queues before the
@@ -149,7 +150,7 @@ func newLauncher(t testing.TB, ctx context.Context, service string) *launch.Laun
 // log's path.
 func startService(t testing.TB, ctx context.Context, l *launch.Launcher, name string, env map[string]string) (base, logPath string) {
 	t.Helper()
-	port, err := launch.FreePort()
+	port, err := localport.Free()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/raw"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pglisten"
 )
@@ -231,6 +231,6 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// freePort is launch.FreePort: the experiments' processes listen on
-// ports the kernel names.
-var freePort = launch.FreePort
+// freePort is localport.Free: a port for an experiment's process to
+// listen on, outside the kernel's ephemeral range (see localport).
+var freePort = localport.Free

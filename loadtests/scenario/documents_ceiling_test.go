@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -38,12 +38,10 @@ func startNoMongoDB(t testing.TB, ctx context.Context) *Env {
 			t.Error(err)
 		}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := localport.Free()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	if _, err := l.Start(ctx, pairs.NoMongoDB, port, map[string]string{"DATABASE_URL": url, "DATABASE_SCHEMA": schema}, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}

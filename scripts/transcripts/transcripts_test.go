@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -289,7 +289,10 @@ func (r *docRun) start(t *testing.T, b Block, spec ServiceSpec) *instance {
 		}
 		env = append(env, k+"="+v)
 	}
-	port := freePort(t)
+	port, err := localport.Free()
+	if err != nil {
+		t.Fatal(err)
+	}
 	env = append(env, "ADDR=127.0.0.1:"+strconv.Itoa(port))
 	in := &instance{spec: spec, port: port, logs: new(kittest.LogBuffer), done: make(chan error, 1)}
 	in.cmd = exec.Command(filepath.Join(r.bin, spec.Name))
@@ -462,14 +465,4 @@ func (r *docRun) runBlock(t *testing.T, b Block) {
 			return
 		}
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

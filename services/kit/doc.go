@@ -55,6 +55,9 @@
 //     variables with defaults at the stack's ports, run services in the
 //     test's process, and validate the suites' traffic against the pair's
 //     OpenAPI document.
+//   - localport: loopback ports for a child process to listen on, picked
+//     outside the kernel's ephemeral range so that no outgoing connection
+//     takes one between the pick and the child's bind.
 //
 // # Glossary
 //

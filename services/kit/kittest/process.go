@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 )
 
 // childEnv marks a test binary started by ChildCommand: it runs the
@@ -136,16 +138,16 @@ func (c *Child) stop() {
 	}
 }
 
-// ClosedAddr returns a loopback address (host:port) nothing listens on: a
-// port the kernel gave and that was closed again, free at the moment.
+// ClosedAddr returns a loopback address (host:port) nothing listens on at
+// the moment: a port for a child to bind, or one a client finds closed.
+// It comes from localport, outside the kernel's ephemeral range, so no
+// outgoing connection takes it before the child binds it.
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := localport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
 	return addr
 }
 
