@@ -109,26 +109,45 @@ type inputs struct {
 	src Sources
 }
 
-// question is one question of the decision framework.
-type question struct {
-	id, title string
-	// intro is said before the pairs' answers; it holds no figure.
-	intro string
+// questions are the ids of the reference's decision questions, in the
+// order a reader asks them. Each one's title is the template "question
+// <id>" of questions.tmpl, its intro (when it has one) "question <id>
+// intro".
+var questions = []string{"semantics", "load", "team", "integrity", "stack", "shape"}
+
+//go:embed questions.tmpl
+var questionsText string
+
+// questionsTemplate is the decision questions' sentences, questions.tmpl:
+// each question's title and intro, the answers every pair with a verdict
+// gets (load, stack, item size) and the pairs' own answers. Parsed at
+// start.
+var questionsTemplate = template.Must(template.New("questions.tmpl").Parse(questionsText))
+
+// say renders the template name of questions.tmpl with data. A name the
+// file does not define, or data missing a field the template reads, is a
+// programming error (readme_test.go renders every one): say panics.
+func say(name string, data any) string {
+	var b strings.Builder
+	if err := questionsTemplate.ExecuteTemplate(&b, name, data); err != nil {
+		panic("report: questions.tmpl: " + err.Error())
+	}
+	return b.String()
 }
 
-// questions are the reference's decision questions, in the order a reader
-// asks them.
-var questions = []question{
-	{id: "semantics", title: "Is Postgres' semantics enough?",
-		intro: "The reference: if you need fan-out, routing, independent consumer groups, replay or exchange between services without a shared database, the answer is no at any load. Fan-out and consumer groups are built on both sides here, and the claims table decides that sentence on their measurements."},
-	{id: "load", title: "What load now, and in two years?",
-		intro: "The highest rate each side sustained on this machine, and where the runs stop: growth beyond them is not measured."},
-	{id: "team", title: "Is the ops team small?",
-		intro: "Not measured: no result counts people or hours. The reference's rule: with two or three people running infrastructure one tool saves a great deal of time; past ten people someone can own the specialist and the advantage fades. What each Postgres side makes you own instead:"},
-	{id: "integrity", title: "Is transactional integrity worth more than latency?"},
-	{id: "stack", title: "Is Postgres already in the stack?",
-		intro: "If it is, a new use case costs almost nothing; standing Postgres up for one replacement rarely makes sense."},
-	{id: "shape", title: "What shape and size is the data? (this project's question)"},
+// sayIf is say for a template that may not exist: "" when it does not
+// (a question without an intro).
+func sayIf(name string) string {
+	if questionsTemplate.Lookup(name) == nil {
+		return ""
+	}
+	return say(name, nil)
+}
+
+// fixedAnswer is an answer that reads no results: the template name of
+// questions.tmpl, whatever was measured.
+func fixedAnswer(name string) func(*inputs) string {
+	return func(*inputs) string { return say(name, nil) }
 }
 
 // pairSpec is one pair of the findings, held by its entry of the
@@ -158,12 +177,6 @@ type pairSpec struct {
 	answers map[string]func(*inputs) string
 }
 
-// fixedAnswer is an answer that reads no results: text, whatever was
-// measured.
-func fixedAnswer(text string) func(*inputs) string {
-	return func(*inputs) string { return text }
-}
-
 // queueFindings is the queue pair's row of the findings and its answers to the decision
 // questions.
 var queueFindings = pairSpec{
@@ -172,8 +185,8 @@ var queueFindings = pairSpec{
 	has:      func(in *inputs) bool { return in.rs[pairs.Queue] != nil },
 	headline: queueHeadline, servers: func(in *inputs) string { return rabbitVersion(in.rs[pairs.Queue].Versions) },
 	answers: map[string]func(*inputs) string{
-		"semantics": fixedAnswer("a work queue (each task to one worker, retries, dead letters) and fan-out to the subscribers `FANOUT` names (one copy each, an ordinary task) are what both sides do, checked by one conformance suite. Routing by pattern and many queues are RabbitMQ's: the Postgres side has one work queue per schema, and writes every fan-out copy in the enqueue's transaction (or, with `FANOUT_DESIGN=cursors`, one message row that a cursor per subscriber reads, PgQ style)."),
-		"team":      fixedAnswer("the queue table is unlogged by default: crash recovery empties it and the service rebuilds it from the task records at start."),
+		"semantics": fixedAnswer("queue semantics"),
+		"team":      fixedAnswer("queue team"),
 		"integrity": queueIntegrity,
 	},
 }
@@ -188,8 +201,8 @@ var logFindings = pairSpec{
 		return "Kafka " + orWhy(in.rs[pairs.Log].Versions.Kafka, in.rs[pairs.Log].Versions.Errors["kafka"])
 	},
 	answers: map[string]func(*inputs) string{
-		"semantics": fixedAnswer("at-least-once delivery observed exactly once, and consumer groups created from the earliest or the latest event, are what both sides do, checked by one conformance suite. On Postgres each group is a replication slot that decodes all of the database's WAL (or, with `GROUPS_DESIGN=cursors`, a cursor over the one slot's log, Sequin/PgQ style); partitions for parallel consumers of one group, replay from any offset and retention are Kafka's."),
-		"team":      fixedAnswer("a slot whose consumer is dead keeps WAL without bound unless `max_slot_wal_keep_size` is set, and then the lagging slot is invalidated and its events lost."),
+		"semantics": fixedAnswer("log semantics"),
+		"team":      fixedAnswer("log team"),
 		"integrity": logIntegrity,
 	},
 }
@@ -202,8 +215,8 @@ var documentsFindings = pairSpec{
 	has:      func(in *inputs) bool { return in.rs[pairs.Documents] != nil },
 	headline: documentsHeadline, servers: func(in *inputs) string { return mongoVersion(in.rs[pairs.Documents].Versions) },
 	answers: map[string]func(*inputs) string{
-		"semantics": fixedAnswer("containment search (`@>`) is served by a GIN `jsonb_path_ops` index, which serves no key-existence query; fixed columns sit beside the free-form profile."),
-		"team":      fixedAnswer("every write of a row with a large profile, even of a neighbour column, writes a new row version: vacuum and WAL volume are yours to watch."),
+		"semantics": fixedAnswer("documents semantics"),
+		"team":      fixedAnswer("documents team"),
 		"shape":     documentsShape,
 	},
 }
@@ -220,7 +233,7 @@ var eventStoreFindings = pairSpec{
 	answers: map[string]func(*inputs) string{
 		"semantics": eventStoreSemantics,
 		"load":      eventStoreLoad,
-		"team":      fixedAnswer("the events table grows by every event: partitioning and archiving are the operator's job."),
+		"team":      fixedAnswer("event store team"),
 		"integrity": eventStoreIntegrity,
 		"shape":     eventStoreShape,
 	},
@@ -307,10 +320,10 @@ func findingsOf(in *inputs, present []pairSpec, files []sourceFile) findingsView
 		}
 	}
 	for i, q := range questions {
-		aq := answeredQuestion{Number: i + 1, Title: q.title, Intro: q.intro}
+		aq := answeredQuestion{Number: i + 1, Title: say("question "+q, nil), Intro: sayIf("question " + q + " intro")}
 		for _, s := range present {
 			v, hasV := verdicts[s.verdict]
-			if f := answerOf(q.id, s, v, hasV); f != nil {
+			if f := answerOf(q, s, v, hasV); f != nil {
 				if a := f(in); a != "" {
 					aq.Answers = append(aq.Answers, pairAnswer{s.name, a})
 				}
@@ -346,12 +359,26 @@ func answerOf(id string, s pairSpec, v Verdict, hasV bool) func(*inputs) string 
 	return f
 }
 
+// stackView is what the "stack" answer reads.
+type stackView struct{ Specialist, Confidence, Cost string }
+
 // stackAnswer answers "Is Postgres already in the stack?" for a pair:
 // what the Postgres side costs on the server you run, against one more
 // server.
 func stackAnswer(v Verdict) string {
-	s := fmt.Sprintf("the Postgres side adds no server; %s is one more to run (%s)", v.Specialist, v.SpecConfidence)
-	return s + ". " + capitalize(cpuText(v)) + "."
+	return say("stack", stackView{v.Specialist, v.SpecConfidence, capitalize(cpuText(v))})
+}
+
+// loadView is what the "load" answer reads: the single-request ceilings
+// (PG and Spec, passedText), the batched rates, the top of what was
+// offered and the design-target claims' verdicts.
+type loadView struct {
+	RateOp, PG, Spec, Criterion string
+	// Batched is nil when the pair has no batched rates.
+	Batched *struct{ At, PG, SpecName, Spec string }
+	// MaxRate is nil when nothing was offered.
+	MaxRate *struct{ Rate, Item, How string }
+	Targets []struct{ Claim, Verdict string }
 }
 
 // loadAnswer answers "What load now, and in two years?" for a pair from
@@ -359,23 +386,19 @@ func stackAnswer(v Verdict) string {
 // their batched rates, the top of what was offered, and the design
 // target claim's verdict.
 func loadAnswer(in *inputs, v Verdict) string {
-	s := fmt.Sprintf("single requests (%s): %s, %s", v.RateOp, passedText("Postgres", v.PGRate), passedText(v.SpecName(), v.SpecRate))
-	if v.RateCriterion != "" {
-		s += " (" + v.RateCriterion + ")"
-	}
+	view := loadView{RateOp: v.RateOp, PG: passedText("Postgres", v.PGRate), Spec: passedText(v.SpecName(), v.SpecRate), Criterion: v.RateCriterion}
 	if v.SustainedAt != "" {
-		s += fmt.Sprintf("; in batches (%s, open loop) Postgres sustained %s, %s %s", v.SustainedAt, rateFigure(v.PGSustained), v.SpecName(), rateFigure(v.SpecSustained))
+		view.Batched = &struct{ At, PG, SpecName, Spec string }{v.SustainedAt, rateFigure(v.PGSustained), v.SpecName(), rateFigure(v.SpecSustained)}
 	}
-	s += "."
 	if v.MaxRate > 0 {
-		s += fmt.Sprintf(" The highest rate offered: %s %s/s%s; beyond it, and on larger machines, nothing was measured.", count(int64(v.MaxRate)), v.Item, v.MaxRateHow)
+		view.MaxRate = &struct{ Rate, Item, How string }{count(int64(v.MaxRate)), v.Item, v.MaxRateHow}
 	}
 	for _, c := range in.claims {
 		if c.Pair == v.Pair && c.Short == designTarget {
-			s += fmt.Sprintf(" The reference's design target (%s): **%s**.", strings.TrimSuffix(c.Claim, " (design target)"), c.Verdict)
+			view.Targets = append(view.Targets, struct{ Claim, Verdict string }{strings.TrimSuffix(c.Claim, " (design target)"), c.Verdict})
 		}
 	}
-	return s
+	return say("load", view)
 }
 
 // passedText says what side passed: "Postgres passed 6,500/s (…)", or
@@ -390,7 +413,7 @@ func passedText(side string, f Figure) string {
 // itemSizeAnswer answers the data-shape question for a pair whose load
 // used one item size: that size, and that others are not measured.
 func itemSizeAnswer(v Verdict) string {
-	return fmt.Sprintf("every %s of the load was a JSON body of about %s; larger items are not measured (`advise` says how far yours is from it).", strings.TrimSuffix(v.Item, "s"), bytesH(slices.Max(v.PayloadBytes)))
+	return say("item size", struct{ Item, Size string }{strings.TrimSuffix(v.Item, "s"), bytesH(slices.Max(v.PayloadBytes))})
 }
 
 // machineLine says where and on what the runs were measured.
@@ -830,8 +853,10 @@ func eventStoreServers(in *inputs) string {
 	return s
 }
 
+// eventStoreSemantics answers the semantics question for the event
+// store: which engines measured can append conditionally.
 func eventStoreSemantics(in *inputs) string {
-	var caps []string
+	var caps []labelled
 	if in.es.Append != nil {
 		for _, e := range in.es.Append.Engines {
 			if !e.Up {
@@ -841,16 +866,18 @@ func eventStoreSemantics(in *inputs) string {
 			if e.Conditional {
 				v = "yes"
 			}
-			caps = append(caps, fmt.Sprintf("%s %s", who(nil, e.Name), v))
+			caps = append(caps, labelled{who(nil, e.Name), v})
 		}
 	}
-	s := "optimistic appends need a conditional append (an expected version)"
-	if len(caps) > 0 {
-		s += "; the services measured report: " + strings.Join(caps, ", ")
-	}
-	return s + ". Catch-up subscriptions from a position: Postgres reads below a transaction watermark so that no committed event is skipped."
+	return say("event store semantics", struct{ Conditional []labelled }{caps})
 }
 
+// labelled is one figure or word of an answer and what it is of.
+type labelled struct{ Label, Value string }
+
+// eventStoreLoad adds to the event store's load answer how Postgres'
+// read-then-append rate changed as its streams grew ("" when the runs
+// lack two rounds of both series).
 func eventStoreLoad(in *inputs) string {
 	rta := eventstore.ReadThenAppend
 	g, r := appendRows(in.es, rta, pairs.NoKurrentDB, "growing"), appendRows(in.es, rta, pairs.NoKurrentDB, "reset")
@@ -858,36 +885,51 @@ func eventStoreLoad(in *inputs) string {
 		return ""
 	}
 	gl, rl := g[len(g)-1], r[len(r)-1]
-	return fmt.Sprintf("Postgres' read-then-append rate changed by %+.0f%% from round %d to %d on streams that grew to %s events, by %+.0f%% on fresh streams (%s events/s in all). A table holding years of events is not measured.",
-		100*(gl.OpsPerSec/g[0].OpsPerSec-1), g[0].Round, gl.Round, num(gl.EventsPerStream), 100*(rl.OpsPerSec/r[0].OpsPerSec-1), span(opsPerSec(append(g, r...)), ""))
+	change := func(last, first float64) string { return fmt.Sprintf("%+.0f%%", 100*(last/first-1)) }
+	return say("event store load", struct {
+		Growing, Fresh, Events, Rates string
+		From, To                      int
+	}{change(gl.OpsPerSec, g[0].OpsPerSec), change(rl.OpsPerSec, r[0].OpsPerSec), num(gl.EventsPerStream), span(opsPerSec(append(g, r...)), ""), g[0].Round, gl.Round})
 }
 
+// eventStoreIntegrity answers the integrity question for the event
+// store: the share of appends Postgres refused for a stale expected
+// version, and live delivery's p50 on both sides ("" when neither was
+// measured).
 func eventStoreIntegrity(in *inputs) string {
-	var parts []string
+	var view struct {
+		Conflicts       string
+		KafkaAcceptsAll bool
+		Live            *struct{ PG, Kafka string }
+	}
 	if c, ok := conflictShare(appendRows(in.es, eventstore.ReadThenAppend, pairs.NoKurrentDB, "")); ok {
-		s := fmt.Sprintf("Postgres refused a stale expected version with a 409 (%s of append attempts here)", percent(c))
-		if e := engine(in.es, pairs.KafkaEventStore); e != nil && e.Up && !e.Conditional {
-			s += "; Kafka accepts every append, so concurrent writers to one stream all succeed"
-		}
-		parts = append(parts, s+".")
+		view.Conflicts = percent(c)
+		e := engine(in.es, pairs.KafkaEventStore)
+		view.KafkaAcceptsAll = e != nil && e.Up && !e.Conditional
 	}
-	pg, k := catchUp(in.es, pairs.NoKurrentDB), catchUp(in.es, pairs.KafkaEventStore)
-	if pg != nil && k != nil {
-		parts = append(parts, fmt.Sprintf("Live delivery to a caught-up subscriber, p50 per run: Postgres %s, Kafka %s.", span(pg.LiveP50MS, " ms"), span(k.LiveP50MS, " ms")))
+	if pg, k := catchUp(in.es, pairs.NoKurrentDB), catchUp(in.es, pairs.KafkaEventStore); pg != nil && k != nil {
+		view.Live = &struct{ PG, Kafka string }{span(pg.LiveP50MS, " ms"), span(k.LiveP50MS, " ms")}
 	}
-	return strings.Join(parts, " ")
+	if view.Conflicts == "" && view.Live == nil {
+		return ""
+	}
+	return say("event store integrity", view)
 }
 
+// eventStoreShape answers the shape question for the event store: one
+// stream's read on each side ("" when not measured on both).
 func eventStoreShape(in *inputs) string {
 	pg, k := pointRead(in.es, pairs.NoKurrentDB), pointRead(in.es, pairs.KafkaEventStore)
 	if pg == nil || k == nil || k.RecordsScanned == nil {
 		return ""
 	}
-	if st := pointReadStatus(*k); !st.OK() || !pointReadStatus(*pg).OK() {
-		return fmt.Sprintf("reading one stream is a primary-key range on Postgres (%s); the Kafka read is %s.", pointReadText(*pg), st)
-	}
-	return fmt.Sprintf("reading one stream is a primary-key range on Postgres (%d events in %s); on Kafka it scans the whole partition (%d records for %d, %s), a cost that grows with everything else in the topic.",
-		pg.Matched, ms(pg.MedianMS), *k.RecordsScanned, k.Matched, ms(k.MedianMS))
+	st := pointReadStatus(*k)
+	return say("event store shape", struct {
+		PG, KafkaStatus, KafkaMedian string
+		Unread                       bool
+		KafkaScanned                 int64
+		KafkaMatched                 int
+	}{pointReadText(*pg), st.String(), ms(k.MedianMS), !st.OK() || !pointReadStatus(*pg).OK(), *k.RecordsScanned, k.Matched})
 }
 
 // pointReadText is one engine's point read in words, or its status.
@@ -898,79 +940,92 @@ func pointReadText(r eventstore.PointReadRow) string {
 	return fmt.Sprintf("%d events in %s", r.Matched, ms(r.MedianMS))
 }
 
+// queueIntegrityView is what the "queue integrity" answer reads.
+type queueIntegrityView struct {
+	// At is the highest rate both sides kept up with, and Ratios their
+	// p99s there, Postgres ÷ RabbitMQ (none when not measured).
+	At     string
+	Ratios []labelled
+	// Durable is the durable settings' send→processed p99s, nil when the
+	// durable variant was not run.
+	Durable *struct{ At, Unlogged, Logged, Classic, Quorum string }
+}
+
+// queueIntegrity answers the integrity question for the queue: the
+// dual write, what the one transaction cost, and the durable settings.
 func queueIntegrity(in *inputs) string {
-	parts := []string{"the Postgres side commits a task with its business row in one transaction; the RabbitMQ side commits, then publishes (a dual write)."}
+	var view queueIntegrityView
 	if best, _ := highestKeptUp(in.rs, pairs.Queue, scenario.RateScenarioName(pairs.Queue)); best != nil {
-		var xs []string
+		view.At = best.Name
 		for _, m := range []struct {
 			metric driver.Metric
 			label  string
 		}{{driver.ServerSendP99, "send"}, {driver.ServerDeliveryP99, "delivery"}, {driver.ServerProcessingP99, "send→processed"}} {
 			if x, ok := ratio(best, m.metric); ok {
-				xs = append(xs, fmt.Sprintf("%s p99 %s", m.label, times(x)))
+				view.Ratios = append(view.Ratios, labelled{m.label, times(x)})
 			}
-		}
-		if len(xs) > 0 {
-			parts = append(parts, fmt.Sprintf("What that cost at %s, Postgres ÷ RabbitMQ: %s.", best.Name, strings.Join(xs, ", ")))
 		}
 	}
 	def, dur := in.rs.point(pairs.Queue, scenario.PairScenarioName(pairs.Queue, scenario.KindDefault), ""), in.rs.point(pairs.Queue, scenario.PairScenarioName(pairs.Queue, scenario.VariantDurable), "")
 	if def != nil && dur != nil {
 		const p99 = driver.ServerProcessingP99
 		if v, ok := medians(at{def, p99, pairs.NoRabbitMQ}, at{dur, p99, pairs.NoRabbitMQ}, at{def, p99, pairs.RabbitMQ}, at{dur, p99, pairs.RabbitMQ}); ok {
-			parts = append(parts, fmt.Sprintf("Durable settings at %s, send→processed p99: Postgres unlogged %s, logged %s; RabbitMQ classic %s, quorum %s.", def.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])))
+			view.Durable = &struct{ At, Unlogged, Logged, Classic, Quorum string }{def.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])}
 		}
 	}
-	return strings.Join(parts, " ")
+	return say("queue integrity", view)
 }
 
+// logIntegrity answers the integrity question for the log: the dual
+// write, and what synchronous_commit=off gives and costs.
 func logIntegrity(in *inputs) string {
-	parts := []string{"the Postgres write is one insert; the Kafka side inserts, then produces (a dual write: 503 and an undelivered row when the broker is down)."}
+	var view struct {
+		SyncOff *struct{ At, WriteOff, WriteOn, DeliveryOff, DeliveryOn string }
+	}
 	def, off := in.rs.point(pairs.Log, scenario.PairScenarioName(pairs.Log, scenario.KindDefault), ""), in.rs.point(pairs.Log, scenario.PairScenarioName(pairs.Log, scenario.VariantSyncOff), "")
 	if def != nil && off != nil {
 		const write, delivery = driver.ServerWriteP99, driver.ServerDeliveryP50
 		if v, ok := medians(at{off, write, pairs.NoKafka}, at{def, write, pairs.NoKafka}, at{off, delivery, pairs.NoKafka}, at{def, delivery, pairs.NoKafka}); ok {
-			parts = append(parts, fmt.Sprintf("Giving up durability with `synchronous_commit=off` at %s: write p99 %s (on: %s), delivery p50 %s (on: %s).", off.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])))
+			view.SyncOff = &struct{ At, WriteOff, WriteOn, DeliveryOff, DeliveryOn string }{off.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])}
 		}
 	}
-	return strings.Join(parts, " ")
+	return say("log integrity", view)
 }
 
+// documentSize is one profile size of the documents shape answer: the
+// rewrite ÷ patch ratio and WAL per write on Postgres, or Status when
+// the Postgres side's point is not valid.
+type documentSize struct{ Name, Status, Ratio, WALRewrite, WALPatch string }
+
+// documentsShape answers the shape question for the documents pair:
+// what a rewrite of each profile size cost on Postgres ("" when no
+// rewrite was measured).
 func documentsShape(in *inputs) string {
-	r := in.rs[pairs.Documents]
-	var sizes []string
+	var sizes []documentSize
 	for _, p := range in.rs.points(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite)) {
-		s := p.Name + ": rewrite ÷ patch p50 "
+		d := documentSize{Name: p.Name, Ratio: notRecorded}
 		if v, ok := median(p, scenario.MetricCostRatioP50, pairs.NoMongoDB); ok {
-			s += times(v)
+			d.Ratio = times(v)
 		} else if st := p.SideStatus(pairs.NoMongoDB); !st.OK() {
-			s = p.Name + ": " + st.String()
-			sizes = append(sizes, s)
+			sizes = append(sizes, documentSize{Name: p.Name, Status: st.String()})
 			continue
-		} else {
-			s += notRecorded
 		}
-		wr, ok1 := median(p, scenario.MetricWALPerRewrite, pairs.NoMongoDB)
-		wp, ok2 := median(p, scenario.MetricWALPerPatch, pairs.NoMongoDB)
-		if ok1 && ok2 {
-			s += fmt.Sprintf(", WAL %s per rewrite vs %s per patch", bytesH(wr), bytesH(wp))
-		} else if ok1 {
-			s += fmt.Sprintf(", WAL %s per rewrite", bytesH(wr))
+		if wr, ok := median(p, scenario.MetricWALPerRewrite, pairs.NoMongoDB); ok {
+			d.WALRewrite = bytesH(wr)
+			if wp, ok := median(p, scenario.MetricWALPerPatch, pairs.NoMongoDB); ok {
+				d.WALPatch = bytesH(wp)
+			}
 		}
-		sizes = append(sizes, s)
+		sizes = append(sizes, d)
 	}
 	if len(sizes) == 0 {
 		return ""
 	}
-	return "a large `jsonb` profile is stored out of line (TOAST) and rewritten whole; on Postgres " + strings.Join(sizes, "; ") + ". Only these sizes were priced: small profiles stored inline are not measured." + ferretNote(r)
-}
-
-// ferretNote says that the Mongo side's figures are FerretDB's.
-func ferretNote(r *driver.Run) string {
-	if r == nil || r.Versions.MongoFlavor != "FerretDB" {
-		return ""
-	}
-	return " The Mongo side ran on FerretDB, so no figure here says anything about MongoDB."
+	r := in.rs[pairs.Documents]
+	return say("documents shape", struct {
+		Sizes  []documentSize
+		Ferret bool
+	}{sizes, r != nil && r.Versions.MongoFlavor == "FerretDB"})
 }
 
 func rabbitVersion(v driver.Versions) string {

@@ -22,8 +22,8 @@ var cacheSpec = pairSpec{
 		return "Redis " + orWhy(v.Redis, v.Errors["redis"])
 	},
 	answers: map[string]func(*inputs) string{
-		"semantics": fixedAnswer("both sides serve one contract: read-through `products` invalidated on PUT, a key-value cache with a TTL, and the roles beyond the cache: locks with leases and fencing tokens, pub/sub over Server-Sent Events and per-key rate limits. Redis' data structures, eviction policies and clustering are Redis'; the Postgres side keeps rows, JSON values, lease rows and counters, and fans messages out with LISTEN/NOTIFY."),
-		"team":      fixedAnswer("the `UNLOGGED` cache table is emptied by a crash (the failure-mode experiments show nothing stale is served after it); the in-process cache depends on its LISTEN connection, and while that is down the service answers from the origin (`X-Cache: bypass`)."),
+		"semantics": fixedAnswer("cache semantics"),
+		"team":      fixedAnswer("cache team"),
 		"integrity": cacheIntegrity,
 	},
 }
@@ -90,5 +90,5 @@ func cacheIntegrity(in *inputs) string {
 	if p == nil {
 		return ""
 	}
-	return "a PUT through the service invalidates at once on every mode; an `UPDATE` made outside the service is seen by the in-process cache through a statement trigger's NOTIFY, while a TTL-bound mode serves the old value until its TTL ends. Longest windows here: " + stalenessModes(p) + "."
+	return say("cache integrity", stalenessModes(p))
 }

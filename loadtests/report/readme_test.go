@@ -398,3 +398,51 @@ func TestCommittedREADMEMatchesResults(t *testing.T) {
 func withES(runs []*driver.Run, es eventstore.Results) []*driver.Run {
 	return append(slices.Clone(runs), es.Runs()...)
 }
+
+// TestQuestionsTemplateMatchesTheCode checks questions.tmpl against the
+// Go code that executes it: every template the file defines is named in
+// the package's code (a question, "<pair> <question>" in a pair's
+// answers, or a say call), and every name the code passes to say,
+// sayIf's "question <id>" form or fixedAnswer is defined. A misspelt
+// name would otherwise panic only when the results reach that answer.
+func TestQuestionsTemplateMatchesTheCode(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var code strings.Builder
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code.Write(b)
+	}
+	src := code.String()
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?:say|fixedAnswer)\("([^"]+)"[,)]`).FindAllStringSubmatch(src, -1) {
+		named[m[1]] = true
+	}
+	for _, q := range questions {
+		named["question "+q] = true
+		if questionsTemplate.Lookup("question "+q+" intro") != nil {
+			named["question "+q+" intro"] = true
+		}
+	}
+	if len(named) < 20 {
+		t.Fatalf("found %d template names in the code, want every answer's: the pattern no longer matches the calls", len(named))
+	}
+	for name := range named {
+		if questionsTemplate.Lookup(name) == nil {
+			t.Errorf("the code executes %q, which questions.tmpl does not define", name)
+		}
+	}
+	for _, tm := range questionsTemplate.Templates() {
+		if name := tm.Name(); name != questionsTemplate.Name() && !named[name] {
+			t.Errorf("questions.tmpl defines %q, which no code executes", name)
+		}
+	}
+}
