@@ -45,7 +45,7 @@ type CacheRolesOptions struct {
 	// rates each climbs (per second), each for Step; a step passes while
 	// the delivery p99 stays at most P99Bound, nothing is missed, no
 	// subscription ends, under 1% of publishes fail and the driver sends
-	// at least 90% of the rate.
+	// at least SendShare (95%) of the rate: the one rule of every step.
 	Subscribers []int
 	Rates       []float64
 	Step        time.Duration
@@ -670,7 +670,7 @@ func cacheRolesNotes(run *driver.Run) []string {
 		"the roles beyond the cache ran on one instance of each side of their own (" + o.Sides + "), after the cache points, on ports of their own (the side's port + offset + 1300)",
 		"a lock cycle is one acquire (lease 10 s) and one release by the same client; in the contended point a 409 is retried at once, so conflicts per second count those retries",
 		"the handover is the time from a holder's acquire (after which it neither renews nor releases, as a dead holder) until another client, polling every 5 ms, gets the lock: the lease plus the polling and the round trip",
-		fmt.Sprintf("a pub/sub step passes when every subscriber got every message published in it within the drain after the step, the delivery p99 (from when the driver made the message to when a subscriber read it) is at most %g ms, no subscription ended, fewer than 1%% of publishes failed and the driver sent at least 95%% of the rate; each ladder stops at its first failing step and is bisected %d times between its last passing and first failing rate, one ladder per round; a round's ceiling is its highest passing rate, and the figure the rate 2 of 3 rounds passed", o.P99, o.Bisect),
+		fmt.Sprintf("a pub/sub step passes when every subscriber got every message published in it within the drain after the step, the delivery p99 (from when the driver made the message to when a subscriber read it) is at most %g ms, no subscription ended, fewer than %g%% of publishes failed and the driver sent at least %g%% of the rate; each ladder stops at its first failing step and is bisected %d times between its last passing and first failing rate, one ladder per round; a round's ceiling is its highest passing rate, and the figure the rate 2 of 3 rounds passed", o.P99, 100*driver.FailShare, 100*SendShare, o.Bisect),
 		"CPU per 1,000 deliveries counts the side's instance, the whole Postgres server, redis-server and the load driver itself (which reads every delivery) over the step and its drain; the driver shares the machine with the servers",
 		fmt.Sprintf("rate-limit windows are told apart by the window end each admitted take's answer states (its arrival plus reset_ms, %g ms windows); the last window is cut by the loop's end, so the fewest admitted counts the full windows only", o.Window),
 	}

@@ -116,11 +116,12 @@ var Criteria = []string{CritErrors, CritShed, CritSent, CritLatency, CritBacklog
 // the step's rate, carried into its MetricBacklogEnd.
 const MetricWarmupBacklog driver.Metric = "warmup_backlog"
 
-// The bounds of a ceiling step besides the options' latency bounds:
-// each is written here once, CriteriaText words them.
+// The bounds of a ceiling step besides the options' latency bounds and
+// the share of the rate it must send, SendShare (the same for every
+// step of every search): each is written here once, CriteriaText words
+// them.
 const (
 	stepShedShare  = 0.01
-	stepSentShare  = 0.95
 	stepBacklogS   = 0.2
 	stepBacklogMin = 100
 )
@@ -133,7 +134,7 @@ func FlatBacklog(rate float64) float64 { return math.Max(stepBacklogMin, stepBac
 // services run with (nil: their own).
 func (o CeilingOptions) spec(latency, ack string, inFlight *int) driver.CeilingSpec {
 	return driver.CeilingSpec{Latency: latency, AckLatency: ack, StepS: o.Step.Seconds(), WarmupS: o.Warmup.Seconds(), ErrorShare: driver.FailShare, ShedShare: stepShedShare,
-		SentShare: stepSentShare, BacklogS: stepBacklogS, BacklogMin: stepBacklogMin,
+		SentShare: SendShare, BacklogS: stepBacklogS, BacklogMin: stepBacklogMin,
 		P99MS: float64(o.P99) / float64(time.Millisecond), MaxInFlight: inFlight}
 }
 
