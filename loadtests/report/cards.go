@@ -153,6 +153,11 @@ type Verdict struct {
 	// Alt is a sentence on an alternative specialist measured instead
 	// ("" for none).
 	Alt string
+	// AltCPU, when set, is that alternative's CPU cost by process
+	// (AltName's design), at CPUAt like PGCPU: the event store measures
+	// Kafka where KurrentDB did not run, and its card's cost names both.
+	AltCPU  *CPUCost
+	AltName string
 	// Bites is the failure that bites Postgres first, with its figure.
 	Bites string
 	// Shape is the pair's data-shape figure in words ("" for none).
@@ -274,6 +279,23 @@ func (v *Verdict) rates(in *inputs, pg, spec string) {
 	v.PGCPU, v.SpecCPU = cpuCostAt(pc, pg, v.CPUAt), cpuCostAt(sc, spec, v.CPUAt)
 	v.MaxRate, v.MaxRateHow = maxOffered(in, v.Pair)
 	v.Designs = designLines(in, src, pg, spec, v.SpecName())
+}
+
+// altCPU sets v's AltCPU from the ceiling of alt, an alternative to the
+// specialist measured in the same search, when the specialist's own CPU
+// is not measured: Postgres' and alt's CPU are then read at the highest
+// rate both passed (each at its own highest passing rate when there is
+// none), as PGCPU and SpecCPU are when both sides ran.
+func (v *Verdict) altCPU(in *inputs, name, pg, alt string) {
+	src := ceilingSource(v.Pair)
+	pc, ac := in.rs.ceilingOf(src.cmd, src.scenario, pg), in.rs.ceilingOf(src.cmd, src.scenario, alt)
+	if ac == nil || v.SpecCPU.Design.OK() {
+		return
+	}
+	v.CPUAt = commonRate(pc, ac)
+	v.PGCPU = cpuCostAt(pc, pg, v.CPUAt)
+	a := cpuCostAt(ac, alt, v.CPUAt)
+	v.AltCPU, v.AltName = &a, name
 }
 
 // designLines words every other ceiling scenario of the pair's run: its
@@ -677,6 +699,7 @@ func eventStoreVerdict(in *inputs) Verdict {
 			v.Alt += fmt.Sprintf(" (its unconditional appends: %s)", rateFigure(ceilingFig(k)))
 		}
 	}
+	v.altCPU(in, "Kafka (unconditional appends)", pairs.NoKurrentDB, pairs.KafkaEventStore)
 	if pg := catchUp(in.es, pairs.NoKurrentDB); pg != nil && len(pg.LiveP50MS) > 0 {
 		v.PGLatency = Figure{Value: slices.Max(pg.LiveP50MS), Unit: " ms"}
 	} else {

@@ -118,7 +118,11 @@ func cpuText(v Verdict) string {
 	case v.CPUAt > 0:
 		what += fmt.Sprintf(" at %s/s %s (the highest rate both passed), each design's processes", count(int64(v.CPUAt)), v.RateOp)
 	}
-	return fmt.Sprintf("%s: Postgres %s; %s %s", what, v.PGCPU, v.SpecName(), v.SpecCPU)
+	out := fmt.Sprintf("%s: Postgres %s; %s %s", what, v.PGCPU, v.SpecName(), v.SpecCPU)
+	if v.AltCPU != nil {
+		out += fmt.Sprintf("; %s %s", v.AltName, v.AltCPU)
+	}
+	return out
 }
 
 // sloText words the ceilings of both sides at every SLO read.

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/eventstore"
 )
 
 // cpu is a CPU cost figure for the card fixtures.
@@ -231,5 +232,25 @@ func TestFigureShowsTheRoundsRange(t *testing.T) {
 		if got := c.f.String(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.f, got, c.want)
 		}
+	}
+}
+
+// TestEventStoreCostNamesKafkaWhereKurrentDBDidNotRun: the committed
+// event-store ceiling ran Postgres and Kafka but not KurrentDB, so the
+// card's cost gives Kafka's CPU beside Postgres', both at the highest
+// rate both passed, instead of Postgres' alone.
+func TestEventStoreCostNamesKafkaWhereKurrentDBDidNotRun(t *testing.T) {
+	v := eventStoreVerdict(newInputs(committedRuns(t), eventstore.Results{}))
+	if v.SpecCPU.Design.OK() {
+		t.Skip("KurrentDB's CPU was measured: the card compares it, not Kafka")
+	}
+	if v.AltCPU == nil || !v.AltCPU.Design.OK() || !v.PGCPU.Design.OK() {
+		t.Fatalf("alt CPU %+v, Postgres CPU %+v: want both measured from the committed ceiling", v.AltCPU, v.PGCPU)
+	}
+	if v.CPUAt <= 0 || v.AltCPU.Rate != v.CPUAt || v.PGCPU.Rate != v.CPUAt {
+		t.Errorf("CPU at %v/s: Postgres' at %v, Kafka's at %v; want both at the common rate", v.CPUAt, v.PGCPU.Rate, v.AltCPU.Rate)
+	}
+	if s := cpuText(v); !strings.Contains(s, "Kafka (unconditional appends) "+v.AltCPU.String()) {
+		t.Errorf("cost %q does not name Kafka's CPU", s)
 	}
 }
