@@ -227,14 +227,27 @@ func (f *feed) start(ctx context.Context, after string) (position, error) {
 	return p, nil
 }
 
-// readSQL reads the next changes after ($1, $2) that no running
-// transaction can precede (see migrations/documents/0002).
-const readSQL = `SELECT tx::text, seq, op, user_id::text FROM user_changes
-	WHERE (tx, seq) > ($1::text::xid8, $2::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())
-	ORDER BY tx, seq LIMIT $3`
+// readSQL reads the horizon and the next changes after ($1, $2) that no
+// running transaction can precede (see migrations/documents/0002), in
+// one statement and so in one snapshot: the first row is the horizon
+// (op and user_id empty), the rest the changes in position order. A
+// horizon past ($1, $2) in that snapshot means the cleaner removed
+// changes after the stream's position before the stream read them; a
+// removal that commits after the snapshot leaves rows the read still
+// sees. Either way nothing is skipped in silence.
+const readSQL = `SELECT tx::text, seq, op, user_id FROM (
+	    SELECT 0 AS k, tx, seq, '' AS op, '' AS user_id FROM user_changes_horizon
+	    UNION ALL
+	    (SELECT 1, tx, seq, op, user_id::text FROM user_changes
+	     WHERE (tx, seq) > ($1::text::xid8, $2::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())
+	     ORDER BY tx, seq LIMIT $3)) r
+	ORDER BY k, tx, seq`
 
 // read delivers the changes after p, in batches, and returns the
-// position of the last one delivered and whether a batch was full.
+// position of the last one delivered and whether a batch was full. A
+// stream the cleaner has overtaken (the horizon is past p: changes it
+// had not read are gone) ends with TokenGone's 410, as its token would
+// get at the start.
 func (f *feed) read(ctx context.Context, p position, deliver func(documents.Change) error) (position, bool, error) {
 	rows, err := f.pool.Query(ctx, readSQL, strconv.FormatUint(p.tx, 10), p.seq, f.batch)
 	if err != nil {
@@ -242,7 +255,8 @@ func (f *feed) read(ctx context.Context, p position, deliver func(documents.Chan
 	}
 	var changes []documents.Change
 	var last []position
-	for rows.Next() {
+	var horizon position
+	for n := 0; rows.Next(); n++ {
 		var c documents.Change
 		var tx xid
 		var q position
@@ -251,11 +265,18 @@ func (f *feed) read(ctx context.Context, p position, deliver func(documents.Chan
 			return p, false, mapErr(err, "")
 		}
 		q.tx = uint64(tx)
+		if n == 0 {
+			horizon = q
+			continue
+		}
 		c.Token = q.token()
 		changes, last = append(changes, c), append(last, q)
 	}
 	if err := rows.Err(); err != nil {
 		return p, false, mapErr(err, "")
+	}
+	if p.less(horizon) {
+		return p, false, documents.TokenGone(p.token(), fmt.Sprintf("CHANGES_RETENTION removed the changes up to %s before this stream read them", horizon.token()))
 	}
 	for i, c := range changes {
 		if err := deliver(c); err != nil {

@@ -114,3 +114,43 @@ func openToken(t testing.TB, f *feed) string {
 	}
 	return token
 }
+
+// TestStreamOvertakenByTheCleanerEnds: a stream whose position the
+// cleaner has passed (it removed changes the stream had not read yet)
+// ends with a 410 on its next read instead of going on past the gap.
+func TestStreamOvertakenByTheCleanerEnds(t *testing.T) {
+	t.Parallel()
+	pool := migratedPool(t)
+	ctx := context.Background()
+	st := &store{pool: pool}
+	f := &feed{pool: pool, poll: 50 * time.Millisecond, batch: 10}
+	from, err := parsePosition(openToken(t, f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := st.Create(ctx, documents.NewUser{ID: ids.New(), Email: ids.New() + "@example.com", Name: "n", Plan: "p", Profile: documents.Object{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The stream at from has read none of the three; the cleaner removes
+	// the first two (aged past the retention) once they are below the
+	// watermark.
+	if _, err := pool.Exec(ctx, `UPDATE user_changes SET at = now() - interval '2 hours' WHERE (tx, seq) IN (SELECT tx, seq FROM user_changes ORDER BY tx, seq LIMIT 2)`); err != nil {
+		t.Fatal(err)
+	}
+	kittest.Eventually(t, 10*time.Second, "the changes below the watermark", func() bool {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM user_changes WHERE tx < pg_snapshot_xmin(pg_current_snapshot())`).Scan(&n)
+		return err == nil && n == 3
+	})
+	c := cleaner.New(cleaner.Config{Retention: time.Hour, Batch: 10}, stats.New(stats.Info{}, nil, nil), slog.New(slog.DiscardHandler), changesJob(pool))
+	if n, err := c.RunOnce(ctx); err != nil || n != 2 {
+		t.Fatalf("RunOnce removed %d (%v), want the 2 aged changes", n, err)
+	}
+	var got []documents.Change
+	_, _, err = f.read(ctx, from, func(c documents.Change) error { got = append(got, c); return nil })
+	if httpapi.StatusOf(err) != http.StatusGone || len(got) != 0 {
+		t.Errorf("a read behind the horizon delivered %d changes and returned %v, want none and a 410", len(got), err)
+	}
+}
