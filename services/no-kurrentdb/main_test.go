@@ -98,20 +98,8 @@ func sse(t testing.TB, base, from string) <-chan eventstore.SSEMessage {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("subscribe: %v %v", resp, err)
 	}
-	ch := make(chan eventstore.SSEMessage, 100)
-	go func() {
-		defer resp.Body.Close()
-		defer close(ch)
-		r := eventstore.NewSSEReader(resp.Body)
-		for {
-			m, err := r.Next()
-			if err != nil {
-				return
-			}
-			ch <- m
-		}
-	}()
-	return ch
+	msgs, _ := kittest.ReadEvents(resp.Body)
+	return msgs
 }
 
 func nextMsg(t testing.TB, ch <-chan eventstore.SSEMessage, what string) eventstore.SSEMessage {
