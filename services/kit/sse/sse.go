@@ -91,11 +91,17 @@ func (s *Writer) Send(event, id string, data any) error {
 	if err != nil {
 		return err
 	}
-	var block []byte
+	return s.SendJSON(event, id, b)
+}
+
+// SendJSON is Send for data already encoded as compact JSON (one line),
+// written as it is: a message the service passes on without decoding it.
+func (s *Writer) SendJSON(event, id string, data []byte) error {
+	block := make([]byte, 0, len(id)+len(event)+len(data)+24)
 	if id != "" {
 		block = fmt.Appendf(block, "id: %s\n", id)
 	}
-	block = fmt.Appendf(block, "event: %s\ndata: %s\n\n", event, b)
+	block = fmt.Appendf(block, "event: %s\ndata: %s\n\n", event, data)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.write(block)

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -20,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/sse"
 )
 
 // DefaultHeartbeat is the interval of the SSE comment lines that keep an
@@ -28,7 +28,7 @@ const DefaultHeartbeat = 15 * time.Second
 
 // DefaultSendTimeout bounds each write to a subscriber when neither
 // Options.SendTimeout nor the serving http.Server's WriteTimeout is set.
-const DefaultSendTimeout = 30 * time.Second
+const DefaultSendTimeout = sse.DefaultSendTimeout
 
 // mountRoles registers the three roles' routes.
 func mountRoles(r chi.Router, h *handler) {
@@ -320,69 +320,14 @@ func (h *handler) refuseSubscribe(w http.ResponseWriter, kind httpapi.Kind, form
 	return &httpapi.Error{Status: http.StatusServiceUnavailable, Message: fmt.Sprintf(format, args...), Kind: kind}
 }
 
-// sse writes one subscription's Server-Sent Events: each write under a
-// deadline of its own (timeout from now), so that a client that stops
-// reading holds the goroutine until then at most; the first failure
-// sticks. Only the handler's goroutine writes.
-type sse struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	failed  error
-	mu      sync.Mutex
-}
-
-func (s *sse) write(block []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failed != nil {
-		return s.failed
-	}
-	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.failed = err
-		return err
-	}
-	if _, err := s.w.Write(block); err != nil {
-		s.failed = err
-		return err
-	}
-	if err := s.rc.Flush(); err != nil {
-		s.failed = err
-	}
-	return s.failed
-}
-
-func (s *sse) event(name string, data []byte) error {
-	block := make([]byte, 0, len(name)+len(data)+16)
-	block = append(block, "event: "...)
-	block = append(block, name...)
-	block = append(block, "\ndata: "...)
-	block = append(block, data...)
-	block = append(block, "\n\n"...)
-	return s.write(block)
-}
-
-// end writes the final event, naming why the stream ends.
-func (s *sse) end(reason string) {
+// endEvent is the data of the final event, naming why the stream ends.
+func endEvent(reason string) map[string]string {
 	msg := map[string]string{
 		EndSlow:     "dropped: this subscriber read too slowly and its queue passed SUBSCRIBER_BUFFER_BYTES; messages after this point were not delivered to it",
 		EndLost:     "the bus's connection was lost: messages published until it is back are missed; subscribe again",
 		EndShutdown: "the service is stopping; subscribe again",
 	}[reason]
-	b, _ := json.Marshal(map[string]string{"reason": reason, "error": msg})
-	_ = s.event("end", b)
-}
-
-// sendTimeout is o.SendTimeout, else the serving http.Server's
-// WriteTimeout, else DefaultSendTimeout.
-func (h *handler) sendTimeout(r *http.Request) time.Duration {
-	if h.o.SendTimeout > 0 {
-		return h.o.SendTimeout
-	}
-	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.WriteTimeout > 0 {
-		return srv.WriteTimeout
-	}
-	return DefaultSendTimeout
+	return map[string]string{"reason": reason, "error": msg}
 }
 
 // subscribe streams the channel's messages published after the
@@ -448,16 +393,10 @@ func (h *handler) startSubscription(w http.ResponseWriter, r *http.Request, sub 
 // as SSE until the client goes away, the bus ends it or the service
 // stops.
 func (h *handler) streamSubscription(w http.ResponseWriter, r *http.Request, ch string, sub *subscriber) error {
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	s := &sse{w: w, rc: http.NewResponseController(w), timeout: h.sendTimeout(r)}
+	s := sse.NewWriter(w, r, h.o.SendTimeout)
 	h.o.Stats.Inc(CounterSubscribers)
 	defer h.o.Stats.Inc(CounterSubscribersEnded)
-	started, _ := json.Marshal(map[string]string{"channel": ch})
-	if s.event("subscribed", started) != nil {
+	if s.Send("subscribed", "", map[string]string{"channel": ch}) != nil {
 		return nil
 	}
 	hb := time.NewTicker(h.o.Heartbeat)
@@ -467,26 +406,26 @@ func (h *handler) streamSubscription(w http.ResponseWriter, r *http.Request, ch 
 		case <-sub.wake:
 			msgs, _, reason := sub.take()
 			for _, m := range msgs {
-				if s.event("message", m) != nil {
-					if errors.Is(s.failed, os.ErrDeadlineExceeded) {
-						httpapi.Logger(r.Context()).Warn("subscriber dropped: a write did not complete within the send timeout", "channel", ch, "timeout", s.timeout)
+				if s.SendJSON("message", "", m) != nil {
+					if errors.Is(s.Dropped(), os.ErrDeadlineExceeded) {
+						httpapi.Logger(r.Context()).Warn("subscriber dropped: a write did not complete within the send timeout", "channel", ch, "timeout", s.Timeout())
 					}
 					return nil
 				}
 			}
 			h.o.Stats.Add(CounterDelivered, int64(len(msgs)))
 			if reason != "" {
-				s.end(reason)
+				_ = s.Send("end", "", endEvent(reason))
 				return nil
 			}
 		case <-hb.C:
-			if s.write([]byte(": heartbeat\n\n")) != nil {
+			if s.Comment("heartbeat") != nil {
 				return nil
 			}
 		case <-r.Context().Done():
 			return nil
 		case <-h.o.Stopping:
-			s.end(EndShutdown)
+			_ = s.Send("end", "", endEvent(EndShutdown))
 			return nil
 		}
 	}
