@@ -347,19 +347,19 @@ func (r *noisyRun) readRawSlots(ctx context.Context, id, key string) error {
 // transactions when small) written while no-kafka streams, then one
 // event, timed from its commit until no-kafka has it.
 func (r *noisyRun) running(ctx context.Context, amount int64, small bool) error {
-	wait, written, txs, lag, ok, err := r.whileRunning(ctx, amount, small)
+	m, err := r.whileRunning(ctx, amount, small)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if !m.delivered {
 		r.undelivered++
 	}
 	key := noisyRunningKey(small)
-	r.metrics[SidePrefix(key+"_").Of(MetricUnrelatedWALBytes)] = float64(written)
-	r.metrics[SidePrefix(key+"_").Of(MetricUnrelatedTransactions)] = float64(txs)
-	r.metrics[SidePrefix(key+"_").Of(MetricDecodeLagBytes)] = float64(lag)
-	r.metrics[SidePrefix(key+"_").Of(MetricEventSeconds)] = wait.Seconds()
-	r.rig.logf("consumer running: %s (walsender %s behind at the event's commit) → %.3f s", noisyWhat(written, txs, small), noisyBytes(lag), wait.Seconds())
+	r.metrics[SidePrefix(key+"_").Of(MetricUnrelatedWALBytes)] = float64(m.written)
+	r.metrics[SidePrefix(key+"_").Of(MetricUnrelatedTransactions)] = float64(m.txs)
+	r.metrics[SidePrefix(key+"_").Of(MetricDecodeLagBytes)] = float64(m.lag)
+	r.metrics[SidePrefix(key+"_").Of(MetricEventSeconds)] = m.wait.Seconds()
+	r.rig.logf("consumer running: %s (walsender %s behind at the event's commit) → %.3f s", noisyWhat(m.written, m.txs, small), noisyBytes(m.lag), m.wait.Seconds())
 	return nil
 }
 
@@ -479,16 +479,25 @@ func noisyWaitDelivered(ctx context.Context, base, id string, within time.Durati
 	return false, nil
 }
 
+// noisyReach is what whileRunning measured: the time from the event's
+// commit until no-kafka had it (delivered false when it did not within
+// the bound), the unrelated WAL bytes and transactions written before
+// it, and how far behind no-kafka's walsender was at the commit.
+type noisyReach struct {
+	wait              time.Duration
+	written, txs, lag int64
+	delivered         bool
+}
+
 // whileRunning starts no-kafka with r.same (caught up), writes amount
 // bytes of unrelated WAL on r.conn (in one-row transactions when small)
-// while it streams, then one event, and returns the time from that
-// event's commit until no-kafka has it, the WAL and transactions
-// written, and how far behind no-kafka's walsender was at the commit.
-func (r *noisyRun) whileRunning(ctx context.Context, amount int64, small bool) (wait time.Duration, written, txs, lag int64, ok bool, err error) {
+// while it streams, then one event, and measures the event's way to
+// no-kafka (noisyReach).
+func (r *noisyRun) whileRunning(ctx context.Context, amount int64, small bool) (m noisyReach, err error) {
 	rig, conn, extra := r.rig, r.conn, r.same
 	base, err := rig.start(ctx, pairs.NoKafka, extra)
 	if err != nil {
-		return 0, 0, 0, 0, false, err
+		return m, err
 	}
 	defer func() {
 		if e := rig.stop(pairs.NoKafka); err == nil {
@@ -497,30 +506,31 @@ func (r *noisyRun) whileRunning(ctx context.Context, amount int64, small bool) (
 	}()
 	probe, code, b, err := crashPostID(ctx, base+"/events", `{"type":"exp.noisy.probe","key":"k","payload":{}}`)
 	if err != nil || code != http.StatusCreated {
-		return 0, 0, 0, 0, false, fmt.Errorf("probe event: %d %s %v", code, b, err)
+		return m, fmt.Errorf("probe event: %d %s %v", code, b, err)
 	}
 	if ok, err := noisyWaitDelivered(ctx, base, probe, time.Minute); err != nil || !ok {
-		return 0, 0, 0, 0, false, fmt.Errorf("probe event not delivered (%v)", err)
+		return m, fmt.Errorf("probe event not delivered (%v)", err)
 	}
-	if written, txs, err = noisyWrite(ctx, conn, amount, small); err != nil {
-		return 0, 0, 0, 0, false, err
+	if m.written, m.txs, err = noisyWrite(ctx, conn, amount, small); err != nil {
+		return m, err
 	}
 	id, err := noisyEvent(ctx, conn)
 	if err != nil {
-		return 0, 0, 0, 0, false, err
+		return m, err
 	}
 	t0 := time.Now()
 	// sent_lsn of a logical walsender is how far it has read and decoded.
 	err = conn.QueryRow(ctx, `SELECT coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), r.sent_lsn), -1)::bigint
-		FROM pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid WHERE s.slot_name = $1`, extra["SLOT_NAME"]).Scan(&lag)
+		FROM pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid WHERE s.slot_name = $1`, extra["SLOT_NAME"]).Scan(&m.lag)
 	if errors.Is(err, pgx.ErrNoRows) {
-		lag, err = -1, nil
+		m.lag, err = -1, nil
 	}
 	if err != nil {
-		return 0, 0, 0, 0, false, err
+		return m, err
 	}
-	ok, err = noisyWaitDelivered(ctx, base, id, 3*time.Minute)
-	return time.Since(t0), written, txs, lag, ok, err
+	m.delivered, err = noisyWaitDelivered(ctx, base, id, 3*time.Minute)
+	m.wait = time.Since(t0)
+	return m, err
 }
 
 // noisyRawReach opens a replication connection to url, streams slot with

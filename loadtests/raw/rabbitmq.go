@@ -89,8 +89,17 @@ func amqpPublish(ctx context.Context, conn *amqp.Connection, queue string, o Opt
 	pctx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
 	var confirmed atomic.Int64
+	// perr is the first publisher's failure: the one that names the
+	// cause (the others usually follow from it, a closed connection).
 	var mu sync.Mutex
 	var perr error
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if perr == nil {
+			perr = err
+		}
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range amqpPublishers {
@@ -100,9 +109,7 @@ func amqpPublish(ctx context.Context, conn *amqp.Connection, queue string, o Opt
 				err = c.Confirm(false)
 			}
 			if err != nil {
-				mu.Lock()
-				perr = err
-				mu.Unlock()
+				fail(err)
 				return
 			}
 			defer c.Close()
@@ -116,9 +123,7 @@ func amqpPublish(ctx context.Context, conn *amqp.Connection, queue string, o Opt
 				dc, err := c.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, amqp.Publishing{
 					DeliveryMode: amqp.Persistent, ContentType: "application/json", Body: payload})
 				if err != nil {
-					mu.Lock()
-					perr = err
-					mu.Unlock()
+					fail(err)
 					return
 				}
 				inflight = append(inflight, dc)
