@@ -53,22 +53,7 @@ func TestCleanerRemovesExpiredSessionsAndOldChanges(t *testing.T) {
 	}
 	f := &feed{pool: pool, poll: 50 * time.Millisecond, batch: 10}
 	first := openToken(t, f)
-	for range 3 {
-		if _, err := st.Create(ctx, documents.NewUser{ID: ids.New(), Email: ids.New() + "@example.com", Name: "n", Plan: "p", Profile: documents.Object{}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Age the first two changes past the retention.
-	if _, err := pool.Exec(ctx, `UPDATE user_changes SET at = now() - interval '2 hours' WHERE (tx, seq) IN (SELECT tx, seq FROM user_changes ORDER BY tx, seq LIMIT 2)`); err != nil {
-		t.Fatal(err)
-	}
-	// The cleaner removes only changes below the watermark: wait for any
-	// other test's transaction that holds it back to end.
-	kittest.Eventually(t, 10*time.Second, "the changes below the watermark", func() bool {
-		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM user_changes WHERE tx < pg_snapshot_xmin(pg_current_snapshot())`).Scan(&n)
-		return err == nil && n == 3
-	})
+	threeChangesTwoAged(t, st)
 	c := cleaner.New(cleaner.Config{Retention: time.Hour, Batch: 1}, stats.New(stats.Info{}, nil, nil), slog.New(slog.DiscardHandler),
 		changesJob(pool), sessionsJob(pool, time.Millisecond))
 	if n, err := c.RunOnce(ctx); err != nil || n != 3 {
@@ -128,22 +113,9 @@ func TestStreamOvertakenByTheCleanerEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
-		if _, err := st.Create(ctx, documents.NewUser{ID: ids.New(), Email: ids.New() + "@example.com", Name: "n", Plan: "p", Profile: documents.Object{}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The stream at from has read none of the three; the cleaner removes
-	// the first two (aged past the retention) once they are below the
-	// watermark.
-	if _, err := pool.Exec(ctx, `UPDATE user_changes SET at = now() - interval '2 hours' WHERE (tx, seq) IN (SELECT tx, seq FROM user_changes ORDER BY tx, seq LIMIT 2)`); err != nil {
-		t.Fatal(err)
-	}
-	kittest.Eventually(t, 10*time.Second, "the changes below the watermark", func() bool {
-		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM user_changes WHERE tx < pg_snapshot_xmin(pg_current_snapshot())`).Scan(&n)
-		return err == nil && n == 3
-	})
+	// The stream at from reads none of the three before the cleaner
+	// removes the first two.
+	threeChangesTwoAged(t, st)
 	c := cleaner.New(cleaner.Config{Retention: time.Hour, Batch: 10}, stats.New(stats.Info{}, nil, nil), slog.New(slog.DiscardHandler), changesJob(pool))
 	if n, err := c.RunOnce(ctx); err != nil || n != 2 {
 		t.Fatalf("RunOnce removed %d (%v), want the 2 aged changes", n, err)
@@ -153,4 +125,26 @@ func TestStreamOvertakenByTheCleanerEnds(t *testing.T) {
 	if httpapi.StatusOf(err) != http.StatusGone || len(got) != 0 {
 		t.Errorf("a read behind the horizon delivered %d changes and returned %v, want none and a 410", len(got), err)
 	}
+}
+
+// threeChangesTwoAged creates three users, so three changes, ages the
+// first two past a retention of an hour, and waits until all three are
+// below the watermark, where the cleaner removes changes: any other
+// test's transaction that holds it back has ended.
+func threeChangesTwoAged(t testing.TB, st *store) {
+	t.Helper()
+	ctx := context.Background()
+	for range 3 {
+		if _, err := st.Create(ctx, documents.NewUser{ID: ids.New(), Email: ids.New() + "@example.com", Name: "n", Plan: "p", Profile: documents.Object{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.pool.Exec(ctx, `UPDATE user_changes SET at = now() - interval '2 hours' WHERE (tx, seq) IN (SELECT tx, seq FROM user_changes ORDER BY tx, seq LIMIT 2)`); err != nil {
+		t.Fatal(err)
+	}
+	kittest.Eventually(t, 10*time.Second, "the changes below the watermark", func() bool {
+		var n int
+		err := st.pool.QueryRow(ctx, `SELECT count(*) FROM user_changes WHERE tx < pg_snapshot_xmin(pg_current_snapshot())`).Scan(&n)
+		return err == nil && n == 3
+	})
 }
