@@ -153,11 +153,12 @@ type Verdict struct {
 	// Alt is a sentence on an alternative specialist measured instead
 	// ("" for none).
 	Alt string
-	// AltCPU, when set, is that alternative's CPU cost by process
-	// (AltName's design), at CPUAt like PGCPU: the event store measures
-	// Kafka where KurrentDB did not run, and its card's cost names both.
-	AltCPU  *CPUCost
-	AltName string
+	// AltCPU, when set, is that alternative's CPU cost by process (the
+	// design of AltName, doing AltWhat), at CPUAt like PGCPU: the event
+	// store measures Kafka where KurrentDB did not run, and its card's
+	// cost names both.
+	AltCPU           *CPUCost
+	AltName, AltWhat string
 	// Bites is the failure that bites Postgres first, with its figure.
 	Bites string
 	// Shape is the pair's data-shape figure in words ("" for none).
@@ -281,12 +282,12 @@ func (v *Verdict) rates(in *inputs, pg, spec string) {
 	v.Designs = designLines(in, src, pg, spec, v.SpecName())
 }
 
-// altCPU sets v's AltCPU from the ceiling of alt, an alternative to the
-// specialist measured in the same search, when the specialist's own CPU
+// altCPU sets v's AltCPU from the ceiling of alt (name, doing what), an
+// alternative to the specialist measured in the same search, when the specialist's own CPU
 // is not measured: Postgres' and alt's CPU are then read at the highest
 // rate both passed (each at its own highest passing rate when there is
 // none), as PGCPU and SpecCPU are when both sides ran.
-func (v *Verdict) altCPU(in *inputs, name, pg, alt string) {
+func (v *Verdict) altCPU(in *inputs, name, what, pg, alt string) {
 	src := ceilingSource(v.Pair)
 	pc, ac := in.rs.ceilingOf(src.cmd, src.scenario, pg), in.rs.ceilingOf(src.cmd, src.scenario, alt)
 	if ac == nil || v.SpecCPU.Design.OK() {
@@ -295,7 +296,7 @@ func (v *Verdict) altCPU(in *inputs, name, pg, alt string) {
 	v.CPUAt = commonRate(pc, ac)
 	v.PGCPU = cpuCostAt(pc, pg, v.CPUAt)
 	a := cpuCostAt(ac, alt, v.CPUAt)
-	v.AltCPU, v.AltName = &a, name
+	v.AltCPU, v.AltName, v.AltWhat = &a, name, what
 }
 
 // designLines words every other ceiling scenario of the pair's run: its
@@ -699,7 +700,7 @@ func eventStoreVerdict(in *inputs) Verdict {
 			v.Alt += fmt.Sprintf(" (its unconditional appends: %s)", rateFigure(ceilingFig(k)))
 		}
 	}
-	v.altCPU(in, "Kafka (unconditional appends)", pairs.NoKurrentDB, pairs.KafkaEventStore)
+	v.altCPU(in, "Kafka", "unconditional appends", pairs.NoKurrentDB, pairs.KafkaEventStore)
 	if pg := catchUp(in.es, pairs.NoKurrentDB); pg != nil && len(pg.LiveP50MS) > 0 {
 		v.PGLatency = Figure{Value: slices.Max(pg.LiveP50MS), Unit: " ms"}
 	} else {

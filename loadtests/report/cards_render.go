@@ -116,11 +116,15 @@ func cpuText(v Verdict) string {
 	case !v.PGCPU.Design.OK() && !v.SpecCPU.Design.OK() && v.PGCPU.Design.Why == v.SpecCPU.Design.Why:
 		return what + ": " + v.PGCPU.Design.Why
 	case v.CPUAt > 0:
-		what += fmt.Sprintf(" at %s/s %s (the highest rate both passed), each design's processes", count(int64(v.CPUAt)), v.RateOp)
+		both := "both"
+		if v.AltCPU != nil {
+			both = "Postgres and " + v.AltName + " both"
+		}
+		what += fmt.Sprintf(" at %s/s %s (the highest rate %s passed), each design's processes", count(int64(v.CPUAt)), v.RateOp, both)
 	}
 	out := fmt.Sprintf("%s: Postgres %s; %s %s", what, v.PGCPU, v.SpecName(), v.SpecCPU)
 	if v.AltCPU != nil {
-		out += fmt.Sprintf("; %s %s", v.AltName, v.AltCPU)
+		out += fmt.Sprintf("; %s (%s) %s", v.AltName, v.AltWhat, v.AltCPU)
 	}
 	return out
 }
