@@ -24,6 +24,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 )
 
 // brokerExperiments are the broker-restart experiments (issue 14, item
@@ -255,7 +256,7 @@ func (br brokerRun) runCase(ctx context.Context, c brokerCase) (brokerOutcome, e
 		defer cancel()
 		_, _ = pg.Exec(dctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 	}()
-	port, err := freePort()
+	port, err := localport.Free()
 	if err != nil {
 		return o, err
 	}
@@ -496,11 +497,11 @@ func startPrivateRabbit(ctx context.Context) (*rabbitNode, error) {
 	if _, err := os.Stat(filepath.Join(bindir, "rabbitmq-server")); err != nil {
 		return nil, fmt.Errorf("rabbitmq-server not found in %s (scripts/stack.sh deps installs it): %w", bindir, err)
 	}
-	port, err := freePort()
+	port, err := localport.Free()
 	if err != nil {
 		return nil, err
 	}
-	dist, err := freePort()
+	dist, err := localport.Free()
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -81,7 +82,7 @@ func (r *crashRig) logf(format string, args ...any) {
 func (r *crashRig) start(ctx context.Context, name string, extra map[string]string) (string, error) {
 	port, ok := r.ports[name]
 	if !ok {
-		p, err := freePort()
+		p, err := localport.Free()
 		if err != nil {
 			return "", err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -92,7 +93,7 @@ func newDocRig(ctx context.Context, env Env, prefix string, conns int) (*docRig,
 func (r *docRig) start(ctx context.Context, side string, extra map[string]string) (string, error) {
 	port, ok := r.ports[side]
 	if !ok {
-		p, err := freePort()
+		p, err := localport.Free()
 		if err != nil {
 			return "", err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -188,7 +189,7 @@ func runKafkaEventstoreRestart(ctx context.Context, env Env, size Size) (Result,
 	defer cleanup()
 	defer func() { _ = l.StopAll(30 * time.Second) }()
 	topic := strings.ReplaceAll(uniqueName("exp_kafka_es"), "_", "-")
-	port, err := freePort()
+	port, err := localport.Free()
 	if err != nil {
 		return res, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 )
 
 // The cluster profile's Kafka experiments (issue 25, item 4): the kafka
@@ -185,7 +186,7 @@ func (lr leaderRun) runCase(ctx context.Context, c leaderCase) (leaderOutcome, e
 	defer func() { _ = dropSchema(env.PostgresURL, schema) }()
 	defer k.deleteTopic(topic)
 	defer func() { _ = l.Stop("kafka", 30*time.Second) }()
-	port, err := freePort()
+	port, err := localport.Free()
 	if err != nil {
 		return o, err
 	}

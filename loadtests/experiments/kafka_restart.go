@@ -17,6 +17,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -166,7 +167,7 @@ func runKafkaBrokerRestart(ctx context.Context, env Env, size Size) (Result, err
 	// is dropped.
 	defer func() { _ = dropSchema(pgURL, suffix) }()
 	defer func() { _ = l.StopAll(30 * time.Second) }()
-	port, err := freePort()
+	port, err := localport.Free()
 	if err != nil {
 		return res, err
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 )
 
 // kafkaNode is a private single-node KRaft Kafka (broker and controller in
@@ -136,10 +138,10 @@ func startPrivateKafka(ctx context.Context, root string) (*kafkaNode, error) {
 // server.properties and formats its storage.
 func (n *kafkaNode) prepare(ctx context.Context, root string) error {
 	var err error
-	if n.port, err = freePort(); err != nil {
+	if n.port, err = localport.Free(); err != nil {
 		return err
 	}
-	if n.ctrlPort, err = freePort(); err != nil {
+	if n.ctrlPort, err = localport.Free(); err != nil {
 		return err
 	}
 	if n.dir, err = os.MkdirTemp("", "wpe-kafka-exp-"); err != nil {
@@ -220,7 +222,7 @@ func (n *kafkaNode) restart(ctx context.Context) error {
 // moveController gives the controller a new free port in
 // server.properties.
 func (n *kafkaNode) moveController() error {
-	port, err := freePort()
+	port, err := localport.Free()
 	if err != nil {
 		return err
 	}

@@ -158,7 +158,7 @@ func startDeaf(ctx context.Context, env Env) (refused bool, msg string, took tim
 	if err != nil {
 		return false, "", 0, fmt.Errorf("go build: %w\n%s", err, out)
 	}
-	port, err := freePort()
+	port, err := localport.Free()
 	if err != nil {
 		return false, "", 0, err
 	}
@@ -230,7 +230,3 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
-
-// freePort is localport.Free: a port for an experiment's process to
-// listen on, outside the kernel's ephemeral range (see localport).
-var freePort = localport.Free

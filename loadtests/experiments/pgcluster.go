@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 )
 
 // pgUser runs the private cluster's server when the experiments run as
@@ -97,7 +98,7 @@ func newPGClusterAt(ctx context.Context, bin string, extra map[string]string) (*
 	}
 	c := &pgCluster{bin: bin, libDir: pgLibDir(bin), dir: dir, data: filepath.Join(dir, "data"), log: filepath.Join(dir, "postgres.log"), asUser: os.Geteuid() == 0}
 	fail := func(err error) (*pgCluster, error) { _ = os.RemoveAll(dir); return nil, err }
-	if c.port, err = freePort(); err != nil {
+	if c.port, err = localport.Free(); err != nil {
 		return fail(err)
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/cluster"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -116,7 +117,7 @@ func (r *pgRun) sides() []*pgFailSide { return []*pgFailSide{r.queue, r.log} }
 
 // startSide starts s's service on a free port and waits until it is ready.
 func (r *pgRun) startSide(ctx context.Context, s *pgFailSide) error {
-	port, err := freePort()
+	port, err := localport.Free()
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 )
 
 // Names of the RabbitMQ failover experiments.
@@ -166,7 +167,7 @@ func startRMQService(ctx context.Context, env Env, c *rmqCluster, logf func(stri
 		}
 		_ = os.RemoveAll(logDir)
 	}
-	port, err := freePort()
+	port, err := localport.Free()
 	if err != nil {
 		s.close()
 		return nil, err
