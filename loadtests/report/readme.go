@@ -375,11 +375,21 @@ func stackAnswer(v Verdict) string {
 type loadView struct {
 	RateOp, PG, Spec, Criterion string
 	// Batched is nil when the pair has no batched rates.
-	Batched *struct{ At, PG, SpecName, Spec string }
+	Batched *batchedRates
 	// MaxRate is nil when nothing was offered.
-	MaxRate *struct{ Rate, Item, How string }
-	Targets []struct{ Claim, Verdict string }
+	MaxRate *offeredTop
+	Targets []targetVerdict
 }
+
+// batchedRates are both sides' sustainable rates at At, the batch size
+// where Postgres' was highest.
+type batchedRates struct{ At, PG, SpecName, Spec string }
+
+// offeredTop is the highest rate offered (Rate Item/s) and How.
+type offeredTop struct{ Rate, Item, How string }
+
+// targetVerdict is a design-target claim and its verdict.
+type targetVerdict struct{ Claim, Verdict string }
 
 // loadAnswer answers "What load now, and in two years?" for a pair from
 // its verdict: both sides' single-request ceilings under the one rule,
@@ -388,14 +398,14 @@ type loadView struct {
 func loadAnswer(in *inputs, v Verdict) string {
 	view := loadView{RateOp: v.RateOp, PG: passedText("Postgres", v.PGRate), Spec: passedText(v.SpecName(), v.SpecRate), Criterion: v.RateCriterion}
 	if v.SustainedAt != "" {
-		view.Batched = &struct{ At, PG, SpecName, Spec string }{v.SustainedAt, rateFigure(v.PGSustained), v.SpecName(), rateFigure(v.SpecSustained)}
+		view.Batched = &batchedRates{v.SustainedAt, rateFigure(v.PGSustained), v.SpecName(), rateFigure(v.SpecSustained)}
 	}
 	if v.MaxRate > 0 {
-		view.MaxRate = &struct{ Rate, Item, How string }{count(int64(v.MaxRate)), v.Item, v.MaxRateHow}
+		view.MaxRate = &offeredTop{count(int64(v.MaxRate)), v.Item, v.MaxRateHow}
 	}
 	for _, c := range in.claims {
 		if c.Pair == v.Pair && c.Short == designTarget {
-			view.Targets = append(view.Targets, struct{ Claim, Verdict string }{strings.TrimSuffix(c.Claim, " (design target)"), c.Verdict})
+			view.Targets = append(view.Targets, targetVerdict{strings.TrimSuffix(c.Claim, " (design target)"), c.Verdict})
 		}
 	}
 	return say("load", view)
@@ -892,6 +902,10 @@ func eventStoreLoad(in *inputs) string {
 	}{change(gl.OpsPerSec, g[0].OpsPerSec), change(rl.OpsPerSec, r[0].OpsPerSec), num(gl.EventsPerStream), span(opsPerSec(append(g, r...)), ""), g[0].Round, gl.Round})
 }
 
+// liveDelivery is live delivery's p50 to a caught-up subscriber, per run,
+// on each side.
+type liveDelivery struct{ PG, Kafka string }
+
 // eventStoreIntegrity answers the integrity question for the event
 // store: the share of appends Postgres refused for a stale expected
 // version, and live delivery's p50 on both sides ("" when neither was
@@ -900,7 +914,7 @@ func eventStoreIntegrity(in *inputs) string {
 	var view struct {
 		Conflicts       string
 		KafkaAcceptsAll bool
-		Live            *struct{ PG, Kafka string }
+		Live            *liveDelivery
 	}
 	if c, ok := conflictShare(appendRows(in.es, eventstore.ReadThenAppend, pairs.NoKurrentDB, "")); ok {
 		view.Conflicts = percent(c)
@@ -908,7 +922,7 @@ func eventStoreIntegrity(in *inputs) string {
 		view.KafkaAcceptsAll = e != nil && e.Up && !e.Conditional
 	}
 	if pg, k := catchUp(in.es, pairs.NoKurrentDB), catchUp(in.es, pairs.KafkaEventStore); pg != nil && k != nil {
-		view.Live = &struct{ PG, Kafka string }{span(pg.LiveP50MS, " ms"), span(k.LiveP50MS, " ms")}
+		view.Live = &liveDelivery{span(pg.LiveP50MS, " ms"), span(k.LiveP50MS, " ms")}
 	}
 	if view.Conflicts == "" && view.Live == nil {
 		return ""
@@ -940,6 +954,10 @@ func pointReadText(r eventstore.PointReadRow) string {
 	return fmt.Sprintf("%d events in %s", r.Matched, ms(r.MedianMS))
 }
 
+// durableP99s are the queue's send→processed p99s at At with the
+// default and the durable settings of each side.
+type durableP99s struct{ At, Unlogged, Logged, Classic, Quorum string }
+
 // queueIntegrityView is what the "queue integrity" answer reads.
 type queueIntegrityView struct {
 	// At is the highest rate both sides kept up with, and Ratios their
@@ -948,7 +966,7 @@ type queueIntegrityView struct {
 	Ratios []labelled
 	// Durable is the durable settings' send→processed p99s, nil when the
 	// durable variant was not run.
-	Durable *struct{ At, Unlogged, Logged, Classic, Quorum string }
+	Durable *durableP99s
 }
 
 // queueIntegrity answers the integrity question for the queue: the
@@ -970,23 +988,27 @@ func queueIntegrity(in *inputs) string {
 	if def != nil && dur != nil {
 		const p99 = driver.ServerProcessingP99
 		if v, ok := medians(at{def, p99, pairs.NoRabbitMQ}, at{dur, p99, pairs.NoRabbitMQ}, at{def, p99, pairs.RabbitMQ}, at{dur, p99, pairs.RabbitMQ}); ok {
-			view.Durable = &struct{ At, Unlogged, Logged, Classic, Quorum string }{def.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])}
+			view.Durable = &durableP99s{def.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])}
 		}
 	}
 	return say("queue integrity", view)
 }
 
+// syncOffFigures are no-kafka's write p99 and delivery p50 at At with
+// synchronous_commit off and on.
+type syncOffFigures struct{ At, WriteOff, WriteOn, DeliveryOff, DeliveryOn string }
+
 // logIntegrity answers the integrity question for the log: the dual
 // write, and what synchronous_commit=off gives and costs.
 func logIntegrity(in *inputs) string {
 	var view struct {
-		SyncOff *struct{ At, WriteOff, WriteOn, DeliveryOff, DeliveryOn string }
+		SyncOff *syncOffFigures
 	}
 	def, off := in.rs.point(pairs.Log, scenario.PairScenarioName(pairs.Log, scenario.KindDefault), ""), in.rs.point(pairs.Log, scenario.PairScenarioName(pairs.Log, scenario.VariantSyncOff), "")
 	if def != nil && off != nil {
 		const write, delivery = driver.ServerWriteP99, driver.ServerDeliveryP50
 		if v, ok := medians(at{off, write, pairs.NoKafka}, at{def, write, pairs.NoKafka}, at{off, delivery, pairs.NoKafka}, at{def, delivery, pairs.NoKafka}); ok {
-			view.SyncOff = &struct{ At, WriteOff, WriteOn, DeliveryOff, DeliveryOn string }{off.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])}
+			view.SyncOff = &syncOffFigures{off.Name, ms(v[0]), ms(v[1]), ms(v[2]), ms(v[3])}
 		}
 	}
 	return say("log integrity", view)
