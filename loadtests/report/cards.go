@@ -153,12 +153,14 @@ type Verdict struct {
 	// Alt is a sentence on an alternative specialist measured instead
 	// ("" for none).
 	Alt string
-	// AltCPU, when set, is that alternative's CPU cost by process (the
-	// design of AltName, doing AltWhat), at CPUAt like PGCPU: the event
-	// store measures Kafka where KurrentDB did not run, and its card's
-	// cost names both.
-	AltCPU           *CPUCost
-	AltName, AltWhat string
+	// AltSide, when set, is an alternative to the specialist measured
+	// in the same ceiling search (AltName, doing AltWhat): the event
+	// store measures Kafka where KurrentDB did not run. Where the
+	// specialist's CPU is not measured, rates compares Postgres' CPU
+	// with the alternative's, AltCPU, at CPUAt, and the card's cost
+	// names both.
+	AltSide, AltName, AltWhat string
+	AltCPU                    *CPUCost
 	// Bites is the failure that bites Postgres first, with its figure.
 	Bites string
 	// Shape is the pair's data-shape figure in words ("" for none).
@@ -261,7 +263,8 @@ const EventStoreCeilingCommand = eventstore.CeilingCommand
 // rates fills v's single-request figures from its pair's ceiling
 // searches of pg and spec: the ceilings with their ranges, the same
 // searches at every SLO, the rule, and each design's CPU by process at
-// the highest rate both passed.
+// the highest rate both passed (Postgres' and AltSide's, when the
+// specialist's CPU is not measured and the card names an alternative).
 func (v *Verdict) rates(in *inputs, pg, spec string) {
 	src := ceilingSource(v.Pair)
 	v.RateOp = src.op
@@ -278,25 +281,16 @@ func (v *Verdict) rates(in *inputs, pg, spec string) {
 	}
 	v.CPUAt = commonRate(pc, sc)
 	v.PGCPU, v.SpecCPU = cpuCostAt(pc, pg, v.CPUAt), cpuCostAt(sc, spec, v.CPUAt)
+	if v.AltSide != "" && !v.SpecCPU.Design.OK() {
+		if ac := in.rs.ceilingOf(src.cmd, src.scenario, v.AltSide); ac != nil {
+			v.CPUAt = commonRate(pc, ac)
+			v.PGCPU = cpuCostAt(pc, pg, v.CPUAt)
+			alt := cpuCostAt(ac, v.AltSide, v.CPUAt)
+			v.AltCPU = &alt
+		}
+	}
 	v.MaxRate, v.MaxRateHow = maxOffered(in, v.Pair)
 	v.Designs = designLines(in, src, pg, spec, v.SpecName())
-}
-
-// altCPU sets v's AltCPU from the ceiling of alt (name, doing what), an
-// alternative to the specialist measured in the same search, when the specialist's own CPU
-// is not measured: Postgres' and alt's CPU are then read at the highest
-// rate both passed (each at its own highest passing rate when there is
-// none), as PGCPU and SpecCPU are when both sides ran.
-func (v *Verdict) altCPU(in *inputs, name, what, pg, alt string) {
-	src := ceilingSource(v.Pair)
-	pc, ac := in.rs.ceilingOf(src.cmd, src.scenario, pg), in.rs.ceilingOf(src.cmd, src.scenario, alt)
-	if ac == nil || v.SpecCPU.Design.OK() {
-		return
-	}
-	v.CPUAt = commonRate(pc, ac)
-	v.PGCPU = cpuCostAt(pc, pg, v.CPUAt)
-	a := cpuCostAt(ac, alt, v.CPUAt)
-	v.AltCPU, v.AltName, v.AltWhat = &a, name, what
 }
 
 // designLines words every other ceiling scenario of the pair's run: its
@@ -681,6 +675,7 @@ func eventStoreVerdict(in *inputs) Verdict {
 		SpecOnly:    []string{"server-side projections", "persistent subscriptions managed by the server"},
 		LatencyWhat: "live delivery p50 to a caught-up subscriber",
 		SpecLatency: Figure{Why: "not run"},
+		AltSide:     pairs.KafkaEventStore, AltName: "Kafka", AltWhat: "unconditional appends",
 	}
 	v.rates(in, pairs.NoKurrentDB, pairs.KurrentDB)
 	if !v.SpecRate.OK() && v.SpecRate.Why == "not measured" {
@@ -700,7 +695,6 @@ func eventStoreVerdict(in *inputs) Verdict {
 			v.Alt += fmt.Sprintf(" (its unconditional appends: %s)", rateFigure(ceilingFig(k)))
 		}
 	}
-	v.altCPU(in, "Kafka", "unconditional appends", pairs.NoKurrentDB, pairs.KafkaEventStore)
 	if pg := catchUp(in.es, pairs.NoKurrentDB); pg != nil && len(pg.LiveP50MS) > 0 {
 		v.PGLatency = Figure{Value: slices.Max(pg.LiveP50MS), Unit: " ms"}
 	} else {
