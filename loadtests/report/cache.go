@@ -182,9 +182,7 @@ func httpFloor(in claimInputs) string {
 // claimTable.
 var cacheClaims = []claimSpec{
 	{pair: pairs.Cache, short: fmt.Sprintf("raw lookup by key: Redis %s× ahead", num(rawLookupRatio)),
-		claim: "Lookup by key: p50 about 0.1 ms on Redis vs about 0.65 ms on Postgres (raw client, no HTTP)",
-		rule: fmt.Sprintf("postgres' p50 ÷ redis' within %s× of %s (%s) in every round, pgx SELECT by primary key vs go-redis GET, one connection each; Redis ahead by less is the right direction at the wrong size and does not hold",
-			num(tolerance), num(rawLookupRatio), around(rawLookupRatio, rawLookupRatio)),
+		claimText: texts("cache raw lookup", figures),
 		evaluate: atPoint(pairs.Cache, scenario.CacheRawScenario, "", "cache raw lookup", func(_ claimInputs, p *driver.Point) outcome {
 			v, ok := medians(at{p, driver.ClientP50, scenario.RawSidePostgres}, at{p, driver.ClientP50, scenario.RawSideRedis})
 			if !ok || v[1] <= 0 {
@@ -204,9 +202,7 @@ var cacheClaims = []claimSpec{
 			return o
 		})},
 	{pair: pairs.Cache, short: "Redis ahead behind HTTP",
-		claim: "Behind the same HTTP server, Redis is ahead on reads, writes and a mixed profile, and uses about two thirds of a core where Postgres uses both cores",
-		rule: fmt.Sprintf("redis' client p50 below the unlogged table's by more than %s%% (closer is a tie: it decides nothing) at every profile, same open-loop rate, in every round; the CPU part is shown (CPU-s per 1,000 ops) but not judged: at a fixed rate below both ceilings neither side uses whole cores",
-			num(100*tieWithin)),
+		claimText: texts("cache behind HTTP", figures),
 		evaluate: func(in claimInputs) outcome {
 			var ties []string
 			behind := false
@@ -235,9 +231,7 @@ var cacheClaims = []claimSpec{
 			return o
 		}},
 	{pair: pairs.Cache, short: "UNLOGGED writes faster",
-		claim: "UNLOGGED makes writes about 3× faster than a logged table; reads are unchanged",
-		rule: fmt.Sprintf("kv PUT p50 on the logged table ≥ %s× the unlogged one's (%s× within %s×), and kv GET p50 within ±%s%%, same rate, in every round",
-			num(unloggedWriteClaim/tolerance), num(unloggedWriteClaim), num(tolerance), num(100*readsUnchanged)),
+		claimText: texts("cache unlogged writes", figures),
 		evaluate: func(in claimInputs) outcome {
 			wp, rp := in.rs.point(pairs.Cache, scenario.CacheKVWriteScenario, ""), in.rs.point(pairs.Cache, scenario.CacheKVReadScenario, "")
 			if wp == nil || rp == nil {
@@ -254,8 +248,7 @@ var cacheClaims = []claimSpec{
 				floor: joinWhy(commitFloor(in), httpFloor(in))}
 		}},
 	{pair: pairs.Cache, short: "in-process cache beats any network cache",
-		claim: "An in-process cache beats any network cache, Redis included",
-		rule:  "local's median client p50 below redis' and the unlogged table's on the read-heavy profile and on kv reads; client-side (Redis' own in-process copy) is shown, not judged: it is an in-process cache too",
+		claimText: texts("cache in-process", figures),
 		evaluate: func(in claimInputs) outcome {
 			var parts []string
 			holds := true
@@ -277,8 +270,7 @@ var cacheClaims = []claimSpec{
 			return outcome{measured: strings.Join(parts, "; "), holds: holds}
 		}},
 	{pair: pairs.Cache, short: "stampede computed once in-process",
-		claim: "Concurrent misses on one key are computed once by an in-process cache (stampede protection); Redis knows nothing of concurrent requests",
-		rule:  "local: 1 origin load for the concurrent GETs of one cold key on one instance in every round, at most 2 across two instances; the other modes' counts are shown (their services have singleflight too: Redis itself is not what protects them)",
+		claimText: texts("cache stampede", figures),
 		evaluate: atPoint(pairs.Cache, scenario.CacheStampedeScenario, "", "cache stampede", func(_ claimInputs, p *driver.Point) outcome {
 			one, two := p.Find(scenario.MetricStampedeOriginLoadsOf.Of(scenario.StampedeOneInstance)), p.Find(scenario.MetricStampedeOriginLoadsOf.Of(scenario.StampedeTwoInstances))
 			if one == nil || two == nil {
@@ -298,8 +290,7 @@ var cacheClaims = []claimSpec{
 				holds: a.Min >= 1 && a.Max == 1 && b.Max <= 2}
 		})},
 	{pair: pairs.Cache, short: "Postgres as the invalidation source",
-		claim: "Postgres can be the cache's invalidation source. Logical replication (or a statement trigger) also catches a bulk `UPDATE ... WHERE` made outside the service",
-		rule:  "local (statement trigger + NOTIFY): both instances serve the new value within 1 s of an out-of-band UPDATE ... WHERE of 10 rows, in every round; the TTL-bound modes are shown",
+		claimText: texts("cache invalidation", figures),
 		evaluate: atPoint(pairs.Cache, scenario.CacheStalenessScenario, "", "cache staleness", func(_ claimInputs, p *driver.Point) outcome {
 			fresh, ok := sideMin(p.Find(scenario.MetricFresh), modeLocal)
 			if !ok {

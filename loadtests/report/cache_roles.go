@@ -115,8 +115,7 @@ func firstPubSubStep(in claimInputs) *driver.Point {
 // appended to claimTable.
 var cacheRolesClaims = []claimSpec{
 	{pair: pairs.Cache, short: "a Postgres lock in Redis' place",
-		claim: "Postgres has an analogue of Redis' distributed locks (advisory locks in the reference; a lease row with a fencing token here)",
-		rule:  fmt.Sprintf("no-redis' lock under contention: no double grant and no token below or equal to the name's previous one, and a dead holder's lock handed over within %s ms after its lease with a higher token, in every round; redis' figures are shown, not judged", num(handoverWithin)),
+		claimText: texts("cache lock", figures),
 		evaluate: func(in claimInputs) outcome {
 			c, h := contendedLock(in.rs), in.rs.point(pairs.Cache, scenario.CacheLockHandoverScenario, "")
 			if c == nil || h == nil {
@@ -136,8 +135,7 @@ var cacheRolesClaims = []claimSpec{
 			return o
 		}},
 	{pair: pairs.Cache, short: "Postgres slower at locks, limits and pub/sub",
-		claim: "Postgres is slower than Redis at every type of operation: here, a lock cycle, a rate-limit take and a pub/sub delivery",
-		rule:  fmt.Sprintf("redis' median below no-redis' (by more than %s%%: closer is a tie, which decides nothing) for the uncontended lock cycle p50, the rate-limit take p50 and the delivery p50 of the one-subscriber ladder's lowest rate, in every round", num(100*tieWithin)),
+		claimText: texts("cache roles slower", figures),
 		evaluate: func(in claimInputs) outcome {
 			lk, rl, ps := in.rs.point(pairs.Cache, scenario.CacheLockScenario, "uncontended"), in.rs.point(pairs.Cache, scenario.CacheRateLimitScenario, ""), firstPubSubStep(in)
 			if lk == nil || rl == nil || ps == nil {
@@ -172,8 +170,7 @@ var cacheRolesClaims = []claimSpec{
 			return o
 		}},
 	{pair: pairs.Cache, short: "pub/sub at tens of thousands/s needs Redis",
-		claim: "Pub/sub at tens of thousands of events per second needs Redis: LISTEN/NOTIFY does not get there",
-		rule:  fmt.Sprintf("the highest publish rate each side passed with one subscriber (delivery p99 within the bound, nothing missed): holds when redis passed ≥ %s/s and no-redis stayed below it; does not hold when no-redis passed it; not measurable here when redis did not reach it either (the machine, not the system, is then the limit)", count(tensOfThousands)),
+		claimText: texts("cache pub/sub rate", figures),
 		evaluate: atPoint(pairs.Cache, scenario.CachePubSubCeilingScenario, scenario.SubscribersName(1), "cache roles' pub/sub", func(in claimInputs, p *driver.Point) outcome {
 			v, ok := medians(at{p, scenario.MetricMaxPublishRate, pairs.NoRedis}, at{p, scenario.MetricMaxPublishRate, pairs.Redis})
 			if !ok {
@@ -195,8 +192,7 @@ var cacheRolesClaims = []claimSpec{
 			return o
 		})},
 	{pair: pairs.Cache, short: "no rate limiter in Postgres",
-		claim: "Rate limiters (like sorted sets and bitmaps) have no standard replacement in Postgres",
-		rule:  "the rate-limiter part only: does not hold when no-redis' fixed window (one upsert on an UNLOGGED table) admits at most the limit in every window and exactly the limit in every full window under concurrent clients, in every round (a one-statement replacement exists); holds otherwise. Sorted sets and bitmaps are not measured",
+		claimText: texts("cache rate limiter", figures),
 		evaluate: atPoint(pairs.Cache, scenario.CacheRateLimitScenario, "", "cache roles' rate limit", func(_ claimInputs, p *driver.Point) outcome {
 			v, ok := medians(at{p, scenario.MetricOverLimitWindows, pairs.NoRedis}, at{p, scenario.MetricAdmittedMin, pairs.NoRedis},
 				at{p, scenario.MetricAdmittedMax, pairs.NoRedis}, at{p, scenario.MetricLimit, pairs.NoRedis}, at{p, scenario.MetricTakesPerS, pairs.NoRedis})

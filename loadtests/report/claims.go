@@ -167,8 +167,12 @@ func verdict(ok bool) string {
 // which reads the runs and returns what was measured and whether the rule
 // holds.
 type claimSpec struct {
-	// pair, short, claim and rule are Claim's fields of the same names.
-	pair, short, claim, rule string
+	// pair and short are Claim's fields of the same names: short is how
+	// the code and tests find a claim, so it stays beside it.
+	pair, short string
+	// claimText is Claim's Claim and Rule, rendered from claims.tmpl
+	// (texts).
+	claimText
 	// mongo is set on the claims that compare with MongoDB: on runs whose
 	// MongoDB side was FerretDB their verdict is NotMeasurable.
 	mongo bool
@@ -335,12 +339,10 @@ func Documents() Pair {
 // the order of RESULTS.md's claims table.
 var claimTable = []claimSpec{
 	{pair: pairs.Queue, short: designTarget,
-		claim:    "The Postgres queue reaches ≥ 10,000 tasks/s send→processed on a 2-core machine (design target)",
-		rule:     sustainedRule(pairs.NoRabbitMQ, "send→processed", queueCeilingTarget, 0),
-		evaluate: sustainedAtLeast(pairs.Queue, pairs.NoRabbitMQ, "tasks", queueCeilingTarget, 0)},
+		claimText: designTargetText("queue design target", pairs.NoRabbitMQ, "send→processed", queueCeilingTarget, 0),
+		evaluate:  sustainedAtLeast(pairs.Queue, pairs.NoRabbitMQ, "tasks", queueCeilingTarget, 0)},
 	{pair: pairs.Queue, short: "delivery p99 close to RabbitMQ's",
-		claim: "Delivery p99 on Postgres within 1.5× of RabbitMQ's at 1,000 tasks/s (design target)",
-		rule:  fmt.Sprintf("per-round ratio no-rabbitmq ÷ rabbitmq of server delivery p99 at %s ≤ %s in every round", deliveryAt, num(deliveryP99Within)),
+		claimText: texts("queue delivery p99", figures),
 		evaluate: atPoint(pairs.Queue, scenario.RateScenarioName(pairs.Queue), deliveryAt, "queue "+deliveryAt+" point", func(in claimInputs, p *driver.Point) outcome {
 			a, _ := median(p, driver.ServerDeliveryP99, pairs.NoRabbitMQ)
 			b, _ := median(p, driver.ServerDeliveryP99, pairs.RabbitMQ)
@@ -355,8 +357,7 @@ var claimTable = []claimSpec{
 			return o
 		})},
 	{pair: pairs.Queue, short: "cost of a logged queue table",
-		claim: "p99 send→processed goes from 4 ms to 11 ms when the queue tables become logged",
-		rule:  fmt.Sprintf("no-rabbitmq's send→processed p99 with QUEUE_TABLE=logged ≥ %s× the unlogged one, same rate, same run, in every round", num(loggedAtLeast)),
+		claimText: texts("queue logged table", figures),
 		evaluate: func(in claimInputs) outcome {
 			def, dur := in.rs.point(pairs.Queue, scenario.PairScenarioName(pairs.Queue, scenario.KindDefault), ""), in.rs.point(pairs.Queue, scenario.PairScenarioName(pairs.Queue, scenario.VariantDurable), "")
 			if def == nil || dur == nil {
@@ -371,25 +372,21 @@ var claimTable = []claimSpec{
 				floor: commitFloor(in)}
 		}},
 	{pair: pairs.Queue, short: agedShort,
-		claim:    "The queue stays within 2× of its fresh-table p99 after a million finished tasks, with retention on",
-		rule:     fmt.Sprintf("no-rabbitmq's delivery p99 in the long-lived run (≥ %s finished tasks of history, TASK_RETENTION 24h) ≤ %s× its median in the fresh run, at every rate both runs measured, in every round", count(agedHistory), num(agedFactor)),
-		evaluate: agedWithin(pairs.NoRabbitMQ, driver.ServerDeliveryP99, agedHistory, agedFactor)},
+		claimText: texts("queue aged", figures),
+		evaluate:  agedWithin(pairs.NoRabbitMQ, driver.ServerDeliveryP99, agedHistory, agedFactor)},
 	fanoutClaim,
 	{pair: pairs.Log, short: "low delivery p95 on both sides",
-		claim: "Delivery p95 ≤ 2 ms on both sides at 100, 150 and 200 events/s",
-		rule:  fmt.Sprintf("every side's delivery p95 ≤ %s ms at every fixed rate, in every round", num(logDeliveryP95MS)),
+		claimText: texts("log delivery p95", figures),
 		evaluate: everyLogRate(driver.ServerDeliveryP95, "no-kafka / kafka: ", func(rate string, pg, kafka float64) (string, bool) {
 			return fmt.Sprintf("%s: %s / %s ms", rate, num(pg), num(kafka)), pg <= logDeliveryP95MS && kafka <= logDeliveryP95MS
 		})},
 	{pair: pairs.Log, short: "Kafka's write p99 above Postgres'",
-		claim: "Kafka write p99 16 ms versus 5–7 ms on Postgres",
-		rule:  fmt.Sprintf("kafka's write p99 above no-kafka's (by more than %s%%: closer is a tie) at every fixed rate, in every round", num(100*tieWithin)),
+		claimText: texts("log write p99", figures),
 		evaluate: everyLogRate(driver.ServerWriteP99, "kafka vs no-kafka: ", func(rate string, pg, kafka float64) (string, bool) {
 			return fmt.Sprintf("%s: %s vs %s ms", rate, num(kafka), num(pg)), kafka > pg && !tie(kafka, pg)
 		})},
 	{pair: pairs.Log, short: "synchronous_commit=off delays delivery",
-		claim: "With synchronous_commit=off, logical delivery p50 ≈ 160 ms (the WAL writer's flush delay)",
-		rule:  fmt.Sprintf("no-kafka's delivery p50 with SYNCHRONOUS_COMMIT=off within %s× of %s ms (%s ms), in every round", num(tolerance), num(syncOffDeliveryP50MS), around(syncOffDeliveryP50MS, syncOffDeliveryP50MS)),
+		claimText: texts("log sync off", figures),
 		evaluate: atPoint(pairs.Log, scenario.PairScenarioName(pairs.Log, scenario.VariantSyncOff), "", "log sync-off variant", func(in claimInputs, p *driver.Point) outcome {
 			v, ok := median(p, driver.ServerDeliveryP50, pairs.NoKafka)
 			if !ok {
@@ -402,14 +399,12 @@ var claimTable = []claimSpec{
 			return o
 		})},
 	{pair: pairs.Log, short: designTarget,
-		claim:    "One slot keeps up with ≥ 15,000 events/s (design target)",
-		rule:     sustainedRule(pairs.NoKafka, "write→delivered", logCeilingTarget, slotMinBatch),
-		evaluate: sustainedAtLeast(pairs.Log, pairs.NoKafka, "events", logCeilingTarget, slotMinBatch)},
+		claimText: designTargetText("log design target", pairs.NoKafka, "write→delivered", logCeilingTarget, slotMinBatch),
+		evaluate:  sustainedAtLeast(pairs.Log, pairs.NoKafka, "events", logCeilingTarget, slotMinBatch)},
 	groupsClaim,
 	slotClaim,
 	{pair: pairs.Documents, short: "search p95 vs MongoDB", mongo: true,
-		claim: "Containment search p95: 33 ms on Postgres vs 48 ms on MongoDB",
-		rule:  "Postgres' search p95 below MongoDB's, same data set, in every round",
+		claimText: texts("documents search p95", figures),
 		evaluate: atPoint(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindSearch), "", pairs.Documents, func(in claimInputs, p *driver.Point) outcome {
 			a, okA := median(p, driver.ServerSearchP95, pairs.NoMongoDB)
 			b, okB := median(p, driver.ServerSearchP95, pairs.MongoDB)
@@ -422,20 +417,16 @@ var claimTable = []claimSpec{
 			return outcome{measured: fmt.Sprintf("Postgres %s ms vs MongoDB %s ms (%s)", num(a), num(b), p.Name), holds: a < b && !tie(a, b)}
 		})},
 	{pair: pairs.Documents, short: "rewrite ÷ patch on Postgres",
-		claim:    "Rewriting a 512 KB–2 MB profile costs 3.6–4.7× a neighbour-column patch on Postgres",
-		rule:     fmt.Sprintf("no-mongodb's rewrite ÷ patch p50 within %s× of the claimed range (%s×) at every size, in every round", num(tolerance), around(pgRewriteLo, pgRewriteHi)),
-		evaluate: costRatioWithin(pairs.NoMongoDB, around(pgRewriteLo, pgRewriteHi))},
+		claimText: texts("documents rewrite on Postgres", figures),
+		evaluate:  costRatioWithin(pairs.NoMongoDB, around(pgRewriteLo, pgRewriteHi))},
 	{pair: pairs.Documents, short: "lz4 TOAST compression vs pglz",
-		claim:    "lz4 TOAST compression (PostgreSQL 14+) makes a large jsonb rewrite cheaper than the default pglz",
-		rule:     fmt.Sprintf("no-mongodb's rewrite p50 with TOAST_COMPRESSION=lz4 below its rewrite p50 with pglz (by more than %s%%), at every size, in the same run, in every round; without lz4 points in the documents run, the %s experiment's rewrite times of the same document with each compression decide it", num(100*tieWithin), toastExperiment),
-		evaluate: lz4BeatsPglz},
+		claimText: texts("documents lz4", figures),
+		evaluate:  lz4BeatsPglz},
 	{pair: pairs.Documents, short: "rewrite ÷ patch on MongoDB", mongo: true,
-		claim:    "The same rewrite costs 1.9–2.4× a patch on MongoDB",
-		rule:     fmt.Sprintf("mongodb's rewrite ÷ patch p50 within %s× of the claimed range (%s×) at every size, in every round", num(tolerance), around(mongoRewriteLo, mongoRewriteHi)),
-		evaluate: costRatioWithin(pairs.MongoDB, around(mongoRewriteLo, mongoRewriteHi))},
+		claimText: texts("documents rewrite on MongoDB", figures),
+		evaluate:  costRatioWithin(pairs.MongoDB, around(mongoRewriteLo, mongoRewriteHi))},
 	{pair: pairs.Documents, short: "large rewrite p99 vs MongoDB", mongo: true,
-		claim: "At 2 MB, Postgres' rewrite p99 is 2.6× MongoDB's",
-		rule:  fmt.Sprintf("per-round ratio no-mongodb ÷ mongodb of rewrite p99 at 2MB within %s× of %s (%s), in every round", num(tolerance), num(rewriteP99Ratio), around(rewriteP99Ratio, rewriteP99Ratio)),
+		claimText: texts("documents rewrite p99", figures),
 		evaluate: atPoint(pairs.Documents, scenario.PairScenarioName(pairs.Documents, scenario.KindRewrite), "2MB", "documents 2MB rewrite point", func(in claimInputs, p *driver.Point) outcome {
 			r, ok := ratio(p, driver.ClientRewrite.P99())
 			switch {
@@ -581,18 +572,6 @@ func atPoint(cmd string, scenario driver.ScenarioName, name, what string, f func
 // designTarget is the short name of the design targets' throughput
 // claims (README's load answer quotes them).
 const designTarget = "design-target rate"
-
-// sustainedRule words a design target decided, like every throughput
-// claim, from the sustainable rate: the figure the slot and comfort
-// claims read too, so that claims about one quantity never disagree.
-func sustainedRule(side, latency string, target float64, minBatch int) string {
-	at := ""
-	if minBatch > 0 {
-		at = fmt.Sprintf(" at batch ≥ %d", minBatch)
-	}
-	return fmt.Sprintf("%s's sustainable rate%s (open loop, batched: backlog flat and %s p99 under %s ms) ≥ %s/s in every round; the single-request ceilings measure one HTTP request per item and decide no throughput claim",
-		side, at, latency, count(scenario.SustainSLO.Milliseconds()), count(int64(target)))
-}
 
 // sustainedAtLeast decides "side carries target items/s" from its
 // sustainable rate (at batches of at least minBatch): holds at or above

@@ -67,11 +67,17 @@ var fanoutReaders = readerScale{scenario: scenario.ScaleOutFanout, nMetric: scen
 var groupReaders = readerScale{scenario: scenario.ScaleOutGroups, nMetric: scenario.MetricGroups, missing: scenario.MetricGroupMissing, noun: "groups",
 	perReader: func(m func(driver.Metric) (float64, bool)) (float64, bool) { return m(scenario.MetricGroupDelivered) }}
 
-// servedRule is the rule of a "no at any load" claim on sc's points.
-func servedRule(sc readerScale, pg string) string {
-	return fmt.Sprintf("%s serves N %s at the offered load when each receives at least %s%% of the offered rate during the attack and none is missing a delivery at the drain bound; "+
-		"the claim holds when %s serves them at no N measured (one round per point), and does not hold when it does at some N (at that load, it is not \"no\")",
-		pg, sc.noun, num(100*scaleKept), pg)
+// servedText is a "no at any load" claim's sentences: id's claim, and
+// the shared "served rule" on sc's points.
+func servedText(id string, sc readerScale, pg string) claimText {
+	return texts(id, servedView{Side: pg, Noun: sc.noun, Kept: scaleKept})
+}
+
+// servedView is what "served rule" reads: the Postgres side, what it
+// serves N of, and the share of the offered rate each must receive.
+type servedView struct {
+	Side, Noun string
+	Kept       float64
 }
 
 // noAtAnyLoad decides a "no at any load" claim on sc's points: it holds
@@ -253,15 +259,12 @@ func withReplay(evaluate func(claimInputs) outcome) func(claimInputs) outcome {
 // The scale-out claims' specs, in claimTable.
 var (
 	fanoutClaim = claimSpec{pair: pairs.Queue, short: "fan-out: no at any load",
-		claim:    "Fan-out (an \"order placed\" task copied to email, warehouse and analytics, each its own) rules Postgres out: \"the answer is no, at any load\" (decision framework, question 1)",
-		rule:     servedRule(fanoutReaders, pairs.NoRabbitMQ),
-		evaluate: noAtAnyLoad(fanoutReaders, pairs.NoRabbitMQ, pairs.RabbitMQ, "")}
+		claimText: servedText("queue fan-out", fanoutReaders, pairs.NoRabbitMQ),
+		evaluate:  noAtAnyLoad(fanoutReaders, pairs.NoRabbitMQ, pairs.RabbitMQ, "")}
 	groupsClaim = claimSpec{pair: pairs.Log, short: "consumer groups and replay: no at any load",
-		claim:    "Independent consumer groups and replay rule Postgres out: \"the answer is no, at any load\" (decision framework, question 1)",
-		rule:     servedRule(groupReaders, pairs.NoKafka),
-		evaluate: withReplay(noAtAnyLoad(groupReaders, pairs.NoKafka, pairs.Kafka, ""))}
+		claimText: servedText("log groups", groupReaders, pairs.NoKafka),
+		evaluate:  withReplay(noAtAnyLoad(groupReaders, pairs.NoKafka, pairs.Kafka, ""))}
 	slotClaim = claimSpec{pair: pairs.Log, short: "a lagging slot bloats WAL",
-		claim:    "Each reader needs its own slot, and a lagging slot bloats WAL for everyone",
-		rule:     fmt.Sprintf("the %s experiment's frozen slot retains more WAL at each larger number of events written since it stopped (the server's pg_wal, which every database on it shares)", slotExperiment),
-		evaluate: laggingSlotBloats}
+		claimText: texts("log slot bloat", figures),
+		evaluate:  laggingSlotBloats}
 )

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -261,5 +262,34 @@ func TestScaleOutClaims(t *testing.T) {
 	}
 	if c := find(ClaimsFrom([]*driver.Run{failed}, Sources{}), fanoutClaim.short); c.Verdict != FailedRun || !strings.Contains(c.Why, "503") {
 		t.Errorf("Postgres side failed: %+v", c)
+	}
+}
+
+// TestClaimsTemplateIsAllRendered checks claims.tmpl against the claims
+// declared: every template the file defines is rendered at start, either
+// as a claim's "<id> claim" or "<id> rule" or as a part those include
+// (template "sustained rule" and the like). A name the code renders that
+// the file lacks panics at start (texts), failing every test.
+func TestClaimsTemplateIsAllRendered(t *testing.T) {
+	if len(claimTextsRendered) < 30 {
+		t.Fatalf("%d claims rendered from claims.tmpl, want every claim of the table's", len(claimTextsRendered))
+	}
+	used := map[string]bool{}
+	for id := range claimTextsRendered {
+		used[id+" claim"], used[id+" rule"] = true, true
+	}
+	included := regexp.MustCompile(`\{\{-?\s*template "([^"]+)"`)
+	for _, m := range included.FindAllStringSubmatch(claimsTemplateText, -1) {
+		used[m[1]] = true
+	}
+	for _, tm := range claimsTemplate.Templates() {
+		if name := tm.Name(); name != claimsTemplate.Name() && !used[name] {
+			t.Errorf("claims.tmpl defines %q, which no claim renders", name)
+		}
+	}
+	for _, c := range orderedClaims() {
+		if c.claim == "" || c.rule == "" {
+			t.Errorf("claim %q (%s) has no claim or rule sentence", c.short, c.pair)
+		}
 	}
 }

@@ -30,24 +30,14 @@ const (
 
 func init() { claimTable = append(claimTable, rawClaims...) }
 
-// notifyEvery names the measurements both NOTIFY claims are decided on.
-const notifyEvery = "in every measurement: the raw loops' on the stack's PostgreSQL, and the notify-serializes-commits experiment's on it and on every other version it ran (one measurement each: they are the rounds)"
-
 // rawClaims are the claims the raw loops' results settle.
 var rawClaims = []claimSpec{
 	{pair: pairs.Queue, short: notifyShort,
-		claim: "NOTIFY in the committing transaction serializes commits (the reference adds \"fixed only in PostgreSQL 19\"; " +
-			"the PostgreSQL source does not confirm that: commit 282b1cde9d for 19 reworks listener wake-ups, and PreCommit_Notify " +
-			"still takes the cluster-wide lock on \"database 0\" until the commit ends, see docs/queue.md). Verified here on the stack's PostgreSQL 15, and on every other version the notify-serializes-commits experiment measured beside it (PostgreSQL 18 from make deps-cluster), named in the measured column",
-		rule: fmt.Sprintf("at %d concurrent committers, INSERT + pg_notify in the transaction reaches < %.0f%% of plain INSERT + COMMIT's tps, %s",
-			notifyAt, 100*notifyInTxBelow, notifyEvery),
-		evaluate: func(in claimInputs) outcome { return notifyEvaluate(in, notifySerializesIn) }},
+		claimText: texts("queue notify", figures),
+		evaluate:  func(in claimInputs) outcome { return notifyEvaluate(in, notifySerializesIn) }},
 	{pair: pairs.Queue, short: debounceShort,
-		claim: "The project's remedy, not the reference's: NOTIFY sent outside the committing transactions, at most one per 5 ms (NOTIFY_MODE=debounced, docs/queue.md), " +
-			"gives back the commit rate NOTIFY in the transaction costs, and the listener still hears every NOTIFY sent",
-		rule: fmt.Sprintf("at %d concurrent committers, the debounced mode reaches ≥ %.0f%% of plain INSERT + COMMIT's tps and its listener receives every NOTIFY sent, %s",
-			notifyAt, 100*notifyDebounceMin, notifyEvery),
-		evaluate: func(in claimInputs) outcome { return notifyEvaluate(in, debounceKeepsUpIn) }},
+		claimText: texts("queue debounce", figures),
+		evaluate:  func(in claimInputs) outcome { return notifyEvaluate(in, debounceKeepsUpIn) }},
 }
 
 // notifyMeasure is one measurement of the three NOTIFY modes at

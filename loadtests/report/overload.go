@@ -65,6 +65,15 @@ var overloadClaims = []claimSpec{
 
 func init() { claimTable = append(claimTable, overloadClaims...) }
 
+// overloadView is what the "overload" claim and rule read: the side, the
+// verb of its items (processed, delivered), the share of the ceiling it
+// must keep (keepsPct) and the driver's share above which a lower one is
+// not measurable.
+type overloadView struct {
+	Side, Verb                 string
+	KeepsPct, DriverShareLimit float64
+}
+
 // overloadClaim is "side keeps ≥ 80% of its ceiling's throughput at 5×
 // its ceiling". A side below 80% is not measurable when the load driver
 // itself used more than DriverShareLimit of the machine's cores during the
@@ -72,9 +81,7 @@ func init() { claimTable = append(claimTable, overloadClaims...) }
 // the driver used. The measured text shows the driver's cores either way.
 func overloadClaim(pair, side, verb string) claimSpec {
 	return claimSpec{pair: pair, short: "no collapse at 5× overload (" + side + ")",
-		claim: fmt.Sprintf("No collapse: at 5× its single-request ceiling, %s keeps %s/s ≥ 80%% of its ceiling's rate (issue 15 goal)", side, verb),
-		rule: fmt.Sprintf("%s's %s/s during the 5× attack ≥ %s%% of its median ceiling, in every round; sheds (503 + Retry-After) are not errors; "+
-			"below %s%%, not measurable here when the load driver itself used more than %.0f%% of the machine's cores during that attack (median across rounds)", side, verb, num(keepsPct), num(keepsPct), 100*DriverShareLimit),
+		claimText: texts("overload", overloadView{Side: side, Verb: verb, KeepsPct: keepsPct, DriverShareLimit: DriverShareLimit}),
 		evaluate: atPoint(pair, scenario.PairScenarioName(pair, scenario.KindOverload), "5× ceiling", pair+" 5× overload point", func(in claimInputs, p *driver.Point) outcome {
 			pct, ok := median(p, scenario.MetricPctOfCeiling, side)
 			if !ok {

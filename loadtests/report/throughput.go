@@ -319,9 +319,7 @@ const (
 // throughputClaims are the claims the throughput run settles.
 var throughputClaims = []claimSpec{
 	{pair: pairs.Queue, short: "~5K msg/s without tuning",
-		claim: "A Postgres queue holds ~5K msg/s comfortably without tuning; tens of thousands need engineering",
-		rule: fmt.Sprintf("no-rabbitmq's sustainable rate (open loop, batched: backlog flat and send→processed p99 under %s ms; the service's own settings, none tuned for the run) ≥ %s× the claim's %s tasks/s, i.e. ≥ %s tasks/s, in every round: comfortably means with that headroom. "+
-			"A closed-loop rate is a backlog draining and decides nothing", count(scenario.SustainSLO.Milliseconds()), num(comfortHeadroom), count(comfortableRate), count(int64(comfortableRate*comfortHeadroom))),
+		claimText: texts("queue 5K untuned", figures),
 		evaluate: func(in claimInputs) outcome {
 			if len(in.rs.points(scenario.ThroughputCommand, scenario.SustainScenarioName(pairs.Queue))) == 0 {
 				return notRun("sustainable throughput")
@@ -345,9 +343,7 @@ var throughputClaims = []claimSpec{
 			return o
 		}},
 	{pair: pairs.Log, short: "5–15K events/s per slot",
-		claim: "One logical decoding slot carries 5–15K events/s",
-		rule: fmt.Sprintf("no-kafka's sustainable rate at batch ≥ %d (open loop: backlog flat and write→delivered p99 under %s ms) at least the claim's %s events/s within %s× (%s) in every round; above %s it holds all the more, by the factor shown",
-			slotMinBatch, count(scenario.SustainSLO.Milliseconds()), count(slotLo), num(tolerance), count(int64(slotLo/tolerance)), count(slotHi)),
+		claimText: texts("log slot rate", figures),
 		evaluate: func(in claimInputs) outcome {
 			if len(in.rs.points(scenario.ThroughputCommand, scenario.SustainScenarioName(pairs.Log))) == 0 {
 				return notRun("sustainable throughput")
@@ -366,8 +362,7 @@ var throughputClaims = []claimSpec{
 			return o
 		}},
 	{pair: pairs.Queue, short: "batch ≥ 100 at 10,000 tasks/s on both sides",
-		claim: "With batches of 100 or more, send→processed reaches 10,000 tasks/s or more on both sides (issue 15's goal)",
-		rule:  fmt.Sprintf("at every batch size ≥ %d, both sides' send→processed at least %s tasks/s, in every round", batchGoalMin, count(batchGoal)),
+		claimText: texts("queue batch goal", figures),
 		evaluate: func(in claimInputs) outcome {
 			var parts []string
 			holds, seen := true, false

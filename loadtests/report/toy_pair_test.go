@@ -41,7 +41,7 @@ func registerToy(t testing.TB) {
 			servers:  func(*inputs) string { return "ToySpecialist 1.0" },
 			answers:  map[string]func(*inputs) string{"semantics": func(*inputs) string { return "a toy is a toy on both sides." }}},
 	})...)
-	claimTable = append(claimTable, claimSpec{pair: toyPair, short: "toys fit", claim: "A toy fits in a table", rule: "the toy run exists",
+	claimTable = append(claimTable, claimSpec{pair: toyPair, short: "toys fit", claimText: claimText{claim: "A toy fits in a table", rule: "the toy run exists"},
 		evaluate: func(in claimInputs) outcome {
 			if in.rs[toyPair] == nil {
 				return outcome{missing: "the toy run"}
