@@ -38,31 +38,28 @@ type failCase struct {
 // failExtractor reads the cases of one experiment's result.
 type failExtractor func(r experiments.Result) []failCase
 
-// failExtractors are the card's readers by experiment name, by pair. An
-// experiment of the cluster profile without one is not on the cards.
+// failExtractors are the card's readers by experiment name, by pair: the
+// pair's broker experiments, and every Postgres failover experiment of
+// pgFaults on the pair's Postgres side. An experiment of the cluster
+// profile without one is not on the cards.
 var failExtractors = map[string]map[string]failExtractor{
-	pairs.Queue: {
+	pairs.Queue: withPGCases("queue", map[string]failExtractor{
 		experiments.RabbitMQLeaderKill: rmqCases("quorum queue's leader killed"),
 		experiments.RabbitMQLeaderCut:  rmqCases("quorum queue's leader cut off"),
-		experiments.PGSwitchover:       pgCases("queue", pgFaults[experiments.PGSwitchover]),
-		experiments.PGFailoverSync:     pgCases("queue", pgFaults[experiments.PGFailoverSync]),
-		experiments.PGFailoverAsync:    pgCases("queue", pgFaults[experiments.PGFailoverAsync]),
-		experiments.PGAutoKill:         pgCases("queue", pgFaults[experiments.PGAutoKill]),
-		experiments.PGAutoCut:          pgCases("queue", pgFaults[experiments.PGAutoCut]),
-		experiments.PGAutoIsolate:      pgCases("queue", pgFaults[experiments.PGAutoIsolate]),
-		experiments.PGAutoStandbyCut:   pgCases("queue", pgFaults[experiments.PGAutoStandbyCut]),
-	},
-	pairs.Log: {
-		experiments.KafkaLeaderKill:  kafkaCases,
-		experiments.KafkaLeaderCut:   kafkaCases,
-		experiments.PGSwitchover:     pgCases("log", pgFaults[experiments.PGSwitchover]),
-		experiments.PGFailoverSync:   pgCases("log", pgFaults[experiments.PGFailoverSync]),
-		experiments.PGFailoverAsync:  pgCases("log", pgFaults[experiments.PGFailoverAsync]),
-		experiments.PGAutoKill:       pgCases("log", pgFaults[experiments.PGAutoKill]),
-		experiments.PGAutoCut:        pgCases("log", pgFaults[experiments.PGAutoCut]),
-		experiments.PGAutoIsolate:    pgCases("log", pgFaults[experiments.PGAutoIsolate]),
-		experiments.PGAutoStandbyCut: pgCases("log", pgFaults[experiments.PGAutoStandbyCut]),
-	},
+	}),
+	pairs.Log: withPGCases("log", map[string]failExtractor{
+		experiments.KafkaLeaderKill: kafkaCases,
+		experiments.KafkaLeaderCut:  kafkaCases,
+	}),
+}
+
+// withPGCases adds to a pair's broker readers a pgCases reader, of side
+// key, for every experiment of pgFaults.
+func withPGCases(key string, broker map[string]failExtractor) map[string]failExtractor {
+	for name, fault := range pgFaults {
+		broker[name] = pgCases(key, fault)
+	}
+	return broker
 }
 
 // pgFaults names the Postgres failover experiments' faults for the card:

@@ -18,14 +18,22 @@ const FailureModesTitle = "Failure modes"
 // per experiment, then each experiment's notes. With no file it is a
 // note saying how to make one, not a failure.
 func FailureModesSection(f *experiments.File, file string) string {
+	return experimentsSection(FailureModesTitle,
+		"Each place where Postgres ends (or where a specialist's service would lose work) as a runnable experiment on the real stack: `go run ./loadtests experiments` (part of `make results`). "+
+			"[docs/experiments.md](docs/experiments.md) explains each one: what a user sees, why it happens, what to do. "+
+			"The last column counts acknowledged writes (a 2xx answer, a committed transaction) missing afterwards: it must be 0 unless the experiment demonstrates a documented loss.",
+		fmt.Sprintf("No experiments results file (`results/%s`) was found: run `go run ./loadtests experiments`.", resultfile.Pattern(resultfile.Experiments)),
+		f, file)
+}
+
+// experimentsSection is a section of one experiments results file f
+// (named file): its title, its intro and the experiments' table, or,
+// with no file, the intro and missing, which says how to make one.
+func experimentsSection(title, intro, missing string, f *experiments.File, file string) string {
 	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("## %s\n\n", FailureModesTitle)
-	w("Each place where Postgres ends (or where a specialist's service would lose work) as a runnable experiment on the real stack: `go run ./loadtests experiments` (part of `make results`). ")
-	w("[docs/experiments.md](docs/experiments.md) explains each one: what a user sees, why it happens, what to do. ")
-	w("The last column counts acknowledged writes (a 2xx answer, a committed transaction) missing afterwards: it must be 0 unless the experiment demonstrates a documented loss.\n\n")
+	fmt.Fprintf(&b, "## %s\n\n%s\n\n", title, intro)
 	if f == nil || len(f.Results) == 0 {
-		w("No experiments results file (`results/%s`) was found: run `go run ./loadtests experiments`.\n", resultfile.Pattern(resultfile.Experiments))
+		b.WriteString(missing + "\n")
 		return b.String()
 	}
 	experimentsTable(&b, f, file, "acknowledged writes lost")
@@ -41,18 +49,13 @@ const BeyondCRUDTitle = "Documents beyond CRUD"
 // results file f (named file), as FailureModesSection's table. With no
 // file it says how to make one.
 func BeyondCRUDSection(f *experiments.File, file string) string {
-	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("## %s\n\n", BeyondCRUDTitle)
-	w("What the reference says Postgres has no direct analogue for (the aggregation pipeline, change streams, TTL indexes), built behind the documents contract on both sides ")
-	w("([docs/documents.md](docs/documents.md#beyond-crud)) and measured: `go run ./loadtests experiments -only %s,%s,%s` (part of `make results`). ", experiments.DocumentsChangeFeed, experiments.DocumentsSessionExpiry, experiments.DocumentsReport)
-	w("On this machine the MongoDB side is FerretDB, which has no change streams, no TTL index and no $avg: where a figure would be FerretDB's it says so, and none of its figures is MongoDB's.\n\n")
-	if f == nil || len(f.Results) == 0 {
-		w("No results file of these experiments (`results/%s`) was found: run the command above.\n", resultfile.Pattern(resultfile.BeyondCRUD))
-		return b.String()
-	}
-	experimentsTable(&b, f, file, "acknowledged writes lost")
-	return b.String()
+	return experimentsSection(BeyondCRUDTitle,
+		"What the reference says Postgres has no direct analogue for (the aggregation pipeline, change streams, TTL indexes), built behind the documents contract on both sides "+
+			"([docs/documents.md](docs/documents.md#beyond-crud)) and measured: "+
+			fmt.Sprintf("`go run ./loadtests experiments -only %s,%s,%s` (part of `make results`). ", experiments.DocumentsChangeFeed, experiments.DocumentsSessionExpiry, experiments.DocumentsReport)+
+			"On this machine the MongoDB side is FerretDB, which has no change streams, no TTL index and no $avg: where a figure would be FerretDB's it says so, and none of its figures is MongoDB's.",
+		fmt.Sprintf("No results file of these experiments (`results/%s`) was found: run the command above.", resultfile.Pattern(resultfile.BeyondCRUD)),
+		f, file)
 }
 
 // FailoverTitle heads RESULTS.md's section of the cluster profile's

@@ -391,15 +391,7 @@ func sustainSteps(r *driver.Run, pair string) string {
 // and its point, for the claims; ok is false when none was measured (a failed side is
 // logged by median).
 func sustainedRate(rs runs, pair, side string, minBatch int) (float64, *driver.Point, bool) {
-	best, at := math.Inf(-1), (*driver.Point)(nil)
-	for _, p := range rs.points(scenario.ThroughputCommand, scenario.SustainScenarioName(pair)) {
-		if batchOf(p) < minBatch {
-			continue
-		}
-		if v, ok := median(p, scenario.MetricSustainable, side); ok && v > best {
-			best, at = v, p
-		}
-	}
+	best, at := bestOfBatches(rs, scenario.SustainScenarioName(pair), scenario.MetricSustainable, side, minBatch)
 	return best, at, at != nil
 }
 

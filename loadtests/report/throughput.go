@@ -275,12 +275,19 @@ func joinInts(v []int) string {
 // bestE2E returns side's highest median end-to-end rate over pair's
 // throughput points with a batch of at least minBatch, and that point.
 func bestE2E(rs runs, pair, side string, minBatch int) (float64, *driver.Point) {
+	return bestOfBatches(rs, scenario.ThroughputScenarioName(pair), scenario.MetricEndToEnd, side, minBatch)
+}
+
+// bestOfBatches returns side's highest median of metric over the
+// throughput command's points of scenario with a batch of at least
+// minBatch, and that point (nil, with -Inf, when none has it).
+func bestOfBatches(rs runs, sc driver.ScenarioName, metric driver.Metric, side string, minBatch int) (float64, *driver.Point) {
 	best, at := math.Inf(-1), (*driver.Point)(nil)
-	for _, p := range rs.points(scenario.ThroughputCommand, scenario.ThroughputScenarioName(pair)) {
+	for _, p := range rs.points(scenario.ThroughputCommand, sc) {
 		if batchOf(p) < minBatch {
 			continue
 		}
-		if v, ok := median(p, scenario.MetricEndToEnd, side); ok && v > best {
+		if v, ok := median(p, metric, side); ok && v > best {
 			best, at = v, p
 		}
 	}
