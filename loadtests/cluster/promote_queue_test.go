@@ -17,6 +17,7 @@ import (
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch/launchtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 )
 
@@ -126,19 +127,7 @@ func promotionRig(t *testing.T, service string) (string, context.Context, *launc
 // starts it as a process, and stops what it started when the test ends.
 func newLauncher(t testing.TB, ctx context.Context, service string) *launch.Launcher {
 	t.Helper()
-	root, err := launch.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := launch.New(root, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.StopAll(20 * time.Second); err != nil {
-			t.Error(err)
-		}
-	})
+	l := launchtest.New(t)
 	if err := l.Build(ctx, service); err != nil {
 		t.Fatal(err)
 	}

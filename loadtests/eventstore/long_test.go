@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	contract "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore/memory"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
@@ -39,14 +39,7 @@ func serveMemoryEventStore(t testing.TB) string {
 	svc := service.New(stats.Info{Service: "no-kurrentdb", Pair: "eventstore", Backend: "memory"}, c.HTTP, c.NewLogger(io.Discard),
 		contract.LatencyNames, contract.CounterNames)
 	contract.Mount(svc.Router, new(memory.Backend), contract.Options{Stats: svc.Stats, Stopping: svc.Stopping()})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return "http://" + ln.Addr().String()
+	return kittest.Serve(t, svc)
 }
 
 // TestExpectedTank: the fold of a long stream's first events, and

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
-	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
+	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch/launchtest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/documents"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
@@ -25,19 +25,7 @@ func startNoMongoDB(t testing.TB, ctx context.Context) *Env {
 	t.Helper()
 	url := kittest.PostgresURL(t)
 	schema := kittest.Schema(t, url)
-	root, err := launch.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := launch.New(root, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.StopAll(20 * time.Second); err != nil {
-			t.Error(err)
-		}
-	})
+	l := launchtest.New(t)
 	port, err := localport.Free()
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/queue/memory"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/waiter"
@@ -50,14 +50,8 @@ func serveMemoryFanout(t testing.TB, fanout string) int {
 	b.Start()
 	t.Cleanup(b.Stop)
 	queue.Mount(svc.Router, b, queue.Options{Stats: svc.Stats, Hub: hub, Stopping: svc.Stopping(), Fanout: fo})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return ln.Addr().(*net.TCPAddr).Port
+	kittest.Serve(t, svc)
+	return svc.Addr().(*net.TCPAddr).Port
 }
 
 // TestThroughputPointBookkeeping runs the queue scenario's throughput
