@@ -412,14 +412,12 @@ func (e *Env) durabilitySearch(ctx context.Context, c DurabilityConfig, o Durabi
 		}
 		// The service runs the last window's configuration, which may be
 		// another's: start it afresh on c's.
-		start, err := e.freshSide(ctx, c.Pair, svc, th.SustainEnv)
-		maps.Copy(res.Metrics, start)
-		if err != nil {
+		if err := e.freshSide(ctx, c.Pair, svc, th.SustainEnv, res.Metrics); err != nil {
 			return res, err
 		}
 		size := o.Search.Sizes[0]
 		side := sideLoad{e: e, svc: svc, size: size, body: th.Body(size), o: o.Search, st: &sideState{base: e.URL(svc)}}
-		_, err = th.searchAt(ctx, side, o.Search.Ladders[c.Pair.Name], bracket{}, res)
+		_, err := th.searchAt(ctx, side, o.Search.Ladders[c.Pair.Name], bracket{}, res)
 		return res, err
 	})
 	return search
@@ -454,9 +452,7 @@ func (e *Env) durabilityFixed(ctx context.Context, c DurabilityConfig, o Durabil
 		return res, nil, err
 	}
 	th := durabilityThroughput(c.Pair)
-	start, err := e.freshSide(ctx, c.Pair, c.Service, th.SustainEnv)
-	maps.Copy(res.Metrics, start)
-	if err != nil {
+	if err := e.freshSide(ctx, c.Pair, c.Service, th.SustainEnv, res.Metrics); err != nil {
 		return res, nil, err
 	}
 	rs := durabilityRate(c.Pair)

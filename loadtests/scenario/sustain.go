@@ -616,11 +616,7 @@ type stepOffer struct {
 func (s ThroughputScenario) search(ctx context.Context, sl sideLoad, l SustainLadder, seed bracket) (*driver.SideResult, bracket, error) {
 	e, svc := sl.e, sl.svc
 	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
-	start, err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv)
-	for k, v := range start {
-		res.Metrics[k] = v
-	}
-	if err != nil {
+	if err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv, res.Metrics); err != nil {
 		return res, bracket{}, err
 	}
 	sl.st = &sideState{base: e.URL(svc)}
@@ -713,11 +709,7 @@ func (s ThroughputScenario) searchAt(ctx context.Context, sl sideLoad, l Sustain
 func (s ThroughputScenario) over(ctx context.Context, sl sideLoad, ref float64) (*driver.SideResult, error) {
 	e, svc := sl.e, sl.svc
 	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
-	start, err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv)
-	for k, v := range start {
-		res.Metrics[k] = v
-	}
-	if err != nil {
+	if err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv, res.Metrics); err != nil {
 		return res, err
 	}
 	st := &sideState{base: e.URL(svc)}
@@ -1051,11 +1043,12 @@ func (e *Env) slotLag(ctx context.Context, svc string) (float64, bool) {
 // restart it, it stops it, empties its tables (TRUNCATE, freshly: see
 // truncate), moves no-kafka's slot to the current WAL position (what it
 // was behind is recorded as start.slot_lag_found_bytes) and starts it
-// again. Either way it records start.restarted, start.truncated and the
-// rows its tables hold (start.rows). A service the driver did not start
-// keeps its process and tables: start.restarted is 0.
-func (e *Env) freshSide(ctx context.Context, p Pair, svc string, startEnv map[string]string) (map[driver.Metric]float64, error) {
-	m := map[driver.Metric]float64{MetricStartRestarted: 0, MetricStartTruncated: 0}
+// again. Either way it records into m start.restarted, start.truncated
+// and the rows its tables hold (start.rows), also when it fails. A service
+// the driver did not start keeps its process and tables: start.restarted
+// is 0.
+func (e *Env) freshSide(ctx context.Context, p Pair, svc string, startEnv map[string]string, m map[driver.Metric]float64) error {
+	m[MetricStartRestarted], m[MetricStartTruncated] = 0, 0
 	var service Service
 	for _, x := range p.Services() {
 		if x.Name == svc {
@@ -1069,7 +1062,7 @@ func (e *Env) freshSide(ctx context.Context, p Pair, svc string, startEnv map[st
 	if ours || absent {
 		if ours {
 			if err := e.Launcher.Stop(svc, 30*time.Second); err != nil {
-				return m, err
+				return err
 			}
 		}
 		m[MetricStartRestarted] = 1
@@ -1079,7 +1072,7 @@ func (e *Env) freshSide(ctx context.Context, p Pair, svc string, startEnv map[st
 		e.resetOthers(ctx, p, svc, m)
 	}
 	if err := e.Ensure(ctx, []Service{service}, nil, startEnv); err != nil {
-		return m, err
+		return err
 	}
 	if e.PostgresURL != "" && len(schemas) > 0 {
 		if ts, err := e.ReadState(ctx, schemas); err == nil {
@@ -1090,7 +1083,7 @@ func (e *Env) freshSide(ctx context.Context, p Pair, svc string, startEnv map[st
 			m[MetricStartRows] = float64(rows)
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // rabbitMQDefaultQueue is the rabbitmq service's RABBITMQ_QUEUE default
