@@ -136,6 +136,23 @@ PG_MAX_CONNECTIONS=100
 PG_WORK_MEM=4MB
 PG_MAINTENANCE_WORK_MEM=64MB
 
+# node_budget_conf prints the postgresql.conf lines every node of either formation
+# (scripted and pg_auto_failover) shares: the memory budget above, and the WAL sizes and
+# planner cost of the single-node stack.
+node_budget_conf() {
+  cat <<EOF
+# memory budget of the node (docs/cluster.md)
+max_connections = $PG_MAX_CONNECTIONS
+shared_buffers = $PG_SHARED_BUFFERS
+work_mem = $PG_WORK_MEM
+maintenance_work_mem = $PG_MAINTENANCE_WORK_MEM
+# as the single-node stack: the planner's random page cost for SSD or RAM
+random_page_cost = 1.1
+max_wal_size = 512MB
+min_wal_size = 80MB
+EOF
+}
+
 # ---------------------------------------------------------------------------
 # helpers
 
@@ -428,15 +445,7 @@ listen_addresses = '${NODE_ADDR[$node]}'
 port = $PG_PORT
 unix_socket_directories = '$(sockdir "$node")'
 cluster_name = '$node'
-# memory budget of the node (docs/cluster.md)
-max_connections = $PG_MAX_CONNECTIONS
-shared_buffers = $PG_SHARED_BUFFERS
-work_mem = $PG_WORK_MEM
-maintenance_work_mem = $PG_MAINTENANCE_WORK_MEM
-# as the single-node stack: the planner's random page cost for SSD or RAM
-random_page_cost = 1.1
-max_wal_size = 512MB
-min_wal_size = 80MB
+$(node_budget_conf)
 # replication
 wal_level = logical
 max_wal_senders = 10

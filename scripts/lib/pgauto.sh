@@ -102,13 +102,7 @@ auto_conf() {
 # Written by scripts/cluster.sh at every start of the pg_auto_failover formation; edit the
 # script, not this file. Read after postgresql-auto-failover.conf: these settings win.
 cluster_name = '$1'
-max_connections = $PG_MAX_CONNECTIONS
-shared_buffers = $PG_SHARED_BUFFERS
-work_mem = $PG_WORK_MEM
-maintenance_work_mem = $PG_MAINTENANCE_WORK_MEM
-random_page_cost = 1.1
-max_wal_size = 512MB
-min_wal_size = 80MB
+$(node_budget_conf)
 # no-kafka's replication slot decodes with wal2json (pg_auto_failover sets replica)
 wal_level = logical
 # pg_auto_failover keeps 8 GB of WAL for a standby that comes back; this machine shares its disk
