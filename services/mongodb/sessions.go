@@ -61,15 +61,8 @@ type mongoSession struct {
 
 // session converts m to the API's form.
 func (m mongoSession) session() (documents.Session, error) {
-	s := documents.Session{ID: m.ID, UserID: m.UserID, CreatedAt: m.CreatedAt.UTC(), ExpiresAt: m.ExpiresAt.UTC(), Data: []byte("{}")}
-	if m.Data != nil {
-		v, err := fromBSON(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: m.Data})
-		if err != nil {
-			return s, err
-		}
-		s.Data = documents.Encode(v)
-	}
-	return s, nil
+	data, err := documentJSON(m.Data, []byte("{}"))
+	return documents.Session{ID: m.ID, UserID: m.UserID, CreatedAt: m.CreatedAt.UTC(), ExpiresAt: m.ExpiresAt.UTC(), Data: data}, err
 }
 
 // CreateSession inserts the session. Its data is stored as a profile is

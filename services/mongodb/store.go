@@ -114,16 +114,11 @@ type mongoUser struct {
 	UpdatedAt time.Time `bson:"updated_at"`
 }
 
+// user converts m to the API's form.
 func (m mongoUser) user() (documents.User, error) {
-	u := documents.User{ID: m.ID, Email: m.Email, Name: m.Name, Plan: m.Plan, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
-	if m.Profile != nil {
-		v, err := fromBSON(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: m.Profile})
-		if err != nil {
-			return u, err
-		}
-		u.Profile = documents.Encode(v)
-	}
-	return u, nil
+	profile, err := documentJSON(m.Profile, nil)
+	return documents.User{ID: m.ID, Email: m.Email, Name: m.Name, Plan: m.Plan, Profile: profile,
+		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}, err
 }
 
 // mapErr turns driver errors into the contract's: no document is a 404, a
@@ -230,6 +225,20 @@ func toBSON(v any) any {
 	default: // nil, bool, string
 		return t
 	}
+}
+
+// documentJSON is the API's JSON of raw, a stored embedded document (a
+// profile, a session's data), or def when none is stored (raw nil) or
+// it cannot be converted (then with the error).
+func documentJSON(raw bson.Raw, def json.RawMessage) (json.RawMessage, error) {
+	if raw == nil {
+		return def, nil
+	}
+	v, err := fromBSON(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: raw})
+	if err != nil {
+		return def, err
+	}
+	return documents.Encode(v), nil
 }
 
 // fromBSON converts a stored value back to a profile value.

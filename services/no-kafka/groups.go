@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/backoff"
@@ -142,20 +144,14 @@ func (m *groupManager) newSlotConsumer(name string) *consumer {
 // left to it.
 func (m *groupManager) remake(ctx context.Context, name string, d *logc.Deliverer) error {
 	slot := groupSlot(m.cfg.Slot, name)
-	cctx, cancel := context.WithTimeout(ctx, m.cfg.SlotCreateTimeout)
-	defer cancel()
-	conn, err := connectReplication(cctx, m.cfg, slot)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	_, err = createSlot(cctx, conn, slot, m.cfg.SlotPlugin, "nothing")
+	conn, _, err := m.createGroupSlot(ctx, name, "nothing")
 	if postgres.SQLSTATE(err) == pgerrcode.DuplicateObject {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("create replication slot %s of group %s: %w", slot, name, err)
+		return err
 	}
+	defer conn.Close(context.Background())
 	n, err := m.resyncGroup(ctx, name, d)
 	if err != nil {
 		return err
@@ -163,6 +159,29 @@ func (m *groupManager) remake(ctx context.Context, name string, d *logc.Delivere
 	m.logger.Warn("made the missing replication slot of a consumer group again and delivered the events it had not, from the messages table",
 		"group", name, "slot", slot, "events", n)
 	return nil
+}
+
+// createGroupSlot creates group name's replication slot, with snapshot
+// "nothing" or "export" (createSlot), on a replication connection of its
+// own, and returns that connection open: the caller closes it, and an
+// exported snapshot lives only while it is open. Connecting and creating
+// are bounded by SlotCreateTimeout. On error no connection is left open;
+// the creation's error (pgerrcode.DuplicateObject when another instance
+// made the slot meanwhile) is wrapped with the slot and group names.
+func (m *groupManager) createGroupSlot(ctx context.Context, name, snapshot string) (*pgconn.PgConn, pglogrepl.CreateReplicationSlotResult, error) {
+	slot := groupSlot(m.cfg.Slot, name)
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.SlotCreateTimeout)
+	defer cancel()
+	conn, err := connectReplication(cctx, m.cfg, slot)
+	if err != nil {
+		return nil, pglogrepl.CreateReplicationSlotResult{}, err
+	}
+	res, err := createSlot(cctx, conn, slot, m.cfg.SlotPlugin, snapshot)
+	if err != nil {
+		conn.Close(context.Background())
+		return nil, res, fmt.Errorf("create replication slot %s of group %s: %w", slot, name, err)
+	}
+	return conn, res, nil
 }
 
 // resyncGroupSQL reads a batch of the events group $1 has not had: for a
@@ -383,22 +402,17 @@ func (m *groupManager) setup(ctx context.Context, g logc.GroupRow, try bool) err
 		m.logger.Info("replayed the messages table into a consumer group; its slot is created next", "group", g.Name, "events", n,
 			"took", time.Since(start))
 	}
-	cctx, cancel := context.WithTimeout(ctx, m.cfg.SlotCreateTimeout)
-	defer cancel()
-	conn, err := connectReplication(cctx, m.cfg, slot)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
 	snapshot := "nothing"
 	if g.From == logc.FromEarliest {
 		snapshot = "export"
 	}
 	start := time.Now()
-	res, err := createSlot(cctx, conn, slot, m.cfg.SlotPlugin, snapshot)
+	conn, res, err := m.createGroupSlot(ctx, g.Name, snapshot)
 	if err != nil {
-		return fmt.Errorf("create replication slot %s of group %s: %w", slot, g.Name, err)
+		return err
 	}
+	// Open until the end: the second replay reads the exported snapshot.
+	defer conn.Close(context.Background())
 	m.logger.Info("created the replication slot of a consumer group", "group", g.Name, "slot", slot, "from", g.From,
 		"consistent_point", res.ConsistentPoint, "took", time.Since(start))
 	if g.From == logc.FromEarliest {
