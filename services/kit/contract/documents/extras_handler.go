@@ -70,21 +70,21 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.Errorf(http.StatusUnprocessableEntity, "%v", err)
 	}
 	q.Match = match
-	var groups []ReportGroup
-	if err := h.call(r, StatReport, func(ctx context.Context) (err error) {
-		groups, err = h.o.Reports.Report(ctx, q)
-		return err
-	}); err != nil {
-		return err
-	}
-	if groups == nil {
-		groups = []ReportGroup{}
-	}
-	httpapi.WriteJSON(w, http.StatusOK, ReportResponse{Groups: groups})
-	return nil
+	return h.respond(w, r, StatReport, http.StatusOK, func(ctx context.Context) (any, error) {
+		groups, err := h.o.Reports.Report(ctx, q)
+		if groups == nil {
+			groups = []ReportGroup{}
+		}
+		return ReportResponse{Groups: groups}, err
+	})
 }
 
-func sessionID(r *http.Request) (string, error) {
+// sessionID reads the path's session id (GET and DELETE /sessions/{id}),
+// once the sessions are known to be mounted.
+func (h *handler) sessionID(r *http.Request) (string, error) {
+	if h.o.Sessions == nil {
+		return "", notMounted("sessions")
+	}
 	return httpapi.UUIDParam(r, "id", func(sent string) error {
 		return httpapi.BadRequest("session id %q is not a UUID", sent)
 	})
@@ -114,41 +114,23 @@ func (h *handler) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	s := NewSession{ID: ids.New(), UserID: userID, Data: data, CreatedAt: now, ExpiresAt: now.Add(time.Duration(in.TTLSeconds) * time.Second)}
-	var out Session
-	if err := h.call(r, StatSessionCreate, func(ctx context.Context) (err error) {
-		out, err = h.o.Sessions.CreateSession(ctx, s)
-		return err
-	}); err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusCreated, out)
-	return nil
+	return h.respond(w, r, StatSessionCreate, http.StatusCreated, func(ctx context.Context) (any, error) {
+		return h.o.Sessions.CreateSession(ctx, s)
+	})
 }
 
 func (h *handler) getSession(w http.ResponseWriter, r *http.Request) error {
-	if h.o.Sessions == nil {
-		return notMounted("sessions")
-	}
-	id, err := sessionID(r)
+	id, err := h.sessionID(r)
 	if err != nil {
 		return err
 	}
-	var out Session
-	if err := h.call(r, StatSessionGet, func(ctx context.Context) (err error) {
-		out, err = h.o.Sessions.GetSession(ctx, id, time.Now().UTC())
-		return err
-	}); err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return h.respond(w, r, StatSessionGet, http.StatusOK, func(ctx context.Context) (any, error) {
+		return h.o.Sessions.GetSession(ctx, id, time.Now().UTC())
+	})
 }
 
 func (h *handler) deleteSession(w http.ResponseWriter, r *http.Request) error {
-	if h.o.Sessions == nil {
-		return notMounted("sessions")
-	}
-	id, err := sessionID(r)
+	id, err := h.sessionID(r)
 	if err != nil {
 		return err
 	}

@@ -90,14 +90,15 @@ func (h *handler) call(r *http.Request, name string, fn func(ctx context.Context
 	return nil
 }
 
-// respondUser runs op as call does and answers the user it returns with
-// status.
-func (h *handler) respondUser(w http.ResponseWriter, r *http.Request, name string, status int, op func(ctx context.Context) (User, error)) error {
-	var u User
-	if err := h.call(r, name, func(ctx context.Context) (err error) { u, err = op(ctx); return err }); err != nil {
+// respond runs op as call does and answers the body it returns (a User,
+// a Session, ...) as JSON with status; on an error it writes nothing and
+// returns the error.
+func (h *handler) respond(w http.ResponseWriter, r *http.Request, name string, status int, op func(ctx context.Context) (any, error)) error {
+	var body any
+	if err := h.call(r, name, func(ctx context.Context) (err error) { body, err = op(ctx); return err }); err != nil {
 		return err
 	}
-	httpapi.WriteJSON(w, status, u)
+	httpapi.WriteJSON(w, status, body)
 	return nil
 }
 
@@ -182,7 +183,7 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request) error {
 	if err := CheckProfileSize(profile, "the profile"); err != nil {
 		return err
 	}
-	return h.respondUser(w, r, StatCreate, http.StatusCreated, func(ctx context.Context) (User, error) {
+	return h.respond(w, r, StatCreate, http.StatusCreated, func(ctx context.Context) (any, error) {
 		return h.backend.Create(ctx, NewUser{ID: ids.New(), Email: in.Email, Name: in.Name, Plan: in.Plan, Profile: profile})
 	})
 }
@@ -192,7 +193,7 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return h.respondUser(w, r, StatGet, http.StatusOK, func(ctx context.Context) (User, error) { return h.backend.Get(ctx, id) })
+	return h.respond(w, r, StatGet, http.StatusOK, func(ctx context.Context) (any, error) { return h.backend.Get(ctx, id) })
 }
 
 func (h *handler) patchFields(w http.ResponseWriter, r *http.Request) error {
@@ -217,7 +218,7 @@ func (h *handler) patchFields(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	return h.respondUser(w, r, StatPatchFields, http.StatusOK, func(ctx context.Context) (User, error) { return h.backend.PatchFields(ctx, id, p) })
+	return h.respond(w, r, StatPatchFields, http.StatusOK, func(ctx context.Context) (any, error) { return h.backend.PatchFields(ctx, id, p) })
 }
 
 func (h *handler) patchProfile(w http.ResponseWriter, r *http.Request) error {
@@ -234,7 +235,7 @@ func (h *handler) patchProfile(w http.ResponseWriter, r *http.Request) error {
 			p.Set = append(p.Set, m)
 		}
 	}
-	return h.respondUser(w, r, StatPatchProfile, http.StatusOK, func(ctx context.Context) (User, error) { return h.backend.PatchProfile(ctx, id, p) })
+	return h.respond(w, r, StatPatchProfile, http.StatusOK, func(ctx context.Context) (any, error) { return h.backend.PatchProfile(ctx, id, p) })
 }
 
 func (h *handler) replaceProfile(w http.ResponseWriter, r *http.Request) error {
@@ -245,7 +246,7 @@ func (h *handler) replaceProfile(w http.ResponseWriter, r *http.Request) error {
 	if err := CheckProfileSize(obj, "the profile"); err != nil {
 		return err
 	}
-	return h.respondUser(w, r, StatReplaceProfile, http.StatusOK, func(ctx context.Context) (User, error) { return h.backend.ReplaceProfile(ctx, id, obj) })
+	return h.respond(w, r, StatReplaceProfile, http.StatusOK, func(ctx context.Context) (any, error) { return h.backend.ReplaceProfile(ctx, id, obj) })
 }
 
 func (h *handler) search(w http.ResponseWriter, r *http.Request) error {

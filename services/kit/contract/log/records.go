@@ -159,15 +159,7 @@ var _ DeliveredReader = (*Records)(nil)
 // query: the shared re-read of every GET /events/{id}/wait of a service
 // (DeliveredReader).
 func (s *Records) Delivered(ctx context.Context, ids []string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id::text FROM deliveries WHERE id = ANY($1::uuid[])`, postgres.UUIDs(ids))
-	if err != nil {
-		return nil, postgres.MapError("read deliveries", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, postgres.MapError("read deliveries", err)
-	}
-	return out, nil
+	return postgres.QueryStrings(ctx, s.pool, "read deliveries", `SELECT id::text FROM deliveries WHERE id = ANY($1::uuid[])`, postgres.UUIDs(ids))
 }
 
 // deliverSQL records a consumer batch in arrival order. ON CONFLICT DO

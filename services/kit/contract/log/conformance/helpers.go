@@ -77,24 +77,26 @@ func WaitDelivered(t testing.TB, base, id string) logc.Event {
 	return e
 }
 
+// getOK reads GET base+path into a T, failing t unless the answer is 200.
+func getOK[T any](t testing.TB, base, path string) T {
+	t.Helper()
+	var v T
+	if s, raw := kittest.Do(t, http.MethodGet, base+path, nil, &v); s != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, s, raw)
+	}
+	return v
+}
+
 // Get reads an event.
 func Get(t testing.TB, base, id string) logc.Event {
 	t.Helper()
-	var e logc.Event
-	if s, _ := kittest.Do(t, http.MethodGet, base+"/events/"+id, nil, &e); s != http.StatusOK {
-		t.Fatalf("GET /events/%s: %d", id, s)
-	}
-	return e
+	return getOK[logc.Event](t, base, "/events/"+id)
 }
 
 // Consumer reads GET /consumer.
 func Consumer(t testing.TB, base string) logc.ConsumerStatus {
 	t.Helper()
-	var c logc.ConsumerStatus
-	if s, _ := kittest.Do(t, http.MethodGet, base+"/consumer", nil, &c); s != http.StatusOK {
-		t.Fatalf("GET /consumer: %d %+v", s, c)
-	}
-	return c
+	return getOK[logc.ConsumerStatus](t, base, "/consumer")
 }
 
 func events(n int, keys ...string) []logc.NewEvent {
@@ -219,11 +221,7 @@ func PutGroup(t testing.TB, base, name, from string) int {
 // Groups reads GET /groups.
 func Groups(t testing.TB, base string) logc.GroupList {
 	t.Helper()
-	var l logc.GroupList
-	if s, raw := kittest.Do(t, http.MethodGet, base+"/groups", nil, &l); s != http.StatusOK {
-		t.Fatalf("GET /groups: %d %s", s, raw)
-	}
-	return l
+	return getOK[logc.GroupList](t, base, "/groups")
 }
 
 // findGroup returns the group named name in l.
@@ -250,11 +248,7 @@ func WaitDeliveredTo(t testing.TB, base, group, id string) logc.Event {
 // getIn reads an event as group received it.
 func getIn(t testing.TB, base, group, id string) logc.Event {
 	t.Helper()
-	var e logc.Event
-	if s, raw := kittest.Do(t, http.MethodGet, base+"/events/"+id+"?group="+group, nil, &e); s != http.StatusOK {
-		t.Fatalf("GET /events/%s?group=%s: %d %s", id, group, s, raw)
-	}
-	return e
+	return getOK[logc.Event](t, base, "/events/"+id+"?group="+group)
 }
 
 // checkGroupOnce waits for every event of written in group and checks

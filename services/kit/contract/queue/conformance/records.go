@@ -58,34 +58,32 @@ type pgRecords struct{ db *pgxpool.Pool }
 
 func (r pgRecords) Tasks(t testing.TB) []TaskRecord {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rows, err := r.db.Query(ctx, `SELECT id::text, kind, status, attempts, enqueued_at, delivered_at, processed_at, last_error, payload FROM task_records`)
-	if err != nil {
-		t.Fatalf("read tasks: %v", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (TaskRecord, error) {
-		var tr TaskRecord
-		err := row.Scan(&tr.ID, &tr.Kind, &tr.Status, &tr.Attempts, &tr.EnqueuedAt, &tr.DeliveredAt, &tr.ProcessedAt, &tr.LastError, &tr.Payload)
-		return tr, err
-	})
-	if err != nil {
-		t.Fatalf("read tasks: %v", err)
-	}
-	return out
+	return collect(t, r.db, "read tasks", `SELECT id::text, kind, status, attempts, enqueued_at, delivered_at, processed_at, last_error, payload FROM task_records`,
+		func(row pgx.CollectableRow) (TaskRecord, error) {
+			var tr TaskRecord
+			err := row.Scan(&tr.ID, &tr.Kind, &tr.Status, &tr.Attempts, &tr.EnqueuedAt, &tr.DeliveredAt, &tr.ProcessedAt, &tr.LastError, &tr.Payload)
+			return tr, err
+		})
 }
 
 func (r pgRecords) Payments(t testing.TB) []PaymentRecord {
 	t.Helper()
+	return collect(t, r.db, "read payments", `SELECT id::text, task_id::text, amount FROM payments`, pgx.RowToStructByPos[PaymentRecord])
+}
+
+// collect runs sql on db within 30 seconds and returns its rows read by
+// scan, failing t (what names the read) on any error.
+func collect[T any](t testing.TB, db *pgxpool.Pool, what, sql string, scan pgx.RowToFunc[T]) []T {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := r.db.Query(ctx, `SELECT id::text, task_id::text, amount FROM payments`)
+	rows, err := db.Query(ctx, sql)
 	if err != nil {
-		t.Fatalf("read payments: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[PaymentRecord])
+	out, err := pgx.CollectRows(rows, scan)
 	if err != nil {
-		t.Fatalf("read payments: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	return out
 }

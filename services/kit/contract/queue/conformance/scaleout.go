@@ -87,22 +87,13 @@ func testCompeting(t *testing.T, sh Shared) {
 		ids = append(ids, enqueueBatch(t, a.URL(), batch, queue.TaskRequest{Kind: "compete"})...)
 	}
 	kittest.Eventually(t, 2*time.Minute, "1,000 tasks finished", func() bool { return finishedCount(t, sh.DB) >= n })
-	byID := map[string]TaskRecord{}
-	for _, r := range (pgRecords{sh.DB}).Tasks(t) {
-		byID[r.ID] = r
-	}
-	if len(byID) != n {
-		t.Errorf("%d task records, want %d", len(byID), n)
+	total, done := doneTasks(t, sh.DB, ids, "")
+	if total != n {
+		t.Errorf("%d task records, want %d", total, n)
 	}
 	once := 0
-	for _, id := range ids {
-		r, ok := byID[id]
-		switch {
-		case !ok:
-			t.Errorf("task %s accepted but not recorded", id)
-		case r.Status != queue.StatusDone || r.ProcessedAt == nil:
-			t.Errorf("task %s: status %s, want done", id, r.Status)
-		case r.Attempts == 1:
+	for _, r := range done {
+		if r.Attempts == 1 {
 			once++
 		}
 	}
@@ -137,19 +128,11 @@ func testKillOne(t *testing.T, sh Shared) {
 	killed := time.Now()
 	victim.Kill(t)
 	kittest.Eventually(t, 2*time.Minute, "every accepted task finished", func() bool { return finishedCount(t, sh.DB) >= n })
-	byID := map[string]TaskRecord{}
-	for _, r := range (pgRecords{sh.DB}).Tasks(t) {
-		byID[r.ID] = r
-	}
+	// Nothing accepted is lost: every posted task is done.
+	_, done := doneTasks(t, sh.DB, posted, " after the kill")
 	var again []time.Duration
-	for _, id := range posted {
-		r, ok := byID[id]
-		switch {
-		case !ok:
-			t.Errorf("task %s accepted but not recorded", id)
-		case r.Status != queue.StatusDone || r.ProcessedAt == nil:
-			t.Errorf("task %s: status %s after the kill, want done (nothing accepted is lost)", id, r.Status)
-		case r.Attempts > 1:
+	for _, r := range done {
+		if r.Attempts > 1 {
 			again = append(again, r.ProcessedAt.Sub(killed))
 		}
 	}
@@ -160,4 +143,28 @@ func testKillOne(t *testing.T, sh Shared) {
 	t.Logf("kill -9 while holding %d recorded deliveries: each processed by the survivor %v to %v after the kill (median %v); "+
 		"each may have run twice (at-least-once: the victim may have finished its work without recording it)",
 		len(again), again[0].Round(time.Millisecond), again[len(again)-1].Round(time.Millisecond), again[len(again)/2].Round(time.Millisecond))
+}
+
+// doneTasks reads every task record of db and returns how many there
+// are and the records of those of ids that are done, in the order of
+// ids, failing t for each of ids not recorded or not done (when, such as
+// " after the kill", says at what point, in the message).
+func doneTasks(t testing.TB, db *pgxpool.Pool, ids []string, when string) (total int, done []TaskRecord) {
+	t.Helper()
+	byID := map[string]TaskRecord{}
+	for _, r := range (pgRecords{db}).Tasks(t) {
+		byID[r.ID] = r
+	}
+	for _, id := range ids {
+		r, ok := byID[id]
+		switch {
+		case !ok:
+			t.Errorf("task %s accepted but not recorded", id)
+		case r.Status != queue.StatusDone || r.ProcessedAt == nil:
+			t.Errorf("task %s: status %s%s, want done", id, r.Status, when)
+		default:
+			done = append(done, r)
+		}
+	}
+	return len(byID), done
 }

@@ -105,15 +105,7 @@ func (s Store) Finished(ctx context.Context, ids []string) ([]string, error) {
 // FinishedBy is Finished through sql (with args), a statement that
 // returns the ids (text) of the finished tasks.
 func (s Store) FinishedBy(ctx context.Context, sql string, args ...any) ([]string, error) {
-	rows, err := s.Pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, postgres.MapError("read finished tasks", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, postgres.MapError("read finished tasks", err)
-	}
-	return out, nil
+	return postgres.QueryStrings(ctx, s.Pool, "read finished tasks", sql, args...)
 }
 
 // Depth counts open and dead tasks. It reads only the partial index
