@@ -330,13 +330,7 @@ func TestCausalFillOnRealKafka(t *testing.T) {
 // read statement under EXPLAIN, which counts at least its rows, and the
 // schema is dropped; only the experiment's schemas can be.
 func TestCausalFillOnRealPostgres(t *testing.T) {
-	if testing.Short() {
-		t.Skip("talks to Postgres")
-	}
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	url := envOr("DATABASE_URL", postgres.DefaultURL)
+	ctx, url := realPostgres(t)
 	schema := CausalSchemaPrefix + "test_" + runID()
 	pool, err := postgres.OpenMigrated(ctx, postgres.Config{URL: url, Schema: schema}, migrations.MustFS("eventstore"), nil)
 	if err != nil {

@@ -419,46 +419,28 @@ func (t cleanupTable) deleteAndVacuum(ctx context.Context, o CleanupOptions, str
 	if err != nil {
 		return 0, err
 	}
-	l0, err := t.lsn(ctx)
-	if err != nil {
-		return 0, err
-	}
-	live.setPhase(phaseDelete)
-	t0 := time.Now()
 	batches := 0
 	var deleted int64
-	for lo := int64(0); lo < int64(o.StreamEvents); lo += int64(o.Batch) {
-		tag, err := t.conn.Exec(ctx, `DELETE FROM `+t.table+` WHERE stream_id = $1 AND version >= $2 AND version < $3`, stream, lo, lo+int64(o.Batch))
-		if err != nil {
-			return 0, fmt.Errorf("delete batch %d: %w", batches+1, err)
+	wal, afterDelete, err := t.measure(ctx, live, cleanupPhase{name: phaseDelete, seconds: MetricDeleteSeconds, work: func() error {
+		for lo := int64(0); lo < int64(o.StreamEvents); lo += int64(o.Batch) {
+			tag, err := t.conn.Exec(ctx, `DELETE FROM `+t.table+` WHERE stream_id = $1 AND version >= $2 AND version < $3`, stream, lo, lo+int64(o.Batch))
+			if err != nil {
+				return fmt.Errorf("delete batch %d: %w", batches+1, err)
+			}
+			deleted += tag.RowsAffected()
+			batches++
 		}
-		deleted += tag.RowsAffected()
-		batches++
-	}
-	m[MetricDeleteSeconds] = round2(time.Since(t0).Seconds())
-	wal, err := t.walSince(ctx, l0)
+		return nil
+	}}, m)
 	if err != nil {
 		return 0, err
 	}
-	afterDelete, err := t.size(ctx)
-	if err != nil {
-		return 0, err
-	}
-	live.setPhase(phaseVacuum)
-	l1, err := t.lsn(ctx)
-	if err != nil {
-		return 0, err
-	}
-	t1 := time.Now()
-	if _, err := t.conn.Exec(ctx, `VACUUM `+t.table); err != nil {
-		return 0, fmt.Errorf("vacuum: %w", err)
-	}
-	m[MetricVacuumSeconds] = round2(time.Since(t1).Seconds())
-	vwal, err := t.walSince(ctx, l1)
-	if err != nil {
-		return 0, err
-	}
-	afterVacuum, err := t.size(ctx)
+	vwal, afterVacuum, err := t.measure(ctx, live, cleanupPhase{name: phaseVacuum, seconds: MetricVacuumSeconds, work: func() error {
+		if _, err := t.conn.Exec(ctx, `VACUUM `+t.table); err != nil {
+			return fmt.Errorf("vacuum: %w", err)
+		}
+		return nil
+	}}, m)
 	if err != nil {
 		return 0, err
 	}
@@ -467,6 +449,37 @@ func (t cleanupTable) deleteAndVacuum(ctx context.Context, o CleanupOptions, str
 	m[MetricSizeBeforeMB], m[MetricSizeAfterDeleteMB], m[MetricSizeAfterVacuumMB] = bytesMB(before), bytesMB(afterDelete), bytesMB(afterVacuum)
 	m[MetricReturnedMB] = bytesMB(before - afterVacuum)
 	return deleted, nil
+}
+
+// cleanupPhase is one timed step of deleteAndVacuum: the live load's
+// phase name, the metric of its seconds, and its work.
+type cleanupPhase struct {
+	name    string
+	seconds driver.Metric
+	work    func() error
+}
+
+// measure tells live that phase p began, runs its work and records its
+// seconds in m; it returns the WAL written since the phase began, in
+// bytes, and the table's size after it.
+func (t cleanupTable) measure(ctx context.Context, live *liveLoad, p cleanupPhase, m map[driver.Metric]float64) (wal float64, size int64, err error) {
+	live.setPhase(p.name)
+	from, err := t.lsn(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	if err := p.work(); err != nil {
+		return 0, 0, err
+	}
+	m[p.seconds] = round2(time.Since(t0).Seconds())
+	if wal, err = t.walSince(ctx, from); err != nil {
+		return 0, 0, err
+	}
+	if size, err = t.size(ctx); err != nil {
+		return 0, 0, err
+	}
+	return wal, size, nil
 }
 
 // cleanupOut is where a cleanup records: its figures (m) and its log's

@@ -33,13 +33,7 @@ func TestCompareEngineIsAPostgresSide(t *testing.T) {
 // sides with their versions when there are two (both on the stack's
 // server here).
 func TestPostgresVersionsOnRealPostgres(t *testing.T) {
-	if testing.Short() {
-		t.Skip("talks to Postgres")
-	}
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dbURL := envOr("DATABASE_URL", pairs.DefaultPostgresURL)
+	ctx, dbURL := realPostgres(t)
 	name := CompareName("15")
 	engines := defaultEngines("no-kurrentdb=http://a,"+name+"=http://b,kafka-eventstore=http://c", 8)
 	for _, e := range engines {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	contract "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
@@ -236,6 +238,43 @@ func TestLiveLoadOnMemoryBackend(t *testing.T) {
 	}
 	if _, ok := m["deliver_delete_max_ms"]; !ok {
 		t.Errorf("no delivery latency in the delete phase: %v", m)
+	}
+}
+
+// TestDeleteAndVacuumOnRealPostgres deletes a stream of 1,000 rows in
+// batches of 300 from an events table in a schema of its own, with the
+// live load on the memory backend: every row and batch is counted, the
+// other stream stays, and both phases record their seconds, WAL and the
+// table's sizes.
+func TestDeleteAndVacuumOnRealPostgres(t *testing.T) {
+	ctx, dbURL := realPostgres(t)
+	conn, schema := scratchSchema(t, ctx, dbURL, "es_cleanup_", "CREATE TABLE {schema}.events (stream_id text, version bigint, PRIMARY KEY (stream_id, version)); "+
+		"INSERT INTO {schema}.events SELECT 'customer', v FROM generate_series(0, 999) v; INSERT INTO {schema}.events VALUES ('other', 0)")
+	live, stop, err := runLiveLoad(ctx, &Engine{Name: "no-kurrentdb", URL: serveMemoryEventStore(t)}, "live-"+runID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	tbl := cleanupTable{conn: conn, table: pgx.Identifier{schema, "events"}.Sanitize()}
+	m := map[driver.Metric]float64{}
+	deleted, err := tbl.deleteAndVacuum(ctx, CleanupOptions{StreamEvents: 1000, Batch: 300}, "customer", live, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deleted != 1000 || m[MetricEventsDeleted] != 1000 || m[MetricBatches] != 4 {
+		t.Errorf("deleted %d (%v rows in %v batches), want 1000 in 4", deleted, m[MetricEventsDeleted], m[MetricBatches])
+	}
+	var left int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+tbl.table).Scan(&left); err != nil || left != 1 {
+		t.Errorf("%d rows left (%v), want the other stream's 1", left, err)
+	}
+	for _, k := range []driver.Metric{MetricDeleteSeconds, MetricVacuumSeconds, MetricDeleteWALMB, MetricVacuumWALMB, MetricSizeAfterDeleteMB, MetricSizeAfterVacuumMB, MetricReturnedMB} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("no %s: %v", k, m)
+		}
+	}
+	if m[MetricSizeBeforeMB] <= 0 || m[MetricSizeAfterDeleteMB] <= 0 {
+		t.Errorf("table sizes %v before, %v after the delete", m[MetricSizeBeforeMB], m[MetricSizeAfterDeleteMB])
 	}
 }
 

@@ -25,18 +25,54 @@ func envOr(k, def string) string {
 	return def
 }
 
+// serverTest skips t under -short, saying why (what it talks to), and
+// otherwise marks t parallel and returns a context of a minute for the
+// test, cancelled when the test ends.
+func serverTest(t *testing.T, why string) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
+	}
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// realPostgres is serverTest for a test of the stack's Postgres, whose
+// URL (DATABASE_URL or the default) it returns with the context.
+func realPostgres(t *testing.T) (ctx context.Context, dbURL string) {
+	t.Helper()
+	return serverTest(t, "talks to Postgres"), envOr("DATABASE_URL", pairs.DefaultPostgresURL)
+}
+
+// scratchSchema connects to dbURL and makes a schema of the test's own,
+// named prefix and a number, running tables after its creation with each
+// "{schema}" in it replaced by the schema's name. It returns the
+// connection and the schema; when the test ends it drops the schema,
+// then closes the connection.
+func scratchSchema(t testing.TB, ctx context.Context, dbURL, prefix, tables string) (*pgx.Conn, string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	schema := fmt.Sprintf("%s%d", prefix, time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema+"; "+strings.ReplaceAll(tables, "{schema}", schema)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	return conn, schema
+}
+
 // kafkaBenchTopic skips under -short and otherwise marks t parallel,
 // makes a new bench topic on the stack's Kafka with create, and deletes
 // it when the test ends. It returns a context of a minute for the test,
 // the brokers and the topic.
 func kafkaBenchTopic(t *testing.T, create func(ctx context.Context, brokers, topic string) error) (ctx context.Context, brokers, topic string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("talks to Kafka")
-	}
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
+	ctx = serverTest(t, "talks to Kafka")
 	brokers = envOr("KAFKA_BROKERS", pairs.DefaultKafkaBrokers)
 	topic = BenchTopic(time.Now())
 	if err := create(ctx, brokers, topic); err != nil {
@@ -85,23 +121,8 @@ func TestFreshTopicOnRealKafka(t *testing.T) {
 // declare 3 rows and a size; a missing table is an error in the state,
 // never a zero.
 func TestEventsTableStateOnRealPostgres(t *testing.T) {
-	if testing.Short() {
-		t.Skip("talks to Postgres")
-	}
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dbURL := envOr("DATABASE_URL", pairs.DefaultPostgresURL)
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	schema := fmt.Sprintf("es_state_%d", time.Now().UnixNano())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema+"; CREATE TABLE "+schema+".events (stream_id text, version bigint); INSERT INTO "+schema+".events VALUES ('a',0),('a',1),('b',0)"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	ctx, dbURL := realPostgres(t)
+	_, schema := scratchSchema(t, ctx, dbURL, "es_state_", "CREATE TABLE {schema}.events (stream_id text, version bigint); INSERT INTO {schema}.events VALUES ('a',0),('a',1),('b',0)")
 	engines := []*Engine{{Name: "no-kurrentdb", Backend: "postgres", Up: true}}
 	run := driver.NewRun("eventstore-test", nil, time.Now())
 	recordStart(ctx, run, Options{DatabaseURL: dbURL, Schema: schema}, engines)

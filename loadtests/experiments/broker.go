@@ -141,11 +141,7 @@ func runBrokerRestart(ctx context.Context, env Env, size Size) (Result, error) {
 	defer node.close()
 	logf("private node %s on :%d", node.name, node.port)
 
-	root, err := env.root()
-	if err != nil {
-		return res, err
-	}
-	l, logDir, err := newLauncher(root, "wpe-broker-restart-logs-")
+	l, logDir, err := env.launcher("wpe-broker-restart-logs-")
 	if err != nil {
 		return res, err
 	}

@@ -76,18 +76,27 @@ func (r *crashRig) logf(format string, args ...any) {
 	}
 }
 
+// keptPort is service name's port in ports: a free one, kept there, the
+// first time, so that a restart of the service keeps its address.
+func keptPort(ports map[string]int, name string) (int, error) {
+	if port, ok := ports[name]; ok {
+		return port, nil
+	}
+	port, err := localport.Free()
+	if err != nil {
+		return 0, err
+	}
+	ports[name] = port
+	return port, nil
+}
+
 // start starts service name against the private cluster (every URL it
 // reads points there), with extra settings, on a port of its own (kept
 // across restarts of the same name).
 func (r *crashRig) start(ctx context.Context, name string, extra map[string]string) (string, error) {
-	port, ok := r.ports[name]
-	if !ok {
-		p, err := localport.Free()
-		if err != nil {
-			return "", err
-		}
-		port = p
-		r.ports[name] = p
+	port, err := keptPort(r.ports, name)
+	if err != nil {
+		return "", err
 	}
 	u := r.cluster.URL()
 	env := map[string]string{"DATABASE_URL": u, "REPLICATION_URL": u, "DATABASE_LISTEN_URL": u, "LOG_FORMAT": "text"}

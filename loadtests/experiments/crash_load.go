@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -116,6 +117,36 @@ func acked(shots []shot, side pgSide) []string {
 		}
 	}
 	return ids
+}
+
+// shotFailures is what a load's shots say about its failures: the
+// shots not acknowledged, those of them not answered 503, the slowest of
+// them, and when the first request sent at or after the outage's end
+// was acknowledged, after that end (-1: none was).
+type shotFailures struct {
+	failed, not503 int
+	slowest        time.Duration
+	recover        time.Duration
+}
+
+// countFailures counts the failures of shots, side's acknowledgement
+// their success, the outage having ended at upAt.
+func countFailures(shots []shot, side pgSide, upAt time.Time) shotFailures {
+	f := shotFailures{recover: -1}
+	for _, s := range shots {
+		if s.err == nil && s.code == side.okCode {
+			if f.recover < 0 && !s.sent.Before(upAt) {
+				f.recover = s.end().Sub(upAt)
+			}
+			continue
+		}
+		f.failed++
+		if s.code != http.StatusServiceUnavailable {
+			f.not503++
+		}
+		f.slowest = max(f.slowest, s.lat)
+	}
+	return f
 }
 
 // codeCounts names the answers that were not acknowledgements, e.g.

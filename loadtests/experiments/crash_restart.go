@@ -185,24 +185,9 @@ func restartUnderLoad(ctx context.Context, rig *crashRig, bases map[string]strin
 // from its shots of seen in res and returns its acknowledged writes
 // lost.
 func restartSideFigures(ctx context.Context, res *Result, name, base string, seen restartShots) (int64, error) {
-	ss, upAt := seen.shots[name], seen.upAt
+	ss := seen.shots[name]
 	side := pgSides[name]
-	var failed, not503 int
-	var maxFail time.Duration
-	var recover time.Duration = -1
-	for _, s := range ss {
-		if s.err == nil && s.code == side.okCode {
-			if recover < 0 && !s.sent.Before(upAt) {
-				recover = s.end().Sub(upAt)
-			}
-			continue
-		}
-		failed++
-		if s.code != 503 {
-			not503++
-		}
-		maxFail = max(maxFail, s.lat)
-	}
+	fails := countFailures(ss, side, seen.upAt)
 	ids := acked(ss, side)
 	lost, err := crashCountMissing(ctx, base, side, ids)
 	if err != nil {
@@ -211,13 +196,13 @@ func restartSideFigures(ctx context.Context, res *Result, name, base string, see
 	p := restartPrefix(name)
 	res.Metrics[p.Of(MetricSent)] = float64(len(ss))
 	res.Metrics[p.Of(MetricAcked)] = float64(len(ids))
-	res.Metrics[p.Of(MetricFailed)] = float64(failed)
-	res.Metrics[p.Of(MetricFailedNot503)] = float64(not503)
-	res.Metrics[p.Of(MetricMaxFailedLatencyMS)] = crashMS(maxFail)
+	res.Metrics[p.Of(MetricFailed)] = float64(fails.failed)
+	res.Metrics[p.Of(MetricFailedNot503)] = float64(fails.not503)
+	res.Metrics[p.Of(MetricMaxFailedLatencyMS)] = crashMS(fails.slowest)
 	// -1, not -0: never recovered must read as below 0.
 	res.Metrics[p.Of(MetricRecoverSeconds)] = -1
-	if recover >= 0 {
-		res.Metrics[p.Of(MetricRecoverSeconds)] = recover.Seconds()
+	if fails.recover >= 0 {
+		res.Metrics[p.Of(MetricRecoverSeconds)] = fails.recover.Seconds()
 	}
 	res.Metrics[p.Of(MetricAckedLost)] = float64(lost)
 	res.setting(string(p)+"answers", codeCounts(ss, side))

@@ -13,7 +13,6 @@ import (
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/launch"
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/versions"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/localport"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -91,13 +90,9 @@ func newDocRig(ctx context.Context, env Env, prefix string, conns int) (*docRig,
 // settings, on a port of its own kept across restarts, and returns its
 // base URL.
 func (r *docRig) start(ctx context.Context, side string, extra map[string]string) (string, error) {
-	port, ok := r.ports[side]
-	if !ok {
-		p, err := localport.Free()
-		if err != nil {
-			return "", err
-		}
-		port, r.ports[side] = p, p
+	port, err := keptPort(r.ports, side)
+	if err != nil {
+		return "", err
 	}
 	env := map[string]string{"LOG_FORMAT": "text"}
 	if side == sidePG {

@@ -95,25 +95,6 @@ func failed503(shots []shot) []string {
 	return ids
 }
 
-// esFailures counts shots not acknowledged, those not 503, and the
-// first acknowledgement of a request sent at or after upAt (-1: none).
-func esFailures(shots []shot, side pgSide, upAt time.Time) (failed, not503 int, recover time.Duration) {
-	recover = -1
-	for _, s := range shots {
-		if s.err == nil && s.code == side.okCode {
-			if recover < 0 && !s.sent.Before(upAt) {
-				recover = s.end().Sub(upAt)
-			}
-			continue
-		}
-		failed++
-		if s.code != http.StatusServiceUnavailable {
-			not503++
-		}
-	}
-	return failed, not503, recover
-}
-
 // recoverS is a recovery time in seconds, or -1 when there was none.
 func recoverS(d time.Duration) float64 {
 	if d < 0 {
@@ -280,7 +261,8 @@ func (kr kafkaRun) runEventstoreCase(ctx context.Context, c kafkaCase) (esOutcom
 		return o, err
 	}
 	o.sent = len(shots)
-	o.failed, o.not503, o.recover = esFailures(shots, esAppendSide, upAt)
+	fails := countFailures(shots, esAppendSide, upAt)
+	o.failed, o.not503, o.recover = fails.failed, fails.not503, fails.recover
 	o.kinds, o.slowest = esKinds(shots)
 	o.codes = codeCounts(shots, esAppendSide)
 	ids := acked(shots, esAppendSide)
@@ -440,15 +422,15 @@ func nkMeasure(ctx context.Context, res *Result, base string, seen nkShots, sub 
 	if err != nil {
 		return fmt.Errorf("read refused streams: %w", err)
 	}
-	failed, not503, recover := esFailures(shots, side, upAt)
+	fails := countFailures(shots, side, upAt)
 	kinds, slowest := esKinds(shots)
 	m := res.Metrics
 	m[MetricSent] = float64(len(shots))
 	m[MetricAcked] = float64(len(ids))
-	m[MetricFailed] = float64(failed)
-	m[MetricFailedNot503] = float64(not503)
+	m[MetricFailed] = float64(fails.failed)
+	m[MetricFailedNot503] = float64(fails.not503)
 	m[MetricSlowestAnswerMS] = ms(slowest)
-	m[MetricRecoverSeconds] = recoverS(recover)
+	m[MetricRecoverSeconds] = recoverS(fails.recover)
 	m[MetricAckedLost] = float64(lost)
 	m[MetricDuplicatedInStream] = float64(dup)
 	m[MetricAckedNotDelivered] = float64(undelivered)

@@ -297,6 +297,15 @@ func newLauncher(root, pattern string) (l *launch.Launcher, logDir string, err e
 	return l, logDir, nil
 }
 
+// launcher is newLauncher under e's repository root (root).
+func (e Env) launcher(pattern string) (l *launch.Launcher, logDir string, err error) {
+	root, err := e.root()
+	if err != nil {
+		return nil, "", err
+	}
+	return newLauncher(root, pattern)
+}
+
 // logf writes one progress line to e.Out.
 func (e Env) logf(format string, args ...any) {
 	if e.Out != nil {

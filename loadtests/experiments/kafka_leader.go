@@ -111,11 +111,7 @@ func runLeaderCases(ctx context.Context, env Env, name string, cases []leaderCas
 	if err != nil {
 		return res, err
 	}
-	root, err := env.root()
-	if err != nil {
-		return res, err
-	}
-	l, logDir, err := newLauncher(root, "wpe-kafka-leader-logs-")
+	l, logDir, err := env.launcher("wpe-kafka-leader-logs-")
 	if err != nil {
 		return res, err
 	}

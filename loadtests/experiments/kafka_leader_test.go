@@ -80,9 +80,11 @@ func TestKafkaLeaderFiguresRender(t *testing.T) {
 	}
 }
 
-// clusterExperimentEnv is the environment of a test that runs an
-// experiment on the cluster profile's Kafka, or skips.
-func clusterExperimentEnv(t *testing.T) Env {
+// runOnClusterKafka runs experiment run small on the cluster profile's
+// Kafka within timeout, logs its figure and returns its result; it skips
+// t when the profile does not run or cannot be disturbed from here, and
+// fails it when run does.
+func runOnClusterKafka(t testing.TB, run func(context.Context, Env, Size) (Result, error), timeout time.Duration) Result {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: kills or cuts off a broker of the cluster profile")
@@ -93,21 +95,22 @@ func clusterExperimentEnv(t *testing.T) Env {
 	if os.Geteuid() != 0 {
 		t.Skip("root: scripts/cluster.sh kills and cuts off the broker")
 	}
-	return Env{Out: logWriter{t}}.WithDefaults()
+	env := Env{Out: logWriter{t}}.WithDefaults()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	res, err := run(ctx, env, Small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", Describe(res).Figure)
+	return res
 }
 
 // TestKafkaLeaderKill runs kafka-leader-kill small on the cluster
 // profile: the leader killed under load with acks=all loses nothing
 // acknowledged and delivers nothing absent from the log.
 func TestKafkaLeaderKill(t *testing.T) {
-	env := clusterExperimentEnv(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	res, err := runKafkaLeaderKill(ctx, env, Small)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s", Describe(res).Figure)
+	res := runOnClusterKafka(t, runKafkaLeaderKill, 10*time.Minute)
 	if res.AckedLost != 0 || res.Metrics["kill.acks_all.phantom"] != 0 {
 		t.Errorf("acks=all: %d acknowledged lost, %g phantom", res.AckedLost, res.Metrics["kill.acks_all.phantom"])
 	}
@@ -117,14 +120,7 @@ func TestKafkaLeaderKill(t *testing.T) {
 // with acks=all an isolated leader loses nothing acknowledged; acks=1 may
 // (a documented loss), and neither delivers a phantom.
 func TestKafkaLeaderCut(t *testing.T) {
-	env := clusterExperimentEnv(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
-	defer cancel()
-	res, err := runKafkaLeaderCut(ctx, env, Small)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s", Describe(res).Figure)
+	res := runOnClusterKafka(t, runKafkaLeaderCut, 15*time.Minute)
 	m := res.Metrics
 	if n := m["isolate.acks_all.lost"] + m["isolate.acks_all.undelivered"]; n != 0 {
 		t.Errorf("acks=all, leader isolated: %g acknowledged lost", n)

@@ -86,15 +86,12 @@ type pgRun struct {
 // schema of its own (no-kafka's slot named after it). close stops them
 // and drops what they made.
 func startPGRun(ctx context.Context, env Env, prof *pgProfile, num int, logf func(string, ...any)) (*pgRun, error) {
-	root, err := env.root()
-	if err != nil {
-		return nil, err
-	}
 	r := &pgRun{prof: prof, num: num, plugin: "wal2json", slotSafe: -1, recovery: recoveryUnknown}
 	if num >= failoverSlotsFrom {
 		r.plugin = "pgoutput"
 	}
-	if r.l, r.logDir, err = newLauncher(root, "wpe-pg-failover-logs-"); err != nil {
+	var err error
+	if r.l, r.logDir, err = env.launcher("wpe-pg-failover-logs-"); err != nil {
 		return nil, err
 	}
 	if r.pool, err = pgxpool.New(ctx, prof.url); err != nil {

@@ -145,11 +145,7 @@ type rmqService struct {
 // lost task instead of being published again a minute later. close
 // stops it and removes its schema, queues and logs.
 func startRMQService(ctx context.Context, env Env, c *rmqCluster, logf func(string, ...any)) (*rmqService, error) {
-	root, err := env.root()
-	if err != nil {
-		return nil, err
-	}
-	l, logDir, err := newLauncher(root, "wpe-rmq-failover-logs-")
+	l, logDir, err := env.launcher("wpe-rmq-failover-logs-")
 	if err != nil {
 		return nil, err
 	}
