@@ -166,11 +166,17 @@ func insertBatch(ctx context.Context, o Options) (Result, error) {
 // claimDeleteDesc says what claimDelete counts, and how, and when its
 // rows ran out.
 func claimDeleteDesc(f figures, ranOut bool) string {
-	s := fmt.Sprintf("rows/s: SKIP LOCKED claim of %d (lease UPDATE) then DELETE, %d workers, unlogged table", f.ClaimBatch, f.Conns)
+	return withRanOut(fmt.Sprintf("rows/s: SKIP LOCKED claim of %d (lease UPDATE) then DELETE, %d workers, unlogged table", f.ClaimBatch, f.Conns),
+		ranOut, fmt.Sprintf("%d rows", f.ClaimFill))
+}
+
+// withRanOut is desc followed, when ranOut, by a note that what (the
+// loop's rows) ran out before the loop's end.
+func withRanOut(desc string, ranOut bool, what string) string {
 	if ranOut {
-		s += fmt.Sprintf(" (the %d rows ran out before the loop's end)", f.ClaimFill)
+		desc += " (the " + what + " ran out before the loop's end)"
 	}
-	return s
+	return desc
 }
 
 // claimDelete fills an unlogged queue table shaped like queue_jobs with
@@ -233,11 +239,8 @@ func claimThenDelete[T any](pool *pgxpool.Pool, claim, del string, empty *atomic
 // recordUpdateDesc says what recordUpdate counts, and how, and when its
 // rows ran out.
 func recordUpdateDesc(f figures, ranOut bool) string {
-	s := fmt.Sprintf("rows/s: %d-row UPDATE by primary key (queued → running, then → done), %d connections, logged table with a partial index on open statuses", f.ClaimBatch, f.Conns)
-	if ranOut {
-		s += fmt.Sprintf(" (the %d rows' two updates ran out before the loop's end)", f.RecordFill)
-	}
-	return s
+	return withRanOut(fmt.Sprintf("rows/s: %d-row UPDATE by primary key (queued → running, then → done), %d connections, logged table with a partial index on open statuses", f.ClaimBatch, f.Conns),
+		ranOut, fmt.Sprintf("%d rows' two updates", f.RecordFill))
 }
 
 // recordUpdate fills a logged table shaped like the queue's task records

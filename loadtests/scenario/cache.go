@@ -310,18 +310,15 @@ func (r *cacheRun) profiles(ctx context.Context, run *driver.Run, rnd *rand.Rand
 		}
 		reads := append([]bool(nil), r.reads...)
 		e.logf("cache %s (%d%% reads): %g/s for %s, %d rounds", pr.Name, pr.ReadPct, o.Rate, o.Duration, o.Rounds)
-		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, mode string, _ int) (*driver.SideResult, error) {
-			return r.attack(ctx, mode, pr.Name, o.Rate, func(base string, n uint64) driver.Request {
-				k := n % uint64(len(r.ids))
-				id := strconv.Itoa(r.ids[k])
-				if reads[k] {
-					return driver.Request{Method: http.MethodGet, URL: base + "/products/" + id}
-				}
-				return driver.Request{Method: http.MethodPut, URL: base + "/products/" + id,
-					Body: fmt.Appendf(nil, `{"name":"product %s","price_cents":%d,"stock":%d}`, id, 100+n%1000, n%500)}
-			})
+		err := r.attackPoint(ctx, run, p, pr.Name, func(base string, n uint64) driver.Request {
+			k := n % uint64(len(r.ids))
+			id := strconv.Itoa(r.ids[k])
+			if reads[k] {
+				return driver.Request{Method: http.MethodGet, URL: base + "/products/" + id}
+			}
+			return driver.Request{Method: http.MethodPut, URL: base + "/products/" + id,
+				Body: fmt.Appendf(nil, `{"name":"product %s","price_cents":%d,"stock":%d}`, id, 100+n%1000, n%500)}
 		})
-		run.Points = append(run.Points, p)
 		if err != nil {
 			return err
 		}
@@ -349,15 +346,23 @@ func (r *cacheRun) kv(ctx context.Context, run *driver.Run) error {
 	} {
 		p := driver.Point{Scenario: kv.scenario, Name: driver.Label(o.KVRate), Rate: o.KVRate, DurationS: o.Duration.Seconds(), Sides: s.Sides()}
 		e.logf("cache %s: %g/s for %s, %d rounds", kv.scenario, o.KVRate, o.Duration, o.Rounds)
-		err := driver.RunPoint(ctx, &p, o.Rounds, func(ctx context.Context, mode string, _ int) (*driver.SideResult, error) {
-			return r.attack(ctx, mode, kv.phase, o.KVRate, kv.req)
-		})
-		run.Points = append(run.Points, p)
-		if err != nil {
+		if err := r.attackPoint(ctx, run, p, kv.phase, kv.req); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// attackPoint measures p, o.Rounds rounds, each mode attacked (attack)
+// at p's rate with phase's requests req, and appends it to run's points
+// (on error too).
+func (r *cacheRun) attackPoint(ctx context.Context, run *driver.Run, p driver.Point, phase string, req func(base string, n uint64) driver.Request) error {
+	rate := p.Rate
+	err := driver.RunPoint(ctx, &p, r.o.Rounds, func(ctx context.Context, mode string, _ int) (*driver.SideResult, error) {
+		return r.attack(ctx, mode, phase, rate, req)
+	})
+	run.Points = append(run.Points, p)
+	return err
 }
 
 // rawLookups measures one lookup by key without HTTP: pgx against

@@ -431,42 +431,30 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		pts.kill = newPoint(ScaleOutKill, "kill -9 1 of 2", o.Rates[0], o.KillDuration.Seconds())
 		pts.order = append(pts.order, pts.kill)
 	}
-	for _, n := range o.Subscribers {
-		p := newPoint(ScaleOutFanout, fanoutName(o.FanoutRate, n), o.FanoutRate, o.Duration.Seconds())
-		pts.fanouts[n] = p
-		pts.order = append(pts.order, p)
-		if o.Cursors {
-			pts.cursorFanouts[n] = fanoutCursors.point(p)
-			pts.order = append(pts.order, pts.cursorFanouts[n])
+	// addAt records p at n in points and adds it (add), with its point of
+	// design at n in cursors.
+	addAt := func(n int, p *driver.Point, points map[int]*driver.Point, design secondDesign, cursors map[int]*driver.Point) {
+		points[n] = p
+		if c := pts.add(p, design, o.Cursors); c != nil {
+			cursors[n] = c
 		}
+	}
+	for _, n := range o.Subscribers {
+		addAt(n, newPoint(ScaleOutFanout, fanoutName(o.FanoutRate, n), o.FanoutRate, o.Duration.Seconds()), pts.fanouts, fanoutCursors, pts.cursorFanouts)
 	}
 	for _, n := range o.Subscribers {
 		if o.FanoutSustain == nil {
 			break
 		}
-		p := newPoint(ScaleOutFanoutSustain, SubscribersName(n), 0, o.FanoutSustain.Step.Seconds())
-		pts.fanoutSustains[n] = p
-		pts.order = append(pts.order, p)
-		if o.Cursors {
-			pts.cursorFanoutSustains[n] = fanoutCursors.point(p)
-			pts.order = append(pts.order, pts.cursorFanoutSustains[n])
-		}
+		addAt(n, newPoint(ScaleOutFanoutSustain, SubscribersName(n), 0, o.FanoutSustain.Step.Seconds()), pts.fanoutSustains, fanoutCursors, pts.cursorFanoutSustains)
 	}
 	for _, n := range o.Groups {
-		p := newPointOf(LogPair.Sides(), ScaleOutGroups, groupPointName(o.GroupRate, n), o.GroupRate, o.Duration.Seconds())
-		pts.groupPoints[n] = p
-		pts.order = append(pts.order, p)
-		if o.Cursors {
-			pts.cursorGroups[n] = groupsCursors.point(p)
-			pts.order = append(pts.order, pts.cursorGroups[n])
-		}
+		addAt(n, newPointOf(LogPair.Sides(), ScaleOutGroups, groupPointName(o.GroupRate, n), o.GroupRate, o.Duration.Seconds()), pts.groupPoints, groupsCursors, pts.cursorGroups)
 	}
 	logPoint := func(scenario driver.ScenarioName, name string, rate, d float64) *driver.Point {
 		p := newPointOf(LogPair.Sides(), scenario, name, rate, d)
-		pts.order = append(pts.order, p)
-		if o.Cursors {
-			pts.cursorsOf[p] = groupsCursors.point(p)
-			pts.order = append(pts.order, pts.cursorsOf[p])
+		if c := pts.add(p, groupsCursors, o.Cursors); c != nil {
+			pts.cursorsOf[p] = c
 		}
 		return p
 	}
@@ -480,6 +468,18 @@ func newScaleOutPoints(o ScaleOutOptions, sides []string) *scaleOutPoints {
 		pts.stoppedPoint = logPoint(ScaleOutStopped, stoppedPointName(o.GroupRate, o.StoppedFor), o.GroupRate, o.StoppedFor.Seconds())
 	}
 	return pts
+}
+
+// add appends p to the order and, when cursors, design's point of p
+// after it, which it returns (nil when not cursors).
+func (pts *scaleOutPoints) add(p *driver.Point, design secondDesign, cursors bool) *driver.Point {
+	pts.order = append(pts.order, p)
+	if !cursors {
+		return nil
+	}
+	c := design.point(p)
+	pts.order = append(pts.order, c)
+	return c
 }
 
 // set records svc's result (or err) in p's round.

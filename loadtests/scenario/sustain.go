@@ -614,12 +614,10 @@ type stepOffer struct {
 // tables emptied: freshSide), a 1 s warm-up, then the steps
 // searchSustainable asks for, each recorded as "step<i>.*" metrics.
 func (s ThroughputScenario) search(ctx context.Context, sl sideLoad, l SustainLadder, seed bracket) (*driver.SideResult, bracket, error) {
-	e, svc := sl.e, sl.svc
-	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
-	if err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv, res.Metrics); err != nil {
+	res, err := s.freshLoad(ctx, &sl)
+	if err != nil {
 		return res, bracket{}, err
 	}
-	sl.st = &sideState{base: e.URL(svc)}
 	b, err := s.searchAt(ctx, sl, l, seed, res)
 	if errors.Is(err, ErrPrecondition) {
 		// Invalid, not failed: its figures are not the system's.
@@ -627,6 +625,19 @@ func (s ThroughputScenario) search(ctx context.Context, sl sideLoad, l SustainLa
 		return res, b, nil
 	}
 	return res, b, err
+}
+
+// freshLoad starts sl's service afresh for a search or an overload
+// point (freshSide, on the scenario's SustainEnv), recording the start's
+// figures in the result it returns (even on error), and points sl.st at
+// the started service with a new sideState.
+func (s ThroughputScenario) freshLoad(ctx context.Context, sl *sideLoad) (*driver.SideResult, error) {
+	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
+	if err := sl.e.freshSide(ctx, s.Pair, sl.svc, s.SustainEnv, res.Metrics); err != nil {
+		return res, err
+	}
+	sl.st = &sideState{base: sl.e.URL(sl.svc)}
+	return res, nil
 }
 
 // searchAt is a search's warm-up and steps on the side sl.st targets,
@@ -707,13 +718,11 @@ func (s ThroughputScenario) searchAt(ctx context.Context, sl sideLoad, l Sustain
 // backlog takes to drain. The step's client phase is recorded, so that
 // failed requests (sheds apart) fail the point.
 func (s ThroughputScenario) over(ctx context.Context, sl sideLoad, ref float64) (*driver.SideResult, error) {
-	e, svc := sl.e, sl.svc
-	res := &driver.SideResult{Metrics: map[driver.Metric]float64{}}
-	if err := e.freshSide(ctx, s.Pair, svc, s.SustainEnv, res.Metrics); err != nil {
+	res, err := s.freshLoad(ctx, &sl)
+	if err != nil {
 		return res, err
 	}
-	st := &sideState{base: e.URL(svc)}
-	sl.st = st
+	st := sl.st
 	s.warmSide(ctx, sl)
 	rate := math.Round(SustainOver * ref)
 	m, c, err := s.offer(ctx, sl, rate, false)
