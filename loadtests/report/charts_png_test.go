@@ -121,22 +121,14 @@ func pngProblems(img image.Image, wantW, wantH float64) []string {
 // librsvg and checks the picture.
 func TestChartsRenderToPNG(t *testing.T) {
 	bin := rsvg(t)
-	for name, in := range chartSets(t) {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			charts, err := Charts(withES(in.runs, in.es), in.src, dir)
-			if err != nil {
-				t.Fatal(err)
+	drawChartSets(t, func(t *testing.T, _ chartInputs, charts map[string]string) {
+		for k, path := range charts {
+			w, h := svgSizePx(t, path)
+			for _, p := range pngProblems(renderPNG(t, bin, path), w, h) {
+				t.Errorf("%s: %s", k, p)
 			}
-			for _, f := range charts {
-				path := filepath.Join(dir, f)
-				w, h := svgSizePx(t, path)
-				for _, p := range pngProblems(renderPNG(t, bin, path), w, h) {
-					t.Errorf("%s: %s", f, p)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestPNGProblemsCatchesBlankAndCutOff checks the checker: a blank

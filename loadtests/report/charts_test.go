@@ -63,6 +63,24 @@ func chartSets(t *testing.T) map[string]chartInputs {
 // text's box: a title running off the canvas, a legend over the tick
 // labels, tick labels running into each other.
 func TestChartTextFitsAndDoesNotOverlap(t *testing.T) {
+	drawChartSets(t, func(t *testing.T, in chartInputs, charts map[string]string) {
+		for _, k := range in.want {
+			if _, ok := charts[k]; !ok {
+				t.Errorf("no %s chart; got %v", k, charts)
+			}
+		}
+		for k, path := range charts {
+			for _, p := range textProblems(t, path) {
+				t.Errorf("%s: %s", k, p)
+			}
+		}
+	})
+}
+
+// drawChartSets draws every chart of every input set of chartSets into a
+// directory of the set's subtest and calls check there with the set and
+// the charts drawn, by key, each with the path of its file.
+func drawChartSets(t *testing.T, check func(t *testing.T, in chartInputs, charts map[string]string)) {
 	for name, in := range chartSets(t) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -70,16 +88,11 @@ func TestChartTextFitsAndDoesNotOverlap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range in.want {
-				if _, ok := charts[k]; !ok {
-					t.Errorf("no %s chart; got %v", k, charts)
-				}
+			paths := map[string]string{}
+			for k, f := range charts {
+				paths[k] = filepath.Join(dir, f)
 			}
-			for _, f := range charts {
-				for _, p := range textProblems(t, filepath.Join(dir, f)) {
-					t.Errorf("%s: %s", f, p)
-				}
-			}
+			check(t, in, paths)
 		})
 	}
 }
