@@ -248,7 +248,7 @@ func TestLiveLoadOnMemoryBackend(t *testing.T) {
 // table's sizes.
 func TestDeleteAndVacuumOnRealPostgres(t *testing.T) {
 	ctx, dbURL := realPostgres(t)
-	conn, schema := scratchSchema(t, ctx, dbURL, "es_cleanup_", "CREATE TABLE {schema}.events (stream_id text, version bigint, PRIMARY KEY (stream_id, version)); "+
+	conn, schema := scratchSchema(t, ctx, dbURL, "CREATE TABLE {schema}.events (stream_id text, version bigint, PRIMARY KEY (stream_id, version)); "+
 		"INSERT INTO {schema}.events SELECT 'customer', v FROM generate_series(0, 999) v; INSERT INTO {schema}.events VALUES ('other', 0)")
 	live, stop, err := runLiveLoad(ctx, &Engine{Name: "no-kurrentdb", URL: serveMemoryEventStore(t)}, "live-"+runID())
 	if err != nil {

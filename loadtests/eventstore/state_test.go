@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
+	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/pairs"
 )
 
@@ -27,42 +28,36 @@ func envOr(k, def string) string {
 
 // serverTest skips t under -short, saying why (what it talks to), and
 // otherwise marks t parallel and returns a context of a minute for the
-// test, cancelled when the test ends.
+// test (kittest.Context).
 func serverTest(t *testing.T, why string) context.Context {
 	t.Helper()
 	if testing.Short() {
 		t.Skip(why)
 	}
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	return kittest.Context(t, time.Minute)
 }
 
 // realPostgres is serverTest for a test of the stack's Postgres, whose
-// URL (DATABASE_URL or the default) it returns with the context.
+// URL (kittest.PostgresURL: DATABASE_URL or the default, checked to
+// answer) it returns with the context.
 func realPostgres(t *testing.T) (ctx context.Context, dbURL string) {
 	t.Helper()
-	return serverTest(t, "talks to Postgres"), envOr("DATABASE_URL", pairs.DefaultPostgresURL)
+	ctx = serverTest(t, "talks to Postgres")
+	return ctx, kittest.PostgresURL(t)
 }
 
-// scratchSchema connects to dbURL and makes a schema of the test's own,
-// named prefix and a number, running tables after its creation with each
-// "{schema}" in it replaced by the schema's name. It returns the
-// connection and the schema; when the test ends it drops the schema,
-// then closes the connection.
-func scratchSchema(t testing.TB, ctx context.Context, dbURL, prefix, tables string) (*pgx.Conn, string) {
+// scratchSchema makes a schema of the test's own in the Postgres at
+// dbURL (kittest.Schema, dropped when the test ends) and runs tables
+// there, each "{schema}" in it replaced by the schema's name. It returns
+// a connection of the test's (kittest.Conn) and the schema.
+func scratchSchema(t testing.TB, ctx context.Context, dbURL, tables string) (*pgx.Conn, string) {
 	t.Helper()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
+	schema := kittest.Schema(t, dbURL)
+	conn := kittest.Conn(t, dbURL)
+	if _, err := conn.Exec(ctx, strings.ReplaceAll(tables, "{schema}", schema)); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	schema := fmt.Sprintf("%s%d", prefix, time.Now().UnixNano())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema+"; "+strings.ReplaceAll(tables, "{schema}", schema)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
 	return conn, schema
 }
 
@@ -122,7 +117,7 @@ func TestFreshTopicOnRealKafka(t *testing.T) {
 // never a zero.
 func TestEventsTableStateOnRealPostgres(t *testing.T) {
 	ctx, dbURL := realPostgres(t)
-	_, schema := scratchSchema(t, ctx, dbURL, "es_state_", "CREATE TABLE {schema}.events (stream_id text, version bigint); INSERT INTO {schema}.events VALUES ('a',0),('a',1),('b',0)")
+	_, schema := scratchSchema(t, ctx, dbURL, "CREATE TABLE {schema}.events (stream_id text, version bigint); INSERT INTO {schema}.events VALUES ('a',0),('a',1),('b',0)")
 	engines := []*Engine{{Name: "no-kurrentdb", Backend: "postgres", Up: true}}
 	run := driver.NewRun("eventstore-test", nil, time.Now())
 	recordStart(ctx, run, Options{DatabaseURL: dbURL, Schema: schema}, engines)
