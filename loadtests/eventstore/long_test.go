@@ -17,12 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/driver"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/config"
 	contract "github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/contract/eventstore/memory"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/httpapi"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/kittest"
-	"github.com/where-postgres-ends/where-postgres-ends/services/kit/service"
 	"github.com/where-postgres-ends/where-postgres-ends/services/kit/stats"
 )
 
@@ -33,13 +30,7 @@ import (
 // stack; the figures themselves only mean something on the real ones.
 func serveMemoryEventStore(t testing.TB) string {
 	t.Helper()
-	r := config.FromMap(map[string]string{})
-	c := service.ReadCommon(r, "127.0.0.1:0", httpapi.DefaultBodyLimit)
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
-	}
-	svc := service.New(stats.Info{Service: "no-kurrentdb", Pair: "eventstore", Backend: "memory"}, c.HTTP, c.NewLogger(io.Discard),
-		contract.LatencyNames, contract.CounterNames)
+	svc := kittest.NewService(t, stats.Info{Service: "no-kurrentdb", Pair: "eventstore", Backend: "memory"}, 0, contract.LatencyNames, contract.CounterNames)
 	contract.Mount(svc.Router, new(memory.Backend), contract.Options{Stats: svc.Stats, Stopping: svc.Stopping()})
 	return kittest.Serve(t, svc)
 }
