@@ -164,11 +164,7 @@ var cardTemplates = template.Must(template.New("cards.tmpl").Option("missingkey=
 // templates are parsed at start and read only cardView's fields and
 // methods, so an error is a programming error.
 func renderCard(name string, v Verdict) string {
-	var b strings.Builder
-	if err := cardTemplates.ExecuteTemplate(&b, name, cardView{v}); err != nil {
-		panic("report: cards.tmpl: " + err.Error())
-	}
-	return b.String()
+	return execute(cardTemplates, name, cardView{v})
 }
 
 // cardView is what cards.tmpl reads: a Verdict and the phrases its

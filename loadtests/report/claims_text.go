@@ -2,7 +2,6 @@ package report
 
 import (
 	_ "embed"
-	"strings"
 	"text/template"
 
 	"github.com/where-postgres-ends/where-postgres-ends/loadtests/scenario"
@@ -38,16 +37,7 @@ var claimTextsRendered = map[string]bool{}
 // reads, panics there: every test of the package fails on it.
 func texts(id string, data any) claimText {
 	claimTextsRendered[id] = true
-	return claimText{claim: renderClaimText(id+" claim", data), rule: renderClaimText(id+" rule", data)}
-}
-
-// renderClaimText executes one template of claims.tmpl; see texts.
-func renderClaimText(name string, data any) string {
-	var b strings.Builder
-	if err := claimsTemplate.ExecuteTemplate(&b, name, data); err != nil {
-		panic("report: claims.tmpl: " + err.Error())
-	}
-	return b.String()
+	return claimText{claim: execute(claimsTemplate, id+" claim", data), rule: execute(claimsTemplate, id+" rule", data)}
 }
 
 // claimFigures is what the fixed claims' rules quote: each threshold is a

@@ -128,11 +128,7 @@ var questionsTemplate = template.Must(template.New("questions.tmpl").Parse(quest
 // file does not define, or data missing a field the template reads, is a
 // programming error (readme_test.go renders every one): say panics.
 func say(name string, data any) string {
-	var b strings.Builder
-	if err := questionsTemplate.ExecuteTemplate(&b, name, data); err != nil {
-		panic("report: questions.tmpl: " + err.Error())
-	}
-	return b.String()
+	return execute(questionsTemplate, name, data)
 }
 
 // sayIf is say for a template that may not exist: "" when it does not
@@ -267,11 +263,7 @@ func findings(specs []pairSpec, all []*driver.Run, es eventstore.Results, src ..
 	if len(present) > 0 {
 		view = findingsOf(in, present, sourceFiles(all, first1(src)))
 	}
-	var b strings.Builder
-	if err := findingsTemplate.ExecuteTemplate(&b, "findings", view); err != nil {
-		panic("report: findings.tmpl: " + err.Error())
-	}
-	return b.String()
+	return execute(findingsTemplate, "findings", view)
 }
 
 //go:embed findings.tmpl
